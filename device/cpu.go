@@ -1,0 +1,170 @@
+package device
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CPUDevice is host memory and host cores. Its buffers are *HostBuffer.
+type CPUDevice struct {
+	pools   [maxClass + 1]sync.Pool
+	workers workerPool
+	stats   PoolStats
+}
+
+// PoolStats counts what the CPU buffer cache did; read with Stats.
+type PoolStats struct {
+	Allocs atomic.Int64 // buffers requested
+	Hits   atomic.Int64 // requests served from the cache
+	Frees  atomic.Int64 // buffers returned to the cache
+}
+
+// HostBuffer is CPU memory, 64-byte aligned when at least 64 bytes long.
+type HostBuffer struct {
+	dev   *CPUDevice
+	bytes []byte
+	class int16 // size class, or -1 when not owned by the cache
+}
+
+var hostCPU *CPUDevice
+
+func newCPU() *CPUDevice {
+	c := &CPUDevice{}
+	c.workers.start()
+	hostCPU = c
+	return c
+}
+
+// Name returns "cpu:0".
+func (c *CPUDevice) Name() string { return "cpu:0" }
+
+// Kind returns CPU.
+func (c *CPUDevice) Kind() Kind { return CPU }
+
+// Stats returns the buffer cache's counters.
+func (c *CPUDevice) Stats() *PoolStats { return &c.stats }
+
+// Workers returns how many goroutines (the caller included) Parallel uses.
+func (c *CPUDevice) Workers() int { return c.workers.n + 1 }
+
+// Size classes: 64 bytes, then four steps per doubling (25% waste at most).
+const (
+	minClassBytes = 64
+	maxClass      = 4*(48-7) + 4
+)
+
+func sizeClass(n int) int {
+	if n <= minClassBytes {
+		return 0
+	}
+	e := bits.Len(uint(n - 1)) // 2^(e-1) < n <= 2^e
+	half := 1 << (e - 1)
+	q := ((n-half)*4 + half - 1) / half
+	return (e-7)*4 + q
+}
+
+func classBytes(class int) int {
+	if class == 0 {
+		return minClassBytes
+	}
+	e := (class-1)/4 + 7
+	q := (class-1)%4 + 1
+	return (1 << (e - 1)) * (4 + q) / 4
+}
+
+// Alloc returns a host buffer of at least nbytes bytes, reusing a cached
+// buffer of the same size class when one is free.
+func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
+	if nbytes < 0 {
+		return nil, fmt.Errorf("%w: negative size %d", ErrOutOfMemory, nbytes)
+	}
+	c.stats.Allocs.Add(1)
+	if nbytes == 0 {
+		return &HostBuffer{dev: c, class: -1}, nil
+	}
+	class := sizeClass(nbytes)
+	if class > maxClass {
+		return nil, fmt.Errorf("%w: %d bytes is beyond the largest size class", ErrOutOfMemory, nbytes)
+	}
+	if b, ok := c.pools[class].Get().(*HostBuffer); ok {
+		c.stats.Hits.Add(1)
+		b.bytes = b.bytes[:nbytes]
+		return b, nil
+	}
+	size := classBytes(class)
+	return &HostBuffer{dev: c, bytes: alignedBytes(size)[:nbytes], class: int16(class)}, nil
+}
+
+// alignedBytes returns n bytes whose start is 64-byte aligned (8-byte for
+// n < 64), so vector kernels can use aligned loads on whole rows.
+func alignedBytes(n int) []byte {
+	words := make([]uint64, (n+63)/8+8)
+	p := unsafe.Pointer(&words[0])
+	skip := int((64 - uintptr(p)%64) % 64)
+	if n < 64 {
+		skip = 0
+	}
+	all := unsafe.Slice((*byte)(p), len(words)*8)
+	return all[skip : skip+n : skip+n]
+}
+
+// Free returns b to the cache. Buffers that wrap foreign memory are dropped.
+func (c *CPUDevice) Free(b Buffer) {
+	hb, ok := b.(*HostBuffer)
+	if !ok || hb.dev != c {
+		panic(fmt.Sprintf("device: cpu:0 cannot free a buffer of %s", b.Device().Name()))
+	}
+	if hb.class < 0 {
+		return
+	}
+	c.stats.Frees.Add(1)
+	c.pools[hb.class].Put(hb)
+}
+
+// CopyToHost copies from a host buffer into dst.
+func (c *CPUDevice) CopyToHost(dst []byte, src Buffer, srcOff int) error {
+	hb, ok := src.(*HostBuffer)
+	if !ok {
+		return fmt.Errorf("%w: cpu:0 cannot read a buffer of %s", ErrCopy, src.Device().Name())
+	}
+	if srcOff < 0 || srcOff+len(dst) > len(hb.bytes) {
+		return fmt.Errorf("%w: range [%d, %d) outside a %d-byte buffer", ErrCopy, srcOff, srcOff+len(dst), len(hb.bytes))
+	}
+	copy(dst, hb.bytes[srcOff:])
+	return nil
+}
+
+// CopyFromHost copies src into a host buffer.
+func (c *CPUDevice) CopyFromHost(dst Buffer, dstOff int, src []byte) error {
+	hb, ok := dst.(*HostBuffer)
+	if !ok {
+		return fmt.Errorf("%w: cpu:0 cannot write a buffer of %s", ErrCopy, dst.Device().Name())
+	}
+	if dstOff < 0 || dstOff+len(src) > len(hb.bytes) {
+		return fmt.Errorf("%w: range [%d, %d) outside a %d-byte buffer", ErrCopy, dstOff, dstOff+len(src), len(hb.bytes))
+	}
+	copy(hb.bytes[dstOff:], src)
+	return nil
+}
+
+// Synchronize returns at once: CPU kernels finish before they return.
+func (c *CPUDevice) Synchronize() error { return nil }
+
+// WrapHost returns a buffer over memory the caller owns (for zero-copy
+// interoperation). The cache never reuses it; the caller must keep the
+// memory alive and unchanged while tensors use it.
+func (c *CPUDevice) WrapHost(b []byte) *HostBuffer {
+	return &HostBuffer{dev: c, bytes: b, class: -1}
+}
+
+// Device returns the CPU device.
+func (b *HostBuffer) Device() Device { return b.dev }
+
+// Size returns the usable size in bytes.
+func (b *HostBuffer) Size() int { return len(b.bytes) }
+
+// Bytes returns the buffer's memory. It stays valid until the buffer is freed.
+func (b *HostBuffer) Bytes() []byte { return b.bytes }

@@ -1,0 +1,113 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Kind is the family of a device.
+type Kind uint8
+
+const (
+	// CPU is host memory and host cores.
+	CPU Kind = iota
+	// GPU is an accelerator with its own memory.
+	GPU
+)
+
+// String returns "cpu" or "gpu".
+func (k Kind) String() string {
+	switch k {
+	case CPU:
+		return "cpu"
+	case GPU:
+		return "gpu"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	ErrUnknownDevice = errors.New("device: unknown device")
+	ErrOutOfMemory   = errors.New("device: out of memory")
+	ErrCopy          = errors.New("device: copy failed")
+)
+
+// Buffer is a block of device memory. Its contents are reached through the
+// owning device's copy methods, or, for the CPU, through HostBuffer.Bytes.
+type Buffer interface {
+	// Device returns the device that owns the buffer.
+	Device() Device
+	// Size returns the usable size in bytes.
+	Size() int
+}
+
+// Device owns memory and runs kernels.
+type Device interface {
+	// Name is "<kind>:<ordinal>", e.g. "cpu:0".
+	Name() string
+	Kind() Kind
+	// Alloc returns a buffer of at least nbytes bytes. The contents are
+	// unspecified. It returns an error wrapping ErrOutOfMemory on failure.
+	Alloc(nbytes int) (Buffer, error)
+	// Free returns a buffer to the device's cache. The buffer must not be
+	// used afterwards. Freeing a buffer of another device panics.
+	Free(b Buffer)
+	// CopyToHost copies len(dst) bytes starting at byte srcOff of src.
+	CopyToHost(dst []byte, src Buffer, srcOff int) error
+	// CopyFromHost copies src into dst starting at byte dstOff.
+	CopyFromHost(dst Buffer, dstOff int, src []byte) error
+	// Synchronize waits until all work queued on the device is done.
+	Synchronize() error
+}
+
+var registry struct {
+	sync.RWMutex
+	byName map[string]Device
+}
+
+var defaultDevice atomic.Pointer[Device]
+
+func init() {
+	registry.byName = map[string]Device{}
+	cpu := newCPU()
+	Register(cpu)
+	var d Device = cpu
+	defaultDevice.Store(&d)
+}
+
+// Register makes a device findable by Lookup under its name. Registering a
+// second device with the same name replaces the first.
+func Register(d Device) {
+	registry.Lock()
+	registry.byName[d.Name()] = d
+	registry.Unlock()
+}
+
+// Lookup returns the device named name ("cpu:0", "gpu:0", ...).
+func Lookup(name string) (Device, error) {
+	registry.RLock()
+	d, ok := registry.byName[name]
+	registry.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownDevice, name)
+	}
+	return d, nil
+}
+
+// Host returns the CPU device "cpu:0".
+func Host() *CPUDevice { return hostCPU }
+
+// Default returns the device new tensors are created on (initially cpu:0).
+func Default() Device { return *defaultDevice.Load() }
+
+// SetDefault makes d the default device for the whole process and returns a
+// function that restores the previous default:
+//
+//	defer device.SetDefault(gpu)()
+func SetDefault(d Device) (restore func()) {
+	prev := defaultDevice.Swap(&d)
+	return func() { defaultDevice.Store(prev) }
+}

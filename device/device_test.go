@@ -1,0 +1,65 @@
+package device
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+func TestSizeClassesCoverAndAreTight(t *testing.T) {
+	for n := 1; n < 1<<20; n = n*5/4 + 1 {
+		c := sizeClass(n)
+		if got := classBytes(c); got < n || got > max(64, n*5/4+1) {
+			t.Fatalf("size %d: class %d holds %d bytes", n, c, got)
+		}
+		if c > 0 && classBytes(c-1) >= n {
+			t.Fatalf("size %d: smaller class %d would fit", n, c-1)
+		}
+	}
+}
+
+func TestAllocReusesAndAligns(t *testing.T) {
+	cpu := Host()
+	b, err := cpu.Alloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := b.(*HostBuffer)
+	if len(hb.Bytes()) != 1000 || uintptr(unsafe.Pointer(&hb.Bytes()[0]))%64 != 0 {
+		t.Fatalf("buffer of %d bytes at %p", len(hb.Bytes()), &hb.Bytes()[0])
+	}
+	if _, err := cpu.Alloc(-1); !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("negative alloc: %v", err)
+	}
+	if _, err := Lookup("gpu:7"); !errors.Is(err, ErrUnknownDevice) {
+		t.Errorf("Lookup(gpu:7) = %v", err)
+	}
+	if d, err := Lookup("cpu:0"); err != nil || d != Device(cpu) {
+		t.Errorf("Lookup(cpu:0) = %v, %v", d, err)
+	}
+}
+
+func TestParallelCoversRangeOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 1000, 100000} {
+		hits := make([]int32, n)
+		Host().Parallel(n, 10, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&hits[i], 1)
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("n=%d: index %d visited %d times", n, i, h)
+			}
+		}
+	}
+	// Nested calls must not deadlock.
+	var total atomic.Int64
+	Host().Parallel(8, 1e6, func(lo, hi int) {
+		Host().Parallel(1000*(hi-lo), 1e3, func(a, b int) { total.Add(int64(b - a)) })
+	})
+	if total.Load() != 8000 {
+		t.Errorf("nested total %d", total.Load())
+	}
+}

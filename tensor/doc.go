@@ -1,0 +1,37 @@
+// Package tensor is eagerflow's value type: an immutable n-dimensional array
+// with a dtype, a shape, an XLA-style layout and a buffer on a device.
+//
+// # Values
+//
+// DTypes are Float32, Float64, Int32, Int64, Uint8 and Bool (XLA's PRED).
+// Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
+// Tensors are made from Go slices (FromSlice), scalars (Scalar), constants
+// (Zeros, Ones, Full, FullOf), ranges (Arange, Linspace) and the seeded,
+// counter-based RNG (RandUniform, RandNormal, RandBernoulli). They are read
+// back with ToSlice and Item. Printing follows NumPy.
+//
+// # Layout
+//
+// A Layout is XLA's minor_to_major list; nil is row-major. Strides,
+// LinearIndex and MultiIndex convert between element indices and memory
+// positions for any layout. View reinterprets a buffer under another shape
+// and layout without copying (a transpose is a layout change); Contiguous
+// copies into row-major order when a kernel needs it.
+//
+// # Errors
+//
+// Programmer errors (a shape that does not hold the data, a wrong dtype for
+// ToSlice, Item on many elements) panic with an *Error that wraps a sentinel
+// (ErrShape, ErrDType, ...) and names the function, the inputs and the
+// caller's file:line; eager.Catch recovers them. Device failures (out of
+// memory, copies) are returned as errors where a function returns an error,
+// and panic in the constructors, which have nowhere to return them.
+//
+// # Concurrency and memory
+//
+// A tensor may be read by any number of goroutines. Buffers come from the
+// device's cache and go back to it on Release, which is optional: an
+// unreleased buffer is reclaimed by the garbage collector. The Autodiff and
+// Trace fields belong to packages tape and eager; they are updated
+// atomically.
+package tensor

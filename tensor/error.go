@@ -1,0 +1,105 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+)
+
+// Sentinels for programmer errors; every *Error wraps exactly one, so
+// errors.Is(err, tensor.ErrShape) tells what kind of mistake it was.
+var (
+	ErrShape  = errors.New("shape mismatch")
+	ErrDType  = errors.New("dtype mismatch")
+	ErrRank   = errors.New("bad rank")
+	ErrAxis   = errors.New("bad axis")
+	ErrArity  = errors.New("wrong number of inputs")
+	ErrAttr   = errors.New("bad attribute")
+	ErrDevice = errors.New("device mismatch")
+	ErrIndex  = errors.New("index out of range")
+	ErrValue  = errors.New("bad value")
+)
+
+// Error is the panic value of a programmer error in calling an op or a
+// constructor: a shape, dtype, rank, axis, arity, attribute or device that
+// does not fit. It names the op, its attributes, its inputs and the caller's
+// file:line. Recover it into an error with eager.Catch.
+type Error struct {
+	Pkg    string   // package prefix: "ops", "tensor", "tape"
+	Op     string   // op or function name
+	Kind   error    // one of the sentinels above
+	Detail string   // what was wrong
+	Inputs []string // inputs as "float32[2 3]"
+	Attrs  string   // attributes, formatted
+	Caller string   // file:line of the first caller outside eagerflow
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s: %s", e.Pkg, e.Op, e.Detail)
+	if len(e.Inputs) > 0 {
+		fmt.Fprintf(&b, " (inputs %s", strings.Join(e.Inputs, ", "))
+		if e.Attrs != "" {
+			fmt.Fprintf(&b, "; attrs %s", e.Attrs)
+		}
+		b.WriteByte(')')
+	} else if e.Attrs != "" {
+		fmt.Fprintf(&b, " (attrs %s)", e.Attrs)
+	}
+	if e.Caller != "" {
+		fmt.Fprintf(&b, " at %s", e.Caller)
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Describe returns "float32[2 3]" for a tensor, "<nil>" for nil.
+func Describe(t *Tensor) string {
+	if t == nil {
+		return "<nil>"
+	}
+	return t.dtype.String() + t.shape.String()
+}
+
+// Panicf panics with an *Error built from its arguments.
+func Panicf(pkg, op string, kind error, inputs []*Tensor, attrs string, format string, args ...any) {
+	in := make([]string, len(inputs))
+	for i, t := range inputs {
+		in[i] = Describe(t)
+	}
+	panic(&Error{Pkg: pkg, Op: op, Kind: kind, Detail: fmt.Sprintf(format, args...),
+		Inputs: in, Attrs: attrs, Caller: Caller()})
+}
+
+const modulePrefix = "github.com/eagerflow/eagerflow/"
+
+// Caller returns file:line of the first stack frame outside the eagerflow
+// library (test files count as outside).
+func Caller() string {
+	pcs := make([]uintptr, 32)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		inLib := strings.HasPrefix(f.Function, modulePrefix) && !strings.HasSuffix(f.File, "_test.go") &&
+			!strings.Contains(f.Function, "/examples/")
+		if !inLib && !strings.HasPrefix(f.Function, "runtime.") {
+			return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+func shortFile(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		if j := strings.LastIndexByte(p[:i], '/'); j >= 0 {
+			return p[j+1:]
+		}
+	}
+	return p
+}

@@ -1,0 +1,325 @@
+package tensor
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/eagerflow/eagerflow/device"
+)
+
+// Tensor is an immutable n-dimensional array: a dtype, a shape, a layout and
+// a reference-counted buffer on one device. Ops never change a tensor's
+// values; the one exception is a variable (see package tape), whose buffer
+// optimizers update in place.
+//
+// A Tensor must not be copied by value; pass *Tensor.
+type Tensor struct {
+	dtype  DType
+	shape  Shape
+	layout Layout // minor-to-major; nil is row-major
+	st     *storage
+	flags  uint32
+
+	ad    atomic.Pointer[Autodiff] // owned by package tape
+	trace atomic.Pointer[any]      // owned by the tracer
+}
+
+// Flags a tensor may carry.
+const (
+	// FlagVariable marks the buffer of a variable, which may change in place.
+	FlagVariable uint32 = 1 << iota
+)
+
+type storage struct {
+	buf  device.Buffer
+	refs atomic.Int32
+}
+
+// Autodiff is the differentiation state a tensor carries. Package tape owns
+// its meaning; it lives here so that tensors can carry it without tensor
+// importing tape. It is replaced whole (copy on write), never edited.
+type Autodiff struct {
+	Node  any // the recorded op that produced the tensor, or nil for a leaf
+	Index int // which output of Node
+	Watch any // tape-defined set of tapes that watch this leaf
+}
+
+// Empty allocates an uninitialized tensor on dev. It is the allocation
+// kernels use for outputs; users want Zeros or Full.
+func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
+	if !dt.Valid() {
+		return nil, fmt.Errorf("tensor: invalid dtype %v", dt)
+	}
+	if !shape.valid() {
+		return nil, fmt.Errorf("tensor: negative dimension in shape %v", shape)
+	}
+	buf, err := dev.Alloc(shape.NumElements() * dt.Size())
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{dtype: dt, shape: shape, st: &storage{buf: buf}}
+	t.st.refs.Store(1)
+	return t, nil
+}
+
+// MustEmpty is Empty for the default device that panics on allocation failure.
+func MustEmpty(dt DType, shape Shape) *Tensor {
+	t, err := Empty(device.Default(), dt, shape)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// DType returns the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Shape returns the dimensions. The caller must not modify the result.
+func (t *Tensor) Shape() Shape { return t.shape }
+
+// Rank returns the number of dimensions.
+func (t *Tensor) Rank() int { return len(t.shape) }
+
+// Dim returns the size of dimension i; negative i counts from the end.
+func (t *Tensor) Dim(i int) int {
+	if i < 0 {
+		i += len(t.shape)
+	}
+	return t.shape[i]
+}
+
+// NumElements returns the number of elements.
+func (t *Tensor) NumElements() int { return t.shape.NumElements() }
+
+// Layout returns the minor-to-major layout (nil for row-major).
+func (t *Tensor) Layout() Layout { return t.layout }
+
+// IsRowMajor reports whether the elements are stored in the default order.
+func (t *Tensor) IsRowMajor() bool { return t.layout.IsRowMajor(len(t.shape)) }
+
+// Device returns the device that holds the buffer.
+func (t *Tensor) Device() device.Device { return t.st.buf.Device() }
+
+// Buffer returns the device buffer (for kernels and devices).
+func (t *Tensor) Buffer() device.Buffer { return t.st.buf }
+
+// Flags returns the tensor's flags.
+func (t *Tensor) Flags() uint32 { return t.flags }
+
+// SetFlags sets flags on a tensor; it is meant for the package that creates
+// the tensor (tape marks variables), before the tensor is shared.
+func (t *Tensor) SetFlags(f uint32) { t.flags |= f }
+
+// IsVariable reports whether t is a variable's value.
+func (t *Tensor) IsVariable() bool { return t.flags&FlagVariable != 0 }
+
+// Autodiff returns the differentiation state (nil when there is none).
+func (t *Tensor) Autodiff() *Autodiff { return t.ad.Load() }
+
+// SetAutodiff replaces the differentiation state. For package tape.
+func (t *Tensor) SetAutodiff(a *Autodiff) { t.ad.Store(a) }
+
+// CompareAndSwapAutodiff replaces old with a atomically. For package tape.
+func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.CompareAndSwap(old, a) }
+
+// Trace returns the tracer's symbolic value for t (nil for concrete tensors).
+func (t *Tensor) Trace() any {
+	if p := t.trace.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetTrace attaches a tracer's symbolic value. For the tracer.
+func (t *Tensor) SetTrace(v any) { t.trace.Store(&v) }
+
+// View returns a tensor sharing t's buffer with another shape and layout of
+// the same element count. It panics with an *Error if they do not fit.
+func (t *Tensor) View(shape Shape, l Layout) *Tensor {
+	if shape.NumElements() != t.NumElements() || !shape.valid() {
+		Panicf("tensor", "View", ErrShape, []*Tensor{t}, "", "shape %v does not hold %d elements", shape, t.NumElements())
+	}
+	if !l.valid(len(shape)) {
+		Panicf("tensor", "View", ErrAttr, []*Tensor{t}, "", "layout %v is not a permutation of %d dimensions", l, len(shape))
+	}
+	if l.IsRowMajor(len(shape)) {
+		l = nil
+	}
+	t.st.refs.Add(1)
+	return &Tensor{dtype: t.dtype, shape: shape, layout: l, st: t.st, flags: t.flags &^ FlagVariable}
+}
+
+// Release drops this tensor's reference to its buffer; when the last
+// reference goes, the buffer returns to its device's cache. Release is
+// optional (the garbage collector reclaims unreleased buffers) and the
+// tensor must not be used afterwards. Variables ignore Release.
+func (t *Tensor) Release() {
+	if t.IsVariable() || t.st == nil {
+		return
+	}
+	if t.st.refs.Add(-1) == 0 {
+		t.st.buf.Device().Free(t.st.buf)
+	}
+	t.st = nil
+}
+
+// HostBytes returns the raw bytes of a tensor on the CPU, in layout order.
+// It panics if t is on another device.
+func (t *Tensor) HostBytes() []byte {
+	hb, ok := t.st.buf.(*device.HostBuffer)
+	if !ok {
+		Panicf("tensor", "HostBytes", ErrDevice, []*Tensor{t}, "", "tensor is on %s, not the CPU", t.Device().Name())
+	}
+	return hb.Bytes()
+}
+
+// HostData returns the elements of a CPU tensor as a slice of T that shares
+// the tensor's memory, in layout order. Kernels write their fresh outputs
+// through it; anyone else must treat it as read-only. It panics if T does
+// not match the dtype or t is not on the CPU.
+func HostData[T Elem](t *Tensor) []T {
+	if DTypeOf[T]() != t.dtype {
+		Panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of a %v tensor", DTypeOf[T](), t.dtype)
+	}
+	b := t.HostBytes()
+	n := t.NumElements()
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// To returns t on dev, copying through host memory when dev differs from
+// t's device (t itself when it is already there).
+func (t *Tensor) To(dev device.Device) (*Tensor, error) {
+	if dev == t.Device() {
+		return t, nil
+	}
+	out, err := Empty(dev, t.dtype, t.shape)
+	if err != nil {
+		return nil, err
+	}
+	out.layout = t.layout
+	host := make([]byte, t.NumElements()*t.dtype.Size())
+	if err := t.Device().CopyToHost(host, t.st.buf, 0); err != nil {
+		return nil, err
+	}
+	if err := dev.CopyFromHost(out.st.buf, 0, host); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// hostCopy returns t's bytes in row-major order on the host (a fresh copy).
+func (t *Tensor) hostCopy() []byte {
+	n := t.NumElements() * t.dtype.Size()
+	raw := make([]byte, n)
+	if n > 0 {
+		if err := t.Device().CopyToHost(raw, t.st.buf, 0); err != nil {
+			panic(err)
+		}
+	}
+	if t.IsRowMajor() {
+		return raw
+	}
+	return relayout(raw, t.dtype.Size(), t.shape, t.layout)
+}
+
+// relayout reorders elements stored under layout l into row-major order.
+func relayout(src []byte, size int, shape Shape, l Layout) []byte {
+	dst := make([]byte, len(src))
+	st := Strides(shape, l)
+	idx := make([]int, len(shape))
+	n := shape.NumElements()
+	for i := 0; i < n; i++ {
+		off := 0
+		for d := range idx {
+			off += idx[d] * st[d]
+		}
+		copy(dst[i*size:(i+1)*size], src[off*size:(off+1)*size])
+		for d := len(idx) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return dst
+}
+
+// Contiguous returns t with its elements in row-major order: t itself when
+// it already is, or a copy on the same device.
+func (t *Tensor) Contiguous() *Tensor {
+	if t.IsRowMajor() {
+		return t
+	}
+	out, err := Empty(t.Device(), t.dtype, t.shape)
+	if err != nil {
+		panic(err)
+	}
+	if err := out.Device().CopyFromHost(out.st.buf, 0, t.hostCopy()); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// ToSlice copies the elements of t, in row-major order, into a new slice.
+// It panics with an *Error if T does not match t's dtype.
+func ToSlice[T Elem](t *Tensor) []T {
+	if DTypeOf[T]() != t.dtype {
+		Panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of a %v tensor", DTypeOf[T](), t.dtype)
+	}
+	raw := t.hostCopy()
+	out := make([]T, t.NumElements())
+	if len(out) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(raw)), raw)
+	}
+	return out
+}
+
+// Item returns the single element of a one-element tensor as its Go type
+// (float32, float64, int32, int64, uint8 or bool). It panics with an *Error
+// if t has more or fewer than one element.
+func (t *Tensor) Item() any {
+	if t.NumElements() != 1 {
+		Panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
+	}
+	switch t.dtype {
+	case Float32:
+		return ToSlice[float32](t)[0]
+	case Float64:
+		return ToSlice[float64](t)[0]
+	case Int32:
+		return ToSlice[int32](t)[0]
+	case Int64:
+		return ToSlice[int64](t)[0]
+	case Uint8:
+		return ToSlice[uint8](t)[0]
+	default:
+		return ToSlice[bool](t)[0]
+	}
+}
+
+// Float returns the single element of a one-element numeric tensor as a
+// float64 (booleans give 0 or 1).
+func (t *Tensor) Float() float64 {
+	switch v := t.Item().(type) {
+	case float32:
+		return float64(v)
+	case float64:
+		return v
+	case int32:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case uint8:
+		return float64(v)
+	case bool:
+		if v {
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,190 @@
+package tensor
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLayoutIndexRoundTrip(t *testing.T) {
+	shape := Shape{4, 2, 3}
+	for _, l := range []Layout{nil, {2, 1, 0}, {0, 1, 2}, {1, 0, 2}} {
+		seen := map[int]bool{}
+		idx := make([]int, 3)
+		for i := 0; i < 4; i++ {
+			for j := 0; j < 2; j++ {
+				for k := 0; k < 3; k++ {
+					lin := LinearIndex(shape, l, []int{i, j, k})
+					if seen[lin] || lin < 0 || lin >= 24 {
+						t.Fatalf("layout %v: index %v maps to %d twice or out of range", l, []int{i, j, k}, lin)
+					}
+					seen[lin] = true
+					if got := MultiIndex(shape, l, lin, idx); !cmp.Equal(got, []int{i, j, k}) {
+						t.Fatalf("layout %v: MultiIndex(%d) = %v, want %v", l, lin, got, []int{i, j, k})
+					}
+				}
+			}
+		}
+	}
+	// XLA's Shape/Layout text: for {0, 1} (column-major) of a 2x3 array,
+	// element (1, 2) sits at 1 + 2*2 = 5, and at 1*3 + 2 = 5 row-major too;
+	// (1, 0) differs: 1 column-major, 3 row-major.
+	if got := LinearIndex(Shape{2, 3}, Layout{0, 1}, []int{1, 0}); got != 1 {
+		t.Errorf("column-major (1,0) = %d, want 1", got)
+	}
+	if got := LinearIndex(Shape{2, 3}, nil, []int{1, 0}); got != 3 {
+		t.Errorf("row-major (1,0) = %d, want 3", got)
+	}
+}
+
+func TestTransposeAsLayoutView(t *testing.T) {
+	x := FromSlice([]int32{1, 2, 3, 4, 5, 6}, 2, 3)
+	// The transpose [3 2] of a row-major [2 3] buffer is column-major.
+	v := x.View(Shape{3, 2}, Layout{0, 1})
+	if v.IsRowMajor() {
+		t.Fatal("view should not be row-major")
+	}
+	if got, want := ToSlice[int32](v), []int32{1, 4, 2, 5, 3, 6}; !cmp.Equal(got, want) {
+		t.Errorf("transposed view = %v, want %v", got, want)
+	}
+	if got := ToSlice[int32](v.Contiguous()); !cmp.Equal(got, []int32{1, 4, 2, 5, 3, 6}) {
+		t.Errorf("Contiguous = %v", got)
+	}
+}
+
+func TestConstructors(t *testing.T) {
+	if got := ToSlice[float32](Arange[float32](0, 1, 0.25)); !cmp.Equal(got, []float32{0, 0.25, 0.5, 0.75}) {
+		t.Errorf("Arange = %v", got)
+	}
+	if got := ToSlice[int64](Arange[int64](5, 0, -2)); !cmp.Equal(got, []int64{5, 3, 1}) {
+		t.Errorf("Arange down = %v", got)
+	}
+	if got := ToSlice[float64](Linspace(0.0, 1.0, 5)); !cmp.Equal(got, []float64{0, 0.25, 0.5, 0.75, 1}) {
+		t.Errorf("Linspace = %v", got)
+	}
+	if got := Scalar(int32(7)).Item(); got != int32(7) {
+		t.Errorf("Scalar Item = %v", got)
+	}
+	z := Zeros(Float64, 2, 0, 3)
+	if z.NumElements() != 0 || z.Rank() != 3 {
+		t.Errorf("zero-size tensor: %v", z)
+	}
+	if got := ToSlice[bool](Ones(Bool, 2)); !cmp.Equal(got, []bool{true, true}) {
+		t.Errorf("Ones(Bool) = %v", got)
+	}
+}
+
+func TestBadInputPanicsWithTypedError(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func()
+		kind error
+		msg  string
+	}{
+		{"FromSlice wrong count", func() { FromSlice([]float32{1, 2, 3}, 2, 2) }, ErrShape, "tensor: FromSlice: shape [2 2] holds 4 elements, got 3"},
+		{"negative dim", func() { Zeros(Float32, 2, -1) }, ErrShape, "negative dimension"},
+		{"ToSlice dtype", func() { ToSlice[int32](Zeros(Float32, 2)) }, ErrDType, "asked for int32 elements of a float32 tensor"},
+		{"Item of many", func() { Zeros(Float32, 2).Item() }, ErrShape, "exactly one element"},
+		{"Arange step 0", func() { Arange[int32](0, 3, 0) }, ErrValue, "step is zero"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				err, ok := r.(*Error)
+				if !ok {
+					t.Fatalf("panic value %T %v, want *Error", r, r)
+				}
+				if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) {
+					t.Errorf("error %q, want kind %v containing %q", err, c.kind, c.msg)
+				}
+				if !strings.Contains(err.Error(), "tensor_test.go:") {
+					t.Errorf("error %q does not name the caller", err)
+				}
+			}()
+			c.fn()
+		})
+	}
+}
+
+func TestRNGIsDeterministicAndSplitsDraws(t *testing.T) {
+	a := ToSlice[float32](RandUniform(NewRNG(42), Float32, 0, 1, 1000))
+	b := ToSlice[float32](RandUniform(NewRNG(42), Float32, 0, 1, 1000))
+	if !cmp.Equal(a, b) {
+		t.Fatal("same seed gave different numbers")
+	}
+	mean := 0.0
+	for _, v := range a {
+		if v < 0 || v >= 1 {
+			t.Fatalf("uniform value %v outside [0, 1)", v)
+		}
+		mean += float64(v)
+	}
+	if mean /= 1000; mean < 0.45 || mean > 0.55 {
+		t.Errorf("uniform mean %v far from 0.5", mean)
+	}
+	n := ToSlice[float64](RandNormal(NewRNG(1), Float64, 20000))
+	m, v := 0.0, 0.0
+	for _, x := range n {
+		m += x
+	}
+	m /= float64(len(n))
+	for _, x := range n {
+		v += (x - m) * (x - m)
+	}
+	v /= float64(len(n))
+	if m < -0.03 || m > 0.03 || v < 0.95 || v > 1.05 {
+		t.Errorf("normal mean %v variance %v", m, v)
+	}
+	bern := ToSlice[bool](RandBernoulli(NewRNG(3), Bool, 0.25, 4000))
+	k := 0
+	for _, x := range bern {
+		if x {
+			k++
+		}
+	}
+	if k < 900 || k > 1100 {
+		t.Errorf("bernoulli(0.25) gave %d of 4000", k)
+	}
+}
+
+func TestPhiloxKnownAnswer(t *testing.T) {
+	// Random123's known-answer test for philox4x32-10 with zero counter and
+	// key: 6627e8d5 e169c58d bc57ac4c 9b00dbd8.
+	c := [4]uint32{0, 0, 0, 0}
+	k0, k1 := uint32(0), uint32(0)
+	got := philox([2]uint32{k0, k1}, 0)
+	want := [4]uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}
+	if got != want {
+		t.Errorf("philox(0, 0) = %x, want %x (counter %v)", got, want, c)
+	}
+}
+
+func TestPrinting(t *testing.T) {
+	cases := []struct {
+		x    *Tensor
+		want string
+	}{
+		{FromSlice([]int32{1, 2, 3, 40, 5, 6}, 2, 3), "[[ 1  2  3]\n [40  5  6]] int32[2 3]"},
+		{FromSlice([]float32{1, 2.5, -3}), "[ 1.0  2.5 -3.0] float32[3]"},
+		{FromSlice([]float64{1, 2}), "[1. 2.] float64[2]"},
+		{Scalar(true), "true bool[]"},
+		{FromSlice([]float64{1e-9, 1}), "[1e-09 1e+00] float64[2]"},
+		{Zeros(Float32, 0), "[] float32[0]"},
+	}
+	for _, c := range cases {
+		if got := c.x.String(); got != c.want {
+			t.Errorf("String() =\n%s\nwant\n%s", got, c.want)
+		}
+	}
+	big := Arange[int32](0, 2000, 1)
+	if got := big.String(); got != "[   0    1    2 ... 1997 1998 1999] int32[2000]" {
+		t.Errorf("elided = %q", got)
+	}
+	cube := Zeros(Int32, 2, 2, 2).String()
+	if want := "[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]] int32[2 2 2]"; cube != want {
+		t.Errorf("rank 3 =\n%s\nwant\n%s", cube, want)
+	}
+}
