@@ -55,6 +55,11 @@ func FromSlice[T Elem](data []T, shape ...int) *Tensor {
 	} else {
 		s = s.Clone()
 	}
+	return withShape(data, s)
+}
+
+// withShape is FromSlice for an exact shape (nil is a scalar).
+func withShape[T Elem](data []T, s Shape) *Tensor {
 	checkShape("FromSlice", s)
 	if s.NumElements() != len(data) {
 		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, s.NumElements(), len(data))

@@ -85,13 +85,13 @@ func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 		for i := range out {
 			out[i] = float32(lo) + float32(hi-lo)*unit32(w[i])
 		}
-		return FromSlice(out, s...)
+		return withShape(out, s)
 	case Float64:
 		u := r.uniform64(n)
 		for i := range u {
 			u[i] = lo + (hi-lo)*u[i]
 		}
-		return FromSlice(u, s...)
+		return withShape(u, s)
 	}
 	Panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
 	return nil
@@ -115,13 +115,13 @@ func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
 	}
 	z = z[:n]
 	if dt == Float64 {
-		return FromSlice(z, s...)
+		return withShape(z, s)
 	}
 	f := make([]float32, n)
 	for i, v := range z {
 		f[i] = float32(v)
 	}
-	return FromSlice(f, s...)
+	return withShape(f, s)
 }
 
 // RandBernoulli returns a tensor whose elements are 1 (true) with
@@ -139,7 +139,7 @@ func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
 		for i, v := range u {
 			out[i] = v < p
 		}
-		return FromSlice(out, s...)
+		return withShape(out, s)
 	}
 	ones := make([]float64, len(u))
 	for i, v := range u {
@@ -154,17 +154,17 @@ func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
 func convertFloat64s(dt DType, v []float64, s Shape) *Tensor {
 	switch dt {
 	case Float32:
-		return FromSlice(mapSlice(v, func(x float64) float32 { return float32(x) }), s...)
+		return withShape(mapSlice(v, func(x float64) float32 { return float32(x) }), s)
 	case Float64:
-		return FromSlice(v, s...)
+		return withShape(v, s)
 	case Int32:
-		return FromSlice(mapSlice(v, func(x float64) int32 { return int32(x) }), s...)
+		return withShape(mapSlice(v, func(x float64) int32 { return int32(x) }), s)
 	case Int64:
-		return FromSlice(mapSlice(v, func(x float64) int64 { return int64(x) }), s...)
+		return withShape(mapSlice(v, func(x float64) int64 { return int64(x) }), s)
 	case Uint8:
-		return FromSlice(mapSlice(v, func(x float64) uint8 { return uint8(x) }), s...)
+		return withShape(mapSlice(v, func(x float64) uint8 { return uint8(x) }), s)
 	case Bool:
-		return FromSlice(mapSlice(v, func(x float64) bool { return x != 0 }), s...)
+		return withShape(mapSlice(v, func(x float64) bool { return x != 0 }), s)
 	}
 	Panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
 	return nil

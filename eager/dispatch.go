@@ -1,0 +1,210 @@
+package eager
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Observer is told about every op that runs while it is active. Package
+// tape installs one to record ops for differentiation; the tracer installs
+// one too. Observe runs after the kernel, on the calling goroutine.
+type Observer interface {
+	Observe(c *Call, outs []*tensor.Tensor)
+}
+
+type observerSet struct{ list []Observer }
+
+var (
+	observers atomic.Pointer[observerSet]
+	// activeObservers counts observers that want to see ops now; when it is
+	// zero, dispatch skips observation with one atomic load.
+	activeObservers atomic.Int32
+)
+
+// AddObserver installs o; it sees ops while Activate has been called more
+// times than Deactivate (by anyone).
+func AddObserver(o Observer) {
+	for {
+		old := observers.Load()
+		next := &observerSet{}
+		if old != nil {
+			next.list = append(slices.Clone(old.list), o)
+		} else {
+			next.list = []Observer{o}
+		}
+		if observers.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// Activate turns observation on (counted); Deactivate undoes one Activate.
+func Activate()   { activeObservers.Add(1) }
+func Deactivate() { activeObservers.Add(-1) }
+
+// Observing reports whether any observer is active.
+func Observing() bool { return activeObservers.Load() > 0 }
+
+// Run executes op on inputs with attrs and returns its outputs. It checks
+// arity, dtypes, devices and shapes before anything runs, and panics with a
+// *tensor.Error naming what was wrong; recover it with Catch.
+func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
+	c := &Call{Op: op, Inputs: inputs, Attrs: attrs}
+	outs := prepare(c)
+	return execute(c, outs)
+}
+
+// Run1 is Run for ops with exactly one output.
+func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
+	c := &Call{Op: op, Inputs: inputs, Attrs: attrs}
+	specs := prepare(c)
+	if len(specs) != 1 {
+		c.Fail(tensor.ErrArity, "op has %d outputs, Run1 needs one", len(specs))
+	}
+	if o := view(c, specs); o != nil {
+		observe(c, o)
+		return o[0]
+	}
+	var one [1]*tensor.Tensor
+	o := allocate(c, specs, one[:0])
+	finish(c, o)
+	return o[0]
+}
+
+// view returns the op's view outputs, or nil when the op has no view or an
+// input is a variable.
+func view(c *Call, specs []Out) []*tensor.Tensor {
+	if c.Op.View == nil {
+		return nil
+	}
+	for _, x := range c.Inputs {
+		if x.IsVariable() {
+			return nil
+		}
+	}
+	return c.Op.View(c, specs)
+}
+
+// prepare validates the call and returns the output specs.
+func prepare(c *Call) []Out {
+	op := c.Op
+	if op.Inputs >= 0 && len(c.Inputs) != op.Inputs {
+		c.Fail(tensor.ErrArity, "takes %d inputs, got %d", op.Inputs, len(c.Inputs))
+	}
+	if op.Inputs < 0 && len(c.Inputs) == 0 {
+		c.Fail(tensor.ErrArity, "takes one or more inputs, got none")
+	}
+	for i, x := range c.Inputs {
+		if x == nil {
+			c.Fail(tensor.ErrArity, "input %d is nil", i)
+		}
+	}
+	if len(c.Inputs) > 0 {
+		c.Device = c.Inputs[0].Device()
+		for _, x := range c.Inputs[1:] {
+			if d := x.Device(); d != c.Device {
+				c.Fail(tensor.ErrDevice, "inputs are on %s and %s; copy one with To", c.Device.Name(), d.Name())
+			}
+		}
+		if op.KeyInput < len(c.Inputs) && op.DTypes != nil && !slices.Contains(op.DTypes, c.Inputs[op.KeyInput].DType()) {
+			c.Fail(tensor.ErrDType, "dtype %v is not one of %v", c.Inputs[op.KeyInput].DType(), op.DTypes)
+		}
+		if op.SameDTypes && len(c.Inputs) > op.SameFrom {
+			dt := c.Inputs[op.SameFrom].DType()
+			for _, x := range c.Inputs[op.SameFrom+1:] {
+				if x.DType() != dt {
+					c.Fail(tensor.ErrDType, "inputs must share a dtype, got %v and %v", dt, x.DType())
+				}
+			}
+		}
+	} else {
+		c.Device = device.Default()
+	}
+	specs := op.Infer(c)
+	if !op.AnyLayout {
+		cloned := false
+		for i, x := range c.Inputs {
+			if !x.IsRowMajor() {
+				if !cloned { // never write into the caller's slice
+					c.orig = c.Inputs
+					c.Inputs, cloned = slices.Clone(c.Inputs), true
+				}
+				c.Inputs[i] = x.Contiguous()
+			}
+		}
+	}
+	return specs
+}
+
+func allocate(c *Call, specs []Out, outs []*tensor.Tensor) []*tensor.Tensor {
+	for _, s := range specs {
+		t, err := tensor.Empty(c.Device, s.DType, s.Shape)
+		if err != nil {
+			panic(fmt.Errorf("ops: %s: allocating output %v%v on %s: %w", c.Op.Name, s.DType, s.Shape, c.Device.Name(), err))
+		}
+		outs = append(outs, t)
+	}
+	return outs
+}
+
+func execute(c *Call, specs []Out) []*tensor.Tensor {
+	if o := view(c, specs); o != nil {
+		observe(c, o)
+		return o
+	}
+	outs := allocate(c, specs, make([]*tensor.Tensor, 0, len(specs)))
+	finish(c, outs)
+	return outs
+}
+
+// finish runs the kernel and tells the observers.
+func finish(c *Call, outs []*tensor.Tensor) {
+	key := tensor.Invalid
+	if c.Op.KeyInput < len(c.Inputs) {
+		key = c.Inputs[c.Op.KeyInput].DType()
+	} else if len(outs) > 0 {
+		key = outs[0].DType()
+	}
+	k := c.Op.Kernel(c.Device.Kind(), key)
+	if k == nil {
+		c.Fail(tensor.ErrDType, "no %s kernel for dtype %v", c.Device.Kind(), key)
+	}
+	k(c, outs)
+	if c.orig != nil {
+		// Observers record the caller's tensors, not the row-major copies.
+		c.Inputs, c.orig = c.orig, nil
+	}
+	observe(c, outs)
+}
+
+func observe(c *Call, outs []*tensor.Tensor) {
+	if activeObservers.Load() > 0 {
+		if set := observers.Load(); set != nil {
+			for _, o := range set.list {
+				o.Observe(c, outs)
+			}
+		}
+	}
+}
+
+// Catch runs fn and returns the *tensor.Error it panicked with, or nil.
+// Other panics pass through unchanged.
+func Catch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var te *tensor.Error
+			if e, ok := r.(error); ok && errors.As(e, &te) {
+				err = te
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}

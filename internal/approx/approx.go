@@ -1,0 +1,53 @@
+// Package approx compares floating-point results in tests: one NaN-aware
+// absolute-or-relative rule with per-dtype default tolerances.
+package approx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Default tolerances: a few ulps of accumulated rounding.
+const (
+	Float32 = 1e-5
+	Float64 = 1e-12
+)
+
+// Tolerance returns the default tolerance for dt (0 for exact types).
+func Tolerance(dt tensor.DType) float64 {
+	switch dt {
+	case tensor.Float32:
+		return Float32
+	case tensor.Float64:
+		return Float64
+	}
+	return 0
+}
+
+// Close reports whether got and want agree within tol: |got-want| <=
+// tol*max(1, |want|). NaN equals NaN; infinities must match exactly.
+func Close(got, want, tol float64) bool {
+	switch {
+	case math.IsNaN(want):
+		return math.IsNaN(got)
+	case math.IsInf(want, 0):
+		return got == want
+	}
+	return math.Abs(got-want) <= tol*math.Max(1, math.Abs(want))
+}
+
+// Diff returns "" when every element of got is Close to want, or a
+// description of the first element that is not.
+func Diff[T float32 | float64](got, want []T, tol float64) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("length %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !Close(float64(got[i]), float64(want[i]), tol) {
+			return fmt.Sprintf("element %d: got %v, want %v (tolerance %g)", i, got[i], want[i], tol)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,127 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// MatMulAttrs says whether to transpose the last two dimensions of each
+// operand before multiplying.
+type MatMulAttrs struct{ TransposeA, TransposeB bool }
+
+func (a MatMulAttrs) String() string {
+	return fmt.Sprintf("transpose_a=%v transpose_b=%v", a.TransposeA, a.TransposeB)
+}
+
+// matDims returns (rows, cols) of the last two dims after the transpose flag.
+func matDims(s tensor.Shape, t bool) (int, int) {
+	r, c := s[len(s)-2], s[len(s)-1]
+	if t {
+		return c, r
+	}
+	return r, c
+}
+
+func matmulKernel[T tensor.Float | int32 | int64 | uint8](c *eager.Call, outs []*tensor.Tensor) {
+	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
+	if at.TransposeA {
+		a = Transpose(a, swapLast(a.Rank())...).Contiguous()
+	}
+	if at.TransposeB {
+		b = Transpose(b, swapLast(b.Rank())...).Contiguous()
+	}
+	m, k := matDims(a.Shape(), false)
+	_, n := matDims(b.Shape(), false)
+	av, bv, ov := data[T](a), data[T](b), data[T](outs[0])
+	batch := outs[0].NumElements() / max(m*n, 1)
+	if m*n == 0 {
+		batch = 0
+	}
+	bStep := k * n
+	if b.Rank() == 2 {
+		bStep = 0
+	}
+	aStep := m * k
+	if a.Rank() == 2 {
+		aStep = 0
+	}
+	for i := 0; i < batch; i++ {
+		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n])
+	}
+}
+
+func swapLast(rank int) []int {
+	p := make([]int, rank)
+	for i := range p {
+		p[i] = i
+	}
+	p[rank-1], p[rank-2] = p[rank-2], p[rank-1]
+	return p
+}
+
+var matmulOp *eager.Op
+
+func init() {
+	matmulOp = eager.Register(cpuKernels{
+		f32: matmulKernel[float32], f64: matmulKernel[float64], i32: matmulKernel[int32],
+		i64: matmulKernel[int64], u8: matmulKernel[uint8],
+	}.register(&eager.Op{
+		Name: "MatMul", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
+			if a.Rank() < 2 || b.Rank() < 2 {
+				c.Fail(tensor.ErrRank, "operands need rank 2 or more")
+			}
+			m, k := matDims(a.Shape(), at.TransposeA)
+			k2, n := matDims(b.Shape(), at.TransposeB)
+			if k != k2 {
+				c.Fail(tensor.ErrShape, "contracting dimensions differ: %d and %d", k, k2)
+			}
+			batchA, batchB := a.Shape()[:a.Rank()-2], b.Shape()[:b.Rank()-2]
+			batch := batchA
+			switch {
+			case len(batchB) == 0:
+			case len(batchA) == 0:
+				c.Fail(tensor.ErrRank, "a rank-2 left operand needs a rank-2 right operand")
+			case !batchA.Equal(batchB):
+				c.Fail(tensor.ErrShape, "batch dimensions differ: %v and %v", batchA, batchB)
+			}
+			shape := append(slices.Clone(batch), m, n)
+			return c.Out1(a.DType(), shape)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			a, b, dy, at := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(MatMulAttrs)
+			var da, db *tensor.Tensor
+			switch {
+			case !at.TransposeA && !at.TransposeB:
+				da = when(g.Needs[0], func() *tensor.Tensor { return MatMulT(dy, b, false, true) })
+				db = when(g.Needs[1], func() *tensor.Tensor { return MatMulT(a, dy, true, false) })
+			case !at.TransposeA && at.TransposeB:
+				da = when(g.Needs[0], func() *tensor.Tensor { return MatMulT(dy, b, false, false) })
+				db = when(g.Needs[1], func() *tensor.Tensor { return MatMulT(dy, a, true, false) })
+			case at.TransposeA && !at.TransposeB:
+				da = when(g.Needs[0], func() *tensor.Tensor { return MatMulT(b, dy, false, true) })
+				db = when(g.Needs[1], func() *tensor.Tensor { return MatMulT(a, dy, false, false) })
+			default:
+				da = when(g.Needs[0], func() *tensor.Tensor { return MatMulT(b, dy, true, true) })
+				db = when(g.Needs[1], func() *tensor.Tensor { return MatMulT(dy, a, true, true) })
+			}
+			return []*tensor.Tensor{da, db}
+		},
+	}))
+}
+
+// MatMul returns a·b over the last two dimensions: a: [..., m, k], b:
+// [..., k, n] -> [..., m, n]. Leading (batch) dimensions must be equal, or b
+// may be rank 2 and shared by every batch. Same numeric dtype. Panics with a
+// *tensor.Error on a shape mismatch.
+func MatMul(a, b *tensor.Tensor) *tensor.Tensor { return MatMulT(a, b, false, false) }
+
+// MatMulT is MatMul with the last two dimensions of a and/or b transposed
+// first (without a copy of the caller's data).
+func MatMulT(a, b *tensor.Tensor, transposeA, transposeB bool) *tensor.Tensor {
+	return eager.Run1(matmulOp, MatMulAttrs{TransposeA: transposeA, TransposeB: transposeB}, a, b)
+}

@@ -1,0 +1,241 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// SliceAttrs are Slice's start (inclusive), limit (exclusive) and strides
+// per dimension; nil Strides means 1.
+type SliceAttrs struct{ Start, Limit, Strides []int }
+
+func (a SliceAttrs) String() string {
+	return fmt.Sprintf("start=%v limit=%v strides=%v", a.Start, a.Limit, a.Strides)
+}
+
+func (a SliceAttrs) stride(d int) int {
+	if a.Strides == nil {
+		return 1
+	}
+	return a.Strides[d]
+}
+
+var sliceOp, padOp, concatOp *eager.Op
+
+func init() {
+	sliceOp = eager.Register(anyDType(&eager.Op{
+		Name: "Slice", Inputs: 1,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, a := c.Inputs[0], c.Attrs.(SliceAttrs)
+			r := x.Rank()
+			if len(a.Start) != r || len(a.Limit) != r || (a.Strides != nil && len(a.Strides) != r) {
+				c.Fail(tensor.ErrRank, "start, limit and strides need %d entries each", r)
+			}
+			shape := make(tensor.Shape, r)
+			for d := range shape {
+				s, l, st := a.Start[d], a.Limit[d], a.stride(d)
+				if s < 0 || l > x.Dim(d) || s > l {
+					c.Fail(tensor.ErrIndex, "dimension %d: need 0 <= start %d <= limit %d <= size %d", d, s, l, x.Dim(d))
+				}
+				if st < 1 {
+					c.Fail(tensor.ErrAttr, "dimension %d: stride %d is not positive", d, st)
+				}
+				shape[d] = (l - s + st - 1) / st
+			}
+			return c.Out1(x.DType(), shape)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, a, dy := g.Inputs[0], g.Attrs.(SliceAttrs), g.OutGrads[0]
+			cfg := make([]PadDim, x.Rank())
+			for d := range cfg {
+				n, st := dy.Dim(d), a.stride(d)
+				if n == 0 {
+					cfg[d] = PadDim{Low: x.Dim(d)}
+					continue
+				}
+				span := (n-1)*st + 1
+				cfg[d] = PadDim{Low: a.Start[d], High: x.Dim(d) - a.Start[d] - span, Interior: st - 1}
+			}
+			return []*tensor.Tensor{Pad(dy, ScalarLike(dy, 0), cfg...)}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		x, a, out := c.Inputs[0], c.Attrs.(SliceAttrs), outs[0]
+		xs := tensor.Strides(x.Shape(), nil)
+		off, st := 0, make([]int, x.Rank())
+		for d := range st {
+			off += a.Start[d] * xs[d]
+			st[d] = xs[d] * a.stride(d)
+		}
+		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, st, out.Shape())
+	}))
+}
+
+// Slice returns the box start <= i < limit of x, taking every strides[d]-th
+// element along dimension d (strides may be nil for all 1), as XLA's Slice.
+// Panics with a *tensor.Error if a bound is outside x.
+func Slice(x *tensor.Tensor, start, limit, strides []int) *tensor.Tensor {
+	return eager.Run1(sliceOp, SliceAttrs{Start: start, Limit: limit, Strides: strides}, x)
+}
+
+// PadDim is XLA's PaddingConfigDimension: Low and High elements added at
+// each edge (negative values remove elements) and Interior elements added
+// between neighbours (applied first).
+type PadDim struct{ Low, High, Interior int }
+
+// PadAttrs is Pad's per-dimension configuration.
+type PadAttrs struct{ Dims []PadDim }
+
+func (a PadAttrs) String() string { return fmt.Sprintf("padding=%v", a.Dims) }
+
+func init() {
+	padOp = eager.Register(anyDType(&eager.Op{
+		Name: "Pad", Inputs: 2, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, v, cfg := c.Inputs[0], c.Inputs[1], c.Attrs.(PadAttrs).Dims
+			if v.Rank() != 0 {
+				c.Fail(tensor.ErrRank, "padding value must be a scalar, got shape %v", v.Shape())
+			}
+			if len(cfg) != x.Rank() {
+				c.Fail(tensor.ErrRank, "%d padding entries for rank %d", len(cfg), x.Rank())
+			}
+			shape := make(tensor.Shape, x.Rank())
+			for d, p := range cfg {
+				if p.Interior < 0 {
+					c.Fail(tensor.ErrAttr, "dimension %d: negative interior padding %d", d, p.Interior)
+				}
+				n := x.Dim(d)
+				shape[d] = p.Low + p.High + n + max(n-1, 0)*p.Interior
+				if shape[d] < 0 {
+					c.Fail(tensor.ErrShape, "dimension %d: padding %+v of size %d leaves %d elements", d, p, n, shape[d])
+				}
+			}
+			return c.Out1(x.DType(), shape)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			// Put back (as zeros) what negative padding cut, then take every
+			// (interior+1)-th element from where x's first element landed.
+			x, cfg, dy := g.Inputs[0], g.Attrs.(PadAttrs).Dims, g.OutGrads[0]
+			undo := make([]PadDim, len(cfg))
+			start, limit, strides := make([]int, len(cfg)), make([]int, len(cfg)), make([]int, len(cfg))
+			for d, p := range cfg {
+				undo[d] = PadDim{Low: max(0, -p.Low), High: max(0, -p.High)}
+				start[d], strides[d] = max(p.Low, 0), p.Interior+1
+				limit[d] = start[d]
+				if n := x.Dim(d); n > 0 {
+					limit[d] += (n-1)*strides[d] + 1
+				}
+			}
+			dx := Slice(Pad(dy, ScalarLike(dy, 0), undo...), start, limit, strides)
+			var dv *tensor.Tensor
+			if g.Needs[1] {
+				dv = Sub(Sum(dy), Sum(dx))
+			}
+			return []*tensor.Tensor{dx, dv}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		x, cfg, out := c.Inputs[0], c.Attrs.(PadAttrs).Dims, outs[0]
+		fillElems(x.DType(), out.HostBytes(), c.Inputs[1].HostBytes())
+		os, xs := tensor.Strides(out.Shape(), nil), tensor.Strides(x.Shape(), nil)
+		box := make([]int, x.Rank())
+		dSt, dOff, sOff := make([]int, x.Rank()), 0, 0
+		for d, p := range cfg {
+			step := p.Interior + 1
+			// First and one-past-last input index whose position lands inside.
+			first := 0
+			if p.Low < 0 {
+				first = (-p.Low + step - 1) / step
+			}
+			last := x.Dim(d)
+			for last > first && p.Low+(last-1)*step >= out.Dim(d) {
+				last--
+			}
+			box[d] = max(last-first, 0)
+			dSt[d] = os[d] * step
+			dOff += (p.Low + first*step) * os[d]
+			sOff += first * xs[d]
+		}
+		moveElems(x.DType(), out.HostBytes(), dOff, dSt, x.HostBytes(), sOff, xs, box)
+	}))
+}
+
+// Pad is XLA's Pad: it surrounds x with value (a scalar of x's dtype) by
+// cfg, one PadDim per dimension. Negative edge padding removes elements;
+// interior padding inserts value between neighbours. The output size along d
+// is Low + High + n + (n-1)*Interior. Panics with a *tensor.Error if a size
+// would be negative or cfg does not fit x.
+func Pad(x, value *tensor.Tensor, cfg ...PadDim) *tensor.Tensor {
+	return eager.Run1(padOp, PadAttrs{Dims: cfg}, x, value)
+}
+
+// AxisAttrs names one dimension (Concatenate, LogSoftmax).
+type AxisAttrs struct{ Axis int }
+
+func (a AxisAttrs) String() string { return fmt.Sprintf("axis=%d", a.Axis) }
+
+func init() {
+	concatOp = eager.Register(anyDType(&eager.Op{
+		Name: "Concatenate", Inputs: -1, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			first := c.Inputs[0]
+			if first.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "rank-0 values cannot be concatenated")
+			}
+			axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, first.Rank())
+			shape := slices.Clone(first.Shape())
+			shape[axis] = 0
+			for i, x := range c.Inputs {
+				if x.Rank() != first.Rank() {
+					c.Fail(tensor.ErrRank, "input %d has rank %d, input 0 has rank %d", i, x.Rank(), first.Rank())
+				}
+				for d := range shape {
+					if d != axis && x.Dim(d) != first.Dim(d) {
+						c.Fail(tensor.ErrShape, "input %d has shape %v; all but dimension %d must match %v", i, x.Shape(), axis, first.Shape())
+					}
+				}
+				shape[axis] += x.Dim(axis)
+			}
+			return c.Out1(first.DType(), shape)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			dy := g.OutGrads[0]
+			axis := g.Attrs.(AxisAttrs).Axis
+			if axis < 0 {
+				axis += dy.Rank()
+			}
+			grads := make([]*tensor.Tensor, len(g.Inputs))
+			start := make([]int, dy.Rank())
+			limit := slices.Clone([]int(dy.Shape()))
+			at := 0
+			for i, x := range g.Inputs {
+				start[axis], limit[axis] = at, at+x.Dim(axis)
+				if g.Needs[i] {
+					grads[i] = Slice(dy, slices.Clone(start), slices.Clone(limit), nil)
+				}
+				at += x.Dim(axis)
+			}
+			return grads
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		out := outs[0]
+		axis := c.Attrs.(AxisAttrs).Axis
+		if axis < 0 {
+			axis += out.Rank()
+		}
+		os := tensor.Strides(out.Shape(), nil)
+		at := 0
+		for _, x := range c.Inputs {
+			moveElems(x.DType(), out.HostBytes(), at*os[axis], os, x.HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.Shape())
+			at += x.Dim(axis)
+		}
+	}))
+}
+
+// Concatenate joins xs along axis (negative counts from the end), as XLA's
+// ConcatInDim. All inputs share dtype and rank (at least 1) and agree on
+// every other dimension; panics with a *tensor.Error otherwise.
+func Concatenate(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
+	return eager.Run1(concatOp, AxisAttrs{Axis: axis}, xs...)
+}

@@ -1,0 +1,130 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// logSoftmaxKernel computes x - max - log(sum(exp(x - max))) along the last
+// dimension, one row at a time.
+func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x := c.Inputs[0]
+	n := x.Dim(-1)
+	xv, ov := data[T](x), data[T](outs[0])
+	if n == 0 {
+		return
+	}
+	rows := len(xv) / n
+	cpu(c).Parallel(rows, float64(20*n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
+			m := row[0]
+			for _, v := range row {
+				m = max(m, v)
+			}
+			s := 0.0
+			for _, v := range row {
+				s += math.Exp(float64(v - m))
+			}
+			lse := m + T(math.Log(s))
+			for i, v := range row {
+				out[i] = v - lse
+			}
+		}
+	})
+}
+
+var logSoftmaxOp *eager.Op
+
+func init() {
+	logSoftmaxOp = eager.Register(cpuKernels{f32: logSoftmaxKernel[float32], f64: logSoftmaxKernel[float64]}.register(&eager.Op{
+		Name: "LogSoftmax", Inputs: 1, DTypes: floatTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			x := c.Inputs[0]
+			if x.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "needs rank 1 or more")
+			}
+			return c.Out1(x.DType(), x.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			// d/dx: dy - softmax * sum(dy) along the last dimension.
+			y, dy := g.Outputs[0], g.OutGrads[0]
+			s := Reduce(dy, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+			return []*tensor.Tensor{Sub(dy, Mul(Exp(y), s))}
+		},
+	}))
+}
+
+// LogSoftmax returns log(softmax(x)) along axis (negative counts from the
+// end), computed stably. x: Float32 or Float64, rank >= 1.
+func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	r := x.Rank()
+	if axis < 0 {
+		axis += r
+	}
+	if r == 0 || axis == r-1 {
+		return eager.Run1(logSoftmaxOp, nil, x)
+	}
+	if axis < 0 || axis >= r {
+		tensor.Panicf("ops", "LogSoftmax", tensor.ErrAxis, []*tensor.Tensor{x}, "", "axis %d is out of range for rank %d", axis, r)
+	}
+	perm := make([]int, r)
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[axis], perm[r-1] = r-1, axis
+	return Transpose(eager.Run1(logSoftmaxOp, nil, Transpose(x, perm...)), perm...)
+}
+
+// Softmax returns exp(LogSoftmax(x, axis)).
+func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor { return Exp(LogSoftmax(x, axis)) }
+
+// SoftmaxCrossEntropy returns -sum(labels * log softmax(logits)) over the
+// last dimension: logits, labels: [..., classes] of one float dtype ->
+// [...]. labels are probabilities (each row summing to 1).
+func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	return Neg(Sum(Mul(labels, LogSoftmax(logits, -1)), -1))
+}
+
+// SparseSoftmaxCrossEntropy is SoftmaxCrossEntropy with integer class
+// labels: logits: [batch, classes] float; labels: [batch] Int32 or Int64 with
+// values in [0, classes) -> [batch]. Gradients flow to logits only. Panics
+// with a *tensor.Error if a label is out of range (naming the first one).
+func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	in := []*tensor.Tensor{logits, labels}
+	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) {
+		tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrShape, in, "", "need logits [batch classes] and labels [batch]")
+	}
+	classes := logits.Dim(1)
+	var ids []int64
+	switch labels.DType() {
+	case tensor.Int32:
+		for _, v := range tensor.ToSlice[int32](labels) {
+			ids = append(ids, int64(v))
+		}
+	case tensor.Int64:
+		ids = tensor.ToSlice[int64](labels)
+	default:
+		tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrDType, in, "", "labels must be int32 or int64, got %v", labels.DType())
+	}
+	for i, v := range ids {
+		if v < 0 || v >= int64(classes) {
+			tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrIndex, in, "", "label %d at row %d is outside [0, %d)", v, i, classes)
+		}
+	}
+	return SoftmaxCrossEntropy(logits, OneHot(labels, classes, logits.DType()))
+}
+
+// OneHot returns [..., depth] of dtype dt with 1 where the last index equals
+// the label and 0 elsewhere. indices: Int32 or Int64 of shape [...].
+// Out-of-range indices give an all-zero row.
+func OneHot(indices *tensor.Tensor, depth int, dt tensor.DType) *tensor.Tensor {
+	classes := on(tensor.Arange[int64](0, int64(depth), 1), indices.Device())
+	if indices.DType() != tensor.Int64 {
+		classes = Cast(classes, indices.DType())
+	}
+	col := Reshape(indices, append(indices.Shape().Clone(), 1)...)
+	return Cast(Eq(col, classes), dt)
+}

@@ -1,0 +1,59 @@
+package tape
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// CustomGradient wraps fn so that tapes differentiate it with grad instead
+// of looking inside. fn runs on untracked copies of its inputs, so nothing
+// it does is recorded; grad receives the inputs, the outputs and the
+// gradients of the outputs, and returns one gradient per input (nil for
+// none). Variables fn uses must be among its inputs to get gradients.
+func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
+	grad func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor) func(xs ...*tensor.Tensor) []*tensor.Tensor {
+	return func(xs ...*tensor.Tensor) []*tensor.Tensor {
+		plain := make([]*tensor.Tensor, len(xs))
+		needs := false
+		for i, x := range xs {
+			plain[i] = ops.StopGradient(x)
+			needs = needs || tracked(x)
+		}
+		ys := fn(plain)
+		if needs && eager.Observing() {
+			outs := make([]*tensor.Tensor, len(ys))
+			for i, y := range ys {
+				outs[i] = ops.Identity(ops.StopGradient(y)) // fresh tensors to carry the node
+			}
+			ys = outs
+			record(&node{call: &eager.Call{Inputs: xs}, outs: ys,
+				custom: func(dys []*tensor.Tensor) []*tensor.Tensor { return grad(xs, ys, dys) }})
+		}
+		return ys
+	}
+}
+
+// Jacobian returns d target / d source with shape target.Shape() followed
+// by source.Shape(), built one row per target element. The tape must be
+// persistent, or it is used up by this call.
+func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
+	t.claim("Jacobian", target)
+	n := target.NumElements()
+	rows := make([]*tensor.Tensor, 0, n)
+	for i := 0; i < n; i++ {
+		seed := make([]float64, n)
+		seed[i] = 1
+		s := ops.Cast(tensor.FromSlice(seed, target.Shape()...), target.DType())
+		g := t.gradient(target, s, []*tensor.Tensor{source})[0]
+		if g == nil {
+			g = ops.ZerosLike(source)
+		}
+		rows = append(rows, ops.Reshape(g, 1, source.NumElements()))
+	}
+	shape := append(target.Shape().Clone(), source.Shape()...)
+	if n == 0 {
+		return ops.Reshape(tensor.Zeros(source.DType(), shape...), shape...)
+	}
+	return ops.Reshape(ops.Concatenate(0, rows...), shape...)
+}

@@ -1,0 +1,64 @@
+package tape
+
+import (
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// node is one recorded op: its call (inputs and attributes) and outputs, or
+// a custom gradient function in place of the op's rule.
+type node struct {
+	seq    uint64
+	call   *eager.Call
+	outs   []*tensor.Tensor
+	custom func(dys []*tensor.Tensor) []*tensor.Tensor
+}
+
+// seq orders every recorded node in the process; backprop walks nodes in
+// decreasing seq, which is the order they ran in on any one goroutine.
+var seq atomic.Uint64
+
+type recorder struct{}
+
+func init() { eager.AddObserver(recorder{}) }
+
+// tracked reports whether ops on x must be recorded: x was produced by a
+// recorded op, is watched by a tape, or is a variable.
+func tracked(x *tensor.Tensor) bool { return x.Autodiff() != nil || x.IsVariable() }
+
+// Observe records c when an input is tracked. It runs only while some tape
+// is recording; its state lives in the new node and the fresh outputs.
+func (recorder) Observe(c *eager.Call, outs []*tensor.Tensor) {
+	if c.Op.NonDifferentiable {
+		return
+	}
+	for _, x := range c.Inputs {
+		if tracked(x) {
+			record(&node{call: c, outs: outs})
+			return
+		}
+	}
+}
+
+func record(n *node) {
+	n.seq = seq.Add(1)
+	for i, o := range n.outs {
+		prev := o.Autodiff()
+		a := &tensor.Autodiff{Node: n, Index: i}
+		if prev != nil {
+			a.Watch = prev.Watch
+		}
+		o.SetAutodiff(a)
+	}
+}
+
+func producer(x *tensor.Tensor) *node {
+	if a := x.Autodiff(); a != nil {
+		if n, ok := a.Node.(*node); ok {
+			return n
+		}
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package tape
+
+import (
+	"cmp"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Options configure a tape; the zero value is a one-shot tape that returns
+// nil for unconnected sources.
+type Options struct {
+	// Persistent tapes answer Gradient and Jacobian any number of times.
+	Persistent bool
+	// UnconnectedZeros makes Gradient return zeros, not nil, for a source
+	// the target does not depend on.
+	UnconnectedZeros bool
+}
+
+// Tape records ops while it is recording and differentiates them.
+type Tape struct {
+	opts      Options
+	start     uint64
+	stop      atomic.Uint64 // seq at Stop; 0 while recording
+	used      atomic.Bool
+	recording atomic.Bool
+	cleanup   runtime.Cleanup
+}
+
+// New starts a tape that records from now on. Call Stop when the forward
+// computation is done (a one-shot tape stops itself in Gradient).
+func New(opts ...Options) *Tape {
+	t := &Tape{start: seq.Load()}
+	if len(opts) > 0 {
+		t.opts = opts[0]
+	}
+	t.recording.Store(true)
+	eager.Activate()
+	// A tape dropped while recording stops counting as active.
+	t.cleanup = runtime.AddCleanup(t, func(struct{}) { eager.Deactivate() }, struct{}{})
+	return t
+}
+
+// Stop ends recording. Ops run afterwards are not on this tape.
+func (t *Tape) Stop() {
+	if t.recording.CompareAndSwap(true, false) {
+		t.stop.Store(seq.Load())
+		t.cleanup.Stop()
+		eager.Deactivate()
+	}
+}
+
+// inWindow reports whether n was recorded while t was recording.
+func (t *Tape) inWindow(n *node) bool {
+	if n.seq <= t.start {
+		return false
+	}
+	stop := t.stop.Load()
+	return stop == 0 || n.seq <= stop
+}
+
+// Watch makes t differentiate with respect to xs: ops on them are recorded
+// from now on. Variables are watched by every tape without asking.
+func (t *Tape) Watch(xs ...*tensor.Tensor) {
+	for _, x := range xs {
+		for {
+			old := x.Autodiff()
+			a := &tensor.Autodiff{}
+			var set []*Tape
+			if old != nil {
+				*a = *old
+				set, _ = old.Watch.([]*Tape)
+			}
+			if slices.Contains(set, t) {
+				break
+			}
+			a.Watch = append(slices.Clone(set), t)
+			if x.CompareAndSwapAutodiff(old, a) {
+				break
+			}
+		}
+	}
+}
+
+func (t *Tape) watches(x *tensor.Tensor) bool {
+	if x.IsVariable() {
+		return true
+	}
+	if a := x.Autodiff(); a != nil {
+		set, _ := a.Watch.([]*Tape)
+		return slices.Contains(set, t)
+	}
+	return false
+}
+
+// Gradient returns d target / d source for each source, each with its
+// source's shape and dtype (nil, or zeros with UnconnectedZeros, where the
+// target does not depend on it). target may have any shape: its gradient is
+// seeded with ones, which differentiates the sum of its elements. The ops
+// that compute the gradient are themselves recorded by any other tape that
+// is recording, which gives higher-order gradients. A one-shot tape stops
+// and may not be asked again: that panics with a *tensor.Error.
+func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
+	return t.GradientSeeded(target, nil, sources...)
+}
+
+// GradientSeeded is Gradient with the target's output gradient given
+// (seed: target's shape and dtype; nil means ones): it returns the
+// vector-Jacobian product seed·J.
+func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
+	t.claim("Gradient", target)
+	return t.gradient(target, seed, sources)
+}
+
+func (t *Tape) claim(op string, target *tensor.Tensor) {
+	if !t.opts.Persistent && t.used.Swap(true) {
+		tensor.Panicf("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
+			"a one-shot tape answers once; use Options{Persistent: true} to ask again")
+	}
+	if !t.opts.Persistent {
+		t.Stop()
+	}
+}
+
+func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) []*tensor.Tensor {
+	// The tape's own gradient ops are not recorded on itself.
+	if t.recording.Load() {
+		eager.Deactivate()
+		defer eager.Activate()
+	}
+	if seed == nil {
+		seed = ops.OnesLike(target)
+	} else if !seed.Shape().Equal(target.Shape()) || seed.DType() != target.DType() {
+		tensor.Panicf("tape", "Gradient", tensor.ErrShape, []*tensor.Tensor{target, seed}, "", "seed must match the target")
+	}
+	grads := map[*tensor.Tensor]*tensor.Tensor{target: seed}
+	keep := map[*tensor.Tensor]bool{}
+	for _, s := range sources {
+		keep[s] = true
+	}
+	for _, n := range t.reachable(target) {
+		t.backprop(n, grads, keep)
+	}
+	out := make([]*tensor.Tensor, len(sources))
+	for i, s := range sources {
+		g := grads[s]
+		if g != nil && !t.watches(s) && producer(s) == nil {
+			g = nil // neither watched nor computed on this tape
+		}
+		if g == nil && t.opts.UnconnectedZeros {
+			g = ops.ZerosLike(s)
+		}
+		out[i] = g
+	}
+	return out
+}
+
+// reachable returns the nodes in t's window that target depends on, latest
+// first.
+func (t *Tape) reachable(target *tensor.Tensor) []*node {
+	var order []*node
+	seen := map[*node]bool{}
+	stack := []*tensor.Tensor{target}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := producer(x)
+		if n == nil || seen[n] || !t.inWindow(n) {
+			continue
+		}
+		seen[n] = true
+		order = append(order, n)
+		if n.call != nil {
+			stack = append(stack, n.call.Inputs...)
+		}
+	}
+	slices.SortFunc(order, func(a, b *node) int { return cmp.Compare(b.seq, a.seq) })
+	return order
+}
+
+func needsGrad(x *tensor.Tensor) bool { return x.DType().IsFloat() && tracked(x) }
+
+// backprop applies n's gradient rule and accumulates into its inputs. The
+// outputs' gradients are dropped once used, unless they are sources.
+func (t *Tape) backprop(n *node, grads map[*tensor.Tensor]*tensor.Tensor, keep map[*tensor.Tensor]bool) {
+	dys := make([]*tensor.Tensor, len(n.outs))
+	any := false
+	for i, o := range n.outs {
+		dys[i] = grads[o]
+		if dys[i] != nil {
+			any = true
+		}
+		if !keep[o] {
+			delete(grads, o)
+		}
+	}
+	if !any {
+		return
+	}
+	for i, o := range n.outs {
+		if dys[i] == nil {
+			dys[i] = ops.ZerosLike(o)
+		}
+	}
+	var inputs, dxs []*tensor.Tensor
+	if n.custom != nil {
+		inputs = n.call.Inputs
+		dxs = n.custom(dys)
+	} else {
+		inputs = n.call.Inputs
+		needs := make([]bool, len(inputs))
+		for i, x := range inputs {
+			needs[i] = needsGrad(x)
+		}
+		dxs = n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs})
+	}
+	for i, x := range inputs {
+		if i >= len(dxs) || dxs[i] == nil || !needsGrad(x) {
+			continue
+		}
+		g := dxs[i]
+		if !g.Shape().Equal(x.Shape()) {
+			g = ops.SumTo(g, x.Shape())
+		}
+		if g.DType() != x.DType() {
+			g = ops.Cast(g, x.DType())
+		}
+		if prev := grads[x]; prev != nil {
+			g = ops.Add(prev, g)
+		}
+		grads[x] = g
+	}
+}

@@ -1,0 +1,219 @@
+package tape_test
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+func vals(x *tensor.Tensor) []float64 { return tensor.ToSlice[float64](x) }
+
+func TestGradientBasics(t *testing.T) {
+	x := tensor.FromSlice([]float64{1, 2, 3})
+	tp := tape.New()
+	tp.Watch(x)
+	y := ops.Sum(ops.Mul(x, x)) // dy/dx = 2x
+	tp.Stop()
+	if d := approx.Diff(vals(tp.Gradient(y, x)[0]), []float64{2, 4, 6}, 0); d != "" {
+		t.Error(d)
+	}
+	err := eager.Catch(func() { tp.Gradient(y, x) })
+	if !errors.Is(err, tensor.ErrValue) {
+		t.Errorf("second Gradient on a one-shot tape: %v", err)
+	}
+}
+
+func TestOpsAfterStopAreNotRecorded(t *testing.T) {
+	x := tensor.FromSlice([]float64{3})
+	tp := tape.New(tape.Options{Persistent: true})
+	tp.Watch(x)
+	y := ops.Mul(x, x)
+	tp.Stop()
+	z := ops.Mul(y, x) // after Stop
+	if g := tp.Gradient(z, x)[0]; g != nil {
+		t.Errorf("gradient through unrecorded op: %v", g)
+	}
+	if g := tp.Gradient(y, x)[0]; g.Float() != 6 {
+		t.Errorf("dy/dx = %v, want 6", g)
+	}
+}
+
+func TestUnconnectedSources(t *testing.T) {
+	x, u := tensor.FromSlice([]float64{1, 2}), tensor.FromSlice([]float64{5})
+	for _, zeros := range []bool{false, true} {
+		tp := tape.New(tape.Options{UnconnectedZeros: zeros})
+		tp.Watch(x, u)
+		g := tp.Gradient(ops.Sum(ops.Exp(x)), x, u)
+		if zeros {
+			if g[1] == nil || vals(g[1])[0] != 0 {
+				t.Errorf("UnconnectedZeros: got %v", g[1])
+			}
+		} else if g[1] != nil {
+			t.Errorf("unconnected source: got %v, want nil", g[1])
+		}
+	}
+	// A tensor the tape never watched gets no gradient either.
+	y := tensor.FromSlice([]float64{1})
+	tp := tape.New()
+	if g := tp.Gradient(ops.Mul(y, y), y)[0]; g != nil {
+		t.Errorf("unwatched source: %v", g)
+	}
+}
+
+func TestVariablesAreWatchedAndAssigned(t *testing.T) {
+	w := tape.NewVariable("w", tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 2))
+	x := tensor.FromSlice([]float64{1, 1}, 1, 2)
+	tp := tape.New()
+	loss := ops.Sum(ops.MatMul(x, w.Value()))
+	g := tp.Gradient(loss, w.Value())[0]
+	if d := approx.Diff(vals(g), []float64{1, 1, 1, 1}, 0); d != "" {
+		t.Error(d)
+	}
+	snapshot := ops.Reshape(w.Value(), 4)
+	w.AssignScaled(-0.5, g)
+	if d := approx.Diff(vals(w.Value()), []float64{0.5, 1.5, 2.5, 3.5}, 0); d != "" {
+		t.Error(d)
+	}
+	if d := approx.Diff(vals(snapshot), []float64{1, 2, 3, 4}, 0); d != "" {
+		t.Errorf("a reshape of a variable changed with it: %s", d)
+	}
+	w.AssignAdd(tensor.FromSlice([]float64{1, 1, 1, 1}, 2, 2))
+	w.AssignSub(tensor.FromSlice([]float64{0.5, 0.5, 0.5, 0.5}, 2, 2))
+	if d := approx.Diff(vals(w.Value()), []float64{1, 2, 3, 4}, 0); d != "" {
+		t.Error(d)
+	}
+	err := eager.Catch(func() { w.Assign(tensor.Zeros(tensor.Float64, 3)) })
+	if !errors.Is(err, tensor.ErrShape) {
+		t.Errorf("bad assign: %v", err)
+	}
+	if d := approx.Diff(vals(w.Value()), []float64{1, 2, 3, 4}, 0); d != "" {
+		t.Errorf("failed assign changed the variable: %s", d)
+	}
+}
+
+func TestSecondOrderWithNestedTapes(t *testing.T) {
+	x := tensor.FromSlice([]float64{0.5, -1.5})
+	outer := tape.New()
+	outer.Watch(x)
+	inner := tape.New()
+	inner.Watch(x)
+	y := ops.Sum(ops.Mul(ops.Mul(x, x), x)) // y = sum x^3
+	inner.Stop()
+	dy := inner.Gradient(y, x)[0] // 3x^2
+	d2 := outer.Gradient(ops.Sum(dy), x)[0]
+	if d := approx.Diff(vals(dy), []float64{0.75, 6.75}, 1e-12); d != "" {
+		t.Error("first order:", d)
+	}
+	if d := approx.Diff(vals(d2), []float64{3, -9}, 1e-12); d != "" {
+		t.Error("second order:", d)
+	}
+	// Second order of tanh: d2/dx2 tanh = -2 tanh (1 - tanh^2).
+	z := tensor.FromSlice([]float64{0.3})
+	o, i := tape.New(), tape.New()
+	o.Watch(z)
+	i.Watch(z)
+	g := i.Gradient(ops.Tanh(z), z)[0]
+	h := o.Gradient(g, z)[0]
+	th := math.Tanh(0.3)
+	if !approx.Close(h.Float(), -2*th*(1-th*th), 1e-12) {
+		t.Errorf("tanh'' = %v, want %v", h.Float(), -2*th*(1-th*th))
+	}
+}
+
+func TestJacobian(t *testing.T) {
+	x := tensor.FromSlice([]float64{1, 2})
+	w := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, 3, 2)
+	tp := tape.New(tape.Options{Persistent: true})
+	tp.Watch(x)
+	y := ops.Reshape(ops.MatMul(w, ops.Reshape(x, 2, 1)), 3)
+	j := tp.Jacobian(y, x)
+	if !j.Shape().Equal(tensor.Shape{3, 2}) {
+		t.Fatalf("jacobian shape %v", j.Shape())
+	}
+	if d := approx.Diff(vals(j), vals(w), 0); d != "" {
+		t.Error(d)
+	}
+}
+
+func TestCustomGradient(t *testing.T) {
+	// Clip the gradient of an identity-like function to [-1, 1].
+	clipped := tape.CustomGradient(
+		func(xs []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(xs[0], ops.ScalarLike(xs[0], 3))} },
+		func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor {
+			one := ops.ScalarLike(dys[0], 1)
+			return []*tensor.Tensor{ops.Min(ops.Max(dys[0], ops.Neg(one)), one)}
+		})
+	x := tensor.FromSlice([]float64{1, 2})
+	tp := tape.New()
+	tp.Watch(x)
+	y := clipped(x)[0]
+	if d := approx.Diff(vals(y), []float64{3, 6}, 0); d != "" {
+		t.Error(d)
+	}
+	g := tp.Gradient(ops.Sum(ops.Mul(y, tensor.FromSlice([]float64{5, 0.5}))), x)[0]
+	if d := approx.Diff(vals(g), []float64{1, 0.5}, 0); d != "" {
+		t.Error(d)
+	}
+}
+
+// Two goroutines, each with its own tape and variables, get exactly their
+// own gradients; run with -race.
+func TestConcurrentTapes(t *testing.T) {
+	var wg sync.WaitGroup
+	for k := 1; k <= 4; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scale := float64(k)
+			w := tape.NewVariable("w", tensor.FromSlice([]float64{scale, scale}))
+			for range 50 {
+				tp := tape.New()
+				y := ops.Sum(ops.Mul(ops.Mul(w.Value(), w.Value()), ops.ScalarLike(w.Value(), scale)))
+				g := tp.Gradient(y, w.Value())[0] // 2 k w
+				if d := approx.Diff(vals(g), []float64{2 * scale * scale, 2 * scale * scale}, 0); d != "" {
+					t.Errorf("goroutine %d: %s", k, d)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestShared(t *testing.T) {
+	// A tensor shared by two tapes in two goroutines, watched by both.
+	x := tensor.FromSlice([]float64{2})
+	var wg sync.WaitGroup
+	for k := 1; k <= 2; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tp := tape.New()
+			tp.Watch(x)
+			y := ops.Pow(x, tensor.FromSlice([]float64{float64(k + 1)}))
+			g := tp.Gradient(y, x)[0].Float() // (k+1) x^k
+			if want := float64(k+1) * math.Pow(2, float64(k)); g != want {
+				t.Errorf("goroutine %d: %v, want %v", k, g, want)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCheckGradientCatchesAWrongRule(t *testing.T) {
+	wrong := tape.CustomGradient(
+		func(xs []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Square(xs[0])} },
+		func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{dys[0]} }) // should be 2x dy
+	r := tape.CheckGradient(func(x []*tensor.Tensor) *tensor.Tensor { return wrong(x...)[0] },
+		[]*tensor.Tensor{tensor.FromSlice([]float64{3})}, 0)
+	if r.MaxError < 0.5 {
+		t.Errorf("checker missed a wrong gradient: %s", r)
+	}
+}
