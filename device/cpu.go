@@ -27,6 +27,9 @@ type HostBuffer struct {
 	dev   *CPUDevice
 	bytes []byte
 	class int16 // size class, or -1 when not owned by the cache
+	// small holds buffers of up to 64 bytes inline, so a scalar costs one
+	// allocation.
+	small [8]uint64
 }
 
 var hostCPU *CPUDevice
@@ -94,19 +97,21 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 		b.bytes = b.bytes[:nbytes]
 		return b, nil
 	}
-	size := classBytes(class)
-	return &HostBuffer{dev: c, bytes: alignedBytes(size)[:nbytes], class: int16(class)}, nil
+	b := &HostBuffer{dev: c, class: int16(class)}
+	if class == 0 {
+		b.bytes = unsafe.Slice((*byte)(unsafe.Pointer(&b.small[0])), minClassBytes)[:nbytes]
+	} else {
+		b.bytes = alignedBytes(classBytes(class))[:nbytes]
+	}
+	return b, nil
 }
 
 // alignedBytes returns n bytes whose start is 64-byte aligned (8-byte for
 // n < 64), so vector kernels can use aligned loads on whole rows.
 func alignedBytes(n int) []byte {
-	words := make([]uint64, (n+63)/8+8)
+	words := make([]uint64, (n+7)/8+8)
 	p := unsafe.Pointer(&words[0])
 	skip := int((64 - uintptr(p)%64) % 64)
-	if n < 64 {
-		skip = 0
-	}
 	all := unsafe.Slice((*byte)(p), len(words)*8)
 	return all[skip : skip+n : skip+n]
 }

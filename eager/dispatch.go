@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -54,14 +55,14 @@ func Observing() bool { return activeObservers.Load() > 0 }
 // arity, dtypes, devices and shapes before anything runs, and panics with a
 // *tensor.Error naming what was wrong; recover it with Catch.
 func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
-	c := &Call{Op: op, Inputs: inputs, Attrs: attrs}
+	c := newCall(op, attrs, inputs)
 	outs := prepare(c)
 	return execute(c, outs)
 }
 
 // Run1 is Run for ops with exactly one output.
 func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
-	c := &Call{Op: op, Inputs: inputs, Attrs: attrs}
+	c := newCall(op, attrs, inputs)
 	specs := prepare(c)
 	if len(specs) != 1 {
 		c.Fail(tensor.ErrArity, "op has %d outputs, Run1 needs one", len(specs))
@@ -70,10 +71,24 @@ func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
 		observe(c, o)
 		return o[0]
 	}
-	var one [1]*tensor.Tensor
-	o := allocate(c, specs, one[:0])
+	o := allocate(c, specs, c.outT[:0])
 	finish(c, o)
-	return o[0]
+	out := o[0]
+	release(c)
+	return out
+}
+
+// calls recycles the Call records that no observer kept, so that the
+// common, unobserved op allocates only its output.
+var calls = sync.Pool{New: func() any { return new(Call) }}
+
+// release returns c to the pool unless an observer kept it.
+func release(c *Call) {
+	if c.kept {
+		return
+	}
+	*c = Call{}
+	calls.Put(c)
 }
 
 // view returns the op's view outputs, or nil when the op has no view or an
@@ -88,6 +103,19 @@ func view(c *Call, specs []Out) []*tensor.Tensor {
 		}
 	}
 	return c.Op.View(c, specs)
+}
+
+// newCall copies up to three inputs into the call itself, so the caller's
+// variadic slice stays on its stack.
+func newCall(op *Op, attrs any, inputs []*tensor.Tensor) *Call {
+	c := calls.Get().(*Call)
+	c.Op, c.Attrs = op, attrs
+	if len(inputs) <= len(c.inBuf) {
+		c.Inputs = c.inBuf[:copy(c.inBuf[:], inputs)]
+	} else {
+		c.Inputs = slices.Clone(inputs)
+	}
+	return c
 }
 
 // prepare validates the call and returns the output specs.
@@ -184,6 +212,7 @@ func finish(c *Call, outs []*tensor.Tensor) {
 
 func observe(c *Call, outs []*tensor.Tensor) {
 	if activeObservers.Load() > 0 {
+		c.kept = true // observers may keep the call (the tape does)
 		if set := observers.Load(); set != nil {
 			for _, o := range set.list {
 				o.Observe(c, outs)

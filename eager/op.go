@@ -113,6 +113,9 @@ type Call struct {
 	Device device.Device
 	orig   []*tensor.Tensor // the caller's inputs while Inputs holds row-major copies
 	outBuf [1]Out
+	inBuf  [3]*tensor.Tensor
+	outT   [1]*tensor.Tensor
+	kept   bool // an observer retained the call; it must not be reused
 }
 
 // Out1 returns a single-output result without allocating, for Infer.

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -172,6 +173,12 @@ func binaryKernel[T, R tensor.Elem](l binLoops[T, R]) eager.Kernel {
 		n := len(ov)
 		switch {
 		case n == 0:
+		case n < device.MinShardCost && len(av) == n && len(bv) == n:
+			l.vv(ov, av, bv) // small: no closure, no sharding
+		case n < device.MinShardCost && len(bv) == 1 && len(av) == n:
+			l.vs(ov, av, bv[0])
+		case n < device.MinShardCost && len(av) == 1 && len(bv) == n:
+			l.sv(ov, av[0], bv)
 		case len(av) == n && len(bv) == n:
 			cpu(c).Parallel(n, 1, func(lo, hi int) { l.vv(ov[lo:hi], av[lo:hi], bv[lo:hi]) })
 		case len(bv) == 1 && len(av) == n:

@@ -27,7 +27,8 @@ func gemm[T tensor.Float | int32 | int64 | uint8](dev *device.CPUDevice, m, n, k
 				je := min(jj+gemmNC, n)
 				i := r0
 				for ; i+4 <= r1; i += 4 {
-					gemmRows4(c, a, b, i, n, k, kk, ke, jj, je)
+					j := microKernel(c, a, b, i, n, k, kk, ke, jj, je)
+					gemmRows4(c, a, b, i, n, k, kk, ke, j, je)
 				}
 				for ; i < r1; i++ {
 					crow := c[i*n+jj : i*n+je]
@@ -40,8 +41,34 @@ func gemm[T tensor.Float | int32 | int64 | uint8](dev *device.CPUDevice, m, n, k
 	})
 }
 
+// microKernel runs the assembly micro-kernel over the columns of [jj, je)
+// it covers in whole tiles and returns the first column left for Go code
+// (jj when there is no kernel for T or this CPU).
+func microKernel[T tensor.Float | int32 | int64 | uint8](c, a, b []T, i, n, k, kk, ke, jj, je int) int {
+	if !haveGemmKernels || ke == kk {
+		return jj
+	}
+	j := jj
+	switch cv := any(c).(type) {
+	case []float32:
+		av, bv := any(a).([]float32), any(b).([]float32)
+		for ; j+16 <= je; j += 16 {
+			sgemm4x16(ke-kk, &av[i*k+kk], k, &bv[kk*n+j], n, &cv[i*n+j], n)
+		}
+	case []float64:
+		av, bv := any(a).([]float64), any(b).([]float64)
+		for ; j+8 <= je; j += 8 {
+			dgemm4x8(ke-kk, &av[i*k+kk], k, &bv[kk*n+j], n, &cv[i*n+j], n)
+		}
+	}
+	return j
+}
+
 // gemmRows4 updates four rows of c with the block [kk, ke) x [jj, je).
 func gemmRows4[T tensor.Float | int32 | int64 | uint8](c, a, b []T, i, n, k, kk, ke, jj, je int) {
+	if jj >= je {
+		return
+	}
 	w := je - jj
 	c0 := c[i*n+jj : i*n+je]
 	c1 := c[(i+1)*n+jj : (i+1)*n+je][:w]

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/chewxy/math32"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -14,6 +15,10 @@ import (
 func unaryKernel[T, R tensor.Elem](cost float64, f func(o []R, x []T)) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, o := data[T](c.Inputs[0]), data[R](outs[0])
+		if float64(len(o))*cost < device.MinShardCost {
+			f(o, x)
+			return
+		}
 		cpu(c).Parallel(len(o), cost, func(lo, hi int) { f(o[lo:hi], x[lo:hi]) })
 	}
 }

@@ -58,9 +58,14 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tensor{dtype: dt, shape: shape, st: &storage{buf: buf}}
-	t.st.refs.Store(1)
-	return t, nil
+	// The tensor and its storage record share one allocation.
+	both := &struct {
+		t Tensor
+		s storage
+	}{t: Tensor{dtype: dt, shape: shape}, s: storage{buf: buf}}
+	both.s.refs.Store(1)
+	both.t.st = &both.s
+	return &both.t, nil
 }
 
 // MustEmpty is Empty for the default device that panics on allocation failure.

@@ -1,0 +1,20 @@
+package main
+
+import "testing"
+
+func TestLossFalls(t *testing.T) {
+	steps := 1500
+	if testing.Short() {
+		steps = 300
+	}
+	res, err := run(config{steps: steps, hidden: 32, lr: 0.05, seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.final > res.first/4 {
+		t.Errorf("mse went from %.4f to %.4f; want a fall by 4x or more", res.first, res.final)
+	}
+	if _, err := run(config{steps: 0, hidden: 1, lr: 1}, nil); err == nil {
+		t.Error("zero steps accepted")
+	}
+}
