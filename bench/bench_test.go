@@ -153,3 +153,21 @@ func TestMLPStepLearns(t *testing.T) {
 		t.Errorf("loss went from %v to %v", first, last)
 	}
 }
+
+// TestMLPStepAllocationsAreSteady checks that a training step's allocation
+// count does not grow with the number of steps taken.
+func TestMLPStepAllocationsAreSteady(t *testing.T) {
+	m := newMLP()
+	x, labels := mlpBatch()
+	for range 3 {
+		m.step(x, labels, 0.01)
+	}
+	early := testing.AllocsPerRun(5, func() { m.step(x, labels, 0.01) })
+	for range 40 {
+		m.step(x, labels, 0.01)
+	}
+	late := testing.AllocsPerRun(5, func() { m.step(x, labels, 0.01) })
+	if late > early*1.05+2 {
+		t.Errorf("allocations per step grew from %v to %v", early, late)
+	}
+}

@@ -3,7 +3,7 @@
 package ops
 
 // Without assembly, gemm uses its pure-Go loops everywhere.
-const haveGemmKernels = false
+var haveGemmKernels = false
 
 func sgemm4x16(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int) {
 	panic("ops: no gemm micro-kernel in this build")

@@ -14,7 +14,7 @@ type CheckResult struct {
 	// every element of every input.
 	MaxError float64
 	// Input and Index locate it.
-	Input, Index int
+	Input, Index      int
 	Analytic, Numeric float64
 }
 

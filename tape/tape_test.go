@@ -145,7 +145,9 @@ func TestJacobian(t *testing.T) {
 func TestCustomGradient(t *testing.T) {
 	// Clip the gradient of an identity-like function to [-1, 1].
 	clipped := tape.CustomGradient(
-		func(xs []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(xs[0], ops.ScalarLike(xs[0], 3))} },
+		func(xs []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Mul(xs[0], ops.ScalarLike(xs[0], 3))}
+		},
 		func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor {
 			one := ops.ScalarLike(dys[0], 1)
 			return []*tensor.Tensor{ops.Min(ops.Max(dys[0], ops.Neg(one)), one)}

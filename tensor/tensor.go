@@ -68,6 +68,22 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 	return &both.t, nil
 }
 
+// FromBuffer returns a row-major tensor over an existing buffer (for
+// zero-copy interoperation). The buffer must hold at least the tensor's
+// bytes; the tensor does not own it beyond the device's rules for that
+// buffer (a wrapped host buffer is never reused by the cache).
+func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
+	if !dt.Valid() || !shape.valid() {
+		return nil, fmt.Errorf("tensor: invalid dtype %v or shape %v", dt, shape)
+	}
+	if need := shape.NumElements() * dt.Size(); buf.Size() < need {
+		return nil, fmt.Errorf("tensor: a %d-byte buffer cannot hold %v%v (%d bytes)", buf.Size(), dt, shape, need)
+	}
+	t := &Tensor{dtype: dt, shape: shape.Clone(), st: &storage{buf: buf}}
+	t.st.refs.Store(1)
+	return t, nil
+}
+
 // MustEmpty is Empty for the default device that panics on allocation failure.
 func MustEmpty(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Default(), dt, shape)

@@ -1,0 +1,73 @@
+package layers
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/eagerflow/eagerflow/"
+
+// layer gives each top-level directory its place; a package may import only
+// packages of a lower layer, or of its own directory tree.
+// (device is below tensor: tensors hold device buffers.)
+var layer = map[string]int{
+	"device": 0, "tensor": 1, "internal": 2, "interop": 2,
+	"eager": 2, "ops": 3, "tape": 4, "control": 5,
+	"nn": 6, "data": 6, "examples": 7, "bench": 7,
+}
+
+func top(path string) string { return strings.SplitN(path, "/", 2)[0] }
+
+func TestImportsPointDown(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if strings.HasPrefix(rel, "bench/peers/") {
+			return nil // a separate module
+		}
+		from := top(rel)
+		lf, ok := layer[from]
+		if !ok {
+			t.Errorf("%s: top-level directory %q has no layer; add it to the map and the README", rel, from)
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, module) {
+				continue
+			}
+			to := top(strings.TrimPrefix(p, module))
+			if to == from {
+				continue
+			}
+			if lt, ok := layer[to]; !ok || lt >= lf {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point down", rel, lf, p, lt)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal("not at the module root:", err)
+	}
+}

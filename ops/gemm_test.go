@@ -1,0 +1,40 @@
+package ops
+
+import (
+	"testing"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The assembly micro-kernels and the pure-Go loops must agree on every
+// shape class: whole tiles, ragged edges, k beyond one block.
+func TestGemmKernelsMatchPureGo(t *testing.T) {
+	if !haveGemmKernels {
+		t.Skip("no gemm micro-kernel in this build or on this CPU; the pure-Go path is tested by the op tests")
+	}
+	sizes := [][3]int{{4, 16, 1}, {4, 8, 3}, {5, 17, 7}, {8, 33, 300}, {13, 70, 257}, {1, 64, 9}, {64, 64, 64}}
+	for _, s := range sizes {
+		m, n, k := s[0], s[1], s[2]
+		rng := tensor.NewRNG(uint64(m*n*k + 1))
+		a32 := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, m*k))
+		b32 := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, k*n))
+		a64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, m*k))
+		b64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, k*n))
+		asm32, asm64 := make([]float32, m*n), make([]float64, m*n)
+		gemm(device.Host(), m, n, k, a32, b32, asm32)
+		gemm(device.Host(), m, n, k, a64, b64, asm64)
+		haveGemmKernels = false
+		go32, go64 := make([]float32, m*n), make([]float64, m*n)
+		gemm(device.Host(), m, n, k, a32, b32, go32)
+		gemm(device.Host(), m, n, k, a64, b64, go64)
+		haveGemmKernels = true
+		if d := approx.Diff(asm32, go32, 1e-5); d != "" {
+			t.Errorf("float32 %dx%dx%d: %s", m, n, k, d)
+		}
+		if d := approx.Diff(asm64, go64, 1e-13); d != "" {
+			t.Errorf("float64 %dx%dx%d: %s", m, n, k, d)
+		}
+	}
+}
