@@ -17,6 +17,8 @@ require (
 	github.com/google/flatbuffers v1.12.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
+	// gorgonia.org/tensor v0.9.24 asks for an older version that panics at start-up
+	// on Go 1.26; interop/gorgonia's test fails if this pin regresses.
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	gonum.org/v1/gonum v0.8.2 // indirect

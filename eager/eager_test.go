@@ -1,0 +1,75 @@
+package eager_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// otherDevice is a stand-in second device holding plain byte buffers.
+type otherDevice struct{}
+
+type otherBuffer struct{ b []byte }
+
+func (otherBuffer) Device() device.Device { return otherDevice{} }
+func (o otherBuffer) Size() int           { return len(o.b) }
+
+func (otherDevice) Name() string      { return "test:0" }
+func (otherDevice) Kind() device.Kind { return device.GPU }
+func (otherDevice) Alloc(n int) (device.Buffer, error) {
+	return otherBuffer{make([]byte, n)}, nil
+}
+func (otherDevice) Free(device.Buffer) {}
+func (otherDevice) CopyToHost(dst []byte, src device.Buffer, off int) error {
+	copy(dst, src.(otherBuffer).b[off:])
+	return nil
+}
+func (otherDevice) CopyFromHost(dst device.Buffer, off int, src []byte) error {
+	copy(dst.(otherBuffer).b[off:], src)
+	return nil
+}
+func (otherDevice) Synchronize() error { return nil }
+
+func TestInputsOnTwoDevicesFail(t *testing.T) {
+	a := tensor.FromSlice([]float32{1, 2})
+	b, err := a.To(otherDevice{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = eager.Catch(func() { ops.Add(a, b) })
+	if !errors.Is(err, tensor.ErrDevice) || !strings.Contains(err.Error(), "cpu:0 and test:0") {
+		t.Errorf("got %v", err)
+	}
+	// A device without kernels for the op says so.
+	err = eager.Catch(func() { ops.Add(b, b) })
+	if !errors.Is(err, tensor.ErrDType) || !strings.Contains(err.Error(), "no gpu kernel") {
+		t.Errorf("got %v", err)
+	}
+	// Copying back gives the values.
+	back, err := b.To(device.Host())
+	if err != nil || tensor.ToSlice[float32](back)[1] != 2 {
+		t.Errorf("round trip: %v %v", back, err)
+	}
+}
+
+func TestCatchPassesOtherPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "boom" {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	_ = eager.Catch(func() { panic("boom") })
+}
+
+func TestFailedOpLeavesInputsUnchanged(t *testing.T) {
+	x := tensor.FromSlice([]float32{1, 2, 3})
+	_ = eager.Catch(func() { ops.Concatenate(0, x, tensor.Zeros(tensor.Float32, 2, 2)) })
+	if got := tensor.ToSlice[float32](x); got[0] != 1 || got[2] != 3 {
+		t.Errorf("input changed: %v", got)
+	}
+}
