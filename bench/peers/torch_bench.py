@@ -1,0 +1,83 @@
+"""PyTorch (CPU eager) and NumPy on the work of eagerflow's benchmarks.
+
+Prints Go benchmark lines (name, iterations, ns/op, extra metrics) so that
+one table holds every library. Run through ../run.sh, which sets up
+OpenBLAS as the issues specify: the OpenMP build, OPENBLAS_CORETYPE set to
+the CPU's real kernel family, and two threads.
+"""
+import os
+import sys
+import timeit
+
+import numpy as np
+import torch
+
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+torch.set_num_threads(THREADS)
+
+
+def report(name, fn, number=None, flops=None):
+    """Time fn, pick a count that runs ~0.25 s, print the best of 3 in ns/op."""
+    if number is None:
+        number, t = 1, 0.0
+        while t < 0.1:
+            number *= 2
+            t = timeit.timeit(fn, number=number)
+        number = max(1, int(number * 0.25 / t))
+    best = min(timeit.repeat(fn, number=number, repeat=3)) / number
+    line = f"{name}-{THREADS}\t{number}\t{best * 1e9:.1f} ns/op"
+    if flops:
+        line += f"\t{flops / best / 1e9:.2f} GFLOP/s"
+    print(line, flush=True)
+
+
+def torch_benches():
+    a, b = torch.ones(1), torch.ones(1)
+    report("BenchmarkTorchEagerAddScalar", lambda: a + b)
+    ag = torch.ones(1, requires_grad=True)
+    report("BenchmarkTorchEagerAddScalarTaped", lambda: ag + b)
+    x, y = torch.rand(1000), torch.rand(1000)
+    report("BenchmarkTorchEagerAdd1K", lambda: x + y)
+    xg = torch.rand(1000, requires_grad=True)
+    report("BenchmarkTorchEagerAddTaped1K", lambda: xg + y)
+    for n in (128, 512, 1024):
+        m1, m2 = torch.rand(n, n), torch.rand(n, n)
+        report(f"BenchmarkTorchMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
+    d1, d2 = torch.rand(1024, 1024, dtype=torch.float64), torch.rand(1024, 1024, dtype=torch.float64)
+    report("BenchmarkTorchMatMulFloat64_1024", lambda: d1 @ d2, flops=2 * 1024**3)
+
+    torch.manual_seed(3)
+    w1 = (torch.randn(784, 256) * 0.05).requires_grad_()
+    b1 = torch.zeros(256, requires_grad=True)
+    w2 = (torch.randn(256, 10) * 0.09).requires_grad_()
+    b2 = torch.zeros(10, requires_grad=True)
+    params = [w1, b1, w2, b2]
+    xb = torch.rand(64, 784)
+    labels = torch.arange(64) % 10
+
+    def mlp_step():
+        h = torch.relu(xb @ w1 + b1)
+        loss = torch.nn.functional.cross_entropy(h @ w2 + b2, labels)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(0.01 * g)
+
+    report("BenchmarkTorchMLPStep", mlp_step)
+
+
+def numpy_benches():
+    a, b = np.ones(1, np.float32), np.ones(1, np.float32)
+    report("BenchmarkNumPyAddScalar", lambda: a + b)
+    x, y = np.random.rand(1000).astype(np.float32), np.random.rand(1000).astype(np.float32)
+    report("BenchmarkNumPyAdd1K", lambda: x + y)
+    for n in (128, 512, 1024):
+        m1, m2 = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
+        report(f"BenchmarkNumPyMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
+
+
+if __name__ == "__main__":
+    print(f"# torch {torch.__version__}, numpy {np.__version__}, threads {THREADS}, "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}", file=sys.stderr)
+    torch_benches()
+    numpy_benches()
