@@ -171,3 +171,5 @@ func TestMLPStepAllocationsAreSteady(t *testing.T) {
 		t.Errorf("allocations per step grew from %v to %v", early, late)
 	}
 }
+
+func BenchmarkMatMulFloat64_1024(b *testing.B) { benchMatMul(b, 1024, tensor.Float64) }
