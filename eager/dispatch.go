@@ -203,14 +203,15 @@ func finish(c *Call, outs []*tensor.Tensor) {
 		c.Fail(tensor.ErrDType, "no %s kernel for dtype %v", c.Device.Kind(), key)
 	}
 	k(c, outs)
-	if c.orig != nil {
-		// Observers record the caller's tensors, not the row-major copies.
-		c.Inputs, c.orig = c.orig, nil
-	}
 	observe(c, outs)
 }
 
+// observe tells the active observers about the call. They see the caller's
+// tensors, not the row-major copies the kernel or view read.
 func observe(c *Call, outs []*tensor.Tensor) {
+	if c.orig != nil {
+		c.Inputs, c.orig = c.orig, nil
+	}
 	if activeObservers.Load() > 0 {
 		c.kept = true // observers may keep the call (the tape does)
 		if set := observers.Load(); set != nil {

@@ -219,3 +219,18 @@ func TestCheckGradientCatchesAWrongRule(t *testing.T) {
 		t.Errorf("checker missed a wrong gradient: %s", r)
 	}
 }
+
+// Regression: a view op (Reshape) of a non-row-major input (a transposed
+// view) once recorded its row-major copy instead of the input, cutting the
+// gradient off.
+func TestGradientThroughReshapeOfTranspose(t *testing.T) {
+	x := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	tp := tape.New()
+	tp.Watch(x)
+	y := ops.Reshape(ops.Transpose(x), 6)
+	g := tp.Gradient(ops.Sum(ops.Mul(y, tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}))), x)[0]
+	// y = [1 4 2 5 3 6]: x[0,0] has weight 1, x[1,0] weight 2, x[0,1] weight 3...
+	if d := approx.Diff(vals(g), []float64{1, 3, 5, 2, 4, 6}, 0); d != "" {
+		t.Error(d)
+	}
+}

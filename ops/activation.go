@@ -1,0 +1,119 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Neural-net activations and helpers, composed from primitives.
+
+// LeakyRelu returns x where x > 0 and alpha*x elsewhere. Floats.
+func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	return Select(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
+}
+
+// Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
+func Elu(x *tensor.Tensor) *tensor.Tensor {
+	neg := Min(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
+	return Select(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
+}
+
+// Gelu returns x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form. Floats.
+func Gelu(x *tensor.Tensor) *tensor.Tensor {
+	return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Erf(Mul(x, ScalarLike(x, 1/math.Sqrt2)))))
+}
+
+// GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
+// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats.
+func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
+	inner := Mul(ScalarLike(x, math.Sqrt(2/math.Pi)), Add(x, Mul(ScalarLike(x, 0.044715), Mul(x, Square(x)))))
+	return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Tanh(inner)))
+}
+
+// Softplus returns log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) so
+// that it neither overflows nor loses small values. Floats.
+func Softplus(x *tensor.Tensor) *tensor.Tensor {
+	return Add(Relu(x), Log1p(Exp(Neg(Abs(x)))))
+}
+
+// DataFormat names where the feature dimension sits in image tensors.
+type DataFormat uint8
+
+// The two layouts of image batches.
+const (
+	NHWC DataFormat = iota // features last (TensorFlow's default)
+	NCHW                   // features after the batch (PyTorch's)
+)
+
+func (f DataFormat) String() string {
+	if f == NCHW {
+		return "NCHW"
+	}
+	return "NHWC"
+}
+
+// BiasAdd adds bias: [C] to x along its feature dimension: the last for
+// NHWC, dimension 1 for NCHW (x rank >= 2).
+func BiasAdd(x, bias *tensor.Tensor, format DataFormat) *tensor.Tensor {
+	in := []*tensor.Tensor{x, bias}
+	if bias.Rank() != 1 || x.Rank() < 2 {
+		fail("BiasAdd", tensor.ErrRank, in, "needs x of rank >= 2 and a vector bias")
+	}
+	if format == NHWC {
+		if x.Dim(-1) != bias.Dim(0) {
+			fail("BiasAdd", tensor.ErrShape, in, "bias has %d entries for %d features", bias.Dim(0), x.Dim(-1))
+		}
+		return Add(x, bias)
+	}
+	if x.Dim(1) != bias.Dim(0) {
+		fail("BiasAdd", tensor.ErrShape, in, "bias has %d entries for %d features", bias.Dim(0), x.Dim(1))
+	}
+	shape := make([]int, x.Rank()-1)
+	for i := range shape {
+		shape[i] = 1
+	}
+	shape[0] = bias.Dim(0)
+	return Add(x, Reshape(bias, shape...))
+}
+
+// L2Normalize divides x by its L2 norm along axis: x / sqrt(max(sum(x²),
+// epsilon)). Floats.
+func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
+	ss := Reduce(Square(x), Reduction{Kind: ReduceSum, Dims: []int{axis}, KeepDims: true})
+	return Mul(x, Rsqrt(Max(ss, ScalarLike(ss, epsilon))))
+}
+
+// Dropout zeroes each element of x with probability rate and scales the
+// rest by 1/(1-rate), drawing the mask from rng (so a seed reproduces it).
+// rate 0 returns x. Floats; panics with a *tensor.Error for rate outside
+// [0, 1).
+func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
+	if !(rate >= 0 && rate < 1) {
+		fail("Dropout", tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
+	}
+	if rate == 0 {
+		return x
+	}
+	keep := on(tensor.RandBernoulli(rng, x.DType(), 1-rate, x.Shape()...), x.Device())
+	return Mul(x, Mul(keep, ScalarLike(x, 1/(1-rate))))
+}
+
+// RngUniform is XLA's RngUniform: values uniform in [lo, hi) of a float
+// dtype, from the seeded counter-based generator rng.
+func RngUniform(rng *tensor.RNG, dt tensor.DType, lo, hi float64, shape ...int) *tensor.Tensor {
+	return tensor.RandUniform(rng, dt, lo, hi, shape...)
+}
+
+// RngNormal is XLA's RngNormal: values with mean mu and standard deviation
+// sigma, of a float dtype.
+func RngNormal(rng *tensor.RNG, dt tensor.DType, mu, sigma float64, shape ...int) *tensor.Tensor {
+	z := tensor.RandNormal(rng, dt, shape...)
+	return Add(Mul(z, ScalarLike(z, sigma)), ScalarLike(z, mu))
+}
+
+// RngBernoulli is XLA's RngBernoulli: 1 with probability p, else 0, of any
+// dtype (true/false for Bool).
+func RngBernoulli(rng *tensor.RNG, dt tensor.DType, p float64, shape ...int) *tensor.Tensor {
+	return tensor.RandBernoulli(rng, dt, p, shape...)
+}

@@ -1,0 +1,118 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// SizesAttrs carries slice sizes (DynamicSlice).
+type SizesAttrs struct{ Sizes []int }
+
+func (a SizesAttrs) String() string { return fmt.Sprintf("sizes=%v", a.Sizes) }
+
+// clampedStarts reads starts and clamps each into [0, dim-size], as XLA
+// does, so a slice never leaves the operand.
+func clampedStarts(starts *tensor.Tensor, shape tensor.Shape, sizes []int) []int {
+	v := indexValues(starts)
+	out := make([]int, len(v))
+	for d, s := range v {
+		out[d] = int(min(max(s, 0), int64(shape[d]-sizes[d])))
+	}
+	return out
+}
+
+func checkStarts(c *eager.Call, i int, rank int) {
+	checkIndexTensor(c, i)
+	if s := c.Inputs[i].Shape(); s.Rank() != 1 || s[0] != rank {
+		c.Fail(tensor.ErrShape, "start indices must have shape [%d], got %v", rank, s)
+	}
+}
+
+var dynamicSliceOp, dynamicUpdateSliceOp *eager.Op
+
+func init() {
+	dynamicSliceOp = eager.Register(anyDType(&eager.Op{
+		Name: "DynamicSlice", Inputs: 2,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, sizes := c.Inputs[0], c.Attrs.(SizesAttrs).Sizes
+			checkStarts(c, 1, x.Rank())
+			if len(sizes) != x.Rank() {
+				c.Fail(tensor.ErrRank, "%d sizes for rank %d", len(sizes), x.Rank())
+			}
+			for d, s := range sizes {
+				if s < 0 || s > x.Dim(d) {
+					c.Fail(tensor.ErrShape, "size %d of dimension %d is outside [0, %d]", s, d, x.Dim(d))
+				}
+			}
+			return c.Out1(x.DType(), tensor.Shape(sizes).Clone())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x := g.Inputs[0]
+			return []*tensor.Tensor{DynamicUpdateSlice(ZerosLike(x), g.OutGrads[0], g.Inputs[1]), nil}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		x, out := c.Inputs[0], outs[0]
+		starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(SizesAttrs).Sizes)
+		xs := tensor.Strides(x.Shape(), nil)
+		off := 0
+		for d, s := range starts {
+			off += s * xs[d]
+		}
+		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, xs, out.Shape())
+	}))
+
+	dynamicUpdateSliceOp = eager.Register(anyDType(&eager.Op{
+		Name: "DynamicUpdateSlice", Inputs: 3,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, u := c.Inputs[0], c.Inputs[1]
+			if x.DType() != u.DType() {
+				c.Fail(tensor.ErrDType, "operand is %v, update is %v", x.DType(), u.DType())
+			}
+			if u.Rank() != x.Rank() {
+				c.Fail(tensor.ErrRank, "update has rank %d, operand %d", u.Rank(), x.Rank())
+			}
+			for d := range u.Shape() {
+				if u.Dim(d) > x.Dim(d) {
+					c.Fail(tensor.ErrShape, "update %v does not fit in operand %v", u.Shape(), x.Shape())
+				}
+			}
+			checkStarts(c, 2, x.Rank())
+			return c.Out1(x.DType(), x.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			u, starts, dy := g.Inputs[1], g.Inputs[2], g.OutGrads[0]
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return DynamicUpdateSlice(dy, ZerosLike(u), starts) }),
+				when(g.Needs[1], func() *tensor.Tensor { return DynamicSlice(dy, starts, u.Shape()...) }),
+				nil,
+			}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		x, u, out := c.Inputs[0], c.Inputs[1], outs[0]
+		copy(out.HostBytes(), x.HostBytes())
+		starts := clampedStarts(c.Inputs[2], x.Shape(), u.Shape())
+		os := tensor.Strides(x.Shape(), nil)
+		off := 0
+		for d, s := range starts {
+			off += s * os[d]
+		}
+		moveElems(x.DType(), out.HostBytes(), off, os, u.HostBytes(), 0, tensor.Strides(u.Shape(), nil), u.Shape())
+	}))
+}
+
+// DynamicSlice is XLA's DynamicSlice: the box of the given sizes starting at
+// starts (an Int32 or Int64 vector, one entry per dimension, read when the
+// op runs). A start that would put the box outside x is clamped to the
+// nearest start that fits (XLA's rule), never read out of bounds.
+func DynamicSlice(x, starts *tensor.Tensor, sizes ...int) *tensor.Tensor {
+	return eager.Run1(dynamicSliceOp, SizesAttrs{Sizes: sizes}, x, starts)
+}
+
+// DynamicUpdateSlice is XLA's DynamicUpdateSlice: x with the box at starts
+// replaced by update (same dtype and rank, no larger than x). Starts are
+// clamped as in DynamicSlice.
+func DynamicUpdateSlice(x, update, starts *tensor.Tensor) *tensor.Tensor {
+	return eager.Run1(dynamicUpdateSliceOp, nil, x, update, starts)
+}

@@ -1,0 +1,156 @@
+package ops
+
+import (
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Gathering and scattering by integer indices along one axis: Gather (an
+// embedding lookup), its adjoint ScatterAdd, Scatter, and the per-element
+// TakeAlongAxis with its adjoint. Indices are Int32 or Int64 and are
+// checked when the op runs: one outside the axis panics with a
+// *tensor.Error naming its position.
+
+// GatherAttrs names the axis of Gather and Scatter.
+type GatherAttrs = AxisAttrs
+
+// gatherShape is params[:axis] + indices + params[axis+1:].
+func gatherShape(params, indices tensor.Shape, axis int) tensor.Shape {
+	s := slices.Clone([]int(params[:axis]))
+	s = append(s, indices...)
+	return append(s, params[axis+1:]...)
+}
+
+// blocks returns (outer, n, inner) for a shape split at axis.
+func blocks(s tensor.Shape, axis int) (outer, n, inner int) {
+	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
+}
+
+func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), c.Inputs[2]
+	axis := c.Attrs.(AxisAttrs).Axis
+	outer, n, inner := blocks(base.Shape(), axis)
+	ov, uv := data[T](outs[0]), data[T](upd)
+	copy(ov, data[T](base))
+	for o := 0; o < outer; o++ {
+		for j, r := range idx {
+			r = min(max(r, 0), int64(n-1))
+			dst := ov[(o*n+int(r))*inner : (o*n+int(r)+1)*inner]
+			src := uv[(o*len(idx)+j)*inner : (o*len(idx)+j+1)*inner]
+			for k := range dst {
+				dst[k] += src[k]
+			}
+		}
+	}
+}
+
+func inferScatter(c *eager.Call) []eager.Out {
+	base, upd := c.Inputs[0], c.Inputs[2]
+	checkIndexTensor(c, 1)
+	axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, base.Rank())
+	c.Attrs = AxisAttrs{Axis: axis}
+	if base.DType() != upd.DType() {
+		c.Fail(tensor.ErrDType, "base is %v, updates are %v", base.DType(), upd.DType())
+	}
+	if want := gatherShape(base.Shape(), c.Inputs[1].Shape(), axis); !want.Equal(upd.Shape()) {
+		c.Fail(tensor.ErrShape, "updates have shape %v, want %v", upd.Shape(), want)
+	}
+	checkIndexRange(c, 1, base.Dim(axis))
+	return c.Out1(base.DType(), base.Shape())
+}
+
+var gatherOp, scatterAddOp, scatterOp *eager.Op
+
+func init() {
+	gatherOp = eager.Register(anyDType(&eager.Op{
+		Name: "Gather", Inputs: 2,
+		Infer: func(c *eager.Call) []eager.Out {
+			p := c.Inputs[0]
+			if p.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "params must have rank 1 or more")
+			}
+			checkIndexTensor(c, 1)
+			axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, p.Rank())
+			c.Attrs = AxisAttrs{Axis: axis}
+			checkIndexRange(c, 1, p.Dim(axis))
+			return c.Out1(p.DType(), gatherShape(p.Shape(), c.Inputs[1].Shape(), axis))
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			p, idx := g.Inputs[0], g.Inputs[1]
+			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(AxisAttrs).Axis), nil}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		p, idx := c.Inputs[0], indexValues(c.Inputs[1])
+		outer, n, inner := blocks(p.Shape(), c.Attrs.(AxisAttrs).Axis)
+		size := p.DType().Size() * inner
+		pb, ob := p.HostBytes(), outs[0].HostBytes()
+		for o := 0; o < outer; o++ {
+			for j, r := range idx {
+				r = min(max(r, 0), int64(n-1))
+				copy(ob[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size], pb[(o*n+int(r))*size:(o*n+int(r)+1)*size])
+			}
+		}
+	}))
+
+	scatterAddOp = eager.Register(cpuKernels{
+		f32: scatterAddKernel[float32], f64: scatterAddKernel[float64], i32: scatterAddKernel[int32],
+		i64: scatterAddKernel[int64], u8: scatterAddKernel[uint8],
+	}.register(&eager.Op{
+		Name: "ScatterAdd", Inputs: 3, DTypes: numericTypes, Infer: inferScatter,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			dy := g.OutGrads[0]
+			return []*tensor.Tensor{dy, nil, when(g.Needs[2], func() *tensor.Tensor {
+				return Gather(dy, g.Inputs[1], g.Attrs.(AxisAttrs).Axis)
+			})}
+		},
+	}))
+
+	scatterOp = eager.Register(anyDType(&eager.Op{
+		Name: "Scatter", Inputs: 3, Infer: inferScatter,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			// Replaced slices pass no gradient to base; updates get theirs.
+			idx, upd, dy := g.Inputs[1], g.Inputs[2], g.OutGrads[0]
+			axis := g.Attrs.(AxisAttrs).Axis
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return Scatter(dy, idx, ZerosLike(upd), axis) }),
+				nil,
+				when(g.Needs[2], func() *tensor.Tensor { return Gather(dy, idx, axis) }),
+			}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), c.Inputs[2]
+		outer, n, inner := blocks(base.Shape(), c.Attrs.(AxisAttrs).Axis)
+		size := base.DType().Size() * inner
+		ob, ub := outs[0].HostBytes(), upd.HostBytes()
+		copy(ob, base.HostBytes())
+		for o := 0; o < outer; o++ {
+			for j, r := range idx {
+				r = min(max(r, 0), int64(n-1))
+				copy(ob[(o*n+int(r))*size:(o*n+int(r)+1)*size], ub[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size])
+			}
+		}
+	}))
+}
+
+// Gather picks slices of params along axis by indices (TensorFlow's gather;
+// an embedding lookup when axis is 0): params: [a..., n, b...], indices:
+// [i...] -> [a..., i..., b...]. Its gradient scatters back with ScatterAdd.
+func Gather(params, indices *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(gatherOp, AxisAttrs{Axis: axis}, params, indices)
+}
+
+// ScatterAdd returns base with updates added at indices along axis (the
+// adjoint of Gather; repeated indices accumulate): base: [a..., n, b...],
+// indices: [i...], updates: [a..., i..., b...]. Numeric dtypes.
+func ScatterAdd(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(scatterAddOp, AxisAttrs{Axis: axis}, base, indices, updates)
+}
+
+// Scatter returns base with the slices at indices along axis replaced by
+// updates (shapes as ScatterAdd). With repeated indices the last update
+// wins; the gradient then reaches every update of that slice.
+func Scatter(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(scatterOp, AxisAttrs{Axis: axis}, base, indices, updates)
+}

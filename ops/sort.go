@@ -1,0 +1,269 @@
+package ops
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Sorting and its relatives along one axis. ArgSort is the primitive;
+// Sort and TopK take elements by its permutation with TakeAlongAxis, whose
+// adjoint gives their gradients.
+
+// SortAttrs configure ArgSort and ArgMax/ArgMin.
+type SortAttrs struct {
+	Axis       int
+	Descending bool
+}
+
+func (a SortAttrs) String() string { return fmt.Sprintf("axis=%d descending=%v", a.Axis, a.Descending) }
+
+// compareNaNLast orders numbers with NaN after everything (NumPy's rule).
+func compareNaNLast[T tensor.Num](a, b T) int {
+	an, bn := a != a, b != b
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	return cmp.Compare(a, b)
+}
+
+// lines calls fn for every line along axis with its element offsets.
+func lines(shape tensor.Shape, axis int, fn func(at func(k int) int)) {
+	outer, n, inner := blocks(shape, axis)
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			base := o*n*inner + i
+			fn(func(k int) int { return base + k*inner })
+		}
+	}
+}
+
+func argSortKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(SortAttrs)
+	xv, ov := data[T](x), data[int64](outs[0])
+	n := x.Dim(a.Axis)
+	perm := make([]int64, n)
+	lines(x.Shape(), a.Axis, func(at func(int) int) {
+		for k := range perm {
+			perm[k] = int64(k)
+		}
+		slices.SortStableFunc(perm, func(p, q int64) int {
+			r := compareNaNLast(xv[at(int(p))], xv[at(int(q))])
+			if a.Descending {
+				// NaN still last; otherwise reversed.
+				if xv[at(int(p))] != xv[at(int(p))] || xv[at(int(q))] != xv[at(int(q))] {
+					return r
+				}
+				return -r
+			}
+			return r
+		})
+		for k, p := range perm {
+			ov[at(k)] = p
+		}
+	})
+}
+
+// argExtremeKernel finds the first maximum (or minimum) along the axis; a
+// NaN counts as the extreme, as in NumPy.
+func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(SortAttrs)
+	xv, ov := data[T](x), data[int64](outs[0])
+	n := x.Dim(a.Axis)
+	j := 0
+	lines(x.Shape(), a.Axis, func(at func(int) int) {
+		best := 0
+		for k := 1; k < n; k++ {
+			v, b := xv[at(k)], xv[at(best)]
+			if b != b {
+				break
+			}
+			if v != v || (a.Descending && v > b) || (!a.Descending && v < b) {
+				best = k
+			}
+		}
+		ov[j] = int64(best)
+		j++
+	})
+}
+
+var argSortOp, argExtremeOp, takeAlongOp, putAlongOp *eager.Op
+
+func init() {
+	argSortOp = eager.Register(cpuKernels{
+		f32: argSortKernel[float32], f64: argSortKernel[float64], i32: argSortKernel[int32],
+		i64: argSortKernel[int64], u8: argSortKernel[uint8],
+	}.register(&eager.Op{
+		Name: "ArgSort", Inputs: 1, DTypes: numericTypes, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x := c.Inputs[0]
+			if x.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "needs rank 1 or more")
+			}
+			a := c.Attrs.(SortAttrs)
+			a.Axis = normAxis(c, a.Axis, x.Rank())
+			c.Attrs = a
+			return c.Out1(tensor.Int64, x.Shape())
+		},
+	}))
+	argExtremeOp = eager.Register(cpuKernels{
+		f32: argExtremeKernel[float32], f64: argExtremeKernel[float64], i32: argExtremeKernel[int32],
+		i64: argExtremeKernel[int64], u8: argExtremeKernel[uint8],
+	}.register(&eager.Op{
+		Name: "ArgMaxMin", Inputs: 1, DTypes: numericTypes, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x := c.Inputs[0]
+			if x.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "needs rank 1 or more")
+			}
+			a := c.Attrs.(SortAttrs)
+			a.Axis = normAxis(c, a.Axis, x.Rank())
+			c.Attrs = a
+			if x.Dim(a.Axis) == 0 {
+				c.Fail(tensor.ErrShape, "dimension %d is empty", a.Axis)
+			}
+			return c.Out1(tensor.Int64, slices.Delete(slices.Clone([]int(x.Shape())), a.Axis, a.Axis+1))
+		},
+	}))
+	takeAlongOp = eager.Register(anyDType(&eager.Op{
+		Name: "TakeAlongAxis", Inputs: 2, Infer: inferAlong,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, idx := g.Inputs[0], g.Inputs[1]
+			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, ZerosLike(x), idx, g.OutGrads[0]), nil}
+		},
+	}, func(c *eager.Call, outs []*tensor.Tensor) {
+		x, idx, out := c.Inputs[0], indexValues(c.Inputs[1]), outs[0]
+		axis := c.Attrs.(AxisAttrs).Axis
+		mv := elemCopier(x.DType())
+		outer, n, inner := blocks(x.Shape(), axis)
+		m := out.Dim(axis)
+		xb, ob := x.HostBytes(), out.HostBytes()
+		for o := 0; o < outer; o++ {
+			for k := 0; k < m; k++ {
+				for i := 0; i < inner; i++ {
+					at := (o*m+k)*inner + i
+					r := int(min(max(idx[at], 0), int64(n-1)))
+					mv(ob, at, xb, (o*n+r)*inner+i)
+				}
+			}
+		}
+	}))
+	putAlongOp = eager.Register(cpuKernels{
+		f32: putAlongKernel[float32], f64: putAlongKernel[float64], i32: putAlongKernel[int32],
+		i64: putAlongKernel[int64], u8: putAlongKernel[uint8],
+	}.register(&eager.Op{
+		Name: "PutAlongAxisAdd", Inputs: 3, DTypes: numericTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			base, idx, upd := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+			if !idx.Shape().Equal(upd.Shape()) || base.DType() != upd.DType() {
+				c.Fail(tensor.ErrShape, "indices %v and updates %v must match", idx.Shape(), upd.Shape())
+			}
+			return c.Out1(base.DType(), base.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			dy := g.OutGrads[0]
+			return []*tensor.Tensor{dy, nil, when(g.Needs[2], func() *tensor.Tensor {
+				return eager.Run1(takeAlongOp, g.Attrs, dy, g.Inputs[1])
+			})}
+		},
+	}))
+}
+
+func inferAlong(c *eager.Call) []eager.Out {
+	x, idx := c.Inputs[0], c.Inputs[1]
+	checkIndexTensor(c, 1)
+	if x.Rank() == 0 || idx.Rank() != x.Rank() {
+		c.Fail(tensor.ErrRank, "indices must have the operand's rank (>= 1)")
+	}
+	axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, x.Rank())
+	c.Attrs = AxisAttrs{Axis: axis}
+	for d := range x.Shape() {
+		if d != axis && idx.Dim(d) != x.Dim(d) {
+			c.Fail(tensor.ErrShape, "indices %v and operand %v differ outside axis %d", idx.Shape(), x.Shape(), axis)
+		}
+	}
+	checkIndexRange(c, 1, x.Dim(axis))
+	return c.Out1(x.DType(), idx.Shape())
+}
+
+func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), data[T](c.Inputs[2])
+	axis := c.Attrs.(AxisAttrs).Axis
+	ov := data[T](outs[0])
+	copy(ov, data[T](base))
+	outer, n, inner := blocks(base.Shape(), axis)
+	m := c.Inputs[1].Dim(axis)
+	for o := 0; o < outer; o++ {
+		for k := 0; k < m; k++ {
+			for i := 0; i < inner; i++ {
+				at := (o*m+k)*inner + i
+				r := int(min(max(idx[at], 0), int64(n-1)))
+				ov[(o*n+r)*inner+i] += upd[at]
+			}
+		}
+	}
+}
+
+// TakeAlongAxis picks x's elements along axis by indices of the same rank
+// (NumPy's take_along_axis): out[..., k, ...] = x[..., idx[..., k, ...], ...].
+// Indices outside the axis panic with a *tensor.Error.
+func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(takeAlongOp, AxisAttrs{Axis: axis}, x, indices)
+}
+
+// ArgSort returns the Int64 permutation that sorts x along axis, stably
+// (equal elements keep their order; NaNs go last either way).
+func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
+	return eager.Run1(argSortOp, SortAttrs{Axis: axis, Descending: descending}, x)
+}
+
+// Sort sorts x along axis (stable, NaNs last). Differentiable: gradients
+// return to each element's original place.
+func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
+	return TakeAlongAxis(x, ArgSort(x, axis, descending), axis)
+}
+
+// SortKeyVal sorts keys along axis and permutes values (same shape) the
+// same way, returning the sorted keys, the permuted values and the Int64
+// permutation (XLA's key/value Sort).
+func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedKeys, sortedValues, perm *tensor.Tensor) {
+	if !keys.Shape().Equal(values.Shape()) {
+		fail("SortKeyVal", tensor.ErrShape, []*tensor.Tensor{keys, values}, "keys %v and values %v differ", keys.Shape(), values.Shape())
+	}
+	perm = ArgSort(keys, axis, descending)
+	return TakeAlongAxis(keys, perm, axis), TakeAlongAxis(values, perm, axis), perm
+}
+
+// TopK returns the k largest elements along the last axis, largest first,
+// and their Int64 indices (ties keep their order). Panics with a
+// *tensor.Error if k is outside [0, last dimension].
+func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
+	if x.Rank() == 0 || k < 0 || k > x.Dim(-1) {
+		fail("TopK", tensor.ErrValue, []*tensor.Tensor{x}, "k %d is outside [0, last dimension]", k)
+	}
+	perm := ArgSort(x, -1, true)
+	start := make([]int, x.Rank())
+	limit := slices.Clone([]int(x.Shape()))
+	limit[len(limit)-1] = k
+	indices = Slice(perm, start, limit, nil)
+	return TakeAlongAxis(x, indices, -1), indices
+}
+
+// ArgMax returns the Int64 index of the first maximum along axis (a NaN
+// counts as the maximum). The axis is removed.
+func ArgMax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(argExtremeOp, SortAttrs{Axis: axis, Descending: true}, x)
+}
+
+// ArgMin returns the Int64 index of the first minimum along axis.
+func ArgMin(x *tensor.Tensor, axis int) *tensor.Tensor {
+	return eager.Run1(argExtremeOp, SortAttrs{Axis: axis}, x)
+}
