@@ -1,0 +1,72 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// PoolOpts configure MaxPool2D and AvgPool2D: window and stride sizes
+// (stride 0 means the window size), padding and layout.
+type PoolOpts struct {
+	Size     [2]int
+	Strides  [2]int
+	Padding  PaddingMode
+	Explicit [2][2]int
+	Format   DataFormat
+}
+
+// window returns the 4-d Window of a 2-d pool over x.
+func (o PoolOpts) window(x *tensor.Tensor) Window {
+	kh, kw := o.Size[0], o.Size[1]
+	sh, sw := o.Strides[0], o.Strides[1]
+	if sh == 0 {
+		sh = kh
+	}
+	if sw == 0 {
+		sw = kw
+	}
+	h, w := hw(x, o.Format)
+	var ph, pw [2]int
+	switch o.Padding {
+	case Same:
+		ph, pw = SamePadding(h, kh, sh, 1), SamePadding(w, kw, sw, 1)
+	case Explicit:
+		ph, pw = o.Explicit[0], o.Explicit[1]
+	}
+	if o.Format == NCHW {
+		return Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw}}
+	}
+	return Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1}, Padding: [][2]int{{0, 0}, ph, pw, {0, 0}}}
+}
+
+func checkPool(op string, x *tensor.Tensor, o PoolOpts) {
+	if x.Rank() != 4 {
+		fail(op, tensor.ErrRank, []*tensor.Tensor{x}, "needs a rank-4 input, got %v", x.Shape())
+	}
+	if o.Size[0] < 1 || o.Size[1] < 1 {
+		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "window size %v must be positive", o.Size)
+	}
+}
+
+// MaxPool2D takes the maximum of each window: x: [N, H, W, C] (NHWC) or
+// [N, C, H, W] (NCHW) -> pooled. Padding never wins. Its gradient goes to
+// the first maximum of each window through SelectAndScatter.
+func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	checkPool("MaxPool2D", x, o)
+	return ReduceWindow(x, ScalarLike(x, math.Inf(-1)), ReduceMax, o.window(x))
+}
+
+// AvgPool2D averages each window over its elements inside the input (with
+// SAME padding, border windows average fewer elements, as TensorFlow does).
+// Floats.
+func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	checkPool("AvgPool2D", x, o)
+	w := o.window(x)
+	sum := ReduceWindow(x, ScalarLike(x, 0), ReduceSum, w)
+	if o.Padding == Valid {
+		return Div(sum, ScalarLike(sum, float64(o.Size[0]*o.Size[1])))
+	}
+	count := ReduceWindow(OnesLike(x), ScalarLike(x, 0), ReduceSum, w)
+	return Div(sum, count)
+}

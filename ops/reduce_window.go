@@ -1,0 +1,236 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// ReduceWindowAttrs are ReduceWindow's reduction and window.
+type ReduceWindowAttrs struct {
+	Kind ReduceKind // ReduceSum, ReduceMax or ReduceMin
+	Window
+}
+
+func (a ReduceWindowAttrs) String() string {
+	return fmt.Sprintf("reduce=%s %v", reduceNames[a.Kind], a.Window)
+}
+
+func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
+	g := newGeometry(x.Shape(), a.Window)
+	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
+	combine := func(acc, v T) T { return acc + v }
+	switch a.Kind {
+	case ReduceMax:
+		combine = maxOf[T]
+	case ReduceMin:
+		combine = minOf[T]
+	}
+	g.windows(func(i int, o []int, base int) {
+		acc := init
+		if base >= 0 {
+			for _, off := range g.woff {
+				acc = combine(acc, xv[base+off])
+			}
+		} else {
+			g.eachTap(func(k []int) {
+				if off := g.tapOffset(o, k); off >= 0 {
+					acc = combine(acc, xv[off])
+				} else {
+					acc = combine(acc, init)
+				}
+			})
+		}
+		ov[i] = acc
+	})
+}
+
+// SelectKind picks one element of each window in SelectAndScatter: the
+// first largest (SelectGE, max pooling) or the first smallest (SelectLE).
+type SelectKind uint8
+
+// The selections.
+const (
+	SelectGE SelectKind = iota
+	SelectLE
+)
+
+// SelectAttrs are SelectAndScatter's selection and window.
+type SelectAttrs struct {
+	Select SelectKind
+	Window
+}
+
+func (a SelectAttrs) String() string { return fmt.Sprintf("select=%d %v", a.Select, a.Window) }
+
+// selected calls fn(window index, operand offset of its chosen element) for
+// each window with at least one element inside the operand. Ties go to the
+// first element in row-major window order; padding is never chosen.
+func selected[T tensor.Num](g *geometry, x []T, kind SelectKind, fn func(i, at int)) {
+	better := func(v, best T) bool { return v > best || (v != v && best == best) }
+	if kind == SelectLE {
+		better = func(v, best T) bool { return v < best || (v != v && best == best) }
+	}
+	g.windows(func(i int, o []int, base int) {
+		at := -1
+		if base >= 0 {
+			for _, off := range g.woff {
+				if at < 0 || better(x[base+off], x[at]) {
+					at = base + off
+				}
+			}
+		} else {
+			g.eachTap(func(k []int) {
+				if off := g.tapOffset(o, k); off >= 0 && (at < 0 || better(x[off], x[at])) {
+					at = off
+				}
+			})
+		}
+		if at >= 0 {
+			fn(i, at)
+		}
+	})
+}
+
+func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, src, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
+	ov, init := data[T](outs[0]), data[T](c.Inputs[2])[0]
+	for i := range ov {
+		ov[i] = init
+	}
+	selected(newGeometry(x.Shape(), a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
+}
+
+func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
+	ov := data[T](outs[0])
+	clear(ov)
+	selected(newGeometry(x.Shape(), a.Window), data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
+}
+
+func numKernelSet(f32, f64, i32, i64, u8 eager.Kernel) cpuKernels {
+	return cpuKernels{f32: f32, f64: f64, i32: i32, i64: i64, u8: u8}
+}
+
+var reduceWindowOp, selectAndScatterOp, selectAndGatherOp *eager.Op
+
+func init() {
+	reduceWindowOp = eager.Register(numKernelSet(reduceWindowKernel[float32], reduceWindowKernel[float64],
+		reduceWindowKernel[int32], reduceWindowKernel[int64], reduceWindowKernel[uint8]).register(&eager.Op{
+		Name: "ReduceWindow", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
+			if c.Inputs[1].Rank() != 0 {
+				c.Fail(tensor.ErrRank, "init must be a scalar")
+			}
+			if a.Kind != ReduceSum && a.Kind != ReduceMax && a.Kind != ReduceMin {
+				c.Fail(tensor.ErrAttr, "ReduceWindow supports Sum, Max and Min; use ReduceWindowWith for others")
+			}
+			a.Window = a.Window.normalized(c, x.Shape())
+			c.Attrs = a
+			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, init, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(ReduceWindowAttrs)
+			if a.Kind == ReduceSum {
+				// Every tap receives its window's gradient.
+				spread := BroadcastTo(Reshape(dy, append(dy.Shape().Clone(), ones(x.Rank())...)...),
+					append(dy.Shape().Clone(), a.Dims...)...)
+				dx := ScatterPatches(spread, x.Shape(), a.Window)
+				var dinit *tensor.Tensor
+				if g.Needs[1] {
+					// init enters each window once, plus once per padding tap:
+					// sum(dy) * (1 + taps) - what reached the operand.
+					taps := float64(tensor.Shape(a.Dims).NumElements())
+					dinit = Sub(Mul(Sum(dy), ScalarLike(dy, 1+taps)), Sum(dx))
+				}
+				return []*tensor.Tensor{dx, dinit}
+			}
+			sel := SelectGE
+			if a.Kind == ReduceMin {
+				sel = SelectLE
+			}
+			// The chosen element takes the gradient; init (the identity of
+			// the reduction in any sensible use) takes none.
+			return []*tensor.Tensor{SelectAndScatter(x, dy, ZerosLike(init), sel, a.Window), nil}
+		},
+	}))
+
+	selectAndScatterOp = eager.Register(numKernelSet(selectAndScatterKernel[float32], selectAndScatterKernel[float64],
+		selectAndScatterKernel[int32], selectAndScatterKernel[int64], selectAndScatterKernel[uint8]).register(&eager.Op{
+		Name: "SelectAndScatter", Inputs: 3, DTypes: numericTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, src, a := c.Inputs[0], c.Inputs[1], c.Attrs.(SelectAttrs)
+			if c.Inputs[2].Rank() != 0 {
+				c.Fail(tensor.ErrRank, "init must be a scalar")
+			}
+			a.Window = a.Window.normalized(c, x.Shape())
+			c.Attrs = a
+			if out := newGeometry(x.Shape(), a.Window).out; !out.Equal(src.Shape()) {
+				c.Fail(tensor.ErrShape, "source has shape %v, the window gives %v", src.Shape(), out)
+			}
+			return c.Out1(x.DType(), x.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, dy := g.Inputs[0], g.OutGrads[0]
+			var dsrc, dinit *tensor.Tensor
+			if g.Needs[1] {
+				dsrc = eager.Run1(selectAndGatherOp, g.Attrs, x, dy)
+			}
+			if g.Needs[2] {
+				dinit = Sum(dy)
+			}
+			return []*tensor.Tensor{nil, dsrc, dinit}
+		},
+	}))
+
+	selectAndGatherOp = eager.Register(numKernelSet(selectAndGatherKernel[float32], selectAndGatherKernel[float64],
+		selectAndGatherKernel[int32], selectAndGatherKernel[int64], selectAndGatherKernel[uint8]).register(&eager.Op{
+		Name: "SelectAndGather", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, a := c.Inputs[0], c.Attrs.(SelectAttrs)
+			if !c.Inputs[1].Shape().Equal(x.Shape()) {
+				c.Fail(tensor.ErrShape, "gradient has shape %v, operand %v", c.Inputs[1].Shape(), x.Shape())
+			}
+			a.Window = a.Window.normalized(c, x.Shape())
+			c.Attrs = a
+			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, dy := g.Inputs[0], g.OutGrads[0]
+			return []*tensor.Tensor{nil, when(g.Needs[1], func() *tensor.Tensor {
+				return eager.Run1(selectAndScatterOp, g.Attrs, x, dy, ScalarLike(dy, 0))
+			})}
+		},
+	}))
+}
+
+// ReduceWindow is XLA's ReduceWindow with a built-in reduction (ReduceSum,
+// ReduceMax or ReduceMin): x: [n...] -> [out...], each output the reduction
+// of init and its window's taps (padding taps count as init). The gradient
+// of Max and Min goes through SelectAndScatter.
+func ReduceWindow(x, init *tensor.Tensor, kind ReduceKind, w Window) *tensor.Tensor {
+	return eager.Run1(reduceWindowOp, ReduceWindowAttrs{Kind: kind, Window: w}, x, init)
+}
+
+// ReduceWindowWith is ReduceWindow with a user reduction f (associative,
+// commutative, elementwise; see ReduceWith), computed over ExtractPatches.
+func ReduceWindowWith(x, init *tensor.Tensor, f func(a, b *tensor.Tensor) *tensor.Tensor, w Window) *tensor.Tensor {
+	p := ExtractPatches(x, init, w)
+	dims := make([]int, x.Rank())
+	for i := range dims {
+		dims[i] = x.Rank() + i
+	}
+	return ReduceWith(p, init, f, dims...)
+}
+
+// SelectAndScatter is XLA's SelectAndScatter with Add as the scatter: the
+// output has operand's shape, filled with init, and each window of operand
+// adds its source value (source has the window-positions shape) at the
+// element sel chooses in it. It is max pooling's gradient. Padding is never
+// chosen.
+func SelectAndScatter(operand, source, init *tensor.Tensor, sel SelectKind, w Window) *tensor.Tensor {
+	return eager.Run1(selectAndScatterOp, SelectAttrs{Select: sel, Window: w}, operand, source, init)
+}
