@@ -267,7 +267,9 @@ func TestWindowBadInput(t *testing.T) {
 		{"zero stride", func() {
 			ops.ReduceWindow(x, tensor.Scalar(float32(0)), ops.ReduceSum, ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 0, 1, 1}})
 		}, tensor.ErrAttr, "must be at least 1"},
-		{"reduce kind", func() { ops.ReduceWindow(x, tensor.Scalar(float32(0)), ops.ReduceProd, ops.Window{Dims: []int{1, 1, 1, 1}}) }, tensor.ErrAttr, "supports Sum, Max and Min"},
+		{"reduce kind", func() {
+			ops.ReduceWindow(x, tensor.Scalar(float32(0)), ops.ReduceProd, ops.Window{Dims: []int{1, 1, 1, 1}})
+		}, tensor.ErrAttr, "supports Sum, Max and Min"},
 		{"source shape", func() {
 			ops.SelectAndScatter(x, x, tensor.Scalar(float32(0)), ops.SelectGE, ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 2, 2, 1}})
 		}, tensor.ErrShape, "the window gives [2 2 2 3]"},
