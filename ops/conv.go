@@ -63,13 +63,24 @@ func NCHWDims(spatial int) ConvDims {
 		OutBatch: 0, OutFeature: 1, OutSpatial: slices.Clone(s)}
 }
 
-// convPlan is the lowering of one convolution.
+// convPlan is the lowering of one convolution. The input is padded
+// explicitly (so every window lies inside it), then patches are taken in the
+// input's own dimension order: rows are the batch and output positions, in
+// input order; columns are the feature and kernel taps, in input order. The
+// kernel is permuted to match, so only the small kernel and the output move.
 type convPlan struct {
-	inPerm, kPerm, outPerm []int // to [N, S..., C], [S..., I, O] and back
-	win                    Window
-	n, spatialOut, cout    int
-	outShape               []int // [N, O..., Cout] before outPerm
-	kShape2                []int // [prod(k)*I, O]
+	xShape   tensor.Shape
+	pad      []PadDim // explicit padding of the input (nil when windows pad)
+	win      Window   // over the (padded) input
+	kPerm    []int    // kernel dims ordered as the columns, then KernelOut
+	rowShape []int    // non-feature input dims' output sizes, in input order, then Cout
+	outPerm  []int    // rowShape order -> output order
+	featDim  int      // input feature dimension
+	kOutDim  int      // kernel output-feature dimension
+	rows     int      // number of rows
+	cols     int      // columns per group
+	cout     int
+	groups   int
 }
 
 func checkPermutation(op string, in []*tensor.Tensor, perm []int, rank int, what string) {
@@ -85,28 +96,19 @@ func checkPermutation(op string, in []*tensor.Tensor, perm []int, rank int, what
 	}
 }
 
-func planConv(x, k *tensor.Tensor, o ConvOpts) *convPlan {
-	in := []*tensor.Tensor{x, k}
+func planConv(xShape, kShape tensor.Shape, o ConvOpts) *convPlan {
+	in := []*tensor.Tensor{}
 	d := o.Dims
 	ns := len(d.InSpatial)
-	if x.Rank() != ns+2 || k.Rank() != ns+2 || len(d.KernelSpatial) != ns || len(d.OutSpatial) != ns {
-		fail("Conv", tensor.ErrRank, in, "input and kernel need rank %d for %d spatial dimensions", ns+2, ns)
+	r := ns + 2
+	if xShape.Rank() != r || kShape.Rank() != r || len(d.KernelSpatial) != ns || len(d.OutSpatial) != ns {
+		fail("Conv", tensor.ErrRank, in, "input %v and kernel %v need rank %d for %d spatial dimensions", xShape, kShape, r, ns)
 	}
-	p := &convPlan{
-		inPerm:  append(append([]int{d.InBatch}, d.InSpatial...), d.InFeature),
-		kPerm:   append(slices.Clone(d.KernelSpatial), d.KernelIn, d.KernelOut),
-		outPerm: make([]int, ns+2),
-	}
-	checkPermutation("Conv", in, p.inPerm, x.Rank(), "input")
-	checkPermutation("Conv", in, p.kPerm, k.Rank(), "kernel")
-	// Output dimension j comes from position pos[j] of [N, O..., C].
-	pos := append(append([]int{d.OutBatch}, d.OutSpatial...), d.OutFeature)
-	checkPermutation("Conv", in, pos, ns+2, "output")
-	for i, j := range pos {
-		p.outPerm[j] = i
-	}
+	checkPermutation("Conv", in, append([]int{d.InBatch, d.InFeature}, d.InSpatial...), r, "input")
+	checkPermutation("Conv", in, append([]int{d.KernelIn, d.KernelOut}, d.KernelSpatial...), r, "kernel")
+	checkPermutation("Conv", in, append([]int{d.OutBatch, d.OutFeature}, d.OutSpatial...), r, "output")
 	groups := max(o.FeatureGroups, 1)
-	cin, kin, cout := x.Dim(d.InFeature), k.Dim(d.KernelIn), k.Dim(d.KernelOut)
+	cin, kin, cout := xShape[d.InFeature], kShape[d.KernelIn], kShape[d.KernelOut]
 	if cin != kin*groups || cout%groups != 0 {
 		fail("Conv", tensor.ErrShape, in, "input has %d features, kernel expects %d in %d groups with %d outputs", cin, kin, groups, cout)
 	}
@@ -120,43 +122,136 @@ func planConv(x, k *tensor.Tensor, o ConvOpts) *convPlan {
 		return v
 	}
 	strides, ld, rd := fill(o.Strides), fill(o.LhsDilation), fill(o.RhsDilation)
-	pad := o.Padding
-	if pad == nil {
-		pad = make([][2]int, ns)
+	padding := o.Padding
+	if padding == nil {
+		padding = make([][2]int, ns)
 	}
-	if len(pad) != ns {
+	if len(padding) != ns {
 		fail("Conv", tensor.ErrAttr, in, "padding needs %d entries", ns)
 	}
-	kin = cin / groups
-	// The window covers every spatial tap and all of a group's features.
-	p.win = Window{
-		Dims:           append(append([]int{1}, spatialSizes(k, d.KernelSpatial)...), kin),
-		Strides:        append(append([]int{1}, strides...), kin),
-		Padding:        append(append([][2]int{{0, 0}}, pad...), [2]int{0, 0}),
-		BaseDilation:   append(append([]int{1}, ld...), 1),
-		WindowDilation: append(append([]int{1}, rd...), 1),
+	p := &convPlan{xShape: xShape, featDim: d.InFeature, kOutDim: d.KernelOut, cout: cout, groups: groups}
+	// The window, in input order. With no input dilation the padding is
+	// applied beforehand, so the kernels never meet a border.
+	p.win = Window{Dims: ones(r), Strides: ones(r), Padding: make([][2]int, r), BaseDilation: ones(r), WindowDilation: ones(r)}
+	p.win.Dims[d.InFeature], p.win.Strides[d.InFeature] = kin, kin
+	prePad := !slices.ContainsFunc(ld, func(v int) bool { return v != 1 })
+	if prePad {
+		p.pad = make([]PadDim, r)
 	}
-	p.n, p.cout = x.Dim(d.InBatch), cout
-	p.spatialOut = 1
-	p.outShape = []int{p.n}
-	for i, s := range d.InSpatial {
-		w := Window{Dims: []int{p.win.Dims[i+1]}, Strides: []int{strides[i]}, Padding: [][2]int{pad[i]},
-			BaseDilation: []int{ld[i]}, WindowDilation: []int{rd[i]}}
-		os := outSize(x.Dim(s), w, 0)
-		p.outShape = append(p.outShape, os)
-		p.spatialOut *= os
+	padded := xShape.Clone()
+	for i, sd := range d.InSpatial {
+		p.win.Dims[sd] = kShape[d.KernelSpatial[i]]
+		p.win.Strides[sd], p.win.BaseDilation[sd], p.win.WindowDilation[sd] = strides[i], ld[i], rd[i]
+		if prePad {
+			p.pad[sd] = PadDim{Low: padding[i][0], High: padding[i][1]}
+			padded[sd] += padding[i][0] + padding[i][1]
+			if padded[sd] < 0 {
+				fail("Conv", tensor.ErrShape, in, "padding %v leaves spatial dimension %d negative", padding[i], i)
+			}
+		} else {
+			p.win.Padding[sd] = padding[i]
+		}
 	}
-	p.outShape = append(p.outShape, cout)
-	p.kShape2 = []int{tensor.Shape(spatialSizes(k, d.KernelSpatial)).NumElements() * kin, cout}
+	// Columns: the input's feature and spatial dims in input order, mapped
+	// to the kernel's; then the kernel's output features.
+	toKernel := map[int]int{d.InFeature: d.KernelIn}
+	for i, sd := range d.InSpatial {
+		toKernel[sd] = d.KernelSpatial[i]
+	}
+	p.cols = 1
+	for x := 0; x < r; x++ {
+		if k, ok := toKernel[x]; ok {
+			p.kPerm = append(p.kPerm, k)
+			p.cols *= p.win.Dims[x]
+		}
+	}
+	p.kPerm = append(p.kPerm, d.KernelOut)
+	// Rows: the other input dims in input order, with their output sizes.
+	g := Window{Dims: p.win.Dims, Strides: p.win.Strides, Padding: p.win.Padding,
+		BaseDilation: p.win.BaseDilation, WindowDilation: p.win.WindowDilation}
+	logical := []int{} // for each row dim: -1 batch, else spatial index
+	p.rows = 1
+	for x := 0; x < r; x++ {
+		if x == d.InFeature {
+			continue
+		}
+		n := outSize(padded[x], g, x)
+		p.rowShape = append(p.rowShape, n)
+		p.rows *= n
+		li := -1
+		for i, sd := range d.InSpatial {
+			if sd == x {
+				li = i
+			}
+		}
+		logical = append(logical, li)
+	}
+	p.rowShape = append(p.rowShape, cout)
+	// Output dim j takes rowShape dim pos: Transpose(y, outPerm...).
+	p.outPerm = make([]int, r)
+	for j := 0; j < r; j++ {
+		switch {
+		case j == d.OutFeature:
+			p.outPerm[j] = r - 1
+		case j == d.OutBatch:
+			p.outPerm[j] = slices.Index(logical, -1)
+		default:
+			p.outPerm[j] = slices.Index(logical, slices.Index(d.OutSpatial, j))
+		}
+	}
 	return p
 }
 
-func spatialSizes(t *tensor.Tensor, dims []int) []int {
-	s := make([]int, len(dims))
-	for i, d := range dims {
-		s[i] = t.Dim(d)
+// patchRows pads x and lays its patches out as [rows, cols] for group gi.
+func (p *convPlan) patchRows(x *tensor.Tensor, gi int) *tensor.Tensor {
+	if p.pad != nil {
+		x = Pad(x, ScalarLike(x, 0), p.pad...)
 	}
-	return s
+	x = p.groupInput(x, gi)
+	return Reshape(ExtractPatches(x, ScalarLike(x, 0), p.win), p.rows, p.cols)
+}
+
+func (p *convPlan) groupInput(x *tensor.Tensor, gi int) *tensor.Tensor {
+	if p.groups == 1 {
+		return x
+	}
+	n := x.Dim(p.featDim) / p.groups
+	return sliceAxis(x, p.featDim, gi*n, (gi+1)*n)
+}
+
+// kernelMatrix lays the kernel out as [cols, cout/groups] for group gi.
+func (p *convPlan) kernelMatrix(k *tensor.Tensor, gi int) *tensor.Tensor {
+	if p.groups > 1 {
+		n := k.Dim(p.kOutDim) / p.groups
+		k = sliceAxis(k, p.kOutDim, gi*n, (gi+1)*n)
+	}
+	return Reshape(Transpose(k, p.kPerm...), p.cols, -1)
+}
+
+// output turns [rows, cout] into the output layout; outputRows inverts it.
+func (p *convPlan) output(y *tensor.Tensor) *tensor.Tensor {
+	return Transpose(Reshape(y, p.rowShape...), p.outPerm...)
+}
+
+func (p *convPlan) outputRows(dy *tensor.Tensor) *tensor.Tensor {
+	return Reshape(Transpose(dy, inversePerm(p.outPerm)...), p.rows, p.cout)
+}
+
+// sliceAxis takes [lo, hi) of one dimension.
+func sliceAxis(x *tensor.Tensor, axis, lo, hi int) *tensor.Tensor {
+	start := make([]int, x.Rank())
+	limit := slices.Clone([]int(x.Shape()))
+	start[axis], limit[axis] = lo, hi
+	return Slice(x, start, limit, nil)
+}
+
+// groupSlice returns columns [gi*n, (gi+1)*n) of a [rows, cout] matrix.
+func (p *convPlan) groupCols(m *tensor.Tensor, gi int) *tensor.Tensor {
+	if p.groups == 1 {
+		return m
+	}
+	n := p.cout / p.groups
+	return sliceAxis(m, 1, gi*n, (gi+1)*n)
 }
 
 // Conv is XLA's ConvGeneralDilated: any number of spatial dimensions,
@@ -165,35 +260,62 @@ func spatialSizes(t *tensor.Tensor, dims []int) []int {
 // share a float dtype. Panics with a *tensor.Error when shapes or options do
 // not fit.
 func Conv(x, kernel *tensor.Tensor, o ConvOpts) *tensor.Tensor {
-	p := planConv(x, kernel, o)
-	xt := Transpose(x, p.inPerm...)     // [N, S..., C]
-	kt := Transpose(kernel, p.kPerm...) // [k..., I, O]
-	groups := max(o.FeatureGroups, 1)
-	cin := xt.Dim(-1)
-	outs := make([]*tensor.Tensor, groups)
-	for gi := 0; gi < groups; gi++ {
-		xg, kg := xt, kt
-		if groups > 1 {
-			xg = sliceLast(xt, gi*cin/groups, (gi+1)*cin/groups)
-			kg = sliceLast(kt, gi*p.cout/groups, (gi+1)*p.cout/groups)
-		}
-		patches := ExtractPatches(xg, ScalarLike(xg, 0), p.win)
-		rows := Reshape(patches, p.n*p.spatialOut, p.kShape2[0])
-		outs[gi] = MatMul(rows, Reshape(kg, p.kShape2[0], kg.Dim(-1)))
+	p := planConv(x.Shape(), kernel.Shape(), o)
+	outs := make([]*tensor.Tensor, p.groups)
+	for gi := range outs {
+		outs[gi] = MatMul(p.patchRows(x, gi), p.kernelMatrix(kernel, gi))
 	}
 	y := outs[0]
-	if groups > 1 {
+	if p.groups > 1 {
 		y = Concatenate(1, outs...)
 	}
-	return Transpose(Reshape(y, p.outShape...), p.outPerm...)
+	return p.output(y)
 }
 
-// sliceLast takes [lo, hi) of the last dimension.
-func sliceLast(x *tensor.Tensor, lo, hi int) *tensor.Tensor {
-	start := make([]int, x.Rank())
-	limit := slices.Clone([]int(x.Shape()))
-	start[len(start)-1], limit[len(limit)-1] = lo, hi
-	return Slice(x, start, limit, nil)
+// convBackpropInput is the gradient of Conv with respect to x.
+func convBackpropInput(xShape tensor.Shape, kernel, dy *tensor.Tensor, o ConvOpts) *tensor.Tensor {
+	p := planConv(xShape, kernel.Shape(), o)
+	dy2 := p.outputRows(dy)
+	padded := xShape.Clone()
+	for d, pd := range p.pad {
+		padded[d] += pd.Low + pd.High
+	}
+	parts := make([]*tensor.Tensor, p.groups)
+	for gi := range parts {
+		gShape := padded.Clone()
+		gShape[p.featDim] /= p.groups
+		cols := MatMulT(p.groupCols(dy2, gi), p.kernelMatrix(kernel, gi), false, true)
+		g := newGeometry(gShape, p.win)
+		parts[gi] = ScatterPatches(Reshape(cols, patchesShape(g)...), gShape, p.win)
+	}
+	dx := parts[0]
+	if p.groups > 1 {
+		dx = Concatenate(p.featDim, parts...)
+	}
+	if p.pad != nil {
+		dx = unpad(dx, xShape, p.pad)
+	}
+	return dx
+}
+
+// convBackpropFilter is the gradient of Conv with respect to the kernel.
+func convBackpropFilter(x *tensor.Tensor, kShape tensor.Shape, dy *tensor.Tensor, o ConvOpts) *tensor.Tensor {
+	p := planConv(x.Shape(), kShape, o)
+	dy2 := p.outputRows(dy)
+	parts := make([]*tensor.Tensor, p.groups)
+	permuted := make([]int, len(p.kPerm))
+	for i, k := range p.kPerm {
+		permuted[i] = kShape[k]
+	}
+	permuted[len(permuted)-1] /= p.groups
+	for gi := range parts {
+		parts[gi] = Transpose(Reshape(MatMulT(p.patchRows(x, gi), p.groupCols(dy2, gi), true, false), permuted...),
+			inversePerm(p.kPerm)...)
+	}
+	if p.groups == 1 {
+		return parts[0]
+	}
+	return Concatenate(p.kOutDim, parts...)
 }
 
 // PaddingMode chooses how Conv2D and the pools pad.
@@ -249,11 +371,13 @@ func (o Conv2DOpts) convOpts(h, w, kh, kw int) ConvOpts {
 	return ConvOpts{Strides: st, RhsDilation: dl, Padding: pad, Dims: dims}
 }
 
-func hw(x *tensor.Tensor, f DataFormat) (int, int) {
+func hw(x *tensor.Tensor, f DataFormat) (int, int) { return hwOf(x.Shape(), f) }
+
+func hwOf(s tensor.Shape, f DataFormat) (int, int) {
 	if f == NCHW {
-		return x.Dim(2), x.Dim(3)
+		return s[2], s[3]
 	}
-	return x.Dim(1), x.Dim(2)
+	return s[1], s[2]
 }
 
 // Conv2D convolves a batch of images with filters: x: [N, H, W, C] (NHWC)
@@ -270,28 +394,17 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 
 // Conv2DBackpropInput returns the gradient of Conv2D with respect to its
 // input, given the input's shape, the filter and the output gradient dy
-// (TensorFlow's Conv2DBackpropInput).
+// (TensorFlow's Conv2DBackpropInput). It is what the tape computes for a
+// recorded Conv2D.
 func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
-	x := on(tensor.Zeros(dy.DType(), inputShape...), dy.Device())
-	h, w := hw(x, o.Format)
-	p := planConv(x, filter, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
-	dy2 := Reshape(Transpose(dy, inversePerm(p.outPerm)...), p.n*p.spatialOut, p.cout)
-	k2 := Reshape(Transpose(filter, p.kPerm...), p.kShape2...)
-	xt := Transpose(x, p.inPerm...)
-	patches := Reshape(MatMulT(dy2, k2, false, true), patchesShape(newGeometry(xt.Shape(), p.win.withDefaults(xt.Rank())))...)
-	return Transpose(ScatterPatches(patches, xt.Shape(), p.win), inversePerm(p.inPerm)...)
+	h, w := hwOf(inputShape, o.Format)
+	return convBackpropInput(inputShape, filter, dy, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
 }
 
 // Conv2DBackpropFilter returns the gradient of Conv2D with respect to its
 // filter, given the input, the filter's shape and dy (TensorFlow's
 // Conv2DBackpropFilter).
 func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
-	filter := on(tensor.Zeros(dy.DType(), filterShape...), dy.Device())
 	h, w := hw(x, o.Format)
-	p := planConv(x, filter, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
-	dy2 := Reshape(Transpose(dy, inversePerm(p.outPerm)...), p.n*p.spatialOut, p.cout)
-	xt := Transpose(x, p.inPerm...)
-	rows := Reshape(ExtractPatches(xt, ScalarLike(xt, 0), p.win), p.n*p.spatialOut, p.kShape2[0])
-	kt := Reshape(MatMulT(rows, dy2, true, false), Transpose(filter, p.kPerm...).Shape()...)
-	return Transpose(kt, inversePerm(p.kPerm)...)
+	return convBackpropFilter(x, filterShape, dy, o.convOpts(h, w, filterShape[0], filterShape[1]))
 }

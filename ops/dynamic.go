@@ -60,7 +60,7 @@ func init() {
 		for d, s := range starts {
 			off += s * xs[d]
 		}
-		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, xs, out.Shape())
+		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, xs, out.Shape())
 	}))
 
 	dynamicUpdateSliceOp = eager.Register(anyDType(&eager.Op{
@@ -98,7 +98,7 @@ func init() {
 		for d, s := range starts {
 			off += s * os[d]
 		}
-		moveElems(x.DType(), out.HostBytes(), off, os, u.HostBytes(), 0, tensor.Strides(u.Shape(), nil), u.Shape())
+		tensor.MoveElems(x.DType(), out.HostBytes(), off, os, u.HostBytes(), 0, tensor.Strides(u.Shape(), nil), u.Shape())
 	}))
 }
 

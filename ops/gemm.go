@@ -55,6 +55,10 @@ func microKernel[T tensor.Float | int32 | int64 | uint8](c, a, b []T, i, n, k, k
 		for ; j+16 <= je; j += 16 {
 			sgemm4x16(ke-kk, &av[i*k+kk], k, &bv[kk*n+j], n, &cv[i*n+j], n)
 		}
+		if j+8 <= je {
+			sgemm4x8(ke-kk, &av[i*k+kk], k, &bv[kk*n+j], n, &cv[i*n+j], n)
+			j += 8
+		}
 	case []float64:
 		av, bv := any(a).([]float64), any(b).([]float64)
 		for ; j+8 <= je; j += 8 {

@@ -147,3 +147,60 @@ dstore:
 	VMOVUPD Y7, 32(DX)
 	VZEROUPPER
 	RET
+
+// func sgemm4x8(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
+// C[0:4, 0:8] += A[0:4, 0:k] · B[0:k, 0:8]; strides in elements. Covers the
+// column remainder that 4x16 tiles leave.
+TEXT ·sgemm4x8(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R9
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+	LEAQ (SI)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ (R12)(R8*1), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	TESTQ CX, CX
+	JE    s8store
+
+s8loop:
+	VMOVUPS      (DI), Y8
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VBROADCASTSS (R11), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VBROADCASTSS (R12), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VBROADCASTSS (R13), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	ADDQ         $4, SI
+	ADDQ         $4, R11
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         R9, DI
+	DECQ         CX
+	JNZ          s8loop
+
+s8store:
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    R10, DX
+	VADDPS  (DX), Y2, Y2
+	VMOVUPS Y2, (DX)
+	ADDQ    R10, DX
+	VADDPS  (DX), Y4, Y4
+	VMOVUPS Y4, (DX)
+	ADDQ    R10, DX
+	VADDPS  (DX), Y6, Y6
+	VMOVUPS Y6, (DX)
+	VZEROUPPER
+	RET

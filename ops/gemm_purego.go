@@ -12,3 +12,7 @@ func sgemm4x16(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc 
 func dgemm4x8(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int) {
 	panic("ops: no gemm micro-kernel in this build")
 }
+
+func sgemm4x8(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int) {
+	panic("ops: no gemm micro-kernel in this build")
+}

@@ -14,7 +14,7 @@ func TestGemmKernelsMatchPureGo(t *testing.T) {
 	if !haveGemmKernels {
 		t.Skip("no gemm micro-kernel in this build or on this CPU; the pure-Go path is tested by the op tests")
 	}
-	sizes := [][3]int{{4, 16, 1}, {4, 8, 3}, {5, 17, 7}, {8, 33, 300}, {13, 70, 257}, {1, 64, 9}, {64, 64, 64}}
+	sizes := [][3]int{{4, 16, 1}, {4, 8, 3}, {5, 17, 7}, {8, 33, 300}, {13, 70, 257}, {1, 64, 9}, {64, 64, 64}, {5, 24, 9}, {9, 27, 40}, {4, 8, 0}}
 	for _, s := range sizes {
 		m, n, k := s[0], s[1], s[2]
 		rng := tensor.NewRNG(uint64(m*n*k + 1))

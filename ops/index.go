@@ -41,9 +41,9 @@ func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {
 	size := dt.Size()
 	switch size {
 	case 4:
-		return func(dst []byte, di int, src []byte, si int) { view32(dst)[di] = view32(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { tensor.View32(dst)[di] = tensor.View32(src)[si] }
 	case 8:
-		return func(dst []byte, di int, src []byte, si int) { view64(dst)[di] = view64(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { tensor.View64(dst)[di] = tensor.View64(src)[si] }
 	}
 	return func(dst []byte, di int, src []byte, si int) { dst[di] = src[si] }
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -21,30 +22,76 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
 	g := newGeometry(x.Shape(), a.Window)
 	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
-	combine := func(acc, v T) T { return acc + v }
-	switch a.Kind {
-	case ReduceMax:
-		combine = maxOf[T]
-	case ReduceMin:
-		combine = minOf[T]
-	}
-	g.windows(func(i int, o []int, base int) {
-		acc := init
-		if base >= 0 {
-			for _, off := range g.woff {
-				acc = combine(acc, xv[base+off])
-			}
-		} else {
-			g.eachTap(func(k []int) {
-				if off := g.tapOffset(o, k); off >= 0 {
-					acc = combine(acc, xv[off])
-				} else {
-					acc = combine(acc, init)
-				}
-			})
+	ro := g.offs[g.rowDim]
+	g.rows(cpu(c), true, func(i0 int, o []int, outer int, kb []int) {
+		if outer >= 0 && g.rowInside {
+			reduceRow(ov[i0:i0+g.out[g.rowDim]], xv[outer+ro[0]:], g.woff, g.rowStep, init, a.Kind)
+			return
 		}
-		ov[i] = acc
+		for r := range g.out[g.rowDim] {
+			acc := init
+			if outer >= 0 && ro[r] >= 0 {
+				taps := xv[outer+ro[r]:]
+				switch a.Kind {
+				case ReduceMax:
+					for _, off := range g.woff {
+						acc = max(acc, taps[off])
+					}
+				case ReduceMin:
+					for _, off := range g.woff {
+						acc = min(acc, taps[off])
+					}
+				default:
+					for _, off := range g.woff {
+						acc += taps[off]
+					}
+				}
+			} else {
+				o[g.rowDim] = r
+				g.borderTaps(o, kb, func(off int) {
+					v := init
+					if off >= 0 {
+						v = xv[off]
+					}
+					switch a.Kind {
+					case ReduceMax:
+						acc = max(acc, v)
+					case ReduceMin:
+						acc = min(acc, v)
+					default:
+						acc += v
+					}
+				})
+			}
+			ov[i0+r] = acc
+		}
 	})
+}
+
+// reduceRow reduces a row of windows that all lie inside the operand, one
+// tap at a time across the row (a tight strided loop per tap): window r's
+// taps are x[r*step + woff[j]].
+func reduceRow[T tensor.Num](out, x []T, woff []int, step int, init T, kind ReduceKind) {
+	for r := range out {
+		out[r] = init
+	}
+	for _, off := range woff {
+		src := x[off:]
+		switch kind {
+		case ReduceMax:
+			for r := range out {
+				out[r] = max(out[r], src[r*step])
+			}
+		case ReduceMin:
+			for r := range out {
+				out[r] = min(out[r], src[r*step])
+			}
+		default:
+			for r := range out {
+				out[r] += src[r*step]
+			}
+		}
+	}
 }
 
 // SelectKind picks one element of each window in SelectAndScatter: the
@@ -67,31 +114,69 @@ func (a SelectAttrs) String() string { return fmt.Sprintf("select=%d %v", a.Sele
 
 // selected calls fn(window index, operand offset of its chosen element) for
 // each window with at least one element inside the operand. Ties go to the
-// first element in row-major window order; padding is never chosen.
-func selected[T tensor.Num](g *geometry, x []T, kind SelectKind, fn func(i, at int)) {
-	better := func(v, best T) bool { return v > best || (v != v && best == best) }
-	if kind == SelectLE {
-		better = func(v, best T) bool { return v < best || (v != v && best == best) }
-	}
-	g.windows(func(i int, o []int, base int) {
-		at := -1
-		if base >= 0 {
-			for _, off := range g.woff {
-				if at < 0 || better(x[base+off], x[at]) {
-					at = base + off
-				}
+// first element in row-major window order; a NaN wins over numbers; padding
+// is never chosen. disjoint is passed to rows.
+func selected[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, x []T, kind SelectKind, fn func(i, at int)) {
+	ge := kind == SelectGE
+	ro := g.offs[g.rowDim]
+	g.rows(dev, disjoint, func(i0 int, o []int, outer int, kb []int) {
+		for r := range g.out[g.rowDim] {
+			at := -1
+			if outer >= 0 && ro[r] >= 0 {
+				at = firstExtreme(x[outer+ro[r]:], g.woff, ge) + outer + ro[r]
+			} else {
+				o[g.rowDim] = r
+				g.borderTaps(o, kb, func(off int) {
+					if off < 0 {
+						return
+					}
+					if at < 0 {
+						at = off
+						return
+					}
+					v, best := x[off], x[at]
+					if (ge && v > best) || (!ge && v < best) || (v != v && best == best) {
+						at = off
+					}
+				})
 			}
-		} else {
-			g.eachTap(func(k []int) {
-				if off := g.tapOffset(o, k); off >= 0 && (at < 0 || better(x[off], x[at])) {
-					at = off
-				}
-			})
-		}
-		if at >= 0 {
-			fn(i, at)
+			if at >= 0 {
+				fn(i0+r, at)
+			}
 		}
 	})
+}
+
+// firstExtreme returns the offset (one of woff) of the first largest (ge)
+// or smallest element of taps, NaN counting as the extreme. Random data
+// makes "which tap wins" unpredictable, so the common path avoids branches:
+// the extreme by max/min, then its first position by conditional moves.
+func firstExtreme[T tensor.Num](taps []T, woff []int, ge bool) int {
+	best := taps[woff[0]]
+	if ge {
+		for _, off := range woff[1:] {
+			best = max(best, taps[off])
+		}
+	} else {
+		for _, off := range woff[1:] {
+			best = min(best, taps[off])
+		}
+	}
+	if best != best { // a NaN: the first one wins
+		for _, off := range woff {
+			if v := taps[off]; v != v {
+				return off
+			}
+		}
+	}
+	at := woff[len(woff)-1]
+	for j := len(woff) - 2; j >= 0; j-- {
+		off := woff[j]
+		if taps[off] == best {
+			at = off
+		}
+	}
+	return at
 }
 
 func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
@@ -100,14 +185,15 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 	for i := range ov {
 		ov[i] = init
 	}
-	selected(newGeometry(x.Shape(), a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
+	g := newGeometry(x.Shape(), a.Window)
+	selected(cpu(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
 }
 
 func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, dy, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
 	ov := data[T](outs[0])
 	clear(ov)
-	selected(newGeometry(x.Shape(), a.Window), data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
+	selected(cpu(c), newGeometry(x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
 }
 
 func numKernelSet(f32, f64, i32, i64, u8 eager.Kernel) cpuKernels {

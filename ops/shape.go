@@ -128,7 +128,7 @@ func init() {
 			st[i] = xs[p]
 		}
 		out := outs[0]
-		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
+		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
 	}))
 }
 
@@ -169,7 +169,7 @@ func init() {
 				st[d] = xs[d-off]
 			}
 		}
-		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
+		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
 	}))
 }
 

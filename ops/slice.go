@@ -69,7 +69,7 @@ func init() {
 			off += a.Start[d] * xs[d]
 			st[d] = xs[d] * a.stride(d)
 		}
-		moveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, st, out.Shape())
+		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, st, out.Shape())
 	}))
 }
 
@@ -115,20 +115,8 @@ func init() {
 			return c.Out1(x.DType(), shape)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			// Put back (as zeros) what negative padding cut, then take every
-			// (interior+1)-th element from where x's first element landed.
 			x, cfg, dy := g.Inputs[0], g.Attrs.(PadAttrs).Dims, g.OutGrads[0]
-			undo := make([]PadDim, len(cfg))
-			start, limit, strides := make([]int, len(cfg)), make([]int, len(cfg)), make([]int, len(cfg))
-			for d, p := range cfg {
-				undo[d] = PadDim{Low: max(0, -p.Low), High: max(0, -p.High)}
-				start[d], strides[d] = max(p.Low, 0), p.Interior+1
-				limit[d] = start[d]
-				if n := x.Dim(d); n > 0 {
-					limit[d] += (n-1)*strides[d] + 1
-				}
-			}
-			dx := Slice(Pad(dy, ScalarLike(dy, 0), undo...), start, limit, strides)
+			dx := unpad(dy, x.Shape(), cfg)
 			var dv *tensor.Tensor
 			if g.Needs[1] {
 				dv = Sub(Sum(dy), Sum(dx))
@@ -137,7 +125,7 @@ func init() {
 		},
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
 		x, cfg, out := c.Inputs[0], c.Attrs.(PadAttrs).Dims, outs[0]
-		fillElems(x.DType(), out.HostBytes(), c.Inputs[1].HostBytes())
+		tensor.FillElems(x.DType(), out.HostBytes(), c.Inputs[1].HostBytes())
 		os, xs := tensor.Strides(out.Shape(), nil), tensor.Strides(x.Shape(), nil)
 		box := make([]int, x.Rank())
 		dSt, dOff, sOff := make([]int, x.Rank()), 0, 0
@@ -157,8 +145,25 @@ func init() {
 			dOff += (p.Low + first*step) * os[d]
 			sOff += first * xs[d]
 		}
-		moveElems(x.DType(), out.HostBytes(), dOff, dSt, x.HostBytes(), sOff, xs, box)
+		tensor.MoveElems(x.DType(), out.HostBytes(), dOff, dSt, x.HostBytes(), sOff, xs, box)
 	}))
+}
+
+// unpad is the adjoint of Pad for the operand: it puts back (as zeros) what
+// negative padding cut, then takes every (interior+1)-th element from where
+// the operand's first element landed. dy: the padded shape -> shape.
+func unpad(dy *tensor.Tensor, shape tensor.Shape, cfg []PadDim) *tensor.Tensor {
+	undo := make([]PadDim, len(cfg))
+	start, limit, strides := make([]int, len(cfg)), make([]int, len(cfg)), make([]int, len(cfg))
+	for d, p := range cfg {
+		undo[d] = PadDim{Low: max(0, -p.Low), High: max(0, -p.High)}
+		start[d], strides[d] = max(p.Low, 0), p.Interior+1
+		limit[d] = start[d]
+		if n := shape[d]; n > 0 {
+			limit[d] += (n-1)*strides[d] + 1
+		}
+	}
+	return Slice(Pad(dy, ScalarLike(dy, 0), undo...), start, limit, strides)
 }
 
 // Pad is XLA's Pad: it surrounds x with value (a scalar of x's dtype) by
@@ -227,7 +232,7 @@ func init() {
 		os := tensor.Strides(out.Shape(), nil)
 		at := 0
 		for _, x := range c.Inputs {
-			moveElems(x.DType(), out.HostBytes(), at*os[axis], os, x.HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.Shape())
+			tensor.MoveElems(x.DType(), out.HostBytes(), at*os[axis], os, x.HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.Shape())
 			at += x.Dim(axis)
 		}
 	}))

@@ -218,7 +218,7 @@ func init() {
 			}
 			st[d] = -st[d]
 		}
-		moveElems(x.DType(), outs[0].HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.HostBytes(), off, st, x.Shape())
+		tensor.MoveElems(x.DType(), outs[0].HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.HostBytes(), off, st, x.Shape())
 	}))
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -68,14 +69,18 @@ func (w Window) normalized(c *eager.Call, shape tensor.Shape) Window {
 	return w
 }
 
-// geometry is a window laid over one operand shape.
+// geometry is a window laid over one operand shape. Kernels walk it in
+// rows: runs of window positions along rowDim, the innermost output
+// dimension with more than one position (the ones after it have one).
 type geometry struct {
 	in, out, win tensor.Shape
 	src          [][]int // per dimension: operand index of (o, k) at o*win+k, or -1 for padding
-	inside       [][]bool
-	woff         []int // operand offsets of the window taps, relative to the window's first tap
-	first        [][]int
-	xs           []int // operand strides
+	offs         [][]int // per dimension: operand offset of window o's first tap, or -1 unless the window is inside
+	woff         []int   // operand offsets of the taps of an inside window, relative to its first tap
+	xs           []int   // operand strides
+	rowDim       int
+	rowInside    bool // every window position along rowDim is inside
+	rowStep      int  // operand distance between neighbouring windows of a row
 }
 
 // outSize is the number of window positions along one dimension.
@@ -94,15 +99,14 @@ func outSize(n int, w Window, d int) int {
 func newGeometry(in tensor.Shape, w Window) *geometry {
 	r := in.Rank()
 	g := &geometry{in: in, out: make(tensor.Shape, r), win: slices.Clone(tensor.Shape(w.Dims)),
-		src: make([][]int, r), inside: make([][]bool, r), first: make([][]int, r), xs: tensor.Strides(in, nil)}
+		src: make([][]int, r), offs: make([][]int, r), xs: tensor.Strides(in, nil)}
 	for d := 0; d < r; d++ {
 		n, o, k := in[d], outSize(in[d], w, d), w.Dims[d]
 		g.out[d] = o
 		g.src[d] = make([]int, o*k)
-		g.inside[d] = make([]bool, o)
-		g.first[d] = make([]int, o)
+		g.offs[d] = make([]int, o)
 		for oi := 0; oi < o; oi++ {
-			all := true
+			inside := w.BaseDilation[d] == 1
 			for ki := 0; ki < k; ki++ {
 				p := oi*w.Strides[d] + ki*w.WindowDilation[d] - w.Padding[d][0]
 				idx := -1
@@ -110,15 +114,29 @@ func newGeometry(in tensor.Shape, w Window) *geometry {
 					idx = p / w.BaseDilation[d]
 				}
 				g.src[d][oi*k+ki] = idx
-				all = all && idx >= 0
+				inside = inside && idx >= 0
 			}
-			g.inside[d][oi] = all && w.BaseDilation[d] == 1
-			g.first[d][oi] = g.src[d][oi*k]
+			g.offs[d][oi] = -1
+			if inside {
+				g.offs[d][oi] = g.src[d][oi*k] * g.xs[d]
+			}
+		}
+		if o > 1 {
+			g.rowDim = d
 		}
 	}
-	// Relative offsets of the taps of a window that lies inside.
+	if r > 0 && g.out[g.rowDim] <= 1 {
+		g.rowDim = r - 1
+	}
+	if r > 0 {
+		ro := g.offs[g.rowDim]
+		g.rowInside = !slices.Contains(ro, -1)
+		if len(ro) > 1 {
+			g.rowStep = ro[1] - ro[0]
+		}
+	}
 	g.woff = make([]int, 0, g.win.NumElements())
-	g.eachTap(func(k []int) {
+	odometer(g.win, func(k []int) {
 		off := 0
 		for d, kd := range k {
 			off += kd * w.WindowDilation[d] * g.xs[d]
@@ -127,9 +145,6 @@ func newGeometry(in tensor.Shape, w Window) *geometry {
 	})
 	return g
 }
-
-// eachTap calls fn with every window index, row-major.
-func (g *geometry) eachTap(fn func(k []int)) { odometer(g.win, fn) }
 
 // odometer calls fn with every index of shape, row-major.
 func odometer(shape tensor.Shape, fn func(idx []int)) {
@@ -153,81 +168,145 @@ func odometer(shape tensor.Shape, fn func(idx []int)) {
 	}
 }
 
-// windows calls fn for each window position (row-major over g.out) with
-// its flat index and either the operand offset of its first tap (when the
-// whole window lies inside the operand, so taps are at base+woff[j]) or -1.
-func (g *geometry) windows(fn func(o int, o_ []int, base int)) {
-	i := 0
-	odometer(g.out, func(o []int) {
-		base := 0
-		for d, od := range o {
-			if !g.inside[d][od] {
-				base = -1
-				break
+// rows calls fn for each row of window positions: i0 is the flat index of
+// the row's first window (the row's windows are i0, i0+1, ...), o its
+// output index with o[rowDim] free for the caller, outer the operand offset
+// contributed by the other dimensions (-1 when some other dimension puts
+// the window on padding), and k scratch space for borderTaps. A window r of
+// the row is inside the operand when outer >= 0 and offs[rowDim][r] >= 0;
+// its taps are then at outer + offs[rowDim][r] + woff[j].
+//
+// Rows are split over the CPU's workers along the outermost output
+// dimension when there is more than one row there; disjoint says that fn
+// may run on different rows at once (true for kernels that only write
+// their own outputs).
+func (g *geometry) rows(dev *device.CPUDevice, disjoint bool, fn func(i0 int, o []int, outer int, k []int)) {
+	if len(g.out) == 0 {
+		fn(0, nil, 0, nil)
+		return
+	}
+	if g.out.NumElements() == 0 {
+		return
+	}
+	n := g.out[g.rowDim]
+	shape := slices.Clone(g.out)
+	shape[g.rowDim] = 1
+	perOuter := shape.NumElements() / shape[0] // rows per step of dimension 0
+	run := func(lo, hi int) {
+		sub := slices.Clone(shape)
+		sub[0] = hi - lo
+		k := make([]int, len(g.out))
+		i0 := lo * perOuter * n
+		odometer(sub, func(o []int) {
+			o[0] += lo
+			outer := 0
+			for d, od := range o {
+				if d == g.rowDim {
+					continue
+				}
+				if off := g.offs[d][od]; off >= 0 && outer >= 0 {
+					outer += off
+				} else {
+					outer = -1
+				}
 			}
-			base += g.first[d][od] * g.xs[d]
-		}
-		fn(i, o, base)
-		i++
-	})
+			fn(i0, o, outer, k)
+			o[0] -= lo
+			i0 += n
+		})
+	}
+	if !disjoint || g.rowDim == 0 || shape[0] < 2 {
+		run(0, shape[0])
+		return
+	}
+	dev.Parallel(shape[0], float64(perOuter*n*len(g.woff)), run)
 }
 
-// tapOffset returns the operand offset of tap k of window o, or -1 when it
-// falls on padding.
-func (g *geometry) tapOffset(o, k []int) int {
-	off := 0
-	for d := range o {
-		idx := g.src[d][o[d]*g.win[d]+k[d]]
-		if idx < 0 {
-			return -1
+// separableRows reports whether windows at different positions along the
+// outermost dimension touch different operand elements, so that scatter
+// kernels may run those rows at once.
+func (g *geometry) separableRows(w Window) bool {
+	return len(w.Dims) > 0 && w.Dims[0] == 1 && w.Strides[0] == 1 && w.BaseDilation[0] == 1 &&
+		w.Padding[0] == [2]int{0, 0}
+}
+
+// borderTaps calls fn with the operand offset of every tap of window o in
+// row-major window order, or -1 for a tap on padding.
+func (g *geometry) borderTaps(o, k []int, fn func(off int)) {
+	clear(k)
+	for range len(g.woff) {
+		off := 0
+		for d := range o {
+			idx := g.src[d][o[d]*g.win[d]+k[d]]
+			if idx < 0 {
+				off = -1
+				break
+			}
+			off += idx * g.xs[d]
 		}
-		off += idx * g.xs[d]
+		fn(off)
+		for d := len(k) - 1; d >= 0; d-- {
+			k[d]++
+			if k[d] < g.win[d] {
+				break
+			}
+			k[d] = 0
+		}
 	}
-	return off
 }
 
 // patchesKernel gathers window taps: out[o, k] = x[tap] or the pad value.
-func patchesKernel[T uint8 | uint32 | uint64](g *geometry, x, out []T, pad T) {
+func patchesKernel[T uint8 | uint32 | uint64](dev *device.CPUDevice, g *geometry, x, out []T, pad T) {
 	nw := len(g.woff)
-	g.windows(func(i int, o []int, base int) {
-		dst := out[i*nw : (i+1)*nw]
-		if base >= 0 {
-			for j, off := range g.woff {
-				dst[j] = x[base+off]
+	ro := g.offs[g.rowDim]
+	g.rows(dev, true, func(i0 int, o []int, outer int, kb []int) {
+		for r := range g.out[g.rowDim] {
+			dst := out[(i0+r)*nw : (i0+r+1)*nw]
+			if outer >= 0 && ro[r] >= 0 {
+				base := outer + ro[r]
+				for j, off := range g.woff {
+					dst[j] = x[base+off]
+				}
+				continue
 			}
-			return
+			o[g.rowDim] = r
+			j := 0
+			g.borderTaps(o, kb, func(off int) {
+				if off >= 0 {
+					dst[j] = x[off]
+				} else {
+					dst[j] = pad
+				}
+				j++
+			})
 		}
-		j := 0
-		g.eachTap(func(k []int) {
-			if off := g.tapOffset(o, k); off >= 0 {
-				dst[j] = x[off]
-			} else {
-				dst[j] = pad
-			}
-			j++
-		})
 	})
 }
 
 // scatterPatchesKernel is the adjoint: x[tap] += dy[o, k].
-func scatterPatchesKernel[T tensor.Num](g *geometry, dy, out []T) {
+func scatterPatchesKernel[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, dy, out []T) {
 	clear(out)
 	nw := len(g.woff)
-	g.windows(func(i int, o []int, base int) {
-		src := dy[i*nw : (i+1)*nw]
-		if base >= 0 {
-			for j, off := range g.woff {
-				out[base+off] += src[j]
+	ro := g.offs[g.rowDim]
+	g.rows(dev, disjoint, func(i0 int, o []int, outer int, kb []int) {
+		for r := range g.out[g.rowDim] {
+			src := dy[(i0+r)*nw : (i0+r+1)*nw]
+			if outer >= 0 && ro[r] >= 0 {
+				base := outer + ro[r]
+				for j, off := range g.woff {
+					out[base+off] += src[j]
+				}
+				continue
 			}
-			return
+			o[g.rowDim] = r
+			j := 0
+			g.borderTaps(o, kb, func(off int) {
+				if off >= 0 {
+					out[off] += src[j]
+				}
+				j++
+			})
 		}
-		j := 0
-		g.eachTap(func(k []int) {
-			if off := g.tapOffset(o, k); off >= 0 {
-				out[off] += src[j]
-			}
-			j++
-		})
 	})
 }
 
@@ -274,11 +353,11 @@ func init() {
 		}
 		switch x.DType().Size() {
 		case 1:
-			patchesKernel(g, xb, ob, pb[0])
+			patchesKernel(cpu(c), g, xb, ob, pb[0])
 		case 4:
-			patchesKernel(g, view32(xb), view32(ob), view32(pb)[0])
+			patchesKernel(cpu(c), g, tensor.View32(xb), tensor.View32(ob), tensor.View32(pb)[0])
 		case 8:
-			patchesKernel(g, view64(xb), view64(ob), view64(pb)[0])
+			patchesKernel(cpu(c), g, tensor.View64(xb), tensor.View64(ob), tensor.View64(pb)[0])
 		}
 	}))
 
@@ -305,7 +384,8 @@ func init() {
 
 func scatterPatchesNum[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(PatchesAttrs)
-	scatterPatchesKernel(newGeometry(a.Operand, a.Window), data[T](c.Inputs[0]), data[T](outs[0]))
+	g := newGeometry(a.Operand, a.Window)
+	scatterPatchesKernel(cpu(c), g, g.separableRows(a.Window), data[T](c.Inputs[0]), data[T](outs[0]))
 }
 
 // ExtractPatches lays the window over x (padded with pad, a scalar of x's

@@ -244,29 +244,13 @@ func (t *Tensor) hostCopy() []byte {
 	if t.IsRowMajor() {
 		return raw
 	}
-	return relayout(raw, t.dtype.Size(), t.shape, t.layout)
+	return relayout(raw, t.dtype, t.shape, t.layout)
 }
 
 // relayout reorders elements stored under layout l into row-major order.
-func relayout(src []byte, size int, shape Shape, l Layout) []byte {
+func relayout(src []byte, dt DType, shape Shape, l Layout) []byte {
 	dst := make([]byte, len(src))
-	st := Strides(shape, l)
-	idx := make([]int, len(shape))
-	n := shape.NumElements()
-	for i := 0; i < n; i++ {
-		off := 0
-		for d := range idx {
-			off += idx[d] * st[d]
-		}
-		copy(dst[i*size:(i+1)*size], src[off*size:(off+1)*size])
-		for d := len(idx) - 1; d >= 0; d-- {
-			idx[d]++
-			if idx[d] < shape[d] {
-				break
-			}
-			idx[d] = 0
-		}
-	}
+	MoveElems(dt, dst, 0, Strides(shape, nil), src, 0, Strides(shape, l), shape)
 	return dst
 }
 
@@ -279,6 +263,10 @@ func (t *Tensor) Contiguous() *Tensor {
 	out, err := Empty(t.Device(), t.dtype, t.shape)
 	if err != nil {
 		panic(err)
+	}
+	if hb, ok := t.st.buf.(*device.HostBuffer); ok {
+		MoveElems(t.dtype, out.HostBytes(), 0, Strides(t.shape, nil), hb.Bytes(), 0, Strides(t.shape, t.layout), t.shape)
+		return out
 	}
 	if err := out.Device().CopyFromHost(out.st.buf, 0, t.hostCopy()); err != nil {
 		panic(err)

@@ -188,3 +188,34 @@ func TestPrinting(t *testing.T) {
 		t.Errorf("rank 3 =\n%s\nwant\n%s", cube, want)
 	}
 }
+
+// Every permutation of a ragged 3-d shape, copied by Contiguous (which
+// takes the tiled path for swapped last dimensions), against index maths.
+func TestContiguousPermutations(t *testing.T) {
+	shape := Shape{3, 17, 33}
+	x := Arange[int64](0, int64(shape.NumElements()), 1)
+	for _, perm := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		out := make(Shape, 3)
+		l := make(Layout, 3)
+		inv := make([]int, 3)
+		for i, p := range perm {
+			out[i] = shape[p]
+			inv[p] = i
+		}
+		for i := range l {
+			l[i] = inv[2-i] // row-major source, seen through the permutation
+		}
+		got := ToSlice[int64](x.View(out, l).Contiguous())
+		idx := make([]int, 3)
+		for k, v := range got {
+			MultiIndex(out, nil, k, idx)
+			src := make([]int, 3)
+			for i, p := range perm {
+				src[p] = idx[i]
+			}
+			if want := int64(LinearIndex(shape, nil, src)); v != want {
+				t.Fatalf("perm %v: element %v = %d, want %d", perm, idx, v, want)
+			}
+		}
+	}
+}
