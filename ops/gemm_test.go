@@ -23,12 +23,12 @@ func TestGemmKernelsMatchPureGo(t *testing.T) {
 		a64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, m*k))
 		b64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, k*n))
 		asm32, asm64 := make([]float32, m*n), make([]float64, m*n)
-		gemm(device.Host(), m, n, k, a32, b32, asm32)
-		gemm(device.Host(), m, n, k, a64, b64, asm64)
+		gemm(device.Host(), m, n, k, a32, false, b32, asm32)
+		gemm(device.Host(), m, n, k, a64, false, b64, asm64)
 		haveGemmKernels = false
 		go32, go64 := make([]float32, m*n), make([]float64, m*n)
-		gemm(device.Host(), m, n, k, a32, b32, go32)
-		gemm(device.Host(), m, n, k, a64, b64, go64)
+		gemm(device.Host(), m, n, k, a32, false, b32, go32)
+		gemm(device.Host(), m, n, k, a64, false, b64, go64)
 		haveGemmKernels = true
 		if d := approx.Diff(asm32, go32, 1e-5); d != "" {
 			t.Errorf("float32 %dx%dx%d: %s", m, n, k, d)

@@ -25,15 +25,12 @@ func matDims(s tensor.Shape, t bool) (int, int) {
 	return r, c
 }
 
-func matmulKernel[T tensor.Float | int32 | int64 | uint8](c *eager.Call, outs []*tensor.Tensor) {
+func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
-	if at.TransposeA {
-		a = Transpose(a, swapLast(a.Rank())...).Contiguous()
-	}
 	if at.TransposeB {
 		b = Transpose(b, swapLast(b.Rank())...).Contiguous()
 	}
-	m, k := matDims(a.Shape(), false)
+	m, k := matDims(a.Shape(), at.TransposeA)
 	_, n := matDims(b.Shape(), false)
 	av, bv, ov := data[T](a), data[T](b), data[T](outs[0])
 	batch := outs[0].NumElements() / max(m*n, 1)
@@ -49,7 +46,7 @@ func matmulKernel[T tensor.Float | int32 | int64 | uint8](c *eager.Call, outs []
 		aStep = 0
 	}
 	for i := 0; i < batch; i++ {
-		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n])
+		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n])
 	}
 }
 
