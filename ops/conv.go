@@ -408,3 +408,18 @@ func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor
 	h, w := hw(x, o.Format)
 	return convBackpropFilter(x, filterShape, dy, o.convOpts(h, w, filterShape[0], filterShape[1]))
 }
+
+// DepthwiseConv2D convolves each input channel with its own filters
+// (TensorFlow's depthwise_conv2d): filter [KH, KW, C, M] gives C*M output
+// channels, channel c*M+m from input channel c. It is Conv with C feature
+// groups.
+func DepthwiseConv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	if x.Rank() != 4 || filter.Rank() != 4 {
+		fail("DepthwiseConv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
+	}
+	h, w := hw(x, o.Format)
+	c := filter.Dim(2)
+	opts := o.convOpts(h, w, filter.Dim(0), filter.Dim(1))
+	opts.FeatureGroups = c
+	return Conv(x, Reshape(filter, filter.Dim(0), filter.Dim(1), 1, c*filter.Dim(3)), opts)
+}

@@ -1,54 +1,100 @@
-// Package ops declares eagerflow's operations. Each op is declared once, in
-// the file of its family: name, dtype rule, shape rule (Infer), gradient
-// rule and CPU kernels. The functions here run an op eagerly through
-// package eager; when a tape is recording, the op is recorded.
+// Package ops declares eagerflow's operations: XLA's operation semantics and
+// the ops neural networks need. Each op is declared once, in the file of its
+// family: name, dtype rule, shape rule (Infer), gradient rule and CPU
+// kernels; many are compositions of the others and get gradients that way.
+// The functions here run an op eagerly through package eager; when a tape
+// is recording, the op is recorded.
 //
 // Shapes below read "a: [m k], b: [k n] -> [m n]". Unless stated, inputs of
 // one op share a dtype and outputs have it. Gradients flow to float inputs
-// only; integer and bool inputs get none.
+// only: integer and bool inputs (indices, labels, predicates) get none.
+// Rounding, comparisons, logical ops, ArgSort/ArgMax/ArgMin and StopGradient
+// block gradients, as in TensorFlow.
 //
-// # Elementwise binary (binary.go), NumPy broadcasting
+// # Elementwise binary (binary.go, logical.go), NumPy broadcasting
 //
-//	Add, Sub, Mul, Div, Rem, Max, Min, Pow   numeric; Div/Rem by integer zero give -1 / the dividend (XLA)
-//	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any of them
+//	Add, Sub, Mul, Div, Rem, Max, Min, Pow   numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
+//	LogicalAnd, LogicalOr                    bool
+//	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //
-// # Elementwise unary (unary.go)
+// # Elementwise unary (unary.go, math.go, logical.go)
 //
 //	Neg, Abs, Sign, Square, Relu             numeric
 //	Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid     float
-//	Identity, StopGradient                   any dtype; StopGradient blocks gradients
+//	Sin, Cos, Log1p, Expm1, Erf              float
+//	Ceil, Floor, Round                       float, no gradient; Round halves away from zero (XLA)
+//	IsFinite                                 float -> bool
+//	LogicalNot                               bool
+//	Identity, StopGradient                   any dtype
 //
-// # Comparison and selection (compare.go, cast.go)
+// # Comparison, selection, conversion (compare.go, structure.go, cast.go)
 //
 //	Eq, Ne                                   any dtype -> bool (IEEE: NaN is unequal to all)
 //	Lt, Le, Gt, Ge                           numeric -> bool
-//	Select(pred, onTrue, onFalse)            pred bool; all three broadcast
+//	Select(pred, t, f), Where(pred, t, f)    pred bool; scalar or same-shape (broadcasting)
+//	Clip(x, lo, hi)                          min(max(x, lo), hi)
 //	Cast(x, dtype)                           XLA's ConvertElementType
 //
-// # Shape and data movement (shape.go, slice.go), any dtype
+// # Shape and data movement (shape.go, slice.go, structure.go, dynamic.go)
 //
 //	Reshape(x, sizes...)                     a view; one size may be -1
 //	ReshapeDims(x, dims, sizes...)           XLA's Reshape with a dimension order
+//	Collapse(x, dims...)                     XLA's Collapse (dimension numbers as in its examples)
 //	Transpose(x, perm...)                    a layout change, no copy
 //	Broadcast(x, sizes...)                   XLA: new leading dims
-//	BroadcastTo(x, shape...)                 NumPy broadcast to a shape
-//	SumTo(x, shape)                          the inverse of a broadcast (sums)
+//	BroadcastTo(x, shape...), SumTo          NumPy broadcast to a shape, and its inverse (sums)
+//	ExpandDims, Squeeze, Tile, Rev           NumPy/XLA vocabulary
+//	Stack, Unstack, Split                    along an axis
 //	Slice(x, start, limit, strides)          XLA's Slice with strides
+//	DynamicSlice, DynamicUpdateSlice         start indices as tensors, clamped as XLA does
 //	Pad(x, value, PadDim...)                 XLA's Pad: low/high (negative allowed) and interior
 //	Concatenate(axis, xs...)                 XLA's ConcatInDim
+//	Iota(dtype, shape, dim)                  XLA's Iota
+//	Tuple, GetTupleElement, Call, Map        XLA's tuples and sub-computations (Go functions)
 //
-// # Reductions (reduce.go), over any set of dims, optionally keeping them
+// # Reductions (reduce.go, reduce_func.go, logical.go)
 //
-//	Reduce(x, Reduction{Kind, Dims, KeepDims})
-//	Sum, Mean, Prod, ReduceMaxOf, ReduceMinOf  shorthands over dims (all by default)
+//	Reduce(x, Reduction{Kind, Dims, KeepDims})  built-in Sum/Mean/Max/Min/Prod over any dims
+//	Sum, Mean, Prod, ReduceMaxOf, ReduceMinOf   shorthands over dims (all by default)
+//	Any, All                                    bool
+//	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
+//	Cumsum(x, axis, exclusive, reverse)         running sums
 //
-// # Linear algebra and losses (matmul.go, softmax.go)
+// # Sorting, indexing (sort.go, gather.go)
+//
+//	ArgSort, Sort, SortKeyVal                stable, NaNs last; Sort differentiates through the permutation
+//	TopK(x, k), ArgMax, ArgMin               along an axis; indices are Int64
+//	TakeAlongAxis(x, idx, axis)              NumPy's take_along_axis
+//	Gather(params, idx, axis)                an embedding lookup when axis is 0
+//	ScatterAdd, Scatter                      Gather's adjoint, and replacement
+//	OneHot(ids, depth, dtype)                [...] -> [..., depth]
+//
+// # Windows and convolution (window.go, reduce_window.go, conv.go, pool.go)
+//
+//	Window{Dims, Strides, Padding, BaseDilation, WindowDilation}   XLA's window; SamePadding for TensorFlow's SAME
+//	ExtractPatches, ScatterPatches           im2col in any rank, and its adjoint
+//	ReduceWindow(x, init, kind, w)           XLA's ReduceWindow (Sum, Max, Min); ReduceWindowWith for user functions
+//	SelectAndScatter(x, src, init, sel, w)   XLA's SelectAndScatter with Add
+//	Conv(x, k, ConvOpts)                     XLA's ConvGeneralDilated: N-d, strides, padding, both dilations, groups, dim numbers
+//	Conv2D, Conv2DBackpropInput/Filter       NHWC or NCHW, SAME/VALID/explicit, HWIO filters
+//	DepthwiseConv2D                          per-channel filters [kh kw c multiplier]
+//	MaxPool2D, AvgPool2D                     via ReduceWindow; max pooling's gradient is SelectAndScatter
+//
+// # Linear algebra (matmul.go, dot.go)
 //
 //	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; AVX2/FMA kernels
+//	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
+//
+// # Neural-net functions (activation.go, softmax.go)
+//
+//	LeakyRelu, Elu, Gelu, GeluTanh, Softplus float activations
 //	LogSoftmax(x, axis), Softmax(x, axis)    float, stable
 //	SoftmaxCrossEntropy(logits, probs)       [..., c] -> [...]
 //	SparseSoftmaxCrossEntropy(logits, ids)   [n c], [n] int -> [n]
-//	OneHot(ids, depth, dtype)                [...] -> [..., depth]
+//	BiasAdd(x, bias, format)                 NHWC or NCHW
+//	L2Normalize(x, axis, eps)
+//	Dropout(x, rate, rng)                    seeded; scales kept values by 1/(1-rate)
+//	RngUniform, RngNormal, RngBernoulli      XLA's seeded generators (Philox)
 //
 // # Constants (constant.go)
 //
@@ -58,7 +104,9 @@
 //
 // Bad input panics with a *tensor.Error before any kernel runs, naming the
 // op, its attributes, the input shapes and the caller; eager.Catch recovers
-// it. Kernels never panic on values: NaN and Inf propagate.
+// it. Index tensors are checked when the op runs (an out-of-range Gather
+// index is an error naming its position); DynamicSlice clamps instead, as
+// XLA defines. Kernels never panic on values: NaN and Inf propagate.
 //
 // # Concurrency
 //

@@ -171,6 +171,28 @@ func TestConv2DWrappersAndGroups(t *testing.T) {
 	}
 }
 
+func TestDepthwiseConv2D(t *testing.T) {
+	x := rnd(1, -1, 1, 2, 5, 5, 3)
+	f := rnd(2, -1, 1, 3, 3, 3, 2)
+	got := ops.DepthwiseConv2D(x, f, ops.Conv2DOpts{Padding: ops.Same})
+	// Channel c*2+m is input channel c convolved with f[:, :, c, m].
+	for c := 0; c < 3; c++ {
+		xc := ops.Slice(x, []int{0, 0, 0, c}, []int{2, 5, 5, c + 1}, nil)
+		for m := 0; m < 2; m++ {
+			fc := ops.Slice(f, []int{0, 0, c, m}, []int{3, 3, c + 1, m + 1}, nil)
+			want := ops.Conv2D(xc, fc, ops.Conv2DOpts{Padding: ops.Same})
+			ch := ops.Slice(got, []int{0, 0, 0, c*2 + m}, []int{2, 5, 5, c*2 + m + 1}, nil)
+			if d := approx.Diff(tensor.ToSlice[float64](ch), tensor.ToSlice[float64](want), 1e-12); d != "" {
+				t.Errorf("channel %d: %s", c*2+m, d)
+			}
+		}
+	}
+	if r := tape.CheckGradient(func(in []T) T { return ops.DepthwiseConv2D(in[0], in[1], ops.Conv2DOpts{Strides: [2]int{2, 1}}) },
+		[]T{rnd(3, -1, 1, 1, 4, 4, 2), rnd(4, -1, 1, 2, 2, 2, 2)}, 0); r.MaxError > 1e-6 {
+		t.Error(r)
+	}
+}
+
 func TestConv2DBackpropsMatchTheTape(t *testing.T) {
 	for _, o := range []ops.Conv2DOpts{
 		{Padding: ops.Same, Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}},

@@ -65,6 +65,22 @@ def torch_benches():
 
     report("BenchmarkTorchMLPStep", mlp_step)
 
+    xc = torch.randn(32, 3, 32, 32, requires_grad=True)
+    wc = torch.randn(16, 3, 3, 3, requires_grad=True)
+
+    def conv_step():
+        y = torch.nn.functional.conv2d(xc, wc, padding=1)
+        torch.autograd.grad(y.sum(), (xc, wc))
+
+    report("BenchmarkTorchConv2DTrainStep", conv_step)
+    xp = torch.randn(32, 16, 32, 32, requires_grad=True)
+
+    def pool_step():
+        y = torch.nn.functional.max_pool2d(xp, 2)
+        torch.autograd.grad(y.sum(), (xp,))
+
+    report("BenchmarkTorchMaxPoolTrainStep", pool_step)
+
 
 def numpy_benches():
     a, b = np.ones(1, np.float32), np.ones(1, np.float32)
