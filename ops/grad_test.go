@@ -17,11 +17,7 @@ type T = *tensor.Tensor
 
 // Every differentiable op, checked against finite differences in float64.
 func TestGradients(t *testing.T) {
-	cases := []struct {
-		name string
-		f    func(x []T) T
-		in   []T
-	}{
+	cases := []gradCase{
 		{"Add broadcast", func(x []T) T { return ops.Add(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 3)}},
 		{"Sub broadcast col", func(x []T) T { return ops.Sub(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 2, 1)}},
 		{"Mul outer", func(x []T) T { return ops.Mul(x[0], x[1]) }, []T{rnd(1, -1, 1, 4, 1), rnd(2, -1, 1, 1, 3)}},
@@ -85,18 +81,7 @@ func TestGradients(t *testing.T) {
 	// it), and the analytic side carries float32 rounding.
 	steps := map[string]float64{"Cast": 1e-2}
 	tols := map[string]float64{"Cast": approx.Float32}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			tol, ok := tols[c.name]
-			if !ok {
-				tol = 1e-6
-			}
-			if r := tape.CheckGradient(c.f, c.in, steps[c.name]); r.MaxError > tol {
-				t.Errorf("%s", r)
-			}
-		})
-	}
+	runGradients(t, cases, steps, tols)
 }
 
 // Non-differentiable ops block gradients rather than give silent zeros.

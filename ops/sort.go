@@ -104,14 +104,8 @@ func init() {
 	}.register(&eager.Op{
 		Name: "ArgSort", Inputs: 1, DTypes: numericTypes, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x := c.Inputs[0]
-			if x.Rank() == 0 {
-				c.Fail(tensor.ErrRank, "needs rank 1 or more")
-			}
-			a := c.Attrs.(SortAttrs)
-			a.Axis = normAxis(c, a.Axis, x.Rank())
-			c.Attrs = a
-			return c.Out1(tensor.Int64, x.Shape())
+			sortAxis(c)
+			return c.Out1(tensor.Int64, c.Inputs[0].Shape())
 		},
 	}))
 	argExtremeOp = eager.Register(cpuKernels{
@@ -120,17 +114,11 @@ func init() {
 	}.register(&eager.Op{
 		Name: "ArgMaxMin", Inputs: 1, DTypes: numericTypes, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x := c.Inputs[0]
-			if x.Rank() == 0 {
-				c.Fail(tensor.ErrRank, "needs rank 1 or more")
+			x, axis := c.Inputs[0], sortAxis(c)
+			if x.Dim(axis) == 0 {
+				c.Fail(tensor.ErrShape, "dimension %d is empty", axis)
 			}
-			a := c.Attrs.(SortAttrs)
-			a.Axis = normAxis(c, a.Axis, x.Rank())
-			c.Attrs = a
-			if x.Dim(a.Axis) == 0 {
-				c.Fail(tensor.ErrShape, "dimension %d is empty", a.Axis)
-			}
-			return c.Out1(tensor.Int64, slices.Delete(slices.Clone([]int(x.Shape())), a.Axis, a.Axis+1))
+			return c.Out1(tensor.Int64, slices.Delete(slices.Clone([]int(x.Shape())), axis, axis+1))
 		},
 	}))
 	takeAlongOp = eager.Register(anyDType(&eager.Op{
@@ -175,6 +163,19 @@ func init() {
 			})}
 		},
 	}))
+}
+
+// sortAxis checks that the input has an axis to sort along, stores the
+// normalized axis in the call's attributes and returns it.
+func sortAxis(c *eager.Call) int {
+	x := c.Inputs[0]
+	if x.Rank() == 0 {
+		c.Fail(tensor.ErrRank, "needs rank 1 or more")
+	}
+	a := c.Attrs.(SortAttrs)
+	a.Axis = normAxis(c, a.Axis, x.Rank())
+	c.Attrs = a
+	return a.Axis
 }
 
 func inferAlong(c *eager.Call) []eager.Out {
