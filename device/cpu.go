@@ -26,6 +26,7 @@ type PoolStats struct {
 type HostBuffer struct {
 	dev   *CPUDevice
 	bytes []byte
+	refs  atomic.Int32
 	class int16 // size class, or -1 when not owned by the cache
 	// small holds buffers of up to 64 bytes inline, so a scalar costs one
 	// allocation.
@@ -170,6 +171,9 @@ func (b *HostBuffer) Device() Device { return b.dev }
 
 // Size returns the usable size in bytes.
 func (b *HostBuffer) Size() int { return len(b.bytes) }
+
+// Refs returns the buffer's reference count.
+func (b *HostBuffer) Refs() *atomic.Int32 { return &b.refs }
 
 // Bytes returns the buffer's memory. It stays valid until the buffer is freed.
 func (b *HostBuffer) Bytes() []byte { return b.bytes }

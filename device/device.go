@@ -42,6 +42,9 @@ type Buffer interface {
 	Device() Device
 	// Size returns the usable size in bytes.
 	Size() int
+	// Refs is the buffer's reference count. Package tensor keeps it (one per
+	// tensor or view using the buffer) and frees the buffer at zero.
+	Refs() *atomic.Int32
 }
 
 // Device owns memory and runs kernels.

@@ -3,6 +3,7 @@ package eager_test
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -14,15 +15,19 @@ import (
 // otherDevice is a stand-in second device holding plain byte buffers.
 type otherDevice struct{}
 
-type otherBuffer struct{ b []byte }
+type otherBuffer struct {
+	b    []byte
+	refs *atomic.Int32
+}
 
 func (otherBuffer) Device() device.Device { return otherDevice{} }
 func (o otherBuffer) Size() int           { return len(o.b) }
+func (o otherBuffer) Refs() *atomic.Int32 { return o.refs }
 
 func (otherDevice) Name() string      { return "test:0" }
 func (otherDevice) Kind() device.Kind { return device.GPU }
 func (otherDevice) Alloc(n int) (device.Buffer, error) {
-	return otherBuffer{make([]byte, n)}, nil
+	return otherBuffer{make([]byte, n), new(atomic.Int32)}, nil
 }
 func (otherDevice) Free(device.Buffer) {}
 func (otherDevice) CopyToHost(dst []byte, src device.Buffer, off int) error {

@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -21,16 +20,19 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 			needs = needs || tracked(x)
 		}
 		ys := fn(plain)
-		if needs && eager.Observing() {
-			outs := make([]*tensor.Tensor, len(ys))
-			for i, y := range ys {
-				outs[i] = ops.Identity(ops.StopGradient(y)) // fresh tensors to carry the node
-			}
-			ys = outs
-			record(&node{call: &eager.Call{Inputs: xs}, outs: ys,
-				custom: func(dys []*tensor.Tensor) []*tensor.Tensor { return grad(xs, ys, dys) }})
+		if !needs {
+			return ys
 		}
-		return ys
+		var outs []*tensor.Tensor
+		outs = RecordRegion(xs, ys, func(dys []*tensor.Tensor) []*tensor.Tensor {
+			for i, d := range dys {
+				if d == nil {
+					dys[i] = ops.ZerosLike(outs[i])
+				}
+			}
+			return grad(xs, outs, dys)
+		})
+		return outs
 	}
 }
 

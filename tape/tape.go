@@ -162,9 +162,14 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 // reachable returns the nodes in t's window that target depends on, latest
 // first.
 func (t *Tape) reachable(target *tensor.Tensor) []*node {
+	return t.reachableFrom([]*tensor.Tensor{target})
+}
+
+// reachableFrom is reachable for several targets.
+func (t *Tape) reachableFrom(targets []*tensor.Tensor) []*node {
 	var order []*node
 	seen := map[*node]bool{}
-	stack := []*tensor.Tensor{target}
+	stack := slices.Clone(targets)
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -201,9 +206,11 @@ func (t *Tape) backprop(n *node, grads map[*tensor.Tensor]*tensor.Tensor, keep m
 	if !any {
 		return
 	}
-	for i, o := range n.outs {
-		if dys[i] == nil {
-			dys[i] = ops.ZerosLike(o)
+	if n.custom == nil { // rules get zeros; regions take nil as "no gradient"
+		for i, o := range n.outs {
+			if dys[i] == nil {
+				dys[i] = ops.ZerosLike(o)
+			}
 		}
 	}
 	var inputs, dxs []*tensor.Tensor

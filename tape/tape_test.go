@@ -3,8 +3,10 @@ package tape_test
 import (
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
@@ -232,5 +234,31 @@ func TestGradientThroughReshapeOfTranspose(t *testing.T) {
 	// y = [1 4 2 5 3 6]: x[0,0] has weight 1, x[1,0] weight 2, x[0,1] weight 3...
 	if d := approx.Diff(vals(g), []float64{1, 3, 5, 2, 4, 6}, 0); d != "" {
 		t.Error(d)
+	}
+}
+
+// Regression: tensors once shared one allocation with their storage, so a
+// view (StopGradient) of a recorded tensor kept that tensor, and with it
+// the whole record behind it, alive.
+func TestViewDoesNotPinItsSource(t *testing.T) {
+	x := tensor.FromSlice([]float64{1, 2})
+	tp := tape.New()
+	defer tp.Stop()
+	tp.Watch(x)
+	y := ops.Exp(x)
+	collected := make(chan struct{})
+	runtime.AddCleanup(y, func(struct{}) { close(collected) }, struct{}{})
+	z := ops.StopGradient(y)
+	y = nil
+	for range 3 {
+		runtime.GC()
+	}
+	select {
+	case <-collected:
+	case <-time.After(2 * time.Second):
+		t.Error("a StopGradient view kept its recorded source alive")
+	}
+	if got := vals(z); got[0] != math.Exp(1) {
+		t.Errorf("view value %v", got)
 	}
 }

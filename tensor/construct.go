@@ -31,7 +31,7 @@ func fromHost(dt DType, shape Shape, fill func(b []byte)) *Tensor {
 	if err != nil {
 		panic(err)
 	}
-	if err := dev.CopyFromHost(t.st.buf, 0, b); err != nil {
+	if err := dev.CopyFromHost(t.buf, 0, b); err != nil {
 		panic(err)
 	}
 	return t

@@ -40,7 +40,7 @@ func (t *Tensor) format(prec int) string {
 	if t == nil {
 		return "<nil>"
 	}
-	if t.st == nil {
+	if t.buf == nil {
 		return "<released>"
 	}
 	elems := t.elementStrings(prec)

@@ -17,8 +17,8 @@ import (
 type Tensor struct {
 	dtype  DType
 	shape  Shape
-	layout Layout // minor-to-major; nil is row-major
-	st     *storage
+	layout Layout        // minor-to-major; nil is row-major
+	buf    device.Buffer // shared by views; its Refs count them
 	flags  uint32
 
 	ad    atomic.Pointer[Autodiff] // owned by package tape
@@ -30,11 +30,6 @@ const (
 	// FlagVariable marks the buffer of a variable, which may change in place.
 	FlagVariable uint32 = 1 << iota
 )
-
-type storage struct {
-	buf  device.Buffer
-	refs atomic.Int32
-}
 
 // Autodiff is the differentiation state a tensor carries. Package tape owns
 // its meaning; it lives here so that tensors can carry it without tensor
@@ -58,14 +53,8 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The tensor and its storage record share one allocation.
-	both := &struct {
-		t Tensor
-		s storage
-	}{t: Tensor{dtype: dt, shape: shape}, s: storage{buf: buf}}
-	both.s.refs.Store(1)
-	both.t.st = &both.s
-	return &both.t, nil
+	buf.Refs().Store(1)
+	return &Tensor{dtype: dt, shape: shape, buf: buf}, nil
 }
 
 // FromBuffer returns a row-major tensor over an existing buffer (for
@@ -79,9 +68,8 @@ func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
 	if need := shape.NumElements() * dt.Size(); buf.Size() < need {
 		return nil, fmt.Errorf("tensor: a %d-byte buffer cannot hold %v%v (%d bytes)", buf.Size(), dt, shape, need)
 	}
-	t := &Tensor{dtype: dt, shape: shape.Clone(), st: &storage{buf: buf}}
-	t.st.refs.Store(1)
-	return t, nil
+	buf.Refs().Add(1)
+	return &Tensor{dtype: dt, shape: shape.Clone(), buf: buf}, nil
 }
 
 // MustEmpty is Empty for the default device that panics on allocation failure.
@@ -120,10 +108,10 @@ func (t *Tensor) Layout() Layout { return t.layout }
 func (t *Tensor) IsRowMajor() bool { return t.layout.IsRowMajor(len(t.shape)) }
 
 // Device returns the device that holds the buffer.
-func (t *Tensor) Device() device.Device { return t.st.buf.Device() }
+func (t *Tensor) Device() device.Device { return t.buf.Device() }
 
 // Buffer returns the device buffer (for kernels and devices).
-func (t *Tensor) Buffer() device.Buffer { return t.st.buf }
+func (t *Tensor) Buffer() device.Buffer { return t.buf }
 
 // Flags returns the tensor's flags.
 func (t *Tensor) Flags() uint32 { return t.flags }
@@ -167,8 +155,8 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 	if l.IsRowMajor(len(shape)) {
 		l = nil
 	}
-	t.st.refs.Add(1)
-	return &Tensor{dtype: t.dtype, shape: shape, layout: l, st: t.st, flags: t.flags &^ FlagVariable}
+	t.buf.Refs().Add(1)
+	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ FlagVariable}
 }
 
 // Release drops this tensor's reference to its buffer; when the last
@@ -176,19 +164,19 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 // optional (the garbage collector reclaims unreleased buffers) and the
 // tensor must not be used afterwards. Variables ignore Release.
 func (t *Tensor) Release() {
-	if t.IsVariable() || t.st == nil {
+	if t.IsVariable() || t.buf == nil {
 		return
 	}
-	if t.st.refs.Add(-1) == 0 {
-		t.st.buf.Device().Free(t.st.buf)
+	if t.buf.Refs().Add(-1) == 0 {
+		t.buf.Device().Free(t.buf)
 	}
-	t.st = nil
+	t.buf = nil
 }
 
 // HostBytes returns the raw bytes of a tensor on the CPU, in layout order.
 // It panics if t is on another device.
 func (t *Tensor) HostBytes() []byte {
-	hb, ok := t.st.buf.(*device.HostBuffer)
+	hb, ok := t.buf.(*device.HostBuffer)
 	if !ok {
 		Panicf("tensor", "HostBytes", ErrDevice, []*Tensor{t}, "", "tensor is on %s, not the CPU", t.Device().Name())
 	}
@@ -223,10 +211,10 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 	}
 	out.layout = t.layout
 	host := make([]byte, t.NumElements()*t.dtype.Size())
-	if err := t.Device().CopyToHost(host, t.st.buf, 0); err != nil {
+	if err := t.Device().CopyToHost(host, t.buf, 0); err != nil {
 		return nil, err
 	}
-	if err := dev.CopyFromHost(out.st.buf, 0, host); err != nil {
+	if err := dev.CopyFromHost(out.buf, 0, host); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -237,7 +225,7 @@ func (t *Tensor) hostCopy() []byte {
 	n := t.NumElements() * t.dtype.Size()
 	raw := make([]byte, n)
 	if n > 0 {
-		if err := t.Device().CopyToHost(raw, t.st.buf, 0); err != nil {
+		if err := t.Device().CopyToHost(raw, t.buf, 0); err != nil {
 			panic(err)
 		}
 	}
@@ -264,11 +252,11 @@ func (t *Tensor) Contiguous() *Tensor {
 	if err != nil {
 		panic(err)
 	}
-	if hb, ok := t.st.buf.(*device.HostBuffer); ok {
+	if hb, ok := t.buf.(*device.HostBuffer); ok {
 		MoveElems(t.dtype, out.HostBytes(), 0, Strides(t.shape, nil), hb.Bytes(), 0, Strides(t.shape, t.layout), t.shape)
 		return out
 	}
-	if err := out.Device().CopyFromHost(out.st.buf, 0, t.hostCopy()); err != nil {
+	if err := out.Device().CopyFromHost(out.buf, 0, t.hostCopy()); err != nil {
 		panic(err)
 	}
 	return out

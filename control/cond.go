@@ -1,0 +1,50 @@
+package control
+
+import (
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Cond runs trueFn when pred (a Bool scalar) is true and falseFn otherwise,
+// and returns what it returns. On a tape the branch that ran is recorded as
+// one region. Eagerly only one branch runs, so branches that disagree on
+// their outputs are only caught where the results meet (a loop's shape
+// check, a traced graph). Panics with a *tensor.Error on a bad predicate.
+func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tensor.Tensor {
+	if predicate("Cond", pred) {
+		return branch(trueFn)
+	}
+	return branch(falseFn)
+}
+
+// Case runs branches[index] (index an Int32 or Int64 scalar); an index out
+// of range runs the last branch, as TensorFlow's switch_case does. Panics
+// with a *tensor.Error when there are no branches or index is not an
+// integer scalar.
+func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.Tensor {
+	if len(branches) == 0 {
+		fail("Case", tensor.ErrArity, nil, "needs at least one branch")
+	}
+	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
+		fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
+	}
+	i := int(index.Float())
+	if i < 0 || i >= len(branches) {
+		i = len(branches) - 1
+	}
+	return branch(branches[i])
+}
+
+// branch runs fn as a region when a tape records.
+func branch(fn func() []*tensor.Tensor) []*tensor.Tensor {
+	if !tape.Recording() {
+		return fn()
+	}
+	from := tape.Mark()
+	outs := fn()
+	to := tape.Mark()
+	caps := tape.Captures(from, to, outs, nil)
+	return tape.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
+		return tape.WindowVJP(outs, dys, caps, from, to)
+	})
+}

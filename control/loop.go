@@ -1,0 +1,182 @@
+package control
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// iteration is one loop iteration's record: its detached inputs (loop
+// values, then per-iteration inputs), its outputs (loop values, then
+// per-iteration outputs), and the window of the record holding its ops.
+// With checkpointing only the input values are kept.
+type iteration struct {
+	in, out  []*tensor.Tensor
+	from, to uint64
+}
+
+// loop is the engine under While, Fori and Scan.
+type loop struct {
+	name       string
+	nvars      int
+	checkpoint bool
+	// body runs one iteration on detached inputs (loop values first, then
+	// per-iteration inputs) and returns the new loop values followed by the
+	// per-iteration outputs.
+	body func(in []*tensor.Tensor) []*tensor.Tensor
+	// recording, iters and caps hold the region while a tape records.
+	recording bool
+	iters     []iteration
+	caps      []*tensor.Tensor
+	trips     int // iterations run
+}
+
+func fail(name string, kind error, in []*tensor.Tensor, format string, args ...any) {
+	tensor.Panicf("control", name, kind, in, "", format, args...)
+}
+
+// step runs iteration i: vars are the current loop values, extra the
+// iteration's own inputs. It returns the new loop values and the
+// iteration's outputs, checking that loop values keep dtype and shape.
+func (l *loop) step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.Tensor) {
+	l.trips++
+	in := append(append(make([]*tensor.Tensor, 0, len(vars)+len(extra)), vars...), extra...)
+	if !l.recording {
+		res := l.body(in)
+		l.check(vars, res)
+		return res[:l.nvars], res[l.nvars:]
+	}
+	// The iteration reads recorded views of its inputs: its own record
+	// starts after them (so a window's VJP stops there), while an outer tape
+	// can still follow them back to the previous iteration (so gradients of
+	// gradients see every path).
+	for k, x := range in {
+		in[k] = ops.Identity(x)
+	}
+	from := tape.Mark()
+	res := l.body(in)
+	to := tape.Mark()
+	l.check(vars, res)
+	for _, c := range tape.Captures(from, to, res, in) {
+		if !containsTensor(l.caps, c) {
+			l.caps = append(l.caps, c)
+		}
+	}
+	it := iteration{in: in, out: res, from: from, to: to}
+	if l.checkpoint {
+		// Keep the input values only; the record of this iteration becomes
+		// garbage once the outputs are cut off from it below.
+		it.in = detachAll(in, ops.StopGradient)
+		it.out, it.from, it.to = nil, 0, 0
+		res = detachAll(res, ops.StopGradient)
+	}
+	l.iters = append(l.iters, it)
+	return res[:l.nvars], res[l.nvars:]
+}
+
+func (l *loop) check(before, after []*tensor.Tensor) {
+	if len(after) < l.nvars {
+		fail(l.name, tensor.ErrArity, before, "the body returned %d values for %d loop values", len(after), l.nvars)
+	}
+	for k := 0; k < l.nvars; k++ {
+		b, a := before[k], after[k]
+		if a == nil {
+			fail(l.name, tensor.ErrArity, before, "the body returned nil for loop value %d", k)
+		}
+		if a.DType() != b.DType() || !a.Shape().Equal(b.Shape()) {
+			fail(l.name, tensor.ErrShape, before, "loop value %d changed from %s to %s in the body", k, tensor.Describe(b), tensor.Describe(a))
+		}
+	}
+}
+
+func containsTensor(list []*tensor.Tensor, x *tensor.Tensor) bool {
+	for _, y := range list {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func detachAll(xs []*tensor.Tensor, f func(*tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// finish records the region over the whole loop. inputs are the initial
+// loop values followed by every iteration's own inputs (in iteration
+// order); outputs the final loop values followed by every iteration's own
+// outputs. The region node's inputs add the captured tensors.
+func (l *loop) finish(inputs, outputs []*tensor.Tensor) []*tensor.Tensor {
+	if !l.recording {
+		return outputs
+	}
+	regionIn := append(append([]*tensor.Tensor{}, inputs...), l.caps...)
+	tracked := false
+	for _, x := range regionIn {
+		if x.Autodiff() != nil || x.IsVariable() {
+			tracked = true
+			break
+		}
+	}
+	if !tracked {
+		// Nothing outside depends on the loop's record: drop it.
+		return detachAll(outputs, ops.StopGradient)
+	}
+	return tape.RecordRegion(regionIn, outputs, l.backward)
+}
+
+// backward runs the iterations in reverse. dys holds the final loop
+// values' gradients, then every iteration's own outputs' gradients; it
+// returns the initial loop values' gradients, every iteration's own
+// inputs' gradients, then the captures'.
+func (l *loop) backward(dys []*tensor.Tensor) []*tensor.Tensor {
+	n := len(l.iters)
+	nextra := 0
+	if n > 0 {
+		nextra = len(l.iters[0].in) - l.nvars
+	}
+	nout := (len(dys) - l.nvars) / max(n, 1)
+	g := append([]*tensor.Tensor{}, dys[:l.nvars]...)
+	extraGrads := make([]*tensor.Tensor, n*nextra)
+	capGrads := make([]*tensor.Tensor, len(l.caps))
+	for i := n - 1; i >= 0; i-- {
+		it := l.iters[i]
+		if l.checkpoint {
+			it = l.recompute(it)
+		}
+		seeds := append(append([]*tensor.Tensor{}, g...), dys[l.nvars+i*nout:l.nvars+(i+1)*nout]...)
+		res := tape.WindowVJP(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.caps...), it.from, it.to)
+		copy(g, res[:l.nvars])
+		copy(extraGrads[i*nextra:], res[l.nvars:l.nvars+nextra])
+		for k, d := range res[l.nvars+nextra:] {
+			if d == nil {
+				continue
+			}
+			if capGrads[k] == nil {
+				capGrads[k] = d
+			} else {
+				capGrads[k] = ops.Add(capGrads[k], d)
+			}
+		}
+	}
+	return append(append(g, extraGrads...), capGrads...)
+}
+
+// recompute reruns a checkpointed iteration on its saved inputs with
+// recording forced on (the tape pauses its own recording while it
+// differentiates), returning the iteration with its record. The saved
+// inputs are leaves, so gradients of gradients do not pass through a
+// checkpointed loop.
+func (l *loop) recompute(it iteration) iteration {
+	eager.Activate()
+	defer eager.Deactivate()
+	in := detachAll(it.in, tape.Detach)
+	from := tape.Mark()
+	out := l.body(in)
+	return iteration{in: in, out: out, from: from, to: tape.Mark()}
+}

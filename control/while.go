@@ -1,0 +1,149 @@
+package control
+
+import (
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// WhileOptions configure While. The zero value loops without limit and
+// keeps each iteration's record for the backward pass.
+type WhileOptions struct {
+	// MaxIterations stops the loop after this many iterations (0: no limit).
+	MaxIterations int
+	// ParallelIterations bounds how many iterations a traced loop may run at
+	// once (0: 10, TensorFlow's default). Eager loops run one at a time.
+	ParallelIterations int
+	// Checkpoint keeps only the loop values per iteration on a tape and
+	// recomputes the body in the backward pass: less memory, more time.
+	Checkpoint bool
+}
+
+// predicate evaluates a loop or branch predicate, which must be a Bool
+// scalar.
+func predicate(name string, p *tensor.Tensor) bool {
+	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
+		fail(name, tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
+	}
+	return p.Item().(bool)
+}
+
+// While runs body while cond holds: vars = body(vars), starting from
+// loopVars, and returns the final values (loopVars themselves when cond is
+// false at once). cond returns a Bool scalar; body returns as many values
+// as it is given, each with its dtype and shape. On a tape the loop is one
+// region (see the package doc). Panics with a *tensor.Error on a bad
+// predicate or body result.
+func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*tensor.Tensor) []*tensor.Tensor,
+	loopVars []*tensor.Tensor, opts ...WhileOptions) []*tensor.Tensor {
+	var o WhileOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MaxIterations < 0 {
+		fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
+	}
+	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
+	vars := loopVars
+	for i := 0; o.MaxIterations == 0 || i < o.MaxIterations; i++ {
+		if !predicate("While", cond(vars)) {
+			break
+		}
+		vars, _ = l.step(i, vars, nil)
+	}
+	if l.trips == 0 {
+		return loopVars
+	}
+	return l.finish(loopVars, vars)
+}
+
+// Fori runs body for i = lo, lo+1, ..., hi-1 (i as an Int64 scalar) over
+// the loop values, starting from init: a While with a counter. Options are
+// While's (MaxIterations aside).
+func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tensor.Tensor, init []*tensor.Tensor,
+	opts ...WhileOptions) []*tensor.Tensor {
+	nvars := len(init)
+	ck := len(opts) > 0 && opts[0].Checkpoint
+	l := &loop{name: "Fori", nvars: nvars, recording: tape.Recording(), checkpoint: ck,
+		body: func(in []*tensor.Tensor) []*tensor.Tensor { return body(in[nvars], in[:nvars]) }}
+	vars := init
+	var counters []*tensor.Tensor
+	for i := lo; i < hi; i++ {
+		c := tensor.Scalar(int64(i))
+		counters = append(counters, c)
+		vars, _ = l.step(i-lo, vars, []*tensor.Tensor{c})
+	}
+	if l.trips == 0 {
+		return init
+	}
+	return l.finish(append(append([]*tensor.Tensor{}, init...), counters...), vars)
+}
+
+// Scan runs fn over the leading dimension of xs, threading a carry:
+// carry, y_t = fn(carry, x_t) for t = 0..T-1, where x_t holds the t-th
+// slices of xs (all xs share the leading size T). It returns the final
+// carry and each y stacked along a new leading dimension. fn must return
+// the carry with its dtypes and shapes, and y values of the same shapes at
+// every step. T = 0 returns init and no ys. On a tape the scan is one
+// region; the gradients of xs are gathered per step.
+func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), init, xs []*tensor.Tensor) (carry, ys []*tensor.Tensor) {
+	if len(xs) == 0 {
+		fail("Scan", tensor.ErrArity, nil, "needs at least one sequence in xs")
+	}
+	steps := -1
+	for i, x := range xs {
+		if x.Rank() == 0 {
+			fail("Scan", tensor.ErrRank, xs, "sequence %d is a scalar; it needs a leading dimension", i)
+		}
+		if steps >= 0 && x.Dim(0) != steps {
+			fail("Scan", tensor.ErrShape, xs, "sequence %d has %d steps, sequence 0 has %d", i, x.Dim(0), steps)
+		}
+		steps = x.Dim(0)
+	}
+	if steps == 0 {
+		return init, nil
+	}
+	// The steps' slices come from one Unstack outside the region, so each
+	// step's gradient for xs is one slice, stacked once at the end.
+	slices := make([][]*tensor.Tensor, len(xs)) // slices[k][t]
+	for k, x := range xs {
+		slices[k] = ops.Unstack(x, 0)
+	}
+	nvars := len(init)
+	l := &loop{name: "Scan", nvars: nvars, body: func(in []*tensor.Tensor) []*tensor.Tensor {
+		c, y := fn(in[:nvars], in[nvars:])
+		return append(append([]*tensor.Tensor{}, c...), y...)
+	}, recording: tape.Recording()}
+	vars := init
+	var inputs, perStep []*tensor.Tensor
+	var ny int
+	for t := 0; t < steps; t++ {
+		x := make([]*tensor.Tensor, len(xs))
+		for k := range xs {
+			x[k] = slices[k][t]
+		}
+		var y []*tensor.Tensor
+		vars, y = l.step(t, vars, x)
+		if t == 0 {
+			ny = len(y)
+		} else if len(y) != ny {
+			fail("Scan", tensor.ErrArity, y, "step %d returned %d outputs, step 0 returned %d", t, len(y), ny)
+		}
+		inputs = append(inputs, x...)
+		perStep = append(perStep, y...)
+	}
+	out := l.finish(append(append([]*tensor.Tensor{}, init...), inputs...), append(append([]*tensor.Tensor{}, vars...), perStep...))
+	carry, perStep = out[:nvars], out[nvars:]
+	ys = make([]*tensor.Tensor, ny)
+	for j := range ys {
+		col := make([]*tensor.Tensor, steps)
+		for t := range col {
+			col[t] = perStep[t*ny+j]
+			if !col[t].Shape().Equal(col[0].Shape()) {
+				fail("Scan", tensor.ErrShape, col[:t+1], "output %d has shape %v at step %d and %v at step 0", j, col[t].Shape(), t, col[0].Shape())
+			}
+		}
+		ys[j] = ops.Stack(0, col...)
+	}
+	return carry, ys
+}

@@ -1,0 +1,135 @@
+package tape
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Regions: the mechanism package control builds Cond, While and Scan on.
+// A region is a stretch of recorded ops between two marks (a branch, one
+// loop iteration) that the tape differentiates as a unit: RecordRegion
+// puts a single node on the tape whose backward the caller supplies, and
+// WindowVJP differentiates the ops of one window.
+
+// regionLeaf marks the tensors Detach makes: leaves that every tape tracks.
+type regionLeaf struct{}
+
+// Mark returns the current position in the record; ops recorded from now on
+// come after it.
+func Mark() uint64 { return seq.Load() }
+
+// Recording reports whether any tape is recording (somewhere in the
+// process), that is, whether regions need recording at all.
+func Recording() bool { return eager.Observing() }
+
+// Detach returns a tensor with x's value and no history that tapes track:
+// ops on it are recorded, and their record ends at it. Control flow runs a
+// branch or an iteration on detached inputs so that its record is its own.
+func Detach(x *tensor.Tensor) *tensor.Tensor {
+	d := ops.StopGradient(x)
+	d.SetAutodiff(&tensor.Autodiff{Watch: regionLeaf{}})
+	return d
+}
+
+// inRange reports whether n was recorded in (from, to].
+func inRange(n *node, from, to uint64) bool { return n.seq > from && n.seq <= to }
+
+// Captures returns the tensors that the ops recorded in (from, to], walking
+// back from outputs, read from outside the window: tracked tensors that no
+// op in the window produced and that are not among inside (the window's own
+// inputs). They are what a region must pass gradients to. The order is the
+// order of first use, so it is deterministic.
+func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
+	var nodes []*node
+	seen := map[*node]bool{}
+	stack := slices.Clone(outputs)
+	var caps []*tensor.Tensor
+	isCap := map[*tensor.Tensor]bool{}
+	addCap := func(x *tensor.Tensor) {
+		if !isCap[x] && !slices.Contains(inside, x) && tracked(x) {
+			isCap[x] = true
+			caps = append(caps, x)
+		}
+	}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := producer(x)
+		if n == nil || !inRange(n, from, to) {
+			continue
+		}
+		if !seen[n] {
+			seen[n] = true
+			nodes = append(nodes, n)
+			stack = append(stack, n.call.Inputs...)
+		}
+	}
+	slices.SortFunc(nodes, func(a, b *node) int { return cmp.Compare(a.seq, b.seq) })
+	for _, n := range nodes {
+		for _, x := range n.call.Inputs {
+			if p := producer(x); p == nil || !inRange(p, from, to) {
+				addCap(x)
+			}
+		}
+	}
+	// An output taken straight from outside the window is a capture too.
+	for _, y := range outputs {
+		if p := producer(y); p == nil || !inRange(p, from, to) {
+			addCap(y)
+		}
+	}
+	return caps
+}
+
+// WindowVJP differentiates the ops recorded in (from, to]: given the
+// gradients seeds of outputs (nil entries mean zero), it returns the
+// gradients of sources (nil where a source gets none). Ops it runs are
+// recorded by any tape that is recording, so VJPs of VJPs work.
+func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
+	grads := map[*tensor.Tensor]*tensor.Tensor{}
+	for i, y := range outputs {
+		if seeds[i] == nil {
+			continue
+		}
+		if prev := grads[y]; prev != nil {
+			grads[y] = ops.Add(prev, seeds[i])
+		} else {
+			grads[y] = seeds[i]
+		}
+	}
+	keep := map[*tensor.Tensor]bool{}
+	for _, s := range sources {
+		keep[s] = true
+	}
+	w := &Tape{start: from}
+	w.stop.Store(to)
+	for _, n := range w.reachableFrom(outputs) {
+		w.backprop(n, grads, keep)
+	}
+	out := make([]*tensor.Tensor, len(sources))
+	for i, s := range sources {
+		out[i] = grads[s]
+	}
+	return out
+}
+
+// RecordRegion records one node that produces outputs from inputs and whose
+// backward is backward (given one gradient per output, nil where an output
+// gets none, it returns one per input, nil for none). It returns fresh tensors with the
+// outputs' values that carry the node; callers hand those on. When no tape
+// is recording, or no input is tracked, it returns outputs unchanged.
+func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+	if !Recording() || !slices.ContainsFunc(inputs, tracked) {
+		return outputs
+	}
+	fresh := make([]*tensor.Tensor, len(outputs))
+	for i, y := range outputs {
+		fresh[i] = ops.StopGradient(y)
+	}
+	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward})
+	return fresh
+}
