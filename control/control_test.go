@@ -74,7 +74,7 @@ func TestSecondOrderThroughLoop(t *testing.T) {
 	inner.Watch(x)
 	y := power(x, tensor.Scalar(int64(4)))
 	inner.Stop()
-	dy := inner.Gradient(y, x)[0] // 4x^3
+	dy := inner.Gradient(y, x)[0]  // 4x^3
 	d2 := outer.Gradient(dy, x)[0] // 12x^2
 	if !approx.Close(dy.Float(), 4*math.Pow(1.5, 3), 1e-12) || !approx.Close(d2.Float(), 12*1.5*1.5, 1e-12) {
 		t.Errorf("dy = %v, d2y = %v", dy.Float(), d2.Float())
