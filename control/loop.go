@@ -144,6 +144,7 @@ func (l *loop) backward(dys []*tensor.Tensor) []*tensor.Tensor {
 	g := append([]*tensor.Tensor{}, dys[:l.nvars]...)
 	extraGrads := make([]*tensor.Tensor, n*nextra)
 	capGrads := make([]*tensor.Tensor, len(l.caps))
+	summed := make([]bool, len(l.caps)) // capGrads[k] is a sum made here
 	for i := n - 1; i >= 0; i-- {
 		it := l.iters[i]
 		if l.checkpoint {
@@ -159,9 +160,21 @@ func (l *loop) backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			}
 			if capGrads[k] == nil {
 				capGrads[k] = d
-			} else {
-				capGrads[k] = ops.Add(capGrads[k], d)
+				continue
 			}
+			sum := ops.Add(capGrads[k], d)
+			// With no tape recording these ops, the parts of the running sum
+			// go back to the device's cache at once, unless something else
+			// holds them (a rule may hand one tensor to several inputs).
+			if !tape.Recording() {
+				if summed[k] {
+					capGrads[k].Release()
+				}
+				if !containsTensor(res[:l.nvars+nextra], d) && !containsTensor(dys, d) && !containsTensor(capGrads, d) {
+					d.Release()
+				}
+			}
+			capGrads[k], summed[k] = sum, true
 		}
 	}
 	return append(append(g, extraGrads...), capGrads...)

@@ -27,6 +27,10 @@ func matDims(s tensor.Shape, t bool) (int, int) {
 
 func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
+	if m, _ := matDims(a.Shape(), at.TransposeA); at.TransposeB && !at.TransposeA && m <= 4 {
+		rowDots[T](c, outs)
+		return
+	}
 	if at.TransposeB {
 		b = Transpose(b, swapLast(b.Rank())...).Contiguous()
 	}
@@ -47,6 +51,49 @@ func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	}
 	for i := 0; i < batch; i++ {
 		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n])
+	}
+}
+
+// rowDots computes a·bᵀ for a with few rows as dot products of rows (b
+// stored [n, k] is read in place, no transposed copy).
+func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
+	a, b := c.Inputs[0], c.Inputs[1]
+	m, k := matDims(a.Shape(), false)
+	n, _ := matDims(b.Shape(), false)
+	av, bv, ov := data[T](a), data[T](b), data[T](outs[0])
+	batch := outs[0].NumElements() / max(m*n, 1)
+	if m*n == 0 {
+		return
+	}
+	aStep, bStep := m*k, n*k
+	if a.Rank() == 2 {
+		aStep = 0
+	}
+	if b.Rank() == 2 {
+		bStep = 0
+	}
+	for bi := 0; bi < batch; bi++ {
+		ab, bb, ob := av[bi*aStep:], bv[bi*bStep:], ov[bi*m*n:]
+		cpu(c).Parallel(n, float64(2*m*k), func(lo, hi int) {
+			for i := 0; i < m; i++ {
+				row := ab[i*k : (i+1)*k]
+				for j := lo; j < hi; j++ {
+					col := bb[j*k : (j+1)*k][:len(row)]
+					var s0, s1, s2, s3 T
+					p := 0
+					for ; p+4 <= len(row); p += 4 {
+						s0 += row[p] * col[p]
+						s1 += row[p+1] * col[p+1]
+						s2 += row[p+2] * col[p+2]
+						s3 += row[p+3] * col[p+3]
+					}
+					for ; p < len(row); p++ {
+						s0 += row[p] * col[p]
+					}
+					ob[i*n+j] = (s0 + s1) + (s2 + s3)
+				}
+			}
+		})
 	}
 }
 

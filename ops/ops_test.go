@@ -256,3 +256,18 @@ func TestEveryOpDeclaresItsGradient(t *testing.T) {
 		}
 	}
 }
+
+// MatMulT with a transposed right operand and few rows takes the row-dot
+// path; it must agree with the transpose-and-multiply path.
+func TestMatMulTransposedFewRows(t *testing.T) {
+	for _, m := range []int{1, 3, 4, 5} {
+		a := rnd(uint64(m), -1, 1, 2, m, 7)
+		b := rnd(uint64(m+10), -1, 1, 2, 9, 7)
+		got := ops.MatMulT(a, b, false, true)
+		want := ops.MatMul(a, ops.Transpose(b, 0, 2, 1).Contiguous())
+		check(t, "row dots", got, want.Shape(), tensor.ToSlice[float64](want))
+		shared := rnd(uint64(m+20), -1, 1, 9, 7)
+		check(t, "shared b", ops.MatMulT(a, shared, false, true), tensor.Shape{2, m, 9},
+			tensor.ToSlice[float64](ops.MatMul(a, ops.Transpose(shared).Contiguous())))
+	}
+}

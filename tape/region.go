@@ -90,29 +90,25 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 // gradients of sources (nil where a source gets none). Ops it runs are
 // recorded by any tape that is recording, so VJPs of VJPs work.
 func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
-	grads := map[*tensor.Tensor]*tensor.Tensor{}
+	b := newBackprop(sources)
 	for i, y := range outputs {
 		if seeds[i] == nil {
 			continue
 		}
-		if prev := grads[y]; prev != nil {
-			grads[y] = ops.Add(prev, seeds[i])
+		if prev := b.grads[y]; prev != nil {
+			b.set(y, ops.Add(prev, seeds[i]), true)
 		} else {
-			grads[y] = seeds[i]
+			b.set(y, seeds[i], false) // the caller's
 		}
-	}
-	keep := map[*tensor.Tensor]bool{}
-	for _, s := range sources {
-		keep[s] = true
 	}
 	w := &Tape{start: from}
 	w.stop.Store(to)
 	for _, n := range w.reachableFrom(outputs) {
-		w.backprop(n, grads, keep)
+		b.step(n)
 	}
 	out := make([]*tensor.Tensor, len(sources))
 	for i, s := range sources {
-		out[i] = grads[s]
+		out[i] = b.grads[s]
 	}
 	return out
 }

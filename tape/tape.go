@@ -132,22 +132,20 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 		eager.Deactivate()
 		defer eager.Activate()
 	}
+	owned := seed == nil // the tape may recycle a seed it made
 	if seed == nil {
 		seed = ops.OnesLike(target)
 	} else if !seed.Shape().Equal(target.Shape()) || seed.DType() != target.DType() {
 		tensor.Panicf("tape", "Gradient", tensor.ErrShape, []*tensor.Tensor{target, seed}, "", "seed must match the target")
 	}
-	grads := map[*tensor.Tensor]*tensor.Tensor{target: seed}
-	keep := map[*tensor.Tensor]bool{}
-	for _, s := range sources {
-		keep[s] = true
-	}
+	b := newBackprop(sources)
+	b.set(target, seed, owned)
 	for _, n := range t.reachable(target) {
-		t.backprop(n, grads, keep)
+		b.step(n)
 	}
 	out := make([]*tensor.Tensor, len(sources))
 	for i, s := range sources {
-		g := grads[s]
+		g := b.grads[s]
 		if g != nil && !t.watches(s) && producer(s) == nil {
 			g = nil // neither watched nor computed on this tape
 		}
@@ -189,36 +187,89 @@ func (t *Tape) reachableFrom(targets []*tensor.Tensor) []*node {
 
 func needsGrad(x *tensor.Tensor) bool { return x.DType().IsFloat() && tracked(x) }
 
-// backprop applies n's gradient rule and accumulates into its inputs. The
+// backprop is one reverse pass: the gradient of every tensor reached so
+// far, and how many entries hold each gradient tensor, so that a gradient
+// nobody holds any more can go back to its device's cache at once (when no
+// other tape is recording, which would keep it in its record).
+type backprop struct {
+	grads map[*tensor.Tensor]*tensor.Tensor
+	uses  map[*tensor.Tensor]int
+	keep  map[*tensor.Tensor]bool // sources: their gradients are results
+	mine  map[*tensor.Tensor]bool // gradients made in this pass
+}
+
+func newBackprop(sources []*tensor.Tensor) *backprop {
+	b := &backprop{grads: map[*tensor.Tensor]*tensor.Tensor{}, uses: map[*tensor.Tensor]int{},
+		keep: map[*tensor.Tensor]bool{}, mine: map[*tensor.Tensor]bool{}}
+	for _, s := range sources {
+		b.keep[s] = true
+	}
+	return b
+}
+
+// set makes g the gradient of x; made says this pass created g.
+func (b *backprop) set(x, g *tensor.Tensor, made bool) {
+	if old := b.grads[x]; old != nil {
+		b.drop(old)
+	}
+	b.grads[x] = g
+	b.uses[g]++
+	if made {
+		b.mine[g] = true
+	}
+}
+
+// take removes and returns the gradient of x (nil if none), unless x is a
+// source.
+func (b *backprop) take(x *tensor.Tensor) *tensor.Tensor {
+	g := b.grads[x]
+	if g != nil && !b.keep[x] {
+		delete(b.grads, x)
+		b.uses[g]--
+	}
+	return g
+}
+
+// drop recycles g if this pass made it and nothing holds it any more.
+func (b *backprop) drop(g *tensor.Tensor) {
+	b.uses[g]--
+	b.recycle(g)
+}
+
+func (b *backprop) recycle(g *tensor.Tensor) {
+	if g != nil && b.mine[g] && b.uses[g] <= 0 && !eager.Observing() {
+		delete(b.mine, g)
+		delete(b.uses, g)
+		g.Release()
+	}
+}
+
+// step applies n's gradient rule and accumulates into its inputs. The
 // outputs' gradients are dropped once used, unless they are sources.
-func (t *Tape) backprop(n *node, grads map[*tensor.Tensor]*tensor.Tensor, keep map[*tensor.Tensor]bool) {
+func (b *backprop) step(n *node) {
 	dys := make([]*tensor.Tensor, len(n.outs))
 	any := false
 	for i, o := range n.outs {
-		dys[i] = grads[o]
-		if dys[i] != nil {
-			any = true
-		}
-		if !keep[o] {
-			delete(grads, o)
-		}
+		dys[i] = b.take(o)
+		any = any || dys[i] != nil
 	}
 	if !any {
 		return
 	}
-	if n.custom == nil { // rules get zeros; regions take nil as "no gradient"
+	var made []*tensor.Tensor // zeros made here for missing output gradients
+	if n.custom == nil {      // rules get zeros; regions take nil as "no gradient"
 		for i, o := range n.outs {
 			if dys[i] == nil {
 				dys[i] = ops.ZerosLike(o)
+				made = append(made, dys[i])
 			}
 		}
 	}
-	var inputs, dxs []*tensor.Tensor
+	inputs := n.call.Inputs
+	var dxs []*tensor.Tensor
 	if n.custom != nil {
-		inputs = n.call.Inputs
 		dxs = n.custom(dys)
 	} else {
-		inputs = n.call.Inputs
 		needs := make([]bool, len(inputs))
 		for i, x := range inputs {
 			needs[i] = needsGrad(x)
@@ -230,15 +281,35 @@ func (t *Tape) backprop(n *node, grads map[*tensor.Tensor]*tensor.Tensor, keep m
 			continue
 		}
 		g := dxs[i]
+		// A built-in rule returns new tensors or passes dy on; what a custom
+		// gradient returns is the user's, never recycled.
+		fresh := n.custom == nil && !isOneOf(g, dys)
 		if !g.Shape().Equal(x.Shape()) {
-			g = ops.SumTo(g, x.Shape())
+			g, fresh = ops.SumTo(g, x.Shape()), true
 		}
 		if g.DType() != x.DType() {
-			g = ops.Cast(g, x.DType())
+			g, fresh = ops.Cast(g, x.DType()), true
 		}
-		if prev := grads[x]; prev != nil {
-			g = ops.Add(prev, g)
+		if prev := b.grads[x]; prev != nil {
+			g, fresh = ops.Add(prev, g), true
 		}
-		grads[x] = g
+		b.set(x, g, fresh || b.mine[g])
 	}
+	for _, d := range dys {
+		b.recycle(d)
+	}
+	for _, z := range made {
+		if b.uses[z] <= 0 && !eager.Observing() {
+			z.Release()
+		}
+	}
+}
+
+func isOneOf(x *tensor.Tensor, list []*tensor.Tensor) bool {
+	for _, y := range list {
+		if x == y {
+			return true
+		}
+	}
+	return false
 }
