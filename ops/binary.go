@@ -32,6 +32,11 @@ func numKernels(f32 binLoops[float32, float32], f64 binLoops[float64, float64],
 func addLoops[T tensor.Num]() binLoops[T, T] {
 	return binLoops[T, T]{
 		vv: func(o, a, b []T) {
+			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+				a32, b32 := any(a).([]float32), any(b).([]float32)
+				sadd(&o32[0], &a32[0], &b32[0], len(o))
+				return
+			}
 			a, b = a[:len(o)], b[:len(o)]
 			for i := range o {
 				o[i] = a[i] + b[i]

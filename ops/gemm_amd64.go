@@ -15,3 +15,9 @@ func dgemm4x8(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc i
 
 //go:noescape
 func sgemm4x8(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int)
+
+//go:noescape
+func sdot(x, y *float32, n int) float32
+
+//go:noescape
+func sadd(dst, a, b *float32, n int)

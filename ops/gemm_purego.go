@@ -16,3 +16,7 @@ func dgemm4x8(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc i
 func sgemm4x8(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int) {
 	panic("ops: no gemm micro-kernel in this build")
 }
+
+func sdot(x, y *float32, n int) float32 { panic("ops: no vector kernel in this build") }
+
+func sadd(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }

@@ -38,3 +38,35 @@ func TestGemmKernelsMatchPureGo(t *testing.T) {
 		}
 	}
 }
+
+// The vector kernels against plain loops, over lengths around their block
+// sizes.
+func TestVectorKernelsMatchPureGo(t *testing.T) {
+	if !haveGemmKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023} {
+		rng := tensor.NewRNG(uint64(n))
+		x := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, n))
+		y := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, n))
+		want := 0.0
+		for i := range x {
+			want += float64(x[i]) * float64(y[i])
+		}
+		if got := sdot(&x[0], &y[0], n); !approx.Close(float64(got), want, 1e-5) {
+			t.Errorf("sdot n=%d: %v, want %v", n, got, want)
+		}
+		// Guard bands catch writes past the end.
+		dst := make([]float32, n+2)
+		dst[n], dst[n+1] = 7, 7
+		sadd(&dst[0], &x[0], &y[0], n)
+		for i := range x {
+			if dst[i] != x[i]+y[i] {
+				t.Fatalf("sadd n=%d: element %d = %v, want %v", n, i, dst[i], x[i]+y[i])
+			}
+		}
+		if dst[n] != 7 || dst[n+1] != 7 {
+			t.Fatalf("sadd n=%d wrote past the end", n)
+		}
+	}
+}

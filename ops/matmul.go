@@ -77,6 +77,13 @@ func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 		cpu(c).Parallel(n, float64(2*m*k), func(lo, hi int) {
 			for i := 0; i < m; i++ {
 				row := ab[i*k : (i+1)*k]
+				if r32, ok := any(row).([]float32); ok && haveGemmKernels && k > 0 {
+					o32, b32 := any(ob).([]float32), any(bb).([]float32)
+					for j := lo; j < hi; j++ {
+						o32[i*n+j] = sdot(&r32[0], &b32[j*k], k)
+					}
+					continue
+				}
 				for j := lo; j < hi; j++ {
 					col := bb[j*k : (j+1)*k][:len(row)]
 					var s0, s1, s2, s3 T

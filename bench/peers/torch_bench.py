@@ -81,6 +81,23 @@ def torch_benches():
 
     report("BenchmarkTorchMaxPoolTrainStep", pool_step)
 
+    torch.manual_seed(11)
+    wr = (torch.randn(128, 128) * 0.08).requires_grad_()
+    xr = torch.randn(50, 128)
+
+    def rnn_forward():
+        h = torch.zeros(1, 128)
+        for t in range(50):
+            h = torch.tanh(h @ wr + xr[t])
+        return h
+
+    def rnn_step():
+        torch.autograd.grad(rnn_forward().sum(), (wr,))
+
+    report("BenchmarkTorchRNNLoopGrad", rnn_step)
+    with torch.no_grad():
+        report("BenchmarkTorchRNNLoopForward", rnn_forward)
+
 
 def numpy_benches():
     a, b = np.ones(1, np.float32), np.ones(1, np.float32)

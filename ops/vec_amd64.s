@@ -1,0 +1,123 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func sdot(x, y *float32, n int) float32
+// Returns sum(x[i]*y[i]) with four 8-wide FMA accumulators.
+TEXT ·sdot(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot32:
+	CMPQ        CX, $32
+	JL          dot8
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         dot32
+
+dot8:
+	CMPQ        CX, $8
+	JL          dotsum
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         dot8
+
+dotsum:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4E, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xB1, X0, X1
+	VADDSS       X1, X0, X0
+
+dottail:
+	TESTQ       CX, CX
+	JE          dotdone
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         dottail
+
+dotdone:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func sadd(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i].
+TEXT ·sadd(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ n+24(FP), CX
+
+add32:
+	CMPQ    CX, $32
+	JL      add8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS  (DI), Y0, Y0
+	VADDPS  32(DI), Y1, Y1
+	VADDPS  64(DI), Y2, Y2
+	VADDPS  96(DI), Y3, Y3
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	ADDQ    $128, DX
+	SUBQ    $32, CX
+	JMP     add32
+
+add8:
+	CMPQ    CX, $8
+	JL      addtail
+	VMOVUPS (SI), Y0
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     add8
+
+addtail:
+	TESTQ  CX, CX
+	JE     adddone
+	VMOVSS (SI), X0
+	VADDSS (DI), X0, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    addtail
+
+adddone:
+	VZEROUPPER
+	RET
