@@ -31,8 +31,7 @@ func (r *rnnSetup) forward(opts control.WhileOptions) *tensor.Tensor {
 	out := control.While(
 		func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], steps) },
 		func(v []*tensor.Tensor) []*tensor.Tensor {
-			start := ops.Concatenate(0, ops.Reshape(v[0], 1), tensor.FromSlice([]int64{0}))
-			x := ops.DynamicSlice(r.xs, start, 1, 128)
+			x := ops.Gather(r.xs, v[0], 0) // row t: [128], broadcast over h's [1 128]
 			h := ops.Tanh(ops.Add(ops.MatMul(v[1], r.w.Value()), x))
 			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int64(1))), h}
 		},

@@ -74,7 +74,11 @@ func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	}
 	for bi := 0; bi < batch; bi++ {
 		ab, bb, ob := av[bi*aStep:], bv[bi*bStep:], ov[bi*m*n:]
-		cpu(c).Parallel(n, float64(2*m*k), func(lo, hi int) {
+		cost := float64(2 * m * k)
+		if _, vec := any(av).([]float32); vec && haveGemmKernels {
+			cost /= 8 // the dot kernel does eight lanes at a time
+		}
+		cpu(c).Parallel(n, cost, func(lo, hi int) {
 			for i := 0; i < m; i++ {
 				row := ab[i*k : (i+1)*k]
 				if r32, ok := any(row).([]float32); ok && haveGemmKernels && k > 0 {

@@ -45,13 +45,12 @@ func inRange(n *node, from, to uint64) bool { return n.seq > from && n.seq <= to
 // order of first use, so it is deterministic.
 func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
 	var nodes []*node
-	seen := map[*node]bool{}
+	seen := walkers.Get().(map[*node]bool)
+	defer func() { clear(seen); walkers.Put(seen) }()
 	stack := slices.Clone(outputs)
 	var caps []*tensor.Tensor
-	isCap := map[*tensor.Tensor]bool{}
 	addCap := func(x *tensor.Tensor) {
-		if !isCap[x] && !slices.Contains(inside, x) && tracked(x) {
-			isCap[x] = true
+		if !slices.Contains(caps, x) && !slices.Contains(inside, x) && tracked(x) {
 			caps = append(caps, x)
 		}
 	}
@@ -110,6 +109,7 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 	for i, s := range sources {
 		out[i] = b.grads[s]
 	}
+	b.done()
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -154,6 +155,7 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 		}
 		out[i] = g
 	}
+	b.done()
 	return out
 }
 
@@ -163,10 +165,14 @@ func (t *Tape) reachable(target *tensor.Tensor) []*node {
 	return t.reachableFrom([]*tensor.Tensor{target})
 }
 
+// walkers recycles the scratch of reachableFrom.
+var walkers = sync.Pool{New: func() any { return map[*node]bool{} }}
+
 // reachableFrom is reachable for several targets.
 func (t *Tape) reachableFrom(targets []*tensor.Tensor) []*node {
 	var order []*node
-	seen := map[*node]bool{}
+	seen := walkers.Get().(map[*node]bool)
+	defer func() { clear(seen); walkers.Put(seen) }()
 	stack := slices.Clone(targets)
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
@@ -198,13 +204,28 @@ type backprop struct {
 	mine  map[*tensor.Tensor]bool // gradients made in this pass
 }
 
-func newBackprop(sources []*tensor.Tensor) *backprop {
-	b := &backprop{grads: map[*tensor.Tensor]*tensor.Tensor{}, uses: map[*tensor.Tensor]int{},
+// passes recycles backprop state: loops run one small pass per iteration.
+var passes = sync.Pool{New: func() any {
+	return &backprop{grads: map[*tensor.Tensor]*tensor.Tensor{}, uses: map[*tensor.Tensor]int{},
 		keep: map[*tensor.Tensor]bool{}, mine: map[*tensor.Tensor]bool{}}
+}}
+
+func newBackprop(sources []*tensor.Tensor) *backprop {
+	b := passes.Get().(*backprop)
 	for _, s := range sources {
 		b.keep[s] = true
 	}
 	return b
+}
+
+// done returns the pass's state to the pool; its results must have been
+// read.
+func (b *backprop) done() {
+	clear(b.grads)
+	clear(b.uses)
+	clear(b.keep)
+	clear(b.mine)
+	passes.Put(b)
 }
 
 // set makes g the gradient of x; made says this pass created g.
