@@ -1,0 +1,38 @@
+// Package data reads and writes the files the TensorFlow world trains on.
+//
+// # TFRecord
+//
+// Reader and Writer speak TFRecord framing (uint64 length, masked CRC-32C
+// of the length, data, masked CRC-32C of the data, little-endian), plain or
+// GZIP/ZLIB compressed, chosen by option, by file extension, or by sniffing
+// the first bytes. Reading streams (files may be larger than memory);
+// Reader.Offset and ReadRecordAt give random access to uncompressed files.
+// CreateWriter writes atomically: a temporary file, synced and renamed on
+// Close.
+//
+// # Examples
+//
+// Example and SequenceExample encode and decode tf.train.Example and
+// tf.train.SequenceExample, wire-compatible with TensorFlow's protos (via
+// google.golang.org/protobuf's protowire), packed or unpacked numbers.
+// ExampleJSON and friends give the JSON form of the conformance corpus.
+//
+// # Errors
+//
+// Corrupt data is reported, never swallowed: a *RecordError names the file,
+// the record index (records read before it) and the byte offset of its
+// header, and wraps ErrTruncatedHeader, ErrLengthCRCMismatch,
+// ErrTruncatedData or ErrDataCRCMismatch (truncations also wrap
+// io.ErrUnexpectedEOF). A clean end of file is io.EOF. ReaderOptions.
+// SkipCorrupt passes over records with bad data CRCs and counts them.
+// Malformed protos wrap ErrBadProto.
+//
+// # Concurrency
+//
+// A Reader or Writer is used by one goroutine at a time. Record slices
+// returned by Reader.Next are valid until the next call; decoded bytes
+// features alias the record.
+//
+// Still to come (see the issue): the parse spec and batch parser, the
+// Dataset pipeline, and the tfrecord command.
+package data
