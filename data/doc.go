@@ -33,6 +33,16 @@
 // returned by Reader.Next are valid until the next call; decoded bytes
 // features alias the record.
 //
-// Still to come (see the issue): the parse spec and batch parser, the
-// Dataset pipeline, and the tfrecord command.
+// # Events
+//
+// UnmarshalEvent reads TensorBoard event records (wall time, step, file
+// version, graphs, summary values).
+//
+// # The tfrecord command
+//
+// data/cmd/tfrecord counts, verifies, prints (as JSON lines, the form of
+// the conformance corpus) and writes TFRecord files.
+//
+// Still to come (see the issue): the parse spec and batch parser, and the
+// Dataset pipeline.
 package data

@@ -6,6 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The JSON form of records used by the tfrecord tool and the conformance
@@ -72,4 +77,129 @@ func SequenceExampleJSON(s *SequenceExample) map[string]any {
 		lists[k] = fs
 	}
 	return map[string]any{"context": featuresJSON(s.Context), "feature_lists": lists}
+}
+
+// EventJSON returns the JSON form of an event: wall_time (and its float64
+// bits), step, what, and what it carries.
+func EventJSON(e *Event) map[string]any {
+	out := map[string]any{
+		"wall_time": e.WallTime, "wall_time_bits": fmt.Sprintf("%016x", math.Float64bits(e.WallTime)),
+		"step": e.Step, "what": e.What,
+	}
+	if e.What == "" {
+		out["what"] = nil
+	}
+	switch e.What {
+	case "file_version":
+		out["file_version"] = e.FileVersion
+	case "graph_def":
+		out["graph_def"] = BytesJSON(e.GraphDef)
+	case "meta_graph_def":
+		out["meta_graph_def"] = BytesJSON(e.MetaGraphDef)
+	case "summary":
+		vals := make([]any, len(e.Summary))
+		for i, v := range e.Summary {
+			m := map[string]any{"tag": v.Tag, "value_kind": v.Kind}
+			switch v.Kind {
+			case "simple_value":
+				m["simple_value"] = float64(v.SimpleValue)
+				m["simple_value_bits"] = fmt.Sprintf("%08x", math.Float32bits(v.SimpleValue))
+			case "tensor":
+				shape := make([]any, len(v.TensorShape))
+				for j, d := range v.TensorShape {
+					shape[j] = d
+				}
+				m["tensor_dtype"], m["tensor_shape"] = v.TensorDType, shape
+			}
+			if v.PluginName != "" {
+				m["plugin_name"] = v.PluginName
+			}
+			vals[i] = m
+		}
+		out["summary_values"] = vals
+	}
+	return out
+}
+
+// Record kinds of the JSON form.
+const (
+	KindRaw             = "raw"
+	KindExample         = "example"
+	KindSequenceExample = "sequence_example"
+	KindEvent           = "event"
+)
+
+// RecordJSON returns the JSON form of one record read as kind: index,
+// offset, length, sha256, kind, and the decoded payload (b64 for raw
+// records of at most 256 bytes). A payload that is not the kind returns
+// an error wrapping ErrBadProto.
+func RecordJSON(kind string, index int, offset int64, payload []byte) (map[string]any, error) {
+	sum := sha256.Sum256(payload)
+	out := map[string]any{"index": index, "offset": offset, "length": len(payload),
+		"sha256": hex.EncodeToString(sum[:]), "kind": kind}
+	switch kind {
+	case KindExample:
+		e, err := UnmarshalExample(payload)
+		if err != nil {
+			return nil, err
+		}
+		out["example"] = ExampleJSON(e)
+	case KindSequenceExample:
+		s, err := UnmarshalSequenceExample(payload)
+		if err != nil {
+			return nil, err
+		}
+		out["sequence_example"] = SequenceExampleJSON(s)
+	case KindEvent:
+		e, err := UnmarshalEvent(payload)
+		if err != nil {
+			return nil, err
+		}
+		out["event"] = EventJSON(e)
+	default:
+		out["kind"] = KindRaw
+		if len(payload) <= 256 {
+			out["b64"] = base64.StdEncoding.EncodeToString(payload)
+		}
+	}
+	return out, nil
+}
+
+// GuessKind guesses how a file's records decode from its name and first
+// record: TensorBoard event files by name; a payload whose only top-level
+// field is a well-formed Features message is an Example, and with
+// feature_lists (field 2) a SequenceExample; anything else is raw.
+func GuessKind(name string, first []byte) string {
+	if strings.Contains(name, "tfevents") {
+		return KindEvent
+	}
+	if first == nil {
+		return KindExample
+	}
+	var top []protowire.Number
+	err := fields(first, func(num protowire.Number, typ protowire.Type, raw []byte, _ uint64) error {
+		if typ != protowire.BytesType || num > 2 {
+			return ErrBadProto
+		}
+		top = append(top, num)
+		return nil
+	})
+	if err != nil || len(top) == 0 {
+		return KindRaw
+	}
+	if slices.Contains(top, 2) {
+		if _, err := UnmarshalSequenceExample(first); err == nil {
+			return KindSequenceExample
+		}
+		return KindRaw
+	}
+	if e, err := UnmarshalExample(first); err == nil && len(e.Features) > 0 {
+		for k := range e.Features {
+			if !utf8.ValidString(k) {
+				return KindRaw
+			}
+		}
+		return KindExample
+	}
+	return KindRaw
 }
