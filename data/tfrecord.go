@@ -112,6 +112,7 @@ type Reader struct {
 	last     int64 // offset of the last record returned
 	skipped  int
 	buf      []byte
+	pending  int // bytes of the last record still in br (returned without a copy)
 	err      error
 	compress Compression
 }
@@ -223,6 +224,10 @@ func (r *Reader) next() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if r.pending > 0 {
+		r.br.Discard(r.pending)
+		r.pending = 0
+	}
 	var hdr [headerSize]byte
 	n, err := io.ReadFull(r.br, hdr[:])
 	switch {
@@ -241,12 +246,23 @@ func (r *Reader) next() ([]byte, error) {
 		return nil, r.fail(ErrLengthCRCMismatch, "implausible length %d", length)
 	}
 	need := int(length) + 4
-	if cap(r.buf) < need {
-		r.buf = make([]byte, need)
-	}
-	buf := r.buf[:need]
-	if n, err := io.ReadFull(r.br, buf); err != nil {
-		return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", n, need, err)
+	var buf []byte
+	if need <= r.br.Size() {
+		// The record fits the read buffer: return it from there, no copy;
+		// it is discarded at the next call.
+		b, err := r.br.Peek(need)
+		if err != nil {
+			return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", len(b), need, err)
+		}
+		buf, r.pending = b, need
+	} else {
+		if cap(r.buf) < need {
+			r.buf = make([]byte, need)
+		}
+		buf = r.buf[:need]
+		if n, err := io.ReadFull(r.br, buf); err != nil {
+			return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", n, need, err)
+		}
 	}
 	data := buf[:length]
 	if got, want := maskedCRC(data), binary.LittleEndian.Uint32(buf[length:]); got != want {
