@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -151,4 +153,58 @@ func BenchmarkParseExampleBatch(b *testing.B) {
 		}
 		b.ReportMetric(float64(64*b.N)/b.Elapsed().Seconds(), "examples/s")
 	})
+}
+
+var (
+	pipelineFiles []string
+	pipelineOnce  sync.Once
+)
+
+// BenchmarkPipeline runs TFRecord shards -> parallel parse -> shuffle ->
+// batch -> prefetch: 4 shards of 1024 MNIST-like Examples (784 floats and
+// a label), batches of 64, reporting batches/s.
+func BenchmarkPipeline(b *testing.B) {
+	pipelineOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "eagerflow-pipeline-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs := mnistLike()
+		for s := range 4 {
+			name := filepath.Join(dir, fmt.Sprintf("shard-%d.tfrecord", s))
+			w, err := data.CreateWriter(name, data.WriterOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 1024 {
+				w.Write(recs[i%len(recs)])
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			pipelineFiles = append(pipelineFiles, name)
+		}
+	})
+	p, err := data.NewParser(data.ParseSpec{
+		"image": data.FixedLen{Shape: []int{784}, DType: tensor.Float32},
+		"label": data.FixedLen{Shape: []int{}, DType: tensor.Int64},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ds := data.TFRecordFiles(pipelineFiles, data.TFRecordOptions{Parallel: 2, ShuffleFiles: true, Seed: 1}).
+		Map(data.ParseWith(p), data.MapOptions{Parallel: 2}).
+		Shuffle(256, 1, true).
+		Batch(64, true).
+		Prefetch(2)
+	batches := 0
+	for b.Loop() {
+		for _, err := range ds.All(context.Background()) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			batches++
+		}
+	}
+	b.ReportMetric(float64(batches)/b.Elapsed().Seconds(), "batches/s")
 }

@@ -43,6 +43,20 @@
 // data/cmd/tfrecord counts, verifies, prints (as JSON lines, the form of
 // the conformance corpus) and writes TFRecord files.
 //
-// Still to come (see the issue): the parse spec and batch parser, and the
-// Dataset pipeline.
+// # Parsing
+//
+// A ParseSpec (FixedLen with defaults, VarLen ragged or padded) and its
+// Parser turn a batch of serialized Examples into batched tensors straight
+// from the wire bytes.
+//
+// # Datasets
+//
+// Dataset is a tf.data-style pipeline: FromTensors, FromSlices,
+// FromGenerator, Range and TFRecordFiles, transformed by Map (parallel,
+// ordered or not), Filter, Shuffle, Batch, PaddedBatch, Unbatch, Repeat,
+// Take, Skip, Interleave, Prefetch, Cache, Zip and Enumerate, and run with
+// "for elem, err := range ds.All(ctx)". Errors name their stage
+// (*StageError); cancelling the context or leaving the loop stops every
+// stage's goroutines. Shuffles depend only on their seed, so a pipeline
+// yields the same order on any number of cores.
 package data

@@ -1,0 +1,203 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Element is one item of a Dataset: a tuple of tensors (its components).
+type Element []*tensor.Tensor
+
+// Dataset is a pipeline of stages that yields Elements, like tf.data: built
+// from constructors and transformations, run with All. A Dataset is a
+// description; each All (and each epoch under Repeat) runs it afresh.
+// Datasets are safe to share: running one does not change it.
+type Dataset struct {
+	stage string
+	open  func(epoch int) iterator
+}
+
+// iterator is one running stage.
+type iterator interface {
+	// next returns the next element, or io.EOF at the end.
+	next(ctx context.Context) (Element, error)
+	// close stops the stage and every stage it reads, waiting for their
+	// goroutines to exit.
+	close()
+}
+
+// StageError is an error that arose in a pipeline stage; Stage names it
+// (for example "Map" or `TFRecord("a.tfrecord")`).
+type StageError struct {
+	Stage string
+	Err   error
+}
+
+func (e *StageError) Error() string { return fmt.Sprintf("data: %s: %v", e.Stage, e.Err) }
+func (e *StageError) Unwrap() error { return e.Err }
+
+func stageErr(stage string, err error) error {
+	var se *StageError
+	if err == nil || err == io.EOF || errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &StageError{Stage: stage, Err: err}
+}
+
+// All runs the pipeline: for elem, err := range ds.All(ctx). An error from
+// any stage is yielded once, as a *StageError naming the stage, and ends
+// the loop; so does the context's error when it is cancelled. Leaving the
+// loop early stops every stage; no goroutine is left running.
+func (d *Dataset) All(ctx context.Context) iter.Seq2[Element, error] {
+	return func(yield func(Element, error) bool) {
+		it := d.open(0)
+		defer it.close()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			e, err := it.next(ctx)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(nil, stageErr(d.stage, err))
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Collect runs the pipeline to the end and returns every element.
+func (d *Dataset) Collect(ctx context.Context) ([]Element, error) {
+	var out []Element
+	for e, err := range d.All(ctx) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// funcIter adapts a next function (and an optional close) to iterator.
+type funcIter struct {
+	nextFn  func(ctx context.Context) (Element, error)
+	closeFn func()
+}
+
+func (f *funcIter) next(ctx context.Context) (Element, error) { return f.nextFn(ctx) }
+func (f *funcIter) close() {
+	if f.closeFn != nil {
+		f.closeFn()
+	}
+}
+
+// derive builds a stage over d.
+func (d *Dataset) derive(stage string, open func(epoch int) iterator) *Dataset {
+	return &Dataset{stage: stage, open: open}
+}
+
+// FromTensors is a dataset of one element, the given tensors.
+func FromTensors(components ...*tensor.Tensor) *Dataset {
+	e := Element(components)
+	return &Dataset{stage: "FromTensors", open: func(int) iterator {
+		done := false
+		return &funcIter{nextFn: func(context.Context) (Element, error) {
+			if done {
+				return nil, io.EOF
+			}
+			done = true
+			return e, nil
+		}}
+	}}
+}
+
+// FromSlices is a dataset of the slices along the first dimension of the
+// given tensors (which must share it): element i holds row i of each.
+func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
+	if len(components) == 0 {
+		return nil, errors.New("data: FromSlices: no tensors")
+	}
+	n := -1
+	for i, c := range components {
+		if c.Rank() == 0 {
+			return nil, fmt.Errorf("data: FromSlices: component %d is a scalar", i)
+		}
+		if n >= 0 && c.Dim(0) != n {
+			return nil, fmt.Errorf("data: FromSlices: component %d has %d rows, component 0 has %d", i, c.Dim(0), n)
+		}
+		n = c.Dim(0)
+	}
+	return &Dataset{stage: "FromSlices", open: func(int) iterator {
+		i := 0
+		return &funcIter{nextFn: func(context.Context) (Element, error) {
+			if i >= n {
+				return nil, io.EOF
+			}
+			e := make(Element, len(components))
+			for k, c := range components {
+				e[k] = rowOf(c, i)
+			}
+			i++
+			return e, nil
+		}}
+	}}, nil
+}
+
+// rowOf copies row i of t (along its first dimension).
+func rowOf(t *tensor.Tensor, i int) *tensor.Tensor {
+	t = t.Contiguous()
+	shape := t.Shape()[1:].Clone()
+	size := shape.NumElements() * t.DType().Size()
+	out := tensor.MustEmpty(t.DType(), shape)
+	copy(out.HostBytes(), t.HostBytes()[i*size:(i+1)*size])
+	return out
+}
+
+// Range is the dataset of Int64 scalars start, start+step, ... before stop.
+func Range(start, stop, step int64) *Dataset {
+	return &Dataset{stage: "Range", open: func(int) iterator {
+		v := start
+		return &funcIter{nextFn: func(context.Context) (Element, error) {
+			if step == 0 || (step > 0 && v >= stop) || (step < 0 && v <= stop) {
+				return nil, io.EOF
+			}
+			e := Element{tensor.Scalar(v)}
+			v += step
+			return e, nil
+		}}
+	}}
+}
+
+// FromGenerator is a dataset of what gen yields, run afresh each epoch.
+// gen stops when yield returns false; an error it returns ends the
+// pipeline with that error.
+func FromGenerator(gen func(yield func(Element) bool) error) *Dataset {
+	return &Dataset{stage: "FromGenerator", open: func(int) iterator {
+		var genErr error
+		next, stop := iter.Pull(func(yield func(Element) bool) { genErr = gen(yield) })
+		return &funcIter{
+			nextFn: func(context.Context) (Element, error) {
+				e, ok := next()
+				if !ok {
+					if genErr != nil {
+						return nil, genErr
+					}
+					return nil, io.EOF
+				}
+				return e, nil
+			},
+			closeFn: stop,
+		}
+	}}
+}

@@ -1,0 +1,222 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Filter keeps the elements pred accepts.
+func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
+	return d.derive("Filter", func(epoch int) iterator {
+		up := d.open(epoch)
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			for {
+				e, err := up.next(ctx)
+				if err != nil {
+					return nil, stageErr(d.stage, err)
+				}
+				keep, err := pred(e)
+				if err != nil {
+					return nil, &StageError{Stage: "Filter", Err: err}
+				}
+				if keep {
+					return e, nil
+				}
+			}
+		}, closeFn: up.close}
+	})
+}
+
+// Take yields at most the first n elements.
+func (d *Dataset) Take(n int) *Dataset {
+	return d.derive("Take", func(epoch int) iterator {
+		up, i := d.open(epoch), 0
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			if i >= n {
+				return nil, io.EOF
+			}
+			i++
+			e, err := up.next(ctx)
+			return e, stageErr(d.stage, err)
+		}, closeFn: up.close}
+	})
+}
+
+// Skip drops the first n elements.
+func (d *Dataset) Skip(n int) *Dataset {
+	return d.derive("Skip", func(epoch int) iterator {
+		up, skipped := d.open(epoch), 0
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			for skipped < n {
+				if _, err := up.next(ctx); err != nil {
+					return nil, stageErr(d.stage, err)
+				}
+				skipped++
+			}
+			e, err := up.next(ctx)
+			return e, stageErr(d.stage, err)
+		}, closeFn: up.close}
+	})
+}
+
+// Repeat runs the dataset count times (count < 0: forever), each time as a
+// new epoch (Shuffle reshuffles per epoch).
+func (d *Dataset) Repeat(count int) *Dataset {
+	return d.derive("Repeat", func(epoch int) iterator {
+		run := 0
+		up := d.open(epoch * max(count, 1))
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			for {
+				e, err := up.next(ctx)
+				if err != io.EOF {
+					return e, stageErr(d.stage, err)
+				}
+				up.close()
+				run++
+				if count >= 0 && run >= count {
+					up = &funcIter{nextFn: func(context.Context) (Element, error) { return nil, io.EOF }}
+					return nil, io.EOF
+				}
+				up = d.open(epoch*max(count, 1) + run)
+			}
+		}, closeFn: func() { up.close() }}
+	})
+}
+
+// Enumerate prepends each element's position as an Int64 scalar.
+func (d *Dataset) Enumerate() *Dataset {
+	return d.derive("Enumerate", func(epoch int) iterator {
+		up, i := d.open(epoch), int64(0)
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			e, err := up.next(ctx)
+			if err != nil {
+				return nil, stageErr(d.stage, err)
+			}
+			out := append(Element{tensor.Scalar(i)}, e...)
+			i++
+			return out, nil
+		}, closeFn: up.close}
+	})
+}
+
+// Zip yields the components of the datasets' elements side by side, ending
+// with the shortest.
+func Zip(ds ...*Dataset) *Dataset {
+	return &Dataset{stage: "Zip", open: func(epoch int) iterator {
+		ups := make([]iterator, len(ds))
+		for i, d := range ds {
+			ups[i] = d.open(epoch)
+		}
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			var out Element
+			for i, up := range ups {
+				e, err := up.next(ctx)
+				if err != nil {
+					return nil, stageErr(ds[i].stage, err)
+				}
+				out = append(out, e...)
+			}
+			return out, nil
+		}, closeFn: func() {
+			for _, up := range ups {
+				up.close()
+			}
+		}}
+	}}
+}
+
+// Shuffle draws elements at random from a buffer of size elements, refilled
+// from upstream (tf.data's shuffle). The order depends only on seed (and,
+// with reshuffle, on the epoch), never on timing or core count.
+func (d *Dataset) Shuffle(size int, seed uint64, reshuffleEachEpoch bool) *Dataset {
+	return d.derive("Shuffle", func(epoch int) iterator {
+		up := d.open(epoch)
+		s := seed
+		if reshuffleEachEpoch {
+			s = seed + uint64(epoch)*0x9e3779b97f4a7c15
+		}
+		rng := tensor.NewRNG(s)
+		var buf []Element
+		ended := false
+		draw := make([]uint32, 1)
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			for !ended && len(buf) < max(size, 1) {
+				e, err := up.next(ctx)
+				if err == io.EOF {
+					ended = true
+					break
+				}
+				if err != nil {
+					return nil, stageErr(d.stage, err)
+				}
+				buf = append(buf, e)
+			}
+			if len(buf) == 0 {
+				return nil, io.EOF
+			}
+			rng.Uint32s(draw)
+			k := int(uint64(draw[0]) * uint64(len(buf)) >> 32)
+			e := buf[k]
+			buf[k] = buf[len(buf)-1]
+			buf = buf[:len(buf)-1]
+			return e, nil
+		}, closeFn: up.close}
+	})
+}
+
+// Cache keeps the elements of the first complete run in memory and serves
+// later runs (epochs) from there. An incomplete first run caches nothing.
+func (d *Dataset) Cache() *Dataset {
+	var mu sync.Mutex
+	var cached []Element
+	done := false
+	return d.derive("Cache", func(epoch int) iterator {
+		mu.Lock()
+		ready := done
+		mu.Unlock()
+		if ready {
+			i := 0
+			return &funcIter{nextFn: func(context.Context) (Element, error) {
+				if i >= len(cached) {
+					return nil, io.EOF
+				}
+				i++
+				return cached[i-1], nil
+			}}
+		}
+		up := d.open(epoch)
+		var fill []Element
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			e, err := up.next(ctx)
+			if err == io.EOF {
+				mu.Lock()
+				if !done {
+					cached, done = fill, true
+				}
+				mu.Unlock()
+			} else if err == nil {
+				fill = append(fill, e)
+			}
+			return e, stageErr(d.stage, err)
+		}, closeFn: up.close}
+	})
+}
+
+var errEmptyBatch = errors.New("empty batch")
+
+func sameSpec(a, b Element) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("elements have %d and %d components", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].DType() != b[i].DType() || a[i].Rank() != b[i].Rank() {
+			return fmt.Errorf("component %d is %s in one element and %s in another", i, tensor.Describe(a[i]), tensor.Describe(b[i]))
+		}
+	}
+	return nil
+}
