@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -199,15 +200,13 @@ func TestTFRecordPipelineAndErrors(t *testing.T) {
 	}
 	bad := filepath.Join(corpusDir, "files", "corrupt", "bad_data_payload.tfrecord")
 	_, err = TFRecordFiles([]string{bad}, TFRecordOptions{}).Prefetch(4).Collect(context.Background())
-	if corpusDirExists() && (!errors.Is(err, ErrDataCRCMismatch) || !strings.Contains(err.Error(), "record 10 at offset 997")) {
+	if exists(corpusDir) && (!errors.Is(err, ErrDataCRCMismatch) || !strings.Contains(err.Error(), "record 10 at offset 997")) {
 		t.Errorf("corrupt file: %v", err)
 	}
 }
 
-func corpusDirExists() bool {
-	m, _ := filepath.Glob(corpusDir)
-	return len(m) > 0
-}
+// exists reports whether a file or directory is there.
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Cancelling, or leaving a loop early, stops every stage's goroutines.
 func TestCancellationLeavesNoGoroutines(t *testing.T) {
@@ -240,5 +239,37 @@ func TestCancellationLeavesNoGoroutines(t *testing.T) {
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines before, %d after", before, after)
+	}
+}
+
+func TestCacheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.tfrecord")
+	calls := 0
+	src := Range(0, 6, 1).Map(func(e Element) (Element, error) {
+		calls++
+		return Element{e[0], tensor.FromSlice([]float32{float32(calls), 0.5}, 1, 2)}, nil
+	})
+	// An interrupted first run leaves no cache.
+	for range src.CacheFile(path).All(context.Background()) {
+		break
+	}
+	if exists(path) {
+		t.Fatal("an incomplete run left a cache file")
+	}
+	first, err := src.CacheFile(path).Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls
+	again, err := src.CacheFile(path).Collect(context.Background()) // a new dataset, as a later process would build
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != before {
+		t.Errorf("the cached run ran the pipeline (%d calls, then %d)", before, calls)
+	}
+	if len(again) != 6 || !cmp.Equal(tensor.ToSlice[float32](again[5][1]), tensor.ToSlice[float32](first[5][1])) ||
+		!again[5][1].Shape().Equal(tensor.Shape{1, 2}) || again[5][0].Item().(int64) != 5 {
+		t.Errorf("cached elements differ: %v", again[5])
 	}
 }

@@ -54,7 +54,8 @@
 // Dataset is a tf.data-style pipeline: FromTensors, FromSlices,
 // FromGenerator, Range and TFRecordFiles, transformed by Map (parallel,
 // ordered or not), Filter, Shuffle, Batch, PaddedBatch, Unbatch, Repeat,
-// Take, Skip, Interleave, Prefetch, Cache, Zip and Enumerate, and run with
+// Take, Skip, Interleave, Prefetch, Cache (in memory) or CacheFile, Zip
+// and Enumerate, and run with
 // "for elem, err := range ds.All(ctx)". Errors name their stage
 // (*StageError); cancelling the context or leaving the loop stops every
 // stage's goroutines. Shuffles depend only on their seed, so a pipeline

@@ -1,0 +1,144 @@
+package data
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// CacheFile is Cache to a file: the first complete run writes its elements
+// to path (a TFRecord file, written atomically, so an interrupted run leaves
+// no cache), and runs that find the file read it instead of running the
+// pipeline above, in this process or a later one. Delete the file when the
+// data upstream changes.
+func (d *Dataset) CacheFile(path string) *Dataset {
+	stage := fmt.Sprintf("CacheFile(%q)", path)
+	return d.derive(stage, func(epoch int) iterator {
+		if _, err := os.Stat(path); err == nil {
+			return cacheReader(stage, path)
+		}
+		up := d.open(epoch)
+		w, werr := CreateWriter(path, WriterOptions{Compression: CompressionNone})
+		finished := false
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			if werr != nil {
+				return nil, &StageError{Stage: stage, Err: werr}
+			}
+			e, err := up.next(ctx)
+			if err == io.EOF {
+				finished = true
+				if cerr := w.Close(); cerr != nil {
+					return nil, &StageError{Stage: stage, Err: cerr}
+				}
+				return nil, io.EOF
+			}
+			if err != nil {
+				return nil, stageErr(d.stage, err)
+			}
+			if err := w.Write(encodeElement(e)); err != nil {
+				return nil, &StageError{Stage: stage, Err: err}
+			}
+			return e, nil
+		}, closeFn: func() {
+			if !finished && w != nil {
+				w.Abort()
+			}
+			up.close()
+		}}
+	})
+}
+
+func cacheReader(stage, path string) iterator {
+	var r *Reader
+	return &funcIter{nextFn: func(context.Context) (Element, error) {
+		if r == nil {
+			var err error
+			if r, err = OpenReader(path, ReaderOptions{Compression: CompressionNone}); err != nil {
+				return nil, &StageError{Stage: stage, Err: err}
+			}
+		}
+		rec, err := r.Next()
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, &StageError{Stage: stage, Err: err}
+		}
+		e, err := decodeElement(rec)
+		if err != nil {
+			return nil, &StageError{Stage: stage, Err: fmt.Errorf("record %d: %w", r.Index()-1, err)}
+		}
+		return e, nil
+	}, closeFn: func() {
+		if r != nil {
+			r.Close()
+		}
+	}}
+}
+
+// encodeElement serializes an element: the component count, then for each
+// its dtype, rank, dimensions and row-major bytes (varints throughout).
+func encodeElement(e Element) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(e)))
+	for _, c := range e {
+		c = c.Contiguous()
+		b = append(b, byte(c.DType()))
+		b = binary.AppendUvarint(b, uint64(c.Rank()))
+		for _, d := range c.Shape() {
+			b = binary.AppendUvarint(b, uint64(d))
+		}
+		raw := c.HostBytes()
+		b = binary.AppendUvarint(b, uint64(len(raw)))
+		b = append(b, raw...)
+	}
+	return b
+}
+
+var errBadCache = errors.New("malformed cache record")
+
+func decodeElement(b []byte) (Element, error) {
+	uv := func() (int, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > 1<<40 {
+			return 0, errBadCache
+		}
+		b = b[n:]
+		return int(v), nil
+	}
+	n, err := uv()
+	if err != nil {
+		return nil, err
+	}
+	e := make(Element, 0, n)
+	for range n {
+		if len(b) == 0 {
+			return nil, errBadCache
+		}
+		dt := tensor.DType(b[0])
+		b = b[1:]
+		rank, err := uv()
+		if err != nil || !dt.Valid() {
+			return nil, errBadCache
+		}
+		shape := make([]int, rank)
+		for i := range shape {
+			if shape[i], err = uv(); err != nil {
+				return nil, err
+			}
+		}
+		size, err := uv()
+		if err != nil || size > len(b) || size != tensor.Shape(shape).NumElements()*dt.Size() {
+			return nil, errBadCache
+		}
+		t := tensor.MustEmpty(dt, shape)
+		copy(t.HostBytes(), b[:size])
+		b = b[size:]
+		e = append(e, t)
+	}
+	return e, nil
+}
