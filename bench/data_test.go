@@ -157,8 +157,20 @@ func BenchmarkParseExampleBatch(b *testing.B) {
 
 var (
 	pipelineFiles []string
+	pipelineDir   string
 	pipelineOnce  sync.Once
 )
+
+// TestMain removes the files the data benchmarks write.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range []string{recordDir, pipelineDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
+	}
+	os.Exit(code)
+}
 
 // BenchmarkPipeline runs TFRecord shards -> parallel parse -> shuffle ->
 // batch -> prefetch: 4 shards of 1024 MNIST-like Examples (784 floats and
@@ -169,6 +181,7 @@ func BenchmarkPipeline(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		pipelineDir = dir
 		recs := mnistLike()
 		for s := range 4 {
 			name := filepath.Join(dir, fmt.Sprintf("shard-%d.tfrecord", s))
