@@ -58,7 +58,8 @@ type column struct {
 	varlen  *VarLen
 	kind    FeatureKind
 	dt      tensor.DType
-	per     int // elements per record (FixedLen)
+	per     int            // elements per record (FixedLen)
+	out     *tensor.Tensor // FixedLen: the batch, filled in place through buf
 	buf     []byte
 	lengths []int64
 	seen    []bool // per record in the current batch
@@ -119,7 +120,9 @@ func (p *Parser) Parse(records [][]byte) (*Parsed, error) {
 		case FixedLen:
 			c.fixed, c.dt = &v, v.DType
 			c.per = tensor.Shape(v.Shape).NumElements()
-			c.buf = make([]byte, 0, len(records)*c.per*v.DType.Size())
+			// Values go straight into the output tensor's memory.
+			c.out = tensor.MustEmpty(v.DType, append([]int{len(records)}, v.Shape...))
+			c.buf = c.out.HostBytes()[:0]
 		case VarLen:
 			c.varlen, c.dt = &v, v.DType
 		}
@@ -136,8 +139,7 @@ func (p *Parser) Parse(records [][]byte) (*Parsed, error) {
 		c := cols[name]
 		switch {
 		case c.fixed != nil:
-			shape := append([]int{len(records)}, c.fixed.Shape...)
-			out.Dense[name] = fromRaw(c.dt, shape, c.buf)
+			out.Dense[name] = c.out
 		case c.varlen.Padded:
 			out.Dense[name] = c.padded(len(records))
 		default:
