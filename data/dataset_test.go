@@ -273,3 +273,33 @@ func TestCacheFile(t *testing.T) {
 		t.Errorf("cached elements differ: %v", again[5])
 	}
 }
+
+// The same seed gives the same order whatever the map workers, the
+// prefetch depth and the number of cores. (How many files are read at
+// once is the interleave's cycle length, which does define the order.)
+func TestSameSeedSameOrderOnAnyParallelism(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for s := range 3 {
+		name := filepath.Join(dir, fmt.Sprintf("s%d.tfrecord", s))
+		w, _ := CreateWriter(name, WriterOptions{})
+		for i := range 40 {
+			w.Write((&Example{Features: map[string]*Feature{"v": {Kind: KindInt64, Int64s: []int64{int64(s*1000 + i)}}}}).Marshal())
+		}
+		w.Close()
+		files = append(files, name)
+	}
+	p, _ := NewParser(ParseSpec{"v": FixedLen{Shape: []int{}, DType: tensor.Int64}})
+	order := func(par, procs int) []int64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		ds := TFRecordFiles(files, TFRecordOptions{ShuffleFiles: true, Seed: 9, Parallel: 2}).
+			Map(ParseWith(p), MapOptions{Parallel: par}).Shuffle(32, 9, true).Batch(7, false).Prefetch(par).Repeat(2)
+		return ints(t, ds)
+	}
+	want := order(1, 1)
+	for _, c := range [][2]int{{4, 2}, {3, 1}, {2, 2}} {
+		if got := order(c[0], c[1]); !cmp.Equal(got, want) {
+			t.Errorf("%d map workers on %d cores changed the order", c[0], c[1])
+		}
+	}
+}
