@@ -18,8 +18,8 @@ const module = "github.com/eagerflow/eagerflow/"
 // (device is below tensor: tensors hold device buffers.)
 var layer = map[string]int{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 2,
-	"eager": 2, "ops": 3, "tape": 4, "control": 5,
-	"nn": 6, "data": 6, "examples": 7, "bench": 7,
+	"eager": 2, "ops": 3, "tape": 4, "control": 5, "data": 5,
+	"nn": 6, "examples": 7, "bench": 7,
 }
 
 func top(path string) string { return strings.SplitN(path, "/", 2)[0] }

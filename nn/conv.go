@@ -1,0 +1,77 @@
+package nn
+
+import (
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Conv2DOpts configure NewConv2D: the ops.Conv2DOpts of the convolution
+// (zero: stride 1, VALID, NHWC), the dtype, the filter initializer (He
+// normal by default), whether to skip the bias, and an activation.
+type Conv2DOpts struct {
+	ops.Conv2DOpts
+	DType      tensor.DType
+	Kernel     Initializer
+	NoBias     bool
+	Activation func(*tensor.Tensor) *tensor.Tensor
+}
+
+// Conv2D is a 2-d convolution layer: x: [N, H, W, C] (or NCHW) -> [N, OH,
+// OW, filters] (or NCHW), filters [KH, KW, C, filters].
+type Conv2D struct {
+	Filter, Bias *tape.Variable
+	opts         Conv2DOpts
+}
+
+// NewConv2D makes a Conv2D with variables name+"/filter" and name+"/bias".
+func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOpts) *Conv2D {
+	dt := orFloat32(o.DType)
+	init := o.Kernel
+	if init == nil {
+		init = HeNormal
+	}
+	c := &Conv2D{Filter: tape.NewVariable(name+"/filter", init(rng, dt, kh, kw, in, filters)), opts: o}
+	if !o.NoBias {
+		c.Bias = tape.NewVariable(name+"/bias", tensor.Zeros(dt, filters))
+	}
+	return c
+}
+
+// Forward convolves, adds the bias on the feature dimension, activates.
+func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
+	y := ops.Conv2D(x, c.Filter.Value(), c.opts.Conv2DOpts)
+	if c.Bias != nil {
+		y = ops.BiasAdd(y, c.Bias.Value(), c.opts.Format)
+	}
+	if c.opts.Activation != nil {
+		y = c.opts.Activation(y)
+	}
+	return y
+}
+
+// Variables returns the filter and the bias.
+func (c *Conv2D) Variables() []*tape.Variable {
+	if c.Bias == nil {
+		return []*tape.Variable{c.Filter}
+	}
+	return []*tape.Variable{c.Filter, c.Bias}
+}
+
+// MaxPool2D is ops.MaxPool2D as a layer.
+type MaxPool2D struct{ ops.PoolOpts }
+
+// Forward pools.
+func (p MaxPool2D) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.MaxPool2D(x, p.PoolOpts) }
+
+// Variables returns none.
+func (MaxPool2D) Variables() []*tape.Variable { return nil }
+
+// AvgPool2D is ops.AvgPool2D as a layer.
+type AvgPool2D struct{ ops.PoolOpts }
+
+// Forward pools.
+func (p AvgPool2D) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.AvgPool2D(x, p.PoolOpts) }
+
+// Variables returns none.
+func (AvgPool2D) Variables() []*tape.Variable { return nil }

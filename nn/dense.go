@@ -1,0 +1,70 @@
+package nn
+
+import (
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// DenseOpts configure NewDense; the zero value is a float32 layer with
+// Glorot-uniform kernel, zero bias, no activation.
+type DenseOpts struct {
+	DType      tensor.DType
+	Kernel     Initializer
+	NoBias     bool
+	Activation func(*tensor.Tensor) *tensor.Tensor
+}
+
+// Dense is a fully connected layer: x: [..., in] -> act(x·W + b): [..., out].
+type Dense struct {
+	Kernel, Bias *tape.Variable // [in out], [out] (nil with NoBias)
+	act          func(*tensor.Tensor) *tensor.Tensor
+}
+
+// NewDense makes a Dense layer whose variables are named name+"/kernel" and
+// name+"/bias", initialized from rng.
+func NewDense(name string, rng *tensor.RNG, in, out int, o DenseOpts) *Dense {
+	dt := orFloat32(o.DType)
+	init := o.Kernel
+	if init == nil {
+		init = GlorotUniform
+	}
+	d := &Dense{Kernel: tape.NewVariable(name+"/kernel", init(rng, dt, in, out)), act: o.Activation}
+	if !o.NoBias {
+		d.Bias = tape.NewVariable(name+"/bias", tensor.Zeros(dt, out))
+	}
+	return d
+}
+
+func orFloat32(dt tensor.DType) tensor.DType {
+	if dt == tensor.Invalid {
+		return tensor.Float32
+	}
+	return dt
+}
+
+// Forward computes act(x·W + b) over the last dimension of x.
+func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
+	y := x
+	if x.Rank() > 2 { // [..., in] -> [n, in] and back
+		lead := x.Shape()[:x.Rank()-1].Clone()
+		y = ops.Reshape(ops.MatMul(ops.Reshape(x, -1, x.Dim(-1)), d.Kernel.Value()), append(lead, d.Kernel.Value().Dim(1))...)
+	} else {
+		y = ops.MatMul(x, d.Kernel.Value())
+	}
+	if d.Bias != nil {
+		y = ops.Add(y, d.Bias.Value())
+	}
+	if d.act != nil {
+		y = d.act(y)
+	}
+	return y
+}
+
+// Variables returns the kernel and the bias.
+func (d *Dense) Variables() []*tape.Variable {
+	if d.Bias == nil {
+		return []*tape.Variable{d.Kernel}
+	}
+	return []*tape.Variable{d.Kernel, d.Bias}
+}

@@ -1,0 +1,103 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Initializer makes a variable's first value of a shape and dtype. The
+// seeded ones draw from a tensor.RNG, so the same seed gives the same
+// model.
+type Initializer func(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor
+
+// fans returns fan-in and fan-out: for [in, out] matrices the two
+// dimensions; for convolution filters [kh, kw, in, out] the receptive field
+// times in and out.
+func fans(shape []int) (in, out float64) {
+	switch len(shape) {
+	case 0:
+		return 1, 1
+	case 1:
+		return float64(shape[0]), float64(shape[0])
+	}
+	field := 1.0
+	for _, d := range shape[:len(shape)-2] {
+		field *= float64(d)
+	}
+	return field * float64(shape[len(shape)-2]), field * float64(shape[len(shape)-1])
+}
+
+func scaled(t *tensor.Tensor, s float64) *tensor.Tensor { return ops.Mul(t, ops.ScalarLike(t, s)) }
+
+// GlorotUniform (Xavier) draws from U(-l, l), l = sqrt(6/(fan_in+fan_out)).
+func GlorotUniform(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	in, out := fans(shape)
+	l := math.Sqrt(6 / (in + out))
+	return tensor.RandUniform(rng, dt, -l, l, shape...)
+}
+
+// GlorotNormal draws from N(0, 2/(fan_in+fan_out)).
+func GlorotNormal(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	in, out := fans(shape)
+	return scaled(tensor.RandNormal(rng, dt, shape...), math.Sqrt(2/(in+out)))
+}
+
+// HeNormal draws from N(0, 2/fan_in), for ReLU networks.
+func HeNormal(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	in, _ := fans(shape)
+	return scaled(tensor.RandNormal(rng, dt, shape...), math.Sqrt(2/in))
+}
+
+// HeUniform draws from U(-l, l), l = sqrt(6/fan_in).
+func HeUniform(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	in, _ := fans(shape)
+	l := math.Sqrt(6 / in)
+	return tensor.RandUniform(rng, dt, -l, l, shape...)
+}
+
+// Zeros ignores the generator and returns zeros.
+func Zeros(_ *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	return tensor.Zeros(dt, shape...)
+}
+
+// Orthogonal returns a matrix with orthonormal rows or columns (the last
+// dimension against the product of the others), from Gram-Schmidt on a
+// normal draw; for recurrent kernels.
+func Orthogonal(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	if len(shape) < 2 {
+		panic(fmt.Sprintf("nn: Orthogonal needs rank 2 or more, got shape %v", shape))
+	}
+	cols := shape[len(shape)-1]
+	rows := tensor.Shape(shape).NumElements() / cols
+	n, m := max(rows, cols), min(rows, cols)
+	a := tensor.ToSlice[float64](tensor.RandNormal(rng, tensor.Float64, m, n))
+	for i := 0; i < m; i++ { // orthonormalize the m rows of length n
+		row := a[i*n : (i+1)*n]
+		for j := 0; j < i; j++ {
+			prev := a[j*n : (j+1)*n]
+			dot := 0.0
+			for k := range row {
+				dot += row[k] * prev[k]
+			}
+			for k := range row {
+				row[k] -= dot * prev[k]
+			}
+		}
+		norm := 0.0
+		for _, v := range row {
+			norm += v * v
+		}
+		norm = math.Sqrt(norm)
+		for k := range row {
+			row[k] /= norm
+		}
+	}
+	q := tensor.FromSlice(a, m, n)
+	if rows >= cols { // want [rows, cols] with orthonormal columns
+		q = ops.Transpose(q)
+	}
+	return ops.Reshape(ops.Cast(q.Contiguous(), dt), shape...)
+}

@@ -1,0 +1,117 @@
+package nn
+
+import (
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Module is a layer or a model: a forward computation and the variables it
+// trains. Layers are plain structs; build them with their New functions.
+type Module interface {
+	// Forward computes the layer's output. Shapes are in each layer's doc.
+	Forward(x *tensor.Tensor) *tensor.Tensor
+	// Variables lists the trainable variables, in a fixed order.
+	Variables() []*tape.Variable
+}
+
+// Stateful modules keep variables that are saved in checkpoints but not
+// trained (BatchNorm's running statistics).
+type Stateful interface {
+	State() []*tape.Variable
+}
+
+// Trainable modules behave differently in training and in inference
+// (Dropout, BatchNorm); SetTraining switches them.
+type Trainable interface {
+	SetTraining(training bool)
+}
+
+// SetTraining switches m and every module inside it to training or
+// inference mode.
+func SetTraining(m Module, training bool) {
+	if t, ok := m.(Trainable); ok {
+		t.SetTraining(training)
+	}
+}
+
+// AllVariables returns m's trainable variables followed by its state, the
+// set a checkpoint holds.
+func AllVariables(m Module) []*tape.Variable {
+	vars := m.Variables()
+	if s, ok := m.(Stateful); ok {
+		vars = append(vars, s.State()...)
+	}
+	return vars
+}
+
+// Values returns the variables' tensors, for tape.Gradient.
+func Values(vars []*tape.Variable) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(vars))
+	for i, v := range vars {
+		out[i] = v.Value()
+	}
+	return out
+}
+
+// Sequential applies its layers in order.
+type Sequential struct {
+	Layers []Module
+}
+
+// NewSequential returns the layers as one model.
+func NewSequential(layers ...Module) *Sequential { return &Sequential{Layers: layers} }
+
+// Forward runs x through every layer.
+func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
+	for _, l := range s.Layers {
+		x = l.Forward(x)
+	}
+	return x
+}
+
+// Variables lists every layer's trainable variables, layer by layer.
+func (s *Sequential) Variables() []*tape.Variable {
+	var out []*tape.Variable
+	for _, l := range s.Layers {
+		out = append(out, l.Variables()...)
+	}
+	return out
+}
+
+// State lists every layer's non-trainable variables.
+func (s *Sequential) State() []*tape.Variable {
+	var out []*tape.Variable
+	for _, l := range s.Layers {
+		if st, ok := l.(Stateful); ok {
+			out = append(out, st.State()...)
+		}
+	}
+	return out
+}
+
+// SetTraining switches every layer.
+func (s *Sequential) SetTraining(training bool) {
+	for _, l := range s.Layers {
+		SetTraining(l, training)
+	}
+}
+
+// Flatten reshapes [N, d1, d2, ...] to [N, d1*d2*...].
+type Flatten struct{}
+
+// Forward flattens all but the first dimension.
+func (Flatten) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.Reshape(x, x.Dim(0), -1) }
+
+// Variables returns none.
+func (Flatten) Variables() []*tape.Variable { return nil }
+
+// Activation applies an elementwise function (ops.Relu, ops.Tanh, ...) as a
+// layer.
+type Activation func(*tensor.Tensor) *tensor.Tensor
+
+// Forward applies the function.
+func (a Activation) Forward(x *tensor.Tensor) *tensor.Tensor { return a(x) }
+
+// Variables returns none.
+func (Activation) Variables() []*tape.Variable { return nil }

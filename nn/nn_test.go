@@ -1,0 +1,244 @@
+package nn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+func f64(t *tensor.Tensor) []float64 { return tensor.ToSlice[float64](t) }
+
+func TestDenseAndSequentialByHand(t *testing.T) {
+	d := NewDense("d", tensor.NewRNG(1), 2, 2, DenseOpts{DType: tensor.Float64, Activation: ops.Relu})
+	d.Kernel.Assign(tensor.FromSlice([]float64{1, -1, 2, 0.5}, 2, 2))
+	d.Bias.Assign(tensor.FromSlice([]float64{0.5, -3}))
+	// [1 2]·[[1 -1] [2 .5]] = [5 0], + [.5 -3] = [5.5 -3], relu -> [5.5 0].
+	y := d.Forward(tensor.FromSlice([]float64{1, 2}, 1, 2))
+	if diff := approx.Diff(f64(y), []float64{5.5, 0}, 0); diff != "" {
+		t.Error(diff)
+	}
+	seq := NewSequential(d, Flatten{}, Activation(ops.Neg))
+	if diff := approx.Diff(f64(seq.Forward(tensor.FromSlice([]float64{1, 2}, 1, 2))), []float64{-5.5, 0}, 0); diff != "" {
+		t.Error(diff)
+	}
+	if len(seq.Variables()) != 2 || seq.Variables()[0].Name() != "d/kernel" {
+		t.Errorf("variables %v", seq.Variables())
+	}
+	x3 := tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 1, 2) // rank 3 input
+	if got := d.Forward(x3).Shape(); !got.Equal(tensor.Shape{2, 1, 2}) {
+		t.Errorf("rank-3 dense shape %v", got)
+	}
+}
+
+func TestInitializers(t *testing.T) {
+	rng := tensor.NewRNG(3)
+	g := tensor.ToSlice[float32](GlorotUniform(rng, tensor.Float32, 100, 50))
+	l := math.Sqrt(6.0 / 150)
+	for _, v := range g {
+		if math.Abs(float64(v)) > l {
+			t.Fatalf("glorot value %v beyond %v", v, l)
+		}
+	}
+	h := f64(HeNormal(rng, tensor.Float64, 400, 200))
+	varh := 0.0
+	for _, v := range h {
+		varh += v * v
+	}
+	if varh /= float64(len(h)); math.Abs(varh-2.0/400) > 0.0005 {
+		t.Errorf("He variance %v, want %v", varh, 2.0/400)
+	}
+	q := Orthogonal(rng, tensor.Float64, 6, 4) // columns orthonormal
+	qtq := f64(ops.MatMulT(q, q, true, false))
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if math.Abs(qtq[i*4+j]-want) > 1e-12 {
+				t.Fatalf("QᵀQ[%d,%d] = %v", i, j, qtq[i*4+j])
+			}
+		}
+	}
+	if a, b := f64(GlorotNormal(tensor.NewRNG(9), tensor.Float64, 3, 3)), f64(GlorotNormal(tensor.NewRNG(9), tensor.Float64, 3, 3)); approx.Diff(a, b, 0) != "" {
+		t.Error("the same seed gave different weights")
+	}
+}
+
+// Each layer's gradient against finite differences, in float64.
+func TestLayerGradients(t *testing.T) {
+	rng := tensor.NewRNG(5)
+	dense := NewDense("d", rng, 3, 4, DenseOpts{DType: tensor.Float64, Activation: ops.Tanh})
+	conv := NewConv2D("c", rng, 2, 2, 2, 3, Conv2DOpts{DType: tensor.Float64, Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}})
+	bn := NewBatchNorm("bn", 3, tensor.Float64)
+	ln := NewLayerNorm("ln", 3, tensor.Float64)
+	lstm := &RNN{Cell: NewLSTMCell("lstm", rng, 3, 4, tensor.Float64)}
+	gru := &RNN{Cell: NewGRUCell("gru", rng, 3, 2, tensor.Float64), ReturnSequences: true}
+	emb := NewEmbedding("e", rng, 5, 3, tensor.Float64)
+	cases := []struct {
+		name string
+		m    Module
+		x    *tensor.Tensor
+	}{
+		{"Dense", dense, tensor.RandNormal(rng, tensor.Float64, 2, 3)},
+		{"Conv2D", conv, tensor.RandNormal(rng, tensor.Float64, 1, 3, 3, 2)},
+		{"BatchNorm", bn, tensor.RandNormal(rng, tensor.Float64, 4, 3)},
+		{"LayerNorm", ln, tensor.RandNormal(rng, tensor.Float64, 2, 3)},
+		{"LSTM", lstm, tensor.RandNormal(rng, tensor.Float64, 2, 4, 3)},
+		{"GRU", gru, tensor.RandNormal(rng, tensor.Float64, 2, 3, 3)},
+	}
+	for _, c := range cases {
+		// The checker differentiates with respect to the variables' own
+		// tensors (Values) and, for finite differences, writes each perturbed
+		// copy into the variables.
+		in := append([]*tensor.Tensor{c.x}, Values(c.m.Variables())...)
+		saved := make([]*tensor.Tensor, len(in)-1)
+		for i, v := range in[1:] {
+			saved[i] = ops.Identity(v) // a snapshot: Identity copies variables
+		}
+		r := tape.CheckGradient(func(xs []*tensor.Tensor) *tensor.Tensor {
+			for i, v := range c.m.Variables() {
+				v.Assign(xs[i+1])
+			}
+			return c.m.Forward(xs[0])
+		}, in, 0)
+		for i, v := range c.m.Variables() {
+			v.Assign(saved[i])
+		}
+		if r.MaxError > 1e-6 {
+			t.Errorf("%s: %s", c.name, r)
+		}
+	}
+	r := tape.CheckGradient(func(xs []*tensor.Tensor) *tensor.Tensor {
+		emb.Table.Assign(xs[0])
+		return emb.Forward(tensor.FromSlice([]int32{4, 0, 4}))
+	}, []*tensor.Tensor{emb.Table.Value().Contiguous()}, 0)
+	if r.MaxError > 1e-6 {
+		t.Errorf("Embedding: %s", r)
+	}
+}
+
+func TestBatchNormModes(t *testing.T) {
+	bn := NewBatchNorm("bn", 2, tensor.Float64)
+	x := tensor.FromSlice([]float64{1, 10, 3, 20}, 2, 2)
+	y := f64(bn.Forward(x)) // batch statistics: means [2 15], variances [1 25]
+	want := []float64{-1 / math.Sqrt(1+1e-3), -5 / math.Sqrt(25+1e-3), 1 / math.Sqrt(1+1e-3), 5 / math.Sqrt(25+1e-3)}
+	if d := approx.Diff(y, want, 1e-12); d != "" {
+		t.Error(d)
+	}
+	if d := approx.Diff(f64(bn.RunningMean.Value()), []float64{0.02, 0.15}, 1e-12); d != "" {
+		t.Error("running mean:", d)
+	}
+	SetTraining(bn, false)
+	got := f64(bn.Forward(x)) // running stats: mean .02/.15, var .99+.01
+	if d := approx.Diff(got[:1], []float64{(1 - 0.02) / math.Sqrt(0.99*1+0.01*1+1e-3)}, 1e-12); d != "" {
+		t.Error("inference:", d)
+	}
+	drop := NewDropout(0.5, tensor.NewRNG(1))
+	ones := tensor.Ones(tensor.Float64, 100)
+	SetTraining(drop, false)
+	if drop.Forward(ones) != ones {
+		t.Error("dropout in inference must pass the input through")
+	}
+}
+
+func TestOptimizersFollowTheirRules(t *testing.T) {
+	g := tensor.FromSlice([]float64{0.5, -1})
+	run := func(o Optimizer, steps int) []float64 {
+		v := tape.NewVariable("w", tensor.FromSlice([]float64{1, 2}))
+		for range steps {
+			if err := o.Apply([]*tape.Variable{v}, []*tensor.Tensor{g}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f64(v.Value())
+	}
+	// Hand-unrolled updates for w0 = 1, g0 = 0.5 over three steps.
+	w, vel := 1.0, 0.0
+	for range 3 {
+		vel = 0.9*vel + 0.5
+		w -= 0.1 * vel
+	}
+	if got := run(&SGD{LR: Constant(0.1), Momentum: 0.9}, 3)[0]; !approx.Close(got, w, 1e-12) {
+		t.Errorf("momentum: %v, want %v", got, w)
+	}
+	w, vel = 1.0, 0.0
+	for range 3 {
+		vel = 0.9*vel + 0.5
+		w -= 0.1 * (0.5 + 0.9*vel)
+	}
+	if got := run(&SGD{LR: Constant(0.1), Momentum: 0.9, Nesterov: true}, 3)[0]; !approx.Close(got, w, 1e-12) {
+		t.Errorf("nesterov: %v, want %v", got, w)
+	}
+	w, m, s := 1.0, 0.0, 0.0
+	for k := 1; k <= 3; k++ {
+		m = 0.9*m + 0.1*0.5
+		s = 0.999*s + 0.001*0.25
+		mh, vh := m/(1-math.Pow(0.9, float64(k))), s/(1-math.Pow(0.999, float64(k)))
+		w -= 0.01 * (mh/(math.Sqrt(vh)+1e-7) + 0.1*w)
+	}
+	if got := run(NewAdamW(Constant(0.01), 0.1), 3)[0]; !approx.Close(got, w, 1e-12) {
+		t.Errorf("adamw: %v, want %v", got, w)
+	}
+	w, s = 1.0, 0.0
+	for range 2 {
+		s = 0.9*s + 0.1*0.25
+		w -= 0.01 * 0.5 / (math.Sqrt(s) + 1e-7)
+	}
+	if got := run(NewRMSProp(Constant(0.01)), 2)[0]; !approx.Close(got, w, 1e-12) {
+		t.Errorf("rmsprop: %v, want %v", got, w)
+	}
+	if err := (&SGD{LR: Constant(1)}).Apply([]*tape.Variable{tape.NewVariable("w", tensor.Zeros(tensor.Float64, 3))}, []*tensor.Tensor{g}); err == nil {
+		t.Error("a gradient of the wrong shape was accepted")
+	}
+}
+
+func TestSchedulesAndClipping(t *testing.T) {
+	if got := StepDecay(1, 10, 0.5)(25); got != 0.25 {
+		t.Errorf("step decay %v", got)
+	}
+	c := Cosine(1, 100, 0.1)
+	if c(0) != 1 || !approx.Close(c(50), 0.55, 1e-12) || c(100) != 0.1 || c(500) != 0.1 {
+		t.Errorf("cosine %v %v %v", c(0), c(50), c(100))
+	}
+	w := Warmup(Constant(2), 4)
+	if w(0) != 0.5 || w(3) != 2 || w(10) != 2 {
+		t.Errorf("warmup %v %v %v", w(0), w(3), w(10))
+	}
+	grads := []*tensor.Tensor{tensor.FromSlice([]float64{3}), nil, tensor.FromSlice([]float64{4})}
+	clipped, norm := ClipByGlobalNorm(grads, 1)
+	if norm != 5 || clipped[1] != nil || !approx.Close(clipped[0].Float(), 0.6, 1e-12) || !approx.Close(clipped[2].Float(), 0.8, 1e-12) {
+		t.Errorf("clip: norm %v, %v", norm, clipped)
+	}
+}
+
+func TestLossesAndMetrics(t *testing.T) {
+	p, q := tensor.FromSlice([]float64{1, 2}), tensor.FromSlice([]float64{0, 4})
+	if got := MeanSquaredError(p, q).Float(); got != 2.5 {
+		t.Errorf("mse %v", got)
+	}
+	x, z := tensor.FromSlice([]float64{-2, 0.5, 30}), tensor.FromSlice([]float64{0, 1, 1})
+	want := 0.0
+	for i, xv := range f64(x) {
+		s := 1 / (1 + math.Exp(-xv))
+		zv := f64(z)[i]
+		want -= zv*math.Log(s) + (1-zv)*math.Log(1-s)
+	}
+	if got := BinaryCrossEntropyWithLogits(x, z).Float(); !approx.Close(got, want/3, 1e-12) {
+		t.Errorf("bce %v, want %v", got, want/3)
+	}
+	logits := tensor.FromSlice([]float64{1, 2, 0, 5, 0, 1}, 2, 3)
+	if got := Accuracy(logits, tensor.FromSlice([]int32{1, 2})); got != 0.5 {
+		t.Errorf("accuracy %v", got)
+	}
+	var m Mean
+	m.Add(1, 2)
+	m.Add(4, 1)
+	if m.Value() != 2 {
+		t.Errorf("mean %v", m.Value())
+	}
+}

@@ -1,0 +1,157 @@
+package nn
+
+import (
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// BatchNorm normalizes over every dimension but the feature one (the last,
+// or Axis), with learned scale Gamma and offset Beta. In training it uses
+// the batch's statistics and moves the running ones towards them
+// (running = Momentum*running + (1-Momentum)*batch); in inference it uses
+// the running statistics. x: [..., C] -> same shape.
+type BatchNorm struct {
+	Gamma, Beta             *tape.Variable // [C]
+	RunningMean, RunningVar *tape.Variable // [C], not trained
+	Axis                    int            // feature dimension (negative counts from the end)
+	Momentum, Epsilon       float64
+	training                bool
+}
+
+// NewBatchNorm makes a BatchNorm over c features (float32 unless dt says
+// otherwise) with momentum 0.99 and epsilon 1e-3 (Keras's defaults), in
+// training mode.
+func NewBatchNorm(name string, c int, dt tensor.DType) *BatchNorm {
+	dt = orFloat32(dt)
+	return &BatchNorm{
+		Gamma: tape.NewVariable(name+"/gamma", tensor.Ones(dt, c)), Beta: tape.NewVariable(name+"/beta", tensor.Zeros(dt, c)),
+		RunningMean: tape.NewVariable(name+"/moving_mean", tensor.Zeros(dt, c)),
+		RunningVar:  tape.NewVariable(name+"/moving_variance", tensor.Ones(dt, c)),
+		Axis:        -1, Momentum: 0.99, Epsilon: 1e-3, training: true,
+	}
+}
+
+// SetTraining switches between batch and running statistics.
+func (b *BatchNorm) SetTraining(training bool) { b.training = training }
+
+// shape of a [C] vector broadcast along the feature axis of x.
+func (b *BatchNorm) along(x, v *tensor.Tensor) *tensor.Tensor {
+	axis := b.Axis
+	if axis < 0 {
+		axis += x.Rank()
+	}
+	shape := make([]int, x.Rank())
+	for i := range shape {
+		shape[i] = 1
+	}
+	shape[axis] = v.Dim(0)
+	return ops.Reshape(v, shape...)
+}
+
+// Forward normalizes x.
+func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	axis := b.Axis
+	if axis < 0 {
+		axis += x.Rank()
+	}
+	var mean, variance *tensor.Tensor
+	if b.training {
+		var dims []int
+		for d := 0; d < x.Rank(); d++ {
+			if d != axis {
+				dims = append(dims, d)
+			}
+		}
+		mean = ops.Mean(x, dims...)
+		variance = ops.Mean(ops.Square(ops.Sub(x, b.along(x, mean))), dims...)
+		m := ops.ScalarLike(mean, b.Momentum)
+		keep := ops.ScalarLike(mean, 1-b.Momentum)
+		b.RunningMean.Assign(ops.Add(ops.Mul(b.RunningMean.Value(), m), ops.Mul(ops.StopGradient(mean), keep)))
+		b.RunningVar.Assign(ops.Add(ops.Mul(b.RunningVar.Value(), m), ops.Mul(ops.StopGradient(variance), keep)))
+	} else {
+		mean, variance = ops.StopGradient(b.RunningMean.Value()), ops.StopGradient(b.RunningVar.Value())
+	}
+	inv := ops.Rsqrt(ops.Add(variance, ops.ScalarLike(variance, b.Epsilon)))
+	scale := ops.Mul(inv, b.Gamma.Value())
+	return ops.Add(ops.Mul(ops.Sub(x, b.along(x, mean)), b.along(x, scale)), b.along(x, b.Beta.Value()))
+}
+
+// Variables returns Gamma and Beta.
+func (b *BatchNorm) Variables() []*tape.Variable { return []*tape.Variable{b.Gamma, b.Beta} }
+
+// State returns the running mean and variance.
+func (b *BatchNorm) State() []*tape.Variable { return []*tape.Variable{b.RunningMean, b.RunningVar} }
+
+// LayerNorm normalizes each example over its last dimension, with learned
+// scale and offset: x: [..., C] -> same shape.
+type LayerNorm struct {
+	Gamma, Beta *tape.Variable
+	Epsilon     float64
+}
+
+// NewLayerNorm makes a LayerNorm over c features with epsilon 1e-5.
+func NewLayerNorm(name string, c int, dt tensor.DType) *LayerNorm {
+	dt = orFloat32(dt)
+	return &LayerNorm{Gamma: tape.NewVariable(name+"/gamma", tensor.Ones(dt, c)),
+		Beta: tape.NewVariable(name+"/beta", tensor.Zeros(dt, c)), Epsilon: 1e-5}
+}
+
+// Forward normalizes x over its last dimension.
+func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	keep := ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true}
+	mean := ops.Reduce(x, keep)
+	centered := ops.Sub(x, mean)
+	variance := ops.Reduce(ops.Square(centered), keep)
+	norm := ops.Mul(centered, ops.Rsqrt(ops.Add(variance, ops.ScalarLike(variance, l.Epsilon))))
+	return ops.Add(ops.Mul(norm, l.Gamma.Value()), l.Beta.Value())
+}
+
+// Variables returns Gamma and Beta.
+func (l *LayerNorm) Variables() []*tape.Variable { return []*tape.Variable{l.Gamma, l.Beta} }
+
+// Dropout zeroes each element with probability Rate in training (scaling
+// the rest by 1/(1-Rate)) and passes x through in inference.
+type Dropout struct {
+	Rate     float64
+	rng      *tensor.RNG
+	training bool
+}
+
+// NewDropout makes a Dropout layer drawing its masks from rng, in training
+// mode.
+func NewDropout(rate float64, rng *tensor.RNG) *Dropout {
+	return &Dropout{Rate: rate, rng: rng, training: true}
+}
+
+// SetTraining switches dropping on or off.
+func (d *Dropout) SetTraining(training bool) { d.training = training }
+
+// Forward drops elements in training.
+func (d *Dropout) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if !d.training || d.Rate == 0 {
+		return x
+	}
+	return ops.Dropout(x, d.Rate, d.rng)
+}
+
+// Variables returns none.
+func (d *Dropout) Variables() []*tape.Variable { return nil }
+
+// Embedding maps integer ids to learned vectors: ids: [...] Int32 or Int64
+// -> [..., dim].
+type Embedding struct {
+	Table *tape.Variable // [vocab dim]
+}
+
+// NewEmbedding makes a vocab x dim table (Glorot uniform) named
+// name+"/embeddings".
+func NewEmbedding(name string, rng *tensor.RNG, vocab, dim int, dt tensor.DType) *Embedding {
+	return &Embedding{Table: tape.NewVariable(name+"/embeddings", GlorotUniform(rng, orFloat32(dt), vocab, dim))}
+}
+
+// Forward looks the ids up.
+func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor { return ops.Gather(e.Table.Value(), ids, 0) }
+
+// Variables returns the table.
+func (e *Embedding) Variables() []*tape.Variable { return []*tape.Variable{e.Table} }

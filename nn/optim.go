@@ -1,0 +1,240 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Optimizer updates variables in place from their gradients.
+type Optimizer interface {
+	// Apply takes one step: grads[i] is the gradient of vars[i] (nil: the
+	// variable is left alone). It returns an error if the lists differ in
+	// length or a gradient's shape does not match its variable.
+	Apply(vars []*tape.Variable, grads []*tensor.Tensor) error
+	// Slots returns the optimizer's state as variables named
+	// "optimizer/<slot>/<variable>", and the step count, for checkpoints.
+	Slots() []*tape.Variable
+	// Steps returns how many steps have been applied.
+	Steps() int
+	// SetSteps restores the step count (from a checkpoint).
+	SetSteps(n int)
+}
+
+// Schedule gives the learning rate at a step (counting from 0).
+type Schedule func(step int) float64
+
+// Constant is a fixed learning rate.
+func Constant(lr float64) Schedule { return func(int) float64 { return lr } }
+
+// StepDecay multiplies lr by factor every `every` steps.
+func StepDecay(lr float64, every int, factor float64) Schedule {
+	return func(step int) float64 { return lr * math.Pow(factor, float64(step/max(every, 1))) }
+}
+
+// Cosine decays lr to minLR along half a cosine over steps, then stays.
+func Cosine(lr float64, steps int, minLR float64) Schedule {
+	return func(step int) float64 {
+		if step >= steps {
+			return minLR
+		}
+		return minLR + (lr-minLR)*0.5*(1+math.Cos(math.Pi*float64(step)/float64(steps)))
+	}
+}
+
+// Warmup ramps linearly from 0 to the schedule's rate over warmup steps,
+// then follows the schedule (shifted by warmup).
+func Warmup(s Schedule, warmup int) Schedule {
+	return func(step int) float64 {
+		if step < warmup {
+			return s(0) * float64(step+1) / float64(warmup)
+		}
+		return s(step - warmup)
+	}
+}
+
+// ClipByGlobalNorm scales grads so that their joint L2 norm is at most
+// maxNorm, returning the scaled gradients and the norm before clipping.
+// Nil gradients stay nil.
+func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, float64) {
+	total := 0.0
+	for _, g := range grads {
+		if g != nil {
+			total += ops.Sum(ops.Square(ops.Cast(g, tensor.Float64))).Float()
+		}
+	}
+	norm := math.Sqrt(total)
+	if norm <= maxNorm || norm == 0 {
+		return grads, norm
+	}
+	out := make([]*tensor.Tensor, len(grads))
+	for i, g := range grads {
+		if g != nil {
+			out[i] = ops.Mul(g, ops.ScalarLike(g, maxNorm/norm))
+		}
+	}
+	return out, norm
+}
+
+// slots keeps per-variable state tensors (as variables, so they can be
+// checkpointed) by slot and variable name.
+type slots struct {
+	vars  map[string]*tape.Variable // "optimizer/<slot>/<variable>"
+	order []*tape.Variable
+	steps int
+}
+
+func (s *slots) get(slot string, v *tape.Variable) *tape.Variable {
+	key := "optimizer/" + slot + "/" + v.Name()
+	if s.vars == nil {
+		s.vars = map[string]*tape.Variable{}
+	}
+	sv, ok := s.vars[key]
+	if !ok {
+		sv = tape.NewVariable(key, ops.ZerosLike(v.Value()))
+		s.vars[key] = sv
+		s.order = append(s.order, sv)
+	}
+	return sv
+}
+
+func (s *slots) Slots() []*tape.Variable { return s.order }
+func (s *slots) Steps() int              { return s.steps }
+func (s *slots) SetSteps(n int)          { s.steps = n }
+
+func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	if len(vars) != len(grads) {
+		return fmt.Errorf("nn: %d variables and %d gradients", len(vars), len(grads))
+	}
+	for i, g := range grads {
+		if g != nil && (!g.Shape().Equal(vars[i].Value().Shape()) || g.DType() != vars[i].Value().DType()) {
+			return fmt.Errorf("nn: gradient %s does not fit variable %q (%s)", tensor.Describe(g), vars[i].Name(), tensor.Describe(vars[i].Value()))
+		}
+	}
+	return nil
+}
+
+func scalar(like *tensor.Tensor, v float64) *tensor.Tensor { return ops.ScalarLike(like, v) }
+
+// SGD is stochastic gradient descent, with optional momentum (heavy ball,
+// v = μv + g; w -= lr v) and Nesterov's variant (w -= lr (g + μv)).
+type SGD struct {
+	LR       Schedule
+	Momentum float64
+	Nesterov bool
+	slots
+}
+
+// Apply takes one step.
+func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	if err := checkGrads(vars, grads); err != nil {
+		return err
+	}
+	lr := o.LR(o.steps)
+	for i, v := range vars {
+		g := grads[i]
+		if g == nil {
+			continue
+		}
+		if o.Momentum == 0 {
+			v.AssignScaled(-lr, g)
+			continue
+		}
+		vel := o.get("momentum", v)
+		vel.Assign(ops.Add(ops.Mul(vel.Value(), scalar(g, o.Momentum)), g))
+		step := vel.Value()
+		if o.Nesterov {
+			step = ops.Add(g, ops.Mul(vel.Value(), scalar(g, o.Momentum)))
+		}
+		v.AssignScaled(-lr, step)
+	}
+	o.steps++
+	return nil
+}
+
+// Adam is Kingma & Ba's optimizer: m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
+// w -= lr m̂ / (sqrt(v̂) + ε) with bias-corrected m̂, v̂. WeightDecay > 0
+// makes it AdamW (decoupled: w -= lr·wd·w as well).
+type Adam struct {
+	LR                Schedule
+	Beta1, Beta2, Eps float64
+	WeightDecay       float64
+	slots
+}
+
+// NewAdam returns Adam with β1 0.9, β2 0.999, ε 1e-7 (Keras's defaults).
+func NewAdam(lr Schedule) *Adam { return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-7} }
+
+// NewAdamW returns AdamW: Adam with decoupled weight decay.
+func NewAdamW(lr Schedule, weightDecay float64) *Adam {
+	a := NewAdam(lr)
+	a.WeightDecay = weightDecay
+	return a
+}
+
+// Apply takes one step.
+func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	if err := checkGrads(vars, grads); err != nil {
+		return err
+	}
+	lr := o.LR(o.steps)
+	t := float64(o.steps + 1)
+	c1, c2 := 1-math.Pow(o.Beta1, t), 1-math.Pow(o.Beta2, t)
+	for i, v := range vars {
+		g := grads[i]
+		if g == nil {
+			continue
+		}
+		m, s := o.get("m", v), o.get("v", v)
+		m.Assign(ops.Add(ops.Mul(m.Value(), scalar(g, o.Beta1)), ops.Mul(g, scalar(g, 1-o.Beta1))))
+		s.Assign(ops.Add(ops.Mul(s.Value(), scalar(g, o.Beta2)), ops.Mul(ops.Square(g), scalar(g, 1-o.Beta2))))
+		mhat := ops.Div(m.Value(), scalar(g, c1))
+		vhat := ops.Div(s.Value(), scalar(g, c2))
+		update := ops.Div(mhat, ops.Add(ops.Sqrt(vhat), scalar(g, o.Eps)))
+		if o.WeightDecay > 0 {
+			update = ops.Add(update, ops.Mul(v.Value(), scalar(g, o.WeightDecay)))
+		}
+		v.AssignScaled(-lr, update)
+	}
+	o.steps++
+	return nil
+}
+
+// RMSProp keeps a running mean of squared gradients: s = ρs + (1-ρ)g²;
+// w -= lr g / (sqrt(s) + ε), with optional momentum on the update.
+type RMSProp struct {
+	LR                 Schedule
+	Rho, Momentum, Eps float64
+	slots
+}
+
+// NewRMSProp returns RMSProp with ρ 0.9 and ε 1e-7.
+func NewRMSProp(lr Schedule) *RMSProp { return &RMSProp{LR: lr, Rho: 0.9, Eps: 1e-7} }
+
+// Apply takes one step.
+func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	if err := checkGrads(vars, grads); err != nil {
+		return err
+	}
+	lr := o.LR(o.steps)
+	for i, v := range vars {
+		g := grads[i]
+		if g == nil {
+			continue
+		}
+		s := o.get("rms", v)
+		s.Assign(ops.Add(ops.Mul(s.Value(), scalar(g, o.Rho)), ops.Mul(ops.Square(g), scalar(g, 1-o.Rho))))
+		update := ops.Div(g, ops.Add(ops.Sqrt(s.Value()), scalar(g, o.Eps)))
+		if o.Momentum > 0 {
+			mom := o.get("momentum", v)
+			mom.Assign(ops.Add(ops.Mul(mom.Value(), scalar(g, o.Momentum)), update))
+			update = mom.Value()
+		}
+		v.AssignScaled(-lr, update)
+	}
+	o.steps++
+	return nil
+}

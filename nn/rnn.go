@@ -1,0 +1,143 @@
+package nn
+
+import (
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Cell is one step of a recurrent network.
+type Cell interface {
+	// Step maps an input x: [N, in] and the state to the output [N, hidden]
+	// and the new state.
+	Step(x *tensor.Tensor, state []*tensor.Tensor) (out *tensor.Tensor, next []*tensor.Tensor)
+	// InitialState returns zeros for a batch of n.
+	InitialState(n int) []*tensor.Tensor
+	Variables() []*tape.Variable
+}
+
+// LSTMCell is a long short-term memory cell (Hochreiter & Schmidhuber):
+// gates i, f, g, o from x·W + h·U + b; c' = σ(f)c + σ(i)tanh(g);
+// h' = σ(o)tanh(c'). State: [h, c].
+type LSTMCell struct {
+	Kernel, Recurrent, Bias *tape.Variable // [in 4h], [h 4h], [4h]
+	hidden                  int
+	dt                      tensor.DType
+}
+
+// NewLSTMCell makes an LSTM cell (Glorot-uniform kernel, orthogonal
+// recurrent kernel, forget-gate bias 1) with variables under name.
+func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *LSTMCell {
+	dt = orFloat32(dt)
+	bias := make([]float64, 4*hidden)
+	for i := hidden; i < 2*hidden; i++ {
+		bias[i] = 1 // forget gate: remember by default
+	}
+	return &LSTMCell{
+		Kernel:    tape.NewVariable(name+"/kernel", GlorotUniform(rng, dt, in, 4*hidden)),
+		Recurrent: tape.NewVariable(name+"/recurrent_kernel", Orthogonal(rng, dt, hidden, 4*hidden)),
+		Bias:      tape.NewVariable(name+"/bias", ops.Cast(tensor.FromSlice(bias), dt)),
+		hidden:    hidden, dt: dt,
+	}
+}
+
+// Step advances the cell one step.
+func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	h, cell := state[0], state[1]
+	z := ops.Add(ops.Add(ops.MatMul(x, c.Kernel.Value()), ops.MatMul(h, c.Recurrent.Value())), c.Bias.Value())
+	g := ops.Split(z, 1, []int{c.hidden, c.hidden, c.hidden, c.hidden})
+	next := ops.Add(ops.Mul(ops.Sigmoid(g[1]), cell), ops.Mul(ops.Sigmoid(g[0]), ops.Tanh(g[2])))
+	out := ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next))
+	return out, []*tensor.Tensor{out, next}
+}
+
+// InitialState returns zero h and c.
+func (c *LSTMCell) InitialState(n int) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Zeros(c.dt, n, c.hidden), tensor.Zeros(c.dt, n, c.hidden)}
+}
+
+// Variables returns the kernels and the bias.
+func (c *LSTMCell) Variables() []*tape.Variable {
+	return []*tape.Variable{c.Kernel, c.Recurrent, c.Bias}
+}
+
+// GRUCell is a gated recurrent unit (Cho et al.), with the reset gate
+// applied after the recurrent product: z, r = σ(x·Wzr + h·Uzr + b);
+// n = tanh(x·Wn + r(h·Un) + b); h' = (1-z)n + zh. State: [h].
+type GRUCell struct {
+	Kernel, Recurrent, Bias, RecurrentBias *tape.Variable // [in 3h], [h 3h], [3h], [3h]
+	hidden                                 int
+	dt                                     tensor.DType
+}
+
+// NewGRUCell makes a GRU cell with variables under name.
+func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *GRUCell {
+	dt = orFloat32(dt)
+	return &GRUCell{
+		Kernel:        tape.NewVariable(name+"/kernel", GlorotUniform(rng, dt, in, 3*hidden)),
+		Recurrent:     tape.NewVariable(name+"/recurrent_kernel", Orthogonal(rng, dt, hidden, 3*hidden)),
+		Bias:          tape.NewVariable(name+"/bias", tensor.Zeros(dt, 3*hidden)),
+		RecurrentBias: tape.NewVariable(name+"/recurrent_bias", tensor.Zeros(dt, 3*hidden)),
+		hidden:        hidden, dt: dt,
+	}
+}
+
+// Step advances the cell one step.
+func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	h := state[0]
+	sizes := []int{c.hidden, c.hidden, c.hidden}
+	xs := ops.Split(ops.Add(ops.MatMul(x, c.Kernel.Value()), c.Bias.Value()), 1, sizes)
+	hs := ops.Split(ops.Add(ops.MatMul(h, c.Recurrent.Value()), c.RecurrentBias.Value()), 1, sizes)
+	z := ops.Sigmoid(ops.Add(xs[0], hs[0]))
+	r := ops.Sigmoid(ops.Add(xs[1], hs[1]))
+	n := ops.Tanh(ops.Add(xs[2], ops.Mul(r, hs[2])))
+	out := ops.Add(ops.Mul(ops.Sub(ops.OnesLike(z), z), n), ops.Mul(z, h))
+	return out, []*tensor.Tensor{out}
+}
+
+// InitialState returns zero h.
+func (c *GRUCell) InitialState(n int) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Zeros(c.dt, n, c.hidden)}
+}
+
+// Variables returns the kernels and biases.
+func (c *GRUCell) Variables() []*tape.Variable {
+	return []*tape.Variable{c.Kernel, c.Recurrent, c.Bias, c.RecurrentBias}
+}
+
+// RNN runs a cell over a sequence with control.Scan (so it differentiates
+// through the loop as one region): x: [N, T, in] -> [N, T, hidden] with
+// ReturnSequences, else the last output [N, hidden].
+type RNN struct {
+	Cell            Cell
+	ReturnSequences bool
+}
+
+// Forward runs the cell from a zero state.
+func (r *RNN) Forward(x *tensor.Tensor) *tensor.Tensor {
+	out, _ := r.Run(x, nil)
+	return out
+}
+
+// Run runs the cell from state (nil: zeros) and also returns the final
+// state, for stateful use (generating text step by step).
+func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	if state == nil {
+		state = r.Cell.InitialState(x.Dim(0))
+	}
+	steps := ops.Transpose(x, 1, 0, 2) // [T, N, in]
+	final, ys := control.Scan(func(carry, in []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {
+		out, next := r.Cell.Step(in[0], carry)
+		return next, []*tensor.Tensor{out}
+	}, state, []*tensor.Tensor{steps})
+	if r.ReturnSequences {
+		return ops.Transpose(ys[0], 1, 0, 2), final
+	}
+	t := ys[0].Dim(0)
+	last := ops.Slice(ys[0], []int{t - 1, 0, 0}, []int{t, ys[0].Dim(1), ys[0].Dim(2)}, nil)
+	return ops.Reshape(last, ys[0].Dim(1), ys[0].Dim(2)), final
+}
+
+// Variables returns the cell's variables.
+func (r *RNN) Variables() []*tape.Variable { return r.Cell.Variables() }
