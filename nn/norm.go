@@ -151,7 +151,9 @@ func NewEmbedding(name string, rng *tensor.RNG, vocab, dim int, dt tensor.DType)
 }
 
 // Forward looks the ids up.
-func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor { return ops.Gather(e.Table.Value(), ids, 0) }
+func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
+	return ops.Gather(e.Table.Value(), ids, 0)
+}
 
 // Variables returns the table.
 func (e *Embedding) Variables() []*tape.Variable { return []*tape.Variable{e.Table} }
