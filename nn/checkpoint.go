@@ -1,0 +1,220 @@
+package nn
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Checkpoints are safetensors files (huggingface's format: an 8-byte
+// little-endian header length, a JSON header of name -> dtype, shape and
+// byte range, then the raw little-endian data), so weights open in PyTorch
+// and JAX tools. Optimizer state is saved beside the variables under
+// "optimizer/<slot>/<variable>", its step count in the metadata.
+
+// ErrCheckpoint wraps every checkpoint error.
+var ErrCheckpoint = errors.New("checkpoint")
+
+var safetensorsDType = map[tensor.DType]string{
+	tensor.Float32: "F32", tensor.Float64: "F64", tensor.Int32: "I32",
+	tensor.Int64: "I64", tensor.Uint8: "U8", tensor.Bool: "BOOL",
+}
+
+type headerEntry struct {
+	DType   string `json:"dtype"`
+	Shape   []int  `json:"shape"`
+	Offsets [2]int `json:"data_offsets"`
+}
+
+// SaveCheckpoint writes vars (and the optimizer's state, if opt is not nil)
+// to path atomically: a temporary file in the same directory, synced, then
+// renamed over path, so a crash mid-save never corrupts the last good
+// checkpoint. metadata is stored as the file's __metadata__.
+func SaveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata map[string]string) error {
+	return saveCheckpoint(path, vars, opt, metadata, nil)
+}
+
+// saveCheckpoint is SaveCheckpoint with a hook on the file's writer (tests
+// use it to fail mid-write).
+func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata map[string]string, wrap func(io.Writer) io.Writer) (err error) {
+	all := vars
+	meta := map[string]string{}
+	for k, v := range metadata {
+		meta[k] = v
+	}
+	if opt != nil {
+		all = append(append([]*tape.Variable{}, vars...), opt.Slots()...)
+		meta["optimizer_steps"] = strconv.Itoa(opt.Steps())
+	}
+	header := map[string]any{"__metadata__": meta}
+	at := 0
+	seen := map[string]bool{}
+	for _, v := range all {
+		t := v.Value()
+		if seen[v.Name()] {
+			return fmt.Errorf("nn: %w: two variables are named %q", ErrCheckpoint, v.Name())
+		}
+		seen[v.Name()] = true
+		n := t.NumElements() * t.DType().Size()
+		header[v.Name()] = headerEntry{DType: safetensorsDType[t.DType()], Shape: t.Shape().Clone(), Offsets: [2]int{at, at + n}}
+		at += n
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
+	}
+	for len(hj)%8 != 0 { // the data starts 8-byte aligned
+		hj = append(hj, ' ')
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	var w io.Writer = f
+	if wrap != nil {
+		w = wrap(w)
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var size [8]byte
+	binary.LittleEndian.PutUint64(size[:], uint64(len(hj)))
+	bw.Write(size[:])
+	bw.Write(hj)
+	for _, v := range all {
+		bw.Write(v.Value().Contiguous().HostBytes())
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("nn: %w: writing %s: %v", ErrCheckpoint, path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("nn: %w: syncing %s: %v", ErrCheckpoint, path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
+	}
+	return nil
+}
+
+// LoadCheckpoint reads every tensor of a safetensors file and its metadata.
+// A truncated or malformed file is an error naming the problem.
+func LoadCheckpoint(path string) (map[string]*tensor.Tensor, map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("nn: %w: %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < 8 {
+		return nil, nil, bad("%d bytes is too short for a safetensors file", len(raw))
+	}
+	n := binary.LittleEndian.Uint64(raw[:8])
+	if n > uint64(len(raw)-8) {
+		return nil, nil, bad("header of %d bytes in a %d-byte file", n, len(raw))
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(raw[8:8+n], &header); err != nil {
+		return nil, nil, bad("header: %v", err)
+	}
+	body := raw[8+n:]
+	out := map[string]*tensor.Tensor{}
+	meta := map[string]string{}
+	for name, msg := range header {
+		if name == "__metadata__" {
+			json.Unmarshal(msg, &meta)
+			continue
+		}
+		var e headerEntry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, nil, bad("tensor %q: %v", name, err)
+		}
+		dt := tensor.Invalid
+		for d, s := range safetensorsDType {
+			if s == e.DType {
+				dt = d
+			}
+		}
+		if dt == tensor.Invalid {
+			return nil, nil, bad("tensor %q has dtype %q, which eagerflow does not read", name, e.DType)
+		}
+		size := tensor.Shape(e.Shape).NumElements() * dt.Size()
+		if e.Offsets[0] < 0 || e.Offsets[1] > len(body) || e.Offsets[1]-e.Offsets[0] != size {
+			return nil, nil, bad("tensor %q: bytes %v do not hold %v%v in a %d-byte body", name, e.Offsets, dt, tensor.Shape(e.Shape), len(body))
+		}
+		t := tensor.MustEmpty(dt, e.Shape)
+		copy(t.HostBytes(), body[e.Offsets[0]:e.Offsets[1]])
+		out[name] = t
+	}
+	return out, meta, nil
+}
+
+// RestoreCheckpoint loads path into vars (by name) and, if opt is not nil,
+// the optimizer's state. A variable missing from the file, or saved with
+// another shape or dtype, is an error naming it; nothing is changed then.
+func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[string]string, error) {
+	saved, meta, err := LoadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vars { // check everything before changing anything
+		t, ok := saved[v.Name()]
+		if !ok {
+			return nil, fmt.Errorf("nn: %w: %s has no variable %q", ErrCheckpoint, path, v.Name())
+		}
+		if t.DType() != v.Value().DType() || !t.Shape().Equal(v.Value().Shape()) {
+			return nil, fmt.Errorf("nn: %w: variable %q is %s in the model and %s in %s",
+				ErrCheckpoint, v.Name(), tensor.Describe(v.Value()), tensor.Describe(t), path)
+		}
+	}
+	for _, v := range vars {
+		v.Assign(saved[v.Name()])
+	}
+	if opt != nil {
+		names := make([]string, 0, len(saved))
+		for name := range saved {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if s, ok := opt.(interface{ setSlot(string, *tensor.Tensor) }); ok && len(name) > 10 && name[:10] == "optimizer/" {
+				s.setSlot(name, saved[name])
+			}
+		}
+		if steps, err := strconv.Atoi(meta["optimizer_steps"]); err == nil {
+			opt.SetSteps(steps)
+		}
+	}
+	return meta, nil
+}
+
+// setSlot restores a slot variable by its full name.
+func (s *slots) setSlot(key string, t *tensor.Tensor) {
+	if s.vars == nil {
+		s.vars = map[string]*tape.Variable{}
+	}
+	if sv, ok := s.vars[key]; ok && sv.Value().Shape().Equal(t.Shape()) {
+		sv.Assign(t)
+		return
+	}
+	sv := tape.NewVariable(key, t)
+	s.vars[key] = sv
+	s.order = append(s.order, sv)
+}
