@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -202,5 +203,29 @@ func BenchmarkMaxPoolTrainStep(b *testing.B) {
 		tp.Watch(x)
 		y := ops.MaxPool2D(x, opts)
 		tp.Gradient(y, x)
+	}
+}
+
+// BenchmarkMLPStepNN is BenchmarkMLPStep built from nn layers, loss and
+// an SGD optimizer; it should cost within 10% of the plain-ops version.
+func BenchmarkMLPStepNN(b *testing.B) {
+	rng := tensor.NewRNG(3)
+	m := nn.NewSequential(
+		nn.NewDense("dense1", rng, 784, 256, nn.DenseOpts{Activation: ops.Relu}),
+		nn.NewDense("dense2", rng, 256, 10, nn.DenseOpts{}))
+	opt := &nn.SGD{LR: nn.Constant(0.01)}
+	x, labels := mlpBatch()
+	step := func() {
+		tp := tape.New()
+		loss := nn.SparseSoftmaxCrossEntropy(m.Forward(x), labels)
+		vars := m.Variables()
+		if err := opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step()
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
 	}
 }

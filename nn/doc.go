@@ -1,0 +1,40 @@
+// Package nn is what a training loop needs: layers, initializers, losses,
+// metrics, optimizers, learning-rate schedules, checkpoints and TensorBoard
+// summaries, all built on ops, tape and control.
+//
+// # Layers
+//
+// Layers are plain structs made by New functions and used through Module
+// (Forward, Variables): Dense, Conv2D, MaxPool2D, AvgPool2D, BatchNorm
+// (training and inference, running statistics as State), LayerNorm,
+// Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
+// GRUCell with RNN running a cell over a sequence through control.Scan (so
+// it differentiates through the loop as one region), and Sequential.
+// SetTraining switches Dropout and BatchNorm between modes. Variables are
+// tape.Variables named "<layer>/<variable>", watched by every tape.
+//
+// # Training
+//
+// Initializers (GlorotUniform, GlorotNormal, HeNormal, HeUniform,
+// Orthogonal, Zeros) draw from a seeded tensor.RNG. Losses (MeanSquaredError,
+// SoftmaxCrossEntropy, SparseSoftmaxCrossEntropy,
+// BinaryCrossEntropyWithLogits) return the batch mean; Accuracy and Mean are
+// metrics. Optimizers (SGD with momentum and Nesterov, Adam, AdamW, RMSProp)
+// update variables in place from a Schedule (Constant, StepDecay, Cosine,
+// Warmup); ClipByGlobalNorm bounds gradients.
+//
+// # Checkpoints and summaries
+//
+// SaveCheckpoint and RestoreCheckpoint use the safetensors format (weights
+// open in PyTorch and JAX tools), save atomically (a crash mid-save leaves
+// the previous checkpoint intact) and restore optimizer state; a variable
+// missing or of another shape or dtype is an error naming it, and nothing is
+// changed then. SummaryWriter writes TensorBoard event files of scalars and
+// histograms.
+//
+// # Errors and concurrency
+//
+// Shape mistakes panic with *tensor.Error from the ops underneath;
+// checkpoint and summary I/O return errors (ErrCheckpoint). A model is
+// trained by one goroutine at a time; separate models train in parallel.
+package nn
