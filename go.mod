@@ -5,8 +5,16 @@ go 1.26.0
 require (
 	github.com/chewxy/math32 v1.11.1
 	github.com/google/go-cmp v0.7.0
+	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.49.0
 	gorgonia.org/tensor v0.9.24
+)
+
+require (
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/term v0.44.0 // indirect
+	golang.org/x/text v0.28.0 // indirect
 )
 
 require (
@@ -21,7 +29,7 @@ require (
 	// on Go 1.26; interop/gorgonia's test fails if this pin regresses.
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
-	gonum.org/v1/gonum v0.8.2 // indirect
+	gonum.org/v1/gonum v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12
 	gorgonia.org/vecf32 v0.9.0 // indirect
 	gorgonia.org/vecf64 v0.9.0 // indirect

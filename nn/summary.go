@@ -5,12 +5,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/tensor"
 	"google.golang.org/protobuf/encoding/protowire"
 )
+
+var writers atomic.Int64
 
 // SummaryWriter writes TensorBoard event files (events.out.tfevents.*):
 // TFRecord-framed Event protos with scalar and histogram summaries, so
@@ -32,7 +35,8 @@ func NewSummaryWriter(dir string) (*SummaryWriter, error) {
 	if host == "" {
 		host = "localhost"
 	}
-	name := filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s.%d", time.Now().Unix(), host, os.Getpid()))
+	// A per-process counter keeps writers opened in the same second apart.
+	name := filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s.%d.%d.v2", time.Now().Unix(), host, os.Getpid(), writers.Add(1)))
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("nn: summaries: %w", err)
