@@ -1,0 +1,46 @@
+// Package report holds what the examples share: a PNG plot of a loss curve
+// (gonum/plot) and the choice of an output directory.
+package report
+
+import (
+	"fmt"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// LossPlot writes a PNG line plot of one loss value per epoch to path.
+func LossPlot(path, title string, losses []float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "epoch"
+	p.Y.Label.Text = "loss"
+	pts := make(plotter.XYs, len(losses))
+	for i, l := range losses {
+		pts[i].X, pts[i].Y = float64(i+1), l
+	}
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	p.Add(line, plotter.NewGrid())
+	if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// OutputDir returns dir when it is set, or a fresh temporary directory
+// named for the example (removed by the returned cleanup).
+func OutputDir(dir, name string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
