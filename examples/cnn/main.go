@@ -64,7 +64,7 @@ func shapes(n int, seed uint64) (*tensor.Tensor, *tensor.Tensor) {
 	for i := range labels {
 		c := i % 3
 		labels[i] = int32(c)
-		r := 5 + 5*u[3*i]                       // half-size 5..10
+		r := 5 + 5*u[3*i]                      // half-size 5..10
 		cx := r + (float64(size)-2*r)*u[3*i+1] // keep the shape inside
 		cy := r + (float64(size)-2*r)*u[3*i+2]
 		for y := range size {
