@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 
+	"github.com/eagerflow/eagerflow/examples/internal/report"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -24,6 +27,7 @@ func main() {
 	flag.Float64Var(&cfg.lr, "lr", 0.05, "learning rate")
 	flag.IntVar(&cfg.hidden, "hidden", 32, "hidden units")
 	flag.Uint64Var(&cfg.seed, "seed", 1, "random seed")
+	flag.StringVar(&cfg.dir, "dir", "", "if set, write loss.png and TensorBoard events (DIR/logs) there")
 	flag.Parse()
 	res, err := run(cfg, os.Stdout)
 	if err != nil {
@@ -38,6 +42,7 @@ type config struct {
 	lr            float64
 	seed          uint64
 	logEvery      int
+	dir           string
 }
 
 type result struct{ first, final float64 }
@@ -86,6 +91,15 @@ func run(cfg config, out *os.File) (result, error) {
 	x, y := dataset(rng, 256)
 	m := newModel(rng, cfg.hidden)
 	var res result
+	var sw *nn.SummaryWriter
+	var curve []float64 // the loss every logEvery steps, for the plot
+	if cfg.dir != "" {
+		var err error
+		if sw, err = nn.NewSummaryWriter(filepath.Join(cfg.dir, "logs")); err != nil {
+			return res, err
+		}
+		defer sw.Close()
+	}
 	for step := 1; step <= cfg.steps; step++ {
 		tp := tape.New()
 		loss := ops.Mean(ops.Square(ops.Sub(m.forward(x), y)))
@@ -105,8 +119,22 @@ func run(cfg config, out *os.File) (result, error) {
 			res.first = l
 		}
 		res.final = l
-		if out != nil && (step == 1 || step%cfg.logEvery == 0) {
-			fmt.Fprintf(out, "step %5d  mse %.5f\n", step, l)
+		if sw != nil {
+			if err := sw.Scalar("mse", int64(step), l); err != nil {
+				return res, err
+			}
+		}
+		if step == 1 || step%cfg.logEvery == 0 {
+			curve = append(curve, l)
+			if out != nil {
+				fmt.Fprintf(out, "step %5d  mse %.5f\n", step, l)
+			}
+		}
+	}
+	if cfg.dir != "" {
+		label := fmt.Sprintf("report (every %d steps)", cfg.logEvery)
+		if err := report.Plot(filepath.Join(cfg.dir, "loss.png"), "regression: mse", label, curve); err != nil {
+			return res, err
 		}
 	}
 	return res, nil

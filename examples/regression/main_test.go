@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 func TestLossFalls(t *testing.T) {
 	steps := 1500
@@ -16,5 +19,14 @@ func TestLossFalls(t *testing.T) {
 	}
 	if _, err := run(config{steps: 0, hidden: 1, lr: 1}, nil); err == nil {
 		t.Error("zero steps accepted")
+	}
+	dir := t.TempDir()
+	if _, err := run(config{steps: 20, hidden: 4, lr: 0.05, seed: 1, dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{"loss.png", "logs/events.out.tfevents.*"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) != 1 {
+			t.Errorf("%s: %v", pattern, m)
+		}
 	}
 }

@@ -5,8 +5,8 @@
 //
 //	go run ./examples/tfrecord-pipeline [-dir DIR] [-epochs 8]
 //
-// The shards go to -dir (default: a fresh temporary directory, removed at
-// the end).
+// The shards go to -dir, with loss.png and TensorBoard events (DIR/logs);
+// by default a fresh temporary directory, removed at the end.
 package main
 
 import (
@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/examples/internal/report"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -88,6 +90,7 @@ func run(cfg config, out io.Writer) (result, error) {
 	if cfg.shards == 0 {
 		cfg.shards, cfg.perShard = 4, 600
 	}
+	keep := cfg.dir != "" // a directory the user asked for also gets loss.png and events
 	if cfg.dir == "" {
 		dir, err := os.MkdirTemp("", "tfrecord-pipeline-")
 		if err != nil {
@@ -95,6 +98,15 @@ func run(cfg config, out io.Writer) (result, error) {
 		}
 		defer os.RemoveAll(dir)
 		cfg.dir = dir
+	}
+	var sw *nn.SummaryWriter
+	var curve []float64
+	if keep {
+		var err error
+		if sw, err = nn.NewSummaryWriter(filepath.Join(cfg.dir, "logs")); err != nil {
+			return result{}, err
+		}
+		defer sw.Close()
 	}
 	files, err := writeShards(cfg.dir, cfg.shards, cfg.perShard)
 	if err != nil {
@@ -165,7 +177,21 @@ func run(cfg config, out io.Writer) (result, error) {
 			if out != nil {
 				fmt.Fprintf(out, "epoch %d  loss %.4f  accuracy %.1f%%\n", step/steps, res.loss, 100*res.accuracy)
 			}
+			curve = append(curve, res.loss)
+			if sw != nil {
+				if err := sw.Scalar("loss", int64(step/steps), res.loss); err != nil {
+					return res, err
+				}
+				if err := sw.Scalar("accuracy", int64(step/steps), res.accuracy); err != nil {
+					return res, err
+				}
+			}
 			epochLoss, correct, seen = 0, 0, 0
+		}
+	}
+	if keep {
+		if err := report.LossPlot(filepath.Join(cfg.dir, "loss.png"), "tfrecord-pipeline", curve); err != nil {
+			return res, err
 		}
 	}
 	return res, nil

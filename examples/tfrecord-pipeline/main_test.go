@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 func TestTrainingOnTheRecordsLearns(t *testing.T) {
 	cfg := config{epochs: 6, shards: 4, perShard: 600}
@@ -16,5 +19,14 @@ func TestTrainingOnTheRecordsLearns(t *testing.T) {
 	}
 	if _, err := run(config{epochs: 0}, nil); err == nil {
 		t.Error("zero epochs accepted")
+	}
+	dir := t.TempDir()
+	if _, err := run(config{epochs: 1, shards: 1, perShard: 64, dir: dir}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{"loss.png", "logs/events.out.tfevents.*", "blobs-*.tfrecord"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) != 1 {
+			t.Errorf("%s: %v", pattern, m)
+		}
 	}
 }

@@ -12,10 +12,13 @@ import (
 )
 
 // LossPlot writes a PNG line plot of one loss value per epoch to path.
-func LossPlot(path, title string, losses []float64) error {
+func LossPlot(path, title string, losses []float64) error { return Plot(path, title, "epoch", losses) }
+
+// Plot writes a PNG line plot of losses against 1, 2, ... labelled xlabel.
+func Plot(path, title, xlabel string, losses []float64) error {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "epoch"
+	p.X.Label.Text = xlabel
 	p.Y.Label.Text = "loss"
 	pts := make(plotter.XYs, len(losses))
 	for i, l := range losses {
