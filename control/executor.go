@@ -1,0 +1,412 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Execution follows the rules of the control-flow paper. Every value is a
+// tensor, a dead flag and a tag: the frame instance and iteration it
+// belongs to.
+//   - An ordinary op with a dead input (data or control) yields dead outputs
+//     without running.
+//   - Switch passes its data to the output its predicate picks; the other
+//     output is dead (both are dead if the data or predicate is).
+//   - Merge forwards the first live input; it is dead only when every input
+//     it waits for is dead. In a loop it waits for its forward inputs at
+//     iteration 0 and for its back edges (NextIteration) after.
+//   - Enter moves a value into a child frame instance, created on the first
+//     Enter; a constant Enter is seen by every iteration of the frame.
+//   - NextIteration moves a value to the next iteration; a dead one is
+//     dropped, which is how a loop stops.
+//   - Exit moves a value to the parent frame. Dead values reaching an Exit
+//     are held: if no live value arrives before the frame can do nothing
+//     more (the loop ran on a dead branch), the Exit yields dead.
+
+// value is one tagged value.
+type value struct {
+	t    *tensor.Tensor
+	dead bool
+}
+
+// frameInst is a running instance of a frame (a loop's execution).
+type frameInst struct {
+	name       string
+	parent     *frameInst
+	parentIter int
+	depth      int
+	children   map[childKey]*frameInst
+	constants  map[*Node]value // constant Enters into this frame
+	iters      map[int]bool    // iterations started
+	exits      map[*Node]bool  // Exit nodes that reached this frame: true once one delivered live
+	heldDead   map[*Node]bool  // Exit nodes holding a dead value
+	finished   bool
+}
+
+type childKey struct {
+	iter int
+	name string
+}
+
+type instKey struct {
+	node  *Node
+	frame *frameInst
+	iter  int
+}
+
+// instance is the state of one node at one tag.
+type instance struct {
+	inputs  []value
+	have    []bool
+	pending int  // inputs still awaited (ordinary nodes)
+	fired   bool // Merge: has produced its output
+	dead    int  // Merge: dead inputs seen among those awaited
+}
+
+type consumer struct {
+	node  *Node
+	input int // -1 for a control edge
+}
+
+// executor runs one Execute call.
+type executor struct {
+	g           *Graph
+	consumers   map[Output][]consumer
+	controlOf   map[*Node][]*Node // node -> nodes that wait on it by a control edge
+	backEdge    map[*Node][]bool  // Merge -> which inputs are back edges
+	insts       map[instKey]*instance
+	queue       []instKey
+	root        *frameInst
+	frames      []*frameInst
+	results     map[Output]value
+	controlDead map[instKey]bool // finished nodes that others wait on by a control edge: were they dead
+	runs        int              // ops executed (for tests)
+}
+
+// ErrDeadOutput is returned when a graph result is dead (it was computed
+// only on branches that were not taken).
+var ErrDeadOutput = errors.New("control: a graph result is dead")
+
+// Execute runs g on args (one per placeholder, in order) and returns its
+// results. Op nodes run eagerly through their eager.Op; panics of ops (bad
+// shapes) propagate as they would eagerly.
+func Execute(g *Graph, args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out, _, err := execute(g, args)
+	return out, err
+}
+
+func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
+	if len(args) != len(g.Inputs) {
+		return nil, 0, fmt.Errorf("control: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
+	}
+	e := &executor{g: g, consumers: map[Output][]consumer{}, controlOf: map[*Node][]*Node{},
+		backEdge: map[*Node][]bool{}, insts: map[instKey]*instance{}, results: map[Output]value{},
+		controlDead: map[instKey]bool{}}
+	e.root = e.newFrame("", nil, 0)
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			e.consumers[in] = append(e.consumers[in], consumer{n, i})
+			if n.Kind == Merge {
+				e.backEdge[n] = append(e.backEdge[n], in.Node.Kind == NextIteration)
+			}
+		}
+		for _, c := range n.Control {
+			e.controlOf[c] = append(e.controlOf[c], n)
+		}
+	}
+	// Seed: graph inputs, and root nodes that wait on nothing.
+	for i, p := range g.Inputs {
+		e.deliver(p.Out(0), e.root, 0, value{t: args[i]})
+	}
+	// Nodes that wait for nothing start at the root (an Enter of a constant,
+	// an op of constants). Inside a frame a node needs an input from the
+	// frame, as TensorFlow's graphs have (the tracer wires constants so).
+	for _, n := range g.Nodes {
+		if (n.Kind == OpNode || n.Kind == Enter) && e.waitsFor(n) == 0 {
+			e.ready(instKey{n, e.root, 0})
+		}
+	}
+	for {
+		for len(e.queue) > 0 {
+			k := e.queue[0]
+			e.queue = e.queue[1:]
+			e.run(k)
+		}
+		if !e.finishDeepest() {
+			break
+		}
+	}
+	out := make([]*tensor.Tensor, len(g.Result))
+	for i, r := range g.Result {
+		v, ok := e.results[r]
+		if !ok {
+			return nil, e.runs, fmt.Errorf("control: result %d (%v output %d) was never computed", i, r.Node, r.Index)
+		}
+		if v.dead {
+			return nil, e.runs, fmt.Errorf("%w: result %d (%v output %d)", ErrDeadOutput, i, r.Node, r.Index)
+		}
+		out[i] = v.t
+	}
+	return out, e.runs, nil
+}
+
+func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
+	f := &frameInst{name: name, parent: parent, parentIter: parentIter, children: map[childKey]*frameInst{},
+		constants: map[*Node]value{}, iters: map[int]bool{}, exits: map[*Node]bool{}, heldDead: map[*Node]bool{}}
+	if parent != nil {
+		f.depth = parent.depth + 1
+	}
+	e.frames = append(e.frames, f)
+	return f
+}
+
+// waitsFor counts the inputs an ordinary node waits for: data inputs that
+// are not constants, and control edges.
+func (e *executor) waitsFor(n *Node) int {
+	w := len(n.Control)
+	for _, in := range n.Inputs {
+		if in.Node.Kind != Const {
+			w++
+		}
+	}
+	return w
+}
+
+func (e *executor) inst(k instKey) *instance {
+	in, ok := e.insts[k]
+	if !ok {
+		n := k.node
+		in = &instance{inputs: make([]value, len(n.Inputs)), have: make([]bool, len(n.Inputs)), pending: e.waitsFor(n)}
+		for i, x := range n.Inputs {
+			if x.Node.Kind == Const {
+				in.inputs[i], in.have[i] = value{t: x.Node.Value}, true
+			}
+		}
+		e.insts[k] = in
+	}
+	return in
+}
+
+func (e *executor) ready(k instKey) { e.queue = append(e.queue, k) }
+
+// startIteration records that iteration iter of f exists and hands it the
+// frame's constants.
+func (e *executor) startIteration(f *frameInst, iter int) {
+	if f.iters[iter] {
+		return
+	}
+	f.iters[iter] = true
+	for enter, v := range f.constants {
+		e.fanOut(enter.Out(0), f, iter, v)
+	}
+}
+
+// deliver places a value produced at output out (whose node ran at tag
+// (f, iter)) where its node sends it, and hands it to the consumers.
+func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
+	n := out.Node
+	switch n.Kind {
+	case Enter:
+		ck := childKey{iter, n.Frame}
+		child, ok := f.children[ck]
+		if !ok {
+			child = e.newFrame(n.Frame, f, iter)
+			f.children[ck] = child
+		}
+		if n.IsConstant {
+			child.constants[n] = v
+			for it := range child.iters {
+				e.fanOut(out, child, it, v)
+			}
+			return
+		}
+		e.startIteration(child, 0)
+		e.fanOut(out, child, 0, v)
+	case Exit:
+		f.exits[n] = f.exits[n] || !v.dead
+		if v.dead {
+			f.heldDead[n] = true
+			return
+		}
+		e.fanOut(out, f.parent, f.parentIter, v)
+	case NextIteration:
+		if v.dead {
+			return // the loop ends here
+		}
+		e.startIteration(f, iter+1)
+		e.fanOut(out, f, iter+1, v)
+	default:
+		e.fanOut(out, f, iter, v)
+	}
+}
+
+// fanOut gives v to every consumer of out at tag (f, iter).
+func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
+	if f == e.root && iter == 0 {
+		if _, want := e.results[out]; !want {
+			e.results[out] = v
+		}
+	}
+	for _, c := range e.consumers[out] {
+		k := instKey{c.node, f, iter}
+		in := e.inst(k)
+		if c.node.Kind == Merge {
+			e.mergeInput(k, in, c.input, v)
+			continue
+		}
+		if in.have[c.input] {
+			continue
+		}
+		in.inputs[c.input], in.have[c.input] = v, true
+		if in.pending--; in.pending == 0 {
+			e.ready(k)
+		}
+	}
+}
+
+// mergeInput feeds one input of a Merge instance.
+func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
+	if in.fired {
+		return
+	}
+	back := e.backEdge[k.node]
+	loop := false
+	for _, b := range back {
+		loop = loop || b
+	}
+	waitsBack := loop && k.iter > 0
+	if back[idx] != waitsBack {
+		return // not an input this iteration waits on
+	}
+	awaited := 0
+	for _, b := range back {
+		if b == waitsBack {
+			awaited++
+		}
+	}
+	if v.dead {
+		if in.dead++; in.dead < awaited {
+			return
+		}
+	}
+	in.fired = true
+	in.inputs = []value{v, {t: tensor.Scalar(int32(idx)), dead: v.dead}}
+	e.ready(k)
+}
+
+// run executes one node instance whose inputs are all there.
+func (e *executor) run(k instKey) {
+	n, in := k.node, e.inst(k)
+	dead := false
+	for _, v := range in.inputs {
+		dead = dead || v.dead
+	}
+	for _, c := range n.Control {
+		if v, ok := e.controlDead[instKey{c, k.frame, k.iter}]; ok && v {
+			dead = true
+		}
+	}
+	outs := make([]value, n.Outputs)
+	switch n.Kind {
+	case Merge:
+		outs[0], outs[1] = in.inputs[0], in.inputs[1]
+		dead = in.inputs[0].dead
+	case Switch:
+		data, pred := in.inputs[0], in.inputs[1]
+		taken := 0
+		if !dead && pred.t.Item().(bool) {
+			taken = 1
+		}
+		for i := range outs {
+			outs[i] = value{t: data.t, dead: dead || i != taken}
+		}
+	case Enter, Exit, NextIteration:
+		outs[0] = in.inputs[0]
+	case OpNode:
+		if dead {
+			for i := range outs {
+				outs[i].dead = true
+			}
+			break
+		}
+		args := make([]*tensor.Tensor, len(in.inputs))
+		for i, v := range in.inputs {
+			args[i] = v.t
+		}
+		e.runs++
+		for i, t := range eager.Run(n.Op, n.Attrs, args...) {
+			outs[i] = value{t: t}
+		}
+	}
+	if dead && n.Kind != Switch && n.Kind != Merge {
+		for i := range outs {
+			outs[i].dead = true
+		}
+	}
+	for i, v := range outs {
+		e.deliver(n.Out(i), k.frame, k.iter, v)
+	}
+	e.signal(k, dead)
+}
+
+// signal tells the nodes waiting on k by a control edge that it finished.
+func (e *executor) signal(k instKey, dead bool) {
+	waiters := e.controlOf[k.node]
+	if len(waiters) == 0 {
+		return
+	}
+	e.controlDead[k] = dead
+	for _, w := range waiters {
+		wk := instKey{w, k.frame, k.iter}
+		if in := e.inst(wk); w.Kind != Merge {
+			if in.pending--; in.pending == 0 {
+				e.ready(wk)
+			}
+		}
+	}
+}
+
+// finishDeepest is called when nothing can run: the deepest frames that
+// still hold dead values at Exits that never passed a live one are done, so
+// those Exits yield dead. It reports whether it delivered anything.
+func (e *executor) finishDeepest() bool {
+	deepest := -1
+	for _, f := range e.frames {
+		if !f.finished && f.holdsDead() {
+			deepest = max(deepest, f.depth)
+		}
+	}
+	if deepest < 0 {
+		return false
+	}
+	for _, f := range e.frames {
+		if f.finished || f.depth != deepest || !f.holdsDead() {
+			continue
+		}
+		f.finished = true
+		var exits []*Node
+		for exit, held := range f.heldDead {
+			if held && !f.exits[exit] {
+				exits = append(exits, exit)
+			}
+		}
+		slices.SortFunc(exits, func(a, b *Node) int { return a.ID - b.ID }) // a fixed order
+		for _, exit := range exits {
+			e.fanOut(exit.Out(0), f.parent, f.parentIter, value{dead: true})
+		}
+	}
+	return true
+}
+
+func (f *frameInst) holdsDead() bool {
+	for exit, held := range f.heldDead {
+		if held && !f.exits[exit] {
+			return true
+		}
+	}
+	return false
+}
