@@ -28,6 +28,7 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
 		fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
 	}
+	checkTraced("Case", index)
 	i := int(index.Float())
 	if i < 0 || i >= len(branches) {
 		i = len(branches) - 1

@@ -25,6 +25,7 @@ func predicate(name string, p *tensor.Tensor) bool {
 	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
 		fail(name, tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
 	}
+	checkTraced(name, p)
 	return p.Item().(bool)
 }
 

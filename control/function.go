@@ -1,0 +1,264 @@
+package control
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Function is a Go function over tensors that is traced into a Graph the
+// first time it is called with an input signature (the dtypes and shapes
+// of its arguments) and executed from that graph on later calls with the
+// same signature. A new signature traces again.
+//
+// Tracing runs fn once, eagerly, and records every op it runs as a graph
+// node; that first call returns fn's own results. What the graph computes
+// is therefore what fn computed on that call:
+//   - Go values fn reads (ints, closures' variables, Item() of a tensor)
+//     are constants of the trace.
+//   - Tensors fn reads that are not its arguments are captured: a variable
+//     (tensor.FlagVariable) by reference, so in-place updates are seen by
+//     later calls; any other tensor by value.
+//   - Control flow whose predicate or index depends on an argument
+//     (control.Cond, Case, While with a data-dependent predicate) makes the
+//     trace fail with an error: it is not yet traced into Switch/Merge
+//     frames, and baking one branch in would be wrong. Fori and Scan have
+//     trip counts fixed by Go values and tensor shapes, so they are traced
+//     as their unrolled iterations.
+//   - A tape recording inside fn is traced too: the graph computes the
+//     gradients (a training step traced as one graph).
+//
+// Ops run by other goroutines while a trace records are not part of fn's
+// results and are pruned. A Function is safe for concurrent use; traces
+// are made one at a time.
+type Function struct {
+	fn func(args []*tensor.Tensor) []*tensor.Tensor
+	// Logf receives the warning (given once) that fn retraces often; nil
+	// discards it.
+	Logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	graphs map[string]*Graph
+	traces int
+	warned bool
+}
+
+// RetraceWarning is how many traces a Function makes before it warns.
+const RetraceWarning = 5
+
+// NewFunction wraps fn. fn takes and returns slices of tensors.
+func NewFunction(fn func(args []*tensor.Tensor) []*tensor.Tensor) *Function {
+	return &Function{fn: fn, graphs: map[string]*Graph{}}
+}
+
+// Traces returns how many traces f has made.
+func (f *Function) Traces() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.traces
+}
+
+// Graph returns the graph traced for args' signature, or nil.
+func (f *Function) Graph(args ...*tensor.Tensor) *Graph {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.graphs[signature(args)]
+}
+
+// Call runs f on args: from its graph when one was traced for their
+// signature, else by tracing. Ops' errors panic as they do eagerly; an
+// argument count that differs from the trace, or a trace that cannot be
+// made, is an error.
+func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	key := signature(args)
+	f.mu.Lock()
+	g := f.graphs[key]
+	f.mu.Unlock()
+	if g != nil {
+		return Execute(g, args...)
+	}
+	out, g, err := traceCall(f.fn, args)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.graphs[key] = g
+	f.traces++
+	warn := f.traces > RetraceWarning && !f.warned && f.Logf != nil
+	f.warned = f.warned || warn
+	n := f.traces
+	f.mu.Unlock()
+	if warn {
+		f.Logf("control: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
+	}
+	return out, nil
+}
+
+// signature is the dtypes and shapes of args, e.g. "float32[2 3],int64[]".
+func signature(args []*tensor.Tensor) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if a == nil {
+			b.WriteString("nil")
+			continue
+		}
+		fmt.Fprintf(&b, "%v%v", a.DType(), a.Shape())
+	}
+	return b.String()
+}
+
+// tracer records the ops of one trace.
+type tracer struct {
+	g    *Graph
+	vals map[*tensor.Tensor]Output
+	// varies marks the nodes whose value can differ between calls: the
+	// arguments, captured variables and the ops that read either.
+	varies map[*Node]bool
+	err    error
+}
+
+var (
+	traceMu       sync.Mutex // one trace at a time
+	activeTrace   atomic.Pointer[tracer]
+	installTracer sync.Once
+)
+
+type traceObserver struct{}
+
+func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
+	if t := activeTrace.Load(); t != nil {
+		t.record(c, outs)
+	}
+}
+
+func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
+	ins := make([]Output, len(c.Inputs))
+	for i, x := range c.Inputs {
+		ins[i] = t.value(x)
+	}
+	n := t.g.Apply(c.Op, c.Attrs, len(outs), ins...)
+	for _, in := range ins {
+		if t.varies[in.Node] {
+			t.varies[n] = true
+			break
+		}
+	}
+	for i, o := range outs {
+		t.vals[o] = n.Out(i)
+	}
+}
+
+// value returns the graph value of x, capturing it as a constant when the
+// trace has not seen it: a variable by reference, anything else through a
+// view of its own so that a later Release by its owner cannot free it.
+func (t *tracer) value(x *tensor.Tensor) Output {
+	if v, ok := t.vals[x]; ok {
+		return v
+	}
+	c := x
+	if !x.IsVariable() {
+		c = x.View(x.Shape(), x.Layout())
+	}
+	v := t.g.Constant(c)
+	t.vals[x] = v
+	t.varies[v.Node] = x.IsVariable()
+	return v
+}
+
+// derived reports whether x's value can differ between calls.
+func (t *tracer) derived(x *tensor.Tensor) bool {
+	v, ok := t.vals[x]
+	return ok && t.varies[v.Node]
+}
+
+// checkTraced is called by the constructs that decide by a tensor's value:
+// during a trace, a decision on an argument-derived value fails the trace.
+func checkTraced(construct string, x *tensor.Tensor) {
+	t := activeTrace.Load()
+	if t == nil || t.err != nil || !t.derived(x) {
+		return
+	}
+	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+
+		"traced Cond/Case/While are not supported yet: call the function eagerly", construct, tensor.Describe(x))
+}
+
+// traceCall runs fn on args while recording, and returns its results and
+// the pruned graph.
+func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor) ([]*tensor.Tensor, *Graph, error) {
+	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
+	traceMu.Lock()
+	defer traceMu.Unlock()
+	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}}
+	for i, a := range args {
+		if a == nil {
+			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)
+		}
+		p := t.g.Input(fmt.Sprintf("arg%d", i))
+		t.varies[p.Node] = true
+		if _, seen := t.vals[a]; !seen {
+			t.vals[a] = p
+		}
+	}
+	activeTrace.Store(t)
+	eager.Activate()
+	var out []*tensor.Tensor
+	func() {
+		defer func() {
+			eager.Deactivate()
+			activeTrace.Store(nil)
+		}()
+		out = fn(args)
+	}()
+	if t.err != nil {
+		return nil, nil, t.err
+	}
+	for i, o := range out {
+		if o == nil {
+			return nil, nil, fmt.Errorf("control: Function result %d is nil", i)
+		}
+		t.g.Result = append(t.g.Result, t.value(o))
+	}
+	t.g.prune()
+	return out, t.g, nil
+}
+
+// prune drops the nodes no result depends on (ops of other goroutines,
+// values fn computed and discarded) and numbers the rest in order.
+func (g *Graph) prune() {
+	keep := map[*Node]bool{}
+	var visit func(n *Node)
+	visit = func(n *Node) {
+		if keep[n] {
+			return
+		}
+		keep[n] = true
+		for _, in := range n.Inputs {
+			visit(in.Node)
+		}
+		for _, c := range n.Control {
+			visit(c)
+		}
+	}
+	for _, r := range g.Result {
+		visit(r.Node)
+	}
+	for _, p := range g.Inputs {
+		keep[p] = true
+	}
+	nodes := g.Nodes[:0]
+	for _, n := range g.Nodes {
+		if keep[n] {
+			n.ID = len(nodes)
+			nodes = append(nodes, n)
+		}
+	}
+	clear(g.Nodes[len(nodes):])
+	g.Nodes = nodes
+}

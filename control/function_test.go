@@ -1,0 +1,177 @@
+package control_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+func f32(xs ...float32) T { return tensor.FromSlice(xs) }
+
+// chain is the elementwise chain of the tracing benchmark, with a captured
+// (non-argument) tensor and a discarded intermediate that must be pruned.
+func chain(args []T) []T {
+	x, bias := args[0], tensor.Scalar(float32(0.5))
+	_ = ops.Exp(x) // computed and thrown away
+	for range 3 {
+		x = ops.Tanh(ops.Add(ops.Mul(x, tensor.Scalar(float32(1.01))), bias))
+	}
+	return []T{ops.Mul(x, tensor.Scalar(float32(1.01))), ops.Sum(x)}
+}
+
+func TestFunctionTracesOnceAndMatchesEager(t *testing.T) {
+	f := control.NewFunction(chain)
+	for call, in := range [][]float32{{1, -2, 3}, {0.25, 4, -1}, {7, 8, 9}} {
+		x := f32(in...)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := chain([]T{x})
+		for i := range want {
+			if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])) {
+				t.Errorf("call %d result %d: traced %v, eager %v", call, i, got[i], want[i])
+			}
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces for one signature", f.Traces())
+	}
+	g := f.Graph(f32(0, 0, 0))
+	for _, n := range g.Nodes {
+		if n.Name == "Exp" {
+			t.Errorf("the discarded Exp was not pruned: %v", g.Nodes)
+		}
+	}
+	// A new shape retraces; the old graph stays.
+	if _, err := f.Call(f32(1, 2)); err != nil || f.Traces() != 2 {
+		t.Errorf("new shape: %v, %d traces", err, f.Traces())
+	}
+	if _, err := f.Call(f32(1, 2, 3)); err != nil || f.Traces() != 2 {
+		t.Errorf("old shape again: %v, %d traces", err, f.Traces())
+	}
+}
+
+func TestFunctionWarnsOnceWhenItRetracesOften(t *testing.T) {
+	var warnings []string
+	f := control.NewFunction(chain)
+	f.Logf = func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
+	for n := 1; n <= control.RetraceWarning+3; n++ {
+		if _, err := f.Call(tensor.Zeros(tensor.Float32, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "traced 6 times") {
+		t.Errorf("warnings %q, want one at the sixth trace", warnings)
+	}
+}
+
+func TestFunctionReadsVariablesByReference(t *testing.T) {
+	w := tape.NewVariable("w", f32(2, 3))
+	f := control.NewFunction(func(a []T) []T { return []T{ops.Mul(a[0], w.Value())} })
+	x := f32(1, 1)
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	w.Assign(f32(10, 20))
+	got, err := f.Call(x)
+	if err != nil || !slices.Equal(tensor.ToSlice[float32](got[0]), []float32{10, 20}) {
+		t.Errorf("after Assign: %v %v, want [10 20]", got, err)
+	}
+}
+
+// loss is a training step's forward and backward, traced as one graph.
+func gradStep(w *tape.Variable) func(a []T) []T {
+	return func(a []T) []T {
+		tp := tape.New()
+		y := ops.Sum(ops.Tanh(ops.Mul(a[0], w.Value())))
+		return []T{y, tp.Gradient(y, w.Value())[0]}
+	}
+}
+
+func TestFunctionTracesATapeIntoAGradientGraph(t *testing.T) {
+	w := tape.NewVariable("w", f32(0.5, -1, 2))
+	step := gradStep(w)
+	f := control.NewFunction(step)
+	for _, in := range [][]float32{{1, 2, 3}, {-0.5, 0.1, 0.7}} {
+		x := f32(in...)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := step([]T{x})
+		for i := range want {
+			if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])) {
+				t.Errorf("%v result %d: traced %v, eager %v", in, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestTapeAroundATracedCall(t *testing.T) {
+	f := control.NewFunction(chain)
+	x := f32(0.3, -0.2, 0.9)
+	for call := range 2 { // the tracing call, then a graph call
+		tp := tape.New()
+		tp.Watch(x)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := tp.Gradient(got[1], x)[0]
+		tp2 := tape.New()
+		tp2.Watch(x)
+		want := tp2.Gradient(chain([]T{x})[1], x)[0]
+		if !slices.Equal(tensor.ToSlice[float32](g), tensor.ToSlice[float32](want)) {
+			t.Errorf("call %d: gradient %v, eager %v", call, g, want)
+		}
+	}
+}
+
+func TestFunctionControlFlow(t *testing.T) {
+	// Fori's trip count is a Go value: traced unrolled, it stays right.
+	fori := control.NewFunction(func(a []T) []T {
+		return control.Fori(0, 4, func(i T, v []T) []T { return []T{ops.Mul(v[0], a[0])} }, []T{ops.OnesLike(a[0])})
+	})
+	for _, v := range []float32{2, 3} {
+		got, err := fori.Call(f32(v))
+		if err != nil || tensor.ToSlice[float32](got[0])[0] != v*v*v*v {
+			t.Errorf("Fori x=%v: %v %v", v, got, err)
+		}
+	}
+	// A Cond on a constant is baked in correctly.
+	constant := control.NewFunction(func(a []T) []T {
+		return control.Cond(tensor.Scalar(true), func() []T { return []T{ops.Neg(a[0])} }, func() []T { return a })
+	})
+	if got, err := constant.Call(f32(5)); err != nil || tensor.ToSlice[float32](got[0])[0] != -5 {
+		t.Errorf("constant Cond: %v %v", got, err)
+	}
+	// A Cond on the argument cannot be baked in: the trace fails.
+	relu := control.NewFunction(func(a []T) []T {
+		pos := ops.Gt(ops.Sum(a[0]), tensor.Scalar(float32(0)))
+		return control.Cond(pos, func() []T { return a }, func() []T { return []T{ops.ZerosLike(a[0])} })
+	})
+	if _, err := relu.Call(f32(5)); err == nil || !strings.Contains(err.Error(), "Cond") {
+		t.Errorf("data-dependent Cond: %v, want a trace error naming Cond", err)
+	}
+	if relu.Traces() != 0 {
+		t.Errorf("a failed trace was kept")
+	}
+}
+
+func TestFunctionBadArguments(t *testing.T) {
+	f := control.NewFunction(chain)
+	if _, err := f.Call(nil); err == nil || !strings.Contains(err.Error(), "argument 0 is nil") {
+		t.Errorf("nil argument: %v", err)
+	}
+	nilResult := control.NewFunction(func(a []T) []T { return []T{nil} })
+	if _, err := nilResult.Call(f32(1)); err == nil || !strings.Contains(err.Error(), "result 0 is nil") {
+		t.Errorf("nil result: %v", err)
+	}
+}
