@@ -102,9 +102,9 @@ func reluLoop[T tensor.Num](o, x []T) {
 
 func sigmoid32(x float32) float32 {
 	if x >= 0 {
-		return 1 / (1 + math32.Exp(-x))
+		return 1 / (1 + exp32(-x))
 	}
-	e := math32.Exp(x)
+	e := exp32(x)
 	return e / (1 + e)
 }
 
@@ -150,7 +150,7 @@ func init() {
 		return []*tensor.Tensor{Select(Gt(x, ScalarLike(x, 0)), g.OutGrads[0], ZerosLike(x))}
 	}, reluLoop[float32], reluLoop[float64], reluLoop[int32], reluLoop[int64], reluLoop[uint8])
 
-	expOp = floatOp("Exp", math32.Exp, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
+	expOp = floatOp("Exp", exp32, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], g.Outputs[0])}
 	})
 	logOp = floatOp("Log", math32.Log, math.Log, func(g *eager.Grad) []*tensor.Tensor {
@@ -166,7 +166,7 @@ func init() {
 			y := g.Outputs[0]
 			return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(y, -0.5), Mul(y, Square(y))))}
 		})
-	tanhOp = floatOp("Tanh", math32.Tanh, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
+	tanhOp = floatOp("Tanh", tanh32, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
 	})

@@ -1,0 +1,79 @@
+package ops
+
+import "math"
+
+// Float32 exp and tanh for the elementwise kernels. They compute in
+// float64 with short, shallow polynomials and round once to float32, which
+// is both more accurate and faster than github.com/chewxy/math32's versions
+// (TestFastMath32 bounds the error at 1 ulp over the whole range).
+
+const (
+	// exp32 overflows above expMax32 and is 0 below expMin32 (half the
+	// smallest float32 denormal, 2^-150).
+	expMax32 = 88.72283935546875
+	expMin32 = -103.97282
+	// Rounding a float64 to an integer by adding and subtracting 1.5*2^52.
+	roundMagic = 6755399441055744.0
+	expScale   = 32 / math.Ln2 // y*expScale counts 32nds of ln 2
+)
+
+// exp2Table[j] is 2^(j/32).
+var exp2Table = func() (t [32]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / 32)
+	}
+	return t
+}()
+
+// expF64 returns e^y for y within float32's exp range ([expMin32,
+// expMax32]) to about 1e-12 relative: y = (32m + j) ln2/32 + r with |r| <=
+// ln2/64, so e^y = 2^m 2^(j/32) e^r and e^r is a degree-4 polynomial
+// (remainder r^5/120 < 1.3e-12), evaluated in Estrin's form to keep the
+// dependency chain short.
+func expF64(y float64) float64 {
+	nf := (y*expScale + roundMagic) - roundMagic
+	n := int64(nf)
+	r := y - nf*(math.Ln2/32)
+	r2 := r * r
+	p := (1 + r) + r2*((0.5+r*(1.0/6))+r2*(1.0/24))
+	return p * exp2Table[n&31] * math.Float64frombits(uint64((n>>5)+1023)<<52)
+}
+
+// exp32 is e^x for float32.
+func exp32(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x > expMax32:
+		return float32(math.Inf(1))
+	case x < expMin32:
+		return 0
+	}
+	return float32(expF64(float64(x)))
+}
+
+// tanh32 is tanh(x) for float32: the odd Taylor series (to x^7) near zero
+// and (1-e)/(1+e) with e = e^(-2|x|) beyond (the cancellation in 1-e costs
+// a few of float64's bits, not float32's); tanh rounds to ±1 in float32
+// from |x| = 9.1.
+func tanh32(x float32) float32 {
+	a := math.Abs(float64(x))
+	var t float64
+	switch {
+	case x != x:
+		return x
+	case a < 0.0625: // odd in x, so x's sign (and -0) carries through
+		v := float64(x)
+		z := v * v
+		return float32(v * (1 + z*((-1.0/3+z*(2.0/15))+z*z*(-17.0/315))))
+	case a >= 9.1:
+		t = 1
+	default:
+		e := expF64(-2 * a)
+		t = (1 - e) / (1 + e)
+	}
+	if x < 0 {
+		t = -t
+	}
+	return float32(t)
+}
