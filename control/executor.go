@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -338,7 +337,7 @@ func (e *executor) run(k instKey) {
 			args[i] = v.t
 		}
 		e.runs++
-		for i, t := range eager.Run(n.Op, n.Attrs, args...) {
+		for i, t := range runNode(n, args) {
 			outs[i] = value{t: t}
 		}
 	}

@@ -144,6 +144,10 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		ins[i] = t.value(x)
 	}
 	n := t.g.Apply(c.Op, c.Attrs, len(outs), ins...)
+	n.Specs = make([]eager.Out, len(outs))
+	for i, o := range outs {
+		n.Specs[i] = eager.Out{DType: o.DType(), Shape: o.Shape()}
+	}
 	for _, in := range ins {
 		if t.varies[in.Node] {
 			t.varies[n] = true
@@ -167,6 +171,7 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 		c = x.View(x.Shape(), x.Layout())
 	}
 	v := t.g.Constant(c)
+	v.Node.Specs = []eager.Out{{DType: x.DType(), Shape: x.Shape()}}
 	t.vals[x] = v
 	t.varies[v.Node] = x.IsVariable()
 	return v
@@ -202,6 +207,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		}
 		p := t.g.Input(fmt.Sprintf("arg%d", i))
 		t.varies[p.Node] = true
+		p.Node.Specs = []eager.Out{{DType: a.DType(), Shape: a.Shape()}}
 		if _, seen := t.vals[a]; !seen {
 			t.vals[a] = p
 		}
@@ -226,6 +232,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		t.g.Result = append(t.g.Result, t.value(o))
 	}
 	t.g.prune()
+	t.g.fuseElementwise()
 	return out, t.g, nil
 }
 

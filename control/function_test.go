@@ -175,3 +175,59 @@ func TestFunctionBadArguments(t *testing.T) {
 		t.Errorf("nil result: %v", err)
 	}
 }
+
+func fusedNodes(g *control.Graph) (names []string) {
+	for _, n := range g.Nodes {
+		if n.Fused != nil {
+			names = append(names, n.Name)
+		}
+	}
+	return names
+}
+
+func TestFunctionFusesElementwiseChains(t *testing.T) {
+	f := control.NewFunction(chain)
+	x := f32(0.1, 0.2, 0.3)
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	// The last Tanh is read twice (the final Mul and Sum), so the chain
+	// ends there.
+	if got, want := fusedNodes(f.Graph(x)), []string{"Fused(Mul,Add,Tanh,Mul,Add,Tanh,Mul,Add,Tanh)"}; !slices.Equal(got, want) {
+		t.Errorf("fused nodes %q, want %q", got, want)
+	}
+
+	// Chains with a second full input, a scalar that is an argument, an
+	// intermediate read twice (a chain ends there) and a result taken from
+	// the middle; 10000 elements: many blocks, split between workers.
+	mixed := func(a []T) []T {
+		x, y, s := a[0], a[1], a[2]
+		u := ops.Tanh(ops.Mul(ops.Sub(x, y), s)) // chain 1: Sub, Mul, Tanh
+		v := ops.Add(u, u)                       // u read twice: not inside a chain
+		w := ops.Neg(ops.Div(s, ops.Exp(v)))     // chain 2: Add, Exp, Div (scalar first), Neg,
+		mid := ops.Mul(w, y)                     // Mul, a result: chain 2 ends here
+		return []T{mid, ops.Sigmoid(ops.Sub(mid, x))}
+	}
+	g := control.NewFunction(mixed)
+	rng := tensor.NewRNG(3)
+	for call := range 2 {
+		args := []T{tensor.RandNormal(rng, tensor.Float32, 4, 2500), tensor.RandNormal(rng, tensor.Float32, 4, 2500),
+			tensor.Scalar(float32(0.5 + float32(call)))}
+		got, err := g.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mixed(args)
+		for i := range want {
+			if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])) {
+				t.Errorf("call %d result %d differs from eager", call, i)
+			}
+		}
+		if call == 1 {
+			want := []string{"Fused(Sub,Mul,Tanh)", "Fused(Add,Exp,Div,Neg,Mul)", "Fused(Sub,Sigmoid)"}
+			if names := fusedNodes(g.Graph(args...)); !slices.Equal(names, want) {
+				t.Errorf("fused %q, want %q", names, want)
+			}
+		}
+	}
+}

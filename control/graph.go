@@ -53,6 +53,12 @@ type Node struct {
 	ParallelIterations int
 	Value              *tensor.Tensor // Const
 	Outputs            int            // number of outputs
+	// Specs are the outputs' dtypes and shapes where the tracer saw them
+	// (OpNode); optimisation passes rely on them.
+	Specs []eager.Out
+	// Fused is the chain of elementwise op nodes a fused node stands for
+	// (their inputs name the graph's values and each other).
+	Fused []*Node
 }
 
 // Out returns output i of n.

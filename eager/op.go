@@ -67,8 +67,23 @@ type Op struct {
 	// NonDifferentiable declares that the op has no gradient (comparisons,
 	// integer ops, StopGradient). A registry test fails ops with neither.
 	NonDifferentiable bool
+	// F32, when set, exposes a float32 elementwise op's CPU loops, so that
+	// a graph optimiser can run a chain of such ops as one pass over blocks
+	// of the output instead of one kernel call (and one buffer) per op.
+	F32 *ElementwiseF32
 
 	kernels [2][tensor.NumDTypes]Kernel
+}
+
+// ElementwiseF32 is the float32 loops of an elementwise op: Unary for a
+// one-input op; VV, VS and SV for a two-input op whose operands are both
+// full, or one is a single value (broadcast). Each writes len(o) elements
+// and allows o to alias an input.
+type ElementwiseF32 struct {
+	Unary func(o, x []float32)
+	VV    func(o, a, b []float32)
+	VS    func(o, a []float32, b float32)
+	SV    func(o []float32, a float32, b []float32)
 }
 
 var registry struct {

@@ -26,7 +26,8 @@ func binaryOp(name string, grad eager.GradFunc, k cpuKernels) *eager.Op {
 func numKernels(f32 binLoops[float32, float32], f64 binLoops[float64, float64],
 	i32 binLoops[int32, int32], i64 binLoops[int64, int64], u8 binLoops[uint8, uint8]) cpuKernels {
 	return cpuKernels{f32: binaryKernel(f32), f64: binaryKernel(f64), i32: binaryKernel(i32),
-		i64: binaryKernel(i64), u8: binaryKernel(u8)}
+		i64: binaryKernel(i64), u8: binaryKernel(u8),
+		elementwise: &eager.ElementwiseF32{VV: f32.vv, VS: f32.vs, SV: f32.sv}}
 }
 
 func addLoops[T tensor.Num]() binLoops[T, T] {

@@ -16,6 +16,7 @@ var (
 // cpuKernels registers one CPU kernel per dtype; nil entries are skipped.
 type cpuKernels struct {
 	f32, f64, i32, i64, u8, b eager.Kernel
+	elementwise               *eager.ElementwiseF32 // the float32 loops, for fusion
 }
 
 func (k cpuKernels) register(op *eager.Op) *eager.Op {
@@ -27,6 +28,7 @@ func (k cpuKernels) register(op *eager.Op) *eager.Op {
 			op.SetKernel(device.CPU, dt, fn)
 		}
 	}
+	op.F32 = k.elementwise
 	return op
 }
 

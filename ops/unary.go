@@ -43,8 +43,14 @@ func unaryOp(name string, dtypes []tensor.DType, grad eager.GradFunc, k cpuKerne
 
 // floatOp declares a unary function of floats from its two scalar versions.
 func floatOp(name string, f32 func(float32) float32, f64 func(float64) float64, grad eager.GradFunc) *eager.Op {
+	return floatLoopOp(name, mapLoop(f32), f64, grad)
+}
+
+// floatLoopOp is floatOp with a hand-written float32 loop.
+func floatLoopOp(name string, f32 func(o, x []float32), f64 func(float64) float64, grad eager.GradFunc) *eager.Op {
 	return unaryOp(name, floatTypes, grad, cpuKernels{
-		f32: unaryKernel(20, mapLoop(f32)), f64: unaryKernel(20, mapLoop(f64)),
+		f32: unaryKernel(20, f32), f64: unaryKernel(20, mapLoop(f64)),
+		elementwise: &eager.ElementwiseF32{Unary: f32},
 	})
 }
 
@@ -55,6 +61,7 @@ func numOp(name string, grad eager.GradFunc,
 	return unaryOp(name, numericTypes, grad, cpuKernels{
 		f32: unaryKernel(1, f32), f64: unaryKernel(1, f64), i32: unaryKernel(1, i32),
 		i64: unaryKernel(1, i64), u8: unaryKernel(1, u8),
+		elementwise: &eager.ElementwiseF32{Unary: f32},
 	})
 }
 
@@ -166,7 +173,7 @@ func init() {
 			y := g.Outputs[0]
 			return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(y, -0.5), Mul(y, Square(y))))}
 		})
-	tanhOp = floatOp("Tanh", tanh32, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
+	tanhOp = floatLoopOp("Tanh", tanh32Loop, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
 	})
