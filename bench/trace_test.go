@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -35,4 +37,103 @@ func BenchmarkTraceElementwiseChain1K(b *testing.B) {
 			}
 		}
 	})
+}
+
+// tracedMLPGrad traces the MLP's forward and backward: it returns the loss
+// and the four gradients; the SGD update (an assignment, not an op) runs
+// outside the graph.
+func (m *mlp) tracedGrad() *control.Function {
+	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		x, labels := a[0], a[1]
+		tp := tape.New()
+		h := ops.Relu(ops.Add(ops.MatMul(x, m.w1.Value()), m.b1.Value()))
+		logits := ops.Add(ops.MatMul(h, m.w2.Value()), m.b2.Value())
+		loss := ops.Mean(ops.SparseSoftmaxCrossEntropy(logits, labels))
+		grads := tp.Gradient(loss, m.w1.Value(), m.b1.Value(), m.w2.Value(), m.b2.Value())
+		return append([]*tensor.Tensor{loss}, grads...)
+	})
+}
+
+func (m *mlp) tracedStep(f *control.Function, x, labels *tensor.Tensor, lr float64) (*tensor.Tensor, error) {
+	out, err := f.Call(x, labels)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range []*tape.Variable{m.w1, m.b1, m.w2, m.b2} {
+		v.AssignScaled(-lr, out[i+1])
+	}
+	return out[0], nil
+}
+
+// BenchmarkTracedMLPStep is BenchmarkMLPStep with forward and backward
+// run from a traced graph.
+func BenchmarkTracedMLPStep(b *testing.B) {
+	m := newMLP()
+	x, labels := mlpBatch()
+	f := m.tracedGrad()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.tracedStep(f, x, labels, 0.01); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestTracedMLPStepMatchesEager keeps the benchmark honest: the traced step
+// gives the eager step's losses, step after step.
+func TestTracedMLPStepMatchesEager(t *testing.T) {
+	eager, traced := newMLP(), newMLP()
+	x, labels := mlpBatch()
+	f := traced.tracedGrad()
+	for i := range 5 {
+		want := eager.step(x, labels, 0.1).Float()
+		got, err := traced.tracedStep(f, x, labels, 0.1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Float() != want {
+			t.Errorf("step %d: traced loss %v, eager %v", i, got.Float(), want)
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+}
+
+// BenchmarkTracedRNNLoopGrad is BenchmarkRNNLoopGrad traced: the loop's
+// trip count comes from a constant, so the trace holds its 50 iterations
+// and their backward unrolled.
+func BenchmarkTracedRNNLoopGrad(b *testing.B) {
+	r := newRNN()
+	f := r.tracedGrad()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(r.h0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func (r *rnnSetup) tracedGrad() *control.Function {
+	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		h := r.forward(control.WhileOptions{})
+		return tp.Gradient(ops.Sum(h), r.w.Value())
+	})
+}
+
+func TestTracedRNNLoopGradMatchesEager(t *testing.T) {
+	r := newRNN()
+	f := r.tracedGrad()
+	tp := tape.New()
+	want := tp.Gradient(ops.Sum(r.forward(control.WhileOptions{})), r.w.Value())[0]
+	for range 2 {
+		got, err := f.Call(r.h0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(tensor.ToSlice[float32](got[0]), tensor.ToSlice[float32](want)) {
+			t.Fatal("traced RNN gradient differs from eager")
+		}
+	}
 }

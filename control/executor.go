@@ -102,6 +102,9 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 	if len(args) != len(g.Inputs) {
 		return nil, 0, fmt.Errorf("control: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}
+	if g.straightLine() {
+		return newPlan(g).run(args), 0, nil
+	}
 	e := &executor{g: g, consumers: map[Output][]consumer{}, controlOf: map[*Node][]*Node{},
 		backEdge: map[*Node][]bool{}, insts: map[instKey]*instance{}, results: map[Output]value{},
 		controlDead: map[instKey]bool{}}

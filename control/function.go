@@ -42,7 +42,7 @@ type Function struct {
 	Logf func(format string, args ...any)
 
 	mu     sync.Mutex
-	graphs map[string]*Graph
+	graphs map[string]*traced
 	traces int
 	warned bool
 }
@@ -52,7 +52,7 @@ const RetraceWarning = 5
 
 // NewFunction wraps fn. fn takes and returns slices of tensors.
 func NewFunction(fn func(args []*tensor.Tensor) []*tensor.Tensor) *Function {
-	return &Function{fn: fn, graphs: map[string]*Graph{}}
+	return &Function{fn: fn, graphs: map[string]*traced{}}
 }
 
 // Traces returns how many traces f has made.
@@ -66,7 +66,24 @@ func (f *Function) Traces() int {
 func (f *Function) Graph(args ...*tensor.Tensor) *Graph {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.graphs[signature(args)]
+	if tr := f.graphs[signature(args)]; tr != nil {
+		return tr.g
+	}
+	return nil
+}
+
+// traced is one signature's graph and, where it has no control-flow nodes,
+// its straight-line plan.
+type traced struct {
+	g *Graph
+	p *plan
+}
+
+func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if tr.p == nil {
+		return Execute(tr.g, args...)
+	}
+	return tr.p.run(args), nil
 }
 
 // Call runs f on args: from its graph when one was traced for their
@@ -76,17 +93,21 @@ func (f *Function) Graph(args ...*tensor.Tensor) *Graph {
 func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	key := signature(args)
 	f.mu.Lock()
-	g := f.graphs[key]
+	tr := f.graphs[key]
 	f.mu.Unlock()
-	if g != nil {
-		return Execute(g, args...)
+	if tr != nil {
+		return tr.run(args)
 	}
 	out, g, err := traceCall(f.fn, args)
 	if err != nil {
 		return nil, err
 	}
+	tr = &traced{g: g}
+	if g.straightLine() {
+		tr.p = newPlan(g)
+	}
 	f.mu.Lock()
-	f.graphs[key] = g
+	f.graphs[key] = tr
 	f.traces++
 	warn := f.traces > RetraceWarning && !f.warned && f.Logf != nil
 	f.warned = f.warned || warn
