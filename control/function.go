@@ -29,8 +29,22 @@ import (
 //     frames, and baking one branch in would be wrong. Fori and Scan have
 //     trip counts fixed by Go values and tensor shapes, so they are traced
 //     as their unrolled iterations.
+//   - Random tensors fn draws with tensor.RandUniform and the like (and so
+//     ops.Dropout's mask) are constants of the trace: pass them in as
+//     arguments to get fresh ones per call.
 //   - A tape recording inside fn is traced too: the graph computes the
-//     gradients (a training step traced as one graph).
+//     gradients (a training step traced as one graph). Variable updates
+//     (Assign and the optimizers) are not ops and are not traced: return
+//     the gradients and apply them after the call.
+//   - A tape around a call records the graph's ops, so it differentiates
+//     with respect to fn's arguments and variables (not other captured
+//     tensors, which are constants of the trace).
+//
+// Before the first run the graph is optimised: ops on constants only are
+// folded (their traced values kept), values nothing returns are pruned,
+// identical ops on identical inputs are computed once, chains of float32
+// elementwise ops are fused into one pass, and each intermediate buffer is
+// released once its last reader has run.
 //
 // Ops run by other goroutines while a trace records are not part of fn's
 // results and are pruned. A Function is safe for concurrent use; traces
@@ -160,6 +174,19 @@ func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
+	// Constant folding: an op whose inputs are all constants of the trace
+	// gave the value it will always give; its outputs are captured as
+	// constants when something reads them.
+	folded := len(c.Inputs) > 0
+	for _, x := range c.Inputs {
+		if t.derived(x) {
+			folded = false
+			break
+		}
+	}
+	if folded {
+		return
+	}
 	ins := make([]Output, len(c.Inputs))
 	for i, x := range c.Inputs {
 		ins[i] = t.value(x)
@@ -253,6 +280,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		t.g.Result = append(t.g.Result, t.value(o))
 	}
 	t.g.prune()
+	t.g.eliminateCommonSubexpressions()
 	t.g.fuseElementwise()
 	return out, t.g, nil
 }

@@ -231,3 +231,41 @@ func TestFunctionFusesElementwiseChains(t *testing.T) {
 		}
 	}
 }
+
+func opNames(g *control.Graph) (names []string) {
+	for _, n := range g.Nodes {
+		if n.Kind == control.OpNode {
+			names = append(names, n.Name)
+		}
+	}
+	return names
+}
+
+func TestFunctionFoldsConstantsAndSharesRepeatedOps(t *testing.T) {
+	fn := func(a []T) []T {
+		scale := ops.Exp(ops.Mul(tensor.Scalar(float32(2)), tensor.Scalar(float32(0.5)))) // folded
+		e1, e2 := ops.Log1p(ops.Abs(a[0])), ops.Log1p(ops.Abs(a[0]))                     // computed once
+		return []T{ops.Mul(ops.Add(e1, e2), scale), ops.Sum(e2)}
+	}
+	f := control.NewFunction(fn)
+	for _, in := range [][]float32{{1, -2}, {3, 0.5}} {
+		x := f32(in...)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn([]T{x})
+		for i := range want {
+			if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])) {
+				t.Errorf("%v result %d: traced %v, eager %v", in, i, got[i], want[i])
+			}
+		}
+	}
+	// Abs and Log1p once (fused; their result is read three times, so the
+	// chain ends there), then the fused Add-Mul and Sum (a Reduce); no Exp
+	// or constant Mul.
+	want := []string{"Fused(Abs,Log1p)", "Fused(Add,Mul)", "Reduce"}
+	if got := opNames(f.Graph(f32(0, 0))); !slices.Equal(got, want) {
+		t.Errorf("ops %q, want %q\n%v", got, want, f.Graph(f32(0, 0)))
+	}
+}

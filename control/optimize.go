@@ -1,0 +1,40 @@
+package control
+
+import "fmt"
+
+// eliminateCommonSubexpressions makes every op node that repeats an
+// earlier one (the same op, attributes and inputs) read the earlier one's
+// outputs instead, then prunes it. Ops are pure functions of their inputs
+// and attributes (randomness comes from seeded generators outside ops), so
+// this changes no value. Attributes are compared by their Go syntax
+// representation: equal attribute values of pointer or function type
+// count as equal only when they are the same pointer or function.
+func (g *Graph) eliminateCommonSubexpressions() {
+	seen := map[string]*Node{}
+	same := map[*Node]*Node{}
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if r, ok := same[in.Node]; ok {
+				n.Inputs[i] = r.Out(in.Index)
+			}
+		}
+		if n.Kind != OpNode || len(n.Control) > 0 {
+			continue
+		}
+		key := fmt.Sprintf("%p|%#v|%v", n.Op, n.Attrs, n.Inputs)
+		if first, ok := seen[key]; ok {
+			same[n] = first
+			continue
+		}
+		seen[key] = n
+	}
+	if len(same) == 0 {
+		return
+	}
+	for i, r := range g.Result {
+		if f, ok := same[r.Node]; ok {
+			g.Result[i] = f.Out(r.Index)
+		}
+	}
+	g.prune()
+}
