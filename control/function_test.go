@@ -244,7 +244,7 @@ func opNames(g *control.Graph) (names []string) {
 func TestFunctionFoldsConstantsAndSharesRepeatedOps(t *testing.T) {
 	fn := func(a []T) []T {
 		scale := ops.Exp(ops.Mul(tensor.Scalar(float32(2)), tensor.Scalar(float32(0.5)))) // folded
-		e1, e2 := ops.Log1p(ops.Abs(a[0])), ops.Log1p(ops.Abs(a[0]))                     // computed once
+		e1, e2 := ops.Log1p(ops.Abs(a[0])), ops.Log1p(ops.Abs(a[0]))                      // computed once
 		return []T{ops.Mul(ops.Add(e1, e2), scale), ops.Sum(e2)}
 	}
 	f := control.NewFunction(fn)
