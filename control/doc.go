@@ -37,6 +37,28 @@
 // naming the construct, the loop value and its shape before and after.
 // eager.Catch recovers them. Predicates get no gradient.
 //
+// # Graphs and tracing
+//
+// Graph is a dataflow graph with TensorFlow's control-flow primitives
+// (Switch, Merge, Enter, Exit, NextIteration) and execution frames;
+// Execute runs one by the rules of "Implementation of Control Flow in
+// TensorFlow": values carry a dead flag and a frame/iteration tag, Switch
+// kills its untaken output, Merge forwards its live input, an op with a
+// dead input emits dead outputs without running, Enter opens a child frame
+// (constants are seen by every iteration), NextIteration moves to the next
+// iteration, and Exit returns to the parent, held back while dead until
+// the frame can do nothing more. Graphs without those primitives run as a
+// straight-line plan that releases each intermediate after its last reader.
+//
+// NewFunction wraps a Go function over tensors: its first call with an
+// input signature traces it (records its ops while it runs eagerly) into a
+// Graph, optimised once (constant folding, pruning, common subexpressions,
+// fusion of float32 elementwise chains); later calls run the graph. The
+// Function doc lists what a trace captures and what it cannot: Cond, Case
+// and While whose decision depends on the arguments make tracing fail with
+// an error until they are traced into frames. Graph.String and
+// Graph.WriteDOT show what was traced.
+//
 // # Concurrency
 //
 // Control flow keeps its state in the call; goroutines may run loops at
