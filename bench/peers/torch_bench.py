@@ -114,6 +114,21 @@ def torch_benches():
 
     report("BenchmarkTorchCNNTrainStep", cnn_step)
 
+    # BenchmarkTraceElementwiseChain1K: x*1.01, +0.5, tanh three times over,
+    # then *1.01, on 1000 float32 values; eager and torch.jit.trace.
+    def chain(v):
+        for _ in range(3):
+            v = torch.tanh(v * 1.01 + 0.5)
+        return v * 1.01
+
+    xe = torch.rand(1000)
+    with torch.no_grad():
+        report("BenchmarkTorchElementwiseChain1K/eager", lambda: chain(xe))
+        traced = torch.jit.trace(chain, (xe,))
+        for _ in range(3):  # the profiling executor optimises after warm-up calls
+            traced(xe)
+        report("BenchmarkTorchElementwiseChain1K/jit.trace", lambda: traced(xe))
+
 
 def numpy_benches():
     a, b = np.ones(1, np.float32), np.ones(1, np.float32)
@@ -123,6 +138,13 @@ def numpy_benches():
     for n in (128, 512, 1024):
         m1, m2 = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
         report(f"BenchmarkNumPyMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
+
+    def chain(v):
+        for _ in range(3):
+            v = np.tanh(v * np.float32(1.01) + np.float32(0.5))
+        return v * np.float32(1.01)
+
+    report("BenchmarkNumPyElementwiseChain1K", lambda: chain(x))
 
 
 if __name__ == "__main__":
