@@ -11,6 +11,9 @@ import (
 // their outputs are only caught where the results meet (a loop's shape
 // check, a traced graph). Panics with a *tensor.Error on a bad predicate.
 func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tensor.Tensor {
+	if t := tracingCond(pred); t != nil && pred.DType() == tensor.Bool && pred.Rank() == 0 {
+		return t.cond(pred, [2]func() []*tensor.Tensor{falseFn, trueFn})
+	}
 	if predicate("Cond", pred) {
 		return branch(trueFn)
 	}

@@ -23,12 +23,17 @@ import (
 //   - Tensors fn reads that are not its arguments are captured: a variable
 //     (tensor.FlagVariable) by reference, so in-place updates are seen by
 //     later calls; any other tensor by value.
-//   - Control flow whose predicate or index depends on an argument
-//     (control.Cond, Case, While with a data-dependent predicate) makes the
-//     trace fail with an error: it is not yet traced into Switch/Merge
-//     frames, and baking one branch in would be wrong. Fori and Scan have
-//     trip counts fixed by Go values and tensor shapes, so they are traced
-//     as their unrolled iterations.
+//   - control.Cond on a value computed from the arguments or variables is
+//     traced as TensorFlow builds a cond: both branches are recorded (the
+//     untaken one runs on this call's values just to be recorded, so it
+//     must not fail on them), a Switch on the predicate for each value a
+//     branch reads from outside, a Merge for each output; branches that
+//     disagree on their outputs' count, dtypes or shapes fail the trace.
+//     Not yet traced, and failing the trace with an error instead of
+//     baking one choice in: Case and While deciding on such values, and
+//     such a Cond while a tape records. Fori and Scan have trip counts
+//     fixed by Go values and tensor shapes, so they are traced as their
+//     unrolled iterations.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -156,6 +161,7 @@ type tracer struct {
 	// varies marks the nodes whose value can differ between calls: the
 	// arguments, captured variables and the ops that read either.
 	varies map[*Node]bool
+	ctx    *condCtx // the Cond branch being recorded, if any
 	err    error
 }
 
@@ -189,19 +195,14 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	ins := make([]Output, len(c.Inputs))
 	for i, x := range c.Inputs {
-		ins[i] = t.value(x)
+		ins[i] = t.ctx.route(t.g, t.value(x))
 	}
 	n := t.g.Apply(c.Op, c.Attrs, len(outs), ins...)
 	n.Specs = make([]eager.Out, len(outs))
 	for i, o := range outs {
 		n.Specs[i] = eager.Out{DType: o.DType(), Shape: o.Shape()}
 	}
-	for _, in := range ins {
-		if t.varies[in.Node] {
-			t.varies[n] = true
-			break
-		}
-	}
+	t.varies[n] = true // it was not folded: an input varies
 	for i, o := range outs {
 		t.vals[o] = n.Out(i)
 	}
@@ -239,7 +240,7 @@ func checkTraced(construct string, x *tensor.Tensor) {
 		return
 	}
 	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+
-		"traced Cond/Case/While are not supported yet: call the function eagerly", construct, tensor.Describe(x))
+		"traced Case and While are not supported yet: call the function eagerly", construct, tensor.Describe(x))
 }
 
 // traceCall runs fn on args while recording, and returns its results and

@@ -152,16 +152,91 @@ func TestFunctionControlFlow(t *testing.T) {
 	if got, err := constant.Call(f32(5)); err != nil || tensor.ToSlice[float32](got[0])[0] != -5 {
 		t.Errorf("constant Cond: %v %v", got, err)
 	}
-	// A Cond on the argument cannot be baked in: the trace fails.
-	relu := control.NewFunction(func(a []T) []T {
-		pos := ops.Gt(ops.Sum(a[0]), tensor.Scalar(float32(0)))
-		return control.Cond(pos, func() []T { return a }, func() []T { return []T{ops.ZerosLike(a[0])} })
+	// A While deciding on the argument cannot be baked in: the trace fails.
+	countdown := control.NewFunction(func(a []T) []T {
+		return control.While(func(v []T) T { return ops.Gt(v[0], tensor.Scalar(float32(0))) },
+			func(v []T) []T { return []T{ops.Sub(v[0], tensor.Scalar(float32(1)))} }, a)
 	})
-	if _, err := relu.Call(f32(5)); err == nil || !strings.Contains(err.Error(), "Cond") {
-		t.Errorf("data-dependent Cond: %v, want a trace error naming Cond", err)
+	if _, err := countdown.Call(tensor.Scalar(float32(3))); err == nil || !strings.Contains(err.Error(), "While") {
+		t.Errorf("data-dependent While: %v, want a trace error naming While", err)
 	}
-	if relu.Traces() != 0 {
+	if countdown.Traces() != 0 {
 		t.Errorf("a failed trace was kept")
+	}
+}
+
+func eq32(t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !slices.Equal(tensor.ToSlice[float32](got), tensor.ToSlice[float32](want)) {
+		t.Errorf("%s: traced %v, eager %v", what, got, want)
+	}
+}
+
+func TestFunctionTracesCond(t *testing.T) {
+	// Nested conds; a branch returning a value from outside unchanged (x,
+	// read again after the cond), one returning a constant, and a
+	// variable read inside a branch.
+	w := tape.NewVariable("w", f32(3))
+	fn := func(a []T) []T {
+		x := a[0]
+		s := ops.Sum(x)
+		y := control.Cond(ops.Gt(s, tensor.Scalar(float32(0))),
+			func() []T {
+				inner := control.Cond(ops.Gt(s, tensor.Scalar(float32(10))),
+					func() []T { return []T{tensor.Full(float32(100), 2)} },
+					func() []T { return []T{ops.Mul(ops.Tanh(x), w.Value())} })
+				return []T{inner[0], x}
+			},
+			func() []T { return []T{ops.Neg(x), ops.Exp(x)} })
+		return []T{ops.Add(y[0], x), y[1], x}
+	}
+	f := control.NewFunction(fn)
+	for _, in := range [][]float32{{1, 2}, {-1, -2}, {20, 1}, {0.5, -0.25}, {-3, 1}} {
+		x := f32(in...)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn([]T{x})
+		for i := range want {
+			eq32(t, fmt.Sprintf("%v result %d", in, i), got[i], want[i])
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+	g := f.Graph(f32(0, 0)).String()
+	if strings.Count(g, "= Merge(") != 3 || !strings.Contains(g, "= Switch(") {
+		t.Errorf("want 3 Merges (one per cond output) and Switches:\n%s", g)
+	}
+}
+
+func TestFunctionCondErrors(t *testing.T) {
+	pos := func(x T) T { return ops.Gt(ops.Sum(x), tensor.Scalar(float32(0))) }
+	for _, c := range []struct {
+		name, want string
+		fn         func(a []T) []T
+	}{
+		{"shapes", "Cond output 0 differs between branches: true float32[2], false float32[]", func(a []T) []T {
+			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.Sum(a[0])} })
+		}},
+		{"counts", "true 1, false 2", func(a []T) []T {
+			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{a[0], a[0]} })
+		}},
+		{"untaken fails", "the branch not taken (false) failed", func(a []T) []T {
+			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
+		}},
+		{"tape", "with a tape recording", func(a []T) []T {
+			tp := tape.New()
+			tp.Watch(a[0])
+			y := control.Cond(pos(a[0]), func() []T { return []T{ops.Square(a[0])} }, func() []T { return a })
+			return []T{tp.Gradient(ops.Sum(y[0]), a[0])[0]}
+		}},
+	} {
+		f := control.NewFunction(c.fn)
+		if _, err := f.Call(f32(1, 2)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
 	}
 }
 

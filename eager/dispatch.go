@@ -51,6 +51,10 @@ func Deactivate() { activeObservers.Add(-1) }
 // Observing reports whether any observer is active.
 func Observing() bool { return activeObservers.Load() > 0 }
 
+// Activations returns how many Activate calls are not yet undone (the
+// tracer tells its own from tapes' by it).
+func Activations() int { return int(activeObservers.Load()) }
+
 // Run executes op on inputs with attrs and returns its outputs. It checks
 // arity, dtypes, devices and shapes before anything runs, and panics with a
 // *tensor.Error naming what was wrong; recover it with Catch.

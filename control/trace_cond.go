@@ -1,0 +1,159 @@
+package control
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Tracing Cond: both branches run (the untaken one only to be recorded),
+// each inside a branch context that routes every value it reads from
+// outside through a Switch on the predicate, and a Merge joins each pair
+// of outputs, as TensorFlow builds a cond. The call returns the taken
+// branch's values, as eagerly.
+
+// condCtx is the branch being recorded.
+type condCtx struct {
+	parent   *condCtx
+	pred     Output
+	branch   int // Switch output: 0 false, 1 true
+	start    int // nodes from this ID on were made inside the branch
+	switched map[Output]Output
+}
+
+// route returns the value of v as seen inside ctx: values made outside
+// pass through a Switch (one per value and branch), after the enclosing
+// branches' own routing. Constants need no Switch: an op of constants
+// only is folded, and one with another input is dead with it.
+func (ctx *condCtx) route(g *Graph, v Output) Output {
+	if ctx == nil || v.Node.ID >= ctx.start || v.Node.Kind == Const {
+		return v
+	}
+	if r, ok := ctx.switched[v]; ok {
+		return r
+	}
+	r := g.Switch(ctx.parent.route(g, v), ctx.pred).Out(ctx.branch)
+	r.Node.Specs = []eager.Out{v.spec1(), v.spec1()}
+	ctx.switched[v] = r
+	return r
+}
+
+// gate returns a branch output that is dead when the branch is not taken:
+// one made inside the branch from its Switches already is; anything else
+// (a constant, a value from outside) goes through a Switch of its own.
+func (ctx *condCtx) gate(g *Graph, v Output) Output {
+	if v.Node.ID >= ctx.start && v.Node.Kind != Const {
+		return v
+	}
+	sw := g.Switch(ctx.parent.route(g, v), ctx.pred)
+	sw.Specs = []eager.Out{v.spec1(), v.spec1()}
+	return sw.Out(ctx.branch)
+}
+
+func (o Output) spec1() eager.Out {
+	s, _ := o.spec()
+	return s
+}
+
+// tracedCond records Cond(pred, branches[1], branches[0]) into the trace.
+func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) []*tensor.Tensor {
+	if eager.Activations() > 1 {
+		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, with a tape recording: " +
+			"gradients of traced conds are not supported yet; call the function eagerly"))
+		return branches[btoi(pred.Item().(bool))]()
+	}
+	pv := t.ctx.route(t.g, t.value(pred))
+	taken := btoi(pred.Item().(bool))
+	var outs [2][]*tensor.Tensor
+	var gated [2][]Output
+	for b := range 2 {
+		ctx := &condCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[Output]Output{}}
+		t.ctx = ctx
+		if b == taken {
+			func() {
+				defer func() { t.ctx = ctx.parent }()
+				outs[b] = branches[b]()
+			}()
+		} else {
+			err := t.runUntaken(ctx, func() { outs[b] = branches[b]() })
+			if err != nil {
+				t.fail(fmt.Errorf("control: tracing Cond: the branch not taken (%v) failed on this call's values: %v", b == 1, err))
+				return outs[taken]
+			}
+		}
+		for _, o := range outs[b] {
+			if o == nil {
+				t.fail(fmt.Errorf("control: tracing Cond: the %v branch returned a nil tensor", b == 1))
+				return outs[taken]
+			}
+			gated[b] = append(gated[b], ctx.gate(t.g, t.lookup(o)))
+		}
+	}
+	if len(outs[0]) != len(outs[1]) {
+		t.fail(fmt.Errorf("control: Cond branches return different numbers of values: true %d, false %d", len(outs[1]), len(outs[0])))
+		return outs[taken]
+	}
+	res := make([]*tensor.Tensor, len(outs[taken]))
+	for i := range outs[taken] {
+		a, b := outs[0][i], outs[1][i]
+		if a.DType() != b.DType() || !a.Shape().Equal(b.Shape()) {
+			t.fail(fmt.Errorf("control: Cond output %d differs between branches: true %v%v, false %v%v",
+				i, b.DType(), b.Shape(), a.DType(), a.Shape()))
+			return outs[taken]
+		}
+		m := t.g.Merge(gated[0][i], gated[1][i])
+		m.Specs = []eager.Out{{DType: a.DType(), Shape: a.Shape()}, {DType: tensor.Int32, Shape: tensor.Shape{}}}
+		t.varies[m] = true
+		// A fresh tensor, so that the taken branch's value (perhaps a
+		// tensor from outside the cond) keeps its own graph value.
+		x := outs[taken][i]
+		res[i] = x.View(x.Shape(), x.Layout())
+		t.vals[res[i]] = m.Out(0)
+	}
+	return res
+}
+
+// runUntaken runs the branch that is not taken, turning its panics (its
+// ops see this call's values, which it was not meant for) into an error.
+func (t *tracer) runUntaken(ctx *condCtx, fn func()) (err error) {
+	defer func() {
+		t.ctx = ctx.parent
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// lookup is value without the branch routing (for a branch's results).
+func (t *tracer) lookup(x *tensor.Tensor) Output {
+	ctx := t.ctx
+	t.ctx = nil
+	defer func() { t.ctx = ctx }()
+	return t.value(x)
+}
+
+func (t *tracer) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// tracingCond returns the active trace when pred is a value of it that
+// varies between calls (so Cond must be traced, not decided).
+func tracingCond(pred *tensor.Tensor) *tracer {
+	t := activeTrace.Load()
+	if t == nil || t.err != nil || pred == nil || !t.derived(pred) {
+		return nil
+	}
+	return t
+}
