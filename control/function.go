@@ -29,11 +29,17 @@ import (
 //     must not fail on them), a Switch on the predicate for each value a
 //     branch reads from outside, a Merge for each output; branches that
 //     disagree on their outputs' count, dtypes or shapes fail the trace.
-//     Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: Case and While deciding on such values, and
-//     such a Cond while a tape records. Fori and Scan have trip counts
-//     fixed by Go values and tensor shapes, so they are traced as their
-//     unrolled iterations.
+//   - control.While (and Fori, built on it) becomes a loop frame as
+//     TensorFlow builds one: Enter, Merge, Switch, Exit per loop value, the
+//     body once, NextIteration back to the Merge, values from outside
+//     entered as loop constants. The condition and body are recorded on
+//     the first iteration's values (the body runs on the initial values
+//     even when the loop takes no iteration, so it must not fail on them).
+//   - Not yet traced, and failing the trace with an error instead of
+//     baking one choice in: a Case deciding on a varying value; a Cond or
+//     While deciding on one while a tape records inside fn (a While whose
+//     trip count does not vary is then recorded iteration by iteration);
+//     While with MaxIterations.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -161,7 +167,12 @@ type tracer struct {
 	// varies marks the nodes whose value can differ between calls: the
 	// arguments, captured variables and the ops that read either.
 	varies map[*Node]bool
-	ctx    *condCtx // the Cond branch being recorded, if any
+	ctx    *condCtx // the Cond branch or While frame being recorded, if any
+	// iter marks nodes whose value is per iteration of the enclosing loop
+	// frame (loop Merges and what reads them).
+	iter   map[*Node]bool
+	loops  int // While frames made, for their names
+	paused int // >0 while a loop finishes eagerly, unrecorded
 	err    error
 }
 
@@ -174,7 +185,7 @@ var (
 type traceObserver struct{}
 
 func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
-	if t := activeTrace.Load(); t != nil {
+	if t := activeTrace.Load(); t != nil && t.paused == 0 {
 		t.record(c, outs)
 	}
 }
@@ -195,9 +206,18 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	ins := make([]Output, len(c.Inputs))
 	for i, x := range c.Inputs {
-		ins[i] = t.ctx.route(t.g, t.value(x))
+		ins[i] = t.route(t.ctx, t.value(x))
 	}
 	n := t.g.Apply(c.Op, c.Attrs, len(outs), ins...)
+	for _, in := range ins {
+		t.iter[n] = t.iter[n] || t.iter[in.Node]
+	}
+	if ctx := t.ctx; ctx != nil && ctx.frame != "" && !t.iter[n] {
+		// Directly in a loop frame and reading only loop constants: run
+		// (and die) with the iteration, as TensorFlow's pivot makes it.
+		n.Control = append(n.Control, ctx.pivot)
+		t.iter[n] = true
+	}
 	n.Specs = make([]eager.Out, len(outs))
 	for i, o := range outs {
 		n.Specs[i] = eager.Out{DType: o.DType(), Shape: o.Shape()}
@@ -236,11 +256,12 @@ func (t *tracer) derived(x *tensor.Tensor) bool {
 // during a trace, a decision on an argument-derived value fails the trace.
 func checkTraced(construct string, x *tensor.Tensor) {
 	t := activeTrace.Load()
-	if t == nil || t.err != nil || !t.derived(x) {
+	if t == nil || t.err != nil || t.paused > 0 || !t.derived(x) {
 		return
 	}
 	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+
-		"traced Case and While are not supported yet: call the function eagerly", construct, tensor.Describe(x))
+		"a traced Case, and a traced While with a tape recording, are not supported yet: call the function eagerly",
+		construct, tensor.Describe(x))
 }
 
 // traceCall runs fn on args while recording, and returns its results and
@@ -249,7 +270,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
 	traceMu.Lock()
 	defer traceMu.Unlock()
-	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}}
+	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{}}
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)

@@ -152,16 +152,26 @@ func TestFunctionControlFlow(t *testing.T) {
 	if got, err := constant.Call(f32(5)); err != nil || tensor.ToSlice[float32](got[0])[0] != -5 {
 		t.Errorf("constant Cond: %v %v", got, err)
 	}
-	// A While deciding on the argument cannot be baked in: the trace fails.
-	countdown := control.NewFunction(func(a []T) []T {
-		return control.While(func(v []T) T { return ops.Gt(v[0], tensor.Scalar(float32(0))) },
-			func(v []T) []T { return []T{ops.Sub(v[0], tensor.Scalar(float32(1)))} }, a)
+	// A Case deciding on the argument cannot be baked in: the trace fails.
+	pick := control.NewFunction(func(a []T) []T {
+		return control.Case(ops.Cast(a[0], tensor.Int32), func() []T { return a }, func() []T { return []T{ops.Neg(a[0])} })
 	})
-	if _, err := countdown.Call(tensor.Scalar(float32(3))); err == nil || !strings.Contains(err.Error(), "While") {
-		t.Errorf("data-dependent While: %v, want a trace error naming While", err)
+	if _, err := pick.Call(tensor.Scalar(float32(1))); err == nil || !strings.Contains(err.Error(), "Case") {
+		t.Errorf("data-dependent Case: %v, want a trace error naming Case", err)
 	}
-	if countdown.Traces() != 0 {
+	if pick.Traces() != 0 {
 		t.Errorf("a failed trace was kept")
+	}
+	// A While deciding on the argument under a tape: refused too.
+	taped := control.NewFunction(func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		y := control.While(func(v []T) T { return ops.Lt(v[0], tensor.Scalar(float32(10))) },
+			func(v []T) []T { return []T{ops.Mul(v[0], tensor.Scalar(float32(2)))} }, a)
+		return []T{tp.Gradient(y[0], a[0])[0]}
+	})
+	if _, err := taped.Call(tensor.Scalar(float32(1))); err == nil || !strings.Contains(err.Error(), "While") {
+		t.Errorf("data-dependent While under a tape: %v, want a trace error naming While", err)
 	}
 }
 
@@ -342,5 +352,62 @@ func TestFunctionFoldsConstantsAndSharesRepeatedOps(t *testing.T) {
 	want := []string{"Fused(Abs,Log1p)", "Fused(Add,Mul)", "Reduce"}
 	if got := opNames(f.Graph(f32(0, 0))); !slices.Equal(got, want) {
 		t.Errorf("ops %q, want %q\n%v", got, want, f.Graph(f32(0, 0)))
+	}
+}
+
+func i64(v int64) T { return tensor.Scalar(v) }
+
+func TestFunctionTracesWhile(t *testing.T) {
+	w := tape.NewVariable("w", f32(1.5, 2))
+	one := i64(1)
+	fn := func(a []T) []T {
+		n, x := a[0], a[1]
+		// sum of i for i < n, with a loop constant (one), a loop value
+		// passed on unchanged (x) and one replaced by a constant.
+		sum := control.While(func(v []T) T { return ops.Lt(v[0], n) },
+			func(v []T) []T { return []T{ops.Add(v[0], one), ops.Add(v[1], v[0]), v[2], i64(7)} },
+			[]T{i64(0), i64(0), x, i64(0)})
+		// x times w until its sum passes 20; a Cond in the body; an inner
+		// loop counting to i.
+		grown := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(20))) },
+			func(v []T) []T {
+				y := control.Cond(ops.Gt(ops.ReduceMaxOf(v[0]), tensor.Scalar(float32(4))),
+					func() []T { return []T{ops.Add(v[0], tensor.Scalar(float32(1)))} },
+					func() []T { return []T{ops.Mul(v[0], w.Value())} })
+				inner := control.While(func(u []T) T { return ops.Lt(u[0], v[1]) },
+					func(u []T) []T { return []T{ops.Add(u[0], one), ops.Add(u[1], u[0])} },
+					[]T{i64(0), v[2]})
+				return []T{y[0], ops.Add(v[1], one), inner[1]}
+			}, []T{ops.Abs(x), i64(0), i64(0)})
+		return append(sum, grown...)
+	}
+	f := control.NewFunction(fn)
+	for _, c := range []struct {
+		n int64
+		x []float32
+	}{{5, []float32{1, 2}}, {0, []float32{3, -1}}, {1, []float32{0.5, 0.5}}, {9, []float32{30, 1}}, {3, []float32{-0.1, 0.2}}} {
+		args := []T{i64(c.n), f32(c.x...)}
+		got, err := f.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn(args)
+		if len(got) != len(want) {
+			t.Fatalf("%d results, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i].String() != want[i].String() {
+				t.Errorf("n=%d x=%v result %d: traced %v, eager %v", c.n, c.x, i, got[i], want[i])
+			}
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+	g := f.Graph(i64(0), f32(0, 0)).String()
+	for _, want := range []string{`= Enter "while1"(`, `= Enter "while3", constant(`, "= NextIteration(", "= Exit(", "[while3] = Add("} {
+		if !strings.Contains(g, want) {
+			t.Errorf("graph lacks %q:\n%s", want, g)
+		}
 	}
 }

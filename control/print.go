@@ -29,8 +29,8 @@ func (g *Graph) frames() map[*Node]string {
 		}
 		switch n.Kind {
 		case Enter:
-			if _, ok := parent[n.Frame]; !ok {
-				parent[n.Frame] = in
+			if p, ok := parent[n.Frame]; !ok || p == "" {
+				parent[n.Frame] = in // an Enter of a constant does not tell
 			}
 			frame[n] = n.Frame
 		case Exit:

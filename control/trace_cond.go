@@ -13,42 +13,64 @@ import (
 // of outputs, as TensorFlow builds a cond. The call returns the taken
 // branch's values, as eagerly.
 
-// condCtx is the branch being recorded.
+// condCtx is the Cond branch or While frame being recorded.
 type condCtx struct {
-	parent   *condCtx
-	pred     Output
-	branch   int // Switch output: 0 false, 1 true
-	start    int // nodes from this ID on were made inside the branch
-	switched map[Output]Output
+	parent *condCtx
+	start  int // nodes from this ID on were made inside
+	// A Cond branch: the predicate and which Switch output is this branch.
+	pred   Output
+	branch int
+	// A While frame: its name, its ParallelIterations, and the node that
+	// ops reading no per-iteration value wait on (TensorFlow's pivot).
+	frame    string
+	parallel int
+	pivot    *Node
+	switched map[Output]Output // values from outside, as routed in
 }
 
-// route returns the value of v as seen inside ctx: values made outside
-// pass through a Switch (one per value and branch), after the enclosing
-// branches' own routing. Constants need no Switch: an op of constants
-// only is folded, and one with another input is dead with it.
-func (ctx *condCtx) route(g *Graph, v Output) Output {
+// route returns the value of v as seen inside ctx: a value made outside
+// enters a While frame as a loop constant (an Enter) and a Cond branch
+// through a Switch on the predicate, after the enclosing contexts' own
+// routing; one node per value and context. Constants need no routing: an
+// op of constants only is folded, and one with another input lives and
+// dies with it.
+func (t *tracer) route(ctx *condCtx, v Output) Output {
 	if ctx == nil || v.Node.ID >= ctx.start || v.Node.Kind == Const {
 		return v
 	}
 	if r, ok := ctx.switched[v]; ok {
 		return r
 	}
-	r := g.Switch(ctx.parent.route(g, v), ctx.pred).Out(ctx.branch)
-	r.Node.Specs = []eager.Out{v.spec1(), v.spec1()}
+	inner := t.route(ctx.parent, v)
+	var r Output
+	if ctx.frame != "" {
+		r = t.g.Enter(inner, ctx.frame, true, ctx.parallel)
+		r.Node.Specs = []eager.Out{v.spec1()}
+		t.varies[r.Node] = t.varies[inner.Node]
+	} else {
+		r = t.switchOn(inner, ctx.pred).Out(ctx.branch)
+	}
 	ctx.switched[v] = r
 	return r
 }
 
-// gate returns a branch output that is dead when the branch is not taken:
-// one made inside the branch from its Switches already is; anything else
+// switchOn adds Switch(v, pred) with its specs and per-iteration mark.
+func (t *tracer) switchOn(v, pred Output) *Node {
+	sw := t.g.Switch(v, pred)
+	sw.Specs = []eager.Out{v.spec1(), v.spec1()}
+	t.iter[sw] = t.iter[v.Node] || t.iter[pred.Node]
+	t.varies[sw] = t.varies[v.Node] || t.varies[pred.Node]
+	return sw
+}
+
+// gate returns a Cond branch's output so that it is dead when the branch
+// is not taken: one computed inside the branch already is; anything else
 // (a constant, a value from outside) goes through a Switch of its own.
-func (ctx *condCtx) gate(g *Graph, v Output) Output {
+func (t *tracer) gate(ctx *condCtx, v Output) Output {
 	if v.Node.ID >= ctx.start && v.Node.Kind != Const {
 		return v
 	}
-	sw := g.Switch(ctx.parent.route(g, v), ctx.pred)
-	sw.Specs = []eager.Out{v.spec1(), v.spec1()}
-	return sw.Out(ctx.branch)
+	return t.switchOn(t.route(ctx.parent, v), ctx.pred).Out(ctx.branch)
 }
 
 func (o Output) spec1() eager.Out {
@@ -63,7 +85,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 			"gradients of traced conds are not supported yet; call the function eagerly"))
 		return branches[btoi(pred.Item().(bool))]()
 	}
-	pv := t.ctx.route(t.g, t.value(pred))
+	pv := t.route(t.ctx, t.value(pred))
 	taken := btoi(pred.Item().(bool))
 	var outs [2][]*tensor.Tensor
 	var gated [2][]Output
@@ -87,7 +109,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 				t.fail(fmt.Errorf("control: tracing Cond: the %v branch returned a nil tensor", b == 1))
 				return outs[taken]
 			}
-			gated[b] = append(gated[b], ctx.gate(t.g, t.lookup(o)))
+			gated[b] = append(gated[b], t.gate(ctx, t.lookup(o)))
 		}
 	}
 	if len(outs[0]) != len(outs[1]) {
@@ -105,6 +127,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		m := t.g.Merge(gated[0][i], gated[1][i])
 		m.Specs = []eager.Out{{DType: a.DType(), Shape: a.Shape()}, {DType: tensor.Int32, Shape: tensor.Shape{}}}
 		t.varies[m] = true
+		t.iter[m] = t.iter[gated[0][i].Node] || t.iter[gated[1][i].Node]
 		// A fresh tensor, so that the taken branch's value (perhaps a
 		// tensor from outside the cond) keeps its own graph value.
 		x := outs[taken][i]
@@ -152,7 +175,7 @@ func btoi(b bool) int {
 // varies between calls (so Cond must be traced, not decided).
 func tracingCond(pred *tensor.Tensor) *tracer {
 	t := activeTrace.Load()
-	if t == nil || t.err != nil || pred == nil || !t.derived(pred) {
+	if t == nil || t.err != nil || t.paused > 0 || pred == nil || !t.derived(pred) {
 		return nil
 	}
 	return t

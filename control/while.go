@@ -44,6 +44,11 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	if o.MaxIterations < 0 {
 		fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
 	}
+	if t := tracingWhile(); t != nil {
+		if out := t.while(cond, body, loopVars, o); out != nil {
+			return out
+		}
+	}
 	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
 	vars := loopVars
 	for i := 0; o.MaxIterations == 0 || i < o.MaxIterations; i++ {

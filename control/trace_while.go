@@ -1,0 +1,174 @@
+package control
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Tracing While: the loop becomes a frame as TensorFlow builds one. Per
+// loop value an Enter into the frame, a Merge of it with the value's
+// NextIteration, a Switch on the predicate, an Exit from the Switch's false
+// side and the body reading its true side; values from outside enter as
+// loop constants. The condition and the body are recorded once, on the
+// first iteration's values (the body runs on the initial values even when
+// the loop takes no iteration, just to be recorded); then the loop goes on
+// eagerly, unrecorded, to give this call its result.
+
+var identityOp = sync.OnceValue(func() *eager.Op {
+	for _, op := range eager.Ops() {
+		if op.Name == "Identity" {
+			return op
+		}
+	}
+	panic("control: no Identity op registered")
+})
+
+// tracingWhile returns the active trace, unless the loop runs eagerly
+// (paused while a traced loop finishes its call).
+func tracingWhile() *tracer {
+	t := activeTrace.Load()
+	if t == nil || t.err != nil || t.paused > 0 {
+		return nil
+	}
+	return t
+}
+
+// while records While(cond, body, init, o) into the trace and returns the
+// loop's values for this call.
+func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
+	init []*tensor.Tensor, o WhileOptions) []*tensor.Tensor {
+	switch {
+	case eager.Activations() > 1:
+		// A tape records: its gradient of a frame is not traced yet, so
+		// the loop runs eagerly, its iterations recorded one by one (right
+		// as long as the trip count does not vary: checkTraced refuses a
+		// predicate that does).
+		return nil
+	case o.MaxIterations > 0:
+		t.fail(fmt.Errorf("control: While with MaxIterations is not traced yet; call the function eagerly"))
+		return nil
+	case len(init) == 0:
+		t.fail(fmt.Errorf("control: a traced While needs at least one loop value"))
+		return nil
+	}
+	for i, x := range init {
+		if x == nil {
+			t.fail(fmt.Errorf("control: While loop value %d is nil", i))
+			return nil
+		}
+	}
+	t.loops++
+	parallel := o.ParallelIterations
+	if parallel <= 0 {
+		parallel = 10
+	}
+	outer := t.ctx
+	ctx := &condCtx{parent: outer, start: len(t.g.Nodes), frame: fmt.Sprintf("while%d", t.loops),
+		parallel: parallel, switched: map[Output]Output{}}
+	n := len(init)
+	merges := make([]*Node, n)
+	vars := make([]*tensor.Tensor, n)
+	for i, x := range init {
+		spec := eager.Out{DType: x.DType(), Shape: x.Shape()}
+		en := t.g.Enter(t.anchor(outer, t.route(outer, t.value(x))), ctx.frame, false, parallel)
+		en.Node.Specs = []eager.Out{spec}
+		merges[i] = t.g.Merge(en)
+		merges[i].Specs = []eager.Out{spec, {DType: tensor.Int32, Shape: tensor.Shape{}}}
+		t.iter[merges[i]], t.varies[merges[i]] = true, true
+		vars[i] = t.alias(x, merges[i].Out(0))
+	}
+	ctx.pivot = merges[0]
+	t.ctx = ctx
+	defer func() { t.ctx = outer }()
+
+	p := cond(vars)
+	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
+		fail("While", tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
+	}
+	pv := t.route(ctx, t.value(p))
+	switches := make([]*Node, n)
+	exits := make([]Output, n)
+	bodyIn := make([]*tensor.Tensor, n)
+	for i := range init {
+		switches[i] = t.switchOn(merges[i].Out(0), pv)
+		exits[i] = t.g.Exit(switches[i].Out(0))
+		exits[i].Node.Specs = merges[i].Specs[:1]
+		t.varies[exits[i].Node] = true
+		bodyIn[i] = t.alias(vars[i], switches[i].Out(1))
+	}
+	pivot := t.g.Apply(identityOp(), nil, 1, switches[0].Out(1))
+	pivot.Specs = merges[0].Specs[:1]
+	t.iter[pivot], t.varies[pivot] = true, true
+	ctx.pivot = pivot
+
+	var outs []*tensor.Tensor
+	if err := t.runUntaken(ctx, func() { outs = body(bodyIn) }); err != nil {
+		t.fail(fmt.Errorf("control: tracing While: the body failed: %v", err))
+		return nil
+	}
+	t.ctx = ctx // runUntaken restored the parent
+	if len(outs) != n {
+		t.fail(fmt.Errorf("control: While body returns %d values for %d loop values", len(outs), n))
+		return nil
+	}
+	for i, y := range outs {
+		if y == nil || y.DType() != init[i].DType() || !y.Shape().Equal(init[i].Shape()) {
+			t.fail(fmt.Errorf("control: While loop value %d changes from %v to %s in the body", i,
+				merges[i].Specs[0], tensor.Describe(y)))
+			return nil
+		}
+		v := t.value(y)
+		if v.Node.ID < ctx.start || !t.iter[v.Node] {
+			// A constant or a loop constant: pass it on only while the
+			// iteration lives.
+			v = t.switchOn(t.route(ctx, v), pv).Out(1)
+		}
+		next := t.g.NextIteration(v)
+		next.Node.Specs = merges[i].Specs[:1]
+		t.g.SetBackEdge(merges[i], next)
+	}
+	t.ctx = outer
+
+	// This call's values: the first iteration has run (if the condition
+	// held); the rest run eagerly, unrecorded.
+	final := init
+	if p.Item().(bool) {
+		t.paused++
+		final = While(cond, body, outs, WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+		t.paused--
+	}
+	res := make([]*tensor.Tensor, n)
+	for i, x := range final {
+		res[i] = t.alias(x, exits[i])
+	}
+	return res
+}
+
+// anchor makes a constant a value of ctx (it has no tag of its own): in a
+// loop frame an Identity of it that waits on the frame's pivot, in a Cond
+// branch a Switch of it on the branch's predicate. A loop's initial value
+// that is a constant needs this to start the loop once per enclosing
+// iteration or only on its branch.
+func (t *tracer) anchor(ctx *condCtx, v Output) Output {
+	if ctx == nil || v.Node.Kind != Const {
+		return v
+	}
+	if ctx.frame == "" {
+		return t.switchOn(v, ctx.pred).Out(ctx.branch)
+	}
+	id := t.g.Apply(identityOp(), nil, 1, v)
+	id.Control = []*Node{ctx.pivot}
+	id.Specs = []eager.Out{v.spec1()}
+	t.iter[id] = true
+	return id.Out(0)
+}
+
+// alias returns a fresh tensor sharing x's buffer whose graph value is v.
+func (t *tracer) alias(x *tensor.Tensor, v Output) *tensor.Tensor {
+	a := x.View(x.Shape(), x.Layout())
+	t.vals[a] = v
+	return a
+}
