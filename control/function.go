@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,9 +58,9 @@ import (
 // elementwise ops are fused into one pass, and each intermediate buffer is
 // released once its last reader has run.
 //
-// Ops run by other goroutines while a trace records are not part of fn's
-// results and are pruned. A Function is safe for concurrent use; traces
-// are made one at a time.
+// Only the calling goroutine's ops are recorded: ops fn leaves to other
+// goroutines are not part of the graph. A Function is safe for concurrent
+// use; traces are made one at a time.
 type Function struct {
 	fn func(args []*tensor.Tensor) []*tensor.Tensor
 	// Logf receives the warning (given once) that fn retraces often; nil
@@ -170,10 +171,11 @@ type tracer struct {
 	ctx    *condCtx // the Cond branch or While frame being recorded, if any
 	// iter marks nodes whose value is per iteration of the enclosing loop
 	// frame (loop Merges and what reads them).
-	iter   map[*Node]bool
-	loops  int // While frames made, for their names
-	paused int // >0 while a loop finishes eagerly, unrecorded
-	err    error
+	iter      map[*Node]bool
+	loops     int    // While frames made, for their names
+	paused    int    // >0 while a loop finishes eagerly, unrecorded
+	goroutine uint64 // the tracing goroutine
+	err       error
 }
 
 var (
@@ -182,10 +184,37 @@ var (
 	installTracer sync.Once
 )
 
+// currentTrace returns the trace being recorded by this goroutine, or nil:
+// ops and control flow of other goroutines are not part of it.
+func currentTrace() *tracer {
+	t := activeTrace.Load()
+	if t == nil || t.goroutine != goroutineID() {
+		return nil
+	}
+	return t
+}
+
+// goroutineID parses the running goroutine's number from the first line of
+// its stack trace ("goroutine 7 [running]:"). It costs about a microsecond,
+// paid per op only while a trace records.
+func goroutineID() uint64 {
+	var buf [40]byte
+	s := buf[:runtime.Stack(buf[:], false)]
+	s = s[len("goroutine "):]
+	var id uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
 type traceObserver struct{}
 
 func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
-	if t := activeTrace.Load(); t != nil && t.paused == 0 {
+	if t := currentTrace(); t != nil && t.paused == 0 {
 		t.record(c, outs)
 	}
 }
@@ -255,7 +284,7 @@ func (t *tracer) derived(x *tensor.Tensor) bool {
 // checkTraced is called by the constructs that decide by a tensor's value:
 // during a trace, a decision on an argument-derived value fails the trace.
 func checkTraced(construct string, x *tensor.Tensor) {
-	t := activeTrace.Load()
+	t := currentTrace()
 	if t == nil || t.err != nil || t.paused > 0 || !t.derived(x) {
 		return
 	}
@@ -270,7 +299,8 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
 	traceMu.Lock()
 	defer traceMu.Unlock()
-	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{}}
+	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{},
+		goroutine: goroutineID()}
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)

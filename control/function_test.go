@@ -411,3 +411,37 @@ func TestFunctionTracesWhile(t *testing.T) {
 		}
 	}
 }
+
+// Ops of other goroutines during a trace are not recorded, and do not race
+// with the trace.
+func TestFunctionIgnoresOtherGoroutines(t *testing.T) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		x := f32(1, 2, 3)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				x = ops.Tanh(ops.Add(x, x))
+				control.Cond(ops.Gt(ops.Sum(x), tensor.Scalar(float32(0))), func() []T { return nil }, func() []T { return nil })
+			}
+		}
+	}()
+	for n := range 20 {
+		f := control.NewFunction(chain)
+		x := tensor.Zeros(tensor.Float32, n+1)
+		if _, err := f.Call(x); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq32(t, "traced beside another goroutine", got[0], chain([]T{x})[0])
+	}
+	close(stop)
+	<-done
+}

@@ -174,7 +174,7 @@ func btoi(b bool) int {
 // tracingCond returns the active trace when pred is a value of it that
 // varies between calls (so Cond must be traced, not decided).
 func tracingCond(pred *tensor.Tensor) *tracer {
-	t := activeTrace.Load()
+	t := currentTrace()
 	if t == nil || t.err != nil || t.paused > 0 || pred == nil || !t.derived(pred) {
 		return nil
 	}

@@ -29,7 +29,7 @@ var identityOp = sync.OnceValue(func() *eager.Op {
 // tracingWhile returns the active trace, unless the loop runs eagerly
 // (paused while a traced loop finishes its call).
 func tracingWhile() *tracer {
-	t := activeTrace.Load()
+	t := currentTrace()
 	if t == nil || t.err != nil || t.paused > 0 {
 		return nil
 	}
