@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -31,7 +32,12 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
 		fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
 	}
-	checkTraced("Case", index)
+	if t := tracingCond(index); t != nil && len(branches) > 1 {
+		// Traced as TensorFlow's switch_case lowers: a chain of conds,
+		// index == 0, index == 1, ..., the last branch taking the rest.
+		pred := ops.Eq(index, ops.ScalarLike(index, 0))
+		return Cond(pred, branches[0], func() []*tensor.Tensor { return Case(ops.Sub(index, ops.ScalarLike(index, 1)), branches[1:]...) })
+	}
 	i := int(index.Float())
 	if i < 0 || i >= len(branches) {
 		i = len(branches) - 1

@@ -36,11 +36,13 @@ import (
 //     entered as loop constants. The condition and body are recorded on
 //     the first iteration's values (the body runs on the initial values
 //     even when the loop takes no iteration, so it must not fail on them).
+//   - control.Case on such a value becomes a chain of conds (index == 0,
+//     index == 1, ..., the last branch taking every other index).
 //   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a Case deciding on a varying value; a Cond or
-//     While deciding on one while a tape records inside fn (a While whose
-//     trip count does not vary is then recorded iteration by iteration);
-//     While with MaxIterations.
+//     baking one choice in: a Cond, Case or While deciding on a varying
+//     value while a tape records inside fn (a While whose trip count does
+//     not vary is then recorded iteration by iteration); While with
+//     MaxIterations.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -289,7 +291,7 @@ func checkTraced(construct string, x *tensor.Tensor) {
 		return
 	}
 	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+
-		"a traced Case, and a traced While with a tape recording, are not supported yet: call the function eagerly",
+		"a While deciding on such a value with a tape recording is not traced yet: call the function eagerly",
 		construct, tensor.Describe(x))
 }
 

@@ -152,15 +152,24 @@ func TestFunctionControlFlow(t *testing.T) {
 	if got, err := constant.Call(f32(5)); err != nil || tensor.ToSlice[float32](got[0])[0] != -5 {
 		t.Errorf("constant Cond: %v %v", got, err)
 	}
-	// A Case deciding on the argument cannot be baked in: the trace fails.
-	pick := control.NewFunction(func(a []T) []T {
-		return control.Case(ops.Cast(a[0], tensor.Int32), func() []T { return a }, func() []T { return []T{ops.Neg(a[0])} })
-	})
-	if _, err := pick.Call(tensor.Scalar(float32(1))); err == nil || !strings.Contains(err.Error(), "Case") {
-		t.Errorf("data-dependent Case: %v, want a trace error naming Case", err)
+	// A Case deciding on the argument becomes a chain of conds; indices
+	// out of range take the last branch, as eagerly.
+	caseFn := func(a []T) []T {
+		return control.Case(ops.Cast(a[0], tensor.Int32),
+			func() []T { return a },
+			func() []T { return []T{ops.Neg(a[0])} },
+			func() []T { return []T{ops.Mul(a[0], tensor.Scalar(float32(10)))} })
 	}
-	if pick.Traces() != 0 {
-		t.Errorf("a failed trace was kept")
+	pick := control.NewFunction(caseFn)
+	for _, v := range []float32{1, 0, 2, 5, -3, 1} {
+		got, err := pick.Call(tensor.Scalar(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq32(t, fmt.Sprintf("Case(%v)", v), got[0], caseFn([]T{tensor.Scalar(v)})[0])
+	}
+	if pick.Traces() != 1 {
+		t.Errorf("Case: %d traces", pick.Traces())
 	}
 	// A While deciding on the argument under a tape: refused too.
 	taped := control.NewFunction(func(a []T) []T {
