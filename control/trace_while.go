@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -171,4 +172,47 @@ func (t *tracer) alias(x *tensor.Tensor, v Output) *tensor.Tensor {
 	a := x.View(x.Shape(), x.Layout())
 	t.vals[a] = v
 	return a
+}
+
+// scan records Scan as a While over (step, carry..., stacked outputs...):
+// step t reads xs[t] by Gather and writes its outputs into row t of
+// buffers of the full [steps ...] shape by DynamicUpdateSlice, so the trace
+// holds one frame, not one copy of fn per step. The outputs' shapes come
+// from an unrecorded probe of step 0.
+func (t *tracer) scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor),
+	init, xs []*tensor.Tensor, steps int) (carry, ys []*tensor.Tensor) {
+	step0 := func(i *tensor.Tensor) []*tensor.Tensor {
+		x := make([]*tensor.Tensor, len(xs))
+		for k, s := range xs {
+			x[k] = ops.Gather(s, i, 0)
+		}
+		return x
+	}
+	t.paused++
+	_, probe := fn(init, step0(tensor.Scalar(int64(0))))
+	t.paused--
+	nc := len(init)
+	vars := append([]*tensor.Tensor{tensor.Scalar(int64(0))}, init...)
+	for _, y := range probe {
+		vars = append(vars, tensor.Zeros(y.DType(), append([]int{steps}, y.Shape()...)...))
+	}
+	last := tensor.Scalar(int64(steps))
+	out := While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], last) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			c, y := fn(v[1:1+nc], step0(v[0]))
+			if len(y) != len(probe) {
+				fail("Scan", tensor.ErrArity, y, "a step returned %d outputs, step 0 returned %d", len(y), len(probe))
+			}
+			next := append([]*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int64(1)))}, c...)
+			for j, yj := range y {
+				acc := v[1+nc+j]
+				// starts = [t, 0, 0, ...]
+				first := make([]int64, acc.Rank())
+				first[0] = 1
+				starts := ops.Mul(tensor.FromSlice(first), v[0])
+				next = append(next, ops.DynamicUpdateSlice(acc, ops.ExpandDims(yj, 0), starts))
+			}
+			return next
+		}, vars)
+	return out[1 : 1+nc], out[1+nc:]
 }

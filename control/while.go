@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -108,6 +109,9 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	}
 	if steps == 0 {
 		return init, nil
+	}
+	if t := tracingWhile(); t != nil && eager.Activations() == 1 {
+		return t.scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each
 	// step's gradient for xs is one slice, stacked once at the end.
