@@ -36,6 +36,10 @@ import (
 //     entered as loop constants. The condition and body are recorded on
 //     the first iteration's values (the body runs on the initial values
 //     even when the loop takes no iteration, so it must not fail on them).
+//     control.Scan becomes such a loop too, reading step t with Gather and
+//     writing its outputs into stacked buffers, so a traced RNN is one
+//     frame whatever its length; under a tape inside fn it is recorded
+//     step by step instead (its trip count is a shape, so that is exact).
 //   - control.Case on such a value becomes a chain of conds (index == 0,
 //     index == 1, ..., the last branch taking every other index).
 //   - Not yet traced, and failing the trace with an error instead of
