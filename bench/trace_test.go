@@ -137,3 +137,38 @@ func TestTracedRNNLoopGradMatchesEager(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTracedRNNLoopForward is BenchmarkRNNLoopForward traced with no
+// tape: the While becomes one loop frame run by the frame executor.
+func BenchmarkTracedRNNLoopForward(b *testing.B) {
+	r := newRNN()
+	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{r.forward(control.WhileOptions{})}
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(r.h0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestTracedRNNLoopForwardIsAFrame(t *testing.T) {
+	r := newRNN()
+	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{r.forward(control.WhileOptions{})}
+	})
+	want := r.forward(control.WhileOptions{})
+	for range 2 {
+		got, err := f.Call(r.h0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(tensor.ToSlice[float32](got[0]), tensor.ToSlice[float32](want)) {
+			t.Fatal("traced RNN forward differs from eager")
+		}
+	}
+	if g := f.Graph(r.h0); len(g.Nodes) > 40 {
+		t.Errorf("%d nodes: the loop was unrolled", len(g.Nodes))
+	}
+}
