@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"github.com/eagerflow/eagerflow/eager"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/tensor"
@@ -61,9 +62,10 @@ type instKey struct {
 type instance struct {
 	inputs  []value
 	have    []bool
-	pending int  // inputs still awaited (ordinary nodes)
-	fired   bool // Merge: has produced its output
-	dead    int  // Merge: dead inputs seen among those awaited
+	pending int    // inputs still awaited (ordinary nodes)
+	held    []bool // inputs counted in executor.uses (constants are not)
+	fired   bool   // Merge: has produced its output
+	dead    int    // Merge: dead inputs seen among those awaited
 }
 
 type consumer struct {
@@ -84,6 +86,13 @@ type executor struct {
 	results     map[Output]value
 	controlDead map[instKey]bool // finished nodes that others wait on by a control edge: were they dead
 	runs        int              // ops executed (for tests)
+	// Buffer release by value lifetime: uses counts the node instances
+	// holding a live tensor and not yet run; at zero it is released unless
+	// pinned (arguments, constants, loop constants, results) or a tape
+	// observes (it keeps intermediates for its backward pass).
+	uses    map[*tensor.Tensor]int
+	pinned  map[*tensor.Tensor]bool
+	release bool
 }
 
 // ErrDeadOutput is returned when a graph result is dead (it was computed
@@ -107,7 +116,16 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 	}
 	e := &executor{g: g, consumers: map[Output][]consumer{}, controlOf: map[*Node][]*Node{},
 		backEdge: map[*Node][]bool{}, insts: map[instKey]*instance{}, results: map[Output]value{},
-		controlDead: map[instKey]bool{}}
+		controlDead: map[instKey]bool{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{},
+		release: !eager.Observing()}
+	for _, a := range args {
+		e.pinned[a] = true
+	}
+	for _, n := range g.Nodes {
+		if n.Kind == Const {
+			e.pinned[n.Value] = true
+		}
+	}
 	e.root = e.newFrame("", nil, 0)
 	for _, n := range g.Nodes {
 		for i, in := range n.Inputs {
@@ -220,6 +238,7 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 			f.children[ck] = child
 		}
 		if n.IsConstant {
+			e.pinned[v.t] = true
 			child.constants[n] = v
 			for it := range child.iters {
 				e.fanOut(out, child, it, v)
@@ -251,6 +270,7 @@ func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
 	if f == e.root && iter == 0 {
 		if _, want := e.results[out]; !want {
 			e.results[out] = v
+			e.pinned[v.t] = true
 		}
 	}
 	for _, c := range e.consumers[out] {
@@ -264,6 +284,7 @@ func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
 			continue
 		}
 		in.inputs[c.input], in.have[c.input] = v, true
+		e.hold(in, c.input, v)
 		if in.pending--; in.pending == 0 {
 			e.ready(k)
 		}
@@ -297,6 +318,7 @@ func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
 	}
 	in.fired = true
 	in.inputs = []value{v, {t: tensor.Scalar(int32(idx)), dead: v.dead}}
+	e.hold(in, 0, v)
 	e.ready(k)
 }
 
@@ -352,7 +374,42 @@ func (e *executor) run(k instKey) {
 	for i, v := range outs {
 		e.deliver(n.Out(i), k.frame, k.iter, v)
 	}
+	for i, v := range in.inputs {
+		if i < len(in.held) && in.held[i] {
+			e.drop(v)
+		}
+	}
 	e.signal(k, dead)
+}
+
+// hold counts a live value handed to input i of a node instance.
+func (e *executor) hold(in *instance, i int, v value) {
+	if v.dead || v.t == nil {
+		return
+	}
+	if in.held == nil {
+		in.held = make([]bool, len(in.inputs))
+	}
+	in.held[i] = true
+	e.uses[v.t]++
+}
+
+// drop undoes hold once the instance has run (its outputs, which may be
+// the same tensor, already delivered and held) and releases the tensor's
+// buffer when nothing holds it any more.
+func (e *executor) drop(v value) {
+	if v.dead || v.t == nil {
+		return
+	}
+	n := e.uses[v.t]
+	if n > 1 {
+		e.uses[v.t] = n - 1
+		return
+	}
+	delete(e.uses, v.t)
+	if e.release && !e.pinned[v.t] {
+		v.t.Release()
+	}
 }
 
 // signal tells the nodes waiting on k by a control edge that it finished.
