@@ -64,6 +64,9 @@ import (
 // elementwise ops are fused into one pass, and each intermediate buffer is
 // released once its last reader has run.
 //
+// A Function called while another is being traced runs fn inline, so the
+// outer graph holds its ops and control flow.
+//
 // Only the calling goroutine's ops are recorded: ops fn leaves to other
 // goroutines are not part of the graph. A Function is safe for concurrent
 // use; traces are made one at a time.
@@ -123,6 +126,11 @@ func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
 // argument count that differs from the trace, or a trace that cannot be
 // made, is an error.
 func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if currentTrace() != nil {
+		// Called while this goroutine traces another function: run fn so
+		// that its ops and control flow are traced inline there.
+		return f.fn(args), nil
+	}
 	key := signature(args)
 	f.mu.Lock()
 	tr := f.graphs[key]

@@ -454,3 +454,35 @@ func TestFunctionIgnoresOtherGoroutines(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// A Function called inside another's trace is traced inline (no deadlock,
+// its control flow kept).
+func TestNestedFunctions(t *testing.T) {
+	inner := control.NewFunction(func(a []T) []T {
+		return control.Cond(ops.Gt(ops.Sum(a[0]), tensor.Scalar(float32(0))),
+			func() []T { return []T{ops.Neg(a[0])} }, func() []T { return a })
+	})
+	outer := control.NewFunction(func(a []T) []T {
+		y, err := inner.Call(ops.Mul(a[0], tensor.Scalar(float32(2))))
+		if err != nil {
+			panic(err)
+		}
+		return y
+	})
+	for _, v := range []float32{1, -1, 3, -2} {
+		got, err := outer.Call(f32(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := -2 * v
+		if v < 0 {
+			want = 2 * v
+		}
+		if g := tensor.ToSlice[float32](got[0])[0]; g != want {
+			t.Errorf("outer(%v) = %v, want %v", v, g, want)
+		}
+	}
+	if outer.Traces() != 1 || inner.Traces() != 0 {
+		t.Errorf("traces: outer %d, inner %d; want 1 and 0 (inlined)", outer.Traces(), inner.Traces())
+	}
+}
