@@ -36,6 +36,7 @@ import (
 //     entered as loop constants. The condition and body are recorded on
 //     the first iteration's values (the body runs on the initial values
 //     even when the loop takes no iteration, so it must not fail on them).
+//     MaxIterations becomes a counter loop value in the condition.
 //     control.Scan becomes such a loop too, reading step t with Gather and
 //     writing its outputs into stacked buffers, so a traced RNN is one
 //     frame whatever its length; under a tape inside fn it is recorded
@@ -45,8 +46,7 @@ import (
 //   - Not yet traced, and failing the trace with an error instead of
 //     baking one choice in: a Cond, Case or While deciding on a varying
 //     value while a tape records inside fn (a While whose trip count does
-//     not vary is then recorded iteration by iteration); While with
-//     MaxIterations.
+//     not vary is then recorded iteration by iteration).
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.

@@ -486,3 +486,24 @@ func TestNestedFunctions(t *testing.T) {
 		t.Errorf("traces: outer %d, inner %d; want 1 and 0 (inlined)", outer.Traces(), inner.Traces())
 	}
 }
+
+func TestFunctionTracesWhileWithMaxIterations(t *testing.T) {
+	fn := func(a []T) []T {
+		return control.While(func(v []T) T { return ops.Lt(v[0], a[0]) },
+			func(v []T) []T { return []T{ops.Add(v[0], i64(1))} }, []T{i64(0)},
+			control.WhileOptions{MaxIterations: 4})
+	}
+	f := control.NewFunction(fn)
+	for _, n := range []int64{2, 9, 0, 4} {
+		got, err := f.Call(i64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := got[0].Item().(int64), fn([]T{i64(n)})[0].Item().(int64); g != w || g != min(n, 4) {
+			t.Errorf("n=%d: traced %d, eager %d, want %d", n, g, w, min(n, 4))
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+}

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -49,8 +50,20 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		// predicate that does).
 		return nil
 	case o.MaxIterations > 0:
-		t.fail(fmt.Errorf("control: While with MaxIterations is not traced yet; call the function eagerly"))
-		return nil
+		// The bound becomes a counter loop value and a conjunct of the
+		// condition (evaluated even when the bound stops the loop).
+		bound, one, nv := tensor.Scalar(int64(o.MaxIterations)), tensor.Scalar(int64(1)), len(init)
+		out := t.while(
+			func(v []*tensor.Tensor) *tensor.Tensor { return ops.LogicalAnd(ops.Lt(v[nv], bound), cond(v[:nv])) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return slices.Concat(body(v[:nv]), []*tensor.Tensor{ops.Add(v[nv], one)})
+			},
+			slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}),
+			WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+		if out == nil {
+			return nil
+		}
+		return out[:nv]
 	case len(init) == 0:
 		t.fail(fmt.Errorf("control: a traced While needs at least one loop value"))
 		return nil
