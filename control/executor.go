@@ -84,6 +84,7 @@ type executor struct {
 	root        *frameInst
 	frames      []*frameInst
 	results     map[Output]value
+	isResult    map[Output]bool
 	controlDead map[instKey]bool // finished nodes that others wait on by a control edge: were they dead
 	runs        int              // ops executed (for tests)
 	// Buffer release by value lifetime: uses counts the node instances
@@ -125,6 +126,13 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 		if n.Kind == Const {
 			e.pinned[n.Value] = true
 		}
+	}
+	e.isResult = make(map[Output]bool, len(g.Result))
+	for _, r := range g.Result {
+		e.isResult[r] = true
+	}
+	for _, t := range mergeIndices {
+		e.pinned[t] = true // shared by every execution
 	}
 	e.root = e.newFrame("", nil, 0)
 	for _, n := range g.Nodes {
@@ -267,8 +275,8 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 
 // fanOut gives v to every consumer of out at tag (f, iter).
 func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
-	if f == e.root && iter == 0 {
-		if _, want := e.results[out]; !want {
+	if f == e.root && iter == 0 && e.isResult[out] {
+		if _, have := e.results[out]; !have {
 			e.results[out] = v
 			e.pinned[v.t] = true
 		}
@@ -289,6 +297,22 @@ func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
 			e.ready(k)
 		}
 	}
+}
+
+// mergeIndices are the Int32 scalars a Merge reports for its first inputs,
+// made once and pinned by every execution, which shares them.
+var mergeIndices = func() (t [8]*tensor.Tensor) {
+	for i := range t {
+		t[i] = tensor.Scalar(int32(i))
+	}
+	return t
+}()
+
+func mergeIndex(i int) *tensor.Tensor {
+	if i < len(mergeIndices) {
+		return mergeIndices[i]
+	}
+	return tensor.Scalar(int32(i))
 }
 
 // mergeInput feeds one input of a Merge instance.
@@ -317,7 +341,7 @@ func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
 		}
 	}
 	in.fired = true
-	in.inputs = []value{v, {t: tensor.Scalar(int32(idx)), dead: v.dead}}
+	in.inputs = []value{v, {t: mergeIndex(idx), dead: v.dead}}
 	e.hold(in, 0, v)
 	e.ready(k)
 }
@@ -378,6 +402,9 @@ func (e *executor) run(k instKey) {
 		if i < len(in.held) && in.held[i] {
 			e.drop(v)
 		}
+	}
+	if n.Kind != Merge {
+		delete(e.insts, k) // done; a Merge keeps its fired flag for late inputs
 	}
 	e.signal(k, dead)
 }

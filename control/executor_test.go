@@ -190,3 +190,27 @@ func TestExitOfALoopOnADeadBranch(t *testing.T) {
 		t.Error("a missing argument was accepted")
 	}
 }
+
+// A Merge's index output, read by an op, stays valid across executions
+// (the index scalars are shared by every execution, never released).
+func TestMergeIndexIsReusable(t *testing.T) {
+	b := graphBuilder{&Graph{}, t}
+	x, p := b.Input("x"), b.Input("pred")
+	sw := b.Switch(x, p)
+	m := b.Merge(sw.Out(0), sw.Out(1))
+	b.Result = []Output{b.op("Add", m.Out(1), m.Out(1))}
+	for i := range 6 {
+		pred := i%2 == 1
+		out, err := Execute(b.Graph, tensor.Scalar(int64(3)), tensor.Scalar(pred))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int32(0)
+		if pred {
+			want = 2
+		}
+		if got := out[0].Item().(int32); got != want {
+			t.Errorf("run %d: %d, want %d", i, got, want)
+		}
+	}
+}
