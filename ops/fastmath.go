@@ -59,7 +59,13 @@ func exp32(x float32) float32 {
 // the processor overlaps the elements' long dependency chains.
 func tanh32Loop(o, x []float32) {
 	x = x[:len(o)]
-	for i, v := range x {
+	start := 0
+	if haveGemmKernels && len(o) >= 4 {
+		start = len(o) &^ 3
+		stanh4(&o[0], &x[0], start) // the same method, four lanes at a time
+	}
+	for i := start; i < len(o); i++ {
+		v := x[i]
 		a := math.Abs(float64(v))
 		var t float64
 		switch {

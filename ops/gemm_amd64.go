@@ -21,3 +21,6 @@ func sdot(x, y *float32, n int) float32
 
 //go:noescape
 func sadd(dst, a, b *float32, n int)
+
+//go:noescape
+func stanh4(dst, x *float32, n int)

@@ -20,3 +20,5 @@ func sgemm4x8(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc i
 func sdot(x, y *float32, n int) float32 { panic("ops: no vector kernel in this build") }
 
 func sadd(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func stanh4(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
