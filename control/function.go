@@ -3,7 +3,7 @@ package control
 import (
 	"fmt"
 	"runtime"
-	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -161,18 +161,26 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 
 // signature is the dtypes and shapes of args, e.g. "float32[2 3],int64[]".
 func signature(args []*tensor.Tensor) string {
-	var b strings.Builder
+	b := make([]byte, 0, 16*len(args))
 	for i, a := range args {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		if a == nil {
-			b.WriteString("nil")
+			b = append(b, "nil"...)
 			continue
 		}
-		fmt.Fprintf(&b, "%v%v", a.DType(), a.Shape())
+		b = append(b, a.DType().String()...)
+		b = append(b, '[')
+		for j, d := range a.Shape() {
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, ']')
 	}
-	return b.String()
+	return string(b)
 }
 
 // tracer records the ops of one trace.

@@ -45,12 +45,20 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		vs: func(o, a []T, b T) {
 			a = a[:len(o)]
+			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+				sadds(&o32[0], &any(a).([]float32)[0], any(b).(float32), len(o))
+				return
+			}
 			for i := range o {
 				o[i] = a[i] + b
 			}
 		},
 		sv: func(o []T, a T, b []T) {
 			b = b[:len(o)]
+			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+				sadds(&o32[0], &any(b).([]float32)[0], any(a).(float32), len(o))
+				return
+			}
 			for i := range o {
 				o[i] = a + b[i]
 			}
@@ -91,12 +99,20 @@ func mulLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		vs: func(o, a []T, b T) {
 			a = a[:len(o)]
+			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+				smuls(&o32[0], &any(a).([]float32)[0], any(b).(float32), len(o))
+				return
+			}
 			for i := range o {
 				o[i] = a[i] * b
 			}
 		},
 		sv: func(o []T, a T, b []T) {
 			b = b[:len(o)]
+			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+				smuls(&o32[0], &any(b).([]float32)[0], any(a).(float32), len(o))
+				return
+			}
 			for i := range o {
 				o[i] = a * b[i]
 			}

@@ -24,3 +24,9 @@ func sadd(dst, a, b *float32, n int)
 
 //go:noescape
 func stanh4(dst, x *float32, n int)
+
+//go:noescape
+func smuls(dst, a *float32, s float32, n int)
+
+//go:noescape
+func sadds(dst, a *float32, s float32, n int)

@@ -22,3 +22,7 @@ func sdot(x, y *float32, n int) float32 { panic("ops: no vector kernel in this b
 func sadd(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func stanh4(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func smuls(dst, a *float32, s float32, n int) { panic("ops: no vector kernel in this build") }
+
+func sadds(dst, a *float32, s float32, n int) { panic("ops: no vector kernel in this build") }

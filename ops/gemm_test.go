@@ -68,5 +68,24 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 		if dst[n] != 7 || dst[n+1] != 7 {
 			t.Fatalf("sadd n=%d wrote past the end", n)
 		}
+		for _, k := range []struct {
+			name string
+			f    func(dst, a *float32, s float32, n int)
+			op   func(a, s float32) float32
+		}{
+			{"smuls", smuls, func(a, s float32) float32 { return a * s }},
+			{"sadds", sadds, func(a, s float32) float32 { return a + s }},
+		} {
+			dst[n], dst[n+1] = 7, 7
+			k.f(&dst[0], &x[0], 1.25, n)
+			for i := range x {
+				if dst[i] != k.op(x[i], 1.25) {
+					t.Fatalf("%s n=%d: element %d = %v, want %v", k.name, n, i, dst[i], k.op(x[i], 1.25))
+				}
+			}
+			if dst[n] != 7 || dst[n+1] != 7 {
+				t.Fatalf("%s n=%d wrote past the end", k.name, n)
+			}
+		}
 	}
 }

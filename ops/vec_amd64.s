@@ -121,3 +121,67 @@ addtail:
 adddone:
 	VZEROUPPER
 	RET
+
+// func smuls(dst, a *float32, s float32, n int)
+// dst[i] = a[i] * s.
+TEXT ·smuls(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         a+8(FP), SI
+	VBROADCASTSS s+16(FP), Y1
+	MOVQ         n+24(FP), CX
+
+muls8:
+	CMPQ    CX, $8
+	JL      mulstail
+	VMULPS  (SI), Y1, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     muls8
+
+mulstail:
+	TESTQ  CX, CX
+	JE     mulsdone
+	VMULSS (SI), X1, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    mulstail
+
+mulsdone:
+	VZEROUPPER
+	RET
+
+// func sadds(dst, a *float32, s float32, n int)
+// dst[i] = a[i] + s.
+TEXT ·sadds(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         a+8(FP), SI
+	VBROADCASTSS s+16(FP), Y1
+	MOVQ         n+24(FP), CX
+
+adds8:
+	CMPQ    CX, $8
+	JL      addstail
+	VADDPS  (SI), Y1, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     adds8
+
+addstail:
+	TESTQ  CX, CX
+	JE     addsdone
+	VADDSS (SI), X1, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    addstail
+
+addsdone:
+	VZEROUPPER
+	RET
