@@ -43,13 +43,15 @@ func unaryOp(name string, dtypes []tensor.DType, grad eager.GradFunc, k cpuKerne
 
 // floatOp declares a unary function of floats from its two scalar versions.
 func floatOp(name string, f32 func(float32) float32, f64 func(float64) float64, grad eager.GradFunc) *eager.Op {
-	return floatLoopOp(name, mapLoop(f32), f64, grad)
+	return floatLoopOp(name, mapLoop(f32), 20, f64, grad)
 }
 
-// floatLoopOp is floatOp with a hand-written float32 loop.
-func floatLoopOp(name string, f32 func(o, x []float32), f64 func(float64) float64, grad eager.GradFunc) *eager.Op {
+// floatLoopOp is floatOp with a hand-written float32 loop costing cost32
+// per element (in device.Parallel's units; scalar transcendental code is
+// about 20).
+func floatLoopOp(name string, f32 func(o, x []float32), cost32 float64, f64 func(float64) float64, grad eager.GradFunc) *eager.Op {
 	return unaryOp(name, floatTypes, grad, cpuKernels{
-		f32: unaryKernel(20, f32), f64: unaryKernel(20, mapLoop(f64)),
+		f32: unaryKernel(cost32, f32), f64: unaryKernel(20, mapLoop(f64)),
 		elementwise: &eager.ElementwiseF32{Unary: f32},
 	})
 }
@@ -173,7 +175,7 @@ func init() {
 			y := g.Outputs[0]
 			return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(y, -0.5), Mul(y, Square(y))))}
 		})
-	tanhOp = floatLoopOp("Tanh", tanh32Loop, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
+	tanhOp = floatLoopOp("Tanh", tanh32Loop, tanhCost32, math.Tanh, func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
 	})
