@@ -190,7 +190,7 @@ type tracer struct {
 	// varies marks the nodes whose value can differ between calls: the
 	// arguments, captured variables and the ops that read either.
 	varies map[*Node]bool
-	ctx    *condCtx // the Cond branch or While frame being recorded, if any
+	ctx    *traceCtx // the Cond branch or While frame being recorded, if any
 	// iter marks nodes whose value is per iteration of the enclosing loop
 	// frame (loop Merges and what reads them).
 	iter      map[*Node]bool
@@ -214,6 +214,15 @@ func currentTrace() *tracer {
 		return nil
 	}
 	return t
+}
+
+// recording returns the trace this goroutine is recording now: none while
+// a traced loop finishes eagerly, or once the trace has failed.
+func recording() *tracer {
+	if t := currentTrace(); t != nil && t.err == nil && t.paused == 0 {
+		return t
+	}
+	return nil
 }
 
 // goroutineID parses the running goroutine's number from the first line of
@@ -306,8 +315,8 @@ func (t *tracer) derived(x *tensor.Tensor) bool {
 // checkTraced is called by the constructs that decide by a tensor's value:
 // during a trace, a decision on an argument-derived value fails the trace.
 func checkTraced(construct string, x *tensor.Tensor) {
-	t := currentTrace()
-	if t == nil || t.err != nil || t.paused > 0 || !t.derived(x) {
+	t := recording()
+	if t == nil || !t.derived(x) {
 		return
 	}
 	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+

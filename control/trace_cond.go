@@ -13,9 +13,9 @@ import (
 // of outputs, as TensorFlow builds a cond. The call returns the taken
 // branch's values, as eagerly.
 
-// condCtx is the Cond branch or While frame being recorded.
-type condCtx struct {
-	parent *condCtx
+// traceCtx is the Cond branch or While frame being recorded.
+type traceCtx struct {
+	parent *traceCtx
 	start  int // nodes from this ID on were made inside
 	// A Cond branch: the predicate and which Switch output is this branch.
 	pred   Output
@@ -34,7 +34,7 @@ type condCtx struct {
 // routing; one node per value and context. Constants need no routing: an
 // op of constants only is folded, and one with another input lives and
 // dies with it.
-func (t *tracer) route(ctx *condCtx, v Output) Output {
+func (t *tracer) route(ctx *traceCtx, v Output) Output {
 	if ctx == nil || v.Node.ID >= ctx.start || v.Node.Kind == Const {
 		return v
 	}
@@ -66,7 +66,7 @@ func (t *tracer) switchOn(v, pred Output) *Node {
 // gate returns a Cond branch's output so that it is dead when the branch
 // is not taken: one computed inside the branch already is; anything else
 // (a constant, a value from outside) goes through a Switch of its own.
-func (t *tracer) gate(ctx *condCtx, v Output) Output {
+func (t *tracer) gate(ctx *traceCtx, v Output) Output {
 	if v.Node.ID >= ctx.start && v.Node.Kind != Const {
 		return v
 	}
@@ -90,16 +90,13 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	var outs [2][]*tensor.Tensor
 	var gated [2][]Output
 	for b := range 2 {
-		ctx := &condCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[Output]Output{}}
-		t.ctx = ctx
+		ctx := &traceCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[Output]Output{}}
+		run := func() { t.within(ctx, func() { outs[b] = branches[b]() }) }
 		if b == taken {
-			func() {
-				defer func() { t.ctx = ctx.parent }()
-				outs[b] = branches[b]()
-			}()
+			run()
 		} else {
-			err := t.runUntaken(ctx, func() { outs[b] = branches[b]() })
-			if err != nil {
+			// Its ops see this call's values, which it was not meant for.
+			if err := catchPanic(run); err != nil {
 				t.fail(fmt.Errorf("control: tracing Cond: the branch not taken (%v) failed on this call's values: %v", b == 1, err))
 				return outs[taken]
 			}
@@ -109,7 +106,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 				t.fail(fmt.Errorf("control: tracing Cond: the %v branch returned a nil tensor", b == 1))
 				return outs[taken]
 			}
-			gated[b] = append(gated[b], t.gate(ctx, t.lookup(o)))
+			gated[b] = append(gated[b], t.gate(ctx, t.value(o)))
 		}
 	}
 	if len(outs[0]) != len(outs[1]) {
@@ -137,25 +134,32 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	return res
 }
 
-// runUntaken runs the branch that is not taken, turning its panics (its
-// ops see this call's values, which it was not meant for) into an error.
-func (t *tracer) runUntaken(ctx *condCtx, fn func()) (err error) {
+// within runs fn with ctx as the context ops are recorded in, restoring
+// the previous one however fn ends.
+func (t *tracer) within(ctx *traceCtx, fn func()) {
+	prev := t.ctx
+	t.ctx = ctx
+	defer func() { t.ctx = prev }()
+	fn()
+}
+
+// unrecorded runs fn without recording its ops (a traced loop finishing
+// its call eagerly, a probe of a step's shapes).
+func (t *tracer) unrecorded(fn func()) {
+	t.paused++
+	defer func() { t.paused-- }()
+	fn()
+}
+
+// catchPanic runs fn and returns what it panicked with as an error.
+func catchPanic(fn func()) (err error) {
 	defer func() {
-		t.ctx = ctx.parent
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
 	fn()
 	return nil
-}
-
-// lookup is value without the branch routing (for a branch's results).
-func (t *tracer) lookup(x *tensor.Tensor) Output {
-	ctx := t.ctx
-	t.ctx = nil
-	defer func() { t.ctx = ctx }()
-	return t.value(x)
 }
 
 func (t *tracer) fail(err error) {
@@ -171,12 +175,11 @@ func btoi(b bool) int {
 	return 0
 }
 
-// tracingCond returns the active trace when pred is a value of it that
+// tracingCond returns the recording trace when pred is a value of it that
 // varies between calls (so Cond must be traced, not decided).
 func tracingCond(pred *tensor.Tensor) *tracer {
-	t := currentTrace()
-	if t == nil || t.err != nil || t.paused > 0 || pred == nil || !t.derived(pred) {
-		return nil
+	if t := recording(); t != nil && pred != nil && t.derived(pred) {
+		return t
 	}
-	return t
+	return nil
 }

@@ -28,16 +28,6 @@ var identityOp = sync.OnceValue(func() *eager.Op {
 	panic("control: no Identity op registered")
 })
 
-// tracingWhile returns the active trace, unless the loop runs eagerly
-// (paused while a traced loop finishes its call).
-func tracingWhile() *tracer {
-	t := currentTrace()
-	if t == nil || t.err != nil || t.paused > 0 {
-		return nil
-	}
-	return t
-}
-
 // while records While(cond, body, init, o) into the trace and returns the
 // loop's values for this call.
 func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
@@ -80,7 +70,7 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		parallel = 10
 	}
 	outer := t.ctx
-	ctx := &condCtx{parent: outer, start: len(t.g.Nodes), frame: fmt.Sprintf("while%d", t.loops),
+	ctx := &traceCtx{parent: outer, start: len(t.g.Nodes), frame: fmt.Sprintf("while%d", t.loops),
 		parallel: parallel, switched: map[Output]Output{}}
 	n := len(init)
 	merges := make([]*Node, n)
@@ -95,10 +85,8 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		vars[i] = t.alias(x, merges[i].Out(0))
 	}
 	ctx.pivot = merges[0]
-	t.ctx = ctx
-	defer func() { t.ctx = outer }()
-
-	p := cond(vars)
+	var p *tensor.Tensor
+	t.within(ctx, func() { p = cond(vars) })
 	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
 		fail("While", tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
 	}
@@ -119,11 +107,10 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	ctx.pivot = pivot
 
 	var outs []*tensor.Tensor
-	if err := t.runUntaken(ctx, func() { outs = body(bodyIn) }); err != nil {
+	if err := catchPanic(func() { t.within(ctx, func() { outs = body(bodyIn) }) }); err != nil {
 		t.fail(fmt.Errorf("control: tracing While: the body failed: %v", err))
 		return nil
 	}
-	t.ctx = ctx // runUntaken restored the parent
 	if len(outs) != n {
 		t.fail(fmt.Errorf("control: While body returns %d values for %d loop values", len(outs), n))
 		return nil
@@ -144,15 +131,14 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		next.Node.Specs = merges[i].Specs[:1]
 		t.g.SetBackEdge(merges[i], next)
 	}
-	t.ctx = outer
 
 	// This call's values: the first iteration has run (if the condition
 	// held); the rest run eagerly, unrecorded.
 	final := init
 	if p.Item().(bool) {
-		t.paused++
-		final = While(cond, body, outs, WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
-		t.paused--
+		t.unrecorded(func() {
+			final = While(cond, body, outs, WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+		})
 	}
 	res := make([]*tensor.Tensor, n)
 	for i, x := range final {
@@ -166,7 +152,7 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 // branch a Switch of it on the branch's predicate. A loop's initial value
 // that is a constant needs this to start the loop once per enclosing
 // iteration or only on its branch.
-func (t *tracer) anchor(ctx *condCtx, v Output) Output {
+func (t *tracer) anchor(ctx *traceCtx, v Output) Output {
 	if ctx == nil || v.Node.Kind != Const {
 		return v
 	}
@@ -201,9 +187,8 @@ func (t *tracer) scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 		}
 		return x
 	}
-	t.paused++
-	_, probe := fn(init, step0(tensor.Scalar(int64(0))))
-	t.paused--
+	var probe []*tensor.Tensor
+	t.unrecorded(func() { _, probe = fn(init, step0(tensor.Scalar(int64(0)))) })
 	nc := len(init)
 	vars := append([]*tensor.Tensor{tensor.Scalar(int64(0))}, init...)
 	for _, y := range probe {

@@ -45,7 +45,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	if o.MaxIterations < 0 {
 		fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
 	}
-	if t := tracingWhile(); t != nil {
+	if t := recording(); t != nil {
 		if out := t.while(cond, body, loopVars, o); out != nil {
 			return out
 		}
@@ -110,7 +110,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	if steps == 0 {
 		return init, nil
 	}
-	if t := tracingWhile(); t != nil && eager.Activations() == 1 {
+	if t := recording(); t != nil && eager.Activations() == 1 {
 		return t.scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each

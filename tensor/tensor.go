@@ -21,8 +21,7 @@ type Tensor struct {
 	buf    device.Buffer // shared by views; its Refs count them
 	flags  uint32
 
-	ad    atomic.Pointer[Autodiff] // owned by package tape
-	trace atomic.Pointer[any]      // owned by the tracer
+	ad atomic.Pointer[Autodiff] // owned by package tape
 }
 
 // Flags a tensor may carry.
@@ -131,17 +130,6 @@ func (t *Tensor) SetAutodiff(a *Autodiff) { t.ad.Store(a) }
 
 // CompareAndSwapAutodiff replaces old with a atomically. For package tape.
 func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.CompareAndSwap(old, a) }
-
-// Trace returns the tracer's symbolic value for t (nil for concrete tensors).
-func (t *Tensor) Trace() any {
-	if p := t.trace.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// SetTrace attaches a tracer's symbolic value. For the tracer.
-func (t *Tensor) SetTrace(v any) { t.trace.Store(&v) }
 
 // View returns a tensor sharing t's buffer with another shape and layout of
 // the same element count. It panics with an *Error if they do not fit.
