@@ -65,6 +65,21 @@ func (b graphBuilder) sumBelow(frame string, n Output) []Output {
 		func(v, inv []Output) []Output { return []Output{b.op("Add", v[0], b.i64(1)), b.op("Add", v[1], v[0])} })
 }
 
+// nestedLoops builds "for i < n: for j < i: acc++" (acc = n(n-1)/2) in
+// frames "outer" and "inner"; its exits are (i, acc).
+func (b graphBuilder) nestedLoops(n Output) []Output {
+	return b.while("outer", []Output{b.i64(0), b.i64(0)}, []Output{n},
+		func(v, inv []Output) Output { return b.op("Lt", v[0], inv[0]) },
+		func(v, inv []Output) []Output {
+			inner := b.while("inner", []Output{b.op("Mul", v[0], b.i64(0)), v[1]}, []Output{v[0]},
+				func(w, jinv []Output) Output { return b.op("Lt", w[0], jinv[0]) },
+				func(w, jinv []Output) []Output {
+					return []Output{b.op("Add", w[0], b.i64(1)), b.op("Add", w[1], b.i64(1))}
+				})
+			return []Output{b.op("Add", v[0], b.i64(1)), inner[1]}
+		})
+}
+
 func ints(t *testing.T, xs []*tensor.Tensor) []int64 {
 	t.Helper()
 	out := make([]int64, len(xs))
@@ -138,18 +153,7 @@ func TestCondInsideALoopAndTwoLoops(t *testing.T) {
 func TestNestedLoops(t *testing.T) {
 	b := graphBuilder{&Graph{}, t}
 	n := b.Input("n")
-	// for i < n: for j < i: acc++  -> n(n-1)/2
-	exits := b.while("outer", []Output{b.i64(0), b.i64(0)}, []Output{n},
-		func(v, inv []Output) Output { return b.op("Lt", v[0], inv[0]) },
-		func(v, inv []Output) []Output {
-			inner := b.while("inner", []Output{b.op("Mul", v[0], b.i64(0)), v[1]}, []Output{v[0]},
-				func(w, jinv []Output) Output { return b.op("Lt", w[0], jinv[0]) },
-				func(w, jinv []Output) []Output {
-					return []Output{b.op("Add", w[0], b.i64(1)), b.op("Add", w[1], b.i64(1))}
-				})
-			return []Output{b.op("Add", v[0], b.i64(1)), inner[1]}
-		})
-	b.Result = []Output{exits[1]}
+	b.Result = []Output{b.nestedLoops(n)[1]}
 	for _, c := range []struct{ n, want int64 }{{4, 6}, {1, 0}, {6, 15}} {
 		out, err := Execute(b.Graph, tensor.Scalar(c.n))
 		if err != nil {

@@ -8,17 +8,7 @@ import (
 func TestPrintShowsFrames(t *testing.T) {
 	b := graphBuilder{&Graph{}, t}
 	n := b.Input("n")
-	exits := b.while("outer", []Output{b.i64(0), b.i64(0)}, []Output{n},
-		func(v, inv []Output) Output { return b.op("Lt", v[0], inv[0]) },
-		func(v, inv []Output) []Output {
-			inner := b.while("inner", []Output{b.op("Mul", v[0], b.i64(0)), v[1]}, []Output{v[0]},
-				func(w, jinv []Output) Output { return b.op("Lt", w[0], jinv[0]) },
-				func(w, jinv []Output) []Output {
-					return []Output{b.op("Add", w[0], b.i64(1)), b.op("Add", w[1], b.i64(1))}
-				})
-			return []Output{b.op("Add", v[0], b.i64(1)), inner[1]}
-		})
-	b.Result = []Output{exits[1]}
+	b.Result = []Output{b.nestedLoops(n)[1]}
 	text := b.Graph.String()
 	for _, want := range []string{
 		"= Placeholder n()", `[outer] = Enter "outer", constant(%0:0)`, `[inner] = Enter "inner"(`,

@@ -20,7 +20,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -170,16 +169,8 @@ func run(cfg config) (result, error) {
 		return result{}, err
 	}
 	res := result{traces: f.Traces(), sample: m.sample("The keeper ", 160, 0.6, 3)}
-	if len(h.EpochLoss) > 0 {
-		res.firstLoss, res.loss = h.EpochLoss[0], h.EpochLoss[len(h.EpochLoss)-1]
-		if err := report.LossPlot(filepath.Join(dir, "loss.png"), "charrnn: LSTM language model", h.EpochLoss); err != nil {
-			return res, err
-		}
-	}
-	if cfg.dir != "" && cfg.progress != nil {
-		fmt.Fprintf(cfg.progress, "wrote %s (checkpoint, logs/, loss.png)\n", dir)
-	}
-	return res, nil
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "charrnn: LSTM language model", h.EpochLoss)
+	return res, err
 }
 
 // sample feeds prime through the model and then draws n characters, each

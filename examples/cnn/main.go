@@ -15,7 +15,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/examples/internal/report"
@@ -140,11 +139,9 @@ func run(cfg config) (result, error) {
 		return result{}, err
 	}
 	res := result{heldOut: 300}
-	if len(h.EpochLoss) > 0 {
-		res.firstLoss, res.loss = h.EpochLoss[0], h.EpochLoss[len(h.EpochLoss)-1]
-		if err := report.LossPlot(filepath.Join(dir, "loss.png"), "cnn: shapes", h.EpochLoss); err != nil {
-			return res, err
-		}
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "cnn: shapes", h.EpochLoss)
+	if err != nil {
+		return res, err
 	}
 	tx, ty := shapes(res.heldOut, 99) // images it never saw
 	res.accuracy = nn.Accuracy(model.Forward(tx), ty)

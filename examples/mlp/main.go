@@ -15,7 +15,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/examples/internal/report"
@@ -104,15 +103,10 @@ func run(cfg config) (result, error) {
 		return result{}, err
 	}
 	res := result{points: cfg.points}
-	if len(h.EpochLoss) > 0 {
-		res.firstLoss, res.loss = h.EpochLoss[0], h.EpochLoss[len(h.EpochLoss)-1]
-		if err := report.LossPlot(filepath.Join(dir, "loss.png"), "mlp: two spirals", h.EpochLoss); err != nil {
-			return res, err
-		}
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "mlp: two spirals", h.EpochLoss)
+	if err != nil {
+		return res, err
 	}
 	res.accuracy = nn.Accuracy(model.Forward(x), y)
-	if cfg.dir != "" && cfg.progress != nil {
-		fmt.Fprintf(cfg.progress, "wrote %s (checkpoint, logs/, loss.png)\n", dir)
-	}
 	return res, nil
 }

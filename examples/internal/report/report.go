@@ -1,10 +1,13 @@
 // Package report holds what the examples share: a PNG plot of a loss curve
-// (gonum/plot) and the choice of an output directory.
+// (gonum/plot), the choice of an output directory, and the end of a
+// training run (plot, where the outputs went, first and last loss).
 package report
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -46,4 +49,20 @@ func OutputDir(dir, name string) (string, func(), error) {
 		return "", nil, err
 	}
 	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// Finish ends a training example: it plots the epoch losses to dir/loss.png
+// (when there are any), tells progress where the outputs are when the user
+// chose dir (chosen), and returns the first and last epoch loss.
+func Finish(dir string, chosen bool, progress io.Writer, title string, losses []float64) (first, last float64, err error) {
+	if len(losses) == 0 {
+		return 0, 0, nil
+	}
+	if err := LossPlot(filepath.Join(dir, "loss.png"), title, losses); err != nil {
+		return 0, 0, err
+	}
+	if chosen && progress != nil {
+		fmt.Fprintf(progress, "wrote %s (checkpoint, logs/, loss.png)\n", dir)
+	}
+	return losses[0], losses[len(losses)-1], nil
 }
