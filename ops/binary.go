@@ -45,8 +45,7 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		vs: func(o, a []T, b T) {
 			a = a[:len(o)]
-			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
-				sadds(&o32[0], &any(a).([]float32)[0], any(b).(float32), len(o))
+			if vecScalar(o, a, b, sadds) {
 				return
 			}
 			for i := range o {
@@ -55,8 +54,7 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		sv: func(o []T, a T, b []T) {
 			b = b[:len(o)]
-			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
-				sadds(&o32[0], &any(b).([]float32)[0], any(a).(float32), len(o))
+			if vecScalar(o, b, a, sadds) { // commutative
 				return
 			}
 			for i := range o {
@@ -64,6 +62,17 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 			}
 		},
 	}
+}
+
+// vecScalar sets o = v op s with k, an AVX2 float32 loop, when T is
+// float32 and the kernels are there, and reports whether it did.
+func vecScalar[T tensor.Num](o, v []T, s T, k func(dst, a *float32, s float32, n int)) bool {
+	o32, ok := any(o).([]float32)
+	if !ok || !haveGemmKernels || len(o) == 0 {
+		return false
+	}
+	k(&o32[0], &any(v).([]float32)[0], any(s).(float32), len(o))
+	return true
 }
 
 func subLoops[T tensor.Num]() binLoops[T, T] {
@@ -99,8 +108,7 @@ func mulLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		vs: func(o, a []T, b T) {
 			a = a[:len(o)]
-			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
-				smuls(&o32[0], &any(a).([]float32)[0], any(b).(float32), len(o))
+			if vecScalar(o, a, b, smuls) {
 				return
 			}
 			for i := range o {
@@ -109,8 +117,7 @@ func mulLoops[T tensor.Num]() binLoops[T, T] {
 		},
 		sv: func(o []T, a T, b []T) {
 			b = b[:len(o)]
-			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
-				smuls(&o32[0], &any(b).([]float32)[0], any(a).(float32), len(o))
+			if vecScalar(o, b, a, smuls) { // commutative
 				return
 			}
 			for i := range o {

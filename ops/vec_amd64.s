@@ -2,6 +2,36 @@
 
 #include "textflag.h"
 
+// SCALAR_LOOP(VOP, SOP) is the body of dst[i] = a[i] op s: eight lanes
+// with VOP while eight remain, then one at a time with SOP. Arguments:
+// dst+0, a+8, s+16, n+24.
+#define SCALAR_LOOP(VOP, SOP) \
+	MOVQ         dst+0(FP), DX; \
+	MOVQ         a+8(FP), SI; \
+	VBROADCASTSS s+16(FP), Y1; \
+	MOVQ         n+24(FP), CX; \
+wide: \
+	CMPQ    CX, $8; \
+	JL      tail; \
+	VOP     (SI), Y1, Y0; \
+	VMOVUPS Y0, (DX); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DX; \
+	SUBQ    $8, CX; \
+	JMP     wide; \
+tail: \
+	TESTQ  CX, CX; \
+	JE     done; \
+	SOP    (SI), X1, X0; \
+	VMOVSS X0, (DX); \
+	ADDQ   $4, SI; \
+	ADDQ   $4, DX; \
+	DECQ   CX; \
+	JMP    tail; \
+done: \
+	VZEROUPPER; \
+	RET
+
 // func sdot(x, y *float32, n int) float32
 // Returns sum(x[i]*y[i]) with four 8-wide FMA accumulators.
 TEXT ·sdot(SB), NOSPLIT, $0-28
@@ -125,63 +155,9 @@ adddone:
 // func smuls(dst, a *float32, s float32, n int)
 // dst[i] = a[i] * s.
 TEXT ·smuls(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DX
-	MOVQ         a+8(FP), SI
-	VBROADCASTSS s+16(FP), Y1
-	MOVQ         n+24(FP), CX
-
-muls8:
-	CMPQ    CX, $8
-	JL      mulstail
-	VMULPS  (SI), Y1, Y0
-	VMOVUPS Y0, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     muls8
-
-mulstail:
-	TESTQ  CX, CX
-	JE     mulsdone
-	VMULSS (SI), X1, X0
-	VMOVSS X0, (DX)
-	ADDQ   $4, SI
-	ADDQ   $4, DX
-	DECQ   CX
-	JMP    mulstail
-
-mulsdone:
-	VZEROUPPER
-	RET
+	SCALAR_LOOP(VMULPS, VMULSS)
 
 // func sadds(dst, a *float32, s float32, n int)
 // dst[i] = a[i] + s.
 TEXT ·sadds(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DX
-	MOVQ         a+8(FP), SI
-	VBROADCASTSS s+16(FP), Y1
-	MOVQ         n+24(FP), CX
-
-adds8:
-	CMPQ    CX, $8
-	JL      addstail
-	VADDPS  (SI), Y1, Y0
-	VMOVUPS Y0, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     adds8
-
-addstail:
-	TESTQ  CX, CX
-	JE     addsdone
-	VADDSS (SI), X1, X0
-	VMOVSS X0, (DX)
-	ADDQ   $4, SI
-	ADDQ   $4, DX
-	DECQ   CX
-	JMP    addstail
-
-addsdone:
-	VZEROUPPER
-	RET
+	SCALAR_LOOP(VADDPS, VADDSS)
