@@ -245,7 +245,7 @@ func goroutineID() uint64 {
 type traceObserver struct{}
 
 func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
-	if t := currentTrace(); t != nil && t.paused == 0 {
+	if t := recording(); t != nil {
 		t.record(c, outs)
 	}
 }
@@ -280,13 +280,14 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	n.Specs = make([]eager.Out, len(outs))
 	for i, o := range outs {
-		n.Specs[i] = eager.Out{DType: o.DType(), Shape: o.Shape()}
-	}
-	t.varies[n] = true // it was not folded: an input varies
-	for i, o := range outs {
+		n.Specs[i] = specOf(o)
 		t.vals[o] = n.Out(i)
 	}
+	t.varies[n] = true // it was not folded: an input varies
 }
+
+// specOf is x's dtype and shape, as node specs record them.
+func specOf(x *tensor.Tensor) eager.Out { return eager.Out{DType: x.DType(), Shape: x.Shape()} }
 
 // value returns the graph value of x, capturing it as a constant when the
 // trace has not seen it: a variable by reference, anything else through a
@@ -300,7 +301,7 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 		c = x.View(x.Shape(), x.Layout())
 	}
 	v := t.g.Constant(c)
-	v.Node.Specs = []eager.Out{{DType: x.DType(), Shape: x.Shape()}}
+	v.Node.Specs = []eager.Out{specOf(x)}
 	t.vals[x] = v
 	t.varies[v.Node] = x.IsVariable()
 	return v
@@ -338,7 +339,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		}
 		p := t.g.Input(fmt.Sprintf("arg%d", i))
 		t.varies[p.Node] = true
-		p.Node.Specs = []eager.Out{{DType: a.DType(), Shape: a.Shape()}}
+		p.Node.Specs = []eager.Out{specOf(a)}
 		if _, seen := t.vals[a]; !seen {
 			t.vals[a] = p
 		}

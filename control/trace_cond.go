@@ -73,6 +73,11 @@ func (t *tracer) gate(ctx *traceCtx, v Output) Output {
 	return t.switchOn(t.route(ctx.parent, v), ctx.pred).Out(ctx.branch)
 }
 
+// mergeSpecs are a Merge's outputs: the value and its input's index.
+func mergeSpecs(value eager.Out) []eager.Out {
+	return []eager.Out{value, {DType: tensor.Int32, Shape: tensor.Shape{}}}
+}
+
 func (o Output) spec1() eager.Out {
 	s, _ := o.spec()
 	return s
@@ -122,7 +127,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 			return outs[taken]
 		}
 		m := t.g.Merge(gated[0][i], gated[1][i])
-		m.Specs = []eager.Out{{DType: a.DType(), Shape: a.Shape()}, {DType: tensor.Int32, Shape: tensor.Shape{}}}
+		m.Specs = mergeSpecs(specOf(a))
 		t.varies[m] = true
 		t.iter[m] = t.iter[gated[0][i].Node] || t.iter[gated[1][i].Node]
 		// A fresh tensor, so that the taken branch's value (perhaps a

@@ -76,11 +76,11 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	merges := make([]*Node, n)
 	vars := make([]*tensor.Tensor, n)
 	for i, x := range init {
-		spec := eager.Out{DType: x.DType(), Shape: x.Shape()}
+		spec := specOf(x)
 		en := t.g.Enter(t.anchor(outer, t.route(outer, t.value(x))), ctx.frame, false, parallel)
 		en.Node.Specs = []eager.Out{spec}
 		merges[i] = t.g.Merge(en)
-		merges[i].Specs = []eager.Out{spec, {DType: tensor.Int32, Shape: tensor.Shape{}}}
+		merges[i].Specs = mergeSpecs(spec)
 		t.iter[merges[i]], t.varies[merges[i]] = true, true
 		vars[i] = t.alias(x, merges[i].Out(0))
 	}
