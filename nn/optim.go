@@ -119,6 +119,16 @@ func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 
 func scalar(like *tensor.Tensor, v float64) *tensor.Tensor { return ops.ScalarLike(like, v) }
 
+// average sets slot = decay·slot + (1-decay)·x, a moving average.
+func average(slot *tape.Variable, x *tensor.Tensor, decay float64) {
+	slot.Assign(ops.Add(ops.Mul(slot.Value(), scalar(x, decay)), ops.Mul(x, scalar(x, 1-decay))))
+}
+
+// accumulate sets slot = decay·slot + x, a momentum buffer.
+func accumulate(slot *tape.Variable, x *tensor.Tensor, decay float64) {
+	slot.Assign(ops.Add(ops.Mul(slot.Value(), scalar(x, decay)), x))
+}
+
 // SGD is stochastic gradient descent, with optional momentum (heavy ball,
 // v = μv + g; w -= lr v) and Nesterov's variant (w -= lr (g + μv)).
 type SGD struct {
@@ -144,7 +154,7 @@ func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 			continue
 		}
 		vel := o.get("momentum", v)
-		vel.Assign(ops.Add(ops.Mul(vel.Value(), scalar(g, o.Momentum)), g))
+		accumulate(vel, g, o.Momentum)
 		step := vel.Value()
 		if o.Nesterov {
 			step = ops.Add(g, ops.Mul(vel.Value(), scalar(g, o.Momentum)))
@@ -189,8 +199,8 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 			continue
 		}
 		m, s := o.get("m", v), o.get("v", v)
-		m.Assign(ops.Add(ops.Mul(m.Value(), scalar(g, o.Beta1)), ops.Mul(g, scalar(g, 1-o.Beta1))))
-		s.Assign(ops.Add(ops.Mul(s.Value(), scalar(g, o.Beta2)), ops.Mul(ops.Square(g), scalar(g, 1-o.Beta2))))
+		average(m, g, o.Beta1)
+		average(s, ops.Square(g), o.Beta2)
 		mhat := ops.Div(m.Value(), scalar(g, c1))
 		vhat := ops.Div(s.Value(), scalar(g, c2))
 		update := ops.Div(mhat, ops.Add(ops.Sqrt(vhat), scalar(g, o.Eps)))
@@ -226,11 +236,11 @@ func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 			continue
 		}
 		s := o.get("rms", v)
-		s.Assign(ops.Add(ops.Mul(s.Value(), scalar(g, o.Rho)), ops.Mul(ops.Square(g), scalar(g, 1-o.Rho))))
+		average(s, ops.Square(g), o.Rho)
 		update := ops.Div(g, ops.Add(ops.Sqrt(s.Value()), scalar(g, o.Eps)))
 		if o.Momentum > 0 {
 			mom := o.get("momentum", v)
-			mom.Assign(ops.Add(ops.Mul(mom.Value(), scalar(g, o.Momentum)), update))
+			accumulate(mom, update, o.Momentum)
 			update = mom.Value()
 		}
 		v.AssignScaled(-lr, update)
