@@ -116,6 +116,7 @@ func (m *mlp) step(x, labels *tensor.Tensor, lr float64) *tensor.Tensor {
 	grads := tp.Gradient(loss, m.w1.Value(), m.b1.Value(), m.w2.Value(), m.b2.Value())
 	for i, v := range vars {
 		v.AssignScaled(-lr, grads[i])
+		grads[i].Release() // its buffer serves the next step's gradient
 	}
 	return loss
 }

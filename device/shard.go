@@ -3,41 +3,90 @@ package device
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // MinShardCost is the estimated cost (about a nanosecond per unit) below
 // which splitting work across goroutines does not pay for itself.
 const MinShardCost = 20000
 
-type shardTask struct {
-	fn     func(lo, hi int)
-	lo, hi int
-	wg     *sync.WaitGroup
+// shardJob is one Parallel call. Its shards are claimed in order, by the
+// calling goroutine and by any worker the job was handed to, so a worker
+// that wakes late finds the work already done instead of the caller
+// waiting for it.
+type shardJob struct {
+	fn        func(lo, hi int)
+	n, step   int
+	shards    int32
+	next      atomic.Int32
+	remaining sync.WaitGroup
 }
 
+// run claims and runs shards until none is left.
+func (j *shardJob) run() {
+	for {
+		s := j.next.Add(1) - 1
+		if s >= j.shards {
+			return
+		}
+		lo := int(s) * j.step
+		j.fn(lo, min(lo+j.step, j.n))
+		j.remaining.Done()
+	}
+}
+
+// workerSpin is how long a worker that finished a job keeps looking for
+// the next one before it sleeps. Waking a sleeping thread took 50-100 µs on
+// the project's (virtual) machine, longer than most kernels run, so ops
+// that come back to back find the workers awake, as OpenMP runtimes keep
+// theirs.
+const workerSpin = 200 * time.Microsecond
+
 type workerPool struct {
-	n     int
-	tasks chan shardTask
+	n      int
+	jobs   chan *shardJob           // to workers that sleep
+	posted atomic.Pointer[shardJob] // to workers that spin
 }
 
 func (p *workerPool) start() {
 	p.n = max(runtime.GOMAXPROCS(0)-1, 0)
-	p.tasks = make(chan shardTask)
+	p.jobs = make(chan *shardJob)
 	for range p.n {
 		go func() {
-			for t := range p.tasks {
-				t.fn(t.lo, t.hi)
-				t.wg.Done()
+			var last *shardJob
+			for {
+				last = p.await(last)
+				last.run()
 			}
 		}()
+	}
+}
+
+// await returns the next job: one posted while the worker spins, else the
+// one that wakes it.
+func (p *workerPool) await(last *shardJob) *shardJob {
+	deadline := time.Now().Add(workerSpin)
+	for i := 1; ; i++ {
+		if j := p.posted.Load(); j != nil && j != last {
+			return j
+		}
+		if i%64 == 0 {
+			if time.Now().After(deadline) {
+				return <-p.jobs
+			}
+			runtime.Gosched()
+		}
 	}
 }
 
 // Parallel calls fn over [0, n) split into contiguous ranges. costPerUnit is
 // the estimated cost of one unit in about nanoseconds; when n*costPerUnit is
 // below MinShardCost, fn(0, n) runs inline. Otherwise the range is split into
-// at most Workers() shards; shards are handed to idle workers and the rest run
-// on the calling goroutine, so nested calls never deadlock. Parallel returns
+// at most Workers() shards, claimed one by one by the calling goroutine and
+// by the workers that are idle (so nested calls never deadlock, and a worker
+// that wakes late never delays the caller). Workers spin for workerSpin
+// after each job before they sleep. Parallel returns
 // when every shard is done.
 func (c *CPUDevice) Parallel(n int, costPerUnit float64, fn func(lo, hi int)) {
 	if n <= 0 {
@@ -49,20 +98,22 @@ func (c *CPUDevice) Parallel(n int, costPerUnit float64, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	step := (n + shards - 1) / shards
-	lo := step // shard 0 runs here, last
-	for lo < n {
-		hi := min(lo+step, n)
-		wg.Add(1)
+	j := &shardJob{fn: fn, n: n, step: step, shards: int32((n + step - 1) / step)}
+	j.remaining.Add(int(j.shards))
+	// Spinning workers see the posted job; sleeping ones are woken with
+	// it. Busy workers (a nested call) are not waited for: this goroutine
+	// claims whatever shards nobody else does, so nesting never deadlocks.
+	c.workers.posted.Store(j)
+offer:
+	for range j.shards - 1 {
 		select {
-		case c.workers.tasks <- shardTask{fn: fn, lo: lo, hi: hi, wg: &wg}:
+		case c.workers.jobs <- j:
 		default:
-			fn(lo, hi)
-			wg.Done()
+			break offer
 		}
-		lo = hi
 	}
-	fn(0, min(step, n))
-	wg.Wait()
+	j.run()
+	c.workers.posted.CompareAndSwap(j, nil)
+	j.remaining.Wait()
 }

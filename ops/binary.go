@@ -33,7 +33,7 @@ func numKernels(f32 binLoops[float32, float32], f64 binLoops[float64, float64],
 func addLoops[T tensor.Num]() binLoops[T, T] {
 	return binLoops[T, T]{
 		vv: func(o, a, b []T) {
-			if o32, ok := any(o).([]float32); ok && haveGemmKernels && len(o) > 0 {
+			if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 {
 				a32, b32 := any(a).([]float32), any(b).([]float32)
 				sadd(&o32[0], &a32[0], &b32[0], len(o))
 				return
@@ -68,7 +68,7 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 // float32 and the kernels are there, and reports whether it did.
 func vecScalar[T tensor.Num](o, v []T, s T, k func(dst, a *float32, s float32, n int)) bool {
 	o32, ok := any(o).([]float32)
-	if !ok || !haveGemmKernels || len(o) == 0 {
+	if !ok || !haveVecKernels || len(o) == 0 {
 		return false
 	}
 	k(&o32[0], &any(v).([]float32)[0], any(s).(float32), len(o))

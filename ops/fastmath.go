@@ -54,7 +54,7 @@ func exp32(x float32) float32 {
 
 // tanhCost32 is tanh32Loop's cost per element for sharding: about 2 ns
 // with the AVX2 kernel, 7 without.
-var tanhCost32 = map[bool]float64{true: 3, false: 10}[haveGemmKernels]
+var tanhCost32 = map[bool]float64{true: 3, false: 10}[haveVecKernels]
 
 // tanh32Loop sets o[i] = tanh(x[i]) for float32: the odd Taylor series (to
 // x^7) near zero and (1-e)/(1+e) with e = e^(-2|x|) beyond (the
@@ -64,7 +64,7 @@ var tanhCost32 = map[bool]float64{true: 3, false: 10}[haveGemmKernels]
 func tanh32Loop(o, x []float32) {
 	x = x[:len(o)]
 	start := 0
-	if haveGemmKernels && len(o) >= 4 {
+	if haveVecKernels && len(o) >= 4 {
 		start = len(o) &^ 3
 		stanh4(&o[0], &x[0], start) // the same method, four lanes at a time
 	}

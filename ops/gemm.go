@@ -1,148 +1,370 @@
 package ops
 
 import (
+	"math/bits"
+	"sync"
+	"unsafe"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Block sizes for gemm: a kc x nc block of B (256 x 512 float32 = 512 KiB at
-// most, L2-sized) is reused by every 4-row panel of A.
+// GEMM follows the layered blocking of BLIS-style libraries: C is computed
+// in column blocks of gemmNC and depth blocks of gemmKC; within one block,
+// B is packed into panels nr columns wide (each kc x nr panel stays in L1
+// while it is used), A into panels mr rows tall, gemmMCBytes of them at a
+// time per worker (L2), and a micro-kernel computes each mr x nr tile of C
+// with its accumulators in registers.
+//
+// On this project's machine (Zen 4: 32 KiB L1d, 1 MiB L2 per core) a
+// 256-deep 12x32 float32 panel of B is 32 KiB; smaller and larger depths
+// and A chunks of 48 KiB to 768 KiB measured within noise of these.
 const (
-	gemmKC = 256
-	gemmNC = 512
+	gemmKC      = 256
+	gemmNC      = 4096
+	gemmMCBytes = 384 << 10
+	// gemmPackBMin is the number of row panels of A per worker above
+	// which B is packed even when it could be read in place.
+	gemmPackBMin = 64
 )
 
 type gemmElem interface {
 	tensor.Float | int32 | int64 | uint8
 }
 
-// gemm computes c = op(a)·b for row-major matrices: op(a) is [m, k] (a is
-// [k, m] when transA), b is [k, n], c is [m, n] and is overwritten. Rows of
-// c are split across the device's workers. Each 4-row panel of op(a) is
-// packed (contiguous, kc deep) before use, so a transposed a costs no copy.
-func gemm[T gemmElem](dev *device.CPUDevice, m, n, k int, a []T, transA bool, b, c []T) {
-	clear(c[:m*n])
-	if m == 0 || n == 0 || k == 0 {
+// gemmKernel is one micro-kernel: it computes the mr x nr tile C = A·B (or
+// C += A·B) from a packed panel of A, mr values per k step (a[p*mr+r] is
+// row r, column p), and kc rows of nr values of B, ldb elements apart.
+type gemmKernel[T gemmElem] struct {
+	name   string
+	mr, nr int
+	asm    func(kc int, a, b *T, ldb int, c *T, ldc int, accumulate int) // nil: goKernel
+}
+
+// gemmRowCost is each kernel's relative cost per row of C it computes,
+// padding included: the large tiles reuse each loaded vector of B most.
+func (k gemmKernel[T]) rowCost() float64 {
+	switch {
+	case k.mr >= 6:
+		return 1
+	case k.mr >= 4:
+		return 1.15
+	}
+	return 2
+}
+
+// nsPerTile estimates one kc-deep tile's time, for the device's sharder.
+func (k gemmKernel[T]) nsPerTile(kc int) float64 {
+	fmas := float64(k.mr * k.nr * kc)
+	if k.asm != nil {
+		return fmas / 32
+	}
+	return fmas
+}
+
+// run computes one tile. The slices are checked to hold everything the
+// kernel reads and writes, so an assembly kernel never leaves them.
+func (k gemmKernel[T]) run(kc int, a, b []T, ldb int, c []T, ldc int, accumulate bool) {
+	_ = a[kc*k.mr-1]
+	_ = b[(kc-1)*ldb+k.nr-1]
+	_ = c[(k.mr-1)*ldc+k.nr-1]
+	if k.asm == nil {
+		goKernel(k.mr, k.nr, kc, a, b, ldb, c, ldc, accumulate)
 		return
 	}
-	dev.Parallel((m+3)/4, float64(4*n*k), func(lo, hi int) {
-		panel := make([]T, 4*gemmKC)
-		var tile []T // 4 x nc scratch for the last rows of c
-		r0, r1 := lo*4, min(hi*4, m)
-		for kk := 0; kk < k; kk += gemmKC {
-			ke := min(kk+gemmKC, k)
-			kc := ke - kk
-			for jj := 0; jj < n; jj += gemmNC {
-				je := min(jj+gemmNC, n)
-				w := je - jj
-				bb := b[kk*n+jj:]
-				for i := r0; i < r1; i += 4 {
-					rows := min(4, r1-i)
-					packA(panel[:4*kc], a, transA, m, k, i, rows, kk, ke)
-					if rows == 4 {
-						j := microKernel(c[i*n+jj:], n, panel, bb, n, kc, w)
-						panelRows(c[i*n+jj:], n, panel, bb, n, 4, kc, j, w)
-						continue
-					}
-					// Fewer than 4 rows: run the 4-row kernels on a zero-padded
-					// panel into a scratch tile, then add the real rows.
-					if tile == nil {
-						tile = make([]T, 4*gemmNC)
-					}
-					clear(panel[rows*kc : 4*kc])
-					t := tile[:4*w]
-					clear(t)
-					j := microKernel(t, w, panel, bb, n, kc, w)
-					panelRows(t, w, panel, bb, n, rows, kc, j, w)
-					for r := 0; r < rows; r++ {
-						crow := c[(i+r)*n+jj : (i+r)*n+je]
-						for x, v := range t[r*w : (r+1)*w] {
-							crow[x] += v
-						}
-					}
-				}
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	k.asm(kc, &a[0], &b[0], ldb, &c[0], ldc, acc)
+}
+
+// goKernel is the pure-Go micro-kernel, the twin of every assembly one: it
+// sums each row's products from zero, then stores or adds the row, as they
+// do. nr is at most 64.
+func goKernel[T gemmElem](mr, nr, kc int, a, b []T, ldb int, c []T, ldc int, accumulate bool) {
+	var row [64]T
+	for r := 0; r < mr; r++ {
+		t := row[:nr]
+		clear(t)
+		for p := 0; p < kc; p++ {
+			s := a[p*mr+r]
+			for j, bv := range b[p*ldb : p*ldb+nr] {
+				t[j] += s * bv
 			}
 		}
+		crow := c[r*ldc : r*ldc+nr]
+		if accumulate {
+			for j, v := range t {
+				crow[j] += v
+			}
+		} else {
+			copy(crow, t)
+		}
+	}
+}
+
+// gemmKernels lists the micro-kernels for T on this CPU, largest tile
+// first: the assembly ones where there are, else the Go kernel in a 4-row
+// and a 1-row shape.
+func gemmKernels[T gemmElem]() []gemmKernel[T] {
+	if ks := asmGemmKernels[T](); len(ks) > 0 {
+		return ks
+	}
+	return []gemmKernel[T]{{"go4x16", 4, 16, nil}, {"go1x16", 1, 16, nil}}
+}
+
+// pickGemmKernel chooses the kernel with the least estimated cost for m
+// rows: rows padded to whole tiles, weighted by the kernel's speed.
+func pickGemmKernel[T gemmElem](m int) gemmKernel[T] {
+	ks := gemmKernels[T]()
+	best, bestCost := ks[0], -1.0
+	for _, k := range ks {
+		cost := float64((m+k.mr-1)/k.mr*k.mr) * k.rowCost()
+		if bestCost < 0 || cost < bestCost {
+			best, bestCost = k, cost
+		}
+	}
+	return best
+}
+
+// gemm computes c = op(a)·op(b) for row-major matrices: op(a) is [m, k] (a
+// is stored [k, m] when transA), op(b) is [k, n] (b is stored [n, k] when
+// transB), and c, [m, n], is overwritten. Work is split across the
+// device's workers by rows of c, or by columns when c has few rows.
+func gemm[T gemmElem](dev *device.CPUDevice, m, n, k int, a []T, transA bool, b []T, transB bool, c []T) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c[:m*n])
+		return
+	}
+	gemmWith(dev, pickGemmKernel[T](m), m, n, k, a, transA, b, transB, c)
+}
+
+// gemmOperands is one call's matrices and flags, shared by the packing and
+// tile loops.
+type gemmOperands[T gemmElem] struct {
+	kern           gemmKernel[T]
+	m, n, k        int
+	a, b, c        []T
+	transA, transB bool
+}
+
+// gemmBlock is one (column block, depth block) step: B's packed panels (or
+// only the ragged last panel when B is read in place) and the block's place.
+type gemmBlock[T gemmElem] struct {
+	bp         []T
+	packedB    bool
+	jc, ncur   int
+	pc, kcur   int
+	accumulate bool
+}
+
+func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int, a []T, transA bool, b []T, transB bool, c []T) {
+	g := gemmOperands[T]{kern: kern, m: m, n: n, k: k, a: a, b: b, c: c, transA: transA, transB: transB}
+	mr, nr := kern.mr, kern.nr
+	rowPanels, colPanels := (m+mr-1)/mr, (n+nr-1)/nr
+	// Each worker computes its own rectangle of C with its own packed
+	// copies of A and B, so no core waits on cache lines another core
+	// wrote. Splitting rows makes every worker pack all of B, splitting
+	// columns all of A; the split is the one that packs less per worker,
+	// weighing a transposing pack (strided reads or writes, about 1.3
+	// cycles an element) against a row copy (about 0.3), among splits that
+	// give every worker at least one panel.
+	w := dev.Workers()
+	packCost := func(aShare, bShare float64) float64 {
+		ca, cb := 1.3, 0.3
+		if transA {
+			ca = 0.3
+		}
+		if transB {
+			cb = 1.3
+		}
+		return aShare*float64(m*k)*ca + bShare*float64(k*n)*cb
+	}
+	byRows := rowPanels >= w && (colPanels < w || packCost(1/float64(w), 1) <= packCost(1, 1/float64(w)))
+	tileCost := kern.nsPerTile(k)
+	if !byRows {
+		dev.Parallel(colPanels, tileCost*float64(rowPanels), func(lo, hi int) {
+			g.rect(0, rowPanels, lo*nr, min(hi*nr, n))
+		})
+		return
+	}
+	dev.Parallel(rowPanels, tileCost*float64(colPanels), func(lo, hi int) {
+		g.rect(lo, hi, 0, n)
 	})
 }
 
-// packA copies rows [i, i+rows) x columns [kk, ke) of op(a) into panel as
-// rows of kc = ke-kk elements.
-func packA[T gemmElem](panel, a []T, transA bool, m, k, i, rows, kk, ke int) {
-	kc := ke - kk
-	for r := 0; r < rows; r++ {
-		dst := panel[r*kc : (r+1)*kc]
-		if transA {
-			for p := range dst {
-				dst[p] = a[(kk+p)*m+i+r]
+// rect computes row panels [i0, i1) of C over columns [c0, c1), one
+// worker's share: column blocks of gemmNC, depth blocks of gemmKC, A packed
+// a chunk of panels at a time.
+func (g *gemmOperands[T]) rect(i0, i1, c0, c1 int) {
+	mr, nr := g.kern.mr, g.kern.nr
+	chunk := max(1, gemmMCBytes/(gemmKC*int(unsafe.Sizeof(*new(T)))*mr))
+	// B is read in place, rows n apart, unless it is transposed or very
+	// many panels of A reuse it: measured here, packing B cost more than it
+	// saved up to 1024x1024 operands and paid about 6% at 2048.
+	packB := g.transB || i1-i0 > gemmPackBMin
+	bp, bufB := gemmScratch[T](gemmKC * (min(gemmNC, c1-c0) + nr))
+	ap, bufA := gemmScratch[T](min(chunk, i1-i0) * mr * min(gemmKC, g.k))
+	tile, bufT := gemmScratch[T](mr * nr)
+	for jc := c0; jc < c1; jc += gemmNC {
+		ncur := min(gemmNC, c1-jc)
+		colPanels := (ncur + nr - 1) / nr
+		for pc := 0; pc < g.k; pc += gemmKC {
+			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(gemmKC, g.k-pc), accumulate: pc > 0}
+			switch {
+			case packB:
+				for j := range colPanels {
+					g.packB(bp[j*nr*blk.kcur:(j+1)*nr*blk.kcur], &blk, j)
+				}
+			case ncur%nr != 0:
+				g.packB(bp[:nr*blk.kcur], &blk, colPanels-1)
 			}
-		} else {
-			copy(dst, a[(i+r)*k+kk:(i+r)*k+ke])
+			for i := i0; i < i1; i += chunk {
+				ie := min(i+chunk, i1)
+				g.packA(ap, &blk, i, ie)
+				g.tiles(ap, tile, &blk, i, ie)
+			}
+		}
+	}
+	putGemmScratch(bufB)
+	putGemmScratch(bufA)
+	putGemmScratch(bufT)
+}
+
+// tiles runs the kernel over row panels [i0, i1) (packed in ap from i0)
+// and every column panel of the block, B panel by B panel so each stays in
+// L1 while the A panels stream past it. A tile that overhangs c is
+// computed into tile and its real part stored.
+func (g *gemmOperands[T]) tiles(ap, tile []T, blk *gemmBlock[T], i0, i1 int) {
+	mr, nr, kc := g.kern.mr, g.kern.nr, blk.kcur
+	lastCol := (blk.ncur+nr-1)/nr - 1
+	for j := 0; j <= lastCol; j++ {
+		col := blk.jc + j*nr
+		cols := min(nr, blk.jc+blk.ncur-col)
+		bpanel, ldb := g.b[blk.pc*g.n+col:], g.n
+		switch {
+		case blk.packedB:
+			bpanel, ldb = blk.bp[j*nr*kc:(j+1)*nr*kc], nr
+		case j == lastCol && cols < nr:
+			bpanel, ldb = blk.bp[:nr*kc], nr
+		}
+		for i := i0; i < i1; i++ {
+			row := i * mr
+			rows := min(mr, g.m-row)
+			apanel := ap[(i-i0)*mr*kc : (i-i0+1)*mr*kc]
+			cOff := row*g.n + col
+			if rows == mr && cols == nr {
+				g.kern.run(kc, apanel, bpanel, ldb, g.c[cOff:], g.n, blk.accumulate)
+				continue
+			}
+			g.kern.run(kc, apanel, bpanel, ldb, tile, nr, false)
+			for r := 0; r < rows; r++ {
+				crow := g.c[cOff+r*g.n : cOff+r*g.n+cols]
+				src := tile[r*nr : r*nr+cols]
+				if blk.accumulate {
+					for x, v := range src {
+						crow[x] += v
+					}
+				} else {
+					copy(crow, src)
+				}
+			}
 		}
 	}
 }
 
-// microKernel runs the assembly micro-kernels over the first w columns of
-// a 4-row block, c and b starting at the block (row strides ldc and ldb),
-// and returns the first column left for Go code (0 when there is no kernel
-// for T or this CPU).
-func microKernel[T gemmElem](c []T, ldc int, panel, b []T, ldb, kc, w int) int {
-	if !haveGemmKernels || kc == 0 {
-		return 0
+// packA copies row panels [i0, i1) of op(a), columns [pc, pc+kcur), into
+// dst: panel by panel, mr values per column, rows past m as zeros.
+func (g *gemmOperands[T]) packA(dst []T, blk *gemmBlock[T], i0, i1 int) {
+	mr, kc := g.kern.mr, blk.kcur
+	for i := i0; i < i1; i++ {
+		panel := dst[(i-i0)*mr*kc : (i-i0+1)*mr*kc]
+		r0 := i * mr
+		rows := min(mr, g.m-r0)
+		if g.transA { // a is [k, m]: its row p is column p of op(a)
+			for p := 0; p < kc; p++ {
+				d := panel[p*mr : (p+1)*mr]
+				copy(d, g.a[(blk.pc+p)*g.m+r0:][:rows])
+				clear(d[rows:])
+			}
+			continue
+		}
+		// Four rows at a time: four reads streams, one write stream.
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			base := (r0+r)*g.k + blk.pc
+			s0 := g.a[base:][:kc]
+			s1 := g.a[base+g.k:][:kc]
+			s2 := g.a[base+2*g.k:][:kc]
+			s3 := g.a[base+3*g.k:][:kc]
+			for p := range s0 {
+				d := panel[p*mr+r : p*mr+r+4]
+				d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
+			}
+		}
+		for ; r < rows; r++ {
+			for p, v := range g.a[(r0+r)*g.k+blk.pc:][:kc] {
+				panel[p*mr+r] = v
+			}
+		}
+		for r := rows; r < mr; r++ {
+			for p := 0; p < kc; p++ {
+				panel[p*mr+r] = 0
+			}
+		}
 	}
-	j := 0
-	switch cv := any(c).(type) {
-	case []float32:
-		pv, bv := any(panel).([]float32), any(b).([]float32)
-		for ; j+16 <= w; j += 16 {
-			sgemm4x16(kc, &pv[0], kc, &bv[j], ldb, &cv[j], ldc)
-		}
-		if j+8 <= w {
-			sgemm4x8(kc, &pv[0], kc, &bv[j], ldb, &cv[j], ldc)
-			j += 8
-		}
-	case []float64:
-		pv, bv := any(panel).([]float64), any(b).([]float64)
-		for ; j+8 <= w; j += 8 {
-			dgemm4x8(kc, &pv[0], kc, &bv[j], ldb, &cv[j], ldc)
-		}
-	}
-	return j
 }
 
-// panelRows updates the first rows rows of a block of c (row stride ldc)
-// over columns [j0, w) from the packed panel and b (row stride ldb), four
-// rows at once when it can.
-func panelRows[T gemmElem](c []T, ldc int, panel, b []T, ldb, rows, kc, j0, w int) {
-	if j0 >= w {
-		return
-	}
-	n := w - j0
-	if rows == 4 {
-		c0 := c[j0:w]
-		c1 := c[ldc+j0 : ldc+w][:n]
-		c2 := c[2*ldc+j0 : 2*ldc+w][:n]
-		c3 := c[3*ldc+j0 : 3*ldc+w][:n]
-		for p := 0; p < kc; p++ {
-			a0, a1, a2, a3 := panel[p], panel[kc+p], panel[2*kc+p], panel[3*kc+p]
-			br := b[p*ldb+j0 : p*ldb+w][:n]
-			for j, bv := range br {
-				c0[j] += a0 * bv
-				c1[j] += a1 * bv
-				c2[j] += a2 * bv
-				c3[j] += a3 * bv
+// packB copies column panel j of the block of op(b), rows [pc, pc+kcur),
+// into dst: nr values per row, columns past the block as zeros.
+func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
+	nr, kc := g.kern.nr, blk.kcur
+	c0 := blk.jc + j*nr
+	cols := min(nr, blk.jc+blk.ncur-c0)
+	if g.transB { // b is [n, k]: its row x is column x of op(b)
+		for x := 0; x < cols; x++ {
+			for p, v := range g.b[(c0+x)*g.k+blk.pc:][:kc] {
+				dst[p*nr+x] = v
+			}
+		}
+		for x := cols; x < nr; x++ {
+			for p := 0; p < kc; p++ {
+				dst[p*nr+x] = 0
 			}
 		}
 		return
 	}
-	for r := 0; r < rows; r++ {
-		crow := c[r*ldc+j0 : r*ldc+w]
-		for p := 0; p < kc; p++ {
-			s := panel[r*kc+p]
-			br := b[p*ldb+j0 : p*ldb+w][:n]
-			for j, bv := range br {
-				crow[j] += s * bv
-			}
-		}
+	for p := 0; p < kc; p++ {
+		d := dst[p*nr : (p+1)*nr]
+		copy(d, g.b[(blk.pc+p)*g.n+c0:][:cols])
+		clear(d[cols:])
 	}
+}
+
+// gemmScratchPools keep packing buffers between calls, one pool per power
+// of two of the size, so a steady stream of matrix products allocates
+// nothing.
+var gemmScratchPools [48]sync.Pool
+
+// gemmScratch returns n elements of T, aligned to 64 bytes (a cache line,
+// and one AVX-512 vector), and the buffer to give to putGemmScratch.
+func gemmScratch[T gemmElem](n int) ([]T, *[]byte) {
+	size := n*int(unsafe.Sizeof(*new(T))) + 64
+	class := bits.Len(uint(size - 1))
+	p, _ := gemmScratchPools[class].Get().(*[]byte)
+	if p == nil {
+		buf := make([]byte, 1<<class)
+		p = &buf
+	}
+	buf := (*p)[:size]
+	off := (64 - int(uintptr(unsafe.Pointer(&buf[0]))%64)) % 64
+	return unsafe.Slice((*T)(unsafe.Pointer(&buf[off])), n), p
+}
+
+func putGemmScratch(p *[]byte) {
+	gemmScratchPools[bits.Len(uint(cap(*p)-1))].Put(p)
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -8,41 +9,125 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// The assembly micro-kernels and the pure-Go loops must agree on every
-// shape class: whole tiles, ragged edges, k beyond one block.
-func TestGemmKernelsMatchPureGo(t *testing.T) {
-	if !haveGemmKernels {
-		t.Skip("no gemm micro-kernel in this build or on this CPU; the pure-Go path is tested by the op tests")
+// Every micro-kernel this CPU runs against its pure-Go twin, on the same
+// packed panels, both storing and accumulating, with B read packed (ldb =
+// nr) and in place (ldb > nr).
+func TestGemmKernelsMatchGoTwin(t *testing.T) {
+	testKernelTwins[float32](t, 1e-5)
+	testKernelTwins[float64](t, 1e-13)
+}
+
+func testKernelTwins[T tensor.Float](t *testing.T, tol float64) {
+	ks := asmGemmKernels[T]()
+	if len(ks) == 0 {
+		t.Skip("no assembly gemm kernels in this build or on this CPU; gemm's own tests cover the Go kernel")
 	}
-	sizes := [][3]int{{4, 16, 1}, {4, 8, 3}, {5, 17, 7}, {8, 33, 300}, {13, 70, 257}, {1, 64, 9}, {64, 64, 64}, {5, 24, 9}, {9, 27, 40}, {4, 8, 0}}
-	for _, s := range sizes {
-		m, n, k := s[0], s[1], s[2]
-		rng := tensor.NewRNG(uint64(m*n*k + 1))
-		a32 := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, m*k))
-		b32 := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, k*n))
-		a64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, m*k))
-		b64 := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, k*n))
-		asm32, asm64 := make([]float32, m*n), make([]float64, m*n)
-		gemm(device.Host(), m, n, k, a32, false, b32, asm32)
-		gemm(device.Host(), m, n, k, a64, false, b64, asm64)
-		haveGemmKernels = false
-		go32, go64 := make([]float32, m*n), make([]float64, m*n)
-		gemm(device.Host(), m, n, k, a32, false, b32, go32)
-		gemm(device.Host(), m, n, k, a64, false, b64, go64)
-		haveGemmKernels = true
-		if d := approx.Diff(asm32, go32, 1e-5); d != "" {
-			t.Errorf("float32 %dx%dx%d: %s", m, n, k, d)
-		}
-		if d := approx.Diff(asm64, go64, 1e-13); d != "" {
-			t.Errorf("float64 %dx%dx%d: %s", m, n, k, d)
+	dt := tensor.DTypeOf[T]()
+	for _, k := range ks {
+		for _, kc := range []int{1, 2, 7, 256} {
+			for _, ldb := range []int{k.nr, k.nr + 5} {
+				for _, acc := range []bool{false, true} {
+					rng := tensor.NewRNG(uint64(kc*ldb + k.mr))
+					a := tensor.ToSlice[T](tensor.RandUniform(rng, dt, -1, 1, kc*k.mr))
+					b := tensor.ToSlice[T](tensor.RandUniform(rng, dt, -1, 1, kc*ldb))
+					ldc := k.nr + 3
+					c0 := tensor.ToSlice[T](tensor.RandUniform(rng, dt, -1, 1, k.mr*ldc))
+					got, want := slices.Clone(c0), slices.Clone(c0)
+					k.run(kc, a, b, ldb, got, ldc, acc)
+					goKernel(k.mr, k.nr, kc, a, b, ldb, want, ldc, acc)
+					if d := approx.Diff(got, want, tol); d != "" {
+						t.Errorf("%s kc=%d ldb=%d accumulate=%v: %s", k.name, kc, ldb, acc, d)
+					}
+				}
+			}
 		}
 	}
+}
+
+// gemm with every kernel (assembly and Go) against a float64 triple loop,
+// over shapes that exercise whole and ragged tiles, depth beyond one block,
+// B packed and in place, the row and the column split, and transposes.
+func TestGemmAgainstReference(t *testing.T) {
+	testGemmReference[float32](t, 1e-4)
+	testGemmReference[float64](t, 1e-12)
+	testGemmReference[int32](t, 0)
+}
+
+func testGemmReference[T gemmElem](t *testing.T, tol float64) {
+	kernels := append(asmGemmKernels[T](), gemmKernel[T]{"go4x16", 4, 16, nil}, gemmKernel[T]{"go1x16", 1, 16, nil})
+	sizes := [][3]int{{1, 1, 1}, {1, 64, 9}, {4, 16, 1}, {5, 17, 7}, {12, 32, 3}, {13, 70, 257}, {40, 33, 300}, {64, 64, 64}, {100, 5, 20}, {3, 300, 513}}
+	for _, kern := range kernels {
+		for _, s := range sizes {
+			m, n, k := s[0], s[1], s[2]
+			rng := tensor.NewRNG(uint64(m*n*k + 1))
+			a := gemmTestValues[T](rng, m*k)
+			b := gemmTestValues[T](rng, k*n)
+			want := make([]float64, m*n)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					for p := 0; p < k; p++ {
+						want[i*n+j] += float64(a[i*k+p]) * float64(b[p*n+j])
+					}
+				}
+			}
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					aa, bb := a, b
+					if ta {
+						aa = transposed(a, m, k)
+					}
+					if tb {
+						bb = transposed(b, k, n)
+					}
+					got := make([]T, m*n)
+					for i := range got {
+						got[i] = 99 // gemm overwrites c
+					}
+					gemmWith(device.Host(), kern, m, n, k, aa, ta, bb, tb, got)
+					g64 := make([]float64, len(got))
+					for i, v := range got {
+						g64[i] = float64(v)
+					}
+					if d := approx.Diff(g64, want, tol); d != "" {
+						t.Errorf("%s %dx%dx%d transA=%v transB=%v: %s", kern.name, m, n, k, ta, tb, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// gemmTestValues returns n values in [-1, 1], or small integers for an
+// integer T (so products are exact).
+func gemmTestValues[T gemmElem](rng *tensor.RNG, n int) []T {
+	u := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, n))
+	out := make([]T, n)
+	for i, v := range u {
+		switch any(out).(type) {
+		case []float32, []float64:
+			out[i] = T(v)
+		default:
+			out[i] = T(int(v*3) + 3)
+		}
+	}
+	return out
+}
+
+// transposed returns the [cols, rows] transpose of a row-major [rows, cols] x.
+func transposed[T any](x []T, rows, cols int) []T {
+	out := make([]T, len(x))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			out[j*rows+i] = x[i*cols+j]
+		}
+	}
+	return out
 }
 
 // The vector kernels against plain loops, over lengths around their block
 // sizes.
 func TestVectorKernelsMatchPureGo(t *testing.T) {
-	if !haveGemmKernels {
+	if !haveVecKernels {
 		t.Skip("no vector kernels in this build or on this CPU")
 	}
 	for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023} {
@@ -68,6 +153,17 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 		if dst[n] != 7 || dst[n+1] != 7 {
 			t.Fatalf("sadd n=%d wrote past the end", n)
 		}
+		dst[n], dst[n+1] = 7, 7
+		copy(dst, y)
+		saxpy(&dst[0], &x[0], -0.75, n)
+		for i := range x {
+			if want := y[i] + -0.75*x[i]; !approx.Close(float64(dst[i]), float64(want), 1e-6) {
+				t.Fatalf("saxpy n=%d: element %d = %v, want %v", n, i, dst[i], want)
+			}
+		}
+		if dst[n] != 7 || dst[n+1] != 7 {
+			t.Fatalf("saxpy n=%d wrote past the end", n)
+		}
 		for _, k := range []struct {
 			name string
 			f    func(dst, a *float32, s float32, n int)
@@ -85,6 +181,27 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 			}
 			if dst[n] != 7 || dst[n+1] != 7 {
 				t.Fatalf("%s n=%d wrote past the end", k.name, n)
+			}
+		}
+	}
+}
+
+// AxpyInPlace over lengths that run inline and split across workers, for
+// both float dtypes.
+func TestAxpyInPlace(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 100003} {
+		x32, d32 := make([]float32, n), make([]float32, n)
+		x64, d64 := make([]float64, n), make([]float64, n)
+		for i := range x32 {
+			x32[i], d32[i] = float32(i%13), float32(i%7)
+			x64[i], d64[i] = float64(i%13), float64(i%7)
+		}
+		AxpyInPlace(d32, 0.5, x32)
+		AxpyInPlace(d64, 0.5, x64)
+		for i := range d32 {
+			want := float64(i%7) + 0.5*float64(i%13)
+			if float64(d32[i]) != want || d64[i] != want {
+				t.Fatalf("n=%d element %d: %v and %v, want %v", n, i, d32[i], d64[i], want)
 			}
 		}
 	}

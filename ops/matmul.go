@@ -31,11 +31,8 @@ func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 		rowDots[T](c, outs)
 		return
 	}
-	if at.TransposeB {
-		b = Transpose(b, swapLast(b.Rank())...).Contiguous()
-	}
 	m, k := matDims(a.Shape(), at.TransposeA)
-	_, n := matDims(b.Shape(), false)
+	_, n := matDims(b.Shape(), at.TransposeB)
 	av, bv, ov := data[T](a), data[T](b), data[T](outs[0])
 	batch := outs[0].NumElements() / max(m*n, 1)
 	if m*n == 0 {
@@ -50,7 +47,7 @@ func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 		aStep = 0
 	}
 	for i := 0; i < batch; i++ {
-		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n])
+		gemm(cpu(c), m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], at.TransposeB, ov[i*m*n:(i+1)*m*n])
 	}
 }
 
@@ -75,13 +72,13 @@ func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	for bi := 0; bi < batch; bi++ {
 		ab, bb, ob := av[bi*aStep:], bv[bi*bStep:], ov[bi*m*n:]
 		cost := float64(2 * m * k)
-		if _, vec := any(av).([]float32); vec && haveGemmKernels {
+		if _, vec := any(av).([]float32); vec && haveVecKernels {
 			cost /= 8 // the dot kernel does eight lanes at a time
 		}
 		cpu(c).Parallel(n, cost, func(lo, hi int) {
 			for i := 0; i < m; i++ {
 				row := ab[i*k : (i+1)*k]
-				if r32, ok := any(row).([]float32); ok && haveGemmKernels && k > 0 {
+				if r32, ok := any(row).([]float32); ok && haveVecKernels && k > 0 {
 					o32, b32 := any(ob).([]float32), any(bb).([]float32)
 					for j := lo; j < hi; j++ {
 						o32[i*n+j] = sdot(&r32[0], &b32[j*k], k)
@@ -106,15 +103,6 @@ func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 			}
 		})
 	}
-}
-
-func swapLast(rank int) []int {
-	p := make([]int, rank)
-	for i := range p {
-		p[i] = i
-	}
-	p[rank-1], p[rank-2] = p[rank-2], p[rank-1]
-	return p
 }
 
 var matmulOp *eager.Op

@@ -161,3 +161,57 @@ TEXT ·smuls(SB), NOSPLIT, $0-32
 // dst[i] = a[i] + s.
 TEXT ·sadds(SB), NOSPLIT, $0-32
 	SCALAR_LOOP(VADDPS, VADDSS)
+
+// func saxpy(dst, x *float32, a float32, n int)
+// dst[i] += a * x[i].
+TEXT ·saxpy(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y4
+	MOVQ         n+24(FP), CX
+
+axpy32:
+	CMPQ        CX, $32
+	JL          axpy8
+	VMOVUPS     (DX), Y0
+	VMOVUPS     32(DX), Y1
+	VMOVUPS     64(DX), Y2
+	VMOVUPS     96(DX), Y3
+	VFMADD231PS (SI), Y4, Y0
+	VFMADD231PS 32(SI), Y4, Y1
+	VFMADD231PS 64(SI), Y4, Y2
+	VFMADD231PS 96(SI), Y4, Y3
+	VMOVUPS     Y0, (DX)
+	VMOVUPS     Y1, 32(DX)
+	VMOVUPS     Y2, 64(DX)
+	VMOVUPS     Y3, 96(DX)
+	ADDQ        $128, SI
+	ADDQ        $128, DX
+	SUBQ        $32, CX
+	JMP         axpy32
+
+axpy8:
+	CMPQ        CX, $8
+	JL          axpytail
+	VMOVUPS     (DX), Y0
+	VFMADD231PS (SI), Y4, Y0
+	VMOVUPS     Y0, (DX)
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	SUBQ        $8, CX
+	JMP         axpy8
+
+axpytail:
+	TESTQ       CX, CX
+	JE          axpydone
+	VMOVSS      (DX), X0
+	VFMADD231SS (SI), X4, X0
+	VMOVSS      X0, (DX)
+	ADDQ        $4, SI
+	ADDQ        $4, DX
+	DECQ        CX
+	JMP         axpytail
+
+axpydone:
+	VZEROUPPER
+	RET

@@ -86,19 +86,12 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
 		switch v.t.DType() {
 		case tensor.Float32:
-			axpyInPlace(tensor.HostData[float32](v.t), float32(alpha), tensor.HostData[float32](x))
+			ops.AxpyInPlace(tensor.HostData[float32](v.t), float32(alpha), tensor.HostData[float32](x))
 			return
 		case tensor.Float64:
-			axpyInPlace(tensor.HostData[float64](v.t), alpha, tensor.HostData[float64](x))
+			ops.AxpyInPlace(tensor.HostData[float64](v.t), alpha, tensor.HostData[float64](x))
 			return
 		}
 	}
 	writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha))))
-}
-
-func axpyInPlace[T tensor.Float](dst []T, a T, x []T) {
-	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += a * x[i]
-	}
 }
