@@ -107,6 +107,10 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 	return b, nil
 }
 
+// hugeMin is the buffer size from which the CPU device asks for
+// transparent huge pages (see adviseHugePages).
+const hugeMin = 4 << 20
+
 // alignedBytes returns n bytes whose start is 64-byte aligned (8-byte for
 // n < 64), so vector kernels can use aligned loads on whole rows.
 func alignedBytes(n int) []byte {
@@ -114,6 +118,9 @@ func alignedBytes(n int) []byte {
 	p := unsafe.Pointer(&words[0])
 	skip := int((64 - uintptr(p)%64) % 64)
 	all := unsafe.Slice((*byte)(p), len(words)*8)
+	if n >= hugeMin {
+		adviseHugePages(all)
+	}
 	return all[skip : skip+n : skip+n]
 }
 

@@ -81,16 +81,17 @@ func TestFastMath32(t *testing.T) {
 
 // TestTanhVectorPath runs tanh32Loop over whole slices (the AVX2 kernel
 // where the CPU has it, the scalar code on the tail and elsewhere) against
-// math.Tanh: within 1 ulp everywhere, exact at the special values.
+// math.Tanh: within 2 ulp everywhere (the kernel's documented bound; the
+// scalar code alone is within 1), exact at the special values.
 func TestTanhVectorPath(t *testing.T) {
 	const steps = 1 << 20
 	x := make([]float32, 0, steps+64)
 	for i := range steps {
 		x = append(x, -12+24*float32(i)/steps)
 	}
-	for _, x0 := range []float32{0, 0.0625, -0.0625, 9.1, -9.1} {
+	for _, x0 := range []float32{0, 0.0625, -0.0625, 0.55, -0.55, 9.01, -9.01, 9.1, -9.1} {
 		v := x0
-		for range 20 {
+		for range 2000 {
 			x = append(x, v)
 			v = math.Nextafter32(v, float32(math.Inf(1)))
 		}
@@ -98,13 +99,17 @@ func TestTanhVectorPath(t *testing.T) {
 	x = append(x, float32(math.Inf(1)), float32(math.Inf(-1)), 1e-30, -1e-30, 100, -100, 1e-45, float32(math.Copysign(0, -1)))
 	o := make([]float32, len(x))
 	tanh32Loop(o, x)
+	worst := int64(0)
 	for i, v := range x {
 		want := float32(math.Tanh(float64(v)))
-		if d := ulps(o[i], want); d > 1 || (v == 0 && math.Signbit(float64(o[i])) != math.Signbit(float64(v))) {
+		d := ulps(o[i], want)
+		worst = max(worst, d)
+		if d > 2 || (v == 0 && math.Signbit(float64(o[i])) != math.Signbit(float64(v))) {
 			t.Fatalf("tanh(%v) = %v, want %v (%d ulps)", v, o[i], want, d)
 		}
 	}
-	nan := []float32{1, float32(math.NaN()), 2, 3, 4}
+	t.Logf("worst error %d ulp over %d values", worst, len(x))
+	nan := []float32{1, float32(math.NaN()), 2, 3, 4, 5, 6, 7, 8}
 	tanh32Loop(nan, nan) // in place, NaN in the vector part
 	if nan[1] == nan[1] || nan[0] != float32(math.Tanh(1)) {
 		t.Errorf("in place with NaN: %v", nan)

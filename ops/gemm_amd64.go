@@ -92,7 +92,7 @@ func sdot(x, y *float32, n int) float32
 func sadd(dst, a, b *float32, n int)
 
 //go:noescape
-func stanh4(dst, x *float32, n int)
+func stanh8(dst, x *float32, n int)
 
 //go:noescape
 func smuls(dst, a *float32, s float32, n int)
@@ -102,3 +102,9 @@ func sadds(dst, a *float32, s float32, n int)
 
 //go:noescape
 func saxpy(dst, x *float32, a float32, n int)
+
+//go:noescape
+func saddnt(dst, a, b *float32, n int)
+
+//go:noescape
+func ssum(x *float32, n int) float32

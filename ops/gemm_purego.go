@@ -11,10 +11,14 @@ func sdot(x, y *float32, n int) float32 { panic("ops: no vector kernel in this b
 
 func sadd(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }
 
-func stanh4(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+func stanh8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func smuls(dst, a *float32, s float32, n int) { panic("ops: no vector kernel in this build") }
 
 func sadds(dst, a *float32, s float32, n int) { panic("ops: no vector kernel in this build") }
 
 func saxpy(dst, x *float32, a float32, n int) { panic("ops: no vector kernel in this build") }
+
+func saddnt(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func ssum(x *float32, n int) float32 { panic("ops: no vector kernel in this build") }

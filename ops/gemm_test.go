@@ -206,3 +206,34 @@ func TestAxpyInPlace(t *testing.T) {
 		}
 	}
 }
+
+// addF32 on outputs long enough to stream, starting at every alignment
+// within a vector, against a plain loop; and ssum against a float64 sum.
+func TestStreamingAddAndSum(t *testing.T) {
+	if !haveVecKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	n := streamMin + 45
+	rng := tensor.NewRNG(9)
+	a := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, n+8))
+	b := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, n+8))
+	out := make([]float32, n+8)
+	for off := 0; off < 8; off++ {
+		o := out[off : off+n]
+		addF32(o, a[off:off+n], b[off:off+n])
+		for i := range o {
+			if o[i] != a[off+i]+b[off+i] {
+				t.Fatalf("offset %d: element %d = %v, want %v", off, i, o[i], a[off+i]+b[off+i])
+			}
+		}
+	}
+	for _, m := range []int{1, 7, 63, 64, 65, 1000, n} {
+		want := 0.0
+		for _, v := range a[:m] {
+			want += float64(v)
+		}
+		if got := ssum(&a[0], m); !approx.Close(float64(got), want, 1e-4) {
+			t.Errorf("ssum of %d: %v, want %v", m, got, want)
+		}
+	}
+}

@@ -260,3 +260,43 @@ func TestLibraryBadInput(t *testing.T) {
 		{"biasadd", func() { ops.BiasAdd(m, tensor.Zeros(tensor.Float32, 2), ops.NHWC) }, tensor.ErrShape, "bias has 2 entries for 3"},
 	})
 }
+
+// Rows long enough to be reduced in parallel chunks (fewer rows than
+// workers) give the same results as a float64 loop, for every reduction.
+func TestLongRowReductions(t *testing.T) {
+	const n = 100_003
+	for _, rows := range []int{1, 3} {
+		testLongRows(t, rows, n)
+	}
+}
+
+func testLongRows(t *testing.T, rows, n int) {
+	x := tensor.RandUniform(tensor.NewRNG(5), tensor.Float64, -1, 1, rows, n)
+	v := tensor.ToSlice[float64](x)
+	for row := 0; row < rows; row++ {
+		r := v[row*n : (row+1)*n]
+		sum, lo, hi := 0.0, r[0], r[0]
+		for _, e := range r {
+			sum += e
+			lo, hi = min(lo, e), max(hi, e)
+		}
+		for _, c := range []struct {
+			name string
+			got  *tensor.Tensor
+			want float64
+		}{
+			{"sum", ops.Sum(x, 1), sum},
+			{"mean", ops.Mean(x, 1), sum / float64(n)},
+			{"max", ops.ReduceMaxOf(x, 1), hi},
+			{"min", ops.ReduceMinOf(x, 1), lo},
+		} {
+			if got := tensor.ToSlice[float64](c.got)[row]; math.Abs(got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
+				t.Errorf("%s of row %d: %v, want %v", c.name, row, got, c.want)
+			}
+		}
+	}
+	x32 := ops.Cast(x, tensor.Float32)
+	if got, want := tensor.ToSlice[float32](ops.Sum(x32))[0], float32(tensor.ToSlice[float64](ops.Sum(x))[0]); math.Abs(float64(got-want)) > 1e-2 {
+		t.Errorf("float32 sum %v, want %v", got, want)
+	}
+}

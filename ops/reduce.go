@@ -79,6 +79,9 @@ type reducer[T tensor.Num] struct {
 func sumReducer[T tensor.Num]() reducer[T] {
 	return reducer[T]{init: 0,
 		row: func(acc T, x []T) T {
+			if x32, ok := any(x).([]float32); ok && haveVecKernels && len(x) > 0 {
+				return acc + any(ssum(&x32[0], len(x32))).(T)
+			}
 			var s [4]T
 			i := 0
 			for ; i+4 <= len(x); i += 4 {
@@ -167,6 +170,10 @@ func extremeReducer[T tensor.Num](init T, pick func(a, b T) T) reducer[T] {
 		}}
 }
 
+// reduceChunk is the length of the pieces a long row is reduced in when
+// there are fewer rows than workers.
+const reduceChunk = 16384
+
 // reduceKernel reduces after collapsing neighbouring dims of one kind into
 // the pattern [outer kept, reduced, inner kept], transposing first when the
 // reduced dims are not one block.
@@ -195,22 +202,38 @@ func reduceKernel[T tensor.Num](mk func(ReduceKind) reducer[T]) eager.Kernel {
 		mid := tensor.Shape(shape[lo:hi]).NumElements()
 		inner := tensor.Shape(shape[hi:]).NumElements()
 		xv, ov := data[T](x), data[T](outs[0])
-		cpu(c).Parallel(outer, float64(mid*inner), func(a, b int) {
-			for o := a; o < b; o++ {
-				base := o * mid * inner
-				if inner == 1 {
-					ov[o] = red.row(red.init, xv[base:base+mid])
-					continue
-				}
-				acc := ov[o*inner : (o+1)*inner]
-				for i := range acc {
-					acc[i] = red.init
-				}
-				for m := 0; m < mid; m++ {
-					red.vec(acc, xv[base+m*inner:base+(m+1)*inner])
-				}
+		if inner == 1 && outer < cpu(c).Workers() && mid >= 2*reduceChunk {
+			// Few long rows: each row's fixed-size chunks in parallel, then
+			// their partial results (in chunk order, so the result does not
+			// depend on the number of workers).
+			partials := make([]T, (mid+reduceChunk-1)/reduceChunk)
+			for o := 0; o < outer; o++ {
+				row := xv[o*mid : (o+1)*mid]
+				cpu(c).Parallel(len(partials), reduceChunk, func(a, b int) {
+					for p := a; p < b; p++ {
+						partials[p] = red.row(red.init, row[p*reduceChunk:min((p+1)*reduceChunk, mid)])
+					}
+				})
+				ov[o] = red.row(red.init, partials)
 			}
-		})
+		} else {
+			cpu(c).Parallel(outer, float64(mid*inner), func(a, b int) {
+				for o := a; o < b; o++ {
+					base := o * mid * inner
+					if inner == 1 {
+						ov[o] = red.row(red.init, xv[base:base+mid])
+						continue
+					}
+					acc := ov[o*inner : (o+1)*inner]
+					for i := range acc {
+						acc[i] = red.init
+					}
+					for m := 0; m < mid; m++ {
+						red.vec(acc, xv[base+m*inner:base+(m+1)*inner])
+					}
+				}
+			})
+		}
 		if r.Kind == ReduceMean && mid > 0 {
 			n := T(mid)
 			for i := range ov {

@@ -2,92 +2,98 @@
 
 #include "textflag.h"
 
-// Constants, each four float64 (or int64) copies for one YMM operand.
-#define CONST4(name, bits) \
-	DATA name<>+0(SB)/8, $bits; DATA name<>+8(SB)/8, $bits; \
-	DATA name<>+16(SB)/8, $bits; DATA name<>+24(SB)/8, $bits; \
+// Constants, each eight float32 (or int32) copies for one YMM operand.
+#define CONST8(name, bits) \
+	DATA name<>+0(SB)/4, $bits; DATA name<>+4(SB)/4, $bits; \
+	DATA name<>+8(SB)/4, $bits; DATA name<>+12(SB)/4, $bits; \
+	DATA name<>+16(SB)/4, $bits; DATA name<>+20(SB)/4, $bits; \
+	DATA name<>+24(SB)/4, $bits; DATA name<>+28(SB)/4, $bits; \
 	GLOBL name<>(SB), RODATA|NOPTR, $32
 
-CONST4(tanhAbs, 0x7fffffffffffffff)
-CONST4(tanhSign, 0x8000000000000000)
-CONST4(tanhM2, 0xc000000000000000)    // -2
-CONST4(tanhLog2e, 0x3ff71547652b82fe) // 1/ln 2
-CONST4(tanhLn2, 0x3fe62e42fefa39ef)   // ln 2
-CONST4(tanhClamp, 0x4022333333333333) // 9.1: tanh is 1 in float32 beyond
-CONST4(tanhSmall, 0x3fb0000000000000) // 0.0625: the series below
-CONST4(tanhOne, 0x3ff0000000000000)
-CONST4(tanhC2, 0x3fe0000000000000)    // 1/2!
-CONST4(tanhC3, 0x3fc5555555555555)    // 1/3!
-CONST4(tanhC4, 0x3fa5555555555555)    // 1/4!
-CONST4(tanhC5, 0x3f81111111111111)    // 1/5!
-CONST4(tanhC6, 0x3f56c16c16c16c17)    // 1/6!
-CONST4(tanhC7, 0x3f2a01a01a01a01a)    // 1/7!
-CONST4(tanhT3, 0xbfd5555555555555)    // -1/3
-CONST4(tanhT5, 0x3fc1111111111111)    // 2/15
-CONST4(tanhT7, 0xbfaba1ba1ba1ba1c)    // -17/315
-CONST4(tanhBias, 0x00000000000003ff)  // 1023, the float64 exponent bias
+CONST8(tanhAbs, 0x7fffffff)
+CONST8(tanhSign, 0x80000000)
+CONST8(tanhClamp, 0x4111999a) // 9.1: tanh rounds to 1 in float32 from 9.01
+CONST8(tanhSmall, 0x3f0ccccd) // 0.55: the polynomial below, exp above
+CONST8(tanhOne, 0x3f800000)
+CONST8(tanhTwo, 0x40000000)
+CONST8(tanhLog2e, 0x3fb8aa3b) // 1/ln 2
+CONST8(tanhLn2Hi, 0x3f318000) // ln 2 = hi + lo, hi with 9 significant bits
+CONST8(tanhLn2Lo, 0xb95e8083)
+CONST8(tanhE2, 0x3f000000)    // 1/2!
+CONST8(tanhE3, 0x3e2aaaab)    // 1/3!
+CONST8(tanhE4, 0x3d2aaaab)    // 1/4!
+CONST8(tanhE5, 0x3c088889)    // 1/5!
+CONST8(tanhE6, 0x3ab60b61)    // 1/6!
+CONST8(tanhE7, 0x39500d01)    // 1/7!
+// P(z), tanh(x) ≈ x + x³ P(x²) on [0, 0.55]: a degree-4 fit minimising the
+// relative error (0.75 ulp in float32 arithmetic).
+CONST8(tanhP0, 0xbeaaaaa6)
+CONST8(tanhP1, 0x3e0886a7)
+CONST8(tanhP2, 0xbd5c970a)
+CONST8(tanhP3, 0x3cacb335)
+CONST8(tanhP4, 0xbbce0328)
 
-// func stanh4(dst, x *float32, n int)
-// dst[i] = tanh(x[i]) for n a multiple of 4, four at a time in float64:
-// e = e^(-2 min(|x|, 9.1)) as 2^k times the degree-7 Taylor polynomial of
-// e^r (|r| <= ln2/2), t = (1-e)/(1+e) with x's sign; x (1 + z(-1/3 +
-// z(2/15 - 17/315 z))), z = x², where |x| < 0.0625; NaN passes through.
-// The same method as tanh32Loop's scalar code, so both are within 1 ulp.
-TEXT ·stanh4(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DX
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
+// func stanh8(dst, x *float32, n int)
+// dst[i] = tanh(x[i]) for n a multiple of 8, eight lanes of float32 at a
+// time: x + x³ P(x²) where |x| < 0.55, else 1 - 2/(e^(2a) + 1) with a =
+// min(|x|, 9.1) and x's sign, e^y as 2^k times the degree-7 Taylor polynomial
+// of e^r (y = k ln2 + r, |r| <= ln2/2, ln 2 in two parts). Beyond 0.55 the
+// result is at least 0.5, so 1 - q loses no bits; TestTanhVectorPath bounds
+// the error at 2 ulp. NaN passes through both branches.
+TEXT ·stanh8(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), DX
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPS tanhOne<>(SB), Y14
+	VMOVUPS tanhClamp<>(SB), Y13
 
 loop:
-	CMPQ CX, $4
-	JL   done
-	VCVTPS2PD (SI), Y0                  // x
-	VANDPD    tanhAbs<>(SB), Y0, Y1     // a = |x|
-	VMINPD    tanhClamp<>(SB), Y1, Y1   // a = min(a, 9.1)
-	VMULPD    tanhM2<>(SB), Y1, Y2      // y = -2a
-	VMULPD    tanhLog2e<>(SB), Y2, Y3
-	VROUNDPD  $0, Y3, Y3                // k = round(y / ln2)
-	VFNMADD231PD tanhLn2<>(SB), Y3, Y2  // r = y - k ln2
+	CMPQ    CX, $8
+	JL      done
+	VMOVUPS (SI), Y0                      // x
+	VANDPS  tanhAbs<>(SB), Y0, Y1         // |x|
+	VMINPS  Y1, Y13, Y2                   // a = min(9.1, |x|); NaN stays (second operand)
+	VADDPS  Y2, Y2, Y2                    // y = 2a
+	VMULPS  tanhLog2e<>(SB), Y2, Y3
+	VROUNDPS $0, Y3, Y3                   // k = round(y / ln2)
+	VFNMADD231PS tanhLn2Hi<>(SB), Y3, Y2  // r = y - k ln2
+	VFNMADD231PS tanhLn2Lo<>(SB), Y3, Y2
 
-	VMOVUPD     tanhC7<>(SB), Y4
-	VFMADD213PD tanhC6<>(SB), Y2, Y4
-	VFMADD213PD tanhC5<>(SB), Y2, Y4
-	VFMADD213PD tanhC4<>(SB), Y2, Y4
-	VFMADD213PD tanhC3<>(SB), Y2, Y4
-	VFMADD213PD tanhC2<>(SB), Y2, Y4
-	VFMADD213PD tanhOne<>(SB), Y2, Y4
-	VFMADD213PD tanhOne<>(SB), Y2, Y4   // e^r
+	VMOVUPS     tanhE7<>(SB), Y4
+	VFMADD213PS tanhE6<>(SB), Y2, Y4
+	VFMADD213PS tanhE5<>(SB), Y2, Y4
+	VFMADD213PS tanhE4<>(SB), Y2, Y4
+	VFMADD213PS tanhE3<>(SB), Y2, Y4
+	VFMADD213PS tanhE2<>(SB), Y2, Y4
+	VFMADD213PS Y14, Y2, Y4
+	VFMADD213PS Y14, Y2, Y4               // e^r
+	VCVTPS2DQ   Y3, Y5
+	VPSLLD      $23, Y5, Y5
+	VPADDD      Y5, Y4, Y4                // e = 2^k e^r (k <= 27: no overflow)
 
-	VCVTPD2DQY Y3, X5                   // 2^k from k's bits
-	VPMOVSXDQ  X5, Y5
-	VPADDQ     tanhBias<>(SB), Y5, Y5
-	VPSLLQ     $52, Y5, Y5
-	VMULPD     Y5, Y4, Y4               // e
+	VADDPS  Y14, Y4, Y4                   // e + 1
+	VMOVUPS tanhTwo<>(SB), Y6
+	VDIVPS  Y4, Y6, Y6                    // q = 2/(e+1)
+	VSUBPS  Y6, Y14, Y6                   // t = 1 - q
 
-	VADDPD  tanhOne<>(SB), Y4, Y6       // 1 + e
-	VMOVUPD tanhOne<>(SB), Y7
-	VSUBPD  Y4, Y7, Y7                  // 1 - e
-	VDIVPD  Y6, Y7, Y7                  // t
-	VANDPD  tanhSign<>(SB), Y0, Y8
-	VORPD   Y8, Y7, Y7                  // with x's sign
+	VMULPS      Y0, Y0, Y8                // z = x²
+	VMOVUPS     tanhP4<>(SB), Y9
+	VFMADD213PS tanhP3<>(SB), Y8, Y9
+	VFMADD213PS tanhP2<>(SB), Y8, Y9
+	VFMADD213PS tanhP1<>(SB), Y8, Y9
+	VFMADD213PS tanhP0<>(SB), Y8, Y9      // P(z)
+	VMULPS      Y8, Y0, Y10               // x³
+	VFMADD213PS Y0, Y10, Y9               // x + x³ P(z)
+	VCMPPS      $1, tanhSmall<>(SB), Y1, Y11
+	VBLENDVPS   Y11, Y9, Y6, Y6           // the polynomial where |x| < 0.55
+	VANDPS      tanhSign<>(SB), Y0, Y7
+	VORPS       Y7, Y6, Y6                // x's sign (-0 stays -0)
 
-	VMULPD      Y0, Y0, Y9              // z = x²
-	VMOVUPD     tanhT7<>(SB), Y10
-	VFMADD213PD tanhT5<>(SB), Y9, Y10
-	VFMADD213PD tanhT3<>(SB), Y9, Y10
-	VFMADD213PD tanhOne<>(SB), Y9, Y10
-	VMULPD      Y0, Y10, Y10            // the series
-	VCMPPD      $1, tanhSmall<>(SB), Y1, Y11
-	VBLENDVPD   Y11, Y10, Y7, Y7        // series where |x| < 0.0625
-	VCMPPD      $3, Y0, Y0, Y12
-	VBLENDVPD   Y12, Y0, Y7, Y7         // NaN stays NaN
-
-	VCVTPD2PSY Y7, X7
-	VMOVUPS    X7, (DX)
-	ADDQ       $16, SI
-	ADDQ       $16, DX
-	SUBQ       $4, CX
-	JMP        loop
+	VMOVUPS Y6, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     loop
 
 done:
 	VZEROUPPER

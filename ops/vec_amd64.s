@@ -215,3 +215,106 @@ axpytail:
 axpydone:
 	VZEROUPPER
 	RET
+
+// func saddnt(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i] for n a multiple of 32 and dst 32-byte aligned,
+// with non-temporal stores: for arrays far larger than the caches, the
+// result goes to memory without first reading its lines in.
+TEXT ·saddnt(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ n+24(FP), CX
+
+ntloop:
+	CMPQ     CX, $32
+	JL       ntdone
+	VMOVUPS  (SI), Y0
+	VMOVUPS  32(SI), Y1
+	VMOVUPS  64(SI), Y2
+	VMOVUPS  96(SI), Y3
+	VADDPS   (DI), Y0, Y0
+	VADDPS   32(DI), Y1, Y1
+	VADDPS   64(DI), Y2, Y2
+	VADDPS   96(DI), Y3, Y3
+	VMOVNTPS Y0, (DX)
+	VMOVNTPS Y1, 32(DX)
+	VMOVNTPS Y2, 64(DX)
+	VMOVNTPS Y3, 96(DX)
+	ADDQ     $128, SI
+	ADDQ     $128, DI
+	ADDQ     $128, DX
+	SUBQ     $32, CX
+	JMP      ntloop
+
+ntdone:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func ssum(x *float32, n int) float32
+// Returns the sum of x[0:n] with eight 8-wide accumulators (64 partial
+// sums, added pairwise at the end): enough independent adds in flight to
+// read at the cache's speed.
+TEXT ·ssum(SB), NOSPLIT, $0-20
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+sum64:
+	CMPQ   CX, $64
+	JL     sum8
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VADDPS 128(SI), Y4, Y4
+	VADDPS 160(SI), Y5, Y5
+	VADDPS 192(SI), Y6, Y6
+	VADDPS 224(SI), Y7, Y7
+	ADDQ   $256, SI
+	SUBQ   $64, CX
+	JMP    sum64
+
+sum8:
+	CMPQ   CX, $8
+	JL     sumfold
+	VADDPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JMP    sum8
+
+sumfold:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4E, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xB1, X0, X1
+	VADDSS       X1, X0, X0
+
+sumtail:
+	TESTQ  CX, CX
+	JE     sumdone
+	VADDSS (SI), X0, X0
+	ADDQ   $4, SI
+	DECQ   CX
+	JMP    sumtail
+
+sumdone:
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
