@@ -2,14 +2,16 @@
 # Runs eagerflow's benchmarks and its peers' in one go, on this machine, and
 # leaves the raw outputs in bench/out/ (benchstat reads them).
 #
-#   bench/run.sh            # 10 rounds
+#   bench/run.sh            # 10 rounds, then the table (bench/cmd/benchreport)
 #   COUNT=6 bench/run.sh
+#   WRITE=1 bench/run.sh    # also puts the table into bench/README.md and
+#                           # draws bench/results.png
 #
 # Shared machines are noisy, so the libraries are interleaved: each round
 # runs every eagerflow benchmark once, then every Go peer, then PyTorch and
 # NumPy, and benchstat takes the median of each over the rounds.
 #
-# Peers: gonum and Gorgonia (Go module bench/peers) always; PyTorch and NumPy
+# Peers: gonum, Gorgonia and GoMLX's pure-Go backend (Go module bench/peers) always; PyTorch and NumPy
 # when Debian's python3-torch and python3-numpy are installed, with OpenBLAS's
 # OpenMP build (libopenblas0-openmp) and OPENBLAS_CORETYPE set to the CPU's
 # kernel family (SkylakeX on AVX-512 machines, which OpenBLAS misdetects).
@@ -51,3 +53,8 @@ done
 for f in eagerflow go-peers python-peers; do
   [ -s "$out/$f.txt" ] && go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da "$out/$f.txt"
 done
+if [ "${WRITE:-0}" = 1 ]; then
+  go run ./bench/cmd/benchreport -out "$out" -md bench/README.md -png bench/results.png
+else
+  go run ./bench/cmd/benchreport -out "$out"
+fi

@@ -13,11 +13,13 @@ import numpy as np
 import torch
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+ELEMS_4M = 4 << 20
 torch.set_num_threads(THREADS)
 
 
-def report(name, fn, number=None, flops=None):
-    """Time fn, pick a count that runs ~0.25 s, print the best of 3 in ns/op."""
+def report(name, fn, number=None, flops=None, nbytes=None):
+    """Time fn, pick a count that runs ~0.25 s, print the best of 3 in ns/op
+    (with GFLOP/s for flops per call, GB/s for bytes moved per call)."""
     if number is None:
         number, t = 1, 0.0
         while t < 0.1:
@@ -28,6 +30,8 @@ def report(name, fn, number=None, flops=None):
     line = f"{name}-{THREADS}\t{number}\t{best * 1e9:.1f} ns/op"
     if flops:
         line += f"\t{flops / best / 1e9:.2f} GFLOP/s"
+    if nbytes:
+        line += f"\t{nbytes / best / 1e9:.2f} GB/s"
     print(line, flush=True)
 
 
@@ -40,9 +44,15 @@ def torch_benches():
     report("BenchmarkTorchEagerAdd1K", lambda: x + y)
     xg = torch.rand(1000, requires_grad=True)
     report("BenchmarkTorchEagerAddTaped1K", lambda: xg + y)
-    for n in (128, 512, 1024):
+    for n in (128, 512, 1024, 2048):
         m1, m2 = torch.rand(n, n), torch.rand(n, n)
         report(f"BenchmarkTorchMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
+    # BenchmarkAdd4M, Tanh4M, Sum4M: 4M float32 in [-2, 2); GB/s counts
+    # each array read or written once.
+    x4, y4 = torch.rand(ELEMS_4M) * 4 - 2, torch.rand(ELEMS_4M) * 4 - 2
+    report("BenchmarkTorchAdd4M", lambda: x4 + y4, nbytes=3 * 4 * ELEMS_4M)
+    report("BenchmarkTorchTanh4M", lambda: torch.tanh(x4), nbytes=2 * 4 * ELEMS_4M)
+    report("BenchmarkTorchSum4M", lambda: x4.sum(), nbytes=4 * ELEMS_4M)
     d1, d2 = torch.rand(1024, 1024, dtype=torch.float64), torch.rand(1024, 1024, dtype=torch.float64)
     report("BenchmarkTorchMatMulFloat64_1024", lambda: d1 @ d2, flops=2 * 1024**3)
 
@@ -135,9 +145,16 @@ def numpy_benches():
     report("BenchmarkNumPyAddScalar", lambda: a + b)
     x, y = np.random.rand(1000).astype(np.float32), np.random.rand(1000).astype(np.float32)
     report("BenchmarkNumPyAdd1K", lambda: x + y)
-    for n in (128, 512, 1024):
+    for n in (128, 512, 1024, 2048):
         m1, m2 = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
         report(f"BenchmarkNumPyMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
+    d1, d2 = np.random.rand(1024, 1024), np.random.rand(1024, 1024)
+    report("BenchmarkNumPyMatMulFloat64_1024", lambda: d1 @ d2, flops=2 * 1024**3)
+    x4 = (np.random.rand(ELEMS_4M) * 4 - 2).astype(np.float32)
+    y4 = (np.random.rand(ELEMS_4M) * 4 - 2).astype(np.float32)
+    report("BenchmarkNumPyAdd4M", lambda: x4 + y4, nbytes=3 * 4 * ELEMS_4M)
+    report("BenchmarkNumPyTanh4M", lambda: np.tanh(x4), nbytes=2 * 4 * ELEMS_4M)
+    report("BenchmarkNumPySum4M", lambda: x4.sum(), nbytes=4 * ELEMS_4M)
 
     def chain(v):
         for _ in range(3):
