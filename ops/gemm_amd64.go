@@ -108,3 +108,9 @@ func saddnt(dst, a, b *float32, n int)
 
 //go:noescape
 func ssum(x *float32, n int) float32
+
+//go:noescape
+func srelu(dst, x *float32, n int)
+
+//go:noescape
+func sreluGrad(dst, x, dy *float32, n int)

@@ -22,3 +22,7 @@ func saxpy(dst, x *float32, a float32, n int) { panic("ops: no vector kernel in 
 func saddnt(dst, a, b *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func ssum(x *float32, n int) float32 { panic("ops: no vector kernel in this build") }
+
+func srelu(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func sreluGrad(dst, x, dy *float32, n int) { panic("ops: no vector kernel in this build") }

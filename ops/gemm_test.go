@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -234,6 +235,39 @@ func TestStreamingAddAndSum(t *testing.T) {
 		}
 		if got := ssum(&a[0], m); !approx.Close(float64(got), want, 1e-4) {
 			t.Errorf("ssum of %d: %v, want %v", m, got, want)
+		}
+	}
+}
+
+// srelu and sreluGrad against the Go loops' rules, NaN and -0 included,
+// over lengths around the vector width.
+func TestReluKernels(t *testing.T) {
+	if !haveVecKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	nan := float32(math.NaN())
+	for _, n := range []int{1, 7, 8, 9, 17, 100} {
+		x := make([]float32, n)
+		dy := make([]float32, n)
+		for i := range x {
+			x[i] = []float32{-1.5, 0, 2, nan, float32(math.Copysign(0, -1)), 1e-30, -3}[i%7]
+			dy[i] = float32(i) + 0.5
+		}
+		o, g := make([]float32, n+1), make([]float32, n+1)
+		o[n], g[n] = 7, 7
+		srelu(&o[0], &x[0], n)
+		sreluGrad(&g[0], &x[0], &dy[0], n)
+		for i, v := range x {
+			want, wantG := float32(0), float32(0)
+			if v > 0 {
+				want, wantG = v, dy[i]
+			}
+			if math.Float32bits(o[i]) != math.Float32bits(want) || g[i] != wantG {
+				t.Fatalf("n=%d x=%v: relu %v grad %v, want %v and %v", n, v, o[i], g[i], want, wantG)
+			}
+		}
+		if o[n] != 7 || g[n] != 7 {
+			t.Fatalf("n=%d: wrote past the end", n)
 		}
 	}
 }

@@ -32,6 +32,14 @@ func TestGradients(t *testing.T) {
 		{"Sign", func(x []T) T { return ops.Mul(ops.Sign(x[0]), x[0]) }, []T{rnd(1, 0.1, 1, 5)}},
 		{"Square", func(x []T) T { return ops.Square(x[0]) }, []T{rnd(1, -1, 1, 5)}},
 		{"Relu", func(x []T) T { return ops.Relu(x[0]) }, []T{rnd(1, -1, 1, 9)}},
+		// Relu's backward (the ReluGrad op) differentiated again, in dy.
+		{"ReluGrad", func(x []T) T {
+			inner := tape.New()
+			inner.Watch(x[0])
+			y := ops.Sum(ops.Mul(ops.Relu(x[0]), x[1]))
+			inner.Stop()
+			return inner.Gradient(y, x[0])[0]
+		}, []T{rnd(1, -1, 1, 9), rnd(2, -1, 1, 9)}},
 		{"Exp", func(x []T) T { return ops.Exp(x[0]) }, []T{rnd(1, -1, 1, 5)}},
 		{"Log", func(x []T) T { return ops.Log(x[0]) }, []T{rnd(1, 0.5, 2, 5)}},
 		{"Sqrt", func(x []T) T { return ops.Sqrt(x[0]) }, []T{rnd(1, 0.5, 2, 5)}},

@@ -100,6 +100,10 @@ func squareLoop[T tensor.Num](o, x []T) {
 
 func reluLoop[T tensor.Num](o, x []T) {
 	x = x[:len(o)]
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 {
+		srelu(&o32[0], &any(x).([]float32)[0], len(o))
+		return
+	}
 	for i := range o {
 		if v := x[i]; v > 0 {
 			o[i] = v
@@ -134,7 +138,7 @@ func copyKernel(c *eager.Call, outs []*tensor.Tensor) {
 	copy(outs[0].HostBytes(), c.Inputs[0].HostBytes())
 }
 
-var negOp, absOp, signOp, squareOp, reluOp, expOp, logOp, sqrtOp, rsqrtOp, tanhOp, sigmoidOp, identityOp, stopGradientOp *eager.Op
+var negOp, absOp, signOp, squareOp, reluOp, reluGradOp, expOp, logOp, sqrtOp, rsqrtOp, tanhOp, sigmoidOp, identityOp, stopGradientOp *eager.Op
 
 func init() {
 	negOp = numOp("Neg", func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{Neg(g.OutGrads[0])} },
@@ -155,9 +159,28 @@ func init() {
 	}, squareLoop[float32], squareLoop[float64], squareLoop[int32], squareLoop[int64], squareLoop[uint8])
 
 	reluOp = numOp("Relu", func(g *eager.Grad) []*tensor.Tensor {
-		x := g.Inputs[0]
-		return []*tensor.Tensor{Select(Gt(x, ScalarLike(x, 0)), g.OutGrads[0], ZerosLike(x))}
+		return []*tensor.Tensor{reluGrad(g.Inputs[0], g.OutGrads[0])}
 	}, reluLoop[float32], reluLoop[float64], reluLoop[int32], reluLoop[int64], reluLoop[uint8])
+
+	// ReluGrad(x, dy) is Relu's backward in one pass: dy where x > 0, else
+	// 0. Its own gradient (for second derivatives) is ReluGrad again for dy
+	// and none for x, where Relu's derivative is piecewise constant.
+	reluGradOp = eager.Register(cpuKernels{
+		f32: reluGradKernel[float32], f64: reluGradKernel[float64], i32: reluGradKernel[int32],
+		i64: reluGradKernel[int64], u8: reluGradKernel[uint8],
+	}.register(&eager.Op{
+		Name: "ReluGrad", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, dy := c.Inputs[0], c.Inputs[1]
+			if !x.Shape().Equal(dy.Shape()) {
+				c.Fail(tensor.ErrShape, "x %v and dy %v differ in shape", x.Shape(), dy.Shape())
+			}
+			return c.Out1(dy.DType(), dy.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			return []*tensor.Tensor{nil, reluGrad(g.Inputs[0], g.OutGrads[0])}
+		},
+	}))
 
 	expOp = floatOp("Exp", exp32, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], g.Outputs[0])}
@@ -210,6 +233,26 @@ func Sign(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(signOp, nil, x) }
 
 // Square returns x*x.
 func Square(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(squareOp, nil, x) }
+
+func reluGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(reluGradOp, nil, x, dy) }
+
+func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
+	cpu(c).Parallel(len(o), 1, func(lo, hi int) {
+		xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
+		if o32, ok := any(os).([]float32); ok && haveVecKernels && len(os) > 0 {
+			sreluGrad(&o32[0], &any(xs).([]float32)[0], &any(ds).([]float32)[0], len(os))
+			return
+		}
+		for i := range os {
+			if xs[i] > 0 {
+				os[i] = ds[i]
+			} else {
+				os[i] = 0
+			}
+		}
+	})
+}
 
 // Relu returns max(x, 0).
 func Relu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(reluOp, nil, x) }

@@ -318,3 +318,78 @@ sumdone:
 	VZEROUPPER
 	MOVSS X0, ret+16(FP)
 	RET
+
+// func srelu(dst, x *float32, n int)
+// dst[i] = x[i] where x[i] > 0, else 0 (NaN gives 0, as the Go loop does):
+// MAXPS returns its second source when either is NaN, and that is zero.
+TEXT ·srelu(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DX
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y2, Y2, Y2
+
+relu8:
+	CMPQ    CX, $8
+	JL      relutail
+	VMOVUPS (SI), Y0
+	VMAXPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     relu8
+
+relutail:
+	TESTQ  CX, CX
+	JE     reludone
+	VMOVSS (SI), X0
+	VMAXSS X2, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    relutail
+
+reludone:
+	VZEROUPPER
+	RET
+
+// func sreluGrad(dst, x, dy *float32, n int)
+// dst[i] = dy[i] where x[i] > 0, else 0 (an ordered compare: NaN gives 0).
+TEXT ·sreluGrad(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DX
+	MOVQ   x+8(FP), SI
+	MOVQ   dy+16(FP), DI
+	MOVQ   n+24(FP), CX
+	VXORPS Y2, Y2, Y2
+
+rgrad8:
+	CMPQ    CX, $8
+	JL      rgradtail
+	VMOVUPS (SI), Y0
+	VCMPPS  $0x1e, Y2, Y0, Y1     // x > 0, ordered
+	VANDPS  (DI), Y1, Y1
+	VMOVUPS Y1, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     rgrad8
+
+rgradtail:
+	TESTQ  CX, CX
+	JE     rgraddone
+	VMOVSS (SI), X0
+	VCMPSS $0x1e, X2, X0, X1
+	VMOVSS (DI), X3
+	VANDPS X3, X1, X1
+	VMOVSS X1, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    rgradtail
+
+rgraddone:
+	VZEROUPPER
+	RET
