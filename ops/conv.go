@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -389,6 +390,9 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 		fail("Conv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
 	}
 	h, w := hw(x, o.Format)
+	if a, ok := nchwConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
+		return eager.Run1(conv2DNCHWOp, a, x, filter)
+	}
 	return Conv(x, filter, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
 }
 
@@ -397,7 +401,17 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 // (TensorFlow's Conv2DBackpropInput). It is what the tape computes for a
 // recorded Conv2D.
 func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	if inputShape.Rank() != 4 || filter.Rank() != 4 {
+		fail("Conv2DBackpropInput", tensor.ErrRank, []*tensor.Tensor{filter, dy}, "needs a rank-4 input shape and filter, got %v and %v", inputShape, filter.Shape())
+	}
 	h, w := hwOf(inputShape, o.Format)
+	if a, ok := nchwConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
+		dx := eager.Run1(conv2DNCHWInputOp, a, filter, dy)
+		if !dx.Shape().Equal(inputShape) {
+			fail("Conv2DBackpropInput", tensor.ErrShape, []*tensor.Tensor{filter, dy}, "input shape %v does not match filter %v and dy %v (they give %v)", inputShape, filter.Shape(), dy.Shape(), dx.Shape())
+		}
+		return dx
+	}
 	return convBackpropInput(inputShape, filter, dy, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
 }
 
@@ -405,7 +419,17 @@ func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o C
 // filter, given the input, the filter's shape and dy (TensorFlow's
 // Conv2DBackpropFilter).
 func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	if x.Rank() != 4 || filterShape.Rank() != 4 {
+		fail("Conv2DBackpropFilter", tensor.ErrRank, []*tensor.Tensor{x, dy}, "needs a rank-4 input and filter shape, got %v and %v", x.Shape(), filterShape)
+	}
 	h, w := hw(x, o.Format)
+	if a, ok := nchwConv(o, h, w, filterShape[0], filterShape[1]); ok {
+		df := eager.Run1(conv2DNCHWFilterOp, a, x, dy)
+		if !df.Shape().Equal(filterShape) {
+			fail("Conv2DBackpropFilter", tensor.ErrShape, []*tensor.Tensor{x, dy}, "filter shape %v does not match input %v and dy %v (they give %v)", filterShape, x.Shape(), dy.Shape(), df.Shape())
+		}
+		return df
+	}
 	return convBackpropFilter(x, filterShape, dy, o.convOpts(h, w, filterShape[0], filterShape[1]))
 }
 

@@ -133,14 +133,23 @@ func pickGemmKernel[T gemmElem](m int) gemmKernel[T] {
 // transB), and c, [m, n], is overwritten. Work is split across the
 // device's workers by rows of c, or by columns when c has few rows.
 func gemm[T gemmElem](dev *device.CPUDevice, m, n, k int, a []T, transA bool, b []T, transB bool, c []T) {
+	gemmAcc(dev, m, n, k, a, transA, b, transB, c, false)
+}
+
+// gemmAcc is gemm that adds op(a)·op(b) to c when accumulate is set, and
+// runs on the calling goroutine alone when dev is nil (for callers that
+// split their work across the workers themselves).
+func gemmAcc[T gemmElem](dev *device.CPUDevice, m, n, k int, a []T, transA bool, b []T, transB bool, c []T, accumulate bool) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 {
-		clear(c[:m*n])
+		if !accumulate {
+			clear(c[:m*n])
+		}
 		return
 	}
-	gemmWith(dev, pickGemmKernel[T](m), m, n, k, a, transA, b, transB, c)
+	gemmWith(dev, pickGemmKernel[T](m), m, n, k, a, transA, b, transB, c, accumulate)
 }
 
 // gemmOperands is one call's matrices and flags, shared by the packing and
@@ -150,6 +159,7 @@ type gemmOperands[T gemmElem] struct {
 	m, n, k        int
 	a, b, c        []T
 	transA, transB bool
+	accumulate     bool // add to c instead of overwriting it
 }
 
 // gemmBlock is one (column block, depth block) step: B's packed panels (or
@@ -162,10 +172,14 @@ type gemmBlock[T gemmElem] struct {
 	accumulate bool
 }
 
-func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int, a []T, transA bool, b []T, transB bool, c []T) {
-	g := gemmOperands[T]{kern: kern, m: m, n: n, k: k, a: a, b: b, c: c, transA: transA, transB: transB}
+func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int, a []T, transA bool, b []T, transB bool, c []T, accumulate bool) {
+	g := gemmOperands[T]{kern: kern, m: m, n: n, k: k, a: a, b: b, c: c, transA: transA, transB: transB, accumulate: accumulate}
 	mr, nr := kern.mr, kern.nr
 	rowPanels, colPanels := (m+mr-1)/mr, (n+nr-1)/nr
+	if dev == nil {
+		g.rect(0, rowPanels, 0, n)
+		return
+	}
 	// Each worker computes its own rectangle of C with its own packed
 	// copies of A (and of B where B is packed), so no core waits on cache
 	// lines another core wrote. Rows are split when every worker gets a
@@ -202,7 +216,7 @@ func (g *gemmOperands[T]) rect(i0, i1, c0, c1 int) {
 		ncur := min(gemmNC, c1-jc)
 		colPanels := (ncur + nr - 1) / nr
 		for pc := 0; pc < g.k; pc += gemmKC {
-			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(gemmKC, g.k-pc), accumulate: pc > 0}
+			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(gemmKC, g.k-pc), accumulate: pc > 0 || g.accumulate}
 			switch {
 			case packB:
 				for j := range colPanels {
@@ -314,14 +328,20 @@ func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
 	c0 := blk.jc + j*nr
 	cols := min(nr, blk.jc+blk.ncur-c0)
 	if g.transB { // b is [n, k]: its row x is column x of op(b)
-		for x := 0; x < cols; x++ {
-			for p, v := range g.b[(c0+x)*g.k+blk.pc:][:kc] {
-				dst[p*nr+x] = v
+		// In blocks of 16 steps: each source row gives one cache line per
+		// block, and the block's 16 panel rows stay in L1 for the writes.
+		// (Walking the source rows side by side instead thrashes L1 when
+		// k is a multiple of 1024: every row maps to the same cache set.)
+		for p0 := 0; p0 < kc; p0 += 16 {
+			p1 := min(p0+16, kc)
+			for x := 0; x < cols; x++ {
+				src := g.b[(c0+x)*g.k+blk.pc+p0 : (c0+x)*g.k+blk.pc+p1]
+				for i, v := range src {
+					dst[(p0+i)*nr+x] = v
+				}
 			}
-		}
-		for x := cols; x < nr; x++ {
-			for p := 0; p < kc; p++ {
-				dst[p*nr+x] = 0
+			for p := p0; p < p1; p++ {
+				clear(dst[p*nr+cols : (p+1)*nr])
 			}
 		}
 		return

@@ -84,7 +84,7 @@ func testGemmReference[T gemmElem](t *testing.T, tol float64) {
 					for i := range got {
 						got[i] = 99 // gemm overwrites c
 					}
-					gemmWith(device.Host(), kern, m, n, k, aa, ta, bb, tb, got)
+					gemmWith(device.Host(), kern, m, n, k, aa, ta, bb, tb, got, false)
 					g64 := make([]float64, len(got))
 					for i, v := range got {
 						g64[i] = float64(v)

@@ -190,6 +190,26 @@ func TestDepthwiseConv2D(t *testing.T) {
 	}
 }
 
+// The NCHW convolution and its two backprop ops, each differentiated in
+// every input (so second derivatives through a convolution are right).
+func TestConv2DNCHWGradients(t *testing.T) {
+	o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}, Format: ops.NCHW}
+	x, f := rnd(1, -1, 1, 2, 3, 5, 6), rnd(2, -1, 1, 3, 2, 3, 4)
+	dy := rnd(3, -1, 1, ops.Conv2D(x, f, o).Shape()...)
+	for name, c := range map[string]struct {
+		f  func([]T) T
+		in []T
+	}{
+		"forward":         {func(in []T) T { return ops.Conv2D(in[0], in[1], o) }, []T{x, f}},
+		"backprop input":  {func(in []T) T { return ops.Conv2DBackpropInput(x.Shape(), in[0], in[1], o) }, []T{f, dy}},
+		"backprop filter": {func(in []T) T { return ops.Conv2DBackpropFilter(in[0], f.Shape(), in[1], o) }, []T{x, dy}},
+	} {
+		if r := tape.CheckGradient(c.f, c.in, 0); r.MaxError > 1e-6 {
+			t.Errorf("%s: %v", name, r)
+		}
+	}
+}
+
 func TestConv2DBackpropsMatchTheTape(t *testing.T) {
 	for _, o := range []ops.Conv2DOpts{
 		{Padding: ops.Same, Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}},
@@ -265,6 +285,7 @@ func TestWindowGradients(t *testing.T) {
 func TestWindowBadInput(t *testing.T) {
 	x := tensor.Zeros(tensor.Float32, 2, 5, 5, 3)
 	f := tensor.Zeros(tensor.Float32, 3, 3, 3, 4)
+	nchw := ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}
 	runBadInput(t, []badInput{
 		{"window rank", func() { ops.ReduceWindow(x, tensor.Scalar(float32(0)), ops.ReduceSum, ops.Window{Dims: []int{2, 2}}) }, tensor.ErrRank, "2 window dimensions for rank 4"},
 		{"zero stride", func() {
@@ -283,6 +304,21 @@ func TestWindowBadInput(t *testing.T) {
 			d.InFeature = 0
 			ops.Conv(x, f, ops.ConvOpts{Dims: d})
 		}, tensor.ErrAttr, "not a permutation"},
+		{"nchw conv channels", func() {
+			ops.Conv2D(tensor.Zeros(tensor.Float32, 2, 3, 5, 5), tensor.Zeros(tensor.Float32, 3, 3, 2, 4), nchw)
+		}, tensor.ErrShape, "expects 2 input channels"},
+		{"nchw conv too small", func() {
+			ops.Conv2D(tensor.Zeros(tensor.Float32, 2, 3, 2, 5), f, ops.Conv2DOpts{Format: ops.NCHW})
+		}, tensor.ErrShape, "does not fit the padded 2x5 input"},
+		{"nchw backprop input dy", func() {
+			ops.Conv2DBackpropInput(tensor.Shape{2, 3, 5, 5}, f, tensor.Zeros(tensor.Float32, 2, 4, 4, 5), nchw)
+		}, tensor.ErrShape, "the convolution's output is [2 4 5 5]"},
+		{"nchw backprop input shape", func() {
+			ops.Conv2DBackpropInput(tensor.Shape{2, 1, 5, 5}, f, tensor.Zeros(tensor.Float32, 2, 4, 5, 5), nchw)
+		}, tensor.ErrShape, "does not match filter"},
+		{"nchw backprop filter dy", func() {
+			ops.Conv2DBackpropFilter(tensor.Zeros(tensor.Float32, 2, 3, 5, 5), f.Shape(), tensor.Zeros(tensor.Float32, 1, 4, 5, 5), nchw)
+		}, tensor.ErrShape, "dy is [1 4 5 5]"},
 		{"pool size", func() { ops.MaxPool2D(x, ops.PoolOpts{}) }, tensor.ErrAttr, "must be positive"},
 		{"patches pad", func() { ops.ExtractPatches(x, tensor.Zeros(tensor.Float32, 1), ops.Window{Dims: []int{1, 1, 1, 1}}) }, tensor.ErrRank, "must be a scalar"},
 	})

@@ -1,0 +1,379 @@
+package ops
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Conv2D on NCHW batches as its own three ops (forward and the two
+// backprops), each image a GEMM against its "im2row" matrix: row (c, kh, kw)
+// holds input channel c shifted by tap (kh, kw) over the output positions.
+// Then Y_n [O, OH*OW] = F [O, C*KH*KW] · P_n is already image n's NCHW
+// output, and the input lands in P_n by row copies (no transposes of the
+// batch, as the general lowering in conv.go needs for this layout).
+
+// conv2DNCHW holds what the three ops share besides their inputs: strides,
+// dilations, the padding of the top and left edges, and the input's height
+// and width (the output's size follows from them and the filter's).
+type conv2DNCHW struct {
+	sh, sw, dh, dw int
+	pt, pb, pl, pr int
+	h, w           int // the input's height and width
+	kh, kw         int // the filter's
+}
+
+func (a conv2DNCHW) String() string {
+	return fmt.Sprintf("strides=[%d %d] dilations=[%d %d] pads=[%d %d %d %d] input=%dx%d filter=%dx%d",
+		a.sh, a.sw, a.dh, a.dw, a.pt, a.pb, a.pl, a.pr, a.h, a.w, a.kh, a.kw)
+}
+
+// nchwConv returns the fast path's attributes for Conv2D options and an
+// input of h x w with a kh x kw filter, and whether the fast path applies
+// (NCHW, no negative padding).
+func nchwConv(o Conv2DOpts, h, w, kh, kw int) (conv2DNCHW, bool) {
+	if o.Format != NCHW {
+		return conv2DNCHW{}, false
+	}
+	co := o.convOpts(h, w, kh, kw)
+	a := conv2DNCHW{sh: co.Strides[0], sw: co.Strides[1], dh: co.RhsDilation[0], dw: co.RhsDilation[1],
+		pt: co.Padding[0][0], pb: co.Padding[0][1], pl: co.Padding[1][0], pr: co.Padding[1][1], h: h, w: w, kh: kh, kw: kw}
+	ok := a.pt >= 0 && a.pb >= 0 && a.pl >= 0 && a.pr >= 0
+	return a, ok
+}
+
+// geometry of one call: batch n, channels c and o, filter kh x kw, output
+// oh x ow.
+type nchwGeom struct {
+	conv2DNCHW
+	n, c, o, kh, kw, oh, ow int
+}
+
+func (g nchwGeom) taps() int { return g.c * g.kh * g.kw }
+
+// outSize is the output length of one spatial dimension, or -1 when the
+// (dilated) filter does not fit in the padded input.
+func nchwOut(in, pads, k, d, s int) int {
+	span := (k-1)*d + 1
+	if in+pads < span {
+		return -1
+	}
+	return (in+pads-span)/s + 1
+}
+
+func (a conv2DNCHW) geom(c *eager.Call, n, ch, o int) nchwGeom {
+	kh, kw := a.kh, a.kw
+	g := nchwGeom{conv2DNCHW: a, n: n, c: ch, o: o, kh: kh, kw: kw,
+		oh: nchwOut(a.h, a.pt+a.pb, kh, a.dh, a.sh), ow: nchwOut(a.w, a.pl+a.pr, kw, a.dw, a.sw)}
+	if g.oh < 0 || g.ow < 0 {
+		c.Fail(tensor.ErrShape, "a %dx%d filter (dilations %d, %d) does not fit the padded %dx%d input", kh, kw, a.dh, a.dw, a.h, a.w)
+	}
+	return g
+}
+
+// rank4 fails the call unless t has rank 4.
+func rank4(c *eager.Call, t *tensor.Tensor, what string) {
+	if t.Rank() != 4 {
+		c.Fail(tensor.ErrRank, "%s needs rank 4 %s, got %v", what, map[string]string{
+			"input": "[N, C, H, W]", "filter": "[KH, KW, C, O]", "dy": "[N, O, OH, OW]"}[what], t.Shape())
+	}
+}
+
+// checkDy checks an output gradient against the batch, the filter's output
+// channels and the output size.
+func checkDy(c *eager.Call, dy *tensor.Tensor, g nchwGeom) {
+	rank4(c, dy, "dy")
+	if want := (tensor.Shape{g.n, g.o, g.oh, g.ow}); !dy.Shape().Equal(want) {
+		c.Fail(tensor.ErrShape, "dy is %v, the convolution's output is %v", dy.Shape(), want)
+	}
+}
+
+var conv2DNCHWOp, conv2DNCHWInputOp, conv2DNCHWFilterOp *eager.Op
+
+func init() {
+	conv2DNCHWOp = eager.Register(cpuKernels{f32: conv2DNCHWKernel[float32], f64: conv2DNCHWKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DNCHW", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
+			rank4(c, x, "input")
+			rank4(c, f, "filter")
+			if f.Dim(0) != a.kh || f.Dim(1) != a.kw || x.Dim(2) != a.h || x.Dim(3) != a.w {
+				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v and filter %v", a, x.Shape(), f.Shape())
+			}
+			if f.Dim(2) != x.Dim(1) {
+				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), x.Dim(1))
+			}
+			g := a.geom(c, x.Dim(0), x.Dim(1), f.Dim(3))
+			return c.Out1(x.DType(), tensor.Shape{g.n, g.o, g.oh, g.ow})
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWInputOp, a, f, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWFilterOp, a, x, dy) }),
+			}
+		},
+	}))
+	// dx = Bi(f, dy), the adjoint of the convolution in x: its gradient in
+	// f is Bf(ddx, dy) and in dy the convolution of ddx with f.
+	conv2DNCHWInputOp = eager.Register(cpuKernels{f32: conv2DNCHWInputKernel[float32], f64: conv2DNCHWInputKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DNCHWBackpropInput", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
+			rank4(c, f, "filter")
+			rank4(c, dy, "dy")
+			if f.Dim(0) != a.kh || f.Dim(1) != a.kw {
+				c.Fail(tensor.ErrAttr, "attributes %v do not match filter %v", a, f.Shape())
+			}
+			g := a.geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
+			checkDy(c, dy, g)
+			return c.Out1(dy.DType(), tensor.Shape{g.n, g.c, g.h, g.w})
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWFilterOp, a, ddx, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWOp, a, ddx, f) }),
+			}
+		},
+	}))
+	// df = Bf(x, dy), the adjoint in the filter: its gradient in x is
+	// Bi(ddf, dy) and in dy the convolution of x with ddf.
+	conv2DNCHWFilterOp = eager.Register(cpuKernels{f32: conv2DNCHWFilterKernel[float32], f64: conv2DNCHWFilterKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DNCHWBackpropFilter", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
+			rank4(c, x, "input")
+			rank4(c, dy, "dy")
+			if x.Dim(2) != a.h || x.Dim(3) != a.w {
+				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v", a, x.Shape())
+			}
+			g := a.geom(c, x.Dim(0), x.Dim(1), dy.Dim(1))
+			checkDy(c, dy, g)
+			return c.Out1(x.DType(), tensor.Shape{g.kh, g.kw, g.c, g.o})
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWInputOp, a, ddf, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWOp, a, x, ddf) }),
+			}
+		},
+	}))
+}
+
+// span returns the output columns [lo, hi) whose input column ow*s+off lies
+// in [0, w).
+func span(off, s, w, ow int) (int, int) {
+	lo := 0
+	if off < 0 {
+		lo = (-off + s - 1) / s
+	}
+	hi := ow
+	if last := w - 1 - off; last < 0 {
+		hi = 0
+	} else {
+		hi = min(hi, last/s+1)
+	}
+	return min(lo, hi), hi
+}
+
+// im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
+func im2row[T tensor.Float](p, x []T, g nchwGeom) {
+	ohw := g.oh * g.ow
+	for c := 0; c < g.c; c++ {
+		for kh := 0; kh < g.kh; kh++ {
+			for kw := 0; kw < g.kw; kw++ {
+				row := p[((c*g.kh+kh)*g.kw+kw)*ohw:][:ohw]
+				off := kw*g.dw - g.pl
+				lo, hi := span(off, g.sw, g.w, g.ow)
+				for oh := 0; oh < g.oh; oh++ {
+					seg := row[oh*g.ow : (oh+1)*g.ow]
+					ih := oh*g.sh + kh*g.dh - g.pt
+					if ih < 0 || ih >= g.h {
+						clear(seg)
+						continue
+					}
+					src := x[(c*g.h+ih)*g.w:][:g.w]
+					clear(seg[:lo])
+					clear(seg[hi:])
+					if g.sw == 1 {
+						copy(seg[lo:hi], src[lo+off:hi+off])
+						continue
+					}
+					for ow := lo; ow < hi; ow++ {
+						seg[ow] = src[ow*g.sw+off]
+					}
+				}
+			}
+		}
+	}
+}
+
+// row2im adds p [C*KH*KW, OH*OW] back into one image's gradient dx [C, H,
+// W], the adjoint of im2row.
+func row2im[T tensor.Float](dx, p []T, g nchwGeom) {
+	ohw := g.oh * g.ow
+	for c := 0; c < g.c; c++ {
+		for kh := 0; kh < g.kh; kh++ {
+			for kw := 0; kw < g.kw; kw++ {
+				row := p[((c*g.kh+kh)*g.kw+kw)*ohw:][:ohw]
+				off := kw*g.dw - g.pl
+				lo, hi := span(off, g.sw, g.w, g.ow)
+				if lo >= hi {
+					continue
+				}
+				for oh := 0; oh < g.oh; oh++ {
+					ih := oh*g.sh + kh*g.dh - g.pt
+					if ih < 0 || ih >= g.h {
+						continue
+					}
+					seg := row[oh*g.ow : (oh+1)*g.ow]
+					dst := dx[(c*g.h+ih)*g.w:][:g.w]
+					if g.sw == 1 {
+						addInto(dst[lo+off:hi+off], seg[lo:hi])
+						continue
+					}
+					for ow := lo; ow < hi; ow++ {
+						dst[ow*g.sw+off] += seg[ow]
+					}
+				}
+			}
+		}
+	}
+}
+
+// addInto sets dst += x, with the AVX2 kernel for float32.
+func addInto[T tensor.Float](dst, x []T) {
+	if d32, ok := any(dst).([]float32); ok && haveVecKernels && len(dst) > 0 {
+		sadd(&d32[0], &d32[0], &any(x).([]float32)[0], len(d32))
+		return
+	}
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+// tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in
+// im2row's order.
+func tapMajor[T tensor.Float](dst, f []T, g nchwGeom) {
+	for kh := 0; kh < g.kh; kh++ {
+		for kw := 0; kw < g.kw; kw++ {
+			for c := 0; c < g.c; c++ {
+				copy(dst[((c*g.kh+kh)*g.kw+kw)*g.o:][:g.o], f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o])
+			}
+		}
+	}
+}
+
+// filterOfT is the inverse of tapMajor for a transposed source: src is
+// [O, C*KH*KW], f is [KH, KW, C, O].
+func filterOfT[T tensor.Float](f, src []T, g nchwGeom) {
+	taps := g.taps()
+	for kh := 0; kh < g.kh; kh++ {
+		for kw := 0; kw < g.kw; kw++ {
+			for c := 0; c < g.c; c++ {
+				t := (c*g.kh+kh)*g.kw + kw
+				row := f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o]
+				for o := range row {
+					row[o] = src[o*taps+t]
+				}
+			}
+		}
+	}
+}
+
+// perImage runs fn(n, scratch) over the batch: images in parallel, one
+// GEMM each on its worker, when the batch has an image per worker; else
+// image by image, each GEMM split across the workers. Each goroutine gets
+// size elements of scratch, passed to start before its first image and to
+// done after its last (either may be nil).
+func perImage[T tensor.Float](c *eager.Call, g nchwGeom, size int, start func(s []T), fn func(n int, s []T, parallelGemm bool), done func(s []T)) {
+	run := func(lo, hi int, par bool) {
+		s, buf := gemmScratch[T](size)
+		if start != nil {
+			start(s)
+		}
+		for n := lo; n < hi; n++ {
+			fn(n, s, par)
+		}
+		if done != nil {
+			done(s)
+		}
+		putGemmScratch(buf)
+	}
+	dev := cpu(c)
+	if g.n < dev.Workers() {
+		run(0, g.n, true)
+		return
+	}
+	cost := float64(g.o*g.taps()*g.oh*g.ow) / 16
+	dev.Parallel(g.n, cost, func(lo, hi int) { run(lo, hi, false) })
+}
+
+// gemmOn is gemm (out = a·b, or out += a·b when accumulate), split across
+// the workers or on this goroutine alone.
+func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA bool, b []T, transB bool, out []T, accumulate bool) {
+	dev := cpu(c)
+	if !parallel {
+		dev = nil
+	}
+	gemmAcc(dev, m, n, k, a, transA, b, transB, out, accumulate)
+}
+
+func conv2DNCHWKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, f := c.Inputs[0], c.Inputs[1]
+	g := c.Attrs.(conv2DNCHW).geom(c, x.Dim(0), x.Dim(1), f.Dim(3))
+	xv, yv := data[T](x), data[T](outs[0])
+	taps, ohw := g.taps(), g.oh*g.ow
+	fm, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	tapMajor(fm, data[T](f), g)
+	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
+		im2row(p, xv[n*g.c*g.h*g.w:], g)
+		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yv[n*g.o*ohw:(n+1)*g.o*ohw], false)
+	}, nil)
+}
+
+func conv2DNCHWInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	f, dy := c.Inputs[0], c.Inputs[1]
+	g := c.Attrs.(conv2DNCHW).geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
+	dyv, dx := data[T](dy), data[T](outs[0])
+	taps, ohw, img := g.taps(), g.oh*g.ow, g.c*g.h*g.w
+	fm, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	tapMajor(fm, data[T](f), g)
+	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
+		gemmOn(c, par, taps, ohw, g.o, fm, false, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, p, false)
+		d := dx[n*img : (n+1)*img]
+		clear(d)
+		row2im(d, p, g)
+	}, nil)
+}
+
+func conv2DNCHWFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy := c.Inputs[0], c.Inputs[1]
+	g := c.Attrs.(conv2DNCHW).geom(c, x.Dim(0), x.Dim(1), dy.Dim(1))
+	xv, dyv := data[T](x), data[T](dy)
+	taps, ohw := g.taps(), g.oh*g.ow
+	// Each goroutine sums its images' products into its own [O, taps]
+	// block after its im2row scratch; the blocks are added at the end.
+	var mu sync.Mutex
+	total, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	clear(total)
+	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
+		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
+		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ: O rows fit the 4-row
+		// kernel and taps fill most of a 32-wide tile.
+		gemmOn(c, par, g.o, taps, ohw, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, s[:taps*ohw], true, s[taps*ohw:], true)
+	}, func(s []T) {
+		mu.Lock()
+		addInto(total, s[taps*ohw:])
+		mu.Unlock()
+	})
+	filterOfT(data[T](outs[0]), total, g)
+}
