@@ -189,7 +189,8 @@ func BenchmarkConv2DTrainStep(b *testing.B) {
 		tp := tape.New()
 		tp.Watch(x, f)
 		y := ops.Conv2D(x, f, opts)
-		tp.Gradient(y, x, f)
+		releaseAll(tp.Gradient(y, x, f)...)
+		y.Release() // buffers go back to the device cache for the next step
 	}
 }
 
@@ -203,7 +204,15 @@ func BenchmarkMaxPoolTrainStep(b *testing.B) {
 		tp := tape.New()
 		tp.Watch(x)
 		y := ops.MaxPool2D(x, opts)
-		tp.Gradient(y, x)
+		releaseAll(tp.Gradient(y, x)...)
+		y.Release()
+	}
+}
+
+// releaseAll returns the tensors' buffers to their device's cache.
+func releaseAll(ts ...*tensor.Tensor) {
+	for _, t := range ts {
+		t.Release()
 	}
 }
 

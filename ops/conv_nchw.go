@@ -180,6 +180,17 @@ func span(off, s, w, ow int) (int, int) {
 	return min(lo, hi), hi
 }
 
+// shifted reports whether every im2row row is its input plane shifted by
+// a constant (stride 1 with the output as wide as the input, as "same"
+// padding gives), and the rows [lo, hi) of the output whose input row
+// exists for filter row kh.
+func (g nchwGeom) shifted(kh int) (ok bool, lo, hi int) {
+	if g.sh != 1 || g.sw != 1 || g.ow != g.w {
+		return false, 0, 0
+	}
+	return true, max(0, g.pt-kh*g.dh), min(g.oh, g.h+g.pt-kh*g.dh)
+}
+
 // im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
 func im2row[T tensor.Float](p, x []T, g nchwGeom) {
 	ohw := g.oh * g.ow
@@ -189,6 +200,23 @@ func im2row[T tensor.Float](p, x []T, g nchwGeom) {
 				row := p[((c*g.kh+kh)*g.kw+kw)*ohw:][:ohw]
 				off := kw*g.dw - g.pl
 				lo, hi := span(off, g.sw, g.w, g.ow)
+				if ok, r0, r1 := g.shifted(kh); ok {
+					// One copy of the plane, shifted; then zeros where the
+					// shift wrapped around a row end or left the plane.
+					plane := x[c*g.h*g.w:][:g.h*g.w]
+					d := (kh*g.dh-g.pt)*g.w + off
+					s0, s1 := max(r0*g.w, -d), min(r1*g.w, g.h*g.w-d)
+					clear(row[:max(s0, 0)])
+					if s0 < s1 {
+						copy(row[s0:s1], plane[s0+d:s1+d])
+					}
+					clear(row[max(s1, 0):])
+					for oh := r0; oh < r1; oh++ {
+						clear(row[oh*g.w : oh*g.w+lo])
+						clear(row[oh*g.w+hi : (oh+1)*g.w])
+					}
+					continue
+				}
 				for oh := 0; oh < g.oh; oh++ {
 					seg := row[oh*g.ow : (oh+1)*g.ow]
 					ih := oh*g.sh + kh*g.dh - g.pt
@@ -223,6 +251,21 @@ func row2im[T tensor.Float](dx, p []T, g nchwGeom) {
 				off := kw*g.dw - g.pl
 				lo, hi := span(off, g.sw, g.w, g.ow)
 				if lo >= hi {
+					continue
+				}
+				if ok, r0, r1 := g.shifted(kh); ok && r0 < r1 {
+					// Zero the entries im2row would have zeroed (wrapped
+					// columns), then add the rows in one shifted pass.
+					for oh := r0; oh < r1; oh++ {
+						clear(row[oh*g.w : oh*g.w+lo])
+						clear(row[oh*g.w+hi : (oh+1)*g.w])
+					}
+					plane := dx[c*g.h*g.w:][:g.h*g.w]
+					d := (kh*g.dh-g.pt)*g.w + off
+					s0, s1 := max(r0*g.w, -d), min(r1*g.w, g.h*g.w-d)
+					if s0 < s1 {
+						addInto(plane[s0+d:s1+d], row[s0:s1])
+					}
 					continue
 				}
 				for oh := 0; oh < g.oh; oh++ {
@@ -367,9 +410,16 @@ func conv2DNCHWFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 	clear(total)
 	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
 		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
-		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ: O rows fit the 4-row
-		// kernel and taps fill most of a 32-wide tile.
-		gemmOn(c, par, g.o, taps, ohw, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, s[:taps*ohw], true, s[taps*ohw:], true)
+		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ as dot products of rows:
+		// gemm would first transpose P_n, which costs more than the sums.
+		dyn, p, acc := dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:]
+		if !par {
+			dotsNT(g.o, taps, ohw, dyn, p, acc, true)
+			return
+		}
+		cpu(c).Parallel(g.o, float64(taps*ohw)/8, func(lo, hi int) {
+			dotsNT(hi-lo, taps, ohw, dyn[lo*ohw:], p, acc[lo*taps:], true)
+		})
 	}, func(s []T) {
 		mu.Lock()
 		addInto(total, s[taps*ohw:])

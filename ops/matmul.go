@@ -69,40 +69,60 @@ func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	if b.Rank() == 2 {
 		bStep = 0
 	}
+	cost := float64(2 * m * k)
+	if _, vec := any(av).([]float32); vec && haveVecKernels {
+		cost /= 8 // the dot kernel does eight lanes at a time
+	}
 	for bi := 0; bi < batch; bi++ {
 		ab, bb, ob := av[bi*aStep:], bv[bi*bStep:], ov[bi*m*n:]
-		cost := float64(2 * m * k)
-		if _, vec := any(av).([]float32); vec && haveVecKernels {
-			cost /= 8 // the dot kernel does eight lanes at a time
-		}
 		cpu(c).Parallel(n, cost, func(lo, hi int) {
 			for i := 0; i < m; i++ {
 				row := ab[i*k : (i+1)*k]
-				if r32, ok := any(row).([]float32); ok && haveVecKernels && k > 0 {
-					o32, b32 := any(ob).([]float32), any(bb).([]float32)
-					for j := lo; j < hi; j++ {
-						o32[i*n+j] = sdot(&r32[0], &b32[j*k], k)
-					}
-					continue
-				}
 				for j := lo; j < hi; j++ {
-					col := bb[j*k : (j+1)*k][:len(row)]
-					var s0, s1, s2, s3 T
-					p := 0
-					for ; p+4 <= len(row); p += 4 {
-						s0 += row[p] * col[p]
-						s1 += row[p+1] * col[p+1]
-						s2 += row[p+2] * col[p+2]
-						s3 += row[p+3] * col[p+3]
-					}
-					for ; p < len(row); p++ {
-						s0 += row[p] * col[p]
-					}
-					ob[i*n+j] = (s0 + s1) + (s2 + s3)
+					ob[i*n+j] = dot(row, bb[j*k:(j+1)*k])
 				}
 			}
 		})
 	}
+}
+
+// dotsNT sets c [m, n] to a·bᵀ (or adds it, when accumulate) for a [m, k]
+// and b [n, k], as m*n dot products of rows: for long k and few rows and
+// columns, reading both operands along their rows costs less than packing
+// them for gemm.
+func dotsNT[T gemmElem](m, n, k int, a, b, c []T, accumulate bool) {
+	for i := 0; i < m; i++ {
+		row, out := a[i*k:(i+1)*k], c[i*n:(i+1)*n]
+		for j := range out {
+			v := dot(row, b[j*k:(j+1)*k])
+			if accumulate {
+				out[j] += v
+			} else {
+				out[j] = v
+			}
+		}
+	}
+}
+
+// dot returns the dot product of x and y (len(y) >= len(x)), with the AVX2
+// kernel for float32, else four running sums.
+func dot[T gemmElem](x, y []T) T {
+	if x32, ok := any(x).([]float32); ok && haveVecKernels && len(x) > 0 {
+		return any(sdot(&x32[0], &any(y).([]float32)[0], len(x))).(T)
+	}
+	y = y[:len(x)]
+	var s0, s1, s2, s3 T
+	p := 0
+	for ; p+4 <= len(x); p += 4 {
+		s0 += x[p] * y[p]
+		s1 += x[p+1] * y[p+1]
+		s2 += x[p+2] * y[p+2]
+		s3 += x[p+3] * y[p+3]
+	}
+	for ; p < len(x); p++ {
+		s0 += x[p] * y[p]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 var matmulOp *eager.Op

@@ -20,8 +20,12 @@ func (a ReduceWindowAttrs) String() string {
 
 func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
-	g := newGeometry(x.Shape(), a.Window)
 	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
+	if p, ok := planeOf(x.Shape(), a.Window); ok {
+		planeReduce(cpu(c), p, xv, ov, init, a.Kind)
+		return
+	}
+	g := newGeometry(x.Shape(), a.Window)
 	ro := g.offs[g.rowDim]
 	g.rows(cpu(c), true, func(i0 int, o []int, outer int, kb []int) {
 		if outer >= 0 && g.rowInside {
@@ -184,6 +188,10 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 	ov, init := data[T](outs[0]), data[T](c.Inputs[2])[0]
 	for i := range ov {
 		ov[i] = init
+	}
+	if p, ok := planeOf(x.Shape(), a.Window); ok && p.sh >= p.kh && p.sw >= p.kw {
+		planeScatter(cpu(c), p, data[T](x), src, ov, a.Select == SelectGE)
+		return
 	}
 	g := newGeometry(x.Shape(), a.Window)
 	selected(cpu(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })

@@ -81,10 +81,7 @@ func Full[T Elem](v T, shape ...int) *Tensor {
 		if len(b) == 0 {
 			return
 		}
-		out := unsafe.Slice((*T)(unsafe.Pointer(&b[0])), s.NumElements())
-		for i := range out {
-			out[i] = v
-		}
+		fill(unsafe.Slice((*T)(unsafe.Pointer(&b[0])), s.NumElements()), v)
 	})
 }
 

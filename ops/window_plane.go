@@ -1,0 +1,151 @@
+package ops
+
+import (
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Windows that move over the last two dimensions only, with no padding and
+// no dilation: NCHW pooling. ReduceWindow and SelectAndScatter run them as
+// plain loops over each plane's rows instead of through the general window
+// geometry (offset tables, per-window callbacks).
+
+// planeWindow is such a window over planes of h x w elements.
+type planeWindow struct {
+	planes, h, w int
+	kh, kw       int
+	sh, sw       int
+	oh, ow       int
+}
+
+// planeOf returns the plane form of a normalized window over shape, and
+// whether the window has one.
+func planeOf(shape tensor.Shape, win Window) (planeWindow, bool) {
+	r := shape.Rank()
+	if r < 2 {
+		return planeWindow{}, false
+	}
+	for d := 0; d < r; d++ {
+		if win.Padding[d] != [2]int{} || win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 {
+			return planeWindow{}, false
+		}
+		if d < r-2 && (win.Dims[d] != 1 || win.Strides[d] != 1) {
+			return planeWindow{}, false
+		}
+	}
+	p := planeWindow{planes: shape[:r-2].NumElements(), h: shape[r-2], w: shape[r-1],
+		kh: win.Dims[r-2], kw: win.Dims[r-1], sh: win.Strides[r-2], sw: win.Strides[r-1]}
+	if p.kh > p.h || p.kw > p.w {
+		return planeWindow{}, false
+	}
+	p.oh, p.ow = (p.h-p.kh)/p.sh+1, (p.w-p.kw)/p.sw+1
+	return p, true
+}
+
+// rows calls fn for every output row (plane, oh), split across workers;
+// x0 is the offset of the row's first window's first tap, o0 of its first
+// output.
+func (p planeWindow) rows(dev *device.CPUDevice, fn func(x0, o0 int)) {
+	dev.Parallel(p.planes*p.oh, float64(p.ow*p.kh*p.kw), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			plane, oh := r/p.oh, r%p.oh
+			fn((plane*p.h+oh*p.sh)*p.w, r*p.ow)
+		}
+	})
+}
+
+// reduce is ReduceWindow's kernel on a plane window.
+func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ReduceKind) {
+	p.rows(dev, func(x0, o0 int) {
+		o := out[o0 : o0+p.ow]
+		if kind == ReduceMax && p.kh == 2 && p.kw == 2 {
+			r0, r1 := x[x0:x0+p.w], x[x0+p.w:x0+2*p.w]
+			for j := range o {
+				c := j * p.sw
+				o[j] = max(init, max(r0[c], r0[c+1]), max(r1[c], r1[c+1]))
+			}
+			return
+		}
+		for j := range o {
+			acc := init
+			for i := 0; i < p.kh; i++ {
+				row := x[x0+i*p.w+j*p.sw:][:p.kw]
+				switch kind {
+				case ReduceMax:
+					for _, v := range row {
+						acc = max(acc, v)
+					}
+				case ReduceMin:
+					for _, v := range row {
+						acc = min(acc, v)
+					}
+				default:
+					for _, v := range row {
+						acc += v
+					}
+				}
+			}
+			o[j] = acc
+		}
+	})
+}
+
+// planeScatter is SelectAndScatter's kernel on a plane window whose windows
+// do not overlap (so rows can run in parallel): each window's source value
+// goes to its first largest (ge) or smallest tap, the first NaN if any.
+func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, out []T, ge bool) {
+	p.rows(dev, func(x0, o0 int) {
+		s := src[o0 : o0+p.ow]
+		if ge && p.kh == 2 && p.kw == 2 {
+			for j, v := range s {
+				at := x0 + j*p.sw
+				a, b, c, d := x[at], x[at+1], x[at+p.w], x[at+p.w+1]
+				best := max(max(a, b), max(c, d))
+				if best != best { // NaN: the first NaN tap
+					out[firstNaN(x, at, p.w)] += v
+					continue
+				}
+				// The first tap equal to the maximum, as an index computed
+				// without branches (which tap wins is unpredictable).
+				k := 3 - eqInt(c, best)
+				k = k - (k-1)*eqInt(b, best)
+				k = k * (1 - eqInt(a, best))
+				out[at+k/2*p.w+k%2] += v
+			}
+			return
+		}
+		for j, v := range s {
+			at, best := -1, T(0)
+			for i := 0; i < p.kh; i++ {
+				base := x0 + i*p.w + j*p.sw
+				for k, t := range x[base : base+p.kw] {
+					better := at < 0 || (ge && t > best) || (!ge && t < best) || (t != t && best == best)
+					if better {
+						at, best = base+k, t
+					}
+				}
+			}
+			out[at] += v
+		}
+	})
+}
+
+// eqInt is 1 when a == b, else 0.
+func eqInt[T tensor.Num](a, b T) int {
+	var r int
+	if a == b {
+		r = 1
+	}
+	return r
+}
+
+// firstNaN returns the offset of the first NaN among the 2x2 taps at at
+// (row stride w).
+func firstNaN[T tensor.Num](x []T, at, w int) int {
+	for _, off := range [4]int{at, at + 1, at + w, at + w + 1} {
+		if x[off] != x[off] {
+			return off
+		}
+	}
+	return at
+}

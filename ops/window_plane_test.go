@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The plane fast path of ReduceWindow and SelectAndScatter against direct
+// loops written from the definitions: every window's reduction, and each
+// source value added at its window's first extreme (the first NaN if any),
+// with ties, NaNs and -0 in the data.
+func TestPlaneWindowsMatchDefinitions(t *testing.T) {
+	const n, c, h, w = 2, 3, 6, 7
+	vals := make([]float32, n*c*h*w)
+	rng := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(3), tensor.Float32, -2, 2, len(vals)))
+	for i := range vals {
+		vals[i] = float32(math.Round(float64(rng[i]) * 2)) // many ties
+	}
+	vals[5], vals[40] = float32(math.NaN()), float32(math.NaN())
+	vals[41] = float32(math.Copysign(0, -1))
+	x := tensor.FromSlice(vals, n, c, h, w)
+	for _, win := range [][4]int{{2, 2, 2, 2}, {3, 2, 3, 2}, {2, 3, 1, 2}, {1, 1, 1, 1}, {3, 3, 2, 2}} {
+		kh, kw, sh, sw := win[0], win[1], win[2], win[3]
+		wd := Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}}
+		oh, ow := (h-kh)/sh+1, (w-kw)/sw+1
+		taps := func(pl, i, j int) []float32 {
+			var out []float32
+			for a := 0; a < kh; a++ {
+				for b := 0; b < kw; b++ {
+					out = append(out, vals[pl*h*w+(i*sh+a)*w+j*sw+b])
+				}
+			}
+			return out
+		}
+		for _, kind := range []ReduceKind{ReduceMax, ReduceMin, ReduceSum} {
+			init := map[ReduceKind]float64{ReduceMax: math.Inf(-1), ReduceMin: math.Inf(1), ReduceSum: 0}[kind]
+			got := tensor.ToSlice[float32](ReduceWindow(x, tensor.Scalar(float32(init)), kind, wd))
+			for pl := 0; pl < n*c; pl++ {
+				for i := 0; i < oh; i++ {
+					for j := 0; j < ow; j++ {
+						want := float32(init)
+						for _, v := range taps(pl, i, j) {
+							switch kind {
+							case ReduceMax:
+								want = max(want, v)
+							case ReduceMin:
+								want = min(want, v)
+							default:
+								want += v
+							}
+						}
+						g := got[(pl*oh+i)*ow+j]
+						if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+							t.Fatalf("window %v kind %d at %d,%d,%d: %v, want %v", win, kind, pl, i, j, g, want)
+						}
+					}
+				}
+			}
+		}
+		src := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, n*c*oh*ow))
+		for _, sel := range []SelectKind{SelectGE, SelectLE} {
+			got := tensor.ToSlice[float32](SelectAndScatter(x, tensor.FromSlice(src, n, c, oh, ow), tensor.Scalar(float32(0)), sel, wd))
+			want := make([]float32, len(vals))
+			for pl := 0; pl < n*c; pl++ {
+				for i := 0; i < oh; i++ {
+					for j := 0; j < ow; j++ {
+						tv := taps(pl, i, j)
+						at := 0
+						for k, v := range tv {
+							b := tv[at]
+							if (sel == SelectGE && v > b) || (sel == SelectLE && v < b) || (v != v && b == b) {
+								at = k
+							}
+						}
+						want[pl*h*w+(i*sh+at/kw)*w+j*sw+at%kw] += src[(pl*oh+i)*ow+j]
+					}
+				}
+			}
+			for i := range want {
+				if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+					t.Fatalf("%s: element %d = %v, want %v", fmt.Sprint("window ", win, " select ", sel), i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
