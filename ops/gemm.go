@@ -204,19 +204,23 @@ func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int
 // a chunk of panels at a time.
 func (g *gemmOperands[T]) rect(i0, i1, c0, c1 int) {
 	mr, nr := g.kern.mr, g.kern.nr
-	chunk := max(1, gemmMCBytes/(gemmKC*int(unsafe.Sizeof(*new(T)))*mr))
+	// Depth blocks of equal size, at most gemmKC (784 = 4 x 196, not 3 x
+	// 256 + 16: a thin last block costs a pass over C for little work).
+	blocks := (g.k + gemmKC - 1) / gemmKC
+	kc := ((g.k+blocks-1)/blocks + 7) &^ 7
+	chunk := max(1, gemmMCBytes/(kc*int(unsafe.Sizeof(*new(T)))*mr))
 	// B is read in place, rows n apart, unless it is transposed or very
 	// many panels of A reuse it: measured here, packing B cost more than it
 	// saved up to 1024x1024 operands and paid about 6% at 2048.
 	packB := g.transB || i1-i0 > gemmPackBMin
-	bp, bufB := gemmScratch[T](gemmKC * (min(gemmNC, c1-c0) + nr))
-	ap, bufA := gemmScratch[T](min(chunk, i1-i0) * mr * min(gemmKC, g.k))
+	bp, bufB := gemmScratch[T](kc * (min(gemmNC, c1-c0) + nr))
+	ap, bufA := gemmScratch[T](min(chunk, i1-i0) * mr * min(kc, g.k))
 	tile, bufT := gemmScratch[T](mr * nr)
 	for jc := c0; jc < c1; jc += gemmNC {
 		ncur := min(gemmNC, c1-jc)
 		colPanels := (ncur + nr - 1) / nr
-		for pc := 0; pc < g.k; pc += gemmKC {
-			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(gemmKC, g.k-pc), accumulate: pc > 0 || g.accumulate}
+		for pc := 0; pc < g.k; pc += kc {
+			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(kc, g.k-pc), accumulate: pc > 0 || g.accumulate}
 			switch {
 			case packB:
 				for j := range colPanels {
