@@ -97,21 +97,7 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 	p.rows(dev, func(x0, o0 int) {
 		s := src[o0 : o0+p.ow]
 		if ge && p.kh == 2 && p.kw == 2 {
-			for j, v := range s {
-				at := x0 + j*p.sw
-				a, b, c, d := x[at], x[at+1], x[at+p.w], x[at+p.w+1]
-				best := max(max(a, b), max(c, d))
-				if best != best { // NaN: the first NaN tap
-					out[firstNaN(x, at, p.w)] += v
-					continue
-				}
-				// The first tap equal to the maximum, as an index computed
-				// without branches (which tap wins is unpredictable).
-				k := 3 - eqInt(c, best)
-				k = k - (k-1)*eqInt(b, best)
-				k = k * (1 - eqInt(a, best))
-				out[at+k/2*p.w+k%2] += v
-			}
+			scatterMax2x2(x, s, out, x0, p.w, p.sw)
 			return
 		}
 		for j, v := range s {
@@ -130,13 +116,34 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 	})
 }
 
-// eqInt is 1 when a == b, else 0.
-func eqInt[T tensor.Num](a, b T) int {
-	var r int
-	if a == b {
-		r = 1
+// scatterMax2x2 is planeScatter's loop for 2x2 max windows over one
+// output row: each source value goes to its window's first largest tap
+// (the first NaN if any).
+func scatterMax2x2[T tensor.Num](x, src, out []T, x0, w, sw int) {
+	for j, v := range src {
+		at := x0 + j*sw
+		a, b, c, d := x[at], x[at+1], x[at+w], x[at+w+1]
+		best := max(max(a, b), max(c, d))
+		if best != best { // NaN: the first NaN tap
+			out[firstNaN(x, at, w)] += v
+			continue
+		}
+		// The first tap equal to the maximum, as an index computed without
+		// branches (which tap wins is unpredictable).
+		k := 3 - b2i(c == best)
+		k -= (k - 1) * b2i(b == best)
+		k *= 1 - b2i(a == best)
+		out[at+(k>>1)*w+(k&1)] += v
 	}
-	return r
+}
+
+// b2i is 1 for true and 0 for false; the compiler turns it into a flag
+// read, not a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // firstNaN returns the offset of the first NaN among the 2x2 taps at at

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -26,7 +27,7 @@ func (t *table) plot(path string) error {
 		return fmt.Errorf("no benchmark has both an eagerflow and a peer figure to plot")
 	}
 	p := plot.New()
-	p.Title.Text = "eagerflow's speed relative to the best peer (above 1: faster)"
+	p.Title.Text = "eagerflow's speed over the best peer's (above 1: faster)"
 	p.X.Label.Text = "speed ratio"
 	bars, err := plotter.NewBarChart(vals, vg.Points(10))
 	if err != nil {
@@ -41,6 +42,7 @@ func (t *table) plot(path string) error {
 	p.Add(one)
 	p.NominalY(names...)
 	p.X.Min = 0
+	p.X.Max = 1.1 * max(1, slices.Max(vals))
 	tmp := filepath.Join(filepath.Dir(path), ".benchreport.tmp.png")
 	if err := p.Save(9*vg.Inch, vg.Length(len(vals))*0.3*vg.Inch+1.2*vg.Inch, tmp); err != nil {
 		return err
