@@ -59,11 +59,7 @@ func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T,
 	p.rows(dev, func(x0, o0 int) {
 		o := out[o0 : o0+p.ow]
 		if kind == ReduceMax && p.kh == 2 && p.kw == 2 {
-			r0, r1 := x[x0:x0+p.w], x[x0+p.w:x0+2*p.w]
-			for j := range o {
-				c := j * p.sw
-				o[j] = max(init, max(r0[c], r0[c+1]), max(r1[c], r1[c+1]))
-			}
+			reduceMax2x2(o, x[x0:x0+p.w], x[x0+p.w:x0+2*p.w], init, p.sw)
 			return
 		}
 		for j := range o {
@@ -88,6 +84,15 @@ func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T,
 			o[j] = acc
 		}
 	})
+}
+
+// reduceMax2x2 sets o[j] to the largest of init and the 2x2 window at
+// column j*sw of rows r0 and r1.
+func reduceMax2x2[T tensor.Num](o, r0, r1 []T, init T, sw int) {
+	for j := range o {
+		c := j * sw
+		o[j] = max(init, max(r0[c], r0[c+1]), max(r1[c], r1[c+1]))
+	}
 }
 
 // planeScatter is SelectAndScatter's kernel on a plane window whose windows
