@@ -52,6 +52,38 @@ func exp32(x float32) float32 {
 	return float32(expF64(float64(x)))
 }
 
+// expCost32 is the cost per element of exp32Loop and sigmoid32Loop, for
+// sharding: about 0.6 ns with the AVX2 kernels, 5 without.
+var expCost32 = map[bool]float64{true: 1, false: 8}[haveVecKernels]
+
+// exp32Loop sets o[i] = e^x[i]: blocks of eight with the AVX2 kernel sexp8
+// (float32 lanes, within 2 ulp), the rest with exp32 (within 1 ulp).
+func exp32Loop(o, x []float32) {
+	x = x[:len(o)]
+	start := 0
+	if haveVecKernels && len(o) >= 8 {
+		start = len(o) &^ 7
+		sexp8(&o[0], &x[0], start)
+	}
+	for i := start; i < len(o); i++ {
+		o[i] = exp32(x[i])
+	}
+}
+
+// sigmoid32Loop sets o[i] = 1/(1+e^-x[i]): blocks of eight with the AVX2
+// kernel ssigmoid8 (within 2 ulp), the rest with sigmoid32.
+func sigmoid32Loop(o, x []float32) {
+	x = x[:len(o)]
+	start := 0
+	if haveVecKernels && len(o) >= 8 {
+		start = len(o) &^ 7
+		ssigmoid8(&o[0], &x[0], start)
+	}
+	for i := start; i < len(o); i++ {
+		o[i] = sigmoid32(x[i])
+	}
+}
+
 // tanhCost32 is tanh32Loop's cost per element for sharding: about 0.7 ns
 // with the AVX2 kernel, 7 without.
 var tanhCost32 = map[bool]float64{true: 1, false: 10}[haveVecKernels]

@@ -115,3 +115,55 @@ func TestTanhVectorPath(t *testing.T) {
 		t.Errorf("in place with NaN: %v", nan)
 	}
 }
+
+// The float32-lane exp and sigmoid kernels (through exp32Loop and
+// sigmoid32Loop, whose tails use the scalar code) against float64
+// references over a dense sweep of their whole ranges and around the
+// clamping points: within 2 ulp, exact at the special values.
+func TestExpVectorPath(t *testing.T) {
+	testVectorPath(t, "exp", exp32Loop, math.Exp, -110, 90, []float32{0, expMax32, expMin32, -87.33655, -88, 88})
+}
+
+func TestSigmoidVectorPath(t *testing.T) {
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	testVectorPath(t, "sigmoid", sigmoid32Loop, sig, -110, 30, []float32{0, -expMin32, expMin32, -87.33655, 17})
+}
+
+func testVectorPath(t *testing.T, name string, f func(o, x []float32), ref func(float64) float64, lo, hi float32, near []float32) {
+	const steps = 1 << 21
+	x := make([]float32, 0, steps+8000)
+	for i := range steps {
+		x = append(x, lo+(hi-lo)*float32(i)/steps)
+	}
+	for _, x0 := range near {
+		v := x0
+		for range 500 {
+			x = append(x, v, -v)
+			v = math.Nextafter32(v, float32(math.Inf(1)))
+		}
+	}
+	inf := float32(math.Inf(1))
+	x = append(x, inf, -inf, 1e-30, -1e-30, 200, -200, 1e-45, float32(math.Copysign(0, -1)))
+	for len(x)%8 != 0 {
+		x = append(x, 0.5)
+	}
+	o := make([]float32, len(x))
+	f(o, x)
+	worst, at := int64(0), float32(0)
+	for i, v := range x {
+		want := float32(ref(float64(v)))
+		d := ulps(o[i], want)
+		if d > worst {
+			worst, at = d, v
+		}
+		if d > 2 {
+			t.Fatalf("%s(%v) = %v, want %v (%d ulps)", name, v, o[i], want, d)
+		}
+	}
+	t.Logf("%s: worst error %d ulp (at %v) over %d values", name, worst, at, len(x))
+	nan := []float32{1, float32(math.NaN()), 2, 3, 4, 5, 6, 7, 8}
+	f(nan, nan)
+	if nan[1] == nan[1] || nan[0] != float32(ref(1)) {
+		t.Errorf("%s in place with NaN: %v", name, nan)
+	}
+}

@@ -114,3 +114,9 @@ func srelu(dst, x *float32, n int)
 
 //go:noescape
 func sreluGrad(dst, x, dy *float32, n int)
+
+//go:noescape
+func sexp8(dst, x *float32, n int)
+
+//go:noescape
+func ssigmoid8(dst, x *float32, n int)

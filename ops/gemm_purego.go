@@ -26,3 +26,7 @@ func ssum(x *float32, n int) float32 { panic("ops: no vector kernel in this buil
 func srelu(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func sreluGrad(dst, x, dy *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func sexp8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func ssigmoid8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }

@@ -98,3 +98,106 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+CONST8(expLo, 0xc2cff1b5)   // -103.97282: e^x rounds to 0 below
+CONST8(expHi, 0x42b17218)   // 88.72284: e^x overflows above
+CONST8(expInf, 0x7f800000)
+CONST8(expBias, 0x0000007f) // 127, the float32 exponent bias
+
+// EXP8(X, T1..T5): X = e^X for eight float32 lanes within [expLo, expHi]
+// (the caller deals with the rest): k = round(x/ln2), r = x - k ln2 (ln 2
+// in two parts), e^r by its degree-7 Taylor polynomial, then 2^k applied
+// as 2^(k>>1) times 2^(k-(k>>1)) so that results in the denormal range
+// (k down to -150) and up to k = 128 round once, correctly. Y14 must hold
+// 1.0. Clobbers T1..T5.
+#define EXP8(X, T1, T2, T3, T4, T5) \
+	VMULPS       tanhLog2e<>(SB), X, T1; \
+	VROUNDPS     $0, T1, T1; \
+	VFNMADD231PS tanhLn2Hi<>(SB), T1, X; \
+	VFNMADD231PS tanhLn2Lo<>(SB), T1, X; \
+	VMOVUPS      tanhE7<>(SB), T2; \
+	VFMADD213PS  tanhE6<>(SB), X, T2; \
+	VFMADD213PS  tanhE5<>(SB), X, T2; \
+	VFMADD213PS  tanhE4<>(SB), X, T2; \
+	VFMADD213PS  tanhE3<>(SB), X, T2; \
+	VFMADD213PS  tanhE2<>(SB), X, T2; \
+	VFMADD213PS  Y14, X, T2; \
+	VFMADD213PS  Y14, X, T2; \
+	VCVTPS2DQ    T1, T1; \
+	VPSRAD       $1, T1, T3; \
+	VPSUBD       T3, T1, T4; \
+	VPADDD       expBias<>(SB), T3, T3; \
+	VPSLLD       $23, T3, T3; \
+	VPADDD       expBias<>(SB), T4, T4; \
+	VPSLLD       $23, T4, T4; \
+	VMULPS       T3, T2, T2; \
+	VMULPS       T4, T2, X
+
+// func sexp8(dst, x *float32, n int)
+// dst[i] = e^x[i] for n a multiple of 8, eight float32 lanes at a time
+// (EXP8); +Inf above 88.72, 0 below -103.97, NaN stays NaN.
+// TestExpVectorPath bounds the error at 2 ulp over the whole range.
+TEXT ·sexp8(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), DX
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPS tanhOne<>(SB), Y14
+
+exploop:
+	CMPQ    CX, $8
+	JL      expdone
+	VMOVUPS (SI), Y0
+	VMAXPS  expLo<>(SB), Y0, Y1   // clamped into the range (NaN becomes expLo)
+	VMINPS  expHi<>(SB), Y1, Y1
+	EXP8(Y1, Y2, Y3, Y4, Y5, Y6)
+	VCMPPS  $0x1e, expHi<>(SB), Y0, Y7 // x > expHi: +Inf
+	VBLENDVPS Y7, expInf<>(SB), Y1, Y1
+	VCMPPS  $0x11, expLo<>(SB), Y0, Y7 // x < expLo: 0
+	VANDNPS Y1, Y7, Y1
+	VCMPPS  $3, Y0, Y0, Y7             // NaN stays NaN
+	VBLENDVPS Y7, Y0, Y1, Y1
+	VMOVUPS Y1, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     exploop
+
+expdone:
+	VZEROUPPER
+	RET
+
+// func ssigmoid8(dst, x *float32, n int)
+// dst[i] = 1/(1 + e^-x[i]) for n a multiple of 8: with t = e^-|x| (EXP8),
+// 1/(1+t) for x >= 0 and t/(1+t) below, so neither side cancels; NaN
+// stays NaN. TestSigmoidVectorPath bounds the error at 2 ulp.
+TEXT ·ssigmoid8(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), DX
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPS tanhOne<>(SB), Y14
+
+sigloop:
+	CMPQ    CX, $8
+	JL      sigdone
+	VMOVUPS (SI), Y0
+	VORPS   tanhSign<>(SB), Y0, Y1    // -|x|
+	VCMPPS  $0x11, expLo<>(SB), Y1, Y8 // e^-|x| rounds to 0 there
+	VMAXPS  expLo<>(SB), Y1, Y1
+	EXP8(Y1, Y2, Y3, Y4, Y5, Y6)
+	VANDNPS Y1, Y8, Y1                // t = e^-|x|
+	VADDPS  Y14, Y1, Y2               // 1 + t
+	VXORPS  Y7, Y7, Y7
+	VCMPPS  $0x1d, Y7, Y0, Y7         // x >= 0
+	VBLENDVPS Y7, Y14, Y1, Y3         // numerator: 1 where x >= 0, else t
+	VDIVPS  Y2, Y3, Y3
+	VCMPPS  $3, Y0, Y0, Y7            // NaN stays NaN
+	VBLENDVPS Y7, Y0, Y3, Y3
+	VMOVUPS Y3, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     sigloop
+
+sigdone:
+	VZEROUPPER
+	RET

@@ -182,7 +182,7 @@ func init() {
 		},
 	}))
 
-	expOp = floatOp("Exp", exp32, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
+	expOp = floatLoopOp("Exp", exp32Loop, expCost32, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], g.Outputs[0])}
 	})
 	logOp = floatOp("Log", math32.Log, math.Log, func(g *eager.Grad) []*tensor.Tensor {
@@ -202,7 +202,7 @@ func init() {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
 	})
-	sigmoidOp = floatOp("Sigmoid", sigmoid32, sigmoid64, func(g *eager.Grad) []*tensor.Tensor {
+	sigmoidOp = floatLoopOp("Sigmoid", sigmoid32Loop, expCost32, sigmoid64, func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(y, Sub(OnesLike(y), y)))}
 	})
