@@ -45,6 +45,10 @@ type frameInst struct {
 	exits      map[*Node]bool  // Exit nodes that reached this frame: true once one delivered live
 	heldDead   map[*Node]bool  // Exit nodes holding a dead value
 	finished   bool
+	// insts holds the node instances of each iteration, indexed by node ID
+	// (a slice lookup where a map keyed by node, frame and iteration cost
+	// a hash of the whole key per input delivered).
+	insts map[int][]*instance
 }
 
 type childKey struct {
@@ -79,7 +83,7 @@ type executor struct {
 	consumers   map[Output][]consumer
 	controlOf   map[*Node][]*Node // node -> nodes that wait on it by a control edge
 	backEdge    map[*Node][]bool  // Merge -> which inputs are back edges
-	insts       map[instKey]*instance
+	free        []*instance       // finished instances, for reuse
 	queue       []instKey
 	root        *frameInst
 	frames      []*frameInst
@@ -116,7 +120,7 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 		return newPlan(g).run(args), 0, nil
 	}
 	e := &executor{g: g, consumers: map[Output][]consumer{}, controlOf: map[*Node][]*Node{},
-		backEdge: map[*Node][]bool{}, insts: map[instKey]*instance{}, results: map[Output]value{},
+		backEdge: map[*Node][]bool{}, results: map[Output]value{},
 		controlDead: map[instKey]bool{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{},
 		release: !eager.Observing()}
 	for _, a := range args {
@@ -184,7 +188,8 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 
 func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
 	f := &frameInst{name: name, parent: parent, parentIter: parentIter, children: map[childKey]*frameInst{},
-		constants: map[*Node]value{}, iters: map[int]bool{}, exits: map[*Node]bool{}, heldDead: map[*Node]bool{}}
+		constants: map[*Node]value{}, iters: map[int]bool{}, exits: map[*Node]bool{}, heldDead: map[*Node]bool{},
+		insts: map[int][]*instance{}}
 	if parent != nil {
 		f.depth = parent.depth + 1
 	}
@@ -205,18 +210,50 @@ func (e *executor) waitsFor(n *Node) int {
 }
 
 func (e *executor) inst(k instKey) *instance {
-	in, ok := e.insts[k]
-	if !ok {
+	slots := k.frame.insts[k.iter]
+	if slots == nil {
+		slots = make([]*instance, len(e.g.Nodes))
+		k.frame.insts[k.iter] = slots
+	}
+	in := slots[k.node.ID]
+	if in == nil {
 		n := k.node
-		in = &instance{inputs: make([]value, len(n.Inputs)), have: make([]bool, len(n.Inputs)), pending: e.waitsFor(n)}
+		in = e.newInstance(len(n.Inputs))
+		in.pending = e.waitsFor(n)
 		for i, x := range n.Inputs {
 			if x.Node.Kind == Const {
 				in.inputs[i], in.have[i] = value{t: x.Node.Value}, true
 			}
 		}
-		e.insts[k] = in
+		slots[k.node.ID] = in
 	}
 	return in
+}
+
+// newInstance returns a cleared instance with room for inputs, reusing a
+// finished one when there is one.
+func (e *executor) newInstance(inputs int) *instance {
+	var in *instance
+	if n := len(e.free); n > 0 {
+		in, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		in = &instance{}
+	}
+	*in = instance{inputs: slices.Grow(in.inputs[:0], inputs)[:inputs], have: slices.Grow(in.have[:0], inputs)[:inputs],
+		held: in.held[:0]}
+	clear(in.inputs)
+	clear(in.have)
+	return in
+}
+
+// finish removes a node's instance once it ran; a Merge keeps its fired
+// flag for late inputs.
+func (e *executor) finish(k instKey, in *instance) {
+	if k.node.Kind == Merge {
+		return
+	}
+	k.frame.insts[k.iter][k.node.ID] = nil
+	e.free = append(e.free, in)
 }
 
 func (e *executor) ready(k instKey) { e.queue = append(e.queue, k) }
@@ -403,9 +440,7 @@ func (e *executor) run(k instKey) {
 			e.drop(v)
 		}
 	}
-	if n.Kind != Merge {
-		delete(e.insts, k) // done; a Merge keeps its fired flag for late inputs
-	}
+	e.finish(k, in)
 	e.signal(k, dead)
 }
 
@@ -414,8 +449,9 @@ func (e *executor) hold(in *instance, i int, v value) {
 	if v.dead || v.t == nil {
 		return
 	}
-	if in.held == nil {
-		in.held = make([]bool, len(in.inputs))
+	if len(in.held) < len(in.inputs) {
+		in.held = slices.Grow(in.held[:0], len(in.inputs))[:len(in.inputs)]
+		clear(in.held)
 	}
 	in.held[i] = true
 	e.uses[v.t]++
