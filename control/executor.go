@@ -48,7 +48,7 @@ type frameInst struct {
 	// insts holds the node instances of each iteration, indexed by node ID
 	// (a slice lookup where a map keyed by node, frame and iteration cost
 	// a hash of the whole key per input delivered).
-	insts map[int][]*instance
+	insts [][]*instance
 }
 
 type childKey struct {
@@ -189,7 +189,7 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
 	f := &frameInst{name: name, parent: parent, parentIter: parentIter, children: map[childKey]*frameInst{},
 		constants: map[*Node]value{}, iters: map[int]bool{}, exits: map[*Node]bool{}, heldDead: map[*Node]bool{},
-		insts: map[int][]*instance{}}
+	}
 	if parent != nil {
 		f.depth = parent.depth + 1
 	}
@@ -210,10 +210,14 @@ func (e *executor) waitsFor(n *Node) int {
 }
 
 func (e *executor) inst(k instKey) *instance {
-	slots := k.frame.insts[k.iter]
+	f := k.frame
+	for len(f.insts) <= k.iter {
+		f.insts = append(f.insts, nil)
+	}
+	slots := f.insts[k.iter]
 	if slots == nil {
 		slots = make([]*instance, len(e.g.Nodes))
-		k.frame.insts[k.iter] = slots
+		f.insts[k.iter] = slots
 	}
 	in := slots[k.node.ID]
 	if in == nil {
