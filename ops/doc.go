@@ -76,13 +76,17 @@
 //	ReduceWindow(x, init, kind, w)           XLA's ReduceWindow (Sum, Max, Min); ReduceWindowWith for user functions
 //	SelectAndScatter(x, src, init, sel, w)   XLA's SelectAndScatter with Add
 //	Conv(x, k, ConvOpts)                     XLA's ConvGeneralDilated: N-d, strides, padding, both dilations, groups, dim numbers
-//	Conv2D, Conv2DBackpropInput/Filter       NHWC or NCHW, SAME/VALID/explicit, HWIO filters
+//	Conv2D, Conv2DBackpropInput/Filter       NHWC or NCHW, SAME/VALID/explicit, HWIO filters; NCHW
+//	                                         runs as three ops of its own (an im2row GEMM per image)
 //	DepthwiseConv2D                          per-channel filters [kh kw c multiplier]
 //	MaxPool2D, AvgPool2D                     via ReduceWindow; max pooling's gradient is SelectAndScatter
+//	                                         (windows over the last two dims run as plain plane loops)
 //
 // # Linear algebra (matmul.go, dot.go)
 //
-//	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; AVX2/FMA kernels
+//	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; packed GEMM,
+//	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
+//	AxpyInPlace(dst, alpha, x)               dst += alpha*x on slices a caller owns (variable updates)
 //	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
 //
 // # Neural-net functions (activation.go, softmax.go)
