@@ -52,8 +52,8 @@ func main() {
 	}
 	machine, _ := os.ReadFile(filepath.Join(*dir, "machine.txt"))
 	tab := buildTable(res, rows)
-	header := fmt.Sprintf("%s (medians over the rounds of bench/run.sh; %s)",
-		time.Now().UTC().Format("2006-01-02"), strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(string(machine), "# ", ""), "\n", "; ")))
+	header := fmt.Sprintf("%s: medians of %d rounds of bench/run.sh (report written %s).",
+		machineLine(string(machine)), res.rounds("EagerAddScalar", "ns/op"), time.Now().UTC().Format("2006-01-02"))
 	tab.writeText(os.Stdout, header)
 	if *md != "" {
 		var sec bytes.Buffer
@@ -67,6 +67,21 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+}
+
+// machineLine joins the lines of machine.txt ("# date CPU, cores", "#
+// flags: ...") into one.
+func machineLine(m string) string {
+	var parts []string
+	for _, l := range strings.Split(m, "\n") {
+		if l = strings.TrimSpace(strings.TrimPrefix(l, "#")); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	if len(parts) == 0 {
+		return "unknown machine"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // writeAtomic writes data to path through a temporary file in the same

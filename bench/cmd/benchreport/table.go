@@ -49,6 +49,9 @@ func (r results) parse(in io.Reader, file string) error {
 	return sc.Err()
 }
 
+// rounds is the number of samples of one benchmark: how many rounds ran.
+func (r results) rounds(name, unit string) int { return len(r[name][unit]) }
+
 // median returns the median sample of a benchmark in a unit, and whether
 // there was any.
 func (r results) median(name, unit string) (float64, bool) {
