@@ -120,3 +120,6 @@ func sexp8(dst, x *float32, n int)
 
 //go:noescape
 func ssigmoid8(dst, x *float32, n int)
+
+//go:noescape
+func stanh16(dst, x *float32, n int)

@@ -3,7 +3,7 @@
 package ops
 
 // Without assembly, gemm runs its pure-Go micro-kernel everywhere.
-var haveVecKernels = false
+var haveVecKernels, haveAVX512 = false, false
 
 func asmGemmKernels[T gemmElem]() []gemmKernel[T] { return nil }
 
@@ -30,3 +30,5 @@ func sreluGrad(dst, x, dy *float32, n int) { panic("ops: no vector kernel in thi
 func sexp8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func ssigmoid8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func stanh16(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }

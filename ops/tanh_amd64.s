@@ -201,3 +201,68 @@ sigloop:
 sigdone:
 	VZEROUPPER
 	RET
+
+// func stanh16(dst, x *float32, n int)
+// stanh8's method in sixteen AVX-512 lanes, for n a multiple of 16: the
+// same constants (broadcast from memory), opmask compares and blends. On a
+// core that splits 512-bit operations in two (Zen 4), each instruction's
+// halves are independent work, which hides more of the long dependency
+// chain than eight lanes do.
+TEXT ·stanh16(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DX
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS tanhOne<>(SB), Z14
+	VBROADCASTSS tanhClamp<>(SB), Z13
+
+loop16:
+	CMPQ    CX, $16
+	JL      done16
+	VMOVUPS (SI), Z0
+	VPANDD.BCST tanhAbs<>(SB), Z0, Z1
+	VMINPS  Z1, Z13, Z2
+	VADDPS  Z2, Z2, Z2
+	VMULPS.BCST tanhLog2e<>(SB), Z2, Z3
+	VRNDSCALEPS $0, Z3, Z3
+	VFNMADD231PS.BCST tanhLn2Hi<>(SB), Z3, Z2
+	VFNMADD231PS.BCST tanhLn2Lo<>(SB), Z3, Z2
+
+	VBROADCASTSS tanhE7<>(SB), Z4
+	VFMADD213PS.BCST tanhE6<>(SB), Z2, Z4
+	VFMADD213PS.BCST tanhE5<>(SB), Z2, Z4
+	VFMADD213PS.BCST tanhE4<>(SB), Z2, Z4
+	VFMADD213PS.BCST tanhE3<>(SB), Z2, Z4
+	VFMADD213PS.BCST tanhE2<>(SB), Z2, Z4
+	VFMADD213PS  Z14, Z2, Z4
+	VFMADD213PS  Z14, Z2, Z4
+	VCVTPS2DQ    Z3, Z5
+	VPSLLD       $23, Z5, Z5
+	VPADDD       Z5, Z4, Z4
+
+	VADDPS       Z14, Z4, Z4
+	VBROADCASTSS tanhTwo<>(SB), Z6
+	VDIVPS       Z4, Z6, Z6
+	VSUBPS       Z6, Z14, Z6
+
+	VMULPS       Z0, Z0, Z8
+	VBROADCASTSS tanhP4<>(SB), Z9
+	VFMADD213PS.BCST tanhP3<>(SB), Z8, Z9
+	VFMADD213PS.BCST tanhP2<>(SB), Z8, Z9
+	VFMADD213PS.BCST tanhP1<>(SB), Z8, Z9
+	VFMADD213PS.BCST tanhP0<>(SB), Z8, Z9
+	VMULPS       Z8, Z0, Z10
+	VFMADD213PS  Z0, Z10, Z9
+	VCMPPS.BCST  $1, tanhSmall<>(SB), Z1, K1
+	VBLENDMPS    Z9, Z6, K1, Z6
+	VPANDD.BCST  tanhSign<>(SB), Z0, Z7
+	VPORD        Z7, Z6, Z6
+
+	VMOVUPS Z6, (DX)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	SUBQ    $16, CX
+	JMP     loop16
+
+done16:
+	VZEROUPPER
+	RET
