@@ -1,6 +1,7 @@
 package control
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -202,23 +203,27 @@ const fusedStepCost = 1
 
 func (op *fusedOp) kernel(c *eager.Call, outs []*tensor.Tensor) {
 	out := tensor.HostData[float32](outs[0])
-	ins := make([][]float32, len(c.Inputs))
-	for i, x := range c.Inputs {
-		ins[i] = tensor.HostData[float32](x)
+	var buf [4][]float32
+	ins := buf[:0]
+	for _, x := range c.Inputs {
+		ins = append(ins, tensor.HostData[float32](x))
 	}
-	run := func(lo, hi int) {
-		for b := lo; b < hi; b += fuseBlock {
-			op.block(out[b:min(b+fuseBlock, hi)], ins, b)
-		}
+	if cost := float64(len(out) * len(op.steps) * fusedStepCost); cost < device.MinShardCost {
+		op.blocks(out, ins, 0, len(out)) // inline: no closure to allocate
+		return
 	}
 	cpu, ok := c.Device.(*device.CPUDevice)
 	if !ok {
 		cpu = device.Host()
 	}
-	if cost := float64(len(out) * len(op.steps) * fusedStepCost); cost < device.MinShardCost {
-		run(0, len(out))
-	} else {
-		cpu.Parallel(len(out), float64(len(op.steps)*fusedStepCost), run)
+	ins = slices.Clone(ins)
+	cpu.Parallel(len(out), float64(len(op.steps)*fusedStepCost), func(lo, hi int) { op.blocks(out, ins, lo, hi) })
+}
+
+// blocks runs the chain over out[lo:hi] in blocks of fuseBlock.
+func (op *fusedOp) blocks(out []float32, ins [][]float32, lo, hi int) {
+	for b := lo; b < hi; b += fuseBlock {
+		op.block(out[b:min(b+fuseBlock, hi)], ins, b)
 	}
 }
 

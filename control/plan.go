@@ -3,6 +3,7 @@ package control
 import (
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
+	"sync"
 )
 
 // plan runs a graph without control-flow nodes (no Switch, Merge, Enter,
@@ -18,6 +19,16 @@ type plan struct {
 	slots  int
 	reads  []int  // data edges reading each slot
 	pinned []bool // results, arguments and constants: never released
+	// scratch recycles one run's working slices, so a steady stream of
+	// calls allocates only what it returns.
+	scratch sync.Pool
+}
+
+// planRun is the working state of one run.
+type planRun struct {
+	vals   []*tensor.Tensor
+	left   []int
+	pinned []bool
 }
 
 // straightLine reports whether g has only placeholders, constants and op
@@ -67,9 +78,17 @@ func (p *plan) slot(o Output) int { return p.first[o.Node.ID] + o.Index }
 
 // run executes the plan on args (already counted against g.Inputs).
 func (p *plan) run(args []*tensor.Tensor) []*tensor.Tensor {
-	vals := make([]*tensor.Tensor, p.slots)
-	left := append([]int(nil), p.reads...)
-	pinned := append([]bool(nil), p.pinned...)
+	st, _ := p.scratch.Get().(*planRun)
+	if st == nil {
+		st = &planRun{vals: make([]*tensor.Tensor, p.slots), left: make([]int, p.slots), pinned: make([]bool, p.slots)}
+	}
+	defer func() {
+		clear(st.vals) // hold no tensors between runs
+		p.scratch.Put(st)
+	}()
+	vals, left, pinned := st.vals, st.left, st.pinned
+	copy(left, p.reads)
+	copy(pinned, p.pinned)
 	release := !eager.Observing()
 	for i, in := range p.g.Inputs {
 		vals[p.first[in.ID]] = args[i]
