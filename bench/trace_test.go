@@ -65,6 +65,7 @@ func (m *mlp) tracedStep(f *control.Function, x, labels *tensor.Tensor, lr float
 	}
 	for i, v := range []*tape.Variable{m.w1, m.b1, m.w2, m.b2} {
 		v.AssignScaled(-lr, out[i+1])
+		out[i+1].Release() // as the eager step does
 	}
 	return out[0], nil
 }
