@@ -106,8 +106,33 @@ func goKernel[T gemmElem](mr, nr, kc int, a, b []T, ldb int, c []T, ldc int, acc
 
 // gemmKernels lists the micro-kernels for T on this CPU, largest tile
 // first: the assembly ones where there are, else the Go kernel in a 4-row
-// and a 1-row shape.
+// and a 1-row shape. The lists are built once.
 func gemmKernels[T gemmElem]() []gemmKernel[T] {
+	var ks any
+	switch any(*new(T)).(type) {
+	case float32:
+		ks = kernelsF32
+	case float64:
+		ks = kernelsF64
+	case int32:
+		ks = kernelsI32
+	case int64:
+		ks = kernelsI64
+	default:
+		ks = kernelsU8
+	}
+	return ks.([]gemmKernel[T])
+}
+
+var (
+	kernelsF32 = buildGemmKernels[float32]()
+	kernelsF64 = buildGemmKernels[float64]()
+	kernelsI32 = buildGemmKernels[int32]()
+	kernelsI64 = buildGemmKernels[int64]()
+	kernelsU8  = buildGemmKernels[uint8]()
+)
+
+func buildGemmKernels[T gemmElem]() []gemmKernel[T] {
 	if ks := asmGemmKernels[T](); len(ks) > 0 {
 		return ks
 	}
@@ -188,6 +213,10 @@ func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int
 	// otherwise.
 	byRows := rowPanels >= dev.Workers() || colPanels < dev.Workers()
 	tileCost := kern.nsPerTile(k)
+	if tileCost*float64(rowPanels*colPanels) < device.MinShardCost {
+		g.rect(0, rowPanels, 0, n) // too small to split: no closure to allocate
+		return
+	}
 	if !byRows {
 		dev.Parallel(colPanels, tileCost*float64(rowPanels), func(lo, hi int) {
 			g.rect(0, rowPanels, lo*nr, min(hi*nr, n))
