@@ -64,6 +64,10 @@ func (l *loop) step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 		}
 	}
 	it := iteration{in: in, out: res, from: from, to: to}
+	if !l.checkpoint {
+		// The backward needs only what the body's gradient rules read.
+		tape.DropUnread(from, to, res, in)
+	}
 	if l.checkpoint {
 		// Keep the input values only; the record of this iteration becomes
 		// garbage once the outputs are cut off from it below.

@@ -67,6 +67,11 @@ type Op struct {
 	// NonDifferentiable declares that the op has no gradient (comparisons,
 	// integer ops, StopGradient). A registry test fails ops with neither.
 	NonDifferentiable bool
+	// GradReads says which of the op's values Grad reads beyond their
+	// dtypes and shapes. The zero value, ReadsAll, is always safe; a tape
+	// may drop the values a rule declares it does not read (package tape
+	// does for the intermediates of stored loop iterations).
+	GradReads GradReads
 	// F32, when set, exposes a float32 elementwise op's CPU loops, so that
 	// a graph optimiser can run a chain of such ops as one pass over blocks
 	// of the output instead of one kernel call (and one buffer) per op.
@@ -74,6 +79,18 @@ type Op struct {
 
 	kernels [2][tensor.NumDTypes]Kernel
 }
+
+// GradReads is what an op's gradient rule reads of its inputs' and
+// outputs' values (their dtypes and shapes are always there).
+type GradReads uint8
+
+// The GradReads declarations.
+const (
+	ReadsAll     GradReads = iota // inputs and outputs
+	ReadsInputs                   // inputs only
+	ReadsOutputs                  // outputs only
+	ReadsNothing                  // shapes and dtypes only
+)
 
 // ElementwiseF32 is the float32 loops of an elementwise op: Unary for a
 // one-input op; VV, VS and SV for a two-input op whose operands are both

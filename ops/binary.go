@@ -257,6 +257,8 @@ func init() {
 		return []*tensor.Tensor{g.OutGrads[0], when(g.Needs[1], func() *tensor.Tensor { return Neg(g.OutGrads[0]) })}
 	}, numKernels(subLoops[float32](), subLoops[float64](), subLoops[int32](), subLoops[int64](), subLoops[uint8]()))
 
+	addOp.GradReads, subOp.GradReads = eager.ReadsNothing, eager.ReadsNothing
+
 	mulOp = binaryOp("Mul", func(g *eager.Grad) []*tensor.Tensor {
 		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
 		return []*tensor.Tensor{
@@ -264,6 +266,7 @@ func init() {
 			when(g.Needs[1], func() *tensor.Tensor { return Mul(dy, a) }),
 		}
 	}, numKernels(mulLoops[float32](), mulLoops[float64](), mulLoops[int32](), mulLoops[int64](), mulLoops[uint8]()))
+	mulOp.GradReads = eager.ReadsInputs
 
 	divOp = binaryOp("Div", func(g *eager.Grad) []*tensor.Tensor {
 		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]

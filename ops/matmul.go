@@ -132,7 +132,7 @@ func init() {
 		f32: matmulKernel[float32], f64: matmulKernel[float64], i32: matmulKernel[int32],
 		i64: matmulKernel[int64], u8: matmulKernel[uint8],
 	}.register(&eager.Op{
-		Name: "MatMul", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Name: "MatMul", Inputs: 2, DTypes: numericTypes, SameDTypes: true, GradReads: eager.ReadsInputs,
 		Infer: func(c *eager.Call) []eager.Out {
 			a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
 			if a.Rank() < 2 || b.Rank() < 2 {

@@ -48,6 +48,7 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			return []*tensor.Tensor{Reshape(g.OutGrads[0], g.Inputs[0].Shape()...)}
 		},
+		GradReads: eager.ReadsNothing,
 	}, copyKernel))
 }
 
@@ -120,6 +121,7 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			return []*tensor.Tensor{Transpose(g.OutGrads[0], inversePerm(g.Attrs.(PermAttrs).Perm)...)}
 		},
+		GradReads: eager.ReadsNothing,
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
 		x, perm := c.Inputs[0].Contiguous(), c.Attrs.(PermAttrs).Perm
 		xs := tensor.Strides(x.Shape(), nil)
@@ -157,7 +159,8 @@ func init() {
 			return c.Out1(x.DType(), slices.Clone(shape))
 		},
 		// The tape sums the output-shaped gradient back to x's shape.
-		Grad: func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
+		Grad:      func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
+		GradReads: eager.ReadsNothing,
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
 		x, out := c.Inputs[0], outs[0]
 		rank := out.Rank()

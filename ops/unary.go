@@ -161,6 +161,7 @@ func init() {
 	reluOp = numOp("Relu", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{reluGrad(g.Inputs[0], g.OutGrads[0])}
 	}, reluLoop[float32], reluLoop[float64], reluLoop[int32], reluLoop[int64], reluLoop[uint8])
+	reluOp.GradReads = eager.ReadsInputs
 
 	// ReluGrad(x, dy) is Relu's backward in one pass: dy where x > 0, else
 	// 0. Its own gradient (for second derivatives) is ReluGrad again for dy
@@ -185,6 +186,7 @@ func init() {
 	expOp = floatLoopOp("Exp", exp32Loop, expCost32, math.Exp, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], g.Outputs[0])}
 	})
+	expOp.GradReads = eager.ReadsOutputs
 	logOp = floatOp("Log", math32.Log, math.Log, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Div(g.OutGrads[0], g.Inputs[0])}
 	})
@@ -202,16 +204,19 @@ func init() {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
 	})
+	tanhOp.GradReads = eager.ReadsOutputs
 	sigmoidOp = floatLoopOp("Sigmoid", sigmoid32Loop, expCost32, sigmoid64, func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(y, Sub(OnesLike(y), y)))}
 	})
+	sigmoidOp.GradReads = eager.ReadsOutputs
 
 	identityOp = eager.Register(anyDType(&eager.Op{
 		Name: "Identity", Inputs: 1,
-		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
-		View:  identityView,
-		Grad:  func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
+		Infer:     func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
+		View:      identityView,
+		Grad:      func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
+		GradReads: eager.ReadsNothing,
 	}, copyKernel))
 
 	stopGradientOp = eager.Register(anyDType(&eager.Op{

@@ -84,6 +84,73 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 	return caps
 }
 
+// DropUnread lets go of the values of the window's intermediates that no
+// gradient rule of the window reads (eager.Op.GradReads): every op recorded
+// in (from, to] that outputs depend on keeps, in place of such a tensor, a
+// stand-in with its dtype, shape and record but no values
+// (tensor.WithoutValues), so the memory goes unless the caller still holds
+// the tensor itself. Tensors in keep (the window's inputs and outputs), and
+// the inputs and outputs of nested regions and custom gradients, keep
+// their values. A loop calls it after each stored iteration, so that its
+// backward holds only what the body's gradient rules use.
+func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
+	var nodes []*node
+	seen := walkers.Get().(map[*node]bool)
+	defer func() { clear(seen); walkers.Put(seen) }()
+	stack := slices.Clone(outputs)
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := producer(x)
+		if n == nil || !inRange(n, from, to) || seen[n] {
+			continue
+		}
+		seen[n] = true
+		nodes = append(nodes, n)
+		stack = append(stack, n.call.Inputs...)
+	}
+	read := map[*tensor.Tensor]bool{}
+	for _, x := range keep {
+		read[x] = true
+	}
+	for _, n := range nodes {
+		r := eager.ReadsAll
+		if n.custom == nil && n.call.Op != nil {
+			r = n.call.Op.GradReads
+		}
+		if r == eager.ReadsAll || r == eager.ReadsInputs {
+			for _, x := range n.call.Inputs {
+				read[x] = true
+			}
+		}
+		if r == eager.ReadsAll || r == eager.ReadsOutputs {
+			for _, y := range n.outs {
+				read[y] = true
+			}
+		}
+	}
+	stubs := map[*tensor.Tensor]*tensor.Tensor{}
+	stub := func(x *tensor.Tensor) *tensor.Tensor {
+		if read[x] || x.IsVariable() || !seen[producer(x)] {
+			return x // read, or not made in this window
+		}
+		s, ok := stubs[x]
+		if !ok {
+			s = x.WithoutValues()
+			stubs[x] = s
+		}
+		return s
+	}
+	for _, n := range nodes {
+		for i, x := range n.call.Inputs {
+			n.call.Inputs[i] = stub(x)
+		}
+		for i, y := range n.outs {
+			n.outs[i] = stub(y)
+		}
+	}
+}
+
 // WindowVJP differentiates the ops recorded in (from, to]: given the
 // gradients seeds of outputs (nil entries mean zero), it returns the
 // gradients of sources (nil where a source gets none). Ops it runs are
@@ -94,7 +161,7 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 		if seeds[i] == nil {
 			continue
 		}
-		if prev := b.grads[y]; prev != nil {
+		if prev := b.grad(y); prev != nil {
 			b.set(y, ops.Add(prev, seeds[i]), true)
 		} else {
 			b.set(y, seeds[i], false) // the caller's
@@ -107,7 +174,7 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 	}
 	out := make([]*tensor.Tensor, len(sources))
 	for i, s := range sources {
-		out[i] = b.grads[s]
+		out[i] = b.grad(s)
 	}
 	b.done()
 	return out

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -146,7 +147,7 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 	}
 	out := make([]*tensor.Tensor, len(sources))
 	for i, s := range sources {
-		g := b.grads[s]
+		g := b.grad(s)
 		if g != nil && !t.watches(s) && producer(s) == nil {
 			g = nil // neither watched nor computed on this tape
 		}
@@ -198,22 +199,37 @@ func needsGrad(x *tensor.Tensor) bool { return x.DType().IsFloat() && tracked(x)
 // nobody holds any more can go back to its device's cache at once (when no
 // other tape is recording, which would keep it in its record).
 type backprop struct {
-	grads map[*tensor.Tensor]*tensor.Tensor
+	grads map[gradKey]*tensor.Tensor
 	uses  map[*tensor.Tensor]int
-	keep  map[*tensor.Tensor]bool // sources: their gradients are results
+	keep  map[gradKey]bool        // sources: their gradients are results
 	mine  map[*tensor.Tensor]bool // gradients made in this pass
 }
 
+// gradKey names the tensor a gradient belongs to: its autodiff record when
+// it has one, which a stand-in without values (tensor.WithoutValues) shares
+// with the tensor it stands for, else the tensor itself (a variable).
+type gradKey unsafe.Pointer
+
+func keyOf(x *tensor.Tensor) gradKey {
+	if a := x.Autodiff(); a != nil {
+		return gradKey(a)
+	}
+	return gradKey(x)
+}
+
+// grad returns the gradient held for x, or nil.
+func (b *backprop) grad(x *tensor.Tensor) *tensor.Tensor { return b.grads[keyOf(x)] }
+
 // passes recycles backprop state: loops run one small pass per iteration.
 var passes = sync.Pool{New: func() any {
-	return &backprop{grads: map[*tensor.Tensor]*tensor.Tensor{}, uses: map[*tensor.Tensor]int{},
-		keep: map[*tensor.Tensor]bool{}, mine: map[*tensor.Tensor]bool{}}
+	return &backprop{grads: map[gradKey]*tensor.Tensor{}, uses: map[*tensor.Tensor]int{},
+		keep: map[gradKey]bool{}, mine: map[*tensor.Tensor]bool{}}
 }}
 
 func newBackprop(sources []*tensor.Tensor) *backprop {
 	b := passes.Get().(*backprop)
 	for _, s := range sources {
-		b.keep[s] = true
+		b.keep[keyOf(s)] = true
 	}
 	return b
 }
@@ -230,10 +246,11 @@ func (b *backprop) done() {
 
 // set makes g the gradient of x; made says this pass created g.
 func (b *backprop) set(x, g *tensor.Tensor, made bool) {
-	if old := b.grads[x]; old != nil {
+	k := keyOf(x)
+	if old := b.grads[k]; old != nil {
 		b.drop(old)
 	}
-	b.grads[x] = g
+	b.grads[k] = g
 	b.uses[g]++
 	if made {
 		b.mine[g] = true
@@ -243,9 +260,10 @@ func (b *backprop) set(x, g *tensor.Tensor, made bool) {
 // take removes and returns the gradient of x (nil if none), unless x is a
 // source.
 func (b *backprop) take(x *tensor.Tensor) *tensor.Tensor {
-	g := b.grads[x]
-	if g != nil && !b.keep[x] {
-		delete(b.grads, x)
+	k := keyOf(x)
+	g := b.grads[k]
+	if g != nil && !b.keep[k] {
+		delete(b.grads, k)
 		b.uses[g]--
 	}
 	return g
@@ -311,7 +329,7 @@ func (b *backprop) step(n *node) {
 		if g.DType() != x.DType() {
 			g, fresh = ops.Cast(g, x.DType()), true
 		}
-		if prev := b.grads[x]; prev != nil {
+		if prev := b.grad(x); prev != nil {
 			g, fresh = ops.Add(prev, g), true
 		}
 		b.set(x, g, fresh || b.mine[g])

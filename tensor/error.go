@@ -19,6 +19,9 @@ var (
 	ErrDevice = errors.New("device mismatch")
 	ErrIndex  = errors.New("index out of range")
 	ErrValue  = errors.New("bad value")
+	// ErrDropped: the tensor stands for another whose values were let go
+	// (a tape keeps such stand-ins for values no gradient rule reads).
+	ErrDropped = errors.New("values dropped")
 )
 
 // Error is the panic value of a programmer error in calling an op or a

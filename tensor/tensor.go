@@ -152,7 +152,7 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 // optional (the garbage collector reclaims unreleased buffers) and the
 // tensor must not be used afterwards. Variables ignore Release.
 func (t *Tensor) Release() {
-	if t.IsVariable() || t.buf == nil {
+	if t.IsVariable() || t.buf == nil || t.ValuesDropped() {
 		return
 	}
 	if t.buf.Refs().Add(-1) == 0 {
@@ -164,6 +164,10 @@ func (t *Tensor) Release() {
 // HostBytes returns the raw bytes of a tensor on the CPU, in layout order.
 // It panics if t is on another device.
 func (t *Tensor) HostBytes() []byte {
+	if t.ValuesDropped() {
+		Panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
+			"this tensor stands for one whose values were let go because no gradient rule reads them; an op's eager.Op.GradReads declares too little")
+	}
 	hb, ok := t.buf.(*device.HostBuffer)
 	if !ok {
 		Panicf("tensor", "HostBytes", ErrDevice, []*Tensor{t}, "", "tensor is on %s, not the CPU", t.Device().Name())
