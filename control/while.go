@@ -8,7 +8,10 @@ import (
 )
 
 // WhileOptions configure While. The zero value loops without limit and
-// keeps each iteration's record for the backward pass.
+// keeps each iteration's record for the backward pass, with only the
+// values its ops' gradient rules read (eager.Op.GradReads): intermediates
+// no rule reads are let go after each iteration unless the body hands
+// them out.
 type WhileOptions struct {
 	// MaxIterations stops the loop after this many iterations (0: no limit).
 	MaxIterations int
