@@ -3,6 +3,7 @@ package tape
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -94,61 +95,84 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 // their values. A loop calls it after each stored iteration, so that its
 // backward holds only what the body's gradient rules use.
 func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
-	var nodes []*node
-	seen := walkers.Get().(map[*node]bool)
-	defer func() { clear(seen); walkers.Put(seen) }()
-	stack := slices.Clone(outputs)
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	d := droppers.Get().(*dropper)
+	defer d.reset()
+	d.stack = append(d.stack, outputs...)
+	for len(d.stack) > 0 {
+		x := d.stack[len(d.stack)-1]
+		d.stack = d.stack[:len(d.stack)-1]
 		n := producer(x)
-		if n == nil || !inRange(n, from, to) || seen[n] {
+		if n == nil || !inRange(n, from, to) || d.seen[n] {
 			continue
 		}
-		seen[n] = true
-		nodes = append(nodes, n)
-		stack = append(stack, n.call.Inputs...)
+		d.seen[n] = true
+		d.nodes = append(d.nodes, n)
+		d.stack = append(d.stack, n.call.Inputs...)
 	}
-	read := map[*tensor.Tensor]bool{}
 	for _, x := range keep {
-		read[x] = true
+		d.read[x] = true
 	}
-	for _, n := range nodes {
+	for _, n := range d.nodes {
 		r := eager.ReadsAll
 		if n.custom == nil && n.call.Op != nil {
 			r = n.call.Op.GradReads
 		}
 		if r == eager.ReadsAll || r == eager.ReadsInputs {
 			for _, x := range n.call.Inputs {
-				read[x] = true
+				d.read[x] = true
 			}
 		}
 		if r == eager.ReadsAll || r == eager.ReadsOutputs {
 			for _, y := range n.outs {
-				read[y] = true
+				d.read[y] = true
 			}
 		}
 	}
-	stubs := map[*tensor.Tensor]*tensor.Tensor{}
-	stub := func(x *tensor.Tensor) *tensor.Tensor {
-		if read[x] || x.IsVariable() || !seen[producer(x)] {
-			return x // read, or not made in this window
-		}
-		s, ok := stubs[x]
-		if !ok {
-			s = x.WithoutValues()
-			stubs[x] = s
-		}
-		return s
-	}
-	for _, n := range nodes {
+	for _, n := range d.nodes {
 		for i, x := range n.call.Inputs {
-			n.call.Inputs[i] = stub(x)
+			n.call.Inputs[i] = d.stub(x)
 		}
 		for i, y := range n.outs {
-			n.outs[i] = stub(y)
+			n.outs[i] = d.stub(y)
 		}
 	}
+}
+
+// dropper is DropUnread's scratch, recycled: loops call it every iteration.
+type dropper struct {
+	stack []*tensor.Tensor
+	nodes []*node
+	seen  map[*node]bool
+	read  map[*tensor.Tensor]bool
+	stubs map[*tensor.Tensor]*tensor.Tensor
+}
+
+var droppers = sync.Pool{New: func() any {
+	return &dropper{seen: map[*node]bool{}, read: map[*tensor.Tensor]bool{}, stubs: map[*tensor.Tensor]*tensor.Tensor{}}
+}}
+
+// stub returns the stand-in for x, or x itself when x's values stay: read
+// by a rule, a variable, or not made in this window.
+func (d *dropper) stub(x *tensor.Tensor) *tensor.Tensor {
+	if d.read[x] || x.IsVariable() || !d.seen[producer(x)] {
+		return x
+	}
+	s, ok := d.stubs[x]
+	if !ok {
+		s = x.WithoutValues()
+		d.stubs[x] = s
+	}
+	return s
+}
+
+func (d *dropper) reset() {
+	clear(d.stack[:cap(d.stack)])
+	clear(d.nodes[:cap(d.nodes)])
+	d.stack, d.nodes = d.stack[:0], d.nodes[:0]
+	clear(d.seen)
+	clear(d.read)
+	clear(d.stubs)
+	droppers.Put(d)
 }
 
 // WindowVJP differentiates the ops recorded in (from, to]: given the
