@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -165,5 +166,56 @@ func testVectorPath(t *testing.T, name string, f func(o, x []float32), ref func(
 	f(nan, nan)
 	if nan[1] == nan[1] || nan[0] != float32(ref(1)) {
 		t.Errorf("%s in place with NaN: %v", name, nan)
+	}
+}
+
+// The float32-lane log kernel over every binade (normal and denormal),
+// densely around 1, and at its special values: within 2 ulp of math.Log.
+func TestLogVectorPath(t *testing.T) {
+	var x []float32
+	for e := -149; e < 128; e++ {
+		base := math.Ldexp(1, e)
+		for k := 0; k < 256; k++ {
+			x = append(x, float32(base*(1+float64(k)/256)))
+		}
+	}
+	for i := range 1 << 18 {
+		x = append(x, 0.5+float32(i)/(1<<18)) // [0.5, 1.5): near 1 the result is small
+	}
+	for _, x0 := range []float32{1, 0x1.6a09e6p0, 0x1.6a09e8p0, 1.17549435e-38} {
+		v := x0
+		for range 300 {
+			x = append(x, v)
+			v = math.Nextafter32(v, 0)
+		}
+	}
+	for len(x)%8 != 0 {
+		x = append(x, 2)
+	}
+	o := make([]float32, len(x))
+	log32Loop(o, x)
+	worst, at := int64(0), float32(0)
+	for i, v := range x {
+		want := float32(math.Log(float64(v)))
+		if d := ulps(o[i], want); d > worst {
+			worst, at = d, v
+		}
+	}
+	t.Logf("log: worst error %d ulp (at %v) over %d values", worst, at, len(x))
+	if worst > 2 {
+		t.Errorf("log(%v) = %v, want %v (%d ulps)", at, o[slices.Index(x, at)], float32(math.Log(float64(at))), worst)
+	}
+	inf := float32(math.Inf(1))
+	special := []float32{0, float32(math.Copysign(0, -1)), inf, -1, -inf, float32(math.NaN()), 1, 2, 4, 8}
+	so := make([]float32, len(special))
+	log32Loop(so, special)
+	for i, v := range special[:5] {
+		want := float32(math.Log(float64(v)))
+		if so[i] != want && !(want != want && so[i] != so[i]) {
+			t.Errorf("log(%v) = %v, want %v", v, so[i], want)
+		}
+	}
+	if so[5] == so[5] || so[6] != 0 {
+		t.Errorf("log(NaN) = %v, log(1) = %v", so[5], so[6])
 	}
 }

@@ -123,3 +123,6 @@ func ssigmoid8(dst, x *float32, n int)
 
 //go:noescape
 func stanh16(dst, x *float32, n int)
+
+//go:noescape
+func slog8(dst, x *float32, n int)

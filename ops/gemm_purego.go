@@ -32,3 +32,5 @@ func sexp8(dst, x *float32, n int) { panic("ops: no vector kernel in this build"
 func ssigmoid8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func stanh16(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func slog8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }

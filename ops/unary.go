@@ -187,7 +187,7 @@ func init() {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], g.Outputs[0])}
 	})
 	expOp.GradReads = eager.ReadsOutputs
-	logOp = floatOp("Log", math32.Log, math.Log, func(g *eager.Grad) []*tensor.Tensor {
+	logOp = floatLoopOp("Log", log32Loop, expCost32, math.Log, func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Div(g.OutGrads[0], g.Inputs[0])}
 	})
 	sqrtOp = floatOp("Sqrt", math32.Sqrt, math.Sqrt, func(g *eager.Grad) []*tensor.Tensor {
