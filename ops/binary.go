@@ -309,7 +309,7 @@ func init() {
 				return Mul(dy, Mul(y, Select(pos, Log(safe), ZerosLike(safe))))
 			}),
 		}
-	}, numKernels(scalarLoops(math32.Pow), scalarLoops(math.Pow), scalarLoops(intPow[int32]),
+	}, numKernels(scalarLoops(func(a, b float32) float32 { return float32(math.Pow(float64(a), float64(b))) }), scalarLoops(math.Pow), scalarLoops(intPow[int32]),
 		scalarLoops(intPow[int64]), scalarLoops(intPow[uint8])))
 }
 
