@@ -86,14 +86,16 @@ func shapes(n int, seed uint64) (*tensor.Tensor, *tensor.Tensor) {
 			}
 		}
 	}
-	return tensor.FromSlice(px, n, size, size, 1), tensor.FromSlice(labels)
+	return tensor.FromSlice(px, n, 1, size, size), tensor.FromSlice(labels)
 }
 
-// newModel is conv(8) - pool - conv(16) - pool - dense(3), NHWC.
+// newModel is conv(8) - pool - conv(16) - pool - dense(3) on NCHW batches
+// (PyTorch's layout, which eagerflow's convolution runs fastest: each
+// image one GEMM; NHWC works too, through the general lowering).
 func newModel(seed uint64) *nn.Sequential {
 	rng := tensor.NewRNG(seed)
-	same := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}
-	pool := nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}}}
+	same := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}, Activation: ops.Relu}
+	pool := nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW}}
 	return nn.NewSequential(
 		nn.NewConv2D("conv1", rng, 3, 3, 1, 8, same), pool,
 		nn.NewConv2D("conv2", rng, 3, 3, 8, 16, same), pool,
