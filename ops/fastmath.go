@@ -52,6 +52,18 @@ func exp32(x float32) float32 {
 	return float32(expF64(float64(x)))
 }
 
+// vecPrefix runs kern (when ok) over the longest prefix of o whose length
+// is a multiple of width, its lanes, and returns that length: the caller's
+// scalar code does the rest.
+func vecPrefix(o, x []float32, ok bool, width int, kern func(dst, x *float32, n int)) int {
+	n := len(o) / width * width
+	if !ok || n == 0 {
+		return 0
+	}
+	kern(&o[0], &x[0], n)
+	return n
+}
+
 // expCost32 is the cost per element of exp32Loop and sigmoid32Loop, for
 // sharding: about 0.6 ns with the AVX2 kernels, 5 without.
 var expCost32 = map[bool]float64{true: 1, false: 8}[haveVecKernels]
@@ -60,12 +72,7 @@ var expCost32 = map[bool]float64{true: 1, false: 8}[haveVecKernels]
 // (float32 lanes, within 2 ulp), the rest with exp32 (within 1 ulp).
 func exp32Loop(o, x []float32) {
 	x = x[:len(o)]
-	start := 0
-	if haveVecKernels && len(o) >= 8 {
-		start = len(o) &^ 7
-		sexp8(&o[0], &x[0], start)
-	}
-	for i := start; i < len(o); i++ {
+	for i := vecPrefix(o, x, haveVecKernels, 8, sexp8); i < len(o); i++ {
 		o[i] = exp32(x[i])
 	}
 }
@@ -76,12 +83,7 @@ func exp32Loop(o, x []float32) {
 // -103.28).
 func log32Loop(o, x []float32) {
 	x = x[:len(o)]
-	start := 0
-	if haveVecKernels && len(o) >= 8 {
-		start = len(o) &^ 7
-		slog8(&o[0], &x[0], start)
-	}
-	for i := start; i < len(o); i++ {
+	for i := vecPrefix(o, x, haveVecKernels, 8, slog8); i < len(o); i++ {
 		o[i] = float32(math.Log(float64(x[i])))
 	}
 }
@@ -90,12 +92,7 @@ func log32Loop(o, x []float32) {
 // kernel ssigmoid8 (within 2 ulp), the rest with sigmoid32.
 func sigmoid32Loop(o, x []float32) {
 	x = x[:len(o)]
-	start := 0
-	if haveVecKernels && len(o) >= 8 {
-		start = len(o) &^ 7
-		ssigmoid8(&o[0], &x[0], start)
-	}
-	for i := start; i < len(o); i++ {
+	for i := vecPrefix(o, x, haveVecKernels, 8, ssigmoid8); i < len(o); i++ {
 		o[i] = sigmoid32(x[i])
 	}
 }
@@ -114,15 +111,8 @@ var tanhCost32 = map[bool]float64{true: 1, false: 10}[haveVecKernels]
 // the processor overlaps the elements' long dependency chains.
 func tanh32Loop(o, x []float32) {
 	x = x[:len(o)]
-	start := 0
-	if haveAVX512 && len(o) >= 16 {
-		start = len(o) &^ 15
-		stanh16(&o[0], &x[0], start)
-	}
-	if haveVecKernels && len(o)-start >= 8 {
-		stanh8(&o[start], &x[start], 8)
-		start += 8
-	}
+	start := vecPrefix(o, x, haveAVX512, 16, stanh16)
+	start += vecPrefix(o[start:], x[start:], haveVecKernels, 8, stanh8)
 	for i := start; i < len(o); i++ {
 		v := x[i]
 		a := math.Abs(float64(v))
