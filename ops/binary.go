@@ -91,6 +91,18 @@ func addF32(o, a, b []float32) {
 	}
 }
 
+// addInto sets dst += x, with the AVX2 kernel for float32.
+func addInto[T tensor.Num](dst, x []T) {
+	if d32, ok := any(dst).([]float32); ok && haveVecKernels && len(dst) > 0 {
+		sadd(&d32[0], &d32[0], &any(x).([]float32)[0], len(d32))
+		return
+	}
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
 // vecScalar sets o = v op s with k, an AVX2 float32 loop, when T is
 // float32 and the kernels are there, and reports whether it did.
 func vecScalar[T tensor.Num](o, v []T, s T, k func(dst, a *float32, s float32, n int)) bool {

@@ -191,113 +191,117 @@ func (g nchwGeom) shifted(kh int) (ok bool, lo, hi int) {
 	return true, max(0, g.pt-kh*g.dh), min(g.oh, g.h+g.pt-kh*g.dh)
 }
 
-// im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
-func im2row[T tensor.Float](p, x []T, g nchwGeom) {
-	ohw := g.oh * g.ow
+// tap is one row of the im2row matrix: input channel c seen through
+// filter tap (kh, kw). Output column ow reads input column ow*sw+off; lo and
+// hi bound the output columns whose input column exists. When the geometry
+// is shifted (g.shifted), the whole row is the plane shifted by d, valid
+// over [s0, s1) with output rows [r0, r1) inside the input.
+type tap struct {
+	c, kh, off, lo, hi int
+	shift              bool
+	r0, r1, d, s0, s1  int
+}
+
+// forTaps calls fn with every im2row row in order: its index and its tap.
+func (g nchwGeom) forTaps(fn func(r int, t tap)) {
 	for c := 0; c < g.c; c++ {
 		for kh := 0; kh < g.kh; kh++ {
 			for kw := 0; kw < g.kw; kw++ {
-				row := p[((c*g.kh+kh)*g.kw+kw)*ohw:][:ohw]
-				off := kw*g.dw - g.pl
-				lo, hi := span(off, g.sw, g.w, g.ow)
-				if ok, r0, r1 := g.shifted(kh); ok {
-					// One copy of the plane, shifted; then zeros where the
-					// shift wrapped around a row end or left the plane.
-					plane := x[c*g.h*g.w:][:g.h*g.w]
-					d := (kh*g.dh-g.pt)*g.w + off
-					s0, s1 := max(r0*g.w, -d), min(r1*g.w, g.h*g.w-d)
-					clear(row[:max(s0, 0)])
-					if s0 < s1 {
-						copy(row[s0:s1], plane[s0+d:s1+d])
-					}
-					clear(row[max(s1, 0):])
-					for oh := r0; oh < r1; oh++ {
-						clear(row[oh*g.w : oh*g.w+lo])
-						clear(row[oh*g.w+hi : (oh+1)*g.w])
-					}
-					continue
+				t := tap{c: c, kh: kh, off: kw*g.dw - g.pl}
+				t.lo, t.hi = span(t.off, g.sw, g.w, g.ow)
+				t.shift, t.r0, t.r1 = g.shifted(kh)
+				if t.shift {
+					t.d = (kh*g.dh-g.pt)*g.w + t.off
+					t.s0, t.s1 = max(t.r0*g.w, -t.d), min(t.r1*g.w, g.h*g.w-t.d)
 				}
-				for oh := 0; oh < g.oh; oh++ {
-					seg := row[oh*g.ow : (oh+1)*g.ow]
-					ih := oh*g.sh + kh*g.dh - g.pt
-					if ih < 0 || ih >= g.h {
-						clear(seg)
-						continue
-					}
-					src := x[(c*g.h+ih)*g.w:][:g.w]
-					clear(seg[:lo])
-					clear(seg[hi:])
-					if g.sw == 1 {
-						copy(seg[lo:hi], src[lo+off:hi+off])
-						continue
-					}
-					for ow := lo; ow < hi; ow++ {
-						seg[ow] = src[ow*g.sw+off]
-					}
-				}
+				fn((c*g.kh+kh)*g.kw+kw, t)
 			}
 		}
 	}
+}
+
+// clearWrapped zeroes, in a shifted row, the columns of output rows [r0,
+// r1) whose input column lies outside the plane (where the shift wrapped
+// around a row end).
+func clearWrapped[T tensor.Float](row []T, t tap, w int) {
+	for oh := t.r0; oh < t.r1; oh++ {
+		clear(row[oh*w : oh*w+t.lo])
+		clear(row[oh*w+t.hi : (oh+1)*w])
+	}
+}
+
+// im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
+func im2row[T tensor.Float](p, x []T, g nchwGeom) {
+	ohw := g.oh * g.ow
+	g.forTaps(func(r int, t tap) {
+		row := p[r*ohw:][:ohw]
+		if t.shift {
+			// One copy of the plane, shifted; then zeros where the shift
+			// wrapped around a row end or left the plane.
+			plane := x[t.c*g.h*g.w:][:g.h*g.w]
+			clear(row[:max(t.s0, 0)])
+			if t.s0 < t.s1 {
+				copy(row[t.s0:t.s1], plane[t.s0+t.d:t.s1+t.d])
+			}
+			clear(row[max(t.s1, 0):])
+			clearWrapped(row, t, g.w)
+			return
+		}
+		for oh := 0; oh < g.oh; oh++ {
+			seg := row[oh*g.ow : (oh+1)*g.ow]
+			ih := oh*g.sh + t.kh*g.dh - g.pt
+			if ih < 0 || ih >= g.h {
+				clear(seg)
+				continue
+			}
+			src := x[(t.c*g.h+ih)*g.w:][:g.w]
+			clear(seg[:t.lo])
+			clear(seg[t.hi:])
+			if g.sw == 1 {
+				copy(seg[t.lo:t.hi], src[t.lo+t.off:t.hi+t.off])
+				continue
+			}
+			for ow := t.lo; ow < t.hi; ow++ {
+				seg[ow] = src[ow*g.sw+t.off]
+			}
+		}
+	})
 }
 
 // row2im adds p [C*KH*KW, OH*OW] back into one image's gradient dx [C, H,
 // W], the adjoint of im2row.
 func row2im[T tensor.Float](dx, p []T, g nchwGeom) {
 	ohw := g.oh * g.ow
-	for c := 0; c < g.c; c++ {
-		for kh := 0; kh < g.kh; kh++ {
-			for kw := 0; kw < g.kw; kw++ {
-				row := p[((c*g.kh+kh)*g.kw+kw)*ohw:][:ohw]
-				off := kw*g.dw - g.pl
-				lo, hi := span(off, g.sw, g.w, g.ow)
-				if lo >= hi {
-					continue
-				}
-				if ok, r0, r1 := g.shifted(kh); ok && r0 < r1 {
-					// Zero the entries im2row would have zeroed (wrapped
-					// columns), then add the rows in one shifted pass.
-					for oh := r0; oh < r1; oh++ {
-						clear(row[oh*g.w : oh*g.w+lo])
-						clear(row[oh*g.w+hi : (oh+1)*g.w])
-					}
-					plane := dx[c*g.h*g.w:][:g.h*g.w]
-					d := (kh*g.dh-g.pt)*g.w + off
-					s0, s1 := max(r0*g.w, -d), min(r1*g.w, g.h*g.w-d)
-					if s0 < s1 {
-						addInto(plane[s0+d:s1+d], row[s0:s1])
-					}
-					continue
-				}
-				for oh := 0; oh < g.oh; oh++ {
-					ih := oh*g.sh + kh*g.dh - g.pt
-					if ih < 0 || ih >= g.h {
-						continue
-					}
-					seg := row[oh*g.ow : (oh+1)*g.ow]
-					dst := dx[(c*g.h+ih)*g.w:][:g.w]
-					if g.sw == 1 {
-						addInto(dst[lo+off:hi+off], seg[lo:hi])
-						continue
-					}
-					for ow := lo; ow < hi; ow++ {
-						dst[ow*g.sw+off] += seg[ow]
-					}
-				}
+	g.forTaps(func(r int, t tap) {
+		row := p[r*ohw:][:ohw]
+		if t.lo >= t.hi {
+			return
+		}
+		if t.shift {
+			// Zero the entries im2row would have zeroed (wrapped columns),
+			// then add the rows in one shifted pass.
+			clearWrapped(row, t, g.w)
+			if t.s0 < t.s1 {
+				addInto(dx[t.c*g.h*g.w:][:g.h*g.w][t.s0+t.d:t.s1+t.d], row[t.s0:t.s1])
+			}
+			return
+		}
+		for oh := 0; oh < g.oh; oh++ {
+			ih := oh*g.sh + t.kh*g.dh - g.pt
+			if ih < 0 || ih >= g.h {
+				continue
+			}
+			seg := row[oh*g.ow : (oh+1)*g.ow]
+			dst := dx[(t.c*g.h+ih)*g.w:][:g.w]
+			if g.sw == 1 {
+				addInto(dst[t.lo+t.off:t.hi+t.off], seg[t.lo:t.hi])
+				continue
+			}
+			for ow := t.lo; ow < t.hi; ow++ {
+				dst[ow*g.sw+t.off] += seg[ow]
 			}
 		}
-	}
-}
-
-// addInto sets dst += x, with the AVX2 kernel for float32.
-func addInto[T tensor.Float](dst, x []T) {
-	if d32, ok := any(dst).([]float32); ok && haveVecKernels && len(dst) > 0 {
-		sadd(&d32[0], &d32[0], &any(x).([]float32)[0], len(d32))
-		return
-	}
-	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += x[i]
-	}
+	})
 }
 
 // tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in

@@ -95,16 +95,7 @@ func sumReducer[T tensor.Num]() reducer[T] {
 			}
 			return acc + (s[0] + s[1]) + (s[2] + s[3])
 		},
-		vec: func(acc, x []T) {
-			if a32, ok := any(acc).([]float32); ok && haveVecKernels && len(acc) > 0 {
-				sadd(&a32[0], &a32[0], &any(x).([]float32)[0], len(a32))
-				return
-			}
-			x = x[:len(acc)]
-			for i := range acc {
-				acc[i] += x[i]
-			}
-		}}
+		vec: addInto[T]}
 }
 
 func prodReducer[T tensor.Num]() reducer[T] {
