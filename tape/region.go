@@ -45,27 +45,13 @@ func inRange(n *node, from, to uint64) bool { return n.seq > from && n.seq <= to
 // inputs). They are what a region must pass gradients to. The order is the
 // order of first use, so it is deterministic.
 func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
-	var nodes []*node
 	seen := walkers.Get().(map[*node]bool)
 	defer func() { clear(seen); walkers.Put(seen) }()
-	stack := slices.Clone(outputs)
+	nodes, _ := walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, seen, nil, nil)
 	var caps []*tensor.Tensor
 	addCap := func(x *tensor.Tensor) {
 		if !slices.Contains(caps, x) && !slices.Contains(inside, x) && tracked(x) {
 			caps = append(caps, x)
-		}
-	}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		n := producer(x)
-		if n == nil || !inRange(n, from, to) {
-			continue
-		}
-		if !seen[n] {
-			seen[n] = true
-			nodes = append(nodes, n)
-			stack = append(stack, n.call.Inputs...)
 		}
 	}
 	slices.SortFunc(nodes, func(a, b *node) int { return cmp.Compare(a.seq, b.seq) })
@@ -97,18 +83,7 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 	d := droppers.Get().(*dropper)
 	defer d.reset()
-	d.stack = append(d.stack, outputs...)
-	for len(d.stack) > 0 {
-		x := d.stack[len(d.stack)-1]
-		d.stack = d.stack[:len(d.stack)-1]
-		n := producer(x)
-		if n == nil || !inRange(n, from, to) || d.seen[n] {
-			continue
-		}
-		d.seen[n] = true
-		d.nodes = append(d.nodes, n)
-		d.stack = append(d.stack, n.call.Inputs...)
-	}
+	d.nodes, d.stack = walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, d.seen, d.stack, d.nodes)
 	for _, x := range keep {
 		d.read[x] = true
 	}

@@ -171,25 +171,32 @@ var walkers = sync.Pool{New: func() any { return map[*node]bool{} }}
 
 // reachableFrom is reachable for several targets.
 func (t *Tape) reachableFrom(targets []*tensor.Tensor) []*node {
-	var order []*node
 	seen := walkers.Get().(map[*node]bool)
 	defer func() { clear(seen); walkers.Put(seen) }()
-	stack := slices.Clone(targets)
+	order, _ := walkBack(targets, t.inWindow, seen, nil, nil)
+	slices.SortFunc(order, func(a, b *node) int { return cmp.Compare(b.seq, a.seq) })
+	return order
+}
+
+// walkBack appends to nodes every recorded op that targets depend on
+// through ops for which in holds, marking each in seen; stack is scratch
+// (both slices come back for reuse).
+func walkBack(targets []*tensor.Tensor, in func(*node) bool, seen map[*node]bool, stack []*tensor.Tensor, nodes []*node) ([]*node, []*tensor.Tensor) {
+	stack = append(stack[:0], targets...)
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		n := producer(x)
-		if n == nil || seen[n] || !t.inWindow(n) {
+		if n == nil || seen[n] || !in(n) {
 			continue
 		}
 		seen[n] = true
-		order = append(order, n)
+		nodes = append(nodes, n)
 		if n.call != nil {
 			stack = append(stack, n.call.Inputs...)
 		}
 	}
-	slices.SortFunc(order, func(a, b *node) int { return cmp.Compare(b.seq, a.seq) })
-	return order
+	return nodes, stack
 }
 
 func needsGrad(x *tensor.Tensor) bool { return x.DType().IsFloat() && tracked(x) }
