@@ -139,7 +139,7 @@ func selected[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, x
 						return
 					}
 					v, best := x[off], x[at]
-					if (ge && v > best) || (!ge && v < best) || (v != v && best == best) {
+					if beats(v, best, ge) {
 						at = off
 					}
 				})
@@ -149,6 +149,13 @@ func selected[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, x
 			}
 		}
 	})
+}
+
+// beats reports whether tap value v displaces best as the window's
+// selection, taps taken in order: strictly larger (ge) or smaller, or the
+// first NaN.
+func beats[T tensor.Num](v, best T, ge bool) bool {
+	return (ge && v > best) || (!ge && v < best) || (v != v && best == best)
 }
 
 // firstExtreme returns the offset (one of woff) of the first largest (ge)

@@ -110,8 +110,7 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 			for i := 0; i < p.kh; i++ {
 				base := x0 + i*p.w + j*p.sw
 				for k, t := range x[base : base+p.kw] {
-					better := at < 0 || (ge && t > best) || (!ge && t < best) || (t != t && best == best)
-					if better {
+					if at < 0 || beats(t, best, ge) {
 						at, best = base+k, t
 					}
 				}
