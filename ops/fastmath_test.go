@@ -267,3 +267,29 @@ func TestFloat32ScalarFunctions(t *testing.T) {
 }
 
 func tensorOf(v []float32) *tensor.Tensor { return tensor.FromSlice(v) }
+
+// Each tanh kernel on its own (tanh32Loop gives stanh8 only the blocks
+// stanh16 leaves where the CPU has AVX-512): within 2 ulp on a sweep.
+func TestTanhKernelsEach(t *testing.T) {
+	const n = 1 << 16
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = -12 + 24*float32(i)/n
+	}
+	for _, k := range []struct {
+		name string
+		ok   bool
+		f    func(dst, x *float32, n int)
+	}{{"stanh8", haveVecKernels, stanh8}, {"stanh16", haveAVX512, stanh16}} {
+		if !k.ok {
+			continue
+		}
+		o := make([]float32, n)
+		k.f(&o[0], &x[0], n)
+		for i, v := range x {
+			if d := ulps(o[i], float32(math.Tanh(float64(v)))); d > 2 {
+				t.Fatalf("%s(%v) = %v (%d ulps)", k.name, v, o[i], d)
+			}
+		}
+	}
+}

@@ -33,72 +33,6 @@ CONST8(tanhP2, 0xbd5c970a)
 CONST8(tanhP3, 0x3cacb335)
 CONST8(tanhP4, 0xbbce0328)
 
-// func stanh8(dst, x *float32, n int)
-// dst[i] = tanh(x[i]) for n a multiple of 8, eight lanes of float32 at a
-// time: x + x³ P(x²) where |x| < 0.55, else 1 - 2/(e^(2a) + 1) with a =
-// min(|x|, 9.1) and x's sign, e^y as 2^k times the degree-7 Taylor polynomial
-// of e^r (y = k ln2 + r, |r| <= ln2/2, ln 2 in two parts). Beyond 0.55 the
-// result is at least 0.5, so 1 - q loses no bits; TestTanhVectorPath bounds
-// the error at 2 ulp. NaN passes through both branches.
-TEXT ·stanh8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
-	VMOVUPS tanhOne<>(SB), Y14
-	VMOVUPS tanhClamp<>(SB), Y13
-
-loop:
-	CMPQ    CX, $8
-	JL      done
-	VMOVUPS (SI), Y0                      // x
-	VANDPS  tanhAbs<>(SB), Y0, Y1         // |x|
-	VMINPS  Y1, Y13, Y2                   // a = min(9.1, |x|); NaN stays (second operand)
-	VADDPS  Y2, Y2, Y2                    // y = 2a
-	VMULPS  tanhLog2e<>(SB), Y2, Y3
-	VROUNDPS $0, Y3, Y3                   // k = round(y / ln2)
-	VFNMADD231PS tanhLn2Hi<>(SB), Y3, Y2  // r = y - k ln2
-	VFNMADD231PS tanhLn2Lo<>(SB), Y3, Y2
-
-	VMOVUPS     tanhE7<>(SB), Y4
-	VFMADD213PS tanhE6<>(SB), Y2, Y4
-	VFMADD213PS tanhE5<>(SB), Y2, Y4
-	VFMADD213PS tanhE4<>(SB), Y2, Y4
-	VFMADD213PS tanhE3<>(SB), Y2, Y4
-	VFMADD213PS tanhE2<>(SB), Y2, Y4
-	VFMADD213PS Y14, Y2, Y4
-	VFMADD213PS Y14, Y2, Y4               // e^r
-	VCVTPS2DQ   Y3, Y5
-	VPSLLD      $23, Y5, Y5
-	VPADDD      Y5, Y4, Y4                // e = 2^k e^r (k <= 27: no overflow)
-
-	VADDPS  Y14, Y4, Y4                   // e + 1
-	VMOVUPS tanhTwo<>(SB), Y6
-	VDIVPS  Y4, Y6, Y6                    // q = 2/(e+1)
-	VSUBPS  Y6, Y14, Y6                   // t = 1 - q
-
-	VMULPS      Y0, Y0, Y8                // z = x²
-	VMOVUPS     tanhP4<>(SB), Y9
-	VFMADD213PS tanhP3<>(SB), Y8, Y9
-	VFMADD213PS tanhP2<>(SB), Y8, Y9
-	VFMADD213PS tanhP1<>(SB), Y8, Y9
-	VFMADD213PS tanhP0<>(SB), Y8, Y9      // P(z)
-	VMULPS      Y8, Y0, Y10               // x³
-	VFMADD213PS Y0, Y10, Y9               // x + x³ P(z)
-	VCMPPS      $1, tanhSmall<>(SB), Y1, Y11
-	VBLENDVPS   Y11, Y9, Y6, Y6           // the polynomial where |x| < 0.55
-	VANDPS      tanhSign<>(SB), Y0, Y7
-	VORPS       Y7, Y6, Y6                // x's sign (-0 stays -0)
-
-	VMOVUPS Y6, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     loop
-
-done:
-	VZEROUPPER
-	RET
-
 CONST8(expLo, 0xc2cff1b5)   // -103.97282: e^x rounds to 0 below
 CONST8(expHi, 0x42b17218)   // 88.72284: e^x overflows above
 CONST8(expInf, 0x7f800000)
@@ -132,6 +66,56 @@ CONST8(expBias, 0x0000007f) // 127, the float32 exponent bias
 	VPSLLD       $23, T4, T4; \
 	VMULPS       T3, T2, T2; \
 	VMULPS       T4, T2, X
+
+// func stanh8(dst, x *float32, n int)
+// dst[i] = tanh(x[i]) for n a multiple of 8, eight lanes of float32 at a
+// time: x + x³ P(x²) where |x| < 0.55, else 1 - 2/(e^(2a) + 1) with a =
+// min(|x|, 9.1) and x's sign, e^y as 2^k times the degree-7 Taylor polynomial
+// of e^r (y = k ln2 + r, |r| <= ln2/2, ln 2 in two parts). Beyond 0.55 the
+// result is at least 0.5, so 1 - q loses no bits; TestTanhVectorPath bounds
+// the error at 2 ulp. NaN passes through both branches.
+TEXT ·stanh8(SB), NOSPLIT, $0-24
+	MOVQ    dst+0(FP), DX
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPS tanhOne<>(SB), Y14
+	VMOVUPS tanhClamp<>(SB), Y13
+
+loop:
+	CMPQ    CX, $8
+	JL      done
+	VMOVUPS (SI), Y0                      // x
+	VANDPS  tanhAbs<>(SB), Y0, Y1         // |x|
+	VMINPS  Y1, Y13, Y2                   // a = min(9.1, |x|); NaN stays (second operand)
+	VADDPS  Y2, Y2, Y2                    // y = 2a
+	EXP8(Y2, Y3, Y4, Y5, Y6, Y7)          // e = e^y
+	VADDPS  Y14, Y2, Y4                   // e + 1
+	VMOVUPS tanhTwo<>(SB), Y6
+	VDIVPS  Y4, Y6, Y6                    // q = 2/(e+1)
+	VSUBPS  Y6, Y14, Y6                   // t = 1 - q
+
+	VMULPS      Y0, Y0, Y8                // z = x²
+	VMOVUPS     tanhP4<>(SB), Y9
+	VFMADD213PS tanhP3<>(SB), Y8, Y9
+	VFMADD213PS tanhP2<>(SB), Y8, Y9
+	VFMADD213PS tanhP1<>(SB), Y8, Y9
+	VFMADD213PS tanhP0<>(SB), Y8, Y9      // P(z)
+	VMULPS      Y8, Y0, Y10               // x³
+	VFMADD213PS Y0, Y10, Y9               // x + x³ P(z)
+	VCMPPS      $1, tanhSmall<>(SB), Y1, Y11
+	VBLENDVPS   Y11, Y9, Y6, Y6           // the polynomial where |x| < 0.55
+	VANDPS      tanhSign<>(SB), Y0, Y7
+	VORPS       Y7, Y6, Y6                // x's sign (-0 stays -0)
+
+	VMOVUPS Y6, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
 
 // func sexp8(dst, x *float32, n int)
 // dst[i] = e^x[i] for n a multiple of 8, eight float32 lanes at a time
