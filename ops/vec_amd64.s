@@ -32,6 +32,27 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// ADD32(STORE) adds 32 float32 of (SI) and (DI) into (DX), storing with
+// STORE (VMOVUPS, or VMOVNTPS to bypass the caches), and advances the
+// three pointers and the count CX. sadd and saddnt share it.
+#define ADD32(STORE) \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3; \
+	VADDPS  (DI), Y0, Y0; \
+	VADDPS  32(DI), Y1, Y1; \
+	VADDPS  64(DI), Y2, Y2; \
+	VADDPS  96(DI), Y3, Y3; \
+	STORE   Y0, (DX); \
+	STORE   Y1, 32(DX); \
+	STORE   Y2, 64(DX); \
+	STORE   Y3, 96(DX); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	ADDQ    $128, DX; \
+	SUBQ    $32, CX
+
 // func sdot(x, y *float32, n int) float32
 // Returns sum(x[i]*y[i]) with four 8-wide FMA accumulators.
 TEXT ·sdot(SB), NOSPLIT, $0-28
@@ -104,25 +125,10 @@ TEXT ·sadd(SB), NOSPLIT, $0-32
 	MOVQ n+24(FP), CX
 
 add32:
-	CMPQ    CX, $32
-	JL      add8
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VADDPS  (DI), Y0, Y0
-	VADDPS  32(DI), Y1, Y1
-	VADDPS  64(DI), Y2, Y2
-	VADDPS  96(DI), Y3, Y3
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	ADDQ    $128, SI
-	ADDQ    $128, DI
-	ADDQ    $128, DX
-	SUBQ    $32, CX
-	JMP     add32
+	CMPQ CX, $32
+	JL   add8
+	ADD32(VMOVUPS)
+	JMP  add32
 
 add8:
 	CMPQ    CX, $8
@@ -227,25 +233,10 @@ TEXT ·saddnt(SB), NOSPLIT, $0-32
 	MOVQ n+24(FP), CX
 
 ntloop:
-	CMPQ     CX, $32
-	JL       ntdone
-	VMOVUPS  (SI), Y0
-	VMOVUPS  32(SI), Y1
-	VMOVUPS  64(SI), Y2
-	VMOVUPS  96(SI), Y3
-	VADDPS   (DI), Y0, Y0
-	VADDPS   32(DI), Y1, Y1
-	VADDPS   64(DI), Y2, Y2
-	VADDPS   96(DI), Y3, Y3
-	VMOVNTPS Y0, (DX)
-	VMOVNTPS Y1, 32(DX)
-	VMOVNTPS Y2, 64(DX)
-	VMOVNTPS Y3, 96(DX)
-	ADDQ     $128, SI
-	ADDQ     $128, DI
-	ADDQ     $128, DX
-	SUBQ     $32, CX
-	JMP      ntloop
+	CMPQ CX, $32
+	JL   ntdone
+	ADD32(VMOVNTPS)
+	JMP  ntloop
 
 ntdone:
 	SFENCE
