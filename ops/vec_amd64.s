@@ -53,6 +53,19 @@ done: \
 	ADDQ    $128, DX; \
 	SUBQ    $32, CX
 
+// FOLD4 sums the 32 lanes of Y0-Y3 into the low lane of X0 (pairwise,
+// then across halves and lanes); sdot and ssum share it.
+#define FOLD4 \
+	VADDPS       Y1, Y0, Y0; \
+	VADDPS       Y3, Y2, Y2; \
+	VADDPS       Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VPERMILPS    $0x4E, X0, X1; \
+	VADDPS       X1, X0, X0; \
+	VPERMILPS    $0xB1, X0, X1; \
+	VADDSS       X1, X0, X0
+
 // func sdot(x, y *float32, n int) float32
 // Returns sum(x[i]*y[i]) with four 8-wide FMA accumulators.
 TEXT ·sdot(SB), NOSPLIT, $0-28
@@ -91,15 +104,7 @@ dot8:
 	JMP         dot8
 
 dotsum:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4E, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xB1, X0, X1
-	VADDSS       X1, X0, X0
+	FOLD4
 
 dottail:
 	TESTQ       CX, CX
@@ -287,15 +292,7 @@ sumfold:
 	VADDPS       Y5, Y1, Y1
 	VADDPS       Y6, Y2, Y2
 	VADDPS       Y7, Y3, Y3
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0x4E, X0, X1
-	VADDPS       X1, X0, X0
-	VPERMILPS    $0xB1, X0, X1
-	VADDSS       X1, X0, X0
+	FOLD4
 
 sumtail:
 	TESTQ  CX, CX
