@@ -105,9 +105,9 @@ func TestTracedMLPStepMatchesEager(t *testing.T) {
 	}
 }
 
-// BenchmarkTracedRNNLoopGrad is BenchmarkRNNLoopGrad traced: the loop's
-// trip count comes from a constant, so the trace holds its 50 iterations
-// and their backward unrolled.
+// BenchmarkTracedRNNLoopGrad is BenchmarkRNNLoopGrad traced: the loop and
+// its gradient are two frames, the backward one popping the stacks the
+// forward one pushes.
 func BenchmarkTracedRNNLoopGrad(b *testing.B) {
 	r := newRNN()
 	f := r.tracedGrad()

@@ -26,12 +26,21 @@ import (
 //   - Exit moves a value to the parent frame. Dead values reaching an Exit
 //     are held: if no live value arrives before the frame can do nothing
 //     more (the loop ran on a dead branch), the Exit yields dead.
+//   - Stack makes a stack per execution; StackPush and StackPop with a live
+//     handle and input push and pop, and pass dead values on untouched.
+//     The tracer orders them by control edges (a loop's NextIterations wait
+//     for its pushes and pops), so the backward loop pops in the reverse of
+//     the order the forward loop pushed.
 
-// value is one tagged value.
+// value is one tagged value: a tensor, or a stack's handle.
 type value struct {
-	t    *tensor.Tensor
-	dead bool
+	t     *tensor.Tensor
+	dead  bool
+	stack *stack
 }
+
+// stack is what a Stack node makes: the values pushed and not yet popped.
+type stack struct{ vals []*tensor.Tensor }
 
 // frameInst is a running instance of a frame (a loop's execution).
 type frameInst struct {
@@ -158,7 +167,7 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 	// an op of constants). Inside a frame a node needs an input from the
 	// frame, as TensorFlow's graphs have (the tracer wires constants so).
 	for _, n := range g.Nodes {
-		if (n.Kind == OpNode || n.Kind == Enter) && e.waitsFor(n) == 0 {
+		if (n.Kind == OpNode || n.Kind == Enter || n.Kind == Stack) && e.waitsFor(n) == 0 {
 			e.ready(instKey{n, e.root, 0})
 		}
 	}
@@ -415,6 +424,26 @@ func (e *executor) run(k instKey) {
 		}
 	case Enter, Exit, NextIteration:
 		outs[0] = in.inputs[0]
+	case Stack:
+		outs[0] = value{stack: &stack{}}
+	case StackPush:
+		outs[0] = in.inputs[1]
+		if !dead {
+			s := in.inputs[0].stack
+			s.vals = append(s.vals, outs[0].t)
+			e.uses[outs[0].t]++ // held by the stack until popped
+		}
+	case StackPop:
+		if !dead {
+			s := in.inputs[0].stack
+			if len(s.vals) == 0 {
+				panic(fmt.Sprintf("control: %v pops an empty stack (a loop gradient popped more than its forward loop pushed)", n))
+			}
+			top := s.vals[len(s.vals)-1]
+			s.vals = s.vals[:len(s.vals)-1]
+			outs[0] = value{t: top}
+			defer e.drop(outs[0]) // the stack's hold, once the consumers hold it
+		}
 	case OpNode:
 		if dead {
 			for i := range outs {

@@ -43,10 +43,20 @@ import (
 //     step by step instead (its trip count is a shape, so that is exact).
 //   - control.Case on such a value becomes a chain of conds (index == 0,
 //     index == 1, ..., the last branch taking every other index).
+//   - A While that a tape records inside fn becomes two frames, as
+//     TensorFlow builds a loop's gradient: the forward loop counts its
+//     iterations and pushes, at each one, the values the body's gradient
+//     rules read onto stacks; the backward loop runs that many times,
+//     popping them in reverse, and sums the gradients of the tensors the
+//     body reads from outside. So the trip count may vary from call to
+//     call. Where the loop takes no iteration, sources that eagerly get no
+//     gradient (nil) get zeros from the graph. A While nested in another
+//     loop's body, or inside a Cond, is recorded iteration by iteration
+//     instead (its trip count must then not vary); so is one whose body
+//     cannot be traced on the first iteration's values alone.
 //   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a Cond, Case or While deciding on a varying
-//     value while a tape records inside fn (a While whose trip count does
-//     not vary is then recorded iteration by iteration).
+//     baking one choice in: a Cond or Case deciding on a varying value
+//     while a tape records inside fn.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -320,8 +330,8 @@ func checkTraced(construct string, x *tensor.Tensor) {
 	if t == nil || !t.derived(x) {
 		return
 	}
-	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s); "+
-		"a While deciding on such a value with a tape recording is not traced yet: call the function eagerly",
+	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s) "+
+		"inside a loop traced iteration by iteration under a tape; move it out of the enclosing loop or call the function eagerly",
 		construct, tensor.Describe(x))
 }
 

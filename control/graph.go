@@ -25,9 +25,13 @@ const (
 	Enter                         // moves a value into a child frame
 	Exit                          // moves a value from a frame to its parent
 	NextIteration                 // moves a value to the next iteration of its frame
+	Stack                         // makes an empty stack; its output is the stack's handle
+	StackPush                     // (handle, data) -> data, pushing data onto the stack
+	StackPop                      // (handle) -> the value on top of the stack, taken off
 )
 
-var kindNames = [...]string{"Op", "Placeholder", "Const", "Switch", "Merge", "Enter", "Exit", "NextIteration"}
+var kindNames = [...]string{"Op", "Placeholder", "Const", "Switch", "Merge", "Enter", "Exit", "NextIteration",
+	"Stack", "StackPush", "StackPop"}
 
 func (k NodeKind) String() string { return kindNames[min(int(k), len(kindNames)-1)] }
 
@@ -135,4 +139,25 @@ func (g *Graph) NextIteration(data Output) Output {
 // SetBackEdge appends a NextIteration output to a loop Merge's inputs.
 func (g *Graph) SetBackEdge(merge *Node, next Output) {
 	merge.Inputs = append(merge.Inputs, next)
+}
+
+// NewStack adds a Stack: each execution of the graph gets an empty stack
+// of its own. A loop's gradient shares one between the forward loop, which
+// pushes a value it computes at every iteration, and the backward loop,
+// which pops them in reverse (both see the handle through constant
+// Enters).
+func (g *Graph) NewStack() Output {
+	return g.add(&Node{Kind: Stack, Outputs: 1}).Out(0)
+}
+
+// Push adds a StackPush of data onto the stack handle names; its output is
+// data. A dead data or handle pushes nothing.
+func (g *Graph) Push(handle, data Output) *Node {
+	return g.add(&Node{Kind: StackPush, Inputs: []Output{handle, data}, Outputs: 1})
+}
+
+// Pop adds a StackPop from the stack handle names. Popping an empty stack
+// panics: the graph's pushes and pops do not match.
+func (g *Graph) Pop(handle Output) *Node {
+	return g.add(&Node{Kind: StackPop, Inputs: []Output{handle}, Outputs: 1})
 }

@@ -26,6 +26,16 @@ type traceCtx struct {
 	parallel int
 	pivot    *Node
 	switched map[Output]Output // values from outside, as routed in
+	// end is where a finished frame's nodes stop; nexts are its
+	// NextIterations (its stack pushes, added while its gradient is
+	// traced, are ordered before them).
+	end   int
+	nexts []*Node
+	// The backward frame of a loop's gradient: the forward frame, whose
+	// per-iteration values it reads through stacks, and the pops made so
+	// far (its NextIterations wait for them).
+	forward *traceCtx
+	pops    []*Node
 }
 
 // route returns the value of v as seen inside ctx: a value made outside
@@ -39,6 +49,11 @@ func (t *tracer) route(ctx *traceCtx, v Output) Output {
 		return v
 	}
 	if r, ok := ctx.switched[v]; ok {
+		return r
+	}
+	if f := ctx.forward; f != nil && v.Node.ID >= f.start && v.Node.ID < f.end && t.iter[v.Node] {
+		r := t.popped(ctx, v)
+		ctx.switched[v] = r
 		return r
 	}
 	inner := t.route(ctx.parent, v)

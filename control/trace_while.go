@@ -29,17 +29,11 @@ var identityOp = sync.OnceValue(func() *eager.Op {
 })
 
 // while records While(cond, body, init, o) into the trace and returns the
-// loop's values for this call.
+// loop's values for this call, or nil when the loop is to run eagerly
+// (recorded op by op).
 func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 	init []*tensor.Tensor, o WhileOptions) []*tensor.Tensor {
-	switch {
-	case eager.Activations() > 1:
-		// A tape records: its gradient of a frame is not traced yet, so
-		// the loop runs eagerly, its iterations recorded one by one (right
-		// as long as the trip count does not vary: checkTraced refuses a
-		// predicate that does).
-		return nil
-	case o.MaxIterations > 0:
+	if o.MaxIterations > 0 {
 		// The bound becomes a counter loop value and a conjunct of the
 		// condition (evaluated even when the bound stops the loop).
 		bound, one, nv := tensor.Scalar(int64(o.MaxIterations)), tensor.Scalar(int64(1)), len(init)
@@ -54,24 +48,65 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 			return nil
 		}
 		return out[:nv]
-	case len(init) == 0:
-		t.fail(fmt.Errorf("control: a traced While needs at least one loop value"))
+	}
+	if eager.Activations() > 1 {
+		// A tape records too: the loop and its gradient become frames.
+		return t.whileOnTape(cond, body, init, o)
+	}
+	fr, err := t.frame(cond, body, init, o.ParallelIterations, nil)
+	if err != nil {
+		t.fail(err)
 		return nil
+	}
+	// This call's values: the first iteration has run (if the condition
+	// held); the rest run eagerly, unrecorded.
+	final := init
+	if fr.pred.Item().(bool) {
+		t.unrecorded(func() {
+			final = While(cond, body, fr.outs, WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+		})
+	}
+	res := make([]*tensor.Tensor, len(init))
+	for i, x := range final {
+		res[i] = t.alias(x, fr.exits[i])
+	}
+	return res
+}
+
+// frameTrace is a loop frame as traced: its context, its Exits (one per
+// loop value), and the predicate and body results on the initial values.
+type frameTrace struct {
+	ctx   *traceCtx
+	exits []Output
+	pred  *tensor.Tensor
+	outs  []*tensor.Tensor
+}
+
+// frame records a loop frame for cond and body over init at the current
+// context. forward is set for the backward loop of a gradient: the frame
+// whose per-iteration values it reads through stacks. The error says what
+// kept the loop from being traced.
+func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
+	init []*tensor.Tensor, parallel int, forward *traceCtx) (*frameTrace, error) {
+	if len(init) == 0 {
+		return nil, fmt.Errorf("control: a traced While needs at least one loop value")
 	}
 	for i, x := range init {
 		if x == nil {
-			t.fail(fmt.Errorf("control: While loop value %d is nil", i))
-			return nil
+			return nil, fmt.Errorf("control: While loop value %d is nil", i)
 		}
 	}
 	t.loops++
-	parallel := o.ParallelIterations
 	if parallel <= 0 {
 		parallel = 10
 	}
 	outer := t.ctx
-	ctx := &traceCtx{parent: outer, start: len(t.g.Nodes), frame: fmt.Sprintf("while%d", t.loops),
-		parallel: parallel, switched: map[Output]Output{}}
+	name := fmt.Sprintf("while%d", t.loops)
+	if forward != nil {
+		name = forward.frame + "_grad"
+	}
+	ctx := &traceCtx{parent: outer, start: len(t.g.Nodes), frame: name,
+		parallel: parallel, switched: map[Output]Output{}, forward: forward}
 	n := len(init)
 	merges := make([]*Node, n)
 	vars := make([]*tensor.Tensor, n)
@@ -108,18 +143,15 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 
 	var outs []*tensor.Tensor
 	if err := catchPanic(func() { t.within(ctx, func() { outs = body(bodyIn) }) }); err != nil {
-		t.fail(fmt.Errorf("control: tracing While: the body failed: %v", err))
-		return nil
+		return nil, fmt.Errorf("control: tracing While: the body failed: %v", err)
 	}
 	if len(outs) != n {
-		t.fail(fmt.Errorf("control: While body returns %d values for %d loop values", len(outs), n))
-		return nil
+		return nil, fmt.Errorf("control: While body returns %d values for %d loop values", len(outs), n)
 	}
 	for i, y := range outs {
 		if y == nil || y.DType() != init[i].DType() || !y.Shape().Equal(init[i].Shape()) {
-			t.fail(fmt.Errorf("control: While loop value %d changes from %v to %s in the body", i,
-				merges[i].Specs[0], tensor.Describe(y)))
-			return nil
+			return nil, fmt.Errorf("control: While loop value %d changes from %v to %s in the body", i,
+				merges[i].Specs[0], tensor.Describe(y))
 		}
 		v := t.value(y)
 		if v.Node.ID < ctx.start || !t.iter[v.Node] {
@@ -129,22 +161,12 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		}
 		next := t.g.NextIteration(v)
 		next.Node.Specs = merges[i].Specs[:1]
+		next.Node.Control = slices.Clone(ctx.pops)
+		ctx.nexts = append(ctx.nexts, next.Node)
 		t.g.SetBackEdge(merges[i], next)
 	}
-
-	// This call's values: the first iteration has run (if the condition
-	// held); the rest run eagerly, unrecorded.
-	final := init
-	if p.Item().(bool) {
-		t.unrecorded(func() {
-			final = While(cond, body, outs, WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
-		})
-	}
-	res := make([]*tensor.Tensor, n)
-	for i, x := range final {
-		res[i] = t.alias(x, exits[i])
-	}
-	return res
+	ctx.end = len(t.g.Nodes)
+	return &frameTrace{ctx: ctx, exits: exits, pred: p, outs: outs}, nil
 }
 
 // anchor makes a constant a value of ctx (it has no tag of its own): in a

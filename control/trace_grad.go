@@ -1,0 +1,263 @@
+package control
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Tracing a While that a tape records, as TensorFlow builds a loop's
+// gradient ("Implementation of Control Flow in TensorFlow", section 7.2):
+//   - The forward loop is a frame with one more loop value, a counter, whose
+//     Exit is the trip count N.
+//   - Its gradient is a second loop frame, "<frame>_grad", over (n, the loop
+//     values' gradients, the captured tensors' gradients), starting from
+//     (N, the gradients of the loop's results, zeros) and running while
+//     n > 0: each iteration is the gradient of one body iteration, the
+//     captured tensors' gradients are summed as it goes (loop-invariant
+//     accumulation).
+//   - The backward body is the body's gradient rules (tape.WindowVJP over
+//     the body's record), traced once. Each per-iteration value of the
+//     forward frame that a rule reads gets a stack: a StackPush in the
+//     forward frame at every iteration, a StackPop in the backward frame
+//     (found as the rules read them: route sends such a read to popped).
+//     A frame's NextIterations wait for its pushes or pops, so pops come in
+//     the reverse order of pushes.
+// The call being traced still returns eager values: the loop runs eagerly
+// on the tape (unrecorded by the trace), and its gradient, when the tape
+// asks for it, runs eagerly beside the recording of the backward frame.
+
+// loopWindow is the body's record on the first iteration's values: its
+// detached inputs and its results, between two tape marks.
+type loopWindow struct {
+	from, to uint64
+	in, out  []*tensor.Tensor
+}
+
+// whileOnTape records a While whose gradient a tape will ask for. It
+// returns nil (the loop then runs eagerly, recorded op by op) when the loop
+// is not at the top level of the trace or its body cannot be traced on its
+// own (a construct inside that is traced only unrolled).
+func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
+	init []*tensor.Tensor, o WhileOptions) []*tensor.Tensor {
+	if t.ctx != nil {
+		return nil
+	}
+	nv := len(init)
+	one := tensor.Scalar(int64(1))
+	var win loopWindow
+	counted := func(v []*tensor.Tensor) []*tensor.Tensor {
+		win.in = make([]*tensor.Tensor, nv)
+		for i, x := range v[:nv] {
+			win.in[i] = t.detach(x)
+		}
+		win.from = tape.Mark()
+		win.out = body(win.in)
+		win.to = tape.Mark()
+		if len(win.out) != nv {
+			fail("While", tensor.ErrArity, v[:nv], "the body returned %d values for %d loop values", len(win.out), nv)
+		}
+		return slices.Concat(win.out, []*tensor.Tensor{ops.Add(v[nv], one)})
+	}
+	nodes := len(t.g.Nodes)
+	fr, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return cond(v[:nv]) }, counted,
+		slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}), o.ParallelIterations, nil)
+	if err != nil || t.err != nil {
+		// Drop what was recorded: the loop runs eagerly instead, and fails
+		// there if it must.
+		t.rollback(nodes)
+		return nil
+	}
+	caps := tape.Captures(win.from, win.to, win.out, win.in)
+
+	// This call's values: the loop on the tape, unrecorded by the trace.
+	l := &loop{name: "While", nvars: nv, checkpoint: o.Checkpoint, body: body, recording: true}
+	final := init
+	t.unrecorded(func() {
+		for i := 0; predicate("While", cond(final)); i++ {
+			final, _ = l.step(i, final, nil)
+		}
+	})
+	outs := make([]*tensor.Tensor, nv)
+	for i, x := range final {
+		outs[i] = x.View(x.Shape(), x.Layout())
+	}
+	trips := tensor.Scalar(int64(l.trips))
+	t.vals[trips] = fr.exits[nv]
+	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
+		return t.whileGradient(l, fr, &win, caps, init, trips, dys)
+	}
+	var res []*tensor.Tensor
+	t.unrecorded(func() { res = tape.RecordRegion(slices.Concat(init, caps), outs, backward) })
+	for i, y := range res {
+		t.vals[y] = fr.exits[i]
+	}
+	return res
+}
+
+// rollback forgets a failed recording: the nodes from ID nodes on and the
+// graph values that name them (tensors first seen there are captured
+// again when read).
+func (t *tracer) rollback(nodes int) {
+	t.err = nil
+	for x, v := range t.vals {
+		if v.Node.ID >= nodes {
+			delete(t.vals, x)
+		}
+	}
+	clear(t.g.Nodes[nodes:])
+	t.g.Nodes = t.g.Nodes[:nodes]
+}
+
+// detach returns tape.Detach(x) with x's graph value: a leaf of the body's
+// record that reads the same value in the graph.
+func (t *tracer) detach(x *tensor.Tensor) *tensor.Tensor {
+	var d *tensor.Tensor
+	t.unrecorded(func() { d = tape.Detach(x) })
+	t.vals[d] = t.value(x)
+	return d
+}
+
+// whileGradient is the backward of a loop recorded by whileOnTape: the
+// gradients of init and caps given those of the loop's results. It records
+// the backward frame when the trace that made the loop is still recording
+// at the top level, and computes this call's values eagerly from the
+// loop's own record either way.
+func (t *tracer) whileGradient(l *loop, fr *frameTrace, win *loopWindow, caps, init []*tensor.Tensor,
+	trips *tensor.Tensor, dys []*tensor.Tensor) []*tensor.Tensor {
+	nv := len(init)
+	var graph []Output
+	if recording() == t {
+		if t.ctx != nil {
+			t.fail(fmt.Errorf("control: the gradient of a traced While is asked for inside a Cond or While; " +
+				"ask the tape outside of them"))
+		} else {
+			var err error
+			if graph, err = t.backwardFrame(fr, win, caps, init, trips, dys); err != nil {
+				t.fail(err)
+			}
+		}
+	}
+	var now []*tensor.Tensor
+	t.unrecorded(func() { now = l.backward(dys) })
+	res := make([]*tensor.Tensor, nv+len(caps))
+	copy(res, now[:nv])
+	for k, c := range l.caps {
+		j := slices.Index(caps, c)
+		if j < 0 {
+			t.fail(fmt.Errorf("control: a traced While's body reads %s at a later iteration but not at the first; "+
+				"the trace holds the first iteration's body only", tensor.Describe(c)))
+			continue
+		}
+		res[nv+j] = now[nv+k]
+	}
+	if graph == nil {
+		return res
+	}
+	sources := slices.Concat(init, caps)
+	for i, s := range sources {
+		if graph[i].Node == nil {
+			continue
+		}
+		r := res[i]
+		if r == nil {
+			r = tensor.Zeros(s.DType(), s.Shape()...)
+		}
+		res[i] = t.alias(r, graph[i])
+	}
+	return res
+}
+
+// backwardFrame records the gradient loop of fr (see the top of the file)
+// and returns the graph values of the gradients of init and caps (a zero
+// Output for those that are not floating point).
+func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*tensor.Tensor,
+	trips *tensor.Tensor, dys []*tensor.Tensor) ([]Output, error) {
+	sources := slices.Concat(win.in, caps)
+	var diff []int // indices into sources of those with gradients
+	for i, s := range sources {
+		if s.DType().IsFloat() {
+			diff = append(diff, i)
+		}
+	}
+	nv := len(init)
+	vars := []*tensor.Tensor{trips}
+	for _, i := range diff {
+		switch {
+		case i < nv && dys[i] != nil:
+			vars = append(vars, dys[i])
+		default:
+			s := sources[i]
+			vars = append(vars, tensor.Zeros(s.DType(), s.Shape()...))
+		}
+	}
+	zero, one := tensor.Scalar(int64(0)), tensor.Scalar(int64(1))
+	bwd, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Gt(v[0], zero) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			seeds := make([]*tensor.Tensor, len(win.out))
+			for k, i := range diff {
+				if i < nv {
+					seeds[i] = v[1+k]
+				}
+			}
+			var src []*tensor.Tensor
+			for _, i := range diff {
+				src = append(src, sources[i])
+			}
+			grads := tape.WindowVJP(win.out, seeds, src, win.from, win.to)
+			next := []*tensor.Tensor{ops.Sub(v[0], one)}
+			for k, i := range diff {
+				g := grads[k]
+				switch {
+				case i >= nv && g != nil: // a captured tensor's: summed
+					g = ops.Add(v[1+k], g)
+				case i >= nv:
+					g = v[1+k]
+				case g == nil:
+					g = tensor.Zeros(sources[i].DType(), sources[i].Shape()...)
+				}
+				next = append(next, g)
+			}
+			return next
+		}, vars, fr.ctx.parallel, fr.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("control: tracing the gradient of a While: %v", err)
+	}
+	out := make([]Output, len(sources))
+	for k, i := range diff {
+		out[i] = bwd.exits[1+k]
+	}
+	return out, nil
+}
+
+// popped returns, for the backward frame bctx, the value v of its forward
+// frame at the matching iteration: a stack made at the top level, pushed
+// in the forward frame at every iteration, popped in bctx.
+func (t *tracer) popped(bctx *traceCtx, v Output) Output {
+	fwd := bctx.forward
+	for v.Node.Op == identityOp() && v.Node.Kind == OpNode && t.iter[v.Node.Inputs[0].Node] &&
+		v.Node.Inputs[0].Node.ID >= fwd.start {
+		v = v.Node.Inputs[0] // an Identity's input has its value: one stack for both
+	}
+	if r, ok := bctx.switched[v]; ok {
+		return r
+	}
+	st := t.g.NewStack()
+	push := t.g.Push(t.g.Enter(st, fwd.frame, true, fwd.parallel), v)
+	push.Specs = []eager.Out{v.spec1()}
+	t.iter[push] = true
+	for _, next := range fwd.nexts {
+		next.Control = append(next.Control, push)
+	}
+	pop := t.g.Pop(t.g.Enter(st, bctx.frame, true, bctx.parallel))
+	pop.Control = []*Node{bctx.pivot}
+	pop.Specs = push.Specs
+	t.iter[pop], t.varies[pop] = true, true
+	bctx.pops = append(bctx.pops, pop)
+	bctx.switched[v] = pop.Out(0)
+	return pop.Out(0)
+}
