@@ -57,7 +57,15 @@ type frameInst struct {
 	// insts holds the node instances of each iteration, indexed by node ID
 	// (a slice lookup where a map keyed by node, frame and iteration cost
 	// a hash of the whole key per input delivered).
-	insts [][]*instance
+	insts [][]slot
+}
+
+// slot is one node at one iteration of a frame: its instance while it
+// waits or runs, and once it ran, whether it was dead (for the nodes
+// waiting on it by a control edge).
+type slot struct {
+	in   *instance
+	dead bool
 }
 
 type childKey struct {
@@ -86,20 +94,79 @@ type consumer struct {
 	input int // -1 for a control edge
 }
 
+// schedule is what the executor needs to know of a graph's shape, worked
+// out once per graph: who consumes each output, who waits on each node,
+// which Merge inputs are back edges, how many inputs each node waits for.
+type schedule struct {
+	nodes     int
+	result    []Output // g.Result when it was made
+	consumers [][][]consumer // [node ID][output]
+	controlOf [][]*Node      // [node ID]: nodes that wait on it by a control edge
+	backEdge  [][]bool       // [node ID] of a Merge: which inputs are back edges
+	awaited   [][2]int       // [node ID] of a Merge: forward inputs, back edges
+	waits     []int          // [node ID]: inputs an ordinary node waits for
+	isResult  [][]bool       // [node ID][output]
+	roots     []*Node        // nodes that wait for nothing: ready at the start
+}
+
+// schedule returns g's schedule, made again when g's node count or
+// results changed since. Graphs must not be rewired otherwise once
+// executed.
+func (g *Graph) schedule() *schedule {
+	if sc := g.sched.Load(); sc != nil && sc.nodes == len(g.Nodes) && slices.Equal(sc.result, g.Result) {
+		return sc
+	}
+	n := len(g.Nodes)
+	sc := &schedule{nodes: n, result: slices.Clone(g.Result), consumers: make([][][]consumer, n), controlOf: make([][]*Node, n),
+		backEdge: make([][]bool, n), awaited: make([][2]int, n), waits: make([]int, n), isResult: make([][]bool, n)}
+	for _, x := range g.Nodes {
+		sc.consumers[x.ID] = make([][]consumer, x.Outputs)
+		sc.isResult[x.ID] = make([]bool, x.Outputs)
+	}
+	for _, r := range g.Result {
+		sc.isResult[r.Node.ID][r.Index] = true
+	}
+	for _, x := range g.Nodes {
+		sc.waits[x.ID] = len(x.Control)
+		for i, in := range x.Inputs {
+			sc.consumers[in.Node.ID][in.Index] = append(sc.consumers[in.Node.ID][in.Index], consumer{x, i})
+			if in.Node.Kind != Const {
+				sc.waits[x.ID]++
+			}
+			if x.Kind == Merge {
+				back := in.Node.Kind == NextIteration
+				sc.backEdge[x.ID] = append(sc.backEdge[x.ID], back)
+				sc.awaited[x.ID][btoi(back)]++
+			}
+		}
+		for _, c := range x.Control {
+			sc.controlOf[c.ID] = append(sc.controlOf[c.ID], x)
+		}
+	}
+	// Nodes that wait for nothing start at the root (an Enter of a constant,
+	// an op of constants, a Stack). Inside a frame a node needs an input from
+	// the frame, as TensorFlow's graphs have (the tracer wires constants so).
+	for _, x := range g.Nodes {
+		if (x.Kind == OpNode || x.Kind == Enter || x.Kind == Stack) && sc.waits[x.ID] == 0 {
+			sc.roots = append(sc.roots, x)
+		}
+	}
+	g.sched.Store(sc)
+	return sc
+}
+
 // executor runs one Execute call.
 type executor struct {
-	g           *Graph
-	consumers   map[Output][]consumer
-	controlOf   map[*Node][]*Node // node -> nodes that wait on it by a control edge
-	backEdge    map[*Node][]bool  // Merge -> which inputs are back edges
-	free        []*instance       // finished instances, for reuse
-	queue       []instKey
-	root        *frameInst
-	frames      []*frameInst
-	results     map[Output]value
-	isResult    map[Output]bool
-	controlDead map[instKey]bool // finished nodes that others wait on by a control edge: were they dead
-	runs        int              // ops executed (for tests)
+	g       *Graph
+	sc      *schedule
+	free    []*instance // finished instances, for reuse
+	queue   []instKey
+	root    *frameInst
+	frames  []*frameInst
+	results map[Output]value
+	runs    int // ops executed (for tests)
+	outs    [2]value
+	args    []*tensor.Tensor // an op's arguments, reused when no observer keeps them
 	// Buffer release by value lifetime: uses counts the node instances
 	// holding a live tensor and not yet run; at zero it is released unless
 	// pinned (arguments, constants, loop constants, results) or a tape
@@ -128,10 +195,8 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 	if g.straightLine() {
 		return newPlan(g).run(args), 0, nil
 	}
-	e := &executor{g: g, consumers: map[Output][]consumer{}, controlOf: map[*Node][]*Node{},
-		backEdge: map[*Node][]bool{}, results: map[Output]value{},
-		controlDead: map[instKey]bool{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{},
-		release: !eager.Observing()}
+	e := &executor{g: g, sc: g.schedule(), results: map[Output]value{},
+		uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}, release: !eager.Observing()}
 	for _, a := range args {
 		e.pinned[a] = true
 	}
@@ -140,43 +205,22 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 			e.pinned[n.Value] = true
 		}
 	}
-	e.isResult = make(map[Output]bool, len(g.Result))
-	for _, r := range g.Result {
-		e.isResult[r] = true
-	}
 	for _, t := range mergeIndices {
 		e.pinned[t] = true // shared by every execution
 	}
 	e.root = e.newFrame("", nil, 0)
-	for _, n := range g.Nodes {
-		for i, in := range n.Inputs {
-			e.consumers[in] = append(e.consumers[in], consumer{n, i})
-			if n.Kind == Merge {
-				e.backEdge[n] = append(e.backEdge[n], in.Node.Kind == NextIteration)
-			}
-		}
-		for _, c := range n.Control {
-			e.controlOf[c] = append(e.controlOf[c], n)
-		}
-	}
 	// Seed: graph inputs, and root nodes that wait on nothing.
 	for i, p := range g.Inputs {
 		e.deliver(p.Out(0), e.root, 0, value{t: args[i]})
 	}
-	// Nodes that wait for nothing start at the root (an Enter of a constant,
-	// an op of constants). Inside a frame a node needs an input from the
-	// frame, as TensorFlow's graphs have (the tracer wires constants so).
-	for _, n := range g.Nodes {
-		if (n.Kind == OpNode || n.Kind == Enter || n.Kind == Stack) && e.waitsFor(n) == 0 {
-			e.ready(instKey{n, e.root, 0})
-		}
+	for _, n := range e.sc.roots {
+		e.ready(instKey{n, e.root, 0})
 	}
 	for {
-		for len(e.queue) > 0 {
-			k := e.queue[0]
-			e.queue = e.queue[1:]
-			e.run(k)
+		for head := 0; head < len(e.queue); head++ {
+			e.run(e.queue[head])
 		}
+		e.queue = e.queue[:0]
 		if !e.finishDeepest() {
 			break
 		}
@@ -206,18 +250,6 @@ func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *fra
 	return f
 }
 
-// waitsFor counts the inputs an ordinary node waits for: data inputs that
-// are not constants, and control edges.
-func (e *executor) waitsFor(n *Node) int {
-	w := len(n.Control)
-	for _, in := range n.Inputs {
-		if in.Node.Kind != Const {
-			w++
-		}
-	}
-	return w
-}
-
 func (e *executor) inst(k instKey) *instance {
 	f := k.frame
 	for len(f.insts) <= k.iter {
@@ -225,20 +257,20 @@ func (e *executor) inst(k instKey) *instance {
 	}
 	slots := f.insts[k.iter]
 	if slots == nil {
-		slots = make([]*instance, len(e.g.Nodes))
+		slots = make([]slot, e.sc.nodes)
 		f.insts[k.iter] = slots
 	}
-	in := slots[k.node.ID]
+	in := slots[k.node.ID].in
 	if in == nil {
 		n := k.node
 		in = e.newInstance(len(n.Inputs))
-		in.pending = e.waitsFor(n)
+		in.pending = e.sc.waits[n.ID]
 		for i, x := range n.Inputs {
 			if x.Node.Kind == Const {
 				in.inputs[i], in.have[i] = value{t: x.Node.Value}, true
 			}
 		}
-		slots[k.node.ID] = in
+		slots[k.node.ID].in = in
 	}
 	return in
 }
@@ -265,7 +297,7 @@ func (e *executor) finish(k instKey, in *instance) {
 	if k.node.Kind == Merge {
 		return
 	}
-	k.frame.insts[k.iter][k.node.ID] = nil
+	k.frame.insts[k.iter][k.node.ID].in = nil
 	e.free = append(e.free, in)
 }
 
@@ -325,13 +357,13 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 
 // fanOut gives v to every consumer of out at tag (f, iter).
 func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
-	if f == e.root && iter == 0 && e.isResult[out] {
+	if f == e.root && iter == 0 && e.sc.isResult[out.Node.ID][out.Index] {
 		if _, have := e.results[out]; !have {
 			e.results[out] = v
 			e.pinned[v.t] = true
 		}
 	}
-	for _, c := range e.consumers[out] {
+	for _, c := range e.sc.consumers[out.Node.ID][out.Index] {
 		k := instKey{c.node, f, iter}
 		in := e.inst(k)
 		if c.node.Kind == Merge {
@@ -370,21 +402,13 @@ func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
 	if in.fired {
 		return
 	}
-	back := e.backEdge[k.node]
-	loop := false
-	for _, b := range back {
-		loop = loop || b
-	}
-	waitsBack := loop && k.iter > 0
+	back := e.sc.backEdge[k.node.ID]
+	aw := e.sc.awaited[k.node.ID]
+	waitsBack := aw[1] > 0 && k.iter > 0
 	if back[idx] != waitsBack {
 		return // not an input this iteration waits on
 	}
-	awaited := 0
-	for _, b := range back {
-		if b == waitsBack {
-			awaited++
-		}
-	}
+	awaited := aw[btoi(waitsBack)]
 	if v.dead {
 		if in.dead++; in.dead < awaited {
 			return
@@ -403,12 +427,19 @@ func (e *executor) run(k instKey) {
 	for _, v := range in.inputs {
 		dead = dead || v.dead
 	}
-	for _, c := range n.Control {
-		if v, ok := e.controlDead[instKey{c, k.frame, k.iter}]; ok && v {
-			dead = true
+	if len(n.Control) > 0 {
+		slots := k.frame.insts[k.iter]
+		for _, c := range n.Control {
+			dead = dead || slots[c.ID].dead
 		}
 	}
-	outs := make([]value, n.Outputs)
+	var outs []value
+	if n.Outputs <= len(e.outs) {
+		outs = e.outs[:n.Outputs]
+		clear(outs)
+	} else {
+		outs = make([]value, n.Outputs)
+	}
 	switch n.Kind {
 	case Merge:
 		outs[0], outs[1] = in.inputs[0], in.inputs[1]
@@ -451,13 +482,21 @@ func (e *executor) run(k instKey) {
 			}
 			break
 		}
-		args := make([]*tensor.Tensor, len(in.inputs))
+		args := e.args[:0]
+		if !e.release {
+			args = nil // a tape may keep them
+		}
+		args = slices.Grow(args, len(in.inputs))[:len(in.inputs)]
 		for i, v := range in.inputs {
 			args[i] = v.t
 		}
 		e.runs++
 		for i, t := range runNode(n, args) {
 			outs[i] = value{t: t}
+		}
+		if e.release {
+			clear(args)
+			e.args = args
 		}
 	}
 	if dead && n.Kind != Switch && n.Kind != Merge {
@@ -510,11 +549,11 @@ func (e *executor) drop(v value) {
 
 // signal tells the nodes waiting on k by a control edge that it finished.
 func (e *executor) signal(k instKey, dead bool) {
-	waiters := e.controlOf[k.node]
+	waiters := e.sc.controlOf[k.node.ID]
 	if len(waiters) == 0 {
 		return
 	}
-	e.controlDead[k] = dead
+	k.frame.insts[k.iter][k.node.ID].dead = dead
 	for _, w := range waiters {
 		wk := instKey{w, k.frame, k.iter}
 		if in := e.inst(wk); w.Kind != Merge {

@@ -374,6 +374,9 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		t.g.Result = append(t.g.Result, t.value(o))
 	}
 	t.g.prune()
+	if t.g.dropUnreadStacks() {
+		t.g.prune()
+	}
 	t.g.eliminateCommonSubexpressions()
 	t.g.fuseElementwise()
 	return out, t.g, nil

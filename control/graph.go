@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -80,6 +81,8 @@ type Graph struct {
 	Nodes  []*Node
 	Inputs []*Node  // placeholders, in argument order
 	Result []Output // what Execute returns
+
+	sched atomic.Pointer[schedule] // the executor's view, made on first use
 }
 
 func (g *Graph) add(n *Node) *Node {

@@ -1,6 +1,9 @@
 package control
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // eliminateCommonSubexpressions makes every op node that repeats an
 // earlier one (the same op, attributes and inputs) read the earlier one's
@@ -37,4 +40,37 @@ func (g *Graph) eliminateCommonSubexpressions() {
 		}
 	}
 	g.prune()
+}
+
+// dropUnreadStacks removes the stacks whose pops nothing reads (a gradient
+// rule ran on a popped value whose result no gradient needed): the pop and
+// its push go from the control edges that ordered them, and prune then
+// drops them with the stack. It reports whether it removed any; g must be
+// pruned before (so that a pop read only by unused nodes counts as unread).
+func (g *Graph) dropUnreadStacks() bool {
+	read := map[*Node]bool{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			read[in.Node] = true
+		}
+	}
+	for _, r := range g.Result {
+		read[r.Node] = true
+	}
+	unread := map[*Node]bool{} // Stack nodes
+	for _, n := range g.Nodes {
+		if n.Kind == StackPop && !read[n] {
+			unread[n.Inputs[0].Node.Inputs[0].Node] = true
+		}
+	}
+	if len(unread) == 0 {
+		return false
+	}
+	gone := func(c *Node) bool {
+		return (c.Kind == StackPop || c.Kind == StackPush) && unread[c.Inputs[0].Node.Inputs[0].Node]
+	}
+	for _, n := range g.Nodes {
+		n.Control = slices.DeleteFunc(n.Control, gone)
+	}
+	return true
 }
