@@ -99,7 +99,7 @@ type consumer struct {
 // which Merge inputs are back edges, how many inputs each node waits for.
 type schedule struct {
 	nodes     int
-	result    []Output // g.Result when it was made
+	result    []Output       // g.Result when it was made
 	consumers [][][]consumer // [node ID][output]
 	controlOf [][]*Node      // [node ID]: nodes that wait on it by a control edge
 	backEdge  [][]bool       // [node ID] of a Merge: which inputs are back edges
