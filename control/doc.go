@@ -54,10 +54,13 @@
 // input signature traces it (records its ops while it runs eagerly) into a
 // Graph, optimised once (constant folding, pruning, common subexpressions,
 // fusion of float32 elementwise chains); later calls run the graph. The
-// Function doc lists what a trace captures and what it cannot: Cond, Case
-// and While whose decision depends on the arguments make tracing fail with
-// an error until they are traced into frames. Graph.String and
-// Graph.WriteDOT show what was traced.
+// Function doc lists what a trace captures and what it cannot. Cond, Case
+// and While deciding on the arguments become frames; a While that a tape
+// records inside the function becomes two, the backward loop popping the
+// stacks the forward one pushes (trace_grad.go). NewFunctionWithSignature
+// declares dims that vary between calls; the graph is then rebuilt for
+// new sizes without tracing (signature.go, generalize.go). Graph.String
+// and Graph.WriteDOT show what was traced.
 //
 // # Concurrency
 //

@@ -14,7 +14,11 @@ import (
 // Function is a Go function over tensors that is traced into a Graph the
 // first time it is called with an input signature (the dtypes and shapes
 // of its arguments) and executed from that graph on later calls with the
-// same signature. A new signature traces again.
+// same signature. A new signature traces again, unless the Function was
+// made with NewFunctionWithSignature and a declared signature whose
+// unknown dims (-1) cover the difference: such a Function learns from its
+// first three sizes how its graph follows those dims and rebuilds the
+// graph for any other size without tracing (signature.go).
 //
 // Tracing runs fn once, eagerly, and records every op it runs as a graph
 // node; that first call returns fn's own results. What the graph computes
@@ -90,6 +94,8 @@ type Function struct {
 	graphs map[string]*traced
 	traces int
 	warned bool
+	sig    []InputSpec // nil: every signature traces
+	gen    sizeRules
 }
 
 // RetraceWarning is how many traces a Function makes before it warns.
@@ -124,6 +130,14 @@ type traced struct {
 	p *plan
 }
 
+func newTraced(g *Graph) *traced {
+	tr := &traced{g: g}
+	if g.straightLine() {
+		tr.p = newPlan(g)
+	}
+	return tr
+}
+
 func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if tr.p == nil {
 		return Execute(tr.g, args...)
@@ -141,9 +155,22 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 		// that its ops and control flow are traced inline there.
 		return f.fn(args), nil
 	}
+	if f.sig != nil {
+		if err := checkSignature(f.sig, args); err != nil {
+			return nil, err
+		}
+	}
 	key := signature(args)
 	f.mu.Lock()
 	tr := f.graphs[key]
+	if tr == nil && f.gen.trusted {
+		var err error
+		if tr, err = f.gen.build(unknownSizes(f.sig, args)); err != nil {
+			f.mu.Unlock()
+			return nil, err
+		}
+		f.graphs[key] = tr
+	}
 	f.mu.Unlock()
 	if tr != nil {
 		return tr.run(args)
@@ -152,19 +179,24 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr = &traced{g: g}
-	if g.straightLine() {
-		tr.p = newPlan(g)
-	}
+	tr = newTraced(g)
 	f.mu.Lock()
 	f.graphs[key] = tr
 	f.traces++
+	var note string
+	if f.sig != nil {
+		note = f.gen.learn(g, unknownSizes(f.sig, args), key)
+	}
 	warn := f.traces > RetraceWarning && !f.warned && f.Logf != nil
 	f.warned = f.warned || warn
 	n := f.traces
+	logf := f.Logf
 	f.mu.Unlock()
+	if note != "" && logf != nil {
+		logf("%s", note)
+	}
 	if warn {
-		f.Logf("control: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
+		logf("control: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
 	}
 	return out, nil
 }

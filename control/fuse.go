@@ -189,11 +189,37 @@ func fuse(c []*Node) *Node {
 	}
 	f.Name = "Fused(" + strings.Join(names, ",") + ")"
 	f.Op = &eager.Op{Name: f.Name, Inputs: len(f.Inputs), DTypes: []tensor.DType{tensor.Float32},
-		Infer:             func(c *eager.Call) []eager.Out { return c.Out1(tensor.Float32, op.shape) },
+		Infer:             op.infer,
 		NonDifferentiable: true, // a tape sees the chain's own ops: see runNode
 	}
 	f.Op.SetKernel(device.CPU, tensor.Float32, op.kernel)
+	f.fused = op
 	return f
+}
+
+// infer gives the chain's output the shape of its full inputs (the traced
+// shape on the traced sizes; another size where a signature's unknown dims
+// differ), which must agree, and checks that single inputs hold one value.
+func (op *fusedOp) infer(c *eager.Call) []eager.Out {
+	var shape tensor.Shape
+	for _, st := range op.steps {
+		for _, a := range st.args {
+			if a.chain {
+				continue
+			}
+			s := c.Inputs[a.input].Shape()
+			switch {
+			case a.single && s.NumElements() != 1:
+				c.Fail(tensor.ErrShape, "input %d has shape %v where the trace had a single value", a.input, s)
+			case a.single:
+			case shape == nil:
+				shape = s
+			case !s.Equal(shape):
+				c.Fail(tensor.ErrShape, "inputs of shapes %v and %v where the trace had equal shapes", shape, s)
+			}
+		}
+	}
+	return c.Out1(tensor.Float32, shape)
 }
 
 // fusedStepCost is the work per element of one step, in device.Parallel's
@@ -259,9 +285,11 @@ func runNode(n *Node, args []*tensor.Tensor) []*tensor.Tensor {
 	if n.Fused == nil || !eager.Observing() {
 		return eager.Run(n.Op, n.Attrs, args...)
 	}
-	vals := make(map[Output]*tensor.Tensor, len(args)+len(n.Fused))
+	// Keyed by node ID: a graph rebuilt for other sizes (generalize.go)
+	// has fresh nodes where the chain's steps name the first trace's.
+	vals := make(map[[2]int]*tensor.Tensor, len(args))
 	for i, in := range n.Inputs {
-		vals[in] = args[i]
+		vals[[2]int{in.Node.ID, in.Index}] = args[i]
 	}
 	var last []*tensor.Tensor
 	for i, m := range n.Fused {
@@ -270,7 +298,7 @@ func runNode(n *Node, args []*tensor.Tensor) []*tensor.Tensor {
 			if i > 0 && in.Node == n.Fused[i-1] {
 				ins[j] = last[0]
 			} else {
-				ins[j] = vals[in]
+				ins[j] = vals[[2]int{in.Node.ID, in.Index}]
 			}
 		}
 		last = eager.Run(m.Op, m.Attrs, ins...)

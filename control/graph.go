@@ -64,6 +64,7 @@ type Node struct {
 	// Fused is the chain of elementwise op nodes a fused node stands for
 	// (their inputs name the graph's values and each other).
 	Fused []*Node
+	fused *fusedOp // its kernel's steps
 }
 
 // Out returns output i of n.
