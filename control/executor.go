@@ -3,8 +3,10 @@ package control
 import (
 	"errors"
 	"fmt"
-	"github.com/eagerflow/eagerflow/eager"
 	"slices"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -54,6 +56,12 @@ type frameInst struct {
 	exits      map[*Node]bool  // Exit nodes that reached this frame: true once one delivered live
 	heldDead   map[*Node]bool  // Exit nodes holding a dead value
 	finished   bool
+	// parallel bounds the iterations that may be active at once (0: no
+	// bound); iterations before lowest are done; NextIteration values for
+	// iterations at lowest+parallel and beyond wait in deferred.
+	parallel int
+	lowest   int
+	deferred []deferredNext
 	// insts holds the node instances of each iteration, indexed by node ID
 	// (a slice lookup where a map keyed by node, frame and iteration cost
 	// a hash of the whole key per input delivered).
@@ -164,8 +172,13 @@ type executor struct {
 	root    *frameInst
 	frames  []*frameInst
 	results map[Output]value
-	runs    int // ops executed (for tests)
+	stats   execStats
 	outs    [2]value
+	spare   []instKey // the queue's other buffer
+	jobs    []opJob
+	// concurrent: independent op nodes ready together run on the CPU
+	// device's workers (set when it has any).
+	concurrent bool
 	args    []*tensor.Tensor // an op's arguments, reused when no observer keeps them
 	// Buffer release by value lifetime: uses counts the node instances
 	// holding a live tensor and not yet run; at zero it is released unless
@@ -188,15 +201,20 @@ func Execute(g *Graph, args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return out, err
 }
 
-func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
+// execStats is what tests learn of a run: the ops it executed, and the
+// most iterations of one frame that were active at once.
+type execStats struct{ runs, active int }
+
+func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, error) {
 	if len(args) != len(g.Inputs) {
-		return nil, 0, fmt.Errorf("control: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
+		return nil, execStats{}, fmt.Errorf("control: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}
 	if g.straightLine() {
-		return newPlan(g).run(args), 0, nil
+		return newPlan(g).run(args), execStats{}, nil
 	}
 	e := &executor{g: g, sc: g.schedule(), results: map[Output]value{},
-		uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}, release: !eager.Observing()}
+		uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}, release: !eager.Observing(),
+		concurrent: device.Host().Workers() > 1}
 	for _, a := range args {
 		e.pinned[a] = true
 	}
@@ -217,11 +235,13 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 		e.ready(instKey{n, e.root, 0})
 	}
 	for {
-		for head := 0; head < len(e.queue); head++ {
-			e.run(e.queue[head])
+		for len(e.queue) > 0 {
+			batch := e.queue
+			e.queue = e.spare[:0]
+			e.runBatch(batch)
+			e.spare = batch[:0]
 		}
-		e.queue = e.queue[:0]
-		if !e.finishDeepest() {
+		if !e.releaseDeferred() && !e.finishDeepest() {
 			break
 		}
 	}
@@ -229,14 +249,14 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, int, error) {
 	for i, r := range g.Result {
 		v, ok := e.results[r]
 		if !ok {
-			return nil, e.runs, fmt.Errorf("control: result %d (%v output %d) was never computed", i, r.Node, r.Index)
+			return nil, e.stats, fmt.Errorf("control: result %d (%v output %d) was never computed", i, r.Node, r.Index)
 		}
 		if v.dead {
-			return nil, e.runs, fmt.Errorf("%w: result %d (%v output %d)", ErrDeadOutput, i, r.Node, r.Index)
+			return nil, e.stats, fmt.Errorf("%w: result %d (%v output %d)", ErrDeadOutput, i, r.Node, r.Index)
 		}
 		out[i] = v.t
 	}
-	return out, e.runs, nil
+	return out, e.stats, nil
 }
 
 func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
@@ -310,6 +330,7 @@ func (e *executor) startIteration(f *frameInst, iter int) {
 		return
 	}
 	f.iters[iter] = true
+	e.stats.active = max(e.stats.active, iter-f.lowest+1)
 	for enter, v := range f.constants {
 		e.fanOut(enter.Out(0), f, iter, v)
 	}
@@ -326,6 +347,9 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 		if !ok {
 			child = e.newFrame(n.Frame, f, iter)
 			f.children[ck] = child
+		}
+		if n.ParallelIterations > 0 && (child.parallel == 0 || n.ParallelIterations < child.parallel) {
+			child.parallel = n.ParallelIterations
 		}
 		if n.IsConstant {
 			e.pinned[v.t] = true
@@ -347,6 +371,13 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 	case NextIteration:
 		if v.dead {
 			return // the loop ends here
+		}
+		if f.parallel > 0 && iter+1 >= f.lowest+f.parallel {
+			f.deferred = append(f.deferred, deferredNext{out: out, iter: iter + 1, v: v})
+			if v.t != nil {
+				e.uses[v.t]++ // held while it waits
+			}
+			return
 		}
 		e.startIteration(f, iter+1)
 		e.fanOut(out, f, iter+1, v)
@@ -423,16 +454,7 @@ func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
 // run executes one node instance whose inputs are all there.
 func (e *executor) run(k instKey) {
 	n, in := k.node, e.inst(k)
-	dead := false
-	for _, v := range in.inputs {
-		dead = dead || v.dead
-	}
-	if len(n.Control) > 0 {
-		slots := k.frame.insts[k.iter]
-		for _, c := range n.Control {
-			dead = dead || slots[c.ID].dead
-		}
-	}
+	dead := e.deadInputs(k, in)
 	var outs []value
 	if n.Outputs <= len(e.outs) {
 		outs = e.outs[:n.Outputs]
@@ -490,7 +512,7 @@ func (e *executor) run(k instKey) {
 		for i, v := range in.inputs {
 			args[i] = v.t
 		}
-		e.runs++
+		e.stats.runs++
 		for i, t := range runNode(n, args) {
 			outs[i] = value{t: t}
 		}
@@ -499,6 +521,33 @@ func (e *executor) run(k instKey) {
 			e.args = args
 		}
 	}
+	e.complete(k, in, outs, dead)
+}
+
+// deadInputs reports whether an instance has a dead input, data or
+// control.
+func (e *executor) deadInputs(k instKey, in *instance) bool {
+	for _, v := range in.inputs {
+		if v.dead {
+			return true
+		}
+	}
+	if len(k.node.Control) > 0 {
+		slots := k.frame.insts[k.iter]
+		for _, c := range k.node.Control {
+			if slots[c.ID].dead {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// complete delivers the outputs of an instance that ran (dead: its outputs
+// are dead, Switch and Merge aside, which decided for themselves), lets go
+// of its inputs and tells the nodes waiting on it.
+func (e *executor) complete(k instKey, in *instance, outs []value, dead bool) {
+	n := k.node
 	if dead && n.Kind != Switch && n.Kind != Merge {
 		for i := range outs {
 			outs[i].dead = true

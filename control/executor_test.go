@@ -36,15 +36,21 @@ func (b graphBuilder) i64(v int64) Output { return b.Constant(tensor.Scalar(v)) 
 // and an Exit; invariants enter as constants.
 func (b graphBuilder) while(frame string, init, invariants []Output,
 	cond func(vars, inv []Output) Output, body func(vars, inv []Output) []Output) []Output {
+	return b.whileP(frame, 10, init, invariants, cond, body)
+}
+
+// whileP is while with parallel as the frame's ParallelIterations.
+func (b graphBuilder) whileP(frame string, parallel int, init, invariants []Output,
+	cond func(vars, inv []Output) Output, body func(vars, inv []Output) []Output) []Output {
 	merges := make([]*Node, len(init))
 	vars := make([]Output, len(init))
 	for i, x := range init {
-		merges[i] = b.Merge(b.Enter(x, frame, false, 10))
+		merges[i] = b.Merge(b.Enter(x, frame, false, parallel))
 		vars[i] = merges[i].Out(0)
 	}
 	inv := make([]Output, len(invariants))
 	for i, x := range invariants {
-		inv[i] = b.Enter(x, frame, true, 10)
+		inv[i] = b.Enter(x, frame, true, parallel)
 	}
 	pred := cond(vars, inv)
 	inside, exits := make([]Output, len(init)), make([]Output, len(init))
@@ -100,12 +106,12 @@ func TestCondRunsOnlyTheTakenBranch(t *testing.T) {
 		want int64
 		from int32
 	}{{true, 8, 1}, {false, 14, 0}} {
-		out, runs, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(7)), tensor.Scalar(c.pred)})
+		out, st, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(7)), tensor.Scalar(c.pred)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out[0].Item().(int64) != c.want || out[1].Item().(int32) != c.from || runs != 1 {
-			t.Errorf("pred %v: %v from input %v after %d ops, want %d from %d after 1", c.pred, out[0], out[1], runs, c.want, c.from)
+		if out[0].Item().(int64) != c.want || out[1].Item().(int32) != c.from || st.runs != 1 {
+			t.Errorf("pred %v: %v from input %v after %d ops, want %d from %d after 1", c.pred, out[0], out[1], st.runs, c.want, c.from)
 		}
 	}
 }
@@ -174,12 +180,12 @@ func TestExitOfALoopOnADeadBranch(t *testing.T) {
 	loop := b.sumBelow("loop", sw.Out(1))
 	m := b.Merge(b.op("Neg", sw.Out(0)), loop[1])
 	b.Result = []Output{m.Out(0)}
-	out, runs, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(4)), tensor.Scalar(false)})
+	out, st, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(4)), tensor.Scalar(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := out[0].Item().(int64); got != -4 || runs != 1 {
-		t.Errorf("dead branch: %d after %d ops, want -4 after 1 (the loop must not run)", got, runs)
+	if got := out[0].Item().(int64); got != -4 || st.runs != 1 {
+		t.Errorf("dead branch: %d after %d ops, want -4 after 1 (the loop must not run)", got, st.runs)
 	}
 	out, err = Execute(b.Graph, tensor.Scalar(int64(4)), tensor.Scalar(true))
 	if err != nil || out[0].Item().(int64) != 6 {

@@ -15,8 +15,10 @@ import (
 type WhileOptions struct {
 	// MaxIterations stops the loop after this many iterations (0: no limit).
 	MaxIterations int
-	// ParallelIterations bounds how many iterations a traced loop may run at
-	// once (0: 10, TensorFlow's default). Eager loops run one at a time.
+	// ParallelIterations bounds how many iterations of a traced loop the
+	// executor keeps active at once (0: 10, TensorFlow's default): values
+	// for a later iteration wait until the oldest active one is done.
+	// Eager loops run one iteration at a time.
 	ParallelIterations int
 	// Checkpoint keeps only the loop values per iteration on a tape and
 	// recomputes the body in the backward pass: less memory, more time.
