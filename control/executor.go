@@ -179,7 +179,7 @@ type executor struct {
 	// concurrent: independent op nodes ready together run on the CPU
 	// device's workers (set when it has any).
 	concurrent bool
-	args    []*tensor.Tensor // an op's arguments, reused when no observer keeps them
+	args       []*tensor.Tensor // an op's arguments, reused when no observer keeps them
 	// Buffer release by value lifetime: uses counts the node instances
 	// holding a live tensor and not yet run; at zero it is released unless
 	// pinned (arguments, constants, loop constants, results) or a tape
