@@ -58,9 +58,12 @@ import (
 //     loop's body, or inside a Cond, is recorded iteration by iteration
 //     instead (its trip count must then not vary); so is one whose body
 //     cannot be traced on the first iteration's values alone.
+//   - A Cond (or Case) on a varying value that a tape records inside fn is
+//     one region of the tape; its gradient is traced as TensorFlow builds
+//     it, a Cond on the same predicate of the two branches' gradients.
 //   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a Cond or Case deciding on a varying value
-//     while a tape records inside fn.
+//     baking one choice in: a Cond deciding on a varying value inside a
+//     traced While whose trip count varies, with a tape recording.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -319,6 +322,11 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		// (and die) with the iteration, as TensorFlow's pivot makes it.
 		n.Control = append(n.Control, ctx.pivot)
 		t.iter[n] = true
+	}
+	if ctx := t.ctx; ctx != nil && ctx.frame == "" && !t.readsFrom(ctx, ins) {
+		// In a Cond branch reading nothing routed into it (only constants
+		// and variables): run only when the branch is taken.
+		n.Control = append(n.Control, t.branchPivot(ctx))
 	}
 	n.Specs = make([]eager.Out, len(outs))
 	for i, o := range outs {

@@ -2,8 +2,11 @@ package control
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -78,6 +81,31 @@ func (t *tracer) switchOn(v, pred Output) *Node {
 	return sw
 }
 
+// readsFrom reports whether a node with inputs ins, recorded in ctx, reads
+// a value of ctx (made there, or routed in), so that it dies with it.
+func (t *tracer) readsFrom(ctx *traceCtx, ins []Output) bool {
+	for _, in := range ins {
+		if in.Node.Kind != Const && in.Node.ID >= ctx.start {
+			return true
+		}
+	}
+	return false
+}
+
+// branchPivot returns the node a Cond branch's ops that read nothing of the
+// branch wait on by a control edge: an Identity of the predicate switched
+// on itself, dead when the branch is not taken (TensorFlow's pivot).
+func (t *tracer) branchPivot(ctx *traceCtx) *Node {
+	if ctx.pivot == nil {
+		sw := t.switchOn(ctx.pred, ctx.pred)
+		ctx.pivot = t.g.Apply(identityOp(), nil, 1, sw.Out(ctx.branch))
+		ctx.pivot.Specs = []eager.Out{ctx.pred.spec1()}
+		t.iter[ctx.pivot] = t.iter[sw]
+		t.varies[ctx.pivot] = true
+	}
+	return ctx.pivot
+}
+
 // gate returns a Cond branch's output so that it is dead when the branch
 // is not taken: one computed inside the branch already is; anything else
 // (a constant, a value from outside) goes through a Switch of its own.
@@ -99,19 +127,29 @@ func (o Output) spec1() eager.Out {
 }
 
 // tracedCond records Cond(pred, branches[1], branches[0]) into the trace.
+// Under a tape the cond is also one region of the tape whose gradient is
+// traced as a cond of the branches' gradients on the same predicate.
 func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) []*tensor.Tensor {
-	if eager.Activations() > 1 {
-		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, with a tape recording: " +
-			"gradients of traced conds are not supported yet; call the function eagerly"))
+	taped := eager.Activations() > 1
+	if taped && t.inFrame(t.ctx) {
+		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, inside a traced While, " +
+			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
 		return branches[btoi(pred.Item().(bool))]()
 	}
 	pv := t.route(t.ctx, t.value(pred))
 	taken := btoi(pred.Item().(bool))
 	var outs [2][]*tensor.Tensor
 	var gated [2][]Output
+	var from, to [2]uint64
 	for b := range 2 {
 		ctx := &traceCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[Output]Output{}}
-		run := func() { t.within(ctx, func() { outs[b] = branches[b]() }) }
+		run := func() {
+			t.within(ctx, func() {
+				from[b] = tape.Mark()
+				outs[b] = branches[b]()
+				to[b] = tape.Mark()
+			})
+		}
 		if b == taken {
 			run()
 		} else {
@@ -134,6 +172,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		return outs[taken]
 	}
 	res := make([]*tensor.Tensor, len(outs[taken]))
+	merged := make([]Output, len(res))
 	for i := range outs[taken] {
 		a, b := outs[0][i], outs[1][i]
 		if a.DType() != b.DType() || !a.Shape().Equal(b.Shape()) {
@@ -150,8 +189,58 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		x := outs[taken][i]
 		res[i] = x.View(x.Shape(), x.Layout())
 		t.vals[res[i]] = m.Out(0)
+		merged[i] = m.Out(0)
 	}
-	return res
+	if !taped {
+		return res
+	}
+	// The tensors either branch reads from outside get the gradients.
+	var caps []*tensor.Tensor
+	for b := range 2 {
+		for _, c := range tape.Captures(from[b], to[b], outs[b], nil) {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+		}
+	}
+	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
+		vjp := func(b int) []*tensor.Tensor { return tape.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
+		if recording() != t || t.inFrame(t.ctx) {
+			var g []*tensor.Tensor
+			t.unrecorded(func() { g = vjp(taken) })
+			return g
+		}
+		// A traced cond of the two branches' gradients (zeros where a
+		// branch gives a capture none): the taken one's are this call's.
+		grad := func(b int) func() []*tensor.Tensor {
+			return func() []*tensor.Tensor {
+				g := vjp(b)
+				for k, d := range g {
+					if d == nil {
+						g[k] = ops.ZerosLike(caps[k])
+					}
+				}
+				return g
+			}
+		}
+		return t.cond(pred, [2]func() []*tensor.Tensor{grad(0), grad(1)})
+	}
+	var fresh []*tensor.Tensor
+	t.unrecorded(func() { fresh = tape.RecordRegion(caps, res, backward) })
+	for i, y := range fresh {
+		t.vals[y] = merged[i]
+	}
+	return fresh
+}
+
+// inFrame reports whether ctx is, or is inside, a While frame.
+func (t *tracer) inFrame(ctx *traceCtx) bool {
+	for ; ctx != nil; ctx = ctx.parent {
+		if ctx.frame != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // within runs fn with ctx as the context ops are recorded in, restoring

@@ -135,10 +135,15 @@ func TestFunctionCondErrors(t *testing.T) {
 		{"untaken fails", "the branch not taken (false) failed", func(a []T) []T {
 			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
 		}},
-		{"tape", "with a tape recording", func(a []T) []T {
+		{"tape", "inside a loop traced iteration by iteration under a tape", func(a []T) []T {
+			// A Cond in a While whose trip count varies, under a tape.
 			tp := tape.New()
 			tp.Watch(a[0])
-			y := control.Cond(pos(a[0]), func() []T { return []T{ops.Square(a[0])} }, func() []T { return a })
+			y := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) },
+				func(v []T) []T {
+					return control.Cond(pos(v[0]), func() []T { return []T{ops.Mul(v[0], tensor.Scalar(float32(2)))} },
+						func() []T { return []T{ops.Sub(v[0], tensor.Scalar(float32(1)))} })
+				}, a)
 			return []T{tp.Gradient(ops.Sum(y[0]), a[0])[0]}
 		}},
 	} {
@@ -254,5 +259,25 @@ func TestFunctionTracesWhileWithMaxIterations(t *testing.T) {
 	}
 	if f.Traces() != 1 {
 		t.Errorf("%d traces", f.Traces())
+	}
+}
+
+// A branch whose ops read only a variable and constants runs only when
+// taken: its ops wait on the branch's pivot, so the Merge sees the right
+// live input whichever branch a call takes.
+func TestFunctionCondBranchOfVariablesOnly(t *testing.T) {
+	w := tape.NewVariable("w", f32(1.5, -2))
+	fn := func(a []T) []T {
+		return control.Cond(ops.Gt(ops.Sum(a[0]), tensor.Scalar(float32(0))),
+			func() []T { return []T{ops.Mul(w.Value(), tensor.Scalar(float32(2)))} },
+			func() []T { return []T{ops.Neg(a[0])} })
+	}
+	f := control.NewFunction(fn)
+	for _, in := range [][]float32{{1, 2}, {-1, -2}, {3, -1}, {-4, 1}} {
+		got, err := f.Call(f32(in...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq32(t, fmt.Sprint(in), got[0], fn([]T{f32(in...)})[0])
 	}
 }

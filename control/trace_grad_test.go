@@ -157,3 +157,42 @@ func TestTracedWhileGradientNested(t *testing.T) {
 	f := checkTracedGrad(t, "nested", fn, [][]T{{tensor.Scalar(float32(0.3))}, {tensor.Scalar(float32(-1))}, {tensor.Scalar(float32(2))}})
 	t.Log(f.Graph(tensor.Scalar(float32(0))))
 }
+
+// Gradients through traced conds: a cond of the branches' gradients on the
+// same predicate, right whichever branch each call takes.
+func TestTracedCondGradient(t *testing.T) {
+	w := tape.NewVariable("w", f32(0.5, -2))
+	pos := func(x T) T { return ops.Gt(ops.Sum(x), tensor.Scalar(float32(0))) }
+	cond := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		y := control.Cond(pos(a[0]),
+			func() []T { return []T{ops.Mul(ops.Square(a[0]), w.Value()), a[0]} },
+			func() []T { return []T{ops.Mul(a[0], tensor.Scalar(float32(3))), ops.Exp(a[0])} })
+		g := tp.Gradient(ops.Add(ops.Sum(y[0]), ops.Sum(ops.Mul(y[1], y[1]))), a[0], w.Value())
+		return []T{y[0], y[1], g[0], g[1]}
+	}
+	checkTracedGrad(t, "cond", cond, [][]T{{f32(1, 2)}, {f32(-1, -2)}, {f32(3, -1)}, {f32(-4, 0.5)}})
+	// Case is a chain of conds: nested ones, each with its gradient.
+	caseFn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		y := control.Case(ops.Cast(ops.Sum(a[0]), tensor.Int32),
+			func() []T { return []T{ops.Tanh(a[0])} },
+			func() []T { return []T{ops.Mul(a[0], w.Value())} },
+			func() []T { return []T{ops.Sin(a[0])} })
+		return []T{y[0], tp.Gradient(ops.Sum(y[0]), a[0])[0]}
+	}
+	checkTracedGrad(t, "case", caseFn, [][]T{{f32(0.25, 0.5)}, {f32(1, 0.5)}, {f32(2, 1)}, {f32(-3, 1)}, {f32(0.1, 0.2)}})
+	// A cond in a loop of fixed trip count, which is traced unrolled.
+	loop := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		y := control.Fori(0, 3, func(i T, v []T) []T {
+			return control.Cond(pos(v[0]), func() []T { return []T{ops.Sub(v[0], w.Value())} },
+				func() []T { return []T{ops.Mul(v[0], ops.Neg(v[0]))} })
+		}, a)
+		return []T{y[0], tp.Gradient(ops.Sum(y[0]), a[0], w.Value())[0]}
+	}
+	checkTracedGrad(t, "loop", loop, [][]T{{f32(1, 2)}, {f32(-1, 0.5)}, {f32(4, 3)}})
+}

@@ -103,6 +103,8 @@ func TestXLAReduceExamples(t *testing.T) {
 	check(t, "min", ops.ReduceMinOf(m, 1), tensor.Shape{2}, f32(1, 4))
 	check(t, "prod", ops.Prod(m), tensor.Shape{}, f32(720))
 	check(t, "empty sum", ops.Sum(tensor.Zeros(tensor.Float32, 0, 3), 0), tensor.Shape{3}, f32(0, 0, 0))
+	check(t, "scalar sum", ops.Sum(tensor.Scalar(float32(2.5))), tensor.Shape{}, f32(2.5))
+	check(t, "scalar mean", ops.Mean(tensor.Scalar(float32(-4))), tensor.Shape{}, f32(-4))
 	check(t, "empty max", ops.ReduceMaxOf(tensor.Zeros(tensor.Int32, 2, 0), 1), tensor.Shape{2}, []int32{math.MinInt32, math.MinInt32})
 	check(t, "nan max", ops.ReduceMaxOf(tensor.FromSlice(f32(1, float32(math.NaN()), 3))), tensor.Shape{}, f32(float32(math.NaN())))
 }

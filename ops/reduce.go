@@ -178,9 +178,9 @@ func reduceKernel[T tensor.Num](mk func(ReduceKind) reducer[T]) eager.Kernel {
 		dims := reduceDims(c, r.Dims, x.Rank())
 		red := mk(r.Kind)
 		// Is the reduced set one contiguous block [lo, hi)?
-		lo, hi := dims[0], dims[len(dims)-1]+1
-		if x.Rank() == 0 {
-			lo, hi = 0, 0
+		lo, hi := 0, 0 // a scalar reduces over no dims
+		if len(dims) > 0 {
+			lo, hi = dims[0], dims[len(dims)-1]+1
 		}
 		if hi-lo != len(dims) {
 			kept := make([]int, 0, x.Rank())
