@@ -109,7 +109,7 @@ type schedule struct {
 	nodes     int
 	result    []Output       // g.Result when it was made
 	consumers [][][]consumer // [node ID][output]
-	controlOf [][]*Node      // [node ID]: nodes that wait on it by a control edge
+	controlOf [][]*Node      // [node ID]: nodes that wait on it by a control or ordering edge
 	backEdge  [][]bool       // [node ID] of a Merge: which inputs are back edges
 	awaited   [][2]int       // [node ID] of a Merge: forward inputs, back edges
 	waits     []int          // [node ID]: inputs an ordinary node waits for
@@ -135,7 +135,7 @@ func (g *Graph) schedule() *schedule {
 		sc.isResult[r.Node.ID][r.Index] = true
 	}
 	for _, x := range g.Nodes {
-		sc.waits[x.ID] = len(x.Control)
+		sc.waits[x.ID] = len(x.Control) + len(x.After)
 		for i, in := range x.Inputs {
 			sc.consumers[in.Node.ID][in.Index] = append(sc.consumers[in.Node.ID][in.Index], consumer{x, i})
 			if in.Node.Kind != Const {
@@ -148,6 +148,9 @@ func (g *Graph) schedule() *schedule {
 			}
 		}
 		for _, c := range x.Control {
+			sc.controlOf[c.ID] = append(sc.controlOf[c.ID], x)
+		}
+		for _, c := range x.After {
 			sc.controlOf[c.ID] = append(sc.controlOf[c.ID], x)
 		}
 	}

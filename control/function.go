@@ -60,10 +60,13 @@ import (
 //     cannot be traced on the first iteration's values alone.
 //   - A Cond (or Case) on a varying value that a tape records inside fn is
 //     one region of the tape; its gradient is traced as TensorFlow builds
-//     it, a Cond on the same predicate of the two branches' gradients.
+//     it, a Cond on the same predicate of the two branches' gradients. In
+//     a While's body, the predicate is pushed onto a stack at every
+//     iteration and the values a branch's gradient reads only where the
+//     branch was taken; the backward loop pops them likewise.
 //   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a Cond deciding on a varying value inside a
-//     traced While whose trip count varies, with a tape recording.
+//     baking one choice in: a While inside another traced While's body
+//     (or inside a Cond) whose trip count varies, with a tape recording.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -238,7 +241,10 @@ type tracer struct {
 	ctx    *traceCtx // the Cond branch or While frame being recorded, if any
 	// iter marks nodes whose value is per iteration of the enclosing loop
 	// frame (loop Merges and what reads them).
-	iter      map[*Node]bool
+	iter map[*Node]bool
+	// branchOf is the Cond branch a node lives in (dead when it is not
+	// taken), for the nodes made inside one.
+	branchOf  map[*Node]*traceCtx
 	loops     int    // While frames made, for their names
 	paused    int    // >0 while a loop finishes eagerly, unrecorded
 	goroutine uint64 // the tracing goroutine
@@ -323,10 +329,13 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		n.Control = append(n.Control, ctx.pivot)
 		t.iter[n] = true
 	}
-	if ctx := t.ctx; ctx != nil && ctx.frame == "" && !t.readsFrom(ctx, ins) {
-		// In a Cond branch reading nothing routed into it (only constants
-		// and variables): run only when the branch is taken.
-		n.Control = append(n.Control, t.branchPivot(ctx))
+	if ctx := t.ctx; ctx != nil && ctx.frame == "" {
+		t.branchOf[n] = ctx
+		if !t.readsFrom(ctx, ins) {
+			// In a Cond branch reading nothing routed into it (only
+			// constants and variables): run only when the branch is taken.
+			n.Control = append(n.Control, t.branchPivot(ctx))
+		}
 	}
 	n.Specs = make([]eager.Out, len(outs))
 	for i, o := range outs {
@@ -382,6 +391,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	traceMu.Lock()
 	defer traceMu.Unlock()
 	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{},
+		branchOf:  map[*Node]*traceCtx{},
 		goroutine: goroutineID()}
 	for i, a := range args {
 		if a == nil {
@@ -436,6 +446,9 @@ func (g *Graph) prune() {
 			visit(in.Node)
 		}
 		for _, c := range n.Control {
+			visit(c)
+		}
+		for _, c := range n.After {
 			visit(c)
 		}
 	}

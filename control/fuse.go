@@ -86,7 +86,7 @@ func (g *Graph) fuseElementwise() {
 		for _, in := range n.Inputs {
 			uses[in]++
 		}
-		for _, c := range n.Control {
+		for _, c := range slices.Concat(n.Control, n.After) {
 			uses[c.Out(0)] += 2 // ordered against: not internal to a chain
 		}
 	}

@@ -338,9 +338,12 @@ func (gen *generalization) instantiate(sizes []int) (*Graph, error) {
 		for j, in := range c.Inputs {
 			c.Inputs[j] = remap(in)
 		}
-		c.Control = slices.Clone(c.Control)
+		c.Control, c.After = slices.Clone(c.Control), slices.Clone(c.After)
 		for j, x := range c.Control {
 			c.Control[j] = nodes[x.ID]
+		}
+		for j, x := range c.After {
+			c.After[j] = nodes[x.ID]
 		}
 	}
 	g.Nodes = nodes

@@ -50,7 +50,10 @@ type Node struct {
 	Op      *eager.Op // OpNode
 	Attrs   any       // OpNode
 	Inputs  []Output
-	Control []*Node // control edges: run after these (ordering only)
+	Control []*Node // control edges: run after these, and die with them
+	// After are ordering edges: run after these whether they were dead or
+	// not (a loop's NextIterations after its stack pushes and pops).
+	After []*Node
 	// Enter's child frame, whether the value is a loop invariant (visible at
 	// every iteration), and how many iterations of the frame may run at once.
 	Frame              string

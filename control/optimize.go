@@ -70,7 +70,7 @@ func (g *Graph) dropUnreadStacks() bool {
 		return (c.Kind == StackPop || c.Kind == StackPush) && unread[c.Inputs[0].Node.Inputs[0].Node]
 	}
 	for _, n := range g.Nodes {
-		n.Control = slices.DeleteFunc(n.Control, gone)
+		n.After = slices.DeleteFunc(n.After, gone)
 	}
 	return true
 }

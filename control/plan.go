@@ -43,6 +43,9 @@ func (g *Graph) straightLine() bool {
 				return false
 			}
 		}
+		if len(n.After) > 0 {
+			return false
+		}
 		for _, c := range n.Control {
 			if c.ID >= i {
 				return false

@@ -81,6 +81,9 @@ func (g *Graph) String() string {
 		for _, c := range n.Control {
 			fmt.Fprintf(&b, ", ^%%%d", c.ID)
 		}
+		for _, c := range n.After {
+			fmt.Fprintf(&b, ", after %%%d", c.ID)
+		}
 		b.WriteString(")")
 		for i, s := range n.Specs {
 			if i == 0 {
@@ -144,6 +147,9 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		}
 		for _, c := range n.Control {
 			fmt.Fprintf(bw, "  n%d -> n%d [style=dashed];\n", c.ID, n.ID)
+		}
+		for _, c := range n.After {
+			fmt.Fprintf(bw, "  n%d -> n%d [style=dotted];\n", c.ID, n.ID)
 		}
 	}
 	for i, r := range g.Result {

@@ -160,7 +160,7 @@ func sameNode(x, y *Node, consts func(x, y *tensor.Tensor) bool) error {
 		return fmt.Errorf("%v against %v", x.label(), y.label())
 	case x.Frame != y.Frame || x.IsConstant != y.IsConstant || x.ParallelIterations != y.ParallelIterations:
 		return fmt.Errorf("frames differ")
-	case len(x.Inputs) != len(y.Inputs) || len(x.Control) != len(y.Control):
+	case len(x.Inputs) != len(y.Inputs) || len(x.Control) != len(y.Control) || len(x.After) != len(y.After):
 		return fmt.Errorf("inputs differ")
 	}
 	for i, in := range x.Inputs {
@@ -171,6 +171,11 @@ func sameNode(x, y *Node, consts func(x, y *tensor.Tensor) bool) error {
 	for i, c := range x.Control {
 		if c.ID != y.Control[i].ID {
 			return fmt.Errorf("control input %d differs", i)
+		}
+	}
+	for i, c := range x.After {
+		if c.ID != y.After[i].ID {
+			return fmt.Errorf("ordering edge %d differs", i)
 		}
 	}
 	if x.Fused != nil {

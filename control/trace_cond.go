@@ -39,6 +39,12 @@ type traceCtx struct {
 	// far (its NextIterations wait for them).
 	forward *traceCtx
 	pops    []*Node
+	// taped marks the forward frame of a loop whose gradient is traced
+	// (conds inside it may be differentiated); gates holds, in a backward
+	// frame, the node that lives only where a forward Cond branch was
+	// taken, per branch.
+	taped bool
+	gates map[*traceCtx]*Node
 }
 
 // route returns the value of v as seen inside ctx: a value made outside
@@ -67,6 +73,7 @@ func (t *tracer) route(ctx *traceCtx, v Output) Output {
 		t.varies[r.Node] = t.varies[inner.Node]
 	} else {
 		r = t.switchOn(inner, ctx.pred).Out(ctx.branch)
+		t.branchOf[r.Node] = ctx
 	}
 	ctx.switched[v] = r
 	return r
@@ -99,6 +106,7 @@ func (t *tracer) branchPivot(ctx *traceCtx) *Node {
 	if ctx.pivot == nil {
 		sw := t.switchOn(ctx.pred, ctx.pred)
 		ctx.pivot = t.g.Apply(identityOp(), nil, 1, sw.Out(ctx.branch))
+		t.branchOf[sw], t.branchOf[ctx.pivot] = ctx, ctx
 		ctx.pivot.Specs = []eager.Out{ctx.pred.spec1()}
 		t.iter[ctx.pivot] = t.iter[sw]
 		t.varies[ctx.pivot] = true
@@ -113,7 +121,9 @@ func (t *tracer) gate(ctx *traceCtx, v Output) Output {
 	if v.Node.ID >= ctx.start && v.Node.Kind != Const {
 		return v
 	}
-	return t.switchOn(t.route(ctx.parent, v), ctx.pred).Out(ctx.branch)
+	sw := t.switchOn(t.route(ctx.parent, v), ctx.pred)
+	t.branchOf[sw] = ctx
+	return sw.Out(ctx.branch)
 }
 
 // mergeSpecs are a Merge's outputs: the value and its input's index.
@@ -131,7 +141,7 @@ func (o Output) spec1() eager.Out {
 // traced as a cond of the branches' gradients on the same predicate.
 func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) []*tensor.Tensor {
 	taped := eager.Activations() > 1
-	if taped && t.inFrame(t.ctx) {
+	if f := t.innerFrame(t.ctx); taped && f != nil && !f.taped {
 		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, inside a traced While, " +
 			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
 		return branches[btoi(pred.Item().(bool))]()
@@ -182,6 +192,9 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		}
 		m := t.g.Merge(gated[0][i], gated[1][i])
 		m.Specs = mergeSpecs(specOf(a))
+		if t.ctx != nil && t.ctx.frame == "" {
+			t.branchOf[m] = t.ctx
+		}
 		t.varies[m] = true
 		t.iter[m] = t.iter[gated[0][i].Node] || t.iter[gated[1][i].Node]
 		// A fresh tensor, so that the taken branch's value (perhaps a
@@ -205,7 +218,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	}
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
 		vjp := func(b int) []*tensor.Tensor { return tape.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
-		if recording() != t || t.inFrame(t.ctx) {
+		if f := t.innerFrame(t.ctx); recording() != t || (f != nil && f.forward == nil) {
 			var g []*tensor.Tensor
 			t.unrecorded(func() { g = vjp(taken) })
 			return g
@@ -233,14 +246,14 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	return fresh
 }
 
-// inFrame reports whether ctx is, or is inside, a While frame.
-func (t *tracer) inFrame(ctx *traceCtx) bool {
+// innerFrame returns the While frame ctx is or is inside, or nil.
+func (t *tracer) innerFrame(ctx *traceCtx) *traceCtx {
 	for ; ctx != nil; ctx = ctx.parent {
 		if ctx.frame != "" {
-			return true
+			return ctx
 		}
 	}
-	return false
+	return nil
 }
 
 // within runs fn with ctx as the context ops are recorded in, restoring

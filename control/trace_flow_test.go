@@ -136,14 +136,14 @@ func TestFunctionCondErrors(t *testing.T) {
 			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
 		}},
 		{"tape", "inside a loop traced iteration by iteration under a tape", func(a []T) []T {
-			// A Cond in a While whose trip count varies, under a tape.
+			// Nested While loops whose trip counts vary, under a tape.
 			tp := tape.New()
 			tp.Watch(a[0])
-			y := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) },
-				func(v []T) []T {
-					return control.Cond(pos(v[0]), func() []T { return []T{ops.Mul(v[0], tensor.Scalar(float32(2)))} },
-						func() []T { return []T{ops.Sub(v[0], tensor.Scalar(float32(1)))} })
-				}, a)
+			small := func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) }
+			y := control.While(small, func(v []T) []T {
+				inner := control.While(small, func(u []T) []T { return []T{ops.Mul(u[0], tensor.Scalar(float32(3)))} }, v)
+				return []T{ops.Add(inner[0], tensor.Scalar(float32(1)))}
+			}, a)
 			return []T{tp.Gradient(ops.Sum(y[0]), a[0])[0]}
 		}},
 	} {

@@ -25,8 +25,13 @@ import (
 //     forward frame that a rule reads gets a stack: a StackPush in the
 //     forward frame at every iteration, a StackPop in the backward frame
 //     (found as the rules read them: route sends such a read to popped).
-//     A frame's NextIterations wait for its pushes or pops, so pops come in
-//     the reverse order of pushes.
+//     A frame's NextIterations wait for its pushes or pops (ordering edges,
+//     which do not pass deadness on), so pops come in the reverse order of
+//     pushes.
+//   - A Cond in the body is differentiated by a Cond on the same predicate
+//     (trace_cond.go): its predicate is popped like any value, and a value
+//     made in one of its branches, pushed only where the branch was taken,
+//     is popped only where the popped predicate takes it (backGate).
 // The call being traced still returns eager values: the loop runs eagerly
 // on the tape (unrecorded by the trace), and its gradient, when the tape
 // asks for it, runs eagerly beside the recording of the backward frame.
@@ -65,7 +70,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	}
 	nodes := len(t.g.Nodes)
 	fr, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return cond(v[:nv]) }, counted,
-		slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}), o.ParallelIterations, nil)
+		slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}), o.ParallelIterations, frameTaped)
 	if err != nil || t.err != nil {
 		// Drop what was recorded: the loop runs eagerly instead, and fails
 		// there if it must.
@@ -223,7 +228,7 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 				next = append(next, g)
 			}
 			return next
-		}, vars, fr.ctx.parallel, fr.ctx)
+		}, vars, fr.ctx.parallel, &traceCtx{forward: fr.ctx})
 	if err != nil {
 		return nil, fmt.Errorf("control: tracing the gradient of a While: %v", err)
 	}
@@ -232,6 +237,30 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 		out[i] = bwd.exits[1+k]
 	}
 	return out, nil
+}
+
+// backGate returns the node of the backward frame bctx that is live
+// exactly in the iterations whose forward iteration took Cond branch fc:
+// an Identity of fc's predicate, popped from its own stack, switched on
+// itself.
+func (t *tracer) backGate(bctx *traceCtx, fc *traceCtx) *Node {
+	if g, ok := bctx.gates[fc]; ok {
+		return g
+	}
+	pred := fc.pred
+	if pred.Node.Kind == Enter && pred.Node.IsConstant {
+		pred = pred.Node.Inputs[0] // decided outside the loop
+	}
+	p := t.route(bctx, pred)
+	sw := t.switchOn(p, p)
+	g := t.g.Apply(identityOp(), nil, 1, sw.Out(fc.branch))
+	g.Specs = []eager.Out{p.spec1()}
+	t.iter[g], t.varies[g] = true, true
+	if bctx.gates == nil {
+		bctx.gates = map[*traceCtx]*Node{}
+	}
+	bctx.gates[fc] = g
+	return g
 }
 
 // popped returns, for the backward frame bctx, the value v of its forward
@@ -251,10 +280,14 @@ func (t *tracer) popped(bctx *traceCtx, v Output) Output {
 	push.Specs = []eager.Out{v.spec1()}
 	t.iter[push] = true
 	for _, next := range fwd.nexts {
-		next.Control = append(next.Control, push)
+		next.After = append(next.After, push)
 	}
 	pop := t.g.Pop(t.g.Enter(st, bctx.frame, true, bctx.parallel))
 	pop.Control = []*Node{bctx.pivot}
+	if fc := t.branchOf[v.Node]; fc != nil && t.innerFrame(fc) == fwd {
+		// Pushed only where its Cond branch was taken: popped likewise.
+		pop.Control = []*Node{t.backGate(bctx, fc)}
+	}
 	pop.Specs = push.Specs
 	t.iter[pop], t.varies[pop] = true, true
 	bctx.pops = append(bctx.pops, pop)

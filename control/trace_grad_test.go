@@ -196,3 +196,34 @@ func TestTracedCondGradient(t *testing.T) {
 	}
 	checkTracedGrad(t, "loop", loop, [][]T{{f32(1, 2)}, {f32(-1, 0.5)}, {f32(4, 3)}})
 }
+
+// Conds inside a While whose trip count varies, under a tape: each
+// forward iteration pushes its predicate, and the values a branch's
+// gradient reads are pushed only where the branch was taken and popped
+// likewise (the pops wait on the popped predicate), nested conds included.
+func TestTracedCondInWhileGradient(t *testing.T) {
+	w := tape.NewVariable("w", f32(0.75, -0.5))
+	pos := func(x T) T { return ops.Gt(ops.Sum(x), tensor.Scalar(float32(0))) }
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		y := control.While(func(v []T) T { return ops.Lt(v[1], tensor.Scalar(float32(6))) },
+			func(v []T) []T {
+				x := control.Cond(pos(v[0]),
+					func() []T {
+						return control.Cond(ops.Gt(ops.Sum(v[0]), tensor.Scalar(float32(1))),
+							func() []T { return []T{ops.Tanh(ops.Mul(v[0], w.Value()))} },
+							func() []T { return []T{ops.Exp(v[0])} })
+					},
+					func() []T { return []T{ops.Sub(ops.Sigmoid(v[0]), w.Value())} })
+				return []T{x[0], ops.Add(v[1], ops.Exp(ops.Sum(v[0])))}
+			}, []T{a[0], tensor.Scalar(float32(0))})
+		g := tp.Gradient(ops.Sum(ops.Mul(y[0], y[0])), a[0], w.Value())
+		return []T{y[0], y[1], g[0], g[1]}
+	}
+	f := checkTracedGrad(t, "cond in while", fn, [][]T{{f32(1, 2)}, {f32(-1, -2)}, {f32(0.5, -0.25)}, {f32(-3, 1)}, {f32(0.2, 0.3)}})
+	g := f.Graph(f32(0, 0)).String()
+	if !strings.Contains(g, "StackPop") || strings.Count(g, "= Merge(") < 6 {
+		t.Errorf("want stacks and the conds' Merges in both loops:\n%s", g)
+	}
+}

@@ -53,7 +53,7 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		// A tape records too: the loop and its gradient become frames.
 		return t.whileOnTape(cond, body, init, o)
 	}
-	fr, err := t.frame(cond, body, init, o.ParallelIterations, nil)
+	fr, err := t.frame(cond, body, init, o.ParallelIterations, &traceCtx{})
 	if err != nil {
 		t.fail(err)
 		return nil
@@ -82,12 +82,17 @@ type frameTrace struct {
 	outs  []*tensor.Tensor
 }
 
+// frameTaped marks a frame whose gradient will be traced (whileOnTape).
+var frameTaped = &traceCtx{taped: true}
+
 // frame records a loop frame for cond and body over init at the current
-// context. forward is set for the backward loop of a gradient: the frame
-// whose per-iteration values it reads through stacks. The error says what
-// kept the loop from being traced.
+// context. kind gives the frame's role: its forward field is set for the
+// backward loop of a gradient (the frame whose per-iteration values it
+// reads through stacks), its taped field for a loop whose gradient will be
+// traced. The error says what kept the loop from being traced.
 func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
-	init []*tensor.Tensor, parallel int, forward *traceCtx) (*frameTrace, error) {
+	init []*tensor.Tensor, parallel int, kind *traceCtx) (*frameTrace, error) {
+	forward := kind.forward
 	if len(init) == 0 {
 		return nil, fmt.Errorf("control: a traced While needs at least one loop value")
 	}
@@ -106,7 +111,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		name = forward.frame + "_grad"
 	}
 	ctx := &traceCtx{parent: outer, start: len(t.g.Nodes), frame: name,
-		parallel: parallel, switched: map[Output]Output{}, forward: forward}
+		parallel: parallel, switched: map[Output]Output{}, forward: forward, taped: kind.taped}
 	n := len(init)
 	merges := make([]*Node, n)
 	vars := make([]*tensor.Tensor, n)
@@ -161,7 +166,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		}
 		next := t.g.NextIteration(v)
 		next.Node.Specs = merges[i].Specs[:1]
-		next.Node.Control = slices.Clone(ctx.pops)
+		next.Node.After = slices.Clone(ctx.pops)
 		ctx.nexts = append(ctx.nexts, next.Node)
 		t.g.SetBackEdge(merges[i], next)
 	}
