@@ -273,16 +273,21 @@ func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *fra
 	return f
 }
 
-func (e *executor) inst(k instKey) *instance {
-	f := k.frame
-	for len(f.insts) <= k.iter {
+// slots returns the node slots of iteration iter of f, made on first use.
+func (e *executor) slots(f *frameInst, iter int) []slot {
+	for len(f.insts) <= iter {
 		f.insts = append(f.insts, nil)
 	}
-	slots := f.insts[k.iter]
-	if slots == nil {
-		slots = make([]slot, e.sc.nodes)
-		f.insts[k.iter] = slots
+	s := f.insts[iter]
+	if s == nil {
+		s = make([]slot, e.sc.nodes)
+		f.insts[iter] = s
 	}
+	return s
+}
+
+func (e *executor) inst(k instKey) *instance {
+	slots := e.slots(k.frame, k.iter)
 	in := slots[k.node.ID].in
 	if in == nil {
 		n := k.node
@@ -476,7 +481,7 @@ func (e *executor) run(k instKey) {
 			taken = 1
 		}
 		for i := range outs {
-			outs[i] = value{t: data.t, dead: dead || i != taken}
+			outs[i] = value{t: data.t, stack: data.stack, dead: dead || i != taken}
 		}
 	case Enter, Exit, NextIteration:
 		outs[0] = in.inputs[0]
@@ -600,12 +605,27 @@ func (e *executor) drop(v value) {
 }
 
 // signal tells the nodes waiting on k by a control edge that it finished.
+//
+// An Exit signals in the parent frame, once: when it passes a live value
+// (its dead values before that are the loop's other iterations), or when
+// finishDeepest gives it dead.
 func (e *executor) signal(k instKey, dead bool) {
+	if k.node.Kind == Exit {
+		if !dead {
+			e.signalAt(instKey{k.node, k.frame.parent, k.frame.parentIter}, false)
+		}
+		return
+	}
+	e.signalAt(k, dead)
+}
+
+// signalAt tells the waiters on k's node at k's tag.
+func (e *executor) signalAt(k instKey, dead bool) {
 	waiters := e.sc.controlOf[k.node.ID]
 	if len(waiters) == 0 {
 		return
 	}
-	k.frame.insts[k.iter][k.node.ID].dead = dead
+	e.slots(k.frame, k.iter)[k.node.ID].dead = dead
 	for _, w := range waiters {
 		wk := instKey{w, k.frame, k.iter}
 		if in := e.inst(wk); w.Kind != Merge {
@@ -643,6 +663,7 @@ func (e *executor) finishDeepest() bool {
 		slices.SortFunc(exits, func(a, b *Node) int { return a.ID - b.ID }) // a fixed order
 		for _, exit := range exits {
 			e.fanOut(exit.Out(0), f.parent, f.parentIter, value{dead: true})
+			e.signalAt(instKey{exit, f.parent, f.parentIter}, true)
 		}
 	}
 	return true

@@ -54,10 +54,12 @@ import (
 //     popping them in reverse, and sums the gradients of the tensors the
 //     body reads from outside. So the trip count may vary from call to
 //     call. Where the loop takes no iteration, sources that eagerly get no
-//     gradient (nil) get zeros from the graph. A While nested in another
-//     loop's body, or inside a Cond, is recorded iteration by iteration
-//     instead (its trip count must then not vary); so is one whose body
-//     cannot be traced on the first iteration's values alone.
+//     gradient (nil) get zeros from the graph. Loops nest: an inner loop's
+//     frames sit in the outer ones', its trip count per outer iteration is
+//     pushed too, and the outer loop moves on only once the inner one is
+//     done. A loop whose body cannot be traced on the first iteration's
+//     values alone is recorded iteration by iteration instead (its trip
+//     count must then not vary).
 //   - A Cond (or Case) on a varying value that a tape records inside fn is
 //     one region of the tape; its gradient is traced as TensorFlow builds
 //     it, a Cond on the same predicate of the two branches' gradients. In
@@ -65,8 +67,8 @@ import (
 //     iteration and the values a branch's gradient reads only where the
 //     branch was taken; the backward loop pops them likewise.
 //   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a While inside another traced While's body
-//     (or inside a Cond) whose trip count varies, with a tape recording.
+//     baking one choice in: a tape made inside a traced loop's body that
+//     differentiates a While of varying trip count there.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.

@@ -42,6 +42,16 @@ func (g *Graph) eliminateCommonSubexpressions() {
 	g.prune()
 }
 
+// stackOf returns the Stack a push or pop works on: its handle input,
+// followed back through the Enters and Switches that brought it there.
+func stackOf(n *Node) *Node {
+	h := n.Inputs[0].Node
+	for h.Kind != Stack {
+		h = h.Inputs[0].Node
+	}
+	return h
+}
+
 // dropUnreadStacks removes the stacks whose pops nothing reads (a gradient
 // rule ran on a popped value whose result no gradient needed): the pop and
 // its push go from the control edges that ordered them, and prune then
@@ -60,14 +70,14 @@ func (g *Graph) dropUnreadStacks() bool {
 	unread := map[*Node]bool{} // Stack nodes
 	for _, n := range g.Nodes {
 		if n.Kind == StackPop && !read[n] {
-			unread[n.Inputs[0].Node.Inputs[0].Node] = true
+			unread[stackOf(n)] = true
 		}
 	}
 	if len(unread) == 0 {
 		return false
 	}
 	gone := func(c *Node) bool {
-		return (c.Kind == StackPop || c.Kind == StackPush) && unread[c.Inputs[0].Node.Inputs[0].Node]
+		return (c.Kind == StackPop || c.Kind == StackPush) && unread[stackOf(c)]
 	}
 	for _, n := range g.Nodes {
 		n.After = slices.DeleteFunc(n.After, gone)

@@ -45,6 +45,10 @@ type traceCtx struct {
 	// taken, per branch.
 	taped bool
 	gates map[*traceCtx]*Node
+	// after are nodes a frame's NextIterations wait for by ordering edges:
+	// the Exits of loops in its body whose stacks must fill (or empty) one
+	// iteration at a time.
+	after []*Node
 }
 
 // route returns the value of v as seen inside ctx: a value made outside

@@ -136,15 +136,15 @@ func TestFunctionCondErrors(t *testing.T) {
 			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
 		}},
 		{"tape", "inside a loop traced iteration by iteration under a tape", func(a []T) []T {
-			// Nested While loops whose trip counts vary, under a tape.
-			tp := tape.New()
-			tp.Watch(a[0])
+			// A tape made inside a traced While's body, differentiating a
+			// While of varying trip count there.
 			small := func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) }
-			y := control.While(small, func(v []T) []T {
+			return control.While(small, func(v []T) []T {
+				tp := tape.New()
+				tp.Watch(v[0])
 				inner := control.While(small, func(u []T) []T { return []T{ops.Mul(u[0], tensor.Scalar(float32(3)))} }, v)
-				return []T{ops.Add(inner[0], tensor.Scalar(float32(1)))}
+				return []T{ops.Add(v[0], tp.Gradient(ops.Sum(inner[0]), v[0])[0])}
 			}, a)
-			return []T{tp.Gradient(ops.Sum(y[0]), a[0])[0]}
 		}},
 	} {
 		f := control.NewFunction(c.fn)

@@ -49,7 +49,7 @@ type loopWindow struct {
 // own (a construct inside that is traced only unrolled).
 func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 	init []*tensor.Tensor, o WhileOptions) []*tensor.Tensor {
-	if t.ctx != nil {
+	if !t.gradTraceable(t.ctx, false) {
 		return nil
 	}
 	nv := len(init)
@@ -78,6 +78,13 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		return nil
 	}
 	caps := tape.Captures(win.from, win.to, win.out, win.in)
+	if f := t.innerFrame(t.ctx); f != nil {
+		// Nested: the enclosing loop's next iteration waits for this loop
+		// to be done, so that their pushes do not interleave.
+		for _, x := range fr.exits {
+			f.after = append(f.after, x.Node)
+		}
+	}
 
 	// This call's values: the loop on the tape, unrecorded by the trace.
 	l := &loop{name: "While", nvars: nv, checkpoint: o.Checkpoint, body: body, recording: true}
@@ -104,6 +111,21 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	return res
 }
 
+// gradTraceable reports whether a loop's gradient can be traced at ctx:
+// every loop frame around it is a forward loop whose own gradient is being
+// traced (backward: a backward loop), with Conds anywhere between.
+func (t *tracer) gradTraceable(ctx *traceCtx, backward bool) bool {
+	for ; ctx != nil; ctx = ctx.parent {
+		if ctx.frame == "" {
+			continue
+		}
+		if (backward && ctx.forward == nil) || (!backward && !ctx.taped) {
+			return false
+		}
+	}
+	return true
+}
+
 // rollback forgets a failed recording: the nodes from ID nodes on and the
 // graph values that name them (tensors first seen there are captured
 // again when read).
@@ -113,6 +135,15 @@ func (t *tracer) rollback(nodes int) {
 		if v.Node.ID >= nodes {
 			delete(t.vals, x)
 		}
+	}
+	for ctx := t.ctx; ctx != nil; ctx = ctx.parent {
+		for v, r := range ctx.switched {
+			if v.Node.ID >= nodes || r.Node.ID >= nodes {
+				delete(ctx.switched, v)
+			}
+		}
+		ctx.after = slices.DeleteFunc(ctx.after, func(n *Node) bool { return n.ID >= nodes })
+		ctx.pops = slices.DeleteFunc(ctx.pops, func(n *Node) bool { return n.ID >= nodes })
 	}
 	clear(t.g.Nodes[nodes:])
 	t.g.Nodes = t.g.Nodes[:nodes]
@@ -137,7 +168,7 @@ func (t *tracer) whileGradient(l *loop, fr *frameTrace, win *loopWindow, caps, i
 	nv := len(init)
 	var graph []Output
 	if recording() == t {
-		if t.ctx != nil {
+		if !t.gradTraceable(t.ctx, true) {
 			t.fail(fmt.Errorf("control: the gradient of a traced While is asked for inside a Cond or While; " +
 				"ask the tape outside of them"))
 		} else {
@@ -232,11 +263,32 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 	if err != nil {
 		return nil, fmt.Errorf("control: tracing the gradient of a While: %v", err)
 	}
+	if f := t.innerFrame(t.ctx); f != nil {
+		for _, x := range bwd.exits {
+			f.after = append(f.after, x.Node)
+		}
+	}
 	out := make([]Output, len(sources))
 	for k, i := range diff {
 		out[i] = bwd.exits[1+k]
 	}
 	return out, nil
+}
+
+// routeHandle returns a stack's handle as seen in ctx: entered into every
+// loop frame from the top level down (as a loop constant), switched into
+// every Cond branch.
+func (t *tracer) routeHandle(ctx *traceCtx, st Output) Output {
+	if ctx == nil {
+		return st
+	}
+	inner := t.routeHandle(ctx.parent, st)
+	if ctx.frame != "" {
+		return t.g.Enter(inner, ctx.frame, true, ctx.parallel)
+	}
+	sw := t.g.Switch(inner, ctx.pred)
+	t.branchOf[sw] = ctx
+	return sw.Out(ctx.branch)
 }
 
 // backGate returns the node of the backward frame bctx that is live
@@ -276,13 +328,15 @@ func (t *tracer) popped(bctx *traceCtx, v Output) Output {
 		return r
 	}
 	st := t.g.NewStack()
-	push := t.g.Push(t.g.Enter(st, fwd.frame, true, fwd.parallel), v)
+	// The handle enters every frame (and branch) around each loop: a loop
+	// nested in another runs in a frame of the outer one's iteration.
+	push := t.g.Push(t.routeHandle(fwd, st), v)
 	push.Specs = []eager.Out{v.spec1()}
 	t.iter[push] = true
 	for _, next := range fwd.nexts {
 		next.After = append(next.After, push)
 	}
-	pop := t.g.Pop(t.g.Enter(st, bctx.frame, true, bctx.parallel))
+	pop := t.g.Pop(t.routeHandle(bctx, st))
 	pop.Control = []*Node{bctx.pivot}
 	if fc := t.branchOf[v.Node]; fc != nil && t.innerFrame(fc) == fwd {
 		// Pushed only where its Cond branch was taken: popped likewise.

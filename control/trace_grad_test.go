@@ -227,3 +227,33 @@ func TestTracedCondInWhileGradient(t *testing.T) {
 		t.Errorf("want stacks and the conds' Merges in both loops:\n%s", g)
 	}
 }
+
+// Nested While loops, both of varying trip count, under a tape: the inner
+// loop's frames nest in the outer ones, its trip count per outer iteration
+// is itself pushed, and its stacks fill and empty one outer iteration at a
+// time.
+func TestTracedNestedWhileGradient(t *testing.T) {
+	w := tape.NewVariable("w", f32(1.25, 0.5))
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		small := func(limit float32) func(v []T) T {
+			return func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), tensor.Scalar(limit)) }
+		}
+		y := control.While(small(60), func(v []T) []T {
+			inner := control.While(small(20), func(u []T) []T {
+				return []T{ops.Add(ops.Mul(u[0], w.Value()), ops.Tanh(v[0]))}
+			}, []T{ops.Mul(v[0], tensor.Scalar(float32(0.5)))})
+			return []T{ops.Add(v[0], ops.Sqrt(ops.Abs(inner[0])))}
+		}, a)
+		g := tp.Gradient(ops.Sum(ops.Square(y[0])), a[0], w.Value())
+		return []T{y[0], g[0], g[1]}
+	}
+	f := checkTracedGrad(t, "nested", fn, [][]T{{f32(1, 2)}, {f32(0.5, 0.25)}, {f32(30, 40)}, {f32(3, -1)}})
+	g := f.Graph(f32(0, 0)).String()
+	for _, frame := range []string{`"while1_grad"`, `"while2_grad"`} {
+		if !strings.Contains(g, frame) {
+			t.Errorf("no frame %s:\n%s", frame, g)
+		}
+	}
+}

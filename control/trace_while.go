@@ -139,6 +139,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		exits[i] = t.g.Exit(switches[i].Out(0))
 		exits[i].Node.Specs = merges[i].Specs[:1]
 		t.varies[exits[i].Node] = true
+		t.iter[exits[i].Node] = t.innerFrame(outer) != nil // per iteration of an enclosing loop
 		bodyIn[i] = t.alias(vars[i], switches[i].Out(1))
 	}
 	pivot := t.g.Apply(identityOp(), nil, 1, switches[0].Out(1))
@@ -166,7 +167,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		}
 		next := t.g.NextIteration(v)
 		next.Node.Specs = merges[i].Specs[:1]
-		next.Node.After = slices.Clone(ctx.pops)
+		next.Node.After = slices.Concat(ctx.pops, ctx.after)
 		ctx.nexts = append(ctx.nexts, next.Node)
 		t.g.SetBackEdge(merges[i], next)
 	}
