@@ -43,8 +43,7 @@ import (
 //     MaxIterations becomes a counter loop value in the condition.
 //     control.Scan becomes such a loop too, reading step t with Gather and
 //     writing its outputs into stacked buffers, so a traced RNN is one
-//     frame whatever its length; under a tape inside fn it is recorded
-//     step by step instead (its trip count is a shape, so that is exact).
+//     frame whatever its length (under a tape, one frame and its gradient).
 //   - control.Case on such a value becomes a chain of conds (index == 0,
 //     index == 1, ..., the last branch taking every other index).
 //   - A While that a tape records inside fn becomes two frames, as

@@ -257,3 +257,43 @@ func TestTracedNestedWhileGradient(t *testing.T) {
 		}
 	}
 }
+
+// Scan under a tape inside a traced function: one loop frame and its
+// gradient frame, whatever the sequence length (which a signature leaves
+// unknown); gradients for the weights, the initial carry and the sequence.
+func TestTracedScanGradient(t *testing.T) {
+	rng := tensor.NewRNG(5)
+	w := tape.NewVariable("w", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 3, 3), tensor.Scalar(0.5)))
+	fn := func(a []T) []T {
+		xs, h0 := a[0], a[1]
+		tp := tape.New()
+		tp.Watch(xs, h0)
+		carry, ys := control.Scan(func(c, x []T) ([]T, []T) {
+			h := ops.Tanh(ops.Add(ops.MatMul(c[0], w.Value()), ops.Reshape(x[0], 1, 3)))
+			return []T{h}, []T{ops.Sum(h)}
+		}, []T{h0}, []T{xs})
+		loss := ops.Add(ops.Sum(ops.Square(ys[0])), ops.Sum(carry[0]))
+		g := tp.Gradient(loss, w.Value(), xs, h0)
+		return append([]T{loss, ys[0]}, g...)
+	}
+	f := control.NewFunctionWithSignature(fn, control.InputSpec{DType: tensor.Float64, Shape: []int{-1, 3}},
+		control.InputSpec{DType: tensor.Float64, Shape: []int{1, 3}})
+	h0 := tensor.RandNormal(rng, tensor.Float64, 1, 3)
+	for _, n := range []int{4, 7, 2, 9, 1} {
+		xs := tensor.RandNormal(rng, tensor.Float64, n, 3)
+		got, err := f.Call(xs, h0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn([]T{xs, h0})
+		for i := range want {
+			closeTo(t, fmt.Sprintf("length %d result %d", n, i), got[i], want[i], 1e-12)
+		}
+	}
+	if f.Traces() != 3 {
+		t.Errorf("%d traces, want 3", f.Traces())
+	}
+	if g := f.Graph(tensor.Zeros(tensor.Float64, 4, 3), h0).String(); !strings.Contains(g, "_grad") {
+		t.Errorf("no gradient frame:\n%s", g)
+	}
+}

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -115,7 +114,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	if steps == 0 {
 		return init, nil
 	}
-	if t := recording(); t != nil && eager.Activations() == 1 {
+	if t := recording(); t != nil {
 		return t.scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each
