@@ -27,7 +27,9 @@ var libraryOps = []struct {
 	{"Mul", func(x T) T { return ops.Mul(x, ops.Cos(x)) }},
 	{"Div", func(x T) T { return ops.Div(x, ops.Add(ops.Square(x), tensor.Scalar(float32(1)))) }},
 	{"Max Min", func(x T) T { return ops.Min(ops.Max(x, tensor.Scalar(float32(-0.5))), tensor.Scalar(float32(0.7))) }},
-	{"Pow", func(x T) T { return ops.Pow(ops.Add(ops.Abs(x), tensor.Scalar(float32(0.5))), tensor.Scalar(float32(1.5))) }},
+	{"Pow", func(x T) T {
+		return ops.Pow(ops.Add(ops.Abs(x), tensor.Scalar(float32(0.5))), tensor.Scalar(float32(1.5)))
+	}},
 	{"Select", func(x T) T { return ops.Select(ops.Gt(x, tensor.Scalar(float32(0))), ops.Square(x), ops.Neg(x)) }},
 	{"Sum dims", func(x T) T { return ops.Sum(x, 1, 3) }}, {"Mean", func(x T) T { return ops.Mean(x, 0) }},
 	{"ReduceMax", func(x T) T { return ops.ReduceMaxOf(x, 2) }}, {"Prod", func(x T) T { return ops.Prod(ops.Tanh(x), 3) }},
@@ -37,7 +39,9 @@ var libraryOps = []struct {
 	{"Concatenate Slice", func(x T) T {
 		return ops.Slice(ops.Concatenate(1, x, ops.Neg(x)), []int{0, 1, 0, 1}, []int{2, 5, 4, 4}, []int{1, 2, 1, 1})
 	}},
-	{"Pad", func(x T) T { return ops.Pad(x, tensor.Scalar(float32(0.25)), ops.PadDim{}, ops.PadDim{Low: 1}, ops.PadDim{High: 2}, ops.PadDim{Interior: 1}) }},
+	{"Pad", func(x T) T {
+		return ops.Pad(x, tensor.Scalar(float32(0.25)), ops.PadDim{}, ops.PadDim{Low: 1}, ops.PadDim{High: 2}, ops.PadDim{Interior: 1})
+	}},
 	{"Rev", func(x T) T { return ops.Rev(x, 1, 3) }},
 	{"MatMul", func(x T) T { return ops.MatMul(ops.Reshape(x, 12, 8), ops.Transpose(ops.Reshape(x, 12, 8))) }},
 	{"Softmax", func(x T) T { return ops.Softmax(x, 3) }}, {"LogSoftmax", func(x T) T { return ops.LogSoftmax(x, 1) }},
@@ -45,7 +49,9 @@ var libraryOps = []struct {
 		return ops.Conv2D(x, ops.Reshape(ops.Slice(ops.Reshape(x, 96), []int{0}, []int{54}, []int{1}), 3, 3, 3, 2),
 			ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 	}},
-	{"MaxPool2D", func(x T) T { return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}, Format: ops.NCHW}) }},
+	{"MaxPool2D", func(x T) T {
+		return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}, Format: ops.NCHW})
+	}},
 	{"Sort", func(x T) T { return ops.Sort(x, 3, true) }},
 	{"Gather", func(x T) T { return ops.Gather(x, tensor.FromSlice([]int64{2, 0, 2}), 1) }},
 	{"L2Normalize", func(x T) T { return ops.L2Normalize(x, 3, 1e-6) }},
