@@ -88,6 +88,15 @@ func log32Loop(o, x []float32) {
 	}
 }
 
+// erf32Loop sets o[i] = erf(x[i]): blocks of eight with the AVX2 kernel
+// serf8 (within 2 ulp), the rest in float64 (within 1 ulp).
+func erf32Loop(o, x []float32) {
+	x = x[:len(o)]
+	for i := vecPrefix(o, x, haveVecKernels, 8, serf8); i < len(o); i++ {
+		o[i] = float32(math.Erf(float64(x[i])))
+	}
+}
+
 // sigmoid32Loop sets o[i] = 1/(1+e^-x[i]): blocks of eight with the AVX2
 // kernel ssigmoid8 (within 2 ulp), the rest with sigmoid32.
 func sigmoid32Loop(o, x []float32) {

@@ -126,3 +126,9 @@ func stanh16(dst, x *float32, n int)
 
 //go:noescape
 func slog8(dst, x *float32, n int)
+
+//go:noescape
+func serf8(dst, x *float32, n int)
+
+//go:noescape
+func sphi8(dst, x *float32, n int)

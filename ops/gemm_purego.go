@@ -34,3 +34,7 @@ func ssigmoid8(dst, x *float32, n int) { panic("ops: no vector kernel in this bu
 func stanh16(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func slog8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func serf8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func sphi8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }

@@ -45,7 +45,7 @@ func init() {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Add(y, ScalarLike(y, 1)))}
 	})
-	erfOp = floatOp("Erf", math32.Erf, math.Erf, func(g *eager.Grad) []*tensor.Tensor {
+	erfOp = floatLoopOp("Erf", erf32Loop, expCost32, math.Erf, func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).
 		x := g.Inputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(x, 2/math.Sqrt(math.Pi)), Exp(Neg(Square(x)))))}
