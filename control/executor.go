@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -115,6 +116,10 @@ type schedule struct {
 	waits     []int          // [node ID]: inputs an ordinary node waits for
 	isResult  [][]bool       // [node ID][output]
 	roots     []*Node        // nodes that wait for nothing: ready at the start
+	// executors keeps finished executors of this graph with their maps,
+	// node instances and slot slices, so that a steady stream of runs
+	// allocates little beyond the ops' outputs.
+	executors sync.Pool
 }
 
 // schedule returns g's schedule, made again when g's node count or
@@ -178,7 +183,9 @@ type executor struct {
 	stats   execStats
 	outs    [2]value
 	spare   []instKey // the queue's other buffer
-	jobs    []opJob
+	// spareSlots are cleared slot slices of done iterations and past runs.
+	spareSlots [][]slot
+	jobs       []opJob
 	// concurrent: independent op nodes ready together run on the CPU
 	// device's workers (set when it has any).
 	concurrent bool
@@ -215,9 +222,12 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, erro
 	if g.straightLine() {
 		return newPlan(g).run(args), execStats{}, nil
 	}
-	e := &executor{g: g, sc: g.schedule(), results: map[Output]value{},
-		uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}, release: !eager.Observing(),
-		concurrent: device.Host().Workers() > 1}
+	sc := g.schedule()
+	e, _ := sc.executors.Get().(*executor)
+	if e == nil {
+		e = &executor{g: g, sc: sc, results: map[Output]value{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}}
+	}
+	e.release, e.concurrent = !eager.Observing(), device.Host().Workers() > 1
 	for _, a := range args {
 		e.pinned[a] = true
 	}
@@ -259,7 +269,38 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, erro
 		}
 		out[i] = v.t
 	}
-	return out, e.stats, nil
+	st := e.stats
+	e.recycle() // not on a panic: an op's error leaves the executor to the GC
+	return out, st, nil
+}
+
+// recycle clears e of this run (it holds no tensor afterwards) and keeps it
+// for the graph's next run.
+func (e *executor) recycle() {
+	for _, f := range e.frames {
+		for _, s := range f.insts {
+			e.freeSlots(s)
+		}
+	}
+	clear(e.frames)
+	e.frames, e.root, e.stats = e.frames[:0], nil, execStats{}
+	clear(e.results)
+	clear(e.uses)
+	clear(e.pinned)
+	for _, in := range e.free {
+		clear(in.inputs)
+	}
+	clear(e.args)
+	e.queue, e.spare = e.queue[:0], e.spare[:0]
+	e.sc.executors.Put(e)
+}
+
+// freeSlots keeps an iteration's slot slice for reuse.
+func (e *executor) freeSlots(s []slot) {
+	if s != nil {
+		clear(s)
+		e.spareSlots = append(e.spareSlots, s)
+	}
 }
 
 func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
@@ -280,7 +321,11 @@ func (e *executor) slots(f *frameInst, iter int) []slot {
 	}
 	s := f.insts[iter]
 	if s == nil {
-		s = make([]slot, e.sc.nodes)
+		if n := len(e.spareSlots); n > 0 {
+			s, e.spareSlots = e.spareSlots[n-1], e.spareSlots[:n-1]
+		} else {
+			s = make([]slot, e.sc.nodes)
+		}
 		f.insts[iter] = s
 	}
 	return s
@@ -454,7 +499,7 @@ func (e *executor) mergeInput(k instKey, in *instance, idx int, v value) {
 		}
 	}
 	in.fired = true
-	in.inputs = []value{v, {t: mergeIndex(idx), dead: v.dead}}
+	in.inputs = append(in.inputs[:0], v, value{t: mergeIndex(idx), dead: v.dead})
 	e.hold(in, 0, v)
 	e.ready(k)
 }

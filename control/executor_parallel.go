@@ -122,7 +122,8 @@ func (e *executor) releaseDeferred() bool {
 			continue
 		}
 		for f.lowest < len(f.insts) && e.iterationDone(f, f.lowest) {
-			f.insts[f.lowest] = nil // its instances are all gone
+			e.freeSlots(f.insts[f.lowest]) // its instances are all gone
+			f.insts[f.lowest] = nil
 			f.lowest++
 		}
 		sort.SliceStable(f.deferred, func(a, b int) bool { return f.deferred[a].iter < f.deferred[b].iter })
