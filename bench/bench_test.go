@@ -108,7 +108,9 @@ func newMLP() *mlp {
 
 // step runs forward, backward and an SGD update, returning the loss.
 func (m *mlp) step(x, labels *tensor.Tensor, lr float64) *tensor.Tensor {
-	tp := tape.New()
+	// The step reads nothing of its intermediates after the gradient: their
+	// buffers go back to the device's cache for the next step.
+	tp := tape.New(tape.Options{ReleaseIntermediates: true})
 	h := ops.Relu(ops.Add(ops.MatMul(x, m.w1.Value()), m.b1.Value()))
 	logits := ops.Add(ops.MatMul(h, m.w2.Value()), m.b2.Value())
 	loss := ops.Mean(ops.SparseSoftmaxCrossEntropy(logits, labels))
@@ -226,7 +228,7 @@ func BenchmarkMLPStepNN(b *testing.B) {
 	opt := &nn.SGD{LR: nn.Constant(0.01)}
 	x, labels := mlpBatch()
 	step := func() {
-		tp := tape.New()
+		tp := tape.New(tape.Options{ReleaseIntermediates: true}) // as BenchmarkMLPStep
 		loss := nn.SparseSoftmaxCrossEntropy(m.Forward(x), labels)
 		vars := m.Variables()
 		if err := opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...)); err != nil {

@@ -21,6 +21,14 @@ type Options struct {
 	// UnconnectedZeros makes Gradient return zeros, not nil, for a source
 	// the target does not depend on.
 	UnconnectedZeros bool
+	// ReleaseIntermediates makes a one-shot tape release, when Gradient
+	// returns, every tensor its recorded ops made on the way to the target
+	// (not the target, the sources or the gradients), so that their
+	// buffers serve the next training step instead of waiting for the
+	// garbage collector. Intermediates the caller still holds must not be
+	// used afterwards: they panic with tensor.ErrReleased. Not with
+	// Persistent (New panics).
+	ReleaseIntermediates bool
 }
 
 // Tape records ops while it is recording and differentiates them.
@@ -39,6 +47,10 @@ func New(opts ...Options) *Tape {
 	t := &Tape{start: seq.Load()}
 	if len(opts) > 0 {
 		t.opts = opts[0]
+	}
+	if t.opts.Persistent && t.opts.ReleaseIntermediates {
+		tensor.Panicf("tape", "New", tensor.ErrValue, nil, "",
+			"ReleaseIntermediates needs a one-shot tape: a persistent one may be asked again")
 	}
 	t.recording.Store(true)
 	eager.Activate()
@@ -142,7 +154,8 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 	}
 	b := newBackprop(sources)
 	b.set(target, seed, owned)
-	for _, n := range t.reachable(target) {
+	nodes := t.reachable(target)
+	for _, n := range nodes {
 		b.step(n)
 	}
 	out := make([]*tensor.Tensor, len(sources))
@@ -157,7 +170,24 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 		out[i] = g
 	}
 	b.done()
+	if t.opts.ReleaseIntermediates && !eager.Observing() {
+		releaseMade(nodes, target, sources, out)
+	}
 	return out
+}
+
+// releaseMade releases the outputs of nodes (made by them, not handed on
+// from an input), but for target, sources and grads.
+func releaseMade(nodes []*node, target *tensor.Tensor, sources, grads []*tensor.Tensor) {
+	for _, n := range nodes {
+		for _, o := range n.outs {
+			if o == target || producer(o) != n || isOneOf(o, sources) || isOneOf(o, grads) ||
+				(n.call != nil && isOneOf(o, n.call.Inputs)) {
+				continue
+			}
+			o.Release()
+		}
+	}
 }
 
 // reachable returns the nodes in t's window that target depends on, latest

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,5 +262,54 @@ func TestViewDoesNotPinItsSource(t *testing.T) {
 	}
 	if got := vals(z); got[0] != math.Exp(1) {
 		t.Errorf("view value %v", got)
+	}
+}
+
+// A tape made with ReleaseIntermediates gives the same gradients, returns
+// its intermediates' buffers to the device when Gradient returns (so a
+// step repeated allocates none), keeps the target and sources readable,
+// and a released intermediate read afterwards panics with ErrReleased.
+func TestReleaseIntermediates(t *testing.T) {
+	w := tape.NewVariable("w", tensor.RandNormal(tensor.NewRNG(2), tensor.Float32, 64, 64))
+	x := tensor.RandNormal(tensor.NewRNG(3), tensor.Float32, 32, 64)
+	step := func(opts tape.Options) (loss, h, g *tensor.Tensor) {
+		tp := tape.New(opts)
+		h = ops.Tanh(ops.MatMul(x, w.Value()))
+		loss = ops.Mean(ops.Square(h))
+		return loss, h, tp.Gradient(loss, w.Value())[0]
+	}
+	wantLoss, _, wantG := step(tape.Options{})
+	loss, h, g := step(tape.Options{ReleaseIntermediates: true})
+	if loss.Float() != wantLoss.Float() || !slices.Equal(tensor.ToSlice[float32](g), tensor.ToSlice[float32](wantG)) {
+		t.Fatal("gradients differ with ReleaseIntermediates")
+	}
+	if err := eager.Catch(func() { ops.Neg(h) }); !errors.Is(err, tensor.ErrReleased) || !strings.Contains(err.Error(), "released") {
+		t.Errorf("reading a released intermediate: %v", err)
+	}
+	ops.Add(x, x).Release() // the input stays
+	perStep := func(opts tape.Options) int64 {
+		const steps = 50
+		for range 3 { // the device's cache fills
+			_, _, g := step(opts)
+			g.Release()
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range steps {
+			_, _, g := step(opts)
+			g.Release()
+		}
+		runtime.ReadMemStats(&after)
+		return int64(after.TotalAlloc-before.TotalAlloc) / steps
+	}
+	// The forward's three 8 KiB intermediates (MatMul, Tanh, Square) come
+	// from the device's cache instead of fresh memory.
+	kept, released := perStep(tape.Options{}), perStep(tape.Options{ReleaseIntermediates: true})
+	if kept-released < 3*(8<<10) && !raceEnabled {
+		t.Errorf("a repeated step allocates %d bytes with ReleaseIntermediates, %d without", released, kept)
+	}
+	t.Logf("bytes per step: %d without ReleaseIntermediates, %d with", kept, released)
+	if err := eager.Catch(func() { tape.New(tape.Options{Persistent: true, ReleaseIntermediates: true}) }); err == nil {
+		t.Error("a persistent tape took ReleaseIntermediates")
 	}
 }

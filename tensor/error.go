@@ -22,6 +22,9 @@ var (
 	// ErrDropped: the tensor stands for another whose values were let go
 	// (a tape keeps such stand-ins for values no gradient rule reads).
 	ErrDropped = errors.New("values dropped")
+	// ErrReleased: the tensor's buffer went back to its device (Release, or
+	// a tape made with ReleaseIntermediates).
+	ErrReleased = errors.New("buffer released")
 )
 
 // Error is the panic value of a programmer error in calling an op or a

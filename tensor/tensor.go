@@ -106,8 +106,19 @@ func (t *Tensor) Layout() Layout { return t.layout }
 // IsRowMajor reports whether the elements are stored in the default order.
 func (t *Tensor) IsRowMajor() bool { return t.layout.IsRowMajor(len(t.shape)) }
 
-// Device returns the device that holds the buffer.
-func (t *Tensor) Device() device.Device { return t.buf.Device() }
+// Device returns the device that holds the buffer. It panics with
+// ErrReleased for a released tensor.
+func (t *Tensor) Device() device.Device {
+	if t.buf == nil {
+		t.released("Device")
+	}
+	return t.buf.Device()
+}
+
+func (t *Tensor) released(op string) {
+	Panicf("tensor", op, ErrReleased, []*Tensor{t}, "",
+		"this tensor's buffer was released (by Release, or by a tape made with ReleaseIntermediates once its Gradient returned); it cannot be used")
+}
 
 // Buffer returns the device buffer (for kernels and devices).
 func (t *Tensor) Buffer() device.Buffer { return t.buf }
@@ -167,6 +178,9 @@ func (t *Tensor) HostBytes() []byte {
 	if t.ValuesDropped() {
 		Panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
 			"this tensor stands for one whose values were let go because no gradient rule reads them; an op's eager.Op.GradReads declares too little")
+	}
+	if t.buf == nil {
+		t.released("HostBytes")
 	}
 	hb, ok := t.buf.(*device.HostBuffer)
 	if !ok {

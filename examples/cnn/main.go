@@ -105,7 +105,9 @@ func newModel(seed uint64) *nn.Sequential {
 
 // trainStep is one step of the example (BenchmarkCNNTrainStep runs it too).
 func trainStep(model *nn.Sequential, opt nn.Optimizer, x, labels *tensor.Tensor) (float64, error) {
-	tp := tape.New()
+	// Nothing but the loss is read after the gradient: the activations'
+	// buffers go back to the device's cache for the next step.
+	tp := tape.New(tape.Options{ReleaseIntermediates: true})
 	loss := nn.SparseSoftmaxCrossEntropy(model.Forward(x), labels)
 	vars := model.Variables()
 	return loss.Float(), opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...))

@@ -92,7 +92,7 @@ func run(cfg config) (result, error) {
 		nn.NewDense("logits", rng, 64, 2, nn.DenseOpts{}))
 	opt := nn.NewAdam(nn.Constant(0.01))
 	step := func(b data.Element) (float64, int, error) {
-		tp := tape.New()
+		tp := tape.New(tape.Options{ReleaseIntermediates: true}) // only the loss is read afterwards
 		loss := nn.SparseSoftmaxCrossEntropy(model.Forward(b[0]), b[1])
 		vars := model.Variables()
 		return loss.Float(), b[0].Dim(0), opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...))
