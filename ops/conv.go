@@ -390,8 +390,8 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 		fail("Conv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
 	}
 	h, w := hw(x, o.Format)
-	if a, ok := nchwConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
-		return eager.Run1(conv2DNCHWOp, a, x, filter)
+	if a, ok := gemmConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
+		return eager.Run1(conv2DGemmOp, a, x, filter)
 	}
 	return Conv(x, filter, o.convOpts(h, w, filter.Dim(0), filter.Dim(1)))
 }
@@ -405,8 +405,8 @@ func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o C
 		fail("Conv2DBackpropInput", tensor.ErrRank, []*tensor.Tensor{filter, dy}, "needs a rank-4 input shape and filter, got %v and %v", inputShape, filter.Shape())
 	}
 	h, w := hwOf(inputShape, o.Format)
-	if a, ok := nchwConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
-		dx := eager.Run1(conv2DNCHWInputOp, a, filter, dy)
+	if a, ok := gemmConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok {
+		dx := eager.Run1(conv2DGemmInputOp, a, filter, dy)
 		if !dx.Shape().Equal(inputShape) {
 			fail("Conv2DBackpropInput", tensor.ErrShape, []*tensor.Tensor{filter, dy}, "input shape %v does not match filter %v and dy %v (they give %v)", inputShape, filter.Shape(), dy.Shape(), dx.Shape())
 		}
@@ -423,8 +423,8 @@ func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor
 		fail("Conv2DBackpropFilter", tensor.ErrRank, []*tensor.Tensor{x, dy}, "needs a rank-4 input and filter shape, got %v and %v", x.Shape(), filterShape)
 	}
 	h, w := hw(x, o.Format)
-	if a, ok := nchwConv(o, h, w, filterShape[0], filterShape[1]); ok {
-		df := eager.Run1(conv2DNCHWFilterOp, a, x, dy)
+	if a, ok := gemmConv(o, h, w, filterShape[0], filterShape[1]); ok {
+		df := eager.Run1(conv2DGemmFilterOp, a, x, dy)
 		if !df.Shape().Equal(filterShape) {
 			fail("Conv2DBackpropFilter", tensor.ErrShape, []*tensor.Tensor{x, dy}, "filter shape %v does not match input %v and dy %v (they give %v)", filterShape, x.Shape(), dy.Shape(), df.Shape())
 		}

@@ -190,22 +190,28 @@ func TestDepthwiseConv2D(t *testing.T) {
 	}
 }
 
-// The NCHW convolution and its two backprop ops, each differentiated in
-// every input (so second derivatives through a convolution are right).
-func TestConv2DNCHWGradients(t *testing.T) {
-	o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}, Format: ops.NCHW}
-	x, f := rnd(1, -1, 1, 2, 3, 5, 6), rnd(2, -1, 1, 3, 2, 3, 4)
-	dy := rnd(3, -1, 1, ops.Conv2D(x, f, o).Shape()...)
-	for name, c := range map[string]struct {
-		f  func([]T) T
-		in []T
-	}{
-		"forward":         {func(in []T) T { return ops.Conv2D(in[0], in[1], o) }, []T{x, f}},
-		"backprop input":  {func(in []T) T { return ops.Conv2DBackpropInput(x.Shape(), in[0], in[1], o) }, []T{f, dy}},
-		"backprop filter": {func(in []T) T { return ops.Conv2DBackpropFilter(in[0], f.Shape(), in[1], o) }, []T{x, dy}},
-	} {
-		if r := tape.CheckGradient(c.f, c.in, 0); r.MaxError > 1e-6 {
-			t.Errorf("%s: %v", name, r)
+// The GEMM convolution (both layouts) and its two backprop ops, each
+// differentiated in every input (so second derivatives through a
+// convolution are right).
+func TestConv2DGemmGradients(t *testing.T) {
+	for _, format := range []ops.DataFormat{ops.NCHW, ops.NHWC} {
+		o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}, Format: format}
+		x, f := rnd(1, -1, 1, 2, 3, 5, 6), rnd(2, -1, 1, 3, 2, 3, 4)
+		if format == ops.NHWC {
+			x = rnd(1, -1, 1, 2, 5, 6, 3)
+		}
+		dy := rnd(3, -1, 1, ops.Conv2D(x, f, o).Shape()...)
+		for name, c := range map[string]struct {
+			f  func([]T) T
+			in []T
+		}{
+			"forward":         {func(in []T) T { return ops.Conv2D(in[0], in[1], o) }, []T{x, f}},
+			"backprop input":  {func(in []T) T { return ops.Conv2DBackpropInput(x.Shape(), in[0], in[1], o) }, []T{f, dy}},
+			"backprop filter": {func(in []T) T { return ops.Conv2DBackpropFilter(in[0], f.Shape(), in[1], o) }, []T{x, dy}},
+		} {
+			if r := tape.CheckGradient(c.f, c.in, 0); r.MaxError > 1e-6 {
+				t.Errorf("%v %s: %v", format, name, r)
+			}
 		}
 	}
 }
@@ -297,7 +303,7 @@ func TestWindowBadInput(t *testing.T) {
 		{"source shape", func() {
 			ops.SelectAndScatter(x, x, tensor.Scalar(float32(0)), ops.SelectGE, ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 2, 2, 1}})
 		}, tensor.ErrShape, "the window gives [2 2 2 3]"},
-		{"conv features", func() { ops.Conv2D(x, tensor.Zeros(tensor.Float32, 3, 3, 2, 4), ops.Conv2DOpts{}) }, tensor.ErrShape, "input has 3 features"},
+		{"conv features", func() { ops.Conv2D(x, tensor.Zeros(tensor.Float32, 3, 3, 2, 4), ops.Conv2DOpts{}) }, tensor.ErrShape, "filter [3 3 2 4] expects 2 input channels, the input [2 5 5 3] has 3"},
 		{"conv rank", func() { ops.Conv2D(tensor.Zeros(tensor.Float32, 5, 5, 3), f, ops.Conv2DOpts{}) }, tensor.ErrRank, "rank-4"},
 		{"conv dims", func() {
 			d := ops.NHWCDims(2)

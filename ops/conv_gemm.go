@@ -8,50 +8,73 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Conv2D on NCHW batches as its own three ops (forward and the two
-// backprops), each image a GEMM against its "im2row" matrix: row (c, kh, kw)
-// holds input channel c shifted by tap (kh, kw) over the output positions.
-// Then Y_n [O, OH*OW] = F [O, C*KH*KW] · P_n is already image n's NCHW
-// output, and the input lands in P_n by row copies (no transposes of the
-// batch, as the general lowering in conv.go needs for this layout).
+// Conv2D as its own three ops (forward and the two backprops), each image
+// one GEMM, in either layout without transposing the batch (as the general
+// lowering in conv.go does):
+//   - NCHW: against the image's "im2row" matrix, row (c, kh, kw) input
+//     channel c shifted by tap (kh, kw) over the output positions; then
+//     Y_n [O, OH*OW] = F [O, C*KH*KW] · P_n is already image n's output,
+//     and the input lands in P_n by row copies.
+//   - NHWC: against its "im2col" matrix, row (oh, ow) the input pixels under
+//     the filter there, (kh, kw, c) in order, so that the HWIO filter is
+//     already its [KH*KW*C, O] right-hand side and Y_n [OH*OW, O] =
+//     P_n · F is the image's output; a row is KH copies of KW*C contiguous
+//     values (stride-1 dilation-1 windows inside the image), else pixel by
+//     pixel.
 
-// conv2DNCHW holds what the three ops share besides their inputs: strides,
+// conv2DGemm holds what the three ops share besides their inputs: strides,
 // dilations, the padding of the top and left edges, and the input's height
 // and width (the output's size follows from them and the filter's).
-type conv2DNCHW struct {
+type conv2DGemm struct {
 	sh, sw, dh, dw int
 	pt, pb, pl, pr int
 	h, w           int // the input's height and width
 	kh, kw         int // the filter's
+	format         DataFormat
 }
 
-func (a conv2DNCHW) String() string {
-	return fmt.Sprintf("strides=[%d %d] dilations=[%d %d] pads=[%d %d %d %d] input=%dx%d filter=%dx%d",
-		a.sh, a.sw, a.dh, a.dw, a.pt, a.pb, a.pl, a.pr, a.h, a.w, a.kh, a.kw)
+func (a conv2DGemm) String() string {
+	return fmt.Sprintf("%v strides=[%d %d] dilations=[%d %d] pads=[%d %d %d %d] input=%dx%d filter=%dx%d",
+		a.format, a.sh, a.sw, a.dh, a.dw, a.pt, a.pb, a.pl, a.pr, a.h, a.w, a.kh, a.kw)
 }
 
-// nchwConv returns the fast path's attributes for Conv2D options and an
-// input of h x w with a kh x kw filter, and whether the fast path applies
-// (NCHW, no negative padding).
-func nchwConv(o Conv2DOpts, h, w, kh, kw int) (conv2DNCHW, bool) {
-	if o.Format != NCHW {
-		return conv2DNCHW{}, false
+// batchShape is the shape of a batch of n images of ch channels, h x w,
+// in the layout of a.
+func (a conv2DGemm) batchShape(n, ch, h, w int) tensor.Shape {
+	if a.format == NCHW {
+		return tensor.Shape{n, ch, h, w}
 	}
+	return tensor.Shape{n, h, w, ch}
+}
+
+// channels is the channel dimension of a batch in a's layout.
+func (a conv2DGemm) channels(x *tensor.Tensor) int {
+	if a.format == NCHW {
+		return x.Dim(1)
+	}
+	return x.Dim(3)
+}
+
+// gemmConv returns the fast path's attributes for Conv2D options and an
+// input of h x w with a kh x kw filter, and whether the fast path applies
+// (no negative padding).
+func gemmConv(o Conv2DOpts, h, w, kh, kw int) (conv2DGemm, bool) {
 	co := o.convOpts(h, w, kh, kw)
-	a := conv2DNCHW{sh: co.Strides[0], sw: co.Strides[1], dh: co.RhsDilation[0], dw: co.RhsDilation[1],
-		pt: co.Padding[0][0], pb: co.Padding[0][1], pl: co.Padding[1][0], pr: co.Padding[1][1], h: h, w: w, kh: kh, kw: kw}
+	a := conv2DGemm{sh: co.Strides[0], sw: co.Strides[1], dh: co.RhsDilation[0], dw: co.RhsDilation[1],
+		pt: co.Padding[0][0], pb: co.Padding[0][1], pl: co.Padding[1][0], pr: co.Padding[1][1], h: h, w: w, kh: kh, kw: kw,
+		format: o.Format}
 	ok := a.pt >= 0 && a.pb >= 0 && a.pl >= 0 && a.pr >= 0
 	return a, ok
 }
 
 // geometry of one call: batch n, channels c and o, filter kh x kw, output
 // oh x ow.
-type nchwGeom struct {
-	conv2DNCHW
+type convGeom struct {
+	conv2DGemm
 	n, c, o, kh, kw, oh, ow int
 }
 
-func (g nchwGeom) taps() int { return g.c * g.kh * g.kw }
+func (g convGeom) taps() int { return g.c * g.kh * g.kw }
 
 // outSize is the output length of one spatial dimension, or -1 when the
 // (dilated) filter does not fit in the padded input.
@@ -63,9 +86,9 @@ func nchwOut(in, pads, k, d, s int) int {
 	return (in+pads-span)/s + 1
 }
 
-func (a conv2DNCHW) geom(c *eager.Call, n, ch, o int) nchwGeom {
+func (a conv2DGemm) geom(c *eager.Call, n, ch, o int) convGeom {
 	kh, kw := a.kh, a.kw
-	g := nchwGeom{conv2DNCHW: a, n: n, c: ch, o: o, kh: kh, kw: kw,
+	g := convGeom{conv2DGemm: a, n: n, c: ch, o: o, kh: kh, kw: kw,
 		oh: nchwOut(a.h, a.pt+a.pb, kh, a.dh, a.sh), ow: nchwOut(a.w, a.pl+a.pr, kw, a.dw, a.sw)}
 	if g.oh < 0 || g.ow < 0 {
 		c.Fail(tensor.ErrShape, "a %dx%d filter (dilations %d, %d) does not fit the padded %dx%d input", kh, kw, a.dh, a.dw, a.h, a.w)
@@ -74,91 +97,94 @@ func (a conv2DNCHW) geom(c *eager.Call, n, ch, o int) nchwGeom {
 }
 
 // rank4 fails the call unless t has rank 4.
-func rank4(c *eager.Call, t *tensor.Tensor, what string) {
+func rank4(c *eager.Call, t *tensor.Tensor, what string, f DataFormat) {
 	if t.Rank() != 4 {
-		c.Fail(tensor.ErrRank, "%s needs rank 4 %s, got %v", what, map[string]string{
-			"input": "[N, C, H, W]", "filter": "[KH, KW, C, O]", "dy": "[N, O, OH, OW]"}[what], t.Shape())
+		shapes := map[string]string{"input": "[N, H, W, C]", "filter": "[KH, KW, C, O]", "dy": "[N, OH, OW, O]"}
+		if f == NCHW {
+			shapes["input"], shapes["dy"] = "[N, C, H, W]", "[N, O, OH, OW]"
+		}
+		c.Fail(tensor.ErrRank, "%s needs rank 4 %s, got %v", what, shapes[what], t.Shape())
 	}
 }
 
 // checkDy checks an output gradient against the batch, the filter's output
 // channels and the output size.
-func checkDy(c *eager.Call, dy *tensor.Tensor, g nchwGeom) {
-	rank4(c, dy, "dy")
-	if want := (tensor.Shape{g.n, g.o, g.oh, g.ow}); !dy.Shape().Equal(want) {
+func checkDy(c *eager.Call, dy *tensor.Tensor, g convGeom) {
+	rank4(c, dy, "dy", g.format)
+	if want := g.batchShape(g.n, g.o, g.oh, g.ow); !dy.Shape().Equal(want) {
 		c.Fail(tensor.ErrShape, "dy is %v, the convolution's output is %v", dy.Shape(), want)
 	}
 }
 
-var conv2DNCHWOp, conv2DNCHWInputOp, conv2DNCHWFilterOp *eager.Op
+var conv2DGemmOp, conv2DGemmInputOp, conv2DGemmFilterOp *eager.Op
 
 func init() {
-	conv2DNCHWOp = eager.Register(cpuKernels{f32: conv2DNCHWKernel[float32], f64: conv2DNCHWKernel[float64]}.register(&eager.Op{
-		Name: "Conv2DNCHW", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+	conv2DGemmOp = eager.Register(cpuKernels{f32: conv2DGemmKernel[float32], f64: conv2DGemmKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DGemm", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
-			rank4(c, x, "input")
-			rank4(c, f, "filter")
-			if f.Dim(0) != a.kh || f.Dim(1) != a.kw || x.Dim(2) != a.h || x.Dim(3) != a.w {
+			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
+			rank4(c, x, "input", a.format)
+			rank4(c, f, "filter", a.format)
+			if h, w := hw(x, a.format); f.Dim(0) != a.kh || f.Dim(1) != a.kw || h != a.h || w != a.w {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v and filter %v", a, x.Shape(), f.Shape())
 			}
-			if f.Dim(2) != x.Dim(1) {
-				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), x.Dim(1))
+			if f.Dim(2) != a.channels(x) {
+				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.channels(x))
 			}
-			g := a.geom(c, x.Dim(0), x.Dim(1), f.Dim(3))
-			return c.Out1(x.DType(), tensor.Shape{g.n, g.o, g.oh, g.ow})
+			g := a.geom(c, x.Dim(0), a.channels(x), f.Dim(3))
+			return c.Out1(x.DType(), a.batchShape(g.n, g.o, g.oh, g.ow))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
 			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWInputOp, a, f, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWFilterOp, a, x, dy) }),
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, f, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, x, dy) }),
 			}
 		},
 	}))
 	// dx = Bi(f, dy), the adjoint of the convolution in x: its gradient in
 	// f is Bf(ddx, dy) and in dy the convolution of ddx with f.
-	conv2DNCHWInputOp = eager.Register(cpuKernels{f32: conv2DNCHWInputKernel[float32], f64: conv2DNCHWInputKernel[float64]}.register(&eager.Op{
-		Name: "Conv2DNCHWBackpropInput", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+	conv2DGemmInputOp = eager.Register(cpuKernels{f32: conv2DGemmInputKernel[float32], f64: conv2DGemmInputKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DGemmBackpropInput", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
-			rank4(c, f, "filter")
-			rank4(c, dy, "dy")
+			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
+			rank4(c, f, "filter", a.format)
+			rank4(c, dy, "dy", a.format)
 			if f.Dim(0) != a.kh || f.Dim(1) != a.kw {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match filter %v", a, f.Shape())
 			}
 			g := a.geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
 			checkDy(c, dy, g)
-			return c.Out1(dy.DType(), tensor.Shape{g.n, g.c, g.h, g.w})
+			return c.Out1(dy.DType(), a.batchShape(g.n, g.c, g.h, g.w))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
 			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWFilterOp, a, ddx, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWOp, a, ddx, f) }),
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, ddx, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, ddx, f) }),
 			}
 		},
 	}))
 	// df = Bf(x, dy), the adjoint in the filter: its gradient in x is
 	// Bi(ddf, dy) and in dy the convolution of x with ddf.
-	conv2DNCHWFilterOp = eager.Register(cpuKernels{f32: conv2DNCHWFilterKernel[float32], f64: conv2DNCHWFilterKernel[float64]}.register(&eager.Op{
-		Name: "Conv2DNCHWBackpropFilter", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+	conv2DGemmFilterOp = eager.Register(cpuKernels{f32: conv2DGemmFilterKernel[float32], f64: conv2DGemmFilterKernel[float64]}.register(&eager.Op{
+		Name: "Conv2DGemmBackpropFilter", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DNCHW)
-			rank4(c, x, "input")
-			rank4(c, dy, "dy")
-			if x.Dim(2) != a.h || x.Dim(3) != a.w {
+			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
+			rank4(c, x, "input", a.format)
+			rank4(c, dy, "dy", a.format)
+			if h, w := hw(x, a.format); h != a.h || w != a.w {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v", a, x.Shape())
 			}
-			g := a.geom(c, x.Dim(0), x.Dim(1), dy.Dim(1))
+			g := a.geom(c, x.Dim(0), a.channels(x), a.channels(dy))
 			checkDy(c, dy, g)
 			return c.Out1(x.DType(), tensor.Shape{g.kh, g.kw, g.c, g.o})
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DNCHW)
+			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
 			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DNCHWInputOp, a, ddf, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DNCHWOp, a, x, ddf) }),
+				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, ddf, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, x, ddf) }),
 			}
 		},
 	}))
@@ -184,7 +210,7 @@ func span(off, s, w, ow int) (int, int) {
 // a constant (stride 1 with the output as wide as the input, as "same"
 // padding gives), and the rows [lo, hi) of the output whose input row
 // exists for filter row kh.
-func (g nchwGeom) shifted(kh int) (ok bool, lo, hi int) {
+func (g convGeom) shifted(kh int) (ok bool, lo, hi int) {
 	if g.sh != 1 || g.sw != 1 || g.ow != g.w {
 		return false, 0, 0
 	}
@@ -203,7 +229,7 @@ type tap struct {
 }
 
 // forTaps calls fn with every im2row row in order: its index and its tap.
-func (g nchwGeom) forTaps(fn func(r int, t tap)) {
+func (g convGeom) forTaps(fn func(r int, t tap)) {
 	for c := 0; c < g.c; c++ {
 		for kh := 0; kh < g.kh; kh++ {
 			for kw := 0; kw < g.kw; kw++ {
@@ -231,7 +257,7 @@ func clearWrapped[T tensor.Float](row []T, t tap, w int) {
 }
 
 // im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
-func im2row[T tensor.Float](p, x []T, g nchwGeom) {
+func im2row[T tensor.Float](p, x []T, g convGeom) {
 	ohw := g.oh * g.ow
 	g.forTaps(func(r int, t tap) {
 		row := p[r*ohw:][:ohw]
@@ -270,7 +296,7 @@ func im2row[T tensor.Float](p, x []T, g nchwGeom) {
 
 // row2im adds p [C*KH*KW, OH*OW] back into one image's gradient dx [C, H,
 // W], the adjoint of im2row.
-func row2im[T tensor.Float](dx, p []T, g nchwGeom) {
+func row2im[T tensor.Float](dx, p []T, g convGeom) {
 	ohw := g.oh * g.ow
 	g.forTaps(func(r int, t tap) {
 		row := p[r*ohw:][:ohw]
@@ -306,7 +332,7 @@ func row2im[T tensor.Float](dx, p []T, g nchwGeom) {
 
 // tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in
 // im2row's order.
-func tapMajor[T tensor.Float](dst, f []T, g nchwGeom) {
+func tapMajor[T tensor.Float](dst, f []T, g convGeom) {
 	for kh := 0; kh < g.kh; kh++ {
 		for kw := 0; kw < g.kw; kw++ {
 			for c := 0; c < g.c; c++ {
@@ -318,7 +344,7 @@ func tapMajor[T tensor.Float](dst, f []T, g nchwGeom) {
 
 // filterOfT is the inverse of tapMajor for a transposed source: src is
 // [O, C*KH*KW], f is [KH, KW, C, O].
-func filterOfT[T tensor.Float](f, src []T, g nchwGeom) {
+func filterOfT[T tensor.Float](f, src []T, g convGeom) {
 	taps := g.taps()
 	for kh := 0; kh < g.kh; kh++ {
 		for kw := 0; kw < g.kw; kw++ {
@@ -338,7 +364,7 @@ func filterOfT[T tensor.Float](f, src []T, g nchwGeom) {
 // image by image, each GEMM split across the workers. Each goroutine gets
 // size elements of scratch, passed to start before its first image and to
 // done after its last (either may be nil).
-func perImage[T tensor.Float](c *eager.Call, g nchwGeom, size int, start func(s []T), fn func(n int, s []T, parallelGemm bool), done func(s []T)) {
+func perImage[T tensor.Float](c *eager.Call, g convGeom, size int, start func(s []T), fn func(n int, s []T, parallelGemm bool), done func(s []T)) {
 	run := func(lo, hi int, par bool) {
 		s, buf := gemmScratch[T](size)
 		if start != nil {
@@ -371,9 +397,13 @@ func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA
 	gemmAcc(dev, m, n, k, a, transA, b, transB, out, accumulate)
 }
 
-func conv2DNCHWKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	x, f := c.Inputs[0], c.Inputs[1]
-	g := c.Attrs.(conv2DNCHW).geom(c, x.Dim(0), x.Dim(1), f.Dim(3))
+func conv2DGemmKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
+	g := a.geom(c, x.Dim(0), a.channels(x), f.Dim(3))
+	if g.format == NHWC {
+		conv2DNHWC[T](c, g, data[T](x), data[T](f), data[T](outs[0]))
+		return
+	}
 	xv, yv := data[T](x), data[T](outs[0])
 	taps, ohw := g.taps(), g.oh*g.ow
 	fm, buf := gemmScratch[T](taps * g.o)
@@ -385,9 +415,13 @@ func conv2DNCHWKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	}, nil)
 }
 
-func conv2DNCHWInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+func conv2DGemmInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	f, dy := c.Inputs[0], c.Inputs[1]
-	g := c.Attrs.(conv2DNCHW).geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
+	g := c.Attrs.(conv2DGemm).geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
+	if g.format == NHWC {
+		conv2DNHWCInput[T](c, g, data[T](f), data[T](dy), data[T](outs[0]))
+		return
+	}
 	dyv, dx := data[T](dy), data[T](outs[0])
 	taps, ohw, img := g.taps(), g.oh*g.ow, g.c*g.h*g.w
 	fm, buf := gemmScratch[T](taps * g.o)
@@ -401,9 +435,13 @@ func conv2DNCHWInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor)
 	}, nil)
 }
 
-func conv2DNCHWFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	x, dy := c.Inputs[0], c.Inputs[1]
-	g := c.Attrs.(conv2DNCHW).geom(c, x.Dim(0), x.Dim(1), dy.Dim(1))
+func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
+	g := a.geom(c, x.Dim(0), a.channels(x), a.channels(dy))
+	if g.format == NHWC {
+		conv2DNHWCFilter[T](c, g, data[T](x), data[T](dy), data[T](outs[0]))
+		return
+	}
 	xv, dyv := data[T](x), data[T](dy)
 	taps, ohw := g.taps(), g.oh*g.ow
 	// Each goroutine sums its images' products into its own [O, taps]

@@ -1,0 +1,67 @@
+package ops
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The GEMM convolution, NCHW and NHWC, against the general lowering
+// (ExtractPatches and MatMul, tested against a direct convolution in
+// window_test.go): forward and both backprops, over strides, dilations,
+// every padding mode, filter shapes, batches below and above the worker
+// count, both float dtypes.
+func TestConv2DGemmMatchesGeneralLowering(t *testing.T) {
+	type cfg struct {
+		n, c, h, w, o, kh, kw int
+		opts                  Conv2DOpts
+	}
+	cases := []cfg{
+		{1, 3, 8, 9, 4, 3, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{1, 1}, {1, 1}}}},
+		{3, 2, 7, 6, 5, 3, 2, Conv2DOpts{Padding: Same, Strides: [2]int{2, 1}}},
+		{2, 4, 9, 9, 3, 3, 3, Conv2DOpts{Padding: Valid, Strides: [2]int{2, 2}, Dilations: [2]int{1, 2}}},
+		{4, 1, 5, 11, 2, 1, 1, Conv2DOpts{}},
+		{2, 3, 6, 7, 4, 2, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{0, 2}, {3, 0}}, Strides: [2]int{1, 3}}},
+		{5, 2, 4, 4, 16, 5, 5, Conv2DOpts{Padding: Same, Dilations: [2]int{2, 1}}},
+	}
+	for _, format := range []DataFormat{NCHW, NHWC} {
+		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+			tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 2e-5}[dt]
+			for i, c := range cases {
+				c.opts.Format = format
+				name := fmt.Sprintf("%v %v case %d", format, dt, i)
+				rng := tensor.NewRNG(uint64(i + 1))
+				shape := []int{c.n, c.h, c.w, c.c}
+				if format == NCHW {
+					shape = []int{c.n, c.c, c.h, c.w}
+				}
+				x := tensor.RandUniform(rng, dt, -1, 1, shape...)
+				f := tensor.RandUniform(rng, dt, -1, 1, c.kh, c.kw, c.c, c.o)
+				if _, ok := gemmConv(c.opts, c.h, c.w, c.kh, c.kw); !ok {
+					t.Fatalf("%s: the fast path does not apply", name)
+				}
+				general := c.opts.convOpts(c.h, c.w, c.kh, c.kw)
+				y := Conv2D(x, f, c.opts)
+				want := Conv(x, f, general)
+				if !y.Shape().Equal(want.Shape()) {
+					t.Fatalf("%s: output %v, want %v", name, y.Shape(), want.Shape())
+				}
+				diff(t, name+" forward", y, want, tol)
+				dy := tensor.RandUniform(rng, dt, -1, 1, y.Shape()...)
+				diff(t, name+" input", Conv2DBackpropInput(x.Shape(), f, dy, c.opts), convBackpropInput(x.Shape(), f, dy, general), tol)
+				diff(t, name+" filter", Conv2DBackpropFilter(x, f.Shape(), dy, c.opts), convBackpropFilter(x, f.Shape(), dy, general), tol)
+			}
+		}
+	}
+}
+
+func diff(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
+	t.Helper()
+	g := tensor.ToSlice[float64](Cast(got, tensor.Float64))
+	w := tensor.ToSlice[float64](Cast(want, tensor.Float64))
+	if d := approx.Diff(g, w, tol); d != "" {
+		t.Errorf("%s: %s", what, d)
+	}
+}
