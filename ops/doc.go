@@ -76,8 +76,9 @@
 //	ReduceWindow(x, init, kind, w)           XLA's ReduceWindow (Sum, Max, Min); ReduceWindowWith for user functions
 //	SelectAndScatter(x, src, init, sel, w)   XLA's SelectAndScatter with Add
 //	Conv(x, k, ConvOpts)                     XLA's ConvGeneralDilated: N-d, strides, padding, both dilations, groups, dim numbers
-//	Conv2D, Conv2DBackpropInput/Filter       NHWC or NCHW, SAME/VALID/explicit, HWIO filters; NCHW
-//	                                         runs as three ops of its own (an im2row GEMM per image)
+//	Conv2D, Conv2DBackpropInput/Filter       NHWC or NCHW, SAME/VALID/explicit, HWIO filters; runs as
+//	                                         three ops of its own, one GEMM per image (im2row for NCHW,
+//	                                         im2col against the filter in place for NHWC)
 //	DepthwiseConv2D                          per-channel filters [kh kw c multiplier]
 //	MaxPool2D, AvgPool2D                     via ReduceWindow; max pooling's gradient is SelectAndScatter
 //	                                         (windows over the last two dims run as plain plane loops)
