@@ -218,6 +218,25 @@ func TestMatMulAndSoftmax(t *testing.T) {
 	}
 	loss := ops.SparseSoftmaxCrossEntropy(tensor.FromSlice([]float64{1, 2, 3, 1, 1, 1}, 2, 3), tensor.FromSlice([]int32{2, 0}))
 	check(t, "xent", loss, tensor.Shape{2}, []float64{0.40760596444438063, math.Log(3)})
+	// The fused op equals the dense form with one-hot labels, in both float
+	// dtypes and for both label dtypes, large logits included.
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		logits := tensor.RandNormal(tensor.NewRNG(9), dt, 7, 5)
+		logits = ops.Mul(logits, ops.ScalarLike(logits, 30))
+		for _, labels := range []*tensor.Tensor{tensor.FromSlice([]int64{4, 0, 1, 3, 2, 2, 0}), tensor.FromSlice([]int32{1, 1, 0, 4, 3, 2, 4})} {
+			got := ops.SparseSoftmaxCrossEntropy(logits, labels)
+			want := ops.SoftmaxCrossEntropy(logits, ops.OneHot(labels, 5, dt))
+			g, w := tensor.ToSlice[float64](ops.Cast(got, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
+			for i := range w {
+				if math.Abs(g[i]-w[i]) > 1e-5*math.Max(1, math.Abs(w[i])) {
+					t.Errorf("%v %v labels: xent[%d] = %v, want %v", dt, labels.DType(), i, g[i], w[i])
+				}
+			}
+		}
+	}
+	if empty := ops.SparseSoftmaxCrossEntropy(tensor.Zeros(tensor.Float32, 0, 4), tensor.Zeros(tensor.Int64, 0)); !empty.Shape().Equal(tensor.Shape{0}) {
+		t.Errorf("empty batch: %v", empty.Shape())
+	}
 }
 
 func TestBadInputErrors(t *testing.T) {

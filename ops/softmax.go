@@ -90,14 +90,19 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 
 // SparseSoftmaxCrossEntropy is SoftmaxCrossEntropy with integer class
 // labels: logits: [batch, classes] float; labels: [batch] Int32 or Int64 with
-// values in [0, classes) -> [batch]. Gradients flow to logits only. Panics
-// with a *tensor.Error if a label is out of range (naming the first one).
+// values in [0, classes) -> [batch]. One op, one pass per row (max, the
+// log-sum-exp, minus the label's logit), as TensorFlow's
+// SparseSoftmaxCrossEntropyWithLogits; its gradient, (softmax(logits) -
+// onehot(labels))·dy per row, is made of ops, so it differentiates again.
+// Gradients flow to logits only. Panics with a *tensor.Error if a label is
+// out of range (naming the first one).
 func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
-	in := []*tensor.Tensor{logits, labels}
-	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) {
-		tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrShape, in, "", "need logits [batch classes] and labels [batch]")
-	}
-	classes := logits.Dim(1)
+	return eager.Run1(sparseXentOp, nil, logits, labels)
+}
+
+// labelIDs returns labels' values as int64, checking that they index
+// classes classes.
+func labelIDs(c *eager.Call, labels *tensor.Tensor, classes int) []int64 {
 	var ids []int64
 	switch labels.DType() {
 	case tensor.Int32:
@@ -107,14 +112,58 @@ func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	case tensor.Int64:
 		ids = tensor.ToSlice[int64](labels)
 	default:
-		tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrDType, in, "", "labels must be int32 or int64, got %v", labels.DType())
+		c.Fail(tensor.ErrDType, "labels must be int32 or int64, got %v", labels.DType())
 	}
 	for i, v := range ids {
 		if v < 0 || v >= int64(classes) {
-			tensor.Panicf("ops", "SparseSoftmaxCrossEntropy", tensor.ErrIndex, in, "", "label %d at row %d is outside [0, %d)", v, i, classes)
+			c.Fail(tensor.ErrIndex, "label %d at row %d is outside [0, %d)", v, i, classes)
 		}
 	}
-	return SoftmaxCrossEntropy(logits, OneHot(labels, classes, logits.DType()))
+	return ids
+}
+
+func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, classes := c.Inputs[0], c.Inputs[0].Dim(1)
+	ids := labelIDs(c, c.Inputs[1], classes)
+	xv, ov := data[T](x), data[T](outs[0])
+	cpu(c).Parallel(len(ov), float64(20*classes), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := xv[r*classes : (r+1)*classes]
+			m := row[0]
+			for _, v := range row {
+				m = max(m, v)
+			}
+			s := 0.0
+			for _, v := range row {
+				s += math.Exp(float64(v - m))
+			}
+			ov[r] = m + T(math.Log(s)) - row[ids[r]]
+		}
+	})
+}
+
+var sparseXentOp *eager.Op
+
+func init() {
+	sparseXentOp = eager.Register(cpuKernels{f32: sparseXentKernel[float32], f64: sparseXentKernel[float64]}.register(&eager.Op{
+		Name: "SparseSoftmaxCrossEntropy", Inputs: 2, DTypes: floatTypes, KeyInput: 0,
+		Infer: func(c *eager.Call) []eager.Out {
+			logits, labels := c.Inputs[0], c.Inputs[1]
+			if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) {
+				c.Fail(tensor.ErrShape, "need logits [batch classes] and labels [batch]")
+			}
+			if logits.Dim(1) == 0 && logits.Dim(0) > 0 {
+				c.Fail(tensor.ErrShape, "logits %v have no classes", logits.Shape())
+			}
+			labelIDs(c, labels, logits.Dim(1)) // before anything is written
+			return c.Out1(logits.DType(), tensor.Shape{logits.Dim(0)})
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			logits, labels, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			p := Sub(Softmax(logits, -1), OneHot(labels, logits.Dim(1), logits.DType()))
+			return []*tensor.Tensor{Mul(p, ExpandDims(dy, 1)), nil}
+		},
+	}))
 }
 
 // OneHot returns [..., depth] of dtype dt with 1 where the last index equals
