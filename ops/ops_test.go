@@ -234,6 +234,16 @@ func TestMatMulAndSoftmax(t *testing.T) {
 			}
 		}
 	}
+	// float32 rows take the vector exp: within float32 rounding of the
+	// float64 result, over rows longer than one block of it.
+	x64 := ops.Mul(tensor.RandNormal(tensor.NewRNG(10), tensor.Float64, 3, 700), tensor.Scalar(8.0))
+	got32 := tensor.ToSlice[float64](ops.Cast(ops.LogSoftmax(ops.Cast(x64, tensor.Float32), -1), tensor.Float64))
+	want64 := tensor.ToSlice[float64](ops.LogSoftmax(ops.Cast(ops.Cast(x64, tensor.Float32), tensor.Float64), -1))
+	for i := range want64 {
+		if d := math.Abs(got32[i] - want64[i]); d > 4e-7*math.Max(1, math.Abs(want64[i])) {
+			t.Fatalf("float32 logsoftmax[%d] = %v, float64 %v", i, got32[i], want64[i])
+		}
+	}
 	if empty := ops.SparseSoftmaxCrossEntropy(tensor.Zeros(tensor.Float32, 0, 4), tensor.Zeros(tensor.Int64, 0)); !empty.Shape().Equal(tensor.Shape{0}) {
 		t.Errorf("empty batch: %v", empty.Shape())
 	}

@@ -17,23 +17,49 @@ func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		return
 	}
 	rows := len(xv) / n
-	cpu(c).Parallel(rows, float64(20*n), func(lo, hi int) {
+	cpu(c).Parallel(rows, expCost32*float64(n), func(lo, hi int) {
+		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
-			m := row[0]
-			for _, v := range row {
-				m = max(m, v)
-			}
-			s := 0.0
-			for _, v := range row {
-				s += math.Exp(float64(v - m))
-			}
-			lse := m + T(math.Log(s))
+			lse := logSumExp(row, &buf)
 			for i, v := range row {
 				out[i] = v - lse
 			}
 		}
 	})
+}
+
+// lseBlock is how many float32 exponentials logSumExp computes at once.
+const lseBlock = 256
+
+// logSumExp returns m + log(Σ e^(v - m)) over row, m its maximum, the sum
+// in float64. float32 rows take their exponentials a block at a time from
+// the vector exp32Loop (within 2 ulp each); float64 rows from math.Exp.
+func logSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) T {
+	m := row[0]
+	for _, v := range row {
+		m = max(m, v)
+	}
+	s := 0.0
+	if r32, ok := any(row).([]float32); ok {
+		m32 := float32(m)
+		for lo := 0; lo < len(r32); lo += lseBlock {
+			blk := r32[lo:min(lo+lseBlock, len(r32))]
+			e := buf[:len(blk)]
+			for i, v := range blk {
+				e[i] = v - m32
+			}
+			exp32Loop(e, e)
+			for _, v := range e {
+				s += float64(v)
+			}
+		}
+	} else {
+		for _, v := range row {
+			s += math.Exp(float64(v - m))
+		}
+	}
+	return m + T(math.Log(s))
 }
 
 var logSoftmaxOp *eager.Op
@@ -126,18 +152,11 @@ func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	x, classes := c.Inputs[0], c.Inputs[0].Dim(1)
 	ids := labelIDs(c, c.Inputs[1], classes)
 	xv, ov := data[T](x), data[T](outs[0])
-	cpu(c).Parallel(len(ov), float64(20*classes), func(lo, hi int) {
+	cpu(c).Parallel(len(ov), expCost32*float64(classes), func(lo, hi int) {
+		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row := xv[r*classes : (r+1)*classes]
-			m := row[0]
-			for _, v := range row {
-				m = max(m, v)
-			}
-			s := 0.0
-			for _, v := range row {
-				s += math.Exp(float64(v - m))
-			}
-			ov[r] = m + T(math.Log(s)) - row[ids[r]]
+			ov[r] = logSumExp(row, &buf) - row[ids[r]]
 		}
 	})
 }
