@@ -62,8 +62,14 @@
 // new sizes without tracing (signature.go, generalize.go). Graph.String
 // and Graph.WriteDOT show what was traced.
 //
+// The executor (executor.go, executor_parallel.go) also runs Stack,
+// StackPush and StackPop nodes (a loop gradient's saved values), holds each
+// loop frame to its ParallelIterations active iterations, and runs heavy op
+// nodes that are ready together on the CPU device's workers at once.
+//
 // # Concurrency
 //
 // Control flow keeps its state in the call; goroutines may run loops at
-// once, each with its own tape.
+// once, each with its own tape, and call a Function at once (each run of
+// a graph has an executor of its own).
 package control
