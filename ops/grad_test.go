@@ -79,6 +79,8 @@ func TestGradients(t *testing.T) {
 		{"MatMul shared b", func(x []T) T { return ops.MatMul(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3, 4), rnd(2, -1, 1, 4, 2)}},
 		{"LogSoftmax", func(x []T) T { return ops.LogSoftmax(x[0], -1) }, []T{rnd(1, -2, 2, 3, 4)}},
 		{"LogSoftmax axis 0", func(x []T) T { return ops.LogSoftmax(x[0], 0) }, []T{rnd(1, -2, 2, 3, 4)}},
+		{"Softmax", func(x []T) T { return ops.Softmax(x[0], -1) }, []T{rnd(1, -2, 2, 3, 4)}},
+		{"Softmax axis 0", func(x []T) T { return ops.Softmax(x[0], 0) }, []T{rnd(1, -2, 2, 3, 4)}},
 		{"SoftmaxCrossEntropy", func(x []T) T { return ops.SoftmaxCrossEntropy(x[0], ops.Softmax(x[1], -1)) },
 			[]T{rnd(1, -2, 2, 3, 4), rnd(2, -2, 2, 3, 4)}},
 		{"SparseSoftmaxCrossEntropy", func(x []T) T {

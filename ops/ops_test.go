@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -246,6 +247,23 @@ func TestMatMulAndSoftmax(t *testing.T) {
 		if d := math.Abs(got32[i] - want64[i]); d > 1.5e-7*scale {
 			t.Fatalf("float32 logsoftmax[%d] = %v, float64 %v", i, got32[i], want64[i])
 		}
+	}
+	// Softmax, one op, equals exp(LogSoftmax) (float32 and float64, both
+	// axes), rows of large logits included.
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		x := ops.Cast(tensor.FromSlice([]float64{1, 2, 3, 1000, 1000, 1001, -5, 0, 5}, 3, 3), dt)
+		for _, axis := range []int{-1, 0} {
+			got := tensor.ToSlice[float64](ops.Cast(ops.Softmax(x, axis), tensor.Float64))
+			want := tensor.ToSlice[float64](ops.Cast(ops.Exp(ops.LogSoftmax(x, axis)), tensor.Float64))
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 3e-7 {
+					t.Errorf("%v softmax axis %d [%d] = %v, want %v", dt, axis, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if err := eager.Catch(func() { ops.Softmax(tensor.Scalar(float32(1)), -1) }); !errors.Is(err, tensor.ErrRank) {
+		t.Errorf("softmax of a scalar: %v", err)
 	}
 	if empty := ops.SparseSoftmaxCrossEntropy(tensor.Zeros(tensor.Float32, 0, 4), tensor.Zeros(tensor.Int64, 0)); !empty.Shape().Equal(tensor.Shape{0}) {
 		t.Errorf("empty batch: %v", empty.Shape())

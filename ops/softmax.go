@@ -86,26 +86,79 @@ func init() {
 // LogSoftmax returns log(softmax(x)) along axis (negative counts from the
 // end), computed stably. x: Float32 or Float64, rank >= 1.
 func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	return alongLast("LogSoftmax", logSoftmaxOp, x, axis)
+}
+
+// Softmax returns exp(x - logsumexp(x)) along axis, one op and one pass
+// per row (float32 rows through the vector exp). x: Float32 or Float64,
+// rank >= 1.
+func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	return alongLast("Softmax", softmaxOp, x, axis)
+}
+
+// alongLast runs a row op of the last dimension along axis, transposing
+// axis to the end and back when it is another.
+func alongLast(name string, op *eager.Op, x *tensor.Tensor, axis int) *tensor.Tensor {
 	r := x.Rank()
 	if axis < 0 {
 		axis += r
 	}
 	if r == 0 || axis == r-1 {
-		return eager.Run1(logSoftmaxOp, nil, x)
+		return eager.Run1(op, nil, x)
 	}
 	if axis < 0 || axis >= r {
-		tensor.Panicf("ops", "LogSoftmax", tensor.ErrAxis, []*tensor.Tensor{x}, "", "axis %d is out of range for rank %d", axis, r)
+		tensor.Panicf("ops", name, tensor.ErrAxis, []*tensor.Tensor{x}, "", "axis %d is out of range for rank %d", axis, r)
 	}
 	perm := make([]int, r)
 	for i := range perm {
 		perm[i] = i
 	}
 	perm[axis], perm[r-1] = r-1, axis
-	return Transpose(eager.Run1(logSoftmaxOp, nil, Transpose(x, perm...)), perm...)
+	return Transpose(eager.Run1(op, nil, Transpose(x, perm...)), perm...)
 }
 
-// Softmax returns exp(LogSoftmax(x, axis)).
-func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor { return Exp(LogSoftmax(x, axis)) }
+func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x := c.Inputs[0]
+	n := x.Dim(-1)
+	xv, ov := data[T](x), data[T](outs[0])
+	if n == 0 {
+		return
+	}
+	cpu(c).Parallel(len(xv)/n, 2*expCost32*float64(n), func(lo, hi int) {
+		var buf [lseBlock]float32
+		for r := lo; r < hi; r++ {
+			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
+			lse := logSumExp(row, &buf)
+			for i, v := range row {
+				out[i] = v - lse
+			}
+			if o32, ok := any(out).([]float32); ok {
+				exp32Loop(o32, o32)
+				continue
+			}
+			for i, v := range out {
+				out[i] = T(math.Exp(float64(v)))
+			}
+		}
+	})
+}
+
+var softmaxOp = eager.Register(cpuKernels{f32: softmaxKernel[float32], f64: softmaxKernel[float64]}.register(&eager.Op{
+	Name: "Softmax", Inputs: 1, DTypes: floatTypes,
+	Infer: func(c *eager.Call) []eager.Out {
+		x := c.Inputs[0]
+		if x.Rank() == 0 {
+			c.Fail(tensor.ErrRank, "needs rank 1 or more")
+		}
+		return c.Out1(x.DType(), x.Shape())
+	},
+	Grad: func(g *eager.Grad) []*tensor.Tensor {
+		// d/dx: y·(dy - Σ dy·y) along the last dimension.
+		y, dy := g.Outputs[0], g.OutGrads[0]
+		s := Reduce(Mul(dy, y), Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+		return []*tensor.Tensor{Mul(y, Sub(dy, s))}
+	},
+}))
 
 // SoftmaxCrossEntropy returns -sum(labels * log softmax(logits)) over the
 // last dimension: logits, labels: [..., classes] of one float dtype ->
