@@ -28,8 +28,8 @@ func BenchmarkCNNTrainStep(b *testing.B) {
 		labels[i] = int32(i % 3)
 	}
 	y := tensor.FromSlice(labels)
-	step := func() {
-		tp := tape.New()
+	step := func() { // examples/cnn's trainStep
+		tp := tape.New(tape.Options{ReleaseIntermediates: true})
 		loss := nn.SparseSoftmaxCrossEntropy(model.Forward(x), y)
 		vars := model.Variables()
 		if err := opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...)); err != nil {
