@@ -9,54 +9,11 @@ import (
 )
 
 // CPUDevice is host memory and host cores. Its buffers are *HostBuffer.
-//
-// Freed buffers are cached by size class for the next Alloc: small ones in
-// sync.Pools (per processor, emptied by the garbage collector), those of
-// at least cacheMinBytes in stacks that outlive collections, up to a limit
-// on the bytes they hold (SetCacheLimit; DefaultCacheLimit to begin with).
-// A training step that frees its buffers then gets them back on the next
-// step even when the garbage it also makes has set a collection going.
 type CPUDevice struct {
 	pools   [maxClass + 1]sync.Pool
-	stacks  [maxClass + 1]bufStack
-	cached  atomic.Int64 // bytes in stacks
-	limit   atomic.Int64
 	workers workerPool
 	stats   PoolStats
 }
-
-// bufStack is one size class's cached large buffers, last freed first.
-type bufStack struct {
-	mu   sync.Mutex
-	bufs []*HostBuffer
-}
-
-// cacheMinBytes is the size class from which freed buffers go to the
-// collection-proof stacks.
-const cacheMinBytes = 4 << 10
-
-// DefaultCacheLimit is how many bytes of freed buffers the CPU device keeps
-// for reuse, to begin with.
-const DefaultCacheLimit = 256 << 20
-
-// SetCacheLimit sets how many bytes of freed large buffers c keeps for
-// reuse (0 keeps none) and lets go of the excess at once.
-func (c *CPUDevice) SetCacheLimit(bytes int64) {
-	c.limit.Store(bytes)
-	for class := range c.stacks {
-		s := &c.stacks[class]
-		s.mu.Lock()
-		for len(s.bufs) > 0 && c.cached.Load() > bytes {
-			s.bufs[len(s.bufs)-1] = nil
-			s.bufs = s.bufs[:len(s.bufs)-1]
-			c.cached.Add(-int64(classBytes(class)))
-		}
-		s.mu.Unlock()
-	}
-}
-
-// CachedBytes reports how many bytes of freed large buffers c holds.
-func (c *CPUDevice) CachedBytes() int64 { return c.cached.Load() }
 
 // PoolStats counts what the CPU buffer cache did; read with Stats.
 type PoolStats struct {
@@ -80,7 +37,6 @@ var hostCPU *CPUDevice
 
 func newCPU() *CPUDevice {
 	c := &CPUDevice{}
-	c.limit.Store(DefaultCacheLimit)
 	c.workers.start()
 	hostCPU = c
 	return c
@@ -137,7 +93,7 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 	if class > maxClass {
 		return nil, fmt.Errorf("%w: %d bytes is beyond the largest size class", ErrOutOfMemory, nbytes)
 	}
-	if b := c.take(class); b != nil {
+	if b, ok := c.pools[class].Get().(*HostBuffer); ok {
 		c.stats.Hits.Add(1)
 		b.bytes = b.bytes[:nbytes]
 		return b, nil
@@ -178,39 +134,7 @@ func (c *CPUDevice) Free(b Buffer) {
 		return
 	}
 	c.stats.Frees.Add(1)
-	size := classBytes(int(hb.class))
-	if size < cacheMinBytes {
-		c.pools[hb.class].Put(hb)
-		return
-	}
-	if c.cached.Add(int64(size)) > c.limit.Load() {
-		c.cached.Add(-int64(size)) // over the limit: the collector takes it
-		return
-	}
-	s := &c.stacks[hb.class]
-	s.mu.Lock()
-	s.bufs = append(s.bufs, hb)
-	s.mu.Unlock()
-}
-
-// take returns a cached buffer of class, or nil.
-func (c *CPUDevice) take(class int) *HostBuffer {
-	if classBytes(class) < cacheMinBytes {
-		b, _ := c.pools[class].Get().(*HostBuffer)
-		return b
-	}
-	s := &c.stacks[class]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := len(s.bufs)
-	if n == 0 {
-		return nil
-	}
-	b := s.bufs[n-1]
-	s.bufs[n-1] = nil
-	s.bufs = s.bufs[:n-1]
-	c.cached.Add(-int64(classBytes(class)))
-	return b
+	c.pools[hb.class].Put(hb)
 }
 
 // CopyToHost copies from a host buffer into dst.

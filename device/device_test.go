@@ -2,7 +2,6 @@ package device
 
 import (
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -62,37 +61,5 @@ func TestParallelCoversRangeOnce(t *testing.T) {
 	})
 	if total.Load() != 8000 {
 		t.Errorf("nested total %d", total.Load())
-	}
-}
-
-// Large freed buffers outlive garbage collections in the cache (a step's
-// buffers come back on the next step even after a collection), up to the
-// cache limit.
-func TestLargeBuffersSurviveCollections(t *testing.T) {
-	cpu := Host()
-	defer cpu.SetCacheLimit(DefaultCacheLimit)
-	const size = 96 << 10
-	b, err := cpu.Alloc(size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := cpu.CachedBytes()
-	cpu.Free(b)
-	if got := cpu.CachedBytes() - before; got != int64(classBytes(sizeClass(size))) {
-		t.Errorf("caching a %d-byte buffer added %d bytes", size, got)
-	}
-	runtime.GC()
-	runtime.GC()
-	again, _ := cpu.Alloc(size)
-	if again != b {
-		t.Error("a freed large buffer did not come back after two collections")
-	}
-	cpu.SetCacheLimit(0)
-	if cpu.CachedBytes() != 0 {
-		t.Errorf("%d bytes cached under a limit of 0", cpu.CachedBytes())
-	}
-	cpu.Free(again)
-	if cpu.CachedBytes() != 0 {
-		t.Error("a buffer was cached beyond the limit")
 	}
 }
