@@ -199,6 +199,9 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 			continue
 		}
 		m, s := o.get("m", v), o.get("v", v)
+		if v.AdamUpdate(m, s, g, ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: c1, C2: c2, Eps: o.Eps, WeightDecay: o.WeightDecay}) {
+			continue // one fused pass on the CPU
+		}
 		average(m, g, o.Beta1)
 		average(s, ops.Square(g), o.Beta2)
 		mhat := ops.Div(m.Value(), scalar(g, c1))

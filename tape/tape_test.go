@@ -313,3 +313,26 @@ func TestReleaseIntermediates(t *testing.T) {
 		t.Error("a persistent tape took ReleaseIntermediates")
 	}
 }
+
+// AdamUpdate refuses slots or a gradient of another shape with a typed
+// error and changes nothing.
+func TestAdamUpdateChecks(t *testing.T) {
+	w := tape.NewVariable("w", tensor.FromSlice([]float32{1, 2}))
+	m, v := tape.NewVariable("m", tensor.Zeros(tensor.Float32, 2)), tape.NewVariable("v", tensor.Zeros(tensor.Float32, 3))
+	p := ops.AdamParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7}
+	if err := eager.Catch(func() { w.AdamUpdate(m, v, tensor.FromSlice([]float32{1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
+		t.Errorf("a slot of another shape: %v", err)
+	}
+	if err := eager.Catch(func() { w.AdamUpdate(m, m, tensor.FromSlice([]float32{1, 1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
+		t.Errorf("a gradient of another shape: %v", err)
+	}
+	if got := tensor.ToSlice[float32](w.Value()); got[0] != 1 || got[1] != 2 {
+		t.Errorf("the variable changed: %v", got)
+	}
+	if !w.AdamUpdate(m, tape.NewVariable("v2", tensor.Zeros(tensor.Float32, 2)), tensor.FromSlice([]float32{1, -1}), p) {
+		t.Fatal("the fused update did not apply on the CPU")
+	}
+	if got := tensor.ToSlice[float32](w.Value()); !(got[0] < 1 && got[1] > 2) {
+		t.Errorf("the step went the wrong way: %v", got)
+	}
+}

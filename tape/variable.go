@@ -95,3 +95,29 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 	}
 	writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha))))
 }
+
+// AdamUpdate takes one Adam step on the variable in place (ops.AdamInPlace)
+// with its moment slots m and v (variables of its dtype and shape) and the
+// gradient g: one pass, no temporaries. It reports false, changing
+// nothing, where the fused kernel does not apply (off the CPU, or not a
+// float dtype); the caller then computes the step with ops.
+func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams) bool {
+	v.check("AdamUpdate", g)
+	m.check("AdamUpdate", v.t)
+	s.check("AdamUpdate", v.t)
+	for _, t := range []*tensor.Tensor{v.t, m.t, s.t} {
+		if _, onHost := t.Buffer().(interface{ Bytes() []byte }); !onHost {
+			return false
+		}
+	}
+	g = g.Contiguous()
+	switch v.t.DType() {
+	case tensor.Float32:
+		ops.AdamInPlace(tensor.HostData[float32](v.t), tensor.HostData[float32](m.t), tensor.HostData[float32](s.t), tensor.HostData[float32](g), p)
+	case tensor.Float64:
+		ops.AdamInPlace(tensor.HostData[float64](v.t), tensor.HostData[float64](m.t), tensor.HostData[float64](s.t), tensor.HostData[float64](g), p)
+	default:
+		return false
+	}
+	return true
+}
