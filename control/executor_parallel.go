@@ -60,7 +60,7 @@ func heavy(n *Node) bool {
 func (e *executor) runBatch(batch []instKey) {
 	jobs := e.jobs[:0]
 	for _, k := range batch {
-		if e.concurrent && k.node.Kind == OpNode && heavy(k.node) {
+		if e.concurrent && e.sc.heavy[k.node.ID] {
 			if in := e.inst(k); !e.deadInputs(k, in) {
 				jobs = append(jobs, opJob{k: k, in: in})
 				continue

@@ -79,6 +79,18 @@ func (l *loop) step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 	return res[:l.nvars], res[l.nvars:]
 }
 
+// while steps the loop from vars while cond holds, at most maxIter times
+// (0: no bound), and returns the last loop values.
+func (l *loop) while(cond func([]*tensor.Tensor) *tensor.Tensor, vars []*tensor.Tensor, maxIter int) []*tensor.Tensor {
+	for i := 0; maxIter == 0 || i < maxIter; i++ {
+		if !predicate(l.name, cond(vars)) {
+			break
+		}
+		vars, _ = l.step(i, vars, nil)
+	}
+	return vars
+}
+
 func (l *loop) check(before, after []*tensor.Tensor) {
 	if len(after) < l.nvars {
 		fail(l.name, tensor.ErrArity, before, "the body returned %d values for %d loop values", len(after), l.nvars)

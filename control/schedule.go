@@ -22,6 +22,7 @@ type schedule struct {
 	waits     []int          // [node ID]: inputs an ordinary node waits for
 	isResult  [][]bool       // [node ID][output]
 	roots     []*Node        // nodes that wait for nothing: ready at the start
+	heavy     []bool         // [node ID]: an op node worth running beside others (heavy)
 	// executors keeps finished executors of this graph with their maps,
 	// node instances and slot slices, so that a steady stream of runs
 	// allocates little beyond the ops' outputs.
@@ -37,7 +38,7 @@ func (g *Graph) schedule() *schedule {
 	}
 	n := len(g.Nodes)
 	sc := &schedule{nodes: n, result: slices.Clone(g.Result), consumers: make([][][]consumer, n), controlOf: make([][]*Node, n),
-		backEdge: make([][]bool, n), awaited: make([][2]int, n), waits: make([]int, n), isResult: make([][]bool, n)}
+		backEdge: make([][]bool, n), awaited: make([][2]int, n), waits: make([]int, n), isResult: make([][]bool, n), heavy: make([]bool, n)}
 	for _, x := range g.Nodes {
 		sc.consumers[x.ID] = make([][]consumer, x.Outputs)
 		sc.isResult[x.ID] = make([]bool, x.Outputs)
@@ -71,6 +72,9 @@ func (g *Graph) schedule() *schedule {
 	for _, x := range g.Nodes {
 		if (x.Kind == OpNode || x.Kind == Enter || x.Kind == Stack) && sc.waits[x.ID] == 0 {
 			sc.roots = append(sc.roots, x)
+		}
+		if x.Kind == OpNode && heavy(x) {
+			sc.heavy[x.ID] = true
 		}
 	}
 	g.sched.Store(sc)

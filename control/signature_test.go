@@ -29,17 +29,11 @@ func TestSignatureUnknownBatch(t *testing.T) {
 	var logged []string
 	f := control.NewFunctionWithSignature(fn, control.InputSpec{DType: tensor.Float32, Shape: []int{-1, 4}})
 	f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	var calls [][]T
 	for _, n := range []int{2, 5, 1, 7, 2, 64} {
-		x := tensor.RandNormal(rng, tensor.Float32, n, 4)
-		got, err := f.Call(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := fn([]T{x})
-		for i := range want {
-			closeTo(t, fmt.Sprintf("batch %d result %d", n, i), got[i], want[i], 1e-6)
-		}
+		calls = append(calls, []T{tensor.RandNormal(rng, tensor.Float32, n, 4)})
 	}
+	checkCalls(t, "batch", f, fn, calls, 1e-6)
 	if f.Traces() != 3 || len(logged) != 0 {
 		t.Errorf("%d traces (want 3), logged %q", f.Traces(), logged)
 	}
@@ -138,17 +132,11 @@ func TestSignatureSequenceLength(t *testing.T) {
 		return []T{loss, g[0], g[1]}
 	}
 	f := control.NewFunctionWithSignature(fn, control.InputSpec{DType: tensor.Float64, Shape: []int{-1, 4}})
+	var calls [][]T
 	for _, n := range []int{3, 6, 2, 5, 8, 1, 6} {
-		xs := tensor.RandNormal(rng, tensor.Float64, n, 4)
-		got, err := f.Call(xs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := fn([]T{xs})
-		for i := range want {
-			closeTo(t, fmt.Sprintf("length %d result %d", n, i), got[i], want[i], 1e-12)
-		}
+		calls = append(calls, []T{tensor.RandNormal(rng, tensor.Float64, n, 4)})
 	}
+	checkCalls(t, "length", f, fn, calls, 1e-12)
 	if f.Traces() != 3 {
 		t.Errorf("%d traces, want 3", f.Traces())
 	}

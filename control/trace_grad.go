@@ -88,12 +88,8 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 
 	// This call's values: the loop on the tape, unrecorded by the trace.
 	l := &loop{name: "While", nvars: nv, checkpoint: o.Checkpoint, body: body, recording: true}
-	final := init
-	t.unrecorded(func() {
-		for i := 0; predicate("While", cond(final)); i++ {
-			final, _ = l.step(i, final, nil)
-		}
-	})
+	var final []*tensor.Tensor
+	t.unrecorded(func() { final = l.while(cond, init, 0) })
 	outs := make([]*tensor.Tensor, nv)
 	for i, x := range final {
 		outs[i] = x.View(x.Shape(), x.Layout())

@@ -44,6 +44,17 @@ func closeTo(t *testing.T, what string, got, want T, tol float64) {
 func checkTracedGrad(t *testing.T, name string, fn func([]T) []T, calls [][]T) *control.Function {
 	t.Helper()
 	f := control.NewFunction(fn)
+	checkCalls(t, name, f, fn, calls, 1e-5)
+	if f.Traces() != 1 {
+		t.Errorf("%s: %d traces", name, f.Traces())
+	}
+	return f
+}
+
+// checkCalls calls f (fn traced) on each argument list and compares every
+// result with fn run eagerly, to tol.
+func checkCalls(t *testing.T, name string, f *control.Function, fn func([]T) []T, calls [][]T, tol float64) {
+	t.Helper()
 	for c, args := range calls {
 		got, err := f.Call(args...)
 		if err != nil {
@@ -54,13 +65,9 @@ func checkTracedGrad(t *testing.T, name string, fn func([]T) []T, calls [][]T) *
 			t.Fatalf("%s call %d: %d results, want %d", name, c, len(got), len(want))
 		}
 		for i := range want {
-			closeTo(t, fmt.Sprintf("%s call %d result %d", name, c, i), got[i], want[i], 1e-5)
+			closeTo(t, fmt.Sprintf("%s call %d %v result %d", name, c, args[0].Shape(), i), got[i], want[i], tol)
 		}
 	}
-	if f.Traces() != 1 {
-		t.Errorf("%s: %d traces", name, f.Traces())
-	}
-	return f
 }
 
 func TestTracedWhileGradient(t *testing.T) {
@@ -279,17 +286,11 @@ func TestTracedScanGradient(t *testing.T) {
 	f := control.NewFunctionWithSignature(fn, control.InputSpec{DType: tensor.Float64, Shape: []int{-1, 3}},
 		control.InputSpec{DType: tensor.Float64, Shape: []int{1, 3}})
 	h0 := tensor.RandNormal(rng, tensor.Float64, 1, 3)
+	var calls [][]T
 	for _, n := range []int{4, 7, 2, 9, 1} {
-		xs := tensor.RandNormal(rng, tensor.Float64, n, 3)
-		got, err := f.Call(xs, h0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := fn([]T{xs, h0})
-		for i := range want {
-			closeTo(t, fmt.Sprintf("length %d result %d", n, i), got[i], want[i], 1e-12)
-		}
+		calls = append(calls, []T{tensor.RandNormal(rng, tensor.Float64, n, 3), h0})
 	}
+	checkCalls(t, "scan", f, fn, calls, 1e-12)
 	if f.Traces() != 3 {
 		t.Errorf("%d traces, want 3", f.Traces())
 	}

@@ -55,13 +55,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 		}
 	}
 	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
-	vars := loopVars
-	for i := 0; o.MaxIterations == 0 || i < o.MaxIterations; i++ {
-		if !predicate("While", cond(vars)) {
-			break
-		}
-		vars, _ = l.step(i, vars, nil)
-	}
+	vars := l.while(cond, loopVars, o.MaxIterations)
 	if l.trips == 0 {
 		return loopVars
 	}

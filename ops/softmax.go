@@ -64,16 +64,20 @@ func logSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) T {
 
 var logSoftmaxOp *eager.Op
 
+// inferRows is the shape rule of the ops over rows of the last dimension
+// (LogSoftmax, Softmax): x's dtype and shape, rank 1 or more.
+func inferRows(c *eager.Call) []eager.Out {
+	x := c.Inputs[0]
+	if x.Rank() == 0 {
+		c.Fail(tensor.ErrRank, "needs rank 1 or more")
+	}
+	return c.Out1(x.DType(), x.Shape())
+}
+
 func init() {
 	logSoftmaxOp = eager.Register(cpuKernels{f32: logSoftmaxKernel[float32], f64: logSoftmaxKernel[float64]}.register(&eager.Op{
 		Name: "LogSoftmax", Inputs: 1, DTypes: floatTypes,
-		Infer: func(c *eager.Call) []eager.Out {
-			x := c.Inputs[0]
-			if x.Rank() == 0 {
-				c.Fail(tensor.ErrRank, "needs rank 1 or more")
-			}
-			return c.Out1(x.DType(), x.Shape())
-		},
+		Infer: inferRows,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			// d/dx: dy - softmax * sum(dy) along the last dimension.
 			y, dy := g.Outputs[0], g.OutGrads[0]
@@ -144,14 +148,7 @@ func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 }
 
 var softmaxOp = eager.Register(cpuKernels{f32: softmaxKernel[float32], f64: softmaxKernel[float64]}.register(&eager.Op{
-	Name: "Softmax", Inputs: 1, DTypes: floatTypes,
-	Infer: func(c *eager.Call) []eager.Out {
-		x := c.Inputs[0]
-		if x.Rank() == 0 {
-			c.Fail(tensor.ErrRank, "needs rank 1 or more")
-		}
-		return c.Out1(x.DType(), x.Shape())
-	},
+	Name: "Softmax", Inputs: 1, DTypes: floatTypes, Infer: inferRows,
 	Grad: func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx: y·(dy - Σ dy·y) along the last dimension.
 		y, dy := g.Outputs[0], g.OutGrads[0]
