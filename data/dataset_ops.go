@@ -2,7 +2,6 @@ package data
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -206,8 +205,6 @@ func (d *Dataset) Cache() *Dataset {
 		}, closeFn: up.close}
 	})
 }
-
-var errEmptyBatch = errors.New("empty batch")
 
 func sameSpec(a, b Element) error {
 	if len(a) != len(b) {

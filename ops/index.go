@@ -5,8 +5,6 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-var indexTypes = []tensor.DType{tensor.Int32, tensor.Int64}
-
 // indexValues returns an Int32 or Int64 tensor's values as int64s.
 func indexValues(t *tensor.Tensor) []int64 {
 	if t.DType() == tensor.Int32 {
