@@ -9,23 +9,28 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// GEMM follows the layered blocking of BLIS-style libraries: C is computed
-// in column blocks of gemmNC and depth blocks of gemmKCBytes per row; within one block,
-// B is packed into panels nr columns wide (each kc x nr panel stays in L1
-// while it is used), A into panels mr rows tall, gemmMCBytes of them at a
-// time per worker (L2), and a micro-kernel computes each mr x nr tile of C
-// with its accumulators in registers.
+// GEMM follows the layered blocking of BLIS-style libraries, turned
+// around because the micro-kernels broadcast from A and load vectors of B
+// (BLIS's kernels broadcast from B): per worker, depth blocks of
+// gemmKCBytes per row; A packed into panels mr rows tall, gemmMCBytes of
+// them at a time (L3); B packed into panels nr columns wide, a block of
+// gemmNCBytes at a time (L2); and for each A panel, which stays in L1, the
+// block's B panels stream past it while the micro-kernel computes each
+// mr x nr tile of C with its accumulators in registers.
 //
-// On this project's machine (Zen 4: 32 KiB L1d, 1 MiB L2 per core) depth
-// blocks of 2 KiB per row of a panel (512 float32, 256 float64) measured
-// best: 512-deep float32 blocks ran 1024x1024 products 6% faster than 256
-// (fewer passes over C; 8 interleaved runs on both cores, 5 on one) and
-// 128 13% slower; float64 at 512 was no faster than 256. A chunks of 48 KiB
-// to 768 KiB measured within noise of these.
+// On this project's machine (Zen 4: 32 KiB L1d, 1 MiB L2 per core), depth
+// blocks of 1536 bytes per row (384 float32, 192 float64: an 18 KiB A
+// panel) and B blocks of 256 KiB measured best. Against the order before
+// (B panels of 512 float32 outer, A panels from L2 inner: a 64 KiB B
+// panel never fit L1), 1024 and 2048 float32 products ran 5-10% faster
+// and 1024 float64 10-15% faster on both cores (best of 4 and means of 4,
+// three interleaved rounds); B blocks of 192 to 512 KiB, depth blocks of
+// 1 and 2 KiB, A chunks of 512 KiB to 4 MiB, and packing B always measured
+// within noise or worse.
 const (
-	gemmKCBytes = 2 << 10
-	gemmNC      = 4096
-	gemmMCBytes = 384 << 10
+	gemmKCBytes = 1536
+	gemmNCBytes = 256 << 10
+	gemmMCBytes = 4 << 20
 	// gemmPackBMin is the number of row panels of A per worker above
 	// which B is packed even when it could be read in place.
 	gemmPackBMin = 64
@@ -232,40 +237,43 @@ func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int
 }
 
 // rect computes row panels [i0, i1) of C over columns [c0, c1), one
-// worker's share: column blocks of gemmNC, depth blocks of gemmKCBytes, A packed
-// a chunk of panels at a time.
+// worker's share: depth blocks of gemmKCBytes per row, A packed a chunk of
+// panels at a time, B a column block at a time.
 func (g *gemmOperands[T]) rect(i0, i1, c0, c1 int) {
 	mr, nr := g.kern.mr, g.kern.nr
+	size := int(unsafe.Sizeof(*new(T)))
 	// Depth blocks of equal size, at most gemmKCBytes per row (float32:
 	// 1000 = 2 x 500, not 512 + 488; a thin last block would cost a pass
 	// over C for little work).
-	maxKC := gemmKCBytes / int(unsafe.Sizeof(*new(T)))
+	maxKC := gemmKCBytes / size
 	blocks := (g.k + maxKC - 1) / maxKC
 	kc := ((g.k+blocks-1)/blocks + 7) &^ 7
-	chunk := max(1, gemmMCBytes/(kc*int(unsafe.Sizeof(*new(T)))*mr))
+	chunk := max(1, gemmMCBytes/(kc*size*mr))
+	ncb := max(nr, gemmNCBytes/(kc*size)/nr*nr)
 	// B is read in place, rows n apart, unless it is transposed or very
 	// many panels of A reuse it: measured here, packing B cost more than it
 	// saved up to 1024x1024 operands and paid about 6% at 2048.
 	packB := g.transB || i1-i0 > gemmPackBMin
-	bp, bufB := gemmScratch[T](kc * (min(gemmNC, c1-c0) + nr))
+	bp, bufB := gemmScratch[T](kc * (min(ncb, c1-c0) + nr))
 	ap, bufA := gemmScratch[T](min(chunk, i1-i0) * mr * min(kc, g.k))
 	tile, bufT := gemmScratch[T](mr * nr)
-	for jc := c0; jc < c1; jc += gemmNC {
-		ncur := min(gemmNC, c1-jc)
-		colPanels := (ncur + nr - 1) / nr
-		for pc := 0; pc < g.k; pc += kc {
-			blk := gemmBlock[T]{bp: bp, packedB: packB, jc: jc, ncur: ncur, pc: pc, kcur: min(kc, g.k-pc), accumulate: pc > 0 || g.accumulate}
-			switch {
-			case packB:
-				for j := range colPanels {
-					g.packB(bp[j*nr*blk.kcur:(j+1)*nr*blk.kcur], &blk, j)
+	for pc := 0; pc < g.k; pc += kc {
+		kcur := min(kc, g.k-pc)
+		for i := i0; i < i1; i += chunk {
+			ie := min(i+chunk, i1)
+			blk := gemmBlock[T]{bp: bp, packedB: packB, pc: pc, kcur: kcur, accumulate: pc > 0 || g.accumulate}
+			g.packA(ap, &blk, i, ie)
+			for jc := c0; jc < c1; jc += ncb {
+				blk.jc, blk.ncur = jc, min(ncb, c1-jc)
+				colPanels := (blk.ncur + nr - 1) / nr
+				switch {
+				case packB:
+					for j := range colPanels {
+						g.packB(bp[j*nr*kcur:(j+1)*nr*kcur], &blk, j)
+					}
+				case blk.ncur%nr != 0:
+					g.packB(bp[:nr*kcur], &blk, colPanels-1)
 				}
-			case ncur%nr != 0:
-				g.packB(bp[:nr*blk.kcur], &blk, colPanels-1)
-			}
-			for i := i0; i < i1; i += chunk {
-				ie := min(i+chunk, i1)
-				g.packA(ap, &blk, i, ie)
 				g.tiles(ap, tile, &blk, i, ie)
 			}
 		}
@@ -276,26 +284,27 @@ func (g *gemmOperands[T]) rect(i0, i1, c0, c1 int) {
 }
 
 // tiles runs the kernel over row panels [i0, i1) (packed in ap from i0)
-// and every column panel of the block, B panel by B panel so each stays in
-// L1 while the A panels stream past it. A tile that overhangs c is
-// computed into tile and its real part stored.
+// and every column panel of the block, A panel by A panel: the micro-kernel
+// broadcasts from A, so each A panel stays in L1 while the block's B
+// panels stream past it from L2. A tile that overhangs c is computed into
+// tile and its real part stored.
 func (g *gemmOperands[T]) tiles(ap, tile []T, blk *gemmBlock[T], i0, i1 int) {
 	mr, nr, kc := g.kern.mr, g.kern.nr, blk.kcur
 	lastCol := (blk.ncur+nr-1)/nr - 1
-	for j := 0; j <= lastCol; j++ {
-		col := blk.jc + j*nr
-		cols := min(nr, blk.jc+blk.ncur-col)
-		bpanel, ldb := g.b[blk.pc*g.n+col:], g.n
-		switch {
-		case blk.packedB:
-			bpanel, ldb = blk.bp[j*nr*kc:(j+1)*nr*kc], nr
-		case j == lastCol && cols < nr:
-			bpanel, ldb = blk.bp[:nr*kc], nr
-		}
-		for i := i0; i < i1; i++ {
-			row := i * mr
-			rows := min(mr, g.m-row)
-			apanel := ap[(i-i0)*mr*kc : (i-i0+1)*mr*kc]
+	for i := i0; i < i1; i++ {
+		row := i * mr
+		rows := min(mr, g.m-row)
+		apanel := ap[(i-i0)*mr*kc : (i-i0+1)*mr*kc]
+		for j := 0; j <= lastCol; j++ {
+			col := blk.jc + j*nr
+			cols := min(nr, blk.jc+blk.ncur-col)
+			bpanel, ldb := g.b[blk.pc*g.n+col:], g.n
+			switch {
+			case blk.packedB:
+				bpanel, ldb = blk.bp[j*nr*kc:(j+1)*nr*kc], nr
+			case j == lastCol && cols < nr:
+				bpanel, ldb = blk.bp[:nr*kc], nr
+			}
 			cOff := row*g.n + col
 			if rows == mr && cols == nr {
 				g.kern.run(kc, apanel, bpanel, ldb, g.c[cOff:], g.n, blk.accumulate)
