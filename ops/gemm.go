@@ -47,6 +47,31 @@ type gemmKernel[T gemmElem] struct {
 	name   string
 	mr, nr int
 	asm    func(kc int, a, b *T, ldb int, c *T, ldc int, accumulate int) // nil: goKernel
+	// edge is the kernel of the same rows and half the columns, if any: it
+	// computes a last column panel of edge.nr columns or fewer in half the
+	// time (a product of 10 columns, a classifier's last layer, runs
+	// almost twice as fast).
+	edge *gemmKernel[T]
+}
+
+// linkEdgeKernels sets each kernel's edge from the others of its set.
+func linkEdgeKernels[T gemmElem](set []gemmKernel[T]) {
+	for i := range set {
+		for j := range set {
+			if set[j].mr == set[i].mr && 2*set[j].nr == set[i].nr {
+				set[i].edge = &set[j]
+			}
+		}
+	}
+}
+
+// asmGemmKernels returns the preferred set of assembly kernels for T on
+// this CPU, or nil.
+func asmGemmKernels[T gemmElem]() []gemmKernel[T] {
+	if sets := asmGemmKernelSets[T](); len(sets) > 0 {
+		return sets[0]
+	}
+	return nil
 }
 
 // gemmRowCost is each kernel's relative cost per row of C it computes,
@@ -144,7 +169,7 @@ func buildGemmKernels[T gemmElem]() []gemmKernel[T] {
 	if ks := asmGemmKernels[T](); len(ks) > 0 {
 		return ks
 	}
-	return []gemmKernel[T]{{"go4x16", 4, 16, nil}, {"go1x16", 1, 16, nil}}
+	return []gemmKernel[T]{{name: "go4x16", mr: 4, nr: 16}, {name: "go1x16", mr: 1, nr: 16}}
 }
 
 // pickGemmKernel chooses the kernel with the least estimated cost for m
@@ -218,8 +243,14 @@ func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int
 	// lines another core wrote. Rows are split when every worker gets a
 	// panel (measured faster than splitting columns on every shape tried:
 	// square 128 and 512, and the MLP's 64x784x256 and 784x64x256), columns
-	// otherwise.
+	// otherwise. A transposed B is packed whole by every worker of a row
+	// split: where A has fewer rows than B has columns, columns are split
+	// instead, so each worker packs only its own part (the MLP's
+	// input-gradient shape, 64x256 times the transpose of 784x256: 2x).
 	byRows := rowPanels >= dev.Workers() || colPanels < dev.Workers()
+	if transB && m < n && colPanels >= dev.Workers() && rowPanels <= gemmPackBMin {
+		byRows = false
+	}
 	tileCost := kern.nsPerTile(k)
 	if tileCost*float64(rowPanels*colPanels) < device.MinShardCost {
 		g.rect(0, rowPanels, 0, n) // too small to split: no closure to allocate
@@ -306,14 +337,18 @@ func (g *gemmOperands[T]) tiles(ap, tile []T, blk *gemmBlock[T], i0, i1 int) {
 				bpanel, ldb = blk.bp[:nr*kc], nr
 			}
 			cOff := row*g.n + col
-			if rows == mr && cols == nr {
-				g.kern.run(kc, apanel, bpanel, ldb, g.c[cOff:], g.n, blk.accumulate)
+			kern := g.kern
+			if g.kern.edge != nil && cols <= g.kern.edge.nr {
+				kern = *g.kern.edge
+			}
+			if rows == mr && cols == kern.nr {
+				kern.run(kc, apanel, bpanel, ldb, g.c[cOff:], g.n, blk.accumulate)
 				continue
 			}
-			g.kern.run(kc, apanel, bpanel, ldb, tile, nr, false)
+			kern.run(kc, apanel, bpanel, ldb, tile, kern.nr, false)
 			for r := 0; r < rows; r++ {
 				crow := g.c[cOff+r*g.n : cOff+r*g.n+cols]
-				src := tile[r*nr : r*nr+cols]
+				src := tile[r*kern.nr : r*kern.nr+cols]
 				if blk.accumulate {
 					for x, v := range src {
 						crow[x] += v
@@ -334,6 +369,10 @@ func (g *gemmOperands[T]) packA(dst []T, blk *gemmBlock[T], i0, i1 int) {
 		panel := dst[(i-i0)*mr*kc : (i-i0+1)*mr*kc]
 		r0 := i * mr
 		rows := min(mr, g.m-r0)
+		if g.transA && mr == 12 && rows == 12 {
+			packA12T(panel, g.a[blk.pc*g.m+r0:], g.m, kc)
+			continue
+		}
 		if g.transA { // a is [k, m]: its row p is column p of op(a)
 			for p := 0; p < kc; p++ {
 				d := panel[p*mr : (p+1)*mr]
@@ -368,6 +407,17 @@ func (g *gemmOperands[T]) packA(dst []T, blk *gemmBlock[T], i0, i1 int) {
 	}
 }
 
+// packA12T packs a full 12-row panel (the AVX-512 kernels' tile) from a
+// transposed A: column p of the panel is the 12 values at a[p*lda:]. A copy
+// of a fixed-size array stays in registers, where packA's general loop
+// calls memmove per column (twice as slow on 64 and 256 rows).
+func packA12T[T gemmElem](panel, a []T, lda, kc int) {
+	panel = panel[:12*kc]
+	for p := range kc {
+		*(*[12]T)(panel[p*12:]) = *(*[12]T)(a[p*lda:])
+	}
+}
+
 // packB copies column panel j of the block of op(b), rows [pc, pc+kcur),
 // into dst: nr values per row, columns past the block as zeros.
 func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
@@ -379,7 +429,13 @@ func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
 		// block, and the block's 16 panel rows stay in L1 for the writes.
 		// (Walking the source rows side by side instead thrashes L1 when
 		// k is a multiple of 1024: every row maps to the same cache set.)
-		for p0 := 0; p0 < kc; p0 += 16 {
+		p0 := 0
+		if nr == 32 && cols == 32 {
+			for ; p0+16 <= kc; p0 += 16 {
+				packBT32(dst[p0*32:], g.b[c0*g.k+blk.pc+p0:], g.k)
+			}
+		}
+		for ; p0 < kc; p0 += 16 {
 			p1 := min(p0+16, kc)
 			for x := 0; x < cols; x++ {
 				src := g.b[(c0+x)*g.k+blk.pc+p0 : (c0+x)*g.k+blk.pc+p1]
@@ -397,6 +453,33 @@ func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
 		d := dst[p*nr : (p+1)*nr]
 		copy(d, g.b[(blk.pc+p)*g.n+c0:][:cols])
 		clear(d[cols:])
+	}
+}
+
+// packBT32 is packB's loop for a whole block of a 32-column panel (the
+// AVX-512 float32 kernels') from a transposed B: 16 steps of 32 rows, row x
+// read at b[x*ldb:]. Every index is a constant plus x, so the compiler
+// checks none of them in the loop: four times as fast as the general loop.
+func packBT32[T gemmElem](dst, b []T, ldb int) {
+	d := (*[16 * 32]T)(dst)
+	for x := 0; x < 32; x++ {
+		s := (*[16]T)(b[x*ldb:])
+		d[0*32+x] = s[0]
+		d[1*32+x] = s[1]
+		d[2*32+x] = s[2]
+		d[3*32+x] = s[3]
+		d[4*32+x] = s[4]
+		d[5*32+x] = s[5]
+		d[6*32+x] = s[6]
+		d[7*32+x] = s[7]
+		d[8*32+x] = s[8]
+		d[9*32+x] = s[9]
+		d[10*32+x] = s[10]
+		d[11*32+x] = s[11]
+		d[12*32+x] = s[12]
+		d[13*32+x] = s[13]
+		d[14*32+x] = s[14]
+		d[15*32+x] = s[15]
 	}
 }
 

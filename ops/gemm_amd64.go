@@ -14,46 +14,59 @@ var (
 	haveAVX512     = xcpu.X86.HasAVX512F
 )
 
-// asmGemmKernels lists the assembly micro-kernels for T this CPU runs, in
-// the order gemmKernelsFor prefers them (largest tile first).
-func asmGemmKernels[T gemmElem]() []gemmKernel[T] {
-	var ks []any
+// asmGemmKernelSets lists the assembly micro-kernels for T this CPU runs,
+// one set per instruction set, the preferred set first (AVX-512, then
+// AVX2+FMA); within a set, in the order pickGemmKernel prefers them
+// (largest tile first; the half-width tile after the large one serves its
+// last column panels, see gemmKernel.edge). Tests run every set.
+func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] {
+	var sets [][]any
 	switch any(*new(T)).(type) {
 	case float32:
-		switch {
-		case haveAVX512:
-			ks = []any{
-				gemmKernel[float32]{"sgemmAVX512x12", 12, 32, sgemmAVX512x12},
-				gemmKernel[float32]{"sgemmAVX512x4", 4, 32, sgemmAVX512x4},
-				gemmKernel[float32]{"sgemmAVX512x1", 1, 64, sgemmAVX512x1},
-			}
-		case haveVecKernels:
-			ks = []any{
-				gemmKernel[float32]{"sgemmAVX2x6", 6, 16, sgemmAVX2x6},
-				gemmKernel[float32]{"sgemmAVX2x1", 1, 32, sgemmAVX2x1},
-			}
+		if haveAVX512 {
+			sets = append(sets, []any{
+				gemmKernel[float32]{name: "sgemmAVX512x12", mr: 12, nr: 32, asm: sgemmAVX512x12},
+				gemmKernel[float32]{name: "sgemmAVX512x12n16", mr: 12, nr: 16, asm: sgemmAVX512x12n16},
+				gemmKernel[float32]{name: "sgemmAVX512x4", mr: 4, nr: 32, asm: sgemmAVX512x4},
+				gemmKernel[float32]{name: "sgemmAVX512x1", mr: 1, nr: 64, asm: sgemmAVX512x1},
+			})
+		}
+		if haveVecKernels {
+			sets = append(sets, []any{
+				gemmKernel[float32]{name: "sgemmAVX2x6", mr: 6, nr: 16, asm: sgemmAVX2x6},
+				gemmKernel[float32]{name: "sgemmAVX2x6n8", mr: 6, nr: 8, asm: sgemmAVX2x6n8},
+				gemmKernel[float32]{name: "sgemmAVX2x1", mr: 1, nr: 32, asm: sgemmAVX2x1},
+			})
 		}
 	case float64:
-		switch {
-		case haveAVX512:
-			ks = []any{
-				gemmKernel[float64]{"dgemmAVX512x12", 12, 16, dgemmAVX512x12},
-				gemmKernel[float64]{"dgemmAVX512x4", 4, 16, dgemmAVX512x4},
-				gemmKernel[float64]{"dgemmAVX512x1", 1, 32, dgemmAVX512x1},
-			}
-		case haveVecKernels:
-			ks = []any{
-				gemmKernel[float64]{"dgemmAVX2x6", 6, 8, dgemmAVX2x6},
-				gemmKernel[float64]{"dgemmAVX2x1", 1, 16, dgemmAVX2x1},
-			}
+		if haveAVX512 {
+			sets = append(sets, []any{
+				gemmKernel[float64]{name: "dgemmAVX512x12", mr: 12, nr: 16, asm: dgemmAVX512x12},
+				gemmKernel[float64]{name: "dgemmAVX512x12n8", mr: 12, nr: 8, asm: dgemmAVX512x12n8},
+				gemmKernel[float64]{name: "dgemmAVX512x4", mr: 4, nr: 16, asm: dgemmAVX512x4},
+				gemmKernel[float64]{name: "dgemmAVX512x1", mr: 1, nr: 32, asm: dgemmAVX512x1},
+			})
+		}
+		if haveVecKernels {
+			sets = append(sets, []any{
+				gemmKernel[float64]{name: "dgemmAVX2x6", mr: 6, nr: 8, asm: dgemmAVX2x6},
+				gemmKernel[float64]{name: "dgemmAVX2x6n4", mr: 6, nr: 4, asm: dgemmAVX2x6n4},
+				gemmKernel[float64]{name: "dgemmAVX2x1", mr: 1, nr: 16, asm: dgemmAVX2x1},
+			})
 		}
 	}
-	out := make([]gemmKernel[T], len(ks))
-	for i, k := range ks {
-		out[i] = k.(gemmKernel[T])
+	out := make([][]gemmKernel[T], len(sets))
+	for i, set := range sets {
+		for _, k := range set {
+			out[i] = append(out[i], k.(gemmKernel[T]))
+		}
+		linkEdgeKernels(out[i])
 	}
 	return out
 }
+
+//go:noescape
+func sgemmAVX512x12n16(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
 
 //go:noescape
 func sgemmAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
@@ -65,6 +78,9 @@ func sgemmAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, accumula
 func sgemmAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
 
 //go:noescape
+func dgemmAVX512x12n8(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
+
+//go:noescape
 func dgemmAVX512x12(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
 
 //go:noescape
@@ -74,10 +90,16 @@ func dgemmAVX512x4(kc int, a, b *float64, ldb int, c *float64, ldc int, accumula
 func dgemmAVX512x1(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
 
 //go:noescape
+func sgemmAVX2x6n8(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
+
+//go:noescape
 func sgemmAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
 
 //go:noescape
 func sgemmAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
+
+//go:noescape
+func dgemmAVX2x6n4(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
 
 //go:noescape
 func dgemmAVX2x6(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)

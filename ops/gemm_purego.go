@@ -5,7 +5,7 @@ package ops
 // Without assembly, gemm runs its pure-Go micro-kernel everywhere.
 var haveVecKernels, haveAVX512 = false, false
 
-func asmGemmKernels[T gemmElem]() []gemmKernel[T] { return nil }
+func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] { return nil }
 
 func sdot(x, y *float32, n int) float32 { panic("ops: no vector kernel in this build") }
 

@@ -10,16 +10,20 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Every micro-kernel this CPU runs against its pure-Go twin, on the same
-// packed panels, both storing and accumulating, with B read packed (ldb =
-// nr) and in place (ldb > nr).
+// Every micro-kernel this CPU runs (each instruction set's, so the AVX2
+// kernels are tested on AVX-512 machines too) against its pure-Go twin, on
+// the same packed panels, both storing and accumulating, with B read packed
+// (ldb = nr) and in place (ldb > nr).
 func TestGemmKernelsMatchGoTwin(t *testing.T) {
 	testKernelTwins[float32](t, 1e-5)
 	testKernelTwins[float64](t, 1e-13)
 }
 
 func testKernelTwins[T tensor.Float](t *testing.T, tol float64) {
-	ks := asmGemmKernels[T]()
+	var ks []gemmKernel[T]
+	for _, set := range asmGemmKernelSets[T]() {
+		ks = append(ks, set...)
+	}
 	if len(ks) == 0 {
 		t.Skip("no assembly gemm kernels in this build or on this CPU; gemm's own tests cover the Go kernel")
 	}
@@ -55,7 +59,11 @@ func TestGemmAgainstReference(t *testing.T) {
 }
 
 func testGemmReference[T gemmElem](t *testing.T, tol float64) {
-	kernels := append(asmGemmKernels[T](), gemmKernel[T]{"go4x16", 4, 16, nil}, gemmKernel[T]{"go1x16", 1, 16, nil})
+	var kernels []gemmKernel[T]
+	for _, set := range asmGemmKernelSets[T]() {
+		kernels = append(kernels, set...)
+	}
+	kernels = append(kernels, gemmKernel[T]{name: "go4x16", mr: 4, nr: 16}, gemmKernel[T]{name: "go1x16", mr: 1, nr: 16})
 	sizes := [][3]int{{1, 1, 1}, {1, 64, 9}, {4, 16, 1}, {5, 17, 7}, {12, 32, 3}, {13, 70, 257}, {40, 33, 300}, {64, 64, 64}, {100, 5, 20}, {3, 300, 513}}
 	for _, kern := range kernels {
 		for _, s := range sizes {

@@ -38,18 +38,25 @@ func (k kernel) lanes() int { return k.vbytes / k.elem }
 func (k kernel) nr() int    { return k.nvec * k.lanes() }
 
 // Per element type and instruction set: a large tile for matrices with many
-// rows (as many accumulators as the registers allow), a 4-row tile for a
-// few rows, and a 1-row tile for vector-matrix products.
+// rows (as many accumulators as the registers allow), the same rows one
+// vector wide for a last column panel that fills half of the large tile or
+// less (a 10-column product wastes 6 of 16 columns there, 22 of 32 in the
+// large tile), a 4-row tile for a few rows, and a 1-row tile for
+// vector-matrix products.
 var kernels = []kernel{
 	{"sgemmAVX512x12", "AVX-512F", 4, "Z", 64, 12, 2, "PS", "VBROADCASTSS", "VPXORD"},
+	{"sgemmAVX512x12n16", "AVX-512F", 4, "Z", 64, 12, 1, "PS", "VBROADCASTSS", "VPXORD"},
 	{"sgemmAVX512x4", "AVX-512F", 4, "Z", 64, 4, 2, "PS", "VBROADCASTSS", "VPXORD"},
 	{"sgemmAVX512x1", "AVX-512F", 4, "Z", 64, 1, 4, "PS", "VBROADCASTSS", "VPXORD"},
 	{"dgemmAVX512x12", "AVX-512F", 8, "Z", 64, 12, 2, "PD", "VBROADCASTSD", "VPXORQ"},
+	{"dgemmAVX512x12n8", "AVX-512F", 8, "Z", 64, 12, 1, "PD", "VBROADCASTSD", "VPXORQ"},
 	{"dgemmAVX512x4", "AVX-512F", 8, "Z", 64, 4, 2, "PD", "VBROADCASTSD", "VPXORQ"},
 	{"dgemmAVX512x1", "AVX-512F", 8, "Z", 64, 1, 4, "PD", "VBROADCASTSD", "VPXORQ"},
 	{"sgemmAVX2x6", "AVX2+FMA", 4, "Y", 32, 6, 2, "PS", "VBROADCASTSS", "VXORPS"},
+	{"sgemmAVX2x6n8", "AVX2+FMA", 4, "Y", 32, 6, 1, "PS", "VBROADCASTSS", "VXORPS"},
 	{"sgemmAVX2x1", "AVX2+FMA", 4, "Y", 32, 1, 4, "PS", "VBROADCASTSS", "VXORPS"},
 	{"dgemmAVX2x6", "AVX2+FMA", 8, "Y", 32, 6, 2, "PD", "VBROADCASTSD", "VXORPD"},
+	{"dgemmAVX2x6n4", "AVX2+FMA", 8, "Y", 32, 6, 1, "PD", "VBROADCASTSD", "VXORPD"},
 	{"dgemmAVX2x1", "AVX2+FMA", 8, "Y", 32, 1, 4, "PD", "VBROADCASTSD", "VXORPD"},
 }
 
