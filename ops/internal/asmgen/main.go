@@ -113,6 +113,17 @@ func (k kernel) write(w *bytes.Buffer) {
 	p("\tMOVQ accumulate+48(FP), R11")
 	p("\tSHLQ $%d, R9", shift)
 	p("\tSHLQ $%d, R10", shift)
+	// Ask for C's tile now: its lines arrive while the loop runs instead
+	// of stalling the stores at the end.
+	p("\tMOVQ DX, R12")
+	for r := 0; r < k.mr; r++ {
+		for off := 0; off < k.nvec*k.vbytes; off += 64 {
+			p("\tPREFETCHT0 %d(R12)", off)
+		}
+		if r < k.mr-1 {
+			p("\tADDQ R10, R12")
+		}
+	}
 	for r := 0; r < k.mr; r++ {
 		for v := 0; v < k.nvec; v++ {
 			p("\t%s %s, %s, %s", k.zero, acc(r, v), acc(r, v), acc(r, v))
