@@ -2,14 +2,16 @@
 # Runs eagerflow's benchmarks and its peers' in one go, on this machine, and
 # leaves the raw outputs in bench/out/ (benchstat reads them).
 #
-#   bench/run.sh            # 10 rounds, then the table (bench/cmd/benchreport)
+#   bench/run.sh            # 10 rounds (3 samples each), then the table (bench/cmd/benchreport)
 #   COUNT=6 bench/run.sh
 #   WRITE=1 bench/run.sh    # also puts the table into bench/README.md and
 #                           # draws bench/results.png
 #
 # Shared machines are noisy, so the libraries are interleaved: each round
-# runs every eagerflow benchmark once, then every Go peer, then PyTorch and
-# NumPy, and benchstat takes the median of each over the rounds.
+# runs every eagerflow benchmark, then every Go peer, then PyTorch and
+# NumPy, each giving three samples of about 0.3 s (the mean time per call
+# over the sample, on every side alike), and benchstat takes the median of
+# each over all the samples.
 #
 # Peers: gonum, Gorgonia and GoMLX's pure-Go backend (Go module bench/peers) always; PyTorch and NumPy
 # when Debian's python3-torch and python3-numpy are installed, with OpenBLAS's
@@ -43,8 +45,8 @@ go test -c -o "$out/eagerflow.test" ./bench
 : > "$out/python-peers.txt"
 for round in $(seq "$count"); do
   echo "== round $round of $count" >&2
-  (cd bench && ./out/eagerflow.test -test.run '^$' -test.bench . -test.benchmem) >> "$out/eagerflow.txt"
-  (cd bench/peers && ../out/peers.test -test.run '^$' -test.bench . -test.benchmem) >> "$out/go-peers.txt"
+  (cd bench && ./out/eagerflow.test -test.run '^$' -test.bench . -test.benchmem -test.benchtime 0.3s -test.count 3) >> "$out/eagerflow.txt"
+  (cd bench/peers && ../out/peers.test -test.run '^$' -test.bench . -test.benchmem -test.benchtime 0.3s -test.count 3) >> "$out/go-peers.txt"
   if [ "$havepy" = 1 ]; then
     OPENBLAS_CORETYPE=$kind OMP_NUM_THREADS=$(nproc) BENCH_THREADS=$(nproc) \
       "$py" bench/peers/torch_bench.py >> "$out/python-peers.txt"

@@ -18,21 +18,24 @@ torch.set_num_threads(THREADS)
 
 
 def report(name, fn, number=None, flops=None, nbytes=None):
-    """Time fn, pick a count that runs ~0.25 s, print the best of 3 in ns/op
-    (with GFLOP/s for flops per call, GB/s for bytes moved per call)."""
+    """Time fn and print three Go benchmark lines, one per repeat of about
+    0.3 s, each with the mean ns/op over its repeat (with GFLOP/s for flops
+    per call, GB/s for bytes moved per call): the samples eagerflow's side
+    gives with -test.benchtime 0.3s -test.count 3 (see ../run.sh)."""
     if number is None:
         number, t = 1, 0.0
         while t < 0.1:
             number *= 2
             t = timeit.timeit(fn, number=number)
-        number = max(1, int(number * 0.25 / t))
-    best = min(timeit.repeat(fn, number=number, repeat=3)) / number
-    line = f"{name}-{THREADS}\t{number}\t{best * 1e9:.1f} ns/op"
-    if flops:
-        line += f"\t{flops / best / 1e9:.2f} GFLOP/s"
-    if nbytes:
-        line += f"\t{nbytes / best / 1e9:.2f} GB/s"
-    print(line, flush=True)
+        number = max(1, int(number * 0.3 / t))
+    for total in timeit.repeat(fn, number=number, repeat=3):
+        mean = total / number
+        line = f"{name}-{THREADS}\t{number}\t{mean * 1e9:.1f} ns/op"
+        if flops:
+            line += f"\t{flops / mean / 1e9:.2f} GFLOP/s"
+        if nbytes:
+            line += f"\t{nbytes / mean / 1e9:.2f} GB/s"
+        print(line, flush=True)
 
 
 def torch_benches():

@@ -6,8 +6,8 @@
 //	go run ./bench/cmd/benchreport -md bench/README.md -png bench/results.png
 //
 // It reads bench/out/{eagerflow,go-peers,python-peers}.txt (Go benchmark
-// lines, one set per round) and bench/out/machine.txt, takes the median of
-// each benchmark over the rounds, and with -md replaces the part of the
+// lines, three samples per round) and bench/out/machine.txt, takes the
+// median of each benchmark over its samples, and with -md replaces the part of the
 // Markdown file between the markers
 //
 //	<!-- benchreport:begin --> and <!-- benchreport:end -->
@@ -52,8 +52,8 @@ func main() {
 	}
 	machine, _ := os.ReadFile(filepath.Join(*dir, "machine.txt"))
 	tab := buildTable(res, rows)
-	header := fmt.Sprintf("%s: medians of %d rounds of bench/run.sh (report written %s).",
-		machineLine(string(machine)), res.rounds("EagerAddScalar", "ns/op"), time.Now().UTC().Format("2006-01-02"))
+	header := fmt.Sprintf("%s: medians of %d samples per benchmark from bench/run.sh (report written %s).",
+		machineLine(string(machine)), res.samples("EagerAddScalar", "ns/op"), time.Now().UTC().Format("2006-01-02"))
 	tab.writeText(os.Stdout, header)
 	if *md != "" {
 		var sec bytes.Buffer

@@ -49,8 +49,8 @@ func (r results) parse(in io.Reader, file string) error {
 	return sc.Err()
 }
 
-// rounds is the number of samples of one benchmark: how many rounds ran.
-func (r results) rounds(name, unit string) int { return len(r[name][unit]) }
+// samples is the number of samples of one benchmark in the outputs.
+func (r results) samples(name, unit string) int { return len(r[name][unit]) }
 
 // median returns the median sample of a benchmark in a unit, and whether
 // there was any.
