@@ -154,3 +154,6 @@ func serf8(dst, x *float32, n int)
 
 //go:noescape
 func sphi8(dst, x *float32, n int)
+
+//go:noescape
+func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int

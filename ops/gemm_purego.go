@@ -38,3 +38,7 @@ func slog8(dst, x *float32, n int) { panic("ops: no vector kernel in this build"
 func serf8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
 
 func sphi8(dst, x *float32, n int) { panic("ops: no vector kernel in this build") }
+
+func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int {
+	panic("ops: no vector kernel in this build")
+}

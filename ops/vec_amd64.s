@@ -381,3 +381,94 @@ rgradtail:
 rgraddone:
 	VZEROUPPER
 	RET
+
+// func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int
+// The backward of a 2x2 max pool with stride 2 over one output row, eight
+// windows at a time: window j's taps are r0[2j], r0[2j+1], r1[2j],
+// r1[2j+1], and src[j] is added to out0 or out1 at its first tap equal to
+// the window's maximum (the others are left as they are). It returns how
+// many windows it did: a multiple of 8, stopping before the first block of
+// eight with a NaN tap (the Go loop takes those, NaN ranks first there).
+// Deinterleaving with SHUFPS orders the windows 0,1,4,5 | 2,3,6,7 in the
+// 128-bit lanes; src is permuted to match, and UNPCKLPS/UNPCKHPS restore
+// the taps' order.
+TEXT ·smaxscatter2x2(SB), NOSPLIT, $0-56
+	MOVQ out0+0(FP), DI
+	MOVQ out1+8(FP), R8
+	MOVQ r0+16(FP), SI
+	MOVQ r1+24(FP), R9
+	MOVQ src+32(FP), DX
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+msloop:
+	CMPQ      CX, $8
+	JL        msdone
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VSHUFPS   $0x88, Y1, Y0, Y2 // a: r0's even taps
+	VSHUFPS   $0xdd, Y1, Y0, Y3 // b: r0's odd taps
+	VMOVUPS   (R9), Y0
+	VMOVUPS   32(R9), Y1
+	VSHUFPS   $0x88, Y1, Y0, Y4 // c
+	VSHUFPS   $0xdd, Y1, Y0, Y5 // d
+	VCMPPS    $3, Y3, Y2, Y6    // unordered: a NaN among a, b
+	VCMPPS    $3, Y5, Y4, Y7
+	VORPS     Y7, Y6, Y6
+	VMOVMSKPS Y6, BX
+	TESTL     BX, BX
+	JNE       msdone
+
+	VMAXPS  Y3, Y2, Y6
+	VMAXPS  Y5, Y4, Y7
+	VMAXPS  Y7, Y6, Y6        // best
+	VCMPPS  $0, Y6, Y2, Y8    // ma = a == best
+	VCMPPS  $0, Y6, Y3, Y9
+	VANDNPS Y9, Y8, Y9        // mb = b == best, not a
+	VORPS   Y9, Y8, Y10       // taken
+	VCMPPS  $0, Y6, Y4, Y11
+	VANDNPS Y11, Y10, Y11     // mc = c == best, not a or b
+	VORPS   Y11, Y10, Y10
+	VCMPPS  $0, Y6, Y6, Y12   // all ones (no NaN here)
+	VANDNPS Y12, Y10, Y10     // md = the rest
+
+	VMOVUPS (DX), Y12
+	VPERMQ  $0xd8, Y12, Y12   // src in the lanes' window order
+	VUNPCKLPS Y12, Y12, Y13   // each window's value for both its columns
+	VUNPCKHPS Y12, Y12, Y14
+
+	VUNPCKLPS Y9, Y8, Y0      // row 0's masks in tap order
+	VUNPCKHPS Y9, Y8, Y1
+	VMOVUPS   (DI), Y2
+	VADDPS    Y13, Y2, Y3
+	VBLENDVPS Y0, Y3, Y2, Y2
+	VMOVUPS   Y2, (DI)
+	VMOVUPS   32(DI), Y2
+	VADDPS    Y14, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y2
+	VMOVUPS   Y2, 32(DI)
+
+	VUNPCKLPS Y10, Y11, Y0    // row 1's
+	VUNPCKHPS Y10, Y11, Y1
+	VMOVUPS   (R8), Y2
+	VADDPS    Y13, Y2, Y3
+	VBLENDVPS Y0, Y3, Y2, Y2
+	VMOVUPS   Y2, (R8)
+	VMOVUPS   32(R8), Y2
+	VADDPS    Y14, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y2
+	VMOVUPS   Y2, 32(R8)
+
+	ADDQ $64, SI
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $32, DX
+	ADDQ $8, AX
+	SUBQ $8, CX
+	JMP  msloop
+
+msdone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET

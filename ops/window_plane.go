@@ -124,6 +124,29 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 // output row: each source value goes to its window's first largest tap
 // (the first NaN if any).
 func scatterMax2x2[T tensor.Num](x, src, out []T, x0, w, sw int) {
+	if x32, ok := any(x).([]float32); ok && haveVecKernels && sw == 2 {
+		// Eight windows at a time, up to a block with a NaN, which the
+		// loop below takes before the vector kernel goes on.
+		s32, o32 := any(src).([]float32), any(out).([]float32)
+		for len(s32) >= 8 {
+			_ = x32[x0+w+2*len(s32)-1]
+			_ = o32[x0+w+2*len(s32)-1]
+			done := smaxscatter2x2(&o32[x0], &o32[x0+w], &x32[x0], &x32[x0+w], &s32[0], len(s32))
+			s32, x0 = s32[done:], x0+2*done
+			if len(s32) < 8 {
+				break
+			}
+			scatterMax2x2Go(x32, s32[:8], o32, x0, w, sw)
+			s32, x0 = s32[8:], x0+16
+		}
+		scatterMax2x2Go(x32, s32, o32, x0, w, sw)
+		return
+	}
+	scatterMax2x2Go(x, src, out, x0, w, sw)
+}
+
+// scatterMax2x2Go is scatterMax2x2's loop in Go.
+func scatterMax2x2Go[T tensor.Num](x, src, out []T, x0, w, sw int) {
 	for j, v := range src {
 		at := x0 + j*sw
 		a, b, c, d := x[at], x[at+1], x[at+w], x[at+w+1]

@@ -87,3 +87,54 @@ func TestPlaneWindowsMatchDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// The 2x2, stride-2 max pool's backward on rows long enough for the vector
+// kernel (eight windows at a time, float32): against the definition, bit
+// for bit, with ties, ±0, NaNs in some blocks of eight (the Go loop takes
+// those), ragged row ends, and an init of -0 (untouched taps keep it) and
+// of 1.5.
+func TestMaxScatter2x2VectorPath(t *testing.T) {
+	const planes, h, w = 3, 4, 38 // 19 windows a row: two blocks and a tail
+	vals := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(8), tensor.Float32, -2, 2, planes*h*w))
+	for i := range vals {
+		vals[i] = float32(math.Round(float64(vals[i]) * 2)) // many ties, zeros among them
+		if i%7 == 3 && vals[i] == 0 {
+			vals[i] = float32(math.Copysign(0, -1))
+		}
+	}
+	vals[w+20] = float32(math.NaN())           // plane 0, row 1: second block of the first output row
+	vals[2*h*w+2*w+3] = float32(math.NaN())    // plane 2, row 2: first block
+	vals[2*h*w+3*w+37] = float32(math.Inf(-1)) // last column of a row with a tail window
+	x := tensor.FromSlice(vals, planes, h, w)
+	oh, ow := h/2, w/2
+	src := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(9), tensor.Float32, -1, 1, planes*oh*ow))
+	wd := Window{Dims: []int{1, 2, 2}, Strides: []int{1, 2, 2}}
+	for _, init := range []float32{float32(math.Copysign(0, -1)), 1.5} {
+		got := tensor.ToSlice[float32](SelectAndScatter(x, tensor.FromSlice(src, planes, oh, ow), tensor.Scalar(init), SelectGE, wd))
+		want := make([]float32, len(vals))
+		for i := range want {
+			want[i] = init
+		}
+		for pl := 0; pl < planes; pl++ {
+			for i := 0; i < oh; i++ {
+				for j := 0; j < ow; j++ {
+					base := pl*h*w + 2*i*w + 2*j
+					offs := []int{base, base + 1, base + w, base + w + 1}
+					at := offs[0]
+					for _, o := range offs {
+						if v, b := vals[o], vals[at]; v > b || (v != v && b == b) {
+							at = o
+						}
+					}
+					want[at] += src[(pl*oh+i)*ow+j]
+				}
+			}
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("init %v: element %d (plane %d, row %d, column %d) = %v, want %v",
+					init, i, i/(h*w), i%(h*w)/w, i%w, got[i], want[i])
+			}
+		}
+	}
+}
