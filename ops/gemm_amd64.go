@@ -157,3 +157,6 @@ func sphi8(dst, x *float32, n int)
 
 //go:noescape
 func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int
+
+//go:noescape
+func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int

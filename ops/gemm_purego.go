@@ -42,3 +42,7 @@ func sphi8(dst, x *float32, n int) { panic("ops: no vector kernel in this build"
 func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int {
 	panic("ops: no vector kernel in this build")
 }
+
+func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int {
+	panic("ops: no vector kernel in this build")
+}

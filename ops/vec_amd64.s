@@ -472,3 +472,61 @@ msdone:
 	VZEROUPPER
 	MOVQ AX, ret+48(FP)
 	RET
+
+// GOMAX sets D to the larger of A and B as Go's max does for ordered
+// values (max(-0, +0) is +0): MAXPS returns its second operand for two
+// zeros, so both orders are taken and ANDed (T is scratch).
+#define GOMAX(A, B, T, D) \
+	VMAXPS A, B, T \
+	VMAXPS B, A, D \
+	VANDPS T, D, D
+
+// func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int
+// A 2x2 max pool with stride 2 over one output row, eight windows at a
+// time: o[j] = max(init, r0[2j], r0[2j+1], r1[2j], r1[2j+1]). It returns
+// how many windows it did, a multiple of 8, stopping before the first
+// block with a NaN tap (the Go loop takes it; init must not be NaN). The
+// windows come out of SHUFPS in the lane order 0,1,4,5 | 2,3,6,7, which
+// VPERMQ $0xd8 puts back.
+TEXT ·smaxpool2x2(SB), NOSPLIT, $0-48
+	MOVQ         o+0(FP), DI
+	MOVQ         r0+8(FP), SI
+	MOVQ         r1+16(FP), R9
+	VBROADCASTSS init+24(FP), Y8
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+
+mploop:
+	CMPQ      CX, $8
+	JL        mpdone
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VSHUFPS   $0x88, Y1, Y0, Y2
+	VSHUFPS   $0xdd, Y1, Y0, Y3
+	VMOVUPS   (R9), Y0
+	VMOVUPS   32(R9), Y1
+	VSHUFPS   $0x88, Y1, Y0, Y4
+	VSHUFPS   $0xdd, Y1, Y0, Y5
+	VCMPPS    $3, Y3, Y2, Y6
+	VCMPPS    $3, Y5, Y4, Y7
+	VORPS     Y7, Y6, Y6
+	VMOVMSKPS Y6, BX
+	TESTL     BX, BX
+	JNE       mpdone
+	GOMAX(Y2, Y3, Y6, Y0)
+	GOMAX(Y4, Y5, Y6, Y1)
+	GOMAX(Y0, Y1, Y6, Y2)
+	GOMAX(Y2, Y8, Y6, Y3)
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $64, SI
+	ADDQ      $64, R9
+	ADDQ      $32, DI
+	ADDQ      $8, AX
+	SUBQ      $8, CX
+	JMP       mploop
+
+mpdone:
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET

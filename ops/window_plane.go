@@ -89,6 +89,28 @@ func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T,
 // reduceMax2x2 sets o[j] to the largest of init and the 2x2 window at
 // column j*sw of rows r0 and r1.
 func reduceMax2x2[T tensor.Num](o, r0, r1 []T, init T, sw int) {
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && sw == 2 && init == init {
+		// Eight windows at a time, up to a block with a NaN, which the
+		// loop below takes before the vector kernel goes on.
+		a, b, in := any(r0).([]float32), any(r1).([]float32), any(init).(float32)
+		for len(o32) >= 8 {
+			_, _ = a[2*len(o32)-1], b[2*len(o32)-1]
+			done := smaxpool2x2(&o32[0], &a[0], &b[0], in, len(o32))
+			o32, a, b = o32[done:], a[2*done:], b[2*done:]
+			if len(o32) < 8 {
+				break
+			}
+			reduceMax2x2Go(o32[:8], a, b, in, sw)
+			o32, a, b = o32[8:], a[16:], b[16:]
+		}
+		reduceMax2x2Go(o32, a, b, in, sw)
+		return
+	}
+	reduceMax2x2Go(o, r0, r1, init, sw)
+}
+
+// reduceMax2x2Go is reduceMax2x2's loop in Go.
+func reduceMax2x2Go[T tensor.Num](o, r0, r1 []T, init T, sw int) {
 	for j := range o {
 		c := j * sw
 		o[j] = max(init, max(r0[c], r0[c+1]), max(r1[c], r1[c+1]))

@@ -88,12 +88,12 @@ func TestPlaneWindowsMatchDefinitions(t *testing.T) {
 	}
 }
 
-// The 2x2, stride-2 max pool's backward on rows long enough for the vector
-// kernel (eight windows at a time, float32): against the definition, bit
-// for bit, with ties, ±0, NaNs in some blocks of eight (the Go loop takes
-// those), ragged row ends, and an init of -0 (untouched taps keep it) and
-// of 1.5.
-func TestMaxScatter2x2VectorPath(t *testing.T) {
+// The 2x2, stride-2 max pool and its backward on rows long enough for the
+// vector kernels (eight windows at a time, float32): against the
+// definitions, bit for bit, with ties, ±0 (Go's max ranks +0 above -0),
+// NaNs in some blocks of eight (the Go loops take those), ragged row ends,
+// and an init of -0 (the backward's untouched taps keep it), 1.5 and -Inf.
+func TestMaxPool2x2VectorPaths(t *testing.T) {
 	const planes, h, w = 3, 4, 38 // 19 windows a row: two blocks and a tail
 	vals := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(8), tensor.Float32, -2, 2, planes*h*w))
 	for i := range vals {
@@ -109,7 +109,16 @@ func TestMaxScatter2x2VectorPath(t *testing.T) {
 	oh, ow := h/2, w/2
 	src := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(9), tensor.Float32, -1, 1, planes*oh*ow))
 	wd := Window{Dims: []int{1, 2, 2}, Strides: []int{1, 2, 2}}
-	for _, init := range []float32{float32(math.Copysign(0, -1)), 1.5} {
+	for _, init := range []float32{float32(math.Copysign(0, -1)), 1.5, float32(math.Inf(-1))} {
+		pooled := tensor.ToSlice[float32](ReduceWindow(x, tensor.Scalar(init), ReduceMax, wd))
+		for k := range pooled {
+			pl, i, j := k/(oh*ow), k%(oh*ow)/ow, k%ow
+			base := pl*h*w + 2*i*w + 2*j
+			want := max(init, vals[base], vals[base+1], vals[base+w], vals[base+w+1])
+			if math.Float32bits(pooled[k]) != math.Float32bits(want) {
+				t.Fatalf("max pool, init %v: window %d (plane %d, row %d, column %d) = %v, want %v", init, k, pl, i, j, pooled[k], want)
+			}
+		}
 		got := tensor.ToSlice[float32](SelectAndScatter(x, tensor.FromSlice(src, planes, oh, ow), tensor.Scalar(init), SelectGE, wd))
 		want := make([]float32, len(vals))
 		for i := range want {
