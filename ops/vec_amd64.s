@@ -382,6 +382,27 @@ rgraddone:
 	VZEROUPPER
 	RET
 
+// TAPS2X2 loads the taps of eight 2x2 windows with stride 2 from the rows
+// at SI and R9 into Y2 (row 0's even columns), Y3 (its odd ones), Y4 and
+// Y5 (row 1's), and jumps to NAN if any tap is NaN (Y0, Y1, Y6, Y7 and BX
+// are scratch). SHUFPS orders the windows 0,1,4,5 | 2,3,6,7 in the 128-bit
+// lanes.
+#define TAPS2X2(NAN) \
+	VMOVUPS   (SI), Y0 \
+	VMOVUPS   32(SI), Y1 \
+	VSHUFPS   $0x88, Y1, Y0, Y2 \
+	VSHUFPS   $0xdd, Y1, Y0, Y3 \
+	VMOVUPS   (R9), Y0 \
+	VMOVUPS   32(R9), Y1 \
+	VSHUFPS   $0x88, Y1, Y0, Y4 \
+	VSHUFPS   $0xdd, Y1, Y0, Y5 \
+	VCMPPS    $3, Y3, Y2, Y6 \
+	VCMPPS    $3, Y5, Y4, Y7 \
+	VORPS     Y7, Y6, Y6 \
+	VMOVMSKPS Y6, BX \
+	TESTL     BX, BX \
+	JNE       NAN
+
 // func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int
 // The backward of a 2x2 max pool with stride 2 over one output row, eight
 // windows at a time: window j's taps are r0[2j], r0[2j+1], r1[2j],
@@ -389,8 +410,7 @@ rgraddone:
 // the window's maximum (the others are left as they are). It returns how
 // many windows it did: a multiple of 8, stopping before the first block of
 // eight with a NaN tap (the Go loop takes those, NaN ranks first there).
-// Deinterleaving with SHUFPS orders the windows 0,1,4,5 | 2,3,6,7 in the
-// 128-bit lanes; src is permuted to match, and UNPCKLPS/UNPCKHPS restore
+// src is permuted to TAPS2X2's window order, and UNPCKLPS/UNPCKHPS restore
 // the taps' order.
 TEXT ·smaxscatter2x2(SB), NOSPLIT, $0-56
 	MOVQ out0+0(FP), DI
@@ -402,22 +422,9 @@ TEXT ·smaxscatter2x2(SB), NOSPLIT, $0-56
 	XORQ AX, AX
 
 msloop:
-	CMPQ      CX, $8
-	JL        msdone
-	VMOVUPS   (SI), Y0
-	VMOVUPS   32(SI), Y1
-	VSHUFPS   $0x88, Y1, Y0, Y2 // a: r0's even taps
-	VSHUFPS   $0xdd, Y1, Y0, Y3 // b: r0's odd taps
-	VMOVUPS   (R9), Y0
-	VMOVUPS   32(R9), Y1
-	VSHUFPS   $0x88, Y1, Y0, Y4 // c
-	VSHUFPS   $0xdd, Y1, Y0, Y5 // d
-	VCMPPS    $3, Y3, Y2, Y6    // unordered: a NaN among a, b
-	VCMPPS    $3, Y5, Y4, Y7
-	VORPS     Y7, Y6, Y6
-	VMOVMSKPS Y6, BX
-	TESTL     BX, BX
-	JNE       msdone
+	CMPQ CX, $8
+	JL   msdone
+	TAPS2X2(msdone)
 
 	VMAXPS  Y3, Y2, Y6
 	VMAXPS  Y5, Y4, Y7
@@ -485,9 +492,8 @@ msdone:
 // A 2x2 max pool with stride 2 over one output row, eight windows at a
 // time: o[j] = max(init, r0[2j], r0[2j+1], r1[2j], r1[2j+1]). It returns
 // how many windows it did, a multiple of 8, stopping before the first
-// block with a NaN tap (the Go loop takes it; init must not be NaN). The
-// windows come out of SHUFPS in the lane order 0,1,4,5 | 2,3,6,7, which
-// VPERMQ $0xd8 puts back.
+// block with a NaN tap (the Go loop takes it; init must not be NaN).
+// VPERMQ $0xd8 puts TAPS2X2's window order back.
 TEXT ·smaxpool2x2(SB), NOSPLIT, $0-48
 	MOVQ         o+0(FP), DI
 	MOVQ         r0+8(FP), SI
@@ -497,22 +503,9 @@ TEXT ·smaxpool2x2(SB), NOSPLIT, $0-48
 	XORQ         AX, AX
 
 mploop:
-	CMPQ      CX, $8
-	JL        mpdone
-	VMOVUPS   (SI), Y0
-	VMOVUPS   32(SI), Y1
-	VSHUFPS   $0x88, Y1, Y0, Y2
-	VSHUFPS   $0xdd, Y1, Y0, Y3
-	VMOVUPS   (R9), Y0
-	VMOVUPS   32(R9), Y1
-	VSHUFPS   $0x88, Y1, Y0, Y4
-	VSHUFPS   $0xdd, Y1, Y0, Y5
-	VCMPPS    $3, Y3, Y2, Y6
-	VCMPPS    $3, Y5, Y4, Y7
-	VORPS     Y7, Y6, Y6
-	VMOVMSKPS Y6, BX
-	TESTL     BX, BX
-	JNE       mpdone
+	CMPQ CX, $8
+	JL   mpdone
+	TAPS2X2(mpdone)
 	GOMAX(Y2, Y3, Y6, Y0)
 	GOMAX(Y4, Y5, Y6, Y1)
 	GOMAX(Y0, Y1, Y6, Y2)
