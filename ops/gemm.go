@@ -54,17 +54,6 @@ type gemmKernel[T gemmElem] struct {
 	edge *gemmKernel[T]
 }
 
-// linkEdgeKernels sets each kernel's edge from the others of its set.
-func linkEdgeKernels[T gemmElem](set []gemmKernel[T]) {
-	for i := range set {
-		for j := range set {
-			if set[j].mr == set[i].mr && 2*set[j].nr == set[i].nr {
-				set[i].edge = &set[j]
-			}
-		}
-	}
-}
-
 // asmGemmKernels returns the preferred set of assembly kernels for T on
 // this CPU, or nil.
 func asmGemmKernels[T gemmElem]() []gemmKernel[T] {

@@ -4,57 +4,31 @@ package ops
 
 import xcpu "golang.org/x/sys/cpu"
 
-//go:generate go run ./internal/asmgen -out gemm_amd64.s
+//go:generate go run ./internal/asmgen -out gemm_amd64.s -go gemm_kernels_amd64.go
 
 // The vector kernels (vec_amd64.s, tanh_amd64.s) need AVX2 and FMA; the
-// GEMM micro-kernels (gemm_amd64.s) come in AVX-512 and AVX2+FMA builds,
-// chosen once at start-up from the CPU's features.
+// GEMM micro-kernels (gemm_amd64.s, listed in gemm_kernels_amd64.go, both
+// generated) come in AVX-512 and AVX2+FMA builds, chosen once at start-up
+// from the CPU's features.
 var (
 	haveVecKernels = xcpu.X86.HasAVX2 && xcpu.X86.HasFMA
 	haveAVX512     = xcpu.X86.HasAVX512F
 )
 
-// asmGemmKernelSets lists the assembly micro-kernels for T this CPU runs,
-// one set per instruction set, the preferred set first (AVX-512, then
-// AVX2+FMA); within a set, in the order pickGemmKernel prefers them
-// (largest tile first; the half-width tile after the large one serves its
-// last column panels, see gemmKernel.edge). Tests run every set.
-func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] {
-	var sets [][]any
-	switch any(*new(T)).(type) {
-	case float32:
-		if haveAVX512 {
-			sets = append(sets, []any{
-				gemmKernel[float32]{name: "sgemmAVX512x12", mr: 12, nr: 32, asm: sgemmAVX512x12},
-				gemmKernel[float32]{name: "sgemmAVX512x12n16", mr: 12, nr: 16, asm: sgemmAVX512x12n16},
-				gemmKernel[float32]{name: "sgemmAVX512x4", mr: 4, nr: 32, asm: sgemmAVX512x4},
-				gemmKernel[float32]{name: "sgemmAVX512x1", mr: 1, nr: 64, asm: sgemmAVX512x1},
-			})
-		}
-		if haveVecKernels {
-			sets = append(sets, []any{
-				gemmKernel[float32]{name: "sgemmAVX2x6", mr: 6, nr: 16, asm: sgemmAVX2x6},
-				gemmKernel[float32]{name: "sgemmAVX2x6n8", mr: 6, nr: 8, asm: sgemmAVX2x6n8},
-				gemmKernel[float32]{name: "sgemmAVX2x1", mr: 1, nr: 32, asm: sgemmAVX2x1},
-			})
-		}
-	case float64:
-		if haveAVX512 {
-			sets = append(sets, []any{
-				gemmKernel[float64]{name: "dgemmAVX512x12", mr: 12, nr: 16, asm: dgemmAVX512x12},
-				gemmKernel[float64]{name: "dgemmAVX512x12n8", mr: 12, nr: 8, asm: dgemmAVX512x12n8},
-				gemmKernel[float64]{name: "dgemmAVX512x4", mr: 4, nr: 16, asm: dgemmAVX512x4},
-				gemmKernel[float64]{name: "dgemmAVX512x1", mr: 1, nr: 32, asm: dgemmAVX512x1},
-			})
-		}
-		if haveVecKernels {
-			sets = append(sets, []any{
-				gemmKernel[float64]{name: "dgemmAVX2x6", mr: 6, nr: 8, asm: dgemmAVX2x6},
-				gemmKernel[float64]{name: "dgemmAVX2x6n4", mr: 6, nr: 4, asm: dgemmAVX2x6n4},
-				gemmKernel[float64]{name: "dgemmAVX2x1", mr: 1, nr: 16, asm: dgemmAVX2x1},
-			})
+// linkEdgeKernels sets each kernel's edge from the others of its set.
+func linkEdgeKernels[T gemmElem](set []gemmKernel[T]) {
+	for i := range set {
+		for j := range set {
+			if set[j].mr == set[i].mr && 2*set[j].nr == set[i].nr {
+				set[i].edge = &set[j]
+			}
 		}
 	}
+}
+
+// kernelSets turns the generated lists of kernels (gemm_kernels_amd64.go)
+// into typed sets with their edge kernels linked.
+func kernelSets[T gemmElem](sets [][]any) [][]gemmKernel[T] {
 	out := make([][]gemmKernel[T], len(sets))
 	for i, set := range sets {
 		for _, k := range set {
@@ -64,48 +38,6 @@ func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] {
 	}
 	return out
 }
-
-//go:noescape
-func sgemmAVX512x12n16(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX512x12n8(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX512x12(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX512x4(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX512x1(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX2x6n8(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func sgemmAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX2x6n4(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX2x6(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
-
-//go:noescape
-func dgemmAVX2x1(kc int, a, b *float64, ldb int, c *float64, ldc int, accumulate int)
 
 //go:noescape
 func sdot(x, y *float32, n int) float32

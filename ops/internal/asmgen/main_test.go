@@ -6,14 +6,16 @@ import (
 	"testing"
 )
 
-// The committed assembly is what the generator writes: an edit to either
-// alone fails here (run `go generate ./ops`).
-func TestCommittedAssemblyIsGenerated(t *testing.T) {
-	committed, err := os.ReadFile("../../gemm_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(committed, generate()) {
-		t.Fatal("ops/gemm_amd64.s differs from the generator's output; run `go generate ./ops`")
+// The committed assembly and Go declarations are what the generator
+// writes: an edit to either alone fails here (run `go generate ./ops`).
+func TestCommittedFilesAreGenerated(t *testing.T) {
+	for file, want := range map[string][]byte{"gemm_amd64.s": generate(), "gemm_kernels_amd64.go": generateGo()} {
+		committed, err := os.ReadFile("../../" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(committed, want) {
+			t.Errorf("ops/%s differs from the generator's output; run `go generate ./ops`", file)
+		}
 	}
 }
