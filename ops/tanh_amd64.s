@@ -67,6 +67,28 @@ CONST8(expBias, 0x0000007f) // 127, the float32 exponent bias
 	VMULPS       T3, T2, T2; \
 	VMULPS       T4, T2, X
 
+// The kernels below share one skeleton (func f(dst, x *float32, n int), n a
+// multiple of the lanes): UNARY_ARGS loads dst into DX, x into SI and n
+// into CX; in the eight-lane ones UNARY8_HEAD, under the loop's label,
+// leaves for DONE when no lanes are left and loads the next eight x into
+// Y0, and UNARY8_NEXT stores the eight results in R and goes back to LOOP.
+#define UNARY_ARGS \
+	MOVQ dst+0(FP), DX \
+	MOVQ x+8(FP), SI   \
+	MOVQ n+16(FP), CX
+
+#define UNARY8_HEAD(DONE) \
+	CMPQ    CX, $8 \
+	JL      DONE   \
+	VMOVUPS (SI), Y0
+
+#define UNARY8_NEXT(R, LOOP) \
+	VMOVUPS R, (DX) \
+	ADDQ    $32, SI \
+	ADDQ    $32, DX \
+	SUBQ    $8, CX  \
+	JMP     LOOP
+
 // func stanh8(dst, x *float32, n int)
 // dst[i] = tanh(x[i]) for n a multiple of 8, eight lanes of float32 at a
 // time: x + x³ P(x²) where |x| < 0.55, else 1 - 2/(e^(2a) + 1) with a =
@@ -75,16 +97,12 @@ CONST8(expBias, 0x0000007f) // 127, the float32 exponent bias
 // result is at least 0.5, so 1 - q loses no bits; TestTanhVectorPath bounds
 // the error at 2 ulp. NaN passes through both branches.
 TEXT ·stanh8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 	VMOVUPS tanhClamp<>(SB), Y13
 
 loop:
-	CMPQ    CX, $8
-	JL      done
-	VMOVUPS (SI), Y0                      // x
+	UNARY8_HEAD(done)
 	VANDPS  tanhAbs<>(SB), Y0, Y1         // |x|
 	VMINPS  Y1, Y13, Y2                   // a = min(9.1, |x|); NaN stays (second operand)
 	VADDPS  Y2, Y2, Y2                    // y = 2a
@@ -107,11 +125,7 @@ loop:
 	VANDPS      tanhSign<>(SB), Y0, Y7
 	VORPS       Y7, Y6, Y6                // x's sign (-0 stays -0)
 
-	VMOVUPS Y6, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     loop
+	UNARY8_NEXT(Y6, loop)
 
 done:
 	VZEROUPPER
@@ -122,15 +136,11 @@ done:
 // (EXP8); +Inf above 88.72, 0 below -103.97, NaN stays NaN.
 // TestExpVectorPath bounds the error at 2 ulp over the whole range.
 TEXT ·sexp8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 
 exploop:
-	CMPQ    CX, $8
-	JL      expdone
-	VMOVUPS (SI), Y0
+	UNARY8_HEAD(expdone)
 	VMAXPS  expLo<>(SB), Y0, Y1   // clamped into the range (NaN becomes expLo)
 	VMINPS  expHi<>(SB), Y1, Y1
 	EXP8(Y1, Y2, Y3, Y4, Y5, Y6)
@@ -140,11 +150,7 @@ exploop:
 	VANDNPS Y1, Y7, Y1
 	VCMPPS  $3, Y0, Y0, Y7             // NaN stays NaN
 	VBLENDVPS Y7, Y0, Y1, Y1
-	VMOVUPS Y1, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     exploop
+	UNARY8_NEXT(Y1, exploop)
 
 expdone:
 	VZEROUPPER
@@ -155,15 +161,11 @@ expdone:
 // 1/(1+t) for x >= 0 and t/(1+t) below, so neither side cancels; NaN
 // stays NaN. TestSigmoidVectorPath bounds the error at 2 ulp.
 TEXT ·ssigmoid8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 
 sigloop:
-	CMPQ    CX, $8
-	JL      sigdone
-	VMOVUPS (SI), Y0
+	UNARY8_HEAD(sigdone)
 	VORPS   tanhSign<>(SB), Y0, Y1    // -|x|
 	VCMPPS  $0x11, expLo<>(SB), Y1, Y8 // e^-|x| rounds to 0 there
 	VMAXPS  expLo<>(SB), Y1, Y1
@@ -176,11 +178,7 @@ sigloop:
 	VDIVPS  Y2, Y3, Y3
 	VCMPPS  $3, Y0, Y0, Y7            // NaN stays NaN
 	VBLENDVPS Y7, Y0, Y3, Y3
-	VMOVUPS Y3, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     sigloop
+	UNARY8_NEXT(Y3, sigloop)
 
 sigdone:
 	VZEROUPPER
@@ -193,9 +191,7 @@ sigdone:
 // halves are independent work, which hides more of the long dependency
 // chain than eight lanes do.
 TEXT ·stanh16(SB), NOSPLIT, $0-24
-	MOVQ         dst+0(FP), DX
-	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
+	UNARY_ARGS
 	VBROADCASTSS tanhOne<>(SB), Z14
 	VBROADCASTSS tanhClamp<>(SB), Z13
 
@@ -274,15 +270,11 @@ CONST8(log127, 0x0000007f)
 // +Inf, negative numbers and NaN give NaN. TestLogVectorPath bounds the
 // error at 2 ulp.
 TEXT ·slog8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 
 logloop:
-	CMPQ    CX, $8
-	JL      logdone
-	VMOVUPS (SI), Y0                     // x
+	UNARY8_HEAD(logdone)
 	VCMPPS  $0x11, logMinNorm<>(SB), Y0, Y1 // x < smallest normal (denormal, 0 or negative)
 	VMULPS  logTwo23<>(SB), Y0, Y2
 	VBLENDVPS Y1, Y2, Y0, Y2              // x, denormals scaled by 2^23
@@ -321,11 +313,7 @@ logloop:
 	VBLENDVPS Y11, logNaN<>(SB), Y8, Y8
 	VCMPPS  $3, Y0, Y0, Y11               // NaN stays NaN
 	VBLENDVPS Y11, Y0, Y8, Y8
-	VMOVUPS Y8, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     logloop
+	UNARY8_NEXT(Y8, logloop)
 
 logdone:
 	VZEROUPPER
@@ -357,16 +345,12 @@ CONST8(erfB7, 0xbc8c60e6)
 // ±1 from |x| = 3.92, -0 stays -0, NaN stays NaN. TestErfVectorPath
 // bounds the error at 2 ulp.
 TEXT ·serf8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 	VMOVUPS erfClamp<>(SB), Y13
 
 erfloop:
-	CMPQ    CX, $8
-	JL      erfdone
-	VMOVUPS (SI), Y0                   // x
+	UNARY8_HEAD(erfdone)
 	VANDPS  tanhAbs<>(SB), Y0, Y1      // a = |x|
 
 	VMULPS      Y1, Y1, Y3             // z = a²
@@ -403,11 +387,7 @@ erfloop:
 	VORPS     Y8, Y7, Y7               // x's sign
 	VCMPPS    $3, Y0, Y0, Y8           // NaN stays NaN
 	VBLENDVPS Y8, Y0, Y7, Y7
-	VMOVUPS   Y7, (DX)
-	ADDQ      $32, SI
-	ADDQ      $32, DX
-	SUBQ      $8, CX
-	JMP       erfloop
+	UNARY8_NEXT(Y7, erfloop)
 
 erfdone:
 	VZEROUPPER
@@ -450,16 +430,12 @@ CONST8(phiR10, 0x343504b6)
 // by the pieces above; 0 and 1 beyond ±14.2, NaN stays NaN. gelu32Loop
 // multiplies by x; TestGeluFloat32 bounds the error.
 TEXT ·sphi8(SB), NOSPLIT, $0-24
-	MOVQ    dst+0(FP), DX
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
+	UNARY_ARGS
 	VMOVUPS tanhOne<>(SB), Y14
 	VMOVUPS phiClamp<>(SB), Y13
 
 philoop:
-	CMPQ    CX, $8
-	JL      phidone
-	VMOVUPS (SI), Y0                  // x
+	UNARY8_HEAD(phidone)
 	VANDPS  tanhAbs<>(SB), Y0, Y1     // a = |x|
 
 	VMULPS      Y1, Y1, Y2            // z = a²
@@ -510,11 +486,7 @@ philoop:
 	VBLENDVPS Y12, Y3, Y10, Y10
 	VCMPPS    $3, Y0, Y0, Y12         // NaN stays NaN
 	VBLENDVPS Y12, Y0, Y10, Y10
-	VMOVUPS   Y10, (DX)
-	ADDQ      $32, SI
-	ADDQ      $32, DX
-	SUBQ      $8, CX
-	JMP       philoop
+	UNARY8_NEXT(Y10, philoop)
 
 phidone:
 	VZEROUPPER
