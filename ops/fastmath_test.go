@@ -2,7 +2,6 @@ package ops
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/tensor"
@@ -207,18 +206,7 @@ func testVectorPath(t *testing.T, name string, f func(o, x []float32), ref func(
 	}
 	o := make([]float32, len(x))
 	f(o, x)
-	worst, at := int64(0), float32(0)
-	for i, v := range x {
-		want := float32(ref(float64(v)))
-		d := ulps(o[i], want)
-		if d > worst {
-			worst, at = d, v
-		}
-		if d > 2 {
-			t.Fatalf("%s(%v) = %v, want %v (%d ulps)", name, v, o[i], want, d)
-		}
-	}
-	t.Logf("%s: worst error %d ulp (at %v) over %d values", name, worst, at, len(x))
+	checkULPs(t, name, o, x, ref, 2)
 	nan := []float32{1, float32(math.NaN()), 2, 3, 4, 5, 6, 7, 8}
 	f(nan, nan)
 	if nan[1] == nan[1] || nan[0] != float32(ref(1)) {
@@ -251,17 +239,7 @@ func TestLogVectorPath(t *testing.T) {
 	}
 	o := make([]float32, len(x))
 	log32Loop(o, x)
-	worst, at := int64(0), float32(0)
-	for i, v := range x {
-		want := float32(math.Log(float64(v)))
-		if d := ulps(o[i], want); d > worst {
-			worst, at = d, v
-		}
-	}
-	t.Logf("log: worst error %d ulp (at %v) over %d values", worst, at, len(x))
-	if worst > 2 {
-		t.Errorf("log(%v) = %v, want %v (%d ulps)", at, o[slices.Index(x, at)], float32(math.Log(float64(at))), worst)
-	}
+	checkULPs(t, "log", o, x, math.Log, 2)
 	inf := float32(math.Inf(1))
 	special := []float32{0, float32(math.Copysign(0, -1)), inf, -1, -inf, float32(math.NaN()), 1, 2, 4, 8}
 	so := make([]float32, len(special))
@@ -346,5 +324,22 @@ func TestTanhKernelsEach(t *testing.T) {
 				t.Fatalf("%s(%v) = %v (%d ulps)", k.name, v, o[i], d)
 			}
 		}
+	}
+}
+
+// checkULPs fails the test where got[i], a float32 kernel's result for
+// x[i], is more than bound ulps from ref in float64 rounded to float32, and
+// logs the worst error of the sweep.
+func checkULPs(t *testing.T, name string, got, x []float32, ref func(float64) float64, bound int64) {
+	t.Helper()
+	worst, at := int64(0), 0
+	for i, v := range x {
+		if d := ulps(got[i], float32(ref(float64(v)))); d > worst {
+			worst, at = d, i
+		}
+	}
+	t.Logf("%s: worst error %d ulp (at %v) over %d values", name, worst, x[at], len(x))
+	if worst > bound {
+		t.Errorf("%s(%v) = %v, want %v (%d ulps, bound %d)", name, x[at], got[at], float32(ref(float64(x[at]))), worst, bound)
 	}
 }
