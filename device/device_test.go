@@ -63,3 +63,48 @@ func TestParallelCoversRangeOnce(t *testing.T) {
 		t.Errorf("nested total %d", total.Load())
 	}
 }
+
+// A panic in a shard reaches the caller, whichever goroutine ran the
+// shard, after every running shard has finished; the pool keeps working.
+func TestParallelPanicReachesTheCaller(t *testing.T) {
+	for trial := range 50 {
+		var running atomic.Int32
+		var after atomic.Int32
+		func() {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatalf("trial %d: no panic", trial)
+				}
+				if sp, ok := r.(*ShardPanic); ok {
+					r = sp.Value
+				}
+				if r != "boom" {
+					t.Fatalf("trial %d: panic %v", trial, r)
+				}
+				if n := running.Load(); n != 0 {
+					t.Fatalf("trial %d: %d shards still running after the panic reached the caller", trial, n)
+				}
+				after.Store(1)
+			}()
+			Host().Parallel(64, 1e6, func(lo, hi int) {
+				running.Add(1)
+				defer running.Add(-1)
+				if lo <= trial%64 && trial%64 < hi {
+					panic("boom")
+				}
+				for i := 0; i < 20000; i++ {
+					_ = i * i
+				}
+			})
+		}()
+		if after.Load() != 1 {
+			t.Fatal("recover did not run")
+		}
+	}
+	var total atomic.Int64
+	Host().Parallel(1000, 1e3, func(lo, hi int) { total.Add(int64(hi - lo)) })
+	if total.Load() != 1000 {
+		t.Errorf("after the panics: total %d", total.Load())
+	}
+}

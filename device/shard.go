@@ -1,7 +1,9 @@
 package device
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -21,21 +23,77 @@ type shardJob struct {
 	next      atomic.Int32
 	remaining atomic.Int32
 	done      chan struct{} // closed by whoever finishes the last shard
+	// failed is set once a shard panicked: shards not yet started are
+	// skipped. panicked holds the first panic of a worker's shard, for the
+	// caller to raise: on the worker's goroutine nobody could recover it
+	// and it would end the process.
+	failed   atomic.Bool
+	panicked atomic.Pointer[ShardPanic]
 }
 
-// run claims and runs shards until none is left.
-func (j *shardJob) run() {
+// ShardPanic is what Parallel panics with when fn panicked on a worker's
+// goroutine: the panic's value and the worker's stack. (A panic in the
+// calling goroutine's own shard goes on unchanged.)
+type ShardPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *ShardPanic) Error() string {
+	return fmt.Sprintf("device: panic in a parallel shard on a worker: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the panic's value when it is an error.
+func (p *ShardPanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// run claims and runs shards until none is left; onWorker says it runs on
+// a worker's goroutine.
+func (j *shardJob) run(onWorker bool) {
 	for {
 		s := j.next.Add(1) - 1
 		if s >= j.shards {
 			return
 		}
 		lo := int(s) * j.step
-		j.fn(lo, min(lo+j.step, j.n))
+		j.shard(lo, min(lo+j.step, j.n), onWorker)
+	}
+}
+
+// shard runs one shard (unless an earlier one panicked) and counts it
+// done, also when it panics. On a worker, the panic is kept for the caller
+// (before the shard counts as done, so the caller finds it) and the worker
+// carries on.
+func (j *shardJob) shard(lo, hi int, onWorker bool) {
+	defer func() {
+		if onWorker {
+			if r := recover(); r != nil {
+				j.panicked.CompareAndSwap(nil, &ShardPanic{Value: r, Stack: debug.Stack()})
+				j.failed.Store(true)
+			}
+		}
+		if j.remaining.Add(-1) == 0 {
+			close(j.done)
+		}
+	}()
+	if !j.failed.Load() {
+		j.fn(lo, hi)
+	}
+}
+
+// abandon is the caller's cleanup when its own shard panicked: shards
+// nobody started are dropped and those running are waited for, so that no
+// worker still writes when the panic reaches whoever recovers it.
+func (j *shardJob) abandon() {
+	j.failed.Store(true)
+	for j.next.Add(1)-1 < j.shards {
 		if j.remaining.Add(-1) == 0 {
 			close(j.done)
 		}
 	}
+	j.wait()
 }
 
 // workerSpin is how long a worker that finished a job keeps looking for
@@ -59,7 +117,7 @@ func (p *workerPool) start() {
 			var last *shardJob
 			for {
 				last = p.await(last)
-				last.run()
+				last.run(true)
 			}
 		}()
 	}
@@ -90,6 +148,10 @@ func (p *workerPool) await(last *shardJob) *shardJob {
 // that wakes late never delays the caller). Workers spin for workerSpin
 // after each job before they sleep, and the caller as long for the shards
 // still running before it does. Parallel returns when every shard is done.
+// If fn panics, Parallel panics on the calling goroutine once no shard is
+// running any more (shards not yet started are skipped): with the same
+// value where the caller's own shard panicked, else with a *ShardPanic
+// holding the worker's value and stack.
 func (c *CPUDevice) Parallel(n int, costPerUnit float64, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -115,9 +177,20 @@ offer:
 			break offer
 		}
 	}
-	j.run()
+	ok := false
+	defer func() {
+		if !ok { // the caller's own shard panicked; the panic goes on
+			c.workers.posted.CompareAndSwap(j, nil)
+			j.abandon()
+		}
+	}()
+	j.run(false)
+	ok = true
 	c.workers.posted.CompareAndSwap(j, nil)
 	j.wait()
+	if p := j.panicked.Load(); p != nil {
+		panic(p)
+	}
 }
 
 // wait returns when every shard is done, spinning for up to workerSpin

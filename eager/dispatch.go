@@ -3,6 +3,8 @@ package eager
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -206,8 +208,30 @@ func finish(c *Call, outs []*tensor.Tensor) {
 	if k == nil {
 		c.Fail(tensor.ErrDType, "no %s kernel for dtype %v", c.Device.Kind(), key)
 	}
-	k(c, outs)
+	runKernel(c, k, key, outs)
 	observe(c, outs)
+}
+
+// runKernel runs k, turning a runtime error inside it (an index out of
+// range, a nil dereference: a bug in the kernel, never the caller's input)
+// into a *tensor.Error of kind ErrInternal, so that Catch recovers it and
+// the process goes on. The kernel's own typed errors pass unchanged.
+func runKernel(c *Call, k Kernel, key tensor.DType, outs []*tensor.Tensor) {
+	defer func() {
+		if r := recover(); r != nil {
+			var rt runtime.Error
+			if err, ok := r.(error); ok && errors.As(err, &rt) {
+				var te *tensor.Error
+				if !errors.As(err, &te) {
+					e := failure(c, tensor.ErrInternal, "its %s %v kernel failed: %v (a bug in eagerflow: please report it)", c.Device.Kind(), key, rt)
+					e.Stack = string(debug.Stack())
+					panic(e)
+				}
+			}
+			panic(r)
+		}
+	}()
+	k(c, outs)
 }
 
 // observe tells the active observers about the call. They see the caller's

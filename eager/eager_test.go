@@ -78,3 +78,34 @@ func TestFailedOpLeavesInputsUnchanged(t *testing.T) {
 		t.Errorf("input changed: %v", got)
 	}
 }
+
+// A kernel that fails with a runtime error (a bug, here on purpose, on
+// the calling goroutine or on a worker of the CPU device) gives a typed
+// ErrInternal that Catch recovers, naming the op, with the kernel's stack.
+func TestKernelRuntimeErrorIsRecoverable(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		op := eager.Register(&eager.Op{
+			Name: "BrokenForTest", Inputs: 1, NonDifferentiable: true,
+			Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
+		})
+		op.SetKernel(device.CPU, tensor.Float32, func(c *eager.Call, outs []*tensor.Tensor) {
+			o := tensor.HostData[float32](outs[0])
+			if !parallel {
+				_ = o[len(o)+1-1+len(c.Inputs)] // out of range
+				return
+			}
+			device.Host().Parallel(len(o), 1e5, func(lo, hi int) {
+				if hi == len(o) {
+					var p *int
+					_ = *p
+				}
+			})
+		})
+		x := tensor.Zeros(tensor.Float32, 1000)
+		err := eager.Catch(func() { eager.Run1(op, nil, x) })
+		if !errors.Is(err, tensor.ErrInternal) || !strings.Contains(err.Error(), "ops: BrokenForTest: its cpu float32 kernel failed: runtime error") ||
+			!strings.Contains(err.Error(), "eager_test.go") {
+			t.Errorf("parallel=%v: got %v", parallel, err)
+		}
+	}
+}

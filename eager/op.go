@@ -159,7 +159,17 @@ func (c *Call) Out1(dt tensor.DType, shape tensor.Shape) []Out {
 // Fail panics with a *tensor.Error that names the op, its attributes, its
 // inputs and the caller. kind is one of tensor's sentinels.
 func (c *Call) Fail(kind error, format string, args ...any) {
-	tensor.Panicf("ops", c.Op.Name, kind, c.Inputs, attrString(c.Attrs), format, args...)
+	panic(failure(c, kind, format, args...))
+}
+
+// failure is the *tensor.Error that Fail panics with.
+func failure(c *Call, kind error, format string, args ...any) *tensor.Error {
+	in := make([]string, len(c.Inputs))
+	for i, t := range c.Inputs {
+		in[i] = tensor.Describe(t)
+	}
+	return &tensor.Error{Pkg: "ops", Op: c.Op.Name, Kind: kind, Detail: fmt.Sprintf(format, args...),
+		Inputs: in, Attrs: attrString(c.Attrs), Caller: tensor.Caller()}
 }
 
 func attrString(a any) string {

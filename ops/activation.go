@@ -72,10 +72,20 @@ func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
 }
 
 // Softplus returns log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) so
-// that it neither overflows nor loses small values. Floats.
-func Softplus(x *tensor.Tensor) *tensor.Tensor {
-	return Add(Relu(x), Log1p(Exp(Neg(Abs(x)))))
-}
+// that it neither overflows nor loses small values (float32 through
+// float64, rounded once). Its gradient is sigmoid(x) everywhere, 1/2 at 0.
+// Floats; a *tensor.Error for other dtypes.
+func Softplus(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(softplusOp, nil, x) }
+
+func softplus64(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }
+
+var softplusOp = func() *eager.Op {
+	op := floatOp("Softplus", via64(softplus64), softplus64, func(g *eager.Grad) []*tensor.Tensor {
+		return []*tensor.Tensor{Mul(g.OutGrads[0], Sigmoid(g.Inputs[0]))}
+	})
+	op.GradReads = eager.ReadsInputs
+	return op
+}()
 
 // DataFormat names where the feature dimension sits in image tensors.
 type DataFormat uint8

@@ -283,6 +283,9 @@ func im2row[T tensor.Float](p, x []T, g convGeom) {
 			src := x[(t.c*g.h+ih)*g.w:][:g.w]
 			clear(seg[:t.lo])
 			clear(seg[t.hi:])
+			if t.lo >= t.hi {
+				continue // no output column reads this row (src[lo+off:] may lie outside it)
+			}
 			if g.sw == 1 {
 				copy(seg[t.lo:t.hi], src[t.lo+t.off:t.hi+t.off])
 				continue

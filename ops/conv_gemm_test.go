@@ -25,6 +25,26 @@ func TestConv2DGemmMatchesGeneralLowering(t *testing.T) {
 		{4, 1, 5, 11, 2, 1, 1, Conv2DOpts{}},
 		{2, 3, 6, 7, 4, 2, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{0, 2}, {3, 0}}, Strides: [2]int{1, 3}}},
 		{5, 2, 4, 4, 16, 5, 5, Conv2DOpts{Padding: Same, Dilations: [2]int{2, 1}}},
+		// Dilation with explicit padding where some taps read no input
+		// column at all (they crashed the NCHW im2row).
+		{1, 1, 1, 3, 1, 1, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{0, 0}, {0, 2}}, Dilations: [2]int{1, 2}}},
+		{1, 1, 1, 3, 1, 1, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{0, 0}, {0, 3}}, Dilations: [2]int{1, 2}}},
+		{2, 2, 4, 3, 3, 2, 3, Conv2DOpts{Padding: Explicit, Explicit: [2][2]int{{2, 1}, {2, 0}}, Strides: [2]int{2, 1}, Dilations: [2]int{2, 2}}},
+	}
+	// And a seeded sweep of small geometries: strides and dilations 1-3,
+	// explicit pads 0-3 on each side, filters up to 3x3.
+	sweep := make([]uint32, 60*9)
+	tensor.NewRNG(99).Uint32s(sweep)
+	for i := 0; i+9 <= len(sweep); i += 9 {
+		r := func(j, lo, hi int) int { return lo + int(sweep[i+j]%uint32(hi-lo+1)) }
+		c := cfg{n: r(0, 1, 3), c: r(1, 1, 3), h: r(2, 1, 6), w: r(3, 1, 6), o: r(4, 1, 3), kh: r(5, 1, 3), kw: r(6, 1, 3),
+			opts: Conv2DOpts{Padding: Explicit, Strides: [2]int{r(7, 1, 3), r(8, 1, 3)}, Dilations: [2]int{r(7, 1, 3), r(8, 1, 2)},
+				Explicit: [2][2]int{{r(0, 0, 3), r(1, 0, 3)}, {r(2, 0, 3), r(3, 0, 3)}}}}
+		if (c.kh-1)*c.opts.Dilations[0]+1 > c.h+c.opts.Explicit[0][0]+c.opts.Explicit[0][1] ||
+			(c.kw-1)*c.opts.Dilations[1]+1 > c.w+c.opts.Explicit[1][0]+c.opts.Explicit[1][1] {
+			continue // the filter does not fit: an error, tested elsewhere
+		}
+		cases = append(cases, c)
 	}
 	for _, format := range []DataFormat{NCHW, NHWC} {
 		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {

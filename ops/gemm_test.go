@@ -247,7 +247,8 @@ func TestStreamingAddAndSum(t *testing.T) {
 	}
 }
 
-// srelu and sreluGrad against the Go loops' rules, NaN and -0 included,
+// srelu and sreluGrad against the Go loops' rules, NaN (kept, bit for bit)
+// and -0 (made +0) included,
 // over lengths around the vector width.
 func TestReluKernels(t *testing.T) {
 	if !haveVecKernels {
@@ -269,6 +270,9 @@ func TestReluKernels(t *testing.T) {
 			want, wantG := float32(0), float32(0)
 			if v > 0 {
 				want, wantG = v, dy[i]
+			}
+			if v != v {
+				want = v // NaN propagates; its gradient is 0
 			}
 			if math.Float32bits(o[i]) != math.Float32bits(want) || g[i] != wantG {
 				t.Fatalf("n=%d x=%v: relu %v grad %v, want %v and %v", n, v, o[i], g[i], want, wantG)

@@ -77,6 +77,13 @@ func TestGradients(t *testing.T) {
 		{"MatMul TATB", func(x []T) T { return ops.MatMulT(x[0], x[1], true, true) }, []T{rnd(1, -1, 1, 4, 3), rnd(2, -1, 1, 5, 4)}},
 		{"MatMul batched", func(x []T) T { return ops.MatMul(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3, 4), rnd(2, -1, 1, 2, 4, 2)}},
 		{"MatMul shared b", func(x []T) T { return ops.MatMul(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3, 4), rnd(2, -1, 1, 4, 2)}},
+		// A batched operand transposed against a rank-2 one, either side
+		// (the rules' products put the rank-2 operand on the left).
+		{"MatMul batched TA shared b", func(x []T) T { return ops.MatMulT(x[0], x[1], true, false) }, []T{rnd(1, -1, 1, 2, 3, 4), rnd(2, -1, 1, 3, 5)}},
+		{"MatMul batched TATB shared b", func(x []T) T { return ops.MatMulT(x[0], x[1], true, true) }, []T{rnd(1, -1, 1, 2, 3, 4), rnd(2, -1, 1, 5, 3)}},
+		{"MatMul batched TB shared b", func(x []T) T { return ops.MatMulT(x[0], x[1], false, true) }, []T{rnd(1, -1, 1, 2, 4, 3), rnd(2, -1, 1, 5, 3)}},
+		{"MatMul shared a", func(x []T) T { return ops.MatMul(x[0], x[1]) }, []T{rnd(1, -1, 1, 3, 4), rnd(2, -1, 1, 2, 4, 2)}},
+		{"MatMul shared a TATB", func(x []T) T { return ops.MatMulT(x[0], x[1], true, true) }, []T{rnd(1, -1, 1, 4, 3), rnd(2, -1, 1, 2, 2, 4)}},
 		{"LogSoftmax", func(x []T) T { return ops.LogSoftmax(x[0], -1) }, []T{rnd(1, -2, 2, 3, 4)}},
 		{"LogSoftmax axis 0", func(x []T) T { return ops.LogSoftmax(x[0], 0) }, []T{rnd(1, -2, 2, 3, 4)}},
 		{"Softmax", func(x []T) T { return ops.Softmax(x[0], -1) }, []T{rnd(1, -2, 2, 3, 4)}},

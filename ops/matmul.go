@@ -148,7 +148,7 @@ func init() {
 			switch {
 			case len(batchB) == 0:
 			case len(batchA) == 0:
-				c.Fail(tensor.ErrRank, "a rank-2 left operand needs a rank-2 right operand")
+				batch = batchB
 			case !batchA.Equal(batchB):
 				c.Fail(tensor.ErrShape, "batch dimensions differ: %v and %v", batchA, batchB)
 			}
@@ -178,9 +178,9 @@ func init() {
 }
 
 // MatMul returns a·b over the last two dimensions: a: [..., m, k], b:
-// [..., k, n] -> [..., m, n]. Leading (batch) dimensions must be equal, or b
-// may be rank 2 and shared by every batch. Same numeric dtype. Panics with a
-// *tensor.Error on a shape mismatch.
+// [..., k, n] -> [..., m, n]. Leading (batch) dimensions must be equal, or
+// either operand may be rank 2 and shared by every batch of the other. Same
+// numeric dtype. Panics with a *tensor.Error on a shape mismatch.
 func MatMul(a, b *tensor.Tensor) *tensor.Tensor { return MatMulT(a, b, false, false) }
 
 // MatMulT is MatMul with the last two dimensions of a and/or b transposed

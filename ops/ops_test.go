@@ -192,6 +192,11 @@ func TestMatMulAndSoftmax(t *testing.T) {
 	check(t, "a a^T", ops.MatMulT(a, a, false, true), tensor.Shape{2, 2}, f32(14, 32, 32, 77))
 	batch := ops.Reshape(ops.Concatenate(0, a, a), 2, 2, 3)
 	check(t, "batched shared b", ops.MatMul(batch, b), tensor.Shape{2, 2, 2}, f32(58, 64, 139, 154, 58, 64, 139, 154))
+	// A rank-2 left operand is shared by every batch of the right one.
+	bb := ops.Reshape(ops.Concatenate(0, b, ops.Neg(b)), 2, 3, 2)
+	check(t, "shared a", ops.MatMul(a, bb), tensor.Shape{2, 2, 2}, f32(58, 64, 139, 154, -58, -64, -139, -154))
+	check(t, "shared a, both transposed", ops.MatMulT(ops.Transpose(a).Contiguous(), ops.Transpose(bb, 0, 2, 1).Contiguous(), true, true),
+		tensor.Shape{2, 2, 2}, f32(58, 64, 139, 154, -58, -64, -139, -154))
 	// Odd sizes exercise the 4-row blocks and their remainder.
 	for _, n := range []int{1, 3, 5, 9, 17, 70} {
 		x := tensor.RandNormal(tensor.NewRNG(uint64(n)), tensor.Float64, n, n+1)
@@ -321,5 +326,8 @@ func TestMatMulTransposedFewRows(t *testing.T) {
 		shared := rnd(uint64(m+20), -1, 1, 9, 7)
 		check(t, "shared b", ops.MatMulT(a, shared, false, true), tensor.Shape{2, m, 9},
 			tensor.ToSlice[float64](ops.MatMul(a, ops.Transpose(shared).Contiguous())))
+		a2 := rnd(uint64(m+30), -1, 1, m, 7)
+		check(t, "shared a", ops.MatMulT(a2, b, false, true), tensor.Shape{2, m, 9},
+			tensor.ToSlice[float64](ops.MatMul(a2, ops.Transpose(b, 0, 2, 1).Contiguous())))
 	}
 }

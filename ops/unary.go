@@ -105,7 +105,7 @@ func reluLoop[T tensor.Num](o, x []T) {
 		return
 	}
 	for i := range o {
-		if v := x[i]; v > 0 {
+		if v := x[i]; v > 0 || v != v { // NaN propagates
 			o[i] = v
 		} else {
 			o[i] = 0
@@ -259,7 +259,8 @@ func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
-// Relu returns max(x, 0).
+// Relu returns max(x, 0): x where x > 0, NaN where x is NaN, else 0
+// (+0 for -0). Its gradient passes dy where x > 0 and is 0 elsewhere.
 func Relu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(reluOp, nil, x) }
 
 // Exp returns e^x. x: Float32 or Float64.

@@ -308,8 +308,10 @@ sumdone:
 	RET
 
 // func srelu(dst, x *float32, n int)
-// dst[i] = x[i] where x[i] > 0, else 0 (NaN gives 0, as the Go loop does):
-// MAXPS returns its second source when either is NaN, and that is zero.
+// dst[i] = x[i] where x[i] > 0, NaN where x[i] is NaN, else +0 (as the Go
+// loop does): MAXPS returns its second source, zero, when either is NaN
+// (and for -0), so the NaN lanes, found by an unordered compare of x with
+// itself, are ORed back in.
 TEXT ·srelu(SB), NOSPLIT, $0-24
 	MOVQ   dst+0(FP), DX
 	MOVQ   x+8(FP), SI
@@ -320,7 +322,10 @@ relu8:
 	CMPQ    CX, $8
 	JL      relutail
 	VMOVUPS (SI), Y0
+	VCMPPS  $0x03, Y0, Y0, Y1 // unordered: x is NaN
+	VANDPS  Y0, Y1, Y1
 	VMAXPS  Y2, Y0, Y0
+	VORPS   Y1, Y0, Y0
 	VMOVUPS Y0, (DX)
 	ADDQ    $32, SI
 	ADDQ    $32, DX
@@ -331,7 +336,10 @@ relutail:
 	TESTQ  CX, CX
 	JE     reludone
 	VMOVSS (SI), X0
+	VCMPSS $0x03, X0, X0, X1
+	VANDPS X0, X1, X1
 	VMAXSS X2, X0, X0
+	VORPS  X1, X0, X0
 	VMOVSS X0, (DX)
 	ADDQ   $4, SI
 	ADDQ   $4, DX

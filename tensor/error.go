@@ -25,6 +25,9 @@ var (
 	// ErrReleased: the tensor's buffer went back to its device (Release, or
 	// a tape made with ReleaseIntermediates).
 	ErrReleased = errors.New("buffer released")
+	// ErrInternal: a kernel failed where it should not (a bug in
+	// eagerflow); the error carries the kernel's stack.
+	ErrInternal = errors.New("internal error")
 )
 
 // Error is the panic value of a programmer error in calling an op or a
@@ -39,6 +42,7 @@ type Error struct {
 	Inputs []string // inputs as "float32[2 3]"
 	Attrs  string   // attributes, formatted
 	Caller string   // file:line of the first caller outside eagerflow
+	Stack  string   // for ErrInternal: the stack where the kernel failed
 }
 
 func (e *Error) Error() string {
@@ -55,6 +59,9 @@ func (e *Error) Error() string {
 	}
 	if e.Caller != "" {
 		fmt.Fprintf(&b, " at %s", e.Caller)
+	}
+	if e.Stack != "" {
+		fmt.Fprintf(&b, "\n\n%s", e.Stack)
 	}
 	return b.String()
 }
