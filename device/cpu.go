@@ -10,9 +10,10 @@ import (
 
 // CPUDevice is host memory and host cores. Its buffers are *HostBuffer.
 type CPUDevice struct {
-	pools   [maxClass + 1]sync.Pool
-	workers workerPool
-	stats   PoolStats
+	pools    [maxClass + 1]sync.Pool
+	workers  workerPool
+	stats    PoolStats
+	maxAlloc atomic.Int64 // the largest buffer Alloc gives
 }
 
 // PoolStats counts what the CPU buffer cache did; read with Stats.
@@ -35,8 +36,13 @@ type HostBuffer struct {
 
 var hostCPU *CPUDevice
 
+// defaultMaxAlloc is the largest buffer the CPU device gives where the
+// machine's memory is unknown.
+const defaultMaxAlloc = 1 << 46
+
 func newCPU() *CPUDevice {
 	c := &CPUDevice{}
+	c.SetMaxAlloc(0)
 	c.workers.start()
 	hostCPU = c
 	return c
@@ -79,11 +85,28 @@ func classBytes(class int) int {
 	return (1 << (e - 1)) * (4 + q) / 4
 }
 
+// SetMaxAlloc sets the largest buffer Alloc gives, in bytes; 0 restores
+// the default, the machine's physical memory. A larger request is an error
+// wrapping ErrOutOfMemory, where the Go runtime would end the process.
+func (c *CPUDevice) SetMaxAlloc(nbytes int) {
+	if nbytes <= 0 {
+		nbytes = physicalMemory()
+		if nbytes <= 0 {
+			nbytes = defaultMaxAlloc
+		}
+	}
+	c.maxAlloc.Store(int64(nbytes))
+}
+
+// MaxAlloc returns the largest buffer Alloc gives, in bytes.
+func (c *CPUDevice) MaxAlloc() int { return int(c.maxAlloc.Load()) }
+
 // Alloc returns a host buffer of at least nbytes bytes, reusing a cached
-// buffer of the same size class when one is free.
+// buffer of the same size class when one is free. Requests beyond MaxAlloc
+// are an error wrapping ErrOutOfMemory.
 func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
-	if nbytes < 0 {
-		return nil, fmt.Errorf("%w: negative size %d", ErrOutOfMemory, nbytes)
+	if err := CheckAlloc(c, nbytes); err != nil {
+		return nil, err
 	}
 	c.stats.Allocs.Add(1)
 	if nbytes == 0 {

@@ -66,6 +66,24 @@ type Device interface {
 	Synchronize() error
 }
 
+// Limited is a device that knows the largest buffer it can give.
+type Limited interface {
+	MaxAlloc() int
+}
+
+// CheckAlloc returns an error wrapping ErrOutOfMemory when d cannot give a
+// buffer of nbytes bytes (negative, or beyond its MaxAlloc), before
+// anything is allocated; nil otherwise.
+func CheckAlloc(d Device, nbytes int) error {
+	if nbytes < 0 {
+		return fmt.Errorf("%w: negative size %d on %s", ErrOutOfMemory, nbytes, d.Name())
+	}
+	if l, ok := d.(Limited); ok && nbytes > l.MaxAlloc() {
+		return fmt.Errorf("%w: %d bytes asked of %s, which gives at most %d (its memory)", ErrOutOfMemory, nbytes, d.Name(), l.MaxAlloc())
+	}
+	return nil
+}
+
 var registry struct {
 	sync.RWMutex
 	byName map[string]Device

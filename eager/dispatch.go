@@ -2,7 +2,6 @@ package eager
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -160,6 +159,11 @@ func prepare(c *Call) []Out {
 		c.Device = device.Default()
 	}
 	specs := op.Infer(c)
+	for i, s := range specs {
+		if _, ok := tensor.ByteSize(s.DType, s.Shape); !ok {
+			c.Fail(tensor.ErrShape, "output %d would be %v%v: a negative dimension, or more elements or bytes than an int can count", i, s.DType, s.Shape)
+		}
+	}
 	if !op.AnyLayout {
 		cloned := false
 		for i, x := range c.Inputs {
@@ -179,7 +183,9 @@ func allocate(c *Call, specs []Out, outs []*tensor.Tensor) []*tensor.Tensor {
 	for _, s := range specs {
 		t, err := tensor.Empty(c.Device, s.DType, s.Shape)
 		if err != nil {
-			panic(fmt.Errorf("ops: %s: allocating output %v%v on %s: %w", c.Op.Name, s.DType, s.Shape, c.Device.Name(), err))
+			// Kind is the device's error, so errors.Is finds
+			// device.ErrOutOfMemory and Catch recovers it.
+			c.Fail(err, "cannot allocate its output %v%v on %s: %v", s.DType, s.Shape, c.Device.Name(), err)
 		}
 		outs = append(outs, t)
 	}

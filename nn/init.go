@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/eagerflow/eagerflow/ops"
@@ -68,10 +67,17 @@ func Zeros(_ *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 // normal draw; for recurrent kernels.
 func Orthogonal(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 	if len(shape) < 2 {
-		panic(fmt.Sprintf("nn: Orthogonal needs rank 2 or more, got shape %v", shape))
+		tensor.Panicf("nn", "Orthogonal", tensor.ErrRank, nil, "", "needs rank 2 or more, got shape %v", shape)
+	}
+	n, ok := tensor.Shape(shape).Size()
+	if !ok {
+		tensor.Panicf("nn", "Orthogonal", tensor.ErrShape, nil, "", "shape %v has a negative dimension or too many elements", shape)
+	}
+	if n == 0 {
+		return tensor.Zeros(dt, shape...)
 	}
 	cols := shape[len(shape)-1]
-	rows := tensor.Shape(shape).NumElements() / cols
+	rows := n / cols
 	n, m := max(rows, cols), min(rows, cols)
 	a := tensor.ToSlice[float64](tensor.RandNormal(rng, tensor.Float64, m, n))
 	for i := 0; i < m; i++ { // orthonormalize the m rows of length n

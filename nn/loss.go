@@ -7,14 +7,34 @@ import (
 
 // Losses return a scalar: the mean over the batch.
 
-// MeanSquaredError is mean((pred - target)²); same shapes.
+// sameShapes panics with a *tensor.Error unless a and b have one shape
+// and one float dtype: a loss that broadcast a [N 1] prediction against a
+// [N] target would average N² differences without a word.
+func sameShapes(loss string, a, b *tensor.Tensor) {
+	in := []*tensor.Tensor{a, b}
+	if a == nil || b == nil {
+		tensor.Panicf("nn", loss, tensor.ErrArity, nil, "", "an input is nil")
+	}
+	if !a.Shape().Equal(b.Shape()) {
+		tensor.Panicf("nn", loss, tensor.ErrShape, in, "", "shapes %v and %v differ; the loss needs the same shapes (reshape one: it does not broadcast)", a.Shape(), b.Shape())
+	}
+	if !a.DType().IsFloat() || a.DType() != b.DType() {
+		tensor.Panicf("nn", loss, tensor.ErrDType, in, "", "needs one float dtype, got %v and %v", a.DType(), b.DType())
+	}
+}
+
+// MeanSquaredError is mean((pred - target)²) over every element. pred and
+// target must have the same shape and float dtype (a *tensor.Error
+// otherwise).
 func MeanSquaredError(pred, target *tensor.Tensor) *tensor.Tensor {
+	sameShapes("MeanSquaredError", pred, target)
 	return ops.Mean(ops.Square(ops.Sub(pred, target)))
 }
 
 // SoftmaxCrossEntropy is the mean cross-entropy of logits [..., C] against
-// label distributions of the same shape.
+// label distributions of the same shape and float dtype.
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	sameShapes("SoftmaxCrossEntropy", logits, labels)
 	return ops.Mean(ops.SoftmaxCrossEntropy(logits, labels))
 }
 
@@ -25,11 +45,11 @@ func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 }
 
 // BinaryCrossEntropyWithLogits is the mean of -z log σ(x) - (1-z) log(1-σ(x))
-// for logits x and labels z in [0, 1] of the same shape, computed stably as
-// max(x, 0) - x z + log(1 + e^-|x|).
+// for logits x and labels z in [0, 1] of the same shape and float dtype,
+// computed stably as softplus(x) - x z (gradient σ(x) - z everywhere).
 func BinaryCrossEntropyWithLogits(logits, labels *tensor.Tensor) *tensor.Tensor {
-	x := logits
-	return ops.Mean(ops.Add(ops.Sub(ops.Relu(x), ops.Mul(x, labels)), ops.Log1p(ops.Exp(ops.Neg(ops.Abs(x))))))
+	sameShapes("BinaryCrossEntropyWithLogits", logits, labels)
+	return ops.Mean(ops.Sub(ops.Softplus(logits), ops.Mul(logits, labels)))
 }
 
 // Accuracy is the fraction of rows of logits [N, C] whose largest entry is

@@ -1,9 +1,12 @@
 package nn
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -230,6 +233,33 @@ func TestLossesAndMetrics(t *testing.T) {
 	}
 	if got := BinaryCrossEntropyWithLogits(x, z).Float(); !approx.Close(got, want/3, 1e-12) {
 		t.Errorf("bce %v, want %v", got, want/3)
+	}
+	// The losses refuse shapes that would broadcast ([4 1] against [4]
+	// averaged 16 differences), naming themselves.
+	col, row := tensor.Zeros(tensor.Float64, 4, 1), tensor.Zeros(tensor.Float64, 4)
+	for name, fn := range map[string]func(){
+		"MeanSquaredError":             func() { MeanSquaredError(col, row) },
+		"BinaryCrossEntropyWithLogits": func() { BinaryCrossEntropyWithLogits(col, row) },
+		"SoftmaxCrossEntropy":          func() { SoftmaxCrossEntropy(col, row) },
+	} {
+		if err := eager.Catch(fn); !errors.Is(err, tensor.ErrShape) || !strings.HasPrefix(err.Error(), "nn: "+name+": ") {
+			t.Errorf("%s of [4 1] and [4]: %v", name, err)
+		}
+	}
+	if err := eager.Catch(func() { Orthogonal(tensor.NewRNG(1), tensor.Float32, 3) }); !errors.Is(err, tensor.ErrRank) ||
+		!strings.HasPrefix(err.Error(), "nn: Orthogonal: ") {
+		t.Errorf("Orthogonal of a rank-1 shape: %v", err)
+	}
+	if z := Orthogonal(tensor.NewRNG(1), tensor.Float32, 0, 3); !z.Shape().Equal(tensor.Shape{0, 3}) {
+		t.Errorf("Orthogonal of [0 3]: %v", z.Shape())
+	}
+	// The logistic loss's gradient is σ(x) - z, also at x = 0 exactly.
+	x0 := tensor.FromSlice([]float64{0, 0})
+	tp := tape.New()
+	tp.Watch(x0)
+	g := f64(tp.Gradient(BinaryCrossEntropyWithLogits(x0, tensor.FromSlice([]float64{1, 0})), x0)[0])
+	if !approx.Close(g[0], -0.25, 1e-15) || !approx.Close(g[1], 0.25, 1e-15) {
+		t.Errorf("bce gradient at 0: %v, want [-0.25 0.25]", g)
 	}
 	logits := tensor.FromSlice([]float64{1, 2, 0, 5, 0, 1}, 2, 3)
 	if got := Accuracy(logits, tensor.FromSlice([]int32{1, 2})); got != 0.5 {

@@ -11,11 +11,13 @@ import (
 
 // LeakyRelu returns x where x > 0 and alpha*x elsewhere. Floats.
 func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	defer asOp("LeakyRelu")
 	return Select(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
 }
 
 // Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
 func Elu(x *tensor.Tensor) *tensor.Tensor {
+	defer asOp("Elu")
 	neg := Min(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
 	return Select(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
 }
@@ -67,6 +69,7 @@ func gelu32Loop(o, x []float32) {
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
 // x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats.
 func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
+	defer asOp("GeluTanh")
 	inner := Mul(ScalarLike(x, math.Sqrt(2/math.Pi)), Add(x, Mul(ScalarLike(x, 0.044715), Mul(x, Square(x)))))
 	return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Tanh(inner)))
 }
@@ -106,6 +109,7 @@ func (f DataFormat) String() string {
 // BiasAdd adds bias: [C] to x along its feature dimension: the last for
 // NHWC, dimension 1 for NCHW (x rank >= 2).
 func BiasAdd(x, bias *tensor.Tensor, format DataFormat) *tensor.Tensor {
+	defer asOp("BiasAdd")
 	in := []*tensor.Tensor{x, bias}
 	if bias.Rank() != 1 || x.Rank() < 2 {
 		fail("BiasAdd", tensor.ErrRank, in, "needs x of rank >= 2 and a vector bias")
@@ -130,6 +134,7 @@ func BiasAdd(x, bias *tensor.Tensor, format DataFormat) *tensor.Tensor {
 // L2Normalize divides x by its L2 norm along axis: x / sqrt(max(sum(x²),
 // epsilon)). Floats.
 func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
+	defer asOp("L2Normalize")
 	ss := Reduce(Square(x), Reduction{Kind: ReduceSum, Dims: []int{axis}, KeepDims: true})
 	return Mul(x, Rsqrt(Max(ss, ScalarLike(ss, epsilon))))
 }
@@ -139,6 +144,10 @@ func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
 // rate 0 returns x. Floats; panics with a *tensor.Error for rate outside
 // [0, 1).
 func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
+	defer asOp("Dropout")
+	if !x.DType().IsFloat() {
+		fail("Dropout", tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
+	}
 	if !(rate >= 0 && rate < 1) {
 		fail("Dropout", tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
 	}
@@ -158,6 +167,7 @@ func RngUniform(rng *tensor.RNG, dt tensor.DType, lo, hi float64, shape ...int) 
 // RngNormal is XLA's RngNormal: values with mean mu and standard deviation
 // sigma, of a float dtype.
 func RngNormal(rng *tensor.RNG, dt tensor.DType, mu, sigma float64, shape ...int) *tensor.Tensor {
+	defer asOp("RngNormal")
 	z := tensor.RandNormal(rng, dt, shape...)
 	return Add(Mul(z, ScalarLike(z, sigma)), ScalarLike(z, mu))
 }

@@ -120,6 +120,11 @@ func planConv(xShape, kShape tensor.Shape, o ConvOpts) *convPlan {
 		if len(v) != ns {
 			fail("Conv", tensor.ErrAttr, in, "%v needs %d entries", v, ns)
 		}
+		for _, x := range v {
+			if x < 1 {
+				fail("Conv", tensor.ErrAttr, in, "strides and dilations must be positive, got %v", v)
+			}
+		}
 		return v
 	}
 	strides, ld, rd := fill(o.Strides), fill(o.LhsDilation), fill(o.RhsDilation)
@@ -261,6 +266,7 @@ func (p *convPlan) groupCols(m *tensor.Tensor, gi int) *tensor.Tensor {
 // share a float dtype. Panics with a *tensor.Error when shapes or options do
 // not fit.
 func Conv(x, kernel *tensor.Tensor, o ConvOpts) *tensor.Tensor {
+	defer asOp("Conv")
 	p := planConv(x.Shape(), kernel.Shape(), o)
 	outs := make([]*tensor.Tensor, p.groups)
 	for gi := range outs {
@@ -343,6 +349,22 @@ func (o Conv2DOpts) String() string {
 	return fmt.Sprintf("strides=%v dilations=%v padding=%d format=%v", o.Strides, o.Dilations, o.Padding, o.Format)
 }
 
+// check fails op unless the options are meaningful: strides and
+// dilations positive (or 0 for 1), a known padding mode and layout.
+func (o Conv2DOpts) check(op string, in []*tensor.Tensor) {
+	for i := range 2 {
+		if o.Strides[i] < 0 || o.Dilations[i] < 0 {
+			tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "strides and dilations must be positive (0 means 1), got strides %v and dilations %v", o.Strides, o.Dilations)
+		}
+	}
+	if o.Padding > Explicit {
+		tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "unknown padding mode %d (Valid, Same or Explicit)", o.Padding)
+	}
+	if o.Format > NCHW {
+		tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "unknown data format %d (NHWC or NCHW)", o.Format)
+	}
+}
+
 func orOne(v int) int {
 	if v == 0 {
 		return 1
@@ -386,6 +408,8 @@ func hwOf(s tensor.Shape, f DataFormat) (int, int) {
 // OH, OW], with strides, dilations and SAME/VALID/explicit padding as
 // TensorFlow's Conv2D.
 func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	defer asOp("Conv2D")
+	o.check("Conv2D", []*tensor.Tensor{x, filter})
 	if x.Rank() != 4 || filter.Rank() != 4 {
 		fail("Conv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
 	}
@@ -401,6 +425,8 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 // (TensorFlow's Conv2DBackpropInput). It is what the tape computes for a
 // recorded Conv2D.
 func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	defer asOp("Conv2DBackpropInput")
+	o.check("Conv2DBackpropInput", []*tensor.Tensor{filter, dy})
 	if inputShape.Rank() != 4 || filter.Rank() != 4 {
 		fail("Conv2DBackpropInput", tensor.ErrRank, []*tensor.Tensor{filter, dy}, "needs a rank-4 input shape and filter, got %v and %v", inputShape, filter.Shape())
 	}
@@ -419,6 +445,8 @@ func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o C
 // filter, given the input, the filter's shape and dy (TensorFlow's
 // Conv2DBackpropFilter).
 func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	defer asOp("Conv2DBackpropFilter")
+	o.check("Conv2DBackpropFilter", []*tensor.Tensor{x, dy})
 	if x.Rank() != 4 || filterShape.Rank() != 4 {
 		fail("Conv2DBackpropFilter", tensor.ErrRank, []*tensor.Tensor{x, dy}, "needs a rank-4 input and filter shape, got %v and %v", x.Shape(), filterShape)
 	}
@@ -438,6 +466,8 @@ func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor
 // channels, channel c*M+m from input channel c. It is Conv with C feature
 // groups.
 func DepthwiseConv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	defer asOp("DepthwiseConv2D")
+	o.check("DepthwiseConv2D", []*tensor.Tensor{x, filter})
 	if x.Rank() != 4 || filter.Rank() != 4 {
 		fail("DepthwiseConv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -76,20 +77,29 @@ type convGeom struct {
 
 func (g convGeom) taps() int { return g.c * g.kh * g.kw }
 
-// outSize is the output length of one spatial dimension, or -1 when the
-// (dilated) filter does not fit in the padded input.
+// pairSum is a + b, or -1 when that overflows (a, b >= 0).
+func pairSum(a, b int) int {
+	if s, ok := checked.Add(a, b); ok {
+		return s
+	}
+	return -1
+}
+
+// nchwOut is the output length of one spatial dimension, or -1 when the
+// (dilated) filter does not fit in the padded input or a size overflows.
 func nchwOut(in, pads, k, d, s int) int {
-	span := (k-1)*d + 1
-	if in+pads < span {
+	span, ok1 := checked.Mul(k-1, d)
+	padded, ok2 := checked.Add(in, pads)
+	if pads < 0 || !ok1 || !ok2 || padded <= span {
 		return -1
 	}
-	return (in+pads-span)/s + 1
+	return (padded-span-1)/s + 1
 }
 
 func (a conv2DGemm) geom(c *eager.Call, n, ch, o int) convGeom {
 	kh, kw := a.kh, a.kw
 	g := convGeom{conv2DGemm: a, n: n, c: ch, o: o, kh: kh, kw: kw,
-		oh: nchwOut(a.h, a.pt+a.pb, kh, a.dh, a.sh), ow: nchwOut(a.w, a.pl+a.pr, kw, a.dw, a.sw)}
+		oh: nchwOut(a.h, pairSum(a.pt, a.pb), kh, a.dh, a.sh), ow: nchwOut(a.w, pairSum(a.pl, a.pr), kw, a.dw, a.sw)}
 	if g.oh < 0 || g.ow < 0 {
 		c.Fail(tensor.ErrShape, "a %dx%d filter (dilations %d, %d) does not fit the padded %dx%d input", kh, kw, a.dh, a.dw, a.h, a.w)
 	}

@@ -41,6 +41,7 @@ func LogicalNot(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(logicalNotO
 // Any reports whether any element over dims (all when none are given) is
 // true. x: Bool.
 func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Any")
 	needBool("Any", x)
 	return Cast(ReduceMaxOf(Cast(x, tensor.Uint8), dims...), tensor.Bool)
 }
@@ -48,6 +49,7 @@ func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 // All reports whether every element over dims (all when none are given) is
 // true. x: Bool.
 func All(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("All")
 	needBool("All", x)
 	return Cast(ReduceMinOf(Cast(x, tensor.Uint8), dims...), tensor.Bool)
 }

@@ -181,7 +181,10 @@ func init() {
 // [..., k, n] -> [..., m, n]. Leading (batch) dimensions must be equal, or
 // either operand may be rank 2 and shared by every batch of the other. Same
 // numeric dtype. Panics with a *tensor.Error on a shape mismatch.
-func MatMul(a, b *tensor.Tensor) *tensor.Tensor { return MatMulT(a, b, false, false) }
+func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
+	defer asOp("MatMul")
+	return MatMulT(a, b, false, false)
+}
 
 // MatMulT is MatMul with the last two dimensions of a and/or b transposed
 // first (without a copy of the caller's data).

@@ -47,12 +47,19 @@ func checkPool(op string, x *tensor.Tensor, o PoolOpts) {
 	if o.Size[0] < 1 || o.Size[1] < 1 {
 		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "window size %v must be positive", o.Size)
 	}
+	if o.Strides[0] < 0 || o.Strides[1] < 0 {
+		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "strides %v must be positive (0 means the window size)", o.Strides)
+	}
+	if o.Padding > Explicit || o.Format > NCHW {
+		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "unknown padding mode %d or data format %d", o.Padding, o.Format)
+	}
 }
 
 // MaxPool2D takes the maximum of each window: x: [N, H, W, C] (NHWC) or
 // [N, C, H, W] (NCHW) -> pooled. Padding never wins. Its gradient goes to
 // the first maximum of each window through SelectAndScatter.
 func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	defer asOp("MaxPool2D")
 	checkPool("MaxPool2D", x, o)
 	return ReduceWindow(x, ScalarLike(x, math.Inf(-1)), ReduceMax, o.window(x))
 }
@@ -61,6 +68,7 @@ func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 // SAME padding, border windows average fewer elements, as TensorFlow does).
 // Floats.
 func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	defer asOp("AvgPool2D")
 	checkPool("AvgPool2D", x, o)
 	w := o.window(x)
 	sum := ReduceWindow(x, ScalarLike(x, 0), ReduceSum, w)

@@ -335,26 +335,31 @@ func Reduce(x *tensor.Tensor, r Reduction) *tensor.Tensor { return eager.Run1(re
 
 // Sum adds over dims (all when none are given).
 func Sum(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Sum")
 	return Reduce(x, Reduction{Kind: ReduceSum, Dims: dims})
 }
 
 // Mean averages over dims (all when none are given). Floats only.
 func Mean(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Mean")
 	return Reduce(x, Reduction{Kind: ReduceMean, Dims: dims})
 }
 
 // ReduceMaxOf is the maximum over dims (all when none are given); the
 // gradient is shared among tied maxima.
 func ReduceMaxOf(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("ReduceMaxOf")
 	return Reduce(x, Reduction{Kind: ReduceMax, Dims: dims})
 }
 
 // ReduceMinOf is the minimum over dims (all when none are given).
 func ReduceMinOf(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("ReduceMinOf")
 	return Reduce(x, Reduction{Kind: ReduceMin, Dims: dims})
 }
 
 // Prod multiplies over dims (all when none are given).
 func Prod(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Prod")
 	return Reduce(x, Reduction{Kind: ReduceProd, Dims: dims})
 }

@@ -50,3 +50,29 @@ func TestReluPropagatesNaN(t *testing.T) {
 		}
 	}
 }
+
+// Softmax and LogSoftmax keep full precision at the largest logit: x - max
+// is formed first, so equal large logits give exactly 1/n and -log n.
+func TestSoftmaxLargeLogitsExact(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		x := ops.Cast(tensor.FromSlice([]float64{1000, 1000, -1e6, -1e6, 1e5, 1e5, 1e5, 1e5}, 2, 4), dt)
+		sm := tensor.ToSlice[float64](ops.Cast(ops.Softmax(x, -1), tensor.Float64))
+		ls := tensor.ToSlice[float64](ops.Cast(ops.LogSoftmax(x, -1), tensor.Float64))
+		wantSm := []float64{0.5, 0.5, 0, 0, 0.25, 0.25, 0.25, 0.25}
+		l2, l4 := -math.Ln2, -2*math.Ln2
+		wantLs := []float64{l2, l2, -1e6 - 1000 + l2, -1e6 - 1000 + l2, l4, l4, l4, l4}
+		tol := map[tensor.DType]float64{tensor.Float32: 6e-8, tensor.Float64: 1e-16}[dt]
+		for i := range wantSm {
+			if math.Abs(sm[i]-wantSm[i]) > tol {
+				t.Errorf("%v softmax[%d] = %.9g, want %.9g", dt, i, sm[i], wantSm[i])
+			}
+			if math.Abs(ls[i]-wantLs[i]) > tol*math.Max(1, math.Abs(wantLs[i])) {
+				t.Errorf("%v log-softmax[%d] = %.9g, want %.9g", dt, i, ls[i], wantLs[i])
+			}
+		}
+		xe := tensor.ToSlice[float64](ops.Cast(ops.SparseSoftmaxCrossEntropy(x, tensor.FromSlice([]int32{0, 3})), tensor.Float64))
+		if math.Abs(xe[0]-math.Ln2) > tol || math.Abs(xe[1]-2*math.Ln2) > tol {
+			t.Errorf("%v sparse cross-entropy %v, want [ln 2, 2 ln 2]", dt, xe)
+		}
+	}
+}

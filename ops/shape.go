@@ -23,21 +23,23 @@ func init() {
 		Infer: func(c *eager.Call) []eager.Out {
 			x, want := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
 			shape, infer := slices.Clone(want), -1
-			known := 1
 			for i, d := range shape {
 				switch {
 				case d == -1 && infer < 0:
 					infer = i
+					shape[i] = 1
 				case d < 0:
 					c.Fail(tensor.ErrShape, "size %d at dimension %d (only one -1 is allowed)", d, i)
-				default:
-					known *= d
 				}
+			}
+			known, ok := shape.Size()
+			if !ok {
+				c.Fail(tensor.ErrShape, "cannot reshape %d elements into %v: more than an int can count", x.NumElements(), want)
 			}
 			if infer >= 0 && known > 0 && x.NumElements()%known == 0 {
 				shape[infer] = x.NumElements() / known
 			}
-			if shape.NumElements() != x.NumElements() || (infer >= 0 && known == 0) {
+			if n, _ := shape.Size(); n != x.NumElements() || (infer >= 0 && known == 0) {
 				c.Fail(tensor.ErrShape, "cannot reshape %d elements into %v", x.NumElements(), want)
 			}
 			return c.Out1(x.DType(), shape)
@@ -63,6 +65,7 @@ func Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 // flattened visiting its dimensions in the order dims (slowest first), then
 // shaped as sizes. It equals Reshape(Transpose(x, dims...), sizes...).
 func ReshapeDims(x *tensor.Tensor, dims []int, sizes ...int) *tensor.Tensor {
+	defer asOp("ReshapeDims")
 	return Reshape(Transpose(x, dims...), sizes...)
 }
 
@@ -185,6 +188,7 @@ func BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 // Broadcast is XLA's Broadcast: it adds the dimensions sizes in front of
 // x's, so output[i..., j...] = x[j...].
 func Broadcast(x *tensor.Tensor, sizes ...int) *tensor.Tensor {
+	defer asOp("Broadcast")
 	return BroadcastTo(x, append(slices.Clone(sizes), x.Shape()...)...)
 }
 
@@ -192,6 +196,7 @@ func Broadcast(x *tensor.Tensor, sizes ...int) *tensor.Tensor {
 // are summed away and dimensions where shape has 1 are summed with keepdims.
 // The tape uses it to fit gradients to their inputs.
 func SumTo(x *tensor.Tensor, shape tensor.Shape) *tensor.Tensor {
+	defer asOp("SumTo")
 	if x.Shape().Equal(shape) {
 		return x
 	}

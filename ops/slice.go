@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -43,7 +44,9 @@ func init() {
 				if st < 1 {
 					c.Fail(tensor.ErrAttr, "dimension %d: stride %d is not positive", d, st)
 				}
-				shape[d] = (l - s + st - 1) / st
+				if l > s {
+					shape[d] = (l-s-1)/st + 1 // (l-s+st-1)/st without overflow
+				}
 			}
 			return c.Out1(x.DType(), shape)
 		},
@@ -107,7 +110,12 @@ func init() {
 					c.Fail(tensor.ErrAttr, "dimension %d: negative interior padding %d", d, p.Interior)
 				}
 				n := x.Dim(d)
-				shape[d] = p.Low + p.High + n + max(n-1, 0)*p.Interior
+				inner, ok1 := checked.Mul(max(n-1, 0), p.Interior)
+				size, ok2 := checked.Add(p.Low, p.High, n, inner)
+				if !ok1 || !ok2 {
+					c.Fail(tensor.ErrShape, "dimension %d: padding %+v of size %d gives more elements than an int can count", d, p, n)
+				}
+				shape[d] = size
 				if shape[d] < 0 {
 					c.Fail(tensor.ErrShape, "dimension %d: padding %+v of size %d leaves %d elements", d, p, n, shape[d])
 				}

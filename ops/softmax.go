@@ -7,8 +7,10 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// logSoftmaxKernel computes x - max - log(sum(exp(x - max))) along the last
-// dimension, one row at a time.
+// logSoftmaxKernel computes (x - max) - log(sum(exp(x - max))) along the
+// last dimension, one row at a time: x - max first, exactly for the
+// largest logits, so that a row of equal large logits gives exactly -log n
+// (x - (max + log s) rounds at the scale of x).
 func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	x := c.Inputs[0]
 	n := x.Dim(-1)
@@ -21,21 +23,24 @@ func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
-			lse := logSumExp(row, &buf)
+			m, s := maxAndSumExp(row, &buf)
+			ls := T(math.Log(s))
 			for i, v := range row {
-				out[i] = v - lse
+				out[i] = (v - m) - ls
 			}
 		}
 	})
 }
 
-// lseBlock is how many float32 exponentials logSumExp computes at once.
+// lseBlock is how many float32 exponentials maxAndSumExp computes at once.
 const lseBlock = 256
 
-// logSumExp returns m + log(Σ e^(v - m)) over row, m its maximum, the sum
-// in float64. float32 rows take their exponentials a block at a time from
-// the vector exp32Loop (within 2 ulp each); float64 rows from math.Exp.
-func logSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) T {
+// maxAndSumExp returns row's maximum m and Σ e^(v - m) over row, the sum
+// in float64 (so the row's log-sum-exp is m + log s). float32 rows take
+// their exponentials a block at a time from the vector exp32Loop (within 2
+// ulp each); float64 rows from math.Exp. A row holding NaN gives NaN; one
+// whose maximum is +Inf gives s NaN.
+func maxAndSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64) {
 	m := row[0]
 	for _, v := range row {
 		m = max(m, v)
@@ -59,7 +64,7 @@ func logSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) T {
 			s += math.Exp(float64(v - m))
 		}
 	}
-	return m + T(math.Log(s))
+	return m, s
 }
 
 var logSoftmaxOp *eager.Op
@@ -90,6 +95,7 @@ func init() {
 // LogSoftmax returns log(softmax(x)) along axis (negative counts from the
 // end), computed stably. x: Float32 or Float64, rank >= 1.
 func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	defer asOp("LogSoftmax")
 	return alongLast("LogSoftmax", logSoftmaxOp, x, axis)
 }
 
@@ -97,6 +103,7 @@ func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
 // per row (float32 rows through the vector exp). x: Float32 or Float64,
 // rank >= 1.
 func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	defer asOp("Softmax")
 	return alongLast("Softmax", softmaxOp, x, axis)
 }
 
@@ -121,6 +128,9 @@ func alongLast(name string, op *eager.Op, x *tensor.Tensor, axis int) *tensor.Te
 	return Transpose(eager.Run1(op, nil, Transpose(x, perm...)), perm...)
 }
 
+// softmaxKernel computes e^(x - max) / Σ e^(x - max) along the last
+// dimension, one row at a time: the exponentials once, into the output,
+// then scaled by the reciprocal of their float64 sum.
 func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	x := c.Inputs[0]
 	n := x.Dim(-1)
@@ -128,20 +138,32 @@ func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	if n == 0 {
 		return
 	}
-	cpu(c).Parallel(len(xv)/n, 2*expCost32*float64(n), func(lo, hi int) {
-		var buf [lseBlock]float32
+	cpu(c).Parallel(len(xv)/n, expCost32*float64(n)+float64(n), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
-			lse := logSumExp(row, &buf)
-			for i, v := range row {
-				out[i] = v - lse
+			m := row[0]
+			for _, v := range row {
+				m = max(m, v)
 			}
+			for i, v := range row {
+				out[i] = v - m
+			}
+			s := 0.0
 			if o32, ok := any(out).([]float32); ok {
 				exp32Loop(o32, o32)
-				continue
+				for _, v := range o32 {
+					s += float64(v)
+				}
+			} else {
+				for i, v := range out {
+					e := math.Exp(float64(v))
+					out[i] = T(e)
+					s += e
+				}
 			}
+			inv := 1 / s
 			for i, v := range out {
-				out[i] = T(math.Exp(float64(v)))
+				out[i] = T(float64(v) * inv)
 			}
 		}
 	})
@@ -161,6 +183,17 @@ var softmaxOp = eager.Register(cpuKernels{f32: softmaxKernel[float32], f64: soft
 // last dimension: logits, labels: [..., classes] of one float dtype ->
 // [...]. labels are probabilities (each row summing to 1).
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	defer asOp("SoftmaxCrossEntropy")
+	in := []*tensor.Tensor{logits, labels}
+	if !logits.Shape().Equal(labels.Shape()) {
+		fail("SoftmaxCrossEntropy", tensor.ErrShape, in, "logits %v and labels %v must have the same shape", logits.Shape(), labels.Shape())
+	}
+	if !logits.DType().IsFloat() || labels.DType() != logits.DType() {
+		fail("SoftmaxCrossEntropy", tensor.ErrDType, in, "logits and labels must share a float dtype, got %v and %v", logits.DType(), labels.DType())
+	}
+	if logits.Rank() == 0 {
+		fail("SoftmaxCrossEntropy", tensor.ErrRank, in, "needs rank 1 or more")
+	}
 	return Neg(Sum(Mul(labels, LogSoftmax(logits, -1)), -1))
 }
 
@@ -206,7 +239,8 @@ func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row := xv[r*classes : (r+1)*classes]
-			ov[r] = logSumExp(row, &buf) - row[ids[r]]
+			m, s := maxAndSumExp(row, &buf)
+			ov[r] = T(float64(m) - float64(row[ids[r]]) + math.Log(s))
 		}
 	})
 }
@@ -239,6 +273,20 @@ func init() {
 // the label and 0 elsewhere. indices: Int32 or Int64 of shape [...].
 // Out-of-range indices give an all-zero row.
 func OneHot(indices *tensor.Tensor, depth int, dt tensor.DType) *tensor.Tensor {
+	defer asOp("OneHot")
+	in := []*tensor.Tensor{indices}
+	if depth < 0 {
+		fail("OneHot", tensor.ErrValue, in, "negative depth %d", depth)
+	}
+	if indices.DType() != tensor.Int32 && indices.DType() != tensor.Int64 {
+		fail("OneHot", tensor.ErrDType, in, "indices must be int32 or int64, got %v", indices.DType())
+	}
+	if !dt.Valid() {
+		fail("OneHot", tensor.ErrDType, in, "invalid output dtype %v", dt)
+	}
+	if _, ok := tensor.ByteSize(dt, append(indices.Shape().Clone(), depth)); !ok {
+		fail("OneHot", tensor.ErrShape, in, "depth %d gives more elements than an int can count", depth)
+	}
 	classes := on(tensor.Arange[int64](0, int64(depth), 1), indices.Device())
 	if indices.DType() != tensor.Int64 {
 		classes = Cast(classes, indices.DType())

@@ -229,6 +229,7 @@ func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 // Sort sorts x along axis (stable, NaNs last). Differentiable: gradients
 // return to each element's original place.
 func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
+	defer asOp("Sort")
 	return TakeAlongAxis(x, ArgSort(x, axis, descending), axis)
 }
 
@@ -236,6 +237,7 @@ func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 // same way, returning the sorted keys, the permuted values and the Int64
 // permutation (XLA's key/value Sort).
 func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedKeys, sortedValues, perm *tensor.Tensor) {
+	defer asOp("SortKeyVal")
 	if !keys.Shape().Equal(values.Shape()) {
 		fail("SortKeyVal", tensor.ErrShape, []*tensor.Tensor{keys, values}, "keys %v and values %v differ", keys.Shape(), values.Shape())
 	}
@@ -247,6 +249,7 @@ func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedK
 // and their Int64 indices (ties keep their order). Panics with a
 // *tensor.Error if k is outside [0, last dimension].
 func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
+	defer asOp("TopK")
 	if x.Rank() == 0 || k < 0 || k > x.Dim(-1) {
 		fail("TopK", tensor.ErrValue, []*tensor.Tensor{x}, "k %d is outside [0, last dimension]", k)
 	}

@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Ops that rearrange dimensions, built from the primitives (so their
 // gradients, and every device, come with them), plus Rev.
-
-func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any) {
-	tensor.Panicf("ops", op, kind, in, "", format, args...)
-}
 
 // Collapse is XLA's Collapse: it merges consecutive dimensions of x into
 // one whose size is their product; the elements keep their order.
@@ -24,6 +22,7 @@ func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any
 // [8 3]. dims must be increasing and consecutive; Collapse panics with a
 // *tensor.Error otherwise.
 func Collapse(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Collapse")
 	in := []*tensor.Tensor{x}
 	if len(dims) == 0 {
 		fail("Collapse", tensor.ErrAxis, in, "needs at least one dimension")
@@ -43,6 +42,7 @@ func Collapse(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 
 // ExpandDims inserts a dimension of size 1 at axis (in [-rank-1, rank]).
 func ExpandDims(x *tensor.Tensor, axis int) *tensor.Tensor {
+	defer asOp("ExpandDims")
 	r := x.Rank()
 	if axis < -r-1 || axis > r {
 		fail("ExpandDims", tensor.ErrAxis, []*tensor.Tensor{x}, "axis %d is out of range for rank %d", axis, r)
@@ -57,6 +57,7 @@ func ExpandDims(x *tensor.Tensor, axis int) *tensor.Tensor {
 // Squeeze removes the given size-1 dimensions (every size-1 dimension when
 // none are given). Panics with a *tensor.Error if a given one is not 1.
 func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
+	defer asOp("Squeeze")
 	drop := make([]bool, x.Rank())
 	for _, a := range axes {
 		if a < -x.Rank() || a >= x.Rank() {
@@ -82,11 +83,18 @@ func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
 
 // Stack joins same-shaped tensors along a new dimension at axis.
 func Stack(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
+	defer asOp("Stack")
 	if len(xs) == 0 {
 		fail("Stack", tensor.ErrArity, nil, "needs at least one tensor")
 	}
+	if r := xs[0].Rank(); axis < -r-1 || axis > r {
+		fail("Stack", tensor.ErrAxis, xs, "axis %d is out of range for stacking rank-%d tensors (in [%d, %d])", axis, r, -r-1, r)
+	}
 	parts := make([]*tensor.Tensor, len(xs))
 	for i, x := range xs {
+		if x == nil {
+			fail("Stack", tensor.ErrArity, nil, "input %d is nil", i)
+		}
 		if !x.Shape().Equal(xs[0].Shape()) {
 			fail("Stack", tensor.ErrShape, xs, "input %d has shape %v, input 0 has %v", i, x.Shape(), xs[0].Shape())
 		}
@@ -97,6 +105,7 @@ func Stack(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
 
 // Unstack splits x along axis into x.Dim(axis) tensors without that axis.
 func Unstack(x *tensor.Tensor, axis int) []*tensor.Tensor {
+	defer asOp("Unstack")
 	if axis < -x.Rank() || axis >= x.Rank() {
 		fail("Unstack", tensor.ErrAxis, []*tensor.Tensor{x}, "axis %d is out of range for rank %d", axis, x.Rank())
 	}
@@ -113,6 +122,7 @@ func Unstack(x *tensor.Tensor, axis int) []*tensor.Tensor {
 // Split cuts x along axis into pieces of the given sizes (which must add up
 // to x.Dim(axis)); nil sizes means pieces of size 1.
 func Split(x *tensor.Tensor, axis int, sizes []int) []*tensor.Tensor {
+	defer asOp("Split")
 	in := []*tensor.Tensor{x}
 	if axis < -x.Rank() || axis >= x.Rank() {
 		fail("Split", tensor.ErrAxis, in, "axis %d is out of range for rank %d", axis, x.Rank())
@@ -150,6 +160,7 @@ func Split(x *tensor.Tensor, axis int, sizes []int) []*tensor.Tensor {
 
 // Tile repeats x reps[d] times along each dimension d (len(reps) = rank).
 func Tile(x *tensor.Tensor, reps ...int) *tensor.Tensor {
+	defer asOp("Tile")
 	if len(reps) != x.Rank() {
 		fail("Tile", tensor.ErrRank, []*tensor.Tensor{x}, "%d repetitions for rank %d", len(reps), x.Rank())
 	}
@@ -159,9 +170,16 @@ func Tile(x *tensor.Tensor, reps ...int) *tensor.Tensor {
 		if reps[d] < 0 {
 			fail("Tile", tensor.ErrValue, []*tensor.Tensor{x}, "negative repetition %d", reps[d])
 		}
+		size, ok := checked.Mul(reps[d], n)
+		if !ok {
+			fail("Tile", tensor.ErrShape, []*tensor.Tensor{x}, "%d repetitions of dimension %d (size %d) are more elements than an int can count", reps[d], d, n)
+		}
 		inter = append(inter, 1, n)
 		bshape = append(bshape, reps[d], n)
-		out = append(out, reps[d]*n)
+		out = append(out, size)
+	}
+	if _, ok := tensor.ByteSize(x.DType(), out); !ok {
+		fail("Tile", tensor.ErrShape, []*tensor.Tensor{x}, "repetitions %v give %v, more elements than an int can count", reps, out)
 	}
 	return Reshape(BroadcastTo(Reshape(x, inter...), bshape...), out...)
 }
@@ -169,8 +187,22 @@ func Tile(x *tensor.Tensor, reps ...int) *tensor.Tensor {
 // Iota returns a tensor of dtype dt and the given shape whose values count
 // 0, 1, 2... along dimension dim (XLA's Iota), on the default device.
 func Iota(dt tensor.DType, shape []int, dim int) *tensor.Tensor {
+	defer asOp("Iota")
 	if dim < 0 || dim >= len(shape) {
 		fail("Iota", tensor.ErrAxis, nil, "dimension %d is out of range for shape %v", dim, shape)
+	}
+	if !dt.Valid() {
+		fail("Iota", tensor.ErrDType, nil, "invalid dtype %v", dt)
+	}
+	if _, ok := tensor.Shape(shape).Size(); !ok {
+		fail("Iota", tensor.ErrShape, nil, "shape %v has a negative dimension or more elements than an int can count", shape)
+	}
+	nbytes, ok := tensor.ByteSize(dt, shape)
+	if !ok {
+		fail("Iota", device.ErrOutOfMemory, nil, "%v%v has more bytes than an int can count", dt, shape)
+	}
+	if err := device.CheckAlloc(device.Default(), nbytes); err != nil {
+		fail("Iota", device.ErrOutOfMemory, nil, "%v%v does not fit: %v", dt, shape, err)
 	}
 	line := make([]int, len(shape))
 	for i := range line {
@@ -267,8 +299,14 @@ func Map(f func(xs ...*tensor.Tensor) *tensor.Tensor, operands ...*tensor.Tensor
 
 // Where returns x where cond is true and y elsewhere (NumPy's where with
 // three arguments; the same as Select).
-func Where(cond, x, y *tensor.Tensor) *tensor.Tensor { return Select(cond, x, y) }
+func Where(cond, x, y *tensor.Tensor) *tensor.Tensor {
+	defer asOp("Where")
+	return Select(cond, x, y)
+}
 
 // Clip limits x to [lo, hi] elementwise (lo, hi broadcast against x).
 // The gradient passes where x is inside the range.
-func Clip(x, lo, hi *tensor.Tensor) *tensor.Tensor { return Min(Max(x, lo), hi) }
+func Clip(x, lo, hi *tensor.Tensor) *tensor.Tensor {
+	defer asOp("Clip")
+	return Min(Max(x, lo), hi)
+}

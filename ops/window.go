@@ -2,10 +2,12 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -64,6 +66,13 @@ func (w Window) normalized(c *eager.Call, shape tensor.Shape) Window {
 	for d := 0; d < r; d++ {
 		if w.Dims[d] < 1 || w.Strides[d] < 1 || w.BaseDilation[d] < 1 || w.WindowDilation[d] < 1 {
 			c.Fail(tensor.ErrAttr, "dimension %d: window size, stride and dilations must be at least 1", d)
+		}
+		// outSize's arithmetic, checked once here.
+		dilated, ok1 := checked.Mul(max(shape[d]-1, 0), w.BaseDilation[d])
+		_, ok2 := checked.Add(dilated, 1, w.Padding[d][0], w.Padding[d][1])
+		span, ok3 := checked.Mul(w.Dims[d]-1, w.WindowDilation[d])
+		if !ok1 || !ok2 || !ok3 || span == math.MaxInt {
+			c.Fail(tensor.ErrShape, "dimension %d: the window %v over size %d gives sizes beyond what an int can count", d, w, shape[d])
 		}
 	}
 	return w

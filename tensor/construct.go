@@ -1,36 +1,67 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/device"
 )
 
-func checkShape(op string, shape Shape) {
-	if !shape.valid() {
-		Panicf("tensor", op, ErrShape, nil, "", "negative dimension in shape %v", shape)
+// checkShape panics with an *Error unless shape is valid (see Shape.Size)
+// and a tensor of it fits on the default device (one of dtype dt, or of 8
+// bytes per element when dt is Invalid: the constructors build float64 or
+// int64 values on the host first). It returns the element count.
+func checkShape(op string, shape Shape, dt DType) int {
+	n, ok := shape.Size()
+	if !ok {
+		Panicf("tensor", op, ErrShape, nil, "", "%s", shapeProblem(shape))
 	}
+	if !dt.Valid() {
+		dt = Float64
+	}
+	nbytes, ok := ByteSize(dt, shape)
+	if !ok {
+		nbytes = -1
+	}
+	if err := device.CheckAlloc(device.Default(), nbytes); err != nil {
+		panic(allocError(op, dt, shape, err))
+	}
+	return n
+}
+
+// shapeProblem says what is wrong with a shape Size refuses.
+func shapeProblem(shape Shape) string {
+	if !shape.valid() {
+		return fmt.Sprintf("negative dimension in shape %v", shape)
+	}
+	return fmt.Sprintf("shape %v has more elements than an int can count", shape)
+}
+
+// allocError is the *Error of a failed allocation: its Kind is the
+// device's error (wrapping device.ErrOutOfMemory), so errors.Is finds it.
+func allocError(op string, dt DType, shape Shape, err error) *Error {
+	return &Error{Pkg: "tensor", Op: op, Kind: err, Detail: fmt.Sprintf("cannot allocate %v%v: %v", dt, shape, err), Caller: Caller()}
 }
 
 // fromHost allocates a tensor on the default device and fills it with the
 // row-major bytes produced by fill (which writes exactly the tensor's size).
-func fromHost(dt DType, shape Shape, fill func(b []byte)) *Tensor {
+func fromHost(op string, dt DType, shape Shape, fill func(b []byte)) *Tensor {
 	dev := device.Default()
 	if cpu, ok := dev.(*device.CPUDevice); ok {
 		t, err := Empty(cpu, dt, shape)
 		if err != nil {
-			panic(err)
+			panic(allocError(op, dt, shape, err))
 		}
 		fill(t.HostBytes())
 		return t
 	}
-	b := make([]byte, shape.NumElements()*dt.Size())
-	fill(b)
 	t, err := Empty(dev, dt, shape)
 	if err != nil {
-		panic(err)
+		panic(allocError(op, dt, shape, err))
 	}
+	b := make([]byte, shape.NumElements()*dt.Size())
+	fill(b)
 	if err := dev.CopyFromHost(t.buf, 0, b); err != nil {
 		panic(err)
 	}
@@ -60,24 +91,23 @@ func FromSlice[T Elem](data []T, shape ...int) *Tensor {
 
 // withShape is FromSlice for an exact shape (nil is a scalar).
 func withShape[T Elem](data []T, s Shape) *Tensor {
-	checkShape("FromSlice", s)
-	if s.NumElements() != len(data) {
-		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, s.NumElements(), len(data))
+	if n := checkShape("FromSlice", s, DTypeOf[T]()); n != len(data) {
+		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
 	}
 	src := asBytes(data)
-	return fromHost(DTypeOf[T](), s, func(b []byte) { copy(b, src) })
+	return fromHost("FromSlice", DTypeOf[T](), s, func(b []byte) { copy(b, src) })
 }
 
 // Scalar returns a rank-0 tensor holding v.
 func Scalar[T Elem](v T) *Tensor {
-	return fromHost(DTypeOf[T](), nil, func(b []byte) { copy(b, asBytes([]T{v})) })
+	return fromHost("Scalar", DTypeOf[T](), nil, func(b []byte) { copy(b, asBytes([]T{v})) })
 }
 
 // Full returns a tensor of the given shape with every element v.
 func Full[T Elem](v T, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	checkShape("Full", s)
-	return fromHost(DTypeOf[T](), s, func(b []byte) {
+	checkShape("Full", s, DTypeOf[T]())
+	return fromHost("Full", DTypeOf[T](), s, func(b []byte) {
 		if len(b) == 0 {
 			return
 		}
@@ -89,11 +119,11 @@ func Full[T Elem](v T, shape ...int) *Tensor {
 // (false for Bool).
 func Zeros(dt DType, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	checkShape("Zeros", s)
 	if !dt.Valid() {
 		Panicf("tensor", "Zeros", ErrDType, nil, "", "invalid dtype %v", dt)
 	}
-	return fromHost(dt, s, func(b []byte) { clear(b) })
+	checkShape("Zeros", s, dt)
+	return fromHost("Zeros", dt, s, func(b []byte) { clear(b) })
 }
 
 // Ones returns a tensor of dtype dt and the given shape filled with ones
@@ -122,14 +152,25 @@ func FullOf(dt DType, v float64, shape ...int) *Tensor {
 }
 
 // Arange returns the vector start, start+step, ... up to but excluding
-// stop. It panics with an *Error if step is zero.
+// stop. It panics with an *Error if step is zero, a bound or the step is
+// NaN or infinite, or the count does not fit on the default device.
 func Arange[T Num](start, stop, step T) *Tensor {
 	if step == 0 {
 		Panicf("tensor", "Arange", ErrValue, nil, "", "step is zero")
 	}
+	for _, v := range []float64{float64(start), float64(stop), float64(step)} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			Panicf("tensor", "Arange", ErrValue, nil, "", "start %v, stop %v and step %v must be finite", start, stop, step)
+		}
+	}
 	// The count is ceil((stop-start)/step), as NumPy computes it.
-	n := int(math.Ceil((float64(stop) - float64(start)) / float64(step)))
-	data := make([]T, max(n, 0))
+	f := max(math.Ceil((float64(stop)-float64(start))/float64(step)), 0)
+	if f >= math.MaxInt {
+		Panicf("tensor", "Arange", ErrShape, nil, "", "%v to %v by %v is more elements than an int can count", start, stop, step)
+	}
+	n := int(f)
+	checkShape("Arange", Shape{n}, DTypeOf[T]())
+	data := make([]T, n)
 	for i := range data {
 		data[i] = start + T(i)*step
 	}
@@ -142,6 +183,7 @@ func Linspace[T Float](start, stop T, n int) *Tensor {
 	if n < 0 {
 		Panicf("tensor", "Linspace", ErrValue, nil, "", "negative count %d", n)
 	}
+	checkShape("Linspace", Shape{n}, DTypeOf[T]())
 	data := make([]T, n)
 	for i := range data {
 		if n == 1 {

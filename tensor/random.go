@@ -75,8 +75,7 @@ func (r *RNG) uniform64(n int) []float64 {
 // [lo, hi). It panics with an *Error for other dtypes.
 func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	checkShape("RandUniform", s)
-	n := s.NumElements()
+	n := checkShape("RandUniform", s, Invalid)
 	switch dt {
 	case Float32:
 		w := make([]uint32, n)
@@ -101,11 +100,10 @@ func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 // (Box-Muller over uniform pairs). It panics with an *Error for other dtypes.
 func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	checkShape("RandNormal", s)
 	if !dt.IsFloat() {
 		Panicf("tensor", "RandNormal", ErrDType, nil, "", "dtype %v is not a float type", dt)
 	}
-	n := s.NumElements()
+	n := checkShape("RandNormal", s, Invalid)
 	u := r.uniform64(n + n%2)
 	z := make([]float64, len(u))
 	for i := 0; i < len(u); i += 2 {
@@ -129,11 +127,11 @@ func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
 // *Error if p is outside [0, 1].
 func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	checkShape("RandBernoulli", s)
+	n := checkShape("RandBernoulli", s, Invalid)
 	if !(p >= 0 && p <= 1) {
 		Panicf("tensor", "RandBernoulli", ErrValue, nil, "", "probability %v is outside [0, 1]", p)
 	}
-	u := r.uniform64(s.NumElements())
+	u := r.uniform64(n)
 	if dt == Bool {
 		out := make([]bool, len(u))
 		for i, v := range u {

@@ -45,10 +45,14 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 	if !dt.Valid() {
 		return nil, fmt.Errorf("tensor: invalid dtype %v", dt)
 	}
-	if !shape.valid() {
-		return nil, fmt.Errorf("tensor: negative dimension in shape %v", shape)
+	if _, ok := shape.Size(); !ok {
+		return nil, fmt.Errorf("tensor: %s", shapeProblem(shape))
 	}
-	buf, err := dev.Alloc(shape.NumElements() * dt.Size())
+	nbytes, ok := ByteSize(dt, shape)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v%v has more bytes than an int can count", device.ErrOutOfMemory, dt, shape)
+	}
+	buf, err := dev.Alloc(nbytes)
 	if err != nil {
 		return nil, err
 	}
@@ -61,10 +65,11 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 // bytes; the tensor does not own it beyond the device's rules for that
 // buffer (a wrapped host buffer is never reused by the cache).
 func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
-	if !dt.Valid() || !shape.valid() {
+	need, ok := ByteSize(dt, shape)
+	if !dt.Valid() || !ok {
 		return nil, fmt.Errorf("tensor: invalid dtype %v or shape %v", dt, shape)
 	}
-	if need := shape.NumElements() * dt.Size(); buf.Size() < need {
+	if buf.Size() < need {
 		return nil, fmt.Errorf("tensor: a %d-byte buffer cannot hold %v%v (%d bytes)", buf.Size(), dt, shape, need)
 	}
 	buf.Refs().Add(1)
@@ -89,12 +94,25 @@ func (t *Tensor) Shape() Shape { return t.shape }
 // Rank returns the number of dimensions.
 func (t *Tensor) Rank() int { return len(t.shape) }
 
-// Dim returns the size of dimension i; negative i counts from the end.
+// Dim returns the size of dimension i; negative i counts from the end. It
+// panics with an *Error of kind ErrAxis when i is outside [-rank, rank).
 func (t *Tensor) Dim(i int) int {
+	s := t.shape
 	if i < 0 {
-		i += len(t.shape)
+		i += len(s)
 	}
-	return t.shape[i]
+	if uint(i) < uint(len(s)) {
+		return s[i]
+	}
+	return t.badDim(i)
+}
+
+func (t *Tensor) badDim(i int) int {
+	if i < 0 {
+		i -= len(t.shape)
+	}
+	Panicf("tensor", "Dim", ErrAxis, []*Tensor{t}, "", "axis %d is out of range for rank %d", i, len(t.shape))
+	return 0
 }
 
 // NumElements returns the number of elements.
@@ -145,7 +163,7 @@ func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.Com
 // View returns a tensor sharing t's buffer with another shape and layout of
 // the same element count. It panics with an *Error if they do not fit.
 func (t *Tensor) View(shape Shape, l Layout) *Tensor {
-	if shape.NumElements() != t.NumElements() || !shape.valid() {
+	if n, ok := shape.Size(); !ok || n != t.NumElements() {
 		Panicf("tensor", "View", ErrShape, []*Tensor{t}, "", "shape %v does not hold %d elements", shape, t.NumElements())
 	}
 	if !l.valid(len(shape)) {

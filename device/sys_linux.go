@@ -27,3 +27,12 @@ func adviseHugePages(b []byte) {
 	}
 	_ = unix.Madvise(b[start:end], unix.MADV_HUGEPAGE)
 }
+
+// physicalMemory returns the machine's total RAM in bytes (0 when unknown).
+func physicalMemory() int {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int(uint64(si.Totalram) * uint64(si.Unit))
+}

@@ -1,0 +1,37 @@
+package ops
+
+import (
+	"errors"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// fail panics with a *tensor.Error for op, the function the user called.
+func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any) {
+	tensor.Panicf("ops", op, kind, in, "", format, args...)
+}
+
+// asOp is deferred by the ops composed of other ops (Stack of ExpandDims
+// and Concatenate, Sum of Reduce...): a *tensor.Error raised by an op they
+// call is raised again under the composite's name, the inner op named in
+// its detail, so that the error names the function the user called. The
+// composites check what they can themselves first; asOp is the net for
+// what only an inner op finds. Other panics pass unchanged.
+//
+// It must be deferred directly (defer asOp("Stack")): recover works only
+// there.
+func asOp(name string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err, ok := r.(error)
+	var te *tensor.Error
+	if !ok || !errors.As(err, &te) || te.Op == name || te.Kind == tensor.ErrInternal {
+		panic(r)
+	}
+	outer := *te
+	outer.Pkg, outer.Op = "ops", name
+	outer.Detail = te.Op + ": " + te.Detail
+	panic(&outer)
+}
