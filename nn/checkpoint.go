@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -76,7 +78,8 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 	for len(hj)%8 != 0 { // the data starts 8-byte aligned
 		hj = append(hj, ' ')
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	removeStaleTemps(path)
+	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
 	}
@@ -86,6 +89,9 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 			os.Remove(f.Name())
 		}
 	}()
+	if err = lockTemp(f); err != nil {
+		return fmt.Errorf("nn: %w: locking %s: %v", ErrCheckpoint, f.Name(), err)
+	}
 	var w io.Writer = f
 	if wrap != nil {
 		w = wrap(w)
@@ -114,14 +120,25 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 }
 
 // LoadCheckpoint reads every tensor of a safetensors file and its metadata.
-// A truncated or malformed file is an error naming the problem.
+// A truncated or malformed file is an error naming the problem, never a
+// panic: the header must be a JSON object whose __metadata__ maps strings
+// to strings, every tensor must have a known dtype, a valid shape and a
+// byte range of exactly its size, and the ranges must tile the data with
+// no gap or overlap (as the safetensors library requires). Temporaries of
+// saves to path that were killed midway are removed first.
 func LoadCheckpoint(path string) (map[string]*tensor.Tensor, map[string]string, error) {
+	removeStaleTemps(path)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
 	}
+	return decodeSafetensors(raw, path)
+}
+
+// decodeSafetensors decodes a whole safetensors file; name is for errors.
+func decodeSafetensors(raw []byte, name string) (map[string]*tensor.Tensor, map[string]string, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("nn: %w: %s: %s", ErrCheckpoint, path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("nn: %w: %s: %s", ErrCheckpoint, name, fmt.Sprintf(format, args...))
 	}
 	if len(raw) < 8 {
 		return nil, nil, bad("%d bytes is too short for a safetensors file", len(raw))
@@ -135,16 +152,23 @@ func LoadCheckpoint(path string) (map[string]*tensor.Tensor, map[string]string, 
 		return nil, nil, bad("header: %v", err)
 	}
 	body := raw[8+n:]
-	out := map[string]*tensor.Tensor{}
 	meta := map[string]string{}
-	for name, msg := range header {
-		if name == "__metadata__" {
-			json.Unmarshal(msg, &meta)
+	type entry struct {
+		name string
+		dt   tensor.DType
+		e    headerEntry
+	}
+	var entries []entry
+	for tn, msg := range header {
+		if tn == "__metadata__" {
+			if err := json.Unmarshal(msg, &meta); err != nil {
+				return nil, nil, bad("__metadata__ must map strings to strings: %v", err)
+			}
 			continue
 		}
 		var e headerEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, nil, bad("tensor %q: %v", name, err)
+			return nil, nil, bad("tensor %q: %v", tn, err)
 		}
 		dt := tensor.Invalid
 		for d, s := range safetensorsDType {
@@ -153,15 +177,43 @@ func LoadCheckpoint(path string) (map[string]*tensor.Tensor, map[string]string, 
 			}
 		}
 		if dt == tensor.Invalid {
-			return nil, nil, bad("tensor %q has dtype %q, which eagerflow does not read", name, e.DType)
+			return nil, nil, bad("tensor %q has dtype %q, which eagerflow does not read", tn, e.DType)
 		}
-		size := tensor.Shape(e.Shape).NumElements() * dt.Size()
-		if e.Offsets[0] < 0 || e.Offsets[1] > len(body) || e.Offsets[1]-e.Offsets[0] != size {
-			return nil, nil, bad("tensor %q: bytes %v do not hold %v%v in a %d-byte body", name, e.Offsets, dt, tensor.Shape(e.Shape), len(body))
+		size, ok := tensor.ByteSize(dt, e.Shape)
+		if !ok {
+			return nil, nil, bad("tensor %q has shape %v: a negative dimension or more elements than an int can count", tn, e.Shape)
 		}
-		t := tensor.MustEmpty(dt, e.Shape)
-		copy(t.HostBytes(), body[e.Offsets[0]:e.Offsets[1]])
-		out[name] = t
+		if e.Offsets[0] < 0 || e.Offsets[1] > len(body) || e.Offsets[0] > e.Offsets[1] || e.Offsets[1]-e.Offsets[0] != size {
+			return nil, nil, bad("tensor %q: bytes %v do not hold %v%v in a %d-byte body", tn, e.Offsets, dt, tensor.Shape(e.Shape), len(body))
+		}
+		entries = append(entries, entry{tn, dt, e})
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].e.Offsets, entries[j].e.Offsets
+		return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1])
+	})
+	at := 0
+	for _, en := range entries {
+		if en.e.Offsets[0] != at {
+			what := "overlaps the one before"
+			if en.e.Offsets[0] > at {
+				what = "leaves a gap after the one before"
+			}
+			return nil, nil, bad("tensor %q: bytes %v %s (which ends at %d)", en.name, en.e.Offsets, what, at)
+		}
+		at = en.e.Offsets[1]
+	}
+	if at != len(body) {
+		return nil, nil, bad("the tensors' bytes end at %d, the data has %d", at, len(body))
+	}
+	out := make(map[string]*tensor.Tensor, len(entries))
+	for _, en := range entries {
+		t, err := tensor.Empty(device.Host(), en.dt, tensor.Shape(en.e.Shape).Clone())
+		if err != nil {
+			return nil, nil, bad("tensor %q: %v", en.name, err)
+		}
+		copy(t.HostBytes(), body[en.e.Offsets[0]:en.e.Offsets[1]])
+		out[en.name] = t
 	}
 	return out, meta, nil
 }
@@ -174,6 +226,7 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 	if err != nil {
 		return nil, err
 	}
+	byName := map[string]*tape.Variable{}
 	for _, v := range vars { // check everything before changing anything
 		t, ok := saved[v.Name()]
 		if !ok {
@@ -183,22 +236,49 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 			return nil, fmt.Errorf("nn: %w: variable %q is %s in the model and %s in %s",
 				ErrCheckpoint, v.Name(), tensor.Describe(v.Value()), tensor.Describe(t), path)
 		}
+		byName[v.Name()] = v
+	}
+	// Optimizer slots "optimizer/<slot>/<variable>" must fit their
+	// variable (a slot of another shape would fail the next update); slots
+	// of variables not being restored are left out.
+	var slotNames []string
+	steps := -1
+	if opt != nil {
+		for name, t := range saved {
+			rest, ok := strings.CutPrefix(name, "optimizer/")
+			if !ok {
+				continue
+			}
+			_, varName, ok := strings.Cut(rest, "/")
+			v := byName[varName]
+			if !ok || v == nil {
+				continue
+			}
+			if t.DType() != v.Value().DType() || !t.Shape().Equal(v.Value().Shape()) {
+				return nil, fmt.Errorf("nn: %w: optimizer slot %q is %s in %s, its variable %s",
+					ErrCheckpoint, name, tensor.Describe(t), path, tensor.Describe(v.Value()))
+			}
+			slotNames = append(slotNames, name)
+		}
+		sort.Strings(slotNames)
+		if s, ok := meta["optimizer_steps"]; ok {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("nn: %w: %s: optimizer_steps %q is not a count", ErrCheckpoint, path, s)
+			}
+			steps = n
+		}
 	}
 	for _, v := range vars {
 		v.Assign(saved[v.Name()])
 	}
 	if opt != nil {
-		names := make([]string, 0, len(saved))
-		for name := range saved {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			if s, ok := opt.(interface{ setSlot(string, *tensor.Tensor) }); ok && len(name) > 10 && name[:10] == "optimizer/" {
+		if s, ok := opt.(interface{ setSlot(string, *tensor.Tensor) }); ok {
+			for _, name := range slotNames {
 				s.setSlot(name, saved[name])
 			}
 		}
-		if steps, err := strconv.Atoi(meta["optimizer_steps"]); err == nil {
+		if steps >= 0 {
 			opt.SetSteps(steps)
 		}
 	}

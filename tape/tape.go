@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -33,18 +34,22 @@ type Options struct {
 
 // Tape records ops while it is recording and differentiates them.
 type Tape struct {
-	opts      Options
-	start     uint64
-	stop      atomic.Uint64 // seq at Stop; 0 while recording
-	used      atomic.Bool
-	recording atomic.Bool
-	cleanup   runtime.Cleanup
+	opts  Options
+	start uint64
+	stop  atomic.Uint64 // seq at Stop; 0 while recording
+	used  atomic.Bool
+	// recording is shared with the cleanup that deactivates a tape dropped
+	// while recording: whichever of Stop and the cleanup swaps it to false
+	// deactivates, so a tape is counted off exactly once.
+	recording *atomic.Bool
+	self      weak.Pointer[Tape] // how watch sets name this tape
 }
 
 // New starts a tape that records from now on. Call Stop when the forward
 // computation is done (a one-shot tape stops itself in Gradient).
 func New(opts ...Options) *Tape {
-	t := &Tape{start: seq.Load()}
+	t := &Tape{start: seq.Load(), recording: new(atomic.Bool)}
+	t.self = weak.Make(t)
 	if len(opts) > 0 {
 		t.opts = opts[0]
 	}
@@ -55,16 +60,22 @@ func New(opts ...Options) *Tape {
 	t.recording.Store(true)
 	eager.Activate()
 	// A tape dropped while recording stops counting as active.
-	t.cleanup = runtime.AddCleanup(t, func(struct{}) { eager.Deactivate() }, struct{}{})
+	runtime.AddCleanup(t, deactivate, t.recording)
 	return t
+}
+
+// deactivate counts a recording tape off, once.
+func deactivate(recording *atomic.Bool) {
+	if recording.CompareAndSwap(true, false) {
+		eager.Deactivate()
+	}
 }
 
 // Stop ends recording. Ops run afterwards are not on this tape.
 func (t *Tape) Stop() {
-	if t.recording.CompareAndSwap(true, false) {
-		t.stop.Store(seq.Load())
-		t.cleanup.Stop()
-		eager.Deactivate()
+	if t.recording.Load() {
+		t.stop.CompareAndSwap(0, seq.Load())
+		deactivate(t.recording)
 	}
 }
 
@@ -77,22 +88,35 @@ func (t *Tape) inWindow(n *node) bool {
 	return stop == 0 || n.seq <= stop
 }
 
+// watchSet is the tapes watching a leaf, held weakly: a tensor watched by
+// many short-lived tapes (one per training step) keeps none of them alive,
+// and Watch drops the ones that are gone or have answered their one
+// question.
+type watchSet []weak.Pointer[Tape]
+
 // Watch makes t differentiate with respect to xs: ops on them are recorded
-// from now on. Variables are watched by every tape without asking.
+// from now on. Variables are watched by every tape without asking. xs keep
+// no reference to t.
 func (t *Tape) Watch(xs ...*tensor.Tensor) {
 	for _, x := range xs {
 		for {
 			old := x.Autodiff()
 			a := &tensor.Autodiff{}
-			var set []*Tape
+			var set watchSet
 			if old != nil {
 				*a = *old
-				set, _ = old.Watch.([]*Tape)
+				set, _ = old.Watch.(watchSet)
 			}
-			if slices.Contains(set, t) {
+			if slices.Contains(set, t.self) {
 				break
 			}
-			a.Watch = append(slices.Clone(set), t)
+			next := make(watchSet, 0, len(set)+1)
+			for _, p := range set {
+				if w := p.Value(); w != nil && !(w.used.Load() && !w.opts.Persistent) {
+					next = append(next, p)
+				}
+			}
+			a.Watch = append(next, t.self)
 			if x.CompareAndSwapAutodiff(old, a) {
 				break
 			}
@@ -105,8 +129,8 @@ func (t *Tape) watches(x *tensor.Tensor) bool {
 		return true
 	}
 	if a := x.Autodiff(); a != nil {
-		set, _ := a.Watch.([]*Tape)
-		return slices.Contains(set, t)
+		set, _ := a.Watch.(watchSet)
+		return slices.Contains(set, t.self)
 	}
 	return false
 }
