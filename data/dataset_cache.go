@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -101,44 +102,72 @@ func encodeElement(e Element) []byte {
 
 var errBadCache = errors.New("malformed cache record")
 
+// decodeElement decodes encodeElement's form. Every count is bounded by
+// the bytes left before anything is allocated, so a corrupt record costs
+// no more memory than its own size.
 func decodeElement(b []byte) (Element, error) {
-	uv := func() (int, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", errBadCache, fmt.Sprintf(format, args...))
+	}
+	uv := func(what string) (int, error) {
 		v, n := binary.Uvarint(b)
-		if n <= 0 || v > 1<<40 {
-			return 0, errBadCache
+		if n <= 0 {
+			return 0, bad("%s: not a varint", what)
+		}
+		if v > uint64(len(b)) && what != "dimension" {
+			return 0, bad("%s %d is more than the %d bytes left", what, v, len(b))
+		}
+		if v > 1<<62 {
+			return 0, bad("%s %d is implausible", what, v)
 		}
 		b = b[n:]
 		return int(v), nil
 	}
-	n, err := uv()
+	n, err := uv("component count")
 	if err != nil {
 		return nil, err
 	}
 	e := make(Element, 0, n)
-	for range n {
+	for i := range n {
 		if len(b) == 0 {
-			return nil, errBadCache
+			return nil, bad("component %d of %d: no bytes left", i, n)
 		}
 		dt := tensor.DType(b[0])
 		b = b[1:]
-		rank, err := uv()
-		if err != nil || !dt.Valid() {
-			return nil, errBadCache
+		if !dt.Valid() {
+			return nil, bad("component %d: invalid dtype %d", i, dt)
 		}
-		shape := make([]int, rank)
-		for i := range shape {
-			if shape[i], err = uv(); err != nil {
+		rank, err := uv("rank")
+		if err != nil {
+			return nil, err
+		}
+		shape := make(tensor.Shape, rank)
+		for d := range shape {
+			if shape[d], err = uv("dimension"); err != nil {
 				return nil, err
 			}
 		}
-		size, err := uv()
-		if err != nil || size > len(b) || size != tensor.Shape(shape).NumElements()*dt.Size() {
-			return nil, errBadCache
+		want, ok := tensor.ByteSize(dt, shape)
+		if !ok {
+			return nil, bad("component %d: shape %v has more elements than an int can count", i, shape)
 		}
-		t := tensor.MustEmpty(dt, shape)
+		size, err := uv("byte count")
+		if err != nil {
+			return nil, err
+		}
+		if size != want {
+			return nil, bad("component %d: %d bytes for %v%v, which needs %d", i, size, dt, shape, want)
+		}
+		t, err := tensor.Empty(device.Host(), dt, shape)
+		if err != nil {
+			return nil, bad("component %d: %v", i, err)
+		}
 		copy(t.HostBytes(), b[:size])
 		b = b[size:]
 		e = append(e, t)
+	}
+	if len(b) != 0 {
+		return nil, bad("%d bytes after the last component", len(b))
 	}
 	return e, nil
 }

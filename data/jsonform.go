@@ -16,7 +16,37 @@ import (
 // The JSON form of records used by the tfrecord tool and the conformance
 // corpus (../shared/testdata/tfrecord/README.md): features as {"kind",
 // "values"}, floats with their float32 bit patterns, bytes as base64 (up to
-// 256 bytes) or a SHA-256.
+// 256 bytes) or a SHA-256. JSON has no non-finite numbers: NaN and the
+// infinities are the strings "NaN", "Infinity" and "-Infinity" (proto3's
+// JSON mapping of floats), their bits exact as for any float.
+
+// JSONFloat returns v as a JSON value: the number, or "NaN", "Infinity" or
+// "-Infinity".
+func JSONFloat(v float64) any {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "Infinity"
+	case math.IsInf(v, -1):
+		return "-Infinity"
+	}
+	return v
+}
+
+// ParseJSONFloat reads JSONFloat's strings back; ok is false for any other
+// string.
+func ParseJSONFloat(s string) (v float64, ok bool) {
+	switch s {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
 
 // FeatureJSON returns the JSON form of a feature.
 func FeatureJSON(f *Feature) map[string]any {
@@ -30,7 +60,7 @@ func FeatureJSON(f *Feature) map[string]any {
 	case KindFloat:
 		vals, bits := make([]any, len(f.Floats)), make([]any, len(f.Floats))
 		for i, v := range f.Floats {
-			vals[i] = float64(v)
+			vals[i] = JSONFloat(float64(v))
 			bits[i] = fmt.Sprintf("%08x", math.Float32bits(v))
 		}
 		return map[string]any{"kind": "float_list", "values": vals, "bits": bits}
@@ -83,7 +113,7 @@ func SequenceExampleJSON(s *SequenceExample) map[string]any {
 // bits), step, what, and what it carries.
 func EventJSON(e *Event) map[string]any {
 	out := map[string]any{
-		"wall_time": e.WallTime, "wall_time_bits": fmt.Sprintf("%016x", math.Float64bits(e.WallTime)),
+		"wall_time": JSONFloat(e.WallTime), "wall_time_bits": fmt.Sprintf("%016x", math.Float64bits(e.WallTime)),
 		"step": e.Step, "what": e.What,
 	}
 	if e.What == "" {
@@ -102,7 +132,7 @@ func EventJSON(e *Event) map[string]any {
 			m := map[string]any{"tag": v.Tag, "value_kind": v.Kind}
 			switch v.Kind {
 			case "simple_value":
-				m["simple_value"] = float64(v.SimpleValue)
+				m["simple_value"] = JSONFloat(float64(v.SimpleValue))
 				m["simple_value_bits"] = fmt.Sprintf("%08x", math.Float32bits(v.SimpleValue))
 			case "tensor":
 				shape := make([]any, len(v.TensorShape))

@@ -256,13 +256,13 @@ func (r *Reader) next() ([]byte, error) {
 		}
 		buf, r.pending = b, need
 	} else {
-		if cap(r.buf) < need {
-			r.buf = make([]byte, need)
-		}
-		buf = r.buf[:need]
-		if n, err := io.ReadFull(r.br, buf); err != nil {
+		var n int
+		var err error
+		r.buf, n, err = readGrowing(r.br, r.buf, need)
+		if err != nil {
 			return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", n, need, err)
 		}
+		buf = r.buf
 	}
 	data := buf[:length]
 	if got, want := maskedCRC(data), binary.LittleEndian.Uint32(buf[length:]); got != want {
@@ -274,6 +274,40 @@ func (r *Reader) next() ([]byte, error) {
 	r.offset += int64(headerSize + need)
 	r.index++
 	return data, nil
+}
+
+// growStep is the first allocation of a record read in pieces.
+const growStep = 1 << 20
+
+// readGrowing reads exactly need bytes from src into buf (reused when large
+// enough), allocating as the data arrives: the buffer at most doubles per
+// read, so a length claimed by a corrupt header costs memory in proportion
+// to the bytes that are really there, not to the claim (TensorFlow's
+// reader grows its buffer the same way). It returns the bytes read and,
+// short of need, the read error (io.ErrUnexpectedEOF for a clean end).
+func readGrowing(src io.Reader, buf []byte, need int) ([]byte, int, error) {
+	if cap(buf) >= need {
+		buf = buf[:need]
+		n, err := io.ReadFull(src, buf)
+		return buf, n, err
+	}
+	buf = buf[:0]
+	for len(buf) < need {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(need, max(2*cap(buf), growStep)))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return buf, len(buf), err
+		}
+	}
+	return buf, len(buf), nil
 }
 
 // Index returns the number of records returned so far (skipped ones do not
@@ -312,9 +346,9 @@ func ReadRecordAt(src io.ReaderAt, name string, offset int64) ([]byte, error) {
 	if maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]) || length > 1<<40 {
 		return nil, r.fail(ErrLengthCRCMismatch, "bad header at offset %d", offset)
 	}
-	buf := make([]byte, int(length)+4)
-	if n, err := src.ReadAt(buf, offset+headerSize); n < len(buf) {
-		return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", n, len(buf), err)
+	buf, n, err := readGrowing(io.NewSectionReader(src, offset+headerSize, int64(length)+4), nil, int(length)+4)
+	if err != nil {
+		return nil, r.fail(ErrTruncatedData, "%d of %d data and CRC bytes: %v", n, int(length)+4, err)
 	}
 	if maskedCRC(buf[:length]) != binary.LittleEndian.Uint32(buf[length:]) {
 		return nil, r.fail(ErrDataCRCMismatch, "data CRC mismatch")

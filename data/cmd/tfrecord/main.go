@@ -9,11 +9,14 @@
 // sha256, kind, and the decoded example, sequence_example or event (or the
 // payload in base64 for raw records of at most 256 bytes), in the form of
 // the conformance corpus (features as {"kind", "values"}, floats with their
-// float32 "bits"). On a corrupt file it prints the records before the
-// damage, then exits 1 with the error (its kind, record index and byte
-// offset) on stderr. write reads Examples in that same form, one per line
-// ({"features": ...}, or a record object with "example"), and writes them
-// atomically.
+// float32 "bits"; NaN and the infinities, which JSON cannot hold as
+// numbers, are the strings "NaN", "Infinity" and "-Infinity" in "values",
+// as in proto3's JSON mapping). On a corrupt file it prints the records
+// before the damage, then exits 1 with the error (its kind, record index
+// and byte offset) on stderr. write reads Examples in that same form, one
+// per line ({"features": ...}, or a record object with "example"), and
+// writes them atomically: float values from "bits" when present (exact),
+// else from "values", numbers or those three strings.
 package main
 
 import (
@@ -38,6 +41,10 @@ const usage = `usage: tfrecord count FILE...
        tfrecord verify FILE...
        tfrecord cat [--kind auto|example|sequence_example|event|raw] [--compression auto|none|gzip|zlib] FILE
        tfrecord write [--compression auto|none|gzip|zlib] OUT
+
+cat prints a JSON object per record; floats carry their float32 "bits",
+and NaN and the infinities are the strings "NaN", "Infinity" and
+"-Infinity" in "values". write reads the same form (bits first, if any).
 `
 
 // run is the command with its streams, returning the exit status.
@@ -257,6 +264,14 @@ func parseFeature(v any) (*data.Feature, error) {
 			return f, nil
 		}
 		for i, x := range vals {
+			if s, ok := x.(string); ok {
+				v, ok := data.ParseJSONFloat(s)
+				if !ok {
+					return nil, fmt.Errorf(`value %d is %q, not a number, "NaN", "Infinity" or "-Infinity"`, i, s)
+				}
+				f.Floats = append(f.Floats, float32(v))
+				continue
+			}
 			n, ok := x.(json.Number)
 			if !ok {
 				return nil, fmt.Errorf("value %d is not a number", i)
