@@ -187,7 +187,13 @@ func FromGenerator(gen func(yield func(Element) bool) error) *Dataset {
 		var genErr error
 		next, stop := iter.Pull(func(yield func(Element) bool) { genErr = gen(yield) })
 		return &funcIter{
-			nextFn: func(context.Context) (Element, error) {
+			nextFn: func(context.Context) (e Element, err error) {
+				// iter.Pull raises gen's panic here, in the caller of next.
+				defer func() {
+					if perr := recovered("FromGenerator", recover()); perr != nil {
+						e, err = nil, perr
+					}
+				}()
 				e, ok := next()
 				if !ok {
 					if genErr != nil {

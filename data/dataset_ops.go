@@ -19,9 +19,9 @@ func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
 				if err != nil {
 					return nil, stageErr(d.stage, err)
 				}
-				keep, err := pred(e)
+				keep, err := guard("Filter", pred, e)
 				if err != nil {
-					return nil, &StageError{Stage: "Filter", Err: err}
+					return nil, userErr("Filter", err)
 				}
 				if keep {
 					return e, nil

@@ -37,9 +37,9 @@ func (d *Dataset) Map(fn func(Element) (Element, error), opts ...MapOptions) *Da
 				if err != nil {
 					return nil, stageErr(d.stage, err)
 				}
-				out, err := fn(e)
+				out, err := guard("Map", fn, e)
 				if err != nil {
-					return nil, &StageError{Stage: "Map", Err: err}
+					return nil, userErr("Map", err)
 				}
 				return out, nil
 			}, closeFn: up.close}
@@ -91,11 +91,11 @@ func newParallelMap(d *Dataset, epoch int, fn func(Element) (Element, error), o 
 		go func() {
 			defer workers.Done()
 			for j := range jobs {
-				out, err := fn(j.e)
-				if err != nil {
-					err = &StageError{Stage: "Map", Err: err}
+				if ctx.Err() != nil {
+					continue // cancelled: queued jobs are dropped, not run
 				}
-				if !deliver(j.slot, result{out, err}) {
+				out, err := guard("Map", fn, j.e)
+				if !deliver(j.slot, result{out, userErr("Map", err)}) {
 					return
 				}
 			}
@@ -114,7 +114,7 @@ func newParallelMap(d *Dataset, epoch int, fn func(Element) (Element, error), o 
 			}
 		}()
 		for {
-			e, err := m.up.next(ctx)
+			e, err := safeNext(m.up, ctx, d.stage)
 			var slot chan result
 			if !o.Unordered {
 				slot = make(chan result, 1)
@@ -203,7 +203,7 @@ func (d *Dataset) Prefetch(n int) *Dataset {
 			defer wg.Done()
 			defer close(ch)
 			for {
-				e, err := up.next(ctx)
+				e, err := safeNext(up, ctx, d.stage)
 				select {
 				case ch <- result{e, stageErr(d.stage, err)}:
 				case <-ctx.Done():
@@ -272,9 +272,9 @@ func (d *Dataset) Interleave(fn func(Element) (*Dataset, error), o InterleaveOpt
 					if err != nil {
 						return nil, stageErr(d.stage, err)
 					}
-					sub, err := fn(e)
+					sub, err := guard("Interleave", fn, e)
 					if err != nil {
-						return nil, &StageError{Stage: "Interleave", Err: err}
+						return nil, userErr("Interleave", err)
 					}
 					if o.Parallel {
 						sub = sub.Prefetch(block)
