@@ -265,7 +265,20 @@ func decodeFeatures(b []byte, into map[string]*Feature) error {
 // decodeFeature decodes a Feature, accepting packed and unpacked numbers.
 func decodeFeature(b []byte) (*Feature, error) {
 	f := &Feature{}
-	err := fields(b, func(num protowire.Number, typ protowire.Type, raw []byte, _ uint64) error {
+	return f, walkFeature(b, f)
+}
+
+// checkFeature checks a Feature's wire form as decodeFeature does, building
+// nothing (for the features a Parser's spec does not name).
+func checkFeature(b []byte) error { return walkFeature(b, nil) }
+
+// walkFeature decodes a Feature into f, or only checks it when f is nil.
+func walkFeature(b []byte, f *Feature) error {
+	keep := f != nil
+	if !keep {
+		f = &Feature{}
+	}
+	return fields(b, func(num protowire.Number, typ protowire.Type, raw []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
@@ -273,7 +286,7 @@ func decodeFeature(b []byte) (*Feature, error) {
 		case fieldBytesList:
 			f.Kind, f.Bytes, f.Floats, f.Int64s = KindBytes, [][]byte{}, nil, nil
 			return fields(raw, func(num protowire.Number, typ protowire.Type, r []byte, _ uint64) error {
-				if num == fieldListValue && typ == protowire.BytesType {
+				if keep && num == fieldListValue && typ == protowire.BytesType {
 					f.Bytes = append(f.Bytes, r)
 				}
 				return nil
@@ -286,12 +299,14 @@ func decodeFeature(b []byte) (*Feature, error) {
 				}
 				switch typ {
 				case protowire.Fixed32Type:
-					f.Floats = append(f.Floats, math.Float32frombits(uint32(v)))
+					if keep {
+						f.Floats = append(f.Floats, math.Float32frombits(uint32(v)))
+					}
 				case protowire.BytesType: // packed
 					if len(r)%4 != 0 {
 						return fmt.Errorf("%w: packed floats of %d bytes", ErrBadProto, len(r))
 					}
-					for i := 0; i < len(r); i += 4 {
+					for i := 0; keep && i < len(r); i += 4 {
 						u, _ := protowire.ConsumeFixed32(r[i:])
 						f.Floats = append(f.Floats, math.Float32frombits(u))
 					}
@@ -306,14 +321,18 @@ func decodeFeature(b []byte) (*Feature, error) {
 				}
 				switch typ {
 				case protowire.VarintType:
-					f.Int64s = append(f.Int64s, int64(v))
+					if keep {
+						f.Int64s = append(f.Int64s, int64(v))
+					}
 				case protowire.BytesType: // packed
 					for len(r) > 0 {
 						u, n := protowire.ConsumeVarint(r)
 						if n < 0 {
 							return fmt.Errorf("%w: packed int64s: %v", ErrBadProto, protowire.ParseError(n))
 						}
-						f.Int64s = append(f.Int64s, int64(u))
+						if keep {
+							f.Int64s = append(f.Int64s, int64(u))
+						}
 						r = r[n:]
 					}
 				}
@@ -322,5 +341,4 @@ func decodeFeature(b []byte) (*Feature, error) {
 		}
 		return nil
 	})
-	return f, err
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -93,6 +94,9 @@ func NewParser(spec ParseSpec) (*Parser, error) {
 			if _, err := kindFor(v.DType); err != nil {
 				return nil, fmt.Errorf("%w (feature %q)", err, name)
 			}
+			if _, ok := tensor.ByteSize(v.DType, v.Shape); !ok {
+				return nil, fmt.Errorf("data: parse spec: feature %q: shape %v has a negative dimension or more elements than an int can count", name, tensor.Shape(v.Shape))
+			}
 			if v.Default != nil && (v.Default.DType() != v.DType || !v.Default.Shape().Equal(v.Shape)) {
 				return nil, fmt.Errorf("data: parse spec: feature %q: default is %s, want %v%v", name, tensor.Describe(v.Default), v.DType, tensor.Shape(v.Shape))
 			}
@@ -121,7 +125,11 @@ func (p *Parser) Parse(records [][]byte) (*Parsed, error) {
 			c.fixed, c.dt = &v, v.DType
 			c.per = tensor.Shape(v.Shape).NumElements()
 			// Values go straight into the output tensor's memory.
-			c.out = tensor.MustEmpty(v.DType, append([]int{len(records)}, v.Shape...))
+			out, err := tensor.Empty(device.Host(), v.DType, append([]int{len(records)}, v.Shape...))
+			if err != nil {
+				return nil, fmt.Errorf("data: parse: feature %q: a batch of %d: %w", name, len(records), err)
+			}
+			c.out = out
 			c.buf = c.out.HostBytes()[:0]
 		case VarLen:
 			c.varlen, c.dt = &v, v.DType
@@ -225,7 +233,9 @@ func (p *Parser) parseOne(i int, rec []byte, cols map[string]*column) error {
 			}
 			c := cols[string(key)] // no allocation for the lookup
 			if c == nil {
-				return nil
+				// Not in the spec: checked, not decoded, so that a record
+				// Parse accepts is one UnmarshalExample accepts.
+				return checkFeature(val)
 			}
 			if c.seen[i] { // a later entry replaces an earlier one: drop what it added
 				c.undo(i)

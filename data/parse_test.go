@@ -1,11 +1,13 @@
 package data
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/tensor"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // randomExamples makes n Examples with a fixed 6-float feature, an int64
@@ -151,4 +153,39 @@ func TestParseErrorsNameFeatureAndRecord(t *testing.T) {
 		t.Error("a bad spec entry was accepted")
 	}
 
+}
+
+// A spec with a negative or overflowing shape is refused by NewParser, not
+// by a panic in Parse; a record whose unspecified features are corrupt is
+// refused by Parse as UnmarshalExample refuses it.
+func TestParserRefusesWhatTheDecoderRefuses(t *testing.T) {
+	for _, shape := range [][]int{{-1}, {1 << 40, 1 << 40}} {
+		if _, err := NewParser(ParseSpec{"a": FixedLen{Shape: shape, DType: tensor.Float32}}); err == nil || !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("shape %v: %v", shape, err)
+		}
+	}
+	p, err := NewParser(ParseSpec{"a": FixedLen{Shape: []int{1}, DType: tensor.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := &Example{Features: map[string]*Feature{"a": {Kind: KindInt64, Int64s: []int64{7}}}}
+	// "b" is a float list packed in 3 bytes: not a whole float.
+	badFeature := protowire.AppendTag(nil, fieldFloatList, protowire.BytesType)
+	badFeature = protowire.AppendBytes(badFeature, protowire.AppendBytes(protowire.AppendTag(nil, fieldListValue, protowire.BytesType), []byte{1, 2, 3}))
+	entry := protowire.AppendTag(nil, fieldMapKey, protowire.BytesType)
+	entry = protowire.AppendBytes(entry, []byte("b"))
+	entry = protowire.AppendTag(entry, fieldMapValue, protowire.BytesType)
+	entry = protowire.AppendBytes(entry, badFeature)
+	features := protowire.AppendTag(nil, fieldFeaturesMap, protowire.BytesType)
+	features = protowire.AppendBytes(features, entry)
+	rec := append(good.Marshal(), protowire.AppendBytes(protowire.AppendTag(nil, fieldExampleFeatures, protowire.BytesType), features)...)
+	if _, err := UnmarshalExample(rec); !errors.Is(err, ErrBadProto) {
+		t.Fatalf("the decoder accepts the corrupt record: %v", err)
+	}
+	if _, err := p.Parse([][]byte{good.Marshal(), rec}); !errors.Is(err, ErrBadProto) || !strings.Contains(err.Error(), "record 1") {
+		t.Errorf("Parse of a record with a corrupt unspecified feature: %v", err)
+	}
+	if got, err := p.Parse([][]byte{good.Marshal()}); err != nil || tensor.ToSlice[int64](got.Dense["a"])[0] != 7 {
+		t.Errorf("a good record: %v %v", got, err)
+	}
 }
