@@ -54,7 +54,9 @@ func branch(fn func() []*tensor.Tensor) []*tensor.Tensor {
 	outs := fn()
 	to := tape.Mark()
 	caps := tape.Captures(from, to, outs, nil)
-	return tape.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
-		return tape.WindowVJP(outs, dys, caps, from, to)
+	return passThrough(outs, func() []*tensor.Tensor {
+		return tape.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
+			return tape.WindowVJP(outs, dys, caps, from, to)
+		})
 	})
 }

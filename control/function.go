@@ -1,11 +1,13 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -65,9 +67,18 @@ import (
 //     a While's body, the predicate is pushed onto a stack at every
 //     iteration and the values a branch's gradient reads only where the
 //     branch was taken; the backward loop pops them likewise.
-//   - Not yet traced, and failing the trace with an error instead of
-//     baking one choice in: a tape made inside a traced loop's body that
-//     differentiates a While of varying trip count there.
+//   - A loop that cannot be a frame is traced unrolled, iteration by
+//     iteration: a loop run eagerly inside a traced region (a tape made
+//     inside a traced loop's body that differentiates another loop there),
+//     and every loop of a function that differentiates a loop's gradient
+//     again (second derivatives, Hessian-vector products): there the trace
+//     reads the loop's gradient as the eager run computed it, which no
+//     frame holds, so the function is traced a second time with its loops
+//     unrolled (fn runs twice on that call). Each decision such a trace
+//     took on a varying value (each predicate of an unrolled loop) is a
+//     guard in the graph: a call where one goes the other way (another
+//     trip count) runs fn eagerly instead, so every call returns what fn
+//     computes; Logf is told once.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -77,7 +88,12 @@ import (
 //     the gradients and apply them after the call.
 //   - A tape around a call records the graph's ops, so it differentiates
 //     with respect to fn's arguments and variables (not other captured
-//     tensors, which are constants of the trace).
+//     tensors, which are constants of the trace). Loops and conds that
+//     ran as tape regions while tracing leave no mark in the graph: their
+//     graph is the computation alone, which the tape around a later call
+//     records op by op.
+//   - fn may return nil results (the gradient of a source its target does
+//     not depend on); the call returns nil there too.
 //
 // Before the first run the graph is optimised: ops on constants only are
 // folded (their traced values kept), values nothing returns are pruned,
@@ -101,8 +117,10 @@ type Function struct {
 	graphs map[string]*traced
 	traces int
 	warned bool
-	sig    []InputSpec // nil: every signature traces
-	gen    sizeRules
+	// guardNoted: Logf was told that a guard failed.
+	guardNoted bool
+	sig        []InputSpec // nil: every signature traces
+	gen        sizeRules
 }
 
 // RetraceWarning is how many traces a Function makes before it warns.
@@ -146,10 +164,32 @@ func newTraced(g *Graph) *traced {
 }
 
 func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var out []*tensor.Tensor
 	if tr.p == nil {
-		return Execute(tr.g, args...)
+		var err error
+		if out, err = Execute(tr.g, args...); err != nil {
+			return nil, err
+		}
+	} else {
+		out = tr.p.run(args)
 	}
-	return tr.p.run(args), nil
+	return tr.g.withNils(out), nil
+}
+
+// withNils puts the nil results of fn back among the graph's results.
+func (g *Graph) withNils(out []*tensor.Tensor) []*tensor.Tensor {
+	if g.nilResults == nil {
+		return out
+	}
+	all := make([]*tensor.Tensor, len(g.nilResults))
+	j := 0
+	for i, isNil := range g.nilResults {
+		if !isNil {
+			all[i] = out[j]
+			j++
+		}
+	}
+	return all
 }
 
 // Call runs f on args: from its graph when one was traced for their
@@ -180,9 +220,14 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	f.mu.Unlock()
 	if tr != nil {
-		return tr.run(args)
+		return f.runGuarded(tr, args)
 	}
-	out, g, err := traceCall(f.fn, args)
+	out, g, err := traceCall(f.fn, args, false)
+	if errors.Is(err, errUnroll) {
+		// A loop's gradient is differentiated again: trace once more, loops
+		// unrolled (fn runs a second time).
+		out, g, err = traceCall(f.fn, args, true)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +295,11 @@ type tracer struct {
 	paused    int    // >0 while a loop finishes eagerly, unrecorded
 	goroutine uint64 // the tracing goroutine
 	err       error
+	// unroll traces loops iteration by iteration (with guards), for
+	// functions whose loops cannot be frames (see trace_guard.go).
+	unroll bool
+	// untraced holds the tensors ops made while the trace was paused.
+	untraced map[weak.Pointer[tensor.Tensor]]bool
 }
 
 var (
@@ -299,6 +349,8 @@ type traceObserver struct{}
 func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
 	if t := recording(); t != nil {
 		t.record(c, outs)
+	} else if t := currentTrace(); t != nil && t.paused > 0 {
+		t.noteUntraced(outs)
 	}
 }
 
@@ -314,6 +366,14 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		}
 	}
 	if folded {
+		// Its outputs are constants of the trace, unless an input is a
+		// value the eager run made beside the trace: then so are they.
+		for _, x := range c.Inputs {
+			if t.readsUntraced(x) {
+				t.noteUntraced(outs)
+				break
+			}
+		}
 		return
 	}
 	ins := make([]Output, len(c.Inputs))
@@ -356,6 +416,11 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 	if v, ok := t.vals[x]; ok {
 		return v
 	}
+	if t.readsUntraced(x) {
+		// A value the eager run made beside the trace: as a constant it
+		// would hold this call's value in every later call.
+		t.fail(fmt.Errorf("%w (%s)", errUnroll, tensor.Describe(x)))
+	}
 	c := x
 	if !x.IsVariable() {
 		c = x.View(x.Shape(), x.Layout())
@@ -373,27 +438,24 @@ func (t *tracer) derived(x *tensor.Tensor) bool {
 	return ok && t.varies[v.Node]
 }
 
-// checkTraced is called by the constructs that decide by a tensor's value:
-// during a trace, a decision on an argument-derived value fails the trace.
+// checkTraced is called by the constructs that decide by a tensor's value
+// eagerly (a loop traced iteration by iteration): during a trace, a
+// decision on a value that varies between calls becomes a guard.
 func checkTraced(construct string, x *tensor.Tensor) {
-	t := recording()
-	if t == nil || !t.derived(x) {
-		return
+	if t := recording(); t != nil && t.derived(x) {
+		t.guard(construct, x)
 	}
-	t.err = fmt.Errorf("control: %s decides on a value computed from the traced function's arguments or variables (%s) "+
-		"inside a loop traced iteration by iteration under a tape; move it out of the enclosing loop or call the function eagerly",
-		construct, tensor.Describe(x))
 }
 
 // traceCall runs fn on args while recording, and returns its results and
-// the pruned graph.
-func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor) ([]*tensor.Tensor, *Graph, error) {
+// the pruned graph. unroll traces loops iteration by iteration.
+func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll bool) ([]*tensor.Tensor, *Graph, error) {
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
 	traceMu.Lock()
 	defer traceMu.Unlock()
 	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{},
 		branchOf:  map[*Node]*traceCtx{},
-		goroutine: goroutineID()}
+		goroutine: goroutineID(), unroll: unroll}
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)
@@ -420,7 +482,11 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	}
 	for i, o := range out {
 		if o == nil {
-			return nil, nil, fmt.Errorf("control: Function result %d is nil", i)
+			if t.g.nilResults == nil {
+				t.g.nilResults = make([]bool, len(out))
+			}
+			t.g.nilResults[i] = true
+			continue
 		}
 		t.g.Result = append(t.g.Result, t.value(o))
 	}
@@ -455,6 +521,11 @@ func (g *Graph) prune() {
 	}
 	for _, r := range g.Result {
 		visit(r.Node)
+	}
+	for _, n := range g.Nodes {
+		if isGuard(n) {
+			visit(n)
+		}
 	}
 	for _, p := range g.Inputs {
 		keep[p] = true

@@ -139,9 +139,31 @@ func TestFunctionBadArguments(t *testing.T) {
 	if _, err := f.Call(nil); err == nil || !strings.Contains(err.Error(), "argument 0 is nil") {
 		t.Errorf("nil argument: %v", err)
 	}
-	nilResult := control.NewFunction(func(a []T) []T { return []T{nil} })
-	if _, err := nilResult.Call(f32(1)); err == nil || !strings.Contains(err.Error(), "result 0 is nil") {
-		t.Errorf("nil result: %v", err)
+}
+
+// A traced function returns what the eager one returns, nil results
+// included (the gradient of a source the target does not depend on), on
+// the tracing call and from the graph.
+func TestFunctionReturnsNil(t *testing.T) {
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0], a[1])
+		y := ops.Sum(ops.Square(a[0]))
+		g := tp.Gradient(y, a[0], a[1])
+		return []T{nil, y, g[0], g[1]}
+	}
+	f := control.NewFunction(fn)
+	for call := range 3 {
+		got, err := f.Call(f32(1, 2), f32(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 4 || got[0] != nil || got[3] != nil || got[1].Float() != 5 || tensor.ToSlice[float32](got[2])[1] != 4 {
+			t.Errorf("call %d: %v", call, got)
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
 	}
 }
 

@@ -353,5 +353,6 @@ func (gen *generalization) instantiate(sizes []int) (*Graph, error) {
 	for _, r := range gen.g.Result {
 		g.Result = append(g.Result, remap(r))
 	}
+	g.nilResults, g.hasGuards = gen.g.nilResults, gen.g.hasGuards
 	return g, nil
 }

@@ -85,6 +85,13 @@ type Graph struct {
 	Nodes  []*Node
 	Inputs []*Node  // placeholders, in argument order
 	Result []Output // what Execute returns
+	// nilResults marks, for a traced function, the results fn returned as
+	// nil (a gradient of an unconnected source): they are not in Result,
+	// and a Function's call gives nil there, as fn did.
+	nilResults []bool
+	// hasGuards says the graph checks decisions its trace took (a Function
+	// then runs fn eagerly for a call where one goes another way).
+	hasGuards bool
 
 	sched atomic.Pointer[schedule] // the executor's view, made on first use
 }

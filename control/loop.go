@@ -73,7 +73,7 @@ func (l *loop) step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 		// garbage once the outputs are cut off from it below.
 		it.in = detachAll(in, ops.StopGradient)
 		it.out, it.from, it.to = nil, 0, 0
-		res = detachAll(res, ops.StopGradient)
+		res = passThrough(res, func() []*tensor.Tensor { return detachAll(res, ops.StopGradient) })
 	}
 	l.iters = append(l.iters, it)
 	return res[:l.nvars], res[l.nvars:]
@@ -141,9 +141,30 @@ func (l *loop) finish(inputs, outputs []*tensor.Tensor) []*tensor.Tensor {
 	}
 	if !tracked {
 		// Nothing outside depends on the loop's record: drop it.
-		return detachAll(outputs, ops.StopGradient)
+		return passThrough(outputs, func() []*tensor.Tensor { return detachAll(outputs, ops.StopGradient) })
 	}
-	return tape.RecordRegion(regionIn, outputs, l.backward)
+	return passThrough(outputs, func() []*tensor.Tensor { return tape.RecordRegion(regionIn, outputs, l.backward) })
+}
+
+// passThrough runs fn, which returns a copy of each of xs made for the
+// tape's bookkeeping (a region's fresh outputs, values cut off from their
+// record). While a trace records, fn's ops are not traced and the copies
+// stand for xs in the graph: the graph computes what the eager code
+// computes, and a tape around a later call differentiates through it
+// (a traced StopGradient would cut it off).
+func passThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []*tensor.Tensor {
+	t := recording()
+	if t == nil {
+		return fn()
+	}
+	var ys []*tensor.Tensor
+	t.unrecorded(func() { ys = fn() })
+	for i, y := range ys {
+		if v, ok := t.vals[xs[i]]; ok && y != xs[i] {
+			t.vals[y] = v
+		}
+	}
+	return ys
 }
 
 // backward runs the iterations in reverse. dys holds the final loop

@@ -135,22 +135,40 @@ func TestFunctionCondErrors(t *testing.T) {
 		{"untaken fails", "the branch not taken (false) failed", func(a []T) []T {
 			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
 		}},
-		{"tape", "inside a loop traced iteration by iteration under a tape", func(a []T) []T {
-			// A tape made inside a traced While's body, differentiating a
-			// While of varying trip count there.
-			small := func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) }
-			return control.While(small, func(v []T) []T {
-				tp := tape.New()
-				tp.Watch(v[0])
-				inner := control.While(small, func(u []T) []T { return []T{ops.Mul(u[0], tensor.Scalar(float32(3)))} }, v)
-				return []T{ops.Add(v[0], tp.Gradient(ops.Sum(inner[0]), v[0])[0])}
-			}, a)
-		}},
 	} {
 		f := control.NewFunction(c.fn)
 		if _, err := f.Call(f32(1, 2)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A tape made inside a traced While's body that differentiates a While of
+// varying trip count there: the inner loop is traced unrolled with guards
+// on its decisions, and calls whose trip counts differ run eagerly, so
+// every call returns what fn computes.
+func TestFunctionTapeInsideLoopBody(t *testing.T) {
+	small := func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(100))) }
+	fn := func(a []T) []T {
+		return control.While(small, func(v []T) []T {
+			tp := tape.New()
+			tp.Watch(v[0])
+			inner := control.While(small, func(u []T) []T { return []T{ops.Mul(u[0], tensor.Scalar(float32(3)))} }, v)
+			return []T{ops.Add(v[0], tp.Gradient(ops.Sum(inner[0]), v[0])[0])}
+		}, a)
+	}
+	f := control.NewFunction(fn)
+	var logged []string
+	f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	checkCalls(t, "tape inside a loop", f, fn, [][]T{{f32(1, 2)}, {f32(1, 2)}, {f32(2, 2)}, {f32(20, 1)}, {f32(1, 2)}}, 1e-6)
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "runs eagerly") {
+		t.Errorf("logged %q, want one note that a guard failed", logged)
+	}
+	if g := f.Graph(f32(1, 2)).String(); !strings.Contains(g, "Guard(") {
+		t.Errorf("no guard in the graph:\n%s", g)
 	}
 }
 

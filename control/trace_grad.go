@@ -199,7 +199,11 @@ func (t *tracer) whileGradient(l *loop, fr *frameTrace, win *loopWindow, caps, i
 		if r == nil {
 			r = tensor.Zeros(s.DType(), s.Shape()...)
 		}
+		// The alias keeps r's record, so that a tape recording this
+		// gradient's ops differentiates it again (from eager values the
+		// trace cannot hold: reading them fails it with errUnroll).
 		res[i] = t.alias(r, graph[i])
+		res[i].SetAutodiff(r.Autodiff())
 	}
 	return res
 }

@@ -33,6 +33,9 @@ var identityOp = sync.OnceValue(func() *eager.Op {
 // (recorded op by op).
 func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 	init []*tensor.Tensor, o WhileOptions) []*tensor.Tensor {
+	if t.unroll {
+		return nil
+	}
 	if o.MaxIterations > 0 {
 		// The bound becomes a counter loop value and a conjunct of the
 		// condition (evaluated even when the bound stops the loop).

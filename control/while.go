@@ -108,7 +108,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	if steps == 0 {
 		return init, nil
 	}
-	if t := recording(); t != nil {
+	if t := recording(); t != nil && !t.unroll {
 		return t.scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each
