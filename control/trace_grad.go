@@ -199,13 +199,31 @@ func (t *tracer) whileGradient(l *loop, fr *frameTrace, win *loopWindow, caps, i
 		if r == nil {
 			r = tensor.Zeros(s.DType(), s.Shape()...)
 		}
-		// The alias keeps r's record, so that a tape recording this
-		// gradient's ops differentiates it again (from eager values the
-		// trace cannot hold: reading them fails it with errUnroll).
-		res[i] = t.alias(r, graph[i])
-		res[i].SetAutodiff(r.Autodiff())
+		res[i] = t.differentiable(r, graph[i])
 	}
 	return res
+}
+
+// differentiable returns a tensor with r's value whose graph value is v
+// (a gradient computed eagerly beside the backward frame that computes it
+// in the graph), differentiable through r by a tape that records it: a
+// second derivative. The frame holds no record a tape could follow, so a
+// tape that asks for one while this trace records fails the trace with
+// errUnroll (the Function traces again, loops unrolled); asked after the
+// trace, it follows r's eager record.
+func (t *tracer) differentiable(r *tensor.Tensor, v Output) *tensor.Tensor {
+	a := r.View(r.Shape(), r.Layout())
+	var res []*tensor.Tensor
+	t.unrecorded(func() {
+		res = tape.RecordRegion([]*tensor.Tensor{r}, []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
+			if recording() == t {
+				t.fail(fmt.Errorf("%w (a loop's gradient differentiated again)", errUnroll))
+			}
+			return dys
+		})
+	})
+	t.vals[res[0]] = v
+	return res[0]
 }
 
 // backwardFrame records the gradient loop of fr (see the top of the file)

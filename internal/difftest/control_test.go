@@ -1,0 +1,223 @@
+package difftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The control-flow programs: the same templates as torch_eval.py's
+// TEMPLATES, each a loss of its inputs written with control (eagerflow)
+// and with Python's own loops and ifs (PyTorch).
+
+type template struct {
+	name string
+	loss func(in []T) T
+	// shapes returns random input shapes; batch varies the leading size,
+	// so that a second batch size retraces.
+	shapes func(r *rand.Rand, batch int) [][]int
+	lo, hi float64 // input range
+}
+
+func scalar(x T, v float64) T { return ops.ScalarLike(x, v) }
+
+var templates = []template{
+	{"while_grow", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+			func(v []T) []T {
+				return []T{ops.Add(ops.Mul(ops.Tanh(ops.MatMul(v[0], w)), scalar(w, 1.5)), v[0])}
+			}, []T{x}, control.WhileOptions{MaxIterations: 20})
+		return ops.Sum(out[0])
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(3)
+		return [][]int{{b, d}, {d, d}, {}}
+	}, 0.1, 1},
+	{"scan_rnn", func(in []T) T {
+		xs, w, u, bias := in[0], in[1], in[2], in[3]
+		h0 := tensor.Zeros(tensor.Float64, xs.Dim(1), w.Dim(0))
+		carry, ys := control.Scan(func(c, x []T) ([]T, []T) {
+			h := ops.Tanh(ops.Add(ops.Add(ops.MatMul(c[0], w), ops.MatMul(x[0], u)), bias))
+			return []T{h}, []T{h}
+		}, []T{h0}, []T{xs})
+		return ops.Add(ops.Sum(ops.Square(carry[0])), ops.Mean(ys[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		steps, i, h := 2+r.IntN(4), 1+r.IntN(3), 2+r.IntN(3)
+		return [][]int{{steps, b, i}, {h, h}, {i, h}, {h}}
+	}, -0.8, 0.8},
+	{"cond_in_loop", func(in []T) T {
+		x, a, b := in[0], in[1], in[2]
+		out := control.Fori(0, 4, func(_ T, v []T) []T {
+			h := v[0]
+			return control.Cond(ops.Gt(ops.Sum(h), scalar(h, 0)),
+				func() []T { return []T{ops.Mul(ops.Sin(h), a)} },
+				func() []T { return []T{ops.Sub(ops.Mul(h, h), b)} })
+		}, []T{x})
+		return ops.Sum(out[0])
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(4)
+		return [][]int{{b, d}, {d}, {b, d}}
+	}, -1.5, 1.5},
+	{"nested", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		out := control.Fori(0, 3, func(_ T, v []T) []T {
+			h := control.While(func(u []T) T { return ops.Lt(ops.Sum(ops.Square(u[0])), thr) },
+				func(u []T) []T { return []T{ops.Add(ops.Mul(u[0], w), scalar(w, 0.25))} },
+				[]T{v[0]}, control.WhileOptions{MaxIterations: 6})
+			return []T{ops.Tanh(h[0])}
+		}, []T{x})
+		return ops.Sum(ops.Square(out[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{b, d}, {d}, {}}
+	}, 0.2, 1.5},
+	{"trips_on_x", func(in []T) T {
+		x, w := in[0], in[1]
+		limit := ops.Add(ops.Mul(ops.Abs(ops.Sum(x)), scalar(x, 6)), scalar(x, 1))
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), limit) },
+			func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], scalar(w, 1.5)), ops.Square(w))} },
+			[]T{x}, control.WhileOptions{MaxIterations: 30})
+		return ops.Sum(ops.Sin(out[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{b, d}, {b, d}}
+	}, -1, 1},
+}
+
+// controlCase is one control-flow program as torch_eval.py reads it.
+type controlCase struct {
+	ID       int      `json:"id"`
+	Template string   `json:"template"`
+	Inputs   []*Array `json:"inputs"`
+	Second   *Array   `json:"second"` // v of the Hessian-vector product
+
+	tpl *template
+	in  []T
+	v   T
+}
+
+// derivatives is a control-flow program's loss, gradients (one per input)
+// and Hessian-vector products: the gradient of sum(v * d loss/d in[0])
+// with respect to every input.
+func derivatives(loss func([]T) T, in []T, v T) []T {
+	outer := tape.New()
+	outer.Watch(in...)
+	inner := tape.New()
+	inner.Watch(in...)
+	y := loss(in)
+	g := inner.Gradient(y, in...)
+	gv := tensor.Scalar(0.0)
+	if g[0] != nil {
+		gv = ops.Sum(ops.Mul(g[0], v))
+	}
+	hv := outer.Gradient(gv, in...)
+	return append(append([]T{y}, g...), hv...)
+}
+
+// newControlCase makes case id of template k: its sizes drawn once per
+// seed and template (so that cases share a traced signature) but for the
+// batch, its values per case.
+func newControlCase(seed uint64, id, k, batch int) *controlCase {
+	tpl := &templates[k]
+	shapes := tpl.shapes(rand.New(rand.NewPCG(seed, uint64(k)<<32)), batch)
+	r := rand.New(rand.NewPCG(seed, uint64(id)))
+	c := &controlCase{ID: id, Template: tpl.name, tpl: tpl}
+	for i, s := range shapes {
+		x := tensor.RandUniform(tensor.NewRNG(r.Uint64()), tensor.Float64, tpl.lo, tpl.hi, s...)
+		if i == len(shapes)-1 && len(s) == 0 {
+			x = tensor.RandUniform(tensor.NewRNG(r.Uint64()), tensor.Float64, 1, 6) // a threshold
+		}
+		c.in = append(c.in, x)
+		c.Inputs = append(c.Inputs, encode(x))
+	}
+	c.v = tensor.RandUniform(tensor.NewRNG(r.Uint64()), tensor.Float64, -1, 1, c.in[0].Shape()...)
+	c.Second = encode(c.v)
+	return c
+}
+
+// Seeded control-flow programs (data-dependent while loops, scans, conds
+// in loops, nested loops) agree with PyTorch in their losses, gradients
+// and Hessian-vector products; traced (tapes inside, several calls with
+// other trip counts, a retrace for another batch size, a tape around the
+// call) they agree with eager.
+func TestControlFlowMatchesPyTorch(t *testing.T) {
+	needTorch(t)
+	for _, seed := range seeds(t) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			var cases []*controlCase
+			want := map[int][]T{}
+			for i := range max(*flagCases/4, len(templates)*2) {
+				k := i % len(templates)
+				batch := 1 + min((i/len(templates))%4, 1) // mostly 2, some 1: a retrace
+				c := newControlCase(seed, i, k, batch)
+				cases = append(cases, c)
+				want[i] = derivatives(c.tpl.loss, c.in, c.v)
+			}
+			checkControlTraced(t, seed, cases, want)
+			res := runTorch(t, cases)
+			for _, c := range cases {
+				r := res[c.ID]
+				if r == nil || r.Error != "" {
+					t.Errorf("case %d (%s): PyTorch failed: %v", c.ID, c.Template, r)
+					continue
+				}
+				n := len(c.in)
+				torch := append(append(append([]*Array{}, r.Values...), r.Grads...), r.Second...)
+				for i, got := range want[c.ID] {
+					what := []string{"loss", "gradient", "Hessian-vector product"}[min((i+n-1)/n, 2)]
+					if d := compare(got, torch[i]); d != "" {
+						t.Errorf("case %d (%s), %s %d: %s", c.ID, c.Template, what, (i+n-1)%n, d)
+					}
+				}
+			}
+			t.Logf("seed %d: %d control-flow programs (%d templates), each: loss, %s", seed, len(cases), len(templates),
+				"gradients, Hessian-vector products; traced with tapes inside and around")
+		})
+	}
+}
+
+// checkControlTraced runs each template traced over every case of it (the
+// first call traces; the others, other inputs and trip counts, run the
+// graph or, where a guard fails, eagerly; another batch size retraces),
+// with the derivatives taken inside, and once more under a tape around
+// the call; every result equals the eager one.
+func checkControlTraced(t *testing.T, seed uint64, cases []*controlCase, want map[int][]T) {
+	t.Helper()
+	for k := range templates {
+		tpl := &templates[k]
+		inside := control.NewFunction(func(in []T) []T { return derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) })
+		around := control.NewFunction(func(in []T) []T { return []T{tpl.loss(in)} })
+		for _, c := range cases {
+			if c.tpl != tpl {
+				continue
+			}
+			got, err := inside.Call(append(append([]T{}, c.in...), c.v)...)
+			if err != nil {
+				t.Errorf("seed %d case %d (%s) traced: %v", seed, c.ID, tpl.name, err)
+				continue
+			}
+			for i, w := range want[c.ID] {
+				if d := sameAs(got[i], w); d != "" {
+					t.Errorf("seed %d case %d (%s) traced, result %d: %s", seed, c.ID, tpl.name, i, d)
+				}
+			}
+			tp := tape.New()
+			tp.Watch(c.in...)
+			loss, err := around.Call(c.in...)
+			if err != nil {
+				t.Errorf("seed %d case %d (%s) under a tape: %v", seed, c.ID, tpl.name, err)
+				continue
+			}
+			for i, g := range tp.Gradient(loss[0], c.in...) {
+				if d := sameAs(g, want[c.ID][1+i]); d != "" {
+					t.Errorf("seed %d case %d (%s) under a tape, gradient %d: %s", seed, c.ID, tpl.name, i, d)
+				}
+			}
+		}
+	}
+}

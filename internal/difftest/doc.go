@@ -1,0 +1,27 @@
+// Package difftest is eagerflow's differential suite against PyTorch: it
+// has no code of its own outside its tests.
+//
+// The tests generate seeded random programs over the op library (the
+// steps of an op program: elementwise functions, broadcasting, layouts,
+// reductions, structure ops, products, convolutions with every padding,
+// stride and dilation mix, pooling, gathers, sorts) and control-flow
+// programs (data-dependent while loops, scans, conds in loops, nested
+// loops), run them eagerly, traced (a tape inside the traced function and
+// around its calls, several calls, a retrace) and in PyTorch
+// (torch_eval.py, float64, through Debian's python3-torch), and compare
+// values, gradients of every input and, for the control-flow programs,
+// Hessian-vector products.
+//
+// Where two rules are both right but pick another subgradient at a tie,
+// torch_eval.py spells eagerflow's documented rule out in PyTorch ops
+// (Max and Min give a tie to their first operand, the max pool to its
+// window's first maximum), so gradients are compared at ties too; the
+// rules that agree (reductions share a tied extremum, both sorts are
+// stable) use PyTorch's own functions.
+//
+// Run it with go test ./internal/difftest (it skips, naming the install
+// command, when /usr/bin/python3 cannot import torch); -difftest.cases and
+// -difftest.seeds make the long runs:
+//
+//	go test ./internal/difftest -difftest.cases=5000 -difftest.seeds=1,2,3,4,5
+package difftest

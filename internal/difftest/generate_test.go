@@ -1,0 +1,601 @@
+package difftest
+
+import (
+	"math/rand/v2"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// gen builds one random program, running each step eagerly as it is
+// chosen so that later steps can be fitted to the shapes earlier ones made.
+type gen struct {
+	r    *rand.Rand
+	in   []T // inputs so far
+	vals []T // step values so far
+	p    *Program
+	// exact, while set, is the shape operand makes a fresh input of.
+	exact []int
+}
+
+// maxElems bounds the tensors a program makes, to keep the suite fast.
+const maxElems = 256
+
+func (g *gen) intn(n int) int        { return g.r.IntN(n) }
+func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
+func (g *gen) between(lo, hi int) int {
+	return lo + g.r.IntN(hi-lo+1)
+}
+
+// input adds a fresh input of shape with values uniform in [lo, hi) and
+// returns its reference.
+func (g *gen) input(shape []int, lo, hi float64) int {
+	x := tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, lo, hi, shape...)
+	g.in = append(g.in, x)
+	return -len(g.in)
+}
+
+func (g *gen) value(ref int) T { return arg(g.in, g.vals, ref) }
+
+// add appends a step, running it; it returns the step's reference.
+func (g *gen) add(op string, a Attrs, args ...int) int {
+	in := make([]T, len(args))
+	for i, r := range args {
+		in[i] = g.value(r)
+	}
+	g.vals = append(g.vals, apply(op, in, a))
+	g.p.Steps = append(g.p.Steps, Step{Op: op, Args: args, Attrs: a})
+	return len(g.vals) - 1
+}
+
+// randomShape returns a shape of rank lo..hi with dims 1..5, small enough.
+func (g *gen) randomShape(lo, hi int) []int {
+	for {
+		s := make([]int, g.between(lo, hi))
+		for i := range s {
+			s[i] = g.between(1, 5)
+		}
+		if n, _ := tensor.Shape(s).Size(); n <= maxElems/2 {
+			return s
+		}
+	}
+}
+
+// operand returns an existing float value whose shape satisfies ok (a
+// fresh input of a random shape of rank lo..hi when none does, or by
+// chance).
+func (g *gen) operand(lo, hi int, ok func(tensor.Shape) bool) int {
+	var refs []int
+	for i := range g.in {
+		refs = append(refs, -1-i)
+	}
+	for i := range g.vals {
+		refs = append(refs, i)
+	}
+	var fits []int
+	for _, r := range refs {
+		s := g.value(r).Shape()
+		// Empty values (a slice or top-k of none) end their chain: steps
+		// that pick indices need elements.
+		if s.Rank() >= lo && s.Rank() <= hi && s.NumElements() > 0 && s.NumElements() <= maxElems && (ok == nil || ok(s)) {
+			fits = append(fits, r)
+		}
+	}
+	if len(fits) > 0 && !g.chance(0.25) {
+		// Prefer recent values, so that steps chain.
+		return fits[len(fits)-1-min(g.intn(len(fits)), g.intn(len(fits)))]
+	}
+	if g.exact != nil {
+		return g.input(g.exact, -2, 2)
+	}
+	for {
+		s := g.randomShape(lo, hi)
+		if ok == nil || ok(s) {
+			return g.input(s, -2, 2)
+		}
+	}
+}
+
+// operandOf returns an existing value of exactly shape, or a fresh input
+// of it.
+func (g *gen) operandOf(shape []int) int {
+	g.exact = shape
+	defer func() { g.exact = nil }()
+	return g.operand(len(shape), len(shape), func(s tensor.Shape) bool { return s.Equal(shape) })
+}
+
+// positive returns a step whose values are ref's mapped into [c, ...)
+// smoothly: softplus(x) + c, for the functions with a domain.
+func (g *gen) positive(ref int, c float64) int {
+	sp := g.add("softplus", Attrs{}, ref)
+	return g.add("add", Attrs{}, sp, g.input(nil, c, c+0.5))
+}
+
+// broadcastPartner returns a fresh shape that broadcasts with s: some
+// dims made 1, some leading dims dropped, or s itself.
+func (g *gen) broadcastPartner(s tensor.Shape) []int {
+	out := slices.Clone([]int(s))
+	for i := range out {
+		if g.chance(0.3) {
+			out[i] = 1
+		}
+	}
+	if len(out) > 0 && g.chance(0.3) {
+		out = out[g.intn(len(out)):]
+	}
+	return out
+}
+
+// perm returns a random permutation of 0..n-1.
+func (g *gen) perm(n int) []int { return g.r.Perm(n) }
+
+// subset returns a random subset of 0..n-1, in increasing order.
+func (g *gen) subset(n int) []int {
+	var d []int
+	for i := range n {
+		if g.chance(0.5) {
+			d = append(d, i)
+		}
+	}
+	return d
+}
+
+// factor returns a random shape with n elements.
+func (g *gen) factor(n int) []int {
+	var s []int
+	for n > 1 && len(s) < 4 {
+		var divs []int
+		for d := 2; d <= n; d++ {
+			if n%d == 0 {
+				divs = append(divs, d)
+			}
+		}
+		d := divs[g.intn(len(divs))]
+		s = append(s, d)
+		n /= d
+	}
+	if g.chance(0.3) {
+		s = append(s, 1)
+	}
+	g.r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	return s
+}
+
+// families are the kinds of steps, each trying to add one; false when it
+// could not (it then added nothing).
+var families = []struct {
+	name   string
+	weight int
+	add    func(g *gen) bool
+}{
+	{"unary", 10, genUnary},
+	{"domain", 4, genDomain},
+	{"binary", 10, genBinary},
+	{"reduce", 6, genReduce},
+	{"structure", 10, genStructure},
+	{"matmul", 4, genMatMul},
+	{"softmax", 4, genSoftmax},
+	{"conv", 4, genConv},
+	{"pool", 3, genPool},
+	{"gather", 4, genGather},
+	{"sort", 3, genSort},
+	{"select", 3, genSelect},
+	{"dot_general", 2, genDotGeneral},
+	{"dynamic", 2, genDynamic},
+}
+
+// generate makes program id from seed: 2 to 6 steps.
+func generate(seed uint64, id int) *Program {
+	g := &gen{r: rand.New(rand.NewPCG(seed, uint64(id))), p: &Program{ID: id}}
+	total := 0
+	for _, f := range families {
+		total += f.weight
+	}
+	steps := g.between(2, 6)
+	for tries := 0; len(g.p.Steps) < steps && tries < 50; tries++ {
+		k := g.intn(total)
+		for _, f := range families {
+			if k < f.weight {
+				f.add(g)
+				break
+			}
+			k -= f.weight
+		}
+	}
+	g.p.in = g.in
+	for _, v := range g.vals {
+		g.p.weights = append(g.p.weights, tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, 0.5, 1.5, v.Shape()...))
+	}
+	for _, x := range g.in {
+		g.p.Inputs = append(g.p.Inputs, encode(x))
+	}
+	for _, w := range g.p.weights {
+		g.p.Weights = append(g.p.Weights, encode(w))
+	}
+	return g.p
+}
+
+var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
+	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu"}
+
+func genUnary(g *gen) bool {
+	x := g.operand(0, 4, nil)
+	op := unaryNames[g.intn(len(unaryNames))]
+	a := Attrs{}
+	if op == "leaky_relu" {
+		a.Alpha = 0.1 + 0.5*g.r.Float64()
+	}
+	if op == "exp" || op == "expm1" {
+		x = g.add("tanh", Attrs{}, x) // keeps the exponential moderate
+	}
+	g.add(op, a, x)
+	return true
+}
+
+func genDomain(g *gen) bool {
+	x := g.operand(0, 4, nil)
+	switch op := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "rem"}[g.intn(7)]; op {
+	case "div", "rem":
+		b := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.5)
+		if g.chance(0.5) && op == "div" {
+			g.add(op, Attrs{}, b, x)
+		} else {
+			g.add(op, Attrs{}, x, b)
+		}
+	case "pow":
+		base := g.positive(x, 0.3)
+		g.add(op, Attrs{}, base, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2))
+	default:
+		g.add(op, Attrs{}, g.positive(x, 0.1))
+	}
+	return true
+}
+
+func genBinary(g *gen) bool {
+	x := g.operand(0, 4, nil)
+	var y int
+	if g.chance(0.5) {
+		y = g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2)
+	} else {
+		y = g.operand(0, 4, func(s tensor.Shape) bool { return broadcasts(s, g.value(x).Shape()) })
+	}
+	op := []string{"add", "sub", "mul", "max", "min"}[g.intn(5)]
+	if g.chance(0.5) {
+		x, y = y, x
+	}
+	g.add(op, Attrs{}, x, y)
+	return true
+}
+
+// broadcasts reports whether a and b broadcast together, NumPy style.
+func broadcasts(a, b tensor.Shape) bool {
+	for i := 1; i <= min(len(a), len(b)); i++ {
+		p, q := a[len(a)-i], b[len(b)-i]
+		if p != q && p != 1 && q != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func genReduce(g *gen) bool {
+	x := g.operand(1, 4, nil)
+	r := g.value(x).Rank()
+	kind := []string{"sum", "mean", "max", "min", "prod"}[g.intn(5)]
+	if kind == "prod" {
+		x = g.add("tanh", Attrs{}, x) // keeps products in range
+	}
+	dims := g.subset(r)
+	if g.chance(0.3) {
+		// Negative axes too.
+		for i := range dims {
+			if g.chance(0.5) {
+				dims[i] -= r
+			}
+		}
+	}
+	g.add("reduce", Attrs{Kind: kind, Dims: dims, Keep: g.chance(0.4)}, x)
+	return true
+}
+
+func genStructure(g *gen) bool {
+	x := g.operand(1, 4, nil)
+	s := g.value(x).Shape()
+	r := s.Rank()
+	switch g.intn(11) {
+	case 0:
+		g.add("reshape", Attrs{Shape: g.factor(s.NumElements())}, x)
+	case 1:
+		g.add("transpose", Attrs{Perm: g.perm(r)}, x)
+	case 2:
+		a := Attrs{}
+		for _, n := range s {
+			st := g.between(0, n-1)
+			l := g.between(st, n)
+			a.Start, a.Limit, a.Strides = append(a.Start, st), append(a.Limit, l), append(a.Strides, g.between(1, 3))
+		}
+		g.add("slice", a, x)
+	case 3:
+		a := Attrs{}
+		for _, n := range s {
+			it := 0
+			if g.chance(0.3) {
+				it = g.between(1, 2)
+			}
+			full := n + max(n-1, 0)*it
+			lo := g.between(-min(1, full), 2)
+			hi := g.between(-min(1, full+lo), 2)
+			a.Cfg = append(a.Cfg, [3]int{lo, hi, it})
+		}
+		g.add("pad", a, x, g.input(nil, -1, 1))
+	case 4:
+		ax := g.intn(r)
+		args := []int{x}
+		for range g.between(1, 2) {
+			o := slices.Clone([]int(s))
+			o[ax] = g.between(1, 3)
+			args = append(args, g.input(o, -2, 2))
+		}
+		g.r.Shuffle(len(args), func(i, j int) { args[i], args[j] = args[j], args[i] })
+		g.add("concat", Attrs{Axis: ax}, args...)
+	case 5:
+		args := []int{x, g.input(s, -2, 2)}
+		g.add("stack", Attrs{Axis: g.between(-r-1, r)}, args...)
+	case 6:
+		to := slices.Clone([]int(s)) // a shape x broadcasts to: grow 1s
+
+		for i := range to {
+			if to[i] == 1 {
+				to[i] = g.between(1, 3)
+			}
+		}
+		if g.chance(0.5) {
+			to = append([]int{g.between(1, 3)}, to...)
+		}
+		if n, _ := tensor.Shape(to).Size(); n > maxElems {
+			return false
+		}
+		g.add("broadcast_to", Attrs{Shape: to}, x)
+	case 7:
+		reps := make([]int, r)
+		for i := range reps {
+			reps[i] = g.between(1, 2)
+		}
+		if n, _ := tensor.Shape(s).Size(); n*4 > maxElems {
+			return false
+		}
+		g.add("tile", Attrs{Reps: reps}, x)
+	case 8:
+		g.add("rev", Attrs{Dims: g.subset(r)}, x)
+	case 9:
+		g.add("cumsum", Attrs{Axis: g.intn(r), Exclusive: g.chance(0.5), Reverse: g.chance(0.5)}, x)
+	default:
+		e := g.add("expand_dims", Attrs{Axis: g.between(-r-1, r)}, x)
+		var ones []int
+		for i, n := range g.value(e).Shape() {
+			if n == 1 && g.chance(0.7) {
+				ones = append(ones, i)
+			}
+		}
+		if len(ones) > 0 {
+			g.add("squeeze", Attrs{Axes: ones}, e)
+		}
+	}
+	return true
+}
+
+func genMatMul(g *gen) bool {
+	m, k, n := g.between(1, 5), g.between(1, 5), g.between(1, 5)
+	var batch []int
+	if g.chance(0.6) {
+		batch = []int{g.between(1, 3)}
+		if g.chance(0.3) {
+			batch = append(batch, 2)
+		}
+	}
+	ta, tb := g.chance(0.5), g.chance(0.5)
+	as, bs := []int{m, k}, []int{k, n}
+	if ta {
+		as = []int{k, m}
+	}
+	if tb {
+		bs = []int{n, k}
+	}
+	shareA, shareB := false, false
+	if batch != nil {
+		switch g.intn(3) {
+		case 0:
+			shareA = true
+		case 1:
+			shareB = true
+		}
+	}
+	if !shareA {
+		as = append(slices.Clone(batch), as...)
+	}
+	if !shareB {
+		bs = append(slices.Clone(batch), bs...)
+	}
+	a := g.operandOf(as)
+	b := g.input(bs, -1, 1)
+	g.add("matmul", Attrs{TA: ta, TB: tb}, a, b)
+	return true
+}
+
+func genSoftmax(g *gen) bool {
+	x := g.operand(1, 3, nil)
+	s := g.value(x).Shape()
+	switch g.intn(5) {
+	case 0, 1:
+		op := []string{"softmax", "log_softmax"}[g.intn(2)]
+		g.add(op, Attrs{Axis: g.between(-s.Rank(), s.Rank()-1)}, x)
+	case 2:
+		labels := g.add("softmax", Attrs{Axis: -1}, g.input(s, -2, 2))
+		g.add("xent", Attrs{}, x, labels)
+	case 3:
+		if s.Rank() != 2 {
+			x = g.add("reshape", Attrs{Shape: []int{-1, s[s.Rank()-1]}}, x)
+		}
+		rows, classes := g.value(x).Dim(0), g.value(x).Dim(1)
+		labels := make([]int, rows)
+		for i := range labels {
+			labels[i] = g.intn(classes)
+		}
+		g.add("sparse_xent", Attrs{Labels: labels}, x)
+	default:
+		g.add("l2_normalize", Attrs{Axis: g.intn(s.Rank()), Eps: 1e-12}, x)
+	}
+	return true
+}
+
+// windowAttrs returns random 2-d padding, strides and dilations for a
+// window of kh x kw over h x w such that every window position has an
+// input element inside it.
+func (g *gen) windowAttrs(h, w, kh, kw int, dilate bool) (Attrs, bool) {
+	a := Attrs{Strides: []int{g.between(1, 3), g.between(1, 3)}, Dilations: []int{1, 1}, Format: "NHWC"}
+	if dilate {
+		a.Dilations = []int{g.between(1, 2), g.between(1, 2)}
+	}
+	a.Padding = []string{"valid", "same", "explicit"}[g.intn(3)]
+	if a.Padding == "explicit" {
+		for d, k := range []int{kh, kw} {
+			a.Explicit[d] = [2]int{g.between(0, k-1), g.between(0, k-1)}
+		}
+	}
+	spans := [2]int{(kh-1)*a.Dilations[0] + 1, (kw-1)*a.Dilations[1] + 1}
+	for d, n := range []int{h, w} {
+		pads := 0
+		if a.Padding == "explicit" {
+			pads = a.Explicit[d][0] + a.Explicit[d][1]
+		}
+		if a.Padding != "same" && n+pads < spans[d] {
+			return a, false
+		}
+	}
+	return a, true
+}
+
+func genConv(g *gen) bool {
+	n, c, h, w, o := g.between(1, 2), g.between(1, 3), g.between(1, 6), g.between(1, 6), g.between(1, 3)
+	kh, kw := g.between(1, 3), g.between(1, 3)
+	a, ok := g.windowAttrs(h, w, kh, kw, true)
+	if !ok {
+		return false
+	}
+	xs := []int{n, h, w, c}
+	if g.chance(0.5) {
+		a.Format, xs = "NCHW", []int{n, c, h, w}
+	}
+	x := g.operandOf(xs)
+	if g.chance(0.25) {
+		m := g.between(1, 2)
+		g.add("depthwise_conv2d", a, x, g.input([]int{kh, kw, c, m}, -1, 1))
+		return true
+	}
+	g.add("conv2d", a, x, g.input([]int{kh, kw, c, o}, -1, 1))
+	return true
+}
+
+func genPool(g *gen) bool {
+	n, c, h, w := g.between(1, 2), g.between(1, 3), g.between(1, 6), g.between(1, 6)
+	kh, kw := g.between(1, 3), g.between(1, 3)
+	a, ok := g.windowAttrs(h, w, kh, kw, false)
+	if !ok {
+		return false
+	}
+	a.Size = []int{kh, kw}
+	if g.chance(0.3) {
+		a.Strides = []int{0, 0} // the window size
+	}
+	xs := []int{n, h, w, c}
+	if g.chance(0.5) {
+		a.Format, xs = "NCHW", []int{n, c, h, w}
+	}
+	x := g.operandOf(xs)
+	if a.Strides[0] == 0 {
+		a.Strides = []int{kh, kw}
+	}
+	g.add([]string{"max_pool2d", "avg_pool2d"}[g.intn(2)], a, x)
+	return true
+}
+
+func genGather(g *gen) bool {
+	x := g.operand(1, 3, nil)
+	s := g.value(x).Shape()
+	ax := g.intn(s.Rank())
+	if g.chance(0.5) {
+		is := slices.Clone([]int(s))
+		is[ax] = g.between(1, 4)
+		idx := make([]int, tensor.Shape(is).NumElements())
+		for i := range idx {
+			idx[i] = g.intn(s[ax])
+		}
+		g.add("take_along_axis", Attrs{Axis: ax, Indices: idx, IShape: is}, x)
+		return true
+	}
+	is := g.randomShape(0, 2)
+	if is == nil {
+		is = []int{} // a scalar index: the axis goes
+	}
+	idx := make([]int, tensor.Shape(is).NumElements())
+	for i := range idx {
+		idx[i] = g.intn(s[ax])
+	}
+	g.add("gather", Attrs{Axis: ax, Indices: idx, IShape: is}, x)
+	return true
+}
+
+func genSort(g *gen) bool {
+	x := g.operand(1, 3, nil)
+	s := g.value(x).Shape()
+	if g.chance(0.3) {
+		g.add("topk", Attrs{K: g.between(0, s[s.Rank()-1])}, x)
+		return true
+	}
+	g.add("sort", Attrs{Axis: g.between(-s.Rank(), s.Rank()-1), Descending: g.chance(0.5)}, x)
+	return true
+}
+
+func genSelect(g *gen) bool {
+	x := g.operand(0, 4, nil)
+	s := g.value(x).Shape()
+	if g.chance(0.4) {
+		g.add("clip", Attrs{}, x, g.input(nil, -1, 0), g.input(nil, 0, 1))
+		return true
+	}
+	g.add("select", Attrs{}, g.input(s, -1, 1), g.input(s, -1, 1), x, g.input(s, -2, 2))
+	return true
+}
+
+func genDotGeneral(g *gen) bool {
+	// lhs [b, m, k] and rhs [b, k, n] in shuffled dimension orders.
+	b, m, k, n := g.between(1, 3), g.between(1, 4), g.between(1, 4), g.between(1, 4)
+	lp, rp := g.perm(3), g.perm(3)
+	ls, rs := make([]int, 3), make([]int, 3)
+	lsizes, rsizes := []int{b, m, k}, []int{b, k, n}
+	for i, p := range lp {
+		ls[p] = lsizes[i]
+	}
+	for i, p := range rp {
+		rs[p] = rsizes[i]
+	}
+	a := Attrs{LhsBatch: []int{lp[0]}, LhsContract: []int{lp[2]}, RhsBatch: []int{rp[0]}, RhsContract: []int{rp[1]}}
+	g.add("dot_general", a, g.input(ls, -1, 1), g.input(rs, -1, 1))
+	return true
+}
+
+func genDynamic(g *gen) bool {
+	x := g.operand(1, 3, nil)
+	s := g.value(x).Shape()
+	starts, sizes := make([]int, s.Rank()), make([]int, s.Rank())
+	for i, n := range s {
+		sizes[i] = g.between(1, n)
+		starts[i] = g.between(-2, n+1) // clamped to fit, XLA's rule
+	}
+	if g.chance(0.5) {
+		g.add("dynamic_slice", Attrs{Starts: starts, Sizes: sizes}, x)
+		return true
+	}
+	g.add("dynamic_update_slice", Attrs{Starts: starts}, x, g.input(sizes, -2, 2))
+	return true
+}

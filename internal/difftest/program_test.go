@@ -1,0 +1,261 @@
+package difftest
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// T is the tensor type, shortened.
+type T = *tensor.Tensor
+
+// Array is a float64 tensor as it travels to and from PyTorch: its shape
+// and its little-endian bytes in base64, so that values cross exactly.
+type Array struct {
+	Shape []int  `json:"shape"`
+	Data  string `json:"data"`
+}
+
+func encode(x T) *Array {
+	if x == nil {
+		return nil
+	}
+	v := tensor.ToSlice[float64](ops.Cast(x, tensor.Float64))
+	b := make([]byte, 8*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(f))
+	}
+	return &Array{Shape: append([]int{}, x.Shape()...), Data: base64.StdEncoding.EncodeToString(b)}
+}
+
+func (a *Array) decode() ([]float64, error) {
+	b, err := base64.StdEncoding.DecodeString(a.Data)
+	if err != nil || len(b)%8 != 0 {
+		return nil, fmt.Errorf("bad array data (%d bytes): %v", len(b), err)
+	}
+	v := make([]float64, len(b)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v, nil
+}
+
+// Attrs are every op's attributes; each op reads the ones it needs and
+// torch_eval.py reads them under the same names.
+type Attrs struct {
+	Kind        string    `json:"kind"`
+	Dims        []int     `json:"dims"`
+	Keep        bool      `json:"keep"`
+	Shape       []int     `json:"shape"`
+	Perm        []int     `json:"perm"`
+	Start       []int     `json:"start"`
+	Limit       []int     `json:"limit"`
+	Strides     []int     `json:"strides"`
+	Cfg         [][3]int  `json:"cfg"`
+	Axis        int       `json:"axis"`
+	Reps        []int     `json:"reps"`
+	Exclusive   bool      `json:"exclusive"`
+	Reverse     bool      `json:"reverse"`
+	TA          bool      `json:"ta"`
+	TB          bool      `json:"tb"`
+	Alpha       float64   `json:"alpha"`
+	Eps         float64   `json:"eps"`
+	Labels      []int     `json:"labels"`
+	Format      string    `json:"format"`
+	Padding     string    `json:"padding"`
+	Explicit    [2][2]int `json:"explicit"`
+	Dilations   []int     `json:"dilations"`
+	Size        []int     `json:"size"`
+	Indices     []int     `json:"indices"`
+	IShape      []int     `json:"ishape"`
+	Descending  bool      `json:"descending"`
+	K           int       `json:"k"`
+	Starts      []int     `json:"starts"`
+	Sizes       []int     `json:"sizes"`
+	Axes        []int     `json:"axes"`
+	LhsBatch    []int     `json:"lhs_batch"`
+	RhsBatch    []int     `json:"rhs_batch"`
+	LhsContract []int     `json:"lhs_contract"`
+	RhsContract []int     `json:"rhs_contract"`
+}
+
+// Step is one op of a program. Args name earlier values: -1-i is input i,
+// j >= 0 the value of step j.
+type Step struct {
+	Op    string `json:"op"`
+	Args  []int  `json:"args"`
+	Attrs Attrs  `json:"attrs"`
+}
+
+// Program is a case of the op suite: inputs, steps and one weight per step
+// value. Its loss is the sum over the steps of sum(value * weight), so the
+// gradient of every input passes through every step's rule.
+type Program struct {
+	ID      int      `json:"id"`
+	Inputs  []*Array `json:"inputs"`
+	Steps   []Step   `json:"steps"`
+	Weights []*Array `json:"weights"`
+
+	in      []T // the inputs as tensors
+	weights []T
+}
+
+// arg returns the value that an Args entry names.
+func arg(in, vals []T, a int) T {
+	if a < 0 {
+		return in[-1-a]
+	}
+	return vals[a]
+}
+
+// run evaluates p's steps on in and returns every step's value and the
+// loss.
+func (p *Program) run(in []T) (vals []T, loss T) {
+	for _, s := range p.Steps {
+		args := make([]T, len(s.Args))
+		for i, a := range s.Args {
+			args[i] = arg(in, vals, a)
+		}
+		vals = append(vals, apply(s.Op, args, s.Attrs))
+	}
+	loss = tensor.Scalar(0.0)
+	for i, v := range vals {
+		loss = ops.Add(loss, ops.Sum(ops.Mul(v, p.weights[i])))
+	}
+	return vals, loss
+}
+
+// unary maps the elementwise functions of one tensor.
+var unary = map[string]func(T) T{
+	"neg": ops.Neg, "abs": ops.Abs, "square": ops.Square, "relu": ops.Relu, "exp": ops.Exp,
+	"log": ops.Log, "sqrt": ops.Sqrt, "rsqrt": ops.Rsqrt, "tanh": ops.Tanh, "sigmoid": ops.Sigmoid,
+	"sin": ops.Sin, "cos": ops.Cos, "log1p": ops.Log1p, "expm1": ops.Expm1, "erf": ops.Erf,
+	"softplus": ops.Softplus, "gelu": ops.Gelu, "gelu_tanh": ops.GeluTanh, "elu": ops.Elu,
+	"floor": ops.Floor, "ceil": ops.Ceil, "round": ops.Round, "sign": ops.Sign, "identity": ops.Identity,
+}
+
+// binaryOps maps the broadcasting functions of two tensors.
+var binaryOps = map[string]func(T, T) T{
+	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
+	"pow": ops.Pow, "rem": ops.Rem,
+}
+
+// conv2DOpts turns a step's attributes into Conv2DOpts.
+func conv2DOpts(a Attrs) ops.Conv2DOpts {
+	o := ops.Conv2DOpts{Strides: [2]int{a.Strides[0], a.Strides[1]}, Dilations: [2]int{a.Dilations[0], a.Dilations[1]}, Explicit: a.Explicit}
+	o.Padding = map[string]ops.PaddingMode{"valid": ops.Valid, "same": ops.Same, "explicit": ops.Explicit}[a.Padding]
+	if a.Format == "NCHW" {
+		o.Format = ops.NCHW
+	}
+	return o
+}
+
+func poolOpts(a Attrs) ops.PoolOpts {
+	c := conv2DOpts(Attrs{Strides: a.Strides, Dilations: []int{1, 1}, Explicit: a.Explicit, Padding: a.Padding, Format: a.Format})
+	return ops.PoolOpts{Size: [2]int{a.Size[0], a.Size[1]}, Strides: c.Strides, Padding: c.Padding, Explicit: c.Explicit, Format: c.Format}
+}
+
+// int64s returns v as an Int64 tensor of shape (a vector when shape is
+// nil, a scalar when it is empty and v has one element).
+func int64s(v []int, shape []int) T {
+	d := make([]int64, len(v))
+	for i, x := range v {
+		d[i] = int64(x)
+	}
+	if shape == nil {
+		shape = []int{len(v)}
+	}
+	if len(shape) == 0 {
+		return tensor.Scalar(d[0])
+	}
+	return tensor.FromSlice(d, shape...)
+}
+
+// apply runs one step eagerly.
+func apply(op string, x []T, a Attrs) T {
+	if f, ok := unary[op]; ok {
+		return f(x[0])
+	}
+	if f, ok := binaryOps[op]; ok {
+		return f(x[0], x[1])
+	}
+	switch op {
+	case "leaky_relu":
+		return ops.LeakyRelu(x[0], a.Alpha)
+	case "reduce":
+		kind := map[string]ops.ReduceKind{"sum": ops.ReduceSum, "mean": ops.ReduceMean, "max": ops.ReduceMax, "min": ops.ReduceMin, "prod": ops.ReduceProd}[a.Kind]
+		return ops.Reduce(x[0], ops.Reduction{Kind: kind, Dims: a.Dims, KeepDims: a.Keep})
+	case "reshape":
+		return ops.Reshape(x[0], a.Shape...)
+	case "transpose":
+		return ops.Transpose(x[0], a.Perm...)
+	case "slice":
+		return ops.Slice(x[0], a.Start, a.Limit, a.Strides)
+	case "pad":
+		cfg := make([]ops.PadDim, len(a.Cfg))
+		for i, c := range a.Cfg {
+			cfg[i] = ops.PadDim{Low: c[0], High: c[1], Interior: c[2]}
+		}
+		return ops.Pad(x[0], x[1], cfg...)
+	case "concat":
+		return ops.Concatenate(a.Axis, x...)
+	case "stack":
+		return ops.Stack(a.Axis, x...)
+	case "broadcast_to":
+		return ops.BroadcastTo(x[0], a.Shape...)
+	case "tile":
+		return ops.Tile(x[0], a.Reps...)
+	case "rev":
+		return ops.Rev(x[0], a.Dims...)
+	case "cumsum":
+		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
+	case "matmul":
+		return ops.MatMulT(x[0], x[1], a.TA, a.TB)
+	case "softmax":
+		return ops.Softmax(x[0], a.Axis)
+	case "log_softmax":
+		return ops.LogSoftmax(x[0], a.Axis)
+	case "xent":
+		return ops.SoftmaxCrossEntropy(x[0], x[1])
+	case "sparse_xent":
+		return ops.SparseSoftmaxCrossEntropy(x[0], int64s(a.Labels, nil))
+	case "l2_normalize":
+		return ops.L2Normalize(x[0], a.Axis, a.Eps)
+	case "conv2d":
+		return ops.Conv2D(x[0], x[1], conv2DOpts(a))
+	case "depthwise_conv2d":
+		return ops.DepthwiseConv2D(x[0], x[1], conv2DOpts(a))
+	case "max_pool2d":
+		return ops.MaxPool2D(x[0], poolOpts(a))
+	case "avg_pool2d":
+		return ops.AvgPool2D(x[0], poolOpts(a))
+	case "take_along_axis":
+		return ops.TakeAlongAxis(x[0], int64s(a.Indices, a.IShape), a.Axis)
+	case "gather":
+		return ops.Gather(x[0], int64s(a.Indices, a.IShape), a.Axis)
+	case "sort":
+		return ops.Sort(x[0], a.Axis, a.Descending)
+	case "topk":
+		v, _ := ops.TopK(x[0], a.K)
+		return v
+	case "select":
+		return ops.Select(ops.Gt(x[0], x[1]), x[2], x[3])
+	case "clip":
+		return ops.Clip(x[0], x[1], x[2])
+	case "dot_general":
+		return ops.DotGeneral(x[0], x[1], ops.DotDims{LhsBatch: a.LhsBatch, RhsBatch: a.RhsBatch, LhsContract: a.LhsContract, RhsContract: a.RhsContract})
+	case "dynamic_slice":
+		return ops.DynamicSlice(x[0], int64s(a.Starts, nil), a.Sizes...)
+	case "dynamic_update_slice":
+		return ops.DynamicUpdateSlice(x[0], x[1], int64s(a.Starts, nil))
+	case "expand_dims":
+		return ops.ExpandDims(x[0], a.Axis)
+	case "squeeze":
+		return ops.Squeeze(x[0], a.Axes...)
+	}
+	panic("difftest: unknown op " + op)
+}

@@ -1,0 +1,425 @@
+"""PyTorch's side of eagerflow's differential suite (internal/difftest).
+
+Reads a JSON batch of cases on stdin and writes one JSON line per case on
+stdout. A case is either an op program (inputs, steps, a weight for the
+last value) or a control-flow program (a template name and its inputs).
+Arrays travel as base64 of little-endian float64, so values cross exactly.
+Every computation is float64; gradients come from torch.autograd.
+The semantics each op must have are eagerflow's (XLA's): where PyTorch
+differs by default (rounding halves, padding, pooling borders, SAME
+padding), this file spells eagerflow's rule out with PyTorch ops.
+"""
+
+import base64
+import json
+import math
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+
+
+def dec(a):
+    v = np.frombuffer(base64.b64decode(a["data"]), dtype="<f8").copy()
+    return torch.from_numpy(v).reshape(a["shape"])
+
+
+def enc(t):
+    if t is None:
+        return None
+    t = t.detach().contiguous().to(torch.float64)
+    return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
+
+
+# eagerflow's tie rules, where PyTorch's own pick another subgradient:
+# Max and Min give a tie's gradient to their first operand (torch.maximum
+# halves it), the max pool to the first maximum of its window in row-major
+# order (torch.amax shares it). Away from ties the rules agree.
+
+def first_max(a, b):
+    return torch.where(a >= b, a, b)
+
+
+def first_min(a, b):
+    return torch.where(a <= b, a, b)
+
+
+# ---- op programs: each op takes the argument tensors and the attrs ----
+
+def red(x, a):
+    dims, keep = sorted(d % x.dim() for d in a["dims"]), a["keep"]
+    kind = a["kind"]
+    if kind == "sum":
+        return x.sum(dim=dims, keepdim=keep) if dims else (x.sum() if not keep else x.sum().reshape([1] * x.dim()))
+    if kind == "mean":
+        return x.mean(dim=dims, keepdim=keep) if dims else (x.mean() if not keep else x.mean().reshape([1] * x.dim()))
+    if kind in ("max", "min"):
+        f = torch.amax if kind == "max" else torch.amin
+        d = dims if dims else list(range(x.dim()))
+        return f(x, dim=d, keepdim=keep)
+    if kind == "prod":
+        d = sorted(dims if dims else list(range(x.dim())), reverse=True)
+        y = x
+        for k in d:
+            y = y.prod(dim=k, keepdim=True)
+        if not keep:
+            y = y.reshape([n for i, n in enumerate(y.shape) if i not in d])
+        return y
+    raise ValueError(kind)
+
+
+def xla_pad(x, v, cfg):
+    # Interior padding first, then edge padding (negative edges crop).
+    for d, (lo, hi, it) in enumerate(cfg):
+        n = x.shape[d]
+        if it > 0 and n > 1:
+            shape = list(x.shape)
+            shape[d] = (n - 1) * (it + 1) + 1
+            base = v.expand(shape).clone()
+            idx = [slice(None)] * x.dim()
+            idx[d] = slice(0, None, it + 1)
+            base[tuple(idx)] = x
+            x = base
+        parts = []
+        if lo > 0:
+            shape = list(x.shape)
+            shape[d] = lo
+            parts.append(v.expand(shape))
+        start = -lo if lo < 0 else 0
+        end = x.shape[d] + hi if hi < 0 else x.shape[d]
+        idx = [slice(None)] * x.dim()
+        idx[d] = slice(start, max(end, start))
+        parts.append(x[tuple(idx)])
+        if hi > 0:
+            shape = list(x.shape)
+            shape[d] = hi
+            parts.append(v.expand(shape))
+        x = torch.cat(parts, dim=d)
+    return x
+
+
+def xla_slice(x, a):
+    idx = tuple(slice(s, l, st) for s, l, st in zip(a["start"], a["limit"], a["strides"]))
+    return x[idx]
+
+
+def cumsum(x, a):
+    ax = a["axis"]
+    y = torch.flip(x, [ax]) if a["reverse"] else x
+    c = torch.cumsum(y, dim=ax)
+    if a["exclusive"]:
+        c = c - y
+    return torch.flip(c, [ax]) if a["reverse"] else c
+
+
+def same_pad(n, k, s, d):
+    out = -(-n // s)
+    total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+    return [total // 2, total - total // 2]
+
+
+def to_nchw(x, fmt):
+    return x if fmt == "NCHW" else x.permute(0, 3, 1, 2)
+
+
+def from_nchw(y, fmt):
+    return y if fmt == "NCHW" else y.permute(0, 2, 3, 1)
+
+
+def pads2d(h, w, kh, kw, a):
+    if a["padding"] == "same":
+        return [same_pad(h, kh, a["strides"][0], a["dilations"][0]), same_pad(w, kw, a["strides"][1], a["dilations"][1])]
+    if a["padding"] == "explicit":
+        return a["explicit"]
+    return [[0, 0], [0, 0]]
+
+
+def conv2d(x, f, a, groups=1, mult=None):
+    x = to_nchw(x, a["format"])
+    kh, kw = f.shape[0], f.shape[1]
+    (pt, pb), (pl, pr) = pads2d(x.shape[2], x.shape[3], kh, kw, a)
+    x = torch.nn.functional.pad(x, [pl, pr, pt, pb])
+    if mult is None:
+        w = f.permute(3, 2, 0, 1).contiguous()  # HWIO -> OIHW
+    else:  # depthwise: [KH, KW, C, M] -> [C*M, 1, KH, KW]
+        c, m = f.shape[2], f.shape[3]
+        w = f.permute(2, 3, 0, 1).reshape(c * m, 1, kh, kw).contiguous()
+    y = torch.nn.functional.conv2d(x, w, stride=a["strides"], dilation=a["dilations"], groups=groups)
+    return from_nchw(y, a["format"])
+
+
+def pool2d(x, a, kind):
+    x = to_nchw(x, a["format"])
+    kh, kw = a["size"]
+    st = a["strides"]
+    (pt, pb), (pl, pr) = pads2d(x.shape[2], x.shape[3], kh, kw, dict(a, dilations=[1, 1]))
+    n, c = x.shape[0], x.shape[1]
+    if kind == "max":
+        xp = torch.nn.functional.pad(x, [pl, pr, pt, pb], value=-math.inf)
+        cols = torch.nn.functional.unfold(xp.reshape(n * c, 1, xp.shape[2], xp.shape[3]), (kh, kw), stride=st)
+        oh = (xp.shape[2] - kh) // st[0] + 1
+        ow = (xp.shape[3] - kw) // st[1] + 1
+        first = torch.argmax(cols, dim=1, keepdim=True)  # the first maximum
+        y = torch.take_along_dim(cols, first, dim=1).reshape(n, c, oh, ow)
+        return from_nchw(y, a["format"])
+    xp = torch.nn.functional.pad(x, [pl, pr, pt, pb])
+    ones = torch.nn.functional.pad(torch.ones(1, 1, x.shape[2], x.shape[3]), [pl, pr, pt, pb])
+    s = torch.nn.functional.avg_pool2d(xp, (kh, kw), stride=st, divisor_override=1)
+    cnt = torch.nn.functional.avg_pool2d(ones, (kh, kw), stride=st, divisor_override=1)
+    return from_nchw(s / cnt, a["format"])
+
+
+def gather(x, a):
+    idx = torch.tensor(a["indices"], dtype=torch.long).reshape(a["ishape"])
+    ax = a["axis"]
+    y = torch.index_select(x, ax, idx.reshape(-1))
+    return y.reshape(list(x.shape[:ax]) + list(idx.shape) + list(x.shape[ax + 1:]))
+
+
+def dynamic_slice(x, a):
+    idx = []
+    for d, (s, n) in enumerate(zip(a["starts"], a["sizes"])):
+        s = min(max(s, 0), x.shape[d] - n)
+        idx.append(slice(s, s + n))
+    return x[tuple(idx)]
+
+
+def dynamic_update_slice(x, u, a):
+    idx = []
+    for d, s in enumerate(a["starts"]):
+        s = min(max(s, 0), x.shape[d] - u.shape[d])
+        idx.append(slice(s, s + u.shape[d]))
+    y = x.clone()
+    y[tuple(idx)] = u
+    return y
+
+
+def dot_general(l, r, a):
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    ls = [None] * l.dim()
+    rs = [None] * r.dim()
+    for i, j in zip(a["lhs_batch"], a["rhs_batch"]):
+        ls[i] = rs[j] = next(letters)
+    for i, j in zip(a["lhs_contract"], a["rhs_contract"]):
+        ls[i] = rs[j] = next(letters)
+    for i in range(l.dim()):
+        if ls[i] is None:
+            ls[i] = next(letters)
+    for j in range(r.dim()):
+        if rs[j] is None:
+            rs[j] = next(letters)
+    out = [ls[i] for i in a["lhs_batch"]] + [ls[i] for i in range(l.dim()) if i not in a["lhs_batch"] and i not in a["lhs_contract"]]
+    out += [rs[j] for j in range(r.dim()) if j not in a["rhs_batch"] and j not in a["rhs_contract"]]
+    return torch.einsum("".join(ls) + "," + "".join(rs) + "->" + "".join(out), l, r)
+
+
+def xla_round(x):
+    return torch.sign(x) * torch.floor(torch.abs(x) + 0.5)
+
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "square": torch.square, "relu": torch.relu,
+    "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos,
+    "log1p": torch.log1p, "expm1": torch.expm1, "erf": torch.erf,
+    "softplus": lambda x: torch.nn.functional.softplus(x, beta=1.0, threshold=1000.0),
+    "gelu": lambda x: torch.nn.functional.gelu(x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "elu": torch.nn.functional.elu, "floor": torch.floor, "ceil": torch.ceil, "round": xla_round,
+    "sign": torch.sign, "identity": lambda x: x,
+}
+
+BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "max": first_max, "min": first_min, "pow": torch.pow, "rem": torch.fmod,
+}
+
+
+def step(op, args, a):
+    """Returns the step's value."""
+    if op in UNARY:
+        return UNARY[op](args[0])
+    if op in BINARY:
+        return BINARY[op](args[0], args[1])
+    x = args[0]
+    if op == "leaky_relu":
+        return torch.where(x > 0, x, x * a["alpha"])
+    if op == "reduce":
+        # Both share a tied extremum's gradient equally (torch.amax's rule).
+        return red(x, a)
+    if op == "reshape":
+        return x.reshape(a["shape"])
+    if op == "transpose":
+        return x.permute(a["perm"])
+    if op == "slice":
+        return xla_slice(x, a)
+    if op == "pad":
+        return xla_pad(x, args[1], a["cfg"])
+    if op == "concat":
+        return torch.cat(args, dim=a["axis"])
+    if op == "stack":
+        return torch.stack(args, dim=a["axis"])
+    if op == "broadcast_to":
+        return x.expand(a["shape"])
+    if op == "tile":
+        return x.repeat(a["reps"])
+    if op == "rev":
+        return torch.flip(x, a["dims"])
+    if op == "cumsum":
+        return cumsum(x, a)
+    if op == "matmul":
+        l = args[0].transpose(-1, -2) if a["ta"] else args[0]
+        r = args[1].transpose(-1, -2) if a["tb"] else args[1]
+        return torch.matmul(l, r)
+    if op == "softmax":
+        return torch.softmax(x, dim=a["axis"])
+    if op == "log_softmax":
+        return torch.log_softmax(x, dim=a["axis"])
+    if op == "xent":
+        return -(args[1] * torch.log_softmax(x, dim=-1)).sum(dim=-1)
+    if op == "sparse_xent":
+        lab = torch.tensor(a["labels"], dtype=torch.long)
+        return torch.nn.functional.cross_entropy(x, lab, reduction="none")
+    if op == "l2_normalize":
+        ss = (x * x).sum(dim=a["axis"], keepdim=True)
+        return x * torch.rsqrt(torch.clamp_min(ss, a["eps"]))
+    if op == "conv2d":
+        return conv2d(x, args[1], a)
+    if op == "depthwise_conv2d":
+        c = args[1].shape[2]
+        return conv2d(x, args[1], a, groups=c, mult=args[1].shape[3])
+    if op == "max_pool2d":
+        return pool2d(x, a, "max")
+    if op == "avg_pool2d":
+        return pool2d(x, a, "avg")
+    if op == "take_along_axis":
+        idx = torch.tensor(a["indices"], dtype=torch.long).reshape(a["ishape"])
+        return torch.take_along_dim(x, idx, dim=a["axis"])
+    if op == "gather":
+        return gather(x, a)
+    if op == "sort":
+        # Both sorts are stable: equal keys keep their order either way.
+        v, _ = torch.sort(x, dim=a["axis"], descending=a["descending"], stable=True)
+        return v
+    if op == "topk":
+        v, _ = torch.sort(x, dim=-1, descending=True, stable=True)
+        return v[..., : a["k"]]
+    if op == "select":
+        return torch.where(args[0] > args[1], args[2], args[3])
+    if op == "clip":
+        return first_min(first_max(x, args[1]), args[2])
+    if op == "dot_general":
+        return dot_general(args[0], args[1], a)
+    if op == "dynamic_slice":
+        return dynamic_slice(x, a)
+    if op == "dynamic_update_slice":
+        return dynamic_update_slice(x, args[1], a)
+    if op == "expand_dims":
+        return x.unsqueeze(a["axis"])
+    if op == "squeeze":
+        axes = [ax % x.dim() for ax in a["axes"]]
+        return x.reshape([n for i, n in enumerate(x.shape) if i not in axes])
+    raise ValueError("unknown op " + op)
+
+
+def run_program(c):
+    inputs = [dec(x).requires_grad_(True) for x in c["inputs"]]
+    vals = []
+    for s in c["steps"]:
+        args = [inputs[-1 - i] if i < 0 else vals[i] for i in s["args"]]
+        attrs = {k: ([] if v is None else v) for k, v in s["attrs"].items()}
+        vals.append(step(s["op"], args, attrs))
+    loss = sum((v * dec(w)).sum() for v, w in zip(vals, c["weights"]))
+    grads = torch.autograd.grad(loss, inputs, allow_unused=True)
+    return {"values": [enc(v) for v in vals], "grads": [enc(g) for g in grads]}
+
+
+# ---- control-flow programs: the same templates as control_test.go ----
+
+def while_grow(x, w, thr):
+    h, k = x, 0
+    while (h * h).sum() < thr and k < 20:
+        h = torch.tanh(h @ w) * 1.5 + h
+        k += 1
+    return h.sum()
+
+
+def scan_rnn(xs, w, u, b):
+    h = torch.zeros(xs.shape[1], w.shape[0])
+    ys = []
+    for t in range(xs.shape[0]):
+        h = torch.tanh(h @ w + xs[t] @ u + b)
+        ys.append(h)
+    return (h * h).sum() + torch.stack(ys).mean()
+
+
+def cond_in_loop(x, a, b):
+    h = x
+    for _ in range(4):
+        if h.sum() > 0:
+            h = torch.sin(h) * a
+        else:
+            h = h * h - b
+    return h.sum()
+
+
+def nested(x, w, thr):
+    h = x
+    for _ in range(3):
+        k = 0
+        while (h * h).sum() < thr and k < 6:
+            h = h * w + 0.25
+            k += 1
+        h = torch.tanh(h)
+    return (h * h).sum()
+
+
+def trips_on_x(x, w):
+    limit = x.sum().abs() * 6 + 1
+    h, k = x, 0
+    while h.abs().sum() < limit and k < 30:
+        h = h * 1.5 + w * w
+        k += 1
+    return torch.sin(h).sum()
+
+
+TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
+             "nested": nested, "trips_on_x": trips_on_x}
+
+
+def run_control(c):
+    inputs = [dec(x).requires_grad_(True) for x in c["inputs"]]
+    fn = TEMPLATES[c["template"]]
+    loss = fn(*inputs)
+    grads = torch.autograd.grad(loss, inputs, create_graph=True, allow_unused=True)
+    out = {"values": [enc(loss)], "grads": [enc(g) for g in grads]}
+    if c.get("second"):
+        # The gradient of sum(v * grad(loss, x0)) with respect to every
+        # input: a Hessian-vector product (none where the gradient is a
+        # constant, as when a loop took no iteration).
+        v = dec(c["second"])
+        gv = (grads[0] * v).sum() if grads[0] is not None else None
+        if gv is None or not gv.requires_grad:
+            hv = [None] * len(inputs)
+        else:
+            hv = torch.autograd.grad(gv, inputs, allow_unused=True)
+        out["second"] = [enc(g) for g in hv]
+    return out
+
+
+def main():
+    batch = json.load(sys.stdin)
+    for c in batch["cases"]:
+        try:
+            r = run_control(c) if "template" in c else run_program(c)
+        except Exception as e:  # reported per case, so one bad case names itself
+            r = {"error": "%s: %s" % (type(e).__name__, e)}
+        r["id"] = c["id"]
+        sys.stdout.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    main()

@@ -1,0 +1,144 @@
+package difftest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var (
+	flagCases = flag.Int("difftest.cases", 120, "op programs per seed")
+	flagSeeds = flag.String("difftest.seeds", "1,2,3", "comma-separated seeds")
+)
+
+// python is the interpreter with PyTorch: Debian's, as bench/ uses.
+const python = "/usr/bin/python3"
+
+// installHint says how to get the interpreter the suite needs.
+const installHint = "apt-get install python3-torch python3-numpy (scripts/install-test-deps does it)"
+
+// seeds returns the seeds to run.
+func seeds(t *testing.T) []uint64 {
+	var out []uint64
+	for _, f := range strings.Split(*flagSeeds, ",") {
+		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			t.Fatalf("-difftest.seeds: %v", err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// needTorch skips t unless python can import torch.
+func needTorch(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import torch, numpy").Run(); err != nil {
+		if os.Getenv("EAGERFLOW_REQUIRE_TORCH") != "" {
+			t.Fatalf("%s cannot import torch (%v); install it: %s", python, err, installHint)
+		}
+		t.Skipf("%s cannot import torch (%v); to run the differential suite: %s", python, err, installHint)
+	}
+}
+
+// torchResult is what torch_eval.py reports for a case.
+type torchResult struct {
+	ID     int      `json:"id"`
+	Error  string   `json:"error"`
+	Values []*Array `json:"values"`
+	Grads  []*Array `json:"grads"`
+	Second []*Array `json:"second"`
+}
+
+// runTorch evaluates cases (each marshalled as torch_eval.py reads them)
+// in one PyTorch process and returns the results by case ID.
+func runTorch(t *testing.T, cases any) map[int]*torchResult {
+	t.Helper()
+	in, err := json.Marshal(map[string]any{"cases": cases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "torch_eval.py")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("torch_eval.py: %v\n%s", err, stderr.String())
+	}
+	res := map[int]*torchResult{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		r := &torchResult{}
+		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
+			t.Fatalf("torch_eval.py output: %v", err)
+		}
+		res[r.ID] = r
+	}
+	return res
+}
+
+// tol is the agreement asked of float64 values: relative to the larger
+// magnitude (or 1): a few hundred ulps of rounding that two correct
+// implementations may order differently.
+const tol = 1e-9
+
+// compare returns "" when got (nil meaning zeros) equals want to tol, or
+// what differs.
+func compare(got T, want *Array) string {
+	if want == nil && got == nil {
+		return ""
+	}
+	var w []float64
+	var shape []int
+	if want != nil {
+		var err error
+		if w, err = want.decode(); err != nil {
+			return err.Error()
+		}
+		shape = want.Shape
+	}
+	var g []float64
+	if got != nil {
+		g = values(got)
+		if want != nil && !got.Shape().Equal(shape) {
+			return fmt.Sprintf("shape %v, want %v", got.Shape(), shape)
+		}
+	}
+	n := max(len(g), len(w))
+	for i := range n {
+		a, b := 0.0, 0.0
+		if g != nil {
+			a = g[i]
+		}
+		if w != nil {
+			b = w[i]
+		}
+		if !close(a, b) {
+			return fmt.Sprintf("element %d of %d is %.17g, want %.17g", i, n, a, b)
+		}
+	}
+	return ""
+}
+
+// close reports whether a and b agree to tol (NaNs agree with NaNs,
+// infinities with themselves).
+func close(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return a == b
+	}
+	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
