@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -29,8 +30,29 @@ func (g *gen) between(lo, hi int) int {
 
 // input adds a fresh input of shape with values uniform in [lo, hi) and
 // returns its reference.
+// A quarter of the inputs have some elements set to special values: zeros
+// of both signs, small integers and halves, where functions have kinks,
+// ties and rounding edges (Relu at 0, Max of equal values, Round at .5).
 func (g *gen) input(shape []int, lo, hi float64) int {
+	return g.inputOf(shape, lo, hi, g.chance(0.25))
+}
+
+// inputOf is input with the special values asked for or not.
+func (g *gen) inputOf(shape []int, lo, hi float64, special bool) int {
 	x := tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, lo, hi, shape...)
+	if special {
+		v := tensor.ToSlice[float64](x)
+		special := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, lo, math.Max(lo, 0)}
+		for i := range v {
+			if g.chance(0.3) {
+				v[i] = special[g.intn(len(special))]
+			}
+		}
+		x = tensor.Scalar(v[0])
+		if len(shape) > 0 {
+			x = tensor.FromSlice(v, shape...)
+		}
+	}
 	g.in = append(g.in, x)
 	return -len(g.in)
 }
@@ -108,7 +130,7 @@ func (g *gen) operandOf(shape []int) int {
 // smoothly: softplus(x) + c, for the functions with a domain.
 func (g *gen) positive(ref int, c float64) int {
 	sp := g.add("softplus", Attrs{}, ref)
-	return g.add("add", Attrs{}, sp, g.input(nil, c, c+0.5))
+	return g.add("add", Attrs{}, sp, g.inputOf(nil, c, c+0.5, false))
 }
 
 // broadcastPartner returns a fresh shape that broadcasts with s: some
@@ -153,6 +175,9 @@ func (g *gen) factor(n int) []int {
 		d := divs[g.intn(len(divs))]
 		s = append(s, d)
 		n /= d
+	}
+	if n > 1 {
+		s[len(s)-1] *= n // four factors already: the rest joins the last
 	}
 	if g.chance(0.3) {
 		s = append(s, 1)
@@ -236,9 +261,11 @@ func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
 	switch op := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "rem"}[g.intn(7)]; op {
 	case "div", "rem":
+		// The divisor bounded away from 0 (1/0 is ±Inf, whose gradients
+		// are NaN by one formula and Inf by another).
 		b := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.5)
 		if g.chance(0.5) && op == "div" {
-			g.add(op, Attrs{}, b, x)
+			g.add(op, Attrs{}, b, g.positive(x, 0.5))
 		} else {
 			g.add(op, Attrs{}, x, b)
 		}
@@ -425,6 +452,10 @@ func genMatMul(g *gen) bool {
 func genSoftmax(g *gen) bool {
 	x := g.operand(1, 3, nil)
 	s := g.value(x).Shape()
+	if g.chance(0.3) {
+		// Large logits, where x - max must be formed first.
+		x = g.add("mul", Attrs{}, x, g.inputOf(nil, 200, 600, false))
+	}
 	switch g.intn(5) {
 	case 0, 1:
 		op := []string{"softmax", "log_softmax"}[g.intn(2)]

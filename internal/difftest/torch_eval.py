@@ -110,7 +110,9 @@ def cumsum(x, a):
     y = torch.flip(x, [ax]) if a["reverse"] else x
     c = torch.cumsum(y, dim=ax)
     if a["exclusive"]:
-        c = c - y
+        # Shifted by one: element i sums 0..i-1 and depends on nothing else.
+        first = torch.zeros_like(torch.narrow(c, ax, 0, 1))
+        c = torch.cat([first, torch.narrow(c, ax, 0, c.shape[ax] - 1)], dim=ax)
     return torch.flip(c, [ax]) if a["reverse"] else c
 
 
