@@ -111,16 +111,19 @@ func decodeElement(b []byte) (Element, error) {
 	}
 	uv := func(what string) (int, error) {
 		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, bad("%s: not a varint", what)
+		if n <= 0 || n != len(binary.AppendUvarint(nil, v)) {
+			return 0, bad("%s: not a (minimal) varint", what)
 		}
+		b = b[n:]
+		// A count of components, dimensions or bytes needs at least that
+		// many bytes after it; a dimension may be large (with a zero
+		// beside it) but fits an int.
 		if v > uint64(len(b)) && what != "dimension" {
 			return 0, bad("%s %d is more than the %d bytes left", what, v, len(b))
 		}
 		if v > 1<<62 {
 			return 0, bad("%s %d is implausible", what, v)
 		}
-		b = b[n:]
 		return int(v), nil
 	}
 	n, err := uv("component count")

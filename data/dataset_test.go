@@ -233,13 +233,7 @@ func TestCancellationLeavesNoGoroutines(t *testing.T) {
 	for range Range(0, 1<<40, 1).Map(double, MapOptions{Parallel: 3, Unordered: true}).Prefetch(4).All(context.Background()) {
 		break
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("%d goroutines before, %d after", before, after)
-	}
+	waitGoroutines(t, before)
 }
 
 func TestCacheFile(t *testing.T) {

@@ -221,11 +221,11 @@ func (p *Parser) parseOne(i int, rec []byte, cols map[string]*column) error {
 			}
 			var key, val []byte
 			if err := fields(entry, func(num protowire.Number, typ protowire.Type, r []byte, _ uint64) error {
-				switch num {
-				case fieldMapKey:
+				switch {
+				case num == fieldMapKey && typ == protowire.BytesType:
 					key = r
-				case fieldMapValue:
-					val = r
+				case num == fieldMapValue && typ == protowire.BytesType:
+					val = r // fields of another wire type are skipped, as decodeMap does
 				}
 				return nil
 			}); err != nil {

@@ -282,6 +282,7 @@ func TestBadInputErrors(t *testing.T) {
 			"ops: Add: shapes [2 3] and [4] are not broadcastable (inputs float32[2 3], float32[4])"},
 		{"dtype", func() { ops.Add(m, tensor.Zeros(tensor.Float64, 2, 3)) }, tensor.ErrDType, "inputs must share a dtype"},
 		{"float only", func() { ops.Exp(tensor.Zeros(tensor.Int32, 2)) }, tensor.ErrDType, "dtype int32 is not one of"},
+		{"softplus of ints", func() { ops.Softplus(tensor.Zeros(tensor.Int64, 2)) }, tensor.ErrDType, "ops: Softplus: dtype int64 is not one of"},
 		{"reshape", func() { ops.Reshape(m, 4, 2) }, tensor.ErrShape, "cannot reshape 6 elements into [4 2]"},
 		{"transpose perm", func() { ops.Transpose(m, 0, 0) }, tensor.ErrAttr, "is not a permutation"},
 		{"slice bounds", func() { ops.Slice(m, []int{0, 1}, []int{2, 4}, nil) }, tensor.ErrIndex, "limit 4 <= size 3"},

@@ -25,7 +25,7 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 		planeReduce(cpu(c), p, xv, ov, init, a.Kind)
 		return
 	}
-	g := newGeometry(x.Shape(), a.Window)
+	g := kernelGeometry(x.Shape(), a.Window)
 	ro := g.offs[g.rowDim]
 	g.rows(cpu(c), true, func(i0 int, o []int, outer int, kb []int) {
 		if outer >= 0 && g.rowInside {
@@ -200,7 +200,7 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 		planeScatter(cpu(c), p, data[T](x), src, ov, a.Select == SelectGE)
 		return
 	}
-	g := newGeometry(x.Shape(), a.Window)
+	g := kernelGeometry(x.Shape(), a.Window)
 	selected(cpu(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
 }
 
@@ -208,7 +208,7 @@ func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, dy, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
 	ov := data[T](outs[0])
 	clear(ov)
-	selected(cpu(c), newGeometry(x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
+	selected(cpu(c), kernelGeometry(x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
 }
 
 func numKernelSet(f32, f64, i32, i64, u8 eager.Kernel) cpuKernels {

@@ -105,6 +105,17 @@ func outSize(n int, w Window, d int) int {
 	return (padded-span)/w.Strides[d] + 1
 }
 
+// kernelGeometry is newGeometry for a kernel: a rank-0 operand (one
+// element, a window of none) is walked as a vector of one element under a
+// window of one, which touches the same element and writes the same flat
+// output.
+func kernelGeometry(in tensor.Shape, w Window) *geometry {
+	if len(in) == 0 {
+		return newGeometry(tensor.Shape{1}, Window{Dims: []int{1}}.withDefaults(1))
+	}
+	return newGeometry(in, w)
+}
+
 func newGeometry(in tensor.Shape, w Window) *geometry {
 	r := in.Rank()
 	g := &geometry{in: in, out: make(tensor.Shape, r), win: slices.Clone(tensor.Shape(w.Dims)),
@@ -355,7 +366,7 @@ func init() {
 		},
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
 		x, a := c.Inputs[0], c.Attrs.(PatchesAttrs)
-		g := newGeometry(x.Shape(), a.Window)
+		g := kernelGeometry(x.Shape(), a.Window)
 		xb, ob, pb := x.HostBytes(), outs[0].HostBytes(), c.Inputs[1].HostBytes()
 		if len(ob) == 0 {
 			return
@@ -393,7 +404,7 @@ func init() {
 
 func scatterPatchesNum[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(PatchesAttrs)
-	g := newGeometry(a.Operand, a.Window)
+	g := kernelGeometry(a.Operand, a.Window)
 	scatterPatchesKernel(cpu(c), g, g.separableRows(a.Window), data[T](c.Inputs[0]), data[T](outs[0]))
 }
 

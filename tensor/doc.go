@@ -23,9 +23,14 @@
 // Programmer errors (a shape that does not hold the data, a wrong dtype for
 // ToSlice, Item on many elements) panic with an *Error that wraps a sentinel
 // (ErrShape, ErrDType, ...) and names the function, the inputs and the
-// caller's file:line; eager.Catch recovers them. Device failures (out of
-// memory, copies) are returned as errors where a function returns an error,
-// and panic in the constructors, which have nowhere to return them.
+// caller's file:line; eager.Catch recovers them. Shapes are checked before
+// anything is allocated: a negative dimension, or more elements or bytes
+// than an int can count, is ErrShape (Shape.Size and ByteSize say which
+// shapes are valid). Device failures (out of memory, copies) are returned
+// as errors where a function returns an error; the constructors, which
+// have nowhere to return them, panic with an *Error whose kind wraps
+// device.ErrOutOfMemory, also for a tensor larger than the device's memory
+// (the CPU device's MaxAlloc), before the Go runtime would end the process.
 //
 // # Concurrency and memory
 //

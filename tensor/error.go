@@ -7,8 +7,10 @@ import (
 	"strings"
 )
 
-// Sentinels for programmer errors; every *Error wraps exactly one, so
-// errors.Is(err, tensor.ErrShape) tells what kind of mistake it was.
+// Sentinels for programmer errors; every *Error wraps exactly one (or,
+// for a tensor no device can hold, the device's error wrapping
+// device.ErrOutOfMemory), so errors.Is(err, tensor.ErrShape) tells what
+// kind of mistake it was.
 var (
 	ErrShape  = errors.New("shape mismatch")
 	ErrDType  = errors.New("dtype mismatch")
@@ -37,7 +39,7 @@ var (
 type Error struct {
 	Pkg    string   // package prefix: "ops", "tensor", "tape"
 	Op     string   // op or function name
-	Kind   error    // one of the sentinels above
+	Kind   error    // one of the sentinels above, or a device's allocation error (wrapping device.ErrOutOfMemory)
 	Detail string   // what was wrong
 	Inputs []string // inputs as "float32[2 3]"
 	Attrs  string   // attributes, formatted

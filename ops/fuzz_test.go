@@ -1,0 +1,308 @@
+package ops_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// FuzzOpShapes calls an op family with shapes, attributes, dtypes and
+// values read from the fuzzer's bytes: whatever they are, the call returns
+// a tensor or panics with a *tensor.Error that Catch recovers (never a
+// runtime error in a kernel, which dispatch reports as ErrInternal, and
+// never another panic), and it leaves its inputs unchanged.
+func FuzzOpShapes(f *testing.F) {
+	for fam := range len(fuzzFamilies) {
+		f.Add([]byte{byte(fam), 2, 3, 4, 1, 0, 2, 5, 1, 1, 3, 0, 7, 2, 2, 2, 1, 0, 1})
+		f.Add([]byte{byte(fam), 0, 0, 4, 0, 3, 255, 1, 128, 6, 2, 9, 0, 0, 1})
+		f.Add([]byte{byte(fam), 4, 1, 1, 1, 1, 3, 3, 200, 7, 250, 1, 2, 3, 4, 5, 6, 7, 8})
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		z := &fuzzBytes{b: b}
+		fam := fuzzFamilies[z.intn(len(fuzzFamilies))]
+		var inputs []*tensor.Tensor
+		var before [][]byte
+		keep := func(xs ...*tensor.Tensor) {
+			for _, x := range xs {
+				inputs = append(inputs, x)
+				before = append(before, append([]byte(nil), x.Contiguous().HostBytes()...))
+			}
+		}
+		err := eager.Catch(func() { fam.run(z, keep) })
+		if errors.Is(err, tensor.ErrInternal) {
+			t.Fatalf("%s: %v", fam.name, err)
+		}
+		for i, x := range inputs {
+			if got := x.Contiguous().HostBytes(); string(got) != string(before[i]) {
+				t.Fatalf("%s changed its input %d (%v)", fam.name, i, err)
+			}
+		}
+	})
+}
+
+// fuzzBytes reads choices from the fuzzer's bytes (zeros once they run
+// out).
+type fuzzBytes struct {
+	b []byte
+	i int
+}
+
+func (z *fuzzBytes) byte() byte {
+	if z.i >= len(z.b) {
+		return 0
+	}
+	z.i++
+	return z.b[z.i-1]
+}
+
+// intn returns a choice in [0, n).
+func (z *fuzzBytes) intn(n int) int { return int(z.byte()) % n }
+
+// small returns an int in [-2, 6]: sizes, axes, pads and strides around
+// their valid ranges.
+func (z *fuzzBytes) small() int { return z.intn(9) - 2 }
+
+func (z *fuzzBytes) ints(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = z.small()
+	}
+	return out
+}
+
+// shape returns a shape of rank 0-4 with dims 0-5.
+func (z *fuzzBytes) shape() []int {
+	s := make([]int, z.intn(5))
+	for i := range s {
+		s[i] = z.intn(6)
+	}
+	return s
+}
+
+var fuzzDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+
+// tensor returns a tensor of shape and a dtype the bytes pick (float most
+// often), with values from the bytes: NaN, infinities and huge values
+// included.
+func (z *fuzzBytes) tensor(shape []int) *tensor.Tensor {
+	dt := tensor.Float32
+	if z.intn(4) == 0 {
+		dt = fuzzDTypes[z.intn(len(fuzzDTypes))]
+	}
+	n := tensor.Shape(shape).NumElements()
+	v := make([]float64, n)
+	special := []float64{0, 1, -1, math.NaN(), math.Inf(1), math.Inf(-1), 1e30, -0.5, 2.5, 3}
+	for i := range v {
+		v[i] = special[z.intn(len(special))]
+	}
+	return ops.Cast(tensor.FromSlice(v, shape...).View(shape, nil), dt)
+}
+
+func (z *fuzzBytes) floats(shape []int) *tensor.Tensor {
+	return ops.Cast(z.tensor(shape), []tensor.DType{tensor.Float32, tensor.Float64}[z.intn(2)])
+}
+
+func (z *fuzzBytes) indices(shape []int) *tensor.Tensor {
+	v := make([]int64, tensor.Shape(shape).NumElements())
+	for i := range v {
+		v[i] = int64(z.small())
+	}
+	return tensor.FromSlice(v, shape...).View(shape, nil)
+}
+
+type fuzzFamily struct {
+	name string
+	run  func(z *fuzzBytes, keep func(...*tensor.Tensor))
+}
+
+var fuzzFamilies = []fuzzFamily{
+	{"unary", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		fns := []func(*tensor.Tensor) *tensor.Tensor{ops.Neg, ops.Abs, ops.Sign, ops.Square, ops.Relu, ops.Exp, ops.Log,
+			ops.Sqrt, ops.Rsqrt, ops.Tanh, ops.Sigmoid, ops.Softplus, ops.Gelu, ops.GeluTanh, ops.Elu, ops.Sin, ops.Cos,
+			ops.Log1p, ops.Expm1, ops.Erf, ops.Floor, ops.Ceil, ops.Round, ops.IsFinite, ops.LogicalNot, ops.Identity}
+		fns[z.intn(len(fns))](x)
+	}},
+	{"binary", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		a, b := z.tensor(z.shape()), z.tensor(z.shape())
+		keep(a, b)
+		fns := []func(a, b *tensor.Tensor) *tensor.Tensor{ops.Add, ops.Sub, ops.Mul, ops.Div, ops.Rem, ops.Max,
+			ops.Min, ops.Pow, ops.Eq, ops.Lt, ops.Ge, ops.LogicalAnd}
+		fns[z.intn(len(fns))](a, b)
+	}},
+	{"reduce", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		dims := z.ints(z.intn(3))
+		ops.Reduce(x, ops.Reduction{Kind: ops.ReduceKind(z.intn(6)), Dims: dims, KeepDims: z.intn(2) == 0})
+	}},
+	{"shape", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		switch z.intn(8) {
+		case 0:
+			ops.Reshape(x, z.ints(z.intn(4))...)
+		case 1:
+			ops.Transpose(x, z.ints(x.Rank())...)
+		case 2:
+			ops.BroadcastTo(x, z.ints(z.intn(5))...)
+		case 3:
+			ops.Tile(x, z.ints(x.Rank())...)
+		case 4:
+			ops.Rev(x, z.ints(z.intn(3))...)
+		case 5:
+			ops.Cumsum(x, z.small(), z.intn(2) == 0, z.intn(2) == 0)
+		case 6:
+			ops.ExpandDims(x, z.small())
+		default:
+			ops.Squeeze(x, z.ints(z.intn(2))...)
+		}
+	}},
+	{"slice", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		r := max(x.Rank()+z.intn(2)-z.intn(2), 0)
+		switch z.intn(3) {
+		case 0:
+			ops.Slice(x, z.ints(r), z.ints(r), z.ints(r))
+		case 1:
+			cfg := make([]ops.PadDim, r)
+			for i := range cfg {
+				cfg[i] = ops.PadDim{Low: z.small(), High: z.small(), Interior: z.small()}
+			}
+			ops.Pad(x, ops.ScalarLike(x, 0), cfg...)
+		default:
+			ops.DynamicSlice(x, z.indices([]int{r}), z.ints(r)...)
+		}
+	}},
+	{"join", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		a, b := z.tensor(z.shape()), z.tensor(z.shape())
+		keep(a, b)
+		switch z.intn(4) {
+		case 0:
+			ops.Concatenate(z.small(), a, b)
+		case 1:
+			ops.Stack(z.small(), a, b)
+		case 2:
+			ops.DynamicUpdateSlice(a, b, z.indices([]int{a.Rank()}))
+		default:
+			ops.Select(ops.Gt(a, b), a, b)
+		}
+	}},
+	{"matmul", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		a, b := z.tensor(z.shape()), z.tensor(z.shape())
+		keep(a, b)
+		switch z.intn(3) {
+		case 0:
+			ops.MatMulT(a, b, z.intn(2) == 0, z.intn(2) == 0)
+		case 1:
+			ops.Dot(a, b)
+		default:
+			ops.DotGeneral(a, b, ops.DotDims{LhsBatch: z.ints(z.intn(2)), RhsBatch: z.ints(z.intn(2)),
+				LhsContract: z.ints(z.intn(2)), RhsContract: z.ints(z.intn(2))})
+		}
+	}},
+	{"softmax", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		switch z.intn(4) {
+		case 0:
+			ops.Softmax(x, z.small())
+		case 1:
+			ops.LogSoftmax(x, z.small())
+		case 2:
+			ops.SparseSoftmaxCrossEntropy(x, z.indices(z.shape()))
+		default:
+			ops.OneHot(z.indices(z.shape()), z.small(), fuzzDTypes[z.intn(len(fuzzDTypes))])
+		}
+	}},
+	{"conv", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x, w := z.tensor(z.shape()), z.tensor(z.shape())
+		keep(x, w)
+		o := ops.Conv2DOpts{Strides: [2]int{z.small(), z.small()}, Dilations: [2]int{z.small(), z.small()},
+			Padding: ops.PaddingMode(z.intn(4)), Explicit: [2][2]int{{z.small(), z.small()}, {z.small(), z.small()}},
+			Format: ops.DataFormat(z.intn(3))}
+		switch z.intn(4) {
+		case 0:
+			ops.Conv2D(x, w, o)
+		case 1:
+			ops.DepthwiseConv2D(x, w, o)
+		case 2:
+			ops.Conv2DBackpropInput(z.shape(), w, x, o)
+		default:
+			ops.Conv2DBackpropFilter(x, z.shape(), w, o)
+		}
+	}},
+	{"pool", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		o := ops.PoolOpts{Size: [2]int{z.small(), z.small()}, Strides: [2]int{z.small(), z.small()},
+			Padding: ops.PaddingMode(z.intn(4)), Explicit: [2][2]int{{z.small(), z.small()}, {z.small(), z.small()}},
+			Format: ops.DataFormat(z.intn(3))}
+		if z.intn(2) == 0 {
+			ops.MaxPool2D(x, o)
+		} else {
+			ops.AvgPool2D(x, o)
+		}
+	}},
+	{"window", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		r := x.Rank()
+		w := ops.Window{Dims: z.ints(r), Strides: z.ints(r), BaseDilation: z.ints(r), WindowDilation: z.ints(r)}
+		for range r {
+			w.Padding = append(w.Padding, [2]int{z.small(), z.small()})
+		}
+		switch z.intn(3) {
+		case 0:
+			ops.ReduceWindow(x, ops.ScalarLike(x, 0), ops.ReduceKind(z.intn(5)), w)
+		case 1:
+			ops.ExtractPatches(x, ops.ScalarLike(x, 0), w)
+		default:
+			ops.SelectAndScatter(x, z.tensor(z.shape()), ops.ScalarLike(x, 0), ops.SelectKind(z.intn(3)), w)
+		}
+	}},
+	{"gather", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		idx := z.indices(z.shape())
+		switch z.intn(5) {
+		case 0:
+			ops.Gather(x, idx, z.small())
+		case 1:
+			ops.TakeAlongAxis(x, idx, z.small())
+		case 2:
+			ops.ScatterAdd(x, idx, z.tensor(z.shape()), z.small())
+		case 3:
+			ops.Scatter(x, idx, z.tensor(z.shape()), z.small())
+		default:
+			ops.OneHot(idx, z.small(), tensor.Float32)
+		}
+	}},
+	{"sort", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		switch z.intn(5) {
+		case 0:
+			ops.Sort(x, z.small(), z.intn(2) == 0)
+		case 1:
+			ops.ArgSort(x, z.small(), z.intn(2) == 0)
+		case 2:
+			ops.TopK(x, z.small())
+		case 3:
+			ops.ArgMax(x, z.small())
+		default:
+			ops.ArgMin(x, z.small())
+		}
+	}},
+	{"cast", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		ops.Cast(x, fuzzDTypes[z.intn(len(fuzzDTypes))])
+	}},
+}
