@@ -48,7 +48,7 @@ var probeRunning, probePeak atomic.Int32
 var concurrencyProbe = func() *eager.Op {
 	op := eager.Register(&eager.Op{Name: "TestConcurrencyProbe", Inputs: 1, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) }})
-	op.SetKernel(device.CPU, tensor.Int64, func(c *eager.Call, outs []*tensor.Tensor) {
+	eager.RegisterKernel(op.Name, device.CPU, tensor.Int64, func(c *eager.Call, outs []*tensor.Tensor) {
 		now := probeRunning.Add(1)
 		for {
 			peak := probePeak.Load()

@@ -45,12 +45,12 @@ type fusedOp struct {
 // one output with inputs of known shapes, each the output's shape or a
 // single value.
 func fusible(n *Node) bool {
-	if n.Kind != OpNode || n.Op == nil || n.Op.F32 == nil || len(n.Specs) != 1 ||
+	if n.Kind != OpNode || n.Op == nil || n.Op.Elementwise(device.CPU) == nil || len(n.Specs) != 1 ||
 		n.Specs[0].DType != tensor.Float32 || len(n.Control) > 0 || n.Fused != nil {
 		return false
 	}
-	switch {
-	case len(n.Inputs) == 1 && n.Op.F32.Unary == nil, len(n.Inputs) == 2 && n.Op.F32.VV == nil,
+	switch loops := n.Op.Elementwise(device.CPU); {
+	case len(n.Inputs) == 1 && loops.Unary == nil, len(n.Inputs) == 2 && loops.VV == nil,
 		len(n.Inputs) != 1 && len(n.Inputs) != 2:
 		return false
 	}
@@ -170,7 +170,7 @@ func fuse(c []*Node) *Node {
 	names := make([]string, len(c))
 	for i, m := range c {
 		names[i] = m.Op.Name
-		st := fuseStep{loops: m.Op.F32}
+		st := fuseStep{loops: m.Op.Elementwise(device.CPU)}
 		for _, in := range m.Inputs {
 			if i > 0 && in.Node == c[i-1] {
 				st.args = append(st.args, operand{chain: true})
@@ -192,7 +192,7 @@ func fuse(c []*Node) *Node {
 		Infer:             op.infer,
 		NonDifferentiable: true, // a tape sees the chain's own ops: see runNode
 	}
-	f.Op.SetKernel(device.CPU, tensor.Float32, op.kernel)
+	f.Op.AttachKernel(device.CPU, tensor.Float32, op.kernel)
 	f.fused = op
 	return f
 }

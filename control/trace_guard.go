@@ -48,7 +48,7 @@ var guardOp = func() *eager.Op {
 			return c.Out1(tensor.Bool, nil)
 		},
 	})
-	op.SetKernel(device.CPU, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
+	eager.RegisterKernel(op.Name, device.CPU, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
 		a, got := c.Attrs.(guardAttrs), tensor.HostData[bool](c.Inputs[0])[0]
 		if got != a.Want {
 			c.Fail(ErrGuardFailed, "%s decided %v at the trace and %v now", a.Construct, a.Want, got)

@@ -7,23 +7,46 @@ import (
 	"sync/atomic"
 )
 
-// Kind is the family of a device.
+// Kind is the family of a device: what kernels it runs. Backends register
+// kinds of their own with RegisterKind; every device of a kind runs the
+// kernels registered for it.
 type Kind uint8
 
 const (
 	// CPU is host memory and host cores.
 	CPU Kind = iota
-	// GPU is an accelerator with its own memory.
+	// GPU is an NVIDIA accelerator with its own memory.
 	GPU
 )
 
-// String returns "cpu" or "gpu".
+var kinds = struct {
+	sync.RWMutex
+	names []string
+}{names: []string{"cpu", "gpu"}}
+
+// RegisterKind returns the kind named name, registering it the first time
+// (for a backend of a new family of devices).
+func RegisterKind(name string) Kind {
+	kinds.Lock()
+	defer kinds.Unlock()
+	for i, n := range kinds.names {
+		if n == name {
+			return Kind(i)
+		}
+	}
+	if len(kinds.names) > 255 {
+		panic("device: too many device kinds")
+	}
+	kinds.names = append(kinds.names, name)
+	return Kind(len(kinds.names) - 1)
+}
+
+// String returns the kind's name: "cpu", "gpu", or a registered one.
 func (k Kind) String() string {
-	switch k {
-	case CPU:
-		return "cpu"
-	case GPU:
-		return "gpu"
+	kinds.RLock()
+	defer kinds.RUnlock()
+	if int(k) < len(kinds.names) {
+		return kinds.names[k]
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -212,10 +213,24 @@ func finish(c *Call, outs []*tensor.Tensor) {
 	}
 	k := c.Op.Kernel(c.Device.Kind(), key)
 	if k == nil {
-		c.Fail(tensor.ErrDType, "no %s kernel for dtype %v", c.Device.Kind(), key)
+		noKernel(c, key)
 	}
 	runKernel(c, k, key, outs)
 	observe(c, outs)
+}
+
+// noKernel fails c for want of a kernel for its device and dtype, naming
+// the kinds of device that have one.
+func noKernel(c *Call, key tensor.DType) {
+	where := "no device has one"
+	if kinds := c.Op.KernelKinds(key); len(kinds) > 0 {
+		names := make([]string, len(kinds))
+		for i, k := range kinds {
+			names[i] = k.String()
+		}
+		where = "devices with one: " + strings.Join(names, ", ")
+	}
+	c.Fail(tensor.ErrNoKernel, "no %v kernel on %s (%s); %s", key, c.Device.Name(), c.Device.Kind(), where)
 }
 
 // runKernel runs k, turning a runtime error inside it (an index out of

@@ -2,6 +2,7 @@ package eager_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,9 +51,9 @@ func TestInputsOnTwoDevicesFail(t *testing.T) {
 	if !errors.Is(err, tensor.ErrDevice) || !strings.Contains(err.Error(), "cpu:0 and test:0") {
 		t.Errorf("got %v", err)
 	}
-	// A device without kernels for the op says so.
+	// A device without kernels for the op says so, and where they are.
 	err = eager.Catch(func() { ops.Add(b, b) })
-	if !errors.Is(err, tensor.ErrDType) || !strings.Contains(err.Error(), "no gpu kernel") {
+	if !errors.Is(err, tensor.ErrNoKernel) || !strings.Contains(err.Error(), "no float32 kernel on test:0 (gpu); devices with one: cpu") {
 		t.Errorf("got %v", err)
 	}
 	// Copying back gives the values.
@@ -85,10 +86,10 @@ func TestFailedOpLeavesInputsUnchanged(t *testing.T) {
 func TestKernelRuntimeErrorIsRecoverable(t *testing.T) {
 	for _, parallel := range []bool{false, true} {
 		op := eager.Register(&eager.Op{
-			Name: "BrokenForTest", Inputs: 1, NonDifferentiable: true,
+			Name: fmt.Sprintf("BrokenForTest%v", parallel), Inputs: 1, NonDifferentiable: true,
 			Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
 		})
-		op.SetKernel(device.CPU, tensor.Float32, func(c *eager.Call, outs []*tensor.Tensor) {
+		eager.RegisterKernel(op.Name, device.CPU, tensor.Float32, func(c *eager.Call, outs []*tensor.Tensor) {
 			o := tensor.HostData[float32](outs[0])
 			if !parallel {
 				_ = o[len(o)+1-1+len(c.Inputs)] // out of range
@@ -103,7 +104,7 @@ func TestKernelRuntimeErrorIsRecoverable(t *testing.T) {
 		})
 		x := tensor.Zeros(tensor.Float32, 1000)
 		err := eager.Catch(func() { eager.Run1(op, nil, x) })
-		if !errors.Is(err, tensor.ErrInternal) || !strings.Contains(err.Error(), "ops: BrokenForTest: its cpu float32 kernel failed: runtime error") ||
+		if !errors.Is(err, tensor.ErrInternal) || !strings.Contains(err.Error(), ": its cpu float32 kernel failed: runtime error") ||
 			!strings.Contains(err.Error(), "eager_test.go") {
 			t.Errorf("parallel=%v: got %v", parallel, err)
 		}

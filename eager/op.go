@@ -2,7 +2,9 @@ package eager
 
 import (
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -37,8 +39,10 @@ type Out struct {
 }
 
 // Op is the one declaration of an operation: its name, how it checks its
-// inputs and attributes and infers its outputs, how it differentiates, and
-// its kernels per device kind and dtype. Declarations live in package ops.
+// inputs and attributes and infers its outputs, and how it differentiates.
+// It says nothing of devices: kernels are registered apart, per (op name,
+// device kind, dtype), by the backend that implements them
+// (RegisterKernel). Declarations live in package ops.
 type Op struct {
 	Name string
 	// Inputs is the number of inputs; -1 means one or more (variadic).
@@ -72,12 +76,8 @@ type Op struct {
 	// may drop the values a rule declares it does not read (package tape
 	// does for the intermediates of stored loop iterations).
 	GradReads GradReads
-	// F32, when set, exposes a float32 elementwise op's CPU loops, so that
-	// a graph optimiser can run a chain of such ops as one pass over blocks
-	// of the output instead of one kernel call (and one buffer) per op.
-	F32 *ElementwiseF32
 
-	kernels [2][tensor.NumDTypes]Kernel
+	kernels *kernelTable // shared with the backends' registrations by name
 }
 
 // GradReads is what an op's gradient rule reads of its inputs' and
@@ -105,15 +105,25 @@ type ElementwiseF32 struct {
 
 var registry struct {
 	sync.RWMutex
-	ops []*Op
+	ops    []*Op
+	byName map[string]*Op
+	tables map[string]*kernelTable // by op name, made by whichever comes first
 }
 
 // Register adds op to the registry and returns it; ops call it in their
-// package-level declarations.
+// package-level declarations. It panics if another op has the name.
 func Register(op *Op) *Op {
 	registry.Lock()
 	defer registry.Unlock()
+	if registry.byName == nil {
+		registry.byName = map[string]*Op{}
+	}
+	if _, dup := registry.byName[op.Name]; dup {
+		panic("eager: two ops are named " + op.Name)
+	}
+	registry.byName[op.Name] = op
 	registry.ops = append(registry.ops, op)
+	op.kernels = tableLocked(op.Name)
 	return op
 }
 
@@ -124,17 +134,127 @@ func Ops() []*Op {
 	return append([]*Op(nil), registry.ops...)
 }
 
-// SetKernel registers the kernel for (device kind, key dtype).
-func (op *Op) SetKernel(kind device.Kind, dt tensor.DType, k Kernel) {
-	op.kernels[kind][dt] = k
+// Lookup returns the op named name, or nil.
+func Lookup(name string) *Op {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.byName[name]
+}
+
+// kernelTable is an op's kernels: by device kind, then by key dtype, and
+// its elementwise float32 loops by device kind. Registrations replace the
+// table whole, so that dispatch reads it without a lock.
+type kernelTable struct {
+	cur atomic.Pointer[kernelSet]
+}
+
+type kernelSet struct {
+	byKind      [][tensor.NumDTypes]Kernel
+	elementwise []*ElementwiseF32
+}
+
+// tableLocked returns the kernel table of the op named name, made on first
+// use. registry must be locked.
+func tableLocked(name string) *kernelTable {
+	if registry.tables == nil {
+		registry.tables = map[string]*kernelTable{}
+	}
+	t := registry.tables[name]
+	if t == nil {
+		t = &kernelTable{}
+		t.cur.Store(&kernelSet{})
+		registry.tables[name] = t
+	}
+	return t
+}
+
+// update applies fn to a copy of t's set and installs it.
+func (t *kernelTable) update(kind device.Kind, fn func(s *kernelSet)) {
+	old := t.cur.Load()
+	s := &kernelSet{byKind: slices.Clone(old.byKind), elementwise: slices.Clone(old.elementwise)}
+	for len(s.byKind) <= int(kind) {
+		s.byKind = append(s.byKind, [tensor.NumDTypes]Kernel{})
+	}
+	for len(s.elementwise) <= int(kind) {
+		s.elementwise = append(s.elementwise, nil)
+	}
+	fn(s)
+	t.cur.Store(s)
+}
+
+// RegisterKernel registers k as the kernel of the op named op for devices
+// of kind and inputs whose key dtype is dt. Backends call it from their
+// init functions; it may run before or after the op's declaration is
+// registered. A second registration for the same triple replaces the first.
+func RegisterKernel(op string, kind device.Kind, dt tensor.DType, k Kernel) {
+	registry.Lock()
+	t := tableLocked(op)
+	registry.Unlock()
+	t.update(kind, func(s *kernelSet) { s.byKind[kind][dt] = k })
+}
+
+// RegisterElementwise registers the float32 loops of the elementwise op
+// named op on devices of kind, so that a graph optimiser can run a chain
+// of such ops as one pass over blocks of the output instead of one kernel
+// call (and one buffer) per op.
+func RegisterElementwise(op string, kind device.Kind, loops *ElementwiseF32) {
+	registry.Lock()
+	t := tableLocked(op)
+	registry.Unlock()
+	t.update(kind, func(s *kernelSet) { s.elementwise[kind] = loops })
+}
+
+// AttachKernel gives op, which must not be registered, a kernel of its
+// own for (kind, dt): for ops made at run time that no backend knows (a
+// graph optimiser's fused chains, which run their ops' own loops).
+func (op *Op) AttachKernel(kind device.Kind, dt tensor.DType, k Kernel) {
+	if Lookup(op.Name) == op {
+		panic("eager: AttachKernel on the registered op " + op.Name + "; backends use RegisterKernel")
+	}
+	if op.kernels == nil {
+		op.kernels = &kernelTable{}
+		op.kernels.cur.Store(&kernelSet{})
+	}
+	op.kernels.update(kind, func(s *kernelSet) { s.byKind[kind][dt] = k })
 }
 
 // Kernel returns the kernel for (device kind, key dtype), or nil.
 func (op *Op) Kernel(kind device.Kind, dt tensor.DType) Kernel {
-	if int(kind) >= len(op.kernels) || int(dt) >= tensor.NumDTypes {
+	if op.kernels == nil || int(dt) >= tensor.NumDTypes {
 		return nil
 	}
-	return op.kernels[kind][dt]
+	s := op.kernels.cur.Load()
+	if int(kind) >= len(s.byKind) {
+		return nil
+	}
+	return s.byKind[kind][dt]
+}
+
+// Elementwise returns the op's float32 loops on devices of kind, or nil.
+func (op *Op) Elementwise(kind device.Kind) *ElementwiseF32 {
+	if op.kernels == nil {
+		return nil
+	}
+	s := op.kernels.cur.Load()
+	if int(kind) >= len(s.elementwise) {
+		return nil
+	}
+	return s.elementwise[kind]
+}
+
+// KernelKinds returns the device kinds with a kernel of op for key dtype
+// dt, for errors that say where the op runs.
+func (op *Op) KernelKinds(dt tensor.DType) []device.Kind {
+	var out []device.Kind
+	if op.kernels == nil {
+		return nil
+	}
+	for k, byDT := range op.kernels.cur.Load().byKind {
+		if int(dt) < len(byDT) && byDT[dt] != nil {
+			out = append(out, device.Kind(k))
+		}
+	}
+	return out
 }
 
 // Call is one invocation of an op: the inputs and the typed attributes.

@@ -25,10 +25,12 @@ func (k cpuKernels) register(op *eager.Op) *eager.Op {
 		tensor.Int64: k.i64, tensor.Uint8: k.u8, tensor.Bool: k.b,
 	} {
 		if fn != nil {
-			op.SetKernel(device.CPU, dt, fn)
+			eager.RegisterKernel(op.Name, device.CPU, dt, fn)
 		}
 	}
-	op.F32 = k.elementwise
+	if k.elementwise != nil {
+		eager.RegisterElementwise(op.Name, device.CPU, k.elementwise)
+	}
 	return op
 }
 
@@ -36,7 +38,7 @@ func (k cpuKernels) register(op *eager.Op) *eager.Op {
 // move bytes without looking at them).
 func anyDType(op *eager.Op, k eager.Kernel) *eager.Op {
 	for _, dt := range allTypes {
-		op.SetKernel(device.CPU, dt, k)
+		eager.RegisterKernel(op.Name, device.CPU, dt, k)
 	}
 	return op
 }

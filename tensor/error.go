@@ -27,6 +27,9 @@ var (
 	// ErrReleased: the tensor's buffer went back to its device (Release, or
 	// a tape made with ReleaseIntermediates).
 	ErrReleased = errors.New("buffer released")
+	// ErrNoKernel: the op has no kernel for the device and dtype of its
+	// inputs (the error names the devices that have one).
+	ErrNoKernel = errors.New("no kernel")
 	// ErrInternal: a kernel failed where it should not (a bug in
 	// eagerflow); the error carries the kernel's stack.
 	ErrInternal = errors.New("internal error")
