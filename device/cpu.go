@@ -10,6 +10,7 @@ import (
 
 // CPUDevice is host memory and host cores. Its buffers are *HostBuffer.
 type CPUDevice struct {
+	name     string
 	pools    [maxClass + 1]sync.Pool
 	workers  workerPool
 	stats    PoolStats
@@ -34,22 +35,23 @@ type HostBuffer struct {
 	small [8]uint64
 }
 
-var hostCPU *CPUDevice
+var hostCPU, secondCPU *CPUDevice
 
 // defaultMaxAlloc is the largest buffer the CPU device gives where the
 // machine's memory is unknown.
 const defaultMaxAlloc = 1 << 46
 
-func newCPU() *CPUDevice {
-	c := &CPUDevice{}
+// newCPU makes the CPU device cpu:<ordinal>, with buffers and workers of
+// its own.
+func newCPU(ordinal int) *CPUDevice {
+	c := &CPUDevice{name: fmt.Sprintf("cpu:%d", ordinal)}
 	c.SetMaxAlloc(0)
 	c.workers.start()
-	hostCPU = c
 	return c
 }
 
-// Name returns "cpu:0".
-func (c *CPUDevice) Name() string { return "cpu:0" }
+// Name returns "cpu:0" (or "cpu:1" for the second instance).
+func (c *CPUDevice) Name() string { return c.name }
 
 // Kind returns CPU.
 func (c *CPUDevice) Kind() Kind { return CPU }
@@ -151,7 +153,7 @@ func alignedBytes(n int) []byte {
 func (c *CPUDevice) Free(b Buffer) {
 	hb, ok := b.(*HostBuffer)
 	if !ok || hb.dev != c {
-		panic(fmt.Sprintf("device: cpu:0 cannot free a buffer of %s", b.Device().Name()))
+		panic(fmt.Sprintf("device: %s cannot free a buffer of %s", c.name, b.Device().Name()))
 	}
 	if hb.class < 0 {
 		return
@@ -164,7 +166,7 @@ func (c *CPUDevice) Free(b Buffer) {
 func (c *CPUDevice) CopyToHost(dst []byte, src Buffer, srcOff int) error {
 	hb, ok := src.(*HostBuffer)
 	if !ok {
-		return fmt.Errorf("%w: cpu:0 cannot read a buffer of %s", ErrCopy, src.Device().Name())
+		return fmt.Errorf("%w: %s cannot read a buffer of %s", ErrCopy, c.name, src.Device().Name())
 	}
 	if srcOff < 0 || srcOff+len(dst) > len(hb.bytes) {
 		return fmt.Errorf("%w: range [%d, %d) outside a %d-byte buffer", ErrCopy, srcOff, srcOff+len(dst), len(hb.bytes))
@@ -177,7 +179,7 @@ func (c *CPUDevice) CopyToHost(dst []byte, src Buffer, srcOff int) error {
 func (c *CPUDevice) CopyFromHost(dst Buffer, dstOff int, src []byte) error {
 	hb, ok := dst.(*HostBuffer)
 	if !ok {
-		return fmt.Errorf("%w: cpu:0 cannot write a buffer of %s", ErrCopy, dst.Device().Name())
+		return fmt.Errorf("%w: %s cannot write a buffer of %s", ErrCopy, c.name, dst.Device().Name())
 	}
 	if dstOff < 0 || dstOff+len(src) > len(hb.bytes) {
 		return fmt.Errorf("%w: range [%d, %d) outside a %d-byte buffer", ErrCopy, dstOff, dstOff+len(src), len(hb.bytes))

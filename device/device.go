@@ -85,6 +85,18 @@ type Device interface {
 	CopyToHost(dst []byte, src Buffer, srcOff int) error
 	// CopyFromHost copies src into dst starting at byte dstOff.
 	CopyFromHost(dst Buffer, dstOff int, src []byte) error
+	// Copy copies a box of elements of esize bytes from src to dst, where
+	// element (i0, i1, ...) of shape is read at sOff + Σ i_k·sSt[k] and
+	// written at dOff + Σ i_k·dSt[k] (offsets and strides count elements;
+	// strides may be negative). dst is this device's; src is this
+	// device's or one it reads directly (each CPU device reads the
+	// others'); for any other src it returns an error wrapping ErrCopy and
+	// the caller stages the data through the host. A layout change, a
+	// copy between buffers and a copy between devices are all Copy.
+	Copy(dst Buffer, dOff int, dSt []int, src Buffer, sOff int, sSt []int, shape []int, esize int) error
+	// Fill sets n elements of len(v) bytes, from element off of dst on, to
+	// the element v.
+	Fill(dst Buffer, off, n int, v []byte) error
 	// Synchronize waits until all work queued on the device is done.
 	Synchronize() error
 }
@@ -116,9 +128,10 @@ var defaultDevice atomic.Pointer[Device]
 
 func init() {
 	registry.byName = map[string]Device{}
-	cpu := newCPU()
-	Register(cpu)
-	var d Device = cpu
+	hostCPU, secondCPU = newCPU(0), newCPU(1)
+	Register(hostCPU)
+	Register(secondCPU)
+	var d Device = hostCPU
 	defaultDevice.Store(&d)
 }
 
@@ -143,6 +156,12 @@ func Lookup(name string) (Device, error) {
 
 // Host returns the CPU device "cpu:0".
 func Host() *CPUDevice { return hostCPU }
+
+// SecondCPU returns "cpu:1": another CPU device, with buffers and workers
+// of its own, so that placement on two devices and copies between them are
+// exercised (and tested) without a GPU. Its buffers are host memory, which
+// both CPU devices read.
+func SecondCPU() *CPUDevice { return secondCPU }
 
 // Default returns the device new tensors are created on (initially cpu:0).
 func Default() Device { return *defaultDevice.Load() }

@@ -108,3 +108,38 @@ func TestParallelPanicReachesTheCaller(t *testing.T) {
 		t.Errorf("after the panics: total %d", total.Load())
 	}
 }
+
+// The second CPU device has its own name, buffers and workers, and both
+// CPU devices copy and fill each other's kind of buffer.
+func TestSecondCPUDevice(t *testing.T) {
+	a, b := Host(), SecondCPU()
+	if b.Name() != "cpu:1" || b.Kind() != CPU || a == b {
+		t.Fatalf("second CPU: %s %v", b.Name(), b.Kind())
+	}
+	if d, err := Lookup("cpu:1"); err != nil || d != Device(b) {
+		t.Errorf("Lookup(cpu:1) = %v, %v", d, err)
+	}
+	src, _ := a.Alloc(16)
+	dst, _ := b.Alloc(16)
+	a.Fill(src, 0, 4, []byte{1, 2, 3, 4})
+	if err := b.Copy(dst, 0, []int{1}, src, 0, []int{1}, []int{4}, 4); err != nil {
+		t.Fatal(err)
+	}
+	got := dst.(*HostBuffer).Bytes()
+	for i := range 16 {
+		if got[i] != byte(i%4+1) {
+			t.Fatalf("copied %v", got)
+		}
+	}
+	// A transposed copy: [2 2] of 4-byte elements, read column-major.
+	a.Fill(src, 0, 1, []byte{9, 0, 0, 0})
+	b.Copy(dst, 0, []int{2, 1}, src, 0, []int{1, 2}, []int{2, 2}, 4)
+	if got := View32(dst.(*HostBuffer).Bytes()); got[0] != 9 || got[1] != 0x04030201 {
+		t.Errorf("strided copy %v", got)
+	}
+	if err := a.Fill(dst, 0, 1, []byte{0}); !errors.Is(err, ErrCopy) {
+		t.Errorf("cpu:0 writing a cpu:1 buffer: %v", err)
+	}
+	b.Free(dst)
+	a.Free(src)
+}

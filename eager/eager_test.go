@@ -39,6 +39,18 @@ func (otherDevice) CopyFromHost(dst device.Buffer, off int, src []byte) error {
 	copy(dst.(otherBuffer).b[off:], src)
 	return nil
 }
+func (otherDevice) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer, sOff int, sSt []int, shape []int, esize int) error {
+	s, ok := src.(otherBuffer)
+	if !ok {
+		return device.ErrCopy
+	}
+	device.MoveElems(esize, dst.(otherBuffer).b, dOff, dSt, s.b, sOff, sSt, shape)
+	return nil
+}
+func (otherDevice) Fill(dst device.Buffer, off, n int, v []byte) error {
+	device.FillElems(dst.(otherBuffer).b[off*len(v):(off+n)*len(v)], v)
+	return nil
+}
 func (otherDevice) Synchronize() error { return nil }
 
 func TestInputsOnTwoDevicesFail(t *testing.T) {
@@ -108,5 +120,35 @@ func TestKernelRuntimeErrorIsRecoverable(t *testing.T) {
 			!strings.Contains(err.Error(), "eager_test.go") {
 			t.Errorf("parallel=%v: got %v", parallel, err)
 		}
+	}
+}
+
+// Tensors on the second CPU device run there: results, constants and
+// layout copies stay on cpu:1, mixing the two devices is a placement
+// error, and values cross between them exactly.
+func TestSecondCPUDevicePlacement(t *testing.T) {
+	cpu1 := device.SecondCPU()
+	x0 := tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	x1, err := x0.To(cpu1)
+	if err != nil || x1.Device() != device.Device(cpu1) {
+		t.Fatalf("To(cpu:1): %v on %v", err, x1.Device().Name())
+	}
+	y := ops.Add(ops.Transpose(x1), ops.ScalarLike(x1, 10))
+	if y.Device() != device.Device(cpu1) {
+		t.Errorf("result on %s", y.Device().Name())
+	}
+	if got := tensor.ToSlice[float32](y); got[1] != 14 || got[5] != 16 {
+		t.Errorf("values %v", got)
+	}
+	if c := ops.Transpose(x1).Contiguous(); c.Device() != device.Device(cpu1) {
+		t.Errorf("Contiguous moved to %s", c.Device().Name())
+	}
+	err = eager.Catch(func() { ops.Add(x0, x1) })
+	if !errors.Is(err, tensor.ErrDevice) || !strings.Contains(err.Error(), "inputs are on cpu:0 and cpu:1") {
+		t.Errorf("mixed devices: %v", err)
+	}
+	back, err := y.To(device.Host())
+	if err != nil || back.Device() != device.Device(device.Host()) || tensor.ToSlice[float32](back)[5] != 16 {
+		t.Errorf("back to cpu:0: %v", err)
 	}
 }

@@ -52,16 +52,12 @@ func (v *Variable) check(op string, x *tensor.Tensor) {
 	}
 }
 
-// writeInto copies src's elements into dst's buffer (same device).
+// writeInto copies src's elements (row-major, same dtype, shape and
+// device) into dst's buffer, on their device.
 func writeInto(dst, src *tensor.Tensor) {
-	if n := src.NumElements() * src.DType().Size(); n > 0 {
-		host := make([]byte, n)
-		if err := src.Device().CopyToHost(host, src.Buffer(), 0); err != nil {
-			panic(err)
-		}
-		if err := dst.Device().CopyFromHost(dst.Buffer(), 0, host); err != nil {
-			panic(err)
-		}
+	n := src.NumElements()
+	if err := dst.Device().Copy(dst.Buffer(), 0, []int{1}, src.Buffer(), 0, []int{1}, []int{n}, src.DType().Size()); err != nil {
+		panic(err)
 	}
 }
 

@@ -13,6 +13,11 @@ import (
 // bytes per element when dt is Invalid: the constructors build float64 or
 // int64 values on the host first). It returns the element count.
 func checkShape(op string, shape Shape, dt DType) int {
+	return checkShapeOn(op, device.Default(), shape, dt)
+}
+
+// checkShapeOn is checkShape for a tensor on dev.
+func checkShapeOn(op string, dev device.Device, shape Shape, dt DType) int {
 	n, ok := shape.Size()
 	if !ok {
 		Panicf("tensor", op, ErrShape, nil, "", "%s", shapeProblem(shape))
@@ -24,7 +29,7 @@ func checkShape(op string, shape Shape, dt DType) int {
 	if !ok {
 		nbytes = -1
 	}
-	if err := device.CheckAlloc(device.Default(), nbytes); err != nil {
+	if err := device.CheckAlloc(dev, nbytes); err != nil {
 		panic(allocError(op, dt, shape, err))
 	}
 	return n
@@ -44,28 +49,52 @@ func allocError(op string, dt DType, shape Shape, err error) *Error {
 	return &Error{Pkg: "tensor", Op: op, Kind: err, Detail: fmt.Sprintf("cannot allocate %v%v: %v", dt, shape, err), Caller: Caller()}
 }
 
-// fromHost allocates a tensor on the default device and fills it with the
-// row-major bytes produced by fill (which writes exactly the tensor's size).
-func fromHost(op string, dt DType, shape Shape, fill func(b []byte)) *Tensor {
+// fromHost returns a tensor of dtype dt and shape on the default device
+// holding the row-major bytes src (exactly the tensor's size).
+func fromHost(op string, dt DType, shape Shape, src []byte) *Tensor {
 	dev := device.Default()
-	if cpu, ok := dev.(*device.CPUDevice); ok {
-		t, err := Empty(cpu, dt, shape)
-		if err != nil {
-			panic(allocError(op, dt, shape, err))
-		}
-		fill(t.HostBytes())
-		return t
-	}
 	t, err := Empty(dev, dt, shape)
 	if err != nil {
 		panic(allocError(op, dt, shape, err))
 	}
-	b := make([]byte, shape.NumElements()*dt.Size())
-	fill(b)
-	if err := dev.CopyFromHost(t.buf, 0, b); err != nil {
+	if len(src) > 0 {
+		if err := dev.CopyFromHost(t.buf, 0, src); err != nil {
+			panic(err)
+		}
+	}
+	return t
+}
+
+// filled returns a tensor of dtype dt and shape on dev with every element
+// elem (its bytes), which the device writes itself.
+func filled(op string, dev device.Device, dt DType, shape Shape, elem []byte) *Tensor {
+	t, err := Empty(dev, dt, shape)
+	if err != nil {
+		panic(allocError(op, dt, shape, err))
+	}
+	if err := dev.Fill(t.buf, 0, shape.NumElements(), elem); err != nil {
 		panic(err)
 	}
 	return t
+}
+
+// elemBytes returns v converted to dt (Bool: v != 0) as its bytes.
+func elemBytes(dt DType, v float64) []byte {
+	switch dt {
+	case Float32:
+		return asBytes([]float32{float32(v)})
+	case Float64:
+		return asBytes([]float64{v})
+	case Int32:
+		return asBytes([]int32{int32(v)})
+	case Int64:
+		return asBytes([]int64{int64(v)})
+	case Uint8:
+		return []byte{uint8(v)}
+	case Bool:
+		return asBytes([]bool{v != 0})
+	}
+	return nil
 }
 
 func asBytes[T Elem](s []T) []byte {
@@ -94,61 +123,50 @@ func withShape[T Elem](data []T, s Shape) *Tensor {
 	if n := checkShape("FromSlice", s, DTypeOf[T]()); n != len(data) {
 		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
 	}
-	src := asBytes(data)
-	return fromHost("FromSlice", DTypeOf[T](), s, func(b []byte) { copy(b, src) })
+	return fromHost("FromSlice", DTypeOf[T](), s, asBytes(data))
 }
 
 // Scalar returns a rank-0 tensor holding v.
 func Scalar[T Elem](v T) *Tensor {
-	return fromHost("Scalar", DTypeOf[T](), nil, func(b []byte) { copy(b, asBytes([]T{v})) })
+	return fromHost("Scalar", DTypeOf[T](), nil, asBytes([]T{v}))
 }
 
-// Full returns a tensor of the given shape with every element v.
+// Full returns a tensor of the given shape with every element v, on the
+// default device.
 func Full[T Elem](v T, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	checkShape("Full", s, DTypeOf[T]())
-	return fromHost("Full", DTypeOf[T](), s, func(b []byte) {
-		if len(b) == 0 {
-			return
-		}
-		fill(unsafe.Slice((*T)(unsafe.Pointer(&b[0])), s.NumElements()), v)
-	})
+	return filled("Full", device.Default(), DTypeOf[T](), s, asBytes([]T{v}))
 }
 
 // Zeros returns a tensor of dtype dt and the given shape filled with zeros
-// (false for Bool).
-func Zeros(dt DType, shape ...int) *Tensor {
-	s := Shape(shape).Clone()
-	if !dt.Valid() {
-		Panicf("tensor", "Zeros", ErrDType, nil, "", "invalid dtype %v", dt)
-	}
-	checkShape("Zeros", s, dt)
-	return fromHost("Zeros", dt, s, func(b []byte) { clear(b) })
-}
+// (false for Bool), on the default device.
+func Zeros(dt DType, shape ...int) *Tensor { return fullOn("Zeros", device.Default(), dt, 0, shape) }
 
 // Ones returns a tensor of dtype dt and the given shape filled with ones
-// (true for Bool).
-func Ones(dt DType, shape ...int) *Tensor { return FullOf(dt, 1, shape...) }
+// (true for Bool), on the default device.
+func Ones(dt DType, shape ...int) *Tensor { return fullOn("Ones", device.Default(), dt, 1, shape) }
 
 // FullOf returns a tensor of dtype dt filled with v converted to dt (for
-// Bool, v != 0).
+// Bool, v != 0), on the default device.
 func FullOf(dt DType, v float64, shape ...int) *Tensor {
-	switch dt {
-	case Float32:
-		return Full(float32(v), shape...)
-	case Float64:
-		return Full(v, shape...)
-	case Int32:
-		return Full(int32(v), shape...)
-	case Int64:
-		return Full(int64(v), shape...)
-	case Uint8:
-		return Full(uint8(v), shape...)
-	case Bool:
-		return Full(v != 0, shape...)
+	return fullOn("FullOf", device.Default(), dt, v, shape)
+}
+
+// FullOn is FullOf on dev: the device fills the tensor itself, with no
+// host data. Constants that ops make beside their inputs (ops.ScalarLike
+// and the like) come from here, on their inputs' device.
+func FullOn(dev device.Device, dt DType, v float64, shape ...int) *Tensor {
+	return fullOn("FullOn", dev, dt, v, shape)
+}
+
+func fullOn(op string, dev device.Device, dt DType, v float64, shape []int) *Tensor {
+	if !dt.Valid() {
+		Panicf("tensor", op, ErrDType, nil, "", "invalid dtype %v", dt)
 	}
-	Panicf("tensor", "FullOf", ErrDType, nil, "", "invalid dtype %v", dt)
-	return nil
+	s := Shape(shape).Clone()
+	checkShapeOn(op, dev, s, dt)
+	return filled(op, dev, dt, s, elemBytes(dt, v))
 }
 
 // Arange returns the vector start, start+step, ... up to but excluding

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -223,8 +224,11 @@ func HostData[T Elem](t *Tensor) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// To returns t on dev, copying through host memory when dev differs from
-// t's device (t itself when it is already there).
+// To returns t on dev (t itself when it is there already), in t's layout:
+// dev copies from t's device directly where it can read it (the CPU
+// devices read each other's memory), else the data is staged through host
+// memory. Errors are the devices' (wrapping device.ErrOutOfMemory or
+// device.ErrCopy).
 func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 	if dev == t.Device() {
 		return t, nil
@@ -234,7 +238,14 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 		return nil, err
 	}
 	out.layout = t.layout
-	host := make([]byte, t.NumElements()*t.dtype.Size())
+	n := t.NumElements()
+	flat := []int{n}
+	if err := dev.Copy(out.buf, 0, []int{1}, t.buf, 0, []int{1}, flat, t.dtype.Size()); err == nil {
+		return out, nil
+	} else if !errors.Is(err, device.ErrCopy) {
+		return nil, err
+	}
+	host := make([]byte, n*t.dtype.Size())
 	if err := t.Device().CopyToHost(host, t.buf, 0); err != nil {
 		return nil, err
 	}
@@ -244,43 +255,31 @@ func (t *Tensor) To(dev device.Device) (*Tensor, error) {
 	return out, nil
 }
 
-// hostCopy returns t's bytes in row-major order on the host (a fresh copy).
+// hostCopy returns t's bytes in row-major order on the host (a fresh copy,
+// made row-major on t's device first).
 func (t *Tensor) hostCopy() []byte {
-	n := t.NumElements() * t.dtype.Size()
-	raw := make([]byte, n)
-	if n > 0 {
-		if err := t.Device().CopyToHost(raw, t.buf, 0); err != nil {
+	c := t.Contiguous()
+	raw := make([]byte, t.NumElements()*t.dtype.Size())
+	if len(raw) > 0 {
+		if err := c.Device().CopyToHost(raw, c.buf, 0); err != nil {
 			panic(err)
 		}
 	}
-	if t.IsRowMajor() {
-		return raw
-	}
-	return relayout(raw, t.dtype, t.shape, t.layout)
-}
-
-// relayout reorders elements stored under layout l into row-major order.
-func relayout(src []byte, dt DType, shape Shape, l Layout) []byte {
-	dst := make([]byte, len(src))
-	MoveElems(dt, dst, 0, Strides(shape, nil), src, 0, Strides(shape, l), shape)
-	return dst
+	return raw
 }
 
 // Contiguous returns t with its elements in row-major order: t itself when
-// it already is, or a copy on the same device.
+// it already is, or a copy that t's device makes.
 func (t *Tensor) Contiguous() *Tensor {
 	if t.IsRowMajor() {
 		return t
 	}
-	out, err := Empty(t.Device(), t.dtype, t.shape)
+	dev := t.Device()
+	out, err := Empty(dev, t.dtype, t.shape)
 	if err != nil {
-		panic(err)
+		panic(allocError("Contiguous", t.dtype, t.shape, err))
 	}
-	if hb, ok := t.buf.(*device.HostBuffer); ok {
-		MoveElems(t.dtype, out.HostBytes(), 0, Strides(t.shape, nil), hb.Bytes(), 0, Strides(t.shape, t.layout), t.shape)
-		return out
-	}
-	if err := out.Device().CopyFromHost(out.buf, 0, t.hostCopy()); err != nil {
+	if err := dev.Copy(out.buf, 0, Strides(t.shape, nil), t.buf, 0, Strides(t.shape, t.layout), t.shape, t.dtype.Size()); err != nil {
 		panic(err)
 	}
 	return out

@@ -1,6 +1,9 @@
-package tensor
+package device
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // copyStrided copies a box of the given shape from src to dst, where each
 // side addresses element (i0, i1, ...) at off + sum(i_k * stride_k). Strides
@@ -87,16 +90,15 @@ func View64(b []byte) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
 }
 
-// MoveElems copies a box of elements of dtype dt between raw buffers: the
-// element at index (i0, i1, ...) of shape is read at sOff + sum(i_k *
-// sSt[k]) of src and written at dOff + sum(i_k * dSt[k]) of dst (offsets and
-// strides in elements, strides may be negative). Kernels use it for every
-// data movement that ignores values.
-func MoveElems(dt DType, dst []byte, dOff int, dSt []int, src []byte, sOff int, sSt []int, shape []int) {
+// MoveElems copies a box of elements of esize bytes (1, 4 or 8) between
+// host memory: the element at index (i0, i1, ...) of shape is read at
+// sOff + sum(i_k * sSt[k]) of src and written at dOff + sum(i_k * dSt[k])
+// of dst (offsets and strides in elements, strides may be negative).
+func MoveElems(esize int, dst []byte, dOff int, dSt []int, src []byte, sOff int, sSt []int, shape []int) {
 	if len(dst) == 0 || len(src) == 0 {
 		return
 	}
-	switch dt.Size() {
+	switch esize {
 	case 1:
 		copyStrided(dst, dOff, dSt, src, sOff, sSt, shape)
 	case 4:
@@ -106,12 +108,13 @@ func MoveElems(dt DType, dst []byte, dOff int, dSt []int, src []byte, sOff int, 
 	}
 }
 
-// FillElems sets every element of dst (of dtype dt) to the one element in v.
-func FillElems(dt DType, dst, v []byte) {
+// FillElems sets every element of dst (of len(v) bytes: 1, 4 or 8) to the
+// one element v.
+func FillElems(dst, v []byte) {
 	if len(dst) == 0 {
 		return
 	}
-	switch dt.Size() {
+	switch len(v) {
 	case 1:
 		fill(dst, v[0])
 	case 4:
@@ -132,4 +135,31 @@ func fill[T any](d []T, x T) {
 	for n < len(d) {
 		n += copy(d[n:], d[:min(n, 4096/max(int(unsafe.Sizeof(x)), 1))])
 	}
+}
+
+// Copy copies between host buffers (see Device.Copy); src may be any CPU
+// device's.
+func (c *CPUDevice) Copy(dst Buffer, dOff int, dSt []int, src Buffer, sOff int, sSt []int, shape []int, esize int) error {
+	d, ok := dst.(*HostBuffer)
+	if !ok || d.dev != c {
+		return fmt.Errorf("%w: %s cannot write a buffer of %s", ErrCopy, c.name, dst.Device().Name())
+	}
+	s, ok := src.(*HostBuffer)
+	if !ok {
+		return fmt.Errorf("%w: %s cannot read a buffer of %s", ErrCopy, c.name, src.Device().Name())
+	}
+	MoveElems(esize, d.bytes, dOff, dSt, s.bytes, sOff, sSt, shape)
+	return nil
+}
+
+// Fill sets n elements of dst from element off to v (see Device.Fill).
+func (c *CPUDevice) Fill(dst Buffer, off, n int, v []byte) error {
+	d, ok := dst.(*HostBuffer)
+	if !ok || d.dev != c {
+		return fmt.Errorf("%w: %s cannot write a buffer of %s", ErrCopy, c.name, dst.Device().Name())
+	}
+	if n > 0 {
+		FillElems(d.bytes[off*len(v):(off+n)*len(v)], v)
+	}
+	return nil
 }
