@@ -109,9 +109,16 @@
 //
 // Bad input panics with a *tensor.Error before any kernel runs, naming the
 // op, its attributes, the input shapes and the caller; eager.Catch recovers
-// it. Index tensors are checked when the op runs (an out-of-range Gather
-// index is an error naming its position); DynamicSlice clamps instead, as
-// XLA defines. Kernels never panic on values: NaN and Inf propagate.
+// it. Shape rules read dtypes, shapes and attributes only, never values,
+// and never change the call's attributes (the public functions normalise
+// them: negative axes, window defaults). Values are checked by the kernels,
+// under one policy: an index tensor's value outside its axis (Gather,
+// Scatter, ScatterAdd, TakeAlongAxis, a SparseSoftmaxCrossEntropy label) is
+// an error of kind ErrIndex naming its position, raised by the CPU kernel
+// before it writes anything; a device that runs kernels asynchronously
+// raises it when the host next synchronises with it. DynamicSlice and
+// DynamicUpdateSlice clamp their starts instead, as XLA defines. Kernels
+// never panic on float values: NaN and Inf propagate.
 //
 // # Concurrency
 //

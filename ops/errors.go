@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -34,4 +35,40 @@ func asOp(name string) {
 	outer.Pkg, outer.Op = "ops", name
 	outer.Detail = te.Op + ": " + te.Detail
 	panic(&outer)
+}
+
+// rankOf is x's rank, 0 for nil (for the public functions that normalise
+// attributes before dispatch, which reports a nil input).
+func rankOf(x *tensor.Tensor) int {
+	if x == nil {
+		return 0
+	}
+	return x.Rank()
+}
+
+// shapeOf is a copy of x's shape, nil for nil.
+func shapeOf(x *tensor.Tensor) tensor.Shape {
+	if x == nil {
+		return nil
+	}
+	return x.Shape().Clone()
+}
+
+// axisOf returns axis counted from the front of a rank-r operand when it
+// counts from the end and is in range, else axis itself (the shape rule
+// then reports it): the public functions normalise attributes, shape rules
+// only check them.
+func axisOf(axis, r int) int {
+	if axis < 0 && axis >= -r {
+		return axis + r
+	}
+	return axis
+}
+
+// checkAxis fails the call unless axis is in [0, rank).
+func checkAxis(c *eager.Call, axis, rank int) int {
+	if axis < 0 || axis >= rank {
+		c.Fail(tensor.ErrAxis, "axis %d is out of range for rank %d", axis, rank)
+	}
+	return axis
 }

@@ -9,9 +9,11 @@ import (
 
 // Gathering and scattering by integer indices along one axis: Gather (an
 // embedding lookup), its adjoint ScatterAdd, Scatter, and the per-element
-// TakeAlongAxis with its adjoint. Indices are Int32 or Int64 and are
-// checked when the op runs: one outside the axis panics with a
-// *tensor.Error naming its position.
+// TakeAlongAxis with its adjoint. Indices are Int32 or Int64; their values
+// are checked by the kernel, since shape rules read no values: on the CPU
+// an index outside the axis panics with a *tensor.Error naming its
+// position before anything is written (a device that runs kernels
+// asynchronously reports it when the host next synchronises with it).
 
 // GatherAttrs names the axis of Gather and Scatter.
 type GatherAttrs = AxisAttrs
@@ -29,8 +31,8 @@ func blocks(s tensor.Shape, axis int) (outer, n, inner int) {
 }
 
 func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), c.Inputs[2]
 	axis := c.Attrs.(AxisAttrs).Axis
+	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
 	outer, n, inner := blocks(base.Shape(), axis)
 	ov, uv := data[T](outs[0]), data[T](upd)
 	copy(ov, data[T](base))
@@ -49,15 +51,13 @@ func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 func inferScatter(c *eager.Call) []eager.Out {
 	base, upd := c.Inputs[0], c.Inputs[2]
 	checkIndexTensor(c, 1)
-	axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, base.Rank())
-	c.Attrs = AxisAttrs{Axis: axis}
+	axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, base.Rank())
 	if base.DType() != upd.DType() {
 		c.Fail(tensor.ErrDType, "base is %v, updates are %v", base.DType(), upd.DType())
 	}
 	if want := gatherShape(base.Shape(), c.Inputs[1].Shape(), axis); !want.Equal(upd.Shape()) {
 		c.Fail(tensor.ErrShape, "updates have shape %v, want %v", upd.Shape(), want)
 	}
-	checkIndexRange(c, 1, base.Dim(axis))
 	return c.Out1(base.DType(), base.Shape())
 }
 
@@ -72,9 +72,7 @@ func init() {
 				c.Fail(tensor.ErrRank, "params must have rank 1 or more")
 			}
 			checkIndexTensor(c, 1)
-			axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, p.Rank())
-			c.Attrs = AxisAttrs{Axis: axis}
-			checkIndexRange(c, 1, p.Dim(axis))
+			axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, p.Rank())
 			return c.Out1(p.DType(), gatherShape(p.Shape(), c.Inputs[1].Shape(), axis))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
@@ -82,7 +80,7 @@ func init() {
 			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(AxisAttrs).Axis), nil}
 		},
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		p, idx := c.Inputs[0], indexValues(c.Inputs[1])
+		p, idx := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(AxisAttrs).Axis))
 		outer, n, inner := blocks(p.Shape(), c.Attrs.(AxisAttrs).Axis)
 		size := p.DType().Size() * inner
 		pb, ob := p.HostBytes(), outs[0].HostBytes()
@@ -120,8 +118,9 @@ func init() {
 			}
 		},
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), c.Inputs[2]
-		outer, n, inner := blocks(base.Shape(), c.Attrs.(AxisAttrs).Axis)
+		axis := c.Attrs.(AxisAttrs).Axis
+		base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
+		outer, n, inner := blocks(base.Shape(), axis)
 		size := base.DType().Size() * inner
 		ob, ub := outs[0].HostBytes(), upd.HostBytes()
 		copy(ob, base.HostBytes())
@@ -138,19 +137,19 @@ func init() {
 // an embedding lookup when axis is 0): params: [a..., n, b...], indices:
 // [i...] -> [a..., i..., b...]. Its gradient scatters back with ScatterAdd.
 func Gather(params, indices *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(gatherOp, AxisAttrs{Axis: axis}, params, indices)
+	return eager.Run1(gatherOp, AxisAttrs{Axis: axisOf(axis, rankOf(params))}, params, indices)
 }
 
 // ScatterAdd returns base with updates added at indices along axis (the
 // adjoint of Gather; repeated indices accumulate): base: [a..., n, b...],
 // indices: [i...], updates: [a..., i..., b...]. Numeric dtypes.
 func ScatterAdd(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(scatterAddOp, AxisAttrs{Axis: axis}, base, indices, updates)
+	return eager.Run1(scatterAddOp, AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
 }
 
 // Scatter returns base with the slices at indices along axis replaced by
 // updates (shapes as ScatterAdd). With repeated indices the last update
 // wins; the gradient then reaches every update of that slice.
 func Scatter(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(scatterOp, AxisAttrs{Axis: axis}, base, indices, updates)
+	return eager.Run1(scatterOp, AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
 }

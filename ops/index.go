@@ -25,13 +25,16 @@ func checkIndexTensor(c *eager.Call, i int) {
 	}
 }
 
-// checkIndexRange fails the call if an index of input i is outside [0, n).
-func checkIndexRange(c *eager.Call, i int, n int) {
-	for k, v := range indexValues(c.Inputs[i]) {
+// checkIndexRange returns the indices of input i, failing the call if one
+// is outside [0, n). Kernels call it before they write anything.
+func checkIndexRange(c *eager.Call, i int, n int) []int64 {
+	idx := indexValues(c.Inputs[i])
+	for k, v := range idx {
 		if v < 0 || v >= int64(n) {
 			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)
 		}
 	}
+	return idx
 }
 
 // elemCopier copies one element between raw buffers of one dtype.

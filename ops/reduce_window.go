@@ -229,8 +229,7 @@ func init() {
 			if a.Kind != ReduceSum && a.Kind != ReduceMax && a.Kind != ReduceMin {
 				c.Fail(tensor.ErrAttr, "ReduceWindow supports Sum, Max and Min; use ReduceWindowWith for others")
 			}
-			a.Window = a.Window.normalized(c, x.Shape())
-			c.Attrs = a
+			a.Window.check(c, x.Shape())
 			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
@@ -267,8 +266,7 @@ func init() {
 			if c.Inputs[2].Rank() != 0 {
 				c.Fail(tensor.ErrRank, "init must be a scalar")
 			}
-			a.Window = a.Window.normalized(c, x.Shape())
-			c.Attrs = a
+			a.Window.check(c, x.Shape())
 			if out := newGeometry(x.Shape(), a.Window).out; !out.Equal(src.Shape()) {
 				c.Fail(tensor.ErrShape, "source has shape %v, the window gives %v", src.Shape(), out)
 			}
@@ -295,8 +293,7 @@ func init() {
 			if !c.Inputs[1].Shape().Equal(x.Shape()) {
 				c.Fail(tensor.ErrShape, "gradient has shape %v, operand %v", c.Inputs[1].Shape(), x.Shape())
 			}
-			a.Window = a.Window.normalized(c, x.Shape())
-			c.Attrs = a
+			a.Window.check(c, x.Shape())
 			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
@@ -313,7 +310,7 @@ func init() {
 // of init and its window's taps (padding taps count as init). The gradient
 // of Max and Min goes through SelectAndScatter.
 func ReduceWindow(x, init *tensor.Tensor, kind ReduceKind, w Window) *tensor.Tensor {
-	return eager.Run1(reduceWindowOp, ReduceWindowAttrs{Kind: kind, Window: w}, x, init)
+	return eager.Run1(reduceWindowOp, ReduceWindowAttrs{Kind: kind, Window: w.withDefaults(rankOf(x))}, x, init)
 }
 
 // ReduceWindowWith is ReduceWindow with a user reduction f (associative,
@@ -333,5 +330,5 @@ func ReduceWindowWith(x, init *tensor.Tensor, f func(a, b *tensor.Tensor) *tenso
 // element sel chooses in it. It is max pooling's gradient. Padding is never
 // chosen.
 func SelectAndScatter(operand, source, init *tensor.Tensor, sel SelectKind, w Window) *tensor.Tensor {
-	return eager.Run1(selectAndScatterOp, SelectAttrs{Select: sel, Window: w}, operand, source, init)
+	return eager.Run1(selectAndScatterOp, SelectAttrs{Select: sel, Window: w.withDefaults(rankOf(operand))}, operand, source, init)
 }

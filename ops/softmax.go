@@ -258,7 +258,9 @@ func init() {
 			if logits.Dim(1) == 0 && logits.Dim(0) > 0 {
 				c.Fail(tensor.ErrShape, "logits %v have no classes", logits.Shape())
 			}
-			labelIDs(c, labels, logits.Dim(1)) // before anything is written
+			if labels.DType() != tensor.Int32 && labels.DType() != tensor.Int64 {
+				c.Fail(tensor.ErrDType, "labels must be int32 or int64, got %v", labels.DType())
+			}
 			return c.Out1(logits.DType(), tensor.Shape{logits.Dim(0)})
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {

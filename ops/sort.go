@@ -128,8 +128,8 @@ func init() {
 			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, ZerosLike(x), idx, g.OutGrads[0]), nil}
 		},
 	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, idx, out := c.Inputs[0], indexValues(c.Inputs[1]), outs[0]
 		axis := c.Attrs.(AxisAttrs).Axis
+		x, idx, out := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
 		mv := elemCopier(x.DType())
 		outer, n, inner := blocks(x.Shape(), axis)
 		m := out.Dim(axis)
@@ -165,17 +165,14 @@ func init() {
 	}))
 }
 
-// sortAxis checks that the input has an axis to sort along, stores the
-// normalized axis in the call's attributes and returns it.
+// sortAxis checks that the input has the axis to sort along (normalised
+// by the public function) and returns it.
 func sortAxis(c *eager.Call) int {
 	x := c.Inputs[0]
 	if x.Rank() == 0 {
 		c.Fail(tensor.ErrRank, "needs rank 1 or more")
 	}
-	a := c.Attrs.(SortAttrs)
-	a.Axis = normAxis(c, a.Axis, x.Rank())
-	c.Attrs = a
-	return a.Axis
+	return checkAxis(c, c.Attrs.(SortAttrs).Axis, x.Rank())
 }
 
 func inferAlong(c *eager.Call) []eager.Out {
@@ -184,20 +181,18 @@ func inferAlong(c *eager.Call) []eager.Out {
 	if x.Rank() == 0 || idx.Rank() != x.Rank() {
 		c.Fail(tensor.ErrRank, "indices must have the operand's rank (>= 1)")
 	}
-	axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, x.Rank())
-	c.Attrs = AxisAttrs{Axis: axis}
+	axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, x.Rank())
 	for d := range x.Shape() {
 		if d != axis && idx.Dim(d) != x.Dim(d) {
 			c.Fail(tensor.ErrShape, "indices %v and operand %v differ outside axis %d", idx.Shape(), x.Shape(), axis)
 		}
 	}
-	checkIndexRange(c, 1, x.Dim(axis))
 	return c.Out1(x.DType(), idx.Shape())
 }
 
 func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	base, idx, upd := c.Inputs[0], indexValues(c.Inputs[1]), data[T](c.Inputs[2])
 	axis := c.Attrs.(AxisAttrs).Axis
+	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
 	ov := data[T](outs[0])
 	copy(ov, data[T](base))
 	outer, n, inner := blocks(base.Shape(), axis)
@@ -217,13 +212,13 @@ func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 // (NumPy's take_along_axis): out[..., k, ...] = x[..., idx[..., k, ...], ...].
 // Indices outside the axis panic with a *tensor.Error.
 func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(takeAlongOp, AxisAttrs{Axis: axis}, x, indices)
+	return eager.Run1(takeAlongOp, AxisAttrs{Axis: axisOf(axis, rankOf(x))}, x, indices)
 }
 
 // ArgSort returns the Int64 permutation that sorts x along axis, stably
 // (equal elements keep their order; NaNs go last either way).
 func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
-	return eager.Run1(argSortOp, SortAttrs{Axis: axis, Descending: descending}, x)
+	return eager.Run1(argSortOp, SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: descending}, x)
 }
 
 // Sort sorts x along axis (stable, NaNs last). Differentiable: gradients
@@ -264,10 +259,10 @@ func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 // ArgMax returns the Int64 index of the first maximum along axis (a NaN
 // counts as the maximum). The axis is removed.
 func ArgMax(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(argExtremeOp, SortAttrs{Axis: axis, Descending: true}, x)
+	return eager.Run1(argExtremeOp, SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: true}, x)
 }
 
 // ArgMin returns the Int64 index of the first minimum along axis.
 func ArgMin(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(argExtremeOp, SortAttrs{Axis: axis}, x)
+	return eager.Run1(argExtremeOp, SortAttrs{Axis: axisOf(axis, rankOf(x))}, x)
 }

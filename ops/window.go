@@ -53,13 +53,14 @@ func (w Window) withDefaults(r int) Window {
 	return w
 }
 
-// normalized fills defaults and checks w against an operand shape.
-func (w Window) normalized(c *eager.Call, shape tensor.Shape) Window {
+// check fails the call unless w, its defaults filled by the public
+// function (withDefaults), fits an operand of shape. Shape rules only
+// check: they never change the call's attributes.
+func (w Window) check(c *eager.Call, shape tensor.Shape) {
 	r := shape.Rank()
 	if len(w.Dims) != r {
 		c.Fail(tensor.ErrRank, "%d window dimensions for rank %d", len(w.Dims), r)
 	}
-	w = w.withDefaults(r)
 	if len(w.Strides) != r || len(w.BaseDilation) != r || len(w.WindowDilation) != r || len(w.Padding) != r {
 		c.Fail(tensor.ErrRank, "strides, dilations and padding need %d entries each", r)
 	}
@@ -75,7 +76,6 @@ func (w Window) normalized(c *eager.Call, shape tensor.Shape) Window {
 			c.Fail(tensor.ErrShape, "dimension %d: the window %v over size %d gives sizes beyond what an int can count", d, w, shape[d])
 		}
 	}
-	return w
 }
 
 // geometry is a window laid over one operand shape. Kernels walk it in
@@ -350,9 +350,10 @@ func init() {
 				c.Fail(tensor.ErrRank, "the padding value must be a scalar")
 			}
 			a := c.Attrs.(PatchesAttrs)
-			a.Window = a.Window.normalized(c, x.Shape())
-			a.Operand = x.Shape()
-			c.Attrs = a
+			a.Window.check(c, x.Shape())
+			if !a.Operand.Equal(x.Shape()) {
+				c.Fail(tensor.ErrAttr, "the attributes' operand shape %v is not the input's %v", a.Operand, x.Shape())
+			}
 			return c.Out1(x.DType(), patchesShape(newGeometry(x.Shape(), a.Window)))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
@@ -388,8 +389,7 @@ func init() {
 		Name: "ScatterPatches", Inputs: 1, DTypes: numericTypes,
 		Infer: func(c *eager.Call) []eager.Out {
 			a := c.Attrs.(PatchesAttrs)
-			a.Window = a.Window.normalized(c, a.Operand)
-			c.Attrs = a
+			a.Window.check(c, a.Operand)
 			if want := patchesShape(newGeometry(a.Operand, a.Window)); !want.Equal(c.Inputs[0].Shape()) {
 				c.Fail(tensor.ErrShape, "patches have shape %v, the window gives %v", c.Inputs[0].Shape(), want)
 			}
@@ -414,14 +414,14 @@ func scatterPatchesNum[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 // the im2col of convolution in any number of dimensions, and the adjoint of
 // ScatterPatches.
 func ExtractPatches(x, pad *tensor.Tensor, w Window) *tensor.Tensor {
-	return eager.Run1(extractPatchesOp, PatchesAttrs{Window: w}, x, pad)
+	return eager.Run1(extractPatchesOp, PatchesAttrs{Window: w.withDefaults(rankOf(x)), Operand: shapeOf(x)}, x, pad)
 }
 
 // ScatterPatches is the adjoint of ExtractPatches: it adds each patch
 // element back to the operand position it came from (col2im). patches:
 // [out..., window...] -> operand.
 func ScatterPatches(patches *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
-	return eager.Run1(scatterPatchesOp, PatchesAttrs{Window: w, Operand: operand.Clone()}, patches)
+	return eager.Run1(scatterPatchesOp, PatchesAttrs{Window: w.withDefaults(operand.Rank()), Operand: operand.Clone()}, patches)
 }
 
 // SamePadding returns TensorFlow's SAME padding for one dimension of size n:
