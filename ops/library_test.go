@@ -189,37 +189,18 @@ func TestReduceWithUserFunction(t *testing.T) {
 }
 
 func TestLibraryGradients(t *testing.T) {
-	idx := tensor.FromSlice([]int32{2, 0, 2})
 	cases := []gradCase{
-		{"Sin", func(x []T) T { return ops.Sin(x[0]) }, []T{rnd(1, -2, 2, 5)}},
-		{"Cos", func(x []T) T { return ops.Cos(x[0]) }, []T{rnd(1, -2, 2, 5)}},
-		{"Log1p", func(x []T) T { return ops.Log1p(x[0]) }, []T{rnd(1, -0.5, 2, 5)}},
-		{"Expm1", func(x []T) T { return ops.Expm1(x[0]) }, []T{rnd(1, -2, 2, 5)}},
-		{"Erf", func(x []T) T { return ops.Erf(x[0]) }, []T{rnd(1, -2, 2, 5)}},
 		{"LeakyRelu", func(x []T) T { return ops.LeakyRelu(x[0], 0.2) }, []T{rnd(1, -2, 2, 9)}},
 		{"Elu", func(x []T) T { return ops.Elu(x[0]) }, []T{rnd(1, -2, 2, 9)}},
-		{"Gelu", func(x []T) T { return ops.Gelu(x[0]) }, []T{rnd(1, -3, 3, 9)}},
 		{"GeluTanh", func(x []T) T { return ops.GeluTanh(x[0]) }, []T{rnd(1, -3, 3, 9)}},
-		{"Softplus", func(x []T) T { return ops.Softplus(x[0]) }, []T{rnd(1, -3, 3, 9)}},
 		{"BiasAdd NCHW", func(x []T) T { return ops.BiasAdd(x[0], x[1], ops.NCHW) }, []T{rnd(1, -1, 1, 2, 3, 2, 2), rnd(2, -1, 1, 3)}},
 		{"L2Normalize", func(x []T) T { return ops.L2Normalize(x[0], 1, 1e-12) }, []T{rnd(1, -1, 1, 2, 3)}},
 		{"Clip", func(x []T) T { return ops.Clip(x[0], tensor.Scalar(-0.5), tensor.Scalar(0.5)) }, []T{rnd(1, -1, 1, 9)}},
-		{"Cumsum", func(x []T) T { return ops.Cumsum(x[0], 1, false, false) }, []T{rnd(1, -1, 1, 2, 4)}},
-		{"Cumsum exclusive reverse", func(x []T) T { return ops.Cumsum(x[0], 0, true, true) }, []T{rnd(1, -1, 1, 3, 2)}},
 		{"Tile", func(x []T) T { return ops.Tile(x[0], 2, 3) }, []T{rnd(1, -1, 1, 2, 2)}},
 		{"Stack", func(x []T) T { return ops.Stack(1, x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 2, 3)}},
 		{"Split", func(x []T) T { p := ops.Split(x[0], 0, []int{1, 2}); return ops.Mul(p[0], ops.Sum(p[1], 0)) }, []T{rnd(1, -1, 1, 3, 2)}},
-		{"Rev", func(x []T) T { return ops.Mul(ops.Rev(x[0], 1), x[0]) }, []T{rnd(1, -1, 1, 2, 3)}},
-		{"DynamicSlice", func(x []T) T { return ops.DynamicSlice(x[0], tensor.FromSlice([]int32{1, 2}), 2, 2) }, []T{rnd(1, -1, 1, 4, 5)}},
-		{"DynamicUpdateSlice", func(x []T) T {
-			return ops.DynamicUpdateSlice(x[0], x[1], tensor.FromSlice([]int32{1, 1}))
-		}, []T{rnd(1, -1, 1, 4, 3), rnd(2, -1, 1, 2, 2)}},
 		{"Sort", func(x []T) T { return ops.Mul(ops.Sort(x[0], 1, false), tensor.FromSlice([]float64{1, 2, 3, 4})) }, []T{rnd(1, -1, 1, 2, 4)}},
 		{"TopK", func(x []T) T { v, _ := ops.TopK(x[0], 2); return v }, []T{rnd(1, -1, 1, 3, 5)}},
-		{"Gather", func(x []T) T { return ops.Gather(x[0], idx, 0) }, []T{rnd(1, -1, 1, 3, 2)}},
-		{"ScatterAdd", func(x []T) T { return ops.ScatterAdd(x[0], idx, x[1], 0) }, []T{rnd(1, -1, 1, 3, 2), rnd(2, -1, 1, 3, 2)}},
-		{"Scatter", func(x []T) T { return ops.Scatter(x[0], tensor.FromSlice([]int32{1}), x[1], 1) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 2, 1)}},
-		{"TakeAlongAxis", func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{1, 1, 0, 2}, 2, 2), 1) }, []T{rnd(1, -1, 1, 2, 3)}},
 		{"Dot mv", func(x []T) T { return ops.Dot(x[0], x[1]) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 3)}},
 		{"DotGeneral", func(x []T) T {
 			return ops.DotGeneral(x[0], x[1], ops.DotDims{LhsBatch: []int{2}, RhsBatch: []int{0}, LhsContract: []int{0}, RhsContract: []int{2}})

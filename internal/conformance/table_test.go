@@ -1,0 +1,426 @@
+package conformance
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The table: samples per op name. Each sample calls the public API; its
+// first call of the op is what the checks run.
+
+var seed atomic.Uint64
+
+// r returns float64 values uniform in [lo, hi).
+func r(lo, hi float64, shape ...int) T {
+	return tensor.RandUniform(tensor.NewRNG(seed.Add(1)), tensor.Float64, lo, hi, shape...)
+}
+
+// of returns values for dtype dt in [lo, hi) (integers in a range that
+// fits, bools half true).
+func of(dt tensor.DType, lo, hi float64, shape ...int) T {
+	switch dt {
+	case tensor.Float64:
+		return r(lo, hi, shape...)
+	case tensor.Float32:
+		return ops.Cast(r(lo, hi, shape...), dt)
+	case tensor.Uint8:
+		return ops.Cast(ops.Floor(r(0, 9, shape...)), dt)
+	case tensor.Bool:
+		return ops.Gt(r(-1, 1, shape...), tensor.Scalar(0.0))
+	}
+	return ops.Cast(ops.Floor(r(-9, 9, shape...)), dt)
+}
+
+// tr returns x's values in a non-row-major layout (a transposed view).
+func tr(x T) T {
+	if x.Rank() < 2 {
+		return x
+	}
+	perm := make([]int, x.Rank())
+	for i := range perm {
+		perm[i] = x.Rank() - 1 - i
+	}
+	return ops.Transpose(ops.Transpose(x, perm...).Contiguous(), perm...)
+}
+
+func idx(v ...int64) T { return tensor.FromSlice(v) }
+
+var (
+	floats  = []tensor.DType{tensor.Float32, tensor.Float64}
+	numbers = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8}
+	every   = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+)
+
+// ladder is the shapes elementwise ops run over: a scalar, empty, one
+// element, small ones on both sides of the vector width, and rank 3.
+var ladder = [][]int{{}, {0}, {1}, {3}, {2, 3}, {7}, {17}, {2, 1, 4}}
+
+// unary samples fn over the ladder and a transposed layout in each dtype,
+// values in [lo, hi); gradients in float64 where grad.
+func unary(fn func(T) T, dts []tensor.DType, lo, hi float64, grad, second bool) []sample {
+	var out []sample
+	for _, dt := range dts {
+		for _, s := range ladder {
+			out = append(out, sample{name: fmt.Sprintf("%v%v", dt, s), call: func() { fn(of(dt, lo, hi, s...)) },
+				grad: grad && dt == tensor.Float64 && len(s) > 0 && s[0] > 0, second: second})
+		}
+		out = append(out, sample{name: fmt.Sprintf("%v transposed", dt), call: func() { fn(tr(of(dt, lo, hi, 3, 4))) },
+			grad: grad && dt == tensor.Float64, second: second})
+	}
+	return out
+}
+
+// binaryShapes are operand shape pairs: equal, broadcast either way, a
+// scalar, empty.
+var binaryShapes = [][2][]int{{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1}, {1, 3}}, {{}, {4}}, {{0, 3}, {3}}, {{17}, {17}}, {{1}, {}}}
+
+// binary samples fn over binaryShapes and a transposed operand in each
+// dtype, a in [alo, ahi) and b in [blo, bhi).
+func binary(fn func(a, b T) T, dts []tensor.DType, alo, ahi, blo, bhi float64, grad, second bool) []sample {
+	var out []sample
+	for _, dt := range dts {
+		for _, s := range binaryShapes {
+			out = append(out, sample{name: fmt.Sprintf("%v%v%v", dt, s[0], s[1]),
+				call: func() { fn(of(dt, alo, ahi, s[0]...), of(dt, blo, bhi, s[1]...)) },
+				grad: grad && dt == tensor.Float64 && s[0] != nil && len(s[0]) > 0 && s[0][0] > 0, second: second})
+		}
+		out = append(out, sample{name: fmt.Sprintf("%v transposed", dt),
+			call: func() { fn(tr(of(dt, alo, ahi, 3, 4)), of(dt, blo, bhi, 4)) }, grad: grad && dt == tensor.Float64, second: second})
+	}
+	return out
+}
+
+// one is a single sample.
+func one(name string, call func(), grad, second bool) sample {
+	return sample{name: name, call: call, grad: grad, second: second}
+}
+
+// underTape runs fn with x watched by a tape and asks the gradient of the
+// sum of what fn returns: the backward ops' calls happen there.
+func underTape(fn func(x []T) T, xs ...T) {
+	tp := tape.New()
+	tp.Watch(xs...)
+	tp.Gradient(ops.Sum(fn(xs)), xs...)
+}
+
+// secondOrder runs fn under two tapes and differentiates the gradient's
+// sum: the backward ops of the backward ops run there.
+func secondOrder(fn func(x []T) T, xs ...T) {
+	outer := tape.New()
+	outer.Watch(xs...)
+	inner := tape.New()
+	inner.Watch(xs...)
+	g := inner.Gradient(ops.Sum(fn(xs)), xs...)
+	s := tensor.Scalar(0.0)
+	for _, d := range g {
+		if d != nil && d.DType() == tensor.Float64 {
+			s = ops.Add(s, ops.Sum(ops.Square(d)))
+		}
+	}
+	outer.Gradient(s, xs...)
+}
+
+func conv2D(format ops.DataFormat, o ops.Conv2DOpts, n, c, h, w, kh, kw, out int) (T, T, ops.Conv2DOpts) {
+	o.Format = format
+	x := r(-1, 1, n, h, w, c)
+	if format == ops.NCHW {
+		x = r(-1, 1, n, c, h, w)
+	}
+	return x, r(-1, 1, kh, kw, c, out), o
+}
+
+// dilatedWindow has strides, negative padding and both dilations.
+var dilatedWindow = ops.Window{Dims: []int{2, 3}, Strides: []int{1, 2}, Padding: [][2]int{{1, 0}, {-1, 2}}, BaseDilation: []int{1, 2}, WindowDilation: []int{2, 1}}
+
+var convCases = []ops.Conv2DOpts{
+	{},
+	{Padding: ops.Same, Strides: [2]int{2, 1}},
+	{Padding: ops.Explicit, Explicit: [2][2]int{{1, 0}, {0, 2}}, Dilations: [2]int{1, 2}},
+}
+
+func samples() map[string][]sample {
+	m := map[string][]sample{}
+	add := func(name string, s ...sample) { m[name] = append(m[name], s...) }
+
+	// Elementwise of one input.
+	add("Neg", unary(ops.Neg, numbers, -2, 2, true, true)...)
+	add("Abs", unary(ops.Abs, numbers, 0.1, 2, true, true)...)
+	add("Abs", unary(ops.Abs, floats, -2, -0.1, true, false)...)
+	add("Sign", unary(ops.Sign, numbers, -2, 2, true, false)...)
+	add("Square", unary(ops.Square, numbers, -2, 2, true, true)...)
+	add("Relu", unary(ops.Relu, numbers, -2, 2, false, false)...)
+	add("Relu", one("away from 0", func() { ops.Relu(ops.Mul(ops.Sign(r(-1, 1, 9)), r(0.2, 1, 9))) }, true, true))
+	add("ReluGrad", one("through Relu", func() {
+		underTape(func(x []T) T { return ops.Mul(ops.Relu(x[0]), x[1]) }, ops.Mul(ops.Sign(r(-1, 1, 6)), r(0.2, 1, 6)), r(-1, 1, 6))
+	}, true, true))
+	add("ReluGrad", one("float32", func() { underTape(func(x []T) T { return ops.Relu(x[0]) }, ops.Cast(r(-1, 1, 20), tensor.Float32)) }, false, false))
+	add("Exp", unary(ops.Exp, floats, -2, 2, true, true)...)
+	add("Log", unary(ops.Log, floats, 0.2, 3, true, true)...)
+	add("Sqrt", unary(ops.Sqrt, floats, 0.2, 3, true, true)...)
+	add("Rsqrt", unary(ops.Rsqrt, floats, 0.2, 3, true, true)...)
+	add("Tanh", unary(ops.Tanh, floats, -2, 2, true, true)...)
+	add("Sigmoid", unary(ops.Sigmoid, floats, -4, 4, true, true)...)
+	add("Softplus", unary(ops.Softplus, floats, -4, 4, true, true)...)
+	add("Gelu", unary(ops.Gelu, floats, -3, 3, true, true)...)
+	add("Sin", unary(ops.Sin, floats, -3, 3, true, true)...)
+	add("Cos", unary(ops.Cos, floats, -3, 3, true, true)...)
+	add("Log1p", unary(ops.Log1p, floats, -0.5, 2, true, true)...)
+	add("Expm1", unary(ops.Expm1, floats, -2, 2, true, true)...)
+	add("Erf", unary(ops.Erf, floats, -2, 2, true, true)...)
+	add("Ceil", unary(ops.Ceil, floats, -3, 3, false, false)...)
+	add("Floor", unary(ops.Floor, floats, -3, 3, false, false)...)
+	add("Round", unary(ops.Round, floats, -3, 3, false, false)...)
+	add("IsFinite", unary(ops.IsFinite, floats, -3, 3, false, false)...)
+	add("IsFinite", one("non-finite", func() { ops.IsFinite(tensor.FromSlice([]float64{math.NaN(), math.Inf(1), 1, math.Inf(-1)})) }, false, false))
+	add("LogicalNot", unary(ops.LogicalNot, []tensor.DType{tensor.Bool}, 0, 1, false, false)...)
+	add("Identity", unary(ops.Identity, every, -2, 2, true, true)...)
+	add("Identity", one("of a variable", func() { ops.Identity(tape.NewVariable("v", r(-1, 1, 3)).Value()) }, false, false))
+	add("StopGradient", unary(ops.StopGradient, every, -2, 2, false, false)...)
+	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Float32) }, every, -3, 3, false, false)...)
+	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Int64) }, every, -3, 3, false, false)...)
+	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Bool) }, every, -3, 3, false, false)...)
+	add("Cast", one("float64 to float64", func() { ops.Cast(r(-1, 1, 5), tensor.Float64) }, true, true),
+		one("float32 to uint8, out of range", func() { ops.Cast(tensor.FromSlice([]float32{-3, 300, 1e10, float32(math.NaN())}), tensor.Uint8) }, false, false))
+
+	// Elementwise of two inputs, broadcasting.
+	add("Add", binary(ops.Add, numbers, -2, 2, -2, 2, true, true)...)
+	add("Sub", binary(ops.Sub, numbers, -2, 2, -2, 2, true, true)...)
+	add("Mul", binary(ops.Mul, numbers, -2, 2, -2, 2, true, true)...)
+	add("Div", binary(ops.Div, floats, -2, 2, 0.5, 2, true, true)...)
+	add("Div", binary(ops.Div, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, -9, 9, -9, 9, false, false)...)
+	add("Rem", binary(ops.Rem, floats, 1.1, 1.9, 0.6, 0.9, true, false)...)
+	add("Rem", binary(ops.Rem, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, -9, 9, -9, 9, false, false)...)
+	add("Max", binary(ops.Max, numbers, -2, 2, -2, 2, true, false)...)
+	add("Min", binary(ops.Min, numbers, -2, 2, -2, 2, true, false)...)
+	add("Pow", binary(ops.Pow, floats, 0.5, 2, -2, 2, true, true)...)
+	add("Pow", binary(ops.Pow, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, 0, 4, 0, 4, false, false)...)
+	for _, cmp := range []struct {
+		name string
+		fn   func(a, b T) T
+		dts  []tensor.DType
+	}{{"Eq", ops.Eq, every}, {"Ne", ops.Ne, every}, {"Lt", ops.Lt, numbers}, {"Le", ops.Le, numbers}, {"Gt", ops.Gt, numbers}, {"Ge", ops.Ge, numbers}} {
+		add(cmp.name, binary(cmp.fn, cmp.dts, -2, 2, -2, 2, false, false)...)
+	}
+	add("LogicalAnd", binary(ops.LogicalAnd, []tensor.DType{tensor.Bool}, 0, 1, 0, 1, false, false)...)
+	add("LogicalOr", binary(ops.LogicalOr, []tensor.DType{tensor.Bool}, 0, 1, 0, 1, false, false)...)
+	for _, dt := range every {
+		add("Select", one(fmt.Sprintf("%v same shapes", dt), func() { ops.Select(of(tensor.Bool, 0, 1, 2, 3), of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 3)) }, dt == tensor.Float64, dt == tensor.Float64))
+	}
+	add("Select", one("scalar predicate", func() { ops.Select(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, false),
+		one("broadcast", func() { ops.Select(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, false))
+
+	// Reductions.
+	for _, dt := range numbers {
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin, ops.ReduceProd} {
+			add("Reduce", one(fmt.Sprintf("%v kind %d", dt, kind), func() { ops.Reduce(of(dt, -2, 2, 2, 3, 4), ops.Reduction{Kind: kind, Dims: []int{0, 2}}) }, false, false))
+		}
+	}
+	add("Reduce",
+		one("sum all", func() { ops.Sum(r(-1, 1, 3, 4)) }, true, true),
+		one("mean keepdims", func() {
+			ops.Reduce(r(-1, 1, 2, 3, 4), ops.Reduction{Kind: ops.ReduceMean, Dims: []int{1}, KeepDims: true})
+		}, true, true),
+		one("max", func() { ops.ReduceMaxOf(r(-1, 1, 3, 5), 1) }, true, false),
+		one("min transposed", func() { ops.ReduceMinOf(tr(r(-1, 1, 4, 3)), 0) }, true, false),
+		one("prod", func() { ops.Prod(r(0.5, 1.5, 3, 4), 0) }, true, true),
+		one("prod with zeros", func() {
+			ops.Prod(ops.Mul(r(0.5, 1.5, 2, 4), tensor.FromSlice([]float64{1, 0, 1, 1, 1, 1, 0, 0}, 2, 4)), 1)
+		}, true, false),
+		one("empty", func() { ops.Sum(r(-1, 1, 0, 3), 0) }, false, false),
+		one("float32 long rows", func() { ops.Sum(ops.Cast(r(-1, 1, 3, 1000), tensor.Float32), 1) }, false, false),
+		one("scalar", func() { ops.Sum(r(-1, 1)) }, true, false))
+	add("Cumsum", one("axis 1", func() { ops.Cumsum(r(-1, 1, 3, 4), 1, false, false) }, true, true),
+		one("exclusive reverse", func() { ops.Cumsum(r(-1, 1, 4, 3), 0, true, true) }, true, false),
+		one("int64", func() { ops.Cumsum(of(tensor.Int64, 0, 9, 5), 0, false, true) }, false, false),
+		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false))
+
+	// Shape and data movement.
+	for _, dt := range every {
+		add("Reshape", one(fmt.Sprint(dt), func() { ops.Reshape(of(dt, -2, 2, 2, 6), 3, -1) }, dt == tensor.Float64, false))
+		add("Transpose", one(fmt.Sprint(dt), func() { ops.Transpose(of(dt, -2, 2, 2, 3, 4), 2, 0, 1) }, dt == tensor.Float64, false))
+		add("BroadcastTo", one(fmt.Sprint(dt), func() { ops.BroadcastTo(of(dt, -2, 2, 3, 1), 2, 3, 4) }, dt == tensor.Float64, false))
+		add("Slice", one(fmt.Sprint(dt), func() { ops.Slice(of(dt, -2, 2, 6, 5), []int{1, 0}, []int{5, 4}, []int{2, 3}) }, dt == tensor.Float64, false))
+		add("Pad", one(fmt.Sprint(dt), func() {
+			ops.Pad(of(dt, -2, 2, 3, 4), of(dt, -1, 1), ops.PadDim{Low: -1, High: 2, Interior: 1}, ops.PadDim{Low: 1, High: -1, Interior: 2})
+		}, dt == tensor.Float64, dt == tensor.Float64))
+		add("Concatenate", one(fmt.Sprint(dt), func() { ops.Concatenate(1, of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 1), of(dt, -2, 2, 2, 0)) }, dt == tensor.Float64, false))
+		add("Rev", one(fmt.Sprint(dt), func() { ops.Rev(of(dt, -2, 2, 3, 4), 0, 1) }, dt == tensor.Float64, false))
+		add("DynamicSlice", one(fmt.Sprint(dt), func() { ops.DynamicSlice(of(dt, -2, 2, 5, 4), idx(3, -1), 3, 2) }, dt == tensor.Float64, false))
+		add("DynamicUpdateSlice", one(fmt.Sprint(dt), func() { ops.DynamicUpdateSlice(of(dt, -2, 2, 5, 4), of(dt, -2, 2, 2, 3), idx(4, 1)) }, dt == tensor.Float64, false))
+		add("Gather", one(fmt.Sprint(dt), func() { ops.Gather(of(dt, -2, 2, 4, 3), idx(3, 0, 3, 1), 0) }, dt == tensor.Float64, false))
+		add("Scatter", one(fmt.Sprint(dt), func() { ops.Scatter(of(dt, -2, 2, 4, 3), idx(2, 0), of(dt, -2, 2, 2, 3), 0) }, dt == tensor.Float64, false))
+		add("TakeAlongAxis", one(fmt.Sprint(dt), func() {
+			ops.TakeAlongAxis(of(dt, -2, 2, 3, 4), tensor.FromSlice([]int32{0, 3, 1, 1, 2, 0}, 3, 2), 1)
+		}, dt == tensor.Float64, false))
+		add("ExtractPatches", one(fmt.Sprint(dt), func() {
+			ops.ExtractPatches(of(dt, -2, 2, 1, 5, 4, 2), of(dt, -1, 1), ops.Window{Dims: []int{1, 2, 3, 2}, Strides: []int{1, 2, 1, 1},
+				Padding: [][2]int{{0, 0}, {1, 0}, {1, 1}, {0, 0}}})
+		}, dt == tensor.Float64, false))
+	}
+	add("Reshape", one("transposed input", func() { ops.Reshape(tr(r(-1, 1, 3, 4)), 12) }, true, false),
+		one("empty", func() { ops.Reshape(r(-1, 1, 0, 4), 2, 0, 2) }, false, false))
+	add("Transpose", one("transposed input", func() { ops.Transpose(tr(r(-1, 1, 3, 4))) }, true, false))
+	add("Slice", one("empty", func() { ops.Slice(r(-1, 1, 4, 3), []int{2, 0}, []int{2, 3}, nil) }, false, false))
+	add("Concatenate", one("transposed inputs", func() { ops.Concatenate(0, tr(r(-1, 1, 3, 2)), r(-1, 1, 1, 2)) }, true, true))
+	add("DynamicSlice", one("int32 starts", func() { ops.DynamicSlice(r(-1, 1, 4), tensor.FromSlice([]int32{9}), 2) }, true, false))
+	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, false),
+		one("scalar index", func() { ops.Gather(r(-1, 1, 4, 2), tensor.Scalar(int64(2)), 0) }, true, false))
+	add("ScatterAdd", one("repeats", func() { ops.ScatterAdd(r(-1, 1, 4, 3), idx(1, 1, 3), r(-1, 1, 3, 3), 0) }, true, false))
+	for _, dt := range numbers {
+		add("ScatterAdd", one(fmt.Sprint(dt), func() { ops.ScatterAdd(of(dt, -2, 2, 3, 4), idx(3, 0), of(dt, -2, 2, 3, 2), 1) }, false, false))
+	}
+	add("PutAlongAxisAdd", one("through TakeAlongAxis", func() {
+		underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1) }, r(-1, 1, 2, 3))
+	}, true, true))
+	for _, dt := range numbers {
+		add("PutAlongAxisAdd", one(fmt.Sprint(dt), func() {
+			tp := tape.New(tape.Options{Persistent: true})
+			x := of(dt, -2, 2, 2, 3)
+			tp.Watch(x)
+			ops.TakeAlongAxis(x, tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1)
+			// The backward op itself, on this dtype.
+			underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1) }, ops.Cast(x, tensor.Float64))
+		}, false, false))
+	}
+
+	// Products.
+	for _, dt := range numbers {
+		add("MatMul", one(fmt.Sprint(dt), func() { ops.MatMul(of(dt, -2, 2, 3, 4), of(dt, -2, 2, 4, 5)) }, false, false))
+	}
+	for _, tt := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		add("MatMul", one(fmt.Sprintf("transposes %v", tt), func() {
+			a, b := r(-1, 1, 2, 3, 4), r(-1, 1, 2, 4, 5)
+			if tt[0] {
+				a = r(-1, 1, 2, 4, 3)
+			}
+			if tt[1] {
+				b = r(-1, 1, 2, 5, 4)
+			}
+			ops.MatMulT(a, b, tt[0], tt[1])
+		}, true, true))
+	}
+	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
+		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
+		one("few rows, transposed b", func() {
+			ops.MatMulT(ops.Cast(r(-1, 1, 2, 33), tensor.Float32), ops.Cast(r(-1, 1, 9, 33), tensor.Float32), false, true)
+		}, false, false),
+		one("float32 large", func() {
+			ops.MatMul(ops.Cast(r(-1, 1, 65, 70), tensor.Float32), ops.Cast(r(-1, 1, 70, 33), tensor.Float32))
+		}, false, false),
+		one("empty", func() { ops.MatMul(r(-1, 1, 0, 3), r(-1, 1, 3, 2)) }, false, false),
+		one("transposed inputs", func() { ops.MatMul(tr(r(-1, 1, 3, 4)), tr(r(-1, 1, 4, 2))) }, true, false))
+
+	// Softmax and losses.
+	for _, dt := range floats {
+		g := dt == tensor.Float64
+		add("Softmax", one(fmt.Sprint(dt), func() { ops.Softmax(of(dt, -2, 2, 3, 5), -1) }, g, g),
+			one(fmt.Sprintf("%v axis 0, large", dt), func() { ops.Softmax(ops.Mul(of(dt, -2, 2, 4, 3), ops.Cast(tensor.Scalar(300.0), dt)), 0) }, false, false))
+		add("LogSoftmax", one(fmt.Sprint(dt), func() { ops.LogSoftmax(of(dt, -2, 2, 3, 5), -1) }, g, g),
+			one(fmt.Sprintf("%v long rows", dt), func() { ops.LogSoftmax(of(dt, -2, 2, 2, 700), -1) }, false, false))
+		add("SparseSoftmaxCrossEntropy", one(fmt.Sprint(dt), func() { ops.SparseSoftmaxCrossEntropy(of(dt, -2, 2, 3, 4), idx(3, 0, 1)) }, g, g),
+			one(fmt.Sprintf("%v int32 labels", dt), func() { ops.SparseSoftmaxCrossEntropy(of(dt, -2, 2, 2, 5), tensor.FromSlice([]int32{4, 4})) }, false, false))
+	}
+	add("Softmax", one("empty rows", func() { ops.Softmax(r(-1, 1, 0, 3), -1) }, false, false))
+	add("SparseSoftmaxCrossEntropy", one("empty batch", func() { ops.SparseSoftmaxCrossEntropy(r(-1, 1, 0, 3), tensor.FromSlice([]int64{})) }, false, false))
+
+	// Sorting.
+	for _, dt := range numbers {
+		add("ArgSort", one(fmt.Sprint(dt), func() { ops.ArgSort(of(dt, -5, 5, 3, 6), 1, dt == tensor.Int32) }, false, false))
+		add("ArgMaxMin", one(fmt.Sprint(dt), func() { ops.ArgMax(of(dt, -5, 5, 4, 3), 0) }, false, false),
+			one(fmt.Sprintf("%v min", dt), func() { ops.ArgMin(of(dt, -5, 5, 4, 3), -1) }, false, false))
+	}
+	add("ArgSort", one("NaNs and ties", func() { ops.ArgSort(tensor.FromSlice([]float64{2, math.NaN(), 1, 2, -1}), 0, true) }, false, false))
+	add("TakeAlongAxis", one("sort", func() { ops.Sort(r(-1, 1, 3, 5), 1, false) }, true, true))
+
+	// Windows and convolutions.
+	for _, dt := range numbers {
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			add("ReduceWindow", one(fmt.Sprintf("%v kind %d", dt, kind), func() {
+				ops.ReduceWindow(of(dt, -2, 2, 1, 5, 6, 2), of(dt, 0, 1), kind, ops.Window{Dims: []int{1, 2, 3, 1}, Strides: []int{1, 2, 1, 1},
+					Padding: [][2]int{{0, 0}, {0, 1}, {1, 1}, {0, 0}}})
+			}, false, false))
+		}
+	}
+	add("ReduceWindow", one("max pool", func() { ops.MaxPool2D(r(-1, 1, 2, 6, 6, 3), ops.PoolOpts{Size: [2]int{2, 2}}) }, true, false),
+		one("max pool float32 2x2", func() {
+			ops.MaxPool2D(ops.Cast(r(-1, 1, 1, 2, 8, 18), tensor.Float32), ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW})
+		}, false, false),
+		one("avg pool same", func() {
+			ops.AvgPool2D(r(-1, 1, 1, 5, 5, 2), ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same})
+		}, true, true),
+		one("dilations", func() {
+			ops.ReduceWindow(r(-1, 1, 7, 6), tensor.Scalar(0.0), ops.ReduceSum, ops.Window{Dims: []int{2, 2}, BaseDilation: []int{2, 1}, WindowDilation: []int{1, 2}})
+		}, true, false),
+		one("rank 0", func() { ops.ReduceWindow(tensor.Scalar(2.0), tensor.Scalar(1.0), ops.ReduceSum, ops.Window{}) }, false, false),
+		one("every window field", func() { ops.ReduceWindow(r(-1, 1, 4, 5), r(-1, 1), ops.ReduceSum, dilatedWindow) }, true, false),
+		one("min padded", func() {
+			ops.ReduceWindow(r(-1, 1, 4, 5), tensor.Scalar(1e9), ops.ReduceMin, ops.Window{Dims: []int{3, 2}, Padding: [][2]int{{1, 1}, {0, 1}}})
+		}, true, false))
+	add("ExtractPatches", one("every window field", func() { ops.ExtractPatches(r(-1, 1, 4, 5), r(-1, 1), dilatedWindow) }, true, true))
+	add("SelectAndScatter", one("source and init", func() {
+		ops.SelectAndScatter(tensor.FromSlice([]float64{1, 5, 2, 4, 3, 0, 7, 6, 8}, 3, 3), r(-1, 1, 2, 2), r(-1, 1), ops.SelectGE, ops.Window{Dims: []int{2, 2}})
+	}, true, false))
+	add("SelectAndScatter", one("through max pool", func() {
+		underTape(func(x []T) T { return ops.MaxPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 3}, Strides: [2]int{1, 2}}) }, r(-1, 1, 1, 5, 7, 2))
+	}, true, false))
+	for _, dt := range numbers {
+		add("SelectAndScatter", one(fmt.Sprint(dt), func() {
+			ops.SelectAndScatter(of(dt, -5, 5, 4, 6), of(dt, -2, 2, 2, 2), of(dt, 0, 1), ops.SelectGE, ops.Window{Dims: []int{2, 3}, Strides: []int{2, 3}})
+		}, false, false))
+	}
+	add("SelectAndGather", one("max pool second order", func() {
+		secondOrder(func(x []T) T { return ops.Square(ops.MaxPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 2}})) }, r(-1, 1, 1, 4, 4, 2))
+	}, true, false))
+	add("ScatterPatches", one("through ExtractPatches", func() {
+		underTape(func(x []T) T {
+			return ops.ExtractPatches(x[0], tensor.Scalar(0.0), ops.Window{Dims: []int{2, 2}, Padding: [][2]int{{1, 0}, {0, 1}}})
+		}, r(-1, 1, 3, 4))
+	}, true, true))
+	for _, dt := range numbers {
+		add("ScatterPatches", one(fmt.Sprint(dt), func() { ops.ScatterPatches(of(dt, -2, 2, 2, 3, 2, 2), []int{3, 4}, ops.Window{Dims: []int{2, 2}}) }, false, false))
+	}
+	for i, o := range convCases {
+		for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			add("Conv2DGemm", one(fmt.Sprintf("%v case %d", f, i), func() {
+				x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+				ops.Conv2D(x, w, o)
+			}, true, true))
+			add("Conv2DGemmBackpropInput", one(fmt.Sprintf("%v case %d", f, i), func() {
+				x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+				underTape(func(in []T) T { return ops.Conv2D(in[0], w, o) }, x)
+			}, true, true))
+			add("Conv2DGemmBackpropFilter", one(fmt.Sprintf("%v case %d", f, i), func() {
+				x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+				underTape(func(in []T) T { return ops.Conv2D(x, in[0], o) }, w)
+			}, true, true))
+		}
+	}
+	add("Conv2DGemm", one("float32 batch over the workers", func() {
+		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
+		ops.Conv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), o)
+	}, false, false))
+
+	// Internal ops of other packages.
+	add("Guard", one("a traced loop's decision", func() {
+		f := control.NewFunction(func(a []T) []T {
+			tp := tape.New()
+			tp.Watch(a[0])
+			h := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(10.0)) },
+				func(v []T) []T { return []T{ops.Mul(v[0], ops.Add(a[0], tensor.Scalar(1.0)))} }, a)
+			inner := tape.New()
+			inner.Watch(a[0])
+			g := tp.Gradient(ops.Sum(h[0]), a[0])[0]
+			return []T{h[0], inner.Gradient(ops.Sum(ops.Square(g)), a[0])[0]}
+		})
+		x := r(0.5, 1, 2)
+		f.Call(x) // the trace (loops unrolled, with guards)
+		f.Call(x) // the graph: its guards run
+	}, false, false))
+	return m
+}
