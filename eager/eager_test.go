@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	_ "github.com/eagerflow/eagerflow/backend/cpu" // the kernels of the ops below
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"

@@ -29,42 +29,13 @@ func Elu(x *tensor.Tensor) *tensor.Tensor {
 // other dtypes.
 func Gelu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluOp, nil, x) }
 
-var geluOp = floatLoopOp("Gelu", gelu32Loop, 2*expCost32, func(v float64) float64 {
-	return v / 2 * (1 + math.Erf(v/math.Sqrt2))
-}, func(g *eager.Grad) []*tensor.Tensor {
+var geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
 	// d/dx xΦ(x) = Φ(x) + x φ(x), φ(x) = e^(-x²/2)/√(2π).
 	x := g.Inputs[0]
 	cdf := Mul(ScalarLike(x, 0.5), Add(OnesLike(x), Erf(Mul(x, ScalarLike(x, 1/math.Sqrt2)))))
 	pdf := Mul(ScalarLike(x, 1/math.Sqrt(2*math.Pi)), Exp(Mul(Square(x), ScalarLike(x, -0.5))))
 	return []*tensor.Tensor{Mul(g.OutGrads[0], Add(cdf, Mul(x, pdf)))}
 })
-
-// gelu32Loop computes Gelu in blocks: Φ(x) into a block on the stack by
-// the AVX2 kernel sphi8 (which keeps both tails accurate), then x·Φ(x);
-// the rest in float64, Φ(x) = erfc(-x/√2)/2. o may be x.
-func gelu32Loop(o, x []float32) {
-	x = x[:len(o)]
-	var buf [256]float32
-	for lo := 0; lo < len(o); lo += len(buf) {
-		xs, os := x[lo:min(lo+len(buf), len(o))], o[lo:min(lo+len(buf), len(o))]
-		phi := buf[:len(xs)]
-		start := vecPrefix(phi, xs, haveVecKernels, 8, sphi8)
-		for i := range start {
-			os[i] = xs[i] * phi[i]
-			if phi[i] == 0 {
-				os[i] = float32(math.Copysign(0, -1)) // -Inf too: the limit, not -Inf·0
-			}
-		}
-		for i := start; i < len(xs); i++ {
-			v := float64(xs[i])
-			if p := 0.5 * math.Erfc(-v/math.Sqrt2); p > 0 || p != p {
-				os[i] = float32(v * p)
-			} else {
-				os[i] = float32(math.Copysign(0, -1))
-			}
-		}
-	}
-}
 
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
 // x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats.
@@ -80,10 +51,8 @@ func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
 // Floats; a *tensor.Error for other dtypes.
 func Softplus(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(softplusOp, nil, x) }
 
-func softplus64(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }
-
 var softplusOp = func() *eager.Op {
-	op := floatOp("Softplus", via64(softplus64), softplus64, func(g *eager.Grad) []*tensor.Tensor {
+	op := floatOp("Softplus", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Sigmoid(g.Inputs[0]))}
 	})
 	op.GradReads = eager.ReadsInputs

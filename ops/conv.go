@@ -292,8 +292,7 @@ func convBackpropInput(xShape tensor.Shape, kernel, dy *tensor.Tensor, o ConvOpt
 		gShape := padded.Clone()
 		gShape[p.featDim] /= p.groups
 		cols := MatMulT(p.groupCols(dy2, gi), p.kernelMatrix(kernel, gi), false, true)
-		g := newGeometry(gShape, p.win)
-		parts[gi] = ScatterPatches(Reshape(cols, patchesShape(g)...), gShape, p.win)
+		parts[gi] = ScatterPatches(Reshape(cols, patchesShape(gShape, p.win)...), gShape, p.win)
 	}
 	dx := parts[0]
 	if p.groups > 1 {

@@ -2,80 +2,72 @@ package ops
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Conv2D as its own three ops (forward and the two backprops), each image
-// one GEMM, in either layout without transposing the batch (as the general
-// lowering in conv.go does):
-//   - NCHW: against the image's "im2row" matrix, row (c, kh, kw) input
-//     channel c shifted by tap (kh, kw) over the output positions; then
-//     Y_n [O, OH*OW] = F [O, C*KH*KW] · P_n is already image n's output,
-//     and the input lands in P_n by row copies.
-//   - NHWC: against its "im2col" matrix, row (oh, ow) the input pixels under
-//     the filter there, (kh, kw, c) in order, so that the HWIO filter is
-//     already its [KH*KW*C, O] right-hand side and Y_n [OH*OW, O] =
-//     P_n · F is the image's output; a row is KH copies of KW*C contiguous
-//     values (stride-1 dilation-1 windows inside the image), else pixel by
-//     pixel.
+// Conv2D as its own three ops (forward and the two backprops), which a
+// backend runs as one GEMM per image in either layout, without transposing
+// the batch as the general lowering in conv.go does (the CPU's:
+// backend/cpu/conv_gemm.go). Conv2D takes them where no padding is
+// negative.
 
-// conv2DGemm holds what the three ops share besides their inputs: strides,
-// dilations, the padding of the top and left edges, and the input's height
-// and width (the output's size follows from them and the filter's).
-type conv2DGemm struct {
-	sh, sw, dh, dw int
-	pt, pb, pl, pr int
-	h, w           int // the input's height and width
-	kh, kw         int // the filter's
-	format         DataFormat
+// Conv2DGemmAttrs are the attributes the three ops share besides their
+// inputs: strides, dilations, the padding of each edge, the input's height
+// and width and the filter's (the output's size follows from them), and
+// the layout. Conv2D and its backprops make them from Conv2DOpts.
+type Conv2DGemmAttrs struct {
+	StrideH, StrideW     int
+	DilationH, DilationW int
+	PadTop, PadBottom    int
+	PadLeft, PadRight    int
+	H, W                 int // the input's height and width
+	KH, KW               int // the filter's
+	Format               DataFormat
 }
 
-func (a conv2DGemm) String() string {
+func (a Conv2DGemmAttrs) String() string {
 	return fmt.Sprintf("%v strides=[%d %d] dilations=[%d %d] pads=[%d %d %d %d] input=%dx%d filter=%dx%d",
-		a.format, a.sh, a.sw, a.dh, a.dw, a.pt, a.pb, a.pl, a.pr, a.h, a.w, a.kh, a.kw)
+		a.Format, a.StrideH, a.StrideW, a.DilationH, a.DilationW, a.PadTop, a.PadBottom, a.PadLeft, a.PadRight, a.H, a.W, a.KH, a.KW)
 }
 
 // batchShape is the shape of a batch of n images of ch channels, h x w,
 // in the layout of a.
-func (a conv2DGemm) batchShape(n, ch, h, w int) tensor.Shape {
-	if a.format == NCHW {
+func (a Conv2DGemmAttrs) batchShape(n, ch, h, w int) tensor.Shape {
+	if a.Format == NCHW {
 		return tensor.Shape{n, ch, h, w}
 	}
 	return tensor.Shape{n, h, w, ch}
 }
 
-// channels is the channel dimension of a batch in a's layout.
-func (a conv2DGemm) channels(x *tensor.Tensor) int {
-	if a.format == NCHW {
+// Channels is the channel dimension of x, a rank-4 batch in a's layout.
+func (a Conv2DGemmAttrs) Channels(x *tensor.Tensor) int {
+	if a.Format == NCHW {
 		return x.Dim(1)
 	}
 	return x.Dim(3)
 }
 
+// OutSize is the output's height and width; either is -1 when the
+// (dilated) filter does not fit the padded input or a size overflows.
+func (a Conv2DGemmAttrs) OutSize() (oh, ow int) {
+	return outLen(a.H, pairSum(a.PadTop, a.PadBottom), a.KH, a.DilationH, a.StrideH),
+		outLen(a.W, pairSum(a.PadLeft, a.PadRight), a.KW, a.DilationW, a.StrideW)
+}
+
 // gemmConv returns the fast path's attributes for Conv2D options and an
 // input of h x w with a kh x kw filter, and whether the fast path applies
 // (no negative padding).
-func gemmConv(o Conv2DOpts, h, w, kh, kw int) (conv2DGemm, bool) {
+func gemmConv(o Conv2DOpts, h, w, kh, kw int) (Conv2DGemmAttrs, bool) {
 	co := o.convOpts(h, w, kh, kw)
-	a := conv2DGemm{sh: co.Strides[0], sw: co.Strides[1], dh: co.RhsDilation[0], dw: co.RhsDilation[1],
-		pt: co.Padding[0][0], pb: co.Padding[0][1], pl: co.Padding[1][0], pr: co.Padding[1][1], h: h, w: w, kh: kh, kw: kw,
-		format: o.Format}
-	ok := a.pt >= 0 && a.pb >= 0 && a.pl >= 0 && a.pr >= 0
+	a := Conv2DGemmAttrs{StrideH: co.Strides[0], StrideW: co.Strides[1], DilationH: co.RhsDilation[0], DilationW: co.RhsDilation[1],
+		PadTop: co.Padding[0][0], PadBottom: co.Padding[0][1], PadLeft: co.Padding[1][0], PadRight: co.Padding[1][1],
+		H: h, W: w, KH: kh, KW: kw, Format: o.Format}
+	ok := a.PadTop >= 0 && a.PadBottom >= 0 && a.PadLeft >= 0 && a.PadRight >= 0
 	return a, ok
 }
-
-// geometry of one call: batch n, channels c and o, filter kh x kw, output
-// oh x ow.
-type convGeom struct {
-	conv2DGemm
-	n, c, o, kh, kw, oh, ow int
-}
-
-func (g convGeom) taps() int { return g.c * g.kh * g.kw }
 
 // pairSum is a + b, or -1 when that overflows (a, b >= 0).
 func pairSum(a, b int) int {
@@ -85,9 +77,9 @@ func pairSum(a, b int) int {
 	return -1
 }
 
-// nchwOut is the output length of one spatial dimension, or -1 when the
+// outLen is the output length of one spatial dimension, or -1 when the
 // (dilated) filter does not fit in the padded input or a size overflows.
-func nchwOut(in, pads, k, d, s int) int {
+func outLen(in, pads, k, d, s int) int {
 	span, ok1 := checked.Mul(k-1, d)
 	padded, ok2 := checked.Add(in, pads)
 	if pads < 0 || !ok1 || !ok2 || padded <= span {
@@ -96,14 +88,13 @@ func nchwOut(in, pads, k, d, s int) int {
 	return (padded-span-1)/s + 1
 }
 
-func (a conv2DGemm) geom(c *eager.Call, n, ch, o int) convGeom {
-	kh, kw := a.kh, a.kw
-	g := convGeom{conv2DGemm: a, n: n, c: ch, o: o, kh: kh, kw: kw,
-		oh: nchwOut(a.h, pairSum(a.pt, a.pb), kh, a.dh, a.sh), ow: nchwOut(a.w, pairSum(a.pl, a.pr), kw, a.dw, a.sw)}
-	if g.oh < 0 || g.ow < 0 {
-		c.Fail(tensor.ErrShape, "a %dx%d filter (dilations %d, %d) does not fit the padded %dx%d input", kh, kw, a.dh, a.dw, a.h, a.w)
+// outSize is a.OutSize, failing the call when the filter does not fit.
+func (a Conv2DGemmAttrs) outSize(c *eager.Call) (oh, ow int) {
+	oh, ow = a.OutSize()
+	if oh < 0 || ow < 0 {
+		c.Fail(tensor.ErrShape, "a %dx%d filter (dilations %d, %d) does not fit the padded %dx%d input", a.KH, a.KW, a.DilationH, a.DilationW, a.H, a.W)
 	}
-	return g
+	return oh, ow
 }
 
 // rank4 fails the call unless t has rank 4.
@@ -117,11 +108,12 @@ func rank4(c *eager.Call, t *tensor.Tensor, what string, f DataFormat) {
 	}
 }
 
-// checkDy checks an output gradient against the batch, the filter's output
-// channels and the output size.
-func checkDy(c *eager.Call, dy *tensor.Tensor, g convGeom) {
-	rank4(c, dy, "dy", g.format)
-	if want := g.batchShape(g.n, g.o, g.oh, g.ow); !dy.Shape().Equal(want) {
+// checkDy checks an output gradient against the batch n, the filter's o
+// output channels and the output size.
+func checkDy(c *eager.Call, dy *tensor.Tensor, a Conv2DGemmAttrs, n, o int) {
+	rank4(c, dy, "dy", a.Format)
+	oh, ow := a.outSize(c)
+	if want := a.batchShape(n, o, oh, ow); !dy.Shape().Equal(want) {
 		c.Fail(tensor.ErrShape, "dy is %v, the convolution's output is %v", dy.Shape(), want)
 	}
 }
@@ -129,356 +121,71 @@ func checkDy(c *eager.Call, dy *tensor.Tensor, g convGeom) {
 var conv2DGemmOp, conv2DGemmInputOp, conv2DGemmFilterOp *eager.Op
 
 func init() {
-	conv2DGemmOp = eager.Register(cpuKernels{f32: conv2DGemmKernel[float32], f64: conv2DGemmKernel[float64]}.register(&eager.Op{
+	conv2DGemmOp = eager.Register(&eager.Op{
 		Name: "Conv2DGemm", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
-			rank4(c, x, "input", a.format)
-			rank4(c, f, "filter", a.format)
-			if h, w := hw(x, a.format); f.Dim(0) != a.kh || f.Dim(1) != a.kw || h != a.h || w != a.w {
+			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
+			rank4(c, x, "input", a.Format)
+			rank4(c, f, "filter", a.Format)
+			if h, w := hw(x, a.Format); f.Dim(0) != a.KH || f.Dim(1) != a.KW || h != a.H || w != a.W {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v and filter %v", a, x.Shape(), f.Shape())
 			}
-			if f.Dim(2) != a.channels(x) {
-				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.channels(x))
+			if f.Dim(2) != a.Channels(x) {
+				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.Channels(x))
 			}
-			g := a.geom(c, x.Dim(0), a.channels(x), f.Dim(3))
-			return c.Out1(x.DType(), a.batchShape(g.n, g.o, g.oh, g.ow))
+			oh, ow := a.outSize(c)
+			return c.Out1(x.DType(), a.batchShape(x.Dim(0), f.Dim(3), oh, ow))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
+			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
 			return []*tensor.Tensor{
 				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, f, dy) }),
 				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, x, dy) }),
 			}
 		},
-	}))
+	})
 	// dx = Bi(f, dy), the adjoint of the convolution in x: its gradient in
 	// f is Bf(ddx, dy) and in dy the convolution of ddx with f.
-	conv2DGemmInputOp = eager.Register(cpuKernels{f32: conv2DGemmInputKernel[float32], f64: conv2DGemmInputKernel[float64]}.register(&eager.Op{
+	conv2DGemmInputOp = eager.Register(&eager.Op{
 		Name: "Conv2DGemmBackpropInput", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
-			rank4(c, f, "filter", a.format)
-			rank4(c, dy, "dy", a.format)
-			if f.Dim(0) != a.kh || f.Dim(1) != a.kw {
+			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
+			rank4(c, f, "filter", a.Format)
+			rank4(c, dy, "dy", a.Format)
+			if f.Dim(0) != a.KH || f.Dim(1) != a.KW {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match filter %v", a, f.Shape())
 			}
-			g := a.geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
-			checkDy(c, dy, g)
-			return c.Out1(dy.DType(), a.batchShape(g.n, g.c, g.h, g.w))
+			checkDy(c, dy, a, dy.Dim(0), f.Dim(3))
+			return c.Out1(dy.DType(), a.batchShape(dy.Dim(0), f.Dim(2), a.H, a.W))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
+			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
 			return []*tensor.Tensor{
 				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, ddx, dy) }),
 				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, ddx, f) }),
 			}
 		},
-	}))
+	})
 	// df = Bf(x, dy), the adjoint in the filter: its gradient in x is
 	// Bi(ddf, dy) and in dy the convolution of x with ddf.
-	conv2DGemmFilterOp = eager.Register(cpuKernels{f32: conv2DGemmFilterKernel[float32], f64: conv2DGemmFilterKernel[float64]}.register(&eager.Op{
+	conv2DGemmFilterOp = eager.Register(&eager.Op{
 		Name: "Conv2DGemmBackpropFilter", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
-			rank4(c, x, "input", a.format)
-			rank4(c, dy, "dy", a.format)
-			if h, w := hw(x, a.format); h != a.h || w != a.w {
+			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
+			rank4(c, x, "input", a.Format)
+			rank4(c, dy, "dy", a.Format)
+			if h, w := hw(x, a.Format); h != a.H || w != a.W {
 				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v", a, x.Shape())
 			}
-			g := a.geom(c, x.Dim(0), a.channels(x), a.channels(dy))
-			checkDy(c, dy, g)
-			return c.Out1(x.DType(), tensor.Shape{g.kh, g.kw, g.c, g.o})
+			checkDy(c, dy, a, x.Dim(0), a.Channels(dy))
+			return c.Out1(x.DType(), tensor.Shape{a.KH, a.KW, a.Channels(x), a.Channels(dy)})
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(conv2DGemm)
+			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
 			return []*tensor.Tensor{
 				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, ddf, dy) }),
 				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, x, ddf) }),
 			}
 		},
-	}))
-}
-
-// span returns the output columns [lo, hi) whose input column ow*s+off lies
-// in [0, w).
-func span(off, s, w, ow int) (int, int) {
-	lo := 0
-	if off < 0 {
-		lo = (-off + s - 1) / s
-	}
-	hi := ow
-	if last := w - 1 - off; last < 0 {
-		hi = 0
-	} else {
-		hi = min(hi, last/s+1)
-	}
-	return min(lo, hi), hi
-}
-
-// shifted reports whether every im2row row is its input plane shifted by
-// a constant (stride 1 with the output as wide as the input, as "same"
-// padding gives), and the rows [lo, hi) of the output whose input row
-// exists for filter row kh.
-func (g convGeom) shifted(kh int) (ok bool, lo, hi int) {
-	if g.sh != 1 || g.sw != 1 || g.ow != g.w {
-		return false, 0, 0
-	}
-	return true, max(0, g.pt-kh*g.dh), min(g.oh, g.h+g.pt-kh*g.dh)
-}
-
-// tap is one row of the im2row matrix: input channel c seen through
-// filter tap (kh, kw). Output column ow reads input column ow*sw+off; lo and
-// hi bound the output columns whose input column exists. When the geometry
-// is shifted (g.shifted), the whole row is the plane shifted by d, valid
-// over [s0, s1) with output rows [r0, r1) inside the input.
-type tap struct {
-	c, kh, off, lo, hi int
-	shift              bool
-	r0, r1, d, s0, s1  int
-}
-
-// forTaps calls fn with every im2row row in order: its index and its tap.
-func (g convGeom) forTaps(fn func(r int, t tap)) {
-	for c := 0; c < g.c; c++ {
-		for kh := 0; kh < g.kh; kh++ {
-			for kw := 0; kw < g.kw; kw++ {
-				t := tap{c: c, kh: kh, off: kw*g.dw - g.pl}
-				t.lo, t.hi = span(t.off, g.sw, g.w, g.ow)
-				t.shift, t.r0, t.r1 = g.shifted(kh)
-				if t.shift {
-					t.d = (kh*g.dh-g.pt)*g.w + t.off
-					t.s0, t.s1 = max(t.r0*g.w, -t.d), min(t.r1*g.w, g.h*g.w-t.d)
-				}
-				fn((c*g.kh+kh)*g.kw+kw, t)
-			}
-		}
-	}
-}
-
-// clearWrapped zeroes, in a shifted row, the columns of output rows [r0,
-// r1) whose input column lies outside the plane (where the shift wrapped
-// around a row end).
-func clearWrapped[T tensor.Float](row []T, t tap, w int) {
-	for oh := t.r0; oh < t.r1; oh++ {
-		clear(row[oh*w : oh*w+t.lo])
-		clear(row[oh*w+t.hi : (oh+1)*w])
-	}
-}
-
-// im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
-func im2row[T tensor.Float](p, x []T, g convGeom) {
-	ohw := g.oh * g.ow
-	g.forTaps(func(r int, t tap) {
-		row := p[r*ohw:][:ohw]
-		if t.shift {
-			// One copy of the plane, shifted; then zeros where the shift
-			// wrapped around a row end or left the plane.
-			plane := x[t.c*g.h*g.w:][:g.h*g.w]
-			clear(row[:max(t.s0, 0)])
-			if t.s0 < t.s1 {
-				copy(row[t.s0:t.s1], plane[t.s0+t.d:t.s1+t.d])
-			}
-			clear(row[max(t.s1, 0):])
-			clearWrapped(row, t, g.w)
-			return
-		}
-		for oh := 0; oh < g.oh; oh++ {
-			seg := row[oh*g.ow : (oh+1)*g.ow]
-			ih := oh*g.sh + t.kh*g.dh - g.pt
-			if ih < 0 || ih >= g.h {
-				clear(seg)
-				continue
-			}
-			src := x[(t.c*g.h+ih)*g.w:][:g.w]
-			clear(seg[:t.lo])
-			clear(seg[t.hi:])
-			if t.lo >= t.hi {
-				continue // no output column reads this row (src[lo+off:] may lie outside it)
-			}
-			if g.sw == 1 {
-				copy(seg[t.lo:t.hi], src[t.lo+t.off:t.hi+t.off])
-				continue
-			}
-			for ow := t.lo; ow < t.hi; ow++ {
-				seg[ow] = src[ow*g.sw+t.off]
-			}
-		}
 	})
-}
-
-// row2im adds p [C*KH*KW, OH*OW] back into one image's gradient dx [C, H,
-// W], the adjoint of im2row.
-func row2im[T tensor.Float](dx, p []T, g convGeom) {
-	ohw := g.oh * g.ow
-	g.forTaps(func(r int, t tap) {
-		row := p[r*ohw:][:ohw]
-		if t.lo >= t.hi {
-			return
-		}
-		if t.shift {
-			// Zero the entries im2row would have zeroed (wrapped columns),
-			// then add the rows in one shifted pass.
-			clearWrapped(row, t, g.w)
-			if t.s0 < t.s1 {
-				addInto(dx[t.c*g.h*g.w:][:g.h*g.w][t.s0+t.d:t.s1+t.d], row[t.s0:t.s1])
-			}
-			return
-		}
-		for oh := 0; oh < g.oh; oh++ {
-			ih := oh*g.sh + t.kh*g.dh - g.pt
-			if ih < 0 || ih >= g.h {
-				continue
-			}
-			seg := row[oh*g.ow : (oh+1)*g.ow]
-			dst := dx[(t.c*g.h+ih)*g.w:][:g.w]
-			if g.sw == 1 {
-				addInto(dst[t.lo+t.off:t.hi+t.off], seg[t.lo:t.hi])
-				continue
-			}
-			for ow := t.lo; ow < t.hi; ow++ {
-				dst[ow*g.sw+t.off] += seg[ow]
-			}
-		}
-	})
-}
-
-// tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in
-// im2row's order.
-func tapMajor[T tensor.Float](dst, f []T, g convGeom) {
-	for kh := 0; kh < g.kh; kh++ {
-		for kw := 0; kw < g.kw; kw++ {
-			for c := 0; c < g.c; c++ {
-				copy(dst[((c*g.kh+kh)*g.kw+kw)*g.o:][:g.o], f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o])
-			}
-		}
-	}
-}
-
-// filterOfT is the inverse of tapMajor for a transposed source: src is
-// [O, C*KH*KW], f is [KH, KW, C, O].
-func filterOfT[T tensor.Float](f, src []T, g convGeom) {
-	taps := g.taps()
-	for kh := 0; kh < g.kh; kh++ {
-		for kw := 0; kw < g.kw; kw++ {
-			for c := 0; c < g.c; c++ {
-				t := (c*g.kh+kh)*g.kw + kw
-				row := f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o]
-				for o := range row {
-					row[o] = src[o*taps+t]
-				}
-			}
-		}
-	}
-}
-
-// perImage runs fn(n, scratch) over the batch: images in parallel, one
-// GEMM each on its worker, when the batch has an image per worker; else
-// image by image, each GEMM split across the workers. Each goroutine gets
-// size elements of scratch, passed to start before its first image and to
-// done after its last (either may be nil).
-func perImage[T tensor.Float](c *eager.Call, g convGeom, size int, start func(s []T), fn func(n int, s []T, parallelGemm bool), done func(s []T)) {
-	run := func(lo, hi int, par bool) {
-		s, buf := gemmScratch[T](size)
-		if start != nil {
-			start(s)
-		}
-		for n := lo; n < hi; n++ {
-			fn(n, s, par)
-		}
-		if done != nil {
-			done(s)
-		}
-		putGemmScratch(buf)
-	}
-	dev := cpu(c)
-	if g.n < dev.Workers() {
-		run(0, g.n, true)
-		return
-	}
-	cost := float64(g.o*g.taps()*g.oh*g.ow) / 16
-	dev.Parallel(g.n, cost, func(lo, hi int) { run(lo, hi, false) })
-}
-
-// gemmOn is gemm (out = a·b, or out += a·b when accumulate), split across
-// the workers or on this goroutine alone.
-func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA bool, b []T, transB bool, out []T, accumulate bool) {
-	dev := cpu(c)
-	if !parallel {
-		dev = nil
-	}
-	gemmAcc(dev, m, n, k, a, transA, b, transB, out, accumulate)
-}
-
-func conv2DGemmKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
-	g := a.geom(c, x.Dim(0), a.channels(x), f.Dim(3))
-	if g.format == NHWC {
-		conv2DNHWC[T](c, g, data[T](x), data[T](f), data[T](outs[0]))
-		return
-	}
-	xv, yv := data[T](x), data[T](outs[0])
-	taps, ohw := g.taps(), g.oh*g.ow
-	fm, buf := gemmScratch[T](taps * g.o)
-	defer putGemmScratch(buf)
-	tapMajor(fm, data[T](f), g)
-	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
-		im2row(p, xv[n*g.c*g.h*g.w:], g)
-		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yv[n*g.o*ohw:(n+1)*g.o*ohw], false)
-	}, nil)
-}
-
-func conv2DGemmInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	f, dy := c.Inputs[0], c.Inputs[1]
-	g := c.Attrs.(conv2DGemm).geom(c, dy.Dim(0), f.Dim(2), f.Dim(3))
-	if g.format == NHWC {
-		conv2DNHWCInput[T](c, g, data[T](f), data[T](dy), data[T](outs[0]))
-		return
-	}
-	dyv, dx := data[T](dy), data[T](outs[0])
-	taps, ohw, img := g.taps(), g.oh*g.ow, g.c*g.h*g.w
-	fm, buf := gemmScratch[T](taps * g.o)
-	defer putGemmScratch(buf)
-	tapMajor(fm, data[T](f), g)
-	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
-		gemmOn(c, par, taps, ohw, g.o, fm, false, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, p, false)
-		d := dx[n*img : (n+1)*img]
-		clear(d)
-		row2im(d, p, g)
-	}, nil)
-}
-
-func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(conv2DGemm)
-	g := a.geom(c, x.Dim(0), a.channels(x), a.channels(dy))
-	if g.format == NHWC {
-		conv2DNHWCFilter[T](c, g, data[T](x), data[T](dy), data[T](outs[0]))
-		return
-	}
-	xv, dyv := data[T](x), data[T](dy)
-	taps, ohw := g.taps(), g.oh*g.ow
-	// Each goroutine sums its images' products into its own [O, taps]
-	// block after its im2row scratch; the blocks are added at the end.
-	var mu sync.Mutex
-	total, buf := gemmScratch[T](taps * g.o)
-	defer putGemmScratch(buf)
-	clear(total)
-	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
-		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
-		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ as dot products of rows:
-		// gemm would first transpose P_n, which costs more than the sums.
-		dyn, p, acc := dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:]
-		if !par {
-			dotsNT(g.o, taps, ohw, dyn, p, acc, true)
-			return
-		}
-		cpu(c).Parallel(g.o, float64(taps*ohw)/8, func(lo, hi int) {
-			dotsNT(hi-lo, taps, ohw, dyn[lo*ohw:], p, acc[lo*taps:], true)
-		})
-	}, func(s []T) {
-		mu.Lock()
-		addInto(total, s[taps*ohw:])
-		mu.Unlock()
-	})
-	filterOfT(data[T](outs[0]), total, g)
 }

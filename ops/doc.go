@@ -1,9 +1,14 @@
 // Package ops declares eagerflow's operations: XLA's operation semantics and
 // the ops neural networks need. Each op is declared once, in the file of its
-// family: name, dtype rule, shape rule (Infer), gradient rule and CPU
-// kernels; many are compositions of the others and get gradients that way.
-// The functions here run an op eagerly through package eager; when a tape
-// is recording, the op is recorded.
+// family: name, attributes, dtype rule, shape rule (Infer) and gradient
+// rule; many are compositions of the others and get gradients that way. A
+// declaration says nothing about devices: each backend registers its
+// kernels for the op by name (the CPU's are in package backend/cpu, in a
+// file named as the declaring one), and ops imports none of them. A
+// program gets the CPU kernels by importing backend/cpu, which package
+// tape (and so everything that trains) does. The functions here run an op
+// eagerly through package eager; when a tape is recording, the op is
+// recorded.
 //
 // Shapes below read "a: [m k], b: [k n] -> [m n]". Unless stated, inputs of
 // one op share a dtype and outputs have it. Gradients flow to float inputs
@@ -87,7 +92,6 @@
 //
 //	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; packed GEMM,
 //	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
-//	AxpyInPlace(dst, alpha, x)               dst += alpha*x on slices a caller owns (variable updates)
 //	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
 //
 // # Neural-net functions (activation.go, softmax.go)
@@ -122,6 +126,6 @@
 //
 // # Concurrency
 //
-// Ops are safe to call from many goroutines. Large kernels split their work
-// over the CPU device's workers; small ones run inline.
+// Ops are safe to call from many goroutines. Large CPU kernels split their
+// work over the device's workers; small ones run inline.
 package ops

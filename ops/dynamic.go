@@ -12,17 +12,6 @@ type SizesAttrs struct{ Sizes []int }
 
 func (a SizesAttrs) String() string { return fmt.Sprintf("sizes=%v", a.Sizes) }
 
-// clampedStarts reads starts and clamps each into [0, dim-size], as XLA
-// does, so a slice never leaves the operand.
-func clampedStarts(starts *tensor.Tensor, shape tensor.Shape, sizes []int) []int {
-	v := indexValues(starts)
-	out := make([]int, len(v))
-	for d, s := range v {
-		out[d] = int(min(max(s, 0), int64(shape[d]-sizes[d])))
-	}
-	return out
-}
-
 func checkStarts(c *eager.Call, i int, rank int) {
 	checkIndexTensor(c, i)
 	if s := c.Inputs[i].Shape(); s.Rank() != 1 || s[0] != rank {
@@ -33,7 +22,7 @@ func checkStarts(c *eager.Call, i int, rank int) {
 var dynamicSliceOp, dynamicUpdateSliceOp *eager.Op
 
 func init() {
-	dynamicSliceOp = eager.Register(anyDType(&eager.Op{
+	dynamicSliceOp = eager.Register(&eager.Op{
 		Name: "DynamicSlice", Inputs: 2,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, sizes := c.Inputs[0], c.Attrs.(SizesAttrs).Sizes
@@ -52,18 +41,9 @@ func init() {
 			x := g.Inputs[0]
 			return []*tensor.Tensor{DynamicUpdateSlice(ZerosLike(x), g.OutGrads[0], g.Inputs[1]), nil}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, out := c.Inputs[0], outs[0]
-		starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(SizesAttrs).Sizes)
-		xs := tensor.Strides(x.Shape(), nil)
-		off := 0
-		for d, s := range starts {
-			off += s * xs[d]
-		}
-		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, xs, out.Shape())
-	}))
+	})
 
-	dynamicUpdateSliceOp = eager.Register(anyDType(&eager.Op{
+	dynamicUpdateSliceOp = eager.Register(&eager.Op{
 		Name: "DynamicUpdateSlice", Inputs: 3,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, u := c.Inputs[0], c.Inputs[1]
@@ -89,17 +69,7 @@ func init() {
 				nil,
 			}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, u, out := c.Inputs[0], c.Inputs[1], outs[0]
-		copy(out.HostBytes(), x.HostBytes())
-		starts := clampedStarts(c.Inputs[2], x.Shape(), u.Shape())
-		os := tensor.Strides(x.Shape(), nil)
-		off := 0
-		for d, s := range starts {
-			off += s * os[d]
-		}
-		tensor.MoveElems(x.DType(), out.HostBytes(), off, os, u.HostBytes(), 0, tensor.Strides(u.Shape(), nil), u.Shape())
-	}))
+	})
 }
 
 // DynamicSlice is XLA's DynamicSlice: the box of the given sizes starting at

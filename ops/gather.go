@@ -25,29 +25,6 @@ func gatherShape(params, indices tensor.Shape, axis int) tensor.Shape {
 	return append(s, params[axis+1:]...)
 }
 
-// blocks returns (outer, n, inner) for a shape split at axis.
-func blocks(s tensor.Shape, axis int) (outer, n, inner int) {
-	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
-}
-
-func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(AxisAttrs).Axis
-	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
-	outer, n, inner := blocks(base.Shape(), axis)
-	ov, uv := data[T](outs[0]), data[T](upd)
-	copy(ov, data[T](base))
-	for o := 0; o < outer; o++ {
-		for j, r := range idx {
-			r = min(max(r, 0), int64(n-1))
-			dst := ov[(o*n+int(r))*inner : (o*n+int(r)+1)*inner]
-			src := uv[(o*len(idx)+j)*inner : (o*len(idx)+j+1)*inner]
-			for k := range dst {
-				dst[k] += src[k]
-			}
-		}
-	}
-}
-
 func inferScatter(c *eager.Call) []eager.Out {
 	base, upd := c.Inputs[0], c.Inputs[2]
 	checkIndexTensor(c, 1)
@@ -64,7 +41,7 @@ func inferScatter(c *eager.Call) []eager.Out {
 var gatherOp, scatterAddOp, scatterOp *eager.Op
 
 func init() {
-	gatherOp = eager.Register(anyDType(&eager.Op{
+	gatherOp = eager.Register(&eager.Op{
 		Name: "Gather", Inputs: 2,
 		Infer: func(c *eager.Call) []eager.Out {
 			p := c.Inputs[0]
@@ -79,23 +56,9 @@ func init() {
 			p, idx := g.Inputs[0], g.Inputs[1]
 			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(AxisAttrs).Axis), nil}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		p, idx := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(AxisAttrs).Axis))
-		outer, n, inner := blocks(p.Shape(), c.Attrs.(AxisAttrs).Axis)
-		size := p.DType().Size() * inner
-		pb, ob := p.HostBytes(), outs[0].HostBytes()
-		for o := 0; o < outer; o++ {
-			for j, r := range idx {
-				r = min(max(r, 0), int64(n-1))
-				copy(ob[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size], pb[(o*n+int(r))*size:(o*n+int(r)+1)*size])
-			}
-		}
-	}))
+	})
 
-	scatterAddOp = eager.Register(cpuKernels{
-		f32: scatterAddKernel[float32], f64: scatterAddKernel[float64], i32: scatterAddKernel[int32],
-		i64: scatterAddKernel[int64], u8: scatterAddKernel[uint8],
-	}.register(&eager.Op{
+	scatterAddOp = eager.Register(&eager.Op{
 		Name: "ScatterAdd", Inputs: 3, DTypes: numericTypes, Infer: inferScatter,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
@@ -103,9 +66,9 @@ func init() {
 				return Gather(dy, g.Inputs[1], g.Attrs.(AxisAttrs).Axis)
 			})}
 		},
-	}))
+	})
 
-	scatterOp = eager.Register(anyDType(&eager.Op{
+	scatterOp = eager.Register(&eager.Op{
 		Name: "Scatter", Inputs: 3, Infer: inferScatter,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			// Replaced slices pass no gradient to base; updates get theirs.
@@ -117,20 +80,7 @@ func init() {
 				when(g.Needs[2], func() *tensor.Tensor { return Gather(dy, idx, axis) }),
 			}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		axis := c.Attrs.(AxisAttrs).Axis
-		base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
-		outer, n, inner := blocks(base.Shape(), axis)
-		size := base.DType().Size() * inner
-		ob, ub := outs[0].HostBytes(), upd.HostBytes()
-		copy(ob, base.HostBytes())
-		for o := 0; o < outer; o++ {
-			for j, r := range idx {
-				r = min(max(r, 0), int64(n-1))
-				copy(ob[(o*n+int(r))*size:(o*n+int(r)+1)*size], ub[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size])
-			}
-		}
-	}))
+	})
 }
 
 // Gather picks slices of params along axis by indices (TensorFlow's gather;

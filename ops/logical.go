@@ -9,24 +9,24 @@ import (
 
 var boolOnly = []tensor.DType{tensor.Bool}
 
-func logicalOp(name string, f func(a, b bool) bool) *eager.Op {
-	return eager.Register(cpuKernels{b: binaryKernel(scalarLoops(f))}.register(&eager.Op{
+func logicalOp(name string) *eager.Op {
+	return eager.Register(&eager.Op{
 		Name: name, Inputs: 2, DTypes: boolOnly, SameDTypes: true, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			return c.Out1(tensor.Bool, broadcastShapes(c, c.Inputs[0].Shape(), c.Inputs[1].Shape()))
 		},
-	}))
+	})
 }
 
 var logicalAndOp, logicalOrOp, logicalNotOp *eager.Op
 
 func init() {
-	logicalAndOp = logicalOp("LogicalAnd", func(a, b bool) bool { return a && b })
-	logicalOrOp = logicalOp("LogicalOr", func(a, b bool) bool { return a || b })
-	logicalNotOp = eager.Register(cpuKernels{b: unaryKernel(1, mapLoop(func(a bool) bool { return !a }))}.register(&eager.Op{
+	logicalAndOp = logicalOp("LogicalAnd")
+	logicalOrOp = logicalOp("LogicalOr")
+	logicalNotOp = eager.Register(&eager.Op{
 		Name: "LogicalNot", Inputs: 1, DTypes: boolOnly, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out { return c.Out1(tensor.Bool, c.Inputs[0].Shape()) },
-	}))
+	})
 }
 
 // LogicalAnd returns a && b elementwise. Bool, broadcasting.

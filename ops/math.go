@@ -3,7 +3,6 @@ package ops
 import (
 	"math"
 
-	"github.com/chewxy/math32"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -11,55 +10,36 @@ import (
 // More elementwise functions of floats: trigonometric, log1p/expm1, erf,
 // rounding, and IsFinite.
 
-func isFinite[T tensor.Float](o []bool, x []T) {
-	x = x[:len(o)]
-	for i := range o {
-		v := float64(x[i])
-		o[i] = !math.IsNaN(v) && !math.IsInf(v, 0)
-	}
-}
-
-// via64 computes a float32 function in float64 and rounds once: within 1
-// ulp wherever the float64 function is. github.com/chewxy/math32's float32
-// versions of Sin and Cos lose their argument reduction (895 ulp at 110)
-// and its Expm1 overflows early (a finite value at 89, not +Inf), which
-// TestFloat32ScalarFunctions shows.
-func via64(f func(float64) float64) func(float32) float32 {
-	return func(x float32) float32 { return float32(f(float64(x))) }
-}
-
 var sinOp, cosOp, log1pOp, expm1Op, erfOp, ceilOp, floorOp, roundOp, isFiniteOp *eager.Op
 
 func init() {
-	sinOp = floatOp("Sin", via64(math.Sin), math.Sin, func(g *eager.Grad) []*tensor.Tensor {
+	sinOp = floatOp("Sin", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Cos(g.Inputs[0]))}
 	})
-	cosOp = floatOp("Cos", via64(math.Cos), math.Cos, func(g *eager.Grad) []*tensor.Tensor {
+	cosOp = floatOp("Cos", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{Neg(Mul(g.OutGrads[0], Sin(g.Inputs[0])))}
 	})
-	log1pOp = floatOp("Log1p", math32.Log1p, math.Log1p, func(g *eager.Grad) []*tensor.Tensor {
+	log1pOp = floatOp("Log1p", func(g *eager.Grad) []*tensor.Tensor {
 		x := g.Inputs[0]
 		return []*tensor.Tensor{Div(g.OutGrads[0], Add(x, ScalarLike(x, 1)))}
 	})
-	expm1Op = floatOp("Expm1", via64(math.Expm1), math.Expm1, func(g *eager.Grad) []*tensor.Tensor {
+	expm1Op = floatOp("Expm1", func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Add(y, ScalarLike(y, 1)))}
 	})
-	erfOp = floatLoopOp("Erf", erf32Loop, expCost32, math.Erf, func(g *eager.Grad) []*tensor.Tensor {
+	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).
 		x := g.Inputs[0]
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(x, 2/math.Sqrt(math.Pi)), Exp(Neg(Square(x)))))}
 	})
 	// Rounding is piecewise constant: like TensorFlow, it blocks gradients.
-	ceilOp = floatOp("Ceil", math32.Ceil, math.Ceil, nil)
-	floorOp = floatOp("Floor", math32.Floor, math.Floor, nil)
-	roundOp = floatOp("Round", math32.Round, math.Round, nil)
-	isFiniteOp = eager.Register(cpuKernels{
-		f32: unaryKernel(1, isFinite[float32]), f64: unaryKernel(1, isFinite[float64]),
-	}.register(&eager.Op{
+	ceilOp = floatOp("Ceil", nil)
+	floorOp = floatOp("Floor", nil)
+	roundOp = floatOp("Round", nil)
+	isFiniteOp = eager.Register(&eager.Op{
 		Name: "IsFinite", Inputs: 1, DTypes: floatTypes, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out { return c.Out1(tensor.Bool, c.Inputs[0].Shape()) },
-	}))
+	})
 }
 
 // Sin returns sin(x). Floats.

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -23,8 +22,11 @@ const (
 
 var reduceNames = [...]string{"Sum", "Mean", "ReduceMax", "ReduceMin", "Prod"}
 
-// Reduction describes a reduction: which, over which dimensions (none means
-// all), and whether reduced dimensions stay as size 1.
+// Reduction describes a reduction: which, over which dimensions, and
+// whether reduced dimensions stay as size 1. Reduce and the functions
+// built on it take no dimensions to mean all of them and count negative
+// ones from the end; the op itself receives Dims sorted, non-negative and
+// explicit.
 type Reduction struct {
 	Kind     ReduceKind
 	Dims     []int
@@ -33,24 +35,34 @@ type Reduction struct {
 
 func (r Reduction) String() string { return fmt.Sprintf("dims=%v keepdims=%v", r.Dims, r.KeepDims) }
 
-// reduceDims returns the sorted, deduplicated, non-negative dims.
-func reduceDims(c *eager.Call, dims []int, rank int) []int {
+// reduceDimsOf normalises a reduction's dims for an operand of rank r:
+// all of them when none are given, negative ones counted from the end,
+// sorted. Out-of-range and repeated dims stay for the shape rule to report.
+func reduceDimsOf(dims []int, r int) []int {
 	if len(dims) == 0 {
-		all := make([]int, rank)
+		all := make([]int, r)
 		for i := range all {
 			all[i] = i
 		}
 		return all
 	}
-	out := make([]int, 0, len(dims))
-	for _, d := range dims {
-		out = append(out, normAxis(c, d, rank))
+	out := make([]int, len(dims))
+	for i, d := range dims {
+		out[i] = axisOf(d, r)
 	}
 	slices.Sort(out)
-	if len(slices.Compact(slices.Clone(out))) != len(out) {
-		c.Fail(tensor.ErrAxis, "dimension repeated in %v", dims)
-	}
 	return out
+}
+
+// checkReduceDims fails the call unless dims are increasing and in [0, rank).
+func checkReduceDims(c *eager.Call, dims []int, rank int) []int {
+	for i, d := range dims {
+		checkAxis(c, d, rank)
+		if i > 0 && d <= dims[i-1] {
+			c.Fail(tensor.ErrAxis, "dimension repeated in %v", dims)
+		}
+	}
+	return dims
 }
 
 // keptShape returns the output shape and the keepdims shape.
@@ -67,202 +79,10 @@ func keptShape(shape tensor.Shape, dims []int) (out, keep tensor.Shape) {
 	return out, keep
 }
 
-// reducer holds a reduction's identity and its combining loops.
-type reducer[T tensor.Num] struct {
-	init T
-	// row folds a contiguous run into acc.
-	row func(acc T, x []T) T
-	// vec combines x into acc elementwise.
-	vec func(acc, x []T)
-}
-
-func sumReducer[T tensor.Num]() reducer[T] {
-	return reducer[T]{init: 0,
-		row: func(acc T, x []T) T {
-			if x32, ok := any(x).([]float32); ok && haveVecKernels && len(x) > 0 {
-				return acc + any(ssum(&x32[0], len(x32))).(T)
-			}
-			var s [4]T
-			i := 0
-			for ; i+4 <= len(x); i += 4 {
-				s[0] += x[i]
-				s[1] += x[i+1]
-				s[2] += x[i+2]
-				s[3] += x[i+3]
-			}
-			for ; i < len(x); i++ {
-				s[0] += x[i]
-			}
-			return acc + (s[0] + s[1]) + (s[2] + s[3])
-		},
-		vec: addInto[T]}
-}
-
-func prodReducer[T tensor.Num]() reducer[T] {
-	return reducer[T]{init: 1,
-		row: func(acc T, x []T) T {
-			for _, v := range x {
-				acc *= v
-			}
-			return acc
-		},
-		vec: func(acc, x []T) {
-			x = x[:len(acc)]
-			for i := range acc {
-				acc[i] *= x[i]
-			}
-		}}
-}
-
-func lowest[T tensor.Num]() T {
-	var z T
-	switch any(z).(type) {
-	case float32:
-		return T(math.Inf(-1))
-	case float64:
-		return T(math.Inf(-1))
-	case int32:
-		v := int64(math.MinInt32)
-		return T(v)
-	case int64:
-		v := int64(math.MinInt64)
-		return T(v)
-	}
-	return 0
-}
-
-func highest[T tensor.Num]() T {
-	var z T
-	switch any(z).(type) {
-	case float32:
-		return T(math.Inf(1))
-	case float64:
-		return T(math.Inf(1))
-	case int32:
-		v := int64(math.MaxInt32)
-		return T(v)
-	case int64:
-		v := int64(math.MaxInt64)
-		return T(v)
-	}
-	var u uint8 = math.MaxUint8
-	return T(u)
-}
-
-func extremeReducer[T tensor.Num](init T, pick func(a, b T) T) reducer[T] {
-	return reducer[T]{init: init,
-		row: func(acc T, x []T) T {
-			for _, v := range x {
-				acc = pick(acc, v)
-			}
-			return acc
-		},
-		vec: func(acc, x []T) {
-			x = x[:len(acc)]
-			for i := range acc {
-				acc[i] = pick(acc[i], x[i])
-			}
-		}}
-}
-
-// reduceChunk is the length of the pieces a long row is reduced in when
-// there are fewer rows than workers.
-const reduceChunk = 16384
-
-// reduceKernel reduces after collapsing neighbouring dims of one kind into
-// the pattern [outer kept, reduced, inner kept], transposing first when the
-// reduced dims are not one block.
-func reduceKernel[T tensor.Num](mk func(ReduceKind) reducer[T]) eager.Kernel {
-	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, r := c.Inputs[0], c.Attrs.(Reduction)
-		dims := reduceDims(c, r.Dims, x.Rank())
-		red := mk(r.Kind)
-		// Is the reduced set one contiguous block [lo, hi)?
-		lo, hi := 0, 0 // a scalar reduces over no dims
-		if len(dims) > 0 {
-			lo, hi = dims[0], dims[len(dims)-1]+1
-		}
-		if hi-lo != len(dims) {
-			kept := make([]int, 0, x.Rank())
-			for d := 0; d < x.Rank(); d++ {
-				if !slices.Contains(dims, d) {
-					kept = append(kept, d)
-				}
-			}
-			x = Transpose(x, append(kept, dims...)...).Contiguous()
-			lo, hi = len(kept), x.Rank()
-		}
-		shape := x.Shape()
-		outer := tensor.Shape(shape[:lo]).NumElements()
-		mid := tensor.Shape(shape[lo:hi]).NumElements()
-		inner := tensor.Shape(shape[hi:]).NumElements()
-		xv, ov := data[T](x), data[T](outs[0])
-		if inner == 1 && outer < cpu(c).Workers() && mid >= 2*reduceChunk {
-			// Few long rows: each row's fixed-size chunks in parallel, then
-			// their partial results (in chunk order, so the result does not
-			// depend on the number of workers).
-			partials := make([]T, (mid+reduceChunk-1)/reduceChunk)
-			for o := 0; o < outer; o++ {
-				row := xv[o*mid : (o+1)*mid]
-				cpu(c).Parallel(len(partials), reduceChunk, func(a, b int) {
-					for p := a; p < b; p++ {
-						partials[p] = red.row(red.init, row[p*reduceChunk:min((p+1)*reduceChunk, mid)])
-					}
-				})
-				ov[o] = red.row(red.init, partials)
-			}
-		} else {
-			cpu(c).Parallel(outer, float64(mid*inner), func(a, b int) {
-				for o := a; o < b; o++ {
-					base := o * mid * inner
-					if inner == 1 {
-						ov[o] = red.row(red.init, xv[base:base+mid])
-						continue
-					}
-					acc := ov[o*inner : (o+1)*inner]
-					for i := range acc {
-						acc[i] = red.init
-					}
-					for m := 0; m < mid; m++ {
-						red.vec(acc, xv[base+m*inner:base+(m+1)*inner])
-					}
-				}
-			})
-		}
-		if r.Kind == ReduceMean && mid > 0 {
-			n := T(mid)
-			for i := range ov {
-				ov[i] /= n
-			}
-		} else if r.Kind == ReduceMean {
-			for i := range ov {
-				ov[i] = T(math.NaN())
-			}
-		}
-	}
-}
-
-func reducers[T tensor.Num]() func(ReduceKind) reducer[T] {
-	return func(k ReduceKind) reducer[T] {
-		switch k {
-		case ReduceMax:
-			return extremeReducer(lowest[T](), maxOf[T])
-		case ReduceMin:
-			return extremeReducer(highest[T](), minOf[T])
-		case ReduceProd:
-			return prodReducer[T]()
-		}
-		return sumReducer[T]()
-	}
-}
-
 var reduceOp *eager.Op
 
 func init() {
-	reduceOp = eager.Register(cpuKernels{
-		f32: reduceKernel(reducers[float32]()), f64: reduceKernel(reducers[float64]()),
-		i32: reduceKernel(reducers[int32]()), i64: reduceKernel(reducers[int64]()), u8: reduceKernel(reducers[uint8]()),
-	}.register(&eager.Op{
+	reduceOp = eager.Register(&eager.Op{
 		Name: "Reduce", Inputs: 1, DTypes: numericTypes,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, r := c.Inputs[0], c.Attrs.(Reduction)
@@ -272,14 +92,14 @@ func init() {
 			if r.Kind == ReduceMean && !x.DType().IsFloat() {
 				c.Fail(tensor.ErrDType, "Mean needs a float dtype, got %v", x.DType())
 			}
-			out, keep := keptShape(x.Shape(), reduceDims(c, r.Dims, x.Rank()))
+			out, keep := keptShape(x.Shape(), checkReduceDims(c, r.Dims, x.Rank()))
 			if r.KeepDims {
 				out = keep
 			}
 			return c.Out1(x.DType(), out)
 		},
 		Grad: reduceGrad,
-	}))
+	})
 }
 
 func reduceGrad(g *eager.Grad) []*tensor.Tensor {
@@ -287,18 +107,7 @@ func reduceGrad(g *eager.Grad) []*tensor.Tensor {
 	if !x.DType().IsFloat() {
 		return []*tensor.Tensor{nil}
 	}
-	dims := slices.Clone(r.Dims)
-	if len(dims) == 0 {
-		dims = make([]int, x.Rank())
-		for i := range dims {
-			dims[i] = i
-		}
-	}
-	for i, d := range dims {
-		if d < 0 {
-			dims[i] = d + x.Rank()
-		}
-	}
+	dims := r.Dims
 	_, keep := keptShape(x.Shape(), dims)
 	dy := Reshape(g.OutGrads[0], keep...)
 	yk := Reshape(y, keep...)
@@ -331,7 +140,10 @@ func reduceGrad(g *eager.Grad) []*tensor.Tensor {
 // Reducing zero elements gives the identity: 0 for Sum, 1 for Prod, -Inf
 // (or the lowest integer) for Max, +Inf (or the highest) for Min, NaN for
 // Mean. Panics with a *tensor.Error for a bad or repeated dimension.
-func Reduce(x *tensor.Tensor, r Reduction) *tensor.Tensor { return eager.Run1(reduceOp, r, x) }
+func Reduce(x *tensor.Tensor, r Reduction) *tensor.Tensor {
+	r.Dims = reduceDimsOf(r.Dims, rankOf(x))
+	return eager.Run1(reduceOp, r, x)
+}
 
 // Sum adds over dims (all when none are given).
 func Sum(x *tensor.Tensor, dims ...int) *tensor.Tensor {

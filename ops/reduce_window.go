@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -16,86 +15,6 @@ type ReduceWindowAttrs struct {
 
 func (a ReduceWindowAttrs) String() string {
 	return fmt.Sprintf("reduce=%s %v", reduceNames[a.Kind], a.Window)
-}
-
-func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
-	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
-	if p, ok := planeOf(x.Shape(), a.Window); ok {
-		planeReduce(cpu(c), p, xv, ov, init, a.Kind)
-		return
-	}
-	g := kernelGeometry(x.Shape(), a.Window)
-	ro := g.offs[g.rowDim]
-	g.rows(cpu(c), true, func(i0 int, o []int, outer int, kb []int) {
-		if outer >= 0 && g.rowInside {
-			reduceRow(ov[i0:i0+g.out[g.rowDim]], xv[outer+ro[0]:], g.woff, g.rowStep, init, a.Kind)
-			return
-		}
-		for r := range g.out[g.rowDim] {
-			acc := init
-			if outer >= 0 && ro[r] >= 0 {
-				taps := xv[outer+ro[r]:]
-				switch a.Kind {
-				case ReduceMax:
-					for _, off := range g.woff {
-						acc = max(acc, taps[off])
-					}
-				case ReduceMin:
-					for _, off := range g.woff {
-						acc = min(acc, taps[off])
-					}
-				default:
-					for _, off := range g.woff {
-						acc += taps[off]
-					}
-				}
-			} else {
-				o[g.rowDim] = r
-				g.borderTaps(o, kb, func(off int) {
-					v := init
-					if off >= 0 {
-						v = xv[off]
-					}
-					switch a.Kind {
-					case ReduceMax:
-						acc = max(acc, v)
-					case ReduceMin:
-						acc = min(acc, v)
-					default:
-						acc += v
-					}
-				})
-			}
-			ov[i0+r] = acc
-		}
-	})
-}
-
-// reduceRow reduces a row of windows that all lie inside the operand, one
-// tap at a time across the row (a tight strided loop per tap): window r's
-// taps are x[r*step + woff[j]].
-func reduceRow[T tensor.Num](out, x []T, woff []int, step int, init T, kind ReduceKind) {
-	for r := range out {
-		out[r] = init
-	}
-	for _, off := range woff {
-		src := x[off:]
-		switch kind {
-		case ReduceMax:
-			for r := range out {
-				out[r] = max(out[r], src[r*step])
-			}
-		case ReduceMin:
-			for r := range out {
-				out[r] = min(out[r], src[r*step])
-			}
-		default:
-			for r := range out {
-				out[r] += src[r*step]
-			}
-		}
-	}
 }
 
 // SelectKind picks one element of each window in SelectAndScatter: the
@@ -116,110 +35,10 @@ type SelectAttrs struct {
 
 func (a SelectAttrs) String() string { return fmt.Sprintf("select=%d %v", a.Select, a.Window) }
 
-// selected calls fn(window index, operand offset of its chosen element) for
-// each window with at least one element inside the operand. Ties go to the
-// first element in row-major window order; a NaN wins over numbers; padding
-// is never chosen. disjoint is passed to rows.
-func selected[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, x []T, kind SelectKind, fn func(i, at int)) {
-	ge := kind == SelectGE
-	ro := g.offs[g.rowDim]
-	g.rows(dev, disjoint, func(i0 int, o []int, outer int, kb []int) {
-		for r := range g.out[g.rowDim] {
-			at := -1
-			if outer >= 0 && ro[r] >= 0 {
-				at = firstExtreme(x[outer+ro[r]:], g.woff, ge) + outer + ro[r]
-			} else {
-				o[g.rowDim] = r
-				g.borderTaps(o, kb, func(off int) {
-					if off < 0 {
-						return
-					}
-					if at < 0 {
-						at = off
-						return
-					}
-					v, best := x[off], x[at]
-					if beats(v, best, ge) {
-						at = off
-					}
-				})
-			}
-			if at >= 0 {
-				fn(i0+r, at)
-			}
-		}
-	})
-}
-
-// beats reports whether tap value v displaces best as the window's
-// selection, taps taken in order: strictly larger (ge) or smaller, or the
-// first NaN.
-func beats[T tensor.Num](v, best T, ge bool) bool {
-	return (ge && v > best) || (!ge && v < best) || (v != v && best == best)
-}
-
-// firstExtreme returns the offset (one of woff) of the first largest (ge)
-// or smallest element of taps, NaN counting as the extreme. Random data
-// makes "which tap wins" unpredictable, so the common path avoids branches:
-// the extreme by max/min, then its first position by conditional moves.
-func firstExtreme[T tensor.Num](taps []T, woff []int, ge bool) int {
-	best := taps[woff[0]]
-	if ge {
-		for _, off := range woff[1:] {
-			best = max(best, taps[off])
-		}
-	} else {
-		for _, off := range woff[1:] {
-			best = min(best, taps[off])
-		}
-	}
-	if best != best { // a NaN: the first one wins
-		for _, off := range woff {
-			if v := taps[off]; v != v {
-				return off
-			}
-		}
-	}
-	at := woff[len(woff)-1]
-	for j := len(woff) - 2; j >= 0; j-- {
-		off := woff[j]
-		if taps[off] == best {
-			at = off
-		}
-	}
-	return at
-}
-
-func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, src, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
-	ov, init := data[T](outs[0]), data[T](c.Inputs[2])[0]
-	for i := range ov {
-		ov[i] = init
-	}
-	if p, ok := planeOf(x.Shape(), a.Window); ok && p.sh >= p.kh && p.sw >= p.kw {
-		planeScatter(cpu(c), p, data[T](x), src, ov, a.Select == SelectGE)
-		return
-	}
-	g := kernelGeometry(x.Shape(), a.Window)
-	selected(cpu(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
-}
-
-func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, dy, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(SelectAttrs)
-	ov := data[T](outs[0])
-	clear(ov)
-	selected(cpu(c), kernelGeometry(x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
-}
-
-func numKernelSet(f32, f64, i32, i64, u8 eager.Kernel) cpuKernels {
-	return cpuKernels{f32: f32, f64: f64, i32: i32, i64: i64, u8: u8}
-}
-
 var reduceWindowOp, selectAndScatterOp, selectAndGatherOp *eager.Op
 
 func init() {
-	reduceWindowOp = eager.Register(numKernelSet(reduceWindowKernel[float32], reduceWindowKernel[float64],
-		reduceWindowKernel[int32], reduceWindowKernel[int64], reduceWindowKernel[uint8]).register(&eager.Op{
+	reduceWindowOp = eager.Register(&eager.Op{
 		Name: "ReduceWindow", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, a := c.Inputs[0], c.Attrs.(ReduceWindowAttrs)
@@ -230,7 +49,7 @@ func init() {
 				c.Fail(tensor.ErrAttr, "ReduceWindow supports Sum, Max and Min; use ReduceWindowWith for others")
 			}
 			a.Window.check(c, x.Shape())
-			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
+			return c.Out1(x.DType(), a.Window.OutShape(x.Shape()))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, init, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(ReduceWindowAttrs)
@@ -256,10 +75,9 @@ func init() {
 			// the reduction in any sensible use) takes none.
 			return []*tensor.Tensor{SelectAndScatter(x, dy, ZerosLike(init), sel, a.Window), nil}
 		},
-	}))
+	})
 
-	selectAndScatterOp = eager.Register(numKernelSet(selectAndScatterKernel[float32], selectAndScatterKernel[float64],
-		selectAndScatterKernel[int32], selectAndScatterKernel[int64], selectAndScatterKernel[uint8]).register(&eager.Op{
+	selectAndScatterOp = eager.Register(&eager.Op{
 		Name: "SelectAndScatter", Inputs: 3, DTypes: numericTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, src, a := c.Inputs[0], c.Inputs[1], c.Attrs.(SelectAttrs)
@@ -267,7 +85,7 @@ func init() {
 				c.Fail(tensor.ErrRank, "init must be a scalar")
 			}
 			a.Window.check(c, x.Shape())
-			if out := newGeometry(x.Shape(), a.Window).out; !out.Equal(src.Shape()) {
+			if out := a.Window.OutShape(x.Shape()); !out.Equal(src.Shape()) {
 				c.Fail(tensor.ErrShape, "source has shape %v, the window gives %v", src.Shape(), out)
 			}
 			return c.Out1(x.DType(), x.Shape())
@@ -283,10 +101,9 @@ func init() {
 			}
 			return []*tensor.Tensor{nil, dsrc, dinit}
 		},
-	}))
+	})
 
-	selectAndGatherOp = eager.Register(numKernelSet(selectAndGatherKernel[float32], selectAndGatherKernel[float64],
-		selectAndGatherKernel[int32], selectAndGatherKernel[int64], selectAndGatherKernel[uint8]).register(&eager.Op{
+	selectAndGatherOp = eager.Register(&eager.Op{
 		Name: "SelectAndGather", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, a := c.Inputs[0], c.Attrs.(SelectAttrs)
@@ -294,7 +111,7 @@ func init() {
 				c.Fail(tensor.ErrShape, "gradient has shape %v, operand %v", c.Inputs[1].Shape(), x.Shape())
 			}
 			a.Window.check(c, x.Shape())
-			return c.Out1(x.DType(), newGeometry(x.Shape(), a.Window).out)
+			return c.Out1(x.DType(), a.Window.OutShape(x.Shape()))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, dy := g.Inputs[0], g.OutGrads[0]
@@ -302,7 +119,7 @@ func init() {
 				return eager.Run1(selectAndScatterOp, g.Attrs, x, dy, ScalarLike(dy, 0))
 			})}
 		},
-	}))
+	})
 }
 
 // ReduceWindow is XLA's ReduceWindow with a built-in reduction (ReduceSum,

@@ -18,7 +18,7 @@ func (a ShapeAttrs) String() string { return "shape=" + a.Shape.String() }
 var reshapeOp, transposeOp, broadcastToOp *eager.Op
 
 func init() {
-	reshapeOp = eager.Register(anyDType(&eager.Op{
+	reshapeOp = eager.Register(&eager.Op{
 		Name: "Reshape", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, want := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
@@ -51,7 +51,7 @@ func init() {
 			return []*tensor.Tensor{Reshape(g.OutGrads[0], g.Inputs[0].Shape()...)}
 		},
 		GradReads: eager.ReadsNothing,
-	}, copyKernel))
+	})
 }
 
 // Reshape returns x's elements (row-major) with a new shape; one dimension
@@ -96,7 +96,7 @@ func inversePerm(perm []int) []int {
 }
 
 func init() {
-	transposeOp = eager.Register(anyDType(&eager.Op{
+	transposeOp = eager.Register(&eager.Op{
 		Name: "Transpose", Inputs: 1, AnyLayout: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, perm := c.Inputs[0], c.Attrs.(PermAttrs).Perm
@@ -125,16 +125,7 @@ func init() {
 			return []*tensor.Tensor{Transpose(g.OutGrads[0], inversePerm(g.Attrs.(PermAttrs).Perm)...)}
 		},
 		GradReads: eager.ReadsNothing,
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, perm := c.Inputs[0].Contiguous(), c.Attrs.(PermAttrs).Perm
-		xs := tensor.Strides(x.Shape(), nil)
-		st := make([]int, len(perm))
-		for i, p := range perm {
-			st[i] = xs[p]
-		}
-		out := outs[0]
-		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
-	}))
+	})
 }
 
 // Transpose permutes dimensions: output dimension i is input dimension
@@ -152,7 +143,7 @@ func Transpose(x *tensor.Tensor, perm ...int) *tensor.Tensor {
 }
 
 func init() {
-	broadcastToOp = eager.Register(anyDType(&eager.Op{
+	broadcastToOp = eager.Register(&eager.Op{
 		Name: "BroadcastTo", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, shape := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
@@ -164,19 +155,7 @@ func init() {
 		// The tape sums the output-shaped gradient back to x's shape.
 		Grad:      func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
 		GradReads: eager.ReadsNothing,
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, out := c.Inputs[0], outs[0]
-		rank := out.Rank()
-		st := make([]int, rank)
-		xs := tensor.Strides(x.Shape(), nil)
-		off := rank - x.Rank()
-		for d := off; d < rank; d++ {
-			if x.Dim(d-off) != 1 {
-				st[d] = xs[d-off]
-			}
-		}
-		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
-	}))
+	})
 }
 
 // BroadcastTo repeats x along size-1 and missing leading dimensions to shape,

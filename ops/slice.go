@@ -17,7 +17,8 @@ func (a SliceAttrs) String() string {
 	return fmt.Sprintf("start=%v limit=%v strides=%v", a.Start, a.Limit, a.Strides)
 }
 
-func (a SliceAttrs) stride(d int) int {
+// Stride is the step along dimension d (1 when Strides is nil).
+func (a SliceAttrs) Stride(d int) int {
 	if a.Strides == nil {
 		return 1
 	}
@@ -27,7 +28,7 @@ func (a SliceAttrs) stride(d int) int {
 var sliceOp, padOp, concatOp *eager.Op
 
 func init() {
-	sliceOp = eager.Register(anyDType(&eager.Op{
+	sliceOp = eager.Register(&eager.Op{
 		Name: "Slice", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, a := c.Inputs[0], c.Attrs.(SliceAttrs)
@@ -37,7 +38,7 @@ func init() {
 			}
 			shape := make(tensor.Shape, r)
 			for d := range shape {
-				s, l, st := a.Start[d], a.Limit[d], a.stride(d)
+				s, l, st := a.Start[d], a.Limit[d], a.Stride(d)
 				if s < 0 || l > x.Dim(d) || s > l {
 					c.Fail(tensor.ErrIndex, "dimension %d: need 0 <= start %d <= limit %d <= size %d", d, s, l, x.Dim(d))
 				}
@@ -54,7 +55,7 @@ func init() {
 			x, a, dy := g.Inputs[0], g.Attrs.(SliceAttrs), g.OutGrads[0]
 			cfg := make([]PadDim, x.Rank())
 			for d := range cfg {
-				n, st := dy.Dim(d), a.stride(d)
+				n, st := dy.Dim(d), a.Stride(d)
 				if n == 0 {
 					cfg[d] = PadDim{Low: x.Dim(d)}
 					continue
@@ -64,16 +65,7 @@ func init() {
 			}
 			return []*tensor.Tensor{Pad(dy, ScalarLike(dy, 0), cfg...)}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a, out := c.Inputs[0], c.Attrs.(SliceAttrs), outs[0]
-		xs := tensor.Strides(x.Shape(), nil)
-		off, st := 0, make([]int, x.Rank())
-		for d := range st {
-			off += a.Start[d] * xs[d]
-			st[d] = xs[d] * a.stride(d)
-		}
-		tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), off, st, out.Shape())
-	}))
+	})
 }
 
 // Slice returns the box start <= i < limit of x, taking every strides[d]-th
@@ -94,7 +86,7 @@ type PadAttrs struct{ Dims []PadDim }
 func (a PadAttrs) String() string { return fmt.Sprintf("padding=%v", a.Dims) }
 
 func init() {
-	padOp = eager.Register(anyDType(&eager.Op{
+	padOp = eager.Register(&eager.Op{
 		Name: "Pad", Inputs: 2, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, v, cfg := c.Inputs[0], c.Inputs[1], c.Attrs.(PadAttrs).Dims
@@ -131,30 +123,7 @@ func init() {
 			}
 			return []*tensor.Tensor{dx, dv}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, cfg, out := c.Inputs[0], c.Attrs.(PadAttrs).Dims, outs[0]
-		tensor.FillElems(x.DType(), out.HostBytes(), c.Inputs[1].HostBytes())
-		os, xs := tensor.Strides(out.Shape(), nil), tensor.Strides(x.Shape(), nil)
-		box := make([]int, x.Rank())
-		dSt, dOff, sOff := make([]int, x.Rank()), 0, 0
-		for d, p := range cfg {
-			step := p.Interior + 1
-			// First and one-past-last input index whose position lands inside.
-			first := 0
-			if p.Low < 0 {
-				first = (-p.Low + step - 1) / step
-			}
-			last := x.Dim(d)
-			for last > first && p.Low+(last-1)*step >= out.Dim(d) {
-				last--
-			}
-			box[d] = max(last-first, 0)
-			dSt[d] = os[d] * step
-			dOff += (p.Low + first*step) * os[d]
-			sOff += first * xs[d]
-		}
-		tensor.MoveElems(x.DType(), out.HostBytes(), dOff, dSt, x.HostBytes(), sOff, xs, box)
-	}))
+	})
 }
 
 // unpad is the adjoint of Pad for the operand: it puts back (as zeros) what
@@ -189,14 +158,14 @@ type AxisAttrs struct{ Axis int }
 func (a AxisAttrs) String() string { return fmt.Sprintf("axis=%d", a.Axis) }
 
 func init() {
-	concatOp = eager.Register(anyDType(&eager.Op{
+	concatOp = eager.Register(&eager.Op{
 		Name: "Concatenate", Inputs: -1, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			first := c.Inputs[0]
 			if first.Rank() == 0 {
 				c.Fail(tensor.ErrRank, "rank-0 values cannot be concatenated")
 			}
-			axis := normAxis(c, c.Attrs.(AxisAttrs).Axis, first.Rank())
+			axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, first.Rank())
 			shape := slices.Clone(first.Shape())
 			shape[axis] = 0
 			for i, x := range c.Inputs {
@@ -215,9 +184,6 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
 			axis := g.Attrs.(AxisAttrs).Axis
-			if axis < 0 {
-				axis += dy.Rank()
-			}
 			grads := make([]*tensor.Tensor, len(g.Inputs))
 			start := make([]int, dy.Rank())
 			limit := slices.Clone([]int(dy.Shape()))
@@ -231,24 +197,16 @@ func init() {
 			}
 			return grads
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		out := outs[0]
-		axis := c.Attrs.(AxisAttrs).Axis
-		if axis < 0 {
-			axis += out.Rank()
-		}
-		os := tensor.Strides(out.Shape(), nil)
-		at := 0
-		for _, x := range c.Inputs {
-			tensor.MoveElems(x.DType(), out.HostBytes(), at*os[axis], os, x.HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.Shape())
-			at += x.Dim(axis)
-		}
-	}))
+	})
 }
 
 // Concatenate joins xs along axis (negative counts from the end), as XLA's
 // ConcatInDim. All inputs share dtype and rank (at least 1) and agree on
 // every other dimension; panics with a *tensor.Error otherwise.
 func Concatenate(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
-	return eager.Run1(concatOp, AxisAttrs{Axis: axis}, xs...)
+	r := 0
+	if len(xs) > 0 {
+		r = rankOf(xs[0])
+	}
+	return eager.Run1(concatOp, AxisAttrs{Axis: axisOf(axis, r)}, xs...)
 }

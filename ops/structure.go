@@ -224,7 +224,7 @@ func (a RevAttrs) String() string { return fmt.Sprintf("dims=%v", a.Dims) }
 var revOp *eager.Op
 
 func init() {
-	revOp = eager.Register(anyDType(&eager.Op{
+	revOp = eager.Register(&eager.Op{
 		Name: "Rev", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
 			x := c.Inputs[0]
@@ -240,18 +240,7 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			return []*tensor.Tensor{Rev(g.OutGrads[0], g.Attrs.(RevAttrs).Dims...)}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x := c.Inputs[0]
-		st := tensor.Strides(x.Shape(), nil)
-		off := 0
-		for _, d := range c.Attrs.(RevAttrs).Dims {
-			if x.Dim(d) > 0 {
-				off += (x.Dim(d) - 1) * st[d]
-			}
-			st[d] = -st[d]
-		}
-		tensor.MoveElems(x.DType(), outs[0].HostBytes(), 0, tensor.Strides(x.Shape(), nil), x.HostBytes(), off, st, x.Shape())
-	}))
+	})
 }
 
 // Rev reverses the order of elements along dims (XLA's Rev).

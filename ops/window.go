@@ -3,9 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
-	"slices"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -78,21 +76,17 @@ func (w Window) check(c *eager.Call, shape tensor.Shape) {
 	}
 }
 
-// geometry is a window laid over one operand shape. Kernels walk it in
-// rows: runs of window positions along rowDim, the innermost output
-// dimension with more than one position (the ones after it have one).
-type geometry struct {
-	in, out, win tensor.Shape
-	src          [][]int // per dimension: operand index of (o, k) at o*win+k, or -1 for padding
-	offs         [][]int // per dimension: operand offset of window o's first tap, or -1 unless the window is inside
-	woff         []int   // operand offsets of the taps of an inside window, relative to its first tap
-	xs           []int   // operand strides
-	rowDim       int
-	rowInside    bool // every window position along rowDim is inside
-	rowStep      int  // operand distance between neighbouring windows of a row
+// OutShape is the number of window positions along each dimension of an
+// operand of shape in (w's defaults filled, and w checked against in).
+func (w Window) OutShape(in tensor.Shape) tensor.Shape {
+	out := make(tensor.Shape, len(in))
+	for d, n := range in {
+		out[d] = outSize(n, w, d)
+	}
+	return out
 }
 
-// outSize is the number of window positions along one dimension.
+// outSize is the number of window positions along dimension d, of size n.
 func outSize(n int, w Window, d int) int {
 	padded := max(0, (n-1)*w.BaseDilation[d]+1) + w.Padding[d][0] + w.Padding[d][1]
 	if n == 0 {
@@ -105,231 +99,6 @@ func outSize(n int, w Window, d int) int {
 	return (padded-span)/w.Strides[d] + 1
 }
 
-// kernelGeometry is newGeometry for a kernel: a rank-0 operand (one
-// element, a window of none) is walked as a vector of one element under a
-// window of one, which touches the same element and writes the same flat
-// output.
-func kernelGeometry(in tensor.Shape, w Window) *geometry {
-	if len(in) == 0 {
-		return newGeometry(tensor.Shape{1}, Window{Dims: []int{1}}.withDefaults(1))
-	}
-	return newGeometry(in, w)
-}
-
-func newGeometry(in tensor.Shape, w Window) *geometry {
-	r := in.Rank()
-	g := &geometry{in: in, out: make(tensor.Shape, r), win: slices.Clone(tensor.Shape(w.Dims)),
-		src: make([][]int, r), offs: make([][]int, r), xs: tensor.Strides(in, nil)}
-	for d := 0; d < r; d++ {
-		n, o, k := in[d], outSize(in[d], w, d), w.Dims[d]
-		g.out[d] = o
-		g.src[d] = make([]int, o*k)
-		g.offs[d] = make([]int, o)
-		for oi := 0; oi < o; oi++ {
-			inside := w.BaseDilation[d] == 1
-			for ki := 0; ki < k; ki++ {
-				p := oi*w.Strides[d] + ki*w.WindowDilation[d] - w.Padding[d][0]
-				idx := -1
-				if p >= 0 && p%w.BaseDilation[d] == 0 && p/w.BaseDilation[d] < n {
-					idx = p / w.BaseDilation[d]
-				}
-				g.src[d][oi*k+ki] = idx
-				inside = inside && idx >= 0
-			}
-			g.offs[d][oi] = -1
-			if inside {
-				g.offs[d][oi] = g.src[d][oi*k] * g.xs[d]
-			}
-		}
-		if o > 1 {
-			g.rowDim = d
-		}
-	}
-	if r > 0 && g.out[g.rowDim] <= 1 {
-		g.rowDim = r - 1
-	}
-	if r > 0 {
-		ro := g.offs[g.rowDim]
-		g.rowInside = !slices.Contains(ro, -1)
-		if len(ro) > 1 {
-			g.rowStep = ro[1] - ro[0]
-		}
-	}
-	g.woff = make([]int, 0, g.win.NumElements())
-	odometer(g.win, func(k []int) {
-		off := 0
-		for d, kd := range k {
-			off += kd * w.WindowDilation[d] * g.xs[d]
-		}
-		g.woff = append(g.woff, off)
-	})
-	return g
-}
-
-// odometer calls fn with every index of shape, row-major.
-func odometer(shape tensor.Shape, fn func(idx []int)) {
-	if shape.NumElements() == 0 {
-		return
-	}
-	idx := make([]int, len(shape))
-	for {
-		fn(idx)
-		d := len(shape) - 1
-		for ; d >= 0; d-- {
-			idx[d]++
-			if idx[d] < shape[d] {
-				break
-			}
-			idx[d] = 0
-		}
-		if d < 0 {
-			return
-		}
-	}
-}
-
-// rows calls fn for each row of window positions: i0 is the flat index of
-// the row's first window (the row's windows are i0, i0+1, ...), o its
-// output index with o[rowDim] free for the caller, outer the operand offset
-// contributed by the other dimensions (-1 when some other dimension puts
-// the window on padding), and k scratch space for borderTaps. A window r of
-// the row is inside the operand when outer >= 0 and offs[rowDim][r] >= 0;
-// its taps are then at outer + offs[rowDim][r] + woff[j].
-//
-// Rows are split over the CPU's workers along the outermost output
-// dimension when there is more than one row there; disjoint says that fn
-// may run on different rows at once (true for kernels that only write
-// their own outputs).
-func (g *geometry) rows(dev *device.CPUDevice, disjoint bool, fn func(i0 int, o []int, outer int, k []int)) {
-	if len(g.out) == 0 {
-		fn(0, nil, 0, nil)
-		return
-	}
-	if g.out.NumElements() == 0 {
-		return
-	}
-	n := g.out[g.rowDim]
-	shape := slices.Clone(g.out)
-	shape[g.rowDim] = 1
-	perOuter := shape.NumElements() / shape[0] // rows per step of dimension 0
-	run := func(lo, hi int) {
-		sub := slices.Clone(shape)
-		sub[0] = hi - lo
-		k := make([]int, len(g.out))
-		i0 := lo * perOuter * n
-		odometer(sub, func(o []int) {
-			o[0] += lo
-			outer := 0
-			for d, od := range o {
-				if d == g.rowDim {
-					continue
-				}
-				if off := g.offs[d][od]; off >= 0 && outer >= 0 {
-					outer += off
-				} else {
-					outer = -1
-				}
-			}
-			fn(i0, o, outer, k)
-			o[0] -= lo
-			i0 += n
-		})
-	}
-	if !disjoint || g.rowDim == 0 || shape[0] < 2 {
-		run(0, shape[0])
-		return
-	}
-	dev.Parallel(shape[0], float64(perOuter*n*len(g.woff)), run)
-}
-
-// separableRows reports whether windows at different positions along the
-// outermost dimension touch different operand elements, so that scatter
-// kernels may run those rows at once.
-func (g *geometry) separableRows(w Window) bool {
-	return len(w.Dims) > 0 && w.Dims[0] == 1 && w.Strides[0] == 1 && w.BaseDilation[0] == 1 &&
-		w.Padding[0] == [2]int{0, 0}
-}
-
-// borderTaps calls fn with the operand offset of every tap of window o in
-// row-major window order, or -1 for a tap on padding.
-func (g *geometry) borderTaps(o, k []int, fn func(off int)) {
-	clear(k)
-	for range len(g.woff) {
-		off := 0
-		for d := range o {
-			idx := g.src[d][o[d]*g.win[d]+k[d]]
-			if idx < 0 {
-				off = -1
-				break
-			}
-			off += idx * g.xs[d]
-		}
-		fn(off)
-		for d := len(k) - 1; d >= 0; d-- {
-			k[d]++
-			if k[d] < g.win[d] {
-				break
-			}
-			k[d] = 0
-		}
-	}
-}
-
-// patchesKernel gathers window taps: out[o, k] = x[tap] or the pad value.
-func patchesKernel[T uint8 | uint32 | uint64](dev *device.CPUDevice, g *geometry, x, out []T, pad T) {
-	nw := len(g.woff)
-	ro := g.offs[g.rowDim]
-	g.rows(dev, true, func(i0 int, o []int, outer int, kb []int) {
-		for r := range g.out[g.rowDim] {
-			dst := out[(i0+r)*nw : (i0+r+1)*nw]
-			if outer >= 0 && ro[r] >= 0 {
-				base := outer + ro[r]
-				for j, off := range g.woff {
-					dst[j] = x[base+off]
-				}
-				continue
-			}
-			o[g.rowDim] = r
-			j := 0
-			g.borderTaps(o, kb, func(off int) {
-				if off >= 0 {
-					dst[j] = x[off]
-				} else {
-					dst[j] = pad
-				}
-				j++
-			})
-		}
-	})
-}
-
-// scatterPatchesKernel is the adjoint: x[tap] += dy[o, k].
-func scatterPatchesKernel[T tensor.Num](dev *device.CPUDevice, g *geometry, disjoint bool, dy, out []T) {
-	clear(out)
-	nw := len(g.woff)
-	ro := g.offs[g.rowDim]
-	g.rows(dev, disjoint, func(i0 int, o []int, outer int, kb []int) {
-		for r := range g.out[g.rowDim] {
-			src := dy[(i0+r)*nw : (i0+r+1)*nw]
-			if outer >= 0 && ro[r] >= 0 {
-				base := outer + ro[r]
-				for j, off := range g.woff {
-					out[base+off] += src[j]
-				}
-				continue
-			}
-			o[g.rowDim] = r
-			j := 0
-			g.borderTaps(o, kb, func(off int) {
-				if off >= 0 {
-					out[off] += src[j]
-				}
-				j++
-			})
-		}
-	})
-}
-
 // PatchesAttrs are ExtractPatches' window and, for its adjoint, the
 // operand's shape.
 type PatchesAttrs struct {
@@ -337,12 +106,14 @@ type PatchesAttrs struct {
 	Operand tensor.Shape
 }
 
-func patchesShape(g *geometry) tensor.Shape { return append(slices.Clone(g.out), g.win...) }
+// patchesShape is the shape of ExtractPatches' output: the window
+// positions, then the window.
+func patchesShape(in tensor.Shape, w Window) tensor.Shape { return append(w.OutShape(in), w.Dims...) }
 
 var extractPatchesOp, scatterPatchesOp *eager.Op
 
 func init() {
-	extractPatchesOp = eager.Register(anyDType(&eager.Op{
+	extractPatchesOp = eager.Register(&eager.Op{
 		Name: "ExtractPatches", Inputs: 2, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			x, pad := c.Inputs[0], c.Inputs[1]
@@ -354,7 +125,7 @@ func init() {
 			if !a.Operand.Equal(x.Shape()) {
 				c.Fail(tensor.ErrAttr, "the attributes' operand shape %v is not the input's %v", a.Operand, x.Shape())
 			}
-			return c.Out1(x.DType(), patchesShape(newGeometry(x.Shape(), a.Window)))
+			return c.Out1(x.DType(), patchesShape(x.Shape(), a.Window))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
@@ -365,32 +136,14 @@ func init() {
 			}
 			return []*tensor.Tensor{dx, dpad}
 		},
-	}, func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a := c.Inputs[0], c.Attrs.(PatchesAttrs)
-		g := kernelGeometry(x.Shape(), a.Window)
-		xb, ob, pb := x.HostBytes(), outs[0].HostBytes(), c.Inputs[1].HostBytes()
-		if len(ob) == 0 {
-			return
-		}
-		switch x.DType().Size() {
-		case 1:
-			patchesKernel(cpu(c), g, xb, ob, pb[0])
-		case 4:
-			patchesKernel(cpu(c), g, tensor.View32(xb), tensor.View32(ob), tensor.View32(pb)[0])
-		case 8:
-			patchesKernel(cpu(c), g, tensor.View64(xb), tensor.View64(ob), tensor.View64(pb)[0])
-		}
-	}))
+	})
 
-	scatterPatchesOp = eager.Register(cpuKernels{
-		f32: scatterPatchesNum[float32], f64: scatterPatchesNum[float64], i32: scatterPatchesNum[int32],
-		i64: scatterPatchesNum[int64], u8: scatterPatchesNum[uint8],
-	}.register(&eager.Op{
+	scatterPatchesOp = eager.Register(&eager.Op{
 		Name: "ScatterPatches", Inputs: 1, DTypes: numericTypes,
 		Infer: func(c *eager.Call) []eager.Out {
 			a := c.Attrs.(PatchesAttrs)
 			a.Window.check(c, a.Operand)
-			if want := patchesShape(newGeometry(a.Operand, a.Window)); !want.Equal(c.Inputs[0].Shape()) {
+			if want := patchesShape(a.Operand, a.Window); !want.Equal(c.Inputs[0].Shape()) {
 				c.Fail(tensor.ErrShape, "patches have shape %v, the window gives %v", c.Inputs[0].Shape(), want)
 			}
 			return c.Out1(c.Inputs[0].DType(), a.Operand)
@@ -399,13 +152,7 @@ func init() {
 			dy := g.OutGrads[0]
 			return []*tensor.Tensor{eager.Run1(extractPatchesOp, g.Attrs, dy, ScalarLike(dy, 0))}
 		},
-	}))
-}
-
-func scatterPatchesNum[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	a := c.Attrs.(PatchesAttrs)
-	g := kernelGeometry(a.Operand, a.Window)
-	scatterPatchesKernel(cpu(c), g, g.separableRows(a.Window), data[T](c.Inputs[0]), data[T](outs[0]))
+	})
 }
 
 // ExtractPatches lays the window over x (padded with pad, a scalar of x's

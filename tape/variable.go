@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"github.com/eagerflow/eagerflow/backend/cpu"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -82,17 +83,17 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
 		switch v.t.DType() {
 		case tensor.Float32:
-			ops.AxpyInPlace(tensor.HostData[float32](v.t), float32(alpha), tensor.HostData[float32](x))
+			cpu.AxpyInPlace(tensor.HostData[float32](v.t), float32(alpha), tensor.HostData[float32](x))
 			return
 		case tensor.Float64:
-			ops.AxpyInPlace(tensor.HostData[float64](v.t), alpha, tensor.HostData[float64](x))
+			cpu.AxpyInPlace(tensor.HostData[float64](v.t), alpha, tensor.HostData[float64](x))
 			return
 		}
 	}
 	writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha))))
 }
 
-// AdamUpdate takes one Adam step on the variable in place (ops.AdamInPlace)
+// AdamUpdate takes one Adam step on the variable in place (cpu.AdamInPlace)
 // with its moment slots m and v (variables of its dtype and shape) and the
 // gradient g: one pass, no temporaries. It reports false, changing
 // nothing, where the fused kernel does not apply (off the CPU, or not a
@@ -109,9 +110,9 @@ func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams
 	g = g.Contiguous()
 	switch v.t.DType() {
 	case tensor.Float32:
-		ops.AdamInPlace(tensor.HostData[float32](v.t), tensor.HostData[float32](m.t), tensor.HostData[float32](s.t), tensor.HostData[float32](g), p)
+		cpu.AdamInPlace(tensor.HostData[float32](v.t), tensor.HostData[float32](m.t), tensor.HostData[float32](s.t), tensor.HostData[float32](g), p)
 	case tensor.Float64:
-		ops.AdamInPlace(tensor.HostData[float64](v.t), tensor.HostData[float64](m.t), tensor.HostData[float64](s.t), tensor.HostData[float64](g), p)
+		cpu.AdamInPlace(tensor.HostData[float64](v.t), tensor.HostData[float64](m.t), tensor.HostData[float64](s.t), tensor.HostData[float64](g), p)
 	default:
 		return false
 	}

@@ -15,11 +15,12 @@ const module = "github.com/eagerflow/eagerflow/"
 
 // layer gives each top-level directory its place; a package may import only
 // packages of a lower layer, or of its own directory tree.
-// (device is below tensor: tensors hold device buffers.)
+// (device is below tensor: tensors hold device buffers; backends are above
+// ops, whose attributes their kernels read, and ops never imports them.)
 var layer = map[string]int{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 2,
-	"eager": 2, "ops": 3, "tape": 4, "control": 5, "data": 5,
-	"nn": 6, "examples": 7, "bench": 7,
+	"eager": 2, "ops": 3, "backend": 4, "tape": 5, "control": 6, "data": 6,
+	"nn": 7, "examples": 8, "bench": 8,
 }
 
 func top(path string) string { return strings.SplitN(path, "/", 2)[0] }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
+	_ "github.com/eagerflow/eagerflow/backend/cpu" // the kernels of the ops below
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 	"github.com/google/go-cmp/cmp"

@@ -1,0 +1,168 @@
+package cpu
+
+import (
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Broadcasting for the elementwise kernels with two or three inputs.
+
+// bcastPlan walks an output in rows of its (collapsed) innermost dimension,
+// giving each input's offset for the row and whether the input is constant
+// along the row (stride 0) or advances with it (stride 1).
+type bcastPlan struct {
+	dims    []int   // collapsed output dimensions
+	strides [][]int // per input, per collapsed dimension
+	step    [3]int  // per input: 0 or 1 along the innermost dimension
+	n       int     // number of inputs
+}
+
+func newBcastPlan(out tensor.Shape, ins ...tensor.Shape) *bcastPlan {
+	rank := len(out)
+	p := &bcastPlan{n: len(ins)}
+	// full[i][d]: input i's stride along output dimension d (0 = broadcast).
+	full := make([][]int, len(ins))
+	for i, s := range ins {
+		full[i] = make([]int, rank)
+		off := rank - len(s)
+		step := 1
+		for d := rank - 1; d >= off; d-- {
+			if s[d-off] != 1 {
+				full[i][d] = step
+			}
+			step *= s[d-off]
+		}
+	}
+	// Collapse neighbouring dimensions that every input treats alike.
+	for d := 0; d < rank; d++ {
+		if out[d] == 1 && rank > 1 {
+			continue
+		}
+		k := len(p.dims) - 1
+		if k >= 0 && p.mergeable(full, d, out) {
+			p.dims[k] *= out[d]
+			for i := range ins {
+				p.strides[i][k] = full[i][d]
+			}
+			continue
+		}
+		p.dims = append(p.dims, out[d])
+		if p.strides == nil {
+			p.strides = make([][]int, len(ins))
+		}
+		for i := range ins {
+			p.strides[i] = append(p.strides[i], full[i][d])
+		}
+	}
+	if len(p.dims) == 0 {
+		p.dims = []int{1}
+		p.strides = make([][]int, len(ins))
+		for i := range ins {
+			p.strides[i] = []int{0}
+		}
+	}
+	last := len(p.dims) - 1
+	for i := range ins {
+		if p.strides[i][last] != 0 {
+			p.step[i] = 1
+		}
+	}
+	return p
+}
+
+// mergeable reports whether output dimension d can join the last collapsed
+// dimension: for each input, both broadcast, or d continues it contiguously.
+func (p *bcastPlan) mergeable(full [][]int, d int, out tensor.Shape) bool {
+	k := len(p.dims) - 1
+	for i := range full {
+		prev, cur := p.strides[i][k], full[i][d]
+		if (prev == 0) != (cur == 0) {
+			return false
+		}
+		if cur != 0 && prev != cur*out[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// rows calls fn for each row of the innermost dimension with the output
+// offset and each input's offset; the row has p.dims[last] elements.
+func (p *bcastPlan) rows(fn func(o int, off [3]int)) {
+	last := len(p.dims) - 1
+	inner := p.dims[last]
+	outer := 1
+	for _, d := range p.dims[:last] {
+		outer *= d
+	}
+	idx := make([]int, last)
+	var off [3]int
+	for r := 0; r < outer; r++ {
+		fn(r*inner, off)
+		for d := last - 1; d >= 0; d-- {
+			idx[d]++
+			for i := 0; i < p.n; i++ {
+				off[i] += p.strides[i][d]
+			}
+			if idx[d] < p.dims[d] {
+				break
+			}
+			for i := 0; i < p.n; i++ {
+				off[i] -= p.strides[i][d] * p.dims[d]
+			}
+			idx[d] = 0
+		}
+	}
+}
+
+// binLoops is one binary operation as three contiguous loops: both operands
+// advancing (vv), the second fixed (vs), the first fixed (sv).
+type binLoops[T, R any] struct {
+	vv func(o []R, a, b []T)
+	vs func(o []R, a []T, b T)
+	sv func(o []R, a T, b []T)
+}
+
+// binaryKernel runs l over two broadcast inputs, sharding rows over cores.
+func binaryKernel[T, R tensor.Elem](l binLoops[T, R]) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a, b, out := c.Inputs[0], c.Inputs[1], outs[0]
+		av, bv, ov := data[T](a), data[T](b), data[R](out)
+		n := len(ov)
+		switch {
+		case n == 0:
+		case n < device.MinShardCost && len(av) == n && len(bv) == n:
+			l.vv(ov, av, bv) // small: no closure, no sharding
+		case n < device.MinShardCost && len(bv) == 1 && len(av) == n:
+			l.vs(ov, av, bv[0])
+		case n < device.MinShardCost && len(av) == 1 && len(bv) == n:
+			l.sv(ov, av[0], bv)
+		case len(av) == n && len(bv) == n:
+			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.vv(ov[lo:hi], av[lo:hi], bv[lo:hi]) })
+		case len(bv) == 1 && len(av) == n:
+			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.vs(ov[lo:hi], av[lo:hi], bv[0]) })
+		case len(av) == 1 && len(bv) == n:
+			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.sv(ov[lo:hi], av[0], bv[lo:hi]) })
+		default:
+			p := newBcastPlan(out.Shape(), a.Shape(), b.Shape())
+			inner := p.dims[len(p.dims)-1]
+			p.rows(func(o int, off [3]int) {
+				row := ov[o : o+inner]
+				switch {
+				case p.step[0] == 1 && p.step[1] == 1:
+					l.vv(row, av[off[0]:off[0]+inner], bv[off[1]:off[1]+inner])
+				case p.step[0] == 1:
+					l.vs(row, av[off[0]:off[0]+inner], bv[off[1]])
+				case p.step[1] == 1:
+					l.sv(row, av[off[0]], bv[off[1]:off[1]+inner])
+				default:
+					l.vs(row[:1], av[off[0]:off[0]+1], bv[off[1]])
+					for i := 1; i < inner; i++ {
+						row[i] = row[0]
+					}
+				}
+			})
+		}
+	}
+}

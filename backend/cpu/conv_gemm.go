@@ -1,0 +1,330 @@
+package cpu
+
+import (
+	"sync"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Kernels of Conv2DGemm and its two backprops (ops/conv_gemm.go), each
+// image one GEMM, in either layout without transposing the batch:
+//   - NCHW: against the image's "im2row" matrix, row (c, kh, kw) input
+//     channel c shifted by tap (kh, kw) over the output positions; then
+//     Y_n [O, OH*OW] = F [O, C*KH*KW] · P_n is already image n's output,
+//     and the input lands in P_n by row copies.
+//   - NHWC (conv_nhwc.go): against its "im2col" matrix, row (oh, ow) the
+//     input pixels under the filter there, (kh, kw, c) in order, so that
+//     the HWIO filter is already its [KH*KW*C, O] right-hand side and
+//     Y_n [OH*OW, O] = P_n · F is the image's output.
+
+// convGeom is the geometry of one call: strides sh, sw, dilations dh, dw,
+// pads pt, pb, pl, pr, input h x w, batch n, channels c and o, filter
+// kh x kw, output oh x ow.
+type convGeom struct {
+	sh, sw, dh, dw, pt, pb, pl, pr int
+	h, w                           int
+	format                         ops.DataFormat
+	n, c, o, kh, kw, oh, ow        int
+}
+
+// geomOf is the geometry of a call with attributes a (which the op's
+// shape rule has checked), batch n, ch input and o output channels.
+func geomOf(a ops.Conv2DGemmAttrs, n, ch, o int) convGeom {
+	oh, ow := a.OutSize()
+	return convGeom{sh: a.StrideH, sw: a.StrideW, dh: a.DilationH, dw: a.DilationW,
+		pt: a.PadTop, pb: a.PadBottom, pl: a.PadLeft, pr: a.PadRight, h: a.H, w: a.W, format: a.Format,
+		n: n, c: ch, o: o, kh: a.KH, kw: a.KW, oh: oh, ow: ow}
+}
+
+func (g convGeom) taps() int { return g.c * g.kh * g.kw }
+
+// span returns the output columns [lo, hi) whose input column ow*s+off lies
+// in [0, w).
+func span(off, s, w, ow int) (int, int) {
+	lo := 0
+	if off < 0 {
+		lo = (-off + s - 1) / s
+	}
+	hi := ow
+	if last := w - 1 - off; last < 0 {
+		hi = 0
+	} else {
+		hi = min(hi, last/s+1)
+	}
+	return min(lo, hi), hi
+}
+
+// shifted reports whether every im2row row is its input plane shifted by
+// a constant (stride 1 with the output as wide as the input, as "same"
+// padding gives), and the rows [lo, hi) of the output whose input row
+// exists for filter row kh.
+func (g convGeom) shifted(kh int) (ok bool, lo, hi int) {
+	if g.sh != 1 || g.sw != 1 || g.ow != g.w {
+		return false, 0, 0
+	}
+	return true, max(0, g.pt-kh*g.dh), min(g.oh, g.h+g.pt-kh*g.dh)
+}
+
+// tap is one row of the im2row matrix: input channel c seen through
+// filter tap (kh, kw). Output column ow reads input column ow*sw+off; lo and
+// hi bound the output columns whose input column exists. When the geometry
+// is shifted (g.shifted), the whole row is the plane shifted by d, valid
+// over [s0, s1) with output rows [r0, r1) inside the input.
+type tap struct {
+	c, kh, off, lo, hi int
+	shift              bool
+	r0, r1, d, s0, s1  int
+}
+
+// forTaps calls fn with every im2row row in order: its index and its tap.
+func (g convGeom) forTaps(fn func(r int, t tap)) {
+	for c := 0; c < g.c; c++ {
+		for kh := 0; kh < g.kh; kh++ {
+			for kw := 0; kw < g.kw; kw++ {
+				t := tap{c: c, kh: kh, off: kw*g.dw - g.pl}
+				t.lo, t.hi = span(t.off, g.sw, g.w, g.ow)
+				t.shift, t.r0, t.r1 = g.shifted(kh)
+				if t.shift {
+					t.d = (kh*g.dh-g.pt)*g.w + t.off
+					t.s0, t.s1 = max(t.r0*g.w, -t.d), min(t.r1*g.w, g.h*g.w-t.d)
+				}
+				fn((c*g.kh+kh)*g.kw+kw, t)
+			}
+		}
+	}
+}
+
+// clearWrapped zeroes, in a shifted row, the columns of output rows [r0,
+// r1) whose input column lies outside the plane (where the shift wrapped
+// around a row end).
+func clearWrapped[T tensor.Float](row []T, t tap, w int) {
+	for oh := t.r0; oh < t.r1; oh++ {
+		clear(row[oh*w : oh*w+t.lo])
+		clear(row[oh*w+t.hi : (oh+1)*w])
+	}
+}
+
+// im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
+func im2row[T tensor.Float](p, x []T, g convGeom) {
+	ohw := g.oh * g.ow
+	g.forTaps(func(r int, t tap) {
+		row := p[r*ohw:][:ohw]
+		if t.shift {
+			// One copy of the plane, shifted; then zeros where the shift
+			// wrapped around a row end or left the plane.
+			plane := x[t.c*g.h*g.w:][:g.h*g.w]
+			clear(row[:max(t.s0, 0)])
+			if t.s0 < t.s1 {
+				copy(row[t.s0:t.s1], plane[t.s0+t.d:t.s1+t.d])
+			}
+			clear(row[max(t.s1, 0):])
+			clearWrapped(row, t, g.w)
+			return
+		}
+		for oh := 0; oh < g.oh; oh++ {
+			seg := row[oh*g.ow : (oh+1)*g.ow]
+			ih := oh*g.sh + t.kh*g.dh - g.pt
+			if ih < 0 || ih >= g.h {
+				clear(seg)
+				continue
+			}
+			src := x[(t.c*g.h+ih)*g.w:][:g.w]
+			clear(seg[:t.lo])
+			clear(seg[t.hi:])
+			if t.lo >= t.hi {
+				continue // no output column reads this row (src[lo+off:] may lie outside it)
+			}
+			if g.sw == 1 {
+				copy(seg[t.lo:t.hi], src[t.lo+t.off:t.hi+t.off])
+				continue
+			}
+			for ow := t.lo; ow < t.hi; ow++ {
+				seg[ow] = src[ow*g.sw+t.off]
+			}
+		}
+	})
+}
+
+// row2im adds p [C*KH*KW, OH*OW] back into one image's gradient dx [C, H,
+// W], the adjoint of im2row.
+func row2im[T tensor.Float](dx, p []T, g convGeom) {
+	ohw := g.oh * g.ow
+	g.forTaps(func(r int, t tap) {
+		row := p[r*ohw:][:ohw]
+		if t.lo >= t.hi {
+			return
+		}
+		if t.shift {
+			// Zero the entries im2row would have zeroed (wrapped columns),
+			// then add the rows in one shifted pass.
+			clearWrapped(row, t, g.w)
+			if t.s0 < t.s1 {
+				addInto(dx[t.c*g.h*g.w:][:g.h*g.w][t.s0+t.d:t.s1+t.d], row[t.s0:t.s1])
+			}
+			return
+		}
+		for oh := 0; oh < g.oh; oh++ {
+			ih := oh*g.sh + t.kh*g.dh - g.pt
+			if ih < 0 || ih >= g.h {
+				continue
+			}
+			seg := row[oh*g.ow : (oh+1)*g.ow]
+			dst := dx[(t.c*g.h+ih)*g.w:][:g.w]
+			if g.sw == 1 {
+				addInto(dst[t.lo+t.off:t.hi+t.off], seg[t.lo:t.hi])
+				continue
+			}
+			for ow := t.lo; ow < t.hi; ow++ {
+				dst[ow*g.sw+t.off] += seg[ow]
+			}
+		}
+	})
+}
+
+// tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in
+// im2row's order.
+func tapMajor[T tensor.Float](dst, f []T, g convGeom) {
+	for kh := 0; kh < g.kh; kh++ {
+		for kw := 0; kw < g.kw; kw++ {
+			for c := 0; c < g.c; c++ {
+				copy(dst[((c*g.kh+kh)*g.kw+kw)*g.o:][:g.o], f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o])
+			}
+		}
+	}
+}
+
+// filterOfT is the inverse of tapMajor for a transposed source: src is
+// [O, C*KH*KW], f is [KH, KW, C, O].
+func filterOfT[T tensor.Float](f, src []T, g convGeom) {
+	taps := g.taps()
+	for kh := 0; kh < g.kh; kh++ {
+		for kw := 0; kw < g.kw; kw++ {
+			for c := 0; c < g.c; c++ {
+				t := (c*g.kh+kh)*g.kw + kw
+				row := f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o]
+				for o := range row {
+					row[o] = src[o*taps+t]
+				}
+			}
+		}
+	}
+}
+
+// perImage runs fn(n, scratch) over the batch: images in parallel, one
+// GEMM each on its worker, when the batch has an image per worker; else
+// image by image, each GEMM split across the workers. Each goroutine gets
+// size elements of scratch, passed to start before its first image and to
+// done after its last (either may be nil).
+func perImage[T tensor.Float](c *eager.Call, g convGeom, size int, start func(s []T), fn func(n int, s []T, parallelGemm bool), done func(s []T)) {
+	run := func(lo, hi int, par bool) {
+		s, buf := gemmScratch[T](size)
+		if start != nil {
+			start(s)
+		}
+		for n := lo; n < hi; n++ {
+			fn(n, s, par)
+		}
+		if done != nil {
+			done(s)
+		}
+		putGemmScratch(buf)
+	}
+	dev := deviceOf(c)
+	if g.n < dev.Workers() {
+		run(0, g.n, true)
+		return
+	}
+	cost := float64(g.o*g.taps()*g.oh*g.ow) / 16
+	dev.Parallel(g.n, cost, func(lo, hi int) { run(lo, hi, false) })
+}
+
+// gemmOn is gemm (out = a·b, or out += a·b when accumulate), split across
+// the workers or on this goroutine alone.
+func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA bool, b []T, transB bool, out []T, accumulate bool) {
+	dev := deviceOf(c)
+	if !parallel {
+		dev = nil
+	}
+	gemmAcc(dev, m, n, k, a, transA, b, transB, out, accumulate)
+}
+
+func conv2DGemmKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(ops.Conv2DGemmAttrs)
+	g := geomOf(a, x.Dim(0), a.Channels(x), f.Dim(3))
+	if g.format == ops.NHWC {
+		conv2DNHWC[T](c, g, data[T](x), data[T](f), data[T](outs[0]))
+		return
+	}
+	xv, yv := data[T](x), data[T](outs[0])
+	taps, ohw := g.taps(), g.oh*g.ow
+	fm, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	tapMajor(fm, data[T](f), g)
+	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
+		im2row(p, xv[n*g.c*g.h*g.w:], g)
+		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yv[n*g.o*ohw:(n+1)*g.o*ohw], false)
+	}, nil)
+}
+
+func conv2DGemmInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	f, dy := c.Inputs[0], c.Inputs[1]
+	g := geomOf(c.Attrs.(ops.Conv2DGemmAttrs), dy.Dim(0), f.Dim(2), f.Dim(3))
+	if g.format == ops.NHWC {
+		conv2DNHWCInput[T](c, g, data[T](f), data[T](dy), data[T](outs[0]))
+		return
+	}
+	dyv, dx := data[T](dy), data[T](outs[0])
+	taps, ohw, img := g.taps(), g.oh*g.ow, g.c*g.h*g.w
+	fm, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	tapMajor(fm, data[T](f), g)
+	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
+		gemmOn(c, par, taps, ohw, g.o, fm, false, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, p, false)
+		d := dx[n*img : (n+1)*img]
+		clear(d)
+		row2im(d, p, g)
+	}, nil)
+}
+
+func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(ops.Conv2DGemmAttrs)
+	g := geomOf(a, x.Dim(0), a.Channels(x), a.Channels(dy))
+	if g.format == ops.NHWC {
+		conv2DNHWCFilter[T](c, g, data[T](x), data[T](dy), data[T](outs[0]))
+		return
+	}
+	xv, dyv := data[T](x), data[T](dy)
+	taps, ohw := g.taps(), g.oh*g.ow
+	// Each goroutine sums its images' products into its own [O, taps]
+	// block after its im2row scratch; the blocks are added at the end.
+	var mu sync.Mutex
+	total, buf := gemmScratch[T](taps * g.o)
+	defer putGemmScratch(buf)
+	clear(total)
+	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
+		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
+		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ as dot products of rows:
+		// gemm would first transpose P_n, which costs more than the sums.
+		dyn, p, acc := dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:]
+		if !par {
+			dotsNT(g.o, taps, ohw, dyn, p, acc, true)
+			return
+		}
+		deviceOf(c).Parallel(g.o, float64(taps*ohw)/8, func(lo, hi int) {
+			dotsNT(hi-lo, taps, ohw, dyn[lo*ohw:], p, acc[lo*taps:], true)
+		})
+	}, func(s []T) {
+		mu.Lock()
+		addInto(total, s[taps*ohw:])
+		mu.Unlock()
+	})
+	filterOfT(data[T](outs[0]), total, g)
+}
+
+func init() {
+	kernels{f32: conv2DGemmKernel[float32], f64: conv2DGemmKernel[float64]}.register("Conv2DGemm")
+	kernels{f32: conv2DGemmInputKernel[float32], f64: conv2DGemmInputKernel[float64]}.register("Conv2DGemmBackpropInput")
+	kernels{f32: conv2DGemmFilterKernel[float32], f64: conv2DGemmFilterKernel[float64]}.register("Conv2DGemmBackpropFilter")
+}

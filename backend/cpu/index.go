@@ -1,0 +1,50 @@
+package cpu
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Index inputs as kernels read them.
+
+// indexValues returns an Int32 or Int64 tensor's values as int64s.
+func indexValues(t *tensor.Tensor) []int64 {
+	if t.DType() == tensor.Int32 {
+		v := tensor.ToSlice[int32](t)
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	}
+	return tensor.ToSlice[int64](t)
+}
+
+// checkIndexRange returns the indices of input i, failing the call if one
+// is outside [0, n). Kernels call it before they write anything.
+func checkIndexRange(c *eager.Call, i int, n int) []int64 {
+	idx := indexValues(c.Inputs[i])
+	for k, v := range idx {
+		if v < 0 || v >= int64(n) {
+			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)
+		}
+	}
+	return idx
+}
+
+// elemCopier copies one element between raw buffers of one dtype.
+func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {
+	size := dt.Size()
+	switch size {
+	case 4:
+		return func(dst []byte, di int, src []byte, si int) { tensor.View32(dst)[di] = tensor.View32(src)[si] }
+	case 8:
+		return func(dst []byte, di int, src []byte, si int) { tensor.View64(dst)[di] = tensor.View64(src)[si] }
+	}
+	return func(dst []byte, di int, src []byte, si int) { dst[di] = src[si] }
+}
+
+// blocks returns (outer, n, inner) for a shape split at axis.
+func blocks(s tensor.Shape, axis int) (outer, n, inner int) {
+	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
+}

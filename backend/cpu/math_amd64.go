@@ -1,0 +1,29 @@
+//go:build amd64 && !purego
+
+package cpu
+
+// The float32 vector kernels of transcendental functions (AVX2 and FMA;
+// stanh16 AVX-512), in math_exp_amd64.s, math_tanh_amd64.s,
+// math_log_amd64.s and math_erf_amd64.s. Each takes n a multiple of its
+// lanes; fastmath.go runs them over the whole blocks and the rest in Go.
+
+//go:noescape
+func sexp8(dst, x *float32, n int)
+
+//go:noescape
+func ssigmoid8(dst, x *float32, n int)
+
+//go:noescape
+func stanh8(dst, x *float32, n int)
+
+//go:noescape
+func stanh16(dst, x *float32, n int)
+
+//go:noescape
+func slog8(dst, x *float32, n int)
+
+//go:noescape
+func serf8(dst, x *float32, n int)
+
+//go:noescape
+func sphi8(dst, x *float32, n int)

@@ -1,0 +1,51 @@
+//go:build !amd64 || purego
+
+package cpu
+
+// Without assembly (other architectures, or the purego build tag) every
+// kernel runs its Go loops: the have* flags are false, so the stand-ins
+// for the assembly kernels below are never called.
+var haveVecKernels, haveAVX512 = false, false
+
+// gemm runs its Go micro-kernel everywhere.
+func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] { return nil }
+
+func sdot(x, y *float32, n int) float32 { panic("cpu: no vector kernel in this build") }
+
+func sadd(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func stanh8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func smuls(dst, a *float32, s float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sadds(dst, a *float32, s float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func saxpy(dst, x *float32, a float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func saddnt(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func ssum(x *float32, n int) float32 { panic("cpu: no vector kernel in this build") }
+
+func srelu(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sreluGrad(dst, x, dy *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sexp8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func ssigmoid8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func stanh16(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func slog8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func serf8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sphi8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int {
+	panic("cpu: no vector kernel in this build")
+}
+
+func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int {
+	panic("cpu: no vector kernel in this build")
+}

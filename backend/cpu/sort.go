@@ -1,0 +1,138 @@
+package cpu
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Kernels of sorting and its relatives (ops/sort.go).
+
+// compareNaNLast orders numbers with NaN after everything (NumPy's rule).
+func compareNaNLast[T tensor.Num](a, b T) int {
+	an, bn := a != a, b != b
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	return cmp.Compare(a, b)
+}
+
+// lines calls fn for every line along axis with its element offsets.
+func lines(shape tensor.Shape, axis int, fn func(at func(k int) int)) {
+	outer, n, inner := blocks(shape, axis)
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			base := o*n*inner + i
+			fn(func(k int) int { return base + k*inner })
+		}
+	}
+}
+
+func argSortKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(ops.SortAttrs)
+	xv, ov := data[T](x), data[int64](outs[0])
+	n := x.Dim(a.Axis)
+	perm := make([]int64, n)
+	lines(x.Shape(), a.Axis, func(at func(int) int) {
+		for k := range perm {
+			perm[k] = int64(k)
+		}
+		slices.SortStableFunc(perm, func(p, q int64) int {
+			r := compareNaNLast(xv[at(int(p))], xv[at(int(q))])
+			if a.Descending {
+				// NaN still last; otherwise reversed.
+				if xv[at(int(p))] != xv[at(int(p))] || xv[at(int(q))] != xv[at(int(q))] {
+					return r
+				}
+				return -r
+			}
+			return r
+		})
+		for k, p := range perm {
+			ov[at(k)] = p
+		}
+	})
+}
+
+// argExtremeKernel finds the first maximum (or minimum) along the axis; a
+// NaN counts as the extreme, as in NumPy.
+func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(ops.SortAttrs)
+	xv, ov := data[T](x), data[int64](outs[0])
+	n := x.Dim(a.Axis)
+	j := 0
+	lines(x.Shape(), a.Axis, func(at func(int) int) {
+		best := 0
+		for k := 1; k < n; k++ {
+			v, b := xv[at(k)], xv[at(best)]
+			if b != b {
+				break
+			}
+			if v != v || (a.Descending && v > b) || (!a.Descending && v < b) {
+				best = k
+			}
+		}
+		ov[j] = int64(best)
+		j++
+	})
+}
+
+func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	axis := c.Attrs.(ops.AxisAttrs).Axis
+	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
+	ov := data[T](outs[0])
+	copy(ov, data[T](base))
+	outer, n, inner := blocks(base.Shape(), axis)
+	m := c.Inputs[1].Dim(axis)
+	for o := 0; o < outer; o++ {
+		for k := 0; k < m; k++ {
+			for i := 0; i < inner; i++ {
+				at := (o*m+k)*inner + i
+				r := int(min(max(idx[at], 0), int64(n-1)))
+				ov[(o*n+r)*inner+i] += upd[at]
+			}
+		}
+	}
+}
+
+func init() {
+	kernels{
+		f32: argSortKernel[float32], f64: argSortKernel[float64], i32: argSortKernel[int32],
+		i64: argSortKernel[int64], u8: argSortKernel[uint8],
+	}.register("ArgSort")
+	kernels{
+		f32: argExtremeKernel[float32], f64: argExtremeKernel[float64], i32: argExtremeKernel[int32],
+		i64: argExtremeKernel[int64], u8: argExtremeKernel[uint8],
+	}.register("ArgMaxMin")
+	kernels{
+		f32: putAlongKernel[float32], f64: putAlongKernel[float64], i32: putAlongKernel[int32],
+		i64: putAlongKernel[int64], u8: putAlongKernel[uint8],
+	}.register("PutAlongAxisAdd")
+	anyDType("TakeAlongAxis", takeAlongAxisKernel)
+}
+
+func takeAlongAxisKernel(c *eager.Call, outs []*tensor.Tensor) {
+	axis := c.Attrs.(ops.AxisAttrs).Axis
+	x, idx, out := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
+	mv := elemCopier(x.DType())
+	outer, n, inner := blocks(x.Shape(), axis)
+	m := out.Dim(axis)
+	xb, ob := x.HostBytes(), out.HostBytes()
+	for o := 0; o < outer; o++ {
+		for k := 0; k < m; k++ {
+			for i := 0; i < inner; i++ {
+				at := (o*m+k)*inner + i
+				r := int(min(max(idx[at], 0), int64(n-1)))
+				mv(ob, at, xb, (o*n+r)*inner+i)
+			}
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/chewxy/math32"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Kernels of the elementwise unary ops (ops/unary.go).
+
+// unaryKernel shards a contiguous loop over the elements.
+func unaryKernel[T, R tensor.Elem](cost float64, f func(o []R, x []T)) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, o := data[T](c.Inputs[0]), data[R](outs[0])
+		if float64(len(o))*cost < device.MinShardCost {
+			f(o, x)
+			return
+		}
+		deviceOf(c).Parallel(len(o), cost, func(lo, hi int) { f(o[lo:hi], x[lo:hi]) })
+	}
+}
+
+// mapLoop turns a function of one element into a loop.
+func mapLoop[T, R any](f func(T) R) func(o []R, x []T) {
+	return func(o []R, x []T) {
+		x = x[:len(o)]
+		for i := range o {
+			o[i] = f(x[i])
+		}
+	}
+}
+
+func negLoop[T tensor.Num](o, x []T) {
+	x = x[:len(o)]
+	for i := range o {
+		o[i] = -x[i]
+	}
+}
+
+func absOf[T tensor.Num](v T) T {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func signOf[T tensor.Num](v T) T {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return T(0) - 1
+	}
+	return v // keeps 0, -0 and NaN
+}
+
+func squareLoop[T tensor.Num](o, x []T) {
+	x = x[:len(o)]
+	for i := range o {
+		o[i] = x[i] * x[i]
+	}
+}
+
+func reluLoop[T tensor.Num](o, x []T) {
+	x = x[:len(o)]
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 {
+		srelu(&o32[0], &any(x).([]float32)[0], len(o))
+		return
+	}
+	for i := range o {
+		if v := x[i]; v > 0 || v != v { // NaN propagates
+			o[i] = v
+		} else {
+			o[i] = 0
+		}
+	}
+}
+
+func sigmoid32(x float32) float32 {
+	if x >= 0 {
+		return 1 / (1 + exp32(-x))
+	}
+	e := exp32(x)
+	return e / (1 + e)
+}
+
+func sigmoid64(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func copyKernel(c *eager.Call, outs []*tensor.Tensor) {
+	copy(outs[0].HostBytes(), c.Inputs[0].HostBytes())
+}
+
+func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
+	deviceOf(c).Parallel(len(o), 1, func(lo, hi int) {
+		xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
+		if o32, ok := any(os).([]float32); ok && haveVecKernels && len(os) > 0 {
+			sreluGrad(&o32[0], &any(xs).([]float32)[0], &any(ds).([]float32)[0], len(os))
+			return
+		}
+		for i := range os {
+			if xs[i] > 0 {
+				os[i] = ds[i]
+			} else {
+				os[i] = 0
+			}
+		}
+	})
+}
+
+func init() {
+	numLoops("Neg", negLoop[float32], negLoop[float64], negLoop[int32], negLoop[int64], negLoop[uint8])
+	numLoops("Abs", mapLoop(absOf[float32]), mapLoop(absOf[float64]), mapLoop(absOf[int32]), mapLoop(absOf[int64]), mapLoop(absOf[uint8]))
+	numLoops("Sign", mapLoop(signOf[float32]), mapLoop(signOf[float64]), mapLoop(signOf[int32]), mapLoop(signOf[int64]), mapLoop(signOf[uint8]))
+	numLoops("Square", squareLoop[float32], squareLoop[float64], squareLoop[int32], squareLoop[int64], squareLoop[uint8])
+	numLoops("Relu", reluLoop[float32], reluLoop[float64], reluLoop[int32], reluLoop[int64], reluLoop[uint8])
+	kernels{
+		f32: reluGradKernel[float32], f64: reluGradKernel[float64], i32: reluGradKernel[int32],
+		i64: reluGradKernel[int64], u8: reluGradKernel[uint8],
+	}.register("ReluGrad")
+
+	floatLoops("Exp", exp32Loop, expCost32, math.Exp)
+	floatLoops("Log", log32Loop, expCost32, math.Log)
+	floatLoops("Sqrt", mapLoop(math32.Sqrt), 20, math.Sqrt)
+	floatLoops("Rsqrt", mapLoop(func(x float32) float32 { return 1 / math32.Sqrt(x) }), 20,
+		func(x float64) float64 { return 1 / math.Sqrt(x) })
+	floatLoops("Tanh", tanh32Loop, tanhCost32, math.Tanh)
+	floatLoops("Sigmoid", sigmoid32Loop, expCost32, sigmoid64)
+	anyDType("Identity", copyKernel)
+	anyDType("StopGradient", copyKernel)
+}
+
+// floatLoops registers a unary function of floats from its float32 loop,
+// costing cost32 per element (in device.Parallel's units; scalar
+// transcendental code is about 20), and its float64 scalar function.
+func floatLoops(op string, f32 func(o, x []float32), cost32 float64, f64 func(float64) float64) {
+	kernels{
+		f32: unaryKernel(cost32, f32), f64: unaryKernel(20, mapLoop(f64)),
+		elementwise: &eager.ElementwiseF32{Unary: f32},
+	}.register(op)
+}
+
+// numLoops registers a unary function of every numeric dtype from its loops.
+func numLoops(op string, f32 func(o, x []float32), f64 func(o, x []float64), i32 func(o, x []int32),
+	i64 func(o, x []int64), u8 func(o, x []uint8)) {
+	kernels{
+		f32: unaryKernel(1, f32), f64: unaryKernel(1, f64), i32: unaryKernel(1, i32),
+		i64: unaryKernel(1, i64), u8: unaryKernel(1, u8),
+		elementwise: &eager.ElementwiseF32{Unary: f32},
+	}.register(op)
+}

@@ -1,0 +1,33 @@
+//go:build amd64 && !purego
+
+package cpu
+
+// The float32 vector kernels of vec_amd64.s (AVX2): arithmetic, sums and
+// Relu. Their callers check haveVecKernels and pass n > 0.
+
+//go:noescape
+func sdot(x, y *float32, n int) float32
+
+//go:noescape
+func sadd(dst, a, b *float32, n int)
+
+//go:noescape
+func smuls(dst, a *float32, s float32, n int)
+
+//go:noescape
+func sadds(dst, a *float32, s float32, n int)
+
+//go:noescape
+func saxpy(dst, x *float32, a float32, n int)
+
+//go:noescape
+func saddnt(dst, a, b *float32, n int)
+
+//go:noescape
+func ssum(x *float32, n int) float32
+
+//go:noescape
+func srelu(dst, x *float32, n int)
+
+//go:noescape
+func sreluGrad(dst, x, dy *float32, n int)

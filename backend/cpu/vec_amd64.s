@@ -1,0 +1,391 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// SCALAR_LOOP(VOP, SOP) is the body of dst[i] = a[i] op s: eight lanes
+// with VOP while eight remain, then one at a time with SOP. Arguments:
+// dst+0, a+8, s+16, n+24.
+#define SCALAR_LOOP(VOP, SOP) \
+	MOVQ         dst+0(FP), DX; \
+	MOVQ         a+8(FP), SI; \
+	VBROADCASTSS s+16(FP), Y1; \
+	MOVQ         n+24(FP), CX; \
+wide: \
+	CMPQ    CX, $8; \
+	JL      tail; \
+	VOP     (SI), Y1, Y0; \
+	VMOVUPS Y0, (DX); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DX; \
+	SUBQ    $8, CX; \
+	JMP     wide; \
+tail: \
+	TESTQ  CX, CX; \
+	JE     done; \
+	SOP    (SI), X1, X0; \
+	VMOVSS X0, (DX); \
+	ADDQ   $4, SI; \
+	ADDQ   $4, DX; \
+	DECQ   CX; \
+	JMP    tail; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// ADD32(STORE) adds 32 float32 of (SI) and (DI) into (DX), storing with
+// STORE (VMOVUPS, or VMOVNTPS to bypass the caches), and advances the
+// three pointers and the count CX. sadd and saddnt share it.
+#define ADD32(STORE) \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3; \
+	VADDPS  (DI), Y0, Y0; \
+	VADDPS  32(DI), Y1, Y1; \
+	VADDPS  64(DI), Y2, Y2; \
+	VADDPS  96(DI), Y3, Y3; \
+	STORE   Y0, (DX); \
+	STORE   Y1, 32(DX); \
+	STORE   Y2, 64(DX); \
+	STORE   Y3, 96(DX); \
+	ADDQ    $128, SI; \
+	ADDQ    $128, DI; \
+	ADDQ    $128, DX; \
+	SUBQ    $32, CX
+
+// FOLD4 sums the 32 lanes of Y0-Y3 into the low lane of X0 (pairwise,
+// then across halves and lanes); sdot and ssum share it.
+#define FOLD4 \
+	VADDPS       Y1, Y0, Y0; \
+	VADDPS       Y3, Y2, Y2; \
+	VADDPS       Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VPERMILPS    $0x4E, X0, X1; \
+	VADDPS       X1, X0, X0; \
+	VPERMILPS    $0xB1, X0, X1; \
+	VADDSS       X1, X0, X0
+
+// func sdot(x, y *float32, n int) float32
+// Returns sum(x[i]*y[i]) with four 8-wide FMA accumulators.
+TEXT ·sdot(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot32:
+	CMPQ        CX, $32
+	JL          dot8
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         dot32
+
+dot8:
+	CMPQ        CX, $8
+	JL          dotsum
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         dot8
+
+dotsum:
+	FOLD4
+
+dottail:
+	TESTQ       CX, CX
+	JE          dotdone
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         dottail
+
+dotdone:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func sadd(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i].
+TEXT ·sadd(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ n+24(FP), CX
+
+add32:
+	CMPQ CX, $32
+	JL   add8
+	ADD32(VMOVUPS)
+	JMP  add32
+
+add8:
+	CMPQ    CX, $8
+	JL      addtail
+	VMOVUPS (SI), Y0
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     add8
+
+addtail:
+	TESTQ  CX, CX
+	JE     adddone
+	VMOVSS (SI), X0
+	VADDSS (DI), X0, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    addtail
+
+adddone:
+	VZEROUPPER
+	RET
+
+// func smuls(dst, a *float32, s float32, n int)
+// dst[i] = a[i] * s.
+TEXT ·smuls(SB), NOSPLIT, $0-32
+	SCALAR_LOOP(VMULPS, VMULSS)
+
+// func sadds(dst, a *float32, s float32, n int)
+// dst[i] = a[i] + s.
+TEXT ·sadds(SB), NOSPLIT, $0-32
+	SCALAR_LOOP(VADDPS, VADDSS)
+
+// func saxpy(dst, x *float32, a float32, n int)
+// dst[i] += a * x[i].
+TEXT ·saxpy(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y4
+	MOVQ         n+24(FP), CX
+
+axpy32:
+	CMPQ        CX, $32
+	JL          axpy8
+	VMOVUPS     (DX), Y0
+	VMOVUPS     32(DX), Y1
+	VMOVUPS     64(DX), Y2
+	VMOVUPS     96(DX), Y3
+	VFMADD231PS (SI), Y4, Y0
+	VFMADD231PS 32(SI), Y4, Y1
+	VFMADD231PS 64(SI), Y4, Y2
+	VFMADD231PS 96(SI), Y4, Y3
+	VMOVUPS     Y0, (DX)
+	VMOVUPS     Y1, 32(DX)
+	VMOVUPS     Y2, 64(DX)
+	VMOVUPS     Y3, 96(DX)
+	ADDQ        $128, SI
+	ADDQ        $128, DX
+	SUBQ        $32, CX
+	JMP         axpy32
+
+axpy8:
+	CMPQ        CX, $8
+	JL          axpytail
+	VMOVUPS     (DX), Y0
+	VFMADD231PS (SI), Y4, Y0
+	VMOVUPS     Y0, (DX)
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	SUBQ        $8, CX
+	JMP         axpy8
+
+axpytail:
+	TESTQ       CX, CX
+	JE          axpydone
+	VMOVSS      (DX), X0
+	VFMADD231SS (SI), X4, X0
+	VMOVSS      X0, (DX)
+	ADDQ        $4, SI
+	ADDQ        $4, DX
+	DECQ        CX
+	JMP         axpytail
+
+axpydone:
+	VZEROUPPER
+	RET
+
+// func saddnt(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i] for n a multiple of 32 and dst 32-byte aligned,
+// with non-temporal stores: for arrays far larger than the caches, the
+// result goes to memory without first reading its lines in.
+TEXT ·saddnt(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ n+24(FP), CX
+
+ntloop:
+	CMPQ CX, $32
+	JL   ntdone
+	ADD32(VMOVNTPS)
+	JMP  ntloop
+
+ntdone:
+	SFENCE
+	VZEROUPPER
+	RET
+
+// func ssum(x *float32, n int) float32
+// Returns the sum of x[0:n] with eight 8-wide accumulators (64 partial
+// sums, added pairwise at the end): enough independent adds in flight to
+// read at the cache's speed.
+TEXT ·ssum(SB), NOSPLIT, $0-20
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+sum64:
+	CMPQ   CX, $64
+	JL     sum8
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VADDPS 128(SI), Y4, Y4
+	VADDPS 160(SI), Y5, Y5
+	VADDPS 192(SI), Y6, Y6
+	VADDPS 224(SI), Y7, Y7
+	ADDQ   $256, SI
+	SUBQ   $64, CX
+	JMP    sum64
+
+sum8:
+	CMPQ   CX, $8
+	JL     sumfold
+	VADDPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JMP    sum8
+
+sumfold:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	FOLD4
+
+sumtail:
+	TESTQ  CX, CX
+	JE     sumdone
+	VADDSS (SI), X0, X0
+	ADDQ   $4, SI
+	DECQ   CX
+	JMP    sumtail
+
+sumdone:
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func srelu(dst, x *float32, n int)
+// dst[i] = x[i] where x[i] > 0, NaN where x[i] is NaN, else +0 (as the Go
+// loop does): MAXPS returns its second source, zero, when either is NaN
+// (and for -0), so the NaN lanes, found by an unordered compare of x with
+// itself, are ORed back in.
+TEXT ·srelu(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DX
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y2, Y2, Y2
+
+relu8:
+	CMPQ    CX, $8
+	JL      relutail
+	VMOVUPS (SI), Y0
+	VCMPPS  $0x03, Y0, Y0, Y1 // unordered: x is NaN
+	VANDPS  Y0, Y1, Y1
+	VMAXPS  Y2, Y0, Y0
+	VORPS   Y1, Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     relu8
+
+relutail:
+	TESTQ  CX, CX
+	JE     reludone
+	VMOVSS (SI), X0
+	VCMPSS $0x03, X0, X0, X1
+	VANDPS X0, X1, X1
+	VMAXSS X2, X0, X0
+	VORPS  X1, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    relutail
+
+reludone:
+	VZEROUPPER
+	RET
+
+// func sreluGrad(dst, x, dy *float32, n int)
+// dst[i] = dy[i] where x[i] > 0, else 0 (an ordered compare: NaN gives 0).
+TEXT ·sreluGrad(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DX
+	MOVQ   x+8(FP), SI
+	MOVQ   dy+16(FP), DI
+	MOVQ   n+24(FP), CX
+	VXORPS Y2, Y2, Y2
+
+rgrad8:
+	CMPQ    CX, $8
+	JL      rgradtail
+	VMOVUPS (SI), Y0
+	VCMPPS  $0x1e, Y2, Y0, Y1     // x > 0, ordered
+	VANDPS  (DI), Y1, Y1
+	VMOVUPS Y1, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     rgrad8
+
+rgradtail:
+	TESTQ  CX, CX
+	JE     rgraddone
+	VMOVSS (SI), X0
+	VCMPSS $0x1e, X2, X0, X1
+	VMOVSS (DI), X3
+	VANDPS X3, X1, X1
+	VMOVSS X1, (DX)
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	ADDQ   $4, DX
+	DECQ   CX
+	JMP    rgradtail
+
+rgraddone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,208 @@
+package cpu
+
+import (
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Windows that move over the last two dimensions only, with no padding and
+// no dilation: NCHW pooling. ReduceWindow and SelectAndScatter run them as
+// plain loops over each plane's rows instead of through the general window
+// geometry (offset tables, per-window callbacks).
+
+// planeWindow is such a window over planes of h x w elements.
+type planeWindow struct {
+	planes, h, w int
+	kh, kw       int
+	sh, sw       int
+	oh, ow       int
+}
+
+// planeOf returns the plane form of a normalized window over shape, and
+// whether the window has one.
+func planeOf(shape tensor.Shape, win ops.Window) (planeWindow, bool) {
+	r := shape.Rank()
+	if r < 2 {
+		return planeWindow{}, false
+	}
+	for d := 0; d < r; d++ {
+		if win.Padding[d] != [2]int{} || win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 {
+			return planeWindow{}, false
+		}
+		if d < r-2 && (win.Dims[d] != 1 || win.Strides[d] != 1) {
+			return planeWindow{}, false
+		}
+	}
+	p := planeWindow{planes: shape[:r-2].NumElements(), h: shape[r-2], w: shape[r-1],
+		kh: win.Dims[r-2], kw: win.Dims[r-1], sh: win.Strides[r-2], sw: win.Strides[r-1]}
+	if p.kh > p.h || p.kw > p.w {
+		return planeWindow{}, false
+	}
+	p.oh, p.ow = (p.h-p.kh)/p.sh+1, (p.w-p.kw)/p.sw+1
+	return p, true
+}
+
+// rows calls fn for every output row (plane, oh), split across workers;
+// x0 is the offset of the row's first window's first tap, o0 of its first
+// output.
+func (p planeWindow) rows(dev *device.CPUDevice, fn func(x0, o0 int)) {
+	dev.Parallel(p.planes*p.oh, float64(p.ow*p.kh*p.kw), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			plane, oh := r/p.oh, r%p.oh
+			fn((plane*p.h+oh*p.sh)*p.w, r*p.ow)
+		}
+	})
+}
+
+// reduce is ReduceWindow's kernel on a plane window.
+func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
+	p.rows(dev, func(x0, o0 int) {
+		o := out[o0 : o0+p.ow]
+		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
+			reduceMax2x2(o, x[x0:x0+p.w], x[x0+p.w:x0+2*p.w], init, p.sw)
+			return
+		}
+		for j := range o {
+			acc := init
+			for i := 0; i < p.kh; i++ {
+				row := x[x0+i*p.w+j*p.sw:][:p.kw]
+				switch kind {
+				case ops.ReduceMax:
+					for _, v := range row {
+						acc = max(acc, v)
+					}
+				case ops.ReduceMin:
+					for _, v := range row {
+						acc = min(acc, v)
+					}
+				default:
+					for _, v := range row {
+						acc += v
+					}
+				}
+			}
+			o[j] = acc
+		}
+	})
+}
+
+// reduceMax2x2 sets o[j] to the largest of init and the 2x2 window at
+// column j*sw of rows r0 and r1.
+func reduceMax2x2[T tensor.Num](o, r0, r1 []T, init T, sw int) {
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && sw == 2 && init == init {
+		// Eight windows at a time, up to a block with a NaN, which the
+		// loop below takes before the vector kernel goes on.
+		a, b, in := any(r0).([]float32), any(r1).([]float32), any(init).(float32)
+		for len(o32) >= 8 {
+			_, _ = a[2*len(o32)-1], b[2*len(o32)-1]
+			done := smaxpool2x2(&o32[0], &a[0], &b[0], in, len(o32))
+			o32, a, b = o32[done:], a[2*done:], b[2*done:]
+			if len(o32) < 8 {
+				break
+			}
+			reduceMax2x2Go(o32[:8], a, b, in, sw)
+			o32, a, b = o32[8:], a[16:], b[16:]
+		}
+		reduceMax2x2Go(o32, a, b, in, sw)
+		return
+	}
+	reduceMax2x2Go(o, r0, r1, init, sw)
+}
+
+// reduceMax2x2Go is reduceMax2x2's loop in Go.
+func reduceMax2x2Go[T tensor.Num](o, r0, r1 []T, init T, sw int) {
+	for j := range o {
+		c := j * sw
+		o[j] = max(init, max(r0[c], r0[c+1]), max(r1[c], r1[c+1]))
+	}
+}
+
+// planeScatter is SelectAndScatter's kernel on a plane window whose windows
+// do not overlap (so rows can run in parallel): each window's source value
+// goes to its first largest (ge) or smallest tap, the first NaN if any.
+func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, out []T, ge bool) {
+	p.rows(dev, func(x0, o0 int) {
+		s := src[o0 : o0+p.ow]
+		if ge && p.kh == 2 && p.kw == 2 {
+			scatterMax2x2(x, s, out, x0, p.w, p.sw)
+			return
+		}
+		for j, v := range s {
+			at, best := -1, T(0)
+			for i := 0; i < p.kh; i++ {
+				base := x0 + i*p.w + j*p.sw
+				for k, t := range x[base : base+p.kw] {
+					if at < 0 || beats(t, best, ge) {
+						at, best = base+k, t
+					}
+				}
+			}
+			out[at] += v
+		}
+	})
+}
+
+// scatterMax2x2 is planeScatter's loop for 2x2 max windows over one
+// output row: each source value goes to its window's first largest tap
+// (the first NaN if any).
+func scatterMax2x2[T tensor.Num](x, src, out []T, x0, w, sw int) {
+	if x32, ok := any(x).([]float32); ok && haveVecKernels && sw == 2 {
+		// Eight windows at a time, up to a block with a NaN, which the
+		// loop below takes before the vector kernel goes on.
+		s32, o32 := any(src).([]float32), any(out).([]float32)
+		for len(s32) >= 8 {
+			_ = x32[x0+w+2*len(s32)-1]
+			_ = o32[x0+w+2*len(s32)-1]
+			done := smaxscatter2x2(&o32[x0], &o32[x0+w], &x32[x0], &x32[x0+w], &s32[0], len(s32))
+			s32, x0 = s32[done:], x0+2*done
+			if len(s32) < 8 {
+				break
+			}
+			scatterMax2x2Go(x32, s32[:8], o32, x0, w, sw)
+			s32, x0 = s32[8:], x0+16
+		}
+		scatterMax2x2Go(x32, s32, o32, x0, w, sw)
+		return
+	}
+	scatterMax2x2Go(x, src, out, x0, w, sw)
+}
+
+// scatterMax2x2Go is scatterMax2x2's loop in Go.
+func scatterMax2x2Go[T tensor.Num](x, src, out []T, x0, w, sw int) {
+	for j, v := range src {
+		at := x0 + j*sw
+		a, b, c, d := x[at], x[at+1], x[at+w], x[at+w+1]
+		best := max(max(a, b), max(c, d))
+		if best != best { // NaN: the first NaN tap
+			out[firstNaN(x, at, w)] += v
+			continue
+		}
+		// The first tap equal to the maximum, as an index computed without
+		// branches (which tap wins is unpredictable).
+		k := 3 - b2i(c == best)
+		k -= (k - 1) * b2i(b == best)
+		k *= 1 - b2i(a == best)
+		out[at+(k>>1)*w+(k&1)] += v
+	}
+}
+
+// b2i is 1 for true and 0 for false; the compiler turns it into a flag
+// read, not a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// firstNaN returns the offset of the first NaN among the 2x2 taps at at
+// (row stride w).
+func firstNaN[T tensor.Num](x []T, at, w int) int {
+	for _, off := range [4]int{at, at + 1, at + w, at + w + 1} {
+		if x[off] != x[off] {
+			return off
+		}
+	}
+	return at
+}

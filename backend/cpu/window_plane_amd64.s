@@ -1,0 +1,148 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The 2x2 stride-2 max pooling kernels of window_plane.go, eight windows
+// at a time.
+
+// TAPS2X2 loads the taps of eight 2x2 windows with stride 2 from the rows
+// at SI and R9 into Y2 (row 0's even columns), Y3 (its odd ones), Y4 and
+// Y5 (row 1's), and jumps to NAN if any tap is NaN (Y0, Y1, Y6, Y7 and BX
+// are scratch). SHUFPS orders the windows 0,1,4,5 | 2,3,6,7 in the 128-bit
+// lanes.
+#define TAPS2X2(NAN) \
+	VMOVUPS   (SI), Y0 \
+	VMOVUPS   32(SI), Y1 \
+	VSHUFPS   $0x88, Y1, Y0, Y2 \
+	VSHUFPS   $0xdd, Y1, Y0, Y3 \
+	VMOVUPS   (R9), Y0 \
+	VMOVUPS   32(R9), Y1 \
+	VSHUFPS   $0x88, Y1, Y0, Y4 \
+	VSHUFPS   $0xdd, Y1, Y0, Y5 \
+	VCMPPS    $3, Y3, Y2, Y6 \
+	VCMPPS    $3, Y5, Y4, Y7 \
+	VORPS     Y7, Y6, Y6 \
+	VMOVMSKPS Y6, BX \
+	TESTL     BX, BX \
+	JNE       NAN
+
+// func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int
+// The backward of a 2x2 max pool with stride 2 over one output row, eight
+// windows at a time: window j's taps are r0[2j], r0[2j+1], r1[2j],
+// r1[2j+1], and src[j] is added to out0 or out1 at its first tap equal to
+// the window's maximum (the others are left as they are). It returns how
+// many windows it did: a multiple of 8, stopping before the first block of
+// eight with a NaN tap (the Go loop takes those, NaN ranks first there).
+// src is permuted to TAPS2X2's window order, and UNPCKLPS/UNPCKHPS restore
+// the taps' order.
+TEXT ·smaxscatter2x2(SB), NOSPLIT, $0-56
+	MOVQ out0+0(FP), DI
+	MOVQ out1+8(FP), R8
+	MOVQ r0+16(FP), SI
+	MOVQ r1+24(FP), R9
+	MOVQ src+32(FP), DX
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+msloop:
+	CMPQ CX, $8
+	JL   msdone
+	TAPS2X2(msdone)
+
+	VMAXPS  Y3, Y2, Y6
+	VMAXPS  Y5, Y4, Y7
+	VMAXPS  Y7, Y6, Y6        // best
+	VCMPPS  $0, Y6, Y2, Y8    // ma = a == best
+	VCMPPS  $0, Y6, Y3, Y9
+	VANDNPS Y9, Y8, Y9        // mb = b == best, not a
+	VORPS   Y9, Y8, Y10       // taken
+	VCMPPS  $0, Y6, Y4, Y11
+	VANDNPS Y11, Y10, Y11     // mc = c == best, not a or b
+	VORPS   Y11, Y10, Y10
+	VCMPPS  $0, Y6, Y6, Y12   // all ones (no NaN here)
+	VANDNPS Y12, Y10, Y10     // md = the rest
+
+	VMOVUPS (DX), Y12
+	VPERMQ  $0xd8, Y12, Y12   // src in the lanes' window order
+	VUNPCKLPS Y12, Y12, Y13   // each window's value for both its columns
+	VUNPCKHPS Y12, Y12, Y14
+
+	VUNPCKLPS Y9, Y8, Y0      // row 0's masks in tap order
+	VUNPCKHPS Y9, Y8, Y1
+	VMOVUPS   (DI), Y2
+	VADDPS    Y13, Y2, Y3
+	VBLENDVPS Y0, Y3, Y2, Y2
+	VMOVUPS   Y2, (DI)
+	VMOVUPS   32(DI), Y2
+	VADDPS    Y14, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y2
+	VMOVUPS   Y2, 32(DI)
+
+	VUNPCKLPS Y10, Y11, Y0    // row 1's
+	VUNPCKHPS Y10, Y11, Y1
+	VMOVUPS   (R8), Y2
+	VADDPS    Y13, Y2, Y3
+	VBLENDVPS Y0, Y3, Y2, Y2
+	VMOVUPS   Y2, (R8)
+	VMOVUPS   32(R8), Y2
+	VADDPS    Y14, Y2, Y3
+	VBLENDVPS Y1, Y3, Y2, Y2
+	VMOVUPS   Y2, 32(R8)
+
+	ADDQ $64, SI
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $32, DX
+	ADDQ $8, AX
+	SUBQ $8, CX
+	JMP  msloop
+
+msdone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET
+
+// GOMAX sets D to the larger of A and B as Go's max does for ordered
+// values (max(-0, +0) is +0): MAXPS returns its second operand for two
+// zeros, so both orders are taken and ANDed (T is scratch).
+#define GOMAX(A, B, T, D) \
+	VMAXPS A, B, T \
+	VMAXPS B, A, D \
+	VANDPS T, D, D
+
+// func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int
+// A 2x2 max pool with stride 2 over one output row, eight windows at a
+// time: o[j] = max(init, r0[2j], r0[2j+1], r1[2j], r1[2j+1]). It returns
+// how many windows it did, a multiple of 8, stopping before the first
+// block with a NaN tap (the Go loop takes it; init must not be NaN).
+// VPERMQ $0xd8 puts TAPS2X2's window order back.
+TEXT ·smaxpool2x2(SB), NOSPLIT, $0-48
+	MOVQ         o+0(FP), DI
+	MOVQ         r0+8(FP), SI
+	MOVQ         r1+16(FP), R9
+	VBROADCASTSS init+24(FP), Y8
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+
+mploop:
+	CMPQ CX, $8
+	JL   mpdone
+	TAPS2X2(mpdone)
+	GOMAX(Y2, Y3, Y6, Y0)
+	GOMAX(Y4, Y5, Y6, Y1)
+	GOMAX(Y0, Y1, Y6, Y2)
+	GOMAX(Y2, Y8, Y6, Y3)
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $64, SI
+	ADDQ      $64, R9
+	ADDQ      $32, DI
+	ADDQ      $8, AX
+	SUBQ      $8, CX
+	JMP       mploop
+
+mpdone:
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET

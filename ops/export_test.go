@@ -1,0 +1,19 @@
+package ops
+
+// Internals that the external tests (package ops_test) check against.
+
+// GemmConvApplies reports whether Conv2D takes its GEMM ops for options o,
+// an h x w input and a kh x kw filter.
+func GemmConvApplies(o Conv2DOpts, h, w, kh, kw int) bool {
+	_, ok := gemmConv(o, h, w, kh, kw)
+	return ok
+}
+
+// GeneralConvOpts is the general lowering's form of o (ConvOpts).
+func GeneralConvOpts(o Conv2DOpts, h, w, kh, kw int) ConvOpts { return o.convOpts(h, w, kh, kw) }
+
+// The general lowering's backprops.
+var (
+	GeneralConvBackpropInput  = convBackpropInput
+	GeneralConvBackpropFilter = convBackpropFilter
+)
