@@ -432,8 +432,13 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 	return v
 }
 
-// derived reports whether x's value can differ between calls.
+// derived reports whether x's value can differ between calls: a value the
+// trace computed from its arguments or variables, or a variable itself
+// (read afresh by every call, whether or not the trace has seen it yet).
 func (t *tracer) derived(x *tensor.Tensor) bool {
+	if x.IsVariable() {
+		return true
+	}
 	v, ok := t.vals[x]
 	return ok && t.varies[v.Node]
 }

@@ -86,6 +86,31 @@ func TestFunctionReadsVariablesByReference(t *testing.T) {
 	}
 }
 
+// Values computed from variables alone (a weight penalty, a predicate on a
+// variable) are read afresh by every call, not folded into constants.
+func TestFunctionRecomputesWhatDependsOnVariablesOnly(t *testing.T) {
+	w := tape.NewVariable("w", f32(1, 2))
+	fn := func(a []T) []T {
+		penalty := ops.Sum(ops.Square(w.Value()))
+		big := ops.Gt(ops.ReduceMaxOf(w.Value()), tensor.Scalar(float32(3)))
+		picked := control.Cond(big, func() []T { return []T{ops.Neg(a[0])} }, func() []T { return []T{a[0]} })
+		return []T{ops.Add(a[0], penalty), picked[0]}
+	}
+	f := control.NewFunction(fn)
+	x := f32(0.5)
+	for _, v := range [][]float32{{1, 2}, {3, 4}, {-1, 0}} {
+		w.Assign(f32(v...))
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn([]T{x})
+		for i := range want {
+			eq32(t, fmt.Sprintf("w = %v, result %d", v, i), got[i], want[i])
+		}
+	}
+}
+
 // loss is a training step's forward and backward, traced as one graph.
 func gradStep(w *tape.Variable) func(a []T) []T {
 	return func(a []T) []T {
