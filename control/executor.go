@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 
 	"github.com/eagerflow/eagerflow/tensor"
@@ -117,8 +116,8 @@ type executor struct {
 	// spareSlots are cleared slot slices of done iterations and past runs.
 	spareSlots [][]slot
 	jobs       []opJob
-	// concurrent: independent op nodes ready together run on the CPU
-	// device's workers (set when it has any).
+	// concurrent: independent op nodes ready together run on the graph's
+	// CPU device's workers (set when it has more than one).
 	concurrent bool
 	args       []*tensor.Tensor // an op's arguments, reused when no observer keeps them
 	// Buffer release by value lifetime: uses counts the node instances
@@ -158,7 +157,7 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, erro
 	if e == nil {
 		e = &executor{g: g, sc: sc, results: map[Output]value{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}}
 	}
-	e.release, e.concurrent = !eager.Observing(), device.Host().Workers() > 1
+	e.release, e.concurrent = !eager.Observing(), g.workers() != nil
 	for _, a := range args {
 		e.pinned[a] = true
 	}

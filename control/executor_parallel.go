@@ -83,7 +83,7 @@ func (e *executor) runBatch(batch []instKey) {
 			j.args[a] = v.t
 		}
 	}
-	device.Host().Parallel(len(jobs), device.MinShardCost, func(lo, hi int) {
+	e.g.workers().Parallel(len(jobs), device.MinShardCost, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			jobs[i].run()
 		}

@@ -69,20 +69,11 @@ func TestIndependentOpsRunConcurrently(t *testing.T) {
 	if device.Host().Workers() < 2 {
 		t.Skip("the CPU device has no workers (GOMAXPROCS=1)")
 	}
-	b := graphBuilder{&Graph{}, t}
-	x, p := b.Input("x"), b.Input("p")
-	sw := b.Switch(x, p) // a frame-free graph still takes the executor
-	l := b.Apply(concurrencyProbe, nil, 1, sw.Out(1)).Out(0)
-	r := b.Apply(concurrencyProbe, nil, 1, sw.Out(1)).Out(0)
-	b.Result = []Output{b.op("Add", l, r)}
-	probePeak.Store(0)
-	res, err := Execute(b.Graph, tensor.Scalar(int64(21)), tensor.Scalar(true))
-	if err != nil || res[0].Item().(int64) != 42 {
-		t.Fatalf("%v %v", res, err)
-	}
-	if peak := probePeak.Load(); peak != 2 {
+	b, sw := probeGraph(t, nil)
+	if peak := runProbes(t, b); peak != 2 {
 		t.Errorf("%d probes ran at once, want 2", peak)
 	}
+	var err error
 	// An op that fails on a worker (a probe runs beside it) fails the
 	// call with the op's error, as eagerly.
 	bad := b.op("Add", sw.Out(1), b.Constant(tensor.FromSlice([]int64{1, 2, 3})))
@@ -91,4 +82,50 @@ func TestIndependentOpsRunConcurrently(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Add: shapes [2] and [3] are not broadcastable") {
 		t.Errorf("a failing op in a concurrent batch: %v", err)
 	}
+}
+
+// queuedDevice stands for a device that orders its kernels itself (a GPU
+// stream): not a *device.CPUDevice, so a graph on it runs its ready ops
+// one at a time on the caller's goroutine.
+type queuedDevice struct{ *device.CPUDevice }
+
+// The executor's concurrency follows the graph's device: independent ops
+// run at once on a CPU device's workers only.
+func TestConcurrencyFollowsTheGraphsDevice(t *testing.T) {
+	if device.Host().Workers() < 2 {
+		t.Skip("the CPU device has no workers (GOMAXPROCS=1)")
+	}
+	for _, c := range []struct {
+		dev  device.Device
+		peak int32
+	}{{device.SecondCPU(), 2}, {queuedDevice{device.Host()}, 1}} {
+		b, _ := probeGraph(t, c.dev)
+		if peak := runProbes(t, b); peak != c.peak {
+			t.Errorf("%s: %d probes ran at once, want %d", c.dev.Name(), peak, c.peak)
+		}
+	}
+}
+
+// probeGraph builds, on dev, a graph of two probes ready together
+// (behind a Switch: a frame-free graph still takes the executor) whose
+// results are added; it returns the Switch too.
+func probeGraph(t *testing.T, dev device.Device) (graphBuilder, *Node) {
+	b := graphBuilder{&Graph{Device: dev}, t}
+	x, p := b.Input("x"), b.Input("p")
+	sw := b.Switch(x, p)
+	l := b.Apply(concurrencyProbe, nil, 1, sw.Out(1)).Out(0)
+	r := b.Apply(concurrencyProbe, nil, 1, sw.Out(1)).Out(0)
+	b.Result = []Output{b.op("Add", l, r)}
+	return b, sw
+}
+
+// runProbes runs a probeGraph and returns how many probes ran at once.
+func runProbes(t *testing.T, b graphBuilder) int32 {
+	t.Helper()
+	probePeak.Store(0)
+	res, err := Execute(b.Graph, tensor.Scalar(int64(21)), tensor.Scalar(true))
+	if err != nil || res[0].Item().(int64) != 42 {
+		t.Fatalf("%v %v", res, err)
+	}
+	return probePeak.Load()
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -253,7 +254,9 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return out, nil
 }
 
-// signature is the dtypes and shapes of args, e.g. "float32[2 3],int64[]".
+// signature is the dtypes and shapes of args, and their devices where not
+// the host, e.g. "float32[2 3],int64[]" or "float32[2 3]@cpu:1": a graph
+// holds constants on its arguments' device and is fused for its kind.
 func signature(args []*tensor.Tensor) string {
 	b := make([]byte, 0, 16*len(args))
 	for i, a := range args {
@@ -273,6 +276,10 @@ func signature(args []*tensor.Tensor) string {
 			b = strconv.AppendInt(b, int64(d), 10)
 		}
 		b = append(b, ']')
+		if dev := a.Device(); dev != device.Host() {
+			b = append(b, '@')
+			b = append(b, dev.Name()...)
+		}
 	}
 	return string(b)
 }
@@ -464,6 +471,9 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)
+		}
+		if i == 0 {
+			t.g.Device = a.Device()
 		}
 		p := t.g.Input(fmt.Sprintf("arg%d", i))
 		t.varies[p.Node] = true

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -199,6 +202,65 @@ func fusedNodes(g *control.Graph) (names []string) {
 		}
 	}
 	return names
+}
+
+// simKind is a device kind of the tests' own: host memory, the CPU's
+// kernels for a few float32 ops registered for it, and no elementwise
+// loops, so the fuser has nothing to fuse on it.
+var simKind = device.RegisterKind("sim")
+
+var simDevice = sync.OnceValue(func() *device.CPUDevice {
+	for _, name := range []string{"Mul", "Add", "Tanh", "Reduce"} {
+		eager.RegisterKernel(name, simKind, tensor.Float32, eager.Lookup(name).Kernel(device.CPU, tensor.Float32))
+	}
+	return device.NewHostDevice("sim:0", simKind)
+})
+
+// A graph is traced for its arguments' device: its signature names the
+// device, the fuser fuses only what that device's kind has loops for, and
+// the graph's results equal the eager ones there.
+func TestFunctionTracesForItsArgumentsDevice(t *testing.T) {
+	fn := func(a []T) []T {
+		x := a[0]
+		for range 2 {
+			x = ops.Tanh(ops.Add(ops.Mul(x, ops.ScalarLike(x, 1.01)), ops.ScalarLike(x, 0.5)))
+		}
+		return []T{x, ops.Sum(x)}
+	}
+	f := control.NewFunction(fn)
+	host := f32(0.1, -0.2, 0.3)
+	for _, c := range []struct {
+		dev   device.Device
+		fused bool
+	}{{device.Host(), true}, {device.SecondCPU(), true}, {simDevice(), false}} {
+		x, err := host.To(c.dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for call := range 2 {
+			got, err := f.Call(x)
+			if err != nil {
+				t.Fatalf("%s call %d: %v", c.dev.Name(), call, err)
+			}
+			want := fn([]T{x})
+			for i := range want {
+				if got[i].Device() != c.dev {
+					t.Errorf("%s: result %d is on %s", c.dev.Name(), i, got[i].Device().Name())
+				}
+				eq32(t, fmt.Sprintf("%s call %d result %d", c.dev.Name(), call, i), got[i], want[i])
+			}
+		}
+		g := f.Graph(x)
+		if g == nil || g.Device != c.dev {
+			t.Fatalf("%s: no graph traced for it (%v)", c.dev.Name(), g)
+		}
+		if fused := len(fusedNodes(g)) > 0; fused != c.fused {
+			t.Errorf("%s: fused nodes %q, want some: %v", c.dev.Name(), fusedNodes(g), c.fused)
+		}
+	}
+	if f.Traces() != 3 {
+		t.Errorf("%d traces for three devices", f.Traces())
+	}
 }
 
 func TestFunctionFusesElementwiseChains(t *testing.T) {

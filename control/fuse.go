@@ -41,15 +41,15 @@ type fusedOp struct {
 	shape tensor.Shape
 }
 
-// fusible reports whether n can join a chain: a float32 elementwise op of
-// one output with inputs of known shapes, each the output's shape or a
-// single value.
-func fusible(n *Node) bool {
-	if n.Kind != OpNode || n.Op == nil || n.Op.Elementwise(device.CPU) == nil || len(n.Specs) != 1 ||
+// fusible reports whether n can join a chain on devices of kind: a float32
+// elementwise op with loops for that kind, of one output, with inputs of
+// known shapes, each the output's shape or a single value.
+func fusible(n *Node, kind device.Kind) bool {
+	if n.Kind != OpNode || n.Op == nil || n.Op.Elementwise(kind) == nil || len(n.Specs) != 1 ||
 		n.Specs[0].DType != tensor.Float32 || len(n.Control) > 0 || n.Fused != nil {
 		return false
 	}
-	switch loops := n.Op.Elementwise(device.CPU); {
+	switch loops := n.Op.Elementwise(kind); {
 	case len(n.Inputs) == 1 && loops.Unary == nil, len(n.Inputs) == 2 && loops.VV == nil,
 		len(n.Inputs) != 1 && len(n.Inputs) != 2:
 		return false
@@ -79,8 +79,12 @@ func (o Output) spec() (eager.Out, bool) {
 }
 
 // fuseElementwise replaces every chain of two or more fusible nodes with
-// one node. Nodes must be in an order where inputs come first (as traced).
+// one node, for the kind of g's device: only ops whose backend registered
+// elementwise loops for that kind (eager.RegisterElementwise) join a
+// chain, and the fused node has a kernel for that kind alone. Nodes must
+// be in an order where inputs come first (as traced).
 func (g *Graph) fuseElementwise() {
+	kind := g.device().Kind()
 	uses := map[Output]int{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
@@ -96,7 +100,7 @@ func (g *Graph) fuseElementwise() {
 	var chains [][]*Node
 	tailOf := map[*Node]int{} // chain tail -> index in chains
 	for _, n := range g.Nodes {
-		if !fusible(n) {
+		if !fusible(n, kind) {
 			continue
 		}
 		joined := false
@@ -120,7 +124,7 @@ func (g *Graph) fuseElementwise() {
 		if len(c) < 2 {
 			continue
 		}
-		f := fuse(c)
+		f := fuse(c, kind)
 		for _, m := range c {
 			replaced[m] = nil
 		}
@@ -160,9 +164,9 @@ func (g *Graph) fuseElementwise() {
 	}
 }
 
-// fuse builds the node that runs chain c. Its inputs are the chain's
-// inputs from outside it, each once.
-func fuse(c []*Node) *Node {
+// fuse builds the node that runs chain c on devices of kind. Its inputs
+// are the chain's inputs from outside it, each once.
+func fuse(c []*Node, kind device.Kind) *Node {
 	tail := c[len(c)-1]
 	f := &Node{Kind: OpNode, Outputs: 1, Specs: tail.Specs, Fused: c}
 	inputIndex := map[Output]int{}
@@ -170,7 +174,7 @@ func fuse(c []*Node) *Node {
 	names := make([]string, len(c))
 	for i, m := range c {
 		names[i] = m.Op.Name
-		st := fuseStep{loops: m.Op.Elementwise(device.CPU)}
+		st := fuseStep{loops: m.Op.Elementwise(kind)}
 		for _, in := range m.Inputs {
 			if i > 0 && in.Node == c[i-1] {
 				st.args = append(st.args, operand{chain: true})
@@ -192,7 +196,7 @@ func fuse(c []*Node) *Node {
 		Infer:             op.infer,
 		NonDifferentiable: true, // a tape sees the chain's own ops: see runNode
 	}
-	f.Op.AttachKernel(device.CPU, tensor.Float32, op.kernel)
+	f.Op.AttachKernel(kind, tensor.Float32, op.kernel)
 	f.fused = op
 	return f
 }

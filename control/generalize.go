@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -209,7 +210,7 @@ func uniform(x *tensor.Tensor) (float64, bool) {
 	return v[0], true
 }
 
-func (r *constRule) build(sizes []int) *tensor.Tensor {
+func (r *constRule) build(sizes []int, dev device.Device) *tensor.Tensor {
 	dims := slices.Clone(r.dims)
 	for d, rule := range r.rules {
 		if rule != nil {
@@ -220,7 +221,7 @@ func (r *constRule) build(sizes []int) *tensor.Tensor {
 	if r.vrule != nil {
 		v = r.vrule.eval(sizes)
 	}
-	return tensor.FullOf(r.dtype, v, dims...)
+	return tensor.FullOn(dev, r.dtype, v, dims...)
 }
 
 // diffInts walks a and b, values of one type, calling found with the path
@@ -329,7 +330,7 @@ func (gen *generalization) instantiate(sizes []int) (*Graph, error) {
 			c.Attrs = a
 		}
 		if r, ok := gen.consts[n.ID]; ok {
-			c.Value = r.build(sizes)
+			c.Value = r.build(sizes, gen.g.device())
 		}
 	}
 	remap := func(o Output) Output { return Output{Node: nodes[o.Node.ID], Index: o.Index} }
@@ -353,6 +354,6 @@ func (gen *generalization) instantiate(sizes []int) (*Graph, error) {
 	for _, r := range gen.g.Result {
 		g.Result = append(g.Result, remap(r))
 	}
-	g.nilResults, g.hasGuards = gen.g.nilResults, gen.g.hasGuards
+	g.nilResults, g.hasGuards, g.Device = gen.g.nilResults, gen.g.hasGuards, gen.g.Device
 	return g, nil
 }

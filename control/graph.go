@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -92,8 +93,31 @@ type Graph struct {
 	// hasGuards says the graph checks decisions its trace took (a Function
 	// then runs fn eagerly for a call where one goes another way).
 	hasGuards bool
+	// Device is where the graph runs: its arguments' device, which the
+	// tracer records (nil means the host). Fusion fuses what this device's
+	// kind has loops for, and the executor runs independent ops at once on
+	// its workers when it is a CPU device.
+	Device device.Device
 
 	sched atomic.Pointer[schedule] // the executor's view, made on first use
+}
+
+// device is g.Device, or the host when that is nil.
+func (g *Graph) device() device.Device {
+	if g.Device == nil {
+		return device.Host()
+	}
+	return g.Device
+}
+
+// workers is the CPU device that runs g's independent ops at once, or nil
+// when g's device is not a CPU (an asynchronous device orders its kernels
+// itself) or has one worker.
+func (g *Graph) workers() *device.CPUDevice {
+	if cpu, ok := g.device().(*device.CPUDevice); ok && cpu.Workers() > 1 {
+		return cpu
+	}
+	return nil
 }
 
 func (g *Graph) add(n *Node) *Node {

@@ -1,9 +1,10 @@
 package control
 
 import (
+	"sync"
+
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
-	"sync"
 )
 
 // plan runs a graph without control-flow nodes (no Switch, Merge, Enter,

@@ -11,6 +11,7 @@ import (
 // CPUDevice is host memory and host cores. Its buffers are *HostBuffer.
 type CPUDevice struct {
 	name     string
+	kind     Kind
 	pools    [maxClass + 1]sync.Pool
 	workers  workerPool
 	stats    PoolStats
@@ -43,18 +44,27 @@ const defaultMaxAlloc = 1 << 46
 
 // newCPU makes the CPU device cpu:<ordinal>, with buffers and workers of
 // its own.
-func newCPU(ordinal int) *CPUDevice {
-	c := &CPUDevice{name: fmt.Sprintf("cpu:%d", ordinal)}
+func newCPU(ordinal int) *CPUDevice { return NewHostDevice(fmt.Sprintf("cpu:%d", ordinal), CPU) }
+
+// NewHostDevice returns a device named name of kind whose buffers are host
+// memory (*HostBuffer) and whose kernels may shard work over host cores, as
+// the CPU's do: it runs the kernels registered for kind, not the CPU's.
+// It is for backends that emulate a device in host memory, and for tests
+// of what dispatch, graphs and copies do on a device of another kind. Each
+// call starts a device with workers of its own; keep the ones you make.
+func NewHostDevice(name string, kind Kind) *CPUDevice {
+	c := &CPUDevice{name: name, kind: kind}
 	c.SetMaxAlloc(0)
 	c.workers.start()
 	return c
 }
 
-// Name returns "cpu:0" (or "cpu:1" for the second instance).
+// Name returns the device's name: "cpu:0" (or "cpu:1" for the second
+// instance), or the one NewHostDevice was given.
 func (c *CPUDevice) Name() string { return c.name }
 
-// Kind returns CPU.
-func (c *CPUDevice) Kind() Kind { return CPU }
+// Kind returns CPU, or the kind NewHostDevice was given.
+func (c *CPUDevice) Kind() Kind { return c.kind }
 
 // Stats returns the buffer cache's counters.
 func (c *CPUDevice) Stats() *PoolStats { return &c.stats }

@@ -143,3 +143,30 @@ func TestSecondCPUDevice(t *testing.T) {
 	b.Free(dst)
 	a.Free(src)
 }
+
+// A host-memory device of another kind: its own name, kind and buffers,
+// which the CPU devices copy to and from.
+func TestHostDeviceOfAnotherKind(t *testing.T) {
+	kind := RegisterKind("hosttest")
+	if again := RegisterKind("hosttest"); again != kind || kind.String() != "hosttest" {
+		t.Fatalf("RegisterKind: %v then %v", kind, again)
+	}
+	d := NewHostDevice("hosttest:0", kind)
+	if d.Name() != "hosttest:0" || d.Kind() != kind || d.Workers() != Host().Workers() {
+		t.Fatalf("%s %v %d workers", d.Name(), d.Kind(), d.Workers())
+	}
+	buf, err := d.Alloc(8)
+	if err != nil || buf.Device() != Device(d) {
+		t.Fatalf("Alloc: %v on %v", err, buf.Device())
+	}
+	src, _ := Host().Alloc(8)
+	Host().Fill(src, 0, 2, []byte{7, 0, 0, 0})
+	if err := d.Copy(buf, 0, []int{1}, src, 0, []int{1}, []int{2}, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := View32(buf.(*HostBuffer).Bytes()); got[0] != 7 || got[1] != 7 {
+		t.Errorf("copied %v", got)
+	}
+	d.Free(buf)
+	Host().Free(src)
+}

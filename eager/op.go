@@ -95,7 +95,10 @@ const (
 // ElementwiseF32 is the float32 loops of an elementwise op: Unary for a
 // one-input op; VV, VS and SV for a two-input op whose operands are both
 // full, or one is a single value (broadcast). Each writes len(o) elements
-// and allows o to alias an input.
+// and allows o to alias an input. The loops run over host memory: a
+// backend registers them for a device kind whose buffers the host
+// addresses (the CPU's), and a graph optimiser fuses chains of them for
+// graphs on devices of that kind only.
 type ElementwiseF32 struct {
 	Unary func(o, x []float32)
 	VV    func(o, a, b []float32)
