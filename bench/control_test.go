@@ -25,8 +25,13 @@ func newRNN() *rnnSetup {
 	}
 }
 
-// forward runs h = tanh(h W + x_t) for 50 steps with While and returns h.
+// forward runs h = tanh(h W + x_t) for 50 steps with While from h0 and
+// returns h.
 func (r *rnnSetup) forward(opts control.WhileOptions) *tensor.Tensor {
+	return r.forwardFrom(r.h0, opts)
+}
+
+func (r *rnnSetup) forwardFrom(h0 *tensor.Tensor, opts control.WhileOptions) *tensor.Tensor {
 	steps := tensor.Scalar(int64(r.xs.Dim(0)))
 	out := control.While(
 		func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], steps) },
@@ -35,7 +40,7 @@ func (r *rnnSetup) forward(opts control.WhileOptions) *tensor.Tensor {
 			h := ops.Tanh(ops.Add(ops.MatMul(v[1], r.w.Value()), x))
 			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int64(1))), h}
 		},
-		[]*tensor.Tensor{tensor.Scalar(int64(0)), r.h0}, opts)
+		[]*tensor.Tensor{tensor.Scalar(int64(0)), h0}, opts)
 	return out[1]
 }
 

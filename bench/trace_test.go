@@ -122,7 +122,7 @@ func BenchmarkTracedRNNLoopGrad(b *testing.B) {
 func (r *rnnSetup) tracedGrad() *control.Function {
 	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
-		h := r.forward(control.WhileOptions{})
+		h := r.forwardFrom(a[0], control.WhileOptions{})
 		return tp.Gradient(ops.Sum(h), r.w.Value())
 	})
 }
@@ -148,7 +148,7 @@ func TestTracedRNNLoopGradMatchesEager(t *testing.T) {
 func BenchmarkTracedRNNLoopForward(b *testing.B) {
 	r := newRNN()
 	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
-		return []*tensor.Tensor{r.forward(control.WhileOptions{})}
+		return []*tensor.Tensor{r.forwardFrom(a[0], control.WhileOptions{})}
 	})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -161,7 +161,7 @@ func BenchmarkTracedRNNLoopForward(b *testing.B) {
 func TestTracedRNNLoopForwardIsAFrame(t *testing.T) {
 	r := newRNN()
 	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
-		return []*tensor.Tensor{r.forward(control.WhileOptions{})}
+		return []*tensor.Tensor{r.forwardFrom(a[0], control.WhileOptions{})}
 	})
 	want := r.forward(control.WhileOptions{})
 	for range 2 {

@@ -12,13 +12,18 @@ import (
 // their outputs are only caught where the results meet (a loop's shape
 // check, a traced graph). Panics with a *tensor.Error on a bad predicate.
 func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tensor.Tensor {
+	branches := [2]func() []*tensor.Tensor{falseFn, trueFn}
 	if t := tracingCond(pred); t != nil && pred.DType() == tensor.Bool && pred.Rank() == 0 {
-		return t.cond(pred, [2]func() []*tensor.Tensor{falseFn, trueFn})
+		return t.cond(pred, branches)
 	}
-	if predicate("Cond", pred) {
-		return branch(trueFn)
+	marks := marksFor(pred)
+	outs := branch(branches[btoi(predicate("Cond", pred))])
+	if t := tracingAfter(pred, outs, marks); t != nil {
+		// A predicate on variables alone, branches on a trace's values:
+		// traced after all (the branch runs again, recorded).
+		return t.cond(pred, branches)
 	}
-	return branch(falseFn)
+	return outs
 }
 
 // Case runs branches[index] (index an Int32 or Int64 scalar); an index out
@@ -42,7 +47,13 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 	if i < 0 || i >= len(branches) {
 		i = len(branches) - 1
 	}
-	return branch(branches[i])
+	marks := marksFor(index)
+	outs := branch(branches[i])
+	if len(branches) > 1 && tracingAfter(index, outs, marks) != nil {
+		pred := ops.Eq(index, ops.ScalarLike(index, 0))
+		return Cond(pred, branches[0], func() []*tensor.Tensor { return Case(ops.Sub(index, ops.ScalarLike(index, 1)), branches[1:]...) })
+	}
+	return outs
 }
 
 // branch runs fn as a region when a tape records.

@@ -65,11 +65,14 @@
 // The executor (executor.go, executor_parallel.go) also runs Stack,
 // StackPush and StackPop nodes (a loop gradient's saved values), holds each
 // loop frame to its ParallelIterations active iterations, and runs heavy op
-// nodes that are ready together on the CPU device's workers at once.
+// nodes that are ready together on the workers of the graph's CPU device at
+// once.
 //
 // # Concurrency
 //
 // Control flow keeps its state in the call; goroutines may run loops at
 // once, each with its own tape, and call a Function at once (each run of
-// a graph has an executor of its own).
+// a graph has an executor of its own). A trace keeps its state in the
+// tensors it makes, as a tape does: goroutines may trace at once, and a
+// goroutine that traces and one that records a tape do not see each other.
 package control

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
-
 	"github.com/eagerflow/eagerflow/tensor"
 )
 

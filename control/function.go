@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -23,30 +23,51 @@ import (
 // first three sizes how its graph follows those dims and rebuilds the
 // graph for any other size without tracing (signature.go).
 //
-// Tracing runs fn once, eagerly, and records every op it runs as a graph
-// node; that first call returns fn's own results. What the graph computes
-// is therefore what fn computed on that call:
+// Tracing runs fn once, eagerly, on views of the arguments, and records as
+// graph nodes the ops that read the trace's values: the arguments, and
+// what recorded ops made from them, whichever goroutine runs the op (fn
+// must wait for the goroutines it starts). The trace's state lives in
+// those tensors (tensor.Traced), as a tape's does in the tensors it
+// tracks: no goroutine is singled out, a goroutine that traces and one
+// that records a tape do not see each other, and traces run at once on
+// several goroutines. That first call returns fn's own results. What the
+// graph computes is therefore what fn computed on that call:
 //   - Go values fn reads (ints, closures' variables, Item() of a tensor)
 //     are constants of the trace.
 //   - Tensors fn reads that are not its arguments are captured: a variable
 //     (tensor.FlagVariable) by reference, so in-place updates are seen by
-//     later calls; any other tensor by value.
+//     later calls; any other tensor by value. What fn computes from
+//     variables alone (a weight penalty, a predicate on a step counter) is
+//     recorded too, from the ops that made it (tensor.Traced.Recipe), so
+//     later calls see the variables' new values; what fn computes from
+//     captured tensors alone is a constant.
 //   - control.Cond on a value computed from the arguments or variables is
 //     traced as TensorFlow builds a cond: both branches are recorded (the
 //     untaken one runs on this call's values just to be recorded, so it
 //     must not fail on them), a Switch on the predicate for each value a
 //     branch reads from outside, a Merge for each output; branches that
 //     disagree on their outputs' count, dtypes or shapes fail the trace.
-//   - control.While (and Fori, built on it) becomes a loop frame as
+//   - A Cond whose predicate is computed from variables alone is traced
+//     as above when its results are the trace's values (the taken branch
+//     then runs a second time, recorded).
+//   - control.While becomes a loop frame, when its loop values, its first
+//     predicate or its values after the first iteration are the trace's
+//     (a loop that reads the trace's values only through its closures is
+//     found by its first iteration, which the trace then records anew), as
 //     TensorFlow builds one: Enter, Merge, Switch, Exit per loop value, the
 //     body once, NextIteration back to the Merge, values from outside
 //     entered as loop constants. The condition and body are recorded on
 //     the first iteration's values (the body runs on the initial values
 //     even when the loop takes no iteration, so it must not fail on them).
 //     MaxIterations becomes a counter loop value in the condition.
-//     control.Scan becomes such a loop too, reading step t with Gather and
-//     writing its outputs into stacked buffers, so a traced RNN is one
-//     frame whatever its length (under a tape, one frame and its gradient).
+//     control.Scan on the trace's values becomes such a loop too, reading
+//     step t with Gather and writing its outputs into stacked buffers, so
+//     a traced RNN is one frame whatever its length (under a tape, one
+//     frame and its gradient). Fori, and a loop on constants, variables
+//     and captured tensors alone, run eagerly: their ops on the trace's
+//     values or on variables are recorded op by op. Such a loop that a
+//     tape records fails the trace (the call returns an error naming it):
+//     pass its inputs as arguments.
 //   - control.Case on such a value becomes a chain of conds (index == 0,
 //     index == 1, ..., the last branch taking every other index).
 //   - A While that a tape records inside fn becomes two frames, as
@@ -102,12 +123,12 @@ import (
 // elementwise ops are fused into one pass, and each intermediate buffer is
 // released once its last reader has run.
 //
-// A Function called while another is being traced runs fn inline, so the
+// A Function called on values of another's trace runs fn inline, so the
 // outer graph holds its ops and control flow.
 //
-// Only the calling goroutine's ops are recorded: ops fn leaves to other
-// goroutines are not part of the graph. A Function is safe for concurrent
-// use; traces are made one at a time.
+// A Function is safe for concurrent use. Ops that goroutines fn starts run
+// on the trace's values are recorded when they run; they must not run
+// while fn itself is inside a traced Cond or While.
 type Function struct {
 	fn func(args []*tensor.Tensor) []*tensor.Tensor
 	// Logf receives the warning (given once) that fn retraces often; nil
@@ -198,9 +219,9 @@ func (g *Graph) withNils(out []*tensor.Tensor) []*tensor.Tensor {
 // argument count that differs from the trace, or a trace that cannot be
 // made, is an error.
 func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if currentTrace() != nil {
-		// Called while this goroutine traces another function: run fn so
-		// that its ops and control flow are traced inline there.
+	if traceOf(args...) != nil {
+		// Called on values of another function's trace: run fn so that
+		// its ops and control flow are traced inline there.
 		return f.fn(args), nil
 	}
 	if f.sig != nil {
@@ -284,7 +305,13 @@ func signature(args []*tensor.Tensor) string {
 	return string(b)
 }
 
-// tracer records the ops of one trace.
+// tracer records the ops of one trace. Its state is carried by tensors,
+// as a tape's is: the tensors it gives fn (views of the arguments) and
+// those its recorded ops make are marked as its values
+// (tensor.Traced.Trace), and an op is recorded when it reads one, on
+// whichever goroutine it runs. Ops that read variables but no value of a
+// trace leave a recipe on their outputs (tensor.Traced.Recipe), from which
+// a trace that later reads such an output records how it was computed.
 type tracer struct {
 	g    *Graph
 	vals map[*tensor.Tensor]Output
@@ -297,67 +324,179 @@ type tracer struct {
 	iter map[*Node]bool
 	// branchOf is the Cond branch a node lives in (dead when it is not
 	// taken), for the nodes made inside one.
-	branchOf  map[*Node]*traceCtx
-	loops     int    // While frames made, for their names
-	paused    int    // >0 while a loop finishes eagerly, unrecorded
-	goroutine uint64 // the tracing goroutine
-	err       error
+	branchOf map[*Node]*traceCtx
+	loops    atomic.Int32 // While frames made, for their names
+	paused   atomic.Int32 // >0 while a loop finishes eagerly, unrecorded
+	failure  atomic.Pointer[error]
 	// unroll traces loops iteration by iteration (with guards), for
 	// functions whose loops cannot be frames (see trace_guard.go).
 	unroll bool
 	// untraced holds the tensors ops made while the trace was paused.
 	untraced map[weak.Pointer[tensor.Tensor]]bool
+	// live is set while fn runs: the marks of a finished trace are inert.
+	live atomic.Bool
+	seq  uint64 // traceStarts when it started
+	// ref is what the trace's tensors carry: it names the trace while it
+	// is live and nothing afterwards, so that a tensor kept from a trace
+	// does not keep the trace's state.
+	ref *traceRef
+	// mu serialises the recording of ops that reach the trace from
+	// several goroutines at once.
+	mu sync.Mutex
 }
 
 var (
-	traceMu       sync.Mutex // one trace at a time
-	activeTrace   atomic.Pointer[tracer]
 	installTracer sync.Once
+	liveSet       sync.Map // *tracer -> struct{}: the traces fn is running for
+	// liveCount is how many traces are live: while none is, ops on
+	// variables leave no recipes (a tape's training step pays nothing).
+	liveCount atomic.Int32
 )
 
-// currentTrace returns the trace being recorded by this goroutine, or nil:
-// ops and control flow of other goroutines are not part of it.
-func currentTrace() *tracer {
-	t := activeTrace.Load()
-	if t == nil || t.goroutine != goroutineID() {
-		return nil
-	}
-	return t
+// traceMark is where a trace stands: how many nodes and loop frames it has
+// made.
+type traceMark struct{ nodes, loops int }
+
+func (t *tracer) mark() traceMark { return traceMark{t.g.size(), int(t.loops.Load())} }
+
+// rollbackTo drops what t recorded since m.
+func (t *tracer) rollbackTo(m traceMark) {
+	t.rollback(m.nodes)
+	t.loops.Store(int32(m.loops))
 }
 
-// recording returns the trace this goroutine is recording now: none while
-// a traced loop finishes eagerly, or once the trace has failed.
-func recording() *tracer {
-	if t := currentTrace(); t != nil && t.err == nil && t.paused == 0 {
+// liveTraces returns where each trace recording now stands, or nil when
+// none is: a construct that may turn out to be traced (a loop whose values
+// become a trace's only in its first iteration) rolls back what it
+// recorded while it looked. It reads where traces are; it decides nothing
+// about which one records an op.
+func liveTraces() map[*tracer]traceMark {
+	var marks map[*tracer]traceMark
+	liveSet.Range(func(k, _ any) bool {
+		if t := k.(*tracer); t.live.Load() {
+			if marks == nil {
+				marks = map[*tracer]traceMark{}
+			}
+			marks[t] = t.mark()
+		}
+		return true
+	})
+	return marks
+}
+
+// traceOf returns the live trace one of xs is a value of, or nil.
+func traceOf(xs ...*tensor.Tensor) *tracer {
+	for _, x := range xs {
+		if x == nil {
+			continue
+		}
+		if m := x.Traced(); m != nil {
+			if r, ok := m.Trace.(*traceRef); ok {
+				if t := r.Load(); t != nil && t.live.Load() {
+					return t
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// traceRef points to a live trace, nil once it is done.
+type traceRef struct{ atomic.Pointer[tracer] }
+
+// markValue marks x as a value of t.
+func (t *tracer) markValue(x *tensor.Tensor) { x.SetTraced(&tensor.Traced{Trace: t.ref}) }
+
+// recording reports whether t records ops now: not while a traced loop
+// finishes eagerly, nor once the trace has failed or ended.
+func (t *tracer) recording() bool {
+	return t != nil && t.live.Load() && t.failure.Load() == nil && t.paused.Load() == 0
+}
+
+// recordingOf returns the trace recording now that one of xs is a value
+// of, or nil.
+func recordingOf(xs ...*tensor.Tensor) *tracer {
+	if t := traceOf(xs...); t.recording() {
 		return t
 	}
 	return nil
 }
 
-// goroutineID parses the running goroutine's number from the first line of
-// its stack trace ("goroutine 7 [running]:"). It costs about a microsecond,
-// paid per op only while a trace records.
-func goroutineID() uint64 {
-	var buf [40]byte
-	s := buf[:runtime.Stack(buf[:], false)]
-	s = s[len("goroutine "):]
-	var id uint64
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
+// setVal makes v the graph value of x, a tensor the trace made, and marks
+// x as the trace's.
+func (t *tracer) setVal(x *tensor.Tensor, v Output) {
+	t.vals[x] = v
+	t.markValue(x)
 }
 
 type traceObserver struct{}
 
 func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
-	if t := recording(); t != nil {
-		t.record(c, outs)
-	} else if t := currentTrace(); t != nil && t.paused > 0 {
+	t := traceOf(c.Inputs...)
+	if t == nil {
+		if liveCount.Load() > 0 {
+			noteRecipe(c, outs)
+		}
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.err() != nil:
+	case t.paused.Load() > 0:
 		t.noteUntraced(outs)
+	default:
+		t.record(c, outs)
+	}
+}
+
+// recipe is how a tensor was computed from variables: output index of
+// call, which had outputs of specs; seq is traceStarts when it was made.
+type recipe struct {
+	call  *eager.Call
+	index int
+	specs []eager.Out
+	seq   uint64
+}
+
+// traceStarts counts the traces started: a trace follows only the recipes
+// made since it started (a value computed from variables before it is a
+// tensor it captures, by value).
+var traceStarts atomic.Uint64
+
+// recipe returns x's recipe if t follows it, or nil.
+func (t *tracer) recipe(x *tensor.Tensor) *recipe {
+	if r := recipeOf(x); r != nil && r.seq >= t.seq {
+		return r
+	}
+	return nil
+}
+
+// recipeOf returns x's recipe, or nil.
+func recipeOf(x *tensor.Tensor) *recipe {
+	if m := x.Traced(); m != nil {
+		r, _ := m.Recipe.(*recipe)
+		return r
+	}
+	return nil
+}
+
+// noteRecipe leaves a recipe on the outputs of c, an op no trace records,
+// when it reads a variable or a tensor with a recipe: a trace reading an
+// output later records the ops that computed it from the variables, so
+// that its graph reads the variables' values of each call.
+func noteRecipe(c *eager.Call, outs []*tensor.Tensor) {
+	for _, x := range c.Inputs {
+		if x != nil && (x.IsVariable() || recipeOf(x) != nil) {
+			specs := make([]eager.Out, len(outs))
+			for i, o := range outs {
+				specs[i] = specOf(o)
+			}
+			for i, o := range outs {
+				o.SetTraced(&tensor.Traced{Recipe: &recipe{call: c, index: i, specs: specs, seq: traceStarts.Load()}})
+			}
+			return
+		}
 	}
 }
 
@@ -383,11 +522,24 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		}
 		return
 	}
-	ins := make([]Output, len(c.Inputs))
-	for i, x := range c.Inputs {
+	specs := make([]eager.Out, len(outs))
+	for i, o := range outs {
+		specs[i] = specOf(o)
+	}
+	n := t.apply(c.Op, c.Attrs, c.Inputs, specs)
+	for i, o := range outs {
+		t.setVal(o, n.Out(i))
+	}
+}
+
+// apply records an op reading inputs (routed into the current context) and
+// returns its node.
+func (t *tracer) apply(op *eager.Op, attrs any, inputs []*tensor.Tensor, specs []eager.Out) *Node {
+	ins := make([]Output, len(inputs))
+	for i, x := range inputs {
 		ins[i] = t.route(t.ctx, t.value(x))
 	}
-	n := t.g.Apply(c.Op, c.Attrs, len(outs), ins...)
+	n := t.g.Apply(op, attrs, len(specs), ins...)
 	for _, in := range ins {
 		t.iter[n] = t.iter[n] || t.iter[in.Node]
 	}
@@ -405,12 +557,9 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 			n.Control = append(n.Control, t.branchPivot(ctx))
 		}
 	}
-	n.Specs = make([]eager.Out, len(outs))
-	for i, o := range outs {
-		n.Specs[i] = specOf(o)
-		t.vals[o] = n.Out(i)
-	}
+	n.Specs = specs
 	t.varies[n] = true // it was not folded: an input varies
+	return n
 }
 
 // specOf is x's dtype and shape, as node specs record them.
@@ -428,6 +577,21 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 		// would hold this call's value in every later call.
 		t.fail(fmt.Errorf("%w (%s)", errUnroll, tensor.Describe(x)))
 	}
+	if r := t.recipe(x); r != nil {
+		// Computed from variables beside the trace: record how.
+		n := t.apply(r.call.Op, r.call.Attrs, r.call.Inputs, r.specs)
+		v := n.Out(r.index)
+		t.vals[x] = v
+		return v
+	}
+	if x.ValuesDropped() {
+		// A tape's stand-in for an intermediate of a loop it recorded (a
+		// recipe reached it: the loop ran on variables and captured
+		// tensors alone, beside the trace).
+		t.fail(fmt.Errorf("control: the traced function computes a result from variables and captured tensors alone "+
+			"through a loop a tape recorded; pass the loop's inputs as arguments so that the loop is traced (%s)", tensor.Describe(x)))
+		return t.g.Constant(tensor.Zeros(x.DType(), x.Shape()...))
+	}
 	c := x
 	if !x.IsVariable() {
 		c = x.View(x.Shape(), x.Layout())
@@ -440,10 +604,11 @@ func (t *tracer) value(x *tensor.Tensor) Output {
 }
 
 // derived reports whether x's value can differ between calls: a value the
-// trace computed from its arguments or variables, or a variable itself
-// (read afresh by every call, whether or not the trace has seen it yet).
+// trace computed from its arguments or variables, or a variable itself or
+// a value computed from variables alone (read afresh by every call,
+// whether or not the trace has seen it yet).
 func (t *tracer) derived(x *tensor.Tensor) bool {
-	if x.IsVariable() {
+	if x.IsVariable() || t.recipe(x) != nil {
 		return true
 	}
 	v, ok := t.vals[x]
@@ -454,7 +619,7 @@ func (t *tracer) derived(x *tensor.Tensor) bool {
 // eagerly (a loop traced iteration by iteration): during a trace, a
 // decision on a value that varies between calls becomes a guard.
 func checkTraced(construct string, x *tensor.Tensor) {
-	if t := recording(); t != nil && t.derived(x) {
+	if t := recordingOf(x); t != nil && t.derived(x) {
 		t.guard(construct, x)
 	}
 }
@@ -463,11 +628,14 @@ func checkTraced(construct string, x *tensor.Tensor) {
 // the pruned graph. unroll traces loops iteration by iteration.
 func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll bool) ([]*tensor.Tensor, *Graph, error) {
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
-	traceMu.Lock()
-	defer traceMu.Unlock()
 	t := &tracer{g: &Graph{}, vals: map[*tensor.Tensor]Output{}, varies: map[*Node]bool{}, iter: map[*Node]bool{},
-		branchOf:  map[*Node]*traceCtx{},
-		goroutine: goroutineID(), unroll: unroll}
+		branchOf: map[*Node]*traceCtx{}, unroll: unroll, ref: &traceRef{}, seq: traceStarts.Add(1)}
+	t.ref.Store(t)
+	// fn gets the arguments' Identity (a view, which a tape around the call
+	// follows back to the argument), marked as the placeholders' values:
+	// the caller's tensors stay unmarked, and an argument passed twice is
+	// two inputs of the graph.
+	in := make([]*tensor.Tensor, len(args))
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("control: Function argument %d is nil", i)
@@ -478,22 +646,26 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		p := t.g.Input(fmt.Sprintf("arg%d", i))
 		t.varies[p.Node] = true
 		p.Node.Specs = []eager.Out{specOf(a)}
-		if _, seen := t.vals[a]; !seen {
-			t.vals[a] = p
-		}
+		in[i] = ops.Identity(a)
+		t.setVal(in[i], p)
 	}
-	activeTrace.Store(t)
+	t.live.Store(true)
+	liveSet.Store(t, struct{}{})
+	liveCount.Add(1)
 	eager.Activate()
 	var out []*tensor.Tensor
 	func() {
 		defer func() {
 			eager.Deactivate()
-			activeTrace.Store(nil)
+			t.live.Store(false)
+			t.ref.Store(nil)
+			liveSet.Delete(t)
+			liveCount.Add(-1)
 		}()
-		out = fn(args)
+		out = fn(in)
 	}()
-	if t.err != nil {
-		return nil, nil, t.err
+	if err := t.err(); err != nil {
+		return nil, nil, err
 	}
 	for i, o := range out {
 		if o == nil {
@@ -504,6 +676,9 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 			continue
 		}
 		t.g.Result = append(t.g.Result, t.value(o))
+	}
+	if err := t.err(); err != nil { // reading a result recorded how variables made it
+		return nil, nil, err
 	}
 	t.g.prune()
 	if t.g.dropUnreadStacks() {

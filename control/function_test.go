@@ -114,6 +114,28 @@ func TestFunctionRecomputesWhatDependsOnVariablesOnly(t *testing.T) {
 	}
 }
 
+// A value computed from a variable before the trace is a tensor the trace
+// captures, by value, like any other; one computed inside fn follows the
+// variable.
+func TestFunctionCapturesValuesComputedBeforeItByValue(t *testing.T) {
+	w := tape.NewVariable("w", f32(1, 2))
+	before := ops.Sum(w.Value())
+	fn := func(a []T) []T { return []T{ops.Add(a[0], before), ops.Add(a[0], ops.Sum(w.Value()))} }
+	f := control.NewFunction(fn)
+	x := f32(0.5)
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	w.Assign(f32(10, 20))
+	got, err := f.Call(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := got[0].Float(), got[1].Float(); a != 3.5 || b != 30.5 {
+		t.Errorf("after Assign: %v and %v, want 3.5 (captured) and 30.5 (read afresh)", a, b)
+	}
+}
+
 // loss is a training step's forward and backward, traced as one graph.
 func gradStep(w *tape.Variable) func(a []T) []T {
 	return func(a []T) []T {

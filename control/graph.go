@@ -100,7 +100,13 @@ type Graph struct {
 	Device device.Device
 
 	sched atomic.Pointer[schedule] // the executor's view, made on first use
+	// nodes is len(Nodes) while a trace builds the graph, for goroutines
+	// that read where the trace stands without its lock.
+	nodes atomic.Int64
 }
+
+// size is len(g.Nodes), read without racing the goroutine that adds them.
+func (g *Graph) size() int { return int(g.nodes.Load()) }
 
 // device is g.Device, or the host when that is nil.
 func (g *Graph) device() device.Device {
@@ -123,6 +129,7 @@ func (g *Graph) workers() *device.CPUDevice {
 func (g *Graph) add(n *Node) *Node {
 	n.ID = len(g.Nodes)
 	g.Nodes = append(g.Nodes, n)
+	g.nodes.Store(int64(len(g.Nodes)))
 	return n
 }
 

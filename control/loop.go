@@ -30,6 +30,15 @@ type loop struct {
 	iters     []iteration
 	caps      []*tensor.Tensor
 	trips     int // iterations run
+	// decided holds the predicates computed from variables alone (no
+	// trace's values) that the loop decided on, for a trace its results
+	// turn out to belong to.
+	decided []*tensor.Tensor
+	// look, when set, is shown the first predicate and the values after
+	// the first iteration; when it returns true (it has traced the loop
+	// instead) the loop stops, with looked set.
+	look   func(xs []*tensor.Tensor) bool
+	looked bool
 }
 
 func fail(name string, kind error, in []*tensor.Tensor, format string, args ...any) {
@@ -83,10 +92,23 @@ func (l *loop) step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 // (0: no bound), and returns the last loop values.
 func (l *loop) while(cond func([]*tensor.Tensor) *tensor.Tensor, vars []*tensor.Tensor, maxIter int) []*tensor.Tensor {
 	for i := 0; maxIter == 0 || i < maxIter; i++ {
-		if !predicate(l.name, cond(vars)) {
+		p := cond(vars)
+		if i == 0 && l.look != nil && l.look([]*tensor.Tensor{p}) {
+			l.looked = true
+			return nil
+		}
+		holds := predicate(l.name, p)
+		if recipeOf(p) != nil {
+			l.decided = append(l.decided, p)
+		}
+		if !holds {
 			break
 		}
 		vars, _ = l.step(i, vars, nil)
+		if i == 0 && l.look != nil && l.look(vars) {
+			l.looked = true
+			return nil
+		}
 	}
 	return vars
 }
@@ -153,7 +175,7 @@ func (l *loop) finish(inputs, outputs []*tensor.Tensor) []*tensor.Tensor {
 // computes, and a tape around a later call differentiates through it
 // (a traced StopGradient would cut it off).
 func passThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []*tensor.Tensor {
-	t := recording()
+	t := recordingOf(xs...)
 	if t == nil {
 		return fn()
 	}
@@ -161,7 +183,7 @@ func passThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []*tensor.Tens
 	t.unrecorded(func() { ys = fn() })
 	for i, y := range ys {
 		if v, ok := t.vals[xs[i]]; ok && y != xs[i] {
-			t.vals[y] = v
+			t.setVal(y, v)
 		}
 	}
 	return ys
@@ -203,7 +225,7 @@ func (l *loop) backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			// With no tape recording these ops, the parts of the running sum
 			// go back to the device's cache at once, unless something else
 			// holds them (a rule may hand one tensor to several inputs).
-			if !tape.Recording() {
+			if !eager.Observing() {
 				if summed[k] {
 					capGrads[k].Release()
 				}
@@ -222,11 +244,12 @@ func (l *loop) backward(dys []*tensor.Tensor) []*tensor.Tensor {
 // differentiates), returning the iteration with its record. The saved
 // inputs are leaves, so gradients of gradients do not pass through a
 // checkpointed loop.
-func (l *loop) recompute(it iteration) iteration {
-	eager.Activate()
-	defer eager.Deactivate()
-	in := detachAll(it.in, tape.Detach)
-	from := tape.Mark()
-	out := l.body(in)
-	return iteration{in: in, out: out, from: from, to: tape.Mark()}
+func (l *loop) recompute(it iteration) (rec iteration) {
+	tape.Force(func() {
+		in := detachAll(it.in, tape.Detach)
+		from := tape.Mark()
+		out := l.body(in)
+		rec = iteration{in: in, out: out, from: from, to: tape.Mark()}
+	})
+	return rec
 }

@@ -144,12 +144,6 @@ func (o Output) spec1() eager.Out {
 // Under a tape the cond is also one region of the tape whose gradient is
 // traced as a cond of the branches' gradients on the same predicate.
 func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) []*tensor.Tensor {
-	taped := eager.Activations() > 1
-	if f := t.innerFrame(t.ctx); taped && f != nil && !f.taped {
-		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, inside a traced While, " +
-			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
-		return branches[btoi(pred.Item().(bool))]()
-	}
 	pv := t.route(t.ctx, t.value(pred))
 	taken := btoi(pred.Item().(bool))
 	var outs [2][]*tensor.Tensor
@@ -178,7 +172,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 				t.fail(fmt.Errorf("control: tracing Cond: the %v branch returned a nil tensor", b == 1))
 				return outs[taken]
 			}
-			gated[b] = append(gated[b], t.gate(ctx, t.value(o)))
+			gated[b] = append(gated[b], t.gate(ctx, t.valueIn(ctx, o)))
 		}
 	}
 	if len(outs[0]) != len(outs[1]) {
@@ -205,13 +199,14 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		// tensor from outside the cond) keeps its own graph value.
 		x := outs[taken][i]
 		res[i] = x.View(x.Shape(), x.Layout())
-		t.vals[res[i]] = m.Out(0)
+		t.setVal(res[i], m.Out(0))
 		merged[i] = m.Out(0)
 	}
-	if !taped {
+	if !tape.Recording() {
 		return res
 	}
-	// The tensors either branch reads from outside get the gradients.
+	// The tensors either branch reads from outside get the gradients; a
+	// tape records the cond when there are any.
 	var caps []*tensor.Tensor
 	for b := range 2 {
 		for _, c := range tape.Captures(from[b], to[b], outs[b], nil) {
@@ -220,9 +215,17 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 			}
 		}
 	}
+	if len(caps) == 0 {
+		return res
+	}
+	if f := t.innerFrame(t.ctx); f != nil && !f.taped {
+		t.fail(fmt.Errorf("control: Cond on a value computed from the traced function's arguments, inside a traced While, " +
+			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
+		return res
+	}
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
 		vjp := func(b int) []*tensor.Tensor { return tape.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
-		if f := t.innerFrame(t.ctx); recording() != t || (f != nil && f.forward == nil) {
+		if f := t.innerFrame(t.ctx); !t.recording() || (f != nil && f.forward == nil) {
 			var g []*tensor.Tensor
 			t.unrecorded(func() { g = vjp(taken) })
 			return g
@@ -245,7 +248,7 @@ func (t *tracer) cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	var fresh []*tensor.Tensor
 	t.unrecorded(func() { fresh = tape.RecordRegion(caps, res, backward) })
 	for i, y := range fresh {
-		t.vals[y] = merged[i]
+		t.setVal(y, merged[i])
 	}
 	return fresh
 }
@@ -260,6 +263,14 @@ func (t *tracer) innerFrame(ctx *traceCtx) *traceCtx {
 	return nil
 }
 
+// valueIn is t.value(x) as seen from ctx: a value computed from variables
+// beside the trace is recorded there (its ops then live and die with a
+// branch, or run at each iteration of a frame).
+func (t *tracer) valueIn(ctx *traceCtx, x *tensor.Tensor) (v Output) {
+	t.within(ctx, func() { v = t.value(x) })
+	return v
+}
+
 // within runs fn with ctx as the context ops are recorded in, restoring
 // the previous one however fn ends.
 func (t *tracer) within(ctx *traceCtx, fn func()) {
@@ -272,8 +283,8 @@ func (t *tracer) within(ctx *traceCtx, fn func()) {
 // unrecorded runs fn without recording its ops (a traced loop finishing
 // its call eagerly, a probe of a step's shapes).
 func (t *tracer) unrecorded(fn func()) {
-	t.paused++
-	defer func() { t.paused-- }()
+	t.paused.Add(1)
+	defer t.paused.Add(-1)
 	fn()
 }
 
@@ -289,9 +300,15 @@ func catchPanic(fn func()) (err error) {
 }
 
 func (t *tracer) fail(err error) {
-	if t.err == nil {
-		t.err = err
+	t.failure.CompareAndSwap(nil, &err)
+}
+
+// err is the first error the trace failed with, or nil.
+func (t *tracer) err() error {
+	if p := t.failure.Load(); p != nil {
+		return *p
 	}
+	return nil
 }
 
 func btoi(b bool) int {
@@ -304,8 +321,32 @@ func btoi(b bool) int {
 // tracingCond returns the recording trace when pred is a value of it that
 // varies between calls (so Cond must be traced, not decided).
 func tracingCond(pred *tensor.Tensor) *tracer {
-	if t := recording(); t != nil && pred != nil && t.derived(pred) {
+	if t := recordingOf(pred); t != nil && t.derived(pred) {
 		return t
 	}
 	return nil
+}
+
+// marksFor returns where the live traces stand when a construct decides on
+// pred computed from variables alone (for tracingAfter), else nil.
+func marksFor(pred *tensor.Tensor) map[*tracer]traceMark {
+	if pred == nil || recipeOf(pred) == nil {
+		return nil
+	}
+	return liveTraces()
+}
+
+// tracingAfter returns the recording trace when a construct decided on
+// pred, computed from variables alone (no trace's value; marks from
+// marksFor), and its results outs are values of that trace: the decision
+// is the trace's to make at every call, so the construct must be traced
+// after all. What the construct recorded on its way is rolled back.
+func tracingAfter(pred *tensor.Tensor, outs []*tensor.Tensor, marks map[*tracer]traceMark) *tracer {
+	t := recordingOf(outs...)
+	m, ok := marks[t]
+	if t == nil || !ok {
+		return nil
+	}
+	t.rollbackTo(m)
+	return t
 }

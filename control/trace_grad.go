@@ -71,7 +71,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	nodes := len(t.g.Nodes)
 	fr, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return cond(v[:nv]) }, counted,
 		slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}), o.ParallelIterations, frameTaped)
-	if err != nil || t.err != nil {
+	if err != nil || t.err() != nil {
 		// Drop what was recorded: the loop runs eagerly instead, and fails
 		// there if it must.
 		t.rollback(nodes)
@@ -95,14 +95,14 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		outs[i] = x.View(x.Shape(), x.Layout())
 	}
 	trips := tensor.Scalar(int64(l.trips))
-	t.vals[trips] = fr.exits[nv]
+	t.setVal(trips, fr.exits[nv])
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
 		return t.whileGradient(l, fr, &win, caps, init, trips, dys)
 	}
 	var res []*tensor.Tensor
 	t.unrecorded(func() { res = tape.RecordRegion(slices.Concat(init, caps), outs, backward) })
 	for i, y := range res {
-		t.vals[y] = fr.exits[i]
+		t.setVal(y, fr.exits[i])
 	}
 	return res
 }
@@ -126,7 +126,7 @@ func (t *tracer) gradTraceable(ctx *traceCtx, backward bool) bool {
 // graph values that name them (tensors first seen there are captured
 // again when read).
 func (t *tracer) rollback(nodes int) {
-	t.err = nil
+	t.failure.Store(nil)
 	for x, v := range t.vals {
 		if v.Node.ID >= nodes {
 			delete(t.vals, x)
@@ -143,6 +143,7 @@ func (t *tracer) rollback(nodes int) {
 	}
 	clear(t.g.Nodes[nodes:])
 	t.g.Nodes = t.g.Nodes[:nodes]
+	t.g.nodes.Store(int64(nodes))
 }
 
 // detach returns tape.Detach(x) with x's graph value: a leaf of the body's
@@ -150,7 +151,7 @@ func (t *tracer) rollback(nodes int) {
 func (t *tracer) detach(x *tensor.Tensor) *tensor.Tensor {
 	var d *tensor.Tensor
 	t.unrecorded(func() { d = tape.Detach(x) })
-	t.vals[d] = t.value(x)
+	t.setVal(d, t.value(x))
 	return d
 }
 
@@ -163,7 +164,7 @@ func (t *tracer) whileGradient(l *loop, fr *frameTrace, win *loopWindow, caps, i
 	trips *tensor.Tensor, dys []*tensor.Tensor) []*tensor.Tensor {
 	nv := len(init)
 	var graph []Output
-	if recording() == t {
+	if t.recording() {
 		if !t.gradTraceable(t.ctx, true) {
 			t.fail(fmt.Errorf("control: the gradient of a traced While is asked for inside a Cond or While; " +
 				"ask the tape outside of them"))
@@ -216,13 +217,13 @@ func (t *tracer) differentiable(r *tensor.Tensor, v Output) *tensor.Tensor {
 	var res []*tensor.Tensor
 	t.unrecorded(func() {
 		res = tape.RecordRegion([]*tensor.Tensor{r}, []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
-			if recording() == t {
+			if t.recording() {
 				t.fail(fmt.Errorf("%w (a loop's gradient differentiated again)", errUnroll))
 			}
 			return dys
 		})
 	})
-	t.vals[res[0]] = v
+	t.setVal(res[0], v)
 	return res[0]
 }
 

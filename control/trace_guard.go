@@ -79,6 +79,7 @@ func (t *tracer) noteUntraced(outs []*tensor.Tensor) {
 	}
 	for _, o := range outs {
 		t.untraced[weak.Make(o)] = true
+		t.markValue(o) // ops reading it reach the trace
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -52,14 +53,17 @@ func (t *tracer) while(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		}
 		return out[:nv]
 	}
-	if eager.Activations() > 1 {
-		// A tape records too: the loop and its gradient become frames.
-		return t.whileOnTape(cond, body, init, o)
-	}
+	mark, from := t.mark(), tape.Mark()
 	fr, err := t.frame(cond, body, init, o.ParallelIterations, &traceCtx{})
 	if err != nil {
 		t.fail(err)
 		return nil
+	}
+	if tape.Records(init...) || (tape.Recording() && len(tape.Captures(from, tape.Mark(), fr.outs, nil)) > 0) {
+		// A tape records the loop too (its values, or tensors its body
+		// reads, are tracked): the loop and its gradient become frames.
+		t.rollbackTo(mark)
+		return t.whileOnTape(cond, body, init, o)
 	}
 	// This call's values: the first iteration has run (if the condition
 	// held); the rest run eagerly, unrecorded.
@@ -104,12 +108,12 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 			return nil, fmt.Errorf("control: While loop value %d is nil", i)
 		}
 	}
-	t.loops++
+	loop := t.loops.Add(1)
 	if parallel <= 0 {
 		parallel = 10
 	}
 	outer := t.ctx
-	name := fmt.Sprintf("while%d", t.loops)
+	name := fmt.Sprintf("while%d", loop)
 	if forward != nil {
 		name = forward.frame + "_grad"
 	}
@@ -133,7 +137,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
 		fail("While", tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
 	}
-	pv := t.route(ctx, t.value(p))
+	pv := t.route(ctx, t.valueIn(ctx, p))
 	switches := make([]*Node, n)
 	exits := make([]Output, n)
 	bodyIn := make([]*tensor.Tensor, n)
@@ -162,7 +166,7 @@ func (t *tracer) frame(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 			return nil, fmt.Errorf("control: While loop value %d changes from %v to %s in the body", i,
 				merges[i].Specs[0], tensor.Describe(y))
 		}
-		v := t.value(y)
+		v := t.valueIn(ctx, y)
 		if v.Node.ID < ctx.start || !t.iter[v.Node] {
 			// A constant or a loop constant: pass it on only while the
 			// iteration lives.
@@ -200,7 +204,7 @@ func (t *tracer) anchor(ctx *traceCtx, v Output) Output {
 // alias returns a fresh tensor sharing x's buffer whose graph value is v.
 func (t *tracer) alias(x *tensor.Tensor, v Output) *tensor.Tensor {
 	a := x.View(x.Shape(), x.Layout())
-	t.vals[a] = v
+	t.setVal(a, v)
 	return a
 }
 

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -49,17 +51,56 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	if o.MaxIterations < 0 {
 		fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
 	}
-	if t := recording(); t != nil {
+	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
+	if t := recordingOf(loopVars...); t != nil {
 		if out := t.while(cond, body, loopVars, o); out != nil {
 			return out
 		}
+	} else if marks := liveTraces(); marks != nil {
+		// The loop is traced too when its first predicate or its values
+		// after the first iteration (which run eagerly first in any case)
+		// turn out to be values of a trace: what the look recorded is
+		// rolled back, and the trace records the loop as a frame.
+		var traced []*tensor.Tensor
+		l.look = func(xs []*tensor.Tensor) bool {
+			t := recordingOf(xs...)
+			m, ok := marks[t]
+			if t == nil || !ok || t.unroll {
+				return false
+			}
+			t.rollbackTo(m)
+			traced = t.while(cond, body, loopVars, o)
+			return true
+		}
+		vars := l.while(cond, loopVars, o.MaxIterations)
+		if !l.looked {
+			return l.done(loopVars, vars)
+		}
+		if traced != nil {
+			return traced
+		}
+		// The trace took the loop but could not make it a frame: it runs
+		// eagerly, recorded op by op.
+		l = &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
 	}
-	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
-	vars := l.while(cond, loopVars, o.MaxIterations)
-	if l.trips == 0 {
-		return loopVars
+	return l.done(loopVars, l.while(cond, loopVars, o.MaxIterations))
+}
+
+// done finishes a While loop that ran eagerly from init to vars.
+func (l *loop) done(init, vars []*tensor.Tensor) []*tensor.Tensor {
+	loopVars := init
+	out := loopVars
+	if l.trips > 0 {
+		out = l.finish(loopVars, vars)
 	}
-	return l.finish(loopVars, vars)
+	if t := recordingOf(out...); t != nil {
+		// Predicates on variables alone decided the trip count of a loop
+		// whose values are the trace's: the graph checks them at each call.
+		for _, p := range l.decided {
+			t.guard(l.name, p)
+		}
+	}
+	return out
 }
 
 // Fori runs body for i = lo, lo+1, ..., hi-1 (i as an Int64 scalar) over
@@ -108,7 +149,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	if steps == 0 {
 		return init, nil
 	}
-	if t := recording(); t != nil && !t.unroll {
+	if t := recordingOf(slices.Concat(init, xs)...); t != nil && !t.unroll {
 		return t.scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each

@@ -30,7 +30,10 @@ var (
 )
 
 // AddObserver installs o; it sees ops while Activate has been called more
-// times than Deactivate (by anyone).
+// times than Deactivate (by anyone). The count only gates observation, so
+// that an op no one observes costs one atomic load: what an observer
+// records follows from the tensors an op reads (a tape's tracked tensors,
+// a trace's values), not from the count or the goroutine.
 func AddObserver(o Observer) {
 	for {
 		old := observers.Load()
@@ -50,12 +53,10 @@ func AddObserver(o Observer) {
 func Activate()   { activeObservers.Add(1) }
 func Deactivate() { activeObservers.Add(-1) }
 
-// Observing reports whether any observer is active.
+// Observing reports whether any observer is active: one may keep the
+// tensors of the ops it sees, so code that would release intermediates
+// early keeps them.
 func Observing() bool { return activeObservers.Load() > 0 }
-
-// Activations returns how many Activate calls are not yet undone (the
-// tracer tells its own from tapes' by it).
-func Activations() int { return int(activeObservers.Load()) }
 
 // Run executes op on inputs with attrs and returns its outputs. It checks
 // arity, dtypes, devices and shapes before anything runs, and panics with a

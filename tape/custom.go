@@ -41,6 +41,7 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 // persistent, or it is used up by this call.
 func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
 	t.claim("Jacobian", target)
+	defer t.answered.Store(true)
 	n := target.NumElements()
 	rows := make([]*tensor.Tensor, 0, n)
 	for i := 0; i < n; i++ {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -20,7 +19,7 @@ func settledActivations() int {
 	for range 50 {
 		runtime.GC()
 		time.Sleep(2 * time.Millisecond)
-		n := eager.Activations()
+		n := tape.RecordingTapes()
 		if n == prev {
 			return n
 		}
@@ -103,7 +102,7 @@ func TestStopAndCollectionCountOnce(t *testing.T) {
 				if (i+g)%3 != 0 {
 					tp.Stop() // the tape is garbage from inside Stop on
 				}
-				if n := eager.Activations(); n < 0 {
+				if n := tape.RecordingTapes(); n < 0 {
 					t.Errorf("the count of recording tapes is %d", n)
 					return
 				}

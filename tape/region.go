@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -23,9 +24,52 @@ type regionLeaf struct{}
 // come after it.
 func Mark() uint64 { return seq.Load() }
 
+// recordingTapes counts the tapes recording now, less those computing a
+// gradient (whose own ops they do not record), plus Force's callers.
+var recordingTapes atomic.Int32
+
+// startRecording and stopRecording count a tape on and off, and with it
+// the observation of ops that package eager does only while someone
+// records.
+func startRecording() {
+	recordingTapes.Add(1)
+	eager.Activate()
+}
+
+func stopRecording() {
+	recordingTapes.Add(-1)
+	eager.Deactivate()
+}
+
 // Recording reports whether any tape is recording (somewhere in the
-// process), that is, whether regions need recording at all.
-func Recording() bool { return eager.Observing() }
+// process), that is, whether regions need recording at all. Tapes count
+// themselves; a trace recording a function does not count.
+func Recording() bool { return recordingTapes.Load() > 0 }
+
+// Records reports whether a recording tape records the ops that read any
+// of xs: a tape is recording, and one of xs is a variable, watched, or
+// computed by a recorded op. What a tape records follows from the tensors
+// an op reads, not from the goroutine that runs it.
+func Records(xs ...*tensor.Tensor) bool {
+	if !Recording() {
+		return false
+	}
+	for _, x := range xs {
+		if x != nil && tracked(x) {
+			return true
+		}
+	}
+	return false
+}
+
+// Force runs fn recording its ops on tracked tensors as a tape would, even
+// while the tapes have paused (a checkpointed loop recomputes an iteration
+// inside a backward pass so that it can differentiate it).
+func Force(fn func()) {
+	startRecording()
+	defer stopRecording()
+	fn()
+}
 
 // Detach returns a tensor with x's value and no history that tapes track:
 // ops on it are recorded, and their record ends at it. Control flow runs a

@@ -37,7 +37,11 @@ type Tape struct {
 	opts  Options
 	start uint64
 	stop  atomic.Uint64 // seq at Stop; 0 while recording
-	used  atomic.Bool
+	used  atomic.Bool   // a one-shot tape was asked its question
+	// answered: a one-shot tape has answered, so watch sets may drop it
+	// (not before: a Watch on another goroutine while it differentiates
+	// must leave it watching its sources).
+	answered atomic.Bool
 	// recording is shared with the cleanup that deactivates a tape dropped
 	// while recording: whichever of Stop and the cleanup swaps it to false
 	// deactivates, so a tape is counted off exactly once.
@@ -58,7 +62,7 @@ func New(opts ...Options) *Tape {
 			"ReleaseIntermediates needs a one-shot tape: a persistent one may be asked again")
 	}
 	t.recording.Store(true)
-	eager.Activate()
+	startRecording()
 	// A tape dropped while recording stops counting as active.
 	runtime.AddCleanup(t, deactivate, t.recording)
 	return t
@@ -67,7 +71,7 @@ func New(opts ...Options) *Tape {
 // deactivate counts a recording tape off, once.
 func deactivate(recording *atomic.Bool) {
 	if recording.CompareAndSwap(true, false) {
-		eager.Deactivate()
+		stopRecording()
 	}
 }
 
@@ -112,7 +116,7 @@ func (t *Tape) Watch(xs ...*tensor.Tensor) {
 			}
 			next := make(watchSet, 0, len(set)+1)
 			for _, p := range set {
-				if w := p.Value(); w != nil && !(w.used.Load() && !w.opts.Persistent) {
+				if w := p.Value(); w != nil && !(w.answered.Load() && !w.opts.Persistent) {
 					next = append(next, p)
 				}
 			}
@@ -151,6 +155,7 @@ func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*ten
 // vector-Jacobian product seed·J.
 func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
 	t.claim("Gradient", target)
+	defer t.answered.Store(true)
 	return t.gradient(target, seed, sources)
 }
 
@@ -167,8 +172,8 @@ func (t *Tape) claim(op string, target *tensor.Tensor) {
 func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) []*tensor.Tensor {
 	// The tape's own gradient ops are not recorded on itself.
 	if t.recording.Load() {
-		eager.Deactivate()
-		defer eager.Activate()
+		stopRecording()
+		defer startRecording()
 	}
 	owned := seed == nil // the tape may recycle a seed it made
 	if seed == nil {
@@ -266,16 +271,24 @@ type backprop struct {
 	mine  map[*tensor.Tensor]bool // gradients made in this pass
 }
 
-// gradKey names the tensor a gradient belongs to: its autodiff record when
-// it has one, which a stand-in without values (tensor.WithoutValues) shares
-// with the tensor it stands for, else the tensor itself (a variable).
-type gradKey unsafe.Pointer
+// gradKey names the tensor a gradient belongs to: the recorded op and
+// output that made it, which a stand-in without values
+// (tensor.WithoutValues) shares with the tensor it stands for, else the
+// tensor itself (a leaf: a variable or a watched tensor). Not the autodiff
+// record's address: a Watch on another goroutine replaces a leaf's record
+// while a pass runs.
+type gradKey struct {
+	p     unsafe.Pointer
+	index int
+}
 
 func keyOf(x *tensor.Tensor) gradKey {
 	if a := x.Autodiff(); a != nil {
-		return gradKey(a)
+		if n, ok := a.Node.(*node); ok {
+			return gradKey{unsafe.Pointer(n), a.Index}
+		}
 	}
-	return gradKey(x)
+	return gradKey{unsafe.Pointer(x), -1}
 }
 
 // grad returns the gradient held for x, or nil.

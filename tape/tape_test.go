@@ -194,23 +194,31 @@ func TestConcurrentTapes(t *testing.T) {
 }
 
 func TestShared(t *testing.T) {
-	// A tensor shared by two tapes in two goroutines, watched by both.
-	x := tensor.FromSlice([]float64{2})
-	var wg sync.WaitGroup
-	for k := 1; k <= 2; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tp := tape.New()
-			tp.Watch(x)
-			y := ops.Pow(x, tensor.FromSlice([]float64{float64(k + 1)}))
-			g := tp.Gradient(y, x)[0].Float() // (k+1) x^k
-			if want := float64(k+1) * math.Pow(2, float64(k)); g != want {
-				t.Errorf("goroutine %d: %v, want %v", k, g, want)
-			}
-		}()
+	// A tensor shared by two tapes in two goroutines, watched by both; one
+	// Watches while the other differentiates (which once dropped the other
+	// tape from the watch set, or moved the key its gradient was held
+	// under).
+	for range 300 {
+		x := tensor.FromSlice([]float64{2})
+		var wg sync.WaitGroup
+		for k := 1; k <= 2; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tp := tape.New()
+				tp.Watch(x)
+				y := ops.Pow(x, tensor.FromSlice([]float64{float64(k + 1)}))
+				g := tp.Gradient(y, x)[0]
+				if want := float64(k+1) * math.Pow(2, float64(k)); g == nil || g.Float() != want { // (k+1) x^k
+					t.Errorf("goroutine %d: %v, want %v", k, g, want)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
 	}
-	wg.Wait()
 }
 
 func TestCheckGradientCatchesAWrongRule(t *testing.T) {

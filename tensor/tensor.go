@@ -23,6 +23,7 @@ type Tensor struct {
 	flags  uint32
 
 	ad atomic.Pointer[Autodiff] // owned by package tape
+	tr atomic.Pointer[Traced]   // owned by package control
 }
 
 // Flags a tensor may carry.
@@ -38,6 +39,15 @@ type Autodiff struct {
 	Node  any // the recorded op that produced the tensor, or nil for a leaf
 	Index int // which output of Node
 	Watch any // tape-defined set of tapes that watch this leaf
+}
+
+// Traced is the tracing state a tensor carries. Package control owns its
+// meaning; it lives here, as Autodiff does, so that a trace finds its
+// values by the tensors an op reads rather than by which goroutine runs
+// the op. It is replaced whole, never edited.
+type Traced struct {
+	Trace  any // the trace the tensor is a value of, or nil
+	Recipe any // how the tensor was computed from variables, or nil
 }
 
 // Empty allocates an uninitialized tensor on dev. It is the allocation
@@ -160,6 +170,12 @@ func (t *Tensor) SetAutodiff(a *Autodiff) { t.ad.Store(a) }
 
 // CompareAndSwapAutodiff replaces old with a atomically. For package tape.
 func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.CompareAndSwap(old, a) }
+
+// Traced returns the tracing state (nil when there is none).
+func (t *Tensor) Traced() *Traced { return t.tr.Load() }
+
+// SetTraced replaces the tracing state. For package control.
+func (t *Tensor) SetTraced(m *Traced) { t.tr.Store(m) }
 
 // View returns a tensor sharing t's buffer with another shape and layout of
 // the same element count. It panics with an *Error if they do not fit.
