@@ -3,6 +3,8 @@ package device
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -152,6 +154,18 @@ func Lookup(name string) (Device, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownDevice, name)
 	}
 	return d, nil
+}
+
+// Devices returns every registered device, ordered by name.
+func Devices() []Device {
+	registry.RLock()
+	out := make([]Device, 0, len(registry.byName))
+	for _, d := range registry.byName {
+		out = append(out, d)
+	}
+	registry.RUnlock()
+	slices.SortFunc(out, func(a, b Device) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
 }
 
 // Host returns the CPU device "cpu:0".

@@ -17,7 +17,7 @@ type T = *tensor.Tensor
 
 // Compositions, checked against finite differences in float64 (every
 // registered op's gradients are checked from its samples in the
-// conformance table, internal/conformance).
+// conformance table, package conformance).
 func TestGradients(t *testing.T) {
 	cases := []gradCase{
 		{"BroadcastDims", func(x []T) T { return ops.BroadcastDims(ops.Mul, x[0], x[1], 0) }, []T{rnd(1, -1, 1, 2, 3), rnd(2, -1, 1, 2)}},
