@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -32,7 +33,7 @@ func BenchmarkTraceElementwiseChain1K(b *testing.B) {
 		}
 	})
 	b.Run("traced", func(b *testing.B) {
-		f := control.NewFunction(elementwiseChain)
+		f := trace.NewFunction(elementwiseChain)
 		for b.Loop() {
 			out, err := f.Call(x)
 			if err != nil {
@@ -46,8 +47,8 @@ func BenchmarkTraceElementwiseChain1K(b *testing.B) {
 // tracedMLPGrad traces the MLP's forward and backward: it returns the loss
 // and the four gradients; the SGD update (an assignment, not an op) runs
 // outside the graph.
-func (m *mlp) tracedGrad() *control.Function {
-	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+func (m *mlp) tracedGrad() *trace.Function {
+	return trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		x, labels := a[0], a[1]
 		tp := tape.New()
 		h := ops.Relu(ops.Add(ops.MatMul(x, m.w1.Value()), m.b1.Value()))
@@ -58,7 +59,7 @@ func (m *mlp) tracedGrad() *control.Function {
 	})
 }
 
-func (m *mlp) tracedStep(f *control.Function, x, labels *tensor.Tensor, lr float64) (*tensor.Tensor, error) {
+func (m *mlp) tracedStep(f *trace.Function, x, labels *tensor.Tensor, lr float64) (*tensor.Tensor, error) {
 	out, err := f.Call(x, labels)
 	if err != nil {
 		return nil, err
@@ -119,8 +120,8 @@ func BenchmarkTracedRNNLoopGrad(b *testing.B) {
 	}
 }
 
-func (r *rnnSetup) tracedGrad() *control.Function {
-	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+func (r *rnnSetup) tracedGrad() *trace.Function {
+	return trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
 		h := r.forwardFrom(a[0], control.WhileOptions{})
 		return tp.Gradient(ops.Sum(h), r.w.Value())
@@ -147,7 +148,7 @@ func TestTracedRNNLoopGradMatchesEager(t *testing.T) {
 // tape: the While becomes one loop frame run by the frame executor.
 func BenchmarkTracedRNNLoopForward(b *testing.B) {
 	r := newRNN()
-	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{r.forwardFrom(a[0], control.WhileOptions{})}
 	})
 	b.ReportAllocs()
@@ -160,7 +161,7 @@ func BenchmarkTracedRNNLoopForward(b *testing.B) {
 
 func TestTracedRNNLoopForwardIsAFrame(t *testing.T) {
 	r := newRNN()
-	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{r.forwardFrom(a[0], control.WhileOptions{})}
 	})
 	want := r.forward(control.WhileOptions{})

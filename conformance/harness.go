@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
@@ -232,7 +232,7 @@ func sameWithin(got, want []T) string {
 // compares with eager.
 func checkTraced(t *testing.T, c *call, want []T) {
 	t.Helper()
-	f := control.NewFunction(func(in []T) []T { return c.run(in) })
+	f := trace.NewFunction(func(in []T) []T { return c.run(in) })
 	for n := range 2 {
 		got, err := f.Call(c.inputs...)
 		if err != nil {
@@ -272,7 +272,7 @@ func checkTracedGradient(t *testing.T, c *call) {
 		return tp.Gradient(loss(c, in, w), src...)
 	}
 	want := grad(c.inputs)
-	f := control.NewFunction(grad)
+	f := trace.NewFunction(grad)
 	for n := range 2 {
 		got, err := f.Call(c.inputs...)
 		if err != nil {

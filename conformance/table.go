@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -408,7 +409,7 @@ func samples() map[string][]sample {
 
 	// Internal ops of other packages.
 	add("Guard", one("a traced loop's decision", func() {
-		f := control.NewFunction(func(a []T) []T {
+		f := trace.NewFunction(func(a []T) []T {
 			tp := tape.New()
 			tp.Watch(a[0])
 			h := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(10.0)) },

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -14,16 +15,53 @@ import (
 func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tensor.Tensor {
 	branches := [2]func() []*tensor.Tensor{falseFn, trueFn}
 	if t := tracingCond(pred); t != nil && pred.DType() == tensor.Bool && pred.Rank() == 0 {
-		return t.cond(pred, branches)
+		return t.Cond(pred, branches)
 	}
 	marks := marksFor(pred)
-	outs := branch(branches[btoi(predicate("Cond", pred))])
-	if t := tracingAfter(pred, outs, marks); t != nil {
+	taken := 0
+	if flow.Predicate("Cond", pred) {
+		taken = 1
+	}
+	outs := branch(branches[taken])
+	if t := tracingAfter(outs, marks); t != nil {
 		// A predicate on variables alone, branches on a trace's values:
 		// traced after all (the branch runs again, recorded).
-		return t.cond(pred, branches)
+		return t.Cond(pred, branches)
 	}
 	return outs
+}
+
+// tracingCond returns the recording trace when pred is a value of it that
+// varies between calls (so Cond must be traced, not decided).
+func tracingCond(pred *tensor.Tensor) flow.Tracer {
+	if t := flow.RecordingOf(pred); t != nil && t.Derived(pred) {
+		return t
+	}
+	return nil
+}
+
+// marksFor returns where the live traces stand when a construct decides on
+// pred computed from variables alone (for tracingAfter), else nil.
+func marksFor(pred *tensor.Tensor) map[flow.Tracer]flow.Mark {
+	if pred == nil || !flow.FromVariables(pred) {
+		return nil
+	}
+	return flow.LiveMarks()
+}
+
+// tracingAfter returns the recording trace when a construct decided on a
+// predicate computed from variables alone (no trace's value; marks from
+// marksFor) and its results outs are values of that trace: the decision
+// is the trace's to make at every call, so the construct must be traced
+// after all. What the construct recorded on its way is rolled back.
+func tracingAfter(outs []*tensor.Tensor, marks map[flow.Tracer]flow.Mark) flow.Tracer {
+	t := flow.RecordingOf(outs...)
+	m, ok := marks[t]
+	if t == nil || !ok {
+		return nil
+	}
+	t.RollbackTo(m)
+	return t
 }
 
 // Case runs branches[index] (index an Int32 or Int64 scalar); an index out
@@ -32,10 +70,10 @@ func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tenso
 // integer scalar.
 func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.Tensor {
 	if len(branches) == 0 {
-		fail("Case", tensor.ErrArity, nil, "needs at least one branch")
+		flow.Fail("Case", tensor.ErrArity, nil, "needs at least one branch")
 	}
 	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
-		fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
+		flow.Fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
 	}
 	if t := tracingCond(index); t != nil && len(branches) > 1 {
 		// Traced as TensorFlow's switch_case lowers: a chain of conds,
@@ -49,7 +87,7 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 	}
 	marks := marksFor(index)
 	outs := branch(branches[i])
-	if len(branches) > 1 && tracingAfter(index, outs, marks) != nil {
+	if len(branches) > 1 && tracingAfter(outs, marks) != nil {
 		pred := ops.Eq(index, ops.ScalarLike(index, 0))
 		return Cond(pred, branches[0], func() []*tensor.Tensor { return Case(ops.Sub(index, ops.ScalarLike(index, 1)), branches[1:]...) })
 	}
@@ -65,7 +103,7 @@ func branch(fn func() []*tensor.Tensor) []*tensor.Tensor {
 	outs := fn()
 	to := tape.Mark()
 	caps := tape.Captures(from, to, outs, nil)
-	return passThrough(outs, func() []*tensor.Tensor {
+	return flow.PassThrough(outs, func() []*tensor.Tensor {
 		return tape.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
 			return tape.WindowVJP(outs, dys, caps, from, to)
 		})

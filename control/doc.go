@@ -37,42 +37,17 @@
 // naming the construct, the loop value and its shape before and after.
 // eager.Catch recovers them. Predicates get no gradient.
 //
-// # Graphs and tracing
+// # Traced
 //
-// Graph is a dataflow graph with TensorFlow's control-flow primitives
-// (Switch, Merge, Enter, Exit, NextIteration) and execution frames;
-// Execute runs one by the rules of "Implementation of Control Flow in
-// TensorFlow": values carry a dead flag and a frame/iteration tag, Switch
-// kills its untaken output, Merge forwards its live input, an op with a
-// dead input emits dead outputs without running, Enter opens a child frame
-// (constants are seen by every iteration), NextIteration moves to the next
-// iteration, and Exit returns to the parent, held back while dead until
-// the frame can do nothing more. Graphs without those primitives run as a
-// straight-line plan that releases each intermediate after its last reader.
-//
-// NewFunction wraps a Go function over tensors: its first call with an
-// input signature traces it (records its ops while it runs eagerly) into a
-// Graph, optimised once (constant folding, pruning, common subexpressions,
-// fusion of float32 elementwise chains); later calls run the graph. The
-// Function doc lists what a trace captures and what it cannot. Cond, Case
-// and While deciding on the arguments become frames; a While that a tape
-// records inside the function becomes two, the backward loop popping the
-// stacks the forward one pushes (trace_grad.go). NewFunctionWithSignature
-// declares dims that vary between calls; the graph is then rebuilt for
-// new sizes without tracing (signature.go, generalize.go). Graph.String
-// and Graph.WriteDOT show what was traced.
-//
-// The executor (executor.go, executor_parallel.go) also runs Stack,
-// StackPush and StackPop nodes (a loop gradient's saved values), holds each
-// loop frame to its ParallelIterations active iterations, and runs heavy op
-// nodes that are ready together on the workers of the graph's CPU device at
-// once.
+// Under package trace (control/trace), a Function's trace records Cond,
+// Case, While and Scan on the trace's values as TensorFlow's control-flow
+// graphs (package graph, control/graph). A construct finds the trace by
+// the tensors it reads, never by the goroutine it runs on: the contract
+// between the two packages is in control/internal/flow, with the loop
+// engine both use.
 //
 // # Concurrency
 //
 // Control flow keeps its state in the call; goroutines may run loops at
-// once, each with its own tape, and call a Function at once (each run of
-// a graph has an executor of its own). A trace keeps its state in the
-// tensors it makes, as a tape does: goroutines may trace at once, and a
-// goroutine that traces and one that records a tape do not see each other.
+// once, each with its own tape.
 package control

@@ -3,6 +3,7 @@ package control
 import (
 	"slices"
 
+	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -26,16 +27,6 @@ type WhileOptions struct {
 	Checkpoint bool
 }
 
-// predicate evaluates a loop or branch predicate, which must be a Bool
-// scalar.
-func predicate(name string, p *tensor.Tensor) bool {
-	if p == nil || p.DType() != tensor.Bool || p.Rank() != 0 {
-		fail(name, tensor.ErrDType, []*tensor.Tensor{p}, "the predicate must be a bool scalar, got %s", tensor.Describe(p))
-	}
-	checkTraced(name, p)
-	return p.Item().(bool)
-}
-
 // While runs body while cond holds: vars = body(vars), starting from
 // loopVars, and returns the final values (loopVars themselves when cond is
 // false at once). cond returns a Bool scalar; body returns as many values
@@ -49,55 +40,54 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 		o = opts[0]
 	}
 	if o.MaxIterations < 0 {
-		fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
+		flow.Fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
 	}
-	l := &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
-	if t := recordingOf(loopVars...); t != nil {
-		if out := t.while(cond, body, loopVars, o); out != nil {
+	l := &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: tape.Recording()}
+	if t := flow.RecordingOf(loopVars...); t != nil {
+		if out := t.While(cond, body, loopVars, flow.Options(o)); out != nil {
 			return out
 		}
-	} else if marks := liveTraces(); marks != nil {
+	} else if marks := flow.LiveMarks(); marks != nil {
 		// The loop is traced too when its first predicate or its values
 		// after the first iteration (which run eagerly first in any case)
 		// turn out to be values of a trace: what the look recorded is
 		// rolled back, and the trace records the loop as a frame.
 		var traced []*tensor.Tensor
-		l.look = func(xs []*tensor.Tensor) bool {
-			t := recordingOf(xs...)
+		l.Look = func(xs []*tensor.Tensor) bool {
+			t := flow.RecordingOf(xs...)
 			m, ok := marks[t]
-			if t == nil || !ok || t.unroll {
+			if t == nil || !ok || t.Unroll() {
 				return false
 			}
-			t.rollbackTo(m)
-			traced = t.while(cond, body, loopVars, o)
+			t.RollbackTo(m)
+			traced = t.While(cond, body, loopVars, flow.Options(o))
 			return true
 		}
-		vars := l.while(cond, loopVars, o.MaxIterations)
-		if !l.looked {
-			return l.done(loopVars, vars)
+		vars := l.While(cond, loopVars, o.MaxIterations)
+		if !l.Looked {
+			return done(l, loopVars, vars)
 		}
 		if traced != nil {
 			return traced
 		}
 		// The trace took the loop but could not make it a frame: it runs
 		// eagerly, recorded op by op.
-		l = &loop{name: "While", nvars: len(loopVars), checkpoint: o.Checkpoint, body: body, recording: tape.Recording()}
+		l = &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: tape.Recording()}
 	}
-	return l.done(loopVars, l.while(cond, loopVars, o.MaxIterations))
+	return done(l, loopVars, l.While(cond, loopVars, o.MaxIterations))
 }
 
 // done finishes a While loop that ran eagerly from init to vars.
-func (l *loop) done(init, vars []*tensor.Tensor) []*tensor.Tensor {
-	loopVars := init
-	out := loopVars
-	if l.trips > 0 {
-		out = l.finish(loopVars, vars)
+func done(l *flow.Loop, init, vars []*tensor.Tensor) []*tensor.Tensor {
+	out := init
+	if l.Trips > 0 {
+		out = l.Finish(init, vars)
 	}
-	if t := recordingOf(out...); t != nil {
+	if t := flow.RecordingOf(out...); t != nil {
 		// Predicates on variables alone decided the trip count of a loop
 		// whose values are the trace's: the graph checks them at each call.
-		for _, p := range l.decided {
-			t.guard(l.name, p)
+		for _, p := range l.Decided {
+			t.Guard(l.Name, p)
 		}
 	}
 	return out
@@ -110,19 +100,19 @@ func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tens
 	opts ...WhileOptions) []*tensor.Tensor {
 	nvars := len(init)
 	ck := len(opts) > 0 && opts[0].Checkpoint
-	l := &loop{name: "Fori", nvars: nvars, recording: tape.Recording(), checkpoint: ck,
-		body: func(in []*tensor.Tensor) []*tensor.Tensor { return body(in[nvars], in[:nvars]) }}
+	l := &flow.Loop{Name: "Fori", NVars: nvars, Recording: tape.Recording(), Checkpoint: ck,
+		Body: func(in []*tensor.Tensor) []*tensor.Tensor { return body(in[nvars], in[:nvars]) }}
 	vars := init
 	var counters []*tensor.Tensor
 	for i := lo; i < hi; i++ {
 		c := tensor.Scalar(int64(i))
 		counters = append(counters, c)
-		vars, _ = l.step(i-lo, vars, []*tensor.Tensor{c})
+		vars, _ = l.Step(i-lo, vars, []*tensor.Tensor{c})
 	}
-	if l.trips == 0 {
+	if l.Trips == 0 {
 		return init
 	}
-	return l.finish(append(append([]*tensor.Tensor{}, init...), counters...), vars)
+	return l.Finish(append(append([]*tensor.Tensor{}, init...), counters...), vars)
 }
 
 // Scan runs fn over the leading dimension of xs, threading a carry:
@@ -134,23 +124,23 @@ func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tens
 // region; the gradients of xs are gathered per step.
 func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), init, xs []*tensor.Tensor) (carry, ys []*tensor.Tensor) {
 	if len(xs) == 0 {
-		fail("Scan", tensor.ErrArity, nil, "needs at least one sequence in xs")
+		flow.Fail("Scan", tensor.ErrArity, nil, "needs at least one sequence in xs")
 	}
 	steps := -1
 	for i, x := range xs {
 		if x.Rank() == 0 {
-			fail("Scan", tensor.ErrRank, xs, "sequence %d is a scalar; it needs a leading dimension", i)
+			flow.Fail("Scan", tensor.ErrRank, xs, "sequence %d is a scalar; it needs a leading dimension", i)
 		}
 		if steps >= 0 && x.Dim(0) != steps {
-			fail("Scan", tensor.ErrShape, xs, "sequence %d has %d steps, sequence 0 has %d", i, x.Dim(0), steps)
+			flow.Fail("Scan", tensor.ErrShape, xs, "sequence %d has %d steps, sequence 0 has %d", i, x.Dim(0), steps)
 		}
 		steps = x.Dim(0)
 	}
 	if steps == 0 {
 		return init, nil
 	}
-	if t := recordingOf(slices.Concat(init, xs)...); t != nil && !t.unroll {
-		return t.scan(fn, init, xs, steps)
+	if t := flow.RecordingOf(slices.Concat(init, xs)...); t != nil && !t.Unroll() {
+		return t.Scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each
 	// step's gradient for xs is one slice, stacked once at the end.
@@ -159,10 +149,10 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 		slices[k] = ops.Unstack(x, 0)
 	}
 	nvars := len(init)
-	l := &loop{name: "Scan", nvars: nvars, body: func(in []*tensor.Tensor) []*tensor.Tensor {
+	l := &flow.Loop{Name: "Scan", NVars: nvars, Body: func(in []*tensor.Tensor) []*tensor.Tensor {
 		c, y := fn(in[:nvars], in[nvars:])
 		return append(append([]*tensor.Tensor{}, c...), y...)
-	}, recording: tape.Recording()}
+	}, Recording: tape.Recording()}
 	vars := init
 	var inputs, perStep []*tensor.Tensor
 	var ny int
@@ -172,16 +162,16 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 			x[k] = slices[k][t]
 		}
 		var y []*tensor.Tensor
-		vars, y = l.step(t, vars, x)
+		vars, y = l.Step(t, vars, x)
 		if t == 0 {
 			ny = len(y)
 		} else if len(y) != ny {
-			fail("Scan", tensor.ErrArity, y, "step %d returned %d outputs, step 0 returned %d", t, len(y), ny)
+			flow.Fail("Scan", tensor.ErrArity, y, "step %d returned %d outputs, step 0 returned %d", t, len(y), ny)
 		}
 		inputs = append(inputs, x...)
 		perStep = append(perStep, y...)
 	}
-	out := l.finish(append(append([]*tensor.Tensor{}, init...), inputs...), append(append([]*tensor.Tensor{}, vars...), perStep...))
+	out := l.Finish(append(append([]*tensor.Tensor{}, init...), inputs...), append(append([]*tensor.Tensor{}, vars...), perStep...))
 	carry, perStep = out[:nvars], out[nvars:]
 	ys = make([]*tensor.Tensor, ny)
 	for j := range ys {
@@ -189,7 +179,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 		for t := range col {
 			col[t] = perStep[t*ny+j]
 			if !col[t].Shape().Equal(col[0].Shape()) {
-				fail("Scan", tensor.ErrShape, col[:t+1], "output %d has shape %v at step %d and %v at step 0", j, col[t].Shape(), t, col[0].Shape())
+				flow.Fail("Scan", tensor.ErrShape, col[:t+1], "output %d has shape %v at step %d and %v at step 0", j, col[t].Shape(), t, col[0].Shape())
 			}
 		}
 		ys[j] = ops.Stack(0, col...)

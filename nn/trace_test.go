@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -14,7 +14,7 @@ import (
 func TestRNNTracesIntoAFrame(t *testing.T) {
 	rng := tensor.NewRNG(21)
 	rnn := &nn.RNN{Cell: nn.NewLSTMCell("lstm", rng, 3, 5, tensor.Float32), ReturnSequences: true}
-	f := control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		out, state := rnn.Run(a[0], nil)
 		return append([]*tensor.Tensor{out}, state...)
 	})

@@ -23,7 +23,7 @@ type Tensor struct {
 	flags  uint32
 
 	ad atomic.Pointer[Autodiff] // owned by package tape
-	tr atomic.Pointer[Traced]   // owned by package control
+	tr atomic.Pointer[Traced]   // owned by package trace
 }
 
 // Flags a tensor may carry.
@@ -41,7 +41,7 @@ type Autodiff struct {
 	Watch any // tape-defined set of tapes that watch this leaf
 }
 
-// Traced is the tracing state a tensor carries. Package control owns its
+// Traced is the tracing state a tensor carries. Package trace owns its
 // meaning; it lives here, as Autodiff does, so that a trace finds its
 // values by the tensors an op reads rather than by which goroutine runs
 // the op. It is replaced whole, never edited.
@@ -174,7 +174,7 @@ func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.Com
 // Traced returns the tracing state (nil when there is none).
 func (t *Tensor) Traced() *Traced { return t.tr.Load() }
 
-// SetTraced replaces the tracing state. For package control.
+// SetTraced replaces the tracing state. For package trace.
 func (t *Tensor) SetTraced(m *Traced) { t.tr.Store(m) }
 
 // View returns a tensor sharing t's buffer with another shape and layout of

@@ -1,7 +1,7 @@
 // Command charrnn trains a character-level LSTM language model on a short
 // text shipped with it (text.txt, written for this project and dedicated to
 // the public domain), with the training step traced once by
-// control.NewFunction and run from its graph afterwards, and prints a
+// trace.NewFunction and run from its graph afterwards, and prints a
 // sample of generated text.
 //
 //	go run ./examples/charrnn [-epochs 30] [-dir runs/charrnn]
@@ -23,7 +23,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/examples/internal/report"
 	"github.com/eagerflow/eagerflow/nn"
@@ -100,9 +100,9 @@ func (m *model) logits(ids *tensor.Tensor) *tensor.Tensor {
 
 // trainStep returns the traced step: (ids [N T], next ids [N*T]) -> the
 // loss and one gradient per variable.
-func (m *model) trainStep() *control.Function {
+func (m *model) trainStep() *trace.Function {
 	vars := m.variables()
-	return control.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+	return trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
 		loss := nn.SparseSoftmaxCrossEntropy(m.logits(a[0]), a[1])
 		return append([]*tensor.Tensor{loss}, tp.Gradient(loss, nn.Values(vars)...)...)

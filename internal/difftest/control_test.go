@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -190,8 +191,8 @@ func checkControlTraced(t *testing.T, seed uint64, cases []*controlCase, want ma
 	t.Helper()
 	for k := range templates {
 		tpl := &templates[k]
-		inside := control.NewFunction(func(in []T) []T { return derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) })
-		around := control.NewFunction(func(in []T) []T { return []T{tpl.loss(in)} })
+		inside := trace.NewFunction(func(in []T) []T { return derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) })
+		around := trace.NewFunction(func(in []T) []T { return []T{tpl.loss(in)} })
 		for _, c := range cases {
 			if c.tpl != tpl {
 				continue

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -49,11 +49,11 @@ func sameAs(got, want T) string {
 // gradients, from the trace and from the graph on other inputs) and with a
 // tape around its calls, against p run eagerly.
 func checkTraced(p *Program, eagerVals, eagerGrads []T) string {
-	inside := control.NewFunction(func(in []T) []T {
+	inside := trace.NewFunction(func(in []T) []T {
 		vals, grads := p.eagerly(in)
 		return append(vals, grads...)
 	})
-	around := control.NewFunction(func(in []T) []T {
+	around := trace.NewFunction(func(in []T) []T {
 		_, loss := p.run(in)
 		return []T{loss}
 	})

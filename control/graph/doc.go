@@ -1,0 +1,28 @@
+// Package graph is the dataflow graph a traced function becomes
+// (package trace), its optimisation passes and its executors.
+//
+// Graph holds op nodes and TensorFlow's control-flow primitives (Switch,
+// Merge, Enter, Exit, NextIteration) with execution frames, and the stacks
+// a loop's gradient keeps its values on (Stack, StackPush, StackPop).
+// Execute runs a graph by the rules of "Implementation of Control Flow in
+// TensorFlow": values carry a dead flag and a frame/iteration tag, Switch
+// kills its untaken output, Merge forwards its live input, an op with a
+// dead input emits dead outputs without running, Enter opens a child frame
+// (constants are seen by every iteration), NextIteration moves to the next
+// iteration, and Exit returns to the parent, held back while dead until
+// the frame can do nothing more. The executor (executor.go,
+// executor_parallel.go) holds each loop frame to its ParallelIterations
+// active iterations and runs heavy op nodes that are ready together at
+// once on the workers of the graph's CPU device. Graphs without
+// control-flow primitives run as a straight-line plan (plan.go) that
+// releases each intermediate after its last reader.
+//
+// Optimize prepares a traced graph: pruning (Prune keeps placeholders and
+// Keep nodes, a trace's guards), dropping stacks nothing pops, computing
+// repeated ops once (optimize.go) and fusing chains of float32 elementwise
+// ops into one pass for the graph's device kind (fuse.go). String and
+// WriteDOT show a graph.
+//
+// Each run of a graph has an executor of its own: goroutines may run one
+// graph at once.
+package graph

@@ -1,0 +1,668 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/internal/flow"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Function is a Go function over tensors that is traced into a Graph the
+// first time it is called with an input signature (the dtypes and shapes
+// of its arguments) and executed from that graph on later calls with the
+// same signature. A new signature traces again, unless the Function was
+// made with NewFunctionWithSignature and a declared signature whose
+// unknown dims (-1) cover the difference: such a Function learns from its
+// first three sizes how its graph follows those dims and rebuilds the
+// graph for any other size without tracing (signature.go).
+//
+// Tracing runs fn once, eagerly, on views of the arguments, and records as
+// graph nodes the ops that read the trace's values: the arguments, and
+// what recorded ops made from them, whichever goroutine runs the op (fn
+// must wait for the goroutines it starts). The trace's state lives in
+// those tensors (tensor.Traced), as a tape's does in the tensors it
+// tracks: no goroutine is singled out, a goroutine that traces and one
+// that records a tape do not see each other, and traces run at once on
+// several goroutines. That first call returns fn's own results. What the
+// graph computes is therefore what fn computed on that call:
+//   - Go values fn reads (ints, closures' variables, Item() of a tensor)
+//     are constants of the trace.
+//   - Tensors fn reads that are not its arguments are captured: a variable
+//     (tensor.FlagVariable) by reference, so in-place updates are seen by
+//     later calls; any other tensor by value. What fn computes from
+//     variables alone (a weight penalty, a predicate on a step counter) is
+//     recorded too, from the ops that made it (tensor.Traced.Recipe), so
+//     later calls see the variables' new values; what fn computes from
+//     captured tensors alone is a constant.
+//   - control.Cond on a value computed from the arguments or variables is
+//     traced as TensorFlow builds a cond: both branches are recorded (the
+//     untaken one runs on this call's values just to be recorded, so it
+//     must not fail on them), a Switch on the predicate for each value a
+//     branch reads from outside, a Merge for each output; branches that
+//     disagree on their outputs' count, dtypes or shapes fail the trace.
+//   - A Cond whose predicate is computed from variables alone is traced
+//     as above when its results are the trace's values (the taken branch
+//     then runs a second time, recorded).
+//   - control.While becomes a loop frame, when its loop values, its first
+//     predicate or its values after the first iteration are the trace's
+//     (a loop that reads the trace's values only through its closures is
+//     found by its first iteration, which the trace then records anew), as
+//     TensorFlow builds one: Enter, Merge, Switch, Exit per loop value, the
+//     body once, NextIteration back to the Merge, values from outside
+//     entered as loop constants. The condition and body are recorded on
+//     the first iteration's values (the body runs on the initial values
+//     even when the loop takes no iteration, so it must not fail on them).
+//     MaxIterations becomes a counter loop value in the condition.
+//     control.Scan on the trace's values becomes such a loop too, reading
+//     step t with Gather and writing its outputs into stacked buffers, so
+//     a traced RNN is one frame whatever its length (under a tape, one
+//     frame and its gradient). Fori, and a loop on constants, variables
+//     and captured tensors alone, run eagerly: their ops on the trace's
+//     values or on variables are recorded op by op. Such a loop that a
+//     tape records fails the trace (the call returns an error naming it):
+//     pass its inputs as arguments.
+//   - control.Case on such a value becomes a chain of conds (index == 0,
+//     index == 1, ..., the last branch taking every other index).
+//   - A While that a tape records inside fn becomes two frames, as
+//     TensorFlow builds a loop's gradient: the forward loop counts its
+//     iterations and pushes, at each one, the values the body's gradient
+//     rules read onto stacks; the backward loop runs that many times,
+//     popping them in reverse, and sums the gradients of the tensors the
+//     body reads from outside. So the trip count may vary from call to
+//     call. Where the loop takes no iteration, sources that eagerly get no
+//     gradient (nil) get zeros from the graph. Loops nest: an inner loop's
+//     frames sit in the outer ones', its trip count per outer iteration is
+//     pushed too, and the outer loop moves on only once the inner one is
+//     done. A loop whose body cannot be traced on the first iteration's
+//     values alone is recorded iteration by iteration instead (its trip
+//     count must then not vary).
+//   - A Cond (or Case) on a varying value that a tape records inside fn is
+//     one region of the tape; its gradient is traced as TensorFlow builds
+//     it, a Cond on the same predicate of the two branches' gradients. In
+//     a While's body, the predicate is pushed onto a stack at every
+//     iteration and the values a branch's gradient reads only where the
+//     branch was taken; the backward loop pops them likewise.
+//   - A loop that cannot be a frame is traced unrolled, iteration by
+//     iteration: a loop run eagerly inside a traced region (a tape made
+//     inside a traced loop's body that differentiates another loop there),
+//     and every loop of a function that differentiates a loop's gradient
+//     again (second derivatives, Hessian-vector products): there the trace
+//     reads the loop's gradient as the eager run computed it, which no
+//     frame holds, so the function is traced a second time with its loops
+//     unrolled (fn runs twice on that call). Each decision such a trace
+//     took on a varying value (each predicate of an unrolled loop) is a
+//     guard in the graph: a call where one goes the other way (another
+//     trip count) runs fn eagerly instead, so every call returns what fn
+//     computes; Logf is told once.
+//   - Random tensors fn draws with tensor.RandUniform and the like (and so
+//     ops.Dropout's mask) are constants of the trace: pass them in as
+//     arguments to get fresh ones per call.
+//   - A tape recording inside fn is traced too: the graph computes the
+//     gradients (a training step traced as one graph). Variable updates
+//     (Assign and the optimizers) are not ops and are not traced: return
+//     the gradients and apply them after the call.
+//   - A tape around a call records the graph's ops, so it differentiates
+//     with respect to fn's arguments and variables (not other captured
+//     tensors, which are constants of the trace). Loops and conds that
+//     ran as tape regions while tracing leave no mark in the graph: their
+//     graph is the computation alone, which the tape around a later call
+//     records op by op.
+//   - fn may return nil results (the gradient of a source its target does
+//     not depend on); the call returns nil there too.
+//
+// Before the first run the graph is optimised: ops on constants only are
+// folded (their traced values kept), values nothing returns are pruned,
+// identical ops on identical inputs are computed once, chains of float32
+// elementwise ops are fused into one pass, and each intermediate buffer is
+// released once its last reader has run.
+//
+// A Function called on values of another's trace runs fn inline, so the
+// outer graph holds its ops and control flow.
+//
+// A Function is safe for concurrent use. Ops that goroutines fn starts run
+// on the trace's values are recorded when they run; they must not run
+// while fn itself is inside a traced Cond or While.
+type Function struct {
+	fn func(args []*tensor.Tensor) []*tensor.Tensor
+	// Logf receives the warning (given once) that fn retraces often; nil
+	// discards it.
+	Logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	graphs map[string]*traced
+	traces int
+	warned bool
+	// guardNoted: Logf was told that a guard failed.
+	guardNoted bool
+	sig        []InputSpec // nil: every signature traces
+	gen        sizeRules
+}
+
+// RetraceWarning is how many traces a Function makes before it warns.
+const RetraceWarning = 5
+
+// NewFunction wraps fn. fn takes and returns slices of tensors.
+func NewFunction(fn func(args []*tensor.Tensor) []*tensor.Tensor) *Function {
+	return &Function{fn: fn, graphs: map[string]*traced{}}
+}
+
+// Traces returns how many traces f has made.
+func (f *Function) Traces() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.traces
+}
+
+// Graph returns the graph traced for args' signature, or nil.
+func (f *Function) Graph(args ...*tensor.Tensor) *graph.Graph {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if tr := f.graphs[signature(args)]; tr != nil {
+		return tr.g
+	}
+	return nil
+}
+
+// traced is one signature's graph, with what the trace knew of fn's
+// results and decisions.
+type traced struct {
+	g *graph.Graph
+	// nilResults marks the results fn returned as nil (a gradient of an
+	// unconnected source): they are not among the graph's results, and a
+	// call gives nil there, as fn did.
+	nilResults []bool
+	// hasGuards says the graph checks decisions its trace took (a call
+	// where one goes another way runs fn eagerly).
+	hasGuards bool
+}
+
+func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out, err := graph.Execute(tr.g, args...)
+	if err != nil {
+		return nil, err
+	}
+	return tr.withNils(out), nil
+}
+
+// withNils puts the nil results of fn back among the graph's results.
+func (tr *traced) withNils(out []*tensor.Tensor) []*tensor.Tensor {
+	if tr.nilResults == nil {
+		return out
+	}
+	all := make([]*tensor.Tensor, len(tr.nilResults))
+	j := 0
+	for i, isNil := range tr.nilResults {
+		if !isNil {
+			all[i] = out[j]
+			j++
+		}
+	}
+	return all
+}
+
+// Call runs f on args: from its graph when one was traced for their
+// signature, else by tracing. Ops' errors panic as they do eagerly; an
+// argument count that differs from the trace, or a trace that cannot be
+// made, is an error.
+func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if traceOf(args...) != nil {
+		// Called on values of another function's trace: run fn so that
+		// its ops and control flow are traced inline there.
+		return f.fn(args), nil
+	}
+	if f.sig != nil {
+		if err := checkSignature(f.sig, args); err != nil {
+			return nil, err
+		}
+	}
+	key := signature(args)
+	f.mu.Lock()
+	tr := f.graphs[key]
+	if tr == nil && f.gen.trusted {
+		var err error
+		if tr, err = f.gen.build(unknownSizes(f.sig, args)); err != nil {
+			f.mu.Unlock()
+			return nil, err
+		}
+		f.graphs[key] = tr
+	}
+	f.mu.Unlock()
+	if tr != nil {
+		return f.runGuarded(tr, args)
+	}
+	out, tr, err := traceCall(f.fn, args, false)
+	if errors.Is(err, errUnroll) {
+		// A loop's gradient is differentiated again: trace once more, loops
+		// unrolled (fn runs a second time).
+		out, tr, err = traceCall(f.fn, args, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.graphs[key] = tr
+	f.traces++
+	var note string
+	if f.sig != nil {
+		note = f.gen.learn(tr, unknownSizes(f.sig, args), key)
+	}
+	warn := f.traces > RetraceWarning && !f.warned && f.Logf != nil
+	f.warned = f.warned || warn
+	n := f.traces
+	logf := f.Logf
+	f.mu.Unlock()
+	if note != "" && logf != nil {
+		logf("%s", note)
+	}
+	if warn {
+		logf("trace: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
+	}
+	return out, nil
+}
+
+// signature is the dtypes and shapes of args, and their devices where not
+// the host, e.g. "float32[2 3],int64[]" or "float32[2 3]@cpu:1": a graph
+// holds constants on its arguments' device and is fused for its kind.
+func signature(args []*tensor.Tensor) string {
+	b := make([]byte, 0, 16*len(args))
+	for i, a := range args {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if a == nil {
+			b = append(b, "nil"...)
+			continue
+		}
+		b = append(b, a.DType().String()...)
+		b = append(b, '[')
+		for j, d := range a.Shape() {
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, ']')
+		if dev := a.Device(); dev != device.Host() {
+			b = append(b, '@')
+			b = append(b, dev.Name()...)
+		}
+	}
+	return string(b)
+}
+
+// tracer records the ops of one trace. Its state is carried by tensors,
+// as a tape's is: the tensors it gives fn (views of the arguments) and
+// those its recorded ops make are marked as its values
+// (tensor.Traced.Trace), and an op is recorded when it reads one, on
+// whichever goroutine it runs. Ops that read variables but no value of a
+// trace leave a recipe on their outputs (tensor.Traced.Recipe), from which
+// a trace that later reads such an output records how it was computed.
+type tracer struct {
+	g    *graph.Graph
+	vals map[*tensor.Tensor]graph.Output
+	// varies marks the nodes whose value can differ between calls: the
+	// arguments, captured variables and the ops that read either.
+	varies map[*graph.Node]bool
+	ctx    *traceCtx // the Cond branch or While frame being recorded, if any
+	// iter marks nodes whose value is per iteration of the enclosing loop
+	// frame (loop Merges and what reads them).
+	iter map[*graph.Node]bool
+	// branchOf is the Cond branch a node lives in (dead when it is not
+	// taken), for the nodes made inside one.
+	branchOf map[*graph.Node]*traceCtx
+	loops    atomic.Int32 // While frames made, for their names
+	paused   atomic.Int32 // >0 while a loop finishes eagerly, unrecorded
+	failure  atomic.Pointer[error]
+	// unroll traces loops iteration by iteration (with guards), for
+	// functions whose loops cannot be frames (see trace_guard.go).
+	unroll bool
+	// hasGuards says the trace recorded a guard.
+	hasGuards bool
+	// untraced holds the tensors ops made while the trace was paused.
+	untraced map[weak.Pointer[tensor.Tensor]]bool
+	// live is set while fn runs: the marks of a finished trace are inert.
+	live atomic.Bool
+	seq  uint64 // traceStarts when it started
+	// ref is what the trace's tensors carry: it names the trace while it
+	// is live and nothing afterwards, so that a tensor kept from a trace
+	// does not keep the trace's state.
+	ref *traceRef
+	// mu serialises the recording of ops that reach the trace from
+	// several goroutines at once.
+	mu sync.Mutex
+}
+
+var (
+	installTracer sync.Once
+	// liveCount is how many traces are live: while none is, ops on
+	// variables leave no recipes (a tape's training step pays nothing).
+	liveCount atomic.Int32
+)
+
+// Mark returns where t stands (flow.Tracer).
+func (t *tracer) Mark() flow.Mark { return flow.Mark{Nodes: t.g.Size(), Loops: int(t.loops.Load())} }
+
+// RollbackTo drops what t recorded since m (flow.Tracer).
+func (t *tracer) RollbackTo(m flow.Mark) {
+	t.rollback(m.Nodes)
+	t.loops.Store(int32(m.Loops))
+}
+
+// traceOf returns the live trace one of xs is a value of, or nil.
+func traceOf(xs ...*tensor.Tensor) *tracer {
+	for _, x := range xs {
+		if x == nil {
+			continue
+		}
+		if m := x.Traced(); m != nil {
+			if r, ok := m.Trace.(*traceRef); ok {
+				if t := r.Load(); t != nil && t.live.Load() {
+					return t
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// traceRef points to a live trace, nil once it is done.
+type traceRef struct{ atomic.Pointer[tracer] }
+
+// Tracer returns the trace while it is live (flow.Ref).
+func (r *traceRef) Tracer() flow.Tracer {
+	if t := r.Load(); t != nil && t.live.Load() {
+		return t
+	}
+	return nil
+}
+
+// markValue marks x as a value of t.
+func (t *tracer) markValue(x *tensor.Tensor) { x.SetTraced(&tensor.Traced{Trace: t.ref}) }
+
+// Recording reports whether t records ops now: not while a traced loop
+// finishes eagerly, nor once the trace has failed or ended (flow.Tracer).
+func (t *tracer) Recording() bool {
+	return t != nil && t.live.Load() && t.failure.Load() == nil && t.paused.Load() == 0
+}
+
+// Unroll reports whether t records loops iteration by iteration
+// (flow.Tracer).
+func (t *tracer) Unroll() bool { return t.unroll }
+
+// PassThrough runs fn unrecorded; the copies of xs it returns stand for xs
+// in the graph (flow.Tracer).
+func (t *tracer) PassThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []*tensor.Tensor {
+	var ys []*tensor.Tensor
+	t.unrecorded(func() { ys = fn() })
+	for i, y := range ys {
+		if v, ok := t.vals[xs[i]]; ok && y != xs[i] {
+			t.setVal(y, v)
+		}
+	}
+	return ys
+}
+
+// setVal makes v the graph value of x, a tensor the trace made, and marks
+// x as the trace's.
+func (t *tracer) setVal(x *tensor.Tensor, v graph.Output) {
+	t.vals[x] = v
+	t.markValue(x)
+}
+
+type traceObserver struct{}
+
+func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
+	t := traceOf(c.Inputs...)
+	if t == nil {
+		if liveCount.Load() > 0 {
+			noteRecipe(c, outs)
+		}
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.err() != nil:
+	case t.paused.Load() > 0:
+		t.noteUntraced(outs)
+	default:
+		t.record(c, outs)
+	}
+}
+
+// recipe is how a tensor was computed from variables: output index of
+// call, which had outputs of specs; seq is traceStarts when it was made.
+type recipe struct {
+	call  *eager.Call
+	index int
+	specs []eager.Out
+	seq   uint64
+}
+
+// traceStarts counts the traces started: a trace follows only the recipes
+// made since it started (a value computed from variables before it is a
+// tensor it captures, by value).
+var traceStarts atomic.Uint64
+
+// recipe returns x's recipe if t follows it, or nil.
+func (t *tracer) recipe(x *tensor.Tensor) *recipe {
+	if r := recipeOf(x); r != nil && r.seq >= t.seq {
+		return r
+	}
+	return nil
+}
+
+// recipeOf returns x's recipe, or nil.
+func recipeOf(x *tensor.Tensor) *recipe {
+	if m := x.Traced(); m != nil {
+		r, _ := m.Recipe.(*recipe)
+		return r
+	}
+	return nil
+}
+
+// noteRecipe leaves a recipe on the outputs of c, an op no trace records,
+// when it reads a variable or a tensor with a recipe: a trace reading an
+// output later records the ops that computed it from the variables, so
+// that its graph reads the variables' values of each call.
+func noteRecipe(c *eager.Call, outs []*tensor.Tensor) {
+	for _, x := range c.Inputs {
+		if x != nil && (x.IsVariable() || recipeOf(x) != nil) {
+			specs := make([]eager.Out, len(outs))
+			for i, o := range outs {
+				specs[i] = specOf(o)
+			}
+			for i, o := range outs {
+				o.SetTraced(&tensor.Traced{Recipe: &recipe{call: c, index: i, specs: specs, seq: traceStarts.Load()}})
+			}
+			return
+		}
+	}
+}
+
+func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
+	// Constant folding: an op whose inputs are all constants of the trace
+	// gave the value it will always give; its outputs are captured as
+	// constants when something reads them.
+	folded := len(c.Inputs) > 0
+	for _, x := range c.Inputs {
+		if t.Derived(x) {
+			folded = false
+			break
+		}
+	}
+	if folded {
+		// Its outputs are constants of the trace, unless an input is a
+		// value the eager run made beside the trace: then so are they.
+		for _, x := range c.Inputs {
+			if t.readsUntraced(x) {
+				t.noteUntraced(outs)
+				break
+			}
+		}
+		return
+	}
+	specs := make([]eager.Out, len(outs))
+	for i, o := range outs {
+		specs[i] = specOf(o)
+	}
+	n := t.apply(c.Op, c.Attrs, c.Inputs, specs)
+	for i, o := range outs {
+		t.setVal(o, n.Out(i))
+	}
+}
+
+// apply records an op reading inputs (routed into the current context) and
+// returns its node.
+func (t *tracer) apply(op *eager.Op, attrs any, inputs []*tensor.Tensor, specs []eager.Out) *graph.Node {
+	ins := make([]graph.Output, len(inputs))
+	for i, x := range inputs {
+		ins[i] = t.route(t.ctx, t.value(x))
+	}
+	n := t.g.Apply(op, attrs, len(specs), ins...)
+	for _, in := range ins {
+		t.iter[n] = t.iter[n] || t.iter[in.Node]
+	}
+	if ctx := t.ctx; ctx != nil && ctx.frame != "" && !t.iter[n] {
+		// Directly in a loop frame and reading only loop constants: run
+		// (and die) with the iteration, as TensorFlow's pivot makes it.
+		n.Control = append(n.Control, ctx.pivot)
+		t.iter[n] = true
+	}
+	if ctx := t.ctx; ctx != nil && ctx.frame == "" {
+		t.branchOf[n] = ctx
+		if !t.readsFrom(ctx, ins) {
+			// In a Cond branch reading nothing routed into it (only
+			// constants and variables): run only when the branch is taken.
+			n.Control = append(n.Control, t.branchPivot(ctx))
+		}
+	}
+	n.Specs = specs
+	t.varies[n] = true // it was not folded: an input varies
+	return n
+}
+
+// specOf is x's dtype and shape, as node specs record them.
+func specOf(x *tensor.Tensor) eager.Out { return eager.Out{DType: x.DType(), Shape: x.Shape()} }
+
+// value returns the graph value of x, capturing it as a constant when the
+// trace has not seen it: a variable by reference, anything else through a
+// view of its own so that a later Release by its owner cannot free it.
+func (t *tracer) value(x *tensor.Tensor) graph.Output {
+	if v, ok := t.vals[x]; ok {
+		return v
+	}
+	if t.readsUntraced(x) {
+		// A value the eager run made beside the trace: as a constant it
+		// would hold this call's value in every later call.
+		t.fail(fmt.Errorf("%w (%s)", errUnroll, tensor.Describe(x)))
+	}
+	if r := t.recipe(x); r != nil {
+		// Computed from variables beside the trace: record how.
+		n := t.apply(r.call.Op, r.call.Attrs, r.call.Inputs, r.specs)
+		v := n.Out(r.index)
+		t.vals[x] = v
+		return v
+	}
+	if x.ValuesDropped() {
+		// A tape's stand-in for an intermediate of a loop it recorded (a
+		// recipe reached it: the loop ran on variables and captured
+		// tensors alone, beside the trace).
+		t.fail(fmt.Errorf("trace: the traced function computes a result from variables and captured tensors alone "+
+			"through a loop a tape recorded; pass the loop's inputs as arguments so that the loop is traced (%s)", tensor.Describe(x)))
+		return t.g.Constant(tensor.Zeros(x.DType(), x.Shape()...))
+	}
+	c := x
+	if !x.IsVariable() {
+		c = x.View(x.Shape(), x.Layout())
+	}
+	v := t.g.Constant(c)
+	v.Node.Specs = []eager.Out{specOf(x)}
+	t.vals[x] = v
+	t.varies[v.Node] = x.IsVariable()
+	return v
+}
+
+// derived reports whether x's value can differ between calls: a value the
+// trace computed from its arguments or variables, or a variable itself or
+// a value computed from variables alone (read afresh by every call,
+// whether or not the trace has seen it yet).
+func (t *tracer) Derived(x *tensor.Tensor) bool {
+	if x.IsVariable() || t.recipe(x) != nil {
+		return true
+	}
+	v, ok := t.vals[x]
+	return ok && t.varies[v.Node]
+}
+
+// traceCall runs fn on args while recording, and returns its results and
+// the pruned graph. unroll traces loops iteration by iteration.
+func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll bool) ([]*tensor.Tensor, *traced, error) {
+	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
+	t := &tracer{g: &graph.Graph{}, vals: map[*tensor.Tensor]graph.Output{}, varies: map[*graph.Node]bool{}, iter: map[*graph.Node]bool{},
+		branchOf: map[*graph.Node]*traceCtx{}, unroll: unroll, ref: &traceRef{}, seq: traceStarts.Add(1)}
+	t.ref.Store(t)
+	// fn gets the arguments' Identity (a view, which a tape around the call
+	// follows back to the argument), marked as the placeholders' values:
+	// the caller's tensors stay unmarked, and an argument passed twice is
+	// two inputs of the graph.
+	in := make([]*tensor.Tensor, len(args))
+	for i, a := range args {
+		if a == nil {
+			return nil, nil, fmt.Errorf("trace: Function argument %d is nil", i)
+		}
+		if i == 0 {
+			t.g.Device = a.Device()
+		}
+		p := t.g.Input(fmt.Sprintf("arg%d", i))
+		t.varies[p.Node] = true
+		p.Node.Specs = []eager.Out{specOf(a)}
+		in[i] = ops.Identity(a)
+		t.setVal(in[i], p)
+	}
+	t.live.Store(true)
+	flow.Started(t)
+	liveCount.Add(1)
+	eager.Activate()
+	var out []*tensor.Tensor
+	func() {
+		defer func() {
+			eager.Deactivate()
+			t.live.Store(false)
+			t.ref.Store(nil)
+			flow.Ended(t)
+			liveCount.Add(-1)
+		}()
+		out = fn(in)
+	}()
+	if err := t.err(); err != nil {
+		return nil, nil, err
+	}
+	tr := &traced{g: t.g}
+	for i, o := range out {
+		if o == nil {
+			if tr.nilResults == nil {
+				tr.nilResults = make([]bool, len(out))
+			}
+			tr.nilResults[i] = true
+			continue
+		}
+		t.g.Result = append(t.g.Result, t.value(o))
+	}
+	if err := t.err(); err != nil { // reading a result recorded how variables made it
+		return nil, nil, err
+	}
+	t.g.Optimize()
+	tr.hasGuards = t.hasGuards
+	return out, tr, nil
+}

@@ -1,0 +1,147 @@
+package trace_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Second derivatives through loops inside a traced function, and tapes
+// around traced calls whose graphs hold loops: every call equals the
+// eager function.
+
+func f64s(v ...float64) T { return tensor.FromSlice(v) }
+
+// secondDerivative differentiates loss(x) twice with nested tapes made
+// inside the function, returning loss, its gradient and the gradient of
+// the gradient's sum.
+func secondDerivative(loss func(x T) T) func(a []T) []T {
+	return func(a []T) []T {
+		x := a[0]
+		outer := tape.New()
+		outer.Watch(x)
+		inner := tape.New()
+		inner.Watch(x)
+		y := loss(x)
+		g := inner.Gradient(y, x)[0]
+		g2 := outer.Gradient(ops.Sum(g), x)[0]
+		return []T{y, g, g2}
+	}
+}
+
+func TestTracedSecondDerivativesThroughLoops(t *testing.T) {
+	three := func(v []T) T { return ops.Lt(v[1], ops.ScalarLike(v[1], 3)) }
+	power := func(x T) T { // x^3 by a While
+		out := control.While(three, func(v []T) []T { return []T{ops.Mul(v[0], x), ops.Add(v[1], ops.ScalarLike(v[1], 1))} },
+			[]T{ops.OnesLike(x), ops.ScalarLike(x, 0)})
+		return ops.Sum(out[0])
+	}
+	poly := func(x T) T { // a loop value times itself, through a Fori
+		out := control.Fori(0, 3, func(_ T, v []T) []T { return []T{ops.Add(ops.Mul(v[0], v[0]), x)} }, []T{x})
+		return ops.Sum(out[0])
+	}
+	tripsOnX := func(x T) T { // the trip count depends on x
+		limit := ops.Mul(ops.Sum(x), ops.ScalarLike(x, 10))
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), limit) },
+			func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], ops.ScalarLike(x, 1.5)), ops.Square(x))} }, []T{x})
+		return ops.Sum(ops.Sin(out[0]))
+	}
+	// No iteration at the trace, some later: the second derivative's path
+	// through the loop is not in the trace's eager record at all.
+	zeroFirst := func(x T) T {
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), ops.ScalarLike(x, 3)) },
+			func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], x), x)} }, []T{x}, control.WhileOptions{MaxIterations: 10})
+		return ops.Sum(ops.Sin(out[0]))
+	}
+	calls := [][]T{{f64s(0.5, 1.5)}, {f64s(0.7, 1.1)}, {f64s(1.3, 2.5)}, {f64s(0.2, 0.3)}, {f64s(0.5, 1.5)}}
+	for name, loss := range map[string]func(T) T{"power": power, "poly": poly, "trips on x": tripsOnX, "zero trips first": zeroFirst} {
+		fn := secondDerivative(loss)
+		f := trace.NewFunction(fn)
+		c := calls
+		if name == "zero trips first" {
+			c = [][]T{{f64s(2, 1.5)}, {f64s(0.5, 0.6)}, {f64s(0.2, 0.1)}, {f64s(2, 1.5)}}
+		}
+		checkCalls(t, name, f, fn, c, 1e-9)
+	}
+}
+
+// A Hessian-vector product of an RNN written with Scan, traced: the same
+// as eager on every call.
+func TestTracedScanHessianVectorProduct(t *testing.T) {
+	rng := tensor.NewRNG(5)
+	xs := tensor.RandUniform(rng, tensor.Float64, -1, 1, 6, 1, 3)
+	fn := func(a []T) []T {
+		w, v := a[0], a[1]
+		outer := tape.New()
+		outer.Watch(w)
+		inner := tape.New()
+		inner.Watch(w)
+		h0 := tensor.Zeros(tensor.Float64, 1, 3)
+		carry, ys := control.Scan(func(c, x []T) ([]T, []T) {
+			h := ops.Tanh(ops.Add(ops.MatMul(c[0], w), x[0]))
+			return []T{h}, []T{h}
+		}, []T{h0}, []T{xs})
+		loss := ops.Add(ops.Sum(ops.Square(carry[0])), ops.Mean(ys[0]))
+		g := inner.Gradient(loss, w)[0]
+		hvp := outer.Gradient(ops.Sum(ops.Mul(g, v)), w)[0]
+		return []T{loss, g, hvp}
+	}
+	f := trace.NewFunction(fn)
+	var calls [][]T
+	for i := range 4 {
+		calls = append(calls, []T{tensor.RandUniform(rng, tensor.Float64, -0.8, 0.8, 3, 3), tensor.RandUniform(rng, tensor.Float64, -1, 1, 3, 3)})
+		if i == 3 {
+			calls = append(calls, calls[0])
+		}
+	}
+	checkCalls(t, "scan hvp", f, fn, calls, 1e-9)
+}
+
+// A tape around calls of a traced function whose graph holds loops (a
+// Fori unrolled at the trace, a While frame inside it, a Cond) gives the
+// eager gradients on every call, not only the tracing one.
+func TestTapeAroundTracedLoops(t *testing.T) {
+	thr := tensor.Scalar(4.0)
+	cases := map[string]func(a []T) []T{
+		"Fori": func(a []T) []T {
+			out := control.Fori(0, 2, func(_ T, v []T) []T { return []T{ops.Tanh(ops.Mul(v[0], v[0]))} }, []T{a[0]})
+			return []T{ops.Sum(out[0])}
+		},
+		"While inside Fori": func(a []T) []T {
+			out := control.Fori(0, 2, func(_ T, v []T) []T {
+				h := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Mul(v[0], v[0])), thr) },
+					func(v []T) []T { return []T{ops.Mul(v[0], ops.ScalarLike(v[0], 1.5))} }, []T{v[0]})
+				return []T{ops.Tanh(h[0])}
+			}, []T{a[0]})
+			return []T{ops.Sum(out[0])}
+		},
+		"Cond and Scan": func(a []T) []T {
+			c := control.Cond(ops.Gt(ops.Sum(a[0]), ops.ScalarLike(a[0], 0)),
+				func() []T { return []T{ops.Exp(a[0])} }, func() []T { return []T{ops.Square(a[0])} })
+			carry, _ := control.Scan(func(c, x []T) ([]T, []T) { return []T{ops.Add(ops.Mul(c[0], x[0]), c[0])}, nil },
+				[]T{ops.Sum(c[0])}, []T{a[0]})
+			return []T{carry[0]}
+		},
+	}
+	for name, fn := range cases {
+		f := trace.NewFunction(fn)
+		for call, x := range []T{f64s(0.3, -0.2, 0.5), f64s(0.9, 0.1, -0.4), f64s(-0.3, -0.2, -0.5), f64s(0.3, -0.2, 0.5)} {
+			tp := tape.New()
+			tp.Watch(x)
+			got, err := f.Call(x)
+			if err != nil {
+				t.Fatalf("%s call %d: %v", name, call, err)
+			}
+			g := tp.Gradient(got[0], x)[0]
+			ref := tape.New()
+			ref.Watch(x)
+			want := ref.Gradient(fn([]T{x})[0], x)[0]
+			closeTo(t, fmt.Sprintf("%s call %d", name, call), g, want, 1e-12)
+		}
+	}
+}

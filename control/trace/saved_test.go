@@ -1,0 +1,131 @@
+package trace_test
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"weak"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// cellUsingEveryDeclaredOp uses each op that declares it reads less than
+// all its values (eager.Op.GradReads), each with the values it declares it
+// reads read by nothing else, so that inside a stored loop they are let go
+// when a declaration is too small and the rule's read panics.
+func cellUsingEveryDeclaredOp(h, w, c T) T {
+	u := ops.Add(h, c)                                                          // read only by MatMul
+	m := ops.MatMul(u, w)                                                       // read by nothing: Add reads no values
+	z := ops.Add(m, c)                                                          // read by nothing: Sigmoid reads its output, Sub and Identity nothing
+	s := ops.Add(ops.Sigmoid(z), ops.Exp(ops.Sub(z, c)))                        // Sigmoid's and Exp's outputs read only by their own rules
+	p := ops.Mul(s, ops.Identity(z))                                            // Mul reads both
+	r := ops.Relu(ops.Reshape(ops.Transpose(ops.Reshape(p, 2, 2), 1, 0), 1, 4)) // Relu reads the reshape
+	b := ops.BroadcastTo(ops.Reshape(ops.Sum(c), 1, 1), 1, 4)
+	q := ops.Softplus(ops.Sub(p, c))                       // Softplus reads its input, read by nothing else
+	return ops.Mul(ops.Add(ops.Add(ops.Tanh(r), b), q), c) // Tanh's output read only by its rule
+}
+
+// declaredOps are the ops cellUsingEveryDeclaredOp covers.
+var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus"}
+
+// Every op that declares GradReads is exercised by the loop test below.
+func TestEveryGradReadsDeclarationIsCovered(t *testing.T) {
+	for _, op := range eager.Ops() {
+		if op.GradReads != eager.ReadsAll && !slices.Contains(declaredOps, op.Name) {
+			t.Errorf("op %s declares GradReads %d but cellUsingEveryDeclaredOp does not use it", op.Name, op.GradReads)
+		}
+	}
+}
+
+// A stored loop lets go of the values no gradient rule reads, and its
+// gradients still equal those of the same steps unrolled by hand.
+func TestStoredLoopDropsUnreadValues(t *testing.T) {
+	rng := tensor.NewRNG(21)
+	w := tensor.RandUniform(rng, tensor.Float64, -0.5, 0.5, 4, 4)
+	c := tensor.RandUniform(rng, tensor.Float64, -0.5, 0.5, 1, 4)
+	h0 := tensor.RandUniform(rng, tensor.Float64, -1, 1, 1, 4)
+	const steps = 6
+
+	tp := tape.New(tape.Options{Persistent: true})
+	defer tp.Stop()
+	tp.Watch(w, c, h0)
+	var dropped []weak.Pointer[tensor.Tensor]
+	out := control.Fori(0, steps, func(_ T, v []T) []T {
+		m := ops.MatMul(v[0], w) // read by nothing: Add's rule reads no values
+		dropped = append(dropped, weak.Make(m))
+		return []T{cellUsingEveryDeclaredOp(v[0], w, c)}
+	}, []T{h0}, control.WhileOptions{})
+	g := tp.Gradient(ops.Sum(out[0]), w, c, h0)
+
+	ref := tape.New()
+	ref.Watch(w, c, h0)
+	h := h0
+	for range steps {
+		h = cellUsingEveryDeclaredOp(h, w, c)
+	}
+	want := ref.Gradient(ops.Sum(h), w, c, h0)
+	if d := approx.Diff(vals(out[0]), vals(h), 1e-12); d != "" {
+		t.Fatal("values:", d)
+	}
+	for i, name := range []string{"w", "c", "h0"} {
+		if d := approx.Diff(vals(g[i]), vals(want[i]), 1e-12); d != "" {
+			t.Errorf("gradient of %s: %s", name, d)
+		}
+	}
+	// The products that nothing reads are gone once nothing holds them,
+	// though the tape that recorded the loop lives on.
+	runtime.GC()
+	runtime.GC()
+	gone := 0
+	for _, p := range dropped {
+		if p.Value() == nil {
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Errorf("none of the %d unread intermediates was collected", len(dropped))
+	}
+	runtime.KeepAlive(tp)
+}
+
+// A value the body hands out (here kept in a slice outside the loop) stays
+// readable, and a gradient through a later use of it is still right.
+func TestIntermediateHeldOutsideTheLoop(t *testing.T) {
+	w := tensor.FromSlice([]float64{0.5, -0.25, 0.75, 0.1}, 2, 2)
+	h0 := tensor.FromSlice([]float64{1, 2}, 1, 2)
+	tp := tape.New()
+	tp.Watch(w, h0)
+	var kept []T
+	out := control.Fori(0, 3, func(_ T, v []T) []T {
+		m := ops.MatMul(v[0], w)
+		kept = append(kept, m)
+		return []T{ops.Tanh(ops.Add(m, v[0]))}
+	}, []T{h0}, control.WhileOptions{})
+	loss := ops.Add(ops.Sum(out[0]), ops.Sum(ops.Mul(kept[1], kept[1])))
+	g := tp.Gradient(loss, w, h0)
+
+	ref := tape.New()
+	ref.Watch(w, h0)
+	h, var1 := h0, T(nil)
+	for i := range 3 {
+		m := ops.MatMul(h, w)
+		if i == 1 {
+			var1 = m
+		}
+		h = ops.Tanh(ops.Add(m, h))
+	}
+	want := ref.Gradient(ops.Add(ops.Sum(h), ops.Sum(ops.Mul(var1, var1))), w, h0)
+	if d := approx.Diff(vals(kept[1]), vals(var1), 1e-12); d != "" {
+		t.Fatal("the held intermediate:", d)
+	}
+	for i, name := range []string{"w", "h0"} {
+		if d := approx.Diff(vals(g[i]), vals(want[i]), 1e-12); d != "" {
+			t.Errorf("gradient of %s: %s", name, d)
+		}
+	}
+}

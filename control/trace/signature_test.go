@@ -1,0 +1,144 @@
+package trace_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A signature with an unknown batch dim: after three traces (two to learn
+// how the graph follows the batch size, a third to confirm it), every
+// other size gets its graph without running fn. The gradient of the mean
+// has the batch size in BroadcastTo's shape and in a constant 1/(3B).
+func TestSignatureUnknownBatch(t *testing.T) {
+	rng := tensor.NewRNG(3)
+	w := tape.NewVariable("w", tensor.RandNormal(rng, tensor.Float32, 4, 3))
+	b := tape.NewVariable("b", tensor.RandNormal(rng, tensor.Float32, 3))
+	fn := func(a []T) []T {
+		tp := tape.New()
+		h := ops.Tanh(ops.Add(ops.Mul(ops.Add(ops.MatMul(a[0], w.Value()), b.Value()), tensor.Scalar(float32(1.5))), tensor.Scalar(float32(0.25))))
+		loss := ops.Mean(ops.Mul(h, h))
+		g := tp.Gradient(loss, w.Value(), b.Value())
+		return []T{h, loss, g[0], g[1]}
+	}
+	var logged []string
+	f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, 4}})
+	f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	var calls [][]T
+	for _, n := range []int{2, 5, 1, 7, 2, 64} {
+		calls = append(calls, []T{tensor.RandNormal(rng, tensor.Float32, n, 4)})
+	}
+	checkCalls(t, "batch", f, fn, calls, 1e-6)
+	if f.Traces() != 3 || len(logged) != 0 {
+		t.Errorf("%d traces (want 3), logged %q", f.Traces(), logged)
+	}
+}
+
+// A size turned into a Go int and handed to Reshape follows the size by a
+// rule (2B): rebuilt for new sizes, values right.
+func TestSignatureSizeInAttribute(t *testing.T) {
+	f := trace.NewFunctionWithSignature(func(a []T) []T {
+		return []T{ops.Reshape(ops.Neg(a[0]), a[0].Dim(0)*2)}
+	}, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, 2}})
+	for _, n := range []int{1, 3, 4, 3, 10, 2} {
+		x := tensor.RandNormal(tensor.NewRNG(uint64(n)), tensor.Float32, n, 2)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeTo(t, fmt.Sprintf("batch %d", n), got[0], ops.Reshape(ops.Neg(x), 2*n), 0)
+	}
+	if f.Traces() != 3 {
+		t.Errorf("%d traces, want 3", f.Traces())
+	}
+}
+
+// Numbers that follow the size by no rule (B*B), or by a rule the third
+// size refutes: each size traces, and the reason is logged once.
+func TestSignatureSizesNotFollowed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		scale func(n int) float32
+		want  string
+	}{
+		{"square", func(n int) float32 { return float32(n * n) }, "no rule explains"},
+		{"refuted", func(n int) float32 { return float32(n * (1 + n/4)) }, "does not follow the rules"},
+	} {
+		var logged []string
+		f := trace.NewFunctionWithSignature(func(a []T) []T {
+			return []T{ops.Mul(a[0], tensor.Scalar(c.scale(a[0].Dim(0))))}
+		}, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1}})
+		f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+		for _, n := range []int{1, 3, 5, 6, 3} {
+			x := tensor.Ones(tensor.Float32, n)
+			got, err := f.Call(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeTo(t, fmt.Sprintf("%s: size %d", c.name, n), got[0], tensor.Full(c.scale(n), n), 0)
+		}
+		if f.Traces() != 4 || len(logged) != 1 || !strings.Contains(logged[0], c.want) {
+			t.Errorf("%s: %d traces (want 4), logged %q", c.name, f.Traces(), logged)
+		}
+	}
+}
+
+func TestSignatureErrors(t *testing.T) {
+	f := trace.NewFunctionWithSignature(func(a []T) []T { return a },
+		trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, 3}}, trace.InputSpec{DType: tensor.Int64, Shape: nil})
+	for _, c := range []struct {
+		args []T
+		want string
+	}{
+		{[]T{tensor.Zeros(tensor.Float32, 2, 3)}, "takes 2 arguments (signature [float32[? 3] int64[]])"},
+		{[]T{tensor.Zeros(tensor.Float64, 2, 3), tensor.Scalar(int64(1))}, "argument 0 is float64[2 3], the signature says float32[? 3]"},
+		{[]T{tensor.Zeros(tensor.Float32, 2, 4), tensor.Scalar(int64(1))}, "the signature says float32[? 3] (dim 1)"},
+		{[]T{tensor.Zeros(tensor.Float32, 3), tensor.Scalar(int64(1))}, "argument 0 is float32[3]"},
+		{[]T{tensor.Zeros(tensor.Float32, 2, 3), tensor.Zeros(tensor.Int64, 1)}, "argument 1 is int64[1], the signature says int64[]"},
+	} {
+		if _, err := f.Call(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	if f.Traces() != 0 {
+		t.Errorf("%d traces on bad arguments", f.Traces())
+	}
+}
+
+// A traced RNN training step over sequences of any length: the loop bound
+// is the sequence's length turned into a Go int, the gradients come from
+// the loop frames and their stacks.
+func TestSignatureSequenceLength(t *testing.T) {
+	rng := tensor.NewRNG(11)
+	w := tape.NewVariable("w", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 4, 4), tensor.Scalar(0.5)))
+	fn := func(a []T) []T {
+		xs := a[0]
+		steps := tensor.Scalar(int64(xs.Dim(0)))
+		tp := tape.New()
+		tp.Watch(xs)
+		out := control.While(func(v []T) T { return ops.Lt(v[0], steps) },
+			func(v []T) []T {
+				x := ops.Reshape(ops.Gather(xs, v[0], 0), 1, 4)
+				h := ops.Tanh(ops.Add(ops.MatMul(v[1], w.Value()), x))
+				return []T{ops.Add(v[0], tensor.Scalar(int64(1))), h}
+			}, []T{tensor.Scalar(int64(0)), tensor.Zeros(tensor.Float64, 1, 4)})
+		loss := ops.Mean(ops.Mul(out[1], out[1]))
+		g := tp.Gradient(loss, w.Value(), xs)
+		return []T{loss, g[0], g[1]}
+	}
+	f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: tensor.Float64, Shape: []int{-1, 4}})
+	var calls [][]T
+	for _, n := range []int{3, 6, 2, 5, 8, 1, 6} {
+		calls = append(calls, []T{tensor.RandNormal(rng, tensor.Float64, n, 4)})
+	}
+	checkCalls(t, "length", f, fn, calls, 1e-12)
+	if f.Traces() != 3 {
+		t.Errorf("%d traces, want 3", f.Traces())
+	}
+}
