@@ -72,7 +72,11 @@ type Buffer interface {
 	Refs() *atomic.Int32
 }
 
-// Device owns memory and runs kernels.
+// Device owns memory and runs kernels. A device may run asynchronously:
+// Copy, Fill and the kernels of its backend may queue work and return,
+// provided work runs in the order queued; CopyToHost returns only once the
+// bytes it copies are final (reading a value on the host synchronises),
+// and Synchronize waits for everything queued.
 type Device interface {
 	// Name is "<kind>:<ordinal>", e.g. "cpu:0".
 	Name() string
@@ -83,7 +87,8 @@ type Device interface {
 	// Free returns a buffer to the device's cache. The buffer must not be
 	// used afterwards. Freeing a buffer of another device panics.
 	Free(b Buffer)
-	// CopyToHost copies len(dst) bytes starting at byte srcOff of src.
+	// CopyToHost copies len(dst) bytes starting at byte srcOff of src,
+	// after the work queued before it that writes src.
 	CopyToHost(dst []byte, src Buffer, srcOff int) error
 	// CopyFromHost copies src into dst starting at byte dstOff.
 	CopyFromHost(dst Buffer, dstOff int, src []byte) error
