@@ -1,0 +1,235 @@
+// Package cu is the CUDA driver API and cuBLAS as the CUDA backend uses
+// them: an interface with two implementations, the NVIDIA libraries loaded
+// at run time (package libcuda) and an emulator that keeps device memory in
+// host RAM and interprets the very PTX the backend loads (package emu).
+// The interface follows the driver API's contracts closely (a context
+// current on the calling OS thread, stream order, pointer ranges, argument
+// packing), so that the emulator can hold the backend to them.
+package cu
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// Ptr is a device address (CUdeviceptr).
+type Ptr uint64
+
+// Stream, Module and Function are driver handles (CUstream, CUmodule,
+// CUfunction). The backend never uses the legacy default stream (0).
+type (
+	Stream   uintptr
+	Module   uintptr
+	Function uintptr
+)
+
+// Dim3 is a grid or block size.
+type Dim3 struct{ X, Y, Z int }
+
+// Info describes a device.
+type Info struct {
+	Name         string
+	Memory       int // bytes
+	Major, Minor int // compute capability
+	SMs          int // multiprocessors
+}
+
+// Driver is a loaded CUDA driver (with cuBLAS when present).
+type Driver interface {
+	// Name says what was loaded: the files, or "emulator".
+	Name() string
+	// Version is cuDriverGetVersion's: 1000*major + 10*minor.
+	Version() (int, error)
+	DeviceCount() (int, error)
+	Device(ordinal int) (Info, error)
+	// Retain returns the primary context of the device.
+	Retain(ordinal int) (Context, error)
+}
+
+// GemmType is the element type of a GEMM.
+type GemmType uint8
+
+// The GEMM element types.
+const (
+	Float32 GemmType = iota
+	Float64
+)
+
+// Gemm is one cublas<t>gemmStridedBatched call: column-major C = alpha
+// op(A) op(B) + beta C for each of Batch matrices, op(X) = Xᵀ where
+// Trans is set. Strides are in elements.
+type Gemm struct {
+	Type           GemmType
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float64
+	A              Ptr
+	LDA            int
+	StrideA        int64
+	B              Ptr
+	LDB            int
+	StrideB        int64
+	C              Ptr
+	LDC            int
+	StrideC        int64
+	Batch          int
+	// TF32 lets float32 products run on TF32 tensor cores.
+	TF32 bool
+}
+
+// Context is a device's primary context. Every call must be made inside
+// Do, which runs fn on a locked OS thread with the context current there,
+// as the driver requires; calls on a stream are asynchronous: they queue
+// and return, and the stream runs them in order.
+type Context interface {
+	// Do runs fn with the context current on the calling goroutine's
+	// thread, locked to it for the duration.
+	Do(fn func() error) error
+	// MemInfo returns the free and total device memory in bytes.
+	MemInfo() (free, total int, err error)
+	// MemAlloc allocates n bytes on stream s (stream-ordered where the
+	// driver has it). MemFree frees them once s reaches the call.
+	MemAlloc(n int, s Stream) (Ptr, error)
+	MemFree(p Ptr, s Stream) error
+	// MemAllocHost allocates n bytes of page-locked host memory, which
+	// asynchronous copies need; MemFreeHost frees them.
+	MemAllocHost(n int) ([]byte, error)
+	MemFreeHost(b []byte) error
+	// MemcpyHtoD copies src to dst when s reaches the call: src must
+	// stay unchanged until then. MemcpyDtoH writes dst when s reaches the
+	// call: read it after StreamSynchronize.
+	MemcpyHtoD(dst Ptr, src []byte, s Stream) error
+	MemcpyDtoH(dst []byte, src Ptr, s Stream) error
+	MemcpyDtoD(dst, src Ptr, n int, s Stream) error
+	// MemsetD8 and MemsetD32 set n elements of 1 or 4 bytes.
+	MemsetD8(dst Ptr, v byte, n int, s Stream) error
+	MemsetD32(dst Ptr, v uint32, n int, s Stream) error
+	// ModuleLoad loads PTX text; its error carries the JIT log.
+	ModuleLoad(ptx string) (Module, error)
+	Function(m Module, name string) (Function, error)
+	// Launch queues f on s over grid x block threads with shared bytes of
+	// dynamic shared memory and the packed arguments.
+	Launch(f Function, grid, block Dim3, shared int, s Stream, args *Args) error
+	StreamCreate() (Stream, error)
+	StreamSynchronize(s Stream) error
+	// Gemm queues a cuBLAS GEMM on s. It returns an error wrapping
+	// ErrNoBLAS where cuBLAS is not loaded.
+	Gemm(s Stream, g Gemm) error
+}
+
+// Args packs a kernel's arguments in order, each at its natural
+// alignment, as the kernel's .param list declares them.
+type Args struct {
+	buf     []byte
+	offsets []int
+	sizes   []int
+}
+
+func (a *Args) add(b []byte, align int) {
+	off := (len(a.buf) + align - 1) / align * align
+	for len(a.buf) < off {
+		a.buf = append(a.buf, 0)
+	}
+	a.offsets = append(a.offsets, off)
+	a.sizes = append(a.sizes, len(b))
+	a.buf = append(a.buf, b...)
+}
+
+func le(v uint64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+	return b
+}
+
+// Ptr adds a device pointer (.param .u64).
+func (a *Args) Ptr(p Ptr) *Args { a.add(le(uint64(p), 8), 8); return a }
+
+// U32 adds a 32-bit integer (.param .u32 or .s32).
+func (a *Args) U32(v uint32) *Args { a.add(le(uint64(v), 4), 4); return a }
+
+// U64 adds a 64-bit integer (.param .u64 or .s64).
+func (a *Args) U64(v uint64) *Args { a.add(le(v, 8), 8); return a }
+
+// F32 adds a float32 (.param .f32).
+func (a *Args) F32(v float32) *Args { a.add(le(uint64(math.Float32bits(v)), 4), 4); return a }
+
+// F64 adds a float64 (.param .f64).
+func (a *Args) F64(v float64) *Args { a.add(le(math.Float64bits(v), 8), 8); return a }
+
+// Bytes adds a byte array (.param .align align .b8 name[len(b)]).
+func (a *Args) Bytes(b []byte, align int) *Args { a.add(append([]byte(nil), b...), align); return a }
+
+// Len is the number of arguments.
+func (a *Args) Len() int { return len(a.sizes) }
+
+// Arg returns argument i's bytes.
+func (a *Args) Arg(i int) []byte { return a.buf[a.offsets[i] : a.offsets[i]+a.sizes[i]] }
+
+// Pointers returns a pointer to each argument's bytes, for cuLaunchKernel's
+// kernelParams (the buffer must stay alive and unmoved during the call).
+func (a *Args) Pointers() []unsafe.Pointer {
+	out := make([]unsafe.Pointer, len(a.offsets))
+	for i, off := range a.offsets {
+		out[i] = unsafe.Pointer(&a.buf[off])
+	}
+	return out
+}
+
+// Error is a failed driver or cuBLAS call: the call, the CUDA error code
+// and name, and what the implementation adds (the JIT log, the faulting
+// instruction).
+type Error struct {
+	Call   string
+	Code   int
+	Name   string
+	Detail string
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("cuda: %s: %s (%d)", e.Call, e.Name, e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// The CUDA error codes the backend and the emulator name.
+const (
+	ErrorInvalidValue       = 1
+	ErrorOutOfMemory        = 2
+	ErrorNotInitialized     = 3
+	ErrorNoDevice           = 100
+	ErrorInvalidDevice      = 101
+	ErrorInvalidContext     = 201
+	ErrorInvalidPTX         = 218
+	ErrorInvalidHandle      = 400
+	ErrorNotFound           = 500
+	ErrorIllegalAddress     = 700
+	ErrorLaunchOutOfRes     = 701
+	ErrorIllegalInstruction = 715
+	ErrorMisalignedAddress  = 716
+	ErrorLaunchFailed       = 719
+)
+
+// Names of the codes above, as cuGetErrorName gives them.
+var names = map[int]string{
+	ErrorInvalidValue: "CUDA_ERROR_INVALID_VALUE", ErrorOutOfMemory: "CUDA_ERROR_OUT_OF_MEMORY",
+	ErrorNotInitialized: "CUDA_ERROR_NOT_INITIALIZED", ErrorNoDevice: "CUDA_ERROR_NO_DEVICE",
+	ErrorInvalidDevice: "CUDA_ERROR_INVALID_DEVICE", ErrorInvalidContext: "CUDA_ERROR_INVALID_CONTEXT",
+	ErrorInvalidPTX: "CUDA_ERROR_INVALID_PTX", ErrorInvalidHandle: "CUDA_ERROR_INVALID_HANDLE",
+	ErrorNotFound: "CUDA_ERROR_NOT_FOUND", ErrorIllegalAddress: "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ErrorLaunchOutOfRes: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", ErrorIllegalInstruction: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+	ErrorMisalignedAddress: "CUDA_ERROR_MISALIGNED_ADDRESS", ErrorLaunchFailed: "CUDA_ERROR_LAUNCH_FAILED",
+}
+
+// Errorf returns the *Error of a call that failed with code.
+func Errorf(call string, code int, format string, args ...any) *Error {
+	name := names[code]
+	if name == "" {
+		name = fmt.Sprintf("CUDA error %d", code)
+	}
+	return &Error{Call: call, Code: code, Name: name, Detail: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,141 @@
+package emu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+)
+
+// The reference GEMM of the emulated cuBLAS: column-major, as cuBLAS is,
+// with its argument checks (leading dimensions at least the rows stored,
+// every matrix inside an allocation).
+
+func checkGemm(g cu.Gemm) error {
+	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
+		return fmt.Errorf("sizes m=%d n=%d k=%d batch=%d", g.M, g.N, g.K, g.Batch)
+	}
+	rowsA, rowsB := g.M, g.K // rows of A and B as stored
+	if g.TransA {
+		rowsA = g.K
+	}
+	if g.TransB {
+		rowsB = g.N
+	}
+	switch {
+	case g.LDA < max(1, rowsA):
+		return fmt.Errorf("lda %d < %d", g.LDA, max(1, rowsA))
+	case g.LDB < max(1, rowsB):
+		return fmt.Errorf("ldb %d < %d", g.LDB, max(1, rowsB))
+	case g.LDC < max(1, g.M):
+		return fmt.Errorf("ldc %d < %d", g.LDC, max(1, g.M))
+	case g.Type != cu.Float32 && g.Type != cu.Float64:
+		return fmt.Errorf("element type %d", g.Type)
+	case g.TF32 && g.Type != cu.Float32:
+		return fmt.Errorf("TF32 applies to float32 GEMMs only")
+	}
+	return nil
+}
+
+// matrix is a column-major matrix of rows x cols with leading dimension
+// ld at addr in device memory.
+type matrix struct {
+	data       []byte
+	ld, esize  int
+	rows, cols int
+}
+
+func view(mem *memory, addr uint64, rows, cols, ld, esize int) (matrix, error) {
+	m := matrix{ld: ld, esize: esize, rows: rows, cols: cols}
+	if rows == 0 || cols == 0 {
+		return m, nil
+	}
+	n := ((cols-1)*ld + rows) * esize
+	b, err := mem.slice(addr, n)
+	if err != nil {
+		return m, err
+	}
+	m.data = b
+	return m, nil
+}
+
+func (m matrix) at(i, j int) float64 {
+	o := (j*m.ld + i) * m.esize
+	if m.esize == 4 {
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(m.data[o:])))
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(m.data[o:]))
+}
+
+func (m matrix) set(i, j int, v float64) {
+	o := (j*m.ld + i) * m.esize
+	if m.esize == 4 {
+		binary.LittleEndian.PutUint32(m.data[o:], math.Float32bits(float32(v)))
+		return
+	}
+	binary.LittleEndian.PutUint64(m.data[o:], math.Float64bits(v))
+}
+
+// gemm computes C = alpha op(A) op(B) + beta C for each batch, summing in
+// float64 (within the rounding cuBLAS's own orders give). With beta 0, C
+// is not read (cuBLAS's rule: NaN in C does not propagate).
+func gemm(mem *memory, g cu.Gemm) error {
+	esize := 4
+	if g.Type == cu.Float64 {
+		esize = 8
+	}
+	rowsA, colsA := g.M, g.K
+	if g.TransA {
+		rowsA, colsA = g.K, g.M
+	}
+	rowsB, colsB := g.K, g.N
+	if g.TransB {
+		rowsB, colsB = g.N, g.K
+	}
+	for b := 0; b < g.Batch; b++ {
+		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(esize)), rowsA, colsA, g.LDA, esize)
+		if err != nil {
+			return fmt.Errorf("A of batch %d: %v", b, err)
+		}
+		bm, err := view(mem, uint64(g.B)+uint64(int64(b)*g.StrideB*int64(esize)), rowsB, colsB, g.LDB, esize)
+		if err != nil {
+			return fmt.Errorf("B of batch %d: %v", b, err)
+		}
+		c, err := view(mem, uint64(g.C)+uint64(int64(b)*g.StrideC*int64(esize)), g.M, g.N, g.LDC, esize)
+		if err != nil {
+			return fmt.Errorf("C of batch %d: %v", b, err)
+		}
+		for i := 0; i < g.M; i++ {
+			for j := 0; j < g.N; j++ {
+				s := 0.0
+				for p := 0; p < g.K; p++ {
+					av, bv := a.at(i, p), bm.at(p, j)
+					if g.TransA {
+						av = a.at(p, i)
+					}
+					if g.TransB {
+						bv = bm.at(j, p)
+					}
+					if g.TF32 {
+						av, bv = tf32(av), tf32(bv)
+					}
+					s += av * bv
+				}
+				v := g.Alpha * s
+				if g.Beta != 0 {
+					v += g.Beta * c.at(i, j)
+				}
+				c.set(i, j, v)
+			}
+		}
+	}
+	return nil
+}
+
+// tf32 rounds a float32 value to TF32's 10 mantissa bits (to nearest).
+func tf32(v float64) float64 {
+	b := math.Float32bits(float32(v))
+	b = (b + 0xfff + (b>>13)&1) &^ 0x1fff
+	return float64(math.Float32frombits(b))
+}

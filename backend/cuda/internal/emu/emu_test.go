@@ -1,0 +1,392 @@
+package emu
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+)
+
+const header = ".version 8.0\n.target sm_75\n.address_size 64\n"
+
+// vecAdd is c[i] = a[i] + b[i] for i < n, one thread per element.
+const vecAdd = header + `
+.visible .entry vec_add(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<10>;
+	.reg .f32 %f<4>;
+	ld.param.u64 %rd1, [a];
+	ld.param.u64 %rd2, [b];
+	ld.param.u64 %rd3, [c];
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	setp.ge.u32 %p1, %r5, %r1;
+	@%p1 bra DONE;
+	cvta.to.global.u64 %rd4, %rd1;
+	cvta.to.global.u64 %rd5, %rd2;
+	cvta.to.global.u64 %rd6, %rd3;
+	mul.wide.u32 %rd7, %r5, 4;
+	add.s64 %rd8, %rd4, %rd7;
+	ld.global.f32 %f1, [%rd8];
+	add.s64 %rd8, %rd5, %rd7;
+	ld.global.f32 %f2, [%rd8];
+	add.rn.f32 %f3, %f1, %f2;
+	add.s64 %rd9, %rd6, %rd7;
+	st.global.f32 [%rd9], %f3;
+DONE:
+	ret;
+}
+`
+
+// blockSum sums 64 floats per block by a tree in shared memory; with
+// barrier false the bar.sync inside the tree is left out.
+func blockSum(barrier bool) string {
+	b := "\tbar.sync 0;\n"
+	if !barrier {
+		b = ""
+	}
+	return header + `
+.visible .entry block_sum(.param .u64 x, .param .u64 out)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<12>;
+	.reg .f32 %f<4>;
+	.shared .align 4 .b8 buf[256];
+	ld.param.u64 %rd1, [x];
+	ld.param.u64 %rd2, [out];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %ctaid.x;
+	mul.wide.u32 %rd3, %r2, 256;
+	add.s64 %rd4, %rd1, %rd3;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd4, %rd5;
+	ld.global.f32 %f1, [%rd6];
+	mov.u64 %rd7, buf;
+	add.s64 %rd8, %rd7, %rd5;
+	st.shared.f32 [%rd8], %f1;
+	bar.sync 0;
+	mov.u32 %r3, 32;
+LOOP:
+	setp.ge.u32 %p1, %r1, %r3;
+	@%p1 bra SKIP;
+	add.s32 %r4, %r1, %r3;
+	mul.wide.u32 %rd9, %r4, 4;
+	add.s64 %rd10, %rd7, %rd9;
+	ld.shared.f32 %f2, [%rd10];
+	ld.shared.f32 %f3, [%rd8];
+	add.rn.f32 %f3, %f3, %f2;
+	st.shared.f32 [%rd8], %f3;
+SKIP:
+` + b + `	shr.u32 %r3, %r3, 1;
+	setp.ne.u32 %p2, %r3, 0;
+	@%p2 bra LOOP;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra DONE;
+	ld.shared.f32 %f1, [buf];
+	mul.wide.u32 %rd11, %r2, 4;
+	add.s64 %rd11, %rd2, %rd11;
+	st.global.f32 [%rd11], %f1;
+DONE:
+	ret;
+}
+`
+}
+
+// env is an emulated context, a stream and helpers that call inside Do.
+type env struct {
+	t   *testing.T
+	ctx cu.Context
+	s   cu.Stream
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, err := New(DefaultConfig).Retain(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx}
+	e.do(func() (err error) { e.s, err = ctx.StreamCreate(); return })
+	return e
+}
+
+func (e *env) do(fn func() error) {
+	e.t.Helper()
+	if err := e.ctx.Do(fn); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// upload copies float32s to a new device buffer.
+func (e *env) upload(v []float32) cu.Ptr {
+	e.t.Helper()
+	var p cu.Ptr
+	e.do(func() error {
+		host, err := e.ctx.MemAllocHost(4 * len(v))
+		if err != nil {
+			return err
+		}
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(host[4*i:], math.Float32bits(x))
+		}
+		if p, err = e.ctx.MemAlloc(4*len(v), e.s); err != nil {
+			return err
+		}
+		if err := e.ctx.MemcpyHtoD(p, host, e.s); err != nil {
+			return err
+		}
+		if err := e.ctx.StreamSynchronize(e.s); err != nil {
+			return err
+		}
+		return e.ctx.MemFreeHost(host)
+	})
+	return p
+}
+
+func (e *env) download(p cu.Ptr, n int) ([]float32, error) {
+	var out []float32
+	err := e.ctx.Do(func() error {
+		host, err := e.ctx.MemAllocHost(4 * n)
+		if err != nil {
+			return err
+		}
+		if err := e.ctx.MemcpyDtoH(host, p, e.s); err != nil {
+			return err
+		}
+		if err := e.ctx.StreamSynchronize(e.s); err != nil {
+			return err
+		}
+		for i := range n {
+			out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(host[4*i:])))
+		}
+		return e.ctx.MemFreeHost(host)
+	})
+	return out, err
+}
+
+func (e *env) kernel(ptx, name string) cu.Function {
+	e.t.Helper()
+	var f cu.Function
+	e.do(func() error {
+		m, err := e.ctx.ModuleLoad(ptx)
+		if err != nil {
+			return err
+		}
+		f, err = e.ctx.Function(m, name)
+		return err
+	})
+	return f
+}
+
+func (e *env) launch(f cu.Function, grid, block int, args *cu.Args) error {
+	return e.ctx.Do(func() error {
+		if err := e.ctx.Launch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, e.s, args); err != nil {
+			return err
+		}
+		return e.ctx.StreamSynchronize(e.s)
+	})
+}
+
+func TestVectorAdd(t *testing.T) {
+	e := newEnv(t)
+	n := 1000
+	a, b := make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], b[i] = float32(i)*0.5, float32(n-i)
+	}
+	pa, pb, pc := e.upload(a), e.upload(b), e.upload(make([]float32, n))
+	f := e.kernel(vecAdd, "vec_add")
+	if err := e.launch(f, (n+127)/128, 128, new(cu.Args).Ptr(pa).Ptr(pb).Ptr(pc).U32(uint32(n))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(pc, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != a[i]+b[i] {
+			t.Fatalf("c[%d] = %v, want %v", i, got[i], a[i]+b[i])
+		}
+	}
+}
+
+func TestBarriersAndSharedMemory(t *testing.T) {
+	e := newEnv(t)
+	x := make([]float32, 3*64)
+	want := make([]float32, 3)
+	for i := range x {
+		x[i] = float32(i%64) + float32(i/64)*100
+		want[i/64] += x[i]
+	}
+	px, pout := e.upload(x), e.upload(make([]float32, 3))
+	f := e.kernel(blockSum(true), "block_sum")
+	if err := e.launch(f, 3, 64, new(cu.Args).Ptr(px).Ptr(pout)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(pout, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("block %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// Planted faults: each must fail, naming what went wrong.
+func TestPlantedFaults(t *testing.T) {
+	expect := func(t *testing.T, err error, code int, msg string) {
+		t.Helper()
+		ce, ok := err.(*cu.Error)
+		if !ok || ce.Code != code || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("got %v, want a %d error containing %q", err, code, msg)
+		}
+	}
+	t.Run("missing barrier", func(t *testing.T) {
+		e := newEnv(t)
+		px, pout := e.upload(make([]float32, 64)), e.upload(make([]float32, 1))
+		err := e.launch(e.kernel(blockSum(false), "block_sum"), 1, 64, new(cu.Args).Ptr(px).Ptr(pout))
+		expect(t, err, cu.ErrorIllegalAddress, "shared memory race")
+	})
+	t.Run("out-of-bounds store", func(t *testing.T) {
+		e := newEnv(t)
+		pa, pb, pc := e.upload(make([]float32, 10)), e.upload(make([]float32, 10)), e.upload(make([]float32, 9))
+		err := e.launch(e.kernel(vecAdd, "vec_add"), 1, 32, new(cu.Args).Ptr(pa).Ptr(pb).Ptr(pc).U32(10))
+		expect(t, err, cu.ErrorIllegalAddress, "out-of-bounds global store")
+		// The fault sticks to the context.
+		_, err = e.download(pa, 1)
+		expect(t, err, cu.ErrorIllegalAddress, "out-of-bounds")
+	})
+	t.Run("wrong parameter size", func(t *testing.T) {
+		e := newEnv(t)
+		pa := e.upload(make([]float32, 4))
+		err := e.launch(e.kernel(vecAdd, "vec_add"), 1, 4, new(cu.Args).Ptr(pa).Ptr(pa).Ptr(pa).U64(4))
+		expect(t, err, cu.ErrorInvalidValue, "parameter 3 (n, .u32) is 4 bytes, got 8")
+		err = e.launch(e.kernel(vecAdd, "vec_add"), 1, 4, new(cu.Args).Ptr(pa).Ptr(pa))
+		expect(t, err, cu.ErrorInvalidValue, "takes 4 parameters, got 2")
+	})
+	t.Run("context not current", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.ctx.StreamCreate()
+		expect(t, err, cu.ErrorInvalidContext, "not current on this thread")
+	})
+	t.Run("unimplemented instruction", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.ctx.Do(func() error {
+			_, err := e.ctx.ModuleLoad(strings.Replace(vecAdd, "add.rn.f32 %f3, %f1, %f2;", "sin.approx.f32 %f3, %f1;", 1))
+			return err
+		})
+		expect(t, err, cu.ErrorInvalidPTX, "unsupported instruction sin.approx.f32")
+	})
+	t.Run("register of the wrong class", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.ctx.Do(func() error {
+			_, err := e.ctx.ModuleLoad(strings.Replace(vecAdd, "add.rn.f32 %f3, %f1, %f2;", "add.rn.f32 %f3, %f1, %r2;", 1))
+			return err
+		})
+		expect(t, err, cu.ErrorInvalidPTX, "register %r2 is .b32, the instruction wants .f32")
+	})
+	t.Run("target newer than the device", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.ctx.Do(func() error {
+			_, err := e.ctx.ModuleLoad(strings.Replace(vecAdd, "sm_75", "sm_100", 1))
+			return err
+		})
+		expect(t, err, cu.ErrorInvalidPTX, "newer than the device")
+	})
+	t.Run("read before synchronising", func(t *testing.T) {
+		e := newEnv(t)
+		p := e.upload([]float32{1, 2})
+		var early []byte
+		e.do(func() error {
+			host, err := e.ctx.MemAllocHost(8)
+			if err != nil {
+				return err
+			}
+			if err := e.ctx.MemcpyDtoH(host, p, e.s); err != nil {
+				return err
+			}
+			early = append(early, host...) // read before the stream ran the copy
+			return e.ctx.StreamSynchronize(e.s)
+		})
+		if early[0] != poison {
+			t.Errorf("the destination read before synchronising holds %v, not the poison", early)
+		}
+	})
+	t.Run("pageable host memory", func(t *testing.T) {
+		e := newEnv(t)
+		p := e.upload([]float32{1})
+		err := e.ctx.Do(func() error { return e.ctx.MemcpyHtoD(p, make([]byte, 4), e.s) })
+		expect(t, err, cu.ErrorInvalidValue, "page-locked")
+	})
+	t.Run("divergent barrier", func(t *testing.T) {
+		e := newEnv(t)
+		src := header + `
+.visible .entry diverge()
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	mov.u32 %r1, %tid.x;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra DONE;
+	bar.sync 0;
+DONE:
+	ret;
+}
+`
+		err := e.launch(e.kernel(src, "diverge"), 1, 4, new(cu.Args))
+		expect(t, err, cu.ErrorIllegalAddress, "wait at the barrier while 1 have exited")
+	})
+}
+
+func TestGemmMatchesNaive(t *testing.T) {
+	e := newEnv(t)
+	m, n, k := 5, 4, 3
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = float32(i%7) - 2.5
+	}
+	for i := range b {
+		b[i] = float32(i%5) * 0.25
+	}
+	pa, pb, pc := e.upload(a), e.upload(b), e.upload(make([]float32, m*n))
+	// Row-major A [m k], B [k n] are column-major Aᵀ, Bᵀ: C row-major [m n]
+	// is column-major Cᵀ = Bᵀ Aᵀ, so swap the operands.
+	g := cu.Gemm{Type: cu.Float32, M: n, N: m, K: k, Alpha: 1, A: pb, LDA: n, B: pa, LDB: k, C: pc, LDC: n, Batch: 1}
+	e.do(func() error {
+		if err := e.ctx.Gemm(e.s, g); err != nil {
+			return err
+		}
+		return e.ctx.StreamSynchronize(e.s)
+	})
+	got, err := e.download(pc, m*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m {
+		for j := range n {
+			s := float32(0)
+			for p := range k {
+				s += a[i*k+p] * b[p*n+j]
+			}
+			if d := math.Abs(float64(got[i*n+j] - s)); d > 1e-5 {
+				t.Fatalf("C[%d][%d] = %v, want %v", i, j, got[i*n+j], s)
+			}
+		}
+	}
+	bad := g
+	bad.LDA = 1
+	err = e.ctx.Do(func() error { return e.ctx.Gemm(e.s, bad) })
+	if ce, ok := err.(*cu.Error); !ok || ce.Code != cu.ErrorInvalidValue {
+		t.Errorf("a bad lda: %v", err)
+	}
+}

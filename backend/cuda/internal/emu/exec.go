@@ -1,0 +1,1055 @@
+package emu
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// Compiled kernels: each statement becomes an instr whose exec closure
+// reads and writes a thread's registers (uint64 bits; 32-bit values zero
+// extended, float32 as its bits) and memory. Statements are checked when
+// compiled: an opcode, type or operand the emulator does not implement,
+// or a register of the wrong class, is an error there, so the generator
+// cannot drift past the emulator unnoticed.
+
+type instrKind uint8
+
+const (
+	kOp instrKind = iota
+	kBranch
+	kBarrier
+	kExit
+)
+
+type instr struct {
+	kind   instrKind
+	exec   func(r *run, b *block, t *thread)
+	guard  int // predicate register, or -1
+	neg    bool
+	target int
+	line   int
+	text   string
+}
+
+// compiled is a kernel ready to launch.
+type compiled struct {
+	name   string
+	params []param
+	poff   []int // each parameter's offset in the parameter block
+	psize  int
+	nregs  int
+	shSize int
+	prog   []instr
+}
+
+// compiler holds what compiling one kernel needs.
+type compiler struct {
+	k *kernel
+	c *compiled
+}
+
+func compile(k *kernel) (*compiled, error) {
+	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize}
+	off := 0
+	for _, p := range k.params {
+		off = (off + p.align - 1) / p.align * p.align
+		c.poff = append(c.poff, off)
+		off += p.size
+	}
+	c.psize = off
+	cc := &compiler{k: k, c: c}
+	for _, st := range k.stmts {
+		in, err := cc.stmt(st)
+		if err != nil {
+			return nil, fmt.Errorf("%s, line %d (%s): %v", k.name, st.line, st.text, err)
+		}
+		c.prog = append(c.prog, in)
+	}
+	// A kernel that falls off its end exits.
+	c.prog = append(c.prog, instr{kind: kExit, guard: -1, text: "(end)"})
+	return c, nil
+}
+
+func (cc *compiler) stmt(st stmt) (instr, error) {
+	in := instr{guard: -1, line: st.line, text: st.text}
+	if st.guard != "" {
+		r, ok := cc.k.regs[st.guard]
+		if !ok || r.typ != "pred" {
+			return in, fmt.Errorf("guard %s is not a predicate register", st.guard)
+		}
+		in.guard, in.neg = r.index, st.negGuard
+	}
+	parts := strings.Split(st.op, ".")
+	base := parts[0]
+	mods := parts[1:]
+	var err error
+	switch base {
+	case "bra":
+		if len(st.args) != 1 {
+			return in, fmt.Errorf("bra takes a label")
+		}
+		t, ok := cc.k.labels[st.args[0]]
+		if !ok {
+			return in, fmt.Errorf("no label %s", st.args[0])
+		}
+		in.kind, in.target = kBranch, t
+		return in, nil
+	case "ret", "exit":
+		in.kind = kExit
+		return in, nil
+	case "bar", "barrier":
+		if len(mods) < 1 || (mods[0] != "sync" && mods[0] != "cta") || len(st.args) != 1 || st.args[0] != "0" {
+			return in, fmt.Errorf("only bar.sync 0 is supported")
+		}
+		in.kind = kBarrier
+		return in, nil
+	case "ld", "st":
+		in.exec, err = cc.memory(base, mods, st.args)
+	case "mov":
+		in.exec, err = cc.mov(mods, st.args)
+	case "cvta":
+		in.exec, err = cc.cvta(mods, st.args)
+	case "cvt":
+		in.exec, err = cc.cvt(mods, st.args)
+	case "setp":
+		in.exec, err = cc.setp(mods, st.args)
+	case "selp":
+		in.exec, err = cc.selp(mods, st.args)
+	default:
+		in.exec, err = cc.arith(base, mods, st.args)
+	}
+	return in, err
+}
+
+// operand kinds
+type getter func(t *thread, b *block) uint64
+type setter func(t *thread, v uint64)
+
+// classOf is the register class an instruction type names.
+func classOf(typ string) string {
+	switch typ {
+	case "f32":
+		return "f32"
+	case "f64":
+		return "f64"
+	case "pred":
+		return "pred"
+	case "b8", "u8", "s8", "b16", "u16", "s16", "b32", "u32", "s32":
+		return "b32"
+	case "b64", "u64", "s64":
+		return "b64"
+	}
+	return ""
+}
+
+// compatible reports whether a register of class reg may hold an operand
+// of class want (bit moves and loads accept either class of one size).
+func compatible(reg, want string, bitsOnly bool) bool {
+	if reg == want {
+		return true
+	}
+	if !bitsOnly {
+		return false
+	}
+	return (reg == "b32" && want == "f32") || (reg == "f32" && want == "b32") ||
+		(reg == "b64" && want == "f64") || (reg == "f64" && want == "b64")
+}
+
+func (cc *compiler) reg(name, want string, bitsOnly bool) (int, error) {
+	r, ok := cc.k.regs[name]
+	if !ok {
+		return 0, fmt.Errorf("unknown register %s", name)
+	}
+	if !compatible(r.typ, want, bitsOnly) {
+		return 0, fmt.Errorf("register %s is .%s, the instruction wants .%s", name, r.typ, want)
+	}
+	return r.index, nil
+}
+
+func (cc *compiler) dst(name, class string, bitsOnly bool) (setter, error) {
+	i, err := cc.reg(name, class, bitsOnly)
+	if err != nil {
+		return nil, err
+	}
+	mask := ^uint64(0)
+	if class == "b32" || class == "f32" {
+		mask = math.MaxUint32
+	}
+	return func(t *thread, v uint64) { t.regs[i] = v & mask }, nil
+}
+
+// src compiles a register, an immediate or a special register.
+func (cc *compiler) src(s, class string, bitsOnly bool) (getter, error) {
+	if strings.HasPrefix(s, "%") {
+		if g, ok := special(s); ok {
+			if class != "b32" {
+				return nil, fmt.Errorf("special register %s is 32-bit", s)
+			}
+			return g, nil
+		}
+		i, err := cc.reg(s, class, bitsOnly)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *thread, b *block) uint64 { return t.regs[i] }, nil
+	}
+	v, ok := parseImm(s, class)
+	if !ok {
+		return nil, fmt.Errorf("bad operand %q", s)
+	}
+	if class == "b32" {
+		v &= math.MaxUint32
+	}
+	return func(*thread, *block) uint64 { return v }, nil
+}
+
+func special(s string) (getter, bool) {
+	dims := map[string]int{"x": 0, "y": 1, "z": 2}
+	name, dim, ok := strings.Cut(strings.TrimPrefix(s, "%"), ".")
+	d, okd := dims[dim]
+	if !ok || !okd {
+		return nil, false
+	}
+	switch name {
+	case "tid":
+		return func(t *thread, b *block) uint64 { return uint64(t.tid[d]) }, true
+	case "ntid":
+		return func(t *thread, b *block) uint64 { return uint64(b.run.block[d]) }, true
+	case "ctaid":
+		return func(t *thread, b *block) uint64 { return uint64(b.ctaid[d]) }, true
+	case "nctaid":
+		return func(t *thread, b *block) uint64 { return uint64(b.run.grid[d]) }, true
+	}
+	return nil, false
+}
+
+// typeOf is the last modifier that names a type (ld.global.f32 -> f32).
+func typeOf(mods []string) string {
+	for i := len(mods) - 1; i >= 0; i-- {
+		if classOf(mods[i]) != "" {
+			return mods[i]
+		}
+	}
+	return ""
+}
+
+func has(mods []string, m string) bool {
+	for _, x := range mods {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func sizeOf(typ string) int {
+	switch typ {
+	case "b8", "u8", "s8":
+		return 1
+	case "b16", "u16", "s16":
+		return 2
+	case "b32", "u32", "s32", "f32":
+		return 4
+	}
+	return 8
+}
+
+// address compiles "[%rd1+8]", "[name]" or "[name+4]": a function giving
+// the address (a global address, a shared offset, or a parameter offset).
+func (cc *compiler) address(s, space string) (func(t *thread, b *block) uint64, error) {
+	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
+		return nil, fmt.Errorf("bad address %q", s)
+	}
+	inner := strings.ReplaceAll(s[1:len(s)-1], " ", "")
+	base, offs := inner, ""
+	if i := strings.IndexAny(inner[1:], "+-"); i >= 0 {
+		base, offs = inner[:i+1], inner[i+1:]
+	}
+	off := int64(0)
+	if offs != "" {
+		v, err := strconv.ParseInt(strings.Replace(offs, "+-", "-", 1), 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad offset in %q", s)
+		}
+		off = v
+	}
+	if strings.HasPrefix(base, "%") {
+		i, err := cc.reg(base, "b64", false)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *thread, b *block) uint64 { return t.regs[i] + uint64(off) }, nil
+	}
+	switch space {
+	case "param":
+		for k, p := range cc.k.params {
+			if p.name == base {
+				at := uint64(cc.c.poff[k]) + uint64(off)
+				return func(*thread, *block) uint64 { return at }, nil
+			}
+		}
+		return nil, fmt.Errorf("no parameter %s", base)
+	case "shared":
+		v, ok := cc.k.shared[base]
+		if !ok {
+			return nil, fmt.Errorf("no shared variable %s", base)
+		}
+		at := uint64(int64(v.offset) + off)
+		return func(*thread, *block) uint64 { return at }, nil
+	}
+	return nil, fmt.Errorf("a %s address needs a register base: %q", space, s)
+}
+
+// memory compiles ld.space.type d, [a] and st.space.type [a], v.
+func (cc *compiler) memory(base string, mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) < 2 || len(args) != 2 {
+		return nil, fmt.Errorf("%s needs a state space, a type and two operands", base)
+	}
+	space := mods[0]
+	typ := typeOf(mods)
+	if typ == "" || (space != "global" && space != "shared" && space != "param") {
+		return nil, fmt.Errorf("unsupported %s.%s", base, strings.Join(mods, "."))
+	}
+	for _, m := range mods[1:] {
+		if classOf(m) == "" && m != "nc" && m != "ca" && m != "cg" && m != "cs" {
+			return nil, fmt.Errorf("unsupported modifier .%s", m)
+		}
+	}
+	size := sizeOf(typ)
+	class := classOf(typ)
+	signed := strings.HasPrefix(typ, "s")
+	if base == "ld" {
+		d, err := cc.dst(args[0], class, true)
+		if err != nil {
+			return nil, err
+		}
+		a, err := cc.address(args[1], space)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) {
+			v, ok := r.load(b, t, space, a(t, b), size)
+			if !ok {
+				return
+			}
+			if signed && size < 8 {
+				v = uint64(int64(v<<(64-8*size)) >> (64 - 8*size))
+			}
+			d(t, v)
+		}, nil
+	}
+	if space == "param" {
+		return nil, fmt.Errorf("st.param is not supported")
+	}
+	a, err := cc.address(args[0], space)
+	if err != nil {
+		return nil, err
+	}
+	v, err := cc.src(args[1], class, true)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { r.store(b, t, space, a(t, b), size, v(t, b)) }, nil
+}
+
+// mov compiles mov.type d, a; a may be a shared variable's name (its
+// shared address).
+func (cc *compiler) mov(mods []string, args []string) (func(*run, *block, *thread), error) {
+	typ := typeOf(mods)
+	if typ == "" || len(args) != 2 {
+		return nil, fmt.Errorf("mov needs a type and two operands")
+	}
+	class := classOf(typ)
+	d, err := cc.dst(args[0], class, strings.HasPrefix(typ, "b"))
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := cc.k.shared[args[1]]; ok && class == "b64" {
+		at := uint64(v.offset)
+		return func(r *run, b *block, t *thread) { d(t, at) }, nil
+	}
+	s, err := cc.src(args[1], class, strings.HasPrefix(typ, "b"))
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { d(t, s(t, b)) }, nil
+}
+
+// cvta compiles cvta.to.global.u64 d, a: generic to global, the same
+// address here.
+func (cc *compiler) cvta(mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) != 3 || mods[0] != "to" || mods[1] != "global" || mods[2] != "u64" || len(args) != 2 {
+		return nil, fmt.Errorf("only cvta.to.global.u64 is supported")
+	}
+	d, err := cc.dst(args[0], "b64", false)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cc.src(args[1], "b64", false)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { d(t, s(t, b)) }, nil
+}
+
+// cvt compiles cvt[.rnd][.ftz][.sat].dtype.stype d, a.
+func (cc *compiler) cvt(mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) < 2 || len(args) != 2 {
+		return nil, fmt.Errorf("cvt needs two types and two operands")
+	}
+	dt, stt := mods[len(mods)-2], mods[len(mods)-1]
+	if classOf(dt) == "" || classOf(stt) == "" || dt == "pred" || stt == "pred" {
+		return nil, fmt.Errorf("bad cvt types .%s.%s", dt, stt)
+	}
+	rnd := ""
+	ftz := false
+	for _, m := range mods[:len(mods)-2] {
+		switch m {
+		case "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi":
+			rnd = m
+		case "ftz":
+			ftz = true
+		case "sat":
+			if !strings.HasPrefix(dt, "f") {
+				return nil, fmt.Errorf("cvt.sat is supported for float results only")
+			}
+			return nil, fmt.Errorf("cvt.sat is not supported")
+		default:
+			return nil, fmt.Errorf("unsupported cvt modifier .%s", m)
+		}
+	}
+	d, err := cc.dst(args[0], classOf(dt), false)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cc.src(args[1], classOf(stt), false)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := converter(dt, stt, rnd, ftz)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { d(t, conv(s(t, b))) }, nil
+}
+
+// toFloat reads bits of type typ as a float64 (integers exactly when they
+// fit).
+func toFloat(v uint64, typ string) float64 {
+	switch typ {
+	case "f32":
+		return float64(math.Float32frombits(uint32(v)))
+	case "f64":
+		return math.Float64frombits(v)
+	case "s8":
+		return float64(int8(v))
+	case "s16":
+		return float64(int16(v))
+	case "s32":
+		return float64(int32(v))
+	case "s64":
+		return float64(int64(v))
+	case "u8":
+		return float64(uint8(v))
+	case "u16":
+		return float64(uint16(v))
+	case "u32":
+		return float64(uint32(v))
+	}
+	return float64(v)
+}
+
+func roundInt(f float64, rnd string) float64 {
+	switch rnd {
+	case "rzi", "rz":
+		return math.Trunc(f)
+	case "rmi", "rm":
+		return math.Floor(f)
+	case "rpi", "rp":
+		return math.Ceil(f)
+	}
+	return math.RoundToEven(f)
+}
+
+// ftz32 flushes a float32 subnormal to a zero of its sign.
+func ftz32(f float32) float32 {
+	if f != 0 && math.Abs(float64(f)) < 0x1p-126 {
+		return float32(math.Copysign(0, float64(f)))
+	}
+	return f
+}
+
+func converter(dt, st, rnd string, ftz bool) (func(uint64) uint64, error) {
+	df, sf := strings.HasPrefix(dt, "f"), strings.HasPrefix(st, "f")
+	switch {
+	case df && sf:
+		if dt == st {
+			// Round to an integral value in the same type.
+			if rnd == "" || rnd == "rn" {
+				return func(v uint64) uint64 { return v }, nil
+			}
+			if dt == "f32" {
+				return func(v uint64) uint64 {
+					f := math.Float32frombits(uint32(v))
+					if ftz {
+						f = ftz32(f)
+					}
+					return uint64(math.Float32bits(float32(roundInt(float64(f), rnd))))
+				}, nil
+			}
+			return func(v uint64) uint64 { return math.Float64bits(roundInt(math.Float64frombits(v), rnd)) }, nil
+		}
+		if dt == "f32" { // from f64: rounded to nearest
+			return func(v uint64) uint64 {
+				f := float32(math.Float64frombits(v))
+				if ftz {
+					f = ftz32(f)
+				}
+				return uint64(math.Float32bits(f))
+			}, nil
+		}
+		return func(v uint64) uint64 {
+			f := math.Float32frombits(uint32(v))
+			if ftz {
+				f = ftz32(f)
+			}
+			return math.Float64bits(float64(f))
+		}, nil
+	case df: // integer to float, rounded to nearest
+		if dt == "f32" {
+			return func(v uint64) uint64 {
+				if st == "u64" {
+					return uint64(math.Float32bits(float32(v)))
+				}
+				if st == "s64" {
+					return uint64(math.Float32bits(float32(int64(v))))
+				}
+				return uint64(math.Float32bits(float32(toFloat(v, st))))
+			}, nil
+		}
+		return func(v uint64) uint64 {
+			if st == "u64" {
+				return math.Float64bits(float64(v))
+			}
+			if st == "s64" {
+				return math.Float64bits(float64(int64(v)))
+			}
+			return math.Float64bits(toFloat(v, st))
+		}, nil
+	case sf: // float to integer: rounded, saturated, NaN to 0
+		size := sizeOf(dt)
+		signed := strings.HasPrefix(dt, "s")
+		return func(v uint64) uint64 {
+			f := roundInt(toFloat(v, st), rnd)
+			if f != f {
+				return 0
+			}
+			var lo, hi float64
+			if signed {
+				lo, hi = -math.Ldexp(1, 8*size-1), math.Ldexp(1, 8*size-1)
+			} else {
+				lo, hi = 0, math.Ldexp(1, 8*size)
+			}
+			switch {
+			case f < lo:
+				f = lo
+			case f >= hi:
+				if signed {
+					return uint64(int64(hi-1)) & mask(size)
+				}
+				return mask(size)
+			}
+			if signed {
+				return uint64(int64(f)) & mask(size)
+			}
+			return uint64(f) & mask(size)
+		}, nil
+	default: // integer to integer: truncate or extend
+		ssize, dsize := sizeOf(st), sizeOf(dt)
+		signed := strings.HasPrefix(st, "s")
+		return func(v uint64) uint64 {
+			v &= mask(ssize)
+			if signed && ssize < 8 {
+				v = uint64(int64(v<<(64-8*ssize)) >> (64 - 8*ssize))
+			}
+			return v & mask(dsize)
+		}, nil
+	}
+}
+
+func mask(size int) uint64 {
+	if size >= 8 {
+		return ^uint64(0)
+	}
+	return 1<<(8*size) - 1
+}
+
+// setp compiles setp.cmp.type p, a, b.
+func (cc *compiler) setp(mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) < 2 || len(args) != 3 {
+		return nil, fmt.Errorf("setp needs a comparison, a type and three operands")
+	}
+	cmp, typ := mods[0], mods[len(mods)-1]
+	for _, m := range mods[1 : len(mods)-1] {
+		if m != "ftz" {
+			return nil, fmt.Errorf("unsupported setp modifier .%s", m)
+		}
+	}
+	class := classOf(typ)
+	if class == "" || class == "pred" {
+		return nil, fmt.Errorf("bad setp type .%s", typ)
+	}
+	p, err := cc.dst(args[0], "pred", false)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cc.src(args[1], class, false)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cc.src(args[2], class, false)
+	if err != nil {
+		return nil, err
+	}
+	var f func(x, y uint64) bool
+	if class == "f32" || class == "f64" {
+		f, err = floatCompare(cmp, typ)
+	} else {
+		f, err = intCompare(cmp, typ)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, bl *block, t *thread) {
+		if f(a(t, bl), b(t, bl)) {
+			p(t, 1)
+		} else {
+			p(t, 0)
+		}
+	}, nil
+}
+
+func floatCompare(cmp, typ string) (func(x, y uint64) bool, error) {
+	get := func(v uint64) float64 { return toFloat(v, typ) }
+	ordered := map[string]func(a, b float64) bool{
+		"eq": func(a, b float64) bool { return a == b }, "ne": func(a, b float64) bool { return a != b && a == a && b == b },
+		"lt": func(a, b float64) bool { return a < b }, "le": func(a, b float64) bool { return a <= b },
+		"gt": func(a, b float64) bool { return a > b }, "ge": func(a, b float64) bool { return a >= b },
+	}
+	if f, ok := ordered[cmp]; ok {
+		return func(x, y uint64) bool { return f(get(x), get(y)) }, nil
+	}
+	if strings.HasSuffix(cmp, "u") && len(cmp) == 3 {
+		if f, ok := ordered[cmp[:2]]; ok { // unordered: true when either is NaN
+			return func(x, y uint64) bool {
+				a, b := get(x), get(y)
+				return a != a || b != b || f(a, b)
+			}, nil
+		}
+	}
+	switch cmp {
+	case "num":
+		return func(x, y uint64) bool { a, b := get(x), get(y); return a == a && b == b }, nil
+	case "nan":
+		return func(x, y uint64) bool { a, b := get(x), get(y); return a != a || b != b }, nil
+	}
+	return nil, fmt.Errorf("unsupported float comparison .%s", cmp)
+}
+
+func intCompare(cmp, typ string) (func(x, y uint64) bool, error) {
+	signed := strings.HasPrefix(typ, "s")
+	size := sizeOf(typ)
+	sx := func(v uint64) int64 { return int64(v<<(64-8*size)) >> (64 - 8*size) }
+	ux := func(v uint64) uint64 { return v & mask(size) }
+	switch cmp {
+	case "eq":
+		return func(x, y uint64) bool { return ux(x) == ux(y) }, nil
+	case "ne":
+		return func(x, y uint64) bool { return ux(x) != ux(y) }, nil
+	}
+	lt := func(x, y uint64) bool { return ux(x) < ux(y) }
+	if signed {
+		lt = func(x, y uint64) bool { return sx(x) < sx(y) }
+	}
+	switch cmp {
+	case "lt", "lo":
+		return lt, nil
+	case "le", "ls":
+		return func(x, y uint64) bool { return !lt(y, x) }, nil
+	case "gt", "hi":
+		return func(x, y uint64) bool { return lt(y, x) }, nil
+	case "ge", "hs":
+		return func(x, y uint64) bool { return !lt(x, y) }, nil
+	}
+	return nil, fmt.Errorf("unsupported integer comparison .%s", cmp)
+}
+
+// selp compiles selp.type d, a, b, p.
+func (cc *compiler) selp(mods []string, args []string) (func(*run, *block, *thread), error) {
+	typ := typeOf(mods)
+	if typ == "" || len(args) != 4 {
+		return nil, fmt.Errorf("selp needs a type and four operands")
+	}
+	class := classOf(typ)
+	d, err := cc.dst(args[0], class, strings.HasPrefix(typ, "b"))
+	if err != nil {
+		return nil, err
+	}
+	a, err := cc.src(args[1], class, strings.HasPrefix(typ, "b"))
+	if err != nil {
+		return nil, err
+	}
+	b, err := cc.src(args[2], class, strings.HasPrefix(typ, "b"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := cc.src(args[3], "pred", false)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, bl *block, t *thread) {
+		if p(t, bl) != 0 {
+			d(t, a(t, bl))
+		} else {
+			d(t, b(t, bl))
+		}
+	}, nil
+}
+
+// arith compiles the arithmetic, logic and math instructions.
+func (cc *compiler) arith(base string, mods []string, args []string) (func(*run, *block, *thread), error) {
+	typ := typeOf(mods)
+	if typ == "" {
+		return nil, fmt.Errorf("unsupported instruction %s.%s", base, strings.Join(mods, "."))
+	}
+	class := classOf(typ)
+	if class == "f32" || class == "f64" {
+		return cc.floatOp(base, mods, typ, args)
+	}
+	return cc.intOp(base, mods, typ, args)
+}
+
+func (cc *compiler) operands(args []string, n int, dclass, sclass string) (setter, []getter, error) {
+	if len(args) != n+1 {
+		return nil, nil, fmt.Errorf("wants %d operands, has %d", n+1, len(args))
+	}
+	d, err := cc.dst(args[0], dclass, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	srcs := make([]getter, n)
+	for i := range srcs {
+		if srcs[i], err = cc.src(args[i+1], sclass, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d, srcs, nil
+}
+
+func (cc *compiler) intOp(base string, mods []string, typ string, args []string) (func(*run, *block, *thread), error) {
+	class := classOf(typ)
+	size := sizeOf(typ)
+	signed := strings.HasPrefix(typ, "s")
+	sx := func(v uint64) int64 { return int64(v<<(64-8*size)) >> (64 - 8*size) }
+	m := mask(size)
+	if base == "mul" && has(mods, "wide") {
+		if size != 4 {
+			return nil, fmt.Errorf("mul.wide takes 32-bit operands")
+		}
+		d, s, err := cc.operands(args, 2, "b64", "b32")
+		if err != nil {
+			return nil, err
+		}
+		if signed {
+			return func(r *run, b *block, t *thread) { d(t, uint64(sx(s[0](t, b))*sx(s[1](t, b)))) }, nil
+		}
+		return func(r *run, b *block, t *thread) { d(t, (s[0](t, b)&m)*(s[1](t, b)&m)) }, nil
+	}
+	if (base == "mul" || base == "mad") && !has(mods, "lo") {
+		return nil, fmt.Errorf("%s on integers needs .lo or .wide", base)
+	}
+	if base == "shl" || base == "shr" {
+		d, s, err := cc.operands(args, 2, class, class)
+		if err != nil {
+			return nil, err
+		}
+		// The shift amount is a 32-bit register or an immediate.
+		if strings.HasPrefix(args[2], "%") && class == "b64" {
+			if s[1], err = cc.src(args[2], "b32", false); err != nil {
+				return nil, err
+			}
+		}
+		if base == "shl" {
+			return func(r *run, b *block, t *thread) {
+				n := s[1](t, b) & 0xffffffff
+				if n >= uint64(8*size) {
+					d(t, 0)
+					return
+				}
+				d(t, (s[0](t, b)<<n)&m)
+			}, nil
+		}
+		return func(r *run, b *block, t *thread) {
+			n := s[1](t, b) & 0xffffffff
+			v := s[0](t, b) & m
+			if signed {
+				if n >= uint64(8*size) {
+					n = uint64(8*size) - 1
+				}
+				d(t, uint64(sx(v)>>n)&m)
+				return
+			}
+			if n >= uint64(8*size) {
+				d(t, 0)
+				return
+			}
+			d(t, v>>n)
+		}, nil
+	}
+	unary := map[string]func(v uint64) uint64{
+		"neg": func(v uint64) uint64 { return -v & m },
+		"not": func(v uint64) uint64 { return ^v & m },
+		"abs": func(v uint64) uint64 {
+			if sx(v) < 0 {
+				return -v & m
+			}
+			return v & m
+		},
+		"popc": func(v uint64) uint64 { return uint64(bits.OnesCount64(v & m)) },
+	}
+	if f, ok := unary[base]; ok {
+		if base == "abs" && !signed {
+			return nil, fmt.Errorf("abs takes a signed type")
+		}
+		dclass := class
+		if base == "popc" {
+			dclass = "b32"
+		}
+		d, s, err := cc.operands(args, 1, dclass, class)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) { d(t, f(s[0](t, b))) }, nil
+	}
+	if class == "pred" {
+		d, s, err := cc.operands(args, 2, "pred", "pred")
+		if err != nil {
+			return nil, err
+		}
+		switch base {
+		case "and":
+			return func(r *run, b *block, t *thread) { d(t, s[0](t, b)&s[1](t, b)) }, nil
+		case "or":
+			return func(r *run, b *block, t *thread) { d(t, s[0](t, b)|s[1](t, b)) }, nil
+		case "xor":
+			return func(r *run, b *block, t *thread) { d(t, s[0](t, b)^s[1](t, b)) }, nil
+		}
+		return nil, fmt.Errorf("unsupported predicate instruction %s", base)
+	}
+	binary := map[string]func(r *run, x, y uint64) uint64{
+		"add": func(r *run, x, y uint64) uint64 { return (x + y) & m },
+		"sub": func(r *run, x, y uint64) uint64 { return (x - y) & m },
+		"mul": func(r *run, x, y uint64) uint64 { return (x * y) & m },
+		"and": func(r *run, x, y uint64) uint64 { return x & y & m },
+		"or":  func(r *run, x, y uint64) uint64 { return (x | y) & m },
+		"xor": func(r *run, x, y uint64) uint64 { return (x ^ y) & m },
+		"min": func(r *run, x, y uint64) uint64 {
+			if (signed && sx(x) <= sx(y)) || (!signed && x&m <= y&m) {
+				return x & m
+			}
+			return y & m
+		},
+		"max": func(r *run, x, y uint64) uint64 {
+			if (signed && sx(x) >= sx(y)) || (!signed && x&m >= y&m) {
+				return x & m
+			}
+			return y & m
+		},
+		"div": func(r *run, x, y uint64) uint64 {
+			if y&m == 0 {
+				r.fault("integer division by zero")
+				return 0
+			}
+			if signed {
+				return uint64(sx(x)/sx(y)) & m
+			}
+			return (x & m) / (y & m)
+		},
+		"rem": func(r *run, x, y uint64) uint64 {
+			if y&m == 0 {
+				r.fault("integer remainder by zero")
+				return 0
+			}
+			if signed {
+				return uint64(sx(x)%sx(y)) & m
+			}
+			return (x & m) % (y & m)
+		},
+	}
+	if base == "mad" {
+		d, s, err := cc.operands(args, 3, class, class)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) { d(t, (s[0](t, b)*s[1](t, b)+s[2](t, b))&m) }, nil
+	}
+	f, ok := binary[base]
+	if !ok {
+		return nil, fmt.Errorf("unsupported instruction %s.%s", base, strings.Join(mods, "."))
+	}
+	d, s, err := cc.operands(args, 2, class, class)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { d(t, f(r, s[0](t, b), s[1](t, b))) }, nil
+}
+
+// floatOp compiles float arithmetic. Correctly rounded operations are
+// computed exactly as IEEE 754 defines them; .approx ones (ex2, lg2,
+// rsqrt, rcp.approx) are computed accurately, within the hardware's
+// documented bounds of them.
+func (cc *compiler) floatOp(base string, mods []string, typ string, args []string) (func(*run, *block, *thread), error) {
+	is32 := typ == "f32"
+	ftz := has(mods, "ftz")
+	for _, mm := range mods {
+		switch mm {
+		case "rn", "ftz", "approx", "full", "f32", "f64", "sat":
+			if mm == "sat" {
+				return nil, fmt.Errorf(".sat is not supported")
+			}
+		case "rz", "rm", "rp":
+			return nil, fmt.Errorf("rounding mode .%s is not supported", mm)
+		default:
+			return nil, fmt.Errorf("unsupported modifier .%s on %s", mm, base)
+		}
+	}
+	approx := has(mods, "approx")
+	get := func(v uint64) float64 {
+		if is32 {
+			f := math.Float32frombits(uint32(v))
+			if ftz {
+				f = ftz32(f)
+			}
+			return float64(f)
+		}
+		return math.Float64frombits(v)
+	}
+	put := func(f float64) uint64 {
+		if is32 {
+			g := float32(f)
+			if ftz {
+				g = ftz32(g)
+			}
+			return uint64(math.Float32bits(g))
+		}
+		return math.Float64bits(f)
+	}
+	// add32 and the like round once to float32: float64 arithmetic of two
+	// float32 values is exact for +, - and *, and float32(x/y) computed in
+	// float64 then rounded is the correctly rounded float32 quotient.
+	class := classOf(typ)
+	switch base {
+	case "add", "sub", "mul", "div", "min", "max", "copysign":
+		if base == "div" && approx {
+			return nil, fmt.Errorf("div.approx is not supported: use div.rn or div.full")
+		}
+		d, s, err := cc.operands(args, 2, class, class)
+		if err != nil {
+			return nil, err
+		}
+		var f func(x, y float64) float64
+		switch base {
+		case "add":
+			f = func(x, y float64) float64 { return x + y }
+		case "sub":
+			f = func(x, y float64) float64 { return x - y }
+		case "mul":
+			f = func(x, y float64) float64 { return x * y }
+		case "div":
+			f = func(x, y float64) float64 { return x / y }
+		case "copysign": // copysign d, a, b: |b| with a's sign
+			f = func(x, y float64) float64 { return math.Copysign(y, x) }
+		case "min", "max":
+			mn := base == "min"
+			f = func(x, y float64) float64 {
+				switch {
+				case x != x:
+					return y // NaN only when both are
+				case y != y:
+					return x
+				case x == 0 && y == 0:
+					if mn == math.Signbit(x) {
+						return x
+					}
+					return y
+				case mn:
+					return math.Min(x, y)
+				}
+				return math.Max(x, y)
+			}
+		}
+		if is32 && base == "div" {
+			return func(r *run, b *block, t *thread) {
+				x, y := float32(get(s[0](t, b))), float32(get(s[1](t, b)))
+				q := x / y
+				if ftz {
+					q = ftz32(q)
+				}
+				d(t, uint64(math.Float32bits(q)))
+			}, nil
+		}
+		return func(r *run, b *block, t *thread) { d(t, put(f(get(s[0](t, b)), get(s[1](t, b))))) }, nil
+	case "fma", "mad":
+		if base == "mad" && !has(mods, "rn") {
+			return nil, fmt.Errorf("mad on floats needs .rn (it is fma)")
+		}
+		d, s, err := cc.operands(args, 3, class, class)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) {
+			d(t, put(math.FMA(get(s[0](t, b)), get(s[1](t, b)), get(s[2](t, b)))))
+		}, nil
+	}
+	unary := map[string]func(x float64) float64{
+		"neg":  func(x float64) float64 { return -x },
+		"abs":  math.Abs,
+		"sqrt": math.Sqrt,
+		"rcp":  func(x float64) float64 { return 1 / x },
+		"rsqrt": func(x float64) float64 {
+			return 1 / math.Sqrt(x)
+		},
+		"ex2": math.Exp2,
+		"lg2": math.Log2,
+	}
+	f, ok := unary[base]
+	if !ok {
+		return nil, fmt.Errorf("unsupported instruction %s.%s", base, strings.Join(mods, "."))
+	}
+	switch base {
+	case "rsqrt", "ex2", "lg2":
+		if !approx {
+			return nil, fmt.Errorf("%s needs .approx", base)
+		}
+		if base != "rsqrt" && !is32 {
+			return nil, fmt.Errorf("%s.approx is float32 only", base)
+		}
+	case "sqrt", "rcp":
+		if approx && !is32 {
+			return nil, fmt.Errorf("%s.approx.f64 is not supported: use .rn", base)
+		}
+	}
+	d, s, err := cc.operands(args, 1, class, class)
+	if err != nil {
+		return nil, err
+	}
+	if is32 && (base == "sqrt" || base == "rcp") && !approx {
+		// Correctly rounded in float32: computed in float64 and rounded
+		// once, which for a square root and a reciprocal is exact.
+		return func(r *run, b *block, t *thread) { d(t, put(f(get(s[0](t, b))))) }, nil
+	}
+	return func(r *run, b *block, t *thread) { d(t, put(f(get(s[0](t, b))))) }, nil
+}
