@@ -153,6 +153,7 @@ type kernelTable struct {
 
 type kernelSet struct {
 	byKind      [][tensor.NumDTypes]Kernel
+	portable    [tensor.NumDTypes]Kernel
 	elementwise []*ElementwiseF32
 }
 
@@ -174,7 +175,7 @@ func tableLocked(name string) *kernelTable {
 // update applies fn to a copy of t's set and installs it.
 func (t *kernelTable) update(kind device.Kind, fn func(s *kernelSet)) {
 	old := t.cur.Load()
-	s := &kernelSet{byKind: slices.Clone(old.byKind), elementwise: slices.Clone(old.elementwise)}
+	s := &kernelSet{byKind: slices.Clone(old.byKind), portable: old.portable, elementwise: slices.Clone(old.elementwise)}
 	for len(s.byKind) <= int(kind) {
 		s.byKind = append(s.byKind, [tensor.NumDTypes]Kernel{})
 	}
@@ -194,6 +195,17 @@ func RegisterKernel(op string, kind device.Kind, dt tensor.DType, k Kernel) {
 	t := tableLocked(op)
 	registry.Unlock()
 	t.update(kind, func(s *kernelSet) { s.byKind[kind][dt] = k })
+}
+
+// RegisterPortable registers k as the kernel of the op named op for
+// inputs of key dtype dt on every device: a kernel that moves data only
+// through the device interface (Copy, Fill, the host copies), so any
+// device runs it. A kernel registered for a kind takes precedence there.
+func RegisterPortable(op string, dt tensor.DType, k Kernel) {
+	registry.Lock()
+	t := tableLocked(op)
+	registry.Unlock()
+	t.update(device.CPU, func(s *kernelSet) { s.portable[dt] = k })
 }
 
 // RegisterElementwise registers the float32 loops of the elementwise op
@@ -227,10 +239,10 @@ func (op *Op) Kernel(kind device.Kind, dt tensor.DType) Kernel {
 		return nil
 	}
 	s := op.kernels.cur.Load()
-	if int(kind) >= len(s.byKind) {
-		return nil
+	if int(kind) < len(s.byKind) && s.byKind[kind][dt] != nil {
+		return s.byKind[kind][dt]
 	}
-	return s.byKind[kind][dt]
+	return s.portable[dt]
 }
 
 // Elementwise returns the op's float32 loops on devices of kind, or nil.

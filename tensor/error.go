@@ -33,6 +33,9 @@ var (
 	// ErrInternal: a kernel failed where it should not (a bug in
 	// eagerflow); the error carries the kernel's stack.
 	ErrInternal = errors.New("internal error")
+	// ErrDeviceFailed: the device could not run the op (a driver call or
+	// a kernel launch failed); the error carries the device's own.
+	ErrDeviceFailed = errors.New("device failure")
 )
 
 // Error is the panic value of a programmer error in calling an op or a

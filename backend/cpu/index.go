@@ -1,29 +1,17 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Index inputs as kernels read them.
 
-// indexValues returns an Int32 or Int64 tensor's values as int64s.
-func indexValues(t *tensor.Tensor) []int64 {
-	if t.DType() == tensor.Int32 {
-		v := tensor.ToSlice[int32](t)
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
-	}
-	return tensor.ToSlice[int64](t)
-}
-
 // checkIndexRange returns the indices of input i, failing the call if one
 // is outside [0, n). Kernels call it before they write anything.
 func checkIndexRange(c *eager.Call, i int, n int) []int64 {
-	idx := indexValues(c.Inputs[i])
+	idx := move.IndexValues(c.Inputs[i])
 	for k, v := range idx {
 		if v < 0 || v >= int64(n) {
 			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)

@@ -1,43 +1,12 @@
 package cpu
 
 import (
-	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Kernels of the ops that move elements (ops/shape.go).
-
-func init() {
-	anyDType("Reshape", copyKernel)
-	anyDType("Transpose", transposeKernel)
-	anyDType("BroadcastTo", broadcastToKernel)
-}
-
-func transposeKernel(c *eager.Call, outs []*tensor.Tensor) {
-	x, perm := c.Inputs[0].Contiguous(), c.Attrs.(ops.PermAttrs).Perm
-	xs := tensor.Strides(x.Shape(), nil)
-	st := make([]int, len(perm))
-	for i, p := range perm {
-		st[i] = xs[p]
-	}
-	out := outs[0]
-	tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
-}
-
-func broadcastToKernel(c *eager.Call, outs []*tensor.Tensor) {
-	x, out := c.Inputs[0], outs[0]
-	rank := out.Rank()
-	st := make([]int, rank)
-	xs := tensor.Strides(x.Shape(), nil)
-	off := rank - x.Rank()
-	for d := off; d < rank; d++ {
-		if x.Dim(d-off) != 1 {
-			st[d] = xs[d-off]
-		}
-	}
-	tensor.MoveElems(x.DType(), out.HostBytes(), 0, tensor.Strides(out.Shape(), nil), x.HostBytes(), 0, st, out.Shape())
-}
+// The ops that move elements (ops/shape.go, slice.go, structure.go,
+// dynamic.go) run package move's portable kernels (linked here by the
+// import of move); permuted serves the reduce kernel.
 
 // permuted returns x (row-major) with its dimensions in the order perm, as
 // a new row-major tensor: dimension i of the result is dimension perm[i]

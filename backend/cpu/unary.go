@@ -95,10 +95,6 @@ func sigmoid64(x float64) float64 {
 	return e / (1 + e)
 }
 
-func copyKernel(c *eager.Call, outs []*tensor.Tensor) {
-	copy(outs[0].HostBytes(), c.Inputs[0].HostBytes())
-}
-
 func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
 	deviceOf(c).Parallel(len(o), 1, func(lo, hi int) {
@@ -135,8 +131,6 @@ func init() {
 		func(x float64) float64 { return 1 / math.Sqrt(x) })
 	floatLoops("Tanh", tanh32Loop, tanhCost32, math.Tanh)
 	floatLoops("Sigmoid", sigmoid32Loop, expCost32, sigmoid64)
-	anyDType("Identity", copyKernel)
-	anyDType("StopGradient", copyKernel)
 }
 
 // floatLoops registers a unary function of floats from its float32 loop,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"weak"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -48,12 +47,16 @@ var guardOp = func() *eager.Op {
 			return c.Out1(tensor.Bool, nil)
 		},
 	})
-	eager.RegisterKernel(op.Name, device.CPU, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
-		a, got := c.Attrs.(guardAttrs), tensor.HostData[bool](c.Inputs[0])[0]
+	// Portable: it reads the decision through the host and copies it to
+	// the output on the input's device, so a trace on any device guards.
+	eager.RegisterPortable(op.Name, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
+		a, got := c.Attrs.(guardAttrs), tensor.ToSlice[bool](c.Inputs[0])[0]
 		if got != a.Want {
 			c.Fail(ErrGuardFailed, "%s decided %v at the trace and %v now", a.Construct, a.Want, got)
 		}
-		tensor.HostData[bool](outs[0])[0] = got
+		if err := c.Device.Copy(outs[0].Buffer(), 0, nil, c.Inputs[0].Buffer(), 0, nil, nil, 1); err != nil {
+			c.Fail(tensor.ErrDeviceFailed, "%v", err)
+		}
 	})
 	return op
 }()

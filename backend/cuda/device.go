@@ -1,0 +1,350 @@
+package cuda
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/device"
+)
+
+//go:embed ptx/*.ptx
+var modules embed.FS
+
+// Device is a GPU: gpu:<ordinal>, of kind device.GPU. Its memory is the
+// GPU's; kernels run on one non-blocking stream in the order they are
+// queued, and a read on the host waits for them.
+type Device struct {
+	name string
+	drv  cu.Driver
+	ctx  cu.Context
+	s    cu.Stream
+	info cu.Info
+
+	mu      sync.Mutex
+	cache   map[int][]cu.Ptr // freed buffers by size class
+	inUse   int              // bytes of live buffers
+	cached  int              // bytes in the cache
+	staging []byte           // page-locked host buffer for copies
+	mods    map[string]cu.Module
+	funcs   map[string]cu.Function
+}
+
+// buffer is GPU memory.
+type buffer struct {
+	dev   *Device
+	ptr   cu.Ptr
+	size  int
+	class int
+	refs  atomic.Int32
+}
+
+func (b *buffer) Device() device.Device { return b.dev }
+func (b *buffer) Size() int             { return b.size }
+func (b *buffer) Refs() *atomic.Int32   { return &b.refs }
+
+// open opens device ordinal of drv: its primary context and a stream.
+func open(drv cu.Driver, ordinal int) (*Device, error) {
+	info, err := drv.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := drv.Retain(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), drv: drv, ctx: ctx, info: info,
+		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[string]cu.Function{}}
+	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Name is "gpu:<ordinal>".
+func (d *Device) Name() string { return d.name }
+
+// Kind is device.GPU.
+func (d *Device) Kind() device.Kind { return device.GPU }
+
+// Info describes the GPU.
+func (d *Device) Info() cu.Info { return d.info }
+
+// Driver says what was loaded.
+func (d *Device) Driver() string { return d.drv.Name() }
+
+// classOf is the size class of n bytes: powers of two from 256 bytes.
+func classOf(n int) int {
+	if n <= 256 {
+		return 8
+	}
+	return bits.Len(uint(n - 1))
+}
+
+// Alloc returns a buffer of at least nbytes, from the cache of freed
+// buffers of its size class when one is there. Out of memory empties the
+// cache and tries once more; then the error names the request and the
+// memory in use.
+func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
+	if err := device.CheckAlloc(d, nbytes); err != nil {
+		return nil, err
+	}
+	class := classOf(nbytes)
+	size := 1 << class
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if free := d.cache[class]; len(free) > 0 {
+		p := free[len(free)-1]
+		d.cache[class] = free[:len(free)-1]
+		d.cached -= size
+		d.inUse += size
+		return &buffer{dev: d, ptr: p, size: nbytes, class: class}, nil
+	}
+	var p cu.Ptr
+	err := d.ctx.Do(func() (err error) { p, err = d.ctx.MemAlloc(size, d.s); return })
+	var ce *cu.Error
+	if errors.As(err, &ce) && ce.Code == cu.ErrorOutOfMemory {
+		d.emptyCacheLocked()
+		err = d.ctx.Do(func() (err error) { p, err = d.ctx.MemAlloc(size, d.s); return })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %d bytes with %d in use: %v", device.ErrOutOfMemory, d.name, nbytes, d.inUse, err)
+	}
+	d.inUse += size
+	return &buffer{dev: d, ptr: p, size: nbytes, class: class}, nil
+}
+
+// emptyCacheLocked frees every cached buffer.
+func (d *Device) emptyCacheLocked() {
+	_ = d.ctx.Do(func() error {
+		for class, free := range d.cache {
+			for _, p := range free {
+				_ = d.ctx.MemFree(p, d.s)
+			}
+			delete(d.cache, class)
+		}
+		return d.ctx.StreamSynchronize(d.s)
+	})
+	d.cached = 0
+}
+
+// Free returns b to the cache of its size class; the stream's order keeps
+// work queued on it before the next user.
+func (d *Device) Free(b device.Buffer) {
+	gb, ok := b.(*buffer)
+	if !ok || gb.dev != d {
+		panic(fmt.Sprintf("cuda: %s freeing a buffer of %s", d.name, b.Device().Name()))
+	}
+	d.mu.Lock()
+	d.cache[gb.class] = append(d.cache[gb.class], gb.ptr)
+	d.inUse -= 1 << gb.class
+	d.cached += 1 << gb.class
+	d.mu.Unlock()
+}
+
+// MaxAlloc is the GPU's memory.
+func (d *Device) MaxAlloc() int { return d.info.Memory }
+
+// stage returns a page-locked host buffer of n bytes; d.mu must be held.
+func (d *Device) stageLocked(n int) ([]byte, error) {
+	if len(d.staging) >= n {
+		return d.staging[:n], nil
+	}
+	err := d.ctx.Do(func() error {
+		if d.staging != nil {
+			if err := d.ctx.MemFreeHost(d.staging); err != nil {
+				return err
+			}
+			d.staging = nil
+		}
+		b, err := d.ctx.MemAllocHost(max(n, 1<<20))
+		d.staging = b
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d.staging[:n], nil
+}
+
+func bufOf(b device.Buffer, d *Device, what string) (*buffer, error) {
+	gb, ok := b.(*buffer)
+	if !ok || gb.dev != d {
+		return nil, fmt.Errorf("%w: %s: the %s is on %s", device.ErrCopy, d.name, what, b.Device().Name())
+	}
+	return gb, nil
+}
+
+// CopyToHost copies len(dst) bytes from src at byte srcOff, after the work
+// queued before it.
+func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
+	return d.staged(src, "source", len(dst), func(host []byte, p cu.Ptr) error {
+		if err := d.ctx.MemcpyDtoH(host, p+cu.Ptr(srcOff), d.s); err != nil {
+			return err
+		}
+		if err := d.ctx.StreamSynchronize(d.s); err != nil {
+			return err
+		}
+		copy(dst, host)
+		return nil
+	})
+}
+
+// CopyFromHost copies src into dst at byte dstOff.
+func (d *Device) CopyFromHost(dst device.Buffer, dstOff int, src []byte) error {
+	return d.staged(dst, "destination", len(src), func(host []byte, p cu.Ptr) error {
+		copy(host, src)
+		if err := d.ctx.MemcpyHtoD(p+cu.Ptr(dstOff), host, d.s); err != nil {
+			return err
+		}
+		// The staging buffer is reused by the next copy: wait for this one.
+		return d.ctx.StreamSynchronize(d.s)
+	})
+}
+
+// staged runs fn, in the context, with n bytes of the page-locked staging
+// buffer and the device address of b (what names b in errors); the
+// staging buffer is d's alone while fn runs.
+func (d *Device) staged(b device.Buffer, what string, n int, fn func(host []byte, p cu.Ptr) error) error {
+	gb, err := bufOf(b, d, what)
+	if err != nil || n == 0 {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	host, err := d.stageLocked(n)
+	if err != nil {
+		return err
+	}
+	return d.ctx.Do(func() error { return fn(host, gb.ptr) })
+}
+
+// Copy copies a strided box of elements between buffers of this device
+// (device.Device.Copy); from any other device it returns ErrCopy and the
+// caller stages through the host.
+func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer, sOff int, sSt []int, shape []int, esize int) error {
+	db, err := bufOf(dst, d, "destination")
+	if err != nil {
+		return err
+	}
+	sb, err := bufOf(src, d, "source")
+	if err != nil {
+		return err
+	}
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	if n == 0 {
+		return nil
+	}
+	if contiguous(shape, dSt) && contiguous(shape, sSt) {
+		return d.ctx.Do(func() error {
+			return d.ctx.MemcpyDtoD(db.ptr+cu.Ptr(dOff*esize), sb.ptr+cu.Ptr(sOff*esize), n*esize, d.s)
+		})
+	}
+	name := map[int]string{1: "copy_b8", 4: "copy_b32", 8: "copy_b64"}[esize]
+	if name == "" || len(shape) > kernels.MaxRank {
+		return fmt.Errorf("cuda: %s: a strided copy of %d-byte elements, rank %d", d.name, esize, len(shape))
+	}
+	g := kernels.Geometry(shape, [][]int{dSt, sSt}, []int{dOff, sOff})
+	return d.launch("copy", name, n, new(cu.Args).Ptr(db.ptr).Ptr(sb.ptr).U64(uint64(n)).Bytes(g, 8))
+}
+
+// contiguous reports whether strides st are shape's row-major ones.
+func contiguous(shape, st []int) bool {
+	want := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] != 1 && st[i] != want {
+			return false
+		}
+		want *= shape[i]
+	}
+	return true
+}
+
+// Fill sets n elements of len(v) bytes from element off of dst to v.
+func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
+	db, err := bufOf(dst, d, "destination")
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	p := db.ptr + cu.Ptr(off*len(v))
+	switch len(v) {
+	case 1:
+		return d.ctx.Do(func() error { return d.ctx.MemsetD8(p, v[0], n, d.s) })
+	case 4:
+		w := uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
+		return d.ctx.Do(func() error { return d.ctx.MemsetD32(p, w, n, d.s) })
+	case 8:
+		var w uint64
+		for i := 7; i >= 0; i-- {
+			w = w<<8 | uint64(v[i])
+		}
+		return d.launch("copy", "fill_b64", n, new(cu.Args).Ptr(p).U64(uint64(n)).U64(w))
+	}
+	return fmt.Errorf("cuda: %s: fill with %d-byte elements", d.name, len(v))
+}
+
+// Synchronize waits for the work queued on the stream.
+func (d *Device) Synchronize() error {
+	return d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.s) })
+}
+
+// function returns a kernel of family, loading the family's module on
+// first use.
+func (d *Device) function(family, name string) (cu.Function, error) {
+	key := family + "/" + name
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.funcs[key]; ok {
+		return f, nil
+	}
+	err := d.ctx.Do(func() error {
+		m, ok := d.mods[family]
+		if !ok {
+			src, err := modules.ReadFile("ptx/" + family + ".ptx")
+			if err != nil {
+				return fmt.Errorf("cuda: no kernel module %q: %v", family, err)
+			}
+			if m, err = d.ctx.ModuleLoad(string(src)); err != nil {
+				return err
+			}
+			d.mods[family] = m
+		}
+		f, err := d.ctx.Function(m, name)
+		if err != nil {
+			return err
+		}
+		d.funcs[key] = f
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return d.funcs[key], nil
+}
+
+// blockSize is the threads per block of the elementwise kernels.
+const blockSize = 256
+
+// launch queues kernel name of family over n elements (a grid-stride
+// loop: at most a few blocks per multiprocessor).
+func (d *Device) launch(family, name string, n int, args *cu.Args) error {
+	f, err := d.function(family, name)
+	if err != nil {
+		return err
+	}
+	blocks := min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32)
+	return d.ctx.Do(func() error {
+		return d.ctx.Launch(f, cu.Dim3{X: blocks, Y: 1, Z: 1}, cu.Dim3{X: blockSize, Y: 1, Z: 1}, 0, d.s, args)
+	})
+}

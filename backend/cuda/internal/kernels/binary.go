@@ -1,0 +1,251 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// Binary kernels compute out[i] = a op b elementwise, as the CPU does
+// (integer division by zero -1 and remainder by zero the dividend, as XLA
+// defines them; float Max and Min propagate NaN; Rem is C's fmod, exact):
+//   - <op>_<dtype>_vv (out, a, b, n): both operands full, row-major;
+//   - <op>_<dtype>_bc (out, a, b, n, g): operands at g's offsets 0 and 1
+//     with g's strides 0 and 1 over the output's shape (0 broadcasts).
+// The ops: add, sub, mul, div, rem, max, min, and pow for integers.
+
+// BinaryOps lists the ops per dtype.
+func BinaryOps(d DType) []string {
+	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min"}
+	if !d.float() {
+		ops = append(ops, "pow")
+	}
+	return ops
+}
+
+func binaryKernels() []*ptx.Kernel {
+	return pairKernels(Numeric, BinaryOps, func(d DType) DType { return d }, binaryOp)
+}
+
+// pairKernels builds both variants (same shape, broadcast) of each op of
+// opsOf(d) for each dtype d of dts, with result dtype res(d) and the body
+// f computes.
+func pairKernels(dts []DType, opsOf func(DType) []string, res func(DType) DType,
+	f func(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg) []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range dts {
+		for _, op := range opsOf(d) {
+			for _, bc := range []bool{false, true} {
+				out = append(out, elementwise2(Name(op, string(d), variant(bc)), d, res(d), bc, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
+					return f(k, op, d, x, y)
+				}))
+			}
+		}
+	}
+	return out
+}
+
+func variant(bc bool) string {
+	if bc {
+		return "bc"
+	}
+	return "vv"
+}
+
+// elementwise2 writes a two-input elementwise kernel reading dtype in and
+// writing dtype res, computing f on each pair.
+func elementwise2(name string, in, res DType, bc bool, f func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg) *ptx.Kernel {
+	k := ptx.NewKernel(name)
+	o, a, b := k.ParamPtr("out"), k.ParamPtr("a"), k.ParamPtr("b")
+	n := k.Param("n", ptx.U64)
+	g := ""
+	if bc {
+		g = k.ParamBytes("g", GeometrySize)
+	}
+	k.GridStride(n, func(i ptx.Reg) {
+		ia, ib := i, i
+		if bc {
+			off := offsets(k, g, i, 2)
+			ia, ib = off[0], off[1]
+		}
+		x := load(k, in, k.Addr(a, ia, in.Size()))
+		y := load(k, in, k.Addr(b, ib, in.Size()))
+		store(k, res, k.Addr(o, i, res.Size()), f(k, x, y))
+	})
+	return k
+}
+
+// load reads an element of dtype d into a register of d.reg().
+func load(k *ptx.Kernel, d DType, addr ptx.Reg) ptx.Reg {
+	r := k.Reg(d.reg())
+	k.Op("ld.global.%s %s, [%s]", d.mem(), r, addr)
+	return r
+}
+
+func store(k *ptx.Kernel, d DType, addr, v ptx.Reg) { k.Op("st.global.%s [%s], %s", d.mem(), addr, v) }
+
+// itype is the instruction type for integer arithmetic on d.
+func itype(d DType) string {
+	switch d {
+	case S32:
+		return "s32"
+	case S64:
+		return "s64"
+	}
+	return "u32"
+}
+
+func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
+	t := d.reg()
+	r := k.Reg(t)
+	if d.float() {
+		switch op {
+		case "add", "sub", "mul", "div":
+			k.Op("%s.rn.%s %s, %s, %s", op, t, r, x, y)
+		case "max", "min":
+			// PTX max/min return the number when one operand is NaN; the
+			// CPU's propagate NaN: x+y is NaN then.
+			nan, sum := k.Reg(ptx.Pred), k.Reg(t)
+			k.Op("%s.%s %s, %s, %s", op, t, r, x, y)
+			k.Op("setp.nan.%s %s, %s, %s", t, nan, x, y)
+			k.Op("add.rn.%s %s, %s, %s", t, sum, x, y)
+			k.Op("selp.%s %s, %s, %s, %s", t, r, sum, r, nan)
+		case "rem":
+			fmod(k, d, x, y, r)
+		default:
+			panic("kernels: float binary op " + op)
+		}
+		return r
+	}
+	it := itype(d)
+	switch op {
+	case "add", "sub":
+		k.Op("%s.%s %s, %s, %s", op, it, r, x, y)
+	case "mul":
+		k.Op("mul.lo.%s %s, %s, %s", it, r, x, y)
+	case "max", "min":
+		k.Op("%s.%s %s, %s, %s", op, it, r, x, y)
+	case "div", "rem":
+		// By zero: -1 (all bits set) for div, the dividend for rem.
+		zero, done := k.Reg(ptx.Pred), k.Label("by0")
+		k.Op("setp.eq.%s %s, %s, 0", it, zero, y)
+		if op == "div" {
+			all := "-1"
+			if d == U8 {
+				all = "255"
+			}
+			k.Op("mov.%s %s, %s", it, r, all)
+		} else {
+			k.Op("mov.%s %s, %s", bits(t), r, x)
+		}
+		k.Op("@%s bra %s", zero, done)
+		k.Op("%s.%s %s, %s, %s", op, it, r, x, y)
+		k.Place(done)
+	case "pow":
+		intPow(k, d, x, y, r)
+	default:
+		panic("kernels: integer binary op " + op)
+	}
+	return r
+}
+
+func bits(t ptx.Type) string {
+	if t.Size() == 8 {
+		return "b64"
+	}
+	return "b32"
+}
+
+// fmod sets r to C's fmod(x, y), exactly: |x| reduced by |y| times powers
+// of two, largest first (each subtraction is exact, Sterbenz's lemma), the
+// sign of x kept; NaN for y = 0, an infinite x or a NaN; x for an
+// infinite y.
+func fmod(k *ptx.Kernel, d DType, x, y, r ptx.Reg) {
+	t := d.reg()
+	ax, ay, tt, h := k.Reg(t), k.Reg(t), k.Reg(t), k.Reg(t)
+	p := k.Reg(ptx.Pred)
+	nan := ptx.Imm(t, math.NaN())
+	inf := ptx.Imm(t, math.Inf(1))
+	done, grow, grown, loop, next := k.Label("fmod_done"), k.Label("fmod_grow"), k.Label("fmod_grown"), k.Label("fmod_loop"), k.Label("fmod_next")
+	k.Op("abs.%s %s, %s", t, ax, x)
+	k.Op("abs.%s %s, %s", t, ay, y)
+	k.Op("mov.%s %s, %s", t, r, nan)
+	// NaN operands, y = 0 or x infinite: NaN.
+	k.Op("setp.nan.%s %s, %s, %s", t, p, x, y)
+	k.Op("@%s bra %s", p, done)
+	k.Op("setp.eq.%s %s, %s, %s", t, p, ay, ptx.Imm(t, 0))
+	k.Op("@%s bra %s", p, done)
+	k.Op("setp.eq.%s %s, %s, %s", t, p, ax, inf)
+	k.Op("@%s bra %s", p, done)
+	// |x| < |y| (y infinite included): x.
+	k.Op("mov.%s %s, %s", t, r, x)
+	k.Op("setp.lt.%s %s, %s, %s", t, p, ax, ay)
+	k.Op("@%s bra %s", p, done)
+	// tt: the largest |y|·2^k with tt <= |x|.
+	k.Op("mov.%s %s, %s", t, tt, ay)
+	k.Place(grow)
+	k.Op("add.rn.%s %s, %s, %s", t, h, tt, tt)
+	k.Op("setp.gt.%s %s, %s, %s", t, p, h, ax)
+	k.Op("@%s bra %s", p, grown)
+	k.Op("mov.%s %s, %s", t, tt, h)
+	k.Op("bra.uni %s", grow)
+	k.Place(grown)
+	k.Place(loop)
+	k.Op("setp.lt.%s %s, %s, %s", t, p, ax, tt)
+	k.Op("@%s bra %s", p, next)
+	k.Op("sub.rn.%s %s, %s, %s", t, ax, ax, tt)
+	k.Place(next)
+	k.Op("setp.eq.%s %s, %s, %s", t, p, tt, ay)
+	k.Op("@%s bra %s", p, fmt.Sprint(done+"_sign"))
+	k.Op("mul.rn.%s %s, %s, %s", t, tt, tt, ptx.Imm(t, 0.5))
+	k.Op("bra.uni %s", loop)
+	k.Place(done + "_sign")
+	k.Op("copysign.%s %s, %s, %s", t, r, x, ax)
+	k.Place(done)
+}
+
+// intPow sets r to x^y by squaring; a negative exponent gives 0 unless
+// |x| is 1 (the CPU's rule).
+func intPow(k *ptx.Kernel, d DType, x, y, r ptx.Reg) {
+	t := d.reg()
+	it := itype(d)
+	base, e, bit := k.Reg(t), k.Reg(t), k.Reg(t)
+	p := k.Reg(ptx.Pred)
+	loop, skip, done, positive, notOne := k.Label("pow_loop"), k.Label("pow_skip"), k.Label("pow_done"), k.Label("pow_pos"), k.Label("pow_not1")
+	k.Op("mov.%s %s, 1", it, r)
+	k.Op("mov.%s %s, %s", bits(t), base, x)
+	k.Op("mov.%s %s, %s", bits(t), e, y)
+	if d != U8 {
+		k.Op("setp.ge.%s %s, %s, 0", it, p, e)
+		k.Op("@%s bra %s", p, positive)
+		// Negative exponent: 1 for x = 1, ±1 for x = -1, else 0.
+		k.Op("setp.eq.%s %s, %s, 1", it, p, base)
+		k.Op("@%s bra %s", p, done)
+		k.Op("mov.%s %s, 0", it, r)
+		k.Op("setp.ne.%s %s, %s, -1", it, p, base)
+		k.Op("@%s bra %s", p, notOne)
+		k.Op("and.%s %s, %s, 1", bits(t), bit, e)
+		k.Op("setp.eq.%s %s, %s, 0", it, p, bit)
+		k.Op("selp.%s %s, 1, -1, %s", it, r, p)
+		k.Place(notOne)
+		k.Op("bra.uni %s", done)
+	}
+	k.Place(positive)
+	k.Place(loop)
+	k.Op("setp.eq.%s %s, %s, 0", it, p, e)
+	k.Op("@%s bra %s", p, done)
+	k.Op("and.%s %s, %s, 1", bits(t), bit, e)
+	k.Op("setp.eq.%s %s, %s, 0", it, p, bit)
+	k.Op("@%s bra %s", p, skip)
+	k.Op("mul.lo.%s %s, %s, %s", it, r, r, base)
+	k.Place(skip)
+	k.Op("mul.lo.%s %s, %s, %s", it, base, base, base)
+	if d == U8 {
+		k.Op("and.b32 %s, %s, 255", base, base)
+		k.Op("and.b32 %s, %s, 255", r, r)
+	}
+	k.Op("shr.%s %s, %s, 1", it, e, e)
+	k.Op("bra.uni %s", loop)
+	k.Place(done)
+}

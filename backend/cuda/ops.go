@@ -1,0 +1,181 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	_ "github.com/eagerflow/eagerflow/backend/move" // the layout ops' portable kernels
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The GPU kernels of the ops, registered for device.GPU: each computes its
+// launch's arguments and queues the kernel on the device's stream.
+
+func init() {
+	for op, k := range map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
+		"Max": "max", "Min": "min", "Pow": "pow"} {
+		for _, d := range kernels.Numeric {
+			if contains(kernels.BinaryOps(d), k) {
+				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("binary", k, d))
+			}
+		}
+	}
+	for op, k := range map[string]string{"Eq": "eq", "Ne": "ne", "Lt": "lt", "Le": "le", "Gt": "gt", "Ge": "ge"} {
+		for _, d := range kernels.All {
+			if contains(kernels.Compares(d), k) {
+				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("compare", k, d))
+			}
+		}
+	}
+	eager.RegisterKernel("LogicalAnd", device.GPU, tensor.Bool, binary("compare", "and", kernels.Bool))
+	eager.RegisterKernel("LogicalOr", device.GPU, tensor.Bool, binary("compare", "or", kernels.Bool))
+	for _, d := range kernels.All {
+		eager.RegisterKernel("Select", device.GPU, tensorType(d), selectKernel(d))
+		eager.RegisterKernel("Cast", device.GPU, tensorType(d), cast(d))
+	}
+	for op, k := range map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
+		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
+		"LogicalNot": "not"} {
+		for _, d := range kernels.All {
+			if contains(kernels.UnaryOps(d), k) {
+				eager.RegisterKernel(op, device.GPU, tensorType(d), unary(k, d))
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// tensorType is the tensor dtype of a kernel dtype.
+func tensorType(d kernels.DType) tensor.DType {
+	return map[kernels.DType]tensor.DType{kernels.F32: tensor.Float32, kernels.F64: tensor.Float64,
+		kernels.S32: tensor.Int32, kernels.S64: tensor.Int64, kernels.U8: tensor.Uint8, kernels.Bool: tensor.Bool}[d]
+}
+
+// kernelType is the kernel dtype of a tensor dtype.
+func kernelType(dt tensor.DType) kernels.DType {
+	return map[tensor.DType]kernels.DType{tensor.Float32: kernels.F32, tensor.Float64: kernels.F64,
+		tensor.Int32: kernels.S32, tensor.Int64: kernels.S64, tensor.Uint8: kernels.U8, tensor.Bool: kernels.Bool}[dt]
+}
+
+// gpu is the call's device.
+func gpu(c *eager.Call) *Device { return c.Device.(*Device) }
+
+// ptr is the device address of t's buffer.
+func ptr(t *tensor.Tensor) cu.Ptr { return t.Buffer().(*buffer).ptr }
+
+// check fails the call with the device's error.
+func check(c *eager.Call, err error) {
+	if err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%s: %v", c.Device.Name(), err)
+	}
+}
+
+// strides are in's element strides when broadcast to out (0 along the
+// dimensions it broadcasts; shapes aligned at the end, row-major).
+func strides(out, in tensor.Shape) []int {
+	st := make([]int, len(out))
+	rs := tensor.Strides(in, nil)
+	off := len(out) - len(in)
+	for d := off; d < len(out); d++ {
+		if in[d-off] != 1 {
+			st[d] = rs[d-off]
+		}
+	}
+	return st
+}
+
+// geometry is the kernel geometry of out's shape with each input's
+// broadcast strides, or fails the call beyond the kernels' rank.
+func geometry(c *eager.Call, out tensor.Shape, ins ...*tensor.Tensor) []byte {
+	if len(out) > kernels.MaxRank {
+		c.Fail(tensor.ErrRank, "the GPU kernels take at most %d dimensions, the output has %d", kernels.MaxRank, len(out))
+	}
+	var st [][]int
+	for _, x := range ins {
+		st = append(st, strides(out, x.Shape()))
+	}
+	return kernels.Geometry(out, st, nil)
+}
+
+// full reports whether every input has out's shape.
+func full(out tensor.Shape, ins ...*tensor.Tensor) bool {
+	for _, x := range ins {
+		if !x.Shape().Equal(out) {
+			return false
+		}
+	}
+	return true
+}
+
+// binary is the kernel of an elementwise op of two inputs.
+func binary(family, op string, d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a, b, out := c.Inputs[0], c.Inputs[1], outs[0]
+		n := out.NumElements()
+		if n == 0 {
+			return
+		}
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+		name := kernels.Name(op, string(d), "vv")
+		if !full(out.Shape(), a, b) {
+			args.Bytes(geometry(c, out.Shape(), a, b), 8)
+			name = kernels.Name(op, string(d), "bc")
+		}
+		check(c, gpu(c).launch(family, name, n, args))
+	}
+}
+
+func selectKernel(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		p, a, b, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+		n := out.NumElements()
+		if n == 0 {
+			return
+		}
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+		name := kernels.Name("select", string(d), "vv")
+		if !full(out.Shape(), p, a, b) {
+			args.Bytes(geometry(c, out.Shape(), p, a, b), 8)
+			name = kernels.Name("select", string(d), "bc")
+		}
+		check(c, gpu(c).launch("compare", name, n, args))
+	}
+}
+
+func unary(op string, d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, out := c.Inputs[0], outs[0]
+		n := out.NumElements()
+		if n == 0 {
+			return
+		}
+		check(c, gpu(c).launch("unary", kernels.Name(op, string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+	}
+}
+
+func cast(from kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, out := c.Inputs[0], outs[0]
+		n := out.NumElements()
+		if n == 0 {
+			return
+		}
+		to := kernelType(c.Attrs.(ops.CastAttrs).To)
+		if to == from {
+			check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, x.Buffer(), 0, []int{1}, []int{n}, from.Size()))
+			return
+		}
+		name := kernels.Name("cast", string(from), string(to))
+		check(c, gpu(c).launch("cast", name, n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+	}
+}

@@ -1,0 +1,184 @@
+// Package move holds the kernels of the ops that move elements without
+// looking at them (reshapes, transposes, broadcasts, slices, pads,
+// concatenations, reversals, dynamic slices), written with the device's own
+// data movement (device.Device.Copy and Fill), so that every device kind
+// runs them: they are registered as portable kernels (eager.RegisterPortable)
+// when the package is linked (backend/cpu imports it).
+package move
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// allTypes is every dtype.
+var allTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+
+func init() {
+	for op, k := range map[string]eager.Kernel{
+		"Reshape": whole, "Identity": whole, "StopGradient": whole,
+		"Transpose": transpose, "BroadcastTo": broadcastTo,
+		"Slice": slice, "Pad": pad, "Concatenate": concatenate, "Rev": rev,
+		"DynamicSlice": dynamicSlice, "DynamicUpdateSlice": dynamicUpdateSlice,
+	} {
+		for _, dt := range allTypes {
+			eager.RegisterPortable(op, dt, k)
+		}
+	}
+}
+
+// copyBox copies the box shape of elements from src (at sOff, strides sSt)
+// to dst (at dOff, strides dSt) on the call's device, or fails the call.
+func copyBox(c *eager.Call, dst *tensor.Tensor, dOff int, dSt []int, src *tensor.Tensor, sOff int, sSt []int, shape []int) {
+	if err := c.Device.Copy(dst.Buffer(), dOff, dSt, src.Buffer(), sOff, sSt, shape, src.DType().Size()); err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%v", err)
+	}
+}
+
+// rowMajor is shape's row-major strides.
+func rowMajor(shape tensor.Shape) []int { return tensor.Strides(shape, nil) }
+
+// whole copies the input's elements as they are (Reshape, Identity,
+// StopGradient when the output cannot share the input's buffer).
+func whole(c *eager.Call, outs []*tensor.Tensor) {
+	x, out := c.Inputs[0], outs[0]
+	n := []int{x.NumElements()}
+	copyBox(c, out, 0, []int{1}, x, 0, []int{1}, n)
+}
+
+// transpose reads the input in its own layout (Transpose takes any).
+func transpose(c *eager.Call, outs []*tensor.Tensor) {
+	x, perm, out := c.Inputs[0], c.Attrs.(ops.PermAttrs).Perm, outs[0]
+	xs := tensor.Strides(x.Shape(), x.Layout())
+	st := make([]int, len(perm))
+	for i, p := range perm {
+		st[i] = xs[p]
+	}
+	copyBox(c, out, 0, rowMajor(out.Shape()), x, 0, st, out.Shape())
+}
+
+func broadcastTo(c *eager.Call, outs []*tensor.Tensor) {
+	x, out := c.Inputs[0], outs[0]
+	rank := out.Rank()
+	st := make([]int, rank)
+	xs := rowMajor(x.Shape())
+	off := rank - x.Rank()
+	for d := off; d < rank; d++ {
+		if x.Dim(d-off) != 1 {
+			st[d] = xs[d-off]
+		}
+	}
+	copyBox(c, out, 0, rowMajor(out.Shape()), x, 0, st, out.Shape())
+}
+
+func slice(c *eager.Call, outs []*tensor.Tensor) {
+	x, a, out := c.Inputs[0], c.Attrs.(ops.SliceAttrs), outs[0]
+	xs := rowMajor(x.Shape())
+	off, st := 0, make([]int, x.Rank())
+	for d := range st {
+		off += a.Start[d] * xs[d]
+		st[d] = xs[d] * a.Stride(d)
+	}
+	copyBox(c, out, 0, rowMajor(out.Shape()), x, off, st, out.Shape())
+}
+
+// pad fills the output with the padding value (broadcast from its scalar
+// by zero strides) and copies the part of the input that lands inside.
+func pad(c *eager.Call, outs []*tensor.Tensor) {
+	x, value, cfg, out := c.Inputs[0], c.Inputs[1], c.Attrs.(ops.PadAttrs).Dims, outs[0]
+	copyBox(c, out, 0, rowMajor(out.Shape()), value, 0, make([]int, out.Rank()), out.Shape())
+	os, xs := rowMajor(out.Shape()), rowMajor(x.Shape())
+	box := make([]int, x.Rank())
+	dSt, dOff, sOff := make([]int, x.Rank()), 0, 0
+	for d, p := range cfg {
+		step := p.Interior + 1
+		// First and one-past-last input index whose position lands inside.
+		first := 0
+		if p.Low < 0 {
+			first = (-p.Low + step - 1) / step
+		}
+		last := x.Dim(d)
+		for last > first && p.Low+(last-1)*step >= out.Dim(d) {
+			last--
+		}
+		box[d] = max(last-first, 0)
+		dSt[d] = os[d] * step
+		dOff += (p.Low + first*step) * os[d]
+		sOff += first * xs[d]
+	}
+	copyBox(c, out, dOff, dSt, x, sOff, xs, box)
+}
+
+func concatenate(c *eager.Call, outs []*tensor.Tensor) {
+	out := outs[0]
+	axis := c.Attrs.(ops.AxisAttrs).Axis
+	os := rowMajor(out.Shape())
+	at := 0
+	for _, x := range c.Inputs {
+		copyBox(c, out, at*os[axis], os, x, 0, rowMajor(x.Shape()), x.Shape())
+		at += x.Dim(axis)
+	}
+}
+
+func rev(c *eager.Call, outs []*tensor.Tensor) {
+	x := c.Inputs[0]
+	st := rowMajor(x.Shape())
+	off := 0
+	for _, d := range c.Attrs.(ops.RevAttrs).Dims {
+		if x.Dim(d) > 0 {
+			off += (x.Dim(d) - 1) * st[d]
+		}
+		st[d] = -st[d]
+	}
+	copyBox(c, outs[0], 0, rowMajor(x.Shape()), x, off, st, x.Shape())
+}
+
+// IndexValues returns an Int32 or Int64 tensor's values as int64s (read
+// on the host).
+func IndexValues(t *tensor.Tensor) []int64 {
+	if t.DType() == tensor.Int32 {
+		v := tensor.ToSlice[int32](t)
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	}
+	return tensor.ToSlice[int64](t)
+}
+
+// clampedStarts reads starts and clamps each into [0, dim-size], as XLA
+// does, so a slice never leaves the operand.
+func clampedStarts(starts *tensor.Tensor, shape tensor.Shape, sizes []int) []int {
+	v := IndexValues(starts)
+	out := make([]int, len(v))
+	for d, s := range v {
+		out[d] = int(min(max(s, 0), int64(shape[d]-sizes[d])))
+	}
+	return out
+}
+
+// offset is the element offset of starts in a row-major array of strides.
+func offset(starts, strides []int) int {
+	off := 0
+	for d, s := range starts {
+		off += s * strides[d]
+	}
+	return off
+}
+
+func dynamicSlice(c *eager.Call, outs []*tensor.Tensor) {
+	x, out := c.Inputs[0], outs[0]
+	starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(ops.SizesAttrs).Sizes)
+	xs := rowMajor(x.Shape())
+	copyBox(c, out, 0, rowMajor(out.Shape()), x, offset(starts, xs), xs, out.Shape())
+}
+
+func dynamicUpdateSlice(c *eager.Call, outs []*tensor.Tensor) {
+	x, u, out := c.Inputs[0], c.Inputs[1], outs[0]
+	copyBox(c, out, 0, []int{1}, x, 0, []int{1}, []int{x.NumElements()})
+	starts := clampedStarts(c.Inputs[2], x.Shape(), u.Shape())
+	os := rowMajor(x.Shape())
+	copyBox(c, out, offset(starts, os), os, u, 0, rowMajor(u.Shape()), u.Shape())
+}
