@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/chewxy/math32 v1.11.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/google/go-cmp v0.7.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.49.0

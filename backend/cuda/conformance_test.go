@@ -1,31 +1,32 @@
 package cuda
 
 import (
-	"sync"
+	"os"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/conformance"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// emulated opens gpu:0 on the emulated driver, once per test binary, and
-// registers it so that the conformance table runs every op there.
-var emulated = sync.OnceValues(func() (*Device, error) {
-	d, err := open(emu.New(emu.DefaultConfig), 0)
-	if err != nil {
-		return nil, err
-	}
-	device.Register(d)
-	return d, nil
-})
+// EnvRequireGPU set to 1 makes the tests run on the machine's GPU and
+// fail where it cannot be opened; otherwise they run on the emulator.
+const envRequireGPU = "EAGERFLOW_REQUIRE_GPU"
 
-func emulatedGPU(t *testing.T) *Device {
+func TestMain(m *testing.M) {
+	if os.Getenv(envRequireGPU) != "1" && os.Getenv(EnvDriver) == "" {
+		os.Setenv(EnvDriver, "emulator")
+	}
+	os.Exit(m.Run())
+}
+
+// testGPU returns gpu:0 (opened and registered, so that the conformance
+// table runs every op there too).
+func testGPU(t testing.TB) *Device {
 	t.Helper()
-	d, err := emulated()
+	d, err := Open(0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("opening gpu:0 (%s=%q): %v", EnvDriver, os.Getenv(EnvDriver), err)
 	}
 	return d
 }
@@ -40,12 +41,13 @@ var pending = map[string][]tensor.DType{
 	"Gather": nil, "Scatter": nil, "ScatterAdd": nil, "TakeAlongAxis": nil, "PutAlongAxisAdd": nil,
 	"ExtractPatches": nil, "ScatterPatches": nil, "ReduceWindow": nil, "SelectAndScatter": nil, "SelectAndGather": nil,
 	"LogSoftmax": nil, "Softmax": nil, "SparseSoftmaxCrossEntropy": nil,
-	"MatMul": nil, "Reduce": nil, "ReluGrad": nil,
+	"MatMul": {tensor.Int32, tensor.Int64, tensor.Uint8}, "Reduce": nil, "ReluGrad": nil,
 }
 
-// The conformance table on gpu:0 through the emulator: every op the GPU
+// The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU
 // runs agrees with cpu:0 within its dtype's tolerance.
-func TestConformanceOnEmulatedGPU(t *testing.T) {
-	emulatedGPU(t)
+func TestConformanceOnGPU(t *testing.T) {
+	d := testGPU(t)
+	t.Logf("%s: %s, driver %s", d.Name(), d.Info().Name, d.Driver())
 	conformance.Run(t, conformance.Pending{Kind: device.GPU, Ops: pending})
 }

@@ -25,6 +25,7 @@ type Device struct {
 	ctx  cu.Context
 	s    cu.Stream
 	info cu.Info
+	tf32 atomic.Bool // float32 GEMMs on TF32 tensor cores
 
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class

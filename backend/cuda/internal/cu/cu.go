@@ -8,6 +8,7 @@
 package cu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -46,6 +47,9 @@ type Driver interface {
 	// Retain returns the primary context of the device.
 	Retain(ordinal int) (Context, error)
 }
+
+// ErrNoBLAS is the error of a GEMM where cuBLAS was not loaded.
+var ErrNoBLAS = errors.New("cuda: cuBLAS is not loaded")
 
 // GemmType is the element type of a GEMM.
 type GemmType uint8

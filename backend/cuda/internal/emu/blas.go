@@ -110,12 +110,16 @@ func gemm(mem *memory, g cu.Gemm) error {
 			for j := 0; j < g.N; j++ {
 				s := 0.0
 				for p := 0; p < g.K; p++ {
-					av, bv := a.at(i, p), bm.at(p, j)
+					var av, bv float64
 					if g.TransA {
 						av = a.at(p, i)
+					} else {
+						av = a.at(i, p)
 					}
 					if g.TransB {
 						bv = bm.at(j, p)
+					} else {
+						bv = bm.at(p, j)
 					}
 					if g.TF32 {
 						av, bv = tf32(av), tf32(bv)

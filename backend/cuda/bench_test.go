@@ -1,0 +1,123 @@
+package cuda
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The GPU benchmarks (names end in GPU, as scripts/gpu-run.sh selects
+// them). They skip on the emulator, whose times mean nothing.
+
+func benchGPU(b *testing.B) *Device {
+	d := testGPU(b)
+	if strings.Contains(d.Driver(), "emulator") {
+		b.Skip("the emulator's times mean nothing: run with EAGERFLOW_REQUIRE_GPU=1 on a GPU")
+	}
+	return d
+}
+
+// waitGPU waits for the device, failing the benchmark on error.
+func waitGPU(b *testing.B, d *Device) {
+	if err := d.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkEagerAddGPU is the per-op cost of a small eager op: the launch
+// and the dispatch around it.
+func BenchmarkEagerAddGPU(b *testing.B) {
+	d := benchGPU(b)
+	x := onGPU(b, d, tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, 16))
+	waitGPU(b, d)
+	b.ResetTimer()
+	for range b.N {
+		ops.Add(x, x).Release()
+	}
+	waitGPU(b, d)
+}
+
+// BenchmarkAddBandwidthGPU is a large elementwise add; bytes are those
+// read and written, for comparison with BenchmarkCopyBandwidthGPU.
+func BenchmarkAddBandwidthGPU(b *testing.B) {
+	d := benchGPU(b)
+	const n = 1 << 26
+	x := onGPU(b, d, tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, n))
+	y := onGPU(b, d, tensor.RandNormal(tensor.NewRNG(2), tensor.Float32, n))
+	b.SetBytes(3 * 4 * n)
+	ops.Add(x, y).Release()
+	waitGPU(b, d)
+	b.ResetTimer()
+	for range b.N {
+		ops.Add(x, y).Release()
+	}
+	waitGPU(b, d)
+}
+
+// BenchmarkCopyBandwidthGPU is a device-to-device copy of the same bytes
+// per element pair: the memory's practical ceiling.
+func BenchmarkCopyBandwidthGPU(b *testing.B) {
+	d := benchGPU(b)
+	const n = 1 << 27
+	src, err := d.Alloc(4 * n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst, err := d.Alloc(4 * n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(2 * 4 * n)
+	b.ResetTimer()
+	for range b.N {
+		if err := d.Copy(dst, 0, []int{1}, src, 0, []int{1}, []int{n}, 4); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitGPU(b, d)
+}
+
+// BenchmarkMatMulGPU is an 8192³ float32 product through MatMul, exact
+// and TF32, and the same GEMM through cuBLAS directly; TFLOP/s reported.
+func BenchmarkMatMulGPU(b *testing.B) {
+	d := benchGPU(b)
+	const n = 8192
+	r := tensor.NewRNG(3)
+	x := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, n, n))
+	y := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, n, n))
+	flops := 2.0 * n * n * n
+	for _, tf32 := range []bool{false, true} {
+		d.SetTF32(tf32)
+		b.Run(fmt.Sprintf("op/tf32=%v", tf32), func(b *testing.B) {
+			ops.MatMul(x, y).Release()
+			waitGPU(b, d)
+			b.ResetTimer()
+			for range b.N {
+				ops.MatMul(x, y).Release()
+			}
+			waitGPU(b, d)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+		})
+		b.Run(fmt.Sprintf("cublas/tf32=%v", tf32), func(b *testing.B) {
+			out, err := tensor.Empty(d, tensor.Float32, tensor.Shape{n, n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := cu.Gemm{Type: cu.Float32, M: n, N: n, K: n, Alpha: 1, A: ptr(y), LDA: n, B: ptr(x), LDB: n,
+				C: ptr(out), LDC: n, Batch: 1, TF32: tf32}
+			b.ResetTimer()
+			for range b.N {
+				if err := d.gemm(g); err != nil {
+					b.Fatal(err)
+				}
+			}
+			waitGPU(b, d)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+		})
+	}
+	d.SetTF32(false)
+}

@@ -1,0 +1,55 @@
+"""PyTorch on the GPU: the peers of backend/cuda's GPU benchmarks, run by
+scripts/gpu-run.sh on the same machine. Times with CUDA events, median of
+repeats after a warm-up."""
+import statistics
+import torch
+
+assert torch.cuda.is_available(), "no CUDA device for PyTorch"
+dev = torch.device("cuda")
+
+
+def median_ms(fn, reps=50, warm=5):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+print("torch", torch.__version__, "CUDA", torch.version.cuda, "on", torch.cuda.get_device_name())
+
+# Per-op cost of a small eager add: host time per op over many ops.
+import time
+x = torch.randn(16, device=dev)
+for _ in range(1000):
+    x + x
+torch.cuda.synchronize()
+n = 20000
+t0 = time.perf_counter()
+for _ in range(n):
+    x + x
+torch.cuda.synchronize()
+print(f"EagerAdd[16] {1e9 * (time.perf_counter() - t0) / n:.0f} ns/op")
+
+n = 1 << 26
+a, b = torch.randn(n, device=dev), torch.randn(n, device=dev)
+ms = median_ms(lambda: a + b)
+print(f"AddBandwidth[2^26] {3 * 4 * n / ms / 1e6:.0f} GB/s")
+src = torch.randn(1 << 27, device=dev)
+dst = torch.empty_like(src)
+ms = median_ms(lambda: dst.copy_(src))
+print(f"CopyBandwidth[2^27] {2 * 4 * (1 << 27) / ms / 1e6:.0f} GB/s")
+
+m = 8192
+p, q = torch.randn(m, m, device=dev), torch.randn(m, m, device=dev)
+for tf32 in (False, True):
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    ms = median_ms(lambda: p @ q, reps=20)
+    print(f"MatMul[8192 f32 tf32={tf32}] {2 * m**3 / ms / 1e9:.1f} TFLOP/s")

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the bundle scripts/gpu-confirm builds:
+# .gpu/run.sh OUTDIR. See scripts/gpu-confirm.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: run.sh OUTDIR}"
+mkdir -p "$out"
+sum="$out/summary.md"
+
+# cuBLAS from pip's nvidia wheels where the Python there has them.
+if command -v python3 >/dev/null; then
+	extra=$(python3 - <<'PY' 2>/dev/null
+import glob, site
+dirs = []
+for s in site.getsitepackages():
+    dirs += glob.glob(s + "/nvidia/*/lib")
+print(":".join(dirs))
+PY
+)
+	export EAGERFLOW_CUDA_PATH="${EAGERFLOW_CUDA_PATH:+$EAGERFLOW_CUDA_PATH:}$extra"
+fi
+
+{
+	echo "# eagerflow GPU confirmation"
+	echo
+	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "- commit: $(cat "$here/commit" 2>/dev/null)"
+	echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+	echo "- CUDA (driver): $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
+	if command -v python3 >/dev/null; then
+		echo "- PyTorch: $(python3 -c 'import torch;print(torch.__version__, "CUDA", torch.version.cuda)' 2>&1 | tail -1)"
+	fi
+	echo "- library search path: ${EAGERFLOW_CUDA_PATH:-}"
+} >"$sum"
+
+export EAGERFLOW_REQUIRE_GPU=1
+"$here/cuda.test" -test.v -test.count=1 -test.timeout=8m >"$out/tests.log" 2>&1
+rc=$?
+pass=$(grep -c -- '--- PASS' "$out/tests.log")
+fail=$(grep -c -- '--- FAIL' "$out/tests.log")
+skip=$(grep -c -- '--- SKIP' "$out/tests.log")
+{
+	echo
+	echo "## Tests (exit $rc)"
+	echo
+	echo "passed $pass, failed $fail, skipped $skip"
+	grep -m1 'gpu:0: ' "$out/tests.log" | sed 's/^ */- device: /'
+	if [ "$fail" != 0 ] || [ "$rc" != 0 ]; then
+		echo
+		echo '```'
+		grep -B2 -A12 -- '--- FAIL' "$out/tests.log" | head -150
+		tail -30 "$out/tests.log"
+		echo '```'
+	fi
+} >>"$sum"
+
+"$here/cuda.test" -test.run '^$' -test.bench GPU -test.benchtime 2s -test.count 3 >"$out/bench.log" 2>&1
+{
+	echo
+	echo "## Benchmarks"
+	echo
+	echo '```'
+	grep -E '^(Benchmark|goos|cpu)' "$out/bench.log"
+	echo '```'
+} >>"$sum"
+
+if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
+	python3 "$here/torch_gpu.py" >"$out/torch.log" 2>&1
+	{
+		echo
+		echo "## PyTorch on the same GPU"
+		echo
+		echo '```'
+		cat "$out/torch.log"
+		echo '```'
+	} >>"$sum"
+fi
+cat "$sum"
+exit $rc
