@@ -21,21 +21,24 @@ func gelu32Loop(o, x []float32) {
 			}
 		}
 		for i := start; i < len(xs); i++ {
-			v := float64(xs[i])
-			if p := 0.5 * math.Erfc(-v/math.Sqrt2); p > 0 || p != p {
-				os[i] = float32(v * p)
-			} else {
-				os[i] = float32(math.Copysign(0, -1))
-			}
+			os[i] = float32(gelu64(float64(xs[i])))
 		}
 	}
+}
+
+// gelu64 is x·Φ(x), Φ(x) = erfc(-x/√2)/2 (accurate in the lower tail, where
+// 1 + erf cancels), and -0 where Φ is 0, the limit at -Inf, as the float32
+// loop.
+func gelu64(v float64) float64 {
+	if p := 0.5 * math.Erfc(-v/math.Sqrt2); p > 0 || p != p {
+		return v * p
+	}
+	return math.Copysign(0, -1)
 }
 
 func softplus64(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }
 
 func init() {
-	floatLoops("Gelu", gelu32Loop, 2*expCost32, func(v float64) float64 {
-		return v / 2 * (1 + math.Erf(v/math.Sqrt2))
-	})
+	floatLoops("Gelu", gelu32Loop, 2*expCost32, gelu64)
 	floatLoops("Softplus", mapLoop(via64(softplus64)), 20, softplus64)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/chewxy/math32"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -124,8 +125,8 @@ func init() {
 		i64: reluGradKernel[int64], u8: reluGradKernel[uint8],
 	}.register("ReluGrad")
 
-	floatLoops("Exp", exp32Loop, expCost32, math.Exp)
-	floatLoops("Log", log32Loop, expCost32, math.Log)
+	floatLoops("Exp", exp32Loop, expCost32, mathx.Exp)
+	floatLoops("Log", log32Loop, expCost32, mathx.Log)
 	floatLoops("Sqrt", mapLoop(math32.Sqrt), 20, math.Sqrt)
 	floatLoops("Rsqrt", mapLoop(func(x float32) float32 { return 1 / math32.Sqrt(x) }), 20,
 		func(x float64) float64 { return 1 / math.Sqrt(x) })

@@ -37,7 +37,8 @@ func init() {
 	}
 	for op, k := range map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
-		"LogicalNot": "not"} {
+		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
+		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "Sin": "sin", "Cos": "cos"} {
 		for _, d := range kernels.All {
 			if contains(kernels.UnaryOps(d), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), unary(k, d))

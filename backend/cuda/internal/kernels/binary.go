@@ -17,11 +17,7 @@ import (
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
-	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min"}
-	if !d.float() {
-		ops = append(ops, "pow")
-	}
-	return ops
+	return []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow"}
 }
 
 func binaryKernels() []*ptx.Kernel {
@@ -113,6 +109,8 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			k.Op("selp.%s %s, %s, %s, %s", t, r, sum, r, nan)
 		case "rem":
 			fmod(k, d, x, y, r)
+		case "pow":
+			return inF64x2(k, d, x, y, fm.pow)
 		default:
 			panic("kernels: float binary op " + op)
 		}

@@ -18,7 +18,7 @@ func UnaryOps(d DType) []string {
 	case d == Bool:
 		return []string{"not"}
 	case d.float():
-		return []string{"neg", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "ceil", "floor", "round", "isfinite"}
+		return append([]string{"neg", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "ceil", "floor", "round", "isfinite"}, MathOps...)
 	}
 	return []string{"neg", "abs", "sign", "square", "relu"}
 }
@@ -108,7 +108,7 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 			k.Op("selp.u32 %s, 1, 0, %s", b, p)
 			return b
 		default:
-			panic("kernels: float unary op " + op)
+			return inF64(k, d, x, mathFuncs[op])
 		}
 		return r
 	}

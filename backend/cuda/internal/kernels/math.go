@@ -1,0 +1,412 @@
+package kernels
+
+import (
+	"math"
+	"sort"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// The transcendental functions in float64, written out as PTX (the GPU has
+// no float64 instructions for them): range reduction and polynomials
+// whose truncation error is below half an ulp, so each is within a few
+// ulps of the correctly rounded value. Float32 ops convert to float64,
+// compute, and round once, as the CPU's float32 Softplus and Pow do.
+//
+//	exp      n = round(x·log₂e), r = x − n·ln2 (two-part ln2, by fma),
+//	         e^r by its Taylor series to r¹³ (|r| ≤ ln2/2), times 2^n built
+//	         in two halves so that subnormal and overflowing results come
+//	         out right.
+//	log      x = 2^e·m with m in [√½, √2) (subnormals scaled by 2⁵⁴ first),
+//	         log m = 2·atanh(f), f = (m−1)/(m+1), by its series to f²³.
+//	expm1    its Taylor series to x¹⁷ for |x| < ½, else exp(x) − 1.
+//	log1p    u = 1+x; x where u = 1, else log(u)·x/(u−1) (the rounding of
+//	         u cancels).
+//	tanh     copysign(t/(t+2), x), t = expm1(2|x|); 1 beyond |x| = 22.
+//	sigmoid  1/(1+e^−x) for x ≥ 0, e^x/(1+e^x) below, as the CPU.
+//	softplus max(x, 0) + log1p(e^−|x|), as the CPU.
+//	erf      (2/√π)·e^−a²·Σ (2a²)ⁿ·a/(1·3·…·(2n+1)) for a = |x| < 2 (terms
+//	         all positive: no cancellation; a² split exactly by fma), else
+//	         1 − erfc(a) by Laplace's continued fraction; the sign of x.
+//	gelu     x·Φ(x), Φ(x) = erfc(−x/√2)/2 (the continued fraction in the
+//	         lower tail, x < −2.83; (1 + erf)/2 above, within 1e-15
+//	         absolute where it cancels), and −0 where Φ is 0 (the limit at
+//	         −∞), as the CPU.
+//	sin, cos k = round(x·2/π), r = x − k·π/2 with π/2 in three parts by
+//	         fma (accurate for |x| below about 2²⁹, as Go's Cody-Waite
+//	         reduction; beyond it the error grows with |x|), Taylor series
+//	         to r¹⁷/r¹⁸ on |r| ≤ π/4, chosen and signed by k mod 4.
+//	pow      exp(y·log|x|), signed for negative x and odd integer y, with
+//	         Go's math.Pow special cases (x=1 or y=0 give 1, |x|=1 with
+//	         y=±Inf gives 1, negative x with non-integer y gives NaN).
+
+// fm writes float64 arithmetic into a kernel.
+type fm struct{ k *ptx.Kernel }
+
+func (m fm) c(v float64) string { return ptx.Imm(ptx.F64, v) }
+
+func (m fm) reg() ptx.Reg { return m.k.Reg(ptx.F64) }
+
+func (m fm) op2(op string, a, b any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("%s.f64 %s, %v, %v", op, r, a, b)
+	return r
+}
+
+func (m fm) add(a, b any) ptx.Reg { return m.op2("add.rn", a, b) }
+func (m fm) sub(a, b any) ptx.Reg { return m.op2("sub.rn", a, b) }
+func (m fm) mul(a, b any) ptx.Reg { return m.op2("mul.rn", a, b) }
+func (m fm) div(a, b any) ptx.Reg { return m.op2("div.rn", a, b) }
+func (m fm) max(a, b any) ptx.Reg { return m.op2("max", a, b) }
+func (m fm) min(a, b any) ptx.Reg { return m.op2("min", a, b) }
+
+// copysign is |a| with the sign of s.
+func (m fm) copysign(a, s any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("copysign.f64 %s, %v, %v", r, s, a)
+	return r
+}
+
+func (m fm) fma(a, b, c any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("fma.rn.f64 %s, %v, %v, %v", r, a, b, c)
+	return r
+}
+
+func (m fm) abs(a any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("abs.f64 %s, %v", r, a)
+	return r
+}
+
+// round is a rounded to an integral value (rnd: rni nearest even, rzi
+// toward zero).
+func (m fm) round(rnd string, a any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("cvt.%s.f64.f64 %s, %v", rnd, r, a)
+	return r
+}
+
+// cmp is the predicate a <cmp> b (cmp a PTX comparison: lt, gt, eq, nan,
+// ltu...).
+func (m fm) cmp(cmp string, a, b any) ptx.Reg {
+	p := m.k.Reg(ptx.Pred)
+	m.k.Op("setp.%s.f64 %s, %v, %v", cmp, p, a, b)
+	return p
+}
+
+// sel is p ? a : b.
+func (m fm) sel(p ptx.Reg, a, b any) ptx.Reg {
+	r := m.reg()
+	m.k.Op("selp.f64 %s, %v, %v, %s", r, a, b, p)
+	return r
+}
+
+// and, or and not combine predicates.
+func (m fm) and(p, q ptx.Reg) ptx.Reg { return m.pred("and", p, q) }
+func (m fm) or(p, q ptx.Reg) ptx.Reg  { return m.pred("or", p, q) }
+func (m fm) pred(op string, p, q ptx.Reg) ptx.Reg {
+	r := m.k.Reg(ptx.Pred)
+	m.k.Op("%s.pred %s, %s, %s", op, r, p, q)
+	return r
+}
+func (m fm) not(p ptx.Reg) ptx.Reg {
+	r := m.k.Reg(ptx.Pred)
+	m.k.Op("not.pred %s, %s", r, p)
+	return r
+}
+
+// poly is c[0] + x·(c[1] + x·(c[2] + ...)) by Horner's rule with fma.
+func (m fm) poly(x ptx.Reg, c []float64) ptx.Reg {
+	acc := m.reg()
+	m.k.Op("mov.f64 %s, %s", acc, m.c(c[len(c)-1]))
+	for i := len(c) - 2; i >= 0; i-- {
+		acc = m.fma(acc, x, m.c(c[i]))
+	}
+	return acc
+}
+
+// taylor returns the coefficients 1/(start)!, 1/(start+step)!, ... with
+// alternating signs when alt, n of them.
+func taylor(start, step, n int, alt bool) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		f := 1.0
+		for j := 2; j <= start+i*step; j++ {
+			f *= float64(j)
+		}
+		out[i] = 1 / f
+		if alt && i%2 == 1 {
+			out[i] = -out[i]
+		}
+	}
+	return out
+}
+
+// pow2 is 2^n for an integral float64 n in [-1022, 1023].
+func (m fm) pow2(n ptx.Reg) ptx.Reg {
+	i := m.k.Reg(ptx.S64)
+	m.k.Op("cvt.rzi.s64.f64 %s, %s", i, n)
+	m.k.Op("add.s64 %s, %s, 1023", i, i)
+	m.k.Op("shl.b64 %s, %s, 52", i, i)
+	r := m.reg()
+	m.k.Op("mov.b64 %s, %s", r, i)
+	return r
+}
+
+// fixNaN is r, or x where x is NaN (clamps drop NaN: PTX's min and max
+// return the other operand).
+func (m fm) fixNaN(r, x ptx.Reg) ptx.Reg { return m.sel(m.cmp("nan", x, x), x, r) }
+
+const ln2Hi, ln2Lo = 0.6931471803691238, 1.9082149292705877e-10 // ln2Hi has 32 bits
+
+func (m fm) exp(x ptx.Reg) ptx.Reg {
+	xc := m.min(m.max(x, m.c(-800)), m.c(800))
+	n := m.round("rni", m.mul(xc, m.c(math.Log2E)))
+	nn := m.sub(m.c(0), n)
+	r := m.fma(nn, m.c(ln2Hi), xc)
+	r = m.fma(nn, m.c(ln2Lo), r)
+	p := m.poly(r, taylor(0, 1, 14, false))
+	n1 := m.round("rzi", m.mul(n, m.c(0.5)))
+	n2 := m.sub(n, n1)
+	return m.fixNaN(m.mul(m.mul(p, m.pow2(n1)), m.pow2(n2)), x)
+}
+
+func (m fm) log(x ptx.Reg) ptx.Reg {
+	k := m.k
+	small := m.cmp("lt", x, m.c(0x1p-1022))
+	xs := m.sel(small, m.mul(x, m.c(0x1p54)), x)
+	e := m.sel(small, m.c(-54), m.c(0))
+	bits, ex, mb := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.b64 %s, %s", bits, xs)
+	k.Op("shr.u64 %s, %s, 52", ex, bits)
+	k.Op("and.b64 %s, %s, 2047", ex, ex)
+	k.Op("and.b64 %s, %s, 4503599627370495", mb, bits) // the 52 mantissa bits
+	k.Op("or.b64 %s, %s, 4607182418800017408", mb, mb) // with 1.0's exponent
+	mant := m.reg()
+	k.Op("mov.b64 %s, %s", mant, mb)
+	ef := m.reg()
+	k.Op("cvt.rn.f64.u64 %s, %s", ef, ex)
+	e = m.add(e, m.sub(ef, m.c(1023)))
+	big := m.cmp("gt", mant, m.c(math.Sqrt2))
+	mant = m.sel(big, m.mul(mant, m.c(0.5)), mant)
+	e = m.sel(big, m.add(e, m.c(1)), e)
+	f := m.div(m.sub(mant, m.c(1)), m.add(mant, m.c(1)))
+	s := m.mul(f, f)
+	coef := make([]float64, 11)
+	for i := range coef {
+		coef[i] = 2 / float64(2*i+3)
+	}
+	// log m = 2f + f·s·(2/3 + 2s/5 + ...)
+	logm := m.fma(m.mul(f, s), m.poly(s, coef), m.mul(f, m.c(2)))
+	res := m.add(m.fma(e, m.c(ln2Lo), logm), m.mul(e, m.c(ln2Hi)))
+	// Specials: +Inf, 0 (either sign) gives -Inf, negative or NaN gives NaN.
+	res = m.sel(m.cmp("eq", x, m.c(math.Inf(1))), x, res)
+	res = m.sel(m.cmp("eq", x, m.c(0)), m.c(math.Inf(-1)), res)
+	return m.sel(m.cmp("ltu", x, m.c(0)), m.c(math.NaN()), res)
+}
+
+func (m fm) expm1(x ptx.Reg) ptx.Reg {
+	series := m.mul(x, m.poly(x, taylor(1, 1, 17, false)))
+	big := m.sub(m.exp(x), m.c(1))
+	return m.sel(m.cmp("lt", m.abs(x), m.c(0.5)), series, big)
+}
+
+func (m fm) log1p(x ptx.Reg) ptx.Reg {
+	u := m.add(x, m.c(1))
+	r := m.mul(m.log(u), m.div(x, m.sub(u, m.c(1))))
+	r = m.sel(m.cmp("eq", u, m.c(math.Inf(1))), u, r)
+	return m.sel(m.cmp("eq", u, m.c(1)), x, r)
+}
+
+func (m fm) tanh(x ptx.Reg) ptx.Reg {
+	a := m.abs(x)
+	t := m.expm1(m.add(a, a))
+	r := m.sel(m.cmp("gt", a, m.c(22)), m.c(1), m.div(t, m.add(t, m.c(2))))
+	return m.copysign(r, x)
+}
+
+func (m fm) sigmoid(x ptx.Reg) ptx.Reg {
+	e := m.exp(m.sub(m.c(0), m.abs(x)))
+	d := m.add(e, m.c(1))
+	return m.sel(m.cmp("ge", x, m.c(0)), m.div(m.c(1), d), m.div(e, d))
+}
+
+func (m fm) softplus(x ptx.Reg) ptx.Reg {
+	return m.add(m.max(x, m.c(0)), m.log1p(m.exp(m.sub(m.c(0), m.abs(x)))))
+}
+
+// erfSeries is erf(a) for 0 ≤ a ≤ 2 (or NaN) by the positive series.
+func (m fm) erfSeries(a ptx.Reg) ptx.Reg {
+	k := m.k
+	step := m.add(m.mul(a, a), m.mul(a, a))
+	term, sum, den := m.reg(), m.reg(), m.reg()
+	k.Op("mov.f64 %s, %s", term, a)
+	k.Op("mov.f64 %s, %s", sum, a)
+	k.Op("mov.f64 %s, %s", den, m.c(3))
+	n := k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, 0", n)
+	loop := k.Label("erf")
+	k.Place(loop)
+	k.Op("mul.rn.f64 %s, %s, %s", term, term, step)
+	k.Op("div.rn.f64 %s, %s, %s", term, term, den)
+	k.Op("add.rn.f64 %s, %s, %s", sum, sum, term)
+	k.Op("add.rn.f64 %s, %s, %s", den, den, m.c(2))
+	k.Op("add.u32 %s, %s, 1", n, n)
+	more := m.cmp("gt", term, m.mul(sum, m.c(1e-17)))
+	capped := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u32 %s, %s, 64", capped, n)
+	k.Op("@%s bra %s", m.and(more, capped), loop)
+	return m.mul(m.mul(sum, m.expNegSquare(a)), m.c(2/math.Sqrt(math.Pi)))
+}
+
+// expNegSquare is e^(-a²), with a² split exactly by fma (a² = h + l):
+// e^-h·(1 - l), l below an ulp of h. Beyond a = 40 it is 0 (a² would
+// overflow and l be NaN).
+func (m fm) expNegSquare(a ptx.Reg) ptx.Reg {
+	a = m.min(a, m.c(40))
+	h := m.mul(a, a)
+	l := m.fma(a, a, m.sub(m.c(0), h))
+	return m.mul(m.exp(m.sub(m.c(0), h)), m.sub(m.c(1), l))
+}
+
+// erfcTail is erfc(a) for a ≥ 2 by Laplace's continued fraction,
+// e^-a²/(√π·(a + ½/(a + 1/(a + 3/2/(a + ...))))), 60 terms from the back
+// (converged to an ulp from a = 2 on).
+func (m fm) erfcTail(a ptx.Reg) ptx.Reg {
+	k := m.k
+	frac, nh := m.reg(), m.reg()
+	k.Op("mov.f64 %s, %s", frac, a)
+	k.Op("mov.f64 %s, %s", nh, m.c(30))
+	loop := k.Label("erfc")
+	k.Place(loop)
+	k.Op("div.rn.f64 %s, %s, %s", frac, nh, frac)
+	k.Op("add.rn.f64 %s, %s, %s", frac, frac, a)
+	k.Op("sub.rn.f64 %s, %s, %s", nh, nh, m.c(0.5))
+	k.Op("@%s bra %s", m.cmp("gt", nh, m.c(0)), loop)
+	return m.div(m.expNegSquare(a), m.mul(frac, m.c(math.Sqrt(math.Pi))))
+}
+
+// erf is the series below |x| = 2, 1 - erfc beyond, signed as x.
+func (m fm) erf(x ptx.Reg) ptx.Reg {
+	a := m.abs(x)
+	near := m.erfSeries(m.min(a, m.c(2)))
+	far := m.sub(m.c(1), m.erfcTail(m.max(a, m.c(2))))
+	r := m.sel(m.cmp("lt", a, m.c(2)), near, far)
+	return m.fixNaN(m.copysign(r, x), x)
+}
+
+// gelu is x·Φ(x) with Φ(x) = erfc(-x/√2)/2: from the continued fraction
+// where -x/√2 ≥ 2 (no cancellation in the lower tail), (1 + erf)/2 above.
+func (m fm) gelu(x ptx.Reg) ptx.Reg {
+	z := m.div(x, m.c(-math.Sqrt2)) // as the CPU rounds it
+	tail := m.mul(m.erfcTail(m.max(z, m.c(2))), m.c(0.5))
+	body := m.mul(m.add(m.erf(m.sub(m.c(0), m.min(z, m.c(2)))), m.c(1)), m.c(0.5))
+	phi := m.sel(m.cmp("ge", z, m.c(2)), tail, body)
+	return m.sel(m.cmp("eq", phi, m.c(0)), m.c(math.Copysign(0, -1)), m.fixNaN(m.mul(x, phi), x))
+}
+
+// π/2 in three parts (each the rounding of what the others leave).
+const pio2A, pio2B, pio2C = 1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33
+
+// sincos is sin x (cos false) or cos x.
+func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
+	k := m.k
+	kf := m.round("rni", m.mul(x, m.c(2/math.Pi)))
+	nk := m.sub(m.c(0), kf)
+	r := m.fma(nk, m.c(pio2A), x)
+	r = m.fma(nk, m.c(pio2B), r)
+	r = m.fma(nk, m.c(pio2C), r)
+	r2 := m.mul(r, r)
+	sc := taylor(3, 2, 8, true) // 1/3!, -1/5!, ...: sin r = r - r³/3! + ...
+	for i := range sc {
+		sc[i] = -sc[i]
+	}
+	sinr := m.fma(m.mul(r, r2), m.poly(r2, sc), r)
+	cosr := m.poly(r2, taylor(0, 2, 10, true))
+	q := k.Reg(ptx.S64)
+	k.Op("cvt.rzi.s64.f64 %s, %s", q, m.sel(m.cmp("nan", kf, kf), m.c(0), kf))
+	if cos {
+		k.Op("add.s64 %s, %s, 1", q, q)
+	}
+	k.Op("and.b64 %s, %s, 3", q, q)
+	odd, neg := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	bit := k.Reg(ptx.S64)
+	k.Op("and.b64 %s, %s, 1", bit, q)
+	k.Op("setp.ne.s64 %s, %s, 0", odd, bit)
+	k.Op("setp.ge.s64 %s, %s, 2", neg, q)
+	res := m.sel(odd, cosr, sinr)
+	res = m.sel(neg, m.sub(m.c(0), res), res)
+	if !cos {
+		res = m.sel(m.cmp("eq", x, m.c(0)), x, res) // sin(-0) = -0
+	}
+	return res
+}
+
+func (m fm) pow(x, y ptx.Reg) ptx.Reg {
+	ax := m.abs(x)
+	r := m.exp(m.mul(y, m.log(ax)))
+	yInt := m.cmp("eq", y, m.round("rzi", y))
+	h := m.mul(y, m.c(0.5))
+	odd := m.and(yInt, m.cmp("ne", h, m.round("rzi", h)))
+	xNeg := m.cmp("lt", x, m.c(0))
+	negZero := m.and(m.cmp("eq", x, m.c(0)), m.cmp("lt", m.copysign(m.c(1), x), m.c(0)))
+	r = m.sel(m.and(m.or(xNeg, negZero), odd), m.sub(m.c(0), r), r)
+	// Negative finite x with a finite non-integer y: NaN.
+	finiteY := m.cmp("lt", m.abs(y), m.c(math.Inf(1)))
+	finiteX := m.cmp("lt", ax, m.c(math.Inf(1)))
+	r = m.sel(m.and(m.and(xNeg, finiteX), m.and(finiteY, m.not(yInt))), m.c(math.NaN()), r)
+	// |x| = 1 with y = ±Inf, x = 1, y = 0: 1.
+	one := m.and(m.cmp("eq", ax, m.c(1)), m.not(finiteY))
+	one = m.and(one, m.not(m.cmp("nan", y, y)))
+	one = m.or(one, m.cmp("eq", x, m.c(1)))
+	one = m.or(one, m.cmp("eq", y, m.c(0)))
+	return m.sel(one, m.c(1), r)
+}
+
+// mathFuncs are the functions of the math library by op name.
+var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
+	"exp": fm.exp, "log": fm.log, "expm1": fm.expm1, "log1p": fm.log1p, "tanh": fm.tanh,
+	"sigmoid": fm.sigmoid, "softplus": fm.softplus, "erf": fm.erf, "gelu": fm.gelu,
+	"sin": func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, false) },
+	"cos": func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, true) },
+}
+
+// MathOps lists the float ops of the math library, sorted.
+var MathOps = func() []string {
+	var out []string
+	for op := range mathFuncs {
+		out = append(out, op)
+	}
+	sort.Strings(out)
+	return out
+}()
+
+// inF64 runs f on x of dtype d (f32 or f64) in float64 and returns the
+// result in d, rounded once.
+func inF64(k *ptx.Kernel, d DType, x ptx.Reg, f func(m fm, x ptx.Reg) ptx.Reg) ptx.Reg {
+	m := fm{k}
+	if d == F64 {
+		return f(m, x)
+	}
+	w := m.reg()
+	k.Op("cvt.f64.f32 %s, %s", w, x)
+	r := f(m, w)
+	out := k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.f64 %s, %s", out, r)
+	return out
+}
+
+// inF64x2 is inF64 for a function of two operands.
+func inF64x2(k *ptx.Kernel, d DType, x, y ptx.Reg, f func(m fm, x, y ptx.Reg) ptx.Reg) ptx.Reg {
+	m := fm{k}
+	if d == F64 {
+		return f(m, x, y)
+	}
+	wx, wy := m.reg(), m.reg()
+	k.Op("cvt.f64.f32 %s, %s", wx, x)
+	k.Op("cvt.f64.f32 %s, %s", wy, y)
+	out := k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.f64 %s, %s", out, f(m, wx, wy))
+	return out
+}

@@ -1,0 +1,132 @@
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/internal/mathx"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// mathInputs are special values, a sweep of magnitudes from the smallest
+// subnormal to the largest float64, and a fine grid on [-10, 10].
+func mathInputs() []float64 {
+	xs := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 2, math.Inf(1), math.Inf(-1), math.NaN(),
+		5e-324, 1e-310, math.MaxFloat64, -math.MaxFloat64, 709.78, 709.79, -745.1, -745.2, 22, -22, 5.9, -5.9,
+		1 + 1e-15, 1 - 1e-16, 1e-20, -1e-20, math.Pi, math.Pi / 2, -math.Pi / 4, 1e5, -3e6}
+	for e := -1074.0; e <= 1023; e += 7.3 {
+		xs = append(xs, math.Exp2(e), -math.Exp2(e)*1.37)
+	}
+	for v := -10.0; v <= 10; v += 0.0137 {
+		xs = append(xs, v)
+	}
+	return xs
+}
+
+// ulps is the distance from got to want in units of want's last place
+// (0 when both are the same special or zero).
+func ulps(got, want float64) float64 {
+	switch {
+	case math.IsNaN(want) || math.IsNaN(got):
+		if math.IsNaN(want) && math.IsNaN(got) {
+			return 0
+		}
+		return math.Inf(1)
+	case math.IsInf(want, 0) || math.IsInf(got, 0):
+		if got == want {
+			return 0
+		}
+		return math.Inf(1)
+	case want == 0:
+		if got == 0 && math.Signbit(got) == math.Signbit(want) {
+			return 0
+		}
+		return math.Abs(got) / 5e-324
+	}
+	ulp := math.Nextafter(math.Abs(want), math.Inf(1)) - math.Abs(want)
+	return math.Abs(got-want) / ulp
+}
+
+// The float64 math library of the GPU kernels agrees with Go's math
+// package over specials and the whole range: within a few ulps, or an
+// absolute 1e-15 for gelu between -2.83 and 0, where Φ = (1 + erf)/2
+// cancels (its lower tail, by erfc's continued fraction, is within ulps).
+func TestMathFunctionsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	xs := mathInputs()
+	x := tensor.FromSlice(xs, len(xs))
+	gelu := func(v float64) float64 {
+		if p := 0.5 * math.Erfc(-v/math.Sqrt2); p > 0 || p != p {
+			return v * p
+		}
+		return math.Copysign(0, -1)
+	}
+	sigmoid := func(v float64) float64 {
+		if v >= 0 {
+			return 1 / (1 + math.Exp(-v))
+		}
+		e := math.Exp(v)
+		return e / (1 + e)
+	}
+	softplus := func(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }
+	for _, c := range []struct {
+		name   string
+		op     func(*tensor.Tensor) *tensor.Tensor
+		ref    func(float64) float64
+		ulps   float64
+		abs    float64 // absolute error allowed besides
+		within float64 // inputs beyond are not checked (sin, cos)
+	}{
+		{"exp", ops.Exp, mathx.Exp, 3, 0, 0},
+		{"log", ops.Log, mathx.Log, 2, 0, 0},
+		{"expm1", ops.Expm1, math.Expm1, 3, 0, 0},
+		{"log1p", ops.Log1p, math.Log1p, 3, 0, 0},
+		{"tanh", ops.Tanh, math.Tanh, 4, 0, 0},
+		{"sigmoid", ops.Sigmoid, sigmoid, 4, 0, 0},
+		{"softplus", ops.Softplus, softplus, 4, 0, 0},
+		{"erf", ops.Erf, math.Erf, 8, 0, 0},
+		{"gelu", ops.Gelu, gelu, 8, 1e-15, 0},
+		{"sin", ops.Sin, math.Sin, 2, 1e-16, 1 << 29},
+		{"cos", ops.Cos, math.Cos, 2, 1e-16, 1 << 29},
+	} {
+		got := tensor.ToSlice[float64](onHost(t, c.op(onGPU(t, d, x))))
+		worst, at := 0.0, 0.0
+		for i, v := range xs {
+			if c.within > 0 && math.Abs(v) > c.within {
+				continue
+			}
+			want := c.ref(v)
+			u := ulps(got[i], want)
+			if c.abs > 0 && math.Abs(got[i]-want) <= c.abs {
+				u = 0
+			}
+			if u > worst {
+				worst, at = u, v
+			}
+			if u > c.ulps {
+				t.Errorf("%s(%v) = %v, want %v (%.1f ulps)", c.name, v, got[i], want, u)
+			}
+		}
+		t.Logf("%s: worst %.2f ulps (at %v)", c.name, worst, at)
+	}
+	// Pow over every pair of a set of bases and exponents, specials
+	// included.
+	bases := []float64{0, math.Copysign(0, -1), 1, -1, 2, -2, 0.5, -0.5, 10, -8, 1e-300, 1e300, math.Inf(1), math.Inf(-1), math.NaN(), 3.7, 0.999}
+	exps := []float64{0, math.Copysign(0, -1), 1, -1, 2, -2, 3, -3, 0.5, -0.5, 1.0 / 3, 1e10, -1e10, 1e20, math.Inf(1), math.Inf(-1), math.NaN(), 2.5, 307, -300}
+	var bx, ey []float64
+	for _, b := range bases {
+		for _, e := range exps {
+			bx, ey = append(bx, b), append(ey, e)
+		}
+	}
+	got := tensor.ToSlice[float64](onHost(t, ops.Pow(onGPU(t, d, tensor.FromSlice(bx, len(bx))), onGPU(t, d, tensor.FromSlice(ey, len(ey))))))
+	for i := range bx {
+		want := math.Pow(bx[i], ey[i])
+		// exp(y·log x) carries log's rounding times |y·log x| (at most
+		// about 745): a relative 1e-13.
+		if u := ulps(got[i], want); u > 1 && !(math.Abs(got[i]-want) <= 1e-13*math.Abs(want)) {
+			t.Errorf("pow(%v, %v) = %v, want %v", bx[i], ey[i], got[i], want)
+		}
+	}
+}
