@@ -38,8 +38,7 @@ var pending = map[string][]tensor.DType{
 	"Conv2DGemm": nil, "Conv2DGemmBackpropFilter": nil, "Conv2DGemmBackpropInput": nil,
 	"Gather": nil, "Scatter": nil, "ScatterAdd": nil, "TakeAlongAxis": nil, "PutAlongAxisAdd": nil,
 	"ExtractPatches": nil, "ScatterPatches": nil, "ReduceWindow": nil, "SelectAndScatter": nil, "SelectAndGather": nil,
-	"LogSoftmax": nil, "Softmax": nil, "SparseSoftmaxCrossEntropy": nil,
-	"MatMul": {tensor.Int32, tensor.Int64, tensor.Uint8}, "Reduce": nil, "ReluGrad": nil,
+	"MatMul": {tensor.Int32, tensor.Int64, tensor.Uint8},
 }
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU

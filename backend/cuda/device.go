@@ -340,12 +340,18 @@ const blockSize = 256
 // launch queues kernel name of family over n elements (a grid-stride
 // loop: at most a few blocks per multiprocessor).
 func (d *Device) launch(family, name string, n int, args *cu.Args) error {
+	blocks := min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32)
+	return d.launchBlocks(family, name, blocks, blockSize, args)
+}
+
+// launchBlocks queues kernel name of family over grid blocks of block
+// threads.
+func (d *Device) launchBlocks(family, name string, grid, block int, args *cu.Args) error {
 	f, err := d.function(family, name)
 	if err != nil {
 		return err
 	}
-	blocks := min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32)
 	return d.ctx.Do(func() error {
-		return d.ctx.Launch(f, cu.Dim3{X: blocks, Y: 1, Z: 1}, cu.Dim3{X: blockSize, Y: 1, Z: 1}, 0, d.s, args)
+		return d.ctx.Launch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
 	})
 }

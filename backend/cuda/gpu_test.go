@@ -1,11 +1,15 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -83,5 +87,71 @@ func agree(t testing.TB, what string, got, want *tensor.Tensor) {
 	w := tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
 	if d := approx.Diff(g, w, approx.Tolerance(want.DType())); d != "" {
 		t.Fatalf("%s: %s", what, d)
+	}
+}
+
+// Reduce on the GPU agrees with the CPU for every kind and dtype, on rows
+// longer than a block and more rows than the grid, on columns, and on
+// reduced dimensions that are not one block; NaN propagates through max
+// and min.
+func TestReduceOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(11)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8} {
+		for _, c := range []struct {
+			shape []int
+			dims  []int
+		}{{[]int{3, 1000}, []int{1}}, {[]int{300, 5}, []int{1}}, {[]int{7, 9, 4}, []int{1}}, {[]int{4, 5, 6}, []int{0, 2}},
+			{[]int{2, 3}, nil}, {[]int{0, 4}, []int{1}}, {[]int{4, 0}, []int{1}}, {[]int{}, nil}} {
+			x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...), dt)
+			if dt == tensor.Uint8 {
+				x = ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 4, c.shape...), dt)
+			}
+			for kind := ops.ReduceSum; kind <= ops.ReduceProd; kind++ {
+				if kind == ops.ReduceMean && !dt.IsFloat() {
+					continue
+				}
+				red := ops.Reduction{Kind: kind, Dims: c.dims}
+				what := fmt.Sprintf("%v %v over %v kind %d", dt, c.shape, c.dims, kind)
+				want := ops.Reduce(x, red)
+				agree(t, what, ops.Reduce(onGPU(t, d, x), red), want)
+			}
+		}
+	}
+	x := tensor.FromSlice([]float32{1, float32(math.NaN()), 3, -1}, 2, 2)
+	for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin} {
+		for _, dims := range [][]int{{0}, {1}} {
+			red := ops.Reduction{Kind: kind, Dims: dims}
+			agree(t, fmt.Sprintf("NaN kind %d dims %v", kind, dims), ops.Reduce(onGPU(t, d, x), red), ops.Reduce(x, red))
+		}
+	}
+}
+
+// The softmax family on rows longer than a block and more rows than the
+// grid, with infinities and NaN; a label out of range fails the call
+// naming it, as on the CPU.
+func TestSoftmaxOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(13)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, shape := range [][]int{{3, 700}, {300, 4}, {5}} {
+			x := tensor.RandNormal(r, dt, shape...)
+			gx := onGPU(t, d, x)
+			agree(t, fmt.Sprintf("Softmax %v%v", dt, shape), ops.Softmax(gx, -1), ops.Softmax(x, -1))
+			agree(t, fmt.Sprintf("LogSoftmax %v%v", dt, shape), ops.LogSoftmax(gx, -1), ops.LogSoftmax(x, -1))
+		}
+		special := ops.Cast(tensor.FromSlice([]float64{1, math.Inf(-1), 2, math.NaN(), 0, 1, math.Inf(1), 0}, 4, 2), dt)
+		agree(t, "Softmax of specials", ops.Softmax(onGPU(t, d, special), -1), ops.Softmax(special, -1))
+		logits := tensor.RandNormal(r, dt, 300, 10)
+		for _, ldt := range []tensor.DType{tensor.Int32, tensor.Int64} {
+			labels := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 10, 300), ldt)
+			agree(t, fmt.Sprintf("SparseSoftmaxCrossEntropy %v %v", dt, ldt),
+				ops.SparseSoftmaxCrossEntropy(onGPU(t, d, logits), onGPU(t, d, labels)), ops.SparseSoftmaxCrossEntropy(logits, labels))
+		}
+	}
+	bad := onGPU(t, d, tensor.FromSlice([]int32{1, 7}, 2))
+	err := eager.Catch(func() { ops.SparseSoftmaxCrossEntropy(onGPU(t, d, tensor.Zeros(tensor.Float32, 2, 3)), bad) })
+	if !errors.Is(err, tensor.ErrIndex) || !strings.Contains(err.Error(), "label 7 at row 1") {
+		t.Fatalf("a label out of range: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	for op, k := range map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
-		"Max": "max", "Min": "min", "Pow": "pow"} {
+		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad"} {
 		for _, d := range kernels.Numeric {
 			if contains(kernels.BinaryOps(d), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("binary", k, d))

@@ -50,12 +50,35 @@ func whole(c *eager.Call, outs []*tensor.Tensor) {
 // transpose reads the input in its own layout (Transpose takes any).
 func transpose(c *eager.Call, outs []*tensor.Tensor) {
 	x, perm, out := c.Inputs[0], c.Attrs.(ops.PermAttrs).Perm, outs[0]
+	copyBox(c, out, 0, rowMajor(out.Shape()), x, 0, permutedStrides(x, perm), out.Shape())
+}
+
+// permutedStrides are x's element strides in the order perm: dimension i
+// of the result walks dimension perm[i] of x.
+func permutedStrides(x *tensor.Tensor, perm []int) []int {
 	xs := tensor.Strides(x.Shape(), x.Layout())
 	st := make([]int, len(perm))
 	for i, p := range perm {
 		st[i] = xs[p]
 	}
-	copyBox(c, out, 0, rowMajor(out.Shape()), x, 0, st, out.Shape())
+	return st
+}
+
+// Permuted returns x with its dimensions in the order perm, as a new
+// row-major tensor on the call's device, for kernels that need a layout
+// the op's input does not have; it fails the call when the device cannot
+// give the memory.
+func Permuted(c *eager.Call, x *tensor.Tensor, perm []int) *tensor.Tensor {
+	shape := make(tensor.Shape, len(perm))
+	for i, p := range perm {
+		shape[i] = x.Dim(p)
+	}
+	out, err := tensor.Empty(c.Device, x.DType(), shape)
+	if err != nil {
+		c.Fail(err, "a %v%v temporary for a permuted layout", x.DType(), shape)
+	}
+	copyBox(c, out, 0, rowMajor(shape), x, 0, permutedStrides(x, perm), shape)
+	return out
 }
 
 func broadcastTo(c *eager.Call, outs []*tensor.Tensor) {

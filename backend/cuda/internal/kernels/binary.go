@@ -17,7 +17,7 @@ import (
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
-	return []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow"}
+	return []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 }
 
 func binaryKernels() []*ptx.Kernel {
@@ -92,9 +92,23 @@ func itype(d DType) string {
 	return "u32"
 }
 
+// cmpType is the type setp compares d's registers as.
+func cmpType(d DType) string {
+	if d.float() {
+		return string(d.reg())
+	}
+	return itype(d)
+}
+
 func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 	t := d.reg()
 	r := k.Reg(t)
+	if op == "relugrad" { // y where x > 0 (not NaN), else 0
+		p := k.Reg(ptx.Pred)
+		k.Op("setp.gt.%s %s, %s, %s", cmpType(d), p, x, ptx.Imm(t, 0))
+		k.Op("selp.%s %s, %s, %s, %s", t, r, y, ptx.Imm(t, 0), p)
+		return r
+	}
 	if d.float() {
 		switch op {
 		case "add", "sub", "mul", "div":

@@ -74,6 +74,8 @@ func Families() []Family {
 		{Name: "compare", Kernels: compareKernels()},
 		{Name: "unary", Kernels: unaryKernels()},
 		{Name: "cast", Kernels: castKernels()},
+		{Name: "reduce", Kernels: reduceKernels()},
+		{Name: "softmax", Kernels: softmaxKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams

@@ -385,28 +385,10 @@ var MathOps = func() []string {
 // inF64 runs f on x of dtype d (f32 or f64) in float64 and returns the
 // result in d, rounded once.
 func inF64(k *ptx.Kernel, d DType, x ptx.Reg, f func(m fm, x ptx.Reg) ptx.Reg) ptx.Reg {
-	m := fm{k}
-	if d == F64 {
-		return f(m, x)
-	}
-	w := m.reg()
-	k.Op("cvt.f64.f32 %s, %s", w, x)
-	r := f(m, w)
-	out := k.Reg(ptx.F32)
-	k.Op("cvt.rn.f32.f64 %s, %s", out, r)
-	return out
+	return narrow(k, d, f(fm{k}, widen(k, d, x)))
 }
 
 // inF64x2 is inF64 for a function of two operands.
 func inF64x2(k *ptx.Kernel, d DType, x, y ptx.Reg, f func(m fm, x, y ptx.Reg) ptx.Reg) ptx.Reg {
-	m := fm{k}
-	if d == F64 {
-		return f(m, x, y)
-	}
-	wx, wy := m.reg(), m.reg()
-	k.Op("cvt.f64.f32 %s, %s", wx, x)
-	k.Op("cvt.f64.f32 %s, %s", wy, y)
-	out := k.Reg(ptx.F32)
-	k.Op("cvt.rn.f32.f64 %s, %s", out, f(m, wx, wy))
-	return out
+	return narrow(k, d, f(fm{k}, widen(k, d, x), widen(k, d, y)))
 }

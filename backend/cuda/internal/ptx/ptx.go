@@ -211,14 +211,20 @@ func (k *Kernel) GridStride(n Reg, body func(i Reg)) {
 	k.Op("cvt.u64.u32 %s, %s", t64, tid)
 	k.Op("add.s64 %s, %s, %s", i, i, t64)
 	k.Op("mul.wide.u32 %s, %s, %s", stride, ntid, nctaid)
-	loop, done := k.Label("loop"), k.Label("done")
-	p := k.Reg(Pred)
-	k.Place(loop)
+	k.Loop(i, n, stride, body)
+}
+
+// Loop writes for (i = from; i < n; i += step) body(i), unsigned 64-bit.
+func (k *Kernel) Loop(from, n, step Reg, body func(i Reg)) {
+	i, p := k.Reg(U64), k.Reg(Pred)
+	k.Op("mov.u64 %s, %s", i, from)
+	top, done := k.Label("loop"), k.Label("done")
+	k.Place(top)
 	k.Op("setp.ge.u64 %s, %s, %s", p, i, n)
 	k.Op("@%s bra %s", p, done)
 	body(i)
-	k.Op("add.s64 %s, %s, %s", i, i, stride)
-	k.Op("bra.uni %s", loop)
+	k.Op("add.s64 %s, %s, %s", i, i, step)
+	k.Op("bra.uni %s", top)
 	k.Place(done)
 }
 

@@ -1,0 +1,205 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// Reduce kernels fold x viewed as [outer, mid, inner] over mid (the
+// backend makes the reduced dimensions one block first), deterministically:
+// the order of every fold is fixed by the shapes and the block size, never
+// by scheduling.
+//
+//   - reduce_rows_<kind>_<dtype> (out, x, rows, mid), for inner = 1: a
+//     block per row (grid-stride over rows), each of its ReduceBlock
+//     threads folds the elements t, t+ReduceBlock, ... of the row, then a
+//     tree in shared memory combines the threads' partials.
+//   - reduce_cols_<kind>_<dtype> (out, x, n, mid, inner): a thread per
+//     output element (n = outer·inner) folds its column in order.
+//
+// Kinds: sum, mean (sum / mid: NaN for mid = 0), max, min (NaN propagates,
+// as the CPU's), prod. Integers wrap as the CPU's do.
+
+// ReduceBlock is the threads per block of the row kernels (a power of 2).
+const ReduceBlock = 256
+
+// ReduceKinds lists the reductions per dtype (mean is for floats).
+func ReduceKinds(d DType) []string {
+	if d.float() {
+		return []string{"sum", "mean", "max", "min", "prod"}
+	}
+	return []string{"sum", "max", "min", "prod"}
+}
+
+func reduceKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Numeric {
+		for _, kind := range ReduceKinds(d) {
+			out = append(out, reduceRows(kind, d), reduceCols(kind, d))
+		}
+	}
+	return out
+}
+
+// reduceInit is the identity of kind in d, as an immediate.
+func reduceInit(kind string, d DType) string {
+	switch {
+	case kind == "prod":
+		return ptx.Imm(d.reg(), 1)
+	case kind == "max" && d.float():
+		return ptx.Imm(d.reg(), math.Inf(-1))
+	case kind == "min" && d.float():
+		return ptx.Imm(d.reg(), math.Inf(1))
+	case kind == "max":
+		return map[DType]string{S32: "-2147483648", S64: "-9223372036854775808", U8: "0"}[d]
+	case kind == "min":
+		return map[DType]string{S32: "2147483647", S64: "9223372036854775807", U8: "255"}[d]
+	}
+	return ptx.Imm(d.reg(), 0)
+}
+
+// reduceCombine folds y into acc (a fresh register).
+func reduceCombine(k *ptx.Kernel, kind string, d DType, acc, y ptx.Reg) ptx.Reg {
+	op := map[string]string{"sum": "add", "mean": "add", "max": "max", "min": "min", "prod": "mul"}[kind]
+	return binaryOp(k, op, d, acc, y)
+}
+
+// reduceFinish divides a mean by mid (a u64 register).
+func reduceFinish(k *ptx.Kernel, kind string, d DType, acc, mid ptx.Reg) ptx.Reg {
+	if kind != "mean" {
+		return acc
+	}
+	t := d.reg()
+	n, r := k.Reg(t), k.Reg(t)
+	k.Op("cvt.rn.%s.u64 %s, %s", t, n, mid)
+	k.Op("div.rn.%s %s, %s, %s", t, r, acc, n)
+	return r
+}
+
+// mov copies src into the register dst of d.
+func mov(k *ptx.Kernel, d DType, dst ptx.Reg, src any) {
+	k.Op("mov.%s %s, %v", d.reg(), dst, src)
+}
+
+func reduceRows(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("reduce_rows", kind, string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	rows, mid := k.Param("rows", ptx.U64), k.Param("mid", ptx.U64)
+	b := newBlockRows(k, d.reg().Size())
+	b.eachRow(rows, func(row ptx.Reg) {
+		base := k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", base, row, mid)
+		acc := k.Reg(d.reg())
+		mov(k, d, acc, reduceInit(kind, d))
+		b.eachElem(mid, func(j ptx.Reg) {
+			at := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", at, base, j)
+			mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
+		})
+		r := b.tree(d.reg(), acc, func(a, c ptx.Reg) ptx.Reg { return reduceCombine(k, kind, d, a, c) })
+		b.first(func() { store(k, d, k.Addr(o, row, d.Size()), reduceFinish(k, kind, d, r, mid)) })
+	})
+	return k
+}
+
+// blockRows writes kernels that give a block to each row: a grid-stride
+// loop over rows, a block-stride loop over a row's elements, and a tree
+// across the block in shared memory.
+type blockRows struct {
+	k              *ptx.Kernel
+	tid, ntid, sh  ptx.Reg // sh: ReduceBlock slots of slot bytes
+	row, rowStride ptx.Reg
+}
+
+func newBlockRows(k *ptx.Kernel, slot int) *blockRows {
+	b := &blockRows{k: k, sh: k.Shared("partials", ReduceBlock*slot, slot)}
+	regs := make([]ptx.Reg, 4)
+	for i, sr := range []string{"tid", "ntid", "ctaid", "nctaid"} {
+		r32 := k.Reg(ptx.U32)
+		k.Op("mov.u32 %s, %%%s.x", r32, sr)
+		regs[i] = k.Reg(ptx.U64)
+		k.Op("cvt.u64.u32 %s, %s", regs[i], r32)
+	}
+	b.tid, b.ntid, b.row, b.rowStride = regs[0], regs[1], regs[2], regs[3]
+	return b
+}
+
+// eachRow runs body for the rows of this block (uniform across it).
+func (b *blockRows) eachRow(rows ptx.Reg, body func(row ptx.Reg)) {
+	b.k.Loop(b.row, rows, b.rowStride, body)
+}
+
+// eachElem runs body for this thread's elements of a row of n.
+func (b *blockRows) eachElem(n ptx.Reg, body func(j ptx.Reg)) { b.k.Loop(b.tid, n, b.ntid, body) }
+
+// tree combines every thread's v (of type t) and returns the result in
+// every thread; its last barrier frees the slots for reuse.
+func (b *blockRows) tree(t ptx.Type, v ptx.Reg, combine func(a, c ptx.Reg) ptx.Reg) ptx.Reg {
+	k, size := b.k, t.Size()
+	mine, other, s := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", mine, b.tid, size, b.sh)
+	k.Op("st.shared.%s [%s], %s", t, mine, v)
+	k.Op("bar.sync 0")
+	k.Op("shr.u64 %s, %s, 1", s, b.ntid)
+	p := k.Reg(ptx.Pred)
+	top, done, skip := k.Label("tree"), k.Label("tree_done"), k.Label("tree_skip")
+	k.Place(top)
+	k.Op("setp.eq.u64 %s, %s, 0", p, s)
+	k.Op("@%s bra %s", p, done)
+	k.Op("setp.ge.u64 %s, %s, %s", p, b.tid, s)
+	k.Op("@%s bra %s", p, skip)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", other, s, size, mine)
+	a, c := k.Reg(t), k.Reg(t)
+	k.Op("ld.shared.%s %s, [%s]", t, a, mine)
+	k.Op("ld.shared.%s %s, [%s]", t, c, other)
+	k.Op("st.shared.%s [%s], %s", t, mine, combine(a, c))
+	k.Place(skip)
+	k.Op("bar.sync 0")
+	k.Op("shr.u64 %s, %s, 1", s, s)
+	k.Op("bra.uni %s", top)
+	k.Place(done)
+	r := k.Reg(t)
+	k.Op("ld.shared.%s %s, [%s]", t, r, b.sh)
+	k.Op("bar.sync 0")
+	return r
+}
+
+// first runs body in thread 0 only.
+func (b *blockRows) first(body func()) {
+	k := b.k
+	p, skip := k.Reg(ptx.Pred), k.Label("first")
+	k.Op("setp.ne.u64 %s, %s, 0", p, b.tid)
+	k.Op("@%s bra %s", p, skip)
+	body()
+	k.Place(skip)
+}
+
+func reduceCols(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("reduce_cols", kind, string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	n, mid, inner := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), k.Param("inner", ptx.U64)
+	k.GridStride(n, func(i ptx.Reg) {
+		outer, in, at := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("div.u64 %s, %s, %s", outer, i, inner)
+		k.Op("rem.u64 %s, %s, %s", in, i, inner)
+		k.Op("mul.lo.s64 %s, %s, %s", at, outer, mid)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, at, inner, in) // (outer·mid)·inner + in
+		acc := k.Reg(d.reg())
+		mov(k, d, acc, reduceInit(kind, d))
+		m := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 0", m)
+		p := k.Reg(ptx.Pred)
+		loop, done := k.Label("col"), k.Label("col_done")
+		k.Place(loop)
+		k.Op("setp.ge.u64 %s, %s, %s", p, m, mid)
+		k.Op("@%s bra %s", p, done)
+		mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
+		k.Op("add.s64 %s, %s, %s", at, at, inner)
+		k.Op("add.s64 %s, %s, 1", m, m)
+		k.Op("bra.uni %s", loop)
+		k.Place(done)
+		store(k, d, k.Addr(o, i, d.Size()), reduceFinish(k, kind, d, acc, mid))
+	})
+	return k
+}

@@ -1,0 +1,122 @@
+package kernels
+
+import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+
+// Softmax kernels work along the last dimension, a block per row (as the
+// row reductions): the row's maximum m (NaN propagates), then the float64
+// sum s of e^(x−m), then the outputs, as the CPU computes them:
+//
+//   - softmax_<dtype> (out, x, rows, n): e^(x−m)/s.
+//   - log_softmax_<dtype> (out, x, rows, n): (x−m) − log s, log s rounded
+//     to the dtype first.
+//   - sparse_xent_<dtype>_<label dtype> (out, x, labels, rows, n): per row,
+//     m − x[label] + log s; labels are checked by the backend beforehand.
+
+func softmaxKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Floats {
+		out = append(out, softmaxRows("softmax", d, ""), softmaxRows("log_softmax", d, ""))
+		for _, l := range []DType{S32, S64} {
+			out = append(out, softmaxRows("sparse_xent", d, l))
+		}
+	}
+	return out
+}
+
+func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
+	name := Name(kind, string(d))
+	if label != "" {
+		name = Name(kind, string(d), string(label))
+	}
+	k := ptx.NewKernel(name)
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	var labels ptx.Reg
+	if label != "" {
+		labels = k.ParamPtr("labels")
+	}
+	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
+	m := fm{k}
+	t := d.reg()
+	b := newBlockRows(k, 8)
+	b.eachRow(rows, func(row ptx.Reg) {
+		base := k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)
+		elem := func(j ptx.Reg) ptx.Reg {
+			at := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", at, base, j)
+			return k.Addr(x, at, d.Size())
+		}
+		mx := k.Reg(t)
+		mov(k, d, mx, reduceInit("max", d))
+		b.eachElem(n, func(j ptx.Reg) { mov(k, d, mx, reduceCombine(k, "max", d, mx, load(k, d, elem(j)))) })
+		mx = b.tree(t, mx, func(a, c ptx.Reg) ptx.Reg { return reduceCombine(k, "max", d, a, c) })
+		// shifted is x − m in the dtype, and e^(x − m) in float64.
+		shifted := func(j ptx.Reg) (ptx.Reg, ptx.Reg) {
+			v := k.Reg(t)
+			k.Op("sub.rn.%s %s, %s, %s", t, v, load(k, d, elem(j)), mx)
+			return v, m.exp(widen(k, d, v))
+		}
+		sum := m.reg()
+		k.Op("mov.f64 %s, %s", sum, m.c(0))
+		b.eachElem(n, func(j ptx.Reg) {
+			_, e := shifted(j)
+			k.Op("add.rn.f64 %s, %s, %s", sum, sum, e)
+		})
+		sum = b.tree(ptx.F64, sum, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+		switch kind {
+		case "softmax":
+			inv := m.div(m.c(1), sum)
+			b.eachElem(n, func(j ptx.Reg) {
+				_, e := shifted(j)
+				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, d, m.mul(e, inv)))
+			})
+		case "log_softmax":
+			ls := narrow(k, d, m.log(sum))
+			b.eachElem(n, func(j ptx.Reg) {
+				v, _ := shifted(j)
+				r := k.Reg(t)
+				k.Op("sub.rn.%s %s, %s, %s", t, r, v, ls)
+				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), r)
+			})
+		default: // sparse_xent
+			b.first(func() {
+				id := load(k, label, k.Addr(labels, row, label.Size()))
+				id64 := id
+				if label == S32 {
+					id64 = k.Reg(ptx.S64)
+					k.Op("cvt.s64.s32 %s, %s", id64, id)
+				}
+				r := m.add(m.sub(widen(k, d, mx), widen(k, d, load(k, d, elem(id64)))), m.log(sum))
+				store(k, d, k.Addr(o, row, d.Size()), narrow(k, d, r))
+			})
+		}
+	})
+	return k
+}
+
+// addU64 is a + b.
+func addU64(k *ptx.Kernel, a, b ptx.Reg) ptx.Reg {
+	r := k.Reg(ptx.U64)
+	k.Op("add.s64 %s, %s, %s", r, a, b)
+	return r
+}
+
+// widen is v (of float dtype d) as float64.
+func widen(k *ptx.Kernel, d DType, v ptx.Reg) ptx.Reg {
+	if d == F64 {
+		return v
+	}
+	w := k.Reg(ptx.F64)
+	k.Op("cvt.f64.f32 %s, %s", w, v)
+	return w
+}
+
+// narrow is the float64 v rounded to float dtype d.
+func narrow(k *ptx.Kernel, d DType, v ptx.Reg) ptx.Reg {
+	if d == F64 {
+		return v
+	}
+	r := k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.f64 %s, %s", r, v)
+	return r
+}

@@ -1,0 +1,59 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Softmax, LogSoftmax and SparseSoftmaxCrossEntropy (ops/softmax.go): a
+// block per row of the last dimension.
+
+func init() {
+	for _, d := range kernels.Floats {
+		eager.RegisterKernel("Softmax", device.GPU, tensorType(d), rowsKernel("softmax", d))
+		eager.RegisterKernel("LogSoftmax", device.GPU, tensorType(d), rowsKernel("log_softmax", d))
+		eager.RegisterKernel("SparseSoftmaxCrossEntropy", device.GPU, tensorType(d), sparseXent(d))
+	}
+}
+
+// launchRows queues a row kernel over rows rows.
+func launchRows(c *eager.Call, name string, rows int, args *cu.Args) {
+	g := gpu(c)
+	check(c, g.launchBlocks("softmax", name, min(rows, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args))
+}
+
+func rowsKernel(kind string, d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, out := c.Inputs[0], outs[0]
+		if x.NumElements() == 0 {
+			return
+		}
+		n := x.Dim(-1)
+		rows := x.NumElements() / n
+		launchRows(c, kernels.Name(kind, string(d)), rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
+	}
+}
+
+// sparseXent checks the labels on the host (a failed call names the first
+// label out of range, as on the CPU; the read waits for the labels) and
+// queues the kernel.
+func sparseXent(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		logits, labels, out := c.Inputs[0], c.Inputs[1], outs[0]
+		rows, classes := logits.Dim(0), logits.Dim(1)
+		if rows == 0 {
+			return
+		}
+		for i, v := range move.IndexValues(labels) {
+			if v < 0 || v >= int64(classes) {
+				c.Fail(tensor.ErrIndex, "label %d at row %d is outside [0, %d)", v, i, classes)
+			}
+		}
+		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
+		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).U64(uint64(rows)).U64(uint64(classes)))
+	}
+}
