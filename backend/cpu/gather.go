@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -10,7 +11,7 @@ import (
 
 func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
-	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
+	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
 	outer, n, inner := blocks(base.Shape(), axis)
 	ov, uv := data[T](outs[0]), data[T](upd)
 	copy(ov, data[T](base))
@@ -36,7 +37,7 @@ func init() {
 }
 
 func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
-	p, idx := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(ops.AxisAttrs).Axis))
+	p, idx := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(ops.AxisAttrs).Axis))
 	outer, n, inner := blocks(p.Shape(), c.Attrs.(ops.AxisAttrs).Axis)
 	size := p.DType().Size() * inner
 	pb, ob := p.HostBytes(), outs[0].HostBytes()
@@ -50,7 +51,7 @@ func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 
 func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
-	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
+	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
 	outer, n, inner := blocks(base.Shape(), axis)
 	size := base.DType().Size() * inner
 	ob, ub := outs[0].HostBytes(), upd.HostBytes()

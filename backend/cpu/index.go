@@ -1,24 +1,10 @@
 package cpu
 
 import (
-	"github.com/eagerflow/eagerflow/backend/move"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Index inputs as kernels read them.
-
-// checkIndexRange returns the indices of input i, failing the call if one
-// is outside [0, n). Kernels call it before they write anything.
-func checkIndexRange(c *eager.Call, i int, n int) []int64 {
-	idx := move.IndexValues(c.Inputs[i])
-	for k, v := range idx {
-		if v < 0 || v >= int64(n) {
-			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)
-		}
-	}
-	return idx
-}
 
 // elemCopier copies one element between raw buffers of one dtype.
 func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -87,7 +88,7 @@ func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 
 func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
-	base, idx, upd := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
+	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
 	ov := data[T](outs[0])
 	copy(ov, data[T](base))
 	outer, n, inner := blocks(base.Shape(), axis)
@@ -121,7 +122,7 @@ func init() {
 
 func takeAlongAxisKernel(c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
-	x, idx, out := c.Inputs[0], checkIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
+	x, idx, out := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
 	mv := elemCopier(x.DType())
 	outer, n, inner := blocks(x.Shape(), axis)
 	m := out.Dim(axis)

@@ -155,3 +155,34 @@ func TestSoftmaxOnGPU(t *testing.T) {
 		t.Fatalf("a label out of range: %v", err)
 	}
 }
+
+// Gather, Scatter and ScatterAdd on the GPU, along each axis, with
+// repeated indices of both index dtypes, agree with the CPU; an index out
+// of range fails the call naming it and leaves nothing written.
+func TestGatherScatterOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(17)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool} {
+		base := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 5, 3, 4, 5), dt)
+		for axis := range 3 {
+			for _, idt := range []tensor.DType{tensor.Int32, tensor.Int64} {
+				idx := ops.Cast(tensor.FromSlice([]float64{2, 0, 2, 1, 2}, 5), idt)
+				what := fmt.Sprintf("%v axis %d %v indices", dt, axis, idt)
+				agree(t, "Gather "+what, ops.Gather(onGPU(t, d, base), onGPU(t, d, idx), axis), ops.Gather(base, idx, axis))
+				shape := base.Shape().Clone()
+				shape[axis] = 5
+				upd := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 5, shape...), dt)
+				agree(t, "Scatter "+what, ops.Scatter(onGPU(t, d, base), onGPU(t, d, idx), onGPU(t, d, upd), axis), ops.Scatter(base, idx, upd, axis))
+				if dt != tensor.Bool {
+					agree(t, "ScatterAdd "+what, ops.ScatterAdd(onGPU(t, d, base), onGPU(t, d, idx), onGPU(t, d, upd), axis), ops.ScatterAdd(base, idx, upd, axis))
+				}
+			}
+		}
+	}
+	err := eager.Catch(func() {
+		ops.Gather(onGPU(t, d, tensor.Zeros(tensor.Float32, 3, 2)), onGPU(t, d, tensor.FromSlice([]int64{0, 3}, 2)), 0)
+	})
+	if !errors.Is(err, tensor.ErrIndex) || !strings.Contains(err.Error(), "index 3 at position 1") {
+		t.Fatalf("an index out of range: %v", err)
+	}
+}

@@ -157,6 +157,20 @@ func rev(c *eager.Call, outs []*tensor.Tensor) {
 	copyBox(c, outs[0], 0, rowMajor(x.Shape()), x, off, st, x.Shape())
 }
 
+// CheckIndexRange returns the values of the call's input i (Int32 or
+// Int64 indices, read on the host: the read waits for the device), failing
+// the call if one is outside [0, n), naming it and its position. Kernels
+// call it before they write anything.
+func CheckIndexRange(c *eager.Call, i int, n int) []int64 {
+	idx := IndexValues(c.Inputs[i])
+	for k, v := range idx {
+		if v < 0 || v >= int64(n) {
+			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)
+		}
+	}
+	return idx
+}
+
 // IndexValues returns an Int32 or Int64 tensor's values as int64s (read
 // on the host).
 func IndexValues(t *tensor.Tensor) []int64 {

@@ -76,6 +76,7 @@ func Families() []Family {
 		{Name: "cast", Kernels: castKernels()},
 		{Name: "reduce", Kernels: reduceKernels()},
 		{Name: "softmax", Kernels: softmaxKernels()},
+		{Name: "index", Kernels: indexKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams

@@ -1,0 +1,73 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Gather, Scatter and ScatterAdd (ops/gather.go). The indices are checked
+// on the host first, as the CPU does (a failed call names the first index
+// out of range and writes nothing; the read waits for the indices).
+
+func init() {
+	for _, d := range kernels.All {
+		eager.RegisterKernel("Gather", device.GPU, tensorType(d), gather)
+		eager.RegisterKernel("Scatter", device.GPU, tensorType(d), scatter("scatter"))
+	}
+	for _, d := range kernels.Numeric {
+		eager.RegisterKernel("ScatterAdd", device.GPU, tensorType(d), scatter("scatter_add"))
+	}
+}
+
+// width names the kernels that move elements of dt without looking at them.
+func width(dt tensor.DType) string {
+	return map[int]string{1: "b8", 4: "b32", 8: "b64"}[dt.Size()]
+}
+
+// split is (outer, n, inner) of shape s at axis.
+func split(s tensor.Shape, axis int) (outer, n, inner int) {
+	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
+}
+
+func gather(c *eager.Call, outs []*tensor.Tensor) {
+	p, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
+	axis := c.Attrs.(ops.AxisAttrs).Axis
+	outer, n, inner := split(p.Shape(), axis)
+	move.CheckIndexRange(c, 1, n)
+	if out.NumElements() == 0 {
+		return
+	}
+	name := kernels.Name("gather", width(p.DType()), string(kernelType(idx.DType())))
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).
+		U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())).U64(uint64(inner))
+	check(c, gpu(c).launch("index", name, out.NumElements(), args))
+}
+
+func scatter(kind string) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+		axis := c.Attrs.(ops.AxisAttrs).Axis
+		outer, n, inner := split(base.Shape(), axis)
+		move.CheckIndexRange(c, 1, n)
+		if out.NumElements() == 0 {
+			return
+		}
+		check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, base.Buffer(), 0, []int{1}, []int{base.NumElements()}, base.DType().Size()))
+		if upd.NumElements() == 0 {
+			return
+		}
+		elem := width(base.DType())
+		if kind == "scatter_add" {
+			elem = string(kernelType(base.DType()))
+		}
+		name := kernels.Name(kind, elem, string(kernelType(idx.DType())))
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).
+			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())).U64(uint64(inner))
+		check(c, gpu(c).launch("index", name, outer*inner, args))
+	}
+}
