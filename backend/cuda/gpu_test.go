@@ -12,6 +12,7 @@ import (
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -185,4 +186,36 @@ func TestGatherScatterOnGPU(t *testing.T) {
 	if !errors.Is(err, tensor.ErrIndex) || !strings.Contains(err.Error(), "index 3 at position 1") {
 		t.Fatalf("an index out of range: %v", err)
 	}
+}
+
+// TakeAlongAxis, its adjoint and ArgMax/ArgMin along each axis agree with
+// the CPU, ties taking the first and NaN counting as the extreme.
+func TestAlongAxisOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(19)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8} {
+		x := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 4, 3, 4, 5), dt) // ties
+		for axis := range 3 {
+			shape := x.Shape().Clone()
+			shape[axis] = 6
+			idx := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, float64(x.Dim(axis)), shape...), tensor.Int64)
+			upd := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 4, shape...), dt)
+			what := fmt.Sprintf("%v axis %d", dt, axis)
+			agree(t, "TakeAlongAxis "+what, ops.TakeAlongAxis(onGPU(t, d, x), onGPU(t, d, idx), axis), ops.TakeAlongAxis(x, idx, axis))
+			agree(t, "ArgMax "+what, ops.ArgMax(onGPU(t, d, x), axis), ops.ArgMax(x, axis))
+			agree(t, "ArgMin "+what, ops.ArgMin(onGPU(t, d, x), axis), ops.ArgMin(x, axis))
+			// The adjoint, through TakeAlongAxis's gradient.
+			grad := func(x, idx, upd *tensor.Tensor) *tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(x)
+				return tp.GradientSeeded(ops.TakeAlongAxis(x, idx, axis), upd, x)[0]
+			}
+			if dt.IsFloat() {
+				agree(t, "PutAlongAxisAdd "+what, grad(onGPU(t, d, x), onGPU(t, d, idx), onGPU(t, d, upd)), grad(x, idx, upd))
+			}
+		}
+	}
+	nan := tensor.FromSlice([]float32{1, float32(math.NaN()), 3, float32(math.NaN())}, 4)
+	agree(t, "ArgMax with NaN", ops.ArgMax(onGPU(t, d, nan), 0), ops.ArgMax(nan, 0))
+	agree(t, "ArgMin with NaN", ops.ArgMin(onGPU(t, d, nan), 0), ops.ArgMin(nan, 0))
 }

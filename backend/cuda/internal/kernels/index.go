@@ -102,3 +102,129 @@ func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old,
 	})
 	return k
 }
+
+// Along-axis kernels index each element separately, x viewed as [outer,
+// n, inner] and the indices as [outer, K, inner]:
+//
+//   - take_along_<width>_<index dtype> (out, x, idx, outer, n, K, inner):
+//     out[o,k,b] = x[o, idx[o,k,b], b], a thread per output element.
+//   - put_along_add_<dtype>_<index dtype> (out, idx, upd, outer, n, K,
+//     inner), out holding base: out[o, idx[o,k,b], b] += upd[o,k,b], a
+//     thread per (o, b) in k order.
+//   - arg_max_<dtype>, arg_min_<dtype> (out, x, outer, n, inner): the first
+//     extreme along n as int64, a NaN counting as the extreme (NumPy's
+//     rule, as the CPU), a thread per (o, b).
+
+func alongKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, id := range []DType{S32, S64} {
+		for _, ct := range copyTypes {
+			out = append(out, takeAlongKernel(ct.name, ct.t, id))
+		}
+		for _, d := range Numeric {
+			out = append(out, putAlongAddKernel(d, id))
+		}
+	}
+	for _, d := range Numeric {
+		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false))
+	}
+	return out
+}
+
+// alongParams declares (outer, n, K, inner).
+func alongParams(k *ptx.Kernel) (outer, n, nk, inner ptx.Reg) {
+	return k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("K", ptx.U64), k.Param("inner", ptx.U64)
+}
+
+// columns runs body for each (o, b) of [outer, inner], a thread each.
+func columns(k *ptx.Kernel, outer, inner ptx.Reg, body func(o, b ptx.Reg)) {
+	cols := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", cols, outer, inner)
+	k.GridStride(cols, func(c ptx.Reg) {
+		o, b := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("div.u64 %s, %s, %s", o, c, inner)
+		k.Op("rem.u64 %s, %s, %s", b, c, inner)
+		body(o, b)
+	})
+}
+
+// upTo runs body for j = 0 .. n-1 in order.
+func upTo(k *ptx.Kernel, n ptx.Reg, body func(j ptx.Reg)) {
+	zero, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", zero)
+	k.Op("mov.u64 %s, 1", one)
+	k.Loop(zero, n, one, body)
+}
+
+func takeAlongKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("take_along", width, string(id)))
+	o, x, idx := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx")
+	outer, n, nk, inner := alongParams(k)
+	total := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", total, outer, nk)
+	k.Op("mul.lo.s64 %s, %s, %s", total, total, inner)
+	k.GridStride(total, func(e ptx.Reg) {
+		oi, b, per := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", per, nk, inner)
+		k.Op("div.u64 %s, %s, %s", oi, e, per)
+		k.Op("rem.u64 %s, %s, %s", b, e, inner)
+		src := slot(k, oi, n, indexAt(k, idx, id, e), inner, b)
+		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(x, src, t.Size())))
+	})
+	return k
+}
+
+func putAlongAddKernel(d, id DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("put_along_add", string(d), string(id)))
+	o, idx, u := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd")
+	outer, n, nk, inner := alongParams(k)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		upTo(k, nk, func(j ptx.Reg) {
+			at := slot(k, oi, nk, j, inner, b)
+			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, at), inner, b), d.Size())
+			sum := binaryOp(k, "add", d, load(k, d, dst), load(k, d, k.Addr(u, at, d.Size())))
+			store(k, d, dst, sum)
+		})
+	})
+	return k
+}
+
+func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
+	name := "arg_min"
+	if isMax {
+		name = "arg_max"
+	}
+	k := ptx.NewKernel(Name(name, string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		zero := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 0", zero)
+		best, bestV := k.Reg(ptx.U64), load(k, d, k.Addr(x, slot(k, oi, n, zero, inner, b), d.Size()))
+		k.Op("mov.u64 %s, 0", best)
+		one := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 1", one)
+		done := k.Label("arg_done")
+		k.Loop(one, n, one, func(j ptx.Reg) {
+			if d.float() { // the best is NaN: nothing beats it
+				p := k.Reg(ptx.Pred)
+				k.Op("setp.nan.%s %s, %s, %s", d.reg(), p, bestV, bestV)
+				k.Op("@%s bra %s", p, done)
+			}
+			v := load(k, d, k.Addr(x, slot(k, oi, n, j, inner, b), d.Size()))
+			better := k.Reg(ptx.Pred)
+			cmp := map[bool]string{true: "gt", false: "lt"}[isMax]
+			if d.float() {
+				cmp += "u" // or unordered: v is NaN
+			}
+			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), better, v, bestV)
+			k.Op("selp.u64 %s, %s, %s, %s", best, j, best, better)
+			k.Op("selp.%s %s, %s, %s, %s", d.reg(), bestV, v, bestV, better)
+		})
+		k.Place(done)
+		at := k.Reg(ptx.U64)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner, b)
+		store(k, S64, k.Addr(o, at, 8), best)
+	})
+	return k
+}

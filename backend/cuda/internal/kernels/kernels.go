@@ -77,6 +77,7 @@ func Families() []Family {
 		{Name: "reduce", Kernels: reduceKernels()},
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "index", Kernels: indexKernels()},
+		{Name: "along", Kernels: alongKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams

@@ -1,0 +1,74 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// TakeAlongAxis, PutAlongAxisAdd and ArgMaxMin (ops/sort.go).
+
+func init() {
+	for _, d := range kernels.All {
+		eager.RegisterKernel("TakeAlongAxis", device.GPU, tensorType(d), takeAlong)
+	}
+	for _, d := range kernels.Numeric {
+		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
+		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))
+	}
+}
+
+// alongArgs are (outer, n, K, inner) of x split at axis, K the indices'
+// size there.
+func alongArgs(args *cu.Args, x, idx *tensor.Tensor, axis int) *cu.Args {
+	outer, n, inner := split(x.Shape(), axis)
+	return args.U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.Dim(axis))).U64(uint64(inner))
+}
+
+func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
+	x, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
+	axis := c.Attrs.(ops.AxisAttrs).Axis
+	move.CheckIndexRange(c, 1, x.Dim(axis))
+	if out.NumElements() == 0 {
+		return
+	}
+	name := kernels.Name("take_along", width(x.DType()), string(kernelType(idx.DType())))
+	check(c, gpu(c).launch("along", name, out.NumElements(), alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)), x, idx, axis)))
+}
+
+func putAlongAdd(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+		axis := c.Attrs.(ops.AxisAttrs).Axis
+		move.CheckIndexRange(c, 1, base.Dim(axis))
+		if out.NumElements() == 0 {
+			return
+		}
+		check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, base.Buffer(), 0, []int{1}, []int{base.NumElements()}, base.DType().Size()))
+		if upd.NumElements() == 0 {
+			return
+		}
+		outer, _, inner := split(base.Shape(), axis)
+		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
+		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)), base, idx, axis)))
+	}
+}
+
+func argExtreme(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, a, out := c.Inputs[0], c.Attrs.(ops.SortAttrs), outs[0]
+		if out.NumElements() == 0 {
+			return
+		}
+		outer, n, inner := split(x.Shape(), a.Axis)
+		name := kernels.Name("arg_min", string(d))
+		if a.Descending {
+			name = kernels.Name("arg_max", string(d))
+		}
+		check(c, gpu(c).launch("along", name, outer*inner, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner))))
+	}
+}
