@@ -83,15 +83,8 @@ func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old,
 	if elem == "b8" || elem == string(U8) {
 		mem = ptx.U8
 	}
-	cols := k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", cols, outer, inner)
-	k.GridStride(cols, func(c ptx.Reg) {
-		oi, b, zero, one := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", oi, c, inner)
-		k.Op("rem.u64 %s, %s, %s", b, c, inner)
-		k.Op("mov.u64 %s, 0", zero)
-		k.Op("mov.u64 %s, 1", one)
-		k.Loop(zero, nj, one, func(j ptx.Reg) {
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		upTo(k, nj, func(j ptx.Reg) {
 			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, j), inner, b), mem.Size())
 			upd := k.Reg(t)
 			k.Op("ld.global.%s %s, [%s]", mem, upd, k.Addr(u, slot(k, oi, nj, j, inner, b), mem.Size()))
