@@ -10,7 +10,8 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// TakeAlongAxis, PutAlongAxisAdd and ArgMaxMin (ops/sort.go).
+// TakeAlongAxis, PutAlongAxisAdd and ArgMaxMin (ops/sort.go), Cumsum
+// (ops/cumsum.go).
 
 func init() {
 	for _, d := range kernels.All {
@@ -19,6 +20,7 @@ func init() {
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
 		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))
+		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumsum(d))
 	}
 }
 
@@ -70,5 +72,24 @@ func argExtreme(d kernels.DType) eager.Kernel {
 			name = kernels.Name("arg_max", string(d))
 		}
 		check(c, gpu(c).launch("along", name, outer*inner, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner))))
+	}
+}
+
+func cumsum(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, a, out := c.Inputs[0], c.Attrs.(ops.CumsumAttrs), outs[0]
+		if out.NumElements() == 0 {
+			return
+		}
+		outer, n, inner := split(x.Shape(), a.Axis)
+		flag := func(b bool) uint64 {
+			if b {
+				return 1
+			}
+			return 0
+		}
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).
+			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
+		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
 	}
 }

@@ -188,7 +188,7 @@ func TestGatherScatterOnGPU(t *testing.T) {
 	}
 }
 
-// TakeAlongAxis, its adjoint and ArgMax/ArgMin along each axis agree with
+// TakeAlongAxis, its adjoint, ArgMax/ArgMin and Cumsum along each axis agree with
 // the CPU, ties taking the first and NaN counting as the extreme.
 func TestAlongAxisOnGPU(t *testing.T) {
 	d := testGPU(t)
@@ -204,6 +204,10 @@ func TestAlongAxisOnGPU(t *testing.T) {
 			agree(t, "TakeAlongAxis "+what, ops.TakeAlongAxis(onGPU(t, d, x), onGPU(t, d, idx), axis), ops.TakeAlongAxis(x, idx, axis))
 			agree(t, "ArgMax "+what, ops.ArgMax(onGPU(t, d, x), axis), ops.ArgMax(x, axis))
 			agree(t, "ArgMin "+what, ops.ArgMin(onGPU(t, d, x), axis), ops.ArgMin(x, axis))
+			for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				agree(t, fmt.Sprintf("Cumsum %s exclusive, reverse %v", what, flags),
+					ops.Cumsum(onGPU(t, d, x), axis, flags[0], flags[1]), ops.Cumsum(x, axis, flags[0], flags[1]))
+			}
 			// The adjoint, through TakeAlongAxis's gradient.
 			grad := func(x, idx, upd *tensor.Tensor) *tensor.Tensor {
 				tp := tape.New()

@@ -119,7 +119,7 @@ func alongKernels() []*ptx.Kernel {
 		}
 	}
 	for _, d := range Numeric {
-		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false))
+		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false), cumsumKernel(d))
 	}
 	return out
 }
@@ -218,6 +218,37 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 		at := k.Reg(ptx.U64)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner, b)
 		store(k, S64, k.Addr(o, at, 8), best)
+	})
+	return k
+}
+
+// cumsum_<dtype> (out, x, outer, n, inner, reverse, exclusive): running
+// sums along n, a thread per (o, b) column in order (from the end when
+// reverse is 1; leaving each element out of its own sum when exclusive is
+// 1), as the CPU sums them.
+func cumsumKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("cumsum", string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	reverse, exclusive := k.Param("reverse", ptx.U64), k.Param("exclusive", ptx.U64)
+	rev, exc := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", rev, reverse)
+	k.Op("setp.ne.u64 %s, %s, 0", exc, exclusive)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		acc := k.Reg(d.reg())
+		mov(k, d, acc, ptx.Imm(d.reg(), 0))
+		upTo(k, n, func(step ptx.Reg) {
+			j, back := k.Reg(ptx.U64), k.Reg(ptx.U64)
+			k.Op("sub.s64 %s, %s, %s", back, n, step)
+			k.Op("sub.s64 %s, %s, 1", back, back)
+			k.Op("selp.u64 %s, %s, %s, %s", j, back, step, rev)
+			at := slot(k, oi, n, j, inner, b)
+			next := binaryOp(k, "add", d, acc, load(k, d, k.Addr(x, at, d.Size())))
+			v := k.Reg(d.reg())
+			k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, acc, next, exc)
+			store(k, d, k.Addr(o, at, d.Size()), v)
+			mov(k, d, acc, next)
+		})
 	})
 	return k
 }
