@@ -37,7 +37,6 @@ var pending = map[string][]tensor.DType{
 	"ArgSort": nil,
 	"Conv2DGemm": nil, "Conv2DGemmBackpropFilter": nil, "Conv2DGemmBackpropInput": nil,
 	"ExtractPatches": nil, "ScatterPatches": nil, "ReduceWindow": nil, "SelectAndScatter": nil, "SelectAndGather": nil,
-	"MatMul": {tensor.Int32, tensor.Int64, tensor.Uint8},
 }
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU

@@ -54,7 +54,7 @@ func onHost(t testing.TB, x *tensor.Tensor) *tensor.Tensor {
 func TestMatMulOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(7)
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8} {
 		for _, shapes := range [][2][]int{{{5, 3}, {3, 4}}, {{2, 5, 3}, {2, 3, 4}}, {{2, 5, 3}, {3, 4}}, {{5, 3}, {2, 3, 4}}, {{1, 7}, {7, 1}}} {
 			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				sa, sb := append([]int(nil), shapes[0]...), append([]int(nil), shapes[1]...)
@@ -64,7 +64,8 @@ func TestMatMulOnGPU(t *testing.T) {
 				if tr[1] {
 					sb[len(sb)-1], sb[len(sb)-2] = sb[len(sb)-2], sb[len(sb)-1]
 				}
-				a, b := tensor.RandNormal(r, dt, sa...), tensor.RandNormal(r, dt, sb...)
+				a := ops.Cast(tensor.RandUniform(r, tensor.Float64, -5, 5, sa...), dt)
+				b := ops.Cast(tensor.RandUniform(r, tensor.Float64, -5, 5, sb...), dt)
 				what := fmt.Sprintf("%v %v·%v transposes %v", dt, sa, sb, tr)
 				want := ops.MatMulT(a, b, tr[0], tr[1])
 				got := ops.MatMulT(onGPU(t, d, a), onGPU(t, d, b), tr[0], tr[1])

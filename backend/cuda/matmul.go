@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -10,11 +11,41 @@ import (
 
 // MatMul (ops/matmul.go) in float32 and float64 through cuBLAS: one
 // strided batched GEMM per call, a rank-2 operand shared across the batch
-// by a batch stride of 0. Integer MatMul has no GPU kernel yet.
+// by a batch stride of 0. Integers by a kernel of the matmul family (a
+// thread per output element; wrapping as the CPU's).
 
 func init() {
 	eager.RegisterKernel("MatMul", device.GPU, tensor.Float32, matmul(cu.Float32))
 	eager.RegisterKernel("MatMul", device.GPU, tensor.Float64, matmul(cu.Float64))
+	for _, d := range []kernels.DType{kernels.S32, kernels.S64, kernels.U8} {
+		eager.RegisterKernel("MatMul", device.GPU, tensorType(d), intMatmul(d))
+	}
+}
+
+func intMatmul(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a, b, out, at := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.MatMulAttrs)
+		m, k, n := at.Dims(a.Shape(), b.Shape())
+		if out.NumElements() == 0 {
+			return
+		}
+		sa, sb := uint64(m*k), uint64(k*n)
+		if a.Rank() == 2 {
+			sa = 0
+		}
+		if b.Rank() == 2 {
+			sb = 0
+		}
+		flag := func(t bool) uint64 {
+			if t {
+				return 1
+			}
+			return 0
+		}
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(out.NumElements() / (m * n))).
+			U64(uint64(m)).U64(uint64(k)).U64(uint64(n)).U64(sa).U64(sb).U64(flag(at.TransposeA)).U64(flag(at.TransposeB))
+		check(c, gpu(c).launch("matmul", kernels.Name("matmul", string(d)), out.NumElements(), args))
+	}
 }
 
 // SetTF32 lets float32 MatMul on d run on the TF32 tensor cores (inputs

@@ -78,6 +78,7 @@ func Families() []Family {
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
+		{Name: "matmul", Kernels: matmulKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams
