@@ -82,12 +82,6 @@ func cumsum(d kernels.DType) eager.Kernel {
 			return
 		}
 		outer, n, inner := split(x.Shape(), a.Axis)
-		flag := func(b bool) uint64 {
-			if b {
-				return 1
-			}
-			return 0
-		}
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
 		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))

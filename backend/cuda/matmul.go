@@ -36,12 +36,6 @@ func intMatmul(d kernels.DType) eager.Kernel {
 		if b.Rank() == 2 {
 			sb = 0
 		}
-		flag := func(t bool) uint64 {
-			if t {
-				return 1
-			}
-			return 0
-		}
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(out.NumElements() / (m * n))).
 			U64(uint64(m)).U64(uint64(k)).U64(uint64(n)).U64(sa).U64(sb).U64(flag(at.TransposeA)).U64(flag(at.TransposeB))
 		check(c, gpu(c).launch("matmul", kernels.Name("matmul", string(d)), out.NumElements(), args))

@@ -68,6 +68,14 @@ func kernelType(dt tensor.DType) kernels.DType {
 		tensor.Int32: kernels.S32, tensor.Int64: kernels.S64, tensor.Uint8: kernels.U8, tensor.Bool: kernels.Bool}[dt]
 }
 
+// flag is a kernel's boolean argument: 1 or 0.
+func flag(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // gpu is the call's device.
 func gpu(c *eager.Call) *Device { return c.Device.(*Device) }
 
