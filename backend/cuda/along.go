@@ -10,7 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// TakeAlongAxis, PutAlongAxisAdd and ArgMaxMin (ops/sort.go), Cumsum
+// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin and ArgSort (ops/sort.go), Cumsum
 // (ops/cumsum.go).
 
 func init() {
@@ -21,6 +21,7 @@ func init() {
 		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
 		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))
 		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumsum(d))
+		eager.RegisterKernel("ArgSort", device.GPU, tensorType(d), argsort(d))
 	}
 }
 
@@ -85,5 +86,22 @@ func cumsum(d kernels.DType) eager.Kernel {
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
 		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
+	}
+}
+
+func argsort(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, a, out := c.Inputs[0], c.Attrs.(ops.SortAttrs), outs[0]
+		if out.NumElements() == 0 {
+			return
+		}
+		tmp, err := tensor.Empty(c.Device, tensor.Int64, out.Shape())
+		if err != nil {
+			c.Fail(err, "the sort's scratch of %v", out.Shape())
+		}
+		defer tmp.Release()
+		outer, n, inner := split(x.Shape(), a.Axis)
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).U64(flag(a.Descending))
+		check(c, gpu(c).launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
 	}
 }

@@ -34,7 +34,6 @@ func testGPU(t testing.TB) *Device {
 // pending is what the GPU does not run yet (conformance.Pending): the
 // table expects ErrNoKernel there and fails if one of these runs.
 var pending = map[string][]tensor.DType{
-	"ArgSort":    nil,
 	"Conv2DGemm": nil, "Conv2DGemmBackpropFilter": nil, "Conv2DGemmBackpropInput": nil,
 	"ExtractPatches": nil, "ScatterPatches": nil, "ReduceWindow": nil, "SelectAndScatter": nil, "SelectAndGather": nil,
 }

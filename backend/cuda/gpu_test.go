@@ -189,7 +189,7 @@ func TestGatherScatterOnGPU(t *testing.T) {
 	}
 }
 
-// TakeAlongAxis, its adjoint, ArgMax/ArgMin and Cumsum along each axis agree with
+// TakeAlongAxis, its adjoint, ArgMax/ArgMin, ArgSort and Cumsum along each axis agree with
 // the CPU, ties taking the first and NaN counting as the extreme.
 func TestAlongAxisOnGPU(t *testing.T) {
 	d := testGPU(t)
@@ -205,6 +205,9 @@ func TestAlongAxisOnGPU(t *testing.T) {
 			agree(t, "TakeAlongAxis "+what, ops.TakeAlongAxis(onGPU(t, d, x), onGPU(t, d, idx), axis), ops.TakeAlongAxis(x, idx, axis))
 			agree(t, "ArgMax "+what, ops.ArgMax(onGPU(t, d, x), axis), ops.ArgMax(x, axis))
 			agree(t, "ArgMin "+what, ops.ArgMin(onGPU(t, d, x), axis), ops.ArgMin(x, axis))
+			for _, desc := range []bool{false, true} {
+				agree(t, fmt.Sprintf("ArgSort %s descending %v", what, desc), ops.ArgSort(onGPU(t, d, x), axis, desc), ops.ArgSort(x, axis, desc))
+			}
 			for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				agree(t, fmt.Sprintf("Cumsum %s exclusive, reverse %v", what, flags),
 					ops.Cumsum(onGPU(t, d, x), axis, flags[0], flags[1]), ops.Cumsum(x, axis, flags[0], flags[1]))
@@ -223,4 +226,9 @@ func TestAlongAxisOnGPU(t *testing.T) {
 	nan := tensor.FromSlice([]float32{1, float32(math.NaN()), 3, float32(math.NaN())}, 4)
 	agree(t, "ArgMax with NaN", ops.ArgMax(onGPU(t, d, nan), 0), ops.ArgMax(nan, 0))
 	agree(t, "ArgMin with NaN", ops.ArgMin(onGPU(t, d, nan), 0), ops.ArgMin(nan, 0))
+	long := tensor.RandNormal(r, tensor.Float64, 2, 37)
+	long = ops.Select(ops.Gt(long, ops.ScalarLike(long, 1)), ops.FullLike(long, math.NaN()), long)
+	for _, desc := range []bool{false, true} {
+		agree(t, "ArgSort with NaN", ops.ArgSort(onGPU(t, d, long), 1, desc), ops.ArgSort(long, 1, desc))
+	}
 }

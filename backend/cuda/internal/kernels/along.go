@@ -1,0 +1,257 @@
+package kernels
+
+import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+
+// Along-axis kernels index each element separately, x viewed as [outer,
+// n, inner] and the indices as [outer, K, inner]:
+//
+//   - take_along_<width>_<index dtype> (out, x, idx, outer, n, K, inner):
+//     out[o,k,b] = x[o, idx[o,k,b], b], a thread per output element.
+//   - put_along_add_<dtype>_<index dtype> (out, idx, upd, outer, n, K,
+//     inner), out holding base: out[o, idx[o,k,b], b] += upd[o,k,b], a
+//     thread per (o, b) in k order.
+//   - arg_max_<dtype>, arg_min_<dtype> (out, x, outer, n, inner): the first
+//     extreme along n as int64, a NaN counting as the extreme (NumPy's
+//     rule, as the CPU), a thread per (o, b).
+
+func alongKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, id := range []DType{S32, S64} {
+		for _, ct := range copyTypes {
+			out = append(out, takeAlongKernel(ct.name, ct.t, id))
+		}
+		for _, d := range Numeric {
+			out = append(out, putAlongAddKernel(d, id))
+		}
+	}
+	for _, d := range Numeric {
+		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false), cumsumKernel(d), argsortKernel(d))
+	}
+	return out
+}
+
+// alongParams declares (outer, n, K, inner).
+func alongParams(k *ptx.Kernel) (outer, n, nk, inner ptx.Reg) {
+	return k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("K", ptx.U64), k.Param("inner", ptx.U64)
+}
+
+// columns runs body for each (o, b) of [outer, inner], a thread each.
+func columns(k *ptx.Kernel, outer, inner ptx.Reg, body func(o, b ptx.Reg)) {
+	cols := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", cols, outer, inner)
+	k.GridStride(cols, func(c ptx.Reg) {
+		o, b := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("div.u64 %s, %s, %s", o, c, inner)
+		k.Op("rem.u64 %s, %s, %s", b, c, inner)
+		body(o, b)
+	})
+}
+
+// upTo runs body for j = 0 .. n-1 in order.
+func upTo(k *ptx.Kernel, n ptx.Reg, body func(j ptx.Reg)) {
+	zero, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", zero)
+	k.Op("mov.u64 %s, 1", one)
+	k.Loop(zero, n, one, body)
+}
+
+func takeAlongKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("take_along", width, string(id)))
+	o, x, idx := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx")
+	outer, n, nk, inner := alongParams(k)
+	total := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", total, outer, nk)
+	k.Op("mul.lo.s64 %s, %s, %s", total, total, inner)
+	k.GridStride(total, func(e ptx.Reg) {
+		oi, b, per := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", per, nk, inner)
+		k.Op("div.u64 %s, %s, %s", oi, e, per)
+		k.Op("rem.u64 %s, %s, %s", b, e, inner)
+		src := slot(k, oi, n, indexAt(k, idx, id, e), inner, b)
+		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(x, src, t.Size())))
+	})
+	return k
+}
+
+func putAlongAddKernel(d, id DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("put_along_add", string(d), string(id)))
+	o, idx, u := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd")
+	outer, n, nk, inner := alongParams(k)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		upTo(k, nk, func(j ptx.Reg) {
+			at := slot(k, oi, nk, j, inner, b)
+			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, at), inner, b), d.Size())
+			sum := binaryOp(k, "add", d, load(k, d, dst), load(k, d, k.Addr(u, at, d.Size())))
+			store(k, d, dst, sum)
+		})
+	})
+	return k
+}
+
+func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
+	name := "arg_min"
+	if isMax {
+		name = "arg_max"
+	}
+	k := ptx.NewKernel(Name(name, string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		zero := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 0", zero)
+		best, bestV := k.Reg(ptx.U64), load(k, d, k.Addr(x, slot(k, oi, n, zero, inner, b), d.Size()))
+		k.Op("mov.u64 %s, 0", best)
+		one := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 1", one)
+		done := k.Label("arg_done")
+		k.Loop(one, n, one, func(j ptx.Reg) {
+			if d.float() { // the best is NaN: nothing beats it
+				p := k.Reg(ptx.Pred)
+				k.Op("setp.nan.%s %s, %s, %s", d.reg(), p, bestV, bestV)
+				k.Op("@%s bra %s", p, done)
+			}
+			v := load(k, d, k.Addr(x, slot(k, oi, n, j, inner, b), d.Size()))
+			better := k.Reg(ptx.Pred)
+			cmp := map[bool]string{true: "gt", false: "lt"}[isMax]
+			if d.float() {
+				cmp += "u" // or unordered: v is NaN
+			}
+			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), better, v, bestV)
+			k.Op("selp.u64 %s, %s, %s, %s", best, j, best, better)
+			k.Op("selp.%s %s, %s, %s, %s", d.reg(), bestV, v, bestV, better)
+		})
+		k.Place(done)
+		at := k.Reg(ptx.U64)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner, b)
+		store(k, S64, k.Addr(o, at, 8), best)
+	})
+	return k
+}
+
+// cumsum_<dtype> (out, x, outer, n, inner, reverse, exclusive): running
+// sums along n, a thread per (o, b) column in order (from the end when
+// reverse is 1; leaving each element out of its own sum when exclusive is
+// 1), as the CPU sums them.
+func cumsumKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("cumsum", string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	reverse, exclusive := k.Param("reverse", ptx.U64), k.Param("exclusive", ptx.U64)
+	rev, exc := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", rev, reverse)
+	k.Op("setp.ne.u64 %s, %s, 0", exc, exclusive)
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		acc := k.Reg(d.reg())
+		mov(k, d, acc, ptx.Imm(d.reg(), 0))
+		upTo(k, n, func(step ptx.Reg) {
+			j, back := k.Reg(ptx.U64), k.Reg(ptx.U64)
+			k.Op("sub.s64 %s, %s, %s", back, n, step)
+			k.Op("sub.s64 %s, %s, 1", back, back)
+			k.Op("selp.u64 %s, %s, %s, %s", j, back, step, rev)
+			at := slot(k, oi, n, j, inner, b)
+			next := binaryOp(k, "add", d, acc, load(k, d, k.Addr(x, at, d.Size())))
+			v := k.Reg(d.reg())
+			k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, acc, next, exc)
+			store(k, d, k.Addr(o, at, d.Size()), v)
+			mov(k, d, acc, next)
+		})
+	})
+	return k
+}
+
+// argsort_<dtype> (out, tmp, x, outer, n, inner, desc): the stable
+// permutation sorting each column along n, NaN last either way (as the
+// CPU); a thread per (o, b) column runs a bottom-up merge sort between out
+// and tmp (int64, the output's shape), ending in out.
+func argsortKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("argsort", string(d)))
+	out, tmp, x := k.ParamPtr("out"), k.ParamPtr("tmp"), k.ParamPtr("x")
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	desc := k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", desc, k.Param("desc", ptx.U64))
+	u64 := func() ptx.Reg { return k.Reg(ptx.U64) }
+	columns(k, outer, inner, func(oi, b ptx.Reg) {
+		at := func(arr, j ptx.Reg) ptx.Reg { return k.Addr(arr, slot(k, oi, n, j, inner, b), 8) }
+		value := func(arr, j ptx.Reg) ptx.Reg {
+			return load(k, d, k.Addr(x, slot(k, oi, n, k.Load(ptx.U64, at(arr, j)), inner, b), d.Size()))
+		}
+		upTo(k, n, func(j ptx.Reg) { k.Store(ptx.U64, at(out, j), j) })
+		src, dst, width, last := u64(), u64(), u64(), u64()
+		k.Op("mov.u64 %s, %s", src, out)
+		k.Op("mov.u64 %s, %s", dst, tmp)
+		k.Op("mov.u64 %s, 1", width)
+		k.Op("sub.s64 %s, %s, 1", last, n)
+		p := k.Reg(ptx.Pred)
+		pass, passDone := k.Label("pass"), k.Label("pass_done")
+		k.Place(pass)
+		k.Op("setp.ge.u64 %s, %s, %s", p, width, n)
+		k.Op("@%s bra %s", p, passDone)
+		zero, span := u64(), u64()
+		k.Op("mov.u64 %s, 0", zero)
+		k.Op("add.s64 %s, %s, %s", span, width, width)
+		k.Loop(zero, n, span, func(lo ptx.Reg) {
+			mid, hi, i, j := u64(), u64(), u64(), u64()
+			k.Op("add.s64 %s, %s, %s", mid, lo, width)
+			k.Op("min.u64 %s, %s, %s", mid, mid, n)
+			k.Op("add.s64 %s, %s, %s", hi, lo, span)
+			k.Op("min.u64 %s, %s, %s", hi, hi, n)
+			k.Op("mov.u64 %s, %s", i, lo)
+			k.Op("mov.u64 %s, %s", j, mid)
+			one := u64()
+			k.Op("mov.u64 %s, 1", one)
+			k.Loop(lo, hi, one, func(q ptx.Reg) {
+				ic, jc := u64(), u64()
+				k.Op("min.u64 %s, %s, %s", ic, i, last)
+				k.Op("min.u64 %s, %s, %s", jc, j, last)
+				right := sortsBefore(k, d, desc, value(src, jc), value(src, ic))
+				leftDone, rightLeft := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+				k.Op("setp.ge.u64 %s, %s, %s", leftDone, i, mid)
+				k.Op("or.pred %s, %s, %s", right, right, leftDone)
+				k.Op("setp.lt.u64 %s, %s, %s", rightLeft, j, hi)
+				k.Op("and.pred %s, %s, %s", right, right, rightLeft)
+				from := u64()
+				k.Op("selp.u64 %s, %s, %s, %s", from, jc, ic, right)
+				k.Store(ptx.U64, at(dst, q), k.Load(ptx.U64, at(src, from)))
+				k.Op("@%s add.s64 %s, %s, 1", right, j, j)
+				k.Op("@!%s add.s64 %s, %s, 1", right, i, i)
+			})
+		})
+		swap := u64()
+		k.Op("mov.u64 %s, %s", swap, src)
+		k.Op("mov.u64 %s, %s", src, dst)
+		k.Op("mov.u64 %s, %s", dst, swap)
+		k.Op("add.s64 %s, %s, %s", width, width, width)
+		k.Op("bra.uni %s", pass)
+		k.Place(passDone)
+		// The sorted run is in src: copy it to out when that is tmp.
+		done := k.Label("sorted")
+		k.Op("setp.eq.u64 %s, %s, %s", p, src, out)
+		k.Op("@%s bra %s", p, done)
+		upTo(k, n, func(j ptx.Reg) { k.Store(ptx.U64, at(out, j), k.Load(ptx.U64, at(tmp, j))) })
+		k.Place(done)
+	})
+	return k
+}
+
+// sortsBefore is the predicate "a sorts strictly before b": a is not NaN
+// and b is NaN or a < b (a > b when desc).
+func sortsBefore(k *ptx.Kernel, d DType, desc, a, b ptx.Reg) ptx.Reg {
+	lt, gt, r := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	ct := cmpType(d)
+	if d.float() {
+		// ltu/gtu: true when b is NaN; a NaN is then excluded below.
+		k.Op("setp.ltu.%s %s, %s, %s", ct, lt, a, b)
+		k.Op("setp.gtu.%s %s, %s, %s", ct, gt, a, b)
+	} else {
+		k.Op("setp.lt.%s %s, %s, %s", ct, lt, a, b)
+		k.Op("setp.gt.%s %s, %s, %s", ct, gt, a, b)
+	}
+	k.Op("mov.pred %s, %s", r, lt)
+	k.Op("@%s mov.pred %s, %s", desc, r, gt)
+	if d.float() {
+		an := k.Reg(ptx.Pred)
+		k.Op("setp.num.%s %s, %s, %s", ct, an, a, a)
+		k.Op("and.pred %s, %s, %s", r, r, an)
+	}
+	return r
+}
