@@ -29,15 +29,21 @@
 // code written out in PTX, within a few ulps of Go's math; float32
 // computed in float64 and rounded once), reductions (deterministic: the
 // order of every sum is fixed by the shapes), softmax, log-softmax and the
-// sparse cross-entropy, and the layout ops through the device's strided
-// copy (package backend/move). MatMul in float32 and float64 is one cuBLAS
-// strided batched GEMM (TF32 by Device.SetTF32).
+// sparse cross-entropy, gather/scatter and the along-axis ops (no atomics:
+// repeated indices combine in order), arg-extremes, a stable argsort,
+// cumulative sums, integer MatMul, and the layout ops through the device's
+// strided copy (package backend/move). MatMul in float32 and float64 is
+// one cuBLAS strided batched GEMM (TF32 by Device.SetTF32). Ops that check
+// index values (gather, scatter, the sparse cross-entropy) read the
+// indices on the host first, which waits for the stream.
 //
 // Not yet on the GPU (they fail with tensor.ErrNoKernel there, as
 // conformance_test.go lists): convolutions and pooling with their
-// gradients, gather/scatter, cumulative sums, sorting and arg-reductions,
-// integer MatMul, the RNG. The path has been tested on the emulator only:
-// it is not yet confirmed on NVIDIA hardware.
+// gradients (ExtractPatches, ScatterPatches, Conv2DGemm and its
+// backprops, ReduceWindow, SelectAndScatter, SelectAndGather), the RNG,
+// and fused kernels for traced elementwise chains (a traced graph runs
+// node by node there). The path has been tested on the emulator only: it
+// is not yet confirmed on NVIDIA hardware.
 package cuda
 
 //go:generate go run ./internal/ptxgen -out ptx
