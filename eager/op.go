@@ -172,18 +172,31 @@ func tableLocked(name string) *kernelTable {
 	return t
 }
 
+// updateKernels applies fn to a copy of the kernel set of the op named op
+// and installs it.
+func updateKernels(op string, fn func(s *kernelSet)) {
+	registry.Lock()
+	t := tableLocked(op)
+	registry.Unlock()
+	t.update(fn)
+}
+
 // update applies fn to a copy of t's set and installs it.
-func (t *kernelTable) update(kind device.Kind, fn func(s *kernelSet)) {
+func (t *kernelTable) update(fn func(s *kernelSet)) {
 	old := t.cur.Load()
 	s := &kernelSet{byKind: slices.Clone(old.byKind), portable: old.portable, elementwise: slices.Clone(old.elementwise)}
+	fn(s)
+	t.cur.Store(s)
+}
+
+// grow gives s a slot for devices of kind.
+func (s *kernelSet) grow(kind device.Kind) {
 	for len(s.byKind) <= int(kind) {
 		s.byKind = append(s.byKind, [tensor.NumDTypes]Kernel{})
 	}
 	for len(s.elementwise) <= int(kind) {
 		s.elementwise = append(s.elementwise, nil)
 	}
-	fn(s)
-	t.cur.Store(s)
 }
 
 // RegisterKernel registers k as the kernel of the op named op for devices
@@ -191,10 +204,7 @@ func (t *kernelTable) update(kind device.Kind, fn func(s *kernelSet)) {
 // init functions; it may run before or after the op's declaration is
 // registered. A second registration for the same triple replaces the first.
 func RegisterKernel(op string, kind device.Kind, dt tensor.DType, k Kernel) {
-	registry.Lock()
-	t := tableLocked(op)
-	registry.Unlock()
-	t.update(kind, func(s *kernelSet) { s.byKind[kind][dt] = k })
+	updateKernels(op, func(s *kernelSet) { s.grow(kind); s.byKind[kind][dt] = k })
 }
 
 // RegisterPortable registers k as the kernel of the op named op for
@@ -202,10 +212,7 @@ func RegisterKernel(op string, kind device.Kind, dt tensor.DType, k Kernel) {
 // through the device interface (Copy, Fill, the host copies), so any
 // device runs it. A kernel registered for a kind takes precedence there.
 func RegisterPortable(op string, dt tensor.DType, k Kernel) {
-	registry.Lock()
-	t := tableLocked(op)
-	registry.Unlock()
-	t.update(device.CPU, func(s *kernelSet) { s.portable[dt] = k })
+	updateKernels(op, func(s *kernelSet) { s.portable[dt] = k })
 }
 
 // RegisterElementwise registers the float32 loops of the elementwise op
@@ -213,10 +220,7 @@ func RegisterPortable(op string, dt tensor.DType, k Kernel) {
 // of such ops as one pass over blocks of the output instead of one kernel
 // call (and one buffer) per op.
 func RegisterElementwise(op string, kind device.Kind, loops *ElementwiseF32) {
-	registry.Lock()
-	t := tableLocked(op)
-	registry.Unlock()
-	t.update(kind, func(s *kernelSet) { s.elementwise[kind] = loops })
+	updateKernels(op, func(s *kernelSet) { s.grow(kind); s.elementwise[kind] = loops })
 }
 
 // AttachKernel gives op, which must not be registered, a kernel of its
@@ -230,7 +234,7 @@ func (op *Op) AttachKernel(kind device.Kind, dt tensor.DType, k Kernel) {
 		op.kernels = &kernelTable{}
 		op.kernels.cur.Store(&kernelSet{})
 	}
-	op.kernels.update(kind, func(s *kernelSet) { s.byKind[kind][dt] = k })
+	op.kernels.update(func(s *kernelSet) { s.grow(kind); s.byKind[kind][dt] = k })
 }
 
 // Kernel returns the kernel for (device kind, key dtype), or nil.

@@ -12,7 +12,7 @@ import (
 func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
-	outer, n, inner := blocks(base.Shape(), axis)
+	outer, n, inner := move.Split(base.Shape(), axis)
 	ov, uv := data[T](outs[0]), data[T](upd)
 	copy(ov, data[T](base))
 	for o := 0; o < outer; o++ {
@@ -38,7 +38,7 @@ func init() {
 
 func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 	p, idx := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(ops.AxisAttrs).Axis))
-	outer, n, inner := blocks(p.Shape(), c.Attrs.(ops.AxisAttrs).Axis)
+	outer, n, inner := move.Split(p.Shape(), c.Attrs.(ops.AxisAttrs).Axis)
 	size := p.DType().Size() * inner
 	pb, ob := p.HostBytes(), outs[0].HostBytes()
 	for o := 0; o < outer; o++ {
@@ -52,7 +52,7 @@ func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
-	outer, n, inner := blocks(base.Shape(), axis)
+	outer, n, inner := move.Split(base.Shape(), axis)
 	size := base.DType().Size() * inner
 	ob, ub := outs[0].HostBytes(), upd.HostBytes()
 	copy(ob, base.HostBytes())

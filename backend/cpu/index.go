@@ -17,8 +17,3 @@ func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {
 	}
 	return func(dst []byte, di int, src []byte, si int) { dst[di] = src[si] }
 }
-
-// blocks returns (outer, n, inner) for a shape split at axis.
-func blocks(s tensor.Shape, axis int) (outer, n, inner int) {
-	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
-}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -110,31 +111,9 @@ func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
-// labelIDs returns labels' values as int64, checking that they index
-// classes classes.
-func labelIDs(c *eager.Call, labels *tensor.Tensor, classes int) []int64 {
-	var ids []int64
-	switch labels.DType() {
-	case tensor.Int32:
-		for _, v := range tensor.ToSlice[int32](labels) {
-			ids = append(ids, int64(v))
-		}
-	case tensor.Int64:
-		ids = tensor.ToSlice[int64](labels)
-	default:
-		c.Fail(tensor.ErrDType, "labels must be int32 or int64, got %v", labels.DType())
-	}
-	for i, v := range ids {
-		if v < 0 || v >= int64(classes) {
-			c.Fail(tensor.ErrIndex, "label %d at row %d is outside [0, %d)", v, i, classes)
-		}
-	}
-	return ids
-}
-
 func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	x, classes := c.Inputs[0], c.Inputs[0].Dim(1)
-	ids := labelIDs(c, c.Inputs[1], classes)
+	ids := move.CheckLabels(c, 1, classes)
 	xv, ov := data[T](x), data[T](outs[0])
 	deviceOf(c).Parallel(len(ov), expCost32*float64(classes), func(lo, hi int) {
 		var buf [lseBlock]float32

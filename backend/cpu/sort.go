@@ -28,7 +28,7 @@ func compareNaNLast[T tensor.Num](a, b T) int {
 
 // lines calls fn for every line along axis with its element offsets.
 func lines(shape tensor.Shape, axis int, fn func(at func(k int) int)) {
-	outer, n, inner := blocks(shape, axis)
+	outer, n, inner := move.Split(shape, axis)
 	for o := 0; o < outer; o++ {
 		for i := 0; i < inner; i++ {
 			base := o*n*inner + i
@@ -91,7 +91,7 @@ func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
 	ov := data[T](outs[0])
 	copy(ov, data[T](base))
-	outer, n, inner := blocks(base.Shape(), axis)
+	outer, n, inner := move.Split(base.Shape(), axis)
 	m := c.Inputs[1].Dim(axis)
 	for o := 0; o < outer; o++ {
 		for k := 0; k < m; k++ {
@@ -124,7 +124,7 @@ func takeAlongAxisKernel(c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(ops.AxisAttrs).Axis
 	x, idx, out := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
 	mv := elemCopier(x.DType())
-	outer, n, inner := blocks(x.Shape(), axis)
+	outer, n, inner := move.Split(x.Shape(), axis)
 	m := out.Dim(axis)
 	xb, ob := x.HostBytes(), out.HostBytes()
 	for o := 0; o < outer; o++ {

@@ -28,7 +28,7 @@ func init() {
 // alongArgs are (outer, n, K, inner) of x split at axis, K the indices'
 // size there.
 func alongArgs(args *cu.Args, x, idx *tensor.Tensor, axis int) *cu.Args {
-	outer, n, inner := split(x.Shape(), axis)
+	outer, n, inner := move.Split(x.Shape(), axis)
 	return args.U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.Dim(axis))).U64(uint64(inner))
 }
 
@@ -55,7 +55,7 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 		if upd.NumElements() == 0 {
 			return
 		}
-		outer, _, inner := split(base.Shape(), axis)
+		outer, _, inner := move.Split(base.Shape(), axis)
 		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
 		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)), base, idx, axis)))
 	}
@@ -67,7 +67,7 @@ func argExtreme(d kernels.DType) eager.Kernel {
 		if out.NumElements() == 0 {
 			return
 		}
-		outer, n, inner := split(x.Shape(), a.Axis)
+		outer, n, inner := move.Split(x.Shape(), a.Axis)
 		name := kernels.Name("arg_min", string(d))
 		if a.Descending {
 			name = kernels.Name("arg_max", string(d))
@@ -82,7 +82,7 @@ func cumsum(d kernels.DType) eager.Kernel {
 		if out.NumElements() == 0 {
 			return
 		}
-		outer, n, inner := split(x.Shape(), a.Axis)
+		outer, n, inner := move.Split(x.Shape(), a.Axis)
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
 		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
@@ -100,7 +100,7 @@ func argsort(d kernels.DType) eager.Kernel {
 			c.Fail(err, "the sort's scratch of %v", out.Shape())
 		}
 		defer tmp.Release()
-		outer, n, inner := split(x.Shape(), a.Axis)
+		outer, n, inner := move.Split(x.Shape(), a.Axis)
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).U64(flag(a.Descending))
 		check(c, gpu(c).launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
 	}

@@ -26,18 +26,19 @@ func init() {
 
 // width names the kernels that move elements of dt without looking at them.
 func width(dt tensor.DType) string {
-	return map[int]string{1: "b8", 4: "b32", 8: "b64"}[dt.Size()]
-}
-
-// split is (outer, n, inner) of shape s at axis.
-func split(s tensor.Shape, axis int) (outer, n, inner int) {
-	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
+	switch dt.Size() {
+	case 1:
+		return "b8"
+	case 4:
+		return "b32"
+	}
+	return "b64"
 }
 
 func gather(c *eager.Call, outs []*tensor.Tensor) {
 	p, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
 	axis := c.Attrs.(ops.AxisAttrs).Axis
-	outer, n, inner := split(p.Shape(), axis)
+	outer, n, inner := move.Split(p.Shape(), axis)
 	move.CheckIndexRange(c, 1, n)
 	if out.NumElements() == 0 {
 		return
@@ -52,7 +53,7 @@ func scatter(kind string) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
 		axis := c.Attrs.(ops.AxisAttrs).Axis
-		outer, n, inner := split(base.Shape(), axis)
+		outer, n, inner := move.Split(base.Shape(), axis)
 		move.CheckIndexRange(c, 1, n)
 		if out.NumElements() == 0 {
 			return

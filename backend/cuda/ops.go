@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	_ "github.com/eagerflow/eagerflow/backend/move" // the layout ops' portable kernels
@@ -56,17 +58,17 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// The kernel dtypes and the tensor dtypes, in the same order.
+var (
+	kernelDTypes = []kernels.DType{kernels.F32, kernels.F64, kernels.S32, kernels.S64, kernels.U8, kernels.Bool}
+	tensorDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+)
+
 // tensorType is the tensor dtype of a kernel dtype.
-func tensorType(d kernels.DType) tensor.DType {
-	return map[kernels.DType]tensor.DType{kernels.F32: tensor.Float32, kernels.F64: tensor.Float64,
-		kernels.S32: tensor.Int32, kernels.S64: tensor.Int64, kernels.U8: tensor.Uint8, kernels.Bool: tensor.Bool}[d]
-}
+func tensorType(d kernels.DType) tensor.DType { return tensorDTypes[slices.Index(kernelDTypes, d)] }
 
 // kernelType is the kernel dtype of a tensor dtype.
-func kernelType(dt tensor.DType) kernels.DType {
-	return map[tensor.DType]kernels.DType{tensor.Float32: kernels.F32, tensor.Float64: kernels.F64,
-		tensor.Int32: kernels.S32, tensor.Int64: kernels.S64, tensor.Uint8: kernels.U8, tensor.Bool: kernels.Bool}[dt]
-}
+func kernelType(dt tensor.DType) kernels.DType { return kernelDTypes[slices.Index(tensorDTypes, dt)] }
 
 // flag is a kernel's boolean argument: 1 or 0.
 func flag(b bool) uint64 {

@@ -48,11 +48,7 @@ func sparseXent(d kernels.DType) eager.Kernel {
 		if rows == 0 {
 			return
 		}
-		for i, v := range move.IndexValues(labels) {
-			if v < 0 || v >= int64(classes) {
-				c.Fail(tensor.ErrIndex, "label %d at row %d is outside [0, %d)", v, i, classes)
-			}
-		}
+		move.CheckLabels(c, 1, classes)
 		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
 		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).U64(uint64(rows)).U64(uint64(classes)))
 	}

@@ -3,7 +3,10 @@
 // concatenations, reversals, dynamic slices), written with the device's own
 // data movement (device.Device.Copy and Fill), so that every device kind
 // runs them: they are registered as portable kernels (eager.RegisterPortable)
-// when the package is linked (backend/cpu imports it).
+// when the package is linked (both backends import it). It also holds what
+// every backend's kernels share when they work along an axis or by index:
+// Split, Permuted, IndexValues, and the index checks CheckIndexRange and
+// CheckLabels.
 package move
 
 import (
@@ -157,15 +160,32 @@ func rev(c *eager.Call, outs []*tensor.Tensor) {
 	copyBox(c, outs[0], 0, rowMajor(x.Shape()), x, off, st, x.Shape())
 }
 
+// Split is (outer, n, inner) of shape s at axis: the sizes before it, at
+// it and after it, as the kernels that work along one axis view their
+// operands.
+func Split(s tensor.Shape, axis int) (outer, n, inner int) {
+	return tensor.Shape(s[:axis]).NumElements(), s[axis], tensor.Shape(s[axis+1:]).NumElements()
+}
+
 // CheckIndexRange returns the values of the call's input i (Int32 or
 // Int64 indices, read on the host: the read waits for the device), failing
 // the call if one is outside [0, n), naming it and its position. Kernels
 // call it before they write anything.
 func CheckIndexRange(c *eager.Call, i int, n int) []int64 {
+	return checkRange(c, i, n, "index %d at position %d is outside [0, %d)")
+}
+
+// CheckLabels is CheckIndexRange for class labels, one per row: the error
+// names the label and its row.
+func CheckLabels(c *eager.Call, i int, classes int) []int64 {
+	return checkRange(c, i, classes, "label %d at row %d is outside [0, %d)")
+}
+
+func checkRange(c *eager.Call, i, n int, msg string) []int64 {
 	idx := IndexValues(c.Inputs[i])
 	for k, v := range idx {
 		if v < 0 || v >= int64(n) {
-			c.Fail(tensor.ErrIndex, "index %d at position %d is outside [0, %d)", v, k, n)
+			c.Fail(tensor.ErrIndex, msg, v, k, n)
 		}
 	}
 	return idx
