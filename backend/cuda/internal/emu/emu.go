@@ -176,22 +176,15 @@ func (c *Context) MemAlloc(n int, s cu.Stream) (cu.Ptr, error) {
 
 // MemFree frees p when s reaches the call.
 func (c *Context) MemFree(p cu.Ptr, s cu.Stream) error {
-	if err := c.enter("cuMemFreeAsync"); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream("cuMemFreeAsync", s)
-	if err != nil {
-		return err
-	}
-	if _, a := c.mem.find(uint64(p)); a == nil || a.base != uint64(p) {
-		return cu.Errorf("cuMemFreeAsync", cu.ErrorInvalidValue, "0x%x is not the start of an allocation", uint64(p))
-	}
-	st.queue = append(st.queue, func() error {
+	return c.enqueue("cuMemFreeAsync", s, func() error {
+		if _, a := c.mem.find(uint64(p)); a == nil || a.base != uint64(p) {
+			return cu.Errorf("cuMemFreeAsync", cu.ErrorInvalidValue, "0x%x is not the start of an allocation", uint64(p))
+		}
+		return nil
+	}, func() error {
 		c.mem.free(uint64(p))
 		return nil
 	})
-	return nil
 }
 
 // MemAllocHost returns n bytes of (emulated) page-locked host memory.
@@ -248,9 +241,10 @@ func (c *Context) checkRange(call string, p cu.Ptr, n int) error {
 	return nil
 }
 
-// MemcpyHtoD copies src to dst when s reaches the call.
-func (c *Context) MemcpyHtoD(dst cu.Ptr, src []byte, s cu.Stream) error {
-	const call = "cuMemcpyHtoDAsync"
+// enqueue is a stream call: in the context, on a valid stream, it runs
+// check now (the argument checks the driver makes at the call) and queues
+// op to run when s reaches it.
+func (c *Context) enqueue(call string, s cu.Stream, check, op func() error) error {
 	if err := c.enter(call); err != nil {
 		return err
 	}
@@ -259,21 +253,34 @@ func (c *Context) MemcpyHtoD(dst cu.Ptr, src []byte, s cu.Stream) error {
 	if err != nil {
 		return err
 	}
-	if err := c.checkPinned(call, src); err != nil {
+	if err := check(); err != nil {
 		return err
 	}
-	if err := c.checkRange(call, dst, len(src)); err != nil {
-		return err
-	}
-	st.queue = append(st.queue, func() error {
+	st.queue = append(st.queue, op)
+	return nil
+}
+
+// freed is the error of a queued copy whose range was freed before it ran.
+func freed(call string, err error) error {
+	return cu.Errorf(call, cu.ErrorIllegalAddress, "%v (freed before the copy ran?)", err)
+}
+
+// MemcpyHtoD copies src to dst when s reaches the call.
+func (c *Context) MemcpyHtoD(dst cu.Ptr, src []byte, s cu.Stream) error {
+	const call = "cuMemcpyHtoDAsync"
+	return c.enqueue(call, s, func() error {
+		if err := c.checkPinned(call, src); err != nil {
+			return err
+		}
+		return c.checkRange(call, dst, len(src))
+	}, func() error {
 		d, err := c.mem.slice(uint64(dst), len(src))
 		if err != nil {
-			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v (freed before the copy ran?)", err)
+			return freed(call, err)
 		}
 		copy(d, src)
 		return nil
 	})
-	return nil
 }
 
 // poison is what a copy's host destination holds until its stream is
@@ -284,79 +291,56 @@ const poison = 0xcd
 // poison bytes.
 func (c *Context) MemcpyDtoH(dst []byte, src cu.Ptr, s cu.Stream) error {
 	const call = "cuMemcpyDtoHAsync"
-	if err := c.enter(call); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream(call, s)
-	if err != nil {
-		return err
-	}
-	if err := c.checkPinned(call, dst); err != nil {
-		return err
-	}
-	if err := c.checkRange(call, src, len(dst)); err != nil {
-		return err
-	}
-	for i := range dst {
-		dst[i] = poison
-	}
-	st.queue = append(st.queue, func() error {
+	return c.enqueue(call, s, func() error {
+		if err := c.checkPinned(call, dst); err != nil {
+			return err
+		}
+		if err := c.checkRange(call, src, len(dst)); err != nil {
+			return err
+		}
+		for i := range dst {
+			dst[i] = poison
+		}
+		return nil
+	}, func() error {
 		b, err := c.mem.slice(uint64(src), len(dst))
 		if err != nil {
-			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v (freed before the copy ran?)", err)
+			return freed(call, err)
 		}
 		copy(dst, b)
 		return nil
 	})
-	return nil
 }
 
 // MemcpyDtoD copies n bytes between device ranges when s reaches the call.
 func (c *Context) MemcpyDtoD(dst, src cu.Ptr, n int, s cu.Stream) error {
 	const call = "cuMemcpyDtoDAsync"
-	if err := c.enter(call); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream(call, s)
-	if err != nil {
-		return err
-	}
-	if err := c.checkRange(call, dst, n); err != nil {
-		return err
-	}
-	if err := c.checkRange(call, src, n); err != nil {
-		return err
-	}
-	st.queue = append(st.queue, func() error {
-		d, err1 := c.mem.slice(uint64(dst), n)
-		b, err2 := c.mem.slice(uint64(src), n)
-		if err1 != nil || err2 != nil {
-			return cu.Errorf(call, cu.ErrorIllegalAddress, "a range was freed before the copy ran")
+	return c.enqueue(call, s, func() error {
+		if err := c.checkRange(call, dst, n); err != nil {
+			return err
+		}
+		return c.checkRange(call, src, n)
+	}, func() error {
+		d, err := c.mem.slice(uint64(dst), n)
+		if err != nil {
+			return freed(call, err)
+		}
+		b, err := c.mem.slice(uint64(src), n)
+		if err != nil {
+			return freed(call, err)
 		}
 		copy(d, b)
 		return nil
 	})
-	return nil
 }
 
 func (c *Context) memset(call string, dst cu.Ptr, v []byte, n int, s cu.Stream) error {
-	if err := c.enter(call); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream(call, s)
-	if err != nil {
-		return err
-	}
-	if uint64(dst)%uint64(len(v)) != 0 {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "0x%x is not aligned to %d bytes", uint64(dst), len(v))
-	}
-	if err := c.checkRange(call, dst, n*len(v)); err != nil {
-		return err
-	}
-	st.queue = append(st.queue, func() error {
+	return c.enqueue(call, s, func() error {
+		if uint64(dst)%uint64(len(v)) != 0 {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "0x%x is not aligned to %d bytes", uint64(dst), len(v))
+		}
+		return c.checkRange(call, dst, n*len(v))
+	}, func() error {
 		d, err := c.mem.slice(uint64(dst), n*len(v))
 		if err != nil {
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
@@ -366,7 +350,6 @@ func (c *Context) memset(call string, dst cu.Ptr, v []byte, n int, s cu.Stream) 
 		}
 		return nil
 	})
-	return nil
 }
 
 // MemsetD8 sets n bytes to v when s reaches the call.
@@ -459,45 +442,44 @@ func (c *Context) Function(m cu.Module, name string) (cu.Function, error) {
 // queues it.
 func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.Stream, args *cu.Args) error {
 	const call = "cuLaunchKernel"
-	if err := c.enter(call); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream(call, s)
-	if err != nil {
-		return err
-	}
-	k, ok := c.funcs[f]
-	if !ok {
-		return cu.Errorf(call, cu.ErrorInvalidHandle, "function %#x", uintptr(f))
-	}
-	g, b := [3]int{grid.X, grid.Y, grid.Z}, [3]int{block.X, block.Y, block.Z}
-	for i := range 3 {
-		if g[i] < 1 || b[i] < 1 {
-			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: grid %v and block %v need every dimension at least 1", k.name, g, b)
+	var (
+		k      *compiled
+		g, b   [3]int
+		params []byte
+	)
+	return c.enqueue(call, s, func() error {
+		var ok bool
+		if k, ok = c.funcs[f]; !ok {
+			return cu.Errorf(call, cu.ErrorInvalidHandle, "function %#x", uintptr(f))
 		}
-	}
-	if b[0]*b[1]*b[2] > 1024 || b[2] > 64 || g[1] > 65535 || g[2] > 65535 {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "%s: block %v or grid %v beyond the device's limits", k.name, b, g)
-	}
-	if shared != 0 {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "%s: dynamic shared memory is not used by the backend's kernels", k.name)
-	}
-	if k.shSize > 48<<10 {
-		return cu.Errorf(call, cu.ErrorLaunchOutOfRes, "%s: %d bytes of shared memory", k.name, k.shSize)
-	}
-	if args.Len() != len(k.params) {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "%s takes %d parameters, got %d", k.name, len(k.params), args.Len())
-	}
-	params := make([]byte, k.psize)
-	for i, p := range k.params {
-		a := args.Arg(i)
-		if len(a) != p.size {
-			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: parameter %d (%s, .%s) is %d bytes, got %d", k.name, i, p.name, p.typ, p.size, len(a))
+		g, b = [3]int{grid.X, grid.Y, grid.Z}, [3]int{block.X, block.Y, block.Z}
+		for i := range 3 {
+			if g[i] < 1 || b[i] < 1 {
+				return cu.Errorf(call, cu.ErrorInvalidValue, "%s: grid %v and block %v need every dimension at least 1", k.name, g, b)
+			}
 		}
-		copy(params[k.poff[i]:], a)
-	}
-	st.queue = append(st.queue, func() error {
+		if b[0]*b[1]*b[2] > 1024 || b[2] > 64 || g[1] > 65535 || g[2] > 65535 {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: block %v or grid %v beyond the device's limits", k.name, b, g)
+		}
+		if shared != 0 {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: dynamic shared memory is not used by the backend's kernels", k.name)
+		}
+		if k.shSize > 48<<10 {
+			return cu.Errorf(call, cu.ErrorLaunchOutOfRes, "%s: %d bytes of shared memory", k.name, k.shSize)
+		}
+		if args.Len() != len(k.params) {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s takes %d parameters, got %d", k.name, len(k.params), args.Len())
+		}
+		params = make([]byte, k.psize)
+		for i, p := range k.params {
+			a := args.Arg(i)
+			if len(a) != p.size {
+				return cu.Errorf(call, cu.ErrorInvalidValue, "%s: parameter %d (%s, .%s) is %d bytes, got %d", k.name, i, p.name, p.typ, p.size, len(a))
+			}
+			copy(params[k.poff[i]:], a)
+		}
+		return nil
+	}, func() error {
 		c.Launches++
 		r := &run{k: k, grid: g, block: b, params: params, mem: c.mem}
 		if err := r.exec(); err != nil {
@@ -505,7 +487,6 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		}
 		return nil
 	})
-	return nil
 }
 
 // StreamCreate makes a stream.
@@ -544,22 +525,15 @@ func (c *Context) StreamSynchronize(s cu.Stream) error {
 // Gemm queues the reference GEMM.
 func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	const call = "cublasGemmStridedBatchedEx"
-	if err := c.enter(call); err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	st, err := c.stream(call, s)
-	if err != nil {
-		return err
-	}
-	if err := checkGemm(g); err != nil {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "%v", err)
-	}
-	st.queue = append(st.queue, func() error {
+	return c.enqueue(call, s, func() error {
+		if err := checkGemm(g); err != nil {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%v", err)
+		}
+		return nil
+	}, func() error {
 		if err := gemm(c.mem, g); err != nil {
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
 		}
 		return nil
 	})
-	return nil
 }
