@@ -47,6 +47,22 @@ func columns(k *ptx.Kernel, outer, inner ptx.Reg, body func(o, b ptx.Reg)) {
 	})
 }
 
+// cells runs body for each element e = (a, b, c) of the row-major index
+// space [na, nb, nc], a thread each.
+func cells(k *ptx.Kernel, na, nb, nc ptx.Reg, body func(e, a, b, c ptx.Reg)) {
+	per, total := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", per, nb, nc)
+	k.Op("mul.lo.s64 %s, %s, %s", total, na, per)
+	k.GridStride(total, func(e ptx.Reg) {
+		a, rest, b, c := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("div.u64 %s, %s, %s", a, e, per)
+		k.Op("rem.u64 %s, %s, %s", rest, e, per)
+		k.Op("div.u64 %s, %s, %s", b, rest, nc)
+		k.Op("rem.u64 %s, %s, %s", c, rest, nc)
+		body(e, a, b, c)
+	})
+}
+
 // upTo runs body for j = 0 .. n-1 in order.
 func upTo(k *ptx.Kernel, n ptx.Reg, body func(j ptx.Reg)) {
 	zero, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
@@ -59,14 +75,7 @@ func takeAlongKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("take_along", width, string(id)))
 	o, x, idx := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx")
 	outer, n, nk, inner := alongParams(k)
-	total := k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", total, outer, nk)
-	k.Op("mul.lo.s64 %s, %s, %s", total, total, inner)
-	k.GridStride(total, func(e ptx.Reg) {
-		oi, b, per := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("mul.lo.s64 %s, %s, %s", per, nk, inner)
-		k.Op("div.u64 %s, %s, %s", oi, e, per)
-		k.Op("rem.u64 %s, %s, %s", b, e, inner)
+	cells(k, outer, nk, inner, func(e, oi, _, b ptx.Reg) {
 		src := slot(k, oi, n, indexAt(k, idx, id, e), inner, b)
 		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(x, src, t.Size())))
 	})

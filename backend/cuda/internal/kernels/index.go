@@ -57,15 +57,7 @@ func gatherKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("gather", width, string(id)))
 	o, p, idx := k.ParamPtr("out"), k.ParamPtr("params"), k.ParamPtr("idx")
 	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), k.Param("inner", ptx.U64)
-	total, per := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", per, nj, inner)
-	k.Op("mul.lo.s64 %s, %s, %s", total, outer, per)
-	k.GridStride(total, func(e ptx.Reg) {
-		oi, rest, j, b := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", oi, e, per)
-		k.Op("rem.u64 %s, %s, %s", rest, e, per)
-		k.Op("div.u64 %s, %s, %s", j, rest, inner)
-		k.Op("rem.u64 %s, %s, %s", b, rest, inner)
+	cells(k, outer, nj, inner, func(e, oi, j, b ptx.Reg) {
 		src := slot(k, oi, n, indexAt(k, idx, id, j), inner, b)
 		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(p, src, t.Size())))
 	})

@@ -33,15 +33,7 @@ func matmulKernel(d DType) *ptx.Kernel {
 	k.Op("selp.u64 %s, %s, %s, %s", aP, m, one, pa)
 	k.Op("selp.u64 %s, %s, %s, %s", bP, one, n, pb)
 	k.Op("selp.u64 %s, %s, %s, %s", bJ, kk, one, pb)
-	mn, total := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", mn, m, n)
-	k.Op("mul.lo.s64 %s, %s, %s", total, batch, mn)
-	k.GridStride(total, func(e ptx.Reg) {
-		bi, rest, i, j := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", bi, e, mn)
-		k.Op("rem.u64 %s, %s, %s", rest, e, mn)
-		k.Op("div.u64 %s, %s, %s", i, rest, n)
-		k.Op("rem.u64 %s, %s, %s", j, rest, n)
+	cells(k, batch, m, n, func(e, bi, i, j ptx.Reg) {
 		ai, bi2 := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", ai, bi, sa)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", ai, i, aI, ai)
