@@ -35,7 +35,6 @@ func testGPU(t testing.TB) *Device {
 // table expects ErrNoKernel there and fails if one of these runs.
 var pending = map[string][]tensor.DType{
 	"Conv2DGemm": nil, "Conv2DGemmBackpropFilter": nil, "Conv2DGemmBackpropInput": nil,
-	"ExtractPatches": nil, "ScatterPatches": nil, "ReduceWindow": nil, "SelectAndScatter": nil, "SelectAndGather": nil,
 }
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU

@@ -1,0 +1,387 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// Window kernels lay an XLA window over an operand (the patches of
+// convolution, ReduceWindow, SelectAndScatter). The window is the
+// byte-array parameter "w" (WindowGeometry). Windows are numbered
+// row-major over the window positions, taps row-major over the window.
+//
+//   - window_patches_<width> (out, x, pad, n, w): out[win, tap] = the
+//     operand element under the tap, or *pad where the tap is on padding;
+//     a thread per output element (n of them).
+//   - window_scatter_<dtype> (out, dy, n, w), the adjoint: each of the n
+//     operand elements sums dy[win, tap] over the taps on it, windows in
+//     order (as the CPU adds them), with no atomics.
+//   - window_reduce_<sum|max|min>_<dtype> (out, x, init, n, w): each of n
+//     windows reduces *init and its taps in order, a tap on padding
+//     counting as *init.
+//   - window_select_<ge|le>_<dtype> (sel, x, n, w): for each of n windows
+//     the operand offset (s64) of its first largest (ge) or smallest
+//     element, a NaN winning over numbers, padding never chosen; -1 where
+//     every tap is on padding.
+//   - window_select_scatter_<dtype> (out, sel, src, init, n, w): each of n
+//     operand elements is *init plus src[win] of the windows that
+//     selected it, windows in order.
+//   - window_select_gather_<width> (out, sel, dy, n): out[win] =
+//     dy[sel[win]], or zero where sel is -1.
+
+// WindowDim is one dimension of a window laid over an operand: the
+// operand's size N and stride XStride (in elements), the number of window
+// positions Out, and the window's size, stride, dilations and low padding
+// (negative removes).
+type WindowDim struct {
+	N, Out, Win, Stride, WindowDilation, PadLow, BaseDilation, XStride int
+}
+
+// The parameter's layout: the first dimension used (MaxRank - rank: the
+// dimensions sit at the end, the leading unused ones of size 1), the
+// number of taps, then eight int64 fields per dimension.
+const (
+	wgFirst, wgTaps, wgDims = 0, 8, 16
+	wgN, wgOut, wgWin       = 0, 1, 2
+	wgStride, wgWDil, wgPad = 3, 4, 5
+	wgBDil, wgXStride       = 6, 7
+	wgFields                = 8
+	// WindowGeometrySize is the parameter's size in bytes.
+	WindowGeometrySize = wgDims + 8*wgFields*MaxRank
+)
+
+// WindowGeometry fills the parameter for the dimensions dims (at most
+// MaxRank; a rank-0 operand is passed as one dimension of size 1).
+func WindowGeometry(dims []WindowDim) []byte {
+	if len(dims) > MaxRank {
+		panic(fmt.Sprintf("kernels: a window of rank %d", len(dims)))
+	}
+	b := make([]byte, WindowGeometrySize)
+	put := func(off int, v int) {
+		for i := range 8 {
+			b[off+i] = byte(uint64(int64(v)) >> (8 * i))
+		}
+	}
+	first := MaxRank - len(dims)
+	put(wgFirst, first)
+	taps := 1
+	for d := range MaxRank {
+		wd := WindowDim{N: 1, Out: 1, Win: 1, Stride: 1, WindowDilation: 1, BaseDilation: 1}
+		if d >= first {
+			wd = dims[d-first]
+		}
+		taps *= wd.Win
+		for f, v := range []int{wd.N, wd.Out, wd.Win, wd.Stride, wd.WindowDilation, wd.PadLow, wd.BaseDilation, wd.XStride} {
+			put(wgDims+8*(wgFields*d+f), v)
+		}
+	}
+	put(wgTaps, taps)
+	return b
+}
+
+func windowKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, ct := range copyTypes {
+		out = append(out, patchesKernel(ct.name, ct.t), selectGatherKernel(ct.name, ct.t))
+	}
+	for _, d := range Numeric {
+		out = append(out, windowScatterKernel(d), selectScatterKernel(d),
+			windowSelectKernel(d, true), windowSelectKernel(d, false))
+		for _, kind := range []string{"sum", "max", "min"} {
+			out = append(out, windowReduceKernel(kind, d))
+		}
+	}
+	return out
+}
+
+// field reads field f of dimension d of the window parameter.
+func field(k *ptx.Kernel, d, f int) ptx.Reg { return k.LoadField("w", wgDims+8*(wgFields*d+f)) }
+
+// windowParams declares the parameters after the pointers: the element
+// count and the window.
+func windowParams(k *ptx.Kernel) ptx.Reg {
+	n := k.Param("n", ptx.U64)
+	k.ParamBytes("w", WindowGeometrySize)
+	return n
+}
+
+// unused branches to label when dimension d is before the first used.
+func unused(k *ptx.Kernel, first ptx.Reg, d int, label string) {
+	p := k.Reg(ptx.Pred)
+	k.Op("setp.gt.u64 %s, %s, %d", p, first, d)
+	k.Op("@%s bra %s", p, label)
+}
+
+// falsePred returns a predicate register holding false.
+func falsePred(k *ptx.Kernel) ptx.Reg {
+	p, z := k.Reg(ptx.Pred), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", z)
+	k.Op("setp.ne.u64 %s, %s, %s", p, z, z)
+	return p
+}
+
+// orIf sets acc |= (a <cmp> b), compared as typ.
+func orIf(k *ptx.Kernel, acc ptx.Reg, cmp, typ string, a ptx.Reg, b any) {
+	p := k.Reg(ptx.Pred)
+	k.Op("setp.%s.%s %s, %s, %s", cmp, typ, p, a, b)
+	k.Op("or.pred %s, %s, %s", acc, acc, p)
+}
+
+// tapOffset returns the operand offset of tap t of window win and a
+// predicate set when the tap is on padding (the offset is then
+// meaningless).
+func tapOffset(k *ptx.Kernel, win, t ptx.Reg) (off, pad ptx.Reg) {
+	first := k.LoadField("w", wgFirst)
+	off, pad = k.Reg(ptx.S64), falsePred(k)
+	rw, rt := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", off)
+	k.Op("mov.u64 %s, %s", rw, win)
+	k.Op("mov.u64 %s, %s", rt, t)
+	end := k.Label("taps")
+	for d := MaxRank - 1; d >= 0; d-- {
+		unused(k, first, d, end)
+		od, kd := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		nout, nwin := field(k, d, wgOut), field(k, d, wgWin)
+		k.Op("rem.u64 %s, %s, %s", kd, rt, nwin)
+		k.Op("div.u64 %s, %s, %s", rt, rt, nwin)
+		k.Op("rem.u64 %s, %s, %s", od, rw, nout)
+		k.Op("div.u64 %s, %s, %s", rw, rw, nout)
+		// p = o·stride + k·dilation - low padding, in the dilated operand.
+		p := k.Reg(ptx.S64)
+		k.Op("mul.lo.s64 %s, %s, %s", p, od, field(k, d, wgStride))
+		k.Op("mad.lo.s64 %s, %s, %s, %s", p, kd, field(k, d, wgWDil), p)
+		k.Op("sub.s64 %s, %s, %s", p, p, field(k, d, wgPad))
+		orIf(k, pad, "lt", "s64", p, "0")
+		k.Op("max.s64 %s, %s, 0", p, p)
+		bd, r, q := field(k, d, wgBDil), k.Reg(ptx.S64), k.Reg(ptx.S64)
+		k.Op("rem.s64 %s, %s, %s", r, p, bd)
+		k.Op("div.s64 %s, %s, %s", q, p, bd)
+		orIf(k, pad, "ne", "s64", r, "0")
+		orIf(k, pad, "ge", "s64", q, field(k, d, wgN))
+		k.Op("mad.lo.s64 %s, %s, %s, %s", off, q, field(k, d, wgXStride), off)
+	}
+	k.Place(end)
+	return off, pad
+}
+
+// eachTap runs body for each tap of window win in order, with its
+// operand offset and whether it is on padding.
+func eachTap(k *ptx.Kernel, win ptx.Reg, body func(off, pad ptx.Reg)) {
+	upTo(k, k.LoadField("w", wgTaps), func(t ptx.Reg) { body(tapOffset(k, win, t)) })
+}
+
+// windowsOver runs body(win, t) for each tap t of a window win that lies
+// on operand element e, windows in increasing order. Along dimension d
+// the element sits at P = i·base dilation + low padding of the dilated,
+// padded operand, and tap k of window o covers it when o·stride +
+// k·dilation = P: k runs over [lo, hi] (o within [0, out)), taking the
+// k whose remainder divides by the stride. Taps walk backwards, so that
+// the windows (o falls as k rises) go forwards.
+func windowsOver(k *ptx.Kernel, e ptx.Reg, body func(win, t ptx.Reg)) {
+	first := k.LoadField("w", wgFirst)
+	var pos, lo, hi, cur [MaxRank]ptx.Reg
+	for d := range MaxRank {
+		pos[d], lo[d], hi[d], cur[d] = k.Reg(ptx.S64), k.Reg(ptx.S64), k.Reg(ptx.S64), k.Reg(ptx.S64)
+		for _, r := range []ptx.Reg{pos[d], lo[d], hi[d]} {
+			k.Op("mov.u64 %s, 0", r)
+		}
+	}
+	none, rem := falsePred(k), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, %s", rem, e)
+	split, done := k.Label("split"), k.Label("windows")
+	for d := MaxRank - 1; d >= 0; d-- {
+		unused(k, first, d, split)
+		n, i := field(k, d, wgN), k.Reg(ptx.U64)
+		k.Op("rem.u64 %s, %s, %s", i, rem, n)
+		k.Op("div.u64 %s, %s, %s", rem, rem, n)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", pos[d], i, field(k, d, wgBDil), field(k, d, wgPad))
+		orIf(k, none, "lt", "s64", pos[d], "0")
+		wd, p := field(k, d, wgWDil), k.Reg(ptx.S64)
+		k.Op("max.s64 %s, %s, 0", p, pos[d])
+		k.Op("div.s64 %s, %s, %s", hi[d], p, wd)
+		last := k.Reg(ptx.S64)
+		k.Op("sub.s64 %s, %s, 1", last, field(k, d, wgWin))
+		k.Op("min.s64 %s, %s, %s", hi[d], hi[d], last)
+		// lo = ceil(max(P - (out-1)·stride, 0) / dilation)
+		num := k.Reg(ptx.S64)
+		k.Op("sub.s64 %s, %s, 1", num, field(k, d, wgOut))
+		k.Op("mul.lo.s64 %s, %s, %s", num, num, field(k, d, wgStride))
+		k.Op("sub.s64 %s, %s, %s", num, pos[d], num)
+		k.Op("max.s64 %s, %s, 0", num, num)
+		k.Op("add.s64 %s, %s, %s", num, num, wd)
+		k.Op("sub.s64 %s, %s, 1", num, num)
+		k.Op("div.s64 %s, %s, %s", lo[d], num, wd)
+		orIf(k, none, "gt", "s64", lo[d], hi[d])
+	}
+	k.Place(split)
+	k.Op("@%s bra %s", none, done)
+	for d := range MaxRank {
+		k.Op("mov.u64 %s, %s", cur[d], hi[d])
+	}
+	top := k.Label("window")
+	k.Place(top)
+	// The window of the current taps, if every remainder divides.
+	skip, valid := k.Label("skip"), k.Reg(ptx.Pred)
+	win, t := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", win)
+	k.Op("mov.u64 %s, 0", t)
+	for d := range MaxRank {
+		next := k.Label("dim")
+		unused(k, first, d, next)
+		diff, r, o := k.Reg(ptx.S64), k.Reg(ptx.S64), k.Reg(ptx.S64)
+		k.Op("mul.lo.s64 %s, %s, %s", diff, cur[d], field(k, d, wgWDil))
+		k.Op("sub.s64 %s, %s, %s", diff, pos[d], diff)
+		stride := field(k, d, wgStride)
+		k.Op("rem.s64 %s, %s, %s", r, diff, stride)
+		k.Op("setp.ne.s64 %s, %s, 0", valid, r)
+		k.Op("@%s bra %s", valid, skip)
+		k.Op("div.s64 %s, %s, %s", o, diff, stride)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", win, win, field(k, d, wgOut), o)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", t, t, field(k, d, wgWin), cur[d])
+		k.Place(next)
+	}
+	body(win, t)
+	k.Place(skip)
+	// The previous taps, last dimension fastest.
+	for d := MaxRank - 1; d >= 0; d-- {
+		unused(k, first, d, done)
+		more := k.Reg(ptx.Pred)
+		k.Op("setp.gt.s64 %s, %s, %s", more, cur[d], lo[d])
+		k.Op("@%s sub.s64 %s, %s, 1", more, cur[d], cur[d])
+		k.Op("@%s bra %s", more, top)
+		k.Op("mov.u64 %s, %s", cur[d], hi[d])
+	}
+	k.Place(done)
+}
+
+func patchesKernel(width string, t ptx.Type) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_patches", width))
+	o, x, pv := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("pad")
+	n := windowParams(k)
+	taps := k.LoadField("w", wgTaps)
+	k.GridStride(n, func(e ptx.Reg) {
+		win, tap := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("div.u64 %s, %s, %s", win, e, taps)
+		k.Op("rem.u64 %s, %s, %s", tap, e, taps)
+		off, pad := tapOffset(k, win, tap)
+		src, at := k.Reg(ptx.U64), k.Addr(x, off, t.Size())
+		k.Op("selp.u64 %s, %s, %s, %s", src, pv, at, pad)
+		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, src))
+	})
+	return k
+}
+
+func windowScatterKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_scatter", string(d)))
+	o, dy := k.ParamPtr("out"), k.ParamPtr("dy")
+	n := windowParams(k)
+	taps := k.LoadField("w", wgTaps)
+	k.GridStride(n, func(e ptx.Reg) {
+		acc := k.Reg(d.reg())
+		k.Op("mov.%s %s, %s", bits(d.reg()), acc, ptx.Imm(d.reg(), 0))
+		windowsOver(k, e, func(win, t ptx.Reg) {
+			at := k.Reg(ptx.U64)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", at, win, taps, t)
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(dy, at, d.Size()))))
+		})
+		store(k, d, k.Addr(o, e, d.Size()), acc)
+	})
+	return k
+}
+
+func windowReduceKernel(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_reduce", kind, string(d)))
+	o, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
+	n := windowParams(k)
+	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
+	k.GridStride(n, func(win ptx.Reg) {
+		init := load(k, d, ip)
+		acc := k.Reg(d.reg())
+		k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
+		eachTap(k, win, func(off, pad ptx.Reg) {
+			v, inside := k.Reg(d.reg()), k.Label("inside")
+			k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
+			k.Op("@%s bra %s", pad, inside)
+			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, off, d.Size()))
+			k.Place(inside)
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+		})
+		store(k, d, k.Addr(o, win, d.Size()), acc)
+	})
+	return k
+}
+
+func windowSelectKernel(d DType, ge bool) *ptx.Kernel {
+	sel, cmp := "le", "lt"
+	if ge {
+		sel, cmp = "ge", "gt"
+	}
+	k := ptx.NewKernel(Name("window_select", sel, string(d)))
+	so, x := k.ParamPtr("sel"), k.ParamPtr("x")
+	n := windowParams(k)
+	k.GridStride(n, func(win ptx.Reg) {
+		at, best := k.Reg(ptx.S64), k.Reg(d.reg())
+		k.Op("mov.s64 %s, -1", at)
+		k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
+		eachTap(k, win, func(off, pad ptx.Reg) {
+			next, take := k.Label("tap"), k.Label("take")
+			k.Op("@%s bra %s", pad, next)
+			v := load(k, d, k.Addr(x, off, d.Size()))
+			p := k.Reg(ptx.Pred)
+			k.Op("setp.lt.s64 %s, %s, 0", p, at) // the first tap inside
+			k.Op("@%s bra %s", p, take)
+			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
+			if d.float() { // or v is the first NaN
+				vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+				k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
+				k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
+				k.Op("and.pred %s, %s, %s", vn, vn, bn)
+				k.Op("or.pred %s, %s, %s", p, p, vn)
+			}
+			k.Op("@!%s bra %s", p, next)
+			k.Place(take)
+			k.Op("mov.u64 %s, %s", at, off)
+			k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
+			k.Place(next)
+		})
+		k.Store(ptx.S64, k.Addr(so, win, 8), at)
+	})
+	return k
+}
+
+func selectScatterKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_select_scatter", string(d)))
+	o, sp, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
+	n := windowParams(k)
+	k.GridStride(n, func(e ptx.Reg) {
+		acc := load(k, d, ip)
+		windowsOver(k, e, func(win, _ ptx.Reg) {
+			other, p := k.Reg(ptx.Pred), k.Load(ptx.S64, k.Addr(sp, win, 8))
+			skip := k.Label("other")
+			k.Op("setp.ne.s64 %s, %s, %s", other, p, e)
+			k.Op("@%s bra %s", other, skip)
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(src, win, d.Size()))))
+			k.Place(skip)
+		})
+		store(k, d, k.Addr(o, e, d.Size()), acc)
+	})
+	return k
+}
+
+func selectGatherKernel(width string, t ptx.Type) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_select_gather", width))
+	o, sp, dy := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("dy")
+	n := k.Param("n", ptx.U64)
+	k.GridStride(n, func(win ptx.Reg) {
+		at, v := k.Load(ptx.S64, k.Addr(sp, win, 8)), k.Reg(t)
+		none, store := k.Reg(ptx.Pred), k.Label("store")
+		k.Op("mov.%s %s, 0", bits(t), v)
+		k.Op("setp.lt.s64 %s, %s, 0", none, at)
+		k.Op("@%s bra %s", none, store)
+		k.Op("ld.global.%s %s, [%s]", t, v, k.Addr(dy, at, t.Size()))
+		k.Place(store)
+		k.Store(t, k.Addr(o, win, t.Size()), v)
+	})
+	return k
+}

@@ -1,0 +1,158 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// ExtractPatches, ScatterPatches (ops/window.go), ReduceWindow,
+// SelectAndScatter and SelectAndGather (ops/reduce_window.go) through the
+// window family: every output element computes its own value (the
+// scatters walk, for each operand element, the windows on it), so no two
+// threads write one place and the sums run in the CPU's order.
+
+func init() {
+	for _, d := range kernels.All {
+		eager.RegisterKernel("ExtractPatches", device.GPU, tensorType(d), extractPatches)
+	}
+	for _, d := range kernels.Numeric {
+		eager.RegisterKernel("ScatterPatches", device.GPU, tensorType(d), scatterPatches(d))
+		eager.RegisterKernel("ReduceWindow", device.GPU, tensorType(d), reduceWindow(d))
+		eager.RegisterKernel("SelectAndScatter", device.GPU, tensorType(d), selectAndScatter(d))
+		eager.RegisterKernel("SelectAndGather", device.GPU, tensorType(d), selectAndGather(d))
+	}
+}
+
+// window is w (its defaults filled) laid over an operand of shape: the
+// kernels' parameter and the number of window positions. A rank-0
+// operand is one element under a window of one, as on the CPU.
+func window(c *eager.Call, shape tensor.Shape, w ops.Window) (geom []byte, windows int) {
+	if len(shape) > kernels.MaxRank {
+		c.Fail(tensor.ErrRank, "the GPU kernels take at most %d dimensions, the operand has %d", kernels.MaxRank, len(shape))
+	}
+	if len(shape) == 0 {
+		one := kernels.WindowDim{N: 1, Out: 1, Win: 1, Stride: 1, WindowDilation: 1, BaseDilation: 1, XStride: 1}
+		return kernels.WindowGeometry([]kernels.WindowDim{one}), 1
+	}
+	out, xs := w.OutShape(shape), tensor.Strides(shape, nil)
+	dims := make([]kernels.WindowDim, len(shape))
+	for d := range dims {
+		dims[d] = kernels.WindowDim{N: shape[d], Out: out[d], Win: w.Dims[d], Stride: w.Strides[d],
+			WindowDilation: w.WindowDilation[d], PadLow: w.Padding[d][0], BaseDilation: w.BaseDilation[d], XStride: xs[d]}
+	}
+	return kernels.WindowGeometry(dims), out.NumElements()
+}
+
+// patches writes ExtractPatches of x (padded with the scalar pad) into
+// out.
+func (d *Device) patches(c *eager.Call, out, x, pad *tensor.Tensor, w ops.Window) error {
+	n := out.NumElements()
+	if n == 0 {
+		return nil
+	}
+	geom, _ := window(c, x.Shape(), w)
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(pad)).U64(uint64(n)).Bytes(geom, 8)
+	return d.launch("window", kernels.Name("window_patches", width(x.DType())), n, args)
+}
+
+// scatterPatches writes ScatterPatches of dy (patches of a window w over
+// out's shape) into out.
+func (d *Device) scatterPatches(c *eager.Call, out, dy *tensor.Tensor, w ops.Window) error {
+	n := out.NumElements()
+	if n == 0 {
+		return nil
+	}
+	geom, windows := window(c, out.Shape(), w)
+	if windows == 0 {
+		return d.Fill(out.Buffer(), 0, n, make([]byte, out.DType().Size()))
+	}
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(dy)).U64(uint64(n)).Bytes(geom, 8)
+	return d.launch("window", kernels.Name("window_scatter", string(kernelType(out.DType()))), n, args)
+}
+
+func extractPatches(c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.PatchesAttrs)
+	check(c, gpu(c).patches(c, outs[0], c.Inputs[0], c.Inputs[1], a.Window))
+}
+
+func scatterPatches(kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Attrs.(ops.PatchesAttrs)
+		check(c, gpu(c).scatterPatches(c, outs[0], c.Inputs[0], a.Window))
+	}
+}
+
+func reduceWindow(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, init, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.ReduceWindowAttrs)
+		geom, windows := window(c, x.Shape(), a.Window)
+		if windows == 0 {
+			return
+		}
+		name := kernels.Name("window_reduce", reduceKindNames[a.Kind], string(d))
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
+		check(c, gpu(c).launch("window", name, windows, args))
+	}
+}
+
+// selections runs window_select over x: for each window the offset of
+// its chosen element (-1 where the window is all padding), as a
+// temporary int64 tensor the caller releases; nil when there are no
+// windows.
+func selections(c *eager.Call, d kernels.DType, x *tensor.Tensor, a ops.SelectAttrs) (sel *tensor.Tensor, geom []byte) {
+	geom, windows := window(c, x.Shape(), a.Window)
+	if windows == 0 {
+		return nil, geom
+	}
+	sel, err := tensor.Empty(c.Device, tensor.Int64, tensor.Shape{windows})
+	if err != nil {
+		c.Fail(err, "the selections of %d windows", windows)
+	}
+	kind := "ge"
+	if a.Select == ops.SelectLE {
+		kind = "le"
+	}
+	args := new(cu.Args).Ptr(ptr(sel)).Ptr(ptr(x)).U64(uint64(windows)).Bytes(geom, 8)
+	if err := gpu(c).launch("window", kernels.Name("window_select", kind, string(d)), windows, args); err != nil {
+		sel.Release()
+		check(c, err)
+	}
+	return sel, geom
+}
+
+func selectAndScatter(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, src, init, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+		n := out.NumElements()
+		if n == 0 {
+			return
+		}
+		g := gpu(c)
+		sel, geom := selections(c, d, x, c.Attrs.(ops.SelectAttrs))
+		if sel == nil { // no windows: init everywhere
+			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+			return
+		}
+		defer sel.Release()
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(geom, 8)
+		check(c, g.launch("window", kernels.Name("window_select_scatter", string(d)), n, args))
+	}
+}
+
+func selectAndGather(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, dy, out := c.Inputs[0], c.Inputs[1], outs[0]
+		sel, _ := selections(c, d, x, c.Attrs.(ops.SelectAttrs))
+		if sel == nil {
+			return
+		}
+		defer sel.Release()
+		n := out.NumElements()
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(dy)).U64(uint64(n))
+		check(c, gpu(c).launch("window", kernels.Name("window_select_gather", width(x.DType())), n, args))
+	}
+}

@@ -1,0 +1,65 @@
+package cuda
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// randomWindow draws a window of rank r over a random shape: sizes 0-5,
+// windows 1-3, strides 1-3, dilations 1-2, padding -1 to 2 at each end.
+func randomWindow(rng *rand.Rand, r int) (tensor.Shape, ops.Window) {
+	shape := make(tensor.Shape, r)
+	w := ops.Window{Dims: make([]int, r), Strides: make([]int, r), Padding: make([][2]int, r),
+		BaseDilation: make([]int, r), WindowDilation: make([]int, r)}
+	for d := range r {
+		shape[d] = rng.IntN(6)
+		w.Dims[d], w.Strides[d] = 1+rng.IntN(3), 1+rng.IntN(3)
+		w.BaseDilation[d], w.WindowDilation[d] = 1+rng.IntN(2), 1+rng.IntN(2)
+		w.Padding[d] = [2]int{rng.IntN(4) - 1, rng.IntN(4) - 1}
+	}
+	return shape, w
+}
+
+// The window kernels agree with the CPU's, exactly (integers, so that no
+// order of summation hides a wrong or missing tap), over random windows
+// with every field in play: the patches and their adjoint, the three
+// reductions, and max pooling's selections both ways.
+func TestRandomWindowsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(5, 11))
+	r := tensor.NewRNG(3)
+	ints := func(shape tensor.Shape) *tensor.Tensor {
+		return ops.Cast(tensor.RandUniform(r, tensor.Float64, -50, 50, shape...), tensor.Int64)
+	}
+	for i := range 150 {
+		shape, w := randomWindow(rng, 1+i%3)
+		out := w.OutShape(shape)
+		what := fmt.Sprintf("case %d: %v %v", i, shape, w)
+		x, init := ints(shape), tensor.Scalar(int64(-3))
+		gx := onGPU(t, d, x)
+		gi := onGPU(t, d, init)
+		agree(t, what+" patches", ops.ExtractPatches(gx, gi, w), ops.ExtractPatches(x, init, w))
+		patches := ints(append(out.Clone(), w.Dims...))
+		agree(t, what+" scatter patches", ops.ScatterPatches(onGPU(t, d, patches), shape, w), ops.ScatterPatches(patches, shape, w))
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("%s reduce %d", what, kind), ops.ReduceWindow(gx, gi, kind, w), ops.ReduceWindow(x, init, kind, w))
+		}
+		src := ints(out)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("%s select %d", what, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+		}
+		// SelectAndGather: the gradient of SelectAndScatter in its source.
+		gather := eager.Lookup("SelectAndGather")
+		dy := ints(shape)
+		attrs := ops.SelectAttrs{Select: ops.SelectGE, Window: w}
+		got := eager.Run1(gather, attrs, gx, onGPU(t, d, dy))
+		want := eager.Run1(gather, attrs, x, dy)
+		agree(t, what+" select and gather", got, want)
+	}
+}
