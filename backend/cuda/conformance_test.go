@@ -33,9 +33,7 @@ func testGPU(t testing.TB) *Device {
 
 // pending is what the GPU does not run yet (conformance.Pending): the
 // table expects ErrNoKernel there and fails if one of these runs.
-var pending = map[string][]tensor.DType{
-	"Conv2DGemm": nil, "Conv2DGemmBackpropFilter": nil, "Conv2DGemmBackpropInput": nil,
-}
+var pending = map[string][]tensor.DType{}
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU
 // runs agrees with cpu:0 within its dtype's tolerance.

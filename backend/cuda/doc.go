@@ -31,18 +31,18 @@
 // order of every sum is fixed by the shapes), softmax, log-softmax and the
 // sparse cross-entropy, gather/scatter and the along-axis ops (no atomics:
 // repeated indices combine in order), arg-extremes, a stable argsort,
-// cumulative sums, integer MatMul, and the layout ops through the device's
-// strided copy (package backend/move). MatMul in float32 and float64 is
-// one cuBLAS strided batched GEMM (TF32 by Device.SetTF32). Ops that check
-// index values (gather, scatter, the sparse cross-entropy) read the
-// indices on the host first, which waits for the stream.
+// cumulative sums, integer MatMul, the window ops (patches and their
+// adjoint, ReduceWindow, SelectAndScatter: pooling and its gradients,
+// each output computing its own value, so again no atomics), and the
+// layout ops through the device's strided copy (package backend/move).
+// MatMul in float32 and float64 is one cuBLAS strided batched GEMM (TF32
+// by Device.SetTF32); Conv2D and its two gradients are GEMMs against the
+// batch's patch matrix, in NHWC and NCHW. Ops that check index values
+// (gather, scatter, the sparse cross-entropy) read the indices on the
+// host first, which waits for the stream.
 //
-// Not yet on the GPU (they fail with tensor.ErrNoKernel there, as
-// conformance_test.go lists): convolutions and pooling with their
-// gradients (ExtractPatches, ScatterPatches, Conv2DGemm and its
-// backprops, ReduceWindow, SelectAndScatter, SelectAndGather), the RNG,
-// and fused kernels for traced elementwise chains (a traced graph runs
-// node by node there). The path has been tested on the emulator only: it
+// Not yet on the GPU: the RNG, and fused kernels for traced elementwise
+// chains (a traced graph runs node by node there). The path has been tested on the emulator only: it
 // is not yet confirmed on NVIDIA hardware.
 package cuda
 

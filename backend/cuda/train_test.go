@@ -21,22 +21,16 @@ func onDevice(dev device.Device, fn func()) {
 	fn()
 }
 
-// mlpLosses trains a small classifier with Adam for steps full-batch steps
-// on the default device and returns each step's loss.
-func mlpLosses(t *testing.T, steps int) []float64 {
-	r := tensor.NewRNG(5)
-	x := tensor.RandNormal(r, tensor.Float32, 64, 3)
-	y := ops.Cast(ops.Gt(ops.Sum(x, -1), tensor.Scalar[float32](0)), tensor.Int32)
-	model := nn.NewSequential(
-		nn.NewDense("dense1", r, 3, 16, nn.DenseOpts{Activation: ops.Relu}),
-		nn.NewDense("dense2", r, 16, 16, nn.DenseOpts{Activation: ops.Tanh}),
-		nn.NewDense("logits", r, 16, 2, nn.DenseOpts{}))
+// classifierLosses trains model with Adam for steps full-batch steps on
+// x, y and returns each step's loss, checking that it stays on the
+// default device.
+func classifierLosses(t *testing.T, model nn.Module, x, y *tensor.Tensor, steps int) []float64 {
 	opt := nn.NewAdam(nn.Constant(0.05))
 	var losses []float64
 	for range steps {
 		tp := tape.New()
 		loss := nn.SparseSoftmaxCrossEntropy(model.Forward(x), y)
-		vars := model.Variables()
+		vars := nn.AllVariables(model)
 		if err := opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...)); err != nil {
 			t.Fatal(err)
 		}
@@ -48,6 +42,58 @@ func mlpLosses(t *testing.T, steps int) []float64 {
 	return losses
 }
 
+// follows fails unless the GPU's losses follow the CPU's step for step
+// (relative tolerance tol) and the last is below 0.7 of the first.
+func follows(t *testing.T, what string, gpu, cpu []float64, tol float64) {
+	t.Helper()
+	for i := range cpu {
+		if math.Abs(cpu[i]-gpu[i]) > tol*math.Max(1, math.Abs(cpu[i])) {
+			t.Fatalf("%s, step %d: loss %v on the GPU, %v on the CPU", what, i, gpu[i], cpu[i])
+		}
+	}
+	if n := len(gpu); !(gpu[n-1] < 0.7*gpu[0]) {
+		t.Fatalf("%s: the loss went from %v to %v", what, gpu[0], gpu[n-1])
+	}
+}
+
+// mlpLosses trains a small classifier with Adam for steps full-batch steps
+// on the default device and returns each step's loss.
+func mlpLosses(t *testing.T, steps int) []float64 {
+	r := tensor.NewRNG(5)
+	x := tensor.RandNormal(r, tensor.Float32, 64, 3)
+	y := ops.Cast(ops.Gt(ops.Sum(x, -1), tensor.Scalar[float32](0)), tensor.Int32)
+	model := nn.NewSequential(
+		nn.NewDense("dense1", r, 3, 16, nn.DenseOpts{Activation: ops.Relu}),
+		nn.NewDense("dense2", r, 16, 16, nn.DenseOpts{Activation: ops.Tanh}),
+		nn.NewDense("logits", r, 16, 2, nn.DenseOpts{}))
+	return classifierLosses(t, model, x, y, steps)
+}
+
+// cnnLosses trains a small CNN (conv 3x3, ReLU, max pool, conv 3x3 with
+// stride 2 and SAME padding, average pool, dense) on images labelled by
+// the sign of their sum, in layout f.
+func cnnLosses(t *testing.T, f ops.DataFormat, steps int) []float64 {
+	r := tensor.NewRNG(8)
+	shape := []int{16, 10, 10, 2}
+	if f == ops.NCHW {
+		shape = []int{16, 2, 10, 10}
+	}
+	x := tensor.RandNormal(r, tensor.Float32, shape...)
+	y := ops.Cast(ops.Gt(ops.Sum(x, 1, 2, 3), tensor.Scalar[float32](0)), tensor.Int32)
+	conv := func(name string, in, out int, o ops.Conv2DOpts) *nn.Conv2D {
+		o.Format = f
+		return nn.NewConv2D(name, r, 3, 3, in, out, nn.Conv2DOpts{Conv2DOpts: o, Activation: ops.Relu})
+	}
+	model := nn.NewSequential(
+		conv("conv1", 2, 6, ops.Conv2DOpts{}),
+		nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: f}},
+		conv("conv2", 6, 8, ops.Conv2DOpts{Strides: [2]int{2, 2}, Padding: ops.Same}),
+		nn.AvgPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: f}},
+		nn.Flatten{},
+		nn.NewDense("logits", r, 8, 2, nn.DenseOpts{}))
+	return classifierLosses(t, model, x, y, steps)
+}
+
 // An nn training loop (Dense layers, ReLU and Tanh, the sparse
 // cross-entropy, the tape's gradients, Adam) runs on the GPU and follows
 // the CPU's run step for step.
@@ -57,13 +103,19 @@ func TestMLPTrainsOnGPU(t *testing.T) {
 	var cpu, gpu []float64
 	onDevice(device.Host(), func() { cpu = mlpLosses(t, steps) })
 	onDevice(d, func() { gpu = mlpLosses(t, steps) })
-	for i := range cpu {
-		if math.Abs(cpu[i]-gpu[i]) > 1e-4*math.Max(1, math.Abs(cpu[i])) {
-			t.Fatalf("step %d: loss %v on the GPU, %v on the CPU", i, gpu[i], cpu[i])
-		}
-	}
-	if !(gpu[steps-1] < 0.7*gpu[0]) {
-		t.Fatalf("the loss went from %v to %v", gpu[0], gpu[steps-1])
+	follows(t, "MLP", gpu, cpu, 1e-4)
+}
+
+// A CNN (convolutions with their gradients in both layouts, max and
+// average pooling, bias, ReLU) trains on the GPU and follows the CPU.
+func TestCNNTrainsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	const steps = 12
+	for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		var cpu, gpu []float64
+		onDevice(device.Host(), func() { cpu = cnnLosses(t, f, steps) })
+		onDevice(d, func() { gpu = cnnLosses(t, f, steps) })
+		follows(t, f.String(), gpu, cpu, 1e-3)
 	}
 }
 

@@ -1,0 +1,148 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Conv2DGemm and its two backprops (ops/conv_gemm.go) as cuBLAS GEMMs
+// against the batch's patch matrix P (the window family's patches: rows
+// the output positions (image, oh, ow), columns the taps, (kh, kw, c) in
+// NHWC and (c, kh, kw) in NCHW):
+//   - NHWC: Y [N·OH·OW, O] = P·F, with the HWIO filter F already [KH·KW·C,
+//     O]; dP = dY·Fᵀ; dF = Pᵀ·dY.
+//   - NCHW: the filter permuted to F' [C·KH·KW, O]; image n's output
+//     Y_n [O, OH·OW] = F'ᵀ·P_nᵀ, one batched GEMM; dP_n = dY_nᵀ·F'ᵀ; dF' =
+//     Pᵀ·dY' with dY permuted to [N·OH·OW, O], then permuted back.
+//
+// The input gradient is the patches' adjoint (ScatterPatches) of dP.
+
+func init() {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		eager.RegisterKernel("Conv2DGemm", device.GPU, dt, conv)
+		eager.RegisterKernel("Conv2DGemmBackpropInput", device.GPU, dt, convInput)
+		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, convFilter)
+	}
+}
+
+// convWindow is the window whose patches over a batch of ch-channel
+// images are the patch matrix.
+func convWindow(a ops.Conv2DGemmAttrs, ch int) ops.Window {
+	w := ops.Window{Dims: []int{1, a.KH, a.KW, ch}, Strides: []int{1, a.StrideH, a.StrideW, 1},
+		Padding:      [][2]int{{0, 0}, {a.PadTop, a.PadBottom}, {a.PadLeft, a.PadRight}, {0, 0}},
+		BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, a.DilationH, a.DilationW, 1}}
+	if a.Format == ops.NCHW {
+		w.Dims = []int{1, ch, a.KH, a.KW}
+		w.Strides = []int{1, 1, a.StrideH, a.StrideW}
+		w.Padding = [][2]int{{0, 0}, {0, 0}, {a.PadTop, a.PadBottom}, {a.PadLeft, a.PadRight}}
+		w.WindowDilation = []int{1, 1, a.DilationH, a.DilationW}
+	}
+	return w
+}
+
+// temporary is a new tensor on the call's device, failing the call when
+// the memory is not there; the caller releases it.
+func temporary(c *eager.Call, dt tensor.DType, shape tensor.Shape, what string) *tensor.Tensor {
+	t, err := tensor.Empty(c.Device, dt, shape)
+	if err != nil {
+		c.Fail(err, "a %v%v temporary for %s", dt, shape, what)
+	}
+	return t
+}
+
+// convShapes are the output positions per image and the taps per
+// position of a convolution with attributes a over ch channels.
+func convShapes(a ops.Conv2DGemmAttrs, ch int) (rows, taps int) {
+	oh, ow := a.OutSize()
+	return oh * ow, a.KH * a.KW * ch
+}
+
+// patchMatrix is the patch matrix of the batch x, a temporary.
+func patchMatrix(c *eager.Call, x *tensor.Tensor, a ops.Conv2DGemmAttrs, rows, taps int) *tensor.Tensor {
+	ch := a.Channels(x)
+	p := temporary(c, x.DType(), tensor.Shape{x.Dim(0) * rows, taps}, "the convolution's patches")
+	pad := temporary(c, x.DType(), tensor.Shape{}, "the padding value")
+	defer pad.Release()
+	if err := gpu(c).Fill(pad.Buffer(), 0, 1, make([]byte, x.DType().Size())); err != nil {
+		p.Release()
+		check(c, err)
+	}
+	if err := gpu(c).patches(c, p, x, pad, convWindow(a, ch)); err != nil {
+		p.Release()
+		check(c, err)
+	}
+	return p
+}
+
+// hwioAsCIO is the HWIO filter f permuted to [C, KH, KW, O], a temporary.
+func hwioAsCIO(c *eager.Call, f *tensor.Tensor) *tensor.Tensor {
+	return move.Permuted(c, f, []int{2, 0, 1, 3})
+}
+
+func conv(c *eager.Call, outs []*tensor.Tensor) {
+	x, f, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+	if out.NumElements() == 0 {
+		return
+	}
+	n, o := x.Dim(0), f.Dim(3)
+	rows, taps := convShapes(a, a.Channels(x))
+	p := patchMatrix(c, x, a, rows, taps)
+	defer p.Release()
+	if a.Format == ops.NHWC {
+		check(c, gpu(c).product(product{a: p, b: f, c: out, m: n * rows, k: taps, n: o, batch: 1}))
+		return
+	}
+	fp := hwioAsCIO(c, f)
+	defer fp.Release()
+	check(c, gpu(c).product(product{a: fp, transA: true, b: p, transB: true, c: out,
+		m: o, k: taps, n: rows, strideB: rows * taps, batch: n}))
+}
+
+func convInput(c *eager.Call, outs []*tensor.Tensor) {
+	f, dy, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+	if out.NumElements() == 0 {
+		return
+	}
+	n, ch, o := dy.Dim(0), f.Dim(2), f.Dim(3)
+	rows, taps := convShapes(a, ch)
+	dp := temporary(c, dy.DType(), tensor.Shape{n * rows, taps}, "the patches' gradient")
+	defer dp.Release()
+	d := gpu(c)
+	if a.Format == ops.NHWC {
+		check(c, d.product(product{a: dy, b: f, transB: true, c: dp, m: n * rows, k: o, n: taps, batch: 1}))
+	} else {
+		fp := hwioAsCIO(c, f)
+		defer fp.Release()
+		check(c, d.product(product{a: dy, transA: true, strideA: o * rows, b: fp, transB: true, c: dp,
+			m: rows, k: o, n: taps, batch: n}))
+	}
+	check(c, d.scatterPatches(c, out, dp, convWindow(a, ch)))
+}
+
+func convFilter(c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+	if out.NumElements() == 0 {
+		return
+	}
+	n, ch, o := x.Dim(0), a.Channels(x), a.Channels(dy)
+	rows, taps := convShapes(a, ch)
+	p := patchMatrix(c, x, a, rows, taps)
+	defer p.Release()
+	d := gpu(c)
+	if a.Format == ops.NHWC {
+		check(c, d.product(product{a: p, transA: true, b: dy, c: out, m: taps, k: n * rows, n: o, batch: 1}))
+		return
+	}
+	dyp := move.Permuted(c, dy, []int{0, 2, 3, 1}) // [N, OH, OW, O]
+	defer dyp.Release()
+	dfp := temporary(c, out.DType(), tensor.Shape{ch, a.KH, a.KW, o}, "the permuted filter gradient")
+	defer dfp.Release()
+	check(c, d.product(product{a: p, transA: true, b: dyp, c: dfp, m: taps, k: n * rows, n: o, batch: 1}))
+	// out[kh, kw, c, o] = dfp[c, kh, kw, o]
+	st := tensor.Strides(dfp.Shape(), nil)
+	check(c, d.Copy(out.Buffer(), 0, tensor.Strides(out.Shape(), nil), dfp.Buffer(), 0,
+		[]int{st[1], st[2], st[0], st[3]}, out.Shape(), out.DType().Size()))
+}
