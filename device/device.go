@@ -193,3 +193,33 @@ func SetDefault(d Device) (restore func()) {
 	prev := defaultDevice.Swap(&d)
 	return func() { defaultDevice.Store(prev) }
 }
+
+// RandomDist is a distribution a RandomFiller draws from.
+type RandomDist uint8
+
+// The distributions of the tensor package's random constructors.
+const (
+	Uniform   RandomDist = iota // in [A, B)
+	Normal                      // standard normal (Box-Muller over uniform pairs)
+	Bernoulli                   // 1 (true) with probability A, else 0
+)
+
+// RandomDraw is one draw from the tensor package's counter-based stream
+// (tensor.RNG, Philox4x32-10): its key, the first 128-bit block the draw
+// reserved, the distribution and its parameters, and the element type by
+// its tensor.DType name ("float32", ...).
+type RandomDraw struct {
+	Key     [2]uint32
+	Counter uint64
+	Dist    RandomDist
+	A, B    float64
+	DType   string
+}
+
+// RandomFiller is a device that computes random tensors itself, the same
+// numbers as the host computes from the same stream (tensor.RNG uses it
+// where the tensor is made on such a device).
+type RandomFiller interface {
+	// FillRandom writes n elements of the draw to dst.
+	FillRandom(dst Buffer, n int, r RandomDraw) error
+}

@@ -123,7 +123,7 @@ func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
 	if rate == 0 {
 		return x
 	}
-	keep := on(tensor.RandBernoulli(rng, x.DType(), 1-rate, x.Shape()...), x.Device())
+	keep := tensor.RandBernoulliOn(x.Device(), rng, x.DType(), 1-rate, x.Shape()...)
 	return Mul(x, Mul(keep, ScalarLike(x, 1/(1-rate))))
 }
 

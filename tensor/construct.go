@@ -52,7 +52,11 @@ func allocError(op string, dt DType, shape Shape, err error) *Error {
 // fromHost returns a tensor of dtype dt and shape on the default device
 // holding the row-major bytes src (exactly the tensor's size).
 func fromHost(op string, dt DType, shape Shape, src []byte) *Tensor {
-	dev := device.Default()
+	return fromHostOn(op, device.Default(), dt, shape, src)
+}
+
+// fromHostOn is fromHost onto dev.
+func fromHostOn(op string, dev device.Device, dt DType, shape Shape, src []byte) *Tensor {
 	t, err := Empty(dev, dt, shape)
 	if err != nil {
 		panic(allocError(op, dt, shape, err))

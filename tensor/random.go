@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/eagerflow/eagerflow/device"
 )
 
 // RNG is a counter-based random generator (Philox4x32-10, Salmon et al.,
@@ -43,27 +45,40 @@ func philox(key [2]uint32, ctr uint64) [4]uint32 {
 	return c
 }
 
-// Uint32s fills out with random words, consuming ceil(len(out)/4) blocks.
-func (r *RNG) Uint32s(out []uint32) {
-	blocks := uint64(len(out)+3) / 4
-	base := r.counter.Add(blocks) - blocks
-	for b := uint64(0); b < blocks; b++ {
+// reserve takes from the stream the blocks that words words need and
+// returns the first.
+func (r *RNG) reserve(words int) uint64 {
+	blocks := uint64(words+3) / 4
+	return r.counter.Add(blocks) - blocks
+}
+
+// wordsAt returns n words of the stream from block base on.
+func (r *RNG) wordsAt(base uint64, n int) []uint32 {
+	out := make([]uint32, n)
+	for b := uint64(0); b*4 < uint64(n); b++ {
 		w := philox(r.key, base+b)
 		copy(out[b*4:], w[:])
 	}
+	return out
 }
 
-// float01 maps a word to [0, 1) with 24 bits (float32) or two words with 53
-// bits (float64).
+// Uint32s fills out with random words, consuming ceil(len(out)/4) blocks.
+func (r *RNG) Uint32s(out []uint32) {
+	copy(out, r.wordsAt(r.reserve(len(out)), len(out)))
+}
+
+// unit32 maps a word to [0, 1) with 24 bits (float32), unit64 two words
+// with 53 bits (float64).
 func unit32(w uint32) float32 { return float32(w>>8) * (1.0 / (1 << 24)) }
 
 func unit64(hi, lo uint32) float64 {
 	return float64((uint64(hi)<<32|uint64(lo))>>11) * (1.0 / (1 << 53))
 }
 
-func (r *RNG) uniform64(n int) []float64 {
-	w := make([]uint32, 2*n)
-	r.Uint32s(w)
+// uniform64At returns n float64 values in [0, 1), two words each, from
+// block base on.
+func (r *RNG) uniform64At(base uint64, n int) []float64 {
+	w := r.wordsAt(base, 2*n)
 	out := make([]float64, n)
 	for i := range out {
 		out[i] = unit64(w[2*i], w[2*i+1])
@@ -71,98 +86,138 @@ func (r *RNG) uniform64(n int) []float64 {
 	return out
 }
 
+// drawn makes a tensor of dtype dt and shape s on dev from the next words
+// words of r's stream: a device that draws itself (device.RandomFiller)
+// computes draw there; elsewhere host computes the values (row-major
+// bytes) from the first block, and they are copied to dev.
+func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, draw device.RandomDraw, host func(base uint64) []byte) *Tensor {
+	base := r.reserve(words)
+	f, ok := dev.(device.RandomFiller)
+	if !ok {
+		return fromHostOn(op, dev, dt, s, host(base))
+	}
+	t, err := Empty(dev, dt, s)
+	if err != nil {
+		panic(allocError(op, dt, s, err))
+	}
+	draw.Key, draw.Counter, draw.DType = r.key, base, dt.String()
+	if err := f.FillRandom(t.buf, s.NumElements(), draw); err != nil {
+		t.Release()
+		Panicf("tensor", op, ErrDeviceFailed, nil, "", "%s: %v", dev.Name(), err)
+	}
+	return t
+}
+
 // RandUniform returns a Float32 or Float64 tensor of values uniform in
-// [lo, hi). It panics with an *Error for other dtypes.
+// [lo, hi), on the default device. It panics with an *Error for other
+// dtypes.
 func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
+	return RandUniformOn(device.Default(), r, dt, lo, hi, shape...)
+}
+
+// RandUniformOn is RandUniform on dev, which computes the values itself
+// where it can (a GPU does), the same numbers as the host's.
+func RandUniformOn(dev device.Device, r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	n := checkShape("RandUniform", s, Invalid)
-	switch dt {
-	case Float32:
-		w := make([]uint32, n)
-		r.Uint32s(w)
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = float32(lo) + float32(hi-lo)*unit32(w[i])
+	if !dt.IsFloat() {
+		Panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
+	}
+	n := checkShapeOn("RandUniform", dev, s, dt)
+	words := n // float32: one word per value
+	if dt == Float64 {
+		words = 2 * n
+	}
+	return drawn("RandUniform", dev, r, dt, s, words, device.RandomDraw{Dist: device.Uniform, A: lo, B: hi}, func(base uint64) []byte {
+		if dt == Float32 {
+			w := r.wordsAt(base, n)
+			out := make([]float32, n)
+			for i := range out {
+				out[i] = float32(lo) + float32(hi-lo)*unit32(w[i])
+			}
+			return asBytes(out)
 		}
-		return withShape(out, s)
-	case Float64:
-		u := r.uniform64(n)
+		u := r.uniform64At(base, n)
 		for i := range u {
 			u[i] = lo + (hi-lo)*u[i]
 		}
-		return withShape(u, s)
-	}
-	Panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
-	return nil
+		return asBytes(u)
+	})
 }
 
 // RandNormal returns a Float32 or Float64 tensor of standard normal values
-// (Box-Muller over uniform pairs). It panics with an *Error for other dtypes.
+// (Box-Muller over uniform pairs), on the default device. It panics with
+// an *Error for other dtypes.
 func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
+	return RandNormalOn(device.Default(), r, dt, shape...)
+}
+
+// RandNormalOn is RandNormal on dev, which computes the values itself
+// where it can (a GPU does: the same uniforms as the host's, its
+// logarithm, sine and cosine within a few ulps of Go's).
+func RandNormalOn(dev device.Device, r *RNG, dt DType, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.IsFloat() {
 		Panicf("tensor", "RandNormal", ErrDType, nil, "", "dtype %v is not a float type", dt)
 	}
-	n := checkShape("RandNormal", s, Invalid)
-	u := r.uniform64(n + n%2)
-	z := make([]float64, len(u))
-	for i := 0; i < len(u); i += 2 {
-		rad := math.Sqrt(-2 * math.Log(1-u[i])) // 1-u is in (0, 1]
-		sin, cos := math.Sincos(2 * math.Pi * u[i+1])
-		z[i], z[i+1] = rad*cos, rad*sin
-	}
-	z = z[:n]
-	if dt == Float64 {
-		return withShape(z, s)
-	}
-	f := make([]float32, n)
-	for i, v := range z {
-		f[i] = float32(v)
-	}
-	return withShape(f, s)
+	n := checkShapeOn("RandNormal", dev, s, dt)
+	pairs := (n + 1) / 2
+	return drawn("RandNormal", dev, r, dt, s, 4*pairs, device.RandomDraw{Dist: device.Normal}, func(base uint64) []byte {
+		u := r.uniform64At(base, 2*pairs)
+		z := make([]float64, len(u))
+		for i := 0; i < len(u); i += 2 {
+			rad := math.Sqrt(-2 * math.Log(1-u[i])) // 1-u is in (0, 1]
+			sin, cos := math.Sincos(2 * math.Pi * u[i+1])
+			z[i], z[i+1] = rad*cos, rad*sin
+		}
+		return float64Bytes(dt, z[:n])
+	})
 }
 
 // RandBernoulli returns a tensor whose elements are 1 (true) with
-// probability p and 0 (false) otherwise, of any dtype. It panics with an
-// *Error if p is outside [0, 1].
+// probability p and 0 (false) otherwise, of any dtype, on the default
+// device. It panics with an *Error if p is outside [0, 1].
 func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
+	return RandBernoulliOn(device.Default(), r, dt, p, shape...)
+}
+
+// RandBernoulliOn is RandBernoulli on dev, which computes the values
+// itself where it can (a GPU does), the same as the host's.
+func RandBernoulliOn(dev device.Device, r *RNG, dt DType, p float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
-	n := checkShape("RandBernoulli", s, Invalid)
+	if !dt.Valid() {
+		Panicf("tensor", "RandBernoulli", ErrDType, nil, "", "invalid dtype %v", dt)
+	}
+	n := checkShapeOn("RandBernoulli", dev, s, dt)
 	if !(p >= 0 && p <= 1) {
 		Panicf("tensor", "RandBernoulli", ErrValue, nil, "", "probability %v is outside [0, 1]", p)
 	}
-	u := r.uniform64(n)
-	if dt == Bool {
-		out := make([]bool, len(u))
+	return drawn("RandBernoulli", dev, r, dt, s, 2*n, device.RandomDraw{Dist: device.Bernoulli, A: p}, func(base uint64) []byte {
+		u := r.uniform64At(base, n)
+		ones := make([]float64, n)
 		for i, v := range u {
-			out[i] = v < p
+			if v < p {
+				ones[i] = 1
+			}
 		}
-		return withShape(out, s)
-	}
-	ones := make([]float64, len(u))
-	for i, v := range u {
-		if v < p {
-			ones[i] = 1
-		}
-	}
-	return convertFloat64s(dt, ones, s)
+		return float64Bytes(dt, ones)
+	})
 }
 
-// convertFloat64s builds a tensor of dtype dt from float64 values.
-func convertFloat64s(dt DType, v []float64, s Shape) *Tensor {
+// float64Bytes is v converted to dtype dt, as row-major bytes.
+func float64Bytes(dt DType, v []float64) []byte {
 	switch dt {
 	case Float32:
-		return withShape(mapSlice(v, func(x float64) float32 { return float32(x) }), s)
+		return asBytes(mapSlice(v, func(x float64) float32 { return float32(x) }))
 	case Float64:
-		return withShape(v, s)
+		return asBytes(v)
 	case Int32:
-		return withShape(mapSlice(v, func(x float64) int32 { return int32(x) }), s)
+		return asBytes(mapSlice(v, func(x float64) int32 { return int32(x) }))
 	case Int64:
-		return withShape(mapSlice(v, func(x float64) int64 { return int64(x) }), s)
+		return asBytes(mapSlice(v, func(x float64) int64 { return int64(x) }))
 	case Uint8:
-		return withShape(mapSlice(v, func(x float64) uint8 { return uint8(x) }), s)
+		return asBytes(mapSlice(v, func(x float64) uint8 { return uint8(x) }))
 	case Bool:
-		return withShape(mapSlice(v, func(x float64) bool { return x != 0 }), s)
+		return asBytes(mapSlice(v, func(x float64) bool { return x != 0 }))
 	}
 	Panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
 	return nil

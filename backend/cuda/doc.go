@@ -39,10 +39,14 @@
 // by Device.SetTF32); Conv2D and its two gradients are GEMMs against the
 // batch's patch matrix, in NHWC and NCHW. Ops that check index values
 // (gather, scatter, the sparse cross-entropy) read the indices on the
-// host first, which waits for the stream.
+// host first, which waits for the stream. The device draws random tensors
+// itself (device.RandomFiller: tensor.RandUniform and the others made on
+// it, and ops.Dropout's mask) from the host's Philox stream: a seed gives
+// the same uniforms and Bernoulli draws on both, bit for bit, and normals
+// within a few ulps.
 //
-// Not yet on the GPU: the RNG, and fused kernels for traced elementwise
-// chains (a traced graph runs node by node there). The path has been tested on the emulator only: it
+// Not yet on the GPU: fused kernels for traced elementwise chains (a
+// traced graph runs node by node there). The path has been tested on the emulator only: it
 // is not yet confirmed on NVIDIA hardware.
 package cuda
 

@@ -80,6 +80,7 @@ func Families() []Family {
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},
 		{Name: "window", Kernels: windowKernels()},
+		{Name: "random", Kernels: randomKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams
