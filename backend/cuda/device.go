@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -303,35 +305,56 @@ func (d *Device) Synchronize() error {
 // function returns a kernel of family, loading the family's module on
 // first use.
 func (d *Device) function(family, name string) (cu.Function, error) {
-	key := family + "/" + name
+	return d.loadFunction(family, name, func() (string, error) {
+		src, err := modules.ReadFile("ptx/" + family + ".ptx")
+		if err != nil {
+			return "", fmt.Errorf("cuda: no kernel module %q: %v", family, err)
+		}
+		return string(src), nil
+	})
+}
+
+// compiled returns kernel name of the PTX module src made at run time (a
+// fused chain), loading it on first use; modules are kept by their text's
+// hash. The driver compiles PTX for the device (and keeps its own cache
+// of compiled PTX on disk, CUDA_CACHE_PATH).
+func (d *Device) compiled(src, name string) (cu.Function, error) {
+	sum := sha256.Sum256([]byte(src))
+	return d.loadFunction("run-time/"+hex.EncodeToString(sum[:]), name, func() (string, error) { return src, nil })
+}
+
+// loadFunction returns kernel name of the module known as key, loading
+// the module from src on first use.
+func (d *Device) loadFunction(key, name string, src func() (string, error)) (cu.Function, error) {
+	fkey := key + "/" + name
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f, ok := d.funcs[key]; ok {
+	if f, ok := d.funcs[fkey]; ok {
 		return f, nil
 	}
 	err := d.ctx.Do(func() error {
-		m, ok := d.mods[family]
+		m, ok := d.mods[key]
 		if !ok {
-			src, err := modules.ReadFile("ptx/" + family + ".ptx")
+			text, err := src()
 			if err != nil {
-				return fmt.Errorf("cuda: no kernel module %q: %v", family, err)
-			}
-			if m, err = d.ctx.ModuleLoad(string(src)); err != nil {
 				return err
 			}
-			d.mods[family] = m
+			if m, err = d.ctx.ModuleLoad(text); err != nil {
+				return err
+			}
+			d.mods[key] = m
 		}
 		f, err := d.ctx.Function(m, name)
 		if err != nil {
 			return err
 		}
-		d.funcs[key] = f
+		d.funcs[fkey] = f
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	return d.funcs[key], nil
+	return d.funcs[fkey], nil
 }
 
 // blockSize is the threads per block of the elementwise kernels.
@@ -340,9 +363,11 @@ const blockSize = 256
 // launch queues kernel name of family over n elements (a grid-stride
 // loop: at most a few blocks per multiprocessor).
 func (d *Device) launch(family, name string, n int, args *cu.Args) error {
-	blocks := min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32)
-	return d.launchBlocks(family, name, blocks, blockSize, args)
+	return d.launchBlocks(family, name, d.gridFor(n), blockSize, args)
 }
+
+// gridFor is the blocks of a grid-stride launch over n elements.
+func (d *Device) gridFor(n int) int { return min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32) }
 
 // launchBlocks queues kernel name of family over grid blocks of block
 // threads.
@@ -351,6 +376,11 @@ func (d *Device) launchBlocks(family, name string, grid, block int, args *cu.Arg
 	if err != nil {
 		return err
 	}
+	return d.launchFunction(f, grid, block, args)
+}
+
+// launchFunction queues f over grid blocks of block threads.
+func (d *Device) launchFunction(f cu.Function, grid, block int, args *cu.Args) error {
 	return d.ctx.Do(func() error {
 		return d.ctx.Launch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
 	})

@@ -45,8 +45,11 @@
 // the same uniforms and Bernoulli draws on both, bit for bit, and normals
 // within a few ulps.
 //
-// Not yet on the GPU: fused kernels for traced elementwise chains (a
-// traced graph runs node by node there). The path has been tested on the emulator only: it
+// A traced graph's chains of float32 elementwise ops run as one kernel
+// each (the package's eager.Fuser): PTX generated for the chain when the
+// graph is optimised, each step the code of the op's own kernel (so the
+// fused result is bitwise the eager one), loaded on first launch; the
+// driver keeps its own disk cache of compiled PTX. The path has been tested on the emulator only: it
 // is not yet confirmed on NVIDIA hardware.
 package cuda
 

@@ -15,9 +15,19 @@ import (
 // The GPU kernels of the ops, registered for device.GPU: each computes its
 // launch's arguments and queues the kernel on the device's stream.
 
+// binaryOps and unaryOps name the elementwise kernels of each op (the
+// kernels' op names).
+var (
+	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
+		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad"}
+	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
+		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
+		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
+		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "Sin": "sin", "Cos": "cos"}
+)
+
 func init() {
-	for op, k := range map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
-		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad"} {
+	for op, k := range binaryOps {
 		for _, d := range kernels.Numeric {
 			if contains(kernels.BinaryOps(d), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("binary", k, d))
@@ -37,10 +47,7 @@ func init() {
 		eager.RegisterKernel("Select", device.GPU, tensorType(d), selectKernel(d))
 		eager.RegisterKernel("Cast", device.GPU, tensorType(d), cast(d))
 	}
-	for op, k := range map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
-		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
-		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
-		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "Sin": "sin", "Cos": "cos"} {
+	for op, k := range unaryOps {
 		for _, d := range kernels.All {
 			if contains(kernels.UnaryOps(d), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), unary(k, d))

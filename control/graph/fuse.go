@@ -11,28 +11,26 @@ import (
 
 // Elementwise fusion: a chain of float32 elementwise ops (each consuming
 // the previous one's output, which nothing else reads) becomes one node
-// whose kernel runs every step of the chain over one block of the output
-// before moving to the next block, so the intermediate values stay in the
-// L1 cache and there is one dispatch and one buffer for the whole chain.
-// Each step calls the op's own loop (eager.ElementwiseF32), so the fused
-// result is bitwise the eager one.
+// with one dispatch and one buffer for the whole chain. On devices whose
+// backend registered host loops (eager.ElementwiseF32: the CPU) its kernel
+// runs every step over one block of the output before moving to the next
+// block, so the intermediate values stay in the L1 cache; each step calls
+// the op's own loop, so the fused result is bitwise the eager one. On
+// other devices the kind's eager.Fuser compiles the chain into one kernel
+// (the GPU's: generated PTX, each step the code of the op's own kernel).
 
 // fuseBlock is the elements one block holds: 2 KiB of float32, well inside
 // L1 next to the inputs' blocks.
 const fuseBlock = 512
 
-// operand is where one input of a step comes from: the chain (the block of
-// the output being computed) or an input of the fused node, full or a
-// single broadcast value.
-type operand struct {
-	chain  bool
-	input  int
-	single bool
-}
+// operand is where one input of a step comes from: the chain (on the
+// host, the block of the output being computed) or an input of the fused
+// node, full or a single broadcast value.
+type operand = eager.FuseOperand
 
 type fuseStep struct {
-	loops *eager.ElementwiseF32
-	args  []operand // 1 (unary) or 2
+	loops *eager.ElementwiseF32 // nil where the kind's Fuser compiles the chain
+	args  []operand             // 1 (unary) or 2
 }
 
 // fusedOp is a synthesised op running steps.
@@ -42,16 +40,11 @@ type fusedOp struct {
 }
 
 // fusible reports whether n can join a chain on devices of kind: a float32
-// elementwise op with loops for that kind, of one output, with inputs of
-// known shapes, each the output's shape or a single value.
+// elementwise op of one output that kind fuses (stepFusible), with inputs
+// of known shapes, each the output's shape or a single value.
 func fusible(n *Node, kind device.Kind) bool {
-	if n.Kind != OpNode || n.Op == nil || n.Op.Elementwise(kind) == nil || len(n.Specs) != 1 ||
-		n.Specs[0].DType != tensor.Float32 || len(n.Control) > 0 || n.Fused != nil {
-		return false
-	}
-	switch loops := n.Op.Elementwise(kind); {
-	case len(n.Inputs) == 1 && loops.Unary == nil, len(n.Inputs) == 2 && loops.VV == nil,
-		len(n.Inputs) != 1 && len(n.Inputs) != 2:
+	if n.Kind != OpNode || n.Op == nil || len(n.Specs) != 1 ||
+		n.Specs[0].DType != tensor.Float32 || len(n.Control) > 0 || n.Fused != nil || !stepFusible(n.Op, len(n.Inputs), kind) {
 		return false
 	}
 	full := 0
@@ -70,6 +63,17 @@ func fusible(n *Node, kind device.Kind) bool {
 	return full > 0
 }
 
+// stepFusible reports whether op with that many inputs (one or two) can be
+// a step of a chain on devices of kind: it has host loops for the kind, or
+// the kind's Fuser takes it.
+func stepFusible(op *eager.Op, inputs int, kind device.Kind) bool {
+	if loops := op.Elementwise(kind); loops != nil {
+		return (inputs == 1 && loops.Unary != nil) || (inputs == 2 && loops.VV != nil)
+	}
+	f := eager.FuserFor(kind)
+	return f != nil && (inputs == 1 || inputs == 2) && f.CanFuse(op.Name, inputs)
+}
+
 // Spec returns the dtype and shape of o where the tracer recorded them.
 func (o Output) Spec() (eager.Out, bool) {
 	if o.Index < len(o.Node.Specs) {
@@ -80,9 +84,10 @@ func (o Output) Spec() (eager.Out, bool) {
 
 // fuseElementwise replaces every chain of two or more fusible nodes with
 // one node, for the kind of g's device: only ops whose backend registered
-// elementwise loops for that kind (eager.RegisterElementwise) join a
-// chain, and the fused node has a kernel for that kind alone. Nodes must
-// be in an order where inputs come first (as traced).
+// elementwise loops for that kind (eager.RegisterElementwise) or that the
+// kind's Fuser takes join a chain, and the fused node has a kernel for
+// that kind alone. Nodes must be in an order where inputs come first (as
+// traced).
 func (g *Graph) fuseElementwise() {
 	kind := g.device().Kind()
 	uses := map[Output]int{}
@@ -125,6 +130,9 @@ func (g *Graph) fuseElementwise() {
 			continue
 		}
 		f := fuse(c, kind)
+		if f == nil {
+			continue
+		}
 		for _, m := range c {
 			replaced[m] = nil
 		}
@@ -164,8 +172,9 @@ func (g *Graph) fuseElementwise() {
 	}
 }
 
-// fuse builds the node that runs chain c on devices of kind. Its inputs
-// are the chain's inputs from outside it, each once.
+// fuse builds the node that runs chain c on devices of kind, or returns
+// nil where the kind's Fuser cannot compile it. Its inputs are the chain's
+// inputs from outside it, each once.
 func fuse(c []*Node, kind device.Kind) *Node {
 	tail := c[len(c)-1]
 	f := &Node{Kind: OpNode, Outputs: 1, Specs: tail.Specs, Fused: c}
@@ -177,7 +186,7 @@ func fuse(c []*Node, kind device.Kind) *Node {
 		st := fuseStep{loops: m.Op.Elementwise(kind)}
 		for _, in := range m.Inputs {
 			if i > 0 && in.Node == c[i-1] {
-				st.args = append(st.args, operand{chain: true})
+				st.args = append(st.args, operand{Chain: true})
 				continue
 			}
 			k, ok := inputIndex[in]
@@ -187,7 +196,7 @@ func fuse(c []*Node, kind device.Kind) *Node {
 				f.Inputs = append(f.Inputs, in)
 			}
 			s, _ := in.Spec()
-			st.args = append(st.args, operand{input: k, single: !s.Shape.Equal(op.shape)})
+			st.args = append(st.args, operand{Input: k, Single: !s.Shape.Equal(op.shape)})
 		}
 		op.steps = append(op.steps, st)
 	}
@@ -196,9 +205,35 @@ func fuse(c []*Node, kind device.Kind) *Node {
 		Infer:             op.infer,
 		NonDifferentiable: true, // a tape sees the chain's own ops: see runNode
 	}
-	f.Op.AttachKernel(kind, tensor.Float32, op.kernel)
+	kernel := eager.Kernel(op.kernel)
+	if !op.onHost() {
+		steps := make([]eager.FuseStep, len(op.steps))
+		for i, st := range op.steps {
+			steps[i] = eager.FuseStep{Op: names[i], Args: st.args}
+		}
+		fuser := eager.FuserFor(kind)
+		if fuser == nil {
+			return nil
+		}
+		var err error
+		if kernel, err = fuser.Fuse(steps); err != nil {
+			return nil
+		}
+	}
+	f.Op.AttachKernel(kind, tensor.Float32, kernel)
 	f.fused = op
 	return f
+}
+
+// onHost reports whether every step has host loops (else the kind's Fuser
+// compiles the chain).
+func (op *fusedOp) onHost() bool {
+	for _, st := range op.steps {
+		if st.loops == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // infer gives the chain's output the shape of its full inputs (the traced
@@ -208,14 +243,14 @@ func (op *fusedOp) infer(c *eager.Call) []eager.Out {
 	var shape tensor.Shape
 	for _, st := range op.steps {
 		for _, a := range st.args {
-			if a.chain {
+			if a.Chain {
 				continue
 			}
-			s := c.Inputs[a.input].Shape()
+			s := c.Inputs[a.Input].Shape()
 			switch {
-			case a.single && s.NumElements() != 1:
-				c.Fail(tensor.ErrShape, "input %d has shape %v where the trace had a single value", a.input, s)
-			case a.single:
+			case a.Single && s.NumElements() != 1:
+				c.Fail(tensor.ErrShape, "input %d has shape %v where the trace had a single value", a.Input, s)
+			case a.Single:
 			case shape == nil:
 				shape = s
 			case !s.Equal(shape):
@@ -260,10 +295,10 @@ func (op *fusedOp) blocks(out []float32, ins [][]float32, lo, hi int) {
 // block runs every step on o, the output's elements from lo.
 func (op *fusedOp) block(o []float32, ins [][]float32, lo int) {
 	full := func(a operand) []float32 {
-		if a.chain {
+		if a.Chain {
 			return o
 		}
-		return ins[a.input][lo : lo+len(o)]
+		return ins[a.Input][lo : lo+len(o)]
 	}
 	for _, st := range op.steps {
 		if len(st.args) == 1 {
@@ -272,10 +307,10 @@ func (op *fusedOp) block(o []float32, ins [][]float32, lo int) {
 		}
 		a, b := st.args[0], st.args[1]
 		switch {
-		case a.single:
-			st.loops.SV(o, ins[a.input][0], full(b))
-		case b.single:
-			st.loops.VS(o, full(a), ins[b.input][0])
+		case a.Single:
+			st.loops.SV(o, ins[a.Input][0], full(b))
+		case b.Single:
+			st.loops.VS(o, full(a), ins[b.Input][0])
 		default:
 			st.loops.VV(o, full(a), full(b))
 		}
