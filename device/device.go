@@ -223,3 +223,22 @@ type RandomFiller interface {
 	// FillRandom writes n elements of the draw to dst.
 	FillRandom(dst Buffer, n int, r RandomDraw) error
 }
+
+// Swapper is a device that moves a buffer's contents to host memory and
+// back without the host waiting: page-locked host memory, and copies
+// queued in order with the device's work (the control-flow paper's
+// memory swapping, which a graph's loop-gradient stacks use by option).
+type Swapper interface {
+	// SwapOut queues a copy of the first n bytes of b to host memory and
+	// returns it; b may be freed at once.
+	SwapOut(b Buffer, n int) (Swapped, error)
+	// SwapIn queues the copy back into a new buffer of the device; s is
+	// consumed.
+	SwapIn(s Swapped) (Buffer, error)
+}
+
+// Swapped is a buffer's contents held in host memory by a Swapper.
+type Swapped interface {
+	// Size is the bytes held.
+	Size() int
+}

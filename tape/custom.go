@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -47,7 +48,7 @@ func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
 	for i := 0; i < n; i++ {
 		seed := make([]float64, n)
 		seed[i] = 1
-		s := ops.Cast(tensor.FromSlice(seed, target.Shape()...), target.DType())
+		s := ops.Cast(onDevice(tensor.FromSlice(seed, target.Shape()...), target.Device()), target.DType())
 		g := t.gradient(target, s, []*tensor.Tensor{source})[0]
 		if g == nil {
 			g = ops.ZerosLike(source)
@@ -56,7 +57,16 @@ func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
 	}
 	shape := append(target.Shape().Clone(), source.Shape()...)
 	if n == 0 {
-		return ops.Reshape(tensor.Zeros(source.DType(), shape...), shape...)
+		return tensor.FullOn(source.Device(), source.DType(), 0, shape...)
 	}
 	return ops.Reshape(ops.Concatenate(0, rows...), shape...)
+}
+
+// onDevice is x moved to dev (x itself when it is there).
+func onDevice(x *tensor.Tensor, dev device.Device) *tensor.Tensor {
+	y, err := x.To(dev)
+	if err != nil {
+		tensor.Panicf("tape", "Jacobian", err, []*tensor.Tensor{x}, "", "moving the seed to %s: %v", dev.Name(), err)
+	}
+	return y
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -34,6 +35,7 @@ type Device struct {
 	inUse   int              // bytes of live buffers
 	cached  int              // bytes in the cache
 	staging []byte           // page-locked host buffer for copies
+	host    hostPool         // page-locked blocks for swapped values
 	mods    map[string]cu.Module
 	funcs   map[string]cu.Function
 }
@@ -45,6 +47,16 @@ type buffer struct {
 	size  int
 	class int
 	refs  atomic.Int32
+	// cleanup returns the memory to the cache should the buffer become
+	// unreachable without Free (tensors whose Release was never called):
+	// the safety net; Free stops it.
+	cleanup runtime.Cleanup
+}
+
+// block is a buffer's memory as its cleanup returns it.
+type block struct {
+	ptr   cu.Ptr
+	class int
 }
 
 func (b *buffer) Device() device.Device { return b.dev }
@@ -62,7 +74,8 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), drv: drv, ctx: ctx, info: info,
-		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[string]cu.Function{}}
+		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[string]cu.Function{},
+		host: hostPool{free: map[int][][]byte{}}}
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
 		return nil, err
 	}
@@ -106,7 +119,7 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 		d.cache[class] = free[:len(free)-1]
 		d.cached -= size
 		d.inUse += size
-		return &buffer{dev: d, ptr: p, size: nbytes, class: class}, nil
+		return d.track(&buffer{dev: d, ptr: p, size: nbytes, class: class}), nil
 	}
 	var p cu.Ptr
 	err := d.ctx.Do(func() (err error) { p, err = d.ctx.MemAlloc(size, d.s); return })
@@ -119,7 +132,24 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 		return nil, fmt.Errorf("%w: %s: %d bytes with %d in use: %v", device.ErrOutOfMemory, d.name, nbytes, d.inUse, err)
 	}
 	d.inUse += size
-	return &buffer{dev: d, ptr: p, size: nbytes, class: class}, nil
+	return d.track(&buffer{dev: d, ptr: p, size: nbytes, class: class}), nil
+}
+
+// track sets b's cleanup.
+func (d *Device) track(b *buffer) *buffer {
+	b.cleanup = runtime.AddCleanup(b, d.reclaim, block{ptr: b.ptr, class: b.class})
+	return b
+}
+
+// reclaim returns the memory of a buffer that was never freed to the
+// cache. The stream's order keeps the work queued on it before its next
+// user, as Free's does.
+func (d *Device) reclaim(m block) {
+	d.mu.Lock()
+	d.cache[m.class] = append(d.cache[m.class], m.ptr)
+	d.inUse -= 1 << m.class
+	d.cached += 1 << m.class
+	d.mu.Unlock()
 }
 
 // emptyCacheLocked frees every cached buffer.
@@ -131,7 +161,7 @@ func (d *Device) emptyCacheLocked() {
 			}
 			delete(d.cache, class)
 		}
-		return d.ctx.StreamSynchronize(d.s)
+		return d.streamSync()
 	})
 	d.cached = 0
 }
@@ -143,11 +173,8 @@ func (d *Device) Free(b device.Buffer) {
 	if !ok || gb.dev != d {
 		panic(fmt.Sprintf("cuda: %s freeing a buffer of %s", d.name, b.Device().Name()))
 	}
-	d.mu.Lock()
-	d.cache[gb.class] = append(d.cache[gb.class], gb.ptr)
-	d.inUse -= 1 << gb.class
-	d.cached += 1 << gb.class
-	d.mu.Unlock()
+	gb.cleanup.Stop()
+	d.reclaim(block{ptr: gb.ptr, class: gb.class})
 }
 
 // MaxAlloc is the GPU's memory.
@@ -190,7 +217,7 @@ func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
 		if err := d.ctx.MemcpyDtoH(host, p+cu.Ptr(srcOff), d.s); err != nil {
 			return err
 		}
-		if err := d.ctx.StreamSynchronize(d.s); err != nil {
+		if err := d.streamSync(); err != nil {
 			return err
 		}
 		copy(dst, host)
@@ -206,7 +233,7 @@ func (d *Device) CopyFromHost(dst device.Buffer, dstOff int, src []byte) error {
 			return err
 		}
 		// The staging buffer is reused by the next copy: wait for this one.
-		return d.ctx.StreamSynchronize(d.s)
+		return d.streamSync()
 	})
 }
 
@@ -299,7 +326,7 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 
 // Synchronize waits for the work queued on the stream.
 func (d *Device) Synchronize() error {
-	return d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.s) })
+	return d.ctx.Do(d.streamSync)
 }
 
 // function returns a kernel of family, loading the family's module on

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -40,7 +41,16 @@ type value struct {
 }
 
 // stack is what a Stack node makes: the values pushed and not yet popped.
-type stack struct{ vals []*tensor.Tensor }
+type stack struct{ vals []stacked }
+
+// stacked is one value on a stack: the tensor, or its contents swapped
+// out to host memory (ExecOptions.SwapStacks) with its dtype and shape.
+type stacked struct {
+	t       *tensor.Tensor
+	swapped device.Swapped
+	dtype   tensor.DType
+	shape   tensor.Shape
+}
 
 // frameInst is a running instance of a frame (a loop's execution).
 type frameInst struct {
@@ -126,6 +136,20 @@ type executor struct {
 	uses    map[*tensor.Tensor]int
 	pinned  map[*tensor.Tensor]bool
 	release bool
+	// swap is the device stacks swap their values to host memory through,
+	// or nil.
+	swap device.Swapper
+}
+
+// ExecOptions are options of one execution.
+type ExecOptions struct {
+	// SwapStacks keeps the values that loop-gradient stacks hold in host
+	// memory while they wait, on devices that swap (device.Swapper: a
+	// GPU): copied out as they are pushed and back as they are popped,
+	// queued with the device's work so that the host does not wait. It
+	// trades copy bandwidth for device memory, which a long loop's stacks
+	// would otherwise fill. Values a tape keeps anyway stay where they are.
+	SwapStacks bool
 }
 
 // ErrDeadOutput is returned when a graph result is dead (it was computed
@@ -136,7 +160,13 @@ var ErrDeadOutput = errors.New("graph: a graph result is dead")
 // results. Op nodes run eagerly through their eager.Op; panics of ops (bad
 // shapes) propagate as they would eagerly.
 func Execute(g *Graph, args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
-	out, _, err := execute(g, args)
+	out, _, err := execute(g, ExecOptions{}, args)
+	return out, err
+}
+
+// ExecuteWith is Execute with options.
+func ExecuteWith(g *Graph, opts ExecOptions, args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out, _, err := execute(g, opts, args)
 	return out, err
 }
 
@@ -144,7 +174,7 @@ func Execute(g *Graph, args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 // most iterations of one frame that were active at once.
 type execStats struct{ runs, active int }
 
-func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, error) {
+func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, error) {
 	if len(args) != len(g.Inputs) {
 		return nil, execStats{}, fmt.Errorf("graph: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}
@@ -157,6 +187,10 @@ func execute(g *Graph, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, erro
 		e = &executor{g: g, sc: sc, results: map[Output]value{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}}
 	}
 	e.release, e.concurrent = !eager.Observing(), g.workers() != nil
+	e.swap = nil
+	if sw, ok := g.device().(device.Swapper); ok && opts.SwapStacks && e.release {
+		e.swap = sw
+	}
 	for _, a := range args {
 		e.pinned[a] = true
 	}
@@ -419,8 +453,7 @@ func (e *executor) run(k instKey) {
 		outs[0] = in.inputs[1]
 		if !dead {
 			s := in.inputs[0].stack
-			s.vals = append(s.vals, outs[0].t)
-			e.uses[outs[0].t]++ // held by the stack until popped
+			s.vals = append(s.vals, e.push(outs[0].t))
 		}
 	case StackPop:
 		if !dead {
@@ -430,7 +463,7 @@ func (e *executor) run(k instKey) {
 			}
 			top := s.vals[len(s.vals)-1]
 			s.vals = s.vals[:len(s.vals)-1]
-			outs[0] = value{t: top}
+			outs[0] = value{t: e.pop(n, top)}
 			defer e.drop(outs[0]) // the stack's hold, once the consumers hold it
 		}
 	case OpNode:
@@ -512,6 +545,42 @@ func (e *executor) hold(in *instance, i int, v value) {
 	}
 	in.held[i] = true
 	e.uses[v.t]++
+}
+
+// push is what a stack holds of t: t itself, held until popped, or its
+// contents swapped out to host memory where the execution swaps (t is on
+// the swapping device, row-major, and not pinned) and the copy could be
+// queued.
+func (e *executor) push(t *tensor.Tensor) stacked {
+	if e.swap != nil && t.Device() == e.swap.(device.Device) && t.IsRowMajor() && !e.pinned[t] {
+		if n, ok := tensor.ByteSize(t.DType(), t.Shape()); ok {
+			if h, err := e.swap.SwapOut(t.Buffer(), n); err == nil {
+				return stacked{swapped: h, dtype: t.DType(), shape: t.Shape()}
+			}
+		}
+	}
+	e.uses[t]++
+	return stacked{t: t}
+}
+
+// pop is the tensor of a stacked value, swapped back in where it was
+// swapped out (held once, as a pushed tensor is, for the caller's drop);
+// a failure to swap in fails the execution at node n.
+func (e *executor) pop(n *Node, s stacked) *tensor.Tensor {
+	if s.swapped == nil {
+		return s.t
+	}
+	buf, err := e.swap.SwapIn(s.swapped)
+	if err != nil {
+		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: swapping a %v%v value back in: %v", n, s.dtype, s.shape, err)
+	}
+	t, err := tensor.FromBuffer(buf, s.dtype, s.shape)
+	if err != nil {
+		buf.Device().Free(buf)
+		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: %v", n, err)
+	}
+	e.uses[t]++
+	return t
 }
 
 // drop undoes hold once the instance has run (its outputs, which may be

@@ -28,7 +28,7 @@ func TestParallelIterations(t *testing.T) {
 				return []Output{b.op("Add", v[0], b.i64(1)), acc}
 			})
 		b.Result = []Output{out[1]}
-		res, st, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(25))})
+		res, st, err := execute(b.Graph, ExecOptions{}, []*tensor.Tensor{tensor.Scalar(int64(25))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -106,7 +106,7 @@ func TestCondRunsOnlyTheTakenBranch(t *testing.T) {
 		want int64
 		from int32
 	}{{true, 8, 1}, {false, 14, 0}} {
-		out, st, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(7)), tensor.Scalar(c.pred)})
+		out, st, err := execute(b.Graph, ExecOptions{}, []*tensor.Tensor{tensor.Scalar(int64(7)), tensor.Scalar(c.pred)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestExitOfALoopOnADeadBranch(t *testing.T) {
 	loop := b.sumBelow("loop", sw.Out(1))
 	m := b.Merge(b.op("Neg", sw.Out(0)), loop[1])
 	b.Result = []Output{m.Out(0)}
-	out, st, err := execute(b.Graph, []*tensor.Tensor{tensor.Scalar(int64(4)), tensor.Scalar(false)})
+	out, st, err := execute(b.Graph, ExecOptions{}, []*tensor.Tensor{tensor.Scalar(int64(4)), tensor.Scalar(false)})
 	if err != nil {
 		t.Fatal(err)
 	}

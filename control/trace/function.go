@@ -137,6 +137,10 @@ type Function struct {
 	// Logf receives the warning (given once) that fn retraces often; nil
 	// discards it.
 	Logf func(format string, args ...any)
+	// SwapStacks runs the graphs with the values their loop gradients
+	// stack kept in host memory on devices that swap (a GPU):
+	// graph.ExecOptions.SwapStacks. Set it before the first call.
+	SwapStacks bool
 
 	mu     sync.Mutex
 	graphs map[string]*traced
@@ -186,8 +190,8 @@ type traced struct {
 	hasGuards bool
 }
 
-func (tr *traced) run(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	out, err := graph.Execute(tr.g, args...)
+func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions) ([]*tensor.Tensor, error) {
+	out, err := graph.ExecuteWith(tr.g, opts, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -198,7 +198,7 @@ func (t *tracer) whileGradient(l *flow.Loop, fr *frameTrace, win *loopWindow, ca
 		}
 		r := res[i]
 		if r == nil {
-			r = tensor.Zeros(s.DType(), s.Shape()...)
+			r = tensor.FullOn(s.Device(), s.DType(), 0, s.Shape()...)
 		}
 		res[i] = t.differentiable(r, graph[i])
 	}
@@ -247,7 +247,7 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 			vars = append(vars, dys[i])
 		default:
 			s := sources[i]
-			vars = append(vars, tensor.Zeros(s.DType(), s.Shape()...))
+			vars = append(vars, tensor.FullOn(s.Device(), s.DType(), 0, s.Shape()...))
 		}
 	}
 	zero, one := tensor.Scalar(int64(0)), tensor.Scalar(int64(1))
@@ -273,7 +273,7 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 				case i >= nv:
 					g = v[1+k]
 				case g == nil:
-					g = tensor.Zeros(sources[i].DType(), sources[i].Shape()...)
+					g = tensor.FullOn(sources[i].Device(), sources[i].DType(), 0, sources[i].Shape()...)
 				}
 				next = append(next, g)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"weak"
 
+	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -92,7 +93,7 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 // instead (logging that once), so the call returns what fn computes.
 func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.Tensor, err error) {
 	if !tr.hasGuards {
-		return tr.run(args)
+		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
 	}
 	failed := false
 	func() {
@@ -106,7 +107,7 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.
 				panic(r)
 			}
 		}()
-		out, err = tr.run(args)
+		out, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
 	}()
 	if !failed {
 		return out, err

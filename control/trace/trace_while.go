@@ -230,7 +230,7 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 	nc := len(init)
 	vars := append([]*tensor.Tensor{tensor.Scalar(int64(0))}, init...)
 	for _, y := range probe {
-		vars = append(vars, tensor.Zeros(y.DType(), append([]int{steps}, y.Shape()...)...))
+		vars = append(vars, tensor.FullOn(y.Device(), y.DType(), 0, append([]int{steps}, y.Shape()...)...))
 	}
 	last := tensor.Scalar(int64(steps))
 	out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], last) },

@@ -1,0 +1,129 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/device"
+)
+
+// Swapping (device.Swapper): a value moves to page-locked host memory and
+// back by copies queued on the stream, so the host never waits for them.
+// A host block is reused only once the stream has passed the copy that
+// reads it: blocks swapped back in wait in pending until the next stream
+// synchronisation moves them to the free lists.
+
+// hostPool keeps page-locked host blocks by power-of-two size class.
+type hostPool struct {
+	mu      sync.Mutex
+	free    map[int][][]byte
+	pending [][]byte
+	swaps   int // values swapped out, for tests
+}
+
+// swapped is a value's bytes in a page-locked block.
+type swapped struct {
+	dev     *Device
+	block   []byte
+	n       int
+	cleanup runtime.Cleanup
+}
+
+func (s *swapped) Size() int { return s.n }
+
+// streamSync waits for the stream (inside ctx.Do); then the host blocks
+// that copies queued before it read are free again.
+func (d *Device) streamSync() error {
+	if err := d.ctx.StreamSynchronize(d.s); err != nil {
+		return err
+	}
+	p := &d.host
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.pending {
+		c := classOf(len(b))
+		p.free[c] = append(p.free[c], b)
+	}
+	p.pending = p.pending[:0]
+	return nil
+}
+
+// hostBlock returns a page-locked block of at least n bytes.
+func (d *Device) hostBlock(n int) ([]byte, error) {
+	c := classOf(n)
+	p := &d.host
+	p.mu.Lock()
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		p.free[c] = l[:len(l)-1]
+		p.mu.Unlock()
+		return b, nil
+	}
+	p.mu.Unlock()
+	var b []byte
+	err := d.ctx.Do(func() (err error) { b, err = d.ctx.MemAllocHost(1 << c); return })
+	return b, err
+}
+
+// retire returns a block read by a copy queued on the stream: free once
+// the stream passes it.
+func (d *Device) retire(b []byte) {
+	d.host.mu.Lock()
+	d.host.pending = append(d.host.pending, b)
+	d.host.mu.Unlock()
+}
+
+// SwapOut queues a copy of the first n bytes of b to a page-locked host
+// block and returns it; b may be freed at once (the stream's order keeps
+// the copy ahead of b's next user).
+func (d *Device) SwapOut(b device.Buffer, n int) (device.Swapped, error) {
+	gb, err := bufOf(b, d, "source")
+	if err != nil {
+		return nil, err
+	}
+	block, err := d.hostBlock(n)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		if err := d.ctx.Do(func() error { return d.ctx.MemcpyDtoH(block[:n], gb.ptr, d.s) }); err != nil {
+			d.retire(block)
+			return nil, err
+		}
+	}
+	s := &swapped{dev: d, block: block, n: n}
+	// A value never swapped back in (an execution that failed) gives its
+	// block back when it is collected.
+	s.cleanup = runtime.AddCleanup(s, d.retire, block)
+	d.host.mu.Lock()
+	d.host.swaps++
+	d.host.mu.Unlock()
+	return s, nil
+}
+
+// SwapIn queues the copy of s back into a new buffer.
+func (d *Device) SwapIn(s device.Swapped) (device.Buffer, error) {
+	sw, ok := s.(*swapped)
+	if !ok || sw.dev != d || sw.block == nil {
+		return nil, errSwapped(d)
+	}
+	b, err := d.Alloc(sw.n)
+	if err != nil {
+		return nil, err
+	}
+	if sw.n > 0 {
+		if err := d.ctx.Do(func() error { return d.ctx.MemcpyHtoD(b.(*buffer).ptr, sw.block[:sw.n], d.s) }); err != nil {
+			d.Free(b)
+			return nil, err
+		}
+	}
+	sw.cleanup.Stop()
+	d.retire(sw.block)
+	sw.block = nil
+	return b, nil
+}
+
+func errSwapped(d *Device) error {
+	return fmt.Errorf("cuda: %s: not a value this device swapped out, or one already swapped back in", d.name)
+}
