@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -154,4 +156,53 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 		step()
 	}
 	waitGPU(b, d)
+}
+
+// rnnGrad returns the gradient in w of sum(h) after 50 steps of h ←
+// tanh(h·w + x_t) through While (h [1 128], w [128 128], float32), the
+// bench package's RNN loop gradient, on the default device.
+func rnnGrad(w, xs, h0 *tensor.Tensor) *tensor.Tensor {
+	tp := tape.New()
+	tp.Watch(w)
+	steps := tensor.FullOn(h0.Device(), tensor.Int64, float64(xs.Dim(0)))
+	one := tensor.FullOn(h0.Device(), tensor.Int64, 1)
+	out := control.While(
+		func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], steps) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			x := ops.Gather(xs, v[0], 0)
+			return []*tensor.Tensor{ops.Add(v[0], one), ops.Tanh(ops.Add(ops.MatMul(v[1], w), x))}
+		},
+		[]*tensor.Tensor{tensor.FullOn(h0.Device(), tensor.Int64, 0), h0})
+	return tp.Gradient(ops.Sum(out[1]), w)[0]
+}
+
+// BenchmarkRNNLoopGradGPU is the RNN loop gradient (forward and backward
+// of 50 steps) on the GPU, eager and traced.
+func BenchmarkRNNLoopGradGPU(b *testing.B) {
+	d := benchGPU(b)
+	r := tensor.NewRNG(11)
+	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 128, 128), onGPU(b, d, tensor.Scalar(float32(0.08))))
+	xs := tensor.RandNormalOn(d, r, tensor.Float32, 50, 128)
+	h0 := tensor.FullOn(d, tensor.Float32, 0, 1, 128)
+	traced := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{rnnGrad(a[0], a[1], a[2])} })
+	for _, mode := range []string{"eager", "traced"} {
+		b.Run(mode, func(b *testing.B) {
+			step := func() {
+				if mode == "eager" {
+					rnnGrad(w, xs, h0)
+					return
+				}
+				if _, err := traced.Call(w, xs, h0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			step()
+			waitGPU(b, d)
+			b.ResetTimer()
+			for range b.N {
+				step()
+			}
+			waitGPU(b, d)
+		})
+	}
 }

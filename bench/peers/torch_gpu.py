@@ -77,3 +77,27 @@ for _ in range(200):
     mlp_step()
 torch.cuda.synchronize()
 print(f"MLPStep[784-512-512-10 b256] {1e6 * (time.perf_counter() - t0) / 200:.0f} us/step")
+
+# The RNN loop gradient: 50 steps of h = tanh(h W + x_t), h [1 128], W
+# [128 128], float32; forward and backward.
+g = torch.Generator(device="cpu").manual_seed(11)
+w = (0.08 * torch.randn(128, 128, generator=g)).to(dev).requires_grad_()
+xs = torch.randn(50, 128, generator=g).to(dev)
+
+
+def rnn_grad():
+    h = torch.zeros(1, 128, device=dev)
+    for t in range(50):
+        h = torch.tanh(h @ w + xs[t])
+    (gw,) = torch.autograd.grad(h.sum(), w)
+    return gw
+
+
+for _ in range(10):
+    rnn_grad()
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for _ in range(100):
+    rnn_grad()
+torch.cuda.synchronize()
+print(f"RNNLoopGrad[50x128] {1e6 * (time.perf_counter() - t0) / 100:.0f} us")
