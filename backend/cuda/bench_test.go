@@ -149,6 +149,12 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	timeSteps(b, d, step)
+}
+
+// timeSteps times b.N calls of step after one untimed, the GPU drained
+// before and after.
+func timeSteps(b *testing.B, d *Device, step func()) {
 	step()
 	waitGPU(b, d)
 	b.ResetTimer()
@@ -196,13 +202,7 @@ func BenchmarkRNNLoopGradGPU(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			step()
-			waitGPU(b, d)
-			b.ResetTimer()
-			for range b.N {
-				step()
-			}
-			waitGPU(b, d)
+			timeSteps(b, d, step)
 		})
 	}
 }

@@ -69,14 +69,19 @@ def mlp_step():
     opt.step()
 
 
-for _ in range(10):
-    mlp_step()
-torch.cuda.synchronize()
-t0 = time.perf_counter()
-for _ in range(200):
-    mlp_step()
-torch.cuda.synchronize()
-print(f"MLPStep[784-512-512-10 b256] {1e6 * (time.perf_counter() - t0) / 200:.0f} us/step")
+def host_us(fn, reps, warm=10):
+    """Wall time per call in microseconds, the GPU drained before and after."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return 1e6 * (time.perf_counter() - t0) / reps
+
+
+print(f"MLPStep[784-512-512-10 b256] {host_us(mlp_step, 200):.0f} us/step")
 
 # The RNN loop gradient: 50 steps of h = tanh(h W + x_t), h [1 128], W
 # [128 128], float32; forward and backward.
@@ -93,11 +98,4 @@ def rnn_grad():
     return gw
 
 
-for _ in range(10):
-    rnn_grad()
-torch.cuda.synchronize()
-t0 = time.perf_counter()
-for _ in range(100):
-    rnn_grad()
-torch.cuda.synchronize()
-print(f"RNNLoopGrad[50x128] {1e6 * (time.perf_counter() - t0) / 100:.0f} us")
+print(f"RNNLoopGrad[50x128] {host_us(rnn_grad, 100):.0f} us")
