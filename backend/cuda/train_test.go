@@ -158,3 +158,49 @@ func TestControlFlowAndTracingOnGPU(t *testing.T) {
 		agree(t, "traced function", got[0], want[0])
 	}
 }
+
+// Scan (an RNN with a per-step output), Cond on a predicate computed on
+// the GPU, and their gradients on a tape give on the GPU what they give on
+// the CPU, eagerly and traced (the traced step twice: the trace, then the
+// graph).
+func TestScanAndCondOnGPU(t *testing.T) {
+	d := testGPU(t)
+	step := func(in []*tensor.Tensor) []*tensor.Tensor {
+		h0, w, xs := in[0], in[1], in[2]
+		tp := tape.New()
+		tp.Watch(h0)
+		tp.Watch(w)
+		carry, ys := control.Scan(func(c, xt []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {
+			h := ops.Tanh(ops.Add(ops.MatMul(c[0], w), xt[0]))
+			return []*tensor.Tensor{h}, []*tensor.Tensor{ops.Square(h)}
+		}, []*tensor.Tensor{h0}, []*tensor.Tensor{xs})
+		branch := control.Cond(ops.Gt(ops.Sum(carry[0]), ops.ScalarLike(h0, 0)),
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Exp(carry[0])} },
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Sin(carry[0])} })
+		loss := ops.Add(ops.Sum(branch[0]), ops.Mean(ys[0]))
+		g := tp.Gradient(loss, h0, w)
+		return []*tensor.Tensor{loss, g[0], g[1]}
+	}
+	r := tensor.NewRNG(21)
+	for _, sign := range []float64{1, -1} { // each branch taken
+		h0 := ops.Mul(tensor.RandNormal(r, tensor.Float64, 1, 5), tensor.Scalar(0.2))
+		w := ops.Mul(tensor.RandNormal(r, tensor.Float64, 5, 5), tensor.Scalar(0.4))
+		xs := ops.Add(tensor.RandNormal(r, tensor.Float64, 6, 1, 5), tensor.Scalar(sign))
+		want := step([]*tensor.Tensor{h0, w, xs})
+		gin := []*tensor.Tensor{onGPU(t, d, h0), onGPU(t, d, w), onGPU(t, d, xs)}
+		check := func(what string, got []*tensor.Tensor) {
+			for i := range want {
+				agree(t, what, got[i], want[i])
+			}
+		}
+		check("eager", step(gin))
+		f := trace.NewFunction(step)
+		for range 2 {
+			got, err := f.Call(gin...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("traced", got)
+		}
+	}
+}

@@ -225,27 +225,29 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 		}
 		return x
 	}
+	// The step counter lives where the sequences do: Gather and
+	// DynamicUpdateSlice take their indices on their operands' device.
+	dev := xs[0].Device()
+	count := func(v int64) *tensor.Tensor { return tensor.FullOn(dev, tensor.Int64, float64(v)) }
 	var probe []*tensor.Tensor
-	t.unrecorded(func() { _, probe = fn(init, step0(tensor.Scalar(int64(0)))) })
+	t.unrecorded(func() { _, probe = fn(init, step0(count(0))) })
 	nc := len(init)
-	vars := append([]*tensor.Tensor{tensor.Scalar(int64(0))}, init...)
+	vars := append([]*tensor.Tensor{count(0)}, init...)
 	for _, y := range probe {
 		vars = append(vars, tensor.FullOn(y.Device(), y.DType(), 0, append([]int{steps}, y.Shape()...)...))
 	}
-	last := tensor.Scalar(int64(steps))
+	last, one := count(int64(steps)), count(1)
 	out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], last) },
 		func(v []*tensor.Tensor) []*tensor.Tensor {
 			c, y := fn(v[1:1+nc], step0(v[0]))
 			if len(y) != len(probe) {
 				flow.Fail("Scan", tensor.ErrArity, y, "a step returned %d outputs, step 0 returned %d", len(y), len(probe))
 			}
-			next := append([]*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int64(1)))}, c...)
+			next := append([]*tensor.Tensor{ops.Add(v[0], one)}, c...)
 			for j, yj := range y {
 				acc := v[1+nc+j]
-				// starts = [t, 0, 0, ...]
-				first := make([]int64, acc.Rank())
-				first[0] = 1
-				starts := ops.Mul(tensor.FromSlice(first), v[0])
+				// starts = [t, 0, 0, ...] on acc's device
+				starts := ops.Pad(ops.Reshape(v[0], 1), count(0), ops.PadDim{High: acc.Rank() - 1})
 				next = append(next, ops.DynamicUpdateSlice(acc, ops.ExpandDims(yj, 0), starts))
 			}
 			return next
