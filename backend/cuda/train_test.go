@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -23,15 +24,30 @@ func onDevice(dev device.Device, fn func()) {
 
 // classifierLosses trains model with Adam for steps full-batch steps on
 // x, y and returns each step's loss, checking that it stays on the
-// default device.
-func classifierLosses(t *testing.T, model nn.Module, x, y *tensor.Tensor, steps int) []float64 {
+// default device. traced runs the forward and backward pass as one traced
+// graph (trace.Function), Adam applying its gradients after each call.
+func classifierLosses(t *testing.T, model nn.Module, x, y *tensor.Tensor, steps int, traced bool) []float64 {
 	opt := nn.NewAdam(nn.Constant(0.05))
+	vars := nn.AllVariables(model)
+	grads := func(in []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		loss := nn.SparseSoftmaxCrossEntropy(model.Forward(in[0]), in[1])
+		return append([]*tensor.Tensor{loss}, tp.Gradient(loss, nn.Values(vars)...)...)
+	}
+	f := trace.NewFunction(grads)
 	var losses []float64
 	for range steps {
-		tp := tape.New()
-		loss := nn.SparseSoftmaxCrossEntropy(model.Forward(x), y)
-		vars := nn.AllVariables(model)
-		if err := opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...)); err != nil {
+		var out []*tensor.Tensor
+		if traced {
+			var err error
+			if out, err = f.Call(x, y); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			out = grads([]*tensor.Tensor{x, y})
+		}
+		loss := out[0]
+		if err := opt.Apply(vars, out[1:]); err != nil {
 			t.Fatal(err)
 		}
 		if d := loss.Device(); d != device.Default() {
@@ -58,7 +74,7 @@ func follows(t *testing.T, what string, gpu, cpu []float64, tol float64) {
 
 // mlpLosses trains a small classifier with Adam for steps full-batch steps
 // on the default device and returns each step's loss.
-func mlpLosses(t *testing.T, steps int) []float64 {
+func mlpLosses(t *testing.T, steps int, traced bool) []float64 {
 	r := tensor.NewRNG(5)
 	x := tensor.RandNormal(r, tensor.Float32, 64, 3)
 	y := ops.Cast(ops.Gt(ops.Sum(x, -1), tensor.Scalar[float32](0)), tensor.Int32)
@@ -66,7 +82,7 @@ func mlpLosses(t *testing.T, steps int) []float64 {
 		nn.NewDense("dense1", r, 3, 16, nn.DenseOpts{Activation: ops.Relu}),
 		nn.NewDense("dense2", r, 16, 16, nn.DenseOpts{Activation: ops.Tanh}),
 		nn.NewDense("logits", r, 16, 2, nn.DenseOpts{}))
-	return classifierLosses(t, model, x, y, steps)
+	return classifierLosses(t, model, x, y, steps, traced)
 }
 
 // cnnLosses trains a small CNN (conv 3x3, ReLU, max pool, conv 3x3 with
@@ -91,7 +107,7 @@ func cnnLosses(t *testing.T, f ops.DataFormat, steps int) []float64 {
 		nn.AvgPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: f}},
 		nn.Flatten{},
 		nn.NewDense("logits", r, 8, 2, nn.DenseOpts{}))
-	return classifierLosses(t, model, x, y, steps)
+	return classifierLosses(t, model, x, y, steps, false)
 }
 
 // An nn training loop (Dense layers, ReLU and Tanh, the sparse
@@ -101,9 +117,11 @@ func TestMLPTrainsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	const steps = 15
 	var cpu, gpu []float64
-	onDevice(device.Host(), func() { cpu = mlpLosses(t, steps) })
-	onDevice(d, func() { gpu = mlpLosses(t, steps) })
-	follows(t, "MLP", gpu, cpu, 1e-4)
+	onDevice(device.Host(), func() { cpu = mlpLosses(t, steps, false) })
+	for _, traced := range []bool{false, true} {
+		onDevice(d, func() { gpu = mlpLosses(t, steps, traced) })
+		follows(t, fmt.Sprintf("MLP (traced %v)", traced), gpu, cpu, 1e-4)
+	}
 }
 
 // A CNN (convolutions with their gradients in both layouts, max and
