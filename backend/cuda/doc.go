@@ -52,8 +52,11 @@
 // each (the package's eager.Fuser): PTX generated for the chain when the
 // graph is optimised, each step the code of the op's own kernel (so the
 // fused result is bitwise the eager one), loaded on first launch; the
-// driver keeps its own disk cache of compiled PTX. The path has been tested on the emulator only: it
-// is not yet confirmed on NVIDIA hardware.
+// driver keeps its own disk cache of compiled PTX. NVRTC is not needed
+// (and not loaded): run-time kernels are PTX from the same generator.
+//
+// The path has been tested on the emulator only: it is not yet confirmed
+// on NVIDIA hardware.
 package cuda
 
 //go:generate go run ./internal/ptxgen -out ptx
