@@ -31,9 +31,6 @@ func (d *Device) FillRandom(dst device.Buffer, n int, r device.RandomDraw) error
 		return fmt.Errorf("cuda: %s: no random kernel for distribution %d of %s", d.name, r.Dist, r.DType)
 	}
 	args := new(cu.Args).Ptr(b.ptr).U64(uint64(n)).U32(r.Key[0]).U32(r.Key[1]).U64(r.Counter).F64(r.A).F64(r.B)
-	blocks := (n + 1) / 2
-	if dist == "uniform" && kt == kernels.F32 {
-		blocks = (n + 3) / 4
-	}
-	return d.launch("random", kernels.Name("rng", dist, string(kt)), blocks, args)
+	per := kernels.PerBlock(dist, kt)
+	return d.launch("random", kernels.Name("rng", dist, string(kt)), (n+per-1)/per, args)
 }

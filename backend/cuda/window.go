@@ -20,7 +20,7 @@ func init() {
 		eager.RegisterKernel("ExtractPatches", device.GPU, tensorType(d), extractPatches)
 	}
 	for _, d := range kernels.Numeric {
-		eager.RegisterKernel("ScatterPatches", device.GPU, tensorType(d), scatterPatches(d))
+		eager.RegisterKernel("ScatterPatches", device.GPU, tensorType(d), scatterPatchesKernel)
 		eager.RegisterKernel("ReduceWindow", device.GPU, tensorType(d), reduceWindow(d))
 		eager.RegisterKernel("SelectAndScatter", device.GPU, tensorType(d), selectAndScatter(d))
 		eager.RegisterKernel("SelectAndGather", device.GPU, tensorType(d), selectAndGather(d))
@@ -79,11 +79,9 @@ func extractPatches(c *eager.Call, outs []*tensor.Tensor) {
 	check(c, gpu(c).patches(c, outs[0], c.Inputs[0], c.Inputs[1], a.Window))
 }
 
-func scatterPatches(kernels.DType) eager.Kernel {
-	return func(c *eager.Call, outs []*tensor.Tensor) {
-		a := c.Attrs.(ops.PatchesAttrs)
-		check(c, gpu(c).scatterPatches(c, outs[0], c.Inputs[0], a.Window))
-	}
+func scatterPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.PatchesAttrs)
+	check(c, gpu(c).scatterPatches(c, outs[0], c.Inputs[0], a.Window))
 }
 
 func reduceWindow(d kernels.DType) eager.Kernel {

@@ -552,7 +552,7 @@ func (e *executor) hold(in *instance, i int, v value) {
 // the swapping device, row-major, and not pinned) and the copy could be
 // queued.
 func (e *executor) push(t *tensor.Tensor) stacked {
-	if e.swap != nil && t.Device() == e.swap.(device.Device) && t.IsRowMajor() && !e.pinned[t] {
+	if e.swap != nil && t.Device() == e.g.device() && t.IsRowMajor() && !e.pinned[t] {
 		if n, ok := tensor.ByteSize(t.DType(), t.Shape()); ok {
 			if h, err := e.swap.SwapOut(t.Buffer(), n); err == nil {
 				return stacked{swapped: h, dtype: t.DType(), shape: t.Shape()}

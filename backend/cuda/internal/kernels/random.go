@@ -96,10 +96,10 @@ func unit64(k *ptx.Kernel, hi, lo ptx.Reg) ptx.Reg {
 	return u
 }
 
-// perBlock is the number of values a block of four words gives: a word
-// per float32 uniform, two per value otherwise (Box-Muller: two values
-// from two uniforms).
-func perBlock(dist string, d DType) int {
+// PerBlock is the number of values a thread (a block of four words) of
+// rng_<dist>_<d> gives: a word per float32 uniform, two per value
+// otherwise (Box-Muller: two values from two uniforms).
+func PerBlock(dist string, d DType) int {
 	if dist == "uniform" && d == F32 {
 		return 4
 	}
@@ -113,7 +113,7 @@ func randomKernel(dist string, d DType) *ptx.Kernel {
 	k0, k1 := k.Param("key0", ptx.U32), k.Param("key1", ptx.U32)
 	base := k.Param("base", ptx.U64)
 	a, b := k.Param("a", ptx.F64), k.Param("b", ptx.F64)
-	per := perBlock(dist, d)
+	per := PerBlock(dist, d)
 	blocks := k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", blocks, n, per-1)
 	k.Op("div.u64 %s, %s, %d", blocks, blocks, per)
