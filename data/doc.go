@@ -1,7 +1,7 @@
 // Package data reads and writes the files the TensorFlow world trains on.
 // Its subpackages read the other formats numeric data arrives in: npy
-// (NumPy's .npy and .npz) and idx (MNIST-style IDX files), each also a
-// Dataset source.
+// (NumPy's .npy and .npz), idx (MNIST-style IDX files) and csv (tables
+// typed by a schema), each also a Dataset source.
 //
 // # TFRecord
 //
