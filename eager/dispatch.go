@@ -140,6 +140,7 @@ func prepare(c *Call) []Out {
 		}
 	}
 	if len(c.Inputs) > 0 {
+		promoteWeak(c)
 		c.Device = c.Inputs[0].Device()
 		for _, x := range c.Inputs[1:] {
 			if d := x.Device(); d != c.Device {

@@ -11,7 +11,14 @@
 // recorded.
 //
 // Shapes below read "a: [m k], b: [k n] -> [m n]". Unless stated, inputs of
-// one op share a dtype and outputs have it. Gradients flow to float inputs
+// one op share a dtype and outputs have it. A Go number made a tensor by
+// tensor.Scalar is weakly typed, as JAX's Python scalars are: beside a
+// tensor of another dtype or device it takes theirs, so
+// Div(x, tensor.Scalar(255.0)) divides a float32 x and Add(i, tensor.Scalar(1))
+// adds to int32 indices; a value the dtype cannot hold exactly (0.5 beside
+// integers, 256 beside uint8) is ErrDType. Tensors ops compute are never
+// weak: mixing their dtypes is ErrDType (Cast says which one is meant).
+// Gradients flow to float inputs
 // only: integer and bool inputs (indices, labels, predicates) get none.
 // Rounding, comparisons, logical ops, ArgSort/ArgMax/ArgMin and StopGradient
 // block gradients, as in TensorFlow.

@@ -130,8 +130,39 @@ func withShape[T Elem](data []T, s Shape) *Tensor {
 	return fromHost("FromSlice", DTypeOf[T](), s, asBytes(data))
 }
 
-// Scalar returns a rank-0 tensor holding v.
-func Scalar[T Elem](v T) *Tensor {
+// ScalarValue is what Scalar takes: a value of an element type, or a Go
+// int (an int64 scalar), so that Scalar(2) and Scalar(0.5) need no
+// conversion.
+type ScalarValue interface {
+	Elem | int
+}
+
+// Scalar returns a rank-0 tensor holding v (an int as int64), on the
+// default device. It is weakly typed (see IsWeak): beside a tensor of
+// another dtype or device in an op, it takes theirs.
+func Scalar[T ScalarValue](v T) *Tensor {
+	var t *Tensor
+	switch v := any(v).(type) {
+	case int:
+		t = scalarOf(int64(v))
+	case int64:
+		t = scalarOf(v)
+	case int32:
+		t = scalarOf(v)
+	case uint8:
+		t = scalarOf(v)
+	case float32:
+		t = scalarOf(v)
+	case float64:
+		t = scalarOf(v)
+	case bool:
+		t = scalarOf(v)
+	}
+	t.flags |= FlagWeak
+	return t
+}
+
+func scalarOf[T Elem](v T) *Tensor {
 	return fromHost("Scalar", DTypeOf[T](), nil, asBytes([]T{v}))
 }
 

@@ -30,6 +30,8 @@ type Tensor struct {
 const (
 	// FlagVariable marks the buffer of a variable, which may change in place.
 	FlagVariable uint32 = 1 << iota
+	// FlagWeak marks a weakly typed scalar (made by Scalar): see IsWeak.
+	FlagWeak
 )
 
 // Autodiff is the differentiation state a tensor carries. Package tape owns
@@ -162,6 +164,15 @@ func (t *Tensor) SetFlags(f uint32) { t.flags |= f }
 // IsVariable reports whether t is a variable's value.
 func (t *Tensor) IsVariable() bool { return t.flags&FlagVariable != 0 }
 
+// IsWeak reports whether t is weakly typed: a scalar made by Scalar from a
+// Go value. An op given it beside tensors of another dtype or device
+// converts it to theirs (as JAX treats Python scalars), so that
+// ops.Div(x, tensor.Scalar(255.0)) divides a float32 x; the value must be
+// exact in that dtype (2.0 becomes an integer 2, 0.5 is an error beside
+// integers) and bools stay bools. Tensors ops compute are never weak, and
+// mixed dtypes among them stay an error.
+func (t *Tensor) IsWeak() bool { return t.flags&FlagWeak != 0 }
+
 // Autodiff returns the differentiation state (nil when there is none).
 func (t *Tensor) Autodiff() *Autodiff { return t.ad.Load() }
 
@@ -190,7 +201,7 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 		l = nil
 	}
 	t.buf.Refs().Add(1)
-	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ FlagVariable}
+	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ (FlagVariable | FlagWeak)}
 }
 
 // Release drops this tensor's reference to its buffer; when the last

@@ -408,3 +408,26 @@ func TestFunctionIgnoresOtherGoroutines(t *testing.T) {
 
 // A Function called inside another's trace is traced inline (no deadlock,
 // its control flow kept).
+
+// Go numbers made tensors by Scalar take the dtype of what they meet in a
+// traced function as they do eagerly, and their graph computes the same.
+func TestFunctionPromotesWeakScalars(t *testing.T) {
+	f := trace.NewFunction(func(args []T) []T {
+		x := ops.Div(args[0], tensor.Scalar(255.0))
+		return []T{ops.Sub(ops.Mul(x, tensor.Scalar(2)), tensor.Scalar(1))}
+	})
+	for _, in := range [][]float32{{0, 255, 51}, {127.5, 10, 200}} {
+		x := f32(in...)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ops.Sub(ops.Mul(ops.Div(x, tensor.Scalar(255.0)), tensor.Scalar(2)), tensor.Scalar(1))
+		if got[0].DType() != tensor.Float32 || !slices.Equal(tensor.ToSlice[float32](got[0]), tensor.ToSlice[float32](want)) {
+			t.Fatalf("traced %v, eager %v", got[0], want)
+		}
+	}
+	if n := f.Traces(); n != 1 {
+		t.Errorf("%d traces, want 1", n)
+	}
+}
