@@ -47,7 +47,7 @@
 //	Clip(x, lo, hi)                          min(max(x, lo), hi)
 //	Cast(x, dtype)                           XLA's ConvertElementType
 //
-// # Shape and data movement (shape.go, slice.go, structure.go, dynamic.go)
+// # Shape and data movement (shape.go, slice.go, indexing.go, structure.go, dynamic.go)
 //
 //	Reshape(x, sizes...)                     a view; one size may be -1
 //	ReshapeDims(x, dims, sizes...)           XLA's Reshape with a dimension order
@@ -57,6 +57,8 @@
 //	BroadcastTo(x, shape...), SumTo          NumPy broadcast to a shape, and its inverse (sums)
 //	ExpandDims, Squeeze, Tile, Rev           NumPy/XLA vocabulary
 //	Stack, Unstack, Split                    along an axis
+//	Index(x, items...)                       NumPy's x[...]: ints, R/From/Until/Every ranges,
+//	                                         "1:-1:2" strings, Ellipsis, NewAxis, one index tensor
 //	Slice(x, start, limit, strides)          XLA's Slice with strides
 //	DynamicSlice, DynamicUpdateSlice         start indices as tensors, clamped as XLA does
 //	Pad(x, value, PadDim...)                 XLA's Pad: low/high (negative allowed) and interior
