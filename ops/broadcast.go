@@ -10,6 +10,16 @@ func broadcastShapes(c *eager.Call, shapes ...tensor.Shape) tensor.Shape {
 	if len(shapes) == 2 && shapes[0].Equal(shapes[1]) {
 		return shapes[0] // the common case allocates nothing
 	}
+	out, ok := broadcastAll(shapes...)
+	if !ok {
+		c.Fail(tensor.ErrShape, "shapes %v are not broadcastable", shapesString(shapes))
+	}
+	return out
+}
+
+// broadcastAll is NumPy's broadcast of shapes, and whether they
+// broadcast.
+func broadcastAll(shapes ...tensor.Shape) (tensor.Shape, bool) {
 	rank := 0
 	for _, s := range shapes {
 		rank = max(rank, len(s))
@@ -26,11 +36,11 @@ func broadcastShapes(c *eager.Call, shapes ...tensor.Shape) tensor.Shape {
 			case o == 1:
 				out[off+i] = d
 			default:
-				c.Fail(tensor.ErrShape, "shapes %v are not broadcastable", shapesString(shapes))
+				return nil, false
 			}
 		}
 	}
-	return out
+	return out, true
 }
 
 func shapesString(shapes []tensor.Shape) string {

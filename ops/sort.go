@@ -92,9 +92,34 @@ func inferAlong(c *eager.Call) []eager.Out {
 
 // TakeAlongAxis picks x's elements along axis by indices of the same rank
 // (NumPy's take_along_axis): out[..., k, ...] = x[..., idx[..., k, ...], ...].
-// Indices outside the axis panic with a *tensor.Error.
+// Outside axis, x and indices broadcast against each other as NumPy's
+// do (a dimension of 1 on either side repeats). Indices outside the axis
+// panic with a *tensor.Error.
 func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(takeAlongOp, AxisAttrs{Axis: axisOf(axis, rankOf(x))}, x, indices)
+	attrs := AxisAttrs{Axis: axisOf(axis, rankOf(x))}
+	if x == nil || indices == nil || x.Rank() != indices.Rank() || attrs.Axis < 0 || attrs.Axis >= x.Rank() {
+		return eager.Run1(takeAlongOp, attrs, x, indices) // which says what is wrong
+	}
+	xs, is := slices.Clone(x.Shape()), slices.Clone(indices.Shape())
+	xs[attrs.Axis], is[attrs.Axis] = 1, 1
+	if xs.Equal(is) {
+		return eager.Run1(takeAlongOp, attrs, x, indices)
+	}
+	defer asOp("TakeAlongAxis")
+	common, ok := broadcastAll(xs, is)
+	if !ok {
+		fail("TakeAlongAxis", tensor.ErrShape, []*tensor.Tensor{x, indices},
+			"indices %v and operand %v do not broadcast outside axis %d", indices.Shape(), x.Shape(), attrs.Axis)
+	}
+	to := func(t *tensor.Tensor) *tensor.Tensor {
+		s := slices.Clone(common)
+		s[attrs.Axis] = t.Dim(attrs.Axis)
+		if t.Shape().Equal(s) {
+			return t
+		}
+		return BroadcastTo(t, s...)
+	}
+	return eager.Run1(takeAlongOp, attrs, to(x), to(indices))
 }
 
 // ArgSort returns the Int64 permutation that sorts x along axis, stably

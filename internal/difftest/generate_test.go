@@ -443,6 +443,23 @@ func genMatMul(g *gen) bool {
 	if !shareB {
 		bs = append(slices.Clone(batch), bs...)
 	}
+	switch {
+	case batch != nil && !shareA && !shareB && g.chance(0.3):
+		// NumPy batch broadcasting: a dimension of 1 on one side, or a
+		// leading dimension only one side has.
+		if g.chance(0.5) {
+			as[g.intn(len(batch))] = 1
+		} else {
+			bs = append([]int{g.between(2, 3)}, bs...)
+		}
+	case !ta && !tb && g.chance(0.2):
+		// Vectors: a [k] row on the left or a [k] column on the right.
+		if g.chance(0.5) {
+			as = []int{k}
+		} else {
+			bs = []int{k}
+		}
+	}
 	a := g.operandOf(as)
 	b := g.input(bs, -1, 1)
 	g.add("matmul", Attrs{TA: ta, TB: tb}, a, b)
@@ -557,6 +574,15 @@ func genGather(g *gen) bool {
 	if g.chance(0.5) {
 		is := slices.Clone([]int(s))
 		is[ax] = g.between(1, 4)
+		if d := g.intn(s.Rank()); d != ax && g.chance(0.4) {
+			// NumPy broadcasting outside the axis: indices of 1 against
+			// x's size, or more indices against x's 1.
+			if s[d] == 1 {
+				is[d] = g.between(2, 3)
+			} else {
+				is[d] = 1
+			}
+		}
 		idx := make([]int, tensor.Shape(is).NumElements())
 		for i := range idx {
 			idx[i] = g.intn(s[ax])

@@ -214,6 +214,9 @@ func apply(op string, x []T, a Attrs) T {
 	case "cumsum":
 		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
 	case "matmul":
+		if !a.TA && !a.TB {
+			return ops.MatMul(x[0], x[1]) // vectors too
+		}
 		return ops.MatMulT(x[0], x[1], a.TA, a.TB)
 	case "softmax":
 		return ops.Softmax(x[0], a.Axis)
