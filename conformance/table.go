@@ -227,8 +227,8 @@ func samples() map[string][]sample {
 		one("mean keepdims", func() {
 			ops.Reduce(r(-1, 1, 2, 3, 4), ops.Reduction{Kind: ops.ReduceMean, Dims: []int{1}, KeepDims: true})
 		}, true, true),
-		one("max", func() { ops.ReduceMaxOf(r(-1, 1, 3, 5), 1) }, true, false),
-		one("min transposed", func() { ops.ReduceMinOf(tr(r(-1, 1, 4, 3)), 0) }, true, false),
+		one("max", func() { ops.Amax(r(-1, 1, 3, 5), 1) }, true, false),
+		one("min transposed", func() { ops.Amin(tr(r(-1, 1, 4, 3)), 0) }, true, false),
 		one("prod", func() { ops.Prod(r(0.5, 1.5, 3, 4), 0) }, true, true),
 		one("prod with zeros", func() {
 			ops.Prod(ops.Mul(r(0.5, 1.5, 2, 4), tensor.FromSlice([]float64{1, 0, 1, 1, 1, 1, 0, 0}, 2, 4)), 1)

@@ -9,7 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// FeatureKind is which list a tf.train.Feature holds.
+// FeatureKind is which list a tf.train.Feature holds: KindNone (the zero
+// value: an empty Feature), KindBytes, KindFloat or KindInt64.
 type FeatureKind uint8
 
 // The kinds. KindNone is a Feature with no list set (TFX writes these for

@@ -15,7 +15,9 @@ import (
 	"strings"
 )
 
-// Compression of a TFRecord file.
+// Compression of a TFRecord file: CompressionAuto (the zero value: by
+// file extension when writing, by sniffing the first bytes when reading),
+// CompressionNone, CompressionGZIP or CompressionZLIB.
 type Compression uint8
 
 // Compressions. CompressionAuto picks by file extension (.gz, .gzip,

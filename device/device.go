@@ -9,9 +9,10 @@ import (
 	"sync/atomic"
 )
 
-// Kind is the family of a device: what kernels it runs. Backends register
-// kinds of their own with RegisterKind; every device of a kind runs the
-// kernels registered for it.
+// Kind is the family of a device: what kernels it runs. CPU (the zero
+// value) and GPU are built in; backends register kinds of their own with
+// RegisterKind; every device of a kind runs the kernels registered for
+// it.
 type Kind uint8
 
 const (
@@ -194,7 +195,9 @@ func SetDefault(d Device) (restore func()) {
 	return func() { defaultDevice.Store(prev) }
 }
 
-// RandomDist is a distribution a RandomFiller draws from.
+// RandomDist is a distribution a RandomFiller draws from: Uniform (the
+// zero value, in [A, B)), Normal (standard normal) or Bernoulli (1 with
+// probability A).
 type RandomDist uint8
 
 // The distributions of the tensor package's random constructors.

@@ -81,7 +81,8 @@ type Op struct {
 }
 
 // GradReads is what an op's gradient rule reads of its inputs' and
-// outputs' values (their dtypes and shapes are always there).
+// outputs' values (their dtypes and shapes are always there): ReadsAll
+// (the zero value), ReadsInputs, ReadsOutputs or ReadsNothing.
 type GradReads uint8
 
 // The GradReads declarations.

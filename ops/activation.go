@@ -18,7 +18,7 @@ func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 // Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
 func Elu(x *tensor.Tensor) *tensor.Tensor {
 	defer asOp("Elu")
-	neg := Min(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
+	neg := Minimum(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
 	return Select(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
 }
 
@@ -59,7 +59,9 @@ var softplusOp = func() *eager.Op {
 	return op
 }()
 
-// DataFormat names where the feature dimension sits in image tensors.
+// DataFormat names where the feature dimension sits in image tensors: NHWC
+// (the zero value, features last, TensorFlow's default) or NCHW
+// (features after the batch, PyTorch's).
 type DataFormat uint8
 
 // The two layouts of image batches.
@@ -105,7 +107,7 @@ func BiasAdd(x, bias *tensor.Tensor, format DataFormat) *tensor.Tensor {
 func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
 	defer asOp("L2Normalize")
 	ss := Reduce(Square(x), Reduction{Kind: ReduceSum, Dims: []int{axis}, KeepDims: true})
-	return Mul(x, Rsqrt(Max(ss, ScalarLike(ss, epsilon))))
+	return Mul(x, Rsqrt(Maximum(ss, ScalarLike(ss, epsilon))))
 }
 
 // Dropout zeroes each element of x with probability rate and scales the

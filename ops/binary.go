@@ -119,11 +119,25 @@ func Div(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(divOp, nil, a, 
 // XLA's Rem (C's fmod); an integer remainder by zero gives a.
 func Rem(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(remOp, nil, a, b) }
 
-// Max returns the elementwise maximum; NaN wins over numbers.
-func Max(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(maxOp, nil, a, b) }
+// Maximum returns the elementwise maximum (NumPy's maximum, XLA's Max);
+// NaN wins over numbers. At a tie the gradient goes to a.
+func Maximum(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(maxOp, nil, a, b) }
 
-// Min returns the elementwise minimum; NaN wins over numbers.
-func Min(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(minOp, nil, a, b) }
+// Minimum returns the elementwise minimum (NumPy's minimum, XLA's Min);
+// NaN wins over numbers. At a tie the gradient goes to a.
+func Minimum(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(minOp, nil, a, b) }
+
+// Max is Maximum.
+//
+// Deprecated: use Maximum (elementwise) or Amax (the reduction); Max goes
+// in the next release.
+func Max(a, b *tensor.Tensor) *tensor.Tensor { return Maximum(a, b) }
+
+// Min is Minimum.
+//
+// Deprecated: use Minimum (elementwise) or Amin (the reduction); Min goes
+// in the next release.
+func Min(a, b *tensor.Tensor) *tensor.Tensor { return Minimum(a, b) }
 
 // Pow returns a raised to b elementwise. For integers a negative exponent
 // gives 0 unless |a| is 1.

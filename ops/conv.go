@@ -324,7 +324,10 @@ func convBackpropFilter(x *tensor.Tensor, kShape tensor.Shape, dy *tensor.Tensor
 	return Concatenate(p.kOutDim, parts...)
 }
 
-// PaddingMode chooses how Conv2D and the pools pad.
+// PaddingMode chooses how Conv2D and the pools pad: Valid (the zero value:
+// no padding), Same (output size ceil(n/stride), padding split low/high,
+// the extra one high, as TensorFlow) or Explicit (Conv2DOpts.Explicit's
+// pairs).
 type PaddingMode uint8
 
 // Padding modes, as TensorFlow names them.

@@ -25,7 +25,8 @@
 //
 // # Elementwise binary (binary.go, logical.go), NumPy broadcasting
 //
-//	Add, Sub, Mul, Div, Rem, Max, Min, Pow   numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
+//	Add, Sub, Mul, Div, Rem, Pow             numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
+//	Maximum, Minimum                         numeric (XLA's Max and Min); Max and Min are deprecated aliases
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //
@@ -69,8 +70,9 @@
 // # Reductions (reduce.go, reduce_func.go, logical.go)
 //
 //	Reduce(x, Reduction{Kind, Dims, KeepDims})  built-in Sum/Mean/Max/Min/Prod over any dims
-//	Sum, Mean, Prod, ReduceMaxOf, ReduceMinOf   shorthands over dims (all by default)
-//	Any, All                                    bool
+//	Sum, Mean, Prod, Amax, Amin              shorthands over dims (all by default); ReduceMaxOf and
+//	                                         ReduceMinOf are deprecated aliases of Amax and Amin
+//	Any, All                                 bool
 //	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
 //	Cumsum(x, axis, exclusive, reverse)         running sums
 //

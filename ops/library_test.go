@@ -268,8 +268,8 @@ func testLongRows(t *testing.T, rows, n int) {
 		}{
 			{"sum", ops.Sum(x, 1), sum},
 			{"mean", ops.Mean(x, 1), sum / float64(n)},
-			{"max", ops.ReduceMaxOf(x, 1), hi},
-			{"min", ops.ReduceMinOf(x, 1), lo},
+			{"max", ops.Amax(x, 1), hi},
+			{"min", ops.Amin(x, 1), lo},
 		} {
 			if got := tensor.ToSlice[float64](c.got)[row]; math.Abs(got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
 				t.Errorf("%s of row %d: %v, want %v", c.name, row, got, c.want)

@@ -43,7 +43,7 @@ func LogicalNot(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(logicalNotO
 func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	defer asOp("Any")
 	needBool("Any", x)
-	return Cast(ReduceMaxOf(Cast(x, tensor.Uint8), dims...), tensor.Bool)
+	return Cast(Amax(Cast(x, tensor.Uint8), dims...), tensor.Bool)
 }
 
 // All reports whether every element over dims (all when none are given) is
@@ -51,7 +51,7 @@ func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 func All(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	defer asOp("All")
 	needBool("All", x)
-	return Cast(ReduceMinOf(Cast(x, tensor.Uint8), dims...), tensor.Bool)
+	return Cast(Amin(Cast(x, tensor.Uint8), dims...), tensor.Bool)
 }
 
 func needBool(op string, x *tensor.Tensor) {

@@ -100,14 +100,14 @@ func TestXLAReduceExamples(t *testing.T) {
 	check(t, "matrix dim 1", ops.Sum(m, 1), tensor.Shape{2}, f32(6, 15))
 	check(t, "mean keep", ops.Reduce(m, ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true}),
 		tensor.Shape{2, 1}, f32(2, 5))
-	check(t, "max", ops.ReduceMaxOf(m, 0), tensor.Shape{3}, f32(4, 5, 6))
-	check(t, "min", ops.ReduceMinOf(m, 1), tensor.Shape{2}, f32(1, 4))
+	check(t, "max", ops.Amax(m, 0), tensor.Shape{3}, f32(4, 5, 6))
+	check(t, "min", ops.Amin(m, 1), tensor.Shape{2}, f32(1, 4))
 	check(t, "prod", ops.Prod(m), tensor.Shape{}, f32(720))
 	check(t, "empty sum", ops.Sum(tensor.Zeros(tensor.Float32, 0, 3), 0), tensor.Shape{3}, f32(0, 0, 0))
 	check(t, "scalar sum", ops.Sum(tensor.Scalar(float32(2.5))), tensor.Shape{}, f32(2.5))
 	check(t, "scalar mean", ops.Mean(tensor.Scalar(float32(-4))), tensor.Shape{}, f32(-4))
-	check(t, "empty max", ops.ReduceMaxOf(tensor.Zeros(tensor.Int32, 2, 0), 1), tensor.Shape{2}, []int32{math.MinInt32, math.MinInt32})
-	check(t, "nan max", ops.ReduceMaxOf(tensor.FromSlice(f32(1, float32(math.NaN()), 3))), tensor.Shape{}, f32(float32(math.NaN())))
+	check(t, "empty max", ops.Amax(tensor.Zeros(tensor.Int32, 2, 0), 1), tensor.Shape{2}, []int32{math.MinInt32, math.MinInt32})
+	check(t, "nan max", ops.Amax(tensor.FromSlice(f32(1, float32(math.NaN()), 3))), tensor.Shape{}, f32(float32(math.NaN())))
 }
 
 func TestXLAPadExample(t *testing.T) {

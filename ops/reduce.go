@@ -8,7 +8,8 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// ReduceKind is a built-in reduction.
+// ReduceKind is a built-in reduction: ReduceSum (the zero value),
+// ReduceMean, ReduceMax, ReduceMin or ReduceProd.
 type ReduceKind uint8
 
 // The built-in reductions.
@@ -157,18 +158,29 @@ func Mean(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	return Reduce(x, Reduction{Kind: ReduceMean, Dims: dims})
 }
 
-// ReduceMaxOf is the maximum over dims (all when none are given); the
-// gradient is shared among tied maxima.
-func ReduceMaxOf(x *tensor.Tensor, dims ...int) *tensor.Tensor {
-	defer asOp("ReduceMaxOf")
+// Amax is the maximum over dims, all when none are given (NumPy's and
+// PyTorch's amax); the gradient is shared among tied maxima.
+func Amax(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Amax")
 	return Reduce(x, Reduction{Kind: ReduceMax, Dims: dims})
 }
 
-// ReduceMinOf is the minimum over dims (all when none are given).
-func ReduceMinOf(x *tensor.Tensor, dims ...int) *tensor.Tensor {
-	defer asOp("ReduceMinOf")
+// Amin is the minimum over dims, all when none are given (NumPy's and
+// PyTorch's amin); the gradient is shared among tied minima.
+func Amin(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	defer asOp("Amin")
 	return Reduce(x, Reduction{Kind: ReduceMin, Dims: dims})
 }
+
+// ReduceMaxOf is Amax.
+//
+// Deprecated: use Amax; ReduceMaxOf goes in the next release.
+func ReduceMaxOf(x *tensor.Tensor, dims ...int) *tensor.Tensor { return Amax(x, dims...) }
+
+// ReduceMinOf is Amin.
+//
+// Deprecated: use Amin; ReduceMinOf goes in the next release.
+func ReduceMinOf(x *tensor.Tensor, dims ...int) *tensor.Tensor { return Amin(x, dims...) }
 
 // Prod multiplies over dims (all when none are given).
 func Prod(x *tensor.Tensor, dims ...int) *tensor.Tensor {

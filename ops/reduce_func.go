@@ -13,7 +13,7 @@ import (
 // unspecified), and elementwise over its two arguments; it is applied to
 // whole halves at once, log2(n) times, so it runs vectorised and
 // differentiates like any composition of ops. Built-in reductions (Sum,
-// ReduceMaxOf, ...) are faster.
+// Amax, ...) are faster.
 func ReduceWith(x, init *tensor.Tensor, f func(a, b *tensor.Tensor) *tensor.Tensor, dims ...int) *tensor.Tensor {
 	in := []*tensor.Tensor{x, init}
 	if init.Rank() != 0 || init.DType() != x.DType() {

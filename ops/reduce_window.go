@@ -19,6 +19,7 @@ func (a ReduceWindowAttrs) String() string {
 
 // SelectKind picks one element of each window in SelectAndScatter: the
 // first largest (SelectGE, max pooling) or the first smallest (SelectLE).
+// Its values are SelectGE (the zero value) and SelectLE.
 type SelectKind uint8
 
 // The selections.

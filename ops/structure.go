@@ -297,5 +297,5 @@ func Where(cond, x, y *tensor.Tensor) *tensor.Tensor {
 // The gradient passes where x is inside the range.
 func Clip(x, lo, hi *tensor.Tensor) *tensor.Tensor {
 	defer asOp("Clip")
-	return Min(Max(x, lo), hi)
+	return Minimum(Maximum(x, lo), hi)
 }

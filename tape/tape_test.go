@@ -154,7 +154,7 @@ func TestCustomGradient(t *testing.T) {
 		},
 		func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor {
 			one := ops.ScalarLike(dys[0], 1)
-			return []*tensor.Tensor{ops.Min(ops.Max(dys[0], ops.Neg(one)), one)}
+			return []*tensor.Tensor{ops.Minimum(ops.Maximum(dys[0], ops.Neg(one)), one)}
 		})
 	x := tensor.FromSlice([]float64{1, 2})
 	tp := tape.New()

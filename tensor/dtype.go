@@ -2,7 +2,8 @@ package tensor
 
 import "fmt"
 
-// DType is a tensor's element type.
+// DType is a tensor's element type: Float32, Float64, Int32, Int64, Uint8
+// or Bool. The zero value, Invalid, is none of them.
 type DType uint8
 
 // The element types. Bool is XLA's PRED and is stored one byte per element.

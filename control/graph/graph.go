@@ -14,7 +14,10 @@ import (
 // tracer builds these graphs from the same Cond and While calls that run
 // eagerly; Execute runs them.
 
-// NodeKind is what a node does.
+// NodeKind is what a node does: OpNode (the zero value: an eager.Op),
+// Placeholder, Const, TensorFlow's control-flow primitives Switch, Merge,
+// Enter, Exit and NextIteration, and the gradient stacks' Stack,
+// StackPush and StackPop.
 type NodeKind uint8
 
 // The node kinds.

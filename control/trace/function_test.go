@@ -97,7 +97,7 @@ func TestFunctionRecomputesWhatDependsOnVariablesOnly(t *testing.T) {
 	w := tape.NewVariable("w", f32(1, 2))
 	fn := func(a []T) []T {
 		penalty := ops.Sum(ops.Square(w.Value()))
-		big := ops.Gt(ops.ReduceMaxOf(w.Value()), tensor.Scalar(float32(3)))
+		big := ops.Gt(ops.Amax(w.Value()), tensor.Scalar(float32(3)))
 		picked := control.Cond(big, func() []T { return []T{ops.Neg(a[0])} }, func() []T { return []T{a[0]} })
 		return []T{ops.Add(a[0], penalty), picked[0]}
 	}

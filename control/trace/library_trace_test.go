@@ -27,7 +27,9 @@ var libraryOps = []struct {
 	{"Sub", func(x T) T { return ops.Sub(ops.Exp(x), x) }},
 	{"Mul", func(x T) T { return ops.Mul(x, ops.Cos(x)) }},
 	{"Div", func(x T) T { return ops.Div(x, ops.Add(ops.Square(x), tensor.Scalar(float32(1)))) }},
-	{"Max Min", func(x T) T { return ops.Min(ops.Max(x, tensor.Scalar(float32(-0.5))), tensor.Scalar(float32(0.7))) }},
+	{"Max Min", func(x T) T {
+		return ops.Minimum(ops.Maximum(x, tensor.Scalar(float32(-0.5))), tensor.Scalar(float32(0.7)))
+	}},
 	{"Pow", func(x T) T {
 		return ops.Pow(ops.Add(ops.Abs(x), tensor.Scalar(float32(0.5))), tensor.Scalar(float32(1.5)))
 	}},

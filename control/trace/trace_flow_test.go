@@ -134,7 +134,7 @@ func TestFunctionCondErrors(t *testing.T) {
 			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{a[0], a[0]} })
 		}},
 		{"untaken fails", "the branch not taken (false) failed", func(a []T) []T {
-			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], a[0])} })
+			return control.Cond(pos(a[0]), func() []T { return a }, func() []T { return []T{ops.MatMul(a[0], ops.Reshape(a[0], 1, 2))} })
 		}},
 	} {
 		f := trace.NewFunction(c.fn)
@@ -189,7 +189,7 @@ func TestFunctionTracesWhile(t *testing.T) {
 		// loop counting to i.
 		grown := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), tensor.Scalar(float32(20))) },
 			func(v []T) []T {
-				y := control.Cond(ops.Gt(ops.ReduceMaxOf(v[0]), tensor.Scalar(float32(4))),
+				y := control.Cond(ops.Gt(ops.Amax(v[0]), tensor.Scalar(float32(4))),
 					func() []T { return []T{ops.Add(v[0], tensor.Scalar(float32(1)))} },
 					func() []T { return []T{ops.Mul(v[0], w.Value())} })
 				inner := control.While(func(u []T) T { return ops.Lt(u[0], v[1]) },
