@@ -8,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/tape"
-	"github.com/schollz/progressbar/v3"
 )
 
 // FitConfig configures Fit. The zero value trains one epoch and writes
@@ -20,37 +18,60 @@ import (
 type FitConfig struct {
 	Epochs int
 	// Dir receives checkpoints (Dir/checkpoint.safetensors) and TensorBoard
-	// summaries (Dir/logs); "" writes neither. When Dir holds a checkpoint,
-	// Fit resumes after the epoch it recorded.
+	// summaries (Dir/logs: "loss" per step, every Logs entry per epoch);
+	// "" writes neither. When Dir holds a checkpoint, Fit resumes after
+	// the epoch it recorded.
 	Dir string
 	// CheckpointEvery saves every that many steps as well as at the end of
 	// each epoch (0: epoch ends only).
 	CheckpointEvery int
-	// Progress receives a progress bar (step, loss, examples/s, ETA); nil
-	// shows none.
+	// Progress receives the progress: on a terminal a redrawn bar (step,
+	// loss, examples/s, ETA), elsewhere (a file, a pipe, a notebook) plain
+	// lines, at most one every 10 seconds; and a line of Logs per epoch.
+	// Nil shows nothing.
 	Progress io.Writer
 	// StepsPerEpoch sizes the bar (0: unknown, no ETA).
 	StepsPerEpoch int
+	// Validation, when not nil, is run through Evaluate after every
+	// epoch; its metrics enter the epoch's Logs as "val_<name>".
+	Validation *data.Dataset
+	Evaluate   EvalStep
+	// Callbacks run at the end of every epoch, in order (EarlyStopping,
+	// CheckpointBest, Plateau, or a CallbackFunc of your own).
+	Callbacks []Callback
 }
 
 // Step runs one training step on a batch and returns its loss and number
-// of examples.
+// of examples. It is the custom-step form of training: the step is yours
+// (see the package example); TrainStep makes the usual one.
 type Step func(batch data.Element) (loss float64, examples int, err error)
 
-// History is what Fit saw: the mean loss of each epoch it ran, and the
-// epoch it started from (after a resume; when the checkpoint had done
-// every epoch already, Fit runs none).
+// EvalStep measures one validation batch: metrics by name (each the mean
+// over the batch's examples: "loss", "accuracy"...) and the number of
+// examples. Fit averages them over the dataset, weighted by examples.
+type EvalStep func(batch data.Element) (metrics map[string]float64, examples int, err error)
+
+// History is what Fit saw: the mean loss of each epoch it ran, each
+// epoch's Logs, and the epoch it started from (after a resume; when the
+// checkpoint had done every epoch already, Fit runs none). Stopped is the
+// reason a callback gave for ending early, "" otherwise.
 type History struct {
 	FirstEpoch int
 	EpochLoss  []float64
+	Epochs     []Logs
 	Steps      int
+	Stopped    string
 }
 
-// Fit runs step over ds for cfg.Epochs epochs. vars and opt are what
-// checkpoints save and restore.
+// Fit runs step over ds for cfg.Epochs epochs, then validation and the
+// callbacks after each. vars and opt are what checkpoints save and
+// restore and what callbacks see.
 func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (History, error) {
 	var h History
 	epochs := max(cfg.Epochs, 1)
+	if cfg.Validation != nil && cfg.Evaluate == nil {
+		return h, fmt.Errorf("nn: fit: Validation needs an Evaluate step")
+	}
 	ckpt := ""
 	var sw *SummaryWriter
 	if cfg.Dir != "" {
@@ -79,21 +100,11 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		}
 		return SaveCheckpoint(ckpt, vars, opt, map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(h.Steps)})
 	}
+	bar := newProgress(cfg.Progress, cfg.StepsPerEpoch, epochs)
 	for epoch := h.FirstEpoch; epoch < epochs; epoch++ {
-		var bar *progressbar.ProgressBar
-		if cfg.Progress != nil {
-			total := int64(cfg.StepsPerEpoch)
-			if total == 0 {
-				total = -1
-			}
-			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(cfg.Progress),
-				progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch+1, epochs)),
-				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(cfg.Progress) }))
-		}
+		bar.startEpoch(epoch)
 		var mean Mean
-		start := time.Now()
-		examples := 0
+		examples, steps := 0, 0
 		for batch, err := range ds.All(ctx) {
 			if err != nil {
 				return h, err
@@ -107,35 +118,83 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			}
 			mean.Add(loss, float64(n))
 			examples += n
+			steps++
 			h.Steps++
 			if sw != nil {
 				if err := sw.Scalar("loss", int64(h.Steps), loss); err != nil {
 					return h, err
 				}
 			}
-			if bar != nil {
-				rate := float64(examples) / max(time.Since(start).Seconds(), 1e-9)
-				bar.Describe(fmt.Sprintf("epoch %d/%d  loss %.4f  %.0f examples/s", epoch+1, epochs, mean.Value(), rate))
-				bar.Add(1)
-			}
+			bar.step(epoch, steps, mean.Value(), examples)
 			if cfg.CheckpointEvery > 0 && h.Steps%cfg.CheckpointEvery == 0 {
 				if err := save(epoch); err != nil {
 					return h, err
 				}
 			}
 		}
-		if bar != nil {
-			bar.Finish()
+		bar.trainDone()
+		logs := Logs{"loss": mean.Value()}
+		if cfg.Validation != nil {
+			val, err := Evaluate(ctx, cfg.Validation, cfg.Evaluate)
+			if err != nil {
+				return h, fmt.Errorf("nn: fit: validation after epoch %d: %w", epoch+1, err)
+			}
+			for k, v := range val {
+				logs["val_"+k] = v
+			}
 		}
-		h.EpochLoss = append(h.EpochLoss, mean.Value())
-		if sw != nil {
-			if err := sw.Scalar("epoch_loss", int64(epoch+1), mean.Value()); err != nil {
+		state := &FitState{Epoch: epoch + 1, Epochs: epochs, Step: h.Steps, Logs: logs, Vars: vars, Optimizer: opt}
+		for _, c := range cfg.Callbacks {
+			if err := c.EpochEnd(state); err != nil {
 				return h, err
+			}
+		}
+		bar.endEpoch(epoch, steps, examples, logs)
+		h.EpochLoss = append(h.EpochLoss, mean.Value())
+		h.Epochs = append(h.Epochs, logs)
+		if sw != nil {
+			for k, v := range logs {
+				if err := sw.Scalar("epoch_"+k, int64(epoch+1), v); err != nil {
+					return h, err
+				}
 			}
 		}
 		if err := save(epoch + 1); err != nil {
 			return h, err
 		}
+		if state.Stop {
+			h.Stopped = state.Reason
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "stopped after epoch %d: %s\n", epoch+1, state.Reason)
+			}
+			break
+		}
 	}
 	return h, nil // a resumed run that had done every epoch does nothing
+}
+
+// Evaluate runs eval over every batch of ds and returns each metric's
+// mean over the examples.
+func Evaluate(ctx context.Context, ds *data.Dataset, eval EvalStep) (map[string]float64, error) {
+	means := map[string]*Mean{}
+	for batch, err := range ds.All(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		m, n, err := eval(batch)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			if means[k] == nil {
+				means[k] = &Mean{}
+			}
+			means[k].Add(v, float64(n))
+		}
+	}
+	out := make(map[string]float64, len(means))
+	for k, m := range means {
+		out[k] = m.Value()
+	}
+	return out, nil
 }

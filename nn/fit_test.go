@@ -5,8 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/ops"
@@ -63,5 +65,143 @@ func TestFitTrainsCheckpointsAndResumes(t *testing.T) {
 	}
 	if !(h2.EpochLoss[0] <= h.EpochLoss[1]*1.05) {
 		t.Errorf("resumed from scratch? loss %v after %v", h2.EpochLoss[0], h.EpochLoss[1])
+	}
+}
+
+// scripted returns an EvalStep whose "loss" follows values, one per
+// validation pass, and whose "accuracy" is 1 - loss.
+func scripted(values ...float64) EvalStep {
+	pass, batches := 0, 0
+	return func(b data.Element) (map[string]float64, int, error) {
+		v := values[min(pass, len(values)-1)]
+		if batches++; batches%2 == 0 { // two validation batches per pass
+			pass++
+		}
+		return map[string]float64{"loss": v, "accuracy": 1 - v}, b[0].Dim(0), nil
+	}
+}
+
+// fitFixture is a tiny model and dataset for the Fit tests.
+func fitFixture(t *testing.T) (*Sequential, *Adam, Step, *data.Dataset, *data.Dataset) {
+	t.Helper()
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float32, 32, 3)
+	y := ops.Cast(ops.Gt(ops.Sum(x, 1), tensor.Scalar(0)), tensor.Int32)
+	ds, err := data.FromSlices(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewSequential(NewDense("d", tensor.NewRNG(1), 3, 2, DenseOpts{}))
+	opt := NewAdam(Constant(0.05))
+	step := func(b data.Element) (float64, int, error) {
+		tp := tape.New()
+		loss := SparseSoftmaxCrossEntropy(m.Forward(b[0]), b[1])
+		vars := m.Variables()
+		return loss.Float(), b[0].Dim(0), opt.Apply(vars, tp.Gradient(loss, Values(vars)...))
+	}
+	return m, opt, step, ds.Batch(8, false), ds.Batch(16, false)
+}
+
+func TestFitValidationAndEarlyStopping(t *testing.T) {
+	m, opt, step, train, val := fitFixture(t)
+	var bestWeights []float32
+	stop := &EarlyStopping{Patience: 2, RestoreBest: true}
+	record := CallbackFunc(func(s *FitState) error {
+		if s.Epoch == 2 { // the best epoch of the script
+			bestWeights = tensor.ToSlice[float32](ops.Identity(m.Variables()[0].Value()))
+		}
+		return nil
+	})
+	var out bytes.Buffer
+	h, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{
+		Epochs: 10, Validation: val, Evaluate: scripted(1, 0.5, 0.6, 0.7, 0.55, 0.4),
+		Callbacks: []Callback{stop, record}, Progress: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 at epoch 2, then three epochs without improvement: stop after 5.
+	if len(h.Epochs) != 5 || h.Stopped == "" || !strings.Contains(h.Stopped, "val_loss has not improved on 0.5 for 3 epochs") {
+		t.Fatalf("history %+v", h)
+	}
+	if h.Epochs[1]["val_loss"] != 0.5 || h.Epochs[1]["val_accuracy"] != 0.5 || h.Epochs[0]["loss"] <= 0 {
+		t.Errorf("epoch 2 logs %v", h.Epochs[1])
+	}
+	if got := tensor.ToSlice[float32](m.Variables()[0].Value()); !slices.Equal(got, bestWeights) {
+		t.Errorf("weights %v, want epoch 2's %v", got, bestWeights)
+	}
+	text := out.String()
+	for _, want := range []string{"epoch 2/10  4 steps", "loss 0.", "val_accuracy 0.5  val_loss 0.5", "stopped after epoch 5"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("progress %q lacks %q", text, want)
+		}
+	}
+	if strings.Contains(text, "\r") {
+		t.Errorf("plain progress has carriage returns: %q", text)
+	}
+}
+
+func TestFitCheckpointBestAndPlateau(t *testing.T) {
+	m, _, _, train, val := fitFixture(t)
+	plateau := &Plateau{Base: Constant(0.1), Monitor: Monitor{Name: "val_accuracy"}, Factor: 0.5, Patience: 1}
+	opt := NewAdam(plateau.Schedule)
+	step := func(b data.Element) (float64, int, error) {
+		tp := tape.New()
+		loss := SparseSoftmaxCrossEntropy(m.Forward(b[0]), b[1])
+		vars := m.Variables()
+		return loss.Float(), b[0].Dim(0), opt.Apply(vars, tp.Gradient(loss, Values(vars)...))
+	}
+	path := filepath.Join(t.TempDir(), "best.safetensors")
+	best := &CheckpointBest{Path: path, Monitor: Monitor{Name: "val_accuracy"}}
+	// accuracy 0.2, 0.6, 0.5, 0.5, 0.7, 0.6, 0.6
+	h, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{
+		Epochs: 7, Validation: val, Evaluate: scripted(0.8, 0.4, 0.5, 0.5, 0.3, 0.4, 0.4),
+		Callbacks: []Callback{best, plateau},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lrs []float64
+	for _, l := range h.Epochs {
+		lrs = append(lrs, l["lr"])
+	}
+	// Higher is better for accuracy: no gain at epochs 3, 4 (reduce after
+	// 4), a gain at 5, none at 6, 7 (reduce after 7).
+	if want := []float64{0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025}; !slices.Equal(lrs, want) {
+		t.Errorf("learning rates %v, want %v", lrs, want)
+	}
+	_, meta, err := LoadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["epoch"] != "5" || meta["val_accuracy"] != "0.7" {
+		t.Errorf("best checkpoint metadata %v, want epoch 5 at 0.7", meta)
+	}
+}
+
+func TestFitErrors(t *testing.T) {
+	m, opt, step, train, val := fitFixture(t)
+	_, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Validation: val})
+	if err == nil || !strings.Contains(err.Error(), "Validation needs an Evaluate step") {
+		t.Errorf("validation without Evaluate: %v", err)
+	}
+	_, err = Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Callbacks: []Callback{&EarlyStopping{}}})
+	if err == nil || !strings.Contains(err.Error(), `EarlyStopping: no "val_loss" in the epoch's logs (loss `) {
+		t.Errorf("monitor without validation: %v", err)
+	}
+}
+
+// Plain progress lines within an epoch when the output is not a
+// terminal.
+func TestFitPlainProgressLines(t *testing.T) {
+	defer func(d time.Duration) { plainLineEvery = d }(plainLineEvery)
+	plainLineEvery = 0
+	m, opt, step, train, _ := fitFixture(t)
+	var out bytes.Buffer
+	if _, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Epochs: 1, Progress: &out, StepsPerEpoch: 4}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[3], "epoch 1/1  step 4/4  loss ") || !strings.Contains(lines[4], "4 steps") {
+		t.Errorf("progress lines %q", lines)
 	}
 }
