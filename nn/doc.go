@@ -17,11 +17,26 @@
 //
 // Initializers (GlorotUniform, GlorotNormal, HeNormal, HeUniform,
 // Orthogonal, Zeros) draw from a seeded tensor.RNG. Losses (MeanSquaredError,
-// SoftmaxCrossEntropy, SparseSoftmaxCrossEntropy,
-// BinaryCrossEntropyWithLogits) return the batch mean; Accuracy and Mean are
-// metrics. Optimizers (SGD with momentum and Nesterov, Adam, AdamW, RMSProp)
-// update variables in place from a Schedule (Constant, StepDecay, Cosine,
-// Warmup); ClipByGlobalNorm bounds gradients.
+// SoftmaxCrossEntropy, SparseSoftmaxCrossEntropy, BinaryCrossEntropyWithLogits)
+// return the batch mean; Accuracy and Mean are metrics. Optimizers (SGD with
+// momentum and Nesterov, Adam, AdamW, RMSProp) update variables in place from
+// a Schedule (Constant, StepDecay, Cosine, Warmup, or Plateau's, which
+// lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
+// gradients.
+//
+// Fit runs the loop: a Step per batch (TrainStep makes the usual one; any
+// Go function computing a loss on a tape is one), validation through an
+// EvalStep after each epoch (EvalStepOf), callbacks (EarlyStopping,
+// CheckpointBest, Plateau, CallbackFunc), checkpoints and resumption,
+// TensorBoard summaries, and progress: a bar on a terminal, plain lines
+// elsewhere. History keeps each epoch's Logs.
+//
+// # Seeing a model
+//
+// A Sequential prints as a tree of its layers with their configuration and
+// parameter counts (fmt.Println(model)); Summary adds each layer's output
+// shape for an input; Describe is one layer in a line. An error inside a
+// Sequential names the layer it happened in ("ops: conv1: Conv2D: ...").
 //
 // # Checkpoints and summaries
 //

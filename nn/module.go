@@ -62,10 +62,13 @@ type Sequential struct {
 // NewSequential returns the layers as one model.
 func NewSequential(layers ...Module) *Sequential { return &Sequential{Layers: layers} }
 
-// Forward runs x through every layer.
+// Forward runs x through every layer. A *tensor.Error raised inside a
+// layer names it: "ops: dense1: MatMul: contracting dimensions differ"
+// (the layer's variable prefix, or "layer 3 (Flatten)" for one without
+// variables).
 func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
-	for _, l := range s.Layers {
-		x = l.Forward(x)
+	for i, l := range s.Layers {
+		x = forwardNamed(l, i, x)
 	}
 	return x
 }

@@ -337,6 +337,18 @@ const (
 	Explicit                    // the given (low, high) pairs
 )
 
+func (p PaddingMode) String() string {
+	switch p {
+	case Valid:
+		return "VALID"
+	case Same:
+		return "SAME"
+	case Explicit:
+		return "EXPLICIT"
+	}
+	return fmt.Sprintf("PaddingMode(%d)", uint8(p))
+}
+
 // Conv2DOpts configure Conv2D and its backprops. Zero values mean stride
 // 1, dilation 1, VALID padding, NHWC.
 type Conv2DOpts struct {
