@@ -1,9 +1,6 @@
 package difftest
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,30 +135,7 @@ func (c indexCase) goItems() []any {
 
 // runNumPy evaluates the cases with numpy_index.py.
 func runNumPy(t *testing.T, cases []indexCase) map[int]*indexResult {
-	t.Helper()
-	in, err := json.Marshal(map[string]any{"cases": cases})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(python, "numpy_index.py")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("numpy_index.py: %v\n%s", err, stderr.String())
-	}
-	res := map[int]*indexResult{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		r := &indexResult{}
-		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
-			t.Fatalf("numpy_index.py output: %v", err)
-		}
-		res[r.ID] = r
-	}
-	return res
+	return runCases(t, "numpy_index.py", cases, func(r *indexResult) int { return r.ID })
 }
 
 // ops.Index agrees with NumPy's indexing on random indices: shape,

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,31 +62,48 @@ type torchResult struct {
 // runTorch evaluates cases (each marshalled as torch_eval.py reads them)
 // in one PyTorch process and returns the results by case ID.
 func runTorch(t *testing.T, cases any) map[int]*torchResult {
+	return runCases(t, "torch_eval.py", cases, func(r *torchResult) int { return r.ID })
+}
+
+// runCases runs script on cases and decodes its output, one JSON result
+// per line, by the case ID id reads from each.
+func runCases[R any](t *testing.T, script string, cases any, id func(*R) int) map[int]*R {
+	t.Helper()
+	res := map[int]*R{}
+	for _, line := range runScript(t, script, cases) {
+		r := new(R)
+		if err := json.Unmarshal(line, r); err != nil {
+			t.Fatalf("%s output: %v", script, err)
+		}
+		res[id(r)] = r
+	}
+	return res
+}
+
+// runScript runs a Python script of this directory on {"cases": cases}
+// (JSON on its standard input, one thread) and returns its output lines.
+func runScript(t *testing.T, script string, cases any) [][]byte {
 	t.Helper()
 	in, err := json.Marshal(map[string]any{"cases": cases})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "torch_eval.py")
+	cmd := exec.Command(python, script)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("torch_eval.py: %v\n%s", err, stderr.String())
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
 	}
-	res := map[int]*torchResult{}
+	var lines [][]byte
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	for sc.Scan() {
-		r := &torchResult{}
-		if err := json.Unmarshal(sc.Bytes(), r); err != nil {
-			t.Fatalf("torch_eval.py output: %v", err)
-		}
-		res[r.ID] = r
+		lines = append(lines, slices.Clone(sc.Bytes()))
 	}
-	return res
+	return lines
 }
 
 // tol is the agreement asked of float64 values: relative to the larger
