@@ -101,9 +101,18 @@ func (s *slots) get(slot string, v *tape.Variable) *tape.Variable {
 	return sv
 }
 
+// Slots returns the optimizer's state (momentum, moment estimates...) as
+// variables named "optimizer/<slot>/<variable>", in the order they were
+// made, for checkpoints.
 func (s *slots) Slots() []*tape.Variable { return s.order }
-func (s *slots) Steps() int              { return s.steps }
-func (s *slots) SetSteps(n int)          { s.steps = n }
+
+// Steps returns how many steps Apply has taken (the step a Schedule is
+// asked about next).
+func (s *slots) Steps() int { return s.steps }
+
+// SetSteps sets the step count, as RestoreCheckpoint does from a
+// checkpoint.
+func (s *slots) SetSteps(n int) { s.steps = n }
 
 func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if len(vars) != len(grads) {
@@ -138,7 +147,10 @@ type SGD struct {
 	slots
 }
 
-// Apply takes one step.
+// Apply takes one step: grads[i] is the gradient of vars[i] (nil leaves
+// it alone), at the rate the schedule gives for Steps(). It returns an
+// error, changing nothing, if the lists differ in length or a gradient's
+// shape or dtype does not match its variable.
 func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
@@ -185,7 +197,10 @@ func NewAdamW(lr Schedule, weightDecay float64) *Adam {
 	return a
 }
 
-// Apply takes one step.
+// Apply takes one step: grads[i] is the gradient of vars[i] (nil leaves
+// it alone), at the rate the schedule gives for Steps(). It returns an
+// error, changing nothing, if the lists differ in length or a gradient's
+// shape or dtype does not match its variable.
 func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
@@ -227,7 +242,10 @@ type RMSProp struct {
 // NewRMSProp returns RMSProp with ρ 0.9 and ε 1e-7.
 func NewRMSProp(lr Schedule) *RMSProp { return &RMSProp{LR: lr, Rho: 0.9, Eps: 1e-7} }
 
-// Apply takes one step.
+// Apply takes one step: grads[i] is the gradient of vars[i] (nil leaves
+// it alone), at the rate the schedule gives for Steps(). It returns an
+// error, changing nothing, if the lists differ in length or a gradient's
+// shape or dtype does not match its variable.
 func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
