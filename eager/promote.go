@@ -1,8 +1,6 @@
 package eager
 
 import (
-	"math"
-
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -49,58 +47,14 @@ func promoteWeak(c *Call) {
 }
 
 // weakAs is the weak scalar x (input i of c) as a strong dt scalar on dev,
-// or fails c when dt cannot hold its value exactly.
+// or fails c when dt cannot hold its value exactly (tensor.ScalarOf's
+// rule).
 func weakAs(c *Call, i int, x *tensor.Tensor, dt tensor.DType, dev device.Device) *tensor.Tensor {
-	v := x.Item()
-	fail := func() {
-		c.Fail(tensor.ErrDType, "input %d, the scalar %v (%v), is not exactly a %v, the dtype of the inputs beside it", i, v, x.DType(), dt)
+	t, err := tensor.ScalarOf(dt, x.Item())
+	if err != nil {
+		c.Fail(tensor.ErrDType, "input %d, the scalar %v (%v), is not exactly a %v, the dtype of the inputs beside it", i, x.Item(), x.DType(), dt)
 	}
-	if b, ok := v.(bool); ok || dt == tensor.Bool {
-		if !ok || dt != tensor.Bool {
-			fail()
-		}
-		return onDevice(c, tensor.Full(b), dev)
-	}
-	var f float64
-	var n int64
-	isInt := true
-	switch v := v.(type) {
-	case float32:
-		f, isInt = float64(v), false
-	case float64:
-		f, isInt = v, false
-	case int32:
-		n = int64(v)
-	case int64:
-		n = v
-	case uint8:
-		n = int64(v)
-	}
-	if dt.IsFloat() {
-		if isInt {
-			f = float64(n)
-		}
-		return tensor.FullOn(dev, dt, f) // rounded to float32 there
-	}
-	if !isInt {
-		if f != math.Trunc(f) || math.Abs(f) > 1<<62 {
-			fail()
-		}
-		n = int64(f)
-	}
-	switch dt {
-	case tensor.Int32:
-		if n != int64(int32(n)) {
-			fail()
-		}
-		return onDevice(c, tensor.Full(int32(n)), dev)
-	case tensor.Uint8:
-		if n != int64(uint8(n)) {
-			fail()
-		}
-		return onDevice(c, tensor.Full(uint8(n)), dev)
-	}
-	return onDevice(c, tensor.Full(n), dev)
+	return onDevice(c, t, dev)
 }
 
 // onDevice copies t to dev unless it is there.

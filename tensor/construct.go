@@ -162,6 +162,85 @@ func Scalar[T ScalarValue](v T) *Tensor {
 	return t
 }
 
+// ScalarOf returns a strong rank-0 dt tensor holding v, a Go number (int,
+// int32, int64, uint8, float32, float64) or bool, on the default device.
+// A float dtype takes any number (rounded to float32 for Float32); an
+// integer dtype takes an integral value in its range; Bool takes a bool
+// only. Anything else is an error wrapping ErrDType that says what was
+// wrong ("256 is outside uint8's range").
+func ScalarOf(dt DType, v any) (*Tensor, error) {
+	t, msg := scalarExact(dt, v)
+	if msg != "" {
+		return nil, valueError{msg}
+	}
+	return t, nil
+}
+
+// valueError is ScalarOf's error: its text alone, wrapping ErrDType.
+type valueError struct{ msg string }
+
+func (e valueError) Error() string { return e.msg }
+func (e valueError) Unwrap() error { return ErrDType }
+
+// scalarExact is ScalarOf, with what was wrong as text.
+func scalarExact(dt DType, v any) (*Tensor, string) {
+	var f float64
+	var n int64
+	isInt := true
+	switch x := v.(type) {
+	case bool:
+		if dt != Bool {
+			return nil, fmt.Sprintf("a bool is not a %v", dt)
+		}
+		return scalarOf(x), ""
+	case int:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint8:
+		n = int64(x)
+	case float32:
+		f, isInt = float64(x), false
+	case float64:
+		f, isInt = x, false
+	default:
+		return nil, fmt.Sprintf("%T is not a number or bool", v)
+	}
+	switch {
+	case dt == Bool:
+		return nil, fmt.Sprintf("%v is not a bool", v)
+	case dt == Float32:
+		if isInt {
+			f = float64(n)
+		}
+		return scalarOf(float32(f)), ""
+	case dt == Float64:
+		if isInt {
+			f = float64(n)
+		}
+		return scalarOf(f), ""
+	case !dt.Valid():
+		return nil, fmt.Sprintf("invalid dtype %v", dt)
+	}
+	if !isInt {
+		if f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			return nil, fmt.Sprintf("%v is not an integer", v)
+		}
+		n = int64(f)
+	}
+	switch {
+	case dt == Int32 && n == int64(int32(n)):
+		return scalarOf(int32(n)), ""
+	case dt == Uint8 && n == int64(uint8(n)):
+		return scalarOf(uint8(n)), ""
+	case dt == Int64:
+		return scalarOf(n), ""
+	}
+	return nil, fmt.Sprintf("%v is outside %v's range", v, dt)
+}
+
 func scalarOf[T Elem](v T) *Tensor {
 	return fromHost("Scalar", DTypeOf[T](), nil, asBytes([]T{v}))
 }

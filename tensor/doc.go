@@ -5,7 +5,8 @@
 //
 // DTypes are Float32, Float64, Int32, Int64, Uint8 and Bool (XLA's PRED).
 // Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
-// Tensors are made from Go slices (FromSlice), scalars (Scalar), constants
+// Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
+// typed; ScalarOf, of a given dtype), constants
 // (Zeros, Ones, Full, FullOf), ranges (Arange, Linspace) and the seeded,
 // counter-based RNG (RandUniform, RandNormal, RandBernoulli). They are read
 // back with ToSlice and Item. Printing follows NumPy.

@@ -219,3 +219,36 @@ func TestContiguousPermutations(t *testing.T) {
 		}
 	}
 }
+
+func TestScalarOfKeepsValuesExact(t *testing.T) {
+	for _, c := range []struct {
+		dt   DType
+		v    any
+		want any
+		err  string
+	}{
+		{Float32, 0.1, float32(0.1), ""},
+		{Float64, 3, float64(3), ""},
+		{Int32, 2.0, int32(2), ""},
+		{Int64, int64(1) << 62, int64(1) << 62, ""},
+		{Uint8, 255, uint8(255), ""},
+		{Bool, true, true, ""},
+		{Int32, 0.5, nil, "0.5 is not an integer"},
+		{Uint8, 256, nil, "256 is outside uint8's range"},
+		{Int32, int64(1) << 40, nil, "1099511627776 is outside int32's range"},
+		{Float32, true, nil, "a bool is not a float32"},
+		{Bool, 1, nil, "1 is not a bool"},
+		{Int64, "1", nil, "string is not a number or bool"},
+	} {
+		got, err := ScalarOf(c.dt, c.v)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err || !errors.Is(err, ErrDType) {
+				t.Errorf("ScalarOf(%v, %v): error %v, want %q wrapping ErrDType", c.dt, c.v, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.DType() != c.dt || got.Item() != c.want || got.IsWeak() {
+			t.Errorf("ScalarOf(%v, %v) = %v, %v", c.dt, c.v, got, err)
+		}
+	}
+}

@@ -105,12 +105,12 @@ func Read(r io.Reader, s Schema) ([]*tensor.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
+		vals, err := tb.cells(row, line)
+		if err != nil {
+			return nil, err
+		}
 		for i, c := range tb.cols {
-			v, err := tb.cell(row, line, i)
-			if err != nil {
-				return nil, err
-			}
-			builders[i].add(c.DType, v)
+			builders[i].add(c.DType, vals[i])
 		}
 	}
 	out := make([]*tensor.Tensor, len(builders))
@@ -158,13 +158,13 @@ func Dataset(path string, s Schema) (*data.Dataset, error) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
+			vals, err := tb.cells(row, line)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 			elem := make(data.Element, len(tb.cols))
 			for i, c := range tb.cols {
-				v, err := tb.cell(row, line, i)
-				if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				elem[i] = scalar(c.DType, v)
+				elem[i] = scalar(c.DType, vals[i])
 			}
 			if !yield(elem) {
 				return nil
@@ -279,6 +279,19 @@ func (tb *table) next() ([]string, int, error) {
 		}
 	}
 	return row, line, nil
+}
+
+// cells parses the schema's columns of row (from line).
+func (tb *table) cells(row []string, line int) ([]value, error) {
+	vals := make([]value, len(tb.cols))
+	for i := range tb.cols {
+		v, err := tb.cell(row, line, i)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 // cell parses column i of row (from line), or gives its default.

@@ -50,55 +50,29 @@ func parse(dt tensor.DType, text string) (value, error) {
 	return value{i: i, ok: true}, err
 }
 
-// fromGo converts a default given as a Go number or bool to a dt value,
-// refusing one the dtype does not hold exactly.
+// fromGo converts a default given as a Go number or bool to a dt value
+// by tensor.ScalarOf's rule (floats round, integers must fit exactly).
 func fromGo(dt tensor.DType, v any) (value, error) {
-	var f float64
-	var isInt bool
-	var i int64
-	switch x := v.(type) {
+	if _, isBool := v.(bool); isBool && dt != tensor.Bool {
+		return value{}, fmt.Errorf("a bool for a %v column", dt)
+	}
+	t, err := tensor.ScalarOf(dt, v)
+	if err != nil {
+		return value{}, err
+	}
+	switch x := t.Item().(type) {
 	case bool:
-		if dt != tensor.Bool {
-			return value{}, fmt.Errorf("a bool for a %v column", dt)
-		}
 		return value{b: x, ok: true}, nil
-	case int:
-		i, isInt = int64(x), true
-	case int32:
-		i, isInt = int64(x), true
-	case int64:
-		i, isInt = x, true
-	case uint8:
-		i, isInt = int64(x), true
 	case float32:
-		f = float64(x)
+		return value{f: float64(x), ok: true}, nil
 	case float64:
-		f = x
-	default:
-		return value{}, fmt.Errorf("%T is not a number or bool", v)
+		return value{f: x, ok: true}, nil
+	case int32:
+		return value{i: int64(x), ok: true}, nil
+	case uint8:
+		return value{i: int64(x), ok: true}, nil
 	}
-	switch {
-	case dt == tensor.Bool:
-		return value{}, fmt.Errorf("%v for a bool column", v)
-	case dt.IsFloat():
-		if isInt {
-			f = float64(i)
-		}
-		if dt == tensor.Float32 {
-			f = float64(float32(f)) // rounded, as a float32 cell is
-		}
-		return value{f: f, ok: true}, nil
-	}
-	if !isInt {
-		if f != math.Trunc(f) || math.Abs(f) > 1<<62 {
-			return value{}, fmt.Errorf("%v is not an integer", v)
-		}
-		i = int64(f)
-	}
-	if lo, hi := intRange(dt); i < lo || i > hi {
-		return value{}, fmt.Errorf("%v is outside %v's range", v, dt)
-	}
-	return value{i: i, ok: true}, nil
+	return value{i: t.Item().(int64), ok: true}, nil
 }
 
 // builder collects one column's values.
