@@ -52,14 +52,18 @@ type Step func(batch data.Element) (loss float64, examples int, err error)
 type EvalStep func(batch data.Element) (metrics map[string]float64, examples int, err error)
 
 // History is what Fit saw: the mean loss of each epoch it ran, each
-// epoch's Logs, and the epoch it started from (after a resume; when the
-// checkpoint had done every epoch already, Fit runs none). Stopped is the
-// reason a callback gave for ending early, "" otherwise.
+// epoch's Logs and the step count at its end, the loss of every step, and
+// the epoch and step it started from (after a resume; when the checkpoint
+// had done every epoch already, Fit runs none). Stopped is the reason a
+// callback gave for ending early, "" otherwise. plot.History draws it.
 type History struct {
 	FirstEpoch int
-	EpochLoss  []float64
-	Epochs     []Logs
-	Steps      int
+	FirstStep  int       // steps done before this run (a resume's)
+	EpochLoss  []float64 // mean training loss of each epoch run
+	Epochs     []Logs    // each epoch's Logs: "loss", "val_<metric>", what callbacks add
+	EpochSteps []int     // the step count at the end of each epoch run
+	StepLoss   []float64 // the loss of step FirstStep+1+i
+	Steps      int       // the step count at the end
 	Stopped    string
 }
 
@@ -87,6 +91,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			done, _ := strconv.Atoi(meta["epoch"])
 			h.FirstEpoch = done
 			h.Steps, _ = strconv.Atoi(meta["step"])
+			h.FirstStep = h.Steps
 		}
 		var err error
 		if sw, err = NewSummaryWriter(filepath.Join(cfg.Dir, "logs")); err != nil {
@@ -120,6 +125,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			examples += n
 			steps++
 			h.Steps++
+			h.StepLoss = append(h.StepLoss, loss)
 			if sw != nil {
 				if err := sw.Scalar("loss", int64(h.Steps), loss); err != nil {
 					return h, err
@@ -152,6 +158,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		bar.endEpoch(epoch, steps, examples, logs)
 		h.EpochLoss = append(h.EpochLoss, mean.Value())
 		h.Epochs = append(h.Epochs, logs)
+		h.EpochSteps = append(h.EpochSteps, h.Steps)
 		if sw != nil {
 			for k, v := range logs {
 				if err := sw.Scalar("epoch_"+k, int64(epoch+1), v); err != nil {

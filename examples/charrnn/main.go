@@ -7,7 +7,7 @@
 //	go run ./examples/charrnn [-epochs 30] [-dir runs/charrnn]
 //
 // With -dir it keeps a checkpoint (and resumes from it), TensorBoard
-// events (tensorboard --logdir DIR/logs) and loss.png there; without, it
+// events (tensorboard --logdir DIR/logs) and curves.png (losses) there; without, it
 // uses a temporary directory.
 package main
 
@@ -169,7 +169,7 @@ func run(cfg config) (result, error) {
 		return result{}, err
 	}
 	res := result{traces: f.Traces(), sample: m.sample("The keeper ", 160, 0.6, 3)}
-	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "charrnn: LSTM language model", h.EpochLoss)
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "charrnn: LSTM language model", h)
 	return res, err
 }
 

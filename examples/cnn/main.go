@@ -5,7 +5,7 @@
 //
 //	go run ./examples/cnn [-epochs 4] [-dir runs/cnn]
 //
-// With -dir it keeps a checkpoint, TensorBoard events and loss.png there.
+// With -dir it keeps a checkpoint, TensorBoard events and curves.png (loss, validation accuracy) there.
 package main
 
 import (
@@ -137,17 +137,23 @@ func run(cfg config) (result, error) {
 		l, err := trainStep(model, opt, b[0], b[1])
 		return l, b[0].Dim(0), err
 	}
-	h, err := nn.Fit(context.Background(), ds, nn.AllVariables(model), opt, step,
-		nn.FitConfig{Epochs: cfg.epochs, Dir: dir, Progress: cfg.progress, StepsPerEpoch: (cfg.images + 31) / 32})
+	res := result{heldOut: 300}
+	tx, ty := shapes(res.heldOut, 99) // images it never trains on
+	val, err := data.FromSlices(tx, ty)
 	if err != nil {
 		return result{}, err
 	}
-	res := result{heldOut: 300}
-	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "cnn: shapes", h.EpochLoss)
+	h, err := nn.Fit(context.Background(), ds, nn.AllVariables(model), opt, step,
+		nn.FitConfig{Epochs: cfg.epochs, Dir: dir, Progress: cfg.progress, StepsPerEpoch: (cfg.images + 31) / 32,
+			Validation: val.Batch(100, false),
+			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})
+	if err != nil {
+		return result{}, err
+	}
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "cnn: shapes", h)
 	if err != nil {
 		return res, err
 	}
-	tx, ty := shapes(res.heldOut, 99) // images it never saw
 	res.accuracy = nn.Accuracy(model.Forward(tx), ty)
 	return res, nil
 }

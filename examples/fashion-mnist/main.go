@@ -25,6 +25,7 @@ import (
 	"github.com/eagerflow/eagerflow/data/idx"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/plot"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -39,7 +40,7 @@ func main() {
 	flag.IntVar(&cfg.epochs, "epochs", 5, "most training epochs (early stopping may end sooner)")
 	flag.IntVar(&cfg.train, "train", 55000, "training images (the rest of the 60000 up to 5000 validate)")
 	flag.IntVar(&cfg.test, "test", 10000, "test images")
-	flag.StringVar(&cfg.dir, "dir", "", "checkpoints and TensorBoard logs (default: none)")
+	flag.StringVar(&cfg.dir, "dir", "", "checkpoints, TensorBoard logs, curves.png and test-images.png (default: none)")
 	flag.Parse()
 	res, err := run(cfg)
 	if err != nil {
@@ -133,6 +134,14 @@ func run(cfg config) (result, error) {
 	scores, err := nn.Evaluate(context.Background(), testDS.Batch(1000, false), nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, metrics))
 	if err != nil {
 		return result{}, err
+	}
+	if cfg.dir != "" { // the curves, and the first 32 test images as the model saw them
+		if err := plot.History(filepath.Join(cfg.dir, "curves.png"), h, plot.Options{Title: "fashion-mnist"}); err != nil {
+			return result{}, err
+		}
+		if err := plot.Image(filepath.Join(cfg.dir, "test-images.png"), ops.Index(tx, ops.Until(32)), plot.ImageOptions{Cols: 8, Scale: 2}); err != nil {
+			return result{}, err
+		}
 	}
 	return result{accuracy: scores["accuracy"], tested: tx.Dim(0), history: h}, nil
 }

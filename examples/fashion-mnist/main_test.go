@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 // A short run on a slice of the data learns: 3000 training images, one
 // epoch, validation and a test on 2000 held-out images.
 func TestFashionMNISTLearns(t *testing.T) {
-	cfg := config{dataDir: "/usr/share/datasets/fashion-mnist", epochs: 1, train: 3000, test: 2000, progress: io.Discard}
+	cfg := config{dataDir: "/usr/share/datasets/fashion-mnist", epochs: 1, train: 3000, test: 2000, progress: io.Discard, dir: t.TempDir()}
 	if _, err := os.Stat(cfg.dataDir); err != nil {
 		if os.Getenv("EAGERFLOW_REQUIRE_TORCH") != "" {
 			t.Fatalf("%v: scripts/install-test-deps installs dataset-fashion-mnist", err)
@@ -26,6 +27,11 @@ func TestFashionMNISTLearns(t *testing.T) {
 	}
 	if res.tested != 2000 || res.accuracy < 0.65 {
 		t.Errorf("test accuracy %.3f on %d images", res.accuracy, res.tested)
+	}
+	for _, name := range []string{"curves.png", "test-images.png", "checkpoint.safetensors"} {
+		if _, err := os.Stat(filepath.Join(cfg.dir, name)); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

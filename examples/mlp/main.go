@@ -4,7 +4,7 @@
 //	go run ./examples/mlp [-epochs 60] [-dir runs/mlp]
 //
 // With -dir it keeps a checkpoint (and resumes from it), TensorBoard
-// events (tensorboard --logdir DIR/logs) and loss.png there; without, it
+// events (tensorboard --logdir DIR/logs) and curves.png (loss, validation accuracy) there; without, it
 // uses a temporary directory.
 package main
 
@@ -97,13 +97,20 @@ func run(cfg config) (result, error) {
 		vars := model.Variables()
 		return loss.Float(), b[0].Dim(0), opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...))
 	}
+	vx, vy := spirals(cfg.points/4, 7) // fresh noise: points it never trains on
+	val, err := data.FromSlices(vx, vy)
+	if err != nil {
+		return result{}, err
+	}
 	h, err := nn.Fit(context.Background(), ds, nn.AllVariables(model), opt, step,
-		nn.FitConfig{Epochs: cfg.epochs, Dir: dir, Progress: cfg.progress, StepsPerEpoch: (cfg.points + 49) / 50})
+		nn.FitConfig{Epochs: cfg.epochs, Dir: dir, Progress: cfg.progress, StepsPerEpoch: (cfg.points + 49) / 50,
+			Validation: val.Batch(250, false),
+			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})
 	if err != nil {
 		return result{}, err
 	}
 	res := result{points: cfg.points}
-	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "mlp: two spirals", h.EpochLoss)
+	res.firstLoss, res.loss, err = report.Finish(dir, cfg.dir != "", cfg.progress, "mlp: two spirals", h)
 	if err != nil {
 		return res, err
 	}

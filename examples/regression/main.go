@@ -14,9 +14,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/eagerflow/eagerflow/examples/internal/report"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/plot"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -92,7 +92,7 @@ func run(cfg config, out *os.File) (result, error) {
 	m := newModel(rng, cfg.hidden)
 	var res result
 	var sw *nn.SummaryWriter
-	var curve []float64 // the loss every logEvery steps, for the plot
+	var curve plot.Series // the loss every logEvery steps, for the plot
 	if cfg.dir != "" {
 		var err error
 		if sw, err = nn.NewSummaryWriter(filepath.Join(cfg.dir, "logs")); err != nil {
@@ -125,15 +125,15 @@ func run(cfg config, out *os.File) (result, error) {
 			}
 		}
 		if step == 1 || step%cfg.logEvery == 0 {
-			curve = append(curve, l)
+			curve.X, curve.Y = append(curve.X, float64(step)), append(curve.Y, l)
 			if out != nil {
 				fmt.Fprintf(out, "step %5d  mse %.5f\n", step, l)
 			}
 		}
 	}
 	if cfg.dir != "" {
-		label := fmt.Sprintf("report (every %d steps)", cfg.logEvery)
-		if err := report.Plot(filepath.Join(cfg.dir, "loss.png"), "regression: mse", label, curve); err != nil {
+		opts := plot.Options{Title: "regression", XLabel: "step", YLabel: "mse", LogY: true}
+		if err := plot.Lines(filepath.Join(cfg.dir, "loss.png"), opts, curve); err != nil {
 			return res, err
 		}
 	}

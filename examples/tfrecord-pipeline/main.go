@@ -5,7 +5,7 @@
 //
 //	go run ./examples/tfrecord-pipeline [-dir DIR] [-epochs 8]
 //
-// The shards go to -dir, with loss.png and TensorBoard events (DIR/logs);
+// The shards go to -dir, with curves.png (loss and accuracy) and TensorBoard events (DIR/logs);
 // by default a fresh temporary directory, removed at the end.
 package main
 
@@ -19,9 +19,9 @@ import (
 	"path/filepath"
 
 	"github.com/eagerflow/eagerflow/data"
-	"github.com/eagerflow/eagerflow/examples/internal/report"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/plot"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -90,7 +90,7 @@ func run(cfg config, out io.Writer) (result, error) {
 	if cfg.shards == 0 {
 		cfg.shards, cfg.perShard = 4, 600
 	}
-	keep := cfg.dir != "" // a directory the user asked for also gets loss.png and events
+	keep := cfg.dir != "" // a directory the user asked for also gets curves.png and events
 	if cfg.dir == "" {
 		dir, err := os.MkdirTemp("", "tfrecord-pipeline-")
 		if err != nil {
@@ -100,7 +100,7 @@ func run(cfg config, out io.Writer) (result, error) {
 		cfg.dir = dir
 	}
 	var sw *nn.SummaryWriter
-	var curve []float64
+	var curve nn.History // loss and accuracy per epoch, for the plot
 	if keep {
 		var err error
 		if sw, err = nn.NewSummaryWriter(filepath.Join(cfg.dir, "logs")); err != nil {
@@ -177,7 +177,7 @@ func run(cfg config, out io.Writer) (result, error) {
 			if out != nil {
 				fmt.Fprintf(out, "epoch %d  loss %.4f  accuracy %.1f%%\n", step/steps, res.loss, 100*res.accuracy)
 			}
-			curve = append(curve, res.loss)
+			curve.Epochs = append(curve.Epochs, nn.Logs{"loss": res.loss, "accuracy": res.accuracy})
 			if sw != nil {
 				if err := sw.Scalar("loss", int64(step/steps), res.loss); err != nil {
 					return res, err
@@ -190,7 +190,7 @@ func run(cfg config, out io.Writer) (result, error) {
 		}
 	}
 	if keep {
-		if err := report.LossPlot(filepath.Join(cfg.dir, "loss.png"), "tfrecord-pipeline", curve); err != nil {
+		if err := plot.History(filepath.Join(cfg.dir, "curves.png"), curve, plot.Options{Title: "tfrecord-pipeline", ByEpoch: true}); err != nil {
 			return res, err
 		}
 	}

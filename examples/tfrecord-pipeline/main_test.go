@@ -24,7 +24,7 @@ func TestTrainingOnTheRecordsLearns(t *testing.T) {
 	if _, err := run(config{epochs: 1, shards: 1, perShard: 64, dir: dir}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, pattern := range []string{"loss.png", "logs/events.out.tfevents.*", "blobs-*.tfrecord"} {
+	for _, pattern := range []string{"curves.png", "logs/events.out.tfevents.*", "blobs-*.tfrecord"} {
 		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) != 1 {
 			t.Errorf("%s: %v", pattern, m)
 		}

@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/eagerflow/eagerflow/internal/atomicfile"
 )
 
 func main() {
@@ -84,24 +86,6 @@ func machineLine(m string) string {
 	return strings.Join(parts, "; ")
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// folder and a rename, so a reader never sees half a file.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 const (
 	beginMarker = "<!-- benchreport:begin -->"
 	endMarker   = "<!-- benchreport:end -->"
@@ -117,7 +101,7 @@ func replaceSection(path string, sec []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return writeAtomic(path, out)
+	return atomicfile.WriteFile(path, out)
 }
 
 func spliceSection(doc, sec []byte) ([]byte, error) {

@@ -1,0 +1,155 @@
+package plot
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/atomicfile"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// ImageOptions shape an image of a tensor. The zero value maps the
+// tensor's own smallest value to black and its largest to white, one
+// pixel per element, channels last.
+type ImageOptions struct {
+	// Min and Max are the values drawn black and white (values outside
+	// are clipped). Both zero: the tensor's own range.
+	Min, Max float64
+	// Cols is the number of images per row of a batch's grid (0: the
+	// smallest that makes the grid at least as wide as it is tall).
+	Cols int
+	// Scale draws every element as a Scale x Scale square (0: 1).
+	Scale int
+	// ChannelsFirst reads [C H W] and [N C H W] rather than [H W C] and
+	// [N H W C].
+	ChannelsFirst bool
+}
+
+// Image writes x as a PNG image to path; see ToImage for the shapes.
+func Image(path string, x *tensor.Tensor, opts ImageOptions) error {
+	img, err := ToImage(x, opts)
+	if err != nil {
+		return fmt.Errorf("plot: %s: %w", path, err)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return fmt.Errorf("plot: %s: %w", path, err)
+	}
+	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
+
+// ToImage draws x, of any real dtype on any device: [H W] in grey; [H W C]
+// with C 1 (grey), 3 (RGB) or 4 (RGBA); [N H W C] as a grid of N images,
+// one pixel of background between them ([C H W] and [N C H W] under
+// ChannelsFirst). Errors: another rank or channel count, a Bool tensor, an
+// empty one, Min > Max, a negative Cols or Scale, and NaN values.
+func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
+	if x.DType() == tensor.Bool {
+		return nil, fmt.Errorf("a Bool tensor has no brightness; Cast it first")
+	}
+	if opts.Min > opts.Max || opts.Cols < 0 || opts.Scale < 0 {
+		return nil, fmt.Errorf("options Min %v Max %v Cols %d Scale %d: want Min <= Max and Cols, Scale >= 0", opts.Min, opts.Max, opts.Cols, opts.Scale)
+	}
+	var values []float64
+	var nhwc *tensor.Tensor
+	err := eager.Catch(func() {
+		nhwc = x
+		switch {
+		case x.Rank() == 2:
+			nhwc = ops.Index(x, ops.NewAxis, ops.Ellipsis, ops.NewAxis)
+		case x.Rank() == 3 && opts.ChannelsFirst:
+			nhwc = ops.Index(ops.Transpose(x, 1, 2, 0), ops.NewAxis)
+		case x.Rank() == 3:
+			nhwc = ops.Index(x, ops.NewAxis)
+		case x.Rank() == 4 && opts.ChannelsFirst:
+			nhwc = ops.Transpose(x, 0, 2, 3, 1)
+		}
+		if nhwc.Rank() == 4 {
+			values = tensor.ToSlice[float64](ops.Cast(nhwc, tensor.Float64))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	layout := "[H W], [H W C] or [N H W C]"
+	if opts.ChannelsFirst {
+		layout = "[H W], [C H W] or [N C H W]"
+	}
+	if nhwc.Rank() != 4 {
+		return nil, fmt.Errorf("shape %v: want %s", x.Shape(), layout)
+	}
+	n, h, w, c := nhwc.Dim(0), nhwc.Dim(1), nhwc.Dim(2), nhwc.Dim(3)
+	if c != 1 && c != 3 && c != 4 {
+		return nil, fmt.Errorf("shape %v has %d channels: want 1, 3 or 4 (%s)", x.Shape(), c, layout)
+	}
+	if len(values) == 0 {
+		return nil, fmt.Errorf("shape %v has no elements", x.Shape())
+	}
+	lo, hi := opts.Min, opts.Max
+	if lo == 0 && hi == 0 {
+		lo, hi = math.Inf(1), math.Inf(-1)
+		for _, v := range values {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	for i, v := range values {
+		if math.IsNaN(v) {
+			return nil, fmt.Errorf("element %d is NaN", i)
+		}
+	}
+	level := func(v float64) uint8 {
+		if hi <= lo {
+			return 128
+		}
+		t := (min(max(v, lo), hi) - lo) / (hi - lo)
+		return uint8(math.Round(255 * t))
+	}
+	cols := opts.Cols
+	if cols == 0 {
+		cols = int(math.Ceil(math.Sqrt(float64(n) * float64(h) / float64(w))))
+	}
+	cols = max(min(cols, n), 1)
+	rows := (n + cols - 1) / cols
+	s := max(opts.Scale, 1)
+	gap := 0
+	if n > 1 {
+		gap = 1
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, (cols*(w+gap)-gap)*s, (rows*(h+gap)-gap)*s))
+	for i := range img.Pix {
+		img.Pix[i] = 255 // white background between tiles
+	}
+	for k := range n {
+		ox, oy := (k%cols)*(w+gap), (k/cols)*(h+gap)
+		for y := range h {
+			for xx := range w {
+				e := ((k*h+y)*w + xx) * c
+				var px color.NRGBA
+				switch c {
+				case 1:
+					g := level(values[e])
+					px = color.NRGBA{g, g, g, 255}
+				case 3:
+					px = color.NRGBA{level(values[e]), level(values[e+1]), level(values[e+2]), 255}
+				case 4:
+					px = color.NRGBA{level(values[e]), level(values[e+1]), level(values[e+2]), level(values[e+3])}
+				}
+				for dy := range s {
+					for dx := range s {
+						img.SetNRGBA((ox+xx)*s+dx, (oy+y)*s+dy, px)
+					}
+				}
+			}
+		}
+	}
+	return img, nil
+}
