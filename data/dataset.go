@@ -20,6 +20,7 @@ type Element []*tensor.Tensor
 type Dataset struct {
 	stage string
 	open  func(epoch int) iterator
+	rows  *rowSource // random access, when the dataset has it (FromSlices)
 }
 
 // iterator is one running stage.
@@ -138,30 +139,18 @@ func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
 		}
 		n = c.Dim(0)
 	}
-	return &Dataset{stage: "FromSlices", open: func(int) iterator {
-		i := 0
-		return &funcIter{nextFn: func(context.Context) (Element, error) {
-			if i >= n {
-				return nil, io.EOF
-			}
-			e := make(Element, len(components))
-			for k, c := range components {
-				e[k] = rowOf(c, i)
-			}
-			i++
-			return e, nil
-		}}
-	}}, nil
-}
-
-// rowOf copies row i of t (along its first dimension).
-func rowOf(t *tensor.Tensor, i int) *tensor.Tensor {
-	t = t.Contiguous()
-	shape := t.Shape()[1:].Clone()
-	size := shape.NumElements() * t.DType().Size()
-	out := tensor.MustEmpty(t.DType(), shape)
-	copy(out.HostBytes(), t.HostBytes()[i*size:(i+1)*size])
-	return out
+	comps := make([]*tensor.Tensor, len(components))
+	for i, c := range components {
+		comps[i] = c.Contiguous()
+	}
+	all := func(int) []int {
+		rows := make([]int, n)
+		for i := range rows {
+			rows[i] = i
+		}
+		return rows
+	}
+	return (&rowSource{comps: comps, order: all, n: n}).dataset("FromSlices"), nil
 }
 
 // Range is the dataset of Int64 scalars start, start+step, ... before stop.

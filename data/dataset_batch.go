@@ -25,6 +25,9 @@ func (d *Dataset) batch(stage string, n int, drop, pad bool, padValue float64) *
 	if n < 1 {
 		n = 1
 	}
+	if d.rows != nil {
+		return d.rows.batches(stage, n, drop) // rows alike in shape: nothing to pad
+	}
 	return d.derive(stage, func(epoch int) iterator {
 		up := d.open(epoch)
 		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
@@ -114,7 +117,10 @@ func (d *Dataset) Unbatch() *Dataset {
 					}
 					rows = c.Dim(0)
 				}
-				cur, row = e, 0
+				cur, row = make(Element, len(e)), 0
+				for i, c := range e {
+					cur[i] = c.Contiguous()
+				}
 			}
 			out := make(Element, len(cur))
 			for i, c := range cur {

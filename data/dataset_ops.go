@@ -33,6 +33,9 @@ func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
 
 // Take yields at most the first n elements.
 func (d *Dataset) Take(n int) *Dataset {
+	if d.rows != nil {
+		return d.rows.sliced(0, n).dataset("Take")
+	}
 	return d.derive("Take", func(epoch int) iterator {
 		up, i := d.open(epoch), 0
 		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
@@ -48,6 +51,9 @@ func (d *Dataset) Take(n int) *Dataset {
 
 // Skip drops the first n elements.
 func (d *Dataset) Skip(n int) *Dataset {
+	if d.rows != nil {
+		return d.rows.sliced(n, d.rows.n).dataset("Skip")
+	}
 	return d.derive("Skip", func(epoch int) iterator {
 		up, skipped := d.open(epoch), 0
 		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
@@ -132,14 +138,18 @@ func Zip(ds ...*Dataset) *Dataset {
 // Shuffle draws elements at random from a buffer of size elements, refilled
 // from upstream (tf.data's shuffle). The order depends only on seed (and,
 // with reshuffle, on the epoch), never on timing or core count.
+//
+// Over FromSlices (and Take or Skip of it) with size at least its length,
+// Shuffle holds no buffer: it permutes row numbers (a uniform permutation,
+// as a full buffer gives, in an order of its own) and the rows are copied
+// only when they are read, so shuffling a training set does not copy it.
 func (d *Dataset) Shuffle(size int, seed uint64, reshuffleEachEpoch bool) *Dataset {
+	if d.rows != nil && size >= d.rows.n {
+		return d.rows.shuffled(seed, reshuffleEachEpoch).dataset("Shuffle")
+	}
 	return d.derive("Shuffle", func(epoch int) iterator {
 		up := d.open(epoch)
-		s := seed
-		if reshuffleEachEpoch {
-			s = seed + uint64(epoch)*0x9e3779b97f4a7c15
-		}
-		rng := tensor.NewRNG(s)
+		rng := tensor.NewRNG(shuffleSeed(seed, epoch, reshuffleEachEpoch))
 		var buf []Element
 		ended := false
 		draw := make([]uint32, 1)

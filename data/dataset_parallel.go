@@ -392,7 +392,7 @@ func ParseWith(p *Parser) func(Element) (Element, error) {
 		out := make(Element, 0, len(p.names))
 		for _, name := range p.names {
 			if t, ok := parsed.Dense[name]; ok {
-				out = append(out, rowOf(t, 0))
+				out = append(out, rowOf(t.Contiguous(), 0))
 			} else {
 				out = append(out, parsed.Ragged[name].Values)
 			}

@@ -42,10 +42,10 @@ func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOp
 func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
 	y := ops.Conv2D(x, c.Filter.Value(), c.opts.Conv2DOpts)
 	if c.Bias != nil {
-		y = ops.BiasAdd(y, c.Bias.Value(), c.opts.Format)
+		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, c.Bias.Value(), c.opts.Format) })
 	}
 	if c.opts.Activation != nil {
-		y = c.opts.Activation(y)
+		y = then(y, c.opts.Activation)
 	}
 	return y
 }

@@ -53,10 +53,10 @@ func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
 		y = ops.MatMul(x, d.Kernel.Value())
 	}
 	if d.Bias != nil {
-		y = ops.Add(y, d.Bias.Value())
+		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.Add(y, d.Bias.Value()) })
 	}
 	if d.act != nil {
-		y = d.act(y)
+		y = then(y, d.act)
 	}
 	return y
 }

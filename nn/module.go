@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -66,11 +67,33 @@ func NewSequential(layers ...Module) *Sequential { return &Sequential{Layers: la
 // layer names it: "ops: dense1: MatMul: contracting dimensions differ"
 // (the layer's variable prefix, or "layer 3 (Flatten)" for one without
 // variables).
+//
+// When no tape or trace observes ops (inference, evaluation), the output
+// of every layer but the last is released as soon as the next layer has
+// returned, so its buffer goes back to the device's cache at once rather
+// than when the garbage collector finds it. A layer of your own that keeps
+// its input past Forward must therefore keep a copy.
 func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 	for i, l := range s.Layers {
-		x = forwardNamed(l, i, x)
+		if i == 0 {
+			x = forwardNamed(l, i, x)
+			continue
+		}
+		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, x) })
 	}
 	return x
+}
+
+// then returns f(y), releasing y when nothing else can read it: no tape or
+// trace observes ops, and f returned a tensor of its own (a view of y
+// holds a reference to the buffer, so it stays valid). y must be an
+// intermediate of the caller's, never a tensor someone else passed in.
+func then(y *tensor.Tensor, f func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
+	out := f(y)
+	if out != y && !eager.Observing() {
+		y.Release()
+	}
+	return out
 }
 
 // Variables lists every layer's trainable variables, layer by layer.

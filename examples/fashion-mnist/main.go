@@ -63,7 +63,8 @@ type result struct {
 	history  nn.History
 }
 
-// load reads images as float32 [n 28 28 1] in [0, 1] and labels as int32.
+// load reads images as uint8 [n 28 28 1] (a quarter of float32's memory;
+// scale makes each batch float32) and labels as int32.
 func load(dir, prefix string, n int) (*tensor.Tensor, *tensor.Tensor, error) {
 	images, err := idx.ReadFile(filepath.Join(dir, prefix+"-images-idx3-ubyte.gz"))
 	if err != nil {
@@ -74,9 +75,14 @@ func load(dir, prefix string, n int) (*tensor.Tensor, *tensor.Tensor, error) {
 		return nil, nil, err
 	}
 	n = min(n, images.Dim(0))
-	x := ops.Div(ops.Cast(ops.Index(images, ops.Until(n), ops.Ellipsis, ops.NewAxis), tensor.Float32), tensor.Scalar(255.0))
+	x := ops.Index(images, ops.Until(n), ops.Ellipsis, ops.NewAxis)
 	y := ops.Cast(ops.Index(labels, ops.Until(n)), tensor.Int32)
 	return x, y, nil
+}
+
+// scale maps a batch's uint8 pixels to float32 in [0, 1].
+func scale(b data.Element) (data.Element, error) {
+	return data.Element{ops.Div(ops.Cast(b[0], tensor.Float32), tensor.Scalar(255.0)), b[1]}, nil
 }
 
 func newModel(rng *tensor.RNG) *nn.Sequential {
@@ -97,25 +103,22 @@ func run(cfg config) (result, error) {
 	}
 	train := min(cfg.train, x.Dim(0)-1)
 	val := min(5000, x.Dim(0)-train)
-	trainDS, err := data.FromSlices(ops.Index(x, ops.Until(train)), ops.Index(y, ops.Until(train)))
+	all, err := data.FromSlices(x, y) // Take, Skip and Shuffle of it copy no images
 	if err != nil {
 		return result{}, err
 	}
-	valDS, err := data.FromSlices(ops.Index(x, ops.R(train, train+val)), ops.Index(y, ops.R(train, train+val)))
-	if err != nil {
-		return result{}, err
-	}
+	trainDS, valDS := all.Take(train), all.Skip(train).Take(val)
 
 	model := newModel(tensor.NewRNG(1))
 	fmt.Fprintln(cfg.progress, model)
 	lr := &nn.Plateau{Base: nn.Constant(1e-3), Monitor: nn.Monitor{Name: "val_accuracy"}, Factor: 0.3}
 	opt := nn.NewAdam(lr.Schedule)
 	metrics := map[string]nn.Metric{"accuracy": nn.Accuracy}
-	h, err := nn.Fit(context.Background(), trainDS.Shuffle(train, 1, true).Batch(128, false).Prefetch(2),
+	h, err := nn.Fit(context.Background(), trainDS.Shuffle(train, 1, true).Batch(128, false).Map(scale).Prefetch(2),
 		nn.AllVariables(model), opt, nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt),
 		nn.FitConfig{
 			Epochs: cfg.epochs, Dir: cfg.dir, Progress: cfg.progress, StepsPerEpoch: (train + 127) / 128,
-			Validation: valDS.Batch(1000, false),
+			Validation: valDS.Batch(500, false).Map(scale),
 			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, metrics),
 			Callbacks:  []nn.Callback{&nn.EarlyStopping{Monitor: nn.Monitor{Name: "val_accuracy"}, Patience: 1, RestoreBest: true}, lr},
 		})
@@ -131,7 +134,7 @@ func run(cfg config) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	scores, err := nn.Evaluate(context.Background(), testDS.Batch(1000, false), nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, metrics))
+	scores, err := nn.Evaluate(context.Background(), testDS.Batch(500, false).Map(scale), nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, metrics))
 	if err != nil {
 		return result{}, err
 	}
@@ -139,7 +142,7 @@ func run(cfg config) (result, error) {
 		if err := plot.History(filepath.Join(cfg.dir, "curves.png"), h, plot.Options{Title: "fashion-mnist"}); err != nil {
 			return result{}, err
 		}
-		if err := plot.Image(filepath.Join(cfg.dir, "test-images.png"), ops.Index(tx, ops.Until(32)), plot.ImageOptions{Cols: 8, Scale: 2}); err != nil {
+		if err := plot.Image(filepath.Join(cfg.dir, "test-images.png"), ops.Index(tx, ops.Until(32)), plot.ImageOptions{Cols: 8, Scale: 2, Min: 0, Max: 255}); err != nil {
 			return result{}, err
 		}
 	}
