@@ -24,12 +24,16 @@
 // lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
 // gradients.
 //
-// Fit runs the loop: a Step per batch (TrainStep makes the usual one; any
-// Go function computing a loss on a tape is one), validation through an
+// Fit runs the loop: a Step per batch (TrainStep makes the usual one,
+// TracedTrainStep the same traced into a graph; any Go function computing
+// a loss on a tape is one), validation through an
 // EvalStep after each epoch (EvalStepOf), callbacks (EarlyStopping,
 // CheckpointBest, Plateau, CallbackFunc), checkpoints and resumption,
 // TensorBoard summaries, and progress: a bar on a terminal, plain lines
-// elsewhere. History keeps each epoch's Logs.
+// elsewhere. History keeps each step's loss and each epoch's Logs;
+// package plot draws them. With no tape recording (evaluation, inference),
+// Sequential, Dense and Conv2D hand each intermediate's buffer back as soon
+// as the next op has read it.
 //
 // # Seeing a model
 //

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tape"
@@ -62,4 +63,63 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 		})
 		return out, n, err
 	}
+}
+
+// TracedTrainStep is TrainStep with the forward and backward pass traced
+// into a graph (control/trace) on the first batch of each shape and run
+// from that graph afterwards; the optimizer's update runs eagerly after
+// it. It computes what TrainStep computes (the tests compare them step by
+// step). A last, shorter batch is traced once more.
+//
+// Tracing pays where a step is many small ops: per-op dispatch, shape
+// checks and taping are done once, elementwise chains are fused, and loops
+// (an RNN's While) become frames. A CNN step whose time is in a few large
+// convolutions and GEMMs gains little (bench/README.md has the figures).
+//
+// A model whose training-mode Forward draws random numbers or updates
+// state in Go (Dropout, BatchNorm) would have them frozen into the graph,
+// so for such a model the step returns an error saying so; use TrainStep.
+func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
+	vars := model.Variables()
+	frozen := untraceable(model)
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		value := loss(model.Forward(a[0]), a[1])
+		return append([]*tensor.Tensor{value}, tp.Gradient(value, Values(vars)...)...)
+	})
+	return func(b data.Element) (float64, int, error) {
+		if len(b) < 2 {
+			return 0, 0, fmt.Errorf("nn: TracedTrainStep: a batch of (inputs, labels), got %d components", len(b))
+		}
+		if frozen != "" {
+			return 0, 0, fmt.Errorf("nn: TracedTrainStep: %s in training mode would be frozen into the graph; use TrainStep", frozen)
+		}
+		out, err := f.Call(b[0], b[1])
+		if err != nil {
+			return 0, 0, err
+		}
+		return out[0].Float(), b[0].Dim(0), opt.Apply(vars, out[1:])
+	}
+}
+
+// untraceable names the first module in m whose training-mode Forward a
+// trace cannot follow ("" when there is none).
+func untraceable(m Module) string {
+	switch l := m.(type) {
+	case *Sequential:
+		for _, inner := range l.Layers {
+			if name := untraceable(inner); name != "" {
+				return name
+			}
+		}
+	case *Dropout:
+		if l.training && l.Rate > 0 {
+			return "Dropout (its mask is drawn in Go)"
+		}
+	case *BatchNorm:
+		if l.training {
+			return "BatchNorm (its running statistics are assigned in Go)"
+		}
+	}
+	return ""
 }

@@ -1,0 +1,76 @@
+package nn_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+func smallCNN(seed uint64) *nn.Sequential {
+	rng := tensor.NewRNG(seed)
+	conv := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}
+	return nn.NewSequential(
+		nn.NewConv2D("conv", rng, 3, 3, 1, 4, conv),
+		nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}}},
+		nn.Flatten{},
+		nn.NewDense("logits", rng, 4*4*4, 3, nn.DenseOpts{}))
+}
+
+// The traced step follows the eager one step by step: same losses, same
+// variables after, including a short last batch (a second trace).
+func TestTracedTrainStepFollowsTrainStep(t *testing.T) {
+	eagerModel, tracedModel := smallCNN(1), smallCNN(1)
+	eagerOpt, tracedOpt := nn.NewAdam(nn.Constant(0.01)), nn.NewAdam(nn.Constant(0.01))
+	eagerStep := nn.TrainStep(eagerModel, nn.SparseSoftmaxCrossEntropy, eagerOpt)
+	tracedStep := nn.TracedTrainStep(tracedModel, nn.SparseSoftmaxCrossEntropy, tracedOpt)
+	rng := tensor.NewRNG(2)
+	for i, n := range []int{6, 6, 6, 4, 6} {
+		b := data.Element{tensor.RandNormal(rng, tensor.Float32, n, 8, 8, 1), tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2}[:n])}
+		le, ne, err := eagerStep(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt, nt, err := tracedStep(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ne != nt || abs(le-lt) > 1e-5*max(1, abs(le)) {
+			t.Errorf("step %d: traced loss %v (%d examples), eager %v (%d)", i, lt, nt, le, ne)
+		}
+	}
+	ev, tv := eagerModel.Variables(), tracedModel.Variables()
+	for i := range ev {
+		d := ops.Amax(ops.Abs(ops.Sub(ev[i].Value(), tv[i].Value()))).Float()
+		if d > 1e-5 {
+			t.Errorf("%s differs by %g after five steps", ev[i].Name(), d)
+		}
+	}
+}
+
+func abs(x float64) float64 { return max(x, -x) }
+
+func TestTracedTrainStepRefusesGoSideRandomness(t *testing.T) {
+	rng := tensor.NewRNG(1)
+	for _, c := range []struct {
+		layer nn.Module
+		want  string
+	}{
+		{nn.NewDropout(0.5, rng), "Dropout"},
+		{nn.NewBatchNorm("bn", 3, tensor.Float32), "BatchNorm"},
+	} {
+		model := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), c.layer)
+		step := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})
+		b := data.Element{tensor.RandNormal(rng, tensor.Float32, 2, 3), tensor.RandNormal(rng, tensor.Float32, 2, 3)}
+		if _, _, err := step(b); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "use TrainStep") {
+			t.Errorf("%s: error %v", c.want, err)
+		}
+		nn.SetTraining(model, false) // in inference mode nothing is drawn or assigned
+		if _, _, err := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err != nil {
+			t.Errorf("%s in inference mode: %v", c.want, err)
+		}
+	}
+}
