@@ -157,7 +157,11 @@ func Lookup(name string) (Device, error) {
 	d, ok := registry.byName[name]
 	registry.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownDevice, name)
+		var known []string
+		for _, d := range Devices() {
+			known = append(known, d.Name())
+		}
+		return nil, fmt.Errorf("%w %q (registered: %s)", ErrUnknownDevice, name, strings.Join(known, ", "))
 	}
 	return d, nil
 }

@@ -221,10 +221,17 @@ func finish(c *Call, outs []*tensor.Tensor) {
 	observe(c, outs)
 }
 
+// kernelsRegistered counts registrations, so that a program that links no
+// backend is told so.
+var kernelsRegistered atomic.Int64
+
 // noKernel fails c for want of a kernel for its device and dtype, naming
 // the kinds of device that have one.
 func noKernel(c *Call, key tensor.DType) {
 	where := "no device has one"
+	if kernelsRegistered.Load() == 0 {
+		where = `no backend is linked in: import _ "github.com/eagerflow/eagerflow/backend/cpu" (package tape, and so nn, does)`
+	}
 	if kinds := c.Op.KernelKinds(key); len(kinds) > 0 {
 		names := make([]string, len(kinds))
 		for i, k := range kinds {

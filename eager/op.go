@@ -176,6 +176,7 @@ func tableLocked(name string) *kernelTable {
 // updateKernels applies fn to a copy of the kernel set of the op named op
 // and installs it.
 func updateKernels(op string, fn func(s *kernelSet)) {
+	kernelsRegistered.Add(1)
 	registry.Lock()
 	t := tableLocked(op)
 	registry.Unlock()

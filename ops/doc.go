@@ -16,8 +16,10 @@
 // tensor of another dtype or device it takes theirs, so
 // Div(x, tensor.Scalar(255.0)) divides a float32 x and Add(i, tensor.Scalar(1))
 // adds to int32 indices; a value the dtype cannot hold exactly (0.5 beside
-// integers, 256 beside uint8) is ErrDType. Tensors ops compute are never
-// weak: mixing their dtypes is ErrDType (Cast says which one is meant).
+// integers, 256 beside uint8) is ErrDType. Weak scalars alone meet at the
+// highest kind among them (bool, integer, float) and its narrowest dtype
+// present: Scalar(float32(10)) times Scalar(0.5) is float32. Tensors ops
+// compute are never weak: mixing their dtypes is ErrDType (Cast says which one is meant).
 // Gradients flow to float inputs
 // only: integer and bool inputs (indices, labels, predicates) get none.
 // Rounding, comparisons, logical ops, ArgSort/ArgMax/ArgMin and StopGradient

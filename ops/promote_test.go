@@ -63,9 +63,17 @@ func TestWeakScalarsTakeTheOtherDType(t *testing.T) {
 	wantErr(t, "Inf beside int32", err, tensor.ErrDType, "is not exactly a int32")
 	_, err = catch(func() *tensor.Tensor { return ops.Add(x32, tensor.Scalar(true)) })
 	wantErr(t, "bool beside float32", err, tensor.ErrDType, "the scalar true (bool), is not exactly a float32")
-	// Two weak scalars keep their dtypes.
-	_, err = catch(func() *tensor.Tensor { return ops.Add(tensor.Scalar(1), tensor.Scalar(1.5)) })
-	wantErr(t, "weak beside weak", err, tensor.ErrDType, "inputs must share a dtype, got int64 and float64")
+	// Weak scalars alone meet at the highest kind, and within it at the
+	// narrowest dtype present.
+	check("Add(1, float32 1.5)", ops.Add(tensor.Scalar(1), tensor.Scalar(float32(1.5))), []float32{2.5})
+	check("Mul(float32 10, 0.5)", ops.Mul(tensor.Scalar(float32(10)), tensor.Scalar(0.5)), []float32{5})
+	check("Add(int32 3, 4)", ops.Add(tensor.Scalar(int32(3)), tensor.Scalar(4)), []int32{7})
+	check("Ge(uint8 3, 2)", ops.Ge(tensor.Scalar(uint8(3)), tensor.Scalar(2)), []bool{true})
+	if y := ops.Add(tensor.Scalar(1), tensor.Scalar(1.5)); y.DType() != tensor.Float64 || y.Float() != 2.5 {
+		t.Errorf("Add(1, 1.5) = %v, want float64 2.5", y)
+	}
+	_, err = catch(func() *tensor.Tensor { return ops.Add(tensor.Scalar(uint8(3)), tensor.Scalar(-4)) })
+	wantErr(t, "uint8 beside -4", err, tensor.ErrDType, "the scalar -4 (int64), is not exactly a uint8")
 }
 
 func slicesEqual[T comparable](a, b []T) bool {

@@ -169,8 +169,10 @@ func (t *Tensor) IsVariable() bool { return t.flags&FlagVariable != 0 }
 // converts it to theirs (as JAX treats Python scalars), so that
 // ops.Div(x, tensor.Scalar(255.0)) divides a float32 x; the value must be
 // exact in that dtype (2.0 becomes an integer 2, 0.5 is an error beside
-// integers) and bools stay bools. Tensors ops compute are never weak, and
-// mixed dtypes among them stay an error.
+// integers) and bools stay bools. Weak scalars alone meet at the highest
+// kind among them (bool, integer, float) and its narrowest dtype present.
+// Tensors ops compute are never weak, and mixed dtypes among them stay an
+// error.
 func (t *Tensor) IsWeak() bool { return t.flags&FlagWeak != 0 }
 
 // Autodiff returns the differentiation state (nil when there is none).

@@ -42,8 +42,16 @@ func TestParallelIterations(t *testing.T) {
 }
 
 // concurrencyProbe is an identity op that sleeps and records how many of
-// its kernels ran at once.
+// its kernels ran at once. It sleeps until a second probe runs beside it or
+// probeWait passes: long where two are expected (a loaded machine may be
+// slow to start the second), short where one is.
 var probeRunning, probePeak atomic.Int32
+
+var probeWait = func() *atomic.Int64 { // nanoseconds
+	var w atomic.Int64
+	w.Store(int64(20 * time.Millisecond))
+	return &w
+}()
 
 var concurrencyProbe = func() *eager.Op {
 	op := eager.Register(&eager.Op{Name: "TestConcurrencyProbe", Inputs: 1, NonDifferentiable: true,
@@ -56,7 +64,10 @@ var concurrencyProbe = func() *eager.Op {
 				break
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		for start := time.Now(); probeRunning.Load() < 2 && time.Since(start) < time.Duration(probeWait.Load()); {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond) // the second, if any, sees this one
 		copy(tensor.HostData[int64](outs[0]), tensor.HostData[int64](c.Inputs[0]))
 		probeRunning.Add(-1)
 	})
@@ -70,7 +81,7 @@ func TestIndependentOpsRunConcurrently(t *testing.T) {
 		t.Skip("the CPU device has no workers (GOMAXPROCS=1)")
 	}
 	b, sw := probeGraph(t, nil)
-	if peak := runProbes(t, b); peak != 2 {
+	if peak := runProbes(t, b, 2); peak != 2 {
 		t.Errorf("%d probes ran at once, want 2", peak)
 	}
 	var err error
@@ -100,7 +111,7 @@ func TestConcurrencyFollowsTheGraphsDevice(t *testing.T) {
 		peak int32
 	}{{device.SecondCPU(), 2}, {queuedDevice{device.Host()}, 1}} {
 		b, _ := probeGraph(t, c.dev)
-		if peak := runProbes(t, b); peak != c.peak {
+		if peak := runProbes(t, b, c.peak); peak != c.peak {
 			t.Errorf("%s: %d probes ran at once, want %d", c.dev.Name(), peak, c.peak)
 		}
 	}
@@ -119,10 +130,17 @@ func probeGraph(t *testing.T, dev device.Device) (graphBuilder, *Node) {
 	return b, sw
 }
 
-// runProbes runs a probeGraph and returns how many probes ran at once.
-func runProbes(t *testing.T, b graphBuilder) int32 {
+// runProbes runs a probeGraph, where want probes should run at once, and
+// returns how many did.
+func runProbes(t *testing.T, b graphBuilder, want int32) int32 {
 	t.Helper()
 	probePeak.Store(0)
+	wait := 20 * time.Millisecond
+	if want > 1 {
+		wait = 5 * time.Second
+	}
+	probeWait.Store(int64(wait))
+	defer probeWait.Store(int64(20 * time.Millisecond))
 	res, err := Execute(b.Graph, tensor.Scalar(int64(21)), tensor.Scalar(true))
 	if err != nil || res[0].Item().(int64) != 42 {
 		t.Fatalf("%v %v", res, err)
