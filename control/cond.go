@@ -2,8 +2,8 @@ package control
 
 import (
 	"github.com/eagerflow/eagerflow/control/internal/flow"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -96,16 +96,16 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 
 // branch runs fn as a region when a tape records.
 func branch(fn func() []*tensor.Tensor) []*tensor.Tensor {
-	if !tape.Recording() {
+	if !regions.Recording() {
 		return fn()
 	}
-	from := tape.Mark()
+	from := regions.Mark()
 	outs := fn()
-	to := tape.Mark()
-	caps := tape.Captures(from, to, outs, nil)
+	to := regions.Mark()
+	caps := regions.Captures(from, to, outs, nil)
 	return flow.PassThrough(outs, func() []*tensor.Tensor {
-		return tape.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
-			return tape.WindowVJP(outs, dys, caps, from, to)
+		return regions.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
+			return regions.WindowVJP(outs, dys, caps, from, to)
 		})
 	})
 }

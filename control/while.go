@@ -4,8 +4,8 @@ import (
 	"slices"
 
 	"github.com/eagerflow/eagerflow/control/internal/flow"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -42,7 +42,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	if o.MaxIterations < 0 {
 		flow.Fail("While", tensor.ErrValue, loopVars, "negative MaxIterations %d", o.MaxIterations)
 	}
-	l := &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: tape.Recording()}
+	l := &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: regions.Recording()}
 	if t := flow.RecordingOf(loopVars...); t != nil {
 		if out := t.While(cond, body, loopVars, flow.Options(o)); out != nil {
 			return out
@@ -72,7 +72,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 		}
 		// The trace took the loop but could not make it a frame: it runs
 		// eagerly, recorded op by op.
-		l = &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: tape.Recording()}
+		l = &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: regions.Recording()}
 	}
 	return done(l, loopVars, l.While(cond, loopVars, o.MaxIterations))
 }
@@ -100,7 +100,7 @@ func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tens
 	opts ...WhileOptions) []*tensor.Tensor {
 	nvars := len(init)
 	ck := len(opts) > 0 && opts[0].Checkpoint
-	l := &flow.Loop{Name: "Fori", NVars: nvars, Recording: tape.Recording(), Checkpoint: ck,
+	l := &flow.Loop{Name: "Fori", NVars: nvars, Recording: regions.Recording(), Checkpoint: ck,
 		Body: func(in []*tensor.Tensor) []*tensor.Tensor { return body(in[nvars], in[:nvars]) }}
 	vars := init
 	var counters []*tensor.Tensor
@@ -152,7 +152,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	l := &flow.Loop{Name: "Scan", NVars: nvars, Body: func(in []*tensor.Tensor) []*tensor.Tensor {
 		c, y := fn(in[:nvars], in[nvars:])
 		return append(append([]*tensor.Tensor{}, c...), y...)
-	}, Recording: tape.Recording()}
+	}, Recording: regions.Recording()}
 	vars := init
 	var inputs, perStep []*tensor.Tensor
 	var ny int

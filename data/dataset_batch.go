@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -79,7 +80,7 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 		dst := t.HostBytes()
 		size := shape.NumElements() * dt.Size()
 		if pad {
-			tensor.FillElems(dt, dst, tensor.FullOf(dt, padValue).HostBytes())
+			device.FillElems(dst, tensor.FullOf(dt, padValue).HostBytes())
 		}
 		for i, e := range group {
 			src := e[c].Contiguous()
@@ -87,7 +88,7 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 				copy(dst[i*size:(i+1)*size], src.HostBytes())
 				continue
 			}
-			tensor.MoveElems(dt, dst, i*shape.NumElements(), tensor.Strides(shape, nil),
+			device.MoveElems(dt.Size(), dst, i*shape.NumElements(), tensor.Strides(shape, nil),
 				src.HostBytes(), 0, tensor.Strides(src.Shape(), nil), src.Shape())
 		}
 		out[c] = t

@@ -25,7 +25,7 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 			return ys
 		}
 		var outs []*tensor.Tensor
-		outs = RecordRegion(xs, ys, func(dys []*tensor.Tensor) []*tensor.Tensor {
+		outs = recordRegion(xs, ys, func(dys []*tensor.Tensor) []*tensor.Tensor {
 			for i, d := range dys {
 				if d == nil {
 					dys[i] = ops.ZerosLike(outs[i])

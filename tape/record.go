@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -50,7 +51,7 @@ func record(n *node) {
 		if prev != nil {
 			a.Watch = prev.Watch
 		}
-		o.SetAutodiff(a)
+		plumb.Tensor.SetAutodiff(o, a)
 	}
 }
 

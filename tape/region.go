@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -15,14 +17,14 @@ import (
 // A region is a stretch of recorded ops between two marks (a branch, one
 // loop iteration) that the tape differentiates as a unit: RecordRegion
 // puts a single node on the tape whose backward the caller supplies, and
-// WindowVJP differentiates the ops of one window.
+// windowVJP differentiates the ops of one window.
 
 // regionLeaf marks the tensors Detach makes: leaves that every tape tracks.
 type regionLeaf struct{}
 
-// Mark returns the current position in the record; ops recorded from now on
+// mark returns the current position in the record; ops recorded from now on
 // come after it.
-func Mark() uint64 { return seq.Load() }
+func mark() uint64 { return seq.Load() }
 
 // recordingTapes counts the tapes recording now, less those computing a
 // gradient (whose own ops they do not record), plus Force's callers.
@@ -41,17 +43,17 @@ func stopRecording() {
 	eager.Deactivate()
 }
 
-// Recording reports whether any tape is recording (somewhere in the
+// anyRecording reports whether any tape is recording (somewhere in the
 // process), that is, whether regions need recording at all. Tapes count
 // themselves; a trace recording a function does not count.
-func Recording() bool { return recordingTapes.Load() > 0 }
+func anyRecording() bool { return recordingTapes.Load() > 0 }
 
-// Records reports whether a recording tape records the ops that read any
+// recordsAny reports whether a recording tape records the ops that read any
 // of xs: a tape is recording, and one of xs is a variable, watched, or
 // computed by a recorded op. What a tape records follows from the tensors
 // an op reads, not from the goroutine that runs it.
-func Records(xs ...*tensor.Tensor) bool {
-	if !Recording() {
+func recordsAny(xs ...*tensor.Tensor) bool {
+	if !anyRecording() {
 		return false
 	}
 	for _, x := range xs {
@@ -62,33 +64,33 @@ func Records(xs ...*tensor.Tensor) bool {
 	return false
 }
 
-// Force runs fn recording its ops on tracked tensors as a tape would, even
+// force runs fn recording its ops on tracked tensors as a tape would, even
 // while the tapes have paused (a checkpointed loop recomputes an iteration
 // inside a backward pass so that it can differentiate it).
-func Force(fn func()) {
+func force(fn func()) {
 	startRecording()
 	defer stopRecording()
 	fn()
 }
 
-// Detach returns a tensor with x's value and no history that tapes track:
+// detach returns a tensor with x's value and no history that tapes track:
 // ops on it are recorded, and their record ends at it. Control flow runs a
 // branch or an iteration on detached inputs so that its record is its own.
-func Detach(x *tensor.Tensor) *tensor.Tensor {
+func detach(x *tensor.Tensor) *tensor.Tensor {
 	d := ops.StopGradient(x)
-	d.SetAutodiff(&tensor.Autodiff{Watch: regionLeaf{}})
+	plumb.Tensor.SetAutodiff(d, &tensor.Autodiff{Watch: regionLeaf{}})
 	return d
 }
 
 // inRange reports whether n was recorded in (from, to].
 func inRange(n *node, from, to uint64) bool { return n.seq > from && n.seq <= to }
 
-// Captures returns the tensors that the ops recorded in (from, to], walking
+// captures returns the tensors that the ops recorded in (from, to], walking
 // back from outputs, read from outside the window: tracked tensors that no
 // op in the window produced and that are not among inside (the window's own
 // inputs). They are what a region must pass gradients to. The order is the
 // order of first use, so it is deterministic.
-func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
+func captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
 	seen := walkers.Get().(map[*node]bool)
 	defer func() { clear(seen); walkers.Put(seen) }()
 	nodes, _ := walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, seen, nil, nil)
@@ -115,7 +117,7 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 	return caps
 }
 
-// DropUnread lets go of the values of the window's intermediates that no
+// dropUnread lets go of the values of the window's intermediates that no
 // gradient rule of the window reads (eager.Op.GradReads): every op recorded
 // in (from, to] that outputs depend on keeps, in place of such a tensor, a
 // stand-in with its dtype, shape and record but no values
@@ -124,7 +126,7 @@ func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 // the inputs and outputs of nested regions and custom gradients, keep
 // their values. A loop calls it after each stored iteration, so that its
 // backward holds only what the body's gradient rules use.
-func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
+func dropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 	d := droppers.Get().(*dropper)
 	defer d.reset()
 	d.nodes, d.stack = walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, d.seen, d.stack, d.nodes)
@@ -178,7 +180,7 @@ func (d *dropper) stub(x *tensor.Tensor) *tensor.Tensor {
 	}
 	s, ok := d.stubs[x]
 	if !ok {
-		s = x.WithoutValues()
+		s = plumb.Tensor.WithoutValues(x).(*tensor.Tensor)
 		d.stubs[x] = s
 	}
 	return s
@@ -194,11 +196,11 @@ func (d *dropper) reset() {
 	droppers.Put(d)
 }
 
-// WindowVJP differentiates the ops recorded in (from, to]: given the
+// windowVJP differentiates the ops recorded in (from, to]: given the
 // gradients seeds of outputs (nil entries mean zero), it returns the
 // gradients of sources (nil where a source gets none). Ops it runs are
 // recorded by any tape that is recording, so VJPs of VJPs work.
-func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
+func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
 	b := newBackprop(sources)
 	for i, y := range outputs {
 		if seeds[i] == nil {
@@ -223,13 +225,13 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 	return out
 }
 
-// RecordRegion records one node that produces outputs from inputs and whose
+// recordRegion records one node that produces outputs from inputs and whose
 // backward is backward (given one gradient per output, nil where an output
 // gets none, it returns one per input, nil for none). It returns fresh tensors with the
 // outputs' values that carry the node; callers hand those on. When no tape
 // is recording, or no input is tracked, it returns outputs unchanged.
-func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
-	if !Recording() || !slices.ContainsFunc(inputs, tracked) {
+func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+	if !anyRecording() || !slices.ContainsFunc(inputs, tracked) {
 		return outputs
 	}
 	fresh := make([]*tensor.Tensor, len(outputs))
@@ -238,4 +240,27 @@ func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.
 	}
 	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward})
 	return fresh
+}
+
+// regionsImpl is the tape's side of package internal/regions.
+type regionsImpl struct{}
+
+func init() { regions.Install(regionsImpl{}) }
+
+func (regionsImpl) Mark() uint64                           { return mark() }
+func (regionsImpl) Recording() bool                        { return anyRecording() }
+func (regionsImpl) Records(xs ...*tensor.Tensor) bool      { return recordsAny(xs...) }
+func (regionsImpl) Force(fn func())                        { force(fn) }
+func (regionsImpl) Detach(x *tensor.Tensor) *tensor.Tensor { return detach(x) }
+func (regionsImpl) DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
+	dropUnread(from, to, outputs, keep)
+}
+func (regionsImpl) Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
+	return captures(from, to, outputs, inside)
+}
+func (regionsImpl) WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
+	return windowVJP(outputs, seeds, sources, from, to)
+}
+func (regionsImpl) RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+	return recordRegion(inputs, outputs, backward)
 }

@@ -10,6 +10,7 @@ import (
 	"weak"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -121,7 +122,7 @@ func (t *Tape) Watch(xs ...*tensor.Tensor) {
 				}
 			}
 			a.Watch = append(next, t.self)
-			if x.CompareAndSwapAutodiff(old, a) {
+			if plumb.Tensor.CompareAndSwapAutodiff(x, old, a) {
 				break
 			}
 		}

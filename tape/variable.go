@@ -2,6 +2,7 @@ package tape
 
 import (
 	"github.com/eagerflow/eagerflow/backend/cpu"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -26,7 +27,7 @@ func NewVariable(name string, init *tensor.Tensor) *Variable {
 		panic(err)
 	}
 	writeInto(t, init.Contiguous())
-	t.SetFlags(tensor.FlagVariable)
+	plumb.Tensor.SetFlags(t, tensor.FlagVariable)
 	return &Variable{name: name, t: t}
 }
 

@@ -18,12 +18,12 @@ func (b *droppedBuffer) Device() device.Device { return b.dev }
 func (b *droppedBuffer) Size() int             { return b.size }
 func (b *droppedBuffer) Refs() *atomic.Int32   { return &b.refs }
 
-// WithoutValues returns a tensor with t's dtype, shape, layout and autodiff
+// withoutValues returns a tensor with t's dtype, shape, layout and autodiff
 // record but none of its values: reading them panics with ErrDropped, and
 // Release does nothing. It holds no reference to t's buffer, so a tape that
 // keeps it in place of t (for a gradient rule that reads only the shape)
 // lets the garbage collector take t's memory unless someone else holds t.
-func (t *Tensor) WithoutValues() *Tensor {
+func (t *Tensor) withoutValues() *Tensor {
 	if t.buf == nil || t.ValuesDropped() {
 		return t // released already, or a stand-in itself
 	}

@@ -6,7 +6,7 @@ import "testing"
 // with ErrDropped, and ignores Release.
 func TestWithoutValues(t *testing.T) {
 	x := Full(float32(3), 2, 3)
-	d := x.WithoutValues()
+	d := x.withoutValues()
 	if !d.ValuesDropped() || x.ValuesDropped() {
 		t.Fatal("ValuesDropped is wrong")
 	}

@@ -157,9 +157,10 @@ func (t *Tensor) Buffer() device.Buffer { return t.buf }
 // Flags returns the tensor's flags.
 func (t *Tensor) Flags() uint32 { return t.flags }
 
-// SetFlags sets flags on a tensor; it is meant for the package that creates
-// the tensor (tape marks variables), before the tensor is shared.
-func (t *Tensor) SetFlags(f uint32) { t.flags |= f }
+// setFlags sets flags on a tensor; it is meant for the package that creates
+// the tensor (tape marks variables), before the tensor is shared, and is
+// lent through internal/plumb.
+func (t *Tensor) setFlags(f uint32) { t.flags |= f }
 
 // IsVariable reports whether t is a variable's value.
 func (t *Tensor) IsVariable() bool { return t.flags&FlagVariable != 0 }
@@ -178,17 +179,16 @@ func (t *Tensor) IsWeak() bool { return t.flags&FlagWeak != 0 }
 // Autodiff returns the differentiation state (nil when there is none).
 func (t *Tensor) Autodiff() *Autodiff { return t.ad.Load() }
 
-// SetAutodiff replaces the differentiation state. For package tape.
-func (t *Tensor) SetAutodiff(a *Autodiff) { t.ad.Store(a) }
-
-// CompareAndSwapAutodiff replaces old with a atomically. For package tape.
-func (t *Tensor) CompareAndSwapAutodiff(old, a *Autodiff) bool { return t.ad.CompareAndSwap(old, a) }
+// setAutodiff replaces the differentiation state (package tape's, lent
+// through internal/plumb).
+func (t *Tensor) setAutodiff(a *Autodiff) { t.ad.Store(a) }
 
 // Traced returns the tracing state (nil when there is none).
 func (t *Tensor) Traced() *Traced { return t.tr.Load() }
 
-// SetTraced replaces the tracing state. For package trace.
-func (t *Tensor) SetTraced(m *Traced) { t.tr.Store(m) }
+// setTraced replaces the tracing state (package trace's, lent through
+// internal/plumb).
+func (t *Tensor) setTraced(m *Traced) { t.tr.Store(m) }
 
 // View returns a tensor sharing t's buffer with another shape and layout of
 // the same element count. It panics with an *Error if they do not fit.

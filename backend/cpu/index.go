@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -11,9 +12,9 @@ func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {
 	size := dt.Size()
 	switch size {
 	case 4:
-		return func(dst []byte, di int, src []byte, si int) { tensor.View32(dst)[di] = tensor.View32(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { device.View32(dst)[di] = device.View32(src)[si] }
 	case 8:
-		return func(dst []byte, di int, src []byte, si int) { tensor.View64(dst)[di] = tensor.View64(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { device.View64(dst)[di] = device.View64(src)[si] }
 	}
 	return func(dst []byte, di int, src []byte, si int) { dst[di] = src[si] }
 }

@@ -278,8 +278,8 @@ func extractPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 	case 1:
 		patchesKernel(deviceOf(c), g, xb, ob, pb[0])
 	case 4:
-		patchesKernel(deviceOf(c), g, tensor.View32(xb), tensor.View32(ob), tensor.View32(pb)[0])
+		patchesKernel(deviceOf(c), g, device.View32(xb), device.View32(ob), device.View32(pb)[0])
 	case 8:
-		patchesKernel(deviceOf(c), g, tensor.View64(xb), tensor.View64(ob), tensor.View64(pb)[0])
+		patchesKernel(deviceOf(c), g, device.View64(xb), device.View64(ob), device.View64(pb)[0])
 	}
 }

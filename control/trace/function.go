@@ -10,6 +10,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -391,7 +392,7 @@ func (r *traceRef) Tracer() flow.Tracer {
 }
 
 // markValue marks x as a value of t.
-func (t *tracer) markValue(x *tensor.Tensor) { x.SetTraced(&tensor.Traced{Trace: t.ref}) }
+func (t *tracer) markValue(x *tensor.Tensor) { plumb.Tensor.SetTraced(x, &tensor.Traced{Trace: t.ref}) }
 
 // Recording reports whether t records ops now: not while a traced loop
 // finishes eagerly, nor once the trace has failed or ended (flow.Tracer).
@@ -487,7 +488,7 @@ func noteRecipe(c *eager.Call, outs []*tensor.Tensor) {
 				specs[i] = specOf(o)
 			}
 			for i, o := range outs {
-				o.SetTraced(&tensor.Traced{Recipe: &recipe{call: c, index: i, specs: specs, seq: traceStarts.Load()}})
+				plumb.Tensor.SetTraced(o, &tensor.Traced{Recipe: &recipe{call: c, index: i, specs: specs, seq: traceStarts.Load()}})
 			}
 			return
 		}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -155,9 +155,9 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		ctx := &traceCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[graph.Output]graph.Output{}}
 		run := func() {
 			t.within(ctx, func() {
-				from[b] = tape.Mark()
+				from[b] = regions.Mark()
 				outs[b] = branches[b]()
-				to[b] = tape.Mark()
+				to[b] = regions.Mark()
 			})
 		}
 		if b == taken {
@@ -204,14 +204,14 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		t.setVal(res[i], m.Out(0))
 		merged[i] = m.Out(0)
 	}
-	if !tape.Recording() {
+	if !regions.Recording() {
 		return res
 	}
 	// The tensors either branch reads from outside get the gradients; a
 	// tape records the cond when there are any.
 	var caps []*tensor.Tensor
 	for b := range 2 {
-		for _, c := range tape.Captures(from[b], to[b], outs[b], nil) {
+		for _, c := range regions.Captures(from[b], to[b], outs[b], nil) {
 			if !slices.Contains(caps, c) {
 				caps = append(caps, c)
 			}
@@ -226,7 +226,7 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		return res
 	}
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
-		vjp := func(b int) []*tensor.Tensor { return tape.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
+		vjp := func(b int) []*tensor.Tensor { return regions.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
 		if f := t.innerFrame(t.ctx); !t.Recording() || (f != nil && f.forward == nil) {
 			var g []*tensor.Tensor
 			t.unrecorded(func() { g = vjp(taken) })
@@ -248,7 +248,7 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		return t.Cond(pred, [2]func() []*tensor.Tensor{grad(0), grad(1)})
 	}
 	var fresh []*tensor.Tensor
-	t.unrecorded(func() { fresh = tape.RecordRegion(caps, res, backward) })
+	t.unrecorded(func() { fresh = regions.RecordRegion(caps, res, backward) })
 	for i, y := range fresh {
 		t.setVal(y, merged[i])
 	}

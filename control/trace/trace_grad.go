@@ -7,8 +7,8 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -22,7 +22,7 @@ import (
 //     n > 0: each iteration is the gradient of one body iteration, the
 //     captured tensors' gradients are summed as it goes (loop-invariant
 //     accumulation).
-//   - The backward body is the body's gradient rules (tape.WindowVJP over
+//   - The backward body is the body's gradient rules (regions.WindowVJP over
 //     the body's record), traced once. Each per-iteration value of the
 //     forward frame that a rule reads gets a stack: a StackPush in the
 //     forward frame at every iteration, a StackPop in the backward frame
@@ -62,9 +62,9 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		for i, x := range v[:nv] {
 			win.in[i] = t.detach(x)
 		}
-		win.from = tape.Mark()
+		win.from = regions.Mark()
 		win.out = body(win.in)
-		win.to = tape.Mark()
+		win.to = regions.Mark()
 		if len(win.out) != nv {
 			flow.Fail("While", tensor.ErrArity, v[:nv], "the body returned %d values for %d loop values", len(win.out), nv)
 		}
@@ -79,7 +79,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		t.rollback(nodes)
 		return nil
 	}
-	caps := tape.Captures(win.from, win.to, win.out, win.in)
+	caps := regions.Captures(win.from, win.to, win.out, win.in)
 	if f := t.innerFrame(t.ctx); f != nil {
 		// Nested: the enclosing loop's next iteration waits for this loop
 		// to be done, so that their pushes do not interleave.
@@ -102,7 +102,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		return t.whileGradient(l, fr, &win, caps, init, trips, dys)
 	}
 	var res []*tensor.Tensor
-	t.unrecorded(func() { res = tape.RecordRegion(slices.Concat(init, caps), outs, backward) })
+	t.unrecorded(func() { res = regions.RecordRegion(slices.Concat(init, caps), outs, backward) })
 	for i, y := range res {
 		t.setVal(y, fr.exits[i])
 	}
@@ -146,11 +146,11 @@ func (t *tracer) rollback(nodes int) {
 	t.g.Truncate(nodes)
 }
 
-// detach returns tape.Detach(x) with x's graph value: a leaf of the body's
+// detach returns regions.Detach(x) with x's graph value: a leaf of the body's
 // record that reads the same value in the graph.
 func (t *tracer) detach(x *tensor.Tensor) *tensor.Tensor {
 	var d *tensor.Tensor
-	t.unrecorded(func() { d = tape.Detach(x) })
+	t.unrecorded(func() { d = regions.Detach(x) })
 	t.setVal(d, t.value(x))
 	return d
 }
@@ -216,7 +216,7 @@ func (t *tracer) differentiable(r *tensor.Tensor, v graph.Output) *tensor.Tensor
 	a := r.View(r.Shape(), r.Layout())
 	var res []*tensor.Tensor
 	t.unrecorded(func() {
-		res = tape.RecordRegion([]*tensor.Tensor{r}, []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
+		res = regions.RecordRegion([]*tensor.Tensor{r}, []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
 			if t.Recording() {
 				t.fail(fmt.Errorf("%w (a loop's gradient differentiated again)", errUnroll))
 			}
@@ -263,7 +263,7 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 			for _, i := range diff {
 				src = append(src, sources[i])
 			}
-			grads := tape.WindowVJP(win.out, seeds, src, win.from, win.to)
+			grads := regions.WindowVJP(win.out, seeds, src, win.from, win.to)
 			next := []*tensor.Tensor{ops.Sub(v[0], one)}
 			for k, i := range diff {
 				g := grads[k]

@@ -9,8 +9,8 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -56,13 +56,13 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		}
 		return out[:nv]
 	}
-	mark, from := t.Mark(), tape.Mark()
+	mark, from := t.Mark(), regions.Mark()
 	fr, err := t.frame(cond, body, init, o.ParallelIterations, &traceCtx{})
 	if err != nil {
 		t.fail(err)
 		return nil
 	}
-	if tape.Records(init...) || (tape.Recording() && len(tape.Captures(from, tape.Mark(), fr.outs, nil)) > 0) {
+	if regions.Records(init...) || (regions.Recording() && len(regions.Captures(from, regions.Mark(), fr.outs, nil)) > 0) {
 		// A tape records the loop too (its values, or tensors its body
 		// reads, are tracked): the loop and its gradient become frames.
 		t.RollbackTo(mark)

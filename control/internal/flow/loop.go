@@ -2,8 +2,8 @@ package flow
 
 import (
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -61,11 +61,11 @@ func (l *Loop) Step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 	for k, x := range in {
 		in[k] = ops.Identity(x)
 	}
-	from := tape.Mark()
+	from := regions.Mark()
 	res := l.Body(in)
-	to := tape.Mark()
+	to := regions.Mark()
 	l.check(vars, res)
-	for _, c := range tape.Captures(from, to, res, in) {
+	for _, c := range regions.Captures(from, to, res, in) {
 		if !containsTensor(l.Caps, c) {
 			l.Caps = append(l.Caps, c)
 		}
@@ -73,7 +73,7 @@ func (l *Loop) Step(i int, vars, extra []*tensor.Tensor) (next, outs []*tensor.T
 	it := iteration{in: in, out: res, from: from, to: to}
 	if !l.Checkpoint {
 		// The backward needs only what the body's gradient rules read.
-		tape.DropUnread(from, to, res, in)
+		regions.DropUnread(from, to, res, in)
 	}
 	if l.Checkpoint {
 		// Keep the input values only; the record of this iteration becomes
@@ -163,7 +163,7 @@ func (l *Loop) Finish(inputs, outputs []*tensor.Tensor) []*tensor.Tensor {
 		// Nothing outside depends on the loop's record: drop it.
 		return PassThrough(outputs, func() []*tensor.Tensor { return detachAll(outputs, ops.StopGradient) })
 	}
-	return PassThrough(outputs, func() []*tensor.Tensor { return tape.RecordRegion(regionIn, outputs, l.Backward) })
+	return PassThrough(outputs, func() []*tensor.Tensor { return regions.RecordRegion(regionIn, outputs, l.Backward) })
 }
 
 // PassThrough runs fn, which returns a copy of each of xs made for the
@@ -200,7 +200,7 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			it = l.recompute(it)
 		}
 		seeds := append(append([]*tensor.Tensor{}, g...), dys[l.NVars+i*nout:l.NVars+(i+1)*nout]...)
-		res := tape.WindowVJP(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.Caps...), it.from, it.to)
+		res := regions.WindowVJP(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.Caps...), it.from, it.to)
 		copy(g, res[:l.NVars])
 		copy(extraGrads[i*nextra:], res[l.NVars:l.NVars+nextra])
 		for k, d := range res[l.NVars+nextra:] {
@@ -235,11 +235,11 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 // inputs are leaves, so gradients of gradients do not pass through a
 // checkpointed loop.
 func (l *Loop) recompute(it iteration) (rec iteration) {
-	tape.Force(func() {
-		in := detachAll(it.in, tape.Detach)
-		from := tape.Mark()
+	regions.Force(func() {
+		in := detachAll(it.in, regions.Detach)
+		from := regions.Mark()
 		out := l.Body(in)
-		rec = iteration{in: in, out: out, from: from, to: tape.Mark()}
+		rec = iteration{in: in, out: out, from: from, to: regions.Mark()}
 	})
 	return rec
 }

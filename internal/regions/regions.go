@@ -1,0 +1,78 @@
+// Package regions is the tape's interface for control flow: the
+// primitives package control builds differentiable Cond, While and Scan
+// from, and package control/trace builds loop gradients from. A region is
+// a stretch of recorded ops between two marks of the record (a branch, one
+// loop iteration) that a tape differentiates as one node whose backward
+// the caller supplies.
+//
+// Package tape implements it and installs itself when linked in; with no
+// tape in the program nothing can record, Recording and Records report
+// false, and the others are never reached.
+package regions
+
+import "github.com/eagerflow/eagerflow/tensor"
+
+// Tape is what package tape provides; see the functions of the same
+// names.
+type Tape interface {
+	Mark() uint64
+	Recording() bool
+	Records(xs ...*tensor.Tensor) bool
+	Force(fn func())
+	Detach(x *tensor.Tensor) *tensor.Tensor
+	Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor
+	DropUnread(from, to uint64, outputs, keep []*tensor.Tensor)
+	WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor
+	RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor
+}
+
+var impl Tape
+
+// Install makes t the implementation; package tape calls it at init.
+func Install(t Tape) { impl = t }
+
+// Mark returns the current position in the record; ops recorded from now
+// on come after it.
+func Mark() uint64 { return impl.Mark() }
+
+// Recording reports whether any tape is recording (somewhere in the
+// process): whether regions need recording at all.
+func Recording() bool { return impl != nil && impl.Recording() }
+
+// Records reports whether a recording tape records the ops that read any
+// of xs (a variable, a watched tensor, or one a recorded op computed).
+func Records(xs ...*tensor.Tensor) bool { return impl != nil && impl.Records(xs...) }
+
+// Force runs fn recording its ops on tracked tensors as a tape would, even
+// while the tapes have paused (a checkpointed loop recomputes an iteration
+// inside a backward pass to differentiate it).
+func Force(fn func()) { impl.Force(fn) }
+
+// Detach returns a tensor with x's value and no history that tapes track:
+// ops on it are recorded, and their record ends at it. A branch or an
+// iteration runs on detached inputs so that its record is its own.
+func Detach(x *tensor.Tensor) *tensor.Tensor { return impl.Detach(x) }
+
+// Captures returns the tensors that ops recorded in (from, to] read from
+// before from: what a region captured, besides its inputs.
+func Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
+	return impl.Captures(from, to, outputs, inside)
+}
+
+// DropUnread lets go the values of the ops recorded in (from, to] that no
+// gradient rule of the window reads, keeping keep's.
+func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
+	impl.DropUnread(from, to, outputs, keep)
+}
+
+// WindowVJP differentiates the ops recorded in (from, to]: the gradients
+// of sources given seeds for outputs.
+func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
+	return impl.WindowVJP(outputs, seeds, sources, from, to)
+}
+
+// RecordRegion puts one node on the recording tapes: outputs computed from
+// inputs, whose gradients backward gives from the outputs'.
+func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+	return impl.RecordRegion(inputs, outputs, backward)
+}
