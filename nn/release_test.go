@@ -2,6 +2,7 @@ package nn
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -35,7 +36,7 @@ func TestSequentialReleasesIntermediatesUnobserved(t *testing.T) {
 	// The last layer (Flatten) returns a view of second's output: the view
 	// keeps the buffer alive through the release.
 	want := tensor.ToSlice[float32](ops.Neg(model.Layers[1].Forward(ops.Neg(x))))
-	if got := tensor.ToSlice[float32](out); !equalFloats(got, want) {
+	if got := tensor.ToSlice[float32](out); !slices.Equal(got, want) {
 		t.Errorf("output %v, want %v", got, want)
 	}
 
@@ -49,16 +50,4 @@ func TestSequentialReleasesIntermediatesUnobserved(t *testing.T) {
 	if g := tp.Gradient(y, x)[0]; !g.Shape().Equal(x.Shape()) {
 		t.Errorf("gradient shape %v", g.Shape())
 	}
-}
-
-func equalFloats(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
