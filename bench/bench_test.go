@@ -199,8 +199,17 @@ func BenchmarkConv2DTrainStep(b *testing.B) {
 // BenchmarkMaxPoolTrainStep: 2x2 max pooling, stride 2, forward and
 // backward on a [32 16 32 32] NCHW float32 batch.
 func BenchmarkMaxPoolTrainStep(b *testing.B) {
-	x := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 32, 16, 32, 32)
-	opts := ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW}
+	benchMaxPool(b, tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 32, 16, 32, 32), ops.NCHW)
+}
+
+// BenchmarkMaxPoolTrainStepNHWC is the Fashion-MNIST CNN's first pooling
+// (2x2, stride 2) forward and backward: a [128 28 28 32] NHWC batch.
+func BenchmarkMaxPoolTrainStepNHWC(b *testing.B) {
+	benchMaxPool(b, tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 128, 28, 28, 32), ops.NHWC)
+}
+
+func benchMaxPool(b *testing.B, x *tensor.Tensor, format ops.DataFormat) {
+	opts := ops.PoolOpts{Size: [2]int{2, 2}, Format: format}
 	b.ReportAllocs()
 	for b.Loop() {
 		tp := tape.New()

@@ -49,3 +49,11 @@ func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int {
 func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int {
 	panic("cpu: no vector kernel in this build")
 }
+
+func smaxchan2x2(o, a, b, c, d *float32, init float32, n int) int {
+	panic("cpu: no vector kernel in this build")
+}
+
+func smaxscatterchan2x2(oa, ob, oc, od, a, b, c, d, src *float32, n int) int {
+	panic("cpu: no vector kernel in this build")
+}

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -15,6 +17,10 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
 	if p, ok := planeOf(x.Shape(), a.Window); ok {
 		planeReduce(deviceOf(c), p, xv, ov, init, a.Kind)
+		return
+	}
+	if p, ok := chanOf(x.Shape(), a.Window); ok {
+		chanReduce(deviceOf(c), p, xv, ov, init, a.Kind)
 		return
 	}
 	g := kernelGeometry(x.Shape(), a.Window)
@@ -167,11 +173,19 @@ func firstExtreme[T tensor.Num](taps []T, woff []int, ge bool) int {
 func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, src, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(ops.SelectAttrs)
 	ov, init := data[T](outs[0]), data[T](c.Inputs[2])[0]
-	for i := range ov {
-		ov[i] = init
+	if init == 0 && !math.Signbit(float64(init)) {
+		clear(ov) // a pool's gradient: memclr beats the loop (-0 takes the loop)
+	} else {
+		for i := range ov {
+			ov[i] = init
+		}
 	}
 	if p, ok := planeOf(x.Shape(), a.Window); ok && p.sh >= p.kh && p.sw >= p.kw {
 		planeScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE)
+		return
+	}
+	if p, ok := chanOf(x.Shape(), a.Window); ok && p.sh >= p.kh {
+		chanScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE)
 		return
 	}
 	g := kernelGeometry(x.Shape(), a.Window)

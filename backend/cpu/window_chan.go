@@ -1,0 +1,207 @@
+package cpu
+
+import (
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Windows that move over the two dimensions before the last, leaving the
+// last (channels, contiguous) alone, with no padding and no dilation: NHWC
+// pooling. Each window is then kh x kw vectors of c channels, and
+// ReduceWindow and SelectAndScatter run it as loops over those vectors
+// instead of through the general geometry (a callback per element).
+
+// chanWindow is such a window over images of h x w x c elements.
+type chanWindow struct {
+	images, h, w, c int
+	kh, kw, sh, sw  int
+	oh, ow          int
+}
+
+// chanOf returns the channel form of a normalized window over shape, and
+// whether the window has one.
+func chanOf(shape tensor.Shape, win ops.Window) (chanWindow, bool) {
+	r := shape.Rank()
+	if r < 3 {
+		return chanWindow{}, false
+	}
+	for d := 0; d < r; d++ {
+		if win.Padding[d] != [2]int{} || win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 {
+			return chanWindow{}, false
+		}
+		if (d < r-3 || d == r-1) && (win.Dims[d] != 1 || win.Strides[d] != 1) {
+			return chanWindow{}, false
+		}
+	}
+	p := chanWindow{images: shape[:r-3].NumElements(), h: shape[r-3], w: shape[r-2], c: shape[r-1],
+		kh: win.Dims[r-3], kw: win.Dims[r-2], sh: win.Strides[r-3], sw: win.Strides[r-2]}
+	if p.kh > p.h || p.kw > p.w || p.c == 0 {
+		return chanWindow{}, false
+	}
+	p.oh, p.ow = (p.h-p.kh)/p.sh+1, (p.w-p.kw)/p.sw+1
+	return p, true
+}
+
+// windows calls fn for every window, split across workers by output row:
+// x0 is the offset of the window's first tap, o0 of its outputs (c each).
+// Rows run in parallel, so fn may write the taps only when windows of
+// different rows do not overlap (sh >= kh).
+func (p chanWindow) windows(dev *device.CPUDevice, fn func(x0, o0 int)) {
+	dev.Parallel(p.images*p.oh, float64(p.ow*p.kh*p.kw*p.c), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			image, oh := r/p.oh, r%p.oh
+			x0 := ((image*p.h + oh*p.sh) * p.w) * p.c
+			for ow := range p.ow {
+				fn(x0+ow*p.sw*p.c, (r*p.ow+ow)*p.c)
+			}
+		}
+	})
+}
+
+// chanReduce is ReduceWindow's kernel on a channel window.
+func chanReduce[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, out []T, init T, kind ops.ReduceKind) {
+	p.windows(dev, func(x0, o0 int) {
+		o := out[o0 : o0+p.c]
+		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
+			reduceMax2x2Chan(o, x, x0, p.c, p.w*p.c, init)
+			return
+		}
+		for k := range o {
+			o[k] = init
+		}
+		for i := range p.kh {
+			for j := range p.kw {
+				tap := x[x0+(i*p.w+j)*p.c:][:p.c]
+				switch kind {
+				case ops.ReduceMax:
+					for k, v := range tap {
+						o[k] = max(o[k], v)
+					}
+				case ops.ReduceMin:
+					for k, v := range tap {
+						o[k] = min(o[k], v)
+					}
+				default:
+					for k, v := range tap {
+						o[k] += v
+					}
+				}
+			}
+		}
+	})
+}
+
+// reduceMax2x2Chan sets o[k] to the largest of init and channel k's four
+// taps (at x0, the next column cs on, the next row rs on, and both).
+func reduceMax2x2Chan[T tensor.Num](o, x []T, x0, cs, rs int, init T) {
+	n := len(o)
+	a, b, c, d := x[x0:x0+n], x[x0+cs:x0+cs+n], x[x0+rs:x0+rs+n], x[x0+rs+cs:x0+rs+cs+n]
+	loop := func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			o[k] = max(max(max(a[k], b[k]), max(c[k], d[k])), init)
+		}
+	}
+	o32, ok := any(o).([]float32)
+	if !ok || !haveVecKernels || init != init {
+		loop(0, n)
+		return
+	}
+	// Eight channels at a time, up to a block with a NaN, which the loop
+	// takes before the vector kernel goes on.
+	a32, b32, c32, d32, i32 := any(a).([]float32), any(b).([]float32), any(c).([]float32), any(d).([]float32), any(init).(float32)
+	k := 0
+	for n-k >= 8 {
+		k += smaxchan2x2(&o32[k], &a32[k], &b32[k], &c32[k], &d32[k], i32, n-k)
+		if n-k < 8 {
+			break
+		}
+		loop(k, k+8)
+		k += 8
+	}
+	loop(k, n)
+}
+
+// chanScatter is SelectAndScatter's kernel on a channel window whose
+// windows do not overlap: each source value goes to its window's first
+// largest (ge) or smallest tap in that channel, the first NaN if any.
+func chanScatter[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, ge bool) {
+	cs, rs := p.c, p.w*p.c // the steps to the next column and row of taps
+	p.windows(dev, func(x0, o0 int) {
+		s := src[o0 : o0+p.c]
+		if ge && p.kh == 2 && p.kw == 2 {
+			scatterMax2x2Chan(x, s, out, x0, cs, rs)
+			return
+		}
+		for k, v := range s {
+			at, best := -1, T(0)
+			for i := range p.kh {
+				for j := range p.kw {
+					off := x0 + i*rs + j*cs + k
+					if t := x[off]; at < 0 || beats(t, best, ge) {
+						at, best = off, t
+					}
+				}
+			}
+			out[at] += v
+		}
+	})
+}
+
+// scatterMax2x2Chan is chanScatter's loop for 2x2 max windows: the taps of
+// channel k are a[k], b[k] (next column), c[k] (next row), d[k].
+func scatterMax2x2Chan[T tensor.Num](x, src, out []T, x0, cs, rs int) {
+	n := len(src)
+	x32, ok := any(x).([]float32)
+	if !ok || !haveVecKernels {
+		scatterMax2x2ChanGo(x, src, out, x0, cs, rs, 0, n)
+		return
+	}
+	s32, o32 := any(src).([]float32), any(out).([]float32)
+	_, _ = x32[x0+rs+cs+n-1], o32[x0+rs+cs+n-1] // every tap and output in range
+	k := 0
+	for n-k >= 8 {
+		at := x0 + k
+		k += smaxscatterchan2x2(&o32[at], &o32[at+cs], &o32[at+rs], &o32[at+rs+cs],
+			&x32[at], &x32[at+cs], &x32[at+rs], &x32[at+rs+cs], &s32[k], n-k)
+		if n-k < 8 {
+			break
+		}
+		scatterMax2x2ChanGo(x, src, out, x0, cs, rs, k, k+8) // a block with a NaN
+		k += 8
+	}
+	scatterMax2x2ChanGo(x, src, out, x0, cs, rs, k, n)
+}
+
+// scatterMax2x2ChanGo is scatterMax2x2Chan's loop in Go, over channels
+// [lo, hi).
+func scatterMax2x2ChanGo[T tensor.Num](x, src, out []T, x0, cs, rs, lo, hi int) {
+	n := len(src)
+	a, b, c, d := x[x0:x0+n], x[x0+cs:x0+cs+n], x[x0+rs:x0+rs+n], x[x0+rs+cs:x0+rs+cs+n]
+	for k := lo; k < hi; k++ {
+		v := src[k]
+		ta, tb, tc, td := a[k], b[k], c[k], d[k]
+		best := max(max(ta, tb), max(tc, td))
+		var step int
+		if best != best { // NaN: the first NaN tap
+			switch {
+			case ta != ta:
+				step = 0
+			case tb != tb:
+				step = cs
+			case tc != tc:
+				step = rs
+			default:
+				step = rs + cs
+			}
+		} else {
+			// The first tap equal to the maximum, without branches (which
+			// tap wins is unpredictable).
+			w := 3 - b2i(tc == best)
+			w -= (w - 1) * b2i(tb == best)
+			w *= 1 - b2i(ta == best)
+			step = (w>>1)*rs + (w&1)*cs
+		}
+		out[x0+k+step] += v
+	}
+}

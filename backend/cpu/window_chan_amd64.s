@@ -1,0 +1,138 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The 2x2 max pooling kernels of window_chan.go (NHWC), eight channels at
+// a time: a window's four taps are four vectors of channels, at a, b (the
+// next column), c (the next row) and d.
+
+// NAN4 jumps to NAN if any lane of Y0-Y3 is NaN (Y4, Y5 and BX are
+// scratch).
+#define NAN4(NAN) \
+	VCMPPS    $3, Y1, Y0, Y4 \
+	VCMPPS    $3, Y3, Y2, Y5 \
+	VORPS     Y5, Y4, Y4 \
+	VMOVMSKPS Y4, BX \
+	TESTL     BX, BX \
+	JNZ       NAN
+
+// GOMAX sets D to the larger of A and B as Go's max does for ordered
+// values (max(-0, +0) is +0; T is scratch).
+#define GOMAX(A, B, T, D) \
+	VMAXPS A, B, T \
+	VMAXPS B, A, D \
+	VANDPS T, D, D
+
+// func smaxchan2x2(o, a, b, c, d *float32, init float32, n int) int
+// o[k] = max(init, a[k], b[k], c[k], d[k]) for k < n, eight at a time. It
+// returns how many it did, a multiple of 8, stopping before the first
+// block with a NaN tap (the Go loop takes it; init must not be NaN).
+TEXT ·smaxchan2x2(SB), NOSPLIT, $0-64
+	MOVQ         o+0(FP), DI
+	MOVQ         a+8(FP), SI
+	MOVQ         b+16(FP), R8
+	MOVQ         c+24(FP), R9
+	MOVQ         d+32(FP), R10
+	VBROADCASTSS init+40(FP), Y8
+	MOVQ         n+48(FP), CX
+	XORQ         AX, AX
+
+mcloop:
+	CMPQ    CX, $8
+	JL      mcdone
+	VMOVUPS (SI), Y0
+	VMOVUPS (R8), Y1
+	VMOVUPS (R9), Y2
+	VMOVUPS (R10), Y3
+	NAN4(mcdone)
+	GOMAX(Y0, Y1, Y6, Y4)
+	GOMAX(Y2, Y3, Y6, Y5)
+	GOMAX(Y4, Y5, Y6, Y0)
+	GOMAX(Y0, Y8, Y6, Y1)
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $32, R10
+	ADDQ    $32, DI
+	ADDQ    $8, AX
+	SUBQ    $8, CX
+	JMP     mcloop
+
+mcdone:
+	VZEROUPPER
+	MOVQ AX, ret+56(FP)
+	RET
+
+// ADDWHERE adds Y10 (the source values) to the n floats at P in the lanes
+// of mask M (Y11 and Y12 are scratch).
+#define ADDWHERE(P, M) \
+	VMOVUPS   (P), Y11 \
+	VADDPS    Y10, Y11, Y12 \
+	VBLENDVPS M, Y12, Y11, Y11 \
+	VMOVUPS   Y11, (P)
+
+// func smaxscatterchan2x2(oa, ob, oc, od, a, b, c, d, src *float32, n int) int
+// The backward of chanScatter's 2x2 max window, eight channels at a time:
+// src[k] is added to oa[k], ob[k], oc[k] or od[k], at the first of the taps
+// a[k], b[k], c[k], d[k] equal to their maximum. It returns how many
+// channels it did, a multiple of 8, stopping before the first block with a
+// NaN tap (the Go loop takes those, NaN ranking first there).
+TEXT ·smaxscatterchan2x2(SB), NOSPLIT, $0-88
+	MOVQ oa+0(FP), DI
+	MOVQ ob+8(FP), R8
+	MOVQ oc+16(FP), R11
+	MOVQ od+24(FP), R12
+	MOVQ a+32(FP), SI
+	MOVQ b+40(FP), R9
+	MOVQ c+48(FP), R10
+	MOVQ d+56(FP), R13
+	MOVQ src+64(FP), DX
+	MOVQ n+72(FP), CX
+	XORQ AX, AX
+
+scloop:
+	CMPQ    CX, $8
+	JL      scdone
+	VMOVUPS (SI), Y0
+	VMOVUPS (R9), Y1
+	VMOVUPS (R10), Y2
+	VMOVUPS (R13), Y3
+	NAN4(scdone)
+
+	VMAXPS  Y1, Y0, Y4
+	VMAXPS  Y3, Y2, Y5
+	VMAXPS  Y5, Y4, Y4        // best
+	VCMPPS  $0, Y4, Y0, Y5    // ma = a == best
+	VCMPPS  $0, Y4, Y1, Y6
+	VANDNPS Y6, Y5, Y6        // mb = b == best, not a
+	VORPS   Y6, Y5, Y7        // taken
+	VCMPPS  $0, Y4, Y2, Y8
+	VANDNPS Y8, Y7, Y8        // mc = c == best, not a or b
+	VORPS   Y8, Y7, Y7
+	VCMPPS  $0, Y4, Y4, Y9    // all ones (no NaN here)
+	VANDNPS Y9, Y7, Y9        // md = the rest
+
+	VMOVUPS (DX), Y10
+	ADDWHERE(DI, Y5)
+	ADDWHERE(R8, Y6)
+	ADDWHERE(R11, Y8)
+	ADDWHERE(R12, Y9)
+
+	ADDQ $32, SI
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R13
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, DX
+	ADDQ $8, AX
+	SUBQ $8, CX
+	JMP  scloop
+
+scdone:
+	VZEROUPPER
+	MOVQ AX, ret+80(FP)
+	RET

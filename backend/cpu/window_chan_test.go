@@ -1,0 +1,82 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The channel windows (NHWC pooling) give what the general geometry gives,
+// for max, min and sum, selections with ties and NaNs, odd sizes and
+// strides, on one goroutine and on the workers.
+func TestChanWindowsMatchGeneral(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	dev := device.Host()
+	for trial := range 300 {
+		n, h, w, c := 1+r.IntN(3), 1+r.IntN(9), 1+r.IntN(9), 1+r.IntN(19)
+		kh, kw := 1+r.IntN(min(h, 3)), 1+r.IntN(min(w, 3))
+		sh, sw := kh+r.IntN(2), 1+r.IntN(3) // rows never overlap; columns may
+		shape := tensor.Shape{n, h, w, c}
+		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1},
+			Padding: make([][2]int, 4), BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, ok := chanOf(shape, win)
+		if !ok {
+			t.Fatalf("trial %d: %v %v has no channel form", trial, shape, win)
+		}
+		x := make([]float32, shape.NumElements())
+		for i := range x {
+			x[i] = float32(r.IntN(4)) // many ties
+			if r.IntN(40) == 0 {
+				x[i] = float32(math.NaN())
+			}
+		}
+		g := kernelGeometry(shape, win)
+		outN := n * p.oh * p.ow * c
+		init := float32(r.IntN(3)) - 0.5 // may win a window's reduction
+		for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin, ops.ReduceSum} {
+			got, want := make([]float32, outN), make([]float32, outN)
+			chanReduce(dev, p, x, got, init, kind)
+			ro := g.offs[g.rowDim]
+			g.rows(dev, true, func(i0 int, o []int, outer int, kb []int) {
+				for rr := range g.out[g.rowDim] {
+					acc := init
+					for _, off := range g.woff {
+						v := x[outer+ro[rr]+off]
+						switch kind {
+						case ops.ReduceMax:
+							acc = max(acc, v)
+						case ops.ReduceMin:
+							acc = min(acc, v)
+						default:
+							acc += v
+						}
+					}
+					want[i0+rr] = acc
+				}
+			})
+			for i := range got {
+				if got[i] != want[i] && !(got[i] != got[i] && want[i] != want[i]) {
+					t.Fatalf("trial %d %v window %v, %v: output %d is %v, want %v", trial, shape, win.Dims, kind, i, got[i], want[i])
+				}
+			}
+		}
+		src := make([]float32, outN)
+		for i := range src {
+			src[i] = float32(1 + r.IntN(100))
+		}
+		for _, kind := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			got, want := make([]float32, len(x)), make([]float32, len(x))
+			chanScatter(dev, p, x, src, got, kind == ops.SelectGE)
+			selected(dev, g, false, x, kind, func(i, at int) { want[at] += src[i] })
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("trial %d %v window %v strides %v, select %v: element %d got %v, want %v", trial, shape, win.Dims, win.Strides, kind, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
