@@ -127,6 +127,27 @@ def torch_benches():
 
     report("BenchmarkTorchCNNTrainStep", cnn_step)
 
+    # BenchmarkFashionCNNTrainStep: the Fashion-MNIST model (conv 3x3x32
+    # same relu, pool 2, conv 3x3x64 same relu, pool 2, dense 128 relu,
+    # dense 10; Adam) on a batch of 128 28x28 images, NCHW and NHWC
+    # (PyTorch's channels_last memory format).
+    for fmt, memory in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_last)):
+        fm = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 128), torch.nn.ReLU(),
+            torch.nn.Linear(128, 10)).to(memory_format=memory)
+        fadam = torch.optim.Adam(fm.parameters(), lr=1e-3)
+        xf = torch.rand(128, 1, 28, 28).contiguous(memory_format=memory)
+        yf = torch.arange(128) % 10
+
+        def fashion_step(fm=fm, fadam=fadam, xf=xf, yf=yf):
+            fadam.zero_grad()
+            torch.nn.functional.cross_entropy(fm(xf), yf).backward()
+            fadam.step()
+
+        report(f"BenchmarkTorchFashionCNNTrainStep/{fmt}", fashion_step)
+
     # BenchmarkTraceElementwiseChain1K: x*1.01, +0.5, tanh three times over,
     # then *1.01, on 1000 float32 values; eager and torch.jit.trace.
     def chain(v):

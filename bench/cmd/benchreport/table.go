@@ -104,6 +104,8 @@ var rows = []row{
 	{"Conv2D train step", "Conv2DTrainStep", "ns/op", torchNumPy("TorchConv2DTrainStep", "")},
 	{"MaxPool train step", "MaxPoolTrainStep", "ns/op", torchNumPy("TorchMaxPoolTrainStep", "")},
 	{"CNN train step (examples/cnn)", "CNNTrainStep", "ns/op", torchNumPy("TorchCNNTrainStep", "")},
+	{"Fashion-MNIST CNN train step, NHWC", "FashionCNNTrainStep/NHWC/eager", "ns/op", torchNumPy("TorchFashionCNNTrainStep/NHWC", "")},
+	{"Fashion-MNIST CNN train step, NCHW", "FashionCNNTrainStep/NCHW/eager", "ns/op", torchNumPy("TorchFashionCNNTrainStep/NCHW", "")},
 	{"RNN loop gradient, 50 steps", "RNNLoopGrad", "ns/op", torchNumPy("TorchRNNLoopGrad", "")},
 	{"RNN loop forward, 50 steps", "RNNLoopForward", "ns/op", torchNumPy("TorchRNNLoopForward", "")},
 	{"traced elementwise chain, 1000 float32", "TraceElementwiseChain1K/traced", "ns/op", map[string]string{"PyTorch": "TorchElementwiseChain1K/jit.trace", "NumPy": "NumPyElementwiseChain1K"}},
