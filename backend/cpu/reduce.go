@@ -133,7 +133,14 @@ func reduceKernel[T tensor.Num](mk func(ops.ReduceKind) reducer[T]) eager.Kernel
 					kept = append(kept, d)
 				}
 			}
+			if kl, kh := kept[0], kept[len(kept)-1]+1; kh-kl == len(kept) {
+				// The kept dims are one block between reduced ones (a bias
+				// gradient in NCHW: [N, C, H, W] over N, H and W): no copy.
+				reduceAround(c, red, r.Kind, data[T](x), data[T](outs[0]), x.Shape(), kl, kh)
+				return
+			}
 			x = permuted(x, append(kept, dims...))
+			defer x.Release() // the permuted copy is the kernel's own
 			lo, hi = len(kept), x.Rank()
 		}
 		shape := x.Shape()
@@ -181,6 +188,34 @@ func reduceKernel[T tensor.Num](mk func(ops.ReduceKind) reducer[T]) eager.Kernel
 		} else if r.Kind == ops.ReduceMean {
 			for i := range ov {
 				ov[i] = T(math.NaN())
+			}
+		}
+	}
+}
+
+// reduceAround reduces x over every dim but the block [kl, kh), which has
+// reduced dims on both sides: x viewed as [P, K, S], out[k] reduces x[p, k,
+// s] over p and then the rows of s, in that order (so the result does not
+// depend on the number of workers).
+func reduceAround[T tensor.Num](c *eager.Call, red reducer[T], kind ops.ReduceKind, xv, ov []T, shape tensor.Shape, kl, kh int) {
+	p := tensor.Shape(shape[:kl]).NumElements()
+	k := tensor.Shape(shape[kl:kh]).NumElements()
+	s := tensor.Shape(shape[kh:]).NumElements()
+	deviceOf(c).Parallel(k, float64(p*s), func(a, b int) {
+		for j := a; j < b; j++ {
+			acc := red.init
+			for i := range p {
+				acc = red.row(acc, xv[(i*k+j)*s:][:s])
+			}
+			ov[j] = acc
+		}
+	})
+	if kind == ops.ReduceMean {
+		for i := range ov {
+			if p*s == 0 {
+				ov[i] = T(math.NaN()) // the mean of nothing
+			} else {
+				ov[i] /= T(p * s)
 			}
 		}
 	}

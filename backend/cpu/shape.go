@@ -22,5 +22,10 @@ func permuted(x *tensor.Tensor, perm []int) *tensor.Tensor {
 	for i := range layout {
 		layout[i] = inv[r-1-i]
 	}
-	return x.View(shape, layout).Contiguous()
+	v := x.View(shape, layout)
+	out := v.Contiguous()
+	if out != v {
+		v.Release() // the view's reference to x's buffer, which x still holds
+	}
+	return out
 }
