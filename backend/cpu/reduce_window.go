@@ -173,23 +173,33 @@ func firstExtreme[T tensor.Num](taps []T, woff []int, ge bool) int {
 func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, src, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(ops.SelectAttrs)
 	ov, init := data[T](outs[0]), data[T](c.Inputs[2])[0]
-	if init == 0 && !math.Signbit(float64(init)) {
-		clear(ov) // a pool's gradient: memclr beats the loop (-0 takes the loop)
-	} else {
-		for i := range ov {
-			ov[i] = init
-		}
-	}
+	// The fast paths fill each band of rows with init just before they
+	// scatter into it, on the worker that does (in parallel, and while the
+	// band is in cache).
+	fill := func(s []T) { fillWith(s, init) }
 	if p, ok := planeOf(x.Shape(), a.Window); ok && p.sh >= p.kh && p.sw >= p.kw {
-		planeScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE)
+		planeScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
 		return
 	}
 	if p, ok := chanOf(x.Shape(), a.Window); ok && p.sh >= p.kh {
-		chanScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE)
+		chanScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
 		return
 	}
+	fill(ov)
 	g := kernelGeometry(x.Shape(), a.Window)
 	selected(deviceOf(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
+}
+
+// fillWith sets every element of s to v; +0 (a pool's gradient) takes
+// memclr, which beats the loop.
+func fillWith[T tensor.Num](s []T, v T) {
+	if v == 0 && !math.Signbit(float64(v)) {
+		clear(s)
+		return
+	}
+	for i := range s {
+		s[i] = v
+	}
 }
 
 func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {

@@ -45,13 +45,22 @@ func chanOf(shape tensor.Shape, win ops.Window) (chanWindow, bool) {
 
 // windows calls fn for every window, split across workers by output row:
 // x0 is the offset of the window's first tap, o0 of its outputs (c each).
-// Rows run in parallel, so fn may write the taps only when windows of
-// different rows do not overlap (sh >= kh).
-func (p chanWindow) windows(dev *device.CPUDevice, fn func(x0, o0 int)) {
+// Before a row's windows it calls band (when not nil) with the operand's
+// elements that row owns: its stride of rows, to the image's end for the
+// last. Rows run in parallel, so fn may write the taps only when windows
+// of different rows do not overlap (sh >= kh).
+func (p chanWindow) windows(dev *device.CPUDevice, band func(lo, hi int), fn func(x0, o0 int)) {
 	dev.Parallel(p.images*p.oh, float64(p.ow*p.kh*p.kw*p.c), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			image, oh := r/p.oh, r%p.oh
 			x0 := ((image*p.h + oh*p.sh) * p.w) * p.c
+			if band != nil {
+				end := (oh + 1) * p.sh
+				if oh == p.oh-1 {
+					end = p.h
+				}
+				band(x0, ((image*p.h+end)*p.w)*p.c)
+			}
 			for ow := range p.ow {
 				fn(x0+ow*p.sw*p.c, (r*p.ow+ow)*p.c)
 			}
@@ -61,7 +70,7 @@ func (p chanWindow) windows(dev *device.CPUDevice, fn func(x0, o0 int)) {
 
 // chanReduce is ReduceWindow's kernel on a channel window.
 func chanReduce[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, out []T, init T, kind ops.ReduceKind) {
-	p.windows(dev, func(x0, o0 int) {
+	p.windows(dev, nil, func(x0, o0 int) {
 		o := out[o0 : o0+p.c]
 		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
 			reduceMax2x2Chan(o, x, x0, p.c, p.w*p.c, init)
@@ -122,12 +131,13 @@ func reduceMax2x2Chan[T tensor.Num](o, x []T, x0, cs, rs int, init T) {
 	loop(k, n)
 }
 
-// chanScatter is SelectAndScatter's kernel on a channel window whose
-// windows do not overlap: each source value goes to its window's first
-// largest (ge) or smallest tap in that channel, the first NaN if any.
-func chanScatter[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, ge bool) {
+// chanScatter is SelectAndScatter's kernel on a channel window whose rows
+// of windows do not overlap: fill initialises out band by band, then each
+// source value goes to its window's first largest (ge) or smallest tap in
+// that channel, the first NaN if any.
+func chanScatter[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, ge bool, fill func([]T)) {
 	cs, rs := p.c, p.w*p.c // the steps to the next column and row of taps
-	p.windows(dev, func(x0, o0 int) {
+	p.windows(dev, func(lo, hi int) { fill(out[lo:hi]) }, func(x0, o0 int) {
 		s := src[o0 : o0+p.c]
 		if ge && p.kh == 2 && p.kw == 2 {
 			scatterMax2x2Chan(x, s, out, x0, cs, rs)

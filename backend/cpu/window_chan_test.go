@@ -70,12 +70,55 @@ func TestChanWindowsMatchGeneral(t *testing.T) {
 		}
 		for _, kind := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
 			got, want := make([]float32, len(x)), make([]float32, len(x))
-			chanScatter(dev, p, x, src, got, kind == ops.SelectGE)
+			for i := range got {
+				got[i], want[i] = 999, 0.25 // the fill must reach every element
+			}
+			chanScatter(dev, p, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
 			selected(dev, g, false, x, kind, func(i, at int) { want[at] += src[i] })
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("trial %d %v window %v strides %v, select %v: element %d got %v, want %v", trial, shape, win.Dims, win.Strides, kind, i, got[i], want[i])
 				}
+			}
+		}
+	}
+}
+
+// The NCHW plane scatter fills and scatters as the general geometry does,
+// including the rows no window covers (odd sizes, strides beyond the
+// window).
+func TestPlaneScatterFillsEveryRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dev := device.Host()
+	for trial := range 200 {
+		n, c, h, w := 1+r.IntN(2), 1+r.IntN(3), 2+r.IntN(8), 2+r.IntN(8)
+		kh, kw := 1+r.IntN(2), 1+r.IntN(2)
+		sh, sw := kh+r.IntN(2), kw+r.IntN(2)
+		shape := tensor.Shape{n, c, h, w}
+		win := ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw},
+			Padding: make([][2]int, 4), BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, ok := planeOf(shape, win)
+		if !ok {
+			t.Fatalf("trial %d: no plane form", trial)
+		}
+		x := make([]float32, shape.NumElements())
+		for i := range x {
+			x[i] = float32(r.IntN(4))
+		}
+		src := make([]float32, n*c*p.oh*p.ow)
+		for i := range src {
+			src[i] = float32(1 + r.IntN(100))
+		}
+		got, want := make([]float32, len(x)), make([]float32, len(x))
+		for i := range got {
+			got[i], want[i] = 999, 0.25
+		}
+		planeScatter(dev, p, x, src, got, true, func(s []float32) { fillWith(s, 0.25) })
+		g := kernelGeometry(shape, win)
+		selected(dev, g, false, x, ops.SelectGE, func(i, at int) { want[at] += src[i] })
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d %v window %dx%d strides %d,%d: element %d got %v, want %v", trial, shape, kh, kw, sh, sw, i, got[i], want[i])
 			}
 		}
 	}

@@ -45,19 +45,28 @@ func planeOf(shape tensor.Shape, win ops.Window) (planeWindow, bool) {
 
 // rows calls fn for every output row (plane, oh), split across workers;
 // x0 is the offset of the row's first window's first tap, o0 of its first
-// output.
-func (p planeWindow) rows(dev *device.CPUDevice, fn func(x0, o0 int)) {
+// output. Before it calls band (when not nil) with the operand's elements
+// the row owns: its stride of rows, to the plane's end for the last.
+func (p planeWindow) rows(dev *device.CPUDevice, band func(lo, hi int), fn func(x0, o0 int)) {
 	dev.Parallel(p.planes*p.oh, float64(p.ow*p.kh*p.kw), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			plane, oh := r/p.oh, r%p.oh
-			fn((plane*p.h+oh*p.sh)*p.w, r*p.ow)
+			x0 := (plane*p.h + oh*p.sh) * p.w
+			if band != nil {
+				end := (oh + 1) * p.sh
+				if oh == p.oh-1 {
+					end = p.h
+				}
+				band(x0, (plane*p.h+end)*p.w)
+			}
+			fn(x0, r*p.ow)
 		}
 	})
 }
 
 // reduce is ReduceWindow's kernel on a plane window.
 func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
-	p.rows(dev, func(x0, o0 int) {
+	p.rows(dev, nil, func(x0, o0 int) {
 		o := out[o0 : o0+p.ow]
 		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
 			reduceMax2x2(o, x[x0:x0+p.w], x[x0+p.w:x0+2*p.w], init, p.sw)
@@ -119,10 +128,11 @@ func reduceMax2x2Go[T tensor.Num](o, r0, r1 []T, init T, sw int) {
 }
 
 // planeScatter is SelectAndScatter's kernel on a plane window whose windows
-// do not overlap (so rows can run in parallel): each window's source value
-// goes to its first largest (ge) or smallest tap, the first NaN if any.
-func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, out []T, ge bool) {
-	p.rows(dev, func(x0, o0 int) {
+// do not overlap (so rows can run in parallel): fill initialises out band
+// by band, then each window's source value goes to its first largest (ge)
+// or smallest tap, the first NaN if any.
+func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, out []T, ge bool, fill func([]T)) {
+	p.rows(dev, func(lo, hi int) { fill(out[lo:hi]) }, func(x0, o0 int) {
 		s := src[o0 : o0+p.ow]
 		if ge && p.kh == 2 && p.kw == 2 {
 			scatterMax2x2(x, s, out, x0, p.w, p.sw)
