@@ -63,8 +63,15 @@ func Observing() bool { return activeObservers.Load() > 0 }
 // *tensor.Error naming what was wrong; recover it with Catch.
 func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	c := newCall(op, attrs, inputs)
-	outs := prepare(c)
-	return execute(c, outs)
+	specs := prepare(c)
+	if o := view(c, specs); o != nil {
+		observe(c, o)
+		return o
+	}
+	outs := allocate(c, specs, make([]*tensor.Tensor, 0, len(specs)))
+	finish(c, outs)
+	release(c) // as Run1 does: the outputs are not the call's
+	return outs
 }
 
 // Run1 is Run for ops with exactly one output.
@@ -192,16 +199,6 @@ func allocate(c *Call, specs []Out, outs []*tensor.Tensor) []*tensor.Tensor {
 		}
 		outs = append(outs, t)
 	}
-	return outs
-}
-
-func execute(c *Call, specs []Out) []*tensor.Tensor {
-	if o := view(c, specs); o != nil {
-		observe(c, o)
-		return o
-	}
-	outs := allocate(c, specs, make([]*tensor.Tensor, 0, len(specs)))
-	finish(c, outs)
 	return outs
 }
 

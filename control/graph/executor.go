@@ -182,7 +182,7 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 		return newPlan(g).run(args), execStats{}, nil
 	}
 	sc := g.schedule()
-	e, _ := sc.executors.Get().(*executor)
+	e := sc.getExecutor()
 	if e == nil {
 		e = &executor{g: g, sc: sc, results: map[Output]value{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}}
 	}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -21,7 +22,9 @@ type plan struct {
 	reads  []int  // data edges reading each slot
 	pinned []bool // results, arguments and constants: never released
 	// scratch recycles one run's working slices, so a steady stream of
-	// calls allocates only what it returns.
+	// calls allocates only what it returns: one in idle, which garbage
+	// collections leave alone, the others (runs at once) in the pool.
+	idle    atomic.Pointer[planRun]
 	scratch sync.Pool
 }
 
@@ -82,13 +85,18 @@ func (p *plan) slot(o Output) int { return p.first[o.Node.ID] + o.Index }
 
 // run executes the plan on args (already counted against g.Inputs).
 func (p *plan) run(args []*tensor.Tensor) []*tensor.Tensor {
-	st, _ := p.scratch.Get().(*planRun)
+	st := p.idle.Swap(nil)
+	if st == nil {
+		st, _ = p.scratch.Get().(*planRun)
+	}
 	if st == nil {
 		st = &planRun{vals: make([]*tensor.Tensor, p.slots), left: make([]int, p.slots), pinned: make([]bool, p.slots)}
 	}
 	defer func() {
 		clear(st.vals) // hold no tensors between runs
-		p.scratch.Put(st)
+		if !p.idle.CompareAndSwap(nil, st) {
+			p.scratch.Put(st)
+		}
 	}()
 	vals, left, pinned := st.vals, st.left, st.pinned
 	copy(left, p.reads)

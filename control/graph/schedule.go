@@ -3,6 +3,7 @@ package graph
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // What the executor keeps between runs of a graph: the graph's schedule,
@@ -25,8 +26,28 @@ type schedule struct {
 	heavy     []bool         // [node ID]: an op node worth running beside others (heavy)
 	// executors keeps finished executors of this graph with their maps,
 	// node instances and slot slices, so that a steady stream of runs
-	// allocates little beyond the ops' outputs.
+	// allocates little beyond the ops' outputs: one in idle, which garbage
+	// collections leave alone (a loop of small ops collects every few
+	// milliseconds and would otherwise start from a bare executor), the
+	// others, from runs at once, in the pool.
+	idle      atomic.Pointer[executor]
 	executors sync.Pool
+}
+
+// getExecutor returns a finished executor of the graph, or nil.
+func (sc *schedule) getExecutor() *executor {
+	if e := sc.idle.Swap(nil); e != nil {
+		return e
+	}
+	e, _ := sc.executors.Get().(*executor)
+	return e
+}
+
+// putExecutor keeps e for the next run.
+func (sc *schedule) putExecutor(e *executor) {
+	if !sc.idle.CompareAndSwap(nil, e) {
+		sc.executors.Put(e)
+	}
 }
 
 // schedule returns g's schedule, made again when g's node count or
@@ -99,7 +120,7 @@ func (e *executor) recycle() {
 	}
 	clear(e.args)
 	e.queue, e.spare = e.queue[:0], e.spare[:0]
-	e.sc.executors.Put(e)
+	e.sc.putExecutor(e)
 }
 
 // freeSlots keeps an iteration's slot slice for reuse.
