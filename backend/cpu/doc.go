@@ -24,7 +24,9 @@
 // transcendental functions (math_*_amd64.s, sharing math_amd64.h) and the
 // max pooling kernels (window_plane_amd64.s), chosen at start-up from the
 // CPU's features (features_amd64.go). Other architectures, and the purego
-// build tag, run the Go loops (noasm.go).
+// build tag, run the Go loops (noasm.go). Kernels reports the choice (the
+// processor, instruction sets, GEMM micro-kernels and blocking);
+// EAGERFLOW_DEBUG=kernels prints it at start-up.
 //
 // AxpyInPlace and AdamInPlace are not op kernels: they update buffers their
 // caller owns in place (tape.Variable's updates).

@@ -1,0 +1,70 @@
+package cpu
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Kernels describes what the CPU backend chose for this machine at
+// start-up: the processor (its model and family, where the system says),
+// the instruction sets the assembly kernels use, the GEMM micro-kernels
+// for float32 and float64 in the order they are preferred, and the GEMM's
+// blocking. Setting EAGERFLOW_DEBUG=kernels prints it to standard error
+// when the package starts, so that a benchmark's log records which kernels
+// produced its figures.
+func Kernels() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cpu: %s\n", processor())
+	fmt.Fprintf(&b, "  vector kernels (AVX2+FMA): %v; AVX-512F: %v\n", haveVecKernels, haveAVX512)
+	fmt.Fprintf(&b, "  gemm float32: %s\n", kernelNames(gemmKernels[float32]()))
+	fmt.Fprintf(&b, "  gemm float64: %s\n", kernelNames(gemmKernels[float64]()))
+	fmt.Fprintf(&b, "  gemm blocking: depth %d bytes per row, B blocks %d KiB, A chunks %d MiB", gemmKCBytes, gemmNCBytes>>10, gemmMCBytes>>20)
+	return b.String()
+}
+
+func kernelNames[T gemmElem](ks []gemmKernel[T]) string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = fmt.Sprintf("%s (%dx%d)", k.name, k.mr, k.nr)
+	}
+	return strings.Join(names, ", ")
+}
+
+// processor reads the model name and family from /proc/cpuinfo (Linux);
+// elsewhere it says it does not know.
+func processor() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown (no /proc/cpuinfo)"
+	}
+	defer f.Close()
+	var model, family string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && (model == "" || family == "") {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "model name":
+			model = strings.TrimSpace(v)
+		case "cpu family":
+			family = strings.TrimSpace(v)
+		}
+	}
+	if model == "" {
+		return "unknown (/proc/cpuinfo names no model)"
+	}
+	if family != "" {
+		return fmt.Sprintf("%s, family %s", model, family)
+	}
+	return model
+}
+
+func init() {
+	if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "kernels") {
+		fmt.Fprintln(os.Stderr, Kernels())
+	}
+}
