@@ -18,6 +18,12 @@
 # OpenMP build (libopenblas0-openmp) and OPENBLAS_CORETYPE set to the CPU's
 # kernel family (SkylakeX on AVX-512 machines, which OpenBLAS misdetects).
 # To install them: apt-get install python3-torch python3-numpy libopenblas0-openmp
+# glibc's malloc hands tensors above its mmap threshold back to the kernel
+# on free, so a PyTorch step allocating 12 MB activations page-faults them
+# in again on every step (the Fashion-MNIST CNN step: 120-170 ms against
+# 25-36 ms, depending on what ran before); the MALLOC_* settings below
+# keep them in the heap, as PyTorch at its best runs (jemalloc or
+# tcmalloc do the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-10}
@@ -49,6 +55,7 @@ for round in $(seq "$count"); do
   (cd bench/peers && ../out/peers.test -test.run '^$' -test.bench . -test.benchmem -test.benchtime 0.3s -test.count 3) >> "$out/go-peers.txt"
   if [ "$havepy" = 1 ]; then
     OPENBLAS_CORETYPE=$kind OMP_NUM_THREADS=$(nproc) BENCH_THREADS=$(nproc) \
+      MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
       "$py" bench/peers/torch_bench.py >> "$out/python-peers.txt"
   fi
 done
