@@ -124,24 +124,38 @@ func conv2DNHWCInput[T tensor.Float](c *eager.Call, g convGeom, f, dy, dx []T) {
 }
 
 // conv2DNHWCFilter: df [KH, KW, C, O] = Σ_n P_nᵀ · dY_n, computed as its
-// transpose Σ_n dY_nᵀ · P_n (packing dY_n's short rows costs less than
-// packing P_n's columns), each goroutine summing its images into its own
-// [O, KH*KW*C] block; the blocks are added and transposed at the end.
+// transpose Σ_n dY_nᵀ · P_n where the filter has more taps than outputs
+// (packing dY_n's short rows costs less than packing P_n's columns), each
+// goroutine summing its images into its own block; the blocks are added
+// (and transposed) at the end.
 func conv2DNHWCFilter[T tensor.Float](c *eager.Call, g convGeom, x, dy, df []T) {
 	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
 	var mu sync.Mutex
 	total, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	clear(total)
+	// With fewer taps than output channels (a first layer: one to three
+	// input channels), P_nᵀ · dY_n itself is the better product: dY_n is
+	// then read in place as the GEMM's right-hand side, as wide as the
+	// micro-kernel, and the short P_nᵀ has few rows to pack.
+	direct := taps < g.o
 	perImage(c, g, ohw*taps+taps*g.o, func(s []T) { clear(s[ohw*taps:]) }, func(n int, s []T, par bool) {
 		p, acc := s[:ohw*taps], s[ohw*taps:]
 		im2col(p, x[n*img:], g)
+		if direct {
+			gemmOn(c, par, taps, g.o, ohw, p, true, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, acc, true)
+			return
+		}
 		gemmOn(c, par, g.o, taps, ohw, dy[n*ohw*g.o:(n+1)*ohw*g.o], true, p, false, acc, true)
 	}, func(s []T) {
 		mu.Lock()
 		addInto(total, s[ohw*taps:])
 		mu.Unlock()
 	})
+	if direct {
+		copy(df, total) // [taps, O]: the HWIO filter's layout
+		return
+	}
 	for o := 0; o < g.o; o++ {
 		for t, v := range total[o*taps : (o+1)*taps] {
 			df[t*g.o+o] = v
