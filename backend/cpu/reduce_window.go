@@ -55,19 +55,23 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 					if off >= 0 {
 						v = xv[off]
 					}
-					switch a.Kind {
-					case ops.ReduceMax:
-						acc = max(acc, v)
-					case ops.ReduceMin:
-						acc = min(acc, v)
-					default:
-						acc += v
-					}
+					acc = fold(a.Kind, acc, v)
 				})
 			}
 			ov[i0+r] = acc
 		}
 	})
+}
+
+// fold combines v into acc as a reduction of kind does.
+func fold[T tensor.Num](kind ops.ReduceKind, acc, v T) T {
+	switch kind {
+	case ops.ReduceMax:
+		return max(acc, v)
+	case ops.ReduceMin:
+		return min(acc, v)
+	}
+	return acc + v
 }
 
 // reduceRow reduces a row of windows that all lie inside the operand, one

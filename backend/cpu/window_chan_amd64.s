@@ -6,9 +6,14 @@
 // a time: a window's four taps are four vectors of channels, at a, b (the
 // next column), c (the next row) and d.
 
-// NAN4 jumps to NAN if any lane of Y0-Y3 is NaN (Y4, Y5 and BX are
-// scratch).
-#define NAN4(NAN) \
+// TAPS4 loads eight channels of the four taps, a (SI), b (R8), c (R9)
+// and d (R10), into Y0-Y3, and jumps to NAN if any lane is NaN (Y4, Y5
+// and BX are scratch).
+#define TAPS4(NAN) \
+	VMOVUPS   (SI), Y0 \
+	VMOVUPS   (R8), Y1 \
+	VMOVUPS   (R9), Y2 \
+	VMOVUPS   (R10), Y3 \
 	VCMPPS    $3, Y1, Y0, Y4 \
 	VCMPPS    $3, Y3, Y2, Y5 \
 	VORPS     Y5, Y4, Y4 \
@@ -40,11 +45,7 @@ TEXT ·smaxchan2x2(SB), NOSPLIT, $0-64
 mcloop:
 	CMPQ    CX, $8
 	JL      mcdone
-	VMOVUPS (SI), Y0
-	VMOVUPS (R8), Y1
-	VMOVUPS (R9), Y2
-	VMOVUPS (R10), Y3
-	NAN4(mcdone)
+	TAPS4(mcdone)
 	GOMAX(Y0, Y1, Y6, Y4)
 	GOMAX(Y2, Y3, Y6, Y5)
 	GOMAX(Y4, Y5, Y6, Y0)
@@ -80,13 +81,13 @@ mcdone:
 // NaN tap (the Go loop takes those, NaN ranking first there).
 TEXT ·smaxscatterchan2x2(SB), NOSPLIT, $0-88
 	MOVQ oa+0(FP), DI
-	MOVQ ob+8(FP), R8
-	MOVQ oc+16(FP), R11
-	MOVQ od+24(FP), R12
+	MOVQ ob+8(FP), R11
+	MOVQ oc+16(FP), R12
+	MOVQ od+24(FP), R13
 	MOVQ a+32(FP), SI
-	MOVQ b+40(FP), R9
-	MOVQ c+48(FP), R10
-	MOVQ d+56(FP), R13
+	MOVQ b+40(FP), R8
+	MOVQ c+48(FP), R9
+	MOVQ d+56(FP), R10
 	MOVQ src+64(FP), DX
 	MOVQ n+72(FP), CX
 	XORQ AX, AX
@@ -94,11 +95,7 @@ TEXT ·smaxscatterchan2x2(SB), NOSPLIT, $0-88
 scloop:
 	CMPQ    CX, $8
 	JL      scdone
-	VMOVUPS (SI), Y0
-	VMOVUPS (R9), Y1
-	VMOVUPS (R10), Y2
-	VMOVUPS (R13), Y3
-	NAN4(scdone)
+	TAPS4(scdone)
 
 	VMAXPS  Y1, Y0, Y4
 	VMAXPS  Y3, Y2, Y5
@@ -115,18 +112,18 @@ scloop:
 
 	VMOVUPS (DX), Y10
 	ADDWHERE(DI, Y5)
-	ADDWHERE(R8, Y6)
-	ADDWHERE(R11, Y8)
-	ADDWHERE(R12, Y9)
+	ADDWHERE(R11, Y6)
+	ADDWHERE(R12, Y8)
+	ADDWHERE(R13, Y9)
 
 	ADDQ $32, SI
+	ADDQ $32, R8
 	ADDQ $32, R9
 	ADDQ $32, R10
-	ADDQ $32, R13
 	ADDQ $32, DI
-	ADDQ $32, R8
 	ADDQ $32, R11
 	ADDQ $32, R12
+	ADDQ $32, R13
 	ADDQ $32, DX
 	ADDQ $8, AX
 	SUBQ $8, CX

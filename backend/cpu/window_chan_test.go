@@ -45,15 +45,7 @@ func TestChanWindowsMatchGeneral(t *testing.T) {
 				for rr := range g.out[g.rowDim] {
 					acc := init
 					for _, off := range g.woff {
-						v := x[outer+ro[rr]+off]
-						switch kind {
-						case ops.ReduceMax:
-							acc = max(acc, v)
-						case ops.ReduceMin:
-							acc = min(acc, v)
-						default:
-							acc += v
-						}
+						acc = fold(kind, acc, x[outer+ro[rr]+off])
 					}
 					want[i0+rr] = acc
 				}
