@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -144,6 +146,12 @@ func binaryKernel[T, R tensor.Elem](l binLoops[T, R]) eager.Kernel {
 			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.vs(ov[lo:hi], av[lo:hi], bv[0]) })
 		case len(av) == 1 && len(bv) == n:
 			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.sv(ov[lo:hi], av[0], bv[lo:hi]) })
+		case len(av) == n && len(bv) > 1 && trailing(b.Shape(), out.Shape()):
+			// b repeats along a's leading dims (a bias over NHWC): long
+			// rows against b tiled, instead of one short row per repeat.
+			periodic(c, n, bv, func(lo, hi int, tile []T) { l.vv(ov[lo:hi], av[lo:hi], tile) })
+		case len(bv) == n && len(av) > 1 && trailing(a.Shape(), out.Shape()):
+			periodic(c, n, av, func(lo, hi int, tile []T) { l.vv(ov[lo:hi], tile, bv[lo:hi]) })
 		default:
 			p := newBcastPlan(out.Shape(), a.Shape(), b.Shape())
 			inner := p.dims[len(p.dims)-1]
@@ -165,4 +173,37 @@ func binaryKernel[T, R tensor.Elem](l binLoops[T, R]) eager.Kernel {
 			})
 		}
 	}
+}
+
+// trailing reports whether s, leading 1s aside, is the trailing part of
+// out: an operand broadcast along out's leading dimensions only, so that
+// it repeats with a period of its own size through out's memory.
+func trailing(s, out tensor.Shape) bool {
+	for len(s) > 0 && s[0] == 1 {
+		s = s[1:]
+	}
+	return len(s) <= len(out) && slices.Equal(s, out[len(out)-len(s):])
+}
+
+// periodTile is about how many elements periodic makes its tile.
+const periodTile = 4096
+
+// periodic calls fn over [0, n) in pieces that start at multiples of
+// len(pattern), each with pattern repeated to the piece's length: the
+// operand that repeats, as one long row. Pieces run in parallel.
+func periodic[T tensor.Elem](c *eager.Call, n int, pattern []T, fn func(lo, hi int, tile []T)) {
+	p := len(pattern)
+	reps := max(1, periodTile/p)
+	tile := make([]T, p*reps)
+	for i := 0; i < len(tile); i += p {
+		copy(tile[i:], pattern)
+	}
+	span := len(tile)
+	pieces := (n + span - 1) / span
+	deviceOf(c).Parallel(pieces, float64(span), func(a, b int) {
+		for i := a; i < b; i++ {
+			lo, hi := i*span, min(n, (i+1)*span)
+			fn(lo, hi, tile[:hi-lo])
+		}
+	})
 }

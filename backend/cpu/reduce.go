@@ -148,7 +148,9 @@ func reduceKernel[T tensor.Num](mk func(ops.ReduceKind) reducer[T]) eager.Kernel
 		mid := tensor.Shape(shape[lo:hi]).NumElements()
 		inner := tensor.Shape(shape[hi:]).NumElements()
 		xv, ov := data[T](x), data[T](outs[0])
-		if inner == 1 && outer < deviceOf(c).Workers() && mid >= 2*reduceChunk {
+		if inner > 1 && inner <= periodTile/4 && outer < deviceOf(c).Workers() && mid*inner >= 2*reduceChunk {
+			reduceShortRows(c, red, xv, ov, outer, mid, inner)
+		} else if inner == 1 && outer < deviceOf(c).Workers() && mid >= 2*reduceChunk {
 			// Few long rows: each row's fixed-size chunks in parallel, then
 			// their partial results (in chunk order, so the result does not
 			// depend on the number of workers).
@@ -192,6 +194,51 @@ func reduceKernel[T tensor.Num](mk func(ops.ReduceKind) reducer[T]) eager.Kernel
 		}
 	}
 }
+
+// reduceShortRows reduces each of outer blocks [mid, inner] over mid when
+// the rows are short (a bias gradient over NHWC: [N*H*W, C]): k rows at a
+// time as one long row of k*inner into a tile accumulator, in fixed pieces
+// of shortPiece elements run in parallel, each piece's tile folded to
+// inner values, and the pieces folded in order into the result (so it does
+// not depend on the number of workers).
+func reduceShortRows[T tensor.Num](c *eager.Call, red reducer[T], xv, ov []T, outer, mid, inner int) {
+	k := max(1, periodTile/inner)
+	tile := k * inner
+	total := mid * inner
+	per := max(1, shortPiece/tile) * tile // elements per piece, whole tiles
+	pieces := (total + per - 1) / per
+	partials := make([]T, pieces*inner)
+	for o := range outer {
+		block := xv[o*total : (o+1)*total]
+		deviceOf(c).Parallel(pieces, float64(per), func(a, b int) {
+			acc, buf := gemmScratch[T](tile)
+			defer putGemmScratch(buf)
+			for p := a; p < b; p++ {
+				for i := range acc {
+					acc[i] = red.init
+				}
+				end := min(total, (p+1)*per)
+				for lo := p * per; lo < end; lo += tile {
+					hi := min(end, lo+tile)
+					red.vec(acc[:hi-lo], block[lo:hi])
+				}
+				part := partials[p*inner : (p+1)*inner]
+				copy(part, acc[:inner])
+				for r := inner; r < tile; r += inner {
+					red.vec(part, acc[r:r+inner])
+				}
+			}
+		})
+		res := ov[o*inner : (o+1)*inner]
+		copy(res, partials[:inner])
+		for r := inner; r < len(partials); r += inner {
+			red.vec(res, partials[r:r+inner])
+		}
+	}
+}
+
+// shortPiece is the number of elements reduceShortRows gives each piece.
+const shortPiece = 1 << 16
 
 // reduceAround reduces x over every dim but the block [kl, kh), which has
 // reduced dims on both sides: x viewed as [P, K, S], out[k] reduces x[p, k,

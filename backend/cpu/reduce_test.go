@@ -9,8 +9,9 @@ import (
 )
 
 // Reductions whose kept dims sit between reduced ones (reduceAround, the
-// NCHW bias gradient's pattern) and whose kept dims are split (the
-// permuted copy) against a plain loop over every element.
+// NCHW bias gradient's pattern), whose kept dims are split (the permuted
+// copy) and whose short kept rows follow many reduced ones
+// (reduceShortRows) against a plain loop over every element.
 func TestReduceAroundKeptBlock(t *testing.T) {
 	rng := tensor.NewRNG(9)
 	for _, c := range []struct {
@@ -23,6 +24,12 @@ func TestReduceAroundKeptBlock(t *testing.T) {
 		{tensor.Shape{2, 3, 4, 5}, []int{1, 3}},    // kept {0, 2}: permuted
 		{tensor.Shape{64, 16, 9, 9}, []int{0, 2, 3}},
 		{tensor.Shape{0, 3, 4}, []int{0, 2}}, // nothing to reduce
+		// Short kept rows under many reduced ones (reduceShortRows): a bias
+		// gradient over NHWC, a period that does not divide the tile, a
+		// partial last piece.
+		{tensor.Shape{300, 50, 32}, []int{0, 1}},
+		{tensor.Shape{20011, 3}, []int{0}},
+		{tensor.Shape{9000, 7}, []int{0}},
 	} {
 		x := tensor.RandNormal(rng, tensor.Float64, c.shape...)
 		xv := tensor.ToSlice[float64](x)
