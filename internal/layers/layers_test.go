@@ -19,7 +19,7 @@ const module = "github.com/eagerflow/eagerflow/"
 // ops, whose attributes their kernels read, and ops never imports them.)
 var layer = map[string]int{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 2,
-	"eager": 2, "ops": 3, "backend": 4, "tape": 5, "control": 6, "data": 6,
+	"eager": 2, "ops": 3, "backend": 4, "tape": 5, "control": 6, "data": 6, "collective": 6,
 	"nn": 7, "conformance": 7, "plot": 8, "examples": 9, "bench": 9, "(root)": 10,
 }
 

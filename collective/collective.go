@@ -1,0 +1,84 @@
+// Package collective is communication between the processes of a
+// data-parallel job: a communicator (Comm) with a rank and a size, and the
+// collectives training needs on tensors: AllReduce (sum, mean, max, min),
+// Broadcast, AllGather, ReduceScatter, point-to-point Send and Recv, and
+// Barrier. Implementations run on the engines clusters already have:
+// collective/mpi over MPI (Open MPI, loaded at run time, started by
+// mpirun, srun or an MPI operator).
+//
+//	comm, err := mpi.Open()                      // MPI_COMM_WORLD
+//	sum, err := comm.AllReduce(grad, collective.Mean)
+//
+// Every rank must call the collectives in the same order with tensors of
+// the same dtype and shape; what the tensors hold is then combined
+// element by element. Results are new tensors on the host; the inputs are
+// left as they were. Errors name the collective, the rank and what MPI
+// said.
+package collective
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Op is the reduction of AllReduce and ReduceScatter.
+//
+// Values: Sum (the zero value), Mean (the sum divided by the size, on
+// floats), Max, Min.
+type Op uint8
+
+const (
+	Sum Op = iota
+	Mean
+	Max
+	Min
+)
+
+func (o Op) String() string {
+	switch o {
+	case Sum:
+		return "sum"
+	case Mean:
+		return "mean"
+	case Max:
+		return "max"
+	case Min:
+		return "min"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Comm is a communicator: a fixed group of processes, each with a rank in
+// [0, Size).
+type Comm interface {
+	Rank() int
+	Size() int
+	// AllReduce combines t across every rank with op; every rank gets the
+	// result.
+	AllReduce(t *tensor.Tensor, op Op) (*tensor.Tensor, error)
+	// Broadcast returns root's t on every rank (t gives the dtype and
+	// shape on the others).
+	Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error)
+	// AllGather stacks every rank's t along a new leading dimension, in
+	// rank order: [Size, t's shape...].
+	AllGather(t *tensor.Tensor) (*tensor.Tensor, error)
+	// ReduceScatter combines t across ranks with op and returns this
+	// rank's block of the result along the first dimension, whose size
+	// must be a multiple of Size: [t.Dim(0)/Size, ...].
+	ReduceScatter(t *tensor.Tensor, op Op) (*tensor.Tensor, error)
+	// Send sends t to rank to; the receiver calls Recv with a tensor of
+	// the same dtype and shape and the same tag.
+	Send(t *tensor.Tensor, to, tag int) error
+	// Recv receives from rank from a tensor shaped like like.
+	Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error)
+	// Barrier returns once every rank has called it.
+	Barrier() error
+	// Close ends this process's part in the communicator.
+	Close() error
+}
+
+// ErrCollective is wrapped by every error of a collective: a bad argument
+// or a failure the engine reported.
+var ErrCollective = errors.New("collective")

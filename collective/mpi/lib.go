@@ -1,0 +1,109 @@
+//go:build linux || darwin
+
+package mpi
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// lib is Open MPI's libmpi, opened at run time: its entry points and its
+// predefined handles, which Open MPI exports as data symbols (a handle is
+// the symbol's address: MPI_COMM_WORLD is &ompi_mpi_comm_world).
+type lib struct {
+	path string
+
+	initialized, finalized, initThread, finalize     uintptr
+	commRank, commSize, commSetErrhandler, errString uintptr
+	allreduce, bcast, allgather, reduceScatterBlock  uintptr
+	send, recv, barrier                              uintptr
+
+	commWorld, errorsReturn uintptr
+	float, double, int32, int64, uint8, byte       uintptr
+	opSum, opMax, opMin                            uintptr
+}
+
+// libNames are the files tried, in order: EAGERFLOW_MPI_LIB when set,
+// then Open MPI's soname.
+func libNames() []string {
+	if p := os.Getenv("EAGERFLOW_MPI_LIB"); p != "" {
+		return []string{p}
+	}
+	return []string{"libmpi.so.40", "libmpi.40.dylib"}
+}
+
+// openLib loads libmpi with RTLD_GLOBAL (Open MPI's plugins resolve its
+// symbols from the global namespace, and fail to load otherwise) and
+// looks up what eagerflow uses. The error names each file tried and why
+// it failed, or the symbol missing (MPICH, whose handles are integers, is
+// not supported yet).
+func openLib() (*lib, error) {
+	var tried []string
+	for _, name := range libNames() {
+		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		l := &lib{path: name}
+		if err := l.resolve(h); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("no MPI library (install Open MPI: apt-get install openmpi-bin; or set EAGERFLOW_MPI_LIB): %s", strings.Join(tried, "; "))
+}
+
+func (l *lib) resolve(h uintptr) error {
+	for name, p := range map[string]*uintptr{
+		"MPI_Initialized": &l.initialized, "MPI_Finalized": &l.finalized, "MPI_Init_thread": &l.initThread,
+		"MPI_Finalize": &l.finalize, "MPI_Comm_rank": &l.commRank, "MPI_Comm_size": &l.commSize,
+		"MPI_Comm_set_errhandler": &l.commSetErrhandler, "MPI_Error_string": &l.errString,
+		"MPI_Allreduce": &l.allreduce, "MPI_Bcast": &l.bcast, "MPI_Allgather": &l.allgather,
+		"MPI_Reduce_scatter_block": &l.reduceScatterBlock, "MPI_Send": &l.send, "MPI_Recv": &l.recv,
+		"MPI_Barrier": &l.barrier,
+		// Open MPI's predefined handles.
+		"ompi_mpi_comm_world": &l.commWorld, "ompi_mpi_errors_return": &l.errorsReturn,
+		"ompi_mpi_float": &l.float, "ompi_mpi_double": &l.double, "ompi_mpi_int32_t": &l.int32,
+		"ompi_mpi_int64_t": &l.int64, "ompi_mpi_uint8_t": &l.uint8, "ompi_mpi_byte": &l.byte,
+		"ompi_mpi_op_sum": &l.opSum, "ompi_mpi_op_max": &l.opMax, "ompi_mpi_op_min": &l.opMin,
+	} {
+		sym, err := purego.Dlsym(h, name)
+		if err != nil || sym == 0 {
+			return fmt.Errorf("no symbol %s (only Open MPI is supported so far): %v", name, err)
+		}
+		*p = sym
+	}
+	return nil
+}
+
+// call runs an MPI function and returns its error code (MPI_SUCCESS is
+// 0). Go memory passed by address must be pinned by the caller (ptr).
+func call(fn uintptr, args ...uintptr) int {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return int(int32(r))
+}
+
+// ptr pins p (a pointer to Go memory the call reads or writes) for the
+// pinner's life and returns its address.
+func ptr[T any](pin *runtime.Pinner, p *T) uintptr {
+	pin.Pin(p)
+	return uintptr(unsafe.Pointer(p))
+}
+
+// errorString is MPI's text for code.
+func (l *lib) errorString(code int) string {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	buf := make([]byte, 512) // MPI_MAX_ERROR_STRING is 256 in Open MPI
+	n := new(int32)
+	if call(l.errString, uintptr(code), ptr(&pin, &buf[0]), ptr(&pin, n)) != 0 || *n <= 0 {
+		return fmt.Sprintf("MPI error %d", code)
+	}
+	return string(buf[:min(int(*n), len(buf))])
+}

@@ -1,0 +1,154 @@
+//go:build linux || darwin
+
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The tests run this test binary again under mpirun, 2 and 3 processes on
+// loopback, each rank running TestRankCollectives; they skip, naming the
+// install command, where mpirun is missing (EAGERFLOW_REQUIRE_MPI=1, which
+// .ci/run sets, makes that a failure).
+
+const childEnv = "EAGERFLOW_MPI_TEST_CHILD"
+
+func TestCollectivesUnderMPIRun(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("a rank of the parent's mpirun")
+	}
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		if os.Getenv("EAGERFLOW_REQUIRE_MPI") != "" {
+			t.Fatalf("mpirun: %v (scripts/install-test-deps installs openmpi-bin)", err)
+		}
+		t.Skipf("mpirun: %v: install Open MPI (apt-get install openmpi-bin; scripts/install-test-deps does)", err)
+	}
+	for _, np := range []int{2, 3} {
+		t.Run(fmt.Sprint(np), func(t *testing.T) {
+			cmd := exec.Command(mpirun, "-np", fmt.Sprint(np), "--oversubscribe",
+				"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+				os.Args[0], "-test.run", "^TestRankCollectives$", "-test.v")
+			cmd.Env = append(os.Environ(), childEnv+"=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+				"OMPI_MCA_rmaps_base_oversubscribe=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
+			}
+			if got := strings.Count(string(out), "--- PASS: TestRankCollectives"); got != np {
+				t.Errorf("%d of %d ranks passed:\n%s", got, np, out)
+			}
+		})
+	}
+}
+
+// TestRankCollectives is one rank's part: every collective on values each
+// rank can predict, and the errors of bad arguments.
+func TestRankCollectives(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("runs as a rank under TestCollectivesUnderMPIRun's mpirun")
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, n := c.Rank(), c.Size()
+	if n < 2 || r < 0 || r >= n {
+		t.Fatalf("rank %d of %d", r, n)
+	}
+	mine := tensor.FromSlice([]float32{float32(r), float32(10 * r), 1, float32(-r)}, 2, 2)
+	tri := float32(n * (n - 1) / 2) // 0 + 1 + ... + n-1
+
+	sum, err := c.AllReduce(mine, collective.Sum)
+	want(t, "AllReduce sum", sum, err, []float32{tri, 10 * tri, float32(n), -tri}, tensor.Shape{2, 2})
+	mean, err := c.AllReduce(mine, collective.Mean)
+	want(t, "AllReduce mean", mean, err, []float32{tri / float32(n), 10 * tri / float32(n), 1, -tri / float32(n)}, tensor.Shape{2, 2})
+	mx, err := c.AllReduce(mine, collective.Max)
+	want(t, "AllReduce max", mx, err, []float32{float32(n - 1), float32(10 * (n - 1)), 1, 0}, tensor.Shape{2, 2})
+	mn, err := c.AllReduce(mine, collective.Min)
+	want(t, "AllReduce min", mn, err, []float32{0, 0, 1, float32(-(n - 1))}, tensor.Shape{2, 2})
+	if got := tensor.ToSlice[float32](mine); !slices.Equal(got, []float32{float32(r), float32(10 * r), 1, float32(-r)}) {
+		t.Errorf("AllReduce changed its input: %v", got)
+	}
+	ints, err := c.AllReduce(tensor.FromSlice([]int64{int64(r), 1}), collective.Sum)
+	if err != nil || !slices.Equal(tensor.ToSlice[int64](ints), []int64{int64(tri), int64(n)}) {
+		t.Errorf("int64 AllReduce: %v, %v", ints, err)
+	}
+
+	b, err := c.Broadcast(tensor.FromSlice([]float64{float64(100 + r), 7}), 1)
+	if err != nil || !slices.Equal(tensor.ToSlice[float64](b), []float64{101, 7}) {
+		t.Errorf("Broadcast from 1: %v, %v", b, err)
+	}
+	g, err := c.AllGather(tensor.FromSlice([]int32{int32(r), int32(r * r)}))
+	if err != nil || !g.Shape().Equal(tensor.Shape{n, 2}) {
+		t.Fatalf("AllGather: %v, %v", g, err)
+	}
+	for k, v := range tensor.ToSlice[int32](g) {
+		if rk := k / 2; k%2 == 0 && v != int32(rk) || k%2 == 1 && v != int32(rk*rk) {
+			t.Errorf("AllGather element %d is %d: %v", k, v, g)
+		}
+	}
+	rows := make([]float32, 2*n)
+	for i := range rows {
+		rows[i] = float32(i + r)
+	}
+	rs, err := c.ReduceScatter(tensor.FromSlice(rows, n, 2), collective.Sum)
+	want(t, "ReduceScatter", rs, err, []float32{float32(n*2*r) + tri, float32(n*(2*r+1)) + tri}, tensor.Shape{1, 2})
+
+	// A ring: each rank sends its rank to the next.
+	next, prev := (r+1)%n, (r+n-1)%n
+	if r%2 == 0 {
+		err = c.Send(tensor.FromSlice([]int64{int64(r)}), next, 7)
+		got, rerr := c.Recv(tensor.Zeros(tensor.Int64, 1), prev, 7)
+		if err != nil || rerr != nil || tensor.ToSlice[int64](got)[0] != int64(prev) {
+			t.Errorf("ring: %v %v %v", got, err, rerr)
+		}
+	} else {
+		got, rerr := c.Recv(tensor.Zeros(tensor.Int64, 1), prev, 7)
+		err = c.Send(tensor.FromSlice([]int64{int64(r)}), next, 7)
+		if err != nil || rerr != nil || tensor.ToSlice[int64](got)[0] != int64(prev) {
+			t.Errorf("ring: %v %v %v", got, err, rerr)
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		t.Error(err)
+	}
+
+	// Bad arguments are errors naming the collective, before MPI is asked.
+	for name, err := range map[string]error{
+		"root":       second(c.Broadcast(mine, n)),
+		"bool sum":   second(c.AllReduce(tensor.FromSlice([]bool{true}), collective.Sum)),
+		"int mean":   second(c.AllReduce(tensor.FromSlice([]int32{1}), collective.Mean)),
+		"scatter":    second(c.ReduceScatter(tensor.Zeros(tensor.Float32, n+1, 2), collective.Sum)),
+		"send rank":  c.Send(mine, n, 0),
+		"recv tag":   second(c.Recv(mine, 0, -1)),
+		"nil tensor": second(c.AllReduce(nil, collective.Sum)),
+	} {
+		if !errors.Is(err, collective.ErrCollective) || !strings.Contains(err.Error(), fmt.Sprintf("rank %d", r)) {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
+
+func second(_ *tensor.Tensor, err error) error { return err }
+
+func want(t *testing.T, what string, got *tensor.Tensor, err error, vals []float32, shape tensor.Shape) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	if !got.Shape().Equal(shape) || !slices.Equal(tensor.ToSlice[float32](got), vals) {
+		t.Errorf("%s: %v, want %v %v", what, got, vals, shape)
+	}
+}
