@@ -23,9 +23,9 @@ type lib struct {
 	allreduce, bcast, allgather, reduceScatterBlock  uintptr
 	send, recv, barrier                              uintptr
 
-	commWorld, errorsReturn uintptr
-	float, double, int32, int64, uint8, byte       uintptr
-	opSum, opMax, opMin                            uintptr
+	commWorld, errorsReturn                  uintptr
+	float, double, int32, int64, uint8, byte uintptr
+	opSum, opMax, opMin                      uintptr
 }
 
 // libNames are the files tried, in order: EAGERFLOW_MPI_LIB when set,
