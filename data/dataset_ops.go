@@ -31,6 +31,36 @@ func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
 	})
 }
 
+// Shard yields every n-th element starting at index (tf.data's shard):
+// the part of the dataset that worker index of n reads, so that the n
+// workers together read each element once. Over FromSlices it keeps
+// random access (a Shuffle before it permutes the whole set the same way
+// on every worker, with the same seed). n < 1 or an index outside [0, n)
+// yields nothing.
+func (d *Dataset) Shard(n, index int) *Dataset {
+	if n < 1 || index < 0 || index >= n {
+		return d.Take(0)
+	}
+	if d.rows != nil {
+		return d.rows.strided(n, index).dataset("Shard")
+	}
+	return d.derive("Shard", func(epoch int) iterator {
+		up, i := d.open(epoch), 0
+		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
+			for {
+				e, err := up.next(ctx)
+				if err != nil {
+					return nil, stageErr(d.stage, err)
+				}
+				i++
+				if (i-1)%n == index {
+					return e, nil
+				}
+			}
+		}, closeFn: up.close}
+	})
+}
+
 // Take yields at most the first n elements.
 func (d *Dataset) Take(n int) *Dataset {
 	if d.rows != nil {

@@ -25,6 +25,22 @@ func (r *rowSource) sliced(lo, hi int) *rowSource {
 	return &rowSource{comps: r.comps, n: hi - lo, order: func(epoch int) []int { return r.order(epoch)[lo:hi] }}
 }
 
+// strided returns every n-th element of the source from index on.
+func (r *rowSource) strided(n, index int) *rowSource {
+	count := 0
+	if r.n > index {
+		count = (r.n - index + n - 1) / n
+	}
+	return &rowSource{comps: r.comps, n: count, order: func(epoch int) []int {
+		all := r.order(epoch)
+		rows := make([]int, 0, count)
+		for i := index; i < len(all); i += n {
+			rows = append(rows, all[i])
+		}
+		return rows
+	}}
+}
+
 // shuffled returns the source in an order drawn afresh from seed (and the
 // epoch, with reshuffle): a Fisher-Yates permutation, uniform as a full
 // buffer's draws are.

@@ -127,3 +127,30 @@ func TestFromSlicesTransposedInput(t *testing.T) {
 		t.Errorf("second batch %v, want [2 5]", got)
 	}
 }
+
+// Shard splits a dataset among workers, each element to exactly one, in
+// order; over FromSlices (after a Shuffle too) as the generic stage does.
+func TestShard(t *testing.T) {
+	rows, generic := sliceDatasets(t, 23)
+	for _, n := range []int{1, 2, 3, 5} {
+		for i := range n {
+			elementsEqual(t, "Shard", rows.Shard(n, i), generic.Shard(n, i))
+			elementsEqual(t, "Shuffle Shard", rows.Shuffle(23, 4, false).Shard(n, i), rows.Shuffle(23, 4, false).Map(func(e Element) (Element, error) { return e, nil }).Shard(n, i))
+		}
+	}
+	var all []int64
+	for i := range 3 {
+		all = append(all, ints(t, Range(0, 10, 1).Shard(3, i))...)
+	}
+	if slices.Sort(all); !slices.Equal(all, seq(10)) {
+		t.Errorf("the shards' union is %v", all)
+	}
+	if got := ints(t, Range(0, 10, 1).Shard(3, 1)); !slices.Equal(got, []int64{1, 4, 7}) {
+		t.Errorf("Shard(3, 1) = %v", got)
+	}
+	for _, bad := range [][2]int{{0, 0}, {3, 3}, {3, -1}} {
+		if got := ints(t, Range(0, 10, 1).Shard(bad[0], bad[1])); len(got) != 0 {
+			t.Errorf("Shard(%d, %d) = %v, want nothing", bad[0], bad[1], got)
+		}
+	}
+}

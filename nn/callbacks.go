@@ -22,6 +22,9 @@ type FitState struct {
 	// returns without error; History.Stopped says why).
 	Stop   bool
 	Reason string
+	// Primary is true where files should be written: always, but in a
+	// data-parallel run (FitConfig.Comm) on rank 0 alone.
+	Primary bool
 }
 
 // Callback runs at the end of every epoch, after validation, in the order
@@ -149,7 +152,7 @@ type CheckpointBest struct {
 func (c *CheckpointBest) EpochEnd(s *FitState) error {
 	c.t.Monitor = c.Monitor
 	better, err := c.t.observe(s, "CheckpointBest")
-	if err != nil || !better {
+	if err != nil || !better || !s.Primary {
 		return err
 	}
 	return SaveCheckpoint(c.Path, s.Vars, s.Optimizer, map[string]string{

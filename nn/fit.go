@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/tape"
 )
@@ -39,6 +42,17 @@ type FitConfig struct {
 	// Callbacks run at the end of every epoch, in order (EarlyStopping,
 	// CheckpointBest, Plateau, or a CallbackFunc of your own).
 	Callbacks []Callback
+	// Comm, when not nil, makes the run data-parallel over its ranks (see
+	// DistributedTrainStep, which the step should be): vars are
+	// broadcast from rank 0 before the first step, each epoch's loss and
+	// validation metrics are averaged over every rank's examples (so the
+	// Logs, and the callbacks' decisions, are the same on every rank), and
+	// only rank 0 writes checkpoints, summaries and progress (every rank
+	// resumes from Dir's checkpoint, which must be on a shared file
+	// system). Each rank reads its own shard (data.Dataset.Shard), and
+	// every rank must take the same number of steps per epoch (equal
+	// shards, or batches with dropRemainder).
+	Comm collective.Comm
 }
 
 // Step runs one training step on a batch and returns its loss and number
@@ -73,6 +87,7 @@ type History struct {
 func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (History, error) {
 	var h History
 	epochs := max(cfg.Epochs, 1)
+	primary := cfg.Comm == nil || cfg.Comm.Rank() == 0
 	if cfg.Validation != nil && cfg.Evaluate == nil {
 		return h, fmt.Errorf("nn: fit: Validation needs an Evaluate step")
 	}
@@ -93,23 +108,34 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			h.Steps, _ = strconv.Atoi(meta["step"])
 			h.FirstStep = h.Steps
 		}
-		var err error
-		if sw, err = NewSummaryWriter(filepath.Join(cfg.Dir, "logs")); err != nil {
-			return h, err
+		if primary {
+			var err error
+			if sw, err = NewSummaryWriter(filepath.Join(cfg.Dir, "logs")); err != nil {
+				return h, err
+			}
+			defer sw.Close()
 		}
-		defer sw.Close()
+	}
+	if cfg.Comm != nil {
+		if err := BroadcastVariables(cfg.Comm, vars); err != nil {
+			return h, fmt.Errorf("nn: fit: %w", err)
+		}
 	}
 	save := func(epoch int) error {
-		if ckpt == "" {
+		if ckpt == "" || !primary {
 			return nil
 		}
 		return SaveCheckpoint(ckpt, vars, opt, map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(h.Steps)})
 	}
-	bar := newProgress(cfg.Progress, cfg.StepsPerEpoch, epochs)
+	progress := cfg.Progress
+	if !primary {
+		progress = nil
+	}
+	bar := newProgress(progress, cfg.StepsPerEpoch, epochs)
 	for epoch := h.FirstEpoch; epoch < epochs; epoch++ {
 		bar.startEpoch(epoch)
 		var mean Mean
-		examples, steps := 0, 0
+		lossSum, examples, steps := 0.0, 0, 0
 		for batch, err := range ds.All(ctx) {
 			if err != nil {
 				return h, err
@@ -122,6 +148,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 				return h, fmt.Errorf("nn: fit: the loss became NaN at step %d", h.Steps)
 			}
 			mean.Add(loss, float64(n))
+			lossSum += loss * float64(n)
 			examples += n
 			steps++
 			h.Steps++
@@ -140,23 +167,35 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		}
 		bar.trainDone()
 		logs := Logs{"loss": mean.Value()}
+		if cfg.Comm != nil {
+			all, _, err := globalMeans(cfg.Comm, map[string]float64{"loss": lossSum}, float64(examples))
+			if err != nil {
+				return h, fmt.Errorf("nn: fit: epoch %d's loss over the ranks: %w", epoch+1, err)
+			}
+			logs["loss"] = all["loss"]
+		}
 		if cfg.Validation != nil {
-			val, err := Evaluate(ctx, cfg.Validation, cfg.Evaluate)
+			sums, n, err := evaluateSums(ctx, cfg.Validation, cfg.Evaluate)
+			if err == nil && cfg.Comm != nil {
+				sums, n, err = globalMeans(cfg.Comm, sums, n)
+			} else if err == nil {
+				sums = meansOf(sums, n)
+			}
 			if err != nil {
 				return h, fmt.Errorf("nn: fit: validation after epoch %d: %w", epoch+1, err)
 			}
-			for k, v := range val {
+			for k, v := range sums {
 				logs["val_"+k] = v
 			}
 		}
-		state := &FitState{Epoch: epoch + 1, Epochs: epochs, Step: h.Steps, Logs: logs, Vars: vars, Optimizer: opt}
+		state := &FitState{Epoch: epoch + 1, Epochs: epochs, Step: h.Steps, Logs: logs, Vars: vars, Optimizer: opt, Primary: primary}
 		for _, c := range cfg.Callbacks {
 			if err := c.EpochEnd(state); err != nil {
 				return h, err
 			}
 		}
 		bar.endEpoch(epoch, steps, examples, logs)
-		h.EpochLoss = append(h.EpochLoss, mean.Value())
+		h.EpochLoss = append(h.EpochLoss, logs["loss"])
 		h.Epochs = append(h.Epochs, logs)
 		h.EpochSteps = append(h.EpochSteps, h.Steps)
 		if sw != nil {
@@ -171,8 +210,8 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		}
 		if state.Stop {
 			h.Stopped = state.Reason
-			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "stopped after epoch %d: %s\n", epoch+1, state.Reason)
+			if progress != nil {
+				fmt.Fprintf(progress, "stopped after epoch %d: %s\n", epoch+1, state.Reason)
 			}
 			break
 		}
@@ -183,25 +222,44 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 // Evaluate runs eval over every batch of ds and returns each metric's
 // mean over the examples.
 func Evaluate(ctx context.Context, ds *data.Dataset, eval EvalStep) (map[string]float64, error) {
-	means := map[string]*Mean{}
+	sums, n, err := evaluateSums(ctx, ds, eval)
+	if err != nil {
+		return nil, err
+	}
+	return meansOf(sums, n), nil
+}
+
+// evaluateSums runs eval over ds and returns each metric's sum over the
+// examples (its batch mean times the batch's examples) and the number of
+// examples.
+func evaluateSums(ctx context.Context, ds *data.Dataset, eval EvalStep) (map[string]float64, float64, error) {
+	sums, n := map[string]float64{}, 0.0
 	for batch, err := range ds.All(ctx) {
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		m, n, err := eval(batch)
+		m, k, err := eval(batch)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		for k, v := range m {
-			if means[k] == nil {
-				means[k] = &Mean{}
-			}
-			means[k].Add(v, float64(n))
+		for name, v := range m {
+			sums[name] += v * float64(k)
 		}
+		n += float64(k)
 	}
-	out := make(map[string]float64, len(means))
-	for k, m := range means {
-		out[k] = m.Value()
+	return sums, n, nil
+}
+
+// meansOf divides sums by n (NaN for no examples, as a mean of nothing).
+func meansOf(sums map[string]float64, n float64) map[string]float64 {
+	out := make(map[string]float64, len(sums))
+	for k, v := range sums {
+		out[k] = v / n
 	}
-	return out, nil
+	return out
+}
+
+// sortedKeys lists m's keys in order, so that every rank sends them alike.
+func sortedKeys(m map[string]float64) []string {
+	return slices.Sorted(maps.Keys(m))
 }

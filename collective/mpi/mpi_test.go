@@ -5,56 +5,27 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/internal/mpitest"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // The tests run this test binary again under mpirun, 2 and 3 processes on
-// loopback, each rank running TestRankCollectives; they skip, naming the
-// install command, where mpirun is missing (EAGERFLOW_REQUIRE_MPI=1, which
-// .ci/run sets, makes that a failure).
-
-const childEnv = "EAGERFLOW_MPI_TEST_CHILD"
-
+// loopback (internal/mpitest), each rank running TestRankCollectives.
 func TestCollectivesUnderMPIRun(t *testing.T) {
-	if os.Getenv(childEnv) != "" {
-		t.Skip("a rank of the parent's mpirun")
-	}
-	mpirun, err := exec.LookPath("mpirun")
-	if err != nil {
-		if os.Getenv("EAGERFLOW_REQUIRE_MPI") != "" {
-			t.Fatalf("mpirun: %v (scripts/install-test-deps installs openmpi-bin)", err)
-		}
-		t.Skipf("mpirun: %v: install Open MPI (apt-get install openmpi-bin; scripts/install-test-deps does)", err)
-	}
 	for _, np := range []int{2, 3} {
-		t.Run(fmt.Sprint(np), func(t *testing.T) {
-			cmd := exec.Command(mpirun, "-np", fmt.Sprint(np), "--oversubscribe",
-				"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
-				os.Args[0], "-test.run", "^TestRankCollectives$", "-test.v")
-			cmd.Env = append(os.Environ(), childEnv+"=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-				"OMPI_MCA_rmaps_base_oversubscribe=1")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("mpirun -np %d: %v\n%s", np, err, out)
-			}
-			if got := strings.Count(string(out), "--- PASS: TestRankCollectives"); got != np {
-				t.Errorf("%d of %d ranks passed:\n%s", got, np, out)
-			}
-		})
+		t.Run(fmt.Sprint(np), func(t *testing.T) { mpitest.Run(t, np, "TestRankCollectives") })
 	}
 }
 
 // TestRankCollectives is one rank's part: every collective on values each
 // rank can predict, and the errors of bad arguments.
 func TestRankCollectives(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
+	if !mpitest.Rank() {
 		t.Skip("runs as a rank under TestCollectivesUnderMPIRun's mpirun")
 	}
 	c, err := Open()

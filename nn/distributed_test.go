@@ -1,0 +1,89 @@
+package nn_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/collective/mpi"
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/internal/mpitest"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Data-parallel training on 2 and 3 processes computes what one process
+// computes with the whole batch.
+func TestDataParallelUnderMPIRun(t *testing.T) {
+	for _, np := range []int{2, 3} {
+		t.Run(fmt.Sprint(np), func(t *testing.T) { mpitest.Run(t, np, "TestRankDataParallel") })
+	}
+}
+
+func dpModel(seed uint64) *nn.Sequential {
+	rng := tensor.NewRNG(seed)
+	return nn.NewSequential(
+		nn.NewDense("hidden", rng, 4, 8, nn.DenseOpts{Activation: ops.Tanh}),
+		nn.NewDense("logits", rng, 8, 3, nn.DenseOpts{}))
+}
+
+// TestRankDataParallel is one rank: its model starts from a seed of its
+// own (Fit broadcasts rank 0's), trains on its shard of every global batch
+// of 12, and must end where a single process training on the whole
+// batches ends, up to the order of floating-point sums (1e-5), with the
+// same per-epoch losses and validation accuracy.
+func TestRankDataParallel(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestDataParallelUnderMPIRun's mpirun")
+	}
+	comm, err := mpi.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comm.Close()
+	r, n := comm.Rank(), comm.Size()
+	rng := tensor.NewRNG(9)
+	x := tensor.RandNormal(rng, tensor.Float32, 48, 4)
+	y := ops.Cast(ops.Gt(ops.Sum(x, 1), tensor.Scalar(0)), tensor.Int32)
+	all, err := data.FromSlices(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[string]nn.Metric{"accuracy": nn.Accuracy}
+	fit := func(model *nn.Sequential, ds, val *data.Dataset, step func(nn.Optimizer) nn.Step, cfg nn.FitConfig) nn.History {
+		opt := &nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5}
+		cfg.Epochs, cfg.Validation = 3, val
+		cfg.Evaluate = nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, metrics)
+		h, err := nn.Fit(context.Background(), ds, nn.AllVariables(model), opt, step(opt), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	ref := dpModel(1) // rank 0's start
+	hRef := fit(ref, all.Take(36).Batch(12, false), all.Skip(36).Batch(12, false),
+		func(o nn.Optimizer) nn.Step { return nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, o) }, nn.FitConfig{})
+
+	model := dpModel(uint64(1 + 100*r))
+	h := fit(model, all.Take(36).Shard(n, r).Batch(12/n, false), all.Skip(36).Shard(n, r).Batch(12, false),
+		func(o nn.Optimizer) nn.Step {
+			return nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, o)
+		}, nn.FitConfig{Comm: comm})
+
+	for i, v := range model.Variables() {
+		d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float()
+		if d > 1e-5 {
+			t.Errorf("rank %d of %d: %s differs from one process's by %g", r, n, v.Name(), d)
+		}
+	}
+	for e := range hRef.Epochs {
+		for _, k := range []string{"loss", "val_loss", "val_accuracy"} {
+			if got, want := h.Epochs[e][k], hRef.Epochs[e][k]; math.Abs(got-want) > 1e-5 {
+				t.Errorf("rank %d of %d, epoch %d: %s %v, one process %v", r, n, e+1, k, got, want)
+			}
+		}
+	}
+}
