@@ -1,0 +1,108 @@
+// Command distributed trains the two-spirals classifier of examples/mlp
+// data-parallel over MPI: every process holds the model, reads its shard
+// of each global batch, and the gradients are averaged across processes
+// before every step, so that all of them end with the same model, the one
+// a single process training on the whole batches would reach.
+//
+//	go build -o distributed ./examples/distributed
+//	mpirun -np 2 ./distributed [-epochs 40]
+//
+// As root in a container, Open MPI also needs
+// OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 and
+// --mca btl self,tcp. On a cluster: mpirun -np 8 --hostfile hosts
+// ./distributed, or srun -n 8 ./distributed under Slurm (with Open MPI
+// built with Slurm's PMI). Only rank 0 prints progress and the result.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/collective/mpi"
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+func main() {
+	epochs := flag.Int("epochs", 40, "training epochs")
+	flag.Parse()
+	comm, err := mpi.Open()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "distributed:", err, "(start it with mpirun)")
+		os.Exit(1)
+	}
+	defer comm.Close()
+	var progress io.Writer = os.Stderr
+	res, err := run(comm, *epochs, progress)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "distributed: rank %d: %v\n", comm.Rank(), err)
+		os.Exit(1)
+	}
+	if comm.Rank() == 0 {
+		fmt.Printf("%d processes: final loss %.4f, validation accuracy %.1f%%\n", comm.Size(), res.loss, 100*res.accuracy)
+	}
+}
+
+type result struct{ loss, accuracy float64 }
+
+// globalBatch is the batch the processes share: each takes
+// globalBatch/Size of it.
+const globalBatch = 60
+
+// spirals returns n points of two spirals, x: [n 2], labels: [n] Int32.
+func spirals(n int, seed uint64) (*tensor.Tensor, *tensor.Tensor) {
+	noise := tensor.ToSlice[float32](tensor.RandNormal(tensor.NewRNG(seed), tensor.Float32, n, 2))
+	xs, labels := make([]float32, 2*n), make([]int32, n)
+	for i := range labels {
+		c := i % 2
+		r := float64(i/2) / float64(n/2) * 5
+		a := r*1.75 + float64(c)*math.Pi
+		xs[2*i] = float32(r*math.Cos(a)) + 0.12*noise[2*i]
+		xs[2*i+1] = float32(r*math.Sin(a)) + 0.12*noise[2*i+1]
+		labels[i] = int32(c)
+	}
+	return tensor.FromSlice(xs, n, 2), tensor.FromSlice(labels)
+}
+
+func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
+	if globalBatch%comm.Size() != 0 {
+		return result{}, fmt.Errorf("%d processes do not divide the global batch of %d", comm.Size(), globalBatch)
+	}
+	x, y := spirals(1200, 1) // the same data on every process (same seed)
+	train, err := data.FromSlices(x, y)
+	if err != nil {
+		return result{}, err
+	}
+	vx, vy := spirals(300, 7)
+	val, err := data.FromSlices(vx, vy)
+	if err != nil {
+		return result{}, err
+	}
+	rng := tensor.NewRNG(3) // rank 0's initial values are broadcast anyway
+	model := nn.NewSequential(
+		nn.NewDense("dense1", rng, 2, 64, nn.DenseOpts{Activation: ops.Tanh}),
+		nn.NewDense("dense2", rng, 64, 64, nn.DenseOpts{Activation: ops.Tanh}),
+		nn.NewDense("logits", rng, 64, 2, nn.DenseOpts{}))
+	opt := nn.NewAdam(nn.Constant(0.01))
+	r, n := comm.Rank(), comm.Size()
+	// The same shuffle on every process (same seed), then each its shard:
+	// process r takes elements r, r+n, ... of each epoch's order.
+	shard := train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false)
+	h, err := nn.Fit(context.Background(), shard, nn.AllVariables(model), opt,
+		nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt),
+		nn.FitConfig{Epochs: epochs, Comm: comm, Progress: progress, StepsPerEpoch: 1200 / globalBatch,
+			Validation: val.Shard(n, r).Batch(100, false),
+			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})
+	if err != nil {
+		return result{}, err
+	}
+	last := h.Epochs[len(h.Epochs)-1]
+	return result{loss: last["loss"], accuracy: last["val_accuracy"]}, nil
+}
