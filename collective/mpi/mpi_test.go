@@ -5,9 +5,11 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
@@ -122,4 +124,37 @@ func want(t *testing.T, what string, got *tensor.Tensor, err error, vals []float
 	if !got.Shape().Equal(shape) || !slices.Equal(tensor.ToSlice[float32](got), vals) {
 		t.Errorf("%s: %v, want %v %v", what, got, vals, shape)
 	}
+}
+
+// A rank that dies ends the job: the others, waiting in a collective for
+// it, are stopped by mpirun instead of hanging, and the job fails naming
+// the rank that exited.
+func TestDeadRankEndsTheJob(t *testing.T) {
+	start := time.Now()
+	out, err := mpitest.Start(t, 3, "TestRankDies", 60*time.Second)
+	if err == nil {
+		t.Fatalf("the job succeeded with a dead rank:\n%s", out)
+	}
+	if strings.Contains(err.Error(), "still running") {
+		t.Fatalf("the ranks hung for %v after one died:\n%s", time.Since(start), out)
+	}
+	if !strings.Contains(out, "Exit code:    3") && !strings.Contains(out, "exit code 3") && !strings.Contains(out, "non-zero status") {
+		t.Errorf("mpirun's report does not name the dead rank's exit:\n%s", out)
+	}
+}
+
+// TestRankDies: rank 1 exits before the collective the others wait in.
+func TestRankDies(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestDeadRankEndsTheJob's mpirun")
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rank() == 1 {
+		os.Exit(3)
+	}
+	_, err = c.AllReduce(tensor.FromSlice([]float32{1}), collective.Sum)
+	t.Errorf("rank %d: AllReduce returned (%v) with rank 1 dead", c.Rank(), err)
 }

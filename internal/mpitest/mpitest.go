@@ -7,11 +7,13 @@
 package mpitest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 const childEnv = "EAGERFLOW_MPI_TEST_CHILD"
@@ -23,6 +25,20 @@ func Rank() bool { return os.Getenv(childEnv) != "" }
 // test named test, and fails t unless every rank passes.
 func Run(t *testing.T, np int, test string) {
 	t.Helper()
+	out, err := Start(t, np, test, 0)
+	if err != nil {
+		t.Fatalf("mpirun -np %d %s: %v\n%s", np, test, err, out)
+	}
+	if got := strings.Count(out, "--- PASS: "+test); got != np {
+		t.Errorf("%d of %d ranks passed %s:\n%s", got, np, test, out)
+	}
+}
+
+// Start runs np ranks of test under mpirun (killed after timeout, when
+// not zero) and returns their output and mpirun's error, for tests that
+// expect the job to fail.
+func Start(t *testing.T, np int, test string, timeout time.Duration) (string, error) {
+	t.Helper()
 	if Rank() {
 		t.Skip("a rank of the parent's mpirun")
 	}
@@ -33,17 +49,21 @@ func Run(t *testing.T, np int, test string) {
 		}
 		t.Skipf("mpirun: %v: install Open MPI (apt-get install openmpi-bin; scripts/install-test-deps does)", err)
 	}
-	cmd := exec.Command(mpirun, "-np", fmt.Sprint(np), "--oversubscribe",
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, mpirun, "-np", fmt.Sprint(np), "--oversubscribe",
 		"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
 		os.Args[0], "-test.run", "^"+test+"$", "-test.v")
 	// Open MPI refuses root without these; containers need the loopback
 	// settings above.
 	cmd.Env = append(os.Environ(), childEnv+"=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("mpirun -np %d %s: %v\n%s", np, test, err, out)
+	if ctx.Err() != nil {
+		return string(out), fmt.Errorf("still running after %v: %w", timeout, ctx.Err())
 	}
-	if got := strings.Count(string(out), "--- PASS: "+test); got != np {
-		t.Errorf("%d of %d ranks passed %s:\n%s", got, np, test, out)
-	}
+	return string(out), err
 }
