@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# AllReduce bandwidth of collective/mpi against MPI_Allreduce called from C
+# (testdata/allreduce.c), in one run under mpirun on this machine: NP processes
+# (default 2) on loopback, ROUNDS interleaved rounds (default 3). Needs
+# Open MPI with its compiler wrapper: apt-get install openmpi-bin libopenmpi-dev.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+np=${NP:-2}
+rounds=${ROUNDS:-3}
+out=bench/out
+mkdir -p "$out"
+mpicc -O2 -o "$out/allreduce-c" bench/mpi/testdata/allreduce.c
+go test -c -o "$out/allreduce-go.test" ./bench/mpi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=(mpirun -np "$np" --oversubscribe --mca btl self,tcp,vader --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+: > "$out/allreduce.txt"
+for r in $(seq "$rounds"); do
+  echo "== round $r of $rounds" >&2
+  "${mpi[@]}" "$out/allreduce-c" >> "$out/allreduce.txt"
+  # Every rank runs the same fixed iteration counts (a calibrating
+  # benchmark would make the ranks' counts differ and deadlock); rank 0
+  # alone prints.
+  "${mpi[@]}" "$out/allreduce-go.test" -test.run '^$' -test.bench AllReduce -test.benchtime 50x 2>&1 |
+    grep '^BenchmarkAllReduce' >> "$out/allreduce.txt"
+done
+cat "$out/allreduce.txt"
