@@ -57,6 +57,12 @@
 // bar. Package plot draws the curves Fit returns and images of tensors.
 // examples/fashion-mnist is the program to read first.
 //
+// When one machine is not enough, package collective and collective/mpi
+// train data-parallel over MPI: nn.DistributedTrainStep averages the
+// gradients of every process's shard (data.Dataset.Shard), and
+// nn.FitConfig.Comm keeps the processes' models, logs and checkpoints in
+// step (examples/distributed, started by mpirun).
+//
 // # Devices
 //
 // Ops run where their inputs are: the CPU (backend/cpu, linked in by
