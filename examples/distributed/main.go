@@ -19,12 +19,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/examples/internal/toydata"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -56,31 +56,16 @@ type result struct{ loss, accuracy float64 }
 // globalBatch/Size of it.
 const globalBatch = 60
 
-// spirals returns n points of two spirals, x: [n 2], labels: [n] Int32.
-func spirals(n int, seed uint64) (*tensor.Tensor, *tensor.Tensor) {
-	noise := tensor.ToSlice[float32](tensor.RandNormal(tensor.NewRNG(seed), tensor.Float32, n, 2))
-	xs, labels := make([]float32, 2*n), make([]int32, n)
-	for i := range labels {
-		c := i % 2
-		r := float64(i/2) / float64(n/2) * 5
-		a := r*1.75 + float64(c)*math.Pi
-		xs[2*i] = float32(r*math.Cos(a)) + 0.12*noise[2*i]
-		xs[2*i+1] = float32(r*math.Sin(a)) + 0.12*noise[2*i+1]
-		labels[i] = int32(c)
-	}
-	return tensor.FromSlice(xs, n, 2), tensor.FromSlice(labels)
-}
-
 func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
 	if globalBatch%comm.Size() != 0 {
 		return result{}, fmt.Errorf("%d processes do not divide the global batch of %d", comm.Size(), globalBatch)
 	}
-	x, y := spirals(1200, 1) // the same data on every process (same seed)
+	x, y := toydata.Spirals(1200, 1) // the same data on every process (same seed)
 	train, err := data.FromSlices(x, y)
 	if err != nil {
 		return result{}, err
 	}
-	vx, vy := spirals(300, 7)
+	vx, vy := toydata.Spirals(300, 7)
 	val, err := data.FromSlices(vx, vy)
 	if err != nil {
 		return result{}, err

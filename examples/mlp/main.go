@@ -13,11 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/examples/internal/report"
+	"github.com/eagerflow/eagerflow/examples/internal/toydata"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -50,22 +50,6 @@ type result struct {
 	points                    int
 }
 
-// spirals returns n points of two spirals, x: [n 2], labels: [n] Int32.
-func spirals(n int, seed uint64) (*tensor.Tensor, *tensor.Tensor) {
-	noise := tensor.ToSlice[float32](tensor.RandNormal(tensor.NewRNG(seed), tensor.Float32, n, 2))
-	xs := make([]float32, 2*n)
-	labels := make([]int32, n)
-	for i := range labels {
-		c := i % 2
-		r := float64(i/2) / float64(n/2) * 5
-		a := r*1.75 + float64(c)*math.Pi
-		xs[2*i] = float32(r*math.Cos(a)) + 0.12*noise[2*i]
-		xs[2*i+1] = float32(r*math.Sin(a)) + 0.12*noise[2*i+1]
-		labels[i] = int32(c)
-	}
-	return tensor.FromSlice(xs, n, 2), tensor.FromSlice(labels)
-}
-
 func run(cfg config) (result, error) {
 	if cfg.epochs <= 0 {
 		return result{}, fmt.Errorf("epochs must be positive, got %d", cfg.epochs)
@@ -78,7 +62,7 @@ func run(cfg config) (result, error) {
 		return result{}, err
 	}
 	defer cleanup()
-	x, y := spirals(cfg.points, 1)
+	x, y := toydata.Spirals(cfg.points, 1)
 	ds, err := data.FromSlices(x, y)
 	if err != nil {
 		return result{}, err
@@ -97,7 +81,7 @@ func run(cfg config) (result, error) {
 		vars := model.Variables()
 		return loss.Float(), b[0].Dim(0), opt.Apply(vars, tp.Gradient(loss, nn.Values(vars)...))
 	}
-	vx, vy := spirals(cfg.points/4, 7) // fresh noise: points it never trains on
+	vx, vy := toydata.Spirals(cfg.points/4, 7) // fresh noise: points it never trains on
 	val, err := data.FromSlices(vx, vy)
 	if err != nil {
 		return result{}, err
