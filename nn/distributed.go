@@ -106,10 +106,13 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 			return 0, 0, err
 		}
 		mean, err := AllReduceGradients(comm, grads)
+		releaseAll(grads)
 		if err != nil {
 			return 0, 0, err
 		}
-		return l, n, opt.Apply(vars, mean)
+		err = opt.Apply(vars, mean)
+		releaseAll(mean)
+		return l, n, err
 	}
 }
 

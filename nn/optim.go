@@ -13,7 +13,10 @@ import (
 type Optimizer interface {
 	// Apply takes one step: grads[i] is the gradient of vars[i] (nil: the
 	// variable is left alone). It returns an error if the lists differ in
-	// length or a gradient's shape does not match its variable.
+	// length or a gradient's shape does not match its variable. It must
+	// not keep the gradients past its return: TrainStep and
+	// DistributedTrainStep release their buffers afterwards, for the next
+	// step to reuse.
 	Apply(vars []*tape.Variable, grads []*tensor.Tensor) error
 	// Slots returns the optimizer's state as variables named
 	// "optimizer/<slot>/<variable>", and the step count, for checkpoints.

@@ -34,7 +34,9 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
 			l, n = value.Float(), b[0].Dim(0)
-			applied = opt.Apply(vars, tp.Gradient(value, Values(vars)...))
+			grads := tp.Gradient(value, Values(vars)...)
+			applied = opt.Apply(vars, grads)
+			releaseAll(grads)
 		})
 		if err == nil {
 			err = applied
@@ -98,6 +100,8 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 		if err != nil {
 			return 0, 0, err
 		}
+		// The gradients are the graph's results, which may be its own
+		// constants (a variable the loss does not reach): not released.
 		return out[0].Float(), b[0].Dim(0), opt.Apply(vars, out[1:])
 	}
 }
@@ -122,4 +126,14 @@ func untraceable(m Module) string {
 		}
 	}
 	return ""
+}
+
+// releaseAll hands back the buffers of tensors a step made and no one else
+// holds (nil entries are skipped).
+func releaseAll(ts []*tensor.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.Release()
+		}
+	}
 }
