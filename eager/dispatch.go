@@ -64,13 +64,7 @@ func Observing() bool { return activeObservers.Load() > 0 }
 func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	c := newCall(op, attrs, inputs)
 	specs := prepare(c)
-	if o := view(c, specs); o != nil {
-		observe(c, o)
-		return o
-	}
-	outs := allocate(c, specs, make([]*tensor.Tensor, 0, len(specs)))
-	finish(c, outs)
-	release(c) // as Run1 does: the outputs are not the call's
+	outs, _ := execute(c, specs, make([]*tensor.Tensor, 0, len(specs)))
 	return outs
 }
 
@@ -81,15 +75,28 @@ func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
 	if len(specs) != 1 {
 		c.Fail(tensor.ErrArity, "op has %d outputs, Run1 needs one", len(specs))
 	}
+	_, out := execute(c, specs, c.outT[:0])
+	return out
+}
+
+// execute runs a prepared call: the op's view when it has one, else its
+// kernel into outputs allocated in buf; then the call goes back to the
+// pool unless an observer kept it (a viewed call is left to the
+// collector). It returns the outputs and the first of them, read before
+// the release, since buf may be the call's own storage.
+func execute(c *Call, specs []Out, buf []*tensor.Tensor) ([]*tensor.Tensor, *tensor.Tensor) {
 	if o := view(c, specs); o != nil {
 		observe(c, o)
-		return o[0]
+		return o, o[0]
 	}
-	o := allocate(c, specs, c.outT[:0])
-	finish(c, o)
-	out := o[0]
+	outs := allocate(c, specs, buf)
+	finish(c, outs)
+	var first *tensor.Tensor
+	if len(outs) > 0 {
+		first = outs[0]
+	}
 	release(c)
-	return out
+	return outs, first
 }
 
 // calls recycles the Call records that no observer kept, so that the

@@ -135,7 +135,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 	for epoch := h.FirstEpoch; epoch < epochs; epoch++ {
 		bar.startEpoch(epoch)
 		var mean Mean
-		lossSum, examples, steps := 0.0, 0, 0
+		examples, steps := 0, 0
 		for batch, err := range ds.All(ctx) {
 			if err != nil {
 				return h, err
@@ -148,7 +148,6 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 				return h, fmt.Errorf("nn: fit: the loss became NaN at step %d", h.Steps)
 			}
 			mean.Add(loss, float64(n))
-			lossSum += loss * float64(n)
 			examples += n
 			steps++
 			h.Steps++
@@ -168,7 +167,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		bar.trainDone()
 		logs := Logs{"loss": mean.Value()}
 		if cfg.Comm != nil {
-			all, _, err := globalMeans(cfg.Comm, map[string]float64{"loss": lossSum}, float64(examples))
+			all, _, err := globalMeans(cfg.Comm, map[string]float64{"loss": mean.sum}, mean.count)
 			if err != nil {
 				return h, fmt.Errorf("nn: fit: epoch %d's loss over the ranks: %w", epoch+1, err)
 			}

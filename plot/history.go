@@ -23,17 +23,17 @@ func History(path string, h nn.History, opts Options) error {
 	if len(h.Epochs) == 0 && len(h.StepLoss) == 0 {
 		return fmt.Errorf("plot: %s: the history has no epoch and no step", path)
 	}
+	// Epochs on X when asked, or when the history has no step counts.
+	byEpoch := opts.ByEpoch || len(h.EpochSteps) != len(h.Epochs)
 	x := make([]float64, len(h.Epochs))
+	xlabel := "step"
 	for i := range x {
-		switch {
-		case opts.ByEpoch || len(h.EpochSteps) != len(h.Epochs):
-			x[i] = float64(h.FirstEpoch + i + 1)
-		default:
+		x[i] = float64(h.FirstEpoch + i + 1)
+		if !byEpoch {
 			x[i] = float64(h.EpochSteps[i])
 		}
 	}
-	xlabel := "step"
-	if opts.ByEpoch || len(h.EpochSteps) != len(h.Epochs) {
+	if byEpoch {
 		xlabel = "epoch"
 	}
 	var panels []*plot.Plot
@@ -46,11 +46,7 @@ func History(path string, h nn.History, opts Options) error {
 				po.Title = opts.Title + ": loss"
 			}
 			if xlabel == "step" {
-				steps := make([]float64, len(h.StepLoss))
-				for i := range steps {
-					steps[i] = float64(h.FirstStep + i + 1)
-				}
-				series[0] = Series{Name: "step", X: steps, Y: h.StepLoss, faint: true}
+				series[0] = Series{Name: "step", X: stepNumbers(h), Y: h.StepLoss, faint: true}
 			}
 		}
 		for _, key := range []string{name, "val_" + name} {
@@ -70,14 +66,19 @@ func History(path string, h nn.History, opts Options) error {
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 { // steps but no finished epoch
-		steps := make([]float64, len(h.StepLoss))
-		for i := range steps {
-			steps[i] = float64(h.FirstStep + i + 1)
-		}
 		return Lines(path, Options{Title: opts.Title, XLabel: "step", YLabel: "loss", LogY: opts.LogY, Width: opts.Width, Height: opts.Height},
-			Series{Name: "step", X: steps, Y: h.StepLoss})
+			Series{Name: "step", X: stepNumbers(h), Y: h.StepLoss})
 	}
 	return save(path, opts, len(panels), [][]*plot.Plot{panels})
+}
+
+// stepNumbers is the step number of each of h.StepLoss.
+func stepNumbers(h nn.History) []float64 {
+	steps := make([]float64, len(h.StepLoss))
+	for i := range steps {
+		steps[i] = float64(h.FirstStep + i + 1)
+	}
+	return steps
 }
 
 // metricNames lists the metrics of logs without their "val_" prefix, loss

@@ -199,12 +199,14 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 func scaleBy(t *tensor.Tensor, s float64) {
 	switch t.DType() {
 	case tensor.Float32:
-		for i, v := range tensor.HostData[float32](t) {
-			tensor.HostData[float32](t)[i] = v * float32(s)
+		d := tensor.HostData[float32](t)
+		for i := range d {
+			d[i] *= float32(s)
 		}
 	case tensor.Float64:
-		for i, v := range tensor.HostData[float64](t) {
-			tensor.HostData[float64](t)[i] = v * s
+		d := tensor.HostData[float64](t)
+		for i := range d {
+			d[i] *= s
 		}
 	}
 }
@@ -294,11 +296,11 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	if from < 0 || from >= c.size || tag < 0 {
 		return nil, c.errorf("Recv", "rank %d (of %d), tag %d", from, c.size, tag)
 	}
-	if _, _, err := c.hostBytes("Recv", like, false); err != nil {
+	_, dt, err := c.hostBytes("Recv", like, false) // checks like, gives the datatype
+	if err != nil {
 		return nil, err
 	}
 	out := tensor.MustEmpty(like.DType(), like.Shape())
-	_, dt, _ := c.hostBytes("Recv", out, false)
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	// MPI_STATUS_IGNORE is a null pointer in Open MPI.
