@@ -57,6 +57,11 @@
 // bar. Package plot draws the curves Fit returns and images of tensors.
 // examples/fashion-mnist is the program to read first.
 //
+// In Jupyter, through the GoNB kernel, the module notebook (a go.mod of its
+// own) shows tensors as tables, images, heatmaps, traced graphs and
+// training curves that redraw while Fit runs: examples/notebooks/tour.ipynb,
+// after scripts/install-notebook.
+//
 // When one machine is not enough, package collective and collective/mpi
 // train data-parallel over MPI: nn.DistributedTrainStep averages the
 // gradients of every process's shard (data.Dataset.Shard), and

@@ -33,6 +33,29 @@ type Callback interface {
 	EpochEnd(s *FitState) error
 }
 
+// StepCallback is a Callback that Fit also tells of every training step,
+// after the step's loss is known: a live chart, a display of one's own.
+// An error from StepEnd ends Fit with that error.
+type StepCallback interface {
+	Callback
+	StepEnd(s StepState) error
+}
+
+// StepState is what a StepCallback sees after each training step.
+type StepState struct {
+	Epoch         int     // the epoch running, from 1
+	Epochs        int     // how many Fit runs in all
+	Step          int     // training steps so far, this one included
+	EpochStep     int     // steps of this epoch so far
+	StepsPerEpoch int     // FitConfig.StepsPerEpoch (0: unknown)
+	Loss          float64 // this step's loss
+	EpochLoss     float64 // the mean loss of this epoch's steps so far (this process's)
+	Examples      int     // examples this epoch so far (this process's)
+	// Primary is true where output should be shown: always, but in a
+	// data-parallel run (FitConfig.Comm) on rank 0 alone.
+	Primary bool
+}
+
 // CallbackFunc makes a function a Callback.
 type CallbackFunc func(s *FitState) error
 

@@ -40,7 +40,8 @@ type FitConfig struct {
 	Validation *data.Dataset
 	Evaluate   EvalStep
 	// Callbacks run at the end of every epoch, in order (EarlyStopping,
-	// CheckpointBest, Plateau, or a CallbackFunc of your own).
+	// CheckpointBest, Plateau, or a CallbackFunc of your own); those that
+	// are StepCallbacks also after every step.
 	Callbacks []Callback
 	// Comm, when not nil, makes the run data-parallel over its ranks (see
 	// DistributedTrainStep, which the step should be): vars are
@@ -132,6 +133,12 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		progress = nil
 	}
 	bar := newProgress(progress, cfg.StepsPerEpoch, epochs)
+	var stepCallbacks []StepCallback
+	for _, c := range cfg.Callbacks {
+		if sc, ok := c.(StepCallback); ok {
+			stepCallbacks = append(stepCallbacks, sc)
+		}
+	}
 	for epoch := h.FirstEpoch; epoch < epochs; epoch++ {
 		bar.startEpoch(epoch)
 		var mean Mean
@@ -158,6 +165,13 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 				}
 			}
 			bar.step(epoch, steps, mean.Value(), examples)
+			for _, c := range stepCallbacks {
+				st := StepState{Epoch: epoch + 1, Epochs: epochs, Step: h.Steps, EpochStep: steps, StepsPerEpoch: cfg.StepsPerEpoch,
+					Loss: loss, EpochLoss: mean.Value(), Examples: examples, Primary: primary}
+				if err := c.StepEnd(st); err != nil {
+					return h, err
+				}
+			}
 			if cfg.CheckpointEvery > 0 && h.Steps%cfg.CheckpointEvery == 0 {
 				if err := save(epoch); err != nil {
 					return h, err

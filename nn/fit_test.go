@@ -3,6 +3,8 @@ package nn
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,5 +205,56 @@ func TestFitPlainProgressLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[3], "epoch 1/1  step 4/4  loss ") || !strings.Contains(lines[4], "4 steps") {
 		t.Errorf("progress lines %q", lines)
+	}
+}
+
+// stepRecorder is a StepCallback that keeps what it saw and fails on
+// request.
+type stepRecorder struct {
+	steps  []StepState
+	epochs int
+	failAt int
+}
+
+func (r *stepRecorder) EpochEnd(s *FitState) error { r.epochs++; return nil }
+
+func (r *stepRecorder) StepEnd(s StepState) error {
+	r.steps = append(r.steps, s)
+	if s.Step == r.failAt {
+		return fmt.Errorf("planted at step %d", s.Step)
+	}
+	return nil
+}
+
+func TestFitStepCallbacks(t *testing.T) {
+	m, opt, step, train, _ := fitFixture(t)
+	rec := &stepRecorder{}
+	h, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Epochs: 2, StepsPerEpoch: 4, Callbacks: []Callback{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.steps) != h.Steps || rec.epochs != 2 || h.Steps != 8 {
+		t.Fatalf("%d step calls and %d epoch calls for %d steps", len(rec.steps), rec.epochs, h.Steps)
+	}
+	sum := 0.0
+	for i, s := range rec.steps {
+		if s.Step != i+1 || s.Epoch != i/4+1 || s.EpochStep != i%4+1 || s.Epochs != 2 || s.StepsPerEpoch != 4 || !s.Primary {
+			t.Errorf("step %d: %+v", i, s)
+		}
+		if s.Loss != h.StepLoss[i] || s.Examples != 8*s.EpochStep {
+			t.Errorf("step %d: loss %v (history %v), examples %d", i, s.Loss, h.StepLoss[i], s.Examples)
+		}
+		if s.EpochStep == 1 {
+			sum = 0
+		}
+		sum += s.Loss
+		if math.Abs(s.EpochLoss-sum/float64(s.EpochStep)) > 1e-12 {
+			t.Errorf("step %d: epoch loss %v, want %v", i, s.EpochLoss, sum/float64(s.EpochStep))
+		}
+	}
+	m, opt, step, train, _ = fitFixture(t)
+	_, err = Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Epochs: 2, Callbacks: []Callback{&stepRecorder{failAt: 3}}})
+	if err == nil || !strings.Contains(err.Error(), "planted at step 3") {
+		t.Errorf("a failing StepEnd: %v", err)
 	}
 }

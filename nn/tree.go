@@ -76,40 +76,81 @@ func thousands(n int) string {
 // output shape and parameter count, and the totals, as Keras' summary
 // does. An error in a layer is returned naming the layer.
 func Summary(m Module, x *tensor.Tensor) (string, error) {
-	SetTraining(m, false)
-	defer SetTraining(m, true)
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "layer\toutput shape\tparameters\n")
-	err := eager.Catch(func() { summarize(tw, m, x, "") })
+	s, err := Summarize(m, x)
 	if err != nil {
 		return "", err
 	}
-	tw.Flush()
-	trainable, state := parameters(m.Variables()), parameters(AllVariables(m))-parameters(m.Variables())
-	fmt.Fprintf(&b, "input %v %v; %s trainable parameters", x.DType(), x.Shape(), thousands(trainable))
-	if state > 0 {
-		fmt.Fprintf(&b, ", %s of state", thousands(state))
-	}
-	return b.String(), nil
+	return s.String(), nil
 }
 
-func summarize(tw *tabwriter.Writer, m Module, x *tensor.Tensor, indent string) *tensor.Tensor {
+// ModelSummary is Summary's table as data, for displays of one's own.
+type ModelSummary struct {
+	Layers     []LayerSummary
+	InputDType tensor.DType
+	InputShape tensor.Shape
+	Trainable  int // trainable parameters (m.Variables)
+	State      int // elements of the other variables (AllVariables): running means...
+}
+
+// LayerSummary is one row of a ModelSummary.
+type LayerSummary struct {
+	Depth  int          // 0 for m's own layers, 1 inside a nested Sequential...
+	Layer  string       // the layer as Describe shows it
+	Output tensor.Shape // nil on a nested Sequential's own row
+	Params int          // trainable parameters (a Sequential's: all of its layers')
+}
+
+// Summarize is Summary as data: it runs x through m in inference mode and
+// lists each layer's output shape and parameters. Errors as Summary.
+func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
+	SetTraining(m, false)
+	defer SetTraining(m, true)
+	s := ModelSummary{InputDType: x.DType(), InputShape: x.Shape()}
+	if err := eager.Catch(func() { s.Layers, _ = summarize(nil, m, x, 0) }); err != nil {
+		return ModelSummary{}, err
+	}
+	s.Trainable = parameters(m.Variables())
+	s.State = parameters(AllVariables(m)) - s.Trainable
+	return s, nil
+}
+
+// String is the table Summary returns.
+func (s ModelSummary) String() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "layer\toutput shape\tparameters\n")
+	for _, l := range s.Layers {
+		shape := ""
+		if l.Output != nil {
+			shape = fmt.Sprint(l.Output)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", strings.Repeat("  ", l.Depth), l.Layer, shape, thousands(l.Params))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "input %v %v; %s trainable parameters", s.InputDType, s.InputShape, thousands(s.Trainable))
+	if s.State > 0 {
+		fmt.Fprintf(&b, ", %s of state", thousands(s.State))
+	}
+	return b.String()
+}
+
+// summarize runs x through m, appending a row for each layer, and returns
+// the rows and m's output.
+func summarize(rows []LayerSummary, m Module, x *tensor.Tensor, depth int) ([]LayerSummary, *tensor.Tensor) {
 	if s, ok := m.(*Sequential); ok {
 		for i, l := range s.Layers {
 			if inner, ok := l.(*Sequential); ok {
-				fmt.Fprintf(tw, "%s%s\t\t%s\n", indent, Describe(inner), thousands(parameters(inner.Variables())))
-				x = summarize(tw, inner, x, indent+"  ")
+				rows = append(rows, LayerSummary{Depth: depth, Layer: Describe(inner), Params: parameters(inner.Variables())})
+				rows, x = summarize(rows, inner, x, depth+1)
 				continue
 			}
 			x = forwardNamed(l, i, x)
-			fmt.Fprintf(tw, "%s%s\t%v\t%s\n", indent, Describe(l), x.Shape(), thousands(parameters(l.Variables())))
+			rows = append(rows, LayerSummary{Depth: depth, Layer: Describe(l), Output: x.Shape(), Params: parameters(l.Variables())})
 		}
-		return x
+		return rows, x
 	}
 	y := m.Forward(x)
-	fmt.Fprintf(tw, "%s%s\t%v\t%s\n", indent, Describe(m), y.Shape(), thousands(parameters(m.Variables())))
-	return y
+	return append(rows, LayerSummary{Depth: depth, Layer: Describe(m), Output: y.Shape(), Params: parameters(m.Variables())}), y
 }
 
 // forwardNamed runs layer i of a Sequential, naming the layer in a

@@ -3,6 +3,7 @@ package nn_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,27 @@ func TestSummaryShapes(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
+	}
+	// The same as data: rows in order, nested rows one level deeper, a
+	// nested Sequential's own row without a shape.
+	s, err := nn.Summarize(fashionModel(), tensor.Zeros(tensor.Float32, 128, 28, 28, 1))
+	if err != nil || s.String() != got {
+		t.Fatalf("Summarize: %v, its String differs from Summary: %v", err, s.String() != got)
+	}
+	first, last := s.Layers[0], s.Layers[len(s.Layers)-1]
+	if first.Depth != 0 || first.Params != 320 || !slices.Equal(first.Output, tensor.Shape{128, 28, 28, 32}) || last.Layer != "Dense logits: 128 -> 10" || s.Trainable != 421642 {
+		t.Errorf("rows %+v ... %+v, trainable %d", first, last, s.Trainable)
+	}
+	nested := 0
+	for _, l := range s.Layers {
+		if l.Output == nil {
+			nested++
+		} else if strings.HasPrefix(l.Layer, "Dense dense1") && l.Depth != 1 {
+			t.Errorf("dense1 at depth %d, want 1", l.Depth)
+		}
+	}
+	if nested != 1 {
+		t.Errorf("%d rows without a shape, want the nested Sequential's one", nested)
 	}
 	// A wrong input: the error names the layer.
 	_, err = nn.Summary(fashionModel(), tensor.Zeros(tensor.Float32, 2, 28, 28, 3))

@@ -15,8 +15,10 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -63,11 +65,24 @@ type Options struct {
 // of different lengths, a non-finite value, Y <= 0 under LogY, an unknown
 // extension, or the write's own.
 func Lines(path string, opts Options, series ...Series) error {
+	return toFile(path, func(w io.Writer, format string) error { return writeLines(w, format, opts, series) })
+}
+
+// WriteLines writes the chart Lines draws to w in format: "png", "svg",
+// "pdf" or "jpg". Errors are those of Lines.
+func WriteLines(w io.Writer, format string, opts Options, series ...Series) error {
+	if err := writeLines(w, format, opts, series); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
+
+func writeLines(w io.Writer, format string, opts Options, series []Series) error {
 	p, err := chart(opts, series)
 	if err != nil {
-		return fmt.Errorf("plot: %s: %w", path, err)
+		return err
 	}
-	return save(path, opts, 1, [][]*plot.Plot{{p}})
+	return render(w, format, opts, 1, []*plot.Plot{p})
 }
 
 // chart builds one panel.
@@ -144,37 +159,49 @@ var palette = []color.Color{
 	color.RGBA{86, 180, 233, 255},  // sky blue
 }
 
-// save draws panels (one row) onto one canvas and writes it to path.
-func save(path string, opts Options, cols int, panels [][]*plot.Plot) error {
+// formats are the formats render draws, as file extensions name them.
+var formats = []string{"png", "svg", "pdf", "jpg", "jpeg"}
+
+// toFile runs draw into memory with the format path's extension names and
+// writes the result to path whole or not at all. Errors name path.
+func toFile(path string, draw func(w io.Writer, format string) error) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	switch format {
-	case "png", "svg", "pdf", "jpg", "jpeg":
-	default:
+	if !slices.Contains(formats, format) {
 		return fmt.Errorf("plot: %s: unknown format %q (use .png, .svg, .pdf or .jpg)", path, filepath.Ext(path))
 	}
-	w, h := opts.Width, opts.Height
-	if w <= 0 {
-		w = 6 * float64(cols)
-	}
-	if h <= 0 {
-		h = 4
-	}
-	c, err := draw.NewFormattedCanvas(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch, format)
-	if err != nil {
-		return fmt.Errorf("plot: %s: %w", path, err)
-	}
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(panels, tiles, dc)
-	for j, p := range panels[0] {
-		p.Draw(canvases[0][j])
-	}
 	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
+	if err := draw(&buf, format); err != nil {
 		return fmt.Errorf("plot: %s: %w", path, err)
 	}
 	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	return nil
+}
+
+// render draws panels side by side onto one canvas and writes it to w.
+func render(w io.Writer, format string, opts Options, cols int, panels []*plot.Plot) error {
+	format = strings.ToLower(format)
+	if !slices.Contains(formats, format) {
+		return fmt.Errorf("unknown format %q (use png, svg, pdf or jpg)", format)
+	}
+	width, height := opts.Width, opts.Height
+	if width <= 0 {
+		width = 6 * float64(cols)
+	}
+	if height <= 0 {
+		height = 4
+	}
+	c, err := draw.NewFormattedCanvas(vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	for j, p := range panels {
+		p.Draw(canvases[0][j])
+	}
+	_, err = c.WriteTo(w)
+	return err
 }

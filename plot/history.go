@@ -2,6 +2,7 @@ package plot
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -20,8 +21,21 @@ import (
 // heads the loss panel; XLabel and YLabel are ignored. Errors: a history
 // with no epoch and no step, and those of Lines.
 func History(path string, h nn.History, opts Options) error {
+	return toFile(path, func(w io.Writer, format string) error { return writeHistory(w, format, h, opts) })
+}
+
+// WriteHistory writes the curves History draws to w in format: "png",
+// "svg", "pdf" or "jpg". Errors are those of History.
+func WriteHistory(w io.Writer, format string, h nn.History, opts Options) error {
+	if err := writeHistory(w, format, h, opts); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
+
+func writeHistory(w io.Writer, format string, h nn.History, opts Options) error {
 	if len(h.Epochs) == 0 && len(h.StepLoss) == 0 {
-		return fmt.Errorf("plot: %s: the history has no epoch and no step", path)
+		return fmt.Errorf("the history has no epoch and no step")
 	}
 	// Epochs on X when asked, or when the history has no step counts.
 	byEpoch := opts.ByEpoch || len(h.EpochSteps) != len(h.Epochs)
@@ -61,15 +75,15 @@ func History(path string, h nn.History, opts Options) error {
 		}
 		p, err := chart(po, series)
 		if err != nil {
-			return fmt.Errorf("plot: %s: %s panel: %w", path, name, err)
+			return fmt.Errorf("%s panel: %w", name, err)
 		}
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 { // steps but no finished epoch
-		return Lines(path, Options{Title: opts.Title, XLabel: "step", YLabel: "loss", LogY: opts.LogY, Width: opts.Width, Height: opts.Height},
-			Series{Name: "step", X: stepNumbers(h), Y: h.StepLoss})
+		return writeLines(w, format, Options{Title: opts.Title, XLabel: "step", YLabel: "loss", LogY: opts.LogY, Width: opts.Width, Height: opts.Height},
+			[]Series{{Name: "step", X: stepNumbers(h), Y: h.StepLoss}})
 	}
-	return save(path, opts, len(panels), [][]*plot.Plot{panels})
+	return render(w, format, opts, len(panels), panels)
 }
 
 // stepNumbers is the step number of each of h.StepLoss.

@@ -29,6 +29,31 @@ type ImageOptions struct {
 	// ChannelsFirst reads [C H W] and [N C H W] rather than [H W C] and
 	// [N H W C].
 	ChannelsFirst bool
+	// Heat draws one-channel values through the viridis colour map (dark
+	// purple at Min, yellow at Max; see Viridis) rather than in grey: a
+	// heatmap, where small differences show. Ignored for 3 and 4 channels.
+	Heat bool
+}
+
+// viridis is matplotlib's viridis colour map sampled at 0, 1/8, ..., 1
+// (8-bit values).
+var viridis = [9][3]float64{
+	{68, 1, 84}, {71, 45, 123}, {59, 82, 139}, {44, 114, 142}, {33, 145, 140},
+	{40, 174, 128}, {94, 201, 98}, {173, 220, 48}, {253, 231, 37},
+}
+
+// Viridis is the colour of t in [0, 1] on the viridis colour map (t is
+// clamped): perceptually uniform, readable in grey and by colour-blind
+// readers. Heat images use it.
+func Viridis(t float64) color.NRGBA {
+	t = min(max(t, 0), 1) * float64(len(viridis)-1)
+	i := min(int(t), len(viridis)-2)
+	f := t - float64(i)
+	var c [3]uint8
+	for k := range c {
+		c[k] = uint8(math.Round(viridis[i][k]*(1-f) + viridis[i+1][k]*f))
+	}
+	return color.NRGBA{c[0], c[1], c[2], 255}
 }
 
 // Image writes x as a PNG image to path; see ToImage for the shapes.
@@ -47,7 +72,8 @@ func Image(path string, x *tensor.Tensor, opts ImageOptions) error {
 	return nil
 }
 
-// ToImage draws x, of any real dtype on any device: [H W] in grey; [H W C]
+// ToImage draws x, of any real dtype on any device: [H W] in grey (or
+// through a colour map under Heat); [H W C]
 // with C 1 (grey), 3 (RGB) or 4 (RGBA); [N H W C] as a grid of N images,
 // one pixel of background between them ([C H W] and [N C H W] under
 // ChannelsFirst). Errors: another rank or channel count, a Bool tensor, an
@@ -106,13 +132,13 @@ func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
 			return nil, fmt.Errorf("element %d is NaN", i)
 		}
 	}
-	level := func(v float64) uint8 {
+	fraction := func(v float64) float64 {
 		if hi <= lo {
-			return 128
+			return 0.5
 		}
-		t := (min(max(v, lo), hi) - lo) / (hi - lo)
-		return uint8(math.Round(255 * t))
+		return (min(max(v, lo), hi) - lo) / (hi - lo)
 	}
+	level := func(v float64) uint8 { return uint8(math.Round(255 * fraction(v))) }
 	cols := opts.Cols
 	if cols == 0 {
 		cols = int(math.Ceil(math.Sqrt(float64(n) * float64(h) / float64(w))))
@@ -138,6 +164,9 @@ func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
 				case 1:
 					g := level(values[e])
 					px = color.NRGBA{g, g, g, 255}
+					if opts.Heat {
+						px = Viridis(fraction(values[e]))
+					}
 				case 3:
 					px = color.NRGBA{level(values[e]), level(values[e+1]), level(values[e+2]), 255}
 				case 4:

@@ -218,3 +218,55 @@ func TestToImageErrors(t *testing.T) {
 		t.Errorf("Image's error does not name the file: %v", err)
 	}
 }
+
+func TestHeatAndViridis(t *testing.T) {
+	for _, c := range []struct {
+		t    float64
+		want color.NRGBA
+	}{{-1, color.NRGBA{68, 1, 84, 255}}, {0, color.NRGBA{68, 1, 84, 255}}, {0.5, color.NRGBA{33, 145, 140, 255}},
+		{1, color.NRGBA{253, 231, 37, 255}}, {2, color.NRGBA{253, 231, 37, 255}}, {1.0 / 16, color.NRGBA{70, 23, 104, 255}}} {
+		if got := Viridis(c.t); got != c.want {
+			t.Errorf("Viridis(%v) = %v, want %v", c.t, got, c.want)
+		}
+	}
+	img, err := ToImage(tensor.FromSlice([]float64{0, 2, 4, 4}, 2, 2), ImageOptions{Heat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []color.NRGBA{Viridis(0), Viridis(0.5), Viridis(1), Viridis(1)} {
+		if got := color.NRGBAModel.Convert(img.At(i%2, i/2)); got != want {
+			t.Errorf("heat pixel %d = %v, want %v", i, got, want)
+		}
+	}
+	// Heat leaves colour images as they are.
+	rgb := tensor.FromSlice([]float32{1, 0, 0}, 1, 1, 3)
+	a, _ := ToImage(rgb, ImageOptions{Heat: true, Min: 0, Max: 1})
+	b, _ := ToImage(rgb, ImageOptions{Min: 0, Max: 1})
+	if !imagesEqual(a, b) {
+		t.Error("Heat changed an RGB image")
+	}
+}
+
+func TestWriteToAWriter(t *testing.T) {
+	var png, svg bytes.Buffer
+	if err := WriteLines(&png, "png", Options{}, Series{X: []float64{1, 2}, Y: []float64{3, 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
+		t.Errorf("WriteLines png starts %.8q", png.Bytes())
+	}
+	h := nn.History{Epochs: []nn.Logs{{"loss": 1}, {"loss": 0.5}}, EpochLoss: []float64{1, 0.5}, EpochSteps: []int{2, 4}, StepLoss: []float64{1.2, 0.9, 0.6, 0.4}}
+	if err := WriteHistory(&svg, "SVG", h, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), "<svg") {
+		t.Errorf("WriteHistory svg: %.40q", svg.String())
+	}
+	var none bytes.Buffer
+	if err := WriteLines(&none, "gif", Options{}, Series{X: []float64{1}, Y: []float64{1}}); err == nil || !strings.Contains(err.Error(), `plot: unknown format "gif"`) {
+		t.Errorf("format gif: %v", err)
+	}
+	if err := WriteHistory(&none, "png", nn.History{}, Options{}); err == nil || !strings.HasPrefix(err.Error(), "plot: the history has no epoch") {
+		t.Errorf("an empty history: %v", err)
+	}
+}

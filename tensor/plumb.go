@@ -2,8 +2,8 @@ package tensor
 
 import "github.com/eagerflow/eagerflow/internal/plumb"
 
-// The setters packages tape and trace use, lent through internal/plumb
-// rather than exported.
+// The setters packages tape and trace use, and the printer's pieces the
+// notebook module uses, lent through internal/plumb rather than exported.
 func init() {
 	plumb.Tensor.SetFlags = func(t any, f uint32) { t.(*Tensor).setFlags(f) }
 	plumb.Tensor.SetAutodiff = func(t, a any) { t.(*Tensor).setAutodiff(a.(*Autodiff)) }
@@ -12,4 +12,12 @@ func init() {
 	}
 	plumb.Tensor.SetTraced = func(t, m any) { t.(*Tensor).setTraced(m.(*Traced)) }
 	plumb.Tensor.WithoutValues = func(t any) any { return t.(*Tensor).withoutValues() }
+	plumb.Tensor.Print = func(x any) ([]string, func(int) []int) {
+		t := x.(*Tensor)
+		p := printer{summarize: t != nil && t.NumElements() > printThreshold}
+		if t == nil || t.buf == nil || t.ValuesDropped() {
+			return nil, p.indices
+		}
+		return t.elementStrings(-1), p.indices
+	}
 }

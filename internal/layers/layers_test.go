@@ -20,7 +20,7 @@ const module = "github.com/eagerflow/eagerflow/"
 var layer = map[string]int{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 2,
 	"eager": 2, "ops": 3, "backend": 4, "tape": 5, "control": 6, "data": 6, "collective": 6,
-	"nn": 7, "conformance": 7, "plot": 8, "examples": 9, "bench": 9, "(root)": 10,
+	"nn": 7, "conformance": 7, "plot": 8, "notebook": 9, "examples": 9, "bench": 9, "(root)": 10,
 }
 
 // sublayer places the packages under a top-level directory that sit

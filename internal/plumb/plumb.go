@@ -1,6 +1,7 @@
 // Package plumb carries what one eagerflow package lends another without
 // putting it in its exported API: package tensor's setters of the state
-// that package tape and package trace keep in tensors. Package tensor
+// that package tape and package trace keep in tensors, and its printer's
+// pieces for the notebook module's tables. Package tensor
 // fills Tensor at init; it imports nothing of the module, so that tensor
 // (below internal in the layering) may import it.
 //
@@ -22,4 +23,11 @@ var Tensor struct {
 	// WithoutValues returns a stand-in for a tensor with its dtype, shape
 	// and autodiff state but no values (see tensor.Tensor.ValuesDropped).
 	WithoutValues func(t any) any
+	// Print is the text printer's material: every element as String
+	// writes it (row-major; floats in one notation and precision) and the
+	// positions shown along a dimension of size n (-1 for the elision
+	// mark, which a tensor of more than 1000 elements gets beyond 3 items
+	// at each end). elems is nil when t holds no values (nil, released or
+	// dropped).
+	Print func(t any) (elems []string, shown func(n int) []int)
 }
