@@ -82,3 +82,11 @@ type Comm interface {
 // ErrCollective is wrapped by every error of a collective: a bad argument
 // or a failure the engine reported.
 var ErrCollective = errors.New("collective")
+
+// ErrTimeout is wrapped (with ErrCollective) by the error of a collective
+// that did not complete within the communicator's timeout: a rank hangs,
+// died unnoticed, or called another collective. The engine cannot take
+// back a call in flight, so the communicator is unusable afterwards:
+// every later call returns the same error, and the process should end
+// (under mpirun, the others are then stopped).
+var ErrTimeout = errors.New("timed out")

@@ -7,17 +7,25 @@
 //	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 //	mpirun -np 2 --mca btl self,tcp ./train      # in a container, as root
 //
-// Open returns MPI_COMM_WORLD, initialising MPI once per process
-// (MPI_THREAD_SERIALIZED: calls from any goroutine, one at a time, which
-// the Comm's lock ensures). Errors come back through MPI_ERRORS_RETURN
-// with MPI's own text. Tensors are sent from and received into host
-// memory; a tensor on another device is copied to the host first.
+// Open returns MPI_COMM_WORLD, initialising MPI once per process (asking
+// for MPI_THREAD_MULTIPLE, needing MPI_THREAD_SERIALIZED: calls come from
+// any goroutine, one at a time, which the Comm's lock ensures). Errors
+// come back through MPI_ERRORS_RETURN with MPI's own text. Tensors are
+// sent from and received into host memory; a tensor on another device is
+// copied to the host first.
+//
+// No call waits forever: one that has not completed after the timeout
+// (10 minutes; EAGERFLOW_COLLECTIVE_TIMEOUT or SetTimeout change it)
+// returns an error wrapping collective.ErrTimeout that names the ranks
+// which never reached a collective, found by asking the others on a
+// communicator of its own (timeout.go).
 package mpi
 
 import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/device"
@@ -27,9 +35,17 @@ import (
 // Comm is MPI_COMM_WORLD as a collective.Comm.
 type Comm struct {
 	l          *lib
-	mu         sync.Mutex // MPI_THREAD_SERIALIZED: one call at a time
+	mu         sync.Mutex // one call at a time
 	rank, size int
 	closed     bool
+
+	// The watch on calls (timeout.go), under mu.
+	timeout  time.Duration     // 0: none
+	seq      int64             // collectives called so far
+	broken   error             // set by a timeout: every later call fails with it
+	diag     uintptr           // a duplicate of the world, for the diagnosis
+	multiple bool              // MPI_THREAD_MULTIPLE: the diagnosis may call MPI while a call waits
+	kept     []*runtime.Pinner // memory of calls that may never complete, pinned for good
 }
 
 var (
@@ -46,7 +62,11 @@ func Open() (*Comm, error) {
 	return world, openErr
 }
 
-const threadSerialized = 2 // MPI_THREAD_SERIALIZED in Open MPI's mpi.h
+// Thread levels in Open MPI's mpi.h.
+const (
+	threadSerialized = 2
+	threadMultiple   = 3
+)
 
 func open() (*Comm, error) {
 	l, err := openLib()
@@ -55,18 +75,22 @@ func open() (*Comm, error) {
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
+	timeout, err := defaultTimeout()
+	if err != nil {
+		return nil, fmt.Errorf("%w: mpi: %v", collective.ErrCollective, err)
+	}
 	inited := new(int32)
 	call(l.initialized, ptr(&pin, inited))
+	provided := new(int32)
 	if *inited == 0 {
-		provided := new(int32)
-		if code := call(l.initThread, 0, 0, threadSerialized, ptr(&pin, provided)); code != 0 {
+		if code := call(l.initThread, 0, 0, threadMultiple, ptr(&pin, provided)); code != 0 {
 			return nil, fmt.Errorf("%w: mpi: MPI_Init_thread: %s", collective.ErrCollective, l.errorString(code))
 		}
 		if *provided < threadSerialized {
 			return nil, fmt.Errorf("%w: mpi: MPI_Init_thread gave thread level %d, eagerflow needs MPI_THREAD_SERIALIZED (%d)", collective.ErrCollective, *provided, threadSerialized)
 		}
 	}
-	c := &Comm{l: l}
+	c := &Comm{l: l, timeout: timeout, multiple: *provided >= threadMultiple}
 	if code := call(l.commSetErrhandler, l.commWorld, l.errorsReturn); code != 0 {
 		return nil, c.fail("MPI_Comm_set_errhandler", code)
 	}
@@ -74,6 +98,14 @@ func open() (*Comm, error) {
 	call(l.commRank, l.commWorld, ptr(&pin, rank))
 	call(l.commSize, l.commWorld, ptr(&pin, size))
 	c.rank, c.size = int(*rank), int(*size)
+	diag := new(uintptr)
+	if code := call(l.commDup, l.commWorld, ptr(&pin, diag)); code != 0 {
+		return nil, c.fail("MPI_Comm_dup", code)
+	}
+	c.diag = *diag
+	if code := call(l.commSetErrhandler, c.diag, l.errorsReturn); code != 0 {
+		return nil, c.fail("MPI_Comm_set_errhandler", code)
+	}
 	return c, nil
 }
 
@@ -156,19 +188,6 @@ func addr(pin *runtime.Pinner, b []byte) uintptr {
 	return ptr(pin, &b[0])
 }
 
-// run makes one MPI call under the lock.
-func (c *Comm) run(what string, fn uintptr, args ...uintptr) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return c.errorf(what, "the communicator is closed")
-	}
-	if code := call(fn, args...); code != 0 {
-		return c.fail(what, code)
-	}
-	return nil
-}
-
 // AllReduce combines t across every rank with op (Mean divides the sum by
 // Size); every rank gets the result, a new host tensor of t's dtype and
 // shape.
@@ -184,8 +203,7 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 	out := tensor.MustEmpty(t.DType(), t.Shape())
 	dst := out.HostBytes()
 	var pin runtime.Pinner
-	defer pin.Unpin()
-	if err := c.run("AllReduce", c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("AllReduce", &pin, c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	if op == collective.Mean {
@@ -226,8 +244,7 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 		copy(buf, src)
 	}
 	var pin runtime.Pinner
-	defer pin.Unpin()
-	if err := c.run("Broadcast", c.l.bcast, addr(&pin, buf), uintptr(t.NumElements()), dt, uintptr(root), c.l.commWorld); err != nil {
+	if err := c.run("Broadcast", &pin, c.l.bcast, addr(&pin, buf), uintptr(t.NumElements()), dt, uintptr(root), c.l.commWorld); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -242,8 +259,7 @@ func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	out := tensor.MustEmpty(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
 	n := uintptr(t.NumElements())
 	var pin runtime.Pinner
-	defer pin.Unpin()
-	if err := c.run("AllGather", c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
+	if err := c.run("AllGather", &pin, c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -267,8 +283,7 @@ func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor
 	shape[0] /= c.size
 	out := tensor.MustEmpty(t.DType(), shape)
 	var pin runtime.Pinner
-	defer pin.Unpin()
-	if err := c.run("ReduceScatter", c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("ReduceScatter", &pin, c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	if op == collective.Mean {
@@ -287,8 +302,7 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 		return err
 	}
 	var pin runtime.Pinner
-	defer pin.Unpin()
-	return c.run("Send", c.l.send, addr(&pin, src), uintptr(t.NumElements()), dt, uintptr(to), uintptr(tag), c.l.commWorld)
+	return c.run("Send", &pin, c.l.send, addr(&pin, src), uintptr(t.NumElements()), dt, uintptr(to), uintptr(tag), c.l.commWorld)
 }
 
 // Recv receives from rank from, with tag, a tensor shaped like like.
@@ -302,22 +316,26 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	}
 	out := tensor.MustEmpty(like.DType(), like.Shape())
 	var pin runtime.Pinner
-	defer pin.Unpin()
 	// MPI_STATUS_IGNORE is a null pointer in Open MPI.
-	if err := c.run("Recv", c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, 0); err != nil {
+	if err := c.run("Recv", &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, 0); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // Barrier returns once every rank has called it.
-func (c *Comm) Barrier() error { return c.run("Barrier", c.l.barrier, c.l.commWorld) }
+func (c *Comm) Barrier() error { return c.run("Barrier", nil, c.l.barrier, c.l.commWorld) }
 
 // Close finalises MPI for this process; the communicator cannot be used
-// afterwards (and MPI cannot be initialised again in this process).
+// afterwards (and MPI cannot be initialised again in this process). After
+// a timeout it returns the timeout's error and leaves MPI as it is (a
+// call still waits in it).
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.broken != nil {
+		return c.broken
+	}
 	if c.closed {
 		return nil
 	}

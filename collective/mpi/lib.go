@@ -22,6 +22,7 @@ type lib struct {
 	commRank, commSize, commSetErrhandler, errString uintptr
 	allreduce, bcast, allgather, reduceScatterBlock  uintptr
 	send, recv, barrier                              uintptr
+	commDup, isend, irecv, test                      uintptr
 
 	commWorld, errorsReturn                  uintptr
 	float, double, int32, int64, uint8, byte uintptr
@@ -66,7 +67,8 @@ func (l *lib) resolve(h uintptr) error {
 		"MPI_Comm_set_errhandler": &l.commSetErrhandler, "MPI_Error_string": &l.errString,
 		"MPI_Allreduce": &l.allreduce, "MPI_Bcast": &l.bcast, "MPI_Allgather": &l.allgather,
 		"MPI_Reduce_scatter_block": &l.reduceScatterBlock, "MPI_Send": &l.send, "MPI_Recv": &l.recv,
-		"MPI_Barrier": &l.barrier,
+		"MPI_Barrier": &l.barrier, "MPI_Comm_dup": &l.commDup, "MPI_Isend": &l.isend, "MPI_Irecv": &l.irecv,
+		"MPI_Test": &l.test,
 		// Open MPI's predefined handles.
 		"ompi_mpi_comm_world": &l.commWorld, "ompi_mpi_errors_return": &l.errorsReturn,
 		"ompi_mpi_float": &l.float, "ompi_mpi_double": &l.double, "ompi_mpi_int32_t": &l.int32,

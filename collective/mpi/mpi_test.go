@@ -158,3 +158,97 @@ func TestRankDies(t *testing.T) {
 	_, err = c.AllReduce(tensor.FromSlice([]float32{1}), collective.Sum)
 	t.Errorf("rank %d: AllReduce returned (%v) with rank 1 dead", c.Rank(), err)
 }
+
+// A rank that hangs does not hang the others: their call fails after the
+// timeout with an error naming it, and the job ends.
+func TestHungRankTimesOut(t *testing.T) {
+	start := time.Now()
+	out, err := mpitest.Start(t, 3, "TestRankHangs", 60*time.Second)
+	if err == nil || strings.Contains(err.Error(), "still running") {
+		t.Fatalf("the job did not fail after a rank hung (%v, after %v):\n%s", err, time.Since(start), out)
+	}
+	if took := time.Since(start); took > 40*time.Second {
+		t.Errorf("the job took %v to end with a timeout of 2s", took)
+	}
+	for _, r := range []int{0, 1} {
+		want := fmt.Sprintf("rank %d diagnosed: collective: timed out: mpi: AllReduce #2 on rank %d of 3 has waited 2", r, r)
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the job's output:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "rank 2 did not answer within 1s") || !strings.Contains(out, fmt.Sprintf("rank %d waits in the same call", 1)) {
+		t.Errorf("the error does not name the hung rank and the waiting one:\n%s", out)
+	}
+}
+
+// TestRankHangs: after a first AllReduce, rank 2 sleeps instead of
+// calling the second; the others report their error and exit.
+func TestRankHangs(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestHungRankTimesOut's mpirun")
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(2 * time.Second)
+	if _, err := c.AllReduce(tensor.FromSlice([]float32{1}), collective.Sum); err != nil {
+		t.Fatal(err)
+	}
+	if c.Rank() == 2 {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	_, err = c.AllReduce(tensor.FromSlice([]float32{1}), collective.Sum)
+	if !errors.Is(err, collective.ErrTimeout) || !errors.Is(err, collective.ErrCollective) {
+		t.Fatalf("rank %d: AllReduce with rank 2 hung: %v", c.Rank(), err)
+	}
+	// The communicator stays failed: later calls and Close return the error.
+	if err2 := c.Barrier(); err2 != err {
+		t.Errorf("rank %d: Barrier after the timeout: %v", c.Rank(), err2)
+	}
+	if err2 := c.Close(); err2 != err {
+		t.Errorf("rank %d: Close after the timeout: %v", c.Rank(), err2)
+	}
+	fmt.Printf("rank %d diagnosed: %v\n", c.Rank(), err)
+	os.Exit(4)
+}
+
+// Ranks that call different collectives are told so.
+func TestMismatchedCollectivesAreNamed(t *testing.T) {
+	out, err := mpitest.Start(t, 2, "TestRankMismatches", 60*time.Second)
+	if err == nil || strings.Contains(err.Error(), "still running") {
+		t.Fatalf("the job did not fail (%v):\n%s", err, out)
+	}
+	for _, want := range []string{
+		"rank 0 diagnosed: collective: timed out: mpi: Broadcast #1 on rank 0 of 2",
+		"waiting in other calls: rank 1 in Recv #1",
+		"rank 1 diagnosed: collective: timed out: mpi: Recv #1 on rank 1 of 2",
+		"waiting in other calls: rank 0 in Broadcast #1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the job's output:\n%s", want, out)
+		}
+	}
+}
+
+// TestRankMismatches: rank 0 broadcasts while rank 1 waits to receive.
+func TestRankMismatches(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestMismatchedCollectivesAreNamed's mpirun")
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(2 * time.Second)
+	// A broadcast larger than MPI's eager limit, so that the root waits.
+	x := tensor.Zeros(tensor.Float32, 1<<20)
+	if c.Rank() == 0 {
+		_, err = c.Broadcast(x, 0)
+	} else {
+		_, err = c.Recv(x, 0, 5)
+	}
+	fmt.Printf("rank %d diagnosed: %v\n", c.Rank(), err)
+	os.Exit(4)
+}
