@@ -79,6 +79,16 @@ type Comm interface {
 	Close() error
 }
 
+// InPlace is a Comm that can reduce into the tensor it is given, as
+// MPI_IN_PLACE does: no result is allocated and nothing is copied on the
+// way. t must be a row-major host tensor whose buffer nothing else reads
+// or writes during the call, and it is overwritten with the result:
+// tensors are otherwise immutable, so use it on buffers you own only (as
+// nn.DistributedTrainStep does with its gradient buckets).
+type InPlace interface {
+	AllReduceInPlace(t *tensor.Tensor, op Op) error
+}
+
 // ErrCollective is wrapped by every error of a collective: a bad argument
 // or a failure the engine reported.
 var ErrCollective = errors.New("collective")

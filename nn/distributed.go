@@ -2,10 +2,13 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -50,69 +53,354 @@ func AllReduceGradients(comm collective.Comm, grads []*tensor.Tensor) ([]*tensor
 	return out, nil
 }
 
-// reduceBucket packs grads into one flat tensor, averages it over the
-// ranks, and unpacks the result into out.
+// reduceBucket packs grads into one flat tensor (a bucket of one
+// gradient on the host is sent as it is), sums it over the ranks, and
+// writes each gradient's share of the sum divided by the size into out:
+// the division and the unpacking in one vectorized pass (ops.Mul on a
+// view), not a scalar pass and a copy.
 func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) error {
 	dt := grads[0].DType()
-	flat := tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
-	buf, off := flat.HostBytes(), 0
-	for _, g := range grads {
-		host, err := g.To(flat.Device())
-		if err != nil {
-			return fmt.Errorf("nn: AllReduceGradients: %w", err)
+	flat := grads[0]
+	if len(grads) > 1 || flat.Device() != device.Host() {
+		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
+		buf, off := flat.HostBytes(), 0
+		for _, g := range grads {
+			host, err := g.To(flat.Device())
+			if err != nil {
+				flat.Release()
+				return fmt.Errorf("nn: AllReduceGradients: %w", err)
+			}
+			off += copy(buf[off:], host.Contiguous().HostBytes())
 		}
-		off += copy(buf[off:], host.Contiguous().HostBytes())
 	}
-	mean, err := comm.AllReduce(flat, collective.Mean)
-	flat.Release()
+	sum, err := comm.AllReduce(flat, collective.Sum)
+	if flat != grads[0] {
+		flat.Release()
+	}
 	if err != nil {
 		return fmt.Errorf("nn: AllReduceGradients: %w", err)
 	}
-	res, off := mean.HostBytes(), 0
-	for i, g := range grads {
-		t := tensor.MustEmpty(dt, g.Shape())
-		off += copy(t.HostBytes(), res[off:off+g.NumElements()*dt.Size()])
-		if g.Device() != t.Device() {
-			moved, err := t.To(g.Device())
-			if err != nil {
-				return fmt.Errorf("nn: AllReduceGradients: %w", err)
+	defer sum.Release()
+	return eager.Catch(func() {
+		scale := tensor.Scalar(1 / float64(comm.Size()))
+		for i, off := 0, 0; i < len(grads); i++ {
+			g, n := grads[i], grads[i].NumElements()
+			part := sum
+			if len(grads) > 1 {
+				part = ops.Reshape(ops.Slice(sum, []int{off}, []int{off + n}, nil), g.Shape()...)
 			}
-			t = moved
+			mean := ops.Mul(part, scale)
+			if part != sum {
+				part.Release()
+			}
+			if g.Device() != mean.Device() {
+				moved, err := mean.To(g.Device())
+				if err != nil {
+					panic(err)
+				}
+				mean.Release()
+				mean = moved
+			}
+			out[i] = mean
+			off += n
 		}
-		out[i] = t
-	}
-	mean.Release()
-	return nil
+	})
 }
 
 // DistributedTrainStep is TrainStep for data-parallel training over comm:
-// the gradient of this rank's batch, averaged over every rank's
-// (AllReduceGradients), then applied by opt. The loss and example count it
-// returns are this rank's; Fit with FitConfig.Comm averages them.
-func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer) Step {
+// the gradient of this rank's batch, averaged over every rank's, then
+// applied by opt. The gradients are grouped in buckets of up to
+// opts.BucketBytes (GradientBucketBytes), last layer first (the order the
+// backward pass finishes them; a gradient of 1 MB or more has a bucket of
+// its own); buckets go out in one fixed order on every rank. The pass is
+// seeded with 1/Size, so that the sum over the ranks is the mean; the
+// sums are taken in buffers the step keeps from one call to the next, in
+// place where comm offers it (collective.InPlace). With opts.Overlap each
+// bucket is sent as soon as its gradients are final (tape.GradientEach),
+// on another goroutine while the pass computes the earlier layers', as
+// PyTorch's DDP does; see DistributedOptions for when that pays. The loss
+// and example count it returns are this rank's; Fit with FitConfig.Comm
+// averages them.
+func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, opts ...DistributedOptions) Step {
+	var o DistributedOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.BucketBytes <= 0 {
+		o.BucketBytes = GradientBucketBytes
+	}
+	var r *gradientReduce // kept from step to step, with its buffers
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: DistributedTrainStep: a batch of (inputs, labels), got %d components", len(b))
 		}
 		var grads []*tensor.Tensor
 		vars := model.Variables()
+		if r == nil || !r.fits(vars) {
+			r = newGradientReduce(comm, vars, o)
+		}
+		r.start()
 		err = eager.Catch(func() {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			l, n = value.Float(), b[0].Dim(0)
-			grads = tp.Gradient(value, Values(vars)...)
+			seed := ops.Div(ops.OnesLike(value), tensor.Scalar(float64(comm.Size())))
+			grads = tp.GradientEach(value, seed, Values(vars), r.ready)
+			seed.Release()
 		})
-		if err != nil {
-			return 0, 0, err
-		}
-		mean, err := AllReduceGradients(comm, grads)
+		mean, rerr := r.wait()
 		releaseAll(grads)
+		if err == nil {
+			err = rerr
+		}
+		if err == nil {
+			err = opt.Apply(vars, mean)
+		}
+		r.release(mean)
 		if err != nil {
 			return 0, 0, err
 		}
-		err = opt.Apply(vars, mean)
-		releaseAll(mean)
-		return l, n, err
+		return l, n, nil
+	}
+}
+
+// DistributedOptions tune DistributedTrainStep; the zero value sends
+// buckets of GradientBucketBytes after the backward pass.
+type DistributedOptions struct {
+	// BucketBytes caps a bucket of gradients sent in one collective
+	// (0: GradientBucketBytes).
+	BucketBytes int
+	// Overlap sends each bucket while the backward pass still runs. It
+	// pays where the exchange waits on something other than the cores
+	// the pass computes on (a network, a GPU's NCCL). MPI waits by
+	// polling, on the core it shares with the pass when each rank has
+	// one core: there it measured slower (bench/README.md, "Data-parallel
+	// scaling"), so it is off by default.
+	Overlap bool
+}
+
+// ownBucketBytes is the gradient size from which a gradient is sent alone
+// (a message that large is efficient already, and needs no unpacking).
+const ownBucketBytes = 1 << 20
+
+// gradientReduce sums a step's gradients over the ranks, in buckets, on
+// a goroutine of its own: ready (on the pass's goroutine) collects each
+// final gradient, and (under Overlap, else once the pass is over) once
+// every gradient of the next bucket in order is in, hands the bucket to
+// the goroutine, which sums the buckets one after another into the mean
+// buffers. The buckets and buffers serve every step of the same
+// variables.
+type gradientReduce struct {
+	comm    collective.Comm
+	overlap bool
+	vars    []*tape.Variable
+	buckets [][]int          // indices of vars, last layer first
+	bucket  []int            // per var: its bucket
+	flats   []*tensor.Tensor // per bucket of several gradients: where they are packed
+	means   []*tensor.Tensor // per var: its summed gradient, on the host, rewritten every step
+
+	// The step's.
+	missing []int // per bucket: gradients not yet final
+	grads   []*tensor.Tensor
+	next    int // the next bucket to send
+	work    chan int
+	done    chan error
+}
+
+func newGradientReduce(comm collective.Comm, vars []*tape.Variable, o DistributedOptions) *gradientReduce {
+	r := &gradientReduce{comm: comm, overlap: o.Overlap, vars: slices.Clone(vars), bucket: make([]int, len(vars)),
+		means: make([]*tensor.Tensor, len(vars)), grads: make([]*tensor.Tensor, len(vars))}
+	bytes, alone := 0, false
+	for i := len(vars) - 1; i >= 0; i-- {
+		v := vars[i].Value()
+		size := v.NumElements() * v.DType().Size()
+		k := len(r.buckets) - 1
+		if k < 0 || alone || size >= ownBucketBytes || vars[r.buckets[k][0]].Value().DType() != v.DType() || bytes+size > o.BucketBytes {
+			r.buckets, bytes = append(r.buckets, nil), 0
+			k++
+		}
+		r.buckets[k] = append(r.buckets[k], i)
+		r.bucket[i] = k
+		bytes += size
+		alone = size >= ownBucketBytes
+	}
+	r.flats = make([]*tensor.Tensor, len(r.buckets))
+	r.missing = make([]int, len(r.buckets))
+	return r
+}
+
+// fits reports whether r was made for vars.
+func (r *gradientReduce) fits(vars []*tape.Variable) bool { return slices.Equal(r.vars, vars) }
+
+// start readies r for a step and starts its sending goroutine.
+func (r *gradientReduce) start() {
+	for k, is := range r.buckets {
+		r.missing[k] = len(is)
+	}
+	clear(r.grads)
+	r.next = 0
+	r.work, r.done = make(chan int, len(r.buckets)), make(chan error, 1)
+	go r.send()
+}
+
+// ready takes the final gradient of vars[i] and, under Overlap, sends
+// the buckets that are complete.
+func (r *gradientReduce) ready(i int, g *tensor.Tensor) {
+	r.grads[i] = g
+	r.missing[r.bucket[i]]--
+	if r.overlap {
+		r.sendComplete()
+	}
+}
+
+// sendComplete hands the complete buckets to the sending goroutine, in
+// bucket order.
+func (r *gradientReduce) sendComplete() {
+	for r.next < len(r.buckets) && r.missing[r.next] == 0 {
+		r.work <- r.next
+		r.next++
+	}
+}
+
+// send sums the buckets it is given, in the order given; after an error
+// it drains the rest without sending.
+func (r *gradientReduce) send() {
+	var err error
+	for k := range r.work {
+		if err == nil {
+			err = r.reduce(k)
+		}
+	}
+	r.done <- err
+}
+
+// reduce sums bucket k's gradients over the ranks into their mean
+// buffers: a gradient alone in place in its buffer, several packed into
+// the bucket's flat buffer and copied out.
+func (r *gradientReduce) reduce(k int) error {
+	var is []int
+	for _, i := range r.buckets[k] {
+		if r.grads[i] != nil { // every rank has the same nil gradients
+			is = append(is, i)
+		}
+	}
+	if len(is) == 0 {
+		return nil
+	}
+	if len(is) == 1 {
+		m := r.mean(is[0])
+		if err := hostCopy(m.HostBytes(), r.grads[is[0]]); err != nil {
+			return err
+		}
+		return r.sum(m)
+	}
+	dt, bytes := r.grads[is[0]].DType(), 0
+	for _, i := range is {
+		bytes += r.grads[i].NumElements() * dt.Size()
+	}
+	flat := r.flats[k]
+	switch {
+	case len(is) < len(r.buckets[k]): // some nil gradients: a buffer for this step alone
+		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
+		defer flat.Release()
+	case flat == nil:
+		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
+		r.flats[k] = flat
+	}
+	buf, off := flat.HostBytes(), 0
+	for _, i := range is {
+		n := r.grads[i].NumElements() * r.grads[i].DType().Size()
+		if err := hostCopy(buf[off:off+n], r.grads[i]); err != nil {
+			return err
+		}
+		off += n
+	}
+	if err := r.sum(flat); err != nil {
+		return err
+	}
+	off = 0
+	for _, i := range is {
+		off += copy(r.mean(i).HostBytes(), buf[off:])
+	}
+	return nil
+}
+
+// sum replaces t's elements by their sum over the ranks.
+func (r *gradientReduce) sum(t *tensor.Tensor) error {
+	if ip, ok := r.comm.(collective.InPlace); ok {
+		if err := ip.AllReduceInPlace(t, collective.Sum); err != nil {
+			return fmt.Errorf("nn: DistributedTrainStep: %w", err)
+		}
+		return nil
+	}
+	s, err := r.comm.AllReduce(t, collective.Sum)
+	if err != nil {
+		return fmt.Errorf("nn: DistributedTrainStep: %w", err)
+	}
+	copy(t.HostBytes(), s.HostBytes())
+	s.Release()
+	return nil
+}
+
+// mean returns vars[i]'s mean buffer, made on first use.
+func (r *gradientReduce) mean(i int) *tensor.Tensor {
+	if r.means[i] == nil {
+		v := r.vars[i].Value()
+		r.means[i] = tensor.MustEmpty(v.DType(), v.Shape())
+	}
+	return r.means[i]
+}
+
+// hostCopy copies g's elements, row-major, into dst.
+func hostCopy(dst []byte, g *tensor.Tensor) error {
+	host, err := g.To(device.Host())
+	if err != nil {
+		return fmt.Errorf("nn: DistributedTrainStep: %w", err)
+	}
+	c := host.Contiguous()
+	copy(dst, c.HostBytes())
+	if c != g {
+		c.Release()
+	}
+	if host != g && host != c {
+		host.Release()
+	}
+	return nil
+}
+
+// wait returns the averaged gradients once every bucket is summed: the
+// mean buffers, or copies on the variables' devices (nil where the
+// gradient is nil, and where a panic cut the pass short).
+func (r *gradientReduce) wait() ([]*tensor.Tensor, error) {
+	r.sendComplete()
+	close(r.work)
+	if err := <-r.done; err != nil {
+		return nil, err
+	}
+	out := make([]*tensor.Tensor, len(r.vars))
+	for i, g := range r.grads {
+		if g == nil || r.missing[r.bucket[i]] > 0 {
+			continue
+		}
+		out[i] = r.means[i]
+		if dev := r.vars[i].Value().Device(); dev != device.Host() {
+			moved, err := out[i].To(dev)
+			if err != nil {
+				r.release(out)
+				return nil, fmt.Errorf("nn: DistributedTrainStep: %w", err)
+			}
+			out[i] = moved
+		}
+	}
+	return out, nil
+}
+
+// release releases what wait handed out but the mean buffers.
+func (r *gradientReduce) release(out []*tensor.Tensor) {
+	for i, t := range out {
+		if t != nil && t != r.means[i] {
+			t.Release()
+		}
 	}
 }
 

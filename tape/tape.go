@@ -157,7 +157,22 @@ func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*ten
 func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
 	t.claim("Gradient", target)
 	defer t.answered.Store(true)
-	return t.gradient(target, seed, sources)
+	return t.gradient(target, seed, sources, nil)
+}
+
+// GradientEach is GradientSeeded (seed nil: ones) that also hands each
+// source's gradient to ready as soon as it is final, while the backward
+// pass goes on: after the last recorded op that reads sources[i] has
+// passed its gradient back (sources no op reads come last, in order).
+// ready runs on the calling goroutine once per source, with what Gradient
+// returns for it (nil where unconnected); it may give g to another
+// goroutine to read (an all-reduce overlapping the rest of the pass:
+// nn.DistributedTrainStep), but must not release it or use this tape.
+// The result is GradientSeeded's.
+func (t *Tape) GradientEach(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(i int, g *tensor.Tensor)) []*tensor.Tensor {
+	t.claim("GradientEach", target)
+	defer t.answered.Store(true)
+	return t.gradient(target, seed, sources, ready)
 }
 
 func (t *Tape) claim(op string, target *tensor.Tensor) {
@@ -170,7 +185,7 @@ func (t *Tape) claim(op string, target *tensor.Tensor) {
 	}
 }
 
-func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) []*tensor.Tensor {
+func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(int, *tensor.Tensor)) []*tensor.Tensor {
 	// The tape's own gradient ops are not recorded on itself.
 	if t.recording.Load() {
 		stopRecording()
@@ -185,23 +200,74 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor) [
 	b := newBackprop(sources)
 	b.set(target, seed, owned)
 	nodes := t.reachable(target)
-	for _, n := range nodes {
-		b.step(n)
-	}
 	out := make([]*tensor.Tensor, len(sources))
-	for i, s := range sources {
-		g := b.grad(s)
-		if g != nil && !t.watches(s) && producer(s) == nil {
+	final := func(i int) { // sources[i]'s gradient will not change any more
+		g := b.grad(sources[i])
+		if g != nil && !t.watches(sources[i]) && producer(sources[i]) == nil {
 			g = nil // neither watched nor computed on this tape
 		}
 		if g == nil && t.opts.UnconnectedZeros {
-			g = ops.ZerosLike(s)
+			g = ops.ZerosLike(sources[i])
 		}
 		out[i] = g
+		if ready != nil {
+			ready(i, g)
+		}
+	}
+	var lastReads map[*node][]int // the sources whose last reader each node is
+	if ready != nil {
+		lastReads = lastReaders(nodes, sources)
+	}
+	for _, n := range nodes {
+		b.step(n)
+		for _, i := range lastReads[n] {
+			final(i)
+		}
+	}
+	done := make([]bool, len(sources))
+	for _, is := range lastReads {
+		for _, i := range is {
+			done[i] = true
+		}
+	}
+	for i := range sources {
+		if !done[i] {
+			final(i)
+		}
 	}
 	b.done()
 	if t.opts.ReleaseIntermediates && !eager.Observing() {
 		releaseMade(nodes, target, sources, out)
+	}
+	return out
+}
+
+// lastReaders maps each node of nodes (latest first) to the sources it
+// is the earliest reader of: once it has run its gradient rule, nothing
+// adds to their gradients.
+func lastReaders(nodes []*node, sources []*tensor.Tensor) map[*node][]int {
+	index := make(map[gradKey][]int, len(sources))
+	for i, s := range sources {
+		k := keyOf(s)
+		index[k] = append(index[k], i)
+	}
+	last := make(map[gradKey]*node, len(sources))
+	for _, n := range nodes {
+		if n.call == nil {
+			continue
+		}
+		for _, x := range n.call.Inputs {
+			if k := keyOf(x); index[k] != nil {
+				last[k] = n // nodes run latest first: the last one seen reads first
+			}
+		}
+	}
+	out := make(map[*node][]int, len(last))
+	for k, n := range last {
+		out[n] = append(out[n], index[k]...)
+	}
+	for _, is := range out {
+		slices.Sort(is) // a node's sources in their order
 	}
 	return out
 }

@@ -212,6 +212,34 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 	return out, nil
 }
 
+// inPlace is MPI_IN_PLACE in Open MPI's mpi.h.
+const inPlace = 1
+
+// AllReduceInPlace is AllReduce writing the result over t
+// (collective.InPlace): t must be a row-major tensor on the host, which
+// nothing else uses during the call.
+func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
+	if t != nil && (t.Device() != device.Host() || !t.IsRowMajor()) {
+		return c.errorf("AllReduceInPlace", "%s on %s: want a row-major tensor on the host", tensor.Describe(t), t.Device().Name())
+	}
+	buf, dt, err := c.hostBytes("AllReduceInPlace", t, true)
+	if err != nil {
+		return err
+	}
+	mop, err := c.op("AllReduceInPlace", op, t.DType())
+	if err != nil {
+		return err
+	}
+	var pin runtime.Pinner
+	if err := c.run("AllReduce", &pin, c.l.allreduce, inPlace, addr(&pin, buf), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
+		return err
+	}
+	if op == collective.Mean {
+		scaleBy(t, 1/float64(c.size))
+	}
+	return nil
+}
+
 // scaleBy multiplies a float host tensor's elements by s in place (the
 // tensor is the collective's own, not yet handed out).
 func scaleBy(t *tensor.Tensor, s float64) {
@@ -346,4 +374,7 @@ func (c *Comm) Close() error {
 	return nil
 }
 
-var _ collective.Comm = (*Comm)(nil)
+var (
+	_ collective.Comm    = (*Comm)(nil)
+	_ collective.InPlace = (*Comm)(nil)
+)
