@@ -19,6 +19,24 @@ import (
 // ns/allreduce and GB/s; run it with -test.benchtime 1x. Outside mpirun it
 // is a one-process job.
 func BenchmarkAllReduce(b *testing.B) {
+	benchAllReduce(b, func(comm *mpi.Comm, x *tensor.Tensor) error {
+		y, err := comm.AllReduce(x, collective.Sum)
+		if err == nil {
+			y.Release()
+		}
+		return err
+	})
+}
+
+// BenchmarkAllReduceInPlace is AllReduceInPlace (MPI_IN_PLACE), the call
+// nn.DistributedTrainStep makes on the buffers it keeps.
+func BenchmarkAllReduceInPlace(b *testing.B) {
+	benchAllReduce(b, func(comm *mpi.Comm, x *tensor.Tensor) error {
+		return comm.AllReduceInPlace(x, collective.Sum)
+	})
+}
+
+func benchAllReduce(b *testing.B, call func(*mpi.Comm, *tensor.Tensor) error) {
 	comm, err := mpi.Open()
 	if err != nil {
 		b.Skip(err)
@@ -27,17 +45,18 @@ func BenchmarkAllReduce(b *testing.B) {
 		x := tensor.RandUniform(tensor.NewRNG(1), tensor.Float32, 0, 1, bytes/4)
 		iters := min(max(256<<20/bytes, 5), 2000)
 		b.Run(fmt.Sprintf("%dKB", bytes>>10), func(b *testing.B) {
+			if err := call(comm, x); err != nil { // warm, as the C loop
+				b.Fatal(err)
+			}
 			calls := 0
 			for b.Loop() {
 				if err := comm.Barrier(); err != nil {
 					b.Fatal(err)
 				}
 				for range iters {
-					y, err := comm.AllReduce(x, collective.Sum)
-					if err != nil {
+					if err := call(comm, x); err != nil {
 						b.Fatal(err)
 					}
-					y.Release()
 				}
 				calls += iters
 			}
