@@ -3,8 +3,8 @@
 // collectives training needs on tensors: AllReduce (sum, mean, max, min),
 // Broadcast, AllGather, ReduceScatter, point-to-point Send and Recv, and
 // Barrier. Implementations run on the engines clusters already have:
-// collective/mpi over MPI (Open MPI, loaded at run time, started by
-// mpirun, srun or an MPI operator).
+// collective/mpi over MPI (Open MPI or MPICH, loaded at run time, started
+// by mpirun, mpiexec, srun or an MPI operator).
 //
 //	comm, err := mpi.Open()                      // MPI_COMM_WORLD
 //	sum, err := comm.AllReduce(grad, collective.Mean)

@@ -1,8 +1,10 @@
 //go:build linux || darwin
 
-// Package mpi is collective.Comm over MPI: Open MPI's libmpi loaded at run
-// time with purego (no cgo, nothing to install to build), the processes
-// started by mpirun, Slurm's srun or Kubernetes' MPI operator.
+// Package mpi is collective.Comm over MPI: Open MPI's libmpi.so.40, or
+// MPICH's libmpi.so.12 (and libraries of its ABI: Intel MPI, MVAPICH),
+// loaded at run time with purego (no cgo, nothing to install to build),
+// whichever is found first (EAGERFLOW_MPI_LIB names one), the processes
+// started by mpirun, mpiexec, Slurm's srun or Kubernetes' MPI operator.
 //
 //	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 //	mpirun -np 2 --mca btl self,tcp ./train      # in a container, as root
@@ -24,6 +26,7 @@ package mpi
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +110,16 @@ func open() (*Comm, error) {
 		return nil, c.fail("MPI_Comm_set_errhandler", code)
 	}
 	return c, nil
+}
+
+// Library is the MPI library in use, as MPI_Get_library_version's first
+// line gives it: "Open MPI v4.1.4, ...", "MPICH Version: 4.0.2".
+func (c *Comm) Library() string {
+	v := c.l.version()
+	if i := strings.IndexByte(v, '\n'); i >= 0 {
+		v = v[:i]
+	}
+	return strings.TrimSpace(v)
 }
 
 // Rank is this process's rank.
@@ -212,9 +225,6 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 	return out, nil
 }
 
-// inPlace is MPI_IN_PLACE in Open MPI's mpi.h.
-const inPlace = 1
-
 // AllReduceInPlace is AllReduce writing the result over t
 // (collective.InPlace): t must be a row-major tensor on the host, which
 // nothing else uses during the call.
@@ -231,7 +241,7 @@ func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 		return err
 	}
 	var pin runtime.Pinner
-	if err := c.run("AllReduce", &pin, c.l.allreduce, inPlace, addr(&pin, buf), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("AllReduce", &pin, c.l.allreduce, c.l.inPlace, addr(&pin, buf), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return err
 	}
 	if op == collective.Mean {
@@ -344,8 +354,7 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	}
 	out := tensor.MustEmpty(like.DType(), like.Shape())
 	var pin runtime.Pinner
-	// MPI_STATUS_IGNORE is a null pointer in Open MPI.
-	if err := c.run("Recv", &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, 0); err != nil {
+	if err := c.run("Recv", &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, c.l.statusIgnore); err != nil {
 		return nil, err
 	}
 	return out, nil

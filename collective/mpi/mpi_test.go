@@ -16,11 +16,18 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// The tests run this test binary again under mpirun, 2 and 3 processes on
-// loopback (internal/mpitest), each rank running TestRankCollectives.
+// The tests run this test binary again under Open MPI's mpirun and MPICH's
+// mpiexec, 2 and 3 processes on loopback (internal/mpitest), each rank
+// running TestRankCollectives.
 func TestCollectivesUnderMPIRun(t *testing.T) {
 	for _, np := range []int{2, 3} {
 		t.Run(fmt.Sprint(np), func(t *testing.T) { mpitest.Run(t, np, "TestRankCollectives") })
+	}
+}
+
+func TestCollectivesUnderMPICH(t *testing.T) {
+	for _, np := range []int{2, 3} {
+		t.Run(fmt.Sprint(np), func(t *testing.T) { mpitest.RunWith(t, mpitest.MPICH, np, "TestRankCollectives") })
 	}
 }
 
@@ -38,6 +45,15 @@ func TestRankCollectives(t *testing.T) {
 	r, n := c.Rank(), c.Size()
 	if n < 2 || r < 0 || r >= n {
 		t.Fatalf("rank %d of %d", r, n)
+	}
+	// The library the launcher's job asked for is the one loaded.
+	lib := "Open MPI"
+	if strings.Contains(os.Getenv("EAGERFLOW_MPI_LIB"), ".so.12") { // mpitest.MPICH's
+
+		lib = "MPICH"
+	}
+	if !strings.Contains(c.Library(), lib) {
+		t.Errorf("rank %d: library %q, want %s", r, c.Library(), lib)
 	}
 	mine := tensor.FromSlice([]float32{float32(r), float32(10 * r), 1, float32(-r)}, 2, 2)
 	tri := float32(n * (n - 1) / 2) // 0 + 1 + ... + n-1
@@ -160,10 +176,17 @@ func TestRankDies(t *testing.T) {
 }
 
 // A rank that hangs does not hang the others: their call fails after the
-// timeout with an error naming it, and the job ends.
+// timeout with an error naming it, and the job ends; under Open MPI and
+// MPICH.
 func TestHungRankTimesOut(t *testing.T) {
+	for _, l := range []mpitest.Launcher{mpitest.OpenMPI, mpitest.MPICH} {
+		t.Run(fmt.Sprint(l), func(t *testing.T) { hungRank(t, l) })
+	}
+}
+
+func hungRank(t *testing.T, l mpitest.Launcher) {
 	start := time.Now()
-	out, err := mpitest.Start(t, 3, "TestRankHangs", 60*time.Second)
+	out, err := mpitest.StartWith(t, l, 3, "TestRankHangs", 60*time.Second)
 	if err == nil || strings.Contains(err.Error(), "still running") {
 		t.Fatalf("the job did not fail after a rank hung (%v, after %v):\n%s", err, time.Since(start), out)
 	}

@@ -147,7 +147,7 @@ func (c *Comm) diagnose(what string, waited time.Duration) error {
 		for q, ok := range answered {
 			if !ok {
 				*flag = 0
-				call(c.l.test, ptr(pin, &recvs[q]), ptr(pin, flag), 0)
+				call(c.l.test, ptr(pin, &recvs[q]), ptr(pin, flag), c.l.statusIgnore)
 				answered[q] = *flag != 0
 			}
 		}
