@@ -233,8 +233,7 @@ func TestRankHangs(t *testing.T) {
 	if err2 := c.Close(); err2 != err {
 		t.Errorf("rank %d: Close after the timeout: %v", c.Rank(), err2)
 	}
-	fmt.Printf("rank %d diagnosed: %v\n", c.Rank(), err)
-	os.Exit(4)
+	exitAfterReport(c.Rank(), err)
 }
 
 // Ranks that call different collectives are told so.
@@ -272,6 +271,14 @@ func TestRankMismatches(t *testing.T) {
 	} else {
 		_, err = c.Recv(x, 0, 5)
 	}
-	fmt.Printf("rank %d diagnosed: %v\n", c.Rank(), err)
+	exitAfterReport(c.Rank(), err)
+}
+
+// exitAfterReport prints a rank's diagnosis and ends the rank, after a
+// pause: MPICH's launcher kills every rank once one exits, and the others
+// must have printed theirs by then.
+func exitAfterReport(rank int, err error) {
+	fmt.Printf("rank %d diagnosed: %v\n", rank, err)
+	time.Sleep(2 * time.Second)
 	os.Exit(4)
 }
