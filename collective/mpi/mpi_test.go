@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,32 +144,56 @@ func want(t *testing.T, what string, got *tensor.Tensor, err error, vals []float
 }
 
 // A rank that dies ends the job: the others, waiting in a collective for
-// it, are stopped by mpirun instead of hanging, and the job fails naming
-// the rank that exited.
+// it, are stopped by the launcher instead of hanging, and the job fails
+// saying so (Open MPI names the dead rank's exit status or signal; MPICH's
+// hydra at most the survivors it then killed): an exit with a status, or
+// SIGKILL, under both.
 func TestDeadRankEndsTheJob(t *testing.T) {
-	start := time.Now()
-	out, err := mpitest.Start(t, 3, "TestRankDies", 60*time.Second)
-	if err == nil {
-		t.Fatalf("the job succeeded with a dead rank:\n%s", out)
-	}
-	if strings.Contains(err.Error(), "still running") {
-		t.Fatalf("the ranks hung for %v after one died:\n%s", time.Since(start), out)
-	}
-	if !strings.Contains(out, "Exit code:    3") && !strings.Contains(out, "exit code 3") && !strings.Contains(out, "non-zero status") {
-		t.Errorf("mpirun's report does not name the dead rank's exit:\n%s", out)
+	for _, l := range []mpitest.Launcher{mpitest.OpenMPI, mpitest.MPICH} {
+		for _, how := range []string{"exit", "kill"} {
+			t.Run(fmt.Sprint(l, "/", how), func(t *testing.T) {
+				t.Setenv("EAGERFLOW_TEST_DEATH", how)
+				start := time.Now()
+				out, err := mpitest.StartWith(t, l, 3, "TestRankDies", 60*time.Second)
+				if err == nil {
+					t.Fatalf("the job succeeded with a dead rank:\n%s", out)
+				}
+				if strings.Contains(err.Error(), "still running") {
+					t.Fatalf("the ranks hung for %v after one died:\n%s", time.Since(start), out)
+				}
+				want := []string{"Exit code:    3", "exit code 3", "non-zero status"}
+				switch {
+				case l == mpitest.MPICH:
+					return // hydra fails the job; its report, when it prints one, names the survivors it killed
+				case how == "kill":
+					want = []string{"signal 9", "Killed"}
+				}
+				found := false
+				for _, w := range want {
+					found = found || strings.Contains(out, w)
+				}
+				if !found {
+					t.Errorf("the launcher's report names none of %q:\n%s", want, out)
+				}
+			})
+		}
 	}
 }
 
-// TestRankDies: rank 1 exits before the collective the others wait in.
+// TestRankDies: rank 1 exits with status 3 (or is killed, by
+// EAGERFLOW_TEST_DEATH=kill) before the collective the others wait in.
 func TestRankDies(t *testing.T) {
 	if !mpitest.Rank() {
-		t.Skip("runs as a rank under TestDeadRankEndsTheJob's mpirun")
+		t.Skip("runs as a rank under TestDeadRankEndsTheJob's launcher")
 	}
 	c, err := Open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Rank() == 1 {
+		if os.Getenv("EAGERFLOW_TEST_DEATH") == "kill" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
 		os.Exit(3)
 	}
 	_, err = c.AllReduce(tensor.FromSlice([]float32{1}), collective.Sum)
