@@ -56,6 +56,19 @@ func BenchmarkRNNLoopGrad(b *testing.B) {
 	}
 }
 
+// BenchmarkRNNLoopGradReleased is BenchmarkRNNLoopGrad on a tape that
+// releases its intermediates (as nn.TrainStep's does): the loop's record
+// goes back to the buffer cache once the gradient is taken.
+func BenchmarkRNNLoopGradReleased(b *testing.B) {
+	r := newRNN()
+	b.ReportAllocs()
+	for b.Loop() {
+		tp := tape.New(tape.Options{ReleaseIntermediates: true})
+		h := r.forward(control.WhileOptions{})
+		tp.Gradient(ops.Sum(h), r.w.Value())[0].Release()
+	}
+}
+
 // BenchmarkRNNLoopForward is the same loop with no tape.
 func BenchmarkRNNLoopForward(b *testing.B) {
 	r := newRNN()

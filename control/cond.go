@@ -106,6 +106,6 @@ func branch(fn func() []*tensor.Tensor) []*tensor.Tensor {
 	return flow.PassThrough(outs, func() []*tensor.Tensor {
 		return regions.RecordRegion(caps, outs, func(dys []*tensor.Tensor) []*tensor.Tensor {
 			return regions.WindowVJP(outs, dys, caps, from, to)
-		})
+		}, func(keep func(*tensor.Tensor) bool) { regions.ReleaseWindow(from, to, outs, keep) })
 	})
 }

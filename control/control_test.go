@@ -3,11 +3,13 @@ package control_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
@@ -294,5 +296,47 @@ func TestControlBadInput(t *testing.T) {
 				t.Errorf("got %q, want kind %v containing %q", err, c.kind, c.msg)
 			}
 		})
+	}
+}
+
+// Under a tape that releases its intermediates, a While's record goes back
+// to the device's buffer cache: its interior values at the end of each
+// iteration (those no gradient rule reads), the rest once the gradient is
+// taken; the gradient and the loop's result are as without. A keeping
+// tape recording too keeps everything.
+func TestWhileReleasesItsRecord(t *testing.T) {
+	w := tape.NewVariable("w", ops.Mul(tensor.RandNormal(tensor.NewRNG(5), tensor.Float32, 16, 16), tensor.Scalar(float32(0.2))))
+	c := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 1, 16)
+	run := func(opts tape.Options, also bool) (h []float32, g *tensor.Tensor, freed int64) {
+		st := device.Host().Stats()
+		f0 := st.Frees.Load()
+		var outer *tape.Tape
+		if also {
+			outer = tape.New() // keeps its intermediates
+		}
+		tp := tape.New(opts)
+		out := control.Fori(0, 20, func(i *tensor.Tensor, v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Tanh(ops.Add(ops.MatMul(v[0], w.Value()), c))}
+		}, []*tensor.Tensor{tensor.Zeros(tensor.Float32, 1, 16)}, control.WhileOptions{})
+		h = tensor.ToSlice[float32](out[0]) // an intermediate: released with the others
+		g = tp.Gradient(ops.Sum(out[0]), w.Value())[0]
+		if outer != nil {
+			outer.Stop()
+		}
+		return h, g, st.Frees.Load() - f0
+	}
+	h0, g0, keptFreed := run(tape.Options{}, false)
+	h1, g1, relFreed := run(tape.Options{ReleaseIntermediates: true}, false)
+	if !slices.Equal(tensor.ToSlice[float32](g0), tensor.ToSlice[float32](g1)) || !slices.Equal(h0, h1) {
+		t.Fatal("the loop's result or gradient differs when its record is released")
+	}
+	// 20 iterations' MatMul and Add (at once) and Tanh (once the view the
+	// next iteration read is released too).
+	if relFreed-keptFreed < 3*20 {
+		t.Errorf("released %d buffers with ReleaseIntermediates, %d without", relFreed, keptFreed)
+	}
+	_, g2, bothFreed := run(tape.Options{ReleaseIntermediates: true}, true)
+	if !slices.Equal(tensor.ToSlice[float32](g0), tensor.ToSlice[float32](g2)) || bothFreed > keptFreed+20 {
+		t.Errorf("with a keeping tape recording too: %d buffers released (%d alone)", bothFreed, keptFreed)
 	}
 }

@@ -32,7 +32,7 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 				}
 			}
 			return grad(xs, outs, dys)
-		})
+		}, nil)
 		return outs
 	}
 }

@@ -15,6 +15,9 @@ type node struct {
 	call   *eager.Call
 	outs   []*tensor.Tensor
 	custom func(dys []*tensor.Tensor) []*tensor.Tensor
+	// release, on a region's node, releases what the region made inside
+	// (internal/regions.RecordRegion).
+	release func(keep func(*tensor.Tensor) bool)
 }
 
 // seq orders every recorded node in the process; backprop walks nodes in

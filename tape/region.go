@@ -33,15 +33,31 @@ var recordingTapes atomic.Int32
 // startRecording and stopRecording count a tape on and off, and with it
 // the observation of ops that package eager does only while someone
 // records.
-func startRecording() {
+// startRecording counts a tape on; keeps says it does not release its
+// intermediates.
+func startRecording(keeps bool) {
 	recordingTapes.Add(1)
+	if keeps {
+		keepingTapes.Add(1)
+	}
 	eager.Activate()
 }
 
-func stopRecording() {
+func stopRecording(keeps bool) {
 	recordingTapes.Add(-1)
+	if keeps {
+		keepingTapes.Add(-1)
+	}
 	eager.Deactivate()
 }
+
+// keepingTapes counts the recording tapes that keep their intermediates.
+var keepingTapes atomic.Int64
+
+// releasesInterior reports whether every recording tape releases its
+// intermediates (tape.Options.ReleaseIntermediates): then a loop's
+// interior values that no gradient rule reads may go at once.
+func releasesInterior() bool { return anyRecording() && keepingTapes.Load() == 0 }
 
 // anyRecording reports whether any tape is recording (somewhere in the
 // process), that is, whether regions need recording at all. Tapes count
@@ -68,8 +84,8 @@ func recordsAny(xs ...*tensor.Tensor) bool {
 // while the tapes have paused (a checkpointed loop recomputes an iteration
 // inside a backward pass so that it can differentiate it).
 func force(fn func()) {
-	startRecording()
-	defer stopRecording()
+	startRecording(false)
+	defer stopRecording(false)
 	fn()
 }
 
@@ -157,6 +173,13 @@ func dropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 			n.outs[i] = d.stub(y)
 		}
 	}
+	if releasesInterior() {
+		for x := range d.stubs {
+			if x.Traced() == nil { // a trace's values stay: its graph is built from them
+				x.Release() // made in the window, read by no rule, kept by no loop value
+			}
+		}
+	}
 }
 
 // dropper is DropUnread's scratch, recycled: loops call it every iteration.
@@ -230,7 +253,7 @@ func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 // gets none, it returns one per input, nil for none). It returns fresh tensors with the
 // outputs' values that carry the node; callers hand those on. When no tape
 // is recording, or no input is tracked, it returns outputs unchanged.
-func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
 	if !anyRecording() || !slices.ContainsFunc(inputs, tracked) {
 		return outputs
 	}
@@ -238,8 +261,28 @@ func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.
 	for i, y := range outputs {
 		fresh[i] = ops.StopGradient(y)
 	}
-	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward})
+	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward, release: release})
 	return fresh
+}
+
+// releaseWindow releases the values made by the ops recorded in (from,
+// to] that outputs depend on, but keep's and those an op passed on from
+// its inputs (regions.ReleaseWindow).
+func releaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool) {
+	seen := walkers.Get().(map[*node]bool)
+	defer func() { clear(seen); walkers.Put(seen) }()
+	nodes, _ := walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, seen, nil, nil)
+	for _, n := range nodes {
+		if n.release != nil {
+			n.release(keep) // a region inside the window
+		}
+		for _, o := range n.outs {
+			if producer(o) != n || keep(o) || (n.call != nil && isOneOf(o, n.call.Inputs)) {
+				continue
+			}
+			o.Release()
+		}
+	}
 }
 
 // regionsImpl is the tape's side of package internal/regions.
@@ -261,6 +304,9 @@ func (regionsImpl) Captures(from, to uint64, outputs, inside []*tensor.Tensor) [
 func (regionsImpl) WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
 	return windowVJP(outputs, seeds, sources, from, to)
 }
-func (regionsImpl) RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
-	return recordRegion(inputs, outputs, backward)
+func (regionsImpl) RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
+	return recordRegion(inputs, outputs, backward, release)
+}
+func (regionsImpl) ReleaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool) {
+	releaseWindow(from, to, outputs, keep)
 }

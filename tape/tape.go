@@ -29,7 +29,11 @@ type Options struct {
 	// buffers serve the next training step instead of waiting for the
 	// garbage collector. Intermediates the caller still holds must not be
 	// used afterwards: they panic with tensor.ErrReleased. Not with
-	// Persistent (New panics).
+	// Persistent (New panics). While every recording tape releases its
+	// intermediates, a loop's (control.While, Scan) interior values that
+	// no gradient rule reads go back to the cache at the end of their
+	// iteration, so values of one iteration must reach the next as loop
+	// values, not through Go variables.
 	ReleaseIntermediates bool
 }
 
@@ -48,6 +52,7 @@ type Tape struct {
 	// deactivates, so a tape is counted off exactly once.
 	recording *atomic.Bool
 	self      weak.Pointer[Tape] // how watch sets name this tape
+	keeps     bool               // not ReleaseIntermediates: counted in keepingTapes while recording
 }
 
 // New starts a tape that records from now on. Call Stop when the forward
@@ -63,24 +68,32 @@ func New(opts ...Options) *Tape {
 			"ReleaseIntermediates needs a one-shot tape: a persistent one may be asked again")
 	}
 	t.recording.Store(true)
-	startRecording()
+	t.keeps = !t.opts.ReleaseIntermediates
+	startRecording(t.keeps)
 	// A tape dropped while recording stops counting as active.
-	runtime.AddCleanup(t, deactivate, t.recording)
+	runtime.AddCleanup(t, deactivate, activity{t.recording, t.keeps})
 	return t
 }
 
 // deactivate counts a recording tape off, once.
-func deactivate(recording *atomic.Bool) {
-	if recording.CompareAndSwap(true, false) {
-		stopRecording()
+func deactivate(a activity) {
+	if a.recording.CompareAndSwap(true, false) {
+		stopRecording(a.keeps)
 	}
+}
+
+// activity is what deactivate needs of a tape: whether it records, and
+// whether it keeps its intermediates.
+type activity struct {
+	recording *atomic.Bool
+	keeps     bool
 }
 
 // Stop ends recording. Ops run afterwards are not on this tape.
 func (t *Tape) Stop() {
 	if t.recording.Load() {
 		t.stop.CompareAndSwap(0, seq.Load())
-		deactivate(t.recording)
+		deactivate(activity{t.recording, t.keeps})
 	}
 }
 
@@ -188,8 +201,8 @@ func (t *Tape) claim(op string, target *tensor.Tensor) {
 func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(int, *tensor.Tensor)) []*tensor.Tensor {
 	// The tape's own gradient ops are not recorded on itself.
 	if t.recording.Load() {
-		stopRecording()
-		defer startRecording()
+		stopRecording(t.keeps)
+		defer startRecording(t.keeps)
 	}
 	owned := seed == nil // the tape may recycle a seed it made
 	if seed == nil {
@@ -273,12 +286,16 @@ func lastReaders(nodes []*node, sources []*tensor.Tensor) map[*node][]int {
 }
 
 // releaseMade releases the outputs of nodes (made by them, not handed on
-// from an input), but for target, sources and grads.
+// from an input), but for target, sources and grads, and has each region
+// among nodes release what it made inside.
 func releaseMade(nodes []*node, target *tensor.Tensor, sources, grads []*tensor.Tensor) {
+	keep := func(o *tensor.Tensor) bool { return o == target || isOneOf(o, sources) || isOneOf(o, grads) }
 	for _, n := range nodes {
+		if n.release != nil {
+			n.release(keep)
+		}
 		for _, o := range n.outs {
-			if o == target || producer(o) != n || isOneOf(o, sources) || isOneOf(o, grads) ||
-				(n.call != nil && isOneOf(o, n.call.Inputs)) {
+			if producer(o) != n || keep(o) || (n.call != nil && isOneOf(o, n.call.Inputs)) {
 				continue
 			}
 			o.Release()

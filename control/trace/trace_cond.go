@@ -248,7 +248,7 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		return t.Cond(pred, [2]func() []*tensor.Tensor{grad(0), grad(1)})
 	}
 	var fresh []*tensor.Tensor
-	t.unrecorded(func() { fresh = regions.RecordRegion(caps, res, backward) })
+	t.unrecorded(func() { fresh = regions.RecordRegion(caps, res, backward, nil) })
 	for i, y := range fresh {
 		t.setVal(y, merged[i])
 	}

@@ -102,7 +102,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		return t.whileGradient(l, fr, &win, caps, init, trips, dys)
 	}
 	var res []*tensor.Tensor
-	t.unrecorded(func() { res = regions.RecordRegion(slices.Concat(init, caps), outs, backward) })
+	t.unrecorded(func() { res = regions.RecordRegion(slices.Concat(init, caps), outs, backward, nil) })
 	for i, y := range res {
 		t.setVal(y, fr.exits[i])
 	}
@@ -221,7 +221,7 @@ func (t *tracer) differentiable(r *tensor.Tensor, v graph.Output) *tensor.Tensor
 				t.fail(fmt.Errorf("%w (a loop's gradient differentiated again)", errUnroll))
 			}
 			return dys
-		})
+		}, nil)
 	})
 	t.setVal(res[0], v)
 	return res[0]

@@ -23,7 +23,8 @@ type Tape interface {
 	Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor
 	DropUnread(from, to uint64, outputs, keep []*tensor.Tensor)
 	WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor
-	RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor
+	RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor
+	ReleaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool)
 }
 
 var impl Tape
@@ -72,7 +73,18 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 }
 
 // RecordRegion puts one node on the recording tapes: outputs computed from
-// inputs, whose gradients backward gives from the outputs'.
-func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
-	return impl.RecordRegion(inputs, outputs, backward)
+// inputs, whose gradients backward gives from the outputs'. release, when
+// not nil, is called by a tape that releases its intermediates
+// (tape.Options.ReleaseIntermediates) once its pass is over: it releases
+// the values the region made inside (its windows', with ReleaseWindow)
+// but those keep reports (the pass's target, sources and gradients).
+func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
+	return impl.RecordRegion(inputs, outputs, backward, release)
+}
+
+// ReleaseWindow releases the values that the ops recorded in (from, to]
+// made on the way to outputs, but those keep reports and those an op
+// passed on from its inputs.
+func ReleaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool) {
+	impl.ReleaseWindow(from, to, outputs, keep)
 }

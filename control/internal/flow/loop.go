@@ -163,7 +163,25 @@ func (l *Loop) Finish(inputs, outputs []*tensor.Tensor) []*tensor.Tensor {
 		// Nothing outside depends on the loop's record: drop it.
 		return PassThrough(outputs, func() []*tensor.Tensor { return detachAll(outputs, ops.StopGradient) })
 	}
-	return PassThrough(outputs, func() []*tensor.Tensor { return regions.RecordRegion(regionIn, outputs, l.Backward) })
+	return PassThrough(outputs, func() []*tensor.Tensor { return regions.RecordRegion(regionIn, outputs, l.Backward, l.release) })
+}
+
+// release lets the buffers of the loop's record go back to their device's
+// cache once a tape that releases its intermediates is done with it
+// (regions.RecordRegion): each stored iteration's window, and the views
+// of its inputs the loop made, but what keep reports and the captures.
+func (l *Loop) release(keep func(*tensor.Tensor) bool) {
+	for _, it := range l.iters {
+		if it.out != nil {
+			regions.ReleaseWindow(it.from, it.to, it.out, keep)
+		}
+		for _, x := range it.in {
+			if !keep(x) && !containsTensor(l.Caps, x) {
+				x.Release()
+			}
+		}
+	}
+	l.iters = nil
 }
 
 // PassThrough runs fn, which returns a copy of each of xs made for the
