@@ -107,9 +107,9 @@ func inRange(n *node, from, to uint64) bool { return n.seq > from && n.seq <= to
 // inputs). They are what a region must pass gradients to. The order is the
 // order of first use, so it is deterministic.
 func captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
-	seen := walkers.Get().(map[*node]bool)
-	defer func() { clear(seen); walkers.Put(seen) }()
-	nodes, _ := walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, seen, nil, nil)
+	w := getWalker()
+	defer w.put()
+	nodes := w.back(outputs, func(n *node) bool { return inRange(n, from, to) })
 	var caps []*tensor.Tensor
 	addCap := func(x *tensor.Tensor) {
 		if !slices.Contains(caps, x) && !slices.Contains(inside, x) && tracked(x) {
@@ -235,9 +235,9 @@ func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 			b.set(y, seeds[i], false) // the caller's
 		}
 	}
-	w := &Tape{start: from}
-	w.stop.Store(to)
-	for _, n := range w.reachableFrom(outputs) {
+	w := getWalker()
+	defer w.put()
+	for _, n := range w.latestFirst(outputs, func(n *node) bool { return inRange(n, from, to) }) {
 		b.step(n)
 	}
 	out := make([]*tensor.Tensor, len(sources))
@@ -269,10 +269,9 @@ func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.
 // to] that outputs depend on, but keep's and those an op passed on from
 // its inputs (regions.ReleaseWindow).
 func releaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool) {
-	seen := walkers.Get().(map[*node]bool)
-	defer func() { clear(seen); walkers.Put(seen) }()
-	nodes, _ := walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, seen, nil, nil)
-	for _, n := range nodes {
+	w := getWalker()
+	defer w.put()
+	for _, n := range w.back(outputs, func(n *node) bool { return inRange(n, from, to) }) {
 		if n.release != nil {
 			n.release(keep) // a region inside the window
 		}

@@ -212,7 +212,9 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 	}
 	b := newBackprop(sources)
 	b.set(target, seed, owned)
-	nodes := t.reachable(target)
+	w := getWalker()
+	defer w.put()
+	nodes := w.latestFirst([]*tensor.Tensor{target}, t.inWindow)
 	out := make([]*tensor.Tensor, len(sources))
 	final := func(i int) { // sources[i]'s gradient will not change any more
 		g := b.grad(sources[i])
@@ -303,22 +305,39 @@ func releaseMade(nodes []*node, target *tensor.Tensor, sources, grads []*tensor.
 	}
 }
 
-// reachable returns the nodes in t's window that target depends on, latest
-// first.
-func (t *Tape) reachable(target *tensor.Tensor) []*node {
-	return t.reachableFrom([]*tensor.Tensor{target})
+// walker is the scratch of walks over the record, recycled: a loop's
+// backward walks each iteration's window.
+type walker struct {
+	seen  map[*node]bool
+	stack []*tensor.Tensor
+	nodes []*node
 }
 
-// walkers recycles the scratch of reachableFrom.
-var walkers = sync.Pool{New: func() any { return map[*node]bool{} }}
+var walkers = sync.Pool{New: func() any { return &walker{seen: map[*node]bool{}} }}
 
-// reachableFrom is reachable for several targets.
-func (t *Tape) reachableFrom(targets []*tensor.Tensor) []*node {
-	seen := walkers.Get().(map[*node]bool)
-	defer func() { clear(seen); walkers.Put(seen) }()
-	order, _ := walkBack(targets, t.inWindow, seen, nil, nil)
-	slices.SortFunc(order, func(a, b *node) int { return cmp.Compare(b.seq, a.seq) })
-	return order
+func getWalker() *walker { return walkers.Get().(*walker) }
+
+// put returns w to the pool; the nodes it returned are not used after.
+func (w *walker) put() {
+	clear(w.seen)
+	clear(w.stack[:cap(w.stack)])
+	clear(w.nodes[:cap(w.nodes)])
+	w.stack, w.nodes = w.stack[:0], w.nodes[:0]
+	walkers.Put(w)
+}
+
+// back returns the recorded ops that targets depend on through ops for
+// which in holds, in no order (valid until put).
+func (w *walker) back(targets []*tensor.Tensor, in func(*node) bool) []*node {
+	w.nodes, w.stack = walkBack(targets, in, w.seen, w.stack, w.nodes)
+	return w.nodes
+}
+
+// latestFirst is back sorted latest first.
+func (w *walker) latestFirst(targets []*tensor.Tensor, in func(*node) bool) []*node {
+	nodes := w.back(targets, in)
+	slices.SortFunc(nodes, func(a, b *node) int { return cmp.Compare(b.seq, a.seq) })
+	return nodes
 }
 
 // walkBack appends to nodes every recorded op that targets depend on
