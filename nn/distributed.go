@@ -65,12 +65,12 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
 		buf, off := flat.HostBytes(), 0
 		for _, g := range grads {
-			host, err := g.To(flat.Device())
-			if err != nil {
+			n := g.NumElements() * dt.Size()
+			if err := hostCopy(buf[off:off+n], g); err != nil {
 				flat.Release()
-				return fmt.Errorf("nn: AllReduceGradients: %w", err)
+				return err
 			}
-			off += copy(buf[off:], host.Contiguous().HostBytes())
+			off += n
 		}
 	}
 	sum, err := comm.AllReduce(flat, collective.Sum)
@@ -355,7 +355,7 @@ func (r *gradientReduce) mean(i int) *tensor.Tensor {
 func hostCopy(dst []byte, g *tensor.Tensor) error {
 	host, err := g.To(device.Host())
 	if err != nil {
-		return fmt.Errorf("nn: DistributedTrainStep: %w", err)
+		return fmt.Errorf("nn: gradients to the host: %w", err)
 	}
 	c := host.Contiguous()
 	copy(dst, c.HostBytes())

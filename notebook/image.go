@@ -7,7 +7,6 @@ import (
 	"html"
 	"image"
 	"image/png"
-	"math"
 	"strings"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -62,23 +61,21 @@ func heatmap(x *tensor.Tensor, opts plot.ImageOptions) (string, string, error) {
 	if x.DType() == tensor.Bool {
 		return "", "", fmt.Errorf("a Bool tensor has no values to colour; Cast it first")
 	}
-	var values []float64
+	if x.NumElements() == 0 {
+		return "", "", fmt.Errorf("shape %v has no elements", x.Shape())
+	}
+	lo, hi := opts.Min, opts.Max
 	var nhwc *tensor.Tensor
 	if err := eager.Catch(func() {
-		values = tensor.ToSlice[float64](ops.Cast(x, tensor.Float64))
+		if lo == 0 && hi == 0 { // the tensor's own range, which the scale shows
+			lo, hi = ops.Amin(x).Float(), ops.Amax(x).Float()
+		}
 		nhwc = ops.Index(x, ops.Ellipsis, ops.NewAxis)
 		if x.Rank() == 2 {
 			nhwc = ops.Index(nhwc, ops.NewAxis)
 		}
 	}); err != nil {
 		return "", "", err
-	}
-	lo, hi := opts.Min, opts.Max
-	if lo == 0 && hi == 0 {
-		lo, hi = math.Inf(1), math.Inf(-1)
-		for _, v := range values {
-			lo, hi = min(lo, v), max(hi, v)
-		}
 	}
 	opts.Min, opts.Max, opts.Heat, opts.ChannelsFirst = lo, hi, true, false
 	if opts.Scale == 0 {
