@@ -29,18 +29,28 @@ type frontEnd interface {
 	newID() string
 }
 
+// gonb is GoNB's front end. Each display waits until GoNB has it
+// (gonbui.Sync): a cell's program may end right after its last display,
+// and what is still in the pipe then is lost.
 type gonb struct{}
 
-func (gonb) notebook() bool      { return gonbui.IsNotebook }
-func (gonb) display(s string)    { gonbui.DisplayHTML(s) }
-func (gonb) update(id, s string) { gonbui.UpdateHTML(id, s) }
-func (gonb) newID() string       { return "eagerflow_" + gonbui.UniqueId() }
+func (gonb) notebook() bool { return gonbui.IsNotebook }
+func (gonb) display(s string) {
+	gonbui.DisplayHTML(s)
+	gonbui.Sync()
+}
+func (gonb) update(id, s string) {
+	gonbui.UpdateHTML(id, s)
+	gonbui.Sync()
+}
+func (gonb) newID() string { return "eagerflow_" + gonbui.UniqueId() }
 
 var front frontEnd = gonb{}
 
-// Flush waits until every display sent so far has reached the notebook.
-// A cell's program calls it before exiting when its last output matters
-// (GoNB's gonbui.Sync); outside a notebook it does nothing.
+// Flush waits until every display sent so far has reached the notebook
+// (GoNB's gonbui.Sync). The package's own displays wait already; Flush is
+// for what a cell sends through gonbui itself. Outside a notebook it does
+// nothing.
 func Flush() {
 	if front.notebook() {
 		gonbui.Sync()
