@@ -402,6 +402,20 @@ func samples() map[string][]sample {
 			}, true, true))
 		}
 	}
+	for i, o := range convCases {
+		for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+				add("FusedConv2D", one(fmt.Sprintf("%v %v case %d", f, act, i), func() {
+					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+					ops.FusedConv2D(x, w, r(-1, 1, 4), o, act)
+				}, true, true))
+			}
+		}
+	}
+	add("FusedConv2D", one("float32 relu batch over the workers", func() {
+		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
+		ops.FusedConv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), ops.Cast(r(-1, 1, 16), tensor.Float32), o, ops.ReluActivation)
+	}, false, false))
 	add("Conv2DGemm", one("float32 batch over the workers", func() {
 		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
 		ops.Conv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), o)

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"reflect"
+
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -39,7 +41,13 @@ func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOp
 }
 
 // Forward convolves, adds the bias on the feature dimension, activates.
+// With a bias and no activation or ops.Relu, the three are one op
+// (ops.FusedConv2D), which keeps one tensor of the output's size for the
+// gradient instead of three.
 func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if act, ok := fusable(c.opts.Activation); ok && c.Bias != nil {
+		return ops.FusedConv2D(x, c.Filter.Value(), c.Bias.Value(), c.opts.Conv2DOpts, act)
+	}
 	y := ops.Conv2D(x, c.Filter.Value(), c.opts.Conv2DOpts)
 	if c.Bias != nil {
 		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, c.Bias.Value(), c.opts.Format) })
@@ -75,3 +83,17 @@ func (p AvgPool2D) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.AvgPool
 
 // Variables returns none.
 func (AvgPool2D) Variables() []*tape.Variable { return nil }
+
+// fusable is the ops.FusedActivation of an activation function, and
+// whether there is one: none for nil, ReluActivation for ops.Relu.
+func fusable(f func(*tensor.Tensor) *tensor.Tensor) (ops.FusedActivation, bool) {
+	switch {
+	case f == nil:
+		return ops.NoActivation, true
+	case reflect.ValueOf(f).Pointer() == reluPC:
+		return ops.ReluActivation, true
+	}
+	return 0, false
+}
+
+var reluPC = reflect.ValueOf(ops.Relu).Pointer()

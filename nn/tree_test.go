@@ -97,7 +97,7 @@ func TestLayerErrorsNameTheLayer(t *testing.T) {
 	m := fashionModel()
 	err := eager.Catch(func() { m.Forward(tensor.Zeros(tensor.Float32, 2, 28, 28, 2)) })
 	var te *tensor.Error
-	if !errors.As(err, &te) || !strings.Contains(err.Error(), "ops: conv1: Conv2D") {
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "ops: conv1: FusedConv2D") {
 		t.Errorf("error %v, want one naming conv1", err)
 	}
 	// A layer without variables is named by position and kind; nested

@@ -118,23 +118,28 @@ func checkDy(c *eager.Call, dy *tensor.Tensor, a Conv2DGemmAttrs, n, o int) {
 	}
 }
 
+// inferConv checks a convolution of x with filter f under attributes a
+// and declares its output.
+func inferConv(c *eager.Call, x, f *tensor.Tensor, a Conv2DGemmAttrs) []eager.Out {
+	rank4(c, x, "input", a.Format)
+	rank4(c, f, "filter", a.Format)
+	if h, w := hw(x, a.Format); f.Dim(0) != a.KH || f.Dim(1) != a.KW || h != a.H || w != a.W {
+		c.Fail(tensor.ErrAttr, "attributes %v do not match input %v and filter %v", a, x.Shape(), f.Shape())
+	}
+	if f.Dim(2) != a.Channels(x) {
+		c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.Channels(x))
+	}
+	oh, ow := a.outSize(c)
+	return c.Out1(x.DType(), a.batchShape(x.Dim(0), f.Dim(3), oh, ow))
+}
+
 var conv2DGemmOp, conv2DGemmInputOp, conv2DGemmFilterOp *eager.Op
 
 func init() {
 	conv2DGemmOp = eager.Register(&eager.Op{
 		Name: "Conv2DGemm", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
-			rank4(c, x, "input", a.Format)
-			rank4(c, f, "filter", a.Format)
-			if h, w := hw(x, a.Format); f.Dim(0) != a.KH || f.Dim(1) != a.KW || h != a.H || w != a.W {
-				c.Fail(tensor.ErrAttr, "attributes %v do not match input %v and filter %v", a, x.Shape(), f.Shape())
-			}
-			if f.Dim(2) != a.Channels(x) {
-				c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.Channels(x))
-			}
-			oh, ow := a.outSize(c)
-			return c.Out1(x.DType(), a.batchShape(x.Dim(0), f.Dim(3), oh, ow))
+			return inferConv(c, c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)

@@ -251,21 +251,98 @@ func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA
 }
 
 func conv2DGemmKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	x, f, a := c.Inputs[0], c.Inputs[1], c.Attrs.(ops.Conv2DGemmAttrs)
+	convForward[T](c, c.Attrs.(ops.Conv2DGemmAttrs), outs[0], convEpilogue[T]{})
+}
+
+// fusedConv2DKernel is FusedConv2D: the convolution with the bias and the
+// activation applied to each image's output after its GEMM, while it is
+// in cache.
+func fusedConv2DKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.FusedConv2DAttrs)
+	ep := newEpilogue(data[T](c.Inputs[2]), a.Activation == ops.ReluActivation, a.Conv.Format)
+	defer ep.free()
+	convForward(c, a.Conv, outs[0], ep)
+}
+
+// convForward is the convolution of the call's first two inputs (x and
+// the filter) into y, ep applied to each image's output.
+func convForward[T tensor.Float](c *eager.Call, a ops.Conv2DGemmAttrs, y *tensor.Tensor, ep convEpilogue[T]) {
+	x, f := c.Inputs[0], c.Inputs[1]
 	g := geomOf(a, x.Dim(0), a.Channels(x), f.Dim(3))
 	if g.format == ops.NHWC {
-		conv2DNHWC[T](c, g, data[T](x), data[T](f), data[T](outs[0]))
+		conv2DNHWC(c, g, data[T](x), data[T](f), data[T](y), ep)
 		return
 	}
-	xv, yv := data[T](x), data[T](outs[0])
+	xv, yv := data[T](x), data[T](y)
 	taps, ohw := g.taps(), g.oh*g.ow
 	fm, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	tapMajor(fm, data[T](f), g)
 	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
 		im2row(p, xv[n*g.c*g.h*g.w:], g)
-		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yv[n*g.o*ohw:(n+1)*g.o*ohw], false)
+		yn := yv[n*g.o*ohw : (n+1)*g.o*ohw]
+		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yn, false)
+		ep.apply(yn, ohw)
 	}, nil)
+}
+
+// convEpilogue is what FusedConv2D does to each image's output after its
+// GEMM: add the bias, then Relu when relu is set. Without a bias it does
+// nothing (Conv2D).
+type convEpilogue[T tensor.Float] struct {
+	bias []T
+	relu bool
+	// tile (NHWC) is the bias repeated to about periodTile elements, so
+	// that adding it to the image's [OH*OW, O] output is long row adds.
+	tile []T
+	buf  *[]byte
+}
+
+func newEpilogue[T tensor.Float](bias []T, relu bool, f ops.DataFormat) convEpilogue[T] {
+	e := convEpilogue[T]{bias: bias, relu: relu}
+	if f == ops.NHWC && len(bias) > 0 {
+		reps := max(1, periodTile/len(bias))
+		e.tile, e.buf = gemmScratch[T](reps * len(bias))
+		for i := 0; i < len(e.tile); i += len(bias) {
+			copy(e.tile[i:], bias)
+		}
+	}
+	return e
+}
+
+func (e convEpilogue[T]) free() {
+	if e.buf != nil {
+		putGemmScratch(e.buf)
+	}
+}
+
+// apply adds the bias to one image's output y and applies the
+// activation: y is [O, ohw] (NCHW) or, when e has a tile, [ohw, O].
+func (e convEpilogue[T]) apply(y []T, ohw int) {
+	if e.bias == nil {
+		return
+	}
+	if e.tile != nil {
+		for lo := 0; lo < len(y); lo += len(e.tile) {
+			d := y[lo:min(len(y), lo+len(e.tile))]
+			addInto(d, e.tile[:len(d)])
+			if e.relu {
+				reluLoop(d, d)
+			}
+		}
+		return
+	}
+	for o, b := range e.bias {
+		row := y[o*ohw : (o+1)*ohw]
+		if !vecScalar(row, row, b, sadds) {
+			for i := range row {
+				row[i] += b
+			}
+		}
+		if e.relu {
+			reluLoop(row, row)
+		}
+	}
 }
 
 func conv2DGemmInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
@@ -331,6 +408,7 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 
 func init() {
 	kernels{f32: conv2DGemmKernel[float32], f64: conv2DGemmKernel[float64]}.register("Conv2DGemm")
+	kernels{f32: fusedConv2DKernel[float32], f64: fusedConv2DKernel[float64]}.register("FusedConv2D")
 	kernels{f32: conv2DGemmInputKernel[float32], f64: conv2DGemmInputKernel[float64]}.register("Conv2DGemmBackpropInput")
 	kernels{f32: conv2DGemmFilterKernel[float32], f64: conv2DGemmFilterKernel[float64]}.register("Conv2DGemmBackpropFilter")
 }

@@ -103,12 +103,14 @@ func addSmall[T tensor.Float](dst, src []T) {
 	}
 }
 
-// conv2DNHWC: y [N, OH, OW, O], Y_n = P_n · F.
-func conv2DNHWC[T tensor.Float](c *eager.Call, g convGeom, x, f, y []T) {
+// conv2DNHWC: y [N, OH, OW, O], Y_n = P_n · F, then ep.
+func conv2DNHWC[T tensor.Float](c *eager.Call, g convGeom, x, f, y []T, ep convEpilogue[T]) {
 	ohw, img := g.oh*g.ow, g.h*g.w*g.c
 	perImage(c, g, ohw*g.taps(), nil, func(n int, p []T, par bool) {
 		im2col(p, x[n*img:], g)
-		gemmOn(c, par, ohw, g.o, g.taps(), p, false, f, false, y[n*ohw*g.o:(n+1)*ohw*g.o], false)
+		yn := y[n*ohw*g.o : (n+1)*ohw*g.o]
+		gemmOn(c, par, ohw, g.o, g.taps(), p, false, f, false, yn, false)
+		ep.apply(yn, ohw)
 	}, nil)
 }
 

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -23,6 +25,7 @@ import (
 func init() {
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 		eager.RegisterKernel("Conv2DGemm", device.GPU, dt, conv)
+		eager.RegisterKernel("FusedConv2D", device.GPU, dt, fusedConv)
 		eager.RegisterKernel("Conv2DGemmBackpropInput", device.GPU, dt, convInput)
 		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, convFilter)
 	}
@@ -82,8 +85,33 @@ func hwioAsCIO(c *eager.Call, f *tensor.Tensor) *tensor.Tensor {
 	return move.Permuted(c, f, []int{2, 0, 1, 3})
 }
 
-func conv(c *eager.Call, outs []*tensor.Tensor) {
-	x, f, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+func conv(c *eager.Call, outs []*tensor.Tensor) { convInto(c, c.Attrs.(ops.Conv2DGemmAttrs), outs[0]) }
+
+// fusedConv is FusedConv2D: the convolution, then the bias added and the
+// activation applied in place, one elementwise launch each.
+func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
+	a, bias, out := c.Attrs.(ops.FusedConv2DAttrs), c.Inputs[2], outs[0]
+	convInto(c, a.Conv, out)
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	d, shape := kernelType(out.DType()), out.Shape()
+	along := tensor.Shape{bias.Dim(0)}
+	if a.Conv.Format == ops.NCHW {
+		along = tensor.Shape{bias.Dim(0), 1, 1}
+	}
+	geom := kernels.Geometry(shape, [][]int{strides(shape, shape), strides(shape, along)}, nil)
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
+	check(c, gpu(c).launch("binary", kernels.Name("add", string(d), "bc"), n, args))
+	if a.Activation == ops.ReluActivation {
+		check(c, gpu(c).launch("unary", kernels.Name("relu", string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n))))
+	}
+}
+
+// convInto is the convolution of the call's first two inputs into out.
+func convInto(c *eager.Call, a ops.Conv2DGemmAttrs, out *tensor.Tensor) {
+	x, f := c.Inputs[0], c.Inputs[1]
 	if out.NumElements() == 0 {
 		return
 	}

@@ -6,6 +6,7 @@ OpenBLAS as the issues specify: the OpenMP build, OPENBLAS_CORETYPE set to
 the CPU's real kernel family, and two threads.
 """
 import os
+import re
 import sys
 import timeit
 
@@ -21,7 +22,10 @@ def report(name, fn, number=None, flops=None, nbytes=None):
     """Time fn and print three Go benchmark lines, one per repeat of about
     0.3 s, each with the mean ns/op over its repeat (with GFLOP/s for flops
     per call, GB/s for bytes moved per call): the samples eagerflow's side
-    gives with -test.benchtime 0.3s -test.count 3 (see ../run.sh)."""
+    gives with -test.benchtime 0.3s -test.count 3 (see ../run.sh).
+    With BENCH_FILTER set, only names its regular expression matches run."""
+    if not re.search(os.environ.get("BENCH_FILTER", ""), name):
+        return
     if number is None:
         number, t = 1, 0.0
         while t < 0.1:

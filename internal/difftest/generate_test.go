@@ -540,7 +540,13 @@ func genConv(g *gen) bool {
 		g.add("depthwise_conv2d", a, x, g.input([]int{kh, kw, c, m}, -1, 1))
 		return true
 	}
-	g.add("conv2d", a, x, g.input([]int{kh, kw, c, o}, -1, 1))
+	f := g.input([]int{kh, kw, c, o}, -1, 1)
+	if g.chance(0.4) {
+		a.Relu = g.chance(0.5)
+		g.add("fused_conv2d", a, x, f, g.input([]int{o}, -1, 1))
+		return true
+	}
+	g.add("conv2d", a, x, f)
 	return true
 }
 

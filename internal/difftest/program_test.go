@@ -66,6 +66,7 @@ type Attrs struct {
 	Eps         float64   `json:"eps"`
 	Labels      []int     `json:"labels"`
 	Format      string    `json:"format"`
+	Relu        bool      `json:"relu"`
 	Padding     string    `json:"padding"`
 	Explicit    [2][2]int `json:"explicit"`
 	Dilations   []int     `json:"dilations"`
@@ -232,6 +233,12 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Conv2D(x[0], x[1], conv2DOpts(a))
 	case "depthwise_conv2d":
 		return ops.DepthwiseConv2D(x[0], x[1], conv2DOpts(a))
+	case "fused_conv2d":
+		act := ops.NoActivation
+		if a.Relu {
+			act = ops.ReluActivation
+		}
+		return ops.FusedConv2D(x[0], x[1], x[2], conv2DOpts(a), act)
 	case "max_pool2d":
 		return ops.MaxPool2D(x[0], poolOpts(a))
 	case "avg_pool2d":

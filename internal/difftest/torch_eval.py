@@ -289,6 +289,11 @@ def step(op, args, a):
         return x * torch.rsqrt(torch.clamp_min(ss, a["eps"]))
     if op == "conv2d":
         return conv2d(x, args[1], a)
+    if op == "fused_conv2d":
+        y = conv2d(x, args[1], a)
+        b = args[2].reshape(-1, 1, 1) if a["format"] == "NCHW" else args[2]
+        y = y + b
+        return torch.relu(y) if a["relu"] else y
     if op == "depthwise_conv2d":
         c = args[1].shape[2]
         return conv2d(x, args[1], a, groups=c, mult=args[1].shape[3])
