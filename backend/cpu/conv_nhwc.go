@@ -104,21 +104,41 @@ func addSmall[T tensor.Float](dst, src []T) {
 }
 
 // conv2DNHWC: y [N, OH, OW, O], Y_n = P_n · F, then ep.
+//
+// With one input channel the image [H, W, 1] is also [1, H, W], and the
+// im2col matrix's transpose is NCHW's im2row matrix: made by copies of
+// whole shifted rows, and packed as the GEMM's transposed A 12 contiguous
+// values at a time, where im2col moves one value per copy (the first
+// layer of a grayscale CNN: 2x).
 func conv2DNHWC[T tensor.Float](c *eager.Call, g convGeom, x, f, y []T, ep convEpilogue[T]) {
 	ohw, img := g.oh*g.ow, g.h*g.w*g.c
 	perImage(c, g, ohw*g.taps(), nil, func(n int, p []T, par bool) {
-		im2col(p, x[n*img:], g)
 		yn := y[n*ohw*g.o : (n+1)*ohw*g.o]
-		gemmOn(c, par, ohw, g.o, g.taps(), p, false, f, false, yn, false)
+		if g.c == 1 {
+			im2row(p, x[n*img:], g)
+			gemmOn(c, par, ohw, g.o, g.taps(), p, true, f, false, yn, false)
+		} else {
+			im2col(p, x[n*img:], g)
+			gemmOn(c, par, ohw, g.o, g.taps(), p, false, f, false, yn, false)
+		}
 		ep.apply(yn, ohw)
 	}, nil)
 }
 
 // conv2DNHWCInput: dx [N, H, W, C], P_n = dY_n · Fᵀ added back by col2im.
 func conv2DNHWCInput[T tensor.Float](c *eager.Call, g convGeom, f, dy, dx []T) {
-	ohw, img := g.oh*g.ow, g.h*g.w*g.c
-	perImage(c, g, ohw*g.taps(), nil, func(n int, p []T, par bool) {
-		gemmOn(c, par, ohw, g.taps(), g.o, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, f, true, p, false)
+	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
+	// Fᵀ [O, taps] once, so that each image's GEMM reads it in place
+	// instead of packing the transposed filter again.
+	ft, buf := gemmScratch[T](g.o * taps)
+	defer putGemmScratch(buf)
+	for t := range taps {
+		for o, v := range f[t*g.o : (t+1)*g.o] {
+			ft[o*taps+t] = v
+		}
+	}
+	perImage(c, g, ohw*taps, nil, func(n int, p []T, par bool) {
+		gemmOn(c, par, ohw, taps, g.o, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, ft, false, p, false)
 		d := dx[n*img : (n+1)*img]
 		clear(d)
 		col2im(d, p, g)
@@ -140,9 +160,16 @@ func conv2DNHWCFilter[T tensor.Float](c *eager.Call, g convGeom, x, dy, df []T) 
 	// input channels), P_nᵀ · dY_n itself is the better product: dY_n is
 	// then read in place as the GEMM's right-hand side, as wide as the
 	// micro-kernel, and the short P_nᵀ has few rows to pack.
-	direct := taps < g.o
+	// With one input channel, P_nᵀ is NCHW's im2row matrix, as in
+	// conv2DNHWC, and P_nᵀ · dY_n packs best whatever the counts.
+	direct := taps < g.o || g.c == 1
 	perImage(c, g, ohw*taps+taps*g.o, func(s []T) { clear(s[ohw*taps:]) }, func(n int, s []T, par bool) {
 		p, acc := s[:ohw*taps], s[ohw*taps:]
+		if g.c == 1 {
+			im2row(p, x[n*img:], g)
+			gemmOn(c, par, taps, g.o, ohw, p, false, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, acc, true)
+			return
+		}
 		im2col(p, x[n*img:], g)
 		if direct {
 			gemmOn(c, par, taps, g.o, ohw, p, true, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, acc, true)
