@@ -33,14 +33,15 @@
 // elsewhere. History keeps each step's loss and each epoch's Logs;
 // package plot draws them. With no tape recording (evaluation, inference),
 // Sequential, Dense and Conv2D hand each intermediate's buffer back as soon
-// as the next op has read it.
+// as the next op has read it. A Conv2D with a bias and no activation or
+// ops.Relu runs as one op, ops.FusedConv2D.
 //
 // # Seeing a model
 //
 // A Sequential prints as a tree of its layers with their configuration and
 // parameter counts (fmt.Println(model)); Summary adds each layer's output
 // shape for an input; Describe is one layer in a line. An error inside a
-// Sequential names the layer it happened in ("ops: conv1: Conv2D: ...").
+// Sequential names the layer it happened in ("ops: conv1: FusedConv2D: ...").
 //
 // # Checkpoints and summaries
 //
