@@ -31,24 +31,19 @@ func addLoops[T tensor.Num]() binLoops[T, T] {
 				o[i] = a[i] + b[i]
 			}
 		},
-		vs: func(o, a []T, b T) {
-			a = a[:len(o)]
-			if vecScalar(o, a, b, sadds) {
-				return
-			}
-			for i := range o {
-				o[i] = a[i] + b
-			}
-		},
-		sv: func(o []T, a T, b []T) {
-			b = b[:len(o)]
-			if vecScalar(o, b, a, sadds) { // commutative
-				return
-			}
-			for i := range o {
-				o[i] = a + b[i]
-			}
-		},
+		vs: addScalar[T],
+		sv: func(o []T, a T, b []T) { addScalar(o, b, a) }, // commutative
+	}
+}
+
+// addScalar sets o = a + s elementwise (o may be a).
+func addScalar[T tensor.Num](o, a []T, s T) {
+	a = a[:len(o)]
+	if vecScalar(o, a, s, sadds) {
+		return
+	}
+	for i := range o {
+		o[i] = a[i] + s
 	}
 }
 

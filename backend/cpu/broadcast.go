@@ -188,16 +188,24 @@ func trailing(s, out tensor.Shape) bool {
 // periodTile is about how many elements periodic makes its tile.
 const periodTile = 4096
 
+// periodLen is the length of a tile of whole periods of p elements, about
+// periodTile long.
+func periodLen(p int) int { return p * max(1, periodTile/p) }
+
+// repeatInto fills tile with pattern repeated (len(tile) a multiple of
+// len(pattern)).
+func repeatInto[T any](tile, pattern []T) {
+	for i := 0; i < len(tile); i += len(pattern) {
+		copy(tile[i:], pattern)
+	}
+}
+
 // periodic calls fn over [0, n) in pieces that start at multiples of
 // len(pattern), each with pattern repeated to the piece's length: the
 // operand that repeats, as one long row. Pieces run in parallel.
 func periodic[T tensor.Elem](c *eager.Call, n int, pattern []T, fn func(lo, hi int, tile []T)) {
-	p := len(pattern)
-	reps := max(1, periodTile/p)
-	tile := make([]T, p*reps)
-	for i := 0; i < len(tile); i += p {
-		copy(tile[i:], pattern)
-	}
+	tile := make([]T, periodLen(len(pattern)))
+	repeatInto(tile, pattern)
 	span := len(tile)
 	pieces := (n + span - 1) / span
 	deviceOf(c).Parallel(pieces, float64(span), func(a, b int) {

@@ -301,11 +301,8 @@ type convEpilogue[T tensor.Float] struct {
 func newEpilogue[T tensor.Float](bias []T, relu bool, f ops.DataFormat) convEpilogue[T] {
 	e := convEpilogue[T]{bias: bias, relu: relu}
 	if f == ops.NHWC && len(bias) > 0 {
-		reps := max(1, periodTile/len(bias))
-		e.tile, e.buf = gemmScratch[T](reps * len(bias))
-		for i := 0; i < len(e.tile); i += len(bias) {
-			copy(e.tile[i:], bias)
-		}
+		e.tile, e.buf = gemmScratch[T](periodLen(len(bias)))
+		repeatInto(e.tile, bias)
 	}
 	return e
 }
@@ -334,11 +331,7 @@ func (e convEpilogue[T]) apply(y []T, ohw int) {
 	}
 	for o, b := range e.bias {
 		row := y[o*ohw : (o+1)*ohw]
-		if !vecScalar(row, row, b, sadds) {
-			for i := range row {
-				row[i] += b
-			}
-		}
+		addScalar(row, row, b)
 		if e.relu {
 			reluLoop(row, row)
 		}
