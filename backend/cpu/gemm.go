@@ -419,9 +419,9 @@ func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
 		// (Walking the source rows side by side instead thrashes L1 when
 		// k is a multiple of 1024: every row maps to the same cache set.)
 		p0 := 0
-		if nr == 32 && cols == 32 {
+		if nr == 32 {
 			for ; p0+16 <= kc; p0 += 16 {
-				packBT32(dst[p0*32:], g.b[c0*g.k+blk.pc+p0:], g.k)
+				packBT32(dst[p0*32:], g.b[c0*g.k+blk.pc+p0:], g.k, cols)
 			}
 		}
 		for ; p0 < kc; p0 += 16 {
@@ -446,12 +446,14 @@ func (g *gemmOperands[T]) packB(dst []T, blk *gemmBlock[T], j int) {
 }
 
 // packBT32 is packB's loop for a whole block of a 32-column panel (the
-// AVX-512 float32 kernels') from a transposed B: 16 steps of 32 rows, row x
-// read at b[x*ldb:]. Every index is a constant plus x, so the compiler
-// checks none of them in the loop: four times as fast as the general loop.
-func packBT32[T gemmElem](dst, b []T, ldb int) {
+// AVX-512 float32 kernels') from a transposed B: 16 steps of cols <= 32
+// rows, row x read at b[x*ldb:], columns past cols as zeros. Every index is
+// a constant plus x, with x below 32 as the compiler can prove, so it
+// checks none of them in the loop: four times as fast as the general loop
+// (a 27-tap filter gradient's panel is a partial one).
+func packBT32[T gemmElem](dst, b []T, ldb, cols int) {
 	d := (*[16 * 32]T)(dst)
-	for x := 0; x < 32; x++ {
+	for x := range min(cols, 32) {
 		s := (*[16]T)(b[x*ldb:])
 		d[0*32+x] = s[0]
 		d[1*32+x] = s[1]
@@ -469,6 +471,9 @@ func packBT32[T gemmElem](dst, b []T, ldb int) {
 		d[13*32+x] = s[13]
 		d[14*32+x] = s[14]
 		d[15*32+x] = s[15]
+	}
+	for i := 0; cols < 32 && i < 16; i++ {
+		clear(d[i*32+cols : (i+1)*32])
 	}
 }
 
