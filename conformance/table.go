@@ -167,6 +167,17 @@ func samples() map[string][]sample {
 	add("Rsqrt", unary(ops.Rsqrt, floats, 0.2, 3, true, true)...)
 	add("Tanh", unary(ops.Tanh, floats, -2, 2, true, true)...)
 	add("Sigmoid", unary(ops.Sigmoid, floats, -4, 4, true, true)...)
+	for _, op := range []struct {
+		name string
+		fn   func(T) T
+	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}} {
+		add(op.name, one("through "+op.name[:len(op.name)-4], func() {
+			underTape(func(x []T) T { return ops.Mul(op.fn(x[0]), x[1]) }, r(-2, 2, 6), r(-1, 1, 6))
+		}, true, true))
+		add(op.name, one("float32 [3 4]", func() {
+			underTape(func(x []T) T { return op.fn(x[0]) }, ops.Cast(of(tensor.Float64, -2, 2, 3, 4), tensor.Float32))
+		}, false, false))
+	}
 	add("Softplus", unary(ops.Softplus, floats, -4, 4, true, true)...)
 	add("Gelu", unary(ops.Gelu, floats, -3, 3, true, true)...)
 	add("Sin", unary(ops.Sin, floats, -3, 3, true, true)...)

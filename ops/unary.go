@@ -26,7 +26,7 @@ func identityView(c *eager.Call, specs []eager.Out) []*tensor.Tensor {
 	return []*tensor.Tensor{x.View(x.Shape(), x.Layout())}
 }
 
-var negOp, absOp, signOp, squareOp, reluOp, reluGradOp, expOp, logOp, sqrtOp, rsqrtOp, tanhOp, sigmoidOp, identityOp, stopGradientOp *eager.Op
+var negOp, absOp, signOp, squareOp, reluOp, reluGradOp, tanhGradOp, sigmoidGradOp, expOp, logOp, sqrtOp, rsqrtOp, tanhOp, sigmoidOp, identityOp, stopGradientOp *eager.Op
 
 func init() {
 	negOp = numOp("Neg", func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{Neg(g.OutGrads[0])} })
@@ -84,15 +84,25 @@ func init() {
 		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(y, -0.5), Mul(y, Square(y))))}
 	})
 	tanhOp = floatOp("Tanh", func(g *eager.Grad) []*tensor.Tensor {
-		y := g.Outputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Sub(OnesLike(y), Square(y)))}
+		return []*tensor.Tensor{tanhGrad(g.Outputs[0], g.OutGrads[0])}
 	})
 	tanhOp.GradReads = eager.ReadsOutputs
 	sigmoidOp = floatOp("Sigmoid", func(g *eager.Grad) []*tensor.Tensor {
-		y := g.Outputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(y, Sub(OnesLike(y), y)))}
+		return []*tensor.Tensor{sigmoidGrad(g.Outputs[0], g.OutGrads[0])}
 	})
 	sigmoidOp.GradReads = eager.ReadsOutputs
+
+	// TanhGrad(y, dy) = dy·(1 - y²) and SigmoidGrad(y, dy) = dy·y·(1 - y)
+	// are Tanh's and Sigmoid's backward from their output y in one pass
+	// and one allocation (as TensorFlow's ops of those names), where the
+	// composed form made three temporaries. Each is linear in dy, so its
+	// gradient for dy is itself; for y it is g·dy·(-2y), g·dy·(1 - 2y).
+	tanhGradOp = outputGradOp("TanhGrad", tanhGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
+		return Mul(Mul(g, dy), Mul(ScalarLike(y, -2), y))
+	})
+	sigmoidGradOp = outputGradOp("SigmoidGrad", sigmoidGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
+		return Mul(Mul(g, dy), Sub(OnesLike(y), Mul(ScalarLike(y, 2), y)))
+	})
 
 	identityOp = eager.Register(&eager.Op{
 		Name: "Identity", Inputs: 1,
@@ -123,6 +133,30 @@ func Sign(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(signOp, nil, x) }
 func Square(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(squareOp, nil, x) }
 
 func reluGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(reluGradOp, nil, x, dy) }
+
+func tanhGrad(y, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(tanhGradOp, nil, y, dy) }
+
+func sigmoidGrad(y, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(sigmoidGradOp, nil, y, dy) }
+
+// outputGradOp declares the backward op name(y, dy) of a float function
+// from its output y: self computes it (its gradient for dy, the op being
+// linear in dy) and dY its gradient for y given the outer gradient g.
+func outputGradOp(name string, self func(y, dy *tensor.Tensor) *tensor.Tensor, dY func(y, dy, g *tensor.Tensor) *tensor.Tensor) *eager.Op {
+	return eager.Register(&eager.Op{
+		Name: name, Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			y, dy := c.Inputs[0], c.Inputs[1]
+			if !y.Shape().Equal(dy.Shape()) {
+				c.Fail(tensor.ErrShape, "y %v and dy %v differ in shape", y.Shape(), dy.Shape())
+			}
+			return c.Out1(dy.DType(), dy.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			y, dy, gy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			return []*tensor.Tensor{when(g.Needs[0], func() *tensor.Tensor { return dY(y, dy, gy) }), when(g.Needs[1], func() *tensor.Tensor { return self(y, gy) })}
+		},
+	})
+}
 
 // Relu returns max(x, 0): x where x > 0, NaN where x is NaN, else 0
 // (+0 for -0). Its gradient passes dy where x > 0 and is 0 elsewhere.

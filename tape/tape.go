@@ -500,14 +500,22 @@ func (b *backprop) step(n *node) {
 		// A built-in rule returns new tensors or passes dy on; what a custom
 		// gradient returns is the user's, never recycled.
 		fresh := n.custom == nil && !isOneOf(g, dys)
+		// replace makes g the result of an op on it, releasing the old g
+		// when it was the rule's own and nothing else holds it.
+		replace := func(next *tensor.Tensor) {
+			if fresh && b.uses[g] <= 0 && !b.mine[g] && !isOneOf(g, dxs[i+1:]) && !eager.Observing() {
+				g.Release()
+			}
+			g, fresh = next, true
+		}
 		if !g.Shape().Equal(x.Shape()) {
-			g, fresh = ops.SumTo(g, x.Shape()), true
+			replace(ops.SumTo(g, x.Shape()))
 		}
 		if g.DType() != x.DType() {
-			g, fresh = ops.Cast(g, x.DType()), true
+			replace(ops.Cast(g, x.DType()))
 		}
 		if prev := b.grad(x); prev != nil {
-			g, fresh = ops.Add(prev, g), true
+			replace(ops.Add(prev, g))
 		}
 		b.set(x, g, fresh || b.mine[g])
 	}

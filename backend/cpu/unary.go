@@ -114,7 +114,26 @@ func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
+// outputGradKernel computes a function's backward from its output y,
+// o[i] = f(y[i], dy[i]) (TanhGrad, SigmoidGrad): one pass, sharded.
+func outputGradKernel[T tensor.Float](f func(y, dy T) T) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		y, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
+		deviceOf(c).Parallel(len(o), 2, func(lo, hi int) {
+			ys, ds, os := y[lo:hi], dy[lo:hi], o[lo:hi]
+			for i := range os {
+				os[i] = f(ys[i], ds[i])
+			}
+		})
+	}
+}
+
+func tanhGradOf[T tensor.Float](y, dy T) T    { return dy * (1 - y*y) }
+func sigmoidGradOf[T tensor.Float](y, dy T) T { return dy * y * (1 - y) }
+
 func init() {
+	kernels{f32: outputGradKernel(tanhGradOf[float32]), f64: outputGradKernel(tanhGradOf[float64])}.register("TanhGrad")
+	kernels{f32: outputGradKernel(sigmoidGradOf[float32]), f64: outputGradKernel(sigmoidGradOf[float64])}.register("SigmoidGrad")
 	numLoops("Neg", negLoop[float32], negLoop[float64], negLoop[int32], negLoop[int64], negLoop[uint8])
 	numLoops("Abs", mapLoop(absOf[float32]), mapLoop(absOf[float64]), mapLoop(absOf[int32]), mapLoop(absOf[int64]), mapLoop(absOf[uint8]))
 	numLoops("Sign", mapLoop(signOf[float32]), mapLoop(signOf[float64]), mapLoop(signOf[int32]), mapLoop(signOf[int64]), mapLoop(signOf[uint8]))

@@ -219,6 +219,16 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 		}
 		seeds := append(append([]*tensor.Tensor{}, g...), dys[l.NVars+i*nout:l.NVars+(i+1)*nout]...)
 		res := regions.WindowVJP(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.Caps...), it.from, it.to)
+		if !eager.Observing() {
+			// The last iteration's gradients were made here (the first
+			// seeds are the caller's): once this iteration has read them,
+			// nothing else holds them, unless the window passed one on.
+			for _, s := range g {
+				if s != nil && !containsTensor(dys, s) && !containsTensor(res, s) && !containsTensor(capGrads, s) && !containsTensor(extraGrads, s) {
+					s.Release()
+				}
+			}
+		}
 		copy(g, res[:l.NVars])
 		copy(extraGrads[i*nextra:], res[l.NVars:l.NVars+nextra])
 		for k, d := range res[l.NVars+nextra:] {

@@ -13,11 +13,17 @@ import (
 //   - <op>_<dtype>_vv (out, a, b, n): both operands full, row-major;
 //   - <op>_<dtype>_bc (out, a, b, n, g): operands at g's offsets 0 and 1
 //     with g's strides 0 and 1 over the output's shape (0 broadcasts).
-// The ops: add, sub, mul, div, rem, max, min, and pow for integers.
+// The ops: add, sub, mul, div, rem, max, min, pow, relugrad (b where a >
+// 0), and for floats tanhgrad and sigmoidgrad (Tanh's and Sigmoid's
+// backward from the output a and the gradient b).
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
-	return []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
+	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
+	if d.float() {
+		ops = append(ops, "tanhgrad", "sigmoidgrad")
+	}
+	return ops
 }
 
 func binaryKernels() []*ptx.Kernel {
@@ -125,6 +131,19 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			fmod(k, d, x, y, r)
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
+		case "tanhgrad", "sigmoidgrad":
+			// From the output x and the gradient y, rounded at each step as
+			// the CPU's: y·(1 - x·x) and y·x·(1 - x).
+			one, u := ptx.Imm(t, 1), k.Reg(t)
+			if op == "tanhgrad" {
+				k.Op("mul.rn.%s %s, %s, %s", t, u, x, x)
+				k.Op("sub.rn.%s %s, %s, %s", t, u, one, u)
+				k.Op("mul.rn.%s %s, %s, %s", t, r, y, u)
+			} else {
+				k.Op("sub.rn.%s %s, %s, %s", t, u, one, x)
+				k.Op("mul.rn.%s %s, %s, %s", t, r, y, x)
+				k.Op("mul.rn.%s %s, %s, %s", t, r, r, u)
+			}
 		default:
 			panic("kernels: float binary op " + op)
 		}
