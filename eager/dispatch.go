@@ -68,6 +68,17 @@ func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	return outs
 }
 
+// RunTo is Run appending the outputs to dst[:0], so that a caller running
+// many ops (a graph's executor) reuses one slice; the result may instead
+// be a view op's own slice. Only when no observer is active (Observing):
+// a tape keeps the slice it is handed.
+func RunTo(dst []*tensor.Tensor, op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
+	c := newCall(op, attrs, inputs)
+	specs := prepare(c)
+	outs, _ := execute(c, specs, dst[:0])
+	return outs
+}
+
 // Run1 is Run for ops with exactly one output.
 func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
 	c := newCall(op, attrs, inputs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -280,6 +281,45 @@ func TestReluKernels(t *testing.T) {
 		}
 		if o[n] != 7 || g[n] != 7 {
 			t.Fatalf("n=%d: wrote past the end", n)
+		}
+	}
+}
+
+// MatMul with a contracting dimension of 1 (an outer product, which skips
+// the GEMM) against the products written out: both dtypes, every
+// transpose, a batch, and a size that shards over the workers.
+func TestMatMulOuterProduct(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, s := range [][3]int{{1, 1, 1}, {5, 7, 1}, {300, 260, 1}, {3, 4, 2}} {
+			batch, m, n := s[2], s[0], s[1]
+			rng := tensor.NewRNG(uint64(m*n + batch))
+			a64 := tensor.ToSlice[float64](tensor.RandNormal(rng, tensor.Float64, batch*m))
+			b64 := tensor.ToSlice[float64](tensor.RandNormal(rng, tensor.Float64, batch*n))
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					ashape, bshape := []int{batch, m, 1}, []int{batch, 1, n}
+					if ta {
+						ashape = []int{batch, 1, m}
+					}
+					if tb {
+						bshape = []int{batch, n, 1}
+					}
+					a := ops.Cast(tensor.FromSlice(a64, ashape...), dt)
+					b := ops.Cast(tensor.FromSlice(b64, bshape...), dt)
+					got := tensor.ToSlice[float64](ops.Cast(ops.MatMulT(a, b, ta, tb), tensor.Float64))
+					av, bv := tensor.ToSlice[float64](ops.Cast(a, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(b, tensor.Float64))
+					for p := 0; p < batch; p++ {
+						for i := 0; i < m; i++ {
+							for j := 0; j < n; j++ {
+								want := av[p*m+i] * bv[p*n+j]
+								if g := got[(p*m+i)*n+j]; math.Abs(g-want) > 1e-6*math.Abs(want) {
+									t.Fatalf("%v %v ta=%v tb=%v: [%d %d %d] = %v, want %v", dt, s, ta, tb, p, i, j, g, want)
+								}
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -29,7 +30,41 @@ func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 		aStep = 0
 	}
 	for i := 0; i < batch; i++ {
-		gemm(deviceOf(c), m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], at.TransposeB, ov[i*m*n:(i+1)*m*n])
+		ai, bi, oi := av[i*aStep:i*aStep+m*k], bv[i*bStep:i*bStep+k*n], ov[i*m*n:(i+1)*m*n]
+		if k == 1 { // an outer product: both operands are contiguous vectors, transposed or not
+			outer(deviceOf(c), ai, bi, oi)
+			continue
+		}
+		gemm(deviceOf(c), m, n, k, ai, at.TransposeA, bi, at.TransposeB, oi)
+	}
+}
+
+// outer sets o [len(a), len(b)] to the outer product of a and b, a scaled
+// copy of b per row (a weight gradient hᵀ·dy of one example): the GEMM's
+// packing and tiles cost more than the product where k = 1.
+func outer[T gemmElem](dev *device.CPUDevice, a, b, o []T) {
+	if len(a)*len(b) < 1<<16 {
+		outerRows(a, b, o, 0, len(a))
+		return
+	}
+	dev.Parallel(len(a), float64(len(b))/4, func(lo, hi int) { outerRows(a, b, o, lo, hi) })
+}
+
+// outerRows computes rows [lo, hi) of outer's product.
+func outerRows[T gemmElem](a, b, o []T, lo, hi int) {
+	n := len(b)
+	if a32, ok := any(a).([]float32); ok && haveVecKernels && n > 0 {
+		b32, o32 := any(b).([]float32), any(o).([]float32)
+		for i := lo; i < hi; i++ {
+			smuls(&o32[i*n], &b32[0], a32[i], n)
+		}
+		return
+	}
+	for i := lo; i < hi; i++ {
+		row := o[i*n : (i+1)*n]
+		for j, v := range b {
+			row[j] = a[i] * v
+		}
 	}
 }
 

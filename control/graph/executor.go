@@ -129,6 +129,7 @@ type executor struct {
 	// CPU device's workers (set when it has more than one).
 	concurrent bool
 	args       []*tensor.Tensor // an op's arguments, reused when no observer keeps them
+	outBuf     []*tensor.Tensor // an op's outputs, likewise
 	// Buffer release by value lifetime: uses counts the node instances
 	// holding a live tensor and not yet run; at zero it is released unless
 	// pinned (arguments, constants, loop constants, results) or a tape
@@ -482,12 +483,19 @@ func (e *executor) run(k instKey) {
 			args[i] = v.t
 		}
 		e.stats.runs++
-		for i, t := range runNode(n, args) {
+		var dst []*tensor.Tensor // nil: a tape may keep the outputs' slice
+		if e.release {
+			dst = e.outBuf[:0]
+		}
+		res := runNode(n, args, dst)
+		for i, t := range res {
 			outs[i] = value{t: t}
 		}
 		if e.release {
 			clear(args)
 			e.args = args
+			clear(res)
+			e.outBuf = res
 		}
 	}
 	e.complete(k, in, outs, dead)

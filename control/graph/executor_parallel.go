@@ -108,7 +108,7 @@ func (e *executor) runBatch(batch []instKey) {
 
 func (j *opJob) run() {
 	defer func() { j.err = recover() }()
-	j.outs = runNode(j.k.node, j.args)
+	j.outs = runNode(j.k.node, j.args, nil)
 }
 
 // releaseDeferred is called when nothing is ready: in each frame holding

@@ -320,8 +320,11 @@ func (op *fusedOp) block(o []float32, ins [][]float32, lo int) {
 // runNode runs an op node on args. A fused node runs its chain's own ops
 // instead while a tape (or any observer) records, so that gradients flow
 // through the ops the user wrote.
-func runNode(n *Node, args []*tensor.Tensor) []*tensor.Tensor {
+func runNode(n *Node, args, dst []*tensor.Tensor) []*tensor.Tensor {
 	if n.Fused == nil || !eager.Observing() {
+		if dst != nil && !eager.Observing() {
+			return eager.RunTo(dst, n.Op, n.Attrs, args...)
+		}
 		return eager.Run(n.Op, n.Attrs, args...)
 	}
 	// Keyed by node ID: a graph rebuilt for other sizes (generalize.go)

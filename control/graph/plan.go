@@ -105,7 +105,7 @@ func (p *plan) run(args []*tensor.Tensor) []*tensor.Tensor {
 	for i, in := range p.g.Inputs {
 		vals[p.first[in.ID]] = args[i]
 	}
-	var buf [4]*tensor.Tensor
+	var buf, outBuf [4]*tensor.Tensor
 	for _, n := range p.g.Nodes {
 		switch n.Kind {
 		case Const:
@@ -118,7 +118,7 @@ func (p *plan) run(args []*tensor.Tensor) []*tensor.Tensor {
 		for _, in := range n.Inputs {
 			ins = append(ins, vals[p.slot(in)])
 		}
-		outs := runNode(n, ins)
+		outs := runNode(n, ins, outBuf[:0])
 		base := p.first[n.ID]
 		for i, t := range outs {
 			vals[base+i] = t

@@ -123,9 +123,16 @@ func (e *executor) recycle() {
 	e.sc.putExecutor(e)
 }
 
-// freeSlots keeps an iteration's slot slice for reuse.
+// freeSlots keeps an iteration's slot slice for reuse, and the instances
+// still in it (a Merge's stays until its iteration is done).
 func (e *executor) freeSlots(s []slot) {
 	if s != nil {
+		for _, x := range s {
+			if x.in != nil {
+				clear(x.in.inputs)
+				e.free = append(e.free, x.in)
+			}
+		}
 		clear(s)
 		e.spareSlots = append(e.spareSlots, s)
 	}
