@@ -126,6 +126,16 @@ func (l *Loop) check(before, after []*tensor.Tensor) {
 	}
 }
 
+// unheld reports whether none of lists holds x.
+func unheld(x *tensor.Tensor, lists ...[]*tensor.Tensor) bool {
+	for _, list := range lists {
+		if containsTensor(list, x) {
+			return false
+		}
+	}
+	return true
+}
+
 func containsTensor(list []*tensor.Tensor, x *tensor.Tensor) bool {
 	for _, y := range list {
 		if y == x {
@@ -224,7 +234,7 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			// seeds are the caller's): once this iteration has read them,
 			// nothing else holds them, unless the window passed one on.
 			for _, s := range g {
-				if s != nil && !containsTensor(dys, s) && !containsTensor(res, s) && !containsTensor(capGrads, s) && !containsTensor(extraGrads, s) {
+				if s != nil && unheld(s, dys, res, capGrads, extraGrads) {
 					s.Release()
 				}
 			}
@@ -244,10 +254,12 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			// go back to the device's cache at once, unless something else
 			// holds them (a rule may hand one tensor to several inputs).
 			if !eager.Observing() {
-				if summed[k] {
-					capGrads[k].Release()
+				// The first part came from an earlier window: released too
+				// unless something else still holds it.
+				if prev := capGrads[k]; summed[k] || unheld(prev, dys, res, g, extraGrads, capGrads[:k], capGrads[k+1:]) {
+					prev.Release()
 				}
-				if !containsTensor(res[:l.NVars+nextra], d) && !containsTensor(dys, d) && !containsTensor(capGrads, d) {
+				if unheld(d, dys, res[:l.NVars+nextra], capGrads) {
 					d.Release()
 				}
 			}
