@@ -3,7 +3,6 @@ package device
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -12,7 +11,7 @@ import (
 type CPUDevice struct {
 	name     string
 	kind     Kind
-	pools    [maxClass + 1]sync.Pool
+	cache    *bufferCache
 	workers  workerPool
 	stats    PoolStats
 	maxAlloc atomic.Int64 // the largest buffer Alloc gives
@@ -53,7 +52,7 @@ func newCPU(ordinal int) *CPUDevice { return NewHostDevice(fmt.Sprintf("cpu:%d",
 // of what dispatch, graphs and copies do on a device of another kind. Each
 // call starts a device with workers of its own; keep the ones you make.
 func NewHostDevice(name string, kind Kind) *CPUDevice {
-	c := &CPUDevice{name: name, kind: kind}
+	c := &CPUDevice{name: name, kind: kind, cache: newBufferCache(defaultCacheLimit())}
 	c.SetMaxAlloc(0)
 	c.workers.start()
 	return c
@@ -128,7 +127,7 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 	if class > maxClass {
 		return nil, fmt.Errorf("%w: %d bytes is beyond the largest size class", ErrOutOfMemory, nbytes)
 	}
-	if b, ok := c.pools[class].Get().(*HostBuffer); ok {
+	if b := c.cache.get(class); b != nil {
 		c.stats.Hits.Add(1)
 		b.bytes = b.bytes[:nbytes]
 		return b, nil
@@ -169,7 +168,7 @@ func (c *CPUDevice) Free(b Buffer) {
 		return
 	}
 	c.stats.Frees.Add(1)
-	c.pools[hb.class].Put(hb)
+	c.cache.put(hb)
 }
 
 // CopyToHost copies from a host buffer into dst.

@@ -96,13 +96,21 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 		if frozen != "" {
 			return 0, 0, fmt.Errorf("nn: TracedTrainStep: %s in training mode would be frozen into the graph; use TrainStep", frozen)
 		}
-		out, err := f.Call(b[0], b[1])
+		out, owned, err := f.CallOwned(b[0], b[1])
 		if err != nil {
 			return 0, 0, err
 		}
-		// The gradients are the graph's results, which may be its own
-		// constants (a variable the loss does not reach): not released.
-		return out[0].Float(), b[0].Dim(0), opt.Apply(vars, out[1:])
+		l := out[0].Float()
+		err = opt.Apply(vars, out[1:])
+		// The results this run made go back to the buffer cache for the
+		// next step, as TrainStep's do; one may also be a graph constant
+		// (the gradient of a variable the loss does not reach), kept.
+		for i, t := range out {
+			if owned[i] {
+				t.Release()
+			}
+		}
+		return l, b[0].Dim(0), err
 	}
 }
 

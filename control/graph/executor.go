@@ -171,6 +171,32 @@ func ExecuteWith(g *Graph, opts ExecOptions, args ...*tensor.Tensor) ([]*tensor.
 	return out, err
 }
 
+// Owned reports, for each result out[i] of a run of g on args, whether
+// that run made it and nothing else holds it: not one of args, a constant
+// of g (captured values included), an index a Merge shares between runs,
+// nor a result before it. A caller may Release those (trace.Function's
+// CallOwned).
+func Owned(g *Graph, args, out []*tensor.Tensor) []bool {
+	held := make(map[*tensor.Tensor]bool, len(args)+len(out))
+	for _, a := range args {
+		held[a] = true
+	}
+	for _, n := range g.Nodes {
+		if n.Kind == Const {
+			held[n.Value] = true
+		}
+	}
+	for _, t := range mergeIndices {
+		held[t] = true
+	}
+	owned := make([]bool, len(out))
+	for i, t := range out {
+		owned[i] = t != nil && !held[t]
+		held[t] = true
+	}
+	return owned
+}
+
 // execStats is what tests learn of a run: the ops it executed, and the
 // most iterations of one frame that were active at once.
 type execStats struct{ runs, active int }
@@ -204,6 +230,11 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 		e.pinned[t] = true // shared by every execution
 	}
 	e.root = e.newFrame("", nil, 0)
+	for _, r := range g.Result {
+		if r.Node.Kind == Const { // a constant (a captured value) handed back as it is
+			e.results[r] = value{t: r.Node.Value}
+		}
+	}
 	// Seed: graph inputs, and root nodes that wait on nothing.
 	for i, p := range g.Inputs {
 		e.deliver(p.Out(0), e.root, 0, value{t: args[i]})

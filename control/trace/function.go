@@ -191,22 +191,25 @@ type traced struct {
 	hasGuards bool
 }
 
-func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions) ([]*tensor.Tensor, error) {
-	out, err := graph.ExecuteWith(tr.g, opts, args...)
+// run executes tr's graph on args; owned marks the results the run made
+// (graph.Owned).
+func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions) (out []*tensor.Tensor, owned []bool, err error) {
+	out, err = graph.ExecuteWith(tr.g, opts, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tr.withNils(out), nil
+	return withNils(tr.nilResults, out), withNils(tr.nilResults, graph.Owned(tr.g, args, out)), nil
 }
 
-// withNils puts the nil results of fn back among the graph's results.
-func (tr *traced) withNils(out []*tensor.Tensor) []*tensor.Tensor {
-	if tr.nilResults == nil {
+// withNils puts the nil results of fn (the zero value) back among the
+// graph's results (or what is known of them).
+func withNils[T any](nilResults []bool, out []T) []T {
+	if nilResults == nil {
 		return out
 	}
-	all := make([]*tensor.Tensor, len(tr.nilResults))
+	all := make([]T, len(nilResults))
 	j := 0
-	for i, isNil := range tr.nilResults {
+	for i, isNil := range nilResults {
 		if !isNil {
 			all[i] = out[j]
 			j++
@@ -220,14 +223,27 @@ func (tr *traced) withNils(out []*tensor.Tensor) []*tensor.Tensor {
 // argument count that differs from the trace, or a trace that cannot be
 // made, is an error.
 func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	out, _, err := f.CallOwned(args...)
+	return out, err
+}
+
+// CallOwned is Call that also reports, for each result, whether this call
+// made it and nothing else holds it: a fresh output of the graph's ops,
+// not an argument, a constant or captured value, nor a result listed
+// before it. The caller may Release those once done with them (a training
+// step's gradients, after the optimizer's update), so that their buffers
+// serve the next call. A call that traces, or that runs fn eagerly, owns
+// none.
+func (f *Function) CallOwned(args ...*tensor.Tensor) ([]*tensor.Tensor, []bool, error) {
 	if traceOf(args...) != nil {
 		// Called on values of another function's trace: run fn so that
 		// its ops and control flow are traced inline there.
-		return f.fn(args), nil
+		out := f.fn(args)
+		return out, make([]bool, len(out)), nil
 	}
 	if f.sig != nil {
 		if err := checkSignature(f.sig, args); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	key := signature(args)
@@ -237,7 +253,7 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 		var err error
 		if tr, err = f.gen.build(unknownSizes(f.sig, args)); err != nil {
 			f.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 		f.graphs[key] = tr
 	}
@@ -252,7 +268,7 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 		out, tr, err = traceCall(f.fn, args, true)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f.mu.Lock()
 	f.graphs[key] = tr
@@ -272,7 +288,7 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if warn {
 		logf("trace: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
 	}
-	return out, nil
+	return out, make([]bool, len(out)), nil
 }
 
 // signature is the dtypes and shapes of args, and their devices where not

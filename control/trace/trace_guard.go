@@ -91,7 +91,7 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 
 // runGuarded runs tr on args; when a guard fails it runs fn eagerly
 // instead (logging that once), so the call returns what fn computes.
-func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.Tensor, err error) {
+func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.Tensor, owned []bool, err error) {
 	if !tr.hasGuards {
 		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
 	}
@@ -107,10 +107,10 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.
 				panic(r)
 			}
 		}()
-		out, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
+		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
 	}()
 	if !failed {
-		return out, err
+		return out, owned, err
 	}
 	f.mu.Lock()
 	note := !f.guardNoted && f.Logf != nil
@@ -120,5 +120,6 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.
 	if note {
 		logf("trace: a traced Function's graph was traced unrolled and this call's loop took another number of iterations; it runs eagerly when that happens")
 	}
-	return f.fn(args), nil
+	out = f.fn(args)
+	return out, make([]bool, len(out)), nil
 }
