@@ -105,13 +105,18 @@ const workerSpin = 200 * time.Microsecond
 
 type workerPool struct {
 	n      int
-	jobs   chan *shardJob           // to workers that sleep
+	jobs   chan *shardJob           // to workers that sleep (or are about to)
 	posted atomic.Pointer[shardJob] // to workers that spin
 }
 
 func (p *workerPool) start() {
 	p.n = max(runtime.GOMAXPROCS(0)-1, 0)
-	p.jobs = make(chan *shardJob)
+	// Buffered, one place per worker: a worker between its last look at
+	// posted and its receive would miss an unbuffered send that found no
+	// receiver, and sleep through the job (the caller then ran every
+	// shard alone). A job left in the buffer after it is done is run
+	// again by nobody: its shards are all claimed.
+	p.jobs = make(chan *shardJob, max(p.n, 1))
 	for range p.n {
 		go func() {
 			var last *shardJob
