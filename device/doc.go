@@ -5,6 +5,13 @@
 // interface never exposes Go slices, so a GPU backend fits behind it; only the
 // CPU device hands out host memory, through HostBuffer.
 //
+// The CPU device's cache keeps freed buffers by size class (a quarter of a
+// doubling apart) across garbage collections, so that a training step's
+// activations, freed and asked for again every step, are not reallocated
+// after each collection; it holds at most an eighth of the machine's
+// memory (4 GiB at most), and a collection drops what a class held unused
+// through the whole cycle before it, so an idle program's cache drains.
+//
 // Devices are named "<kind>:<ordinal>", for example "cpu:0" or "gpu:0", and
 // looked up with Lookup. The CPU device "cpu:0" always exists. Default
 // returns the device new tensors are created on; SetDefault changes it for

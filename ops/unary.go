@@ -55,13 +55,7 @@ func init() {
 	// and none for x, where Relu's derivative is piecewise constant.
 	reluGradOp = eager.Register(&eager.Op{
 		Name: "ReluGrad", Inputs: 2, DTypes: numericTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			x, dy := c.Inputs[0], c.Inputs[1]
-			if !x.Shape().Equal(dy.Shape()) {
-				c.Fail(tensor.ErrShape, "x %v and dy %v differ in shape", x.Shape(), dy.Shape())
-			}
-			return c.Out1(dy.DType(), dy.Shape())
-		},
+		Infer: backwardInfer("x"),
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			return []*tensor.Tensor{nil, reluGrad(g.Inputs[0], g.OutGrads[0])}
 		},
@@ -138,19 +132,26 @@ func tanhGrad(y, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(tanhGradO
 
 func sigmoidGrad(y, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(sigmoidGradOp, nil, y, dy) }
 
+// backwardInfer is the shape rule of an elementwise backward op (first,
+// dy): both of one shape, which the result has; first names the first
+// input in the error.
+func backwardInfer(first string) func(c *eager.Call) []eager.Out {
+	return func(c *eager.Call) []eager.Out {
+		x, dy := c.Inputs[0], c.Inputs[1]
+		if !x.Shape().Equal(dy.Shape()) {
+			c.Fail(tensor.ErrShape, "%s %v and dy %v differ in shape", first, x.Shape(), dy.Shape())
+		}
+		return c.Out1(dy.DType(), dy.Shape())
+	}
+}
+
 // outputGradOp declares the backward op name(y, dy) of a float function
 // from its output y: self computes it (its gradient for dy, the op being
 // linear in dy) and dY its gradient for y given the outer gradient g.
 func outputGradOp(name string, self func(y, dy *tensor.Tensor) *tensor.Tensor, dY func(y, dy, g *tensor.Tensor) *tensor.Tensor) *eager.Op {
 	return eager.Register(&eager.Op{
 		Name: name, Inputs: 2, DTypes: floatTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			y, dy := c.Inputs[0], c.Inputs[1]
-			if !y.Shape().Equal(dy.Shape()) {
-				c.Fail(tensor.ErrShape, "y %v and dy %v differ in shape", y.Shape(), dy.Shape())
-			}
-			return c.Out1(dy.DType(), dy.Shape())
-		},
+		Infer: backwardInfer("y"),
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			y, dy, gy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
 			return []*tensor.Tensor{when(g.Needs[0], func() *tensor.Tensor { return dY(y, dy, gy) }), when(g.Needs[1], func() *tensor.Tensor { return self(y, gy) })}
