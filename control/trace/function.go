@@ -192,13 +192,16 @@ type traced struct {
 }
 
 // run executes tr's graph on args; owned marks the results the run made
-// (graph.Owned).
-func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions) (out []*tensor.Tensor, owned []bool, err error) {
+// (graph.Owned), when asked for (nil otherwise).
+func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions, wantOwned bool) (out []*tensor.Tensor, owned []bool, err error) {
 	out, err = graph.ExecuteWith(tr.g, opts, args...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withNils(tr.nilResults, out), withNils(tr.nilResults, graph.Owned(tr.g, args, out)), nil
+	if wantOwned {
+		owned = withNils(tr.nilResults, graph.Owned(tr.g, args, out))
+	}
+	return withNils(tr.nilResults, out), owned, nil
 }
 
 // withNils puts the nil results of fn (the zero value) back among the
@@ -223,7 +226,7 @@ func withNils[T any](nilResults []bool, out []T) []T {
 // argument count that differs from the trace, or a trace that cannot be
 // made, is an error.
 func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
-	out, _, err := f.CallOwned(args...)
+	out, _, err := f.call(args, false)
 	return out, err
 }
 
@@ -235,6 +238,11 @@ func (f *Function) Call(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 // serve the next call. A call that traces, or that runs fn eagerly, owns
 // none.
 func (f *Function) CallOwned(args ...*tensor.Tensor) ([]*tensor.Tensor, []bool, error) {
+	return f.call(args, true)
+}
+
+// call is Call, reporting the owned results when wantOwned.
+func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor, []bool, error) {
 	if traceOf(args...) != nil {
 		// Called on values of another function's trace: run fn so that
 		// its ops and control flow are traced inline there.
@@ -259,7 +267,7 @@ func (f *Function) CallOwned(args ...*tensor.Tensor) ([]*tensor.Tensor, []bool, 
 	}
 	f.mu.Unlock()
 	if tr != nil {
-		return f.runGuarded(tr, args)
+		return f.runGuarded(tr, args, wantOwned)
 	}
 	out, tr, err := traceCall(f.fn, args, false)
 	if errors.Is(err, errUnroll) {

@@ -91,9 +91,9 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 
 // runGuarded runs tr on args; when a guard fails it runs fn eagerly
 // instead (logging that once), so the call returns what fn computes.
-func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.Tensor, owned []bool, err error) {
+func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, err error) {
 	if !tr.hasGuards {
-		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
+		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 	}
 	failed := false
 	func() {
@@ -107,7 +107,7 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor) (out []*tensor.
 				panic(r)
 			}
 		}()
-		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks})
+		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 	}()
 	if !failed {
 		return out, owned, err
