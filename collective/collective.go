@@ -4,15 +4,18 @@
 // Broadcast, AllGather, ReduceScatter, point-to-point Send and Recv, and
 // Barrier. Implementations run on the engines clusters already have:
 // collective/mpi over MPI (Open MPI or MPICH, loaded at run time, started
-// by mpirun, mpiexec, srun or an MPI operator).
+// by mpirun, mpiexec, srun or an MPI operator), backend/cuda/nccl over
+// NCCL for tensors on NVIDIA GPUs (MPI, or any Comm, carrying its set-up),
+// and Single, one process with no engine.
 //
 //	comm, err := mpi.Open()                      // MPI_COMM_WORLD
 //	sum, err := comm.AllReduce(grad, collective.Mean)
 //
 // Every rank must call the collectives in the same order with tensors of
 // the same dtype and shape; what the tensors hold is then combined
-// element by element. Results are new tensors on the host; the inputs are
-// left as they were. Errors name the collective, the rank and what MPI
+// element by element. Results are new tensors on the host (on the
+// communicator's device where it is Placed); the inputs are left as they
+// were. Errors name the collective, the rank and what MPI
 // said.
 package collective
 
@@ -20,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -87,6 +91,23 @@ type Comm interface {
 // nn.DistributedTrainStep does with its gradient buckets).
 type InPlace interface {
 	AllReduceInPlace(t *tensor.Tensor, op Op) error
+}
+
+// Placed is a Comm whose collectives work on the tensors of one device
+// and return their results there (an NCCL communicator: its GPU); a Comm
+// that is not Placed works on the host.
+type Placed interface {
+	Device() device.Device
+}
+
+// DeviceOf is where c's collectives work best: its device when it is
+// Placed, else the host. Callers keep their buffers there, so that no
+// tensor has to move before the collective.
+func DeviceOf(c Comm) device.Device {
+	if p, ok := c.(Placed); ok {
+		return p.Device()
+	}
+	return device.Host()
 }
 
 // ErrCollective is wrapped by every error of a collective: a bad argument

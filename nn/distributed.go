@@ -59,18 +59,20 @@ func AllReduceGradients(comm collective.Comm, grads []*tensor.Tensor) ([]*tensor
 // the division and the unpacking in one vectorized pass (ops.Mul on a
 // view), not a scalar pass and a copy.
 func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) error {
-	dt := grads[0].DType()
+	dt, dev := grads[0].DType(), collective.DeviceOf(comm)
 	flat := grads[0]
-	if len(grads) > 1 || flat.Device() != device.Host() {
-		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
-		buf, off := flat.HostBytes(), 0
+	if len(grads) > 1 || flat.Device() != dev {
+		var err error
+		if flat, err = tensor.Empty(dev, dt, tensor.Shape{bytes / dt.Size()}); err != nil {
+			return fmt.Errorf("nn: AllReduceGradients: %w", err)
+		}
+		off := 0
 		for _, g := range grads {
-			n := g.NumElements() * dt.Size()
-			if err := hostCopy(buf[off:off+n], g); err != nil {
+			if err := place(flat, off, g); err != nil {
 				flat.Release()
 				return err
 			}
-			off += n
+			off += g.NumElements()
 		}
 	}
 	sum, err := comm.AllReduce(flat, collective.Sum)
@@ -197,7 +199,8 @@ type gradientReduce struct {
 	buckets [][]int          // indices of vars, last layer first
 	bucket  []int            // per var: its bucket
 	flats   []*tensor.Tensor // per bucket of several gradients: where they are packed
-	means   []*tensor.Tensor // per var: its summed gradient, on the host, rewritten every step
+	means   []*tensor.Tensor // per var: its summed gradient, on dev, rewritten every step
+	dev     device.Device    // where comm's collectives work (collective.DeviceOf)
 
 	// The step's.
 	missing []int // per bucket: gradients not yet final
@@ -208,7 +211,7 @@ type gradientReduce struct {
 }
 
 func newGradientReduce(comm collective.Comm, vars []*tape.Variable, o DistributedOptions) *gradientReduce {
-	r := &gradientReduce{comm: comm, overlap: o.Overlap, vars: slices.Clone(vars), bucket: make([]int, len(vars)),
+	r := &gradientReduce{comm: comm, dev: collective.DeviceOf(comm), overlap: o.Overlap, vars: slices.Clone(vars), bucket: make([]int, len(vars)),
 		means: make([]*tensor.Tensor, len(vars)), grads: make([]*tensor.Tensor, len(vars))}
 	bytes, alone := 0, false
 	for i := len(vars) - 1; i >= 0; i-- {
@@ -288,8 +291,11 @@ func (r *gradientReduce) reduce(k int) error {
 		return nil
 	}
 	if len(is) == 1 {
-		m := r.mean(is[0])
-		if err := hostCopy(m.HostBytes(), r.grads[is[0]]); err != nil {
+		m, err := r.mean(is[0])
+		if err != nil {
+			return err
+		}
+		if err := place(m, 0, r.grads[is[0]]); err != nil {
 			return err
 		}
 		return r.sum(m)
@@ -299,28 +305,37 @@ func (r *gradientReduce) reduce(k int) error {
 		bytes += r.grads[i].NumElements() * dt.Size()
 	}
 	flat := r.flats[k]
-	switch {
-	case len(is) < len(r.buckets[k]): // some nil gradients: a buffer for this step alone
-		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
-		defer flat.Release()
-	case flat == nil:
-		flat = tensor.MustEmpty(dt, tensor.Shape{bytes / dt.Size()})
-		r.flats[k] = flat
+	if flat == nil || len(is) < len(r.buckets[k]) { // some nil gradients: a buffer for this step alone
+		var err error
+		if flat, err = tensor.Empty(r.dev, dt, tensor.Shape{bytes / dt.Size()}); err != nil {
+			return fmt.Errorf("nn: DistributedTrainStep: %w", err)
+		}
+		if len(is) < len(r.buckets[k]) {
+			defer flat.Release()
+		} else {
+			r.flats[k] = flat
+		}
 	}
-	buf, off := flat.HostBytes(), 0
+	off := 0
 	for _, i := range is {
-		n := r.grads[i].NumElements() * r.grads[i].DType().Size()
-		if err := hostCopy(buf[off:off+n], r.grads[i]); err != nil {
+		if err := place(flat, off, r.grads[i]); err != nil {
 			return err
 		}
-		off += n
+		off += r.grads[i].NumElements()
 	}
 	if err := r.sum(flat); err != nil {
 		return err
 	}
 	off = 0
 	for _, i := range is {
-		off += copy(r.mean(i).HostBytes(), buf[off:])
+		m, err := r.mean(i)
+		if err != nil {
+			return err
+		}
+		if err := unpack(m, flat, off); err != nil {
+			return err
+		}
+		off += m.NumElements()
 	}
 	return nil
 }
@@ -337,33 +352,55 @@ func (r *gradientReduce) sum(t *tensor.Tensor) error {
 	if err != nil {
 		return fmt.Errorf("nn: DistributedTrainStep: %w", err)
 	}
-	copy(t.HostBytes(), s.HostBytes())
-	s.Release()
-	return nil
+	defer s.Release()
+	return place(t, 0, s)
 }
 
-// mean returns vars[i]'s mean buffer, made on first use.
-func (r *gradientReduce) mean(i int) *tensor.Tensor {
+// mean returns vars[i]'s mean buffer on dev, made on first use.
+func (r *gradientReduce) mean(i int) (*tensor.Tensor, error) {
 	if r.means[i] == nil {
 		v := r.vars[i].Value()
-		r.means[i] = tensor.MustEmpty(v.DType(), v.Shape())
+		m, err := tensor.Empty(r.dev, v.DType(), v.Shape())
+		if err != nil {
+			return nil, fmt.Errorf("nn: DistributedTrainStep: %w", err)
+		}
+		r.means[i] = m
 	}
-	return r.means[i]
+	return r.means[i], nil
 }
 
-// hostCopy copies g's elements, row-major, into dst.
-func hostCopy(dst []byte, g *tensor.Tensor) error {
-	host, err := g.To(device.Host())
+// place copies g's elements, row-major, into dst's buffer (a row-major
+// tensor the caller owns, rewritten in place) from element off on:
+// one strided copy on dst's device, after moving g there if it is
+// elsewhere.
+func place(dst *tensor.Tensor, off int, g *tensor.Tensor) error {
+	src := g
+	if g.Device() != dst.Device() {
+		moved, err := g.To(dst.Device())
+		if err != nil {
+			return fmt.Errorf("nn: gradients to %s: %w", dst.Device().Name(), err)
+		}
+		defer moved.Release()
+		src = moved
+	}
+	return copyElems(dst, off, tensor.Strides(src.Shape(), nil), src, 0, tensor.Strides(src.Shape(), src.Layout()), src.Shape())
+}
+
+// unpack copies dst's elements, row-major, from src's buffer (a flat
+// bucket on dst's device) from element off on.
+func unpack(dst, src *tensor.Tensor, off int) error {
+	return copyElems(dst, 0, tensor.Strides(dst.Shape(), nil), src, off, tensor.Strides(dst.Shape(), nil), dst.Shape())
+}
+
+// copyElems is device.Copy between two tensors' buffers on one device
+// (a scalar as one element).
+func copyElems(dst *tensor.Tensor, dOff int, dSt []int, src *tensor.Tensor, sOff int, sSt []int, shape tensor.Shape) error {
+	if len(shape) == 0 {
+		shape, dSt, sSt = tensor.Shape{1}, []int{1}, []int{1}
+	}
+	err := dst.Device().Copy(dst.Buffer(), dOff, dSt, src.Buffer(), sOff, sSt, shape, dst.DType().Size())
 	if err != nil {
-		return fmt.Errorf("nn: gradients to the host: %w", err)
-	}
-	c := host.Contiguous()
-	copy(dst, c.HostBytes())
-	if c != g {
-		c.Release()
-	}
-	if host != g && host != c {
-		host.Release()
+		return fmt.Errorf("nn: gradient buckets: %w", err)
 	}
 	return nil
 }

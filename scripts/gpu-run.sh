@@ -36,6 +36,10 @@ fi
 export EAGERFLOW_REQUIRE_GPU=1
 "$here/cuda.test" -test.v -test.count=1 -test.timeout=8m >"$out/tests.log" 2>&1
 rc=$?
+if [ -x "$here/nccl.test" ]; then
+	echo "=== NCCL (backend/cuda/nccl) ===" >>"$out/tests.log"
+	"$here/nccl.test" -test.v -test.count=1 -test.timeout=3m >>"$out/tests.log" 2>&1 || rc=1
+fi
 pass=$(grep -c -- '--- PASS' "$out/tests.log")
 fail=$(grep -c -- '--- FAIL' "$out/tests.log")
 skip=$(grep -c -- '--- SKIP' "$out/tests.log")
@@ -45,6 +49,7 @@ skip=$(grep -c -- '--- SKIP' "$out/tests.log")
 	echo
 	echo "passed $pass, failed $fail, skipped $skip"
 	grep -m1 'gpu:0: ' "$out/tests.log" | sed 's/^ */- device: /'
+	grep -m1 'nccl_test.go.*gpu:0: ' "$out/tests.log" | sed 's/^ */- NCCL: /'
 	if [ "$fail" != 0 ] || [ "$rc" != 0 ]; then
 		echo
 		echo '```'

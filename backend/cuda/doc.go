@@ -55,6 +55,11 @@
 // driver keeps its own disk cache of compiled PTX. NVRTC is not needed
 // (and not loaded): run-time kernels are PTX from the same generator.
 //
+// Package backend/cuda/nccl reduces tensors across the GPUs of several
+// processes with NCCL (a collective.Comm), queued on the same stream;
+// on the emulated GPU its collectives run on an emulated NCCL over the
+// host communicator.
+//
 // The path has been tested on the emulator only: it is not yet confirmed
 // on NVIDIA hardware.
 package cuda

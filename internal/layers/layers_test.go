@@ -24,9 +24,10 @@ var layer = map[string]int{
 }
 
 // sublayer places the packages under a top-level directory that sit
-// lower than it: internal/plumb imports nothing of the module, so package
-// tensor may lend its setters through it.
-var sublayer = map[string]int{"internal/plumb": -1}
+// elsewhere than it: internal/plumb imports nothing of the module, so
+// package tensor may lend its setters through it; backend/cuda/nccl is a
+// collective.Comm, above collective, built on the CUDA backend's internals.
+var sublayer = map[string]int{"internal/plumb": -1, "backend/cuda/nccl": 7}
 
 // top returns the key of path's layer: a sublayer's directory, or the
 // top-level directory.
