@@ -48,7 +48,7 @@ func (s *single) copyOf(call string, t *tensor.Tensor, reduce bool) (*tensor.Ten
 		return nil, s.errorf(call, "copying %v from %s: %v", t.Shape(), t.Device().Name(), err)
 	}
 	c := host.Contiguous()
-	out := tensor.MustEmpty(t.DType(), t.Shape())
+	out := tensor.MustEmptyHost(t.DType(), t.Shape())
 	copy(out.HostBytes(), c.HostBytes())
 	if c != t && c != host {
 		c.Release()

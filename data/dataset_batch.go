@@ -76,7 +76,7 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 			}
 		}
 		dt := group[0][c].DType()
-		t := tensor.MustEmpty(dt, append([]int{len(group)}, shape...))
+		t := tensor.MustEmptyHost(dt, append([]int{len(group)}, shape...))
 		dst := t.HostBytes()
 		size := shape.NumElements() * dt.Size()
 		if pad {

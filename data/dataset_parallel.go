@@ -364,7 +364,7 @@ func tfrecordFile(name string, o TFRecordOptions) *Dataset {
 				}
 				return nil, &StageError{Stage: stage, Err: err}
 			}
-			t := tensor.MustEmpty(tensor.Uint8, []int{len(rec)})
+			t := tensor.MustEmptyHost(tensor.Uint8, []int{len(rec)})
 			copy(t.HostBytes(), rec)
 			return Element{t}, nil
 		}, closeFn: func() {

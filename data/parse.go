@@ -162,7 +162,7 @@ func (p *Parser) Parse(records [][]byte) (*Parsed, error) {
 }
 
 func fromRaw(dt tensor.DType, shape []int, raw []byte) *tensor.Tensor {
-	t := tensor.MustEmpty(dt, shape)
+	t := tensor.MustEmptyHost(dt, shape)
 	copy(t.HostBytes(), raw)
 	return t
 }
@@ -174,7 +174,7 @@ func (c *column) padded(batch int) *tensor.Tensor {
 		longest = max(longest, n)
 	}
 	size := c.dt.Size()
-	t := tensor.MustEmpty(c.dt, []int{batch, int(longest)})
+	t := tensor.MustEmptyHost(c.dt, []int{batch, int(longest)})
 	dst := t.HostBytes()
 	pad := scalarBytes(c.dt, c.varlen.PadValue)
 	at := 0

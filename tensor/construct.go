@@ -109,17 +109,25 @@ func asBytes[T Elem](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
 }
 
-// FromSlice returns a tensor holding a copy of data with the given shape (a
-// vector of len(data) when no shape is given). It panics with an *Error if
-// the shape does not hold len(data) elements.
+// FromSlice returns a tensor on the default device holding a copy of data
+// with the given shape (a vector of len(data) when no shape is given). It
+// panics with an *Error if the shape does not hold len(data) elements.
 func FromSlice[T Elem](data []T, shape ...int) *Tensor {
+	return FromSliceOn(device.Default(), data, shape...)
+}
+
+// FromSliceOn is FromSlice on dev.
+func FromSliceOn[T Elem](dev device.Device, data []T, shape ...int) *Tensor {
 	s := Shape(shape)
 	if len(shape) == 0 {
 		s = Shape{len(data)}
 	} else {
 		s = s.Clone()
 	}
-	return withShape(data, s)
+	if n := checkShapeOn("FromSlice", dev, s, DTypeOf[T]()); n != len(data) {
+		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
+	}
+	return fromHostOn("FromSlice", dev, DTypeOf[T](), s, asBytes(data))
 }
 
 // withShape is FromSlice for an exact shape (nil is a scalar).

@@ -89,6 +89,16 @@ func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
 	return &Tensor{dtype: dt, shape: shape.Clone(), buf: buf}, nil
 }
 
+// MustEmptyHost is Empty on the host (whatever the default device) that
+// panics on allocation failure: the buffer code fills through HostBytes.
+func MustEmptyHost(dt DType, shape Shape) *Tensor {
+	t, err := Empty(device.Host(), dt, shape)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // MustEmpty is Empty for the default device that panics on allocation failure.
 func MustEmpty(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Default(), dt, shape)

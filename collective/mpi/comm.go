@@ -213,7 +213,7 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmpty(t.DType(), t.Shape())
+	out := tensor.MustEmptyHost(t.DType(), t.Shape())
 	dst := out.HostBytes()
 	var pin runtime.Pinner
 	if err := c.run("AllReduce", &pin, c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
@@ -276,7 +276,7 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmpty(t.DType(), t.Shape())
+	out := tensor.MustEmptyHost(t.DType(), t.Shape())
 	buf := out.HostBytes()
 	if c.rank == root {
 		copy(buf, src)
@@ -294,7 +294,7 @@ func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmpty(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
+	out := tensor.MustEmptyHost(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
 	n := uintptr(t.NumElements())
 	var pin runtime.Pinner
 	if err := c.run("AllGather", &pin, c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
@@ -319,7 +319,7 @@ func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor
 	}
 	shape := t.Shape().Clone()
 	shape[0] /= c.size
-	out := tensor.MustEmpty(t.DType(), shape)
+	out := tensor.MustEmptyHost(t.DType(), shape)
 	var pin runtime.Pinner
 	if err := c.run("ReduceScatter", &pin, c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
@@ -352,7 +352,7 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmpty(like.DType(), like.Shape())
+	out := tensor.MustEmptyHost(like.DType(), like.Shape())
 	var pin runtime.Pinner
 	if err := c.run("Recv", &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, c.l.statusIgnore); err != nil {
 		return nil, err

@@ -6,6 +6,11 @@
 //
 //	go build -o distributed ./examples/distributed
 //	mpirun -np 2 ./distributed [-epochs 40]
+//	mpirun -np 4 ./distributed -gpu   # one GPU per process, gradients reduced by NCCL
+//
+// With -gpu, process r trains on GPU r modulo the GPUs of its machine
+// (EAGERFLOW_CUDA_DRIVER=emulator: the emulated GPU and NCCL), and MPI
+// only carries NCCL's set-up.
 //
 // As root in a container, Open MPI also needs
 // OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 and
@@ -21,9 +26,12 @@ import (
 	"io"
 	"os"
 
+	"github.com/eagerflow/eagerflow/backend/cuda"
+	"github.com/eagerflow/eagerflow/backend/cuda/nccl"
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/examples/internal/toydata"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -32,13 +40,24 @@ import (
 
 func main() {
 	epochs := flag.Int("epochs", 40, "training epochs")
+	gpu := flag.Bool("gpu", false, "train on a GPU per process, reducing gradients with NCCL")
 	flag.Parse()
-	comm, err := mpi.Open()
+	host, err := mpi.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "distributed:", err, "(start it with mpirun)")
 		os.Exit(1)
 	}
-	defer comm.Close()
+	defer host.Close()
+	var comm collective.Comm = host
+	if *gpu {
+		g, err := openGPU(host)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "distributed: rank %d: %v\n", host.Rank(), err)
+			os.Exit(1)
+		}
+		defer g.Close()
+		comm = g
+	}
 	var progress io.Writer = os.Stderr
 	res, err := run(comm, *epochs, progress)
 	if err != nil {
@@ -48,6 +67,23 @@ func main() {
 	if comm.Rank() == 0 {
 		fmt.Printf("%d processes: final loss %.4f, validation accuracy %.1f%%\n", comm.Size(), res.loss, 100*res.accuracy)
 	}
+}
+
+// openGPU opens this process's GPU (its rank modulo the GPUs it sees)
+// and the NCCL communicator of the job's GPUs.
+func openGPU(host collective.Comm) (*nccl.Comm, error) {
+	n, err := cuda.Count()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no GPU")
+	}
+	gpu, err := cuda.Open(host.Rank() % n)
+	if err != nil {
+		return nil, err
+	}
+	return nccl.Open(gpu, host)
 }
 
 type result struct{ loss, accuracy float64 }
@@ -70,6 +106,10 @@ func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	// The model lives where the communicator reduces: the host, or the
+	// GPU of an NCCL communicator (the batches are moved there).
+	dev := collective.DeviceOf(comm)
+	defer device.SetDefault(dev)()
 	rng := tensor.NewRNG(3) // rank 0's initial values are broadcast anyway
 	model := nn.NewSequential(
 		nn.NewDense("dense1", rng, 2, 64, nn.DenseOpts{Activation: ops.Tanh}),
@@ -79,15 +119,32 @@ func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
 	r, n := comm.Rank(), comm.Size()
 	// The same shuffle on every process (same seed), then each its shard:
 	// process r takes elements r, r+n, ... of each epoch's order.
-	shard := train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false)
+	shard := onDevice(train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false), dev)
 	h, err := nn.Fit(context.Background(), shard, nn.AllVariables(model), opt,
 		nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt),
 		nn.FitConfig{Epochs: epochs, Comm: comm, Progress: progress, StepsPerEpoch: 1200 / globalBatch,
-			Validation: val.Shard(n, r).Batch(100, false),
+			Validation: onDevice(val.Shard(n, r).Batch(100, false), dev),
 			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})
 	if err != nil {
 		return result{}, err
 	}
 	last := h.Epochs[len(h.Epochs)-1]
 	return result{loss: last["loss"], accuracy: last["val_accuracy"]}, nil
+}
+
+// onDevice is ds with its batches copied to dev.
+func onDevice(ds *data.Dataset, dev device.Device) *data.Dataset {
+	if dev == device.Host() {
+		return ds
+	}
+	return ds.Map(func(e data.Element) (data.Element, error) {
+		out := make(data.Element, len(e))
+		for i, t := range e {
+			var err error
+			if out[i], err = t.To(dev); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
 }

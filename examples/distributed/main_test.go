@@ -2,8 +2,10 @@ package main
 
 import (
 	"io"
+	"math"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
 )
@@ -27,5 +29,42 @@ func TestRankDistributed(t *testing.T) {
 	}
 	if res.accuracy < 0.85 {
 		t.Errorf("rank %d: validation accuracy %.3f after 25 epochs", comm.Rank(), res.accuracy)
+	}
+}
+
+// With -gpu on emulated GPUs (NCCL emulated over MPI), 2 processes train
+// the model the CPU run trains: the same losses and accuracy.
+func TestDistributedOnGPUsUnderMPIRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	t.Setenv(cuda.EnvDriver, "emulator")
+	mpitest.Run(t, 2, "TestRankDistributedOnGPU")
+}
+
+func TestRankDistributedOnGPU(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestDistributedOnGPUsUnderMPIRun's mpirun")
+	}
+	host, err := mpi.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	want, err := run(host, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, err := openGPU(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comm.Close()
+	got, err := run(comm, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.loss-want.loss) > 1e-4 || math.Abs(got.accuracy-want.accuracy) > 1e-9 {
+		t.Errorf("rank %d: on the GPUs loss %.6f, accuracy %.4f; on the CPUs %.6f, %.4f", comm.Rank(), got.loss, got.accuracy, want.loss, want.accuracy)
 	}
 }

@@ -107,7 +107,7 @@ func (c *Comm) shareID(host collective.Comm) (cu.UniqueID, error) {
 			copy(msg[1:], id[:])
 		}
 	}
-	got, err := host.Broadcast(tensor.FromSlice(msg), 0)
+	got, err := host.Broadcast(tensor.FromSliceOn(device.Host(), msg), 0)
 	if err != nil {
 		return id, c.errorf("Open", "broadcasting the unique id: %v", err)
 	}
@@ -233,7 +233,9 @@ func (c *Comm) Close() error {
 	return nil
 }
 
-// wire is a host communicator as the emulated NCCL's transport.
+// wire is a host communicator as the emulated NCCL's transport. Its
+// tensors are on the host whatever the default device: the emulator calls
+// it while it runs the GPU's stream, holding the GPU.
 type wire struct{ c collective.Comm }
 
 // wireTag is the tag of the emulator's point-to-point bytes.
@@ -243,7 +245,7 @@ func (w wire) Rank() int { return w.c.Rank() }
 func (w wire) Size() int { return w.c.Size() }
 
 func (w wire) AllGather(b []byte) ([]byte, error) {
-	t := tensor.FromSlice(b)
+	t := tensor.FromSliceOn(device.Host(), b)
 	all, err := w.c.AllGather(t)
 	t.Release()
 	if err != nil {
@@ -255,13 +257,13 @@ func (w wire) AllGather(b []byte) ([]byte, error) {
 }
 
 func (w wire) Send(b []byte, to int) error {
-	t := tensor.FromSlice(b)
+	t := tensor.FromSliceOn(device.Host(), b)
 	defer t.Release()
 	return w.c.Send(t, to, wireTag)
 }
 
 func (w wire) Recv(b []byte, from int) error {
-	got, err := w.c.Recv(tensor.Zeros(tensor.Uint8, len(b)), from, wireTag)
+	got, err := w.c.Recv(tensor.FullOn(device.Host(), tensor.Uint8, 0, len(b)), from, wireTag)
 	if err != nil {
 		return err
 	}
