@@ -131,6 +131,9 @@ type ncclComm struct {
 	h uintptr
 }
 
+// call is ncclLib.call on c.
+//
+//go:uintptrescapes
 func (c *ncclComm) call(name string, fn uintptr, args ...uintptr) error {
 	return c.l.call(name, c.h, fn, args...)
 }
