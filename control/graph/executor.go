@@ -177,22 +177,21 @@ func ExecuteWith(g *Graph, opts ExecOptions, args ...*tensor.Tensor) ([]*tensor.
 // nor a result before it. A caller may Release those (trace.Function's
 // CallOwned).
 func Owned(g *Graph, args, out []*tensor.Tensor) []bool {
-	held := make(map[*tensor.Tensor]bool, len(args)+len(out))
-	for _, a := range args {
-		held[a] = true
-	}
-	for _, n := range g.Nodes {
-		if n.Kind == Const {
-			held[n.Value] = true
-		}
-	}
-	for _, t := range mergeIndices {
-		held[t] = true
-	}
 	owned := make([]bool, len(out))
 	for i, t := range out {
-		owned[i] = t != nil && !held[t]
-		held[t] = true
+		owned[i] = t != nil && !slices.Contains(args, t) && !slices.Contains(mergeIndices[:], t) && !slices.Contains(out[:i], t)
+	}
+	// One pass over the constants, each compared with the few results (no
+	// set of every constant per call).
+	for _, n := range g.Nodes {
+		if n.Kind != Const {
+			continue
+		}
+		for i, t := range out {
+			if owned[i] && t == n.Value {
+				owned[i] = false
+			}
+		}
 	}
 	return owned
 }
