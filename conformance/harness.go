@@ -197,9 +197,13 @@ func checkDevices(t *testing.T, c *call, want []T, pending []Pending) {
 		if err != nil {
 			t.Fatalf("on %s: %v", dev.Name(), err)
 		}
+		on := dev // an op that copies to a device says which (ops.DeviceAttrs)
+		if p, ok := c.attrs.(interface{ TargetDevice() device.Device }); ok {
+			on = p.TargetDevice()
+		}
 		for i, g := range got {
-			if g.Device() != dev {
-				t.Fatalf("on %s, output %d is on %s", dev.Name(), i, g.Device().Name())
+			if g.Device() != on {
+				t.Fatalf("on %s, output %d is on %s, want %s", dev.Name(), i, g.Device().Name(), on.Name())
 			}
 		}
 		same := sameBits
@@ -337,7 +341,10 @@ func loss(c *call, inputs []T, w []T) T {
 	l := tensor.Scalar(0.0)
 	for i, o := range c.run(inputs) {
 		if w[i] != nil {
-			l = ops.Add(l, ops.Sum(ops.Cast(ops.Mul(o, w[i]), tensor.Float64)))
+			// An output on another device (ops.ToDevice's) is weighed
+			// there and its sum brought back.
+			wi := ops.ToDevice(w[i], o.Device())
+			l = ops.Add(l, ops.ToDevice(ops.Sum(ops.Cast(ops.Mul(o, wi), tensor.Float64)), l.Device()))
 		}
 	}
 	return l

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -194,6 +195,9 @@ func samples() map[string][]sample {
 	add("Identity", unary(ops.Identity, every, -2, 2, true, true)...)
 	add("Identity", one("of a variable", func() { ops.Identity(tape.NewVariable("v", r(-1, 1, 3)).Value()) }, false, false))
 	add("StopGradient", unary(ops.StopGradient, every, -2, 2, false, false)...)
+	add("ToDevice", unary(func(x T) T { return ops.ToDevice(x, device.SecondCPU()) }, every, -2, 2, true, true)...)
+	add("ToDevice", one("a transposed view", func() { ops.ToDevice(tr(r(-1, 1, 3, 4)), device.SecondCPU()) }, true, false),
+		one("of a variable", func() { ops.ToDevice(tape.NewVariable("v", r(-1, 1, 3)).Value(), device.SecondCPU()) }, false, false))
 	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Float32) }, every, -3, 3, false, false)...)
 	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Int64) }, every, -3, 3, false, false)...)
 	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Bool) }, every, -3, 3, false, false)...)

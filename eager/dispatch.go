@@ -129,6 +129,9 @@ func view(c *Call, specs []Out) []*tensor.Tensor {
 	if c.Op.View == nil {
 		return nil
 	}
+	if c.Op.ViewOwns {
+		return c.Op.View(c, specs)
+	}
 	for _, x := range c.Inputs {
 		if x.IsVariable() {
 			return nil

@@ -66,6 +66,10 @@ type Op struct {
 	// uses the kernel instead when an input is a variable, whose buffer may
 	// change in place later.
 	View func(c *Call, specs []Out) []*tensor.Tensor
+	// ViewOwns says View returns tensors with buffers of their own (a
+	// copy to another device), never a variable's: dispatch uses View for
+	// variables too, and the op needs no kernel.
+	ViewOwns bool
 	// Grad is the gradient rule; nil requires NonDifferentiable.
 	Grad GradFunc
 	// NonDifferentiable declares that the op has no gradient (comparisons,

@@ -49,6 +49,7 @@
 //	Select(pred, t, f), Where(pred, t, f)    pred bool; scalar or same-shape (broadcasting)
 //	Clip(x, lo, hi)                          min(max(x, lo), hi)
 //	Cast(x, dtype)                           XLA's ConvertElementType
+//	ToDevice(x, dev)                         a copy on dev (tensor.Tensor.To records it for tapes and traces; device.go)
 //
 // # Shape and data movement (shape.go, slice.go, indexing.go, structure.go, dynamic.go)
 //

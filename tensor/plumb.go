@@ -1,6 +1,9 @@
 package tensor
 
-import "github.com/eagerflow/eagerflow/internal/plumb"
+import (
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/plumb"
+)
 
 // The setters packages tape and trace use, and the printer's pieces the
 // notebook module uses, lent through internal/plumb rather than exported.
@@ -12,6 +15,7 @@ func init() {
 	}
 	plumb.Tensor.SetTraced = func(t, m any) { t.(*Tensor).setTraced(m.(*Traced)) }
 	plumb.Tensor.WithoutValues = func(t any) any { return t.(*Tensor).withoutValues() }
+	plumb.Tensor.Move = func(t, dev any) (any, error) { return t.(*Tensor).move(dev.(device.Device)) }
 	plumb.Tensor.Print = func(x any) ([]string, func(int) []int) {
 		t := x.(*Tensor)
 		p := printer{summarize: t != nil && t.NumElements() > printThreshold}

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 )
 
 // Tensor is an immutable n-dimensional array: a dtype, a shape, a layout and
@@ -267,8 +268,26 @@ func HostData[T Elem](t *Tensor) []T {
 // dev copies from t's device directly where it can read it (the CPU
 // devices read each other's memory), else the data is staged through host
 // memory. Errors are the devices' (wrapping device.ErrOutOfMemory or
-// device.ErrCopy).
+// device.ErrCopy). The copy is an op (ops.ToDevice) where a tape or a
+// trace may follow t (t was recorded or traced, or is a variable's
+// value): a gradient flows back through it to t's device, and a traced
+// function copies its values each call.
 func (t *Tensor) To(dev device.Device) (*Tensor, error) {
+	if dev == t.Device() {
+		return t, nil
+	}
+	if plumb.RecordedTo != nil && (t.ad.Load() != nil || t.tr.Load() != nil || t.IsVariable()) {
+		out, err := plumb.RecordedTo(t, dev)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*Tensor), nil
+	}
+	return t.move(dev)
+}
+
+// move is To without recording.
+func (t *Tensor) move(dev device.Device) (*Tensor, error) {
 	if dev == t.Device() {
 		return t, nil
 	}

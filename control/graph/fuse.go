@@ -90,6 +90,13 @@ func (o Output) Spec() (eager.Out, bool) {
 // traced).
 func (g *Graph) fuseElementwise() {
 	kind := g.device().Kind()
+	for _, n := range g.Nodes {
+		// A graph whose values move to a device of another kind (a CPU
+		// graph feeding a GPU) is not fused: its chains would mix kinds.
+		if p, ok := n.Attrs.(interface{ TargetDevice() device.Device }); ok && p.TargetDevice().Kind() != kind {
+			return
+		}
+	}
 	uses := map[Output]int{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {

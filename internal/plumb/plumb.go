@@ -30,4 +30,12 @@ var Tensor struct {
 	// at each end). elems is nil when t holds no values (nil, released or
 	// dropped).
 	Print func(t any) (elems []string, shown func(n int) []int)
+	// Move copies a tensor to a device (*tensor.Tensor, device.Device)
+	// without telling tapes or traces: the ToDevice op's own work.
+	Move func(t, dev any) (any, error)
 }
+
+// RecordedTo is package ops' ToDevice (set at its init): tensor.To calls
+// it for a tensor a tape or a trace may be following, so that the copy is
+// recorded (a gradient flows back through it, a trace replays it).
+var RecordedTo func(t, dev any) (any, error)
