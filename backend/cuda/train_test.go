@@ -222,3 +222,47 @@ func TestScanAndCondOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// A traced loop whose body runs on the host and on the GPU by turns (a
+// Cond on the GPU inside), with its gradient: the same values as the
+// eager loop, call after call; the copies between the devices are op
+// nodes of the graph (ops.ToDevice).
+func TestTracedLoopAlternatingHostAndGPU(t *testing.T) {
+	gpu := testGPU(t)
+	step := func(h, w *tensor.Tensor) *tensor.Tensor {
+		a := ops.Tanh(ops.MatMul(h, w)) // on the host
+		b := ops.ToDevice(a, gpu)
+		pos := ops.Gt(ops.Sum(b), tensor.FullOn(gpu, tensor.Float32, 0))
+		c := control.Cond(pos,
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(b, tensor.FullOn(gpu, tensor.Float32, 0.5))} },
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Neg(b)} })[0]
+		return ops.ToDevice(c, h.Device())
+	}
+	run := func(a []*tensor.Tensor) []*tensor.Tensor {
+		x, w := a[0], a[1]
+		tp := tape.New()
+		tp.Watch(w)
+		h := control.Fori(0, 3, func(_ *tensor.Tensor, v []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{step(v[0], w)} }, []*tensor.Tensor{x})[0]
+		loss := ops.Sum(ops.Square(h))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, w)[0]}
+	}
+	f := trace.NewFunction(run)
+	rng := tensor.NewRNG(8)
+	for call := range 2 {
+		x := tensor.RandNormal(rng, tensor.Float32, 2, 3)
+		w := tensor.RandNormal(rng, tensor.Float32, 3, 3)
+		got, err := f.Call(x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := run([]*tensor.Tensor{x, w})
+		for i := range want {
+			g, e := tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])
+			for k := range e {
+				if math.Abs(float64(g[k]-e[k])) > 1e-5*(1+math.Abs(float64(e[k]))) {
+					t.Fatalf("call %d, result %d: traced %v, eager %v", call, i, g, e)
+				}
+			}
+		}
+	}
+}

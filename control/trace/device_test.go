@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
@@ -42,6 +43,60 @@ func TestTracedToCopiesEachCall(t *testing.T) {
 		}
 		if got[0].Device() != other || !slices.Equal(tensor.ToSlice[float32](got[0]), c.want) {
 			t.Errorf("call %d: %v on %s, want %v on %s", i, tensor.ToSlice[float32](got[0]), got[0].Device().Name(), c.want, other.Name())
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+}
+
+// A traced loop whose body alternates devices (and branches on the
+// other device) computes what the eager loop computes, value and
+// gradient, call after call: the copies are the loop's own op nodes,
+// dead with their iteration.
+func TestTracedLoopAlternatingDevices(t *testing.T) {
+	other := device.SecondCPU()
+	step := func(h, w T) T {
+		a := ops.Tanh(ops.MatMul(h, w)) // on h's device (cpu:0)
+		b, err := a.To(other)
+		if err != nil {
+			panic(err)
+		}
+		pos := ops.Gt(ops.Sum(b), tensor.FullOn(other, tensor.Float64, 0))
+		c := control.Cond(pos,
+			func() []T { return []T{ops.Mul(b, tensor.FullOn(other, tensor.Float64, 0.5))} },
+			func() []T { return []T{ops.Neg(b)} })[0]
+		back, err := c.To(h.Device())
+		if err != nil {
+			panic(err)
+		}
+		return back
+	}
+	run := func(a []T) []T {
+		x, w := a[0], a[1]
+		tp := tape.New()
+		tp.Watch(w)
+		h := control.Fori(0, 4, func(_ T, v []T) []T { return []T{step(v[0], w)} }, []T{x})[0]
+		loss := ops.Sum(ops.Square(h))
+		return []T{loss, tp.Gradient(loss, w)[0]}
+	}
+	f := trace.NewFunction(run)
+	rng := tensor.NewRNG(5)
+	for call := range 3 {
+		x := tensor.RandNormal(rng, tensor.Float64, 2, 3)
+		w := tensor.RandNormal(rng, tensor.Float64, 3, 3)
+		got, err := f.Call(x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := run([]T{x, w})
+		for i := range want {
+			g, e := tensor.ToSlice[float64](got[i]), tensor.ToSlice[float64](want[i])
+			for k := range e {
+				if d := g[k] - e[k]; d > 1e-12 || d < -1e-12 {
+					t.Fatalf("call %d, result %d: traced %v, eager %v", call, i, g, e)
+				}
+			}
 		}
 	}
 	if f.Traces() != 1 {
