@@ -114,6 +114,32 @@ func DeviceOf(c Comm) device.Device {
 // or a failure the engine reported.
 var ErrCollective = errors.New("collective")
 
+// ErrTraced is wrapped (with ErrCollective) by the error of a collective
+// given a value of a function being traced (control/trace): the
+// collective would run once, while tracing, and every later call of the
+// traced function would return that first call's result. Call
+// collectives outside traced functions (exchange the gradients a traced
+// step returns, as nn.DistributedTrainStep does eagerly).
+var ErrTraced = errors.New("a value of a function being traced")
+
+// CheckUntraced returns an error wrapping ErrTraced, naming call, if one
+// of ts is a value of a live trace; implementations of Comm call it on
+// the tensors they are given.
+func CheckUntraced(call string, ts ...*tensor.Tensor) error {
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		if m := t.Traced(); m != nil {
+			if r, ok := m.Trace.(interface{ Live() bool }); ok && r.Live() {
+				return fmt.Errorf("%w: %s: input %d is %w: collectives run eagerly, once; call them outside the traced function",
+					ErrCollective, call, i, ErrTraced)
+			}
+		}
+	}
+	return nil
+}
+
 // ErrTimeout is wrapped (with ErrCollective) by the error of a collective
 // that did not complete within the communicator's timeout: a rank hangs,
 // died unnoticed, or called another collective. The engine cannot take

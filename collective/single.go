@@ -40,6 +40,8 @@ func (s *single) copyOf(call string, t *tensor.Tensor, reduce bool) (*tensor.Ten
 		return nil, s.errorf(call, "the communicator is closed")
 	case t == nil:
 		return nil, s.errorf(call, "nil tensor")
+	case CheckUntraced("single: "+call, t) != nil:
+		return nil, CheckUntraced("single: "+call, t)
 	case reduce && t.DType() == tensor.Bool:
 		return nil, s.errorf(call, "bool tensors cannot be reduced; Cast them to a number first")
 	}
@@ -121,6 +123,9 @@ func (s *single) Send(t *tensor.Tensor, to, tag int) error {
 func (s *single) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) {
 	if from != 0 || tag < 0 || like == nil {
 		return nil, s.errorf("Recv", "rank %d (of 1), tag %d, like %v", from, tag, tensor.Describe(like))
+	}
+	if err := CheckUntraced("single: Recv", like); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -143,6 +143,9 @@ func (c *Comm) hostBytes(what string, t *tensor.Tensor, reduce bool) ([]byte, ui
 	if t == nil {
 		return nil, 0, c.errorf(what, "nil tensor")
 	}
+	if err := collective.CheckUntraced("mpi: "+what, t); err != nil {
+		return nil, 0, err
+	}
 	if t.Device() != device.Host() {
 		moved, err := t.To(device.Host())
 		if err != nil {

@@ -1,9 +1,11 @@
 package trace_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
@@ -101,5 +103,30 @@ func TestTracedLoopAlternatingDevices(t *testing.T) {
 	}
 	if f.Traces() != 1 {
 		t.Errorf("%d traces", f.Traces())
+	}
+}
+
+// A collective called on a value of a function being traced fails with
+// collective.ErrTraced: it would run once, at tracing, and every later
+// call would return the first call's result (which it silently did).
+// Outside the trace the same call works.
+func TestCollectiveOnTracedValueFails(t *testing.T) {
+	comm := collective.Single()
+	var err error
+	f := trace.NewFunction(func(a []T) []T {
+		var s T
+		if s, err = comm.AllReduce(ops.Mul(a[0], tensor.Scalar(float32(2))), collective.Sum); err != nil {
+			return a
+		}
+		return []T{s}
+	})
+	if _, cerr := f.Call(tensor.FromSlice([]float32{1, 2})); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if !errors.Is(err, collective.ErrTraced) || !errors.Is(err, collective.ErrCollective) {
+		t.Fatalf("AllReduce inside a trace: %v, want ErrTraced", err)
+	}
+	if _, err := comm.AllReduce(tensor.FromSlice([]float32{1, 2}), collective.Sum); err != nil {
+		t.Errorf("AllReduce outside: %v", err)
 	}
 }

@@ -407,6 +407,10 @@ func traceOf(xs ...*tensor.Tensor) *tracer {
 // traceRef points to a live trace, nil once it is done.
 type traceRef struct{ atomic.Pointer[tracer] }
 
+// Live reports whether the trace is still being recorded (what package
+// collective asks of the tensors it is given).
+func (r *traceRef) Live() bool { return r.Tracer() != nil }
+
 // Tracer returns the trace while it is live (flow.Ref).
 func (r *traceRef) Tracer() flow.Tracer {
 	if t := r.Load(); t != nil && t.live.Load() {

@@ -35,6 +35,9 @@ func (c *Comm) prepare(call string, t *tensor.Tensor, reduce bool) (*operand, er
 	if t == nil {
 		return nil, c.errorf(call, "nil tensor")
 	}
+	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
+		return nil, err
+	}
 	typ, ok := types[t.DType()]
 	switch {
 	case !ok:
@@ -178,6 +181,9 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	if t == nil {
 		return nil, c.errorf(call, "nil tensor")
 	}
+	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
+		return nil, err
+	}
 	typ, ok := types[t.DType()]
 	if !ok {
 		return nil, c.errorf(call, "dtype %v", t.DType())
@@ -272,6 +278,9 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	}
 	if like == nil {
 		return nil, c.errorf(call, "nil tensor")
+	}
+	if err := collective.CheckUntraced("nccl: "+call, like); err != nil {
+		return nil, err
 	}
 	typ, ok := types[like.DType()]
 	if !ok {
