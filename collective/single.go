@@ -40,10 +40,11 @@ func (s *single) copyOf(call string, t *tensor.Tensor, reduce bool) (*tensor.Ten
 		return nil, s.errorf(call, "the communicator is closed")
 	case t == nil:
 		return nil, s.errorf(call, "nil tensor")
-	case CheckUntraced("single: "+call, t) != nil:
-		return nil, CheckUntraced("single: "+call, t)
 	case reduce && t.DType() == tensor.Bool:
 		return nil, s.errorf(call, "bool tensors cannot be reduced; Cast them to a number first")
+	}
+	if err := CheckUntraced("single: "+call, t); err != nil {
+		return nil, err
 	}
 	host, err := t.To(device.Host())
 	if err != nil {

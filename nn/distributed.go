@@ -392,12 +392,8 @@ func unpack(dst, src *tensor.Tensor, off int) error {
 	return copyElems(dst, 0, tensor.Strides(dst.Shape(), nil), src, off, tensor.Strides(dst.Shape(), nil), dst.Shape())
 }
 
-// copyElems is device.Copy between two tensors' buffers on one device
-// (a scalar as one element).
+// copyElems is device.Copy between two tensors' buffers on one device.
 func copyElems(dst *tensor.Tensor, dOff int, dSt []int, src *tensor.Tensor, sOff int, sSt []int, shape tensor.Shape) error {
-	if len(shape) == 0 {
-		shape, dSt, sSt = tensor.Shape{1}, []int{1}, []int{1}
-	}
 	err := dst.Device().Copy(dst.Buffer(), dOff, dSt, src.Buffer(), sOff, sSt, shape, dst.DType().Size())
 	if err != nil {
 		return fmt.Errorf("nn: gradient buckets: %w", err)

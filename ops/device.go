@@ -75,11 +75,8 @@ func sameDeviceCopy(c *eager.Call, x *tensor.Tensor) *tensor.Tensor {
 	if err != nil {
 		c.Fail(err, "cannot allocate its output %v%v on %s: %v", x.DType(), x.Shape(), dev.Name(), err)
 	}
-	shape, src, dst := []int(x.Shape()), tensor.Strides(x.Shape(), x.Layout()), tensor.Strides(x.Shape(), nil)
-	if len(shape) == 0 {
-		shape, src, dst = []int{1}, []int{1}, []int{1}
-	}
-	if err := dev.Copy(out.Buffer(), 0, dst, x.Buffer(), 0, src, shape, x.DType().Size()); err != nil {
+	src, dst := tensor.Strides(x.Shape(), x.Layout()), tensor.Strides(x.Shape(), nil)
+	if err := dev.Copy(out.Buffer(), 0, dst, x.Buffer(), 0, src, x.Shape(), x.DType().Size()); err != nil {
 		out.Release()
 		c.Fail(err, "copying %v on %s: %v", x.Shape(), dev.Name(), err)
 	}

@@ -27,23 +27,33 @@ var types = map[tensor.DType]cu.NCCLType{
 	tensor.Int64: cu.NCCLInt64, tensor.Uint8: cu.NCCLUint8, tensor.Bool: cu.NCCLUint8,
 }
 
-// prepare checks t and returns it as an operand on the GPU.
-func (c *Comm) prepare(call string, t *tensor.Tensor, reduce bool) (*operand, error) {
+// check checks what a call is given (t, or the tensor its result is
+// shaped like) and returns its NCCL type.
+func (c *Comm) check(call string, t *tensor.Tensor, reduce bool) (cu.NCCLType, error) {
 	if err := c.usable(call); err != nil { // before touching the GPU, which a stalled peer may hold
-		return nil, err
+		return 0, err
 	}
 	if t == nil {
-		return nil, c.errorf(call, "nil tensor")
+		return 0, c.errorf(call, "nil tensor")
 	}
 	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
-		return nil, err
+		return 0, err
 	}
 	typ, ok := types[t.DType()]
 	switch {
 	case !ok:
-		return nil, c.errorf(call, "dtype %v", t.DType())
+		return 0, c.errorf(call, "dtype %v", t.DType())
 	case reduce && t.DType() == tensor.Bool:
-		return nil, c.errorf(call, "bool tensors cannot be reduced; Cast them to a number first")
+		return 0, c.errorf(call, "bool tensors cannot be reduced; Cast them to a number first")
+	}
+	return typ, nil
+}
+
+// prepare checks t and returns it as an operand on the GPU.
+func (c *Comm) prepare(call string, t *tensor.Tensor, reduce bool) (*operand, error) {
+	typ, err := c.check(call, t, reduce)
+	if err != nil {
+		return nil, err
 	}
 	o := &operand{t: t, typ: typ}
 	if t.Device() != c.gpu {
@@ -114,13 +124,11 @@ func (c *Comm) reducing(call string, t *tensor.Tensor, op collective.Op) (*opera
 	return in, nop, nil
 }
 
-// collect runs one collective from in to a new tensor of dt and shape.
+// collect runs one collective from in (checked) to a new tensor of dt and
+// shape.
 func (c *Comm) collect(call string, in *operand, dt tensor.DType, shape tensor.Shape,
 	fn func(nc cu.NCCLComm, send, recv cu.Ptr, s cu.Stream) error) (*tensor.Tensor, error) {
 	defer in.release()
-	if err := c.usable(call); err != nil {
-		return nil, err
-	}
 	out, recv, err := c.result(call, dt, shape)
 	if err != nil {
 		return nil, err
@@ -178,19 +186,12 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	if root < 0 || root >= c.size {
 		return nil, c.errorf(call, "root %d outside [0, %d)", root, c.size)
 	}
-	if t == nil {
-		return nil, c.errorf(call, "nil tensor")
-	}
-	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
+	typ, err := c.check(call, t, false)
+	if err != nil {
 		return nil, err
-	}
-	typ, ok := types[t.DType()]
-	if !ok {
-		return nil, c.errorf(call, "dtype %v", t.DType())
 	}
 	in := &operand{t: t, typ: typ}
 	if c.rank == root {
-		var err error
 		if in, err = c.prepare(call, t, false); err != nil {
 			return nil, err
 		}
@@ -276,15 +277,9 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	if err := c.peer(call, from, tag); err != nil {
 		return nil, err
 	}
-	if like == nil {
-		return nil, c.errorf(call, "nil tensor")
-	}
-	if err := collective.CheckUntraced("nccl: "+call, like); err != nil {
+	typ, err := c.check(call, like, false)
+	if err != nil {
 		return nil, err
-	}
-	typ, ok := types[like.DType()]
-	if !ok {
-		return nil, c.errorf(call, "dtype %v", like.DType())
 	}
 	n := like.NumElements()
 	return c.collect(call, &operand{typ: typ}, like.DType(), like.Shape().Clone(), func(nc cu.NCCLComm, _, recv cu.Ptr, s cu.Stream) error {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
@@ -82,7 +83,7 @@ type ncclComm struct {
 	c          *Context
 	wire       cu.Wire
 	rank, size int
-	done       bool
+	done       atomic.Bool // destroyed or aborted (Abort may come while a stalled stream holds the context)
 }
 
 // The collectives, as each rank announces them to the others.
@@ -105,7 +106,7 @@ func (h callHeader) String() string {
 
 // check makes the argument checks NCCL makes at the call.
 func (m *ncclComm) check(call string, ranges map[cu.Ptr]int, t cu.NCCLType, op cu.NCCLOp, peer int) error {
-	if m.done {
+	if m.done.Load() {
 		return cu.NCCLErrorf(call, cu.NCCLInvalidUsage, "the communicator was destroyed")
 	}
 	if t.Size() == 0 {
@@ -301,8 +302,8 @@ func (m *ncclComm) Recv(recv cu.Ptr, count int, t cu.NCCLType, peer int, s cu.St
 func (m *ncclComm) AsyncError() error { return nil }
 
 // Destroy and Abort end the communicator; later calls fail.
-func (m *ncclComm) Destroy() error { m.done = true; return nil }
-func (m *ncclComm) Abort() error   { m.done = true; return nil }
+func (m *ncclComm) Destroy() error { m.done.Store(true); return nil }
+func (m *ncclComm) Abort() error   { m.done.Store(true); return nil }
 
 // reduce combines parts (one per rank, in rank order) element by element.
 func reduce(parts [][]byte, t cu.NCCLType, op cu.NCCLOp) []byte {
