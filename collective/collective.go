@@ -17,6 +17,13 @@
 // communicator's device where it is Placed); the inputs are left as they
 // were. Errors name the collective, the rank and what MPI
 // said.
+//
+// AllReduce, Broadcast, AllGather and ReduceScatter are ops (Ops): a tape
+// differentiates through them (the gradient of an all-reduce is the
+// all-reduce of the gradients, as Horovod's is), and inside a traced
+// function (control/trace) they are graph nodes that communicate on every
+// call, in the same order on every rank. Send, Recv and AllReduceInPlace
+// run eagerly only.
 package collective
 
 import (
@@ -114,17 +121,17 @@ func DeviceOf(c Comm) device.Device {
 // or a failure the engine reported.
 var ErrCollective = errors.New("collective")
 
-// ErrTraced is wrapped (with ErrCollective) by the error of a collective
-// given a value of a function being traced (control/trace): the
-// collective would run once, while tracing, and every later call of the
-// traced function would return that first call's result. Call
-// collectives outside traced functions (exchange the gradients a traced
-// step returns, as nn.DistributedTrainStep does eagerly).
+// ErrTraced is wrapped (with ErrCollective) by the error of Send, Recv or
+// AllReduceInPlace given a value of a function being traced
+// (control/trace): they are not ops, so they would run once, while
+// tracing, and every later call of the traced function would return that
+// first call's result. Call them outside traced functions; the other
+// collectives are ops, which traces record.
 var ErrTraced = errors.New("a value of a function being traced")
 
 // CheckUntraced returns an error wrapping ErrTraced, naming call, if one
 // of ts is a value of a live trace; implementations of Comm call it on
-// the tensors they are given.
+// the tensors their Send, Recv and AllReduceInPlace are given.
 func CheckUntraced(call string, ts ...*tensor.Tensor) error {
 	for i, t := range ts {
 		if t == nil {

@@ -15,9 +15,14 @@ import (
 // Code written for N ranks runs unchanged in one process with it, and it
 // is the host side of an NCCL communicator on a machine without MPI. It
 // checks its arguments as the engines do.
-func Single() Comm { return &single{queued: map[int][]*tensor.Tensor{}} }
+func Single() Comm {
+	s := &single{queued: map[int][]*tensor.Tensor{}}
+	s.ops = &Ops{Comm: s, Engine: (*singleEngine)(s)}
+	return s
+}
 
 type single struct {
+	ops    *Ops
 	mu     sync.Mutex
 	closed bool
 	queued map[int][]*tensor.Tensor // by tag: sent, not yet received
@@ -42,9 +47,6 @@ func (s *single) copyOf(call string, t *tensor.Tensor, reduce bool) (*tensor.Ten
 		return nil, s.errorf(call, "nil tensor")
 	case reduce && t.DType() == tensor.Bool:
 		return nil, s.errorf(call, "bool tensors cannot be reduced; Cast them to a number first")
-	}
-	if err := CheckUntraced("single: "+call, t); err != nil {
-		return nil, err
 	}
 	host, err := t.To(device.Host())
 	if err != nil {
@@ -81,25 +83,29 @@ func (s *single) reduced(call string, t *tensor.Tensor, op Op) (*tensor.Tensor, 
 	return s.copyOf(call, t, true)
 }
 
-func (s *single) AllReduce(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+func (e *singleEngine) AllReduce(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+	s := (*single)(e)
 	return s.reduced("AllReduce", t, op)
 }
 
-func (s *single) ReduceScatter(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+func (e *singleEngine) ReduceScatter(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+	s := (*single)(e)
 	if t != nil && t.Rank() == 0 {
 		return nil, s.errorf("ReduceScatter", "a scalar has no first dimension to scatter")
 	}
 	return s.reduced("ReduceScatter", t, op)
 }
 
-func (s *single) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+func (e *singleEngine) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	s := (*single)(e)
 	if root != 0 {
 		return nil, s.errorf("Broadcast", "root %d outside [0, 1)", root)
 	}
 	return s.copyOf("Broadcast", t, false)
 }
 
-func (s *single) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+func (e *singleEngine) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+	s := (*single)(e)
 	out, err := s.copyOf("AllGather", t, false)
 	if err != nil {
 		return nil, err
@@ -107,9 +113,26 @@ func (s *single) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	return reshaped(out, append(tensor.Shape{1}, t.Shape()...)), nil
 }
 
+// singleEngine is what communicates (copies) for Single's collective ops.
+type singleEngine single
+
+func (s *single) AllReduce(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+	return s.ops.AllReduce(t, op)
+}
+func (s *single) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	return s.ops.Broadcast(t, root)
+}
+func (s *single) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) { return s.ops.AllGather(t) }
+func (s *single) ReduceScatter(t *tensor.Tensor, op Op) (*tensor.Tensor, error) {
+	return s.ops.ReduceScatter(t, op)
+}
+
 func (s *single) Send(t *tensor.Tensor, to, tag int) error {
 	if to != 0 || tag < 0 {
 		return s.errorf("Send", "rank %d (of 1), tag %d", to, tag)
+	}
+	if err := CheckUntraced("single: Send", t); err != nil {
+		return err
 	}
 	c, err := s.copyOf("Send", t, false)
 	if err != nil {

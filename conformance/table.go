@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
@@ -434,6 +435,34 @@ func samples() map[string][]sample {
 	add("Conv2DGemm", one("float32 batch over the workers", func() {
 		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
 		ops.Conv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), o)
+	}, false, false))
+
+	// Collectives (package collective), on a communicator of one process:
+	// each reduction is its input, a gather stacks it once; the gradient
+	// rules' collectives run too.
+	one1 := collective.Single()
+	coll := func(f func() (T, error)) T {
+		y, err := f()
+		if err != nil {
+			panic(err)
+		}
+		return y
+	}
+	for _, op := range []collective.Op{collective.Sum, collective.Max, collective.Min} {
+		add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, op) }) }, numbers, -2, 2, true, true)...)
+	}
+	add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, collective.Mean) }) }, floats, -2, 2, true, true)...)
+	add("Broadcast", unary(func(x T) T { return coll(func() (T, error) { return one1.Broadcast(x, 0) }) }, every, -2, 2, true, true)...)
+	add("AllGather", unary(func(x T) T { return coll(func() (T, error) { return one1.AllGather(x) }) }, every, -2, 2, true, true)...)
+	for _, op := range []collective.Op{collective.Sum, collective.Mean, collective.Max} {
+		for _, shape := range [][]int{{3}, {2, 3}, {0, 2}, {4, 1, 2}} {
+			add("ReduceScatter", one(fmt.Sprintf("%v %v", op, shape), func() {
+				coll(func() (T, error) { return one1.ReduceScatter(r(-2, 2, shape...), op) })
+			}, shape[0] > 0, true))
+		}
+	}
+	add("ReduceScatter", one("int32 transposed", func() {
+		coll(func() (T, error) { return one1.ReduceScatter(tr(of(tensor.Int32, -9, 9, 3, 4)), collective.Sum) })
 	}, false, false))
 
 	// Internal ops of other packages.

@@ -70,6 +70,14 @@ type Op struct {
 	// copy to another device), never a variable's: dispatch uses View for
 	// variables too, and the op needs no kernel.
 	ViewOwns bool
+	// Ordered says the op communicates with other processes (a
+	// collective): every process must run its calls in the same order, as
+	// the program makes them. A trace records it whenever an input is the
+	// trace's, constant or not, and keeps it though nothing reads it; graph
+	// passes never merge it with another; graphs run it alone (not beside
+	// other ops), in an order that depends only on the graph and the
+	// branches and trip counts of the run.
+	Ordered bool
 	// Grad is the gradient rule; nil requires NonDifferentiable.
 	Grad GradFunc
 	// NonDifferentiable declares that the op has no gradient (comparisons,

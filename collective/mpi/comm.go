@@ -37,6 +37,7 @@ import (
 
 // Comm is MPI_COMM_WORLD as a collective.Comm.
 type Comm struct {
+	ops        *collective.Ops // its collectives as ops, on its engine
 	l          *lib
 	mu         sync.Mutex // one call at a time
 	rank, size int
@@ -94,6 +95,7 @@ func open() (*Comm, error) {
 		}
 	}
 	c := &Comm{l: l, timeout: timeout, multiple: *provided >= threadMultiple}
+	c.ops = &collective.Ops{Comm: c, Engine: (*engine)(c)}
 	if code := call(l.commSetErrhandler, l.commWorld, l.errorsReturn); code != 0 {
 		return nil, c.fail("MPI_Comm_set_errhandler", code)
 	}
@@ -142,9 +144,6 @@ func (c *Comm) errorf(what, format string, args ...any) error {
 func (c *Comm) hostBytes(what string, t *tensor.Tensor, reduce bool) ([]byte, uintptr, error) {
 	if t == nil {
 		return nil, 0, c.errorf(what, "nil tensor")
-	}
-	if err := collective.CheckUntraced("mpi: "+what, t); err != nil {
-		return nil, 0, err
 	}
 	if t.Device() != device.Host() {
 		moved, err := t.To(device.Host())
@@ -208,6 +207,31 @@ func addr(pin *runtime.Pinner, b []byte) uintptr {
 // Size); every rank gets the result, a new host tensor of t's dtype and
 // shape.
 func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	return c.ops.AllReduce(t, op)
+}
+
+// Broadcast returns root's t on every rank.
+func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	return c.ops.Broadcast(t, root)
+}
+
+// AllGather stacks every rank's t in rank order: [Size, t's shape...].
+func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+	return c.ops.AllGather(t)
+}
+
+// ReduceScatter combines t across ranks with op and returns this rank's
+// block along the first dimension: [t.Dim(0)/Size, ...].
+func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	return c.ops.ReduceScatter(t, op)
+}
+
+// engine is what communicates for the Comm's collective ops
+// (collective.Ops): MPI's calls on the tensors as they are.
+type engine Comm
+
+func (e *engine) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	src, dt, err := c.hostBytes("AllReduce", t, true)
 	if err != nil {
 		return nil, err
@@ -234,6 +258,9 @@ func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, er
 func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 	if t != nil && (t.Device() != device.Host() || !t.IsRowMajor()) {
 		return c.errorf("AllReduceInPlace", "%s on %s: want a row-major tensor on the host", tensor.Describe(t), t.Device().Name())
+	}
+	if err := collective.CheckUntraced("mpi: AllReduceInPlace", t); err != nil {
+		return err
 	}
 	buf, dt, err := c.hostBytes("AllReduceInPlace", t, true)
 	if err != nil {
@@ -270,8 +297,8 @@ func scaleBy(t *tensor.Tensor, s float64) {
 	}
 }
 
-// Broadcast returns root's t on every rank.
-func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+func (e *engine) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	if root < 0 || root >= c.size {
 		return nil, c.errorf("Broadcast", "root %d outside [0, %d)", root, c.size)
 	}
@@ -291,8 +318,8 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	return out, nil
 }
 
-// AllGather stacks every rank's t in rank order: [Size, t's shape...].
-func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+func (e *engine) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	src, dt, err := c.hostBytes("AllGather", t, false)
 	if err != nil {
 		return nil, err
@@ -306,9 +333,8 @@ func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	return out, nil
 }
 
-// ReduceScatter combines t across ranks with op and returns this rank's
-// block along the first dimension: [t.Dim(0)/Size, ...].
-func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+func (e *engine) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	if t == nil || t.Rank() == 0 || t.Dim(0)%c.size != 0 {
 		return nil, c.errorf("ReduceScatter", "the first dimension of %v must be a multiple of the size %d", tensor.Describe(t), c.size)
 	}
@@ -338,6 +364,9 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 	if to < 0 || to >= c.size || tag < 0 {
 		return c.errorf("Send", "rank %d (of %d), tag %d", to, c.size, tag)
 	}
+	if err := collective.CheckUntraced("mpi: Send", t); err != nil {
+		return err
+	}
 	src, dt, err := c.hostBytes("Send", t, false)
 	if err != nil {
 		return err
@@ -350,6 +379,9 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) {
 	if from < 0 || from >= c.size || tag < 0 {
 		return nil, c.errorf("Recv", "rank %d (of %d), tag %d", from, c.size, tag)
+	}
+	if err := collective.CheckUntraced("mpi: Recv", like); err != nil {
+		return nil, err
 	}
 	_, dt, err := c.hostBytes("Recv", like, false) // checks like, gives the datatype
 	if err != nil {

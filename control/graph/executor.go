@@ -59,11 +59,15 @@ type frameInst struct {
 	parentIter int
 	depth      int
 	children   map[childKey]*frameInst
-	constants  map[*Node]value // constant Enters into this frame
-	iters      map[int]bool    // iterations started
-	exits      map[*Node]bool  // Exit nodes that reached this frame: true once one delivered live
-	heldDead   map[*Node]bool  // Exit nodes holding a dead value
-	finished   bool
+	// constants are the constant Enters into this frame, in the order
+	// they came, and iters the iterations started (by index): slices, so
+	// that a run hands values on in an order that depends on the graph
+	// alone (ordered ops must run in the same order in every process).
+	constants []frameConst
+	iters     []bool
+	exits     map[*Node]bool // Exit nodes that reached this frame: true once one delivered live
+	heldDead  map[*Node]bool // Exit nodes holding a dead value
+	finished  bool
 	// parallel bounds the iterations that may be active at once (0: no
 	// bound); iterations before lowest are done; NextIteration values for
 	// iterations at lowest+parallel and beyond wait in deferred.
@@ -82,6 +86,12 @@ type frameInst struct {
 type slot struct {
 	in   *instance
 	dead bool
+}
+
+// frameConst is a constant Enter's value in a frame.
+type frameConst struct {
+	enter *Node
+	v     value
 }
 
 type childKey struct {
@@ -270,7 +280,7 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 
 func (e *executor) newFrame(name string, parent *frameInst, parentIter int) *frameInst {
 	f := &frameInst{name: name, parent: parent, parentIter: parentIter, children: map[childKey]*frameInst{},
-		constants: map[*Node]value{}, iters: map[int]bool{}, exits: map[*Node]bool{}, heldDead: map[*Node]bool{},
+		exits: map[*Node]bool{}, heldDead: map[*Node]bool{},
 	}
 	if parent != nil {
 		f.depth = parent.depth + 1
@@ -327,13 +337,16 @@ func (e *executor) ready(k instKey) { e.queue = append(e.queue, k) }
 // startIteration records that iteration iter of f exists and hands it the
 // frame's constants.
 func (e *executor) startIteration(f *frameInst, iter int) {
-	if f.iters[iter] {
+	if iter < len(f.iters) && f.iters[iter] {
 		return
+	}
+	for len(f.iters) <= iter {
+		f.iters = append(f.iters, false)
 	}
 	f.iters[iter] = true
 	e.stats.active = max(e.stats.active, iter-f.lowest+1)
-	for enter, v := range f.constants {
-		e.fanOut(enter.Out(0), f, iter, v)
+	for _, c := range f.constants {
+		e.fanOut(c.enter.Out(0), f, iter, c.v)
 	}
 }
 
@@ -354,9 +367,11 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 		}
 		if n.IsConstant {
 			e.pinned[v.t] = true
-			child.constants[n] = v
-			for it := range child.iters {
-				e.fanOut(out, child, it, v)
+			child.constants = append(child.constants, frameConst{n, v})
+			for it, started := range child.iters {
+				if started {
+					e.fanOut(out, child, it, v)
+				}
 			}
 			return
 		}

@@ -9,7 +9,8 @@ import (
 // earlier one (the same op, attributes and inputs) read the earlier one's
 // outputs instead, then prunes it. Ops are pure functions of their inputs
 // and attributes (randomness comes from seeded generators outside ops), so
-// this changes no value. Attributes are compared by their Go syntax
+// this changes no value; ordered ops (eager.Op.Ordered: collectives,
+// which communicate on every call) are left alone. Attributes are compared by their Go syntax
 // representation: equal attribute values of pointer or function type
 // count as equal only when they are the same pointer or function.
 func (g *Graph) eliminateCommonSubexpressions() {
@@ -21,7 +22,7 @@ func (g *Graph) eliminateCommonSubexpressions() {
 				n.Inputs[i] = r.Out(in.Index)
 			}
 		}
-		if n.Kind != OpNode || len(n.Control) > 0 {
+		if n.Kind != OpNode || len(n.Control) > 0 || n.Op.Ordered {
 			continue
 		}
 		key := fmt.Sprintf("%p|%#v|%v", n.Op, n.Attrs, n.Inputs)

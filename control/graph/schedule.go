@@ -94,7 +94,7 @@ func (g *Graph) schedule() *schedule {
 		if (x.Kind == OpNode || x.Kind == Enter || x.Kind == Stack) && sc.waits[x.ID] == 0 {
 			sc.roots = append(sc.roots, x)
 		}
-		if x.Kind == OpNode && heavy(x) {
+		if x.Kind == OpNode && heavy(x) && !x.Op.Ordered { // an ordered op runs alone, in queue order
 			sc.heavy[x.ID] = true
 		}
 	}

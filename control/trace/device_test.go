@@ -106,27 +106,61 @@ func TestTracedLoopAlternatingDevices(t *testing.T) {
 	}
 }
 
-// A collective called on a value of a function being traced fails with
-// collective.ErrTraced: it would run once, at tracing, and every later
-// call would return the first call's result (which it silently did).
-// Outside the trace the same call works.
-func TestCollectiveOnTracedValueFails(t *testing.T) {
+// Collectives inside a traced function are nodes of its graph that
+// communicate on every call (they ran once, at tracing, and every later
+// call returned the first call's result): in straight-line code, in a
+// loop's body, and in the gradient a tape inside the function takes.
+// Point-to-point Send and Recv, which are not ops, still refuse the
+// trace's values with collective.ErrTraced.
+func TestTracedCollectivesRunEachCall(t *testing.T) {
 	comm := collective.Single()
-	var err error
 	f := trace.NewFunction(func(a []T) []T {
-		var s T
-		if s, err = comm.AllReduce(ops.Mul(a[0], tensor.Scalar(float32(2))), collective.Sum); err != nil {
-			return a
-		}
-		return []T{s}
+		x := a[0]
+		tp := tape.New()
+		tp.Watch(x)
+		s := must(comm.AllReduce(ops.Mul(x, x), collective.Sum))
+		g := must(comm.AllGather(s)) // [1 2]
+		// A loop whose body all-reduces: three rounds of doubling.
+		l := control.While(func(v []T) T { return ops.Lt(v[0], tensor.Scalar(int32(3))) },
+			func(v []T) []T {
+				return []T{ops.Add(v[0], tensor.Scalar(int32(1))), must(comm.AllReduce(ops.Add(v[1], v[1]), collective.Mean))}
+			}, []T{tensor.Scalar(int32(0)), x})
+		dx := tp.Gradient(ops.Sum(ops.Add(ops.Sum(g), ops.Sum(l[1]))), x)[0] // 2x + 8
+		return []T{g, l[1], dx}
 	})
-	if _, cerr := f.Call(tensor.FromSlice([]float32{1, 2})); cerr != nil {
+	for _, in := range [][]float32{{1, 2}, {3, -1}, {0.5, 4}} {
+		out, err := f.Call(tensor.FromSlice(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range [][]float32{{in[0] * in[0], in[1] * in[1]}, {8 * in[0], 8 * in[1]}, {2*in[0] + 8, 2*in[1] + 8}} {
+			if got := tensor.ToSlice[float32](out[k]); !slices.Equal(got, want) {
+				t.Errorf("input %v, result %d: %v, want %v", in, k, got, want)
+			}
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("%d traces", f.Traces())
+	}
+	reduces := 0
+	for _, n := range f.Graph(tensor.FromSlice([]float32{1, 2})).Nodes {
+		if n.Name == "AllReduce" {
+			reduces++
+		}
+	}
+	if reduces < 3 { // forward, in the loop, and the gradient's
+		t.Errorf("the graph holds %d AllReduce nodes, want 3 or more", reduces)
+	}
+
+	var err error
+	g := trace.NewFunction(func(a []T) []T {
+		err = comm.Send(a[0], 0, 1)
+		return a
+	})
+	if _, cerr := g.Call(tensor.FromSlice([]float32{1, 2})); cerr != nil {
 		t.Fatal(cerr)
 	}
 	if !errors.Is(err, collective.ErrTraced) || !errors.Is(err, collective.ErrCollective) {
-		t.Fatalf("AllReduce inside a trace: %v, want ErrTraced", err)
-	}
-	if _, err := comm.AllReduce(tensor.FromSlice([]float32{1, 2}), collective.Sum); err != nil {
-		t.Errorf("AllReduce outside: %v", err)
+		t.Fatalf("Send inside a trace: %v, want ErrTraced", err)
 	}
 }

@@ -105,6 +105,11 @@ import (
 //     guard in the graph: a call where one goes the other way (another
 //     trip count) runs fn eagerly instead, so every call returns what fn
 //     computes; Logf is told once.
+//   - Collectives on the trace's values (package collective's AllReduce,
+//     Broadcast, AllGather, ReduceScatter: ordered ops, eager.Op.Ordered)
+//     are nodes that communicate on every call, never folded or merged
+//     and run in an order the graph fixes; a collective on captured
+//     tensors alone is a constant, as any op on them is.
 //   - Random tensors fn draws with tensor.RandUniform and the like (and so
 //     ops.Dropout's mask) are constants of the trace: pass them in as
 //     arguments to get fresh ones per call.
@@ -527,7 +532,9 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 	// Constant folding: an op whose inputs are all constants of the trace
 	// gave the value it will always give; its outputs are captured as
 	// constants when something reads them.
-	folded := len(c.Inputs) > 0
+	// An ordered op (a collective) communicates on every call: never
+	// folded.
+	folded := len(c.Inputs) > 0 && !c.Op.Ordered
 	for _, x := range c.Inputs {
 		if t.Derived(x) {
 			folded = false
@@ -550,6 +557,7 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 		specs[i] = specOf(o)
 	}
 	n := t.apply(c.Op, c.Attrs, c.Inputs, specs)
+	n.Keep = c.Op.Ordered // it runs though nothing reads it
 	for i, o := range outs {
 		t.setVal(o, n.Out(i))
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"weak"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -27,13 +28,26 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	p := ops.Mul(s, ops.Identity(z))                                            // Mul reads both
 	r := ops.Relu(ops.Reshape(ops.Transpose(ops.Reshape(p, 2, 2), 1, 0), 1, 4)) // Relu reads the reshape
 	b := ops.BroadcastTo(ops.Reshape(ops.Sum(c), 1, 1), 1, 4)
-	q := ops.Softplus(ops.Sub(p, c))                                  // Softplus reads its input, read by nothing else
-	q = ops.ToDevice(ops.ToDevice(q, device.SecondCPU()), q.Device()) // a round trip: the copies read no values
-	return ops.Mul(ops.Add(ops.Add(ops.Tanh(r), b), q), c)            // Tanh's output read only by its rule
+	q := ops.Softplus(ops.Sub(p, c))                                                    // Softplus reads its input, read by nothing else
+	q = ops.ToDevice(ops.ToDevice(q, device.SecondCPU()), q.Device())                   // a round trip: the copies read no values
+	q = ops.Reshape(must(single.AllGather(must(single.Broadcast(q, 0)))), q.Shape()...) // collectives of one rank: read no values
+	return ops.Mul(ops.Add(ops.Add(ops.Tanh(r), b), q), c)                              // Tanh's output read only by its rule
 }
 
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
-var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice"}
+var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice",
+	"Broadcast", "AllGather"}
+
+// single is the communicator of the cell's collectives.
+var single = collective.Single()
+
+// must is a collective's result, its error a panic.
+func must(t T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // Every op that declares GradReads is exercised by the loop test below.
 func TestEveryGradReadsDeclarationIsCovered(t *testing.T) {

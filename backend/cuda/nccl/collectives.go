@@ -36,9 +36,6 @@ func (c *Comm) check(call string, t *tensor.Tensor, reduce bool) (cu.NCCLType, e
 	if t == nil {
 		return 0, c.errorf(call, "nil tensor")
 	}
-	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
-		return 0, err
-	}
 	typ, ok := types[t.DType()]
 	switch {
 	case !ok:
@@ -147,6 +144,34 @@ func (c *Comm) collect(call string, in *operand, dt tensor.DType, shape tensor.S
 // every rank gets the result, a new tensor on the GPU of t's dtype and
 // shape.
 func (c *Comm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	return c.ops.AllReduce(t, op)
+}
+
+// Broadcast returns root's t on every rank, on the GPU (t gives the dtype
+// and shape on the others, whose values are not read).
+func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	return c.ops.Broadcast(t, root)
+}
+
+// AllGather stacks every rank's t in rank order: [Size, t's shape...], on
+// the GPU.
+func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+	return c.ops.AllGather(t)
+}
+
+// ReduceScatter combines t across ranks with op and returns this rank's
+// block along the first dimension, whose size must be a multiple of Size:
+// [t.Dim(0)/Size, ...], on the GPU.
+func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	return c.ops.ReduceScatter(t, op)
+}
+
+// engine is what communicates for the Comm's collective ops
+// (collective.Ops): NCCL's calls on the tensors as they are.
+type engine Comm
+
+func (e *engine) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	const call = "AllReduce"
 	in, nop, err := c.reducing(call, t, op)
 	if err != nil {
@@ -166,6 +191,9 @@ func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 	if t != nil && (t.Device() != c.gpu || !t.IsRowMajor()) {
 		return c.errorf(call, "%s on %s: want a row-major tensor on %s", tensor.Describe(t), t.Device().Name(), c.gpu.Name())
 	}
+	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
+		return err
+	}
 	in, nop, err := c.reducing(call, t, op)
 	if err != nil {
 		return err
@@ -179,9 +207,8 @@ func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 	})
 }
 
-// Broadcast returns root's t on every rank, on the GPU (t gives the dtype
-// and shape on the others, whose values are not read).
-func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+func (e *engine) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	const call = "Broadcast"
 	if root < 0 || root >= c.size {
 		return nil, c.errorf(call, "root %d outside [0, %d)", root, c.size)
@@ -205,9 +232,8 @@ func (c *Comm) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	})
 }
 
-// AllGather stacks every rank's t in rank order: [Size, t's shape...], on
-// the GPU.
-func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+func (e *engine) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	const call = "AllGather"
 	in, err := c.prepare(call, t, false)
 	if err != nil {
@@ -219,10 +245,8 @@ func (c *Comm) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	})
 }
 
-// ReduceScatter combines t across ranks with op and returns this rank's
-// block along the first dimension, whose size must be a multiple of Size:
-// [t.Dim(0)/Size, ...], on the GPU.
-func (c *Comm) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+func (e *engine) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	c := (*Comm)(e)
 	const call = "ReduceScatter"
 	if t == nil || t.Rank() == 0 || t.Dim(0)%c.size != 0 {
 		return nil, c.errorf(call, "the first dimension of %v must be a multiple of the size %d", tensor.Describe(t), c.size)
@@ -258,6 +282,9 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 	if err := c.peer(call, to, tag); err != nil {
 		return err
 	}
+	if err := collective.CheckUntraced("nccl: "+call, t); err != nil {
+		return err
+	}
 	in, err := c.prepare(call, t, false)
 	if err != nil {
 		return err
@@ -275,6 +302,9 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) {
 	const call = "Recv"
 	if err := c.peer(call, from, tag); err != nil {
+		return nil, err
+	}
+	if err := collective.CheckUntraced("nccl: "+call, like); err != nil {
 		return nil, err
 	}
 	typ, err := c.check(call, like, false)

@@ -44,6 +44,7 @@ import (
 
 // Comm is an NCCL communicator of one GPU per process.
 type Comm struct {
+	ops        *collective.Ops // its collectives as ops, on its engine
 	gpu        *cuda.Device
 	raw        raw.Device
 	lib        cu.NCCL
@@ -72,6 +73,7 @@ func Open(gpu *cuda.Device, host collective.Comm) (*Comm, error) {
 		return nil, fmt.Errorf("%w: nccl: %s is not a CUDA device", collective.ErrCollective, gpu.Name())
 	}
 	c := &Comm{gpu: gpu, raw: r, rank: host.Rank(), size: host.Size(), timeout: DefaultTimeout}
+	c.ops = &collective.Ops{Comm: c, Engine: (*engine)(c)}
 	loader, ok := r.Driver.(cu.NCCLLoader)
 	if !ok {
 		return nil, c.errorf("Open", "the driver %s has no NCCL", gpu.Driver())

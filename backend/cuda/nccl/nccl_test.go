@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -144,6 +147,13 @@ func TestOneRank(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
+func must(t *tensor.Tensor, err error) *tensor.Tensor {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // The tests run this test binary again under mpirun, 2 and 3 ranks, each
 // with its own emulated GPU and the emulated NCCL over MPI.
 func TestCollectivesUnderMPIRun(t *testing.T) {
@@ -233,6 +243,31 @@ func TestRankCollectives(t *testing.T) {
 	if err := c.Barrier(); err != nil {
 		t.Fatalf("rank %d: %v", r, err)
 	}
+	// The collectives as ops on the GPU: a tape differentiates through
+	// them, the rules' collectives running on NCCL too (float64 on the
+	// device; the values are exact): d/dx of Σ_ranks Σ(w_r · max_r x) is
+	// Σ_r w_r where this rank holds the maximum, and of the gathered mean
+	// Σ_r w_r[this rank] / n.
+	x, _ := tensor.FromSlice([]float64{float64(r), 5}).To(gpu)
+	w, _ := tensor.FromSlice([]float64{float64(r + 1), 1}).To(gpu)
+	tp := tape.New()
+	tp.Watch(x)
+	mx := must(c.AllReduce(x, collective.Max))
+	gathered := must(c.AllGather(must(c.AllReduce(x, collective.Mean)))) // [n 2]
+	loss := ops.Add(ops.Sum(ops.Mul(mx, w)), ops.Sum(ops.Mul(ops.Sum(gathered, 0), w)))
+	dx := tp.Gradient(loss, x)[0]
+	sumW := float64(n * (n + 1) / 2)
+	wantDx := []float64{sumW, 1 + float64(n)} // the mean's part, and the max's shared tie at 5
+	if r == n-1 {
+		wantDx[0] += sumW // the max's element 0 is this rank's alone
+	}
+	if dx.Device() != device.Device(gpu) {
+		t.Errorf("rank %d: the gradient is on %s", r, dx.Device().Name())
+	}
+	if v := host[float64](t)(dx, nil); math.Abs(v[0]-wantDx[0]) > 1e-12 || math.Abs(v[1]-wantDx[1]) > 1e-12 {
+		t.Errorf("rank %d: gradient through the GPU collectives %v, want %v", r, v, wantDx)
+	}
+
 	// Rank 0 reduces 3 elements where the others reduce 4: every rank's
 	// stream fails with the emulator's report (the GPU is unusable after,
 	// as after a kernel fault, so this comes last).
