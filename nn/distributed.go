@@ -34,6 +34,23 @@ const GradientBucketBytes = 25 << 20
 // gradients stay nil (every rank must have the same ones nil).
 func AllReduceGradients(comm collective.Comm, grads []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, len(grads))
+	for _, b := range gradientBuckets(grads, GradientBucketBytes) {
+		if err := reduceBucket(comm, grads[b.lo:b.hi], out[b.lo:b.hi], b.bytes); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// span is a bucket of consecutive gradients, grads[lo:hi], of bytes in all.
+type span struct{ lo, hi, bytes int }
+
+// gradientBuckets groups grads, in order, into runs of one dtype of up to
+// max bytes, skipping nil ones; a gradient larger than max, or of
+// ownBucketBytes or more, is a bucket alone.
+func gradientBuckets(grads []*tensor.Tensor, max int) []span {
+	var out []span
+	alone := func(g *tensor.Tensor) bool { return g.NumElements()*g.DType().Size() >= ownBucketBytes }
 	for lo := 0; lo < len(grads); {
 		if grads[lo] == nil {
 			lo++
@@ -41,16 +58,14 @@ func AllReduceGradients(comm collective.Comm, grads []*tensor.Tensor) ([]*tensor
 		}
 		dt, bytes, hi := grads[lo].DType(), 0, lo
 		for hi < len(grads) && grads[hi] != nil && grads[hi].DType() == dt &&
-			(hi == lo || bytes+grads[hi].NumElements()*dt.Size() <= GradientBucketBytes) {
+			(hi == lo || !alone(grads[lo]) && !alone(grads[hi]) && bytes+grads[hi].NumElements()*dt.Size() <= max) {
 			bytes += grads[hi].NumElements() * dt.Size()
 			hi++
 		}
-		if err := reduceBucket(comm, grads[lo:hi], out[lo:hi], bytes); err != nil {
-			return nil, err
-		}
+		out = append(out, span{lo, hi, bytes})
 		lo = hi
 	}
-	return out, nil
+	return out
 }
 
 // reduceBucket packs grads into one flat tensor (a bucket of one
@@ -131,6 +146,11 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 	if o.BucketBytes <= 0 {
 		o.BucketBytes = GradientBucketBytes
 	}
+	if o.Traced {
+		return tracedStep("TracedDistributedTrainStep", model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
+			return sumOfGradients(comm, grads, o.BucketBytes)
+		})
+	}
 	var r *gradientReduce // kept from step to step, with its buffers
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
@@ -179,6 +199,43 @@ type DistributedOptions struct {
 	// one core: there it measured slower (bench/README.md, "Data-parallel
 	// scaling"), so it is off by default.
 	Overlap bool
+	// Traced traces the step as TracedTrainStep does: the forward pass,
+	// the gradients and their all-reduce are one graph (the buckets
+	// packed and unpacked by ops, and all-reduced by the communicator's
+	// AllReduce, which the graph calls on every step), the optimizer
+	// applied after it. Overlap does not apply. The model must be one
+	// TracedTrainStep takes.
+	Traced bool
+}
+
+// sumOfGradients is the sum of grads over comm's ranks written with ops,
+// for a traced step (whose pass is seeded with 1/Size, so that the sum is
+// the mean): each bucket of several gradients flattened into one vector,
+// all-reduced and split back.
+func sumOfGradients(comm collective.Comm, grads []*tensor.Tensor, bucketBytes int) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(grads))
+	sum := func(t *tensor.Tensor) *tensor.Tensor {
+		m, err := comm.AllReduce(t, collective.Sum)
+		if err != nil {
+			tensor.Panicf("nn", "TracedDistributedTrainStep", err, []*tensor.Tensor{t}, "", "averaging the gradients: %v", err)
+		}
+		return m
+	}
+	for _, b := range gradientBuckets(grads, bucketBytes) {
+		if b.hi-b.lo == 1 {
+			out[b.lo] = sum(grads[b.lo])
+			continue
+		}
+		flat, sizes := make([]*tensor.Tensor, 0, b.hi-b.lo), make([]int, 0, b.hi-b.lo)
+		for _, g := range grads[b.lo:b.hi] {
+			flat = append(flat, ops.Reshape(g, g.NumElements()))
+			sizes = append(sizes, g.NumElements())
+		}
+		for i, part := range ops.Split(sum(ops.Concatenate(0, flat...)), 0, sizes) {
+			out[b.lo+i] = ops.Reshape(part, grads[b.lo+i].Shape()...)
+		}
+	}
+	return out
 }
 
 // ownBucketBytes is the gradient size from which a gradient is sent alone

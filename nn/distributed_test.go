@@ -68,9 +68,9 @@ func TestRankDataParallel(t *testing.T) {
 		func(o nn.Optimizer) nn.Step { return nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, o) }, nn.FitConfig{})
 
 	// One bucket for every gradient after the backward pass, then a
-	// bucket per gradient sent while the pass goes on.
-	for _, opts := range []nn.DistributedOptions{{}, {BucketBytes: 64, Overlap: true}} {
-		bucket := opts.BucketBytes
+	// bucket per gradient sent while the pass goes on; then traced, the
+	// all-reduce in the step's graph, in one bucket and in several.
+	for _, opts := range []nn.DistributedOptions{{}, {BucketBytes: 64, Overlap: true}, {Traced: true}, {Traced: true, BucketBytes: 100}} {
 		model := dpModel(uint64(1 + 100*r))
 		h := fit(model, all.Take(36).Shard(n, r).Batch(12/n, false), all.Skip(36).Shard(n, r).Batch(12, false),
 			func(o nn.Optimizer) nn.Step {
@@ -79,13 +79,13 @@ func TestRankDataParallel(t *testing.T) {
 		for i, v := range model.Variables() {
 			d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float()
 			if d > 1e-5 {
-				t.Errorf("rank %d of %d, buckets of %d bytes: %s differs from one process's by %g", r, n, bucket, v.Name(), d)
+				t.Errorf("rank %d of %d, %+v: %s differs from one process's by %g", r, n, opts, v.Name(), d)
 			}
 		}
 		for e := range hRef.Epochs {
 			for _, k := range []string{"loss", "val_loss", "val_accuracy"} {
 				if got, want := h.Epochs[e][k], hRef.Epochs[e][k]; math.Abs(got-want) > 1e-5 {
-					t.Errorf("rank %d of %d, buckets of %d bytes, epoch %d: %s %v, one process %v", r, n, bucket, e+1, k, got, want)
+					t.Errorf("rank %d of %d, %+v, epoch %d: %s %v, one process %v", r, n, opts, e+1, k, got, want)
 				}
 			}
 		}

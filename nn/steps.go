@@ -6,6 +6,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -82,19 +83,34 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 // state in Go (Dropout, BatchNorm) would have them frozen into the graph,
 // so for such a model the step returns an error saying so; use TrainStep.
 func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
+	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil)
+}
+
+// tracedStep is TracedTrainStep (named name in errors) whose graph takes
+// the gradients of the loss times scale and passes them through reduce,
+// when not nil, before returning them.
+func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor) Step {
 	vars := model.Variables()
 	frozen := untraceable(model)
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
 		value := loss(model.Forward(a[0]), a[1])
-		return append([]*tensor.Tensor{value}, tp.Gradient(value, Values(vars)...)...)
+		target := value
+		if scale != 1 {
+			target = ops.Mul(value, tensor.Scalar(scale))
+		}
+		grads := tp.Gradient(target, Values(vars)...)
+		if reduce != nil {
+			grads = reduce(grads)
+		}
+		return append([]*tensor.Tensor{value}, grads...)
 	})
 	return func(b data.Element) (float64, int, error) {
 		if len(b) < 2 {
-			return 0, 0, fmt.Errorf("nn: TracedTrainStep: a batch of (inputs, labels), got %d components", len(b))
+			return 0, 0, fmt.Errorf("nn: %s: a batch of (inputs, labels), got %d components", name, len(b))
 		}
 		if frozen != "" {
-			return 0, 0, fmt.Errorf("nn: TracedTrainStep: %s in training mode would be frozen into the graph; use TrainStep", frozen)
+			return 0, 0, fmt.Errorf("nn: %s: %s in training mode would be frozen into the graph; use TrainStep", name, frozen)
 		}
 		out, owned, err := f.CallOwned(b[0], b[1])
 		if err != nil {

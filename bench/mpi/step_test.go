@@ -16,7 +16,9 @@ import (
 // process and on 2 of one core each: the ratio of their times is the
 // scaling. "after" is nn.DistributedTrainStep (gradient buckets summed
 // after the backward pass), "overlap" the same with Overlap (buckets sent
-// while the pass runs), "local" nn.TrainStep on this rank's share without
+// while the pass runs), "traced" the step traced with its all-reduce in
+// the graph (DistributedOptions.Traced), "local" nn.TrainStep on this
+// rank's share without
 // any exchange (the compute alone, which explains the rest). Every rank
 // runs the same 20 timed steps (run it with -test.benchtime 1x); it
 // reports ms/step and examples/s of the whole job.
@@ -30,7 +32,7 @@ func BenchmarkDataParallelStep(b *testing.B) {
 	rng := tensor.NewRNG(uint64(1 + comm.Rank()))
 	x := tensor.RandNormal(rng, tensor.Float32, global/n, 784)
 	labels := ops.Cast(tensor.RandUniform(rng, tensor.Float32, 0, 10, global/n), tensor.Int32)
-	for _, mode := range []string{"after", "overlap", "local"} {
+	for _, mode := range []string{"after", "overlap", "traced", "local"} {
 		b.Run(mode, func(b *testing.B) {
 			wrng := tensor.NewRNG(7)
 			model := nn.NewSequential(
@@ -44,6 +46,8 @@ func BenchmarkDataParallelStep(b *testing.B) {
 				step = nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt)
 			case "overlap":
 				step = nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt, nn.DistributedOptions{Overlap: true})
+			case "traced":
+				step = nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt, nn.DistributedOptions{Traced: true})
 			case "local":
 				step = nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 			}

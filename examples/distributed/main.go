@@ -7,6 +7,7 @@
 //	go build -o distributed ./examples/distributed
 //	mpirun -np 2 ./distributed [-epochs 40]
 //	mpirun -np 4 ./distributed -gpu   # one GPU per process, gradients reduced by NCCL
+//	mpirun -np 2 ./distributed -traced  # the step traced, its all-reduce a node of the graph
 //
 // With -gpu, process r trains on GPU r modulo the GPUs of its machine
 // (EAGERFLOW_CUDA_DRIVER=emulator: the emulated GPU and NCCL), and MPI
@@ -41,6 +42,7 @@ import (
 func main() {
 	epochs := flag.Int("epochs", 40, "training epochs")
 	gpu := flag.Bool("gpu", false, "train on a GPU per process, reducing gradients with NCCL")
+	traced := flag.Bool("traced", false, "trace the step: forward, gradients and their all-reduce in one graph")
 	flag.Parse()
 	host, err := mpi.Open()
 	if err != nil {
@@ -59,7 +61,7 @@ func main() {
 		comm = g
 	}
 	var progress io.Writer = os.Stderr
-	res, err := run(comm, *epochs, progress)
+	res, err := run(comm, *epochs, progress, nn.DistributedOptions{Traced: *traced})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "distributed: rank %d: %v\n", comm.Rank(), err)
 		os.Exit(1)
@@ -92,7 +94,7 @@ type result struct{ loss, accuracy float64 }
 // globalBatch/Size of it.
 const globalBatch = 60
 
-func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
+func run(comm collective.Comm, epochs int, progress io.Writer, opts nn.DistributedOptions) (result, error) {
 	if globalBatch%comm.Size() != 0 {
 		return result{}, fmt.Errorf("%d processes do not divide the global batch of %d", comm.Size(), globalBatch)
 	}
@@ -121,7 +123,7 @@ func run(comm collective.Comm, epochs int, progress io.Writer) (result, error) {
 	// process r takes elements r, r+n, ... of each epoch's order.
 	shard := onDevice(train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false), dev)
 	h, err := nn.Fit(context.Background(), shard, nn.AllVariables(model), opt,
-		nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt),
+		nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt, opts),
 		nn.FitConfig{Epochs: epochs, Comm: comm, Progress: progress, StepsPerEpoch: 1200 / globalBatch,
 			Validation: onDevice(val.Shard(n, r).Batch(100, false), dev),
 			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})

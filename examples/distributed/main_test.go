@@ -8,6 +8,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
+	"github.com/eagerflow/eagerflow/nn"
 )
 
 // The example learns on 2 processes: every rank reports the same
@@ -23,12 +24,24 @@ func TestRankDistributed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer comm.Close()
-	res, err := run(comm, 25, io.Discard)
+	res, err := run(comm, 25, io.Discard, nn.DistributedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.accuracy < 0.85 {
 		t.Errorf("rank %d: validation accuracy %.3f after 25 epochs", comm.Rank(), res.accuracy)
+	}
+	// -traced trains the same model: the all-reduce runs in the graph.
+	eager, err := run(comm, 2, io.Discard, nn.DistributedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	traced, err := run(comm, 2, io.Discard, nn.DistributedOptions{Traced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(traced.loss-eager.loss) > 1e-4 || math.Abs(traced.accuracy-eager.accuracy) > 1e-9 {
+		t.Errorf("rank %d: traced loss %.6f, accuracy %.4f; eager %.6f, %.4f", comm.Rank(), traced.loss, traced.accuracy, eager.loss, eager.accuracy)
 	}
 }
 
@@ -51,7 +64,7 @@ func TestRankDistributedOnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	want, err := run(host, 2, io.Discard)
+	want, err := run(host, 2, io.Discard, nn.DistributedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +73,13 @@ func TestRankDistributedOnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer comm.Close()
-	got, err := run(comm, 2, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(got.loss-want.loss) > 1e-4 || math.Abs(got.accuracy-want.accuracy) > 1e-9 {
-		t.Errorf("rank %d: on the GPUs loss %.6f, accuracy %.4f; on the CPUs %.6f, %.4f", comm.Rank(), got.loss, got.accuracy, want.loss, want.accuracy)
+	for _, opts := range []nn.DistributedOptions{{}, {Traced: true}} {
+		got, err := run(comm, 2, io.Discard, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got.loss-want.loss) > 1e-4 || math.Abs(got.accuracy-want.accuracy) > 1e-9 {
+			t.Errorf("rank %d, %+v: on the GPUs loss %.6f, accuracy %.4f; on the CPUs %.6f, %.4f", comm.Rank(), opts, got.loss, got.accuracy, want.loss, want.accuracy)
+		}
 	}
 }
