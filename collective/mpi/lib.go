@@ -25,6 +25,7 @@ type lib struct {
 	allreduce, bcast, allgather, reduceScatterBlock  uintptr
 	send, recv, barrier                              uintptr
 	commDup, isend, irecv, test                      uintptr
+	cancel, requestFree, commFree                    uintptr
 
 	libraryVersion                           uintptr
 	commWorld, errorsReturn                  uintptr
@@ -88,6 +89,7 @@ func (l *lib) resolve(h uintptr) error {
 		"MPI_Reduce_scatter_block": &l.reduceScatterBlock, "MPI_Send": &l.send, "MPI_Recv": &l.recv,
 		"MPI_Barrier": &l.barrier, "MPI_Comm_dup": &l.commDup, "MPI_Isend": &l.isend, "MPI_Irecv": &l.irecv,
 		"MPI_Test": &l.test, "MPI_Get_library_version": &l.libraryVersion,
+		"MPI_Cancel": &l.cancel, "MPI_Request_free": &l.requestFree, "MPI_Comm_free": &l.commFree,
 	} {
 		sym, err := purego.Dlsym(h, name)
 		if err != nil || sym == 0 {

@@ -1,0 +1,101 @@
+//go:build linux || darwin
+
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/internal/mpitest"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A rendezvous over MPI (Comm.Transport) under Open MPI and MPICH, 2 and 3
+// ranks: every rank posts to every rank (itself too) small, empty, dead
+// and 8 MB values (past MPI's eager limit, so the transfer waits for the
+// receive) from several goroutines, and receives them in another order.
+func TestRendezvousUnderMPIRun(t *testing.T) {
+	for _, l := range []mpitest.Launcher{mpitest.OpenMPI, mpitest.MPICH} {
+		for _, np := range []int{2, 3} {
+			t.Run(fmt.Sprint(l, np), func(t *testing.T) { mpitest.RunWith(t, l, np, "TestRankRendezvous") })
+		}
+	}
+}
+
+func TestRankRendezvous(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestRendezvousUnderMPIRun's mpirun")
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tr, err := c.Transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdv, err := collective.NewRendezvous(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, n := c.Rank(), c.Size()
+	big := 2 << 20 // float32s: 8 MB
+	value := func(from, to, k int) *tensor.Tensor {
+		switch k {
+		case 0:
+			return tensor.FromSlice([]int64{int64(from), int64(to)})
+		case 1:
+			return tensor.Zeros(tensor.Float64, 0, 3)
+		case 2:
+			return nil // dead
+		}
+		return tensor.Full(float32(100*from+to), big)
+	}
+	var wg sync.WaitGroup
+	for to := range n {
+		for k := range 4 {
+			wg.Go(func() {
+				if err := rdv.Post(to, fmt.Sprintf("v%d", k), value(r, to, k), k == 2); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	for from := range n {
+		for _, k := range []int{3, 2, 1, 0} {
+			got, dead, err := rdv.Receive(from, fmt.Sprintf("v%d", k))
+			want := value(from, r, k)
+			switch {
+			case err != nil:
+				t.Fatalf("rank %d: from %d, v%d: %v", r, from, k, err)
+			case dead != (k == 2):
+				t.Errorf("rank %d: from %d, v%d: dead %v", r, from, k, dead)
+			case k == 2:
+			case !got.Shape().Equal(want.Shape()) || got.DType() != want.DType():
+				t.Errorf("rank %d: from %d, v%d: %v, want %v", r, from, k, tensor.Describe(got), tensor.Describe(want))
+			case k == 3 && (tensor.ToSlice[float32](got)[big-1] != float32(100*from+r)):
+				t.Errorf("rank %d: from %d: the big value ends with %v", r, from, tensor.ToSlice[float32](got)[big-1])
+			case k == 0 && tensor.ToSlice[int64](got)[0] != int64(from):
+				t.Errorf("rank %d: from %d: %v", r, from, got)
+			}
+		}
+	}
+	wg.Wait()
+	// A key no one posts times out, naming it.
+	rdv.SetTimeout(100 * time.Millisecond)
+	if _, _, err := rdv.Receive((r+1)%n, "nobody"); !errors.Is(err, collective.ErrTimeout) || !strings.Contains(err.Error(), `"nobody"`) {
+		t.Errorf("rank %d: %v", r, err)
+	}
+	if err := c.Barrier(); err != nil { // every rank is done receiving
+		t.Fatal(err)
+	}
+	if err := rdv.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
