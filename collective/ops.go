@@ -50,13 +50,21 @@ type Ops struct {
 
 // collectiveAttrs are the collective ops' attributes.
 type collectiveAttrs struct {
-	ops  *Ops
-	op   Op
-	root int
+	ops   *Ops
+	op    Op
+	root  int
+	bcast bool // a Broadcast: off the root, the result is the root's
 }
 
 func (a collectiveAttrs) String() string {
 	return fmt.Sprintf("op=%v root=%d rank=%d size=%d", a.op, a.root, a.ops.Comm.Rank(), a.ops.Comm.Size())
+}
+
+// Remote reports whether the result comes from other processes alone (a
+// broadcast off its root): control/trace then refuses to keep it as a
+// constant of a trace.
+func (a collectiveAttrs) Remote() bool {
+	return a.bcast && a.ops.Comm.Rank() != a.root
 }
 
 // TargetDevice is where the results are: the communicator's device
@@ -142,14 +150,20 @@ func init() {
 func (o *Ops) run(op *eager.Op, a collectiveAttrs, t *tensor.Tensor) (out *tensor.Tensor, err error) {
 	a.ops = o
 	err = eager.Catch(func() { out = eager.Run1(op, a, t) })
+	return out, engineErr(err)
+}
+
+// engineErr is the error of a collective op: the engine's as it wrote
+// it, or the op's (a bad argument) wrapping ErrCollective.
+func engineErr(err error) error {
 	var ee *engineError
 	if errors.As(err, &ee) {
-		return nil, ee.err
+		return ee.err
 	}
 	if err != nil && !errors.Is(err, ErrCollective) {
 		err = fmt.Errorf("%w: %w", ErrCollective, err)
 	}
-	return out, err
+	return err
 }
 
 // AllReduce is Comm.AllReduce as an op. (Arguments an engine refuses
@@ -167,7 +181,7 @@ func (o *Ops) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	if t == nil {
 		return o.Engine.Broadcast(t, root)
 	}
-	return o.run(broadcastOp, collectiveAttrs{root: root}, t)
+	return o.run(broadcastOp, collectiveAttrs{root: root, bcast: true}, t)
 }
 
 // AllGather is Comm.AllGather as an op.

@@ -465,6 +465,31 @@ func samples() map[string][]sample {
 		coll(func() (T, error) { return one1.ReduceScatter(tr(of(tensor.Int32, -9, 9, 3, 4)), collective.Sum) })
 	}, false, false))
 
+	// Send and Recv on a rendezvous of one in-process rank: the sends post
+	// to this rank itself; the receives find 32 copies of one value posted
+	// (the checks replay a call several times).
+	self, err := collective.NewRendezvous(collective.Loopback(1)[0])
+	if err != nil {
+		panic(err)
+	}
+	add("Send", unary(func(x T) T {
+		if err := self.Send(x, 0, "conformance"); err != nil {
+			panic(err)
+		}
+		return nil
+	}, every, -2, 2, false, false)...)
+	for _, dt := range every {
+		v := of(dt, -2, 2, 2, 3)
+		add("Recv", one(fmt.Sprint(dt), func() {
+			for range 32 {
+				if err := self.Post(0, "posted "+dt.String()+"#", v, false); err != nil {
+					panic(err)
+				}
+			}
+			coll(func() (T, error) { return self.Recv(ops.ZerosLike(v), 0, "posted "+dt.String()) })
+		}, false, false))
+	}
+
 	// Internal ops of other packages.
 	add("Guard", one("a traced loop's decision", func() {
 		f := trace.NewFunction(func(a []T) []T {

@@ -98,6 +98,9 @@ func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
 func execute(c *Call, specs []Out, buf []*tensor.Tensor) ([]*tensor.Tensor, *tensor.Tensor) {
 	if o := view(c, specs); o != nil {
 		observe(c, o)
+		if len(o) == 0 { // an op for its effect alone (a send)
+			return o, nil
+		}
 		return o, o[0]
 	}
 	outs := allocate(c, specs, buf)

@@ -71,8 +71,8 @@ type Op struct {
 	// variables too, and the op needs no kernel.
 	ViewOwns bool
 	// Ordered says the op communicates with other processes (a
-	// collective): every process must run its calls in the same order, as
-	// the program makes them. A trace records it whenever an input is the
+	// collective, a send or receive): every process must run its calls in
+	// the same order, as the program makes them. A trace records it whenever an input is the
 	// trace's, constant or not, and keeps it though nothing reads it; graph
 	// passes never merge it with another; graphs run it alone (not beside
 	// other ops), in an order that depends only on the graph and the

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -92,10 +95,61 @@ func TestRankRendezvous(t *testing.T) {
 	if _, _, err := rdv.Receive((r+1)%n, "nobody"); !errors.Is(err, collective.ErrTimeout) || !strings.Contains(err.Error(), `"nobody"`) {
 		t.Errorf("rank %d: %v", r, err)
 	}
+	rdv.SetTimeout(time.Minute)
+	tracedPipeline(t, rdv, r, n)
 	if err := c.Barrier(); err != nil { // every rank is done receiving
 		t.Fatal(err)
 	}
 	if err := rdv.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tracedPipeline: each rank traces its own part of a computation split
+// across the ranks (a pipeline: rank r receives from r-1, computes, sends
+// to r+1; then a ring exchange at every iteration of a loop whose
+// iterations may overlap) and runs it from its graph; three calls, each
+// equal to the same parts run eagerly on every rank.
+func tracedPipeline(t *testing.T, rdv *collective.Rendezvous, r, n int) {
+	next, prev := (r+1)%n, (r+n-1)%n
+	fn := func(a []T) []T {
+		h := a[0]
+		if r > 0 {
+			h = must(rdv.Recv(a[0], r-1, "stage"))
+		}
+		y := ops.Tanh(ops.Mul(h, tensor.Scalar(float64(r+1))))
+		if r < n-1 {
+			if err := rdv.Send(y, r+1, "stage"); err != nil {
+				panic(err)
+			}
+		}
+		loop := control.While(func(v []T) T { return ops.Lt(v[0], tensor.Scalar(int32(3))) },
+			func(v []T) []T {
+				mine := ops.Mul(a[0], ops.Cast(ops.Add(v[0], tensor.Scalar(int32(1))), tensor.Float64))
+				if err := rdv.Send(mine, next, "ring"); err != nil {
+					panic(err)
+				}
+				got := must(rdv.Recv(a[0], prev, "ring"))
+				// 2·acc + got: a value taken at the wrong iteration shows.
+				return []T{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Add(ops.Mul(v[1], tensor.Scalar(2.0)), got)}
+			}, []T{tensor.Scalar(int32(0)), ops.Sub(a[0], a[0])}, control.WhileOptions{ParallelIterations: 3})
+		return []T{y, loop[1]}
+	}
+	f := trace.NewFunction(fn)
+	for call := range 3 {
+		x := tensor.RandUniform(tensor.NewRNG(uint64(10*call+r)), tensor.Float64, -1, 1, 4)
+		want := fn([]T{x})
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatalf("rank %d, call %d: %v", r, call, err)
+		}
+		for i := range want {
+			if d := ops.Amax(ops.Abs(ops.Sub(got[i], want[i]))).Float(); d != 0 {
+				t.Errorf("rank %d, call %d, result %d: traced differs from eager by %g", r, call, i, d)
+			}
+		}
+	}
+	if f.Traces() != 1 {
+		t.Errorf("rank %d: %d traces", r, f.Traces())
 	}
 }

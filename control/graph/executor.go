@@ -150,6 +150,9 @@ type executor struct {
 	// swap is the device stacks swap their values to host memory through,
 	// or nil.
 	swap device.Swapper
+	// Receives in flight (transfer.go): how many, and where they arrive.
+	receiving int
+	mail      *mailbox
 }
 
 // ExecOptions are options of one execution.
@@ -258,7 +261,10 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 			e.runBatch(batch)
 			e.spare = batch[:0]
 		}
-		if !e.releaseDeferred() && !e.finishDeepest() {
+		if e.releaseDeferred() || e.waitReceives() {
+			continue
+		}
+		if !e.finishDeepest() {
 			break
 		}
 	}
@@ -513,6 +519,9 @@ func (e *executor) run(k instKey) {
 			defer e.drop(outs[0]) // the stack's hold, once the consumers hold it
 		}
 	case OpNode:
+		if n.Op.Ordered && e.transfer(k, in, dead) {
+			return // a send or receive, which runs dead or live
+		}
 		if dead {
 			for i := range outs {
 				outs[i].dead = true

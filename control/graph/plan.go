@@ -47,8 +47,8 @@ func (g *Graph) straightLine() bool {
 				return false
 			}
 		}
-		if len(n.After) > 0 {
-			return false
+		if len(n.After) > 0 || n.Kind == OpNode && n.Op.Ordered && isTransfer(n) {
+			return false // a receive may wait: the frame executor runs others meanwhile
 		}
 		for _, c := range n.Control {
 			if c.ID >= i {

@@ -464,6 +464,7 @@ func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
 	if t == nil {
 		if liveCount.Load() > 0 {
 			noteRecipe(c, outs)
+			noteCommunicated(c, outs)
 		}
 		return
 	}
@@ -593,6 +594,45 @@ func (t *tracer) apply(op *eager.Op, attrs any, inputs []*tensor.Tensor, specs [
 	return n
 }
 
+// communicated marks the outputs of an ordered op that no trace
+// recorded and whose result comes from other processes (its attributes
+// say Remote: a receive, a broadcast off its root), made while traces
+// were live: a trace that captures one fails, since its graph would hold
+// what the other process sent on the tracing call alone. (A collective
+// that combines this rank's captured tensors with the others' is a
+// constant of the trace, as any op on captured tensors is: every rank's
+// is the same call after call in code that every rank runs alike.)
+type communicated struct {
+	op  string
+	seq uint64 // traceStarts when it was made
+}
+
+// noteCommunicated marks c's outputs when c is an ordered op, or reads a
+// marked value (what is computed from an exchange is one too), and no
+// recipe covers them.
+func noteCommunicated(c *eager.Call, outs []*tensor.Tensor) {
+	mark := &communicated{op: c.Op.Name, seq: traceStarts.Load()}
+	if r, ok := c.Attrs.(interface{ Remote() bool }); !c.Op.Ordered || !ok || !r.Remote() {
+		mark = nil
+		for _, x := range c.Inputs {
+			if m := x.Traced(); m != nil {
+				if cm, ok := m.Recipe.(*communicated); ok {
+					mark = cm
+					break
+				}
+			}
+		}
+	}
+	if mark == nil {
+		return
+	}
+	for _, o := range outs {
+		if o.Traced() == nil {
+			plumb.Tensor.SetTraced(o, &tensor.Traced{Recipe: mark})
+		}
+	}
+}
+
 // specOf is x's dtype and shape, as node specs record them.
 func specOf(x *tensor.Tensor) eager.Out { return eager.Out{DType: x.DType(), Shape: x.Shape()} }
 
@@ -607,6 +647,13 @@ func (t *tracer) value(x *tensor.Tensor) graph.Output {
 		// A value the eager run made beside the trace: as a constant it
 		// would hold this call's value in every later call.
 		t.fail(fmt.Errorf("%w (%s)", errUnroll, tensor.Describe(x)))
+	}
+	if m := x.Traced(); m != nil {
+		if c, ok := m.Recipe.(*communicated); ok && c.seq >= t.seq {
+			t.fail(fmt.Errorf("trace: the result of %s (%s) is read by the traced function, but its inputs were not values of the trace "+
+				"(captured tensors), so it ran once, while tracing, and the graph would hold that call's result: "+
+				"give it a value computed from the function's arguments", c.op, tensor.Describe(x)))
+		}
 	}
 	if r := t.recipe(x); r != nil {
 		// Computed from variables beside the trace: record how.
