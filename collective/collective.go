@@ -22,8 +22,17 @@
 // differentiates through them (the gradient of an all-reduce is the
 // all-reduce of the gradients, as Horovod's is), and inside a traced
 // function (control/trace) they are graph nodes that communicate on every
-// call, in the same order on every rank. Send, Recv and AllReduceInPlace
-// run eagerly only.
+// call, in the same order on every rank. Comm's Send, Recv and
+// AllReduceInPlace run eagerly only.
+//
+// Values a graph moves between processes meet in a Rendezvous (on a
+// Transport: mpi.Comm.Transport, or Loopback within one process), as in
+// TensorFlow: posted under a key with a dead flag, taken whenever they
+// arrive. Its Send and Recv are ops, so a function whose ranks exchange
+// values (each rank tracing its own part: a pipeline, a model split
+// across processes) is traced once per rank, and its graphs post and
+// receive on every call, keyed by name and loop iteration, with the dead
+// flags of branches not taken.
 package collective
 
 import (
