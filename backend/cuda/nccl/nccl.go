@@ -26,7 +26,9 @@
 // rank cannot send to itself. Barrier waits for the GPU's queued work and
 // fails after the timeout (10 minutes; SetTimeout) with an error wrapping
 // collective.ErrTimeout, aborting the communicator, where a peer died or
-// hangs.
+// hangs; on the driver, a watchdog does the same for every collective
+// the GPU has not finished within the timeout (watchdog.go), so that
+// nothing waits on a stalled peer for ever.
 package nccl
 
 import (
@@ -55,9 +57,17 @@ type Comm struct {
 	closed  bool
 	broken  error // a timeout aborted the communicator
 	timeout time.Duration
+	// The watchdog (watchdog.go): the driver's events, the marks of the
+	// collectives queued and not yet passed, how many were queued, and
+	// the channel that stops it.
+	events    cu.Events
+	marks     []mark
+	seq       int
+	stopWatch chan struct{}
 }
 
-// DefaultTimeout is how long Barrier waits for the GPU before it gives up.
+// DefaultTimeout is how long a collective may take on the GPU, and Barrier
+// wait, before the communicator gives up.
 const DefaultTimeout = 10 * time.Minute
 
 // Open makes the communicator of gpu among host's processes (each calls
@@ -74,6 +84,7 @@ func Open(gpu *cuda.Device, host collective.Comm) (*Comm, error) {
 	}
 	c := &Comm{gpu: gpu, raw: r, rank: host.Rank(), size: host.Size(), timeout: DefaultTimeout}
 	c.ops = &collective.Ops{Comm: c, Engine: (*engine)(c)}
+	c.events, _ = r.Ctx.(cu.Events)
 	loader, ok := r.Driver.(cu.NCCLLoader)
 	if !ok {
 		return nil, c.errorf("Open", "the driver %s has no NCCL", gpu.Driver())
@@ -137,7 +148,8 @@ func (c *Comm) Library() string { return c.lib.Name() }
 // (collective.Placed: nn keeps its gradient buckets there).
 func (c *Comm) Device() device.Device { return c.gpu }
 
-// SetTimeout sets how long Barrier waits (0: for ever).
+// SetTimeout sets how long a queued collective may take, and Barrier
+// wait, before the communicator is aborted (0: for ever).
 func (c *Comm) SetTimeout(d time.Duration) {
 	c.mu.Lock()
 	c.timeout = d
@@ -166,7 +178,13 @@ func (c *Comm) queue(call string, fn func(cu.NCCLComm, cu.Stream) error) error {
 	if err := c.usable(call); err != nil {
 		return err
 	}
-	if err := c.raw.Ctx.Do(func() error { return fn(c.c, c.raw.Stream) }); err != nil {
+	err := c.raw.Ctx.Do(func() error {
+		if err := fn(c.c, c.raw.Stream); err != nil {
+			return err
+		}
+		return c.watch(call)
+	})
+	if err != nil {
 		return c.errorf(call, "%v", err)
 	}
 	return nil
@@ -226,6 +244,7 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.stopWatching()
 	if c.broken != nil {
 		return nil
 	}

@@ -122,6 +122,23 @@ type Context interface {
 	Gemm(s Stream, g Gemm) error
 }
 
+// Event is a driver event (CUevent).
+type Event uintptr
+
+// Events is a Context whose streams run on their own, so that a watchdog
+// can mark a point of a stream and ask later, without waiting, whether
+// the stream has passed it: the driver's (libcuda). The emulator's
+// streams run when they are synchronized, so it has none (its NCCL's
+// waits are bounded by its host communicator's timeout instead). Calls
+// are made inside Do, like the Context's.
+type Events interface {
+	// EventRecord makes an event (without timing) and records it on s.
+	EventRecord(s Stream) (Event, error)
+	// EventQuery reports whether the stream has passed e.
+	EventQuery(e Event) (bool, error)
+	EventDestroy(e Event) error
+}
+
 // Args packs a kernel's arguments in order, each at its natural
 // alignment, as the kernel's .param list declares them.
 type Args struct {

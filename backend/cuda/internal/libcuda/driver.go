@@ -25,6 +25,7 @@ type driverFuncs struct {
 	memAllocHost, memFreeHost, memcpyHtoD, memcpyDtoH, memcpyDtoD       uintptr
 	memsetD8, memsetD32, moduleLoadDataEx, moduleGetFunction, launch    uintptr
 	streamCreate, streamSynchronize, getErrorName, getErrorString       uintptr
+	eventCreate, eventRecord, eventQuery, eventDestroy                  uintptr
 }
 
 func (f *driverFuncs) symbols() map[string]*uintptr {
@@ -39,6 +40,8 @@ func (f *driverFuncs) symbols() map[string]*uintptr {
 		"cuModuleLoadDataEx": &f.moduleLoadDataEx, "cuModuleGetFunction": &f.moduleGetFunction,
 		"cuLaunchKernel": &f.launch, "cuStreamCreate": &f.streamCreate, "cuStreamSynchronize": &f.streamSynchronize,
 		"cuGetErrorName": &f.getErrorName, "cuGetErrorString": &f.getErrorString,
+		"cuEventCreate": &f.eventCreate, "cuEventRecord": &f.eventRecord, "cuEventQuery": &f.eventQuery,
+		"cuEventDestroy_v2": &f.eventDestroy,
 	}
 }
 
@@ -434,3 +437,40 @@ func (c *Context) StreamCreate() (cu.Stream, error) {
 func (c *Context) StreamSynchronize(s cu.Stream) error {
 	return c.d.call("cuStreamSynchronize", c.d.f.streamSynchronize, uintptr(s))
 }
+
+// errorNotReady is CUDA_ERROR_NOT_READY: cuEventQuery's "not yet".
+const errorNotReady = 600
+
+// EventRecord makes an event without timing (CU_EVENT_DISABLE_TIMING)
+// and records it on s (cu.Events).
+func (c *Context) EventRecord(s cu.Stream) (cu.Event, error) {
+	const disableTiming = 2
+	var e uintptr
+	if err := c.d.call("cuEventCreate", c.d.f.eventCreate, uintptr(unsafe.Pointer(&e)), disableTiming); err != nil {
+		return 0, err
+	}
+	if err := c.d.call("cuEventRecord", c.d.f.eventRecord, e, uintptr(s)); err != nil {
+		c.d.call("cuEventDestroy_v2", c.d.f.eventDestroy, e)
+		return 0, err
+	}
+	return cu.Event(e), nil
+}
+
+// EventQuery reports whether the stream has passed e.
+func (c *Context) EventQuery(e cu.Event) (bool, error) {
+	r, _, _ := purego.SyscallN(c.d.f.eventQuery, uintptr(e))
+	switch r {
+	case 0:
+		return true, nil
+	case errorNotReady:
+		return false, nil
+	}
+	return false, c.d.errorOf("cuEventQuery", int(r))
+}
+
+// EventDestroy frees e.
+func (c *Context) EventDestroy(e cu.Event) error {
+	return c.d.call("cuEventDestroy_v2", c.d.f.eventDestroy, uintptr(e))
+}
+
+var _ cu.Events = (*Context)(nil)
