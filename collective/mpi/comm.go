@@ -50,6 +50,7 @@ type Comm struct {
 	diag     uintptr           // a duplicate of the world, for the diagnosis
 	multiple bool              // MPI_THREAD_MULTIPLE: the diagnosis may call MPI while a call waits
 	kept     []*runtime.Pinner // memory of calls that may never complete, pinned for good
+	caller   caller            // the thread that makes the watched calls
 }
 
 var (
@@ -243,7 +244,7 @@ func (e *engine) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, 
 	out := tensor.MustEmptyHost(t.DType(), t.Shape())
 	dst := out.HostBytes()
 	var pin runtime.Pinner
-	if err := c.run("AllReduce", &pin, c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("AllReduce", len(src), &pin, c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	if op == collective.Mean {
@@ -271,7 +272,7 @@ func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 		return err
 	}
 	var pin runtime.Pinner
-	if err := c.run("AllReduce", &pin, c.l.allreduce, c.l.inPlace, addr(&pin, buf), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("AllReduce", len(buf), &pin, c.l.allreduce, c.l.inPlace, addr(&pin, buf), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return err
 	}
 	if op == collective.Mean {
@@ -312,7 +313,7 @@ func (e *engine) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 		copy(buf, src)
 	}
 	var pin runtime.Pinner
-	if err := c.run("Broadcast", &pin, c.l.bcast, addr(&pin, buf), uintptr(t.NumElements()), dt, uintptr(root), c.l.commWorld); err != nil {
+	if err := c.run("Broadcast", len(buf), &pin, c.l.bcast, addr(&pin, buf), uintptr(t.NumElements()), dt, uintptr(root), c.l.commWorld); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -327,7 +328,7 @@ func (e *engine) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	out := tensor.MustEmptyHost(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
 	n := uintptr(t.NumElements())
 	var pin runtime.Pinner
-	if err := c.run("AllGather", &pin, c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
+	if err := c.run("AllGather", len(src)*c.size, &pin, c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -350,7 +351,7 @@ func (e *engine) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tens
 	shape[0] /= c.size
 	out := tensor.MustEmptyHost(t.DType(), shape)
 	var pin runtime.Pinner
-	if err := c.run("ReduceScatter", &pin, c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
+	if err := c.run("ReduceScatter", len(src), &pin, c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
 	}
 	if op == collective.Mean {
@@ -372,7 +373,7 @@ func (c *Comm) Send(t *tensor.Tensor, to, tag int) error {
 		return err
 	}
 	var pin runtime.Pinner
-	return c.run("Send", &pin, c.l.send, addr(&pin, src), uintptr(t.NumElements()), dt, uintptr(to), uintptr(tag), c.l.commWorld)
+	return c.run("Send", len(src), &pin, c.l.send, addr(&pin, src), uintptr(t.NumElements()), dt, uintptr(to), uintptr(tag), c.l.commWorld)
 }
 
 // Recv receives from rank from, with tag, a tensor shaped like like.
@@ -389,14 +390,14 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	}
 	out := tensor.MustEmptyHost(like.DType(), like.Shape())
 	var pin runtime.Pinner
-	if err := c.run("Recv", &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, c.l.statusIgnore); err != nil {
+	if err := c.run("Recv", out.NumElements()*like.DType().Size(), &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, c.l.statusIgnore); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // Barrier returns once every rank has called it.
-func (c *Comm) Barrier() error { return c.run("Barrier", nil, c.l.barrier, c.l.commWorld) }
+func (c *Comm) Barrier() error { return c.run("Barrier", 0, nil, c.l.barrier, c.l.commWorld) }
 
 // Close finalises MPI for this process; the communicator cannot be used
 // afterwards (and MPI cannot be initialised again in this process). After

@@ -20,7 +20,7 @@ import (
 func (c *Comm) Transport() (collective.Transport, error) {
 	var pin runtime.Pinner
 	dup := new(uintptr)
-	if err := c.run("Transport", &pin, c.l.commDup, c.l.commWorld, ptr(&pin, dup)); err != nil {
+	if err := c.run("Transport", 0, &pin, c.l.commDup, c.l.commWorld, ptr(&pin, dup)); err != nil {
 		return nil, err
 	}
 	if err := c.now("Transport", c.l.commSetErrhandler, *dup, c.l.errorsReturn); err != nil {
