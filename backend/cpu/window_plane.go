@@ -100,20 +100,17 @@ func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T,
 // column j*sw of rows r0 and r1.
 func reduceMax2x2[T tensor.Num](o, r0, r1 []T, init T, sw int) {
 	if o32, ok := any(o).([]float32); ok && haveVecKernels && sw == 2 && init == init {
-		// Eight windows at a time, up to a block with a NaN, which the
-		// loop below takes before the vector kernel goes on.
+		// The vector kernel, up to a block of eight windows with a NaN,
+		// which the Go loop takes before the kernel goes on.
 		a, b, in := any(r0).([]float32), any(r1).([]float32), any(init).(float32)
-		for len(o32) >= 8 {
+		for len(o32) > 0 {
 			_, _ = a[2*len(o32)-1], b[2*len(o32)-1]
 			done := smaxpool2x2(&o32[0], &a[0], &b[0], in, len(o32))
 			o32, a, b = o32[done:], a[2*done:], b[2*done:]
-			if len(o32) < 8 {
-				break
-			}
-			reduceMax2x2Go(o32[:8], a, b, in, sw)
-			o32, a, b = o32[8:], a[16:], b[16:]
+			k := min(8, len(o32))
+			reduceMax2x2Go(o32[:k], a, b, in, sw)
+			o32, a, b = o32[k:], a[2*k:], b[2*k:]
 		}
-		reduceMax2x2Go(o32, a, b, in, sw)
 		return
 	}
 	reduceMax2x2Go(o, r0, r1, init, sw)
@@ -158,21 +155,18 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 // (the first NaN if any).
 func scatterMax2x2[T tensor.Num](x, src, out []T, x0, w, sw int) {
 	if x32, ok := any(x).([]float32); ok && haveVecKernels && sw == 2 {
-		// Eight windows at a time, up to a block with a NaN, which the
-		// loop below takes before the vector kernel goes on.
+		// The vector kernel, up to a block of eight windows with a NaN,
+		// which the Go loop takes before the kernel goes on.
 		s32, o32 := any(src).([]float32), any(out).([]float32)
-		for len(s32) >= 8 {
+		for len(s32) > 0 {
 			_ = x32[x0+w+2*len(s32)-1]
 			_ = o32[x0+w+2*len(s32)-1]
 			done := smaxscatter2x2(&o32[x0], &o32[x0+w], &x32[x0], &x32[x0+w], &s32[0], len(s32))
 			s32, x0 = s32[done:], x0+2*done
-			if len(s32) < 8 {
-				break
-			}
-			scatterMax2x2Go(x32, s32[:8], o32, x0, w, sw)
-			s32, x0 = s32[8:], x0+16
+			k := min(8, len(s32))
+			scatterMax2x2Go(x32, s32[:k], o32, x0, w, sw)
+			s32, x0 = s32[k:], x0+2*k
 		}
-		scatterMax2x2Go(x32, s32, o32, x0, w, sw)
 		return
 	}
 	scatterMax2x2Go(x, src, out, x0, w, sw)

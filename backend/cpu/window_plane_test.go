@@ -89,23 +89,30 @@ func TestPlaneWindowsMatchDefinitions(t *testing.T) {
 	}
 }
 
-// The 2x2, stride-2 max pool and its backward on rows long enough for the
-// vector kernels (eight windows at a time, float32): against the
-// definitions, bit for bit, with ties, ±0 (Go's max ranks +0 above -0),
-// NaNs in some blocks of eight (the Go loops take those), ragged row ends,
-// and an init of -0 (the backward's untouched taps keep it), 1.5 and -Inf.
+// The 2x2, stride-2 max pool and its backward through the vector kernels
+// (eight windows at a time, the last 1 to 7 through masks, float32) on
+// rows of 1 to 21 windows: against the definitions, bit for bit, with
+// ties, ±0 (Go's max ranks +0 above -0), NaNs in a full block and in a
+// short last block (the Go loops take those), and an init of -0 (the
+// backward's untouched taps keep it), 1.5 and -Inf.
 func TestMaxPool2x2VectorPaths(t *testing.T) {
-	const planes, h, w = 3, 4, 38 // 19 windows a row: two blocks and a tail
-	vals := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(8), tensor.Float32, -2, 2, planes*h*w))
+	for _, w := range []int{2, 4, 6, 8, 10, 12, 14, 16, 18, 22, 30, 38, 42} {
+		t.Run(fmt.Sprint(w/2, " windows"), func(t *testing.T) { maxPool2x2Rows(t, w) })
+	}
+}
+
+func maxPool2x2Rows(t *testing.T, w int) {
+	const planes, h = 3, 4
+	vals := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(uint64(8+w)), tensor.Float32, -2, 2, planes*h*w))
 	for i := range vals {
 		vals[i] = float32(math.Round(float64(vals[i]) * 2)) // many ties, zeros among them
 		if i%7 == 3 && vals[i] == 0 {
 			vals[i] = float32(math.Copysign(0, -1))
 		}
 	}
-	vals[w+20] = float32(math.NaN())           // plane 0, row 1: second block of the first output row
-	vals[2*h*w+2*w+3] = float32(math.NaN())    // plane 2, row 2: first block
-	vals[2*h*w+3*w+37] = float32(math.Inf(-1)) // last column of a row with a tail window
+	vals[w+w-1] = float32(math.NaN())           // plane 0, row 1: the last window of the first output row
+	vals[2*h*w+2*w+1] = float32(math.NaN())     // plane 2, row 2: the first block
+	vals[2*h*w+3*w+w-1] = float32(math.Inf(-1)) // the last column of a row
 	x := tensor.FromSlice(vals, planes, h, w)
 	oh, ow := h/2, w/2
 	src := tensor.ToSlice[float32](tensor.RandUniform(tensor.NewRNG(9), tensor.Float32, -1, 1, planes*oh*ow))
