@@ -48,12 +48,12 @@ func (r *rnnSetup) forwardFrom(h0 *tensor.Tensor, opts control.WhileOptions) *te
 // [1 128], W: [128 128], float32) through While on a tape.
 func BenchmarkRNNLoopGrad(b *testing.B) {
 	r := newRNN()
-	b.ReportAllocs()
-	for b.Loop() {
+	steady(b, func() error {
 		tp := tape.New()
 		h := r.forward(control.WhileOptions{})
 		tp.Gradient(ops.Sum(h), r.w.Value())
-	}
+		return nil
+	})
 }
 
 // BenchmarkRNNLoopGradReleased is BenchmarkRNNLoopGrad on a tape that
@@ -61,21 +61,18 @@ func BenchmarkRNNLoopGrad(b *testing.B) {
 // goes back to the buffer cache once the gradient is taken.
 func BenchmarkRNNLoopGradReleased(b *testing.B) {
 	r := newRNN()
-	b.ReportAllocs()
-	for b.Loop() {
+	steady(b, func() error {
 		tp := tape.New(tape.Options{ReleaseIntermediates: true})
 		h := r.forward(control.WhileOptions{})
 		tp.Gradient(ops.Sum(h), r.w.Value())[0].Release()
-	}
+		return nil
+	})
 }
 
 // BenchmarkRNNLoopForward is the same loop with no tape.
 func BenchmarkRNNLoopForward(b *testing.B) {
 	r := newRNN()
-	b.ReportAllocs()
-	for b.Loop() {
-		r.forward(control.WhileOptions{})
-	}
+	steady(b, func() error { r.forward(control.WhileOptions{}); return nil })
 }
 
 // BenchmarkWhileMemory runs a 1000-step loop (h = tanh(h W + c), h [1 256])

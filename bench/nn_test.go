@@ -83,15 +83,7 @@ func BenchmarkFashionCNNTrainStep(b *testing.B) {
 					step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 				}
 				batch := data.Element{x, y}
-				if _, _, err := step(batch); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := step(batch); err != nil {
-						b.Fatal(err)
-					}
-				}
+				steady(b, func() error { _, _, err := step(batch); return err })
 			})
 		}
 	}

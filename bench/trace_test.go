@@ -77,12 +77,7 @@ func BenchmarkTracedMLPStep(b *testing.B) {
 	m := newMLP()
 	x, labels := mlpBatch()
 	f := m.tracedGrad()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.tracedStep(f, x, labels, 0.01); err != nil {
-			b.Fatal(err)
-		}
-	}
+	steady(b, func() error { _, err := m.tracedStep(f, x, labels, 0.01); return err })
 }
 
 // TestTracedMLPStepMatchesEager keeps the benchmark honest: the traced step
@@ -112,12 +107,7 @@ func TestTracedMLPStepMatchesEager(t *testing.T) {
 func BenchmarkTracedRNNLoopGrad(b *testing.B) {
 	r := newRNN()
 	f := r.tracedGrad()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := f.Call(r.h0); err != nil {
-			b.Fatal(err)
-		}
-	}
+	steady(b, func() error { _, err := f.Call(r.h0); return err })
 }
 
 func (r *rnnSetup) tracedGrad() *trace.Function {
@@ -151,12 +141,7 @@ func BenchmarkTracedRNNLoopForward(b *testing.B) {
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{r.forwardFrom(a[0], control.WhileOptions{})}
 	})
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := f.Call(r.h0); err != nil {
-			b.Fatal(err)
-		}
-	}
+	steady(b, func() error { _, err := f.Call(r.h0); return err })
 }
 
 func TestTracedRNNLoopForwardIsAFrame(t *testing.T) {
