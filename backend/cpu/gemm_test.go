@@ -323,3 +323,29 @@ func TestMatMulOuterProduct(t *testing.T) {
 		}
 	}
 }
+
+// packBT32's AVX-512 transpose equals its Go twin for every column count
+// of a 32-column panel, on strided rows, bit for bit.
+func TestPackBT32MatchesGo(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU: packBT32 runs its Go loop")
+	}
+	const ldb = 37
+	b := make([]float32, 32*ldb)
+	for i := range b {
+		b[i] = float32(i%97) - 40.5
+	}
+	for cols := 0; cols <= 32; cols++ {
+		got, want := make([]float32, 16*32), make([]float32, 16*32)
+		for i := range got {
+			got[i], want[i] = -1, -1 // every element must be written
+		}
+		packBT32(got, b, ldb, cols)
+		packBT32Go(want, b, ldb, cols)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d columns: element %d (step %d, column %d) = %v, want %v", cols, i, i/32, i%32, got[i], want[i])
+			}
+		}
+	}
+}

@@ -57,3 +57,7 @@ func smaxchan2x2(o, a, b, c, d *float32, init float32, n int) int {
 func smaxscatterchan2x2(oa, ob, oc, od, a, b, c, d, src *float32, n int) int {
 	panic("cpu: no vector kernel in this build")
 }
+
+func strans16(dst *float32, ldd int, src *float32, lds int) {
+	panic("cpu: no vector kernel in this build")
+}
