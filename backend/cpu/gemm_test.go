@@ -349,3 +349,49 @@ func TestPackBT32MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// packA's AVX-512 paths for a full 12-row float32 panel (packA12 from A's
+// rows, packA12T's spack12T from a transposed A) equal the scalar packing
+// for every depth around the 16-column blocks and the four-column unroll,
+// on strided rows, bit for bit.
+func TestPackA12MatchesGo(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU: packA runs its Go loops")
+	}
+	const lda = 53
+	a := make([]float32, 12*lda+53*lda)
+	for i := range a {
+		a[i] = float32(i%89) - 30.25
+	}
+	for kc := 0; kc <= lda; kc++ {
+		got, want := make([]float32, 12*kc+4), make([]float32, 12*kc+4)
+		for i := range got {
+			got[i], want[i] = -1, -1 // every packed element must be written, none past it
+		}
+		if !packA12(got, a, lda, kc) {
+			t.Fatal("packA12 declined float32 on an AVX-512 CPU")
+		}
+		for p := range kc {
+			for r := range 12 {
+				want[p*12+r] = a[r*lda+p]
+			}
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("rows, depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, got[i], want[i])
+			}
+		}
+		for i := range got {
+			got[i], want[i] = -1, -1
+		}
+		packA12T(got, a, lda, kc)
+		for p := range kc {
+			copy(want[p*12:p*12+12], a[p*lda:])
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("transposed, depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, got[i], want[i])
+			}
+		}
+	}
+}

@@ -61,3 +61,11 @@ func smaxscatterchan2x2(oa, ob, oc, od, a, b, c, d, src *float32, n int) int {
 func strans16(dst *float32, ldd int, src *float32, lds int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func strans12x16(dst *float32, src *float32, lds int) {
+	panic("cpu: no vector kernel in this build")
+}
+
+func spack12T(dst *float32, src *float32, lds int, kc int) {
+	panic("cpu: no vector kernel in this build")
+}

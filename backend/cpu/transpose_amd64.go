@@ -6,3 +6,15 @@ package cpu
 //
 //go:noescape
 func strans16(dst *float32, ldd int, src *float32, lds int)
+
+// strans12x16 packs 16 columns of a 12-row GEMM panel from A's rows (lds
+// elements apart) into 192 contiguous values (AVX-512).
+//
+//go:noescape
+func strans12x16(dst *float32, src *float32, lds int)
+
+// spack12T packs kc columns of a 12-row GEMM panel from a transposed A:
+// 12 contiguous values from each of kc rows lds elements apart (AVX-512).
+//
+//go:noescape
+func spack12T(dst *float32, src *float32, lds int, kc int)
