@@ -33,9 +33,13 @@ import (
 //     for its pushes and pops), so the backward loop pops in the reverse of
 //     the order the forward loop pushed.
 
-// value is one tagged value: a tensor, or a stack's handle.
+// value is one tagged value: a tensor, or a stack's handle. ref counts
+// the holders of a tensor this run made (or received); every copy of the
+// value shares it. A tensor with no ref (an argument, a constant, a
+// Merge's index) is pinned: never counted, never released.
 type value struct {
 	t     *tensor.Tensor
+	ref   *ref
 	dead  bool
 	stack *stack
 }
@@ -47,6 +51,7 @@ type stack struct{ vals []stacked }
 // out to host memory (ExecOptions.SwapStacks) with its dtype and shape.
 type stacked struct {
 	t       *tensor.Tensor
+	ref     *ref
 	swapped device.Swapped
 	dtype   tensor.DType
 	shape   tensor.Shape
@@ -140,12 +145,10 @@ type executor struct {
 	concurrent bool
 	args       []*tensor.Tensor // an op's arguments, reused when no observer keeps them
 	outBuf     []*tensor.Tensor // an op's outputs, likewise
-	// Buffer release by value lifetime: uses counts the node instances
-	// holding a live tensor and not yet run; at zero it is released unless
-	// pinned (arguments, constants, loop constants, results) or a tape
-	// observes (it keeps intermediates for its backward pass).
-	uses    map[*tensor.Tensor]int
-	pinned  map[*tensor.Tensor]bool
+	// Buffer release by value lifetime: each tensor the run makes has a
+	// ref, counting its holders; at zero it is released unless pinned or a
+	// tape observes (it keeps intermediates for its backward pass).
+	refs    refSlab
 	release bool
 	// swap is the device stacks swap their values to host memory through,
 	// or nil.
@@ -223,23 +226,12 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 	sc := g.schedule()
 	e := sc.getExecutor()
 	if e == nil {
-		e = &executor{g: g, sc: sc, results: map[Output]value{}, uses: map[*tensor.Tensor]int{}, pinned: map[*tensor.Tensor]bool{}}
+		e = &executor{g: g, sc: sc, results: map[Output]value{}}
 	}
 	e.release, e.concurrent = !eager.Observing(), g.workers() != nil
 	e.swap = nil
 	if sw, ok := g.device().(device.Swapper); ok && opts.SwapStacks && e.release {
 		e.swap = sw
-	}
-	for _, a := range args {
-		e.pinned[a] = true
-	}
-	for _, n := range g.Nodes {
-		if n.Kind == Const {
-			e.pinned[n.Value] = true
-		}
-	}
-	for _, t := range mergeIndices {
-		e.pinned[t] = true // shared by every execution
 	}
 	e.root = e.newFrame("", nil, 0)
 	for _, r := range g.Result {
@@ -247,7 +239,8 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 			e.results[r] = value{t: r.Node.Value}
 		}
 	}
-	// Seed: graph inputs, and root nodes that wait on nothing.
+	// Seed: graph inputs (pinned: no ref), and root nodes that wait on
+	// nothing.
 	for i, p := range g.Inputs {
 		e.deliver(p.Out(0), e.root, 0, value{t: args[i]})
 	}
@@ -302,9 +295,11 @@ func (e *executor) inst(k instKey) *instance {
 		n := k.node
 		in = e.newInstance(len(n.Inputs))
 		in.pending = e.sc.waits[n.ID]
-		for i, x := range n.Inputs {
-			if x.Node.Kind == Const {
-				in.inputs[i], in.have[i] = value{t: x.Node.Value}, true
+		if e.sc.hasConst[n.ID] {
+			for i, x := range n.Inputs {
+				if x.Node.Kind == Const {
+					in.inputs[i], in.have[i] = value{t: x.Node.Value}, true
+				}
 			}
 		}
 		slots[k.node.ID].in = in
@@ -321,10 +316,17 @@ func (e *executor) newInstance(inputs int) *instance {
 	} else {
 		in = &instance{}
 	}
-	*in = instance{inputs: slices.Grow(in.inputs[:0], inputs)[:inputs], have: slices.Grow(in.have[:0], inputs)[:inputs],
-		held: in.held[:0]}
-	clear(in.inputs)
-	clear(in.have)
+	// Field by field, the slices kept: assigning a whole new instance
+	// cost a write barrier per pointer field while the collector runs.
+	if cap(in.inputs) < inputs || cap(in.have) < inputs {
+		in.inputs, in.have = make([]value, inputs), make([]bool, inputs)
+	} else {
+		in.inputs, in.have = in.inputs[:inputs], in.have[:inputs]
+		clear(in.inputs)
+		clear(in.have)
+	}
+	in.held = in.held[:0]
+	in.pending, in.fired, in.dead = 0, false, 0
 	return in
 }
 
@@ -372,7 +374,7 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 			child.parallel = n.ParallelIterations
 		}
 		if n.IsConstant {
-			e.pinned[v.t] = true
+			pin(v)
 			child.constants = append(child.constants, frameConst{n, v})
 			for it, started := range child.iters {
 				if started {
@@ -396,8 +398,8 @@ func (e *executor) deliver(out Output, f *frameInst, iter int, v value) {
 		}
 		if f.parallel > 0 && iter+1 >= f.lowest+f.parallel {
 			f.deferred = append(f.deferred, deferredNext{out: out, iter: iter + 1, v: v})
-			if v.t != nil {
-				e.uses[v.t]++ // held while it waits
+			if v.ref != nil {
+				v.ref.n++ // held while it waits
 			}
 			return
 		}
@@ -413,7 +415,7 @@ func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
 	if f == e.root && iter == 0 && e.sc.isResult[out.Node.ID][out.Index] {
 		if _, have := e.results[out]; !have {
 			e.results[out] = v
-			e.pinned[v.t] = true
+			pin(v)
 		}
 	}
 	for _, c := range e.sc.consumers[out.Node.ID][out.Index] {
@@ -491,11 +493,11 @@ func (e *executor) run(k instKey) {
 	case Switch:
 		data, pred := in.inputs[0], in.inputs[1]
 		taken := 0
-		if !dead && pred.t.Item().(bool) {
+		if !dead && predicate(pred.t) {
 			taken = 1
 		}
 		for i := range outs {
-			outs[i] = value{t: data.t, stack: data.stack, dead: dead || i != taken}
+			outs[i] = value{t: data.t, ref: data.ref, stack: data.stack, dead: dead || i != taken}
 		}
 	case Enter, Exit, NextIteration:
 		outs[0] = in.inputs[0]
@@ -505,7 +507,7 @@ func (e *executor) run(k instKey) {
 		outs[0] = in.inputs[1]
 		if !dead {
 			s := in.inputs[0].stack
-			s.vals = append(s.vals, e.push(outs[0].t))
+			s.vals = append(s.vals, e.push(outs[0]))
 		}
 	case StackPop:
 		if !dead {
@@ -515,7 +517,7 @@ func (e *executor) run(k instKey) {
 			}
 			top := s.vals[len(s.vals)-1]
 			s.vals = s.vals[:len(s.vals)-1]
-			outs[0] = value{t: e.pop(n, top)}
+			outs[0] = e.pop(n, top)
 			defer e.drop(outs[0]) // the stack's hold, once the consumers hold it
 		}
 	case OpNode:
@@ -542,9 +544,7 @@ func (e *executor) run(k instKey) {
 			dst = e.outBuf[:0]
 		}
 		res := runNode(n, args, dst)
-		for i, t := range res {
-			outs[i] = value{t: t}
-		}
+		e.madeBy(outs, res, in.inputs)
 		if e.release {
 			clear(args)
 			e.args = args
@@ -553,6 +553,15 @@ func (e *executor) run(k instKey) {
 		}
 	}
 	e.complete(k, in, outs, dead)
+}
+
+// predicate reads a Switch's Bool scalar: in place on the CPU, copied
+// from another device.
+func predicate(t *tensor.Tensor) bool {
+	if _, ok := t.Buffer().(*device.HostBuffer); ok && t.DType() == tensor.Bool && t.NumElements() == 1 {
+		return tensor.HostData[bool](t)[0]
+	}
+	return t.Item().(bool)
 }
 
 // deadInputs reports whether an instance has a dead input, data or
@@ -594,73 +603,6 @@ func (e *executor) complete(k instKey, in *instance, outs []value, dead bool) {
 	}
 	e.finish(k, in)
 	e.signal(k, dead)
-}
-
-// hold counts a live value handed to input i of a node instance.
-func (e *executor) hold(in *instance, i int, v value) {
-	if v.dead || v.t == nil {
-		return
-	}
-	if len(in.held) < len(in.inputs) {
-		in.held = slices.Grow(in.held[:0], len(in.inputs))[:len(in.inputs)]
-		clear(in.held)
-	}
-	in.held[i] = true
-	e.uses[v.t]++
-}
-
-// push is what a stack holds of t: t itself, held until popped, or its
-// contents swapped out to host memory where the execution swaps (t is on
-// the swapping device, row-major, and not pinned) and the copy could be
-// queued.
-func (e *executor) push(t *tensor.Tensor) stacked {
-	if e.swap != nil && t.Device() == e.g.device() && t.IsRowMajor() && !e.pinned[t] {
-		if n, ok := tensor.ByteSize(t.DType(), t.Shape()); ok {
-			if h, err := e.swap.SwapOut(t.Buffer(), n); err == nil {
-				return stacked{swapped: h, dtype: t.DType(), shape: t.Shape()}
-			}
-		}
-	}
-	e.uses[t]++
-	return stacked{t: t}
-}
-
-// pop is the tensor of a stacked value, swapped back in where it was
-// swapped out (held once, as a pushed tensor is, for the caller's drop);
-// a failure to swap in fails the execution at node n.
-func (e *executor) pop(n *Node, s stacked) *tensor.Tensor {
-	if s.swapped == nil {
-		return s.t
-	}
-	buf, err := e.swap.SwapIn(s.swapped)
-	if err != nil {
-		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: swapping a %v%v value back in: %v", n, s.dtype, s.shape, err)
-	}
-	t, err := tensor.FromBuffer(buf, s.dtype, s.shape)
-	if err != nil {
-		buf.Device().Free(buf)
-		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: %v", n, err)
-	}
-	e.uses[t]++
-	return t
-}
-
-// drop undoes hold once the instance has run (its outputs, which may be
-// the same tensor, already delivered and held) and releases the tensor's
-// buffer when nothing holds it any more.
-func (e *executor) drop(v value) {
-	if v.dead || v.t == nil {
-		return
-	}
-	n := e.uses[v.t]
-	if n > 1 {
-		e.uses[v.t] = n - 1
-		return
-	}
-	delete(e.uses, v.t)
-	if e.release && !e.pinned[v.t] {
-		v.t.Release()
-	}
 }
 
 // signal tells the nodes waiting on k by a control edge that it finished.

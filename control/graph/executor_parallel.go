@@ -97,9 +97,7 @@ func (e *executor) runBatch(batch []instKey) {
 		j := &jobs[i]
 		e.stats.runs++
 		outs := make([]value, j.k.node.Outputs)
-		for o, t := range j.outs {
-			outs[o] = value{t: t}
-		}
+		e.madeBy(outs, j.outs, j.in.inputs)
 		e.complete(j.k, j.in, outs, false)
 		*j = opJob{}
 	}

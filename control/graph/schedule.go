@@ -21,6 +21,7 @@ type schedule struct {
 	backEdge  [][]bool       // [node ID] of a Merge: which inputs are back edges
 	awaited   [][2]int       // [node ID] of a Merge: forward inputs, back edges
 	waits     []int          // [node ID]: inputs an ordinary node waits for
+	hasConst  []bool         // [node ID]: some input is a Const (filled as its instance is made)
 	isResult  [][]bool       // [node ID][output]
 	roots     []*Node        // nodes that wait for nothing: ready at the start
 	heavy     []bool         // [node ID]: an op node worth running beside others (heavy)
@@ -59,7 +60,7 @@ func (g *Graph) schedule() *schedule {
 	}
 	n := len(g.Nodes)
 	sc := &schedule{nodes: n, result: slices.Clone(g.Result), consumers: make([][][]consumer, n), controlOf: make([][]*Node, n),
-		backEdge: make([][]bool, n), awaited: make([][2]int, n), waits: make([]int, n), isResult: make([][]bool, n), heavy: make([]bool, n)}
+		backEdge: make([][]bool, n), awaited: make([][2]int, n), waits: make([]int, n), isResult: make([][]bool, n), heavy: make([]bool, n), hasConst: make([]bool, n)}
 	for _, x := range g.Nodes {
 		sc.consumers[x.ID] = make([][]consumer, x.Outputs)
 		sc.isResult[x.ID] = make([]bool, x.Outputs)
@@ -73,6 +74,8 @@ func (g *Graph) schedule() *schedule {
 			sc.consumers[in.Node.ID][in.Index] = append(sc.consumers[in.Node.ID][in.Index], consumer{x, i})
 			if in.Node.Kind != Const {
 				sc.waits[x.ID]++
+			} else {
+				sc.hasConst[x.ID] = true
 			}
 			if x.Kind == Merge {
 				back := in.Node.Kind == NextIteration
@@ -113,8 +116,7 @@ func (e *executor) recycle() {
 	clear(e.frames)
 	e.frames, e.root, e.stats = e.frames[:0], nil, execStats{}
 	clear(e.results)
-	clear(e.uses)
-	clear(e.pinned)
+	e.refs.reset()
 	for _, in := range e.free {
 		clear(in.inputs)
 	}

@@ -150,7 +150,11 @@ func (e *executor) waitReceives() bool {
 			tensor.Panicf("graph", a.k.node.Op.Name, a.err, nil, "", "%v: %v", a.k.node, a.err)
 		}
 		e.stats.runs++
-		e.complete(a.k, a.in, []value{{t: a.t, dead: a.dead}}, a.dead)
+		v := value{t: a.t, dead: a.dead}
+		if a.t != nil {
+			v.ref = e.refs.get()
+		}
+		e.complete(a.k, a.in, []value{v}, a.dead)
 	}
 	return true
 }
