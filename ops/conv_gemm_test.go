@@ -31,6 +31,12 @@ func TestConv2DGemmMatchesGeneralLowering(t *testing.T) {
 		{1, 1, 1, 3, 1, 1, 3, ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{0, 0}, {0, 2}}, Dilations: [2]int{1, 2}}},
 		{1, 1, 1, 3, 1, 1, 3, ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{0, 0}, {0, 3}}, Dilations: [2]int{1, 2}}},
 		{2, 2, 4, 3, 3, 2, 3, ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{2, 1}, {2, 0}}, Strides: [2]int{2, 1}, Dilations: [2]int{2, 2}}},
+		// Many channels, as real layers have: the NHWC filter gradient takes
+		// each of its two orientations (P_nᵀ · dY_n for 288 taps and 64
+		// outputs where the kernels are 12 rows tall, dY_nᵀ · P_n for 144
+		// and 24).
+		{2, 32, 5, 5, 64, 3, 3, ops.Conv2DOpts{Padding: ops.Same}},
+		{2, 16, 5, 4, 24, 3, 3, ops.Conv2DOpts{Padding: ops.Same}},
 	}
 	// And a seeded sweep of small geometries: strides and dilations 1-3,
 	// explicit pads 0-3 on each side, filters up to 3x3.

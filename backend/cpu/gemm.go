@@ -175,6 +175,24 @@ func pickGemmKernel[T gemmElem](m int) gemmKernel[T] {
 	return best
 }
 
+// gemmPaddedWork estimates an m x n product's micro-kernel work per unit
+// of depth: the kernel pickGemmKernel takes for m, its rows padded to whole
+// tiles and weighted by its speed, times the columns padded to whole
+// panels (a last panel its half-width edge kernel covers counts half).
+// Products of equal depth compare by it.
+func gemmPaddedWork[T gemmElem](m, n int) float64 {
+	k := pickGemmKernel[T](m)
+	rows := float64((m+k.mr-1)/k.mr*k.mr) * k.rowCost()
+	cols := n / k.nr * k.nr
+	if rest := n - cols; rest > 0 {
+		cols += k.nr
+		if k.edge != nil && rest <= k.edge.nr {
+			cols -= k.nr - k.edge.nr
+		}
+	}
+	return rows * float64(cols)
+}
+
 // gemm computes c = op(a)·op(b) for row-major matrices: op(a) is [m, k] (a
 // is stored [k, m] when transA), op(b) is [k, n] (b is stored [n, k] when
 // transB), and c, [m, n], is overwritten. Work is split across the
@@ -414,6 +432,14 @@ func packA12T[T gemmElem](panel, a []T, lda, kc int) {
 	for p := range kc {
 		*(*[12]T)(panel[p*12:]) = *(*[12]T)(a[p*lda:])
 	}
+}
+
+// packsA12T reports whether packA12T copies through spack12T for T on
+// this CPU (float32 with AVX-512, whose kernels are 12 rows tall): a
+// transposed A then packs as fast as one read by rows.
+func packsA12T[T gemmElem]() bool {
+	_, f32 := any(*new(T)).(float32)
+	return f32 && haveAVX512 && pickGemmKernel[T](1<<10).mr == 12
 }
 
 // packA12 packs a full 12-row panel of float32 from A's rows (lda
