@@ -90,34 +90,42 @@ func BenchmarkFashionCNNTrainStep(b *testing.B) {
 }
 
 // BenchmarkFashionConv times the Fashion-MNIST CNN's convolutions one op
-// at a time, NHWC, batch 128, 3x3 "same": conv1 (1 -> 32 channels on
-// 28x28) and conv2 (32 -> 64 on 14x14), each forward, input gradient
+// at a time, NHWC and NCHW, batch 128, 3x3 "same": conv1 (1 -> 32 channels
+// on 28x28) and conv2 (32 -> 64 on 14x14), each forward, input gradient
 // (conv2 only: conv1's input needs none) and filter gradient, with
 // GFLOP/s.
 func BenchmarkFashionConv(b *testing.B) {
-	rng := tensor.NewRNG(7)
-	opts := ops.Conv2DOpts{Padding: ops.Same}
-	for _, l := range []struct {
-		name       string
-		hw, c, o   int
-		inputGrads bool
-	}{{"conv1", 28, 1, 32, false}, {"conv2", 14, 32, 64, true}} {
-		x := tensor.RandNormal(rng, tensor.Float32, 128, l.hw, l.hw, l.c)
-		f := tensor.RandNormal(rng, tensor.Float32, 3, 3, l.c, l.o)
-		dy := tensor.RandNormal(rng, tensor.Float32, 128, l.hw, l.hw, l.o)
-		flops := float64(2 * 128 * l.hw * l.hw * l.o * 9 * l.c)
-		run := func(name string, fn func() *tensor.Tensor) {
-			b.Run(l.name+"/"+name, func(b *testing.B) {
-				for b.Loop() {
-					fn().Release()
+	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		rng := tensor.NewRNG(7)
+		opts := ops.Conv2DOpts{Padding: ops.Same, Format: format}
+		for _, l := range []struct {
+			name       string
+			hw, c, o   int
+			inputGrads bool
+		}{{"conv1", 28, 1, 32, false}, {"conv2", 14, 32, 64, true}} {
+			shape := func(ch int) []int {
+				if format == ops.NCHW {
+					return []int{128, ch, l.hw, l.hw}
 				}
-				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+				return []int{128, l.hw, l.hw, ch}
+			}
+			x := tensor.RandNormal(rng, tensor.Float32, shape(l.c)...)
+			f := tensor.RandNormal(rng, tensor.Float32, 3, 3, l.c, l.o)
+			dy := tensor.RandNormal(rng, tensor.Float32, shape(l.o)...)
+			flops := float64(2 * 128 * l.hw * l.hw * l.o * 9 * l.c)
+			run := func(name string, fn func() *tensor.Tensor) {
+				b.Run(format.String()+"/"+l.name+"/"+name, func(b *testing.B) {
+					for b.Loop() {
+						fn().Release()
+					}
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+			run("forward", func() *tensor.Tensor { return ops.Conv2D(x, f, opts) })
+			if l.inputGrads {
+				run("input", func() *tensor.Tensor { return ops.Conv2DBackpropInput(x.Shape(), f, dy, opts) })
+			}
+			run("filter", func() *tensor.Tensor { return ops.Conv2DBackpropFilter(x, f.Shape(), dy, opts) })
 		}
-		run("forward", func() *tensor.Tensor { return ops.Conv2D(x, f, opts) })
-		if l.inputGrads {
-			run("input", func() *tensor.Tensor { return ops.Conv2DBackpropInput(x.Shape(), f, dy, opts) })
-		}
-		run("filter", func() *tensor.Tensor { return ops.Conv2DBackpropFilter(x, f.Shape(), dy, opts) })
 	}
 }

@@ -201,6 +201,18 @@ func tapMajor[T tensor.Float](dst, f []T, g convGeom) {
 	}
 }
 
+// filterOf is the inverse of tapMajor: src is [C*KH*KW, O], f is [KH, KW,
+// C, O].
+func filterOf[T tensor.Float](f, src []T, g convGeom) {
+	for kh := 0; kh < g.kh; kh++ {
+		for kw := 0; kw < g.kw; kw++ {
+			for c := 0; c < g.c; c++ {
+				copy(f[((kh*g.kw+kw)*g.c+c)*g.o:][:g.o], src[((c*g.kh+kh)*g.kw+kw)*g.o:][:g.o])
+			}
+		}
+	}
+}
+
 // filterOfT is the inverse of tapMajor for a transposed source: src is
 // [O, C*KH*KW], f is [KH, KW, C, O].
 func filterOfT[T tensor.Float](f, src []T, g convGeom) {
@@ -284,10 +296,27 @@ func convForward[T tensor.Float](c *eager.Call, a ops.Conv2DGemmAttrs, y *tensor
 	fm, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	tapMajor(fm, data[T](f), g)
-	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
+	// Y_n [O, OH*OW] = Fᵀ · P_n, or, where that pads the micro-kernel's
+	// tiles more and P_n packs fast as a transposed A (spack12T), Y_nᵀ =
+	// P_nᵀ · F into scratch, transposed into place: 64 outputs fill 5⅓
+	// tiles of 12 rows and 196 positions 6⅛ panels of 32, where 196 rows
+	// and 64 columns pad 4% (the Fashion-MNIST CNN's second layer).
+	turned := packsA12T[T]() && gemmPaddedWork[T](ohw, g.o) < gemmPaddedWork[T](g.o, ohw)
+	scratch := taps * ohw
+	if turned {
+		scratch += ohw * g.o
+	}
+	perImage(c, g, scratch, nil, func(n int, s []T, par bool) {
+		p := s[:taps*ohw]
 		im2row(p, xv[n*g.c*g.h*g.w:], g)
 		yn := yv[n*g.o*ohw : (n+1)*g.o*ohw]
-		gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yn, false)
+		if turned {
+			yt := s[taps*ohw:]
+			gemmOn(c, par, ohw, g.o, taps, p, true, fm, false, yt, false)
+			transposeInto(yn, yt, ohw, g.o)
+		} else {
+			gemmOn(c, par, g.o, ohw, taps, fm, true, p, false, yn, false)
+		}
 		ep.apply(yn, ohw)
 	}, nil)
 }
@@ -379,6 +408,11 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 	total, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	clear(total)
+	// With many taps and 12-row float32 kernels (whose packing of both
+	// operands transposes through AVX-512), dF [taps, O] += P_n ·
+	// dY_nᵀ where its tiles pad less than dFᵀ's (288 taps fill 24 tiles
+	// of 12 rows where 64 outputs fill 5⅓).
+	turned := taps >= g.o && packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps)
 	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
 		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
 		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ: with many taps a GEMM
@@ -388,6 +422,8 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 		// spare the packing (2x the GEMM there).
 		dyn, p, acc := dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:]
 		switch {
+		case turned:
+			gemmOn(c, par, taps, g.o, ohw, p, false, dyn, true, acc, true)
 		case taps >= g.o:
 			gemmOn(c, par, g.o, taps, ohw, dyn, false, p, true, acc, true)
 		case !par:
@@ -402,6 +438,10 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 		addInto(total, s[taps*ohw:])
 		mu.Unlock()
 	})
+	if turned {
+		filterOf(data[T](outs[0]), total, g)
+		return
+	}
 	filterOfT(data[T](outs[0]), total, g)
 }
 

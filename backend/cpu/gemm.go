@@ -573,6 +573,34 @@ func packBT32Go[T gemmElem](dst, b []T, ldb, cols int) {
 	}
 }
 
+// transposeInto writes the transpose of src [rows, cols] into dst [cols,
+// rows]: float32 through 16x16 AVX-512 transposes where there are, the
+// edges and other types element by element.
+func transposeInto[T gemmElem](dst, src []T, rows, cols int) {
+	dst, src = dst[:rows*cols], src[:rows*cols]
+	r0, c0 := 0, 0
+	if d32, ok := any(dst).([]float32); ok && haveAVX512 {
+		s32 := any(src).([]float32)
+		r0, c0 = rows/16*16, cols/16*16
+		for i := 0; i < r0; i += 16 {
+			for j := 0; j < c0; j += 16 {
+				_ = s32[(i+15)*cols+j+15]
+				_ = d32[(j+15)*rows+i+15]
+				strans16(&d32[j*rows+i], rows, &s32[i*cols+j], cols)
+			}
+		}
+	}
+	for i := 0; i < rows; i++ {
+		j := c0
+		if i >= r0 {
+			j = 0
+		}
+		for ; j < cols; j++ {
+			dst[j*rows+i] = src[i*cols+j]
+		}
+	}
+}
+
 // gemmScratchPools keep packing buffers between calls, one pool per power
 // of two of the size, so a steady stream of matrix products allocates
 // nothing.

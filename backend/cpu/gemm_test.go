@@ -395,3 +395,31 @@ func TestPackA12MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// transposeInto equals the element-by-element transpose for shapes around
+// its 16x16 blocks, in float32 (AVX-512 blocks where there are) and
+// float64 (Go alone).
+func TestTransposeInto(t *testing.T) {
+	for _, sh := range [][2]int{{1, 1}, {16, 16}, {17, 33}, {196, 64}, {5, 40}, {48, 3}} {
+		rows, cols := sh[0], sh[1]
+		src := make([]float32, rows*cols)
+		for i := range src {
+			src[i] = float32(i) * 0.5
+		}
+		got := make([]float32, rows*cols)
+		transposeInto(got, src, rows, cols)
+		src64 := make([]float64, rows*cols)
+		for i, v := range src {
+			src64[i] = float64(v)
+		}
+		got64 := make([]float64, rows*cols)
+		transposeInto(got64, src64, rows, cols)
+		for i := range rows {
+			for j := range cols {
+				if want := src[i*cols+j]; got[j*rows+i] != want || got64[j*rows+i] != float64(want) {
+					t.Fatalf("%dx%d: element (%d, %d) = %v (float64 %v), want %v", rows, cols, j, i, got[j*rows+i], got64[j*rows+i], want)
+				}
+			}
+		}
+	}
+}
