@@ -425,13 +425,32 @@ func samples() map[string][]sample {
 					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
 					ops.FusedConv2D(x, w, r(-1, 1, 4), o, act)
 				}, true, true))
+				// Its backward op, from FusedConv2D's gradient; finite
+				// differences only without Relu, whose mask flips where a
+				// result is exactly 0.
+				add("FusedConv2DBackprop", one(fmt.Sprintf("%v %v case %d", f, act, i), func() {
+					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+					underTape(func(in []T) T { return ops.FusedConv2D(in[0], in[1], in[2], o, act) }, x, w, r(-1, 1, 4))
+				}, act == ops.NoActivation, act == ops.NoActivation))
 			}
+			// A first layer's: no input gradient.
+			add("FusedConv2DBackprop", one(fmt.Sprintf("%v case %d, no input gradient", f, i), func() {
+				x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, 4)
+				underTape(func(in []T) T { return ops.FusedConv2D(x, in[0], in[1], o, ops.NoActivation) }, w, r(-1, 1, 4))
+			}, true, true))
 		}
 	}
 	add("FusedConv2D", one("float32 relu batch over the workers", func() {
 		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
 		ops.FusedConv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), ops.Cast(r(-1, 1, 16), tensor.Float32), o, ops.ReluActivation)
 	}, false, false))
+	for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		add("FusedConv2DBackprop", one(fmt.Sprintf("float32 relu %v batch over the workers", f), func() {
+			x, w, o := conv2D(f, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
+			underTape(func(in []T) T { return ops.FusedConv2D(in[0], in[1], in[2], o, ops.ReluActivation) },
+				ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), ops.Cast(r(-1, 1, 16), tensor.Float32))
+		}, false, false))
+	}
 	add("Conv2DGemm", one("float32 batch over the workers", func() {
 		x, w, o := conv2D(ops.NHWC, ops.Conv2DOpts{Padding: ops.Same}, 4, 8, 9, 9, 3, 3, 16)
 		ops.Conv2D(ops.Cast(x, tensor.Float32), ops.Cast(w, tensor.Float32), o)

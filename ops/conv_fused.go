@@ -89,37 +89,11 @@ func init() {
 			}
 			return outs
 		},
-		// dz = dy masked where the result is 0 (for Relu, y > 0 exactly
-		// where conv + bias > 0); then the convolution's two backprops
-		// and the bias's sum, from dz.
+		// FusedConv2DBackprop (conv_fused_grad.go): dz = dy masked where
+		// the result is 0 (for Relu, y > 0 exactly where conv + bias > 0),
+		// then the convolution's two backprops and the bias's sum, from dz.
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, f, b, y, dy, a := g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.OutGrads[0], g.Attrs.(FusedConv2DAttrs)
-			dz := dy
-			if a.Activation == ReluActivation {
-				dz = reluGrad(y, dy)
-			}
-			grads := []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a.Conv, f, dz) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a.Conv, x, dz) }),
-				when(g.Needs[2], func() *tensor.Tensor { return biasGrad(dz, b, a.Conv.Format) }),
-			}
-			if dz != dy && !eager.Observing() {
-				dz.Release() // the rule's own temporary; nothing recorded it
-			}
-			return grads
+			return fusedConv2DGrads(g.Attrs.(FusedConv2DAttrs), g.Inputs[0], g.Inputs[1], g.Outputs[0], g.OutGrads[0], g.Needs)
 		},
 	})
-}
-
-// biasGrad sums dz [N, ..., C] (NHWC) or [N, C, ...] (NCHW) to the shape
-// of bias [C].
-func biasGrad(dz, bias *tensor.Tensor, f DataFormat) *tensor.Tensor {
-	if f == NHWC {
-		return SumTo(dz, bias.Shape())
-	}
-	dims := []int{0}
-	for d := 2; d < dz.Rank(); d++ {
-		dims = append(dims, d)
-	}
-	return Sum(dz, dims...)
 }

@@ -65,6 +65,17 @@ func TestFusedConv2DMatchesThreeOps(t *testing.T) {
 					for j, what := range []string{"input", "filter", "bias"} {
 						diff(t, name+" gradient of the "+what, grads[1][j], grads[0][j], tol*float64(c.n*c.hw))
 					}
+					// A first layer's: the filter and bias gradients alone
+					// (FusedConv2DBackprop without the input gradient), of
+					// an input no tape watched (x is: the tapes above).
+					fresh := tensor.RandUniform(tensor.NewRNG(uint64(i+11)), dt, -1, 1, shape...)
+					tp := tape.New()
+					tp.Watch(f, b)
+					y := fused(fresh, f, b)
+					w := tensor.RandUniform(tensor.NewRNG(5), dt, -1, 1, y.Shape()...)
+					fb := tp.Gradient(ops.Sum(ops.Mul(y, w)), f, b)
+					diff(t, name+" gradient of the filter alone", fb[0], grads[0][1], tol*float64(c.n*c.hw))
+					diff(t, name+" gradient of the bias alone", fb[1], grads[0][2], tol*float64(c.n*c.hw))
 				}
 			}
 		}
@@ -96,5 +107,44 @@ func TestFusedConv2DBadInputs(t *testing.T) {
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "FusedConv2D") || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want %v naming FusedConv2D and %q", c.name, err, c.kind, c.says)
 		}
+	}
+}
+
+// FusedConv2DBackprop, which FusedConv2D's gradient runs, rejects what
+// does not fit the convolution its attributes describe, naming itself.
+func TestFusedConv2DBackpropBadInputs(t *testing.T) {
+	op := eager.Lookup("FusedConv2DBackprop")
+	x := tensor.Zeros(tensor.Float32, 2, 5, 5, 3)
+	f := tensor.Zeros(tensor.Float32, 3, 3, 3, 4)
+	y := tensor.Zeros(tensor.Float32, 2, 5, 5, 4)
+	conv := ops.GemmConvAttrs(ops.Conv2DOpts{Padding: ops.Same}, 5, 5, 3, 3)
+	attrs := func(act ops.FusedActivation) ops.FusedConv2DBackpropAttrs {
+		return ops.FusedConv2DBackpropAttrs{FusedConv2DAttrs: ops.FusedConv2DAttrs{Conv: conv, Activation: act}, InputGrad: true}
+	}
+	for _, c := range []struct {
+		name string
+		call func()
+		kind error
+		says string
+	}{
+		{"result of the wrong shape", func() { eager.Run(op, attrs(ops.ReluActivation), x, f, tensor.Zeros(tensor.Float32, 2, 5, 5, 3), y) }, tensor.ErrShape, "result [2 5 5 3]"},
+		{"gradient of the wrong shape", func() { eager.Run(op, attrs(ops.ReluActivation), x, f, y, tensor.Zeros(tensor.Float32, 2, 4, 5, 4)) }, tensor.ErrShape, "gradient [2 4 5 4]"},
+		{"unknown activation", func() { eager.Run(op, attrs(ops.FusedActivation(7)), x, f, y, y) }, tensor.ErrAttr, "activation"},
+		{"mixed dtypes", func() { eager.Run(op, attrs(ops.NoActivation), x, f, y, tensor.Zeros(tensor.Float64, 2, 5, 5, 4)) }, tensor.ErrDType, ""},
+		{"input of another size", func() { eager.Run(op, attrs(ops.NoActivation), tensor.Zeros(tensor.Float32, 2, 6, 5, 3), f, y, y) }, tensor.ErrAttr, "do not match"},
+	} {
+		err := eager.Catch(c.call)
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "FusedConv2DBackprop") || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want %v naming FusedConv2DBackprop and %q", c.name, err, c.kind, c.says)
+		}
+	}
+	// The outputs: dx, df, db, or df, db without the input gradient.
+	a := attrs(ops.ReluActivation)
+	if outs := eager.Run(op, a, x, f, y, y); len(outs) != 3 || !outs[0].Shape().Equal(x.Shape()) || !outs[1].Shape().Equal(f.Shape()) || outs[2].Dim(0) != 4 {
+		t.Errorf("with the input gradient: %d outputs %v", len(outs), outs)
+	}
+	a.InputGrad = false
+	if outs := eager.Run(op, a, x, f, y, y); len(outs) != 2 || !outs[0].Shape().Equal(f.Shape()) || outs[1].Dim(0) != 4 {
+		t.Errorf("without the input gradient: %d outputs %v", len(outs), outs)
 	}
 }

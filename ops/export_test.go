@@ -17,3 +17,10 @@ var (
 	GeneralConvBackpropInput  = convBackpropInput
 	GeneralConvBackpropFilter = convBackpropFilter
 )
+
+// GemmConvAttrs is the GEMM ops' attributes for options o, an h x w input
+// and a kh x kw filter (the ops that FusedConv2D's gradient runs take them).
+func GemmConvAttrs(o Conv2DOpts, h, w, kh, kw int) Conv2DGemmAttrs {
+	a, _ := gemmConv(o, h, w, kh, kw)
+	return a
+}

@@ -386,11 +386,17 @@ func conv2DGemmInputKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor)
 	defer putGemmScratch(buf)
 	tapMajor(fm, data[T](f), g)
 	perImage(c, g, taps*ohw, nil, func(n int, p []T, par bool) {
-		gemmOn(c, par, taps, ohw, g.o, fm, false, dyv[n*g.o*ohw:(n+1)*g.o*ohw], false, p, false)
-		d := dx[n*img : (n+1)*img]
-		clear(d)
-		row2im(d, p, g)
+		nchwInputImage(c, par, g, fm, dyv[n*g.o*ohw:(n+1)*g.o*ohw], p, dx[n*img:(n+1)*img])
 	}, nil)
+}
+
+// nchwInputImage is one image's input gradient dxn [C, H, W] from its
+// output gradient dyn [O, OH*OW] and the tap-major filter fm: P_n =
+// fm · dY_n into the scratch p, added back by row2im.
+func nchwInputImage[T tensor.Float](c *eager.Call, par bool, g convGeom, fm, dyn, p, dxn []T) {
+	gemmOn(c, par, g.taps(), g.oh*g.ow, g.o, fm, false, dyn, false, p, false)
+	clear(dxn)
+	row2im(dxn, p, g)
 }
 
 func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
@@ -402,47 +408,65 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 	}
 	xv, dyv := data[T](x), data[T](dy)
 	taps, ohw := g.taps(), g.oh*g.ow
-	// Each goroutine sums its images' products into its own [O, taps]
-	// block after its im2row scratch; the blocks are added at the end.
+	// Each goroutine sums its images' products into its own block after
+	// its im2row scratch; the blocks are added at the end.
 	var mu sync.Mutex
 	total, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	clear(total)
-	// With many taps and 12-row float32 kernels (whose packing of both
-	// operands transposes through AVX-512), dF [taps, O] += P_n ·
-	// dY_nᵀ where its tiles pad less than dFᵀ's (288 taps fill 24 tiles
-	// of 12 rows where 64 outputs fill 5⅓).
-	turned := taps >= g.o && packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps)
+	turned := nchwFilterTurned[T](g)
 	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
-		im2row(s[:taps*ohw], xv[n*g.c*g.h*g.w:], g)
-		// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ: with many taps a GEMM
-		// reading P_n transposed through its packing (3.2x the row dot
-		// products on the Fashion-MNIST CNN's second layer); with fewer
-		// taps than outputs (a first layer) dot products of rows, which
-		// spare the packing (2x the GEMM there).
-		dyn, p, acc := dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:]
-		switch {
-		case turned:
-			gemmOn(c, par, taps, g.o, ohw, p, false, dyn, true, acc, true)
-		case taps >= g.o:
-			gemmOn(c, par, g.o, taps, ohw, dyn, false, p, true, acc, true)
-		case !par:
-			dotsNT(g.o, taps, ohw, dyn, p, acc, true)
-		default:
-			deviceOf(c).Parallel(g.o, float64(taps*ohw)/8, func(lo, hi int) {
-				dotsNT(hi-lo, taps, ohw, dyn[lo*ohw:], p, acc[lo*taps:], true)
-			})
-		}
+		nchwFilterImage(c, par, g, xv[n*g.c*g.h*g.w:], dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:], turned)
 	}, func(s []T) {
 		mu.Lock()
 		addInto(total, s[taps*ohw:])
 		mu.Unlock()
 	})
+	nchwFilterResult(data[T](outs[0]), total, g, turned)
+}
+
+// nchwFilterTurned reports whether the filter gradient runs as dF [taps,
+// O] += P_n · dY_nᵀ rather than dFᵀ [O, taps] += dY_n · P_nᵀ: with many
+// taps and 12-row float32 kernels (whose packing of both operands
+// transposes through AVX-512), where its tiles pad less (288 taps fill 24
+// tiles of 12 rows where 64 outputs fill 5⅓).
+func nchwFilterTurned[T tensor.Float](g convGeom) bool {
+	taps := g.taps()
+	return taps >= g.o && packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps)
+}
+
+// nchwFilterImage adds one image's filter gradient to acc: xn is the
+// image [C, H, W] (or more, from it), dyn its output gradient [O, OH*OW],
+// p scratch for its im2row matrix.
+func nchwFilterImage[T tensor.Float](c *eager.Call, par bool, g convGeom, xn, dyn, p, acc []T, turned bool) {
+	taps, ohw := g.taps(), g.oh*g.ow
+	im2row(p, xn, g)
+	// dFᵀ [O, taps] += dY_n [O, OH*OW] · P_nᵀ: with many taps a GEMM
+	// reading P_n transposed through its packing (3.2x the row dot
+	// products on the Fashion-MNIST CNN's second layer); with fewer taps
+	// than outputs (a first layer) dot products of rows, which spare the
+	// packing (2x the GEMM there).
+	switch {
+	case turned:
+		gemmOn(c, par, taps, g.o, ohw, p, false, dyn, true, acc, true)
+	case taps >= g.o:
+		gemmOn(c, par, g.o, taps, ohw, dyn, false, p, true, acc, true)
+	case !par:
+		dotsNT(g.o, taps, ohw, dyn, p, acc, true)
+	default:
+		deviceOf(c).Parallel(g.o, float64(taps*ohw)/8, func(lo, hi int) {
+			dotsNT(hi-lo, taps, ohw, dyn[lo*ohw:], p, acc[lo*taps:], true)
+		})
+	}
+}
+
+// nchwFilterResult writes the summed blocks as the HWIO filter gradient.
+func nchwFilterResult[T tensor.Float](df, total []T, g convGeom, turned bool) {
 	if turned {
-		filterOf(data[T](outs[0]), total, g)
+		filterOf(df, total, g)
 		return
 	}
-	filterOfT(data[T](outs[0]), total, g)
+	filterOfT(df, total, g)
 }
 
 func init() {
@@ -450,4 +474,5 @@ func init() {
 	kernels{f32: fusedConv2DKernel[float32], f64: fusedConv2DKernel[float64]}.register("FusedConv2D")
 	kernels{f32: conv2DGemmInputKernel[float32], f64: conv2DGemmInputKernel[float64]}.register("Conv2DGemmBackpropInput")
 	kernels{f32: conv2DGemmFilterKernel[float32], f64: conv2DGemmFilterKernel[float64]}.register("Conv2DGemmBackpropFilter")
+	kernels{f32: fusedConv2DBackpropKernel[float32], f64: fusedConv2DBackpropKernel[float64]}.register("FusedConv2DBackprop")
 }

@@ -128,62 +128,95 @@ func conv2DNHWC[T tensor.Float](c *eager.Call, g convGeom, x, f, y []T, ep convE
 // conv2DNHWCInput: dx [N, H, W, C], P_n = dY_n · Fᵀ added back by col2im.
 func conv2DNHWCInput[T tensor.Float](c *eager.Call, g convGeom, f, dy, dx []T) {
 	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
-	// Fᵀ [O, taps] once, so that each image's GEMM reads it in place
-	// instead of packing the transposed filter again.
-	ft, buf := gemmScratch[T](g.o * taps)
+	ft, buf := nhwcFilterT(g, f)
 	defer putGemmScratch(buf)
+	perImage(c, g, ohw*taps, nil, func(n int, p []T, par bool) {
+		nhwcInputImage(c, par, g, ft, dy[n*ohw*g.o:(n+1)*ohw*g.o], p, dx[n*img:(n+1)*img])
+	}, nil)
+}
+
+// nhwcFilterT is Fᵀ [O, taps] of an HWIO filter, made once per call so
+// that each image's GEMM reads it in place instead of packing the
+// transposed filter again; the buffer goes back to putGemmScratch.
+func nhwcFilterT[T tensor.Float](g convGeom, f []T) ([]T, *[]byte) {
+	taps := g.taps()
+	ft, buf := gemmScratch[T](g.o * taps)
 	for t := range taps {
 		for o, v := range f[t*g.o : (t+1)*g.o] {
 			ft[o*taps+t] = v
 		}
 	}
-	perImage(c, g, ohw*taps, nil, func(n int, p []T, par bool) {
-		gemmOn(c, par, ohw, taps, g.o, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, ft, false, p, false)
-		d := dx[n*img : (n+1)*img]
-		clear(d)
-		col2im(d, p, g)
-	}, nil)
+	return ft, buf
+}
+
+// nhwcInputImage is one image's input gradient dxn [H, W, C] from its
+// output gradient dyn [OH*OW, O]: P_n = dY_n · Fᵀ into the scratch p,
+// added back by col2im.
+func nhwcInputImage[T tensor.Float](c *eager.Call, par bool, g convGeom, ft, dyn, p, dxn []T) {
+	ohw, taps := g.oh*g.ow, g.taps()
+	gemmOn(c, par, ohw, taps, g.o, dyn, false, ft, false, p, false)
+	clear(dxn)
+	col2im(dxn, p, g)
 }
 
 // conv2DNHWCFilter: df [KH, KW, C, O] = Σ_n P_nᵀ · dY_n, each goroutine
-// summing its images into its own block, the blocks added at the end.
-// Where the filter has more taps than outputs the product runs as its
-// transpose Σ_n dY_nᵀ · P_n (transposed back at the end), unless P_nᵀ
-// packs as fast as dY_nᵀ (spack12T) and pads the micro-kernel's tiles
-// less: 288 taps fill 24 tiles of 12 rows where 64 outputs fill 5⅓ (P_nᵀ ·
-// dY_n took 7% less time on Zen 4).
+// summing its images into its own block, the blocks added at the end
+// (nhwcFilterImage, nhwcFilterResult).
 func conv2DNHWCFilter[T tensor.Float](c *eager.Call, g convGeom, x, dy, df []T) {
 	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
 	var mu sync.Mutex
 	total, buf := gemmScratch[T](taps * g.o)
 	defer putGemmScratch(buf)
 	clear(total)
-	// With fewer taps than output channels (a first layer: one to three
-	// input channels), P_nᵀ · dY_n itself is the better product: dY_n is
-	// then read in place as the GEMM's right-hand side, as wide as the
-	// micro-kernel, and the short P_nᵀ has few rows to pack.
-	// With one input channel, P_nᵀ is NCHW's im2row matrix, as in
-	// conv2DNHWC, and P_nᵀ · dY_n packs best whatever the counts.
-	direct := taps < g.o || g.c == 1 ||
-		(packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps))
+	direct := nhwcFilterDirect[T](g)
 	perImage(c, g, ohw*taps+taps*g.o, func(s []T) { clear(s[ohw*taps:]) }, func(n int, s []T, par bool) {
-		p, acc := s[:ohw*taps], s[ohw*taps:]
-		if g.c == 1 {
-			im2row(p, x[n*img:], g)
-			gemmOn(c, par, taps, g.o, ohw, p, false, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, acc, true)
-			return
-		}
-		im2col(p, x[n*img:], g)
-		if direct {
-			gemmOn(c, par, taps, g.o, ohw, p, true, dy[n*ohw*g.o:(n+1)*ohw*g.o], false, acc, true)
-			return
-		}
-		gemmOn(c, par, g.o, taps, ohw, dy[n*ohw*g.o:(n+1)*ohw*g.o], true, p, false, acc, true)
+		nhwcFilterImage(c, par, g, x[n*img:], dy[n*ohw*g.o:(n+1)*ohw*g.o], s[:ohw*taps], s[ohw*taps:], direct)
 	}, func(s []T) {
 		mu.Lock()
 		addInto(total, s[ohw*taps:])
 		mu.Unlock()
 	})
+	nhwcFilterResult(df, total, g, direct)
+}
+
+// nhwcFilterDirect reports whether the filter gradient runs as P_nᵀ · dY_n
+// (acc [taps, O]) rather than its transpose dY_nᵀ · P_n (acc [O, taps]).
+// The transpose serves where the filter has more taps than outputs,
+// unless P_nᵀ packs as fast as dY_nᵀ (spack12T) and pads the
+// micro-kernel's tiles less: 288 taps fill 24 tiles of 12 rows where 64
+// outputs fill 5⅓ (P_nᵀ · dY_n took 7% less time on Zen 4). With fewer taps
+// than outputs (a first layer: one to three input channels) P_nᵀ · dY_n
+// is the better product: dY_n is then read in place as the GEMM's
+// right-hand side, as wide as the micro-kernel, and the short P_nᵀ has
+// few rows to pack. With one input channel P_nᵀ is NCHW's im2row matrix,
+// as in conv2DNHWC, and P_nᵀ · dY_n packs best whatever the counts.
+func nhwcFilterDirect[T tensor.Float](g convGeom) bool {
+	taps := g.taps()
+	return taps < g.o || g.c == 1 ||
+		(packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps))
+}
+
+// nhwcFilterImage adds image n's filter gradient to acc: xn is the image
+// [H, W, C] (or more, from it), dyn its output gradient [OH*OW, O], p
+// scratch for its im2col (im2row with one channel) matrix.
+func nhwcFilterImage[T tensor.Float](c *eager.Call, par bool, g convGeom, xn, dyn, p, acc []T, direct bool) {
+	ohw, taps := g.oh*g.ow, g.taps()
+	if g.c == 1 {
+		im2row(p, xn, g)
+		gemmOn(c, par, taps, g.o, ohw, p, false, dyn, false, acc, true)
+		return
+	}
+	im2col(p, xn, g)
+	if direct {
+		gemmOn(c, par, taps, g.o, ohw, p, true, dyn, false, acc, true)
+		return
+	}
+	gemmOn(c, par, g.o, taps, ohw, dyn, true, p, false, acc, true)
+}
+
+// nhwcFilterResult writes the summed blocks as the HWIO filter gradient.
+func nhwcFilterResult[T tensor.Float](df, total []T, g convGeom, direct bool) {
+	taps := g.taps()
 	if direct {
 		copy(df, total) // [taps, O]: the HWIO filter's layout
 		return

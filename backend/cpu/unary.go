@@ -98,20 +98,23 @@ func sigmoid64(x float64) float64 {
 
 func reluGradKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
-	deviceOf(c).Parallel(len(o), 1, func(lo, hi int) {
-		xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
-		if o32, ok := any(os).([]float32); ok && haveVecKernels && len(os) > 0 {
-			sreluGrad(&o32[0], &any(xs).([]float32)[0], &any(ds).([]float32)[0], len(os))
-			return
+	deviceOf(c).Parallel(len(o), 1, func(lo, hi int) { reluGradLoop(o[lo:hi], x[lo:hi], dy[lo:hi]) })
+}
+
+// reluGradLoop sets o[i] = dy[i] where x[i] > 0, else 0.
+func reluGradLoop[T tensor.Num](o, x, dy []T) {
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 {
+		sreluGrad(&o32[0], &any(x).([]float32)[0], &any(dy).([]float32)[0], len(o))
+		return
+	}
+	x, dy = x[:len(o)], dy[:len(o)]
+	for i := range o {
+		if x[i] > 0 {
+			o[i] = dy[i]
+		} else {
+			o[i] = 0
 		}
-		for i := range os {
-			if xs[i] > 0 {
-				os[i] = ds[i]
-			} else {
-				os[i] = 0
-			}
-		}
-	})
+	}
 }
 
 // outputGradKernel computes a function's backward from its output y,

@@ -28,6 +28,7 @@ func init() {
 		eager.RegisterKernel("FusedConv2D", device.GPU, dt, fusedConv)
 		eager.RegisterKernel("Conv2DGemmBackpropInput", device.GPU, dt, convInput)
 		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, convFilter)
+		eager.RegisterKernel("FusedConv2DBackprop", device.GPU, dt, fusedConvBackprop)
 	}
 }
 
@@ -130,7 +131,12 @@ func convInto(c *eager.Call, a ops.Conv2DGemmAttrs, out *tensor.Tensor) {
 }
 
 func convInput(c *eager.Call, outs []*tensor.Tensor) {
-	f, dy, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+	convInputInto(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], outs[0])
+}
+
+// convInputInto is the input gradient of a convolution with attributes a
+// and filter f, from the output gradient dy, into out.
+func convInputInto(c *eager.Call, a ops.Conv2DGemmAttrs, f, dy, out *tensor.Tensor) {
 	if out.NumElements() == 0 {
 		return
 	}
@@ -151,7 +157,12 @@ func convInput(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func convFilter(c *eager.Call, outs []*tensor.Tensor) {
-	x, dy, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.Conv2DGemmAttrs)
+	convFilterInto(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], outs[0])
+}
+
+// convFilterInto is the filter gradient of a convolution with attributes
+// a of the input x, from the output gradient dy, into out.
+func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
 	if out.NumElements() == 0 {
 		return
 	}
@@ -173,4 +184,53 @@ func convFilter(c *eager.Call, outs []*tensor.Tensor) {
 	st := tensor.Strides(dfp.Shape(), nil)
 	check(c, d.Copy(out.Buffer(), 0, tensor.Strides(out.Shape(), nil), dfp.Buffer(), 0,
 		[]int{st[1], st[2], st[0], st[3]}, out.Shape(), out.DType().Size()))
+}
+
+// fusedConvBackprop is FusedConv2DBackprop (ops/conv_fused_grad.go): dz =
+// ReluGrad(y, dy) into a temporary (dy itself without an activation), the
+// input and filter gradients from it as Conv2DGemm's backprops compute
+// them, and the bias gradient its sum over the batch and positions (the
+// columns kernel over [N·OH·OW, O] in NHWC, the rows kernel over a
+// channel-major copy in NCHW).
+func fusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.FusedConv2DBackpropAttrs)
+	x, f, y, dy := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3]
+	dz, n := dy, dy.NumElements()
+	if a.Activation == ops.ReluActivation && n > 0 {
+		dz = temporary(c, dy.DType(), dy.Shape(), "the masked gradient")
+		defer dz.Release()
+		args := new(cu.Args).Ptr(ptr(dz)).Ptr(ptr(y)).Ptr(ptr(dy)).U64(uint64(n))
+		check(c, gpu(c).launch("binary", kernels.Name("relugrad", string(kernelType(dy.DType())), "vv"), n, args))
+	}
+	if a.InputGrad {
+		convInputInto(c, a.Conv, f, dz, outs[0])
+		outs = outs[1:]
+	}
+	convFilterInto(c, a.Conv, x, dz, outs[0])
+	biasGradInto(c, a.Conv.Format, dz, outs[1])
+}
+
+// biasGradInto sums dz [N, OH, OW, O] (NHWC) or [N, O, OH, OW] (NCHW) into
+// db [O].
+func biasGradInto(c *eager.Call, format ops.DataFormat, dz, db *tensor.Tensor) {
+	o := db.Dim(0)
+	if o == 0 {
+		return
+	}
+	d, g := string(kernelType(dz.DType())), gpu(c)
+	if dz.NumElements() == 0 {
+		check(c, g.Fill(db.Buffer(), 0, o, make([]byte, db.DType().Size())))
+		return
+	}
+	if format == ops.NHWC {
+		rows := dz.NumElements() / o
+		args := new(cu.Args).Ptr(ptr(db)).Ptr(ptr(dz)).U64(uint64(o)).U64(uint64(rows)).U64(uint64(o))
+		check(c, g.launch("reduce", kernels.Name("reduce_cols", "sum", d), o, args))
+		return
+	}
+	cm := move.Permuted(c, dz, []int{1, 0, 2, 3}) // [O, N, OH, OW]
+	defer cm.Release()
+	blocks := min(o, max(g.info.SMs, 1)*32)
+	args := new(cu.Args).Ptr(ptr(db)).Ptr(ptr(cm)).U64(uint64(o)).U64(uint64(cm.NumElements() / o))
+	check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", "sum", d), blocks, kernels.ReduceBlock, args))
 }
