@@ -99,7 +99,9 @@
 //	                                         three ops of its own, one GEMM per image (im2row for NCHW,
 //	                                         im2col against the filter in place for NHWC)
 //	FusedConv2D(x, f, bias, o, act)          Conv2D + BiasAdd (+ Relu) as one op (TensorFlow's _FusedConv2D):
-//	                                         the bias and Relu applied to each image's output in cache
+//	                                         the bias and Relu applied to each image's output in cache;
+//	                                         its gradient is one op too (FusedConv2DBackprop: Relu's mask,
+//	                                         the bias sum and both backprops per image, dz in cache)
 //	DepthwiseConv2D                          per-channel filters [kh kw c multiplier]
 //	MaxPool2D, AvgPool2D                     via ReduceWindow; max pooling's gradient is SelectAndScatter
 //	                                         (windows over the last two dims run as plain plane loops)
