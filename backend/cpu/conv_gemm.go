@@ -301,7 +301,7 @@ func convForward[T tensor.Float](c *eager.Call, a ops.Conv2DGemmAttrs, y *tensor
 	// P_nᵀ · F into scratch, transposed into place: 64 outputs fill 5⅓
 	// tiles of 12 rows and 196 positions 6⅛ panels of 32, where 196 rows
 	// and 64 columns pad 4% (the Fashion-MNIST CNN's second layer).
-	turned := packsA12T[T]() && gemmPaddedWork[T](ohw, g.o) < gemmPaddedWork[T](g.o, ohw)
+	turned := turnPays[T](g.o, ohw)
 	scratch := taps * ohw
 	if turned {
 		scratch += ohw * g.o
@@ -432,7 +432,7 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 // tiles of 12 rows where 64 outputs fill 5⅓).
 func nchwFilterTurned[T tensor.Float](g convGeom) bool {
 	taps := g.taps()
-	return taps >= g.o && packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps)
+	return taps >= g.o && turnPays[T](g.o, taps)
 }
 
 // nchwFilterImage adds one image's filter gradient to acc: xn is the

@@ -193,7 +193,7 @@ func conv2DNHWCFilter[T tensor.Float](c *eager.Call, g convGeom, x, dy, df []T) 
 func nhwcFilterDirect[T tensor.Float](g convGeom) bool {
 	taps := g.taps()
 	return taps < g.o || g.c == 1 ||
-		(packsA12T[T]() && gemmPaddedWork[T](taps, g.o) < gemmPaddedWork[T](g.o, taps))
+		turnPays[T](g.o, taps)
 }
 
 // nhwcFilterImage adds image n's filter gradient to acc: xn is the image
