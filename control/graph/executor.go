@@ -418,9 +418,17 @@ func (e *executor) fanOut(out Output, f *frameInst, iter int, v value) {
 			pin(v)
 		}
 	}
-	for _, c := range e.sc.consumers[out.Node.ID][out.Index] {
+	cons := e.sc.consumers[out.Node.ID][out.Index]
+	if len(cons) == 0 {
+		return
+	}
+	slots := e.slots(f, iter) // one frame and iteration for every consumer
+	for _, c := range cons {
 		k := instKey{c.node, f, iter}
-		in := e.inst(k)
+		in := slots[c.node.ID].in
+		if in == nil {
+			in = e.inst(k)
+		}
 		if c.node.Kind == Merge {
 			e.mergeInput(k, in, c.input, v)
 			continue
