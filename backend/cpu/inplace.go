@@ -37,15 +37,28 @@ func AxpyInPlace[T tensor.Float](dst []T, alpha T, x []T) {
 // it is the kernel under an optimizer's update of the variables it owns.
 func AdamInPlace[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 	m, v, g = m[:len(w)], v[:len(w)], g[:len(w)]
+	device.Host().Parallel(len(w), 4, func(lo, hi int) { adamLoop(w[lo:hi], m[lo:hi], v[lo:hi], g[lo:hi], p) })
+}
+
+// adamLoop is AdamInPlace over one shard: float32 runs of 8 through the
+// AVX2 kernel, which does the same operations as the Go loop in the same
+// order (each product rounded: the conversions keep the compiler from
+// fusing them, at any GOAMD64 level), so the two agree bit for bit.
+func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
+	m, v, g = m[:len(w)], v[:len(w)], g[:len(w)]
 	b1, b2, k1, k2 := T(p.Beta1), T(p.Beta2), T(1-p.Beta1), T(1-p.Beta2)
 	ic1, ic2, eps, lr, wd := T(1/p.C1), T(1/p.C2), T(p.Eps), T(p.LR), T(p.WeightDecay)
-	device.Host().Parallel(len(w), 4, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := g[i]
-			mi := b1*m[i] + k1*gi
-			vi := b2*v[i] + k2*gi*gi
-			m[i], v[i] = mi, vi
-			w[i] -= lr * (mi*ic1/(T(math.Sqrt(float64(vi*ic2)))+eps) + wd*w[i])
-		}
-	})
+	i := 0
+	if w32, ok := any(w).([]float32); ok && haveVecKernels && len(w) >= 8 {
+		c := [9]float32{float32(b1), float32(k1), float32(b2), float32(k2), float32(ic1), float32(ic2), float32(eps), float32(lr), float32(wd)}
+		i = len(w) &^ 7
+		sadam8(&w32[0], &any(m).([]float32)[0], &any(v).([]float32)[0], &any(g).([]float32)[0], i, &c)
+	}
+	for ; i < len(w); i++ {
+		gi := g[i]
+		mi := T(b1*m[i]) + T(k1*gi)
+		vi := T(b2*v[i]) + T(T(k2*gi)*gi)
+		m[i], v[i] = mi, vi
+		w[i] -= T(lr * (T(T(mi*ic1)/(T(math.Sqrt(float64(T(vi*ic2))))+eps)) + T(wd*w[i])))
+	}
 }

@@ -69,3 +69,7 @@ func strans12x16(dst *float32, src *float32, lds int) {
 func spack12T(dst *float32, src *float32, lds int, kc int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func sadam8(w, m, v, grad *float32, n int, c *[9]float32) {
+	panic("cpu: no vector kernel in this build")
+}

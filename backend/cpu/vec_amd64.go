@@ -31,3 +31,9 @@ func srelu(dst, x *float32, n int)
 
 //go:noescape
 func sreluGrad(dst, x, dy *float32, n int)
+
+// sadam8 is Adam's step over n float32 elements (a multiple of 8), c the
+// constants adamInPlace lists (AVX2).
+//
+//go:noescape
+func sadam8(w, m, v, grad *float32, n int, c *[9]float32)

@@ -389,3 +389,62 @@ rgradtail:
 rgraddone:
 	VZEROUPPER
 	RET
+
+// func sadam8(w, m, v, grad *float32, n int, c *[9]float32)
+// Adam's step over n elements, n a multiple of 8, with c = {β1, 1-β1, β2,
+// 1-β2, 1/c1, 1/c2, ε, lr, wd} (adamInPlace): the Go loop's operations in
+// its order, each rounded (no fused multiply-add), so that the two agree
+// bit for bit:
+//	m = β1·m + (1-β1)·g;  v = β2·v + ((1-β2)·g)·g
+//	w = w - lr·((m·(1/c1)) / (sqrt(v·(1/c2)) + ε) + wd·w)
+TEXT ·sadam8(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), DI
+	MOVQ         m+8(FP), SI
+	MOVQ         v+16(FP), DX
+	MOVQ         grad+24(FP), BX
+	MOVQ         n+32(FP), CX
+	MOVQ         c+40(FP), AX
+	VBROADCASTSS 0(AX), Y8
+	VBROADCASTSS 4(AX), Y9
+	VBROADCASTSS 8(AX), Y10
+	VBROADCASTSS 12(AX), Y11
+	VBROADCASTSS 16(AX), Y12
+	VBROADCASTSS 20(AX), Y13
+	VBROADCASTSS 24(AX), Y14
+	VBROADCASTSS 28(AX), Y15
+	VBROADCASTSS 32(AX), Y7
+
+adamloop:
+	CMPQ    CX, $8
+	JL      adamdone
+	VMOVUPS (BX), Y0
+	VMULPS  (SI), Y8, Y1
+	VMULPS  Y0, Y9, Y2
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS Y1, (SI)
+	VMULPS  (DX), Y10, Y3
+	VMULPS  Y0, Y11, Y4
+	VMULPS  Y0, Y4, Y4
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, (DX)
+	VMULPS  Y13, Y3, Y3
+	VSQRTPS Y3, Y3
+	VADDPS  Y14, Y3, Y3
+	VMULPS  Y12, Y1, Y1
+	VDIVPS  Y3, Y1, Y1
+	VMOVUPS (DI), Y5
+	VMULPS  Y5, Y7, Y6
+	VADDPS  Y6, Y1, Y1
+	VMULPS  Y15, Y1, Y1
+	VSUBPS  Y1, Y5, Y5
+	VMOVUPS Y5, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, BX
+	SUBQ    $8, CX
+	JMP     adamloop
+
+adamdone:
+	VZEROUPPER
+	RET
