@@ -70,6 +70,10 @@ type Op struct {
 	// copy to another device), never a variable's: dispatch uses View for
 	// variables too, and the op needs no kernel.
 	ViewOwns bool
+	// Forwards says the op's single output is its single input unchanged
+	// (Identity, StopGradient): a graph executor that no tape observes
+	// hands the input on instead of dispatching the op.
+	Forwards bool
 	// Ordered says the op communicates with other processes (a
 	// collective, a send or receive): every process must run its calls in
 	// the same order, as the program makes them. A trace records it whenever an input is the

@@ -102,6 +102,7 @@ func init() {
 		Name: "Identity", Inputs: 1,
 		Infer:     func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
 		View:      identityView,
+		Forwards:  true,
 		Grad:      func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{g.OutGrads[0]} },
 		GradReads: eager.ReadsNothing,
 	})
@@ -110,6 +111,7 @@ func init() {
 		Name: "StopGradient", Inputs: 1,
 		Infer:             func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
 		View:              identityView,
+		Forwards:          true,
 		NonDifferentiable: true,
 	})
 }

@@ -538,6 +538,12 @@ func (e *executor) run(k instKey) {
 			}
 			break
 		}
+		if n.Op.Forwards && e.release && n.Fused == nil && !in.inputs[0].t.IsVariable() {
+			// Identity: the same value, no dispatch (no tape sees ops; a
+			// variable's is a copy, as eagerly: it may change in place).
+			outs[0] = in.inputs[0]
+			break
+		}
 		args := e.args[:0]
 		if !e.release {
 			args = nil // a tape may keep them

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -49,5 +50,33 @@ func TestHandedBackTensorLivesUntilItsLastReader(t *testing.T) {
 		if (*passed)[0].Buffer() != nil {
 			t.Errorf("run %d: the intermediate y was not released after its last reader", run)
 		}
+	}
+}
+
+// An Identity (an op that Forwards) hands its input on without running
+// when no tape observes: the same tensor comes back. A variable's is a
+// copy, as eagerly, since the variable may change in place later.
+func TestIdentityForwardsItsInput(t *testing.T) {
+	b := graphBuilder{&Graph{}, t}
+	x, p := b.Input("x"), b.Input("pred")
+	sw := b.Switch(x, p)
+	m := b.Merge(sw.Out(0), sw.Out(1))
+	b.Result = []Output{b.op("Identity", m.Out(0))}
+	plain := tensor.FromSlice([]float32{1, 2})
+	out, err := Execute(b.Graph, plain, tensor.Scalar(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0] != plain {
+		t.Errorf("Identity of a plain tensor gave %p, want its input %p", out[0], plain)
+	}
+	v := tensor.FromSlice([]float32{1, 2})
+	plumb.Tensor.SetFlags(v, tensor.FlagVariable)
+	out, err = Execute(b.Graph, v, tensor.Scalar(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0] == v || out[0].IsVariable() || tensor.ToSlice[float32](out[0])[1] != 2 {
+		t.Errorf("Identity of a variable gave %v (variable %v), want a copy of [1 2]", out[0], out[0].IsVariable())
 	}
 }
