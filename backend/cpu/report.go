@@ -20,7 +20,7 @@ func Kernels() string {
 	fmt.Fprintf(&b, "  vector kernels (AVX2+FMA): %v; AVX-512F: %v\n", haveVecKernels, haveAVX512)
 	fmt.Fprintf(&b, "  gemm float32: %s\n", kernelNames(gemmKernels[float32]()))
 	fmt.Fprintf(&b, "  gemm float64: %s\n", kernelNames(gemmKernels[float64]()))
-	fmt.Fprintf(&b, "  gemm blocking: depth %d bytes per row, B blocks %d KiB, A chunks %d MiB", gemmKCBytes, gemmNCBytes>>10, gemmMCBytes>>20)
+	fmt.Fprintf(&b, "  gemm blocking: depth %d bytes per row (float64 %d), B blocks %d KiB, A chunks %d MiB", gemmKCBytes, gemmKCBytes64, gemmNCBytes>>10, gemmMCBytes>>20)
 	return b.String()
 }
 

@@ -191,6 +191,13 @@ func (k kernel) write(w *bytes.Buffer) {
 	p("\tJE    %s_store", k.name)
 	p("")
 	p("%s_loop:", k.name)
+	if k.elem == 8 && k.mr >= 12 {
+		// Float64's large tiles ask for B's row 8 steps ahead (its depth
+		// blocks are deeper: see gemmKCBytes64).
+		for off := 0; off < k.nvec*k.vbytes; off += 64 {
+			p("\tPREFETCHT0 %d(DI)(R9*8)", off)
+		}
+	}
 	for v := 0; v < k.nvec; v++ {
 		p("\tVMOVUP%s %d(DI), %s", k.sfx[1:], v*k.vbytes, breg(v))
 	}
