@@ -460,28 +460,38 @@ func packsA12T[T gemmElem]() bool {
 	return f32 && haveAVX512 && pickGemmKernel[T](1<<10).mr == 12
 }
 
-// packA12 packs a full 12-row panel of float32 from A's rows (lda
-// elements apart) through AVX-512 transposes of 12x16 blocks, the last
-// kc%16 columns in Go, and reports whether it did: elsewhere packA's Go
-// loop, four rows at a time, runs at a quarter of its speed.
+// packA12 packs a full 12-row panel from A's rows (lda elements apart)
+// through AVX-512 transposes (float32: 12x16 blocks; float64: 12x8), the
+// last columns in Go, and reports whether it did: elsewhere packA's Go
+// loop, four rows at a time, runs at a quarter of their speed.
 func packA12[T gemmElem](panel, a []T, lda, kc int) bool {
-	p32, ok := any(panel).([]float32)
-	if !ok || !haveAVX512 {
+	if !haveAVX512 {
 		return false
 	}
-	a32 := any(a).([]float32)
-	p32 = p32[:12*kc]
+	switch pv := any(panel).(type) {
+	case []float32:
+		packA12With(pv, any(a).([]float32), lda, kc, 16, strans12x16)
+	case []float64:
+		packA12With(pv, any(a).([]float64), lda, kc, 8, dtrans12x8)
+	default:
+		return false
+	}
+	return true
+}
+
+// packA12With is packA12 with trans, which packs w columns of 12 rows.
+func packA12With[E float32 | float64](panel, a []E, lda, kc, w int, trans func(dst, src *E, lds int)) {
+	panel = panel[:12*kc]
 	p := 0
-	for ; p+16 <= kc; p += 16 {
-		_ = a32[11*lda+p+15]
-		strans12x16(&p32[p*12], &a32[p], lda)
+	for ; p+w <= kc; p += w {
+		_ = a[11*lda+p+w-1]
+		trans(&panel[p*12], &a[p], lda)
 	}
 	for ; p < kc; p++ {
 		for r := range 12 {
-			p32[p*12+r] = a32[r*lda+p]
+			panel[p*12+r] = a[r*lda+p]
 		}
 	}
-	return true
 }
 
 // packB copies column panel j of the block of op(b), rows [pc, pc+kcur),

@@ -423,3 +423,34 @@ func TestTransposeInto(t *testing.T) {
 		}
 	}
 }
+
+// The float64 12-row panel packing (dtrans12x8 in 12x8 blocks) equals the
+// scalar packing for every depth around its blocks, on strided rows.
+func TestPackA12Float64MatchesGo(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU: packA runs its Go loops")
+	}
+	const lda = 29
+	a := make([]float64, 12*lda)
+	for i := range a {
+		a[i] = float64(i%53) - 20.125
+	}
+	for kc := 0; kc <= lda; kc++ {
+		got := make([]float64, 12*kc+4)
+		for i := range got {
+			got[i] = -1 // every packed element must be written, none past it
+		}
+		if !packA12(got, a, lda, kc) {
+			t.Fatal("packA12 declined float64 on an AVX-512 CPU")
+		}
+		for i, v := range got {
+			want := -1.0
+			if i < 12*kc {
+				want = a[(i%12)*lda+i/12]
+			}
+			if math.Float64bits(v) != math.Float64bits(want) {
+				t.Fatalf("depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, v, want)
+			}
+		}
+	}
+}

@@ -73,3 +73,7 @@ func spack12T(dst *float32, src *float32, lds int, kc int) {
 func sadam8(w, m, v, grad *float32, n int, c *[9]float32) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func dtrans12x8(dst *float64, src *float64, lds int) {
+	panic("cpu: no vector kernel in this build")
+}

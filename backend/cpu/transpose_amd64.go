@@ -18,3 +18,9 @@ func strans12x16(dst *float32, src *float32, lds int)
 //
 //go:noescape
 func spack12T(dst *float32, src *float32, lds int, kc int)
+
+// dtrans12x8 packs 8 columns of a 12-row float64 GEMM panel from A's rows
+// (lds elements apart) into 96 contiguous values (AVX-512).
+//
+//go:noescape
+func dtrans12x8(dst *float64, src *float64, lds int)

@@ -250,3 +250,91 @@ tail:
 done:
 	VZEROUPPER
 	RET
+
+// TRANSPOSE8PD transposes the 8x8 float64 block in Z0-Z7 (row i in Zi)
+// into Z0-Z7 through Z16-Z23, as TRANSPOSE16 does for float32: pairs of
+// rows interleaved by 64 bits, then 128-bit lanes gathered by two rounds
+// of VSHUFF64X2.
+#define TRANSPOSE8PD \
+	VUNPCKLPD Z1, Z0, Z16; \
+	VUNPCKHPD Z1, Z0, Z17; \
+	VUNPCKLPD Z3, Z2, Z18; \
+	VUNPCKHPD Z3, Z2, Z19; \
+	VUNPCKLPD Z5, Z4, Z20; \
+	VUNPCKHPD Z5, Z4, Z21; \
+	VUNPCKLPD Z7, Z6, Z22; \
+	VUNPCKHPD Z7, Z6, Z23; \
+	VSHUFF64X2 $0x44, Z18, Z16, Z0; \
+	VSHUFF64X2 $0xee, Z18, Z16, Z1; \
+	VSHUFF64X2 $0x44, Z22, Z20, Z2; \
+	VSHUFF64X2 $0xee, Z22, Z20, Z3; \
+	VSHUFF64X2 $0x44, Z19, Z17, Z4; \
+	VSHUFF64X2 $0xee, Z19, Z17, Z5; \
+	VSHUFF64X2 $0x44, Z23, Z21, Z6; \
+	VSHUFF64X2 $0xee, Z23, Z21, Z7; \
+	VSHUFF64X2 $0x88, Z2, Z0, Z16; \
+	VSHUFF64X2 $0xdd, Z2, Z0, Z18; \
+	VSHUFF64X2 $0x88, Z3, Z1, Z20; \
+	VSHUFF64X2 $0xdd, Z3, Z1, Z22; \
+	VSHUFF64X2 $0x88, Z6, Z4, Z17; \
+	VSHUFF64X2 $0xdd, Z6, Z4, Z19; \
+	VSHUFF64X2 $0x88, Z7, Z5, Z21; \
+	VSHUFF64X2 $0xdd, Z7, Z5, Z23
+
+// func dtrans12x8(dst *float64, src *float64, lds int)
+// Packs a 12-row GEMM panel from 8 columns of A: dst[p*12+r] = src[r*lds+p]
+// for r < 12, p < 8 (96 contiguous values): rows 0-7 as one 8x8
+// transpose, rows 8-11 as another with four rows of zeros, each result row
+// stored as 8 values and 4.
+TEXT ·dtrans12x8(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), BX
+	SHLQ $3, BX
+	VMOVUPD (SI), Z0
+	ADDQ BX, SI
+	VMOVUPD (SI), Z1
+	ADDQ BX, SI
+	VMOVUPD (SI), Z2
+	ADDQ BX, SI
+	VMOVUPD (SI), Z3
+	ADDQ BX, SI
+	VMOVUPD (SI), Z4
+	ADDQ BX, SI
+	VMOVUPD (SI), Z5
+	ADDQ BX, SI
+	VMOVUPD (SI), Z6
+	ADDQ BX, SI
+	VMOVUPD (SI), Z7
+	ADDQ BX, SI
+	TRANSPOSE8PD
+	VMOVUPD Z16, 0(DI)
+	VMOVUPD Z17, 96(DI)
+	VMOVUPD Z18, 192(DI)
+	VMOVUPD Z19, 288(DI)
+	VMOVUPD Z20, 384(DI)
+	VMOVUPD Z21, 480(DI)
+	VMOVUPD Z22, 576(DI)
+	VMOVUPD Z23, 672(DI)
+	VMOVUPD (SI), Z0
+	ADDQ BX, SI
+	VMOVUPD (SI), Z1
+	ADDQ BX, SI
+	VMOVUPD (SI), Z2
+	ADDQ BX, SI
+	VMOVUPD (SI), Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	TRANSPOSE8PD
+	VMOVUPD Y16, 64(DI)
+	VMOVUPD Y17, 160(DI)
+	VMOVUPD Y18, 256(DI)
+	VMOVUPD Y19, 352(DI)
+	VMOVUPD Y20, 448(DI)
+	VMOVUPD Y21, 544(DI)
+	VMOVUPD Y22, 640(DI)
+	VMOVUPD Y23, 736(DI)
+	VZEROUPPER
+	RET
