@@ -37,6 +37,10 @@ func TestConv2DGemmMatchesGeneralLowering(t *testing.T) {
 		// and 24).
 		{2, 32, 5, 5, 64, 3, 3, ops.Conv2DOpts{Padding: ops.Same}},
 		{2, 16, 5, 4, 24, 3, 3, ops.Conv2DOpts{Padding: ops.Same}},
+		// Enough output positions for 12-row tiles, with channels in runs
+		// of 16 (padding, strides and dilations included).
+		{2, 16, 6, 6, 32, 3, 3, ops.Conv2DOpts{Padding: ops.Same}},
+		{2, 32, 9, 8, 16, 3, 3, ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{2, 1}, {0, 2}}, Strides: [2]int{1, 2}, Dilations: [2]int{2, 1}}},
 	}
 	// And a seeded sweep of small geometries: strides and dilations 1-3,
 	// explicit pads 0-3 on each side, filters up to 3x3.
