@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -49,24 +47,20 @@ func fusedConv2DBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Ten
 		orient = nchwFilterTurned[T](g)
 	}
 
-	// Scratch per goroutine: [dz_n (Relu only) | P_n | filter block | bias block].
+	// Scratch per goroutine: [dz_n (Relu only) | P_n]; its sums: [filter
+	// block | bias block].
 	dzLen := 0
 	if relu {
 		dzLen = out
 	}
-	pOff, fOff := dzLen, dzLen+taps*ohw
-	bOff := fOff + taps*g.o
-	var mu sync.Mutex
-	total, buf := gemmScratch[T](taps*g.o + g.o)
-	defer putGemmScratch(buf)
-	clear(total)
-	perImage(c, g, bOff+g.o, func(s []T) { clear(s[fOff:]) }, func(n int, s []T, par bool) {
+	sum := sumReducer[T]().row
+	total, buf := perImageSums(c, g, dzLen+taps*ohw, taps*g.o+g.o, func(n int, s, acc []T, par bool) {
 		dzn := dyv[n*out : (n+1)*out]
 		if relu {
 			reluGradLoop(s[:out], yv[n*out:(n+1)*out], dzn)
 			dzn = s[:out]
 		}
-		p, accF, accB := s[pOff:fOff], s[fOff:bOff], s[bOff:bOff+g.o]
+		p, accF, accB := s[dzLen:], acc[:taps*g.o], acc[taps*g.o:]
 		if nhwc {
 			for r := range ohw {
 				addInto(accB, dzn[r*g.o:(r+1)*g.o])
@@ -77,7 +71,6 @@ func fusedConv2DBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Ten
 			}
 			return
 		}
-		sum := sumReducer[T]().row
 		for o := range g.o {
 			accB[o] = sum(accB[o], dzn[o*ohw:(o+1)*ohw])
 		}
@@ -85,11 +78,8 @@ func fusedConv2DBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Ten
 		if dx != nil {
 			nchwInputImage(c, par, g, fr, dzn, p, dx[n*img:(n+1)*img])
 		}
-	}, func(s []T) {
-		mu.Lock()
-		addInto(total, s[fOff:bOff+g.o])
-		mu.Unlock()
 	})
+	defer putGemmScratch(buf)
 	if nhwc {
 		nhwcFilterResult(df, total[:taps*g.o], g, orient)
 	} else {

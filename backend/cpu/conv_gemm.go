@@ -258,6 +258,25 @@ func perImage[T tensor.Float](c *eager.Call, g convGeom, size int, start func(s 
 	dev.Parallel(g.n, cost, func(lo, hi int) { run(lo, hi, false) })
 }
 
+// perImageSums runs fn over the batch as perImage does, with size
+// elements of scratch and a block of accLen elements that each goroutine
+// zeroes before its first image and fn adds its image into; the blocks
+// are summed into total, which the caller gives back to putGemmScratch
+// with buf.
+func perImageSums[T tensor.Float](c *eager.Call, g convGeom, size, accLen int, fn func(n int, s, acc []T, parallelGemm bool)) (total []T, buf *[]byte) {
+	var mu sync.Mutex
+	total, buf = gemmScratch[T](accLen)
+	clear(total)
+	perImage(c, g, size+accLen, func(s []T) { clear(s[size:]) }, func(n int, s []T, par bool) {
+		fn(n, s[:size], s[size:size+accLen], par)
+	}, func(s []T) {
+		mu.Lock()
+		addInto(total, s[size:size+accLen])
+		mu.Unlock()
+	})
+	return total, buf
+}
+
 // gemmOn is gemm (out = a·b, or out += a·b when accumulate), split across
 // the workers or on this goroutine alone.
 func gemmOn[T gemmElem](c *eager.Call, parallel bool, m, n, k int, a []T, transA bool, b []T, transB bool, out []T, accumulate bool) {
@@ -410,18 +429,11 @@ func conv2DGemmFilterKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 	taps, ohw := g.taps(), g.oh*g.ow
 	// Each goroutine sums its images' products into its own block after
 	// its im2row scratch; the blocks are added at the end.
-	var mu sync.Mutex
-	total, buf := gemmScratch[T](taps * g.o)
-	defer putGemmScratch(buf)
-	clear(total)
 	turned := nchwFilterTurned[T](g)
-	perImage(c, g, taps*ohw+taps*g.o, func(s []T) { clear(s[taps*ohw:]) }, func(n int, s []T, par bool) {
-		nchwFilterImage(c, par, g, xv[n*g.c*g.h*g.w:], dyv[n*g.o*ohw:(n+1)*g.o*ohw], s[:taps*ohw], s[taps*ohw:], turned)
-	}, func(s []T) {
-		mu.Lock()
-		addInto(total, s[taps*ohw:])
-		mu.Unlock()
+	total, buf := perImageSums(c, g, taps*ohw, taps*g.o, func(n int, p, acc []T, par bool) {
+		nchwFilterImage(c, par, g, xv[n*g.c*g.h*g.w:], dyv[n*g.o*ohw:(n+1)*g.o*ohw], p, acc, turned)
 	})
+	defer putGemmScratch(buf)
 	nchwFilterResult(data[T](outs[0]), total, g, turned)
 }
 

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -164,18 +162,11 @@ func nhwcInputImage[T tensor.Float](c *eager.Call, par bool, g convGeom, ft, dyn
 // (nhwcFilterImage, nhwcFilterResult).
 func conv2DNHWCFilter[T tensor.Float](c *eager.Call, g convGeom, x, dy, df []T) {
 	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
-	var mu sync.Mutex
-	total, buf := gemmScratch[T](taps * g.o)
-	defer putGemmScratch(buf)
-	clear(total)
 	direct := nhwcFilterDirect[T](g)
-	perImage(c, g, ohw*taps+taps*g.o, func(s []T) { clear(s[ohw*taps:]) }, func(n int, s []T, par bool) {
-		nhwcFilterImage(c, par, g, x[n*img:], dy[n*ohw*g.o:(n+1)*ohw*g.o], s[:ohw*taps], s[ohw*taps:], direct)
-	}, func(s []T) {
-		mu.Lock()
-		addInto(total, s[ohw*taps:])
-		mu.Unlock()
+	total, buf := perImageSums(c, g, ohw*taps, taps*g.o, func(n int, p, acc []T, par bool) {
+		nhwcFilterImage(c, par, g, x[n*img:], dy[n*ohw*g.o:(n+1)*ohw*g.o], p, acc, direct)
 	})
+	defer putGemmScratch(buf)
 	nhwcFilterResult(df, total, g, direct)
 }
 
