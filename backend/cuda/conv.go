@@ -189,48 +189,26 @@ func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Ten
 // fusedConvBackprop is FusedConv2DBackprop (ops/conv_fused_grad.go): dz =
 // ReluGrad(y, dy) into a temporary (dy itself without an activation), the
 // input and filter gradients from it as Conv2DGemm's backprops compute
-// them, and the bias gradient its sum over the batch and positions (the
-// columns kernel over [N·OH·OW, O] in NHWC, the rows kernel over a
-// channel-major copy in NCHW).
+// them, and the bias gradient its sum over the batch and positions, as
+// Reduce computes it.
 func fusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(ops.FusedConv2DBackpropAttrs)
 	x, f, y, dy := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3]
-	dz, n := dy, dy.NumElements()
-	if a.Activation == ops.ReluActivation && n > 0 {
+	d := kernelType(dy.DType())
+	dz := dy
+	if a.Activation == ops.ReluActivation {
 		dz = temporary(c, dy.DType(), dy.Shape(), "the masked gradient")
 		defer dz.Release()
-		args := new(cu.Args).Ptr(ptr(dz)).Ptr(ptr(y)).Ptr(ptr(dy)).U64(uint64(n))
-		check(c, gpu(c).launch("binary", kernels.Name("relugrad", string(kernelType(dy.DType())), "vv"), n, args))
+		binaryInto(c, "binary", binaryOps["ReluGrad"], d, y, dy, dz)
 	}
 	if a.InputGrad {
 		convInputInto(c, a.Conv, f, dz, outs[0])
 		outs = outs[1:]
 	}
 	convFilterInto(c, a.Conv, x, dz, outs[0])
-	biasGradInto(c, a.Conv.Format, dz, outs[1])
-}
-
-// biasGradInto sums dz [N, OH, OW, O] (NHWC) or [N, O, OH, OW] (NCHW) into
-// db [O].
-func biasGradInto(c *eager.Call, format ops.DataFormat, dz, db *tensor.Tensor) {
-	o := db.Dim(0)
-	if o == 0 {
-		return
+	dims := []int{0, 1, 2} // NHWC: all but the channels
+	if a.Conv.Format == ops.NCHW {
+		dims = []int{0, 2, 3}
 	}
-	d, g := string(kernelType(dz.DType())), gpu(c)
-	if dz.NumElements() == 0 {
-		check(c, g.Fill(db.Buffer(), 0, o, make([]byte, db.DType().Size())))
-		return
-	}
-	if format == ops.NHWC {
-		rows := dz.NumElements() / o
-		args := new(cu.Args).Ptr(ptr(db)).Ptr(ptr(dz)).U64(uint64(o)).U64(uint64(rows)).U64(uint64(o))
-		check(c, g.launch("reduce", kernels.Name("reduce_cols", "sum", d), o, args))
-		return
-	}
-	cm := move.Permuted(c, dz, []int{1, 0, 2, 3}) // [O, N, OH, OW]
-	defer cm.Release()
-	blocks := min(o, max(g.info.SMs, 1)*32)
-	args := new(cu.Args).Ptr(ptr(db)).Ptr(ptr(cm)).U64(uint64(o)).U64(uint64(cm.NumElements() / o))
-	check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", "sum", d), blocks, kernels.ReduceBlock, args))
+	reduceInto(c, d, dz, dims, ops.ReduceSum, outs[1])
 }

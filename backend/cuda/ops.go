@@ -139,19 +139,24 @@ func full(out tensor.Shape, ins ...*tensor.Tensor) bool {
 // binary is the kernel of an elementwise op of two inputs.
 func binary(family, op string, d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		a, b, out := c.Inputs[0], c.Inputs[1], outs[0]
-		n := out.NumElements()
-		if n == 0 {
-			return
-		}
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
-		name := kernels.Name(op, string(d), "vv")
-		if !full(out.Shape(), a, b) {
-			args.Bytes(geometry(c, out.Shape(), a, b), 8)
-			name = kernels.Name(op, string(d), "bc")
-		}
-		check(c, gpu(c).launch(family, name, n, args))
+		binaryInto(c, family, op, d, c.Inputs[0], c.Inputs[1], outs[0])
 	}
+}
+
+// binaryInto launches the elementwise kernel op of family on a and b
+// (broadcast to out's shape) into out.
+func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *tensor.Tensor) {
+	n := out.NumElements()
+	if n == 0 {
+		return
+	}
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+	name := kernels.Name(op, string(d), "vv")
+	if !full(out.Shape(), a, b) {
+		args.Bytes(geometry(c, out.Shape(), a, b), 8)
+		name = kernels.Name(op, string(d), "bc")
+	}
+	check(c, gpu(c).launch(family, name, n, args))
 }
 
 func selectKernel(d kernels.DType) eager.Kernel {

@@ -27,37 +27,41 @@ func init() {
 
 func reduce(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, r, out := c.Inputs[0], c.Attrs.(ops.Reduction), outs[0]
-		dims := r.Dims // sorted, non-negative
-		lo, hi := 0, 0
-		if len(dims) > 0 {
-			lo, hi = dims[0], dims[len(dims)-1]+1
-		}
-		if hi-lo != len(dims) {
-			var kept []int
-			for a := range x.Rank() {
-				if !slices.Contains(dims, a) {
-					kept = append(kept, a)
-				}
-			}
-			x = move.Permuted(c, x, append(kept, dims...))
-			defer x.Release()
-			lo, hi = len(kept), x.Rank()
-		}
-		shape := x.Shape()
-		outer, mid, inner := tensor.Shape(shape[:lo]).NumElements(), tensor.Shape(shape[lo:hi]).NumElements(), tensor.Shape(shape[hi:]).NumElements()
-		n := outer * inner
-		if n == 0 {
-			return
-		}
-		g, kind := gpu(c), reduceKindNames[r.Kind]
-		if inner == 1 {
-			blocks := min(outer, max(g.info.SMs, 1)*32)
-			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(mid))
-			check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", kind, string(d)), blocks, kernels.ReduceBlock, args))
-			return
-		}
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(inner))
-		check(c, g.launch("reduce", kernels.Name("reduce_cols", kind, string(d)), n, args))
+		r := c.Attrs.(ops.Reduction)
+		reduceInto(c, d, c.Inputs[0], r.Dims, r.Kind, outs[0])
 	}
+}
+
+// reduceInto reduces x over dims (sorted, non-negative) by kind into out.
+func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, kind ops.ReduceKind, out *tensor.Tensor) {
+	lo, hi := 0, 0
+	if len(dims) > 0 {
+		lo, hi = dims[0], dims[len(dims)-1]+1
+	}
+	if hi-lo != len(dims) {
+		var kept []int
+		for a := range x.Rank() {
+			if !slices.Contains(dims, a) {
+				kept = append(kept, a)
+			}
+		}
+		x = move.Permuted(c, x, append(kept, dims...))
+		defer x.Release()
+		lo, hi = len(kept), x.Rank()
+	}
+	shape := x.Shape()
+	outer, mid, inner := tensor.Shape(shape[:lo]).NumElements(), tensor.Shape(shape[lo:hi]).NumElements(), tensor.Shape(shape[hi:]).NumElements()
+	n := outer * inner
+	if n == 0 {
+		return
+	}
+	g, name := gpu(c), reduceKindNames[kind]
+	if inner == 1 {
+		blocks := min(outer, max(g.info.SMs, 1)*32)
+		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(mid))
+		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", name, string(d)), blocks, kernels.ReduceBlock, args))
+		return
+	}
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(inner))
+	check(c, g.launch("reduce", kernels.Name("reduce_cols", name, string(d)), n, args))
 }
