@@ -70,11 +70,18 @@ next:
 				continue next
 			}
 		}
-		outs[i] = value{t: t}
-		if t != nil {
-			outs[i].ref = e.refs.get()
-		}
+		outs[i] = e.fresh(t)
 	}
+}
+
+// fresh is the value of a tensor the run has just made or received, with
+// a ref of its own (none for nil, which holds nothing).
+func (e *executor) fresh(t *tensor.Tensor) value {
+	v := value{t: t}
+	if t != nil {
+		v.ref = e.refs.get()
+	}
+	return v
 }
 
 // hold counts a live value handed to input i of a node instance.
@@ -125,9 +132,9 @@ func (e *executor) pop(n *Node, s stacked) value {
 		buf.Device().Free(buf)
 		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: %v", n, err)
 	}
-	r := e.refs.get()
-	r.n++
-	return value{t: t, ref: r}
+	v := e.fresh(t)
+	v.ref.n++
+	return v
 }
 
 // drop undoes hold once the instance has run (its outputs, which may be

@@ -150,10 +150,8 @@ func (e *executor) waitReceives() bool {
 			tensor.Panicf("graph", a.k.node.Op.Name, a.err, nil, "", "%v: %v", a.k.node, a.err)
 		}
 		e.stats.runs++
-		v := value{t: a.t, dead: a.dead}
-		if a.t != nil {
-			v.ref = e.refs.get()
-		}
+		v := e.fresh(a.t)
+		v.dead = a.dead
 		e.complete(a.k, a.in, []value{v}, a.dead)
 	}
 	return true
