@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -350,48 +351,70 @@ func TestPackBT32MatchesGo(t *testing.T) {
 	}
 }
 
-// packA's AVX-512 paths for a full 12-row float32 panel (packA12 from A's
-// rows, packA12T's spack12T from a transposed A) equal the scalar packing
-// for every depth around the 16-column blocks and the four-column unroll,
-// on strided rows, bit for bit.
+// packA's AVX-512 paths for a full 12-row panel (packA12 from A's rows,
+// float32 in 12x16 blocks and float64 in 12x8; packA12T's spack12T from a
+// transposed float32 A) equal the scalar packing for every depth around
+// their blocks and the four-column unroll, on strided rows, bit for bit,
+// writing every packed element and none past them.
 func TestPackA12MatchesGo(t *testing.T) {
 	if !haveAVX512 {
 		t.Skip("no AVX-512 on this CPU: packA runs its Go loops")
 	}
+	checkPackA12Rows[float32](t, 53)
+	checkPackA12Rows[float64](t, 29)
 	const lda = 53
-	a := make([]float32, 12*lda+53*lda)
+	a := make([]float32, 53*lda+12)
 	for i := range a {
 		a[i] = float32(i%89) - 30.25
 	}
 	for kc := 0; kc <= lda; kc++ {
-		got, want := make([]float32, 12*kc+4), make([]float32, 12*kc+4)
-		for i := range got {
-			got[i], want[i] = -1, -1 // every packed element must be written, none past it
+		got, want := filled[float32](12*kc+4, -1), filled[float32](12*kc+4, -1)
+		packA12T(got, a, lda, kc)
+		for p := range kc {
+			copy(want[p*12:p*12+12], a[p*lda:])
 		}
+		samePanel(t, fmt.Sprintf("transposed, depth %d", kc), got, want)
+	}
+}
+
+// checkPackA12Rows checks packA12 on E from rows lda elements apart, for
+// every depth up to lda.
+func checkPackA12Rows[E float32 | float64](t *testing.T, lda int) {
+	t.Helper()
+	a := make([]E, 12*lda)
+	for i := range a {
+		a[i] = E(i%89) - 30.25
+	}
+	for kc := 0; kc <= lda; kc++ {
+		got, want := filled[E](12*kc+4, -1), filled[E](12*kc+4, -1)
 		if !packA12(got, a, lda, kc) {
-			t.Fatal("packA12 declined float32 on an AVX-512 CPU")
+			t.Fatalf("packA12 declined %T on an AVX-512 CPU", a)
 		}
 		for p := range kc {
 			for r := range 12 {
 				want[p*12+r] = a[r*lda+p]
 			}
 		}
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("rows, depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, got[i], want[i])
-			}
-		}
-		for i := range got {
-			got[i], want[i] = -1, -1
-		}
-		packA12T(got, a, lda, kc)
-		for p := range kc {
-			copy(want[p*12:p*12+12], a[p*lda:])
-		}
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("transposed, depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, got[i], want[i])
-			}
+		samePanel(t, fmt.Sprintf("%T rows, depth %d", a, kc), got, want)
+	}
+}
+
+// filled is n copies of v.
+func filled[E float32 | float64](n int, v E) []E {
+	s := make([]E, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// samePanel fails t at the first element of got that differs from want's
+// bits (a packed 12-row panel: column and row named).
+func samePanel[E float32 | float64](t *testing.T, what string, got, want []E) {
+	t.Helper()
+	for i := range want {
+		if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
+			t.Fatalf("%s: element %d (column %d, row %d) = %v, want %v", what, i, i/12, i%12, got[i], want[i])
 		}
 	}
 }
@@ -419,37 +442,6 @@ func TestTransposeInto(t *testing.T) {
 				if want := src[i*cols+j]; got[j*rows+i] != want || got64[j*rows+i] != float64(want) {
 					t.Fatalf("%dx%d: element (%d, %d) = %v (float64 %v), want %v", rows, cols, j, i, got[j*rows+i], got64[j*rows+i], want)
 				}
-			}
-		}
-	}
-}
-
-// The float64 12-row panel packing (dtrans12x8 in 12x8 blocks) equals the
-// scalar packing for every depth around its blocks, on strided rows.
-func TestPackA12Float64MatchesGo(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512 on this CPU: packA runs its Go loops")
-	}
-	const lda = 29
-	a := make([]float64, 12*lda)
-	for i := range a {
-		a[i] = float64(i%53) - 20.125
-	}
-	for kc := 0; kc <= lda; kc++ {
-		got := make([]float64, 12*kc+4)
-		for i := range got {
-			got[i] = -1 // every packed element must be written, none past it
-		}
-		if !packA12(got, a, lda, kc) {
-			t.Fatal("packA12 declined float64 on an AVX-512 CPU")
-		}
-		for i, v := range got {
-			want := -1.0
-			if i < 12*kc {
-				want = a[(i%12)*lda+i/12]
-			}
-			if math.Float64bits(v) != math.Float64bits(want) {
-				t.Fatalf("depth %d: element %d (column %d, row %d) = %v, want %v", kc, i, i/12, i%12, v, want)
 			}
 		}
 	}

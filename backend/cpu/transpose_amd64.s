@@ -2,6 +2,18 @@
 
 #include "textflag.h"
 
+// LOAD4 loads four rows into a-d with mov (VMOVUPS: 16 float32,
+// VMOVUPD: 8 float64) from SI, BX bytes apart, leaving SI at the next row.
+#define LOAD4(mov, a, b, c, d) \
+	mov (SI), a; \
+	ADDQ BX, SI; \
+	mov (SI), b; \
+	ADDQ BX, SI; \
+	mov (SI), c; \
+	ADDQ BX, SI; \
+	mov (SI), d; \
+	ADDQ BX, SI
+
 // TRANSPOSE16 transposes the 16x16 float32 block in Z0-Z15 (row i in Zi)
 // in place, through Z16-Z31: the rows are interleaved by 32 bits, then by
 // 64 bits within 128-bit lanes, and the lanes gathered by two rounds of
@@ -82,37 +94,10 @@ TEXT ·strans16(SB), NOSPLIT, $0-32
 	MOVQ src+16(FP), SI
 	MOVQ lds+24(FP), BX
 	SHLQ $2, BX
-	VMOVUPS (SI), Z0
-	ADDQ BX, SI
-	VMOVUPS (SI), Z1
-	ADDQ BX, SI
-	VMOVUPS (SI), Z2
-	ADDQ BX, SI
-	VMOVUPS (SI), Z3
-	ADDQ BX, SI
-	VMOVUPS (SI), Z4
-	ADDQ BX, SI
-	VMOVUPS (SI), Z5
-	ADDQ BX, SI
-	VMOVUPS (SI), Z6
-	ADDQ BX, SI
-	VMOVUPS (SI), Z7
-	ADDQ BX, SI
-	VMOVUPS (SI), Z8
-	ADDQ BX, SI
-	VMOVUPS (SI), Z9
-	ADDQ BX, SI
-	VMOVUPS (SI), Z10
-	ADDQ BX, SI
-	VMOVUPS (SI), Z11
-	ADDQ BX, SI
-	VMOVUPS (SI), Z12
-	ADDQ BX, SI
-	VMOVUPS (SI), Z13
-	ADDQ BX, SI
-	VMOVUPS (SI), Z14
-	ADDQ BX, SI
-	VMOVUPS (SI), Z15
+	LOAD4(VMOVUPS, Z0, Z1, Z2, Z3)
+	LOAD4(VMOVUPS, Z4, Z5, Z6, Z7)
+	LOAD4(VMOVUPS, Z8, Z9, Z10, Z11)
+	LOAD4(VMOVUPS, Z12, Z13, Z14, Z15)
 	TRANSPOSE16
 	VMOVUPS Z0, (DI)
 	ADDQ DX, DI
@@ -158,29 +143,9 @@ TEXT ·strans12x16(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ lds+16(FP), BX
 	SHLQ $2, BX
-	VMOVUPS (SI), Z0
-	ADDQ BX, SI
-	VMOVUPS (SI), Z1
-	ADDQ BX, SI
-	VMOVUPS (SI), Z2
-	ADDQ BX, SI
-	VMOVUPS (SI), Z3
-	ADDQ BX, SI
-	VMOVUPS (SI), Z4
-	ADDQ BX, SI
-	VMOVUPS (SI), Z5
-	ADDQ BX, SI
-	VMOVUPS (SI), Z6
-	ADDQ BX, SI
-	VMOVUPS (SI), Z7
-	ADDQ BX, SI
-	VMOVUPS (SI), Z8
-	ADDQ BX, SI
-	VMOVUPS (SI), Z9
-	ADDQ BX, SI
-	VMOVUPS (SI), Z10
-	ADDQ BX, SI
-	VMOVUPS (SI), Z11
+	LOAD4(VMOVUPS, Z0, Z1, Z2, Z3)
+	LOAD4(VMOVUPS, Z4, Z5, Z6, Z7)
+	LOAD4(VMOVUPS, Z8, Z9, Z10, Z11)
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
@@ -291,22 +256,8 @@ TEXT ·dtrans12x8(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ lds+16(FP), BX
 	SHLQ $3, BX
-	VMOVUPD (SI), Z0
-	ADDQ BX, SI
-	VMOVUPD (SI), Z1
-	ADDQ BX, SI
-	VMOVUPD (SI), Z2
-	ADDQ BX, SI
-	VMOVUPD (SI), Z3
-	ADDQ BX, SI
-	VMOVUPD (SI), Z4
-	ADDQ BX, SI
-	VMOVUPD (SI), Z5
-	ADDQ BX, SI
-	VMOVUPD (SI), Z6
-	ADDQ BX, SI
-	VMOVUPD (SI), Z7
-	ADDQ BX, SI
+	LOAD4(VMOVUPD, Z0, Z1, Z2, Z3)
+	LOAD4(VMOVUPD, Z4, Z5, Z6, Z7)
 	TRANSPOSE8PD
 	VMOVUPD Z16, 0(DI)
 	VMOVUPD Z17, 96(DI)
@@ -316,13 +267,7 @@ TEXT ·dtrans12x8(SB), NOSPLIT, $0-24
 	VMOVUPD Z21, 480(DI)
 	VMOVUPD Z22, 576(DI)
 	VMOVUPD Z23, 672(DI)
-	VMOVUPD (SI), Z0
-	ADDQ BX, SI
-	VMOVUPD (SI), Z1
-	ADDQ BX, SI
-	VMOVUPD (SI), Z2
-	ADDQ BX, SI
-	VMOVUPD (SI), Z3
+	LOAD4(VMOVUPD, Z0, Z1, Z2, Z3)
 	VPXORQ Z4, Z4, Z4
 	VPXORQ Z5, Z5, Z5
 	VPXORQ Z6, Z6, Z6
