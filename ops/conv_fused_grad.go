@@ -62,8 +62,8 @@ func init() {
 				gdx, outGrads = outGrads[0], outGrads[1:]
 			}
 			gdf, gdb := outGrads[0], outGrads[1]
-			dz := dy
-			if a.Activation == ReluActivation {
+			dz := dy // made once, where a gradient reads it
+			if a.Activation == ReluActivation && (g.Needs[0] || g.Needs[1] && gdx != nil) {
 				dz = reluGrad(y, dy)
 			}
 			gradDz := func() *tensor.Tensor {
@@ -98,19 +98,14 @@ func fusedConv2DGrads(a FusedConv2DAttrs, x, f, y, dy *tensor.Tensor, needs []bo
 	if needs[0] {
 		dx, outs = outs[0], outs[1:]
 	}
-	df, db := outs[0], outs[1]
-	keep := eager.Observing() // a tape may have recorded them
-	if !needs[1] {
-		if !keep {
-			df.Release()
+	grads := []*tensor.Tensor{dx, outs[0], outs[1]}
+	for i := 1; i < 3; i++ {
+		if !needs[i] {
+			if !eager.Observing() { // else a tape may have recorded it
+				grads[i].Release()
+			}
+			grads[i] = nil
 		}
-		df = nil
 	}
-	if !needs[2] {
-		if !keep {
-			db.Release()
-		}
-		db = nil
-	}
-	return []*tensor.Tensor{dx, df, db}
+	return grads
 }
