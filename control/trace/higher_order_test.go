@@ -145,3 +145,43 @@ func TestTapeAroundTracedLoops(t *testing.T) {
 		}
 	}
 }
+
+// x^n by a counter loop whose bound n is an argument, differentiated
+// twice inside the traced function: a trace made where the loop takes no
+// iteration, or one whose first derivative is then a constant, holds no
+// second derivative in its eager record, yet later calls of the same
+// shape take more iterations (issue 31: their second derivatives were 0).
+func TestTracedSecondDerivativeOfACountedLoop(t *testing.T) {
+	orZeros := func(g, x T) T {
+		if g == nil {
+			return ops.ZerosLike(x) // no path at all: the loop took no iteration
+		}
+		return g
+	}
+	fn := func(a []T) []T {
+		x, n := a[0], a[1]
+		outer := tape.New()
+		outer.Watch(x)
+		inner := tape.New()
+		inner.Watch(x)
+		out := control.While(func(v []T) T { return ops.Lt(v[0], n) },
+			func(v []T) []T { return []T{ops.Add(v[0], ops.ScalarLike(v[0], 1)), ops.Mul(v[1], x)} },
+			[]T{ops.ScalarLike(n, 0), ops.OnesLike(x)})
+		d1 := orZeros(inner.Gradient(ops.Sum(out[1]), x)[0], x)
+		d2 := orZeros(outer.Gradient(ops.Sum(d1), x)[0], x)
+		return []T{out[1], d1, d2}
+	}
+	call := func(n int64, x ...float64) []T { return []T{f64s(x...), tensor.Scalar(n)} }
+	for _, first := range []int64{0, 1, 2} {
+		f := trace.NewFunction(fn)
+		calls := [][]T{call(first, 0.7, 1.3, 0.9), call(5, 0.8, 1.1, 1.2), call(0, 1.5, 0.6, 1.0),
+			call(3, 0.5, 1.4), call(7, 1.1, 0.9, 0.8), call(1, 1.2, 0.7, 1.3), call(2, 0.6, 1.2, 1.1, 0.9)}
+		checkCalls(t, fmt.Sprintf("x^n traced at n=%d", first), f, fn, calls, 1e-9)
+	}
+	// The eager function itself against the formula n(n-1)x^(n-2).
+	for _, n := range []int64{0, 1, 2, 5} {
+		x := f64s(0.7, 1.3)
+		want := ops.Mul(ops.ScalarLike(x, float64(n*(n-1))), ops.Pow(x, ops.ScalarLike(x, float64(n-2))))
+		closeTo(t, fmt.Sprintf("eager second derivative of x^%d", n), fn([]T{x, tensor.Scalar(n)})[2], want, 1e-12)
+	}
+}

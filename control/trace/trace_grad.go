@@ -192,6 +192,10 @@ func (t *tracer) whileGradient(l *flow.Loop, fr *frameTrace, win *loopWindow, ca
 		return res
 	}
 	sources := slices.Concat(init, caps)
+	// What the backward frame reads: a tape that differentiates one of its
+	// gradients differentiates through these, whatever this call's eager
+	// record says (a loop that took no iteration here has no record).
+	reads := slices.Concat(sources, slices.DeleteFunc(slices.Clone(dys), func(d *tensor.Tensor) bool { return d == nil }))
 	for i, s := range sources {
 		if graph[i].Node == nil {
 			continue
@@ -200,7 +204,7 @@ func (t *tracer) whileGradient(l *flow.Loop, fr *frameTrace, win *loopWindow, ca
 		if r == nil {
 			r = tensor.FullOn(s.Device(), s.DType(), 0, s.Shape()...)
 		}
-		res[i] = t.differentiable(r, graph[i])
+		res[i] = t.differentiable(r, reads, graph[i])
 	}
 	return res
 }
@@ -212,15 +216,22 @@ func (t *tracer) whileGradient(l *flow.Loop, fr *frameTrace, win *loopWindow, ca
 // tape that asks for one while this trace records fails the trace with
 // errUnroll (the Function traces again, loops unrolled); asked after the
 // trace, it follows r's eager record.
-func (t *tracer) differentiable(r *tensor.Tensor, v graph.Output) *tensor.Tensor {
+//
+// reads are the tensors the frame's value depends on. The region reads
+// them too, so that a tape differentiating through it while the trace
+// records reaches it even where r's eager record is connected to none of
+// them: a loop that took fewer iterations at the trace than the graph
+// takes later (none, or one whose gradient is constant) must not make the
+// trace conclude that the second derivative is nil.
+func (t *tracer) differentiable(r *tensor.Tensor, reads []*tensor.Tensor, v graph.Output) *tensor.Tensor {
 	a := r.View(r.Shape(), r.Layout())
 	var res []*tensor.Tensor
 	t.unrecorded(func() {
-		res = regions.RecordRegion([]*tensor.Tensor{r}, []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
+		res = regions.RecordRegion(slices.Concat([]*tensor.Tensor{r}, reads), []*tensor.Tensor{a}, func(dys []*tensor.Tensor) []*tensor.Tensor {
 			if t.Recording() {
 				t.fail(fmt.Errorf("%w (a loop's gradient differentiated again)", errUnroll))
 			}
-			return dys
+			return append(dys, make([]*tensor.Tensor, len(reads))...)
 		}, nil)
 	})
 	t.setVal(res[0], v)

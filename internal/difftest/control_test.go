@@ -23,6 +23,9 @@ type template struct {
 	// so that a second batch size retraces.
 	shapes func(r *rand.Rand, batch int) [][]int
 	lo, hi float64 // input range
+	// count, when positive, makes the last input an int64 scalar in
+	// [0, count]: a trip count the traced function reads as an argument.
+	count int
 }
 
 func scalar(x T, v float64) T { return ops.ScalarLike(x, v) }
@@ -38,7 +41,7 @@ var templates = []template{
 	}, func(r *rand.Rand, b int) [][]int {
 		d := 2 + r.IntN(3)
 		return [][]int{{b, d}, {d, d}, {}}
-	}, 0.1, 1},
+	}, 0.1, 1, 0},
 	{"scan_rnn", func(in []T) T {
 		xs, w, u, bias := in[0], in[1], in[2], in[3]
 		h0 := tensor.Zeros(tensor.Float64, xs.Dim(1), w.Dim(0))
@@ -50,7 +53,7 @@ var templates = []template{
 	}, func(r *rand.Rand, b int) [][]int {
 		steps, i, h := 2+r.IntN(4), 1+r.IntN(3), 2+r.IntN(3)
 		return [][]int{{steps, b, i}, {h, h}, {i, h}, {h}}
-	}, -0.8, 0.8},
+	}, -0.8, 0.8, 0},
 	{"cond_in_loop", func(in []T) T {
 		x, a, b := in[0], in[1], in[2]
 		out := control.Fori(0, 4, func(_ T, v []T) []T {
@@ -63,7 +66,7 @@ var templates = []template{
 	}, func(r *rand.Rand, b int) [][]int {
 		d := 1 + r.IntN(4)
 		return [][]int{{b, d}, {d}, {b, d}}
-	}, -1.5, 1.5},
+	}, -1.5, 1.5, 0},
 	{"nested", func(in []T) T {
 		x, w, thr := in[0], in[1], in[2]
 		out := control.Fori(0, 3, func(_ T, v []T) []T {
@@ -76,7 +79,7 @@ var templates = []template{
 	}, func(r *rand.Rand, b int) [][]int {
 		d := 1 + r.IntN(3)
 		return [][]int{{b, d}, {d}, {}}
-	}, 0.2, 1.5},
+	}, 0.2, 1.5, 0},
 	{"trips_on_x", func(in []T) T {
 		x, w := in[0], in[1]
 		limit := ops.Add(ops.Mul(ops.Abs(ops.Sum(x)), scalar(x, 6)), scalar(x, 1))
@@ -87,7 +90,20 @@ var templates = []template{
 	}, func(r *rand.Rand, b int) [][]int {
 		d := 1 + r.IntN(3)
 		return [][]int{{b, d}, {b, d}}
-	}, -1, 1},
+	}, -1, 1, 0},
+	// x^n by a counter loop whose bound n is an argument: a trace made
+	// where n is 0 or 1 holds no second derivative in its eager record,
+	// yet the graph's later calls take more iterations.
+	{"power_count", func(in []T) T {
+		x, w, n := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(v[0], n) },
+			func(v []T) []T { return []T{ops.Add(v[0], scalar(v[0], 1)), ops.Mul(v[1], x)} },
+			[]T{ops.ScalarLike(n, 0), ops.OnesLike(x)})
+		return ops.Sum(ops.Mul(out[1], w))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(4)
+		return [][]int{{b, d}, {d}, {}}
+	}, 0.5, 1.5, 7},
 }
 
 // controlCase is one control-flow program as torch_eval.py reads it.
@@ -130,7 +146,10 @@ func newControlCase(seed uint64, id, k, batch int) *controlCase {
 	c := &controlCase{ID: id, Template: tpl.name, tpl: tpl}
 	for i, s := range shapes {
 		x := tensor.RandUniform(tensor.NewRNG(r.Uint64()), tensor.Float64, tpl.lo, tpl.hi, s...)
-		if i == len(shapes)-1 && len(s) == 0 {
+		switch {
+		case i == len(shapes)-1 && tpl.count > 0:
+			x = tensor.Scalar(int64(r.IntN(tpl.count + 1))) // a trip count
+		case i == len(shapes)-1 && len(s) == 0:
 			x = tensor.RandUniform(tensor.NewRNG(r.Uint64()), tensor.Float64, 1, 6) // a threshold
 		}
 		c.in = append(c.in, x)

@@ -392,8 +392,15 @@ def trips_on_x(x, w):
     return torch.sin(h).sum()
 
 
+def power_count(x, w, n):
+    y = torch.ones_like(x)
+    for _ in range(int(n.item())):
+        y = y * x
+    return (y * w).sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
-             "nested": nested, "trips_on_x": trips_on_x}
+             "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count}
 
 
 def run_control(c):
