@@ -2,7 +2,9 @@ package ops_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -69,9 +71,23 @@ func (z *fuzzBytes) small() int { return z.intn(9) - 2 }
 func (z *fuzzBytes) ints(n int) []int {
 	out := make([]int, n)
 	for i := range out {
-		out[i] = z.small()
+		out[i] = z.bound()
 	}
 	return out
+}
+
+// fuzzExtremes are values at the ends of int's range, where a size
+// computed naively overflows; each is far beyond any memory, so a result
+// that took one as a size is refused, not allocated.
+var fuzzExtremes = []int{math.MaxInt, -math.MaxInt, math.MinInt, math.MaxInt - 1, 1 << 40, -(1 << 40)}
+
+// bound returns small() mostly and, one time in eight, an extreme: for
+// bounds, steps and sizes.
+func (z *fuzzBytes) bound() int {
+	if z.intn(8) == 7 {
+		return fuzzExtremes[z.intn(len(fuzzExtremes))]
+	}
+	return z.small()
 }
 
 // shape returns a shape of rank 0-4 with dims 0-5.
@@ -300,9 +316,90 @@ var fuzzFamilies = []fuzzFamily{
 			ops.ArgMin(x, z.small())
 		}
 	}},
+	{"index", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		x := z.tensor(z.shape())
+		keep(x)
+		items := make([]any, x.Rank())
+		want := make(tensor.Shape, x.Rank())
+		for d := range items {
+			b := [3]*int{}
+			for k := range b {
+				if z.intn(3) > 0 {
+					v := z.bound()
+					b[k] = &v
+				}
+			}
+			if b[2] != nil && *b[2] == 0 {
+				b[2] = nil
+			}
+			r := ops.Range{}
+			switch {
+			case b[0] != nil && b[1] != nil:
+				r = ops.R(*b[0], *b[1])
+			case b[0] != nil:
+				r = ops.From(*b[0])
+			case b[1] != nil:
+				r = ops.Until(*b[1])
+			}
+			if b[2] != nil {
+				r = r.Step(*b[2])
+			}
+			items[d], want[d] = r, pythonSliceLen(x.Dim(d), b)
+		}
+		// Ranges alone never fail, and take as many positions as
+		// Python's slice.indices gives (computed here without overflow).
+		if y := ops.Index(x, items...); !y.Shape().Equal(want) {
+			panic(fmt.Sprintf("Index(%v, %v): shape %v, Python's %v", x.Shape(), items, y.Shape(), want))
+		}
+	}},
 	{"cast", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
 		x := z.tensor(z.shape())
 		keep(x)
 		ops.Cast(x, fuzzDTypes[z.intn(len(fuzzDTypes))])
 	}},
+}
+
+// pythonSliceLen is len(range(*slice(start, stop, step).indices(n))) for
+// the bounds b (nil: left out), in arbitrary precision.
+func pythonSliceLen(n int, b [3]*int) int {
+	step := big.NewInt(1)
+	if b[2] != nil {
+		step = big.NewInt(int64(*b[2]))
+	}
+	bn := big.NewInt(int64(n))
+	clamp := func(v *big.Int, lo, hi int64) *big.Int {
+		if v.Sign() < 0 {
+			v.Add(v, bn)
+		}
+		if v.Cmp(big.NewInt(lo)) < 0 {
+			return big.NewInt(lo)
+		}
+		if v.Cmp(big.NewInt(hi)) > 0 {
+			return big.NewInt(hi)
+		}
+		return v
+	}
+	// Python's defaults and clamps: [0, n] walking forwards, [-1, n-1]
+	// walking backwards.
+	lo, hi, start, stop := int64(0), int64(n), int64(0), int64(n)
+	if step.Sign() < 0 {
+		lo, hi, start, stop = -1, int64(n)-1, int64(n)-1, -1
+	}
+	resolve := func(v *int, def int64) *big.Int {
+		if v == nil {
+			return big.NewInt(def)
+		}
+		return clamp(big.NewInt(int64(*v)), lo, hi)
+	}
+	first, last := resolve(b[0], start), resolve(b[1], stop)
+	// ceil((stop-start)/step), at least 0
+	span := new(big.Int).Sub(last, first)
+	if span.Sign() != step.Sign() || span.Sign() == 0 {
+		return 0
+	}
+	q, m := new(big.Int).QuoRem(span, step, new(big.Int))
+	if m.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return int(q.Int64())
 }

@@ -231,6 +231,9 @@ func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 			for range len(shape) - consumed {
 				whole()
 			}
+			if len(shape) == consumed {
+				pos++ // even standing for no dimension, it parts advanced items (as in NumPy)
+			}
 		case int:
 			n, k := shape[d], v
 			if k < 0 {
@@ -251,7 +254,12 @@ func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 			first, count, step := v.positions(n)
 			if step < 0 { // walk the reversed dimension forwards
 				p.rev = append(p.rev, d)
-				first, step = n-1-first, -step
+				first = n - 1 - first
+			}
+			if count <= 1 {
+				step = 1 // one position or none: any step takes it
+			} else {
+				step = min(max(step, -step), n) // |step| < n here, so -step cannot overflow
 			}
 			limit := first
 			if count > 0 {
@@ -296,7 +304,7 @@ func (r Range) positions(n int) (first, count, step int) {
 		if r.hasStop {
 			stop = resolve(r.stop, 0, n)
 		}
-		return start, max(0, (stop-start+step-1)/step), step
+		return start, stridedCount(stop-start, uint(step)), step
 	}
 	start, stop := n-1, -1
 	if r.hasStart {
@@ -305,7 +313,18 @@ func (r Range) positions(n int) (first, count, step int) {
 	if r.hasStop {
 		stop = resolve(r.stop, -1, n-1)
 	}
-	return start, max(0, (start-stop-step-1)/(-step)), step
+	// uint(-step) is the step's magnitude even for math.MinInt.
+	return start, stridedCount(start-stop, uint(-step)), step
+}
+
+// stridedCount is how many of the positions 0, step, 2*step, ... lie
+// below span (span is at most a dimension's size; step is any positive
+// size, however large: nothing here can overflow).
+func stridedCount(span int, step uint) int {
+	if span <= 0 {
+		return 0
+	}
+	return 1 + int(uint(span-1)/step)
 }
 
 // parseSliceText reads Python's slice syntax: "a:b:c" (each part

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -34,6 +35,15 @@ func TestIndexForms(t *testing.T) {
 		{"x[100:]", ops.Index(x, "100:"), tensor.Shape{0, 28, 28, 1}, -1},
 		{"x[0, :, ids]: the array's dimension goes first", ops.Index(x, 0, ":", ids), tensor.Shape{4, 28, 1}, 3},
 		{"x[]", ops.Index(x), tensor.Shape{8, 28, 28, 1}, 0},
+		// Steps at the ends of int's range (issue 31: the length overflowed).
+		{"x[::maxsize]", ops.Index(x, ops.Every(math.MaxInt)), tensor.Shape{1, 28, 28, 1}, 0},
+		{"x[::-maxsize]", ops.Index(x, ops.Every(-math.MaxInt)), tensor.Shape{1, 28, 28, 1}, 7 * 784},
+		{"x[5::MinInt]", ops.Index(x, ops.From(5).Step(math.MinInt)), tensor.Shape{1, 28, 28, 1}, 5 * 784},
+		{"x[maxsize-1::2]", ops.Index(x, ops.From(math.MaxInt-1).Step(math.MaxInt)), tensor.Shape{0, 28, 28, 1}, -1},
+		{"x[1:maxsize:maxsize-1]", ops.Index(x, ops.R(1, math.MaxInt).Step(math.MaxInt-1)), tensor.Shape{1, 28, 28, 1}, 784},
+		// An Ellipsis standing for no dimension still parts the advanced
+		// items around it, so the array's dimension goes first (NumPy).
+		{"x[:, ids, ..., 0, :]", ops.Index(x, ":", ids, ops.Ellipsis, 0, ":"), tensor.Shape{4, 8, 1}, 3 * 28},
 	} {
 		if !c.got.Shape().Equal(c.shape) {
 			t.Errorf("%s: shape %v, want %v", c.name, c.got.Shape(), c.shape)

@@ -23,7 +23,7 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 		chanReduce(deviceOf(c), p, xv, ov, init, a.Kind)
 		return
 	}
-	g := kernelGeometry(x.Shape(), a.Window)
+	g := geometryOf(c, x.Shape(), a.Window)
 	ro := g.offs[g.rowDim]
 	g.rows(deviceOf(c), true, func(i0 int, o []int, outer int, kb []int) {
 		if outer >= 0 && g.rowInside {
@@ -190,7 +190,7 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 		return
 	}
 	fill(ov)
-	g := kernelGeometry(x.Shape(), a.Window)
+	g := geometryOf(c, x.Shape(), a.Window)
 	selected(deviceOf(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })
 }
 
@@ -210,7 +210,7 @@ func selectAndGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, dy, a := c.Inputs[0], data[T](c.Inputs[1]), c.Attrs.(ops.SelectAttrs)
 	ov := data[T](outs[0])
 	clear(ov)
-	selected(deviceOf(c), kernelGeometry(x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
+	selected(deviceOf(c), geometryOf(c, x.Shape(), a.Window), true, data[T](x), a.Select, func(i, at int) { ov[i] = dy[at] })
 }
 
 func numKernelSet(f32, f64, i32, i64, u8 eager.Kernel) kernels {

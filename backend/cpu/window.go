@@ -5,6 +5,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -24,6 +25,37 @@ type geometry struct {
 	rowDim       int
 	rowInside    bool // every window position along rowDim is inside
 	rowStep      int  // operand distance between neighbouring windows of a row
+}
+
+// geometryOf is kernelGeometry for kernel call c, which fails with
+// device.ErrOutOfMemory, before anything is built, when the geometry's
+// tables would not fit in memory (a window of huge extent over huge
+// padding: countable, as the shape rule checks, but no machine's).
+func geometryOf(c *eager.Call, in tensor.Shape, w ops.Window) *geometry {
+	if len(in) > 0 {
+		// src and offs: out*(win+1) ints per dimension; woff: the taps.
+		out := w.OutShape(in)
+		entries, taps, ok := 0, 1, true
+		for d := range in {
+			n, ok1 := checked.Mul(out[d], w.Dims[d]+1)
+			var ok2, ok3 bool
+			entries, ok2 = checked.Add(entries, n)
+			taps, ok3 = checked.Mul(taps, w.Dims[d])
+			ok = ok && ok1 && ok2 && ok3
+		}
+		if out.NumElements() == 0 {
+			taps = 0 // newGeometry lists no taps for an empty output
+		}
+		bytes, ok4 := checked.Mul(entries+taps, 8)
+		var err error
+		if ok && ok4 && entries+taps >= 0 {
+			err = device.CheckAlloc(c.Device, bytes)
+		}
+		if !ok || !ok4 || err != nil {
+			c.Fail(device.ErrOutOfMemory, "the window %v over %v needs tables of more bytes than memory holds", w, in)
+		}
+	}
+	return kernelGeometry(in, w)
 }
 
 // kernelGeometry is newGeometry for a kernel: a rank-0 operand (one
@@ -77,6 +109,9 @@ func newGeometry(in tensor.Shape, w ops.Window) *geometry {
 		if len(ro) > 1 {
 			g.rowStep = ro[1] - ro[0]
 		}
+	}
+	if g.out.NumElements() == 0 {
+		return g // no window to walk: no taps
 	}
 	g.woff = make([]int, 0, g.win.NumElements())
 	odometer(g.win, func(k []int) {
@@ -255,7 +290,7 @@ func scatterPatchesKernel[T tensor.Num](dev *device.CPUDevice, g *geometry, disj
 
 func scatterPatchesNum[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(ops.PatchesAttrs)
-	g := kernelGeometry(a.Operand, a.Window)
+	g := geometryOf(c, a.Operand, a.Window)
 	scatterPatchesKernel(deviceOf(c), g, g.separableRows(a.Window), data[T](c.Inputs[0]), data[T](outs[0]))
 }
 
@@ -269,7 +304,7 @@ func init() {
 
 func extractPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 	x, a := c.Inputs[0], c.Attrs.(ops.PatchesAttrs)
-	g := kernelGeometry(x.Shape(), a.Window)
+	g := geometryOf(c, x.Shape(), a.Window)
 	xb, ob, pb := x.HostBytes(), outs[0].HostBytes(), c.Inputs[1].HostBytes()
 	if len(ob) == 0 {
 		return

@@ -3,6 +3,7 @@ package difftest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -40,6 +41,9 @@ type indexResult struct {
 	Grad   []float64 `json:"grad"`
 }
 
+// extremes are bounds and steps at the ends of int's range.
+var extremes = []int{math.MaxInt, -math.MaxInt, math.MinInt, 1 << 40, -(1 << 40), math.MaxInt - 1}
+
 // randomIndex draws a tensor shape and an index into it: ints (some out of
 // range), slices with bounds left out, negative, or past the ends, steps
 // of either sign, an Ellipsis, new axes and at most one index array.
@@ -53,6 +57,9 @@ func randomIndex(r *rand.Rand, id int) indexCase {
 			return nil
 		}
 		v := r.IntN(15) - 7
+		if r.IntN(8) == 0 { // far past the ends: lengths that overflow if computed naively
+			v = extremes[r.IntN(len(extremes))]
+		}
 		return &v
 	}
 	rank, used := len(c.Shape), 0
