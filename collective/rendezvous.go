@@ -79,6 +79,9 @@ const DefaultRendezvousTimeout = 10 * time.Minute
 // NewRendezvous starts a rendezvous on t (every rank makes one on its own
 // transport). Close it when done.
 func NewRendezvous(t Transport) (*Rendezvous, error) {
+	if t == nil {
+		return nil, errors.New("collective: NewRendezvous: the transport is nil")
+	}
 	r := &Rendezvous{t: t, arrived: map[rvKey][]arrival{}, waiting: map[rvKey][]*rvWaiter{},
 		timeout: DefaultRendezvousTimeout, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	for p := range t.Size() {

@@ -13,6 +13,7 @@ import (
 // their outputs are only caught where the results meet (a loop's shape
 // check, a traced graph). Panics with a *tensor.Error on a bad predicate.
 func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tensor.Tensor {
+	needFns("Cond", []string{"trueFn", "falseFn"}, trueFn == nil, falseFn == nil)
 	branches := [2]func() []*tensor.Tensor{falseFn, trueFn}
 	if t := tracingCond(pred); t != nil && pred.DType() == tensor.Bool && pred.Rank() == 0 {
 		return t.Cond(pred, branches)
@@ -71,6 +72,11 @@ func tracingAfter(outs []*tensor.Tensor, marks map[flow.Tracer]flow.Mark) flow.T
 func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.Tensor {
 	if len(branches) == 0 {
 		flow.Fail("Case", tensor.ErrArity, nil, "needs at least one branch")
+	}
+	for i, b := range branches {
+		if b == nil {
+			flow.Fail("Case", tensor.ErrAttr, nil, "branch %d is nil", i)
+		}
 	}
 	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
 		flow.Fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))

@@ -32,9 +32,12 @@ type WhileOptions struct {
 // false at once). cond returns a Bool scalar; body returns as many values
 // as it is given, each with its dtype and shape. On a tape the loop is one
 // region (see the package doc). Panics with a *tensor.Error on a bad
-// predicate or body result.
+// predicate or body result, a nil cond or body, or no loop values (a loop
+// needs at least one: it is how its result is passed on).
 func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*tensor.Tensor) []*tensor.Tensor,
 	loopVars []*tensor.Tensor, opts ...WhileOptions) []*tensor.Tensor {
+	needFns("While", []string{"cond", "body"}, cond == nil, body == nil)
+	needValues("While", "loop value", loopVars, false)
 	var o WhileOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -94,10 +97,12 @@ func done(l *flow.Loop, init, vars []*tensor.Tensor) []*tensor.Tensor {
 }
 
 // Fori runs body for i = lo, lo+1, ..., hi-1 (i as an Int64 scalar) over
-// the loop values, starting from init: a While with a counter. Options are
-// While's (MaxIterations aside).
+// the loop values, starting from init (at least one): a While with a
+// counter. Options are While's (MaxIterations aside).
 func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tensor.Tensor, init []*tensor.Tensor,
 	opts ...WhileOptions) []*tensor.Tensor {
+	needFns("Fori", []string{"body"}, body == nil)
+	needValues("Fori", "loop value", init, false)
 	nvars := len(init)
 	ck := len(opts) > 0 && opts[0].Checkpoint
 	l := &flow.Loop{Name: "Fori", NVars: nvars, Recording: regions.Recording(), Checkpoint: ck,
@@ -123,9 +128,9 @@ func Fori(lo, hi int, body func(i *tensor.Tensor, vars []*tensor.Tensor) []*tens
 // every step. T = 0 returns init and no ys. On a tape the scan is one
 // region; the gradients of xs are gathered per step.
 func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), init, xs []*tensor.Tensor) (carry, ys []*tensor.Tensor) {
-	if len(xs) == 0 {
-		flow.Fail("Scan", tensor.ErrArity, nil, "needs at least one sequence in xs")
-	}
+	needFns("Scan", []string{"fn"}, fn == nil)
+	needValues("Scan", "sequence", xs, false)
+	needValues("Scan", "carry value", init, true)
 	steps := -1
 	for i, x := range xs {
 		if x.Rank() == 0 {

@@ -108,8 +108,31 @@ func (d *Dataset) derive(stage string, open func(epoch int) iterator) *Dataset {
 	return &Dataset{stage: stage, open: open}
 }
 
-// FromTensors is a dataset of one element, the given tensors.
+// failing is a dataset whose iteration ends at once with err: how a
+// stage built from bad arguments (a nil dataset or tensor) reports them.
+func failing(stage string, err error) *Dataset {
+	return &Dataset{stage: stage, open: func(int) iterator {
+		return &funcIter{nextFn: func(context.Context) (Element, error) { return nil, err }}
+	}}
+}
+
+// nilComponent returns an error naming the first nil tensor of
+// components, for function fn.
+func nilComponent(fn string, components []*tensor.Tensor) error {
+	for i, c := range components {
+		if c == nil {
+			return fmt.Errorf("data: %s: component %d is nil", fn, i)
+		}
+	}
+	return nil
+}
+
+// FromTensors is a dataset of one element, the given tensors (none nil:
+// a nil one is the error of its first element).
 func FromTensors(components ...*tensor.Tensor) *Dataset {
+	if err := nilComponent("FromTensors", components); err != nil {
+		return failing("FromTensors", err)
+	}
 	e := Element(components)
 	return &Dataset{stage: "FromTensors", open: func(int) iterator {
 		done := false
@@ -128,6 +151,9 @@ func FromTensors(components ...*tensor.Tensor) *Dataset {
 func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
 	if len(components) == 0 {
 		return nil, errors.New("data: FromSlices: no tensors")
+	}
+	if err := nilComponent("FromSlices", components); err != nil {
+		return nil, err
 	}
 	n := -1
 	for i, c := range components {

@@ -140,8 +140,13 @@ func (d *Dataset) Enumerate() *Dataset {
 }
 
 // Zip yields the components of the datasets' elements side by side, ending
-// with the shortest.
+// with the shortest. A nil dataset is the error of the first element.
 func Zip(ds ...*Dataset) *Dataset {
+	for i, d := range ds {
+		if d == nil {
+			return failing("Zip", fmt.Errorf("data: Zip: dataset %d is nil", i))
+		}
+	}
 	return &Dataset{stage: "Zip", open: func(epoch int) iterator {
 		ups := make([]iterator, len(ds))
 		for i, d := range ds {

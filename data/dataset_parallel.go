@@ -2,8 +2,10 @@ package data
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/eagerflow/eagerflow/tensor"
@@ -375,6 +377,15 @@ func tfrecordFile(name string, o TFRecordOptions) *Dataset {
 	}}
 }
 
+// describe lists e's components as "float32[2 3], <nil>".
+func describe(e Element) string {
+	parts := make([]string, len(e))
+	for i, c := range e {
+		parts[i] = tensor.Describe(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // ParseWith returns a Map function that parses an element holding one
 // serialized Example (a Uint8 vector, as TFRecordFiles yields) by p: the
 // result has one component per feature of the spec, in sorted name order
@@ -382,8 +393,11 @@ func tfrecordFile(name string, o TFRecordOptions) *Dataset {
 // their values only).
 func ParseWith(p *Parser) func(Element) (Element, error) {
 	return func(e Element) (Element, error) {
-		if len(e) != 1 || e[0].DType() != tensor.Uint8 {
-			return nil, fmt.Errorf("ParseWith needs one Uint8 record, got %d components", len(e))
+		if p == nil {
+			return nil, errors.New("data: ParseWith: the parser is nil")
+		}
+		if len(e) != 1 || e[0] == nil || e[0].DType() != tensor.Uint8 {
+			return nil, fmt.Errorf("data: ParseWith needs one Uint8 record, got %d components (%v)", len(e), describe(e))
 		}
 		parsed, err := p.Parse([][]byte{e[0].Contiguous().HostBytes()})
 		if err != nil {

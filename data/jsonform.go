@@ -50,6 +50,9 @@ func ParseJSONFloat(s string) (v float64, ok bool) {
 
 // FeatureJSON returns the JSON form of a feature.
 func FeatureJSON(f *Feature) map[string]any {
+	if f == nil {
+		return nil
+	}
 	switch f.Kind {
 	case KindBytes:
 		vals := make([]any, len(f.Bytes))
@@ -93,11 +96,17 @@ func featuresJSON(m map[string]*Feature) map[string]any {
 
 // ExampleJSON returns {"features": {name: feature}}.
 func ExampleJSON(e *Example) map[string]any {
+	if e == nil {
+		return nil
+	}
 	return map[string]any{"features": featuresJSON(e.Features)}
 }
 
 // SequenceExampleJSON returns {"context": ..., "feature_lists": {name: [...]}}.
 func SequenceExampleJSON(s *SequenceExample) map[string]any {
+	if s == nil {
+		return nil
+	}
 	lists := make(map[string]any, len(s.FeatureLists))
 	for k, l := range s.FeatureLists {
 		fs := make([]any, len(l))
@@ -112,6 +121,9 @@ func SequenceExampleJSON(s *SequenceExample) map[string]any {
 // EventJSON returns the JSON form of an event: wall_time (and its float64
 // bits), step, what, and what it carries.
 func EventJSON(e *Event) map[string]any {
+	if e == nil {
+		return nil
+	}
 	out := map[string]any{
 		"wall_time": JSONFloat(e.WallTime), "wall_time_bits": fmt.Sprintf("%016x", math.Float64bits(e.WallTime)),
 		"step": e.Step, "what": e.What,

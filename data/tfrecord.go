@@ -146,6 +146,9 @@ func OpenReader(path string, opts ReaderOptions) (*Reader, error) {
 // CompressionAuto it looks at the first bytes: a valid record header means
 // none, else a gzip or zlib header means that compression.
 func NewReader(src io.Reader, name string, opts ReaderOptions) (*Reader, error) {
+	if src == nil {
+		return nil, fmt.Errorf("data: NewReader %s: the source is nil", name)
+	}
 	size := opts.BufferSize
 	if size <= 0 {
 		size = 256 << 10
@@ -339,6 +342,9 @@ func (r *Reader) Close() error {
 // uncompressed TFRecord file (offsets come from Reader.Offset), checking
 // both CRCs. name labels errors.
 func ReadRecordAt(src io.ReaderAt, name string, offset int64) ([]byte, error) {
+	if src == nil {
+		return nil, fmt.Errorf("data: ReadRecordAt %s: the source is nil", name)
+	}
 	r := &Reader{name: name, offset: offset}
 	var hdr [headerSize]byte
 	if n, err := src.ReadAt(hdr[:], offset); n < headerSize {

@@ -55,6 +55,9 @@ func CreateWriter(path string, opts WriterOptions) (*Writer, error) {
 // NewWriter writes TFRecord records to dst. Close flushes (and finishes
 // the compressed stream) but does not close dst.
 func NewWriter(dst io.Writer, opts WriterOptions) *Writer {
+	if dst == nil {
+		dst = nilDestination{} // its writes fail, saying so
+	}
 	w := &Writer{}
 	switch opts.Compression {
 	case CompressionGZIP:
@@ -66,6 +69,13 @@ func NewWriter(dst io.Writer, opts WriterOptions) *Writer {
 	}
 	w.bw = bufio.NewWriterSize(dst, 256<<10)
 	return w
+}
+
+// nilDestination stands for a nil io.Writer given to NewWriter.
+type nilDestination struct{}
+
+func (nilDestination) Write([]byte) (int, error) {
+	return 0, errors.New("data: the TFRecord writer's destination is nil")
 }
 
 // Write appends one record.

@@ -146,9 +146,13 @@ func init() {
 // Register makes a device findable by Lookup under its name. Registering a
 // second device with the same name replaces the first.
 func Register(d Device) {
+	if d == nil {
+		panic("device: Register of a nil device")
+	}
+	name := d.Name()
 	registry.Lock()
-	registry.byName[d.Name()] = d
-	registry.Unlock()
+	defer registry.Unlock()
+	registry.byName[name] = d
 }
 
 // Lookup returns the device named name ("cpu:0", "gpu:0", ...).

@@ -35,6 +35,9 @@ var (
 // records follows from the tensors an op reads (a tape's tracked tensors,
 // a trace's values), not from the count or the goroutine.
 func AddObserver(o Observer) {
+	if o == nil {
+		panic("eager: AddObserver of a nil observer")
+	}
 	for {
 		old := observers.Load()
 		next := &observerSet{}
@@ -146,6 +149,9 @@ func view(c *Call, specs []Out) []*tensor.Tensor {
 // newCall copies up to three inputs into the call itself, so the caller's
 // variadic slice stays on its stack.
 func newCall(op *Op, attrs any, inputs []*tensor.Tensor) *Call {
+	if op == nil {
+		tensor.Panicf("eager", "Run", tensor.ErrAttr, inputs, "", "the op is nil")
+	}
 	c := calls.Get().(*Call)
 	c.Op, c.Attrs = op, attrs
 	if len(inputs) <= len(c.inBuf) {
@@ -304,6 +310,9 @@ func observe(c *Call, outs []*tensor.Tensor) {
 // Catch runs fn and returns the *tensor.Error it panicked with, or nil.
 // Other panics pass through unchanged.
 func Catch(fn func()) (err error) {
+	if fn == nil {
+		return &tensor.Error{Pkg: "eager", Op: "Catch", Kind: tensor.ErrAttr, Detail: "fn is nil", Caller: tensor.Caller()}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			var te *tensor.Error

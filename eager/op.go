@@ -133,6 +133,9 @@ var registry struct {
 // Register adds op to the registry and returns it; ops call it in their
 // package-level declarations. It panics if another op has the name.
 func Register(op *Op) *Op {
+	if op == nil {
+		panic("eager: Register of a nil op")
+	}
 	registry.Lock()
 	defer registry.Unlock()
 	if registry.byName == nil {

@@ -49,6 +49,9 @@ func SaveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 // saveCheckpoint is SaveCheckpoint with a hook on the file's writer (tests
 // use it to fail mid-write).
 func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata map[string]string, wrap func(io.Writer) io.Writer) (err error) {
+	if err := nilArg("SaveCheckpoint", arg{"vars", vars}); err != nil {
+		return err
+	}
 	all := vars
 	meta := map[string]string{}
 	for k, v := range metadata {
@@ -222,6 +225,9 @@ func decodeSafetensors(raw []byte, name string) (map[string]*tensor.Tensor, map[
 // the optimizer's state. A variable missing from the file, or saved with
 // another shape or dtype, is an error naming it; nothing is changed then.
 func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[string]string, error) {
+	if err := nilArg("RestoreCheckpoint", arg{"vars", vars}); err != nil {
+		return nil, err
+	}
 	saved, meta, err := LoadCheckpoint(path)
 	if err != nil {
 		return nil, err

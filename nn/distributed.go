@@ -33,6 +33,9 @@ const GradientBucketBytes = 25 << 20
 // GradientBucketBytes of consecutive gradients of one dtype. Nil
 // gradients stay nil (every rank must have the same ones nil).
 func AllReduceGradients(comm collective.Comm, grads []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if err := nilArg("AllReduceGradients", arg{"the communicator", comm}, arg{"grads", grads}); err != nil {
+		return nil, err
+	}
 	out := make([]*tensor.Tensor, len(grads))
 	for _, b := range gradientBuckets(grads, GradientBucketBytes) {
 		if err := reduceBucket(comm, grads[b.lo:b.hi], out[b.lo:b.hi], b.bytes); err != nil {
@@ -139,6 +142,7 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 // and example count it returns are this rank's; Fit with FitConfig.Comm
 // averages them.
 func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, opts ...DistributedOptions) Step {
+	mustArgs("DistributedTrainStep", arg{"the communicator", comm}, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	var o DistributedOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -496,6 +500,9 @@ func (r *gradientReduce) release(out []*tensor.Tensor) {
 
 // BroadcastVariables sets every variable to rank 0's value.
 func BroadcastVariables(comm collective.Comm, vars []*tape.Variable) error {
+	if err := nilArg("BroadcastVariables", arg{"the communicator", comm}, arg{"vars", vars}); err != nil {
+		return err
+	}
 	for _, v := range vars {
 		t, err := comm.Broadcast(v.Value(), 0)
 		if err != nil {

@@ -87,6 +87,9 @@ type History struct {
 // restore and what callbacks see.
 func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (History, error) {
 	var h History
+	if err := nilArg("Fit", arg{"the dataset", ds}, arg{"the step", step}, arg{"vars", vars}); err != nil {
+		return h, err
+	}
 	epochs := max(cfg.Epochs, 1)
 	primary := cfg.Comm == nil || cfg.Comm.Rank() == 0
 	if cfg.Validation != nil && cfg.Evaluate == nil {
@@ -235,6 +238,9 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 // Evaluate runs eval over every batch of ds and returns each metric's
 // mean over the examples.
 func Evaluate(ctx context.Context, ds *data.Dataset, eval EvalStep) (map[string]float64, error) {
+	if err := nilArg("Evaluate", arg{"the dataset", ds}, arg{"the step", eval}); err != nil {
+		return nil, err
+	}
 	sums, n, err := evaluateSums(ctx, ds, eval)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ func BinaryCrossEntropyWithLogits(logits, labels *tensor.Tensor) *tensor.Tensor 
 // Accuracy is the fraction of rows of logits [N, C] whose largest entry is
 // at the label [N] (Int32 or Int64).
 func Accuracy(logits, labels *tensor.Tensor) float64 {
+	mustArgs("Accuracy", arg{"logits", logits}, arg{"labels", labels})
 	pred := ops.ArgMax(logits, -1)
 	if labels.DType() != tensor.Int64 {
 		labels = ops.Cast(labels, tensor.Int64)

@@ -39,6 +39,7 @@ func SetTraining(m Module, training bool) {
 // AllVariables returns m's trainable variables followed by its state, the
 // set a checkpoint holds.
 func AllVariables(m Module) []*tape.Variable {
+	mustArgs("AllVariables", arg{"the module", m})
 	vars := m.Variables()
 	if s, ok := m.(Stateful); ok {
 		vars = append(vars, s.State()...)
@@ -48,6 +49,7 @@ func AllVariables(m Module) []*tape.Variable {
 
 // Values returns the variables' tensors, for tape.Gradient.
 func Values(vars []*tape.Variable) []*tensor.Tensor {
+	mustArgs("Values", arg{"vars", vars})
 	out := make([]*tensor.Tensor, len(vars))
 	for i, v := range vars {
 		out[i] = v.Value()

@@ -51,6 +51,7 @@ func Cosine(lr float64, steps int, minLR float64) Schedule {
 // Warmup ramps linearly from 0 to the schedule's rate over warmup steps,
 // then follows the schedule (shifted by warmup).
 func Warmup(s Schedule, warmup int) Schedule {
+	mustArgs("Warmup", arg{"the schedule", s})
 	return func(step int) float64 {
 		if step < warmup {
 			return s(0) * float64(step+1) / float64(warmup)

@@ -25,6 +25,7 @@ type Metric func(pred, labels *tensor.Tensor) float64
 // applied to model's variables. A shape error inside the step comes back
 // as its error, naming the op.
 func TrainStep(model Module, loss Loss, opt Optimizer) Step {
+	mustArgs("TrainStep", arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: TrainStep: a batch of (inputs, labels), got %d components", len(b))
@@ -50,6 +51,10 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 // (SetTraining false while it runs, true again after): "loss" and each
 // named metric.
 func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
+	mustArgs("EvalStepOf", arg{"the model", model}, arg{"the loss", loss})
+	for name, m := range metrics {
+		mustArgs("EvalStepOf", arg{"metric " + name, m})
+	}
 	return func(b data.Element) (out map[string]float64, n int, err error) {
 		if len(b) < 2 {
 			return nil, 0, fmt.Errorf("nn: EvalStepOf: a batch of (inputs, labels), got %d components", len(b))
@@ -90,6 +95,7 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // the gradients of the loss times scale and passes them through reduce,
 // when not nil, before returning them.
 func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor) Step {
+	mustArgs(name, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	vars := model.Variables()
 	frozen := untraceable(model)
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {

@@ -76,6 +76,9 @@ func thousands(n int) string {
 // output shape and parameter count, and the totals, as Keras' summary
 // does. An error in a layer is returned naming the layer.
 func Summary(m Module, x *tensor.Tensor) (string, error) {
+	if err := nilArg("Summary", arg{"the module", m}, arg{"the input", x}); err != nil {
+		return "", err
+	}
 	s, err := Summarize(m, x)
 	if err != nil {
 		return "", err
@@ -103,6 +106,9 @@ type LayerSummary struct {
 // Summarize is Summary as data: it runs x through m in inference mode and
 // lists each layer's output shape and parameters. Errors as Summary.
 func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
+	if err := nilArg("Summarize", arg{"the module", m}, arg{"the input", x}); err != nil {
+		return ModelSummary{}, err
+	}
 	SetTraining(m, false)
 	defer SetTraining(m, true)
 	s := ModelSummary{InputDType: x.DType(), InputShape: x.Shape()}

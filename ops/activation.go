@@ -11,12 +11,14 @@ import (
 
 // LeakyRelu returns x where x > 0 and alpha*x elsewhere. Floats.
 func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
+	needInputs("LeakyRelu", x)
 	defer asOp("LeakyRelu")
 	return Select(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
 }
 
 // Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
 func Elu(x *tensor.Tensor) *tensor.Tensor {
+	needInputs("Elu", x)
 	defer asOp("Elu")
 	neg := Minimum(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
 	return Select(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
@@ -40,6 +42,7 @@ var geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
 // x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats.
 func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
+	needInputs("GeluTanh", x)
 	defer asOp("GeluTanh")
 	inner := Mul(ScalarLike(x, math.Sqrt(2/math.Pi)), Add(x, Mul(ScalarLike(x, 0.044715), Mul(x, Square(x)))))
 	return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Tanh(inner)))
@@ -80,6 +83,7 @@ func (f DataFormat) String() string {
 // BiasAdd adds bias: [C] to x along its feature dimension: the last for
 // NHWC, dimension 1 for NCHW (x rank >= 2).
 func BiasAdd(x, bias *tensor.Tensor, format DataFormat) *tensor.Tensor {
+	needInputs("BiasAdd", x, bias)
 	defer asOp("BiasAdd")
 	in := []*tensor.Tensor{x, bias}
 	if bias.Rank() != 1 || x.Rank() < 2 {
@@ -115,6 +119,7 @@ func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
 // rate 0 returns x. Floats; panics with a *tensor.Error for rate outside
 // [0, 1).
 func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
+	needInputs("Dropout", x)
 	defer asOp("Dropout")
 	if !x.DType().IsFloat() {
 		fail("Dropout", tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())

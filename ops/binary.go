@@ -150,6 +150,8 @@ func Pow(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(powOp, nil, a, 
 // BroadcastDims(Add, m, v, 0) adds v[i] to row i. It panics with a
 // *tensor.Error if dims does not fit.
 func BroadcastDims(op func(a, b *tensor.Tensor) *tensor.Tensor, lhs, rhs *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needFunc("BroadcastDims", "op", op == nil)
+	needInputs("BroadcastDims", lhs, rhs)
 	lo, hi, loIsLHS := rhs, lhs, false
 	if lhs.Rank() < rhs.Rank() {
 		lo, hi, loIsLHS = lhs, rhs, true

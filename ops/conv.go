@@ -266,6 +266,7 @@ func (p *convPlan) groupCols(m *tensor.Tensor, gi int) *tensor.Tensor {
 // share a float dtype. Panics with a *tensor.Error when shapes or options do
 // not fit.
 func Conv(x, kernel *tensor.Tensor, o ConvOpts) *tensor.Tensor {
+	needInputs("Conv", x, kernel)
 	defer asOp("Conv")
 	p := planConv(x.Shape(), kernel.Shape(), o)
 	outs := make([]*tensor.Tensor, p.groups)
@@ -422,6 +423,7 @@ func hwOf(s tensor.Shape, f DataFormat) (int, int) {
 // OH, OW], with strides, dilations and SAME/VALID/explicit padding as
 // TensorFlow's Conv2D.
 func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	needInputs("Conv2D", x, filter)
 	defer asOp("Conv2D")
 	o.check("Conv2D", []*tensor.Tensor{x, filter})
 	if x.Rank() != 4 || filter.Rank() != 4 {
@@ -439,6 +441,7 @@ func Conv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 // (TensorFlow's Conv2DBackpropInput). It is what the tape computes for a
 // recorded Conv2D.
 func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	needInputs("Conv2DBackpropInput", filter, dy)
 	defer asOp("Conv2DBackpropInput")
 	o.check("Conv2DBackpropInput", []*tensor.Tensor{filter, dy})
 	if inputShape.Rank() != 4 || filter.Rank() != 4 {
@@ -459,6 +462,7 @@ func Conv2DBackpropInput(inputShape tensor.Shape, filter, dy *tensor.Tensor, o C
 // filter, given the input, the filter's shape and dy (TensorFlow's
 // Conv2DBackpropFilter).
 func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	needInputs("Conv2DBackpropFilter", x, dy)
 	defer asOp("Conv2DBackpropFilter")
 	o.check("Conv2DBackpropFilter", []*tensor.Tensor{x, dy})
 	if x.Rank() != 4 || filterShape.Rank() != 4 {
@@ -480,6 +484,7 @@ func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor
 // channels, channel c*M+m from input channel c. It is Conv with C feature
 // groups.
 func DepthwiseConv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
+	needInputs("DepthwiseConv2D", x, filter)
 	defer asOp("DepthwiseConv2D")
 	o.check("DepthwiseConv2D", []*tensor.Tensor{x, filter})
 	if x.Rank() != 4 || filter.Rank() != 4 {

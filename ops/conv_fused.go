@@ -51,6 +51,7 @@ func (a FusedConv2DAttrs) String() string {
 // all three inputs. Panics with a *tensor.Error for what Conv2D rejects, a
 // bias that is not a vector of O entries, or an unknown activation.
 func FusedConv2D(x, filter, bias *tensor.Tensor, o Conv2DOpts, act FusedActivation) *tensor.Tensor {
+	needInputs("FusedConv2D", x, filter, bias)
 	defer asOp("FusedConv2D")
 	in := []*tensor.Tensor{x, filter, bias}
 	o.check("FusedConv2D", in)

@@ -10,6 +10,7 @@ import (
 // matrix·matrix -> matrix, contracting the last dimension of lhs with the
 // first of rhs. Panics with a *tensor.Error for other ranks or sizes.
 func Dot(lhs, rhs *tensor.Tensor) *tensor.Tensor {
+	needInputs("Dot", lhs, rhs)
 	defer asOp("Dot")
 	in := []*tensor.Tensor{lhs, rhs}
 	if lhs.Rank() < 1 || lhs.Rank() > 2 || rhs.Rank() < 1 || rhs.Rank() > 2 {
@@ -48,6 +49,7 @@ type DotDims struct {
 // rhs free...]. Panics with a *tensor.Error if paired sizes differ or a
 // dimension is repeated or out of range.
 func DotGeneral(lhs, rhs *tensor.Tensor, d DotDims) *tensor.Tensor {
+	needInputs("DotGeneral", lhs, rhs)
 	defer asOp("DotGeneral")
 	in := []*tensor.Tensor{lhs, rhs}
 	if len(d.LhsBatch) != len(d.RhsBatch) || len(d.LhsContract) != len(d.RhsContract) {

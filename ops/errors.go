@@ -12,6 +12,24 @@ func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any
 	tensor.Panicf("ops", op, kind, in, "", format, args...)
 }
 
+// needInputs fails op when one of its tensor arguments xs is nil, before
+// anything reads it (dispatch checks an op's inputs likewise; composites
+// and public functions that read their inputs first call this).
+func needInputs(op string, xs ...*tensor.Tensor) {
+	for i, x := range xs {
+		if x == nil {
+			fail(op, tensor.ErrArity, xs, "input %d is nil", i)
+		}
+	}
+}
+
+// needFunc fails op when its function argument called name is nil.
+func needFunc(op, name string, isNil bool) {
+	if isNil {
+		fail(op, tensor.ErrAttr, nil, "%s is nil", name)
+	}
+}
+
 // asOp is deferred by the ops composed of other ops (Stack of ExpandDims
 // and Concatenate, Sum of Reduce...): a *tensor.Error raised by an op they
 // call is raised again under the composite's name, the inner op named in

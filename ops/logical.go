@@ -41,6 +41,7 @@ func LogicalNot(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(logicalNotO
 // Any reports whether any element over dims (all when none are given) is
 // true. x: Bool.
 func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("Any", x)
 	defer asOp("Any")
 	needBool("Any", x)
 	return Cast(Amax(Cast(x, tensor.Uint8), dims...), tensor.Bool)
@@ -49,6 +50,7 @@ func Any(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 // All reports whether every element over dims (all when none are given) is
 // true. x: Bool.
 func All(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("All", x)
 	defer asOp("All")
 	needBool("All", x)
 	return Cast(Amin(Cast(x, tensor.Uint8), dims...), tensor.Bool)

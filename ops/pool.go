@@ -59,6 +59,7 @@ func checkPool(op string, x *tensor.Tensor, o PoolOpts) {
 // [N, C, H, W] (NCHW) -> pooled. Padding never wins. Its gradient goes to
 // the first maximum of each window through SelectAndScatter.
 func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	needInputs("MaxPool2D", x)
 	defer asOp("MaxPool2D")
 	checkPool("MaxPool2D", x, o)
 	return ReduceWindow(x, ScalarLike(x, math.Inf(-1)), ReduceMax, o.window(x))
@@ -68,6 +69,7 @@ func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 // SAME padding, border windows average fewer elements, as TensorFlow does).
 // Floats.
 func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
+	needInputs("AvgPool2D", x)
 	defer asOp("AvgPool2D")
 	checkPool("AvgPool2D", x, o)
 	w := o.window(x)

@@ -15,6 +15,8 @@ import (
 // differentiates like any composition of ops. Built-in reductions (Sum,
 // Amax, ...) are faster.
 func ReduceWith(x, init *tensor.Tensor, f func(a, b *tensor.Tensor) *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("ReduceWith", x, init)
+	needFunc("ReduceWith", "f", f == nil)
 	in := []*tensor.Tensor{x, init}
 	if init.Rank() != 0 || init.DType() != x.DType() {
 		fail("Reduce", tensor.ErrShape, in, "init must be a scalar of the operand's dtype")

@@ -65,6 +65,7 @@ func Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 // flattened visiting its dimensions in the order dims (slowest first), then
 // shaped as sizes. It equals Reshape(Transpose(x, dims...), sizes...).
 func ReshapeDims(x *tensor.Tensor, dims []int, sizes ...int) *tensor.Tensor {
+	needInputs("ReshapeDims", x)
 	defer asOp("ReshapeDims")
 	return Reshape(Transpose(x, dims...), sizes...)
 }
@@ -167,6 +168,7 @@ func BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 // Broadcast is XLA's Broadcast: it adds the dimensions sizes in front of
 // x's, so output[i..., j...] = x[j...].
 func Broadcast(x *tensor.Tensor, sizes ...int) *tensor.Tensor {
+	needInputs("Broadcast", x)
 	defer asOp("Broadcast")
 	return BroadcastTo(x, append(slices.Clone(sizes), x.Shape()...)...)
 }
@@ -175,6 +177,7 @@ func Broadcast(x *tensor.Tensor, sizes ...int) *tensor.Tensor {
 // are summed away and dimensions where shape has 1 are summed with keepdims.
 // The tape uses it to fit gradients to their inputs.
 func SumTo(x *tensor.Tensor, shape tensor.Shape) *tensor.Tensor {
+	needInputs("SumTo", x)
 	defer asOp("SumTo")
 	if x.Shape().Equal(shape) {
 		return x

@@ -33,6 +33,7 @@ func init() {
 // LogSoftmax returns log(softmax(x)) along axis (negative counts from the
 // end), computed stably. x: Float32 or Float64, rank >= 1.
 func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	needInputs("LogSoftmax", x)
 	defer asOp("LogSoftmax")
 	return alongLast("LogSoftmax", logSoftmaxOp, x, axis)
 }
@@ -41,6 +42,7 @@ func LogSoftmax(x *tensor.Tensor, axis int) *tensor.Tensor {
 // per row (float32 rows through the vector exp). x: Float32 or Float64,
 // rank >= 1.
 func Softmax(x *tensor.Tensor, axis int) *tensor.Tensor {
+	needInputs("Softmax", x)
 	defer asOp("Softmax")
 	return alongLast("Softmax", softmaxOp, x, axis)
 }
@@ -80,6 +82,7 @@ var softmaxOp = eager.Register(&eager.Op{
 // last dimension: logits, labels: [..., classes] of one float dtype ->
 // [...]. labels are probabilities (each row summing to 1).
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	needInputs("SoftmaxCrossEntropy", logits, labels)
 	defer asOp("SoftmaxCrossEntropy")
 	in := []*tensor.Tensor{logits, labels}
 	if !logits.Shape().Equal(labels.Shape()) {
@@ -136,6 +139,7 @@ func init() {
 // the label and 0 elsewhere. indices: Int32 or Int64 of shape [...].
 // Out-of-range indices give an all-zero row.
 func OneHot(indices *tensor.Tensor, depth int, dt tensor.DType) *tensor.Tensor {
+	needInputs("OneHot", indices)
 	defer asOp("OneHot")
 	in := []*tensor.Tensor{indices}
 	if depth < 0 {

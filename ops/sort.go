@@ -139,6 +139,7 @@ func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 // same way, returning the sorted keys, the permuted values and the Int64
 // permutation (XLA's key/value Sort).
 func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedKeys, sortedValues, perm *tensor.Tensor) {
+	needInputs("SortKeyVal", keys, values)
 	defer asOp("SortKeyVal")
 	if !keys.Shape().Equal(values.Shape()) {
 		fail("SortKeyVal", tensor.ErrShape, []*tensor.Tensor{keys, values}, "keys %v and values %v differ", keys.Shape(), values.Shape())
@@ -151,6 +152,7 @@ func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedK
 // and their Int64 indices (ties keep their order). Panics with a
 // *tensor.Error if k is outside [0, last dimension].
 func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
+	needInputs("TopK", x)
 	defer asOp("TopK")
 	if x.Rank() == 0 || k < 0 || k > x.Dim(-1) {
 		fail("TopK", tensor.ErrValue, []*tensor.Tensor{x}, "k %d is outside [0, last dimension]", k)

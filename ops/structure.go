@@ -22,6 +22,7 @@ import (
 // [8 3]. dims must be increasing and consecutive; Collapse panics with a
 // *tensor.Error otherwise.
 func Collapse(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("Collapse", x)
 	defer asOp("Collapse")
 	in := []*tensor.Tensor{x}
 	if len(dims) == 0 {
@@ -42,6 +43,7 @@ func Collapse(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 
 // ExpandDims inserts a dimension of size 1 at axis (in [-rank-1, rank]).
 func ExpandDims(x *tensor.Tensor, axis int) *tensor.Tensor {
+	needInputs("ExpandDims", x)
 	defer asOp("ExpandDims")
 	r := x.Rank()
 	if axis < -r-1 || axis > r {
@@ -57,6 +59,7 @@ func ExpandDims(x *tensor.Tensor, axis int) *tensor.Tensor {
 // Squeeze removes the given size-1 dimensions (every size-1 dimension when
 // none are given). Panics with a *tensor.Error if a given one is not 1.
 func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
+	needInputs("Squeeze", x)
 	defer asOp("Squeeze")
 	drop := make([]bool, x.Rank())
 	for _, a := range axes {
@@ -83,6 +86,7 @@ func Squeeze(x *tensor.Tensor, axes ...int) *tensor.Tensor {
 
 // Stack joins same-shaped tensors along a new dimension at axis.
 func Stack(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
+	needInputs("Stack", xs...)
 	defer asOp("Stack")
 	if len(xs) == 0 {
 		fail("Stack", tensor.ErrArity, nil, "needs at least one tensor")
@@ -105,6 +109,7 @@ func Stack(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
 
 // Unstack splits x along axis into x.Dim(axis) tensors without that axis.
 func Unstack(x *tensor.Tensor, axis int) []*tensor.Tensor {
+	needInputs("Unstack", x)
 	defer asOp("Unstack")
 	if axis < -x.Rank() || axis >= x.Rank() {
 		fail("Unstack", tensor.ErrAxis, []*tensor.Tensor{x}, "axis %d is out of range for rank %d", axis, x.Rank())
@@ -122,6 +127,7 @@ func Unstack(x *tensor.Tensor, axis int) []*tensor.Tensor {
 // Split cuts x along axis into pieces of the given sizes (which must add up
 // to x.Dim(axis)); nil sizes means pieces of size 1.
 func Split(x *tensor.Tensor, axis int, sizes []int) []*tensor.Tensor {
+	needInputs("Split", x)
 	defer asOp("Split")
 	in := []*tensor.Tensor{x}
 	if axis < -x.Rank() || axis >= x.Rank() {
@@ -160,6 +166,7 @@ func Split(x *tensor.Tensor, axis int, sizes []int) []*tensor.Tensor {
 
 // Tile repeats x reps[d] times along each dimension d (len(reps) = rank).
 func Tile(x *tensor.Tensor, reps ...int) *tensor.Tensor {
+	needInputs("Tile", x)
 	defer asOp("Tile")
 	if len(reps) != x.Rank() {
 		fail("Tile", tensor.ErrRank, []*tensor.Tensor{x}, "%d repetitions for rank %d", len(reps), x.Rank())
@@ -263,6 +270,7 @@ func GetTupleElement(t Tuple, i int) *tensor.Tensor {
 // Call is XLA's Call: it applies a computation (any Go function of
 // tensors) to args. Ops inside run, and are recorded, as usual.
 func Call(computation func(args ...*tensor.Tensor) Tuple, args ...*tensor.Tensor) Tuple {
+	needFunc("Call", "computation", computation == nil)
 	return computation(args...)
 }
 
@@ -271,6 +279,7 @@ func Call(computation func(args ...*tensor.Tensor) Tuple, args ...*tensor.Tensor
 // then computes every element at once, with gradients); a result of
 // another shape panics with a *tensor.Error.
 func Map(f func(xs ...*tensor.Tensor) *tensor.Tensor, operands ...*tensor.Tensor) *tensor.Tensor {
+	needFunc("Map", "f", f == nil)
 	if len(operands) == 0 {
 		fail("Map", tensor.ErrArity, nil, "needs at least one operand")
 	}

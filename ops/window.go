@@ -173,8 +173,13 @@ func ScatterPatches(patches *tensor.Tensor, operand tensor.Shape, w Window) *ten
 
 // SamePadding returns TensorFlow's SAME padding for one dimension of size n:
 // the output has ceil(n/stride) positions and the padding is split with the
-// extra element at the high end.
+// extra element at the high end. It panics with a *tensor.Error when n is
+// negative or window, stride or dilation is below 1.
 func SamePadding(n, window, stride, dilation int) [2]int {
+	if n < 0 || window < 1 || stride < 1 || dilation < 1 {
+		fail("SamePadding", tensor.ErrAttr, nil, "size %d, window %d, stride %d, dilation %d: want size >= 0 and the others >= 1",
+			n, window, stride, dilation)
+	}
 	out := (n + stride - 1) / stride
 	span := (window-1)*dilation + 1
 	total := max((out-1)*stride+span-n, 0)

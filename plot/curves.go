@@ -13,6 +13,7 @@ package plot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -71,6 +72,9 @@ func Lines(path string, opts Options, series ...Series) error {
 // WriteLines writes the chart Lines draws to w in format: "png", "svg",
 // "pdf" or "jpg". Errors are those of Lines.
 func WriteLines(w io.Writer, format string, opts Options, series ...Series) error {
+	if w == nil {
+		return errors.New("plot: WriteLines: the writer is nil")
+	}
 	if err := writeLines(w, format, opts, series); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}

@@ -1,6 +1,7 @@
 package plot
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -27,6 +28,9 @@ func History(path string, h nn.History, opts Options) error {
 // WriteHistory writes the curves History draws to w in format: "png",
 // "svg", "pdf" or "jpg". Errors are those of History.
 func WriteHistory(w io.Writer, format string, h nn.History, opts Options) error {
+	if w == nil {
+		return errors.New("plot: WriteHistory: the writer is nil")
+	}
 	if err := writeHistory(w, format, h, opts); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}

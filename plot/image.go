@@ -10,6 +10,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/atomicfile"
+	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -56,9 +57,14 @@ func Viridis(t float64) color.NRGBA {
 	return color.NRGBA{c[0], c[1], c[2], 255}
 }
 
+// MaxImagePixels bounds the images ToImage and Image draw (2^28 pixels,
+// 1 GiB of RGBA): a Scale or a tensor that would make a larger one is an
+// error, not an allocation that takes the machine's memory.
+const MaxImagePixels = 1 << 28
+
 // Image writes x as a PNG image to path; see ToImage for the shapes.
 func Image(path string, x *tensor.Tensor, opts ImageOptions) error {
-	img, err := ToImage(x, opts)
+	img, err := toImage(x, opts)
 	if err != nil {
 		return fmt.Errorf("plot: %s: %w", path, err)
 	}
@@ -76,14 +82,30 @@ func Image(path string, x *tensor.Tensor, opts ImageOptions) error {
 // through a colour map under Heat); [H W C]
 // with C 1 (grey), 3 (RGB) or 4 (RGBA); [N H W C] as a grid of N images,
 // one pixel of background between them ([C H W] and [N C H W] under
-// ChannelsFirst). Errors: another rank or channel count, a Bool tensor, an
-// empty one, Min > Max, a negative Cols or Scale, and NaN values.
+// ChannelsFirst). Infinite values are clipped to Min and Max (the range
+// the zero options take is that of the finite values). Errors: a nil
+// tensor, another rank or channel count, a Bool tensor, an empty one,
+// Min > Max or either not finite, a negative Cols or Scale, NaN values,
+// and an image of more than MaxImagePixels.
 func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
+	img, err := toImage(x, opts)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	return img, nil
+}
+
+// toImage is ToImage with errors that do not name the package.
+func toImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
+	if x == nil {
+		return nil, fmt.Errorf("the tensor is nil")
+	}
 	if x.DType() == tensor.Bool {
 		return nil, fmt.Errorf("a Bool tensor has no brightness; Cast it first")
 	}
-	if opts.Min > opts.Max || opts.Cols < 0 || opts.Scale < 0 {
-		return nil, fmt.Errorf("options Min %v Max %v Cols %d Scale %d: want Min <= Max and Cols, Scale >= 0", opts.Min, opts.Max, opts.Cols, opts.Scale)
+	if opts.Min > opts.Max || opts.Cols < 0 || opts.Scale < 0 || math.IsInf(opts.Min, 0) || math.IsInf(opts.Max, 0) ||
+		math.IsNaN(opts.Min) || math.IsNaN(opts.Max) {
+		return nil, fmt.Errorf("options Min %v Max %v Cols %d Scale %d: want finite Min <= Max and Cols, Scale >= 0", opts.Min, opts.Max, opts.Cols, opts.Scale)
 	}
 	var values []float64
 	var nhwc *tensor.Tensor
@@ -124,7 +146,12 @@ func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
 	if lo == 0 && hi == 0 {
 		lo, hi = math.Inf(1), math.Inf(-1)
 		for _, v := range values {
-			lo, hi = min(lo, v), max(hi, v)
+			if !math.IsInf(v, 0) {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+		if lo > hi { // no finite value: the infinities alone, black and white
+			lo, hi = 0, 1
 		}
 	}
 	for i, v := range values {
@@ -150,7 +177,14 @@ func ToImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
 	if n > 1 {
 		gap = 1
 	}
-	img := image.NewNRGBA(image.Rect(0, 0, (cols*(w+gap)-gap)*s, (rows*(h+gap)-gap)*s))
+	width, ok1 := checked.Mul(cols*(w+gap)-gap, s)
+	height, ok2 := checked.Mul(rows*(h+gap)-gap, s)
+	pixels, ok3 := checked.Mul(width, height)
+	if !ok1 || !ok2 || !ok3 || pixels > MaxImagePixels {
+		return nil, fmt.Errorf("shape %v at Scale %d makes an image of %d x %d tiles of %d x %d pixels each: more than MaxImagePixels (%d)",
+			x.Shape(), s, cols, rows, w*s, h*s, MaxImagePixels)
+	}
+	img := image.NewNRGBA(image.Rect(0, 0, width, height))
 	for i := range img.Pix {
 		img.Pix[i] = 255 // white background between tiles
 	}

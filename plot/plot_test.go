@@ -144,6 +144,17 @@ func TestToImageGrey(t *testing.T) {
 	if b := clipped.Bounds(); b.Dx() != 6 || b.Dy() != 6 {
 		t.Errorf("Scale 3 gave %v, want 6x6", b)
 	}
+	// Infinities are clipped; the range the zero options take is the
+	// finite values'.
+	inf, err := ToImage(tensor.FromSlice([]float64{math.Inf(-1), 1, 3, math.Inf(1)}, 2, 2), ImageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint8{0, 0, 255, 255} {
+		if got := color.GrayModel.Convert(inf.At(i%2, i/2)).(color.Gray).Y; got != want {
+			t.Errorf("with infinities, pixel %d = %d, want %d", i, got, want)
+		}
+	}
 	for _, c := range []struct {
 		x, y int
 		want uint8
@@ -208,6 +219,12 @@ func TestToImageErrors(t *testing.T) {
 		{tensor.Zeros(tensor.Float32, 0, 2), ImageOptions{}, "no elements"},
 		{tensor.FromSlice([]float64{1, math.NaN()}, 1, 2), ImageOptions{}, "element 1 is NaN"},
 		{tensor.Zeros(tensor.Float32, 2, 2), ImageOptions{Min: 1, Max: 0}, "Min <= Max"},
+		// Issue 31: options that drew every pixel black, and a 13 TB image.
+		{tensor.Zeros(tensor.Float32, 2, 2), ImageOptions{Min: math.NaN(), Max: 1}, "want finite Min <= Max"},
+		{tensor.Zeros(tensor.Float32, 2, 2), ImageOptions{Max: math.Inf(1)}, "want finite Min <= Max"},
+		{tensor.Zeros(tensor.Float32, 2, 2), ImageOptions{Min: math.Inf(-1)}, "want finite Min <= Max"},
+		{tensor.Zeros(tensor.Float32, 28, 28), ImageOptions{Scale: 1 << 16}, "more than MaxImagePixels"},
+		{tensor.Zeros(tensor.Float32, 28, 28), ImageOptions{Scale: math.MaxInt}, "more than MaxImagePixels"},
 	} {
 		_, err := ToImage(c.x, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -29,6 +29,13 @@ func (r CheckResult) String() string {
 // a fixed random w, which exercises every output. step is the difference
 // step (0 means 1e-6).
 func CheckGradient(f func(xs []*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tensor, step float64) CheckResult {
+	if f == nil {
+		tensor.Panicf("tape", "CheckGradient", tensor.ErrAttr, nil, "", "the function is nil")
+	}
+	if len(xs) == 0 {
+		tensor.Panicf("tape", "CheckGradient", tensor.ErrArity, nil, "", "no inputs to check the gradient at")
+	}
+	needAll("CheckGradient", "input", xs)
 	if step == 0 {
 		step = 1e-6
 	}

@@ -13,7 +13,11 @@ import (
 // none). Variables fn uses must be among its inputs to get gradients.
 func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 	grad func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor) func(xs ...*tensor.Tensor) []*tensor.Tensor {
+	if fn == nil || grad == nil {
+		tensor.Panicf("tape", "CustomGradient", tensor.ErrAttr, nil, "", "fn and grad must not be nil (fn nil: %v, grad nil: %v)", fn == nil, grad == nil)
+	}
 	return func(xs ...*tensor.Tensor) []*tensor.Tensor {
+		needAll("CustomGradient", "input", xs)
 		plain := make([]*tensor.Tensor, len(xs))
 		needs := false
 		for i, x := range xs {
@@ -41,7 +45,7 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 // by source.Shape(), built one row per target element. The tape must be
 // persistent, or it is used up by this call.
 func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
-	t.claim("Jacobian", target)
+	t.claim("Jacobian", target, source)
 	defer t.answered.Store(true)
 	n := target.NumElements()
 	rows := make([]*tensor.Tensor, 0, n)

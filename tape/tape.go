@@ -116,6 +116,7 @@ type watchSet []weak.Pointer[Tape]
 // from now on. Variables are watched by every tape without asking. xs keep
 // no reference to t.
 func (t *Tape) Watch(xs ...*tensor.Tensor) {
+	needAll("Watch", "tensor", xs)
 	for _, x := range xs {
 		for {
 			old := x.Autodiff()
@@ -168,7 +169,7 @@ func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*ten
 // (seed: target's shape and dtype; nil means ones): it returns the
 // vector-Jacobian product seed·J.
 func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
-	t.claim("Gradient", target)
+	t.claim("Gradient", target, sources...)
 	defer t.answered.Store(true)
 	return t.gradient(target, seed, sources, nil)
 }
@@ -183,12 +184,34 @@ func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Te
 // nn.DistributedTrainStep), but must not release it or use this tape.
 // The result is GradientSeeded's.
 func (t *Tape) GradientEach(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(i int, g *tensor.Tensor)) []*tensor.Tensor {
-	t.claim("GradientEach", target)
+	t.claim("GradientEach", target, sources...)
 	defer t.answered.Store(true)
 	return t.gradient(target, seed, sources, ready)
 }
 
-func (t *Tape) claim(op string, target *tensor.Tensor) {
+// need panics with a *tensor.Error (ErrArity) when x, called what, is
+// nil: a nil argument is named where it is passed, not where it is
+// first dereferenced.
+func need(op, what string, x *tensor.Tensor) {
+	if x == nil {
+		tensor.Panicf("tape", op, tensor.ErrArity, nil, "", "%s is nil", what)
+	}
+}
+
+// needAll is need for each of xs, named "what i".
+func needAll(op, what string, xs []*tensor.Tensor) {
+	for i, x := range xs {
+		if x == nil {
+			tensor.Panicf("tape", op, tensor.ErrArity, xs, "", "%s %d is nil", what, i)
+		}
+	}
+}
+
+// claim checks a question's target and sources and takes the tape's one
+// answer (a one-shot tape's).
+func (t *Tape) claim(op string, target *tensor.Tensor, sources ...*tensor.Tensor) {
+	need(op, "the target", target)
+	needAll(op, "source", sources)
 	if !t.opts.Persistent && t.used.Swap(true) {
 		tensor.Panicf("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
 			"a one-shot tape answers once; use Options{Persistent: true} to ask again")

@@ -22,6 +22,7 @@ type Variable struct {
 // NewVariable returns a variable named name holding a copy of init, on
 // init's device.
 func NewVariable(name string, init *tensor.Tensor) *Variable {
+	need("NewVariable", "the initial value of "+name, init)
 	t, err := tensor.Empty(init.Device(), init.DType(), init.Shape().Clone())
 	if err != nil {
 		panic(err)
@@ -45,6 +46,8 @@ func (v *Variable) String() string { return v.name + " = " + v.t.String() }
 func (v *Variable) check(op string, x *tensor.Tensor) {
 	in := []*tensor.Tensor{v.t, x}
 	switch {
+	case x == nil:
+		tensor.Panicf("tape", op, tensor.ErrArity, in, "", "the value for variable %q is nil", v.name)
 	case x.DType() != v.t.DType():
 		tensor.Panicf("tape", op, tensor.ErrDType, in, "", "variable %q is %v, value is %v", v.name, v.t.DType(), x.DType())
 	case !x.Shape().Equal(v.t.Shape()):
@@ -101,6 +104,9 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 // float dtype); the caller then computes the step with ops.
 func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams) bool {
 	v.check("AdamUpdate", g)
+	if m == nil || s == nil {
+		tensor.Panicf("tape", "AdamUpdate", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name)
+	}
 	m.check("AdamUpdate", v.t)
 	s.check("AdamUpdate", v.t)
 	for _, t := range []*tensor.Tensor{v.t, m.t, s.t} {

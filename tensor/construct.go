@@ -18,6 +18,9 @@ func checkShape(op string, shape Shape, dt DType) int {
 
 // checkShapeOn is checkShape for a tensor on dev.
 func checkShapeOn(op string, dev device.Device, shape Shape, dt DType) int {
+	if dev == nil {
+		Panicf("tensor", op, ErrDevice, nil, "", "the device is nil")
+	}
 	n, ok := shape.Size()
 	if !ok {
 		Panicf("tensor", op, ErrShape, nil, "", "%s", shapeProblem(shape))

@@ -91,6 +91,9 @@ func (r *RNG) uniform64At(base uint64, n int) []float64 {
 // computes draw there; elsewhere host computes the values (row-major
 // bytes) from the first block, and they are copied to dev.
 func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, draw device.RandomDraw, host func(base uint64) []byte) *Tensor {
+	if r == nil {
+		Panicf("tensor", op, ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+	}
 	base := r.reserve(words)
 	f, ok := dev.(device.RandomFiller)
 	if !ok {

@@ -56,6 +56,9 @@ type Traced struct {
 // Empty allocates an uninitialized tensor on dev. It is the allocation
 // kernels use for outputs; users want Zeros or Full.
 func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
+	if dev == nil {
+		return nil, errors.New("tensor: the device is nil")
+	}
 	if !dt.Valid() {
 		return nil, fmt.Errorf("tensor: invalid dtype %v", dt)
 	}
@@ -95,7 +98,7 @@ func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
 func MustEmptyHost(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Host(), dt, shape)
 	if err != nil {
-		panic(err)
+		panic(allocError("MustEmptyHost", dt, shape, err))
 	}
 	return t
 }
@@ -104,7 +107,7 @@ func MustEmptyHost(dt DType, shape Shape) *Tensor {
 func MustEmpty(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Default(), dt, shape)
 	if err != nil {
-		panic(err)
+		panic(allocError("MustEmpty", dt, shape, err))
 	}
 	return t
 }

@@ -248,6 +248,9 @@ func (f *Function) CallOwned(args ...*tensor.Tensor) ([]*tensor.Tensor, []bool, 
 
 // call is Call, reporting the owned results when wantOwned.
 func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor, []bool, error) {
+	if f.fn == nil {
+		return nil, nil, errors.New("trace: the Function was made of a nil function")
+	}
 	if traceOf(args...) != nil {
 		// Called on values of another function's trace: run fn so that
 		// its ops and control flow are traced inline there.

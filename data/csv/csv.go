@@ -92,6 +92,9 @@ func ReadFile(path string, s Schema) ([]*tensor.Tensor, error) {
 // Read reads a table from r into one tensor of shape [rows] per column of
 // the schema, on the host.
 func Read(r io.Reader, s Schema) ([]*tensor.Tensor, error) {
+	if r == nil {
+		return nil, errors.New("csv: Read: the reader is nil")
+	}
 	tb, err := open(r, s)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,17 @@ func ReadFile(path string) (*tensor.Tensor, error) {
 
 // Dataset is a data.Dataset of the rows of the given tensors (IDX arrays
 // read by ReadFile, sharing their first dimension: images and labels).
-func Dataset(arrays ...*tensor.Tensor) (*data.Dataset, error) { return data.FromSlices(arrays...) }
+func Dataset(arrays ...*tensor.Tensor) (*data.Dataset, error) {
+	if len(arrays) == 0 {
+		return nil, errors.New("idx: Dataset: no arrays")
+	}
+	for i, a := range arrays {
+		if a == nil {
+			return nil, fmt.Errorf("idx: Dataset: array %d is nil", i)
+		}
+	}
+	return data.FromSlices(arrays...)
+}
 
 // elem is an IDX element type: its size and the dtype it reads as.
 type elem struct {
@@ -71,6 +81,9 @@ var elems = map[byte]elem{
 // Read reads one IDX array from r (gzipped or not) into a tensor on the
 // host.
 func Read(r io.Reader) (*tensor.Tensor, error) {
+	if r == nil {
+		return nil, errors.New("idx: Read: the reader is nil")
+	}
 	br := bufio.NewReader(r)
 	if head, err := br.Peek(2); err == nil && head[0] == 0x1f && head[1] == 0x8b {
 		z, err := gzip.NewReader(br)

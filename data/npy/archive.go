@@ -3,6 +3,7 @@ package npy
 import (
 	"archive/zip"
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -30,6 +31,9 @@ func ReadArchiveFile(path string) (map[string]*tensor.Tensor, error) {
 // ReadArchive reads every array of a .npz archive of size bytes read from
 // r.
 func ReadArchive(r io.ReaderAt, size int64) (map[string]*tensor.Tensor, error) {
+	if r == nil {
+		return nil, errors.New("npy: ReadArchive: the reader is nil")
+	}
 	z, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,9 @@ type header struct {
 
 // Read reads one .npy array from r into a tensor on the host.
 func Read(r io.Reader) (*tensor.Tensor, error) {
+	if r == nil {
+		return nil, errors.New("npy: Read: the reader is nil")
+	}
 	h, err := readHeader(r)
 	if err != nil {
 		return nil, err

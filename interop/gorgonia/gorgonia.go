@@ -29,6 +29,9 @@ var ErrUnsupported = errors.New("gorgonia: unsupported conversion")
 // t's memory when t is a row-major CPU tensor with at least one element and
 // rank at least one. t must be on the CPU.
 func ToDense(t *tensor.Tensor) (*gt.Dense, error) {
+	if t == nil {
+		return nil, errors.New("gorgonia: ToDense: the tensor is nil")
+	}
 	if t.Device().Kind() != device.CPU {
 		return nil, fmt.Errorf("%w: tensor is on %s; copy it to the CPU first", ErrUnsupported, t.Device().Name())
 	}
@@ -67,6 +70,9 @@ func shared[T tensor.Elem](t *tensor.Tensor) []T {
 // FromDense returns a CPU tensor with d's dtype, shape and elements,
 // sharing d's memory when d is contiguous and needs no iterator.
 func FromDense(d *gt.Dense) (*tensor.Tensor, error) {
+	if d == nil {
+		return nil, errors.New("gorgonia: FromDense: the Dense is nil")
+	}
 	var dt tensor.DType
 	switch d.Dtype() {
 	case gt.Float32:

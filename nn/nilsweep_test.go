@@ -1,0 +1,80 @@
+package nn
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/internal/nilsweep"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Every exported function of nn, called with nil arguments one at a time
+// beside valid ones, reports what was nil instead of crashing (issue 31).
+func TestNilArgumentsAreReported(t *testing.T) {
+	m, opt, step, train, val := fitFixture(t)
+	vars := AllVariables(m)
+	x := tensor.Zeros(tensor.Float32, 2, 3)
+	labels := tensor.FromSlice([]int32{0, 1})
+	rng := tensor.NewRNG(1)
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "c.safetensors")
+	if err := SaveCheckpoint(ckpt, vars, opt, nil); err != nil {
+		t.Fatal(err)
+	}
+	comm := collective.Single()
+	cfg := FitConfig{Epochs: 1, Validation: val, Evaluate: EvalStepOf(m, SparseSoftmaxCrossEntropy, map[string]Metric{"accuracy": Accuracy})}
+	fns := []nilsweep.Func{
+		{Name: "Fit", Fn: Fit, Valid: []any{context.Background(), train, vars, opt, step, cfg}},
+		{Name: "Evaluate", Fn: Evaluate, Valid: []any{context.Background(), val, cfg.Evaluate}},
+		{Name: "SaveCheckpoint", Fn: SaveCheckpoint, Valid: []any{filepath.Join(dir, "s.safetensors"), vars, opt, map[string]string{"a": "b"}}},
+		{Name: "LoadCheckpoint", Fn: LoadCheckpoint},
+		{Name: "RestoreCheckpoint", Fn: RestoreCheckpoint, Valid: []any{ckpt, vars, opt}},
+		{Name: "NewConv2D", Fn: NewConv2D, Valid: []any{"c", rng, 3, 3, 1, 2, Conv2DOpts{}}},
+		{Name: "NewDense", Fn: NewDense, Valid: []any{"d", rng, 3, 2, DenseOpts{}}},
+		{Name: "Describe", Fn: Describe},
+		{Name: "AllReduceGradients", Fn: AllReduceGradients, Valid: []any{comm, []*tensor.Tensor{x}}},
+		{Name: "DistributedTrainStep", Fn: DistributedTrainStep, Valid: []any{comm, m, Loss(SparseSoftmaxCrossEntropy), opt, []DistributedOptions{}}},
+		{Name: "BroadcastVariables", Fn: BroadcastVariables, Valid: []any{comm, vars}},
+		{Name: "GlorotUniform", Fn: GlorotUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "GlorotNormal", Fn: GlorotNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "HeNormal", Fn: HeNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "HeUniform", Fn: HeUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "Zeros", Fn: Zeros, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "Orthogonal", Fn: Orthogonal, Valid: []any{rng, tensor.Float32, []int{3, 3}}},
+		{Name: "MeanSquaredError", Fn: MeanSquaredError, Valid: []any{x, x}},
+		{Name: "SoftmaxCrossEntropy", Fn: SoftmaxCrossEntropy, Valid: []any{x, x}},
+		{Name: "SparseSoftmaxCrossEntropy", Fn: SparseSoftmaxCrossEntropy, Valid: []any{x, labels}},
+		{Name: "BinaryCrossEntropyWithLogits", Fn: BinaryCrossEntropyWithLogits, Valid: []any{x, x}},
+		{Name: "Accuracy", Fn: Accuracy, Valid: []any{x, labels}},
+		{Name: "SetTraining", Fn: SetTraining},
+		{Name: "AllVariables", Fn: AllVariables},
+		{Name: "Values", Fn: Values, Valid: []any{vars}},
+		{Name: "NewSequential", Fn: NewSequential},
+		{Name: "NewBatchNorm", Fn: NewBatchNorm},
+		{Name: "NewLayerNorm", Fn: NewLayerNorm},
+		{Name: "NewDropout", Fn: NewDropout, Valid: []any{0.5, rng}},
+		{Name: "NewEmbedding", Fn: NewEmbedding, Valid: []any{"e", rng, 4, 2, tensor.Float32}},
+		{Name: "Constant", Fn: Constant},
+		{Name: "StepDecay", Fn: StepDecay},
+		{Name: "Cosine", Fn: Cosine},
+		{Name: "Warmup", Fn: Warmup},
+		{Name: "ClipByGlobalNorm", Fn: ClipByGlobalNorm, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
+		{Name: "NewAdam", Fn: NewAdam},
+		{Name: "NewAdamW", Fn: NewAdamW},
+		{Name: "NewRMSProp", Fn: NewRMSProp},
+		{Name: "NewLSTMCell", Fn: NewLSTMCell, Valid: []any{"l", rng, 3, 2, tensor.Float32}},
+		{Name: "NewGRUCell", Fn: NewGRUCell, Valid: []any{"g", rng, 3, 2, tensor.Float32}},
+		{Name: "TrainStep", Fn: TrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
+		{Name: "EvalStepOf", Fn: EvalStepOf, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), map[string]Metric{"accuracy": Accuracy}}},
+		{Name: "TracedTrainStep", Fn: TracedTrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
+		{Name: "NewSummaryWriter", Fn: NewSummaryWriter},
+		{Name: "Summary", Fn: Summary, Valid: []any{m, x}},
+		{Name: "Summarize", Fn: Summarize, Valid: []any{m, x}},
+	}
+	nilsweep.Covered(t, ".", fns, nil)
+	nilsweep.Sweep(t, fns)
+	_ = tape.New
+}
