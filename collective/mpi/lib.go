@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/eagerflow/eagerflow/internal/dlcheck"
 )
 
 // lib is an MPI library opened at run time: its entry points and its
@@ -66,6 +68,10 @@ func libNames() []string {
 func openLib() (*lib, error) {
 	var tried []string
 	for _, name := range libNames() {
+		if err := dlcheck.Check(name); err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
 		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			tried = append(tried, fmt.Sprintf("%s: %v", name, err))

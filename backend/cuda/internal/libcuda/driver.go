@@ -14,6 +14,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/internal/dlcheck"
 )
 
 // The driver API's entry points, by the names libcuda exports (the _v2
@@ -91,6 +92,10 @@ func Load() (cu.Driver, error) {
 func open(what string, paths []string) (uintptr, string, error) {
 	var fails []string
 	for _, p := range paths {
+		if err := dlcheck.Check(p); err != nil {
+			fails = append(fails, err.Error())
+			continue
+		}
 		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err == nil {
 			return h, resolved(p), nil
