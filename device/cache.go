@@ -113,7 +113,7 @@ func onCollection(m *collectionMark) {
 // of the machine's memory, at most 4 GiB (1 GiB where the memory is
 // unknown).
 func defaultCacheLimit() int64 {
-	mem := int64(physicalMemory())
+	mem := int64(memoryLimit())
 	if mem <= 0 {
 		return 1 << 30
 	}

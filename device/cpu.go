@@ -97,11 +97,15 @@ func classBytes(class int) int {
 }
 
 // SetMaxAlloc sets the largest buffer Alloc gives, in bytes; 0 restores
-// the default, the machine's physical memory. A larger request is an error
-// wrapping ErrOutOfMemory, where the Go runtime would end the process.
+// the default: the least of the machine's physical memory, the memory
+// limit of the process's cgroup (a container's) and its ulimit -v and -d
+// limits. A larger request is an error wrapping ErrOutOfMemory, where the
+// Go runtime would end the process. Whatever the setting, a buffer that
+// the address-space limit (ulimit -v) no longer leaves room for is
+// refused too.
 func (c *CPUDevice) SetMaxAlloc(nbytes int) {
 	if nbytes <= 0 {
-		nbytes = physicalMemory()
+		nbytes = memoryLimit()
 		if nbytes <= 0 {
 			nbytes = defaultMaxAlloc
 		}
@@ -117,6 +121,9 @@ func (c *CPUDevice) MaxAlloc() int { return int(c.maxAlloc.Load()) }
 // are an error wrapping ErrOutOfMemory.
 func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 	if err := CheckAlloc(c, nbytes); err != nil {
+		return nil, err
+	}
+	if err := c.checkAddressSpace(nbytes); err != nil {
 		return nil, err
 	}
 	c.stats.Allocs.Add(1)
@@ -139,6 +146,24 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 		b.bytes = alignedBytes(classBytes(class))[:nbytes]
 	}
 	return b, nil
+}
+
+// addressSpaceSlack is what a buffer must leave of the address space that
+// RLIMIT_AS allows, for the Go runtime's own mappings.
+const addressSpaceSlack = 64 << 20
+
+// checkAddressSpace refuses a large buffer that RLIMIT_AS no longer
+// leaves room for (it reads /proc/self/statm, so only for buffers of
+// 16 MiB or more, and only under such a limit).
+func (c *CPUDevice) checkAddressSpace(nbytes int) error {
+	if nbytes < 16<<20 {
+		return nil
+	}
+	left := addressSpaceLeft()
+	if need := classBytes(sizeClass(nbytes)); left >= 0 && need > left-addressSpaceSlack {
+		return fmt.Errorf("%w: %d bytes asked of %s, where the address-space limit (ulimit -v) leaves %d", ErrOutOfMemory, nbytes, c.Name(), max(left, 0))
+	}
+	return nil
 }
 
 // hugeMin is the buffer size from which the CPU device asks for

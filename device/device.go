@@ -122,7 +122,7 @@ func CheckAlloc(d Device, nbytes int) error {
 		return fmt.Errorf("%w: negative size %d on %s", ErrOutOfMemory, nbytes, d.Name())
 	}
 	if l, ok := d.(Limited); ok && nbytes > l.MaxAlloc() {
-		return fmt.Errorf("%w: %d bytes asked of %s, which gives at most %d (its memory)", ErrOutOfMemory, nbytes, d.Name(), l.MaxAlloc())
+		return fmt.Errorf("%w: %d bytes asked of %s, which gives at most %d (its memory, or a limit on it)", ErrOutOfMemory, nbytes, d.Name(), l.MaxAlloc())
 	}
 	return nil
 }
