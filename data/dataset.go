@@ -196,13 +196,28 @@ func Range(start, stop, step int64) *Dataset {
 
 // FromGenerator is a dataset of what gen yields, run afresh each epoch.
 // gen stops when yield returns false; an error it returns ends the
-// pipeline with that error.
+// pipeline with that error. When the pipeline is cancelled, gen's work
+// up to its next yield is waited for (FromGeneratorContext's can stop).
 func FromGenerator(gen func(yield func(Element) bool) error) *Dataset {
+	if gen == nil {
+		return FromGeneratorContext(nil)
+	}
+	return FromGeneratorContext(func(_ context.Context, yield func(Element) bool) error { return gen(yield) })
+}
+
+// FromGeneratorContext is FromGenerator for a generator that takes a
+// context, cancelled when the pipeline is (its consumer's context is, or
+// the consumer leaves the loop), so that gen can return at once from the
+// work between two yields.
+func FromGeneratorContext(gen func(ctx context.Context, yield func(Element) bool) error) *Dataset {
 	return &Dataset{stage: "FromGenerator", open: func(int) iterator {
 		var genErr error
-		next, stop := iter.Pull(func(yield func(Element) bool) { genErr = gen(yield) })
+		ctx, cancel := context.WithCancel(context.Background())
+		next, stop := iter.Pull(func(yield func(Element) bool) { genErr = gen(ctx, yield) })
 		return &funcIter{
-			nextFn: func(context.Context) (e Element, err error) {
+			nextFn: func(callCtx context.Context) (e Element, err error) {
+				// The consumer's cancellation reaches gen while it runs.
+				defer context.AfterFunc(callCtx, cancel)()
 				// iter.Pull raises gen's panic here, in the caller of next.
 				defer func() {
 					if perr := recovered("FromGenerator", recover()); perr != nil {
@@ -218,7 +233,7 @@ func FromGenerator(gen func(yield func(Element) bool) error) *Dataset {
 				}
 				return e, nil
 			},
-			closeFn: stop,
+			closeFn: func() { cancel(); stop() },
 		}
 	}}
 }

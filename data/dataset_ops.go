@@ -9,8 +9,15 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Filter keeps the elements pred accepts.
+// Filter keeps the elements pred accepts. A call of pred in progress when
+// the pipeline is cancelled is waited for (FilterContext's can stop).
 func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
+	return d.FilterContext(withoutContext(pred))
+}
+
+// FilterContext is Filter for a predicate that takes the pipeline's
+// context (see MapContext).
+func (d *Dataset) FilterContext(pred func(ctx context.Context, e Element) (bool, error)) *Dataset {
 	return d.derive("Filter", func(epoch int) iterator {
 		up := d.open(epoch)
 		return &funcIter{nextFn: func(ctx context.Context) (Element, error) {
@@ -19,7 +26,10 @@ func (d *Dataset) Filter(pred func(Element) (bool, error)) *Dataset {
 				if err != nil {
 					return nil, stageErr(d.stage, err)
 				}
-				keep, err := guard("Filter", pred, e)
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				keep, err := guard("Filter", pred, ctx, e)
 				if err != nil {
 					return nil, userErr("Filter", err)
 				}

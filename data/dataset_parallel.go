@@ -26,7 +26,18 @@ type result struct {
 
 // Map applies fn to every element. fn must be safe for concurrent use when
 // Parallel > 1. An error from fn ends the pipeline (a *StageError "Map").
+// When the pipeline is cancelled (its context, or the consumer leaving
+// the loop), no element is started after, but a call of fn in progress
+// is waited for: use MapContext for a function that can stop early.
 func (d *Dataset) Map(fn func(Element) (Element, error), opts ...MapOptions) *Dataset {
+	return d.MapContext(withoutContext(fn), opts...)
+}
+
+// MapContext is Map for a function that takes a context: the one the
+// pipeline runs under, cancelled when the pipeline is (its consumer's
+// context, or the consumer leaving the loop), so that a slow fn (a read,
+// a decode) can return at once with ctx.Err().
+func (d *Dataset) MapContext(fn func(ctx context.Context, e Element) (Element, error), opts ...MapOptions) *Dataset {
 	var o MapOptions
 	if len(opts) > 0 {
 		o = opts[0]
@@ -39,7 +50,10 @@ func (d *Dataset) Map(fn func(Element) (Element, error), opts ...MapOptions) *Da
 				if err != nil {
 					return nil, stageErr(d.stage, err)
 				}
-				out, err := guard("Map", fn, e)
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				out, err := guard("Map", fn, ctx, e)
 				if err != nil {
 					return nil, userErr("Map", err)
 				}
@@ -62,7 +76,7 @@ type parallelMap struct {
 	once    sync.Once
 }
 
-func newParallelMap(d *Dataset, epoch int, fn func(Element) (Element, error), o MapOptions) *parallelMap {
+func newParallelMap(d *Dataset, epoch int, fn func(context.Context, Element) (Element, error), o MapOptions) *parallelMap {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &parallelMap{cancel: cancel, up: d.open(epoch)}
 	type job struct {
@@ -96,7 +110,7 @@ func newParallelMap(d *Dataset, epoch int, fn func(Element) (Element, error), o 
 				if ctx.Err() != nil {
 					continue // cancelled: queued jobs are dropped, not run
 				}
-				out, err := guard("Map", fn, j.e)
+				out, err := guard("Map", fn, ctx, j.e)
 				if !deliver(j.slot, result{out, userErr("Map", err)}) {
 					return
 				}
@@ -204,7 +218,7 @@ func (d *Dataset) Prefetch(n int) *Dataset {
 		go func() {
 			defer wg.Done()
 			defer close(ch)
-			for {
+			for ctx.Err() == nil { // cancelled: start no further element
 				e, err := safeNext(up, ctx, d.stage)
 				select {
 				case ch <- result{e, stageErr(d.stage, err)}:
@@ -274,7 +288,7 @@ func (d *Dataset) Interleave(fn func(Element) (*Dataset, error), o InterleaveOpt
 					if err != nil {
 						return nil, stageErr(d.stage, err)
 					}
-					sub, err := guard("Interleave", fn, e)
+					sub, err := guard("Interleave", withoutContext(fn), ctx, e)
 					if err != nil {
 						return nil, userErr("Interleave", err)
 					}

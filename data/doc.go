@@ -61,6 +61,9 @@
 // and Enumerate, and run with
 // "for elem, err := range ds.All(ctx)". Errors name their stage
 // (*StageError); cancelling the context or leaving the loop stops every
-// stage's goroutines. Shuffles depend only on their seed, so a pipeline
-// yields the same order on any number of cores.
+// stage's goroutines: no element is started after, and a user function
+// in progress is waited for, so a slow one should take the pipeline's
+// context (MapContext, FilterContext, FromGeneratorContext), which is
+// cancelled then, and return early. Shuffles depend only on their seed,
+// so a pipeline yields the same order on any number of cores.
 package data

@@ -70,6 +70,9 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Dataset.Map parallel", Fn: func(fn func(Element) (Element, error)) error {
 			return collect(ds().Map(fn, MapOptions{Parallel: 2}))
 		}},
+		{Name: "Dataset.MapContext", Fn: func(fn func(context.Context, Element) (Element, error)) error { return collect(ds().MapContext(fn)) }},
+		{Name: "Dataset.FilterContext", Fn: func(p func(context.Context, Element) (bool, error)) error { return collect(ds().FilterContext(p)) }},
+		{Name: "FromGeneratorContext", Fn: func(g func(context.Context, func(Element) bool) error) error { return collect(FromGeneratorContext(g)) }},
 		{Name: "Dataset.Interleave", Fn: func(fn func(Element) (*Dataset, error)) error {
 			return collect(ds().Interleave(fn, InterleaveOptions{Cycle: 2}))
 		}},

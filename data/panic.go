@@ -35,13 +35,21 @@ func recovered(stage string, r any) error {
 
 // guard calls fn, a user function of stage, returning a panic as an
 // error.
-func guard[R any](stage string, fn func(Element) (R, error), e Element) (out R, err error) {
+func guard[R any](stage string, fn func(context.Context, Element) (R, error), ctx context.Context, e Element) (out R, err error) {
 	defer func() {
 		if perr := recovered(stage, recover()); perr != nil {
 			err = perr
 		}
 	}()
-	return fn(e)
+	return fn(ctx, e)
+}
+
+// withoutContext adapts a user function that takes no context.
+func withoutContext[R any](fn func(Element) (R, error)) func(context.Context, Element) (R, error) {
+	if fn == nil {
+		return nil // guard's call then panics, which it reports
+	}
+	return func(_ context.Context, e Element) (R, error) { return fn(e) }
 }
 
 // userErr is the error of a user function of stage: as it is when guard

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,7 +216,13 @@ func decodeSafetensors(raw []byte, name string) (map[string]*tensor.Tensor, map[
 		if err != nil {
 			return nil, nil, bad("tensor %q: %v", en.name, err)
 		}
-		copy(t.HostBytes(), body[en.e.Offsets[0]:en.e.Offsets[1]])
+		b := t.HostBytes()
+		copy(b, body[en.e.Offsets[0]:en.e.Offsets[1]])
+		if en.dt == tensor.Bool {
+			if i := slices.IndexFunc(b, func(v byte) bool { return v > 1 }); i >= 0 {
+				return nil, nil, bad("tensor %q: BOOL element %d holds the byte %#02x; a BOOL holds 0 or 1", en.name, i, b[i])
+			}
+		}
 		out[en.name] = t
 	}
 	return out, meta, nil

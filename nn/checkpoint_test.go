@@ -27,6 +27,7 @@ func safetensors(header string, body []byte) []byte {
 // loads.
 func TestDecodeSafetensorsRefusesMalformedHeaders(t *testing.T) {
 	body := make([]byte, 16)
+	body[3] = 7 // read as F32 it is a denormal; as BOOL, neither true nor false
 	cases := []struct{ name, header, want string }{
 		{"negative dim", `{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,16]}}`, "negative dimension"},
 		{"overflowing shape", `{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}}`, "more elements than an int"},
@@ -38,6 +39,7 @@ func TestDecodeSafetensorsRefusesMalformedHeaders(t *testing.T) {
 		{"metadata not strings", `{"__metadata__":{"steps":3},"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, "__metadata__"},
 		{"unknown dtype", `{"a":{"dtype":"F16","shape":[8],"data_offsets":[0,16]}}`, "F16"},
 		{"not an object", `[1,2]`, "header"},
+		{"BOOL byte 7", `{"a":{"dtype":"BOOL","shape":[16],"data_offsets":[0,16]}}`, `tensor "a": BOOL element 3 holds the byte 0x07`},
 	}
 	for _, c := range cases {
 		_, _, err := decodeSafetensors(safetensors(c.header, body), c.name)

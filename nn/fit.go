@@ -154,8 +154,8 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			if err != nil {
 				return h, fmt.Errorf("nn: fit: step %d: %w", h.Steps, err)
 			}
-			if math.IsNaN(loss) {
-				return h, fmt.Errorf("nn: fit: the loss became NaN at step %d", h.Steps)
+			if math.IsNaN(loss) || math.IsInf(loss, 0) {
+				return h, fmt.Errorf("nn: fit: the loss became %v at step %d", loss, h.Steps)
 			}
 			mean.Add(loss, float64(n))
 			examples += n

@@ -190,6 +190,21 @@ func TestFitErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `EarlyStopping: no "val_loss" in the epoch's logs (loss `) {
 		t.Errorf("monitor without validation: %v", err)
 	}
+	// A loss that is not finite ends training at its step (issue 31: +Inf
+	// trained on).
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		k := 0
+		diverging := func(b data.Element) (float64, int, error) {
+			if k++; k == 3 {
+				return bad, 8, nil
+			}
+			return step(b)
+		}
+		h, err := Fit(context.Background(), train, AllVariables(m), opt, diverging, FitConfig{Epochs: 2})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the loss became %v at step 2", bad)) || h.Steps != 2 {
+			t.Errorf("a loss of %v at the third step: %v after %d steps", bad, err, h.Steps)
+		}
+	}
 }
 
 // Plain progress lines within an epoch when the output is not a

@@ -27,6 +27,7 @@ func FuzzDecodeSafetensors(f *testing.F) {
 	f.Add(seed)
 	f.Add(safetensors(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 8)))
 	f.Add(safetensors(`{"__metadata__":{"k":"v"}}`, nil))
+	f.Add(safetensors(`{"b":{"dtype":"BOOL","shape":[4],"data_offsets":[0,4]}}`, []byte{0, 1, 1, 0}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, _, err := decodeSafetensors(b, "fuzz")
 		if err != nil {
@@ -42,6 +43,13 @@ func FuzzDecodeSafetensors(f *testing.F) {
 				t.Fatalf("a tensor of shape %v", x.Shape())
 			}
 			total += n
+			if x.DType() == tensor.Bool {
+				for i, v := range x.HostBytes() {
+					if v > 1 {
+						t.Fatalf("a BOOL tensor loaded with the byte %d at %d", v, i)
+					}
+				}
+			}
 		}
 		if total > len(b) {
 			t.Fatalf("%d tensor bytes from a %d-byte file", total, len(b))
