@@ -22,6 +22,9 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "While", Fn: control.While, Valid: []any{lt, double, []T{x}, []control.WhileOptions{}}},
 		{Name: "Fori", Fn: control.Fori, Valid: []any{0, 2, func(_ T, v []T) []T { return double(v) }, []T{x}, []control.WhileOptions{}}},
 		{Name: "Scan", Fn: control.Scan, Valid: []any{func(c, x []T) ([]T, []T) { return c, x }, []T{x}, []T{x}}},
+		{Name: "NewFunction", Fn: func(f func([]T) []T) error { _, err := control.NewFunction(f).Call(x); return err }},
+		{Name: "NewFunctionWithSignature", Fn: func(f func([]T) []T) error { _, err := control.NewFunctionWithSignature(f).Call(x); return err }},
+		{Name: "Execute", Fn: control.Execute},
 	}
 	nilsweep.Covered(t, ".", fns, nil)
 	nilsweep.Sweep(t, fns)

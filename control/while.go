@@ -80,6 +80,13 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	return done(l, loopVars, l.While(cond, loopVars, o.MaxIterations))
 }
 
+func init() {
+	flow.While = func(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
+		init []*tensor.Tensor, o flow.Options) []*tensor.Tensor {
+		return While(cond, body, init, WhileOptions(o))
+	}
+}
+
 // done finishes a While loop that ran eagerly from init to vars.
 func done(l *flow.Loop, init, vars []*tensor.Tensor) []*tensor.Tensor {
 	out := init

@@ -61,6 +61,11 @@ func Deactivate() { activeObservers.Add(-1) }
 // early keeps them.
 func Observing() bool { return activeObservers.Load() > 0 }
 
+// Activations returns how many Activate calls are not yet undone.
+//
+// Deprecated: use Observing, which says whether any are.
+func Activations() int { return int(activeObservers.Load()) }
+
 // Run executes op on inputs with attrs and returns its outputs. It checks
 // arity, dtypes, devices and shapes before anything runs, and panics with a
 // *tensor.Error naming what was wrong; recover it with Catch.

@@ -31,6 +31,6 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "AttrString", Fn: eager.AttrString},
 	}
 	counters := "no argument: counters of the observers"
-	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Deactivate": counters, "Observing": counters})
+	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Activations": counters, "Deactivate": counters, "Observing": counters})
 	nilsweep.Sweep(t, fns)
 }

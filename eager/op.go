@@ -344,3 +344,10 @@ func attrString(a any) string {
 
 // AttrString formats attributes as errors show them.
 func AttrString(a any) string { return attrString(a) }
+
+// SetKernel registers the kernel for (device kind, key dtype).
+//
+// Deprecated: use RegisterKernel(op.Name, kind, dt, k).
+func (op *Op) SetKernel(kind device.Kind, dt tensor.DType, k Kernel) {
+	RegisterKernel(op.Name, kind, dt, k)
+}

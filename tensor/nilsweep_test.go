@@ -38,6 +38,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		}, Valid: []any{[]*tensor.Tensor{tensor.Zeros(f32, 1)}}},
 	}
 	arith := "layout arithmetic on slices the caller sizes (a nil layout is row-major)"
-	nilsweep.Covered(t, ".", fns, map[string]string{"Strides": arith, "LinearIndex": arith, "MultiIndex": arith})
+	elems := "deprecated element movers over buffers the caller sizes"
+	nilsweep.Covered(t, ".", fns, map[string]string{"Strides": arith, "LinearIndex": arith, "MultiIndex": arith,
+		"FillElems": elems, "MoveElems": elems, "View32": elems, "View64": elems})
 	nilsweep.Sweep(t, fns)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/hostupdate"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -61,4 +62,10 @@ func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 		m[i], v[i] = mi, vi
 		w[i] -= T(lr * (T(T(mi*ic1)/(T(math.Sqrt(float64(T(vi*ic2))))+eps)) + T(wd*w[i])))
 	}
+}
+
+func init() {
+	hostupdate.Axpy32, hostupdate.Axpy64 = AxpyInPlace[float32], AxpyInPlace[float64]
+	hostupdate.Adam32 = func(w, m, v, g []float32, p hostupdate.AdamParams) { AdamInPlace(w, m, v, g, ops.AdamParams(p)) }
+	hostupdate.Adam64 = func(w, m, v, g []float64, p hostupdate.AdamParams) { AdamInPlace(w, m, v, g, ops.AdamParams(p)) }
 }

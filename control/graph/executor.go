@@ -194,6 +194,9 @@ func ExecuteWith(g *Graph, opts ExecOptions, args ...*tensor.Tensor) ([]*tensor.
 // CallOwned).
 func Owned(g *Graph, args, out []*tensor.Tensor) []bool {
 	owned := make([]bool, len(out))
+	if g == nil {
+		return owned
+	}
 	for i, t := range out {
 		owned[i] = t != nil && !slices.Contains(args, t) && !slices.Contains(mergeIndices[:], t) && !slices.Contains(out[:i], t)
 	}
@@ -217,6 +220,14 @@ func Owned(g *Graph, args, out []*tensor.Tensor) []bool {
 type execStats struct{ runs, active int }
 
 func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tensor, execStats, error) {
+	if g == nil {
+		return nil, execStats{}, errors.New("graph: the graph is nil")
+	}
+	for i, a := range args {
+		if a == nil {
+			return nil, execStats{}, fmt.Errorf("graph: argument %d is nil", i)
+		}
+	}
 	if len(args) != len(g.Inputs) {
 		return nil, execStats{}, fmt.Errorf("graph: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}

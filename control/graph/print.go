@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -106,6 +107,9 @@ func (g *Graph) String() string {
 // NextIteration) drawn against the flow, and each frame a cluster nested
 // in its parent's.
 func (g *Graph) WriteDOT(w io.Writer) error {
+	if w == nil {
+		return errors.New("graph: WriteDOT: the writer is nil")
+	}
 	bw := bufio.NewWriter(w)
 	frame := g.frames()
 	children := map[string][]string{}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
@@ -73,7 +72,7 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	final := init
 	if fr.pred.Item().(bool) {
 		t.unrecorded(func() {
-			final = control.While(cond, body, fr.outs, control.WhileOptions{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+			final = flow.While(cond, body, fr.outs, flow.Options{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
 		})
 	}
 	res := make([]*tensor.Tensor, len(init))
@@ -237,7 +236,7 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 		vars = append(vars, tensor.FullOn(y.Device(), y.DType(), 0, append([]int{steps}, y.Shape()...)...))
 	}
 	last, one := count(int64(steps)), count(1)
-	out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], last) },
+	out := flow.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], last) },
 		func(v []*tensor.Tensor) []*tensor.Tensor {
 			c, y := fn(v[1:1+nc], step0(v[0]))
 			if len(y) != len(probe) {
@@ -251,6 +250,6 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 				next = append(next, ops.DynamicUpdateSlice(acc, ops.ExpandDims(yj, 0), starts))
 			}
 			return next
-		}, vars)
+		}, vars, flow.Options{})
 	return out[1 : 1+nc], out[1+nc:]
 }

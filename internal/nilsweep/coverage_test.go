@@ -17,7 +17,6 @@ var exempt = map[string]string{
 	"collective/mpi":    "Open takes nothing; its collectives share collective.Ops with Single, which is swept",
 	"conformance":       "a test harness: Run takes a *testing.T",
 	"data/cmd/tfrecord": "a command",
-	"control/graph":     "built by control/trace, whose sweep reaches it; its Graph methods are a trace's",
 	".":                 "a doc package",
 }
 

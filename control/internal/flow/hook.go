@@ -16,6 +16,13 @@ type Options struct {
 	Checkpoint         bool
 }
 
+// While is control.While, which package control installs here: package
+// trace runs loops through it (the rest of a traced loop's first call,
+// the loop a traced Scan becomes) without importing control, which
+// imports trace to forward the names that moved there.
+var While func(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
+	init []*tensor.Tensor, o Options) []*tensor.Tensor
+
 // Tracer is a trace, as control flow sees it; package trace implements it.
 // A construct finds the trace its tensors belong to (TraceOf) and lets it
 // record the construct.
