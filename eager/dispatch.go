@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -178,7 +179,7 @@ func prepare(c *Call) []Out {
 	}
 	for i, x := range c.Inputs {
 		if x == nil {
-			c.Fail(tensor.ErrArity, "input %d is nil", i)
+			c.Fail(tensor.ErrArity, "input %d is nil (%s)", i, plumb.NilHint)
 		}
 	}
 	if len(c.Inputs) > 0 {

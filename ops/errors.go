@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -18,7 +19,7 @@ func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any
 func needInputs(op string, xs ...*tensor.Tensor) {
 	for i, x := range xs {
 		if x == nil {
-			fail(op, tensor.ErrArity, xs, "input %d is nil", i)
+			fail(op, tensor.ErrArity, xs, "input %d is nil (%s)", i, plumb.NilHint)
 		}
 	}
 }

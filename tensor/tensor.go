@@ -113,17 +113,35 @@ func MustEmpty(dt DType, shape Shape) *Tensor {
 }
 
 // DType returns the element type.
-func (t *Tensor) DType() DType { return t.dtype }
+func (t *Tensor) DType() DType {
+	if t == nil {
+		nilTensor("DType")
+	}
+	return t.dtype
+}
 
 // Shape returns the dimensions. The caller must not modify the result.
-func (t *Tensor) Shape() Shape { return t.shape }
+func (t *Tensor) Shape() Shape {
+	if t == nil {
+		nilTensor("Shape")
+	}
+	return t.shape
+}
 
 // Rank returns the number of dimensions.
-func (t *Tensor) Rank() int { return len(t.shape) }
+func (t *Tensor) Rank() int {
+	if t == nil {
+		nilTensor("Rank")
+	}
+	return len(t.shape)
+}
 
 // Dim returns the size of dimension i; negative i counts from the end. It
 // panics with an *Error of kind ErrAxis when i is outside [-rank, rank).
 func (t *Tensor) Dim(i int) int {
+	if t == nil {
+		nilTensor("Dim")
+	}
 	s := t.shape
 	if i < 0 {
 		i += len(s)
@@ -144,6 +162,11 @@ func (t *Tensor) badDim(i int) int {
 
 // NumElements returns the number of elements.
 func (t *Tensor) NumElements() int { return t.shape.NumElements() }
+
+// nilTensor panics with an *Error for method m called on a nil tensor.
+func nilTensor(m string) {
+	Panicf("tensor", m, ErrArity, nil, "", "called on a nil tensor (%s)", plumb.NilHint)
+}
 
 // Layout returns the minor-to-major layout (nil for row-major).
 func (t *Tensor) Layout() Layout { return t.layout }
@@ -364,6 +387,9 @@ func ToSlice[T Elem](t *Tensor) []T {
 // (float32, float64, int32, int64, uint8 or bool). It panics with an *Error
 // if t has more or fewer than one element.
 func (t *Tensor) Item() any {
+	if t == nil {
+		nilTensor("Item")
+	}
 	if t.NumElements() != 1 {
 		Panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
 	}

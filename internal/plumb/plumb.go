@@ -35,6 +35,11 @@ var Tensor struct {
 	Move func(t, dev any) (any, error)
 }
 
+// NilHint says where a nil tensor most often comes from; the errors of
+// ops and tensor methods given one end with it.
+const NilHint = "a gradient is nil where the target does not depend on the source on that tape: " +
+	"not watched (Tape.Watch), not a variable, or not used; tape.Options{UnconnectedZeros: true} gives zeros instead"
+
 // RecordedTo is package ops' ToDevice (set at its init): tensor.To calls
 // it for a tensor a tape or a trace may be following, so that the copy is
 // recorded (a gradient flows back through it, a trace replays it).
