@@ -187,3 +187,42 @@ func Prod(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	defer asOp("Prod")
 	return Reduce(x, Reduction{Kind: ReduceProd, Dims: dims})
 }
+
+// Reducer is a reduction that KeepDims applies: one over dims (Sum, Mean,
+// Amax, Amin, Prod, Any, All, or a function of one's own of that form) or
+// one along an axis (ArgMax, ArgMin).
+type Reducer interface {
+	func(*tensor.Tensor, ...int) *tensor.Tensor | func(*tensor.Tensor, int) *tensor.Tensor
+}
+
+// KeepDims reduces x over dims with reduce and keeps the reduced
+// dimensions as size 1 (NumPy's keepdims=True, PyTorch's keepdim=True),
+// so that the result broadcasts against x. It is the keepdims form of
+// every reduction, one name for all:
+//
+//	KeepDims(Sum, x, 1)      // x [4 3] -> [4 1]
+//	KeepDims(Mean, x)        // all dimensions: [1 1]
+//	KeepDims(ArgMax, x, -1)  // [4 1], int64
+//
+// Dims count from the end when negative; none means all (for a
+// reduction over dims). An axis reduction takes exactly one. The result
+// is differentiable as reduce is. Panics with a *tensor.Error for what
+// reduce refuses, or for an axis reduction given another number of dims.
+func KeepDims[R Reducer](reduce R, x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("KeepDims", x)
+	defer asOp("KeepDims")
+	var y *tensor.Tensor
+	switch f := any(reduce).(type) {
+	case func(*tensor.Tensor, ...int) *tensor.Tensor:
+		needFunc("KeepDims", "reduce", f == nil)
+		y = f(x, dims...)
+	case func(*tensor.Tensor, int) *tensor.Tensor:
+		needFunc("KeepDims", "reduce", f == nil)
+		if len(dims) != 1 {
+			fail("KeepDims", tensor.ErrAttr, []*tensor.Tensor{x}, "a reduction along an axis takes one dim, got %v", dims)
+		}
+		y = f(x, dims[0])
+	}
+	_, keep := keptShape(x.Shape(), reduceDimsOf(dims, x.Rank()))
+	return Reshape(y, keep...)
+}
