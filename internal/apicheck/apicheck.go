@@ -44,7 +44,7 @@ func listed(path string, name string) bool {
 // is the module's root; the packages are compiled (go list -export) and
 // read from their export data.
 func API(dir string) ([]string, error) {
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Name,Export,Module", "./...")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Name,Export,Module,Dir,GoFiles", "./...")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -57,8 +57,9 @@ func API(dir string) ([]string, error) {
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p struct {
-			ImportPath, Name, Export string
-			Module                   *struct{ Path string }
+			ImportPath, Name, Export, Dir string
+			GoFiles                       []string
+			Module                        *struct{ Path string }
 		}
 		if err := dec.Decode(&p); err == io.EOF {
 			break
@@ -68,6 +69,11 @@ func API(dir string) ([]string, error) {
 		exports[p.ImportPath] = p.Export
 		if p.Module != nil && p.Module.Path == Module && listed(p.ImportPath, p.Name) {
 			pkgs = append(pkgs, p.ImportPath)
+			// Read by go list, not by this process: stat them so that a
+			// cached test result is dropped when a source file changes.
+			for _, f := range p.GoFiles {
+				os.Stat(filepath.Join(p.Dir, f))
+			}
 		}
 	}
 	fset := token.NewFileSet()
