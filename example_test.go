@@ -39,8 +39,8 @@ func Example() {
 
 	fmt.Println(eager.Catch(func() { ops.MatMul(x, tensor.Zeros(tensor.Float32, 3, 1)) }) != nil)
 	// Output:
-	// [[ 3.5  5.0]
-	//  [ 7.5 11.0]] float32[2 2]
+	// [[ 3.5  5. ]
+	//  [ 7.5 11. ]] float32[2 2]
 	// [7.5] float32[1]
 	// 2.144 15.59
 	// 2 8 traces: 1

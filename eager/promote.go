@@ -2,6 +2,7 @@ package eager
 
 import (
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -69,7 +70,7 @@ func promoteWeak(c *Call) {
 func weakAs(c *Call, i int, x *tensor.Tensor, dt tensor.DType, dev device.Device) *tensor.Tensor {
 	t, err := tensor.ScalarOf(dt, x.Item())
 	if err != nil {
-		c.Fail(tensor.ErrDType, "input %d, the scalar %v (%v), is not exactly a %v, the dtype of the inputs beside it", i, x.Item(), x.DType(), dt)
+		c.Fail(tensor.ErrDType, "input %d, the scalar %v (%v), is not exactly %s, the dtype of the inputs beside it", i, x.Item(), x.DType(), plumb.WithArticle(dt.String()))
 	}
 	return onDevice(c, t, dev)
 }

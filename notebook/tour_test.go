@@ -204,7 +204,7 @@ func checkCells(t *testing.T, cells map[string][]nbOutput) {
 	contains("tensors", 0, `class="ef-table"`, "<b>float32[2 3]</b>", "<td>6.</td>")
 	contains("tensors", 1, "<td>36.</td>")
 	contains("tensors", 2, `class="ef-nan"`, `class="ef-inf"`)
-	contains("tensors", 3, "float32[3 20 50]", "[2, :, :]", "…", "<td>2999.</td>")
+	contains("tensors", 3, "float32[3 20 50]", "[2, :, :]", "…", "<td>2.999e+03</td>")
 	contains("autodiff", 0, `variable &#34;w&#34;`)
 	contains("autodiff", 1, ">on a tape<", "<td>5.25</td>")
 	contains("autodiff", 2, "<td>-2.</td>")

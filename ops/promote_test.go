@@ -56,11 +56,11 @@ func TestWeakScalarsTakeTheOtherDType(t *testing.T) {
 	wantErr(t, "FromSlice is strong", err, tensor.ErrDType, "inputs must share a dtype")
 	// Values a dtype cannot hold exactly.
 	_, err = catch(func() *tensor.Tensor { return ops.Mul(i32, tensor.Scalar(0.5)) })
-	wantErr(t, "0.5 beside int32", err, tensor.ErrDType, "input 1, the scalar 0.5 (float64), is not exactly a int32")
+	wantErr(t, "0.5 beside int32", err, tensor.ErrDType, "input 1, the scalar 0.5 (float64), is not exactly an int32")
 	_, err = catch(func() *tensor.Tensor { return ops.Add(u8, tensor.Scalar(256)) })
 	wantErr(t, "256 beside uint8", err, tensor.ErrDType, "the scalar 256 (int64), is not exactly a uint8")
 	_, err = catch(func() *tensor.Tensor { return ops.Add(i32, tensor.Scalar(math.Inf(1))) })
-	wantErr(t, "Inf beside int32", err, tensor.ErrDType, "is not exactly a int32")
+	wantErr(t, "Inf beside int32", err, tensor.ErrDType, "is not exactly an int32")
 	_, err = catch(func() *tensor.Tensor { return ops.Add(x32, tensor.Scalar(true)) })
 	wantErr(t, "bool beside float32", err, tensor.ErrDType, "the scalar true (bool), is not exactly a float32")
 	// Weak scalars alone meet at the highest kind, and within it at the

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 )
 
 // checkShape panics with an *Error unless shape is valid (see Shape.Size)
@@ -201,7 +202,7 @@ func scalarExact(dt DType, v any) (*Tensor, string) {
 	switch x := v.(type) {
 	case bool:
 		if dt != Bool {
-			return nil, fmt.Sprintf("a bool is not a %v", dt)
+			return nil, fmt.Sprintf("a bool is not %s", plumb.WithArticle(dt.String()))
 		}
 		return scalarOf(x), ""
 	case int:

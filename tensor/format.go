@@ -7,23 +7,29 @@ import (
 	"strings"
 )
 
-// Printing thresholds, as NumPy's defaults: tensors with more than
-// printThreshold elements show only printEdge items at each end of each
-// dimension.
+// Printing follows NumPy's str() with its default options: tensors with
+// more than printThreshold elements show only printEdge items at each end
+// of each dimension, lines wrap at printWidth characters, floats print at
+// most printPrecision digits after the point (the fewest that tell each
+// value apart, points aligned), in scientific notation when the values'
+// magnitudes call for it.
 const (
 	printThreshold = 1000
 	printEdge      = 3
+	printWidth     = 75
+	printPrecision = 8
 )
 
 // String formats t like NumPy's str() followed by its dtype and shape:
 //
 //	[[1 2 3]
 //	 [4 5 6]] int32[2 3]
+//	[ 0.5 -1.   2. ] float32[3]
 func (t *Tensor) String() string { return t.format(-1) + " " + Describe(t) }
 
 // Format implements fmt.Formatter: %v and %s print as String; a precision
-// (%.3v) fixes the digits after the point for floats; %#v prints the values
-// alone.
+// (%.3v) prints every float with that many digits after the point
+// (NumPy's floatmode "fixed"); %#v prints the values alone.
 func (t *Tensor) Format(f fmt.State, verb rune) {
 	prec, ok := f.Precision()
 	if !ok {
@@ -43,24 +49,25 @@ func (t *Tensor) format(prec int) string {
 	if t.buf == nil {
 		return "<released>"
 	}
-	elems := t.elementStrings(prec)
-	width := 0
-	for _, e := range elems {
-		width = max(width, len(e))
-	}
-	p := printer{shape: t.shape, elems: elems, width: width, summarize: t.NumElements() > printThreshold}
-	var b strings.Builder
+	p := printer{shape: t.shape, summarize: t.NumElements() > printThreshold}
 	if len(t.shape) == 0 {
-		return elems[0]
+		if t.dtype.IsFloat() && prec < 0 {
+			return scalarString(t.Float(), t.dtype.Size()*8)
+		}
+		return t.elementStrings(prec, nil, false)[0]
 	}
-	p.write(&b, 0, 0)
+	if t.NumElements() == 0 {
+		return "[]" // NumPy's, whatever the shape
+	}
+	p.elems = t.elementStrings(prec, p.shownFlat(), true)
+	var b strings.Builder
+	p.write(&b, 0, 0, " ", printWidth)
 	return b.String()
 }
 
 type printer struct {
 	shape     Shape
-	elems     []string
-	width     int
+	elems     []string // every element (row-major); only the shown ones are set
 	summarize bool
 }
 
@@ -81,110 +88,311 @@ func (p *printer) indices(n int) []int {
 	return idx
 }
 
-func (p *printer) write(b *strings.Builder, dim, base int) {
-	stride := 1
-	for _, d := range p.shape[dim+1:] {
-		stride *= d
+// shownFlat returns the row-major positions of the elements the printer
+// shows.
+func (p *printer) shownFlat() []int {
+	var out []int
+	var walk func(dim, base int)
+	walk = func(dim, base int) {
+		if dim == len(p.shape) {
+			out = append(out, base)
+			return
+		}
+		stride := p.shape[dim+1:].NumElements()
+		for _, i := range p.indices(p.shape[dim]) {
+			if i >= 0 {
+				walk(dim+1, base+i*stride)
+			}
+		}
+	}
+	walk(0, 0)
+	return out
+}
+
+// write writes the sub-tensor at dim starting at element base as NumPy's
+// _formatArray does: the last dimension's elements wrap at width (the
+// hanging indent starting each continued line), the others are rows
+// separated by as many newlines as dimensions remain below them.
+func (p *printer) write(b *strings.Builder, dim, base int, indent string, width int) {
+	stride := p.shape[dim+1:].NumElements()
+	idx := p.indices(p.shape[dim])
+	var s strings.Builder
+	if dim == len(p.shape)-1 {
+		// "]" (or the separator) must fit after the last element.
+		elemWidth := width - 1
+		line := indent
+		add := func(word string, last bool) {
+			if len(line)+len(word) > elemWidth && len(line) > len(indent) {
+				s.WriteString(strings.TrimRight(line, " ") + "\n")
+				line = indent
+			}
+			line += word
+			if !last {
+				line += " "
+			}
+		}
+		for k, i := range idx {
+			word := "..."
+			if i >= 0 {
+				word = p.elems[base+i*stride]
+			}
+			add(word, k == len(idx)-1)
+		}
+		s.WriteString(line)
+	} else {
+		sep := strings.Repeat("\n", len(p.shape)-dim-1)
+		for k, i := range idx {
+			s.WriteString(indent)
+			if i < 0 {
+				s.WriteString("...")
+			} else {
+				p.write(&s, dim+1, base+i*stride, indent+" ", width-1)
+			}
+			if k < len(idx)-1 {
+				s.WriteString(sep)
+			}
+		}
 	}
 	b.WriteByte('[')
-	last := dim == len(p.shape)-1
-	sep := " "
-	if !last {
-		sep = strings.Repeat("\n", len(p.shape)-dim-1) + strings.Repeat(" ", dim+1)
-	}
-	for k, i := range p.indices(p.shape[dim]) {
-		if k > 0 {
-			b.WriteString(sep)
-		}
-		switch {
-		case i < 0:
-			b.WriteString("...")
-		case last:
-			fmt.Fprintf(b, "%*s", p.width, p.elems[base+i*stride])
-		default:
-			p.write(b, dim+1, base+i*stride)
-		}
-	}
+	b.WriteString(s.String()[len(indent):])
 	b.WriteByte(']')
 }
 
-// elementStrings formats every element, row-major. Floats share one notation
-// and precision so that columns line up.
-func (t *Tensor) elementStrings(prec int) []string {
+// elementStrings formats the elements, row-major, with one format for the
+// elements at shown (nil: all) as NumPy builds it from the elements it
+// shows; pad aligns them as NumPy does in an array (the points of floats
+// in one column), unpadded they are each element alone. Elements not
+// shown are "" when pad.
+func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
+	n := t.NumElements()
+	if shown == nil {
+		shown = make([]int, n)
+		for i := range shown {
+			shown[i] = i
+		}
+	}
+	out := make([]string, n)
 	switch t.dtype {
 	case Float32, Float64:
 		var v []float64
-		bitSize := 64
+		bits := 64
 		if t.dtype == Float32 {
-			bitSize = 32
+			bits = 32
 			for _, x := range ToSlice[float32](t) {
 				v = append(v, float64(x))
 			}
 		} else {
 			v = ToSlice[float64](t)
 		}
-		return formatFloats(v, bitSize, prec)
+		sv := make([]float64, len(shown))
+		for k, i := range shown {
+			sv[k] = v[i]
+		}
+		f := newFloatFormat(sv, bits, prec)
+		for i := range out {
+			if !pad || len(shown) == n {
+				out[i] = f.format(v[i], pad)
+			}
+		}
+		if pad && len(shown) < n {
+			for _, i := range shown {
+				out[i] = f.format(v[i], true)
+			}
+		}
+		return out
 	case Bool:
-		return mapSlice(ToSlice[bool](t), strconv.FormatBool)
-	case Int32:
-		return mapSlice(ToSlice[int32](t), func(x int32) string { return strconv.FormatInt(int64(x), 10) })
-	case Int64:
-		return mapSlice(ToSlice[int64](t), func(x int64) string { return strconv.FormatInt(x, 10) })
-	case Uint8:
-		return mapSlice(ToSlice[uint8](t), func(x uint8) string { return strconv.FormatUint(uint64(x), 10) })
+		for i, x := range ToSlice[bool](t) {
+			switch {
+			case !x:
+				out[i] = "False"
+			case pad: // in an array, True takes False's width (NumPy's)
+				out[i] = " True"
+			default:
+				out[i] = "True"
+			}
+		}
+		return out
 	}
-	return nil
+	var ints []int64
+	switch t.dtype {
+	case Int32:
+		ints = mapSlice(ToSlice[int32](t), func(x int32) int64 { return int64(x) })
+	case Int64:
+		ints = ToSlice[int64](t)
+	case Uint8:
+		ints = mapSlice(ToSlice[uint8](t), func(x uint8) int64 { return int64(x) })
+	}
+	width := 0
+	for _, i := range shown {
+		width = max(width, len(strconv.FormatInt(ints[i], 10)))
+	}
+	for i, x := range ints {
+		out[i] = strconv.FormatInt(x, 10)
+		if pad {
+			out[i] = strings.Repeat(" ", width-len(out[i])) + out[i]
+		}
+	}
+	return out
 }
 
-func formatFloats(v []float64, bitSize, prec int) []string {
-	maxAbs, minAbs, integral := 0.0, math.Inf(1), true
+// scalarString formats one float as NumPy prints a 0-d array (as Python's
+// repr of the value): the fewest digits that identify it, positional for
+// magnitudes in [1e-4, 1e16) with at least one digit after the point
+// ("2.0"), scientific beyond ("1e-05", "1.5e+16").
+func scalarString(x float64, bits int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return floatFormat{}.format(x, false)
+	}
+	s := strconv.FormatFloat(x, 'e', -1, bits)
+	exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:])
+	if x == 0 || (exp >= -4 && exp < 16) {
+		s = strconv.FormatFloat(x, 'f', -1, bits)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+	}
+	return s
+}
+
+// floatFormat is NumPy's FloatingFormat for a set of values: the notation
+// (positional or scientific), the digits after the point, and the widths
+// that align the points.
+type floatFormat struct {
+	bits      int
+	exp       bool // scientific notation
+	digits    int  // digits after the point: the most a value needs, or fixed
+	fixed     bool // every value with digits digits, not its own fewest
+	expDigits int  // digits of the exponent (at least 2)
+	padLeft   int  // width of the sign and integer part
+	padRight  int  // width after the point (positional); of the rest (scientific)
+}
+
+// newFloatFormat chooses the format for v (float32 when bits is 32). prec
+// >= 0 fixes the digits after the point (NumPy's floatmode "fixed");
+// otherwise each value takes the fewest that identify it, at most
+// printPrecision ("maxprec").
+func newFloatFormat(v []float64, bits, prec int) floatFormat {
+	f := floatFormat{bits: bits, fixed: prec >= 0}
+	maxAbs, minAbs, finite := 0.0, math.Inf(1), 0
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			continue
 		}
-		a := math.Abs(x)
-		maxAbs = max(maxAbs, a)
-		if a > 0 {
-			minAbs = min(minAbs, a)
-		}
-		if x != math.Trunc(x) {
-			integral = false
+		finite++
+		if a := math.Abs(x); a > 0 {
+			maxAbs, minAbs = max(maxAbs, a), min(minAbs, a)
 		}
 	}
-	scientific := maxAbs >= 1e8 || (minAbs < 1e-4 && !integral)
-	out := make([]string, len(v))
-	if prec < 0 && !integral {
-		// The fewest digits that print every element exactly (shortest repr).
-		prec = 0
+	if maxAbs > 0 {
+		f.exp = maxAbs >= 1e8 || minAbs < 1e-4 || maxAbs/minAbs > 1e3
+	}
+	limit := printPrecision
+	if f.fixed {
+		limit = prec
+	}
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			continue
+		}
+		mant, exp := f.shortest(x, limit)
+		whole, frac, _ := strings.Cut(mant, ".")
+		f.padLeft = max(f.padLeft, len(whole))
+		f.digits = max(f.digits, len(frac))
+		f.expDigits = max(f.expDigits, len(exp))
+	}
+	if finite == 0 { // NumPy sizes nothing but the non-finite words then
+		f.exp, f.digits, f.expDigits = false, 0, 0
+	} else if f.fixed {
+		f.digits = prec
+	}
+	f.padRight = f.digits
+	if f.exp {
+		f.expDigits = max(f.expDigits, 2)
+		f.padRight = f.digits + 2 + f.expDigits // digits, "e", sign, exponent
+	}
+	if finite < len(v) {
+		neg := 0
 		for _, x := range v {
-			s := strconv.FormatFloat(x, 'e', -1, bitSize)
-			if !scientific {
-				s = strconv.FormatFloat(x, 'f', -1, bitSize)
-			}
-			mant := s
-			if i := strings.IndexByte(mant, 'e'); i >= 0 {
-				mant = mant[:i]
-			}
-			if i := strings.IndexByte(mant, '.'); i >= 0 {
-				prec = max(prec, len(mant)-i-1)
+			if math.IsInf(x, -1) {
+				neg = 1
 			}
 		}
+		f.padLeft = max(f.padLeft, len("nan")-(f.padRight+1), len("inf")+neg-(f.padRight+1))
 	}
-	for i, x := range v {
-		switch {
-		case math.IsNaN(x):
-			out[i] = "nan"
-		case math.IsInf(x, 1):
-			out[i] = "inf"
-		case math.IsInf(x, -1):
-			out[i] = "-inf"
-		case scientific:
-			out[i] = strconv.FormatFloat(x, 'e', max(prec, 0), bitSize)
-		case prec <= 0:
-			out[i] = strconv.FormatFloat(x, 'f', 0, bitSize) + "."
-		default:
-			out[i] = strconv.FormatFloat(x, 'f', prec, bitSize)
+	return f
+}
+
+// shortest returns x's mantissa with the fewest digits after the point
+// that identify it, at most limit ("1." for a whole number), and, in
+// scientific notation, its exponent's digits.
+func (f floatFormat) shortest(x float64, limit int) (mant, exp string) {
+	verb := byte('f')
+	if f.exp {
+		verb = 'e'
+	}
+	s := strconv.FormatFloat(x, verb, -1, f.bits)
+	if !f.exp && math.Abs(x) >= 1<<24 && x == math.Trunc(x) {
+		// Beyond float32's exact integers the shortest digits end in
+		// zeros ("54685410"); positional notation prints the value
+		// itself, as NumPy does ("54685408.").
+		s = strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	if f.fixed {
+		s = strconv.FormatFloat(x, verb, limit, f.bits)
+	}
+	mant, exp, _ = strings.Cut(s, "e")
+	if _, frac, ok := strings.Cut(mant, "."); ok && len(frac) > limit {
+		s = strconv.FormatFloat(x, verb, limit, f.bits)
+		mant, exp, _ = strings.Cut(s, "e")
+		if !f.fixed && strings.Contains(mant, ".") {
+			mant = strings.TrimRight(mant, "0")
 		}
 	}
-	return out
+	if !strings.Contains(mant, ".") {
+		mant += "."
+	}
+	if exp != "" {
+		exp = exp[1:] // the sign goes
+	}
+	return mant, exp
+}
+
+// format formats x; pad aligns it with the other values of the format.
+func (f floatFormat) format(x float64, pad bool) string {
+	var s string
+	switch {
+	case math.IsNaN(x):
+		s = "nan"
+	case math.IsInf(x, 1):
+		s = "inf"
+	case math.IsInf(x, -1):
+		s = "-inf"
+	}
+	if s != "" {
+		if pad {
+			s = strings.Repeat(" ", max(f.padLeft+f.padRight+1-len(s), 0)) + s
+		}
+		return s
+	}
+	var mant, exp string
+	if f.exp {
+		// Every mantissa with the same digits, the exponent with the
+		// same width (NumPy pads it with zeros).
+		m, e, _ := strings.Cut(strconv.FormatFloat(x, 'e', f.digits, f.bits), "e")
+		mant, exp = m, "e"+e[:1]+strings.Repeat("0", max(f.expDigits-len(e[1:]), 0))+e[1:]
+		if !strings.Contains(mant, ".") {
+			mant += "."
+		}
+	} else {
+		mant, _ = f.shortest(x, f.digits)
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	if !pad {
+		return mant + exp
+	}
+	s = strings.Repeat(" ", max(f.padLeft-len(whole), 0)) + mant + exp
+	if !f.exp {
+		s += strings.Repeat(" ", max(f.padRight-len(frac), 0))
+	}
+	return s
 }

@@ -22,6 +22,10 @@ func init() {
 		if t == nil || t.buf == nil || t.ValuesDropped() {
 			return nil, p.indices
 		}
-		return t.elementStrings(-1), p.indices
+		p.shape = t.shape
+		if len(t.shape) == 0 {
+			return t.elementStrings(-1, nil, false), p.indices
+		}
+		return t.elementStrings(-1, p.shownFlat(), false), p.indices
 	}
 }

@@ -280,7 +280,7 @@ func (t *Tensor) HostBytes() []byte {
 // not match the dtype or t is not on the CPU.
 func HostData[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
-		Panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of a %v tensor", DTypeOf[T](), t.dtype)
+		Panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
 	b := t.HostBytes()
 	n := t.NumElements()
@@ -373,7 +373,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // It panics with an *Error if T does not match t's dtype.
 func ToSlice[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
-		Panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of a %v tensor", DTypeOf[T](), t.dtype)
+		Panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
 	raw := t.hostCopy()
 	out := make([]T, t.NumElements())

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -167,12 +168,26 @@ func TestPrinting(t *testing.T) {
 		x    *Tensor
 		want string
 	}{
+		// NumPy's str() of the same arrays (golden: numpy 1.24; the
+		// differential suite compares thousands of random ones).
 		{FromSlice([]int32{1, 2, 3, 40, 5, 6}, 2, 3), "[[ 1  2  3]\n [40  5  6]] int32[2 3]"},
-		{FromSlice([]float32{1, 2.5, -3}), "[ 1.0  2.5 -3.0] float32[3]"},
+		{FromSlice([]float32{1, 2.5, -3}), "[ 1.   2.5 -3. ] float32[3]"},
+		{FromSlice([]float32{0.5, -1, 2}), "[ 0.5 -1.   2. ] float32[3]"},
+		{FromSlice([]float32{1, -2, 4}), "[ 1. -2.  4.] float32[3]"},
 		{FromSlice([]float64{1, 2}), "[1. 2.] float64[2]"},
-		{Scalar(true), "true bool[]"},
-		{FromSlice([]float64{1e-9, 1}), "[1e-09 1e+00] float64[2]"},
+		{Scalar(true), "True bool[]"},
+		{FromSlice([]bool{true, false}), "[ True False] bool[2]"},
+		{FromSlice([]float64{1e-9, 1}), "[1.e-09 1.e+00] float64[2]"},
+		{FromSlice([]float64{1e5, 1.5}), "[1.0e+05 1.5e+00] float64[2]"},
+		{FromSlice([]float64{math.NaN(), 1.5, math.Inf(-1)}), "[ nan  1.5 -inf] float64[3]"},
+		{FromSlice([]float64{0.1234567891, 2}), "[0.12345679 2.        ] float64[2]"},
+		{Scalar(0.1), "0.1 float64[]"},
+		{Scalar(-2.0), "-2.0 float64[]"},
+		{Scalar(1e-5), "1e-05 float64[]"},
 		{Zeros(Float32, 0), "[] float32[0]"},
+		{Zeros(Float32, 2, 0), "[] float32[2 0]"},
+		{Arange[float64](0, 30, 1), "[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.\n" +
+			" 18. 19. 20. 21. 22. 23. 24. 25. 26. 27. 28. 29.] float64[30]"},
 	}
 	for _, c := range cases {
 		if got := c.x.String(); got != c.want {

@@ -34,6 +34,6 @@ Brown,1.74,29,true
 	// Output:
 	// [1.82 1.65 1.74] float32[3]
 	// [41 -1 29] int32[3]
-	// [ true false  true] bool[3]
+	// [ True False  True] bool[3]
 	// csv: not a valid table: line 3, column "x": "abc" is not a valid float32
 }

@@ -40,6 +40,15 @@ var Tensor struct {
 const NilHint = "a gradient is nil where the target does not depend on the source on that tape: " +
 	"not watched (Tape.Watch), not a variable, or not used; tape.Options{UnconnectedZeros: true} gives zeros instead"
 
+// WithArticle is a dtype's (or any word's) name after "a" or "an", as a
+// message reads it: "an int32", "a float32", "a uint8".
+func WithArticle(name string) string {
+	if name != "" && name[0] == 'i' {
+		return "an " + name
+	}
+	return "a " + name
+}
+
 // RecordedTo is package ops' ToDevice (set at its init): tensor.To calls
 // it for a tensor a tape or a trace may be following, so that the copy is
 // recorded (a gradient flows back through it, a trace replays it).
