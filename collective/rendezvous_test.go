@@ -101,7 +101,7 @@ func TestRendezvousConcurrentPosts(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if err := rs[0].Post(1, fmt.Sprint(i), tensor.Full(float64(i), 1+i%5), false); err != nil {
+			if err := rs[0].Post(1, fmt.Sprint(i), tensor.FullOf(tensor.Float64, float64(i), 1+i%5), false); err != nil {
 				t.Error(err)
 			}
 		})

@@ -227,10 +227,10 @@ func samples() map[string][]sample {
 	add("LogicalAnd", binary(ops.LogicalAnd, []tensor.DType{tensor.Bool}, 0, 1, 0, 1, false, false)...)
 	add("LogicalOr", binary(ops.LogicalOr, []tensor.DType{tensor.Bool}, 0, 1, 0, 1, false, false)...)
 	for _, dt := range every {
-		add("Select", one(fmt.Sprintf("%v same shapes", dt), func() { ops.Select(of(tensor.Bool, 0, 1, 2, 3), of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 3)) }, dt == tensor.Float64, dt == tensor.Float64))
+		add("Select", one(fmt.Sprintf("%v same shapes", dt), func() { ops.Where(of(tensor.Bool, 0, 1, 2, 3), of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 3)) }, dt == tensor.Float64, dt == tensor.Float64))
 	}
-	add("Select", one("scalar predicate", func() { ops.Select(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, false),
-		one("broadcast", func() { ops.Select(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, false))
+	add("Select", one("scalar predicate", func() { ops.Where(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, false),
+		one("broadcast", func() { ops.Where(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, false))
 
 	// Reductions.
 	for _, dt := range numbers {

@@ -57,9 +57,18 @@ func HeUniform(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 	return tensor.RandUniform(rng, dt, -l, l, shape...)
 }
 
-// Zeros ignores the generator and returns zeros.
-func Zeros(_ *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+// ZerosInit is the Initializer of zeros: it ignores the generator (a
+// tensor of zeros is tensor.Zeros(dt, shape...)).
+func ZerosInit(_ *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 	return tensor.Zeros(dt, shape...)
+}
+
+// Zeros is ZerosInit.
+//
+// Deprecated: use ZerosInit; nn.Zeros read as tensor.Zeros with another
+// signature.
+func Zeros(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+	return ZerosInit(rng, dt, shape...)
 }
 
 // Orthogonal returns a matrix with orthonormal rows or columns (the last

@@ -43,6 +43,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "HeNormal", Fn: HeNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "HeUniform", Fn: HeUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "Zeros", Fn: Zeros, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "ZerosInit", Fn: ZerosInit, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "Orthogonal", Fn: Orthogonal, Valid: []any{rng, tensor.Float32, []int{3, 3}}},
 		{Name: "MeanSquaredError", Fn: MeanSquaredError, Valid: []any{x, x}},
 		{Name: "SoftmaxCrossEntropy", Fn: SoftmaxCrossEntropy, Valid: []any{x, x}},

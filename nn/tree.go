@@ -71,10 +71,10 @@ func thousands(n int) string {
 	return s
 }
 
-// Summary runs x through m in inference mode (values are not kept) and
-// returns a table of each layer (a Sequential's, recursively) with its
-// output shape and parameter count, and the totals, as Keras' summary
-// does. An error in a layer is returned naming the layer.
+// Summary is Summarize's table as text.
+//
+// Deprecated: use Summarize, whose result prints as this table (its
+// String method) and holds the rows as data.
 func Summary(m Module, x *tensor.Tensor) (string, error) {
 	if err := nilArg("Summary", arg{"the module", m}, arg{"the input", x}); err != nil {
 		return "", err
@@ -103,8 +103,11 @@ type LayerSummary struct {
 	Params int          // trainable parameters (a Sequential's: all of its layers')
 }
 
-// Summarize is Summary as data: it runs x through m in inference mode and
-// lists each layer's output shape and parameters. Errors as Summary.
+// Summarize runs x through m in inference mode (values are not kept) and
+// returns each layer (a Sequential's, recursively) with its output shape
+// and parameter count, and the totals; printed (its String method) it is a
+// table as Keras' summary prints. An error in a layer is returned naming
+// the layer.
 func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
 	if err := nilArg("Summarize", arg{"the module", m}, arg{"the input", x}); err != nil {
 		return ModelSummary{}, err

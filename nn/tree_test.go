@@ -49,10 +49,11 @@ func TestModelPrintsAsATree(t *testing.T) {
 }
 
 func TestSummaryShapes(t *testing.T) {
-	got, err := nn.Summary(fashionModel(), tensor.Zeros(tensor.Float32, 128, 28, 28, 1))
+	s, err := nn.Summarize(fashionModel(), tensor.Zeros(tensor.Float32, 128, 28, 28, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := s.String()
 	for _, want := range []string{
 		"layer", "output shape", "parameters",
 		"Conv2D conv1: 3x3, 1 -> 32, same, relu", "[128 28 28 32]", "320",
@@ -65,12 +66,12 @@ func TestSummaryShapes(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	// The same as data: rows in order, nested rows one level deeper, a
-	// nested Sequential's own row without a shape.
-	s, err := nn.Summarize(fashionModel(), tensor.Zeros(tensor.Float32, 128, 28, 28, 1))
-	if err != nil || s.String() != got {
-		t.Fatalf("Summarize: %v, its String differs from Summary: %v", err, s.String() != got)
+	// The deprecated Summary is the same table.
+	if text, err := nn.Summary(fashionModel(), tensor.Zeros(tensor.Float32, 128, 28, 28, 1)); err != nil || text != got {
+		t.Fatalf("Summary: %v, differs from Summarize's String: %v", err, text != got)
 	}
+	// As data: rows in order, nested rows one level deeper, a nested
+	// Sequential's own row without a shape.
 	first, last := s.Layers[0], s.Layers[len(s.Layers)-1]
 	if first.Depth != 0 || first.Params != 320 || !slices.Equal(first.Output, tensor.Shape{128, 28, 28, 32}) || last.Layer != "Dense logits: 128 -> 10" || s.Trainable != 421642 {
 		t.Errorf("rows %+v ... %+v, trainable %d", first, last, s.Trainable)
@@ -87,7 +88,7 @@ func TestSummaryShapes(t *testing.T) {
 		t.Errorf("%d rows without a shape, want the nested Sequential's one", nested)
 	}
 	// A wrong input: the error names the layer.
-	_, err = nn.Summary(fashionModel(), tensor.Zeros(tensor.Float32, 2, 28, 28, 3))
+	_, err = nn.Summarize(fashionModel(), tensor.Zeros(tensor.Float32, 2, 28, 28, 3))
 	if err == nil || !strings.Contains(err.Error(), "conv1: ") {
 		t.Errorf("summary of a wrong input: %v", err)
 	}

@@ -12,8 +12,9 @@ import (
 // Model displays m's summary for the input x (nn.Summarize: x runs through
 // m in inference mode): each layer as nn.Describe names it, nested layers
 // indented, with its output shape and trainable parameters, and the
-// totals. Outside a notebook it prints the text nn.Summary returns. An
-// error in a layer is returned naming the layer, and nothing is shown.
+// totals. Outside a notebook it prints the summary's text table (its
+// String). An error in a layer is returned naming the layer, and nothing
+// is shown.
 func Model(m nn.Module, x *tensor.Tensor) error {
 	s, err := nn.Summarize(m, x)
 	if err != nil {

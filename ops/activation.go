@@ -13,7 +13,7 @@ import (
 func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
 	needInputs("LeakyRelu", x)
 	defer asOp("LeakyRelu")
-	return Select(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
+	return Where(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
 }
 
 // Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
@@ -21,7 +21,7 @@ func Elu(x *tensor.Tensor) *tensor.Tensor {
 	needInputs("Elu", x)
 	defer asOp("Elu")
 	neg := Minimum(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
-	return Select(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
+	return Where(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
 }
 
 // Gelu returns x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form, in one pass;

@@ -74,8 +74,8 @@ func init() {
 			when(g.Needs[1], func() *tensor.Tensor {
 				// d/db a^b = a^b log a, taken as 0 where a <= 0.
 				pos := Gt(a, ScalarLike(a, 0))
-				safe := Select(pos, a, OnesLike(a))
-				return Mul(dy, Mul(y, Select(pos, Log(safe), ZerosLike(safe))))
+				safe := Where(pos, a, OnesLike(a))
+				return Mul(dy, Mul(y, Where(pos, Log(safe), ZerosLike(safe))))
 			}),
 		}
 	})
@@ -87,8 +87,8 @@ func minMaxGrad(g *eager.Grad, pick *tensor.Tensor) []*tensor.Tensor {
 	dy := g.OutGrads[0]
 	z := ZerosLike(dy)
 	return []*tensor.Tensor{
-		when(g.Needs[0], func() *tensor.Tensor { return Select(pick, dy, z) }),
-		when(g.Needs[1], func() *tensor.Tensor { return Select(pick, z, dy) }),
+		when(g.Needs[0], func() *tensor.Tensor { return Where(pick, dy, z) }),
+		when(g.Needs[1], func() *tensor.Tensor { return Where(pick, z, dy) }),
 	}
 }
 

@@ -62,17 +62,24 @@ func init() {
 			p, dy := g.Inputs[0], g.OutGrads[0]
 			z := ZerosLike(dy)
 			return []*tensor.Tensor{nil,
-				when(g.Needs[1], func() *tensor.Tensor { return Select(p, dy, z) }),
-				when(g.Needs[2], func() *tensor.Tensor { return Select(p, z, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return Where(p, dy, z) }),
+				when(g.Needs[2], func() *tensor.Tensor { return Where(p, z, dy) }),
 			}
 		},
 	})
 }
 
-// Select returns onTrue where pred is true and onFalse elsewhere, as XLA's
-// Select. pred: Bool; onTrue, onFalse: one dtype. All three broadcast
-// together (so a scalar pred picks a whole operand). The gradient flows to
-// the operand that was picked; pred gets none.
-func Select(pred, onTrue, onFalse *tensor.Tensor) *tensor.Tensor {
-	return eager.Run1(selectOp, nil, pred, onTrue, onFalse)
+// Where returns x where cond is true and y elsewhere: NumPy's where with
+// three arguments, XLA's Select. cond: Bool; x, y: one dtype. All three
+// broadcast together (so a scalar cond picks a whole operand). The
+// gradient flows to the operand that was picked; cond gets none.
+func Where(cond, x, y *tensor.Tensor) *tensor.Tensor {
+	defer asOp("Where") // the op is XLA's Select
+	return eager.Run1(selectOp, nil, cond, x, y)
 }
+
+// Select is Where (XLA's name for it).
+//
+// Deprecated: use Where, the one name ops gives it (see "Names" in the
+// package doc).
+func Select(pred, onTrue, onFalse *tensor.Tensor) *tensor.Tensor { return Where(pred, onTrue, onFalse) }

@@ -46,7 +46,7 @@
 //
 //	Eq, Ne                                   any dtype -> bool (IEEE: NaN is unequal to all)
 //	Lt, Le, Gt, Ge                           numeric -> bool
-//	Select(pred, t, f), Where(pred, t, f)    pred bool; scalar or same-shape (broadcasting)
+//	Where(cond, x, y)                        cond bool; all three broadcast (XLA's Select; Select is a deprecated alias)
 //	Clip(x, lo, hi)                          min(max(x, lo), hi)
 //	Cast(x, dtype)                           XLA's ConvertElementType
 //	ToDevice(x, dev)                         a copy on dev (tensor.Tensor.To records it for tapes and traces; device.go)
@@ -57,7 +57,7 @@
 //	ReshapeDims(x, dims, sizes...)           XLA's Reshape with a dimension order
 //	Collapse(x, dims...)                     XLA's Collapse (dimension numbers as in its examples)
 //	Transpose(x, perm...)                    a layout change, no copy
-//	Broadcast(x, sizes...)                   XLA: new leading dims
+//	Broadcast(x, sizes...)                   XLA: new leading dims (NumPy's broadcasting is BroadcastTo)
 //	BroadcastTo(x, shape...), SumTo          NumPy broadcast to a shape, and its inverse (sums)
 //	ExpandDims, Squeeze, Tile, Rev           NumPy/XLA vocabulary
 //	Stack, Unstack, Split                    along an axis
@@ -75,6 +75,7 @@
 //	Reduce(x, Reduction{Kind, Dims, KeepDims})  built-in Sum/Mean/Max/Min/Prod over any dims
 //	Sum, Mean, Prod, Amax, Amin              shorthands over dims (all by default); ReduceMaxOf and
 //	                                         ReduceMinOf are deprecated aliases of Amax and Amin
+//	KeepDims(reduce, x, dims...)             any of them (and ArgMax, ArgMin) keeping the reduced dims as 1
 //	Any, All                                 bool
 //	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
 //	Cumsum(x, axis, exclusive, reverse)         running sums
@@ -126,6 +127,20 @@
 // # Constants (constant.go)
 //
 //	ScalarLike, ZerosLike, OnesLike, FullLike  on the device and in the dtype of a tensor
+//
+// # Names and argument order
+//
+// One name per operation: NumPy's and PyTorch's where they agree (Where,
+// BroadcastTo, Amax, Cumsum, TakeAlongAxis), XLA's for what NumPy lacks
+// (Broadcast, ReduceWindow, DotGeneral, Iota); a second name is a
+// deprecated alias kept for one minor release, marked in its doc and in
+// CHANGELOG.md. Arguments come in one order: the tensors first, then the
+// axis or dims they act along, then options. The exception is a function
+// of a list of tensors (Concatenate, Stack), which takes the axis first
+// and the tensors as its variadic tail, as Go requires of a list written
+// out (Gorgonia's and GoMLX's Concat do the same). Dims that may be several
+// are variadic and last (Sum(x, 0, 2)); none means all. The keepdims
+// form of every reduction is KeepDims(reduction, x, dims...).
 //
 // # Errors
 //

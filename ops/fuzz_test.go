@@ -207,7 +207,7 @@ var fuzzFamilies = []fuzzFamily{
 		case 2:
 			ops.DynamicUpdateSlice(a, b, z.indices([]int{a.Rank()}))
 		default:
-			ops.Select(ops.Gt(a, b), a, b)
+			ops.Where(ops.Gt(a, b), a, b)
 		}
 	}},
 	{"matmul", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {

@@ -28,7 +28,7 @@ func TestHostileSizesAndOptions(t *testing.T) {
 		{"Zeros 2^80", "Zeros", func() { tensor.Zeros(tensor.Float32, huge, huge) }, tensor.ErrShape},
 		{"Zeros 4 TiB", "Zeros", func() { tensor.Zeros(tensor.Float32, huge) }, device.ErrOutOfMemory},
 		{"FromSlice 2^80", "FromSlice", func() { tensor.FromSlice([]float32{}, huge, huge, 0) }, tensor.ErrShape},
-		{"Full 2^80", "Full", func() { tensor.Full(float32(1), huge, huge) }, tensor.ErrShape},
+		{"FullOf 2^80", "FullOf", func() { tensor.FullOf(tensor.Float32, 1, huge, huge) }, tensor.ErrShape},
 		{"RandNormal", "RandNormal", func() { tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, huge, huge) }, tensor.ErrShape},
 		{"RngUniform 4 TiB", "RandUniform", func() { ops.RngUniform(tensor.NewRNG(1), tensor.Float32, 0, 1, huge) }, device.ErrOutOfMemory},
 		{"Reshape wraps to 16", "Reshape", func() { ops.Reshape(x16, 1<<62+4, 4) }, tensor.ErrShape},

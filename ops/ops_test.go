@@ -74,8 +74,8 @@ func TestXLAConcatenateSliceSelectBroadcast(t *testing.T) {
 	pred := tensor.FromSlice([]bool{true, false, false, true})
 	v1 := tensor.FromSlice([]int32{1, 2, 3, 4})
 	v2 := tensor.FromSlice([]int32{100, 200, 300, 400})
-	check(t, "select", ops.Select(pred, v1, v2), tensor.Shape{4}, []int32{1, 200, 300, 4})
-	check(t, "select scalar", ops.Select(tensor.Scalar(true), v1, v2), tensor.Shape{4}, []int32{1, 2, 3, 4})
+	check(t, "select", ops.Where(pred, v1, v2), tensor.Shape{4}, []int32{1, 200, 300, 4})
+	check(t, "select scalar", ops.Where(tensor.Scalar(true), v1, v2), tensor.Shape{4}, []int32{1, 2, 3, 4})
 
 	check(t, "broadcast scalar", ops.Broadcast(tensor.Scalar(float32(2)), 2, 3), tensor.Shape{2, 3}, f32(2, 2, 2, 2, 2, 2))
 	check(t, "broadcast vec", ops.Broadcast(tensor.FromSlice(f32(1, 2)), 2), tensor.Shape{2, 2}, f32(1, 2, 1, 2))
@@ -297,7 +297,7 @@ func TestBadInputErrors(t *testing.T) {
 		{"matmul vector", func() { ops.MatMul(tensor.Zeros(tensor.Float32, 3), m) }, tensor.ErrShape, "contracting dimensions differ: 3 and 2"},
 		{"matmul batch", func() { ops.MatMul(tensor.Zeros(tensor.Float32, 2, 2, 3), tensor.Zeros(tensor.Float32, 3, 3, 2)) }, tensor.ErrShape, "batch dimensions [2] and [3] do not broadcast"},
 		{"matmult rank", func() { ops.MatMulT(tensor.Zeros(tensor.Float32, 3), m, false, false) }, tensor.ErrRank, "rank 2 or more"},
-		{"select pred", func() { ops.Select(m, m, m) }, tensor.ErrDType, "predicate must be bool"},
+		{"select pred", func() { ops.Where(m, m, m) }, tensor.ErrDType, "predicate must be bool"},
 		{"pad negative", func() { ops.Pad(m, tensor.Scalar(float32(0)), ops.PadDim{Low: -3}, ops.PadDim{}) }, tensor.ErrShape, "leaves -1 elements"},
 		{"bdims", func() { ops.BroadcastDims(ops.Add, m, tensor.Zeros(tensor.Float32, 3), 0) }, tensor.ErrShape, "cannot map"},
 		{"label", func() {

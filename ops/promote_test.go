@@ -44,7 +44,7 @@ func TestWeakScalarsTakeTheOtherDType(t *testing.T) {
 	check("Add(i32, int64 3)", ops.Add(i32, tensor.Scalar(int64(3))), []int32{4, 1, 10})
 	check("Sub(u8, 200)", ops.Sub(u8, tensor.Scalar(200)), []uint8{56, 0, 55})
 	check("Gt(x32, 1)", ops.Gt(x32, tensor.Scalar(1)), []bool{false, true, true})
-	check("Select(p, x32, 0.0)", ops.Select(ops.Gt(x32, tensor.Scalar(300.0)), x32, tensor.Scalar(0.0)), []float32{0, 0, 510})
+	check("Select(p, x32, 0.0)", ops.Where(ops.Gt(x32, tensor.Scalar(300.0)), x32, tensor.Scalar(0.0)), []float32{0, 0, 510})
 	check("Pad(x32, -1.0)", ops.Pad(x32, tensor.Scalar(-1.0), ops.PadDim{Low: 1}), []float32{-1, 0.5, 255, 510})
 	check("Max(x32, 300)", ops.Maximum(x32, tensor.Scalar(300)), []float32{300, 300, 510})
 	check("Maximum of a uint8 and a float", ops.Maximum(u8, tensor.Scalar(100.0)), []uint8{100, 200, 255})

@@ -126,12 +126,12 @@ func reduceGrad(g *eager.Grad) []*tensor.Tensor {
 	default: // ReduceProd: the product of the other elements, zeros included.
 		zero := Eq(x, ScalarLike(x, 0))
 		zeros := Reduce(Cast(zero, x.DType()), Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
-		nonzero := Reduce(Select(zero, OnesLike(x), x), Reduction{Kind: ReduceProd, Dims: dims, KeepDims: true})
-		safeX := Select(zero, OnesLike(x), x)
+		nonzero := Reduce(Where(zero, OnesLike(x), x), Reduction{Kind: ReduceProd, Dims: dims, KeepDims: true})
+		safeX := Where(zero, OnesLike(x), x)
 		one := ScalarLike(x, 1)
-		others := Select(zero,
-			Select(Eq(zeros, one), BroadcastTo(nonzero, x.Shape()...), ZerosLike(x)),
-			Select(Eq(zeros, ScalarLike(x, 0)), Div(BroadcastTo(yk, x.Shape()...), safeX), ZerosLike(x)))
+		others := Where(zero,
+			Where(Eq(zeros, one), BroadcastTo(nonzero, x.Shape()...), ZerosLike(x)),
+			Where(Eq(zeros, ScalarLike(x, 0)), Div(BroadcastTo(yk, x.Shape()...), safeX), ZerosLike(x)))
 		return []*tensor.Tensor{Mul(dy, others)}
 	}
 }

@@ -166,7 +166,9 @@ func BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
 }
 
 // Broadcast is XLA's Broadcast: it adds the dimensions sizes in front of
-// x's, so output[i..., j...] = x[j...].
+// x's, so output[i..., j...] = x[j...]. It is not NumPy's broadcasting:
+// to repeat x to a shape (np.broadcast_to, torch.expand), use
+// BroadcastTo; Broadcast(x, sizes...) is BroadcastTo(x, sizes+x's shape).
 func Broadcast(x *tensor.Tensor, sizes ...int) *tensor.Tensor {
 	needInputs("Broadcast", x)
 	defer asOp("Broadcast")

@@ -295,13 +295,6 @@ func Map(f func(xs ...*tensor.Tensor) *tensor.Tensor, operands ...*tensor.Tensor
 	return y
 }
 
-// Where returns x where cond is true and y elsewhere (NumPy's where with
-// three arguments; the same as Select).
-func Where(cond, x, y *tensor.Tensor) *tensor.Tensor {
-	defer asOp("Where")
-	return Select(cond, x, y)
-}
-
 // Clip limits x to [lo, hi] elementwise (lo, hi broadcast against x).
 // The gradient passes where x is inside the range.
 func Clip(x, lo, hi *tensor.Tensor) *tensor.Tensor {

@@ -259,6 +259,10 @@ func scalarOf[T Elem](v T) *Tensor {
 
 // Full returns a tensor of the given shape with every element v, on the
 // default device.
+//
+// Deprecated: use FullOf(dt, v, shape...), the one signature of the
+// constructors (the dtype first, the shape last; FullOn is FullOf on a
+// device).
 func Full[T Elem](v T, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	checkShape("Full", s, DTypeOf[T]())

@@ -7,9 +7,16 @@
 // Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
 // Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
 // typed; ScalarOf, of a given dtype), constants
-// (Zeros, Ones, Full, FullOf), ranges (Arange, Linspace) and the seeded,
+// (Zeros, Ones, FullOf), ranges (Arange, Linspace) and the seeded,
 // counter-based RNG (RandUniform, RandNormal, RandBernoulli). They are read
 // back with ToSlice and Item. Printing follows NumPy.
+//
+// Constructors take their arguments in one order: the dtype first, then
+// values, the shape last (Zeros(dt, 2, 3), FullOf(dt, 0.5, 2, 3),
+// RandUniform(rng, dt, lo, hi, 2, 3)); each has an On variant taking the
+// device first (FullOn, RandUniformOn, FromSliceOn) where the default
+// device is not meant. Full, which took a typed value instead, is a
+// deprecated alias of FullOf.
 //
 // # Layout
 //

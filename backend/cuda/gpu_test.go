@@ -227,7 +227,7 @@ func TestAlongAxisOnGPU(t *testing.T) {
 	agree(t, "ArgMax with NaN", ops.ArgMax(onGPU(t, d, nan), 0), ops.ArgMax(nan, 0))
 	agree(t, "ArgMin with NaN", ops.ArgMin(onGPU(t, d, nan), 0), ops.ArgMin(nan, 0))
 	long := tensor.RandNormal(r, tensor.Float64, 2, 37)
-	long = ops.Select(ops.Gt(long, ops.ScalarLike(long, 1)), ops.FullLike(long, math.NaN()), long)
+	long = ops.Where(ops.Gt(long, ops.ScalarLike(long, 1)), ops.FullLike(long, math.NaN()), long)
 	for _, desc := range []bool{false, true} {
 		agree(t, "ArgSort with NaN", ops.ArgSort(onGPU(t, d, long), 1, desc), ops.ArgSort(long, 1, desc))
 	}

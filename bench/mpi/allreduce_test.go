@@ -81,7 +81,7 @@ func TestRankAllReduceSizes(t *testing.T) {
 	}
 	defer comm.Close()
 	for bytes := 1 << 10; bytes <= 64<<20; bytes *= 16 {
-		y, err := comm.AllReduce(tensor.Full(float32(comm.Rank()+1), bytes/4), collective.Sum)
+		y, err := comm.AllReduce(tensor.FullOf(tensor.Float32, float64(comm.Rank()+1), bytes/4), collective.Sum)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestRankRendezvous(t *testing.T) {
 		case 2:
 			return nil // dead
 		}
-		return tensor.Full(float32(100*from+to), big)
+		return tensor.FullOf(tensor.Float32, float64(100*from+to), big)
 	}
 	var wg sync.WaitGroup
 	for to := range n {

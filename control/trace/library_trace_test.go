@@ -33,7 +33,7 @@ var libraryOps = []struct {
 	{"Pow", func(x T) T {
 		return ops.Pow(ops.Add(ops.Abs(x), tensor.Scalar(float32(0.5))), tensor.Scalar(float32(1.5)))
 	}},
-	{"Select", func(x T) T { return ops.Select(ops.Gt(x, tensor.Scalar(float32(0))), ops.Square(x), ops.Neg(x)) }},
+	{"Select", func(x T) T { return ops.Where(ops.Gt(x, tensor.Scalar(float32(0))), ops.Square(x), ops.Neg(x)) }},
 	{"Prod", func(x T) T { return ops.Prod(ops.Tanh(x), 3) }},
 	{"Reshape Transpose", func(x T) T { return ops.Transpose(ops.Reshape(x, 6, 16), 1, 0) }},
 	{"BroadcastTo", func(x T) T { return ops.BroadcastTo(ops.Sum(x, 0), 3, 3, 4, 4) }},

@@ -81,7 +81,7 @@ func TestSignatureSizesNotFollowed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			closeTo(t, fmt.Sprintf("%s: size %d", c.name, n), got[0], tensor.Full(c.scale(n), n), 0)
+			closeTo(t, fmt.Sprintf("%s: size %d", c.name, n), got[0], tensor.FullOf(tensor.Float32, float64(c.scale(n)), n), 0)
 		}
 		if f.Traces() != 4 || len(logged) != 1 || !strings.Contains(logged[0], c.want) {
 			t.Errorf("%s: %d traces (want 4), logged %q", c.name, f.Traces(), logged)

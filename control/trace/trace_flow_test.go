@@ -93,7 +93,7 @@ func TestFunctionTracesCond(t *testing.T) {
 		y := control.Cond(ops.Gt(s, tensor.Scalar(float32(0))),
 			func() []T {
 				inner := control.Cond(ops.Gt(s, tensor.Scalar(float32(10))),
-					func() []T { return []T{tensor.Full(float32(100), 2)} },
+					func() []T { return []T{tensor.FullOf(tensor.Float32, 100, 2)} },
 					func() []T { return []T{ops.Mul(ops.Tanh(x), w.Value())} })
 				return []T{inner[0], x}
 			},

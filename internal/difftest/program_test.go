@@ -253,7 +253,7 @@ func apply(op string, x []T, a Attrs) T {
 		v, _ := ops.TopK(x[0], a.K)
 		return v
 	case "select":
-		return ops.Select(ops.Gt(x[0], x[1]), x[2], x[3])
+		return ops.Where(ops.Gt(x[0], x[1]), x[2], x[3])
 	case "clip":
 		return ops.Clip(x[0], x[1], x[2])
 	case "dot_general":
