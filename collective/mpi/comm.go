@@ -2,9 +2,12 @@
 
 // Package mpi is collective.Comm over MPI: Open MPI's libmpi.so.40, or
 // MPICH's libmpi.so.12 (and libraries of its ABI: Intel MPI, MVAPICH),
-// loaded at run time with purego (no cgo, nothing to install to build),
-// whichever is found first (EAGERFLOW_MPI_LIB names one), the processes
+// loaded at run time with purego (no cgo, nothing to install to build):
+// the launcher's implementation (launcher.go reads it from the
+// environment; EAGERFLOW_MPI_LIB names a library instead), the processes
 // started by mpirun, mpiexec, Slurm's srun or Kubernetes' MPI operator.
+// Where the ranks outnumber the free cores they yield the CPU while they
+// wait (EAGERFLOW_MPI_YIELD forces it on or off).
 //
 //	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 //	mpirun -np 2 --mca btl self,tcp ./train      # in a container, as root
@@ -25,6 +28,7 @@ package mpi
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -74,6 +78,8 @@ const (
 )
 
 func open() (*Comm, error) {
+	job := detectLauncher(os.Getenv)
+	job.yieldWhenIdle(os.Getenv, os.Setenv)
 	l, err := openLib()
 	if err != nil {
 		return nil, fmt.Errorf("%w: mpi: %v", collective.ErrCollective, err)
@@ -104,6 +110,9 @@ func open() (*Comm, error) {
 	call(l.commRank, l.commWorld, ptr(&pin, rank))
 	call(l.commSize, l.commWorld, ptr(&pin, size))
 	c.rank, c.size = int(*rank), int(*size)
+	if err := job.check(c.size, l.path, l.impl); err != nil {
+		return nil, fmt.Errorf("%w: mpi: %v", collective.ErrCollective, err)
+	}
 	diag := new(uintptr)
 	if code := call(l.commDup, l.commWorld, ptr(&pin, diag)); code != 0 {
 		return nil, c.fail("MPI_Comm_dup", code)

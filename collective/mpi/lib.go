@@ -51,23 +51,13 @@ var mpichHandles = struct {
 	statusIgnore: 1,           // (MPI_Status *) 1
 }
 
-// libNames are the files tried, in order: EAGERFLOW_MPI_LIB when set,
-// else Open MPI's soname, then MPICH's (libmpi.so.12 as MPICH installs
-// itself, libmpich.so.12 as Debian does).
-func libNames() []string {
-	if p := os.Getenv("EAGERFLOW_MPI_LIB"); p != "" {
-		return []string{p}
-	}
-	return []string{"libmpi.so.40", "libmpi.40.dylib", "libmpi.so.12", "libmpich.so.12", "libmpi.12.dylib"}
-}
-
 // openLib loads libmpi with RTLD_GLOBAL (Open MPI's plugins resolve its
 // symbols from the global namespace, and fail to load otherwise) and
 // looks up what eagerflow uses. The error names each file tried and why
 // it failed, or the symbol missing.
 func openLib() (*lib, error) {
 	var tried []string
-	for _, name := range libNames() {
+	for _, name := range detectLauncher(os.Getenv).libNames(os.Getenv) {
 		if err := dlcheck.Check(name); err != nil {
 			tried = append(tried, err.Error())
 			continue

@@ -30,6 +30,32 @@ func TestCollectivesUnderMPICH(t *testing.T) {
 	for _, np := range []int{2, 3} {
 		t.Run(fmt.Sprint(np), func(t *testing.T) { mpitest.RunWith(t, mpitest.MPICH, np, "TestRankCollectives") })
 	}
+	// Without EAGERFLOW_MPI_LIB the ranks load MPICH's library from
+	// Hydra's environment (issue 31: they loaded Open MPI's and ran as two
+	// jobs of one process).
+	t.Run("detected", func(t *testing.T) { mpitest.RunWith(t, mpitest.MPICHDetected, 2, "TestRankCollectives") })
+}
+
+// Hydra's job with Open MPI's library named: each rank fails, saying
+// which library to name instead.
+func TestWrongLibraryForTheLauncher(t *testing.T) {
+	t.Setenv("EAGERFLOW_MPI_LIB", "libmpi.so.40")
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1") // Open MPI's singleton start, as root in a container
+	t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	out, err := mpitest.StartWith(t, mpitest.MPICHDetected, 2, "TestRankWrongLibrary", 2*time.Minute)
+	if err != nil || strings.Count(out, "--- PASS: TestRankWrongLibrary") != 2 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestRankWrongLibrary(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestWrongLibraryForTheLauncher")
+	}
+	_, err := Open()
+	if err == nil || !strings.Contains(err.Error(), "sees a world of 1") || !strings.Contains(err.Error(), "EAGERFLOW_MPI_LIB=libmpich.so.12") {
+		t.Fatalf("Open under Hydra with Open MPI's library: %v", err)
+	}
 }
 
 // TestRankCollectives is one rank's part: every collective on values each
@@ -49,8 +75,7 @@ func TestRankCollectives(t *testing.T) {
 	}
 	// The library the launcher's job asked for is the one loaded.
 	lib := "Open MPI"
-	if strings.Contains(os.Getenv("EAGERFLOW_MPI_LIB"), ".so.12") { // mpitest.MPICH's
-
+	if os.Getenv("PMI_SIZE") != "" { // Hydra's job: MPICH, named or detected
 		lib = "MPICH"
 	}
 	if !strings.Contains(c.Library(), lib) {

@@ -28,12 +28,18 @@ type Launcher int
 
 const (
 	OpenMPI Launcher = iota // mpirun, libmpi.so.40
-	MPICH                   // mpiexec.hydra, libmpich.so.12 or libmpi.so.12
+	MPICH                   // mpiexec.hydra, EAGERFLOW_MPI_LIB naming libmpich.so.12 or libmpi.so.12
+	// MPICHDetected is MPICH's mpiexec.hydra with no EAGERFLOW_MPI_LIB:
+	// the ranks find the library from the launcher's environment.
+	MPICHDetected
 )
 
 func (l Launcher) String() string {
-	if l == MPICH {
+	switch l {
+	case MPICH:
 		return "MPICH"
+	case MPICHDetected:
+		return "MPICH (library detected)"
 	}
 	return "OpenMPI"
 }
@@ -72,7 +78,7 @@ func StartWith(t *testing.T, l Launcher, np int, test string, timeout time.Durat
 		t.Skip("a rank of the parent's mpirun")
 	}
 	name, pkg := "mpirun", "openmpi-bin"
-	if l == MPICH {
+	if l != OpenMPI {
 		name, pkg = "mpiexec.hydra", "mpich"
 	}
 	launcher, err := exec.LookPath(name)
@@ -92,9 +98,11 @@ func StartWith(t *testing.T, l Launcher, np int, test string, timeout time.Durat
 	env := append(os.Environ(), childEnv+"=1")
 	var cmd *exec.Cmd
 	switch l {
-	case MPICH:
+	case MPICH, MPICHDetected:
 		cmd = exec.CommandContext(ctx, launcher, append([]string{"-n", fmt.Sprint(np)}, self...)...)
-		env = append(env, "EAGERFLOW_MPI_LIB="+mpichLib())
+		if l == MPICH {
+			env = append(env, "EAGERFLOW_MPI_LIB="+mpichLib())
+		}
 	default:
 		cmd = exec.CommandContext(ctx, launcher, append([]string{"-np", fmt.Sprint(np), "--oversubscribe",
 			"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"}, self...)...)
