@@ -229,6 +229,13 @@ func samples() map[string][]sample {
 	for _, dt := range every {
 		add("Select", one(fmt.Sprintf("%v same shapes", dt), func() { ops.Where(of(tensor.Bool, 0, 1, 2, 3), of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 3)) }, dt == tensor.Float64, dt == tensor.Float64))
 	}
+	for _, dt := range every {
+		add("Nonzero", one(fmt.Sprintf("%v[3 4]", dt), func() { ops.Nonzero(of(dt, -2, 2, 3, 4)) }, false, false),
+			one(fmt.Sprintf("%v transposed", dt), func() { ops.Nonzero(tr(of(dt, -2, 2, 3, 4))) }, false, false))
+	}
+	add("Nonzero", one("scalar", func() { ops.Nonzero(tensor.Scalar(int64(3))) }, false, false),
+		one("empty", func() { ops.Nonzero(tensor.Zeros(tensor.Float32, 0, 5)) }, false, false),
+		one("rank 3, a mask", func() { ops.Nonzero(of(tensor.Bool, 0, 1, 2, 3, 5)) }, false, false))
 	add("Select", one("scalar predicate", func() { ops.Where(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, false),
 		one("broadcast", func() { ops.Where(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, false))
 

@@ -63,6 +63,14 @@
 //	Stack, Unstack, Split                    along an axis
 //	Index(x, items...)                       NumPy's x[...]: ints, R/From/Until/Every ranges,
 //	                                         "1:-1:2" strings, Ellipsis, NewAxis, one index tensor
+//	                                         or one bool mask
+//
+// # Boolean masks (mask.go): the result's size is read from the mask's values
+//
+//	Nonzero(x)                               int64 [n, rank]: the indices of x's nonzero elements
+//	MaskedSelect(x, mask)                    [n]: x where mask (broadcast to x) is true
+//	MaskedFill(x, mask, value)               x with value where mask is true
+//	MaskedScatter(x, mask, source)           x with source's first n elements where mask is true
 //	Slice(x, start, limit, strides)          XLA's Slice with strides
 //	DynamicSlice, DynamicUpdateSlice         start indices as tensors, clamped as XLA does
 //	Pad(x, value, PadDim...)                 XLA's Pad: low/high (negative allowed) and interior

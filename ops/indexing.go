@@ -86,7 +86,11 @@ func (m marker) String() string {
 //   - NewAxis inserts a dimension of size 1;
 //   - one integer tensor (int32 or int64, any shape) picks positions
 //     along its dimension as Gather does: that dimension is replaced by
-//     the tensor's shape.
+//     the tensor's shape;
+//   - or one bool tensor, a mask over as many dimensions as it has
+//     (its shape theirs): those dimensions are replaced by one, of the
+//     elements where the mask is true, in row-major order (NumPy's
+//     x[mask]; see MaskedSelect, and Nonzero for the count's rules).
 //
 // Dimensions after the last item are kept whole. For example, with x of
 // shape [8 28 28 1]:
@@ -97,6 +101,7 @@ func (m marker) String() string {
 //	Index(x, ":", "::2", "::-1")    // x[:, ::2, ::-1]  [8 14 28 1]
 //	Index(x, -1, NewAxis)           // x[-1, None]  [1 28 28 1]
 //	Index(x, ids)                   // x[ids] with ids int64 [4]: [4 28 28 1]
+//	Index(x, keep)                  // x[keep] with keep bool [8], 5 true: [5 28 28 1]
 //
 // The result is differentiable (Slice, Rev, Reshape and Gather
 // underneath, each run only when needed). Bad items (another type, a
@@ -106,6 +111,12 @@ func Index(x *tensor.Tensor, items ...any) *tensor.Tensor {
 	defer asOp("Index")
 	if x == nil {
 		tensor.Panicf("ops", "Index", tensor.ErrArity, nil, "", "x is nil")
+	}
+	for i, it := range items {
+		if m, ok := it.(*tensor.Tensor); ok && m != nil && m.DType() == tensor.Bool {
+			x, items = maskToIndex(x, items, i, m)
+			break
+		}
 	}
 	p := parseIndex(x, items)
 	y := x
@@ -154,7 +165,7 @@ type indexPlan struct {
 // parseIndex checks items against x and plans Index.
 func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 	fail := func(kind error, format string, args ...any) {
-		tensor.Panicf("ops", "Index", kind, []*tensor.Tensor{x}, fmt.Sprint(items), format, args...)
+		tensor.Panicf("ops", "Index", kind, []*tensor.Tensor{x}, describeItems(items), format, args...)
 	}
 	// Normalise strings, count the items that consume a dimension.
 	norm := make([]any, len(items))
@@ -181,7 +192,7 @@ func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 				fail(tensor.ErrAttr, "item %d is a nil tensor", i)
 			}
 			if dt := v.DType(); dt != tensor.Int32 && dt != tensor.Int64 {
-				fail(tensor.ErrAttr, "item %d: an index tensor must be int32 or int64, got %v", i, dt)
+				fail(tensor.ErrAttr, "item %d: an index tensor must be int32, int64 or (a mask) bool, got %v", i, dt)
 			}
 			consumed++
 			tensors++
@@ -280,6 +291,20 @@ func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 	}
 	p.takeFirst = p.take != nil && hi-lo+1 != advanced
 	return p
+}
+
+// describeItems is Index's items as its errors show them: tensors by
+// dtype and shape, not their values (a mask of a million elements).
+func describeItems(items []any) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		if t, ok := it.(*tensor.Tensor); ok {
+			parts[i] = tensor.Describe(t)
+			continue
+		}
+		parts[i] = fmt.Sprint(it)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // positions resolves r against a dimension of size n as Python's

@@ -76,7 +76,7 @@ func TestIndexErrors(t *testing.T) {
 		{"bad text", []any{"a:b"}, tensor.ErrAttr, `"a:b": "a" is not an integer`},
 		{"not a slice", []any{"x"}, tensor.ErrAttr, `"x" is not an index or a slice`},
 		{"colons", []any{"1:2:3:4"}, tensor.ErrAttr, "more than two colons"},
-		{"float tensor", []any{tensor.FromSlice([]float32{0})}, tensor.ErrAttr, "an index tensor must be int32 or int64, got float32"},
+		{"float tensor", []any{tensor.FromSlice([]float32{0})}, tensor.ErrAttr, "an index tensor must be int32, int64 or (a mask) bool, got float32"},
 		{"two tensors", []any{tensor.FromSlice([]int32{0}), tensor.FromSlice([]int32{0})}, tensor.ErrAttr, "2 index tensors"},
 		{"tensor out of range", []any{tensor.FromSlice([]int32{2})}, tensor.ErrIndex, "Index: Gather: index 2"},
 	} {

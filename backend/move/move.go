@@ -3,13 +3,16 @@
 // concatenations, reversals, dynamic slices), written with the device's own
 // data movement (device.Device.Copy and Fill), so that every device kind
 // runs them: they are registered as portable kernels (eager.RegisterPortable)
-// when the package is linked (both backends import it). It also holds what
+// when the package is linked (both backends import it), and the kernel of
+// Nonzero, which reads its input through the host. It also holds what
 // every backend's kernels share when they work along an axis or by index:
 // Split, Permuted, IndexValues, and the index checks CheckIndexRange and
 // CheckLabels.
 package move
 
 import (
+	"unsafe"
+
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -24,6 +27,7 @@ func init() {
 		"Transpose": transpose, "BroadcastTo": broadcastTo,
 		"Slice": slice, "Pad": pad, "Concatenate": concatenate, "Rev": rev,
 		"DynamicSlice": dynamicSlice, "DynamicUpdateSlice": dynamicUpdateSlice,
+		"Nonzero": nonzero,
 	} {
 		for _, dt := range allTypes {
 			eager.RegisterPortable(op, dt, k)
@@ -238,4 +242,54 @@ func dynamicUpdateSlice(c *eager.Call, outs []*tensor.Tensor) {
 	starts := clampedStarts(c.Inputs[2], x.Shape(), u.Shape())
 	os := rowMajor(x.Shape())
 	copyBox(c, out, offset(starts, os), os, u, 0, rowMajor(u.Shape()), u.Shape())
+}
+
+// nonzero writes the row-major indices of the input's nonzero elements
+// (ops.Nonzero), as many as the output holds rows: the count the op was
+// made for, checked against the values.
+func nonzero(c *eager.Call, outs []*tensor.Tensor) {
+	x, out := c.Inputs[0], outs[0]
+	var isNonzero func(i int) bool
+	switch x.DType() {
+	case tensor.Float32:
+		v := tensor.ToSlice[float32](x)
+		isNonzero = func(i int) bool { return v[i] != 0 }
+	case tensor.Float64:
+		v := tensor.ToSlice[float64](x)
+		isNonzero = func(i int) bool { return v[i] != 0 }
+	case tensor.Int32:
+		v := tensor.ToSlice[int32](x)
+		isNonzero = func(i int) bool { return v[i] != 0 }
+	case tensor.Int64:
+		v := tensor.ToSlice[int64](x)
+		isNonzero = func(i int) bool { return v[i] != 0 }
+	case tensor.Uint8:
+		v := tensor.ToSlice[uint8](x)
+		isNonzero = func(i int) bool { return v[i] != 0 }
+	default:
+		v := tensor.ToSlice[bool](x)
+		isNonzero = func(i int) bool { return v[i] }
+	}
+	rank, want := x.Rank(), out.Dim(0)
+	idx := make([]int64, 0, want*rank)
+	multi := make([]int, rank)
+	found := 0
+	for i := range x.NumElements() {
+		if !isNonzero(i) {
+			continue
+		}
+		found++
+		if found <= want {
+			for _, m := range tensor.MultiIndex(x.Shape(), nil, i, multi) {
+				idx = append(idx, int64(m))
+			}
+		}
+	}
+	if found != want {
+		c.Fail(tensor.ErrValue, "the input has %d nonzero elements, the op was made for %d", found, want)
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(idx))), 8*len(idx))
+	if err := c.Device.CopyFromHost(out.Buffer(), 0, b); err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%v", err)
+	}
 }

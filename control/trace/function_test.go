@@ -431,3 +431,29 @@ func TestFunctionPromotesWeakScalars(t *testing.T) {
 		t.Errorf("%d traces, want 1", n)
 	}
 }
+
+// Ops whose result's size depends on values (Nonzero, MaskedSelect, Index
+// with a mask) inside a traced function: each call gives what the eager
+// function gives, the count of the trace's call being guarded (issue 31).
+func TestTracedMasksFollowTheirCounts(t *testing.T) {
+	fn := func(a []T) []T {
+		x := a[0]
+		pos := ops.Gt(x, ops.ScalarLike(x, 0))
+		sel := ops.MaskedSelect(x, pos)
+		return []T{ops.Sum(ops.Square(sel)), ops.Nonzero(pos), ops.Index(x, pos), ops.MaskedFill(x, pos, ops.ScalarLike(x, 0))}
+	}
+	f := trace.NewFunction(fn)
+	for i, v := range [][]float64{{1, -2, 3}, {-1, -2, 3}, {4, 5, 6}, {1, -2, 3}, {-1, -1, -1}} {
+		x := tensor.FromSlice(v)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fn([]T{x})
+		for k := range want {
+			if !got[k].Shape().Equal(want[k].Shape()) || fmt.Sprint(got[k]) != fmt.Sprint(want[k]) {
+				t.Errorf("call %d %v, result %d: %v, want %v", i, v, k, got[k], want[k])
+			}
+		}
+	}
+}

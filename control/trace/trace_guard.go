@@ -7,6 +7,8 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -61,6 +63,18 @@ var guardOp = func() *eager.Op {
 	})
 	return op
 }()
+
+func init() {
+	plumb.GuardValue = func(construct string, x any) {
+		v := x.(*tensor.Tensor)
+		t := traceOf(v)
+		if t == nil || !t.Recording() || !t.Derived(v) {
+			return
+		}
+		now := tensor.FullOn(v.Device(), v.DType(), v.Float())
+		t.Guard(construct, ops.Eq(v, now))
+	}
+}
 
 // guard records that construct decided p (a bool scalar whose value varies
 // between calls) as it did now.

@@ -24,6 +24,7 @@ type indexItem struct {
 	Ellipsis bool    `json:"ellipsis,omitempty"`
 	NewAxis  bool    `json:"newaxis,omitempty"`
 	Array    []int64 `json:"array,omitempty"`
+	Mask     []bool  `json:"mask,omitempty"` // a boolean mask of Shape
 	Shape    []int   `json:"shape,omitempty"`
 }
 
@@ -80,6 +81,18 @@ func randomIndex(r *rand.Rand, id int) indexCase {
 			it.Ellipsis, ellipsis = true, true
 		case k == 7:
 			it.NewAxis = true
+		case k == 8 && !array && used < rank && r.IntN(2) == 0:
+			// a boolean mask over the next dims (of their shape, or another
+			// one, which both sides refuse); counts vary, so do the results
+			n := min(1+r.IntN(2), rank-used)
+			it.Shape = append([]int{}, c.Shape[used:used+n]...)
+			if ellipsis || r.IntN(8) == 0 {
+				it.Shape[0] = r.IntN(4)
+			}
+			for range shapeSize(it.Shape) {
+				it.Mask = append(it.Mask, r.IntN(2) == 0)
+			}
+			array, used = true, used+n
 		case k >= 8 && !array && used < rank:
 			// the dimension this array indexes is known only once the
 			// ellipsis is placed: draw small indices and let out-of-range
@@ -133,6 +146,10 @@ func (c indexCase) goItems() []any {
 			out = append(out, ops.Ellipsis)
 		case it.NewAxis:
 			out = append(out, ops.NewAxis)
+		case it.Mask != nil || (it.Array == nil && it.Shape != nil):
+			m := make([]bool, shapeSize(it.Shape))
+			copy(m, it.Mask)
+			out = append(out, tensor.FromSlice(m).View(it.Shape, nil))
 		default:
 			out = append(out, tensor.FromSlice(slices.Clone(it.Array), it.Shape...))
 		}
@@ -156,9 +173,16 @@ func TestIndexAgainstNumPy(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(7, 11))
 	cases := make([]indexCase, 3000)
+	masks := 0
 	for i := range cases {
 		cases[i] = randomIndex(r, i)
+		for _, it := range cases[i].Items {
+			if it.Array == nil && it.Shape != nil {
+				masks++
+			}
+		}
 	}
+	t.Logf("%d of %d cases index with a boolean mask", masks, len(cases))
 	want := runNumPy(t, cases)
 	failures := 0
 	for _, c := range cases {
@@ -246,6 +270,8 @@ func (c indexCase) python() string {
 			parts = append(parts, "...")
 		case it.NewAxis:
 			parts = append(parts, "None")
+		case it.Array == nil:
+			parts = append(parts, fmt.Sprintf("mask(%v).reshape(%v)", it.Mask, it.Shape))
 		default:
 			parts = append(parts, fmt.Sprintf("array(%v).reshape(%v)", it.Array, it.Shape))
 		}

@@ -17,6 +17,8 @@ def item(it):
         return Ellipsis
     if "newaxis" in it:
         return None
+    if "mask" in it or "array" not in it:
+        return np.array(it.get("mask", []), dtype=bool).reshape(it["shape"])
     return np.array(it["array"], dtype=np.int64).reshape(it["shape"])
 
 

@@ -49,6 +49,14 @@ func WithArticle(name string) string {
 	return "a " + name
 }
 
+// GuardValue is package trace's (set at its init): an op that reads the
+// value of x (an integer scalar) on the host to decide a shape, as
+// ops.Nonzero reads its count, calls it; when x is a value of a live
+// trace, the trace records a guard that x has this value on later calls
+// (a graph whose guard fails runs its function eagerly instead), so the
+// shape read once is not a constant of the graph. construct names the op.
+var GuardValue func(construct string, x any)
+
 // RecordedTo is package ops' ToDevice (set at its init): tensor.To calls
 // it for a tensor a tape or a trace may be following, so that the copy is
 // recorded (a gradient flows back through it, a trace replays it).
