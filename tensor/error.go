@@ -53,17 +53,25 @@ type Error struct {
 	Stack  string   // for ErrInternal: the stack where the kernel failed
 }
 
+// maxAttrs is the most of an error's attributes its message shows: a long
+// list (a shape of a million dims, a padding per element) is cut there.
+const maxAttrs = 240
+
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s: %s", e.Pkg, e.Op, e.Detail)
+	attrs := e.Attrs
+	if len(attrs) > maxAttrs {
+		attrs = fmt.Sprintf("%s... (%d bytes more)", attrs[:maxAttrs], len(attrs)-maxAttrs)
+	}
 	if len(e.Inputs) > 0 {
 		fmt.Fprintf(&b, " (inputs %s", strings.Join(e.Inputs, ", "))
-		if e.Attrs != "" {
-			fmt.Fprintf(&b, "; attrs %s", e.Attrs)
+		if attrs != "" {
+			fmt.Fprintf(&b, "; attrs %s", attrs)
 		}
 		b.WriteByte(')')
-	} else if e.Attrs != "" {
-		fmt.Fprintf(&b, " (attrs %s)", e.Attrs)
+	} else if attrs != "" {
+		fmt.Fprintf(&b, " (attrs %s)", attrs)
 	}
 	if e.Caller != "" {
 		fmt.Fprintf(&b, " at %s", e.Caller)

@@ -267,3 +267,12 @@ func TestScalarOfKeepsValuesExact(t *testing.T) {
 		}
 	}
 }
+
+// A long attribute list is cut in the message (issue 31: an index's whole
+// mask was printed).
+func TestErrorKeepsLongAttrsShort(t *testing.T) {
+	e := &Error{Pkg: "ops", Op: "Pad", Kind: ErrAttr, Detail: "bad", Attrs: strings.Repeat("x", 10000)}
+	if msg := e.Error(); len(msg) > 400 || !strings.Contains(msg, "(9760 bytes more)") {
+		t.Errorf("a %d-byte message: %.120s", len(msg), msg)
+	}
+}
