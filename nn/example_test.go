@@ -1,0 +1,74 @@
+package nn_test
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Layers compose into a model; Summarize runs an input through it and
+// lists each layer's output shape and parameters.
+func ExampleSummarize() {
+	rng := tensor.NewRNG(1)
+	model := nn.NewSequential(
+		nn.NewConv2D("conv", rng, 3, 3, 1, 8, nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}),
+		nn.Flatten{},
+		nn.NewDense("out", rng, 28*28*8, 10, nn.DenseOpts{}),
+	)
+	s, err := nn.Summarize(model, tensor.Zeros(tensor.Float32, 1, 28, 28, 1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Trainable, len(s.Layers), s.Layers[2].Output)
+	// Output:
+	// 62810 3 [1 10]
+}
+
+// An optimizer updates variables in place from their gradients: here Adam
+// minimises (w - 3)² from w = 0.
+func ExampleAdam() {
+	w := tape.NewVariable("w", tensor.Scalar(0.0))
+	opt := nn.NewAdam(nn.Constant(0.1))
+	for range 200 {
+		tp := tape.New()
+		loss := ops.Square(ops.Sub(w.Value(), tensor.Scalar(3.0)))
+		if err := opt.Apply([]*tape.Variable{w}, tp.Gradient(loss, w.Value())); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	fmt.Printf("%.2f after %d steps\n", w.Value().Float(), opt.Steps())
+	// Output:
+	// 3.00 after 200 steps
+}
+
+// Schedules give the learning rate of each step: a warm-up, then a cosine
+// decay.
+func ExampleWarmup() {
+	lr := nn.Warmup(nn.Cosine(0.1, 100, 0.001), 10)
+	for _, step := range []int{0, 9, 10, 60, 110, 500} {
+		fmt.Printf("%d: %.4f\n", step, lr(step))
+	}
+	// Output:
+	// 0: 0.0100
+	// 9: 0.1000
+	// 10: 0.1000
+	// 60: 0.0505
+	// 110: 0.0010
+	// 500: 0.0010
+}
+
+// Losses and metrics take a model's output and the labels.
+func ExampleSparseSoftmaxCrossEntropy() {
+	logits := tensor.FromSlice([]float32{2, 0, 0, 0, 3, 0}, 2, 3)
+	labels := tensor.FromSlice([]int32{0, 2})
+	fmt.Printf("%.4v\n", nn.SparseSoftmaxCrossEntropy(logits, labels))
+	fmt.Println(nn.Accuracy(logits, labels))
+	// Output:
+	// 1.6672 float32[]
+	// 0.5
+}

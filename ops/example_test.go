@@ -1,0 +1,142 @@
+package ops_test
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Elementwise ops broadcast as NumPy does; a Go number becomes a scalar of
+// the tensor's dtype.
+func Example_elementwise() {
+	x := tensor.FromSlice([]float32{1, -2, 3, -4, 5, -6}, 2, 3)
+	bias := tensor.FromSlice([]float32{10, 20, 30})
+	fmt.Println(ops.Add(x, bias))                                      // [2 3] + [3]
+	fmt.Println(ops.Mul(x, tensor.Scalar(0.5)))                        // a weak scalar takes float32
+	fmt.Println(ops.Where(ops.Gt(x, tensor.Scalar(0)), x, ops.Neg(x))) // |x|
+	fmt.Println(ops.Maximum(x, tensor.Scalar(0)))                      // ReLU
+	// Output:
+	// [[11. 18. 33.]
+	//  [ 6. 25. 24.]] float32[2 3]
+	// [[ 0.5 -1.   1.5]
+	//  [-2.   2.5 -3. ]] float32[2 3]
+	// [[1. 2. 3.]
+	//  [4. 5. 6.]] float32[2 3]
+	// [[1. 0. 3.]
+	//  [0. 5. 0.]] float32[2 3]
+}
+
+// Reductions take the dims to reduce (none: all); KeepDims keeps them as
+// size 1, so the result broadcasts back against x.
+func Example_reductions() {
+	x := tensor.FromSlice([]float64{1, 5, 3, 4, 2, 6}, 2, 3)
+	fmt.Println(ops.Sum(x))                               // everything
+	fmt.Println(ops.Mean(x, 1))                           // per row
+	fmt.Println(ops.Amax(x, 0))                           // per column
+	fmt.Println(ops.ArgMax(x, 1))                         // where each row's maximum is
+	fmt.Println(ops.Sub(x, ops.KeepDims(ops.Mean, x, 1))) // rows centred
+	fmt.Println(ops.Cumsum(x, 1, false, false))           // running sums along rows
+	// Output:
+	// 21.0 float64[]
+	// [3. 4.] float64[2]
+	// [4. 5. 6.] float64[3]
+	// [1 2] int64[2]
+	// [[-2.  2.  0.]
+	//  [ 0. -2.  2.]] float64[2 3]
+	// [[ 1.  6.  9.]
+	//  [ 4.  6. 12.]] float64[2 3]
+}
+
+// Shapes change without copying where they can (Reshape, Transpose are
+// views); tensors join and split along an axis.
+func Example_shape() {
+	x := ops.Reshape(tensor.Arange[int32](0, 6, 1), 2, 3)
+	fmt.Println(ops.Transpose(x, 1, 0))
+	fmt.Println(ops.Concatenate(0, x, x).Shape()) // the axis first, then the list
+	fmt.Println(ops.Stack(0, x, x).Shape())
+	parts := ops.Split(x, 1, []int{1, 2}) // the tensor first, then the axis
+	fmt.Println(parts[0].Shape(), parts[1].Shape())
+	fmt.Println(ops.ExpandDims(x, -1).Shape(), ops.BroadcastTo(tensor.FromSlice([]int32{7, 8, 9}), 2, 3))
+	// Output:
+	// [[0 3]
+	//  [1 4]
+	//  [2 5]] int32[3 2]
+	// [4 3]
+	// [2 2 3]
+	// [2 1] [2 2]
+	// [2 3 1] [[7 8 9]
+	//  [7 8 9]] int32[2 3]
+}
+
+// Indexing beyond Index: Gather picks rows (an embedding lookup), OneHot
+// turns labels into vectors, and a boolean mask selects elements.
+func Example_indexing() {
+	table := tensor.FromSlice([]float32{0, 0, 1, 1, 2, 2}, 3, 2)
+	fmt.Println(ops.Gather(table, tensor.FromSlice([]int64{2, 0, 2}), 0))
+	fmt.Println(ops.OneHot(tensor.FromSlice([]int32{1, 0}), 3, tensor.Float32))
+	x := tensor.FromSlice([]float64{3, -1, 4, -1, 5})
+	positive := ops.Gt(x, tensor.Scalar(0))
+	fmt.Println(ops.MaskedSelect(x, positive))                                   // x[x > 0]
+	fmt.Println(ops.Nonzero(positive))                                           // where they are
+	fmt.Println(ops.MaskedFill(x, ops.LogicalNot(positive), tensor.Scalar(0.0))) // x[x <= 0] = 0
+	// Output:
+	// [[2. 2.]
+	//  [0. 0.]
+	//  [2. 2.]] float32[3 2]
+	// [[0. 1. 0.]
+	//  [1. 0. 0.]] float32[2 3]
+	// [3. 4. 5.] float64[3]
+	// [[0]
+	//  [2]
+	//  [4]] int64[3 1]
+	// [3. 0. 4. 0. 5.] float64[5]
+}
+
+// Matrix products: MatMul batches over leading dims (and broadcasts a
+// shared matrix); DotGeneral names the contracting and batch dims as XLA
+// does.
+func Example_linearAlgebra() {
+	a := tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 2)
+	b := tensor.FromSlice([]float64{5, 6, 7, 8}, 2, 2)
+	fmt.Println(ops.MatMul(a, b))
+	batch := ops.Stack(0, a, b)                 // [2 2 2]
+	fmt.Println(ops.MatMul(batch, a).Shape())   // each matrix times a
+	fmt.Println(ops.MatMulT(a, b, false, true)) // a·bᵀ
+	fmt.Println(ops.Dot(tensor.FromSlice([]float64{1, 2}), tensor.FromSlice([]float64{3, 4})))
+	// Output:
+	// [[19. 22.]
+	//  [43. 50.]] float64[2 2]
+	// [2 2 2]
+	// [[17. 23.]
+	//  [39. 53.]] float64[2 2]
+	// 11.0 float64[]
+}
+
+// A 2-D convolution (NHWC images, HWIO filters) and max pooling.
+func Example_convolution() {
+	img := ops.Reshape(tensor.Arange[float32](0, 16, 1), 1, 4, 4, 1) // one 4x4 image, one channel
+	edge := tensor.FromSlice([]float32{1, -1}, 1, 2, 1, 1)           // x[j] - x[j+1]
+	fmt.Println(ops.Reshape(ops.Conv2D(img, edge, ops.Conv2DOpts{}), 4, 3))
+	pooled := ops.MaxPool2D(img, ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}})
+	fmt.Println(ops.Reshape(pooled, 2, 2))
+	// Output:
+	// [[-1. -1. -1.]
+	//  [-1. -1. -1.]
+	//  [-1. -1. -1.]
+	//  [-1. -1. -1.]] float32[4 3]
+	// [[ 5.  7.]
+	//  [13. 15.]] float32[2 2]
+}
+
+// The functions of neural networks: Softmax along an axis and the
+// cross-entropy of integer labels.
+func Example_neuralNet() {
+	logits := tensor.FromSlice([]float64{0, 0, 0, 2, 0, 0}, 2, 3)
+	fmt.Printf("%.4v\n", ops.Softmax(logits, -1))
+	fmt.Printf("%.4v\n", ops.SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{1, 0})))
+	// Output:
+	// [[0.3333 0.3333 0.3333]
+	//  [0.7870 0.1065 0.1065]] float64[2 3]
+	// [1.0986 0.2395] float64[2]
+}
