@@ -166,6 +166,16 @@ func (l *Live) elapsed() time.Duration {
 	return l.now().Sub(l.start)
 }
 
+// shownEpoch is the epoch the display names: the one running, or, once
+// the last has ended (its end moves l.epoch past it), the last.
+func (l *Live) shownEpoch() int {
+	e := l.epoch
+	if l.done || (l.epochs > 0 && e > l.epochs) {
+		e = max(len(l.hist.Epochs), 1)
+	}
+	return e
+}
+
 // epochOf is "3/10", or "3" when the number of epochs is unknown.
 func (l *Live) epochOf(e int) string {
 	if l.epochs > 0 {
@@ -206,7 +216,7 @@ func (l *Live) html() string {
 			`<div style="width:%.1f%%;height:100%%;background:#0072b2;border-radius:5px"></div></div>`, 100*frac)
 	}
 	el := l.elapsed()
-	line := fmt.Sprintf("epoch %s · step %d", l.epochOf(min(l.epoch, max(l.epochs, l.epoch))), l.hist.Steps)
+	line := fmt.Sprintf("epoch %s · step %d", l.epochOf(l.shownEpoch()), l.hist.Steps)
 	if l.steps > 0 {
 		line += fmt.Sprintf("/%d", l.hist.FirstStep+l.steps)
 	}

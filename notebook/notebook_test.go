@@ -380,10 +380,13 @@ func TestLiveUnderFit(t *testing.T) {
 		t.Errorf("live history %+v, Fit's %+v", got, h)
 	}
 	final := r.blocks["id1"]
-	for _, want := range []string{">done<", "width:100.0%", "step 12/12", "epoch 3/3: loss", "base64,"} {
+	for _, want := range []string{">done<", "width:100.0%", "epoch 3/3 · step 12/12", "epoch 3/3: loss", "base64,"} {
 		if !strings.Contains(final, want) {
 			t.Errorf("final display lacks %q:\n%.600s", want, final)
 		}
+	}
+	if strings.Contains(final, "epoch 4/3") { // issue 31: "epoch 16/15" after 15
+		t.Errorf("the display counts an epoch past the last:\n%.600s", final)
 	}
 	// Outside a notebook: a line per epoch and one at the end.
 	out := inText(t)

@@ -58,7 +58,6 @@ type Options struct {
 	// ByEpoch puts epochs rather than steps on History's X axis.
 	ByEpoch bool
 
-	legendBelow bool // History's metric panels, whose curves mostly rise
 }
 
 // Lines writes a chart of series to path, its format from the extension
@@ -99,9 +98,9 @@ func chart(opts Options, series []Series) (*plot.Plot, error) {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
+	style(p)
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = !opts.legendBelow
-	drawn := 0
+	drawn, entries := 0, 0
 	for i, s := range series {
 		if len(s.X) != len(s.Y) {
 			return nil, fmt.Errorf("series %q has %d X and %d Y values", s.Name, len(s.X), len(s.Y))
@@ -141,15 +140,18 @@ func chart(opts Options, series []Series) (*plot.Plot, error) {
 			p.Add(dots)
 			if s.Name != "" {
 				p.Legend.Add(s.Name, line, dots)
+				entries++
 			}
 		} else if s.Name != "" {
 			p.Legend.Add(s.Name, line)
+			entries++
 		}
 		drawn++
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("no series has points")
 	}
+	legendBand(p, entries)
 	return p, nil
 }
 

@@ -56,7 +56,7 @@ func writeHistory(w io.Writer, format string, h nn.History, opts Options) error 
 	}
 	var panels []*plot.Plot
 	for _, name := range metricNames(h.Epochs) {
-		po := Options{Title: name, XLabel: xlabel, YLabel: name, legendBelow: name != "loss"}
+		po := Options{Title: name, XLabel: xlabel, YLabel: name}
 		series := []Series{{}} // the step line's place, so colours match across panels
 		if name == "loss" {
 			po.Title, po.LogY = "loss", opts.LogY
