@@ -57,7 +57,6 @@ type Options struct {
 	Width, Height float64
 	// ByEpoch puts epochs rather than steps on History's X axis.
 	ByEpoch bool
-
 }
 
 // Lines writes a chart of series to path, its format from the extension
