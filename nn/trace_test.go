@@ -35,7 +35,7 @@ func TestRNNTracesIntoAFrame(t *testing.T) {
 			}
 		}
 		g := f.Graph(tensor.Zeros(tensor.Float32, 2, steps, 3))
-		if !strings.Contains(g.String(), `Enter "while`) {
+		if !strings.Contains(g.String(), `{"while`) {
 			t.Fatalf("no loop frame in the traced RNN:\n%v", g)
 		}
 		nodes[steps] = len(g.Nodes)

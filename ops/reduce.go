@@ -34,7 +34,16 @@ type Reduction struct {
 	KeepDims bool
 }
 
-func (r Reduction) String() string { return fmt.Sprintf("dims=%v keepdims=%v", r.Dims, r.KeepDims) }
+func (r Reduction) String() string {
+	kind := "?"
+	if int(r.Kind) < len(reduceKindNames) {
+		kind = reduceKindNames[r.Kind]
+	}
+	return fmt.Sprintf("%s dims=%v keepdims=%v", kind, r.Dims, r.KeepDims)
+}
+
+// reduceKindNames are the reductions as a Reduce's attributes show them.
+var reduceKindNames = [...]string{"sum", "mean", "max", "min", "prod"}
 
 // reduceDimsOf normalises a reduction's dims for an operand of rank r:
 // all of them when none are given, negative ones counted from the end,

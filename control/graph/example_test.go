@@ -27,11 +27,11 @@ func Example() {
 		fmt.Println(out[0])
 	}
 	// Output:
-	// %0 = Placeholder x()
-	// %1 = Mul(%0:0, %0:0)
-	// %2 = Const float32[1]()
-	// %3 = Add(%1:0, %2:0)
-	// results: %3:0
+	// %0 = Placeholder x
+	// %1 = Mul(%0, %0)
+	// %2 = Const [1.] float32[1]
+	// %3 = Add(%1, %2)
+	// results: %3
 	// [5.] float32[1]
 	// [10.] float32[1]
 }

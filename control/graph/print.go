@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Printing graphs: a text listing (String) and Graphviz DOT (WriteDOT) with
@@ -43,27 +46,70 @@ func (g *Graph) frames() map[*Node]string {
 	return frame
 }
 
-// Label is how a node is shown: its kind or op, and what sets it apart.
+// Label is how a node is shown: its op with its attributes ("Reduce sum
+// dims=[1] keepdims=false"), a constant's value when it is small ("Const
+// 0.5 float64[]", else its dtype and shape), a placeholder's name, an Enter's
+// frame; other control-flow nodes by their kind.
 func (n *Node) Label() string {
-	switch n.Kind {
-	case OpNode:
-		return n.Name
-	case Const:
-		return fmt.Sprintf("Const %v%v", n.Value.DType(), n.Value.Shape())
-	case Enter:
-		c := ""
-		if n.IsConstant {
-			c = ", constant"
-		}
-		return fmt.Sprintf("Enter %q%s", n.Frame, c)
-	case Placeholder:
-		return "Placeholder " + n.Name
+	name, attrs := n.parts()
+	if attrs == "" {
+		return name
 	}
-	return n.Kind.String()
+	return name + " " + attrs
 }
 
-// String lists the nodes one per line, in order: id, frame, label, inputs
-// (as id:output), control inputs (^id), and the output shapes where known.
+// parts is a node's name (its op's, or its kind) and what sets it apart
+// (its attributes, a constant's value, a placeholder's name, a frame).
+func (n *Node) parts() (name, attrs string) {
+	switch n.Kind {
+	case OpNode:
+		return n.Name, eager.AttrString(n.Attrs)
+	case Const:
+		if n.Value.NumElements() <= maxConstShown && !n.Value.ValuesDropped() {
+			return "Const", fmt.Sprint(n.Value) // with its dtype and shape
+		}
+		return "Const", tensor.Describe(n.Value)
+	case Enter:
+		if n.IsConstant {
+			return "Enter", fmt.Sprintf("%q, constant", n.Frame)
+		}
+		return "Enter", fmt.Sprintf("%q", n.Frame)
+	case Placeholder:
+		return "Placeholder", n.Name
+	}
+	return n.Kind.String(), ""
+}
+
+// maxConstShown is the most elements a constant may have to show its
+// values in a label.
+const maxConstShown = 8
+
+// outputRef is an output as a listing names it: "%3", with the output's index
+// only where the node has several ("%3:1").
+func outputRef(o Output) string {
+	if o.Node.Outputs > 1 || o.Index > 0 {
+		return fmt.Sprintf("%%%d:%d", o.Node.ID, o.Index)
+	}
+	return fmt.Sprintf("%%%d", o.Node.ID)
+}
+
+// specs is a node's outputs' dtypes and shapes: "float32[2 3]", several
+// joined by ", "; "" where unknown.
+func specs(n *Node) string {
+	var parts []string
+	for _, s := range n.Specs {
+		parts = append(parts, fmt.Sprintf("%v%v", s.DType, s.Shape))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// String lists the nodes one per line, in order: id, frame, the op or kind,
+// its inputs (%id, with :output where the node has several outputs),
+// control inputs (^id), its attributes in braces, and the outputs' dtypes
+// and shapes where known:
+//
+//	%3 [while1] = Reduce(%2) {sum dims=[0] keepdims=false} -> float32[]
+//	%4 = Const 0.5 float64[]
 func (g *Graph) String() string {
 	var b strings.Builder
 	frame := g.frames()
@@ -72,34 +118,50 @@ func (g *Graph) String() string {
 		if f := frame[n]; f != "" {
 			fmt.Fprintf(&b, " [%s]", f)
 		}
-		fmt.Fprintf(&b, " = %s(", n.Label())
-		for i, in := range n.Inputs {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%%%d:%d", in.Node.ID, in.Index)
+		name, attrs := n.parts()
+		fmt.Fprintf(&b, " = %s", name)
+		var args []string
+		for _, in := range n.Inputs {
+			args = append(args, outputRef(in))
 		}
 		for _, c := range n.Control {
-			fmt.Fprintf(&b, ", ^%%%d", c.ID)
+			args = append(args, fmt.Sprintf("^%%%d", c.ID))
 		}
 		for _, c := range n.After {
-			fmt.Fprintf(&b, ", after %%%d", c.ID)
+			args = append(args, fmt.Sprintf("after %%%d", c.ID))
 		}
-		b.WriteString(")")
-		for i, s := range n.Specs {
-			if i == 0 {
-				b.WriteString(" ->")
+		switch {
+		case len(args) > 0:
+			fmt.Fprintf(&b, "(%s)", strings.Join(args, ", "))
+			if attrs != "" {
+				fmt.Fprintf(&b, " {%s}", attrs)
 			}
-			fmt.Fprintf(&b, " %v%v", s.DType, s.Shape)
+		case attrs != "": // a constant, a placeholder: no inputs
+			b.WriteString(" " + attrs)
+		}
+		if s := specs(n); s != "" && n.Kind != Const { // a constant says its own
+			b.WriteString(" -> " + s)
 		}
 		b.WriteByte('\n')
 	}
 	b.WriteString("results:")
 	for _, r := range g.Result {
-		fmt.Fprintf(&b, " %%%d:%d", r.Node.ID, r.Index)
+		b.WriteString(" " + outputRef(r))
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// nodeStyle sets apart what is not an op: inputs and constants as
+// ellipses, control-flow primitives filled in grey.
+func nodeStyle(n *Node) string {
+	switch n.Kind {
+	case OpNode:
+		return ""
+	case Placeholder, Const:
+		return ", shape=ellipse, style=\"\""
+	}
+	return ", style=\"rounded,filled\", fillcolor=\"#eeeeee\""
 }
 
 // WriteDOT writes g in Graphviz's DOT language: nodes as boxes, data edges
@@ -128,26 +190,46 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(bw, "digraph eagerflow {")
-	fmt.Fprintln(bw, "  node [shape=box, fontname=\"Helvetica\"];")
+	fmt.Fprintln(bw, "  graph [fontname=\"Helvetica\", fontsize=11];")
+	fmt.Fprintln(bw, "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];")
+	fmt.Fprintln(bw, "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];")
 	var cluster func(f, indent string)
 	cluster = func(f, indent string) {
 		for _, n := range members[f] {
-			fmt.Fprintf(bw, "%sn%d [label=%q];\n", indent, n.ID, fmt.Sprintf("%%%d %s", n.ID, n.Label()))
+			// The op and its attributes, then its outputs' dtypes and
+			// shapes, as TensorBoard's and Netron's graph views show them.
+			name, attrs := n.parts()
+			label := name
+			if attrs != "" {
+				label += "\n" + attrs
+			}
+			if s := specs(n); s != "" && n.Kind != Const {
+				label += "\n" + s
+			}
+			fmt.Fprintf(bw, "%sn%d [label=%q%s];\n", indent, n.ID, label, nodeStyle(n))
 		}
 		for _, c := range children[f] {
-			fmt.Fprintf(bw, "%ssubgraph %q {\n%s  label=%q;\n", indent, "cluster_"+c, indent, "frame "+c)
+			fmt.Fprintf(bw, "%ssubgraph %q {\n%s  label=%q; labeljust=l; style=rounded; color=\"#999999\";\n",
+				indent, "cluster_"+c, indent, "frame "+c)
 			cluster(c, indent+"  ")
 			fmt.Fprintf(bw, "%s}\n", indent)
 		}
 	}
 	cluster("", "  ")
 	for _, n := range g.Nodes {
-		for i, in := range n.Inputs {
-			attr := ""
-			if n.Kind == Merge && in.Node.Kind == NextIteration {
-				attr = " [constraint=false, color=blue]"
+		for _, in := range n.Inputs {
+			var attrs []string
+			if in.Node.Outputs > 1 { // which output, only where there are several
+				attrs = append(attrs, fmt.Sprintf("label=\"%d\"", in.Index))
 			}
-			fmt.Fprintf(bw, "  n%d -> n%d [taillabel=\"%d\", headlabel=\"%d\"]%s;\n", in.Node.ID, n.ID, in.Index, i, attr)
+			if n.Kind == Merge && in.Node.Kind == NextIteration {
+				attrs = append(attrs, "constraint=false", "color=blue")
+			}
+			attr := ""
+			if len(attrs) > 0 {
+				attr = " [" + strings.Join(attrs, ", ") + "]"
+			}
+			fmt.Fprintf(bw, "  n%d -> n%d%s;\n", in.Node.ID, n.ID, attr)
 		}
 		for _, c := range n.Control {
 			fmt.Fprintf(bw, "  n%d -> n%d [style=dashed];\n", c.ID, n.ID)

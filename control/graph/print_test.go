@@ -11,7 +11,7 @@ func TestPrintShowsFrames(t *testing.T) {
 	b.Result = []Output{b.nestedLoops(n)[1]}
 	text := b.Graph.String()
 	for _, want := range []string{
-		"= Placeholder n()", `[outer] = Enter "outer", constant(%0:0)`, `[inner] = Enter "inner"(`,
+		"= Placeholder n", `[outer] = Enter(%0) {"outer", constant}`, `[inner] = Enter(%14) {"inner"}`,
 		"[inner] = Add(", "[outer] = Exit(", "results: %",
 	} {
 		if !strings.Contains(text, want) {
@@ -34,5 +34,15 @@ func TestPrintShowsFrames(t *testing.T) {
 	}
 	if strings.Count(d, "{") != strings.Count(d, "}") {
 		t.Errorf("unbalanced braces:\n%s", d)
+	}
+	// Ports only where a node has several outputs (issue 31: every edge
+	// carried two numbers); a Switch's outputs are named.
+	if strings.Contains(d, "headlabel") || strings.Contains(d, "taillabel") || !strings.Contains(d, `[label="1"]`) {
+		t.Errorf("edge labels:\n%s", d)
+	}
+	for _, want := range []string{`label="Placeholder\nn"`, `label="Const\n0 int64[]"`, `label="Enter\n\"outer\", constant"`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("DOT lacks %s:\n%s", want, d)
+		}
 	}
 }

@@ -457,3 +457,26 @@ func TestTracedMasksFollowTheirCounts(t *testing.T) {
 		}
 	}
 }
+
+// A traced graph prints what each node computes (issue 31): an op's
+// attributes (which reduction over which dims), a constant's value, a
+// placeholder's dtype and shape, output indices only where a node has
+// several.
+func TestGraphListingSaysWhatNodesDo(t *testing.T) {
+	f := trace.NewFunction(func(a []T) []T {
+		return []T{ops.Mean(ops.Mul(a[0], tensor.Scalar(float32(3))), 0)}
+	})
+	x := tensor.FromSlice([]float32{1, 2})
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	g := f.Graph(x).String()
+	for _, want := range []string{"= Placeholder arg0 -> float32[2]", "= Const 3.0 float32[]", "{mean dims=[0] keepdims=false} -> float32[]", "results: %"} {
+		if !strings.Contains(g, want) {
+			t.Errorf("the listing lacks %q:\n%s", want, g)
+		}
+	}
+	if strings.Contains(g, ":0") {
+		t.Errorf("output indices on single-output nodes:\n%s", g)
+	}
+}

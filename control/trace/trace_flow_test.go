@@ -223,7 +223,7 @@ func TestFunctionTracesWhile(t *testing.T) {
 		t.Errorf("%d traces", f.Traces())
 	}
 	g := f.Graph(i64(0), f32(0, 0)).String()
-	for _, want := range []string{`= Enter "while1"(`, `= Enter "while3", constant(`, "= NextIteration(", "= Exit(", "[while3] = Add("} {
+	for _, want := range []string{`{"while1"}`, `{"while3", constant}`, "= NextIteration(", "= Exit(", "[while3] = Add("} {
 		if !strings.Contains(g, want) {
 			t.Errorf("graph lacks %q:\n%s", want, g)
 		}
