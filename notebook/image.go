@@ -3,6 +3,7 @@ package notebook
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html"
 	"image"
@@ -41,6 +42,9 @@ func Image(x *tensor.Tensor, opts plot.ImageOptions) error {
 // unless opts.Scale is set. Outside a notebook it prints the tensor and its range. Errors:
 // another rank, a Bool tensor, no elements, NaN values (named with x).
 func Heatmap(x *tensor.Tensor, opts plot.ImageOptions) error {
+	if x == nil {
+		return errors.New("notebook: heatmap: the tensor is nil")
+	}
 	h, txt, err := heatmap(x, opts)
 	if err != nil {
 		return fmt.Errorf("notebook: heatmap of %s: %w", tensor.Describe(x), err)

@@ -111,6 +111,9 @@ func specs(n *Node) string {
 //	%3 [while1] = Reduce(%2) {sum dims=[0] keepdims=false} -> float32[]
 //	%4 = Const 0.5 float64[]
 func (g *Graph) String() string {
+	if g == nil {
+		return "<nil graph>"
+	}
 	var b strings.Builder
 	frame := g.frames()
 	for _, n := range g.Nodes {
@@ -171,6 +174,9 @@ func nodeStyle(n *Node) string {
 func (g *Graph) WriteDOT(w io.Writer) error {
 	if w == nil {
 		return errors.New("graph: WriteDOT: the writer is nil")
+	}
+	if g == nil {
+		return errors.New("graph: WriteDOT: the graph is nil")
 	}
 	bw := bufio.NewWriter(w)
 	frame := g.frames()
