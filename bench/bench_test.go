@@ -265,3 +265,40 @@ func steady(b *testing.B, step func() error) {
 		}
 	}
 }
+
+// midSizes are the element counts of the mid-sized eager ops ladder
+// (issue 31): where per-op costs (dispatch, allocation, the collector)
+// meet per-element ones.
+var midSizes = []int{1 << 10, 1 << 12, 1 << 14, 1 << 16}
+
+// BenchmarkEagerMid runs elementwise ops, reductions and a copy over
+// midSizes, each result dropped as eager code drops it (the collector
+// and the buffer cache's recycling see to it) and, for Add, released as
+// traced graphs and training steps release their intermediates.
+func BenchmarkEagerMid(b *testing.B) {
+	for _, n := range midSizes {
+		x := tensor.RandUniform(tensor.NewRNG(1), tensor.Float32, 0, 1, n)
+		y := tensor.RandUniform(tensor.NewRNG(2), tensor.Float32, 0, 1, n)
+		m := tensor.RandUniform(tensor.NewRNG(3), tensor.Float32, 0, 1, n/64, 64)
+		for _, c := range []struct {
+			name string
+			fn   func()
+		}{
+			{"Add", func() { ops.Add(x, y) }},
+			{"AddReleased", func() { ops.Add(x, y).Release() }},
+			{"Mul", func() { ops.Mul(x, tensor.Scalar(float32(1.5))) }},
+			{"Exp", func() { ops.Exp(x) }},
+			{"Sum", func() { ops.Sum(x) }},
+			{"SumRows", func() { ops.Sum(m, 1) }},
+			{"Transpose", func() { ops.Transpose(m, 1, 0).Contiguous() }},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
+				b.SetBytes(int64(4 * n))
+				b.ReportAllocs()
+				for b.Loop() {
+					c.fn()
+				}
+			})
+		}
+	}
+}

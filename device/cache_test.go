@@ -61,3 +61,49 @@ func TestBufferCacheLimit(t *testing.T) {
 		t.Errorf("%d buffers cached, want the limit's 3", got)
 	}
 }
+
+// A large buffer nothing references comes back to the cache by itself
+// (its memory is watched), but not while a slice of its memory is held:
+// bytes someone kept past their buffer are never handed to another.
+func TestDroppedBuffersAreRecycledUnlessHeld(t *testing.T) {
+	c := NewHostDevice("recycle-test", CPU)
+	const n = 64 << 10
+	before := c.Stats().Recycled.Load()
+	for range 64 {
+		if _, err := c.Alloc(n); err != nil { // dropped at once
+			t.Fatal(err)
+		}
+	}
+	kept, _ := c.Alloc(n)
+	held := kept.(*HostBuffer).bytes
+	for i := range held {
+		held[i] = 0xA5
+	}
+	kept = nil
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // finalizers run on their own goroutine
+	}
+	if got := c.Stats().Recycled.Load() - before; got < 32 {
+		t.Errorf("%d of 64 dropped buffers recycled", got)
+	}
+	// Every buffer the cache gives now is another memory than held.
+	for range 200 {
+		b, err := c.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &b.(*HostBuffer).bytes[0] == &held[0] {
+			t.Fatal("a buffer whose bytes are still held was handed out again")
+		}
+		for i := range b.(*HostBuffer).bytes {
+			b.(*HostBuffer).bytes[i] = 0
+		}
+	}
+	for i, v := range held {
+		if v != 0xA5 {
+			t.Fatalf("held byte %d changed to %#x", i, v)
+		}
+	}
+	runtime.KeepAlive(held)
+}

@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -12,6 +13,7 @@ type CPUDevice struct {
 	name     string
 	kind     Kind
 	cache    *bufferCache
+	recycle  [maxClass + 1]func(*uint64) // per size class: the finalizer that recycles its memory
 	workers  workerPool
 	stats    PoolStats
 	maxAlloc atomic.Int64 // the largest buffer Alloc gives
@@ -19,15 +21,17 @@ type CPUDevice struct {
 
 // PoolStats counts what the CPU buffer cache did; read with Stats.
 type PoolStats struct {
-	Allocs atomic.Int64 // buffers requested
-	Hits   atomic.Int64 // requests served from the cache
-	Frees  atomic.Int64 // buffers returned to the cache
+	Allocs   atomic.Int64 // buffers requested
+	Hits     atomic.Int64 // requests served from the cache
+	Frees    atomic.Int64 // buffers returned to the cache
+	Recycled atomic.Int64 // buffers that came back to it once nothing referenced them
 }
 
 // HostBuffer is CPU memory, 64-byte aligned when at least 64 bytes long.
 type HostBuffer struct {
 	dev   *CPUDevice
 	bytes []byte
+	base  *uint64 // the start of bytes' allocation (recycled memory; nil for the inline and foreign)
 	refs  atomic.Int32
 	class int16 // size class, or -1 when not owned by the cache
 	// small holds buffers of up to 64 bytes inline, so a scalar costs one
@@ -53,6 +57,9 @@ func newCPU(ordinal int) *CPUDevice { return NewHostDevice(fmt.Sprintf("cpu:%d",
 // call starts a device with workers of its own; keep the ones you make.
 func NewHostDevice(name string, kind Kind) *CPUDevice {
 	c := &CPUDevice{name: name, kind: kind, cache: newBufferCache(defaultCacheLimit())}
+	for class := range c.recycle {
+		c.recycle[class] = func(base *uint64) { c.recycled(base, class) }
+	}
 	c.SetMaxAlloc(0)
 	c.workers.start()
 	return c
@@ -137,15 +144,53 @@ func (c *CPUDevice) Alloc(nbytes int) (Buffer, error) {
 	if b := c.cache.get(class); b != nil {
 		c.stats.Hits.Add(1)
 		b.bytes = b.bytes[:nbytes]
+		c.watch(b)
 		return b, nil
 	}
 	b := &HostBuffer{dev: c, class: int16(class)}
 	if class == 0 {
 		b.bytes = unsafe.Slice((*byte)(unsafe.Pointer(&b.small[0])), minClassBytes)[:nbytes]
 	} else {
-		b.bytes = alignedBytes(classBytes(class))[:nbytes]
+		b.bytes, b.base = alignedBytes(classBytes(class))
+		b.bytes = b.bytes[:nbytes]
+		c.watch(b)
 	}
 	return b, nil
+}
+
+// Large buffers that nothing references any more return to the cache by
+// themselves. Eager code mostly drops its results, and a result the
+// collector frees is a large object it must sweep, that the next op
+// asks the heap for afresh, zeroed (and, with the heap shrinking and
+// growing, its pages returned to the kernel and faulted in again): a
+// 64K-element Add took 30 times as long dropped as released
+// (bench/README.md, "Mid-sized eager ops"). The watch is on the memory
+// itself, not on the HostBuffer or a tensor: a slice of it that someone
+// still holds (HostBytes kept past its tensor, a pinned pointer lent to
+// MPI) keeps it out of the cache. A finalizer, unlike a cleanup, may give
+// the memory a new owner; an explicitly freed buffer drops its watch (its
+// memory is cached already).
+
+// recycleMin is the least size class watched: the heap allocates smaller
+// ones cheaply, and a finalizer costs more than it saves there.
+const recycleMin = 32 << 10
+
+// watch sets the finalizer that recycles b's memory once nothing
+// references it.
+func (c *CPUDevice) watch(b *HostBuffer) {
+	if b.base != nil && cap(b.bytes) >= recycleMin {
+		runtime.SetFinalizer(b.base, c.recycle[b.class])
+	}
+}
+
+// recycled puts the memory at base, of size class class, back into the
+// cache under a new HostBuffer (the finalizer of watch).
+func (c *CPUDevice) recycled(base *uint64, class int) {
+	n := classBytes(class)
+	all := unsafe.Slice((*byte)(unsafe.Pointer(base)), ((n+7)/8+8)*8)
+	skip := int((64 - uintptr(unsafe.Pointer(base))%64) % 64)
+	c.stats.Recycled.Add(1)
+	c.cache.put(&HostBuffer{dev: c, class: int16(class), base: base, bytes: all[skip : skip+n : skip+n]})
 }
 
 // addressSpaceSlack is what a buffer must leave of the address space that
@@ -171,8 +216,9 @@ func (c *CPUDevice) checkAddressSpace(nbytes int) error {
 const hugeMin = 4 << 20
 
 // alignedBytes returns n bytes whose start is 64-byte aligned (8-byte for
-// n < 64), so vector kernels can use aligned loads on whole rows.
-func alignedBytes(n int) []byte {
+// n < 64), so vector kernels can use aligned loads on whole rows, and the
+// start of their allocation.
+func alignedBytes(n int) ([]byte, *uint64) {
 	words := make([]uint64, (n+7)/8+8)
 	p := unsafe.Pointer(&words[0])
 	skip := int((64 - uintptr(p)%64) % 64)
@@ -180,7 +226,7 @@ func alignedBytes(n int) []byte {
 	if n >= hugeMin {
 		adviseHugePages(all)
 	}
-	return all[skip : skip+n : skip+n]
+	return all[skip : skip+n : skip+n], &words[0]
 }
 
 // Free returns b to the cache. Buffers that wrap foreign memory are dropped.
@@ -191,6 +237,9 @@ func (c *CPUDevice) Free(b Buffer) {
 	}
 	if hb.class < 0 {
 		return
+	}
+	if hb.base != nil && cap(hb.bytes) >= recycleMin {
+		runtime.SetFinalizer(hb.base, nil) // cached now: the watch would cache it twice
 	}
 	c.stats.Frees.Add(1)
 	c.cache.put(hb)

@@ -69,6 +69,10 @@ func transposeTiles[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src
 		i1 := min(i0+tile, rows)
 		for j0 := 0; j0 < cols; j0 += tile {
 			j1 := min(j0+tile, cols)
+			if i1-i0 == tile && j1-j0 == tile && sCol > 0 {
+				transposeTile(dst[dOff+i0*dRow+j0:], dRow, src[sOff+i0+j0*sCol:], sCol)
+				continue
+			}
 			for i := i0; i < i1; i++ {
 				d := dst[dOff+i*dRow+j0 : dOff+i*dRow+j1]
 				s := sOff + i + j0*sCol
@@ -76,6 +80,23 @@ func transposeTiles[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src
 					d[j] = src[s+j*sCol]
 				}
 			}
+		}
+	}
+}
+
+// transposeTile writes the 16x16 tile whose rows are src's columns into
+// dst's rows: dst[i*dRow+j] = src[i+j*sCol]. The slices are cut to the
+// tile first, so the loops run without bounds checks, four source rows
+// at a time.
+func transposeTile[T uint8 | uint32 | uint64](dst []T, dRow int, src []T, sCol int) {
+	const tile = 16
+	src = src[:15*sCol+tile]
+	dst = dst[:15*dRow+tile]
+	for j := 0; j < tile; j += 4 {
+		s0, s1, s2, s3 := src[j*sCol:j*sCol+tile], src[(j+1)*sCol:(j+1)*sCol+tile], src[(j+2)*sCol:(j+2)*sCol+tile], src[(j+3)*sCol:(j+3)*sCol+tile]
+		for i := range tile {
+			d := dst[i*dRow+j : i*dRow+j+4]
+			d[0], d[1], d[2], d[3] = s0[i], s1[i], s2[i], s3[i]
 		}
 	}
 }

@@ -51,6 +51,12 @@ def torch_benches():
     report("BenchmarkTorchEagerAdd1K", lambda: x + y)
     xg = torch.rand(1000, requires_grad=True)
     report("BenchmarkTorchEagerAddTaped1K", lambda: xg + y)
+    for n in MID_SIZES:  # BenchmarkEagerMid's ladder
+        xm, ym, mm = torch.rand(n), torch.rand(n), torch.rand(n // 64, 64)
+        for name, fn in (("Add", lambda: xm + ym), ("Mul", lambda: xm * 1.5), ("Exp", lambda: torch.exp(xm)),
+                         ("Sum", lambda: xm.sum()), ("SumRows", lambda: mm.sum(1)),
+                         ("Transpose", lambda: mm.t().contiguous())):
+            report(f"BenchmarkTorchMid/{name}/{n}", fn, nbytes=4 * n)
     for n in (128, 512, 1024, 2048):
         m1, m2 = torch.rand(n, n), torch.rand(n, n)
         report(f"BenchmarkTorchMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
@@ -168,11 +174,22 @@ def torch_benches():
         report("BenchmarkTorchElementwiseChain1K/jit.trace", lambda: traced(xe))
 
 
+# The mid-sized eager ops ladder (BenchmarkEagerMid's sizes).
+MID_SIZES = (1 << 10, 1 << 12, 1 << 14, 1 << 16)
+
+
 def numpy_benches():
     a, b = np.ones(1, np.float32), np.ones(1, np.float32)
     report("BenchmarkNumPyAddScalar", lambda: a + b)
     x, y = np.random.rand(1000).astype(np.float32), np.random.rand(1000).astype(np.float32)
     report("BenchmarkNumPyAdd1K", lambda: x + y)
+    for n in MID_SIZES:  # BenchmarkEagerMid's ladder
+        xm, ym = np.random.rand(n).astype(np.float32), np.random.rand(n).astype(np.float32)
+        mm = np.random.rand(n // 64, 64).astype(np.float32)
+        for name, fn in (("Add", lambda: xm + ym), ("Mul", lambda: xm * np.float32(1.5)), ("Exp", lambda: np.exp(xm)),
+                         ("Sum", lambda: xm.sum()), ("SumRows", lambda: mm.sum(1)),
+                         ("Transpose", lambda: np.ascontiguousarray(mm.T))):
+            report(f"BenchmarkNumPyMid/{name}/{n}", fn, nbytes=4 * n)
     for n in (128, 512, 1024, 2048):
         m1, m2 = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
         report(f"BenchmarkNumPyMatMul{n}", lambda: m1 @ m2, flops=2 * n**3)
