@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -378,7 +379,7 @@ func (r *Rendezvous) step(p *peerState, calls *[]func()) (bool, error) {
 	// A whole value: hand it over, and post the next header's receive.
 	a := arrival{dead: p.h.dead}
 	if !p.h.dead {
-		a.t = tensor.MustEmptyHost(p.h.dtype, p.h.shape)
+		a.t = backend.MustEmptyHost(p.h.dtype, p.h.shape)
 		copy(a.t.HostBytes(), p.body)
 	}
 	p.body, p.bodyRq = nil, nil

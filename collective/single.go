@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -53,7 +54,7 @@ func (s *single) copyOf(call string, t *tensor.Tensor, reduce bool) (*tensor.Ten
 		return nil, s.errorf(call, "copying %v from %s: %v", t.Shape(), t.Device().Name(), err)
 	}
 	c := host.Contiguous()
-	out := tensor.MustEmptyHost(t.DType(), t.Shape())
+	out := backend.MustEmptyHost(t.DType(), t.Shape())
 	copy(out.HostBytes(), c.HostBytes())
 	if c != t && c != host {
 		c.Release()

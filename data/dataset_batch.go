@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -76,11 +76,11 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 			}
 		}
 		dt := group[0][c].DType()
-		t := tensor.MustEmptyHost(dt, append([]int{len(group)}, shape...))
+		t := backend.MustEmptyHost(dt, append([]int{len(group)}, shape...))
 		dst := t.HostBytes()
 		size := shape.NumElements() * dt.Size()
 		if pad {
-			device.FillElems(dst, tensor.FullOf(dt, padValue).HostBytes())
+			backend.FillElems(dst, tensor.FullOf(dt, padValue).HostBytes())
 		}
 		for i, e := range group {
 			src := e[c].Contiguous()
@@ -88,7 +88,7 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 				copy(dst[i*size:(i+1)*size], src.HostBytes())
 				continue
 			}
-			device.MoveElems(dt.Size(), dst, i*shape.NumElements(), tensor.Strides(shape, nil),
+			backend.MoveElems(dt.Size(), dst, i*shape.NumElements(), tensor.Strides(shape, nil),
 				src.HostBytes(), 0, tensor.Strides(src.Shape(), nil), src.Shape())
 		}
 		out[c] = t

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -380,7 +381,7 @@ func tfrecordFile(name string, o TFRecordOptions) *Dataset {
 				}
 				return nil, &StageError{Stage: stage, Err: err}
 			}
-			t := tensor.MustEmptyHost(tensor.Uint8, []int{len(rec)})
+			t := backend.MustEmptyHost(tensor.Uint8, []int{len(rec)})
 			copy(t.HostBytes(), rec)
 			return Element{t}, nil
 		}, closeFn: func() {

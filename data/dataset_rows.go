@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -98,7 +99,7 @@ func (r *rowSource) batches(stage string, n int, drop bool) *Dataset {
 			out := make(Element, len(r.comps))
 			for k, c := range r.comps {
 				shape := append([]int{len(rows)}, c.Shape()[1:]...)
-				t := tensor.MustEmptyHost(c.DType(), shape)
+				t := backend.MustEmptyHost(c.DType(), shape)
 				size := tensor.Shape(shape[1:]).NumElements() * c.DType().Size()
 				dst, src := t.HostBytes(), c.HostBytes()
 				for j, row := range rows {
@@ -115,7 +116,7 @@ func (r *rowSource) batches(stage string, n int, drop bool) *Dataset {
 func rowOf(t *tensor.Tensor, i int) *tensor.Tensor {
 	shape := t.Shape()[1:].Clone()
 	size := shape.NumElements() * t.DType().Size()
-	out := tensor.MustEmptyHost(t.DType(), shape)
+	out := backend.MustEmptyHost(t.DType(), shape)
 	copy(out.HostBytes(), t.HostBytes()[i*size:(i+1)*size])
 	return out
 }

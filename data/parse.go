@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -162,7 +163,7 @@ func (p *Parser) Parse(records [][]byte) (*Parsed, error) {
 }
 
 func fromRaw(dt tensor.DType, shape []int, raw []byte) *tensor.Tensor {
-	t := tensor.MustEmptyHost(dt, shape)
+	t := backend.MustEmptyHost(dt, shape)
 	copy(t.HostBytes(), raw)
 	return t
 }
@@ -174,7 +175,7 @@ func (c *column) padded(batch int) *tensor.Tensor {
 		longest = max(longest, n)
 	}
 	size := c.dt.Size()
-	t := tensor.MustEmptyHost(c.dt, []int{batch, int(longest)})
+	t := backend.MustEmptyHost(c.dt, []int{batch, int(longest)})
 	dst := t.HostBytes()
 	pad := scalarBytes(c.dt, c.varlen.PadValue)
 	at := 0

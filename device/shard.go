@@ -6,11 +6,13 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/eagerflow/eagerflow/internal/hostmem"
 )
 
-// MinShardCost is the estimated cost (about a nanosecond per unit) below
+// minShardCost is the estimated cost (about a nanosecond per unit) below
 // which splitting work across goroutines does not pay for itself.
-const MinShardCost = 20000
+const minShardCost = hostmem.MinShardCost
 
 // shardJob is one Parallel call. Its shards are claimed in order, by the
 // calling goroutine and by any worker the job was handed to, so a worker
@@ -147,7 +149,7 @@ func (p *workerPool) await(last *shardJob) *shardJob {
 
 // Parallel calls fn over [0, n) split into contiguous ranges. costPerUnit is
 // the estimated cost of one unit in about nanoseconds; when n*costPerUnit is
-// below MinShardCost, fn(0, n) runs inline. Otherwise the range is split into
+// below minShardCost, fn(0, n) runs inline. Otherwise the range is split into
 // at most Workers() shards, claimed one by one by the calling goroutine and
 // by the workers that are idle (so nested calls never deadlock, and a worker
 // that wakes late never delays the caller). Workers spin for workerSpin
@@ -162,7 +164,7 @@ func (c *CPUDevice) Parallel(n int, costPerUnit float64, fn func(lo, hi int)) {
 		return
 	}
 	total := float64(n) * costPerUnit
-	shards := min(int(total/MinShardCost), c.workers.n+1, n)
+	shards := min(int(total/minShardCost), c.workers.n+1, n)
 	if shards <= 1 {
 		fn(0, n)
 		return

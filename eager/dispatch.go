@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/callsite"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -156,7 +157,7 @@ func view(c *Call, specs []Out) []*tensor.Tensor {
 // variadic slice stays on its stack.
 func newCall(op *Op, attrs any, inputs []*tensor.Tensor) *Call {
 	if op == nil {
-		tensor.Panicf("eager", "Run", tensor.ErrAttr, inputs, "", "the op is nil")
+		panic(tensor.NewError("eager", "Run", tensor.ErrAttr, inputs, "", "the op is nil"))
 	}
 	c := calls.Get().(*Call)
 	c.Op, c.Attrs = op, attrs
@@ -317,7 +318,7 @@ func observe(c *Call, outs []*tensor.Tensor) {
 // Other panics pass through unchanged.
 func Catch(fn func()) (err error) {
 	if fn == nil {
-		return &tensor.Error{Pkg: "eager", Op: "Catch", Kind: tensor.ErrAttr, Detail: "fn is nil", Caller: tensor.Caller()}
+		return &tensor.Error{Pkg: "eager", Op: "Catch", Kind: tensor.ErrAttr, Detail: "fn is nil", Caller: callsite.Caller()}
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/callsite"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -329,7 +330,7 @@ func failure(c *Call, kind error, format string, args ...any) *tensor.Error {
 		in[i] = tensor.Describe(t)
 	}
 	return &tensor.Error{Pkg: "ops", Op: c.Op.Name, Kind: kind, Detail: fmt.Sprintf(format, args...),
-		Inputs: in, Attrs: attrString(c.Attrs), Caller: tensor.Caller()}
+		Inputs: in, Attrs: attrString(c.Attrs), Caller: callsite.Caller()}
 }
 
 func attrString(a any) string {

@@ -69,7 +69,7 @@ func mustArgs(fn string, args ...arg) {
 			if _, ok := a.v.(*tensor.Tensor); ok {
 				kind = tensor.ErrArity
 			}
-			tensor.Panicf("nn", fn, kind, nil, "", "%s is nil", a.what)
+			panic(tensor.NewError("nn", fn, kind, nil, "", "%s is nil", a.what))
 		}
 	}
 }

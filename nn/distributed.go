@@ -221,7 +221,7 @@ func sumOfGradients(comm collective.Comm, grads []*tensor.Tensor, bucketBytes in
 	sum := func(t *tensor.Tensor) *tensor.Tensor {
 		m, err := comm.AllReduce(t, collective.Sum)
 		if err != nil {
-			tensor.Panicf("nn", "TracedDistributedTrainStep", err, []*tensor.Tensor{t}, "", "averaging the gradients: %v", err)
+			panic(tensor.NewError("nn", "TracedDistributedTrainStep", err, []*tensor.Tensor{t}, "", "averaging the gradients: %v", err))
 		}
 		return m
 	}

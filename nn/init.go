@@ -76,11 +76,11 @@ func Zeros(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 // normal draw; for recurrent kernels.
 func Orthogonal(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 	if len(shape) < 2 {
-		tensor.Panicf("nn", "Orthogonal", tensor.ErrRank, nil, "", "needs rank 2 or more, got shape %v", shape)
+		panic(tensor.NewError("nn", "Orthogonal", tensor.ErrRank, nil, "", "needs rank 2 or more, got shape %v", shape))
 	}
 	n, ok := tensor.Shape(shape).Size()
 	if !ok {
-		tensor.Panicf("nn", "Orthogonal", tensor.ErrShape, nil, "", "shape %v has a negative dimension or too many elements", shape)
+		panic(tensor.NewError("nn", "Orthogonal", tensor.ErrShape, nil, "", "shape %v has a negative dimension or too many elements", shape))
 	}
 	if n == 0 {
 		return tensor.Zeros(dt, shape...)

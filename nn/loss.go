@@ -13,13 +13,13 @@ import (
 func sameShapes(loss string, a, b *tensor.Tensor) {
 	in := []*tensor.Tensor{a, b}
 	if a == nil || b == nil {
-		tensor.Panicf("nn", loss, tensor.ErrArity, nil, "", "an input is nil")
+		panic(tensor.NewError("nn", loss, tensor.ErrArity, nil, "", "an input is nil"))
 	}
 	if !a.Shape().Equal(b.Shape()) {
-		tensor.Panicf("nn", loss, tensor.ErrShape, in, "", "shapes %v and %v differ; the loss needs the same shapes (reshape one: it does not broadcast)", a.Shape(), b.Shape())
+		panic(tensor.NewError("nn", loss, tensor.ErrShape, in, "", "shapes %v and %v differ; the loss needs the same shapes (reshape one: it does not broadcast)", a.Shape(), b.Shape()))
 	}
 	if !a.DType().IsFloat() || a.DType() != b.DType() {
-		tensor.Panicf("nn", loss, tensor.ErrDType, in, "", "needs one float dtype, got %v and %v", a.DType(), b.DType())
+		panic(tensor.NewError("nn", loss, tensor.ErrDType, in, "", "needs one float dtype, got %v and %v", a.DType(), b.DType()))
 	}
 }
 

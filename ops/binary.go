@@ -159,8 +159,9 @@ func BroadcastDims(op func(a, b *tensor.Tensor) *tensor.Tensor, lhs, rhs *tensor
 	in := []*tensor.Tensor{lhs, rhs}
 	attrs := "broadcast_dimensions=" + tensor.Shape(dims).String()
 	if len(dims) != lo.Rank() {
-		tensor.Panicf("ops", "BroadcastDims", tensor.ErrAttr, in, attrs,
-			"%d broadcast dimensions for an operand of rank %d", len(dims), lo.Rank())
+		panic(tensor.NewError("ops", "BroadcastDims", tensor.ErrAttr, in, attrs,
+			"%d broadcast dimensions for an operand of rank %d", len(dims), lo.Rank()))
+
 	}
 	shape := make([]int, hi.Rank())
 	for i := range shape {
@@ -168,12 +169,14 @@ func BroadcastDims(op func(a, b *tensor.Tensor) *tensor.Tensor, lhs, rhs *tensor
 	}
 	for i, d := range dims {
 		if d < 0 || d >= hi.Rank() || (i > 0 && d <= dims[i-1]) {
-			tensor.Panicf("ops", "BroadcastDims", tensor.ErrAxis, in, attrs,
-				"broadcast dimensions must be increasing and within rank %d", hi.Rank())
+			panic(tensor.NewError("ops", "BroadcastDims", tensor.ErrAxis, in, attrs,
+				"broadcast dimensions must be increasing and within rank %d", hi.Rank()))
+
 		}
 		if lo.Dim(i) != hi.Dim(d) && lo.Dim(i) != 1 {
-			tensor.Panicf("ops", "BroadcastDims", tensor.ErrShape, in, attrs,
-				"dimension %d (size %d) cannot map to dimension %d (size %d)", i, lo.Dim(i), d, hi.Dim(d))
+			panic(tensor.NewError("ops", "BroadcastDims", tensor.ErrShape, in, attrs,
+				"dimension %d (size %d) cannot map to dimension %d (size %d)", i, lo.Dim(i), d, hi.Dim(d)))
+
 		}
 		shape[d] = lo.Dim(i)
 	}

@@ -369,14 +369,14 @@ func (o Conv2DOpts) String() string {
 func (o Conv2DOpts) check(op string, in []*tensor.Tensor) {
 	for i := range 2 {
 		if o.Strides[i] < 0 || o.Dilations[i] < 0 {
-			tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "strides and dilations must be positive (0 means 1), got strides %v and dilations %v", o.Strides, o.Dilations)
+			panic(tensor.NewError("ops", op, tensor.ErrAttr, in, o.String(), "strides and dilations must be positive (0 means 1), got strides %v and dilations %v", o.Strides, o.Dilations))
 		}
 	}
 	if o.Padding > Explicit {
-		tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "unknown padding mode %d (Valid, Same or Explicit)", o.Padding)
+		panic(tensor.NewError("ops", op, tensor.ErrAttr, in, o.String(), "unknown padding mode %d (Valid, Same or Explicit)", o.Padding))
 	}
 	if o.Format > NCHW {
-		tensor.Panicf("ops", op, tensor.ErrAttr, in, o.String(), "unknown data format %d (NHWC or NCHW)", o.Format)
+		panic(tensor.NewError("ops", op, tensor.ErrAttr, in, o.String(), "unknown data format %d (NHWC or NCHW)", o.Format))
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 // fail panics with a *tensor.Error for op, the function the user called.
 func fail(op string, kind error, in []*tensor.Tensor, format string, args ...any) {
-	tensor.Panicf("ops", op, kind, in, "", format, args...)
+	panic(tensor.NewError("ops", op, kind, in, "", format, args...))
 }
 
 // needInputs fails op when one of its tensor arguments xs is nil, before

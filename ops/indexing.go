@@ -110,7 +110,7 @@ func (m marker) String() string {
 func Index(x *tensor.Tensor, items ...any) *tensor.Tensor {
 	defer asOp("Index")
 	if x == nil {
-		tensor.Panicf("ops", "Index", tensor.ErrArity, nil, "", "x is nil")
+		panic(tensor.NewError("ops", "Index", tensor.ErrArity, nil, "", "x is nil"))
 	}
 	for i, it := range items {
 		if m, ok := it.(*tensor.Tensor); ok && m != nil && m.DType() == tensor.Bool {
@@ -165,7 +165,7 @@ type indexPlan struct {
 // parseIndex checks items against x and plans Index.
 func parseIndex(x *tensor.Tensor, items []any) *indexPlan {
 	fail := func(kind error, format string, args ...any) {
-		tensor.Panicf("ops", "Index", kind, []*tensor.Tensor{x}, describeItems(items), format, args...)
+		panic(tensor.NewError("ops", "Index", kind, []*tensor.Tensor{x}, describeItems(items), format, args...))
 	}
 	// Normalise strings, count the items that consume a dimension.
 	norm := make([]any, len(items))

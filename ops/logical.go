@@ -58,6 +58,6 @@ func All(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 
 func needBool(op string, x *tensor.Tensor) {
 	if x.DType() != tensor.Bool {
-		tensor.Panicf("ops", op, tensor.ErrDType, []*tensor.Tensor{x}, "", "needs a bool tensor, got %v", x.DType())
+		panic(tensor.NewError("ops", op, tensor.ErrDType, []*tensor.Tensor{x}, "", "needs a bool tensor, got %v", x.DType()))
 	}
 }

@@ -58,7 +58,7 @@ func alongLast(name string, op *eager.Op, x *tensor.Tensor, axis int) *tensor.Te
 		return eager.Run1(op, nil, x)
 	}
 	if axis < 0 || axis >= r {
-		tensor.Panicf("ops", name, tensor.ErrAxis, []*tensor.Tensor{x}, "", "axis %d is out of range for rank %d", axis, r)
+		panic(tensor.NewError("ops", name, tensor.ErrAxis, []*tensor.Tensor{x}, "", "axis %d is out of range for rank %d", axis, r))
 	}
 	perm := make([]int, r)
 	for i := range perm {

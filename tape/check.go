@@ -30,10 +30,10 @@ func (r CheckResult) String() string {
 // step (0 means 1e-6).
 func CheckGradient(f func(xs []*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tensor, step float64) CheckResult {
 	if f == nil {
-		tensor.Panicf("tape", "CheckGradient", tensor.ErrAttr, nil, "", "the function is nil")
+		panic(tensor.NewError("tape", "CheckGradient", tensor.ErrAttr, nil, "", "the function is nil"))
 	}
 	if len(xs) == 0 {
-		tensor.Panicf("tape", "CheckGradient", tensor.ErrArity, nil, "", "no inputs to check the gradient at")
+		panic(tensor.NewError("tape", "CheckGradient", tensor.ErrArity, nil, "", "no inputs to check the gradient at"))
 	}
 	needAll("CheckGradient", "input", xs)
 	if step == 0 {
@@ -41,7 +41,7 @@ func CheckGradient(f func(xs []*tensor.Tensor) *tensor.Tensor, xs []*tensor.Tens
 	}
 	for i, x := range xs {
 		if x.DType() != tensor.Float64 {
-			tensor.Panicf("tape", "CheckGradient", tensor.ErrDType, xs, "", "input %d is %v; the check needs float64", i, x.DType())
+			panic(tensor.NewError("tape", "CheckGradient", tensor.ErrDType, xs, "", "input %d is %v; the check needs float64", i, x.DType()))
 		}
 	}
 	var w *tensor.Tensor

@@ -14,7 +14,7 @@ import (
 func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 	grad func(xs, ys, dys []*tensor.Tensor) []*tensor.Tensor) func(xs ...*tensor.Tensor) []*tensor.Tensor {
 	if fn == nil || grad == nil {
-		tensor.Panicf("tape", "CustomGradient", tensor.ErrAttr, nil, "", "fn and grad must not be nil (fn nil: %v, grad nil: %v)", fn == nil, grad == nil)
+		panic(tensor.NewError("tape", "CustomGradient", tensor.ErrAttr, nil, "", "fn and grad must not be nil (fn nil: %v, grad nil: %v)", fn == nil, grad == nil))
 	}
 	return func(xs ...*tensor.Tensor) []*tensor.Tensor {
 		needAll("CustomGradient", "input", xs)
@@ -70,7 +70,7 @@ func (t *Tape) Jacobian(target, source *tensor.Tensor) *tensor.Tensor {
 func onDevice(x *tensor.Tensor, dev device.Device) *tensor.Tensor {
 	y, err := x.To(dev)
 	if err != nil {
-		tensor.Panicf("tape", "Jacobian", err, []*tensor.Tensor{x}, "", "moving the seed to %s: %v", dev.Name(), err)
+		panic(tensor.NewError("tape", "Jacobian", err, []*tensor.Tensor{x}, "", "moving the seed to %s: %v", dev.Name(), err))
 	}
 	return y
 }

@@ -64,8 +64,9 @@ func New(opts ...Options) *Tape {
 		t.opts = opts[0]
 	}
 	if t.opts.Persistent && t.opts.ReleaseIntermediates {
-		tensor.Panicf("tape", "New", tensor.ErrValue, nil, "",
-			"ReleaseIntermediates needs a one-shot tape: a persistent one may be asked again")
+		panic(tensor.NewError("tape", "New", tensor.ErrValue, nil, "",
+			"ReleaseIntermediates needs a one-shot tape: a persistent one may be asked again"))
+
 	}
 	t.recording.Store(true)
 	t.keeps = !t.opts.ReleaseIntermediates
@@ -194,7 +195,7 @@ func (t *Tape) GradientEach(target, seed *tensor.Tensor, sources []*tensor.Tenso
 // first dereferenced.
 func need(op, what string, x *tensor.Tensor) {
 	if x == nil {
-		tensor.Panicf("tape", op, tensor.ErrArity, nil, "", "%s is nil", what)
+		panic(tensor.NewError("tape", op, tensor.ErrArity, nil, "", "%s is nil", what))
 	}
 }
 
@@ -202,7 +203,7 @@ func need(op, what string, x *tensor.Tensor) {
 func needAll(op, what string, xs []*tensor.Tensor) {
 	for i, x := range xs {
 		if x == nil {
-			tensor.Panicf("tape", op, tensor.ErrArity, xs, "", "%s %d is nil", what, i)
+			panic(tensor.NewError("tape", op, tensor.ErrArity, xs, "", "%s %d is nil", what, i))
 		}
 	}
 }
@@ -213,8 +214,9 @@ func (t *Tape) claim(op string, target *tensor.Tensor, sources ...*tensor.Tensor
 	need(op, "the target", target)
 	needAll(op, "source", sources)
 	if !t.opts.Persistent && t.used.Swap(true) {
-		tensor.Panicf("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
-			"a one-shot tape answers once; use Options{Persistent: true} to ask again")
+		panic(tensor.NewError("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
+			"a one-shot tape answers once; use Options{Persistent: true} to ask again"))
+
 	}
 	if !t.opts.Persistent {
 		t.Stop()
@@ -231,7 +233,7 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 	if seed == nil {
 		seed = ops.OnesLike(target)
 	} else if !seed.Shape().Equal(target.Shape()) || seed.DType() != target.DType() {
-		tensor.Panicf("tape", "Gradient", tensor.ErrShape, []*tensor.Tensor{target, seed}, "", "seed must match the target")
+		panic(tensor.NewError("tape", "Gradient", tensor.ErrShape, []*tensor.Tensor{target, seed}, "", "seed must match the target"))
 	}
 	b := newBackprop(sources)
 	b.set(target, seed, owned)

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/cpu"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
@@ -47,13 +48,13 @@ func (v *Variable) check(op string, x *tensor.Tensor) {
 	in := []*tensor.Tensor{v.t, x}
 	switch {
 	case x == nil:
-		tensor.Panicf("tape", op, tensor.ErrArity, in, "", "the value for variable %q is nil", v.name)
+		panic(tensor.NewError("tape", op, tensor.ErrArity, in, "", "the value for variable %q is nil", v.name))
 	case x.DType() != v.t.DType():
-		tensor.Panicf("tape", op, tensor.ErrDType, in, "", "variable %q is %v, value is %v", v.name, v.t.DType(), x.DType())
+		panic(tensor.NewError("tape", op, tensor.ErrDType, in, "", "variable %q is %v, value is %v", v.name, v.t.DType(), x.DType()))
 	case !x.Shape().Equal(v.t.Shape()):
-		tensor.Panicf("tape", op, tensor.ErrShape, in, "", "variable %q has shape %v, value has %v", v.name, v.t.Shape(), x.Shape())
+		panic(tensor.NewError("tape", op, tensor.ErrShape, in, "", "variable %q has shape %v, value has %v", v.name, v.t.Shape(), x.Shape()))
 	case x.Device() != v.t.Device():
-		tensor.Panicf("tape", op, tensor.ErrDevice, in, "", "variable %q is on %s, value on %s", v.name, v.t.Device().Name(), x.Device().Name())
+		panic(tensor.NewError("tape", op, tensor.ErrDevice, in, "", "variable %q is on %s, value on %s", v.name, v.t.Device().Name(), x.Device().Name()))
 	}
 }
 
@@ -87,10 +88,10 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
 		switch v.t.DType() {
 		case tensor.Float32:
-			cpu.AxpyInPlace(tensor.HostData[float32](v.t), float32(alpha), tensor.HostData[float32](x))
+			cpu.AxpyInPlace(backend.HostData[float32](v.t), float32(alpha), backend.HostData[float32](x))
 			return
 		case tensor.Float64:
-			cpu.AxpyInPlace(tensor.HostData[float64](v.t), alpha, tensor.HostData[float64](x))
+			cpu.AxpyInPlace(backend.HostData[float64](v.t), alpha, backend.HostData[float64](x))
 			return
 		}
 	}
@@ -105,7 +106,7 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams) bool {
 	v.check("AdamUpdate", g)
 	if m == nil || s == nil {
-		tensor.Panicf("tape", "AdamUpdate", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name)
+		panic(tensor.NewError("tape", "AdamUpdate", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name))
 	}
 	m.check("AdamUpdate", v.t)
 	s.check("AdamUpdate", v.t)
@@ -117,9 +118,9 @@ func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams
 	g = g.Contiguous()
 	switch v.t.DType() {
 	case tensor.Float32:
-		cpu.AdamInPlace(tensor.HostData[float32](v.t), tensor.HostData[float32](m.t), tensor.HostData[float32](s.t), tensor.HostData[float32](g), p)
+		cpu.AdamInPlace(backend.HostData[float32](v.t), backend.HostData[float32](m.t), backend.HostData[float32](s.t), backend.HostData[float32](g), p)
 	case tensor.Float64:
-		cpu.AdamInPlace(tensor.HostData[float64](v.t), tensor.HostData[float64](m.t), tensor.HostData[float64](s.t), tensor.HostData[float64](g), p)
+		cpu.AdamInPlace(backend.HostData[float64](v.t), backend.HostData[float64](m.t), backend.HostData[float64](s.t), backend.HostData[float64](g), p)
 	default:
 		return false
 	}

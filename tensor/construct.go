@@ -20,11 +20,11 @@ func checkShape(op string, shape Shape, dt DType) int {
 // checkShapeOn is checkShape for a tensor on dev.
 func checkShapeOn(op string, dev device.Device, shape Shape, dt DType) int {
 	if dev == nil {
-		Panicf("tensor", op, ErrDevice, nil, "", "the device is nil")
+		panicf("tensor", op, ErrDevice, nil, "", "the device is nil")
 	}
 	n, ok := shape.Size()
 	if !ok {
-		Panicf("tensor", op, ErrShape, nil, "", "%s", shapeProblem(shape))
+		panicf("tensor", op, ErrShape, nil, "", "%s", shapeProblem(shape))
 	}
 	if !dt.Valid() {
 		dt = Float64
@@ -129,7 +129,7 @@ func FromSliceOn[T Elem](dev device.Device, data []T, shape ...int) *Tensor {
 		s = s.Clone()
 	}
 	if n := checkShapeOn("FromSlice", dev, s, DTypeOf[T]()); n != len(data) {
-		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
+		panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
 	}
 	return fromHostOn("FromSlice", dev, DTypeOf[T](), s, asBytes(data))
 }
@@ -137,7 +137,7 @@ func FromSliceOn[T Elem](dev device.Device, data []T, shape ...int) *Tensor {
 // withShape is FromSlice for an exact shape (nil is a scalar).
 func withShape[T Elem](data []T, s Shape) *Tensor {
 	if n := checkShape("FromSlice", s, DTypeOf[T]()); n != len(data) {
-		Panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
+		panicf("tensor", "FromSlice", ErrShape, nil, "", "shape %v holds %d elements, got %d", s, n, len(data))
 	}
 	return fromHost("FromSlice", DTypeOf[T](), s, asBytes(data))
 }
@@ -292,7 +292,7 @@ func FullOn(dev device.Device, dt DType, v float64, shape ...int) *Tensor {
 
 func fullOn(op string, dev device.Device, dt DType, v float64, shape []int) *Tensor {
 	if !dt.Valid() {
-		Panicf("tensor", op, ErrDType, nil, "", "invalid dtype %v", dt)
+		panicf("tensor", op, ErrDType, nil, "", "invalid dtype %v", dt)
 	}
 	s := Shape(shape).Clone()
 	checkShapeOn(op, dev, s, dt)
@@ -304,17 +304,17 @@ func fullOn(op string, dev device.Device, dt DType, v float64, shape []int) *Ten
 // NaN or infinite, or the count does not fit on the default device.
 func Arange[T Num](start, stop, step T) *Tensor {
 	if step == 0 {
-		Panicf("tensor", "Arange", ErrValue, nil, "", "step is zero")
+		panicf("tensor", "Arange", ErrValue, nil, "", "step is zero")
 	}
 	for _, v := range []float64{float64(start), float64(stop), float64(step)} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			Panicf("tensor", "Arange", ErrValue, nil, "", "start %v, stop %v and step %v must be finite", start, stop, step)
+			panicf("tensor", "Arange", ErrValue, nil, "", "start %v, stop %v and step %v must be finite", start, stop, step)
 		}
 	}
 	// The count is ceil((stop-start)/step), as NumPy computes it.
 	f := max(math.Ceil((float64(stop)-float64(start))/float64(step)), 0)
 	if f >= math.MaxInt {
-		Panicf("tensor", "Arange", ErrShape, nil, "", "%v to %v by %v is more elements than an int can count", start, stop, step)
+		panicf("tensor", "Arange", ErrShape, nil, "", "%v to %v by %v is more elements than an int can count", start, stop, step)
 	}
 	n := int(f)
 	checkShape("Arange", Shape{n}, DTypeOf[T]())
@@ -329,7 +329,7 @@ func Arange[T Num](start, stop, step T) *Tensor {
 // It panics with an *Error if n is negative.
 func Linspace[T Float](start, stop T, n int) *Tensor {
 	if n < 0 {
-		Panicf("tensor", "Linspace", ErrValue, nil, "", "negative count %d", n)
+		panicf("tensor", "Linspace", ErrValue, nil, "", "negative count %d", n)
 	}
 	checkShape("Linspace", Shape{n}, DTypeOf[T]())
 	data := make([]T, n)

@@ -3,8 +3,9 @@ package tensor
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
+
+	"github.com/eagerflow/eagerflow/internal/callsite"
 )
 
 // Sentinels for programmer errors; every *Error wraps exactly one (or,
@@ -94,41 +95,35 @@ func Describe(t *Tensor) string {
 }
 
 // Panicf panics with an *Error built from its arguments.
+//
+// Deprecated: the library's own way of raising typed errors, internal
+// since v0.2.0; a caller outside eagerflow panics with an *Error it
+// builds (its fields are exported).
 func Panicf(pkg, op string, kind error, inputs []*Tensor, attrs string, format string, args ...any) {
+	panicf(pkg, op, kind, inputs, attrs, format, args...)
+}
+
+// panicf panics with an *Error built from its arguments.
+func panicf(pkg, op string, kind error, inputs []*Tensor, attrs string, format string, args ...any) {
+	panic(NewError(pkg, op, kind, inputs, attrs, format, args...))
+}
+
+// NewError returns an *Error for function op of package pkg, of kind
+// (a sentinel above), with the inputs described and the first caller
+// outside eagerflow: what eagerflow's functions panic with, for the
+// functions of a package built on it to do the same.
+func NewError(pkg, op string, kind error, inputs []*Tensor, attrs string, format string, args ...any) *Error {
 	in := make([]string, len(inputs))
 	for i, t := range inputs {
 		in[i] = Describe(t)
 	}
-	panic(&Error{Pkg: pkg, Op: op, Kind: kind, Detail: fmt.Sprintf(format, args...),
-		Inputs: in, Attrs: attrs, Caller: Caller()})
+	return &Error{Pkg: pkg, Op: op, Kind: kind, Detail: fmt.Sprintf(format, args...),
+		Inputs: in, Attrs: attrs, Caller: callsite.Caller()}
 }
-
-const modulePrefix = "github.com/eagerflow/eagerflow/"
 
 // Caller returns file:line of the first stack frame outside the eagerflow
 // library (test files count as outside).
-func Caller() string {
-	pcs := make([]uintptr, 32)
-	n := runtime.Callers(2, pcs)
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		inLib := strings.HasPrefix(f.Function, modulePrefix) && !strings.HasSuffix(f.File, "_test.go") &&
-			!strings.Contains(f.Function, "/examples/")
-		if !inLib && !strings.HasPrefix(f.Function, "runtime.") {
-			return fmt.Sprintf("%s:%d", shortFile(f.File), f.Line)
-		}
-		if !more {
-			return ""
-		}
-	}
-}
-
-func shortFile(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		if j := strings.LastIndexByte(p[:i], '/'); j >= 0 {
-			return p[j+1:]
-		}
-	}
-	return p
-}
+//
+// Deprecated: an Error made by NewError carries it; it is internal since
+// v0.2.0.
+func Caller() string { return callsite.Caller() }

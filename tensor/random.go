@@ -92,7 +92,7 @@ func (r *RNG) uniform64At(base uint64, n int) []float64 {
 // bytes) from the first block, and they are copied to dev.
 func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, draw device.RandomDraw, host func(base uint64) []byte) *Tensor {
 	if r == nil {
-		Panicf("tensor", op, ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+		panicf("tensor", op, ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
 	}
 	base := r.reserve(words)
 	f, ok := dev.(device.RandomFiller)
@@ -106,7 +106,7 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 	draw.Key, draw.Counter, draw.DType = r.key, base, dt.String()
 	if err := f.FillRandom(t.buf, s.NumElements(), draw); err != nil {
 		t.Release()
-		Panicf("tensor", op, ErrDeviceFailed, nil, "", "%s: %v", dev.Name(), err)
+		panicf("tensor", op, ErrDeviceFailed, nil, "", "%s: %v", dev.Name(), err)
 	}
 	return t
 }
@@ -123,7 +123,7 @@ func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 func RandUniformOn(dev device.Device, r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.IsFloat() {
-		Panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
+		panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
 	}
 	n := checkShapeOn("RandUniform", dev, s, dt)
 	words := n // float32: one word per value
@@ -160,7 +160,7 @@ func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
 func RandNormalOn(dev device.Device, r *RNG, dt DType, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.IsFloat() {
-		Panicf("tensor", "RandNormal", ErrDType, nil, "", "dtype %v is not a float type", dt)
+		panicf("tensor", "RandNormal", ErrDType, nil, "", "dtype %v is not a float type", dt)
 	}
 	n := checkShapeOn("RandNormal", dev, s, dt)
 	pairs := (n + 1) / 2
@@ -188,11 +188,11 @@ func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
 func RandBernoulliOn(dev device.Device, r *RNG, dt DType, p float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.Valid() {
-		Panicf("tensor", "RandBernoulli", ErrDType, nil, "", "invalid dtype %v", dt)
+		panicf("tensor", "RandBernoulli", ErrDType, nil, "", "invalid dtype %v", dt)
 	}
 	n := checkShapeOn("RandBernoulli", dev, s, dt)
 	if !(p >= 0 && p <= 1) {
-		Panicf("tensor", "RandBernoulli", ErrValue, nil, "", "probability %v is outside [0, 1]", p)
+		panicf("tensor", "RandBernoulli", ErrValue, nil, "", "probability %v is outside [0, 1]", p)
 	}
 	return drawn("RandBernoulli", dev, r, dt, s, 2*n, device.RandomDraw{Dist: device.Bernoulli, A: p}, func(base uint64) []byte {
 		u := r.uniform64At(base, n)
@@ -222,7 +222,7 @@ func float64Bytes(dt DType, v []float64) []byte {
 	case Bool:
 		return asBytes(mapSlice(v, func(x float64) bool { return x != 0 }))
 	}
-	Panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
+	panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
 	return nil
 }
 

@@ -81,7 +81,12 @@ func Empty(dev device.Device, dt DType, shape Shape) (*Tensor, error) {
 // zero-copy interoperation). The buffer must hold at least the tensor's
 // bytes; the tensor does not own it beyond the device's rules for that
 // buffer (a wrapped host buffer is never reused by the cache).
+//
+// Deprecated: use backend.FromBuffer (package backend, for backends).
 func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
+	if buf == nil {
+		return nil, errors.New("tensor: FromBuffer: the buffer is nil")
+	}
 	need, ok := ByteSize(dt, shape)
 	if !dt.Valid() || !ok {
 		return nil, fmt.Errorf("tensor: invalid dtype %v or shape %v", dt, shape)
@@ -95,6 +100,8 @@ func FromBuffer(buf device.Buffer, dt DType, shape Shape) (*Tensor, error) {
 
 // MustEmptyHost is Empty on the host (whatever the default device) that
 // panics on allocation failure: the buffer code fills through HostBytes.
+//
+// Deprecated: use backend.MustEmptyHost (package backend, for backends).
 func MustEmptyHost(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Host(), dt, shape)
 	if err != nil {
@@ -104,6 +111,8 @@ func MustEmptyHost(dt DType, shape Shape) *Tensor {
 }
 
 // MustEmpty is Empty for the default device that panics on allocation failure.
+//
+// Deprecated: use backend.MustEmptyHost, or Empty on device.Default() (package backend, for backends).
 func MustEmpty(dt DType, shape Shape) *Tensor {
 	t, err := Empty(device.Default(), dt, shape)
 	if err != nil {
@@ -156,7 +165,7 @@ func (t *Tensor) badDim(i int) int {
 	if i < 0 {
 		i -= len(t.shape)
 	}
-	Panicf("tensor", "Dim", ErrAxis, []*Tensor{t}, "", "axis %d is out of range for rank %d", i, len(t.shape))
+	panicf("tensor", "Dim", ErrAxis, []*Tensor{t}, "", "axis %d is out of range for rank %d", i, len(t.shape))
 	return 0
 }
 
@@ -165,7 +174,7 @@ func (t *Tensor) NumElements() int { return t.shape.NumElements() }
 
 // nilTensor panics with an *Error for method m called on a nil tensor.
 func nilTensor(m string) {
-	Panicf("tensor", m, ErrArity, nil, "", "called on a nil tensor (%s)", plumb.NilHint)
+	panicf("tensor", m, ErrArity, nil, "", "called on a nil tensor (%s)", plumb.NilHint)
 }
 
 // Layout returns the minor-to-major layout (nil for row-major).
@@ -184,7 +193,7 @@ func (t *Tensor) Device() device.Device {
 }
 
 func (t *Tensor) released(op string) {
-	Panicf("tensor", op, ErrReleased, []*Tensor{t}, "",
+	panicf("tensor", op, ErrReleased, []*Tensor{t}, "",
 		"this tensor's buffer was released (by Release, or by a tape made with ReleaseIntermediates once its Gradient returned); it cannot be used")
 }
 
@@ -231,10 +240,10 @@ func (t *Tensor) setTraced(m *Traced) { t.tr.Store(m) }
 // the same element count. It panics with an *Error if they do not fit.
 func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 	if n, ok := shape.Size(); !ok || n != t.NumElements() {
-		Panicf("tensor", "View", ErrShape, []*Tensor{t}, "", "shape %v does not hold %d elements", shape, t.NumElements())
+		panicf("tensor", "View", ErrShape, []*Tensor{t}, "", "shape %v does not hold %d elements", shape, t.NumElements())
 	}
 	if !l.valid(len(shape)) {
-		Panicf("tensor", "View", ErrAttr, []*Tensor{t}, "", "layout %v is not a permutation of %d dimensions", l, len(shape))
+		panicf("tensor", "View", ErrAttr, []*Tensor{t}, "", "layout %v is not a permutation of %d dimensions", l, len(shape))
 	}
 	if l.IsRowMajor(len(shape)) {
 		l = nil
@@ -261,7 +270,7 @@ func (t *Tensor) Release() {
 // It panics if t is on another device.
 func (t *Tensor) HostBytes() []byte {
 	if t.ValuesDropped() {
-		Panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
+		panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
 			"this tensor stands for one whose values were let go because no gradient rule reads them; an op's eager.Op.GradReads declares too little")
 	}
 	if t.buf == nil {
@@ -269,7 +278,7 @@ func (t *Tensor) HostBytes() []byte {
 	}
 	hb, ok := t.buf.(*device.HostBuffer)
 	if !ok {
-		Panicf("tensor", "HostBytes", ErrDevice, []*Tensor{t}, "", "tensor is on %s, not the CPU", t.Device().Name())
+		panicf("tensor", "HostBytes", ErrDevice, []*Tensor{t}, "", "tensor is on %s, not the CPU", t.Device().Name())
 	}
 	return hb.Bytes()
 }
@@ -278,9 +287,11 @@ func (t *Tensor) HostBytes() []byte {
 // the tensor's memory, in layout order. Kernels write their fresh outputs
 // through it; anyone else must treat it as read-only. It panics if T does
 // not match the dtype or t is not on the CPU.
+//
+// Deprecated: use backend.HostData (package backend, for backends).
 func HostData[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
-		Panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
+		panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
 	b := t.HostBytes()
 	n := t.NumElements()
@@ -373,7 +384,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // It panics with an *Error if T does not match t's dtype.
 func ToSlice[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
-		Panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
+		panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
 	raw := t.hostCopy()
 	out := make([]T, t.NumElements())
@@ -391,7 +402,7 @@ func (t *Tensor) Item() any {
 		nilTensor("Item")
 	}
 	if t.NumElements() != 1 {
-		Panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
+		panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
 	}
 	switch t.dtype {
 	case Float32:

@@ -3,7 +3,7 @@ package cpu
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -134,11 +134,11 @@ func binaryKernel[T, R tensor.Elem](l binLoops[T, R]) eager.Kernel {
 		n := len(ov)
 		switch {
 		case n == 0:
-		case n < device.MinShardCost && len(av) == n && len(bv) == n:
+		case n < backend.MinShardCost && len(av) == n && len(bv) == n:
 			l.vv(ov, av, bv) // small: no closure, no sharding
-		case n < device.MinShardCost && len(bv) == 1 && len(av) == n:
+		case n < backend.MinShardCost && len(bv) == 1 && len(av) == n:
 			l.vs(ov, av, bv[0])
-		case n < device.MinShardCost && len(av) == 1 && len(bv) == n:
+		case n < backend.MinShardCost && len(av) == 1 && len(bv) == n:
 			l.sv(ov, av[0], bv)
 		case len(av) == n && len(bv) == n:
 			deviceOf(c).Parallel(n, 1, func(lo, hi int) { l.vv(ov[lo:hi], av[lo:hi], bv[lo:hi]) })

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -274,7 +275,7 @@ func gemmWith[T gemmElem](dev *device.CPUDevice, kern gemmKernel[T], m, n, k int
 		byRows = false
 	}
 	tileCost := kern.nsPerTile(k)
-	if tileCost*float64(rowPanels*colPanels) < device.MinShardCost {
+	if tileCost*float64(rowPanels*colPanels) < backend.MinShardCost {
 		g.rect(0, rowPanels, 0, n) // too small to split: no closure to allocate
 		return
 	}

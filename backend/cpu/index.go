@@ -1,7 +1,7 @@
 package cpu
 
 import (
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -12,9 +12,9 @@ func elemCopier(dt tensor.DType) func(dst []byte, di int, src []byte, si int) {
 	size := dt.Size()
 	switch size {
 	case 4:
-		return func(dst []byte, di int, src []byte, si int) { device.View32(dst)[di] = device.View32(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { backend.View32(dst)[di] = backend.View32(src)[si] }
 	case 8:
-		return func(dst []byte, di int, src []byte, si int) { device.View64(dst)[di] = device.View64(src)[si] }
+		return func(dst []byte, di int, src []byte, si int) { backend.View64(dst)[di] = backend.View64(src)[si] }
 	}
 	return func(dst []byte, di int, src []byte, si int) { dst[di] = src[si] }
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -40,7 +41,7 @@ func anyDType(op string, k eager.Kernel) {
 }
 
 // data is t's elements in host memory.
-func data[T tensor.Elem](t *tensor.Tensor) []T { return tensor.HostData[T](t) }
+func data[T tensor.Elem](t *tensor.Tensor) []T { return backend.HostData[T](t) }
 
 // deviceOf is the CPU device the call runs on.
 func deviceOf(c *eager.Call) *device.CPUDevice {

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/chewxy/math32"
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -16,7 +16,7 @@ import (
 func unaryKernel[T, R tensor.Elem](cost float64, f func(o []R, x []T)) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, o := data[T](c.Inputs[0]), data[R](outs[0])
-		if float64(len(o))*cost < device.MinShardCost {
+		if float64(len(o))*cost < backend.MinShardCost {
 			f(o, x)
 			return
 		}

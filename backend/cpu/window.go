@@ -3,6 +3,7 @@ package cpu
 import (
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/checked"
@@ -313,8 +314,8 @@ func extractPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 	case 1:
 		patchesKernel(deviceOf(c), g, xb, ob, pb[0])
 	case 4:
-		patchesKernel(deviceOf(c), g, device.View32(xb), device.View32(ob), device.View32(pb)[0])
+		patchesKernel(deviceOf(c), g, backend.View32(xb), backend.View32(ob), backend.View32(pb)[0])
 	case 8:
-		patchesKernel(deviceOf(c), g, device.View64(xb), device.View64(ob), device.View64(pb)[0])
+		patchesKernel(deviceOf(c), g, backend.View64(xb), backend.View64(ob), backend.View64(pb)[0])
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -250,7 +251,7 @@ func (e *engine) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, 
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmptyHost(t.DType(), t.Shape())
+	out := backend.MustEmptyHost(t.DType(), t.Shape())
 	dst := out.HostBytes()
 	var pin runtime.Pinner
 	if err := c.run("AllReduce", len(src), &pin, c.l.allreduce, addr(&pin, src), addr(&pin, dst), uintptr(t.NumElements()), dt, mop, c.l.commWorld); err != nil {
@@ -295,12 +296,12 @@ func (c *Comm) AllReduceInPlace(t *tensor.Tensor, op collective.Op) error {
 func scaleBy(t *tensor.Tensor, s float64) {
 	switch t.DType() {
 	case tensor.Float32:
-		d := tensor.HostData[float32](t)
+		d := backend.HostData[float32](t)
 		for i := range d {
 			d[i] *= float32(s)
 		}
 	case tensor.Float64:
-		d := tensor.HostData[float64](t)
+		d := backend.HostData[float64](t)
 		for i := range d {
 			d[i] *= s
 		}
@@ -316,7 +317,7 @@ func (e *engine) Broadcast(t *tensor.Tensor, root int) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmptyHost(t.DType(), t.Shape())
+	out := backend.MustEmptyHost(t.DType(), t.Shape())
 	buf := out.HostBytes()
 	if c.rank == root {
 		copy(buf, src)
@@ -334,7 +335,7 @@ func (e *engine) AllGather(t *tensor.Tensor) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmptyHost(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
+	out := backend.MustEmptyHost(t.DType(), append(tensor.Shape{c.size}, t.Shape()...))
 	n := uintptr(t.NumElements())
 	var pin runtime.Pinner
 	if err := c.run("AllGather", len(src)*c.size, &pin, c.l.allgather, addr(&pin, src), n, dt, addr(&pin, out.HostBytes()), n, dt, c.l.commWorld); err != nil {
@@ -358,7 +359,7 @@ func (e *engine) ReduceScatter(t *tensor.Tensor, op collective.Op) (*tensor.Tens
 	}
 	shape := t.Shape().Clone()
 	shape[0] /= c.size
-	out := tensor.MustEmptyHost(t.DType(), shape)
+	out := backend.MustEmptyHost(t.DType(), shape)
 	var pin runtime.Pinner
 	if err := c.run("ReduceScatter", len(src), &pin, c.l.reduceScatterBlock, addr(&pin, src), addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, mop, c.l.commWorld); err != nil {
 		return nil, err
@@ -397,7 +398,7 @@ func (c *Comm) Recv(like *tensor.Tensor, from, tag int) (*tensor.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := tensor.MustEmptyHost(like.DType(), like.Shape())
+	out := backend.MustEmptyHost(like.DType(), like.Shape())
 	var pin runtime.Pinner
 	if err := c.run("Recv", out.NumElements()*like.DType().Size(), &pin, c.l.recv, addr(&pin, out.HostBytes()), uintptr(out.NumElements()), dt, uintptr(from), uintptr(tag), c.l.commWorld, c.l.statusIgnore); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -584,7 +585,7 @@ func (e *executor) run(k instKey) {
 // from another device.
 func predicate(t *tensor.Tensor) bool {
 	if _, ok := t.Buffer().(*device.HostBuffer); ok && t.DType() == tensor.Bool && t.NumElements() == 1 {
-		return tensor.HostData[bool](t)[0]
+		return backend.HostData[bool](t)[0]
 	}
 	return t.Item().(bool)
 }

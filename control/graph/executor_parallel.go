@@ -3,7 +3,7 @@ package graph
 import (
 	"sort"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -83,7 +83,7 @@ func (e *executor) runBatch(batch []instKey) {
 			j.args[a] = v.t
 		}
 	}
-	e.g.workers().Parallel(len(jobs), device.MinShardCost, func(lo, hi int) {
+	e.g.workers().Parallel(len(jobs), backend.MinShardCost, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			jobs[i].run()
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -274,13 +275,13 @@ func (op *fusedOp) infer(c *eager.Call) []eager.Out {
 const fusedStepCost = 1
 
 func (op *fusedOp) kernel(c *eager.Call, outs []*tensor.Tensor) {
-	out := tensor.HostData[float32](outs[0])
+	out := backend.HostData[float32](outs[0])
 	var buf [4][]float32
 	ins := buf[:0]
 	for _, x := range c.Inputs {
-		ins = append(ins, tensor.HostData[float32](x))
+		ins = append(ins, backend.HostData[float32](x))
 	}
-	if cost := float64(len(out) * len(op.steps) * fusedStepCost); cost < device.MinShardCost {
+	if cost := float64(len(out) * len(op.steps) * fusedStepCost); cost < backend.MinShardCost {
 		op.blocks(out, ins, 0, len(out)) // inline: no closure to allocate
 		return
 	}

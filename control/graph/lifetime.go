@@ -3,6 +3,7 @@ package graph
 import (
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -125,12 +126,12 @@ func (e *executor) pop(n *Node, s stacked) value {
 	}
 	buf, err := e.swap.SwapIn(s.swapped)
 	if err != nil {
-		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: swapping a %v%v value back in: %v", n, s.dtype, s.shape, err)
+		panic(tensor.NewError("graph", "StackPop", err, nil, "", "%v: swapping a %v%v value back in: %v", n, s.dtype, s.shape, err))
 	}
-	t, err := tensor.FromBuffer(buf, s.dtype, s.shape)
+	t, err := backend.FromBuffer(buf, s.dtype, s.shape)
 	if err != nil {
 		buf.Device().Free(buf)
-		tensor.Panicf("graph", "StackPop", err, nil, "", "%v: %v", n, err)
+		panic(tensor.NewError("graph", "StackPop", err, nil, "", "%v: %v", n, err))
 	}
 	v := e.fresh(t)
 	v.ref.n++

@@ -119,7 +119,7 @@ func (e *executor) transfer(k instKey, in *instance, dead bool) bool {
 			x = in.inputs[0].t
 		}
 		if err := a.SendTagged(tagOf(k.frame, k.iter), x, dead); err != nil {
-			tensor.Panicf("graph", n.Op.Name, err, nil, "", "%v: %v", n, err)
+			panic(tensor.NewError("graph", n.Op.Name, err, nil, "", "%v: %v", n, err))
 		}
 		e.stats.runs++
 		e.complete(k, in, nil, dead)
@@ -147,7 +147,7 @@ func (e *executor) waitReceives() bool {
 	for _, a := range e.mail.take() {
 		e.receiving--
 		if a.err != nil {
-			tensor.Panicf("graph", a.k.node.Op.Name, a.err, nil, "", "%v: %v", a.k.node, a.err)
+			panic(tensor.NewError("graph", a.k.node.Op.Name, a.err, nil, "", "%v: %v", a.k.node, a.err))
 		}
 		e.stats.runs++
 		v := e.fresh(a.t)

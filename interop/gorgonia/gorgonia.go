@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 	gt "gorgonia.org/tensor"
@@ -64,7 +65,7 @@ func shared[T tensor.Elem](t *tensor.Tensor) []T {
 	if t.NumElements() == 0 {
 		return []T{}
 	}
-	return tensor.HostData[T](t)
+	return backend.HostData[T](t)
 }
 
 // FromDense returns a CPU tensor with d's dtype, shape and elements,
@@ -105,7 +106,7 @@ func FromDense(d *gt.Dense) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tensor.FromBuffer(device.Host().WrapHost(raw), dt, shape)
+	return backend.FromBuffer(device.Host().WrapHost(raw), dt, shape)
 }
 
 func copied(dt tensor.DType, shape tensor.Shape, d *gt.Dense) (*tensor.Tensor, error) {

@@ -137,5 +137,5 @@ func Predicate(name string, p *tensor.Tensor) bool {
 
 // Fail panics with a *tensor.Error of package control for construct name.
 func Fail(name string, kind error, in []*tensor.Tensor, format string, args ...any) {
-	tensor.Panicf("control", name, kind, in, "", format, args...)
+	panic(tensor.NewError("control", name, kind, in, "", format, args...))
 }
