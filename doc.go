@@ -22,7 +22,7 @@
 //
 // A mistake (shapes that do not broadcast, an index out of range) panics
 // with a *tensor.Error naming the op, the inputs and your file:line;
-// eager.Catch turns it into an error. Ops follow XLA's semantics and
+// tensor.Catch turns it into an error. Ops follow XLA's semantics and
 // NumPy's broadcasting.
 //
 // # Gradients

@@ -5,7 +5,6 @@ import (
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -37,7 +36,7 @@ func Example() {
 	}
 	fmt.Println("traces:", sq.Traces())
 
-	fmt.Println(eager.Catch(func() { ops.MatMul(x, tensor.Zeros(tensor.Float32, 3, 1)) }) != nil)
+	fmt.Println(tensor.Catch(func() { ops.MatMul(x, tensor.Zeros(tensor.Float32, 3, 1)) }) != nil)
 	// Output:
 	// [[ 3.5  5. ]
 	//  [ 7.5 11. ]] float32[2 2]

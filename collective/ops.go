@@ -149,7 +149,7 @@ func init() {
 // it, or the op's (a bad shape) wrapping ErrCollective.
 func (o *Ops) run(op *eager.Op, a collectiveAttrs, t *tensor.Tensor) (out *tensor.Tensor, err error) {
 	a.ops = o
-	err = eager.Catch(func() { out = eager.Run1(op, a, t) })
+	err = tensor.Catch(func() { out = eager.Run1(op, a, t) })
 	return out, engineErr(err)
 }
 

@@ -175,7 +175,7 @@ func (r *Rendezvous) Recv(like *tensor.Tensor, from int, name string) (*tensor.T
 // runOp runs a Send or Recv op; the error is the rendezvous's as it
 // wrote it, or the op's wrapping ErrCollective.
 func (r *Rendezvous) runOp(op *eager.Op, attrs any, x *tensor.Tensor) (out *tensor.Tensor, err error) {
-	err = eager.Catch(func() {
+	err = tensor.Catch(func() {
 		if outs := eager.Run(op, attrs, x); len(outs) > 0 {
 			out = outs[0]
 		}

@@ -66,7 +66,7 @@ func capture(op *eager.Op, fn func()) (*call, error) {
 	capt.target, capt.got = op, nil
 	capt.mu.Unlock()
 	eager.Activate()
-	err := eager.Catch(fn)
+	err := tensor.Catch(fn)
 	eager.Deactivate()
 	capt.mu.Lock()
 	defer capt.mu.Unlock()
@@ -133,7 +133,7 @@ func check(t *testing.T, c *call, s sample, pending []Pending) {
 		before[i] = bytesOf(x)
 	}
 	var first []T
-	if err := eager.Catch(func() { first = c.run(nil) }); err != nil {
+	if err := tensor.Catch(func() { first = c.run(nil) }); err != nil {
 		t.Fatalf("the sample fails: %v", err)
 	}
 	// Every element written: two more runs over poisoned buffers agree.
@@ -184,7 +184,7 @@ func checkDevices(t *testing.T, c *call, want []T, pending []Pending) {
 			}
 		}
 		var got []T
-		err := eager.Catch(func() { got = c.run(in) })
+		err := tensor.Catch(func() { got = c.run(in) })
 		if p {
 			if err == nil {
 				t.Fatalf("on %s: %s runs, but the backend's test lists it as pending: take it off the list", dev.Name(), c.op.Name)
@@ -453,7 +453,7 @@ func checkBadInputs(t *testing.T, c *call) {
 		}
 	}
 	for k, in := range bad {
-		err := eager.Catch(func() { c.run(in) })
+		err := tensor.Catch(func() { c.run(in) })
 		var te *tensor.Error
 		if !errors.As(err, &te) || errors.Is(err, tensor.ErrInternal) {
 			t.Fatalf("bad input %d: %v, want a typed error", k, err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -288,7 +287,7 @@ func TestControlBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := eager.Catch(c.fn)
+			err := tensor.Catch(c.fn)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -38,7 +38,7 @@
 // integer scalar, a body that returns the wrong number of loop values or
 // changes a loop value's dtype or shape: each panics with a *tensor.Error
 // naming the construct, the loop value and its shape before and after.
-// eager.Catch recovers them. Predicates get no gradient.
+// tensor.Catch recovers them. Predicates get no gradient.
 //
 // # Concurrency
 //

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/nilsweep"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -15,7 +14,7 @@ import (
 // collect runs a dataset made by a pipeline method to its end: where a nil
 // argument is reported lazily, at iteration, it is reported here.
 func collect(d *Dataset) (err error) {
-	if cerr := eager.Catch(func() { _, err = d.Collect(context.Background()) }); cerr != nil {
+	if cerr := tensor.Catch(func() { _, err = d.Collect(context.Background()) }); cerr != nil {
 		return cerr
 	}
 	return err

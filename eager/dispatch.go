@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/internal/callsite"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -315,21 +314,7 @@ func observe(c *Call, outs []*tensor.Tensor) {
 }
 
 // Catch runs fn and returns the *tensor.Error it panicked with, or nil.
-// Other panics pass through unchanged.
-func Catch(fn func()) (err error) {
-	if fn == nil {
-		return &tensor.Error{Pkg: "eager", Op: "Catch", Kind: tensor.ErrAttr, Detail: "fn is nil", Caller: callsite.Caller()}
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			var te *tensor.Error
-			if e, ok := r.(error); ok && errors.As(e, &te) {
-				err = te
-				return
-			}
-			panic(r)
-		}
-	}()
-	fn()
-	return nil
-}
+//
+// Deprecated: use tensor.Catch; a program needs nothing of package eager,
+// the engine ops, tapes and backends are built on.
+func Catch(fn func()) error { return tensor.Catch(fn) }

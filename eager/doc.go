@@ -1,4 +1,8 @@
-// Package eager is the execution context every op goes through.
+// Package eager is the engine every op goes through: op declarations and
+// dispatch, the kernel registry backends fill, and the observer hook tapes
+// and traces record through. Packages ops, tape, control and the backends
+// are built on it; a program that computes with tensors does not import it
+// (tensor.Catch turns an op's panic into an error).
 //
 // An op is declared once as an *Op (in package ops): name, arity, allowed
 // dtypes, an Infer function that checks attributes and shapes and returns
@@ -21,8 +25,8 @@
 // Mistakes in calling an op (a shape, dtype, rank, axis, arity, attribute or
 // a device that does not fit) panic with a *tensor.Error that wraps one of
 // tensor's sentinels and names the op, its attributes, the input shapes and
-// the caller's file:line, in the manner of gonum/mat. Catch turns such a
-// panic into an error. Allocation failures panic with an error wrapping
+// the caller's file:line, in the manner of gonum/mat. tensor.Catch turns
+// such a panic into an error. Allocation failures panic with an error wrapping
 // device.ErrOutOfMemory.
 //
 // # Concurrency

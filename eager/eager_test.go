@@ -60,12 +60,12 @@ func TestInputsOnTwoDevicesFail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = eager.Catch(func() { ops.Add(a, b) })
+	err = tensor.Catch(func() { ops.Add(a, b) })
 	if !errors.Is(err, tensor.ErrDevice) || !strings.Contains(err.Error(), "cpu:0 and test:0") {
 		t.Errorf("got %v", err)
 	}
 	// A device without kernels for the op says so, and where they are.
-	err = eager.Catch(func() { ops.Add(b, b) })
+	err = tensor.Catch(func() { ops.Add(b, b) })
 	if !errors.Is(err, tensor.ErrNoKernel) || !strings.Contains(err.Error(), "no float32 kernel on test:0 (gpu); devices with one: cpu") {
 		t.Errorf("got %v", err)
 	}
@@ -82,12 +82,12 @@ func TestCatchPassesOtherPanics(t *testing.T) {
 			t.Errorf("recovered %v", r)
 		}
 	}()
-	_ = eager.Catch(func() { panic("boom") })
+	_ = tensor.Catch(func() { panic("boom") })
 }
 
 func TestFailedOpLeavesInputsUnchanged(t *testing.T) {
 	x := tensor.FromSlice([]float32{1, 2, 3})
-	_ = eager.Catch(func() { ops.Concatenate(0, x, tensor.Zeros(tensor.Float32, 2, 2)) })
+	_ = tensor.Catch(func() { ops.Concatenate(0, x, tensor.Zeros(tensor.Float32, 2, 2)) })
 	if got := tensor.ToSlice[float32](x); got[0] != 1 || got[2] != 3 {
 		t.Errorf("input changed: %v", got)
 	}
@@ -116,7 +116,7 @@ func TestKernelRuntimeErrorIsRecoverable(t *testing.T) {
 			})
 		})
 		x := tensor.Zeros(tensor.Float32, 1000)
-		err := eager.Catch(func() { eager.Run1(op, nil, x) })
+		err := tensor.Catch(func() { eager.Run1(op, nil, x) })
 		if !errors.Is(err, tensor.ErrInternal) || !strings.Contains(err.Error(), ": its cpu float32 kernel failed: runtime error") ||
 			!strings.Contains(err.Error(), "eager_test.go") {
 			t.Errorf("parallel=%v: got %v", parallel, err)
@@ -144,7 +144,7 @@ func TestSecondCPUDevicePlacement(t *testing.T) {
 	if c := ops.Transpose(x1).Contiguous(); c.Device() != device.Device(cpu1) {
 		t.Errorf("Contiguous moved to %s", c.Device().Name())
 	}
-	err = eager.Catch(func() { ops.Add(x0, x1) })
+	err = tensor.Catch(func() { ops.Add(x0, x1) })
 	if !errors.Is(err, tensor.ErrDevice) || !strings.Contains(err.Error(), "inputs are on cpu:0 and cpu:1") {
 		t.Errorf("mixed devices: %v", err)
 	}

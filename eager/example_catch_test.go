@@ -15,7 +15,7 @@ import (
 func ExampleCatch() {
 	a := tensor.Zeros(tensor.Float32, 2, 3)
 	b := tensor.Zeros(tensor.Float32, 4, 5)
-	err := eager.Catch(func() { ops.MatMul(a, b) })
+	err := tensor.Catch(func() { ops.MatMul(a, b) })
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, tensor.ErrShape))
 

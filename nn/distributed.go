@@ -7,7 +7,6 @@ import (
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -101,7 +100,7 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 		return fmt.Errorf("nn: AllReduceGradients: %w", err)
 	}
 	defer sum.Release()
-	return eager.Catch(func() {
+	return tensor.Catch(func() {
 		scale := tensor.Scalar(1 / float64(comm.Size()))
 		for i, off := 0, 0; i < len(grads); i++ {
 			g, n := grads[i], grads[i].NumElements()
@@ -166,7 +165,7 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 			r = newGradientReduce(comm, vars, o)
 		}
 		r.start()
-		err = eager.Catch(func() {
+		err = tensor.Catch(func() {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			l, n = value.Float(), b[0].Dim(0)

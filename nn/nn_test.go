@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -242,11 +241,11 @@ func TestLossesAndMetrics(t *testing.T) {
 		"BinaryCrossEntropyWithLogits": func() { BinaryCrossEntropyWithLogits(col, row) },
 		"SoftmaxCrossEntropy":          func() { SoftmaxCrossEntropy(col, row) },
 	} {
-		if err := eager.Catch(fn); !errors.Is(err, tensor.ErrShape) || !strings.HasPrefix(err.Error(), "nn: "+name+": ") {
+		if err := tensor.Catch(fn); !errors.Is(err, tensor.ErrShape) || !strings.HasPrefix(err.Error(), "nn: "+name+": ") {
 			t.Errorf("%s of [4 1] and [4]: %v", name, err)
 		}
 	}
-	if err := eager.Catch(func() { Orthogonal(tensor.NewRNG(1), tensor.Float32, 3) }); !errors.Is(err, tensor.ErrRank) ||
+	if err := tensor.Catch(func() { Orthogonal(tensor.NewRNG(1), tensor.Float32, 3) }); !errors.Is(err, tensor.ErrRank) ||
 		!strings.HasPrefix(err.Error(), "nn: Orthogonal: ") {
 		t.Errorf("Orthogonal of a rank-1 shape: %v", err)
 	}

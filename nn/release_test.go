@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -24,13 +23,13 @@ func TestSequentialReleasesIntermediatesUnobserved(t *testing.T) {
 	model := NewSequential(first, NewDense("d", rng, 3, 3, DenseOpts{Activation: ops.Relu}), second, Flatten{})
 	x := tensor.RandNormal(rng, tensor.Float32, 2, 3)
 	out := model.Forward(x)
-	if err := eager.Catch(func() { ops.Sum(x) }); err != nil {
+	if err := tensor.Catch(func() { ops.Sum(x) }); err != nil {
 		t.Fatalf("the model's input was touched: %v", err)
 	}
-	if err := eager.Catch(func() { ops.Sum(out) }); err != nil {
+	if err := tensor.Catch(func() { ops.Sum(out) }); err != nil {
 		t.Fatalf("the output is unreadable: %v", err)
 	}
-	if err := eager.Catch(func() { ops.Sum(second.seen) }); !errors.Is(err, tensor.ErrReleased) {
+	if err := tensor.Catch(func() { ops.Sum(second.seen) }); !errors.Is(err, tensor.ErrReleased) {
 		t.Errorf("an intermediate between layers was not released: %v", err)
 	}
 	// The last layer (Flatten) returns a view of second's output: the view
@@ -44,7 +43,7 @@ func TestSequentialReleasesIntermediatesUnobserved(t *testing.T) {
 	defer tp.Stop()
 	tp.Watch(x)
 	y := ops.Sum(model.Forward(x))
-	if err := eager.Catch(func() { ops.Sum(second.seen) }); err != nil {
+	if err := tensor.Catch(func() { ops.Sum(second.seen) }); err != nil {
 		t.Errorf("an intermediate was released under a tape: %v", err)
 	}
 	if g := tp.Gradient(y, x)[0]; !g.Shape().Equal(x.Shape()) {

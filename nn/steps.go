@@ -5,7 +5,6 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -31,7 +30,7 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 			return 0, 0, fmt.Errorf("nn: TrainStep: a batch of (inputs, labels), got %d components", len(b))
 		}
 		var applied error
-		err = eager.Catch(func() {
+		err = tensor.Catch(func() {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
@@ -61,7 +60,7 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 		}
 		SetTraining(model, false)
 		defer SetTraining(model, true)
-		err = eager.Catch(func() {
+		err = tensor.Catch(func() {
 			pred := model.Forward(b[0])
 			out = map[string]float64{"loss": loss(pred, b[1]).Float()}
 			for name, m := range metrics {

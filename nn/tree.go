@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -115,7 +114,7 @@ func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
 	SetTraining(m, false)
 	defer SetTraining(m, true)
 	s := ModelSummary{InputDType: x.DType(), InputShape: x.Shape()}
-	if err := eager.Catch(func() { s.Layers, _ = summarize(nil, m, x, 0) }); err != nil {
+	if err := tensor.Catch(func() { s.Layers, _ = summarize(nil, m, x, 0) }); err != nil {
 		return ModelSummary{}, err
 	}
 	s.Trainable = parameters(m.Variables())

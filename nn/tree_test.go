@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -96,7 +95,7 @@ func TestSummaryShapes(t *testing.T) {
 
 func TestLayerErrorsNameTheLayer(t *testing.T) {
 	m := fashionModel()
-	err := eager.Catch(func() { m.Forward(tensor.Zeros(tensor.Float32, 2, 28, 28, 2)) })
+	err := tensor.Catch(func() { m.Forward(tensor.Zeros(tensor.Float32, 2, 28, 28, 2)) })
 	var te *tensor.Error
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "ops: conv1: FusedConv2D") {
 		t.Errorf("error %v, want one naming conv1", err)
@@ -104,11 +103,11 @@ func TestLayerErrorsNameTheLayer(t *testing.T) {
 	// A layer without variables is named by position and kind; nested
 	// Sequentials name their own layer once.
 	bad := nn.NewSequential(nn.Flatten{}, nn.NewSequential(nn.Activation(ops.Relu), nn.NewDense("inner", tensor.NewRNG(1), 5, 2, nn.DenseOpts{})))
-	err = eager.Catch(func() { bad.Forward(tensor.Zeros(tensor.Float32, 2, 3)) })
+	err = tensor.Catch(func() { bad.Forward(tensor.Zeros(tensor.Float32, 2, 3)) })
 	if err == nil || !strings.Contains(err.Error(), ": inner: MatMul: ") || strings.Count(err.Error(), "inner") != 1 {
 		t.Errorf("nested error %v", err)
 	}
-	err = eager.Catch(func() { nn.NewSequential(nn.Flatten{}).Forward(tensor.Scalar(float32(1))) })
+	err = tensor.Catch(func() { nn.NewSequential(nn.Flatten{}).Forward(tensor.Scalar(float32(1))) })
 	if err == nil || !strings.Contains(err.Error(), "layer 0 (Flatten): ") {
 		t.Errorf("unnamed layer error %v", err)
 	}

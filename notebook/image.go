@@ -10,7 +10,6 @@ import (
 	"image/png"
 	"strings"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/plot"
@@ -70,7 +69,7 @@ func heatmap(x *tensor.Tensor, opts plot.ImageOptions) (string, string, error) {
 	}
 	lo, hi := opts.Min, opts.Max
 	var nhwc *tensor.Tensor
-	if err := eager.Catch(func() {
+	if err := tensor.Catch(func() {
 		if lo == 0 && hi == 0 { // the tensor's own range, which the scale shows
 			lo, hi = ops.Amin(x).Float(), ops.Amax(x).Float()
 		}

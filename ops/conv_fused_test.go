@@ -103,7 +103,7 @@ func TestFusedConv2DBadInputs(t *testing.T) {
 			ops.FusedConv2D(tensor.Zeros(tensor.Int32, 2, 5, 5, 3), tensor.Zeros(tensor.Int32, 3, 3, 3, 4), tensor.Zeros(tensor.Int32, 4), same, ops.NoActivation)
 		}, tensor.ErrDType, ""},
 	} {
-		err := eager.Catch(c.call)
+		err := tensor.Catch(c.call)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "FusedConv2D") || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want %v naming FusedConv2D and %q", c.name, err, c.kind, c.says)
 		}
@@ -133,7 +133,7 @@ func TestFusedConv2DBackpropBadInputs(t *testing.T) {
 		{"mixed dtypes", func() { eager.Run(op, attrs(ops.NoActivation), x, f, y, tensor.Zeros(tensor.Float64, 2, 5, 5, 4)) }, tensor.ErrDType, ""},
 		{"input of another size", func() { eager.Run(op, attrs(ops.NoActivation), tensor.Zeros(tensor.Float32, 2, 6, 5, 3), f, y, y) }, tensor.ErrAttr, "do not match"},
 	} {
-		err := eager.Catch(c.call)
+		err := tensor.Catch(c.call)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "FusedConv2DBackprop") || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want %v naming FusedConv2DBackprop and %q", c.name, err, c.kind, c.says)
 		}

@@ -50,7 +50,7 @@ func init() {
 		GradReads: eager.ReadsNothing,
 	})
 	plumb.RecordedTo = func(t, dev any) (out any, err error) {
-		err = eager.Catch(func() { out = ToDevice(t.(*tensor.Tensor), dev.(device.Device)) })
+		err = tensor.Catch(func() { out = ToDevice(t.(*tensor.Tensor), dev.(device.Device)) })
 		return out, err
 	}
 }

@@ -77,11 +77,11 @@ func TestToDeviceGradient(t *testing.T) {
 }
 
 func TestToDeviceBadInput(t *testing.T) {
-	err := eager.Catch(func() { eager.Run1(eager.Lookup("ToDevice"), ops.DeviceAttrs{}, tensor.FromSlice([]float32{1})) })
+	err := tensor.Catch(func() { eager.Run1(eager.Lookup("ToDevice"), ops.DeviceAttrs{}, tensor.FromSlice([]float32{1})) })
 	if !errors.Is(err, tensor.ErrAttr) {
 		t.Errorf("no device: %v, want ErrAttr", err)
 	}
-	if err := eager.Catch(func() { ops.ToDevice(nil, device.SecondCPU()) }); !errors.Is(err, tensor.ErrArity) {
+	if err := tensor.Catch(func() { ops.ToDevice(nil, device.SecondCPU()) }); !errors.Is(err, tensor.ErrArity) {
 		t.Errorf("nil input: %v, want ErrArity", err)
 	}
 }

@@ -153,7 +153,7 @@
 // # Errors
 //
 // Bad input panics with a *tensor.Error before any kernel runs, naming the
-// op, its attributes, the input shapes and the caller; eager.Catch recovers
+// op, its attributes, the input shapes and the caller; tensor.Catch recovers
 // it. Shape rules read dtypes, shapes and attributes only, never values,
 // and never change the call's attributes (the public functions normalise
 // them: negative axes, window defaults). Values are checked by the kernels,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // badInput is one call that must fail with a typed error of kind whose
@@ -22,7 +22,7 @@ func runBadInput(t *testing.T, cases []badInput) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := eager.Catch(c.fn)
+			err := tensor.Catch(c.fn)
 			if err == nil {
 				t.Fatal("no error")
 			}

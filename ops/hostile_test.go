@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -71,7 +70,7 @@ func TestHostileSizesAndOptions(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			err := eager.Catch(c.fn)
+			err := tensor.Catch(c.fn)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -154,7 +153,7 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"RngNormal", func() { ops.RngNormal(tensor.NewRNG(1), tensor.Int32, 0, 1, 2) }},
 	}
 	for _, c := range cases {
-		err := eager.Catch(c.fn)
+		err := tensor.Catch(c.fn)
 		var te *tensor.Error
 		if !errors.As(err, &te) {
 			t.Errorf("%s: no typed error: %v", c.op, err)

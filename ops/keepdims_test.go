@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -52,7 +51,7 @@ func TestKeepDims(t *testing.T) {
 		"dim 2 of rank 2":      func() { ops.KeepDims(ops.Sum, x, 2) },
 		"nil x":                func() { ops.KeepDims(ops.Sum, nil, 0) },
 	} {
-		err := eager.Catch(fn)
+		err := tensor.Catch(fn)
 		var te *tensor.Error
 		if !errors.As(err, &te) || te.Op != "KeepDims" {
 			t.Errorf("%s: %v, want an error of KeepDims", name, err)

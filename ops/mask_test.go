@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -95,7 +94,7 @@ func TestMaskErrors(t *testing.T) {
 		{"short source", "MaskedScatter", func() { ops.MaskedScatter(x, tensor.Ones(tensor.Bool, 2, 3), tensor.Zeros(tensor.Float32, 5)) }, tensor.ErrShape, "selects 6 elements, source has 5"},
 		{"nil mask", "MaskedFill", func() { ops.MaskedFill(x, nil, x) }, tensor.ErrArity, "input 1 is nil"},
 	} {
-		err := eager.Catch(c.fn)
+		err := tensor.Catch(c.fn)
 		var te *tensor.Error
 		if !errors.Is(err, c.kind) || !errors.As(err, &te) || te.Op != c.op || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: %v, want %s's %v containing %q", c.name, err, c.op, c.kind, c.text)

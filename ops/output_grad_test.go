@@ -52,7 +52,7 @@ func TestOutputGradOpsBadInputs(t *testing.T) {
 			{"dtypes differ", rnd(1, -1, 1, 3), ops.Cast(rnd(2, -1, 1, 3), tensor.Float32), tensor.ErrDType},
 			{"integers", tensor.FromSlice([]int32{1, 2}), tensor.FromSlice([]int32{1, 2}), tensor.ErrDType},
 		} {
-			err := eager.Catch(func() { eager.Run1(eager.Lookup(op), nil, c.y, c.dy) })
+			err := tensor.Catch(func() { eager.Run1(eager.Lookup(op), nil, c.y, c.dy) })
 			if !errors.Is(err, c.want) {
 				t.Errorf("%s, %s: error %v, want %v", op, c.name, err, c.want)
 			}

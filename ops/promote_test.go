@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -89,7 +88,7 @@ func slicesEqual[T comparable](a, b []T) bool {
 }
 
 func catch(f func() *tensor.Tensor) (y *tensor.Tensor, err error) {
-	err = eager.Catch(func() { y = f() })
+	err = tensor.Catch(func() { y = f() })
 	return y, err
 }
 

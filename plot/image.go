@@ -8,7 +8,6 @@ import (
 	"image/png"
 	"math"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/atomicfile"
 	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/ops"
@@ -109,7 +108,7 @@ func toImage(x *tensor.Tensor, opts ImageOptions) (image.Image, error) {
 	}
 	var values []float64
 	var nhwc *tensor.Tensor
-	err := eager.Catch(func() {
+	err := tensor.Catch(func() {
 		nhwc = x
 		switch {
 		case x.Rank() == 2:

@@ -3,7 +3,6 @@ package tape_test
 import (
 	"fmt"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -22,12 +21,12 @@ func Example() {
 
 	fmt.Printf("%.4v\n", y)
 	fmt.Printf("%.4v\n", g)
-	err := eager.Catch(func() { ops.Add(x, w.Value()) })
+	err := tensor.Catch(func() { ops.Add(x, w.Value()) })
 	fmt.Println(err)
 	// Output:
 	// -1.9929 float32[]
 	// [[0.0001 0.0140]
 	//  [0.0002 0.0280]
 	//  [0.0003 0.0420]] float32[3 2]
-	// ops: Add: shapes [1 3] and [3 2] are not broadcastable (inputs float32[1 3], float32[3 2]) at tape/example_test.go:25
+	// ops: Add: shapes [1 3] and [3 2] are not broadcastable (inputs float32[1 3], float32[3 2]) at tape/example_test.go:24
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -28,7 +27,7 @@ func TestGradientBasics(t *testing.T) {
 	if d := approx.Diff(vals(tp.Gradient(y, x)[0]), []float64{2, 4, 6}, 0); d != "" {
 		t.Error(d)
 	}
-	err := eager.Catch(func() { tp.Gradient(y, x) })
+	err := tensor.Catch(func() { tp.Gradient(y, x) })
 	if !errors.Is(err, tensor.ErrValue) {
 		t.Errorf("second Gradient on a one-shot tape: %v", err)
 	}
@@ -93,7 +92,7 @@ func TestVariablesAreWatchedAndAssigned(t *testing.T) {
 	if d := approx.Diff(vals(w.Value()), []float64{1, 2, 3, 4}, 0); d != "" {
 		t.Error(d)
 	}
-	err := eager.Catch(func() { w.Assign(tensor.Zeros(tensor.Float64, 3)) })
+	err := tensor.Catch(func() { w.Assign(tensor.Zeros(tensor.Float64, 3)) })
 	if !errors.Is(err, tensor.ErrShape) {
 		t.Errorf("bad assign: %v", err)
 	}
@@ -291,7 +290,7 @@ func TestReleaseIntermediates(t *testing.T) {
 	if loss.Float() != wantLoss.Float() || !slices.Equal(tensor.ToSlice[float32](g), tensor.ToSlice[float32](wantG)) {
 		t.Fatal("gradients differ with ReleaseIntermediates")
 	}
-	if err := eager.Catch(func() { ops.Neg(h) }); !errors.Is(err, tensor.ErrReleased) || !strings.Contains(err.Error(), "released") {
+	if err := tensor.Catch(func() { ops.Neg(h) }); !errors.Is(err, tensor.ErrReleased) || !strings.Contains(err.Error(), "released") {
 		t.Errorf("reading a released intermediate: %v", err)
 	}
 	ops.Add(x, x).Release() // the input stays
@@ -317,7 +316,7 @@ func TestReleaseIntermediates(t *testing.T) {
 		t.Errorf("a repeated step allocates %d bytes with ReleaseIntermediates, %d without", released, kept)
 	}
 	t.Logf("bytes per step: %d without ReleaseIntermediates, %d with", kept, released)
-	if err := eager.Catch(func() { tape.New(tape.Options{Persistent: true, ReleaseIntermediates: true}) }); err == nil {
+	if err := tensor.Catch(func() { tape.New(tape.Options{Persistent: true, ReleaseIntermediates: true}) }); err == nil {
 		t.Error("a persistent tape took ReleaseIntermediates")
 	}
 }
@@ -328,10 +327,10 @@ func TestAdamUpdateChecks(t *testing.T) {
 	w := tape.NewVariable("w", tensor.FromSlice([]float32{1, 2}))
 	m, v := tape.NewVariable("m", tensor.Zeros(tensor.Float32, 2)), tape.NewVariable("v", tensor.Zeros(tensor.Float32, 3))
 	p := ops.AdamParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7}
-	if err := eager.Catch(func() { w.AdamUpdate(m, v, tensor.FromSlice([]float32{1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
+	if err := tensor.Catch(func() { w.AdamUpdate(m, v, tensor.FromSlice([]float32{1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
 		t.Errorf("a slot of another shape: %v", err)
 	}
-	if err := eager.Catch(func() { w.AdamUpdate(m, m, tensor.FromSlice([]float32{1, 1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
+	if err := tensor.Catch(func() { w.AdamUpdate(m, m, tensor.FromSlice([]float32{1, 1, 1}), p) }); !errors.Is(err, tensor.ErrShape) {
 		t.Errorf("a gradient of another shape: %v", err)
 	}
 	if got := tensor.ToSlice[float32](w.Value()); got[0] != 1 || got[1] != 2 {

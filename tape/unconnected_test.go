@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -30,7 +29,7 @@ func TestUnwatchedSourceSaysWhy(t *testing.T) {
 		"a sum":  func() { ops.Sum(g[1]) },
 		"Dim(0)": func() { g[1].Dim(0) },
 	} {
-		err := eager.Catch(use)
+		err := tensor.Catch(use)
 		if err == nil || !strings.Contains(err.Error(), "Tape.Watch") || !strings.Contains(err.Error(), "UnconnectedZeros") {
 			t.Errorf("%s on the nil gradient: %v", name, err)
 		}

@@ -31,7 +31,7 @@
 // Programmer errors (a shape that does not hold the data, a wrong dtype for
 // ToSlice, Item on many elements) panic with an *Error that wraps a sentinel
 // (ErrShape, ErrDType, ...) and names the function, the inputs and the
-// caller's file:line; eager.Catch recovers them. Shapes are checked before
+// caller's file:line; Catch recovers them. Shapes are checked before
 // anything is allocated: a negative dimension, or more elements or bytes
 // than an int can count, is ErrShape (Shape.Size and ByteSize say which
 // shapes are valid). Device failures (out of memory, copies) are returned

@@ -42,7 +42,7 @@ var (
 // Error is the panic value of a programmer error in calling an op or a
 // constructor: a shape, dtype, rank, axis, arity, attribute or device that
 // does not fit. It names the op, its attributes, its inputs and the caller's
-// file:line. Recover it into an error with eager.Catch.
+// file:line. Recover it into an error with Catch.
 type Error struct {
 	Pkg    string   // package prefix: "ops", "tensor", "tape"
 	Op     string   // op or function name
@@ -119,6 +119,30 @@ func NewError(pkg, op string, kind error, inputs []*Tensor, attrs string, format
 	}
 	return &Error{Pkg: pkg, Op: op, Kind: kind, Detail: fmt.Sprintf(format, args...),
 		Inputs: in, Attrs: attrs, Caller: callsite.Caller()}
+}
+
+// Catch runs fn and returns the *Error it panicked with (a programmer
+// error: a shape, a dtype, an axis, a nil tensor...), or nil; other panics
+// pass through unchanged. It is how code that calls ops turns their
+// panics into errors:
+//
+//	if err := tensor.Catch(func() { y = ops.MatMul(a, b) }); err != nil { ... }
+func Catch(fn func()) (err error) {
+	if fn == nil {
+		return NewError("tensor", "Catch", ErrAttr, nil, "", "fn is nil")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			var te *Error
+			if e, ok := r.(error); ok && errors.As(e, &te) {
+				err = te
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
 }
 
 // Caller returns file:line of the first stack frame outside the eagerflow

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -18,7 +17,7 @@ import (
 // is made (issue 31: the limit was the machine's RAM alone).
 func TestAllocationsRespectUlimit(t *testing.T) {
 	if os.Getenv("EAGERFLOW_ULIMIT_CHILD") == "1" {
-		err := eager.Catch(func() { tensor.Zeros(tensor.Float32, 1<<32) }) // 16 GiB
+		err := tensor.Catch(func() { tensor.Zeros(tensor.Float32, 1<<32) }) // 16 GiB
 		if !errors.Is(err, device.ErrOutOfMemory) {
 			t.Fatalf("16 GiB under ulimit -v 8G: %v", err)
 		}
@@ -26,7 +25,7 @@ func TestAllocationsRespectUlimit(t *testing.T) {
 			t.Fatalf("MaxAlloc %d beyond the 8 GiB limit", max)
 		}
 		// Under MaxAlloc, but beyond what the mapped address space leaves.
-		err = eager.Catch(func() { tensor.Zeros(tensor.Float32, 8<<30/4-1<<20) })
+		err = tensor.Catch(func() { tensor.Zeros(tensor.Float32, 8<<30/4-1<<20) })
 		if !errors.Is(err, device.ErrOutOfMemory) || !strings.Contains(err.Error(), "ulimit -v") {
 			t.Fatalf("8 GiB less 4 MiB under ulimit -v 8G: %v", err)
 		}

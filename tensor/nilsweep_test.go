@@ -33,6 +33,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FromBuffer", Fn: tensor.FromBuffer},
 		{Name: "MustEmptyHost", Fn: tensor.MustEmptyHost},
 		{Name: "MustEmpty", Fn: tensor.MustEmpty},
+		{Name: "Catch", Fn: tensor.Catch},
 		{Name: "NewError", Fn: func(inputs []*tensor.Tensor) error {
 			return tensor.NewError("tensor", "Op", tensor.ErrShape, inputs, "", "detail")
 		}, Valid: []any{[]*tensor.Tensor{tensor.Zeros(f32, 1)}}},

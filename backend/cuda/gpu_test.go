@@ -9,7 +9,6 @@ import (
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -152,7 +151,7 @@ func TestSoftmaxOnGPU(t *testing.T) {
 		}
 	}
 	bad := onGPU(t, d, tensor.FromSlice([]int32{1, 7}, 2))
-	err := eager.Catch(func() { ops.SparseSoftmaxCrossEntropy(onGPU(t, d, tensor.Zeros(tensor.Float32, 2, 3)), bad) })
+	err := tensor.Catch(func() { ops.SparseSoftmaxCrossEntropy(onGPU(t, d, tensor.Zeros(tensor.Float32, 2, 3)), bad) })
 	if !errors.Is(err, tensor.ErrIndex) || !strings.Contains(err.Error(), "label 7 at row 1") {
 		t.Fatalf("a label out of range: %v", err)
 	}
@@ -181,7 +180,7 @@ func TestGatherScatterOnGPU(t *testing.T) {
 			}
 		}
 	}
-	err := eager.Catch(func() {
+	err := tensor.Catch(func() {
 		ops.Gather(onGPU(t, d, tensor.Zeros(tensor.Float32, 3, 2)), onGPU(t, d, tensor.FromSlice([]int64{0, 3}, 2)), 0)
 	})
 	if !errors.Is(err, tensor.ErrIndex) || !strings.Contains(err.Error(), "index 3 at position 1") {

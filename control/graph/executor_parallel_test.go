@@ -89,7 +89,7 @@ func TestIndependentOpsRunConcurrently(t *testing.T) {
 	// call with the op's error, as eagerly.
 	bad := b.op("Add", sw.Out(1), b.Constant(tensor.FromSlice([]int64{1, 2, 3})))
 	b.Result = []Output{b.op("Add", b.Apply(concurrencyProbe, nil, 1, sw.Out(1)).Out(0), bad)}
-	err = eager.Catch(func() { _, err = Execute(b.Graph, tensor.FromSlice([]int64{1, 2}), tensor.Scalar(true)) })
+	err = tensor.Catch(func() { _, err = Execute(b.Graph, tensor.FromSlice([]int64{1, 2}), tensor.Scalar(true)) })
 	if err == nil || !strings.Contains(err.Error(), "Add: shapes [2] and [3] are not broadcastable") {
 		t.Errorf("a failing op in a concurrent batch: %v", err)
 	}

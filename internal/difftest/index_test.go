@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -207,7 +206,7 @@ func checkIndex(c indexCase, w *indexResult) string {
 	x := ops.Cast(tensor.Arange(0, int64(shapeSize(c.Shape)), 1), tensor.Float64)
 	x = ops.Reshape(x, c.Shape...)
 	var y, g *tensor.Tensor
-	err := eager.Catch(func() {
+	err := tensor.Catch(func() {
 		tp := tape.New()
 		tp.Watch(x)
 		y = ops.Index(x, c.goItems()...)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control/trace"
-	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -97,7 +96,7 @@ func TestOpsMatchPyTorch(t *testing.T) {
 			for id := range *flagCases {
 				p := generate(seed, id)
 				var v, g []T
-				if err := eager.Catch(func() { v, g = p.eagerly(p.in) }); err != nil {
+				if err := tensor.Catch(func() { v, g = p.eagerly(p.in) }); err != nil {
 					t.Fatalf("program %d: %v\n%s", id, err, describe(p))
 				}
 				if d := checkTraced(p, v, g); d != "" {

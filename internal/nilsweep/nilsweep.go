@@ -4,7 +4,7 @@
 // nil dereference, an index out of range) instead of reporting what was
 // wrong. A function that returns an error must return one; one that does
 // not must panic with a *tensor.Error (the library's convention for
-// programmer errors, which eager.Catch recovers).
+// programmer errors, which tensor.Catch recovers).
 //
 // Coverage grows by itself: Exported lists a package's exported functions
 // from its source, and a package's sweep test fails when one is neither
