@@ -197,7 +197,7 @@ func checkDevices(t *testing.T, c *call, want []T, pending []Pending) {
 		if err != nil {
 			t.Fatalf("on %s: %v", dev.Name(), err)
 		}
-		on := dev // an op that copies to a device says which (ops.DeviceAttrs)
+		on := dev // an op that copies to a device says which (opattr.DeviceAttrs)
 		if p, ok := c.attrs.(interface{ TargetDevice() device.Device }); ok {
 			on = p.TargetDevice()
 		}

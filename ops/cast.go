@@ -1,14 +1,15 @@
 package ops
 
 import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // CastAttrs are Cast's attributes.
-type CastAttrs struct{ To tensor.DType }
-
-func (a CastAttrs) String() string { return "to=" + a.To.String() }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type CastAttrs = opattr.CastAttrs
 
 var castOp *eager.Op
 
@@ -16,7 +17,7 @@ func init() {
 	castOp = eager.Register(&eager.Op{
 		Name: "Cast", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
-			a, ok := c.Attrs.(CastAttrs)
+			a, ok := c.Attrs.(opattr.CastAttrs)
 			if !ok || !a.To.Valid() {
 				c.Fail(tensor.ErrAttr, "needs a valid target dtype")
 			}
@@ -37,5 +38,5 @@ func init() {
 // and NaN give an unspecified integer; numbers to Bool are x != 0; Bool to
 // numbers is 0 or 1). Only float-to-float casts carry a gradient.
 func Cast(x *tensor.Tensor, to tensor.DType) *tensor.Tensor {
-	return eager.Run1(castOp, CastAttrs{To: to}, x)
+	return eager.Run1(castOp, opattr.CastAttrs{To: to}, x)
 }

@@ -1,22 +1,16 @@
 package ops
 
 import (
-	"fmt"
-
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // CumsumAttrs configure Cumsum: the axis, whether each sum leaves out its
 // own element (exclusive), and whether sums run from the end (reverse).
-type CumsumAttrs struct {
-	Axis               int
-	Exclusive, Reverse bool
-}
-
-func (a CumsumAttrs) String() string {
-	return fmt.Sprintf("axis=%d exclusive=%v reverse=%v", a.Axis, a.Exclusive, a.Reverse)
-}
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type CumsumAttrs = opattr.CumsumAttrs
 
 var cumsumOp *eager.Op
 
@@ -28,12 +22,12 @@ func init() {
 			if x.Rank() == 0 {
 				c.Fail(tensor.ErrRank, "needs rank 1 or more")
 			}
-			checkAxis(c, c.Attrs.(CumsumAttrs).Axis, x.Rank())
+			checkAxis(c, c.Attrs.(opattr.CumsumAttrs).Axis, x.Rank())
 			return c.Out1(x.DType(), x.Shape())
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			// The adjoint of a running sum is the running sum the other way.
-			a := g.Attrs.(CumsumAttrs)
+			a := g.Attrs.(opattr.CumsumAttrs)
 			a.Reverse = !a.Reverse
 			return []*tensor.Tensor{eager.Run1(cumsumOp, a, g.OutGrads[0])}
 		},
@@ -43,5 +37,5 @@ func init() {
 // Cumsum returns running sums of x along axis; exclusive leaves each
 // element out of its own sum, reverse sums from the end. Numeric dtypes.
 func Cumsum(x *tensor.Tensor, axis int, exclusive, reverse bool) *tensor.Tensor {
-	return eager.Run1(cumsumOp, CumsumAttrs{Axis: axisOf(axis, rankOf(x)), Exclusive: exclusive, Reverse: reverse}, x)
+	return eager.Run1(cumsumOp, opattr.CumsumAttrs{Axis: axisOf(axis, rankOf(x)), Exclusive: exclusive, Reverse: reverse}, x)
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/plumb"
@@ -8,17 +9,9 @@ import (
 )
 
 // DeviceAttrs names the device ToDevice copies to.
-type DeviceAttrs struct{ Device device.Device }
-
-// TargetDevice is the device the op copies to (graph passes ask it).
-func (a DeviceAttrs) TargetDevice() device.Device { return a.Device }
-
-func (a DeviceAttrs) String() string {
-	if a.Device == nil {
-		return "device=<nil>"
-	}
-	return "device=" + a.Device.Name()
-}
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type DeviceAttrs = opattr.DeviceAttrs
 
 var toDeviceOp *eager.Op
 
@@ -26,7 +19,7 @@ func init() {
 	toDeviceOp = eager.Register(&eager.Op{
 		Name: "ToDevice", Inputs: 1, AnyLayout: true, ViewOwns: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			if a, ok := c.Attrs.(DeviceAttrs); !ok || a.Device == nil {
+			if a, ok := c.Attrs.(opattr.DeviceAttrs); !ok || a.Device == nil {
 				c.Fail(tensor.ErrAttr, "needs a device to copy to")
 			}
 			return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape())
@@ -34,7 +27,7 @@ func init() {
 		// The copy is the op's whole work, on whichever devices it joins,
 		// so it is a view of its own: a fresh buffer on the target.
 		View: func(c *eager.Call, specs []eager.Out) []*tensor.Tensor {
-			x, dev := c.Inputs[0], c.Attrs.(DeviceAttrs).Device
+			x, dev := c.Inputs[0], c.Attrs.(opattr.DeviceAttrs).Device
 			if dev == x.Device() { // a copy all the same: the output is not x
 				return []*tensor.Tensor{sameDeviceCopy(c, x)}
 			}
@@ -65,7 +58,7 @@ func ToDevice(x *tensor.Tensor, dev device.Device) *tensor.Tensor {
 	if x != nil && x.Device() == dev {
 		return x
 	}
-	return eager.Run1(toDeviceOp, DeviceAttrs{Device: dev}, x)
+	return eager.Run1(toDeviceOp, opattr.DeviceAttrs{Device: dev}, x)
 }
 
 // sameDeviceCopy is a row-major copy of x on its own device.

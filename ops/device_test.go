@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -30,7 +31,7 @@ func TestToDeviceValues(t *testing.T) {
 		t.Errorf("a transposed view: layout %v values %v", yt.Layout(), tensor.ToSlice[float32](yt))
 	}
 	// Replayed on its own device (as a graph replays it), the op copies.
-	again := eager.Run1(eager.Lookup("ToDevice"), ops.DeviceAttrs{Device: other}, y)
+	again := eager.Run1(eager.Lookup("ToDevice"), opattr.DeviceAttrs{Device: other}, y)
 	if again == y || again.Buffer() == y.Buffer() || !slices.Equal(tensor.ToSlice[float32](again), tensor.ToSlice[float32](y)) {
 		t.Errorf("the op on the target device itself: %v, a copy of its input wanted", again)
 	}
@@ -77,7 +78,7 @@ func TestToDeviceGradient(t *testing.T) {
 }
 
 func TestToDeviceBadInput(t *testing.T) {
-	err := tensor.Catch(func() { eager.Run1(eager.Lookup("ToDevice"), ops.DeviceAttrs{}, tensor.FromSlice([]float32{1})) })
+	err := tensor.Catch(func() { eager.Run1(eager.Lookup("ToDevice"), opattr.DeviceAttrs{}, tensor.FromSlice([]float32{1})) })
 	if !errors.Is(err, tensor.ErrAttr) {
 		t.Errorf("no device: %v, want ErrAttr", err)
 	}

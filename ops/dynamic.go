@@ -1,16 +1,15 @@
 package ops
 
 import (
-	"fmt"
-
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // SizesAttrs carries slice sizes (DynamicSlice).
-type SizesAttrs struct{ Sizes []int }
-
-func (a SizesAttrs) String() string { return fmt.Sprintf("sizes=%v", a.Sizes) }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type SizesAttrs = opattr.SizesAttrs
 
 func checkStarts(c *eager.Call, i int, rank int) {
 	checkIndexTensor(c, i)
@@ -25,7 +24,7 @@ func init() {
 	dynamicSliceOp = eager.Register(&eager.Op{
 		Name: "DynamicSlice", Inputs: 2,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, sizes := c.Inputs[0], c.Attrs.(SizesAttrs).Sizes
+			x, sizes := c.Inputs[0], c.Attrs.(opattr.SizesAttrs).Sizes
 			checkStarts(c, 1, x.Rank())
 			if len(sizes) != x.Rank() {
 				c.Fail(tensor.ErrRank, "%d sizes for rank %d", len(sizes), x.Rank())
@@ -77,7 +76,7 @@ func init() {
 // op runs). A start that would put the box outside x is clamped to the
 // nearest start that fits (XLA's rule), never read out of bounds.
 func DynamicSlice(x, starts *tensor.Tensor, sizes ...int) *tensor.Tensor {
-	return eager.Run1(dynamicSliceOp, SizesAttrs{Sizes: sizes}, x, starts)
+	return eager.Run1(dynamicSliceOp, opattr.SizesAttrs{Sizes: sizes}, x, starts)
 }
 
 // DynamicUpdateSlice is XLA's DynamicUpdateSlice: x with the box at starts

@@ -3,6 +3,7 @@ package ops
 import (
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -28,7 +29,7 @@ func gatherShape(params, indices tensor.Shape, axis int) tensor.Shape {
 func inferScatter(c *eager.Call) []eager.Out {
 	base, upd := c.Inputs[0], c.Inputs[2]
 	checkIndexTensor(c, 1)
-	axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, base.Rank())
+	axis := checkAxis(c, c.Attrs.(opattr.AxisAttrs).Axis, base.Rank())
 	if base.DType() != upd.DType() {
 		c.Fail(tensor.ErrDType, "base is %v, updates are %v", base.DType(), upd.DType())
 	}
@@ -49,12 +50,12 @@ func init() {
 				c.Fail(tensor.ErrRank, "params must have rank 1 or more")
 			}
 			checkIndexTensor(c, 1)
-			axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, p.Rank())
+			axis := checkAxis(c, c.Attrs.(opattr.AxisAttrs).Axis, p.Rank())
 			return c.Out1(p.DType(), gatherShape(p.Shape(), c.Inputs[1].Shape(), axis))
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			p, idx := g.Inputs[0], g.Inputs[1]
-			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(AxisAttrs).Axis), nil}
+			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(opattr.AxisAttrs).Axis), nil}
 		},
 	})
 
@@ -63,7 +64,7 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
 			return []*tensor.Tensor{dy, nil, when(g.Needs[2], func() *tensor.Tensor {
-				return Gather(dy, g.Inputs[1], g.Attrs.(AxisAttrs).Axis)
+				return Gather(dy, g.Inputs[1], g.Attrs.(opattr.AxisAttrs).Axis)
 			})}
 		},
 	})
@@ -73,7 +74,7 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			// Replaced slices pass no gradient to base; updates get theirs.
 			idx, upd, dy := g.Inputs[1], g.Inputs[2], g.OutGrads[0]
-			axis := g.Attrs.(AxisAttrs).Axis
+			axis := g.Attrs.(opattr.AxisAttrs).Axis
 			return []*tensor.Tensor{
 				when(g.Needs[0], func() *tensor.Tensor { return Scatter(dy, idx, ZerosLike(upd), axis) }),
 				nil,
@@ -87,19 +88,19 @@ func init() {
 // an embedding lookup when axis is 0): params: [a..., n, b...], indices:
 // [i...] -> [a..., i..., b...]. Its gradient scatters back with ScatterAdd.
 func Gather(params, indices *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(gatherOp, AxisAttrs{Axis: axisOf(axis, rankOf(params))}, params, indices)
+	return eager.Run1(gatherOp, opattr.AxisAttrs{Axis: axisOf(axis, rankOf(params))}, params, indices)
 }
 
 // ScatterAdd returns base with updates added at indices along axis (the
 // adjoint of Gather; repeated indices accumulate): base: [a..., n, b...],
 // indices: [i...], updates: [a..., i..., b...]. Numeric dtypes.
 func ScatterAdd(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(scatterAddOp, AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
+	return eager.Run1(scatterAddOp, opattr.AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
 }
 
 // Scatter returns base with the slices at indices along axis replaced by
 // updates (shapes as ScatterAdd). With repeated indices the last update
 // wins; the gradient then reaches every update of that slice.
 func Scatter(base, indices, updates *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(scatterOp, AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
+	return eager.Run1(scatterOp, opattr.AxisAttrs{Axis: axisOf(axis, rankOf(base))}, base, indices, updates)
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -20,7 +21,7 @@ func init() {
 	nonzeroOp = eager.Register(&eager.Op{
 		Name: "Nonzero", Inputs: 1, NonDifferentiable: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, s := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
+			x, s := c.Inputs[0], c.Attrs.(opattr.ShapeAttrs).Shape
 			if len(s) != 2 || s[1] != x.Rank() || s[0] < 0 || s[0] > x.NumElements() {
 				c.Fail(tensor.ErrAttr, "shape %v: want [count, %d] with count in [0, %d]", s, x.Rank(), x.NumElements())
 			}
@@ -37,7 +38,7 @@ func Nonzero(x *tensor.Tensor) *tensor.Tensor {
 	needInputs("Nonzero", x)
 	defer asOp("Nonzero")
 	n := countNonzero("Nonzero", x)
-	return eager.Run1(nonzeroOp, ShapeAttrs{Shape: tensor.Shape{n, x.Rank()}}, x)
+	return eager.Run1(nonzeroOp, opattr.ShapeAttrs{Shape: tensor.Shape{n, x.Rank()}}, x)
 }
 
 // countNonzero is how many of x's elements are nonzero, read on the host;
@@ -60,7 +61,7 @@ func flatPositions(construct string, mask *tensor.Tensor, shape tensor.Shape) *t
 		mask = BroadcastTo(mask, shape...)
 	}
 	flat := Reshape(mask, -1)
-	return Reshape(eager.Run1(nonzeroOp, ShapeAttrs{Shape: tensor.Shape{countNonzero(construct, flat), 1}}, flat), -1)
+	return Reshape(eager.Run1(nonzeroOp, opattr.ShapeAttrs{Shape: tensor.Shape{countNonzero(construct, flat), 1}}, flat), -1)
 }
 
 // MaskedSelect returns the elements of x where mask is true, in row-major

@@ -1,38 +1,18 @@
 package ops
 
 import (
-	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // MatMulAttrs says whether to transpose the last two dimensions of each
 // operand before multiplying.
-type MatMulAttrs struct{ TransposeA, TransposeB bool }
-
-func (a MatMulAttrs) String() string {
-	return fmt.Sprintf("transpose_a=%v transpose_b=%v", a.TransposeA, a.TransposeB)
-}
-
-// Dims returns the product's sizes for operands of shapes x and y (rank 2
-// or more, as MatMul checks): m and k from x, n from y, after the
-// transposes.
-func (a MatMulAttrs) Dims(x, y tensor.Shape) (m, k, n int) {
-	m, k = matDims(x, a.TransposeA)
-	_, n = matDims(y, a.TransposeB)
-	return m, k, n
-}
-
-// matDims returns (rows, cols) of the last two dims after the transpose flag.
-func matDims(s tensor.Shape, t bool) (int, int) {
-	r, c := s[len(s)-2], s[len(s)-1]
-	if t {
-		return c, r
-	}
-	return r, c
-}
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type MatMulAttrs = opattr.MatMulAttrs
 
 var matmulOp *eager.Op
 
@@ -40,12 +20,12 @@ func init() {
 	matmulOp = eager.Register(&eager.Op{
 		Name: "MatMul", Inputs: 2, DTypes: numericTypes, SameDTypes: true, GradReads: eager.ReadsInputs,
 		Infer: func(c *eager.Call) []eager.Out {
-			a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(MatMulAttrs)
+			a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(opattr.MatMulAttrs)
 			if a.Rank() < 2 || b.Rank() < 2 {
 				c.Fail(tensor.ErrRank, "operands need rank 2 or more")
 			}
-			m, k := matDims(a.Shape(), at.TransposeA)
-			k2, n := matDims(b.Shape(), at.TransposeB)
+			m, k := opattr.MatrixDims(a.Shape(), at.TransposeA)
+			k2, n := opattr.MatrixDims(b.Shape(), at.TransposeB)
 			if k != k2 {
 				c.Fail(tensor.ErrShape, "contracting dimensions differ: %d and %d", k, k2)
 			}
@@ -62,7 +42,7 @@ func init() {
 			return c.Out1(a.DType(), shape)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			a, b, dy, at := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(MatMulAttrs)
+			a, b, dy, at := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(opattr.MatMulAttrs)
 			var da, db *tensor.Tensor
 			switch {
 			case !at.TransposeA && !at.TransposeB:
@@ -126,7 +106,7 @@ func MatMul(a, b *tensor.Tensor) *tensor.Tensor {
 // first (without a copy of the caller's data). Both operands have rank 2
 // or more; their batch dimensions broadcast as MatMul's.
 func MatMulT(a, b *tensor.Tensor, transposeA, transposeB bool) *tensor.Tensor {
-	attrs := MatMulAttrs{TransposeA: transposeA, TransposeB: transposeB}
+	attrs := opattr.MatMulAttrs{TransposeA: transposeA, TransposeB: transposeB}
 	if a == nil || b == nil || a.Rank() < 2 || b.Rank() < 2 {
 		return eager.Run1(matmulOp, attrs, a, b) // which says what is wrong
 	}

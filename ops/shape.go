@@ -1,9 +1,9 @@
 package ops
 
 import (
-	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -11,9 +11,9 @@ import (
 // Ops that move elements without looking at them: any dtype.
 
 // ShapeAttrs carries a target shape (Reshape, Broadcast, BroadcastTo).
-type ShapeAttrs struct{ Shape tensor.Shape }
-
-func (a ShapeAttrs) String() string { return "shape=" + a.Shape.String() }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type ShapeAttrs = opattr.ShapeAttrs
 
 var reshapeOp, transposeOp, broadcastToOp *eager.Op
 
@@ -21,7 +21,7 @@ func init() {
 	reshapeOp = eager.Register(&eager.Op{
 		Name: "Reshape", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, want := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
+			x, want := c.Inputs[0], c.Attrs.(opattr.ShapeAttrs).Shape
 			shape, infer := slices.Clone(want), -1
 			for i, d := range shape {
 				switch {
@@ -58,7 +58,7 @@ func init() {
 // may be -1 to be inferred. It shares x's buffer. Panics with a
 // *tensor.Error if the sizes do not multiply out to x's element count.
 func Reshape(x *tensor.Tensor, shape ...int) *tensor.Tensor {
-	return eager.Run1(reshapeOp, ShapeAttrs{Shape: shape}, x)
+	return eager.Run1(reshapeOp, opattr.ShapeAttrs{Shape: shape}, x)
 }
 
 // ReshapeDims is XLA's Reshape(operand, dimensions, new_sizes): x is first
@@ -71,9 +71,9 @@ func ReshapeDims(x *tensor.Tensor, dims []int, sizes ...int) *tensor.Tensor {
 }
 
 // PermAttrs is Transpose's permutation.
-type PermAttrs struct{ Perm []int }
-
-func (a PermAttrs) String() string { return fmt.Sprintf("perm=%v", a.Perm) }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type PermAttrs = opattr.PermAttrs
 
 func checkPerm(c *eager.Call, perm []int, rank int) {
 	if len(perm) != rank {
@@ -100,7 +100,7 @@ func init() {
 	transposeOp = eager.Register(&eager.Op{
 		Name: "Transpose", Inputs: 1, AnyLayout: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, perm := c.Inputs[0], c.Attrs.(PermAttrs).Perm
+			x, perm := c.Inputs[0], c.Attrs.(opattr.PermAttrs).Perm
 			checkPerm(c, perm, x.Rank())
 			shape := make(tensor.Shape, len(perm))
 			for i, p := range perm {
@@ -110,7 +110,7 @@ func init() {
 		},
 		// The transpose is a layout change: dimension d of x becomes inv[d].
 		View: func(c *eager.Call, specs []eager.Out) []*tensor.Tensor {
-			x, perm := c.Inputs[0], c.Attrs.(PermAttrs).Perm
+			x, perm := c.Inputs[0], c.Attrs.(opattr.PermAttrs).Perm
 			src := x.Layout()
 			if src == nil {
 				src = tensor.RowMajor(x.Rank())
@@ -123,7 +123,7 @@ func init() {
 			return []*tensor.Tensor{x.View(specs[0].Shape, l)}
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			return []*tensor.Tensor{Transpose(g.OutGrads[0], inversePerm(g.Attrs.(PermAttrs).Perm)...)}
+			return []*tensor.Tensor{Transpose(g.OutGrads[0], inversePerm(g.Attrs.(opattr.PermAttrs).Perm)...)}
 		},
 		GradReads: eager.ReadsNothing,
 	})
@@ -140,14 +140,14 @@ func Transpose(x *tensor.Tensor, perm ...int) *tensor.Tensor {
 			perm[i] = x.Rank() - 1 - i
 		}
 	}
-	return eager.Run1(transposeOp, PermAttrs{Perm: perm}, x)
+	return eager.Run1(transposeOp, opattr.PermAttrs{Perm: perm}, x)
 }
 
 func init() {
 	broadcastToOp = eager.Register(&eager.Op{
 		Name: "BroadcastTo", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, shape := c.Inputs[0], c.Attrs.(ShapeAttrs).Shape
+			x, shape := c.Inputs[0], c.Attrs.(opattr.ShapeAttrs).Shape
 			if !shape.Equal(broadcastShapes(c, x.Shape(), shape)) || slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
 				c.Fail(tensor.ErrShape, "cannot broadcast %v to %v", x.Shape(), shape)
 			}
@@ -162,7 +162,7 @@ func init() {
 // BroadcastTo repeats x along size-1 and missing leading dimensions to shape,
 // NumPy style. Panics with a *tensor.Error if x does not broadcast to shape.
 func BroadcastTo(x *tensor.Tensor, shape ...int) *tensor.Tensor {
-	return eager.Run1(broadcastToOp, ShapeAttrs{Shape: shape}, x)
+	return eager.Run1(broadcastToOp, opattr.ShapeAttrs{Shape: shape}, x)
 }
 
 // Broadcast is XLA's Broadcast: it adds the dimensions sizes in front of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/checked"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -11,19 +12,9 @@ import (
 
 // SliceAttrs are Slice's start (inclusive), limit (exclusive) and strides
 // per dimension; nil Strides means 1.
-type SliceAttrs struct{ Start, Limit, Strides []int }
-
-func (a SliceAttrs) String() string {
-	return fmt.Sprintf("start=%v limit=%v strides=%v", a.Start, a.Limit, a.Strides)
-}
-
-// Stride is the step along dimension d (1 when Strides is nil).
-func (a SliceAttrs) Stride(d int) int {
-	if a.Strides == nil {
-		return 1
-	}
-	return a.Strides[d]
-}
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type SliceAttrs = opattr.SliceAttrs
 
 var sliceOp, padOp, concatOp *eager.Op
 
@@ -31,7 +22,7 @@ func init() {
 	sliceOp = eager.Register(&eager.Op{
 		Name: "Slice", Inputs: 1,
 		Infer: func(c *eager.Call) []eager.Out {
-			x, a := c.Inputs[0], c.Attrs.(SliceAttrs)
+			x, a := c.Inputs[0], c.Attrs.(opattr.SliceAttrs)
 			r := x.Rank()
 			if len(a.Start) != r || len(a.Limit) != r || (a.Strides != nil && len(a.Strides) != r) {
 				c.Fail(tensor.ErrRank, "start, limit and strides need %d entries each", r)
@@ -52,7 +43,7 @@ func init() {
 			return c.Out1(x.DType(), shape)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, a, dy := g.Inputs[0], g.Attrs.(SliceAttrs), g.OutGrads[0]
+			x, a, dy := g.Inputs[0], g.Attrs.(opattr.SliceAttrs), g.OutGrads[0]
 			cfg := make([]PadDim, x.Rank())
 			for d := range cfg {
 				n, st := dy.Dim(d), a.Stride(d)
@@ -72,7 +63,7 @@ func init() {
 // element along dimension d (strides may be nil for all 1), as XLA's Slice.
 // Panics with a *tensor.Error if a bound is outside x.
 func Slice(x *tensor.Tensor, start, limit, strides []int) *tensor.Tensor {
-	return eager.Run1(sliceOp, SliceAttrs{Start: start, Limit: limit, Strides: strides}, x)
+	return eager.Run1(sliceOp, opattr.SliceAttrs{Start: start, Limit: limit, Strides: strides}, x)
 }
 
 // PadDim is XLA's PaddingConfigDimension: Low and High elements added at
@@ -153,9 +144,9 @@ func Pad(x, value *tensor.Tensor, cfg ...PadDim) *tensor.Tensor {
 }
 
 // AxisAttrs names one dimension (Concatenate, LogSoftmax).
-type AxisAttrs struct{ Axis int }
-
-func (a AxisAttrs) String() string { return fmt.Sprintf("axis=%d", a.Axis) }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type AxisAttrs = opattr.AxisAttrs
 
 func init() {
 	concatOp = eager.Register(&eager.Op{
@@ -165,7 +156,7 @@ func init() {
 			if first.Rank() == 0 {
 				c.Fail(tensor.ErrRank, "rank-0 values cannot be concatenated")
 			}
-			axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, first.Rank())
+			axis := checkAxis(c, c.Attrs.(opattr.AxisAttrs).Axis, first.Rank())
 			shape := slices.Clone(first.Shape())
 			shape[axis] = 0
 			for i, x := range c.Inputs {
@@ -183,7 +174,7 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
-			axis := g.Attrs.(AxisAttrs).Axis
+			axis := g.Attrs.(opattr.AxisAttrs).Axis
 			grads := make([]*tensor.Tensor, len(g.Inputs))
 			start := make([]int, dy.Rank())
 			limit := slices.Clone([]int(dy.Shape()))
@@ -208,5 +199,5 @@ func Concatenate(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
 	if len(xs) > 0 {
 		r = rankOf(xs[0])
 	}
-	return eager.Run1(concatOp, AxisAttrs{Axis: axisOf(axis, r)}, xs...)
+	return eager.Run1(concatOp, opattr.AxisAttrs{Axis: axisOf(axis, r)}, xs...)
 }

@@ -1,9 +1,9 @@
 package ops
 
 import (
-	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -13,12 +13,9 @@ import (
 // adjoint gives their gradients.
 
 // SortAttrs configure ArgSort and ArgMax/ArgMin.
-type SortAttrs struct {
-	Axis       int
-	Descending bool
-}
-
-func (a SortAttrs) String() string { return fmt.Sprintf("axis=%d descending=%v", a.Axis, a.Descending) }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type SortAttrs = opattr.SortAttrs
 
 var argSortOp, argExtremeOp, takeAlongOp, putAlongOp *eager.Op
 
@@ -72,7 +69,7 @@ func sortAxis(c *eager.Call) int {
 	if x.Rank() == 0 {
 		c.Fail(tensor.ErrRank, "needs rank 1 or more")
 	}
-	return checkAxis(c, c.Attrs.(SortAttrs).Axis, x.Rank())
+	return checkAxis(c, c.Attrs.(opattr.SortAttrs).Axis, x.Rank())
 }
 
 func inferAlong(c *eager.Call) []eager.Out {
@@ -81,7 +78,7 @@ func inferAlong(c *eager.Call) []eager.Out {
 	if x.Rank() == 0 || idx.Rank() != x.Rank() {
 		c.Fail(tensor.ErrRank, "indices must have the operand's rank (>= 1)")
 	}
-	axis := checkAxis(c, c.Attrs.(AxisAttrs).Axis, x.Rank())
+	axis := checkAxis(c, c.Attrs.(opattr.AxisAttrs).Axis, x.Rank())
 	for d := range x.Shape() {
 		if d != axis && idx.Dim(d) != x.Dim(d) {
 			c.Fail(tensor.ErrShape, "indices %v and operand %v differ outside axis %d", idx.Shape(), x.Shape(), axis)
@@ -96,7 +93,7 @@ func inferAlong(c *eager.Call) []eager.Out {
 // do (a dimension of 1 on either side repeats). Indices outside the axis
 // panic with a *tensor.Error.
 func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
-	attrs := AxisAttrs{Axis: axisOf(axis, rankOf(x))}
+	attrs := opattr.AxisAttrs{Axis: axisOf(axis, rankOf(x))}
 	if x == nil || indices == nil || x.Rank() != indices.Rank() || attrs.Axis < 0 || attrs.Axis >= x.Rank() {
 		return eager.Run1(takeAlongOp, attrs, x, indices) // which says what is wrong
 	}
@@ -125,7 +122,7 @@ func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
 // ArgSort returns the Int64 permutation that sorts x along axis, stably
 // (equal elements keep their order; NaNs go last either way).
 func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
-	return eager.Run1(argSortOp, SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: descending}, x)
+	return eager.Run1(argSortOp, opattr.SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: descending}, x)
 }
 
 // Sort sorts x along axis (stable, NaNs last). Differentiable: gradients
@@ -168,10 +165,10 @@ func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 // ArgMax returns the Int64 index of the first maximum along axis (a NaN
 // counts as the maximum). The axis is removed.
 func ArgMax(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(argExtremeOp, SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: true}, x)
+	return eager.Run1(argExtremeOp, opattr.SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: true}, x)
 }
 
 // ArgMin returns the Int64 index of the first minimum along axis.
 func ArgMin(x *tensor.Tensor, axis int) *tensor.Tensor {
-	return eager.Run1(argExtremeOp, SortAttrs{Axis: axisOf(axis, rankOf(x))}, x)
+	return eager.Run1(argExtremeOp, opattr.SortAttrs{Axis: axisOf(axis, rankOf(x))}, x)
 }

@@ -1,9 +1,9 @@
 package ops
 
 import (
-	"fmt"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/checked"
@@ -224,9 +224,9 @@ func Iota(dt tensor.DType, shape []int, dim int) *tensor.Tensor {
 }
 
 // RevAttrs lists the dimensions Rev reverses.
-type RevAttrs struct{ Dims []int }
-
-func (a RevAttrs) String() string { return fmt.Sprintf("dims=%v", a.Dims) }
+//
+// Deprecated: a backend's (package backend/opattr); ops' own calls build it.
+type RevAttrs = opattr.RevAttrs
 
 var revOp *eager.Op
 
@@ -236,7 +236,7 @@ func init() {
 		Infer: func(c *eager.Call) []eager.Out {
 			x := c.Inputs[0]
 			seen := make([]bool, x.Rank())
-			for _, d := range c.Attrs.(RevAttrs).Dims {
+			for _, d := range c.Attrs.(opattr.RevAttrs).Dims {
 				if d < 0 || d >= x.Rank() || seen[d] {
 					c.Fail(tensor.ErrAxis, "dimension %d is out of range or repeated", d)
 				}
@@ -245,14 +245,14 @@ func init() {
 			return c.Out1(x.DType(), x.Shape())
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			return []*tensor.Tensor{Rev(g.OutGrads[0], g.Attrs.(RevAttrs).Dims...)}
+			return []*tensor.Tensor{Rev(g.OutGrads[0], g.Attrs.(opattr.RevAttrs).Dims...)}
 		},
 	})
 }
 
 // Rev reverses the order of elements along dims (XLA's Rev).
 func Rev(x *tensor.Tensor, dims ...int) *tensor.Tensor {
-	return eager.Run1(revOp, RevAttrs{Dims: dims}, x)
+	return eager.Run1(revOp, opattr.RevAttrs{Dims: dims}, x)
 }
 
 // Tuple is XLA's tuple: an ordered list of tensors of any shapes.

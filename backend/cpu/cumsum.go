@@ -1,15 +1,15 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Kernel of Cumsum (ops/cumsum.go).
 
 func cumsumKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, a := c.Inputs[0], c.Attrs.(ops.CumsumAttrs)
+	x, a := c.Inputs[0], c.Attrs.(opattr.CumsumAttrs)
 	axis := a.Axis
 	n := x.Dim(axis)
 	inner := tensor.Shape(x.Shape()[axis+1:]).NumElements()

@@ -2,15 +2,15 @@ package cpu
 
 import (
 	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Kernels of Gather, ScatterAdd and Scatter (ops/gather.go).
 
 func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
 	outer, n, inner := move.Split(base.Shape(), axis)
 	ov, uv := data[T](outs[0]), data[T](upd)
@@ -37,8 +37,8 @@ func init() {
 }
 
 func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
-	p, idx := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(ops.AxisAttrs).Axis))
-	outer, n, inner := move.Split(p.Shape(), c.Attrs.(ops.AxisAttrs).Axis)
+	p, idx := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(opattr.AxisAttrs).Axis))
+	outer, n, inner := move.Split(p.Shape(), c.Attrs.(opattr.AxisAttrs).Axis)
 	size := p.DType().Size() * inner
 	pb, ob := p.HostBytes(), outs[0].HostBytes()
 	for o := 0; o < outer; o++ {
@@ -50,7 +50,7 @@ func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
 	outer, n, inner := move.Split(base.Shape(), axis)
 	size := base.DType().Size() * inner

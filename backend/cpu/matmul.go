@@ -1,16 +1,16 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // Kernel of MatMul (ops/matmul.go) and the dot products it and others use.
 
 func matmulKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
-	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(ops.MatMulAttrs)
+	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(opattr.MatMulAttrs)
 	m, k, n := at.Dims(a.Shape(), b.Shape())
 	if at.TransposeB && !at.TransposeA && m <= 4 {
 		rowDots[T](c, outs)
@@ -72,7 +72,7 @@ func outerRows[T gemmElem](a, b, o []T, lo, hi int) {
 // stored [n, k] is read in place, no transposed copy).
 func rowDots[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
 	a, b := c.Inputs[0], c.Inputs[1]
-	m, k, n := c.Attrs.(ops.MatMulAttrs).Dims(a.Shape(), b.Shape()) // a as is, b transposed
+	m, k, n := c.Attrs.(opattr.MatMulAttrs).Dims(a.Shape(), b.Shape()) // a as is, b transposed
 	av, bv, ov := data[T](a), data[T](b), data[T](outs[0])
 	batch := outs[0].NumElements() / max(m*n, 1)
 	if m*n == 0 {

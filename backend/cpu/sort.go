@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -38,7 +38,7 @@ func lines(shape tensor.Shape, axis int, fn func(at func(k int) int)) {
 }
 
 func argSortKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, a := c.Inputs[0], c.Attrs.(ops.SortAttrs)
+	x, a := c.Inputs[0], c.Attrs.(opattr.SortAttrs)
 	xv, ov := data[T](x), data[int64](outs[0])
 	n := x.Dim(a.Axis)
 	perm := make([]int64, n)
@@ -66,7 +66,7 @@ func argSortKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 // argExtremeKernel finds the first maximum (or minimum) along the axis; a
 // NaN counts as the extreme, as in NumPy.
 func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, a := c.Inputs[0], c.Attrs.(ops.SortAttrs)
+	x, a := c.Inputs[0], c.Attrs.(opattr.SortAttrs)
 	xv, ov := data[T](x), data[int64](outs[0])
 	n := x.Dim(a.Axis)
 	j := 0
@@ -87,7 +87,7 @@ func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
 	ov := data[T](outs[0])
 	copy(ov, data[T](base))
@@ -121,7 +121,7 @@ func init() {
 }
 
 func takeAlongAxisKernel(c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	x, idx, out := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), outs[0]
 	mv := elemCopier(x.DType())
 	outer, n, inner := move.Split(x.Shape(), axis)

@@ -4,9 +4,9 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -34,7 +34,7 @@ func alongArgs(args *cu.Args, x, idx *tensor.Tensor, axis int) *cu.Args {
 
 func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 	x, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	move.CheckIndexRange(c, 1, x.Dim(axis))
 	if out.NumElements() == 0 {
 		return
@@ -46,7 +46,7 @@ func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 func putAlongAdd(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
-		axis := c.Attrs.(ops.AxisAttrs).Axis
+		axis := c.Attrs.(opattr.AxisAttrs).Axis
 		move.CheckIndexRange(c, 1, base.Dim(axis))
 		if out.NumElements() == 0 {
 			return
@@ -63,7 +63,7 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 
 func argExtreme(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a, out := c.Inputs[0], c.Attrs.(ops.SortAttrs), outs[0]
+		x, a, out := c.Inputs[0], c.Attrs.(opattr.SortAttrs), outs[0]
 		if out.NumElements() == 0 {
 			return
 		}
@@ -78,7 +78,7 @@ func argExtreme(d kernels.DType) eager.Kernel {
 
 func cumsum(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a, out := c.Inputs[0], c.Attrs.(ops.CumsumAttrs), outs[0]
+		x, a, out := c.Inputs[0], c.Attrs.(opattr.CumsumAttrs), outs[0]
 		if out.NumElements() == 0 {
 			return
 		}
@@ -91,7 +91,7 @@ func cumsum(d kernels.DType) eager.Kernel {
 
 func argsort(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a, out := c.Inputs[0], c.Attrs.(ops.SortAttrs), outs[0]
+		x, a, out := c.Inputs[0], c.Attrs.(opattr.SortAttrs), outs[0]
 		if out.NumElements() == 0 {
 			return
 		}

@@ -4,9 +4,9 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -37,7 +37,7 @@ func width(dt tensor.DType) string {
 
 func gather(c *eager.Call, outs []*tensor.Tensor) {
 	p, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	outer, n, inner := move.Split(p.Shape(), axis)
 	move.CheckIndexRange(c, 1, n)
 	if out.NumElements() == 0 {
@@ -52,7 +52,7 @@ func gather(c *eager.Call, outs []*tensor.Tensor) {
 func scatter(kind string) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
-		axis := c.Attrs.(ops.AxisAttrs).Axis
+		axis := c.Attrs.(opattr.AxisAttrs).Axis
 		outer, n, inner := move.Split(base.Shape(), axis)
 		move.CheckIndexRange(c, 1, n)
 		if out.NumElements() == 0 {

@@ -3,9 +3,9 @@ package cuda
 import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -24,7 +24,7 @@ func init() {
 
 func intMatmul(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		a, b, out, at := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.MatMulAttrs)
+		a, b, out, at := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(opattr.MatMulAttrs)
 		m, k, n := at.Dims(a.Shape(), b.Shape())
 		if out.NumElements() == 0 {
 			return
@@ -53,7 +53,7 @@ func (d *Device) gemm(g cu.Gemm) error {
 }
 
 func matmul(c *eager.Call, outs []*tensor.Tensor) {
-	a, b, out, at := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.MatMulAttrs)
+	a, b, out, at := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(opattr.MatMulAttrs)
 	m, k, n := at.Dims(a.Shape(), b.Shape())
 	p := product{a: a, b: b, c: out, transA: at.TransposeA, transB: at.TransposeB, m: m, k: k, n: n, strideA: m * k, strideB: k * n}
 	if a.Rank() == 2 {

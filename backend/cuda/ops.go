@@ -6,9 +6,9 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	_ "github.com/eagerflow/eagerflow/backend/move" // the layout ops' portable kernels
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -194,7 +194,7 @@ func cast(from kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		to := kernelType(c.Attrs.(ops.CastAttrs).To)
+		to := kernelType(c.Attrs.(opattr.CastAttrs).To)
 		if to == from {
 			check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, x.Buffer(), 0, []int{1}, []int{n}, from.Size()))
 			return

@@ -13,6 +13,7 @@ package move
 import (
 	"unsafe"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -56,7 +57,7 @@ func whole(c *eager.Call, outs []*tensor.Tensor) {
 
 // transpose reads the input in its own layout (Transpose takes any).
 func transpose(c *eager.Call, outs []*tensor.Tensor) {
-	x, perm, out := c.Inputs[0], c.Attrs.(ops.PermAttrs).Perm, outs[0]
+	x, perm, out := c.Inputs[0], c.Attrs.(opattr.PermAttrs).Perm, outs[0]
 	copyBox(c, out, 0, rowMajor(out.Shape()), x, 0, permutedStrides(x, perm), out.Shape())
 }
 
@@ -103,7 +104,7 @@ func broadcastTo(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func slice(c *eager.Call, outs []*tensor.Tensor) {
-	x, a, out := c.Inputs[0], c.Attrs.(ops.SliceAttrs), outs[0]
+	x, a, out := c.Inputs[0], c.Attrs.(opattr.SliceAttrs), outs[0]
 	xs := rowMajor(x.Shape())
 	off, st := 0, make([]int, x.Rank())
 	for d := range st {
@@ -142,7 +143,7 @@ func pad(c *eager.Call, outs []*tensor.Tensor) {
 
 func concatenate(c *eager.Call, outs []*tensor.Tensor) {
 	out := outs[0]
-	axis := c.Attrs.(ops.AxisAttrs).Axis
+	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	os := rowMajor(out.Shape())
 	at := 0
 	for _, x := range c.Inputs {
@@ -155,7 +156,7 @@ func rev(c *eager.Call, outs []*tensor.Tensor) {
 	x := c.Inputs[0]
 	st := rowMajor(x.Shape())
 	off := 0
-	for _, d := range c.Attrs.(ops.RevAttrs).Dims {
+	for _, d := range c.Attrs.(opattr.RevAttrs).Dims {
 		if x.Dim(d) > 0 {
 			off += (x.Dim(d) - 1) * st[d]
 		}
@@ -231,7 +232,7 @@ func offset(starts, strides []int) int {
 
 func dynamicSlice(c *eager.Call, outs []*tensor.Tensor) {
 	x, out := c.Inputs[0], outs[0]
-	starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(ops.SizesAttrs).Sizes)
+	starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(opattr.SizesAttrs).Sizes)
 	xs := rowMajor(x.Shape())
 	copyBox(c, out, 0, rowMajor(out.Shape()), x, offset(starts, xs), xs, out.Shape())
 }

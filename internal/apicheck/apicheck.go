@@ -133,13 +133,16 @@ func packageAPI(pkg *types.Package) []string {
 
 // typeAPI lists a type: its kind (an interface whole, on one line, since
 // adding a method breaks its implementations), its exported fields one
-// per line, and its exported methods.
+// per line, and its exported methods. An alias of a named type is listed
+// as that type under the alias' name (a type that moves and leaves an
+// alias behind changes nothing for its users); an alias of anything else
+// by what it names.
 func typeAPI(prefix string, o *types.TypeName, str func(types.Type) string) []string {
 	name := o.Name()
-	if o.IsAlias() {
+	named, _ := types.Unalias(o.Type()).(*types.Named)
+	if o.IsAlias() && named == nil {
 		return []string{prefix + "type " + name + " = " + str(types.Unalias(o.Type()))}
 	}
-	named, _ := o.Type().(*types.Named)
 	tparams := ""
 	if named != nil && named.TypeParams().Len() > 0 {
 		var ps []string
