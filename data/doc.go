@@ -18,7 +18,8 @@
 // Example and SequenceExample encode and decode tf.train.Example and
 // tf.train.SequenceExample, wire-compatible with TensorFlow's protos (via
 // google.golang.org/protobuf's protowire), packed or unpacked numbers.
-// ExampleJSON and friends give the JSON form of the conformance corpus.
+// ExampleJSON and friends give the JSON form of the conformance corpus
+// (deprecated: the tfrecord tool's, it moves under data/cmd/tfrecord).
 //
 // # Errors
 //

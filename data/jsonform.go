@@ -22,6 +22,9 @@ import (
 
 // JSONFloat returns v as a JSON value: the number, or "NaN", "Infinity" or
 // "-Infinity".
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func JSONFloat(v float64) any {
 	switch {
 	case math.IsNaN(v):
@@ -36,6 +39,9 @@ func JSONFloat(v float64) any {
 
 // ParseJSONFloat reads JSONFloat's strings back; ok is false for any other
 // string.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func ParseJSONFloat(s string) (v float64, ok bool) {
 	switch s {
 	case "NaN":
@@ -49,6 +55,9 @@ func ParseJSONFloat(s string) (v float64, ok bool) {
 }
 
 // FeatureJSON returns the JSON form of a feature.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func FeatureJSON(f *Feature) map[string]any {
 	if f == nil {
 		return nil
@@ -78,6 +87,9 @@ func FeatureJSON(f *Feature) map[string]any {
 }
 
 // BytesJSON is {"len", "b64"} for up to 256 bytes, else {"len", "sha256"}.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func BytesJSON(b []byte) map[string]any {
 	if len(b) <= 256 {
 		return map[string]any{"len": len(b), "b64": base64.StdEncoding.EncodeToString(b)}
@@ -95,6 +107,9 @@ func featuresJSON(m map[string]*Feature) map[string]any {
 }
 
 // ExampleJSON returns {"features": {name: feature}}.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func ExampleJSON(e *Example) map[string]any {
 	if e == nil {
 		return nil
@@ -103,6 +118,9 @@ func ExampleJSON(e *Example) map[string]any {
 }
 
 // SequenceExampleJSON returns {"context": ..., "feature_lists": {name: [...]}}.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func SequenceExampleJSON(s *SequenceExample) map[string]any {
 	if s == nil {
 		return nil
@@ -120,6 +138,9 @@ func SequenceExampleJSON(s *SequenceExample) map[string]any {
 
 // EventJSON returns the JSON form of an event: wall_time (and its float64
 // bits), step, what, and what it carries.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func EventJSON(e *Event) map[string]any {
 	if e == nil {
 		return nil
@@ -175,6 +196,9 @@ const (
 // offset, length, sha256, kind, and the decoded payload (b64 for raw
 // records of at most 256 bytes). A payload that is not the kind returns
 // an error wrapping ErrBadProto.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func RecordJSON(kind string, index int, offset int64, payload []byte) (map[string]any, error) {
 	sum := sha256.Sum256(payload)
 	out := map[string]any{"index": index, "offset": offset, "length": len(payload),
@@ -211,6 +235,9 @@ func RecordJSON(kind string, index int, offset int64, payload []byte) (map[strin
 // record: TensorBoard event files by name; a payload whose only top-level
 // field is a well-formed Features message is an Example, and with
 // feature_lists (field 2) a SequenceExample; anything else is raw.
+//
+// Deprecated: the tfrecord tool's JSON form; it moves under data/cmd/tfrecord
+// when this name goes (v0.3.0 at the earliest).
 func GuessKind(name string, first []byte) string {
 	if strings.Contains(name, "tfevents") {
 		return KindEvent
