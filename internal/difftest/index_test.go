@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -164,12 +162,7 @@ func runNumPy(t *testing.T, cases []indexCase) map[int]*indexResult {
 // ops.Index agrees with NumPy's indexing on random indices: shape,
 // values, which indices are errors, and the gradient (np.add.at).
 func TestIndexAgainstNumPy(t *testing.T) {
-	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
-		if os.Getenv("EAGERFLOW_REQUIRE_TORCH") != "" {
-			t.Fatalf("%s cannot import numpy (%v); install it: %s", python, err, installHint)
-		}
-		t.Skipf("%s cannot import numpy (%v): %s", python, err, installHint)
-	}
+	needNumPy(t)
 	r := rand.New(rand.NewPCG(7, 11))
 	cases := make([]indexCase, 3000)
 	masks := 0

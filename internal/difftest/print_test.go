@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 
@@ -70,7 +68,7 @@ func randomPrintCase(r *rand.Rand, id int) printCase {
 	c := printCase{ID: id, DType: dt.String(), Shape: shape, Precision: -1}
 	switch dt {
 	case tensor.Float32:
-		x = tensor.FromSlice(toF32(v), shape...)
+		x = tensor.FromSlice(convert[float32](v), shape...)
 		for _, f := range tensor.ToSlice[float32](x) {
 			c.Values = append(c.Values, strconv.FormatFloat(float64(f), 'g', -1, 32))
 		}
@@ -100,9 +98,9 @@ func randomPrintCase(r *rand.Rand, id int) printCase {
 		x = tensor.FromSlice(ints, shape...)
 		switch dt {
 		case tensor.Int32:
-			x = tensor.FromSlice(toI32(ints), shape...)
+			x = tensor.FromSlice(convert[int32](ints), shape...)
 		case tensor.Uint8:
-			x = tensor.FromSlice(toU8(ints), shape...)
+			x = tensor.FromSlice(convert[uint8](ints), shape...)
 		}
 	}
 	if dt.IsFloat() && len(shape) > 0 && r.IntN(4) == 0 { // a 0-d array prints its full value
@@ -112,26 +110,11 @@ func randomPrintCase(r *rand.Rand, id int) printCase {
 	return c
 }
 
-func toF32(v []float64) []float32 {
-	out := make([]float32, len(v))
+// convert returns v's elements as E.
+func convert[E int32 | uint8 | float32, V int64 | float64](v []V) []E {
+	out := make([]E, len(v))
 	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
-}
-
-func toI32(v []int64) []int32 {
-	out := make([]int32, len(v))
-	for i, x := range v {
-		out[i] = int32(x)
-	}
-	return out
-}
-
-func toU8(v []int64) []uint8 {
-	out := make([]uint8, len(v))
-	for i, x := range v {
-		out[i] = uint8(x)
+		out[i] = E(x)
 	}
 	return out
 }
@@ -140,12 +123,7 @@ func toU8(v []int64) []uint8 {
 // floatmode="fixed" for a %.Nv precision): notation, digits, padding,
 // wrapping at 75 columns, summarising beyond 1000 elements.
 func TestPrintingAgainstNumPy(t *testing.T) {
-	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
-		if os.Getenv("EAGERFLOW_REQUIRE_TORCH") != "" {
-			t.Fatalf("%s cannot import numpy (%v); install it: %s", python, err, installHint)
-		}
-		t.Skipf("%s cannot import numpy (%v): %s", python, err, installHint)
-	}
+	needNumPy(t)
 	r := rand.New(rand.NewPCG(3, 5))
 	cases := make([]printCase, 2000)
 	for i := range cases {

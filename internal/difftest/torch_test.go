@@ -42,11 +42,24 @@ func seeds(t *testing.T) []uint64 {
 // needTorch skips t unless python can import torch.
 func needTorch(t *testing.T) {
 	t.Helper()
-	if err := exec.Command(python, "-c", "import torch, numpy").Run(); err != nil {
+	needModules(t, "torch, numpy")
+}
+
+// needNumPy is needTorch for the suites that compare with NumPy alone.
+func needNumPy(t *testing.T) {
+	t.Helper()
+	needModules(t, "numpy")
+}
+
+// needModules skips t, or fails it where EAGERFLOW_REQUIRE_TORCH says the
+// suite must run, unless python imports modules.
+func needModules(t *testing.T, modules string) {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import "+modules).Run(); err != nil {
 		if os.Getenv("EAGERFLOW_REQUIRE_TORCH") != "" {
-			t.Fatalf("%s cannot import torch (%v); install it: %s", python, err, installHint)
+			t.Fatalf("%s cannot import %s (%v); install it: %s", python, modules, err, installHint)
 		}
-		t.Skipf("%s cannot import torch (%v); to run the differential suite: %s", python, err, installHint)
+		t.Skipf("%s cannot import %s (%v); to run the differential suite: %s", python, modules, err, installHint)
 	}
 }
 
