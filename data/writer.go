@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/eagerflow/eagerflow/internal/atomicfile"
 )
 
 // WriterOptions configure a TFRecord writer (CompressionAuto means by the
@@ -42,6 +44,9 @@ func CreateWriter(path string, opts WriterOptions) (*Writer, error) {
 		case ".zlib", ".zz":
 			opts.Compression = CompressionZLIB
 		}
+	}
+	if err := atomicfile.CheckPath(path); err != nil {
+		return nil, fmt.Errorf("data: CreateWriter: %w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

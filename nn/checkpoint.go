@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/atomicfile"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -83,6 +84,9 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 		hj = append(hj, ' ')
 	}
 	removeStaleTemps(path)
+	if err := atomicfile.CheckPath(path); err != nil {
+		return fmt.Errorf("nn: SaveCheckpoint: %w", err)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)

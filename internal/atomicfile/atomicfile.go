@@ -4,13 +4,26 @@
 package atomicfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 )
 
+// CheckPath returns an error for a path that names no file to write: an
+// empty one, or one that ends in a separator (a folder's).
+func CheckPath(path string) error {
+	if path == "" || os.IsPathSeparator(path[len(path)-1]) {
+		return fmt.Errorf("%q names no file to write", path)
+	}
+	return nil
+}
+
 // WriteFile writes data to path with permissions 0644. On any error path
 // is left as it was and the temporary is removed.
 func WriteFile(path string, data []byte) error {
+	if err := CheckPath(path); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err

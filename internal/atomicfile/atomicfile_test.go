@@ -30,3 +30,18 @@ func TestWriteFileMissingFolderLeavesNothing(t *testing.T) {
 		t.Fatal("writing into a missing folder succeeded")
 	}
 }
+
+func TestPathsNamingNoFileAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{"", dir + string(os.PathSeparator)} {
+		if err := WriteFile(path, []byte("x")); err == nil {
+			t.Errorf("WriteFile(%q) succeeded", path)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused writes left %v behind", entries)
+	}
+	if err := CheckPath(filepath.Join(dir, "out.txt")); err != nil {
+		t.Errorf("CheckPath refused a file's path: %v", err)
+	}
+}

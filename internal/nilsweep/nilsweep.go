@@ -18,6 +18,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -46,9 +47,20 @@ type Func struct {
 	Registration bool
 }
 
-// Sweep runs every call that fns and their arguments give.
+// Sweep runs every call that fns and their arguments give. A call that
+// leaves a file in the working directory (a path made of a zero string)
+// fails too.
 func Sweep(t *testing.T, fns []Func) {
 	t.Helper()
+	before := entries(t)
+	defer func() {
+		for name := range entries(t) {
+			if !before[name] {
+				t.Errorf("the sweep left %q in the working directory", name)
+				os.Remove(name)
+			}
+		}
+	}()
 	for _, f := range fns {
 		ft := reflect.TypeOf(f.Fn)
 		if ft == nil || ft.Kind() != reflect.Func {
@@ -74,6 +86,20 @@ func Sweep(t *testing.T, fns []Func) {
 			}
 		}
 	}
+}
+
+// entries are the names in the working directory.
+func entries(t *testing.T) map[string]bool {
+	t.Helper()
+	list, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range list {
+		names[e.Name()] = true
+	}
+	return names
 }
 
 // calls returns the argument lists to try for f.
