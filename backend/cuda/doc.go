@@ -60,8 +60,8 @@
 // on the emulated GPU its collectives run on an emulated NCCL over the
 // host communicator.
 //
-// The path has been tested on the emulator only: it is not yet confirmed
-// on NVIDIA hardware.
+// Every test of the package passes on the emulator and, since 2026-11-26,
+// on an NVIDIA H100 (bench/README.md records the run and its speed).
 package cuda
 
 //go:generate go run ./internal/ptxgen -out ptx
