@@ -26,10 +26,17 @@ func init() {
 }
 
 // alongArgs are (outer, n, K, inner) of x split at axis, K the indices'
-// size there.
-func alongArgs(args *cu.Args, x, idx *tensor.Tensor, axis int) *cu.Args {
+// size there, for a kernel over total elements.
+func alongArgs(args *cu.Args, x, idx *tensor.Tensor, axis, total int) *cu.Args {
 	outer, n, inner := move.Split(x.Shape(), axis)
-	return args.U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.Dim(axis))).U64(uint64(inner))
+	return divisorArg(args.U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.Dim(axis))), inner, total)
+}
+
+// divisorArg appends a divisor parameter of value v to args, for a kernel
+// whose dividends are below limit (kernels.Divisor).
+func divisorArg(args *cu.Args, v, limit int) *cu.Args {
+	magic, shift := kernels.Divisor(v, limit)
+	return args.U64(uint64(v)).U32(magic).U32(shift)
 }
 
 func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
@@ -40,7 +47,10 @@ func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 		return
 	}
 	name := kernels.Name("take_along", width(x.DType()), string(kernelType(idx.DType())))
-	check(c, gpu(c).launch("along", name, out.NumElements(), alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)), x, idx, axis)))
+	total := out.NumElements()
+	_, _, inner := move.Split(x.Shape(), axis)
+	args := alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)), x, idx, axis, total)
+	check(c, gpu(c).launch("along", name, total, divisorArg(args, idx.Dim(axis)*inner, total)))
 }
 
 func putAlongAdd(d kernels.DType) eager.Kernel {
@@ -57,7 +67,7 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 		}
 		outer, _, inner := move.Split(base.Shape(), axis)
 		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
-		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)), base, idx, axis)))
+		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)), base, idx, axis, outer*inner)))
 	}
 }
 
@@ -72,7 +82,7 @@ func argExtreme(d kernels.DType) eager.Kernel {
 		if a.Descending {
 			name = kernels.Name("arg_max", string(d))
 		}
-		check(c, gpu(c).launch("along", name, outer*inner, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner))))
+		check(c, gpu(c).launch("along", name, outer*inner, divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner)))
 	}
 }
 
@@ -83,7 +93,7 @@ func cumsum(d kernels.DType) eager.Kernel {
 			return
 		}
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).
+		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
 		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
 	}
@@ -101,7 +111,7 @@ func argsort(d kernels.DType) eager.Kernel {
 		}
 		defer tmp.Release()
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).U64(uint64(inner)).U64(flag(a.Descending))
+		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
 		check(c, gpu(c).launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
 	}
 }

@@ -6,12 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 )
@@ -79,7 +84,21 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
 		return nil, err
 	}
+	printCosts(ctx, d.name, os.Getenv("EAGERFLOW_DEBUG"), os.Stderr)
 	return d, nil
+}
+
+// printCosts has the emulator print each launch's counts to w (package
+// emu's Profile: instructions per thread, memory sectors per warp access
+// and their efficiency, integer divisions, divergent branches) where
+// debug, EAGERFLOW_DEBUG's value, names kernelcost. A GPU counts nothing:
+// Nsight Compute measures it.
+func printCosts(ctx cu.Context, name, debug string, w io.Writer) {
+	e, ok := ctx.(*emu.Context)
+	if !ok || !slices.Contains(strings.FieldsFunc(debug, func(r rune) bool { return r == ',' || r == ' ' }), "kernelcost") {
+		return
+	}
+	e.SetProfiler(func(p emu.Profile) { fmt.Fprintf(w, "eagerflow: %s: %v\n", name, p) })
 }
 
 // Name is "gpu:<ordinal>".
@@ -277,6 +296,9 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 		return d.ctx.Do(func() error {
 			return d.ctx.MemcpyDtoD(db.ptr+cu.Ptr(dOff*esize), sb.ptr+cu.Ptr(sOff*esize), n*esize, d.s)
 		})
+	}
+	if p := planTranspose(shape, dSt, sSt, esize); p.planned {
+		return d.transpose(p, db.ptr, sb.ptr, dOff, sOff)
 	}
 	name := map[int]string{1: "copy_b8", 4: "copy_b32", 8: "copy_b64"}[esize]
 	if name == "" || len(shape) > kernels.MaxRank {

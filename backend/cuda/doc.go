@@ -60,6 +60,19 @@
 // on the emulated GPU its collectives run on an emulated NCCL over the
 // host communicator.
 //
+// The emulator also counts what each launch does: instructions per
+// thread, the 32-byte sectors each warp's global loads and stores touch
+// against the least their bytes need, integer divisions, divergent
+// branches. EAGERFLOW_DEBUG=kernelcost prints the counts of every launch
+// of a program run on it, and TestKernelEfficiency holds each
+// bandwidth-bound kernel to a sector efficiency, an instruction budget
+// per element and no 64-bit division (sizes divide through constants the
+// host computes once), so that a slow kernel shows on machines without a
+// GPU. Layout copies whose source and destination run along different
+// dimensions (a transpose, NHWC to NCHW) move tiles through shared
+// memory, so that both sides are read and written whole sectors at a
+// time.
+//
 // Every test of the package passes on the emulator and, since 2026-11-26,
 // on an NVIDIA H100 (bench/README.md records the run and its speed).
 package cuda

@@ -44,9 +44,10 @@ func gather(c *eager.Call, outs []*tensor.Tensor) {
 		return
 	}
 	name := kernels.Name("gather", width(p.DType()), string(kernelType(idx.DType())))
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).
-		U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())).U64(uint64(inner))
-	check(c, gpu(c).launch("index", name, out.NumElements(), args))
+	total := out.NumElements()
+	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).
+		U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, total)
+	check(c, gpu(c).launch("index", name, total, divisorArg(args, idx.NumElements()*inner, total)))
 }
 
 func scatter(kind string) eager.Kernel {
@@ -67,8 +68,8 @@ func scatter(kind string) eager.Kernel {
 			elem = string(kernelType(base.DType()))
 		}
 		name := kernels.Name(kind, elem, string(kernelType(idx.DType())))
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).
-			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())).U64(uint64(inner))
+		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).
+			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, outer*inner)
 		check(c, gpu(c).launch("index", name, outer*inner, args))
 	}
 }

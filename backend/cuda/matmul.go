@@ -36,9 +36,10 @@ func intMatmul(d kernels.DType) eager.Kernel {
 		if b.Rank() == 2 {
 			sb = 0
 		}
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(out.NumElements() / (m * n))).
-			U64(uint64(m)).U64(uint64(k)).U64(uint64(n)).U64(sa).U64(sb).U64(flag(at.TransposeA)).U64(flag(at.TransposeB))
-		check(c, gpu(c).launch("matmul", kernels.Name("matmul", string(d)), out.NumElements(), args))
+		total := out.NumElements()
+		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(total/(m*n))).
+			U64(uint64(m)).U64(uint64(k)), n, total).U64(sa).U64(sb).U64(flag(at.TransposeA)).U64(flag(at.TransposeB))
+		check(c, gpu(c).launch("matmul", kernels.Name("matmul", string(d)), total, divisorArg(args, m*n, total)))
 	}
 }
 

@@ -62,6 +62,6 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", name, string(d)), blocks, kernels.ReduceBlock, args))
 		return
 	}
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(inner))
+	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)).U64(uint64(mid)), inner, n)
 	check(c, g.launch("reduce", kernels.Name("reduce_cols", name, string(d)), n, args))
 }

@@ -93,6 +93,7 @@ type Context struct {
 	pinned  map[uintptr]int // page-locked host allocations: start -> length
 	// Launches counts the kernels run, for tests.
 	Launches int
+	profiler func(Profile) // SetProfiler's
 }
 
 type stream struct{ queue []func() error }
@@ -482,8 +483,15 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 	}, func() error {
 		c.Launches++
 		r := &run{k: k, grid: g, block: b, params: params, mem: c.mem}
+		if c.profiler != nil {
+			r.count = newCounter(k, g, b)
+		}
 		if err := r.exec(); err != nil {
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
+		}
+		if r.count != nil {
+			r.count.p.Instructions = r.steps
+			c.profiler(r.count.p)
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package emu
 import (
 	"encoding/binary"
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -262,6 +263,7 @@ func TestPlantedFaults(t *testing.T) {
 		pa, pb, pc := e.upload(make([]float32, 10)), e.upload(make([]float32, 10)), e.upload(make([]float32, 9))
 		err := e.launch(e.kernel(vecAdd, "vec_add"), 1, 32, new(cu.Args).Ptr(pa).Ptr(pb).Ptr(pc).U32(10))
 		expect(t, err, cu.ErrorIllegalAddress, "out-of-bounds global store")
+		expect(t, err, cu.ErrorIllegalAddress, "(st.global.f32 [%rd9], %f3), thread (9,0,0)") // the statement as written
 		// The fault sticks to the context.
 		_, err = e.download(pa, 1)
 		expect(t, err, cu.ErrorIllegalAddress, "out-of-bounds")
@@ -388,5 +390,41 @@ func TestGemmMatchesNaive(t *testing.T) {
 	err = e.ctx.Do(func() error { return e.ctx.Gemm(e.s, bad) })
 	if ce, ok := err.(*cu.Error); !ok || ce.Code != cu.ErrorInvalidValue {
 		t.Errorf("a bad lda: %v", err)
+	}
+}
+
+// mul.hi's high halves agree with exact products, signed and unsigned, at
+// both widths.
+func TestMulHi(t *testing.T) {
+	vals := []uint64{0, 1, 2, 3, 0x7fffffff, 0x80000000, 0xffffffff, 0x12345678, 1 << 40, math.MaxInt64, 1 << 63, math.MaxUint64, 0xdeadbeefcafef00d}
+	for _, x := range vals {
+		for _, y := range vals {
+			for _, signed := range []bool{false, true} {
+				for _, size := range []int{4, 8} {
+					var want *big.Int
+					bx, by := new(big.Int), new(big.Int)
+					switch {
+					case size == 4 && signed:
+						bx.SetInt64(int64(int32(x)))
+						by.SetInt64(int64(int32(y)))
+					case size == 4:
+						bx.SetUint64(x & 0xffffffff)
+						by.SetUint64(y & 0xffffffff)
+					case signed:
+						bx.SetInt64(int64(x))
+						by.SetInt64(int64(y))
+					default:
+						bx.SetUint64(x)
+						by.SetUint64(y)
+					}
+					want = new(big.Int).Rsh(new(big.Int).Mul(bx, by), uint(8*size))
+					mask := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(8*size)), big.NewInt(1))
+					want.And(want, mask) // two's complement bits of the high half
+					if got := mulHi(x, y, size, signed); got != want.Uint64() {
+						t.Errorf("mul.hi (%d bytes, signed %v) %#x * %#x = %#x, want %#x", size, signed, x, y, got, want.Uint64())
+					}
+				}
+			}
+		}
 	}
 }

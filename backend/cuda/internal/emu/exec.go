@@ -30,6 +30,7 @@ type instr struct {
 	guard  int // predicate register, or -1
 	neg    bool
 	target int
+	div    uint8 // the width in bytes of an integer division or remainder; 0 for other instructions
 	line   int
 	text   string
 }
@@ -120,6 +121,12 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		in.exec, err = cc.selp(mods, st.args)
 	default:
 		in.exec, err = cc.arith(base, mods, st.args)
+		// An integer division by a register; ptxas turns one by an
+		// immediate into multiplications.
+		typ := typeOf(mods)
+		if err == nil && len(st.args) > 0 && (base == "div" || base == "rem") && classOf(typ) != "f32" && classOf(typ) != "f64" && strings.HasPrefix(st.args[len(st.args)-1], "%") {
+			in.div = uint8(sizeOf(typ))
+		}
 	}
 	return in, err
 }
@@ -768,8 +775,15 @@ func (cc *compiler) intOp(base string, mods []string, typ string, args []string)
 		}
 		return func(r *run, b *block, t *thread) { d(t, (s[0](t, b)&m)*(s[1](t, b)&m)) }, nil
 	}
+	if base == "mul" && has(mods, "hi") {
+		d, s, err := cc.operands(args, 2, class, class)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) { d(t, mulHi(s[0](t, b), s[1](t, b), size, signed)) }, nil
+	}
 	if (base == "mul" || base == "mad") && !has(mods, "lo") {
-		return nil, fmt.Errorf("%s on integers needs .lo or .wide", base)
+		return nil, fmt.Errorf("%s on integers needs .lo, .hi or .wide", base)
 	}
 	if base == "shl" || base == "shr" {
 		d, s, err := cc.operands(args, 2, class, class)
@@ -905,6 +919,27 @@ func (cc *compiler) intOp(base string, mods []string, typ string, args []string)
 		return nil, err
 	}
 	return func(r *run, b *block, t *thread) { d(t, f(r, s[0](t, b), s[1](t, b))) }, nil
+}
+
+// mulHi is the high half of the 2*size-byte product of x and y (size 4
+// or 8), as mul.hi computes it.
+func mulHi(x, y uint64, size int, signed bool) uint64 {
+	if size == 4 {
+		if signed {
+			return uint64(uint32((int64(int32(x)) * int64(int32(y))) >> 32))
+		}
+		return (x & 0xffffffff) * (y & 0xffffffff) >> 32
+	}
+	hi, _ := bits.Mul64(x, y)
+	if signed { // the signed high word from the unsigned one
+		if int64(x) < 0 {
+			hi -= y
+		}
+		if int64(y) < 0 {
+			hi -= x
+		}
+	}
+	return hi
 }
 
 // floatOp compiles float arithmetic. Correctly rounded operations are

@@ -50,6 +50,7 @@ type run struct {
 	cur    *thread
 	curB   *block
 	steps  int64
+	count  *counter // the launch's profile, when counting
 }
 
 // maxSteps bounds the instructions of one launch: a kernel that loops
@@ -67,7 +68,7 @@ func (r *run) fault(format string, args ...any) {
 		where = fmt.Sprintf(" at %s line %d (%s), thread (%d,%d,%d) of block (%d,%d,%d)",
 			r.k.name, in.line, in.text, t.tid[0], t.tid[1], t.tid[2], b.ctaid[0], b.ctaid[1], b.ctaid[2])
 	}
-	r.err = fmt.Errorf(format+where, args...)
+	r.err = fmt.Errorf("%s%s", fmt.Sprintf(format, args...), where) // where holds PTX's % signs
 }
 
 func (r *run) exec() error {
@@ -89,6 +90,10 @@ func (r *run) exec() error {
 				}
 				if err := r.runBlock([3]int{bx, by, bz}, threads); err != nil {
 					return err
+				}
+				if r.count != nil {
+					r.count.p.Threads += int64(nthreads)
+					r.count.endBlock()
 				}
 			}
 		}
@@ -146,8 +151,14 @@ func (r *run) step(b *block, t *thread) {
 			return
 		}
 		if in.guard >= 0 && (t.regs[in.guard] != 0) == in.neg {
+			if r.count != nil && in.kind == kBranch {
+				r.count.note(t, event{})
+			}
 			t.pc++
 			continue
+		}
+		if r.count != nil {
+			r.countStep(t, in)
 		}
 		switch in.kind {
 		case kBranch:
@@ -166,6 +177,19 @@ func (r *run) step(b *block, t *thread) {
 			}
 			t.pc++
 		}
+	}
+}
+
+// countStep counts what the instruction t is about to run costs beyond
+// its issue: a taken conditional branch, an integer division.
+func (r *run) countStep(t *thread, in *instr) {
+	switch {
+	case in.kind == kBranch && in.guard >= 0:
+		r.count.note(t, event{taken: true})
+	case in.div == 8:
+		r.count.p.Div64++
+	case in.div == 4:
+		r.count.p.Div32++
 	}
 }
 
@@ -188,6 +212,9 @@ func (r *run) load(b *block, t *thread, space string, addr uint64, size int) (ui
 		if buf, ok = r.global(addr, size, "load"); !ok {
 			return 0, false
 		}
+		if r.count != nil {
+			r.count.note(t, event{addr: addr, size: uint8(size)})
+		}
 	}
 	var v uint64
 	for i := size - 1; i >= 0; i-- {
@@ -207,6 +234,9 @@ func (r *run) store(b *block, t *thread, space string, addr uint64, size int, v 
 		var ok bool
 		if buf, ok = r.global(addr, size, "store"); !ok {
 			return
+		}
+		if r.count != nil {
+			r.count.note(t, event{addr: addr, size: uint8(size), store: true})
 		}
 	}
 	for i := range size {

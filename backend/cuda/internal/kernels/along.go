@@ -30,35 +30,28 @@ func alongKernels() []*ptx.Kernel {
 	return out
 }
 
-// alongParams declares (outer, n, K, inner).
-func alongParams(k *ptx.Kernel) (outer, n, nk, inner ptx.Reg) {
-	return k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("K", ptx.U64), k.Param("inner", ptx.U64)
+// alongParams declares (outer, n, K, inner), inner a divisor.
+func alongParams(k *ptx.Kernel) (outer, n, nk ptx.Reg, inner divisor) {
+	return k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("K", ptx.U64), paramDivisor(k, "inner")
 }
 
 // columns runs body for each (o, b) of [outer, inner], a thread each.
-func columns(k *ptx.Kernel, outer, inner ptx.Reg, body func(o, b ptx.Reg)) {
+func columns(k *ptx.Kernel, outer ptx.Reg, inner divisor, body func(o, b ptx.Reg)) {
 	cols := k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", cols, outer, inner)
-	k.GridStride(cols, func(c ptx.Reg) {
-		o, b := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", o, c, inner)
-		k.Op("rem.u64 %s, %s, %s", b, c, inner)
-		body(o, b)
-	})
+	k.Op("mul.lo.s64 %s, %s, %s", cols, outer, inner.v)
+	k.GridStride(cols, func(c ptx.Reg) { body(divmod(k, c, inner)) })
 }
 
 // cells runs body for each element e = (a, b, c) of the row-major index
-// space [na, nb, nc], a thread each.
-func cells(k *ptx.Kernel, na, nb, nc ptx.Reg, body func(e, a, b, c ptx.Reg)) {
-	per, total := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", per, nb, nc)
-	k.Op("mul.lo.s64 %s, %s, %s", total, na, per)
+// space [na, nb, nc], a thread each. It declares the kernel's last
+// parameter, the divisor "per" (nb·nc).
+func cells(k *ptx.Kernel, na, nb ptx.Reg, nc divisor, body func(e, a, b, c ptx.Reg)) {
+	per := paramDivisor(k, "per")
+	total := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", total, na, per.v)
 	k.GridStride(total, func(e ptx.Reg) {
-		a, rest, b, c := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", a, e, per)
-		k.Op("rem.u64 %s, %s, %s", rest, e, per)
-		k.Op("div.u64 %s, %s, %s", b, rest, nc)
-		k.Op("rem.u64 %s, %s, %s", c, rest, nc)
+		a, rest := divmod(k, e, per)
+		b, c := divmod(k, rest, nc)
 		body(e, a, b, c)
 	})
 }
@@ -76,7 +69,7 @@ func takeAlongKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	o, x, idx := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx")
 	outer, n, nk, inner := alongParams(k)
 	cells(k, outer, nk, inner, func(e, oi, _, b ptx.Reg) {
-		src := slot(k, oi, n, indexAt(k, idx, id, e), inner, b)
+		src := slot(k, oi, n, indexAt(k, idx, id, e), inner.v, b)
 		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(x, src, t.Size())))
 	})
 	return k
@@ -88,8 +81,8 @@ func putAlongAddKernel(d, id DType) *ptx.Kernel {
 	outer, n, nk, inner := alongParams(k)
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		upTo(k, nk, func(j ptx.Reg) {
-			at := slot(k, oi, nk, j, inner, b)
-			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, at), inner, b), d.Size())
+			at := slot(k, oi, nk, j, inner.v, b)
+			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, at), inner.v, b), d.Size())
 			sum := binaryOp(k, "add", d, load(k, d, dst), load(k, d, k.Addr(u, at, d.Size())))
 			store(k, d, dst, sum)
 		})
@@ -104,11 +97,11 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 	}
 	k := ptx.NewKernel(Name(name, string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		best, bestV := k.Reg(ptx.U64), load(k, d, k.Addr(x, slot(k, oi, n, zero, inner, b), d.Size()))
+		best, bestV := k.Reg(ptx.U64), load(k, d, k.Addr(x, slot(k, oi, n, zero, inner.v, b), d.Size()))
 		k.Op("mov.u64 %s, 0", best)
 		one := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 1", one)
@@ -119,7 +112,7 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 				k.Op("setp.nan.%s %s, %s, %s", d.reg(), p, bestV, bestV)
 				k.Op("@%s bra %s", p, done)
 			}
-			v := load(k, d, k.Addr(x, slot(k, oi, n, j, inner, b), d.Size()))
+			v := load(k, d, k.Addr(x, slot(k, oi, n, j, inner.v, b), d.Size()))
 			better := k.Reg(ptx.Pred)
 			cmp := map[bool]string{true: "gt", false: "lt"}[isMax]
 			if d.float() {
@@ -131,7 +124,7 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 		})
 		k.Place(done)
 		at := k.Reg(ptx.U64)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner, b)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner.v, b)
 		store(k, S64, k.Addr(o, at, 8), best)
 	})
 	return k
@@ -144,7 +137,7 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 func cumsumKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("cumsum", string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
 	reverse, exclusive := k.Param("reverse", ptx.U64), k.Param("exclusive", ptx.U64)
 	rev, exc := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", rev, reverse)
@@ -157,7 +150,7 @@ func cumsumKernel(d DType) *ptx.Kernel {
 			k.Op("sub.s64 %s, %s, %s", back, n, step)
 			k.Op("sub.s64 %s, %s, 1", back, back)
 			k.Op("selp.u64 %s, %s, %s, %s", j, back, step, rev)
-			at := slot(k, oi, n, j, inner, b)
+			at := slot(k, oi, n, j, inner.v, b)
 			next := binaryOp(k, "add", d, acc, load(k, d, k.Addr(x, at, d.Size())))
 			v := k.Reg(d.reg())
 			k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, acc, next, exc)
@@ -175,14 +168,14 @@ func cumsumKernel(d DType) *ptx.Kernel {
 func argsortKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("argsort", string(d)))
 	out, tmp, x := k.ParamPtr("out"), k.ParamPtr("tmp"), k.ParamPtr("x")
-	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("inner", ptx.U64)
+	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
 	desc := k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", desc, k.Param("desc", ptx.U64))
 	u64 := func() ptx.Reg { return k.Reg(ptx.U64) }
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
-		at := func(arr, j ptx.Reg) ptx.Reg { return k.Addr(arr, slot(k, oi, n, j, inner, b), 8) }
+		at := func(arr, j ptx.Reg) ptx.Reg { return k.Addr(arr, slot(k, oi, n, j, inner.v, b), 8) }
 		value := func(arr, j ptx.Reg) ptx.Reg {
-			return load(k, d, k.Addr(x, slot(k, oi, n, k.Load(ptx.U64, at(arr, j)), inner, b), d.Size()))
+			return load(k, d, k.Addr(x, slot(k, oi, n, k.Load(ptx.U64, at(arr, j)), inner.v, b), d.Size()))
 		}
 		upTo(k, n, func(j ptx.Reg) { k.Store(ptx.U64, at(out, j), j) })
 		src, dst, width, last := u64(), u64(), u64(), u64()

@@ -6,8 +6,24 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //   - copy_b8, copy_b32, copy_b64 (dst, src, n, g): element i of the box
 //     g.shape (row-major) goes from src[g.off1 + Σ c_d g.stride1[d]] to
 //     dst[g.off0 + Σ c_d g.stride0[d]]; the device's strided Copy.
+//   - transpose_b8, transpose_b32, transpose_b64 (dst, src, rows, cols,
+//     dbatch, drow, sbatch, scol, doff, soff): for each batch z (grid z),
+//     dst[doff + z dbatch + r drow + c] = src[soff + z sbatch + r + c scol]
+//     over rows x cols: a copy whose source runs along the rows and whose
+//     destination runs along the columns, as a transpose's does. Blocks of
+//     TransposeTile x TransposeRows threads move TransposeTile² tiles
+//     through shared memory, so that both the reads and the writes of a
+//     warp are contiguous; the strided copy's warps would read one element
+//     per sector.
 //   - fill_b64 (dst, n, v): n 8-byte elements set to v (memsets do 1 and 4
 //     bytes).
+
+// The transpose's tile: TransposeTile² elements, moved by TransposeTile x
+// TransposeRows threads.
+const (
+	TransposeTile = 32
+	TransposeRows = 8
+)
 
 var copyTypes = []struct {
 	name string
@@ -28,10 +44,89 @@ func copyKernels() []*ptx.Kernel {
 		})
 		out = append(out, k)
 	}
+	for _, ct := range copyTypes {
+		out = append(out, transposeKernel(ct.name, ct.t))
+	}
 	k := ptx.NewKernel("fill_b64")
 	dst := k.ParamPtr("dst")
 	n := k.Param("n", ptx.U64)
 	v := k.Param("v", ptx.U64)
 	k.GridStride(n, func(i ptx.Reg) { k.Store(ptx.U64, k.Addr(dst, i, 8), v) })
 	return append(out, k)
+}
+
+// transposeKernel writes transpose_<name> for elements of type t.
+func transposeKernel(name string, t ptx.Type) *ptx.Kernel {
+	k := ptx.NewKernel(Name("transpose", name))
+	dst, src := k.ParamPtr("dst"), k.ParamPtr("src")
+	rows, cols := k.Param("rows", ptx.U32), k.Param("cols", ptx.U32)
+	dbatch, drow := k.Param("dbatch", ptx.U64), k.Param("drow", ptx.U64)
+	sbatch, scol := k.Param("sbatch", ptx.U64), k.Param("scol", ptx.U64)
+	doff, soff := k.Param("doff", ptx.U64), k.Param("soff", ptx.U64)
+	const pitch = TransposeTile + 1 // a padded tile row: the column reads hit 32 banks
+	size := t.Size()
+	tile := k.Shared("tile", TransposeTile*pitch*size, max(size, 4))
+	tx, ty, bx, by, bz := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	for _, r := range []struct {
+		reg ptx.Reg
+		sp  string
+	}{{tx, "%tid.x"}, {ty, "%tid.y"}, {bx, "%ctaid.x"}, {by, "%ctaid.y"}, {bz, "%ctaid.z"}} {
+		k.Op("mov.u32 %s, %s", r.reg, r.sp)
+	}
+	// The batch's element offsets in both tensors.
+	z := k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", z, bz)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", doff, z, dbatch, doff)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", soff, z, sbatch, soff)
+	r0, c0 := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("shl.b32 %s, %s, 5", r0, by)
+	k.Op("shl.b32 %s, %s, 5", c0, bx)
+	p, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	// shared returns the address of tile[i][j].
+	shared := func(i, j ptx.Reg) ptx.Reg {
+		e, a := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mad.lo.u32 %s, %s, %d, %s", e, i, pitch, j)
+		k.Op("mul.wide.u32 %s, %s, %d", a, e, size)
+		k.Op("add.s64 %s, %s, %s", a, a, tile)
+		return a
+	}
+	// pass runs body for the tile's elements of thread (tx, ty) within the
+	// bounds: fixed coordinate f0+tx (< flimit), varying v0+ty+8i (<
+	// vlimit); body gets ty+8i and the element's offset base + v·stride +
+	// f (f the contiguous direction across the warp).
+	pass := func(f0, flimit, v0, vlimit, stride, base ptx.Reg, body func(j, off ptx.Reg)) {
+		f, f64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("add.u32 %s, %s, %s", f, f0, tx)
+		k.Op("setp.lt.u32 %s, %s, %s", p, f, flimit)
+		k.Op("cvt.u64.u32 %s, %s", f64, f)
+		for i := 0; i < TransposeTile/TransposeRows; i++ {
+			j, v := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("add.u32 %s, %s, %d", j, ty, TransposeRows*i)
+			k.Op("add.u32 %s, %s, %s", v, v0, j)
+			k.Op("setp.lt.u32 %s, %s, %s", q, v, vlimit)
+			k.Op("and.pred %s, %s, %s", q, q, p)
+			skip := k.Label("tile")
+			k.Op("@!%s bra %s", q, skip)
+			off, v64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
+			k.Op("cvt.u64.u32 %s, %s", v64, v)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", off, v64, stride, base)
+			k.Op("add.s64 %s, %s, %s", off, off, f64)
+			body(j, off)
+			k.Place(skip)
+		}
+	}
+	// Read: thread (tx, ty) takes row r0+tx of columns c0+ty+8i (the
+	// source runs along the rows) into tile[ty+8i][tx].
+	pass(r0, rows, c0, cols, scol, soff, func(j, off ptx.Reg) {
+		k.Op("st.shared.%s [%s], %s", t, shared(j, tx), k.Load(t, k.Addr(src, off, size)))
+	})
+	k.Op("bar.sync 0")
+	// Write: thread (tx, ty) writes column c0+tx of rows r0+ty+8i (the
+	// destination runs along the columns) from tile[tx][ty+8i].
+	pass(c0, cols, r0, rows, drow, doff, func(j, off ptx.Reg) {
+		v := k.Reg(t)
+		k.Op("ld.shared.%s %s, [%s]", t, v, shared(tx, j))
+		k.Store(t, k.Addr(dst, off, size), v)
+	})
+	return k
 }

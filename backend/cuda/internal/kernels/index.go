@@ -56,9 +56,9 @@ func slot(k *ptx.Kernel, o, rows, r, inner, b ptx.Reg) ptx.Reg {
 func gatherKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("gather", width, string(id)))
 	o, p, idx := k.ParamPtr("out"), k.ParamPtr("params"), k.ParamPtr("idx")
-	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), k.Param("inner", ptx.U64)
+	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), paramDivisor(k, "inner")
 	cells(k, outer, nj, inner, func(e, oi, j, b ptx.Reg) {
-		src := slot(k, oi, n, indexAt(k, idx, id, j), inner, b)
+		src := slot(k, oi, n, indexAt(k, idx, id, j), inner.v, b)
 		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(p, src, t.Size())))
 	})
 	return k
@@ -70,16 +70,16 @@ func gatherKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old, upd ptx.Reg) ptx.Reg, t ptx.Type) *ptx.Kernel {
 	k := ptx.NewKernel(Name(kind, elem, string(id)))
 	o, idx, u := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd")
-	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), k.Param("inner", ptx.U64)
+	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), paramDivisor(k, "inner")
 	mem := t
 	if elem == "b8" || elem == string(U8) {
 		mem = ptx.U8
 	}
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		upTo(k, nj, func(j ptx.Reg) {
-			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, j), inner, b), mem.Size())
+			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, j), inner.v, b), mem.Size())
 			upd := k.Reg(t)
-			k.Op("ld.global.%s %s, [%s]", mem, upd, k.Addr(u, slot(k, oi, nj, j, inner, b), mem.Size()))
+			k.Op("ld.global.%s %s, [%s]", mem, upd, k.Addr(u, slot(k, oi, nj, j, inner.v, b), mem.Size()))
 			old := k.Reg(t)
 			k.Op("ld.global.%s %s, [%s]", mem, old, dst)
 			k.Op("st.global.%s [%s], %s", mem, dst, combine(k, old, upd))

@@ -5,6 +5,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 
@@ -96,17 +97,24 @@ func (f Family) Module() string {
 }
 
 // Geometry is the layout of the byte-array parameter "g" that kernels
-// reading strided or broadcast operands take: a rank, the shape (at most
-// MaxRank dimensions), up to three sets of element strides and three
-// element offsets, each an int64.
+// reading strided or broadcast operands take. Geometry merges what can be
+// merged first (dimensions of size 1 go; a dimension joins its inner
+// neighbour where every operand steps over both as over one), then stores
+// the rank, whether the narrow path applies (fewer than 2^31 elements:
+// coordinates in 32 bits, divided by multiplying with a constant), the
+// inner dimensions innermost first (size, and the constant and shift that
+// divide by it), each operand's strides along them, its stride along the
+// outermost dimension, and its element offset. The outermost coordinate
+// is what remains after the inner ones, so it is never divided.
 const (
-	MaxRank    = 8
-	geomRank   = 0
-	geomShape  = 8
-	geomStride = geomShape + 8*MaxRank
-	geomOffset = geomStride + 3*8*MaxRank
-	// GeometrySize is the parameter's size in bytes.
-	GeometrySize = geomOffset + 3*8
+	MaxRank      = 8
+	geomRank     = 0
+	geomNarrow   = 8
+	geomDims     = 16                           // per inner dimension: size u64, magic u32, shift u32
+	geomStride   = geomDims + 16*(MaxRank-1)    // per operand, per inner dimension: u64
+	geomOuter    = geomStride + 3*8*(MaxRank-1) // per operand: the outermost dimension's stride
+	geomOffset   = geomOuter + 3*8              // per operand: u64
+	GeometrySize = geomOffset + 3*8             // the parameter's size in bytes
 )
 
 // Geometry fills the parameter: shape, strides per operand (in elements;
@@ -115,54 +123,142 @@ func Geometry(shape []int, strides [][]int, offsets []int) []byte {
 	if len(shape) > MaxRank || len(strides) > 3 {
 		panic(fmt.Sprintf("kernels: geometry of rank %d with %d operands", len(shape), len(strides)))
 	}
+	shape, strides = MergeDims(shape, strides)
 	b := make([]byte, GeometrySize)
-	put := func(off int, v int) {
-		for i := range 8 {
-			b[off+i] = byte(uint64(int64(v)) >> (8 * i))
+	put := func(off int, v uint64) { binary.LittleEndian.PutUint64(b[off:], v) }
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	put(geomRank, uint64(len(shape)))
+	if n < narrowLimit {
+		put(geomNarrow, 1)
+	}
+	rank := len(shape)
+	for j := 0; j < rank-1; j++ { // inner dimension j is shape[rank-1-j]
+		size := shape[rank-1-j]
+		put(geomDims+16*j, uint64(size))
+		if n < narrowLimit {
+			magic, shift := DivMagic(uint32(size))
+			binary.LittleEndian.PutUint32(b[geomDims+16*j+8:], magic)
+			binary.LittleEndian.PutUint32(b[geomDims+16*j+12:], shift)
+		}
+		for s, st := range strides {
+			put(geomStride+8*((MaxRank-1)*s+j), uint64(int64(st[rank-1-j])))
 		}
 	}
-	put(geomRank, len(shape))
-	for d, n := range shape {
-		put(geomShape+8*d, n)
-	}
-	for s, st := range strides {
-		for d, v := range st {
-			put(geomStride+8*(MaxRank*s+d), v)
+	if rank > 0 {
+		for s, st := range strides {
+			put(geomOuter+8*s, uint64(int64(st[0])))
 		}
 	}
 	for s, o := range offsets {
-		put(geomOffset+8*s, o)
+		put(geomOffset+8*s, uint64(int64(o)))
 	}
 	return b
 }
 
+// MergeDims drops the dimensions of size 1 and merges each dimension with
+// its inner neighbour where every operand's stride over it is the
+// neighbour's stride times the neighbour's size.
+func MergeDims(shape []int, strides [][]int) ([]int, [][]int) {
+	outShape := []int{}
+	outStrides := make([][]int, len(strides))
+	for d, size := range shape {
+		if size == 1 {
+			continue
+		}
+		last := len(outShape) - 1
+		merge := last >= 0
+		for s := range strides {
+			if merge && outStrides[s][last] != strides[s][d]*size {
+				merge = false
+			}
+		}
+		if merge {
+			outShape[last] *= size
+			for s := range strides {
+				outStrides[s][last] = strides[s][d]
+			}
+			continue
+		}
+		outShape = append(outShape, size)
+		for s := range strides {
+			outStrides[s] = append(outStrides[s], strides[s][d])
+		}
+	}
+	return outShape, outStrides
+}
+
 // offsets writes, for the element of flat row-major index i of the
 // geometry's shape, the element offset of each of n operands (stride set
-// s and offset s).
+// s and offset s): on the narrow path with 32-bit coordinates divided by
+// DivMagic's constants, else with 64-bit division.
 func offsets(k *ptx.Kernel, g string, i ptx.Reg, n int) []ptx.Reg {
 	rank := k.LoadField(g, geomRank)
 	offs := make([]ptx.Reg, n)
 	for s := range offs {
 		offs[s] = k.LoadField(g, geomOffset+8*s)
 	}
+	narrow, wide, outer := k.Label("narrow"), k.Label("wide"), k.Label("outer")
+	p := k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", p, k.LoadField(g, geomNarrow))
+	k.Op("@%s bra %s", p, narrow)
+	// The wide path: 64-bit coordinates and divisions.
 	rem := k.Reg(ptx.U64)
 	k.Op("mov.u64 %s, %s", rem, i)
-	p := k.Reg(ptx.Pred)
-	for d := MaxRank - 1; d >= 0; d-- {
-		skip := k.Label("dim")
-		k.Op("setp.le.s64 %s, %s, %d", p, rank, d)
-		k.Op("@%s bra %s", p, skip)
-		size := k.LoadField(g, geomShape+8*d)
+	for j := 0; j < MaxRank-1; j++ {
+		k.Op("setp.le.u64 %s, %s, %d", p, rank, j+1)
+		k.Op("@%s bra %s", p, wide)
+		size := k.LoadField(g, geomDims+16*j)
 		c := k.Reg(ptx.U64)
 		k.Op("rem.u64 %s, %s, %s", c, rem, size)
 		k.Op("div.u64 %s, %s, %s", rem, rem, size)
-		for s := range offs {
-			st := k.LoadField(g, geomStride+8*(MaxRank*s+d))
-			k.Op("mad.lo.s64 %s, %s, %s, %s", offs[s], c, st, offs[s])
-		}
-		k.Place(skip)
+		addStrides(k, g, offs, j, c)
 	}
+	k.Place(wide)
+	addOuter(k, g, offs, rem)
+	k.Op("bra.uni %s", outer)
+	// The narrow path: 32-bit coordinates, each division a multiply-high,
+	// an add and a shift.
+	k.Place(narrow)
+	rem32 := k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", rem32, i)
+	done := k.Label("dims")
+	for j := 0; j < MaxRank-1; j++ {
+		k.Op("setp.le.u64 %s, %s, %d", p, rank, j+1)
+		k.Op("@%s bra %s", p, done)
+		size := k.LoadField32(g, geomDims+16*j)
+		q, c := divide32(k, rem32, size, k.LoadField32(g, geomDims+16*j+8), k.LoadField32(g, geomDims+16*j+12))
+		c64 := k.Reg(ptx.U64)
+		k.Op("mov.u32 %s, %s", rem32, q)
+		k.Op("cvt.u64.u32 %s, %s", c64, c)
+		addStrides(k, g, offs, j, c64)
+	}
+	k.Place(done)
+	rem64 := k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", rem64, rem32)
+	addOuter(k, g, offs, rem64)
+	k.Place(outer)
 	return offs
+}
+
+// addStrides adds coordinate c (64-bit) of inner dimension j times each
+// operand's stride to its offset.
+func addStrides(k *ptx.Kernel, g string, offs []ptx.Reg, j int, c ptx.Reg) {
+	for s := range offs {
+		st := k.LoadField(g, geomStride+8*((MaxRank-1)*s+j))
+		k.Op("mad.lo.s64 %s, %s, %s, %s", offs[s], c, st, offs[s])
+	}
+}
+
+// addOuter adds the outermost coordinate c (64-bit) times each operand's
+// stride to its offset.
+func addOuter(k *ptx.Kernel, g string, offs []ptx.Reg, c ptx.Reg) {
+	for s := range offs {
+		st := k.LoadField(g, geomOuter+8*s)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", offs[s], c, st, offs[s])
+	}
 }
 
 // Name is a kernel's name: its family's op, the dtypes, a variant.

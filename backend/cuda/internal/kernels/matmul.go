@@ -19,7 +19,8 @@ func matmulKernels() []*ptx.Kernel {
 func matmulKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("matmul", string(d)))
 	o, a, b := k.ParamPtr("out"), k.ParamPtr("a"), k.ParamPtr("b")
-	batch, m, kk, n := k.Param("batch", ptx.U64), k.Param("m", ptx.U64), k.Param("k", ptx.U64), k.Param("n", ptx.U64)
+	batch, m, kk, nd := k.Param("batch", ptx.U64), k.Param("m", ptx.U64), k.Param("k", ptx.U64), paramDivisor(k, "n")
+	n := nd.v
 	sa, sb := k.Param("sa", ptx.U64), k.Param("sb", ptx.U64)
 	ta, tb := k.Param("ta", ptx.U64), k.Param("tb", ptx.U64)
 	pa, pb := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
@@ -33,7 +34,7 @@ func matmulKernel(d DType) *ptx.Kernel {
 	k.Op("selp.u64 %s, %s, %s, %s", aP, m, one, pa)
 	k.Op("selp.u64 %s, %s, %s, %s", bP, one, n, pb)
 	k.Op("selp.u64 %s, %s, %s, %s", bJ, kk, one, pb)
-	cells(k, batch, m, n, func(e, bi, i, j ptx.Reg) {
+	cells(k, batch, m, nd, func(e, bi, i, j ptx.Reg) {
 		ai, bi2 := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", ai, bi, sa)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", ai, i, aI, ai)

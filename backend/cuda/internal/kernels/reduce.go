@@ -178,11 +178,11 @@ func (b *blockRows) first(body func()) {
 func reduceCols(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("reduce_cols", kind, string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	n, mid, inner := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), k.Param("inner", ptx.U64)
+	n, mid, innerD := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), paramDivisor(k, "inner")
+	inner := innerD.v
 	k.GridStride(n, func(i ptx.Reg) {
-		outer, in, at := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", outer, i, inner)
-		k.Op("rem.u64 %s, %s, %s", in, i, inner)
+		at := k.Reg(ptx.U64)
+		outer, in := divmod(k, i, innerD)
 		k.Op("mul.lo.s64 %s, %s, %s", at, outer, mid)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", at, at, inner, in) // (outer·mid)·inner + in
 		acc := k.Reg(d.reg())

@@ -143,6 +143,14 @@ func (k *Kernel) LoadField(param string, off int) Reg {
 	return r
 }
 
+// LoadField32 reads the 32-bit unsigned integer at byte offset off of a
+// byte-array parameter.
+func (k *Kernel) LoadField32(param string, off int) Reg {
+	r := k.Reg(U32)
+	k.Op("ld.param.u32 %s, [%s+%d]", r, param, off)
+	return r
+}
+
 // Shared declares a shared-memory array of size bytes and returns a
 // register holding its shared address.
 func (k *Kernel) Shared(name string, size, align int) Reg {

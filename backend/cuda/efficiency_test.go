@@ -1,0 +1,239 @@
+package cuda
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The emulator counts what each kernel does (package emu's Profile), so a
+// slow kernel shows on every machine, before any GPU runs it. Each
+// bandwidth-bound kernel is held to the targets below: a sector efficiency
+// (the least 32-byte sectors its warps' distinct bytes fill, over those
+// they touch) for its loads and for its stores; an instruction budget per
+// element (instructions over the float32 elements of its larger side,
+// loads or stores); no 64-bit division (sizes divide through constants
+// the host computes, kernels.Divisor); and enough threads to fill a GPU
+// (one for every 16 elements, or 32768). A kernel that trails a target
+// has a debt naming why and a ceiling at what it does today, so that it
+// gets no worse; a debt paid fails too, so that the entry goes.
+
+// kernelBudget is a kernel's limits.
+type kernelBudget struct {
+	instr float64 // instructions per element, at most
+	debt  string  // why the kernel trails the targets; empty where it meets them
+	// For a debt: what it does today, at worst.
+	efficiency float64 // sector efficiency, at least
+	div64      bool    // 64-bit divisions allowed
+	serial     bool    // fewer threads than the target allowed
+}
+
+// The targets.
+const (
+	targetEfficiency  = 0.9
+	elementsPerThread = 16
+	enoughThreads     = 32768
+)
+
+// Instruction budgets per element by kind of kernel (float32, the shapes
+// of efficiencyCases): an elementwise kernel of full operands loads,
+// computes and stores in about 16 (the grid-stride loop and 64-bit
+// addresses included); a broadcast adds the coordinates' divisions, about
+// 15 for two dimensions; exp is a polynomial in float64; softmax reads
+// each row three times.
+const (
+	elementwiseBudget = 20
+	broadcastBudget   = 38
+	copyBudget        = 48
+	transcendental    = 72
+)
+
+// windowDebt is why the window kernels trail.
+const windowDebt = "issue 32: generic rank-8 window code, 64-bit divisions per tap and per dimension; wants 4-D NHWC/NCHW paths (or cuDNN)"
+
+// budgets are the kernels' limits, by name.
+var budgets = map[string]kernelBudget{
+	"add_f32_vv":                {instr: elementwiseBudget},
+	"lt_f32_vv":                 {instr: elementwiseBudget},
+	"cast_f32_f64":              {instr: elementwiseBudget},
+	"add_f32_bc":                {instr: broadcastBudget},
+	"div_f32_bc":                {instr: broadcastBudget},
+	"select_f32_bc":             {instr: broadcastBudget},
+	"copy_b32":                  {instr: copyBudget},
+	"transpose_b32":             {instr: copyBudget},
+	"gather_b32_s32":            {instr: copyBudget},
+	"exp_f32":                   {instr: transcendental},
+	"softmax_f32":               {instr: 110},
+	"reduce_rows_sum_f32":       {instr: 115, serial: true, debt: "issue 32: a block per row, so a whole-tensor sum runs on one multiprocessor, and short rows pay a shared-memory tree of barriers; wants a split first pass and warp shuffles"},
+	"reduce_cols_sum_f32":       {instr: 12, serial: true, debt: "issue 32: a thread per output folds its column alone; few columns use few threads"},
+	"window_patches_b32":        {instr: 150, efficiency: 1, div64: true, debt: windowDebt},
+	"window_reduce_max_f32":     {instr: 120, efficiency: 0.34, div64: true, debt: windowDebt + "; NCHW pooling reads a third of each sector it touches"},
+	"window_reduce_sum_f32":     {instr: 120, efficiency: 1, div64: true, debt: windowDebt},
+	"window_scatter_f32":        {instr: 115, efficiency: 1, div64: true, debt: windowDebt},
+	"window_select_ge_f32":      {instr: 150, efficiency: 1, div64: true, debt: windowDebt + "; the backward computes the forward's argmax again"},
+	"window_select_scatter_f32": {instr: 132, efficiency: 0.9, div64: true, debt: windowDebt},
+}
+
+// efficiencyCases run each kernel family on float32 shapes of a few
+// thousand elements.
+func efficiencyCases(t *testing.T, d *Device) []struct {
+	name string
+	fn   func()
+} {
+	r := tensor.NewRNG(1)
+	g := func(shape ...int) *tensor.Tensor {
+		return onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, shape...))
+	}
+	x, y := g(64, 256), g(64, 256)
+	row, col := g(256), g(64, 1)
+	img, imgc := g(2, 14, 14, 16), g(2, 16, 14, 14)
+	filt := g(3, 3, 16, 32)
+	idx := onGPU(t, d, tensor.FromSlice([]int32{3, 1, 4, 1, 5, 9, 2, 6}, 8))
+	pool := func(f ops.DataFormat) ops.PoolOpts { return ops.PoolOpts{Size: [2]int{2, 2}, Format: f} }
+	grad := func(f func() *tensor.Tensor, xs ...*tensor.Tensor) {
+		tp := tape.New()
+		tp.Watch(xs...)
+		tp.Gradient(ops.Sum(f()), xs...)
+	}
+	return []struct {
+		name string
+		fn   func()
+	}{
+		{"add", func() { ops.Add(x, y) }},
+		{"add a row", func() { ops.Add(x, row) }},
+		{"add a column", func() { ops.Add(x, col) }},
+		{"exp", func() { ops.Exp(x) }},
+		{"cast", func() { ops.Cast(x, tensor.Float64) }},
+		{"where", func() { ops.Where(ops.Lt(x, y), x, row) }},
+		{"sum", func() { ops.Sum(x) }},
+		{"sum rows", func() { ops.Sum(x, 1) }},
+		{"sum columns", func() { ops.Sum(x, 0) }},
+		{"softmax", func() { ops.Softmax(x, 1) }},
+		{"gather", func() { ops.Gather(x, idx, 0) }},
+		{"transpose", func() { ops.Transpose(x, 1, 0).Contiguous() }},
+		{"max pool NHWC and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(img, pool(ops.NHWC)) }, img) }},
+		{"max pool NCHW", func() { ops.MaxPool2D(imgc, pool(ops.NCHW)) }},
+		{"average pool NHWC", func() { ops.AvgPool2D(img, pool(ops.NHWC)) }},
+		{"conv NHWC and its gradients", func() {
+			grad(func() *tensor.Tensor { return ops.Conv2D(img, filt, ops.Conv2DOpts{Padding: ops.Same}) }, img, filt)
+		}},
+	}
+}
+
+func TestKernelEfficiency(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("the counts are the emulator's; on a GPU, Nsight Compute measures")
+	}
+	type launch struct {
+		p    emu.Profile
+		what string // the case that ran it
+	}
+	seen := map[string][]launch{}
+	for _, c := range efficiencyCases(t, d) {
+		ctx.SetProfiler(func(p emu.Profile) { seen[p.Kernel] = append(seen[p.Kernel], launch{p, c.name}) })
+		c.fn()
+		if err := d.Synchronize(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ctx.SetProfiler(nil)
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b, ok := budgets[name]
+		if !ok {
+			t.Errorf("%s has no budget: add one to budgets (%s)", name, seen[name][0].p)
+			continue
+		}
+		var misses []string // the targets some launch misses
+		for _, l := range seen[name] {
+			p := l.p
+			t.Logf("%-26s %-32s %6.1f instr/element, loads %3.0f%%, stores %3.0f%%, %.1f elements/thread, div64 %.2f/element",
+				name, l.what, perElement(p), 100*p.Loads.Efficiency(), 100*p.Stores.Efficiency(),
+				elements(p)/float64(p.Threads), float64(p.Div64)/elements(p))
+			errs, m := budgetErrors(p, b)
+			for _, e := range errs {
+				t.Errorf("%s (%s): %s: %s", name, l.what, e, p)
+			}
+			misses = append(misses, m...)
+		}
+		if b.debt != "" && len(misses) == 0 {
+			t.Errorf("%s meets the targets now: drop its debt (%s)", name, b.debt)
+		}
+	}
+}
+
+// elements is the float32 elements of a profile's larger side.
+func elements(p emu.Profile) float64 { return float64(max(p.Loads.Bytes, p.Stores.Bytes, 4)) / 4 }
+
+func perElement(p emu.Profile) float64 { return float64(p.Instructions) / elements(p) }
+
+// budgetErrors lists how p breaks b, and which targets it misses (a
+// debt's allowance may cover them).
+func budgetErrors(p emu.Profile, b kernelBudget) (errs, misses []string) {
+	eff := min(p.Loads.Efficiency(), p.Stores.Efficiency())
+	if eff < targetEfficiency {
+		misses = append(misses, "efficiency")
+		if b.debt == "" || eff < b.efficiency {
+			errs = append(errs, fmt.Sprintf("sector efficiency %.0f%%, want at least %.0f%%", 100*eff, 100*max(targetEfficiency*boolf(b.debt == ""), b.efficiency)))
+		}
+	}
+	if p.Div64 > 0 {
+		misses = append(misses, "div64")
+		if !b.div64 {
+			errs = append(errs, fmt.Sprintf("%d 64-bit divisions", p.Div64))
+		}
+	}
+	if want := min(elements(p)/elementsPerThread, enoughThreads); float64(p.Threads) < want {
+		misses = append(misses, "threads")
+		if !b.serial {
+			errs = append(errs, fmt.Sprintf("%d threads for %.0f elements, want at least %.0f", p.Threads, elements(p), want))
+		}
+	}
+	if per := perElement(p); per > b.instr {
+		errs = append(errs, fmt.Sprintf("%.1f instructions per element, budget %.1f", per, b.instr))
+	}
+	return errs, misses
+}
+
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// EAGERFLOW_DEBUG=kernelcost has the emulator print every launch's counts.
+func TestPrintCosts(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("the counts are the emulator's")
+	}
+	var b strings.Builder
+	for _, debug := range []string{"", "kernels", "kernels,kernelcost"} {
+		b.Reset()
+		printCosts(ctx, d.Name(), debug, &b)
+		x := onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3}, 3))
+		ops.Exp(x)
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		ctx.SetProfiler(nil)
+		got := b.String()
+		if want := debug == "kernels,kernelcost"; strings.Contains(got, "exp_f32 grid [1 1 1] block [256 1 1]") != want {
+			t.Errorf("EAGERFLOW_DEBUG=%q printed %q", debug, got)
+		}
+	}
+}
