@@ -490,7 +490,7 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
 		}
 		if r.count != nil {
-			r.count.p.Instructions = r.steps
+			r.count.p.Instructions = r.steps - r.count.params
 			c.profiler(r.count.p)
 		}
 		return nil

@@ -31,6 +31,7 @@ type instr struct {
 	neg    bool
 	target int
 	div    uint8 // the width in bytes of an integer division or remainder; 0 for other instructions
+	param  bool  // a load from the parameter space, which ptxas folds into the instructions using it
 	line   int
 	text   string
 }
@@ -109,6 +110,7 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		return in, nil
 	case "ld", "st":
 		in.exec, err = cc.memory(base, mods, st.args)
+		in.param = len(mods) > 0 && mods[0] == "param"
 	case "mov":
 		in.exec, err = cc.mov(mods, st.args)
 	case "cvta":

@@ -44,10 +44,13 @@ func (a *Access) add(b Access) {
 
 // Profile is what one launch did.
 type Profile struct {
-	Kernel        string
-	Grid, Block   [3]int
-	Threads       int64
-	Instructions  int64 // per thread, summed; guarded-off ones included, as issued
+	Kernel      string
+	Grid, Block [3]int
+	Threads     int64
+	// Instructions counts what each thread issued (guarded-off ones too),
+	// summed, less its loads of parameters: ptxas folds those into the
+	// instructions that use them, as constant-bank operands.
+	Instructions  int64
 	Loads, Stores Access
 	// Div64 and Div32 count integer divisions and remainders by width, per
 	// thread, summed: a 64-bit one is a software routine of dozens of
@@ -122,6 +125,7 @@ type event struct {
 // counter gathers a launch's profile.
 type counter struct {
 	p      Profile
+	params int64 // parameter loads run, left out of the instructions
 	events []event
 	seq    map[[2]int32]int32 // (thread, pc) -> executions so far in the block
 }

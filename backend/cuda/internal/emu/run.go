@@ -183,6 +183,9 @@ func (r *run) step(b *block, t *thread) {
 // countStep counts what the instruction t is about to run costs beyond
 // its issue: a taken conditional branch, an integer division.
 func (r *run) countStep(t *thread, in *instr) {
+	if in.param {
+		r.count.params++
+	}
 	switch {
 	case in.kind == kBranch && in.guard >= 0:
 		r.count.note(t, event{taken: true})

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
@@ -40,16 +41,36 @@ type WindowDim struct {
 
 // The parameter's layout: the first dimension used (MaxRank - rank: the
 // dimensions sit at the end, the leading unused ones of size 1), the
-// number of taps, then eight int64 fields per dimension.
+// number of taps, whether the narrow path applies (every index and
+// position below 2^31: sizes divide through DivMagic's constants, in 32
+// bits) and the taps' constants; then eight int64 fields per dimension,
+// then the constants (u32 magic, u32 shift) of the six fields that index
+// arithmetic divides by, per dimension.
 const (
-	wgFirst, wgTaps, wgDims = 0, 8, 16
-	wgN, wgOut, wgWin       = 0, 1, 2
-	wgStride, wgWDil, wgPad = 3, 4, 5
-	wgBDil, wgXStride       = 6, 7
-	wgFields                = 8
+	wgFirst, wgTaps, wgNarrow, wgTapsMagic = 0, 8, 16, 24
+	wgDims                                 = 32
+	wgN, wgOut, wgWin                      = 0, 1, 2
+	wgStride, wgWDil, wgPad                = 3, 4, 5
+	wgBDil, wgXStride                      = 6, 7
+	wgFields                               = 8
+	wgMagic                                = wgDims + 8*wgFields*MaxRank
 	// WindowGeometrySize is the parameter's size in bytes.
-	WindowGeometrySize = wgDims + 8*wgFields*MaxRank
+	WindowGeometrySize = wgMagic + 8*len(dividedFields)*MaxRank
 )
+
+// dividedFields are the fields index arithmetic divides by, in the order
+// of their constants.
+var dividedFields = [...]int{wgN, wgOut, wgWin, wgStride, wgWDil, wgBDil}
+
+// magicSlot is the offset of the constants of field f of dimension d.
+func magicSlot(d, f int) int {
+	for i, g := range dividedFields {
+		if g == f {
+			return wgMagic + 8*(len(dividedFields)*d+i)
+		}
+	}
+	panic(fmt.Sprintf("kernels: field %d is not divided by", f))
+}
 
 // WindowGeometry fills the parameter for the dimensions dims (at most
 // MaxRank; a rank-0 operand is passed as one dimension of size 1).
@@ -58,26 +79,121 @@ func WindowGeometry(dims []WindowDim) []byte {
 		panic(fmt.Sprintf("kernels: a window of rank %d", len(dims)))
 	}
 	b := make([]byte, WindowGeometrySize)
-	put := func(off int, v int) {
-		for i := range 8 {
-			b[off+i] = byte(uint64(int64(v)) >> (8 * i))
-		}
-	}
+	put := func(off int, v int) { binary.LittleEndian.PutUint64(b[off:], uint64(int64(v))) }
 	first := MaxRank - len(dims)
 	put(wgFirst, first)
-	taps := 1
+	taps, windows, elems := 1, 1, 1
+	narrow := true
+	all := make([]WindowDim, MaxRank)
 	for d := range MaxRank {
 		wd := WindowDim{N: 1, Out: 1, Win: 1, Stride: 1, WindowDilation: 1, BaseDilation: 1}
 		if d >= first {
 			wd = dims[d-first]
 		}
-		taps *= wd.Win
+		all[d] = wd
+		taps, windows, elems = taps*wd.Win, windows*wd.Out, elems*wd.N
+		// The positions in the dilated, padded operand stay below this.
+		span := wd.Out*wd.Stride + wd.Win*wd.WindowDilation + abs(wd.PadLow) + wd.N*wd.BaseDilation
+		narrow = narrow && span < narrowLimit && taps*windows < narrowLimit && elems < narrowLimit
 		for f, v := range []int{wd.N, wd.Out, wd.Win, wd.Stride, wd.WindowDilation, wd.PadLow, wd.BaseDilation, wd.XStride} {
 			put(wgDims+8*(wgFields*d+f), v)
 		}
 	}
 	put(wgTaps, taps)
+	if narrow {
+		put(wgNarrow, 1)
+		putMagic(b[wgTapsMagic:], taps)
+		for d, wd := range all {
+			for _, f := range dividedFields {
+				v := []int{wd.N, wd.Out, wd.Win, wd.Stride, wd.WindowDilation, wd.PadLow, wd.BaseDilation, wd.XStride}[f]
+				putMagic(b[magicSlot(d, f):], v)
+			}
+		}
+	}
 	return b
+}
+
+// putMagic writes DivMagic's constants for v (nothing for 0, a size that
+// no index is divided by).
+func putMagic(b []byte, v int) {
+	if v > 0 {
+		m, s := DivMagic(uint32(v))
+		binary.LittleEndian.PutUint32(b, m)
+		binary.LittleEndian.PutUint32(b[4:], s)
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// wdiv divides by the window's fields: in 64 bits (signed where asked),
+// or on the narrow path through the constants WindowGeometry stores. A
+// kernel is written twice, once for each, and takes the narrow copy where
+// the flag is set (the branch is uniform, once per thread).
+type wdiv struct {
+	k      *ptx.Kernel
+	narrow bool
+}
+
+// divmod writes x / field f of dimension d and the remainder, x >= 0; the
+// results are s64 registers where signed, else u64.
+func (w wdiv) divmod(x ptx.Reg, d, f int, signed bool) (q, r ptx.Reg) {
+	return w.divide(x, field(w.k, d, f), d, magicSlot(d, f), signed)
+}
+
+// divide is divmod by v, whose constants are at slot (d < 0: no field).
+func (w wdiv) divide(x, v ptx.Reg, d, slot int, signed bool) (q, r ptx.Reg) {
+	k, t, sign := w.k, ptx.U64, "u"
+	if signed {
+		t, sign = ptx.S64, "s"
+	}
+	q, r = k.Reg(t), k.Reg(t)
+	if !w.narrow {
+		k.Op("div.%s64 %s, %s, %s", sign, q, x, v)
+		k.Op("rem.%s64 %s, %s, %s", sign, r, x, v)
+		return q, r
+	}
+	x32, v32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", x32, x)
+	k.Op("cvt.u32.u64 %s, %s", v32, v)
+	q32, r32 := divide32(k, x32, v32, k.LoadField32("w", slot), k.LoadField32("w", slot+4))
+	k.Op("cvt.u64.u32 %s, %s", q, q32)
+	k.Op("cvt.u64.u32 %s, %s", r, r32)
+	return q, r
+}
+
+// divmodUnlessOne is divmod, skipped (x / 1 = x, remainder 0) where the
+// field is 1, as a window's size, stride or dilation mostly is along
+// some dimensions: a uniform branch costs less than the division.
+func (w wdiv) divmodUnlessOne(x ptx.Reg, d, f int, signed bool) (q, r ptx.Reg) {
+	k := w.k
+	one, done, p := k.Label("one"), k.Label("divided"), k.Reg(ptx.Pred)
+	k.Op("setp.eq.s64 %s, %s, 1", p, field(k, d, f))
+	k.Op("@%s bra %s", p, one)
+	q, r = w.divmod(x, d, f, signed)
+	k.Op("bra.uni %s", done)
+	k.Place(one)
+	k.Op("mov.u64 %s, %s", q, x)
+	k.Op("mov.u64 %s, 0", r)
+	k.Place(done)
+	return q, r
+}
+
+// bothPaths writes body for the 64-bit path and for the narrow one, and
+// runs the one the geometry's flag picks.
+func bothPaths(k *ptx.Kernel, body func(w wdiv)) {
+	narrow, done, p := k.Label("narrow"), k.Label("paths"), k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", p, k.LoadField("w", wgNarrow))
+	k.Op("@%s bra %s", p, narrow)
+	body(wdiv{k: k})
+	k.Op("bra.uni %s", done)
+	k.Place(narrow)
+	body(wdiv{k: k, narrow: true})
+	k.Place(done)
 }
 
 func windowKernels() []*ptx.Kernel {
@@ -131,7 +247,8 @@ func orIf(k *ptx.Kernel, acc ptx.Reg, cmp, typ string, a ptx.Reg, b any) {
 // tapOffset returns the operand offset of tap t of window win and a
 // predicate set when the tap is on padding (the offset is then
 // meaningless).
-func tapOffset(k *ptx.Kernel, win, t ptx.Reg) (off, pad ptx.Reg) {
+func tapOffset(w wdiv, win, t ptx.Reg) (off, pad ptx.Reg) {
+	k := w.k
 	first := k.LoadField("w", wgFirst)
 	off, pad = k.Reg(ptx.S64), falsePred(k)
 	rw, rt := k.Reg(ptx.U64), k.Reg(ptx.U64)
@@ -141,12 +258,10 @@ func tapOffset(k *ptx.Kernel, win, t ptx.Reg) (off, pad ptx.Reg) {
 	end := k.Label("taps")
 	for d := MaxRank - 1; d >= 0; d-- {
 		unused(k, first, d, end)
-		od, kd := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		nout, nwin := field(k, d, wgOut), field(k, d, wgWin)
-		k.Op("rem.u64 %s, %s, %s", kd, rt, nwin)
-		k.Op("div.u64 %s, %s, %s", rt, rt, nwin)
-		k.Op("rem.u64 %s, %s, %s", od, rw, nout)
-		k.Op("div.u64 %s, %s, %s", rw, rw, nout)
+		qt, kd := w.divmodUnlessOne(rt, d, wgWin, false)
+		qw, od := w.divmod(rw, d, wgOut, false)
+		k.Op("mov.u64 %s, %s", rt, qt)
+		k.Op("mov.u64 %s, %s", rw, qw)
 		// p = o·stride + k·dilation - low padding, in the dilated operand.
 		p := k.Reg(ptx.S64)
 		k.Op("mul.lo.s64 %s, %s, %s", p, od, field(k, d, wgStride))
@@ -154,9 +269,7 @@ func tapOffset(k *ptx.Kernel, win, t ptx.Reg) (off, pad ptx.Reg) {
 		k.Op("sub.s64 %s, %s, %s", p, p, field(k, d, wgPad))
 		orIf(k, pad, "lt", "s64", p, "0")
 		k.Op("max.s64 %s, %s, 0", p, p)
-		bd, r, q := field(k, d, wgBDil), k.Reg(ptx.S64), k.Reg(ptx.S64)
-		k.Op("rem.s64 %s, %s, %s", r, p, bd)
-		k.Op("div.s64 %s, %s, %s", q, p, bd)
+		q, r := w.divmodUnlessOne(p, d, wgBDil, true)
 		orIf(k, pad, "ne", "s64", r, "0")
 		orIf(k, pad, "ge", "s64", q, field(k, d, wgN))
 		k.Op("mad.lo.s64 %s, %s, %s, %s", off, q, field(k, d, wgXStride), off)
@@ -167,8 +280,8 @@ func tapOffset(k *ptx.Kernel, win, t ptx.Reg) (off, pad ptx.Reg) {
 
 // eachTap runs body for each tap of window win in order, with its
 // operand offset and whether it is on padding.
-func eachTap(k *ptx.Kernel, win ptx.Reg, body func(off, pad ptx.Reg)) {
-	upTo(k, k.LoadField("w", wgTaps), func(t ptx.Reg) { body(tapOffset(k, win, t)) })
+func eachTap(w wdiv, win ptx.Reg, body func(off, pad ptx.Reg)) {
+	upTo(w.k, w.k.LoadField("w", wgTaps), func(t ptx.Reg) { body(tapOffset(w, win, t)) })
 }
 
 // windowsOver runs body(win, t) for each tap t of a window win that lies
@@ -178,7 +291,8 @@ func eachTap(k *ptx.Kernel, win ptx.Reg, body func(off, pad ptx.Reg)) {
 // k·dilation = P: k runs over [lo, hi] (o within [0, out)), taking the
 // k whose remainder divides by the stride. Taps walk backwards, so that
 // the windows (o falls as k rises) go forwards.
-func windowsOver(k *ptx.Kernel, e ptx.Reg, body func(win, t ptx.Reg)) {
+func windowsOver(w wdiv, e ptx.Reg, body func(win, t ptx.Reg)) {
+	k := w.k
 	first := k.LoadField("w", wgFirst)
 	var pos, lo, hi, cur [MaxRank]ptx.Reg
 	for d := range MaxRank {
@@ -192,14 +306,14 @@ func windowsOver(k *ptx.Kernel, e ptx.Reg, body func(win, t ptx.Reg)) {
 	split, done := k.Label("split"), k.Label("windows")
 	for d := MaxRank - 1; d >= 0; d-- {
 		unused(k, first, d, split)
-		n, i := field(k, d, wgN), k.Reg(ptx.U64)
-		k.Op("rem.u64 %s, %s, %s", i, rem, n)
-		k.Op("div.u64 %s, %s, %s", rem, rem, n)
+		q, i := w.divmod(rem, d, wgN, false)
+		k.Op("mov.u64 %s, %s", rem, q)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", pos[d], i, field(k, d, wgBDil), field(k, d, wgPad))
 		orIf(k, none, "lt", "s64", pos[d], "0")
 		wd, p := field(k, d, wgWDil), k.Reg(ptx.S64)
 		k.Op("max.s64 %s, %s, 0", p, pos[d])
-		k.Op("div.s64 %s, %s, %s", hi[d], p, wd)
+		qh, _ := w.divmodUnlessOne(p, d, wgWDil, true)
+		k.Op("mov.s64 %s, %s", hi[d], qh)
 		last := k.Reg(ptx.S64)
 		k.Op("sub.s64 %s, %s, 1", last, field(k, d, wgWin))
 		k.Op("min.s64 %s, %s, %s", hi[d], hi[d], last)
@@ -211,7 +325,8 @@ func windowsOver(k *ptx.Kernel, e ptx.Reg, body func(win, t ptx.Reg)) {
 		k.Op("max.s64 %s, %s, 0", num, num)
 		k.Op("add.s64 %s, %s, %s", num, num, wd)
 		k.Op("sub.s64 %s, %s, 1", num, num)
-		k.Op("div.s64 %s, %s, %s", lo[d], num, wd)
+		ql, _ := w.divmodUnlessOne(num, d, wgWDil, true)
+		k.Op("mov.s64 %s, %s", lo[d], ql)
 		orIf(k, none, "gt", "s64", lo[d], hi[d])
 	}
 	k.Place(split)
@@ -229,14 +344,12 @@ func windowsOver(k *ptx.Kernel, e ptx.Reg, body func(win, t ptx.Reg)) {
 	for d := range MaxRank {
 		next := k.Label("dim")
 		unused(k, first, d, next)
-		diff, r, o := k.Reg(ptx.S64), k.Reg(ptx.S64), k.Reg(ptx.S64)
+		diff := k.Reg(ptx.S64)
 		k.Op("mul.lo.s64 %s, %s, %s", diff, cur[d], field(k, d, wgWDil))
-		k.Op("sub.s64 %s, %s, %s", diff, pos[d], diff)
-		stride := field(k, d, wgStride)
-		k.Op("rem.s64 %s, %s, %s", r, diff, stride)
+		k.Op("sub.s64 %s, %s, %s", diff, pos[d], diff) // >= 0: cur <= hi
+		o, r := w.divmodUnlessOne(diff, d, wgStride, true)
 		k.Op("setp.ne.s64 %s, %s, 0", misses, r)
 		k.Op("@%s bra %s", misses, skip)
-		k.Op("div.s64 %s, %s, %s", o, diff, stride)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", win, win, field(k, d, wgOut), o)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", t, t, field(k, d, wgWin), cur[d])
 		k.Place(next)
@@ -260,14 +373,14 @@ func patchesKernel(width string, t ptx.Type) *ptx.Kernel {
 	o, x, pv := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("pad")
 	n := windowParams(k)
 	taps := k.LoadField("w", wgTaps)
-	k.GridStride(n, func(e ptx.Reg) {
-		win, tap := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("div.u64 %s, %s, %s", win, e, taps)
-		k.Op("rem.u64 %s, %s, %s", tap, e, taps)
-		off, pad := tapOffset(k, win, tap)
-		src, at := k.Reg(ptx.U64), k.Addr(x, off, t.Size())
-		k.Op("selp.u64 %s, %s, %s, %s", src, pv, at, pad)
-		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, src))
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(e ptx.Reg) {
+			win, tap := w.divide(e, taps, -1, wgTapsMagic, false)
+			off, pad := tapOffset(w, win, tap)
+			src, at := k.Reg(ptx.U64), k.Addr(x, off, t.Size())
+			k.Op("selp.u64 %s, %s, %s, %s", src, pv, at, pad)
+			k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, src))
+		})
 	})
 	return k
 }
@@ -277,15 +390,17 @@ func windowScatterKernel(d DType) *ptx.Kernel {
 	o, dy := k.ParamPtr("out"), k.ParamPtr("dy")
 	n := windowParams(k)
 	taps := k.LoadField("w", wgTaps)
-	k.GridStride(n, func(e ptx.Reg) {
-		acc := k.Reg(d.reg())
-		k.Op("mov.%s %s, %s", bits(d.reg()), acc, ptx.Imm(d.reg(), 0))
-		windowsOver(k, e, func(win, t ptx.Reg) {
-			at := k.Reg(ptx.U64)
-			k.Op("mad.lo.s64 %s, %s, %s, %s", at, win, taps, t)
-			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(dy, at, d.Size()))))
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(e ptx.Reg) {
+			acc := k.Reg(d.reg())
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, ptx.Imm(d.reg(), 0))
+			windowsOver(w, e, func(win, t ptx.Reg) {
+				at := k.Reg(ptx.U64)
+				k.Op("mad.lo.s64 %s, %s, %s, %s", at, win, taps, t)
+				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(dy, at, d.Size()))))
+			})
+			store(k, d, k.Addr(o, e, d.Size()), acc)
 		})
-		store(k, d, k.Addr(o, e, d.Size()), acc)
 	})
 	return k
 }
@@ -295,19 +410,21 @@ func windowReduceKernel(kind string, d DType) *ptx.Kernel {
 	o, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
 	n := windowParams(k)
 	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
-	k.GridStride(n, func(win ptx.Reg) {
-		init := load(k, d, ip)
-		acc := k.Reg(d.reg())
-		k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
-		eachTap(k, win, func(off, pad ptx.Reg) {
-			v, inside := k.Reg(d.reg()), k.Label("inside")
-			k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
-			k.Op("@%s bra %s", pad, inside)
-			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, off, d.Size()))
-			k.Place(inside)
-			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(win ptx.Reg) {
+			init := load(k, d, ip)
+			acc := k.Reg(d.reg())
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
+			eachTap(w, win, func(off, pad ptx.Reg) {
+				v, inside := k.Reg(d.reg()), k.Label("inside")
+				k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
+				k.Op("@%s bra %s", pad, inside)
+				k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, off, d.Size()))
+				k.Place(inside)
+				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+			})
+			store(k, d, k.Addr(o, win, d.Size()), acc)
 		})
-		store(k, d, k.Addr(o, win, d.Size()), acc)
 	})
 	return k
 }
@@ -320,32 +437,34 @@ func windowSelectKernel(d DType, ge bool) *ptx.Kernel {
 	k := ptx.NewKernel(Name("window_select", sel, string(d)))
 	so, x := k.ParamPtr("sel"), k.ParamPtr("x")
 	n := windowParams(k)
-	k.GridStride(n, func(win ptx.Reg) {
-		at, best := k.Reg(ptx.S64), k.Reg(d.reg())
-		k.Op("mov.s64 %s, -1", at)
-		k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
-		eachTap(k, win, func(off, pad ptx.Reg) {
-			next, take := k.Label("tap"), k.Label("take")
-			k.Op("@%s bra %s", pad, next)
-			v := load(k, d, k.Addr(x, off, d.Size()))
-			p := k.Reg(ptx.Pred)
-			k.Op("setp.lt.s64 %s, %s, 0", p, at) // the first tap inside
-			k.Op("@%s bra %s", p, take)
-			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
-			if d.float() { // or v is the first NaN
-				vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-				k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
-				k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
-				k.Op("and.pred %s, %s, %s", vn, vn, bn)
-				k.Op("or.pred %s, %s, %s", p, p, vn)
-			}
-			k.Op("@!%s bra %s", p, next)
-			k.Place(take)
-			k.Op("mov.u64 %s, %s", at, off)
-			k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
-			k.Place(next)
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(win ptx.Reg) {
+			at, best := k.Reg(ptx.S64), k.Reg(d.reg())
+			k.Op("mov.s64 %s, -1", at)
+			k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
+			eachTap(w, win, func(off, pad ptx.Reg) {
+				next, take := k.Label("tap"), k.Label("take")
+				k.Op("@%s bra %s", pad, next)
+				v := load(k, d, k.Addr(x, off, d.Size()))
+				p := k.Reg(ptx.Pred)
+				k.Op("setp.lt.s64 %s, %s, 0", p, at) // the first tap inside
+				k.Op("@%s bra %s", p, take)
+				k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
+				if d.float() { // or v is the first NaN
+					vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+					k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
+					k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
+					k.Op("and.pred %s, %s, %s", vn, vn, bn)
+					k.Op("or.pred %s, %s, %s", p, p, vn)
+				}
+				k.Op("@!%s bra %s", p, next)
+				k.Place(take)
+				k.Op("mov.u64 %s, %s", at, off)
+				k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
+				k.Place(next)
+			})
+			k.Store(ptx.S64, k.Addr(so, win, 8), at)
 		})
-		k.Store(ptx.S64, k.Addr(so, win, 8), at)
 	})
 	return k
 }
@@ -354,17 +473,19 @@ func selectScatterKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("window_select_scatter", string(d)))
 	o, sp, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
 	n := windowParams(k)
-	k.GridStride(n, func(e ptx.Reg) {
-		acc := load(k, d, ip)
-		windowsOver(k, e, func(win, _ ptx.Reg) {
-			other, p := k.Reg(ptx.Pred), k.Load(ptx.S64, k.Addr(sp, win, 8))
-			skip := k.Label("other")
-			k.Op("setp.ne.s64 %s, %s, %s", other, p, e)
-			k.Op("@%s bra %s", other, skip)
-			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(src, win, d.Size()))))
-			k.Place(skip)
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(e ptx.Reg) {
+			acc := load(k, d, ip)
+			windowsOver(w, e, func(win, _ ptx.Reg) {
+				other, p := k.Reg(ptx.Pred), k.Load(ptx.S64, k.Addr(sp, win, 8))
+				skip := k.Label("other")
+				k.Op("setp.ne.s64 %s, %s, %s", other, p, e)
+				k.Op("@%s bra %s", other, skip)
+				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(src, win, d.Size()))))
+				k.Place(skip)
+			})
+			store(k, d, k.Addr(o, e, d.Size()), acc)
 		})
-		store(k, d, k.Addr(o, e, d.Size()), acc)
 	})
 	return k
 }
