@@ -119,6 +119,40 @@ func TestReduceOnGPU(t *testing.T) {
 			}
 		}
 	}
+	// Folds long enough to go in passes (kernels.ReduceParts): rows of
+	// several parts, a whole-tensor fold, columns of three passes; a NaN in
+	// a later part still wins.
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Uint8} {
+		for _, c := range []struct {
+			shape []int
+			dims  []int
+		}{{[]int{2, 9000}, []int{1}}, {[]int{100, 130}, nil}, {[]int{300, 3}, []int{0}}, {[]int{2, 700, 3}, []int{1}}} {
+			lo, hi := -3.0, 3.0
+			if dt == tensor.Uint8 {
+				lo = 0
+			}
+			x := ops.Cast(tensor.RandUniform(r, tensor.Float64, lo, hi, c.shape...), dt)
+			near1 := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0.99, 1.01, c.shape...), dt) // products that stay finite in any order
+			for kind := ops.ReduceSum; kind <= ops.ReduceProd; kind++ {
+				if kind == ops.ReduceMean && !dt.IsFloat() {
+					continue
+				}
+				in := x
+				if kind == ops.ReduceProd && dt.IsFloat() {
+					in = near1
+				}
+				red := ops.Reduction{Kind: kind, Dims: c.dims}
+				agree(t, fmt.Sprintf("%v %v over %v kind %d, in passes", dt, c.shape, c.dims, kind), ops.Reduce(onGPU(t, d, in), red), ops.Reduce(in, red))
+			}
+		}
+	}
+	long := make([]float32, 9000)
+	long[8000] = float32(math.NaN())
+	for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin, ops.ReduceSum} {
+		red := ops.Reduction{Kind: kind}
+		xl := tensor.FromSlice(long, 9000)
+		agree(t, fmt.Sprintf("NaN in a later part, kind %d", kind), ops.Reduce(onGPU(t, d, xl), red), ops.Reduce(xl, red))
+	}
 	x := tensor.FromSlice([]float32{1, float32(math.NaN()), 3, -1}, 2, 2)
 	for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin} {
 		for _, dims := range [][]int{{0}, {1}} {

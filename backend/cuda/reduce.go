@@ -56,12 +56,48 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 		return
 	}
 	g, name := gpu(c), reduceKindNames[kind]
+	// Long folds go in passes: each folds parts of at most limit elements
+	// into [outer, parts, inner] partials (a sum's for a mean), the next
+	// folds those, until one part is left.
+	limit := kernels.ReduceColChunk
 	if inner == 1 {
-		blocks := min(outer, max(g.info.SMs, 1)*32)
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(mid))
-		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", name, string(d)), blocks, kernels.ReduceBlock, args))
+		limit = kernels.ReduceRowChunk
+	}
+	src, count := x, mid
+	for {
+		chunk, parts := kernels.ReduceParts(mid, limit)
+		dst, pass := out, name
+		if parts > 1 {
+			var err error
+			if dst, err = tensor.Empty(c.Device, x.DType(), tensor.Shape{outer, parts, inner}); err != nil {
+				c.Fail(err, "the partial %s of %v", name, x.Shape())
+			}
+			if kind == ops.ReduceMean {
+				pass = "sum"
+			}
+		}
+		g.reducePass(c, d, pass, dst, src, outer, mid, inner, chunk, parts, count)
+		if src != x {
+			src.Release()
+		}
+		if parts == 1 {
+			return
+		}
+		src, mid = dst, parts
+	}
+}
+
+// reducePass queues one pass of reduceInto: src viewed as [outer, mid,
+// inner] folded by kind in parts of chunk elements into dst [outer,
+// parts, inner], a mean dividing by count.
+func (g *Device) reducePass(c *eager.Call, d kernels.DType, kind string, dst, src *tensor.Tensor, outer, mid, inner, chunk, parts, count int) {
+	n := outer * parts * inner
+	if inner == 1 {
+		blocks := min(n, max(g.info.SMs, 1)*32)
+		args := divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n).U64(uint64(count))
+		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", kind, string(d)), blocks, kernels.ReduceBlock, args))
 		return
 	}
-	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)).U64(uint64(mid)), inner, n)
-	check(c, g.launch("reduce", kernels.Name("reduce_cols", name, string(d)), n, args))
+	args := divisorArg(divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n), inner, n).U64(uint64(count))
+	check(c, g.launch("reduce", kernels.Name("reduce_cols", kind, string(d)), n, args))
 }

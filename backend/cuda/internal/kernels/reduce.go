@@ -9,17 +9,41 @@ import (
 // Reduce kernels fold x viewed as [outer, mid, inner] over mid (the
 // backend makes the reduced dimensions one block first), deterministically:
 // the order of every fold is fixed by the shapes and the block size, never
-// by scheduling.
+// by scheduling. A long mid is folded in parts, chunk elements each: the
+// kernels write [outer, parts, inner] partial results, which the backend
+// folds again (ReduceParts), so that a whole-tensor sum fills the GPU
+// instead of one multiprocessor.
 //
-//   - reduce_rows_<kind>_<dtype> (out, x, rows, mid), for inner = 1: a
-//     block per row (grid-stride over rows), each of its ReduceBlock
-//     threads folds the elements t, t+ReduceBlock, ... of the row, then a
-//     tree in shared memory combines the threads' partials.
-//   - reduce_cols_<kind>_<dtype> (out, x, n, mid, inner): a thread per
-//     output element (n = outer·inner) folds its column in order.
+//   - reduce_rows_<kind>_<dtype> (out, x, rows, mid, chunk, parts, count),
+//     for inner = 1: a block per (row, part) (grid-stride over rows·parts),
+//     each of its ReduceBlock threads folds the elements t, t+ReduceBlock,
+//     ... of its part of the row, then a tree in shared memory combines
+//     the threads' partials.
+//   - reduce_cols_<kind>_<dtype> (out, x, n, mid, chunk, parts, inner,
+//     count): a thread per output element (n = outer·parts·inner) folds
+//     its part of its column in order.
 //
-// Kinds: sum, mean (sum / mid: NaN for mid = 0), max, min (NaN propagates,
-// as the CPU's), prod. Integers wrap as the CPU's do.
+// Kinds: sum, mean (sum / count: NaN for count = 0), max, min (NaN
+// propagates, as the CPU's), prod. Integers wrap as the CPU's do. parts
+// and inner are divisor parameters (Divisor).
+
+// ReduceParts returns how a fold of mid elements is split: into parts of
+// chunk elements (the last shorter), parts = 1 where mid is at most
+// limit. It depends on the shapes alone, so the order of the sums does
+// too.
+func ReduceParts(mid, limit int) (chunk, parts int) {
+	if mid <= limit {
+		return mid, 1
+	}
+	return limit, (mid + limit - 1) / limit
+}
+
+// The parts' sizes: a row part gives each of a block's threads 16
+// elements; a column part is folded by one thread.
+const (
+	ReduceRowChunk = 16 * ReduceBlock
+	ReduceColChunk = 16
+)
 
 // ReduceBlock is the threads per block of the row kernels (a power of 2).
 const ReduceBlock = 256
@@ -65,14 +89,14 @@ func reduceCombine(k *ptx.Kernel, kind string, d DType, acc, y ptx.Reg) ptx.Reg 
 	return binaryOp(k, op, d, acc, y)
 }
 
-// reduceFinish divides a mean by mid (a u64 register).
-func reduceFinish(k *ptx.Kernel, kind string, d DType, acc, mid ptx.Reg) ptx.Reg {
+// reduceFinish divides a mean by count (a u64 register).
+func reduceFinish(k *ptx.Kernel, kind string, d DType, acc, count ptx.Reg) ptx.Reg {
 	if kind != "mean" {
 		return acc
 	}
 	t := d.reg()
 	n, r := k.Reg(t), k.Reg(t)
-	k.Op("cvt.rn.%s.u64 %s, %s", t, n, mid)
+	k.Op("cvt.rn.%s.u64 %s, %s", t, n, count)
 	k.Op("div.rn.%s %s, %s, %s", t, r, acc, n)
 	return r
 }
@@ -82,23 +106,36 @@ func mov(k *ptx.Kernel, d DType, dst ptx.Reg, src any) {
 	k.Op("mov.%s %s, %v", d.reg(), dst, src)
 }
 
+// part returns where part c of a fold of mid elements in chunks starts
+// (c·chunk) and how many elements it has.
+func part(k *ptx.Kernel, c, mid, chunk ptx.Reg) (start, n ptx.Reg) {
+	start, n = k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", start, c, chunk)
+	k.Op("sub.s64 %s, %s, %s", n, mid, start)
+	k.Op("min.u64 %s, %s, %s", n, n, chunk)
+	return start, n
+}
+
 func reduceRows(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("reduce_rows", kind, string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	rows, mid := k.Param("rows", ptx.U64), k.Param("mid", ptx.U64)
+	rows, mid, chunk := k.Param("rows", ptx.U64), k.Param("mid", ptx.U64), k.Param("chunk", ptx.U64)
+	parts, count := paramDivisor(k, "parts"), k.Param("count", ptx.U64)
 	b := newBlockRows(k, d.reg().Size())
-	b.eachRow(rows, func(row ptx.Reg) {
+	b.eachRow(rows, func(vrow ptx.Reg) {
+		row, c := divmod(k, vrow, parts)
+		start, n := part(k, c, mid, chunk)
 		base := k.Reg(ptx.U64)
-		k.Op("mul.lo.s64 %s, %s, %s", base, row, mid)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", base, row, mid, start)
 		acc := k.Reg(d.reg())
 		mov(k, d, acc, reduceInit(kind, d))
-		b.eachElem(mid, func(j ptx.Reg) {
+		b.eachElem(n, func(j ptx.Reg) {
 			at := k.Reg(ptx.U64)
 			k.Op("add.s64 %s, %s, %s", at, base, j)
 			mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
 		})
 		r := b.tree(d.reg(), acc, func(a, c ptx.Reg) ptx.Reg { return reduceCombine(k, kind, d, a, c) })
-		b.first(func() { store(k, d, k.Addr(o, row, d.Size()), reduceFinish(k, kind, d, r, mid)) })
+		b.first(func() { store(k, d, k.Addr(o, vrow, d.Size()), reduceFinish(k, kind, d, r, count)) })
 	})
 	return k
 }
@@ -178,13 +215,16 @@ func (b *blockRows) first(body func()) {
 func reduceCols(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("reduce_cols", kind, string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	n, mid, innerD := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), paramDivisor(k, "inner")
+	n, mid, chunk := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), k.Param("chunk", ptx.U64)
+	parts, innerD, count := paramDivisor(k, "parts"), paramDivisor(k, "inner"), k.Param("count", ptx.U64)
 	inner := innerD.v
 	k.GridStride(n, func(i ptx.Reg) {
 		at := k.Reg(ptx.U64)
-		outer, in := divmod(k, i, innerD)
-		k.Op("mul.lo.s64 %s, %s, %s", at, outer, mid)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", at, at, inner, in) // (outer·mid)·inner + in
+		q, in := divmod(k, i, innerD)
+		outer, c := divmod(k, q, parts)
+		start, cnt := part(k, c, mid, chunk)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, outer, mid, start)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, at, inner, in) // (outer·mid + start)·inner + in
 		acc := k.Reg(d.reg())
 		mov(k, d, acc, reduceInit(kind, d))
 		m := k.Reg(ptx.U64)
@@ -192,14 +232,14 @@ func reduceCols(kind string, d DType) *ptx.Kernel {
 		p := k.Reg(ptx.Pred)
 		loop, done := k.Label("col"), k.Label("col_done")
 		k.Place(loop)
-		k.Op("setp.ge.u64 %s, %s, %s", p, m, mid)
+		k.Op("setp.ge.u64 %s, %s, %s", p, m, cnt)
 		k.Op("@%s bra %s", p, done)
 		mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
 		k.Op("add.s64 %s, %s, %s", at, at, inner)
 		k.Op("add.s64 %s, %s, 1", m, m)
 		k.Op("bra.uni %s", loop)
 		k.Place(done)
-		store(k, d, k.Addr(o, i, d.Size()), reduceFinish(k, kind, d, acc, mid))
+		store(k, d, k.Addr(o, i, d.Size()), reduceFinish(k, kind, d, acc, count))
 	})
 	return k
 }
