@@ -50,3 +50,41 @@ func TestSequentialReleasesIntermediatesUnobserved(t *testing.T) {
 		t.Errorf("gradient shape %v", g.Shape())
 	}
 }
+
+// An RNN trains under a tape that releases its intermediates (TrainStep's)
+// as under one that keeps them: the loop drops what the backward does not
+// read, never the values an iteration hands to the next.
+func TestTrainStepOfRNNsReleasesNoLoopValue(t *testing.T) {
+	for _, cell := range []string{"lstm", "gru"} {
+		t.Run(cell, func(t *testing.T) {
+			build := func() (Module, Optimizer) {
+				rng := tensor.NewRNG(5)
+				var c Cell = NewLSTMCell("cell", rng, 4, 6, tensor.Float32)
+				if cell == "gru" {
+					c = NewGRUCell("cell", rng, 4, 6, tensor.Float32)
+				}
+				return NewSequential(&RNN{Cell: c}, NewDense("out", rng, 6, 3, DenseOpts{})), NewAdam(Constant(0.01))
+			}
+			x := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 2, 5, 4)
+			y := tensor.FromSlice([]int32{0, 2})
+			released, relOpt := build()
+			kept, keptOpt := build()
+			step := TrainStep(released, SparseSoftmaxCrossEntropy, relOpt)
+			for i := range 3 {
+				got, _, err := step([]*tensor.Tensor{x, y})
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				tp := tape.New()
+				loss := SparseSoftmaxCrossEntropy(kept.Forward(x), y)
+				vars := kept.Variables()
+				if err := keptOpt.Apply(vars, tp.Gradient(loss, Values(vars)...)); err != nil {
+					t.Fatal(err)
+				}
+				if want := loss.Float(); got != want {
+					t.Fatalf("step %d: loss %v under the releasing tape, %v under the keeping one", i, got, want)
+				}
+			}
+		})
+	}
+}

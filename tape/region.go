@@ -138,15 +138,15 @@ func captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tenso
 // in (from, to] that outputs depend on keeps, in place of such a tensor, a
 // stand-in with its dtype, shape and record but no values
 // (tensor.WithoutValues), so the memory goes unless the caller still holds
-// the tensor itself. Tensors in keep (the window's inputs and outputs), and
-// the inputs and outputs of nested regions and custom gradients, keep
-// their values. A loop calls it after each stored iteration, so that its
+// the tensor itself. The outputs, the tensors in keep (the window's
+// inputs), and the inputs and outputs of nested regions and custom
+// gradients keep their values. A loop calls it after each stored iteration, so that its
 // backward holds only what the body's gradient rules use.
 func dropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 	d := droppers.Get().(*dropper)
 	defer d.reset()
 	d.nodes, d.stack = walkBack(outputs, func(n *node) bool { return inRange(n, from, to) }, d.seen, d.stack, d.nodes)
-	for _, x := range keep {
+	for _, x := range slices.Concat(keep, outputs) { // the window's outputs are the caller's: never dropped
 		d.read[x] = true
 	}
 	for _, n := range d.nodes {

@@ -179,6 +179,7 @@ func TestControlFlowMatchesPyTorch(t *testing.T) {
 				want[i] = derivatives(c.tpl.loss, c.in, c.v)
 			}
 			checkControlTraced(t, seed, cases, want)
+			checkControlReleasing(t, seed, cases, want)
 			res := runTorch(t, cases)
 			for _, c := range cases {
 				r := res[c.ID]
@@ -196,7 +197,7 @@ func TestControlFlowMatchesPyTorch(t *testing.T) {
 				}
 			}
 			t.Logf("seed %d: %d control-flow programs (%d templates), each: loss, %s", seed, len(cases), len(templates),
-				"gradients, Hessian-vector products; traced with tapes inside and around")
+				"gradients, Hessian-vector products; traced with tapes inside and around; under a releasing tape")
 		})
 	}
 }
@@ -237,6 +238,33 @@ func checkControlTraced(t *testing.T, seed uint64, cases []*controlCase, want ma
 				if d := sameAs(g, want[c.ID][1+i]); d != "" {
 					t.Errorf("seed %d case %d (%s) under a tape, gradient %d: %s", seed, c.ID, tpl.name, i, d)
 				}
+			}
+		}
+	}
+}
+
+// checkControlReleasing runs each case eagerly under a tape that releases
+// its intermediates once its gradient is taken (nn.TrainStep's): the loop
+// drops what no gradient rule reads as it goes, and the loss and
+// gradients are still the eager ones.
+func checkControlReleasing(t *testing.T, seed uint64, cases []*controlCase, want map[int][]T) {
+	t.Helper()
+	for _, c := range cases {
+		var loss T
+		var grads []T
+		err := tensor.Catch(func() {
+			tp := tape.New(tape.Options{ReleaseIntermediates: true})
+			tp.Watch(c.in...)
+			loss = c.tpl.loss(c.in)
+			grads = tp.Gradient(loss, c.in...)
+		})
+		if err != nil {
+			t.Errorf("seed %d case %d (%s) under a releasing tape: %v", seed, c.ID, c.tpl.name, err)
+			continue
+		}
+		for i, g := range append([]T{loss}, grads...) {
+			if d := sameAs(g, want[c.ID][i]); d != "" {
+				t.Errorf("seed %d case %d (%s) under a releasing tape, result %d: %s", seed, c.ID, c.tpl.name, i, d)
 			}
 		}
 	}
