@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -44,32 +45,6 @@ func BenchmarkCNNTrainStep(b *testing.B) {
 	}
 }
 
-// fashionCNN is the Fashion-MNIST model of examples/fashion-mnist (and
-// issue 17): conv 3x3x32 SAME relu, max-pool 2, conv 3x3x64 SAME relu,
-// max-pool 2, dense 128 relu, dense 10, Adam, in the given layout, with a
-// batch of 128 28x28 one-channel images.
-func fashionCNN(format ops.DataFormat) (model *nn.Sequential, opt nn.Optimizer, x, y *tensor.Tensor) {
-	rng := tensor.NewRNG(3)
-	conv := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: format}, Activation: ops.Relu}
-	pool := nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: format}}
-	model = nn.NewSequential(
-		nn.NewConv2D("conv1", rng, 3, 3, 1, 32, conv), pool,
-		nn.NewConv2D("conv2", rng, 3, 3, 32, 64, conv), pool,
-		nn.Flatten{},
-		nn.NewDense("dense", rng, 7*7*64, 128, nn.DenseOpts{Activation: ops.Relu}),
-		nn.NewDense("logits", rng, 128, 10, nn.DenseOpts{}))
-	shape := []int{128, 28, 28, 1}
-	if format == ops.NCHW {
-		shape = []int{128, 1, 28, 28}
-	}
-	x = tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, shape...)
-	labels := make([]int32, 128)
-	for i := range labels {
-		labels[i] = int32(i % 10)
-	}
-	return model, nn.NewAdam(nn.Constant(1e-3)), x, tensor.FromSlice(labels)
-}
-
 // BenchmarkFashionCNNTrainStep is one training step of the Fashion-MNIST
 // CNN, NHWC and NCHW, eager (nn.TrainStep) and traced
 // (nn.TracedTrainStep).
@@ -77,7 +52,7 @@ func BenchmarkFashionCNNTrainStep(b *testing.B) {
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 		for _, mode := range []string{"eager", "traced"} {
 			b.Run(format.String()+"/"+mode, func(b *testing.B) {
-				model, opt, x, y := fashionCNN(format)
+				model, opt, x, y := benchmodels.FashionCNN(format)
 				step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 				if mode == "traced" {
 					step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)

@@ -73,13 +73,42 @@ fi
 } >>"$sum"
 
 if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
-	python3 "$here/torch_gpu.py" >"$out/torch.log" 2>&1
+	timeout 300 python3 "$here/torch_gpu.py" >"$out/torch.log" 2>&1
 	{
 		echo
-		echo "## PyTorch on the same GPU"
+		echo "## eagerflow beside PyTorch and JAX on the same GPU"
+		echo
+		python3 "$here/gpu_table.py" "$out/bench.log" "$out/torch.log"
 		echo
 		echo '```'
 		cat "$out/torch.log"
+		echo '```'
+	} >>"$sum"
+fi
+
+# The CNN step's kernels: Nsight Compute's time per kernel (three steps
+# and the set-up), and PyTorch's own profile of its step.
+if command -v ncu >/dev/null; then
+	timeout 240 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
+		"$here/cuda.test" -test.run '^$' -test.bench 'FashionCNNTrainStepGPU/NHWC/eager' -test.benchtime 3x \
+		>"$out/ncu.log" 2>&1
+	{
+		echo
+		echo "## Kernel time, NHWC CNN step (ncu, gpu__time_duration; three steps and the set-up)"
+		echo
+		echo '```'
+		python3 "$here/ncu_summary.py" "$out/ncu.log" 2>&1 | head -40
+		echo '```'
+	} >>"$sum"
+fi
+if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
+	EAGERFLOW_TORCH_PROFILE=1 timeout 120 python3 "$here/torch_gpu.py" >"$out/torch-profile.log" 2>&1
+	{
+		echo
+		echo "## PyTorch's CNN step (torch.profiler)"
+		echo
+		echo '```'
+		tail -40 "$out/torch-profile.log"
 		echo '```'
 	} >>"$sum"
 fi

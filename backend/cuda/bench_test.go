@@ -2,13 +2,16 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -20,7 +23,9 @@ import (
 
 func benchGPU(b *testing.B) *Device {
 	d := testGPU(b)
-	if strings.Contains(d.Driver(), "emulator") {
+	// EAGERFLOW_BENCH_EMULATOR=1 runs them there anyway, to check that
+	// they run before a GPU is lent (with -test.benchtime 1x).
+	if strings.Contains(d.Driver(), "emulator") && os.Getenv("EAGERFLOW_BENCH_EMULATOR") != "1" {
 		b.Skip("the emulator's times mean nothing: run with EAGERFLOW_REQUIRE_GPU=1 on a GPU")
 	}
 	return d
@@ -203,6 +208,62 @@ func BenchmarkRNNLoopGradGPU(b *testing.B) {
 				}
 			}
 			timeSteps(b, d, step)
+		})
+	}
+}
+
+// BenchmarkFashionCNNTrainStepGPU is one training step of the
+// Fashion-MNIST CNN (internal/benchmodels, batch 128, Adam) on the GPU,
+// NHWC and NCHW, eager (nn.TrainStep) and traced (nn.TracedTrainStep),
+// reading the loss on the host each step as its PyTorch twin in
+// bench/peers/torch_gpu.py does (loss.item()). peak-MB is the most device
+// memory its buffers held (MemoryStats.Peak), beside PyTorch's
+// torch.cuda.max_memory_allocated.
+func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		for _, mode := range []string{"eager", "traced"} {
+			b.Run(format.String()+"/"+mode, func(b *testing.B) {
+				restore := device.SetDefault(d)
+				defer restore()
+				model, opt, x, y := benchmodels.FashionCNN(format)
+				step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+				if mode == "traced" {
+					step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+				}
+				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
+				d.ResetPeak()
+				timeSteps(b, d, func() {
+					if _, _, err := step(batch); err != nil {
+						b.Fatal(err)
+					}
+				})
+				b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
+			})
+		}
+	}
+}
+
+// BenchmarkCharRNNStepGPU is examples/charrnn's training step (an LSTM of
+// 96 over 32 characters, batch 16, vocabulary 65; internal/benchmodels)
+// on the GPU, eager and traced, the loss read each step.
+func BenchmarkCharRNNStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	for _, mode := range []string{"eager", "traced"} {
+		b.Run(mode, func(b *testing.B) {
+			restore := device.SetDefault(d)
+			defer restore()
+			model, opt, x, y := benchmodels.CharLSTM(65)
+			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			if mode == "traced" {
+				step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			}
+			batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
+			timeSteps(b, d, func() {
+				if _, _, err := step(batch); err != nil {
+					b.Fatal(err)
+				}
+			})
 		})
 	}
 }

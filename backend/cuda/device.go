@@ -38,6 +38,7 @@ type Device struct {
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class
 	inUse   int              // bytes of live buffers
+	peak    int              // the most inUse held since ResetPeak
 	cached  int              // bytes in the cache
 	staging []byte           // page-locked host buffer for copies
 	host    hostPool         // page-locked blocks for swapped values
@@ -137,7 +138,7 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 		p := free[len(free)-1]
 		d.cache[class] = free[:len(free)-1]
 		d.cached -= size
-		d.inUse += size
+		d.use(size)
 		return d.track(&buffer{dev: d, ptr: p, size: nbytes, class: class}), nil
 	}
 	var p cu.Ptr
@@ -150,8 +151,34 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %d bytes with %d in use: %v", device.ErrOutOfMemory, d.name, nbytes, d.inUse, err)
 	}
-	d.inUse += size
+	d.use(size)
 	return d.track(&buffer{dev: d, ptr: p, size: nbytes, class: class}), nil
+}
+
+// use counts size more bytes in use (d.mu held).
+func (d *Device) use(size int) {
+	d.inUse += size
+	d.peak = max(d.peak, d.inUse)
+}
+
+// MemoryStats are a GPU's memory counts in bytes, by the size classes
+// buffers are allocated in (powers of two from 256 bytes): held by live
+// buffers, the most they held since the last ResetPeak, and held by the
+// cache of freed buffers for reuse.
+type MemoryStats struct{ InUse, Peak, Cached int }
+
+// MemoryStats returns the device's memory counts.
+func (d *Device) MemoryStats() MemoryStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return MemoryStats{InUse: d.inUse, Peak: d.peak, Cached: d.cached}
+}
+
+// ResetPeak starts the peak count afresh from the memory in use now.
+func (d *Device) ResetPeak() {
+	d.mu.Lock()
+	d.peak = d.inUse
+	d.mu.Unlock()
 }
 
 // track sets b's cleanup.

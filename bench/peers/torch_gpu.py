@@ -1,19 +1,62 @@
-"""PyTorch on the GPU: the peers of backend/cuda's GPU benchmarks, run by
-scripts/gpu-run.sh on the same machine. Times with CUDA events, median of
-repeats after a warm-up."""
+"""PyTorch (and JAX, where installed) on the GPU: the twins of
+backend/cuda's GPU benchmarks, run by scripts/gpu-run.sh on the same
+machine. Each line is in Go's benchmark format, named after the eagerflow
+benchmark it pairs with, Torch or Jax put before the name
+(BenchmarkTorchMLPStepGPU pairs with BenchmarkMLPStepGPU), so that
+bench/peers/gpu_table.py can set them side by side.
+
+EAGERFLOW_GPU_DRYRUN=1 runs every twin a few times on the CPU, to check
+the script where there is no GPU (its figures mean nothing then)."""
+import os
 import statistics
+import sys
+import time
+
 import torch
 
-assert torch.cuda.is_available(), "no CUDA device for PyTorch"
-dev = torch.device("cuda")
+DRY = os.environ.get("EAGERFLOW_GPU_DRYRUN") == "1"
+if not DRY:
+    assert torch.cuda.is_available(), "no CUDA device for PyTorch"
+dev = torch.device("cpu" if DRY else "cuda")
 
 
-def median_ms(fn, reps=50, warm=5):
-    for _ in range(warm):
+def sync():
+    if not DRY:
+        torch.cuda.synchronize()
+
+
+def reps(n):
+    return 2 if DRY else n
+
+
+def line(name, value, unit, extra=""):
+    print(f"{name} 1 {value:.6g} {unit}{extra}", flush=True)
+
+
+def host_ns(fn, n, warm=10):
+    """Wall time per call in nanoseconds, the device drained before and after."""
+    for _ in range(reps(warm)):
         fn()
-    torch.cuda.synchronize()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps(n)):
+        fn()
+    sync()
+    return 1e9 * (time.perf_counter() - t0) / reps(n)
+
+
+def median_ms(fn, n=50, warm=5):
+    """The median of CUDA-event times (wall times in a dry run), in ms."""
+    for _ in range(reps(warm)):
+        fn()
+    sync()
     times = []
-    for _ in range(reps):
+    for _ in range(reps(n)):
+        if DRY:
+            t0 = time.perf_counter()
+            fn()
+            times.append(1e3 * (time.perf_counter() - t0))
+            continue
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         fn()
@@ -23,39 +66,85 @@ def median_ms(fn, reps=50, warm=5):
     return statistics.median(times)
 
 
-print("torch", torch.__version__, "CUDA", torch.version.cuda, "on", torch.cuda.get_device_name())
+name = "cpu (dry run)" if DRY else torch.cuda.get_device_name()
+print(f"# torch {torch.__version__} CUDA {torch.version.cuda} on {name}", flush=True)
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
 
-# Per-op cost of a small eager add: host time per op over many ops.
-import time
-x = torch.randn(16, device=dev)
-for _ in range(1000):
-    x + x
-torch.cuda.synchronize()
-n = 20000
-t0 = time.perf_counter()
-for _ in range(n):
-    x + x
-torch.cuda.synchronize()
-print(f"EagerAdd[16] {1e9 * (time.perf_counter() - t0) / n:.0f} ns/op")
+# The Fashion-MNIST CNN of internal/benchmodels: conv 3x3x32 same relu,
+# pool 2, conv 3x3x64 same relu, pool 2, dense 128 relu, dense 10; Adam
+# 1e-3; a batch of 128 28x28 images; NCHW and NHWC (channels_last). Eager
+# reads the loss each step (loss.item()); "traced" is the step captured
+# as a CUDA graph with capturable Adam (the loss read each step too).
+def fashion(memory):
+    fm = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 128), torch.nn.ReLU(),
+        torch.nn.Linear(128, 10)).to(dev).to(memory_format=memory)
+    xf = torch.rand(128, 1, 28, 28, device=dev).contiguous(memory_format=memory)
+    yf = torch.arange(128, device=dev) % 10
+    return fm, xf, yf
 
-n = 1 << 26
+
+def peak_mb():
+    return 0.0 if DRY else torch.cuda.max_memory_allocated() / (1 << 20)
+
+
+def reset_peak():
+    if not DRY:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+
+
+if os.environ.get("EAGERFLOW_TORCH_PROFILE") == "1":
+    # The CNN step's kernels by CUDA time (torch.profiler), NHWC, three
+    # steps after three of warm-up.
+    from torch.profiler import ProfilerActivity, profile
+    fm, xf, yf = fashion(torch.channels_last)
+    padam = torch.optim.Adam(fm.parameters(), lr=1e-3)
+
+    def pstep():
+        padam.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(fm(xf), yf)
+        loss.backward()
+        padam.step()
+        return loss.item()
+
+    for _ in range(3):
+        pstep()
+    acts = [ProfilerActivity.CPU] + ([] if DRY else [ProfilerActivity.CUDA])
+    with profile(activities=acts) as prof:
+        for _ in range(3):
+            pstep()
+    key = "self_cpu_time_total" if DRY else "self_cuda_time_total"
+    print(prof.key_averages().table(sort_by=key, row_limit=30, max_name_column_width=70))
+    sys.exit(0)
+
+# Per-op cost of a small eager add.
+x16 = torch.randn(16, device=dev)
+line("BenchmarkTorchEagerAddGPU", host_ns(lambda: x16 + x16, 20000, warm=1000), "ns/op")
+
+n = 1 << (20 if DRY else 26)
 a, b = torch.randn(n, device=dev), torch.randn(n, device=dev)
-ms = median_ms(lambda: a + b)
-print(f"AddBandwidth[2^26] {3 * 4 * n / ms / 1e6:.0f} GB/s")
-src = torch.randn(1 << 27, device=dev)
+line("BenchmarkTorchAddBandwidthGPU", 3 * 4 * n / median_ms(lambda: a + b) / 1e3, "MB/s")
+src = torch.randn(2 * n, device=dev)
 dst = torch.empty_like(src)
-ms = median_ms(lambda: dst.copy_(src))
-print(f"CopyBandwidth[2^27] {2 * 4 * (1 << 27) / ms / 1e6:.0f} GB/s")
+line("BenchmarkTorchCopyBandwidthGPU", 2 * 4 * 2 * n / median_ms(lambda: dst.copy_(src)) / 1e3, "MB/s")
+del a, b, src, dst
 
-m = 8192
+m = 512 if DRY else 8192
 p, q = torch.randn(m, m, device=dev), torch.randn(m, m, device=dev)
 for tf32 in (False, True):
     torch.backends.cuda.matmul.allow_tf32 = tf32
-    ms = median_ms(lambda: p @ q, reps=20)
-    print(f"MatMul[8192 f32 tf32={tf32}] {2 * m**3 / ms / 1e9:.1f} TFLOP/s")
-
-# One training step of a 784-512-512-10 MLP, batch 256, Adam.
+    ms = median_ms(lambda: p @ q, n=20)
+    line(f"BenchmarkTorchMatMulGPU/op/tf32={str(tf32).lower()}", 2 * m**3 / ms / 1e9, "TFLOP/s")
 torch.backends.cuda.matmul.allow_tf32 = False
+del p, q
+
+# One training step of a 784-512-512-10 MLP, batch 256, Adam; the loss
+# read each step, as nn.TrainStep reads it.
 model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
                             torch.nn.Linear(512, 10)).to(dev)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -69,19 +158,7 @@ def mlp_step():
     opt.step()
 
 
-def host_us(fn, reps, warm=10):
-    """Wall time per call in microseconds, the GPU drained before and after."""
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return 1e6 * (time.perf_counter() - t0) / reps
-
-
-print(f"MLPStep[784-512-512-10 b256] {host_us(mlp_step, 200):.0f} us/step")
+line("BenchmarkTorchMLPStepGPU", host_ns(mlp_step, 200), "ns/op")
 
 # The RNN loop gradient: 50 steps of h = tanh(h W + x_t), h [1 128], W
 # [128 128], float32; forward and backward.
@@ -98,4 +175,146 @@ def rnn_grad():
     return gw
 
 
-print(f"RNNLoopGrad[50x128] {host_us(rnn_grad, 100):.0f} us")
+line("BenchmarkTorchRNNLoopGradGPU/eager", host_ns(rnn_grad, 100), "ns/op")
+
+
+# examples/charrnn's step (internal/benchmodels.CharLSTM): embedding 16
+# of 65 characters, an LSTM of 96 over 32 steps, dense logits per step,
+# Adam 0.01, batch 16; the loss read each step.
+class CharLSTM(torch.nn.Module):
+    def __init__(self, vocab=65):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, 16)
+        self.lstm = torch.nn.LSTM(16, 96, batch_first=True)
+        self.out = torch.nn.Linear(96, vocab)
+
+    def forward(self, ids):
+        h, _ = self.lstm(self.emb(ids))
+        return self.out(h.reshape(-1, 96))
+
+
+ids = torch.tensor([(i * 7 + i // 5) % 65 for i in range(16 * 33)], device=dev).reshape(16, 33)
+cx, cy = ids[:, :32].contiguous(), ids[:, 1:].reshape(-1).contiguous()
+clstm = CharLSTM().to(dev)
+cadam = torch.optim.Adam(clstm.parameters(), lr=0.01)
+
+
+def char_step():
+    cadam.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.cross_entropy(clstm(cx), cy)
+    loss.backward()
+    cadam.step()
+    return loss.item()
+
+
+line("BenchmarkTorchCharRNNStepGPU/eager", host_ns(char_step, 200), "ns/op")
+
+for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
+    reset_peak()
+    fm, xf, yf = fashion(memory)
+    fadam = torch.optim.Adam(fm.parameters(), lr=1e-3)
+
+    def eager_step():
+        fadam.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(fm(xf), yf)
+        loss.backward()
+        fadam.step()
+        return loss.item()
+
+    ns = host_ns(eager_step, 200)
+    line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+    if DRY:
+        continue
+    try:
+        reset_peak()
+        fm, xf, yf = fashion(memory)
+        gadam = torch.optim.Adam(fm.parameters(), lr=1e-3, capturable=True)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm up on a side stream before capture
+                gadam.zero_grad(set_to_none=True)
+                torch.nn.functional.cross_entropy(fm(xf), yf).backward()
+                gadam.step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        gadam.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            gloss = torch.nn.functional.cross_entropy(fm(xf), yf)
+            gloss.backward()
+            gadam.step()
+
+        def graph_step():
+            graph.replay()
+            return gloss.item()
+
+        ns = host_ns(graph_step, 500)
+        line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/traced", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+    except Exception as e:  # a PyTorch without graph capture: say so, go on
+        print(f"# torch CUDA graph {fmt}: {type(e).__name__}: {e}", flush=True)
+
+
+def jax_twins():
+    """The traced CNN step under jax.jit (NHWC, Adam written out), the
+    reference for what a traced step should reach."""
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(3)
+    ks = jax.random.split(key, 5)
+
+    def glorot(k, shape, fan_in, fan_out):
+        lim = (6 / (fan_in + fan_out)) ** 0.5
+        return jax.random.uniform(k, shape, jnp.float32, -lim, lim)
+
+    params = {
+        "c1": glorot(ks[0], (3, 3, 1, 32), 9, 288), "b1": jnp.zeros(32),
+        "c2": glorot(ks[1], (3, 3, 32, 64), 288, 576), "b2": jnp.zeros(64),
+        "d1": glorot(ks[2], (7 * 7 * 64, 128), 3136, 128), "e1": jnp.zeros(128),
+        "d2": glorot(ks[3], (128, 10), 128, 10), "e2": jnp.zeros(10),
+    }
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def pool(v):
+        return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss_fn(p, x, y):
+        h = jax.nn.relu(jax.lax.conv_general_dilated(x, p["c1"], (1, 1), "SAME", dimension_numbers=dn) + p["b1"])
+        h = pool(h)
+        h = jax.nn.relu(jax.lax.conv_general_dilated(h, p["c2"], (1, 1), "SAME", dimension_numbers=dn) + p["b2"])
+        h = pool(h).reshape(x.shape[0], -1)
+        h = jax.nn.relu(h @ p["d1"] + p["e1"])
+        logits = h @ p["d2"] + p["e2"]
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    @jax.jit
+    def step(p, m, v, t, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        t = t + 1
+        m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, g)
+        v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
+        lr = 1e-3 * jnp.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        p = jax.tree_util.tree_map(lambda p, m, v: p - lr * m / (jnp.sqrt(v) + 1e-8), p, m, v)
+        return p, m, v, t, loss
+
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+    state = [params, zeros, zeros, jnp.float32(0)]
+    x = jax.random.uniform(ks[4], (128, 28, 28, 1), jnp.float32)
+    y = jnp.arange(128) % 10
+
+    def one():
+        p, m, v, t, loss = step(*state, x, y)
+        state[:] = [p, m, v, t]
+        return float(loss)
+
+    ns = host_ns(one, 500)
+    line("BenchmarkJaxFashionCNNTrainStepGPU/NHWC/traced", ns, "ns/op")
+    print(f"# jax {jax.__version__} on {jax.devices()[0]}", flush=True)
+
+
+try:
+    jax_twins()
+except ImportError:
+    print("# jax: not installed", flush=True)
+except Exception as e:
+    print(f"# jax: {type(e).__name__}: {e}", file=sys.stdout, flush=True)
