@@ -235,6 +235,31 @@ type RandomFiller interface {
 	FillRandom(dst Buffer, n int, r RandomDraw) error
 }
 
+// AdamStepper is a device that takes an Adam step over many tensors in
+// place at once (a GPU: one launch for a whole model, where the step
+// written in ops launches about ten kernels a variable). The formula is
+// ops.AdamParams' (backend/cpu.AdamInPlace's on the host), to the bit.
+type AdamStepper interface {
+	// AdamStep updates each tensor's W, M and V from its G; elem is the
+	// element size (4: float32, 8: float64). It fails, changing nothing,
+	// on buffers of another device or too small for N elements.
+	AdamStep(elem int, ts []AdamTensor, s AdamSettings) error
+}
+
+// AdamTensor is one variable of an Adam step: its value W, its moments M
+// and V, and its gradient G, each N elements from the buffer's start.
+type AdamTensor struct {
+	W, M, V, G Buffer
+	N          int
+}
+
+// AdamSettings are an Adam step's constants: the rate, the decays, the
+// bias corrections 1-β^t, ε and the decoupled weight decay (the fields
+// of ops.AdamParams).
+type AdamSettings struct {
+	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
+}
+
 // Swapper is a device that moves a buffer's contents to host memory and
 // back without the host waiting: page-locked host memory, and copies
 // queued in order with the device's work (the control-flow paper's

@@ -212,15 +212,21 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	lr := o.LR(o.steps)
 	t := float64(o.steps + 1)
 	c1, c2 := 1-math.Pow(o.Beta1, t), 1-math.Pow(o.Beta2, t)
+	ms, ss := make([]*tape.Variable, len(vars)), make([]*tape.Variable, len(vars))
+	for i, v := range vars {
+		if grads[i] != nil {
+			ms[i], ss[i] = o.get("m", v), o.get("v", v)
+		}
+	}
+	// One fused pass per variable on the CPU, one launch for the model on
+	// a GPU; ops for the rest.
+	done := tape.AdamUpdateAll(vars, ms, ss, grads, ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: c1, C2: c2, Eps: o.Eps, WeightDecay: o.WeightDecay})
 	for i, v := range vars {
 		g := grads[i]
-		if g == nil {
+		if g == nil || done[i] {
 			continue
 		}
-		m, s := o.get("m", v), o.get("v", v)
-		if v.AdamUpdate(m, s, g, ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: c1, C2: c2, Eps: o.Eps, WeightDecay: o.WeightDecay}) {
-			continue // one fused pass on the CPU
-		}
+		m, s := ms[i], ss[i]
 		average(m, g, o.Beta1)
 		average(s, ops.Square(g), o.Beta2)
 		mhat := ops.Div(m.Value(), scalar(g, c1))

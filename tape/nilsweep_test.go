@@ -50,6 +50,10 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Variable.AdamUpdate", Fn: func(m, s *Variable, g *tensor.Tensor) {
 			NewVariable("v", x).AdamUpdate(m, s, g, ops.AdamParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
 		}, Valid: []any{NewVariable("m", ops.ZerosLike(x)), NewVariable("s", ops.ZerosLike(x)), x}},
+		{Name: "AdamUpdateAll", Fn: func(vars, ms, ss []*Variable, grads []*tensor.Tensor) {
+			AdamUpdateAll(vars, ms, ss, grads, ops.AdamParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
+		}, Valid: []any{[]*Variable{NewVariable("w", x)}, []*Variable{NewVariable("m", ops.ZerosLike(x))},
+			[]*Variable{NewVariable("s", ops.ZerosLike(x))}, []*tensor.Tensor{x}}},
 	}
 	noArg := "no argument"
 	prim := "a deprecated region primitive; control's constructs, which sweep, call it"

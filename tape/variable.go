@@ -1,8 +1,11 @@
 package tape
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/cpu"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -96,6 +99,74 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 		}
 	}
 	writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha))))
+}
+
+// AdamUpdateAll takes one Adam step on each vars[i] in place with its
+// moment slots ms[i] and ss[i] and gradient grads[i] (a nil gradient
+// skips the variable): on the host a fused pass each (AdamUpdate's), on a
+// device that takes whole steps (device.AdamStepper: a GPU) one call for
+// all its variables of a dtype, the same formula to the bit. done[i]
+// reports which it updated; the caller takes the others' steps with ops.
+// It panics with a *tensor.Error, before changing anything, on lists of
+// different lengths or a gradient or slot that does not match its
+// variable, and with the device's error if its step fails.
+func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
+	if len(ms) != len(vars) || len(ss) != len(vars) || len(grads) != len(vars) {
+		panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "%d variables, %d and %d moment slots, %d gradients", len(vars), len(ms), len(ss), len(grads)))
+	}
+	type group struct {
+		stepper device.AdamStepper
+		elem    int
+		idx     []int
+		ts      []device.AdamTensor
+	}
+	var groups []*group
+	done = make([]bool, len(vars))
+	for i, v := range vars {
+		g := grads[i]
+		if g == nil {
+			continue
+		}
+		if v == nil {
+			panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "variable %d is nil", i))
+		}
+		v.check("AdamUpdateAll", g)
+		for _, slot := range []*Variable{ms[i], ss[i]} {
+			if slot == nil {
+				panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name))
+			}
+			slot.check("AdamUpdateAll", v.t)
+		}
+	}
+	for i, v := range vars {
+		g := grads[i]
+		if g == nil {
+			continue
+		}
+		st, ok := v.t.Device().(device.AdamStepper)
+		if dt := v.t.DType(); !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
+			done[i] = v.AdamUpdate(ms[i], ss[i], g, p)
+			continue
+		}
+		g = g.Contiguous()
+		k := slices.IndexFunc(groups, func(gr *group) bool { return gr.stepper == st && gr.elem == v.t.DType().Size() })
+		if k < 0 {
+			groups = append(groups, &group{stepper: st, elem: v.t.DType().Size()})
+			k = len(groups) - 1
+		}
+		gr := groups[k]
+		gr.idx = append(gr.idx, i)
+		gr.ts = append(gr.ts, device.AdamTensor{W: v.t.Buffer(), M: ms[i].t.Buffer(), V: ss[i].t.Buffer(), G: g.Buffer(), N: v.t.NumElements()})
+	}
+	for _, gr := range groups {
+		if err := gr.stepper.AdamStep(gr.elem, gr.ts, device.AdamSettings(p)); err != nil {
+			panic(tensor.NewError("tape", "AdamUpdateAll", err, nil, "", "%v", err))
+		}
+		for _, i := range gr.idx {
+			done[i] = true
+		}
+	}
+	return done
 }
 
 // AdamUpdate takes one Adam step on the variable in place (cpu.AdamInPlace)

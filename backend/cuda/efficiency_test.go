@@ -66,6 +66,7 @@ const (
 var budgets = map[string]kernelBudget{
 	"add_f32_vv":                {instr: elementwiseBudget},
 	"lt_f32_vv":                 {instr: elementwiseBudget},
+	"abs_f32":                   {instr: 26}, // one element loaded a thread, where a binary op loads two: the loop costs twice per element
 	"cast_f32_f64":              {instr: elementwiseBudget},
 	"add_f32_bc":                {instr: broadcastBudget},
 	"div_f32_bc":                {instr: broadcastBudget},
@@ -77,6 +78,7 @@ var budgets = map[string]kernelBudget{
 	"softmax_f32":               {instr: 100},
 	"reduce_rows_sum_f32":       {instr: reduceRowsBudget},
 	"reduce_cols_sum_f32":       {instr: 14},
+	"adam_multi_8_f32":          {instr: 16}, // per element loaded: four an update
 	"window_patches_b32":        {instr: 200},
 	"window_reduce_max_f32":     {instr: 145, efficiency: 0.34, debt: "issue 32: NCHW pooling's threads take neighbouring windows, two columns apart, so a warp reads a third of each sector it touches; wants a 4-D path"},
 	"window_reduce_sum_f32":     {instr: 145},
@@ -125,6 +127,13 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"max pool NHWC and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(img, pool(ops.NHWC)) }, img) }},
 		{"max pool NCHW", func() { ops.MaxPool2D(imgc, pool(ops.NCHW)) }},
 		{"average pool NHWC", func() { ops.AvgPool2D(img, pool(ops.NHWC)) }},
+		{"adam step", func() {
+			vs := func(name string, x *tensor.Tensor) []*tape.Variable {
+				return []*tape.Variable{tape.NewVariable(name+"0", x), tape.NewVariable(name+"1", ops.Abs(row))}
+			}
+			tape.AdamUpdateAll(vs("w", x), vs("m", y), vs("v", ops.Abs(y)), []*tensor.Tensor{y, row},
+				ops.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
+		}},
 		{"conv NHWC and its gradients", func() {
 			grad(func() *tensor.Tensor { return ops.Conv2D(img, filt, ops.Conv2DOpts{Padding: ops.Same}) }, img, filt)
 		}},

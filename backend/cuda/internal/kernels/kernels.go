@@ -81,6 +81,7 @@ func Families() []Family {
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},
 		{Name: "window", Kernels: windowKernels()},
+		{Name: "optim", Kernels: optimKernels()},
 		{Name: "random", Kernels: randomKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
