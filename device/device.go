@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Kind is the family of a device: what kernels it runs. CPU (the zero
@@ -234,6 +235,19 @@ type RandomFiller interface {
 	// FillRandom writes n elements of the draw to dst.
 	FillRandom(dst Buffer, n int, r RandomDraw) error
 }
+
+// Timer is a device whose queue of work can be timed (a GPU, through
+// CUDA events): Mark queues a mark behind the work queued so far; Between
+// waits until the device has passed b and returns its time from a to b;
+// Forget frees a mark. Package profile times each op's device work so.
+type Timer interface {
+	Mark() (Mark, error)
+	Between(a, b Mark) (time.Duration, error)
+	Forget(m Mark)
+}
+
+// Mark is a point in a Timer's queue.
+type Mark uint64
 
 // AdamStepper is a device that takes an Adam step over many tensors in
 // place at once (a GPU: one launch for a whole model, where the step

@@ -105,6 +105,14 @@ func Run1(op *Op, attrs any, inputs ...*tensor.Tensor) *tensor.Tensor {
 // collector). It returns the outputs and the first of them, read before
 // the release, since buf may be the call's own storage.
 func execute(c *Call, specs []Out, buf []*tensor.Tensor) ([]*tensor.Tensor, *tensor.Tensor) {
+	if h := profileHook.Load(); h != nil {
+		return executeProfiled(*h, c, specs, buf)
+	}
+	return executeOp(c, specs, buf)
+}
+
+// executeOp is execute without the profile hook.
+func executeOp(c *Call, specs []Out, buf []*tensor.Tensor) ([]*tensor.Tensor, *tensor.Tensor) {
 	if o := view(c, specs); o != nil {
 		observe(c, o)
 		if len(o) == 0 { // an op for its effect alone (a send)

@@ -29,6 +29,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RegisterPortable", Fn: eager.RegisterPortable, Valid: []any{"NilsweepNoSuchOp", tensor.Float32, eager.Kernel(noop)}, Registration: true},
 		{Name: "RegisterElementwise", Fn: eager.RegisterElementwise, Registration: true},
 		{Name: "AttrString", Fn: eager.AttrString},
+		{Name: "SetProfileHook", Fn: eager.SetProfileHook}, // nil removes the hook
 	}
 	counters := "no argument: counters of the observers"
 	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Activations": counters, "Deactivate": counters, "Observing": counters})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/profile"
 	"github.com/eagerflow/eagerflow/tape"
 )
 
@@ -85,8 +86,12 @@ type History struct {
 // Fit runs step over ds for cfg.Epochs epochs, then validation and the
 // callbacks after each. vars and opt are what checkpoints save and
 // restore and what callbacks see.
-func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (History, error) {
-	var h History
+func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (h History, err error) {
+	defer func() { // the profile EAGERFLOW_PROFILE asked for, written as the run ends
+		if perr := profile.WriteEnv(); perr != nil && err == nil {
+			err = fmt.Errorf("nn: fit: %w", perr)
+		}
+	}()
 	if err := nilArg("Fit", arg{"the dataset", ds}, arg{"the step", step}, arg{"vars", vars}); err != nil {
 		return h, err
 	}

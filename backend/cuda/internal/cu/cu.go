@@ -125,6 +125,17 @@ type Context interface {
 // Event is a driver event (CUevent).
 type Event uintptr
 
+// Timing is a Context whose streams can be timed (package profile's
+// device times): TimedEventRecord makes an event that takes a timestamp
+// and records it on s; EventElapsed waits until the stream has passed end
+// and returns the milliseconds between the two (cuEventElapsedTime).
+// Calls are made inside Do, like the Context's; EventDestroy is Events'.
+type Timing interface {
+	TimedEventRecord(s Stream) (Event, error)
+	EventElapsed(start, end Event) (ms float32, err error)
+	EventDestroy(e Event) error
+}
+
 // Events is a Context whose streams run on their own, so that a watchdog
 // can mark a point of a stream and ask later, without waiting, whether
 // the stream has passed it: the driver's (libcuda). The emulator's
@@ -228,6 +239,7 @@ const (
 	ErrorInvalidPTX         = 218
 	ErrorInvalidHandle      = 400
 	ErrorNotFound           = 500
+	ErrorNotReady           = 600
 	ErrorIllegalAddress     = 700
 	ErrorLaunchOutOfRes     = 701
 	ErrorIllegalInstruction = 715
@@ -241,7 +253,7 @@ var names = map[int]string{
 	ErrorNotInitialized: "CUDA_ERROR_NOT_INITIALIZED", ErrorNoDevice: "CUDA_ERROR_NO_DEVICE",
 	ErrorInvalidDevice: "CUDA_ERROR_INVALID_DEVICE", ErrorInvalidContext: "CUDA_ERROR_INVALID_CONTEXT",
 	ErrorInvalidPTX: "CUDA_ERROR_INVALID_PTX", ErrorInvalidHandle: "CUDA_ERROR_INVALID_HANDLE",
-	ErrorNotFound: "CUDA_ERROR_NOT_FOUND", ErrorIllegalAddress: "CUDA_ERROR_ILLEGAL_ADDRESS",
+	ErrorNotFound: "CUDA_ERROR_NOT_FOUND", ErrorNotReady: "CUDA_ERROR_NOT_READY", ErrorIllegalAddress: "CUDA_ERROR_ILLEGAL_ADDRESS",
 	ErrorLaunchOutOfRes: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", ErrorIllegalInstruction: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
 	ErrorMisalignedAddress: "CUDA_ERROR_MISALIGNED_ADDRESS", ErrorLaunchFailed: "CUDA_ERROR_LAUNCH_FAILED",
 }

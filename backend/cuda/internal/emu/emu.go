@@ -73,7 +73,7 @@ func (d *Driver) Retain(ordinal int) (cu.Context, error) {
 	defer d.mu.Unlock()
 	if d.ctx == nil {
 		d.ctx = &Context{cfg: d.cfg, mem: newMemory(d.cfg.Memory), current: map[int]int{},
-			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{},
+			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{}, events: map[cu.Event]*timedEvent{},
 			pinned: map[uintptr]int{}}
 	}
 	return d.ctx, nil
@@ -94,6 +94,8 @@ type Context struct {
 	// Launches counts the kernels run, for tests.
 	Launches int
 	profiler func(Profile) // SetProfiler's
+	now      float64       // the clock, nominal nanoseconds (clock.go)
+	events   map[cu.Event]*timedEvent
 }
 
 type stream struct{ queue []func() error }
@@ -280,6 +282,7 @@ func (c *Context) MemcpyHtoD(dst cu.Ptr, src []byte, s cu.Stream) error {
 			return freed(call, err)
 		}
 		copy(d, src)
+		c.tick(float64(len(src)) / hostBytesPerNs)
 		return nil
 	})
 }
@@ -309,6 +312,7 @@ func (c *Context) MemcpyDtoH(dst []byte, src cu.Ptr, s cu.Stream) error {
 			return freed(call, err)
 		}
 		copy(dst, b)
+		c.tick(float64(len(dst)) / hostBytesPerNs)
 		return nil
 	})
 }
@@ -331,6 +335,7 @@ func (c *Context) MemcpyDtoD(dst, src cu.Ptr, n int, s cu.Stream) error {
 			return freed(call, err)
 		}
 		copy(d, b)
+		c.tick(2 * float64(n) / deviceBytesPerNs)
 		return nil
 	})
 }
@@ -489,6 +494,7 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		if err := r.exec(); err != nil {
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
 		}
+		c.tick(c.launchTime(r.steps))
 		if r.count != nil {
 			r.count.p.Instructions = r.steps - r.count.params
 			c.profiler(r.count.p)
@@ -519,6 +525,12 @@ func (c *Context) StreamSynchronize(s cu.Stream) error {
 	if err != nil {
 		return err
 	}
+	return c.runLocked(st)
+}
+
+// runLocked runs what st has queued, in order (c.mu held); a fault
+// sticks.
+func (c *Context) runLocked(st *stream) error {
 	q := st.queue
 	st.queue = nil
 	for _, op := range q {
@@ -542,6 +554,7 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 		if err := gemm(c.mem, g); err != nil {
 			return cu.Errorf(call, cu.ErrorIllegalAddress, "%v", err)
 		}
+		c.tick(launchNs + 2*float64(g.M)*float64(g.N)*float64(g.K)*float64(max(g.Batch, 1))/gemmFlopsPerNs)
 		return nil
 	})
 }

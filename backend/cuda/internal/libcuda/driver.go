@@ -27,6 +27,7 @@ type driverFuncs struct {
 	memsetD8, memsetD32, moduleLoadDataEx, moduleGetFunction, launch    uintptr
 	streamCreate, streamSynchronize, getErrorName, getErrorString       uintptr
 	eventCreate, eventRecord, eventQuery, eventDestroy                  uintptr
+	eventSynchronize, eventElapsed, eventElapsedV2                      uintptr
 }
 
 func (f *driverFuncs) symbols() map[string]*uintptr {
@@ -48,7 +49,9 @@ func (f *driverFuncs) symbols() map[string]*uintptr {
 
 // optional entry points: absent from older drivers, used where present.
 func (f *driverFuncs) optional() map[string]*uintptr {
-	return map[string]*uintptr{"cuMemAllocAsync": &f.memAllocAsync, "cuMemFreeAsync": &f.memFreeAsync}
+	return map[string]*uintptr{"cuMemAllocAsync": &f.memAllocAsync, "cuMemFreeAsync": &f.memFreeAsync,
+		"cuEventSynchronize": &f.eventSynchronize, "cuEventElapsedTime": &f.eventElapsed,
+		"cuEventElapsedTime_v2": &f.eventElapsedV2}
 }
 
 // Device attributes (CUdevice_attribute).
@@ -479,3 +482,39 @@ func (c *Context) EventDestroy(e cu.Event) error {
 }
 
 var _ cu.Events = (*Context)(nil)
+
+// TimedEventRecord makes an event that takes a timestamp (the default
+// flags) and records it on s.
+func (c *Context) TimedEventRecord(s cu.Stream) (cu.Event, error) {
+	var e uintptr
+	if err := c.d.call("cuEventCreate", c.d.f.eventCreate, uintptr(unsafe.Pointer(&e)), 0); err != nil {
+		return 0, err
+	}
+	if err := c.d.call("cuEventRecord", c.d.f.eventRecord, e, uintptr(s)); err != nil {
+		c.d.call("cuEventDestroy_v2", c.d.f.eventDestroy, e)
+		return 0, err
+	}
+	return cu.Event(e), nil
+}
+
+// EventElapsed waits for end and returns the milliseconds from start to
+// it, through cuEventElapsedTime_v2 where the driver has it.
+func (c *Context) EventElapsed(start, end cu.Event) (float32, error) {
+	elapsed, name := c.d.f.eventElapsedV2, "cuEventElapsedTime_v2"
+	if elapsed == 0 {
+		elapsed, name = c.d.f.eventElapsed, "cuEventElapsedTime"
+	}
+	if elapsed == 0 || c.d.f.eventSynchronize == 0 {
+		return 0, fmt.Errorf("cuda: the driver (%s) has no event timing", strings.Join(c.d.files, ", "))
+	}
+	if err := c.d.call("cuEventSynchronize", c.d.f.eventSynchronize, uintptr(end)); err != nil {
+		return 0, err
+	}
+	var ms float32
+	if err := c.d.call(name, elapsed, uintptr(unsafe.Pointer(&ms)), uintptr(start), uintptr(end)); err != nil {
+		return 0, err
+	}
+	return ms, nil
+}
+
+var _ cu.Timing = (*Context)(nil)
