@@ -19,15 +19,17 @@ const module = "github.com/eagerflow/eagerflow/"
 // ops, whose attributes their kernels read, and ops never imports them.)
 var layer = map[string]int{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 5,
-	"eager": 2, "ops": 3, "backend": 4, "tape": 5, "control": 6, "data": 6, "collective": 6,
+	"eager": 2, "ops": 3, "profile": 3, "backend": 4, "tape": 5, "control": 6, "data": 6, "collective": 6,
 	"nn": 7, "conformance": 7, "plot": 8, "notebook": 9, "examples": 9, "bench": 9, "(root)": 10,
 }
 
 // sublayer places the packages under a top-level directory that sit
 // elsewhere than it: internal/plumb imports nothing of the module, so
 // package tensor may lend its setters through it; backend/cuda/nccl is a
-// collective.Comm, above collective, built on the CUDA backend's internals.
-var sublayer = map[string]int{"internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "backend/opattr": 2, "backend/cuda/nccl": 7}
+// collective.Comm, above collective, built on the CUDA backend's internals;
+// internal/benchmodels builds the benchmarks' models from nn.
+var sublayer = map[string]int{"internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "backend/opattr": 2, "backend/cuda/nccl": 7,
+	"internal/benchmodels": 8}
 
 // top returns the key of path's layer: a sublayer's directory, or the
 // top-level directory.
