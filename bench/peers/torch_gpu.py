@@ -71,6 +71,19 @@ print(f"# torch {torch.__version__} CUDA {torch.version.cuda} on {name}", flush=
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
+def train_step(model, opt, x, y, read=True):
+    """One eager training step of model on (x, y) with cross-entropy,
+    reading the loss on the host as nn.TrainStep does (unless read is
+    false: BenchmarkMLPStepGPU's tape step reads nothing)."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item() if read else None
+    return step
+
+
 # The Fashion-MNIST CNN of internal/benchmodels: conv 3x3x32 same relu,
 # pool 2, conv 3x3x64 same relu, pool 2, dense 128 relu, dense 10; Adam
 # 1e-3; a batch of 128 28x28 images; NCHW and NHWC (channels_last). Eager
@@ -103,15 +116,7 @@ if os.environ.get("EAGERFLOW_TORCH_PROFILE") == "1":
     # steps after three of warm-up.
     from torch.profiler import ProfilerActivity, profile
     fm, xf, yf = fashion(torch.channels_last)
-    padam = torch.optim.Adam(fm.parameters(), lr=1e-3)
-
-    def pstep():
-        padam.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(fm(xf), yf)
-        loss.backward()
-        padam.step()
-        return loss.item()
-
+    pstep = train_step(fm, torch.optim.Adam(fm.parameters(), lr=1e-3), xf, yf)
     for _ in range(3):
         pstep()
     acts = [ProfilerActivity.CPU] + ([] if DRY else [ProfilerActivity.CUDA])
@@ -147,17 +152,8 @@ del p, q
 # read each step, as nn.TrainStep reads it.
 model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
                             torch.nn.Linear(512, 10)).to(dev)
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 xb, yb = torch.randn(256, 784, device=dev), torch.randint(0, 10, (256,), device=dev)
-
-
-def mlp_step():
-    opt.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(model(xb), yb)
-    loss.backward()
-    opt.step()
-
-
+mlp_step = train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), xb, yb, read=False)
 line("BenchmarkTorchMLPStepGPU", host_ns(mlp_step, 200), "ns/op")
 
 # The RNN loop gradient: 50 steps of h = tanh(h W + x_t), h [1 128], W
@@ -196,32 +192,13 @@ class CharLSTM(torch.nn.Module):
 ids = torch.tensor([(i * 7 + i // 5) % 65 for i in range(16 * 33)], device=dev).reshape(16, 33)
 cx, cy = ids[:, :32].contiguous(), ids[:, 1:].reshape(-1).contiguous()
 clstm = CharLSTM().to(dev)
-cadam = torch.optim.Adam(clstm.parameters(), lr=0.01)
-
-
-def char_step():
-    cadam.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(clstm(cx), cy)
-    loss.backward()
-    cadam.step()
-    return loss.item()
-
-
+char_step = train_step(clstm, torch.optim.Adam(clstm.parameters(), lr=0.01), cx, cy)
 line("BenchmarkTorchCharRNNStepGPU/eager", host_ns(char_step, 200), "ns/op")
 
 for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
     reset_peak()
     fm, xf, yf = fashion(memory)
-    fadam = torch.optim.Adam(fm.parameters(), lr=1e-3)
-
-    def eager_step():
-        fadam.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(fm(xf), yf)
-        loss.backward()
-        fadam.step()
-        return loss.item()
-
-    ns = host_ns(eager_step, 200)
+    ns = host_ns(train_step(fm, torch.optim.Adam(fm.parameters(), lr=1e-3), xf, yf), 200)
     line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
     if DRY:
         continue
