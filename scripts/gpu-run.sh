@@ -86,8 +86,18 @@ if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
 	} >>"$sum"
 fi
 
-# The CNN step's kernels: Nsight Compute's time per kernel (three steps
+# The CNN step's kernels: eagerflow's profile (package profile: each op's
+# host and device time), Nsight Compute's time per kernel (three steps
 # and the set-up), and PyTorch's own profile of its step.
+EAGERFLOW_GPU_PROFILE=1 timeout 120 "$here/cuda.test" -test.run '^TestFashionCNNStepProfileGPU$' -test.v >"$out/profile.log" 2>&1
+{
+	echo
+	echo "## eagerflow's profile of three NHWC CNN steps (package profile)"
+	echo
+	echo '```'
+	sed -n '/three NHWC steps/,/^--- /p' "$out/profile.log" | head -60
+	echo '```'
+} >>"$sum"
 if command -v ncu >/dev/null; then
 	timeout 240 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
 		"$here/cuda.test" -test.run '^$' -test.bench 'FashionCNNTrainStepGPU/NHWC/eager' -test.benchtime 3x \

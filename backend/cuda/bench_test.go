@@ -14,6 +14,7 @@ import (
 	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/profile"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -266,4 +267,38 @@ func BenchmarkCharRNNStepGPU(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestFashionCNNStepProfileGPU prints eagerflow's profile (package
+// profile: host and device time per op) of three NHWC steps of the
+// Fashion-MNIST CNN, eager, after three unprofiled ones. It runs where
+// EAGERFLOW_GPU_PROFILE=1 (scripts/gpu-run.sh sets it), on the GPU or,
+// slowly, on the emulator, whose device times are its nominal clock's.
+func TestFashionCNNStepProfileGPU(t *testing.T) {
+	if os.Getenv("EAGERFLOW_GPU_PROFILE") != "1" {
+		t.Skip("EAGERFLOW_GPU_PROFILE=1 runs it (scripts/gpu-run.sh)")
+	}
+	d := testGPU(t)
+	restore := device.SetDefault(d)
+	defer restore()
+	model, opt, x, y := benchmodels.FashionCNN(ops.NHWC)
+	step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+	batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+	run := func() {
+		for range 3 {
+			if _, _, err := step(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run()
+	if err := profile.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	p, err := profile.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("three NHWC steps on %s:\n%s", d.Name(), p.Table())
 }
