@@ -21,6 +21,8 @@ import (
 //     Pᵀ·dY' with dY permuted to [N·OH·OW, O], then permuted back.
 //
 // The input gradient is the patches' adjoint (ScatterPatches) of dP.
+// Where cuDNN takes the convolution, it computes all three instead
+// (dnn.go).
 
 func init() {
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
@@ -113,7 +115,7 @@ func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
 // convInto is the convolution of the call's first two inputs into out.
 func convInto(c *eager.Call, a ops.Conv2DGemmAttrs, out *tensor.Tensor) {
 	x, f := c.Inputs[0], c.Inputs[1]
-	if out.NumElements() == 0 {
+	if out.NumElements() == 0 || gpu(c).dnnForward(c, a, x, f, out) {
 		return
 	}
 	n, o := x.Dim(0), f.Dim(3)
@@ -137,7 +139,7 @@ func convInput(c *eager.Call, outs []*tensor.Tensor) {
 // convInputInto is the input gradient of a convolution with attributes a
 // and filter f, from the output gradient dy, into out.
 func convInputInto(c *eager.Call, a ops.Conv2DGemmAttrs, f, dy, out *tensor.Tensor) {
-	if out.NumElements() == 0 {
+	if out.NumElements() == 0 || gpu(c).dnnBackwardData(c, a, f, dy, out) {
 		return
 	}
 	n, ch, o := dy.Dim(0), f.Dim(2), f.Dim(3)
@@ -163,7 +165,7 @@ func convFilter(c *eager.Call, outs []*tensor.Tensor) {
 // convFilterInto is the filter gradient of a convolution with attributes
 // a of the input x, from the output gradient dy, into out.
 func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
-	if out.NumElements() == 0 {
+	if out.NumElements() == 0 || gpu(c).dnnBackwardFilter(c, a, x, dy, out) {
 		return
 	}
 	n, ch, o := x.Dim(0), a.Channels(x), a.Channels(dy)

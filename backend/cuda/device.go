@@ -34,6 +34,10 @@ type Device struct {
 	s    cu.Stream
 	info cu.Info
 	tf32 atomic.Bool // float32 GEMMs on TF32 tensor cores
+	// dnnOff turns cuDNN's convolutions off (SetCuDNN); plans holds the
+	// algorithm chosen per convolution pass (under mu).
+	dnnOff atomic.Bool
+	plans  map[planKey]cu.ConvPlan
 
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class
@@ -81,7 +85,8 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 	}
 	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), drv: drv, ctx: ctx, info: info,
 		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[string]cu.Function{},
-		host: hostPool{free: map[int][][]byte{}}}
+		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}}
+	d.dnnOff.Store(dnnOffByEnv())
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
 		return nil, err
 	}

@@ -39,8 +39,15 @@
 // each output computing its own value, so again no atomics), and the
 // layout ops through the device's strided copy (package backend/move).
 // MatMul in float32 and float64 is one cuBLAS strided batched GEMM (TF32
-// by Device.SetTF32); Conv2D and its two gradients are GEMMs against the
-// batch's patch matrix, in NHWC and NCHW. Ops that check index values
+// by Device.SetTF32); Conv2D and its two gradients run through cuDNN
+// (libcudnn.so.9, found as cuBLAS is; EAGERFLOW_LIBCUDNN names a file)
+// where it is there and takes the convolution (the same padding on both
+// sides), with the fastest deterministic algorithm of cuDNN's heuristics
+// that is neither FFT nor Winograd, chosen once per shape
+// (Device.SetCuDNN and EAGERFLOW_CUDNN=0 turn it off), and otherwise are
+// GEMMs against the batch's patch matrix, in NHWC and NCHW. An Adam step
+// updates all of a model's variables in one launch
+// (device.AdamStepper). Ops that check index values
 // (gather, scatter, the sparse cross-entropy) read the indices on the
 // host first, which waits for the stream. The device draws random tensors
 // itself (device.RandomFiller: tensor.RandUniform and the others made on

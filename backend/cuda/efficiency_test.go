@@ -134,7 +134,9 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			tape.AdamUpdateAll(vs("w", x), vs("m", y), vs("v", ops.Abs(y)), []*tensor.Tensor{y, row},
 				ops.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
 		}},
-		{"conv NHWC and its gradients", func() {
+		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
+			d.SetCuDNN(false)
+			defer d.SetCuDNN(true)
 			grad(func() *tensor.Tensor { return ops.Conv2D(img, filt, ops.Conv2DOpts{Padding: ops.Same}) }, img, filt)
 		}},
 	}

@@ -91,8 +91,9 @@ type Context struct {
 	funcs   map[cu.Function]*compiled
 	handles uintptr
 	pinned  map[uintptr]int // page-locked host allocations: start -> length
-	// Launches counts the kernels run, for tests.
-	Launches int
+	// Launches counts the kernels run, and DNNCalls the cuDNN passes, for
+	// tests.
+	Launches, DNNCalls int
 	profiler func(Profile) // SetProfiler's
 	now      float64       // the clock, nominal nanoseconds (clock.go)
 	events   map[cu.Event]*timedEvent

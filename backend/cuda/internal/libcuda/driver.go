@@ -68,6 +68,8 @@ type Driver struct {
 	f     driverFuncs
 	blas  *blas // nil without cuBLAS
 	blasE error // why there is no cuBLAS
+	dnn   *dnn  // nil without cuDNN
+	dnnE  error // why there is no cuDNN
 
 	mu       sync.Mutex
 	contexts map[int]*Context
@@ -143,6 +145,7 @@ func load() (*Driver, error) {
 		d.files = append(d.files, d.blas.files...)
 		d.files = append(d.files, "cuBLAS "+d.blas.version())
 	}
+	d.dnn, d.dnnE = loadDNN(dirs)
 	return d, nil
 }
 
@@ -186,6 +189,11 @@ func (d *Driver) Name() string {
 	s := strings.Join(d.files, ", ")
 	if d.blasE != nil {
 		s += " (no cuBLAS: " + d.blasE.Error() + ")"
+	}
+	if d.dnn != nil {
+		s += ", " + d.dnn.String()
+	} else if d.dnnE != nil {
+		s += " (no cuDNN: " + d.dnnE.Error() + ")"
 	}
 	return s
 }
@@ -271,6 +279,8 @@ type Context struct {
 	pools bool    // stream-ordered allocation
 	blasH uintptr // cublasHandle_t, made on first use
 	tf32  bool    // the handle's math mode
+	dnnH  uintptr // cudnnHandle_t, made on first use
+	convs map[cu.Conv]convDescs
 }
 
 // Do runs fn on a locked OS thread with the context current.
