@@ -94,9 +94,9 @@ type Context struct {
 	// Launches counts the kernels run, and DNNCalls the cuDNN passes, for
 	// tests.
 	Launches, DNNCalls int
-	profiler func(Profile) // SetProfiler's
-	now      float64       // the clock, nominal nanoseconds (clock.go)
-	events   map[cu.Event]*timedEvent
+	profiler           func(Profile) // SetProfiler's
+	now                float64       // the clock, nominal nanoseconds (clock.go)
+	events             map[cu.Event]*timedEvent
 }
 
 type stream struct{ queue []func() error }
