@@ -1,8 +1,9 @@
-// Package emu is an emulated CUDA driver and cuBLAS, for tests: device
-// memory lives in host RAM behind device addresses, modules load from the
-// PTX text the backend loads on hardware, and launches run through a PTX
-// interpreter (every thread of every block; shared memory and barriers
-// honoured). It holds the real API's contracts strictly, so that misuse
+// Package emu is an emulated CUDA driver, cuBLAS and cuDNN, for tests:
+// device memory lives in host RAM behind device addresses, modules load
+// from the PTX text the backend loads on hardware, and launches run
+// through a PTX interpreter (every thread of every block; shared memory,
+// barriers and warp shuffles honoured). It counts what each launch does
+// (Profile) and keeps a nominal clock for timed events (clock.go). It holds the real API's contracts strictly, so that misuse
 // fails here as it would on a GPU: calls outside a context current on the
 // calling thread, pointers outside allocations, reading a copy's
 // destination before its stream is synchronised (it is poisoned until

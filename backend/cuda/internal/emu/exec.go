@@ -22,6 +22,7 @@ const (
 	kBranch
 	kBarrier
 	kExit
+	kShfl // shfl.sync: the warp's lanes exchange values together (warp.go)
 )
 
 type instr struct {
@@ -32,6 +33,7 @@ type instr struct {
 	target int
 	div    uint8 // the width in bytes of an integer division or remainder; 0 for other instructions
 	param  bool  // a load from the parameter space, which ptxas folds into the instructions using it
+	shfl   *shflOp
 	line   int
 	text   string
 }
@@ -102,6 +104,10 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 	case "ret", "exit":
 		in.kind = kExit
 		return in, nil
+	case "shfl":
+		in.kind = kShfl
+		in.shfl, err = cc.shfl(mods, st.args)
+		return in, err
 	case "bar", "barrier":
 		if len(mods) < 1 || (mods[0] != "sync" && mods[0] != "cta") || len(st.args) != 1 || st.args[0] != "0" {
 			return in, fmt.Errorf("only bar.sync 0 is supported")
@@ -216,6 +222,9 @@ func (cc *compiler) src(s, class string, bitsOnly bool) (getter, error) {
 }
 
 func special(s string) (getter, bool) {
+	if s == "%laneid" {
+		return func(t *thread, b *block) uint64 { return uint64((t.id - 1) % warpSize) }, true
+	}
 	dims := map[string]int{"x": 0, "y": 1, "z": 2}
 	name, dim, ok := strings.Cut(strings.TrimPrefix(s, "%"), ".")
 	d, okd := dims[dim]

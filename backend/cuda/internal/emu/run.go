@@ -18,6 +18,7 @@ const (
 	running threadState = iota
 	waiting
 	exited
+	shuffling // at a shfl.sync, for its warp's other lanes (warp.go)
 )
 
 type thread struct {
@@ -26,6 +27,7 @@ type thread struct {
 	tid   [3]int
 	id    int32 // 1-based index in the block
 	state threadState
+	shfl  shflWait // what it brings to the shfl it waits at
 }
 
 type block struct {
@@ -123,6 +125,12 @@ func (r *run) runBlock(ctaid [3]int, threads []thread) error {
 				nexit++
 			}
 		}
+		if r.resolveShuffles(b, threads) {
+			continue
+		}
+		if r.err != nil {
+			return r.err
+		}
 		if nexit == len(threads) {
 			return nil
 		}
@@ -169,6 +177,9 @@ func (r *run) step(b *block, t *thread) {
 			return
 		case kExit:
 			t.state = exited
+			return
+		case kShfl:
+			r.arrive(b, t, in)
 			return
 		default:
 			in.exec(r, b, t)

@@ -171,34 +171,94 @@ func (b *blockRows) eachRow(rows ptx.Reg, body func(row ptx.Reg)) {
 func (b *blockRows) eachElem(n ptx.Reg, body func(j ptx.Reg)) { b.k.Loop(b.tid, n, b.ntid, body) }
 
 // tree combines every thread's v (of type t) and returns the result in
-// every thread; its last barrier frees the slots for reuse.
+// every thread; its last barrier frees the slots for reuse. A warp
+// combines its lanes' values by shuffles (a butterfly: lane i with lane i
+// xor 16, 8, 4, 2, 1), its lane 0 leaves the warp's result in shared
+// memory, and the first warp combines the blocks' warps the same way: no
+// barrier but the two around the warps' results, and the order fixed, as
+// before, by the block size alone. Blocks are ReduceBlock threads.
 func (b *blockRows) tree(t ptx.Type, v ptx.Reg, combine func(a, c ptx.Reg) ptx.Reg) ptx.Reg {
+	const warps = ReduceBlock / 32
 	k, size := b.k, t.Size()
-	mine, other, s := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("mad.lo.s64 %s, %s, %d, %s", mine, b.tid, size, b.sh)
-	k.Op("st.shared.%s [%s], %s", t, mine, v)
-	k.Op("bar.sync 0")
-	k.Op("shr.u64 %s, %s, 1", s, b.ntid)
-	p := k.Reg(ptx.Pred)
-	top, done, skip := k.Label("tree"), k.Label("tree_done"), k.Label("tree_skip")
-	k.Place(top)
-	k.Op("setp.eq.u64 %s, %s, 0", p, s)
-	k.Op("@%s bra %s", p, done)
-	k.Op("setp.ge.u64 %s, %s, %s", p, b.tid, s)
+	v = warpCombine(k, t, v, 32, combine)
+	lane, warp, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
+	k.Op("and.b64 %s, %s, 31", lane, b.tid)
+	k.Op("shr.u64 %s, %s, 5", warp, b.tid)
+	slot := k.Reg(ptx.U64)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", slot, warp, size, b.sh)
+	skip := k.Label("warp_result")
+	k.Op("setp.ne.u64 %s, %s, 0", p, lane)
 	k.Op("@%s bra %s", p, skip)
-	k.Op("mad.lo.s64 %s, %s, %d, %s", other, s, size, mine)
-	a, c := k.Reg(t), k.Reg(t)
-	k.Op("ld.shared.%s %s, [%s]", t, a, mine)
-	k.Op("ld.shared.%s %s, [%s]", t, c, other)
-	k.Op("st.shared.%s [%s], %s", t, mine, combine(a, c))
+	k.Op("st.shared.%s [%s], %s", t, slot, v)
 	k.Place(skip)
 	k.Op("bar.sync 0")
-	k.Op("shr.u64 %s, %s, 1", s, s)
-	k.Op("bra.uni %s", top)
+	// The first warp: lane i (< warps) takes warp i's result; the other
+	// lanes take any result (they combine only among themselves: the
+	// butterfly's offsets stay below warps).
+	others := k.Label("others")
+	k.Op("setp.ne.u64 %s, %s, 0", p, warp)
+	k.Op("@%s bra %s", p, others)
+	from, w := k.Reg(ptx.U64), k.Reg(t)
+	k.Op("and.b64 %s, %s, %d", from, lane, warps-1)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", from, from, size, b.sh)
+	k.Op("ld.shared.%s %s, [%s]", t, w, from)
+	w = warpCombine(k, t, w, warps, combine)
+	k.Op("bar.sync 0") // every read of the warps' results is done
+	done := k.Label("combined")
+	k.Op("setp.ne.u64 %s, %s, 0", p, lane)
+	k.Op("@%s bra %s", p, done)
+	k.Op("st.shared.%s [%s], %s", t, b.sh, w)
+	k.Op("bra.uni %s", done)
+	k.Place(others)
+	k.Op("bar.sync 0")
 	k.Place(done)
+	k.Op("bar.sync 0")
 	r := k.Reg(t)
 	k.Op("ld.shared.%s %s, [%s]", t, r, b.sh)
 	k.Op("bar.sync 0")
+	return r
+}
+
+// warpCombine combines v across groups of width lanes (a power of two up
+// to 32) by a shuffle butterfly, offsets width/2 down to 1: every lane of
+// a group ends with the group's result, combined in the same order in
+// every lane.
+func warpCombine(k *ptx.Kernel, t ptx.Type, v ptx.Reg, width int, combine func(a, c ptx.Reg) ptx.Reg) ptx.Reg {
+	for off := width / 2; off >= 1; off /= 2 {
+		v = combine(v, shuffleXor(k, t, v, off))
+	}
+	return v
+}
+
+// shuffleXor is v from lane (this lane xor off) of the warp: one
+// shfl.sync for 32-bit types, two for 64-bit ones (the halves).
+func shuffleXor(k *ptx.Kernel, t ptx.Type, v ptx.Reg, off int) ptx.Reg {
+	if t.Size() == 4 {
+		r := k.Reg(t)
+		k.Op("shfl.sync.bfly.b32 %s, %s, %d, 31, 0xffffffff", r, v, off)
+		return r
+	}
+	bits := v
+	if t == ptx.F64 {
+		bits = k.Reg(ptx.U64)
+		k.Op("mov.b64 %s, %s", bits, v)
+	}
+	lo, hi, hi64 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U64)
+	k.Op("cvt.u32.u64 %s, %s", lo, bits)
+	k.Op("shr.u64 %s, %s, 32", hi64, bits)
+	k.Op("cvt.u32.u64 %s, %s", hi, hi64)
+	k.Op("shfl.sync.bfly.b32 %s, %s, %d, 31, 0xffffffff", lo, lo, off)
+	k.Op("shfl.sync.bfly.b32 %s, %s, %d, 31, 0xffffffff", hi, hi, off)
+	got, lo64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", got, hi)
+	k.Op("shl.b64 %s, %s, 32", got, got)
+	k.Op("cvt.u64.u32 %s, %s", lo64, lo)
+	k.Op("or.b64 %s, %s, %s", got, got, lo64)
+	if t != ptx.F64 {
+		return got
+	}
+	r := k.Reg(t)
+	k.Op("mov.b64 %s, %s", r, got)
 	return r
 }
 

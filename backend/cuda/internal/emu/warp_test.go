@@ -1,0 +1,83 @@
+package emu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+)
+
+// warpSum adds the lanes' values (lane id + 1, as floats) by a butterfly
+// of shfl.sync and stores each lane's total; with early set, lanes 16 and
+// up leave before the shuffles.
+func warpSum(mode string, early bool) string {
+	exit := ""
+	if early {
+		exit = "\tsetp.ge.u32 %p1, %r1, 16;\n\t@%p1 bra DONE;\n"
+	}
+	shuffles := ""
+	for _, off := range []string{"16", "8", "4", "2", "1"} {
+		shuffles += "\tshfl.sync." + mode + ".b32 %r3, %r2, " + off + ", 31, 0xffffffff;\n" +
+			"\tmov.b32 %f2, %r3;\n\tmov.b32 %f1, %r2;\n\tadd.rn.f32 %f1, %f1, %f2;\n\tmov.b32 %r2, %f1;\n"
+	}
+	return header + `
+.visible .entry warp_sum(.param .u64 out)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<5>;
+	.reg .f32 %f<3>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %laneid;
+	add.u32 %r4, %r1, 1;
+	cvt.rn.f32.u32 %f1, %r4;
+	mov.b32 %r2, %f1;
+` + exit + shuffles + `	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.b32 [%rd3], %r2;
+DONE:
+	ret;
+}
+`
+}
+
+func TestShuffleSumsAWarp(t *testing.T) {
+	e := newEnv(t)
+	out := e.upload(make([]float32, 32))
+	if err := e.launch(e.kernel(warpSum("bfly", false), "warp_sum"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 528 { // 1 + 2 + ... + 32
+			t.Fatalf("lane %d holds %v after the butterfly, want 528", i, v)
+		}
+	}
+	// down: lane 0 gathers the total (the others add lanes past the warp's
+	// end, which give their own values).
+	out = e.upload(make([]float32, 32))
+	if err := e.launch(e.kernel(warpSum("down", false), "warp_sum"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.download(out, 32); got[0] != 528 {
+		t.Errorf("lane 0 holds %v after shfl.down, want 528", got[0])
+	}
+}
+
+func TestShuffleFaults(t *testing.T) {
+	e := newEnv(t)
+	out := e.upload(make([]float32, 32))
+	err := e.launch(e.kernel(warpSum("bfly", true), "warp_sum"), 1, 32, new(cu.Args).Ptr(out))
+	if err == nil || !strings.Contains(err.Error(), "have exited") {
+		t.Errorf("lanes leaving before a full-warp shfl: %v", err)
+	}
+	e = newEnv(t)
+	out = e.upload(make([]float32, 32))
+	err = e.launch(e.kernel(strings.ReplaceAll(warpSum("bfly", false), "0xffffffff", "0xffff"), "warp_sum"), 1, 32, new(cu.Args).Ptr(out))
+	if err == nil || !strings.Contains(err.Error(), "member mask") {
+		t.Errorf("a member mask of half the warp: %v", err)
+	}
+}
