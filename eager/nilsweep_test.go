@@ -30,6 +30,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RegisterElementwise", Fn: eager.RegisterElementwise, Registration: true},
 		{Name: "AttrString", Fn: eager.AttrString},
 		{Name: "SetProfileHook", Fn: eager.SetProfileHook}, // nil removes the hook
+		{Name: "Profiled", Fn: eager.Profiled, Valid: []any{"Work", device.Host(), []*tensor.Tensor{x}, func() {}}},
 	}
 	counters := "no argument: counters of the observers"
 	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Activations": counters, "Deactivate": counters, "Observing": counters})

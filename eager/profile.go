@@ -1,8 +1,10 @@
 package eager
 
 import (
+	"sync"
 	"sync/atomic"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -36,4 +38,34 @@ func executeProfiled(h ProfileHook, c *Call, specs []Out, buf []*tensor.Tensor) 
 	id := h.Begin(c)
 	defer h.End(id)
 	return executeOp(c, specs, buf)
+}
+
+// Profiled runs fn, shown to the profile hook (when one is set) as an op
+// named name on dev with inputs: work that is not an op's kernel but runs
+// on a device, such as an optimizer's step over a whole model
+// (tape.AdamUpdateAll).
+func Profiled(name string, dev device.Device, inputs []*tensor.Tensor, fn func()) {
+	if fn == nil {
+		panic(tensor.NewError("eager", "Profiled", tensor.ErrArity, nil, "", "the function to run as %q is nil", name))
+	}
+	h := profileHook.Load()
+	if h == nil {
+		fn()
+		return
+	}
+	id := (*h).Begin(&Call{Op: pseudoOp(name), Device: dev, Inputs: inputs})
+	defer (*h).End(id)
+	fn()
+}
+
+// pseudoOps are the ops Profiled names, made on first use (not
+// registered: they run no kernel).
+var pseudoOps sync.Map
+
+func pseudoOp(name string) *Op {
+	if op, ok := pseudoOps.Load(name); ok {
+		return op.(*Op)
+	}
+	op, _ := pseudoOps.LoadOrStore(name, &Op{Name: name})
+	return op.(*Op)
 }

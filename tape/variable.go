@@ -6,6 +6,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/cpu"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -159,7 +160,9 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 		gr.ts = append(gr.ts, device.AdamTensor{W: v.t.Buffer(), M: ms[i].t.Buffer(), V: ss[i].t.Buffer(), G: g.Buffer(), N: v.t.NumElements()})
 	}
 	for _, gr := range groups {
-		if err := gr.stepper.AdamStep(gr.elem, gr.ts, device.AdamSettings(p)); err != nil {
+		var err error
+		eager.Profiled("AdamStep", vars[gr.idx[0]].t.Device(), nil, func() { err = gr.stepper.AdamStep(gr.elem, gr.ts, device.AdamSettings(p)) })
+		if err != nil {
 			panic(tensor.NewError("tape", "AdamUpdateAll", err, nil, "", "%v", err))
 		}
 		for _, i := range gr.idx {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/profile"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -23,6 +24,8 @@ func TestProfileTimesTheGPU(t *testing.T) {
 	ops.Add(small, small)
 	ops.MatMul(big, big)
 	ops.Add(small, small)
+	vs := func(name string) []*tape.Variable { return []*tape.Variable{tape.NewVariable(name, ops.Abs(big))} }
+	tape.AdamUpdateAll(vs("w"), vs("m"), vs("v"), []*tensor.Tensor{big}, ops.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
 	p, err := profile.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +47,9 @@ func TestProfileTimesTheGPU(t *testing.T) {
 		case "MatMul":
 			matmul = rec
 		}
+	}
+	if adam := p.Records[len(p.Records)-1]; adam.Op != "AdamStep" {
+		t.Errorf("the optimizer's step is not in the profile: the last record is %+v", adam)
 	}
 	if add == nil || matmul == nil || matmul.DeviceTime <= add.DeviceTime {
 		t.Errorf("MatMul %+v, Add %+v: the larger op should take longer on the device", matmul, add)
