@@ -129,8 +129,19 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		g := gpu(c)
-		sel, geom := selections(c, d, x, c.Attrs.(ops.SelectAttrs))
+		g, a := gpu(c), c.Attrs.(ops.SelectAttrs)
+		if disjoint(a.Window) { // init everywhere, then one pass over the windows
+			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+			geom, windows := window(c, x.Shape(), a.Window)
+			if windows == 0 {
+				return
+			}
+			name := kernels.Name("window_select_put", map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}[a.Select], string(d))
+			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
+			check(c, g.launch("window", name, windows, args))
+			return
+		}
+		sel, geom := selections(c, d, x, a)
 		if sel == nil { // no windows: init everywhere
 			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
 			return
@@ -153,4 +164,17 @@ func selectAndGather(d kernels.DType) eager.Kernel {
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(dy)).U64(uint64(n))
 		check(c, gpu(c).launch("window", kernels.Name("window_select_gather", width(x.DType())), n, args))
 	}
+}
+
+// disjoint reports whether no operand element lies in two of w's windows:
+// no dilation, and strides at least the window in every dimension (the
+// usual pooling's), so that SelectAndScatter can put each window's value
+// where it selects, with no sum across windows.
+func disjoint(w ops.Window) bool {
+	for d := range w.Dims {
+		if w.Strides[d] < w.Dims[d] || w.WindowDilation[d] != 1 || w.BaseDilation[d] != 1 {
+			return false
+		}
+	}
+	return true
 }

@@ -3,8 +3,10 @@ package cuda
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -61,5 +63,41 @@ func TestRandomWindowsOnGPU(t *testing.T) {
 		got := eager.Run1(gather, attrs, gx, onGPU(t, d, dy))
 		want := eager.Run1(gather, attrs, x, dy)
 		agree(t, what+" select and gather", got, want)
+	}
+}
+
+// SelectAndScatter over windows that do not overlap (max pooling's
+// gradient) takes its one-pass path and agrees with the CPU exactly: ties
+// go to the first maximum (or minimum), windows partly or wholly on
+// padding, values in a small range so that ties are common.
+func TestDisjointSelectAndScatterOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(8, 13))
+	r := tensor.NewRNG(4)
+	var kernels []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { kernels = append(kernels, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	for i := range 80 {
+		rank := 1 + i%3
+		shape, w := randomWindow(rng, rank)
+		for k := range rank {
+			w.BaseDilation[k], w.WindowDilation[k] = 1, 1
+			w.Strides[k] = w.Dims[k] + rng.IntN(2)
+		}
+		if !disjoint(w) {
+			t.Fatalf("case %d: %v is not disjoint", i, w)
+		}
+		x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...), tensor.Int64)
+		src := ops.Cast(tensor.RandUniform(r, tensor.Float64, -50, 50, w.OutShape(shape)...), tensor.Int64)
+		init := tensor.Scalar(int64(7))
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("case %d: %v %v select %d", i, shape, w, sel),
+				ops.SelectAndScatter(onGPU(t, d, x), onGPU(t, d, src), onGPU(t, d, init), sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok && !slices.Contains(kernels, "window_select_put_ge_s64") {
+		t.Errorf("the one-pass kernel did not run: %v", kernels)
 	}
 }

@@ -30,6 +30,9 @@ import (
 //     selected it, windows in order.
 //   - window_select_gather_<width> (out, sel, dy, n): out[win] =
 //     dy[sel[win]], or zero where sel is -1.
+//   - window_select_put_<ge|le>_<dtype> (out, x, src, init, n, w): for
+//     windows that do not overlap, SelectAndScatter in one pass over the n
+//     windows, out holding *init already.
 
 // WindowDim is one dimension of a window laid over an operand: the
 // operand's size N and stride XStride (in elements), the number of window
@@ -203,7 +206,7 @@ func windowKernels() []*ptx.Kernel {
 	}
 	for _, d := range Numeric {
 		out = append(out, windowScatterKernel(d), selectScatterKernel(d),
-			windowSelectKernel(d, true), windowSelectKernel(d, false))
+			windowSelectKernel(d, true), windowSelectKernel(d, false), selectPutKernel(d, true), selectPutKernel(d, false))
 		for _, kind := range []string{"sum", "max", "min"} {
 			out = append(out, windowReduceKernel(kind, d))
 		}
@@ -430,40 +433,74 @@ func windowReduceKernel(kind string, d DType) *ptx.Kernel {
 }
 
 func windowSelectKernel(d DType, ge bool) *ptx.Kernel {
-	sel, cmp := "le", "lt"
-	if ge {
-		sel, cmp = "ge", "gt"
-	}
-	k := ptx.NewKernel(Name("window_select", sel, string(d)))
+	k := ptx.NewKernel(Name("window_select", selName(ge), string(d)))
 	so, x := k.ParamPtr("sel"), k.ParamPtr("x")
 	n := windowParams(k)
 	bothPaths(k, func(w wdiv) {
 		k.GridStride(n, func(win ptx.Reg) {
-			at, best := k.Reg(ptx.S64), k.Reg(d.reg())
-			k.Op("mov.s64 %s, -1", at)
-			k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
-			eachTap(w, win, func(off, pad ptx.Reg) {
-				next, take := k.Label("tap"), k.Label("take")
-				k.Op("@%s bra %s", pad, next)
-				v := load(k, d, k.Addr(x, off, d.Size()))
-				p := k.Reg(ptx.Pred)
-				k.Op("setp.lt.s64 %s, %s, 0", p, at) // the first tap inside
-				k.Op("@%s bra %s", p, take)
-				k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
-				if d.float() { // or v is the first NaN
-					vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-					k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
-					k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
-					k.Op("and.pred %s, %s, %s", vn, vn, bn)
-					k.Op("or.pred %s, %s, %s", p, p, vn)
-				}
-				k.Op("@!%s bra %s", p, next)
-				k.Place(take)
-				k.Op("mov.u64 %s, %s", at, off)
-				k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
-				k.Place(next)
-			})
-			k.Store(ptx.S64, k.Addr(so, win, 8), at)
+			k.Store(ptx.S64, k.Addr(so, win, 8), selectOf(w, d, ge, x, win))
+		})
+	})
+	return k
+}
+
+func selName(ge bool) string {
+	if ge {
+		return "ge"
+	}
+	return "le"
+}
+
+// selectOf returns the operand offset (s64) of window win's first largest
+// (ge) or smallest element of x, a NaN winning over numbers, padding never
+// chosen; -1 where every tap is on padding.
+func selectOf(w wdiv, d DType, ge bool, x, win ptx.Reg) ptx.Reg {
+	k := w.k
+	cmp := map[bool]string{true: "gt", false: "lt"}[ge]
+	at, best := k.Reg(ptx.S64), k.Reg(d.reg())
+	k.Op("mov.s64 %s, -1", at)
+	k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
+	eachTap(w, win, func(off, pad ptx.Reg) {
+		next, take := k.Label("tap"), k.Label("take")
+		k.Op("@%s bra %s", pad, next)
+		v := load(k, d, k.Addr(x, off, d.Size()))
+		p := k.Reg(ptx.Pred)
+		k.Op("setp.lt.s64 %s, %s, 0", p, at) // the first tap inside
+		k.Op("@%s bra %s", p, take)
+		k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
+		if d.float() { // or v is the first NaN
+			vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+			k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
+			k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
+			k.Op("and.pred %s, %s, %s", vn, vn, bn)
+			k.Op("or.pred %s, %s, %s", p, p, vn)
+		}
+		k.Op("@!%s bra %s", p, next)
+		k.Place(take)
+		k.Op("mov.u64 %s, %s", at, off)
+		k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
+		k.Place(next)
+	})
+	return at
+}
+
+// selectPutKernel writes window_select_put_<ge|le>_<dtype> (out, x, src,
+// init, n, w): for windows that do not overlap (no operand element in two),
+// SelectAndScatter in one pass over the n windows: out, holding *init
+// already, gets *init + src[win] at each window's chosen element.
+func selectPutKernel(d DType, ge bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("window_select_put", selName(ge), string(d)))
+	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
+	n := windowParams(k)
+	bothPaths(k, func(w wdiv) {
+		k.GridStride(n, func(win ptx.Reg) {
+			at := selectOf(w, d, ge, x, win)
+			none, skip := k.Reg(ptx.Pred), k.Label("all_padding")
+			k.Op("setp.lt.s64 %s, %s, 0", none, at)
+			k.Op("@%s bra %s", none, skip)
+			sum := binaryOp(k, "add", d, load(k, d, ip), load(k, d, k.Addr(src, win, d.Size())))
+			store(k, d, k.Addr(o, at, d.Size()), sum)
+			k.Place(skip)
 		})
 	})
 	return k
