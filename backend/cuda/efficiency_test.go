@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -64,28 +65,32 @@ const (
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
-	"add_f32_vv":                {instr: elementwiseBudget},
-	"lt_f32_vv":                 {instr: elementwiseBudget},
-	"abs_f32":                   {instr: 26}, // one element loaded a thread, where a binary op loads two: the loop costs twice per element
-	"cast_f32_f64":              {instr: elementwiseBudget},
-	"add_f32_bc":                {instr: broadcastBudget},
-	"div_f32_bc":                {instr: broadcastBudget},
-	"select_f32_bc":             {instr: broadcastBudget},
-	"copy_b32":                  {instr: copyBudget},
-	"transpose_b32":             {instr: copyBudget},
-	"gather_b32_s32":            {instr: copyBudget},
-	"exp_f32":                   {instr: transcendental},
-	"softmax_f32":               {instr: 92},
-	"reduce_rows_sum_f32":       {instr: reduceRowsBudget},
-	"reduce_cols_sum_f32":       {instr: 14},
-	"adam_multi_8_f32":          {instr: 16}, // per element loaded: four an update
-	"window_patches_b32":        {instr: 200},
-	"window_reduce_max_f32":     {instr: 160, efficiency: 0.34, debt: "issue 32: NCHW pooling's threads take neighbouring windows, two columns apart, so a warp reads a third of each sector it touches; wants a 4-D path"},
-	"window_reduce_sum_f32":     {instr: 145},
-	"window_scatter_f32":        {instr: 110},
-	"window_select_ge_f32":      {instr: 185},
-	"window_select_scatter_f32": {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
-	"window_select_put_ge_f32":  {instr: 200, efficiency: 0.27, debt: "issue 32: non-overlapping pooling's gradient puts each window's value where the window selects, so a warp's stores scatter; a 4-D path writing each window's whole block would write whole sectors"},
+	"add_f32_vv":                    {instr: elementwiseBudget},
+	"lt_f32_vv":                     {instr: elementwiseBudget},
+	"abs_f32":                       {instr: 26}, // one element loaded a thread, where a binary op loads two: the loop costs twice per element
+	"cast_f32_f64":                  {instr: elementwiseBudget},
+	"add_f32_bc":                    {instr: broadcastBudget},
+	"div_f32_bc":                    {instr: broadcastBudget},
+	"select_f32_bc":                 {instr: broadcastBudget},
+	"copy_b32":                      {instr: copyBudget},
+	"transpose_b32":                 {instr: copyBudget},
+	"gather_b32_s32":                {instr: copyBudget},
+	"exp_f32":                       {instr: transcendental},
+	"softmax_f32":                   {instr: 92},
+	"reduce_rows_sum_f32":           {instr: reduceRowsBudget},
+	"reduce_cols_sum_f32":           {instr: 14},
+	"adam_multi_8_f32":              {instr: 16}, // per element loaded: four an update
+	"pool2d_max_nhwc_f32":           {instr: 36},
+	"pool2d_sum_nhwc_f32":           {instr: 36},
+	"pool2d_max_nchw_f32":           {instr: 36, efficiency: 0.34, debt: "issue 32: NCHW pooling's threads take neighbouring windows, two columns apart, so a warp reads a third of each sector it touches"},
+	"pool2d_select_put_ge_nhwc_f32": {instr: 36, efficiency: 0.27, debt: "issue 32: pooling's gradient puts each window's value where the window selects, so a warp's stores scatter; writing each window's whole block would write whole sectors"},
+	"window_patches_b32":            {instr: 200},
+	"window_reduce_max_f32":         {instr: 155},
+	"window_reduce_sum_f32":         {instr: 155},
+	"window_scatter_f32":            {instr: 110},
+	"window_select_ge_f32":          {instr: 185},
+	"window_select_scatter_f32":     {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
+	"window_select_put_ge_f32":      {instr: 200, efficiency: 0.27, debt: "issue 32: non-overlapping pooling's gradient puts each window's value where the window selects, so a warp's stores scatter; a 4-D path writing each window's whole block would write whole sectors"},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -127,6 +132,12 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"transpose", func() { ops.Transpose(x, 1, 0).Contiguous() }},
 		{"max pool NHWC and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(img, pool(ops.NHWC)) }, img) }},
 		{"max pool NCHW", func() { ops.MaxPool2D(imgc, pool(ops.NCHW)) }},
+		{"a dilated window (the window kernels)", func() {
+			w := ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 2, 2, 1}, Padding: [][2]int{{0, 0}, {0, 1}, {0, 0}, {0, 0}},
+				BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 2, 1, 1}}
+			ops.ReduceWindow(img, onGPU(t, d, tensor.Scalar(float32(0))), ops.ReduceSum, w)
+			ops.ReduceWindow(img, onGPU(t, d, tensor.Scalar(float32(math.Inf(-1)))), ops.ReduceMax, w)
+		}},
 		{"max pool 3x3 stride 2 and its gradient (overlapping)", func() {
 			grad(func() *tensor.Tensor {
 				return ops.MaxPool2D(img, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}})

@@ -87,6 +87,16 @@ func scatterPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 func reduceWindow(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, init, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.ReduceWindowAttrs)
+		if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
+			n := out.NumElements()
+			if n == 0 {
+				return
+			}
+			name := kernels.Name("pool2d", reduceKindNames[a.Kind], layoutName(nhwc), string(d))
+			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
+			check(c, gpu(c).launch("pool", name, n, args))
+			return
+		}
 		geom, windows := window(c, x.Shape(), a.Window)
 		if windows == 0 {
 			return
@@ -132,11 +142,22 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 		g, a := gpu(c), c.Attrs.(ops.SelectAttrs)
 		if disjoint(a.Window) { // init everywhere, then one pass over the windows
 			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+			sel := map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}[a.Select]
+			if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
+				windows := src.NumElements()
+				if windows == 0 {
+					return
+				}
+				name := kernels.Name("pool2d_select_put", sel, layoutName(nhwc), string(d))
+				args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
+				check(c, g.launch("pool", name, windows, args))
+				return
+			}
 			geom, windows := window(c, x.Shape(), a.Window)
 			if windows == 0 {
 				return
 			}
-			name := kernels.Name("window_select_put", map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}[a.Select], string(d))
+			name := kernels.Name("window_select_put", sel, string(d))
 			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
 			check(c, g.launch("window", name, windows, args))
 			return
@@ -177,4 +198,42 @@ func disjoint(w ops.Window) bool {
 		}
 	}
 	return true
+}
+
+// pool2D describes w over shape as the pooling kernels take it: a 4-D
+// NHWC window [1 KH KW 1] or NCHW [1 1 KH KW], strides 1 and no padding
+// along the batch and channels, no dilation, padding not negative, and
+// fewer than 2^31 elements in and out (the kernels index in 32 bits).
+func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool) {
+	if len(shape) != 4 {
+		return p, false, false
+	}
+	for d := range 4 {
+		if w.WindowDilation[d] != 1 || w.BaseDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][1] < 0 {
+			return p, false, false
+		}
+	}
+	plain := func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} }
+	var h, wd, ch int // the dimensions of height, width and channels
+	switch {
+	case plain(0) && plain(3):
+		h, wd, ch, nhwc = 1, 2, 3, true
+	case plain(0) && plain(1):
+		h, wd, ch = 2, 3, 1
+	default:
+		return p, false, false
+	}
+	out := w.OutShape(shape)
+	if shape.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
+		return p, false, false
+	}
+	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
+		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
+}
+
+func layoutName(nhwc bool) string {
+	if nhwc {
+		return "nhwc"
+	}
+	return "nchw"
 }

@@ -101,3 +101,56 @@ func TestDisjointSelectAndScatterOnGPU(t *testing.T) {
 		t.Errorf("the one-pass kernel did not run: %v", kernels)
 	}
 }
+
+// 2-D pooling windows over NHWC and NCHW images take the pooling kernels
+// and agree with the CPU exactly: window sizes, strides and padding drawn
+// at random (SAME's padding among them), every reduction with an init
+// that padding taps count as, and the selections of max and min pooling's
+// gradients where the windows do not overlap, with ties.
+func TestPool2DOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(21, 3))
+	r := tensor.NewRNG(6)
+	var kernels []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { kernels = append(kernels, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	for i := range 60 {
+		nhwc := i%2 == 0
+		kh, kw := 1+rng.IntN(3), 1+rng.IntN(3)
+		sh, sw := 1+rng.IntN(3), 1+rng.IntN(3)
+		ph, pw := [2]int{rng.IntN(3), rng.IntN(3)}, [2]int{rng.IntN(3), rng.IntN(3)}
+		n, c, h, wd := 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(7), 1+rng.IntN(7)
+		shape := tensor.Shape{n, h, wd, c}
+		w := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1}, Padding: [][2]int{{0, 0}, ph, pw, {0, 0}},
+			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		if !nhwc {
+			shape = tensor.Shape{n, c, h, wd}
+			w.Dims, w.Strides, w.Padding = []int{1, 1, kh, kw}, []int{1, 1, sh, sw}, [][2]int{{0, 0}, {0, 0}, ph, pw}
+		}
+		if _, _, ok := pool2D(shape, w); !ok {
+			t.Fatalf("case %d: %v over %v is not a 2-D pooling", i, w, shape)
+		}
+		out := w.OutShape(shape)
+		x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...), tensor.Int64)
+		init := tensor.Scalar(int64(-2))
+		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+		what := fmt.Sprintf("case %d: %v %v", i, shape, w)
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("%s reduce %d", what, kind), ops.ReduceWindow(gx, gi, kind, w), ops.ReduceWindow(x, init, kind, w))
+		}
+		src := ops.Cast(tensor.RandUniform(r, tensor.Float64, -50, 50, out...), tensor.Int64)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("%s select %d", what, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64"} {
+			if !slices.Contains(kernels, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}

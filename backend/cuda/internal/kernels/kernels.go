@@ -82,6 +82,7 @@ func Families() []Family {
 		{Name: "matmul", Kernels: matmulKernels()},
 		{Name: "window", Kernels: windowKernels()},
 		{Name: "optim", Kernels: optimKernels()},
+		{Name: "pool", Kernels: poolKernels()},
 		{Name: "random", Kernels: randomKernels()},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })

@@ -1,0 +1,247 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// Pooling kernels: the windows of 2-D pooling over NHWC or NCHW images
+// (a window of [1 KH KW 1] or [1 1 KH KW], no dilation, padding of the
+// image's height and width only), in 32-bit index arithmetic where the
+// generic window kernels handle any rank: a thread per output position
+// (or window) finds its image, channel and place by three divisions by
+// constants, then walks its KH x KW taps in order. The parameter "pg"
+// is PoolGeometry. Semantics are the window kernels' (a tap on padding
+// counts as *init; selections take the first extreme, padding never):
+//
+//   - pool2d_<sum|max|min>_<nhwc|nchw>_<dtype> (out, x, init, n, pg):
+//     ReduceWindow over n windows.
+//   - pool2d_select_put_<ge|le>_<nhwc|nchw>_<dtype> (out, x, src, init, n,
+//     pg): window_select_put's one pass, for windows that do not overlap.
+
+// PoolDims describes a 2-D pooling: C channels of H x W images, the
+// output OH x OW, the window KH x KW, its strides and low padding.
+type PoolDims struct {
+	C, H, W, OH, OW, KH, KW, SH, SW, PH, PW int
+}
+
+// pg's layout: eleven u32 fields in PoolDims' order, then DivMagic's
+// constants (magic, shift) for C, OW and OH.
+const (
+	pgFields    = 11
+	pgMagic     = 4 * pgFields
+	pgC, pgOW   = 0, 4
+	pgOH        = 3
+	PoolGeomLen = pgMagic + 3*8
+)
+
+// PoolGeometry fills the parameter; n is the output's element count,
+// which must be below 2^31 (the caller takes the window kernels beyond).
+func PoolGeometry(p PoolDims, n int) []byte {
+	if n >= narrowLimit {
+		panic(fmt.Sprintf("kernels: a pooling of %d outputs needs the window kernels", n))
+	}
+	b := make([]byte, PoolGeomLen)
+	for i, v := range []int{p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW, p.PH, p.PW} {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	}
+	for i, v := range []int{p.C, p.OW, p.OH} {
+		m, s := DivMagic(uint32(max(v, 1)))
+		binary.LittleEndian.PutUint32(b[pgMagic+8*i:], m)
+		binary.LittleEndian.PutUint32(b[pgMagic+8*i+4:], s)
+	}
+	return b
+}
+
+// poolField reads field i of pg.
+func poolField(k *ptx.Kernel, i int) ptx.Reg { return k.LoadField32("pg", 4*i) }
+
+// poolDiv divides e by field i of pg (C, OW or OH: constants slot j).
+func poolDiv(k *ptx.Kernel, e ptx.Reg, i, j int) (q, r ptx.Reg) {
+	return divide32(k, e, poolField(k, i), k.LoadField32("pg", pgMagic+8*j), k.LoadField32("pg", pgMagic+8*j+4))
+}
+
+// poolWindow decomposes output index o (u32) into its image, channel and
+// place, and returns the functions that give the input index of tap (ih,
+// iw) and whether it is in the image.
+func poolWindow(k *ptx.Kernel, nhwc bool, o ptx.Reg) (ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+	var n, c, oh, ow ptx.Reg
+	if nhwc { // o = ((n·OH + oh)·OW + ow)·C + c
+		t, cc := poolDiv(k, o, 0, 0)
+		t2, w := poolDiv(k, t, 4, 1)
+		n, oh = poolDiv(k, t2, 3, 2)
+		c, ow = cc, w
+	} else { // o = ((n·C + c)·OH + oh)·OW + ow
+		t, w := poolDiv(k, o, 4, 1)
+		t2, h := poolDiv(k, t, 3, 2)
+		n, c = poolDiv(k, t2, 0, 0)
+		oh, ow = h, w
+	}
+	ih0, iw0 = k.Reg(ptx.S32), k.Reg(ptx.S32)
+	k.Op("mul.lo.s32 %s, %s, %s", ih0, oh, poolField(k, 7))
+	k.Op("sub.s32 %s, %s, %s", ih0, ih0, poolField(k, 9))
+	k.Op("mul.lo.s32 %s, %s, %s", iw0, ow, poolField(k, 8))
+	k.Op("sub.s32 %s, %s, %s", iw0, iw0, poolField(k, 10))
+	// The image's base index and the steps along H and W.
+	base, sh, sw := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	H, W, C := poolField(k, 1), poolField(k, 2), poolField(k, 0)
+	if nhwc { // ((n·H + ih)·W + iw)·C + c
+		k.Op("mul.lo.u32 %s, %s, %s", base, n, H)
+		k.Op("mul.lo.u32 %s, %s, %s", base, base, W)
+		k.Op("mul.lo.u32 %s, %s, %s", base, base, C)
+		k.Op("add.u32 %s, %s, %s", base, base, c)
+		k.Op("mov.u32 %s, %s", sw, C)
+		k.Op("mul.lo.u32 %s, %s, %s", sh, W, C)
+	} else { // ((n·C + c)·H + ih)·W + iw
+		k.Op("mad.lo.u32 %s, %s, %s, %s", base, n, C, c)
+		k.Op("mul.lo.u32 %s, %s, %s", base, base, H)
+		k.Op("mul.lo.u32 %s, %s, %s", base, base, W)
+		k.Op("mov.u32 %s, 1", sw)
+		k.Op("mov.u32 %s, %s", sh, W)
+	}
+	at = func(ih, iw ptx.Reg) ptx.Reg {
+		i, i64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mad.lo.u32 %s, %s, %s, %s", i, ih, sh, base)
+		k.Op("mad.lo.u32 %s, %s, %s, %s", i, iw, sw, i)
+		k.Op("cvt.u64.u32 %s, %s", i64, i)
+		return i64
+	}
+	return ih0, iw0, at
+}
+
+// eachPoolTap runs body for each tap of the window at (ih0, iw0) in
+// order, with a predicate set when it is on padding and, when not, the
+// input index.
+func eachPoolTap(k *ptx.Kernel, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, body func(pad, idx ptx.Reg)) {
+	KH, KW, H, W := poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
+	kh, kw, ih, iw := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.S32)
+	p, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	rows, rowsDone, cols, colsDone := k.Label("pool_rows"), k.Label("pool_rows_done"), k.Label("pool_cols"), k.Label("pool_cols_done")
+	k.Op("mov.u32 %s, 0", kh)
+	k.Place(rows)
+	k.Op("setp.ge.u32 %s, %s, %s", p, kh, KH)
+	k.Op("@%s bra %s", p, rowsDone)
+	k.Op("add.s32 %s, %s, %s", ih, ih0, kh)
+	k.Op("mov.u32 %s, 0", kw)
+	k.Place(cols)
+	k.Op("setp.ge.u32 %s, %s, %s", p, kw, KW)
+	k.Op("@%s bra %s", p, colsDone)
+	k.Op("add.s32 %s, %s, %s", iw, iw0, kw)
+	// On padding: ih or iw outside [0, H) x [0, W) (an unsigned compare
+	// takes the negatives as large).
+	qw := k.Reg(ptx.Pred)
+	k.Op("setp.ge.u32 %s, %s, %s", q, ih, H)
+	k.Op("setp.ge.u32 %s, %s, %s", qw, iw, W)
+	k.Op("or.pred %s, %s, %s", q, q, qw)
+	idx := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", idx)
+	inside := k.Label("pool_inside")
+	k.Op("@%s bra %s", q, inside)
+	k.Op("mov.u64 %s, %s", idx, at(ih, iw))
+	k.Place(inside)
+	body(q, idx)
+	k.Op("add.u32 %s, %s, 1", kw, kw)
+	k.Op("bra.uni %s", cols)
+	k.Place(colsDone)
+	k.Op("add.u32 %s, %s, 1", kh, kh)
+	k.Op("bra.uni %s", rows)
+	k.Place(rowsDone)
+}
+
+func poolKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Numeric {
+		for _, nhwc := range []bool{true, false} {
+			for _, kind := range []string{"sum", "max", "min"} {
+				out = append(out, poolReduceKernel(kind, d, nhwc))
+			}
+			out = append(out, poolSelectPutKernel(d, true, nhwc), poolSelectPutKernel(d, false, nhwc))
+		}
+	}
+	return out
+}
+
+func layoutName(nhwc bool) string {
+	if nhwc {
+		return "nhwc"
+	}
+	return "nchw"
+}
+
+// poolIndex is the grid-stride loop over n (u64) with a u32 index.
+func poolLoop(k *ptx.Kernel, n ptx.Reg, body func(o64, o ptx.Reg)) {
+	k.GridStride(n, func(o64 ptx.Reg) {
+		o := k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", o, o64)
+		body(o64, o)
+	})
+}
+
+func poolReduceKernel(kind string, d DType, nhwc bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d", kind, layoutName(nhwc), string(d)))
+	o, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
+	n := k.Param("n", ptx.U64)
+	k.ParamBytes("pg", PoolGeomLen)
+	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
+	poolLoop(k, n, func(o64, oi ptx.Reg) {
+		init := load(k, d, ip)
+		acc := k.Reg(d.reg())
+		k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
+		ih0, iw0, at := poolWindow(k, nhwc, oi)
+		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
+			v, inside := k.Reg(d.reg()), k.Label("tap_value")
+			k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
+			k.Op("@%s bra %s", pad, inside)
+			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, idx, d.Size()))
+			k.Place(inside)
+			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+		})
+		store(k, d, k.Addr(o, o64, d.Size()), acc)
+	})
+	return k
+}
+
+func poolSelectPutKernel(d DType, ge, nhwc bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), layoutName(nhwc), string(d)))
+	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
+	n := k.Param("n", ptx.U64)
+	k.ParamBytes("pg", PoolGeomLen)
+	cmp := map[bool]string{true: "gt", false: "lt"}[ge]
+	poolLoop(k, n, func(o64, oi ptx.Reg) {
+		ih0, iw0, at := poolWindow(k, nhwc, oi)
+		best, chosen, found, zero := k.Reg(d.reg()), k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.U32)
+		k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
+		k.Op("mov.u64 %s, 0", chosen)
+		k.Op("mov.u32 %s, 0", zero)
+		k.Op("setp.ne.u32 %s, %s, %s", found, zero, zero) // false
+		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
+			next, take := k.Label("tap"), k.Label("take")
+			k.Op("@%s bra %s", pad, next)
+			v := load(k, d, k.Addr(x, idx, d.Size()))
+			p := k.Reg(ptx.Pred)
+			k.Op("@!%s bra %s", found, take) // the first tap inside
+			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
+			if d.float() { // or v is the first NaN
+				vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+				k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
+				k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
+				k.Op("and.pred %s, %s, %s", vn, vn, bn)
+				k.Op("or.pred %s, %s, %s", p, p, vn)
+			}
+			k.Op("@!%s bra %s", p, next)
+			k.Place(take)
+			k.Op("mov.u64 %s, %s", chosen, idx)
+			k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
+			k.Op("setp.eq.u32 %s, %s, %s", found, zero, zero) // true
+			k.Place(next)
+		})
+		skip := k.Label("all_padding")
+		k.Op("@!%s bra %s", found, skip)
+		sum := binaryOp(k, "add", d, load(k, d, ip), load(k, d, k.Addr(src, o64, d.Size())))
+		store(k, d, k.Addr(o, chosen, d.Size()), sum)
+		k.Place(skip)
+	})
+	return k
+}
