@@ -108,7 +108,7 @@ func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
 	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
 	check(c, gpu(c).launch("binary", kernels.Name("add", string(d), "bc"), n, args))
 	if a.Activation == ops.ReluActivation {
-		check(c, gpu(c).launch("unary", kernels.Name("relu", string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("unary", kernels.Name("relu", string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n))))
 	}
 }
 

@@ -447,6 +447,13 @@ func (d *Device) launch(family, name string, n int, args *cu.Args) error {
 	return d.launchBlocks(family, name, d.gridFor(n), blockSize, args)
 }
 
+// launchVector is launch for the elementwise kernels of full operands,
+// whose threads take 16 bytes at a time (kernels' vectorized): a quarter
+// of the threads.
+func (d *Device) launchVector(family, name string, n int, args *cu.Args) error {
+	return d.launchBlocks(family, name, d.gridFor((n+3)/4), blockSize, args)
+}
+
 // gridFor is the blocks of a grid-stride launch over n elements.
 func (d *Device) gridFor(n int) int { return min((n+blockSize-1)/blockSize, max(d.info.SMs, 1)*32) }
 

@@ -49,7 +49,8 @@ const (
 // of efficiencyCases; parameter loads are not counted, as ptxas folds
 // them): an elementwise kernel of full operands loads, computes and
 // stores in about 14 (the grid-stride loop and 64-bit addresses
-// included); a broadcast adds the coordinates' divisions by constants,
+// included), or about 7 where full operands go 16 bytes a thread (vector
+// loads and stores); a broadcast adds the coordinates' divisions by constants,
 // about 10 for two dimensions; exp is a polynomial in float64; softmax
 // reads each row three times. The window kernels are generic (any rank,
 // dilations, padding): with no 64-bit division left they still spend
@@ -58,16 +59,17 @@ const (
 const (
 	reduceRowsBudget  = 80 // a row of 256 on a block of 256 pays the block-wide combine: shuffles, three barriers
 	elementwiseBudget = 16
+	vectorBudget      = 8 // full operands of 4 bytes: 16 bytes a thread by vector loads
 	broadcastBudget   = 28
 	copyBudget        = 40
-	transcendental    = 68
+	transcendental    = 52
 )
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
-	"add_f32_vv":                    {instr: elementwiseBudget},
+	"add_f32_vv":                    {instr: vectorBudget},
 	"lt_f32_vv":                     {instr: elementwiseBudget},
-	"abs_f32":                       {instr: 26}, // one element loaded a thread, where a binary op loads two: the loop costs twice per element
+	"abs_f32":                       {instr: 2 * vectorBudget}, // one operand loaded where add loads two: the loop costs twice per element
 	"cast_f32_f64":                  {instr: elementwiseBudget},
 	"add_f32_bc":                    {instr: broadcastBudget},
 	"div_f32_bc":                    {instr: broadcastBudget},

@@ -151,6 +151,10 @@ func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *te
 		return
 	}
 	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+	if full(out.Shape(), a, b) && family == "binary" {
+		check(c, gpu(c).launchVector(family, kernels.Name(op, string(d), "vv"), n, args))
+		return
+	}
 	name := kernels.Name(op, string(d), "vv")
 	if !full(out.Shape(), a, b) {
 		args.Bytes(geometry(c, out.Shape(), a, b), 8)
@@ -183,7 +187,7 @@ func unary(op string, d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		check(c, gpu(c).launch("unary", kernels.Name(op, string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("unary", kernels.Name(op, string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
 }
 

@@ -331,14 +331,23 @@ func (cc *compiler) memory(base string, mods []string, args []string) (func(*run
 	if typ == "" || (space != "global" && space != "shared" && space != "param") {
 		return nil, fmt.Errorf("unsupported %s.%s", base, strings.Join(mods, "."))
 	}
+	lanes := 1
 	for _, m := range mods[1:] {
-		if classOf(m) == "" && m != "nc" && m != "ca" && m != "cg" && m != "cs" {
+		switch {
+		case m == "v2":
+			lanes = 2
+		case m == "v4":
+			lanes = 4
+		case classOf(m) == "" && m != "nc" && m != "ca" && m != "cg" && m != "cs":
 			return nil, fmt.Errorf("unsupported modifier .%s", m)
 		}
 	}
 	size := sizeOf(typ)
 	class := classOf(typ)
 	signed := strings.HasPrefix(typ, "s")
+	if lanes > 1 {
+		return cc.vectorMemory(base, space, class, size, lanes, args)
+	}
 	if base == "ld" {
 		d, err := cc.dst(args[0], class, true)
 		if err != nil {
@@ -371,6 +380,74 @@ func (cc *compiler) memory(base string, mods []string, args []string) (func(*run
 		return nil, err
 	}
 	return func(r *run, b *block, t *thread) { r.store(b, t, space, a(t, b), size, v(t, b)) }, nil
+}
+
+// vectorMemory compiles ld.space.vN.type {d0, ...}, [a] and
+// st.space.vN.type [a], {v0, ...}: N elements of size bytes at an
+// address aligned to the whole vector, as one access.
+func (cc *compiler) vectorMemory(base, space, class string, size, lanes int, args []string) (func(*run, *block, *thread), error) {
+	if size*lanes > 16 || space == "param" {
+		return nil, fmt.Errorf("a %d-byte vector access to .%s is not supported", size*lanes, space)
+	}
+	regsAt, addrAt := 0, 1
+	if base == "st" {
+		regsAt, addrAt = 1, 0
+	}
+	list := strings.TrimSpace(args[regsAt])
+	if !strings.HasPrefix(list, "{") || !strings.HasSuffix(list, "}") {
+		return nil, fmt.Errorf("a vector operand must be a {list} of %d registers: %q", lanes, list)
+	}
+	names := strings.Split(list[1:len(list)-1], ",")
+	if len(names) != lanes {
+		return nil, fmt.Errorf("a .v%d access names %d registers", lanes, len(names))
+	}
+	a, err := cc.address(args[addrAt], space)
+	if err != nil {
+		return nil, err
+	}
+	total := size * lanes
+	if base == "ld" {
+		ds := make([]setter, lanes)
+		for i, n := range names {
+			if ds[i], err = cc.dst(strings.TrimSpace(n), class, true); err != nil {
+				return nil, err
+			}
+		}
+		return func(r *run, b *block, t *thread) {
+			addr := a(t, b)
+			if addr%uint64(total) != 0 {
+				r.fault("misaligned %d-byte vector load at 0x%x", total, addr)
+				return
+			}
+			var vals [4]uint64
+			for i := range lanes {
+				v, ok := r.loadPart(b, t, space, addr+uint64(i*size), size, i == 0, total)
+				if !ok {
+					return
+				}
+				vals[i] = v
+			}
+			for i, d := range ds {
+				d(t, vals[i])
+			}
+		}, nil
+	}
+	vs := make([]getter, lanes)
+	for i, n := range names {
+		if vs[i], err = cc.src(strings.TrimSpace(n), class, true); err != nil {
+			return nil, err
+		}
+	}
+	return func(r *run, b *block, t *thread) {
+		addr := a(t, b)
+		if addr%uint64(total) != 0 {
+			r.fault("misaligned %d-byte vector store at 0x%x", total, addr)
+			return
+		}
+		for i, v := range vs {
+			r.storePart(b, t, space, addr+uint64(i*size), size, v(t, b), i == 0, total)
+		}
+	}, nil
 }
 
 // mov compiles mov.type d, a; a may be a shared variable's name (its

@@ -153,6 +153,15 @@ func (p *parser) next() (string, int, bool) {
 			acc.WriteString(s[:i+1])
 			p.rest = s[i+1:]
 			return strings.TrimSpace(acc.String()), start + 1, true
+		case '{':
+			// A vector access's {list} of registers, on the statement's line;
+			// otherwise the brace opens a block and ends the statement.
+			if j := strings.IndexByte(s[i:], '}'); j > 0 && strings.HasPrefix(strings.TrimSpace(s[i+1:i+j]), "%") {
+				acc.WriteString(s[:i+j+1])
+				p.rest = s[i+j+1:]
+				continue
+			}
+			fallthrough
 		default: // a brace ends the statement before it
 			acc.WriteString(s[:i])
 			p.rest = s[i:]

@@ -208,6 +208,12 @@ func (r *run) countStep(t *thread, in *instr) {
 }
 
 func (r *run) load(b *block, t *thread, space string, addr uint64, size int) (uint64, bool) {
+	return r.loadPart(b, t, space, addr, size, true, size)
+}
+
+// loadPart is load of one element of an access of total bytes, which the
+// profile counts at its first element (first set).
+func (r *run) loadPart(b *block, t *thread, space string, addr uint64, size int, first bool, total int) (uint64, bool) {
 	var buf []byte
 	switch space {
 	case "param":
@@ -226,8 +232,8 @@ func (r *run) load(b *block, t *thread, space string, addr uint64, size int) (ui
 		if buf, ok = r.global(addr, size, "load"); !ok {
 			return 0, false
 		}
-		if r.count != nil {
-			r.count.note(t, event{addr: addr, size: uint8(size)})
+		if r.count != nil && first {
+			r.count.note(t, event{addr: addr, size: uint8(total)})
 		}
 	}
 	var v uint64
@@ -238,6 +244,12 @@ func (r *run) load(b *block, t *thread, space string, addr uint64, size int) (ui
 }
 
 func (r *run) store(b *block, t *thread, space string, addr uint64, size int, v uint64) {
+	r.storePart(b, t, space, addr, size, v, true, size)
+}
+
+// storePart is store of one element of an access of total bytes (see
+// loadPart).
+func (r *run) storePart(b *block, t *thread, space string, addr uint64, size int, v uint64, first bool, total int) {
 	var buf []byte
 	if space == "shared" {
 		if !r.sharedAccess(b, t, addr, size, true) {
@@ -249,8 +261,8 @@ func (r *run) store(b *block, t *thread, space string, addr uint64, size int, v 
 		if buf, ok = r.global(addr, size, "store"); !ok {
 			return
 		}
-		if r.count != nil {
-			r.count.note(t, event{addr: addr, size: uint8(size), store: true})
+		if r.count != nil && first {
+			r.count.note(t, event{addr: addr, size: uint8(total), store: true})
 		}
 	}
 	for i := range size {

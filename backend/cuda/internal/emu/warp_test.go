@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -79,5 +80,60 @@ func TestShuffleFaults(t *testing.T) {
 	err = e.launch(e.kernel(strings.ReplaceAll(warpSum("bfly", false), "0xffffffff", "0xffff"), "warp_sum"), 1, 32, new(cu.Args).Ptr(out))
 	if err == nil || !strings.Contains(err.Error(), "member mask") {
 		t.Errorf("a member mask of half the warp: %v", err)
+	}
+}
+
+// vecCopy copies 4 floats a thread with 16-byte vector accesses; offset
+// shifts the source by that many bytes (a misaligned vector).
+func vecCopy(offset int) string {
+	return header + `
+.visible .entry vec_copy(.param .u64 dst, .param .u64 src)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<6>;
+	.reg .f32 %f<5>;
+	ld.param.u64 %rd1, [dst];
+	ld.param.u64 %rd2, [src];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 16;
+	add.s64 %rd4, %rd2, %rd3;
+	ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4+` + fmt.Sprint(offset) + `];
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.v4.f32 [%rd5], {%f4, %f3, %f2, %f1};
+	ret;
+}
+`
+}
+
+func TestVectorAccesses(t *testing.T) {
+	e := newEnv(t)
+	src := make([]float32, 128+4)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	ps, pd := e.upload(src), e.upload(make([]float32, 128))
+	var profs []Profile
+	e.ctx.(*Context).SetProfiler(func(p Profile) { profs = append(profs, p) })
+	if err := e.launch(e.kernel(vecCopy(0), "vec_copy"), 1, 32, new(cu.Args).Ptr(pd).Ptr(ps)); err != nil {
+		t.Fatal(err)
+	}
+	e.ctx.(*Context).SetProfiler(nil)
+	got, err := e.download(pd, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 32 { // each thread's four, reversed
+		for j := range 4 {
+			if w := float32(4*i + 3 - j); got[4*i+j] != w {
+				t.Fatalf("dst[%d] = %v, want %v", 4*i+j, got[4*i+j], w)
+			}
+		}
+	}
+	if p := profs[0]; p.Loads != (Access{Requests: 1, Sectors: 16, Least: 16, Bytes: 512}) || p.Stores.Sectors != 16 {
+		t.Errorf("a warp's 16-byte accesses: loads %+v, stores %+v; want one request of 16 sectors each", p.Loads, p.Stores)
+	}
+	err = e.launch(e.kernel(vecCopy(4), "vec_copy"), 1, 32, new(cu.Args).Ptr(pd).Ptr(ps))
+	if err == nil || !strings.Contains(err.Error(), "misaligned 16-byte vector load") {
+		t.Errorf("a vector load 4 bytes off its alignment: %v", err)
 	}
 }

@@ -44,10 +44,7 @@ func elementwise1(name string, in, res DType, f func(k *ptx.Kernel, x ptx.Reg) p
 	k := ptx.NewKernel(name)
 	o, a := k.ParamPtr("out"), k.ParamPtr("x")
 	n := k.Param("n", ptx.U64)
-	k.GridStride(n, func(i ptx.Reg) {
-		x := load(k, in, k.Addr(a, i, in.Size()))
-		store(k, res, k.Addr(o, i, res.Size()), f(k, x))
-	})
+	vectorized(k, n, in, res, []ptx.Reg{a}, o, func(xs []ptx.Reg) ptx.Reg { return f(k, xs[0]) })
 	return k
 }
 

@@ -207,7 +207,11 @@ func Imm(t Type, v float64) string {
 
 // GridStride writes a grid-stride loop over i in [0, n) (n a 64-bit
 // register) calling body with i (64-bit); it returns after the loop.
-func (k *Kernel) GridStride(n Reg, body func(i Reg)) {
+func (k *Kernel) GridStride(n Reg, body func(i Reg)) { k.GridStrideFrom(Reg{}, n, body) }
+
+// GridStrideFrom is GridStride over [from, n) (from a 64-bit register;
+// the zero Reg for 0).
+func (k *Kernel) GridStrideFrom(from, n Reg, body func(i Reg)) {
 	ctaid, ntid, tid, nctaid := k.Reg(U32), k.Reg(U32), k.Reg(U32), k.Reg(U32)
 	k.Op("mov.u32 %s, %%ctaid.x", ctaid)
 	k.Op("mov.u32 %s, %%ntid.x", ntid)
@@ -219,6 +223,9 @@ func (k *Kernel) GridStride(n Reg, body func(i Reg)) {
 	k.Op("cvt.u64.u32 %s, %s", t64, tid)
 	k.Op("add.s64 %s, %s, %s", i, i, t64)
 	k.Op("mul.wide.u32 %s, %s, %s", stride, ntid, nctaid)
+	if from != (Reg{}) {
+		k.Op("add.s64 %s, %s, %s", i, i, from)
+	}
 	k.Loop(i, n, stride, body)
 }
 
