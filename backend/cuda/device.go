@@ -47,7 +47,10 @@ type Device struct {
 	staging []byte           // page-locked host buffer for copies
 	host    hostPool         // page-locked blocks for swapped values
 	mods    map[string]cu.Module
-	funcs   map[string]cu.Function
+	funcs   map[funcKey]cu.Function
+	// reclaimFn is d.reclaim made once: a method value per buffer would
+	// allocate.
+	reclaimFn func(block)
 }
 
 // buffer is GPU memory.
@@ -84,9 +87,10 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), drv: drv, ctx: ctx, info: info,
-		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[string]cu.Function{},
+		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[funcKey]cu.Function{},
 		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}}
 	d.dnnOff.Store(dnnOffByEnv())
+	d.reclaimFn = d.reclaim
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
 		return nil, err
 	}
@@ -188,7 +192,7 @@ func (d *Device) ResetPeak() {
 
 // track sets b's cleanup.
 func (d *Device) track(b *buffer) *buffer {
-	b.cleanup = runtime.AddCleanup(b, d.reclaim, block{ptr: b.ptr, class: b.class})
+	b.cleanup = runtime.AddCleanup(b, d.reclaimFn, block{ptr: b.ptr, class: b.class})
 	return b
 }
 
@@ -386,6 +390,12 @@ func (d *Device) Synchronize() error {
 // function returns a kernel of family, loading the family's module on
 // first use.
 func (d *Device) function(family, name string) (cu.Function, error) {
+	d.mu.Lock()
+	f, ok := d.funcs[funcKey{family, name}]
+	d.mu.Unlock()
+	if ok { // loaded: no closure, no key built
+		return f, nil
+	}
 	return d.loadFunction(family, name, func() (string, error) {
 		src, err := modules.ReadFile("ptx/" + family + ".ptx")
 		if err != nil {
@@ -407,7 +417,7 @@ func (d *Device) compiled(src, name string) (cu.Function, error) {
 // loadFunction returns kernel name of the module known as key, loading
 // the module from src on first use.
 func (d *Device) loadFunction(key, name string, src func() (string, error)) (cu.Function, error) {
-	fkey := key + "/" + name
+	fkey := funcKey{key, name}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if f, ok := d.funcs[fkey]; ok {
@@ -437,6 +447,9 @@ func (d *Device) loadFunction(key, name string, src func() (string, error)) (cu.
 	}
 	return d.funcs[fkey], nil
 }
+
+// funcKey names a loaded kernel: its module's key and its name.
+type funcKey struct{ module, name string }
 
 // blockSize is the threads per block of the elementwise kernels.
 const blockSize = 256
@@ -469,7 +482,5 @@ func (d *Device) launchBlocks(family, name string, grid, block int, args *cu.Arg
 
 // launchFunction queues f over grid blocks of block threads.
 func (d *Device) launchFunction(f cu.Function, grid, block int, args *cu.Args) error {
-	return d.ctx.Do(func() error {
-		return d.ctx.Launch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
-	})
+	return d.ctx.DoLaunch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
@@ -152,13 +153,13 @@ func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *te
 	}
 	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
 	if full(out.Shape(), a, b) && family == "binary" {
-		check(c, gpu(c).launchVector(family, kernels.Name(op, string(d), "vv"), n, args))
+		check(c, gpu(c).launchVector(family, kname(op, string(d), "vv"), n, args))
 		return
 	}
-	name := kernels.Name(op, string(d), "vv")
+	name := kname(op, string(d), "vv")
 	if !full(out.Shape(), a, b) {
 		args.Bytes(geometry(c, out.Shape(), a, b), 8)
-		name = kernels.Name(op, string(d), "bc")
+		name = kname(op, string(d), "bc")
 	}
 	check(c, gpu(c).launch(family, name, n, args))
 }
@@ -171,10 +172,10 @@ func selectKernel(d kernels.DType) eager.Kernel {
 			return
 		}
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
-		name := kernels.Name("select", string(d), "vv")
+		name := kname("select", string(d), "vv")
 		if !full(out.Shape(), p, a, b) {
 			args.Bytes(geometry(c, out.Shape(), p, a, b), 8)
-			name = kernels.Name("select", string(d), "bc")
+			name = kname("select", string(d), "bc")
 		}
 		check(c, gpu(c).launch("compare", name, n, args))
 	}
@@ -187,7 +188,7 @@ func unary(op string, d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		check(c, gpu(c).launchVector("unary", kernels.Name(op, string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("unary", kname(op, string(d), ""), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
 }
 
@@ -203,7 +204,34 @@ func cast(from kernels.DType) eager.Kernel {
 			check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, x.Buffer(), 0, []int{1}, []int{n}, from.Size()))
 			return
 		}
-		name := kernels.Name("cast", string(from), string(to))
+		name := kname("cast", string(from), string(to))
 		check(c, gpu(c).launch("cast", name, n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
+}
+
+// kernelNames caches the names kname builds, so that a launch of the
+// elementwise kernels builds no string.
+var kernelNames = struct {
+	sync.RWMutex
+	m map[[3]string]string
+}{m: map[[3]string]string{}}
+
+// kname is kernels.Name of the non-empty parts of a, b, c.
+func kname(a, b, c string) string {
+	key := [3]string{a, b, c}
+	kernelNames.RLock()
+	name, ok := kernelNames.m[key]
+	kernelNames.RUnlock()
+	if ok {
+		return name
+	}
+	parts := []string{a, b}
+	if c != "" {
+		parts = append(parts, c)
+	}
+	name = kernels.Name(parts...)
+	kernelNames.Lock()
+	kernelNames.m[key] = name
+	kernelNames.Unlock()
+	return name
 }

@@ -115,6 +115,9 @@ type Context interface {
 	// Launch queues f on s over grid x block threads with shared bytes of
 	// dynamic shared memory and the packed arguments.
 	Launch(f Function, grid, block Dim3, shared int, s Stream, args *Args) error
+	// DoLaunch is Launch inside Do, without the closure a call of Do
+	// would allocate: every eager op launches.
+	DoLaunch(f Function, grid, block Dim3, shared int, s Stream, args *Args) error
 	StreamCreate() (Stream, error)
 	StreamSynchronize(s Stream) error
 	// Gemm queues a cuBLAS GEMM on s. It returns an error wrapping
@@ -151,48 +154,63 @@ type Events interface {
 }
 
 // Args packs a kernel's arguments in order, each at its natural
-// alignment, as the kernel's .param list declares them.
+// alignment, as the kernel's .param list declares them. Small argument
+// lists live in the Args itself, so packing one allocates nothing beyond
+// the Args.
 type Args struct {
 	buf     []byte
-	offsets []int
-	sizes   []int
+	offsets []int32
+	sizes   []int32
+	inline  [256]byte
+	offs    [16]int32
+	szs     [16]int32
 }
 
-func (a *Args) add(b []byte, align int) {
+// add appends the argument v of size bytes (little-endian; the bytes of
+// b instead where b is not nil) at align.
+func (a *Args) add(v uint64, size int, b []byte, align int) {
+	if a.buf == nil {
+		a.buf, a.offsets, a.sizes = a.inline[:0], a.offs[:0], a.szs[:0]
+	}
 	off := (len(a.buf) + align - 1) / align * align
 	for len(a.buf) < off {
 		a.buf = append(a.buf, 0)
 	}
-	a.offsets = append(a.offsets, off)
-	a.sizes = append(a.sizes, len(b))
-	a.buf = append(a.buf, b...)
-}
-
-func le(v uint64, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(v >> (8 * i))
+	a.offsets = append(a.offsets, int32(off))
+	if b != nil {
+		a.sizes = append(a.sizes, int32(len(b)))
+		a.buf = append(a.buf, b...)
+		return
 	}
-	return b
+	a.sizes = append(a.sizes, int32(size))
+	for i := range size {
+		a.buf = append(a.buf, byte(v>>(8*i)))
+	}
 }
 
 // Ptr adds a device pointer (.param .u64).
-func (a *Args) Ptr(p Ptr) *Args { a.add(le(uint64(p), 8), 8); return a }
+func (a *Args) Ptr(p Ptr) *Args { a.add(uint64(p), 8, nil, 8); return a }
 
 // U32 adds a 32-bit integer (.param .u32 or .s32).
-func (a *Args) U32(v uint32) *Args { a.add(le(uint64(v), 4), 4); return a }
+func (a *Args) U32(v uint32) *Args { a.add(uint64(v), 4, nil, 4); return a }
 
 // U64 adds a 64-bit integer (.param .u64 or .s64).
-func (a *Args) U64(v uint64) *Args { a.add(le(v, 8), 8); return a }
+func (a *Args) U64(v uint64) *Args { a.add(v, 8, nil, 8); return a }
 
 // F32 adds a float32 (.param .f32).
-func (a *Args) F32(v float32) *Args { a.add(le(uint64(math.Float32bits(v)), 4), 4); return a }
+func (a *Args) F32(v float32) *Args { a.add(uint64(math.Float32bits(v)), 4, nil, 4); return a }
 
 // F64 adds a float64 (.param .f64).
-func (a *Args) F64(v float64) *Args { a.add(le(math.Float64bits(v), 8), 8); return a }
+func (a *Args) F64(v float64) *Args { a.add(math.Float64bits(v), 8, nil, 8); return a }
 
-// Bytes adds a byte array (.param .align align .b8 name[len(b)]).
-func (a *Args) Bytes(b []byte, align int) *Args { a.add(append([]byte(nil), b...), align); return a }
+// Bytes adds a byte array (.param .align align .b8 name[len(b)]), copied.
+func (a *Args) Bytes(b []byte, align int) *Args {
+	if b == nil {
+		b = []byte{}
+	}
+	a.add(0, 0, b, align)
+	return a
+}
 
 // Len is the number of arguments.
 func (a *Args) Len() int { return len(a.sizes) }

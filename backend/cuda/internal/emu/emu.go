@@ -446,6 +446,11 @@ func (c *Context) Function(m cu.Module, name string) (cu.Function, error) {
 	return f, nil
 }
 
+// DoLaunch is Launch inside Do.
+func (c *Context) DoLaunch(f cu.Function, grid, block cu.Dim3, shared int, s cu.Stream, args *cu.Args) error {
+	return c.Do(func() error { return c.Launch(f, grid, block, shared, s, args) })
+}
+
 // Launch checks the launch's shape and arguments against the kernel and
 // queues it.
 func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.Stream, args *cu.Args) error {

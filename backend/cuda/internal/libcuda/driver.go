@@ -425,6 +425,16 @@ func (c *Context) Function(m cu.Module, name string) (cu.Function, error) {
 
 // Launch queues f with the packed arguments; the driver copies them
 // before cuLaunchKernel returns, so they are pinned only for the call.
+func (c *Context) DoLaunch(f cu.Function, grid, block cu.Dim3, shared int, s cu.Stream, args *cu.Args) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.d.call("cuCtxSetCurrent", c.d.f.ctxSetCurrent, c.h); err != nil {
+		return err
+	}
+	return c.Launch(f, grid, block, shared, s, args)
+}
+
+// Launch queues f on s (inside Do).
 func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.Stream, args *cu.Args) error {
 	ptrs := args.Pointers()
 	var pin runtime.Pinner
