@@ -168,10 +168,11 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 		err = tensor.Catch(func() {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
-			l, n = value.Float(), b[0].Dim(0)
+			n = b[0].Dim(0)
 			seed := ops.Div(ops.OnesLike(value), tensor.Scalar(float64(comm.Size())))
 			grads = tp.GradientEach(value, seed, Values(vars), r.ready)
 			seed.Release()
+			l = value.Float() // read once the backward pass is queued
 		})
 		mean, rerr := r.wait()
 		releaseAll(grads)

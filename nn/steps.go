@@ -34,10 +34,14 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
-			l, n = value.Float(), b[0].Dim(0)
+			n = b[0].Dim(0)
 			grads := tp.Gradient(value, Values(vars)...)
 			applied = opt.Apply(vars, grads)
 			releaseAll(grads)
+			// The loss is read last: on a device that queues its work (a
+			// GPU) the forward pass, the backward and the update are all
+			// queued before the host waits for one value.
+			l = value.Float()
 		})
 		if err == nil {
 			err = applied
@@ -121,8 +125,8 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if err != nil {
 			return 0, 0, err
 		}
-		l := out[0].Float()
 		err = opt.Apply(vars, out[1:])
+		l := out[0].Float() // read after the update is queued, as TrainStep reads it
 		// The results this run made go back to the buffer cache for the
 		// next step, as TrainStep's do; one may also be a graph constant
 		// (the gradient of a variable the loss does not reach), kept.
