@@ -42,14 +42,14 @@ func divisorArg(args *cu.Args, v, limit int) *cu.Args {
 func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 	x, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
 	axis := c.Attrs.(opattr.AxisAttrs).Axis
-	move.CheckIndexRange(c, 1, x.Dim(axis))
 	if out.NumElements() == 0 {
 		return
 	}
 	name := kernels.Name("take_along", width(x.DType()), string(kernelType(idx.DType())))
 	total := out.NumElements()
 	_, _, inner := move.Split(x.Shape(), axis)
-	args := alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)), x, idx, axis, total)
+	slot := gpu(c).checkSlot(c, idx, x.Dim(axis), indexMessage)
+	args := alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)).Ptr(slot), x, idx, axis, total)
 	check(c, gpu(c).launch("along", name, total, divisorArg(args, idx.Dim(axis)*inner, total)))
 }
 
@@ -57,7 +57,6 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
 		axis := c.Attrs.(opattr.AxisAttrs).Axis
-		move.CheckIndexRange(c, 1, base.Dim(axis))
 		if out.NumElements() == 0 {
 			return
 		}
@@ -67,7 +66,8 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 		}
 		outer, _, inner := move.Split(base.Shape(), axis)
 		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
-		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)), base, idx, axis, outer*inner)))
+		slot := gpu(c).checkSlot(c, idx, base.Dim(axis), indexMessage)
+		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot), base, idx, axis, outer*inner)))
 	}
 }
 

@@ -51,6 +51,12 @@ type Device struct {
 	// reclaimFn is d.reclaim made once: a method value per buffer would
 	// allocate.
 	reclaimFn func(block)
+	// The index checks queued since the last synchronisation (checks.go),
+	// under mu: their slots on the device, and the host buffer they are
+	// read into.
+	checkArea cu.Ptr
+	checks    []indexCheck
+	checkHost []byte
 }
 
 // buffer is GPU memory.
@@ -276,7 +282,7 @@ func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
 			return err
 		}
 		copy(dst, host)
-		return nil
+		return d.reportChecksLocked() // a bad index found by a kernel queued before
 	})
 }
 
@@ -384,7 +390,12 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 
 // Synchronize waits for the work queued on the stream.
 func (d *Device) Synchronize() error {
-	return d.ctx.Do(d.streamSync)
+	if err := d.ctx.Do(d.streamSync); err != nil { // without d.mu: a wait may be long
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reportChecksLocked()
 }
 
 // function returns a kernel of family, loading the family's module on

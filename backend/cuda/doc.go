@@ -47,9 +47,12 @@
 // (Device.SetCuDNN and EAGERFLOW_CUDNN=0 turn it off), and otherwise are
 // GEMMs against the batch's patch matrix, in NHWC and NCHW. An Adam step
 // updates all of a model's variables in one launch
-// (device.AdamStepper). Ops that check index values
-// (gather, scatter, the sparse cross-entropy) read the indices on the
-// host first, which waits for the stream. The device draws random tensors
+// (device.AdamStepper). Ops that check index values (gather, scatter, the along-axis ops,
+// the sparse cross-entropy) check them in their kernels: a bad index
+// gathers zero or updates nothing, and is an error of kind
+// tensor.ErrIndex, naming the op, the index and its position, at the
+// next synchronisation (a read on the host, Synchronize); the host never
+// waits for the indices. The device draws random tensors
 // itself (device.RandomFiller: tensor.RandUniform and the others made on
 // it, and ops.Dropout's mask) from the host's Philox stream: a seed gives
 // the same uniforms and Bernoulli draws on both, bit for bit, and normals

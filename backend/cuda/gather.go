@@ -39,13 +39,13 @@ func gather(c *eager.Call, outs []*tensor.Tensor) {
 	p, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
 	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	outer, n, inner := move.Split(p.Shape(), axis)
-	move.CheckIndexRange(c, 1, n)
 	if out.NumElements() == 0 {
 		return
 	}
 	name := kernels.Name("gather", width(p.DType()), string(kernelType(idx.DType())))
 	total := out.NumElements()
-	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).
+	slot := gpu(c).checkSlot(c, idx, n, indexMessage)
+	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).Ptr(slot).
 		U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, total)
 	check(c, gpu(c).launch("index", name, total, divisorArg(args, idx.NumElements()*inner, total)))
 }
@@ -55,7 +55,6 @@ func scatter(kind string) eager.Kernel {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
 		axis := c.Attrs.(opattr.AxisAttrs).Axis
 		outer, n, inner := move.Split(base.Shape(), axis)
-		move.CheckIndexRange(c, 1, n)
 		if out.NumElements() == 0 {
 			return
 		}
@@ -68,8 +67,13 @@ func scatter(kind string) eager.Kernel {
 			elem = string(kernelType(base.DType()))
 		}
 		name := kernels.Name(kind, elem, string(kernelType(idx.DType())))
-		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).
+		slot := gpu(c).checkSlot(c, idx, n, indexMessage)
+		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
 			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, outer*inner)
 		check(c, gpu(c).launch("index", name, outer*inner, args))
 	}
 }
+
+// indexMessage is the error of a bad index found by a kernel: the index,
+// its position, the bound (as move.CheckIndexRange words it).
+const indexMessage = "index %d at position %d is outside [0, %d)"

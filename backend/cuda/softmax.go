@@ -3,7 +3,6 @@ package cuda
 import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
-	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -38,9 +37,8 @@ func rowsKernel(kind string, d kernels.DType) eager.Kernel {
 	}
 }
 
-// sparseXent checks the labels on the host (a failed call names the first
-// label out of range, as on the CPU; the read waits for the labels) and
-// queues the kernel.
+// sparseXent queues the kernel, which checks the labels on the device
+// (checks.go): a bad label is an error at the next synchronisation.
 func sparseXent(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		logits, labels, out := c.Inputs[0], c.Inputs[1], outs[0]
@@ -48,8 +46,8 @@ func sparseXent(d kernels.DType) eager.Kernel {
 		if rows == 0 {
 			return
 		}
-		move.CheckLabels(c, 1, classes)
+		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
-		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).U64(uint64(rows)).U64(uint64(classes)))
+		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }

@@ -104,6 +104,9 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 	case "ret", "exit":
 		in.kind = kExit
 		return in, nil
+	case "atom":
+		in.exec, err = cc.atom(mods, st.args)
+		return in, err
 	case "shfl":
 		in.kind = kShfl
 		in.shfl, err = cc.shfl(mods, st.args)
@@ -380,6 +383,52 @@ func (cc *compiler) memory(base string, mods []string, args []string) (func(*run
 		return nil, err
 	}
 	return func(r *run, b *block, t *thread) { r.store(b, t, space, a(t, b), size, v(t, b)) }, nil
+}
+
+// atom compiles atom.global.min.<u64|s64|u32|s32> d, [a], b: the old value
+// into d and the least of it and b left at a. Threads run one at a time,
+// so every atomic is atomic here.
+func (cc *compiler) atom(mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) != 3 || mods[0] != "global" || (mods[1] != "min" && mods[1] != "max") || len(args) != 3 {
+		return nil, fmt.Errorf("only atom.global.<min|max>.<type> d, [a], b is supported")
+	}
+	typ := mods[2]
+	class := classOf(typ)
+	if class != "b32" && class != "b64" {
+		return nil, fmt.Errorf("unsupported atom type .%s", typ)
+	}
+	size, signed, isMax := sizeOf(typ), strings.HasPrefix(typ, "s"), mods[1] == "max"
+	d, err := cc.dst(args[0], class, false)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cc.address(args[1], "global")
+	if err != nil {
+		return nil, err
+	}
+	v, err := cc.src(args[2], class, false)
+	if err != nil {
+		return nil, err
+	}
+	less := func(x, y uint64) bool {
+		if signed {
+			sh := uint(64 - 8*size)
+			return int64(x<<sh)>>sh < int64(y<<sh)>>sh
+		}
+		return x < y
+	}
+	return func(r *run, b *block, t *thread) {
+		addr := a(t, b)
+		old, ok := r.load(b, t, "global", addr, size)
+		if !ok {
+			return
+		}
+		nv := v(t, b) & mask(size)
+		if less(nv, old) != isMax && nv != old {
+			r.store(b, t, "global", addr, size, nv)
+		}
+		d(t, old)
+	}, nil
 }
 
 // vectorMemory compiles ld.space.vN.type {d0, ...}, [a] and

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -135,5 +136,42 @@ func TestVectorAccesses(t *testing.T) {
 	err = e.launch(e.kernel(vecCopy(4), "vec_copy"), 1, 32, new(cu.Args).Ptr(pd).Ptr(ps))
 	if err == nil || !strings.Contains(err.Error(), "misaligned 16-byte vector load") {
 		t.Errorf("a vector load 4 bytes off its alignment: %v", err)
+	}
+}
+
+// atom.global.min keeps the least value any thread offers and gives each
+// its predecessor; here the threads offer 100 - tid, so the last wins.
+func TestAtomicMin(t *testing.T) {
+	e := newEnv(t)
+	const src = header + `
+.visible .entry least(.param .u64 slot)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [slot];
+	mov.u32 %r1, %tid.x;
+	sub.u32 %r2, 100, %r1;
+	cvt.u64.u32 %rd2, %r2;
+	atom.global.min.u64 %rd3, [%rd1], %rd2;
+	ret;
+}
+`
+	p := e.upload([]float32{0, 0})
+	e.do(func() error { return e.ctx.MemsetD32(p, 0xffffffff, 2, e.s) })
+	if err := e.launch(e.kernel(src, "least"), 1, 64, new(cu.Args).Ptr(p)); err != nil {
+		t.Fatal(err)
+	}
+	var host []byte
+	e.do(func() (err error) {
+		if host, err = e.ctx.MemAllocHost(8); err != nil {
+			return err
+		}
+		if err := e.ctx.MemcpyDtoH(host, p, e.s); err != nil {
+			return err
+		}
+		return e.ctx.StreamSynchronize(e.s)
+	})
+	if got := binary.LittleEndian.Uint64(host); got != 100-63 {
+		t.Errorf("the slot holds %d, want %d", got, 100-63)
 	}
 }

@@ -5,11 +5,14 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // Along-axis kernels index each element separately, x viewed as [outer,
 // n, inner] and the indices as [outer, K, inner]:
 //
-//   - take_along_<width>_<index dtype> (out, x, idx, outer, n, K, inner):
-//     out[o,k,b] = x[o, idx[o,k,b], b], a thread per output element.
-//   - put_along_add_<dtype>_<index dtype> (out, idx, upd, outer, n, K,
-//     inner), out holding base: out[o, idx[o,k,b], b] += upd[o,k,b], a
+//   - take_along_<width>_<index dtype> (out, x, idx, err, outer, n, K,
+//     inner): out[o,k,b] = x[o, idx[o,k,b], b], a thread per output
+//     element.
+//   - put_along_add_<dtype>_<index dtype> (out, idx, upd, err, outer, n,
+//     K, inner), out holding base: out[o, idx[o,k,b], b] += upd[o,k,b], a
 //     thread per (o, b) in k order.
+//
+// Both check their indices on the device (checkedIndex, index.go).
 //   - arg_max_<dtype>, arg_min_<dtype> (out, x, outer, n, inner): the first
 //     extreme along n as int64, a NaN counting as the extreme (NumPy's
 //     rule, as the CPU), a thread per (o, b).
@@ -66,25 +69,35 @@ func upTo(k *ptx.Kernel, n ptx.Reg, body func(j ptx.Reg)) {
 
 func takeAlongKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("take_along", width, string(id)))
-	o, x, idx := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx")
+	o, x, idx, errSlot := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("idx"), k.ParamPtr("err")
 	outer, n, nk, inner := alongParams(k)
 	cells(k, outer, nk, inner, func(e, oi, _, b ptx.Reg) {
-		src := slot(k, oi, n, indexAt(k, idx, id, e), inner.v, b)
-		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(x, src, t.Size())))
+		v, bad := checkedIndex(k, idx, id, e, n, errSlot)
+		val := k.Reg(t)
+		k.Op("mov.%s %s, 0", bits(t), val) // a bad index takes zero
+		skip := k.Label("taken")
+		k.Op("@%s bra %s", bad, skip)
+		k.Op("ld.global.%s %s, [%s]", t, val, k.Addr(x, slot(k, oi, n, v, inner.v, b), t.Size()))
+		k.Place(skip)
+		k.Store(t, k.Addr(o, e, t.Size()), val)
 	})
 	return k
 }
 
 func putAlongAddKernel(d, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("put_along_add", string(d), string(id)))
-	o, idx, u := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd")
+	o, idx, u, errSlot := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd"), k.ParamPtr("err")
 	outer, n, nk, inner := alongParams(k)
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		upTo(k, nk, func(j ptx.Reg) {
 			at := slot(k, oi, nk, j, inner.v, b)
-			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, at), inner.v, b), d.Size())
+			v, bad := checkedIndex(k, idx, id, at, n, errSlot)
+			skip := k.Label("put")
+			k.Op("@%s bra %s", bad, skip) // a bad index adds nothing
+			dst := k.Addr(o, slot(k, oi, n, v, inner.v, b), d.Size())
 			sum := binaryOp(k, "add", d, load(k, d, dst), load(k, d, k.Addr(u, at, d.Size())))
 			store(k, d, dst, sum)
+			k.Place(skip)
 		})
 	})
 	return k

@@ -139,7 +139,8 @@ func TestDivisorPathsAgree(t *testing.T) {
 		pp, pi := e.upload(params), e.upload(idx)
 		total := outer * len(idx) * inner
 		out := e.upload(make([]uint32, total))
-		args := new(cu.Args).Ptr(out).Ptr(pp).Ptr(pi).U64(outer).U64(n).U64(uint64(len(idx)))
+		errSlot := e.upload([]uint32{0xffffffff, 0xffffffff})
+		args := new(cu.Args).Ptr(out).Ptr(pp).Ptr(pi).Ptr(errSlot).U64(outer).U64(n).U64(uint64(len(idx)))
 		args = divisorArgs(divisorArgs(args, inner, total, narrow), len(idx)*inner, total, narrow)
 		e.launch(e.kernel("index", "gather_b32_s32"), cu.Dim3{X: 2, Y: 1, Z: 1}, cu.Dim3{X: 64, Y: 1, Z: 1}, args)
 		got := e.download(out, total)
@@ -154,9 +155,12 @@ func TestDivisorPathsAgree(t *testing.T) {
 		}
 		// Scatter the gathered rows back into zeros: the last update wins.
 		back := e.upload(make([]uint32, outer*n*inner))
-		args = divisorArgs(new(cu.Args).Ptr(back).Ptr(pi).Ptr(out).U64(outer).U64(n).U64(uint64(len(idx))), inner, outer*inner, narrow)
+		args = divisorArgs(new(cu.Args).Ptr(back).Ptr(pi).Ptr(out).Ptr(errSlot).U64(outer).U64(n).U64(uint64(len(idx))), inner, outer*inner, narrow)
 		e.launch(e.kernel("index", "scatter_b32_s32"), cu.Dim3{X: 1, Y: 1, Z: 1}, cu.Dim3{X: 32, Y: 1, Z: 1}, args)
 		gotBack := e.download(back, outer*n*inner)
+		if slot := e.download(errSlot, 2); slot[0] != 0xffffffff || slot[1] != 0xffffffff {
+			t.Fatalf("narrow %v: good indices left %x in the check slot", narrow, slot)
+		}
 		for o := range outer {
 			for r := range n {
 				for b := range inner {

@@ -3,13 +3,15 @@ package kernels
 import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
 // Index kernels move slices by integer indices along one axis, with x
-// viewed as [outer, n, inner] and the indices (idx, J of them, s32 or s64,
-// checked by the backend beforehand) picking along n:
+// viewed as [outer, n, inner] and the indices (idx, J of them, s32 or s64)
+// picking along n. They check each index on the device (checkedIndex): a
+// bad one gathers zero or updates nothing, and its position goes to the
+// check slot err, which the backend reads at the next synchronisation.
 //
-//   - gather_<width>_<index dtype> (out, params, idx, outer, n, J, inner):
-//     a thread per output element of [outer, J, inner].
+//   - gather_<width>_<index dtype> (out, params, idx, err, outer, n, J,
+//     inner): a thread per output element of [outer, J, inner].
 //   - scatter_<width>_<index dtype> and scatter_add_<dtype>_<index dtype>
-//     (out, idx, upd, outer, n, J, inner), out holding base already: a
+//     (out, idx, upd, err, outer, n, J, inner), out holding base already: a
 //     thread per (outer, inner) column walks j = 0..J-1 in order, so a
 //     repeated index takes the last update (scatter) or sums in order
 //     (scatter_add), the same on every run, with no atomics.
@@ -45,6 +47,23 @@ func indexAt(k *ptx.Kernel, idx ptx.Reg, id DType, j ptx.Reg) ptx.Reg {
 	return w
 }
 
+// checkedIndex loads index j (dtype id) as a 64-bit register and checks
+// it against bound: outside [0, bound) it leaves j in the check slot at
+// errSlot where j is less than what the slot holds (atom.min: the slot
+// ends with the first bad position, whatever the threads' order), and
+// bad is set so that the caller skips the access. The backend reports the
+// slot's position at the next synchronisation (checks.go).
+func checkedIndex(k *ptx.Kernel, idx ptx.Reg, id DType, j, bound, errSlot ptx.Reg) (v, bad ptx.Reg) {
+	v, bad = indexAt(k, idx, id, j), k.Reg(ptx.Pred)
+	k.Op("setp.ge.u64 %s, %s, %s", bad, v, bound) // a negative index is a large unsigned one
+	ok := k.Label("index_ok")
+	k.Op("@!%s bra %s", bad, ok)
+	old := k.Reg(ptx.U64)
+	k.Op("atom.global.min.u64 %s, [%s], %s", old, errSlot, j)
+	k.Place(ok)
+	return v, bad
+}
+
 // slot is (o·rows + r)·inner + b.
 func slot(k *ptx.Kernel, o, rows, r, inner, b ptx.Reg) ptx.Reg {
 	a := k.Reg(ptx.U64)
@@ -55,11 +74,17 @@ func slot(k *ptx.Kernel, o, rows, r, inner, b ptx.Reg) ptx.Reg {
 
 func gatherKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("gather", width, string(id)))
-	o, p, idx := k.ParamPtr("out"), k.ParamPtr("params"), k.ParamPtr("idx")
+	o, p, idx, errSlot := k.ParamPtr("out"), k.ParamPtr("params"), k.ParamPtr("idx"), k.ParamPtr("err")
 	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), paramDivisor(k, "inner")
 	cells(k, outer, nj, inner, func(e, oi, j, b ptx.Reg) {
-		src := slot(k, oi, n, indexAt(k, idx, id, j), inner.v, b)
-		k.Store(t, k.Addr(o, e, t.Size()), k.Load(t, k.Addr(p, src, t.Size())))
+		v, bad := checkedIndex(k, idx, id, j, n, errSlot)
+		val := k.Reg(t)
+		k.Op("mov.%s %s, 0", bits(t), val) // a bad index gathers zero
+		skip := k.Label("gathered")
+		k.Op("@%s bra %s", bad, skip)
+		k.Op("ld.global.%s %s, [%s]", t, val, k.Addr(p, slot(k, oi, n, v, inner.v, b), t.Size()))
+		k.Place(skip)
+		k.Store(t, k.Addr(o, e, t.Size()), val)
 	})
 	return k
 }
@@ -69,7 +94,7 @@ func gatherKernel(width string, t ptx.Type, id DType) *ptx.Kernel {
 // stored as their low byte).
 func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old, upd ptx.Reg) ptx.Reg, t ptx.Type) *ptx.Kernel {
 	k := ptx.NewKernel(Name(kind, elem, string(id)))
-	o, idx, u := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd")
+	o, idx, u, errSlot := k.ParamPtr("out"), k.ParamPtr("idx"), k.ParamPtr("upd"), k.ParamPtr("err")
 	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), paramDivisor(k, "inner")
 	mem := t
 	if elem == "b8" || elem == string(U8) {
@@ -77,12 +102,16 @@ func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old,
 	}
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		upTo(k, nj, func(j ptx.Reg) {
-			dst := k.Addr(o, slot(k, oi, n, indexAt(k, idx, id, j), inner.v, b), mem.Size())
+			v, bad := checkedIndex(k, idx, id, j, n, errSlot)
+			skip := k.Label("scattered")
+			k.Op("@%s bra %s", bad, skip) // a bad index updates nothing
+			dst := k.Addr(o, slot(k, oi, n, v, inner.v, b), mem.Size())
 			upd := k.Reg(t)
 			k.Op("ld.global.%s %s, [%s]", mem, upd, k.Addr(u, slot(k, oi, nj, j, inner.v, b), mem.Size()))
 			old := k.Reg(t)
 			k.Op("ld.global.%s %s, [%s]", mem, old, dst)
 			k.Op("st.global.%s [%s], %s", mem, dst, combine(k, old, upd))
+			k.Place(skip)
 		})
 	})
 	return k

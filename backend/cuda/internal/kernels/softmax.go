@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // Softmax kernels work along the last dimension, a block per row (as the
 // row reductions): the row's maximum m (NaN propagates), then the float64
@@ -9,8 +13,9 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //   - softmax_<dtype> (out, x, rows, n): e^(x−m)/s.
 //   - log_softmax_<dtype> (out, x, rows, n): (x−m) − log s, log s rounded
 //     to the dtype first.
-//   - sparse_xent_<dtype>_<label dtype> (out, x, labels, rows, n): per row,
-//     m − x[label] + log s; labels are checked by the backend beforehand.
+//   - sparse_xent_<dtype>_<label dtype> (out, x, labels, err, rows, n): per
+//     row, m − x[label] + log s; a label outside [0, n) gives NaN and its
+//     row goes to the check slot err (checkedIndex).
 
 func softmaxKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
@@ -30,9 +35,9 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 	}
 	k := ptx.NewKernel(name)
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	var labels ptx.Reg
+	var labels, errSlot ptx.Reg
 	if label != "" {
-		labels = k.ParamPtr("labels")
+		labels, errSlot = k.ParamPtr("labels"), k.ParamPtr("err")
 	}
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
 	m := fm{k}
@@ -80,14 +85,14 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 			})
 		default: // sparse_xent
 			b.first(func() {
-				id := load(k, label, k.Addr(labels, row, label.Size()))
-				id64 := id
-				if label == S32 {
-					id64 = k.Reg(ptx.S64)
-					k.Op("cvt.s64.s32 %s, %s", id64, id)
-				}
+				id64, bad := checkedIndex(k, labels, label, row, n, errSlot)
+				loss, done := k.Reg(t), k.Label("loss")
+				k.Op("mov.%s %s, %s", t, loss, ptx.Imm(t, math.NaN())) // a bad label's loss
+				k.Op("@%s bra %s", bad, done)
 				r := m.add(m.sub(widen(k, d, mx), widen(k, d, load(k, d, elem(id64)))), m.log(sum))
-				store(k, d, k.Addr(o, row, d.Size()), narrow(k, d, r))
+				k.Op("mov.%s %s, %s", t, loss, narrow(k, d, r))
+				k.Place(done)
+				store(k, d, k.Addr(o, row, d.Size()), loss)
 			})
 		}
 	})
