@@ -274,6 +274,7 @@ var names = map[int]string{
 	ErrorNotFound: "CUDA_ERROR_NOT_FOUND", ErrorNotReady: "CUDA_ERROR_NOT_READY", ErrorIllegalAddress: "CUDA_ERROR_ILLEGAL_ADDRESS",
 	ErrorLaunchOutOfRes: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", ErrorIllegalInstruction: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
 	ErrorMisalignedAddress: "CUDA_ERROR_MISALIGNED_ADDRESS", ErrorLaunchFailed: "CUDA_ERROR_LAUNCH_FAILED",
+	ErrorCaptureUnsupported: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", ErrorCaptureInvalidated: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
 }
 
 // Errorf returns the *Error of a call that failed with code.
@@ -284,3 +285,29 @@ func Errorf(call string, code int, format string, args ...any) *Error {
 	}
 	return &Error{Call: call, Code: code, Name: name, Detail: fmt.Sprintf(format, args...)}
 }
+
+// GraphExec is an instantiated CUDA graph (CUgraphExec).
+type GraphExec uintptr
+
+// Graphs is a Context that captures the work queued on a stream as a CUDA
+// graph and replays it with one launch. Calls are made inside Do.
+type Graphs interface {
+	// BeginCapture starts capturing s in relaxed mode (memory may still be
+	// allocated): the work then queued on s is recorded, not run, until
+	// EndCapture. A wait for s meanwhile (StreamSynchronize) fails with
+	// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture.
+	BeginCapture(s Stream) error
+	// EndCapture ends the capture of s and instantiates what it recorded;
+	// an invalidated capture is an error.
+	EndCapture(s Stream) (GraphExec, error)
+	// GraphLaunch queues the graph's work on s.
+	GraphLaunch(g GraphExec, s Stream) error
+	// GraphDestroy frees an instantiated graph.
+	GraphDestroy(g GraphExec) error
+}
+
+// The stream-capture errors.
+const (
+	ErrorCaptureUnsupported = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+	ErrorCaptureInvalidated = 901 // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+)

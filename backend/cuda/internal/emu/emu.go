@@ -74,7 +74,7 @@ func (d *Driver) Retain(ordinal int) (cu.Context, error) {
 	defer d.mu.Unlock()
 	if d.ctx == nil {
 		d.ctx = &Context{cfg: d.cfg, mem: newMemory(d.cfg.Memory), current: map[int]int{},
-			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{}, events: map[cu.Event]*timedEvent{},
+			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{}, events: map[cu.Event]*timedEvent{}, graphs: map[cu.GraphExec][]func() error{},
 			pinned: map[uintptr]int{}}
 	}
 	return d.ctx, nil
@@ -98,9 +98,15 @@ type Context struct {
 	profiler           func(Profile) // SetProfiler's
 	now                float64       // the clock, nominal nanoseconds (clock.go)
 	events             map[cu.Event]*timedEvent
+	graphs             map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
+	// GraphLaunches counts the graphs launched, for tests.
+	GraphLaunches int
 }
 
-type stream struct{ queue []func() error }
+type stream struct {
+	queue   []func() error
+	capture *capture // the capture in progress (graph.go)
+}
 
 type loaded struct{ kernels map[string]cu.Function }
 
@@ -260,6 +266,10 @@ func (c *Context) enqueue(call string, s cu.Stream, check, op func() error) erro
 	}
 	if err := check(); err != nil {
 		return err
+	}
+	if st.capture != nil { // recorded, not run (graph.go)
+		st.capture.ops = append(st.capture.ops, op)
+		return nil
 	}
 	st.queue = append(st.queue, op)
 	return nil
@@ -530,6 +540,11 @@ func (c *Context) StreamSynchronize(s cu.Stream) error {
 	defer c.mu.Unlock()
 	st, err := c.stream("cuStreamSynchronize", s)
 	if err != nil {
+		return err
+	}
+	if st.capture != nil {
+		err := cu.Errorf("cuStreamSynchronize", cu.ErrorCaptureUnsupported, "a wait for stream %#x while it captures", uintptr(s))
+		st.capture.invalid = err
 		return err
 	}
 	return c.runLocked(st)

@@ -28,6 +28,8 @@ type driverFuncs struct {
 	streamCreate, streamSynchronize, getErrorName, getErrorString       uintptr
 	eventCreate, eventRecord, eventQuery, eventDestroy                  uintptr
 	eventSynchronize, eventElapsed, eventElapsedV2                      uintptr
+	beginCapture, endCapture, graphInstantiate, graphLaunch             uintptr
+	graphDestroy, graphExecDestroy                                      uintptr
 }
 
 func (f *driverFuncs) symbols() map[string]*uintptr {
@@ -51,7 +53,10 @@ func (f *driverFuncs) symbols() map[string]*uintptr {
 func (f *driverFuncs) optional() map[string]*uintptr {
 	return map[string]*uintptr{"cuMemAllocAsync": &f.memAllocAsync, "cuMemFreeAsync": &f.memFreeAsync,
 		"cuEventSynchronize": &f.eventSynchronize, "cuEventElapsedTime": &f.eventElapsed,
-		"cuEventElapsedTime_v2": &f.eventElapsedV2}
+		"cuEventElapsedTime_v2":   &f.eventElapsedV2,
+		"cuStreamBeginCapture_v2": &f.beginCapture, "cuStreamEndCapture": &f.endCapture,
+		"cuGraphInstantiateWithFlags": &f.graphInstantiate, "cuGraphLaunch": &f.graphLaunch,
+		"cuGraphDestroy": &f.graphDestroy, "cuGraphExecDestroy": &f.graphExecDestroy}
 }
 
 // Device attributes (CUdevice_attribute).
