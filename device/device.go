@@ -236,6 +236,39 @@ type RandomFiller interface {
 	FillRandom(dst Buffer, n int, r RandomDraw) error
 }
 
+// Capturer is a device that records the work queued on it and replays
+// the record with one launch (a GPU, through CUDA graphs): what a traced
+// function queues on each call, kernel by kernel, then costs the device
+// one launch.
+type Capturer interface {
+	// Capture runs fn while the device records the work fn queues instead
+	// of running it; the memory fn allocates, and frees, stays the
+	// recording's, so that every replay finds it where the record says. A
+	// wait for the device inside fn (a read of a value) cannot be
+	// recorded: Capture then returns an error wrapping ErrCapture, and no
+	// work has run. fn's own error is returned as it is. The buffers the
+	// recorded work uses that are not the recording's (its inputs,
+	// weights) must stay allocated while it is replayed: keep their
+	// tensors.
+	Capture(fn func() error) (Recording, error)
+}
+
+// Recording is work a Capturer recorded.
+type Recording interface {
+	// Replay queues the recorded work again: the same kernels and copies
+	// on the same buffers, whatever they hold then.
+	Replay() error
+	// Alloc returns n bytes of the recording's memory (the buffers a
+	// replay's inputs are copied into), kept with it.
+	Alloc(n int) (Buffer, error)
+	// Release frees the recording and its memory, once the work queued
+	// before is done; its buffers must not be used after.
+	Release()
+}
+
+// ErrCapture is the error of work a Capturer cannot record.
+var ErrCapture = errors.New("device: the work cannot be captured")
+
 // Timer is a device whose queue of work can be timed (a GPU, through
 // CUDA events): Mark queues a mark behind the work queued so far; Between
 // waits until the device has passed b and returns its time from a to b;

@@ -2,9 +2,12 @@ package cuda
 
 import (
 	le "encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -27,26 +30,54 @@ const checkSlots = 256
 // noBadIndex is a check slot's value until a kernel finds a bad index.
 const noBadIndex = math.MaxUint64
 
-// indexCheck is a check queued on the device.
+// indexCheck is a check queued on the device: its op, its message (the
+// index, its position and the bound as verbs), the indices (for the bad
+// one's value), the bound, and its slot: entry index of the area at area
+// (the device's, or a recording's).
 type indexCheck struct {
-	op    string         // the op's name
-	what  string         // the message's form: value, position, bound
-	idx   *tensor.Tensor // the indices, for the bad one's value
+	op    string
+	what  string
+	idx   *tensor.Tensor
 	bound int
+	area  cu.Ptr
+	index int
 }
 
 // checkSlot queues a check of the indices idx against [0, bound) for the
 // call and returns the slot its kernel writes to. what is the message,
-// with the index, its position and the bound as verbs.
+// with the index, its position and the bound as verbs. While a recording
+// captures, the slot is the recording's (its replays queue the check
+// again).
 func (d *Device) checkSlot(c *eager.Call, idx *tensor.Tensor, bound int, what string) cu.Ptr {
 	d.mu.Lock()
-	full := len(d.checks) == checkSlots
+	full := d.capturing == nil && d.eagerChecksLocked() == checkSlots
 	d.mu.Unlock()
 	if full {
 		check(c, d.Synchronize())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	ch := indexCheck{op: c.Op.Name, what: what, idx: idx, bound: bound}
+	if p := d.capturing; p != nil {
+		if len(p.checks) == checkSlots {
+			check(c, fmt.Errorf("%w: more than %d index checks in one recording", device.ErrCapture, checkSlots))
+		}
+		if p.checkArea == 0 {
+			// The recording's slots, reset by its first operation at every
+			// replay (the memset is captured too).
+			err := d.ctx.Do(func() (err error) {
+				if p.checkArea, err = d.ctx.MemAlloc(8*checkSlots, 0); err != nil {
+					return err
+				}
+				p.all = append(p.all, p.checkArea)
+				return d.ctx.MemsetD32(p.checkArea, math.MaxUint32, 2*checkSlots, d.s)
+			})
+			check(c, err)
+		}
+		ch.area, ch.index = p.checkArea, len(p.checks)
+		p.checks = append(p.checks, ch)
+		return ch.area + cu.Ptr(8*ch.index)
+	}
 	if d.checkArea == 0 {
 		err := d.ctx.Do(func() (err error) {
 			if d.checkArea, err = d.ctx.MemAlloc(8*checkSlots, d.s); err != nil {
@@ -59,8 +90,20 @@ func (d *Device) checkSlot(c *eager.Call, idx *tensor.Tensor, bound int, what st
 			check(c, err)
 		}
 	}
-	d.checks = append(d.checks, indexCheck{op: c.Op.Name, what: what, idx: idx, bound: bound})
-	return d.checkArea + cu.Ptr(8*(len(d.checks)-1))
+	ch.area, ch.index = d.checkArea, d.eagerChecksLocked()
+	d.checks = append(d.checks, ch)
+	return ch.area + cu.Ptr(8*ch.index)
+}
+
+// eagerChecksLocked counts the queued checks in the device's own area.
+func (d *Device) eagerChecksLocked() int {
+	n := 0
+	for _, ch := range d.checks {
+		if ch.area == d.checkArea {
+			n++
+		}
+	}
+	return n
 }
 
 // reportChecksLocked reads the slots of the checks queued since the last
@@ -68,35 +111,48 @@ func (d *Device) checkSlot(c *eager.Call, idx *tensor.Tensor, bound int, what st
 // holding d.mu), resets them, and returns the first bad index as an
 // error.
 func (d *Device) reportChecksLocked() error {
-	n := len(d.checks)
-	if n == 0 {
+	if len(d.checks) == 0 {
 		return nil
 	}
-	checks := d.checks
+	checks := slices.Clone(d.checks)
 	d.checks = d.checks[:0]
 	host, err := d.checkHostLocked()
 	if err != nil {
 		return err
 	}
-	err = d.ctx.Do(func() error {
-		if err := d.ctx.MemcpyDtoH(host[:8*n], d.checkArea, d.s); err != nil {
+	// Each area's slots in one copy, in the order the checks were queued.
+	slots := map[cu.Ptr][]byte{}
+	for _, ch := range checks {
+		if _, ok := slots[ch.area]; ok {
+			continue
+		}
+		n := 0
+		for _, o := range checks {
+			if o.area == ch.area {
+				n = max(n, o.index+1)
+			}
+		}
+		err := d.ctx.Do(func() error {
+			if err := d.ctx.MemcpyDtoH(host[:8*n], ch.area, d.s); err != nil {
+				return err
+			}
+			if err := d.streamSync(); err != nil {
+				return err
+			}
+			return d.ctx.MemsetD32(ch.area, math.MaxUint32, 2*n, d.s)
+		})
+		if err != nil {
 			return err
 		}
-		if err := d.streamSync(); err != nil {
-			return err
-		}
-		return d.ctx.MemsetD32(d.checkArea, math.MaxUint32, 2*n, d.s)
-	})
-	if err != nil {
-		return err
+		slots[ch.area] = slices.Clone(host[:8*n])
 	}
-	for i, ch := range checks {
-		pos := le.LittleEndian.Uint64(host[8*i:])
+	for _, ch := range checks {
+		pos := le.LittleEndian.Uint64(slots[ch.area][8*ch.index:])
 		if pos == noBadIndex {
 			continue
 		}
 		return tensor.NewError("cuda", ch.op, tensor.ErrIndex, nil, "", ch.what+" (found on %s by the kernel; reported at the next synchronisation)",
-			d.indexValueLocked(ch.idx, int(pos), host[8*n:]), pos, ch.bound, d.name)
+			d.indexValueLocked(ch.idx, int(pos), host[8*checkSlots:]), pos, ch.bound, d.name)
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ type Device struct {
 	checkArea cu.Ptr
 	checks    []indexCheck
 	checkHost []byte
+	// capturing is the recording in progress (capture.go), under mu.
+	capturing *graphPool
 }
 
 // buffer is GPU memory.
@@ -65,6 +67,7 @@ type buffer struct {
 	ptr   cu.Ptr
 	size  int
 	class int
+	pool  *graphPool // the recording whose memory it is (capture.go); nil for the device's
 	refs  atomic.Int32
 	// cleanup returns the memory to the cache should the buffer become
 	// unreachable without Free (tensors whose Release was never called):
@@ -76,6 +79,7 @@ type buffer struct {
 type block struct {
 	ptr   cu.Ptr
 	class int
+	pool  *graphPool // the recording whose memory it is (capture.go); nil for the device's
 }
 
 func (b *buffer) Device() device.Device { return b.dev }
@@ -149,6 +153,9 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 	size := 1 << class
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.capturing != nil { // the recording's memory (capture.go)
+		return d.poolAllocLocked(d.capturing, nbytes)
+	}
 	if free := d.cache[class]; len(free) > 0 {
 		p := free[len(free)-1]
 		d.cache[class] = free[:len(free)-1]
@@ -198,7 +205,7 @@ func (d *Device) ResetPeak() {
 
 // track sets b's cleanup.
 func (d *Device) track(b *buffer) *buffer {
-	b.cleanup = runtime.AddCleanup(b, d.reclaimFn, block{ptr: b.ptr, class: b.class})
+	b.cleanup = runtime.AddCleanup(b, d.reclaimFn, block{ptr: b.ptr, class: b.class, pool: b.pool})
 	return b
 }
 
@@ -207,6 +214,11 @@ func (d *Device) track(b *buffer) *buffer {
 // user, as Free's does.
 func (d *Device) reclaim(m block) {
 	d.mu.Lock()
+	if m.pool != nil { // back to its recording
+		m.pool.free[m.class] = append(m.pool.free[m.class], m.ptr)
+		d.mu.Unlock()
+		return
+	}
 	d.cache[m.class] = append(d.cache[m.class], m.ptr)
 	d.inUse -= 1 << m.class
 	d.cached += 1 << m.class
@@ -235,7 +247,7 @@ func (d *Device) Free(b device.Buffer) {
 		panic(fmt.Sprintf("cuda: %s freeing a buffer of %s", d.name, b.Device().Name()))
 	}
 	gb.cleanup.Stop()
-	d.reclaim(block{ptr: gb.ptr, class: gb.class})
+	d.reclaim(block{ptr: gb.ptr, class: gb.class, pool: gb.pool})
 }
 
 // MaxAlloc is the GPU's memory.

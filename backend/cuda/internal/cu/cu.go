@@ -93,7 +93,9 @@ type Context interface {
 	// MemInfo returns the free and total device memory in bytes.
 	MemInfo() (free, total int, err error)
 	// MemAlloc allocates n bytes on stream s (stream-ordered where the
-	// driver has it). MemFree frees them once s reaches the call.
+	// driver has it). MemFree frees them once s reaches the call. With s
+	// zero, neither is stream-ordered (cuMemAlloc, cuMemFree): memory a
+	// captured graph keeps, which a capture must not record.
 	MemAlloc(n int, s Stream) (Ptr, error)
 	MemFree(p Ptr, s Stream) error
 	// MemAllocHost allocates n bytes of page-locked host memory, which

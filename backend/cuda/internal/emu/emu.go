@@ -172,7 +172,7 @@ func (c *Context) MemAlloc(n int, s cu.Stream) (cu.Ptr, error) {
 		return 0, err
 	}
 	defer c.mu.Unlock()
-	if _, err := c.stream("cuMemAllocAsync", s); err != nil {
+	if _, err := c.stream("cuMemAllocAsync", s); s != 0 && err != nil {
 		return 0, err
 	}
 	if n <= 0 {
@@ -187,6 +187,16 @@ func (c *Context) MemAlloc(n int, s cu.Stream) (cu.Ptr, error) {
 
 // MemFree frees p when s reaches the call.
 func (c *Context) MemFree(p cu.Ptr, s cu.Stream) error {
+	if s == 0 { // cuMemFree: at once
+		if err := c.enter("cuMemFree"); err != nil {
+			return err
+		}
+		defer c.mu.Unlock()
+		if !c.mem.free(uint64(p)) {
+			return cu.Errorf("cuMemFree", cu.ErrorInvalidValue, "0x%x is not the start of an allocation", uint64(p))
+		}
+		return nil
+	}
 	return c.enqueue("cuMemFreeAsync", s, func() error {
 		if _, a := c.mem.find(uint64(p)); a == nil || a.base != uint64(p) {
 			return cu.Errorf("cuMemFreeAsync", cu.ErrorInvalidValue, "0x%x is not the start of an allocation", uint64(p))

@@ -309,7 +309,7 @@ func (c *Context) MemInfo() (free, total int, err error) {
 // one, else with cuMemAlloc.
 func (c *Context) MemAlloc(n int, s cu.Stream) (cu.Ptr, error) {
 	var p uint64
-	if c.pools {
+	if c.pools && s != 0 {
 		err := c.d.call("cuMemAllocAsync", c.d.f.memAllocAsync, uintptr(unsafe.Pointer(&p)), uintptr(n), uintptr(s))
 		return cu.Ptr(p), err
 	}
@@ -319,7 +319,7 @@ func (c *Context) MemAlloc(n int, s cu.Stream) (cu.Ptr, error) {
 
 // MemFree frees p in s's order (or at once without pools).
 func (c *Context) MemFree(p cu.Ptr, s cu.Stream) error {
-	if c.pools {
+	if c.pools && s != 0 {
 		return c.d.call("cuMemFreeAsync", c.d.f.memFreeAsync, uintptr(p), uintptr(s))
 	}
 	return c.d.call("cuMemFree_v2", c.d.f.memFree, uintptr(p))

@@ -1,0 +1,187 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/device"
+)
+
+// Recordings (device.Capturer) through CUDA graphs: Capture captures the
+// device's stream while fn queues its work, then instantiates the graph.
+// The memory fn allocates comes from a pool the recording keeps
+// (graphPool), allocated outside the stream's order so that the capture
+// does not record it: a buffer freed during the capture is reused by a
+// later allocation of the capture, in the same order at every replay, and
+// never by anyone else. A recording's index checks write slots of its
+// own, which its replays queue for the next synchronisation.
+
+// graphPool is a recording's memory: every block it allocated, the free
+// ones by size class, and its index checks.
+type graphPool struct {
+	free      map[int][]cu.Ptr
+	all       []cu.Ptr
+	checks    []indexCheck
+	checkArea cu.Ptr
+}
+
+// poolAllocLocked returns nbytes of p's memory (d.mu held).
+func (d *Device) poolAllocLocked(p *graphPool, nbytes int) (device.Buffer, error) {
+	class := classOf(nbytes)
+	if free := p.free[class]; len(free) > 0 {
+		ptr := free[len(free)-1]
+		p.free[class] = free[:len(free)-1]
+		return d.track(&buffer{dev: d, ptr: ptr, size: nbytes, class: class, pool: p}), nil
+	}
+	var ptr cu.Ptr
+	err := d.ctx.Do(func() (err error) { ptr, err = d.ctx.MemAlloc(1<<class, 0); return })
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %d bytes for a recording: %v", device.ErrOutOfMemory, d.name, nbytes, err)
+	}
+	p.all = append(p.all, ptr)
+	return d.track(&buffer{dev: d, ptr: ptr, size: nbytes, class: class, pool: p}), nil
+}
+
+// Capture records the work fn queues on d (device.Capturer).
+func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
+	g, ok := d.ctx.(cu.Graphs)
+	if !ok {
+		return nil, fmt.Errorf("%w: the driver (%s) has no CUDA graphs", device.ErrCapture, d.drv.Name())
+	}
+	pool := &graphPool{free: map[int][]cu.Ptr{}}
+	d.mu.Lock()
+	if d.capturing != nil {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s is capturing already", device.ErrCapture, d.name)
+	}
+	d.capturing = pool
+	d.mu.Unlock()
+	if err := d.ctx.Do(func() error { return g.BeginCapture(d.s) }); err != nil {
+		d.endCapture(pool)
+		return nil, fmt.Errorf("%w: %v", device.ErrCapture, err)
+	}
+	fnErr := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				e, ok := r.(error)
+				if !ok || !(waitedWhileCapturing(e) || errors.Is(e, device.ErrCapture)) {
+					d.abandonCapture(g, pool)
+					panic(r)
+				}
+				err = e
+			}
+		}()
+		return fn()
+	}()
+	var exec cu.GraphExec
+	endErr := d.ctx.Do(func() (err error) { exec, err = g.EndCapture(d.s); return })
+	d.mu.Lock()
+	d.capturing = nil
+	d.mu.Unlock()
+	if fnErr == nil && endErr == nil {
+		return &recording{d: d, g: g, exec: exec, pool: pool}, nil
+	}
+	if endErr == nil {
+		_ = d.ctx.Do(func() error { return g.GraphDestroy(exec) })
+	}
+	d.releasePool(pool)
+	if fnErr != nil && !waitedWhileCapturing(fnErr) && !errors.Is(fnErr, device.ErrCapture) {
+		return nil, fnErr
+	}
+	return nil, fmt.Errorf("%w: %v", device.ErrCapture, errors.Join(fnErr, endErr))
+}
+
+// waitedWhileCapturing reports whether err is a wait for the stream during
+// its capture, which the driver refuses.
+func waitedWhileCapturing(err error) bool {
+	var ce *cu.Error
+	return errors.As(err, &ce) && (ce.Code == cu.ErrorCaptureUnsupported || ce.Code == cu.ErrorCaptureInvalidated)
+}
+
+// abandonCapture ends a capture that fn left by a panic.
+func (d *Device) abandonCapture(g cu.Graphs, pool *graphPool) {
+	var exec cu.GraphExec
+	if d.ctx.Do(func() (err error) { exec, err = g.EndCapture(d.s); return }) == nil {
+		_ = d.ctx.Do(func() error { return g.GraphDestroy(exec) })
+	}
+	d.mu.Lock()
+	d.capturing = nil
+	d.mu.Unlock()
+	d.releasePool(pool)
+}
+
+// endCapture clears the capture in progress and frees its pool.
+func (d *Device) endCapture(pool *graphPool) {
+	d.mu.Lock()
+	d.capturing = nil
+	d.mu.Unlock()
+	d.releasePool(pool)
+}
+
+// releasePool frees a recording's memory once the stream has done the
+// work queued before.
+func (d *Device) releasePool(p *graphPool) {
+	_ = d.ctx.Do(func() error {
+		if err := d.streamSync(); err != nil {
+			return err
+		}
+		for _, ptr := range p.all {
+			_ = d.ctx.MemFree(ptr, 0)
+		}
+		return nil
+	})
+	d.mu.Lock()
+	// Checks of this pool's area still queued go with it.
+	d.checks = slices.DeleteFunc(d.checks, func(ch indexCheck) bool { return ch.area == p.checkArea && p.checkArea != 0 })
+	d.mu.Unlock()
+	p.all, p.free = nil, map[int][]cu.Ptr{}
+}
+
+// recording is an instantiated graph and its memory.
+type recording struct {
+	d        *Device
+	g        cu.Graphs
+	exec     cu.GraphExec
+	pool     *graphPool
+	released bool
+}
+
+// Replay queues the graph, and its index checks for the next
+// synchronisation.
+func (r *recording) Replay() error {
+	if r.released {
+		return fmt.Errorf("cuda: a released recording replayed")
+	}
+	d := r.d
+	if err := d.ctx.Do(func() error { return r.g.GraphLaunch(r.exec, d.s) }); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.checks = append(d.checks, r.pool.checks...)
+	d.mu.Unlock()
+	return nil
+}
+
+// Alloc returns memory of the recording.
+func (r *recording) Alloc(n int) (device.Buffer, error) {
+	if err := device.CheckAlloc(r.d, n); err != nil {
+		return nil, err
+	}
+	r.d.mu.Lock()
+	defer r.d.mu.Unlock()
+	return r.d.poolAllocLocked(r.pool, n)
+}
+
+// Release frees the graph and its memory.
+func (r *recording) Release() {
+	if r.released {
+		return
+	}
+	r.released = true
+	_ = r.d.ctx.Do(func() error { return r.g.GraphDestroy(r.exec) })
+	r.d.releasePool(r.pool)
+}
+
+var _ device.Capturer = (*Device)(nil)
