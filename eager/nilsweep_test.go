@@ -33,6 +33,6 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Profiled", Fn: eager.Profiled, Valid: []any{"Work", device.Host(), []*tensor.Tensor{x}, func() {}}},
 	}
 	counters := "no argument: counters of the observers"
-	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Activations": counters, "Deactivate": counters, "Observing": counters})
+	nilsweep.Covered(t, ".", fns, map[string]string{"Activate": counters, "Activations": counters, "Deactivate": counters, "Observing": counters, "Profiling": "no argument: whether a hook is set"})
 	nilsweep.Sweep(t, fns)
 }

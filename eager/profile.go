@@ -33,6 +33,9 @@ func SetProfileHook(h ProfileHook) ProfileHook {
 	return nil
 }
 
+// Profiling reports whether a profile hook is set.
+func Profiling() bool { return profileHook.Load() != nil }
+
 // executeProfiled is execute with h told of the call.
 func executeProfiled(h ProfileHook, c *Call, specs []Out, buf []*tensor.Tensor) ([]*tensor.Tensor, *tensor.Tensor) {
 	id := h.Begin(c)

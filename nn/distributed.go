@@ -152,7 +152,7 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 	if o.Traced {
 		return tracedStep("TracedDistributedTrainStep", model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
 			return sumOfGradients(comm, grads, o.BucketBytes)
-		})
+		}, false)
 	}
 	var r *gradientReduce // kept from step to step, with its buffers
 	return func(b data.Element) (l float64, n int, err error) {

@@ -25,7 +25,8 @@
 // gradients.
 //
 // Fit runs the loop: a Step per batch (TrainStep makes the usual one,
-// TracedTrainStep the same traced into a graph; any Go function computing
+// TracedTrainStep the same traced into a graph, RecordedTrainStep that graph
+// replayed as one CUDA graph on a GPU; any Go function computing
 // a loss on a tape is one), validation through an
 // EvalStep after each epoch (EvalStepOf), callbacks (EarlyStopping,
 // CheckpointBest, Plateau, CallbackFunc), checkpoints and resumption,

@@ -71,6 +71,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "TrainStep", Fn: TrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
 		{Name: "EvalStepOf", Fn: EvalStepOf, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), map[string]Metric{"accuracy": Accuracy}}},
 		{Name: "TracedTrainStep", Fn: TracedTrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
+		{Name: "RecordedTrainStep", Fn: RecordedTrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
 		{Name: "NewSummaryWriter", Fn: NewSummaryWriter},
 		{Name: "Summary", Fn: Summary, Valid: []any{m, x}},
 		{Name: "Summarize", Fn: Summarize, Valid: []any{m, x}},

@@ -91,13 +91,30 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 // state in Go (Dropout, BatchNorm) would have them frozen into the graph,
 // so for such a model the step returns an error saying so; use TrainStep.
 func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
-	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil)
+	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil, false)
+}
+
+// RecordedTrainStep is TracedTrainStep whose graph, where the batch's
+// device records its work (a GPU: CUDA graphs), is replayed from its
+// second batch of a shape on as one recording (trace.Function.Record):
+// one launch for the forward and backward pass instead of a few hundred,
+// which is most of a small model's step on a GPU. The batch is copied
+// into the recording's buffers, and its gradients out. It computes what
+// TracedTrainStep computes, to the bit; a graph that cannot be recorded
+// (an RNN's loop frame) runs as TracedTrainStep's does. While the second
+// step of a batch shape runs, the device records all the work queued on
+// it: nothing else (another goroutine's ops or copies, a data pipeline
+// moving batches) may queue work on that device meanwhile. On the host
+// it is TracedTrainStep.
+func RecordedTrainStep(model Module, loss Loss, opt Optimizer) Step {
+	return tracedStep("RecordedTrainStep", model, loss, opt, 1, nil, true)
 }
 
 // tracedStep is TracedTrainStep (named name in errors) whose graph takes
 // the gradients of the loss times scale and passes them through reduce,
-// when not nil, before returning them.
-func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor) Step {
+// when not nil, before returning them; record sets the traced function's
+// Record.
+func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor, record bool) Step {
 	mustArgs(name, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	vars := model.Variables()
 	frozen := untraceable(model)
@@ -114,6 +131,7 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		}
 		return append([]*tensor.Tensor{value}, grads...)
 	})
+	f.Record = record
 	return func(b data.Element) (float64, int, error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: %s: a batch of (inputs, labels), got %d components", name, len(b))

@@ -20,33 +20,38 @@ func smallCNN(seed uint64) *nn.Sequential {
 		nn.NewDense("logits", rng, 4*4*4, 3, nn.DenseOpts{}))
 }
 
-// The traced step follows the eager one step by step: same losses, same
-// variables after, including a short last batch (a second trace).
+// The traced step (and the recorded one, which on the host is the traced
+// one) follows the eager one step by step: same losses, same variables
+// after, including a short last batch (a second trace).
 func TestTracedTrainStepFollowsTrainStep(t *testing.T) {
-	eagerModel, tracedModel := smallCNN(1), smallCNN(1)
-	eagerOpt, tracedOpt := nn.NewAdam(nn.Constant(0.01)), nn.NewAdam(nn.Constant(0.01))
-	eagerStep := nn.TrainStep(eagerModel, nn.SparseSoftmaxCrossEntropy, eagerOpt)
-	tracedStep := nn.TracedTrainStep(tracedModel, nn.SparseSoftmaxCrossEntropy, tracedOpt)
-	rng := tensor.NewRNG(2)
-	for i, n := range []int{6, 6, 6, 4, 6} {
-		b := data.Element{tensor.RandNormal(rng, tensor.Float32, n, 8, 8, 1), tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2}[:n])}
-		le, ne, err := eagerStep(b)
-		if err != nil {
-			t.Fatal(err)
+	for name, traced := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+		"TracedTrainStep": nn.TracedTrainStep, "RecordedTrainStep": nn.RecordedTrainStep,
+	} {
+		eagerModel, tracedModel := smallCNN(1), smallCNN(1)
+		eagerOpt, tracedOpt := nn.NewAdam(nn.Constant(0.01)), nn.NewAdam(nn.Constant(0.01))
+		eagerStep := nn.TrainStep(eagerModel, nn.SparseSoftmaxCrossEntropy, eagerOpt)
+		tracedStep := traced(tracedModel, nn.SparseSoftmaxCrossEntropy, tracedOpt)
+		rng := tensor.NewRNG(2)
+		for i, n := range []int{6, 6, 6, 4, 6} {
+			b := data.Element{tensor.RandNormal(rng, tensor.Float32, n, 8, 8, 1), tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2}[:n])}
+			le, ne, err := eagerStep(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lt, nt, err := tracedStep(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ne != nt || abs(le-lt) > 1e-5*max(1, abs(le)) {
+				t.Errorf("%s, step %d: loss %v (%d examples), eager %v (%d)", name, i, lt, nt, le, ne)
+			}
 		}
-		lt, nt, err := tracedStep(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ne != nt || abs(le-lt) > 1e-5*max(1, abs(le)) {
-			t.Errorf("step %d: traced loss %v (%d examples), eager %v (%d)", i, lt, nt, le, ne)
-		}
-	}
-	ev, tv := eagerModel.Variables(), tracedModel.Variables()
-	for i := range ev {
-		d := ops.Amax(ops.Abs(ops.Sub(ev[i].Value(), tv[i].Value()))).Float()
-		if d > 1e-5 {
-			t.Errorf("%s differs by %g after five steps", ev[i].Name(), d)
+		ev, tv := eagerModel.Variables(), tracedModel.Variables()
+		for i := range ev {
+			d := ops.Amax(ops.Abs(ops.Sub(ev[i].Value(), tv[i].Value()))).Float()
+			if d > 1e-5 {
+				t.Errorf("%s: %s differs by %g after five steps", name, ev[i].Name(), d)
+			}
 		}
 	}
 }

@@ -215,23 +215,23 @@ func BenchmarkRNNLoopGradGPU(b *testing.B) {
 
 // BenchmarkFashionCNNTrainStepGPU is one training step of the
 // Fashion-MNIST CNN (internal/benchmodels, batch 128, Adam) on the GPU,
-// NHWC and NCHW, eager (nn.TrainStep) and traced (nn.TracedTrainStep),
-// reading the loss on the host each step as its PyTorch twin in
+// NHWC and NCHW, eager (nn.TrainStep), traced (nn.TracedTrainStep) and
+// recorded (nn.RecordedTrainStep: the traced graph replayed as a CUDA
+// graph; PyTorch's twin captures its step in one too), reading the loss on the host each step as its PyTorch twin in
 // bench/peers/torch_gpu.py does (loss.item()). peak-MB is the most device
 // memory its buffers held (MemoryStats.Peak), beside PyTorch's
 // torch.cuda.max_memory_allocated.
 func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-		for _, mode := range []string{"eager", "traced"} {
+		for _, mode := range []string{"eager", "traced", "recorded"} {
 			b.Run(format.String()+"/"+mode, func(b *testing.B) {
 				restore := device.SetDefault(d)
 				defer restore()
 				model, opt, x, y := benchmodels.FashionCNN(format)
-				step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-				if mode == "traced" {
-					step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-				}
+				step := map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+					"eager": nn.TrainStep, "traced": nn.TracedTrainStep, "recorded": nn.RecordedTrainStep,
+				}[mode](model, nn.SparseSoftmaxCrossEntropy, opt)
 				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
 				d.ResetPeak()
 				timeSteps(b, d, func() {

@@ -64,6 +64,11 @@
 // fused result is bitwise the eager one), loaded on first launch; the
 // driver keeps its own disk cache of compiled PTX. NVRTC is not needed
 // (and not loaded): run-time kernels are PTX from the same generator.
+// The device records the work queued on it as a CUDA graph
+// (device.Capturer), the memory allocated meanwhile kept as the
+// recording's own: graph.Record records a traced graph's run so, and a
+// traced Function with Record set (nn.RecordedTrainStep) replays its
+// graph with one launch per call.
 //
 // Package backend/cuda/nccl reduces tensors across the GPUs of several
 // processes with NCCL (a collective.Comm), queued on the same stream;

@@ -75,39 +75,53 @@ func follows(t *testing.T, what string, gpu, cpu []float64, tol float64) {
 // mlpLosses trains a small classifier with Adam for steps full-batch steps
 // on the default device and returns each step's loss.
 func mlpLosses(t *testing.T, steps int, traced bool) []float64 {
+	model, x, y := smallMLP()
+	return classifierLosses(t, model, x, y, steps, traced)
+}
+
+// smallMLP is a classifier of 3 features in 2 classes (Dense layers, ReLU
+// and Tanh) and a batch of 64 labelled by the sign of their sum, on the
+// default device.
+func smallMLP() (model nn.Module, x, y *tensor.Tensor) {
 	r := tensor.NewRNG(5)
-	x := tensor.RandNormal(r, tensor.Float32, 64, 3)
-	y := ops.Cast(ops.Gt(ops.Sum(x, -1), tensor.Scalar[float32](0)), tensor.Int32)
-	model := nn.NewSequential(
+	x = tensor.RandNormal(r, tensor.Float32, 64, 3)
+	y = ops.Cast(ops.Gt(ops.Sum(x, -1), tensor.Scalar[float32](0)), tensor.Int32)
+	model = nn.NewSequential(
 		nn.NewDense("dense1", r, 3, 16, nn.DenseOpts{Activation: ops.Relu}),
 		nn.NewDense("dense2", r, 16, 16, nn.DenseOpts{Activation: ops.Tanh}),
 		nn.NewDense("logits", r, 16, 2, nn.DenseOpts{}))
-	return classifierLosses(t, model, x, y, steps, traced)
+	return model, x, y
 }
 
 // cnnLosses trains a small CNN (conv 3x3, ReLU, max pool, conv 3x3 with
 // stride 2 and SAME padding, average pool, dense) on images labelled by
 // the sign of their sum, in layout f.
 func cnnLosses(t *testing.T, f ops.DataFormat, steps int) []float64 {
+	model, x, y := smallCNN(f)
+	return classifierLosses(t, model, x, y, steps, false)
+}
+
+// smallCNN is cnnLosses' model and batch, on the default device.
+func smallCNN(f ops.DataFormat) (model nn.Module, x, y *tensor.Tensor) {
 	r := tensor.NewRNG(8)
 	shape := []int{16, 10, 10, 2}
 	if f == ops.NCHW {
 		shape = []int{16, 2, 10, 10}
 	}
-	x := tensor.RandNormal(r, tensor.Float32, shape...)
-	y := ops.Cast(ops.Gt(ops.Sum(x, 1, 2, 3), tensor.Scalar[float32](0)), tensor.Int32)
+	x = tensor.RandNormal(r, tensor.Float32, shape...)
+	y = ops.Cast(ops.Gt(ops.Sum(x, 1, 2, 3), tensor.Scalar[float32](0)), tensor.Int32)
 	conv := func(name string, in, out int, o ops.Conv2DOpts) *nn.Conv2D {
 		o.Format = f
 		return nn.NewConv2D(name, r, 3, 3, in, out, nn.Conv2DOpts{Conv2DOpts: o, Activation: ops.Relu})
 	}
-	model := nn.NewSequential(
+	model = nn.NewSequential(
 		conv("conv1", 2, 6, ops.Conv2DOpts{}),
 		nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: f}},
 		conv("conv2", 6, 8, ops.Conv2DOpts{Strides: [2]int{2, 2}, Padding: ops.Same}),
 		nn.AvgPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: f}},
 		nn.Flatten{},
 		nn.NewDense("logits", r, 8, 2, nn.DenseOpts{}))
-	return classifierLosses(t, model, x, y, steps, false)
+	return model, x, y
 }
 
 // An nn training loop (Dense layers, ReLU and Tanh, the sparse

@@ -87,8 +87,10 @@ def train_step(model, opt, x, y, read=True):
 # The Fashion-MNIST CNN of internal/benchmodels: conv 3x3x32 same relu,
 # pool 2, conv 3x3x64 same relu, pool 2, dense 128 relu, dense 10; Adam
 # 1e-3; a batch of 128 28x28 images; NCHW and NHWC (channels_last). Eager
-# reads the loss each step (loss.item()); "traced" is the step captured
-# as a CUDA graph with capturable Adam (the loss read each step too).
+# reads the loss each step (loss.item()); "recorded" is the step captured
+# as a CUDA graph with capturable Adam (the loss read each step too), the
+# twin of nn.RecordedTrainStep (whose graph holds the forward and backward
+# pass, its Adam one fused launch after it).
 def fashion(memory):
     fm = torch.nn.Sequential(
         torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -226,7 +228,7 @@ for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_for
             return gloss.item()
 
         ns = host_ns(graph_step, 500)
-        line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/traced", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+        line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/recorded", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
     except Exception as e:  # a PyTorch without graph capture: say so, go on
         print(f"# torch CUDA graph {fmt}: {type(e).__name__}: {e}", flush=True)
 

@@ -233,7 +233,7 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 		return nil, execStats{}, fmt.Errorf("graph: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}
 	if g.straightLine() {
-		return newPlan(g).run(args), execStats{}, nil
+		return g.plan().run(args), execStats{}, nil
 	}
 	sc := g.schedule()
 	e := sc.getExecutor()

@@ -98,7 +98,8 @@ type Graph struct {
 	// its workers when it is a CPU device.
 	Device device.Device
 
-	sched atomic.Pointer[schedule] // the executor's view, made on first use
+	sched   atomic.Pointer[schedule] // the executor's view, made on first use
+	planned atomic.Pointer[plan]     // the straight-line plan, made on first use
 	// nodes is len(Nodes) while a trace builds the graph, for goroutines
 	// that read where the trace stands without its lock.
 	nodes atomic.Int64

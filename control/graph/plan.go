@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -17,7 +18,9 @@ import (
 // tape keeps the intermediates for its backward pass.
 type plan struct {
 	g      *Graph
-	first  []int // first slot of each node's outputs, by node ID
+	nodes  int      // len(g.Nodes) when it was made
+	result []Output // g.Result when it was made
+	first  []int    // first slot of each node's outputs, by node ID
 	slots  int
 	reads  []int  // data edges reading each slot
 	pinned []bool // results, arguments and constants: never released
@@ -59,8 +62,18 @@ func (g *Graph) straightLine() bool {
 	return true
 }
 
+// plan returns g's plan, made on first use and again after g changes.
+func (g *Graph) plan() *plan {
+	if p := g.planned.Load(); p != nil && p.nodes == len(g.Nodes) && slices.Equal(p.result, g.Result) {
+		return p
+	}
+	p := newPlan(g)
+	g.planned.Store(p)
+	return p
+}
+
 func newPlan(g *Graph) *plan {
-	p := &plan{g: g, first: make([]int, len(g.Nodes))}
+	p := &plan{g: g, first: make([]int, len(g.Nodes)), nodes: len(g.Nodes), result: slices.Clone(g.Result)}
 	for i, n := range g.Nodes {
 		p.first[i] = p.slots
 		p.slots += n.Outputs

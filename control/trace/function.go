@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,22 @@ type Function struct {
 	// stack kept in host memory on devices that swap (a GPU):
 	// graph.ExecOptions.SwapStacks. Set it before the first call.
 	SwapStacks bool
+	// Record replays each signature's graph, from its first run on, as
+	// one recording of its device's work where the device records
+	// (device.Capturer: a GPU replays a CUDA graph, one launch where the
+	// graph's ops launch a kernel or more each): graph.Record. The
+	// arguments are copied into the recording's buffers and its results
+	// copied out, so results stay each call's own (CallOwned owns them
+	// all). It applies to graphs without control flow, collectives or
+	// guards, with their arguments on the graph's device; a call that a
+	// tape observes or a profile times runs the graph op by op, and a
+	// graph whose recording fails (an op reads a value on the host) runs
+	// so on every call. Each recording keeps the device memory of its
+	// graph's intermediates until f is garbage. While a recording is made
+	// (the first call from a graph), the device records all the work
+	// queued on it: other goroutines must not queue work on it meanwhile.
+	// Set it before the first call.
+	Record bool
 
 	mu     sync.Mutex
 	graphs map[string]*traced
@@ -194,6 +211,48 @@ type traced struct {
 	// hasGuards says the graph checks decisions its trace took (a call
 	// where one goes another way runs fn eagerly).
 	hasGuards bool
+	// rec is the graph's recording (Function.Record), made on its first
+	// run; unrecordable says that Record failed.
+	recMu        sync.Mutex
+	rec          *graph.Recorded
+	unrecordable bool
+}
+
+// replay runs tr's graph from its recording (Function.Record), making it
+// on the first run; ok is false, with nothing run, where the call must
+// run the graph op by op: a tape observes, a profile times the ops, or
+// the graph cannot be recorded.
+func (tr *traced) replay(args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, ok bool, err error) {
+	if eager.Observing() || eager.Profiling() {
+		return nil, nil, false, nil
+	}
+	tr.recMu.Lock()
+	if tr.rec == nil && !tr.unrecordable {
+		rec, err := graph.Record(tr.g, args...)
+		if err != nil {
+			tr.unrecordable = true
+		} else {
+			tr.rec = rec
+			// The recording's memory goes back with tr.
+			runtime.AddCleanup(tr, (*graph.Recorded).Release, rec)
+		}
+	}
+	rec := tr.rec
+	tr.recMu.Unlock()
+	if rec == nil {
+		return nil, nil, false, nil
+	}
+	if out, err = rec.Run(args...); err != nil {
+		return nil, nil, true, err
+	}
+	if wantOwned {
+		owned = make([]bool, len(out))
+		for i := range owned {
+			owned[i] = true
+		}
+		owned = withNils(tr.nilResults, owned)
+	}
+	return withNils(tr.nilResults, out), owned, true, nil
 }
 
 // run executes tr's graph on args; owned marks the results the run made

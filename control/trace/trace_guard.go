@@ -107,6 +107,11 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 // instead (logging that once), so the call returns what fn computes.
 func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, err error) {
 	if !tr.hasGuards {
+		if f.Record {
+			if out, owned, ok, err := tr.replay(args, wantOwned); ok {
+				return out, owned, err
+			}
+		}
 		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 	}
 	failed := false

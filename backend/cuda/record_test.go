@@ -1,0 +1,256 @@
+package cuda
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// graphLaunches returns a counter of the graphs the emulator launched
+// (always 0 on a real GPU, where the tests check values alone).
+func graphLaunches(d *Device) func() int {
+	ctx, ok := d.ctx.(*emu.Context)
+	return func() int {
+		if !ok {
+			return 0
+		}
+		return ctx.GraphLaunches
+	}
+}
+
+// A traced function with Record set replays its graph as one recording
+// from its first run from the graph on: each call computes what the
+// unrecorded function computes, from its own arguments (a transposed
+// view among them) and the variable's value at the call, and its results
+// stay its own when later calls replay.
+func TestTracedFunctionRecords(t *testing.T) {
+	d := testGPU(t)
+	launches := graphLaunches(d)
+	_, emulated := d.ctx.(*emu.Context)
+	v := tape.NewVariable("v", onGPU(t, d, tensor.FromSlice([]float32{1, -1, 2}, 3)))
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		h := ops.Relu(ops.Add(ops.MatMul(a[0], a[1]), v.Value()))
+		return []*tensor.Tensor{ops.Sum(ops.Mul(h, h), 0), ops.Reshape(h, 6)}
+	}
+	recorded, plain := trace.NewFunction(fn), trace.NewFunction(fn)
+	recorded.Record = true
+	r := tensor.NewRNG(3)
+	var kept []*tensor.Tensor
+	var keptWant [][]float32
+	for call := range 4 {
+		x := onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 4))
+		w := ops.Transpose(onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 3, 4)), 1, 0)
+		if call == 2 {
+			v.Assign(onGPU(t, d, tensor.FromSlice([]float32{0, 3, -2}, 3)))
+		}
+		before := launches()
+		got, owned, err := recorded.CallOwned(x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Call(x, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLaunches := 0
+		if call > 0 && emulated {
+			wantLaunches = 1
+		}
+		if n := launches() - before; n != wantLaunches {
+			t.Errorf("call %d: %d graph launches, want %d", call, n, wantLaunches)
+		}
+		for i := range want {
+			g, w := tensor.ToSlice[float32](onHost(t, got[i])), tensor.ToSlice[float32](onHost(t, want[i]))
+			if !slices.Equal(g, w) {
+				t.Errorf("call %d, result %d: %v, want %v", call, i, g, w)
+			}
+			if call > 0 && !owned[i] {
+				t.Errorf("call %d, result %d is not owned", call, i)
+			}
+		}
+		kept = append(kept, got[1])
+		keptWant = append(keptWant, tensor.ToSlice[float32](onHost(t, want[1])))
+	}
+	for i, k := range kept {
+		if got := tensor.ToSlice[float32](onHost(t, k)); !slices.Equal(got, keptWant[i]) {
+			t.Errorf("call %d's result changed to %v by later calls (was %v)", i, got, keptWant[i])
+		}
+	}
+	if recorded.Traces() != 1 {
+		t.Errorf("%d traces", recorded.Traces())
+	}
+}
+
+// Where the graph cannot be recorded (a loop frame), or a tape observes
+// the call, a function with Record set runs its graph op by op, with the
+// same results.
+func TestTracedFunctionRecordFallbacks(t *testing.T) {
+	d := testGPU(t)
+	launches := graphLaunches(d)
+	loop := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		out := control.While(func(vs []*tensor.Tensor) *tensor.Tensor {
+			return ops.Lt(ops.Sum(vs[0]), ops.ScalarLike(vs[0], 100))
+		}, func(vs []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Mul(vs[0], ops.ScalarLike(vs[0], 2))}
+		}, []*tensor.Tensor{a[0]})
+		return out
+	})
+	loop.Record = true
+	for call, want := range [][]float32{{64, 128}, {64, 128}} {
+		before := launches()
+		in := onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2))
+		if call == 1 {
+			in = onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2))
+			in = ops.Mul(in, ops.ScalarLike(in, 2))
+		}
+		out, err := loop.Call(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tensor.ToSlice[float32](onHost(t, out[0])); !slices.Equal(got, want) {
+			t.Errorf("loop call %d: %v, want %v", call, got, want)
+		}
+		if n := launches() - before; n != 0 {
+			t.Errorf("loop call %d: %d graph launches", call, n)
+		}
+	}
+
+	x := tape.NewVariable("x", onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3}, 3)))
+	square := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{ops.Sum(ops.Mul(a[0], x.Value()))}
+	})
+	square.Record = true
+	in := onGPU(t, d, tensor.FromSlice([]float32{4, 5, 6}, 3))
+	for call := range 3 {
+		tp := tape.New()
+		out, err := square.Call(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := tp.Gradient(out[0], x.Value())[0]
+		if got := tensor.ToSlice[float32](onHost(t, g)); !slices.Equal(got, []float32{4, 5, 6}) {
+			t.Errorf("call %d under a tape: the gradient is %v", call, got)
+		}
+	}
+}
+
+// graph.Record refuses what it cannot record, with device.ErrCapture,
+// and a recording's Run checks its arguments.
+func TestRecordErrors(t *testing.T) {
+	d := testGPU(t)
+	host := &graph.Graph{}
+	in := host.Input("x")
+	host.Result = []graph.Output{in}
+	if _, err := graph.Record(host, tensor.FromSlice([]float32{1}, 1)); !errors.Is(err, device.ErrCapture) {
+		t.Errorf("a host graph: %v, want ErrCapture", err)
+	}
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Neg(a[0])} })
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2))
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	g := f.Graph(x)
+	if _, err := graph.Record(g, onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), x); err == nil {
+		t.Error("Record with two arguments for one: no error")
+	}
+	if _, err := graph.Record(g, tensor.FromSlice([]float32{1, 2}, 2)); !errors.Is(err, device.ErrCapture) {
+		t.Errorf("Record with a host argument: %v, want ErrCapture", err)
+	}
+	passThrough := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{a[0], ops.Neg(a[0])} })
+	if _, err := passThrough.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graph.Record(passThrough.Graph(x), x); !errors.Is(err, device.ErrCapture) {
+		t.Errorf("Record of a graph returning its argument: %v, want ErrCapture", err)
+	}
+	rec, err := graph.Record(g, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		args []*tensor.Tensor
+	}{
+		{"no argument", nil},
+		{"a nil argument", []*tensor.Tensor{nil}},
+		{"another shape", []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3}, 3))}},
+		{"another dtype", []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float64{1, 2}, 2))}},
+		{"the host", []*tensor.Tensor{tensor.FromSlice([]float32{1, 2}, 2)}},
+	} {
+		if _, err := rec.Run(c.args...); err == nil {
+			t.Errorf("Run with %s: no error", c.what)
+		}
+	}
+	out, err := rec.Run(onGPU(t, d, tensor.FromSlice([]float32{3, -4}, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tensor.ToSlice[float32](onHost(t, out[0])); !slices.Equal(got, []float32{-3, 4}) {
+		t.Errorf("Run: %v", got)
+	}
+	rec.Release()
+	rec.Release()
+	if _, err := rec.Run(x); err == nil {
+		t.Error("Run after Release: no error")
+	}
+}
+
+// RecordedTrainStep follows TracedTrainStep to the bit, step for step, on
+// an MLP and a CNN in both layouts, replaying one
+// recording per step after its first two.
+func TestRecordedTrainStepFollowsTraced(t *testing.T) {
+	d := testGPU(t)
+	launches := graphLaunches(d)
+	_, emulated := d.ctx.(*emu.Context)
+	models := map[string]func() (nn.Module, *tensor.Tensor, *tensor.Tensor){
+		"MLP":      smallMLP,
+		"NHWC CNN": func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(ops.NHWC) },
+		"NCHW CNN": func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(ops.NCHW) },
+	}
+	for name, build := range models {
+		t.Run(name, func(t *testing.T) {
+			var losses [2][]float64
+			var weights [2][]float32
+			for i, record := range []bool{false, true} {
+				onDevice(d, func() {
+					model, x, y := build()
+					opt := nn.NewAdam(nn.Constant(0.05))
+					step := nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+					if record {
+						step = nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+					}
+					batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+					before := launches()
+					for range 4 {
+						l, _, err := step(batch)
+						if err != nil {
+							t.Fatal(err)
+						}
+						losses[i] = append(losses[i], l)
+					}
+					if n, want := launches()-before, 3; record && emulated && n != want {
+						t.Errorf("%d graph launches in 4 steps, want %d", n, want)
+					}
+					weights[i] = tensor.ToSlice[float32](onHost(t, model.Variables()[0].Value()))
+				})
+			}
+			if !slices.Equal(losses[0], losses[1]) {
+				t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
+			}
+			if !slices.Equal(weights[0], weights[1]) {
+				t.Error("the first layer's weights differ after the steps")
+			}
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Recorded is a run of a graph that its device recorded (device.Capturer:
+// a GPU records it as a CUDA graph) and replays with one launch, where
+// Execute launches a kernel or more per op. The recording reads its
+// arguments from buffers of its own and writes its results into others:
+// Run copies the arguments in, replays, and copies the results out into
+// fresh tensors, so each call's results are its own. The graph's
+// constants and the variables it reads are read where they are at every
+// replay (a variable's buffer is its for life; tape.Variable), so in-place
+// updates between runs are seen.
+//
+// A Recorded is safe for concurrent use (runs take turns: the
+// recording's buffers are shared). Release frees its device memory.
+type Recorded struct {
+	g      *Graph
+	dev    device.Device
+	specs  []eager.Out // the arguments' dtypes and shapes
+	mu     sync.Mutex
+	rec    device.Recording
+	in     []*tensor.Tensor // the recording's arguments
+	out    []*tensor.Tensor // the recording's results
+	closed bool
+}
+
+// Record records a run of g on arguments of args' dtypes and shapes
+// (their values are not read, and nothing runs: the first Run does). g
+// must be straight-line (no control-flow nodes, as Execute's plan runs),
+// with no ordered op (a collective, a transfer), and every result an
+// op's output; args must be on g's device, which must record
+// (device.Capturer), and no tape may observe (it would see no op). Where
+// one of these fails, or an op waits for the device while recorded (reads
+// a value on the host), Record returns an error wrapping
+// device.ErrCapture and the caller runs g with Execute instead; an op's
+// own error is returned as it is.
+//
+// While Record runs, the device records all the work queued on it: other
+// goroutines must not queue work on the same device meanwhile.
+func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
+	if g == nil {
+		return nil, errors.New("graph: Record: the graph is nil")
+	}
+	if len(args) != len(g.Inputs) {
+		return nil, fmt.Errorf("graph: Record: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
+	}
+	dev := g.device()
+	capturer, ok := dev.(device.Capturer)
+	if !ok {
+		return nil, fmt.Errorf("%w: graph: %s does not record its work", device.ErrCapture, dev.Name())
+	}
+	if why := unrecordable(g); why != "" {
+		return nil, fmt.Errorf("%w: graph: %s", device.ErrCapture, why)
+	}
+	if eager.Observing() {
+		return nil, fmt.Errorf("%w: graph: a tape observes the ops", device.ErrCapture)
+	}
+	r := &Recorded{g: g, dev: dev, specs: make([]eager.Out, len(args))}
+	for i, a := range args {
+		if a == nil {
+			return nil, fmt.Errorf("graph: Record: argument %d is nil", i)
+		}
+		if a.Device() != dev {
+			return nil, fmt.Errorf("%w: graph: argument %d is on %s, the graph on %s", device.ErrCapture, i, a.Device().Name(), dev.Name())
+		}
+		r.specs[i] = eager.Out{DType: a.DType(), Shape: a.Shape().Clone()}
+	}
+	p := g.plan()
+	rec, err := capturer.Capture(func() error {
+		return tensor.Catch(func() {
+			r.in = make([]*tensor.Tensor, len(args))
+			for i, s := range r.specs {
+				t, err := tensor.Empty(dev, s.DType, s.Shape)
+				if err != nil {
+					panic(err)
+				}
+				r.in[i] = t
+			}
+			r.out = p.run(r.in)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.rec = rec
+	for i, owned := range Owned(g, r.in, r.out) {
+		if !owned {
+			r.Release()
+			return nil, fmt.Errorf("%w: graph: result %d is not an op's output of its own", device.ErrCapture, i)
+		}
+	}
+	return r, nil
+}
+
+// unrecordable says why g cannot be recorded ("" when it can).
+func unrecordable(g *Graph) string {
+	if !g.straightLine() {
+		return "the graph has control flow"
+	}
+	for _, n := range g.Nodes {
+		if n.Kind == OpNode && n.Op.Ordered {
+			return fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
+		}
+	}
+	for i, res := range g.Result {
+		if res.Node.Kind != OpNode {
+			return fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
+		}
+	}
+	return ""
+}
+
+// Run replays the recording on args (the dtypes and shapes it was
+// recorded for, on its device, in any layout) and returns fresh results.
+// It returns an error, having queued nothing, when args do not match, and
+// the device's error where a copy or the replay fails.
+func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if len(args) != len(r.specs) {
+		return nil, fmt.Errorf("graph: Recorded.Run: recorded with %d arguments, got %d", len(r.specs), len(args))
+	}
+	for i, a := range args {
+		switch {
+		case a == nil:
+			return nil, fmt.Errorf("graph: Recorded.Run: argument %d is nil", i)
+		case a.DType() != r.specs[i].DType || !a.Shape().Equal(r.specs[i].Shape):
+			return nil, fmt.Errorf("graph: Recorded.Run: argument %d is %v%v, recorded for %v%v", i, a.DType(), a.Shape(), r.specs[i].DType, r.specs[i].Shape)
+		case a.Device() != r.dev:
+			return nil, fmt.Errorf("graph: Recorded.Run: argument %d is on %s, recorded on %s", i, a.Device().Name(), r.dev.Name())
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("graph: Recorded.Run: the recording was released")
+	}
+	for i, a := range args {
+		if err := copyTensor(r.in[i], a); err != nil {
+			return nil, fmt.Errorf("graph: Recorded.Run: argument %d: %w", i, err)
+		}
+	}
+	if err := r.rec.Replay(); err != nil {
+		return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
+	}
+	out := make([]*tensor.Tensor, len(r.out))
+	for i, res := range r.out {
+		t, err := tensor.Empty(r.dev, res.DType(), res.Shape())
+		if err == nil {
+			err = copyTensor(t, res)
+		}
+		if err != nil {
+			for _, o := range out[:i] {
+				o.Release()
+			}
+			if t != nil {
+				t.Release()
+			}
+			return nil, fmt.Errorf("graph: Recorded.Run: result %d: %w", i, err)
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// copyTensor queues a copy of src's elements into dst, a row-major tensor
+// of the same dtype and shape on the same device.
+func copyTensor(dst, src *tensor.Tensor) error {
+	shape := src.Shape()
+	return dst.Device().Copy(dst.Buffer(), 0, tensor.Strides(shape, nil), src.Buffer(), 0, tensor.Strides(shape, src.Layout()), shape, src.DType().Size())
+}
+
+// Release frees the recording and its memory once the work queued
+// before is done; Run fails afterwards. Releasing twice does nothing.
+func (r *Recorded) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	for _, t := range append(r.in, r.out...) {
+		if t != nil {
+			t.Release()
+		}
+	}
+	r.in, r.out = nil, nil
+	r.rec.Release()
+}
