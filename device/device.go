@@ -282,29 +282,53 @@ type Timer interface {
 // Mark is a point in a Timer's queue.
 type Mark uint64
 
-// AdamStepper is a device that takes an Adam step over many tensors in
-// place at once (a GPU: one launch for a whole model, where the step
-// written in ops launches about ten kernels a variable). The formula is
-// ops.AdamParams' (backend/cpu.AdamInPlace's on the host), to the bit.
-type AdamStepper interface {
-	// AdamStep updates each tensor's W, M and V from its G; elem is the
-	// element size (4: float32, 8: float64). It fails, changing nothing,
-	// on buffers of another device or too small for N elements.
-	AdamStep(elem int, ts []AdamTensor, s AdamSettings) error
+// Stepper is a device that takes an optimizer's step over many tensors
+// in place at once (a GPU: one launch for a whole model, where the step
+// written in ops launches several kernels a variable). Each rule's formula
+// is its ops parameters' (ops.AdamParams, ops.MomentumParams,
+// ops.RMSPropParams; backend/cpu's in-place kernels on the host), to the
+// bit.
+type Stepper interface {
+	// Step updates each tensor's W and slots from its G by s.Rule; elem
+	// is the element size (4: float32, 8: float64). It fails, changing
+	// nothing, on a rule it does not take, or buffers of another device or
+	// too small for N elements.
+	Step(elem int, ts []StepTensor, s StepSettings) error
 }
 
-// AdamTensor is one variable of an Adam step: its value W, its moments M
-// and V, and its gradient G, each N elements from the buffer's start.
-type AdamTensor struct {
-	W, M, V, G Buffer
-	N          int
+// StepRule is the formula of an optimizer's step, and the slots each
+// tensor of it has.
+type StepRule uint8
+
+const (
+	// StepAdam is Adam's (AdamW's with a weight decay): slots the first
+	// and second moments.
+	StepAdam StepRule = iota
+	// StepMomentum is SGD with momentum (Nesterov's where set): slot the
+	// velocity.
+	StepMomentum
+	// StepRMSProp is RMSProp: slots the mean square and, where Momentum
+	// is above 0, the momentum (nil otherwise).
+	StepRMSProp
+)
+
+// StepTensor is one variable of a step: its value W, its gradient G and
+// the rule's slots, each N elements from the buffer's start.
+type StepTensor struct {
+	W, G  Buffer
+	Slots [2]Buffer
+	N     int
 }
 
-// AdamSettings are an Adam step's constants: the rate, the decays, the
-// bias corrections 1-β^t, ε and the decoupled weight decay (the fields
-// of ops.AdamParams).
-type AdamSettings struct {
+// StepSettings are a step's rule and constants: the fields of the rule's
+// ops parameters (Adam: LR, Beta1, Beta2, the bias corrections C1 and C2,
+// Eps, WeightDecay; momentum: LR, Momentum, Nesterov; RMSProp: LR, Rho,
+// Eps, Momentum). A rule reads its own.
+type StepSettings struct {
+	Rule                                       StepRule
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
+	Momentum, Rho                              float64
+	Nesterov                                   bool
 }
 
 // Swapper is a device that moves a buffer's contents to host memory and

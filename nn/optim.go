@@ -160,9 +160,21 @@ func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 		return err
 	}
 	lr := o.LR(o.steps)
+	var done []bool
+	if o.Momentum != 0 {
+		// One fused pass per variable on the CPU, one launch for the model
+		// on a GPU; ops for the rest.
+		vels := make([]*tape.Variable, len(vars))
+		for i, v := range vars {
+			if grads[i] != nil {
+				vels[i] = o.get("momentum", v)
+			}
+		}
+		done = tape.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov})
+	}
 	for i, v := range vars {
 		g := grads[i]
-		if g == nil {
+		if g == nil || done != nil && done[i] {
 			continue
 		}
 		if o.Momentum == 0 {
@@ -261,9 +273,24 @@ func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 		return err
 	}
 	lr := o.LR(o.steps)
+	// One fused pass per variable on the CPU, one launch for the model on
+	// a GPU; ops for the rest.
+	ss, moms := make([]*tape.Variable, len(vars)), []*tape.Variable(nil)
+	if o.Momentum > 0 {
+		moms = make([]*tape.Variable, len(vars))
+	}
+	for i, v := range vars {
+		if grads[i] != nil {
+			ss[i] = o.get("rms", v)
+			if o.Momentum > 0 {
+				moms[i] = o.get("momentum", v)
+			}
+		}
+	}
+	done := tape.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum})
 	for i, v := range vars {
 		g := grads[i]
-		if g == nil {
+		if g == nil || done[i] {
 			continue
 		}
 		s := o.get("rms", v)

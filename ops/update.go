@@ -6,3 +6,29 @@ package ops
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 }
+
+// MomentumParams are one step of SGD with momentum: the learning rate,
+// the momentum μ, and Nesterov's variant. In the dtype of the variable,
+// each product and sum rounded on its own:
+//
+//	vel = μ·vel + g;  w -= lr·vel               (heavy ball)
+//	vel = μ·vel + g;  w -= lr·(g + μ·vel)       (Nesterov)
+//
+// tape.MomentumUpdateAll takes them.
+type MomentumParams struct {
+	LR, Momentum float64
+	Nesterov     bool
+}
+
+// RMSPropParams are one RMSProp step: the learning rate, the decay ρ of
+// the mean square, ε, and the momentum μ (0: none). In the dtype of the
+// variable, each product, sum, root and quotient rounded on its own:
+//
+//	s = ρ·s + (1-ρ)·g²;  u = g / (sqrt(s) + ε)
+//	mom = μ·mom + u;  u = mom                   (where μ > 0)
+//	w -= lr·u
+//
+// tape.RMSPropUpdateAll takes them.
+type RMSPropParams struct {
+	LR, Rho, Eps, Momentum float64
+}

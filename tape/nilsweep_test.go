@@ -54,6 +54,13 @@ func TestNilArgumentsAreReported(t *testing.T) {
 			AdamUpdateAll(vars, ms, ss, grads, ops.AdamParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
 		}, Valid: []any{[]*Variable{NewVariable("w", x)}, []*Variable{NewVariable("m", ops.ZerosLike(x))},
 			[]*Variable{NewVariable("s", ops.ZerosLike(x))}, []*tensor.Tensor{x}}},
+		{Name: "MomentumUpdateAll", Fn: func(vars, vels []*Variable, grads []*tensor.Tensor) {
+			MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: 0.1, Momentum: 0.9})
+		}, Valid: []any{[]*Variable{NewVariable("w", x)}, []*Variable{NewVariable("vel", ops.ZerosLike(x))}, []*tensor.Tensor{x}}},
+		{Name: "RMSPropUpdateAll", Fn: func(vars, ss, moms []*Variable, grads []*tensor.Tensor) {
+			RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: 0.1, Rho: 0.9, Eps: 1e-7, Momentum: 0.5})
+		}, Valid: []any{[]*Variable{NewVariable("w", x)}, []*Variable{NewVariable("s", ops.ZerosLike(x))},
+			[]*Variable{NewVariable("mom", ops.ZerosLike(x))}, []*tensor.Tensor{x}}},
 	}
 	noArg := "no argument"
 	prim := "a deprecated region primitive; control's constructs, which sweep, call it"

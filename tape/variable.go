@@ -1,7 +1,9 @@
 package tape
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/cpu"
@@ -105,21 +107,137 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 // AdamUpdateAll takes one Adam step on each vars[i] in place with its
 // moment slots ms[i] and ss[i] and gradient grads[i] (a nil gradient
 // skips the variable): on the host a fused pass each (AdamUpdate's), on a
-// device that takes whole steps (device.AdamStepper: a GPU) one call for
-// all its variables of a dtype, the same formula to the bit. done[i]
-// reports which it updated; the caller takes the others' steps with ops.
-// It panics with a *tensor.Error, before changing anything, on lists of
+// device that takes whole steps (device.Stepper: a GPU) one call for all
+// its variables of a dtype, the same formula to the bit. done[i] reports
+// which it updated; the caller takes the others' steps with ops. It
+// panics with a *tensor.Error, before changing anything, on lists of
 // different lengths or a gradient or slot that does not match its
 // variable, and with the device's error if its step fails.
 func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
-	if len(ms) != len(vars) || len(ss) != len(vars) || len(grads) != len(vars) {
-		panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "%d variables, %d and %d moment slots, %d gradients", len(vars), len(ms), len(ss), len(grads)))
+	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay}
+	return updateAll("AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int) bool {
+		return vars[i].AdamUpdate(ms[i], ss[i], grads[i], p)
+	})
+}
+
+// MomentumUpdateAll takes one step of SGD with momentum on each vars[i]
+// in place with its velocity vels[i] and gradient grads[i] (a nil
+// gradient skips the variable), by ops.MomentumParams' formula: on the
+// host a fused pass each (cpu.MomentumInPlace), on a device that takes
+// whole steps (device.Stepper: a GPU) one call for all its variables of
+// a dtype, the same formula to the bit. done[i] reports which it
+// updated (the float dtypes on such devices); the caller takes the
+// others' steps with ops. It panics as AdamUpdateAll does.
+func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
+	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov}
+	return updateAll("MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int) bool {
+		return hostUpdate(vars[i], []*Variable{vels[i]}, grads[i], func(w []float32, sl [][]float32, g []float32) {
+			cpu.MomentumInPlace(w, sl[0], g, p)
+		}, func(w []float64, sl [][]float64, g []float64) {
+			cpu.MomentumInPlace(w, sl[0], g, p)
+		})
+	})
+}
+
+// RMSPropUpdateAll takes one RMSProp step on each vars[i] in place with
+// its mean square ss[i], its momentum moms[i] (moms is nil where
+// p.Momentum is 0) and gradient grads[i] (a nil gradient skips the
+// variable), by ops.RMSPropParams' formula, as MomentumUpdateAll does
+// (cpu.RMSPropInPlace on the host); it panics as AdamUpdateAll does.
+func RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tensor.Tensor, p ops.RMSPropParams) (done []bool) {
+	s := device.StepSettings{Rule: device.StepRMSProp, LR: p.LR, Rho: p.Rho, Eps: p.Eps, Momentum: p.Momentum}
+	slots := [][]*Variable{ss}
+	if p.Momentum > 0 {
+		slots = append(slots, moms)
+	}
+	return updateAll("RMSPropUpdateAll", vars, slots, grads, s, func(i int) bool {
+		var sl []*Variable
+		for _, list := range slots {
+			sl = append(sl, list[i])
+		}
+		return hostUpdate(vars[i], sl, grads[i], func(w []float32, sl [][]float32, g []float32) {
+			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
+		}, func(w []float64, sl [][]float64, g []float64) {
+			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
+		})
+	})
+}
+
+// at returns xs[i], or nil past its end.
+func at[T any](xs [][]T, i int) []T {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return nil
+}
+
+// hostUpdate runs a fused host kernel on v, its slots and g when all are
+// in host memory and of a float dtype, and reports whether it did.
+func hostUpdate(v *Variable, slots []*Variable, g *tensor.Tensor, f32 func(w []float32, slots [][]float32, g []float32), f64 func(w []float64, slots [][]float64, g []float64)) bool {
+	for _, t := range append([]*Variable{v}, slots...) {
+		if _, onHost := t.t.Buffer().(interface{ Bytes() []byte }); !onHost {
+			return false
+		}
+	}
+	g = g.Contiguous()
+	if _, onHost := g.Buffer().(interface{ Bytes() []byte }); !onHost {
+		return false
+	}
+	switch v.t.DType() {
+	case tensor.Float32:
+		f32(backend.HostData[float32](v.t), hostSlots[float32](slots), backend.HostData[float32](g))
+	case tensor.Float64:
+		f64(backend.HostData[float64](v.t), hostSlots[float64](slots), backend.HostData[float64](g))
+	default:
+		return false
+	}
+	return true
+}
+
+// hostSlots returns the slots' elements.
+func hostSlots[T float32 | float64](slots []*Variable) [][]T {
+	out := make([][]T, len(slots))
+	for i, s := range slots {
+		out[i] = backend.HostData[T](s.t)
+	}
+	return out
+}
+
+// updateAll is the *UpdateAll functions (named name in errors): it checks
+// every variable with a gradient against its gradient and its slots
+// (slots[k][i] is variable i's slot k), then updates each, on a
+// device.Stepper one call per device and dtype by s, elsewhere by host
+// (which reports whether it could).
+func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int) bool) (done []bool) {
+	lengths := ""
+	for _, list := range slots {
+		if len(list) != len(vars) {
+			lengths += fmt.Sprintf(", %d slots", len(list))
+		}
+	}
+	if len(grads) != len(vars) || lengths != "" {
+		panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "%d variables%s, %d gradients", len(vars), lengths, len(grads)))
+	}
+	for i, v := range vars {
+		if grads[i] == nil {
+			continue
+		}
+		if v == nil {
+			panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "variable %d is nil", i))
+		}
+		v.check(name, grads[i])
+		for _, list := range slots {
+			if list[i] == nil {
+				panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "a slot of variable %q is nil", v.name))
+			}
+			list[i].check(name, v.t)
+		}
 	}
 	type group struct {
-		stepper device.AdamStepper
+		stepper device.Stepper
 		elem    int
 		idx     []int
-		ts      []device.AdamTensor
+		ts      []device.StepTensor
 	}
 	var groups []*group
 	done = make([]bool, len(vars))
@@ -128,25 +246,9 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 		if g == nil {
 			continue
 		}
-		if v == nil {
-			panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "variable %d is nil", i))
-		}
-		v.check("AdamUpdateAll", g)
-		for _, slot := range []*Variable{ms[i], ss[i]} {
-			if slot == nil {
-				panic(tensor.NewError("tape", "AdamUpdateAll", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name))
-			}
-			slot.check("AdamUpdateAll", v.t)
-		}
-	}
-	for i, v := range vars {
-		g := grads[i]
-		if g == nil {
-			continue
-		}
-		st, ok := v.t.Device().(device.AdamStepper)
+		st, ok := v.t.Device().(device.Stepper)
 		if dt := v.t.DType(); !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
-			done[i] = v.AdamUpdate(ms[i], ss[i], g, p)
+			done[i] = host(i)
 			continue
 		}
 		g = g.Contiguous()
@@ -157,13 +259,17 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 		}
 		gr := groups[k]
 		gr.idx = append(gr.idx, i)
-		gr.ts = append(gr.ts, device.AdamTensor{W: v.t.Buffer(), M: ms[i].t.Buffer(), V: ss[i].t.Buffer(), G: g.Buffer(), N: v.t.NumElements()})
+		t := device.StepTensor{W: v.t.Buffer(), G: g.Buffer(), N: v.t.NumElements()}
+		for k, list := range slots {
+			t.Slots[k] = list[i].t.Buffer()
+		}
+		gr.ts = append(gr.ts, t)
 	}
 	for _, gr := range groups {
 		var err error
-		eager.Profiled("AdamStep", vars[gr.idx[0]].t.Device(), nil, func() { err = gr.stepper.AdamStep(gr.elem, gr.ts, device.AdamSettings(p)) })
+		eager.Profiled(strings.TrimSuffix(name, "UpdateAll")+"Step", vars[gr.idx[0]].t.Device(), nil, func() { err = gr.stepper.Step(gr.elem, gr.ts, s) })
 		if err != nil {
-			panic(tensor.NewError("tape", "AdamUpdateAll", err, nil, "", "%v", err))
+			panic(tensor.NewError("tape", name, err, nil, "", "%v", err))
 		}
 		for _, i := range gr.idx {
 			done[i] = true

@@ -64,6 +64,51 @@ func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 	}
 }
 
+// MomentumInPlace takes one step of SGD with momentum over w with its
+// velocity vel and the gradient g (all of one length), in one pass and in
+// place, split across the host's workers: ops.MomentumParams' formula,
+// each product and sum rounded on its own.
+func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
+	vel, g = vel[:len(w)], g[:len(w)]
+	mu, lr := T(p.Momentum), T(p.LR)
+	device.Host().Parallel(len(w), 2, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := g[i]
+			v := T(mu*vel[i]) + gi
+			vel[i] = v
+			if p.Nesterov {
+				v = gi + T(mu*v)
+			}
+			w[i] -= T(lr * v)
+		}
+	})
+}
+
+// RMSPropInPlace takes one RMSProp step over w with its mean square s,
+// its momentum mom (nil where p.Momentum is 0) and the gradient g (all of
+// one length), in one pass and in place, split across the host's workers:
+// ops.RMSPropParams' formula, each operation rounded on its own.
+func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
+	s, g = s[:len(w)], g[:len(w)]
+	if p.Momentum > 0 {
+		mom = mom[:len(w)]
+	}
+	rho, k, eps, mu, lr := T(p.Rho), T(1-p.Rho), T(p.Eps), T(p.Momentum), T(p.LR)
+	device.Host().Parallel(len(w), 4, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := g[i]
+			si := T(rho*s[i]) + T(T(gi*gi)*k)
+			s[i] = si
+			u := gi / (T(math.Sqrt(float64(si))) + eps)
+			if p.Momentum > 0 {
+				u = T(mu*mom[i]) + u
+				mom[i] = u
+			}
+			w[i] -= T(lr * u)
+		}
+	})
+}
+
 func init() {
 	hostupdate.Axpy32, hostupdate.Axpy64 = AxpyInPlace[float32], AxpyInPlace[float64]
 	hostupdate.Adam32 = func(w, m, v, g []float32, p hostupdate.AdamParams) { AdamInPlace(w, m, v, g, ops.AdamParams(p)) }

@@ -45,10 +45,11 @@
 // sides), with the fastest deterministic algorithm of cuDNN's heuristics
 // that is neither FFT nor Winograd, chosen once per shape
 // (Device.SetCuDNN and EAGERFLOW_CUDNN=0 turn it off), and otherwise are
-// GEMMs against the batch's patch matrix, in NHWC and NCHW. An Adam step
-// updates all of a model's variables in one launch
-// (device.AdamStepper). Ops that check index values (gather, scatter, the along-axis ops,
-// the sparse cross-entropy) check them in their kernels: a bad index
+// GEMMs against the batch's patch matrix, in NHWC and NCHW. An
+// optimizer's step (Adam, AdamW, SGD with momentum, RMSProp) updates all
+// of a model's variables in one launch (device.Stepper). Ops that check
+// index values (gather, scatter, the along-axis ops, the sparse
+// cross-entropy) check them in their kernels: a bad index
 // gathers zero or updates nothing, and is an error of kind
 // tensor.ErrIndex, naming the op, the index and its position, at the
 // next synchronisation (a read on the host, Synchronize); the host never

@@ -82,6 +82,10 @@ var budgets = map[string]kernelBudget{
 	"reduce_rows_sum_f32":           {instr: reduceRowsBudget},
 	"reduce_cols_sum_f32":           {instr: 14},
 	"adam_multi_8_f32":              {instr: 16}, // per element loaded: four an update
+	"momentum_multi_8_f32":          {instr: 16},
+	"nesterov_multi_8_f32":          {instr: 16},
+	"rmsprop_multi_8_f32":           {instr: 16},
+	"rmsprop_mom_multi_8_f32":       {instr: 16},
 	"pool2d_max_nhwc_f32":           {instr: 36},
 	"pool2d_sum_nhwc_f32":           {instr: 36},
 	"pool2d_max_nchw_f32":           {instr: 36, efficiency: 0.34, debt: "issue 32: NCHW pooling's threads take neighbouring windows, two columns apart, so a warp reads a third of each sector it touches"},
@@ -152,6 +156,18 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}
 			tape.AdamUpdateAll(vs("w", x), vs("m", y), vs("v", ops.Abs(y)), []*tensor.Tensor{y, row},
 				ops.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7})
+		}},
+		{"momentum and Nesterov steps", func() {
+			for _, nesterov := range []bool{false, true} {
+				tape.MomentumUpdateAll([]*tape.Variable{tape.NewVariable("w", x)}, []*tape.Variable{tape.NewVariable("vel", y)}, []*tensor.Tensor{y},
+					ops.MomentumParams{LR: 1e-3, Momentum: 0.9, Nesterov: nesterov})
+			}
+		}},
+		{"RMSProp steps", func() {
+			for _, mu := range []float64{0, 0.5} {
+				tape.RMSPropUpdateAll([]*tape.Variable{tape.NewVariable("w", x)}, []*tape.Variable{tape.NewVariable("s", ops.Abs(y))},
+					[]*tape.Variable{tape.NewVariable("mom", y)}, []*tensor.Tensor{y}, ops.RMSPropParams{LR: 1e-3, Rho: 0.9, Eps: 1e-7, Momentum: mu})
+			}
 		}},
 		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
 			d.SetCuDNN(false)

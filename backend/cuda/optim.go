@@ -9,38 +9,51 @@ import (
 	"github.com/eagerflow/eagerflow/device"
 )
 
-// AdamStep takes an Adam step over ts in place (device.AdamStepper): one
-// launch per kernels.AdamSlots tensors (a kernel of 8 slots where they
-// fit), a block per chunk of kernels.OptimChunk elements, the formula
-// cpu.AdamInPlace's to the bit.
-func (d *Device) AdamStep(elem int, ts []device.AdamTensor, s device.AdamSettings) error {
+// Step takes an optimizer's step over ts in place (device.Stepper): one
+// launch per kernels.OptimSlots tensors (a kernel of 8 slots where they
+// fit), a block per chunk of kernels.OptimChunk elements, each rule's
+// formula backend/cpu's in-place kernel's to the bit.
+func (d *Device) Step(elem int, ts []device.StepTensor, s device.StepSettings) error {
 	if elem != 4 && elem != 8 {
-		return fmt.Errorf("cuda: AdamStep of %d-byte elements: float32 or float64 only", elem)
+		return fmt.Errorf("cuda: an optimizer step of %d-byte elements: float32 or float64 only", elem)
 	}
-	tab := make([]kernels.AdamTensor, 0, len(ts))
+	rule, consts, slotNames, err := stepRule(s)
+	if err != nil {
+		return err
+	}
+	tab := make([]kernels.OptimTensor, 0, len(ts))
 	for i, t := range ts {
-		var ptrs [4]uint64
-		for k, b := range []device.Buffer{t.W, t.M, t.V, t.G} {
-			gb, err := bufOf(b, d, []string{"value", "first moment", "second moment", "gradient"}[k])
+		bufs := append([]device.Buffer{t.W}, t.Slots[:len(slotNames)]...)
+		names := append(append([]string{"value"}, slotNames...), "gradient")
+		ptrs := make([]uint64, 0, rule.Tensors)
+		for k, b := range append(bufs, t.G) {
+			gb, err := bufOf(b, d, names[k])
 			if err != nil {
-				return fmt.Errorf("cuda: AdamStep, tensor %d: %w", i, err)
+				return fmt.Errorf("cuda: %s step, tensor %d: %w", rule.Name, i, err)
 			}
 			if gb.size < t.N*elem {
-				return fmt.Errorf("cuda: AdamStep, tensor %d: a %d-byte buffer for %d elements", i, gb.size, t.N)
+				return fmt.Errorf("cuda: %s step, tensor %d: a %d-byte buffer (the %s) for %d elements", rule.Name, i, gb.size, names[k], t.N)
 			}
-			ptrs[k] = uint64(gb.ptr)
+			ptrs = append(ptrs, uint64(gb.ptr))
 		}
 		if t.N > 0 {
-			tab = append(tab, kernels.AdamTensor{W: ptrs[0], M: ptrs[1], V: ptrs[2], G: ptrs[3], N: t.N})
+			tab = append(tab, kernels.OptimTensor{Ptrs: ptrs, N: t.N})
 		}
 	}
 	for len(tab) > 0 {
-		part := tab[:min(len(tab), kernels.AdamSlots)]
+		part := tab[:min(len(tab), kernels.OptimSlots)]
 		tab = tab[len(part):]
-		slots := kernels.AdamSlotCounts[slices.IndexFunc(kernels.AdamSlotCounts, func(n int) bool { return n >= len(part) })]
-		name := kernels.Name("adam_multi", fmt.Sprint(slots), map[int]string{4: "f32", 8: "f64"}[elem])
-		table, blocks := kernels.AdamTable(part)
-		args := adamConstants(new(cu.Args).Bytes(table, 8), elem, s)
+		slots := kernels.OptimSlotCounts[slices.IndexFunc(kernels.OptimSlotCounts, func(n int) bool { return n >= len(part) })]
+		name := kernels.Name(rule.Name, fmt.Sprint(slots), map[int]string{4: "f32", 8: "f64"}[elem])
+		table, blocks := kernels.OptimTable(part)
+		args := new(cu.Args).Bytes(table, 8)
+		for _, v := range consts {
+			if elem == 4 {
+				args.F32(float32(v))
+			} else {
+				args.F64(v)
+			}
+		}
 		if err := d.launchBlocks("optim", name, blocks, blockSize, args); err != nil {
 			return err
 		}
@@ -48,18 +61,27 @@ func (d *Device) AdamStep(elem int, ts []device.AdamTensor, s device.AdamSetting
 	return nil
 }
 
-// adamConstants appends the kernel's constants, rounded to the dtype as
-// cpu.AdamInPlace rounds them: β1, 1-β1, β2, 1-β2, 1/C1, 1/C2, ε, the
-// rate and the weight decay.
-func adamConstants(a *cu.Args, elem int, s device.AdamSettings) *cu.Args {
-	for _, v := range []float64{s.Beta1, 1 - s.Beta1, s.Beta2, 1 - s.Beta2, 1 / s.C1, 1 / s.C2, s.Eps, s.LR, s.WeightDecay} {
-		if elem == 4 {
-			a.F32(float32(v))
-		} else {
-			a.F64(v)
+// stepRule returns the kernels of s's rule, their constants (rounded to
+// the dtype by the caller, as backend/cpu's kernels round them) and the
+// names of the slots each tensor has.
+func stepRule(s device.StepSettings) (kernels.OptimRule, []float64, []string, error) {
+	switch s.Rule {
+	case device.StepAdam:
+		return kernels.OptimRules["adam_multi"], []float64{s.Beta1, 1 - s.Beta1, s.Beta2, 1 - s.Beta2, 1 / s.C1, 1 / s.C2, s.Eps, s.LR, s.WeightDecay},
+			[]string{"first moment", "second moment"}, nil
+	case device.StepMomentum:
+		name := "momentum_multi"
+		if s.Nesterov {
+			name = "nesterov_multi"
 		}
+		return kernels.OptimRules[name], []float64{s.Momentum, s.LR}, []string{"velocity"}, nil
+	case device.StepRMSProp:
+		if s.Momentum > 0 {
+			return kernels.OptimRules["rmsprop_mom_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR, s.Momentum}, []string{"mean square", "momentum"}, nil
+		}
+		return kernels.OptimRules["rmsprop_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR}, []string{"mean square"}, nil
 	}
-	return a
+	return kernels.OptimRule{}, nil, nil, fmt.Errorf("cuda: an optimizer step by rule %d, which the device does not take", s.Rule)
 }
 
-var _ device.AdamStepper = (*Device)(nil)
+var _ device.Stepper = (*Device)(nil)

@@ -22,7 +22,7 @@ func TestAdamStepMatchesTheCPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(21)
 	sizes := []int{1, 3, kernels.OptimChunk + 5, 0, 17}
-	for len(sizes) < kernels.AdamSlots+7 {
+	for len(sizes) < kernels.OptimSlots+7 {
 		sizes = append(sizes, 1+len(sizes)*13)
 	}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
@@ -59,8 +59,80 @@ func TestAdamStepMatchesTheCPU(t *testing.T) {
 	}
 }
 
-// nn.Adam on the GPU takes a whole model's step in one launch.
-func TestAdamIsOneLaunchPerStep(t *testing.T) {
+// SGD with momentum (and Nesterov's) and RMSProp (with and without
+// momentum) over many variables at once on the GPU are, bit for bit, the
+// fused steps the CPU takes one variable at a time, in both float dtypes,
+// over more variables than one launch holds.
+func TestOptimizerStepsMatchTheCPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(22)
+	sizes := []int{1, kernels.OptimChunk + 5, 0, 17}
+	for len(sizes) < kernels.OptimSlots+3 {
+		sizes = append(sizes, 1+len(sizes)*29)
+	}
+	type rule struct {
+		name  string
+		slots int
+		step  func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool
+	}
+	var rules []rule
+	for _, nesterov := range []bool{false, true} {
+		p := ops.MomentumParams{LR: 0.0123, Momentum: 0.9, Nesterov: nesterov}
+		rules = append(rules, rule{fmt.Sprintf("momentum (Nesterov %v)", nesterov), 1,
+			func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
+				return tape.MomentumUpdateAll(vars, slots[0], grads, p)
+			}})
+	}
+	rms := func(mu float64) rule {
+		p := ops.RMSPropParams{LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: mu}
+		return rule{fmt.Sprintf("RMSProp (momentum %v)", mu), 2, func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
+			moms := slots[1]
+			if mu == 0 {
+				moms = nil
+			}
+			return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, p)
+		}}
+	}
+	rules = append(rules, rms(0), rms(0.7))
+	for _, rl := range rules {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			var host, gpu [3][]*tape.Variable // the values, then the slots
+			var grads, ggrads []*tensor.Tensor
+			for i, n := range sizes {
+				for k := range 1 + rl.slots {
+					x := tensor.RandNormal(r, dt, n)
+					if k > 0 {
+						x = ops.Abs(x)
+					}
+					host[k] = append(host[k], tape.NewVariable(fmt.Sprint(k, i), x))
+					gpu[k] = append(gpu[k], tape.NewVariable(fmt.Sprint(k, i), onGPU(t, d, x)))
+				}
+				g := tensor.RandNormal(r, dt, n)
+				grads, ggrads = append(grads, g), append(ggrads, onGPU(t, d, g))
+			}
+			for step := range 2 {
+				done := rl.step(gpu[0], gpu[1:1+rl.slots], ggrads)
+				want := rl.step(host[0], host[1:1+rl.slots], grads)
+				for i := range sizes {
+					if !done[i] || !want[i] {
+						t.Fatalf("%s %v: variable %d not updated in one pass (GPU %v, CPU %v)", rl.name, dt, i, done[i], want[i])
+					}
+					for k := range 1 + rl.slots {
+						got, w := onHost(t, gpu[k][i].Value()).HostBytes(), host[k][i].Value().HostBytes()
+						if !bytes.Equal(got, w) {
+							t.Fatalf("%s %v, step %d: variable %d (%d elements), tensor %d differs from the CPU's", rl.name, dt, step, i, sizes[i], k)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// nn.Adam, nn.SGD with momentum (and Nesterov's) and nn.RMSProp (with
+// and without momentum) on the GPU take a whole model's step in one
+// launch.
+func TestOptimizersAreOneLaunchPerStep(t *testing.T) {
 	d := testGPU(t)
 	ctx, ok := d.ctx.(*emu.Context)
 	if !ok {
@@ -68,28 +140,38 @@ func TestAdamIsOneLaunchPerStep(t *testing.T) {
 	}
 	restore := device.SetDefault(d)
 	defer restore()
-	r := tensor.NewRNG(4)
-	model := nn.NewSequential(nn.NewDense("a", r, 8, 16, nn.DenseOpts{Activation: ops.Relu}), nn.NewDense("b", r, 16, 4, nn.DenseOpts{}))
-	vars := model.Variables()
-	var grads []*tensor.Tensor
-	for _, v := range vars {
-		grads = append(grads, ops.OnesLike(v.Value()))
-	}
-	opt := nn.NewAdam(nn.Constant(0.01))
-	if err := opt.Apply(vars, grads); err != nil { // makes the moment slots
-		t.Fatal(err)
-	}
-	if err := d.Synchronize(); err != nil {
-		t.Fatal(err)
-	}
-	before := ctx.Launches
-	if err := opt.Apply(vars, grads); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Synchronize(); err != nil {
-		t.Fatal(err)
-	}
-	if n := ctx.Launches - before; n != 1 {
-		t.Errorf("an Adam step of %d variables launched %d kernels, want 1", len(vars), n)
+	rmsMomentum := nn.NewRMSProp(nn.Constant(0.01))
+	rmsMomentum.Momentum = 0.5
+	for name, opt := range map[string]nn.Optimizer{
+		"Adam":                  nn.NewAdam(nn.Constant(0.01)),
+		"AdamW":                 nn.NewAdamW(nn.Constant(0.01), 0.01),
+		"SGD with momentum":     &nn.SGD{LR: nn.Constant(0.01), Momentum: 0.9},
+		"SGD, Nesterov":         &nn.SGD{LR: nn.Constant(0.01), Momentum: 0.9, Nesterov: true},
+		"RMSProp":               nn.NewRMSProp(nn.Constant(0.01)),
+		"RMSProp with momentum": rmsMomentum,
+	} {
+		r := tensor.NewRNG(4)
+		model := nn.NewSequential(nn.NewDense("a", r, 8, 16, nn.DenseOpts{Activation: ops.Relu}), nn.NewDense("b", r, 16, 4, nn.DenseOpts{}))
+		vars := model.Variables()
+		var grads []*tensor.Tensor
+		for _, v := range vars {
+			grads = append(grads, ops.OnesLike(v.Value()))
+		}
+		if err := opt.Apply(vars, grads); err != nil { // makes the slots
+			t.Fatal(err)
+		}
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		before := ctx.Launches
+		if err := opt.Apply(vars, grads); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if n := ctx.Launches - before; n != 1 {
+			t.Errorf("%s: a step of %d variables launched %d kernels, want 1", name, len(vars), n)
+		}
 	}
 }

@@ -3,81 +3,181 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
 // Optimizer kernels update many variables in one launch, as PyTorch's
-// multi-tensor apply does: the parameter "tab" lists up to AdamSlots
-// tensors (AdamTable), each in chunks of OptimChunk elements, a block a
+// multi-tensor apply does: the parameter "tab" lists up to OptimSlots
+// tensors (OptimTable), each in chunks of OptimChunk elements, a block a
 // chunk; a block finds its tensor by comparing its index with each slot's
 // first block (constant-offset parameter loads and selects, no indexing),
-// so a kernel of fewer slots (AdamSlotCounts) serves fewer tensors.
+// so a kernel of fewer slots (OptimSlotCounts) serves fewer tensors. The
+// constants are in the dtype, and every product, sum, root and quotient
+// is rounded on its own (no contraction into fused multiply-adds), so
+// that a step is bit for bit the CPU's (backend/cpu's in-place kernels):
 //
 //   - adam_multi_<slots>_<f32|f64> (tab, b1, k1, b2, k2, ic1, ic2, eps,
-//     lr, wd),
-//     the constants in the dtype: m = b1·m + k1·g; v = b2·v + (k2·g)·g;
-//     w -= lr·((m·ic1) / (sqrt(v·ic2) + eps) + wd·w), every product and
-//     sum rounded on its own (no contraction into fused multiply-adds),
-//     so that the step is bit for bit the CPU's (cpu.AdamInPlace).
+//     lr, wd), the tensors (w, m, v, g): m = b1·m + k1·g;
+//     v = b2·v + (k2·g)·g; w -= lr·((m·ic1) / (sqrt(v·ic2) + eps) + wd·w).
+//   - momentum_multi_... and nesterov_multi_... (tab, mu, lr), the tensors
+//     (w, vel, g): vel = mu·vel + g; w -= lr·vel, or, Nesterov's,
+//     w -= lr·(g + mu·vel).
+//   - rmsprop_multi_... (tab, rho, k, eps, lr) with the tensors (w, s, g),
+//     and rmsprop_mom_multi_... (tab, rho, k, eps, lr, mu) with (w, s,
+//     mom, g): s = rho·s + (g·g)·k; u = g / (sqrt(s) + eps); with
+//     momentum mom = mu·mom + u, u = mom; w -= lr·u.
 
-// The table: per slot the addresses of w, m, v, g, the element count and
-// the slot's first block (unused slots: first block ~0).
+// The table: per slot up to four tensors' addresses (w first, g last,
+// the rule's slots between), the element count and the slot's first
+// block (unused slots: first block ~0).
 const (
-	AdamSlots     = 24
-	adamSlotBytes = 6 * 8
-	// AdamTableSize is the parameter's size in bytes.
-	AdamTableSize = AdamSlots * adamSlotBytes
+	OptimSlots     = 24
+	optimSlotBytes = 6 * 8
+	// OptimTableSize is the parameter's size in bytes.
+	OptimTableSize = OptimSlots * optimSlotBytes
 	// OptimChunk is the elements a block updates: four a thread, so that
 	// a small model's step still fills the GPU.
 	OptimChunk = 1024
 )
 
-// AdamSlotCounts are the kernels' slot counts, smallest first.
-var AdamSlotCounts = []int{8, AdamSlots}
+// OptimSlotCounts are the kernels' slot counts, smallest first.
+var OptimSlotCounts = []int{8, OptimSlots}
 
-// AdamTensor is one slot of the table: device addresses and the count.
-type AdamTensor struct {
-	W, M, V, G uint64
-	N          int
+// OptimTensor is one slot of the table: the device addresses of its
+// tensors, in the rule's order, and the element count.
+type OptimTensor struct {
+	Ptrs []uint64
+	N    int
 }
 
-// AdamTable fills the parameter for ts (at most AdamSlots) and returns it
-// with the blocks the launch needs.
-func AdamTable(ts []AdamTensor) (tab []byte, blocks int) {
-	tab = make([]byte, AdamTableSize)
-	for j := range AdamSlots {
-		off := j * adamSlotBytes
+// OptimTable fills the parameter for ts (at most OptimSlots) and returns
+// it with the blocks the launch needs.
+func OptimTable(ts []OptimTensor) (tab []byte, blocks int) {
+	tab = make([]byte, OptimTableSize)
+	for j := range OptimSlots {
+		off := j * optimSlotBytes
 		if j >= len(ts) {
 			binary.LittleEndian.PutUint64(tab[off+40:], math.MaxUint64)
 			continue
 		}
 		t := ts[j]
-		for i, v := range []uint64{t.W, t.M, t.V, t.G, uint64(t.N), uint64(blocks)} {
-			binary.LittleEndian.PutUint64(tab[off+8*i:], v)
+		for i, p := range t.Ptrs {
+			binary.LittleEndian.PutUint64(tab[off+8*i:], p)
 		}
+		binary.LittleEndian.PutUint64(tab[off+32:], uint64(t.N))
+		binary.LittleEndian.PutUint64(tab[off+40:], uint64(blocks))
 		blocks += (t.N + OptimChunk - 1) / OptimChunk
 	}
 	return tab, blocks
 }
 
+// OptimRule is one optimizer formula's kernels: their name's stem, the
+// constants they take after the table, in order, and how many tensors a
+// slot lists.
+type OptimRule struct {
+	Name    string
+	Consts  []string
+	Tensors int
+	step    func(e *optimElem)
+}
+
+// OptimRules are the formulas, by their kernels' stem.
+var OptimRules = map[string]OptimRule{
+	"adam_multi": {"adam_multi", []string{"b1", "k1", "b2", "k2", "ic1", "ic2", "eps", "lr", "wd"}, 4, func(e *optimElem) {
+		w, m, v, g := e.load(0), e.load(1), e.load(2), e.load(3)
+		mn := e.add(e.mul(e.c("b1"), m), e.mul(e.c("k1"), g))
+		vn := e.add(e.mul(e.c("b2"), v), e.mul(e.mul(e.c("k2"), g), g))
+		den := e.add(e.op("sqrt.rn", e.mul(vn, e.c("ic2"))), e.c("eps"))
+		q := e.op("div.rn", e.mul(mn, e.c("ic1")), den)
+		e.store(1, mn)
+		e.store(2, vn)
+		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), e.add(q, e.mul(e.c("wd"), w)))))
+	}},
+	"momentum_multi": {"momentum_multi", []string{"mu", "lr"}, 3, func(e *optimElem) {
+		w, vel, g := e.load(0), e.load(1), e.load(2)
+		vn := e.add(e.mul(e.c("mu"), vel), g)
+		e.store(1, vn)
+		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), vn)))
+	}},
+	"nesterov_multi": {"nesterov_multi", []string{"mu", "lr"}, 3, func(e *optimElem) {
+		w, vel, g := e.load(0), e.load(1), e.load(2)
+		vn := e.add(e.mul(e.c("mu"), vel), g)
+		e.store(1, vn)
+		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), e.add(g, e.mul(e.c("mu"), vn)))))
+	}},
+	"rmsprop_multi": {"rmsprop_multi", []string{"rho", "k", "eps", "lr"}, 3, func(e *optimElem) {
+		w, s, g := e.load(0), e.load(1), e.load(2)
+		u := rmsUpdate(e, s, g)
+		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), u)))
+	}},
+	"rmsprop_mom_multi": {"rmsprop_mom_multi", []string{"rho", "k", "eps", "lr", "mu"}, 4, func(e *optimElem) {
+		w, s, mom, g := e.load(0), e.load(1), e.load(2), e.load(3)
+		u := rmsUpdate(e, s, g)
+		mn := e.add(e.mul(e.c("mu"), mom), u)
+		e.store(2, mn)
+		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), mn)))
+	}},
+}
+
+// rmsUpdate stores RMSProp's new mean square (tensor 1 of the slot) and
+// returns the update g / (sqrt(s) + eps).
+func rmsUpdate(e *optimElem, s, g ptx.Reg) ptx.Reg {
+	sn := e.add(e.mul(e.c("rho"), s), e.mul(e.mul(g, g), e.c("k")))
+	e.store(1, sn)
+	return e.op("div.rn", g, e.add(e.op("sqrt.rn", sn), e.c("eps")))
+}
+
+// optimElem is one element's update as a rule writes it: the constants,
+// and the element's address in each tensor of the slot.
+type optimElem struct {
+	k      *ptx.Kernel
+	d      DType
+	consts map[string]ptx.Reg
+	addrs  []ptx.Reg
+}
+
+func (e *optimElem) c(name string) ptx.Reg  { return e.consts[name] }
+func (e *optimElem) load(i int) ptx.Reg     { return load(e.k, e.d, e.addrs[i]) }
+func (e *optimElem) store(i int, v ptx.Reg) { store(e.k, e.d, e.addrs[i], v) }
+
+// op writes a rounded instruction ("mul.rn", "sqrt.rn") of the dtype.
+func (e *optimElem) op(inst string, args ...ptx.Reg) ptx.Reg {
+	r := e.k.Reg(e.d.reg())
+	format := inst + ".%s %s"
+	vals := []any{e.d.reg(), r}
+	for _, a := range args {
+		format += ", %s"
+		vals = append(vals, a)
+	}
+	e.k.Op(format, vals...)
+	return r
+}
+
+func (e *optimElem) mul(a, b ptx.Reg) ptx.Reg { return e.op("mul.rn", a, b) }
+func (e *optimElem) add(a, b ptx.Reg) ptx.Reg { return e.op("add.rn", a, b) }
+
 func optimKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, slots := range AdamSlotCounts {
-		out = append(out, adamMultiKernel(F32, slots), adamMultiKernel(F64, slots))
+	for _, name := range slices.Sorted(maps.Keys(OptimRules)) {
+		for _, slots := range OptimSlotCounts {
+			out = append(out, multiTensorKernel(OptimRules[name], F32, slots), multiTensorKernel(OptimRules[name], F64, slots))
+		}
 	}
 	return out
 }
 
-// adamMultiKernel writes adam_multi_<slots>_<d>, which reads the first
+// multiTensorKernel writes <rule>_<slots>_<d>, which reads the first
 // slots of the table.
-func adamMultiKernel(d DType, slots int) *ptx.Kernel {
-	k := ptx.NewKernel(Name("adam_multi", fmt.Sprint(slots), string(d)))
+func multiTensorKernel(rule OptimRule, d DType, slots int) *ptx.Kernel {
+	k := ptx.NewKernel(Name(rule.Name, fmt.Sprint(slots), string(d)))
 	t := d.reg()
-	k.ParamBytes("tab", AdamTableSize)
+	k.ParamBytes("tab", OptimTableSize)
 	c := map[string]ptx.Reg{}
-	for _, name := range []string{"b1", "k1", "b2", "k2", "ic1", "ic2", "eps", "lr", "wd"} {
+	for _, name := range rule.Consts {
 		c[name] = k.Param(name, t)
 	}
 	// This block's slot: the last whose first block is at most ours.
@@ -85,23 +185,25 @@ func adamMultiKernel(d DType, slots int) *ptx.Kernel {
 	k.Op("mov.u32 %s, %%ctaid.x", b32)
 	bid := k.Reg(ptx.U64)
 	k.Op("cvt.u64.u32 %s, %s", bid, b32)
-	slot := make([]ptx.Reg, 6) // w, m, v, g, n, first
-	for i := range slot {
-		slot[i] = k.LoadField("tab", 8*i)
+	fields := rule.fieldOffsets()
+	slot := make([]ptx.Reg, len(fields)) // the tensors, n, first
+	for i, off := range fields {
+		slot[i] = k.LoadField("tab", off)
 	}
 	p := k.Reg(ptx.Pred)
 	for j := 1; j < slots; j++ {
-		first := k.LoadField("tab", j*adamSlotBytes+40)
+		first := k.LoadField("tab", j*optimSlotBytes+40)
 		k.Op("setp.le.u64 %s, %s, %s", p, first, bid)
-		for i := range slot {
+		for i, off := range fields {
 			v := first
-			if i < 5 {
-				v = k.LoadField("tab", j*adamSlotBytes+8*i)
+			if i < len(fields)-1 {
+				v = k.LoadField("tab", j*optimSlotBytes+off)
 			}
 			k.Op("selp.b64 %s, %s, %s, %s", slot[i], v, slot[i], p)
 		}
 	}
-	w, m, v, g, n, first := slot[0], slot[1], slot[2], slot[3], slot[4], slot[5]
+	tensors := slot[:rule.Tensors]
+	n, first := slot[rule.Tensors], slot[rule.Tensors+1]
 	// The chunk: [start, end) of the slot's elements.
 	start, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
 	k.Op("sub.s64 %s, %s, %s", start, bid, first)
@@ -115,28 +217,25 @@ func adamMultiKernel(d DType, slots int) *ptx.Kernel {
 	k.Op("cvt.u64.u32 %s, %s", from, tid)
 	k.Op("add.s64 %s, %s, %s", from, from, start)
 	k.Op("cvt.u64.u32 %s, %s", step, ntid)
-	for _, r := range []ptx.Reg{w, m, v, g} {
+	for _, r := range tensors {
 		k.Op("cvta.to.global.u64 %s, %s", r, r)
 	}
-	size := d.Size()
 	k.Loop(from, end, step, func(i ptx.Reg) {
-		aw, am, av, ag := k.Addr(w, i, size), k.Addr(m, i, size), k.Addr(v, i, size), k.Addr(g, i, size)
-		gi, mi, vi, wi := load(k, d, ag), load(k, d, am), load(k, d, av), load(k, d, aw)
-		op := func(format string, args ...any) ptx.Reg {
-			r := k.Reg(t)
-			k.Op(format, append([]any{t, r}, args...)...)
-			return r
+		e := &optimElem{k: k, d: d, consts: c}
+		for _, r := range tensors {
+			e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
 		}
-		mul := func(a, b ptx.Reg) ptx.Reg { return op("mul.rn.%s %s, %s, %s", a, b) }
-		add := func(a, b ptx.Reg) ptx.Reg { return op("add.rn.%s %s, %s, %s", a, b) }
-		mn := add(mul(c["b1"], mi), mul(c["k1"], gi))
-		vn := add(mul(c["b2"], vi), mul(mul(c["k2"], gi), gi))
-		den := add(op("sqrt.rn.%s %s, %s", mul(vn, c["ic2"])), c["eps"])
-		q := op("div.rn.%s %s, %s, %s", mul(mn, c["ic1"]), den)
-		upd := mul(c["lr"], add(q, mul(c["wd"], wi)))
-		store(k, d, am, mn)
-		store(k, d, av, vn)
-		store(k, d, aw, op("sub.rn.%s %s, %s, %s", wi, upd))
+		rule.step(e)
 	})
 	return k
+}
+
+// fieldOffsets are the byte offsets in a slot of the rule's tensors'
+// addresses, the count and the first block.
+func (r OptimRule) fieldOffsets() []int {
+	var offs []int
+	for i := range r.Tensors {
+		offs = append(offs, 8*i)
+	}
+	return append(offs, 32, 40)
 }
