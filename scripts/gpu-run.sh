@@ -59,7 +59,7 @@ skip=$(grep -c -- '--- SKIP' "$out/tests.log")
 	fi
 } >>"$sum"
 
-"$here/cuda.test" -test.run '^$' -test.bench GPU -test.benchtime 2s -test.count 3 >"$out/bench.log" 2>&1
+"$here/cuda.test" -test.run '^$' -test.bench GPU -test.benchtime 1s -test.count 3 >"$out/bench.log" 2>&1
 if [ -x "$here/nccl.test" ]; then
 	"$here/nccl.test" -test.run '^$' -test.bench GPU -test.benchtime 1s -test.count 3 >>"$out/bench.log" 2>&1
 fi

@@ -158,9 +158,48 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 	timeSteps(b, d, step)
 }
 
-// timeSteps times b.N calls of step after one untimed, the GPU drained
-// before and after.
+// BenchmarkMLPTrainStepGPU is BenchmarkMLPStepGPU's step as nn's steps
+// take it, reading the loss each step: eager (nn.TrainStep), traced
+// (nn.TracedTrainStep) and recorded (nn.RecordedTrainStep: one CUDA graph
+// for the forward and backward pass; PyTorch's twin captures its step in
+// one too).
+func BenchmarkMLPTrainStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		b.Run(mode, func(b *testing.B) {
+			restore := device.SetDefault(d)
+			defer restore()
+			r := tensor.NewRNG(4)
+			x := tensor.RandNormal(r, tensor.Float32, 256, 784)
+			y := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 10, 256), tensor.Int32)
+			model := nn.NewSequential(
+				nn.NewDense("dense1", r, 784, 512, nn.DenseOpts{Activation: ops.Relu}),
+				nn.NewDense("dense2", r, 512, 512, nn.DenseOpts{Activation: ops.Relu}),
+				nn.NewDense("logits", r, 512, 10, nn.DenseOpts{}))
+			opt := nn.NewAdam(nn.Constant(1e-3))
+			step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
+			batch := data.Element{x, y}
+			timeSteps(b, d, func() {
+				if _, _, err := step(batch); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// stepOf returns nn's step maker for a benchmark's mode.
+func stepOf(mode string) func(nn.Module, nn.Loss, nn.Optimizer) nn.Step {
+	return map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+		"eager": nn.TrainStep, "traced": nn.TracedTrainStep, "recorded": nn.RecordedTrainStep,
+	}[mode]
+}
+
+// timeSteps times b.N calls of step after two untimed (a traced step's
+// first traces, a recorded one's second records), the GPU drained before
+// and after.
 func timeSteps(b *testing.B, d *Device, step func()) {
+	step()
 	step()
 	waitGPU(b, d)
 	b.ResetTimer()
@@ -229,9 +268,7 @@ func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 				restore := device.SetDefault(d)
 				defer restore()
 				model, opt, x, y := benchmodels.FashionCNN(format)
-				step := map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
-					"eager": nn.TrainStep, "traced": nn.TracedTrainStep, "recorded": nn.RecordedTrainStep,
-				}[mode](model, nn.SparseSoftmaxCrossEntropy, opt)
+				step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
 				d.ResetPeak()
 				timeSteps(b, d, func() {

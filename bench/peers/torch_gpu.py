@@ -84,6 +84,34 @@ def train_step(model, opt, x, y, read=True):
     return step
 
 
+def graph_step(model, x, y):
+    """The training step of model on (x, y) with cross-entropy and
+    capturable Adam (1e-3) captured as one CUDA graph, replayed each call,
+    the loss read on the host: the twin of nn.RecordedTrainStep (whose
+    graph holds the forward and backward pass, its Adam one fused launch
+    after it). Raises where PyTorch cannot capture."""
+    gadam = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm up on a side stream before capture
+            gadam.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            gadam.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    gadam.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        gloss = torch.nn.functional.cross_entropy(model(x), y)
+        gloss.backward()
+        gadam.step()
+
+    def step():
+        graph.replay()
+        return gloss.item()
+    return step
+
+
 # The Fashion-MNIST CNN of internal/benchmodels: conv 3x3x32 same relu,
 # pool 2, conv 3x3x64 same relu, pool 2, dense 128 relu, dense 10; Adam
 # 1e-3; a batch of 128 28x28 images; NCHW and NHWC (channels_last). Eager
@@ -157,6 +185,14 @@ model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn
 xb, yb = torch.randn(256, 784, device=dev), torch.randint(0, 10, (256,), device=dev)
 mlp_step = train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), xb, yb, read=False)
 line("BenchmarkTorchMLPStepGPU", host_ns(mlp_step, 200), "ns/op")
+# The same step reading the loss (nn.TrainStep's), eager and as one CUDA
+# graph: the twins of BenchmarkMLPTrainStepGPU/eager and /recorded.
+line("BenchmarkTorchMLPTrainStepGPU/eager", host_ns(train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), xb, yb), 200), "ns/op")
+if not DRY:
+    try:
+        line("BenchmarkTorchMLPTrainStepGPU/recorded", host_ns(graph_step(model, xb, yb), 500), "ns/op")
+    except Exception as e:
+        print(f"# torch CUDA graph MLP: {type(e).__name__}: {e}", flush=True)
 
 # The RNN loop gradient: 50 steps of h = tanh(h W + x_t), h [1 128], W
 # [128 128], float32; forward and backward.
@@ -207,27 +243,7 @@ for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_for
     try:
         reset_peak()
         fm, xf, yf = fashion(memory)
-        gadam = torch.optim.Adam(fm.parameters(), lr=1e-3, capturable=True)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):  # warm up on a side stream before capture
-                gadam.zero_grad(set_to_none=True)
-                torch.nn.functional.cross_entropy(fm(xf), yf).backward()
-                gadam.step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        gadam.zero_grad(set_to_none=True)
-        with torch.cuda.graph(graph):
-            gloss = torch.nn.functional.cross_entropy(fm(xf), yf)
-            gloss.backward()
-            gadam.step()
-
-        def graph_step():
-            graph.replay()
-            return gloss.item()
-
-        ns = host_ns(graph_step, 500)
+        ns = host_ns(graph_step(fm, xf, yf), 500)
         line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/recorded", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
     except Exception as e:  # a PyTorch without graph capture: say so, go on
         print(f"# torch CUDA graph {fmt}: {type(e).__name__}: {e}", flush=True)
