@@ -89,14 +89,14 @@ var budgets = map[string]kernelBudget{
 	"pool2d_max_nhwc_f32":           {instr: 36},
 	"pool2d_sum_nhwc_f32":           {instr: 36},
 	"pool2d_max_nchw_f32":           {instr: 36, efficiency: 0.34, debt: "issue 32: NCHW pooling's threads take neighbouring windows, two columns apart, so a warp reads a third of each sector it touches"},
-	"pool2d_select_put_ge_nhwc_f32": {instr: 36, efficiency: 0.27, debt: "issue 32: pooling's gradient puts each window's value where the window selects, so a warp's stores scatter; writing each window's whole block would write whole sectors"},
+	"pool2d_select_put_ge_nhwc_f32": {instr: 50}, // walks its taps twice: the selection, then the block it writes
 	"window_patches_b32":            {instr: 200},
 	"window_reduce_max_f32":         {instr: 155},
 	"window_reduce_sum_f32":         {instr: 155},
 	"window_scatter_f32":            {instr: 110},
 	"window_select_ge_f32":          {instr: 185},
 	"window_select_scatter_f32":     {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
-	"window_select_put_ge_f32":      {instr: 200, efficiency: 0.27, debt: "issue 32: non-overlapping pooling's gradient puts each window's value where the window selects, so a warp's stores scatter; a 4-D path writing each window's whole block would write whole sectors"},
+	"window_select_put_ge_f32":      {instr: 200},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -143,6 +143,14 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 				BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 2, 1, 1}}
 			ops.ReduceWindow(img, onGPU(t, d, tensor.Scalar(float32(0))), ops.ReduceSum, w)
 			ops.ReduceWindow(img, onGPU(t, d, tensor.Scalar(float32(math.Inf(-1)))), ops.ReduceMax, w)
+		}},
+		{"max over 3-D windows and its gradient (the window kernels)", func() {
+			w := ops.Window{Dims: []int{1, 2, 1}, Strides: []int{1, 2, 1}, Padding: [][2]int{{0, 0}, {0, 0}, {0, 0}},
+				BaseDilation: []int{1, 1, 1}, WindowDilation: []int{1, 1, 1}}
+			x3 := g(8, 16, 32)
+			grad(func() *tensor.Tensor {
+				return ops.ReduceWindow(x3, onGPU(t, d, tensor.Scalar(float32(math.Inf(-1)))), ops.ReduceMax, w)
+			}, x3)
 		}},
 		{"max pool 3x3 stride 2 and its gradient (overlapping)", func() {
 			grad(func() *tensor.Tensor {

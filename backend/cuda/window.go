@@ -140,8 +140,10 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			return
 		}
 		g, a := gpu(c), c.Attrs.(ops.SelectAttrs)
-		if disjoint(a.Window) { // init everywhere, then one pass over the windows
-			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+		if disjoint(a.Window) { // one pass over the windows, each writing its block
+			if !tiles(x.Shape(), a.Window) { // init where no window writes
+				check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+			}
 			sel := map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}[a.Select]
 			if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
 				windows := src.NumElements()
@@ -194,6 +196,21 @@ func selectAndGather(d kernels.DType) eager.Kernel {
 func disjoint(w ops.Window) bool {
 	for d := range w.Dims {
 		if w.Strides[d] < w.Dims[d] || w.WindowDilation[d] != 1 || w.BaseDilation[d] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// tiles reports whether w's windows cover an operand of shape once
+// each: in every dimension the windows stand side by side (stride the
+// size, no dilation) from at or before the first element to at or beyond
+// the last.
+func tiles(shape tensor.Shape, w ops.Window) bool {
+	out := w.OutShape(shape)
+	for d := range w.Dims {
+		low := w.Padding[d][0]
+		if w.Strides[d] != w.Dims[d] || w.WindowDilation[d] != 1 || w.BaseDilation[d] != 1 || low < 0 || out[d]*w.Strides[d]-low < shape[d] {
 			return false
 		}
 	}

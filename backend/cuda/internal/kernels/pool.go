@@ -19,7 +19,8 @@ import (
 //   - pool2d_<sum|max|min>_<nhwc|nchw>_<dtype> (out, x, init, n, pg):
 //     ReduceWindow over n windows.
 //   - pool2d_select_put_<ge|le>_<nhwc|nchw>_<dtype> (out, x, src, init, n,
-//     pg): window_select_put's one pass, for windows that do not overlap.
+//     pg): window_select_put's one pass, for windows that do not overlap:
+//     each window writes its whole block.
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
 // output OH x OW, the window KH x KW, its strides and low padding.
@@ -208,40 +209,88 @@ func poolSelectPutKernel(d DType, ge, nhwc bool) *ptx.Kernel {
 	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
-	cmp := map[bool]string{true: "gt", false: "lt"}[ge]
 	poolLoop(k, n, func(o64, oi ptx.Reg) {
 		ih0, iw0, at := poolWindow(k, nhwc, oi)
-		best, chosen, found, zero := k.Reg(d.reg()), k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.U32)
-		k.Op("mov.%s %s, %s", bits(d.reg()), best, ptx.Imm(d.reg(), 0))
-		k.Op("mov.u64 %s, 0", chosen)
-		k.Op("mov.u32 %s, 0", zero)
-		k.Op("setp.ne.u32 %s, %s, %s", found, zero, zero) // false
+		s := newSelection(k, d, ge)
+		found, chosen := s.found, s.chosen
 		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
-			next, take := k.Label("tap"), k.Label("take")
+			next := k.Label("tap")
 			k.Op("@%s bra %s", pad, next)
-			v := load(k, d, k.Addr(x, idx, d.Size()))
-			p := k.Reg(ptx.Pred)
-			k.Op("@!%s bra %s", found, take) // the first tap inside
-			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), p, v, best)
-			if d.float() { // or v is the first NaN
-				vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-				k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
-				k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, best, best)
-				k.Op("and.pred %s, %s, %s", vn, vn, bn)
-				k.Op("or.pred %s, %s, %s", p, p, vn)
-			}
-			k.Op("@!%s bra %s", p, next)
-			k.Place(take)
-			k.Op("mov.u64 %s, %s", chosen, idx)
-			k.Op("mov.%s %s, %s", bits(d.reg()), best, v)
-			k.Op("setp.eq.u32 %s, %s, %s", found, zero, zero) // true
+			s.consider(load(k, d, k.Addr(x, idx, d.Size())), idx)
 			k.Place(next)
 		})
-		skip := k.Label("all_padding")
-		k.Op("@!%s bra %s", found, skip)
-		sum := binaryOp(k, "add", d, load(k, d, ip), load(k, d, k.Addr(src, o64, d.Size())))
-		store(k, d, k.Addr(o, chosen, d.Size()), sum)
-		k.Place(skip)
+		putBlock(k, d, found, chosen, load(k, d, ip), k.Addr(src, o64, d.Size()), func(body func(pad, idx ptx.Reg)) {
+			eachPoolTap(k, ih0, iw0, at, body)
+		}, o)
 	})
 	return k
+}
+
+// selection is a window's choice so far: whether a tap inside was seen,
+// the best value and its index.
+type selection struct {
+	k      *ptx.Kernel
+	d      DType
+	cmp    string
+	best   ptx.Reg
+	chosen ptx.Reg // u64
+	found  ptx.Reg // pred
+	yes    ptx.Reg // u32 zero, to set found
+}
+
+func newSelection(k *ptx.Kernel, d DType, ge bool) *selection {
+	s := &selection{k: k, d: d, cmp: map[bool]string{true: "gt", false: "lt"}[ge],
+		best: k.Reg(d.reg()), chosen: k.Reg(ptx.U64), found: k.Reg(ptx.Pred), yes: k.Reg(ptx.U32)}
+	k.Op("mov.%s %s, %s", bits(d.reg()), s.best, ptx.Imm(d.reg(), 0))
+	k.Op("mov.u64 %s, 0", s.chosen)
+	k.Op("mov.u32 %s, 0", s.yes)
+	k.Op("setp.ne.u32 %s, %s, %s", s.found, s.yes, s.yes) // false
+	return s
+}
+
+// consider takes the tap at idx of value v, inside the operand, in the
+// window's order: the first tap inside, then a larger (ge) or smaller
+// value, or the first NaN.
+func (s *selection) consider(v, idx ptx.Reg) {
+	k, d := s.k, s.d
+	next, take := k.Label("tap"), k.Label("take")
+	p := k.Reg(ptx.Pred)
+	k.Op("@!%s bra %s", s.found, take) // the first tap inside
+	k.Op("setp.%s.%s %s, %s, %s", s.cmp, cmpType(d), p, v, s.best)
+	if d.float() { // or v is the first NaN
+		vn, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("setp.nan.%s %s, %s, %s", d.reg(), vn, v, v)
+		k.Op("setp.num.%s %s, %s, %s", d.reg(), bn, s.best, s.best)
+		k.Op("and.pred %s, %s, %s", vn, vn, bn)
+		k.Op("or.pred %s, %s, %s", p, p, vn)
+	}
+	k.Op("@!%s bra %s", p, next)
+	k.Place(take)
+	k.Op("mov.u64 %s, %s", s.chosen, idx)
+	k.Op("mov.%s %s, %s", bits(d.reg()), s.best, v)
+	k.Op("setp.eq.u32 %s, %s, %s", s.found, s.yes, s.yes) // true
+	k.Place(next)
+}
+
+// putBlock writes a window's whole block of out, its taps inside the
+// operand in order (a warp's stores then fill whole sectors where the
+// layout puts its windows side by side): init + *src at the chosen
+// offset (when found), init elsewhere. taps walks the window's taps as
+// eachPoolTap does.
+func putBlock(k *ptx.Kernel, d DType, found, chosen, init, src ptx.Reg, taps func(body func(pad, idx ptx.Reg)), out ptx.Reg) {
+	put, skip := k.Reg(d.reg()), k.Label("none_chosen")
+	k.Op("mov.%s %s, %s", bits(d.reg()), put, init)
+	k.Op("@!%s bra %s", found, skip)
+	k.Op("mov.%s %s, %s", bits(d.reg()), put, binaryOp(k, "add", d, init, load(k, d, src)))
+	k.Place(skip)
+	taps(func(pad, idx ptx.Reg) {
+		next := k.Label("put_next")
+		k.Op("@%s bra %s", pad, next)
+		here, v := k.Reg(ptx.Pred), k.Reg(d.reg())
+		k.Op("setp.eq.u64 %s, %s, %s", here, idx, chosen)
+		k.Op("and.pred %s, %s, %s", here, here, found)
+		k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, put, init, here)
+		store(k, d, k.Addr(out, idx, d.Size()), v)
+		k.Place(next)
+	})
 }

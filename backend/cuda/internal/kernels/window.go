@@ -32,7 +32,8 @@ import (
 //     dy[sel[win]], or zero where sel is -1.
 //   - window_select_put_<ge|le>_<dtype> (out, x, src, init, n, w): for
 //     windows that do not overlap, SelectAndScatter in one pass over the n
-//     windows, out holding *init already.
+//     windows, each writing its block (the elements in no window are the
+//     caller's to fill).
 
 // WindowDim is one dimension of a window laid over an operand: the
 // operand's size N and stride XStride (in elements), the number of window
@@ -486,8 +487,10 @@ func selectOf(w wdiv, d DType, ge bool, x, win ptx.Reg) ptx.Reg {
 
 // selectPutKernel writes window_select_put_<ge|le>_<dtype> (out, x, src,
 // init, n, w): for windows that do not overlap (no operand element in two),
-// SelectAndScatter in one pass over the n windows: out, holding *init
-// already, gets *init + src[win] at each window's chosen element.
+// SelectAndScatter in one pass over the n windows: each window writes its
+// block of out, *init + src[win] at its chosen element and *init at its
+// other taps inside the operand (the caller fills the elements in no
+// window).
 func selectPutKernel(d DType, ge bool) *ptx.Kernel {
 	k := ptx.NewKernel(Name("window_select_put", selName(ge), string(d)))
 	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
@@ -495,12 +498,11 @@ func selectPutKernel(d DType, ge bool) *ptx.Kernel {
 	bothPaths(k, func(w wdiv) {
 		k.GridStride(n, func(win ptx.Reg) {
 			at := selectOf(w, d, ge, x, win)
-			none, skip := k.Reg(ptx.Pred), k.Label("all_padding")
-			k.Op("setp.lt.s64 %s, %s, 0", none, at)
-			k.Op("@%s bra %s", none, skip)
-			sum := binaryOp(k, "add", d, load(k, d, ip), load(k, d, k.Addr(src, win, d.Size())))
-			store(k, d, k.Addr(o, at, d.Size()), sum)
-			k.Place(skip)
+			found := k.Reg(ptx.Pred)
+			k.Op("setp.ge.s64 %s, %s, 0", found, at)
+			putBlock(k, d, found, at, load(k, d, ip), k.Addr(src, win, d.Size()), func(body func(pad, idx ptx.Reg)) {
+				eachTap(w, win, func(off, pad ptx.Reg) { body(pad, off) })
+			}, o)
 		})
 	})
 	return k
