@@ -92,7 +92,7 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 			if n == 0 {
 				return
 			}
-			name := kernels.Name("pool2d", reduceKindNames[a.Kind], layoutName(nhwc), string(d))
+			name := kernels.Name("pool2d", reduceKindNames[a.Kind], poolLayout(p, nhwc, d), string(d))
 			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
 			check(c, gpu(c).launch("pool", name, n, args))
 			return
@@ -150,7 +150,7 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 				if windows == 0 {
 					return
 				}
-				name := kernels.Name("pool2d_select_put", sel, layoutName(nhwc), string(d))
+				name := kernels.Name("pool2d_select_put", sel, poolLayout(p, nhwc, d), string(d))
 				args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
 				check(c, g.launch("pool", name, windows, args))
 				return
@@ -246,6 +246,15 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 	}
 	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
+}
+
+// poolLayout names the pooling kernels' layout for p: "nhwc", "nchw", or
+// "nchw2" where the pair kernels take it.
+func poolLayout(p kernels.PoolDims, nhwc bool, d kernels.DType) string {
+	if !nhwc && kernels.PoolPairs(p, d) {
+		return "nchw2"
+	}
+	return layoutName(nhwc)
 }
 
 func layoutName(nhwc bool) string {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -149,6 +150,57 @@ func TestPool2DOnGPU(t *testing.T) {
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64"} {
 			if !slices.Contains(kernels, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}
+
+// NCHW windows two columns wide at a stride of two take the pair kernels
+// (a row of a window one vector of two) and agree with the CPU exactly,
+// in both float dtypes: small integers for ties, a NaN here and there,
+// heights, window heights and strides, and padding (even on the left, any
+// on the right) drawn at random; max and min pooling's gradients too.
+func TestPoolPairsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(17, 4))
+	r := tensor.NewRNG(9)
+	var launched []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	for i := range 40 {
+		dt := []tensor.DType{tensor.Float32, tensor.Float64}[i%2]
+		kh, sh := 1+rng.IntN(3), 1+rng.IntN(3)
+		ph, pw := [2]int{rng.IntN(3), rng.IntN(3)}, [2]int{2 * rng.IntN(2), rng.IntN(3)}
+		shape := tensor.Shape{1 + rng.IntN(2), 1 + rng.IntN(3), 1 + rng.IntN(7), 2 * (1 + rng.IntN(4))}
+		w := ops.Window{Dims: []int{1, 1, kh, 2}, Strides: []int{1, 1, sh, 2}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
+			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, nhwc, ok := pool2D(shape, w)
+		if !ok || nhwc || poolLayout(p, nhwc, kernelType(dt)) != "nchw2" {
+			t.Fatalf("case %d: %v over %v does not take the pair kernels", i, w, shape)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...)), dt)
+		if i%5 == 0 { // a NaN in the first image's first row
+			at := ops.Reshape(tensor.Arange(0, float64(shape.NumElements()), 1), shape...)
+			x = ops.Where(ops.Eq(at, tensor.Scalar(float64(i%3))), ops.Cast(tensor.Scalar(math.NaN()), dt), x)
+		}
+		init := ops.Cast(tensor.Scalar(-2.0), dt)
+		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+		what := fmt.Sprintf("case %d: %v %v %v", i, dt, shape, w)
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("%s reduce %d", what, kind), ops.ReduceWindow(gx, gi, kind, w), ops.ReduceWindow(x, init, kind, w))
+		}
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, w.OutShape(shape)...)), dt)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("%s select %d", what, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_max_nchw2_f32", "pool2d_sum_nchw2_f64", "pool2d_select_put_le_nchw2_f32", "pool2d_select_put_ge_nchw2_f64"} {
+			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}
 		}

@@ -21,6 +21,10 @@ import (
 //   - pool2d_select_put_<ge|le>_<nhwc|nchw>_<dtype> (out, x, src, init, n,
 //     pg): window_select_put's one pass, for windows that do not overlap:
 //     each window writes its whole block.
+//   - pool2d_<sum|max|min>_nchw2_<f32|f64> and
+//     pool2d_select_put_<ge|le>_nchw2_<f32|f64>: the NCHW kernels for
+//     windows two columns wide at a stride of two (PoolPairs), a row of
+//     the window one aligned vector of two.
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
 // output OH x OW, the window KH x KW, its strides and low padding.
@@ -116,39 +120,54 @@ func poolWindow(k *ptx.Kernel, nhwc bool, o ptx.Reg) (ih0, iw0 ptx.Reg, at func(
 // order, with a predicate set when it is on padding and, when not, the
 // input index.
 func eachPoolTap(k *ptx.Kernel, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, body func(pad, idx ptx.Reg)) {
-	KH, KW, H, W := poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
-	kh, kw, ih, iw := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.S32)
-	p, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	rows, rowsDone, cols, colsDone := k.Label("pool_rows"), k.Label("pool_rows_done"), k.Label("pool_cols"), k.Label("pool_cols_done")
+	KW, H, W := poolField(k, 6), poolField(k, 1), poolField(k, 2)
+	eachPoolRow(k, ih0, func(ih ptx.Reg) {
+		kw, iw, p := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.Pred)
+		cols, colsDone := k.Label("pool_cols"), k.Label("pool_cols_done")
+		k.Op("mov.u32 %s, 0", kw)
+		k.Place(cols)
+		k.Op("setp.ge.u32 %s, %s, %s", p, kw, KW)
+		k.Op("@%s bra %s", p, colsDone)
+		k.Op("add.s32 %s, %s, %s", iw, iw0, kw)
+		// On padding: ih or iw outside [0, H) x [0, W) (an unsigned
+		// compare takes the negatives as large).
+		q, qw := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("setp.ge.u32 %s, %s, %s", q, ih, H)
+		k.Op("setp.ge.u32 %s, %s, %s", qw, iw, W)
+		k.Op("or.pred %s, %s, %s", q, q, qw)
+		body(q, tapIndex(k, q, at, ih, iw))
+		k.Op("add.u32 %s, %s, 1", kw, kw)
+		k.Op("bra.uni %s", cols)
+		k.Place(colsDone)
+	})
+}
+
+// eachPoolRow runs body for each row ih = ih0 + kh of a window, kh in
+// [0, KH).
+func eachPoolRow(k *ptx.Kernel, ih0 ptx.Reg, body func(ih ptx.Reg)) {
+	KH := poolField(k, 5)
+	kh, ih, p := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.Pred)
+	rows, rowsDone := k.Label("pool_rows"), k.Label("pool_rows_done")
 	k.Op("mov.u32 %s, 0", kh)
 	k.Place(rows)
 	k.Op("setp.ge.u32 %s, %s, %s", p, kh, KH)
 	k.Op("@%s bra %s", p, rowsDone)
 	k.Op("add.s32 %s, %s, %s", ih, ih0, kh)
-	k.Op("mov.u32 %s, 0", kw)
-	k.Place(cols)
-	k.Op("setp.ge.u32 %s, %s, %s", p, kw, KW)
-	k.Op("@%s bra %s", p, colsDone)
-	k.Op("add.s32 %s, %s, %s", iw, iw0, kw)
-	// On padding: ih or iw outside [0, H) x [0, W) (an unsigned compare
-	// takes the negatives as large).
-	qw := k.Reg(ptx.Pred)
-	k.Op("setp.ge.u32 %s, %s, %s", q, ih, H)
-	k.Op("setp.ge.u32 %s, %s, %s", qw, iw, W)
-	k.Op("or.pred %s, %s, %s", q, q, qw)
-	idx := k.Reg(ptx.U64)
-	k.Op("mov.u64 %s, 0", idx)
-	inside := k.Label("pool_inside")
-	k.Op("@%s bra %s", q, inside)
-	k.Op("mov.u64 %s, %s", idx, at(ih, iw))
-	k.Place(inside)
-	body(q, idx)
-	k.Op("add.u32 %s, %s, 1", kw, kw)
-	k.Op("bra.uni %s", cols)
-	k.Place(colsDone)
+	body(ih)
 	k.Op("add.u32 %s, %s, 1", kh, kh)
 	k.Op("bra.uni %s", rows)
 	k.Place(rowsDone)
+}
+
+// tapIndex is the input index of (ih, iw), or 0 where pad is set.
+func tapIndex(k *ptx.Kernel, pad ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, ih, iw ptx.Reg) ptx.Reg {
+	idx := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", idx)
+	inside := k.Label("pool_inside")
+	k.Op("@%s bra %s", pad, inside)
+	k.Op("mov.u64 %s, %s", idx, at(ih, iw))
+	k.Place(inside)
+	return idx
 }
 
 func poolKernels() []*ptx.Kernel {
@@ -156,12 +175,99 @@ func poolKernels() []*ptx.Kernel {
 	for _, d := range Numeric {
 		for _, nhwc := range []bool{true, false} {
 			for _, kind := range []string{"sum", "max", "min"} {
-				out = append(out, poolReduceKernel(kind, d, nhwc))
+				out = append(out, poolReduceKernel(kind, d, layoutName(nhwc)))
 			}
 			out = append(out, poolSelectPutKernel(d, true, nhwc), poolSelectPutKernel(d, false, nhwc))
 		}
 	}
+	for _, d := range []DType{F32, F64} {
+		for _, kind := range []string{"sum", "max", "min"} {
+			out = append(out, poolReduceKernel(kind, d, "nchw2"))
+		}
+		out = append(out, poolPairsSelectPutKernel(d, true), poolPairsSelectPutKernel(d, false))
+	}
 	return out
+}
+
+// PoolPairs reports whether the pair kernels (pool2d_*_nchw2) take p: an
+// NCHW pooling whose windows are two columns wide at a stride of two, an
+// even width and an even left padding, so that each window row is one
+// aligned pair of elements, wholly inside the image or wholly on
+// padding. A warp's windows then read and write whole sectors, where one
+// element a tap reads every other element of each.
+func PoolPairs(p PoolDims, d DType) bool {
+	return (d == F32 || d == F64) && p.KW == 2 && p.SW == 2 && p.W%2 == 0 && p.PW%2 == 0
+}
+
+// eachPoolPair runs body for each row of the window at (ih0, iw0) (a
+// PoolPairs window) in order, with a predicate set when its pair is on
+// padding and, when not, the index of its first element.
+func eachPoolPair(k *ptx.Kernel, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, body func(pad, idx ptx.Reg)) {
+	H, W := poolField(k, 1), poolField(k, 2)
+	offW := k.Reg(ptx.Pred) // the pair's columns outside the image
+	k.Op("setp.ge.u32 %s, %s, %s", offW, iw0, W)
+	eachPoolRow(k, ih0, func(ih ptx.Reg) {
+		q := k.Reg(ptx.Pred)
+		k.Op("setp.ge.u32 %s, %s, %s", q, ih, H)
+		k.Op("or.pred %s, %s, %s", q, q, offW)
+		body(q, tapIndex(k, q, at, ih, iw0))
+	})
+}
+
+// loadPair loads the pair at element idx of x.
+func loadPair(k *ptx.Kernel, d DType, x, idx ptx.Reg) (a, b ptx.Reg) {
+	a, b = k.Reg(d.reg()), k.Reg(d.reg())
+	k.Op("ld.global.v2.%s {%s, %s}, [%s]", d.mem(), a, b, k.Addr(x, idx, d.Size()))
+	return a, b
+}
+
+// poolPairsSelectPutKernel writes pool2d_select_put_<ge|le>_nchw2_<d>:
+// pool2d_select_put_<ge|le>_nchw for PoolPairs windows, a pair a row
+// read and written.
+func poolPairsSelectPutKernel(d DType, ge bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), "nchw2", string(d)))
+	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
+	n := k.Param("n", ptx.U64)
+	k.ParamBytes("pg", PoolGeomLen)
+	poolLoop(k, n, func(o64, oi ptx.Reg) {
+		ih0, iw0, at := poolWindow(k, false, oi)
+		s := newSelection(k, d, ge)
+		eachPoolPair(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
+			next := k.Label("pair")
+			k.Op("@%s bra %s", pad, next)
+			a, b := loadPair(k, d, x, idx)
+			s.consider(a, idx)
+			idx1 := k.Reg(ptx.U64)
+			k.Op("add.u64 %s, %s, 1", idx1, idx)
+			s.consider(b, idx1)
+			k.Place(next)
+		})
+		init := load(k, d, ip)
+		put, skip := k.Reg(d.reg()), k.Label("none_chosen")
+		k.Op("mov.%s %s, %s", bits(d.reg()), put, init)
+		k.Op("@!%s bra %s", s.found, skip)
+		k.Op("mov.%s %s, %s", bits(d.reg()), put, binaryOp(k, "add", d, init, load(k, d, k.Addr(src, o64, d.Size()))))
+		k.Place(skip)
+		eachPoolPair(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
+			next := k.Label("put_pair")
+			k.Op("@%s bra %s", pad, next)
+			vs := [2]ptx.Reg{k.Reg(d.reg()), k.Reg(d.reg())}
+			for j, v := range vs {
+				here := k.Reg(ptx.Pred)
+				k.Op("setp.eq.u64 %s, %s, %s", here, idx, s.chosen)
+				if j == 1 {
+					idx1 := k.Reg(ptx.U64)
+					k.Op("add.u64 %s, %s, 1", idx1, idx)
+					k.Op("setp.eq.u64 %s, %s, %s", here, idx1, s.chosen)
+				}
+				k.Op("and.pred %s, %s, %s", here, here, s.found)
+				k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, put, init, here)
+			}
+			k.Op("st.global.v2.%s [%s], {%s, %s}", d.mem(), k.Addr(o, idx, d.Size()), vs[0], vs[1])
+			k.Place(next)
+		})
+	})
+	return k
 }
 
 func layoutName(nhwc bool) string {
@@ -180,24 +286,40 @@ func poolLoop(k *ptx.Kernel, n ptx.Reg, body func(o64, o ptx.Reg)) {
 	})
 }
 
-func poolReduceKernel(kind string, d DType, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d", kind, layoutName(nhwc), string(d)))
+// poolReduceKernel writes pool2d_<kind>_<layout>_<d>, layout nhwc, nchw
+// or nchw2 (PoolPairs windows, read a pair a row).
+func poolReduceKernel(kind string, d DType, layout string) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d", kind, layout, string(d)))
 	o, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
 	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
+	each, width := eachPoolTap, 1
+	if layout == "nchw2" {
+		each, width = eachPoolPair, 2
+	}
 	poolLoop(k, n, func(o64, oi ptx.Reg) {
 		init := load(k, d, ip)
 		acc := k.Reg(d.reg())
 		k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
-		ih0, iw0, at := poolWindow(k, nhwc, oi)
-		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
-			v, inside := k.Reg(d.reg()), k.Label("tap_value")
-			k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
+		ih0, iw0, at := poolWindow(k, layout == "nhwc", oi)
+		each(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
+			vs := make([]ptx.Reg, width)
+			for i := range vs {
+				vs[i] = k.Reg(d.reg())
+				k.Op("mov.%s %s, %s", bits(d.reg()), vs[i], init)
+			}
+			inside := k.Label("tap_value")
 			k.Op("@%s bra %s", pad, inside)
-			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, idx, d.Size()))
+			if width == 1 {
+				k.Op("ld.global.%s %s, [%s]", d.mem(), vs[0], k.Addr(x, idx, d.Size()))
+			} else {
+				k.Op("ld.global.v2.%s {%s, %s}, [%s]", d.mem(), vs[0], vs[1], k.Addr(x, idx, d.Size()))
+			}
 			k.Place(inside)
-			k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+			for _, v := range vs {
+				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+			}
 		})
 		store(k, d, k.Addr(o, o64, d.Size()), acc)
 	})
