@@ -329,6 +329,16 @@ func samples() map[string][]sample {
 			ops.MatMulT(a, b, tt[0], tt[1])
 		}, true, true))
 	}
+	for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+		// Finite differences only without Relu, whose mask flips where a
+		// result is exactly 0.
+		add("FusedMatMul", one(fmt.Sprint(act), func() { ops.FusedMatMul(r(-1, 1, 3, 4), r(-1, 1, 4, 5), r(-1, 1, 5), act) }, act == ops.NoActivation, act == ops.NoActivation),
+			one(fmt.Sprintf("float32 %v, rows over the workers", act), func() {
+				ops.FusedMatMul(ops.Cast(r(-1, 1, 130, 33), tensor.Float32), ops.Cast(r(-1, 1, 33, 40), tensor.Float32), ops.Cast(r(-1, 1, 40), tensor.Float32), act)
+			}, false, false),
+			one(fmt.Sprintf("empty %v", act), func() { ops.FusedMatMul(r(-1, 1, 0, 3), r(-1, 1, 3, 2), r(-1, 1, 2), act) }, false, false),
+			one(fmt.Sprintf("no contraction %v", act), func() { ops.FusedMatMul(r(-1, 1, 2, 0), r(-1, 1, 0, 3), r(-1, 1, 3), act) }, false, false))
+	}
 	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
 		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
 		one("few rows, transposed b", func() {

@@ -43,20 +43,30 @@ func orFloat32(dt tensor.DType) tensor.DType {
 	return dt
 }
 
-// Forward computes act(x·W + b) over the last dimension of x.
+// Forward computes act(x·W + b) over the last dimension of x. With a bias
+// and no activation or ops.Relu, the three are one op (ops.FusedMatMul:
+// on the GPU one GEMM whose epilogue adds the bias and applies Relu).
 func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
+	w := d.Kernel.Value()
 	y := x
+	var lead tensor.Shape
 	if x.Rank() > 2 { // [..., in] -> [n, in] and back
-		lead := x.Shape()[:x.Rank()-1].Clone()
-		y = ops.Reshape(ops.MatMul(ops.Reshape(x, -1, x.Dim(-1)), d.Kernel.Value()), append(lead, d.Kernel.Value().Dim(1))...)
+		lead = x.Shape()[:x.Rank()-1].Clone()
+		y = ops.Reshape(x, -1, x.Dim(-1))
+	}
+	if act, ok := fusable(d.act); ok && d.Bias != nil && y.Rank() == 2 {
+		y = ops.FusedMatMul(y, w, d.Bias.Value(), act)
 	} else {
-		y = ops.MatMul(x, d.Kernel.Value())
+		y = ops.MatMul(y, w)
+		if d.Bias != nil {
+			y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.Add(y, d.Bias.Value()) })
+		}
+		if d.act != nil {
+			y = then(y, d.act)
+		}
 	}
-	if d.Bias != nil {
-		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.Add(y, d.Bias.Value()) })
-	}
-	if d.act != nil {
-		y = then(y, d.act)
+	if lead != nil {
+		y = ops.Reshape(y, append(lead, w.Dim(1))...)
 	}
 	return y
 }

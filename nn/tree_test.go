@@ -104,7 +104,7 @@ func TestLayerErrorsNameTheLayer(t *testing.T) {
 	// Sequentials name their own layer once.
 	bad := nn.NewSequential(nn.Flatten{}, nn.NewSequential(nn.Activation(ops.Relu), nn.NewDense("inner", tensor.NewRNG(1), 5, 2, nn.DenseOpts{})))
 	err = tensor.Catch(func() { bad.Forward(tensor.Zeros(tensor.Float32, 2, 3)) })
-	if err == nil || !strings.Contains(err.Error(), ": inner: MatMul: ") || strings.Count(err.Error(), "inner") != 1 {
+	if err == nil || !strings.Contains(err.Error(), ": inner: FusedMatMul: ") || strings.Count(err.Error(), "inner") != 1 {
 		t.Errorf("nested error %v", err)
 	}
 	err = tensor.Catch(func() { nn.NewSequential(nn.Flatten{}).Forward(tensor.Scalar(float32(1))) })

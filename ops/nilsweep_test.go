@@ -58,6 +58,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "From", Fn: ops.From},
 		{Name: "FullLike", Fn: ops.FullLike},
 		{Name: "FusedConv2D", Fn: ops.FusedConv2D},
+		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
 		{Name: "Gather", Fn: ops.Gather},
 		{Name: "Ge", Fn: ops.Ge},
 		{Name: "Gelu", Fn: ops.Gelu},

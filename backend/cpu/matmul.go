@@ -4,6 +4,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -146,4 +147,27 @@ func init() {
 		f32: matmulKernel[float32], f64: matmulKernel[float64], i32: matmulKernel[int32],
 		i64: matmulKernel[int64], u8: matmulKernel[uint8],
 	}.register("MatMul")
+}
+
+// fusedMatMulKernel is FusedMatMul: the product, then the bias added and
+// the activation applied to the result's rows while they are in cache.
+func fusedMatMulKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, w, out := c.Inputs[0], c.Inputs[1], outs[0]
+	m, k, n := x.Dim(0), x.Dim(1), w.Dim(1)
+	if m*n == 0 {
+		return
+	}
+	ov := data[T](out)
+	if k == 0 {
+		clear(ov)
+	} else {
+		gemm(deviceOf(c), m, n, k, data[T](x), false, data[T](w), false, ov)
+	}
+	ep := newEpilogue(data[T](c.Inputs[2]), c.Attrs.(ops.FusedMatMulAttrs).Activation == ops.ReluActivation, ops.NHWC)
+	defer ep.free()
+	deviceOf(c).Parallel(m, float64(n), func(lo, hi int) { ep.apply(ov[lo*n:hi*n], hi-lo) })
+}
+
+func init() {
+	kernels{f32: fusedMatMulKernel[float32], f64: fusedMatMulKernel[float64]}.register("FusedMatMul")
 }

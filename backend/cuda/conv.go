@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -95,21 +93,11 @@ func conv(c *eager.Call, outs []*tensor.Tensor) { convInto(c, c.Attrs.(ops.Conv2
 func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
 	a, bias, out := c.Attrs.(ops.FusedConv2DAttrs), c.Inputs[2], outs[0]
 	convInto(c, a.Conv, out)
-	n := out.NumElements()
-	if n == 0 {
-		return
-	}
-	d, shape := kernelType(out.DType()), out.Shape()
 	along := tensor.Shape{bias.Dim(0)}
 	if a.Conv.Format == ops.NCHW {
 		along = tensor.Shape{bias.Dim(0), 1, 1}
 	}
-	geom := kernels.Geometry(shape, [][]int{strides(shape, shape), strides(shape, along)}, nil)
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
-	check(c, gpu(c).launch("binary", kernels.Name("add", string(d), "bc"), n, args))
-	if a.Activation == ops.ReluActivation {
-		check(c, gpu(c).launchVector("unary", kernels.Name("relu", string(d)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n))))
-	}
+	check(c, gpu(c).biasRelu(out, bias, along, a.Activation == ops.ReluActivation))
 }
 
 // convInto is the convolution of the call's first two inputs into out.

@@ -37,7 +37,11 @@ type Device struct {
 	// dnnOff turns cuDNN's convolutions off (SetCuDNN); plans holds the
 	// algorithm chosen per convolution pass (under mu).
 	dnnOff atomic.Bool
-	plans  map[planKey]cu.ConvPlan
+	// noEpilogue is set once the context said it cannot run a GEMM's
+	// epilogue (cu.ErrNoEpilogue): FusedMatMul's bias and Relu then run
+	// as kernels after the GEMM.
+	noEpilogue atomic.Bool
+	plans      map[planKey]cu.ConvPlan
 
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class

@@ -38,8 +38,14 @@
 // adjoint, ReduceWindow, SelectAndScatter: pooling and its gradients,
 // each output computing its own value, so again no atomics), and the
 // layout ops through the device's strided copy (package backend/move).
-// MatMul in float32 and float64 is one cuBLAS strided batched GEMM (TF32
-// by Device.SetTF32); Conv2D and its two gradients run through cuDNN
+// MatMul in float32 and float64 is one GEMM through cuBLASLt (a 32 MiB
+// workspace and the algorithm its heuristics choose, once per shape),
+// or cuBLAS's strided batched call where cuBLASLt is absent, turned off
+// (EAGERFLOW_CUBLASLT=0) or has no algorithm for the shape, or an operand
+// is shared across a batch (TF32 by Device.SetTF32); FusedMatMul (nn.Dense
+// with a bias and no activation or Relu) is one GEMM whose epilogue adds
+// the bias and applies Relu (cuBLASLt's BIAS and RELU_BIAS), or the GEMM
+// and two kernels where there is no epilogue to be had; Conv2D and its two gradients run through cuDNN
 // (libcudnn.so.9, found as cuBLAS is; EAGERFLOW_LIBCUDNN names a file)
 // where it is there and takes the convolution (the same padding on both
 // sides), with the fastest deterministic algorithm of cuDNN's heuristics

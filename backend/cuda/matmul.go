@@ -1,11 +1,14 @@
 package cuda
 
 import (
+	"errors"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -15,8 +18,10 @@ import (
 // thread per output element; wrapping as the CPU's).
 
 func init() {
-	eager.RegisterKernel("MatMul", device.GPU, tensor.Float32, matmul)
-	eager.RegisterKernel("MatMul", device.GPU, tensor.Float64, matmul)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		eager.RegisterKernel("MatMul", device.GPU, dt, matmul)
+		eager.RegisterKernel("FusedMatMul", device.GPU, dt, fusedMatmul)
+	}
 	for _, d := range []kernels.DType{kernels.S32, kernels.S64, kernels.U8} {
 		eager.RegisterKernel("MatMul", device.GPU, tensorType(d), intMatmul(d))
 	}
@@ -69,26 +74,72 @@ func matmul(c *eager.Call, outs []*tensor.Tensor) {
 	check(c, gpu(c).product(p))
 }
 
+// fusedMatmul is FusedMatMul: one GEMM whose epilogue adds the bias and
+// applies Relu (cuBLASLt's), or, where the context has no epilogues, the
+// GEMM then the bias and Relu kernels FusedConv2D uses.
+func fusedMatmul(c *eager.Call, outs []*tensor.Tensor) {
+	x, w, bias, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+	relu := c.Attrs.(ops.FusedMatMulAttrs).Activation == ops.ReluActivation
+	d := gpu(c)
+	p := product{a: x, b: w, c: out, m: x.Dim(0), k: x.Dim(1), n: w.Dim(1), batch: 1, bias: bias, relu: relu}
+	if p.k > 0 && !d.noEpilogue.Load() {
+		err := d.product(p)
+		if !errors.Is(err, cu.ErrNoEpilogue) {
+			check(c, err)
+			return
+		}
+		d.noEpilogue.Store(true)
+	}
+	p.bias, p.relu = nil, false
+	check(c, d.product(p))
+	check(c, d.biasRelu(out, bias, tensor.Shape{bias.Dim(0)}, relu))
+}
+
+// biasRelu adds bias, broadcast as along (out's trailing shape, ones
+// where it does not vary), to out in place, then applies Relu where relu
+// is set: one elementwise launch each.
+func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu bool) error {
+	n := out.NumElements()
+	if n == 0 {
+		return nil
+	}
+	dt, shape := kernelType(out.DType()), out.Shape()
+	geom := kernels.Geometry(shape, [][]int{strides(shape, shape), strides(shape, along)}, nil)
+	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
+	if err := d.launch("binary", kernels.Name("add", string(dt), "bc"), n, args); err != nil || !relu {
+		return err
+	}
+	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
+}
+
 // product is a batch of row-major float products c = op(a)·op(b), op(x)
 // = xᵀ where trans is set: op(a) is m×k, op(b) k×n, c m×n. The strides
 // step a and b from one matrix of the batch to the next, in elements (0
-// shares one matrix); c's matrices follow one another.
+// shares one matrix); c's matrices follow one another. With a bias (n
+// elements) or relu, c = relu(op(a)·op(b) + bias) in the GEMM's epilogue.
 type product struct {
 	a, b, c          *tensor.Tensor
 	transA, transB   bool
 	m, k, n          int
 	strideA, strideB int
 	batch            int
+	bias             *tensor.Tensor
+	relu             bool
 }
 
-// product queues p: one strided batched GEMM of cuBLAS (a fill where k is
-// 0).
+// product queues p: one strided batched GEMM (a fill where k is 0, which
+// takes no epilogue). A p with an epilogue the context cannot run returns
+// an error wrapping cu.ErrNoEpilogue, having queued nothing.
 func (d *Device) product(p product) error {
 	if p.c.NumElements() == 0 {
 		return nil
 	}
 	if p.k == 0 {
 		return d.Fill(p.c.Buffer(), 0, p.c.NumElements(), make([]byte, p.c.DType().Size()))
+	}
+	var bias cu.Ptr
+	if p.bias != nil {
+		bias = ptr(p.bias)
 	}
 	t := cu.Float32
 	if p.c.DType() == tensor.Float64 {
@@ -108,6 +159,6 @@ func (d *Device) product(p product) error {
 		Type: t, TransA: p.transB, TransB: p.transA, M: p.n, N: p.m, K: p.k, Alpha: 1,
 		A: ptr(p.b), LDA: ldb, StrideA: int64(p.strideB), B: ptr(p.a), LDB: lda, StrideB: int64(p.strideA),
 		C: ptr(p.c), LDC: p.n, StrideC: int64(p.m * p.n), Batch: p.batch,
-		TF32: t == cu.Float32 && d.tf32.Load(),
+		TF32: t == cu.Float32 && d.tf32.Load(), Bias: bias, Relu: p.relu,
 	})
 }

@@ -60,9 +60,17 @@ const (
 	Float64
 )
 
+// ErrNoEpilogue is the error of a GEMM with an epilogue (Gemm.Bias or
+// Relu) that the context cannot run in the GEMM: cuBLASLt is not loaded,
+// or its heuristics found no algorithm for the epilogue. The caller
+// applies it with kernels of its own instead.
+var ErrNoEpilogue = errors.New("cuda: no GEMM epilogue")
+
 // Gemm is one cublas<t>gemmStridedBatched call: column-major C = alpha
 // op(A) op(B) + beta C for each of Batch matrices, op(X) = Xᵀ where
-// Trans is set. Strides are in elements.
+// Trans is set. Strides are in elements. With an epilogue (Bias, Relu),
+// C = act(alpha op(A) op(B) + beta C + bias), bias added to each column,
+// as cuBLASLt's BIAS and RELU_BIAS epilogues compute it.
 type Gemm struct {
 	Type           GemmType
 	TransA, TransB bool
@@ -80,7 +88,14 @@ type Gemm struct {
 	Batch          int
 	// TF32 lets float32 products run on TF32 tensor cores.
 	TF32 bool
+	// Bias, where not 0, is a vector of M elements of Type added to
+	// each column of C; Relu clamps C's elements at 0 after it.
+	Bias Ptr
+	Relu bool
 }
+
+// Epilogue reports whether g has an epilogue.
+func (g Gemm) Epilogue() bool { return g.Bias != 0 || g.Relu }
 
 // Context is a device's primary context. Every call must be made inside
 // Do, which runs fn on a locked OS thread with the context current there,
@@ -123,7 +138,9 @@ type Context interface {
 	StreamCreate() (Stream, error)
 	StreamSynchronize(s Stream) error
 	// Gemm queues a cuBLAS GEMM on s. It returns an error wrapping
-	// ErrNoBLAS where cuBLAS is not loaded.
+	// ErrNoBLAS where cuBLAS is not loaded, and one wrapping
+	// ErrNoEpilogue, having queued nothing, where g's epilogue cannot
+	// run in the GEMM.
 	Gemm(s Stream, g Gemm) error
 }
 

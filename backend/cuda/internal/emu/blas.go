@@ -78,8 +78,10 @@ func (m matrix) set(i, j int, v float64) {
 }
 
 // gemm computes C = alpha op(A) op(B) + beta C for each batch, summing in
-// float64 (within the rounding cuBLAS's own orders give). With beta 0, C
-// is not read (cuBLAS's rule: NaN in C does not propagate).
+// float64 (within the rounding cuBLAS's own orders give), then the
+// epilogue as cuBLASLt's: the bias (M elements) added to each column and
+// Relu, on the rounded product. With beta 0, C is not read (cuBLAS's
+// rule: NaN in C does not propagate).
 func gemm(mem *memory, g cu.Gemm) error {
 	esize := 4
 	if g.Type == cu.Float64 {
@@ -92,6 +94,13 @@ func gemm(mem *memory, g cu.Gemm) error {
 	rowsB, colsB := g.K, g.N
 	if g.TransB {
 		rowsB, colsB = g.N, g.K
+	}
+	var bias matrix
+	if g.Bias != 0 {
+		var err error
+		if bias, err = view(mem, uint64(g.Bias), g.M, 1, max(g.M, 1), esize); err != nil {
+			return fmt.Errorf("bias: %v", err)
+		}
 	}
 	for b := 0; b < g.Batch; b++ {
 		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(esize)), rowsA, colsA, g.LDA, esize)
@@ -130,11 +139,33 @@ func gemm(mem *memory, g cu.Gemm) error {
 				if g.Beta != 0 {
 					v += g.Beta * c.at(i, j)
 				}
+				if g.Epilogue() {
+					v = epilogue(v, esize, bias, i, g.Relu)
+				}
 				c.set(i, j, v)
 			}
 		}
 	}
 	return nil
+}
+
+// epilogue is the bias's entry i added to v and Relu where relu is set,
+// each rounded to the element type as a kernel computing in it would.
+func epilogue(v float64, esize int, bias matrix, i int, relu bool) float64 {
+	round := func(v float64) float64 {
+		if esize == 4 {
+			return float64(float32(v))
+		}
+		return v
+	}
+	v = round(v)
+	if bias.data != nil {
+		v = round(v + bias.at(i, 0))
+	}
+	if relu && !(v > 0) && !math.IsNaN(v) {
+		v = 0
+	}
+	return v
 }
 
 // tf32 rounds a float32 value to TF32's 10 mantissa bits (to nearest).

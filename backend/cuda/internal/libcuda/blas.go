@@ -16,6 +16,7 @@ import (
 // blas is cuBLAS's entry points.
 type blas struct {
 	files                                                      []string
+	ltFile                                                     string // cuBLASLt's path or name
 	create, setStream, setMathMode, sgemmBatched, dgemmBatched uintptr
 	getProperty                                                uintptr
 	statusName                                                 func(status int32) string
@@ -30,9 +31,11 @@ func loadBlas(dirs []string) (*blas, error) {
 	}
 	b := &blas{files: []string{file}}
 	if lt := cublasLtName[filepath.Base(file)]; lt != "" {
+		b.ltFile = lt // mapped already, as cuBLAS's dependency
 		if p := filepath.Join(filepath.Dir(file), lt); filepath.IsAbs(p) {
 			if _, err := os.Stat(p); err == nil {
 				b.files = append(b.files, p)
+				b.ltFile = p
 			}
 		}
 	}
@@ -80,12 +83,24 @@ const (
 	mathTF32    = 3
 )
 
-// Gemm queues a strided batched GEMM on s, creating the context's handle
-// on first use (the context is current: Gemm runs inside Do).
+// Gemm queues a GEMM on s: through cuBLASLt where it is loaded and has an
+// algorithm for g's shape, else as cuBLAS's strided batched call, creating
+// the context's handles on first use (the context is current: Gemm runs
+// inside Do).
 func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	b := c.d.blas
 	if b == nil {
 		return fmt.Errorf("%w: %v", cu.ErrNoBLAS, c.d.blasE)
+	}
+	if handled, err := c.ltGemm(s, g); handled || err != nil {
+		return err
+	}
+	if g.Epilogue() {
+		why := "cuBLASLt is not loaded"
+		if c.d.blasLt != nil {
+			why = "cuBLASLt has no algorithm for it"
+		}
+		return fmt.Errorf("%w: %dx%dx%d GEMM: %s", cu.ErrNoEpilogue, g.M, g.N, g.K, why)
 	}
 	if c.blasH == 0 {
 		if err := b.call("cublasCreate_v2", b.create, uintptr(unsafe.Pointer(&c.blasH))); err != nil {
@@ -106,12 +121,7 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 		}
 		c.tf32 = g.TF32
 	}
-	op := func(t bool) uintptr {
-		if t {
-			return 1 // CUBLAS_OP_T
-		}
-		return 0
-	}
+	op := func(t bool) uintptr { return uintptr(flag(t)) } // CUBLAS_OP_T or _N
 	switch g.Type {
 	case cu.Float32:
 		alpha, beta := float32(g.Alpha), float32(g.Beta)

@@ -72,9 +72,11 @@ type Driver struct {
 	files []string
 	f     driverFuncs
 	blas  *blas // nil without cuBLAS
-	blasE error // why there is no cuBLAS
-	dnn   *dnn  // nil without cuDNN
-	dnnE  error // why there is no cuDNN
+	// blasLt is cuBLASLt's entry points, nil without it.
+	blasLt *blasLt
+	blasE  error // why there is no cuBLAS
+	dnn    *dnn  // nil without cuDNN
+	dnnE   error // why there is no cuDNN
 
 	mu       sync.Mutex
 	contexts map[int]*Context
@@ -147,8 +149,12 @@ func load() (*Driver, error) {
 	}
 	d.blas, d.blasE = loadBlas(dirs)
 	if d.blas != nil {
+		d.blasLt = loadBlasLt(d.blas.ltFile)
 		d.files = append(d.files, d.blas.files...)
 		d.files = append(d.files, "cuBLAS "+d.blas.version())
+		if d.blasLt != nil {
+			d.files = append(d.files, "GEMMs through cuBLASLt")
+		}
 	}
 	d.dnn, d.dnnE = loadDNN(dirs)
 	return d, nil
@@ -284,8 +290,13 @@ type Context struct {
 	pools bool    // stream-ordered allocation
 	blasH uintptr // cublasHandle_t, made on first use
 	tf32  bool    // the handle's math mode
-	dnnH  uintptr // cudnnHandle_t, made on first use
-	convs map[cu.Conv]convDescs
+	// cuBLASLt's handle, workspace and plans per GEMM shape, made on
+	// first use (blaslt.go).
+	ltH     uintptr
+	ltWork  cu.Ptr
+	ltPlans map[cu.Gemm]*ltPlan
+	dnnH    uintptr // cudnnHandle_t, made on first use
+	convs   map[cu.Conv]convDescs
 }
 
 // Do runs fn on a locked OS thread with the context current.

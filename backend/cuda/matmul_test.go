@@ -1,0 +1,61 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// FusedMatMul on the GPU agrees with the CPU for both dtypes and
+// activations, through the GEMM's epilogue and through the kernels that
+// stand in for it where the context has none; on the emulator, the
+// epilogue path launches no kernel beside the GEMM, the other one or two.
+func TestFusedMatMulOnGPU(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	defer d.noEpilogue.Store(d.noEpilogue.Load())
+	r := tensor.NewRNG(21)
+	for _, inGemm := range []bool{true, false} {
+		d.noEpilogue.Store(!inGemm)
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+				for _, s := range [][3]int{{1, 5, 3}, {33, 17, 9}, {4, 0, 6}, {0, 3, 2}} {
+					m, k, n := s[0], s[1], s[2]
+					x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, m, k), dt)
+					w := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, k, n), dt)
+					b := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, n), dt)
+					if m*n > 1 { // a NaN passes through Relu
+						x = ops.Where(ops.Eq(ops.Reshape(tensor.Arange(0, float64(m*k), 1), m, k), tensor.Scalar(0.0)), ops.Cast(tensor.Scalar(math.NaN()), dt), x)
+					}
+					gx, gw, gb := onGPU(t, d, x), onGPU(t, d, w), onGPU(t, d, b)
+					if err := d.Synchronize(); err != nil {
+						t.Fatal(err)
+					}
+					before := 0
+					if emulated {
+						before = ctx.Launches
+					}
+					y := ops.FusedMatMul(gx, gw, gb, act)
+					what := fmt.Sprintf("in the GEMM %v, %v %v [%d %d]x[%d %d]", inGemm, dt, act, m, k, k, n)
+					agree(t, what, y, ops.FusedMatMul(x, w, b, act))
+					want := 1 // the bias, and Relu when asked
+					if act == ops.ReluActivation {
+						want++
+					}
+					if inGemm || m*n == 0 {
+						want = 0
+					}
+					// Without a contraction the product is a fill (a
+					// memset or a kernel by dtype), not counted here.
+					if emulated && k > 0 && ctx.Launches-before != want {
+						t.Errorf("%s: %d kernels launched beside the GEMM, want %d", what, ctx.Launches-before, want)
+					}
+				}
+			}
+		}
+	}
+}
