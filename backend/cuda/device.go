@@ -488,10 +488,10 @@ func (d *Device) launch(family, name string, n int, args *cu.Args) error {
 }
 
 // launchVector is launch for the elementwise kernels of full operands,
-// whose threads take 16 bytes at a time (kernels' vectorized): a quarter
-// of the threads.
-func (d *Device) launchVector(family, name string, n int, args *cu.Args) error {
-	return d.launchBlocks(family, name, d.gridFor((n+3)/4), blockSize, args)
+// whose threads take lanes elements at a time (kernels.Lanes of the
+// operands' dtypes): a thread per lanes elements.
+func (d *Device) launchVector(family, name string, n, lanes int, args *cu.Args) error {
+	return d.launchBlocks(family, name, d.gridFor((n+lanes-1)/lanes), blockSize, args)
 }
 
 // gridFor is the blocks of a grid-stride launch over n elements.

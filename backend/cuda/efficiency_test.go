@@ -74,9 +74,13 @@ const nchwRows = "issue 32: NCHW rows of 14 pairs straddle sectors; rows of 28 r
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
 	"add_f32_vv":                     {instr: vectorBudget},
-	"lt_f32_vv":                      {instr: elementwiseBudget},
+	"lt_f32_vv":                      {instr: vectorBudget + 2}, // four bools packed into a word
+	"select_f32_vv":                  {instr: vectorBudget + 4}, // three operands, the bools unpacked
+	"not_b":                          {instr: 44},               // per 4 bytes, so four bools, each unpacked, negated and packed
+	"cast_b_f32":                     {instr: elementwiseBudget},
+	"cast_f32_b":                     {instr: elementwiseBudget + 2},
 	"abs_f32":                        {instr: 2 * vectorBudget}, // one operand loaded where add loads two: the loop costs twice per element
-	"cast_f32_f64":                   {instr: elementwiseBudget},
+	"cast_f32_f64":                   {instr: elementwiseBudget - 4},
 	"add_f32_bc":                     {instr: broadcastBudget},
 	"div_f32_bc":                     {instr: broadcastBudget},
 	"select_f32_bc":                  {instr: broadcastBudget},
@@ -138,6 +142,8 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"exp", func() { ops.Exp(x) }},
 		{"cast", func() { ops.Cast(x, tensor.Float64) }},
 		{"where", func() { ops.Where(ops.Lt(x, y), x, row) }},
+		{"where, full operands", func() { ops.Where(ops.Lt(x, y), x, y) }},
+		{"casts through bool", func() { ops.Cast(ops.LogicalNot(ops.Cast(x, tensor.Bool)), tensor.Float32) }},
 		{"sum", func() { ops.Sum(x) }},
 		{"sum rows", func() { ops.Sum(x, 1) }},
 		{"sum columns", func() { ops.Sum(x, 0) }},

@@ -109,7 +109,7 @@ func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu boo
 	if err := d.launch("binary", kernels.Name("add", string(dt), "bc"), n, args); err != nil || !relu {
 		return err
 	}
-	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
+	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, kernels.Lanes(dt), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
 }
 
 // product is a batch of row-major float products c = op(a)·op(b), op(x)

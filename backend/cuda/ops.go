@@ -152,8 +152,8 @@ func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *te
 		return
 	}
 	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
-	if full(out.Shape(), a, b) && family == "binary" {
-		check(c, gpu(c).launchVector(family, kname(op, string(d), "vv"), n, args))
+	if full(out.Shape(), a, b) && (family == "binary" || family == "compare") {
+		check(c, gpu(c).launchVector(family, kname(op, string(d), "vv"), n, kernels.Lanes(d), args))
 		return
 	}
 	name := kname(op, string(d), "vv")
@@ -172,12 +172,12 @@ func selectKernel(d kernels.DType) eager.Kernel {
 			return
 		}
 		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
-		name := kname("select", string(d), "vv")
-		if !full(out.Shape(), p, a, b) {
-			args.Bytes(geometry(c, out.Shape(), p, a, b), 8)
-			name = kname("select", string(d), "bc")
+		if full(out.Shape(), p, a, b) {
+			check(c, gpu(c).launchVector("compare", kname("select", string(d), "vv"), n, kernels.Lanes(d), args))
+			return
 		}
-		check(c, gpu(c).launch("compare", name, n, args))
+		args.Bytes(geometry(c, out.Shape(), p, a, b), 8)
+		check(c, gpu(c).launch("compare", kname("select", string(d), "bc"), n, args))
 	}
 }
 
@@ -188,7 +188,7 @@ func unary(op string, d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		check(c, gpu(c).launchVector("unary", kname(op, string(d), ""), n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("unary", kname(op, string(d), ""), n, kernels.Lanes(d), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
 }
 
@@ -205,7 +205,7 @@ func cast(from kernels.DType) eager.Kernel {
 			return
 		}
 		name := kname("cast", string(from), string(to))
-		check(c, gpu(c).launch("cast", name, n, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("cast", name, n, kernels.Lanes(from, to), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
 }
 

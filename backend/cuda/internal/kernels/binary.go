@@ -79,46 +79,72 @@ func elementwise2(name string, in, res DType, bc bool, f func(k *ptx.Kernel, x, 
 }
 
 // vectorized writes out[i] = f(ins[0][i], ...) over n elements of full
-// operands: where every pointer is 16-byte aligned and the dtypes are one
-// size of 4 or 8 bytes, 16 bytes a thread through vector loads and stores
-// (v4 or v2), the last n mod lanes elements one at a time; otherwise
-// element by element.
+// operands of dtype in, the result of dtype res (vectorizedMixed).
 func vectorized(k *ptx.Kernel, n ptx.Reg, in, res DType, ins []ptx.Reg, o ptx.Reg, f func(xs []ptx.Reg) ptx.Reg) {
+	ops := make([]operand, len(ins))
+	for i, p := range ins {
+		ops[i] = operand{p, in}
+	}
+	vectorizedMixed(k, n, ops, res, o, f)
+}
+
+// Lanes is how many elements a thread of an elementwise kernel of full
+// operands of dtypes ds takes at a time where they are aligned
+// (vectorizedMixed): 16 bytes of the widest.
+func Lanes(ds ...DType) int {
+	widest := 1
+	for _, d := range ds {
+		widest = max(widest, d.Size())
+	}
+	return 16 / widest
+}
+
+// operand is a kernel's pointer to elements of a dtype.
+type operand struct {
+	ptr ptx.Reg
+	d   DType
+}
+
+// vectorizedMixed writes out[i] = f(ins[0][i], ...) over n elements of
+// full operands, each of its own dtype: where every pointer is 16-byte
+// aligned, each thread takes a group of 16 / (the widest element size)
+// elements, so that the widest operands move 16 bytes at a time (v2 or
+// v4) and the narrower ones as many as their group holds (bytes and
+// halves packed into 32-bit words); the last n mod lanes elements one at
+// a time; otherwise element by element.
+func vectorizedMixed(k *ptx.Kernel, n ptx.Reg, ins []operand, res DType, o ptx.Reg, f func(xs []ptx.Reg) ptx.Reg) {
 	scalar := func(i ptx.Reg) {
 		xs := make([]ptx.Reg, len(ins))
-		for j, p := range ins {
-			xs[j] = load(k, in, k.Addr(p, i, in.Size()))
+		for j, q := range ins {
+			xs[j] = load(k, q.d, k.Addr(q.ptr, i, q.d.Size()))
 		}
 		store(k, res, k.Addr(o, i, res.Size()), f(xs))
 	}
-	size := in.Size()
-	if size != res.Size() || (size != 4 && size != 8) || in == U8 || in == Bool {
-		k.GridStride(n, scalar)
-		return
+	ds := []DType{res}
+	for _, q := range ins {
+		ds = append(ds, q.d)
 	}
-	lanes := 16 / size
+	lanes := Lanes(ds...)
 	// Aligned: every pointer's low four bits clear.
 	bits16, p := k.Reg(ptx.U64), k.Reg(ptx.Pred)
 	k.Op("mov.u64 %s, %s", bits16, o)
 	for _, q := range ins {
-		k.Op("or.b64 %s, %s, %s", bits16, bits16, q)
+		k.Op("or.b64 %s, %s, %s", bits16, bits16, q.ptr)
 	}
 	k.Op("and.b64 %s, %s, 15", bits16, bits16)
 	k.Op("setp.ne.u64 %s, %s, 0", p, bits16)
 	unaligned, done := k.Label("unaligned"), k.Label("elementwise_done")
 	k.Op("@%s bra %s", p, unaligned)
-	groups, tail := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("shr.u64 %s, %s, %d", groups, n, map[int]int{2: 1, 4: 2}[lanes])
-	k.Op("mul.lo.s64 %s, %s, %d", tail, groups, lanes)
-	vt := in.mem()
+	groups, tail, shift := k.Reg(ptx.U64), k.Reg(ptx.U64), 0
+	for 1<<shift < lanes {
+		shift++
+	}
+	k.Op("shr.u64 %s, %s, %d", groups, n, shift)
+	k.Op("shl.b64 %s, %s, %d", tail, groups, shift)
 	k.GridStride(groups, func(g ptx.Reg) {
 		xs := make([][]ptx.Reg, len(ins))
 		for j, q := range ins {
-			xs[j] = make([]ptx.Reg, lanes)
-			for l := range xs[j] {
-				xs[j][l] = k.Reg(in.reg())
-			}
-			k.Op("ld.global.v%d.%s %s, [%s]", lanes, vt, regList(xs[j]), k.Addr(q, g, 16))
+			xs[j] = loadGroup(k, q.d, k.Addr(q.ptr, g, lanes*q.d.Size()), lanes)
 		}
 		rs := make([]ptx.Reg, lanes)
 		for l := range rs {
@@ -128,13 +154,94 @@ func vectorized(k *ptx.Kernel, n ptx.Reg, in, res DType, ins []ptx.Reg, o ptx.Re
 			}
 			rs[l] = f(args)
 		}
-		k.Op("st.global.v%d.%s [%s], %s", lanes, res.mem(), k.Addr(o, g, 16), regList(rs))
+		storeGroup(k, res, k.Addr(o, g, lanes*res.Size()), rs)
 	})
 	k.GridStrideFrom(tail, n, scalar)
 	k.Op("bra.uni %s", done)
 	k.Place(unaligned)
 	k.GridStride(n, scalar)
 	k.Place(done)
+}
+
+// loadGroup loads lanes consecutive elements of d at addr (aligned to
+// their total size) into a register each: elements of 4 or 8 bytes with
+// one vector load, narrower ones as packed 32-bit words (or one narrower
+// load) taken apart.
+func loadGroup(k *ptx.Kernel, d DType, addr ptx.Reg, lanes int) []ptx.Reg {
+	size := d.Size()
+	if size >= 4 || lanes == 1 {
+		if lanes == 1 {
+			return []ptx.Reg{load(k, d, addr)}
+		}
+		rs := make([]ptx.Reg, lanes)
+		for l := range rs {
+			rs[l] = k.Reg(d.reg())
+		}
+		k.Op("ld.global.v%d.%s %s, [%s]", lanes, d.mem(), regList(rs), addr)
+		return rs
+	}
+	words := packedLoad(k, addr, lanes*size)
+	per, mask := 4/size, uint32(1)<<(8*size)-1
+	rs := make([]ptx.Reg, lanes)
+	for l := range rs {
+		rs[l] = k.Reg(ptx.U32)
+		k.Op("shr.b32 %s, %s, %d", rs[l], words[l/per], 8*size*(l%per))
+		k.Op("and.b32 %s, %s, %d", rs[l], rs[l], mask)
+	}
+	return rs
+}
+
+// packedLoad loads bytes (2 to 16) at addr as 32-bit words (2 bytes into
+// the low half of one).
+func packedLoad(k *ptx.Kernel, addr ptx.Reg, bytes int) []ptx.Reg {
+	ws := make([]ptx.Reg, max(bytes/4, 1))
+	for i := range ws {
+		ws[i] = k.Reg(ptx.U32)
+	}
+	switch bytes {
+	case 2:
+		k.Op("ld.global.u16 %s, [%s]", ws[0], addr)
+	case 4:
+		k.Op("ld.global.u32 %s, [%s]", ws[0], addr)
+	default:
+		k.Op("ld.global.v%d.u32 %s, [%s]", len(ws), regList(ws), addr)
+	}
+	return ws
+}
+
+// storeGroup stores vs, consecutive elements of d, at addr (aligned to
+// their total size): loadGroup's inverse.
+func storeGroup(k *ptx.Kernel, d DType, addr ptx.Reg, vs []ptx.Reg) {
+	size := d.Size()
+	if size >= 4 || len(vs) == 1 {
+		if len(vs) == 1 {
+			store(k, d, addr, vs[0])
+			return
+		}
+		k.Op("st.global.v%d.%s [%s], %s", len(vs), d.mem(), addr, regList(vs))
+		return
+	}
+	per, mask := 4/size, uint32(1)<<(8*size)-1
+	bytes := len(vs) * size
+	ws := make([]ptx.Reg, max(bytes/4, 1))
+	for i := range ws {
+		ws[i] = k.Reg(ptx.U32)
+		k.Op("mov.u32 %s, 0", ws[i])
+	}
+	for l, v := range vs {
+		b := k.Reg(ptx.U32)
+		k.Op("and.b32 %s, %s, %d", b, v, mask)
+		k.Op("shl.b32 %s, %s, %d", b, b, 8*size*(l%per))
+		k.Op("or.b32 %s, %s, %s", ws[l/per], ws[l/per], b)
+	}
+	switch bytes {
+	case 2:
+		k.Op("st.global.u16 [%s], %s", addr, ws[0])
+	case 4:
+		k.Op("st.global.u32 [%s], %s", addr, ws[0])
+	default:
+		k.Op("st.global.v%d.u32 [%s], %s", len(ws), addr, regList(ws))
+	}
 }
 
 // regList is "{%r1, %r2, ...}".

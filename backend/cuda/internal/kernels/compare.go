@@ -56,24 +56,24 @@ func selectKernel(d DType, bc bool) *ptx.Kernel {
 	k := ptx.NewKernel(Name("select", string(d), variant(bc)))
 	o, pr, a, b := k.ParamPtr("out"), k.ParamPtr("cond"), k.ParamPtr("a"), k.ParamPtr("b")
 	n := k.Param("n", ptx.U64)
-	g := ""
-	if bc {
-		g = k.ParamBytes("g", GeometrySize)
-	}
-	k.GridStride(n, func(i ptx.Reg) {
-		ip, ia, ib := i, i, i
-		if bc {
-			off := offsets(k, g, i, 3)
-			ip, ia, ib = off[0], off[1], off[2]
-		}
-		pv := load(k, Bool, k.Addr(pr, ip, 1))
-		x := load(k, d, k.Addr(a, ia, d.Size()))
-		y := load(k, d, k.Addr(b, ib, d.Size()))
+	pick := func(pv, x, y ptx.Reg) ptx.Reg {
 		p := k.Reg(ptx.Pred)
 		k.Op("setp.ne.u32 %s, %s, 0", p, pv)
 		r := k.Reg(d.reg())
 		k.Op("selp.%s %s, %s, %s, %s", bits(d.reg()), r, x, y, p)
-		store(k, d, k.Addr(o, i, d.Size()), r)
+		return r
+	}
+	if !bc {
+		vectorizedMixed(k, n, []operand{{pr, Bool}, {a, d}, {b, d}}, d, o, func(xs []ptx.Reg) ptx.Reg { return pick(xs[0], xs[1], xs[2]) })
+		return k
+	}
+	g := k.ParamBytes("g", GeometrySize)
+	k.GridStride(n, func(i ptx.Reg) {
+		off := offsets(k, g, i, 3)
+		pv := load(k, Bool, k.Addr(pr, off[0], 1))
+		x := load(k, d, k.Addr(a, off[1], d.Size()))
+		y := load(k, d, k.Addr(b, off[2], d.Size()))
+		store(k, d, k.Addr(o, i, d.Size()), pick(pv, x, y))
 	})
 	return k
 }
