@@ -269,7 +269,7 @@ func checkTracedGradient(t *testing.T, c *call) {
 	}
 	var idx []int
 	for i, x := range c.inputs {
-		if x.DType().IsFloat() {
+		if checkable(x.DType()) {
 			idx = append(idx, i)
 		}
 	}
@@ -314,6 +314,11 @@ func checkTracedGradient(t *testing.T, c *call) {
 	}
 }
 
+// checkable reports whether the harness differentiates values of dtype
+// dt: the float dtypes but the half ones, in which the loss's own ops
+// (Mul, Sum) do not compute yet.
+func checkable(dt tensor.DType) bool { return dt.IsFloat() && !dt.IsHalf() }
+
 // floatInputs are the indices of c's float64 inputs.
 func floatInputs(c *call) []int {
 	var out []int
@@ -329,7 +334,7 @@ func floatInputs(c *call) []int {
 func weights(outs []T) []T {
 	w := make([]T, len(outs))
 	for i, o := range outs {
-		if o.DType().IsFloat() {
+		if checkable(o.DType()) {
 			w[i] = ops.Cast(tensor.RandUniform(tensor.NewRNG(uint64(11+i)), tensor.Float64, 0.5, 1.5, o.Shape()...), o.DType())
 		}
 	}

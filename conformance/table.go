@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/collective"
@@ -32,6 +33,13 @@ func of(dt tensor.DType, lo, hi float64, shape ...int) T {
 		return r(lo, hi, shape...)
 	case tensor.Float32:
 		return ops.Cast(r(lo, hi, shape...), dt)
+	case tensor.BFloat16, tensor.Float16: // made on the host, so that a sample's first Cast is its own
+		v := tensor.ToSlice[float64](r(lo, hi, shape...))
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		return tensor.FromFloat32s(dt, f).View(tensor.Shape(shape), nil) // a scalar too
 	case tensor.Uint8:
 		return ops.Cast(ops.Floor(r(0, 9, shape...)), dt)
 	case tensor.Bool:
@@ -58,6 +66,10 @@ var (
 	floats  = []tensor.DType{tensor.Float32, tensor.Float64}
 	numbers = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8}
 	every   = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+	// halves are the half-precision types, which Cast and the layout ops
+	// take; withHalves is every dtype.
+	halves     = []tensor.DType{tensor.BFloat16, tensor.Float16}
+	withHalves = slices.Concat(every, halves)
 )
 
 // ladder is the shapes elementwise ops run over: a scalar, empty, one
@@ -199,9 +211,21 @@ func samples() map[string][]sample {
 	add("ToDevice", unary(func(x T) T { return ops.ToDevice(x, device.SecondCPU()) }, every, -2, 2, true, true)...)
 	add("ToDevice", one("a transposed view", func() { ops.ToDevice(tr(r(-1, 1, 3, 4)), device.SecondCPU()) }, true, false),
 		one("of a variable", func() { ops.ToDevice(tape.NewVariable("v", r(-1, 1, 3)).Value(), device.SecondCPU()) }, false, false))
-	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Float32) }, every, -3, 3, false, false)...)
-	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Int64) }, every, -3, 3, false, false)...)
-	add("Cast", unary(func(x T) T { return ops.Cast(x, tensor.Bool) }, every, -3, 3, false, false)...)
+	for _, to := range []tensor.DType{tensor.Float32, tensor.Int64, tensor.Bool, tensor.Float64, tensor.Uint8, tensor.BFloat16, tensor.Float16} {
+		if to == tensor.Float64 || to == tensor.Uint8 { // these two from the halves alone
+			add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, halves, -3, 3, false, false)...)
+			continue
+		}
+		add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, withHalves, -3, 3, false, false)...)
+	}
+	// Rounding's edges: ties, overflow to infinity, float16's subnormals
+	// and underflow, NaN and infinities, in both directions.
+	edges := []float32{1 + 0x1p-8, 1 + 0x3p-8, 1 + 0x1p-11, 65504, 65520, 1e30, 3e38, 0x1p-24, 0x1p-25, 0x1.8p-25,
+		-0x1p-20, float32(math.NaN()), float32(math.Inf(-1)), float32(math.Copysign(0, -1))}
+	for _, h := range halves {
+		add("Cast", one(fmt.Sprintf("float32 edges to %v", h), func() { ops.Cast(tensor.FromSlice(edges), h) }, false, false),
+			one(fmt.Sprintf("%v edges to float32", h), func() { ops.Cast(tensor.FromFloat32s(h, edges), tensor.Float32) }, false, false))
+	}
 	add("Cast", one("float64 to float64", func() { ops.Cast(r(-1, 1, 5), tensor.Float64) }, true, true),
 		one("float32 to uint8, out of range", func() { ops.Cast(tensor.FromSlice([]float32{-3, 300, 1e10, float32(math.NaN())}), tensor.Uint8) }, false, false))
 
@@ -265,7 +289,7 @@ func samples() map[string][]sample {
 		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false))
 
 	// Shape and data movement.
-	for _, dt := range every {
+	for _, dt := range withHalves {
 		add("Reshape", one(fmt.Sprint(dt), func() { ops.Reshape(of(dt, -2, 2, 2, 6), 3, -1) }, dt == tensor.Float64, false))
 		add("Transpose", one(fmt.Sprint(dt), func() { ops.Transpose(of(dt, -2, 2, 2, 3, 4), 2, 0, 1) }, dt == tensor.Float64, false))
 		add("BroadcastTo", one(fmt.Sprint(dt), func() { ops.BroadcastTo(of(dt, -2, 2, 3, 1), 2, 3, 4) }, dt == tensor.Float64, false))
@@ -277,6 +301,9 @@ func samples() map[string][]sample {
 		add("Rev", one(fmt.Sprint(dt), func() { ops.Rev(of(dt, -2, 2, 3, 4), 0, 1) }, dt == tensor.Float64, false))
 		add("DynamicSlice", one(fmt.Sprint(dt), func() { ops.DynamicSlice(of(dt, -2, 2, 5, 4), idx(3, -1), 3, 2) }, dt == tensor.Float64, false))
 		add("DynamicUpdateSlice", one(fmt.Sprint(dt), func() { ops.DynamicUpdateSlice(of(dt, -2, 2, 5, 4), of(dt, -2, 2, 2, 3), idx(4, 1)) }, dt == tensor.Float64, false))
+		if dt.IsHalf() {
+			continue // the ops below take no half types yet
+		}
 		add("Gather", one(fmt.Sprint(dt), func() { ops.Gather(of(dt, -2, 2, 4, 3), idx(3, 0, 3, 1), 0) }, dt == tensor.Float64, false))
 		add("Scatter", one(fmt.Sprint(dt), func() { ops.Scatter(of(dt, -2, 2, 4, 3), idx(2, 0), of(dt, -2, 2, 2, 3), 0) }, dt == tensor.Float64, false))
 		add("TakeAlongAxis", one(fmt.Sprint(dt), func() {

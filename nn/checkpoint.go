@@ -32,6 +32,7 @@ var ErrCheckpoint = errors.New("checkpoint")
 var safetensorsDType = map[tensor.DType]string{
 	tensor.Float32: "F32", tensor.Float64: "F64", tensor.Int32: "I32",
 	tensor.Int64: "I64", tensor.Uint8: "U8", tensor.Bool: "BOOL",
+	tensor.BFloat16: "BF16", tensor.Float16: "F16",
 }
 
 type headerEntry struct {

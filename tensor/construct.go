@@ -101,6 +101,10 @@ func elemBytes(dt DType, v float64) []byte {
 		return []byte{uint8(v)}
 	case Bool:
 		return asBytes([]bool{v != 0})
+	case BFloat16:
+		return asBytes([]BF16{ToBF16(float32(v))})
+	case Float16:
+		return asBytes([]F16{ToF16(float32(v))})
 	}
 	return nil
 }
@@ -217,6 +221,10 @@ func scalarExact(dt DType, v any) (*Tensor, string) {
 		f, isInt = float64(x), false
 	case float64:
 		f, isInt = x, false
+	case BF16:
+		f, isInt = float64(x.Float32()), false
+	case F16:
+		f, isInt = float64(x.Float32()), false
 	default:
 		return nil, fmt.Sprintf("%T is not a number or bool", v)
 	}
@@ -233,6 +241,11 @@ func scalarExact(dt DType, v any) (*Tensor, string) {
 			f = float64(n)
 		}
 		return scalarOf(f), ""
+	case dt.IsHalf():
+		if isInt {
+			f = float64(n)
+		}
+		return fromHost("Scalar", dt, nil, elemBytes(dt, f)), ""
 	case !dt.Valid():
 		return nil, fmt.Sprintf("invalid dtype %v", dt)
 	}

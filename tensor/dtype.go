@@ -2,8 +2,8 @@ package tensor
 
 import "fmt"
 
-// DType is a tensor's element type: Float32, Float64, Int32, Int64, Uint8
-// or Bool. The zero value, Invalid, is none of them.
+// DType is a tensor's element type: Float32, Float64, Int32, Int64, Uint8,
+// Bool, BFloat16 or Float16. The zero value, Invalid, is none of them.
 type DType uint8
 
 // The element types. Bool is XLA's PRED and is stored one byte per element.
@@ -15,14 +15,20 @@ const (
 	Int64
 	Uint8
 	Bool
+	// The half-precision floats (half.go), Go types BF16 and F16: stored
+	// in two bytes, computed in float32 and rounded once. Ops take them
+	// where their doc says so (Cast, the layout ops); elsewhere Cast to
+	// Float32 first.
+	BFloat16
+	Float16
 	numDTypes
 )
 
 // NumDTypes bounds the DType values, for tables indexed by dtype.
 const NumDTypes = int(numDTypes)
 
-var dtypeNames = [...]string{"invalid", "float32", "float64", "int32", "int64", "uint8", "bool"}
-var dtypeSizes = [...]int{0, 4, 8, 4, 8, 1, 1}
+var dtypeNames = [...]string{"invalid", "float32", "float64", "int32", "int64", "uint8", "bool", "bfloat16", "float16"}
+var dtypeSizes = [...]int{0, 4, 8, 4, 8, 1, 1, 2, 2}
 
 // String returns the NumPy name: "float32", "int64", "bool"...
 func (d DType) String() string {
@@ -43,8 +49,12 @@ func (d DType) Size() int {
 // Valid reports whether d is one of the defined dtypes.
 func (d DType) Valid() bool { return d > Invalid && d < numDTypes }
 
-// IsFloat reports whether d is Float32 or Float64.
-func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
+// IsFloat reports whether d is a floating-point dtype: Float32, Float64,
+// BFloat16 or Float16.
+func (d DType) IsFloat() bool { return d == Float32 || d == Float64 || d.IsHalf() }
+
+// IsHalf reports whether d is BFloat16 or Float16.
+func (d DType) IsHalf() bool { return d == BFloat16 || d == Float16 }
 
 // IsInt reports whether d is a signed or unsigned integer type.
 func (d DType) IsInt() bool { return d == Int32 || d == Int64 || d == Uint8 }
@@ -54,7 +64,7 @@ func (d DType) IsNumeric() bool { return d.IsFloat() || d.IsInt() }
 
 // Elem is the set of Go types that back a DType.
 type Elem interface {
-	float32 | float64 | int32 | int64 | uint8 | bool
+	float32 | float64 | int32 | int64 | uint8 | bool | BF16 | F16
 }
 
 // Num is the set of Go types with arithmetic.
@@ -83,6 +93,10 @@ func DTypeOf[T Elem]() DType {
 		return Uint8
 	case bool:
 		return Bool
+	case BF16:
+		return BFloat16
+	case F16:
+		return Float16
 	}
 	return Invalid
 }

@@ -52,7 +52,7 @@ func (t *Tensor) format(prec int) string {
 	p := printer{shape: t.shape, summarize: t.NumElements() > printThreshold}
 	if len(t.shape) == 0 {
 		if t.dtype.IsFloat() && prec < 0 {
-			return scalarString(t.Float(), t.dtype.Size()*8)
+			return scalarString(t.Float(), t.dtype)
 		}
 		return t.elementStrings(prec, nil, false)[0]
 	}
@@ -173,22 +173,13 @@ func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
 	}
 	out := make([]string, n)
 	switch t.dtype {
-	case Float32, Float64:
-		var v []float64
-		bits := 64
-		if t.dtype == Float32 {
-			bits = 32
-			for _, x := range ToSlice[float32](t) {
-				v = append(v, float64(x))
-			}
-		} else {
-			v = ToSlice[float64](t)
-		}
+	case Float32, Float64, BFloat16, Float16:
+		v := floatValues(t)
 		sv := make([]float64, len(shown))
 		for k, i := range shown {
 			sv[k] = v[i]
 		}
-		f := newFloatFormat(sv, bits, prec)
+		f := newFloatFormat(sv, t.dtype, prec)
 		for i := range out {
 			if !pad || len(shown) == n {
 				out[i] = f.format(v[i], pad)
@@ -239,14 +230,18 @@ func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
 // repr of the value): the fewest digits that identify it, positional for
 // magnitudes in [1e-4, 1e16) with at least one digit after the point
 // ("2.0"), scientific beyond ("1e-05", "1.5e+16").
-func scalarString(x float64, bits int) string {
+func scalarString(x float64, dt DType) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return floatFormat{}.format(x, false)
 	}
-	s := strconv.FormatFloat(x, 'e', -1, bits)
+	s := formatFloat(x, 'e', -1, dt)
 	exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:])
 	if x == 0 || (exp >= -4 && exp < 16) {
-		s = strconv.FormatFloat(x, 'f', -1, bits)
+		s = formatFloat(x, 'f', -1, dt)
+		if dt.IsHalf() { // the shortest significant digits, written out ("14380.0" for 14384, as NumPy)
+			v, _ := strconv.ParseFloat(formatFloat(x, 'e', -1, dt), 64)
+			s = strconv.FormatFloat(v, 'f', -1, 64)
+		}
 		if !strings.Contains(s, ".") {
 			s += ".0"
 		}
@@ -254,25 +249,44 @@ func scalarString(x float64, bits int) string {
 	return s
 }
 
+// formatFloat is strconv.FormatFloat of x, a value of float dtype dt:
+// with prec -1, the fewest digits that identify x among dt's values (for
+// the half types, the fewest whose decimal rounds back to x).
+func formatFloat(x float64, verb byte, prec int, dt DType) string {
+	if dt == Float64 {
+		return strconv.FormatFloat(x, verb, prec, 64)
+	}
+	if prec >= 0 || !dt.IsHalf() || math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, verb, prec, 32)
+	}
+	for p := range 48 {
+		s := strconv.FormatFloat(x, verb, p, 32)
+		if v, err := strconv.ParseFloat(s, 32); err == nil && roundHalf(dt, float32(v)) == float32(x) {
+			return s
+		}
+	}
+	return strconv.FormatFloat(x, verb, -1, 32)
+}
+
 // floatFormat is NumPy's FloatingFormat for a set of values: the notation
 // (positional or scientific), the digits after the point, and the widths
 // that align the points.
 type floatFormat struct {
-	bits      int
-	exp       bool // scientific notation
-	digits    int  // digits after the point: the most a value needs, or fixed
-	fixed     bool // every value with digits digits, not its own fewest
-	expDigits int  // digits of the exponent (at least 2)
-	padLeft   int  // width of the sign and integer part
-	padRight  int  // width after the point (positional); of the rest (scientific)
+	dt        DType // the values' dtype, whose shortest digits they take
+	exp       bool  // scientific notation
+	digits    int   // digits after the point: the most a value needs, or fixed
+	fixed     bool  // every value with digits digits, not its own fewest
+	expDigits int   // digits of the exponent (at least 2)
+	padLeft   int   // width of the sign and integer part
+	padRight  int   // width after the point (positional); of the rest (scientific)
 }
 
-// newFloatFormat chooses the format for v (float32 when bits is 32). prec
+// newFloatFormat chooses the format for v, values of float dtype dt. prec
 // >= 0 fixes the digits after the point (NumPy's floatmode "fixed");
 // otherwise each value takes the fewest that identify it, at most
 // printPrecision ("maxprec").
-func newFloatFormat(v []float64, bits, prec int) floatFormat {
-	f := floatFormat{bits: bits, fixed: prec >= 0}
+func newFloatFormat(v []float64, dt DType, prec int) floatFormat {
+	f := floatFormat{dt: dt, fixed: prec >= 0}
 	maxAbs, minAbs, finite := 0.0, math.Inf(1), 0
 	for _, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -330,7 +344,7 @@ func (f floatFormat) shortest(x float64, limit int) (mant, exp string) {
 	if f.exp {
 		verb = 'e'
 	}
-	s := strconv.FormatFloat(x, verb, -1, f.bits)
+	s := formatFloat(x, verb, -1, f.dt)
 	if !f.exp && math.Abs(x) >= 1<<24 && x == math.Trunc(x) {
 		// Beyond float32's exact integers the shortest digits end in
 		// zeros ("54685410"); positional notation prints the value
@@ -338,11 +352,11 @@ func (f floatFormat) shortest(x float64, limit int) (mant, exp string) {
 		s = strconv.FormatFloat(x, 'f', 0, 64)
 	}
 	if f.fixed {
-		s = strconv.FormatFloat(x, verb, limit, f.bits)
+		s = formatFloat(x, verb, limit, f.dt)
 	}
 	mant, exp, _ = strings.Cut(s, "e")
 	if _, frac, ok := strings.Cut(mant, "."); ok && len(frac) > limit {
-		s = strconv.FormatFloat(x, verb, limit, f.bits)
+		s = formatFloat(x, verb, limit, f.dt)
 		mant, exp, _ = strings.Cut(s, "e")
 		if !f.fixed && strings.Contains(mant, ".") {
 			mant = strings.TrimRight(mant, "0")
@@ -378,7 +392,7 @@ func (f floatFormat) format(x float64, pad bool) string {
 	if f.exp {
 		// Every mantissa with the same digits, the exponent with the
 		// same width (NumPy pads it with zeros).
-		m, e, _ := strings.Cut(strconv.FormatFloat(x, 'e', f.digits, f.bits), "e")
+		m, e, _ := strings.Cut(formatFloat(x, 'e', f.digits, f.dt), "e")
 		mant, exp = m, "e"+e[:1]+strings.Repeat("0", max(f.expDigits-len(e[1:]), 0))+e[1:]
 		if !strings.Contains(mant, ".") {
 			mant += "."

@@ -34,6 +34,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "MustEmptyHost", Fn: tensor.MustEmptyHost},
 		{Name: "MustEmpty", Fn: tensor.MustEmpty},
 		{Name: "Catch", Fn: tensor.Catch},
+		{Name: "FromFloat32s", Fn: tensor.FromFloat32s, Valid: []any{tensor.BFloat16, []float32{1, 2}, []int{2}}},
 		{Name: "NewError", Fn: func(inputs []*tensor.Tensor) error {
 			return tensor.NewError("tensor", "Op", tensor.ErrShape, inputs, "", "detail")
 		}, Valid: []any{[]*tensor.Tensor{tensor.Zeros(f32, 1)}}},
@@ -43,7 +44,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 	}
 	arith := "layout arithmetic on slices the caller sizes (a nil layout is row-major)"
 	elems := "deprecated element movers over buffers the caller sizes"
-	nilsweep.Covered(t, ".", fns, map[string]string{"Strides": arith, "LinearIndex": arith, "MultiIndex": arith,
+	conv := "conversions of one float32 value, which has no nil"
+	nilsweep.Covered(t, ".", fns, map[string]string{"ToBF16": conv, "ToF16": conv, "Strides": arith, "LinearIndex": arith, "MultiIndex": arith,
 		"FillElems": elems, "MoveElems": elems, "View32": elems, "View64": elems})
 	nilsweep.Sweep(t, fns)
 }

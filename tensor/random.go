@@ -96,7 +96,7 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 	}
 	base := r.reserve(words)
 	f, ok := dev.(device.RandomFiller)
-	if !ok {
+	if !ok || dt.IsHalf() { // the half types are drawn in float32 and rounded, on the host
 		return fromHostOn(op, dev, dt, s, host(base))
 	}
 	t, err := Empty(dev, dt, s)
@@ -111,8 +111,9 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 	return t
 }
 
-// RandUniform returns a Float32 or Float64 tensor of values uniform in
-// [lo, hi), on the default device. It panics with an *Error for other
+// RandUniform returns a tensor of a float dtype of values uniform in [lo,
+// hi), on the default device (the half types drawn as Float32's and
+// rounded). It panics with an *Error for other
 // dtypes.
 func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 	return RandUniformOn(device.Default(), r, dt, lo, hi, shape...)
@@ -131,13 +132,13 @@ func RandUniformOn(dev device.Device, r *RNG, dt DType, lo, hi float64, shape ..
 		words = 2 * n
 	}
 	return drawn("RandUniform", dev, r, dt, s, words, device.RandomDraw{Dist: device.Uniform, A: lo, B: hi}, func(base uint64) []byte {
-		if dt == Float32 {
+		if dt != Float64 {
 			w := r.wordsAt(base, n)
 			out := make([]float32, n)
 			for i := range out {
 				out[i] = float32(lo) + float32(hi-lo)*unit32(w[i])
 			}
-			return asBytes(out)
+			return float32Bytes(dt, out)
 		}
 		u := r.uniform64At(base, n)
 		for i := range u {
@@ -147,7 +148,7 @@ func RandUniformOn(dev device.Device, r *RNG, dt DType, lo, hi float64, shape ..
 	})
 }
 
-// RandNormal returns a Float32 or Float64 tensor of standard normal values
+// RandNormal returns a tensor of a float dtype of standard normal values
 // (Box-Muller over uniform pairs), on the default device. It panics with
 // an *Error for other dtypes.
 func RandNormal(r *RNG, dt DType, shape ...int) *Tensor {
@@ -206,6 +207,18 @@ func RandBernoulliOn(dev device.Device, r *RNG, dt DType, p float64, shape ...in
 	})
 }
 
+// float32Bytes is v (float32 values) converted to float dtype dt, as
+// row-major bytes.
+func float32Bytes(dt DType, v []float32) []byte {
+	switch dt {
+	case BFloat16:
+		return asBytes(mapSlice(v, ToBF16))
+	case Float16:
+		return asBytes(mapSlice(v, ToF16))
+	}
+	return asBytes(v)
+}
+
 // float64Bytes is v converted to dtype dt, as row-major bytes.
 func float64Bytes(dt DType, v []float64) []byte {
 	switch dt {
@@ -221,6 +234,10 @@ func float64Bytes(dt DType, v []float64) []byte {
 		return asBytes(mapSlice(v, func(x float64) uint8 { return uint8(x) }))
 	case Bool:
 		return asBytes(mapSlice(v, func(x float64) bool { return x != 0 }))
+	case BFloat16:
+		return asBytes(mapSlice(v, func(x float64) BF16 { return ToBF16(float32(x)) }))
+	case Float16:
+		return asBytes(mapSlice(v, func(x float64) F16 { return ToF16(float32(x)) }))
 	}
 	panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
 	return nil

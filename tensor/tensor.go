@@ -395,7 +395,7 @@ func ToSlice[T Elem](t *Tensor) []T {
 }
 
 // Item returns the single element of a one-element tensor as its Go type
-// (float32, float64, int32, int64, uint8 or bool). It panics with an *Error
+// (float32, float64, int32, int64, uint8, bool, BF16 or F16). It panics with an *Error
 // if t has more or fewer than one element.
 func (t *Tensor) Item() any {
 	if t == nil {
@@ -415,6 +415,10 @@ func (t *Tensor) Item() any {
 		return ToSlice[int64](t)[0]
 	case Uint8:
 		return ToSlice[uint8](t)[0]
+	case BFloat16:
+		return ToSlice[BF16](t)[0]
+	case Float16:
+		return ToSlice[F16](t)[0]
 	default:
 		return ToSlice[bool](t)[0]
 	}
@@ -434,6 +438,10 @@ func (t *Tensor) Float() float64 {
 		return float64(v)
 	case uint8:
 		return float64(v)
+	case BF16:
+		return float64(v.Float32())
+	case F16:
+		return float64(v.Float32())
 	case bool:
 		if v {
 			return 1

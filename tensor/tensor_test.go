@@ -248,6 +248,10 @@ func TestScalarOfKeepsValuesExact(t *testing.T) {
 		{Int64, int64(1) << 62, int64(1) << 62, ""},
 		{Uint8, 255, uint8(255), ""},
 		{Bool, true, true, ""},
+		{BFloat16, 0.1, ToBF16(0.1), ""}, // halves round to nearest
+		{Float16, 70000, ToF16(70000), ""},
+		{Float32, ToF16(2.5), float32(2.5), ""},
+		{Int32, ToBF16(3), int32(3), ""},
 		{Int32, 0.5, nil, "0.5 is not an integer"},
 		{Uint8, 256, nil, "256 is outside uint8's range"},
 		{Int32, int64(1) << 40, nil, "1099511627776 is outside int32's range"},

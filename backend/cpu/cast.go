@@ -32,9 +32,41 @@ func fromBool[D tensor.Num](o []D, x []bool) {
 	}
 }
 
+// toHalf rounds x to half type H through float32 (as PyTorch converts),
+// ties to even.
+func toHalf[H tensor.BF16 | tensor.F16, S tensor.Num](o []H, x []S, round func(float32) H) {
+	x = x[:len(o)]
+	for i := range o {
+		o[i] = round(float32(x[i]))
+	}
+}
+
+// castHalfKernel converts from half type H: its float32 values, exactly,
+// then the Go conversion of float32 to the output's dtype.
+func castHalfKernel[H tensor.BF16 | tensor.F16](c *eager.Call, outs []*tensor.Tensor) {
+	hs := data[H](c.Inputs[0])
+	f := make([]float32, len(hs))
+	for i, h := range hs {
+		f[i] = halfValue(h)
+	}
+	castFrom(f, outs[0])
+}
+
+// halfValue is h's float32 value.
+func halfValue[H tensor.BF16 | tensor.F16](h H) float32 {
+	if b, ok := any(h).(tensor.BF16); ok {
+		return b.Float32()
+	}
+	return any(h).(tensor.F16).Float32()
+}
+
 // castKernel converts from S to the output's dtype.
 func castKernel[S tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	x, out := data[S](c.Inputs[0]), outs[0]
+	castFrom(data[S](c.Inputs[0]), outs[0])
+}
+
+// castFrom converts x to out's dtype into out.
+func castFrom[S tensor.Num](x []S, out *tensor.Tensor) {
 	switch out.DType() {
 	case tensor.Float32:
 		convert(data[float32](out), x)
@@ -48,6 +80,10 @@ func castKernel[S tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 		convert(data[uint8](out), x)
 	case tensor.Bool:
 		toBool(data[bool](out), x)
+	case tensor.BFloat16:
+		toHalf(data[tensor.BF16](out), x, tensor.ToBF16)
+	case tensor.Float16:
+		toHalf(data[tensor.F16](out), x, tensor.ToF16)
 	}
 }
 
@@ -66,6 +102,10 @@ func castBoolKernel(c *eager.Call, outs []*tensor.Tensor) {
 		fromBool(data[uint8](out), x)
 	case tensor.Bool:
 		copy(data[bool](out), x)
+	case tensor.BFloat16, tensor.Float16:
+		f := make([]float32, len(x))
+		fromBool(f, x)
+		castFrom(f, out)
 	}
 }
 
@@ -73,5 +113,6 @@ func init() {
 	kernels{
 		f32: castKernel[float32], f64: castKernel[float64], i32: castKernel[int32],
 		i64: castKernel[int64], u8: castKernel[uint8], b: castBoolKernel,
+		bf16: castHalfKernel[tensor.BF16], f16: castHalfKernel[tensor.F16],
 	}.register("Cast")
 }

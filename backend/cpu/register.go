@@ -11,6 +11,7 @@ import (
 // skipped. elementwise, when set, is the op's float32 loops for fusion.
 type kernels struct {
 	f32, f64, i32, i64, u8, b eager.Kernel
+	bf16, f16                 eager.Kernel // the half types
 	elementwise               *eager.ElementwiseF32
 }
 
@@ -19,6 +20,7 @@ func (k kernels) register(op string) {
 	for dt, fn := range map[tensor.DType]eager.Kernel{
 		tensor.Float32: k.f32, tensor.Float64: k.f64, tensor.Int32: k.i32,
 		tensor.Int64: k.i64, tensor.Uint8: k.u8, tensor.Bool: k.b,
+		tensor.BFloat16: k.bf16, tensor.Float16: k.f16,
 	} {
 		if fn != nil {
 			eager.RegisterKernel(op, device.CPU, dt, fn)

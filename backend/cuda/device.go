@@ -358,7 +358,7 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 	if p := planTranspose(shape, dSt, sSt, esize); p.planned {
 		return d.transpose(p, db.ptr, sb.ptr, dOff, sOff)
 	}
-	name := map[int]string{1: "copy_b8", 4: "copy_b32", 8: "copy_b64"}[esize]
+	name := map[int]string{1: "copy_b8", 2: "copy_b16", 4: "copy_b32", 8: "copy_b64"}[esize]
 	if name == "" || len(shape) > kernels.MaxRank {
 		return fmt.Errorf("cuda: %s: a strided copy of %d-byte elements, rank %d", d.name, esize, len(shape))
 	}
@@ -391,6 +391,9 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 	switch len(v) {
 	case 1:
 		return d.ctx.Do(func() error { return d.ctx.MemsetD8(p, v[0], n, d.s) })
+	case 2:
+		w := uint32(v[0]) | uint32(v[1])<<8
+		return d.launch("copy", "fill_b16", n, new(cu.Args).Ptr(p).U64(uint64(n)).U32(w))
 	case 4:
 		w := uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
 		return d.ctx.Do(func() error { return d.ctx.MemsetD32(p, w, n, d.s) })

@@ -47,6 +47,8 @@ func init() {
 	eager.RegisterKernel("LogicalOr", device.GPU, tensor.Bool, binary("compare", "or", kernels.Bool))
 	for _, d := range kernels.All {
 		eager.RegisterKernel("Select", device.GPU, tensorType(d), selectKernel(d))
+	}
+	for _, d := range slices.Concat(kernels.All, kernels.Halves) {
 		eager.RegisterKernel("Cast", device.GPU, tensorType(d), cast(d))
 	}
 	for op, k := range unaryOps {
@@ -69,8 +71,8 @@ func contains(list []string, s string) bool {
 
 // The kernel dtypes and the tensor dtypes, in the same order.
 var (
-	kernelDTypes = []kernels.DType{kernels.F32, kernels.F64, kernels.S32, kernels.S64, kernels.U8, kernels.Bool}
-	tensorDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+	kernelDTypes = []kernels.DType{kernels.F32, kernels.F64, kernels.S32, kernels.S64, kernels.U8, kernels.Bool, kernels.BF16, kernels.F16}
+	tensorDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool, tensor.BFloat16, tensor.Float16}
 )
 
 // tensorType is the tensor dtype of a kernel dtype.

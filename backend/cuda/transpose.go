@@ -22,7 +22,7 @@ type transposePlan struct {
 // the source along the one before (and not along the last). Such a copy
 // done by the strided kernel reads one element per 32-byte sector.
 func planTranspose(shape, dSt, sSt []int, esize int) transposePlan {
-	name := map[int]string{1: "transpose_b8", 4: "transpose_b32", 8: "transpose_b64"}[esize]
+	name := map[int]string{1: "transpose_b8", 2: "transpose_b16", 4: "transpose_b32", 8: "transpose_b64"}[esize]
 	merged, st := kernels.MergeDims(shape, [][]int{dSt, sSt})
 	r := len(merged)
 	if name == "" || r < 2 || r > 3 {

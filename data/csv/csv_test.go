@@ -82,6 +82,14 @@ func TestReadEveryColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	arraytest.Same(t, "b", cols[0], tensor.Shape{0}, []int32{})
+	// Half columns round each value; a default rounds too.
+	cols, err = csv.Read(strings.NewReader("a,b\n0.1,70000\n,-2.5\n"), csv.Schema{Columns: []csv.Column{
+		{Name: "a", DType: tensor.BFloat16, Default: 1.001}, {Name: "b", DType: tensor.Float16}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arraytest.Same(t, "a", cols[0], tensor.Shape{2}, []tensor.BF16{tensor.ToBF16(0.1), tensor.ToBF16(1.001)})
+	arraytest.Same(t, "b", cols[1], tensor.Shape{2}, []tensor.F16{tensor.ToF16(70000), tensor.ToF16(-2.5)})
 }
 
 func TestDataset(t *testing.T) {

@@ -25,7 +25,7 @@ func FuzzReadCSV(f *testing.F) {
 	}
 	f.Add([]byte("a,b\n\"1\",NA\n,\n"), uint8(0), false)
 	f.Fuzz(func(t *testing.T, text []byte, pick uint8, noHeader bool) {
-		dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+		dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool, tensor.BFloat16, tensor.Float16}
 		s := csv.Schema{NoHeader: noHeader, Missing: []string{"NA"}}
 		for i := range int(pick%4) + 1 {
 			c := csv.Column{Index: i, DType: dtypes[(int(pick)+i)%len(dtypes)]}

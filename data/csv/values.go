@@ -67,6 +67,10 @@ func fromGo(dt tensor.DType, v any) (value, error) {
 		return value{f: float64(x), ok: true}, nil
 	case float64:
 		return value{f: x, ok: true}, nil
+	case tensor.BF16:
+		return value{f: float64(x.Float32()), ok: true}, nil
+	case tensor.F16:
+		return value{f: float64(x.Float32()), ok: true}, nil
 	case int32:
 		return value{i: int64(x), ok: true}, nil
 	case uint8:
@@ -106,6 +110,8 @@ func (b *builder) tensor(dt tensor.DType) *tensor.Tensor {
 		return tensor.FromSlice(nonNil(b.i), len(b.i))
 	case tensor.Int32:
 		return tensor.FromSlice(convert[int32](b.i), len(b.i))
+	case tensor.BFloat16, tensor.Float16:
+		return tensor.FromFloat32s(dt, convert[float32](b.f), len(b.f))
 	}
 	return tensor.FromSlice(convert[uint8](b.i), len(b.i))
 }
@@ -123,6 +129,8 @@ func scalar(dt tensor.DType, v value) *tensor.Tensor {
 		return tensor.Scalar(v.i)
 	case tensor.Int32:
 		return tensor.Scalar(int32(v.i))
+	case tensor.BFloat16, tensor.Float16:
+		return tensor.FromFloat32s(dt, []float32{float32(v.f)}).View(nil, nil)
 	}
 	return tensor.Scalar(uint8(v.i))
 }

@@ -7,8 +7,8 @@
 //	ds, err := npy.Dataset("images.npy")           // its rows, for a pipeline
 //
 // The element types are those eagerflow has: float32 (<f4), float64 (<f8),
-// int32 (<i4), int64 (<i8), uint8 (|u1) and bool (|b1), little- or
-// big-endian. Fortran-ordered arrays are transposed into row-major order.
+// float16 (<f2), int32 (<i4), int64 (<i8), uint8 (|u1) and bool (|b1),
+// little- or big-endian (NumPy has no bfloat16). Fortran-ordered arrays are transposed into row-major order.
 // Anything else (object arrays, strings, other widths, structured dtypes)
 // is an error naming the dtype; corrupt files are errors naming the file
 // and what was wrong, never a panic.
@@ -212,6 +212,8 @@ func dtypeOf(descr string) (tensor.DType, bool, error) {
 	switch descr[1:] {
 	case "f4":
 		return tensor.Float32, big, nil
+	case "f2":
+		return tensor.Float16, big, nil
 	case "f8":
 		return tensor.Float64, big, nil
 	case "i4":
@@ -225,7 +227,7 @@ func dtypeOf(descr string) (tensor.DType, bool, error) {
 	case "O":
 		return 0, false, fmt.Errorf("%w: an object array (dtype %q) holds Python objects, not numbers", ErrFormat, descr)
 	}
-	return 0, false, fmt.Errorf("%w: dtype %q: eagerflow holds float32, float64, int32, int64, uint8 and bool (convert with astype first)", ErrFormat, descr)
+	return 0, false, fmt.Errorf("%w: dtype %q: eagerflow holds float16, float32, float64, int32, int64, uint8 and bool (convert with astype first)", ErrFormat, descr)
 }
 
 // build makes the host tensor of h from its data bytes: byte-swapped to

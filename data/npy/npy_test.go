@@ -38,6 +38,10 @@ func TestReadNumPyFiles(t *testing.T) {
 	}
 	same(t, "u1", golden(t, "u1.npy"), tensor.Shape{2, 3, 4}, u8)
 	same(t, "b1", golden(t, "b1.npy"), tensor.Shape{3}, []bool{true, false, true})
+	// float16's bits as NumPy wrote them: 0.1, -2.5, 65504, 6e-8 (the least
+	// subnormal), -0, inf; and big-endian 1.5, -1000.5.
+	same(t, "f2", golden(t, "f2.npy"), tensor.Shape{2, 3}, []tensor.F16{0x2e66, 0xc100, 0x7bff, 0x0001, 0x8000, 0x7c00})
+	same(t, "f2 big-endian", golden(t, "f2_big.npy"), tensor.Shape{2}, []tensor.F16{0x3e00, 0xe3d1})
 	i64 := make([]int64, 24)
 	for i := range i64 {
 		i64[i] = int64(i)

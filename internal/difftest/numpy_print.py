@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
+DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int32": np.int32,
           "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
 
 for case in json.load(sys.stdin)["cases"]:
@@ -14,7 +14,7 @@ for case in json.load(sys.stdin)["cases"]:
     case["values"] = case["values"] or []
     if dt is np.bool_:
         vals = [v == "true" for v in case["values"]]
-    elif dt in (np.float32, np.float64):
+    elif dt in (np.float16, np.float32, np.float64):
         vals = [float(v) for v in case["values"]]
     else:
         vals = [int(v) for v in case["values"]]

@@ -32,7 +32,7 @@ type printResult struct {
 // magnitudes that calls for scientific notation, zeros and -0, NaN and
 // infinities), and sometimes a fixed precision.
 func randomPrintCase(r *rand.Rand, id int) printCase {
-	dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+	dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Float32, tensor.Float64, tensor.Float16, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
 	dt := dtypes[r.IntN(len(dtypes))]
 	shape := make([]int, r.IntN(4))
 	for i := range shape {
@@ -75,6 +75,11 @@ func randomPrintCase(r *rand.Rand, id int) printCase {
 	case tensor.Float64:
 		for _, f := range v {
 			c.Values = append(c.Values, strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	case tensor.Float16: // each value exactly, so that NumPy holds the same half
+		x = tensor.FromFloat32s(tensor.Float16, convert[float32](v), shape...)
+		for _, h := range tensor.ToSlice[tensor.F16](x) {
+			c.Values = append(c.Values, strconv.FormatFloat(float64(h.Float32()), 'g', -1, 32))
 		}
 	case tensor.Bool:
 		b := make([]bool, n)

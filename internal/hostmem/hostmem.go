@@ -6,7 +6,10 @@
 // bottom of the layering) may import it.
 package hostmem
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // MinShardCost is the estimated cost (about a nanosecond per unit) below
 // which splitting work across goroutines does not pay for itself.
@@ -15,7 +18,7 @@ const MinShardCost = 20000
 // copyStrided copies a box of the given shape from src to dst, where each
 // side addresses element (i0, i1, ...) at off + sum(i_k * stride_k). Strides
 // and offsets count elements. The innermost dimension is a tight loop.
-func copyStrided[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src []T, sOff int, sSt []int, shape []int) {
+func copyStrided[T uint8 | uint16 | uint32 | uint64](dst []T, dOff int, dSt []int, src []T, sOff int, sSt []int, shape []int) {
 	r := len(shape)
 	if r == 0 {
 		dst[dOff] = src[sOff]
@@ -61,7 +64,7 @@ func copyStrided[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src []
 // transposeTiles copies a box whose last two dimensions are swapped between
 // source and destination (each side contiguous along a different one) in
 // 16x16 tiles, so that both sides stay in cache; outer dimensions recurse.
-func transposeTiles[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src []T, sOff int, sSt []int, shape []int) {
+func transposeTiles[T uint8 | uint16 | uint32 | uint64](dst []T, dOff int, dSt []int, src []T, sOff int, sSt []int, shape []int) {
 	r := len(shape)
 	if r > 2 {
 		for i := 0; i < shape[0]; i++ {
@@ -95,7 +98,7 @@ func transposeTiles[T uint8 | uint32 | uint64](dst []T, dOff int, dSt []int, src
 // dst's rows: dst[i*dRow+j] = src[i+j*sCol]. The slices are cut to the
 // tile first, so the loops run without bounds checks, four source rows
 // at a time.
-func transposeTile[T uint8 | uint32 | uint64](dst []T, dRow int, src []T, sCol int) {
+func transposeTile[T uint8 | uint16 | uint32 | uint64](dst []T, dRow int, src []T, sCol int) {
 	const tile = 16
 	src = src[:15*sCol+tile]
 	dst = dst[:15*dRow+tile]
@@ -108,6 +111,11 @@ func transposeTile[T uint8 | uint32 | uint64](dst []T, dRow int, src []T, sCol i
 	}
 }
 
+// View16 reinterprets b as 16-bit words (b must be 2-byte aligned).
+func View16(b []byte) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+}
+
 // View32 reinterprets b as 32-bit words (b must be 4-byte aligned).
 func View32(b []byte) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
@@ -118,7 +126,7 @@ func View64(b []byte) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
 }
 
-// MoveElems copies a box of elements of esize bytes (1, 4 or 8) between
+// MoveElems copies a box of elements of esize bytes (1, 2, 4 or 8) between
 // host memory: the element at index (i0, i1, ...) of shape is read at
 // sOff + sum(i_k * sSt[k]) of src and written at dOff + sum(i_k * dSt[k])
 // of dst (offsets and strides in elements, strides may be negative).
@@ -129,14 +137,18 @@ func MoveElems(esize int, dst []byte, dOff int, dSt []int, src []byte, sOff int,
 	switch esize {
 	case 1:
 		copyStrided(dst, dOff, dSt, src, sOff, sSt, shape)
+	case 2:
+		copyStrided(View16(dst), dOff, dSt, View16(src), sOff, sSt, shape)
 	case 4:
 		copyStrided(View32(dst), dOff, dSt, View32(src), sOff, sSt, shape)
 	case 8:
 		copyStrided(View64(dst), dOff, dSt, View64(src), sOff, sSt, shape)
+	default:
+		panic(fmt.Sprintf("hostmem: MoveElems of %d-byte elements", esize))
 	}
 }
 
-// FillElems sets every element of dst (of len(v) bytes: 1, 4 or 8) to the
+// FillElems sets every element of dst (of len(v) bytes: 1, 2, 4 or 8) to the
 // one element v.
 func FillElems(dst, v []byte) {
 	if len(dst) == 0 {
@@ -145,10 +157,14 @@ func FillElems(dst, v []byte) {
 	switch len(v) {
 	case 1:
 		fill(dst, v[0])
+	case 2:
+		fill(View16(dst), View16(v)[0])
 	case 4:
 		fill(View32(dst), View32(v)[0])
 	case 8:
 		fill(View64(dst), View64(v)[0])
+	default:
+		panic(fmt.Sprintf("hostmem: FillElems of %d-byte elements", len(v)))
 	}
 }
 

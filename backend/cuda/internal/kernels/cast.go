@@ -15,8 +15,9 @@ import (
 
 func castKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, from := range All {
-		for _, to := range All {
+	every := append(append([]DType{}, All...), Halves...)
+	for _, from := range every {
+		for _, to := range every {
 			if from == to {
 				continue
 			}
@@ -29,6 +30,21 @@ func castKernels() []*ptx.Kernel {
 }
 
 func castOp(k *ptx.Kernel, from, to DType, x ptx.Reg) ptx.Reg {
+	// The half types go through float32, as the CPU's conversions do.
+	switch {
+	case from == BF16 || from == F16:
+		f := halfToF32(k, from, x)
+		if to == F32 {
+			return f
+		}
+		return castOp(k, F32, to, f)
+	case to == BF16 || to == F16:
+		f := x
+		if from != F32 {
+			f = castOp(k, from, F32, x)
+		}
+		return f32ToHalf(k, to, f)
+	}
 	ft, tt := from.reg(), to.reg()
 	if to == Bool {
 		p := k.Reg(ptx.Pred)
@@ -117,4 +133,122 @@ func floatToInt(k *ptx.Kernel, from, to DType, x, r ptx.Reg) {
 		k.Op("or.pred %s, %s, %s", lo, lo, p)
 		k.Op("selp.s32 %s, %d, %s, %s", r, int64(math.MinInt32), r, lo)
 	}
+}
+
+// halfToF32 is the float32 value (exact) of the half value in the low 16
+// bits of x, by integer arithmetic: bfloat16 is float32's upper half;
+// binary16 moves its exponent (rebiased by 112) and mantissa into place,
+// infinities and NaN keep their mantissa, subnormals are mantissa·2^-24.
+func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
+	bits, f := k.Reg(ptx.U32), k.Reg(ptx.F32)
+	if d == BF16 {
+		k.Op("shl.b32 %s, %s, 16", bits, x)
+		k.Op("mov.b32 %s, %s", f, bits)
+		return f
+	}
+	sign, exp, mant := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("and.b32 %s, %s, 32768", sign, x)
+	k.Op("shl.b32 %s, %s, 16", sign, sign)
+	k.Op("shr.b32 %s, %s, 10", exp, x)
+	k.Op("and.b32 %s, %s, 31", exp, exp)
+	k.Op("and.b32 %s, %s, 1023", mant, x)
+	normal, special, sub := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("add.u32 %s, %s, 112", normal, exp)
+	k.Op("shl.b32 %s, %s, 23", normal, normal)
+	m13 := k.Reg(ptx.U32)
+	k.Op("shl.b32 %s, %s, 13", m13, mant)
+	k.Op("or.b32 %s, %s, %s", normal, normal, m13)
+	k.Op("or.b32 %s, %s, 2139095040", special, m13) // 0x7f800000
+	sf := k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.u32 %s, %s", sf, mant)
+	k.Op("mul.rn.f32 %s, %s, 0f33800000", sf, sf) // 2^-24
+	k.Op("mov.b32 %s, %s", sub, sf)
+	p := k.Reg(ptx.Pred)
+	k.Op("setp.eq.u32 %s, %s, 31", p, exp)
+	k.Op("selp.b32 %s, %s, %s, %s", bits, special, normal, p)
+	k.Op("setp.eq.u32 %s, %s, 0", p, exp)
+	k.Op("selp.b32 %s, %s, %s, %s", bits, sub, bits, p)
+	k.Op("or.b32 %s, %s, %s", bits, bits, sign)
+	k.Op("mov.b32 %s, %s", f, bits)
+	return f
+}
+
+// f32ToHalf rounds the float32 f to half type d (to nearest, ties to
+// even) by integer arithmetic, in the low 16 bits of the result: as
+// tensor.ToBF16 and tensor.ToF16 (NaN stays a quiet NaN, overflow is an
+// infinity, binary16's subnormals kept).
+func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
+	u, r := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mov.b32 %s, %s", u, f)
+	abs, nan := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+	k.Op("and.b32 %s, %s, 2147483647", abs, u)
+	k.Op("setp.gt.u32 %s, %s, 2139095040", nan, abs) // above 0x7f800000
+	if d == BF16 {
+		lsb, q := k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("shr.b32 %s, %s, 16", lsb, u)
+		k.Op("and.b32 %s, %s, 1", lsb, lsb)
+		k.Op("add.u32 %s, %s, 32767", r, u)
+		k.Op("add.u32 %s, %s, %s", r, r, lsb)
+		k.Op("shr.b32 %s, %s, 16", r, r)
+		k.Op("shr.b32 %s, %s, 16", q, u)
+		k.Op("or.b32 %s, %s, 64", q, q) // quiet NaN
+		k.Op("selp.b32 %s, %s, %s, %s", r, q, r, nan)
+		return r
+	}
+	sign, e, coef := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("shr.b32 %s, %s, 16", sign, u)
+	k.Op("and.b32 %s, %s, 32768", sign, sign)
+	k.Op("shr.b32 %s, %s, 23", e, abs) // the biased exponent, 0-255
+	k.Op("and.b32 %s, %s, 8388607", coef, u)
+	// roundUp is 1 where the bits of c below round bit rb round c >> log2(2 rb)
+	// up to nearest, ties to even: rb set, and a lower bit or the bit above
+	// it set (c & (3 rb - 1) nonzero); else 0.
+	roundUp := func(c, rb ptx.Reg) ptx.Reg {
+		t, p, q := k.Reg(ptx.U32), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("and.b32 %s, %s, %s", t, c, rb)
+		k.Op("setp.ne.u32 %s, %s, 0", p, t)
+		k.Op("mul.lo.u32 %s, %s, 3", t, rb)
+		k.Op("sub.u32 %s, %s, 1", t, t)
+		k.Op("and.b32 %s, %s, %s", t, c, t)
+		k.Op("setp.ne.u32 %s, %s, 0", q, t)
+		k.Op("and.pred %s, %s, %s", p, p, q)
+		k.Op("selp.u32 %s, 1, 0, %s", t, p)
+		return t
+	}
+	constant := func(v uint32) ptx.Reg {
+		r := k.Reg(ptx.U32)
+		k.Op("mov.u32 %s, %d", r, v)
+		return r
+	}
+	// Normal: exponent rebiased, mantissa cut to 10 bits, rounded (a
+	// carry moves into the exponent, as it should).
+	normal, t := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("sub.u32 %s, %s, 112", normal, e)
+	k.Op("shl.b32 %s, %s, 10", normal, normal)
+	k.Op("shr.b32 %s, %s, 13", t, coef)
+	k.Op("or.b32 %s, %s, %s", normal, normal, t)
+	k.Op("add.u32 %s, %s, %s", normal, normal, roundUp(coef, constant(1<<12)))
+	// Subnormal (or zero): the mantissa with its leading one shifted by
+	// 126 - e (at most 31), rounded alike.
+	sub, c, shift, rb := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("or.b32 %s, %s, 8388608", c, coef)
+	k.Op("sub.u32 %s, %s, %s", shift, constant(126), e)
+	k.Op("min.u32 %s, %s, 31", shift, shift)
+	k.Op("shr.b32 %s, %s, %s", sub, c, shift)
+	k.Op("sub.u32 %s, %s, 1", t, shift)
+	k.Op("shl.b32 %s, %s, %s", rb, constant(1), t)
+	k.Op("add.u32 %s, %s, %s", sub, sub, roundUp(c, rb))
+	p := k.Reg(ptx.Pred)
+	// Choose by the exponent: NaN, infinity (from 143 on), normal (113
+	// on), subnormal.
+	k.Op("setp.lt.u32 %s, %s, 113", p, e)
+	k.Op("selp.b32 %s, %s, %s, %s", r, sub, normal, p)
+	k.Op("setp.ge.u32 %s, %s, 143", p, e)
+	k.Op("selp.b32 %s, 31744, %s, %s", r, r, p) // 0x7c00
+	nanBits := k.Reg(ptx.U32)
+	k.Op("shr.b32 %s, %s, 13", nanBits, coef)
+	k.Op("or.b32 %s, %s, 32256", nanBits, nanBits) // 0x7e00: quiet
+	k.Op("selp.b32 %s, %s, %s, %s", r, nanBits, r, nan)
+	k.Op("or.b32 %s, %s, %s", r, r, sign)
+	return r
 }

@@ -3,10 +3,10 @@ package kernels
 import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
 // Copy kernels move elements without looking at them:
-//   - copy_b8, copy_b32, copy_b64 (dst, src, n, g): element i of the box
+//   - copy_b8, copy_b16, copy_b32, copy_b64 (dst, src, n, g): element i of the box
 //     g.shape (row-major) goes from src[g.off1 + Σ c_d g.stride1[d]] to
 //     dst[g.off0 + Σ c_d g.stride0[d]]; the device's strided Copy.
-//   - transpose_b8, transpose_b32, transpose_b64 (dst, src, rows, cols,
+//   - transpose_b8, _b16, _b32, _b64 (dst, src, rows, cols,
 //     dbatch, drow, sbatch, scol, doff, soff): for each batch z (grid z),
 //     dst[doff + z dbatch + r drow + c] = src[soff + z sbatch + r + c scol]
 //     over rows x cols: a copy whose source runs along the rows and whose
@@ -15,8 +15,8 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     through shared memory, so that both the reads and the writes of a
 //     warp are contiguous; the strided copy's warps would read one element
 //     per sector.
-//   - fill_b64 (dst, n, v): n 8-byte elements set to v (memsets do 1 and 4
-//     bytes).
+//   - fill_b16, fill_b64 (dst, n, v): n 2- or 8-byte elements set to v
+//     (memsets do 1 and 4 bytes).
 
 // The transpose's tile: TransposeTile² elements, moved by TransposeTile x
 // TransposeRows threads.
@@ -28,7 +28,7 @@ const (
 var copyTypes = []struct {
 	name string
 	t    ptx.Type
-}{{"b8", ptx.U8}, {"b32", ptx.U32}, {"b64", ptx.U64}}
+}{{"b8", ptx.U8}, {"b16", ptx.U16}, {"b32", ptx.U32}, {"b64", ptx.U64}}
 
 func copyKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
@@ -47,12 +47,18 @@ func copyKernels() []*ptx.Kernel {
 	for _, ct := range copyTypes {
 		out = append(out, transposeKernel(ct.name, ct.t))
 	}
-	k := ptx.NewKernel("fill_b64")
-	dst := k.ParamPtr("dst")
-	n := k.Param("n", ptx.U64)
-	v := k.Param("v", ptx.U64)
-	k.GridStride(n, func(i ptx.Reg) { k.Store(ptx.U64, k.Addr(dst, i, 8), v) })
-	return append(out, k)
+	for _, ct := range []struct {
+		name  string
+		t, pt ptx.Type // the element's and the value parameter's
+	}{{"b16", ptx.U16, ptx.U32}, {"b64", ptx.U64, ptx.U64}} {
+		k := ptx.NewKernel(Name("fill", ct.name))
+		dst := k.ParamPtr("dst")
+		n := k.Param("n", ptx.U64)
+		v := k.Param("v", ct.pt)
+		k.GridStride(n, func(i ptx.Reg) { k.Store(ct.t, k.Addr(dst, i, ct.t.Size()), v) })
+		out = append(out, k)
+	}
+	return out
 }
 
 // transposeKernel writes transpose_<name> for elements of type t.

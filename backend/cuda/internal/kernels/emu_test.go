@@ -3,10 +3,12 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // emuEnv runs a family's kernels on the emulator, for tests of the index
@@ -365,4 +367,76 @@ func (e *emuEnv) downloadBytes(p cu.Ptr, n int) []byte {
 		out[i] = byte(words[i/4] >> (8 * (i % 4)))
 	}
 	return out
+}
+
+// The half casts' integer arithmetic rounds as tensor.ToBF16 and
+// tensor.ToF16 do (random float32 patterns, halfway cases, binary16's
+// subnormal and overflow range, NaN, infinities), and widens every
+// bfloat16 and binary16 pattern to its exact float32 value.
+func TestHalfCasts(t *testing.T) {
+	e := newEmuEnv(t)
+	r := rand.New(rand.NewPCG(5, 9))
+	in := make([]uint32, 20000)
+	for i := range in {
+		b := r.Uint32()
+		switch i % 6 {
+		case 1:
+			b = b&^0xffff | 0x8000 | uint32(r.IntN(2))
+		case 2:
+			b = b&^0x1fff | 0x1000
+		case 3:
+			b = b&0x807fffff | []uint32{0, 101, 102, 103, 112, 113, 142, 143, 255}[r.IntN(9)]<<23
+		}
+		in[i] = b
+	}
+	run := func(name string, src []uint32, srcSize, dstSize int) []byte {
+		buf := make([]byte, len(src)*srcSize)
+		for i, v := range src {
+			for j := range srcSize {
+				buf[i*srcSize+j] = byte(v >> (8 * j))
+			}
+		}
+		po := e.uploadBytes(make([]byte, len(src)*dstSize))
+		f := e.kernel("cast", name)
+		e.launch(f, cu.Dim3{X: 8, Y: 1, Z: 1}, cu.Dim3{X: 128, Y: 1, Z: 1},
+			new(cu.Args).Ptr(po).Ptr(e.uploadBytes(buf)).U64(uint64(len(src))))
+		return e.downloadBytes(po, len(src)*dstSize)
+	}
+	same := func(a, b float32) bool {
+		return a == b && math.Signbit(float64(a)) == math.Signbit(float64(b)) || a != a && b != b
+	}
+	for _, c := range []struct {
+		to    string
+		round func(float32) (uint16, float32)
+	}{
+		{"bf16", func(f float32) (uint16, float32) { h := tensor.ToBF16(f); return uint16(h), h.Float32() }},
+		{"f16", func(f float32) (uint16, float32) { h := tensor.ToF16(f); return uint16(h), h.Float32() }},
+	} {
+		got := run("cast_f32_"+c.to, in, 4, 2)
+		for i, b := range in {
+			f := math.Float32frombits(b)
+			want, wv := c.round(f)
+			g := uint16(got[2*i]) | uint16(got[2*i+1])<<8
+			if g != want && !(f != f && wv != wv) {
+				t.Fatalf("cast_f32_%s(%g = %#08x) = %#04x, want %#04x", c.to, f, b, g, want)
+			}
+		}
+		all := make([]uint32, 1<<16)
+		for i := range all {
+			all[i] = uint32(i)
+		}
+		wide := run("cast_"+c.to+"_f32", all, 2, 4)
+		for i := range all {
+			g := math.Float32frombits(binary.LittleEndian.Uint32(wide[4*i:]))
+			var w float32
+			if c.to == "bf16" {
+				w = tensor.BF16(i).Float32()
+			} else {
+				w = tensor.F16(i).Float32()
+			}
+			if !same(g, w) {
+				t.Fatalf("cast_%s_f32(%#04x) = %g, want %g", c.to, i, g, w)
+			}
+		}
+	}
 }

@@ -23,6 +23,9 @@ const (
 	S64  DType = "s64"
 	U8   DType = "u8"
 	Bool DType = "b"
+	// The half types (cast.go's kernels take them; other ops Cast to F32).
+	BF16 DType = "bf16"
+	F16  DType = "f16"
 )
 
 // Numeric and All list the dtypes.
@@ -30,6 +33,7 @@ var (
 	Floats  = []DType{F32, F64}
 	Numeric = []DType{F32, F64, S32, S64, U8}
 	All     = []DType{F32, F64, S32, S64, U8, Bool}
+	Halves  = []DType{BF16, F16}
 )
 
 // mem is the PTX type of the dtype in memory.
@@ -43,6 +47,8 @@ func (d DType) mem() ptx.Type {
 		return ptx.S32
 	case S64:
 		return ptx.S64
+	case BF16, F16:
+		return ptx.U16
 	}
 	return ptx.U8
 }
@@ -50,7 +56,7 @@ func (d DType) mem() ptx.Type {
 // reg is the PTX type the dtype is computed in (bytes in 32-bit registers).
 func (d DType) reg() ptx.Type {
 	switch d {
-	case U8, Bool:
+	case U8, Bool, BF16, F16:
 		return ptx.U32
 	}
 	return d.mem()

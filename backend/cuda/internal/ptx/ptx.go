@@ -42,6 +42,7 @@ type Type string
 const (
 	Pred Type = "pred"
 	U8   Type = "u8"
+	U16  Type = "u16"
 	S32  Type = "s32"
 	U32  Type = "u32"
 	S64  Type = "s64"
@@ -57,6 +58,8 @@ func (t Type) Size() int {
 	switch t {
 	case U8:
 		return 1
+	case U16:
+		return 2
 	case S32, U32, B32, F32:
 		return 4
 	}
@@ -75,7 +78,7 @@ func (t Type) class() string {
 	case S64, U64, B64:
 		return "rd"
 	}
-	return "r" // u8 values are loaded into 32-bit registers
+	return "r" // u8 and u16 values are loaded into 32-bit registers
 }
 
 // Reg is a register, written as its name.
