@@ -63,8 +63,11 @@ func tr(x T) T {
 func idx(v ...int64) T { return tensor.FromSlice(v) }
 
 var (
-	floats  = []tensor.DType{tensor.Float32, tensor.Float64}
-	numbers = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8}
+	// floats and numbers hold the half types, which compute through
+	// float32 (eager/half.go) and are compared within one unit in their
+	// last place (approx.Tolerance).
+	floats  = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}
+	numbers = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.BFloat16, tensor.Float16}
 	every   = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
 	// halves are the half-precision types, which Cast and the layout ops
 	// take; withHalves is every dtype.
@@ -511,10 +514,12 @@ func samples() map[string][]sample {
 		}
 		return y
 	}
+	// The collectives take no half types yet (issue 33's data-parallel
+	// part).
 	for _, op := range []collective.Op{collective.Sum, collective.Max, collective.Min} {
-		add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, op) }) }, numbers, -2, 2, true, true)...)
+		add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, op) }) }, numbers[:5], -2, 2, true, true)...)
 	}
-	add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, collective.Mean) }) }, floats, -2, 2, true, true)...)
+	add("AllReduce", unary(func(x T) T { return coll(func() (T, error) { return one1.AllReduce(x, collective.Mean) }) }, floats[:2], -2, 2, true, true)...)
 	add("Broadcast", unary(func(x T) T { return coll(func() (T, error) { return one1.Broadcast(x, 0) }) }, every, -2, 2, true, true)...)
 	add("AllGather", unary(func(x T) T { return coll(func() (T, error) { return one1.AllGather(x) }) }, every, -2, 2, true, true)...)
 	for _, op := range []collective.Op{collective.Sum, collective.Mean, collective.Max} {

@@ -256,6 +256,9 @@ func finish(c *Call, outs []*tensor.Tensor) {
 	}
 	k := c.Op.Kernel(c.Device.Kind(), key)
 	if k == nil {
+		k = halfKernel(c, key) // half.go
+	}
+	if k == nil {
 		noKernel(c, key)
 	}
 	runKernel(c, k, key, outs)

@@ -14,7 +14,9 @@
 //     reads any layout;
 //  3. outputs are allocated on the inputs' device (the default device for
 //     ops without inputs) from the device's cache;
-//  4. the kernel for (device kind, dtype) runs;
+//  4. the kernel for (device kind, dtype) runs (for a half dtype without
+//     a kernel of its own, the Float32 kernel on widened inputs, each
+//     half output rounded once: half.go);
 //  5. active observers (a recording tape, a tracer) are told.
 //
 // Nothing is written before step 3, so an op that fails leaves every tensor

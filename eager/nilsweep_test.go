@@ -29,6 +29,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RegisterPortable", Fn: eager.RegisterPortable, Valid: []any{"NilsweepNoSuchOp", tensor.Float32, eager.Kernel(noop)}, Registration: true},
 		{Name: "RegisterElementwise", Fn: eager.RegisterElementwise, Registration: true},
 		{Name: "AttrString", Fn: eager.AttrString},
+		{Name: "SetConverter", Fn: eager.SetConverter, Registration: true},
 		{Name: "SetProfileHook", Fn: eager.SetProfileHook}, // nil removes the hook
 		{Name: "Profiled", Fn: eager.Profiled, Valid: []any{"Work", device.Host(), []*tensor.Tensor{x}, func() {}}},
 	}

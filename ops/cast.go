@@ -31,6 +31,7 @@ func init() {
 			return []*tensor.Tensor{Cast(g.OutGrads[0], from)}
 		},
 	})
+	eager.SetConverter(castOp, func(to tensor.DType) any { return opattr.CastAttrs{To: to} })
 }
 
 // Cast converts x to dtype to elementwise, as XLA's ConvertElementType (a Go

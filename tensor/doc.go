@@ -6,10 +6,11 @@
 // DTypes are Float32, Float64, Int32, Int64, Uint8, Bool (XLA's PRED) and
 // the half-precision floats BFloat16 and Float16 (Go types BF16 and F16;
 // ToBF16 and ToF16 round float32 values to them, FromFloat32s makes a
-// tensor of them from float32 data). In this release the half types are
-// stored, printed, read and written (safetensors, .npy float16), cast
-// (ops.Cast, on every device) and moved by the layout ops; the other ops
-// take them after a Cast to Float32.
+// tensor of them from float32 data). Ops compute on the half types in
+// float32 and round each result once (reductions and products accumulate
+// in float32), on every device, and their gradients keep the half dtype;
+// they are printed as NumPy prints float16, and read and written as
+// safetensors BF16/F16 and .npy float16.
 // Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
 // Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
 // typed; ScalarOf, of a given dtype), constants

@@ -9,10 +9,14 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Default tolerances: a few ulps of accumulated rounding.
+// Default tolerances: a few ulps of accumulated rounding; for the half
+// types, which compute in float32 and round once, one unit in the last
+// place (two devices' float32 results may round either way).
 const (
-	Float32 = 1e-5
-	Float64 = 1e-12
+	Float32  = 1e-5
+	Float64  = 1e-12
+	BFloat16 = 0x1p-7
+	Float16  = 0x1p-10
 )
 
 // Tolerance returns the default tolerance for dt (0 for exact types).
@@ -22,6 +26,10 @@ func Tolerance(dt tensor.DType) float64 {
 		return Float32
 	case tensor.Float64:
 		return Float64
+	case tensor.BFloat16:
+		return BFloat16
+	case tensor.Float16:
+		return Float16
 	}
 	return 0
 }

@@ -1,0 +1,135 @@
+package difftest
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+type halfOpCase struct {
+	ID     int      `json:"id"`
+	Op     string   `json:"op"`
+	DType  string   `json:"dtype"`
+	A      []uint16 `json:"a"`
+	B      []uint16 `json:"b,omitempty"`
+	ShapeA []int    `json:"shape_a"`
+	ShapeB []int    `json:"shape_b,omitempty"`
+}
+
+type halfOpResult struct {
+	ID   int      `json:"id"`
+	Bits []uint16 `json:"bits"`
+}
+
+// halfOps are the ops compared: each takes one or two operands, the
+// second's shape given where it has one.
+var halfOps = []struct {
+	name  string
+	fn    func(a, b *tensor.Tensor) *tensor.Tensor
+	two   bool
+	exact bool    // the float32 result is exact, so the rounded one must match bit for bit
+	lo    float32 // the operands' range
+}{
+	{"add", func(a, b *tensor.Tensor) *tensor.Tensor { return ops.Add(a, b) }, true, true, -4},
+	{"sub", func(a, b *tensor.Tensor) *tensor.Tensor { return ops.Sub(a, b) }, true, true, -4},
+	{"mul", func(a, b *tensor.Tensor) *tensor.Tensor { return ops.Mul(a, b) }, true, true, -4},
+	{"div", func(a, b *tensor.Tensor) *tensor.Tensor { return ops.Div(a, b) }, true, false, 0.25},
+	{"exp", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Exp(a) }, false, false, -4},
+	{"log", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Log(a) }, false, false, 0.01},
+	{"tanh", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Tanh(a) }, false, false, -4},
+	{"sigmoid", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Sigmoid(a) }, false, false, -4},
+	{"sqrt", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Sqrt(a) }, false, false, 0},
+	{"relu", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Relu(a) }, false, true, -4},
+	{"neg", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Neg(a) }, false, true, -4},
+	{"abs", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Abs(a) }, false, true, -4},
+	{"sum_rows", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(a, 1) }, false, false, -4},
+	{"sum_all", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Sum(a) }, false, false, -4},
+	{"mean_rows", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(a, 1) }, false, false, -4},
+	{"amax_rows", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Amax(a, 1) }, false, true, -4},
+	{"softmax_rows", func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Softmax(a, 1) }, false, false, -4},
+	{"matmul", func(a, b *tensor.Tensor) *tensor.Tensor { return ops.MatMul(a, b) }, true, false, -2},
+}
+
+// Ops on bfloat16 agree with PyTorch's bfloat16 ops, and on float16 with
+// NumPy's float32 arithmetic rounded once, within one unit in the last
+// place (bit for bit where the float32 result is exact: sums, differences
+// and products of two half values, selections), over random operands of
+// every op and both half types.
+func TestHalfOpsAgainstTorch(t *testing.T) {
+	needTorch(t)
+	r := rand.New(rand.NewPCG(13, 17))
+	var cases []halfOpCase
+	var xs [][2]*tensor.Tensor
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		for _, op := range halfOps {
+			for range 3 {
+				shapeA, shapeB := []int{8, 16}, []int{8, 16}
+				if op.name == "matmul" {
+					shapeB = []int{16, 4}
+				}
+				draw := func(shape []int) (*tensor.Tensor, []uint16) {
+					f := make([]float32, shape[0]*shape[1])
+					for i := range f {
+						f[i] = op.lo + float32(r.Float64())*(4-op.lo)
+					}
+					x := tensor.FromFloat32s(dt, f, shape...)
+					bits := make([]uint16, len(f))
+					if dt == tensor.BFloat16 {
+						for i, v := range tensor.ToSlice[tensor.BF16](x) {
+							bits[i] = uint16(v)
+						}
+					} else {
+						for i, v := range tensor.ToSlice[tensor.F16](x) {
+							bits[i] = uint16(v)
+						}
+					}
+					return x, bits
+				}
+				a, abits := draw(shapeA)
+				c := halfOpCase{ID: len(cases), Op: op.name, DType: dt.String(), A: abits, ShapeA: shapeA}
+				var b *tensor.Tensor
+				if op.two {
+					b, c.B = draw(shapeB)
+					c.ShapeB = shapeB
+				}
+				cases = append(cases, c)
+				xs = append(xs, [2]*tensor.Tensor{a, b})
+			}
+		}
+	}
+	want := runCases(t, "half_ops.py", cases, func(r *halfOpResult) int { return r.ID })
+	off := 0
+	for i, c := range cases {
+		op := halfOps[(i/3)%len(halfOps)]
+		got := op.fn(xs[i][0], xs[i][1])
+		var bits []uint16
+		if got.DType() == tensor.BFloat16 {
+			for _, v := range tensor.ToSlice[tensor.BF16](got) {
+				bits = append(bits, uint16(v))
+			}
+		} else {
+			for _, v := range tensor.ToSlice[tensor.F16](got) {
+				bits = append(bits, uint16(v))
+			}
+		}
+		w := want[c.ID]
+		if w == nil || len(w.Bits) != len(bits) {
+			t.Fatalf("%s %s: %d results, the reference %v", c.DType, c.Op, len(bits), w)
+		}
+		for j, g := range bits {
+			d := int(g) - int(w.Bits[j])
+			if d < 0 {
+				d = -d
+			}
+			if (op.exact && d != 0) || d > 1 || (g^w.Bits[j])&0x8000 != 0 && g&0x7fff|w.Bits[j]&0x7fff != 0 {
+				t.Fatalf("%s %s, element %d: %#04x, the reference %#04x", c.DType, c.Op, j, g, w.Bits[j])
+			}
+			if d != 0 {
+				off++
+			}
+		}
+	}
+	t.Logf("%d cases; %d results one unit in the last place off the reference", len(cases), off)
+}
