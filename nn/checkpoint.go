@@ -63,6 +63,11 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 	if opt != nil {
 		all = append(append([]*tape.Variable{}, vars...), opt.Slots()...)
 		meta["optimizer_steps"] = strconv.Itoa(opt.Steps())
+		if m, ok := opt.(interface{ checkpointMeta() map[string]string }); ok {
+			for k, v := range m.checkpointMeta() {
+				meta[k] = v
+			}
+		}
 	}
 	header := map[string]any{"__metadata__": meta}
 	at := 0
@@ -287,6 +292,15 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 			steps = n
 		}
 	}
+	var restoreOpt func() // the optimizer's own state from the metadata, checked before anything changes
+	if r, ok := opt.(interface {
+		restoreMeta(map[string]string) (func(), error)
+	}); ok {
+		var err error
+		if restoreOpt, err = r.restoreMeta(meta); err != nil {
+			return nil, fmt.Errorf("nn: %w: %s: %v", ErrCheckpoint, path, err)
+		}
+	}
 	for _, v := range vars {
 		v.Assign(saved[v.Name()])
 	}
@@ -298,6 +312,9 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 		}
 		if steps >= 0 {
 			opt.SetSteps(steps)
+		}
+		if restoreOpt != nil {
+			restoreOpt()
 		}
 	}
 	return meta, nil

@@ -46,11 +46,11 @@ func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOp
 // gradient instead of three.
 func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if act, ok := fusable(c.opts.Activation); ok && c.Bias != nil {
-		return ops.FusedConv2D(x, c.Filter.Value(), c.Bias.Value(), c.opts.Conv2DOpts, act)
+		return ops.FusedConv2D(x, valueAs(c.Filter, x), valueAs(c.Bias, x), c.opts.Conv2DOpts, act)
 	}
-	y := ops.Conv2D(x, c.Filter.Value(), c.opts.Conv2DOpts)
+	y := ops.Conv2D(x, valueAs(c.Filter, x), c.opts.Conv2DOpts)
 	if c.Bias != nil {
-		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, c.Bias.Value(), c.opts.Format) })
+		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, valueAs(c.Bias, y), c.opts.Format) })
 	}
 	if c.opts.Activation != nil {
 		y = then(y, c.opts.Activation)

@@ -47,7 +47,7 @@ func orFloat32(dt tensor.DType) tensor.DType {
 // and no activation or ops.Relu, the three are one op (ops.FusedMatMul:
 // on the GPU one GEMM whose epilogue adds the bias and applies Relu).
 func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
-	w := d.Kernel.Value()
+	w := valueAs(d.Kernel, x)
 	y := x
 	var lead tensor.Shape
 	if x.Rank() > 2 { // [..., in] -> [n, in] and back
@@ -55,11 +55,11 @@ func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
 		y = ops.Reshape(x, -1, x.Dim(-1))
 	}
 	if act, ok := fusable(d.act); ok && d.Bias != nil && y.Rank() == 2 {
-		y = ops.FusedMatMul(y, w, d.Bias.Value(), act)
+		y = ops.FusedMatMul(y, w, valueAs(d.Bias, y), act)
 	} else {
 		y = ops.MatMul(y, w)
 		if d.Bias != nil {
-			y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.Add(y, d.Bias.Value()) })
+			y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.Add(y, valueAs(d.Bias, y)) })
 		}
 		if d.act != nil {
 			y = then(y, d.act)

@@ -35,7 +35,20 @@
 // package plot draws them. With no tape recording (evaluation, inference),
 // Sequential, Dense and Conv2D hand each intermediate's buffer back as soon
 // as the next op has read it. A Conv2D with a bias and no activation or
-// ops.Relu runs as one op, ops.FusedConv2D.
+// ops.Relu runs as one op, ops.FusedConv2D; a Dense so, ops.FusedMatMul.
+//
+// # Mixed precision
+//
+// A Sequential's Policy (MixedBFloat16, MixedFloat16: Keras' policies)
+// makes its layers compute in a half type while their variables stay
+// float32: each layer casts its float input, and its variables, to the
+// compute dtype, the norms compute their statistics in float32, the
+// model's output is float32, and the losses compute in float32; the
+// gradients reach the float32 variables through the casts, so the
+// optimizers update float32 master weights. For float16, wrap the
+// optimizer in a LossScaleOptimizer (dynamic loss scaling: steps with
+// non-finite gradients are skipped, the scale shrinks and grows, and is
+// saved in checkpoints); the train steps scale the loss by it.
 //
 // # Seeing a model
 //

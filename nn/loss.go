@@ -5,7 +5,17 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Losses return a scalar: the mean over the batch.
+// Losses return a scalar: the mean over the batch. They compute in
+// float32 or float64: half predictions and labels are widened to float32
+// first (mixed precision's rule: policy.go).
+
+// widened returns x cast to Float32 where it is of a half type.
+func widened(x *tensor.Tensor) *tensor.Tensor {
+	if x != nil && x.DType().IsHalf() {
+		return ops.Cast(x, tensor.Float32)
+	}
+	return x
+}
 
 // sameShapes panics with a *tensor.Error unless a and b have one shape
 // and one float dtype: a loss that broadcast a [N 1] prediction against a
@@ -27,6 +37,7 @@ func sameShapes(loss string, a, b *tensor.Tensor) {
 // target must have the same shape and float dtype (a *tensor.Error
 // otherwise).
 func MeanSquaredError(pred, target *tensor.Tensor) *tensor.Tensor {
+	pred, target = widened(pred), widened(target)
 	sameShapes("MeanSquaredError", pred, target)
 	return ops.Mean(ops.Square(ops.Sub(pred, target)))
 }
@@ -34,6 +45,7 @@ func MeanSquaredError(pred, target *tensor.Tensor) *tensor.Tensor {
 // SoftmaxCrossEntropy is the mean cross-entropy of logits [..., C] against
 // label distributions of the same shape and float dtype.
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
+	logits, labels = widened(logits), widened(labels)
 	sameShapes("SoftmaxCrossEntropy", logits, labels)
 	return ops.Mean(ops.SoftmaxCrossEntropy(logits, labels))
 }
@@ -41,13 +53,14 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 // SparseSoftmaxCrossEntropy is the mean cross-entropy of logits [N, C]
 // against integer class labels [N].
 func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
-	return ops.Mean(ops.SparseSoftmaxCrossEntropy(logits, labels))
+	return ops.Mean(ops.SparseSoftmaxCrossEntropy(widened(logits), labels))
 }
 
 // BinaryCrossEntropyWithLogits is the mean of -z log σ(x) - (1-z) log(1-σ(x))
 // for logits x and labels z in [0, 1] of the same shape and float dtype,
 // computed stably as softplus(x) - x z (gradient σ(x) - z everywhere).
 func BinaryCrossEntropyWithLogits(logits, labels *tensor.Tensor) *tensor.Tensor {
+	logits, labels = widened(logits), widened(labels)
 	sameShapes("BinaryCrossEntropyWithLogits", logits, labels)
 	return ops.Mean(ops.Sub(ops.Softplus(logits), ops.Mul(logits, labels)))
 }

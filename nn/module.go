@@ -60,6 +60,9 @@ func Values(vars []*tape.Variable) []*tensor.Tensor {
 // Sequential applies its layers in order.
 type Sequential struct {
 	Layers []Module
+	// Policy, when set, casts each layer's float input to its compute
+	// dtype and the model's output to float32 (policy.go).
+	Policy Policy
 }
 
 // NewSequential returns the layers as one model.
@@ -76,12 +79,16 @@ func NewSequential(layers ...Module) *Sequential { return &Sequential{Layers: la
 // than when the garbage collector finds it. A layer of your own that keeps
 // its input past Forward must therefore keep a copy.
 func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
+	compute := s.Policy.Compute
 	for i, l := range s.Layers {
 		if i == 0 {
-			x = forwardNamed(l, i, x)
+			x = forwardNamed(l, i, castFloat(x, compute))
 			continue
 		}
-		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, x) })
+		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, castFloat(x, compute)) })
+	}
+	if compute != tensor.Invalid {
+		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return castFloat(x, tensor.Float32) })
 	}
 	return x
 }

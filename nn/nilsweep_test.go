@@ -64,6 +64,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Warmup", Fn: Warmup},
 		{Name: "ClipByGlobalNorm", Fn: ClipByGlobalNorm, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
 		{Name: "NewAdam", Fn: NewAdam},
+		{Name: "NewLossScaleOptimizer", Fn: NewLossScaleOptimizer},
 		{Name: "NewAdamW", Fn: NewAdamW},
 		{Name: "NewRMSProp", Fn: NewRMSProp},
 		{Name: "NewLSTMCell", Fn: NewLSTMCell, Valid: []any{"l", rng, 3, 2, tensor.Float32}},

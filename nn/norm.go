@@ -49,8 +49,10 @@ func (b *BatchNorm) along(x, v *tensor.Tensor) *tensor.Tensor {
 	return ops.Reshape(v, shape...)
 }
 
-// Forward normalizes x.
-func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+// Forward normalizes x (a half x in float32, the result in x's dtype).
+func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, b.forward) }
+
+func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 	axis := b.Axis
 	if axis < 0 {
 		axis += x.Rank()
@@ -97,8 +99,11 @@ func NewLayerNorm(name string, c int, dt tensor.DType) *LayerNorm {
 		Beta: tape.NewVariable(name+"/beta", tensor.Zeros(dt, c)), Epsilon: 1e-5}
 }
 
-// Forward normalizes x over its last dimension.
-func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+// Forward normalizes x over its last dimension (a half x in float32, the
+// result in x's dtype).
+func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, l.forward) }
+
+func (l *LayerNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 	keep := ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true}
 	mean := ops.Reduce(x, keep)
 	centered := ops.Sub(x, mean)

@@ -44,8 +44,8 @@ func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) 
 
 // Step advances the cell one step.
 func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
-	h, cell := state[0], state[1]
-	z := ops.Add(ops.Add(ops.MatMul(x, c.Kernel.Value()), ops.MatMul(h, c.Recurrent.Value())), c.Bias.Value())
+	h, cell := castFloat(state[0], x.DType()), castFloat(state[1], x.DType())
+	z := ops.Add(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), ops.MatMul(h, valueAs(c.Recurrent, x))), valueAs(c.Bias, x))
 	g := ops.Split(z, 1, []int{c.hidden, c.hidden, c.hidden, c.hidden})
 	next := ops.Add(ops.Mul(ops.Sigmoid(g[1]), cell), ops.Mul(ops.Sigmoid(g[0]), ops.Tanh(g[2])))
 	out := ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next))
@@ -85,10 +85,10 @@ func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *
 
 // Step advances the cell one step.
 func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
-	h := state[0]
+	h := castFloat(state[0], x.DType())
 	sizes := []int{c.hidden, c.hidden, c.hidden}
-	xs := ops.Split(ops.Add(ops.MatMul(x, c.Kernel.Value()), c.Bias.Value()), 1, sizes)
-	hs := ops.Split(ops.Add(ops.MatMul(h, c.Recurrent.Value()), c.RecurrentBias.Value()), 1, sizes)
+	xs := ops.Split(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), valueAs(c.Bias, x)), 1, sizes)
+	hs := ops.Split(ops.Add(ops.MatMul(h, valueAs(c.Recurrent, x)), valueAs(c.RecurrentBias, x)), 1, sizes)
 	z := ops.Sigmoid(ops.Add(xs[0], hs[0]))
 	r := ops.Sigmoid(ops.Add(xs[1], hs[1]))
 	n := ops.Tanh(ops.Add(xs[2], ops.Mul(r, hs[2])))
@@ -125,6 +125,12 @@ func (r *RNN) Forward(x *tensor.Tensor) *tensor.Tensor {
 func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	if state == nil {
 		state = r.Cell.InitialState(x.Dim(0))
+	}
+	if x.DType().IsHalf() { // the carry keeps one dtype: the input's (mixed precision)
+		state = append([]*tensor.Tensor(nil), state...)
+		for i, s := range state {
+			state[i] = castFloat(s, x.DType())
+		}
 	}
 	steps := ops.Transpose(x, 1, 0, 2) // [T, N, in]
 	final, ys := control.Scan(func(carry, in []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {

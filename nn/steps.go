@@ -35,13 +35,20 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
 			n = b[0].Dim(0)
-			grads := tp.Gradient(value, Values(vars)...)
+			target, scale := value, 1.0
+			if s, ok := opt.(lossScaler); ok {
+				// The tape releases value with the other intermediates:
+				// the loss is read back from the target.
+				scale = s.Scale()
+				target = ops.Mul(value, ops.ScalarLike(value, scale))
+			}
+			grads := tp.Gradient(target, Values(vars)...)
 			applied = opt.Apply(vars, grads)
 			releaseAll(grads)
 			// The loss is read last: on a device that queues its work (a
 			// GPU) the forward pass, the backward and the update are all
 			// queued before the host waits for one value.
-			l = value.Float()
+			l = target.Float() / scale
 		})
 		if err == nil {
 			err = applied
@@ -118,12 +125,16 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 	mustArgs(name, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	vars := model.Variables()
 	frozen := untraceable(model)
+	scaler, dynamic := opt.(lossScaler)
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
 		value := loss(model.Forward(a[0]), a[1])
 		target := value
 		if scale != 1 {
 			target = ops.Mul(value, tensor.Scalar(scale))
+		}
+		if dynamic { // the loss scale, an argument: it changes from step to step
+			target = ops.Mul(target, ops.Cast(a[2], value.DType()))
 		}
 		grads := tp.Gradient(target, Values(vars)...)
 		if reduce != nil {
@@ -139,7 +150,11 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if frozen != "" {
 			return 0, 0, fmt.Errorf("nn: %s: %s in training mode would be frozen into the graph; use TrainStep", name, frozen)
 		}
-		out, owned, err := f.CallOwned(b[0], b[1])
+		args := []*tensor.Tensor{b[0], b[1]}
+		if dynamic {
+			args = append(args, tensor.FullOn(b[0].Device(), tensor.Float32, scaler.Scale()))
+		}
+		out, owned, err := f.CallOwned(args...)
 		if err != nil {
 			return 0, 0, err
 		}

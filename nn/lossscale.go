@@ -1,0 +1,141 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// LossScaleOptimizer is dynamic loss scaling for float16 training, as
+// Keras' LossScaleOptimizer and PyTorch's GradScaler do it: the train
+// steps (TrainStep, TracedTrainStep, RecordedTrainStep) multiply the loss
+// by Scale before they differentiate, so that small gradients do not
+// flush to zero in float16; Apply divides the gradients by the scale and
+// updates the variables through Inner, unless a gradient holds an
+// infinity or NaN: then the step is skipped (Inner never sees it) and the
+// scale halves. After GrowthInterval finite steps in a row the scale
+// doubles. The scale and the count of finite steps are saved in
+// checkpoints with Inner's state. bfloat16, whose range is float32's,
+// needs no scaling.
+type LossScaleOptimizer struct {
+	Inner Optimizer
+	// GrowthInterval is the finite steps in a row after which the scale
+	// doubles (2000, Keras' and PyTorch's default).
+	GrowthInterval int
+	scale          float64
+	good, skipped  int
+}
+
+// The initial loss scale, Keras' (PyTorch's GradScaler starts at 2^16).
+const initialLossScale = 1 << 15
+
+// NewLossScaleOptimizer wraps inner with dynamic loss scaling from a
+// scale of 2^15.
+func NewLossScaleOptimizer(inner Optimizer) *LossScaleOptimizer {
+	mustArgs("NewLossScaleOptimizer", arg{"the inner optimizer", inner})
+	return &LossScaleOptimizer{Inner: inner, GrowthInterval: 2000, scale: initialLossScale}
+}
+
+// Scale is the factor the train steps multiply the loss by now.
+func (o *LossScaleOptimizer) Scale() float64 { return o.scale }
+
+// Skipped is the number of steps skipped for a gradient that was not
+// finite.
+func (o *LossScaleOptimizer) Skipped() int { return o.skipped }
+
+// lossScale is what the train steps ask an optimizer for: the factor to
+// multiply the loss by (LossScaleOptimizer's Scale).
+type lossScaler interface{ Scale() float64 }
+
+// Apply unscales grads and takes Inner's step with them, or skips the step
+// when one of them is not finite (see the type). It returns Inner's
+// error, or one for lists that differ in length.
+func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	if len(vars) != len(grads) {
+		return fmt.Errorf("nn: LossScaleOptimizer: %d variables and %d gradients", len(vars), len(grads))
+	}
+	unscaled := make([]*tensor.Tensor, len(grads))
+	var bad *tensor.Tensor // how many elements are not finite, over every gradient
+	for i, g := range grads {
+		if g == nil {
+			continue
+		}
+		unscaled[i] = ops.Mul(g, ops.ScalarLike(g, 1/o.scale))
+		n := ops.Sum(ops.Cast(ops.LogicalNot(ops.IsFinite(unscaled[i])), tensor.Float32))
+		if bad == nil {
+			bad = n
+		} else {
+			bad = ops.Add(bad, n)
+		}
+	}
+	defer releaseAll(unscaled)
+	if bad != nil && bad.Float() > 0 {
+		o.scale, o.good = math.Max(o.scale/2, 1), 0
+		o.skipped++
+		return nil
+	}
+	if err := o.Inner.Apply(vars, unscaled); err != nil {
+		return err
+	}
+	if o.good++; o.GrowthInterval > 0 && o.good >= o.GrowthInterval {
+		o.scale, o.good = o.scale*2, 0
+	}
+	return nil
+}
+
+// Slots returns Inner's slots.
+func (o *LossScaleOptimizer) Slots() []*tape.Variable { return o.Inner.Slots() }
+
+// Steps returns Inner's steps (skipped steps are not counted).
+func (o *LossScaleOptimizer) Steps() int { return o.Inner.Steps() }
+
+// SetSteps sets Inner's step count.
+func (o *LossScaleOptimizer) SetSteps(n int) { o.Inner.SetSteps(n) }
+
+// setSlot restores one of Inner's slots (RestoreCheckpoint).
+func (o *LossScaleOptimizer) setSlot(key string, t *tensor.Tensor) {
+	if s, ok := o.Inner.(interface{ setSlot(string, *tensor.Tensor) }); ok {
+		s.setSlot(key, t)
+	}
+}
+
+// The checkpoint metadata of the scaling state.
+const (
+	metaLossScale = "loss_scale"
+	metaGoodSteps = "loss_scale_good_steps"
+)
+
+// checkpointMeta is the scaling state for a checkpoint's metadata.
+func (o *LossScaleOptimizer) checkpointMeta() map[string]string {
+	return map[string]string{
+		metaLossScale: strconv.FormatFloat(o.scale, 'g', -1, 64),
+		metaGoodSteps: strconv.Itoa(o.good),
+	}
+}
+
+// restoreMeta reads the scaling state from a checkpoint's metadata and
+// returns what sets it (a checkpoint without it leaves the state as it
+// is), or an error naming a value that is not one, having changed
+// nothing.
+func (o *LossScaleOptimizer) restoreMeta(meta map[string]string) (func(), error) {
+	scale, good := o.scale, o.good
+	if s, ok := meta[metaLossScale]; ok {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 1) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s %q is not a scale of 1 or more", metaLossScale, s)
+		}
+		scale = v
+	}
+	if s, ok := meta[metaGoodSteps]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%s %q is not a count", metaGoodSteps, s)
+		}
+		good = n
+	}
+	return func() { o.scale, o.good = scale, good }, nil
+}
