@@ -55,6 +55,24 @@ func halfKernel(c *Call, key tensor.DType) Kernel {
 	return func(c *Call, outs []*tensor.Tensor) { throughFloat32(c, key, k32, cv, widen, round, outs) }
 }
 
+// ThroughFloat32 runs c, whose key input is of a half type, as dispatch
+// does for a device without a kernel of that type: the op's Float32
+// kernel on widened inputs, each half output rounded once. A backend's
+// half kernel calls it where it cannot run the call itself (a GEMM the
+// device's library does not take). It reports false, having done
+// nothing, where the device has no Float32 kernel for the op.
+func ThroughFloat32(c *Call, outs []*tensor.Tensor) bool {
+	if c == nil || c.Op == nil || c.Op.KeyInput >= len(c.Inputs) {
+		return false
+	}
+	k := halfKernel(c, c.Inputs[c.Op.KeyInput].DType())
+	if k == nil {
+		return false
+	}
+	k(c, outs)
+	return true
+}
+
 // throughFloat32 runs c with k32, c's inputs of dtype half widened to
 // float32 and its outputs of dtype half computed in float32 and rounded.
 func throughFloat32(c *Call, half tensor.DType, k32 Kernel, cv *converter, widen, round Kernel, outs []*tensor.Tensor) {

@@ -30,6 +30,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RegisterElementwise", Fn: eager.RegisterElementwise, Registration: true},
 		{Name: "AttrString", Fn: eager.AttrString},
 		{Name: "SetConverter", Fn: eager.SetConverter, Registration: true},
+		{Name: "ThroughFloat32", Fn: eager.ThroughFloat32}, // a nil call is false
 		{Name: "SetProfileHook", Fn: eager.SetProfileHook}, // nil removes the hook
 		{Name: "Profiled", Fn: eager.Profiled, Valid: []any{"Work", device.Host(), []*tensor.Tensor{x}, func() {}}},
 	}

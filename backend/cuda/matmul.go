@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
@@ -18,7 +19,7 @@ import (
 // thread per output element; wrapping as the CPU's).
 
 func init() {
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16} {
 		eager.RegisterKernel("MatMul", device.GPU, dt, matmul)
 		eager.RegisterKernel("FusedMatMul", device.GPU, dt, fusedMatmul)
 	}
@@ -71,7 +72,17 @@ func matmul(c *eager.Call, outs []*tensor.Tensor) {
 	if m*n > 0 {
 		p.batch = out.NumElements() / (m * n)
 	}
-	check(c, gpu(c).product(p))
+	checkProduct(c, outs, gpu(c).product(p))
+}
+
+// checkProduct fails c with err, but where err says the device's GEMM
+// does not take a half type (cu.ErrGemmType), or its epilogue, for a half
+// call: that call computes through float32 instead.
+func checkProduct(c *eager.Call, outs []*tensor.Tensor, err error) {
+	if (errors.Is(err, cu.ErrGemmType) || errors.Is(err, cu.ErrNoEpilogue)) && outs[0].DType().IsHalf() && eager.ThroughFloat32(c, outs) {
+		return
+	}
+	check(c, err)
 }
 
 // fusedMatmul is FusedMatMul: one GEMM whose epilogue adds the bias and
@@ -82,13 +93,18 @@ func fusedMatmul(c *eager.Call, outs []*tensor.Tensor) {
 	relu := c.Attrs.(ops.FusedMatMulAttrs).Activation == ops.ReluActivation
 	d := gpu(c)
 	p := product{a: x, b: w, c: out, m: x.Dim(0), k: x.Dim(1), n: w.Dim(1), batch: 1, bias: bias, relu: relu}
-	if p.k > 0 && !d.noEpilogue.Load() {
+	half := out.DType().IsHalf()
+	if p.k > 0 && (!d.noEpilogue.Load() || half) {
 		err := d.product(p)
-		if !errors.Is(err, cu.ErrNoEpilogue) {
-			check(c, err)
+		if half || !errors.Is(err, cu.ErrNoEpilogue) { // the half types have no bias kernels of their own
+			checkProduct(c, outs, err)
 			return
 		}
 		d.noEpilogue.Store(true)
+	}
+	if half {
+		checkProduct(c, outs, fmt.Errorf("%w: no contraction", cu.ErrGemmType))
+		return
 	}
 	p.bias, p.relu = nil, false
 	check(c, d.product(p))
@@ -134,16 +150,24 @@ func (d *Device) product(p product) error {
 	if p.c.NumElements() == 0 {
 		return nil
 	}
-	if p.k == 0 {
+	if p.k == 0 && p.bias == nil && !p.relu {
 		return d.Fill(p.c.Buffer(), 0, p.c.NumElements(), make([]byte, p.c.DType().Size()))
+	}
+	if p.k == 0 {
+		return fmt.Errorf("%w: an epilogue without a contraction", cu.ErrNoEpilogue)
 	}
 	var bias cu.Ptr
 	if p.bias != nil {
 		bias = ptr(p.bias)
 	}
 	t := cu.Float32
-	if p.c.DType() == tensor.Float64 {
+	switch p.c.DType() {
+	case tensor.Float64:
 		t = cu.Float64
+	case tensor.BFloat16:
+		t = cu.BFloat16
+	case tensor.Float16:
+		t = cu.Float16
 	}
 	// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
 	// row-major matrix read column-major is its transpose: so cuBLAS

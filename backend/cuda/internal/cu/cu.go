@@ -54,11 +54,24 @@ var ErrNoBLAS = errors.New("cuda: cuBLAS is not loaded")
 // GemmType is the element type of a GEMM.
 type GemmType uint8
 
-// The GEMM element types.
+// The GEMM element types. The half types multiply on tensor cores,
+// summing in float32 (alpha, beta and the epilogue in float32 too), the
+// result rounded once to the type.
 const (
 	Float32 GemmType = iota
 	Float64
+	BFloat16
+	Float16
 )
+
+// Size is the bytes of an element of t.
+func (t GemmType) Size() int { return [...]int{4, 8, 2, 2}[t] }
+
+// ErrGemmType is the error of a GEMM of an element type the context
+// cannot multiply (the half types without cuBLASLt, or in a batch that
+// shares an operand), having queued nothing: the caller computes it
+// another way.
+var ErrGemmType = errors.New("cuda: no GEMM of this element type")
 
 // ErrNoEpilogue is the error of a GEMM with an epilogue (Gemm.Bias or
 // Relu) that the context cannot run in the GEMM: cuBLASLt is not loaded,

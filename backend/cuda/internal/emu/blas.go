@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // The reference GEMM of the emulated cuBLAS: column-major, as cuBLAS is,
@@ -30,7 +31,7 @@ func checkGemm(g cu.Gemm) error {
 		return fmt.Errorf("ldb %d < %d", g.LDB, max(1, rowsB))
 	case g.LDC < max(1, g.M):
 		return fmt.Errorf("ldc %d < %d", g.LDC, max(1, g.M))
-	case g.Type != cu.Float32 && g.Type != cu.Float64:
+	case g.Type > cu.Float16:
 		return fmt.Errorf("element type %d", g.Type)
 	case g.TF32 && g.Type != cu.Float32:
 		return fmt.Errorf("TF32 applies to float32 GEMMs only")
@@ -44,10 +45,12 @@ type matrix struct {
 	data       []byte
 	ld, esize  int
 	rows, cols int
+	t          cu.GemmType
 }
 
-func view(mem *memory, addr uint64, rows, cols, ld, esize int) (matrix, error) {
-	m := matrix{ld: ld, esize: esize, rows: rows, cols: cols}
+func view(mem *memory, addr uint64, rows, cols, ld int, t cu.GemmType) (matrix, error) {
+	esize := t.Size()
+	m := matrix{ld: ld, esize: esize, rows: rows, cols: cols, t: t}
 	if rows == 0 || cols == 0 {
 		return m, nil
 	}
@@ -62,31 +65,39 @@ func view(mem *memory, addr uint64, rows, cols, ld, esize int) (matrix, error) {
 
 func (m matrix) at(i, j int) float64 {
 	o := (j*m.ld + i) * m.esize
-	if m.esize == 4 {
+	switch m.t {
+	case cu.Float32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(m.data[o:])))
+	case cu.BFloat16:
+		return float64(tensor.BF16(binary.LittleEndian.Uint16(m.data[o:])).Float32())
+	case cu.Float16:
+		return float64(tensor.F16(binary.LittleEndian.Uint16(m.data[o:])).Float32())
 	}
 	return math.Float64frombits(binary.LittleEndian.Uint64(m.data[o:]))
 }
 
 func (m matrix) set(i, j int, v float64) {
 	o := (j*m.ld + i) * m.esize
-	if m.esize == 4 {
+	switch m.t {
+	case cu.Float32:
 		binary.LittleEndian.PutUint32(m.data[o:], math.Float32bits(float32(v)))
-		return
+	case cu.BFloat16:
+		binary.LittleEndian.PutUint16(m.data[o:], uint16(tensor.ToBF16(float32(v))))
+	case cu.Float16:
+		binary.LittleEndian.PutUint16(m.data[o:], uint16(tensor.ToF16(float32(v))))
+	default:
+		binary.LittleEndian.PutUint64(m.data[o:], math.Float64bits(v))
 	}
-	binary.LittleEndian.PutUint64(m.data[o:], math.Float64bits(v))
 }
 
 // gemm computes C = alpha op(A) op(B) + beta C for each batch, summing in
 // float64 (within the rounding cuBLAS's own orders give), then the
 // epilogue as cuBLASLt's: the bias (M elements) added to each column and
-// Relu, on the rounded product. With beta 0, C is not read (cuBLAS's
-// rule: NaN in C does not propagate).
+// Relu, on the product in float32 (float64 for Float64 GEMMs); C is
+// rounded to its type once. With beta 0, C is not read (cuBLAS's rule:
+// NaN in C does not propagate).
 func gemm(mem *memory, g cu.Gemm) error {
-	esize := 4
-	if g.Type == cu.Float64 {
-		esize = 8
-	}
+	esize := g.Type.Size()
 	rowsA, colsA := g.M, g.K
 	if g.TransA {
 		rowsA, colsA = g.K, g.M
@@ -98,20 +109,20 @@ func gemm(mem *memory, g cu.Gemm) error {
 	var bias matrix
 	if g.Bias != 0 {
 		var err error
-		if bias, err = view(mem, uint64(g.Bias), g.M, 1, max(g.M, 1), esize); err != nil {
+		if bias, err = view(mem, uint64(g.Bias), g.M, 1, max(g.M, 1), g.Type); err != nil {
 			return fmt.Errorf("bias: %v", err)
 		}
 	}
 	for b := 0; b < g.Batch; b++ {
-		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(esize)), rowsA, colsA, g.LDA, esize)
+		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(esize)), rowsA, colsA, g.LDA, g.Type)
 		if err != nil {
 			return fmt.Errorf("A of batch %d: %v", b, err)
 		}
-		bm, err := view(mem, uint64(g.B)+uint64(int64(b)*g.StrideB*int64(esize)), rowsB, colsB, g.LDB, esize)
+		bm, err := view(mem, uint64(g.B)+uint64(int64(b)*g.StrideB*int64(esize)), rowsB, colsB, g.LDB, g.Type)
 		if err != nil {
 			return fmt.Errorf("B of batch %d: %v", b, err)
 		}
-		c, err := view(mem, uint64(g.C)+uint64(int64(b)*g.StrideC*int64(esize)), g.M, g.N, g.LDC, esize)
+		c, err := view(mem, uint64(g.C)+uint64(int64(b)*g.StrideC*int64(esize)), g.M, g.N, g.LDC, g.Type)
 		if err != nil {
 			return fmt.Errorf("C of batch %d: %v", b, err)
 		}
@@ -140,7 +151,7 @@ func gemm(mem *memory, g cu.Gemm) error {
 					v += g.Beta * c.at(i, j)
 				}
 				if g.Epilogue() {
-					v = epilogue(v, esize, bias, i, g.Relu)
+					v = epilogue(v, g.Type == cu.Float64, bias, i, g.Relu)
 				}
 				c.set(i, j, v)
 			}
@@ -151,9 +162,9 @@ func gemm(mem *memory, g cu.Gemm) error {
 
 // epilogue is the bias's entry i added to v and Relu where relu is set,
 // each rounded to the element type as a kernel computing in it would.
-func epilogue(v float64, esize int, bias matrix, i int, relu bool) float64 {
-	round := func(v float64) float64 {
-		if esize == 4 {
+func epilogue(v float64, f64 bool, bias matrix, i int, relu bool) float64 {
+	round := func(v float64) float64 { // the epilogue computes in float32 but for Float64 GEMMs
+		if !f64 {
 			return float64(float32(v))
 		}
 		return v

@@ -95,6 +95,9 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	if handled, err := c.ltGemm(s, g); handled || err != nil {
 		return err
 	}
+	if g.Type == cu.BFloat16 || g.Type == cu.Float16 {
+		return fmt.Errorf("%w: a %dx%dx%d GEMM of 16-bit floats needs cuBLASLt and an unshared batch", cu.ErrGemmType, g.M, g.N, g.K)
+	}
 	if g.Epilogue() {
 		why := "cuBLASLt is not loaded"
 		if c.d.blasLt != nil {

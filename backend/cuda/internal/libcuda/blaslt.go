@@ -35,6 +35,8 @@ const (
 	ltComputeF64     = 70 // CUBLAS_COMPUTE_64F
 	ltDataF32        = 0  // CUDA_R_32F
 	ltDataF64        = 1  // CUDA_R_64F
+	ltDataF16        = 2  // CUDA_R_16F
+	ltDataBF16       = 14 // CUDA_R_16BF
 
 	ltDescTransA   = 3 // CUBLASLT_MATMUL_DESC_TRANSA, int32
 	ltDescTransB   = 4 // CUBLASLT_MATMUL_DESC_TRANSB, int32
@@ -171,17 +173,24 @@ func (c *Context) ltPlanOf(g cu.Gemm) (*ltPlan, error) {
 		c.ltWork, c.ltPlans = w, map[cu.Gemm]*ltPlan{}
 	}
 	p := &ltPlan{}
-	compute, data := int32(ltComputeF32), int32(ltDataF32)
+	// The matrices' type, and the compute and scale types: float32 for
+	// the half types (tensor cores summing in float32), float64 alone
+	// for float64.
+	compute, data, scaleType := int32(ltComputeF32), int32(ltDataF32), int32(ltDataF32)
 	switch {
 	case g.Type == cu.Float64:
-		compute, data = ltComputeF64, ltDataF64
+		compute, data, scaleType = ltComputeF64, ltDataF64, ltDataF64
+	case g.Type == cu.BFloat16:
+		data = ltDataBF16
+	case g.Type == cu.Float16:
+		data = ltDataF16
 	case g.TF32:
 		compute = ltComputeF32TF32
 	}
 	set := func(fn, obj uintptr, attr int, v unsafe.Pointer, size int) error {
 		return b.call("cublasLt set attribute", fn, obj, uintptr(attr), uintptr(v), uintptr(size))
 	}
-	if err := b.call("cublasLtMatmulDescCreate", l.descCreate, uintptr(unsafe.Pointer(&p.desc)), uintptr(compute), uintptr(data)); err != nil {
+	if err := b.call("cublasLtMatmulDescCreate", l.descCreate, uintptr(unsafe.Pointer(&p.desc)), uintptr(compute), uintptr(scaleType)); err != nil {
 		return nil, err
 	}
 	transA, transB := int32(flag(g.TransA)), int32(flag(g.TransB))
