@@ -73,14 +73,21 @@ const nchwRows = "issue 32: NCHW rows of 14 pairs straddle sectors; rows of 28 r
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
-	"add_f32_vv":                     {instr: vectorBudget},
-	"lt_f32_vv":                      {instr: vectorBudget + 2}, // four bools packed into a word
-	"select_f32_vv":                  {instr: vectorBudget + 4}, // three operands, the bools unpacked
-	"not_b":                          {instr: 44},               // per 4 bytes, so four bools, each unpacked, negated and packed
-	"cast_b_f32":                     {instr: elementwiseBudget},
-	"cast_f32_b":                     {instr: elementwiseBudget + 2},
-	"abs_f32":                        {instr: 2 * vectorBudget}, // one operand loaded where add loads two: the loop costs twice per element
-	"cast_f32_f64":                   {instr: elementwiseBudget - 4},
+	"add_f32_vv":    {instr: vectorBudget},
+	"lt_f32_vv":     {instr: vectorBudget + 2}, // four bools packed into a word
+	"select_f32_vv": {instr: vectorBudget + 4}, // three operands, the bools unpacked
+	"not_b":         {instr: 44},               // per 4 bytes, so four bools, each unpacked, negated and packed
+	"cast_b_f32":    {instr: elementwiseBudget},
+	"cast_f32_b":    {instr: elementwiseBudget + 2},
+	"abs_f32":       {instr: 2 * vectorBudget}, // one operand loaded where add loads two: the loop costs twice per element
+	"cast_f32_f64":  {instr: elementwiseBudget - 4},
+	// The half types: 16-bit values unpacked from words, widened, computed
+	// in float32, rounded to nearest even by integer arithmetic, packed;
+	// counted per 4 bytes, so per two values.
+	"add_bf16_vv":                    {instr: 2 * elementwiseBudget},
+	"lt_bf16_vv":                     {instr: 2 * elementwiseBudget},
+	"tanh_bf16":                      {instr: 4 * transcendental},
+	"cast_f32_bf16":                  {instr: 2 * elementwiseBudget},
 	"add_f32_bc":                     {instr: broadcastBudget},
 	"div_f32_bc":                     {instr: broadcastBudget},
 	"select_f32_bc":                  {instr: broadcastBudget},
@@ -137,6 +144,10 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		fn   func()
 	}{
 		{"add", func() { ops.Add(x, y) }},
+		{"bfloat16 add, tanh and compare", func() {
+			xh, yh := ops.Cast(x, tensor.BFloat16), ops.Cast(y, tensor.BFloat16)
+			ops.Lt(ops.Tanh(ops.Add(xh, yh)), yh)
+		}},
 		{"add a row", func() { ops.Add(x, row) }},
 		{"add a column", func() { ops.Add(x, col) }},
 		{"exp", func() { ops.Exp(x) }},

@@ -29,31 +29,33 @@ var (
 )
 
 func init() {
+	// The half types' elementwise kernels compute in float32 (kernels'
+	// compute dtype), as the float32 ones' ops list them.
 	for op, k := range binaryOps {
-		for _, d := range kernels.Numeric {
-			if contains(kernels.BinaryOps(d), k) {
+		for _, d := range slices.Concat(kernels.Numeric, kernels.Halves) {
+			if contains(kernels.BinaryOps(d.Compute()), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("binary", k, d))
 			}
 		}
 	}
 	for op, k := range map[string]string{"Eq": "eq", "Ne": "ne", "Lt": "lt", "Le": "le", "Gt": "gt", "Ge": "ge"} {
-		for _, d := range kernels.All {
-			if contains(kernels.Compares(d), k) {
+		for _, d := range slices.Concat(kernels.All, kernels.Halves) {
+			if contains(kernels.Compares(d.Compute()), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), binary("compare", k, d))
 			}
 		}
 	}
 	eager.RegisterKernel("LogicalAnd", device.GPU, tensor.Bool, binary("compare", "and", kernels.Bool))
 	eager.RegisterKernel("LogicalOr", device.GPU, tensor.Bool, binary("compare", "or", kernels.Bool))
-	for _, d := range kernels.All {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves) {
 		eager.RegisterKernel("Select", device.GPU, tensorType(d), selectKernel(d))
 	}
 	for _, d := range slices.Concat(kernels.All, kernels.Halves) {
 		eager.RegisterKernel("Cast", device.GPU, tensorType(d), cast(d))
 	}
 	for op, k := range unaryOps {
-		for _, d := range kernels.All {
-			if contains(kernels.UnaryOps(d), k) {
+		for _, d := range slices.Concat(kernels.All, kernels.Halves) {
+			if contains(kernels.UnaryOps(d.Compute()), k) {
 				eager.RegisterKernel(op, device.GPU, tensorType(d), unary(k, d))
 			}
 		}

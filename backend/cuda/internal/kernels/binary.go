@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -27,20 +28,22 @@ func BinaryOps(d DType) []string {
 }
 
 func binaryKernels() []*ptx.Kernel {
-	return pairKernels(Numeric, BinaryOps, func(d DType) DType { return d }, binaryOp)
+	return pairKernels(slices.Concat(Numeric, Halves), BinaryOps, func(d DType) DType { return d }, binaryOp)
 }
 
 // pairKernels builds both variants (same shape, broadcast) of each op of
 // opsOf(d) for each dtype d of dts, with result dtype res(d) and the body
-// f computes.
+// f computes (in d's compute dtype: the half types' values widened to
+// float32 and a half result rounded once).
 func pairKernels(dts []DType, opsOf func(DType) []string, res func(DType) DType,
 	f func(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg) []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range dts {
-		for _, op := range opsOf(d) {
+		cd := d.Compute()
+		for _, op := range opsOf(cd) {
 			for _, bc := range []bool{false, true} {
 				out = append(out, elementwise2(Name(op, string(d), variant(bc)), d, res(d), bc, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
-					return f(k, op, d, x, y)
+					return fromCompute(k, res(d), f(k, op, cd, toCompute(k, d, x), toCompute(k, d, y)))
 				}))
 			}
 		}

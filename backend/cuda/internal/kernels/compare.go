@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"slices"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // Comparison and logic kernels write bools (one byte, 0 or 1):
 //   - <cmp>_<dtype>_vv/_bc (out, a, b, n[, g]) for eq, ne (every dtype) and
@@ -18,7 +22,7 @@ func Compares(d DType) []string {
 }
 
 func compareKernels() []*ptx.Kernel {
-	out := pairKernels(All, Compares, func(DType) DType { return Bool }, compareOp)
+	out := pairKernels(slices.Concat(All, Halves), Compares, func(DType) DType { return Bool }, compareOp)
 	for _, op := range []string{"and", "or"} {
 		for _, bc := range []bool{false, true} {
 			out = append(out, elementwise2(Name(op, "b", variant(bc)), Bool, Bool, bc, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
@@ -28,7 +32,7 @@ func compareKernels() []*ptx.Kernel {
 			}))
 		}
 	}
-	for _, d := range All {
+	for _, d := range slices.Concat(All, Halves) { // a selection moves bits: the half types as they are
 		for _, bc := range []bool{false, true} {
 			out = append(out, selectKernel(d, bc))
 		}

@@ -64,6 +64,36 @@ func (d DType) reg() ptx.Type {
 
 func (d DType) float() bool { return d == F32 || d == F64 }
 
+// half reports whether d is BF16 or F16.
+func (d DType) half() bool { return d == BF16 || d == F16 }
+
+// Compute is the dtype d's values are computed in: float32 for the half
+// types (loaded into 32-bit registers, widened, computed, rounded once on
+// the way out: toCompute and fromCompute), d otherwise.
+func (d DType) Compute() DType {
+	if d.half() {
+		return F32
+	}
+	return d
+}
+
+// toCompute is x, a value of d as loaded, in d's compute dtype.
+func toCompute(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
+	if d.half() {
+		return halfToF32(k, d, x)
+	}
+	return x
+}
+
+// fromCompute is r, a value of res's compute dtype, as res stores it
+// (rounded once to a half type).
+func fromCompute(k *ptx.Kernel, res DType, r ptx.Reg) ptx.Reg {
+	if res.half() {
+		return f32ToHalf(k, res, r)
+	}
+	return r
+}
+
 // Size is the dtype's size in bytes.
 func (d DType) Size() int { return d.mem().Size() }
 

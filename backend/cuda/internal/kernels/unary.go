@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -25,14 +26,15 @@ func UnaryOps(d DType) []string {
 
 func unaryKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range All {
-		for _, op := range UnaryOps(d) {
+	for _, d := range slices.Concat(All, Halves) {
+		cd := d.Compute()
+		for _, op := range UnaryOps(cd) {
 			res := d
 			if op == "isfinite" {
 				res = Bool
 			}
 			out = append(out, elementwise1(Name(op, string(d)), d, res, func(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
-				return unaryOp(k, op, d, x)
+				return fromCompute(k, res, unaryOp(k, op, cd, toCompute(k, d, x)))
 			}))
 		}
 	}
