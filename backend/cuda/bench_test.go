@@ -131,6 +131,19 @@ func BenchmarkMatMulGPU(b *testing.B) {
 		})
 	}
 	d.SetTF32(false)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		xh, yh := ops.Cast(x, dt), ops.Cast(y, dt)
+		b.Run(fmt.Sprintf("op/%v", dt), func(b *testing.B) {
+			ops.MatMul(xh, yh).Release()
+			waitGPU(b, d)
+			b.ResetTimer()
+			for range b.N {
+				ops.MatMul(xh, yh).Release()
+			}
+			waitGPU(b, d)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+		})
+	}
 }
 
 // BenchmarkMLPStepGPU is one training step of a 784-512-512-10 MLP on a
@@ -165,8 +178,9 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 // one too).
 func BenchmarkMLPTrainStepGPU(b *testing.B) {
 	d := benchGPU(b)
-	for _, mode := range []string{"eager", "traced", "recorded"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16"} {
+		mode, policy := policyOf(mode)
+		b.Run(benchName(mode, policy), func(b *testing.B) {
 			restore := device.SetDefault(d)
 			defer restore()
 			r := tensor.NewRNG(4)
@@ -176,6 +190,7 @@ func BenchmarkMLPTrainStepGPU(b *testing.B) {
 				nn.NewDense("dense1", r, 784, 512, nn.DenseOpts{Activation: ops.Relu}),
 				nn.NewDense("dense2", r, 512, 512, nn.DenseOpts{Activation: ops.Relu}),
 				nn.NewDense("logits", r, 512, 10, nn.DenseOpts{}))
+			model.Policy = policy
 			opt := nn.NewAdam(nn.Constant(1e-3))
 			step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 			batch := data.Element{x, y}
@@ -186,6 +201,27 @@ func BenchmarkMLPTrainStepGPU(b *testing.B) {
 			})
 		})
 	}
+}
+
+// policyOf splits a benchmark mode "eager/mixed_bfloat16" into the step's
+// mode and the model's mixed-precision policy (none without a suffix).
+func policyOf(mode string) (string, nn.Policy) {
+	step, policy, _ := strings.Cut(mode, "/")
+	switch policy {
+	case "mixed_bfloat16":
+		return step, nn.MixedBFloat16
+	case "mixed_float16":
+		return step, nn.MixedFloat16
+	}
+	return step, nn.Policy{}
+}
+
+// benchName is a sub-benchmark's name: the mode, and the policy if any.
+func benchName(mode string, p nn.Policy) string {
+	if p.Compute == tensor.Invalid {
+		return mode
+	}
+	return mode + "/" + p.String()
 }
 
 // stepOf returns nn's step maker for a benchmark's mode.
@@ -263,11 +299,13 @@ func BenchmarkRNNLoopGradGPU(b *testing.B) {
 func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-		for _, mode := range []string{"eager", "traced", "recorded"} {
-			b.Run(format.String()+"/"+mode, func(b *testing.B) {
+		for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16"} {
+			mode, policy := policyOf(mode)
+			b.Run(format.String()+"/"+benchName(mode, policy), func(b *testing.B) {
 				restore := device.SetDefault(d)
 				defer restore()
 				model, opt, x, y := benchmodels.FashionCNN(format)
+				model.Policy = policy
 				step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
 				d.ResetPeak()

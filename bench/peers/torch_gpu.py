@@ -71,13 +71,19 @@ print(f"# torch {torch.__version__} CUDA {torch.version.cuda} on {name}", flush=
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
-def train_step(model, opt, x, y, read=True):
+def train_step(model, opt, x, y, read=True, autocast=None):
     """One eager training step of model on (x, y) with cross-entropy,
     reading the loss on the host as nn.TrainStep does (unless read is
-    false: BenchmarkMLPStepGPU's tape step reads nothing)."""
+    false: BenchmarkMLPStepGPU's tape step reads nothing); under
+    torch.autocast to the dtype autocast names, where it is set (the twin
+    of a model whose nn.Policy is mixed_bfloat16)."""
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        if autocast is None:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        else:
+            with torch.autocast(device_type="cpu" if DRY else "cuda", dtype=autocast):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss.item() if read else None
@@ -176,6 +182,13 @@ for tf32 in (False, True):
     ms = median_ms(lambda: p @ q, n=20)
     line(f"BenchmarkTorchMatMulGPU/op/tf32={str(tf32).lower()}", 2 * m**3 / ms / 1e9, "TFLOP/s")
 torch.backends.cuda.matmul.allow_tf32 = False
+for half, name in ((torch.bfloat16, "bfloat16"), (torch.float16, "float16")):
+    if DRY and half == torch.float16:
+        continue  # PyTorch's CPU has no float16 product
+    ph, qh = p.to(half), q.to(half)
+    ms = median_ms(lambda: ph @ qh, n=20)
+    line(f"BenchmarkTorchMatMulGPU/op/{name}", 2 * m**3 / ms / 1e9, "TFLOP/s")
+    del ph, qh
 del p, q
 
 # One training step of a 784-512-512-10 MLP, batch 256, Adam; the loss
@@ -188,6 +201,9 @@ line("BenchmarkTorchMLPStepGPU", host_ns(mlp_step, 200), "ns/op")
 # The same step reading the loss (nn.TrainStep's), eager and as one CUDA
 # graph: the twins of BenchmarkMLPTrainStepGPU/eager and /recorded.
 line("BenchmarkTorchMLPTrainStepGPU/eager", host_ns(train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), xb, yb), 200), "ns/op")
+# Mixed bfloat16 (torch.autocast), the twin of a Policy of mixed_bfloat16.
+line("BenchmarkTorchMLPTrainStepGPU/eager/mixed_bfloat16",
+     host_ns(train_step(model, torch.optim.Adam(model.parameters(), lr=1e-3), xb, yb, autocast=torch.bfloat16), 200), "ns/op")
 if not DRY:
     try:
         line("BenchmarkTorchMLPTrainStepGPU/recorded", host_ns(graph_step(model, xb, yb), 500), "ns/op")
@@ -238,6 +254,10 @@ for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_for
     fm, xf, yf = fashion(memory)
     ns = host_ns(train_step(fm, torch.optim.Adam(fm.parameters(), lr=1e-3), xf, yf), 200)
     line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+    reset_peak()
+    fm, xf, yf = fashion(memory)
+    ns = host_ns(train_step(fm, torch.optim.Adam(fm.parameters(), lr=1e-3), xf, yf, autocast=torch.bfloat16), 200)
+    line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/eager/mixed_bfloat16", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
     if DRY:
         continue
     try:
