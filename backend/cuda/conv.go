@@ -30,6 +30,46 @@ func init() {
 		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, convFilter)
 		eager.RegisterKernel("FusedConv2DBackprop", device.GPU, dt, fusedConvBackprop)
 	}
+	// The half types: cuDNN's tensor-core convolutions where it takes
+	// them, else through float32 (so FusedConv2DBackprop, whose bias
+	// gradient is a reduction the half types have no kernel for).
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		eager.RegisterKernel("Conv2DGemm", device.GPU, dt, halfConv(func(c *eager.Call, out *tensor.Tensor) bool {
+			return gpu(c).dnnForward(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], out)
+		}))
+		eager.RegisterKernel("FusedConv2D", device.GPU, dt, halfConv(func(c *eager.Call, out *tensor.Tensor) bool {
+			a := c.Attrs.(ops.FusedConv2DAttrs)
+			if !gpu(c).dnnForward(c, a.Conv, c.Inputs[0], c.Inputs[1], out) {
+				return false
+			}
+			addBias(c, a, c.Inputs[2], out)
+			return true
+		}))
+		eager.RegisterKernel("Conv2DGemmBackpropInput", device.GPU, dt, halfConv(func(c *eager.Call, out *tensor.Tensor) bool {
+			return gpu(c).dnnBackwardData(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], out)
+		}))
+		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, halfConv(func(c *eager.Call, out *tensor.Tensor) bool {
+			return gpu(c).dnnBackwardFilter(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], out)
+		}))
+		eager.RegisterKernel("FusedConv2DBackprop", device.GPU, dt, halfConv(nil))
+	}
+}
+
+// halfConv is the kernel of a convolution op of a half type: dnn computes
+// its one output through cuDNN and reports whether it could; where it
+// could not (or is nil), the call computes through float32.
+func halfConv(dnn func(c *eager.Call, out *tensor.Tensor) bool) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		if outs[0].NumElements() == 0 && len(outs) == 1 {
+			return
+		}
+		if dnn != nil && len(outs) == 1 && dnn(c, outs[0]) {
+			return
+		}
+		if !eager.ThroughFloat32(c, outs) {
+			c.Fail(tensor.ErrNoKernel, "no %v kernel on %s, nor a float32 one", outs[0].DType(), c.Device.Name())
+		}
+	}
 }
 
 // convWindow is the window whose patches over a batch of ch-channel
@@ -91,8 +131,14 @@ func conv(c *eager.Call, outs []*tensor.Tensor) { convInto(c, c.Attrs.(ops.Conv2
 // fusedConv is FusedConv2D: the convolution, then the bias added and the
 // activation applied in place, one elementwise launch each.
 func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
-	a, bias, out := c.Attrs.(ops.FusedConv2DAttrs), c.Inputs[2], outs[0]
+	a, out := c.Attrs.(ops.FusedConv2DAttrs), outs[0]
 	convInto(c, a.Conv, out)
+	addBias(c, a, c.Inputs[2], out)
+}
+
+// addBias adds FusedConv2D's bias along out's channels and applies its
+// activation, in place.
+func addBias(c *eager.Call, a ops.FusedConv2DAttrs, bias, out *tensor.Tensor) {
 	along := tensor.Shape{bias.Dim(0)}
 	if a.Conv.Format == ops.NCHW {
 		along = tensor.Shape{bias.Dim(0), 1, 1}

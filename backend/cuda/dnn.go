@@ -73,14 +73,19 @@ func (d *Device) convPlan(n cu.DNN, cv cu.Conv, pass cu.ConvPass) (cu.ConvPlan, 
 // of n images of ch channels into k, or false where cuDNN does not take
 // it.
 func (d *Device) dnnConvOf(a ops.Conv2DGemmAttrs, dt tensor.DType, n, ch, k int) (cu.Conv, bool) {
-	if a.PadTop != a.PadBottom || a.PadLeft != a.PadRight || (dt != tensor.Float32 && dt != tensor.Float64) {
+	if a.PadTop != a.PadBottom || a.PadLeft != a.PadRight || (dt != tensor.Float32 && dt != tensor.Float64 && !dt.IsHalf()) {
 		return cu.Conv{}, false
 	}
 	cv := cu.Conv{Type: cu.Float32, NHWC: a.Format == ops.NHWC, N: n, C: ch, H: a.H, W: a.W, K: k, R: a.KH, S: a.KW,
 		PadH: a.PadTop, PadW: a.PadLeft, StrideH: a.StrideH, StrideW: a.StrideW, DilationH: a.DilationH, DilationW: a.DilationW,
 		TF32: dt == tensor.Float32 && d.tf32.Load()}
-	if dt == tensor.Float64 {
+	switch dt {
+	case tensor.Float64:
 		cv.Type = cu.Float64
+	case tensor.BFloat16:
+		cv.Type = cu.BFloat16
+	case tensor.Float16:
+		cv.Type = cu.Float16
 	}
 	p, q := cv.OutSize()
 	if oh, ow := a.OutSize(); cv.Check() != nil || p != oh || q != ow {

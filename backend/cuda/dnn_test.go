@@ -13,7 +13,8 @@ import (
 // Conv2D and both its gradients agree with the CPU with cuDNN's
 // convolutions and without them (the patch matrix and GEMMs): both
 // layouts, strides, dilations, padding the same on both sides or not
-// (cuDNN takes only the former; the others fall back), both float dtypes.
+// (cuDNN takes only the former; the others fall back), every float dtype
+// (the half types through cuDNN where it takes them, else in float32).
 func TestConvWithAndWithoutCuDNN(t *testing.T) {
 	d := testGPU(t)
 	ctx, emulated := d.ctx.(*emu.Context)
@@ -28,7 +29,7 @@ func TestConvWithAndWithoutCuDNN(t *testing.T) {
 		{ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{1, 1}, {2, 2}}, Strides: [2]int{1, 2}}, true},
 		{ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}}, false}, // 8 -> 4 with a 3x3 window: one row of padding, at the end
 	}
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16} {
 		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 			for i, c := range cases {
 				c.o.Format = format

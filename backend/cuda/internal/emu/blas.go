@@ -63,30 +63,37 @@ func view(mem *memory, addr uint64, rows, cols, ld int, t cu.GemmType) (matrix, 
 	return m, nil
 }
 
-func (m matrix) at(i, j int) float64 {
-	o := (j*m.ld + i) * m.esize
-	switch m.t {
+func (m matrix) at(i, j int) float64 { return readElem(m.data, j*m.ld+i, m.t) }
+
+func (m matrix) set(i, j int, v float64) { writeElem(m.data, j*m.ld+i, m.t, v) }
+
+// readElem is element i of raw, of type t, as a float64 (exactly).
+func readElem(raw []byte, i int, t cu.GemmType) float64 {
+	o := i * t.Size()
+	switch t {
 	case cu.Float32:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(m.data[o:])))
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[o:])))
 	case cu.BFloat16:
-		return float64(tensor.BF16(binary.LittleEndian.Uint16(m.data[o:])).Float32())
+		return float64(tensor.BF16(binary.LittleEndian.Uint16(raw[o:])).Float32())
 	case cu.Float16:
-		return float64(tensor.F16(binary.LittleEndian.Uint16(m.data[o:])).Float32())
+		return float64(tensor.F16(binary.LittleEndian.Uint16(raw[o:])).Float32())
 	}
-	return math.Float64frombits(binary.LittleEndian.Uint64(m.data[o:]))
+	return math.Float64frombits(binary.LittleEndian.Uint64(raw[o:]))
 }
 
-func (m matrix) set(i, j int, v float64) {
-	o := (j*m.ld + i) * m.esize
-	switch m.t {
+// writeElem sets element i of raw, of type t, to v rounded to t (the
+// half types through float32, as the device's conversions go).
+func writeElem(raw []byte, i int, t cu.GemmType, v float64) {
+	o := i * t.Size()
+	switch t {
 	case cu.Float32:
-		binary.LittleEndian.PutUint32(m.data[o:], math.Float32bits(float32(v)))
+		binary.LittleEndian.PutUint32(raw[o:], math.Float32bits(float32(v)))
 	case cu.BFloat16:
-		binary.LittleEndian.PutUint16(m.data[o:], uint16(tensor.ToBF16(float32(v))))
+		binary.LittleEndian.PutUint16(raw[o:], uint16(tensor.ToBF16(float32(v))))
 	case cu.Float16:
-		binary.LittleEndian.PutUint16(m.data[o:], uint16(tensor.ToF16(float32(v))))
+		binary.LittleEndian.PutUint16(raw[o:], uint16(tensor.ToF16(float32(v))))
 	default:
-		binary.LittleEndian.PutUint64(m.data[o:], math.Float64bits(v))
+		binary.LittleEndian.PutUint64(raw[o:], math.Float64bits(v))
 	}
 }
 

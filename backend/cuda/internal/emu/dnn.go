@@ -1,9 +1,7 @@
 package emu
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 )
@@ -34,7 +32,7 @@ func (c *Context) DNNVersion() string { return dnnVersionEmu }
 // dnnWorkspace is the workspace the emulator asks for: a row of the
 // pass's reduction, so that the backend's handling of workspaces runs.
 func dnnWorkspace(cv cu.Conv, pass cu.ConvPass) int {
-	elem := map[cu.GemmType]int{cu.Float32: 4, cu.Float64: 8}[cv.Type]
+	elem := cv.Type.Size()
 	switch pass {
 	case cu.ConvForward:
 		return elem * cv.C * cv.R * cv.S
@@ -78,7 +76,7 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 				return err
 			}
 		}
-		elem := map[cu.GemmType]int{cu.Float32: 4, cu.Float64: 8}[cv.Type]
+		elem := cv.Type.Size()
 		nx, nw, ny := cv.Elements()
 		sizes := map[cu.ConvPass][3]int{cu.ConvForward: {nx, nw, ny}, cu.ConvBackwardData: {nw, ny, nx}, cu.ConvBackwardFilter: {nx, ny, nw}}[pass]
 		for i, p := range []cu.Ptr{a, b, out} {
@@ -136,7 +134,7 @@ func (l convLayout) y(n, k, p, q int) int {
 
 // convolve computes the pass on emulated memory.
 func (c *Context) convolve(cv cu.Conv, pass cu.ConvPass, a, b, out cu.Ptr) error {
-	elem := map[cu.GemmType]int{cu.Float32: 4, cu.Float64: 8}[cv.Type]
+	elem := cv.Type.Size()
 	nx, nw, ny := cv.Elements()
 	read := func(p cu.Ptr, n int) ([]float64, error) {
 		raw, err := c.mem.slice(uint64(p), n*elem)
@@ -145,11 +143,7 @@ func (c *Context) convolve(cv cu.Conv, pass cu.ConvPass, a, b, out cu.Ptr) error
 		}
 		v := make([]float64, n)
 		for i := range v {
-			if elem == 4 {
-				v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
-			} else {
-				v[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-			}
+			v[i] = readElem(raw, i, cv.Type)
 		}
 		return v, nil
 	}
@@ -215,11 +209,7 @@ func (c *Context) convolve(cv cu.Conv, pass cu.ConvPass, a, b, out cu.Ptr) error
 		return err
 	}
 	for i, v := range res {
-		if elem == 4 {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(v)))
-		} else {
-			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
-		}
+		writeElem(raw, i, cv.Type, v)
 	}
 	return nil
 }

@@ -89,8 +89,9 @@ func (n *dnn) call(name string, fn uintptr, args ...uintptr) error {
 const (
 	dnnNCHW, dnnNHWC         = 0, 1 // cudnnTensorFormat_t
 	dnnFloat, dnnDouble      = 0, 1 // cudnnDataType_t
-	dnnCrossCorrelation      = 1    // cudnnConvolutionMode_t
-	dnnDefaultMath           = 0    // cudnnMathType_t
+	dnnHalf, dnnBFloat16     = 2, 9
+	dnnCrossCorrelation      = 1 // cudnnConvolutionMode_t
+	dnnDefaultMath           = 0 // cudnnMathType_t
 	dnnTensorOpMath          = 1
 	dnnFMAMath               = 3
 	dnnDeterministic         = 1 // cudnnDeterminism_t
@@ -152,8 +153,14 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 	if cv.NHWC {
 		format = dnnNHWC
 	}
-	if cv.Type == cu.Float64 {
-		dt = dnnDouble
+	compute := uintptr(dnnFloat) // the convolution's: float32 for the half types
+	switch cv.Type {
+	case cu.Float64:
+		dt, compute = dnnDouble, dnnDouble
+	case cu.Float16:
+		dt = dnnHalf
+	case cu.BFloat16:
+		dt = dnnBFloat16
 	}
 	p, q := cv.OutSize()
 	steps := []struct {
@@ -172,11 +179,11 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 		}
 	}
 	math := uintptr(dnnDefaultMath)
-	if cv.Type == cu.Float32 {
+	switch {
+	case cv.Type == cu.Float32 && cv.TF32, cv.Type == cu.BFloat16, cv.Type == cu.Float16:
+		math = dnnTensorOpMath
+	case cv.Type == cu.Float32:
 		math = dnnFMAMath
-		if cv.TF32 {
-			math = dnnTensorOpMath
-		}
 	}
 	sets := []struct {
 		name string
@@ -187,7 +194,7 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.y, format, dt, uintptr(cv.N), uintptr(cv.K), uintptr(p), uintptr(q)}},
 		{"cudnnSetFilter4dDescriptor", n.setFilter4d, []uintptr{d.w, dt, format, uintptr(cv.K), uintptr(cv.C), uintptr(cv.R), uintptr(cv.S)}},
 		{"cudnnSetConvolution2dDescriptor", n.setConv2d, []uintptr{d.conv, uintptr(cv.PadH), uintptr(cv.PadW),
-			uintptr(cv.StrideH), uintptr(cv.StrideW), uintptr(cv.DilationH), uintptr(cv.DilationW), dnnCrossCorrelation, dt}},
+			uintptr(cv.StrideH), uintptr(cv.StrideW), uintptr(cv.DilationH), uintptr(cv.DilationW), dnnCrossCorrelation, compute}},
 		{"cudnnSetConvolutionMathType", n.setConvMath, []uintptr{d.conv, math}},
 	}
 	for _, s := range sets {
