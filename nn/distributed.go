@@ -169,7 +169,11 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			n = b[0].Dim(0)
-			seed := ops.Div(ops.OnesLike(value), tensor.Scalar(float64(comm.Size())))
+			scale := 1.0
+			if s, ok := opt.(lossScaler); ok { // every rank's scale is the same: they step on the same mean
+				scale = s.Scale()
+			}
+			seed := ops.Mul(ops.OnesLike(value), tensor.Scalar(scale/float64(comm.Size())))
 			grads = tp.GradientEach(value, seed, Values(vars), r.ready)
 			seed.Release()
 			l = value.Float() // read once the backward pass is queued

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -215,6 +216,37 @@ func TestTracedStepScalesTheLoss(t *testing.T) {
 		for j := range e {
 			if math.Abs(float64(e[j]-tr[j])) > 1e-3 {
 				t.Fatalf("variable %s element %d: eager %g, traced %g", vars[0][i].Name(), j, e[j], tr[j])
+			}
+		}
+	}
+}
+
+// The data-parallel step scales the loss too (in its gradient's seed):
+// on one process it takes TrainStep's steps under mixed float16 with a
+// loss scale that changes between steps.
+func TestDistributedStepScalesTheLoss(t *testing.T) {
+	b := toyBatch()
+	var vars [2][]*tape.Variable
+	for i, mk := range []func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+		nn.TrainStep,
+		func(m nn.Module, l nn.Loss, o nn.Optimizer) nn.Step { return nn.DistributedTrainStep(collective.Single(), m, l, o) },
+	} {
+		m := mlp(nn.MixedFloat16, &spy{})
+		opt := nn.NewLossScaleOptimizer(nn.NewAdam(nn.Constant(0.01)))
+		opt.GrowthInterval = 2
+		step := mk(m, nn.SparseSoftmaxCrossEntropy, opt)
+		for range 5 {
+			if _, _, err := step(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vars[i] = m.Variables()
+	}
+	for i := range vars[0] {
+		e, d := tensor.ToSlice[float32](vars[0][i].Value()), tensor.ToSlice[float32](vars[1][i].Value())
+		for j := range e {
+			if math.Abs(float64(e[j]-d[j])) > 1e-4 {
+				t.Fatalf("variable %s element %d: TrainStep %g, DistributedTrainStep %g", vars[0][i].Name(), j, e[j], d[j])
 			}
 		}
 	}
