@@ -42,48 +42,65 @@ func toHalf[H tensor.BF16 | tensor.F16, S tensor.Num](o []H, x []S, round func(f
 }
 
 // castHalfKernel converts from half type H: its float32 values, exactly,
-// then the Go conversion of float32 to the output's dtype.
+// then the Go conversion of float32 to the output's dtype; in shards over
+// the device's workers.
 func castHalfKernel[H tensor.BF16 | tensor.F16](c *eager.Call, outs []*tensor.Tensor) {
-	hs := data[H](c.Inputs[0])
-	f := make([]float32, len(hs))
-	for i, h := range hs {
-		f[i] = halfValue(h)
-	}
-	castFrom(f, outs[0])
+	hs, out := data[H](c.Inputs[0]), outs[0]
+	deviceOf(c).Parallel(len(hs), 4, func(lo, hi int) {
+		if out.DType() == tensor.Float32 {
+			widenHalves(data[float32](out)[lo:hi], hs[lo:hi])
+			return
+		}
+		f := make([]float32, hi-lo)
+		widenHalves(f, hs[lo:hi])
+		castRange(f, out, lo)
+	})
 }
 
-// halfValue is h's float32 value.
-func halfValue[H tensor.BF16 | tensor.F16](h H) float32 {
-	if b, ok := any(h).(tensor.BF16); ok {
-		return b.Float32()
+// widenHalves sets f to the float32 values of h.
+func widenHalves[H tensor.BF16 | tensor.F16](f []float32, h []H) {
+	switch hs := any(h).(type) {
+	case []tensor.BF16:
+		for i, v := range hs[:len(f)] {
+			f[i] = v.Float32()
+		}
+	case []tensor.F16:
+		for i, v := range hs[:len(f)] {
+			f[i] = v.Float32()
+		}
 	}
-	return any(h).(tensor.F16).Float32()
 }
 
-// castKernel converts from S to the output's dtype.
+// castKernel converts from S to the output's dtype, in shards over the
+// device's workers.
 func castKernel[S tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	castFrom(data[S](c.Inputs[0]), outs[0])
+	x := data[S](c.Inputs[0])
+	deviceOf(c).Parallel(len(x), 2, func(lo, hi int) { castRange(x[lo:hi], outs[0], lo) })
 }
 
 // castFrom converts x to out's dtype into out.
-func castFrom[S tensor.Num](x []S, out *tensor.Tensor) {
+func castFrom[S tensor.Num](x []S, out *tensor.Tensor) { castRange(x, out, 0) }
+
+// castRange converts x to out's dtype into out from element lo.
+func castRange[S tensor.Num](x []S, out *tensor.Tensor, lo int) {
+	hi := lo + len(x)
 	switch out.DType() {
 	case tensor.Float32:
-		convert(data[float32](out), x)
+		convert(data[float32](out)[lo:hi], x)
 	case tensor.Float64:
-		convert(data[float64](out), x)
+		convert(data[float64](out)[lo:hi], x)
 	case tensor.Int32:
-		convert(data[int32](out), x)
+		convert(data[int32](out)[lo:hi], x)
 	case tensor.Int64:
-		convert(data[int64](out), x)
+		convert(data[int64](out)[lo:hi], x)
 	case tensor.Uint8:
-		convert(data[uint8](out), x)
+		convert(data[uint8](out)[lo:hi], x)
 	case tensor.Bool:
-		toBool(data[bool](out), x)
+		toBool(data[bool](out)[lo:hi], x)
 	case tensor.BFloat16:
-		toHalf(data[tensor.BF16](out), x, tensor.ToBF16)
+		toHalf(data[tensor.BF16](out)[lo:hi], x, tensor.ToBF16)
 	case tensor.Float16:
-		toHalf(data[tensor.F16](out), x, tensor.ToF16)
+		toHalf(data[tensor.F16](out)[lo:hi], x, tensor.ToF16)
 	}
 }
 
