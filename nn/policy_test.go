@@ -229,7 +229,9 @@ func TestDistributedStepScalesTheLoss(t *testing.T) {
 	var vars [2][]*tape.Variable
 	for i, mk := range []func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
 		nn.TrainStep,
-		func(m nn.Module, l nn.Loss, o nn.Optimizer) nn.Step { return nn.DistributedTrainStep(collective.Single(), m, l, o) },
+		func(m nn.Module, l nn.Loss, o nn.Optimizer) nn.Step {
+			return nn.DistributedTrainStep(collective.Single(), m, l, o)
+		},
 	} {
 		m := mlp(nn.MixedFloat16, &spy{})
 		opt := nn.NewLossScaleOptimizer(nn.NewAdam(nn.Constant(0.01)))
