@@ -51,7 +51,34 @@ func init() {
 		eager.RegisterKernel("Conv2DGemmBackpropFilter", device.GPU, dt, halfConv(func(c *eager.Call, out *tensor.Tensor) bool {
 			return gpu(c).dnnBackwardFilter(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], out)
 		}))
-		eager.RegisterKernel("FusedConv2DBackprop", device.GPU, dt, halfConv(nil))
+		eager.RegisterKernel("FusedConv2DBackprop", device.GPU, dt, halfFusedConvBackprop)
+	}
+}
+
+// halfFusedConvBackprop is FusedConv2DBackprop of a half type: dz by the
+// half ReluGrad kernel, the input and filter gradients through cuDNN, the
+// bias gradient's sum in float32 (the Reduce op's own path for the half
+// types); where cuDNN does not take a backprop, the whole call computes
+// through float32 (every output written anew).
+func halfFusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.FusedConv2DBackpropAttrs)
+	x, f, y, dy := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3]
+	d, db := gpu(c), outs[len(outs)-1]
+	dz := dy
+	if a.Activation == ops.ReluActivation {
+		dz = temporary(c, dy.DType(), dy.Shape(), "the masked gradient")
+		defer dz.Release()
+		binaryInto(c, "binary", binaryOps["ReluGrad"], kernelType(dy.DType()), y, dy, dz)
+	}
+	done := !a.InputGrad || d.dnnBackwardData(c, a.Conv, f, dz, outs[0])
+	done = done && d.dnnBackwardFilter(c, a.Conv, x, dz, outs[len(outs)-2])
+	dims := []int{0, 1, 2} // NHWC: all but the channels
+	if a.Conv.Format == ops.NCHW {
+		dims = []int{0, 2, 3}
+	}
+	sum := &eager.Call{Op: eager.Lookup("Reduce"), Attrs: ops.Reduction{Kind: ops.ReduceSum, Dims: dims}, Device: c.Device, Inputs: []*tensor.Tensor{dz}}
+	if !done || !eager.ThroughFloat32(sum, []*tensor.Tensor{db}) {
+		halfConv(nil)(c, outs)
 	}
 }
 

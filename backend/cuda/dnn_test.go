@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -42,9 +43,9 @@ func TestConvWithAndWithoutCuDNN(t *testing.T) {
 				want := convAndGrads(x, f, c.o)
 				for _, on := range []bool{true, false} {
 					d.SetCuDNN(on)
-					before := 0
+					before, halfBefore := 0, 0
 					if emulated {
-						before = ctx.DNNCalls
+						before, halfBefore = ctx.DNNCalls, ctx.HalfDNNCalls
 					}
 					got := convAndGrads(onGPU(t, d, x), onGPU(t, d, f), c.o)
 					what := fmt.Sprintf("%v %v case %d cuDNN %v", dt, format, i, on)
@@ -54,6 +55,11 @@ func TestConvWithAndWithoutCuDNN(t *testing.T) {
 					if emulated {
 						if calls, wantCalls := ctx.DNNCalls-before, map[bool]int{true: 3}[on && c.symmetric]; calls != wantCalls {
 							t.Errorf("%s: %d cuDNN passes, want %d", what, calls, wantCalls)
+						}
+						// The half types' passes on 16-bit floats, not
+						// through float32.
+						if half, wantHalf := ctx.HalfDNNCalls-halfBefore, map[bool]int{true: 3}[on && c.symmetric && dt.IsHalf()]; half != wantHalf {
+							t.Errorf("%s: %d cuDNN passes on 16-bit floats, want %d", what, half, wantHalf)
 						}
 					}
 				}
@@ -73,4 +79,49 @@ func convAndGrads(x, f *tensor.Tensor, o ops.Conv2DOpts) []*tensor.Tensor {
 	weight, _ = weight.To(y.Device())
 	g := tp.Gradient(ops.Sum(ops.Mul(y, ops.Sin(weight))), x, f)
 	return []*tensor.Tensor{y, g[0], g[1]}
+}
+
+// FusedConv2D in the half types runs forward and backward through cuDNN
+// (three passes; the bias gradient's sum in float32) and agrees with the
+// CPU, which computes through float32.
+func TestHalfFusedConvThroughCuDNN(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	r := tensor.NewRNG(12)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			o := ops.Conv2DOpts{Padding: ops.Same, Format: format}
+			xs := []int{2, 6, 5, 3}
+			if format == ops.NCHW {
+				xs = []int{2, 3, 6, 5}
+			}
+			x, f, b := tensor.RandNormal(r, dt, xs...), tensor.RandNormal(r, dt, 3, 3, 3, 4), tensor.RandNormal(r, dt, 4)
+			run := func(x, f, b *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(x, f, b)
+				y := ops.FusedConv2D(x, f, b, o, ops.ReluActivation)
+				g := tp.Gradient(ops.Sum(ops.Cast(y, tensor.Float32)), x, f, b)
+				return append([]*tensor.Tensor{y}, g...)
+			}
+			want := run(x, f, b)
+			before := 0
+			if emulated {
+				before = ctx.HalfDNNCalls
+			}
+			got := run(onGPU(t, d, x), onGPU(t, d, f), onGPU(t, d, b))
+			what := fmt.Sprintf("%v %v", dt, format)
+			for k, name := range []string{"output", "input gradient", "filter gradient", "bias gradient"} {
+				if got[k].DType() != dt {
+					t.Fatalf("%s %s is %v", what, name, got[k].DType())
+				}
+				g, w := ops.Cast(got[k], tensor.Float32), ops.Cast(want[k], tensor.Float32)
+				// Sums of up to 60 products rounded once either way: a few
+				// units in the half type's last place.
+				agreeWithin(t, what+" "+name, g, w, 8*approx.Tolerance(dt))
+			}
+			if emulated && ctx.HalfDNNCalls-before != 3 {
+				t.Errorf("%s: %d cuDNN passes on %v, want 3", what, ctx.HalfDNNCalls-before, dt)
+			}
+		}
+	}
 }

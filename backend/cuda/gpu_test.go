@@ -79,6 +79,12 @@ func TestMatMulOnGPU(t *testing.T) {
 // dtype's tolerance.
 func agree(t testing.TB, what string, got, want *tensor.Tensor) {
 	t.Helper()
+	agreeWithin(t, what, got, want, approx.Tolerance(want.DType()))
+}
+
+// agreeWithin is agree within tol.
+func agreeWithin(t testing.TB, what string, got, want *tensor.Tensor, tol float64) {
+	t.Helper()
 	if got.Device().Kind() == want.Device().Kind() {
 		t.Fatalf("%s: the result is on %s", what, got.Device().Name())
 	}
@@ -87,7 +93,7 @@ func agree(t testing.TB, what string, got, want *tensor.Tensor) {
 	}
 	g := tensor.ToSlice[float64](ops.Cast(onHost(t, got), tensor.Float64))
 	w := tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
-	if d := approx.Diff(g, w, approx.Tolerance(want.DType())); d != "" {
+	if d := approx.Diff(g, w, tol); d != "" {
 		t.Fatalf("%s: %s", what, d)
 	}
 }

@@ -62,7 +62,7 @@ func (c Conv) Check() error {
 	if p, q := c.OutSize(); p <= 0 || q <= 0 {
 		return fmt.Errorf("cuda: convolution %+v: no output positions", c)
 	}
-	if c.Type != Float32 && c.Type != Float64 {
+	if c.Type > Float16 {
 		return fmt.Errorf("cuda: convolution of element type %d", c.Type)
 	}
 	return nil

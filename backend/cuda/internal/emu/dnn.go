@@ -87,6 +87,9 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 		return nil
 	}, func() error {
 		c.DNNCalls++
+		if cv.Type == cu.BFloat16 || cv.Type == cu.Float16 {
+			c.HalfDNNCalls++
+		}
 		if plan.Workspace > 0 {
 			w, err := c.mem.slice(uint64(ws), plan.Workspace)
 			if err != nil {

@@ -92,9 +92,9 @@ type Context struct {
 	funcs   map[cu.Function]*compiled
 	handles uintptr
 	pinned  map[uintptr]int // page-locked host allocations: start -> length
-	// Launches counts the kernels run, and DNNCalls the cuDNN passes, for
-	// tests.
-	Launches, DNNCalls int
+	// Launches counts the kernels run, DNNCalls the cuDNN passes and
+	// HalfDNNCalls those of them on 16-bit floats, for tests.
+	Launches, DNNCalls, HalfDNNCalls int
 	profiler           func(Profile) // SetProfiler's
 	now                float64       // the clock, nominal nanoseconds (clock.go)
 	events             map[cu.Event]*timedEvent
