@@ -95,10 +95,10 @@ type Context struct {
 	// Launches counts the kernels run, DNNCalls the cuDNN passes and
 	// HalfDNNCalls those of them on 16-bit floats, for tests.
 	Launches, DNNCalls, HalfDNNCalls int
-	profiler           func(Profile) // SetProfiler's
-	now                float64       // the clock, nominal nanoseconds (clock.go)
-	events             map[cu.Event]*timedEvent
-	graphs             map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
+	profiler                         func(Profile) // SetProfiler's
+	now                              float64       // the clock, nominal nanoseconds (clock.go)
+	events                           map[cu.Event]*timedEvent
+	graphs                           map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
 	// GraphLaunches counts the graphs launched, for tests.
 	GraphLaunches int
 }
