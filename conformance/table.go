@@ -33,7 +33,7 @@ func of(dt tensor.DType, lo, hi float64, shape ...int) T {
 		return r(lo, hi, shape...)
 	case tensor.Float32:
 		return ops.Cast(r(lo, hi, shape...), dt)
-	case tensor.BFloat16, tensor.Float16: // made on the host, so that a sample's first Cast is its own
+	case tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2: // made on the host, so that a sample's first Cast is its own
 		v := tensor.ToSlice[float64](r(lo, hi, shape...))
 		f := make([]float32, len(v))
 		for i, x := range v {
@@ -69,10 +69,12 @@ var (
 	floats  = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}
 	numbers = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.BFloat16, tensor.Float16}
 	every   = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
-	// halves are the half-precision types, which Cast and the layout ops
-	// take; withHalves is every dtype.
-	halves     = []tensor.DType{tensor.BFloat16, tensor.Float16}
-	withHalves = slices.Concat(every, halves)
+	// halves are the half-precision types.
+	halves = []tensor.DType{tensor.BFloat16, tensor.Float16}
+	// narrows are the half and 8-bit floats, which Cast and the layout
+	// ops take; stored is every dtype.
+	narrows = slices.Concat(halves, []tensor.DType{tensor.Float8E4M3, tensor.Float8E5M2})
+	stored  = slices.Concat(every, narrows)
 )
 
 // ladder is the shapes elementwise ops run over: a scalar, empty, one
@@ -214,18 +216,18 @@ func samples() map[string][]sample {
 	add("ToDevice", unary(func(x T) T { return ops.ToDevice(x, device.SecondCPU()) }, every, -2, 2, true, true)...)
 	add("ToDevice", one("a transposed view", func() { ops.ToDevice(tr(r(-1, 1, 3, 4)), device.SecondCPU()) }, true, false),
 		one("of a variable", func() { ops.ToDevice(tape.NewVariable("v", r(-1, 1, 3)).Value(), device.SecondCPU()) }, false, false))
-	for _, to := range []tensor.DType{tensor.Float32, tensor.Int64, tensor.Bool, tensor.Float64, tensor.Uint8, tensor.BFloat16, tensor.Float16} {
-		if to == tensor.Float64 || to == tensor.Uint8 { // these two from the halves alone
-			add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, halves, -3, 3, false, false)...)
+	for _, to := range slices.Concat([]tensor.DType{tensor.Float32, tensor.Int64, tensor.Bool, tensor.Float64, tensor.Uint8}, narrows) {
+		if to == tensor.Float64 || to == tensor.Uint8 { // these two from the narrow floats alone
+			add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, narrows, -3, 3, false, false)...)
 			continue
 		}
-		add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, withHalves, -3, 3, false, false)...)
+		add("Cast", unary(func(x T) T { return ops.Cast(x, to) }, stored, -3, 3, false, false)...)
 	}
 	// Rounding's edges: ties, overflow to infinity, float16's subnormals
 	// and underflow, NaN and infinities, in both directions.
 	edges := []float32{1 + 0x1p-8, 1 + 0x3p-8, 1 + 0x1p-11, 65504, 65520, 1e30, 3e38, 0x1p-24, 0x1p-25, 0x1.8p-25,
 		-0x1p-20, float32(math.NaN()), float32(math.Inf(-1)), float32(math.Copysign(0, -1))}
-	for _, h := range halves {
+	for _, h := range narrows {
 		add("Cast", one(fmt.Sprintf("float32 edges to %v", h), func() { ops.Cast(tensor.FromSlice(edges), h) }, false, false),
 			one(fmt.Sprintf("%v edges to float32", h), func() { ops.Cast(tensor.FromFloat32s(h, edges), tensor.Float32) }, false, false))
 	}
@@ -292,7 +294,7 @@ func samples() map[string][]sample {
 		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false))
 
 	// Shape and data movement.
-	for _, dt := range withHalves {
+	for _, dt := range stored {
 		add("Reshape", one(fmt.Sprint(dt), func() { ops.Reshape(of(dt, -2, 2, 2, 6), 3, -1) }, dt == tensor.Float64, false))
 		add("Transpose", one(fmt.Sprint(dt), func() { ops.Transpose(of(dt, -2, 2, 2, 3, 4), 2, 0, 1) }, dt == tensor.Float64, false))
 		add("BroadcastTo", one(fmt.Sprint(dt), func() { ops.BroadcastTo(of(dt, -2, 2, 3, 1), 2, 3, 4) }, dt == tensor.Float64, false))
@@ -304,8 +306,8 @@ func samples() map[string][]sample {
 		add("Rev", one(fmt.Sprint(dt), func() { ops.Rev(of(dt, -2, 2, 3, 4), 0, 1) }, dt == tensor.Float64, false))
 		add("DynamicSlice", one(fmt.Sprint(dt), func() { ops.DynamicSlice(of(dt, -2, 2, 5, 4), idx(3, -1), 3, 2) }, dt == tensor.Float64, false))
 		add("DynamicUpdateSlice", one(fmt.Sprint(dt), func() { ops.DynamicUpdateSlice(of(dt, -2, 2, 5, 4), of(dt, -2, 2, 2, 3), idx(4, 1)) }, dt == tensor.Float64, false))
-		if dt.IsHalf() {
-			continue // the ops below take no half types yet
+		if dt.IsHalf() || dt.IsFloat8() {
+			continue // the ops below take no narrow floats yet
 		}
 		add("Gather", one(fmt.Sprint(dt), func() { ops.Gather(of(dt, -2, 2, 4, 3), idx(3, 0, 3, 1), 0) }, dt == tensor.Float64, false))
 		add("Scatter", one(fmt.Sprint(dt), func() { ops.Scatter(of(dt, -2, 2, 4, 3), idx(2, 0), of(dt, -2, 2, 2, 3), 0) }, dt == tensor.Float64, false))

@@ -32,7 +32,7 @@ var ErrCheckpoint = errors.New("checkpoint")
 var safetensorsDType = map[tensor.DType]string{
 	tensor.Float32: "F32", tensor.Float64: "F64", tensor.Int32: "I32",
 	tensor.Int64: "I64", tensor.Uint8: "U8", tensor.Bool: "BOOL",
-	tensor.BFloat16: "BF16", tensor.Float16: "F16",
+	tensor.BFloat16: "BF16", tensor.Float16: "F16", tensor.Float8E4M3: "F8_E4M3", tensor.Float8E5M2: "F8_E5M2",
 }
 
 type headerEntry struct {

@@ -81,3 +81,58 @@ func TestFusedMatMulBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// ScaledMatMul multiplies 8-bit floats exactly in float32, scales the sum
+// once by both scales and rounds it once to out, on E4M3 and E5M2, and
+// rejects what torch._scaled_mm rejects.
+func TestScaledMatMul(t *testing.T) {
+	r := tensor.NewRNG(8)
+	a32 := tensor.RandNormal(r, tensor.Float32, 5, 16)
+	b32 := tensor.RandNormal(r, tensor.Float32, 16, 3)
+	sa, sb := tensor.Scalar(float32(0.5)), tensor.Scalar(float32(3))
+	for _, dt := range []tensor.DType{tensor.Float8E4M3, tensor.Float8E5M2} {
+		a, b := ops.Cast(a32, dt), ops.Cast(b32, dt)
+		// The reference: the 8-bit values in float64, summed, scaled, then
+		// rounded once.
+		av, bv := tensor.ToSlice[float64](ops.Cast(a, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(b, tensor.Float64))
+		for _, out := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
+			y := ops.ScaledMatMul(a, b, sa, sb, out)
+			if y.DType() != out || !y.Shape().Equal(tensor.Shape{5, 3}) {
+				t.Fatalf("%v -> %v: %s", dt, out, tensor.Describe(y))
+			}
+			got := tensor.ToSlice[float64](ops.Cast(y, tensor.Float64))
+			for i := range 5 {
+				for j := range 3 {
+					s := 0.0
+					for k := range 16 {
+						s += av[16*i+k] * bv[3*k+j]
+					}
+					want := tensor.ToSlice[float64](ops.Cast(ops.Cast(tensor.Scalar(float32(s*1.5)), out), tensor.Float64))[0]
+					if got[3*i+j] != want {
+						t.Fatalf("%v -> %v: element [%d %d] %g, want %g", dt, out, i, j, got[3*i+j], want)
+					}
+				}
+			}
+		}
+	}
+	a, b := ops.Cast(a32, tensor.Float8E4M3), ops.Cast(b32, tensor.Float8E4M3)
+	for _, c := range []struct {
+		name string
+		call func()
+		kind error
+		says string
+	}{
+		{"a vector", func() { ops.ScaledMatMul(ops.Reshape(a, -1), b, sa, sb, tensor.Float32) }, tensor.ErrRank, "matrices"},
+		{"contraction", func() { ops.ScaledMatMul(b, b, sa, sb, tensor.Float32) }, tensor.ErrShape, "3 and 16"},
+		{"a float64 scale", func() { ops.ScaledMatMul(a, b, tensor.Scalar(0.5), sb, tensor.Float32) }, tensor.ErrAttr, "float32 scalars"},
+		{"a vector scale", func() { ops.ScaledMatMul(a, b, sa, tensor.FromSlice([]float32{1, 2}), tensor.Float32) }, tensor.ErrAttr, "float32 scalars"},
+		{"an int32 out", func() { ops.ScaledMatMul(a, b, sa, sb, tensor.Int32) }, tensor.ErrAttr, "int32"},
+		{"integer operands", func() { ops.ScaledMatMul(tensor.Zeros(tensor.Int32, 2, 2), b, sa, sb, tensor.Float32) }, tensor.ErrDType, "int32"},
+		{"nil", func() { ops.ScaledMatMul(a, nil, sa, sb, tensor.Float32) }, tensor.ErrArity, "input 1 is nil"},
+	} {
+		err := tensor.Catch(c.call)
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "ScaledMatMul") || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want %v naming ScaledMatMul and %q", c.name, err, c.kind, c.says)
+		}
+	}
+}

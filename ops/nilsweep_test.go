@@ -59,6 +59,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FullLike", Fn: ops.FullLike},
 		{Name: "FusedConv2D", Fn: ops.FusedConv2D},
 		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
+		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
 		{Name: "Gather", Fn: ops.Gather},
 		{Name: "Ge", Fn: ops.Ge},
 		{Name: "Gelu", Fn: ops.Gelu},

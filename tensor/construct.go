@@ -105,6 +105,10 @@ func elemBytes(dt DType, v float64) []byte {
 		return asBytes([]BF16{ToBF16(float32(v))})
 	case Float16:
 		return asBytes([]F16{ToF16(float32(v))})
+	case Float8E4M3:
+		return asBytes([]F8E4M3{ToF8E4M3(float32(v))})
+	case Float8E5M2:
+		return asBytes([]F8E5M2{ToF8E5M2(float32(v))})
 	}
 	return nil
 }
@@ -225,6 +229,10 @@ func scalarExact(dt DType, v any) (*Tensor, string) {
 		f, isInt = float64(x.Float32()), false
 	case F16:
 		f, isInt = float64(x.Float32()), false
+	case F8E4M3:
+		f, isInt = float64(x.Float32()), false
+	case F8E5M2:
+		f, isInt = float64(x.Float32()), false
 	default:
 		return nil, fmt.Sprintf("%T is not a number or bool", v)
 	}
@@ -241,7 +249,7 @@ func scalarExact(dt DType, v any) (*Tensor, string) {
 			f = float64(n)
 		}
 		return scalarOf(f), ""
-	case dt.IsHalf():
+	case dt.IsHalf() || dt.IsFloat8():
 		if isInt {
 			f = float64(n)
 		}

@@ -10,7 +10,10 @@
 // float32 and round each result once (reductions and products accumulate
 // in float32), on every device, and their gradients keep the half dtype;
 // they are printed as NumPy prints float16, and read and written as
-// safetensors BF16/F16 and .npy float16.
+// safetensors BF16/F16 and .npy float16. The 8-bit floats Float8E4M3 and
+// Float8E5M2 of the OCP FP8 specification (Go types F8E4M3, F8E5M2;
+// ToF8E4M3 and ToF8E5M2 round and saturate) are stored, cast, moved and
+// multiplied by ops.ScaledMatMul.
 // Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
 // Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
 // typed; ScalarOf, of a given dtype), constants

@@ -3,7 +3,8 @@ package tensor
 import "fmt"
 
 // DType is a tensor's element type: Float32, Float64, Int32, Int64, Uint8,
-// Bool, BFloat16 or Float16. The zero value, Invalid, is none of them.
+// Bool, BFloat16, Float16, Float8E4M3 or Float8E5M2. The zero value,
+// Invalid, is none of them.
 type DType uint8
 
 // The element types. Bool is XLA's PRED and is stored one byte per element.
@@ -21,14 +22,18 @@ const (
 	// Float32 first.
 	BFloat16
 	Float16
+	// The 8-bit floats (fp8.go), Go types F8E4M3 and F8E5M2: stored,
+	// cast and moved; ops.ScaledMatMul multiplies them.
+	Float8E4M3
+	Float8E5M2
 	numDTypes
 )
 
 // NumDTypes bounds the DType values, for tables indexed by dtype.
 const NumDTypes = int(numDTypes)
 
-var dtypeNames = [...]string{"invalid", "float32", "float64", "int32", "int64", "uint8", "bool", "bfloat16", "float16"}
-var dtypeSizes = [...]int{0, 4, 8, 4, 8, 1, 1, 2, 2}
+var dtypeNames = [...]string{"invalid", "float32", "float64", "int32", "int64", "uint8", "bool", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"}
+var dtypeSizes = [...]int{0, 4, 8, 4, 8, 1, 1, 2, 2, 1, 1}
 
 // String returns the NumPy name: "float32", "int64", "bool"...
 func (d DType) String() string {
@@ -56,6 +61,10 @@ func (d DType) IsFloat() bool { return d == Float32 || d == Float64 || d.IsHalf(
 // IsHalf reports whether d is BFloat16 or Float16.
 func (d DType) IsHalf() bool { return d == BFloat16 || d == Float16 }
 
+// IsFloat8 reports whether d is Float8E4M3 or Float8E5M2. They are not
+// IsFloat: ops compute on them only through ScaledMatMul and Cast.
+func (d DType) IsFloat8() bool { return d == Float8E4M3 || d == Float8E5M2 }
+
 // IsInt reports whether d is a signed or unsigned integer type.
 func (d DType) IsInt() bool { return d == Int32 || d == Int64 || d == Uint8 }
 
@@ -64,7 +73,7 @@ func (d DType) IsNumeric() bool { return d.IsFloat() || d.IsInt() }
 
 // Elem is the set of Go types that back a DType.
 type Elem interface {
-	float32 | float64 | int32 | int64 | uint8 | bool | BF16 | F16
+	float32 | float64 | int32 | int64 | uint8 | bool | BF16 | F16 | F8E4M3 | F8E5M2
 }
 
 // Num is the set of Go types with arithmetic.
@@ -97,6 +106,10 @@ func DTypeOf[T Elem]() DType {
 		return BFloat16
 	case F16:
 		return Float16
+	case F8E4M3:
+		return Float8E4M3
+	case F8E5M2:
+		return Float8E5M2
 	}
 	return Invalid
 }

@@ -173,7 +173,7 @@ func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
 	}
 	out := make([]string, n)
 	switch t.dtype {
-	case Float32, Float64, BFloat16, Float16:
+	case Float32, Float64, BFloat16, Float16, Float8E4M3, Float8E5M2:
 		v := floatValues(t)
 		sv := make([]float64, len(shown))
 		for k, i := range shown {
@@ -238,7 +238,7 @@ func scalarString(x float64, dt DType) string {
 	exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:])
 	if x == 0 || (exp >= -4 && exp < 16) {
 		s = formatFloat(x, 'f', -1, dt)
-		if dt.IsHalf() { // the shortest significant digits, written out ("14380.0" for 14384, as NumPy)
+		if dt.IsHalf() || dt.IsFloat8() { // the shortest significant digits, written out ("14380.0" for 14384, as NumPy)
 			v, _ := strconv.ParseFloat(formatFloat(x, 'e', -1, dt), 64)
 			s = strconv.FormatFloat(v, 'f', -1, 64)
 		}
@@ -256,7 +256,7 @@ func formatFloat(x float64, verb byte, prec int, dt DType) string {
 	if dt == Float64 {
 		return strconv.FormatFloat(x, verb, prec, 64)
 	}
-	if prec >= 0 || !dt.IsHalf() || math.IsNaN(x) || math.IsInf(x, 0) {
+	if prec >= 0 || !(dt.IsHalf() || dt.IsFloat8()) || math.IsNaN(x) || math.IsInf(x, 0) {
 		return strconv.FormatFloat(x, verb, prec, 32)
 	}
 	for p := range 48 {

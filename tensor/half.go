@@ -37,8 +37,9 @@ func ToBF16(f float32) BF16 {
 // Float32 returns b's value (exactly).
 func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
 
-// String formats b as the shortest decimal that converts back to it.
-func (b BF16) String() string { return formatFloat(float64(b.Float32()), 'g', -1, BFloat16) }
+// String formats b as NumPy prints a scalar: the shortest decimal that
+// converts back to it.
+func (b BF16) String() string { return scalarString(float64(b.Float32()), BFloat16) }
 
 // ToF16 rounds f to the nearest binary16 value (ties to even): beyond
 // 65504 to an infinity, below 2^-24 to a signed zero, subnormals kept;
@@ -48,13 +49,19 @@ func ToF16(f float32) F16 { return F16(float16.Fromfloat32(f).Bits()) }
 // Float32 returns h's value (exactly).
 func (h F16) Float32() float32 { return float16.Frombits(uint16(h)).Float32() }
 
-// String formats h as the shortest decimal that converts back to it.
-func (h F16) String() string { return formatFloat(float64(h.Float32()), 'g', -1, Float16) }
+// String formats h as NumPy prints a scalar: the shortest decimal that
+// converts back to it.
+func (h F16) String() string { return scalarString(float64(h.Float32()), Float16) }
 
-// roundHalf rounds f to half dtype dt and back.
+// roundHalf rounds f to dt, a half or 8-bit float dtype, and back.
 func roundHalf(dt DType, f float32) float32 {
-	if dt == BFloat16 {
+	switch dt {
+	case BFloat16:
 		return ToBF16(f).Float32()
+	case Float8E4M3:
+		return ToF8E4M3(f).Float32()
+	case Float8E5M2:
+		return ToF8E5M2(f).Float32()
 	}
 	return ToF16(f).Float32()
 }
@@ -68,13 +75,17 @@ func floatValues(t *Tensor) []float64 {
 		return mapSlice(ToSlice[BF16](t), func(x BF16) float64 { return float64(x.Float32()) })
 	case Float16:
 		return mapSlice(ToSlice[F16](t), func(x F16) float64 { return float64(x.Float32()) })
+	case Float8E4M3:
+		return mapSlice(ToSlice[F8E4M3](t), func(x F8E4M3) float64 { return float64(x.Float32()) })
+	case Float8E5M2:
+		return mapSlice(ToSlice[F8E5M2](t), func(x F8E5M2) float64 { return float64(x.Float32()) })
 	}
 	return ToSlice[float64](t)
 }
 
-// FromFloat32s returns a tensor of dtype dt (a float dtype) and the given
-// shape holding data converted to dt (rounded to nearest, ties to even,
-// for the half types), on the host. It panics with an *Error if dt is not
+// FromFloat32s returns a tensor of dtype dt (a float dtype, or an 8-bit
+// one) and the given shape holding data converted to dt (rounded to
+// nearest, ties to even, for the half and 8-bit types), on the host. It panics with an *Error if dt is not
 // a float dtype or data does not fill the shape.
 func FromFloat32s(dt DType, data []float32, shape ...int) *Tensor {
 	switch dt {
@@ -86,6 +97,10 @@ func FromFloat32s(dt DType, data []float32, shape ...int) *Tensor {
 		return FromSlice(mapSlice(data, ToBF16), shape...)
 	case Float16:
 		return FromSlice(mapSlice(data, ToF16), shape...)
+	case Float8E4M3:
+		return FromSlice(mapSlice(data, ToF8E4M3), shape...)
+	case Float8E5M2:
+		return FromSlice(mapSlice(data, ToF8E5M2), shape...)
 	}
 	panicf("tensor", "FromFloat32s", ErrDType, nil, "", "%s is not a float dtype", plumb.WithArticle(dt.String()))
 	return nil

@@ -45,7 +45,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 	arith := "layout arithmetic on slices the caller sizes (a nil layout is row-major)"
 	elems := "deprecated element movers over buffers the caller sizes"
 	conv := "conversions of one float32 value, which has no nil"
-	nilsweep.Covered(t, ".", fns, map[string]string{"ToBF16": conv, "ToF16": conv, "Strides": arith, "LinearIndex": arith, "MultiIndex": arith,
+	nilsweep.Covered(t, ".", fns, map[string]string{"ToBF16": conv, "ToF16": conv, "ToF8E4M3": conv, "ToF8E5M2": conv, "Strides": arith, "LinearIndex": arith, "MultiIndex": arith,
 		"FillElems": elems, "MoveElems": elems, "View32": elems, "View64": elems})
 	nilsweep.Sweep(t, fns)
 }

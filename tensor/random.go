@@ -215,6 +215,10 @@ func float32Bytes(dt DType, v []float32) []byte {
 		return asBytes(mapSlice(v, ToBF16))
 	case Float16:
 		return asBytes(mapSlice(v, ToF16))
+	case Float8E4M3:
+		return asBytes(mapSlice(v, ToF8E4M3))
+	case Float8E5M2:
+		return asBytes(mapSlice(v, ToF8E5M2))
 	}
 	return asBytes(v)
 }
@@ -238,6 +242,8 @@ func float64Bytes(dt DType, v []float64) []byte {
 		return asBytes(mapSlice(v, func(x float64) BF16 { return ToBF16(float32(x)) }))
 	case Float16:
 		return asBytes(mapSlice(v, func(x float64) F16 { return ToF16(float32(x)) }))
+	case Float8E4M3, Float8E5M2:
+		return float32Bytes(dt, mapSlice(v, func(x float64) float32 { return float32(x) }))
 	}
 	panicf("tensor", "convert", ErrDType, nil, "", "invalid dtype %v", dt)
 	return nil

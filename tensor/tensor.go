@@ -419,6 +419,10 @@ func (t *Tensor) Item() any {
 		return ToSlice[BF16](t)[0]
 	case Float16:
 		return ToSlice[F16](t)[0]
+	case Float8E4M3:
+		return ToSlice[F8E4M3](t)[0]
+	case Float8E5M2:
+		return ToSlice[F8E5M2](t)[0]
 	default:
 		return ToSlice[bool](t)[0]
 	}
@@ -441,6 +445,10 @@ func (t *Tensor) Float() float64 {
 	case BF16:
 		return float64(v.Float32())
 	case F16:
+		return float64(v.Float32())
+	case F8E4M3:
+		return float64(v.Float32())
+	case F8E5M2:
 		return float64(v.Float32())
 	case bool:
 		if v {

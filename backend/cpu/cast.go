@@ -32,19 +32,24 @@ func fromBool[D tensor.Num](o []D, x []bool) {
 	}
 }
 
-// toHalf rounds x to half type H through float32 (as PyTorch converts),
+// narrow is the Go types of the half and 8-bit float dtypes.
+type narrow interface {
+	tensor.BF16 | tensor.F16 | tensor.F8E4M3 | tensor.F8E5M2
+}
+
+// toHalf rounds x to narrow type H through float32 (as PyTorch converts),
 // ties to even.
-func toHalf[H tensor.BF16 | tensor.F16, S tensor.Num](o []H, x []S, round func(float32) H) {
+func toHalf[H narrow, S tensor.Num](o []H, x []S, round func(float32) H) {
 	x = x[:len(o)]
 	for i := range o {
 		o[i] = round(float32(x[i]))
 	}
 }
 
-// castHalfKernel converts from half type H: its float32 values, exactly,
+// castHalfKernel converts from narrow type H: its float32 values, exactly,
 // then the Go conversion of float32 to the output's dtype; in shards over
 // the device's workers.
-func castHalfKernel[H tensor.BF16 | tensor.F16](c *eager.Call, outs []*tensor.Tensor) {
+func castHalfKernel[H narrow](c *eager.Call, outs []*tensor.Tensor) {
 	hs, out := data[H](c.Inputs[0]), outs[0]
 	deviceOf(c).Parallel(len(hs), 4, func(lo, hi int) {
 		if out.DType() == tensor.Float32 {
@@ -58,13 +63,21 @@ func castHalfKernel[H tensor.BF16 | tensor.F16](c *eager.Call, outs []*tensor.Te
 }
 
 // widenHalves sets f to the float32 values of h.
-func widenHalves[H tensor.BF16 | tensor.F16](f []float32, h []H) {
+func widenHalves[H narrow](f []float32, h []H) {
 	switch hs := any(h).(type) {
 	case []tensor.BF16:
 		for i, v := range hs[:len(f)] {
 			f[i] = v.Float32()
 		}
 	case []tensor.F16:
+		for i, v := range hs[:len(f)] {
+			f[i] = v.Float32()
+		}
+	case []tensor.F8E4M3:
+		for i, v := range hs[:len(f)] {
+			f[i] = v.Float32()
+		}
+	case []tensor.F8E5M2:
 		for i, v := range hs[:len(f)] {
 			f[i] = v.Float32()
 		}
@@ -101,6 +114,10 @@ func castRange[S tensor.Num](x []S, out *tensor.Tensor, lo int) {
 		toHalf(data[tensor.BF16](out)[lo:hi], x, tensor.ToBF16)
 	case tensor.Float16:
 		toHalf(data[tensor.F16](out)[lo:hi], x, tensor.ToF16)
+	case tensor.Float8E4M3:
+		toHalf(data[tensor.F8E4M3](out)[lo:hi], x, tensor.ToF8E4M3)
+	case tensor.Float8E5M2:
+		toHalf(data[tensor.F8E5M2](out)[lo:hi], x, tensor.ToF8E5M2)
 	}
 }
 
@@ -119,7 +136,7 @@ func castBoolKernel(c *eager.Call, outs []*tensor.Tensor) {
 		fromBool(data[uint8](out), x)
 	case tensor.Bool:
 		copy(data[bool](out), x)
-	case tensor.BFloat16, tensor.Float16:
+	case tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2:
 		f := make([]float32, len(x))
 		fromBool(f, x)
 		castFrom(f, out)
@@ -131,5 +148,6 @@ func init() {
 		f32: castKernel[float32], f64: castKernel[float64], i32: castKernel[int32],
 		i64: castKernel[int64], u8: castKernel[uint8], b: castBoolKernel,
 		bf16: castHalfKernel[tensor.BF16], f16: castHalfKernel[tensor.F16],
+		f8e4m3: castHalfKernel[tensor.F8E4M3], f8e5m2: castHalfKernel[tensor.F8E5M2],
 	}.register("Cast")
 }

@@ -12,6 +12,7 @@ import (
 type kernels struct {
 	f32, f64, i32, i64, u8, b eager.Kernel
 	bf16, f16                 eager.Kernel // the half types
+	f8e4m3, f8e5m2            eager.Kernel // the 8-bit floats
 	elementwise               *eager.ElementwiseF32
 }
 
@@ -20,7 +21,7 @@ func (k kernels) register(op string) {
 	for dt, fn := range map[tensor.DType]eager.Kernel{
 		tensor.Float32: k.f32, tensor.Float64: k.f64, tensor.Int32: k.i32,
 		tensor.Int64: k.i64, tensor.Uint8: k.u8, tensor.Bool: k.b,
-		tensor.BFloat16: k.bf16, tensor.Float16: k.f16,
+		tensor.BFloat16: k.bf16, tensor.Float16: k.f16, tensor.Float8E4M3: k.f8e4m3, tensor.Float8E5M2: k.f8e5m2,
 	} {
 		if fn != nil {
 			eager.RegisterKernel(op, device.CPU, dt, fn)

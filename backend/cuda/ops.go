@@ -50,7 +50,7 @@ func init() {
 	for _, d := range slices.Concat(kernels.All, kernels.Halves) {
 		eager.RegisterKernel("Select", device.GPU, tensorType(d), selectKernel(d))
 	}
-	for _, d := range slices.Concat(kernels.All, kernels.Halves) {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) {
 		eager.RegisterKernel("Cast", device.GPU, tensorType(d), cast(d))
 	}
 	for op, k := range unaryOps {
@@ -73,8 +73,10 @@ func contains(list []string, s string) bool {
 
 // The kernel dtypes and the tensor dtypes, in the same order.
 var (
-	kernelDTypes = []kernels.DType{kernels.F32, kernels.F64, kernels.S32, kernels.S64, kernels.U8, kernels.Bool, kernels.BF16, kernels.F16}
-	tensorDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool, tensor.BFloat16, tensor.Float16}
+	kernelDTypes = []kernels.DType{kernels.F32, kernels.F64, kernels.S32, kernels.S64, kernels.U8, kernels.Bool,
+		kernels.BF16, kernels.F16, kernels.F8E4M3, kernels.F8E5M2}
+	tensorDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool,
+		tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2}
 )
 
 // tensorType is the tensor dtype of a kernel dtype.

@@ -21,7 +21,7 @@ import (
 
 // allTypes is every dtype.
 var allTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool,
-	tensor.BFloat16, tensor.Float16}
+	tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2}
 
 func init() {
 	for op, k := range map[string]eager.Kernel{

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -15,7 +16,7 @@ import (
 
 func castKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	every := append(append([]DType{}, All...), Halves...)
+	every := slices.Concat(All, Halves, Floats8)
 	for _, from := range every {
 		for _, to := range every {
 			if from == to {
@@ -30,15 +31,15 @@ func castKernels() []*ptx.Kernel {
 }
 
 func castOp(k *ptx.Kernel, from, to DType, x ptx.Reg) ptx.Reg {
-	// The half types go through float32, as the CPU's conversions do.
+	// The narrow floats go through float32, as the CPU's conversions do.
 	switch {
-	case from == BF16 || from == F16:
+	case from.narrow():
 		f := halfToF32(k, from, x)
 		if to == F32 {
 			return f
 		}
 		return castOp(k, F32, to, f)
-	case to == BF16 || to == F16:
+	case to.narrow():
 		f := x
 		if from != F32 {
 			f = castOp(k, from, F32, x)
@@ -135,10 +136,30 @@ func floatToInt(k *ptx.Kernel, from, to DType, x, r ptx.Reg) {
 	}
 }
 
-// halfToF32 is the float32 value (exact) of the half value in the low 16
-// bits of x, by integer arithmetic: bfloat16 is float32's upper half;
-// binary16 moves its exponent (rebiased by 112) and mantissa into place,
-// infinities and NaN keep their mantissa, subnormals are mantissa·2^-24.
+// narrowFormat is a float narrower than float32 as the conversions see
+// it: its bits, mantissa bits and exponent bias; the code conversions clamp
+// to (binary16's infinity; the 8-bit floats' largest finite value, which
+// saturates as PTX's cvt.satfinite does); its NaN code, and whether a
+// NaN keeps the top of its payload (binary16).
+type narrowFormat struct {
+	bits, mant, bias int
+	limit, nan       uint32
+	payload          bool
+	// e4m3: no infinities, only S.1111.111 is NaN.
+	e4m3 bool
+}
+
+var narrowFormats = map[DType]narrowFormat{
+	F16:    {bits: 16, mant: 10, bias: 15, limit: 0x7c00, nan: 0x7e00, payload: true},
+	F8E4M3: {bits: 8, mant: 3, bias: 7, limit: 0x7e, nan: 0x7f, e4m3: true},
+	F8E5M2: {bits: 8, mant: 2, bias: 15, limit: 0x7b, nan: 0x7e},
+}
+
+// halfToF32 is the float32 value (exactly) of the narrow float of dtype d
+// in the low bits of x, by integer arithmetic: bfloat16 is float32's upper
+// half; the others move their exponent (rebiased) and mantissa into
+// place, infinities and NaN keep their mantissa, subnormals are
+// mantissa·2^(1-bias-mant).
 func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
 	bits, f := k.Reg(ptx.U32), k.Reg(ptx.F32)
 	if d == BF16 {
@@ -146,26 +167,35 @@ func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
 		k.Op("mov.b32 %s, %s", f, bits)
 		return f
 	}
+	nf := narrowFormats[d]
+	emax := uint32(1)<<(nf.bits-1-nf.mant) - 1
 	sign, exp, mant := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("and.b32 %s, %s, 32768", sign, x)
-	k.Op("shl.b32 %s, %s, 16", sign, sign)
-	k.Op("shr.b32 %s, %s, 10", exp, x)
-	k.Op("and.b32 %s, %s, 31", exp, exp)
-	k.Op("and.b32 %s, %s, 1023", mant, x)
+	k.Op("shl.b32 %s, %s, %d", sign, x, 32-nf.bits)
+	k.Op("and.b32 %s, %s, 2147483648", sign, sign)
+	k.Op("shr.b32 %s, %s, %d", exp, x, nf.mant)
+	k.Op("and.b32 %s, %s, %d", exp, exp, emax)
+	k.Op("and.b32 %s, %s, %d", mant, x, uint32(1)<<nf.mant-1)
 	normal, special, sub := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("add.u32 %s, %s, 112", normal, exp)
+	k.Op("add.u32 %s, %s, %d", normal, exp, 127-nf.bias)
 	k.Op("shl.b32 %s, %s, 23", normal, normal)
-	m13 := k.Reg(ptx.U32)
-	k.Op("shl.b32 %s, %s, 13", m13, mant)
-	k.Op("or.b32 %s, %s, %s", normal, normal, m13)
-	k.Op("or.b32 %s, %s, 2139095040", special, m13) // 0x7f800000
+	m := k.Reg(ptx.U32)
+	k.Op("shl.b32 %s, %s, %d", m, mant, 23-nf.mant)
+	k.Op("or.b32 %s, %s, %s", normal, normal, m)
+	k.Op("or.b32 %s, %s, 2139095040", special, m) // 0x7f800000: an infinity, or a NaN keeping its mantissa
 	sf := k.Reg(ptx.F32)
 	k.Op("cvt.rn.f32.u32 %s, %s", sf, mant)
-	k.Op("mul.rn.f32 %s, %s, 0f33800000", sf, sf) // 2^-24
+	k.Op("mul.rn.f32 %s, %s, 0f%08X", sf, sf, math.Float32bits(float32(math.Ldexp(1, 1-nf.bias-nf.mant))))
 	k.Op("mov.b32 %s, %s", sub, sf)
 	p := k.Reg(ptx.Pred)
-	k.Op("setp.eq.u32 %s, %s, 31", p, exp)
-	k.Op("selp.b32 %s, %s, %s, %s", bits, special, normal, p)
+	if nf.e4m3 { // S.1111.111 alone is NaN
+		low := k.Reg(ptx.U32)
+		k.Op("and.b32 %s, %s, 127", low, x)
+		k.Op("setp.eq.u32 %s, %s, 127", p, low)
+		k.Op("selp.b32 %s, 2143289344, %s, %s", bits, normal, p) // 0x7fc00000
+	} else {
+		k.Op("setp.eq.u32 %s, %s, %d", p, exp, emax)
+		k.Op("selp.b32 %s, %s, %s, %s", bits, special, normal, p)
+	}
 	k.Op("setp.eq.u32 %s, %s, 0", p, exp)
 	k.Op("selp.b32 %s, %s, %s, %s", bits, sub, bits, p)
 	k.Op("or.b32 %s, %s, %s", bits, bits, sign)
@@ -173,10 +203,11 @@ func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
 	return f
 }
 
-// f32ToHalf rounds the float32 f to half type d (to nearest, ties to
-// even) by integer arithmetic, in the low 16 bits of the result: as
-// tensor.ToBF16 and tensor.ToF16 (NaN stays a quiet NaN, overflow is an
-// infinity, binary16's subnormals kept).
+// f32ToHalf rounds the float32 f to narrow dtype d (to nearest, ties to
+// even) by integer arithmetic, in the low bits of the result: as
+// tensor.ToBF16, ToF16, ToF8E4M3 and ToF8E5M2 (NaN stays a NaN; overflow
+// is binary16's infinity, or the 8-bit floats' largest value of its
+// sign; subnormals kept).
 func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
 	u, r := k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("mov.b32 %s, %s", u, f)
@@ -195,9 +226,10 @@ func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
 		k.Op("selp.b32 %s, %s, %s, %s", r, q, r, nan)
 		return r
 	}
+	nf := narrowFormats[d]
 	sign, e, coef := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("shr.b32 %s, %s, 16", sign, u)
-	k.Op("and.b32 %s, %s, 32768", sign, sign)
+	k.Op("shr.b32 %s, %s, %d", sign, u, 32-nf.bits)
+	k.Op("and.b32 %s, %s, %d", sign, sign, uint32(1)<<(nf.bits-1))
 	k.Op("shr.b32 %s, %s, 23", e, abs) // the biased exponent, 0-255
 	k.Op("and.b32 %s, %s, 8388607", coef, u)
 	// roundUp is 1 where the bits of c below round bit rb round c >> log2(2 rb)
@@ -220,34 +252,36 @@ func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
 		k.Op("mov.u32 %s, %d", r, v)
 		return r
 	}
-	// Normal: exponent rebiased, mantissa cut to 10 bits, rounded (a
-	// carry moves into the exponent, as it should).
+	// Normal: exponent rebiased, mantissa cut, rounded (a carry moves into
+	// the exponent, as it should).
 	normal, t := k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("sub.u32 %s, %s, 112", normal, e)
-	k.Op("shl.b32 %s, %s, 10", normal, normal)
-	k.Op("shr.b32 %s, %s, 13", t, coef)
+	k.Op("sub.u32 %s, %s, %d", normal, e, 127-nf.bias)
+	k.Op("shl.b32 %s, %s, %d", normal, normal, nf.mant)
+	k.Op("shr.b32 %s, %s, %d", t, coef, 23-nf.mant)
 	k.Op("or.b32 %s, %s, %s", normal, normal, t)
-	k.Op("add.u32 %s, %s, %s", normal, normal, roundUp(coef, constant(1<<12)))
+	k.Op("add.u32 %s, %s, %s", normal, normal, roundUp(coef, constant(1<<(22-nf.mant))))
 	// Subnormal (or zero): the mantissa with its leading one shifted by
-	// 126 - e (at most 31), rounded alike.
+	// 151 - bias - mant - e (at most 31), rounded alike.
 	sub, c, shift, rb := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("or.b32 %s, %s, 8388608", c, coef)
-	k.Op("sub.u32 %s, %s, %s", shift, constant(126), e)
+	k.Op("sub.u32 %s, %s, %s", shift, constant(uint32(151-nf.bias-nf.mant)), e)
 	k.Op("min.u32 %s, %s, 31", shift, shift)
 	k.Op("shr.b32 %s, %s, %s", sub, c, shift)
 	k.Op("sub.u32 %s, %s, 1", t, shift)
 	k.Op("shl.b32 %s, %s, %s", rb, constant(1), t)
 	k.Op("add.u32 %s, %s, %s", sub, sub, roundUp(c, rb))
 	p := k.Reg(ptx.Pred)
-	// Choose by the exponent: NaN, infinity (from 143 on), normal (113
-	// on), subnormal.
-	k.Op("setp.lt.u32 %s, %s, 113", p, e)
+	// Choose by the exponent: subnormal below the least normal's, else
+	// normal; clamped at the limit (infinity or the largest value: codes
+	// rise with magnitudes), NaN last.
+	k.Op("setp.lt.u32 %s, %s, %d", p, e, 128-nf.bias)
 	k.Op("selp.b32 %s, %s, %s, %s", r, sub, normal, p)
-	k.Op("setp.ge.u32 %s, %s, 143", p, e)
-	k.Op("selp.b32 %s, 31744, %s, %s", r, r, p) // 0x7c00
-	nanBits := k.Reg(ptx.U32)
-	k.Op("shr.b32 %s, %s, 13", nanBits, coef)
-	k.Op("or.b32 %s, %s, 32256", nanBits, nanBits) // 0x7e00: quiet
+	k.Op("min.u32 %s, %s, %d", r, r, nf.limit) // the normal code keeps rising past the format's bits: no wrap in 32
+	nanBits := constant(nf.nan)
+	if nf.payload {
+		k.Op("shr.b32 %s, %s, %d", t, coef, 23-nf.mant)
+		k.Op("or.b32 %s, %s, %s", nanBits, nanBits, t)
+	}
 	k.Op("selp.b32 %s, %s, %s, %s", r, nanBits, r, nan)
 	k.Op("or.b32 %s, %s, %s", r, r, sign)
 	return r

@@ -369,10 +369,10 @@ func (e *emuEnv) downloadBytes(p cu.Ptr, n int) []byte {
 	return out
 }
 
-// The half casts' integer arithmetic rounds as tensor.ToBF16 and
-// tensor.ToF16 do (random float32 patterns, halfway cases, binary16's
-// subnormal and overflow range, NaN, infinities), and widens every
-// bfloat16 and binary16 pattern to its exact float32 value.
+// The narrow casts' integer arithmetic rounds as tensor.ToBF16, ToF16,
+// ToF8E4M3 and ToF8E5M2 do (random float32 patterns, halfway cases, binary16's
+// subnormal and overflow range, NaN, infinities, saturation), and widens
+// every pattern of each to its exact float32 value.
 func TestHalfCasts(t *testing.T) {
 	e := newEmuEnv(t)
 	r := rand.New(rand.NewPCG(5, 9))
@@ -407,34 +407,39 @@ func TestHalfCasts(t *testing.T) {
 	}
 	for _, c := range []struct {
 		to    string
+		size  int
 		round func(float32) (uint16, float32)
+		value func(uint16) float32
 	}{
-		{"bf16", func(f float32) (uint16, float32) { h := tensor.ToBF16(f); return uint16(h), h.Float32() }},
-		{"f16", func(f float32) (uint16, float32) { h := tensor.ToF16(f); return uint16(h), h.Float32() }},
+		{"bf16", 2, func(f float32) (uint16, float32) { h := tensor.ToBF16(f); return uint16(h), h.Float32() },
+			func(b uint16) float32 { return tensor.BF16(b).Float32() }},
+		{"f16", 2, func(f float32) (uint16, float32) { h := tensor.ToF16(f); return uint16(h), h.Float32() },
+			func(b uint16) float32 { return tensor.F16(b).Float32() }},
+		{"f8e4m3", 1, func(f float32) (uint16, float32) { h := tensor.ToF8E4M3(f); return uint16(h), h.Float32() },
+			func(b uint16) float32 { return tensor.F8E4M3(b).Float32() }},
+		{"f8e5m2", 1, func(f float32) (uint16, float32) { h := tensor.ToF8E5M2(f); return uint16(h), h.Float32() },
+			func(b uint16) float32 { return tensor.F8E5M2(b).Float32() }},
 	} {
-		got := run("cast_f32_"+c.to, in, 4, 2)
+		got := run("cast_f32_"+c.to, in, 4, c.size)
 		for i, b := range in {
 			f := math.Float32frombits(b)
 			want, wv := c.round(f)
-			g := uint16(got[2*i]) | uint16(got[2*i+1])<<8
+			g := uint16(got[c.size*i])
+			if c.size == 2 {
+				g |= uint16(got[2*i+1]) << 8
+			}
 			if g != want && !(f != f && wv != wv) {
 				t.Fatalf("cast_f32_%s(%g = %#08x) = %#04x, want %#04x", c.to, f, b, g, want)
 			}
 		}
-		all := make([]uint32, 1<<16)
+		all := make([]uint32, 1<<(8*c.size))
 		for i := range all {
 			all[i] = uint32(i)
 		}
-		wide := run("cast_"+c.to+"_f32", all, 2, 4)
+		wide := run("cast_"+c.to+"_f32", all, c.size, 4)
 		for i := range all {
 			g := math.Float32frombits(binary.LittleEndian.Uint32(wide[4*i:]))
-			var w float32
-			if c.to == "bf16" {
-				w = tensor.BF16(i).Float32()
-			} else {
-				w = tensor.F16(i).Float32()
-			}
-			if !same(g, w) {
+			if w := c.value(uint16(i)); !same(g, w) {
 				t.Fatalf("cast_%s_f32(%#04x) = %g, want %g", c.to, i, g, w)
 			}
 		}

@@ -26,6 +26,9 @@ const (
 	// The half types (cast.go's kernels take them; other ops Cast to F32).
 	BF16 DType = "bf16"
 	F16  DType = "f16"
+	// The 8-bit floats (cast.go's kernels alone take them).
+	F8E4M3 DType = "f8e4m3"
+	F8E5M2 DType = "f8e5m2"
 )
 
 // Numeric and All list the dtypes.
@@ -34,6 +37,7 @@ var (
 	Numeric = []DType{F32, F64, S32, S64, U8}
 	All     = []DType{F32, F64, S32, S64, U8, Bool}
 	Halves  = []DType{BF16, F16}
+	Floats8 = []DType{F8E4M3, F8E5M2}
 )
 
 // mem is the PTX type of the dtype in memory.
@@ -56,7 +60,7 @@ func (d DType) mem() ptx.Type {
 // reg is the PTX type the dtype is computed in (bytes in 32-bit registers).
 func (d DType) reg() ptx.Type {
 	switch d {
-	case U8, Bool, BF16, F16:
+	case U8, Bool, BF16, F16, F8E4M3, F8E5M2:
 		return ptx.U32
 	}
 	return d.mem()
@@ -66,6 +70,10 @@ func (d DType) float() bool { return d == F32 || d == F64 }
 
 // half reports whether d is BF16 or F16.
 func (d DType) half() bool { return d == BF16 || d == F16 }
+
+// narrow reports whether d is a float narrower than float32: the half
+// and 8-bit floats.
+func (d DType) narrow() bool { return d.half() || d == F8E4M3 || d == F8E5M2 }
 
 // Compute is the dtype d's values are computed in: float32 for the half
 // types (loaded into 32-bit registers, widened, computed, rounded once on
