@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/approx"
@@ -105,15 +106,18 @@ func agreeWithin(t testing.TB, what string, got, want *tensor.Tensor, tol float6
 func TestReduceOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(11)
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.BFloat16, tensor.Float16} {
 		for _, c := range []struct {
 			shape []int
 			dims  []int
 		}{{[]int{3, 1000}, []int{1}}, {[]int{300, 5}, []int{1}}, {[]int{7, 9, 4}, []int{1}}, {[]int{4, 5, 6}, []int{0, 2}},
 			{[]int{2, 3}, nil}, {[]int{0, 4}, []int{1}}, {[]int{4, 0}, []int{1}}, {[]int{}, nil}} {
 			x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...), dt)
-			if dt == tensor.Uint8 {
+			switch {
+			case dt == tensor.Uint8:
 				x = ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 4, c.shape...), dt)
+			case dt.IsHalf(): // products that underflow in any order, where [-3, 3]'s overflow float32 in some orders only
+				x = ops.Cast(tensor.RandUniform(r, tensor.Float64, -1.5, 1.5, c.shape...), dt)
 			}
 			for kind := ops.ReduceSum; kind <= ops.ReduceProd; kind++ {
 				if kind == ops.ReduceMean && !dt.IsFloat() {
@@ -129,7 +133,7 @@ func TestReduceOnGPU(t *testing.T) {
 	// Folds long enough to go in passes (kernels.ReduceParts): rows of
 	// several parts, a whole-tensor fold, columns of three passes; a NaN in
 	// a later part still wins.
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Uint8} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Uint8, tensor.BFloat16} { // bfloat16: partials in float32
 		for _, c := range []struct {
 			shape []int
 			dims  []int
@@ -292,5 +296,27 @@ func TestAlongAxisOnGPU(t *testing.T) {
 	long = ops.Where(ops.Gt(long, ops.ScalarLike(long, 1)), ops.FullLike(long, math.NaN()), long)
 	for _, desc := range []bool{false, true} {
 		agree(t, "ArgSort with NaN", ops.ArgSort(onGPU(t, d, long), 1, desc), ops.ArgSort(long, 1, desc))
+	}
+}
+
+// A bfloat16 fold runs as bfloat16 (its own kernels, partials in float32),
+// not through casts to float32: one launch a pass.
+func TestHalfReduceLaunches(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's launches")
+	}
+	x := onGPU(t, d, ops.Cast(tensor.RandUniform(tensor.NewRNG(2), tensor.Float64, -1, 1, 4, 300), tensor.BFloat16))
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	before := ctx.Launches
+	y := ops.Sum(x, 1)
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctx.Launches - before; n != 1 || y.DType() != tensor.BFloat16 {
+		t.Errorf("a bfloat16 row sum launched %d kernels (want 1) into %v", n, y.DType())
 	}
 }

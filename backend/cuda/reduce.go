@@ -20,7 +20,7 @@ var reduceKindNames = map[ops.ReduceKind]string{ops.ReduceSum: "sum", ops.Reduce
 	ops.ReduceMax: "max", ops.ReduceMin: "min", ops.ReduceProd: "prod"}
 
 func init() {
-	for _, d := range kernels.Numeric {
+	for _, d := range slices.Concat(kernels.Numeric, kernels.Halves) {
 		eager.RegisterKernel("Reduce", device.GPU, tensorType(d), reduce(d))
 	}
 }
@@ -63,20 +63,25 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 	if inner == 1 {
 		limit = kernels.ReduceRowChunk
 	}
+	// The half types' partials are float32: they are rounded once, at
+	// the end.
+	partial, from := d.Compute(), d
 	src, count := x, mid
 	for {
 		chunk, parts := kernels.ReduceParts(mid, limit)
-		dst, pass := out, name
+		dst, pass, to := out, name, d
 		if parts > 1 {
 			var err error
-			if dst, err = tensor.Empty(c.Device, x.DType(), tensor.Shape{outer, parts, inner}); err != nil {
+			if dst, err = tensor.Empty(c.Device, tensorType(partial), tensor.Shape{outer, parts, inner}); err != nil {
 				c.Fail(err, "the partial %s of %v", name, x.Shape())
 			}
 			if kind == ops.ReduceMean {
 				pass = "sum"
 			}
+			to = partial
 		}
-		g.reducePass(c, d, pass, dst, src, outer, mid, inner, chunk, parts, count)
+		g.reducePass(c, kernels.ReduceIO(from, to), pass, dst, src, outer, mid, inner, chunk, parts, count)
+		from = to
 		if src != x {
 			src.Release()
 		}
@@ -89,15 +94,16 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 
 // reducePass queues one pass of reduceInto: src viewed as [outer, mid,
 // inner] folded by kind in parts of chunk elements into dst [outer,
-// parts, inner], a mean dividing by count.
-func (g *Device) reducePass(c *eager.Call, d kernels.DType, kind string, dst, src *tensor.Tensor, outer, mid, inner, chunk, parts, count int) {
+// parts, inner], a mean dividing by count, by the kernels of dtypes io
+// (kernels.ReduceIO).
+func (g *Device) reducePass(c *eager.Call, io, kind string, dst, src *tensor.Tensor, outer, mid, inner, chunk, parts, count int) {
 	n := outer * parts * inner
 	if inner == 1 {
 		blocks := min(n, max(g.info.SMs, 1)*32)
 		args := divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n).U64(uint64(count))
-		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", kind, string(d)), blocks, kernels.ReduceBlock, args))
+		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", kind, io), blocks, kernels.ReduceBlock, args))
 		return
 	}
 	args := divisorArg(divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n), inner, n).U64(uint64(count))
-	check(c, g.launch("reduce", kernels.Name("reduce_cols", kind, string(d)), n, args))
+	check(c, g.launch("reduce", kernels.Name("reduce_cols", kind, io), n, args))
 }

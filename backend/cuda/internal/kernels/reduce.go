@@ -60,10 +60,29 @@ func reduceKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Numeric {
 		for _, kind := range ReduceKinds(d) {
-			out = append(out, reduceRows(kind, d), reduceCols(kind, d))
+			out = append(out, reduceRows(kind, d, d), reduceCols(kind, d, d))
+		}
+	}
+	// The half types fold in float32: a single pass from the half type
+	// to it, and for longer folds a first pass into float32 partials and
+	// a last from float32 partials (ReduceIO names them).
+	for _, d := range Halves {
+		for _, kind := range ReduceKinds(F32) {
+			for _, io := range [][2]DType{{d, d}, {d, F32}, {F32, d}} {
+				out = append(out, reduceRows(kind, io[0], io[1]), reduceCols(kind, io[0], io[1]))
+			}
 		}
 	}
 	return out
+}
+
+// ReduceIO is the name's suffix of the reduce kernels reading in and
+// writing out: the dtype, or both where they differ.
+func ReduceIO(in, out DType) string {
+	if in == out {
+		return string(in)
+	}
+	return Name(string(in), string(out))
 }
 
 // reduceInit is the identity of kind in d, as an immediate.
@@ -116,8 +135,12 @@ func part(k *ptx.Kernel, c, mid, chunk ptx.Reg) (start, n ptx.Reg) {
 	return start, n
 }
 
-func reduceRows(kind string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("reduce_rows", kind, string(d)))
+// reduceRows writes reduce_rows_<kind>_<ReduceIO(in, out)>: it reads in,
+// folds in in's compute dtype and writes out (rounded once, for a half
+// out).
+func reduceRows(kind string, in, out DType) *ptx.Kernel {
+	d := in.Compute()
+	k := ptx.NewKernel(Name("reduce_rows", kind, ReduceIO(in, out)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
 	rows, mid, chunk := k.Param("rows", ptx.U64), k.Param("mid", ptx.U64), k.Param("chunk", ptx.U64)
 	parts, count := paramDivisor(k, "parts"), k.Param("count", ptx.U64)
@@ -132,10 +155,12 @@ func reduceRows(kind string, d DType) *ptx.Kernel {
 		b.eachElem(n, func(j ptx.Reg) {
 			at := k.Reg(ptx.U64)
 			k.Op("add.s64 %s, %s, %s", at, base, j)
-			mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
+			mov(k, d, acc, reduceCombine(k, kind, d, acc, toCompute(k, in, load(k, in, k.Addr(x, at, in.Size())))))
 		})
 		r := b.tree(d.reg(), acc, func(a, c ptx.Reg) ptx.Reg { return reduceCombine(k, kind, d, a, c) })
-		b.first(func() { store(k, d, k.Addr(o, vrow, d.Size()), reduceFinish(k, kind, d, r, count)) })
+		b.first(func() {
+			store(k, out, k.Addr(o, vrow, out.Size()), fromCompute(k, out, reduceFinish(k, kind, d, r, count)))
+		})
 	})
 	return k
 }
@@ -272,8 +297,11 @@ func (b *blockRows) first(body func()) {
 	k.Place(skip)
 }
 
-func reduceCols(kind string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("reduce_cols", kind, string(d)))
+// reduceCols is reduceRows for folds along a dimension other than the
+// last.
+func reduceCols(kind string, from, to DType) *ptx.Kernel {
+	d := from.Compute()
+	k := ptx.NewKernel(Name("reduce_cols", kind, ReduceIO(from, to)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
 	n, mid, chunk := k.Param("n", ptx.U64), k.Param("mid", ptx.U64), k.Param("chunk", ptx.U64)
 	parts, innerD, count := paramDivisor(k, "parts"), paramDivisor(k, "inner"), k.Param("count", ptx.U64)
@@ -294,12 +322,12 @@ func reduceCols(kind string, d DType) *ptx.Kernel {
 		k.Place(loop)
 		k.Op("setp.ge.u64 %s, %s, %s", p, m, cnt)
 		k.Op("@%s bra %s", p, done)
-		mov(k, d, acc, reduceCombine(k, kind, d, acc, load(k, d, k.Addr(x, at, d.Size()))))
+		mov(k, d, acc, reduceCombine(k, kind, d, acc, toCompute(k, from, load(k, from, k.Addr(x, at, from.Size())))))
 		k.Op("add.s64 %s, %s, %s", at, at, inner)
 		k.Op("add.s64 %s, %s, 1", m, m)
 		k.Op("bra.uni %s", loop)
 		k.Place(done)
-		store(k, d, k.Addr(o, i, d.Size()), reduceFinish(k, kind, d, acc, count))
+		store(k, to, k.Addr(o, i, to.Size()), fromCompute(k, to, reduceFinish(k, kind, d, acc, count)))
 	})
 	return k
 }
