@@ -44,10 +44,34 @@ func (b BF16) String() string { return scalarString(float64(b.Float32()), BFloat
 // ToF16 rounds f to the nearest binary16 value (ties to even): beyond
 // 65504 to an infinity, below 2^-24 to a signed zero, subnormals kept;
 // NaN stays a quiet NaN.
-func ToF16(f float32) F16 { return F16(float16.Fromfloat32(f).Bits()) }
+func ToF16(f float32) F16 {
+	b := math.Float32bits(f)
+	sign, abs := uint16(b>>16)&0x8000, b&0x7fffffff
+	switch {
+	case abs > 0x7f800000: // NaN: quiet, the top of the payload kept
+		return F16(sign | 0x7e00 | uint16(abs>>13)&0x3ff)
+	case abs >= 0x477ff000: // 65520 and beyond (infinity too) round to infinity
+		return F16(sign | 0x7c00)
+	case abs >= 0x38800000: // a normal: rebias the exponent by -112, round the mantissa's low 13 bits to even
+		return F16(sign | uint16((abs+0xc8000fff+(abs>>13)&1)>>13))
+	}
+	// A subnormal or zero: adding 0.5 puts |f| in units of 2^-24 (0.5's
+	// last place) in the low bits, rounded to nearest even by the FPU.
+	return F16(sign | uint16(math.Float32bits(math.Float32frombits(abs)+0.5)-0x3f000000))
+}
 
 // Float32 returns h's value (exactly).
-func (h F16) Float32() float32 { return float16.Frombits(uint16(h)).Float32() }
+func (h F16) Float32() float32 { return f16Values[h] }
+
+// f16Values is every binary16 pattern's float32 value (256 KiB: a lookup
+// is what widening a float16 tensor costs).
+var f16Values = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = float16.Frombits(uint16(i)).Float32()
+	}
+	return &t
+}()
 
 // String formats h as NumPy prints a scalar: the shortest decimal that
 // converts back to it.

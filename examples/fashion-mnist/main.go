@@ -6,7 +6,7 @@
 // comparable model.
 //
 //	sudo apt-get install dataset-fashion-mnist
-//	go run ./examples/fashion-mnist [-epochs 5] [-train 55000] [-dir runs/fashion]
+//	go run ./examples/fashion-mnist [-epochs 5] [-train 55000] [-dir runs/fashion] [-policy mixed_bfloat16]
 //
 // It is the example to read first after the main job: loading (data/idx),
 // scaling with a Go number, the model as the layers' tree, Fit with
@@ -41,7 +41,18 @@ func main() {
 	flag.IntVar(&cfg.train, "train", 55000, "training images (the rest of the 60000 up to 5000 validate)")
 	flag.IntVar(&cfg.test, "test", 10000, "test images")
 	flag.StringVar(&cfg.dir, "dir", "", "checkpoints, TensorBoard logs, curves.png and test-images.png (default: none)")
+	policy := flag.String("policy", "", "mixed precision: mixed_bfloat16, or mixed_float16 (with loss scaling); default float32")
 	flag.Parse()
+	switch *policy {
+	case "":
+	case "mixed_bfloat16":
+		cfg.policy = nn.MixedBFloat16
+	case "mixed_float16":
+		cfg.policy = nn.MixedFloat16
+	default:
+		fmt.Fprintf(os.Stderr, "fashion-mnist: -policy %q: want mixed_bfloat16 or mixed_float16\n", *policy)
+		os.Exit(2)
+	}
 	res, err := run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fashion-mnist:", err)
@@ -55,6 +66,7 @@ type config struct {
 	dataDir, dir        string
 	epochs, train, test int
 	progress            io.Writer
+	policy              nn.Policy // mixed precision (the zero value: float32)
 }
 
 type result struct {
@@ -110,9 +122,13 @@ func run(cfg config) (result, error) {
 	trainDS, valDS := all.Take(train), all.Skip(train).Take(val)
 
 	model := newModel(tensor.NewRNG(1))
+	model.Policy = cfg.policy
 	fmt.Fprintln(cfg.progress, model)
 	lr := &nn.Plateau{Base: nn.Constant(1e-3), Monitor: nn.Monitor{Name: "val_accuracy"}, Factor: 0.3}
-	opt := nn.NewAdam(lr.Schedule)
+	var opt nn.Optimizer = nn.NewAdam(lr.Schedule)
+	if cfg.policy == nn.MixedFloat16 { // float16's range needs the loss scaled
+		opt = nn.NewLossScaleOptimizer(opt)
+	}
 	metrics := map[string]nn.Metric{"accuracy": nn.Accuracy}
 	h, err := nn.Fit(context.Background(), trainDS.Shuffle(train, 1, true).Batch(128, false).Map(scale).Prefetch(2),
 		nn.AllVariables(model), opt, nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt),

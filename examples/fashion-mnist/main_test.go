@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eagerflow/eagerflow/nn"
 )
 
 // A short run on a slice of the data learns: 3000 training images, one
@@ -32,6 +34,21 @@ func TestFashionMNISTLearns(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cfg.dir, name)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The same short run in mixed bfloat16 learns as well.
+func TestFashionMNISTLearnsInMixedBFloat16(t *testing.T) {
+	cfg := config{dataDir: "/usr/share/datasets/fashion-mnist", epochs: 1, train: 3000, test: 2000, progress: io.Discard, policy: nn.MixedBFloat16}
+	if _, err := os.Stat(cfg.dataDir); err != nil {
+		t.Skipf("%v: install Debian's dataset-fashion-mnist (scripts/install-test-deps does)", err)
+	}
+	res, err := run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.tested != 2000 || res.accuracy < 0.65 {
+		t.Errorf("test accuracy %.3f on %d images", res.accuracy, res.tested)
 	}
 }
 
