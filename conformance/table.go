@@ -371,6 +371,25 @@ func samples() map[string][]sample {
 			one(fmt.Sprintf("empty %v", act), func() { ops.FusedMatMul(r(-1, 1, 0, 3), r(-1, 1, 3, 2), r(-1, 1, 2), act) }, false, false),
 			one(fmt.Sprintf("no contraction %v", act), func() { ops.FusedMatMul(r(-1, 1, 2, 0), r(-1, 1, 0, 3), r(-1, 1, 3), act) }, false, false))
 	}
+	// Attention: the op and its backward (through its gradient); finite
+	// differences on float64 (its mask picks keys, it does not threshold).
+	causalMask := tensor.FromSlice([]bool{true, false, true, true, true, false, true, true, true, true, false, true}, 3, 4)
+	for _, c := range []struct {
+		name   string
+		mask   T
+		causal bool
+	}{{"plain", nil, false}, {"causal", nil, true}, {"masked", causalMask, false}} {
+		add("ScaledDotProductAttention", one(c.name, func() {
+			ops.Attention(r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3), c.mask, c.causal, 0)
+		}, true, false),
+			one("float32 "+c.name, func() {
+				f := func(x T) T { return ops.Cast(x, tensor.Float32) }
+				ops.Attention(f(r(-1, 1, 2, 3, 5)), f(r(-1, 1, 2, 4, 5)), f(r(-1, 1, 2, 4, 3)), c.mask, c.causal, 0)
+			}, false, false))
+		add("ScaledDotProductAttentionBackprop", one(c.name, func() {
+			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
+		}, false, false))
+	}
 	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
 		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
 		one("few rows, transposed b", func() {

@@ -60,6 +60,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FusedConv2D", Fn: ops.FusedConv2D},
 		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
 		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
+		{Name: "Attention", Fn: ops.Attention},
 		{Name: "Gather", Fn: ops.Gather},
 		{Name: "Ge", Fn: ops.Ge},
 		{Name: "Gelu", Fn: ops.Gelu},

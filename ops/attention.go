@@ -1,0 +1,178 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Scaled dot-product attention as one op (Vaswani et al.; PyTorch's
+// F.scaled_dot_product_attention): softmax(q·kᵀ·scale + mask)·v over the
+// last two dimensions, the leading ones batch (and heads). A backend's
+// kernel computes it a block of keys at a time with an online softmax
+// (Milakov & Gimelshein; FlashAttention's forward), keeping each row's
+// log-sum-exp for the backward op instead of the score matrix; a device
+// without a kernel runs the same mathematics as ops (the score matrix
+// materialised).
+
+// AttentionAttrs are the attention ops' attributes: the scale of the
+// scores and whether a query attends only to keys at or before its own
+// position (PyTorch's is_causal: the mask aligned at the top left).
+type AttentionAttrs struct {
+	Scale  float64
+	Causal bool
+}
+
+func (a AttentionAttrs) String() string { return fmt.Sprintf("scale=%g causal=%v", a.Scale, a.Causal) }
+
+var attentionOp, attentionBackpropOp *eager.Op
+
+// attentionShapes checks q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]
+// (one batch shape) and an optional bool mask [Tq, Tk] or [..., Tq, Tk],
+// failing c otherwise.
+func attentionShapes(c *eager.Call, q, k, v, mask *tensor.Tensor) {
+	r := q.Rank()
+	if r < 2 || k.Rank() != r || v.Rank() != r {
+		c.Fail(tensor.ErrRank, "query, key and value need one rank of 2 or more, got %v, %v and %v", q.Shape(), k.Shape(), v.Shape())
+	}
+	if k.DType() != q.DType() || v.DType() != q.DType() {
+		c.Fail(tensor.ErrDType, "query, key and value must share a dtype, got %v, %v and %v", q.DType(), k.DType(), v.DType())
+	}
+	batch := q.Shape()[:r-2]
+	if !k.Shape()[:r-2].Equal(batch) || !v.Shape()[:r-2].Equal(batch) {
+		c.Fail(tensor.ErrShape, "batch dimensions differ: %v, %v and %v", q.Shape(), k.Shape(), v.Shape())
+	}
+	if q.Dim(-1) != k.Dim(-1) || k.Dim(-2) != v.Dim(-2) {
+		c.Fail(tensor.ErrShape, "query %v and key %v must share their last dimension, key and value %v their positions", q.Shape(), k.Shape(), v.Shape())
+	}
+	if mask == nil {
+		return
+	}
+	want := tensor.Shape{q.Dim(-2), k.Dim(-2)}
+	if mask.DType() != tensor.Bool || !(mask.Shape().Equal(want) || mask.Shape().Equal(append(batch.Clone(), want...))) {
+		c.Fail(tensor.ErrShape, "the mask must be bool %v or %v (true: attend), got %s", want, append(batch.Clone(), want...), tensor.Describe(mask))
+	}
+}
+
+func init() {
+	attentionOp = eager.Register(&eager.Op{
+		Name: "ScaledDotProductAttention", Inputs: -1, DTypes: floatTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) != 3 && len(c.Inputs) != 4 {
+				c.Fail(tensor.ErrArity, "takes query, key, value and an optional mask, got %d inputs", len(c.Inputs))
+			}
+			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+			attentionShapes(c, q, k, v, maskOf(c.Inputs))
+			out := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
+			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: lseType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
+		},
+		// The backward op, from the forward's output and log-sum-exp and
+		// both their gradients (the log-sum-exp's: ∂lse_i/∂s_ij = p_ij).
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			in := append([]*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.Outputs[1], g.OutGrads[0], g.OutGrads[1]}, g.Inputs[3:]...)
+			d := eager.Run(attentionBackpropOp, g.Attrs, in...)
+			grads := []*tensor.Tensor{d[0], d[1], d[2]}
+			if len(g.Inputs) == 4 {
+				grads = append(grads, nil) // the mask
+			}
+			return grads
+		},
+	})
+	// Inputs q, k, v, out, lse, dout, dlse[, mask]; outputs dq, dk, dv.
+	attentionBackpropOp = eager.Register(&eager.Op{
+		Name: "ScaledDotProductAttentionBackprop", Inputs: -1, DTypes: floatTypes, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) != 7 && len(c.Inputs) != 8 {
+				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients and an optional mask, got %d inputs", len(c.Inputs))
+			}
+			q, k, v, out, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
+			var mask *tensor.Tensor
+			if len(c.Inputs) == 8 {
+				mask = c.Inputs[7]
+			}
+			attentionShapes(c, q, k, v, mask)
+			os := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
+			rows := q.Shape()[:q.Rank()-1]
+			if !out.Shape().Equal(os) || !dout.Shape().Equal(os) || !lse.Shape().Equal(rows) || !dlse.Shape().Equal(rows) {
+				c.Fail(tensor.ErrShape, "output %v, its gradient %v, log-sum-exp %v and its gradient %v do not fit %v", out.Shape(), dout.Shape(), lse.Shape(), dlse.Shape(), os)
+			}
+			for i, x := range c.Inputs[1:7] {
+				want := q.DType()
+				if i == 3 || i == 5 { // the log-sum-exp and its gradient
+					want = lseType(q.DType())
+				}
+				if x.DType() != want {
+					c.Fail(tensor.ErrDType, "input %d is %v, want %v", i+1, x.DType(), want)
+				}
+			}
+			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
+		},
+	})
+}
+
+// lseType is the dtype of the log-sum-exp the forward op keeps for
+// queries of dtype dt: float64 for float64, float32 otherwise (a half
+// type's would lose the backward's precision).
+func lseType(dt tensor.DType) tensor.DType {
+	if dt == tensor.Float64 {
+		return dt
+	}
+	return tensor.Float32
+}
+
+// maskOf is the mask among an attention call's inputs (the fourth), or nil.
+func maskOf(in []*tensor.Tensor) *tensor.Tensor {
+	if len(in) == 4 {
+		return in[3]
+	}
+	return nil
+}
+
+// Attention returns softmax(q·kᵀ·scale + mask)·v: q [..., Tq, D], k [..., Tk,
+// D], v [..., Tk, Dv] with one batch shape (batch and heads), one float
+// dtype; the result is [..., Tq, Dv]. mask, where not nil, is bool [Tq,
+// Tk] or [..., Tq, Tk], true where a query attends to a key; causal masks
+// the keys after each query's position (PyTorch's is_causal); scale 0
+// means 1/√D. A row whose every key is masked is NaN, as softmax of
+// nothing is. Differentiable in q, k and v. Panics with a *tensor.Error
+// for shapes or dtypes that do not fit.
+func Attention(q, k, v, mask *tensor.Tensor, causal bool, scale float64) *tensor.Tensor {
+	needInputs("Attention", q, k, v)
+	defer asOp("Attention")
+	if scale == 0 && q.Rank() >= 1 {
+		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
+	}
+	in := []*tensor.Tensor{q, k, v}
+	if mask != nil {
+		in = append(in, mask)
+	}
+	attrs := AttentionAttrs{Scale: scale, Causal: causal}
+	kind := q.Device().Kind()
+	if q.Rank() >= 2 && attentionOp.Kernel(kind, q.DType()) == nil && !(q.DType().IsHalf() && attentionOp.Kernel(kind, tensor.Float32) != nil) {
+		return composedAttention(q, k, v, mask, attrs)
+	}
+	return eager.Run(attentionOp, attrs, in...)[0]
+}
+
+// composedAttention is Attention as ops, for devices without its kernel:
+// the scores materialised, masked to -inf, softmax, the product.
+func composedAttention(q, k, v, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tensor {
+	s := Mul(MatMulT(q, k, false, true), ScalarLike(q, a.Scale))
+	keep := mask
+	if a.Causal {
+		tq, tk := q.Dim(-2), k.Dim(-2)
+		causal := Ge(Reshape(tensor.Arange(0, float64(tq), 1), tq, 1), Reshape(tensor.Arange(0, float64(tk), 1), 1, tk))
+		causal, _ = causal.To(q.Device())
+		if keep == nil {
+			keep = causal
+		} else {
+			keep = LogicalAnd(keep, causal)
+		}
+	}
+	if keep != nil {
+		s = Where(keep, s, ScalarLike(s, math.Inf(-1)))
+	}
+	return MatMul(Softmax(s, -1), v)
+}
