@@ -56,6 +56,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewSequential", Fn: NewSequential},
 		{Name: "NewBatchNorm", Fn: NewBatchNorm},
 		{Name: "NewLayerNorm", Fn: NewLayerNorm},
+		{Name: "NewRMSNorm", Fn: NewRMSNorm},
+		{Name: "NewMultiHeadAttention", Fn: NewMultiHeadAttention, Valid: []any{"a", rng, 8, 2, MultiHeadAttentionOpts{}}},
 		{Name: "NewDropout", Fn: NewDropout, Valid: []any{0.5, rng}},
 		{Name: "NewEmbedding", Fn: NewEmbedding, Valid: []any{"e", rng, 4, 2, tensor.Float32}},
 		{Name: "Constant", Fn: Constant},

@@ -1,0 +1,105 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// MultiHeadAttention is self-attention over a sequence (Vaswani et al.):
+// x [N, T, C] is projected to queries, keys and values by one [C, 3C]
+// kernel (as nanoGPT's c_attn), split into Heads heads of C/Heads
+// features, attended (ops.Attention, causal where Causal is set: a
+// decoder's), merged and projected back by a [C, C] kernel: [N, T, C].
+type MultiHeadAttention struct {
+	In, Out *Dense // the joint query-key-value projection and the output's
+	Heads   int
+	Causal  bool
+}
+
+// MultiHeadAttentionOpts configure NewMultiHeadAttention: the dtype
+// (Float32 when unset), causal masking, and no biases in the projections.
+type MultiHeadAttentionOpts struct {
+	DType  tensor.DType
+	Causal bool
+	NoBias bool
+}
+
+// NewMultiHeadAttention makes the layer for width c and heads heads (c a
+// multiple of heads), its variables under name: name+"/qkv/kernel" and
+// the rest (Glorot-uniform kernels, zero biases). It panics with a
+// *tensor.Error where heads does not divide c.
+func NewMultiHeadAttention(name string, rng *tensor.RNG, c, heads int, o MultiHeadAttentionOpts) *MultiHeadAttention {
+	if heads <= 0 || c <= 0 || c%heads != 0 {
+		panic(tensor.NewError("nn", "NewMultiHeadAttention", tensor.ErrAttr, nil, "", "%d heads do not divide a width of %d", heads, c))
+	}
+	dense := DenseOpts{DType: o.DType, NoBias: o.NoBias}
+	return &MultiHeadAttention{
+		In:    NewDense(name+"/qkv", rng, c, 3*c, dense),
+		Out:   NewDense(name+"/out", rng, c, c, dense),
+		Heads: heads, Causal: o.Causal,
+	}
+}
+
+// Forward attends over x [N, T, C] and returns [N, T, C].
+func (m *MultiHeadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x.Rank() != 3 {
+		panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrRank, []*tensor.Tensor{x}, "", "needs a sequence batch [N, T, C], got %v", x.Shape()))
+	}
+	n, t, c := x.Dim(0), x.Dim(1), x.Dim(2)
+	h := m.Heads
+	qkv := ops.Split(m.In.Forward(x), 2, []int{c, c, c})
+	heads := func(y *tensor.Tensor) *tensor.Tensor { // [N, T, C] -> [N, H, T, C/H]
+		return ops.Transpose(ops.Reshape(y, n, t, h, c/h), 0, 2, 1, 3)
+	}
+	// (Dispatch makes the transposed heads row-major for the attention
+	// kernel; Reshape copies the merged heads: both as taped ops.)
+	y := ops.Attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), nil, m.Causal, 0)
+	merged := ops.Reshape(ops.Transpose(y, 0, 2, 1, 3), n, t, c)
+	return m.Out.Forward(merged)
+}
+
+// Variables returns the projections' variables.
+func (m *MultiHeadAttention) Variables() []*tape.Variable {
+	return append(m.In.Variables(), m.Out.Variables()...)
+}
+
+func (m *MultiHeadAttention) String() string {
+	causal := ""
+	if m.Causal {
+		causal = ", causal"
+	}
+	return fmt.Sprintf("MultiHeadAttention %s: %d wide, %d heads%s", layerName(m.In), m.In.Kernel.Value().Dim(0), m.Heads, causal)
+}
+
+// RMSNorm scales each example by the root mean square of its last
+// dimension, with a learned gain (Zhang & Sennrich; LLaMA's norm):
+// x·rsqrt(mean(x²) + Epsilon)·Gamma, over x [..., C]; a half x in
+// float32, the result in x's dtype.
+type RMSNorm struct {
+	Gamma   *tape.Variable
+	Epsilon float64
+}
+
+// NewRMSNorm makes an RMSNorm over c features with epsilon 1e-6, its gain
+// name+"/gamma" (ones).
+func NewRMSNorm(name string, c int, dt tensor.DType) *RMSNorm {
+	return &RMSNorm{Gamma: tape.NewVariable(name+"/gamma", tensor.Ones(orFloat32(dt), c)), Epsilon: 1e-6}
+}
+
+// Forward normalizes x over its last dimension.
+func (r *RMSNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	return inFloat32(x, func(x *tensor.Tensor) *tensor.Tensor {
+		ms := ops.Reduce(ops.Square(x), ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true})
+		return ops.Mul(ops.Mul(x, ops.Rsqrt(ops.Add(ms, ops.ScalarLike(ms, r.Epsilon)))), valueAs(r.Gamma, x))
+	})
+}
+
+// Variables returns the gain.
+func (r *RMSNorm) Variables() []*tape.Variable { return []*tape.Variable{r.Gamma} }
+
+func (r *RMSNorm) String() string {
+	return joinParts("RMSNorm", layerName(r), fmt.Sprintf("%d features", r.Gamma.Value().Dim(0)))
+}

@@ -1,0 +1,170 @@
+package nn_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// MultiHeadAttention equals its definition written out head by head:
+// the joint projection, each head's softmax(q·kᵀ/√d)·v, the merge and the
+// output projection; causal, a position sees nothing after it.
+func TestMultiHeadAttention(t *testing.T) {
+	r := tensor.NewRNG(3)
+	const n, tt, c, h = 2, 5, 8, 2
+	m := nn.NewMultiHeadAttention("attn", r, c, h, nn.MultiHeadAttentionOpts{DType: tensor.Float64, Causal: true})
+	for _, v := range m.Variables() { // nonzero biases, so that they count
+		v.Assign(tensor.RandUniform(r, tensor.Float64, -0.5, 0.5, v.Value().Shape()...))
+	}
+	x := tensor.RandNormal(r, tensor.Float64, n, tt, c)
+	got := m.Forward(x)
+
+	w, b := tensor.ToSlice[float64](m.In.Kernel.Value()), tensor.ToSlice[float64](m.In.Bias.Value())
+	wo, bo := tensor.ToSlice[float64](m.Out.Kernel.Value()), tensor.ToSlice[float64](m.Out.Bias.Value())
+	xs := tensor.ToSlice[float64](x)
+	want := make([]float64, n*tt*c)
+	d := c / h
+	for bi := range n {
+		qkv := make([][]float64, tt) // [t][3c]
+		for p := range tt {
+			qkv[p] = make([]float64, 3*c)
+			for o := range 3 * c {
+				s := b[o]
+				for i := range c {
+					s += xs[(bi*tt+p)*c+i] * w[i*3*c+o]
+				}
+				qkv[p][o] = s
+			}
+		}
+		merged := make([][]float64, tt)
+		for p := range tt {
+			merged[p] = make([]float64, c)
+			for hi := range h {
+				scores := make([]float64, p+1) // causal: keys 0..p
+				mx := math.Inf(-1)
+				for j := range p + 1 {
+					s := 0.0
+					for e := range d {
+						s += qkv[p][hi*d+e] * qkv[j][c+hi*d+e]
+					}
+					scores[j] = s / math.Sqrt(float64(d))
+					mx = math.Max(mx, scores[j])
+				}
+				sum := 0.0
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - mx)
+					sum += scores[j]
+				}
+				for e := range d {
+					for j := range scores {
+						merged[p][hi*d+e] += scores[j] / sum * qkv[j][2*c+hi*d+e]
+					}
+				}
+			}
+			for o := range c {
+				s := bo[o]
+				for i := range c {
+					s += merged[p][i] * wo[i*c+o]
+				}
+				want[(bi*tt+p)*c+o] = s
+			}
+		}
+	}
+	diff(t, "output", got, tensor.FromSlice(want, n, tt, c), 1e-10)
+
+	// The gradient reaches every variable.
+	tp := tape.New()
+	grads := tp.Gradient(ops.Sum(ops.Square(m.Forward(x))), nn.Values(m.Variables())...)
+	for i, g := range grads {
+		if g == nil || ops.Sum(ops.Abs(g)).Float() == 0 {
+			t.Errorf("variable %s has no gradient", m.Variables()[i].Name())
+		}
+	}
+	if s := m.String(); s != "MultiHeadAttention attn: 8 wide, 2 heads, causal" {
+		t.Errorf("described as %q", s)
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	x := tensor.FromSlice([]float32{3, 4, 0, -2}, 2, 2)
+	rn := nn.NewRMSNorm("rms", 2, tensor.Float32)
+	rn.Gamma.Assign(tensor.FromSlice([]float32{1, 2}))
+	got := rn.Forward(x)
+	rms := []float64{math.Sqrt(12.5 + 1e-6), math.Sqrt(2 + 1e-6)}
+	want := tensor.FromSlice([]float32{float32(3 / rms[0]), float32(8 / rms[0]), 0, float32(-4 / rms[1])}, 2, 2)
+	diff(t, "RMSNorm", got, want, 1e-6)
+	if y := rn.Forward(ops.Cast(x, tensor.BFloat16)); y.DType() != tensor.BFloat16 {
+		t.Errorf("a bfloat16 input gives %v", y.DType())
+	}
+}
+
+// A small decoder block (attention, RMSNorm, a dense layer) learns a
+// sequence task, in float32 and in mixed bfloat16.
+func TestAttentionModelLearns(t *testing.T) {
+	for _, p := range []nn.Policy{{}, nn.MixedBFloat16} {
+		r := tensor.NewRNG(7)
+		m := nn.NewSequential(nn.NewDense("embed", r, 4, 16, nn.DenseOpts{}),
+			nn.NewMultiHeadAttention("attn", r, 16, 4, nn.MultiHeadAttentionOpts{Causal: true}),
+			nn.NewRMSNorm("norm", 16, tensor.Float32), nn.NewDense("head", r, 16, 1, nn.DenseOpts{}))
+		m.Policy = p
+		// Predict at each position the running mean of the first feature.
+		x := tensor.RandUniform(r, tensor.Float32, -1, 1, 8, 6, 4)
+		xs := tensor.ToSlice[float32](x)
+		y := make([]float32, 8*6)
+		for b := range 8 {
+			s := float32(0)
+			for q := range 6 {
+				s += xs[(b*6+q)*4]
+				y[b*6+q] = s / float32(q+1)
+			}
+		}
+		step := nn.TrainStep(m, nn.MeanSquaredError, nn.NewAdam(nn.Constant(0.01)))
+		batch := data.Element{x, tensor.FromSlice(y, 8, 6, 1)}
+		first, _, err := step(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last float64
+		for range 150 {
+			if last, _, err = step(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !(last < first/5) {
+			t.Errorf("%v: loss %g -> %g", p, first, last)
+		}
+	}
+}
+
+func TestMultiHeadAttentionBadInputs(t *testing.T) {
+	err := tensor.Catch(func() { nn.NewMultiHeadAttention("a", tensor.NewRNG(1), 10, 3, nn.MultiHeadAttentionOpts{}) })
+	if !errors.Is(err, tensor.ErrAttr) {
+		t.Errorf("3 heads of 10: %v", err)
+	}
+	m := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), 8, 2, nn.MultiHeadAttentionOpts{})
+	if err := tensor.Catch(func() { m.Forward(tensor.Zeros(tensor.Float32, 2, 8)) }); !errors.Is(err, tensor.ErrRank) {
+		t.Errorf("a matrix input: %v", err)
+	}
+}
+
+// diff fails t where got and want (same shape) differ by more than tol
+// times max(1, |want|) anywhere.
+func diff(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
+	t.Helper()
+	if !got.Shape().Equal(want.Shape()) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want.Shape())
+	}
+	g := tensor.ToSlice[float64](ops.Cast(got, tensor.Float64))
+	w := tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
+	for i := range w {
+		if d := math.Abs(g[i] - w[i]); !(d <= tol*math.Max(1, math.Abs(w[i]))) {
+			t.Fatalf("%s: element %d is %g, want %g", what, i, g[i], w[i])
+		}
+	}
+}
