@@ -226,7 +226,7 @@ func prepare(c *Call) []Out {
 					c.orig = c.Inputs
 					c.Inputs, cloned = slices.Clone(c.Inputs), true
 				}
-				c.Inputs[i] = x.Contiguous()
+				c.Inputs[i] = plumb.Tensor.RowMajor(x).(*tensor.Tensor) // the op's record covers the copy
 			}
 		}
 	}

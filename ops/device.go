@@ -42,6 +42,7 @@ func init() {
 		},
 		GradReads: eager.ReadsNothing,
 	})
+	plumb.RecordedContiguous = func(t any) any { return Identity(t.(*tensor.Tensor)) } // dispatch copies it row-major
 	plumb.RecordedTo = func(t, dev any) (out any, err error) {
 		err = tensor.Catch(func() { out = ToDevice(t.(*tensor.Tensor), dev.(device.Device)) })
 		return out, err

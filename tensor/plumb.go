@@ -16,6 +16,7 @@ func init() {
 	plumb.Tensor.SetTraced = func(t, m any) { t.(*Tensor).setTraced(m.(*Traced)) }
 	plumb.Tensor.WithoutValues = func(t any) any { return t.(*Tensor).withoutValues() }
 	plumb.Tensor.Move = func(t, dev any) (any, error) { return t.(*Tensor).move(dev.(device.Device)) }
+	plumb.Tensor.RowMajor = func(t any) any { return t.(*Tensor).rowMajor() }
 	plumb.Tensor.Print = func(x any) ([]string, func(int) []int) {
 		t := x.(*Tensor)
 		p := printer{summarize: t != nil && t.NumElements() > printThreshold}

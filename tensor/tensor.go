@@ -364,8 +364,20 @@ func (t *Tensor) hostCopy() []byte {
 }
 
 // Contiguous returns t with its elements in row-major order: t itself when
-// it already is, or a copy that t's device makes.
+// it already is, or a copy that t's device makes (an op that tapes and
+// traces record, for a tensor they follow).
 func (t *Tensor) Contiguous() *Tensor {
+	if t.IsRowMajor() {
+		return t
+	}
+	if plumb.RecordedContiguous != nil && (t.ad.Load() != nil || t.tr.Load() != nil) {
+		return plumb.RecordedContiguous(t).(*Tensor) // taped or traced: the copy as an op
+	}
+	return t.rowMajor()
+}
+
+// rowMajor is Contiguous without telling tapes or traces.
+func (t *Tensor) rowMajor() *Tensor {
 	if t.IsRowMajor() {
 		return t
 	}

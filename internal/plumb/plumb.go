@@ -33,6 +33,10 @@ var Tensor struct {
 	// Move copies a tensor to a device (*tensor.Tensor, device.Device)
 	// without telling tapes or traces: the ToDevice op's own work.
 	Move func(t, dev any) (any, error)
+	// RowMajor copies a tensor into row-major order (itself when it is)
+	// without telling tapes or traces: dispatch's own copy of an op's
+	// inputs, which the op's record covers.
+	RowMajor func(t any) any
 }
 
 // NilHint says where a nil tensor most often comes from; the errors of
@@ -61,3 +65,9 @@ var GuardValue func(construct string, x any)
 // it for a tensor a tape or a trace may be following, so that the copy is
 // recorded (a gradient flows back through it, a trace replays it).
 var RecordedTo func(t, dev any) (any, error)
+
+// RecordedContiguous is package ops' row-major copy as a recorded op (set
+// at its init): tensor.Contiguous calls it for a tensor a tape or a trace
+// may be following, so that a gradient flows through the copy and a trace
+// replays it.
+var RecordedContiguous func(t any) any
