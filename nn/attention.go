@@ -103,3 +103,46 @@ func (r *RMSNorm) Variables() []*tape.Variable { return []*tape.Variable{r.Gamma
 func (r *RMSNorm) String() string {
 	return joinParts("RMSNorm", layerName(r), fmt.Sprintf("%d features", r.Gamma.Value().Dim(0)))
 }
+
+// TransformerBlock is a pre-norm decoder (or encoder) block as GPT-2 and
+// nanoGPT write it: x + Attn(LN1(x)), then that + MLP(LN2(that)), the MLP
+// a Dense of 4C with GELU (tanh form) and a Dense back to C; x [N, T, C].
+type TransformerBlock struct {
+	Norm1, Norm2 *LayerNorm
+	Attn         *MultiHeadAttention
+	Up, Down     *Dense
+}
+
+// NewTransformerBlock makes a block of width c and heads heads (causal
+// where o says), its variables under name.
+func NewTransformerBlock(name string, rng *tensor.RNG, c, heads int, o MultiHeadAttentionOpts) *TransformerBlock {
+	dense := DenseOpts{DType: o.DType, NoBias: o.NoBias}
+	up := dense
+	up.Activation = ops.GeluTanh
+	return &TransformerBlock{
+		Norm1: NewLayerNorm(name+"/ln1", c, o.DType),
+		Attn:  NewMultiHeadAttention(name+"/attn", rng, c, heads, o),
+		Norm2: NewLayerNorm(name+"/ln2", c, o.DType),
+		Up:    NewDense(name+"/mlp_up", rng, c, 4*c, up),
+		Down:  NewDense(name+"/mlp_down", rng, 4*c, c, dense),
+	}
+}
+
+// Forward runs the block over x [N, T, C].
+func (b *TransformerBlock) Forward(x *tensor.Tensor) *tensor.Tensor {
+	x = ops.Add(x, b.Attn.Forward(b.Norm1.Forward(x)))
+	return ops.Add(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x))))
+}
+
+// Variables returns the norms', attention's and MLP's variables.
+func (b *TransformerBlock) Variables() []*tape.Variable {
+	var out []*tape.Variable
+	for _, m := range []Module{b.Norm1, b.Attn, b.Norm2, b.Up, b.Down} {
+		out = append(out, m.Variables()...)
+	}
+	return out
+}
+
+func (b *TransformerBlock) String() string {
+	return fmt.Sprintf("TransformerBlock %s: %s", layerName(b.Norm1), b.Attn)
+}

@@ -104,13 +104,14 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
-// A small decoder block (attention, RMSNorm, a dense layer) learns a
-// sequence task, in float32 and in mixed bfloat16.
+// A small decoder (attention, a transformer block, RMSNorm, a dense
+// layer) learns a sequence task, in float32 and in mixed bfloat16.
 func TestAttentionModelLearns(t *testing.T) {
 	for _, p := range []nn.Policy{{}, nn.MixedBFloat16} {
 		r := tensor.NewRNG(7)
 		m := nn.NewSequential(nn.NewDense("embed", r, 4, 16, nn.DenseOpts{}),
 			nn.NewMultiHeadAttention("attn", r, 16, 4, nn.MultiHeadAttentionOpts{Causal: true}),
+			nn.NewTransformerBlock("block", r, 16, 2, nn.MultiHeadAttentionOpts{Causal: true}),
 			nn.NewRMSNorm("norm", 16, tensor.Float32), nn.NewDense("head", r, 16, 1, nn.DenseOpts{}))
 		m.Policy = p
 		// Predict at each position the running mean of the first feature.

@@ -57,6 +57,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewBatchNorm", Fn: NewBatchNorm},
 		{Name: "NewLayerNorm", Fn: NewLayerNorm},
 		{Name: "NewRMSNorm", Fn: NewRMSNorm},
+		{Name: "NewTransformerBlock", Fn: NewTransformerBlock, Valid: []any{"b", rng, 8, 2, MultiHeadAttentionOpts{}}},
 		{Name: "NewMultiHeadAttention", Fn: NewMultiHeadAttention, Valid: []any{"a", rng, 8, 2, MultiHeadAttentionOpts{}}},
 		{Name: "NewDropout", Fn: NewDropout, Valid: []any{0.5, rng}},
 		{Name: "NewEmbedding", Fn: NewEmbedding, Valid: []any{"e", rng, 4, 2, tensor.Float32}},
