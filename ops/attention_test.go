@@ -101,6 +101,17 @@ func TestAttentionOfNothingIsNaN(t *testing.T) {
 	if math.IsNaN(got[0]) || !math.IsNaN(got[2]) || !math.IsNaN(got[3]) {
 		t.Errorf("got %v, want a number for the first query and NaN for the second", got)
 	}
+	// A loss that leaves the NaN row out has finite gradients: the row of
+	// nothing sends nothing back.
+	tp := tape.New()
+	tp.Watch(q)
+	out := ops.Attention(q, q, q, mask, false, 0)
+	g := tp.Gradient(ops.Sum(ops.Where(ops.IsFinite(out), out, ops.ScalarLike(out, 0))), q)[0]
+	for i, v := range tensor.ToSlice[float64](g) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("gradient element %d is %g", i, v)
+		}
+	}
 }
 
 func TestAttentionBadInputs(t *testing.T) {

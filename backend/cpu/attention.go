@@ -9,15 +9,20 @@ import (
 )
 
 // Kernels of ScaledDotProductAttention and its backprop (ops/attention.go).
-// The forward takes each query row against the keys a block at a time
-// with an online softmax (the running maximum rescales the sums), so no
-// score matrix is kept: memory is a row's block of scores. It writes the
-// row's log-sum-exp, from which the backward recomputes each probability
-// exp(s - lse) where it needs it. Rows of the forward run in parallel;
-// the backward accumulates the key and value gradients over rows, so its
-// work is split by batch (and head).
+// The forward takes a block of query rows against the keys a block at a
+// time: the block's scores are one GEMM, an online softmax rescales the
+// running sums as each block's maximum rises, and the probabilities times
+// the values are another GEMM; only the rows' log-sum-exps are kept, no
+// score matrix. The backward takes a block of query rows against all the
+// keys (memory: the block's rows of scores), recomputing the
+// probabilities from the log-sum-exps, with GEMMs for the scores, the
+// probabilities' gradient and the three results; it accumulates the key
+// and value gradients over the blocks of a batch, so its work is split by
+// batch (and head). A causal call skips the key blocks wholly after a
+// query block.
 
-// attnBlock is the keys a query row scores at a time.
+// attnBlock is the rows of queries (and keys, in the forward) taken at a
+// time.
 const attnBlock = 64
 
 // attnGeom is one call's sizes: batch matrices of tq queries and tk keys,
@@ -46,6 +51,26 @@ func (g attnGeom) keeps(mask []bool, causal bool, b, i, j int) bool {
 	return mask == nil || mask[b*g.maskStep+i*g.tk+j]
 }
 
+// keyEnd is where the keys a block of queries ending (exclusive) at i1
+// may see end: all of them, or i1 where causal.
+func (g attnGeom) keyEnd(causal bool, i1 int) int {
+	if causal {
+		return min(i1, g.tk)
+	}
+	return g.tk
+}
+
+// expInPlace sets x to exp(x) (float32 by the vector kernel).
+func expInPlace[T tensor.Float](x []T) {
+	if x32, ok := any(x).([]float32); ok {
+		exp32Loop(x32, x32)
+		return
+	}
+	for i, v := range x {
+		x[i] = T(math.Exp(float64(v)))
+	}
+}
+
 func attentionKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 	var mask []bool
@@ -56,58 +81,66 @@ func attentionKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	g := attnGeomOf(q, k, v, maskTensor(c.Inputs))
 	qs, ks, vs, out := data[T](q), data[T](k), data[T](v), data[T](outs[0])
 	lse := outs[1]
-	rows := g.batch * g.tq
-	deviceOf(c).Parallel(rows, float64(g.tk*(g.d+g.dv)), func(lo, hi int) {
-		scores := make([]float64, attnBlock)
-		acc := make([]float64, g.dv)
-		for row := lo; row < hi; row++ {
-			b, i := row/g.tq, row%g.tq
-			qi := qs[row*g.d : (row+1)*g.d]
-			m, l := math.Inf(-1), 0.0
-			clear(acc)
-			for j0 := 0; j0 < g.tk; j0 += attnBlock {
+	blocks := (g.tq + attnBlock - 1) / attnBlock
+	deviceOf(c).Parallel(g.batch*blocks, float64(attnBlock*g.tk*(g.d+g.dv)), func(lo, hi int) {
+		s := make([]T, attnBlock*attnBlock)
+		acc := make([]T, attnBlock*g.dv)
+		m, l := make([]float64, attnBlock), make([]float64, attnBlock)
+		for task := lo; task < hi; task++ {
+			b, i0 := task/blocks, task%blocks*attnBlock
+			i1 := min(i0+attnBlock, g.tq)
+			bq := i1 - i0
+			qb := qs[(b*g.tq+i0)*g.d : (b*g.tq+i1)*g.d]
+			for r := range bq {
+				m[r], l[r] = math.Inf(-1), 0
+			}
+			clear(acc[:bq*g.dv])
+			for j0 := 0; j0 < g.keyEnd(a.Causal, i1); j0 += attnBlock {
 				j1 := min(j0+attnBlock, g.tk)
-				bm := math.Inf(-1)
-				for j := j0; j < j1; j++ {
-					s := math.Inf(-1)
-					if g.keeps(mask, a.Causal, b, i, j) {
-						kj := ks[(b*g.tk+j)*g.d:][:g.d]
-						dot := 0.0
-						for x, qv := range qi {
-							dot += float64(qv) * float64(kj[x])
+				bk := j1 - j0
+				sb := s[:bq*bk]
+				gemmAcc(nil, bq, bk, g.d, qb, false, ks[(b*g.tk+j0)*g.d:(b*g.tk+j1)*g.d], true, sb, false)
+				for r := range bq {
+					row := sb[r*bk : (r+1)*bk]
+					rowMax := math.Inf(-1)
+					for j := range row {
+						x := float64(row[j]) * a.Scale
+						if !g.keeps(mask, a.Causal, b, i0+r, j0+j) {
+							x = math.Inf(-1)
 						}
-						s = dot * a.Scale
+						row[j] = T(x)
+						rowMax = math.Max(rowMax, x)
 					}
-					scores[j-j0] = s
-					bm = math.Max(bm, s)
-				}
-				if math.IsInf(bm, -1) {
-					continue // every key of the block masked
-				}
-				mNew := math.Max(m, bm)
-				rescale := math.Exp(m - mNew)
-				l *= rescale
-				for x := range acc {
-					acc[x] *= rescale
-				}
-				for j := j0; j < j1; j++ {
-					p := math.Exp(scores[j-j0] - mNew)
-					if p == 0 {
+					mNew := math.Max(m[r], rowMax)
+					if math.IsInf(mNew, -1) { // nothing kept yet: no weight
+						clear(row)
 						continue
 					}
-					l += p
-					vj := vs[(b*g.tk+j)*g.dv:][:g.dv]
-					for x, vv := range vj {
-						acc[x] += p * float64(vv)
+					if alpha := math.Exp(m[r] - mNew); alpha != 1 {
+						l[r] *= alpha
+						for x := range acc[r*g.dv : (r+1)*g.dv] {
+							acc[r*g.dv+x] *= T(alpha)
+						}
 					}
+					for j := range row {
+						row[j] -= T(mNew)
+					}
+					expInPlace(row)
+					for _, p := range row {
+						l[r] += float64(p)
+					}
+					m[r] = mNew
 				}
-				m = mNew
+				gemmAcc(nil, bq, g.dv, bk, sb, false, vs[(b*g.tk+j0)*g.dv:(b*g.tk+j1)*g.dv], false, acc[:bq*g.dv], true)
 			}
-			o := out[row*g.dv : (row+1)*g.dv]
-			for x := range o {
-				o[x] = T(acc[x] / l) // NaN where every key is masked (0/0)
+			for r := range bq {
+				row := b*g.tq + i0 + r
+				o := out[row*g.dv : (row+1)*g.dv]
+				for x := range o {
+					o[x] = T(float64(acc[r*g.dv+x]) / l[r]) // NaN where every key is masked (0/0)
+				}
+				setLSE(lse, row, m[r]+math.Log(l[r]))
 			}
-			setLSE(lse, row, m+math.Log(l))
 		}
 	})
 }
@@ -148,52 +181,60 @@ func attentionBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	qs, ks, vs, os, dos := data[T](q), data[T](k), data[T](v), data[T](out), data[T](dout)
 	dq, dk, dv := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
 	deviceOf(c).Parallel(g.batch, float64(g.tq*g.tk*(2*g.d+2*g.dv)), func(lo, hi int) {
-		// float64 sums for the batch's key and value gradients
-		dkAcc, dvAcc, dqi := make([]float64, g.tk*g.d), make([]float64, g.tk*g.dv), make([]float64, g.d)
+		p, dp := make([]T, attnBlock*g.tk), make([]T, attnBlock*g.tk)
 		for b := lo; b < hi; b++ {
-			clear(dkAcc)
-			clear(dvAcc)
-			for i := 0; i < g.tq; i++ {
-				row := b*g.tq + i
-				qi, doi, oi := qs[row*g.d:][:g.d], dos[row*g.dv:][:g.dv], os[row*g.dv:][:g.dv]
-				// rowsum(dout ⊙ out), less the log-sum-exp's gradient:
-				// ds = p·(dp - delta) then carries both.
-				delta := -getLSE(dlse, row)
-				for x, d := range doi {
-					delta += float64(d) * float64(oi[x])
+			kb, vb := ks[b*g.tk*g.d:(b+1)*g.tk*g.d], vs[b*g.tk*g.dv:(b+1)*g.tk*g.dv]
+			dkb, dvb := dk[b*g.tk*g.d:(b+1)*g.tk*g.d], dv[b*g.tk*g.dv:(b+1)*g.tk*g.dv]
+			clear(dkb)
+			clear(dvb)
+			for i0 := 0; i0 < g.tq; i0 += attnBlock {
+				i1 := min(i0+attnBlock, g.tq)
+				bq, tk := i1-i0, g.keyEnd(a.Causal, i1) // keys after tk have no weight
+				if tk == 0 {
+					clear(dq[(b*g.tq+i0)*g.d : (b*g.tq+i1)*g.d])
+					continue
 				}
-				li := getLSE(lse, row)
-				clear(dqi)
-				for j := 0; j < g.tk; j++ {
-					if !g.keeps(mask, a.Causal, b, i, j) {
-						continue
+				qb, dob := qs[(b*g.tq+i0)*g.d:(b*g.tq+i1)*g.d], dos[(b*g.tq+i0)*g.dv:(b*g.tq+i1)*g.dv]
+				pb, dpb := p[:bq*tk], dp[:bq*tk]
+				var dobs []T                                                           // dO with the rows of nothing zeroed, where there are any
+				gemmAcc(nil, bq, tk, g.d, qb, false, kb[:tk*g.d], true, pb, false)     // scores
+				gemmAcc(nil, bq, tk, g.dv, dob, false, vb[:tk*g.dv], true, dpb, false) // dP = dO·Vᵀ
+				for r := range bq {
+					row := b*g.tq + i0 + r
+					li := getLSE(lse, row)
+					delta := -getLSE(dlse, row) // rowsum(dO ⊙ O) less the log-sum-exp's gradient
+					for x, d := range dob[r*g.dv : (r+1)*g.dv] {
+						delta += float64(d) * float64(os[row*g.dv+x])
 					}
-					kj, vj := ks[(b*g.tk+j)*g.d:][:g.d], vs[(b*g.tk+j)*g.dv:][:g.dv]
-					dot := 0.0
-					for x, qv := range qi {
-						dot += float64(qv) * float64(kj[x])
+					pr, dpr := pb[r*tk:(r+1)*tk], dpb[r*tk:(r+1)*tk]
+					for j := range pr {
+						if !g.keeps(mask, a.Causal, b, i0+r, j) {
+							pr[j] = T(math.Inf(-1))
+							continue
+						}
+						pr[j] = T(float64(pr[j])*a.Scale - li)
 					}
-					p := math.Exp(dot*a.Scale - li)
-					dp := 0.0
-					for x, d := range doi {
-						dvAcc[j*g.dv+x] += p * float64(d)
-						dp += float64(d) * float64(vj[x])
+					expInPlace(pr)
+					for j, pj := range pr { // dS = P ⊙ (dP - delta)·scale, over dP's buffer
+						if pj == 0 { // a masked key: nothing, even where a row of nothing made delta NaN
+							dpr[j] = 0
+							continue
+						}
+						dpr[j] = T(float64(pj) * (float64(dpr[j]) - delta) * a.Scale)
 					}
-					ds := p * (dp - delta) * a.Scale
-					for x := range qi {
-						dqi[x] += ds * float64(kj[x])
-						dkAcc[j*g.d+x] += ds * float64(qi[x])
+					if math.IsInf(li, -1) && dobs == nil { // a row of nothing: its dO must not reach dV (0·NaN)
+						dobs = append([]T(nil), dob...)
+					}
+					if dobs != nil && math.IsInf(li, -1) {
+						clear(dobs[r*g.dv : (r+1)*g.dv])
 					}
 				}
-				for x, v := range dqi {
-					dq[row*g.d+x] = T(v)
+				if dobs != nil {
+					dob, dobs = dobs, nil
 				}
-			}
-			for j := range dkAcc {
-				dk[b*g.tk*g.d+j] = T(dkAcc[j])
-			}
-			for j := range dvAcc {
-				dv[b*g.tk*g.dv+j] = T(dvAcc[j])
+				gemmAcc(nil, bq, g.d, tk, dpb, false, kb[:tk*g.d], false, dq[(b*g.tq+i0)*g.d:(b*g.tq+i1)*g.d], false) // dQ = dS·K
+				gemmAcc(nil, tk, g.d, bq, dpb, true, qb, false, dkb[:tk*g.d], true)                                   // dK += dSᵀ·Q
+				gemmAcc(nil, tk, g.dv, bq, pb, true, dob, false, dvb[:tk*g.dv], true)                                 // dV += Pᵀ·dO
 			}
 		}
 	})

@@ -116,6 +116,12 @@ func (g *GPT) Variables() []*tape.Variable {
 	return out
 }
 
+// newOpt is AdamW (decay 0.1) with a warm-up over a tenth of the steps
+// and a cosine decay from 3e-3 to 3e-4.
+func newOpt(c config) nn.Optimizer {
+	return nn.NewAdamW(nn.Warmup(nn.Cosine(3e-3, c.steps, 3e-4), max(c.steps/10, 1)), 0.1)
+}
+
 // loss is the mean cross-entropy of logits [N, T, 256] against the next
 // bytes [N, T].
 func loss(logits, next *tensor.Tensor) *tensor.Tensor {
@@ -174,9 +180,7 @@ func run(c config) (result, error) {
 	}
 	split := len(text) * 9 / 10
 	train, val := text[:split], text[split:]
-	model := newGPT(tensor.NewRNG(1), c)
-	warmup := max(c.steps/10, 1)
-	opt := nn.NewAdamW(nn.Warmup(nn.Cosine(3e-3, c.steps, 3e-4), warmup), 0.1)
+	model, opt := newGPT(tensor.NewRNG(1), c), newOpt(c)
 	r := rand.New(rand.NewPCG(1, 2))
 	var res result
 	for step := range c.steps {
