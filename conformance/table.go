@@ -189,7 +189,7 @@ func samples() map[string][]sample {
 	for _, op := range []struct {
 		name string
 		fn   func(T) T
-	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}} {
+	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}, {"GeluTanhGrad", ops.GeluTanh}} {
 		add(op.name, one("through "+op.name[:len(op.name)-4], func() {
 			underTape(func(x []T) T { return ops.Mul(op.fn(x[0]), x[1]) }, r(-2, 2, 6), r(-1, 1, 6))
 		}, true, true))
@@ -199,6 +199,7 @@ func samples() map[string][]sample {
 	}
 	add("Softplus", unary(ops.Softplus, floats, -4, 4, true, true)...)
 	add("Gelu", unary(ops.Gelu, floats, -3, 3, true, true)...)
+	add("GeluTanh", unary(ops.GeluTanh, floats, -3, 3, true, true)...)
 	add("Sin", unary(ops.Sin, floats, -3, 3, true, true)...)
 	add("Cos", unary(ops.Cos, floats, -3, 3, true, true)...)
 	add("Log1p", unary(ops.Log1p, floats, -0.5, 2, true, true)...)
@@ -303,6 +304,7 @@ func samples() map[string][]sample {
 			ops.Pad(of(dt, -2, 2, 3, 4), of(dt, -1, 1), ops.PadDim{Low: -1, High: 2, Interior: 1}, ops.PadDim{Low: 1, High: -1, Interior: 2})
 		}, dt == tensor.Float64, dt == tensor.Float64))
 		add("Concatenate", one(fmt.Sprint(dt), func() { ops.Concatenate(1, of(dt, -2, 2, 2, 3), of(dt, -2, 2, 2, 1), of(dt, -2, 2, 2, 0)) }, dt == tensor.Float64, false))
+		add("Split", one(fmt.Sprint(dt), func() { ops.Split(of(dt, -2, 2, 2, 6, 3), 1, []int{1, 0, 3, 2}) }, dt == tensor.Float64, dt == tensor.Float64))
 		add("Rev", one(fmt.Sprint(dt), func() { ops.Rev(of(dt, -2, 2, 3, 4), 0, 1) }, dt == tensor.Float64, false))
 		add("DynamicSlice", one(fmt.Sprint(dt), func() { ops.DynamicSlice(of(dt, -2, 2, 5, 4), idx(3, -1), 3, 2) }, dt == tensor.Float64, false))
 		add("DynamicUpdateSlice", one(fmt.Sprint(dt), func() { ops.DynamicUpdateSlice(of(dt, -2, 2, 5, 4), of(dt, -2, 2, 2, 3), idx(4, 1)) }, dt == tensor.Float64, false))
@@ -323,6 +325,9 @@ func samples() map[string][]sample {
 		one("empty", func() { ops.Reshape(r(-1, 1, 0, 4), 2, 0, 2) }, false, false))
 	add("Transpose", one("transposed input", func() { ops.Transpose(tr(r(-1, 1, 3, 4))) }, true, false))
 	add("Slice", one("empty", func() { ops.Slice(r(-1, 1, 4, 3), []int{2, 0}, []int{2, 3}, nil) }, false, false))
+	add("Split", one("unstack", func() { ops.Unstack(r(-1, 1, 3, 2), 0) }, true, true),
+		one("transposed input", func() { ops.Split(tr(r(-1, 1, 3, 4)), 1, []int{3, 1}) }, true, false),
+		one("empty", func() { ops.Split(r(-1, 1, 0, 4), 1, []int{3, 1}) }, false, false))
 	add("Concatenate", one("transposed inputs", func() { ops.Concatenate(0, tr(r(-1, 1, 3, 2)), r(-1, 1, 1, 2)) }, true, true))
 	add("DynamicSlice", one("int32 starts", func() { ops.DynamicSlice(r(-1, 1, 4), tensor.FromSlice([]int32{9}), 2) }, true, false))
 	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, false),
@@ -390,6 +395,19 @@ func samples() map[string][]sample {
 			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
 		}, false, false))
 	}
+	// LayerNorm and RMSNorm: the op and its backward (through its
+	// gradient).
+	f32 := func(x T) T { return ops.Cast(x, tensor.Float32) }
+	add("LayerNorm", one("layer", func() { ops.LayerNorm(r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5), 1e-5) }, true, false),
+		one("rms", func() { ops.RMSNorm(r(-1, 1, 2, 3, 4), r(-1, 1, 4), 1e-5) }, true, false),
+		one("float32 no offset", func() { ops.LayerNorm(f32(r(-1, 1, 4, 7)), f32(r(-1, 1, 7)), nil, 1e-5) }, false, false),
+		one("empty rows", func() { ops.LayerNorm(r(-1, 1, 0, 5), r(-1, 1, 5), r(-1, 1, 5), 1e-5) }, false, false),
+		one("empty features", func() { ops.RMSNorm(r(-1, 1, 3, 0), r(-1, 1, 0), 1e-5) }, false, false))
+	add("LayerNormBackprop", one("layer", func() {
+		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5))
+	}, false, false), one("float32 rms", func() {
+		underTape(func(in []T) T { return ops.RMSNorm(in[0], in[1], 1e-5) }, f32(r(-1, 1, 4, 6)), f32(r(-1, 1, 6)))
+	}, false, false))
 	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
 		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
 		one("few rows, transposed b", func() {

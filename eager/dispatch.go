@@ -69,11 +69,15 @@ func Activations() int { return int(activeObservers.Load()) }
 
 // Run executes op on inputs with attrs and returns its outputs. It checks
 // arity, dtypes, devices and shapes before anything runs, and panics with a
-// *tensor.Error naming what was wrong; recover it with Catch.
+// *tensor.Error naming what was wrong; recover it with Catch. The slice
+// is the caller's to change: an observer (a tape) keeps its own.
 func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	c := newCall(op, attrs, inputs)
 	specs := prepare(c)
 	outs, _ := execute(c, specs, make([]*tensor.Tensor, 0, len(specs)))
+	if Observing() {
+		return slices.Clone(outs) // a tape may hold outs as its record of the call
+	}
 	return outs
 }
 

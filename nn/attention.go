@@ -92,8 +92,7 @@ func NewRMSNorm(name string, c int, dt tensor.DType) *RMSNorm {
 // Forward normalizes x over its last dimension.
 func (r *RMSNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
 	return inFloat32(x, func(x *tensor.Tensor) *tensor.Tensor {
-		ms := ops.Reduce(ops.Square(x), ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true})
-		return ops.Mul(ops.Mul(x, ops.Rsqrt(ops.Add(ms, ops.ScalarLike(ms, r.Epsilon)))), valueAs(r.Gamma, x))
+		return ops.RMSNorm(x, valueAs(r.Gamma, x), r.Epsilon)
 	})
 }
 

@@ -104,12 +104,7 @@ func NewLayerNorm(name string, c int, dt tensor.DType) *LayerNorm {
 func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, l.forward) }
 
 func (l *LayerNorm) forward(x *tensor.Tensor) *tensor.Tensor {
-	keep := ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true}
-	mean := ops.Reduce(x, keep)
-	centered := ops.Sub(x, mean)
-	variance := ops.Reduce(ops.Square(centered), keep)
-	norm := ops.Mul(centered, ops.Rsqrt(ops.Add(variance, ops.ScalarLike(variance, l.Epsilon))))
-	return ops.Add(ops.Mul(norm, l.Gamma.Value()), l.Beta.Value())
+	return ops.LayerNorm(x, valueAs(l.Gamma, x), valueAs(l.Beta, x), l.Epsilon)
 }
 
 // Variables returns Gamma and Beta.

@@ -40,12 +40,55 @@ var geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
 })
 
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
-// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats.
+// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats. One op, forward and
+// backward (GeluTanhGrad, from x), where the device has its kernels (the
+// CPU); the formula as ops elsewhere. Differentiable to any order.
 func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
 	needInputs("GeluTanh", x)
 	defer asOp("GeluTanh")
-	inner := Mul(ScalarLike(x, math.Sqrt(2/math.Pi)), Add(x, Mul(ScalarLike(x, 0.044715), Mul(x, Square(x)))))
-	return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Tanh(inner)))
+	if !fusedOn(geluTanhOp, x) {
+		inner := Mul(ScalarLike(x, geluK), Add(x, Mul(ScalarLike(x, geluA), Mul(x, Square(x)))))
+		return Mul(Mul(x, ScalarLike(x, 0.5)), Add(OnesLike(x), Tanh(inner)))
+	}
+	return eager.Run1(geluTanhOp, nil, x)
+}
+
+// The constants of GeluTanh: √(2/π) and the cubic's coefficient.
+const geluK, geluA = 0.7978845608028654, 0.044715
+
+var geluTanhOp, geluTanhGradOp *eager.Op
+
+func init() {
+	geluTanhOp = floatOp("GeluTanh", func(g *eager.Grad) []*tensor.Tensor {
+		return []*tensor.Tensor{geluTanhGrad(g.Inputs[0], g.OutGrads[0])}
+	})
+	geluTanhOp.GradReads = eager.ReadsInputs
+	// GeluTanhGrad(x, dy) = dy·g'(x), g'(x) = (1 + t)/2 + x/2·(1 - t²)·u',
+	// with u = √(2/π)(x + 0.044715x³), t = tanh u and u' its derivative.
+	// Its gradient for x is g·dy·g''(x), written as ops (so differentiable
+	// again): g'' = (1 - t²)·(u' + x/2·(u'' - 2t·u'²)).
+	geluTanhGradOp = outputGradOp("GeluTanhGrad", "x", geluTanhGrad, geluTanhSecond)
+}
+
+func geluTanhSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
+	s := func(v float64) *tensor.Tensor { return ScalarLike(x, v) }
+	x2 := Square(x)
+	t := Tanh(Mul(s(geluK), Add(x, Mul(s(geluA), Mul(x, x2)))))
+	du := Mul(s(geluK), Add(s(1), Mul(s(3*geluA), x2)))
+	d2u := Mul(s(6*geluA*geluK), x)
+	sech2 := Sub(s(1), Square(t))
+	second := Mul(sech2, Add(du, Mul(Mul(s(0.5), x), Sub(d2u, Mul(Mul(s(2), t), Square(du))))))
+	return Mul(Mul(g, dy), second)
+}
+
+func geluTanhGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluTanhGradOp, nil, x, dy) }
+
+// fusedOn reports whether op, one op standing for several (a fused
+// kernel), has a kernel for x's device and dtype, a half dtype's through
+// float32; where not, its caller runs the ops spelled out.
+func fusedOn(op *eager.Op, x *tensor.Tensor) bool {
+	kind := x.Device().Kind()
+	return op.Kernel(kind, x.DType()) != nil || x.DType().IsHalf() && op.Kernel(kind, tensor.Float32) != nil
 }
 
 // Softplus returns log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) so

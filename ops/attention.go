@@ -66,7 +66,7 @@ func init() {
 			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 			attentionShapes(c, q, k, v, maskOf(c.Inputs))
 			out := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
-			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: lseType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
+			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: statDType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
 		},
 		// The backward op, from the forward's output and log-sum-exp and
 		// both their gradients (the log-sum-exp's: ∂lse_i/∂s_ij = p_ij).
@@ -101,7 +101,7 @@ func init() {
 			for i, x := range c.Inputs[1:7] {
 				want := q.DType()
 				if i == 3 || i == 5 { // the log-sum-exp and its gradient
-					want = lseType(q.DType())
+					want = statDType(q.DType())
 				}
 				if x.DType() != want {
 					c.Fail(tensor.ErrDType, "input %d is %v, want %v", i+1, x.DType(), want)
@@ -110,16 +110,6 @@ func init() {
 			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
 		},
 	})
-}
-
-// lseType is the dtype of the log-sum-exp the forward op keeps for
-// queries of dtype dt: float64 for float64, float32 otherwise (a half
-// type's would lose the backward's precision).
-func lseType(dt tensor.DType) tensor.DType {
-	if dt == tensor.Float64 {
-		return dt
-	}
-	return tensor.Float32
 }
 
 // maskOf is the mask among an attention call's inputs (the fourth), or nil.
@@ -149,8 +139,7 @@ func Attention(q, k, v, mask *tensor.Tensor, causal bool, scale float64) *tensor
 		in = append(in, mask)
 	}
 	attrs := AttentionAttrs{Scale: scale, Causal: causal}
-	kind := q.Device().Kind()
-	if q.Rank() >= 2 && attentionOp.Kernel(kind, q.DType()) == nil && !(q.DType().IsHalf() && attentionOp.Kernel(kind, tensor.Float32) != nil) {
+	if q.Rank() >= 2 && !fusedOn(attentionOp, q) {
 		return composedAttention(q, k, v, mask, attrs)
 	}
 	return eager.Run(attentionOp, attrs, in...)[0]

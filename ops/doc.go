@@ -121,12 +121,15 @@
 //	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
 //	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
 //
-// # Neural-net functions (activation.go, softmax.go)
+// # Neural-net functions (activation.go, softmax.go, layernorm.go, attention.go)
 //
 //	LeakyRelu, Elu, Gelu, GeluTanh, Softplus float activations
 //	LogSoftmax(x, axis), Softmax(x, axis)    float, stable
 //	SoftmaxCrossEntropy(logits, probs)       [..., c] -> [...]
 //	SparseSoftmaxCrossEntropy(logits, ids)   [n c], [n] int -> [n]
+//	LayerNorm(x, gamma, beta, eps)           [..., c], [c] -> [..., c]; one op each way
+//	RMSNorm(x, gamma, eps)                   [..., c], [c] -> [..., c]; one op each way
+//	Attention(q, k, v, mask, causal, scale)  [..., tq d], [..., tk d], [..., tk dv] -> [..., tq dv]
 //	BiasAdd(x, bias, format)                 NHWC or NCHW
 //	L2Normalize(x, axis, eps)
 //	Dropout(x, rate, rng)                    seeded; scales kept values by 1/(1-rate)

@@ -61,6 +61,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
 		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
 		{Name: "Attention", Fn: ops.Attention},
+		{Name: "LayerNorm", Fn: ops.LayerNorm},
+		{Name: "RMSNorm", Fn: ops.RMSNorm},
 		{Name: "Gather", Fn: ops.Gather},
 		{Name: "Ge", Fn: ops.Ge},
 		{Name: "Gelu", Fn: ops.Gelu},

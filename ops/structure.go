@@ -152,17 +152,40 @@ func Split(x *tensor.Tensor, axis int, sizes []int) []*tensor.Tensor {
 	if total != x.Dim(axis) {
 		fail("Split", tensor.ErrShape, in, "sizes %v add up to %d, dimension %d has %d", sizes, total, axis, x.Dim(axis))
 	}
-	out := make([]*tensor.Tensor, len(sizes))
-	start := make([]int, x.Rank())
-	limit := slices.Clone([]int(x.Shape()))
-	at := 0
-	for i, s := range sizes {
-		start[axis], limit[axis] = at, at+s
-		out[i] = Slice(x, slices.Clone(start), slices.Clone(limit), nil)
-		at += s
-	}
-	return out
+	return eager.Run(splitOp, opattr.SplitAttrs{Axis: axis, Sizes: slices.Clone(sizes)}, x)
 }
+
+// splitOp cuts x along an axis into pieces in one call; its gradient
+// concatenates the pieces' gradients (one pass, where a slice's each
+// padded its own to x's size).
+var splitOp = eager.Register(&eager.Op{
+	Name: "Split", Inputs: 1,
+	Infer: func(c *eager.Call) []eager.Out {
+		x, a := c.Inputs[0], c.Attrs.(opattr.SplitAttrs)
+		if a.Axis < 0 || a.Axis >= x.Rank() {
+			c.Fail(tensor.ErrAxis, "axis %d is out of range for rank %d", a.Axis, x.Rank())
+		}
+		total := 0
+		outs := make([]eager.Out, len(a.Sizes))
+		for i, s := range a.Sizes {
+			if s < 0 {
+				c.Fail(tensor.ErrShape, "negative size in %v", a.Sizes)
+			}
+			total += s
+			shape := x.Shape().Clone()
+			shape[a.Axis] = s
+			outs[i] = eager.Out{DType: x.DType(), Shape: shape}
+		}
+		if total != x.Dim(a.Axis) {
+			c.Fail(tensor.ErrShape, "sizes %v add up to %d, dimension %d has %d", a.Sizes, total, a.Axis, x.Dim(a.Axis))
+		}
+		return outs
+	},
+	Grad: func(g *eager.Grad) []*tensor.Tensor {
+		return []*tensor.Tensor{Concatenate(g.Attrs.(opattr.SplitAttrs).Axis, g.OutGrads...)}
+	},
+	GradReads: eager.ReadsNothing,
+})
 
 // Tile repeats x reps[d] times along each dimension d (len(reps) = rank).
 func Tile(x *tensor.Tensor, reps ...int) *tensor.Tensor {

@@ -91,10 +91,10 @@ func init() {
 	// and one allocation (as TensorFlow's ops of those names), where the
 	// composed form made three temporaries. Each is linear in dy, so its
 	// gradient for dy is itself; for y it is g·dy·(-2y), g·dy·(1 - 2y).
-	tanhGradOp = outputGradOp("TanhGrad", tanhGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
+	tanhGradOp = outputGradOp("TanhGrad", "y", tanhGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
 		return Mul(Mul(g, dy), Mul(ScalarLike(y, -2), y))
 	})
-	sigmoidGradOp = outputGradOp("SigmoidGrad", sigmoidGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
+	sigmoidGradOp = outputGradOp("SigmoidGrad", "y", sigmoidGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
 		return Mul(Mul(g, dy), Sub(OnesLike(y), Mul(ScalarLike(y, 2), y)))
 	})
 
@@ -148,12 +148,13 @@ func backwardInfer(first string) func(c *eager.Call) []eager.Out {
 }
 
 // outputGradOp declares the backward op name(y, dy) of a float function
-// from its output y: self computes it (its gradient for dy, the op being
-// linear in dy) and dY its gradient for y given the outer gradient g.
-func outputGradOp(name string, self func(y, dy *tensor.Tensor) *tensor.Tensor, dY func(y, dy, g *tensor.Tensor) *tensor.Tensor) *eager.Op {
+// from its output y (or its input: first names which, for errors): self
+// computes it (its gradient for dy, the op being linear in dy) and dY its
+// gradient for y given the outer gradient g.
+func outputGradOp(name, first string, self func(y, dy *tensor.Tensor) *tensor.Tensor, dY func(y, dy, g *tensor.Tensor) *tensor.Tensor) *eager.Op {
 	return eager.Register(&eager.Op{
 		Name: name, Inputs: 2, DTypes: floatTypes, SameDTypes: true,
-		Infer: backwardInfer("y"),
+		Infer: backwardInfer(first),
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			y, dy, gy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
 			return []*tensor.Tensor{when(g.Needs[0], func() *tensor.Tensor { return dY(y, dy, gy) }), when(g.Needs[1], func() *tensor.Tensor { return self(y, gy) })}

@@ -1,6 +1,11 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
 
 // Kernels of the fused activations (ops/activation.go).
 
@@ -36,9 +41,73 @@ func gelu64(v float64) float64 {
 	return math.Copysign(0, -1)
 }
 
+// The constants of GeluTanh (ops/activation.go): √(2/π) and the cubic's
+// coefficient.
+const geluK, geluA = 0.7978845608028654, 0.044715
+
+// geluTanhBlocks runs f over o, x (and dy, nil for the forward) in blocks
+// of 256, with t = tanh(√(2/π)(x + 0.044715x³)) of the block computed by
+// the vector tanh.
+func geluTanhBlocks(o, x, dy []float32, f func(o, x, dy, t []float32)) {
+	x = x[:len(o)]
+	var buf [256]float32
+	for lo := 0; lo < len(o); lo += len(buf) {
+		hi := min(lo+len(buf), len(o))
+		xs, t := x[lo:hi], buf[:hi-lo]
+		for i, v := range xs {
+			t[i] = geluK * (v + geluA*v*v*v)
+		}
+		tanh32Loop(t, t)
+		var ds []float32
+		if dy != nil {
+			ds = dy[lo:hi]
+		}
+		f(o[lo:hi], xs, ds, t)
+	}
+}
+
+// geluTanh32Loop sets o = x/2·(1 + t). o may be x.
+func geluTanh32Loop(o, x []float32) {
+	geluTanhBlocks(o, x, nil, func(o, x, _, t []float32) {
+		for i, v := range x {
+			o[i] = 0.5 * v * (1 + t[i])
+		}
+	})
+}
+
+func geluTanh64(v float64) float64 {
+	return 0.5 * v * (1 + math.Tanh(geluK*(v+geluA*v*v*v)))
+}
+
+// geluTanhSlope is g'(x) = (1 + t)/2 + x/2·(1 - t²)·√(2/π)(1 + 3·0.044715x²).
+func geluTanhSlope[T tensor.Float](x, t T) T {
+	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*geluA*x*x)
+}
+
+// geluTanhGradKernel sets o = dy·g'(x) from x and dy, sharded.
+func geluTanhGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
+	deviceOf(c).Parallel(len(o), 3*expCost32, func(lo, hi int) {
+		xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
+		if x32, ok := any(xs).([]float32); ok {
+			geluTanhBlocks(any(os).([]float32), x32, any(ds).([]float32), func(o, x, dy, t []float32) {
+				for i, v := range x {
+					o[i] = dy[i] * geluTanhSlope(v, t[i])
+				}
+			})
+			return
+		}
+		for i, v := range xs {
+			os[i] = ds[i] * geluTanhSlope(v, T(math.Tanh(float64(geluK*(v+geluA*v*v*v)))))
+		}
+	})
+}
+
 func softplus64(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }
 
 func init() {
 	floatLoops("Gelu", gelu32Loop, 2*expCost32, gelu64)
+	floatLoops("GeluTanh", geluTanh32Loop, 2*expCost32, geluTanh64)
+	kernels{f32: geluTanhGradKernel[float32], f64: geluTanhGradKernel[float64]}.register("GeluTanhGrad")
 	floatLoops("Softplus", mapLoop(via64(softplus64)), 20, softplus64)
 }

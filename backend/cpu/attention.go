@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -60,6 +61,15 @@ func (g attnGeom) keyEnd(causal bool, i1 int) int {
 	return g.tk
 }
 
+// scaleRow sets x to x·s (float32 by the vector kernel).
+func scaleRow[T tensor.Float](x []T, s T) {
+	if len(x) > 0 && !vecScalar(x, x, s, smuls) {
+		for i := range x {
+			x[i] *= s
+		}
+	}
+}
+
 // expInPlace sets x to exp(x) (float32 by the vector kernel).
 func expInPlace[T tensor.Float](x []T) {
 	if x32, ok := any(x).([]float32); ok {
@@ -102,33 +112,26 @@ func attentionKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 				gemmAcc(nil, bq, bk, g.d, qb, false, ks[(b*g.tk+j0)*g.d:(b*g.tk+j1)*g.d], true, sb, false)
 				for r := range bq {
 					row := sb[r*bk : (r+1)*bk]
-					rowMax := math.Inf(-1)
-					for j := range row {
-						x := float64(row[j]) * a.Scale
-						if !g.keeps(mask, a.Causal, b, i0+r, j0+j) {
-							x = math.Inf(-1)
+					scaleRow(row, T(a.Scale))
+					if mask != nil || (a.Causal && j0+bk-1 > i0+r) {
+						for j := range row {
+							if !g.keeps(mask, a.Causal, b, i0+r, j0+j) {
+								row[j] = T(math.Inf(-1))
+							}
 						}
-						row[j] = T(x)
-						rowMax = math.Max(rowMax, x)
 					}
-					mNew := math.Max(m[r], rowMax)
+					mNew := max(m[r], float64(slices.Max(row)))
 					if math.IsInf(mNew, -1) { // nothing kept yet: no weight
 						clear(row)
 						continue
 					}
 					if alpha := math.Exp(m[r] - mNew); alpha != 1 {
 						l[r] *= alpha
-						for x := range acc[r*g.dv : (r+1)*g.dv] {
-							acc[r*g.dv+x] *= T(alpha)
-						}
+						scaleRow(acc[r*g.dv:(r+1)*g.dv], T(alpha))
 					}
-					for j := range row {
-						row[j] -= T(mNew)
-					}
+					addScalar(row, row, T(-mNew))
 					expInPlace(row)
-					for _, p := range row {
-						l[r] += float64(p)
-					}
+					l[r] += float64(sumReducer[T]().row(0, row))
 					m[r] = mNew
 				}
 				gemmAcc(nil, bq, g.dv, bk, sb, false, vs[(b*g.tk+j0)*g.dv:(b*g.tk+j1)*g.dv], false, acc[:bq*g.dv], true)

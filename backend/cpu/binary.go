@@ -86,6 +86,17 @@ func addInto[T tensor.Num](dst, x []T) {
 	}
 }
 
+// vecVV sets o = a op b with k, an AVX2 float32 loop, when T is float32
+// and the kernels are there, and reports whether it did.
+func vecVV[T tensor.Num](o, a, b []T, k func(dst, a, b *float32, n int)) bool {
+	o32, ok := any(o).([]float32)
+	if !ok || !haveVecKernels || len(o) == 0 {
+		return false
+	}
+	k(&o32[0], &any(a).([]float32)[:len(o)][0], &any(b).([]float32)[:len(o)][0], len(o))
+	return true
+}
+
 // vecScalar sets o = v op s with k, an AVX2 float32 loop, when T is
 // float32 and the kernels are there, and reports whether it did.
 func vecScalar[T tensor.Num](o, v []T, s T, k func(dst, a *float32, s float32, n int)) bool {
@@ -100,6 +111,9 @@ func vecScalar[T tensor.Num](o, v []T, s T, k func(dst, a *float32, s float32, n
 func subLoops[T tensor.Num]() binLoops[T, T] {
 	return binLoops[T, T]{
 		vv: func(o, a, b []T) {
+			if vecVV(o, a, b, ssub) {
+				return
+			}
 			a, b = a[:len(o)], b[:len(o)]
 			for i := range o {
 				o[i] = a[i] - b[i]
@@ -123,6 +137,9 @@ func subLoops[T tensor.Num]() binLoops[T, T] {
 func mulLoops[T tensor.Num]() binLoops[T, T] {
 	return binLoops[T, T]{
 		vv: func(o, a, b []T) {
+			if vecVV(o, a, b, smul) {
+				return
+			}
 			a, b = a[:len(o)], b[:len(o)]
 			for i := range o {
 				o[i] = a[i] * b[i]
@@ -152,6 +169,9 @@ func mulLoops[T tensor.Num]() binLoops[T, T] {
 func divFloatLoops[T tensor.Float]() binLoops[T, T] {
 	return binLoops[T, T]{
 		vv: func(o, a, b []T) {
+			if vecVV(o, a, b, sdiv) {
+				return
+			}
 			a, b = a[:len(o)], b[:len(o)]
 			for i := range o {
 				o[i] = a[i] / b[i]

@@ -155,14 +155,25 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 		// Guard bands catch writes past the end.
 		dst := make([]float32, n+2)
 		dst[n], dst[n+1] = 7, 7
-		sadd(&dst[0], &x[0], &y[0], n)
-		for i := range x {
-			if dst[i] != x[i]+y[i] {
-				t.Fatalf("sadd n=%d: element %d = %v, want %v", n, i, dst[i], x[i]+y[i])
+		for _, k := range []struct {
+			name string
+			f    func(dst, a, b *float32, n int)
+			op   func(a, b float32) float32
+		}{
+			{"sadd", sadd, func(a, b float32) float32 { return a + b }},
+			{"ssub", ssub, func(a, b float32) float32 { return a - b }},
+			{"smul", smul, func(a, b float32) float32 { return a * b }},
+			{"sdiv", sdiv, func(a, b float32) float32 { return a / b }},
+		} {
+			k.f(&dst[0], &x[0], &y[0], n)
+			for i := range x {
+				if want := k.op(x[i], y[i]); dst[i] != want {
+					t.Fatalf("%s n=%d: element %d = %v, want %v", k.name, n, i, dst[i], want)
+				}
 			}
-		}
-		if dst[n] != 7 || dst[n+1] != 7 {
-			t.Fatalf("sadd n=%d wrote past the end", n)
+			if dst[n] != 7 || dst[n+1] != 7 {
+				t.Fatalf("%s n=%d wrote past the end", k.name, n)
+			}
 		}
 		dst[n], dst[n+1] = 7, 7
 		copy(dst, y)

@@ -14,6 +14,12 @@ func sdot(x, y *float32, n int) float32 { panic("cpu: no vector kernel in this b
 
 func sadd(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
 
+func ssub(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func smul(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sdiv(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
 func stanh8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
 
 func smuls(dst, a *float32, s float32, n int) { panic("cpu: no vector kernel in this build") }

@@ -12,6 +12,15 @@ func sdot(x, y *float32, n int) float32
 func sadd(dst, a, b *float32, n int)
 
 //go:noescape
+func ssub(dst, a, b *float32, n int)
+
+//go:noescape
+func smul(dst, a, b *float32, n int)
+
+//go:noescape
+func sdiv(dst, a, b *float32, n int)
+
+//go:noescape
 func smuls(dst, a *float32, s float32, n int)
 
 //go:noescape

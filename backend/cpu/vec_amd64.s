@@ -32,18 +32,18 @@ done: \
 	VZEROUPPER; \
 	RET
 
-// ADD32(STORE) adds 32 float32 of (SI) and (DI) into (DX), storing with
-// STORE (VMOVUPS, or VMOVNTPS to bypass the caches), and advances the
-// three pointers and the count CX. sadd and saddnt share it.
-#define ADD32(STORE) \
+// OP32(VOP, STORE) sets 32 float32 of (DX) to (SI) VOP (DI), storing with
+// STORE (VMOVNTPS bypasses the caches), and advances the three pointers
+// and the count CX.
+#define OP32(VOP, STORE) \
 	VMOVUPS (SI), Y0; \
 	VMOVUPS 32(SI), Y1; \
 	VMOVUPS 64(SI), Y2; \
 	VMOVUPS 96(SI), Y3; \
-	VADDPS  (DI), Y0, Y0; \
-	VADDPS  32(DI), Y1, Y1; \
-	VADDPS  64(DI), Y2, Y2; \
-	VADDPS  96(DI), Y3, Y3; \
+	VOP     (DI), Y0, Y0; \
+	VOP     32(DI), Y1, Y1; \
+	VOP     64(DI), Y2, Y2; \
+	VOP     96(DI), Y3, Y3; \
 	STORE   Y0, (DX); \
 	STORE   Y1, 32(DX); \
 	STORE   Y2, 64(DX); \
@@ -52,6 +52,47 @@ done: \
 	ADDQ    $128, DI; \
 	ADDQ    $128, DX; \
 	SUBQ    $32, CX
+
+// VV_LOOP(VOP, SOP) is the body of dst[i] = a[i] op b[i]: 32 lanes at a
+// time in four registers while 32 remain, then 8, then one at a time with
+// SOP. Arguments: dst+0, a+8, b+16, n+24. The operands may be the same
+// slice as dst.
+#define VV_LOOP(VOP, SOP) \
+	MOVQ dst+0(FP), DX; \
+	MOVQ a+8(FP), SI; \
+	MOVQ b+16(FP), DI; \
+	MOVQ n+24(FP), CX; \
+wide32: \
+	CMPQ    CX, $32; \
+	JL      wide8; \
+	OP32(VOP, VMOVUPS); \
+	JMP     wide32; \
+wide8: \
+	CMPQ    CX, $8; \
+	JL      tail; \
+	VMOVUPS (SI), Y0; \
+	VOP     (DI), Y0, Y0; \
+	VMOVUPS Y0, (DX); \
+	ADDQ    $32, SI; \
+	ADDQ    $32, DI; \
+	ADDQ    $32, DX; \
+	SUBQ    $8, CX; \
+	JMP     wide8; \
+tail: \
+	TESTQ  CX, CX; \
+	JE     done; \
+	VMOVSS (SI), X0; \
+	SOP    (DI), X0, X0; \
+	VMOVSS X0, (DX); \
+	ADDQ   $4, SI; \
+	ADDQ   $4, DI; \
+	ADDQ   $4, DX; \
+	DECQ   CX; \
+	JMP    tail; \
+done: \
+	VZEROUPPER; \
+	RET
+
 
 // FOLD4 sums the 32 lanes of Y0-Y3 into the low lane of X0 (pairwise,
 // then across halves and lanes); sdot and ssum share it.
@@ -124,44 +165,22 @@ dotdone:
 // func sadd(dst, a, b *float32, n int)
 // dst[i] = a[i] + b[i].
 TEXT ·sadd(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ n+24(FP), CX
+	VV_LOOP(VADDPS, VADDSS)
 
-add32:
-	CMPQ CX, $32
-	JL   add8
-	ADD32(VMOVUPS)
-	JMP  add32
+// func ssub(dst, a, b *float32, n int)
+// dst[i] = a[i] - b[i].
+TEXT ·ssub(SB), NOSPLIT, $0-32
+	VV_LOOP(VSUBPS, VSUBSS)
 
-add8:
-	CMPQ    CX, $8
-	JL      addtail
-	VMOVUPS (SI), Y0
-	VADDPS  (DI), Y0, Y0
-	VMOVUPS Y0, (DX)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	ADDQ    $32, DX
-	SUBQ    $8, CX
-	JMP     add8
+// func smul(dst, a, b *float32, n int)
+// dst[i] = a[i] * b[i].
+TEXT ·smul(SB), NOSPLIT, $0-32
+	VV_LOOP(VMULPS, VMULSS)
 
-addtail:
-	TESTQ  CX, CX
-	JE     adddone
-	VMOVSS (SI), X0
-	VADDSS (DI), X0, X0
-	VMOVSS X0, (DX)
-	ADDQ   $4, SI
-	ADDQ   $4, DI
-	ADDQ   $4, DX
-	DECQ   CX
-	JMP    addtail
-
-adddone:
-	VZEROUPPER
-	RET
+// func sdiv(dst, a, b *float32, n int)
+// dst[i] = a[i] / b[i] (IEEE division, as Go's).
+TEXT ·sdiv(SB), NOSPLIT, $0-32
+	VV_LOOP(VDIVPS, VDIVSS)
 
 // func smuls(dst, a *float32, s float32, n int)
 // dst[i] = a[i] * s.
@@ -240,7 +259,7 @@ TEXT ·saddnt(SB), NOSPLIT, $0-32
 ntloop:
 	CMPQ CX, $32
 	JL   ntdone
-	ADD32(VMOVNTPS)
+	OP32(VADDPS, VMOVNTPS)
 	JMP  ntloop
 
 ntdone:

@@ -32,12 +32,17 @@ func testGPU(t testing.TB) *Device {
 }
 
 // pending is what the GPU does not run yet (conformance.Pending): the
-// table expects ErrNoKernel there and fails if one of these runs. ops.Attention
-// computes attention as ops on the GPU until its fused kernel (issue 34).
+// table expects ErrNoKernel there and fails if one of these runs.
+// ops.Attention, ops.LayerNorm and ops.RMSNorm compute as ops on the GPU
+// until their fused kernels (issue 34).
 var pending = map[string][]tensor.DType{
-	"ScaledDotProductAttention":         {tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16},
-	"ScaledDotProductAttentionBackprop": {tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16},
+	"ScaledDotProductAttention":         floatsAndHalves,
+	"ScaledDotProductAttentionBackprop": floatsAndHalves,
+	"LayerNorm":                         floatsAndHalves,
+	"LayerNormBackprop":                 floatsAndHalves,
 }
+
+var floatsAndHalves = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU
 // runs agrees with cpu:0 within its dtype's tolerance.

@@ -87,6 +87,7 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 		{"softplus", ops.Softplus, softplus, 4, 0, 0},
 		{"erf", ops.Erf, math.Erf, 8, 0, 0},
 		{"gelu", ops.Gelu, gelu, 8, 1e-15, 0},
+		{"gelutanh", ops.GeluTanh, func(v float64) float64 { return 0.5 * v * (1 + math.Tanh(0.7978845608028654*(v+0.044715*v*v*v))) }, 8, 1e-15, 0},
 		{"sin", ops.Sin, math.Sin, 2, 1e-16, 1 << 29},
 		{"cos", ops.Cos, math.Cos, 2, 1e-16, 1 << 29},
 	} {

@@ -21,11 +21,11 @@ import (
 var (
 	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
 		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad",
-		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad"}
+		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
 		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
-		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "Sin": "sin", "Cos": "cos"}
+		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "GeluTanh": "gelutanh", "Sin": "sin", "Cos": "cos"}
 )
 
 func init() {

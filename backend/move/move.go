@@ -27,7 +27,7 @@ func init() {
 	for op, k := range map[string]eager.Kernel{
 		"Reshape": whole, "Identity": whole, "StopGradient": whole,
 		"Transpose": transpose, "BroadcastTo": broadcastTo,
-		"Slice": slice, "Pad": pad, "Concatenate": concatenate, "Rev": rev,
+		"Slice": slice, "Split": split, "Pad": pad, "Concatenate": concatenate, "Rev": rev,
 		"DynamicSlice": dynamicSlice, "DynamicUpdateSlice": dynamicUpdateSlice,
 		"Nonzero": nonzero,
 	} {
@@ -113,6 +113,18 @@ func slice(c *eager.Call, outs []*tensor.Tensor) {
 		st[d] = xs[d] * a.Stride(d)
 	}
 	copyBox(c, out, 0, rowMajor(out.Shape()), x, off, st, out.Shape())
+}
+
+// split copies each piece's box of the input, along the axis one after
+// another.
+func split(c *eager.Call, outs []*tensor.Tensor) {
+	x, a := c.Inputs[0], c.Attrs.(opattr.SplitAttrs)
+	xs := rowMajor(x.Shape())
+	at := 0
+	for i, out := range outs {
+		copyBox(c, out, 0, rowMajor(out.Shape()), x, at*xs[a.Axis], xs, out.Shape())
+		at += a.Sizes[i]
+	}
 }
 
 // pad fills the output with the padding value (broadcast from its scalar

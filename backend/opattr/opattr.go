@@ -109,6 +109,14 @@ type AxisAttrs struct{ Axis int }
 
 func (a AxisAttrs) String() string { return fmt.Sprintf("axis=%d", a.Axis) }
 
+// SplitAttrs configure Split: the axis and the pieces' sizes along it.
+type SplitAttrs struct {
+	Axis  int
+	Sizes []int
+}
+
+func (a SplitAttrs) String() string { return fmt.Sprintf("axis=%d sizes=%v", a.Axis, a.Sizes) }
+
 // SortAttrs configure ArgSort and ArgMax/ArgMin.
 type SortAttrs struct {
 	Axis       int

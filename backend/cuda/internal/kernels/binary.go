@@ -16,13 +16,14 @@ import (
 //     with g's strides 0 and 1 over the output's shape (0 broadcasts).
 // The ops: add, sub, mul, div, rem, max, min, pow, relugrad (b where a >
 // 0), and for floats tanhgrad and sigmoidgrad (Tanh's and Sigmoid's
-// backward from the output a and the gradient b).
+// backward from the output a and the gradient b) and gelutanhgrad
+// (GeluTanh's from its input a).
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad")
 	}
 	return ops
 }
@@ -312,6 +313,8 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			fmod(k, d, x, y, r)
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
+		case "gelutanhgrad":
+			return inF64x2(k, d, x, y, fm.gelutanhgrad)
 		case "tanhgrad", "sigmoidgrad":
 			// From the output x and the gradient y, rounded at each step as
 			// the CPU's: y·(1 - x·x) and y·x·(1 - x).

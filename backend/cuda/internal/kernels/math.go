@@ -32,6 +32,8 @@ import (
 //	         lower tail, x < −2.83; (1 + erf)/2 above, within 1e-15
 //	         absolute where it cancels), and −0 where Φ is 0 (the limit at
 //	         −∞), as the CPU.
+//	gelutanh x/2·(1 + tanh(√(2/π)(x + 0.044715x³))), and its backward
+//	         gelutanhgrad (a binary op of x and the gradient).
 //	sin, cos k = round(x·2/π), r = x − k·π/2 with π/2 in three parts by
 //	         fma (accurate for |x| below about 2²⁹, as Go's Cody-Waite
 //	         reduction; beyond it the error grows with |x|), Taylor series
@@ -306,6 +308,28 @@ func (m fm) gelu(x ptx.Reg) ptx.Reg {
 	return m.sel(m.cmp("eq", phi, m.c(0)), m.c(math.Copysign(0, -1)), m.fixNaN(m.mul(x, phi), x))
 }
 
+// GeluTanh's constants: √(2/π) and the cubic's coefficient.
+const geluK, geluA = 0.7978845608028654, 0.044715
+
+// geluTanhT is tanh(√(2/π)(x + 0.044715x³)).
+func (m fm) geluTanhT(x ptx.Reg) ptx.Reg {
+	return m.tanh(m.mul(m.c(geluK), m.add(x, m.mul(m.c(geluA), m.mul(x, m.mul(x, x))))))
+}
+
+// gelutanh is x/2·(1 + t), t = geluTanhT(x).
+func (m fm) gelutanh(x ptx.Reg) ptx.Reg {
+	return m.mul(m.mul(m.c(0.5), x), m.add(m.c(1), m.geluTanhT(x)))
+}
+
+// gelutanhgrad is dy·g'(x): g' = (1 + t)/2 + x/2·(1 - t²)·√(2/π)(1 +
+// 3·0.044715x²).
+func (m fm) gelutanhgrad(x, dy ptx.Reg) ptx.Reg {
+	t := m.geluTanhT(x)
+	du := m.mul(m.c(geluK), m.add(m.c(1), m.mul(m.c(3*geluA), m.mul(x, x))))
+	slope := m.add(m.mul(m.c(0.5), m.add(m.c(1), t)), m.mul(m.mul(m.mul(m.c(0.5), x), m.sub(m.c(1), m.mul(t, t))), du))
+	return m.mul(dy, slope)
+}
+
 // π/2 in three parts (each the rounding of what the others leave).
 const pio2A, pio2B, pio2C = 1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33
 
@@ -368,8 +392,9 @@ func (m fm) pow(x, y ptx.Reg) ptx.Reg {
 var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"exp": fm.exp, "log": fm.log, "expm1": fm.expm1, "log1p": fm.log1p, "tanh": fm.tanh,
 	"sigmoid": fm.sigmoid, "softplus": fm.softplus, "erf": fm.erf, "gelu": fm.gelu,
-	"sin": func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, false) },
-	"cos": func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, true) },
+	"gelutanh": fm.gelutanh,
+	"sin":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, false) },
+	"cos":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, true) },
 }
 
 // MathOps lists the float ops of the math library, sorted.

@@ -1,0 +1,138 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Kernels of LayerNorm and its backprop (ops/layernorm.go), for LayerNorm
+// and RMSNorm alike: the forward reads a row for its statistics (in
+// float64) and again to write it normalized; the backward reads a row of
+// x and of the output's gradient for two sums and again to write the
+// input's gradient, adding the row's share of the scale's and offset's
+// gradients to a partial sum of its task. The tasks are fixed in number
+// and their partial sums added in order, so results do not depend on how
+// the rows were shared among threads.
+
+// normTasks is the most tasks the backward splits its rows into (each
+// keeps partial sums of the scale's and offset's gradients).
+const normTasks = 16
+
+// statAt and setStat read and write element i of a statistic (float32,
+// or float64 for float64 inputs: ops.statDType).
+func statAt(t *tensor.Tensor, i int) float64 {
+	if t.DType() == tensor.Float64 {
+		return data[float64](t)[i]
+	}
+	return float64(data[float32](t)[i])
+}
+
+func setStat(t *tensor.Tensor, i int, v float64) {
+	if t.DType() == tensor.Float64 {
+		data[float64](t)[i] = v
+		return
+	}
+	data[float32](t)[i] = float32(v)
+}
+
+func layerNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.NormAttrs)
+	x := c.Inputs[0]
+	xs, gamma, y := data[T](x), data[T](c.Inputs[1]), data[T](outs[0])
+	var beta []T
+	if len(c.Inputs) == 3 {
+		beta = data[T](c.Inputs[2])
+	}
+	n := x.Dim(-1)
+	rows := outs[1].Shape().NumElements() // with no features, each row's statistics are NaN (0/0)
+	deviceOf(c).Parallel(rows, float64(6*n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, out := xs[r*n:(r+1)*n], y[r*n:(r+1)*n]
+			mean := 0.0
+			if !a.RMS {
+				for _, v := range row {
+					mean += float64(v)
+				}
+				mean /= float64(n)
+			}
+			ss := 0.0
+			for _, v := range row {
+				d := float64(v) - mean
+				ss += d * d
+			}
+			rstd := 1 / math.Sqrt(ss/float64(n)+a.Epsilon)
+			m, s := T(mean), T(rstd)
+			for j, v := range row {
+				o := (v - m) * s * gamma[j]
+				if beta != nil {
+					o += beta[j]
+				}
+				out[j] = o
+			}
+			setStat(outs[1], r, mean)
+			setStat(outs[2], r, rstd)
+		}
+	})
+}
+
+func layerNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.NormAttrs)
+	x, meanT, rstdT, dmeanT, drstdT := c.Inputs[0], c.Inputs[2], c.Inputs[3], c.Inputs[5], c.Inputs[6]
+	xs, gamma, dy := data[T](x), data[T](c.Inputs[1]), data[T](c.Inputs[4])
+	dx, dgamma, dbeta := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
+	n, rows := x.Dim(-1), meanT.Shape().NumElements()
+	tasks := min(rows, normTasks)
+	partial := make([]float64, 2*tasks*n) // per task: dgamma's n, then dbeta's
+	cn := float64(n)
+	deviceOf(c).Parallel(tasks, float64(10*n*rows/max(tasks, 1)), func(lo, hi int) {
+		xhat := make([]float64, n)
+		for t := lo; t < hi; t++ {
+			dg, db := partial[2*t*n:(2*t+1)*n], partial[(2*t+1)*n:(2*t+2)*n]
+			for r := t * rows / tasks; r < (t+1)*rows/tasks; r++ {
+				row, g, out := xs[r*n:(r+1)*n], dy[r*n:(r+1)*n], dx[r*n:(r+1)*n]
+				mean, rstd := statAt(meanT, r), statAt(rstdT, r)
+				sumG, sumGX := 0.0, 0.0 // Σ dy·γ and Σ dy·γ·x̂
+				for j, v := range row {
+					h := (float64(v) - mean) * rstd
+					xhat[j] = h
+					d := float64(g[j])
+					dg[j] += d * h
+					db[j] += d
+					gj := d * float64(gamma[j])
+					sumG += gj
+					sumGX += gj * h
+				}
+				if a.RMS {
+					sumG = 0 // no mean was subtracted
+				}
+				// dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), plus the
+				// statistics' own gradients: ∂mean/∂x = 1/C and
+				// ∂rstd/∂x = -rstd²·x̂/C.
+				shift := -rstd*sumG/cn + statAt(dmeanT, r)/cn
+				if a.RMS {
+					shift = 0
+				}
+				slope := -rstd*sumGX/cn - rstd*rstd*statAt(drstdT, r)/cn
+				for j := range out {
+					out[j] = T(rstd*float64(g[j])*float64(gamma[j]) + shift + slope*xhat[j])
+				}
+			}
+		}
+	})
+	for j := range n {
+		sg, sb := 0.0, 0.0
+		for t := range tasks {
+			sg += partial[2*t*n+j]
+			sb += partial[(2*t+1)*n+j]
+		}
+		dgamma[j], dbeta[j] = T(sg), T(sb)
+	}
+}
+
+func init() {
+	kernels{f32: layerNormKernel[float32], f64: layerNormKernel[float64]}.register("LayerNorm")
+	kernels{f32: layerNormBackpropKernel[float32], f64: layerNormBackpropKernel[float64]}.register("LayerNormBackprop")
+}

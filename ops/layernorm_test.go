@@ -1,0 +1,131 @@
+package ops_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// normByOps is LayerNorm (or RMSNorm) spelled out.
+func normByOps(x, gamma, beta *tensor.Tensor, eps float64, rms bool) *tensor.Tensor {
+	keep := ops.Reduction{Kind: ops.ReduceMean, Dims: []int{-1}, KeepDims: true}
+	c := x
+	if !rms {
+		c = ops.Sub(x, ops.Reduce(x, keep))
+	}
+	v := ops.Reduce(ops.Square(c), keep)
+	y := ops.Mul(ops.Mul(c, ops.Rsqrt(ops.Add(v, ops.ScalarLike(v, eps)))), gamma)
+	if beta != nil {
+		y = ops.Add(y, beta)
+	}
+	return y
+}
+
+// The fused norms equal the ops spelled out, in value and in the
+// gradients of x, the scale and the offset: both forms, with and without
+// an offset, rows fewer and more than the backward's tasks, both dtypes.
+func TestNormsMatchOps(t *testing.T) {
+	r := tensor.NewRNG(8)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 2e-5}[dt]
+		for _, shape := range [][]int{{5}, {3, 7}, {4, 9, 33}} {
+			for _, form := range []string{"layer", "layer without offset", "rms"} {
+				name := fmt.Sprintf("%v %v %s", dt, shape, form)
+				c := shape[len(shape)-1]
+				x := ops.Add(tensor.RandNormal(r, dt, shape...), ops.Cast(tensor.Scalar(3.0), dt))
+				gamma := tensor.RandNormal(r, dt, c)
+				var beta *tensor.Tensor
+				if form == "layer" {
+					beta = tensor.RandNormal(r, dt, c)
+				}
+				rms := form == "rms"
+				fused := func() *tensor.Tensor {
+					if rms {
+						return ops.RMSNorm(x, gamma, 1e-5)
+					}
+					return ops.LayerNorm(x, gamma, beta, 1e-5)
+				}
+				var outs [2]*tensor.Tensor
+				var grads [2][]*tensor.Tensor
+				for j, f := range []func() *tensor.Tensor{func() *tensor.Tensor { return normByOps(x, gamma, beta, 1e-5, rms) }, fused} {
+					tp := tape.New()
+					watched := []*tensor.Tensor{x, gamma}
+					if beta != nil {
+						watched = append(watched, beta)
+					}
+					tp.Watch(watched...)
+					outs[j] = f()
+					w := tensor.RandUniform(tensor.NewRNG(4), dt, -1, 1, outs[j].Shape()...)
+					grads[j] = tp.Gradient(ops.Sum(ops.Mul(outs[j], w)), watched...)
+				}
+				diff(t, name+" value", outs[1], outs[0], tol)
+				for j := range grads[0] {
+					diff(t, fmt.Sprintf("%s gradient %d", name, j), grads[1][j], grads[0][j], 10*tol)
+				}
+			}
+		}
+	}
+}
+
+// The op's statistics are outputs a graph may differentiate through: the
+// gradient of a loss reading the mean and reciprocal deviation agrees
+// with finite differences.
+func TestLayerNormStatisticsGradient(t *testing.T) {
+	op := eager.Lookup("LayerNorm")
+	for _, rms := range []bool{false, true} {
+		x := tensor.RandNormal(tensor.NewRNG(2), tensor.Float64, 3, 6)
+		gamma := tensor.RandNormal(tensor.NewRNG(3), tensor.Float64, 6)
+		wm := tensor.RandNormal(tensor.NewRNG(5), tensor.Float64, 3)
+		wr := tensor.RandNormal(tensor.NewRNG(6), tensor.Float64, 3)
+		f := func(xs []*tensor.Tensor) *tensor.Tensor {
+			o := eager.Run(op, ops.NormAttrs{Epsilon: 1e-3, RMS: rms}, xs[0], gamma)
+			return ops.Add(ops.Add(ops.Sum(ops.Square(o[0])), ops.Sum(ops.Mul(o[1], wm))), ops.Sum(ops.Mul(o[2], wr)))
+		}
+		if res := tape.CheckGradient(f, []*tensor.Tensor{x}, 1e-6); res.MaxError > 1e-6 {
+			t.Errorf("rms=%v: %v", rms, res)
+		}
+	}
+}
+
+// Half inputs are normalized in float32 and rounded once.
+func TestNormHalf(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, 4, 16)
+	gamma, beta := tensor.RandNormal(tensor.NewRNG(2), tensor.Float32, 16), tensor.RandNormal(tensor.NewRNG(3), tensor.Float32, 16)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		h := func(v *tensor.Tensor) *tensor.Tensor { return ops.Cast(v, dt) }
+		got := ops.LayerNorm(h(x), h(gamma), h(beta), 1e-5)
+		if got.DType() != dt {
+			t.Fatalf("%v: result is %v", dt, got.DType())
+		}
+		want := h(ops.LayerNorm(ops.Cast(h(x), tensor.Float32), ops.Cast(h(gamma), tensor.Float32), ops.Cast(h(beta), tensor.Float32), 1e-5))
+		diff(t, fmt.Sprint(dt), ops.Cast(got, tensor.Float64), ops.Cast(want, tensor.Float64), 0)
+	}
+}
+
+func TestNormBadInputs(t *testing.T) {
+	x := tensor.Zeros(tensor.Float32, 2, 4)
+	g := tensor.Ones(tensor.Float32, 4)
+	for _, c := range []struct {
+		name string
+		f    func()
+		want error
+		text string
+	}{
+		{"scale of another size", func() { ops.LayerNorm(x, tensor.Ones(tensor.Float32, 3), nil, 1e-5) }, tensor.ErrShape, "[4]"},
+		{"offset of another dtype", func() { ops.LayerNorm(x, g, tensor.Zeros(tensor.Float64, 4), 1e-5) }, tensor.ErrDType, "float64"},
+		{"a scalar", func() { ops.RMSNorm(tensor.Scalar(float32(1)), g, 1e-5) }, tensor.ErrRank, "scalar"},
+		{"integers", func() { ops.RMSNorm(tensor.Zeros(tensor.Int32, 2, 4), tensor.Ones(tensor.Int32, 4), 1e-5) }, tensor.ErrDType, "int32"},
+		{"nil scale", func() { ops.LayerNorm(x, nil, nil, 1e-5) }, tensor.ErrArity, "input 1 is nil"},
+	} {
+		err := tensor.Catch(c.f)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v, want %v mentioning %q", c.name, err, c.want, c.text)
+		}
+	}
+}
