@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -103,4 +105,43 @@ func BenchmarkFashionConv(b *testing.B) {
 			run("filter", func() *tensor.Tensor { return ops.Conv2DBackpropFilter(x, f.Shape(), dy, opts) })
 		}
 	}
+}
+
+// gptShape is issue 34's CPU target model: 4 blocks, 4 heads, width 128,
+// context 128 (examples/gpt's default).
+var gptShape = model.Config{Layers: 4, Heads: 4, Dim: 128, Context: 128}
+
+// BenchmarkGPTStep times one training step of the GPT (batch 16 of 128
+// bytes: forward, backward, clipping, AdamW), as BenchmarkTorchGPTStep.
+func BenchmarkGPTStep(b *testing.B) {
+	m := model.New(tensor.NewRNG(1), gptShape)
+	opt := model.NewOptimizer(1000)
+	r := rand.New(rand.NewPCG(1, 2))
+	ids := func() *tensor.Tensor {
+		v := make([]int32, 16*gptShape.Context)
+		for i := range v {
+			v[i] = int32(32 + r.IntN(90))
+		}
+		return tensor.FromSlice(v, 16, gptShape.Context)
+	}
+	x, y := ids(), ids()
+	steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
+}
+
+// BenchmarkGPTGenerate times generating the GPT's whole context, one
+// byte at a time from a one-byte prompt with the KV cache (the greedy
+// choice, so the sampler costs nothing), and reports tokens per second.
+func BenchmarkGPTGenerate(b *testing.B) {
+	m := model.New(tensor.NewRNG(1), gptShape)
+	gen := func() error {
+		return tensor.Catch(func() {
+			caches := m.NewCaches()
+			next := tensor.FromSlice([]int32{'f'}, 1, 1)
+			for range gptShape.Context {
+				next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
+			}
+		})
+	}
+	steady(b, gen)
+	b.ReportMetric(float64(gptShape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }

@@ -44,7 +44,32 @@ func NewMultiHeadAttention(name string, rng *tensor.RNG, c, heads int, o MultiHe
 }
 
 // Forward attends over x [N, T, C] and returns [N, T, C].
-func (m *MultiHeadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
+func (m *MultiHeadAttention) Forward(x *tensor.Tensor) *tensor.Tensor { return m.ForwardCached(x, nil) }
+
+// KVCache holds the keys and values a causal MultiHeadAttention has seen
+// of the sequences it generates (K and V [N, Heads, T, C/Heads], nil
+// before the first call), so that each new position attends to them
+// without computing them again: a token costs work linear in the
+// context, not quadratic. One cache per layer; the zero value is empty.
+type KVCache struct {
+	K, V *tensor.Tensor
+}
+
+// Len is the number of positions the cache holds.
+func (c *KVCache) Len() int {
+	if c == nil || c.K == nil {
+		return 0
+	}
+	return c.K.Dim(2)
+}
+
+// ForwardCached attends over x [N, T, C], the next T positions of
+// sequences whose earlier positions' keys and values cache holds (nil:
+// none, as Forward), appends x's to the cache and returns [N, T, C]. Each
+// new position attends to every cached one and, where the layer is
+// causal, to the new ones up to itself. Panics with a *tensor.Error for a
+// rank other than 3 or a cache of other sequences (another N).
+func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *tensor.Tensor {
 	if x.Rank() != 3 {
 		panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrRank, []*tensor.Tensor{x}, "", "needs a sequence batch [N, T, C], got %v", x.Shape()))
 	}
@@ -56,7 +81,30 @@ func (m *MultiHeadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
 	}
 	// (Dispatch makes the transposed heads row-major for the attention
 	// kernel; Reshape copies the merged heads: both as taped ops.)
-	y := ops.Attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), nil, m.Causal, 0)
+	q, k, v := heads(qkv[0]), heads(qkv[1]), heads(qkv[2])
+	past := cache.Len()
+	if past > 0 {
+		if cache.K.Dim(0) != n {
+			panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrShape, []*tensor.Tensor{x, cache.K}, "", "the cache holds %d sequences, x has %d", cache.K.Dim(0), n))
+		}
+		k, v = ops.Concatenate(2, cache.K, k), ops.Concatenate(2, cache.V, v)
+	}
+	if cache != nil {
+		cache.K, cache.V = k, v
+	}
+	var mask *tensor.Tensor
+	causal := m.Causal
+	if causal && past > 0 {
+		// Query i (position past+i) sees keys up to past+i: PyTorch's
+		// is_causal aligns at the top left, so a mask does it.
+		causal = false
+		if t > 1 {
+			mask = ops.Le(ops.Reshape(tensor.Arange(0, float64(past+t), 1), 1, past+t),
+				ops.Reshape(tensor.Arange(float64(past), float64(past+t), 1), t, 1))
+			mask, _ = mask.To(x.Device())
+		}
+	}
+	y := ops.Attention(q, k, v, mask, causal, 0)
 	merged := ops.Reshape(ops.Transpose(y, 0, 2, 1, 3), n, t, c)
 	return m.Out.Forward(merged)
 }
@@ -128,8 +176,13 @@ func NewTransformerBlock(name string, rng *tensor.RNG, c, heads int, o MultiHead
 }
 
 // Forward runs the block over x [N, T, C].
-func (b *TransformerBlock) Forward(x *tensor.Tensor) *tensor.Tensor {
-	x = ops.Add(x, b.Attn.Forward(b.Norm1.Forward(x)))
+func (b *TransformerBlock) Forward(x *tensor.Tensor) *tensor.Tensor { return b.ForwardCached(x, nil) }
+
+// ForwardCached runs the block over the next positions x [N, T, C] of
+// sequences whose earlier keys and values cache holds (nil: none), as
+// MultiHeadAttention.ForwardCached.
+func (b *TransformerBlock) ForwardCached(x *tensor.Tensor, cache *KVCache) *tensor.Tensor {
+	x = ops.Add(x, b.Attn.ForwardCached(b.Norm1.Forward(x), cache))
 	return ops.Add(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x))))
 }
 

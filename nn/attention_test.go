@@ -143,6 +143,30 @@ func TestAttentionModelLearns(t *testing.T) {
 	}
 }
 
+// A block run over a sequence a few positions at a time with a KV cache
+// gives what it gives over the sequence so far at once, causal or not.
+func TestTransformerBlockKVCache(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float64, 2, 7, 8)
+	for _, causal := range []bool{true, false} {
+		b := nn.NewTransformerBlock("b", tensor.NewRNG(2), 8, 2, nn.MultiHeadAttentionOpts{DType: tensor.Float64, Causal: causal})
+		var cache nn.KVCache
+		at := 0
+		for _, chunk := range []int{3, 1, 1, 2} {
+			got := b.ForwardCached(ops.Slice(x, []int{0, at, 0}, []int{2, at + chunk, 8}, nil), &cache)
+			at += chunk
+			if cache.Len() != at {
+				t.Fatalf("causal=%v: the cache holds %d positions after %d", causal, cache.Len(), at)
+			}
+			want := b.Forward(ops.Slice(x, []int{0, 0, 0}, []int{2, at, 8}, nil))
+			diff(t, "cached", got, ops.Slice(want, []int{0, at - chunk, 0}, []int{2, at, 8}, nil), 1e-12)
+		}
+		err := tensor.Catch(func() { b.ForwardCached(tensor.Zeros(tensor.Float64, 3, 1, 8), &cache) })
+		if !errors.Is(err, tensor.ErrShape) {
+			t.Errorf("a cache of 2 sequences given 3: %v", err)
+		}
+	}
+}
+
 func TestMultiHeadAttentionBadInputs(t *testing.T) {
 	err := tensor.Catch(func() { nn.NewMultiHeadAttention("a", tensor.NewRNG(1), 10, 3, nn.MultiHeadAttentionOpts{}) })
 	if !errors.Is(err, tensor.ErrAttr) {

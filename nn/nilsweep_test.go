@@ -64,6 +64,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Constant", Fn: Constant},
 		{Name: "StepDecay", Fn: StepDecay},
 		{Name: "Cosine", Fn: Cosine},
+		{Name: "DecayMatrices", Fn: DecayMatrices},
 		{Name: "Warmup", Fn: Warmup},
 		{Name: "ClipByGlobalNorm", Fn: ClipByGlobalNorm, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
 		{Name: "NewAdam", Fn: NewAdam},

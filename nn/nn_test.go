@@ -186,6 +186,28 @@ func TestOptimizersFollowTheirRules(t *testing.T) {
 	if got := run(NewAdamW(Constant(0.01), 0.1), 3)[0]; !approx.Close(got, w, 1e-12) {
 		t.Errorf("adamw: %v, want %v", got, w)
 	}
+	// With DecayMatrices, a vector (a bias) steps as Adam's, a matrix as
+	// AdamW's; both in one call.
+	adamW := NewAdamW(Constant(0.01), 0.1)
+	adamW.Decays = DecayMatrices
+	bias, kernel := tape.NewVariable("b", tensor.FromSlice([]float64{1, 2})), tape.NewVariable("k", tensor.FromSlice([]float64{1, 2}, 1, 2))
+	plain := NewAdam(Constant(0.01))
+	plain.Eps = adamW.Eps
+	ref := tape.NewVariable("r", tensor.FromSlice([]float64{1, 2}))
+	for range 3 {
+		if err := adamW.Apply([]*tape.Variable{bias, kernel}, []*tensor.Tensor{g, ops.Reshape(g, 1, 2)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Apply([]*tape.Variable{ref}, []*tensor.Tensor{g}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := f64(bias.Value()), f64(ref.Value()); !approx.Close(got[0], want[0], 1e-12) || !approx.Close(got[1], want[1], 1e-12) {
+		t.Errorf("a bias under DecayMatrices: %v, want Adam's %v", got, want)
+	}
+	if got := f64(kernel.Value())[0]; !approx.Close(got, w, 1e-12) {
+		t.Errorf("a kernel under DecayMatrices: %v, want AdamW's %v", got, w)
+	}
 	w, s = 1.0, 0.0
 	for range 2 {
 		s = 0.9*s + 0.1*0.25

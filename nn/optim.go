@@ -64,13 +64,7 @@ func Warmup(s Schedule, warmup int) Schedule {
 // maxNorm, returning the scaled gradients and the norm before clipping.
 // Nil gradients stay nil.
 func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, float64) {
-	total := 0.0
-	for _, g := range grads {
-		if g != nil {
-			total += ops.Sum(ops.Square(ops.Cast(g, tensor.Float64))).Float()
-		}
-	}
-	norm := math.Sqrt(total)
+	norm := math.Sqrt(sumOfSquares(grads))
 	if norm <= maxNorm || norm == 0 {
 		return grads, norm
 	}
@@ -81,6 +75,41 @@ func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor
 		}
 	}
 	return out, norm
+}
+
+// sumOfSquares is Σ g² over every element of the non-nil grads: one sum
+// per dtype and device over the gradients flattened and joined (a
+// model's gradients take a few ops, not a few per variable). Float32
+// and the narrower floats sum in float32, as PyTorch's clip_grad_norm_.
+func sumOfSquares(grads []*tensor.Tensor) float64 {
+	type group struct {
+		dt  tensor.DType
+		dev string
+	}
+	flat := map[group][]*tensor.Tensor{}
+	var order []group
+	for _, g := range grads {
+		if g == nil {
+			continue
+		}
+		if dt := g.DType(); dt != tensor.Float32 && dt != tensor.Float64 {
+			g = ops.Cast(g, tensor.Float32) // the half and FP8 types
+		}
+		k := group{g.DType(), g.Device().Name()}
+		if flat[k] == nil {
+			order = append(order, k)
+		}
+		flat[k] = append(flat[k], ops.Reshape(g, -1))
+	}
+	total := 0.0
+	for _, k := range order {
+		all := flat[k][0]
+		if len(flat[k]) > 1 {
+			all = ops.Concatenate(0, flat[k]...)
+		}
+		total += ops.Sum(ops.Square(all)).Float()
+	}
+	return total
 }
 
 // slots keeps per-variable state tensors (as variables, so they can be
@@ -195,13 +224,21 @@ func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 
 // Adam is Kingma & Ba's optimizer: m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
 // w -= lr m̂ / (sqrt(v̂) + ε) with bias-corrected m̂, v̂. WeightDecay > 0
-// makes it AdamW (decoupled: w -= lr·wd·w as well).
+// makes it AdamW (decoupled: w -= lr·wd·w as well), for every variable,
+// or for those Decays reports where it is set (nanoGPT's groups:
+// DecayMatrices).
 type Adam struct {
 	LR                Schedule
 	Beta1, Beta2, Eps float64
 	WeightDecay       float64
+	Decays            func(*tape.Variable) bool // nil: every variable decays
 	slots
 }
+
+// DecayMatrices reports whether v has two or more dimensions: the
+// kernels and embeddings nanoGPT decays, not the biases and norms' gains.
+// It is a value for Adam.Decays.
+func DecayMatrices(v *tape.Variable) bool { return v != nil && v.Value().Rank() >= 2 }
 
 // NewAdam returns Adam with β1 0.9, β2 0.999, ε 1e-7 (Keras's defaults).
 func NewAdam(lr Schedule) *Adam { return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-7} }
@@ -223,7 +260,29 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	}
 	lr := o.LR(o.steps)
 	t := float64(o.steps + 1)
-	c1, c2 := 1-math.Pow(o.Beta1, t), 1-math.Pow(o.Beta2, t)
+	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay}
+	if o.WeightDecay == 0 || o.Decays == nil {
+		o.update(vars, grads, p)
+	} else {
+		var dv, kv []*tape.Variable // the decayed group and the kept
+		var dg, kg []*tensor.Tensor
+		for i, v := range vars {
+			if o.Decays(v) {
+				dv, dg = append(dv, v), append(dg, grads[i])
+			} else {
+				kv, kg = append(kv, v), append(kg, grads[i])
+			}
+		}
+		o.update(dv, dg, p)
+		p.WeightDecay = 0
+		o.update(kv, kg, p)
+	}
+	o.steps++
+	return nil
+}
+
+// update steps vars by p.
+func (o *Adam) update(vars []*tape.Variable, grads []*tensor.Tensor, p ops.AdamParams) {
 	ms, ss := make([]*tape.Variable, len(vars)), make([]*tape.Variable, len(vars))
 	for i, v := range vars {
 		if grads[i] != nil {
@@ -232,25 +291,23 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	}
 	// One fused pass per variable on the CPU, one launch for the model on
 	// a GPU; ops for the rest.
-	done := tape.AdamUpdateAll(vars, ms, ss, grads, ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: c1, C2: c2, Eps: o.Eps, WeightDecay: o.WeightDecay})
+	done := tape.AdamUpdateAll(vars, ms, ss, grads, p)
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done[i] {
 			continue
 		}
 		m, s := ms[i], ss[i]
-		average(m, g, o.Beta1)
-		average(s, ops.Square(g), o.Beta2)
-		mhat := ops.Div(m.Value(), scalar(g, c1))
-		vhat := ops.Div(s.Value(), scalar(g, c2))
-		update := ops.Div(mhat, ops.Add(ops.Sqrt(vhat), scalar(g, o.Eps)))
-		if o.WeightDecay > 0 {
-			update = ops.Add(update, ops.Mul(v.Value(), scalar(g, o.WeightDecay)))
+		average(m, g, p.Beta1)
+		average(s, ops.Square(g), p.Beta2)
+		mhat := ops.Div(m.Value(), scalar(g, p.C1))
+		vhat := ops.Div(s.Value(), scalar(g, p.C2))
+		update := ops.Div(mhat, ops.Add(ops.Sqrt(vhat), scalar(g, p.Eps)))
+		if p.WeightDecay > 0 {
+			update = ops.Add(update, ops.Mul(v.Value(), scalar(g, p.WeightDecay)))
 		}
-		v.AssignScaled(-lr, update)
+		v.AssignScaled(-p.LR, update)
 	}
-	o.steps++
-	return nil
 }
 
 // RMSProp keeps a running mean of squared gradients: s = ρs + (1-ρ)g²;

@@ -90,6 +90,17 @@ func TestLayerNormStatisticsGradient(t *testing.T) {
 		if res := tape.CheckGradient(f, []*tensor.Tensor{x}, 1e-6); res.MaxError > 1e-6 {
 			t.Errorf("rms=%v: %v", rms, res)
 		}
+		// The float32 kernel (a path of its own) agrees with float64's.
+		grad := func(dt tensor.DType) *tensor.Tensor {
+			c := func(v *tensor.Tensor) *tensor.Tensor { return ops.Cast(v, dt) }
+			xd := c(x)
+			tp := tape.New()
+			tp.Watch(xd)
+			o := eager.Run(op, ops.NormAttrs{Epsilon: 1e-3, RMS: rms}, xd, c(gamma))
+			l := ops.Add(ops.Add(ops.Sum(ops.Square(o[0])), ops.Sum(ops.Mul(o[1], c(wm)))), ops.Sum(ops.Mul(o[2], c(wr))))
+			return ops.Cast(tp.Gradient(l, xd)[0], tensor.Float64)
+		}
+		diff(t, fmt.Sprintf("rms=%v float32 statistics' gradient", rms), grad(tensor.Float32), grad(tensor.Float64), 1e-4)
 	}
 }
 

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"math"
-	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
@@ -52,6 +51,24 @@ func (g attnGeom) keeps(mask []bool, causal bool, b, i, j int) bool {
 	return mask == nil || mask[b*g.maskStep+i*g.tk+j]
 }
 
+// maskRow sets to -Inf the scores of row, query i's against keys j0 on of
+// batch b, that query i does not attend to.
+func maskRow[T tensor.Float](g attnGeom, row []T, mask []bool, causal bool, b, i, j0 int) {
+	if mask == nil {
+		if causal {
+			for j := max(i+1-j0, 0); j < len(row); j++ {
+				row[j] = T(math.Inf(-1))
+			}
+		}
+		return
+	}
+	for j := range row {
+		if !g.keeps(mask, causal, b, i, j0+j) {
+			row[j] = T(math.Inf(-1))
+		}
+	}
+}
+
 // keyEnd is where the keys a block of queries ending (exclusive) at i1
 // may see end: all of them, or i1 where causal.
 func (g attnGeom) keyEnd(causal bool, i1 int) int {
@@ -59,6 +76,29 @@ func (g attnGeom) keyEnd(causal bool, i1 int) int {
 		return min(i1, g.tk)
 	}
 	return g.tk
+}
+
+// mulRows sets x to x·y elementwise (float32 by the vector kernel).
+func mulRows[T tensor.Float](x, y []T) {
+	if len(x) > 0 && !vecVV(x, x, y, smul) {
+		for i := range x {
+			x[i] *= y[i]
+		}
+	}
+}
+
+// rowMax is the largest of x (n > 0; float32 by the vector kernel).
+func rowMax[T tensor.Float](x []T) T {
+	if x32, ok := any(x).([]float32); ok && haveVecKernels {
+		return any(smax(&x32[0], len(x32))).(T)
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	return m
 }
 
 // scaleRow sets x to x·s (float32 by the vector kernel).
@@ -113,14 +153,8 @@ func attentionKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 				for r := range bq {
 					row := sb[r*bk : (r+1)*bk]
 					scaleRow(row, T(a.Scale))
-					if mask != nil || (a.Causal && j0+bk-1 > i0+r) {
-						for j := range row {
-							if !g.keeps(mask, a.Causal, b, i0+r, j0+j) {
-								row[j] = T(math.Inf(-1))
-							}
-						}
-					}
-					mNew := max(m[r], float64(slices.Max(row)))
+					maskRow(g, row, mask, a.Causal, b, i0+r, j0)
+					mNew := max(m[r], float64(rowMax(row)))
 					if math.IsInf(mNew, -1) { // nothing kept yet: no weight
 						clear(row)
 						continue
@@ -210,20 +244,18 @@ func attentionBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 						delta += float64(d) * float64(os[row*g.dv+x])
 					}
 					pr, dpr := pb[r*tk:(r+1)*tk], dpb[r*tk:(r+1)*tk]
-					for j := range pr {
-						if !g.keeps(mask, a.Causal, b, i0+r, j) {
-							pr[j] = T(math.Inf(-1))
-							continue
-						}
-						pr[j] = T(float64(pr[j])*a.Scale - li)
-					}
-					expInPlace(pr)
-					for j, pj := range pr { // dS = P ⊙ (dP - delta)·scale, over dP's buffer
-						if pj == 0 { // a masked key: nothing, even where a row of nothing made delta NaN
-							dpr[j] = 0
-							continue
-						}
-						dpr[j] = T(float64(pj) * (float64(dpr[j]) - delta) * a.Scale)
+					if math.IsInf(li, -1) { // a row of nothing: no weights, no gradients (delta is NaN)
+						clear(pr)
+						clear(dpr)
+					} else {
+						scaleRow(pr, T(a.Scale))
+						addScalar(pr, pr, T(-li))
+						maskRow(g, pr, mask, a.Causal, b, i0+r, 0)
+						expInPlace(pr) // masked keys: 0
+						// dS = P ⊙ (dP - delta)·scale, over dP's buffer.
+						addScalar(dpr, dpr, T(-delta))
+						mulRows(dpr, pr)
+						scaleRow(dpr, T(a.Scale))
 					}
 					if math.IsInf(li, -1) && dobs == nil { // a row of nothing: its dO must not reach dV (0·NaN)
 						dobs = append([]T(nil), dob...)

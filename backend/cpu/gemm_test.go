@@ -152,6 +152,9 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 		if got := sdot(&x[0], &y[0], n); !approx.Close(float64(got), want, 1e-5) {
 			t.Errorf("sdot n=%d: %v, want %v", n, got, want)
 		}
+		if got, want := smax(&x[0], n), slices.Max(x); got != want {
+			t.Errorf("smax n=%d: %v, want %v", n, got, want)
+		}
 		// Guard bands catch writes past the end.
 		dst := make([]float32, n+2)
 		dst[n], dst[n+1] = 7, 7

@@ -48,6 +48,18 @@ func layerNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	}
 	n := x.Dim(-1)
 	rows := outs[1].Shape().NumElements() // with no features, each row's statistics are NaN (0/0)
+	if x32, ok := any(xs).([]float32); ok && haveVecKernels && n > 0 {
+		g32, y32 := any(gamma).([]float32), any(y).([]float32)
+		b32, _ := any(beta).([]float32)
+		deviceOf(c).Parallel(rows, float64(n), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				mean, rstd := normRow32(y32[r*n:(r+1)*n], x32[r*n:(r+1)*n], g32, b32, a)
+				setStat(outs[1], r, float64(mean))
+				setStat(outs[2], r, float64(rstd))
+			}
+		})
+		return
+	}
 	deviceOf(c).Parallel(rows, float64(6*n), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row, out := xs[r*n:(r+1)*n], y[r*n:(r+1)*n]
@@ -78,6 +90,47 @@ func layerNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
+// normRow32 normalizes one float32 row x into out with the vector
+// kernels (n > 0): its mean (0 for RMSNorm) and reciprocal deviation, in
+// float32 sums as PyTorch's kernel; b nil for no offset.
+func normRow32(out, x, g, b []float32, a ops.NormAttrs) (mean, rstd float32) {
+	n := len(x)
+	if !a.RMS {
+		mean = ssum(&x[0], n) / float32(n)
+	}
+	sadds(&out[0], &x[0], -mean, n)
+	rstd = float32(1 / math.Sqrt(float64(sdot(&out[0], &out[0], n))/float64(n)+a.Epsilon))
+	smuls(&out[0], &out[0], rstd, n)
+	smul(&out[0], &out[0], &g[0], n)
+	if b != nil {
+		sadd(&out[0], &out[0], &b[0], n)
+	}
+	return mean, rstd
+}
+
+// normGradRow32 is one float32 row of the backward with the vector
+// kernels (n > 0): dx into out, the row's share of the scale's and
+// offset's gradients added to dg and db; xhat and gy are scratch rows.
+func normGradRow32(out, x, dy, g, dg, db, xhat, gy []float32, mean, rstd, dmean, drstd float32, a ops.NormAttrs) {
+	n := len(x)
+	cn := float32(n)
+	sadds(&xhat[0], &x[0], -mean, n)
+	smuls(&xhat[0], &xhat[0], rstd, n)
+	sadd(&db[0], &db[0], &dy[0], n)
+	smul(&gy[0], &dy[0], &xhat[0], n)
+	sadd(&dg[0], &dg[0], &gy[0], n)
+	smul(&gy[0], &dy[0], &g[0], n)
+	sumG, sumGX := ssum(&gy[0], n), sdot(&gy[0], &xhat[0], n)
+	shift := -rstd*sumG/cn + dmean/cn
+	if a.RMS {
+		shift = 0
+	}
+	slope := -rstd*sumGX/cn - rstd*rstd*drstd/cn
+	smuls(&out[0], &gy[0], rstd, n)
+	sadds(&out[0], &out[0], shift, n)
+	saxpy(&out[0], &xhat[0], slope, n)
+}
+
 func layerNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(ops.NormAttrs)
 	x, meanT, rstdT, dmeanT, drstdT := c.Inputs[0], c.Inputs[2], c.Inputs[3], c.Inputs[5], c.Inputs[6]
@@ -87,41 +140,60 @@ func layerNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	tasks := min(rows, normTasks)
 	partial := make([]float64, 2*tasks*n) // per task: dgamma's n, then dbeta's
 	cn := float64(n)
-	deviceOf(c).Parallel(tasks, float64(10*n*rows/max(tasks, 1)), func(lo, hi int) {
-		xhat := make([]float64, n)
-		for t := lo; t < hi; t++ {
-			dg, db := partial[2*t*n:(2*t+1)*n], partial[(2*t+1)*n:(2*t+2)*n]
-			for r := t * rows / tasks; r < (t+1)*rows/tasks; r++ {
-				row, g, out := xs[r*n:(r+1)*n], dy[r*n:(r+1)*n], dx[r*n:(r+1)*n]
-				mean, rstd := statAt(meanT, r), statAt(rstdT, r)
-				sumG, sumGX := 0.0, 0.0 // Σ dy·γ and Σ dy·γ·x̂
-				for j, v := range row {
-					h := (float64(v) - mean) * rstd
-					xhat[j] = h
-					d := float64(g[j])
-					dg[j] += d * h
-					db[j] += d
-					gj := d * float64(gamma[j])
-					sumG += gj
-					sumGX += gj * h
-				}
-				if a.RMS {
-					sumG = 0 // no mean was subtracted
-				}
-				// dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), plus the
-				// statistics' own gradients: ∂mean/∂x = 1/C and
-				// ∂rstd/∂x = -rstd²·x̂/C.
-				shift := -rstd*sumG/cn + statAt(dmeanT, r)/cn
-				if a.RMS {
-					shift = 0
-				}
-				slope := -rstd*sumGX/cn - rstd*rstd*statAt(drstdT, r)/cn
-				for j := range out {
-					out[j] = T(rstd*float64(g[j])*float64(gamma[j]) + shift + slope*xhat[j])
+	if x32, ok := any(xs).([]float32); ok && haveVecKernels && n > 0 {
+		g32, dy32, dx32 := any(gamma).([]float32), any(dy).([]float32), any(dx).([]float32)
+		part32 := make([]float32, 2*tasks*n)
+		deviceOf(c).Parallel(tasks, float64(2*n*rows/max(tasks, 1)), func(lo, hi int) {
+			xhat, gy := make([]float32, n), make([]float32, n)
+			for t := lo; t < hi; t++ {
+				dg, db := part32[2*t*n:(2*t+1)*n], part32[(2*t+1)*n:(2*t+2)*n]
+				for r := t * rows / tasks; r < (t+1)*rows/tasks; r++ {
+					row := r * n
+					normGradRow32(dx32[row:row+n], x32[row:row+n], dy32[row:row+n], g32, dg, db, xhat, gy,
+						float32(statAt(meanT, r)), float32(statAt(rstdT, r)), float32(statAt(dmeanT, r)), float32(statAt(drstdT, r)), a)
 				}
 			}
+		})
+		for i, v := range part32 {
+			partial[i] = float64(v)
 		}
-	})
+	} else {
+		deviceOf(c).Parallel(tasks, float64(10*n*rows/max(tasks, 1)), func(lo, hi int) {
+			xhat := make([]float64, n)
+			for t := lo; t < hi; t++ {
+				dg, db := partial[2*t*n:(2*t+1)*n], partial[(2*t+1)*n:(2*t+2)*n]
+				for r := t * rows / tasks; r < (t+1)*rows/tasks; r++ {
+					row, g, out := xs[r*n:(r+1)*n], dy[r*n:(r+1)*n], dx[r*n:(r+1)*n]
+					mean, rstd := statAt(meanT, r), statAt(rstdT, r)
+					sumG, sumGX := 0.0, 0.0 // Σ dy·γ and Σ dy·γ·x̂
+					for j, v := range row {
+						h := (float64(v) - mean) * rstd
+						xhat[j] = h
+						d := float64(g[j])
+						dg[j] += d * h
+						db[j] += d
+						gj := d * float64(gamma[j])
+						sumG += gj
+						sumGX += gj * h
+					}
+					if a.RMS {
+						sumG = 0 // no mean was subtracted
+					}
+					// dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), plus the
+					// statistics' own gradients: ∂mean/∂x = 1/C and
+					// ∂rstd/∂x = -rstd²·x̂/C.
+					shift := -rstd*sumG/cn + statAt(dmeanT, r)/cn
+					if a.RMS {
+						shift = 0
+					}
+					slope := -rstd*sumGX/cn - rstd*rstd*statAt(drstdT, r)/cn
+					for j := range out {
+						out[j] = T(rstd*float64(g[j])*float64(gamma[j]) + shift + slope*xhat[j])
+					}
+				}
+			}
+		})
+	}
 	for j := range n {
 		sg, sb := 0.0, 0.0
 		for t := range tasks {

@@ -32,6 +32,8 @@ func saddnt(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this bu
 
 func ssum(x *float32, n int) float32 { panic("cpu: no vector kernel in this build") }
 
+func smax(x *float32, n int) float32 { panic("cpu: no vector kernel in this build") }
+
 func srelu(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
 
 func sreluGrad(dst, x, dy *float32, n int) { panic("cpu: no vector kernel in this build") }

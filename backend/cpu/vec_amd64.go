@@ -36,6 +36,9 @@ func saddnt(dst, a, b *float32, n int)
 func ssum(x *float32, n int) float32
 
 //go:noescape
+func smax(x *float32, n int) float32
+
+//go:noescape
 func srelu(dst, x *float32, n int)
 
 //go:noescape

@@ -467,3 +467,57 @@ adamloop:
 adamdone:
 	VZEROUPPER
 	RET
+
+// func smax(x *float32, n int) float32
+// Returns the largest of x[0:n] (n > 0) with four 8-wide accumulators; a
+// NaN may or may not win (VMAXPS keeps the operand read from memory).
+TEXT ·smax(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS (SI), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+max32:
+	CMPQ   CX, $32
+	JL     max8
+	VMAXPS (SI), Y0, Y0
+	VMAXPS 32(SI), Y1, Y1
+	VMAXPS 64(SI), Y2, Y2
+	VMAXPS 96(SI), Y3, Y3
+	ADDQ   $128, SI
+	SUBQ   $32, CX
+	JMP    max32
+
+max8:
+	CMPQ   CX, $8
+	JL     maxfold
+	VMAXPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JMP    max8
+
+maxfold:
+	VMAXPS       Y1, Y0, Y0
+	VMAXPS       Y3, Y2, Y2
+	VMAXPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4E, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xB1, X0, X1
+	VMAXPS       X1, X0, X0
+
+maxtail:
+	TESTQ  CX, CX
+	JE     maxdone
+	VMAXSS (SI), X0, X0
+	ADDQ   $4, SI
+	DECQ   CX
+	JMP    maxtail
+
+maxdone:
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET

@@ -13,6 +13,8 @@ import timeit
 import numpy as np
 import torch
 
+import torch_gpt
+
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ELEMS_4M = 4 << 20
 torch.set_num_threads(THREADS)
@@ -174,6 +176,8 @@ def torch_benches():
         for _ in range(3):  # the profiling executor optimises after warm-up calls
             traced(xe)
         report("BenchmarkTorchElementwiseChain1K/jit.trace", lambda: traced(xe))
+
+    torch_gpt.benches(report)
 
 
 # The mid-sized eager ops ladder (BenchmarkEagerMid's sizes).

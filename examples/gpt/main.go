@@ -4,12 +4,12 @@
 //
 //	go run ./examples/gpt [-steps 150] [-layers 4] [-dim 128] [-sample 200]
 //
-// The model is nanoGPT's: token and position embeddings, pre-norm
-// transformer blocks of causal attention and a GELU MLP, a last
+// The model (package model) is nanoGPT's: token and position embeddings,
+// pre-norm transformer blocks of causal attention and a GELU MLP, a last
 // LayerNorm and a head to 256 byte logits; AdamW with a warm-up and a
-// cosine decay, gradients clipped to norm 1. It is issue 34's first cut:
-// sampling runs the whole context each token (no KV cache yet) and the
-// data is read straight from the files (TFRecord shards come next).
+// cosine decay, gradients clipped to norm 1. Sampling keeps each block's
+// keys and values in a KV cache, so a byte costs work linear in the
+// context. The data is read straight from the files.
 package main
 
 import (
@@ -26,9 +26,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/ops"
-	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -72,62 +71,6 @@ type result struct {
 	sample           string
 }
 
-// GPT is the model: x [N, T] byte ids -> logits [N, T, 256].
-type GPT struct {
-	Tok, Pos *nn.Embedding
-	Blocks   []*nn.TransformerBlock
-	Norm     *nn.LayerNorm
-	Head     *nn.Dense
-}
-
-func newGPT(rng *tensor.RNG, c config) *GPT {
-	g := &GPT{
-		Tok:  nn.NewEmbedding("tok", rng, 256, c.dim, tensor.Float32),
-		Pos:  nn.NewEmbedding("pos", rng, c.context, c.dim, tensor.Float32),
-		Norm: nn.NewLayerNorm("ln_f", c.dim, tensor.Float32),
-		Head: nn.NewDense("head", rng, c.dim, 256, nn.DenseOpts{NoBias: true}),
-	}
-	for i := range c.layers {
-		g.Blocks = append(g.Blocks, nn.NewTransformerBlock(fmt.Sprintf("h%d", i), rng, c.dim, c.heads, nn.MultiHeadAttentionOpts{Causal: true}))
-	}
-	return g
-}
-
-// Forward maps byte ids [N, T] to logits [N, T, 256].
-func (g *GPT) Forward(ids *tensor.Tensor) *tensor.Tensor {
-	t := ids.Dim(1)
-	x := ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(0), int32(t), 1)))
-	for _, b := range g.Blocks {
-		x = b.Forward(x)
-	}
-	return g.Head.Forward(g.Norm.Forward(x))
-}
-
-// Variables lists the model's variables.
-func (g *GPT) Variables() []*tape.Variable {
-	ms := []nn.Module{g.Tok, g.Pos}
-	for _, b := range g.Blocks {
-		ms = append(ms, b)
-	}
-	var out []*tape.Variable
-	for _, m := range append(ms, g.Norm, g.Head) {
-		out = append(out, m.Variables()...)
-	}
-	return out
-}
-
-// newOpt is AdamW (decay 0.1) with a warm-up over a tenth of the steps
-// and a cosine decay from 3e-3 to 3e-4.
-func newOpt(c config) nn.Optimizer {
-	return nn.NewAdamW(nn.Warmup(nn.Cosine(3e-3, c.steps, 3e-4), max(c.steps/10, 1)), 0.1)
-}
-
-// loss is the mean cross-entropy of logits [N, T, 256] against the next
-// bytes [N, T].
-func loss(logits, next *tensor.Tensor) *tensor.Tensor {
-	return nn.SparseSoftmaxCrossEntropy(ops.Reshape(logits, -1, 256), ops.Reshape(next, -1))
-}
-
 // readSource returns up to max bytes of the .go files under root, in
 // path order.
 func readSource(root string, max int) ([]byte, error) {
@@ -166,6 +109,11 @@ func batch(r *rand.Rand, text []byte, n, t int) (x, y *tensor.Tensor) {
 	return tensor.FromSlice(xs, n, t), tensor.FromSlice(ys, n, t)
 }
 
+// shape is the model's shape.
+func (c config) shape() model.Config {
+	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context}
+}
+
 func run(c config) (result, error) {
 	root := c.source
 	if root == "" {
@@ -180,12 +128,12 @@ func run(c config) (result, error) {
 	}
 	split := len(text) * 9 / 10
 	train, val := text[:split], text[split:]
-	model, opt := newGPT(tensor.NewRNG(1), c), newOpt(c)
+	m, opt := model.New(tensor.NewRNG(1), c.shape()), model.NewOptimizer(c.steps)
 	r := rand.New(rand.NewPCG(1, 2))
 	var res result
 	for step := range c.steps {
 		x, y := batch(r, train, c.batch, c.context)
-		l, err := trainStep(model, opt, x, y)
+		l, err := m.TrainStep(opt, x, y)
 		if err != nil {
 			return res, err
 		}
@@ -200,41 +148,33 @@ func run(c config) (result, error) {
 	vr := rand.New(rand.NewPCG(3, 4))
 	for range 4 {
 		x, y := batch(vr, val, c.batch, c.context)
-		res.val += loss(model.Forward(x), y).Float() / 4
+		res.val += model.Loss(m.Forward(x), y).Float() / 4
 	}
-	res.sample = sample(model, c, []byte("func "), rand.New(rand.NewPCG(5, 6)))
+	res.sample = sample(m, c, []byte("func "), rand.New(rand.NewPCG(5, 6)))
 	return res, nil
 }
 
-// trainStep takes one step: the loss and its gradients, clipped to a
-// global norm of 1, and AdamW's update.
-func trainStep(model *GPT, opt nn.Optimizer, x, y *tensor.Tensor) (float64, error) {
-	var l float64
-	var applied error
-	err := tensor.Catch(func() {
-		tp := tape.New(tape.Options{ReleaseIntermediates: true})
-		value := loss(model.Forward(x), y)
-		vars := model.Variables()
-		grads, _ := nn.ClipByGlobalNorm(tp.Gradient(value, nn.Values(vars)...), 1)
-		applied = opt.Apply(vars, grads)
-		l = value.Float()
-	})
-	return l, errors.Join(err, applied)
-}
-
-// sample generates c.sample bytes after prompt: each from the last
-// context's logits, divided by the temperature, among the top k.
-func sample(model *GPT, c config, prompt []byte, r *rand.Rand) string {
+// sample generates c.sample bytes after prompt: each from the logits
+// of the last, divided by the temperature, among the top k. The caches
+// hold the keys and values of the bytes so far; when they fill the
+// context, the last half of it is run again into fresh ones.
+func sample(m *model.GPT, c config, prompt []byte, r *rand.Rand) string {
 	out := slices.Clone(prompt)
+	caches := m.NewCaches()
+	next := out[max(0, len(out)-c.context):]
 	for range c.sample {
-		ctx := out[max(0, len(out)-c.context):]
-		ids := make([]int32, len(ctx))
-		for i, b := range ctx {
+		if caches[0].Len()+len(next) > c.context {
+			caches = m.NewCaches()
+			next = out[len(out)-c.context/2:]
+		}
+		ids := make([]int32, len(next))
+		for i, b := range next {
 			ids[i] = int32(b)
 		}
-		logits := ops.Reshape(model.Forward(tensor.FromSlice(ids, 1, len(ids))), len(ids), 256)
-		last := tensor.ToSlice[float32](ops.Index(logits, -1))
+		logits := m.Decode(tensor.FromSlice(ids, 1, len(ids)), caches)
+		last := tensor.ToSlice[float32](ops.Reshape(ops.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), model.Vocab}, nil), model.Vocab))
 		out = append(out, pick(last, c.temperature, c.topK, r))
+		next = out[len(out)-1:]
 	}
 	return string(out)
 }

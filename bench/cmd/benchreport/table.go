@@ -134,6 +134,8 @@ var rows = []row{
 	{"CNN train step (examples/cnn)", "CNNTrainStep", "ns/op", torchNumPy("TorchCNNTrainStep", "")},
 	{"Fashion-MNIST CNN train step, NHWC", "FashionCNNTrainStep/NHWC/eager", "ns/op", torchNumPy("TorchFashionCNNTrainStep/NHWC", "")},
 	{"Fashion-MNIST CNN train step, NCHW", "FashionCNNTrainStep/NCHW/eager", "ns/op", torchNumPy("TorchFashionCNNTrainStep/NCHW", "")},
+	{"GPT train step (examples/gpt: 4 blocks of 128, batch 16x128)", "GPTStep", "ns/op", torchNumPy("TorchGPTStep", "")},
+	{"GPT generation, 128 bytes with the KV cache", "GPTGenerate", "ns/op", torchNumPy("TorchGPTGenerate", "")},
 	{"RNN loop gradient, 50 steps", "RNNLoopGrad", "ns/op", torchNumPy("TorchRNNLoopGrad", "")},
 	{"RNN loop forward, 50 steps", "RNNLoopForward", "ns/op", torchNumPy("TorchRNNLoopForward", "")},
 	{"traced elementwise chain, 1000 float32", "TraceElementwiseChain1K/traced", "ns/op", map[string]string{"PyTorch": "TorchElementwiseChain1K/jit.trace", "NumPy": "NumPyElementwiseChain1K"}},

@@ -1,0 +1,128 @@
+// Package model is examples/gpt's model, nanoGPT's written with
+// eagerflow's layers: token and position embeddings, pre-norm transformer
+// blocks of causal self-attention and a GELU MLP, a last LayerNorm and a
+// head to 256 byte logits. The example trains and samples it; bench times
+// its training step and its generation against a PyTorch twin
+// (bench/peers/torch_bench.py).
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Vocab is the number of tokens: bytes.
+const Vocab = 256
+
+// Config is a GPT's shape: blocks, heads, width and the longest context
+// (the position table's size).
+type Config struct {
+	Layers, Heads, Dim, Context int
+}
+
+// GPT maps byte ids [N, T] to next-byte logits [N, T, Vocab].
+type GPT struct {
+	Tok, Pos *nn.Embedding
+	Blocks   []*nn.TransformerBlock
+	Norm     *nn.LayerNorm
+	Head     *nn.Dense
+}
+
+// New makes a GPT of shape c, its variables drawn from rng.
+func New(rng *tensor.RNG, c Config) *GPT {
+	g := &GPT{
+		Tok:  nn.NewEmbedding("tok", rng, Vocab, c.Dim, tensor.Float32),
+		Pos:  nn.NewEmbedding("pos", rng, c.Context, c.Dim, tensor.Float32),
+		Norm: nn.NewLayerNorm("ln_f", c.Dim, tensor.Float32),
+		Head: nn.NewDense("head", rng, c.Dim, Vocab, nn.DenseOpts{NoBias: true}),
+	}
+	for i := range c.Layers {
+		g.Blocks = append(g.Blocks, nn.NewTransformerBlock(fmt.Sprintf("h%d", i), rng, c.Dim, c.Heads, nn.MultiHeadAttentionOpts{Causal: true}))
+	}
+	return g
+}
+
+// Context is the longest sequence the model takes.
+func (g *GPT) Context() int { return g.Pos.Table.Value().Dim(0) }
+
+// Forward maps byte ids [N, T] to logits [N, T, Vocab].
+func (g *GPT) Forward(ids *tensor.Tensor) *tensor.Tensor { return g.Decode(ids, nil) }
+
+// Decode maps the next positions ids [N, T] of sequences whose earlier
+// positions' keys and values caches holds (one cache per block, as
+// NewCaches makes; nil: no earlier positions, nothing kept) to their
+// logits [N, T, Vocab], appending their keys and values to the caches.
+// Panics with a *tensor.Error where the positions would pass the
+// context.
+func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
+	past := 0
+	if caches != nil {
+		past = caches[0].Len()
+	}
+	t := ids.Dim(1)
+	if past+t > g.Context() {
+		panic(tensor.NewError("model", "Decode", tensor.ErrShape, []*tensor.Tensor{ids}, "", "positions %d to %d pass the context of %d", past, past+t, g.Context()))
+	}
+	x := ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(past), int32(past+t), 1)))
+	for i, b := range g.Blocks {
+		var c *nn.KVCache
+		if caches != nil {
+			c = &caches[i]
+		}
+		x = b.ForwardCached(x, c)
+	}
+	return g.Head.Forward(g.Norm.Forward(x))
+}
+
+// NewCaches returns empty caches for Decode, one per block.
+func (g *GPT) NewCaches() []nn.KVCache { return make([]nn.KVCache, len(g.Blocks)) }
+
+// Variables lists the model's variables.
+func (g *GPT) Variables() []*tape.Variable {
+	ms := []nn.Module{g.Tok, g.Pos}
+	for _, b := range g.Blocks {
+		ms = append(ms, b)
+	}
+	var out []*tape.Variable
+	for _, m := range append(ms, g.Norm, g.Head) {
+		out = append(out, m.Variables()...)
+	}
+	return out
+}
+
+// Loss is the mean cross-entropy of logits [N, T, Vocab] against the
+// next bytes [N, T].
+func Loss(logits, next *tensor.Tensor) *tensor.Tensor {
+	return nn.SparseSoftmaxCrossEntropy(ops.Reshape(logits, -1, Vocab), ops.Reshape(next, -1))
+}
+
+// NewOptimizer is nanoGPT's AdamW for a run of steps: decay 0.1 on the
+// matrices (kernels and embeddings) only, a warm-up over a tenth of the
+// steps and a cosine decay from 3e-3 to 3e-4.
+func NewOptimizer(steps int) *nn.Adam {
+	o := nn.NewAdamW(nn.Warmup(nn.Cosine(3e-3, steps, 3e-4), max(steps/10, 1)), 0.1)
+	o.Decays = nn.DecayMatrices
+	return o
+}
+
+// TrainStep takes one step on ids x [N, T] and next bytes y [N, T]: the
+// loss and its gradients, clipped to a global norm of 1, and opt's
+// update. It returns the loss, or the error that stopped the step.
+func (g *GPT) TrainStep(opt nn.Optimizer, x, y *tensor.Tensor) (float64, error) {
+	var l float64
+	var applied error
+	err := tensor.Catch(func() {
+		tp := tape.New(tape.Options{ReleaseIntermediates: true})
+		value := Loss(g.Forward(x), y)
+		vars := g.Variables()
+		grads, _ := nn.ClipByGlobalNorm(tp.Gradient(value, nn.Values(vars)...), 1)
+		applied = opt.Apply(vars, grads)
+		l = value.Float()
+	})
+	return l, errors.Join(err, applied)
+}

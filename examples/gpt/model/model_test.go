@@ -1,0 +1,33 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Generating with the KV cache gives the logits the whole prefix gives
+// without it, token after token (a prompt of several first).
+func TestCachedLogitsMatchUncached(t *testing.T) {
+	g := New(tensor.NewRNG(1), Config{Layers: 2, Heads: 2, Dim: 16, Context: 12})
+	seq := []int32{'f', 'u', 'n', 'c', ' ', 'm', 'a', 'i', 'n', '(', ')', '{'}
+	caches := g.NewCaches()
+	at := 0
+	for _, chunk := range []int{4, 1, 1, 1, 3, 1, 1} {
+		got := g.Decode(tensor.FromSlice(seq[at:at+chunk], 1, chunk), caches)
+		at += chunk
+		full := g.Forward(tensor.FromSlice(seq[:at], 1, at))
+		want := ops.Slice(full, []int{0, at - chunk, 0}, []int{1, at, Vocab}, nil)
+		gs, ws := tensor.ToSlice[float32](got), tensor.ToSlice[float32](want)
+		for i := range ws {
+			if math.Abs(float64(gs[i]-ws[i])) > 1e-4 {
+				t.Fatalf("after %d tokens: logit %d is %g cached, %g without", at, i, gs[i], ws[i])
+			}
+		}
+	}
+	if err := tensor.Catch(func() { g.Decode(tensor.FromSlice([]int32{1}, 1, 1), caches) }); err == nil {
+		t.Error("a position past the context: no error")
+	}
+}
