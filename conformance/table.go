@@ -430,6 +430,13 @@ func samples() map[string][]sample {
 			one(fmt.Sprintf("%v int32 labels", dt), func() { ops.SparseSoftmaxCrossEntropy(of(dt, -2, 2, 2, 5), tensor.FromSlice([]int32{4, 4})) }, false, false))
 	}
 	add("Softmax", one("empty rows", func() { ops.Softmax(r(-1, 1, 0, 3), -1) }, false, false))
+	add("SparseSoftmaxCrossEntropyGrad", one("through its op", func() {
+		underTape(func(x []T) T { return ops.Mul(ops.SparseSoftmaxCrossEntropy(x[0], idx(3, 2, 0)), x[1]) }, r(-2, 2, 3, 4), r(-1, 1, 3))
+	}, true, true), one("float32 [2 5]", func() {
+		underTape(func(x []T) T { return ops.SparseSoftmaxCrossEntropy(x[0], tensor.FromSlice([]int32{4, 1})) }, ops.Cast(r(-2, 2, 2, 5), tensor.Float32))
+	}, false, false), one("empty batch", func() {
+		underTape(func(x []T) T { return ops.SparseSoftmaxCrossEntropy(x[0], tensor.FromSlice([]int64{})) }, r(-1, 1, 0, 3))
+	}, false, false))
 	add("SparseSoftmaxCrossEntropy", one("empty batch", func() { ops.SparseSoftmaxCrossEntropy(r(-1, 1, 0, 3), tensor.FromSlice([]int64{})) }, false, false))
 
 	// Sorting.

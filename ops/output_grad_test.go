@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -11,7 +12,7 @@ import (
 )
 
 // TanhGrad and SigmoidGrad (the backward ops of Tanh and Sigmoid) against
-// their definitions from y, in both float dtypes; their own gradients are
+// their definitions from y, and GeluTanhGrad from x, in both float dtypes; their own gradients are
 // checked from the conformance table's samples.
 func TestOutputGradOps(t *testing.T) {
 	cases := []struct {
@@ -20,10 +21,15 @@ func TestOutputGradOps(t *testing.T) {
 	}{
 		{"TanhGrad", func(y, dy float64) float64 { return dy * (1 - y*y) }},
 		{"SigmoidGrad", func(y, dy float64) float64 { return dy * y * (1 - y) }},
+		{"GeluTanhGrad", func(x, dy float64) float64 { // from the input x
+			const k, a = 0.7978845608028654, 0.044715
+			t := math.Tanh(k * (x + a*x*x*x))
+			return dy * (0.5*(1+t) + 0.5*x*(1-t*t)*k*(1+3*a*x*x))
+		}},
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
-			y, dy := ops.Cast(rnd(1, -1, 1, 3, 5), dt), ops.Cast(rnd(2, -2, 2, 3, 5), dt)
+			y, dy := ops.Cast(rnd(1, -1, 1, 3, 101), dt), ops.Cast(rnd(2, -2, 2, 3, 101), dt) // more than a block of 256
 			got := tensor.ToSlice[float64](ops.Cast(eager.Run1(eager.Lookup(c.op), nil, y, dy), tensor.Float64))
 			ys, ds := tensor.ToSlice[float64](ops.Cast(y, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(dy, tensor.Float64))
 			want := make([]float64, len(ys))
@@ -42,7 +48,7 @@ func TestOutputGradOps(t *testing.T) {
 }
 
 func TestOutputGradOpsBadInputs(t *testing.T) {
-	for _, op := range []string{"TanhGrad", "SigmoidGrad"} {
+	for _, op := range []string{"TanhGrad", "SigmoidGrad", "GeluTanhGrad"} {
 		for _, c := range []struct {
 			name  string
 			y, dy *tensor.Tensor

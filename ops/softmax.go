@@ -102,14 +102,16 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 // values in [0, classes) -> [batch]. One op, one pass per row (max, the
 // log-sum-exp, minus the label's logit), as TensorFlow's
 // SparseSoftmaxCrossEntropyWithLogits; its gradient, (softmax(logits) -
-// onehot(labels))·dy per row, is made of ops, so it differentiates again.
+// onehot(labels))·dy per row, is one op more where the device has its
+// kernel (SparseSoftmaxCrossEntropyGrad), made of ops elsewhere; either
+// differentiates again.
 // Gradients flow to logits only. Panics with a *tensor.Error if a label is
 // out of range (naming the first one).
 func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	return eager.Run1(sparseXentOp, nil, logits, labels)
 }
 
-var sparseXentOp *eager.Op
+var sparseXentOp, sparseXentGradOp *eager.Op
 
 func init() {
 	sparseXentOp = eager.Register(&eager.Op{
@@ -129,8 +131,43 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			logits, labels, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			if fusedOn(sparseXentGradOp, logits) {
+				return []*tensor.Tensor{eager.Run1(sparseXentGradOp, nil, logits, labels, dy), nil}
+			}
 			p := Sub(Softmax(logits, -1), OneHot(labels, logits.Dim(1), logits.DType()))
 			return []*tensor.Tensor{Mul(p, ExpandDims(dy, 1)), nil}
+		},
+	})
+	// SparseSoftmaxCrossEntropyGrad(logits, labels, dy) = (softmax(logits)
+	// - onehot(labels))·dy per row, in one pass. Its own gradient, for an
+	// outer gradient G: for the logits dy·(p⊙G - p·Σ(p⊙G)), p the softmax;
+	// for dy Σ (p - onehot)⊙G; as ops.
+	sparseXentGradOp = eager.Register(&eager.Op{
+		Name: "SparseSoftmaxCrossEntropyGrad", Inputs: 3, DTypes: floatTypes, KeyInput: 0,
+		Infer: func(c *eager.Call) []eager.Out {
+			logits, labels, dy := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+			if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) || !dy.Shape().Equal(labels.Shape()) {
+				c.Fail(tensor.ErrShape, "need logits [batch classes], labels [batch] and their gradient [batch]")
+			}
+			if logits.Dim(1) == 0 && logits.Dim(0) > 0 {
+				c.Fail(tensor.ErrShape, "logits %v have no classes", logits.Shape())
+			}
+			if labels.DType() != tensor.Int32 && labels.DType() != tensor.Int64 {
+				c.Fail(tensor.ErrDType, "labels must be int32 or int64, got %v", labels.DType())
+			}
+			if dy.DType() != logits.DType() {
+				c.Fail(tensor.ErrDType, "the gradient must be %v as the logits are, got %v", logits.DType(), dy.DType())
+			}
+			return c.Out1(logits.DType(), logits.Shape())
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			logits, labels, dy, outer := g.Inputs[0], g.Inputs[1], g.Inputs[2], g.OutGrads[0]
+			p := Softmax(logits, -1)
+			pg := Mul(p, outer)
+			rows := Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true}
+			dLogits := Mul(ExpandDims(dy, 1), Sub(pg, Mul(p, Reduce(pg, rows))))
+			dDy := Sum(Mul(Sub(p, OneHot(labels, logits.Dim(1), logits.DType())), outer), -1)
+			return []*tensor.Tensor{dLogits, nil, dDy}
 		},
 	})
 }

@@ -47,32 +47,72 @@ const geluK, geluA = 0.7978845608028654, 0.044715
 
 // geluTanhBlocks runs f over o, x (and dy, nil for the forward) in blocks
 // of 256, with t = tanh(√(2/π)(x + 0.044715x³)) of the block computed by
-// the vector tanh.
-func geluTanhBlocks(o, x, dy []float32, f func(o, x, dy, t []float32)) {
+// the vector tanh, and w a scratch block.
+func geluTanhBlocks(o, x, dy []float32, f func(o, x, dy, t, w []float32)) {
 	x = x[:len(o)]
-	var buf [256]float32
+	var buf, scratch [256]float32
 	for lo := 0; lo < len(o); lo += len(buf) {
 		hi := min(lo+len(buf), len(o))
 		xs, t := x[lo:hi], buf[:hi-lo]
-		for i, v := range xs {
-			t[i] = geluK * (v + geluA*v*v*v)
+		if haveVecKernels {
+			n := len(t)
+			smul(&t[0], &xs[0], &xs[0], n)
+			smuls(&t[0], &t[0], geluA, n)
+			sadds(&t[0], &t[0], 1, n)
+			smul(&t[0], &t[0], &xs[0], n)
+			smuls(&t[0], &t[0], geluK, n)
+		} else {
+			for i, v := range xs {
+				t[i] = geluK * (v + geluA*v*v*v)
+			}
 		}
 		tanh32Loop(t, t)
 		var ds []float32
 		if dy != nil {
 			ds = dy[lo:hi]
 		}
-		f(o[lo:hi], xs, ds, t)
+		f(o[lo:hi], xs, ds, t, scratch[:hi-lo])
 	}
 }
 
 // geluTanh32Loop sets o = x/2·(1 + t). o may be x.
 func geluTanh32Loop(o, x []float32) {
-	geluTanhBlocks(o, x, nil, func(o, x, _, t []float32) {
+	geluTanhBlocks(o, x, nil, func(o, x, _, t, _ []float32) {
+		if haveVecKernels {
+			n := len(o)
+			sadds(&t[0], &t[0], 1, n)
+			smul(&t[0], &t[0], &x[0], n)
+			smuls(&o[0], &t[0], 0.5, n)
+			return
+		}
 		for i, v := range x {
 			o[i] = 0.5 * v * (1 + t[i])
 		}
 	})
+}
+
+// geluTanhGrad32 sets o = dy·g'(x) from t: g' = (1 + t)/2 + x/2·(1 -
+// t²)·√(2/π)(1 + 3·0.044715x²); w is scratch. o may be x, not dy.
+func geluTanhGrad32(o, x, dy, t, w []float32) {
+	if !haveVecKernels {
+		for i, v := range x {
+			o[i] = dy[i] * geluTanhSlope(v, t[i])
+		}
+		return
+	}
+	n := len(o)
+	smul(&w[0], &x[0], &x[0], n) // x²
+	smuls(&w[0], &w[0], 3*geluA*geluK, n)
+	sadds(&w[0], &w[0], geluK, n) // u'
+	smul(&w[0], &w[0], &x[0], n)  // x·u'
+	smuls(&w[0], &w[0], 0.5, n)
+	smul(&o[0], &t[0], &t[0], n) // t², then x/2·u'·(1 - t²)
+	smul(&o[0], &o[0], &w[0], n)
+	ssub(&o[0], &w[0], &o[0], n)
+	sadds(&t[0], &t[0], 1, n) // + (1 + t)/2
+	smuls(&t[0], &t[0], 0.5, n)
+	sadd(&o[0], &o[0], &t[0], n)
+	smul(&o[0], &o[0], &dy[0], n)
 }
 
 func geluTanh64(v float64) float64 {
@@ -90,11 +130,7 @@ func geluTanhGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	deviceOf(c).Parallel(len(o), 3*expCost32, func(lo, hi int) {
 		xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
 		if x32, ok := any(xs).([]float32); ok {
-			geluTanhBlocks(any(os).([]float32), x32, any(ds).([]float32), func(o, x, dy, t []float32) {
-				for i, v := range x {
-					o[i] = dy[i] * geluTanhSlope(v, t[i])
-				}
-			})
+			geluTanhBlocks(any(os).([]float32), x32, any(ds).([]float32), geluTanhGrad32)
 			return
 		}
 		for i, v := range xs {

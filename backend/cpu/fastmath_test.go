@@ -346,3 +346,31 @@ func checkULPs(t *testing.T, name string, got, x []float32, ref func(float64) fl
 		t.Errorf("%s(%v) = %v, want %v (%d ulps, bound %d)", name, x[at], got[at], float32(ref(float64(x[at]))), worst, bound)
 	}
 }
+
+// GeluTanh and its gradient in float32 (the vector kernels) against
+// float64 over [-10, 10]: within a few float32 roundings of max(1, |x|)
+// absolute (where t nears -1, 1 + t cancels: PyTorch's float32 loses the
+// same).
+func TestGeluTanhFloat32(t *testing.T) {
+	const n, k, a = 1 << 16, 0.7978845608028654, 0.044715
+	xs, dy := make([]float32, n), make([]float32, n)
+	for i := range xs {
+		xs[i], dy[i] = -10+20*float32(i)/n, 1-float32(i%7)/3
+	}
+	got, grad := make([]float32, n), make([]float32, n)
+	geluTanh32Loop(got, xs)
+	geluTanhBlocks(grad, xs, dy, geluTanhGrad32)
+	worst, worstGrad := 0.0, 0.0
+	for i, v := range xs {
+		x := float64(v)
+		th := math.Tanh(k * (x + a*x*x*x))
+		scale := math.Max(1, math.Abs(x))
+		worst = math.Max(worst, math.Abs(float64(got[i])-0.5*x*(1+th))/scale)
+		want := float64(dy[i]) * (0.5*(1+th) + 0.5*x*(1-th*th)*k*(1+3*a*x*x))
+		worstGrad = math.Max(worstGrad, math.Abs(float64(grad[i])-want)/scale)
+	}
+	if worst > 3e-7 || worstGrad > 5e-7 {
+		t.Errorf("GeluTanh: worst error %g of max(1, |x|), its gradient %g", worst, worstGrad)
+	}
+	t.Logf("GeluTanh: worst error %g of max(1, |x|), its gradient %g", worst, worstGrad)
+}

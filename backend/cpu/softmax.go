@@ -27,10 +27,8 @@ func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
 			m, s := maxAndSumExp(row, &buf)
-			ls := T(math.Log(s))
-			for i, v := range row {
-				out[i] = (v - m) - ls
-			}
+			addScalar(out, row, -m)
+			addScalar(out, out, -T(math.Log(s)))
 		}
 	})
 }
@@ -39,28 +37,23 @@ func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 const lseBlock = 256
 
 // maxAndSumExp returns row's maximum m and Σ e^(v - m) over row, the sum
-// in float64 (so the row's log-sum-exp is m + log s). float32 rows take
-// their exponentials a block at a time from the vector exp32Loop (within 2
-// ulp each); float64 rows from math.Exp. A row holding NaN gives NaN; one
-// whose maximum is +Inf gives s NaN.
+// of the blocks' sums in float64 (so the row's log-sum-exp is m + log s).
+// float32 rows take their exponentials a block at a time from the vector
+// exp32Loop (within 2 ulp each), each block summed by the vector kernels;
+// float64 rows from math.Exp. A row holding NaN gives NaN; one whose
+// maximum is +Inf gives s NaN.
 func maxAndSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64) {
-	m := row[0]
-	for _, v := range row {
-		m = max(m, v)
-	}
+	m := rowMax(row)
 	s := 0.0
 	if r32, ok := any(row).([]float32); ok {
 		m32 := float32(m)
+		sum := sumReducer[float32]().row
 		for lo := 0; lo < len(r32); lo += lseBlock {
 			blk := r32[lo:min(lo+lseBlock, len(r32))]
 			e := buf[:len(blk)]
-			for i, v := range blk {
-				e[i] = v - m32
-			}
+			addScalar(e, blk, -m32)
 			exp32Loop(e, e)
-			for _, v := range e {
-				s += float64(v)
-			}
+			s += float64(sum(0, e))
 		}
 	} else {
 		for _, v := range row {
@@ -83,32 +76,26 @@ func softmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	deviceOf(c).Parallel(len(xv)/n, expCost32*float64(n)+float64(n), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
-			m := row[0]
-			for _, v := range row {
-				m = max(m, v)
-			}
-			for i, v := range row {
-				out[i] = v - m
-			}
-			s := 0.0
-			if o32, ok := any(out).([]float32); ok {
-				exp32Loop(o32, o32)
-				for _, v := range o32 {
-					s += float64(v)
-				}
-			} else {
-				for i, v := range out {
-					e := math.Exp(float64(v))
-					out[i] = T(e)
-					s += e
-				}
-			}
-			inv := 1 / s
-			for i, v := range out {
-				out[i] = T(float64(v) * inv)
-			}
+			scaleRow(out, T(1/expShifted(out, row)))
 		}
 	})
+}
+
+// expShifted sets out to e^(row - max(row)) (row not empty) and returns
+// the sum of out: the softmax's numerators and denominator.
+func expShifted[T tensor.Float](out, row []T) float64 {
+	addScalar(out, row, -rowMax(row))
+	if o32, ok := any(out).([]float32); ok {
+		exp32Loop(o32, o32)
+		return float64(sumReducer[float32]().row(0, o32))
+	}
+	s := 0.0
+	for i, v := range out {
+		e := math.Exp(float64(v))
+		out[i] = T(e)
+		s += e
+	}
+	return s
 }
 
 func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
@@ -125,8 +112,23 @@ func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
+// sparseXentGradKernel sets each row to (softmax(logits) - onehot)·dy.
+func sparseXentGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	x, classes := c.Inputs[0], c.Inputs[0].Dim(1)
+	ids := move.CheckLabels(c, 1, classes)
+	xv, dy, ov := data[T](x), data[T](c.Inputs[2]), data[T](outs[0])
+	deviceOf(c).Parallel(len(dy), expCost32*float64(classes)+float64(classes), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, out := xv[r*classes:(r+1)*classes], ov[r*classes:(r+1)*classes]
+			scaleRow(out, T(float64(dy[r])/expShifted(out, row)))
+			out[ids[r]] -= dy[r]
+		}
+	})
+}
+
 func init() {
 	kernels{f32: logSoftmaxKernel[float32], f64: logSoftmaxKernel[float64]}.register("LogSoftmax")
 	kernels{f32: softmaxKernel[float32], f64: softmaxKernel[float64]}.register("Softmax")
 	kernels{f32: sparseXentKernel[float32], f64: sparseXentKernel[float64]}.register("SparseSoftmaxCrossEntropy")
+	kernels{f32: sparseXentGradKernel[float32], f64: sparseXentGradKernel[float64]}.register("SparseSoftmaxCrossEntropyGrad")
 }
