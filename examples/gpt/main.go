@@ -42,6 +42,7 @@ func main() {
 	flag.IntVar(&cfg.sample, "sample", cfg.sample, "bytes to generate after training")
 	flag.Float64Var(&cfg.temperature, "temperature", cfg.temperature, "sampling temperature")
 	flag.IntVar(&cfg.topK, "topk", cfg.topK, "sample among the k likeliest bytes")
+	flag.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the initialisation and of the batches drawn")
 	flag.Parse()
 	cfg.progress = os.Stderr
 	res, err := run(cfg)
@@ -56,6 +57,7 @@ type config struct {
 	steps, layers, heads, dim, context, batch int
 	sample, topK                              int
 	temperature                               float64
+	seed                                      uint64
 	source                                    string // the tree to read (default: GOROOT/src)
 	maxBytes                                  int    // the most source bytes to read
 	progress                                  io.Writer
@@ -63,7 +65,7 @@ type config struct {
 
 func defaults() config {
 	return config{steps: 150, layers: 4, heads: 4, dim: 128, context: 128, batch: 16, sample: 200,
-		topK: 40, temperature: 0.8, maxBytes: 4 << 20, progress: io.Discard}
+		topK: 40, temperature: 0.8, seed: 1, maxBytes: 4 << 20, progress: io.Discard}
 }
 
 type result struct {
@@ -128,8 +130,8 @@ func run(c config) (result, error) {
 	}
 	split := len(text) * 9 / 10
 	train, val := text[:split], text[split:]
-	m, opt := model.New(tensor.NewRNG(1), c.shape()), model.NewOptimizer(c.steps)
-	r := rand.New(rand.NewPCG(1, 2))
+	m, opt := model.New(tensor.NewRNG(c.seed), c.shape()), model.NewOptimizer(c.steps)
+	r := rand.New(rand.NewPCG(c.seed, 2))
 	var res result
 	for step := range c.steps {
 		x, y := batch(r, train, c.batch, c.context)

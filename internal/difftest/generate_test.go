@@ -207,6 +207,7 @@ var families = []struct {
 	{"select", 3, genSelect},
 	{"dot_general", 2, genDotGeneral},
 	{"dynamic", 2, genDynamic},
+	{"transformer", 3, genTransformer},
 }
 
 // generate makes program id from seed: 2 to 6 steps.
@@ -493,6 +494,39 @@ func genSoftmax(g *gen) bool {
 	default:
 		g.add("l2_normalize", Attrs{Axis: g.intn(s.Rank()), Eps: 1e-12}, x)
 	}
+	return true
+}
+
+// genTransformer adds a LayerNorm or RMSNorm over an operand's last
+// dimension (with or without an offset), or scaled dot-product attention
+// of new queries, keys and values (batch dims 0 to 2, causal or not, an
+// explicit mask keeping key 0 of every row or none).
+func genTransformer(g *gen) bool {
+	if g.chance(0.5) {
+		x := g.operand(1, 3, func(s tensor.Shape) bool { return s[s.Rank()-1] > 0 })
+		c := g.value(x).Dim(-1)
+		kind := []string{"layer", "layer_no_offset", "rms"}[g.intn(3)]
+		args := []int{x, g.input([]int{c}, 0.5, 1.5)}
+		if kind == "layer" {
+			args = append(args, g.input([]int{c}, -1, 1))
+		}
+		g.add("layer_norm", Attrs{Kind: kind, Eps: []float64{1e-5, 1e-3}[g.intn(2)]}, args...)
+		return true
+	}
+	batch := g.randomShape(0, 2)
+	tq, tk, d, dv := g.between(1, 5), g.between(1, 6), g.between(1, 4), g.between(1, 4)
+	shape := func(t, d int) []int { return append(append([]int(nil), batch...), t, d) }
+	q, k, v := g.input(shape(tq, d), -2, 2), g.input(shape(tk, d), -2, 2), g.input(shape(tk, dv), -2, 2)
+	a := Attrs{Relu: g.chance(0.5)} // Relu: causal
+	if g.chance(0.4) {
+		a.Labels = make([]int, tq*tk)
+		for i := range a.Labels {
+			if i%tk == 0 || g.chance(0.6) {
+				a.Labels[i] = 1
+			}
+		}
+	}
+	g.add("attention", a, q, k, v)
 	return true
 }
 

@@ -229,6 +229,25 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.SparseSoftmaxCrossEntropy(x[0], int64s(a.Labels, nil))
 	case "l2_normalize":
 		return ops.L2Normalize(x[0], a.Axis, a.Eps)
+	case "layer_norm":
+		if a.Kind == "rms" {
+			return ops.RMSNorm(x[0], x[1], a.Eps)
+		}
+		var beta T
+		if len(x) == 3 {
+			beta = x[2]
+		}
+		return ops.LayerNorm(x[0], x[1], beta, a.Eps)
+	case "attention":
+		var mask T
+		if a.Labels != nil {
+			keep := make([]bool, len(a.Labels))
+			for i, l := range a.Labels {
+				keep[i] = l == 1
+			}
+			mask = tensor.FromSlice(keep, x[0].Dim(-2), x[1].Dim(-2))
+		}
+		return ops.Attention(x[0], x[1], x[2], mask, a.Relu, 0)
 	case "conv2d":
 		return ops.Conv2D(x[0], x[1], conv2DOpts(a))
 	case "depthwise_conv2d":

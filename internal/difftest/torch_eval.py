@@ -226,7 +226,9 @@ UNARY = {
     "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
     "tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos,
     "log1p": torch.log1p, "expm1": torch.expm1, "erf": torch.erf,
-    "softplus": lambda x: torch.nn.functional.softplus(x, beta=1.0, threshold=1000.0),
+    # Above 40, log1p(e^-x) is below half an ulp of x: x itself, as ours (a
+    # higher threshold overflows e^x past 709).
+    "softplus": lambda x: torch.nn.functional.softplus(x, beta=1.0, threshold=40.0),
     "gelu": lambda x: torch.nn.functional.gelu(x),
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     "elu": torch.nn.functional.elu, "floor": torch.floor, "ceil": torch.ceil, "round": xla_round,
@@ -284,6 +286,23 @@ def step(op, args, a):
     if op == "sparse_xent":
         lab = torch.tensor(a["labels"], dtype=torch.long)
         return torch.nn.functional.cross_entropy(x, lab, reduction="none")
+    if op == "layer_norm":
+        c = x.shape[-1]
+        if a["kind"] == "rms":
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + a["eps"]) * args[1]
+        beta = args[2] if len(args) == 3 else None
+        return torch.nn.functional.layer_norm(x, (c,), args[1], beta, a["eps"])
+    if op == "attention":
+        q, k, v = args
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        tq, tk = q.shape[-2], k.shape[-2]
+        keep = torch.ones(tq, tk, dtype=torch.bool)
+        if a["relu"]:  # causal
+            keep = keep.tril()
+        if a["labels"]:
+            keep = keep & (torch.tensor(a["labels"]).reshape(tq, tk) == 1)
+        s = s.masked_fill(~keep, float("-inf"))
+        return torch.softmax(s, dim=-1) @ v
     if op == "l2_normalize":
         ss = (x * x).sum(dim=a["axis"], keepdim=True)
         return x * torch.rsqrt(torch.clamp_min(ss, a["eps"]))
