@@ -2,20 +2,26 @@
 // (the .go files under $(go env GOROOT)/src, on every machine with Go)
 // and samples Go-looking text from it.
 //
-//	go run ./examples/gpt [-steps 150] [-layers 4] [-dim 128] [-sample 200]
+//	go run ./examples/gpt [-steps 150] [-layers 4] [-dim 128] [-sample 200] [-out DIR]
 //
 // The model (package model) is nanoGPT's: token and position embeddings,
 // pre-norm transformer blocks of causal attention and a GELU MLP, a last
 // LayerNorm and a head to 256 byte logits; AdamW with a warm-up and a
-// cosine decay, gradients clipped to norm 1. Sampling keeps each block's
-// keys and values in a KV cache, so a byte costs work linear in the
-// context. The data is read straight from the files.
+// cosine decay, gradients clipped to norm 1. The source is written once
+// to TFRecord shards of context+1-byte windows (-data, by default in the
+// user's cache directory; written again when the source or the context
+// changes) and streamed back through a data pipeline (shuffled, batched,
+// prefetched); the validation shard's loss is printed every -eval steps.
+// -out DIR keeps the checkpoint (gpt.ckpt) and the loss curves
+// (curves.png). Sampling keeps each block's keys and values in a KV
+// cache, so a byte costs work linear in the context.
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -27,7 +33,9 @@ import (
 	"strings"
 
 	"github.com/eagerflow/eagerflow/examples/gpt/model"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/plot"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -43,6 +51,9 @@ func main() {
 	flag.Float64Var(&cfg.temperature, "temperature", cfg.temperature, "sampling temperature")
 	flag.IntVar(&cfg.topK, "topk", cfg.topK, "sample among the k likeliest bytes")
 	flag.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the initialisation and of the batches drawn")
+	flag.IntVar(&cfg.evalEvery, "eval", cfg.evalEvery, "steps between validations")
+	flag.StringVar(&cfg.dataDir, "data", "", "directory of the TFRecord shards (default: in the user's cache directory)")
+	flag.StringVar(&cfg.out, "out", "", "directory for the checkpoint (gpt.ckpt) and the loss curves (curves.png); none if empty")
 	flag.Parse()
 	cfg.progress = os.Stderr
 	res, err := run(cfg)
@@ -58,6 +69,8 @@ type config struct {
 	sample, topK                              int
 	temperature                               float64
 	seed                                      uint64
+	evalEvery                                 int
+	dataDir, out                              string
 	source                                    string // the tree to read (default: GOROOT/src)
 	maxBytes                                  int    // the most source bytes to read
 	progress                                  io.Writer
@@ -65,11 +78,12 @@ type config struct {
 
 func defaults() config {
 	return config{steps: 150, layers: 4, heads: 4, dim: 128, context: 128, batch: 16, sample: 200,
-		topK: 40, temperature: 0.8, seed: 1, maxBytes: 4 << 20, progress: io.Discard}
+		topK: 40, temperature: 0.8, seed: 1, evalEvery: 50, maxBytes: 4 << 20, progress: io.Discard}
 }
 
 type result struct {
 	first, last, val float64
+	history          nn.History
 	sample           string
 }
 
@@ -99,24 +113,15 @@ func readSource(root string, max int) ([]byte, error) {
 	return out[:min(len(out), max)], err
 }
 
-// batch draws n windows of t+1 bytes of text: ids [n, t] and the next bytes.
-func batch(r *rand.Rand, text []byte, n, t int) (x, y *tensor.Tensor) {
-	xs, ys := make([]int32, n*t), make([]int32, n*t)
-	for i := range n {
-		at := r.IntN(len(text) - t - 1)
-		for j := range t {
-			xs[i*t+j], ys[i*t+j] = int32(text[at+j]), int32(text[at+j+1])
-		}
-	}
-	return tensor.FromSlice(xs, n, t), tensor.FromSlice(ys, n, t)
-}
-
 // shape is the model's shape.
 func (c config) shape() model.Config {
 	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context}
 }
 
 func run(c config) (result, error) {
+	if c.steps <= 0 || c.evalEvery <= 0 || c.batch <= 0 || c.context <= 0 {
+		return result{}, fmt.Errorf("steps (%d), -eval (%d), batch (%d) and context (%d) must be positive", c.steps, c.evalEvery, c.batch, c.context)
+	}
 	root := c.source
 	if root == "" {
 		root = filepath.Join(runtime.GOROOT(), "src")
@@ -125,16 +130,50 @@ func run(c config) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if len(text) < 10*(c.context+1) {
-		return result{}, fmt.Errorf("%d bytes of source is too little for a context of %d", len(text), c.context)
+	if nt, nv := windowCounts(len(text), c.context); nt < c.batch || nv < c.batch {
+		return result{}, fmt.Errorf("%d bytes of source make %d training and %d validation windows of %d bytes, fewer than a batch of %d", len(text), nt, nv, c.context+1, c.batch)
 	}
-	split := len(text) * 9 / 10
-	train, val := text[:split], text[split:]
+	dir := c.dataDir
+	if dir == "" {
+		dir = cacheDir(root, c.context)
+	}
+	describe := fmt.Sprintf("source %s\nbytes %d\ncrc32 %08x\ncontext %d\n", root, len(text), crc32.ChecksumIEEE(text), c.context)
+	trainFiles, valFiles, err := shardFiles(dir, describe, text, c.context)
+	if err != nil {
+		return result{}, fmt.Errorf("writing the shards to %s: %w", dir, err)
+	}
+	trainDS, err := windows(trainFiles, c.context, c.batch, c.seed)
+	if err != nil {
+		return result{}, err
+	}
+	valDS, err := windows(valFiles, c.context, c.batch, 99)
+	if err != nil {
+		return result{}, err
+	}
+	nextTrain, stopTrain := batches(trainDS)
+	defer stopTrain()
+	nextVal, stopVal := batches(valDS)
+	defer stopVal()
 	m, opt := model.New(tensor.NewRNG(c.seed), c.shape()), model.NewOptimizer(c.steps)
-	r := rand.New(rand.NewPCG(c.seed, 2))
+	validate := func() (float64, error) {
+		v := 0.0
+		for range 4 {
+			x, y, err := nextVal()
+			if err != nil {
+				return 0, err
+			}
+			v += model.Loss(m.Forward(x), y).Float() / 4
+		}
+		return v, nil
+	}
+
 	var res result
+	var since float64 // training loss summed since the last validation
 	for step := range c.steps {
-		x, y := batch(r, train, c.batch, c.context)
+		x, y, err := nextTrain()
+		if err != nil {
+			return res, err
+		}
 		l, err := m.TrainStep(opt, x, y)
 		if err != nil {
 			return res, err
@@ -142,18 +181,47 @@ func run(c config) (result, error) {
 		if step == 0 {
 			res.first = l
 		}
-		res.last = l
-		if step%20 == 0 || step == c.steps-1 {
-			fmt.Fprintf(c.progress, "step %d/%d  loss %.3f\n", step+1, c.steps, l)
+		res.last, since = l, since+l
+		res.history.StepLoss = append(res.history.StepLoss, l)
+		if (step+1)%c.evalEvery == 0 || step == c.steps-1 {
+			if res.val, err = validate(); err != nil {
+				return res, err
+			}
+			n := step + 1 - lastStep(res.history)
+			res.history.Epochs = append(res.history.Epochs, nn.Logs{"loss": since / float64(n), "val_loss": res.val})
+			res.history.EpochSteps = append(res.history.EpochSteps, step+1)
+			fmt.Fprintf(c.progress, "step %d/%d  loss %.3f  val_loss %.3f\n", step+1, c.steps, since/float64(n), res.val)
+			since = 0
 		}
 	}
-	vr := rand.New(rand.NewPCG(3, 4))
-	for range 4 {
-		x, y := batch(vr, val, c.batch, c.context)
-		res.val += model.Loss(m.Forward(x), y).Float() / 4
+	if c.out != "" {
+		if err := save(c, m, opt, res.history); err != nil {
+			return res, err
+		}
 	}
 	res.sample = sample(m, c, []byte("func "), rand.New(rand.NewPCG(5, 6)))
 	return res, nil
+}
+
+// lastStep is the step of h's last validation (0 before any).
+func lastStep(h nn.History) int {
+	if len(h.EpochSteps) == 0 {
+		return 0
+	}
+	return h.EpochSteps[len(h.EpochSteps)-1]
+}
+
+// save writes the model and its optimizer to c.out/gpt.ckpt and the loss
+// curves to c.out/curves.png.
+func save(c config, m *model.GPT, opt nn.Optimizer, h nn.History) error {
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	meta := map[string]string{"layers": fmt.Sprint(c.layers), "heads": fmt.Sprint(c.heads), "dim": fmt.Sprint(c.dim), "context": fmt.Sprint(c.context)}
+	if err := nn.SaveCheckpoint(filepath.Join(c.out, "gpt.ckpt"), m.Variables(), opt, meta); err != nil {
+		return err
+	}
+	return plot.History(filepath.Join(c.out, "curves.png"), h, plot.Options{Title: "examples/gpt"})
 }
 
 // sample generates c.sample bytes after prompt: each from the logits
