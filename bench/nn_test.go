@@ -112,10 +112,10 @@ func BenchmarkFashionConv(b *testing.B) {
 var gptShape = model.Config{Layers: 4, Heads: 4, Dim: 128, Context: 128}
 
 // BenchmarkGPTStep times one training step of the GPT (batch 16 of 128
-// bytes: forward, backward, clipping, AdamW), as BenchmarkTorchGPTStep.
+// bytes: forward, backward, AdamW), as BenchmarkTorchGPTStep: eager
+// (model.TrainStep, gradients clipped as the twin's) and traced
+// (nn.TracedTrainStep: one graph, no clipping).
 func BenchmarkGPTStep(b *testing.B) {
-	m := model.New(tensor.NewRNG(1), gptShape)
-	opt := model.NewOptimizer(1000)
 	r := rand.New(rand.NewPCG(1, 2))
 	ids := func() *tensor.Tensor {
 		v := make([]int32, 16*gptShape.Context)
@@ -125,7 +125,17 @@ func BenchmarkGPTStep(b *testing.B) {
 		return tensor.FromSlice(v, 16, gptShape.Context)
 	}
 	x, y := ids(), ids()
-	steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
+	b.Run("eager", func(b *testing.B) {
+		m := model.New(tensor.NewRNG(1), gptShape)
+		opt := model.NewOptimizer(1000)
+		steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
+	})
+	b.Run("traced", func(b *testing.B) {
+		m := model.New(tensor.NewRNG(1), gptShape)
+		step := nn.TracedTrainStep(m, model.Loss, model.NewOptimizer(1000))
+		batch := data.Element{x, y}
+		steady(b, func() error { _, _, err := step(batch); return err })
+	})
 }
 
 // BenchmarkGPTGenerate times generating the GPT's whole context, one

@@ -137,7 +137,7 @@ func run(c config) (result, error) {
 	if dir == "" {
 		dir = cacheDir(root, c.context)
 	}
-	describe := fmt.Sprintf("source %s\nbytes %d\ncrc32 %08x\ncontext %d\n", root, len(text), crc32.ChecksumIEEE(text), c.context)
+	describe := fmt.Sprintf("layout %d\nsource %s\nbytes %d\ncrc32 %08x\ncontext %d\n", shardLayout, root, len(text), crc32.ChecksumIEEE(text), c.context)
 	trainFiles, valFiles, err := shardFiles(dir, describe, text, c.context)
 	if err != nil {
 		return result{}, fmt.Errorf("writing the shards to %s: %w", dir, err)

@@ -27,6 +27,7 @@ import (
 const (
 	trainShards = 4
 	manifest    = "MANIFEST"
+	shardLayout = 2 // the manifest's version of how windows go to shards
 )
 
 // shardFiles returns the training and validation shards for text under

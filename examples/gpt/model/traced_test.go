@@ -1,0 +1,45 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The GPT's training step traced into a graph follows the eager step: the
+// same losses over a few steps (gradients not clipped, in both).
+func TestTracedStepFollowsEager(t *testing.T) {
+	c := Config{Layers: 2, Heads: 2, Dim: 16, Context: 12}
+	v := make([]int32, 3*12)
+	for i := range v {
+		v[i] = int32(32 + (i*7)%90)
+	}
+	x := tensor.FromSlice(v, 3, 12)
+	y := tensor.FromSlice(append(v[1:], 33), 3, 12)
+	var losses [2][]float64
+	for i, traced := range []bool{false, true} {
+		m := New(tensor.NewRNG(1), c)
+		opt := nn.NewAdamW(nn.Constant(1e-2), 0.1)
+		step := nn.TrainStep(m, Loss, opt)
+		if traced {
+			step = nn.TracedTrainStep(m, Loss, opt)
+		}
+		for range 4 {
+			l, _, err := step(data.Element{x, y})
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses[i] = append(losses[i], l)
+		}
+	}
+	for i := range losses[0] {
+		if d := losses[0][i] - losses[1][i]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("losses eager %v, traced %v", losses[0], losses[1])
+		}
+	}
+	if !(losses[1][3] < losses[1][0]) {
+		t.Errorf("traced losses %v do not fall", losses[1])
+	}
+}
