@@ -77,9 +77,7 @@ func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
 	}()
 	var exec cu.GraphExec
 	endErr := d.ctx.Do(func() (err error) { exec, err = g.EndCapture(d.s); return })
-	d.mu.Lock()
-	d.capturing = nil
-	d.mu.Unlock()
+	d.stopCapturing()
 	if fnErr == nil && endErr == nil {
 		return &recording{d: d, g: g, exec: exec, pool: pool}, nil
 	}
@@ -106,23 +104,49 @@ func (d *Device) abandonCapture(g cu.Graphs, pool *graphPool) {
 	if d.ctx.Do(func() (err error) { exec, err = g.EndCapture(d.s); return }) == nil {
 		_ = d.ctx.Do(func() error { return g.GraphDestroy(exec) })
 	}
-	d.mu.Lock()
-	d.capturing = nil
-	d.mu.Unlock()
-	d.releasePool(pool)
+	d.endCapture(pool)
 }
 
 // endCapture clears the capture in progress and frees its pool.
 func (d *Device) endCapture(pool *graphPool) {
-	d.mu.Lock()
-	d.capturing = nil
-	d.mu.Unlock()
+	d.stopCapturing()
 	d.releasePool(pool)
 }
 
+// stopCapturing clears the capture in progress and runs the releases
+// that waited for its end.
+func (d *Device) stopCapturing() {
+	d.mu.Lock()
+	d.capturing = nil
+	waiting := d.afterCapture
+	d.afterCapture = nil
+	d.mu.Unlock()
+	for _, fn := range waiting {
+		fn()
+	}
+}
+
+// outsideCapture runs release now, or at the end of the capture in
+// progress, unless that capture is of pool. A recording dropped by the
+// program is released by the collector's cleanup goroutine at any time,
+// and while a stream captures, waiting for it or freeing memory would
+// invalidate the capture.
+func (d *Device) outsideCapture(pool *graphPool, release func()) {
+	d.mu.Lock()
+	if d.capturing != nil && d.capturing != pool {
+		d.afterCapture = append(d.afterCapture, release)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	release()
+}
+
 // releasePool frees a recording's memory once the stream has done the
-// work queued before.
-func (d *Device) releasePool(p *graphPool) {
+// work queued before (after any capture in progress).
+func (d *Device) releasePool(p *graphPool) { d.outsideCapture(p, func() { d.freePool(p) }) }
+
+func (d *Device) freePool(p *graphPool) {
 	_ = d.ctx.Do(func() error {
 		if err := d.streamSync(); err != nil {
 			return err
@@ -180,8 +204,10 @@ func (r *recording) Release() {
 		return
 	}
 	r.released = true
-	_ = r.d.ctx.Do(func() error { return r.g.GraphDestroy(r.exec) })
-	r.d.releasePool(r.pool)
+	r.d.outsideCapture(r.pool, func() {
+		_ = r.d.ctx.Do(func() error { return r.g.GraphDestroy(r.exec) })
+		r.d.freePool(r.pool)
+	})
 }
 
 var _ device.Capturer = (*Device)(nil)

@@ -100,3 +100,37 @@ func TestCaptureFailuresAndChecks(t *testing.T) {
 		t.Errorf("the replayed gather: %v", got)
 	}
 }
+
+// A recording released while another capture runs (the collector's
+// cleanup of a dropped traced function, at any moment) waits for the
+// capture's end: freeing its memory or waiting for the stream then would
+// invalidate the capture.
+func TestReleaseDuringCaptureWaits(t *testing.T) {
+	d := testGPU(t)
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, -2, 3}, 3))
+	var y *tensor.Tensor
+	first, err := d.Capture(func() error { y = ops.Relu(x); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z *tensor.Tensor
+	second, err := d.Capture(func() error {
+		z = ops.Neg(x)
+		first.Release() // as a cleanup would, mid-capture
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a release during the capture broke it: %v", err)
+	}
+	defer second.Release()
+	if err := second.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tensor.ToSlice[float32](onHost(t, z)); !slices.Equal(got, []float32{-1, 2, -3}) {
+		t.Errorf("the second recording gave %v", got)
+	}
+	if err := first.Replay(); err == nil {
+		t.Error("the released recording replayed")
+	}
+	runtime.KeepAlive(y)
+}

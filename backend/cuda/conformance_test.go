@@ -33,14 +33,11 @@ func testGPU(t testing.TB) *Device {
 
 // pending is what the GPU does not run yet (conformance.Pending): the
 // table expects ErrNoKernel there and fails if one of these runs.
-// ops.Attention, ops.LayerNorm and ops.RMSNorm, and the cross-entropy's
-// gradient, compute as ops on the GPU until their fused kernels (issue 34).
+// ops.Attention computes attention as ops on the GPU until its fused
+// kernel (issue 34).
 var pending = map[string][]tensor.DType{
 	"ScaledDotProductAttention":         floatsAndHalves,
 	"ScaledDotProductAttentionBackprop": floatsAndHalves,
-	"LayerNorm":                         floatsAndHalves,
-	"LayerNormBackprop":                 floatsAndHalves,
-	"SparseSoftmaxCrossEntropyGrad":     floatsAndHalves,
 }
 
 var floatsAndHalves = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}

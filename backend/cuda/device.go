@@ -61,8 +61,11 @@ type Device struct {
 	checkArea cu.Ptr
 	checks    []indexCheck
 	checkHost []byte
-	// capturing is the recording in progress (capture.go), under mu.
-	capturing *graphPool
+	// capturing is the recording in progress (capture.go), under mu;
+	// afterCapture, the releases of recordings dropped during it, run at
+	// its end.
+	capturing    *graphPool
+	afterCapture []func()
 }
 
 // buffer is GPU memory.

@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/control"
@@ -11,6 +13,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -29,6 +32,22 @@ func graphLaunches(d *Device) func() int {
 	}
 }
 
+// awaitNoObservers waits for the garbage collector to count off the
+// tapes earlier tests dropped while recording (tape.New's cleanup): while
+// one counts as observing, a recorded function runs op by op (so that the
+// tape sees the ops) and replays nothing.
+func awaitNoObservers(t *testing.T) {
+	t.Helper()
+	for range 20 {
+		if !eager.Observing() {
+			return
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d observers still active: a tape of this test is recording", eager.Activations())
+}
+
 // A traced function with Record set replays its graph as one recording
 // from its first run from the graph on: each call computes what the
 // unrecorded function computes, from its own arguments (a transposed
@@ -36,6 +55,7 @@ func graphLaunches(d *Device) func() int {
 // stay its own when later calls replay.
 func TestTracedFunctionRecords(t *testing.T) {
 	d := testGPU(t)
+	awaitNoObservers(t)
 	launches := graphLaunches(d)
 	_, emulated := d.ctx.(*emu.Context)
 	v := tape.NewVariable("v", onGPU(t, d, tensor.FromSlice([]float32{1, -1, 2}, 3)))
@@ -231,6 +251,9 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 						step = nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 					}
 					batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+					if record {
+						awaitNoObservers(t)
+					}
 					before := launches()
 					for range 4 {
 						l, _, err := step(batch)

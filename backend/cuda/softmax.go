@@ -8,21 +8,28 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Softmax, LogSoftmax and SparseSoftmaxCrossEntropy (ops/softmax.go): a
-// block per row of the last dimension.
+// Softmax, LogSoftmax, SparseSoftmaxCrossEntropy and its gradient
+// (ops/softmax.go): a block per row of the last dimension.
 
 func init() {
 	for _, d := range kernels.Floats {
 		eager.RegisterKernel("Softmax", device.GPU, tensorType(d), rowsKernel("softmax", d))
 		eager.RegisterKernel("LogSoftmax", device.GPU, tensorType(d), rowsKernel("log_softmax", d))
 		eager.RegisterKernel("SparseSoftmaxCrossEntropy", device.GPU, tensorType(d), sparseXent(d))
+		eager.RegisterKernel("SparseSoftmaxCrossEntropyGrad", device.GPU, tensorType(d), sparseXentGrad(d))
 	}
 }
 
-// launchRows queues a row kernel over rows rows.
+// launchRows queues a row kernel of the softmax family over rows rows.
 func launchRows(c *eager.Call, name string, rows int, args *cu.Args) {
+	launchFamilyRows(c, "softmax", name, rows, args)
+}
+
+// launchFamilyRows queues a row kernel (a block per row, kernels'
+// blockRows) of family over rows rows.
+func launchFamilyRows(c *eager.Call, family, name string, rows int, args *cu.Args) {
 	g := gpu(c)
-	check(c, g.launchBlocks("softmax", name, min(rows, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args))
+	check(c, g.launchBlocks(family, name, min(rows, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args))
 }
 
 func rowsKernel(kind string, d kernels.DType) eager.Kernel {
@@ -49,5 +56,20 @@ func sparseXent(d kernels.DType) eager.Kernel {
 		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
 		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
+	}
+}
+
+// sparseXentGrad queues the gradient's kernel, which checks the labels as
+// sparseXent's does.
+func sparseXentGrad(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		logits, labels, dy, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+		rows, classes := logits.Dim(0), logits.Dim(1)
+		if rows == 0 {
+			return
+		}
+		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
+		name := kernels.Name("sparse_xent_grad", string(d), string(kernelType(labels.DType())))
+		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(ptr(dy)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }

@@ -121,6 +121,7 @@ func Families() []Family {
 		{Name: "cast", Kernels: castKernels()},
 		{Name: "reduce", Kernels: reduceKernels()},
 		{Name: "softmax", Kernels: softmaxKernels()},
+		{Name: "norm", Kernels: normKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},

@@ -16,13 +16,16 @@ import (
 //   - sparse_xent_<dtype>_<label dtype> (out, x, labels, err, rows, n): per
 //     row, m − x[label] + log s; a label outside [0, n) gives NaN and its
 //     row goes to the check slot err (checkedIndex).
+//   - sparse_xent_grad_<dtype>_<label dtype> (out, x, labels, dy, err, rows,
+//     n): the cross-entropy's gradient, (e^(x−m)/s − onehot(label))·dy[row],
+//     in float64, rounded once; a bad label as sparse_xent's.
 
 func softmaxKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
 		out = append(out, softmaxRows("softmax", d, ""), softmaxRows("log_softmax", d, ""))
 		for _, l := range []DType{S32, S64} {
-			out = append(out, softmaxRows("sparse_xent", d, l))
+			out = append(out, softmaxRows("sparse_xent", d, l), softmaxRows("sparse_xent_grad", d, l))
 		}
 	}
 	return out
@@ -35,9 +38,13 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 	}
 	k := ptx.NewKernel(name)
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	var labels, errSlot ptx.Reg
+	var labels, dy, errSlot ptx.Reg
 	if label != "" {
-		labels, errSlot = k.ParamPtr("labels"), k.ParamPtr("err")
+		labels = k.ParamPtr("labels")
+		if kind == "sparse_xent_grad" {
+			dy = k.ParamPtr("dy")
+		}
+		errSlot = k.ParamPtr("err")
 	}
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
 	m := fm{k}
@@ -82,6 +89,18 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				r := k.Reg(t)
 				k.Op("sub.rn.%s %s, %s, %s", t, r, v, ls)
 				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), r)
+			})
+		case "sparse_xent_grad":
+			id64, _ := checkedIndex(k, labels, label, row, n, errSlot)
+			g := widen(k, d, load(k, d, k.Addr(dy, row, d.Size())))
+			scale := m.div(g, sum)
+			b.eachElem(n, func(j ptx.Reg) {
+				_, e := shifted(j)
+				v := m.mul(e, scale)
+				hit := k.Reg(ptx.Pred)
+				k.Op("setp.eq.s64 %s, %s, %s", hit, j, id64)
+				v = m.sel(hit, m.sub(v, g), v)
+				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, d, v))
 			})
 		default: // sparse_xent
 			b.first(func() {

@@ -1,0 +1,128 @@
+package kernels
+
+import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+
+// Normalization kernels (ops/layernorm.go): a block per row of the last
+// dimension, as the softmax's, the statistics and sums in float64:
+//
+//   - layer_norm_<dtype>, layer_norm_scale_<dtype> (no offset) and
+//     rms_norm_<dtype> (out, mean, rstd, x, gamma[, beta], rows, n, eps):
+//     the row's mean m (0 for RMSNorm) and rstd = 1/√(Σ(x−m)²/n + eps),
+//     out = (x−m)·rstd·gamma (+ beta); mean and rstd [rows] in the dtype.
+//   - layer_norm_grad_<dtype> and rms_norm_grad_<dtype> (dx, prod, x,
+//     gamma, mean, rstd, dy, dmean, drstd, rows, n): with x̂ = (x−m)·rstd,
+//     dx = rstd·dy·gamma + shift + slope·x̂, shift = (dmean − rstd·Σdy·gamma)/n
+//     (0 for RMSNorm), slope = −(rstd·Σdy·gamma·x̂ + rstd²·drstd)/n; and
+//     prod = dy·x̂, whose column sums (a reduction apart) are the scale's
+//     gradient.
+
+func normKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Floats {
+		for _, kind := range []string{"layer_norm", "layer_norm_scale", "rms_norm"} {
+			out = append(out, normRows(kind, d))
+		}
+		out = append(out, normGradRows("layer_norm_grad", d), normGradRows("rms_norm_grad", d))
+	}
+	return out
+}
+
+// eachNormRow writes a row kernel over [rows, n] of dtype d: body runs
+// for each of the block's rows with n as float64 and at, the address of
+// element j of the row in a tensor at p.
+func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg)) {
+	nf := fm{k}.reg()
+	k.Op("cvt.rn.f64.u64 %s, %s", nf, n)
+	b := newBlockRows(k, 8)
+	b.eachRow(rows, func(row ptx.Reg) {
+		base := k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)
+		body(b, nf, row, func(p, j ptx.Reg) ptx.Reg { return k.Addr(p, addU64(k, base, j), d.Size()) })
+	})
+}
+
+// zero64 is a new float64 register holding 0.
+func zero64(m fm) ptx.Reg {
+	r := m.reg()
+	m.k.Op("mov.f64 %s, %s", r, m.c(0))
+	return r
+}
+
+func normRows(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name(kind, string(d)))
+	o, mean, rstd, x, gamma := k.ParamPtr("out"), k.ParamPtr("mean"), k.ParamPtr("rstd"), k.ParamPtr("x"), k.ParamPtr("gamma")
+	var beta ptx.Reg
+	if kind == "layer_norm" {
+		beta = k.ParamPtr("beta")
+	}
+	rows, n, eps := k.Param("rows", ptx.U64), k.Param("n", ptx.U64), k.Param("eps", ptx.F64)
+	m := fm{k}
+	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
+	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
+		xj := func(j ptx.Reg) ptx.Reg { return widen(k, d, load(k, d, at(x, j))) }
+		mu := zero64(m)
+		if kind != "rms_norm" {
+			sum := zero64(m)
+			b.eachElem(n, func(j ptx.Reg) { k.Op("add.rn.f64 %s, %s, %s", sum, sum, xj(j)) })
+			k.Op("div.rn.f64 %s, %s, %s", mu, b.tree(ptx.F64, sum, add), nf)
+		}
+		ss := zero64(m)
+		b.eachElem(n, func(j ptx.Reg) {
+			c := m.sub(xj(j), mu)
+			k.Op("fma.rn.f64 %s, %s, %s, %s", ss, c, c, ss)
+		})
+		v := m.add(m.div(b.tree(ptx.F64, ss, add), nf), eps)
+		k.Op("sqrt.rn.f64 %s, %s", v, v)
+		rs := m.div(m.c(1), v)
+		b.eachElem(n, func(j ptx.Reg) {
+			y := m.mul(m.mul(m.sub(xj(j), mu), rs), widen(k, d, load(k, d, k.Addr(gamma, j, d.Size()))))
+			if kind == "layer_norm" {
+				y = m.add(y, widen(k, d, load(k, d, k.Addr(beta, j, d.Size()))))
+			}
+			store(k, d, at(o, j), narrow(k, d, y))
+		})
+		b.first(func() {
+			store(k, d, k.Addr(mean, row, d.Size()), narrow(k, d, mu))
+			store(k, d, k.Addr(rstd, row, d.Size()), narrow(k, d, rs))
+		})
+	})
+	return k
+}
+
+func normGradRows(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name(kind, string(d)))
+	dx, prod, x, gamma := k.ParamPtr("dx"), k.ParamPtr("prod"), k.ParamPtr("x"), k.ParamPtr("gamma")
+	mean, rstd, dy, dmean, drstd := k.ParamPtr("mean"), k.ParamPtr("rstd"), k.ParamPtr("dy"), k.ParamPtr("dmean"), k.ParamPtr("drstd")
+	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
+	m := fm{k}
+	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
+	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
+		stat := func(p ptx.Reg) ptx.Reg { return widen(k, d, load(k, d, k.Addr(p, row, d.Size()))) }
+		mu, rs := stat(mean), stat(rstd)
+		// One element's x̂, dy and dy·gamma.
+		elem := func(j ptx.Reg) (xhat, g, gg ptx.Reg) {
+			xhat = m.mul(m.sub(widen(k, d, load(k, d, at(x, j))), mu), rs)
+			g = widen(k, d, load(k, d, at(dy, j)))
+			return xhat, g, m.mul(g, widen(k, d, load(k, d, k.Addr(gamma, j, d.Size()))))
+		}
+		sumG, sumGX := zero64(m), zero64(m)
+		b.eachElem(n, func(j ptx.Reg) {
+			xhat, _, gg := elem(j)
+			k.Op("add.rn.f64 %s, %s, %s", sumG, sumG, gg)
+			k.Op("fma.rn.f64 %s, %s, %s, %s", sumGX, gg, xhat, sumGX)
+		})
+		sumG, sumGX = b.tree(ptx.F64, sumG, add), b.tree(ptx.F64, sumGX, add)
+		shift := zero64(m)
+		if kind == "layer_norm_grad" {
+			k.Op("div.rn.f64 %s, %s, %s", shift, m.sub(stat(dmean), m.mul(rs, sumG)), nf)
+		}
+		slope := m.div(m.sub(m.c(0), m.add(m.mul(rs, sumGX), m.mul(m.mul(rs, rs), stat(drstd)))), nf)
+		b.eachElem(n, func(j ptx.Reg) {
+			xhat, g, gg := elem(j)
+			v := m.add(m.add(m.mul(rs, gg), shift), m.mul(slope, xhat))
+			store(k, d, at(dx, j), narrow(k, d, v))
+			store(k, d, at(prod, j), narrow(k, d, m.mul(g, xhat)))
+		})
+	})
+	return k
+}
