@@ -11,6 +11,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -376,4 +377,104 @@ func TestFashionCNNStepProfileGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("three NHWC steps on %s:\n%s", d.Name(), p.Table())
+}
+
+// gptBenchShape is nanoGPT's small character model (6 blocks of 384, 6
+// heads, context 256; issue 34's GPU target) and its batch of 64, or a
+// toy of it on the emulator (which only checks that the benchmarks run).
+func gptBenchShape(d *Device) (model.Config, int) {
+	if strings.Contains(d.Driver(), "emulator") {
+		return model.Config{Layers: 1, Heads: 2, Dim: 16, Context: 8}, 2
+	}
+	return model.Config{Layers: 6, Heads: 6, Dim: 384, Context: 256}, 64
+}
+
+// BenchmarkGPTStepGPU is examples/gpt's model in nanoGPT's small shape, a
+// training step on the GPU: eager (model.TrainStep: gradients clipped, as
+// the twin's), traced (nn.TracedTrainStep) and recorded
+// (nn.RecordedTrainStep); the loss read each step. Attention runs as ops
+// there until its fused kernel (the score matrix materialised).
+func BenchmarkGPTStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	shape, n := gptBenchShape(d)
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		b.Run(mode, func(b *testing.B) {
+			restore := device.SetDefault(d)
+			defer restore()
+			m := model.New(tensor.NewRNG(1), shape)
+			opt := model.NewOptimizer(1000)
+			v := make([]int32, n*shape.Context)
+			for i := range v {
+				v[i] = int32(32 + (i*7+i/5)%90)
+			}
+			x := onGPU(b, d, tensor.FromSlice(v, n, shape.Context))
+			y := onGPU(b, d, tensor.FromSlice(append(v[1:], 32), n, shape.Context))
+			run := func() {
+				if _, err := m.TrainStep(opt, x, y); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if mode != "eager" {
+				step := stepOf(mode)(m, model.Loss, opt)
+				batch := data.Element{x, y}
+				run = func() {
+					if _, _, err := step(batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			d.ResetPeak()
+			timeSteps(b, d, run)
+			b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
+		})
+	}
+}
+
+// BenchmarkGPTGenerateGPU generates the model's whole context one byte at
+// a time from a one-byte prompt with the KV cache (greedy), and reports
+// tokens per second.
+func BenchmarkGPTGenerateGPU(b *testing.B) {
+	d := benchGPU(b)
+	shape, _ := gptBenchShape(d)
+	restore := device.SetDefault(d)
+	defer restore()
+	m := model.New(tensor.NewRNG(1), shape)
+	first := onGPU(b, d, tensor.FromSlice([]int32{'f'}, 1, 1))
+	timeSteps(b, d, func() {
+		caches := m.NewCaches()
+		next := first
+		for range shape.Context {
+			next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
+		}
+	})
+	b.ReportMetric(float64(shape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkAttentionGPU is scaled dot-product attention, causal, forward
+// and backward (the gradients of q, k and v), batch 4, 8 heads of 64, at
+// sequences of 1024 and 4096 (issue 34's figures beside PyTorch's fused
+// F.scaled_dot_product_attention); 128 on the emulator.
+func BenchmarkAttentionGPU(b *testing.B) {
+	d := benchGPU(b)
+	lengths := []int{1024, 4096}
+	if strings.Contains(d.Driver(), "emulator") {
+		lengths = []int{128}
+	}
+	for _, t := range lengths {
+		b.Run(fmt.Sprint(t), func(b *testing.B) {
+			restore := device.SetDefault(d)
+			defer restore()
+			rng := tensor.NewRNG(2)
+			q, k, v := tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64)
+			q, k, v = onGPU(b, d, q), onGPU(b, d, k), onGPU(b, d, v)
+			timeSteps(b, d, func() {
+				tp := tape.New()
+				tp.Watch(q, k, v)
+				o := ops.Attention(q, k, v, nil, true, 0)
+				for _, g := range tp.Gradient(ops.Sum(o), q, k, v) {
+					g.Release()
+				}
+			})
+		})
+	}
 }

@@ -1,4 +1,5 @@
-"""PyTorch twin of examples/gpt's model (package examples/gpt/model).
+"""PyTorch twin of examples/gpt's model (package examples/gpt/model), on
+any device (the GPU twins in torch_gpu.py use it too).
 
 The same shape and parts as eagerflow's: token and position embeddings,
 pre-norm blocks (LayerNorm, causal multi-head attention through one joint
@@ -49,14 +50,16 @@ class Block(nn.Module):
                 past = cache[0].shape[2]
                 k, v = torch.cat((cache[0], k), 2), torch.cat((cache[1], v), 2)
             cache[:] = [k, v]
-        mask = None
-        if t > 1 or past == 0:
-            # Query i (position past+i) sees keys up to past+i.
-            mask = torch.ones(t, past + t, dtype=torch.bool).tril(past)
+        mask = None  # query i (position past+i) sees keys up to past+i
+        if past > 0 and t > 1:
+            mask = torch.ones(t, past + t, dtype=torch.bool, device=x.device).tril(past)
+        causal = past == 0 and t > 1
         if SDPA is not None:
-            y = SDPA(q, k, v, attn_mask=mask)
+            y = SDPA(q, k, v, attn_mask=mask, is_causal=causal)
         else:
             s = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]))
+            if causal:
+                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
             if mask is not None:
                 s = s.masked_fill(~mask, float("-inf"))
             y = s.softmax(-1) @ v
@@ -82,7 +85,7 @@ class GPT(nn.Module):
 
     def forward(self, ids, caches=None):
         past = caches[0][0].shape[2] if caches and caches[0] else 0
-        x = self.tok(ids) + self.pos(torch.arange(past, past + ids.shape[1]))
+        x = self.tok(ids) + self.pos(torch.arange(past, past + ids.shape[1], device=ids.device))
         for i, b in enumerate(self.blocks):
             x = b(x, None if caches is None else caches[i])
         return self.head(self.ln(x))
@@ -117,7 +120,7 @@ def train_step(model, opt, sched, x, y):
 
 def generate(model, context, first=ord("f")):
     caches = [[] for _ in model.blocks]
-    nxt = torch.tensor([[first]])
+    nxt = torch.tensor([[first]], device=model.head.weight.device)
     with torch.no_grad():
         for _ in range(context):
             nxt = model(nxt, caches).argmax(-1)

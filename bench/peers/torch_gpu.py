@@ -249,6 +249,34 @@ clstm = CharLSTM().to(dev)
 char_step = train_step(clstm, torch.optim.Adam(clstm.parameters(), lr=0.01), cx, cy)
 line("BenchmarkTorchCharRNNStepGPU/eager", host_ns(char_step, 200), "ns/op")
 
+# examples/gpt's model in nanoGPT's small shape (torch_gpt.py, the CPU
+# twin too; BenchmarkGPTStepGPU): a training step (gradients clipped, the
+# loss read) and the whole context generated a byte at a time with the KV
+# cache; then causal attention forward and backward at 1024 and 4096
+# (batch 4, 8 heads of 64; BenchmarkAttentionGPU) through PyTorch's fused
+# F.scaled_dot_product_attention.
+import torch_gpt  # noqa: E402  (beside this file in the bundle)
+
+gshape, gn = (dict(layers=1, heads=2, dim=16, context=8), 2) if DRY else (dict(layers=6, heads=6, dim=384, context=256), 64)
+ctx = gshape["context"]
+torch.manual_seed(1)
+reset_peak()
+gpt = torch_gpt.GPT(**gshape).to(dev)
+gopt, _ = torch_gpt.optimizer(gpt, 1000)
+gv = torch.tensor([32 + (i * 7 + i // 5) % 90 for i in range(gn * ctx)], device=dev)
+gx, gy = gv.reshape(gn, ctx), torch.cat([gv[1:], gv[:1] * 0 + 32]).reshape(gn, ctx)
+ns = host_ns(lambda: torch_gpt.train_step(gpt, gopt, None, gx, gy), 50)
+line("BenchmarkTorchGPTStepGPU/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+ns = host_ns(lambda: torch_gpt.generate(gpt, ctx), 5, warm=2)
+line("BenchmarkTorchGPTGenerateGPU", ns, "ns/op", f" {ctx * 1e9 / ns:.1f} tokens/s")
+if torch_gpt.SDPA is not None:
+    for t in ((128,) if DRY else (1024, 4096)):
+        qkv = [torch.randn(4, 8, t, 64, device=dev, requires_grad=True) for _ in range(3)]
+
+        def attend():
+            torch_gpt.SDPA(*qkv, is_causal=True).sum().backward()
+        line(f"BenchmarkTorchAttentionGPU/{t}", host_ns(attend, 20), "ns/op")
+
 for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
     reset_peak()
     fm, xf, yf = fashion(memory)
