@@ -13,18 +13,27 @@ import (
 // kernel (as nanoGPT's c_attn), split into Heads heads of C/Heads
 // features, attended (ops.Attention, causal where Causal is set: a
 // decoder's), merged and projected back by a [C, C] kernel: [N, T, C].
+// In training, Dropout of the attention weights are dropped (the weights
+// then materialised: ops.AttentionWeights, not the fused op).
 type MultiHeadAttention struct {
-	In, Out *Dense // the joint query-key-value projection and the output's
-	Heads   int
-	Causal  bool
+	In, Out  *Dense // the joint query-key-value projection and the output's
+	Heads    int
+	Causal   bool
+	Dropout  float64 // the rate of attention weights dropped in training
+	rng      *tensor.RNG
+	training bool
 }
 
-// MultiHeadAttentionOpts configure NewMultiHeadAttention: the dtype
-// (Float32 when unset), causal masking, and no biases in the projections.
+// MultiHeadAttentionOpts configure NewMultiHeadAttention (and
+// NewTransformerBlock): the dtype (Float32 when unset), causal masking, no
+// biases in the projections, and the dropout rate in training (of the
+// attention weights; a TransformerBlock's residual branches too, as
+// nanoGPT's), its masks drawn from the constructor's rng.
 type MultiHeadAttentionOpts struct {
-	DType  tensor.DType
-	Causal bool
-	NoBias bool
+	DType   tensor.DType
+	Causal  bool
+	NoBias  bool
+	Dropout float64
 }
 
 // NewMultiHeadAttention makes the layer for width c and heads heads (c a
@@ -36,12 +45,21 @@ func NewMultiHeadAttention(name string, rng *tensor.RNG, c, heads int, o MultiHe
 		panic(tensor.NewError("nn", "NewMultiHeadAttention", tensor.ErrAttr, nil, "", "%d heads do not divide a width of %d", heads, c))
 	}
 	dense := DenseOpts{DType: o.DType, NoBias: o.NoBias}
+	if !(o.Dropout >= 0 && o.Dropout < 1) {
+		panic(tensor.NewError("nn", "NewMultiHeadAttention", tensor.ErrValue, nil, "", "dropout rate %v is outside [0, 1)", o.Dropout))
+	}
 	return &MultiHeadAttention{
 		In:    NewDense(name+"/qkv", rng, c, 3*c, dense),
 		Out:   NewDense(name+"/out", rng, c, c, dense),
-		Heads: heads, Causal: o.Causal,
+		Heads: heads, Causal: o.Causal, Dropout: o.Dropout, rng: rng, training: true,
 	}
 }
+
+// SetTraining switches the dropping of attention weights on or off.
+func (m *MultiHeadAttention) SetTraining(training bool) { m.training = training }
+
+// drops reports whether m drops attention weights now.
+func (m *MultiHeadAttention) drops() bool { return m.training && m.Dropout > 0 }
 
 // Forward attends over x [N, T, C] and returns [N, T, C].
 func (m *MultiHeadAttention) Forward(x *tensor.Tensor) *tensor.Tensor { return m.ForwardCached(x, nil) }
@@ -104,7 +122,12 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 			mask, _ = mask.To(x.Device())
 		}
 	}
-	y := ops.Attention(q, k, v, mask, causal, 0)
+	var y *tensor.Tensor
+	if m.drops() {
+		y = ops.MatMul(ops.Dropout(ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng), v)
+	} else {
+		y = ops.Attention(q, k, v, mask, causal, 0)
+	}
 	merged := ops.Reshape(ops.Transpose(y, 0, 2, 1, 3), n, t, c)
 	return m.Out.Forward(merged)
 }
@@ -160,6 +183,21 @@ type TransformerBlock struct {
 	Up, Down     *Dense
 }
 
+// Modules returns the block's layers (nn.SetTraining switches its
+// dropout through its attention's).
+func (b *TransformerBlock) Modules() []Module {
+	return []Module{b.Norm1, b.Attn, b.Norm2, b.Up, b.Down}
+}
+
+// residual is x + branch, the branch dropped at the attention's rate in
+// training.
+func (b *TransformerBlock) residual(x, branch *tensor.Tensor) *tensor.Tensor {
+	if b.Attn.drops() {
+		branch = ops.Dropout(branch, b.Attn.Dropout, b.Attn.rng)
+	}
+	return ops.Add(x, branch)
+}
+
 // NewTransformerBlock makes a block of width c and heads heads (causal
 // where o says), its variables under name.
 func NewTransformerBlock(name string, rng *tensor.RNG, c, heads int, o MultiHeadAttentionOpts) *TransformerBlock {
@@ -182,14 +220,14 @@ func (b *TransformerBlock) Forward(x *tensor.Tensor) *tensor.Tensor { return b.F
 // sequences whose earlier keys and values cache holds (nil: none), as
 // MultiHeadAttention.ForwardCached.
 func (b *TransformerBlock) ForwardCached(x *tensor.Tensor, cache *KVCache) *tensor.Tensor {
-	x = ops.Add(x, b.Attn.ForwardCached(b.Norm1.Forward(x), cache))
-	return ops.Add(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x))))
+	x = b.residual(x, b.Attn.ForwardCached(b.Norm1.Forward(x), cache))
+	return b.residual(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x))))
 }
 
 // Variables returns the norms', attention's and MLP's variables.
 func (b *TransformerBlock) Variables() []*tape.Variable {
 	var out []*tape.Variable
-	for _, m := range []Module{b.Norm1, b.Attn, b.Norm2, b.Up, b.Down} {
+	for _, m := range b.Modules() {
 		out = append(out, m.Variables()...)
 	}
 	return out

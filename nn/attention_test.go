@@ -3,6 +3,7 @@ package nn_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/data"
@@ -191,5 +192,38 @@ func diff(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
 		if d := math.Abs(g[i] - w[i]); !(d <= tol*math.Max(1, math.Abs(w[i]))) {
 			t.Fatalf("%s: element %d is %g, want %g", what, i, g[i], w[i])
 		}
+	}
+}
+
+// A block with dropout drops in training (two calls differ, and differ
+// from inference) and not in inference (where it equals the same block
+// without dropout); a traced step refuses to freeze its masks.
+func TestTransformerBlockDropout(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(5), tensor.Float64, 2, 6, 8)
+	opts := nn.MultiHeadAttentionOpts{DType: tensor.Float64, Causal: true, Dropout: 0.5}
+	b := nn.NewTransformerBlock("b", tensor.NewRNG(2), 8, 2, opts)
+	opts.Dropout = 0
+	plain := nn.NewTransformerBlock("b", tensor.NewRNG(2), 8, 2, opts)
+	first, second := b.Forward(x), b.Forward(x)
+	nn.SetTraining(b, false)
+	inference := b.Forward(x)
+	diff(t, "inference", inference, plain.Forward(x), 0)
+	same := func(a, c *tensor.Tensor) bool { return ops.Amax(ops.Abs(ops.Sub(a, c))).Float() == 0 }
+	if same(first, second) || same(first, inference) {
+		t.Error("training calls do not drop (or drop alike)")
+	}
+	nn.SetTraining(b, true)
+	tp := tape.New()
+	tp.Watch(x)
+	if g := tp.Gradient(ops.Sum(b.Forward(x)), x)[0]; g == nil || math.IsNaN(ops.Sum(g).Float()) {
+		t.Errorf("gradient through dropout: %v", g)
+	}
+	m := &nn.Sequential{Layers: []nn.Module{b}}
+	step := nn.TracedTrainStep(m, func(y, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(y) }, &nn.SGD{LR: nn.Constant(0.1)})
+	if _, _, err := step(data.Element{x, x}); err == nil || !strings.Contains(err.Error(), "dropout") {
+		t.Errorf("a traced step over dropout: %v", err)
+	}
+	if err := tensor.Catch(func() { nn.NewTransformerBlock("c", tensor.NewRNG(1), 8, 2, nn.MultiHeadAttentionOpts{Dropout: 1}) }); !errors.Is(err, tensor.ErrValue) {
+		t.Errorf("dropout 1: %v", err)
 	}
 }

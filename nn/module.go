@@ -28,11 +28,25 @@ type Trainable interface {
 	SetTraining(training bool)
 }
 
+// Container is a module made of other modules (a user's model holding
+// blocks, as Sequential holds layers): Modules lists them, so that
+// SetTraining and the traced steps' check for state kept in Go (Dropout's
+// masks, BatchNorm's statistics) reach inside.
+type Container interface {
+	Modules() []Module
+}
+
 // SetTraining switches m and every module inside it to training or
-// inference mode.
+// inference mode: m's own SetTraining where it has one (it then switches
+// what it holds), else each of a Container's modules.
 func SetTraining(m Module, training bool) {
-	if t, ok := m.(Trainable); ok {
+	switch t := m.(type) {
+	case Trainable:
 		t.SetTraining(training)
+	case Container:
+		for _, inner := range t.Modules() {
+			SetTraining(inner, training)
+		}
 	}
 }
 
@@ -124,6 +138,9 @@ func (s *Sequential) State() []*tape.Variable {
 	}
 	return out
 }
+
+// Modules returns the layers.
+func (s *Sequential) Modules() []Module { return s.Layers }
 
 // SetTraining switches every layer.
 func (s *Sequential) SetTraining(training bool) {

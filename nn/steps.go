@@ -176,8 +176,8 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 // trace cannot follow ("" when there is none).
 func untraceable(m Module) string {
 	switch l := m.(type) {
-	case *Sequential:
-		for _, inner := range l.Layers {
+	case Container:
+		for _, inner := range l.Modules() {
 			if name := untraceable(inner); name != "" {
 				return name
 			}
@@ -189,6 +189,10 @@ func untraceable(m Module) string {
 	case *BatchNorm:
 		if l.training {
 			return "BatchNorm (its running statistics are assigned in Go)"
+		}
+	case *MultiHeadAttention:
+		if l.drops() {
+			return "MultiHeadAttention's dropout (its masks are drawn in Go)"
 		}
 	}
 	return ""

@@ -146,8 +146,40 @@ func Attention(q, k, v, mask *tensor.Tensor, causal bool, scale float64) *tensor
 }
 
 // composedAttention is Attention as ops, for devices without its kernel:
-// the scores materialised, masked to -inf, softmax, the product.
+// the weights materialised, then their product with v.
 func composedAttention(q, k, v, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tensor {
+	return MatMul(attentionWeights(q, k, mask, a), v)
+}
+
+// AttentionWeights returns the weights Attention applies to v,
+// softmax(q·kᵀ·scale + mask) [..., Tq, Tk], for q [..., Tq, D] and k [...,
+// Tk, D] of one batch shape and float dtype, mask and causal as
+// Attention's (a row of nothing is NaN), scale 0 meaning 1/√D: the score
+// matrix materialised (PyTorch's need_weights; a model that drops some of
+// the weights in training multiplies these by v itself). Differentiable
+// in q and k. Panics with a *tensor.Error for shapes or dtypes that do
+// not fit.
+func AttentionWeights(q, k, mask *tensor.Tensor, causal bool, scale float64) *tensor.Tensor {
+	needInputs("AttentionWeights", q, k)
+	defer asOp("AttentionWeights")
+	if q.Rank() < 2 || k.Rank() != q.Rank() || q.Dim(-1) != k.Dim(-1) || !q.Shape()[:q.Rank()-2].Equal(k.Shape()[:k.Rank()-2]) {
+		fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k}, "query %v and key %v need one batch shape and feature size", q.Shape(), k.Shape())
+	}
+	if mask != nil {
+		want := tensor.Shape{q.Dim(-2), k.Dim(-2)}
+		if mask.DType() != tensor.Bool || !(mask.Shape().Equal(want) || mask.Shape().Equal(append(q.Shape()[:q.Rank()-2].Clone(), want...))) {
+			fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k, mask}, "the mask must be bool %v or with the batch dimensions before (true: attend), got %s", want, tensor.Describe(mask))
+		}
+	}
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
+	}
+	return attentionWeights(q, k, mask, AttentionAttrs{Scale: scale, Causal: causal})
+}
+
+// attentionWeights is AttentionWeights of checked inputs: the scores,
+// masked to -inf, softmax.
+func attentionWeights(q, k, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tensor {
 	s := Mul(MatMulT(q, k, false, true), ScalarLike(q, a.Scale))
 	keep := mask
 	if a.Causal {
@@ -163,5 +195,5 @@ func composedAttention(q, k, v, mask *tensor.Tensor, a AttentionAttrs) *tensor.T
 	if keep != nil {
 		s = Where(keep, s, ScalarLike(s, math.Inf(-1)))
 	}
-	return MatMul(Softmax(s, -1), v)
+	return Softmax(s, -1)
 }

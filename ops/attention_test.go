@@ -139,3 +139,31 @@ func TestAttentionBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// AttentionWeights times v is Attention, its rows sum to one and a causal
+// row puts nothing after its position; bad shapes are errors.
+func TestAttentionWeights(t *testing.T) {
+	r := tensor.NewRNG(9)
+	q, k, v := tensor.RandNormal(r, tensor.Float64, 2, 5, 4), tensor.RandNormal(r, tensor.Float64, 2, 5, 4), tensor.RandNormal(r, tensor.Float64, 2, 5, 3)
+	w := ops.AttentionWeights(q, k, nil, true, 0)
+	diff(t, "weights·v", ops.MatMul(w, v), ops.Attention(q, k, v, nil, true, 0), 1e-12)
+	diff(t, "row sums", ops.Sum(w, -1), tensor.Ones(tensor.Float64, 2, 5), 1e-12)
+	ws := tensor.ToSlice[float64](w)
+	for b := range 2 {
+		for i := range 5 {
+			for j := i + 1; j < 5; j++ {
+				if ws[(b*5+i)*5+j] != 0 {
+					t.Fatalf("causal weight (%d, %d) = %v", i, j, ws[(b*5+i)*5+j])
+				}
+			}
+		}
+	}
+	for name, f := range map[string]func(){
+		"features differ": func() { ops.AttentionWeights(q, tensor.Zeros(tensor.Float64, 2, 5, 3), nil, false, 0) },
+		"a float mask":    func() { ops.AttentionWeights(q, k, tensor.Zeros(tensor.Float64, 5, 5), false, 0) },
+	} {
+		if err := tensor.Catch(f); !errors.Is(err, tensor.ErrShape) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -61,6 +61,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
 		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
 		{Name: "Attention", Fn: ops.Attention},
+		{Name: "AttentionWeights", Fn: ops.AttentionWeights},
 		{Name: "LayerNorm", Fn: ops.LayerNorm},
 		{Name: "RMSNorm", Fn: ops.RMSNorm},
 		{Name: "Gather", Fn: ops.Gather},

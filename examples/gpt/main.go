@@ -52,6 +52,7 @@ func main() {
 	flag.IntVar(&cfg.topK, "topk", cfg.topK, "sample among the k likeliest bytes")
 	flag.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the initialisation and of the batches drawn")
 	flag.IntVar(&cfg.evalEvery, "eval", cfg.evalEvery, "steps between validations")
+	flag.Float64Var(&cfg.dropout, "dropout", cfg.dropout, "dropout rate in training (embeddings, attention weights, residual branches)")
 	flag.StringVar(&cfg.dataDir, "data", "", "directory of the TFRecord shards (default: in the user's cache directory)")
 	flag.StringVar(&cfg.out, "out", "", "directory for the checkpoint (gpt.ckpt) and the loss curves (curves.png); none if empty")
 	flag.Parse()
@@ -67,7 +68,7 @@ func main() {
 type config struct {
 	steps, layers, heads, dim, context, batch int
 	sample, topK                              int
-	temperature                               float64
+	temperature, dropout                      float64
 	seed                                      uint64
 	evalEvery                                 int
 	dataDir, out                              string
@@ -115,7 +116,7 @@ func readSource(root string, max int) ([]byte, error) {
 
 // shape is the model's shape.
 func (c config) shape() model.Config {
-	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context}
+	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context, Dropout: c.dropout}
 }
 
 func run(c config) (result, error) {
@@ -156,6 +157,8 @@ func run(c config) (result, error) {
 	defer stopVal()
 	m, opt := model.New(tensor.NewRNG(c.seed), c.shape()), model.NewOptimizer(c.steps)
 	validate := func() (float64, error) {
+		nn.SetTraining(m, false)
+		defer nn.SetTraining(m, true)
 		v := 0.0
 		for range 4 {
 			x, y, err := nextVal()
@@ -199,6 +202,7 @@ func run(c config) (result, error) {
 			return res, err
 		}
 	}
+	nn.SetTraining(m, false)
 	res.sample = sample(m, c, []byte("func "), rand.New(rand.NewPCG(5, 6)))
 	return res, nil
 }

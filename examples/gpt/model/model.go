@@ -20,14 +20,20 @@ import (
 const Vocab = 256
 
 // Config is a GPT's shape: blocks, heads, width and the longest context
-// (the position table's size).
+// (the position table's size); and the dropout rate in training (of the
+// embeddings, the attention weights and the residual branches, as
+// nanoGPT's; 0 for none, which traced steps need: the masks are drawn in
+// Go).
 type Config struct {
 	Layers, Heads, Dim, Context int
+	Dropout                     float64
 }
 
-// GPT maps byte ids [N, T] to next-byte logits [N, T, Vocab].
+// GPT maps byte ids [N, T] to next-byte logits [N, T, Vocab]. It is an
+// nn.Container: nn.SetTraining switches its dropout.
 type GPT struct {
 	Tok, Pos *nn.Embedding
+	Drop     *nn.Dropout
 	Blocks   []*nn.TransformerBlock
 	Norm     *nn.LayerNorm
 	Head     *nn.Dense
@@ -40,11 +46,21 @@ func New(rng *tensor.RNG, c Config) *GPT {
 		Pos:  nn.NewEmbedding("pos", rng, c.Context, c.Dim, tensor.Float32),
 		Norm: nn.NewLayerNorm("ln_f", c.Dim, tensor.Float32),
 		Head: nn.NewDense("head", rng, c.Dim, Vocab, nn.DenseOpts{NoBias: true}),
+		Drop: nn.NewDropout(c.Dropout, rng),
 	}
 	for i := range c.Layers {
-		g.Blocks = append(g.Blocks, nn.NewTransformerBlock(fmt.Sprintf("h%d", i), rng, c.Dim, c.Heads, nn.MultiHeadAttentionOpts{Causal: true}))
+		g.Blocks = append(g.Blocks, nn.NewTransformerBlock(fmt.Sprintf("h%d", i), rng, c.Dim, c.Heads, nn.MultiHeadAttentionOpts{Causal: true, Dropout: c.Dropout}))
 	}
 	return g
+}
+
+// Modules lists the model's layers (nn.Container).
+func (g *GPT) Modules() []nn.Module {
+	ms := []nn.Module{g.Tok, g.Pos, g.Drop}
+	for _, b := range g.Blocks {
+		ms = append(ms, b)
+	}
+	return append(ms, g.Norm, g.Head)
 }
 
 // Context is the longest sequence the model takes.
@@ -68,7 +84,7 @@ func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
 	if past+t > g.Context() {
 		panic(tensor.NewError("model", "Decode", tensor.ErrShape, []*tensor.Tensor{ids}, "", "positions %d to %d pass the context of %d", past, past+t, g.Context()))
 	}
-	x := ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(past), int32(past+t), 1)))
+	x := g.Drop.Forward(ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(past), int32(past+t), 1))))
 	for i, b := range g.Blocks {
 		var c *nn.KVCache
 		if caches != nil {
@@ -84,12 +100,8 @@ func (g *GPT) NewCaches() []nn.KVCache { return make([]nn.KVCache, len(g.Blocks)
 
 // Variables lists the model's variables.
 func (g *GPT) Variables() []*tape.Variable {
-	ms := []nn.Module{g.Tok, g.Pos}
-	for _, b := range g.Blocks {
-		ms = append(ms, b)
-	}
 	var out []*tape.Variable
-	for _, m := range append(ms, g.Norm, g.Head) {
+	for _, m := range g.Modules() {
 		out = append(out, m.Variables()...)
 	}
 	return out

@@ -43,3 +43,20 @@ func TestTracedStepFollowsEager(t *testing.T) {
 		t.Errorf("traced losses %v do not fall", losses[1])
 	}
 }
+
+// With dropout the traced step refuses (its masks would be frozen into
+// the graph: the model is an nn.Container, so the check sees its
+// layers); in inference it traces.
+func TestTracedStepRefusesDropout(t *testing.T) {
+	m := New(tensor.NewRNG(1), Config{Layers: 1, Heads: 2, Dim: 8, Context: 4, Dropout: 0.1})
+	x := tensor.FromSlice([]int32{1, 2, 3, 4}, 1, 4)
+	step := nn.TracedTrainStep(m, Loss, nn.NewAdam(nn.Constant(1e-3)))
+	if _, _, err := step(data.Element{x, x}); err == nil {
+		t.Error("a traced step over dropout ran")
+	}
+	nn.SetTraining(m, false)
+	a, b := m.Forward(x), m.Forward(x)
+	if d := tensor.ToSlice[float32](a)[0] - tensor.ToSlice[float32](b)[0]; d != 0 {
+		t.Error("inference is not deterministic")
+	}
+}
