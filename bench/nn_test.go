@@ -140,18 +140,25 @@ func BenchmarkGPTStep(b *testing.B) {
 
 // BenchmarkGPTGenerate times generating the GPT's whole context, one
 // byte at a time from a one-byte prompt with the KV cache (the greedy
-// choice, so the sampler costs nothing), and reports tokens per second.
+// choice, so the sampler costs nothing), and reports tokens per second:
+// eager (Decode a byte at a time) and traced (model.Generate: one graph,
+// a While over the positions).
 func BenchmarkGPTGenerate(b *testing.B) {
 	m := model.New(tensor.NewRNG(1), gptShape)
-	gen := func() error {
-		return tensor.Catch(func() {
-			caches := m.NewCaches()
-			next := tensor.FromSlice([]int32{'f'}, 1, 1)
-			for range gptShape.Context {
-				next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
-			}
+	b.Run("eager", func(b *testing.B) {
+		steady(b, func() error {
+			return tensor.Catch(func() {
+				caches := m.NewCaches()
+				next := tensor.FromSlice([]int32{'f'}, 1, 1)
+				for range gptShape.Context {
+					next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
+				}
+			})
 		})
-	}
-	steady(b, gen)
-	b.ReportMetric(float64(gptShape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		b.ReportMetric(float64(gptShape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
+	b.Run("traced", func(b *testing.B) {
+		steady(b, func() error { _, err := m.Generate([]byte("f"), gptShape.Context-1, 0, 0, 1); return err })
+		b.ReportMetric(float64(gptShape.Context-1)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
 }

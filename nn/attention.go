@@ -132,6 +132,37 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 	return m.Out.Forward(merged)
 }
 
+// ForwardStep attends x [N, 1, C], the token at position pos (an Int32
+// scalar), to the keys k and values v [N, Heads, capacity, C/Heads] of
+// the positions before it (what is after pos is ignored), and returns
+// [N, 1, C] and the caches with x's keys and values written at pos: a
+// generation step whose state keeps its shape, as a loop's must
+// (control.While; NewStepCache makes the first). Inference only: no
+// dropout. Panics with a *tensor.Error for other shapes.
+func (m *MultiHeadAttention) ForwardStep(x, k, v, pos *tensor.Tensor) (y, k2, v2 *tensor.Tensor) {
+	if x.Rank() != 3 || x.Dim(1) != 1 || k.Rank() != 4 || !k.Shape().Equal(v.Shape()) || k.Dim(1) != m.Heads || k.Dim(0) != x.Dim(0) || k.Dim(3)*m.Heads != x.Dim(2) {
+		panic(tensor.NewError("nn", "MultiHeadAttention.ForwardStep", tensor.ErrShape, []*tensor.Tensor{x, k, v}, "", "needs x [N, 1, C] and caches [N, %d, capacity, C/%d], got %v, %v and %v", m.Heads, m.Heads, x.Shape(), k.Shape(), v.Shape()))
+	}
+	n, c, h, capacity := x.Dim(0), x.Dim(2), m.Heads, k.Dim(2)
+	qkv := ops.Split(m.In.Forward(x), 2, []int{c, c, c})
+	heads := func(y *tensor.Tensor) *tensor.Tensor { return ops.Reshape(y, n, h, 1, c/h) } // one position: no transpose
+	zeros := tensor.FullOn(pos.Device(), tensor.Int32, 0, 2)
+	starts := ops.Concatenate(0, zeros, ops.Reshape(ops.Cast(pos, tensor.Int32), 1), ops.Slice(zeros, []int{0}, []int{1}, nil))
+	k2 = ops.DynamicUpdateSlice(k, ops.Cast(heads(qkv[1]), k.DType()), starts)
+	v2 = ops.DynamicUpdateSlice(v, ops.Cast(heads(qkv[2]), v.DType()), starts)
+	positions, _ := ops.Reshape(tensor.Arange(int32(0), int32(capacity), 1), 1, capacity).To(pos.Device())
+	keep := ops.Le(positions, ops.Cast(pos, tensor.Int32))
+	att := ops.Attention(heads(qkv[0]), ops.Cast(k2, x.DType()), ops.Cast(v2, x.DType()), keep, false, 0)
+	return m.Out.Forward(ops.Reshape(att, n, 1, c)), k2, v2
+}
+
+// NewStepCache returns zero keys and values for ForwardStep: [n, Heads,
+// capacity, C/Heads] of dtype dt each, on the default device.
+func (m *MultiHeadAttention) NewStepCache(n, capacity int, dt tensor.DType) (k, v *tensor.Tensor) {
+	c := m.Out.Kernel.Value().Dim(0)
+	return tensor.Zeros(dt, n, m.Heads, capacity, c/m.Heads), tensor.Zeros(dt, n, m.Heads, capacity, c/m.Heads)
+}
+
 // Variables returns the projections' variables.
 func (m *MultiHeadAttention) Variables() []*tape.Variable {
 	return append(m.In.Variables(), m.Out.Variables()...)
@@ -181,6 +212,15 @@ type TransformerBlock struct {
 	Norm1, Norm2 *LayerNorm
 	Attn         *MultiHeadAttention
 	Up, Down     *Dense
+}
+
+// ForwardStep runs the block over the token at position pos, x [N, 1,
+// C], with its attention's keys and values k and v (as
+// MultiHeadAttention.ForwardStep), returning [N, 1, C] and the caches.
+func (b *TransformerBlock) ForwardStep(x, k, v, pos *tensor.Tensor) (y, k2, v2 *tensor.Tensor) {
+	a, k2, v2 := b.Attn.ForwardStep(b.Norm1.Forward(x), k, v, pos)
+	x = ops.Add(x, a)
+	return ops.Add(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x)))), k2, v2
 }
 
 // Modules returns the block's layers (nn.SetTraining switches its

@@ -9,6 +9,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -37,6 +38,8 @@ type GPT struct {
 	Blocks   []*nn.TransformerBlock
 	Norm     *nn.LayerNorm
 	Head     *nn.Dense
+
+	generators sync.Map // sampling -> *trace.Function (generate.go)
 }
 
 // New makes a GPT of shape c, its variables drawn from rng.
