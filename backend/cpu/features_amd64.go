@@ -10,4 +10,6 @@ import xcpu "golang.org/x/sys/cpu"
 var (
 	haveVecKernels = xcpu.X86.HasAVX2 && xcpu.X86.HasFMA
 	haveAVX512     = xcpu.X86.HasAVX512F
+	// haveAVX512BF16: VDPBF16PS, the bfloat16 GEMM's kernel (gemm_bf16.go).
+	haveAVX512BF16 = xcpu.X86.HasAVX512F && xcpu.X86.HasAVX512BF16
 )

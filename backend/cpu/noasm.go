@@ -5,7 +5,7 @@ package cpu
 // Without assembly (other architectures, or the purego build tag) every
 // kernel runs its Go loops: the have* flags are false, so the stand-ins
 // for the assembly kernels below are never called.
-var haveVecKernels, haveAVX512 = false, false
+var haveVecKernels, haveAVX512, haveAVX512BF16 = false, false, false
 
 // gemm runs its Go micro-kernel everywhere.
 func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] { return nil }
@@ -85,3 +85,9 @@ func sadam8(w, m, v, grad *float32, n int, c *[9]float32) {
 func dtrans12x8(dst *float64, src *float64, lds int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func sbf16gemmAVX512x12(kp int, a, b *uint32, c *float32, ldc int) {
+	panic("cpu: no vector kernel in this build")
+}
+
+func scvtbf16(dst *uint16, src *float32, n int) { panic("cpu: no vector kernel in this build") }

@@ -20,6 +20,11 @@ func Kernels() string {
 	fmt.Fprintf(&b, "  vector kernels (AVX2+FMA): %v; AVX-512F: %v\n", haveVecKernels, haveAVX512)
 	fmt.Fprintf(&b, "  gemm float32: %s\n", kernelNames(gemmKernels[float32]()))
 	fmt.Fprintf(&b, "  gemm float64: %s\n", kernelNames(gemmKernels[float64]()))
+	bf16 := "through float32 (no AVX512_BF16)"
+	if haveAVX512BF16 {
+		bf16 = fmt.Sprintf("sbf16gemmAVX512x12 (%dx%d, VDPBF16PS)", bf16MR, bf16NR)
+	}
+	fmt.Fprintf(&b, "  gemm bfloat16: %s\n", bf16)
 	fmt.Fprintf(&b, "  gemm blocking: depth %d bytes per row (float64 %d), B blocks %d KiB, A chunks %d MiB", gemmKCBytes, gemmKCBytes64, gemmNCBytes>>10, gemmMCBytes>>20)
 	return b.String()
 }

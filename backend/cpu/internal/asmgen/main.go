@@ -1,7 +1,8 @@
 // Command asmgen writes backend/cpu/gemm_amd64.s, the GEMM micro-kernels, from one
-// template per instruction set and element type, and
+// template per instruction set and element type,
 // backend/cpu/gemm_kernels_amd64.go, their Go declarations and the lists gemm
-// picks them from. Run it through `go generate ./backend/cpu`; the generated files
+// picks them from, and backend/cpu/gemm_bf16_amd64.s, the bfloat16 kernel
+// (bf16.go). Run it through `go generate ./backend/cpu`; the generated files
 // are committed.
 //
 // Every kernel has the Go signature
@@ -65,7 +66,11 @@ var kernels = []kernel{
 func main() {
 	out := flag.String("out", "gemm_amd64.s", "assembly file to write")
 	goOut := flag.String("go", "gemm_kernels_amd64.go", "Go file to write")
+	bf16Out := flag.String("bf16", "gemm_bf16_amd64.s", "assembly file of the bfloat16 kernel to write")
 	flag.Parse()
+	if err := os.WriteFile(*bf16Out, generateBF16(), 0o644); err != nil {
+		log.Fatal(err)
+	}
 	if err := os.WriteFile(*out, generate(), 0o644); err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,147 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/eagerflow/eagerflow/backend/opattr"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// bfloat16 products on VDPBF16PS (AVX512_BF16, which Zen 4, Zen 5 and
+// Intel's Cooper Lake and Sapphire Rapids have): the operands are packed
+// as pairs of bfloat16 along k, each 32-bit lane of a vector a pair, and
+// the micro-kernel (sbf16gemmAVX512x12, gemm_bf16_amd64.s) adds each
+// pair's two products into float32 sums, at twice float32 FMA's rate of
+// products; the result is rounded to bfloat16 once, by VCVTNEPS2BF16
+// (nearest, ties to even, as tensor.ToBF16; sums below float32's smallest
+// normal, 1.2e-38, which it reads as zero, give zero). Elsewhere (no such
+// CPU, the purego build) bfloat16 products run through float32, as every
+// op on the half types does.
+
+// bf16MR and bf16NR are the micro-kernel's tile: rows of A, columns of B.
+const bf16MR, bf16NR = 12, 32
+
+// gemmBF16 computes a·b, a [m k] (stored [k m] where transA) and b [k
+// n] (stored [n k] where transB) of bfloat16, in float32 sums handed to
+// out a tile at a time (rows x cols at row i0, column j0; tile's rows
+// bf16NR apart), while the tile is in the cache; out runs on the
+// device's workers, for disjoint tiles. The CPU must have AVX512_BF16
+// (haveAVX512BF16).
+func gemmBF16(dev *device.CPUDevice, m, n, k int, a []tensor.BF16, transA bool, b []tensor.BF16, transB bool, out func(i0, j0, rows, cols int, tile []float32)) {
+	kp := (k + 1) / 2 // pairs along k; an odd k's last pair pads with zero
+	// B, packed once: per block of 32 columns, kp steps of 32 pairs.
+	nb := (n + bf16NR - 1) / bf16NR
+	bf, scratch := gemmScratch[float32](nb * max(kp, 1) * bf16NR) // every element is written
+	defer putGemmScratch(scratch)
+	bp := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(bf))), len(bf))
+	dev.Parallel(nb, float64(2*kp*bf16NR), func(lo, hi int) {
+		for blk := lo; blk < hi; blk++ {
+			j0 := blk * bf16NR
+			packPairs(bp[blk*kp*bf16NR:(blk+1)*kp*bf16NR], b, k, n, j0, min(bf16NR, n-j0), bf16NR, transB)
+		}
+	})
+	// A, a block of 12 rows at a time (a task each), against every block
+	// of B, each tile handed to out.
+	mb := (m + bf16MR - 1) / bf16MR
+	dev.Parallel(mb, float64(bf16MR*n*k)/100, func(lo, hi int) {
+		ap := make([]uint32, max(kp, 1)*bf16MR) // k = 0: one step of zeros
+		if kp == 0 {
+			kp = 1
+		}
+		var tile [bf16MR * bf16NR]float32
+		for rb := lo; rb < hi; rb++ {
+			i0 := rb * bf16MR
+			rows := min(bf16MR, m-i0)
+			packPairs(ap, a, k, m, i0, rows, bf16MR, !transA)
+			for blk := range nb {
+				j0 := blk * bf16NR
+				sbf16gemmAVX512x12(kp, &ap[0], &bp[blk*kp*bf16NR], &tile[0], bf16NR)
+				out(i0, j0, rows, min(bf16NR, n-j0), tile[:])
+			}
+		}
+	})
+}
+
+// packPairs packs lines [l0, l0+count) of an operand of depth k into dst,
+// width lines per pair step (dst[p*width+l] holds line l0+l's values at
+// depth 2p and 2p+1, the first in the low half; lines past count and the
+// depth past k are zero). The operand holds the lines along its rows
+// ([lines k], row-major: a pair is two neighbours) where byLine, else
+// along its columns ([k lines]: a pair is two rows apart) of lines lines
+// in all.
+func packPairs(dst []uint32, v []tensor.BF16, k, lines, l0, count, width int, byLine bool) {
+	kp := (k + 1) / 2
+	if count < width || k%2 == 1 {
+		clear(dst[:kp*width]) // the padding lines, and an odd depth's half pair
+	}
+	if byLine {
+		for l := range count {
+			row := v[(l0+l)*k : (l0+l+1)*k]
+			for p := range k / 2 {
+				dst[p*width+l] = uint32(row[2*p]) | uint32(row[2*p+1])<<16
+			}
+			if k%2 == 1 {
+				dst[(kp-1)*width+l] = uint32(row[k-1])
+			}
+		}
+		return
+	}
+	for p := range kp {
+		r0 := v[2*p*lines+l0 : 2*p*lines+l0+count]
+		out := dst[p*width : p*width+count]
+		if 2*p+1 == k {
+			for l, x := range r0 {
+				out[l] = uint32(x)
+			}
+			continue
+		}
+		r1 := v[(2*p+1)*lines+l0 : (2*p+1)*lines+l0+count]
+		for l, x := range r0 {
+			out[l] = uint32(x) | uint32(r1[l])<<16
+		}
+	}
+}
+
+// matmulBF16Kernel is MatMul of bfloat16 operands on VDPBF16PS: each
+// batch's product summed in float32 and rounded once.
+func matmulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
+	a, b, at := c.Inputs[0], c.Inputs[1], c.Attrs.(opattr.MatMulAttrs)
+	m, k, n := at.Dims(a.Shape(), b.Shape())
+	av, bv, ov := data[tensor.BF16](a), data[tensor.BF16](b), data[tensor.BF16](outs[0])
+	if m*n == 0 {
+		return
+	}
+	batch := outs[0].NumElements() / (m * n)
+	aStep, bStep := m*k, k*n
+	if a.Rank() == 2 {
+		aStep = 0
+	}
+	if b.Rank() == 2 {
+		bStep = 0
+	}
+	dev := deviceOf(c)
+	for i := range batch {
+		o := ov[i*m*n : (i+1)*m*n]
+		gemmBF16(dev, m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], at.TransposeB,
+			func(i0, j0, rows, cols int, tile []float32) {
+				for r := range rows {
+					row, sums := o[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols]
+					vec := cols &^ 15
+					if vec > 0 {
+						scvtbf16((*uint16)(&row[0]), &sums[0], vec)
+					}
+					for j := vec; j < cols; j++ {
+						row[j] = tensor.ToBF16(sums[j])
+					}
+				}
+			})
+	}
+}
+
+func init() {
+	if haveAVX512BF16 {
+		eager.RegisterKernel("MatMul", device.CPU, tensor.BFloat16, matmulBF16Kernel)
+	}
+}

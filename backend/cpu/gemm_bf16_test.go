@@ -1,0 +1,105 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The bfloat16 GEMM against float64 sums of the same bfloat16 values:
+// shapes with edge tiles in both directions, odd depths (a half pair),
+// every transposition; the float32 sums within float32's rounding of
+// the depth.
+func TestGemmBF16(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego): bfloat16 products run through float32")
+	}
+	r := tensor.NewRNG(3)
+	for _, s := range [][3]int{{3, 4, 0}, {1, 1, 1}, {12, 32, 2}, {13, 33, 3}, {5, 70, 17}, {40, 9, 64}, {30, 100, 255}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			name := fmt.Sprintf("%dx%dx%d transposed %v", m, n, k, tr)
+			a := tensor.ToSlice[tensor.BF16](ops.Cast(tensor.RandNormal(r, tensor.Float32, m*k), tensor.BFloat16))
+			b := tensor.ToSlice[tensor.BF16](ops.Cast(tensor.RandNormal(r, tensor.Float32, k*n), tensor.BFloat16))
+			c := make([]float32, m*n)
+			gemmBF16(device.Host(), m, n, k, a, tr[0], b, tr[1], func(i0, j0, rows, cols int, tile []float32) {
+				for r := range rows {
+					copy(c[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
+				}
+			})
+			for i := range m {
+				for j := range n {
+					want, mag := 0.0, 0.0
+					for p := range k {
+						av, bv := a[i*k+p], b[p*n+j]
+						if tr[0] {
+							av = a[p*m+i]
+						}
+						if tr[1] {
+							bv = b[j*k+p]
+						}
+						x := float64(av.Float32()) * float64(bv.Float32())
+						want += x
+						mag += math.Abs(x)
+					}
+					if d := math.Abs(float64(c[i*n+j]) - want); d > 1e-6*mag*float64(k)+1e-30 {
+						t.Fatalf("%s: c[%d,%d] = %v, want %v", name, i, j, c[i*n+j], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// MatMul of bfloat16 tensors takes the kernel (batched and broadcast too)
+// and agrees with the product through float32 within one rounding.
+func TestMatMulBF16Kernel(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
+	}
+	if eager.Lookup("MatMul").Kernel(device.CPU, tensor.BFloat16) == nil {
+		t.Fatal("no bfloat16 MatMul kernel registered on a CPU with AVX512_BF16")
+	}
+	r := tensor.NewRNG(5)
+	bf := func(s ...int) *tensor.Tensor {
+		return ops.Cast(tensor.RandNormal(r, tensor.Float32, s...), tensor.BFloat16)
+	}
+	for _, c := range []struct{ a, b *tensor.Tensor }{{bf(20, 30), bf(30, 40)}, {bf(3, 7, 9), bf(3, 9, 5)}, {bf(2, 7, 9), bf(9, 33)}} {
+		got := ops.Cast(ops.MatMul(c.a, c.b), tensor.Float32)
+		want := ops.Cast(ops.Cast(ops.MatMul(ops.Cast(c.a, tensor.Float32), ops.Cast(c.b, tensor.Float32)), tensor.BFloat16), tensor.Float32)
+		g, w := tensor.ToSlice[float32](got), tensor.ToSlice[float32](want)
+		for i := range w {
+			if d := math.Abs(float64(g[i] - w[i])); d > math.Abs(float64(w[i]))/128+1e-6 { // bfloat16 has 8 bits: one unit is 1/128 relative
+				t.Fatalf("%v x %v: element %d is %v, want %v", c.a.Shape(), c.b.Shape(), i, g[i], w[i])
+			}
+		}
+	}
+}
+
+// scvtbf16 rounds as tensor.ToBF16 (ties to even, infinities, NaN quiet
+// with its sign) except float32 denormals, which it gives as zero.
+func TestConvertBF16Vector(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
+	}
+	src := []float32{1, -2.5, 1.00390625 /* a tie: to even */, 1.01171875 /* a tie: up */, float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), -float32(math.NaN()), 3.4e38, 1e-30, -7.25, 0, float32(math.Copysign(0, -1)), 65504, 1.17549435e-38, 2e-39 /* denormal */}
+	r := tensor.ToSlice[float32](tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, 48))
+	src = append(src, r...)
+	got := make([]tensor.BF16, len(src))
+	scvtbf16((*uint16)(&got[0]), &src[0], len(src))
+	for i, v := range src {
+		want := tensor.ToBF16(v)
+		if v != 0 && math.Abs(float64(v)) < 1.1754943e-38 {
+			want = tensor.ToBF16(float32(math.Copysign(0, float64(v))))
+		}
+		if got[i] != want {
+			t.Errorf("%v: %#04x, want %#04x", v, uint16(got[i]), uint16(want))
+		}
+	}
+}
