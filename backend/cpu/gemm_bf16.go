@@ -6,6 +6,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -125,23 +126,59 @@ func matmulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	for i := range batch {
 		o := ov[i*m*n : (i+1)*m*n]
 		gemmBF16(dev, m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], at.TransposeB,
-			func(i0, j0, rows, cols int, tile []float32) {
-				for r := range rows {
-					row, sums := o[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols]
-					vec := cols &^ 15
-					if vec > 0 {
-						scvtbf16((*uint16)(&row[0]), &sums[0], vec)
-					}
-					for j := vec; j < cols; j++ {
-						row[j] = tensor.ToBF16(sums[j])
-					}
-				}
-			})
+			func(i0, j0, rows, cols int, tile []float32) { storeBF16(o, n, i0, j0, rows, cols, tile) })
 	}
+}
+
+// storeBF16 rounds a tile of float32 sums (rows x cols, rows bf16NR
+// apart) into o [.. n] at row i0, column j0: 16 at a time by
+// VCVTNEPS2BF16, the rest by tensor.ToBF16.
+func storeBF16(o []tensor.BF16, n, i0, j0, rows, cols int, tile []float32) {
+	for r := range rows {
+		row, sums := o[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols]
+		vec := cols &^ 15
+		if vec > 0 {
+			scvtbf16((*uint16)(&row[0]), &sums[0], vec)
+		}
+		for j := vec; j < cols; j++ {
+			row[j] = tensor.ToBF16(sums[j])
+		}
+	}
+}
+
+// fusedMatMulBF16Kernel is FusedMatMul of bfloat16 operands: each tile's
+// float32 sums plus the bias, through the activation, rounded once, as
+// the float32 kernel's result would be.
+func fusedMatMulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
+	x, w, out := c.Inputs[0], c.Inputs[1], outs[0]
+	m, k, n := x.Dim(0), x.Dim(1), w.Dim(1)
+	if m*n == 0 {
+		return
+	}
+	relu := c.Attrs.(ops.FusedMatMulAttrs).Activation == ops.ReluActivation
+	bias := make([]float32, n)
+	for j, b := range data[tensor.BF16](c.Inputs[2]) {
+		bias[j] = b.Float32()
+	}
+	ov := data[tensor.BF16](out)
+	gemmBF16(deviceOf(c), m, n, k, data[tensor.BF16](x), false, data[tensor.BF16](w), false, func(i0, j0, rows, cols int, tile []float32) {
+		for r := range rows {
+			sums := tile[r*bf16NR : r*bf16NR+cols]
+			for j, v := range sums {
+				v += bias[j0+j]
+				if relu && !(v > 0) && v == v { // Relu: 0 for negatives and -0, NaN kept
+					v = 0
+				}
+				sums[j] = v
+			}
+		}
+		storeBF16(ov, n, i0, j0, rows, cols, tile)
+	})
 }
 
 func init() {
 	if haveAVX512BF16 {
 		eager.RegisterKernel("MatMul", device.CPU, tensor.BFloat16, matmulBF16Kernel)
+		eager.RegisterKernel("FusedMatMul", device.CPU, tensor.BFloat16, fusedMatMulBF16Kernel)
 	}
 }

@@ -56,8 +56,9 @@ func TestGemmBF16(t *testing.T) {
 	}
 }
 
-// MatMul of bfloat16 tensors takes the kernel (batched and broadcast too)
-// and agrees with the product through float32 within one rounding.
+// MatMul and FusedMatMul of bfloat16 tensors take the kernels (batched
+// and broadcast too; the bias and both activations) and agree with the
+// products through float32 within one rounding.
 func TestMatMulBF16Kernel(t *testing.T) {
 	if !haveAVX512BF16 {
 		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
@@ -68,6 +69,18 @@ func TestMatMulBF16Kernel(t *testing.T) {
 	r := tensor.NewRNG(5)
 	bf := func(s ...int) *tensor.Tensor {
 		return ops.Cast(tensor.RandNormal(r, tensor.Float32, s...), tensor.BFloat16)
+	}
+	for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+		x, w, b := bf(13, 40), bf(40, 35), bf(35)
+		got := ops.Cast(ops.FusedMatMul(x, w, b, act), tensor.Float32)
+		f := func(v *tensor.Tensor) *tensor.Tensor { return ops.Cast(v, tensor.Float32) }
+		want := f(ops.Cast(ops.FusedMatMul(f(x), f(w), f(b), act), tensor.BFloat16))
+		g, wv := tensor.ToSlice[float32](got), tensor.ToSlice[float32](want)
+		for i := range wv {
+			if d := math.Abs(float64(g[i] - wv[i])); d > math.Abs(float64(wv[i]))/128+1e-6 {
+				t.Fatalf("FusedMatMul %v: element %d is %v, want %v", act, i, g[i], wv[i])
+			}
+		}
 	}
 	for _, c := range []struct{ a, b *tensor.Tensor }{{bf(20, 30), bf(30, 40)}, {bf(3, 7, 9), bf(3, 9, 5)}, {bf(2, 7, 9), bf(9, 33)}} {
 		got := ops.Cast(ops.MatMul(c.a, c.b), tensor.Float32)
