@@ -392,8 +392,9 @@ func gptBenchShape(d *Device) (model.Config, int) {
 // BenchmarkGPTStepGPU is examples/gpt's model in nanoGPT's small shape, a
 // training step on the GPU: eager (model.TrainStep: gradients clipped, as
 // the twin's), traced (nn.TracedTrainStep) and recorded
-// (nn.RecordedTrainStep); the loss read each step. Attention runs as ops
-// there until its fused kernel (the score matrix materialised).
+// (nn.RecordedTrainStep); the loss read each step. Attention there is
+// cuBLAS products around row kernels, the score matrix materialised
+// (backend/cuda/attention.go), not yet FlashAttention's tiling.
 func BenchmarkGPTStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	shape, n := gptBenchShape(d)

@@ -32,15 +32,9 @@ func testGPU(t testing.TB) *Device {
 }
 
 // pending is what the GPU does not run yet (conformance.Pending): the
-// table expects ErrNoKernel there and fails if one of these runs.
-// ops.Attention computes attention as ops on the GPU until its fused
-// kernel (issue 34).
-var pending = map[string][]tensor.DType{
-	"ScaledDotProductAttention":         floatsAndHalves,
-	"ScaledDotProductAttentionBackprop": floatsAndHalves,
-}
-
-var floatsAndHalves = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}
+// table expects ErrNoKernel there and fails if one of these runs. None
+// now.
+var pending = map[string][]tensor.DType{}
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU
 // runs agrees with cpu:0 within its dtype's tolerance.

@@ -122,6 +122,7 @@ func Families() []Family {
 		{Name: "reduce", Kernels: reduceKernels()},
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "norm", Kernels: normKernels()},
+		{Name: "attention", Kernels: attentionKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},

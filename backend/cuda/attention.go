@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// ScaledDotProductAttention and its backprop (ops/attention.go): the
+// products as strided batched GEMMs (cuBLAS), the softmax and the
+// scores' gradient as row kernels (kernels/attention.go), the score
+// matrix materialised per call ([batch, tq, tk]); three launches forward,
+// six backward, where the ops spelled out took a dozen each way and a
+// mask tensor. Not yet FlashAttention's tiling, which keeps no score
+// matrix (issue 34). The half types run through float32.
+
+func init() {
+	for _, d := range kernels.Floats {
+		eager.RegisterKernel("ScaledDotProductAttention", device.GPU, tensorType(d), attention(d))
+		eager.RegisterKernel("ScaledDotProductAttentionBackprop", device.GPU, tensorType(d), attentionBackprop(d))
+	}
+}
+
+// attnGeom is a call's sizes: batch matrices (batch and heads) of tq
+// queries and tk keys, dd features of query and key, dv of value.
+type attnGeom struct{ batch, tq, tk, dd, dv int }
+
+func attnGeomOf(q, k, v *tensor.Tensor) attnGeom {
+	r := q.Rank()
+	return attnGeom{batch: tensor.Shape(q.Shape()[:r-2]).NumElements(), tq: q.Dim(-2), tk: k.Dim(-2), dd: q.Dim(-1), dv: v.Dim(-1)}
+}
+
+// scratch returns an uninitialised [batch tq tk] tensor of dt on the
+// call's device, failing the call when there is no memory.
+func (g attnGeom) scratch(c *eager.Call, dt tensor.DType) *tensor.Tensor {
+	t, err := tensor.Empty(c.Device, dt, tensor.Shape{g.batch, g.tq, g.tk})
+	if err != nil {
+		c.Fail(err, "the attention's scores [%d %d %d]", g.batch, g.tq, g.tk)
+	}
+	return t
+}
+
+// rowArgs appends the row kernels' mask and size arguments (the caller
+// then the scale and causal flag) and returns the kernel's name.
+func (g attnGeom) rowArgs(kind string, d kernels.DType, args *cu.Args, mask *tensor.Tensor, withDV bool) string {
+	name := kernels.Name(kind, string(d))
+	if mask != nil {
+		name = kernels.Name(kind, string(d), "mask")
+		step := 0
+		if mask.Rank() > 2 {
+			step = g.tq * g.tk
+		}
+		args.Ptr(ptr(mask)).U64(uint64(step))
+	}
+	args.U64(uint64(g.batch * g.tq)).U64(uint64(g.tq)).U64(uint64(g.tk))
+	if withDV {
+		args.U64(uint64(g.dv))
+	}
+	return name
+}
+
+// attentionMask is the call's mask input, or nil.
+func attentionMask(in []*tensor.Tensor, n int) *tensor.Tensor {
+	if len(in) == n+1 {
+		return in[n]
+	}
+	return nil
+}
+
+func attention(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+		a := c.Attrs.(ops.AttentionAttrs)
+		g, dev := attnGeomOf(q, k, v), gpu(c)
+		out, lse := outs[0], outs[1]
+		if g.batch*g.tq == 0 {
+			return
+		}
+		if g.tk == 0 { // rows of nothing: NaN, and a log-sum-exp of -Inf, as the CPU's
+			fillFloat(c, out, math.NaN())
+			fillFloat(c, lse, math.Inf(-1))
+			return
+		}
+		s := g.scratch(c, q.DType())
+		defer s.Release()
+		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
+		args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(lse))
+		name := g.rowArgs("attn_probs", d, args, attentionMask(c.Inputs, 3), false)
+		args.F64(a.Scale).U64(boolU64(a.Causal))
+		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
+		check(c, dev.product(product{a: s, b: v, c: out, m: g.tq, k: g.tk, n: g.dv, strideA: g.tq * g.tk, strideB: g.tk * g.dv, batch: g.batch}))
+	}
+}
+
+// Inputs q, k, v, out, lse, dout, dlse[, mask]; outputs dq, dk, dv.
+func attentionBackprop(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
+		a := c.Attrs.(ops.AttentionAttrs)
+		g, dev := attnGeomOf(q, k, v), gpu(c)
+		dq, dk, dv := outs[0], outs[1], outs[2]
+		if g.batch*g.tq == 0 || g.tk == 0 { // nothing to attend: zero gradients
+			for _, t := range outs {
+				fillFloat(c, t, 0)
+			}
+			return
+		}
+		s, dp := g.scratch(c, q.DType()), g.scratch(c, q.DType())
+		defer s.Release()
+		defer dp.Release()
+		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
+		check(c, dev.product(product{a: dout, b: v, c: dp, transB: true, m: g.tq, k: g.dv, n: g.tk, strideA: g.tq * g.dv, strideB: g.tk * g.dv, batch: g.batch}))
+		args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o)).Ptr(ptr(dout))
+		name := g.rowArgs("attn_grad", d, args, attentionMask(c.Inputs, 7), true)
+		args.F64(a.Scale).U64(boolU64(a.Causal))
+		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
+		// dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q.
+		check(c, dev.product(product{a: s, transA: true, b: dout, c: dv, m: g.tk, k: g.tq, n: g.dv, strideA: g.tq * g.tk, strideB: g.tq * g.dv, batch: g.batch}))
+		check(c, dev.product(product{a: dp, b: k, c: dq, m: g.tq, k: g.tk, n: g.dd, strideA: g.tq * g.tk, strideB: g.tk * g.dd, batch: g.batch}))
+		check(c, dev.product(product{a: dp, transA: true, b: q, c: dk, m: g.tk, k: g.tq, n: g.dd, strideA: g.tq * g.tk, strideB: g.tq * g.dd, batch: g.batch}))
+	}
+}
+
+func boolU64(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fillFloat sets every element of t (float32 or float64) to v.
+func fillFloat(c *eager.Call, t *tensor.Tensor, v float64) {
+	if t.NumElements() == 0 {
+		return
+	}
+	b := tensor.FullOn(device.Host(), t.DType(), v).HostBytes()
+	check(c, gpu(c).Fill(t.Buffer(), 0, t.NumElements(), b))
+}
