@@ -57,7 +57,8 @@ func (g attnGeom) rowArgs(kind string, d kernels.DType, args *cu.Args, mask *ten
 		}
 		args.Ptr(ptr(mask)).U64(uint64(step))
 	}
-	args.U64(uint64(g.batch * g.tq)).U64(uint64(g.tq)).U64(uint64(g.tk))
+	args.U64(uint64(g.batch * g.tq))
+	divisorArg(args, g.tq, g.batch*g.tq).U64(uint64(g.tk))
 	if withDV {
 		args.U64(uint64(g.dv))
 	}

@@ -116,6 +116,21 @@ var budgets = map[string]kernelBudget{
 	"window_select_ge_f32":           {instr: 185},
 	"window_select_scatter_f32":      {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
 	"window_select_put_ge_f32":       {instr: 200},
+	// The transformer's kernels, float64 inside as the softmax's: the
+	// norms read a row twice (three times forward, the statistics first);
+	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
+	// three passes over a row of 64 on a block of 256, each recomputing
+	// the score's exponential (the gradient's one pass reads it once).
+	"layer_norm_f32":           {instr: 52},
+	"layer_norm_grad_f32":      {instr: 30},
+	"rms_norm_f32":             {instr: 52},
+	"rms_norm_grad_f32":        {instr: 32},
+	"sparse_xent_f32_s32":      {instr: 110},
+	"sparse_xent_grad_f32_s32": {instr: 58},
+	"gelutanh_f32":             {instr: 90},
+	"gelutanhgrad_f32_vv":      {instr: 52},
+	"attn_probs_f32":           {instr: 300},
+	"attn_grad_f32":            {instr: 52},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -204,6 +219,20 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 				tape.RMSPropUpdateAll([]*tape.Variable{tape.NewVariable("w", x)}, []*tape.Variable{tape.NewVariable("s", ops.Abs(y))},
 					[]*tape.Variable{tape.NewVariable("mom", y)}, []*tensor.Tensor{y}, ops.RMSPropParams{LR: 1e-3, Rho: 0.9, Eps: 1e-7, Momentum: mu})
 			}
+		}},
+		{"layer norm, RMS norm and their gradients", func() {
+			gamma, beta := g(256), g(256)
+			grad(func() *tensor.Tensor { return ops.LayerNorm(x, gamma, beta, 1e-5) }, x, gamma, beta)
+			grad(func() *tensor.Tensor { return ops.RMSNorm(x, gamma, 1e-5) }, x, gamma)
+		}},
+		{"GeluTanh and its gradient", func() { grad(func() *tensor.Tensor { return ops.GeluTanh(x) }, x) }},
+		{"cross-entropy and its gradient", func() {
+			labels := onGPU(t, d, tensor.FromSlice(make([]int32, 64), 64))
+			grad(func() *tensor.Tensor { return ops.SparseSoftmaxCrossEntropy(x, labels) }, x)
+		}},
+		{"causal attention and its gradient", func() {
+			q, k, v := g(2, 4, 64, 32), g(2, 4, 64, 32), g(2, 4, 64, 32)
+			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
 		}},
 		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
 			d.SetCuDNN(false)

@@ -10,8 +10,8 @@ import (
 // runs the products around them on cuBLAS): a block per row of the score
 // matrix, one query's scores against every key, in float64:
 //
-//   - attn_probs_<dtype>[_mask] (s, lse, [mask, maskStep], rows, tq, tk,
-//     scale, causal): the scores s·scale, masked to −∞ where the query
+//   - attn_probs_<dtype>[_mask] (s, lse, [mask, maskStep], rows, tq (a
+//     divisor parameter: value, magic, shift), tk, scale, causal): the scores s·scale, masked to −∞ where the query
 //     does not attend (after its position where causal is not 0; where
 //     the bool mask, [tq tk] or one per batch maskStep apart, is false),
 //     become their softmax in place; lse is the row's log-sum-exp (−∞ for
@@ -51,7 +51,7 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 	if masked {
 		mask, maskStep = k.ParamPtr("mask"), k.Param("maskStep", ptx.U64)
 	}
-	rows, tq, tk := k.Param("rows", ptx.U64), k.Param("tq", ptx.U64), k.Param("tk", ptx.U64)
+	rows, tq, tk := k.Param("rows", ptx.U64), paramDivisor(k, "tq"), k.Param("tk", ptx.U64)
 	var dv ptx.Reg
 	if kind == "attn_grad" {
 		dv = k.Param("dv", ptx.U64)
@@ -66,9 +66,8 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", base, row, tk)
-		qi, batch := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("rem.u64 %s, %s, %s", qi, row, tq)
-		k.Op("div.u64 %s, %s, %s", batch, row, tq)
+		batch, qi := divmod(k, row, tq) // by tq's constants: no 64-bit division
+
 		var maskBase ptx.Reg
 		if masked {
 			maskBase = k.Reg(ptx.U64) // batch·maskStep + qi·tk
