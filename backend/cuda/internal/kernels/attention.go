@@ -98,11 +98,17 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 			// A row of nothing shifts by 0: its sum is 0, its
 			// probabilities NaN (0/0) and its log-sum-exp −∞, as the CPU's.
 			shift := m.sel(m.cmp("eq", mx, inf), m.c(0), mx)
+			// The exponentials once, into s (rounded to the dtype, as
+			// the CPU's), then divided by their sum.
 			sum := zero64(m)
-			b.eachElem(tk, func(j ptx.Reg) { k.Op("add.rn.f64 %s, %s, %s", sum, sum, m.exp(m.sub(score(j), shift))) })
+			b.eachElem(tk, func(j ptx.Reg) {
+				e := narrow(k, d, m.exp(m.sub(score(j), shift)))
+				store(k, d, at(s, j), e)
+				k.Op("add.rn.f64 %s, %s, %s", sum, sum, widen(k, d, e))
+			})
 			sum = b.tree(ptx.F64, sum, add)
 			b.eachElem(tk, func(j ptx.Reg) {
-				store(k, d, at(s, j), narrow(k, d, m.div(m.exp(m.sub(score(j), shift)), sum)))
+				store(k, d, at(s, j), narrow(k, d, m.div(widen(k, d, load(k, d, at(s, j))), sum)))
 			})
 			b.first(func() { store(k, d, k.Addr(lse, row, d.Size()), narrow(k, d, m.add(shift, m.log(sum)))) })
 			return
