@@ -167,3 +167,25 @@ func TestAttentionWeights(t *testing.T) {
 		}
 	}
 }
+
+// Half inputs attend in float32 and round once: bfloat16 and float16
+// give float32's result rounded, and their gradients keep their dtype.
+func TestAttentionHalf(t *testing.T) {
+	r := tensor.NewRNG(2)
+	q, k, v := tensor.RandNormal(r, tensor.Float32, 2, 5, 4), tensor.RandNormal(r, tensor.Float32, 2, 7, 4), tensor.RandNormal(r, tensor.Float32, 2, 7, 3)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		h := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, dt) }
+		f := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, tensor.Float32) }
+		qh, kh, vh := h(q), h(k), h(v)
+		tp := tape.New()
+		tp.Watch(qh, kh, vh)
+		got := ops.Attention(qh, kh, vh, nil, true, 0)
+		want := h(ops.Attention(f(qh), f(kh), f(vh), nil, true, 0))
+		diff(t, fmt.Sprint(dt), f(got), f(want), 0)
+		for i, g := range tp.Gradient(ops.Sum(got), qh, kh, vh) {
+			if g == nil || g.DType() != dt {
+				t.Errorf("%v: gradient %d is %v", dt, i, g)
+			}
+		}
+	}
+}
