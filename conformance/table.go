@@ -434,6 +434,8 @@ func samples() map[string][]sample {
 		underTape(func(x []T) T { return ops.Mul(ops.SparseSoftmaxCrossEntropy(x[0], idx(3, 2, 0)), x[1]) }, r(-2, 2, 3, 4), r(-1, 1, 3))
 	}, true, true), one("float32 [2 5]", func() {
 		underTape(func(x []T) T { return ops.SparseSoftmaxCrossEntropy(x[0], tensor.FromSlice([]int32{4, 1})) }, ops.Cast(r(-2, 2, 2, 5), tensor.Float32))
+	}, false, false), one("bfloat16 [3 6]", func() {
+		underTape(func(x []T) T { return ops.SparseSoftmaxCrossEntropy(x[0], tensor.FromSlice([]int32{5, 0, 2})) }, ops.Cast(r(-2, 2, 3, 6), tensor.BFloat16))
 	}, false, false), one("empty batch", func() {
 		underTape(func(x []T) T { return ops.SparseSoftmaxCrossEntropy(x[0], tensor.FromSlice([]int64{})) }, r(-1, 1, 0, 3))
 	}, false, false))

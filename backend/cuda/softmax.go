@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -9,10 +11,11 @@ import (
 )
 
 // Softmax, LogSoftmax, SparseSoftmaxCrossEntropy and its gradient
-// (ops/softmax.go): a block per row of the last dimension.
+// (ops/softmax.go): a block per row of the last dimension; the half
+// types read and written as such, computed in float32 and float64.
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("Softmax", device.GPU, tensorType(d), rowsKernel("softmax", d))
 		eager.RegisterKernel("LogSoftmax", device.GPU, tensorType(d), rowsKernel("log_softmax", d))
 		eager.RegisterKernel("SparseSoftmaxCrossEntropy", device.GPU, tensorType(d), sparseXent(d))

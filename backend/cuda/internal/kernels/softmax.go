@@ -2,12 +2,14 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
 // Softmax kernels work along the last dimension, a block per row (as the
-// row reductions): the row's maximum m (NaN propagates), then the float64
+// row reductions), for the float dtypes and the half types (loaded into
+// float32, stored rounded once): the row's maximum m (NaN propagates), then the float64
 // sum s of e^(x−m), then the outputs, as the CPU computes them:
 //
 //   - softmax_<dtype> (out, x, rows, n): e^(x−m)/s.
@@ -22,7 +24,7 @@ import (
 
 func softmaxKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range Floats {
+	for _, d := range slices.Concat(Floats, Halves) {
 		out = append(out, softmaxRows("softmax", d, ""), softmaxRows("log_softmax", d, ""))
 		for _, l := range []DType{S32, S64} {
 			out = append(out, softmaxRows("sparse_xent", d, l), softmaxRows("sparse_xent_grad", d, l))
@@ -48,7 +50,12 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 	}
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
 	m := fm{k}
-	t := d.reg()
+	// A half dtype's values are loaded into float32 (its compute dtype c)
+	// and stored rounded once from it.
+	c := d.Compute()
+	t := c.reg()
+	ld := func(addr ptx.Reg) ptx.Reg { return toCompute(k, d, load(k, d, addr)) }
+	st := func(addr, v ptx.Reg) { store(k, d, addr, fromCompute(k, d, v)) }
 	b := newBlockRows(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
@@ -59,14 +66,14 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 			return k.Addr(x, at, d.Size())
 		}
 		mx := k.Reg(t)
-		mov(k, d, mx, reduceInit("max", d))
-		b.eachElem(n, func(j ptx.Reg) { mov(k, d, mx, reduceCombine(k, "max", d, mx, load(k, d, elem(j)))) })
-		mx = b.tree(t, mx, func(a, c ptx.Reg) ptx.Reg { return reduceCombine(k, "max", d, a, c) })
+		mov(k, c, mx, reduceInit("max", c))
+		b.eachElem(n, func(j ptx.Reg) { mov(k, c, mx, reduceCombine(k, "max", c, mx, ld(elem(j)))) })
+		mx = b.tree(t, mx, func(a, v ptx.Reg) ptx.Reg { return reduceCombine(k, "max", c, a, v) })
 		// shifted is x − m in the dtype, and e^(x − m) in float64.
 		shifted := func(j ptx.Reg) (ptx.Reg, ptx.Reg) {
 			v := k.Reg(t)
-			k.Op("sub.rn.%s %s, %s, %s", t, v, load(k, d, elem(j)), mx)
-			return v, m.exp(widen(k, d, v))
+			k.Op("sub.rn.%s %s, %s, %s", t, v, ld(elem(j)), mx)
+			return v, m.exp(widen(k, c, v))
 		}
 		sum := m.reg()
 		k.Op("mov.f64 %s, %s", sum, m.c(0))
@@ -80,19 +87,19 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 			inv := m.div(m.c(1), sum)
 			b.eachElem(n, func(j ptx.Reg) {
 				_, e := shifted(j)
-				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, d, m.mul(e, inv)))
+				st(k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, c, m.mul(e, inv)))
 			})
 		case "log_softmax":
-			ls := narrow(k, d, m.log(sum))
+			ls := narrow(k, c, m.log(sum))
 			b.eachElem(n, func(j ptx.Reg) {
 				v, _ := shifted(j)
 				r := k.Reg(t)
 				k.Op("sub.rn.%s %s, %s, %s", t, r, v, ls)
-				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), r)
+				st(k.Addr(o, addU64(k, base, j), d.Size()), r)
 			})
 		case "sparse_xent_grad":
 			id64, _ := checkedIndex(k, labels, label, row, n, errSlot)
-			g := widen(k, d, load(k, d, k.Addr(dy, row, d.Size())))
+			g := widen(k, c, ld(k.Addr(dy, row, d.Size())))
 			scale := m.div(g, sum)
 			b.eachElem(n, func(j ptx.Reg) {
 				_, e := shifted(j)
@@ -100,7 +107,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				hit := k.Reg(ptx.Pred)
 				k.Op("setp.eq.s64 %s, %s, %s", hit, j, id64)
 				v = m.sel(hit, m.sub(v, g), v)
-				store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, d, v))
+				st(k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, c, v))
 			})
 		default: // sparse_xent
 			b.first(func() {
@@ -108,10 +115,10 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				loss, done := k.Reg(t), k.Label("loss")
 				k.Op("mov.%s %s, %s", t, loss, ptx.Imm(t, math.NaN())) // a bad label's loss
 				k.Op("@%s bra %s", bad, done)
-				r := m.add(m.sub(widen(k, d, mx), widen(k, d, load(k, d, elem(id64)))), m.log(sum))
-				k.Op("mov.%s %s, %s", t, loss, narrow(k, d, r))
+				r := m.add(m.sub(widen(k, c, mx), widen(k, c, ld(elem(id64)))), m.log(sum))
+				k.Op("mov.%s %s, %s", t, loss, narrow(k, c, r))
 				k.Place(done)
-				store(k, d, k.Addr(o, row, d.Size()), loss)
+				st(k.Addr(o, row, d.Size()), loss)
 			})
 		}
 	})
