@@ -402,11 +402,18 @@ func samples() map[string][]sample {
 		one("rms", func() { ops.RMSNorm(r(-1, 1, 2, 3, 4), r(-1, 1, 4), 1e-5) }, true, false),
 		one("float32 no offset", func() { ops.LayerNorm(f32(r(-1, 1, 4, 7)), f32(r(-1, 1, 7)), nil, 1e-5) }, false, false),
 		one("empty rows", func() { ops.LayerNorm(r(-1, 1, 0, 5), r(-1, 1, 5), r(-1, 1, 5), 1e-5) }, false, false),
-		one("empty features", func() { ops.RMSNorm(r(-1, 1, 3, 0), r(-1, 1, 0), 1e-5) }, false, false))
+		one("empty features", func() { ops.RMSNorm(r(-1, 1, 3, 0), r(-1, 1, 0), 1e-5) }, false, false),
+		one("bfloat16", func() {
+			h := func(x T) T { return ops.Cast(x, tensor.BFloat16) }
+			ops.LayerNorm(h(r(-1, 1, 3, 8)), h(r(-1, 1, 8)), h(r(-1, 1, 8)), 1e-5)
+		}, false, false))
 	add("LayerNormBackprop", one("layer", func() {
 		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5))
 	}, false, false), one("float32 rms", func() {
 		underTape(func(in []T) T { return ops.RMSNorm(in[0], in[1], 1e-5) }, f32(r(-1, 1, 4, 6)), f32(r(-1, 1, 6)))
+	}, false, false), one("float16 layer", func() {
+		h := func(x T) T { return ops.Cast(x, tensor.Float16) }
+		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, h(r(-1, 1, 5, 6)), h(r(-1, 1, 6)), h(r(-1, 1, 6)))
 	}, false, false))
 	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
 		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -12,10 +14,10 @@ import (
 // LayerNorm and its backprop (ops/layernorm.go), RMSNorm's too: a block per
 // row (kernels/norm.go); the backward's scale and offset gradients are
 // column sums of dy·x̂ (which the row kernel writes) and of dy, by the
-// reduction kernels. The half types run through float32.
+// reduction kernels. The half types are read and written as such.
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("LayerNorm", device.GPU, tensorType(d), layerNorm(d))
 		eager.RegisterKernel("LayerNormBackprop", device.GPU, tensorType(d), layerNormBackprop(d))
 	}

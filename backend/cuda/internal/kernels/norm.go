@@ -1,9 +1,14 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"slices"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // Normalization kernels (ops/layernorm.go): a block per row of the last
-// dimension, as the softmax's, the statistics and sums in float64:
+// dimension, as the softmax's, the statistics and sums in float64 (the
+// half types read and written as such, their statistics float32):
 //
 //   - layer_norm_<dtype>, layer_norm_scale_<dtype> (no offset) and
 //     rms_norm_<dtype> (out, mean, rstd, x, gamma[, beta], rows, n, eps):
@@ -18,7 +23,7 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
 func normKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range Floats {
+	for _, d := range slices.Concat(Floats, Halves) {
 		for _, kind := range []string{"layer_norm", "layer_norm_scale", "rms_norm"} {
 			out = append(out, normRows(kind, d))
 		}
@@ -41,6 +46,18 @@ func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows
 	})
 }
 
+// loadWide is the element of dtype d at addr as float64 (a half type's
+// through float32).
+func loadWide(k *ptx.Kernel, d DType, addr ptx.Reg) ptx.Reg {
+	return widen(k, d.Compute(), toCompute(k, d, load(k, d, addr)))
+}
+
+// storeNarrow stores the float64 v at addr as dtype d (a half type's
+// through float32, as the CPU rounds it).
+func storeNarrow(k *ptx.Kernel, d DType, addr, v ptx.Reg) {
+	store(k, d, addr, fromCompute(k, d, narrow(k, d.Compute(), v)))
+}
+
 // zero64 is a new float64 register holding 0.
 func zero64(m fm) ptx.Reg {
 	r := m.reg()
@@ -59,7 +76,7 @@ func normRows(kind string, d DType) *ptx.Kernel {
 	m := fm{k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
-		xj := func(j ptx.Reg) ptx.Reg { return widen(k, d, load(k, d, at(x, j))) }
+		xj := func(j ptx.Reg) ptx.Reg { return loadWide(k, d, at(x, j)) }
 		mu := zero64(m)
 		if kind != "rms_norm" {
 			sum := zero64(m)
@@ -75,15 +92,16 @@ func normRows(kind string, d DType) *ptx.Kernel {
 		k.Op("sqrt.rn.f64 %s, %s", v, v)
 		rs := m.div(m.c(1), v)
 		b.eachElem(n, func(j ptx.Reg) {
-			y := m.mul(m.mul(m.sub(xj(j), mu), rs), widen(k, d, load(k, d, k.Addr(gamma, j, d.Size()))))
+			y := m.mul(m.mul(m.sub(xj(j), mu), rs), loadWide(k, d, k.Addr(gamma, j, d.Size())))
 			if kind == "layer_norm" {
-				y = m.add(y, widen(k, d, load(k, d, k.Addr(beta, j, d.Size()))))
+				y = m.add(y, loadWide(k, d, k.Addr(beta, j, d.Size())))
 			}
-			store(k, d, at(o, j), narrow(k, d, y))
+			storeNarrow(k, d, at(o, j), y)
 		})
+		st := d.Compute() // the statistics' dtype: float32 for the half types
 		b.first(func() {
-			store(k, d, k.Addr(mean, row, d.Size()), narrow(k, d, mu))
-			store(k, d, k.Addr(rstd, row, d.Size()), narrow(k, d, rs))
+			storeNarrow(k, st, k.Addr(mean, row, st.Size()), mu)
+			storeNarrow(k, st, k.Addr(rstd, row, st.Size()), rs)
 		})
 	})
 	return k
@@ -97,13 +115,14 @@ func normGradRows(kind string, d DType) *ptx.Kernel {
 	m := fm{k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
-		stat := func(p ptx.Reg) ptx.Reg { return widen(k, d, load(k, d, k.Addr(p, row, d.Size()))) }
+		st := d.Compute() // the statistics' dtype: float32 for the half types
+		stat := func(p ptx.Reg) ptx.Reg { return loadWide(k, st, k.Addr(p, row, st.Size())) }
 		mu, rs := stat(mean), stat(rstd)
 		// One element's x̂, dy and dy·gamma.
 		elem := func(j ptx.Reg) (xhat, g, gg ptx.Reg) {
-			xhat = m.mul(m.sub(widen(k, d, load(k, d, at(x, j))), mu), rs)
-			g = widen(k, d, load(k, d, at(dy, j)))
-			return xhat, g, m.mul(g, widen(k, d, load(k, d, k.Addr(gamma, j, d.Size()))))
+			xhat = m.mul(m.sub(loadWide(k, d, at(x, j)), mu), rs)
+			g = loadWide(k, d, at(dy, j))
+			return xhat, g, m.mul(g, loadWide(k, d, k.Addr(gamma, j, d.Size())))
 		}
 		sumG, sumGX := zero64(m), zero64(m)
 		b.eachElem(n, func(j ptx.Reg) {
@@ -120,8 +139,8 @@ func normGradRows(kind string, d DType) *ptx.Kernel {
 		b.eachElem(n, func(j ptx.Reg) {
 			xhat, g, gg := elem(j)
 			v := m.add(m.add(m.mul(rs, gg), shift), m.mul(slope, xhat))
-			store(k, d, at(dx, j), narrow(k, d, v))
-			store(k, d, at(prod, j), narrow(k, d, m.mul(g, xhat)))
+			storeNarrow(k, d, at(dx, j), v)
+			storeNarrow(k, d, at(prod, j), m.mul(g, xhat))
 		})
 	})
 	return k
