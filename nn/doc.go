@@ -10,8 +10,14 @@
 // Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
 // GRUCell with RNN running a cell over a sequence through control.Scan (so
 // it differentiates through the loop as one region), and Sequential.
-// SetTraining switches Dropout and BatchNorm between modes. Variables are
-// tape.Variables named "<layer>/<variable>", watched by every tape.
+// Transformers: MultiHeadAttention (ops.Attention over heads of one joint
+// projection, causal or not, dropout of the weights), RMSNorm and
+// TransformerBlock (pre-norm, GELU MLP, residual dropout); generation
+// keeps keys and values in a KVCache (ForwardCached) or, for a traced
+// loop, in fixed-size caches (ForwardStep). SetTraining switches Dropout,
+// BatchNorm and the attention's dropout between modes, inside any
+// Container (a module listing its Modules, as Sequential does). Variables
+// are tape.Variables named "<layer>/<variable>", watched by every tape.
 //
 // # Training
 //
@@ -19,7 +25,8 @@
 // Orthogonal, Zeros) draw from a seeded tensor.RNG. Losses (MeanSquaredError,
 // SoftmaxCrossEntropy, SparseSoftmaxCrossEntropy, BinaryCrossEntropyWithLogits)
 // return the batch mean; Accuracy and Mean are metrics. Optimizers (SGD with
-// momentum and Nesterov, Adam, AdamW, RMSProp) update variables in place from
+// momentum and Nesterov, Adam, AdamW with its decay limited to some
+// variables by Adam.Decays, RMSProp) update variables in place from
 // a Schedule (Constant, StepDecay, Cosine, Warmup, or Plateau's, which
 // lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
 // gradients.
