@@ -13,7 +13,8 @@
 //
 // Every rank must call the collectives in the same order with tensors of
 // the same dtype and shape; what the tensors hold is then combined
-// element by element. Results are new tensors on the host (on the
+// element by element (bfloat16 and float16 as float32, rounded once at
+// the end). Results are new tensors on the host (on the
 // communicator's device where it is Placed); the inputs are left as they
 // were. Errors name the collective, the rank and what MPI
 // said.

@@ -147,9 +147,19 @@ func init() {
 
 // run runs one collective op on t; the error is the engine's as it wrote
 // it, or the op's (a bad shape) wrapping ErrCollective.
+//
+// The engines have no 16-bit floats: a bfloat16 or float16 tensor
+// travels, and is reduced, as float32 (both conversions exact), and the
+// result is rounded to its dtype once, after the reduction.
 func (o *Ops) run(op *eager.Op, a collectiveAttrs, t *tensor.Tensor) (out *tensor.Tensor, err error) {
 	a.ops = o
-	err = tensor.Catch(func() { out = eager.Run1(op, a, t) })
+	err = tensor.Catch(func() {
+		if dt := t.DType(); dt.IsHalf() {
+			out = ops.Cast(eager.Run1(op, a, ops.Cast(t, tensor.Float32)), dt)
+			return
+		}
+		out = eager.Run1(op, a, t)
+	})
 	return out, engineErr(err)
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -94,3 +96,40 @@ func TestSingle(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// The half types go through the collectives as float32, rounded once:
+// on one rank each is the identity (AllGather adds the rank dimension),
+// the dtype kept, and a tape differentiates through them.
+func TestHalfCollectives(t *testing.T) {
+	c := collective.Single()
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		x := ops.Cast(tensor.FromSlice([]float32{1.5, -2, 0.25, 3}, 2, 2), dt)
+		for name, f := range map[string]func() (*tensor.Tensor, error){
+			"AllReduce sum":  func() (*tensor.Tensor, error) { return c.AllReduce(x, collective.Sum) },
+			"AllReduce mean": func() (*tensor.Tensor, error) { return c.AllReduce(x, collective.Mean) },
+			"Broadcast":      func() (*tensor.Tensor, error) { return c.Broadcast(x, 0) },
+			"ReduceScatter":  func() (*tensor.Tensor, error) { return c.ReduceScatter(x, collective.Sum) },
+		} {
+			got, err := f()
+			if err != nil {
+				t.Fatalf("%v %s: %v", dt, name, err)
+			}
+			if got.DType() != dt || !slices.Equal(tensor.ToSlice[float32](ops.Cast(got, tensor.Float32)), []float32{1.5, -2, 0.25, 3}) {
+				t.Errorf("%v %s: %v", dt, name, got)
+			}
+		}
+		g, err := c.AllGather(x)
+		if err != nil || g.DType() != dt || !g.Shape().Equal(tensor.Shape{1, 2, 2}) {
+			t.Errorf("%v AllGather: %v, %v", dt, g, err)
+		}
+		tp := tape.New()
+		tp.Watch(x)
+		y, err := c.AllReduce(x, collective.Sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gr := tp.Gradient(ops.Sum(y), x)[0]; gr == nil || gr.DType() != dt {
+			t.Errorf("%v: gradient %v", dt, gr)
+		}
+	}
+}

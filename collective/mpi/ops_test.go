@@ -47,6 +47,26 @@ func TestRankCollectiveOps(t *testing.T) {
 	t.Run("gradients", func(t *testing.T) { rankGradients(t, c) })
 	t.Run("ties", func(t *testing.T) { rankTies(t, c) })
 	t.Run("traced", func(t *testing.T) { rankTraced(t, c) })
+	t.Run("halves", func(t *testing.T) { rankHalves(t, c) })
+}
+
+// rankHalves: bfloat16 and float16 tensors all-reduce, gather and scatter
+// across the ranks (as float32, rounded once): rank r holds r+1 and r+1.5,
+// whose sums every half type holds exactly.
+func rankHalves(t *testing.T, c *Comm) {
+	r, n := c.Rank(), c.Size()
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		x := ops.Cast(tensor.FromSlice([]float32{float32(r + 1), float32(r) + 1.5}, 2), dt)
+		sum := must(c.AllReduce(x, collective.Sum))
+		want := []float32{float32(n * (n + 1) / 2), float32(n*(n-1)/2) + 1.5*float32(n)}
+		if got := tensor.ToSlice[float32](ops.Cast(sum, tensor.Float32)); sum.DType() != dt || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("%v AllReduce on rank %d: %v, want %v", dt, r, sum, want)
+		}
+		all := must(c.AllGather(x))
+		if got := tensor.ToSlice[float32](ops.Cast(all, tensor.Float32)); all.DType() != dt || len(got) != 2*n || got[2*(n-1)] != float32(n) {
+			t.Errorf("%v AllGather on rank %d: %v", dt, r, all)
+		}
+	}
 }
 
 // rankGradients checks each collective's gradient on this rank against
