@@ -101,7 +101,7 @@ func (g convGeom) forTaps(fn func(r int, t tap)) {
 // around a row end). The runs are a padding's width, a value or two: plain
 // stores, where clear's call per run cost more than the stores (a tenth
 // of a small convolution's training step).
-func clearWrapped[T tensor.Float](row []T, t tap, w int) {
+func clearWrapped[T convElem](row []T, t tap, w int) {
 	for oh := t.r0; oh < t.r1; oh++ {
 		for x := oh * w; x < oh*w+t.lo; x++ {
 			row[x] = 0
@@ -113,7 +113,7 @@ func clearWrapped[T tensor.Float](row []T, t tap, w int) {
 }
 
 // im2row fills p [C*KH*KW, OH*OW] from one image x [C, H, W].
-func im2row[T tensor.Float](p, x []T, g convGeom) {
+func im2row[T convElem](p, x []T, g convGeom) {
 	ohw := g.oh * g.ow
 	g.forTaps(func(r int, t tap) {
 		row := p[r*ohw:][:ohw]

@@ -14,7 +14,7 @@ import (
 // filter row, so each input row is read while it is in cache. (col2im
 // walks the same runs; one walker for both, the direction a flag, made the
 // [32 32 32 3] train step 15% slower in an interleaved A/B.)
-func im2col[T tensor.Float](p, x []T, g convGeom) {
+func im2col[T convElem](p, x []T, g convGeom) {
 	kc, kkc := g.kw*g.c, g.kh*g.kw*g.c
 	for oh := 0; oh < g.oh; oh++ {
 		rows := p[oh*g.ow*kkc:][:g.ow*kkc]
@@ -78,7 +78,7 @@ func col2im[T tensor.Float](dx, p []T, g convGeom) {
 
 // copySmall is copy for the short runs of im2col (a few channels): a loop
 // where the call to memmove would cost more than the copy.
-func copySmall[T tensor.Float](dst, src []T) {
+func copySmall[T convElem](dst, src []T) {
 	if len(dst) >= 32 {
 		copy(dst, src)
 		return

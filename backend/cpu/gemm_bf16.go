@@ -28,29 +28,49 @@ const bf16MR, bf16NR = 12, 32
 // n] (stored [n k] where transB) of bfloat16, in float32 sums handed to
 // out a tile at a time (rows x cols at row i0, column j0; tile's rows
 // bf16NR apart), while the tile is in the cache; out runs on the
-// device's workers, for disjoint tiles. The CPU must have AVX512_BF16
-// (haveAVX512BF16).
+// device's workers (on this goroutine alone where dev is nil), for
+// disjoint tiles. The CPU must have AVX512_BF16 (haveAVX512BF16).
 func gemmBF16(dev *device.CPUDevice, m, n, k int, a []tensor.BF16, transA bool, b []tensor.BF16, transB bool, out func(i0, j0, rows, cols int, tile []float32)) {
+	pb := packBF16(dev, k, n, b, transB)
+	defer pb.free()
+	gemmBF16Packed(dev, m, a, transA, pb, out)
+}
+
+// bf16Panels is a B operand packed for the micro-kernel: per block of 32
+// columns, kp steps of 32 pairs (a product with several A operands, a
+// convolution's images, packs its filter once).
+type bf16Panels struct {
+	p            []uint32
+	k, n, kp, nb int
+	scratch      *[]byte
+}
+
+// packBF16 packs b [k n] (stored [n k] where transB).
+func packBF16(dev *device.CPUDevice, k, n int, b []tensor.BF16, transB bool) bf16Panels {
 	kp := (k + 1) / 2 // pairs along k; an odd k's last pair pads with zero
-	// B, packed once: per block of 32 columns, kp steps of 32 pairs.
 	nb := (n + bf16NR - 1) / bf16NR
 	bf, scratch := gemmScratch[float32](nb * max(kp, 1) * bf16NR) // every element is written
-	defer putGemmScratch(scratch)
 	bp := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(bf))), len(bf))
-	dev.Parallel(nb, float64(2*kp*bf16NR), func(lo, hi int) {
+	parallelOn(dev, nb, float64(2*kp*bf16NR), func(lo, hi int) {
 		for blk := lo; blk < hi; blk++ {
 			j0 := blk * bf16NR
 			packPairs(bp[blk*kp*bf16NR:(blk+1)*kp*bf16NR], b, k, n, j0, min(bf16NR, n-j0), bf16NR, transB)
 		}
 	})
+	return bf16Panels{p: bp, k: k, n: n, kp: kp, nb: nb, scratch: scratch}
+}
+
+func (pb bf16Panels) free() { putGemmScratch(pb.scratch) }
+
+// gemmBF16Packed is gemmBF16 of a [m k] against packed panels.
+func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, pb bf16Panels, out func(i0, j0, rows, cols int, tile []float32)) {
+	k, n, nb, bp := pb.k, pb.n, pb.nb, pb.p
+	kp := max(pb.kp, 1) // k = 0: one step of zeros
 	// A, a block of 12 rows at a time (a task each), against every block
 	// of B, each tile handed to out.
 	mb := (m + bf16MR - 1) / bf16MR
-	dev.Parallel(mb, float64(bf16MR*n*k)/100, func(lo, hi int) {
-		ap := make([]uint32, max(kp, 1)*bf16MR) // k = 0: one step of zeros
-		if kp == 0 {
-			kp = 1
-		}
+	parallelOn(dev, mb, float64(bf16MR*n*k)/100, func(lo, hi int) {
+		ap := make([]uint32, kp*bf16MR)
 		var tile [bf16MR * bf16NR]float32
 		for rb := lo; rb < hi; rb++ {
 			i0 := rb * bf16MR
@@ -65,6 +85,18 @@ func gemmBF16(dev *device.CPUDevice, m, n, k int, a []tensor.BF16, transA bool, 
 	})
 }
 
+// parallelOn is dev.Parallel, or fn over the whole range on this
+// goroutine where dev is nil.
+func parallelOn(dev *device.CPUDevice, n int, cost float64, fn func(lo, hi int)) {
+	if dev == nil {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	dev.Parallel(n, cost, fn)
+}
+
 // packPairs packs lines [l0, l0+count) of an operand of depth k into dst,
 // width lines per pair step (dst[p*width+l] holds line l0+l's values at
 // depth 2p and 2p+1, the first in the low half; lines past count and the
@@ -76,6 +108,17 @@ func packPairs(dst []uint32, v []tensor.BF16, k, lines, l0, count, width int, by
 	kp := (k + 1) / 2
 	if count < width || k%2 == 1 {
 		clear(dst[:kp*width]) // the padding lines, and an odd depth's half pair
+	}
+	if byLine && k%2 == 0 && k > 0 && uintptr(unsafe.Pointer(&v[0]))%4 == 0 {
+		// Each pair is one aligned 32-bit word of the row.
+		for l := range count {
+			row := v[(l0+l)*k : (l0+l+1)*k]
+			words := unsafe.Slice((*uint32)(unsafe.Pointer(&row[0])), k/2)
+			for p, w := range words {
+				dst[p*width+l] = w
+			}
+		}
+		return
 	}
 	if byLine {
 		for l := range count {
@@ -162,18 +205,24 @@ func fusedMatMulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	ov := data[tensor.BF16](out)
 	gemmBF16(deviceOf(c), m, n, k, data[tensor.BF16](x), false, data[tensor.BF16](w), false, func(i0, j0, rows, cols int, tile []float32) {
-		for r := range rows {
-			sums := tile[r*bf16NR : r*bf16NR+cols]
-			for j, v := range sums {
-				v += bias[j0+j]
-				if relu && !(v > 0) && v == v { // Relu: 0 for negatives and -0, NaN kept
-					v = 0
-				}
-				sums[j] = v
-			}
-		}
+		biasRelu(tile, rows, cols, bias[j0:], relu)
 		storeBF16(ov, n, i0, j0, rows, cols, tile)
 	})
+}
+
+// biasRelu adds bias (nil: none) to each of a tile's rows of cols sums
+// (bf16NR apart) and applies Relu where relu is set, with the vector
+// kernels (no branch on the signs).
+func biasRelu(tile []float32, rows, cols int, bias []float32, relu bool) {
+	for r := range rows {
+		sums := tile[r*bf16NR : r*bf16NR+cols]
+		if bias != nil {
+			addF32(sums, sums, bias[:cols])
+		}
+		if relu {
+			reluLoop(sums, sums)
+		}
+	}
 }
 
 func init() {

@@ -116,3 +116,47 @@ func TestConvertBF16Vector(t *testing.T) {
 		}
 	}
 }
+
+// bfloat16 convolutions (one channel and many, strides, dilations,
+// padding, NHWC and NCHW, plain and fused with a bias and Relu) agree
+// with the convolution through float32 within one rounding, and take the
+// bfloat16 kernels where the CPU has them.
+func TestConvBF16(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
+	}
+	for _, op := range []string{"Conv2DGemm", "FusedConv2D"} {
+		if eager.Lookup(op).Kernel(device.CPU, tensor.BFloat16) == nil {
+			t.Fatalf("no bfloat16 %s kernel on a CPU with AVX512_BF16", op)
+		}
+	}
+	r := tensor.NewRNG(4)
+	bf := func(s ...int) *tensor.Tensor {
+		return ops.Cast(tensor.RandNormal(r, tensor.Float32, s...), tensor.BFloat16)
+	}
+	f32 := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, tensor.Float32) }
+	for _, c := range []struct {
+		name    string
+		x, f, b *tensor.Tensor
+		o       ops.Conv2DOpts
+	}{
+		{"one channel, same", bf(2, 9, 9, 1), bf(3, 3, 1, 8), bf(8), ops.Conv2DOpts{Padding: ops.Same}},
+		{"channels, valid, stride 2", bf(3, 11, 10, 6), bf(3, 3, 6, 33), bf(33), ops.Conv2DOpts{Strides: [2]int{2, 2}}},
+		{"dilated", bf(1, 12, 12, 4), bf(2, 3, 4, 5), bf(5), ops.Conv2DOpts{Dilations: [2]int{2, 1}, Padding: ops.Same}},
+		{"NCHW (through float32)", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}},
+	} {
+		check := func(what string, got, want *tensor.Tensor) {
+			g, w := tensor.ToSlice[float32](f32(got)), tensor.ToSlice[float32](want)
+			for i := range w {
+				if d := math.Abs(float64(g[i] - w[i])); d > math.Abs(float64(w[i]))/128+1e-6 {
+					t.Fatalf("%s %s: element %d is %v, want %v", c.name, what, i, g[i], w[i])
+				}
+			}
+		}
+		check("Conv2D", ops.Conv2D(c.x, c.f, c.o), f32(ops.Cast(ops.Conv2D(f32(c.x), f32(c.f), c.o), tensor.BFloat16)))
+		for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+			check(fmt.Sprint("FusedConv2D ", act), ops.FusedConv2D(c.x, c.f, c.b, c.o, act),
+				f32(ops.Cast(ops.FusedConv2D(f32(c.x), f32(c.f), f32(c.b), c.o, act), tensor.BFloat16)))
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// bfloat16 convolutions (Conv2DGemm and FusedConv2D forward, NHWC) on
+// VDPBF16PS where the CPU has AVX512_BF16: each image's patches gathered
+// in bfloat16 (im2col, or im2row for one channel), the product by
+// gemmBF16 against the [taps O] filter as it is stored, the bias and
+// Relu applied to each float32 tile, rounded once. NCHW calls and the
+// gradients run through float32, as every op on the half types does.
+
+// convElem is what the patch gatherers (im2col, im2row) move: the float
+// dtypes and bfloat16.
+type convElem interface {
+	tensor.Float | tensor.BF16
+}
+
+// asBF16 views float32 scratch as twice as many bfloat16 slots.
+func asBF16(s []float32) []tensor.BF16 {
+	return unsafe.Slice((*tensor.BF16)(unsafe.Pointer(unsafe.SliceData(s))), 2*len(s))
+}
+
+func conv2DBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
+	convForwardBF16(c, c.Attrs.(ops.Conv2DGemmAttrs), outs, nil, false)
+}
+
+func fusedConv2DBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(ops.FusedConv2DAttrs)
+	convForwardBF16(c, a.Conv, outs, data[tensor.BF16](c.Inputs[2]), a.Activation == ops.ReluActivation)
+}
+
+// convForwardBF16 convolves the call's x and filter into outs[0], adding
+// bias (nil: none) and applying Relu where relu is set; NCHW calls go
+// through float32.
+func convForwardBF16(c *eager.Call, a ops.Conv2DGemmAttrs, outs []*tensor.Tensor, bias []tensor.BF16, relu bool) {
+	if a.Format != ops.NHWC {
+		if !eager.ThroughFloat32(c, outs) {
+			c.Fail(tensor.ErrNoKernel, "no float32 kernel to compute the bfloat16 convolution through")
+		}
+		return
+	}
+	x, f, y := c.Inputs[0], c.Inputs[1], outs[0]
+	g := geomOf(a, x.Dim(0), a.Channels(x), f.Dim(3))
+	xv, fv, yv := data[tensor.BF16](x), data[tensor.BF16](f), data[tensor.BF16](y)
+	ohw, img, taps := g.oh*g.ow, g.h*g.w*g.c, g.taps()
+	var b32 []float32
+	if bias != nil {
+		b32 = make([]float32, g.o)
+		for j, b := range bias {
+			b32[j] = b.Float32()
+		}
+	}
+	filter := packBF16(deviceOf(c), taps, g.o, fv, false) // [taps O], once for every image
+	defer filter.free()
+	perImage(c, g, (ohw*taps+1)/2, nil, func(n int, s []float32, par bool) {
+		p := asBF16(s)[:ohw*taps]
+		yn := yv[n*ohw*g.o : (n+1)*ohw*g.o]
+		var dev *device.CPUDevice
+		if par {
+			dev = deviceOf(c)
+		}
+		store := func(i0, j0, rows, cols int, tile []float32) {
+			var b []float32
+			if bias != nil {
+				b = b32[j0:]
+			}
+			biasRelu(tile, rows, cols, b, relu)
+			storeBF16(yn, g.o, i0, j0, rows, cols, tile)
+		}
+		if g.c == 1 {
+			im2row(p, xv[n*img:], g) // [taps, ohw]
+			gemmBF16Packed(dev, ohw, p, true, filter, store)
+			return
+		}
+		im2col(p, xv[n*img:], g) // [ohw, taps]
+		gemmBF16Packed(dev, ohw, p, false, filter, store)
+	}, nil)
+}
+
+func init() {
+	if haveAVX512BF16 {
+		eager.RegisterKernel("Conv2DGemm", device.CPU, tensor.BFloat16, conv2DBF16Kernel)
+		eager.RegisterKernel("FusedConv2D", device.CPU, tensor.BFloat16, fusedConv2DBF16Kernel)
+	}
+}
