@@ -1,0 +1,56 @@
+"""A pre-norm transformer block as nanoGPT writes it, in PyTorch, float64,
+from the weights eagerflow's nn.TransformerBlock holds (its Dense kernels
+are [in, out]: x @ W): the reference of transformer_test.go.
+
+Each case on standard input (JSON, see runScript): the input x [N, T, C],
+the heads, whether causal, the loss weights w and the block's weights by
+name; the output line holds the block's output and the gradients of
+sum(out * w) for x and every weight, in the order given."""
+import base64
+import json
+import math
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def dec(a):
+    v = np.frombuffer(base64.b64decode(a["data"]), dtype="<f8").copy()
+    return torch.from_numpy(v).reshape(a["shape"])
+
+
+def enc(t):
+    t = t.detach().contiguous().to(torch.float64)
+    return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
+
+
+def block(x, p, heads, causal):
+    n, t, c = x.shape
+    h = F.layer_norm(x, (c,), p["ln1/gamma"], p["ln1/beta"], 1e-5)
+    q, k, v = (h @ p["attn/qkv/kernel"] + p["attn/qkv/bias"]).split(c, 2)
+    q, k, v = (y.view(n, t, heads, c // heads).transpose(1, 2) for y in (q, k, v))
+    s = (q @ k.transpose(-2, -1)) / math.sqrt(c // heads)
+    if causal:
+        s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+    y = (s.softmax(-1) @ v).transpose(1, 2).reshape(n, t, c)
+    x = x + (y @ p["attn/out/kernel"] + p["attn/out/bias"])
+    m = F.gelu(F.layer_norm(x, (c,), p["ln2/gamma"], p["ln2/beta"], 1e-5) @ p["mlp_up/kernel"] + p["mlp_up/bias"], approximate="tanh")
+    return x + (m @ p["mlp_down/kernel"] + p["mlp_down/bias"])
+
+
+def main():
+    for case in json.load(sys.stdin)["cases"]:
+        x = dec(case["x"]).requires_grad_()
+        names = case["names"]
+        p = {name: dec(a).requires_grad_() for name, a in zip(names, case["weights"])}
+        out = block(x, p, case["heads"], case["causal"])
+        (out * dec(case["w"])).sum().backward()
+        print(json.dumps({"id": case["id"], "out": enc(out), "grads": [enc(x.grad)] + [enc(p[n].grad) for n in names]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
