@@ -89,6 +89,9 @@ func (g convGeom) forTaps(fn func(r int, t tap)) {
 				if t.shift {
 					t.d = (kh*g.dh-g.pt)*g.w + t.off
 					t.s0, t.s1 = max(t.r0*g.w, -t.d), min(t.r1*g.w, g.h*g.w-t.d)
+					if t.s0 > t.s1 { // padding past the plane: no column valid (s0 could pass the row's end)
+						t.s0 = max(t.s1, 0)
+					}
 				}
 				fn((c*g.kh+kh)*g.kw+kw, t)
 			}

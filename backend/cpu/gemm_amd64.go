@@ -38,6 +38,12 @@ func kernelSets[T gemmElem](sets [][]any) [][]gemmKernel[T] {
 //go:noescape
 func sbf16gemmAVX512x12(kp int, a, b *uint32, c *float32, ldc int)
 
+// sbf16gemmAVX512x12u is sbf16gemmAVX512x12 reading A's 12 rows in place,
+// lda pairs apart.
+//
+//go:noescape
+func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc int)
+
 // scvtbf16 rounds n float32 (a multiple of 16) to bfloat16 with
 // VCVTNEPS2BF16 (gemm_bf16_amd64.s): as tensor.ToBF16 but for float32
 // denormals, which it takes for zero.

@@ -68,17 +68,30 @@ func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, 
 	kp := max(pb.kp, 1) // k = 0: one step of zeros
 	// A, a block of 12 rows at a time (a task each), against every block
 	// of B, each tile handed to out.
+	// Rows of A [m k] stored as such, k even, are read in place, a pair a
+	// 32-bit word (sbf16gemmAVX512x12u); other blocks are packed.
+	inPlace := !transA && k%2 == 0 && k > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(a)))%4 == 0
 	mb := (m + bf16MR - 1) / bf16MR
 	parallelOn(dev, mb, float64(bf16MR*n*k)/100, func(lo, hi int) {
-		ap := make([]uint32, kp*bf16MR)
+		var ap []uint32
 		var tile [bf16MR * bf16NR]float32
 		for rb := lo; rb < hi; rb++ {
 			i0 := rb * bf16MR
 			rows := min(bf16MR, m-i0)
-			packPairs(ap, a, k, m, i0, rows, bf16MR, !transA)
+			direct := inPlace && rows == bf16MR
+			if !direct {
+				if ap == nil {
+					ap = make([]uint32, kp*bf16MR)
+				}
+				packPairs(ap, a, k, m, i0, rows, bf16MR, !transA)
+			}
 			for blk := range nb {
 				j0 := blk * bf16NR
-				sbf16gemmAVX512x12(kp, &ap[0], &bp[blk*kp*bf16NR], &tile[0], bf16NR)
+				if direct {
+					sbf16gemmAVX512x12u(kp, (*uint32)(unsafe.Pointer(&a[i0*k])), k/2, &bp[blk*kp*bf16NR], &tile[0], bf16NR)
+				} else {
+					sbf16gemmAVX512x12(kp, &ap[0], &bp[blk*kp*bf16NR], &tile[0], bf16NR)
+				}
 				out(i0, j0, rows, min(bf16NR, n-j0), tile[:])
 			}
 		}

@@ -48,6 +48,82 @@ func byteLine(code []byte, comment string) string {
 	return "\t" + strings.Join(hex, "; ") + " // " + comment
 }
 
+// writeBF16Kernel writes the micro-kernel: A packed ([kp][12] pairs) or,
+// where unpacked, read in place, its 12 rows lda pairs apart.
+func writeBF16Kernel(p func(string, ...any), unpacked bool) {
+	name, args, frame := "sbf16gemmAVX512x12", "kp int, a, b *uint32, c *float32, ldc int", 40
+	if unpacked {
+		name, args, frame = "sbf16gemmAVX512x12u", "kp int, a *uint32, lda int, b *uint32, c *float32, ldc int", 48
+	}
+	p("// func %s(%s)", name, args)
+	p("// AVX512_BF16: the %dx%d float32 tile C = A·B,", bf16Rows, bf16Cols)
+	p("// over kp pairs of bfloat16 (Z0, Z1: B's step; Z2-Z7: A's broadcasts in")
+	p("// turn; Z8-Z31: the accumulators, row r in Z(8+2r) and Z(9+2r)). Go's")
+	p("// assembler has no VDPBF16PS: its bytes are written out.")
+	if unpacked {
+		p("// A is read in place: row r's pairs at a + r·lda (R8 = lda in bytes,")
+		p("// R9, R11, R12 = 3, 5 and 7 of it; BX = row 8).")
+	}
+	p("TEXT ·%s(SB), NOSPLIT, $0-%d", name, frame)
+	p("\tMOVQ kp+0(FP), CX")
+	p("\tMOVQ a+8(FP), SI")
+	off := 16
+	if unpacked {
+		p("\tMOVQ lda+16(FP), R8")
+		p("\tSHLQ $2, R8")
+		p("\tLEAQ (R8)(R8*2), R9")
+		p("\tLEAQ (R8)(R8*4), R11")
+		p("\tLEAQ (R9)(R8*4), R12")
+		p("\tLEAQ (SI)(R8*8), BX")
+		off = 24
+	}
+	p("\tMOVQ b+%d(FP), DI", off)
+	p("\tMOVQ c+%d(FP), DX", off+8)
+	p("\tMOVQ ldc+%d(FP), R10", off+16)
+	p("\tSHLQ $2, R10")
+	for z := 8; z < 32; z++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJE    %s_store", name)
+	p("")
+	p("%s_loop:", name)
+	p("\tVMOVUPS (DI), Z0")
+	p("\tVMOVUPS 64(DI), Z1")
+	rowAddr := []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R11*1)",
+		"(SI)(R9*2)", "(SI)(R12*1)", "(BX)", "(BX)(R8*1)", "(BX)(R8*2)", "(BX)(R9*1)"}
+	for r := range bf16Rows {
+		t := 2 + r%6
+		addr := fmt.Sprintf("%d(SI)", 4*r)
+		if unpacked {
+			addr = rowAddr[r]
+		}
+		p("\tVPBROADCASTD %s, Z%d", addr, t)
+		for v := range 2 {
+			p("%s", byteLine(vdpbf16ps(8+2*r+v, t, v), fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d", v, t, 8+2*r+v)))
+		}
+	}
+	if unpacked {
+		p("\tADDQ $4, SI")
+		p("\tADDQ $4, BX")
+	} else {
+		p("\tADDQ $%d, SI", 4*bf16Rows)
+	}
+	p("\tADDQ $%d, DI", 4*bf16Cols)
+	p("\tDECQ CX")
+	p("\tJNE  %s_loop", name)
+	p("")
+	p("%s_store:", name)
+	for r := range bf16Rows {
+		p("\tVMOVUPS Z%d, (DX)", 8+2*r)
+		p("\tVMOVUPS Z%d, 64(DX)", 9+2*r)
+		p("\tADDQ R10, DX")
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+}
+
 // generateBF16 returns the text of gemm_bf16_amd64.s.
 func generateBF16() []byte {
 	var w bytes.Buffer
@@ -58,48 +134,8 @@ func generateBF16() []byte {
 	p("")
 	p(`#include "textflag.h"`)
 	p("")
-	p("// func sbf16gemmAVX512x12(kp int, a, b *uint32, c *float32, ldc int)")
-	p("// AVX512_BF16: the %dx%d float32 tile C = A·B,", bf16Rows, bf16Cols)
-	p("// over kp pairs of bfloat16 (Z0, Z1: B's step; Z2-Z7: A's broadcasts in")
-	p("// turn; Z8-Z31: the accumulators, row r in Z(8+2r) and Z(9+2r)). Go's")
-	p("// assembler has no VDPBF16PS: its bytes are written out.")
-	p("TEXT ·sbf16gemmAVX512x12(SB), NOSPLIT, $0-40")
-	p("\tMOVQ kp+0(FP), CX")
-	p("\tMOVQ a+8(FP), SI")
-	p("\tMOVQ b+16(FP), DI")
-	p("\tMOVQ c+24(FP), DX")
-	p("\tMOVQ ldc+32(FP), R10")
-	p("\tSHLQ $2, R10")
-	for z := 8; z < 32; z++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
-	}
-	p("\tTESTQ CX, CX")
-	p("\tJE    bf16_store")
-	p("")
-	p("bf16_loop:")
-	p("\tVMOVUPS (DI), Z0")
-	p("\tVMOVUPS 64(DI), Z1")
-	for r := range bf16Rows {
-		t := 2 + r%6
-		p("\tVPBROADCASTD %d(SI), Z%d", 4*r, t)
-		for v := range 2 {
-			p("%s", byteLine(vdpbf16ps(8+2*r+v, t, v), fmt.Sprintf("VDPBF16PS Z%d, Z%d, Z%d", v, t, 8+2*r+v)))
-		}
-	}
-	p("\tADDQ $%d, SI", 4*bf16Rows)
-	p("\tADDQ $%d, DI", 4*bf16Cols)
-	p("\tDECQ CX")
-	p("\tJNE  bf16_loop")
-	p("")
-	p("bf16_store:")
-	for r := range bf16Rows {
-		p("\tVMOVUPS Z%d, (DX)", 8+2*r)
-		p("\tVMOVUPS Z%d, 64(DX)", 9+2*r)
-		p("\tADDQ R10, DX")
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
-	p("")
+	writeBF16Kernel(p, false)
+	writeBF16Kernel(p, true)
 	p("// func scvtbf16(dst *uint16, src *float32, n int)")
 	p("// AVX512_BF16: dst[i] = src[i] rounded to bfloat16 (nearest, ties to even;")
 	p("// NaN quiet; float32 denormals, which VCVTNEPS2BF16 reads as zero, give")
