@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -349,6 +350,61 @@ var fuzzFamilies = []fuzzFamily{
 		// Python's slice.indices gives (computed here without overflow).
 		if y := ops.Index(x, items...); !y.Shape().Equal(want) {
 			panic(fmt.Sprintf("Index(%v, %v): shape %v, Python's %v", x.Shape(), items, y.Shape(), want))
+		}
+	}},
+	{"transformer", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
+		// Mostly consistent shapes (a batch, then positions and features),
+		// one operand in four drawn at random instead.
+		like := func(s []int) []int {
+			if z.intn(4) == 0 {
+				return z.shape()
+			}
+			out := append([]int(nil), s...)
+			if len(out) > 0 && z.intn(2) == 0 {
+				out[len(out)-1] = z.intn(6)
+			}
+			return out
+		}
+		base := z.shape()
+		tp := tape.New()
+		switch z.intn(5) {
+		case 0, 1:
+			x := z.tensor(base)
+			c := 0
+			if len(base) > 0 {
+				c = base[len(base)-1]
+			}
+			g, b := z.tensor(like([]int{c})), z.tensor(like([]int{c}))
+			keep(x, g, b)
+			tp.Watch(x, g)
+			var y *tensor.Tensor
+			if z.intn(2) == 0 {
+				y = ops.LayerNorm(x, g, b, float64(z.small()))
+			} else {
+				y = ops.RMSNorm(x, g, float64(z.small()))
+			}
+			tp.Gradient(ops.Sum(y), x, g)
+		case 2, 3:
+			q, k, v := z.tensor(base), z.tensor(like(base)), z.tensor(like(base))
+			var mask *tensor.Tensor
+			if z.intn(3) == 0 {
+				mask = ops.Cast(z.tensor(z.shape()), tensor.Bool)
+			}
+			keep(q, k, v)
+			causal, scale := z.intn(2) == 0, float64(z.small())
+			if z.intn(2) == 0 {
+				ops.AttentionWeights(q, k, mask, causal, scale)
+				return
+			}
+			tp.Watch(q, k, v)
+			tp.Gradient(ops.Sum(ops.Attention(q, k, v, mask, causal, scale)), q, k, v)
+		default:
+			x := z.tensor(base)
+			keep(x)
+			tp.Watch(x)
+			if parts := ops.Split(x, z.small(), z.ints(z.intn(4))); len(parts) > 0 { // no sizes: no parts, for an empty axis
+				tp.Gradient(ops.Sum(parts[0]), x)
+			}
 		}
 	}},
 	{"cast", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
