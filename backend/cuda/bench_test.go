@@ -392,17 +392,23 @@ func gptBenchShape(d *Device) (model.Config, int) {
 // BenchmarkGPTStepGPU is examples/gpt's model in nanoGPT's small shape, a
 // training step on the GPU: eager (model.TrainStep: gradients clipped, as
 // the twin's), traced (nn.TracedTrainStep) and recorded
-// (nn.RecordedTrainStep); the loss read each step. Attention there is
+// (nn.RecordedTrainStep), and eager in mixed bfloat16 (model.Config's
+// Compute; the twin runs under torch.autocast); the loss read each
+// step. Attention there is
 // cuBLAS products around row kernels, the score matrix materialised
 // (backend/cuda/attention.go), not yet FlashAttention's tiling.
 func BenchmarkGPTStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	shape, n := gptBenchShape(d)
-	for _, mode := range []string{"eager", "traced", "recorded"} {
+	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16"} {
 		b.Run(mode, func(b *testing.B) {
 			restore := device.SetDefault(d)
 			defer restore()
-			m := model.New(tensor.NewRNG(1), shape)
+			c := shape
+			if mode == "eager/mixed_bfloat16" { // the blocks in bfloat16 (cuBLASLt's tensor cores), as torch.autocast
+				c.Compute, mode = tensor.BFloat16, "eager"
+			}
+			m := model.New(tensor.NewRNG(1), c)
 			opt := model.NewOptimizer(1000)
 			v := make([]int32, n*shape.Context)
 			for i := range v {

@@ -267,6 +267,16 @@ gv = torch.tensor([32 + (i * 7 + i // 5) % 90 for i in range(gn * ctx)], device=
 gx, gy = gv.reshape(gn, ctx), torch.cat([gv[1:], gv[:1] * 0 + 32]).reshape(gn, ctx)
 ns = host_ns(lambda: torch_gpt.train_step(gpt, gopt, None, gx, gy), 50)
 line("BenchmarkTorchGPTStepGPU/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+
+
+def autocast_step():
+    with torch.autocast(device_type="cpu" if DRY else "cuda", dtype=torch.bfloat16):
+        return torch_gpt.train_step(gpt, gopt, None, gx, gy)
+
+
+reset_peak()
+ns = host_ns(autocast_step, 50)
+line("BenchmarkTorchGPTStepGPU/eager/mixed_bfloat16", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
 ns = host_ns(lambda: torch_gpt.generate(gpt, ctx), 5, warm=2)
 line("BenchmarkTorchGPTGenerateGPU", ns, "ns/op", f" {ctx * 1e9 / ns:.1f} tokens/s")
 if torch_gpt.SDPA is not None:

@@ -53,9 +53,13 @@ func main() {
 	flag.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the initialisation and of the batches drawn")
 	flag.IntVar(&cfg.evalEvery, "eval", cfg.evalEvery, "steps between validations")
 	flag.Float64Var(&cfg.dropout, "dropout", cfg.dropout, "dropout rate in training (embeddings, attention weights, residual branches)")
+	mixed := flag.Bool("mixed", false, "compute the blocks in bfloat16 (mixed precision: variables and logits stay float32)")
 	flag.StringVar(&cfg.dataDir, "data", "", "directory of the TFRecord shards (default: in the user's cache directory)")
 	flag.StringVar(&cfg.out, "out", "", "directory for the checkpoint (gpt.ckpt) and the loss curves (curves.png); none if empty")
 	flag.Parse()
+	if *mixed {
+		cfg.compute = tensor.BFloat16
+	}
 	cfg.progress = os.Stderr
 	res, err := run(cfg)
 	if err != nil {
@@ -69,6 +73,7 @@ type config struct {
 	steps, layers, heads, dim, context, batch int
 	sample, topK                              int
 	temperature, dropout                      float64
+	compute                                   tensor.DType
 	seed                                      uint64
 	evalEvery                                 int
 	dataDir, out                              string
@@ -116,7 +121,7 @@ func readSource(root string, max int) ([]byte, error) {
 
 // shape is the model's shape.
 func (c config) shape() model.Config {
-	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context, Dropout: c.dropout}
+	return model.Config{Layers: c.layers, Heads: c.heads, Dim: c.dim, Context: c.context, Dropout: c.dropout, Compute: c.compute}
 }
 
 func run(c config) (result, error) {

@@ -28,6 +28,12 @@ const Vocab = 256
 type Config struct {
 	Layers, Heads, Dim, Context int
 	Dropout                     float64
+	// Compute is the dtype the blocks compute in: Float32 (the zero
+	// value), or BFloat16 for mixed precision (the variables stay float32,
+	// the products run in bfloat16 and sum in float32, the norms and the
+	// attention's softmax in float32, the logits float32), as
+	// nn.MixedBFloat16 does for a Sequential.
+	Compute tensor.DType
 }
 
 // GPT maps byte ids [N, T] to next-byte logits [N, T, Vocab]. It is an
@@ -39,6 +45,7 @@ type GPT struct {
 	Norm     *nn.LayerNorm
 	Head     *nn.Dense
 
+	compute    tensor.DType
 	generators sync.Map // sampling -> *trace.Function (generate.go)
 }
 
@@ -50,6 +57,9 @@ func New(rng *tensor.RNG, c Config) *GPT {
 		Norm: nn.NewLayerNorm("ln_f", c.Dim, tensor.Float32),
 		Head: nn.NewDense("head", rng, c.Dim, Vocab, nn.DenseOpts{NoBias: true}),
 		Drop: nn.NewDropout(c.Dropout, rng),
+	}
+	if c.Compute.IsHalf() {
+		g.compute = c.Compute
 	}
 	for i := range c.Layers {
 		g.Blocks = append(g.Blocks, nn.NewTransformerBlock(fmt.Sprintf("h%d", i), rng, c.Dim, c.Heads, nn.MultiHeadAttentionOpts{Causal: true, Dropout: c.Dropout}))
@@ -88,6 +98,9 @@ func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
 		panic(tensor.NewError("model", "Decode", tensor.ErrShape, []*tensor.Tensor{ids}, "", "positions %d to %d pass the context of %d", past, past+t, g.Context()))
 	}
 	x := g.Drop.Forward(ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(past), int32(past+t), 1))))
+	if g.compute != tensor.Invalid {
+		x = ops.Cast(x, g.compute)
+	}
 	for i, b := range g.Blocks {
 		var c *nn.KVCache
 		if caches != nil {
@@ -95,7 +108,7 @@ func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
 		}
 		x = b.ForwardCached(x, c)
 	}
-	return g.Head.Forward(g.Norm.Forward(x))
+	return ops.Cast(g.Head.Forward(g.Norm.Forward(x)), tensor.Float32)
 }
 
 // NewCaches returns empty caches for Decode, one per block.

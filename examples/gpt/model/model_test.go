@@ -31,3 +31,38 @@ func TestCachedLogitsMatchUncached(t *testing.T) {
 		t.Error("a position past the context: no error")
 	}
 }
+
+// In mixed bfloat16 the model computes its blocks in bfloat16 (the
+// variables float32, the logits float32) and still learns.
+func TestMixedBFloat16Learns(t *testing.T) {
+	m := New(tensor.NewRNG(2), Config{Layers: 1, Heads: 2, Dim: 16, Context: 8, Compute: tensor.BFloat16})
+	opt := NewOptimizer(60)
+	v := make([]int32, 4*8)
+	for i := range v {
+		v[i] = int32('a' + i%5)
+	}
+	x := tensor.FromSlice(v, 4, 8)
+	y := tensor.FromSlice(append(v[1:], 'a'+int32(len(v)%5)), 4, 8)
+	if logits := m.Forward(x); logits.DType() != tensor.Float32 {
+		t.Fatalf("logits are %v", logits.DType())
+	}
+	var first, last float64
+	for i := range 60 {
+		l, err := m.TrainStep(opt, x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = l
+		}
+		last = l
+	}
+	if !(last < first/2) {
+		t.Errorf("loss %v -> %v", first, last)
+	}
+	for _, v := range m.Variables() {
+		if v.Value().DType() != tensor.Float32 {
+			t.Fatalf("%s is %v", v.Name(), v.Value().DType())
+		}
+	}
+}
