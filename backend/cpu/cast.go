@@ -111,8 +111,19 @@ func castRange[S tensor.Num](x []S, out *tensor.Tensor, lo int) {
 	case tensor.Bool:
 		toBool(data[bool](out)[lo:hi], x)
 	case tensor.BFloat16:
+		if x32, ok := any(x).([]float32); ok {
+			roundBF16(data[tensor.BF16](out)[lo:hi], x32) // the vector rounding where the CPU has it
+			return
+		}
 		toHalf(data[tensor.BF16](out)[lo:hi], x, tensor.ToBF16)
 	case tensor.Float16:
+		if x32, ok := any(x).([]float32); ok {
+			o := data[tensor.F16](out)[lo:hi]
+			for i, v := range x32 {
+				o[i] = tensor.ToF16(v) // inlined, not through toHalf's func value
+			}
+			return
+		}
 		toHalf(data[tensor.F16](out)[lo:hi], x, tensor.ToF16)
 	case tensor.Float8E4M3:
 		toHalf(data[tensor.F8E4M3](out)[lo:hi], x, tensor.ToF8E4M3)

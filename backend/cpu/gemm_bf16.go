@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/backend/opattr"
@@ -16,8 +17,8 @@ import (
 // the micro-kernel (sbf16gemmAVX512x12, gemm_bf16_amd64.s) adds each
 // pair's two products into float32 sums, at twice float32 FMA's rate of
 // products; the result is rounded to bfloat16 once, by VCVTNEPS2BF16
-// (nearest, ties to even, as tensor.ToBF16; sums below float32's smallest
-// normal, 1.2e-38, which it reads as zero, give zero). Elsewhere (no such
+// (nearest, ties to even, as tensor.ToBF16; the float32 denormals it reads
+// as zero are rounded again by ToBF16: roundBF16). Elsewhere (no such
 // CPU, the purego build) bfloat16 products run through float32, as every
 // op on the half types does.
 
@@ -187,18 +188,33 @@ func matmulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 // storeBF16 rounds a tile of float32 sums (rows x cols, rows bf16NR
-// apart) into o [.. n] at row i0, column j0: 16 at a time by
-// VCVTNEPS2BF16, the rest by tensor.ToBF16.
+// apart) into o [.. n] at row i0, column j0 (roundBF16).
 func storeBF16(o []tensor.BF16, n, i0, j0, rows, cols int, tile []float32) {
 	for r := range rows {
-		row, sums := o[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols]
-		vec := cols &^ 15
-		if vec > 0 {
-			scvtbf16((*uint16)(&row[0]), &sums[0], vec)
+		roundBF16(o[(i0+r)*n+j0:(i0+r)*n+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
+	}
+}
+
+// roundBF16 sets dst to src rounded to bfloat16, as tensor.ToBF16 does:
+// 16 at a time by VCVTNEPS2BF16 where the CPU has it, then the float32
+// denormals it reads as zero (rare: a pass that only compares) and the
+// tail by ToBF16.
+func roundBF16(dst []tensor.BF16, src []float32) {
+	src = src[:len(dst)]
+	vec := 0
+	if haveAVX512BF16 {
+		vec = len(dst) &^ 15
+	}
+	if vec > 0 {
+		scvtbf16((*uint16)(&dst[0]), &src[0], vec)
+		for i, v := range src[:vec] {
+			if b := math.Float32bits(v); b&0x7f800000 == 0 && b&0x007fffff != 0 {
+				dst[i] = tensor.ToBF16(v)
+			}
 		}
-		for j := vec; j < cols; j++ {
-			row[j] = tensor.ToBF16(sums[j])
-		}
+	}
+	for i := vec; i < len(dst); i++ {
+		dst[i] = tensor.ToBF16(src[i])
 	}
 }
 

@@ -95,7 +95,8 @@ func TestMatMulBF16Kernel(t *testing.T) {
 }
 
 // scvtbf16 rounds as tensor.ToBF16 (ties to even, infinities, NaN quiet
-// with its sign) except float32 denormals, which it gives as zero.
+// with its sign) except float32 denormals, which it gives as zero;
+// roundBF16, which fixes those, as ToBF16 everywhere.
 func TestConvertBF16Vector(t *testing.T) {
 	if !haveAVX512BF16 {
 		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
@@ -113,6 +114,12 @@ func TestConvertBF16Vector(t *testing.T) {
 		}
 		if got[i] != want {
 			t.Errorf("%v: %#04x, want %#04x", v, uint16(got[i]), uint16(want))
+		}
+	}
+	roundBF16(got, src)
+	for i, v := range src {
+		if want := tensor.ToBF16(v); got[i] != want && !(v != v && got[i]&0x7fc0 == 0x7fc0) {
+			t.Errorf("roundBF16(%v): %#04x, want %#04x", v, uint16(got[i]), uint16(want))
 		}
 	}
 }
