@@ -46,7 +46,7 @@ func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc 
 
 // scvtbf16 rounds n float32 (a multiple of 16) to bfloat16 with
 // VCVTNEPS2BF16 (gemm_bf16_amd64.s): as tensor.ToBF16 but for float32
-// denormals, which it takes for zero.
+// denormals, which it takes for zero; it returns 1 where there were any.
 //
 //go:noescape
-func scvtbf16(dst *uint16, src *float32, n int)
+func scvtbf16(dst *uint16, src *float32, n int) int

@@ -196,17 +196,15 @@ func storeBF16(o []tensor.BF16, n, i0, j0, rows, cols int, tile []float32) {
 }
 
 // roundBF16 sets dst to src rounded to bfloat16, as tensor.ToBF16 does:
-// 16 at a time by VCVTNEPS2BF16 where the CPU has it, then the float32
-// denormals it reads as zero (rare: a pass that only compares) and the
-// tail by ToBF16.
+// 16 at a time by VCVTNEPS2BF16 where the CPU has it, then, where it saw
+// any, the float32 denormals it reads as zero, and the tail, by ToBF16.
 func roundBF16(dst []tensor.BF16, src []float32) {
 	src = src[:len(dst)]
 	vec := 0
 	if haveAVX512BF16 {
 		vec = len(dst) &^ 15
 	}
-	if vec > 0 {
-		scvtbf16((*uint16)(&dst[0]), &src[0], vec)
+	if vec > 0 && scvtbf16((*uint16)(&dst[0]), &src[0], vec) != 0 {
 		for i, v := range src[:vec] {
 			if b := math.Float32bits(v); b&0x7f800000 == 0 && b&0x007fffff != 0 {
 				dst[i] = tensor.ToBF16(v)

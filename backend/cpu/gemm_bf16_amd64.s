@@ -259,14 +259,23 @@ sbf16gemmAVX512x12u_store:
 	VZEROUPPER
 	RET
 
-// func scvtbf16(dst *uint16, src *float32, n int)
+// func scvtbf16(dst *uint16, src *float32, n int) int
 // AVX512_BF16: dst[i] = src[i] rounded to bfloat16 (nearest, ties to even;
-// NaN quiet; float32 denormals, which VCVTNEPS2BF16 reads as zero, give
-// zero), n a multiple of 16.
-TEXT ·scvtbf16(SB), NOSPLIT, $0-24
+// NaN quiet), n a multiple of 16; returns 1 where some src[i] is a float32
+// denormal, which VCVTNEPS2BF16 reads as zero (the caller rounds those
+// again), else 0. Z28-Z30 hold the denormal test's constants: |x| - 1 <
+// 0x7fffff unsigned.
+TEXT ·scvtbf16(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	MOVL $0x7fffffff, DX
+	VPBROADCASTD DX, Z30
+	MOVL $1, DX
+	VPBROADCASTD DX, Z29
+	MOVL $0x007fffff, DX
+	VPBROADCASTD DX, Z28
 	SHRQ $4, CX
 	JE   cvt_done
 
@@ -274,6 +283,14 @@ cvt_loop:
 	VMOVUPS (SI), Z0
 	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNEPS2BF16 Z0, Y1
 	VMOVDQU Y1, (DI)
+	VPANDD Z30, Z0, Z2
+	VPSUBD Z29, Z2, Z2
+	VPCMPUD $1, Z28, Z2, K1
+	KORTESTW K1, K1
+	JE   cvt_next
+	MOVQ $1, AX
+
+cvt_next:
 	ADDQ $64, SI
 	ADDQ $32, DI
 	DECQ CX
@@ -281,4 +298,5 @@ cvt_loop:
 
 cvt_done:
 	VZEROUPPER
+	MOVQ AX, ret+24(FP)
 	RET

@@ -90,7 +90,7 @@ func sbf16gemmAVX512x12(kp int, a, b *uint32, c *float32, ldc int) {
 	panic("cpu: no vector kernel in this build")
 }
 
-func scvtbf16(dst *uint16, src *float32, n int) { panic("cpu: no vector kernel in this build") }
+func scvtbf16(dst *uint16, src *float32, n int) int { panic("cpu: no vector kernel in this build") }
 
 func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc int) {
 	panic("cpu: no vector kernel in this build")
