@@ -113,8 +113,9 @@ var gptShape = model.Config{Layers: 4, Heads: 4, Dim: 128, Context: 128}
 
 // BenchmarkGPTStep times one training step of the GPT (batch 16 of 128
 // bytes: forward, backward, AdamW), as BenchmarkTorchGPTStep: eager
-// (model.TrainStep, gradients clipped as the twin's) and traced
-// (nn.TracedTrainStep: one graph, no clipping).
+// (model.TrainStep, gradients clipped as the twin's), eager in mixed
+// bfloat16 (model.Config's Compute) and traced (nn.TracedTrainStep: one
+// graph, no clipping).
 func BenchmarkGPTStep(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	ids := func() *tensor.Tensor {
@@ -127,6 +128,13 @@ func BenchmarkGPTStep(b *testing.B) {
 	x, y := ids(), ids()
 	b.Run("eager", func(b *testing.B) {
 		m := model.New(tensor.NewRNG(1), gptShape)
+		opt := model.NewOptimizer(1000)
+		steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
+	})
+	b.Run("eager/mixed_bfloat16", func(b *testing.B) {
+		c := gptShape
+		c.Compute = tensor.BFloat16
+		m := model.New(tensor.NewRNG(1), c)
 		opt := model.NewOptimizer(1000)
 		steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
 	})

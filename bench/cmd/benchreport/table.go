@@ -136,6 +136,7 @@ var rows = []row{
 	{"Fashion-MNIST CNN train step, NCHW", "FashionCNNTrainStep/NCHW/eager", "ns/op", torchNumPy("TorchFashionCNNTrainStep/NCHW", "")},
 	{"GPT train step (examples/gpt: 4 blocks of 128, batch 16x128)", "GPTStep/eager", "ns/op", torchNumPy("TorchGPTStep", "")},
 	{"GPT train step, traced (no clipping)", "GPTStep/traced", "ns/op", torchNumPy("TorchGPTStep", "")},
+	{"GPT train step, mixed bfloat16", "GPTStep/eager/mixed_bfloat16", "ns/op", torchNumPy("TorchGPTStep", "")},
 	{"GPT generation, 128 bytes with the KV cache", "GPTGenerate/eager", "ns/op", torchNumPy("TorchGPTGenerate", "")},
 	{"GPT generation, traced (one While)", "GPTGenerate/traced", "ns/op", torchNumPy("TorchGPTGenerate", "")},
 	{"RNN loop gradient, 50 steps", "RNNLoopGrad", "ns/op", torchNumPy("TorchRNNLoopGrad", "")},
