@@ -66,8 +66,14 @@ func castHalfKernel[H narrow](c *eager.Call, outs []*tensor.Tensor) {
 func widenHalves[H narrow](f []float32, h []H) {
 	switch hs := any(h).(type) {
 	case []tensor.BF16:
-		for i, v := range hs[:len(f)] {
-			f[i] = v.Float32()
+		vec := 0
+		if haveAVX512 {
+			if vec = len(f) &^ 15; vec > 0 {
+				swidenbf16(&f[0], (*uint16)(&hs[0]), vec)
+			}
+		}
+		for i, v := range hs[vec:len(f)] {
+			f[vec+i] = v.Float32()
 		}
 	case []tensor.F16:
 		for i, v := range hs[:len(f)] {

@@ -50,3 +50,9 @@ func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc 
 //
 //go:noescape
 func scvtbf16(dst *uint16, src *float32, n int) int
+
+// swidenbf16 widens n bfloat16 (a multiple of 16) to float32
+// (gemm_bf16_amd64.s; AVX-512F).
+//
+//go:noescape
+func swidenbf16(dst *float32, src *uint16, n int)

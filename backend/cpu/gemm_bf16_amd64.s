@@ -300,3 +300,26 @@ cvt_done:
 	VZEROUPPER
 	MOVQ AX, ret+24(FP)
 	RET
+
+// func swidenbf16(dst *float32, src *uint16, n int)
+// AVX-512: dst[i] = src[i] widened from bfloat16 (its bits moved to the
+// top half), n a multiple of 16.
+TEXT ·swidenbf16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JE   widen_done
+
+widen_loop:
+	VPMOVZXWD (SI), Z0
+	VPSLLD $16, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNE  widen_loop
+
+widen_done:
+	VZEROUPPER
+	RET

@@ -116,6 +116,15 @@ func TestConvertBF16Vector(t *testing.T) {
 			t.Errorf("%v: %#04x, want %#04x", v, uint16(got[i]), uint16(want))
 		}
 	}
+	// And back: widenHalves (the vector widening for 16 at a time) gives
+	// each value's float32 exactly, the tail too.
+	back := make([]float32, len(got)-3)
+	widenHalves(back, got[:len(back)])
+	for i, v := range got[:len(back)] {
+		if math.Float32bits(back[i]) != math.Float32bits(v.Float32()) {
+			t.Errorf("widening %#04x: %v, want %v", uint16(v), back[i], v.Float32())
+		}
+	}
 	roundBF16(got, src)
 	for i, v := range src {
 		if want := tensor.ToBF16(v); got[i] != want && !(v != v && got[i]&0x7fc0 == 0x7fc0) {

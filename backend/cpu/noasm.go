@@ -95,3 +95,5 @@ func scvtbf16(dst *uint16, src *float32, n int) int { panic("cpu: no vector kern
 func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func swidenbf16(dst *float32, src *uint16, n int) { panic("cpu: no vector kernel in this build") }
