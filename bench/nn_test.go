@@ -49,12 +49,20 @@ func BenchmarkCNNTrainStep(b *testing.B) {
 
 // BenchmarkFashionCNNTrainStep is one training step of the Fashion-MNIST
 // CNN, NHWC and NCHW, eager (nn.TrainStep) and traced
-// (nn.TracedTrainStep).
+// (nn.TracedTrainStep), and eager under nn.MixedBFloat16 (NHWC: the
+// layout whose convolutions have bfloat16 kernels).
 func BenchmarkFashionCNNTrainStep(b *testing.B) {
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-		for _, mode := range []string{"eager", "traced"} {
+		modes := []string{"eager", "traced"}
+		if format == ops.NHWC {
+			modes = append(modes, "mixed_bfloat16")
+		}
+		for _, mode := range modes {
 			b.Run(format.String()+"/"+mode, func(b *testing.B) {
 				model, opt, x, y := benchmodels.FashionCNN(format)
+				if mode == "mixed_bfloat16" {
+					model.Policy = nn.MixedBFloat16
+				}
 				step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 				if mode == "traced" {
 					step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)

@@ -56,3 +56,10 @@ func scvtbf16(dst *uint16, src *float32, n int) int
 //
 //go:noescape
 func swidenbf16(dst *float32, src *uint16, n int)
+
+// spairsbf16 joins pairs of rows of bfloat16 into 32-bit words, for
+// pairs steps: dst[q*width+l] = src[2q*stride+l] | src[(2q+1)*stride+l]<<16,
+// l < count (gemm_bf16_amd64.s; AVX-512F). Strides are in elements.
+//
+//go:noescape
+func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int)

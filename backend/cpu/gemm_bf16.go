@@ -82,7 +82,9 @@ func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, 
 			direct := inPlace && rows == bf16MR
 			if !direct {
 				if ap == nil {
-					ap = make([]uint32, kp*bf16MR)
+					s, buf := gemmScratch[float32](kp * bf16MR)
+					defer putGemmScratch(buf)
+					ap = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 				}
 				packPairs(ap, a, k, m, i0, rows, bf16MR, !transA)
 			}
@@ -142,6 +144,16 @@ func packPairs(dst []uint32, v []tensor.BF16, k, lines, l0, count, width int, by
 			}
 			if k%2 == 1 {
 				dst[(kp-1)*width+l] = uint32(row[k-1])
+			}
+		}
+		return
+	}
+	if whole := k / 2; haveAVX512 && count > 0 && whole > 0 {
+		_ = v[(2*whole-1)*lines+l0+count-1] // the last value read
+		spairsbf16(&dst[0], width, (*uint16)(&v[l0]), lines, count, whole)
+		if k%2 == 1 {
+			for l, x := range v[(k-1)*lines+l0 : (k-1)*lines+l0+count] {
+				dst[(kp-1)*width+l] = uint32(x)
 			}
 		}
 		return

@@ -323,3 +323,66 @@ widen_loop:
 widen_done:
 	VZEROUPPER
 	RET
+
+// func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int)
+// AVX-512: dst[q*width+l] = src[2q*stride+l] | src[(2q+1)*stride+l]<<16
+// for q < pairs, l < count.
+TEXT ·spairsbf16(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ width+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ stride+24(FP), R9
+	MOVQ count+32(FP), R10
+	MOVQ pairs+40(FP), R11
+	TESTQ R11, R11
+	JE   pairs_done
+	TESTQ R10, R10
+	JE   pairs_done
+	SHLQ $2, R8 // bytes between steps of dst
+	SHLQ $1, R9 // bytes between rows of src
+	MOVQ R10, CX
+	ANDQ $15, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1 // the last (count mod 16) lanes
+	SHRQ $4, R10 // whole vectors per step
+
+pairs_step:
+	MOVQ SI, AX
+	LEAQ (SI)(R9*1), BX
+	MOVQ DI, DX
+	MOVQ R10, CX
+	TESTQ CX, CX
+	JE   pairs_tail
+
+pairs_vec:
+	VPMOVZXWD (AX), Z0
+	VPMOVZXWD (BX), Z1
+	VPSLLD $16, Z1, Z1
+	VPORD Z1, Z0, Z0
+	VMOVDQU32 Z0, (DX)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $64, DX
+	DECQ CX
+	JNE  pairs_vec
+
+pairs_tail:
+	KORTESTW K1, K1
+	JE   pairs_next
+	VPMOVZXWD.Z (AX), K1, Z0
+	VPMOVZXWD.Z (BX), K1, Z1
+	VPSLLD $16, Z1, Z1
+	VPORD Z1, Z0, Z0
+	VMOVDQU32 Z0, K1, (DX)
+
+pairs_next:
+	ADDQ R8, DI
+	LEAQ (SI)(R9*2), SI
+	DECQ R11
+	JNE  pairs_step
+
+pairs_done:
+	VZEROUPPER
+	RET

@@ -20,7 +20,7 @@ func TestGemmBF16(t *testing.T) {
 		t.Skip("this CPU has no AVX512_BF16 (or the build is purego): bfloat16 products run through float32")
 	}
 	r := tensor.NewRNG(3)
-	for _, s := range [][3]int{{3, 4, 0}, {1, 1, 1}, {12, 32, 2}, {13, 33, 3}, {5, 70, 17}, {40, 9, 64}, {30, 100, 255}} {
+	for _, s := range [][3]int{{3, 4, 0}, {1, 1, 1}, {12, 32, 2}, {13, 33, 3}, {5, 70, 17}, {40, 9, 64}, {30, 100, 255}, {20, 50, 9}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			name := fmt.Sprintf("%dx%dx%d transposed %v", m, n, k, tr)
@@ -173,6 +173,70 @@ func TestConvBF16(t *testing.T) {
 		for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
 			check(fmt.Sprint("FusedConv2D ", act), ops.FusedConv2D(c.x, c.f, c.b, c.o, act),
 				f32(ops.Cast(ops.FusedConv2D(f32(c.x), f32(c.f), f32(c.b), c.o, act), tensor.BFloat16)))
+		}
+	}
+}
+
+// FusedConv2DBackprop's bfloat16 kernel (NHWC) agrees with the float32
+// kernel on the same values within one rounding of each gradient; NCHW
+// goes through float32.
+func TestConvBF16Gradients(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
+	}
+	forward, backward := eager.Lookup("FusedConv2D"), eager.Lookup("FusedConv2DBackprop")
+	if backward.Kernel(device.CPU, tensor.BFloat16) == nil {
+		t.Fatal("no bfloat16 FusedConv2DBackprop kernel on a CPU with AVX512_BF16")
+	}
+	r := tensor.NewRNG(5)
+	bf := func(s ...int) *tensor.Tensor {
+		return ops.Cast(tensor.RandNormal(r, tensor.Float32, s...), tensor.BFloat16)
+	}
+	f32 := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, tensor.Float32) }
+	same := func(h, w, kh, kw int) ops.Conv2DGemmAttrs {
+		return ops.Conv2DGemmAttrs{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, PadTop: kh / 2, PadBottom: kh / 2,
+			PadLeft: kw / 2, PadRight: kw / 2, H: h, W: w, KH: kh, KW: kw}
+	}
+	valid2 := ops.Conv2DGemmAttrs{StrideH: 2, StrideW: 2, DilationH: 1, DilationW: 1, H: 11, W: 10, KH: 3, KW: 3}
+	dilated := ops.Conv2DGemmAttrs{StrideH: 1, StrideW: 1, DilationH: 2, DilationW: 1, PadTop: 1, PadBottom: 1,
+		PadLeft: 1, PadRight: 1, H: 7, W: 5, KH: 2, KW: 3}
+	nchw := same(7, 7, 3, 3)
+	nchw.Format = ops.NCHW
+	for _, c := range []struct {
+		name    string
+		x, f, b *tensor.Tensor
+		a       ops.Conv2DGemmAttrs
+	}{
+		{"one channel, same", bf(3, 9, 9, 1), bf(3, 3, 1, 8), bf(8), same(9, 9, 3, 3)},
+		{"channels, valid, stride 2", bf(3, 11, 10, 6), bf(3, 3, 6, 33), bf(33), valid2},
+		{"dilated, odd spatial", bf(2, 7, 5, 4), bf(2, 3, 4, 5), bf(5), dilated},
+		{"one image", bf(1, 14, 14, 32), bf(3, 3, 32, 64), bf(64), same(14, 14, 3, 3)},
+		{"NCHW (through float32)", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), nchw},
+	} {
+		for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
+			fa := ops.FusedConv2DAttrs{Conv: c.a, Activation: act}
+			y := eager.Run1(forward, fa, c.x, c.f, c.b)
+			dy := ops.Cast(tensor.RandNormal(r, tensor.Float32, y.Shape()...), tensor.BFloat16)
+			for _, input := range []bool{false, true} {
+				ba := ops.FusedConv2DBackpropAttrs{FusedConv2DAttrs: fa, InputGrad: input}
+				got := eager.Run(backward, ba, c.x, c.f, y, dy)
+				want := eager.Run(backward, ba, f32(c.x), f32(c.f), f32(y), f32(dy))
+				for i := range want {
+					if got[i].DType() != tensor.BFloat16 {
+						t.Fatalf("%s %v: output %d is %v", c.name, act, i, got[i].DType())
+					}
+					g, w := tensor.ToSlice[float32](f32(got[i])), tensor.ToSlice[float32](want[i])
+					scale := 0.0
+					for _, v := range w {
+						scale = max(scale, math.Abs(float64(v)))
+					}
+					for j := range w {
+						if d := math.Abs(float64(g[j] - w[j])); d > math.Abs(float64(w[j]))/128+1e-5*scale {
+							t.Fatalf("%s %v input_grad=%v: output %d element %d is %v, want %v", c.name, act, input, i, j, g[j], w[j])
+						}
+					}
+				}
+			}
 		}
 	}
 }
