@@ -48,9 +48,9 @@ type bf16Panels struct {
 
 // packBF16 packs b [k n] (stored [n k] where transB).
 func packBF16(dev *device.CPUDevice, k, n int, b []tensor.BF16, transB bool) bf16Panels {
-	kp := (k + 1) / 2 // pairs along k; an odd k's last pair pads with zero
+	kp := max((k+1)/2, 1) // pairs along k; an odd k's last pair pads with zero, k = 0 is one pair of zeros
 	nb := (n + bf16NR - 1) / bf16NR
-	bf, scratch := gemmScratch[float32](nb * max(kp, 1) * bf16NR) // every element is written
+	bf, scratch := gemmScratch[float32](nb * kp * bf16NR) // every element is written
 	bp := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(bf))), len(bf))
 	parallelOn(dev, nb, float64(2*kp*bf16NR), func(lo, hi int) {
 		for blk := lo; blk < hi; blk++ {
@@ -66,7 +66,7 @@ func (pb bf16Panels) free() { putGemmScratch(pb.scratch) }
 // gemmBF16Packed is gemmBF16 of a [m k] against packed panels.
 func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, pb bf16Panels, out func(i0, j0, rows, cols int, tile []float32)) {
 	k, n, nb, bp := pb.k, pb.n, pb.nb, pb.p
-	kp := max(pb.kp, 1) // k = 0: one step of zeros
+	kp := pb.kp
 	// A, a block of 12 rows at a time (a task each), against every block
 	// of B, each tile handed to out.
 	// Rows of A [m k] stored as such, k even, are read in place, a pair a
@@ -121,9 +121,12 @@ func parallelOn(dev *device.CPUDevice, n int, cost float64, fn func(lo, hi int))
 // along its columns ([k lines]: a pair is two rows apart) of lines lines
 // in all.
 func packPairs(dst []uint32, v []tensor.BF16, k, lines, l0, count, width int, byLine bool) {
-	kp := (k + 1) / 2
-	if count < width || k%2 == 1 {
-		clear(dst[:kp*width]) // the padding lines, and an odd depth's half pair
+	kp := max((k+1)/2, 1) // k = 0: one pair of zeros
+	if count < width || k%2 == 1 || k == 0 {
+		clear(dst[:kp*width]) // the padding lines, an odd depth's half pair
+	}
+	if k == 0 {
+		return
 	}
 	if byLine && k%2 == 0 && k > 0 && uintptr(unsafe.Pointer(&v[0]))%4 == 0 {
 		// Each pair is one aligned 32-bit word of the row.

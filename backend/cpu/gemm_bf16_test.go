@@ -20,7 +20,8 @@ func TestGemmBF16(t *testing.T) {
 		t.Skip("this CPU has no AVX512_BF16 (or the build is purego): bfloat16 products run through float32")
 	}
 	r := tensor.NewRNG(3)
-	for _, s := range [][3]int{{3, 4, 0}, {1, 1, 1}, {12, 32, 2}, {13, 33, 3}, {5, 70, 17}, {40, 9, 64}, {30, 100, 255}, {20, 50, 9}} {
+	// k = 0 comes again once the scratch pool holds panels written before.
+	for _, s := range [][3]int{{3, 4, 0}, {1, 1, 1}, {12, 32, 2}, {3, 4, 0}, {13, 33, 3}, {5, 70, 17}, {40, 9, 64}, {30, 100, 255}, {20, 50, 9}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			name := fmt.Sprintf("%dx%dx%d transposed %v", m, n, k, tr)
