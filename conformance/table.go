@@ -376,6 +376,28 @@ func samples() map[string][]sample {
 			one(fmt.Sprintf("empty %v", act), func() { ops.FusedMatMul(r(-1, 1, 0, 3), r(-1, 1, 3, 2), r(-1, 1, 2), act) }, false, false),
 			one(fmt.Sprintf("no contraction %v", act), func() { ops.FusedMatMul(r(-1, 1, 2, 0), r(-1, 1, 0, 3), r(-1, 1, 3), act) }, false, false))
 	}
+	// ScaledMatMul of 8-bit floats (torch._scaled_mm): every pair of
+	// operand types and every out dtype; a shape of multiples of 16 (the
+	// FP8 GEMM's, on the GPU; e5m2 by e5m2 is not one of its pairs), one
+	// that is not, and empty ones. No gradient.
+	f8 := []tensor.DType{tensor.Float8E4M3, tensor.Float8E5M2}
+	for i, out := range []tensor.DType{tensor.BFloat16, tensor.Float32, tensor.Float16} {
+		for _, pair := range [][2]tensor.DType{{f8[0], f8[0]}, {f8[0], f8[1]}, {f8[1], f8[0]}, {f8[1], f8[1]}} {
+			scale := func(v float32) T { return tensor.Scalar(v) }
+			add("ScaledMatMul", one(fmt.Sprintf("%v by %v into %v", pair[0], pair[1], out), func() {
+				ops.ScaledMatMul(of(pair[0], -4, 4, 32, 48), of(pair[1], -4, 4, 48, 16), scale(0.5), scale(float32(i)+0.25), out)
+			}, false, false),
+				one(fmt.Sprintf("%v by %v into %v, 3x5x7", pair[0], pair[1], out), func() {
+					ops.ScaledMatMul(of(pair[0], -4, 4, 3, 5), of(pair[1], -4, 4, 5, 7), scale(2), scale(-1.5), out)
+				}, false, false))
+		}
+		add("ScaledMatMul", one(fmt.Sprintf("empty into %v", out), func() {
+			ops.ScaledMatMul(of(f8[0], -1, 1, 0, 16), of(f8[0], -1, 1, 16, 16), tensor.Scalar(float32(1)), tensor.Scalar(float32(1)), out)
+		}, false, false),
+			one(fmt.Sprintf("no contraction into %v", out), func() {
+				ops.ScaledMatMul(of(f8[0], -1, 1, 16, 0), of(f8[1], -1, 1, 0, 16), tensor.Scalar(float32(1)), tensor.Scalar(float32(1)), out)
+			}, false, false))
+	}
 	// Attention: the op and its backward (through its gradient); finite
 	// differences on float64 (its mask picks keys, it does not threshold).
 	causalMask := tensor.FromSlice([]bool{true, false, true, true, true, false, true, true, true, true, false, true}, 3, 4)

@@ -93,58 +93,83 @@ func BenchmarkCopyBandwidthGPU(b *testing.B) {
 	waitGPU(b, d)
 }
 
-// BenchmarkMatMulGPU is an 8192³ float32 product through MatMul, exact
-// and TF32, and the same GEMM through cuBLAS directly; TFLOP/s reported.
+// BenchmarkMatMulGPU is an 8192³ product (64³ on the emulator) through
+// MatMul in float32, exact and TF32, bfloat16 and float16, and through
+// ScaledMatMul in float8_e4m3, with the float32 and FP8 GEMMs through
+// cuBLAS directly beside them; TFLOP/s reported.
 func BenchmarkMatMulGPU(b *testing.B) {
 	d := benchGPU(b)
-	const n = 8192
+	n := 8192
+	if strings.Contains(d.Driver(), "emulator") {
+		n = 64 // only that the benchmarks run
+	}
 	r := tensor.NewRNG(3)
 	x := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, n, n))
 	y := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, n, n))
-	flops := 2.0 * n * n * n
+	flops := 2 * float64(n) * float64(n) * float64(n)
+	// gemm is one GEMM straight through the context (no op around it).
+	gemm := func(b *testing.B, g cu.Gemm) func() {
+		return func() {
+			if err := d.gemm(g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	for _, tf32 := range []bool{false, true} {
 		d.SetTF32(tf32)
 		b.Run(fmt.Sprintf("op/tf32=%v", tf32), func(b *testing.B) {
-			ops.MatMul(x, y).Release()
-			waitGPU(b, d)
-			b.ResetTimer()
-			for range b.N {
-				ops.MatMul(x, y).Release()
-			}
-			waitGPU(b, d)
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			benchTFLOPs(b, d, flops, func() { ops.MatMul(x, y).Release() })
 		})
 		b.Run(fmt.Sprintf("cublas/tf32=%v", tf32), func(b *testing.B) {
 			out, err := tensor.Empty(d, tensor.Float32, tensor.Shape{n, n})
 			if err != nil {
 				b.Fatal(err)
 			}
-			g := cu.Gemm{Type: cu.Float32, M: n, N: n, K: n, Alpha: 1, A: ptr(y), LDA: n, B: ptr(x), LDB: n,
-				C: ptr(out), LDC: n, Batch: 1, TF32: tf32}
-			b.ResetTimer()
-			for range b.N {
-				if err := d.gemm(g); err != nil {
-					b.Fatal(err)
-				}
-			}
-			waitGPU(b, d)
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			benchTFLOPs(b, d, flops, gemm(b, cu.Gemm{Type: cu.Float32, M: n, N: n, K: n, Alpha: 1, A: ptr(y), LDA: n, B: ptr(x), LDB: n,
+				C: ptr(out), LDC: n, Batch: 1, TF32: tf32}))
 		})
 	}
 	d.SetTF32(false)
 	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
 		xh, yh := ops.Cast(x, dt), ops.Cast(y, dt)
 		b.Run(fmt.Sprintf("op/%v", dt), func(b *testing.B) {
-			ops.MatMul(xh, yh).Release()
-			waitGPU(b, d)
-			b.ResetTimer()
-			for range b.N {
-				ops.MatMul(xh, yh).Release()
-			}
-			waitGPU(b, d)
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			benchTFLOPs(b, d, flops, func() { ops.MatMul(xh, yh).Release() })
 		})
 	}
+	// FP8 (ops.ScaledMatMul, e4m3 operands, bfloat16 out), as PyTorch's
+	// torch._scaled_mm: the op (b turned to [n k] first, as _scaled_mm
+	// wants its second operand column-major) and the GEMM alone.
+	x8, y8 := ops.Cast(x, tensor.Float8E4M3), ops.Cast(y, tensor.Float8E4M3)
+	one := onGPU(b, d, tensor.Scalar(float32(1)))
+	b.Run("op/float8_e4m3", func(b *testing.B) {
+		benchTFLOPs(b, d, flops, func() { ops.ScaledMatMul(x8, y8, one, one, tensor.BFloat16).Release() })
+	})
+	b.Run("cublas/float8_e4m3", func(b *testing.B) {
+		out, err := tensor.Empty(d, tensor.BFloat16, tensor.Shape{n, n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := cu.Gemm{Type: cu.BFloat16, TransA: true, M: n, N: n, K: n, Alpha: 1, A: ptr(y8), LDA: n, B: ptr(x8), LDB: n,
+			C: ptr(out), LDC: n, Batch: 1, FP8A: cu.Float8E4M3, FP8B: cu.Float8E4M3, ScaleA: ptr(one), ScaleB: ptr(one)}
+		if err := d.gemm(g); err != nil {
+			b.Skipf("no FP8 GEMM here: %v", err)
+		}
+		benchTFLOPs(b, d, flops, gemm(b, g))
+	})
+}
+
+// benchTFLOPs times run, once before the clock starts (plans, workspace)
+// and b.N times after, waiting for the device at both ends, and reports
+// TFLOP/s for flops per run.
+func benchTFLOPs(b *testing.B, d *Device, flops float64, run func()) {
+	run()
+	waitGPU(b, d)
+	b.ResetTimer()
+	for range b.N {
+		run()
+	}
+	waitGPU(b, d)
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 }
 
 // BenchmarkMLPStepGPU is one training step of a 784-512-512-10 MLP on a

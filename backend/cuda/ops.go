@@ -205,13 +205,11 @@ func cast(from kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		to := kernelType(c.Attrs.(opattr.CastAttrs).To)
-		if to == from {
+		if kernelType(c.Attrs.(opattr.CastAttrs).To) == from {
 			check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, x.Buffer(), 0, []int{1}, []int{n}, from.Size()))
 			return
 		}
-		name := kname("cast", string(from), string(to))
-		check(c, gpu(c).launchVector("cast", name, n, kernels.Lanes(from, to), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).castInto(out, x))
 	}
 }
 

@@ -189,6 +189,14 @@ for half, name in ((torch.bfloat16, "bfloat16"), (torch.float16, "float16")):
     ms = median_ms(lambda: ph @ qh, n=20)
     line(f"BenchmarkTorchMatMulGPU/op/{name}", 2 * m**3 / ms / 1e9, "TFLOP/s")
     del ph, qh
+# FP8 (e4m3 operands, per-tensor scales, bfloat16 out): torch._scaled_mm,
+# its second operand column-major as it requires. Hopper and Ada only.
+if not DRY and hasattr(torch, "float8_e4m3fn") and torch.cuda.get_device_capability() >= (8, 9):
+    p8, q8 = p.to(torch.float8_e4m3fn), q.t().contiguous().to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device=dev)
+    ms = median_ms(lambda: torch._scaled_mm(p8, q8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), n=20)
+    line("BenchmarkTorchMatMulGPU/op/float8_e4m3", 2 * m**3 / ms / 1e9, "TFLOP/s")
+    del p8, q8
 del p, q
 
 # One training step of a 784-512-512-10 MLP, batch 256, Adam; the loss

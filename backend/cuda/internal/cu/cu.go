@@ -62,10 +62,14 @@ const (
 	Float64
 	BFloat16
 	Float16
+	// The 8-bit floats (OCP FP8), for the operands of FP8 GEMMs
+	// (Gemm.FP8A, FP8B) only.
+	Float8E4M3
+	Float8E5M2
 )
 
 // Size is the bytes of an element of t.
-func (t GemmType) Size() int { return [...]int{4, 8, 2, 2}[t] }
+func (t GemmType) Size() int { return [...]int{4, 8, 2, 2, 1, 1}[t] }
 
 // ErrGemmType is the error of a GEMM of an element type the context
 // cannot multiply (the half types without cuBLASLt, or in a batch that
@@ -105,10 +109,67 @@ type Gemm struct {
 	// each column of C; Relu clamps C's elements at 0 after it.
 	Bias Ptr
 	Relu bool
+	// FP8A and FP8B, where set (both; 0 is unset), make A and B 8-bit
+	// floats of those types (Float8E4M3, Float8E5M2), multiplied on the
+	// FP8 tensor cores, summing in float32: C = alpha·sa·sb·op(A)·op(B)
+	// + beta·C, sa and sb the float32 values at ScaleA and ScaleB (device
+	// pointers), rounded once to Type (Float32, BFloat16 or Float16).
+	// cuBLASLt's FP8 GEMMs take one matrix (Batch 1), no epilogue, A
+	// transposed and B not (its "TN" layout), leading dimensions and K
+	// multiples of 16, and not two Float8E5M2 operands; a context without
+	// them returns ErrGemmType, having queued nothing.
+	FP8A, FP8B     GemmType
+	ScaleA, ScaleB Ptr
 }
 
 // Epilogue reports whether g has an epilogue.
 func (g Gemm) Epilogue() bool { return g.Bias != 0 || g.Relu }
+
+// FP8 reports whether g multiplies 8-bit floats.
+func (g Gemm) FP8() bool { return g.FP8A != 0 }
+
+// TypeA and TypeB are the element types of A and B: FP8A and FP8B for
+// an FP8 GEMM, Type otherwise.
+func (g Gemm) TypeA() GemmType {
+	if g.FP8() {
+		return g.FP8A
+	}
+	return g.Type
+}
+
+func (g Gemm) TypeB() GemmType {
+	if g.FP8() {
+		return g.FP8B
+	}
+	return g.Type
+}
+
+// CheckFP8 returns an error wrapping ErrGemmType where g, an FP8 GEMM,
+// breaks the rules cuBLASLt's FP8 GEMMs have (see Gemm.FP8A), nil
+// otherwise.
+func (g Gemm) CheckFP8() error {
+	if !g.FP8() {
+		return nil
+	}
+	fp8 := func(t GemmType) bool { return t == Float8E4M3 || t == Float8E5M2 }
+	switch {
+	case !fp8(g.FP8A) || !fp8(g.FP8B):
+		return fmt.Errorf("%w: FP8 operand types %d and %d", ErrGemmType, g.FP8A, g.FP8B)
+	case g.FP8A == Float8E5M2 && g.FP8B == Float8E5M2:
+		return fmt.Errorf("%w: two E5M2 operands", ErrGemmType)
+	case g.Type != Float32 && g.Type != BFloat16 && g.Type != Float16:
+		return fmt.Errorf("%w: an FP8 product into type %d", ErrGemmType, g.Type)
+	case g.Batch != 1 || g.Epilogue():
+		return fmt.Errorf("%w: an FP8 GEMM of a batch or with an epilogue", ErrGemmType)
+	case !g.TransA || g.TransB:
+		return fmt.Errorf("%w: an FP8 GEMM needs A transposed and B not", ErrGemmType)
+	case g.K%16 != 0 || g.LDA%16 != 0 || g.LDB%16 != 0 || g.LDC*g.Type.Size()%16 != 0:
+		return fmt.Errorf("%w: an FP8 GEMM with k=%d, lda=%d, ldb=%d, ldc=%d (multiples of 16 bytes needed)", ErrGemmType, g.K, g.LDA, g.LDB, g.LDC)
+	case g.ScaleA == 0 || g.ScaleB == 0:
+		return fmt.Errorf("%w: an FP8 GEMM without its scales", ErrGemmType)
+	}
+	return nil
+}
 
 // Context is a device's primary context. Every call must be made inside
 // Do, which runs fn on a locked OS thread with the context current there,

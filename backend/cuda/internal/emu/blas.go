@@ -33,6 +33,8 @@ func checkGemm(g cu.Gemm) error {
 		return fmt.Errorf("ldc %d < %d", g.LDC, max(1, g.M))
 	case g.Type > cu.Float16:
 		return fmt.Errorf("element type %d", g.Type)
+	case g.FP8() != (g.FP8B != 0):
+		return fmt.Errorf("one FP8 operand type of two")
 	case g.TF32 && g.Type != cu.Float32:
 		return fmt.Errorf("TF32 applies to float32 GEMMs only")
 	}
@@ -77,6 +79,10 @@ func readElem(raw []byte, i int, t cu.GemmType) float64 {
 		return float64(tensor.BF16(binary.LittleEndian.Uint16(raw[o:])).Float32())
 	case cu.Float16:
 		return float64(tensor.F16(binary.LittleEndian.Uint16(raw[o:])).Float32())
+	case cu.Float8E4M3:
+		return float64(tensor.F8E4M3(raw[o]).Float32())
+	case cu.Float8E5M2:
+		return float64(tensor.F8E5M2(raw[o]).Float32())
 	}
 	return math.Float64frombits(binary.LittleEndian.Uint64(raw[o:]))
 }
@@ -102,9 +108,22 @@ func writeElem(raw []byte, i int, t cu.GemmType, v float64) {
 // epilogue as cuBLASLt's: the bias (M elements) added to each column and
 // Relu, on the product in float32 (float64 for Float64 GEMMs); C is
 // rounded to its type once. With beta 0, C is not read (cuBLAS's rule:
-// NaN in C does not propagate).
+// NaN in C does not propagate). An FP8 GEMM reads its operands as their
+// 8-bit types and multiplies alpha by its two scales (in float32, as
+// cuBLASLt's scale type).
 func gemm(mem *memory, g cu.Gemm) error {
-	esize := g.Type.Size()
+	esize, sizeA, sizeB := g.Type.Size(), g.TypeA().Size(), g.TypeB().Size()
+	if g.FP8() {
+		var scales [2]float32
+		for i, p := range []cu.Ptr{g.ScaleA, g.ScaleB} {
+			raw, err := mem.slice(uint64(p), 4)
+			if err != nil {
+				return fmt.Errorf("scale of %c: %v", "AB"[i], err)
+			}
+			scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw))
+		}
+		g.Alpha = float64(float32(g.Alpha) * scales[0] * scales[1])
+	}
 	rowsA, colsA := g.M, g.K
 	if g.TransA {
 		rowsA, colsA = g.K, g.M
@@ -121,11 +140,11 @@ func gemm(mem *memory, g cu.Gemm) error {
 		}
 	}
 	for b := 0; b < g.Batch; b++ {
-		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(esize)), rowsA, colsA, g.LDA, g.Type)
+		a, err := view(mem, uint64(g.A)+uint64(int64(b)*g.StrideA*int64(sizeA)), rowsA, colsA, g.LDA, g.TypeA())
 		if err != nil {
 			return fmt.Errorf("A of batch %d: %v", b, err)
 		}
-		bm, err := view(mem, uint64(g.B)+uint64(int64(b)*g.StrideB*int64(esize)), rowsB, colsB, g.LDB, g.Type)
+		bm, err := view(mem, uint64(g.B)+uint64(int64(b)*g.StrideB*int64(sizeB)), rowsB, colsB, g.LDB, g.TypeB())
 		if err != nil {
 			return fmt.Errorf("B of batch %d: %v", b, err)
 		}

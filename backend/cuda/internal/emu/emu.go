@@ -92,13 +92,14 @@ type Context struct {
 	funcs   map[cu.Function]*compiled
 	handles uintptr
 	pinned  map[uintptr]int // page-locked host allocations: start -> length
-	// Launches counts the kernels run, DNNCalls the cuDNN passes and
-	// HalfDNNCalls those of them on 16-bit floats, for tests.
-	Launches, DNNCalls, HalfDNNCalls int
-	profiler                         func(Profile) // SetProfiler's
-	now                              float64       // the clock, nominal nanoseconds (clock.go)
-	events                           map[cu.Event]*timedEvent
-	graphs                           map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
+	// Launches counts the kernels run, DNNCalls the cuDNN passes,
+	// HalfDNNCalls those of them on 16-bit floats and FP8Gemms the GEMMs
+	// of 8-bit floats queued, for tests.
+	Launches, DNNCalls, HalfDNNCalls, FP8Gemms int
+	profiler                                   func(Profile) // SetProfiler's
+	now                                        float64       // the clock, nominal nanoseconds (clock.go)
+	events                                     map[cu.Event]*timedEvent
+	graphs                                     map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
 	// GraphLaunches counts the graphs launched, for tests.
 	GraphLaunches int
 }
@@ -575,8 +576,18 @@ func (c *Context) runLocked(st *stream) error {
 }
 
 // Gemm queues the reference GEMM.
+//
+// The emulated context has cuBLASLt's FP8 GEMMs, with their rules
+// (cu.Gemm.CheckFP8): a GEMM that breaks them is refused as the real
+// context refuses it, having queued nothing.
 func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	const call = "cublasGemmStridedBatchedEx"
+	if err := g.CheckFP8(); err != nil {
+		return err
+	}
+	if g.FP8() {
+		c.FP8Gemms++
+	}
 	return c.enqueue(call, s, func() error {
 		if err := checkGemm(g); err != nil {
 			return cu.Errorf(call, cu.ErrorInvalidValue, "%v", err)

@@ -92,8 +92,14 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	if b == nil {
 		return fmt.Errorf("%w: %v", cu.ErrNoBLAS, c.d.blasE)
 	}
+	if err := g.CheckFP8(); err != nil {
+		return err
+	}
 	if handled, err := c.ltGemm(s, g); handled || err != nil {
 		return err
+	}
+	if g.FP8() {
+		return fmt.Errorf("%w: a %dx%dx%d GEMM of 8-bit floats needs cuBLASLt and an algorithm for it (Hopper or Ada)", cu.ErrGemmType, g.M, g.N, g.K)
 	}
 	if g.Type == cu.BFloat16 || g.Type == cu.Float16 {
 		return fmt.Errorf("%w: a %dx%dx%d GEMM of 16-bit floats needs cuBLASLt and an unshared batch", cu.ErrGemmType, g.M, g.N, g.K)

@@ -37,11 +37,15 @@ const (
 	ltDataF64        = 1  // CUDA_R_64F
 	ltDataF16        = 2  // CUDA_R_16F
 	ltDataBF16       = 14 // CUDA_R_16BF
+	ltDataF8E4M3     = 28 // CUDA_R_8F_E4M3
+	ltDataF8E5M2     = 29 // CUDA_R_8F_E5M2
 
-	ltDescTransA   = 3 // CUBLASLT_MATMUL_DESC_TRANSA, int32
-	ltDescTransB   = 4 // CUBLASLT_MATMUL_DESC_TRANSB, int32
-	ltDescEpilogue = 7 // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32
-	ltDescBias     = 8 // CUBLASLT_MATMUL_DESC_BIAS_POINTER, void*
+	ltDescTransA   = 3  // CUBLASLT_MATMUL_DESC_TRANSA, int32
+	ltDescTransB   = 4  // CUBLASLT_MATMUL_DESC_TRANSB, int32
+	ltDescEpilogue = 7  // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32
+	ltDescBias     = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, void*
+	ltDescScaleA   = 17 // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, void* (float32 on the device)
+	ltDescScaleB   = 18 // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
 
 	ltEpilogueDefault  = 1 // CUBLASLT_EPILOGUE_DEFAULT
 	ltEpilogueRelu     = 2 // CUBLASLT_EPILOGUE_RELU
@@ -110,7 +114,15 @@ func ltKey(g cu.Gemm) cu.Gemm {
 		g.Bias = 1
 	}
 	g.A, g.B, g.C = 0, 0, 0
+	if g.FP8() {
+		g.ScaleA, g.ScaleB = 1, 1
+	}
 	return g
+}
+
+// ltData is the cudaDataType_t of t.
+func ltData(t cu.GemmType) int32 {
+	return [...]int32{ltDataF32, ltDataF64, ltDataBF16, ltDataF16, ltDataF8E4M3, ltDataF8E5M2}[t]
 }
 
 // ltUsable reports whether g can go through cuBLASLt: a single matrix, or
@@ -132,9 +144,16 @@ func (c *Context) ltGemm(s cu.Stream, g cu.Gemm) (handled bool, err error) {
 	if err != nil || !p.ok {
 		return false, err
 	}
-	if g.Bias != 0 {
-		bias := uintptr(g.Bias)
-		if err := c.d.blas.call("cublasLtMatmulDescSetAttribute", l.descSet, p.desc, ltDescBias, uintptr(unsafe.Pointer(&bias)), 8); err != nil {
+	// The pointers the descriptor holds, set for this call.
+	for _, ptr := range []struct {
+		attr int
+		p    cu.Ptr
+	}{{ltDescBias, g.Bias}, {ltDescScaleA, g.ScaleA}, {ltDescScaleB, g.ScaleB}} {
+		if ptr.p == 0 {
+			continue
+		}
+		v := uintptr(ptr.p)
+		if err := c.d.blas.call("cublasLtMatmulDescSetAttribute", l.descSet, p.desc, uintptr(ptr.attr), uintptr(unsafe.Pointer(&v)), 8); err != nil {
 			return true, err
 		}
 	}
@@ -173,17 +192,13 @@ func (c *Context) ltPlanOf(g cu.Gemm) (*ltPlan, error) {
 		c.ltWork, c.ltPlans = w, map[cu.Gemm]*ltPlan{}
 	}
 	p := &ltPlan{}
-	// The matrices' type, and the compute and scale types: float32 for
-	// the half types (tensor cores summing in float32), float64 alone
-	// for float64.
-	compute, data, scaleType := int32(ltComputeF32), int32(ltDataF32), int32(ltDataF32)
+	// The matrices' types, and the compute and scale types: float32 for
+	// the half and 8-bit types (tensor cores summing in float32), float64
+	// alone for float64.
+	compute, scaleType := int32(ltComputeF32), int32(ltDataF32)
 	switch {
 	case g.Type == cu.Float64:
-		compute, data, scaleType = ltComputeF64, ltDataF64, ltDataF64
-	case g.Type == cu.BFloat16:
-		data = ltDataBF16
-	case g.Type == cu.Float16:
-		data = ltDataF16
+		compute, scaleType = ltComputeF64, ltDataF64
 	case g.TF32:
 		compute = ltComputeF32TF32
 	}
@@ -221,10 +236,11 @@ func (c *Context) ltPlanOf(g cu.Gemm) (*ltPlan, error) {
 	}
 	for _, m := range []struct {
 		out            *uintptr
+		data           int32
 		rows, cols, ld int
 		stride         int64
-	}{{&p.la, rowsA, colsA, g.LDA, g.StrideA}, {&p.lb, rowsB, colsB, g.LDB, g.StrideB}, {&p.lc, g.M, g.N, g.LDC, g.StrideC}} {
-		if err := b.call("cublasLtMatrixLayoutCreate", l.layoutCreate, uintptr(unsafe.Pointer(m.out)), uintptr(data), uintptr(m.rows), uintptr(m.cols), uintptr(m.ld)); err != nil {
+	}{{&p.la, ltData(g.TypeA()), rowsA, colsA, g.LDA, g.StrideA}, {&p.lb, ltData(g.TypeB()), rowsB, colsB, g.LDB, g.StrideB}, {&p.lc, ltData(g.Type), g.M, g.N, g.LDC, g.StrideC}} {
+		if err := b.call("cublasLtMatrixLayoutCreate", l.layoutCreate, uintptr(unsafe.Pointer(m.out)), uintptr(m.data), uintptr(m.rows), uintptr(m.cols), uintptr(m.ld)); err != nil {
 			return nil, err
 		}
 		if g.Batch > 1 {
