@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -66,19 +68,9 @@ func castHalfKernel[H narrow](c *eager.Call, outs []*tensor.Tensor) {
 func widenHalves[H narrow](f []float32, h []H) {
 	switch hs := any(h).(type) {
 	case []tensor.BF16:
-		vec := 0
-		if haveAVX512 {
-			if vec = len(f) &^ 15; vec > 0 {
-				swidenbf16(&f[0], (*uint16)(&hs[0]), vec)
-			}
-		}
-		for i, v := range hs[vec:len(f)] {
-			f[vec+i] = v.Float32()
-		}
+		widen16(f, hs, swidenbf16)
 	case []tensor.F16:
-		for i, v := range hs[:len(f)] {
-			f[i] = v.Float32()
-		}
+		widen16(f, hs, swidenf16)
 	case []tensor.F8E4M3:
 		for i, v := range hs[:len(f)] {
 			f[i] = v.Float32()
@@ -87,6 +79,23 @@ func widenHalves[H narrow](f []float32, h []H) {
 		for i, v := range hs[:len(f)] {
 			f[i] = v.Float32()
 		}
+	}
+}
+
+// widen16 sets f to the float32 values of the 16-bit floats h: 16 at a
+// time by kernel where the CPU has AVX-512, the rest in Go.
+func widen16[H interface {
+	~uint16
+	Float32() float32
+}](f []float32, h []H, kernel func(dst *float32, src *uint16, n int)) {
+	vec := 0
+	if haveAVX512 {
+		if vec = len(f) &^ 15; vec > 0 {
+			kernel(&f[0], (*uint16)(unsafe.Pointer(&h[0])), vec)
+		}
+	}
+	for i, v := range h[vec:len(f)] {
+		f[vec+i] = v.Float32()
 	}
 }
 
@@ -124,10 +133,7 @@ func castRange[S tensor.Num](x []S, out *tensor.Tensor, lo int) {
 		toHalf(data[tensor.BF16](out)[lo:hi], x, tensor.ToBF16)
 	case tensor.Float16:
 		if x32, ok := any(x).([]float32); ok {
-			o := data[tensor.F16](out)[lo:hi]
-			for i, v := range x32 {
-				o[i] = tensor.ToF16(v) // inlined, not through toHalf's func value
-			}
+			roundF16(data[tensor.F16](out)[lo:hi], x32)
 			return
 		}
 		toHalf(data[tensor.F16](out)[lo:hi], x, tensor.ToF16)
@@ -135,6 +141,21 @@ func castRange[S tensor.Num](x []S, out *tensor.Tensor, lo int) {
 		toHalf(data[tensor.F8E4M3](out)[lo:hi], x, tensor.ToF8E4M3)
 	case tensor.Float8E5M2:
 		toHalf(data[tensor.F8E5M2](out)[lo:hi], x, tensor.ToF8E5M2)
+	}
+}
+
+// roundF16 sets dst to src rounded to float16 (tensor.ToF16's rounding),
+// 16 at a time where the CPU has AVX-512.
+func roundF16(dst []tensor.F16, src []float32) {
+	src = src[:len(dst)]
+	vec := 0
+	if haveAVX512 {
+		if vec = len(dst) &^ 15; vec > 0 {
+			snarrowf16((*uint16)(&dst[0]), &src[0], vec)
+		}
+	}
+	for i, v := range src[vec:] {
+		dst[vec+i] = tensor.ToF16(v) // inlined, not through toHalf's func value
 	}
 }
 

@@ -2,7 +2,7 @@
 
 package cpu
 
-//go:generate go run ./internal/asmgen -out gemm_amd64.s -go gemm_kernels_amd64.go -bf16 gemm_bf16_amd64.s
+//go:generate go run ./internal/asmgen -out gemm_amd64.s -go gemm_kernels_amd64.go -bf16 gemm_bf16_amd64.s -half half_amd64.s
 
 // The GEMM micro-kernels (gemm_amd64.s, listed in gemm_kernels_amd64.go,
 // both generated) come in AVX-512 and AVX2+FMA builds, chosen once at
@@ -63,3 +63,15 @@ func swidenbf16(dst *float32, src *uint16, n int)
 //
 //go:noescape
 func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int)
+
+// swidenf16 widens n float16 (a multiple of 16) to float32 exactly, NaN
+// payloads and quiet bits kept (half_amd64.s; AVX-512F's VCVTPH2PS).
+//
+//go:noescape
+func swidenf16(dst *float32, src *uint16, n int)
+
+// snarrowf16 rounds n float32 (a multiple of 16) to float16 as
+// tensor.ToF16 does (half_amd64.s; AVX-512F's VCVTPS2PH, to nearest even).
+//
+//go:noescape
+func snarrowf16(dst *uint16, src *float32, n int)

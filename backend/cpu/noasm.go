@@ -101,3 +101,7 @@ func swidenbf16(dst *float32, src *uint16, n int) { panic("cpu: no vector kernel
 func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func swidenf16(dst *float32, src *uint16, n int) { panic("cpu: no vector kernel in this build") }
+
+func snarrowf16(dst *uint16, src *float32, n int) { panic("cpu: no vector kernel in this build") }

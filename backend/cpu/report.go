@@ -10,8 +10,8 @@ import (
 // Kernels describes what the CPU backend chose for this machine at
 // start-up: the processor (its model and family, where the system says),
 // the instruction sets the assembly kernels use, the GEMM micro-kernels
-// for float32 and float64 in the order they are preferred, and the GEMM's
-// blocking. Setting EAGERFLOW_DEBUG=kernels prints it to standard error
+// for float32 and float64 in the order they are preferred, how the half
+// types multiply, and the GEMM's blocking. Setting EAGERFLOW_DEBUG=kernels prints it to standard error
 // when the package starts, so that a benchmark's log records which kernels
 // produced its figures.
 func Kernels() string {
@@ -25,6 +25,11 @@ func Kernels() string {
 		bf16 = fmt.Sprintf("sbf16gemmAVX512x12 (%dx%d, VDPBF16PS)", bf16MR, bf16NR)
 	}
 	fmt.Fprintf(&b, "  gemm bfloat16: %s\n", bf16)
+	f16 := "float32 GEMM, conversions in Go (no AVX-512)"
+	if haveAVX512 {
+		f16 = "float32 GEMM, conversions by VCVTPH2PS/VCVTPS2PH"
+	}
+	fmt.Fprintf(&b, "  gemm float16: %s\n", f16)
 	fmt.Fprintf(&b, "  gemm blocking: depth %d bytes per row (float64 %d), B blocks %d KiB, A chunks %d MiB", gemmKCBytes, gemmKCBytes64, gemmNCBytes>>10, gemmMCBytes>>20)
 	return b.String()
 }

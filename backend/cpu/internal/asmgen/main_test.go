@@ -9,7 +9,7 @@ import (
 // The committed assembly and Go declarations are what the generator
 // writes: an edit to either alone fails here (run `go generate ./backend/cpu`).
 func TestCommittedFilesAreGenerated(t *testing.T) {
-	for file, want := range map[string][]byte{"gemm_amd64.s": generate(), "gemm_kernels_amd64.go": generateGo(), "gemm_bf16_amd64.s": generateBF16()} {
+	for file, want := range map[string][]byte{"gemm_amd64.s": generate(), "gemm_kernels_amd64.go": generateGo(), "gemm_bf16_amd64.s": generateBF16(), "half_amd64.s": generateHalf()} {
 		committed, err := os.ReadFile("../../" + file)
 		if err != nil {
 			t.Fatal(err)
