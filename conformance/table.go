@@ -308,9 +308,6 @@ func samples() map[string][]sample {
 		add("Rev", one(fmt.Sprint(dt), func() { ops.Rev(of(dt, -2, 2, 3, 4), 0, 1) }, dt == tensor.Float64, false))
 		add("DynamicSlice", one(fmt.Sprint(dt), func() { ops.DynamicSlice(of(dt, -2, 2, 5, 4), idx(3, -1), 3, 2) }, dt == tensor.Float64, false))
 		add("DynamicUpdateSlice", one(fmt.Sprint(dt), func() { ops.DynamicUpdateSlice(of(dt, -2, 2, 5, 4), of(dt, -2, 2, 2, 3), idx(4, 1)) }, dt == tensor.Float64, false))
-		if dt.IsHalf() || dt.IsFloat8() {
-			continue // the ops below take no narrow floats yet
-		}
 		add("Gather", one(fmt.Sprint(dt), func() { ops.Gather(of(dt, -2, 2, 4, 3), idx(3, 0, 3, 1), 0) }, dt == tensor.Float64, false))
 		add("Scatter", one(fmt.Sprint(dt), func() { ops.Scatter(of(dt, -2, 2, 4, 3), idx(2, 0), of(dt, -2, 2, 2, 3), 0) }, dt == tensor.Float64, false))
 		add("TakeAlongAxis", one(fmt.Sprint(dt), func() {
@@ -513,6 +510,18 @@ func samples() map[string][]sample {
 	for _, dt := range numbers {
 		add("SelectAndScatter", one(fmt.Sprint(dt), func() {
 			ops.SelectAndScatter(of(dt, -5, 5, 4, 6), of(dt, -2, 2, 2, 2), of(dt, 0, 1), ops.SelectGE, ops.Window{Dims: []int{2, 3}, Strides: []int{2, 3}})
+		}, false, false))
+	}
+	for _, dt := range floats { // the pooling kernels' layouts, the half types' too
+		add("SelectAndScatter", one(fmt.Sprintf("%v max pool NHWC", dt), func() {
+			ops.SelectAndScatter(of(dt, -5, 5, 2, 4, 6, 3), of(dt, -2, 2, 2, 2, 2, 3), of(dt, 0, 1), ops.SelectGE,
+				ops.Window{Dims: []int{1, 2, 3, 1}, Strides: []int{1, 2, 3, 1}})
+		}, false, false), one(fmt.Sprintf("%v min pool NCHW", dt), func() {
+			ops.SelectAndScatter(of(dt, -5, 5, 2, 3, 4, 6), of(dt, -2, 2, 2, 3, 2, 2), of(dt, 0, 1), ops.SelectLE,
+				ops.Window{Dims: []int{1, 1, 2, 3}, Strides: []int{1, 1, 2, 3}})
+		}, false, false))
+		add("ReduceWindow", one(fmt.Sprintf("%v max pool NCHW", dt), func() {
+			ops.MaxPool2D(of(dt, -2, 2, 2, 3, 5, 6), ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW, Padding: ops.Same})
 		}, false, false))
 	}
 	add("SelectAndGather", one("max pool second order", func() {

@@ -33,7 +33,8 @@ func (k kernels) register(op string) {
 }
 
 // allTypes is every dtype a tensor can have.
-var allTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+var allTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool,
+	tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2}
 
 // anyDType registers k for the op named op and every dtype (for kernels
 // that move bytes without looking at them).

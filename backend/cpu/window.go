@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/internal/hostmem"
+
 	"slices"
 
 	"github.com/eagerflow/eagerflow/backend"
@@ -235,7 +237,7 @@ func (g *geometry) borderTaps(o, k []int, fn func(off int)) {
 }
 
 // patchesKernel gathers window taps: out[o, k] = x[tap] or the pad value.
-func patchesKernel[T uint8 | uint32 | uint64](dev *device.CPUDevice, g *geometry, x, out []T, pad T) {
+func patchesKernel[T uint8 | uint16 | uint32 | uint64](dev *device.CPUDevice, g *geometry, x, out []T, pad T) {
 	nw := len(g.woff)
 	ro := g.offs[g.rowDim]
 	g.rows(dev, true, func(i0 int, o []int, outer int, kb []int) {
@@ -313,6 +315,8 @@ func extractPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 	switch x.DType().Size() {
 	case 1:
 		patchesKernel(deviceOf(c), g, xb, ob, pb[0])
+	case 2:
+		patchesKernel(deviceOf(c), g, hostmem.View16(xb), hostmem.View16(ob), hostmem.View16(pb)[0])
 	case 4:
 		patchesKernel(deviceOf(c), g, backend.View32(xb), backend.View32(ob), backend.View32(pb)[0])
 	case 8:

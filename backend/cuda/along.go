@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
@@ -14,7 +16,7 @@ import (
 // (ops/cumsum.go).
 
 func init() {
-	for _, d := range kernels.All {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
 		eager.RegisterKernel("TakeAlongAxis", device.GPU, tensorType(d), takeAlong)
 	}
 	for _, d := range kernels.Numeric {

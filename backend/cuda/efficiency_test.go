@@ -88,6 +88,15 @@ var budgets = map[string]kernelBudget{
 	"lt_bf16_vv":                     {instr: 2 * elementwiseBudget},
 	"tanh_bf16":                      {instr: 4 * transcendental},
 	"cast_f32_bf16":                  {instr: 2 * elementwiseBudget},
+	"cast_f32_f16":                   {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
+	"div_bf16_bc":                    {instr: 2 * broadcastBudget},
+	"reduce_rows_sum_bf16":           {instr: 2 * reduceRowsBudget},
+	"copy_b16":                       {instr: 2 * copyBudget},
+	"fill_b16":                       {instr: 2 * copyBudget},
+	"gather_b16_s32":                 {instr: 2 * copyBudget},
+	"pool2d_max_nhwc_bf16":           {instr: 2*36 + 8}, // each tap widened, the result rounded
+	"pool2d_sum_nhwc_bf16":           {instr: 2*36 + 8},
+	"pool2d_select_put_ge_nhwc_bf16": {instr: 2*50 + 8},
 	"add_f32_bc":                     {instr: broadcastBudget},
 	"div_f32_bc":                     {instr: broadcastBudget},
 	"select_f32_bc":                  {instr: broadcastBudget},
@@ -201,6 +210,12 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}, img)
 		}},
 		{"average pool NHWC", func() { ops.AvgPool2D(img, pool(ops.NHWC)) }},
+		{"bfloat16 max pool NHWC and its gradient, average pool", func() {
+			ih := ops.Cast(img, tensor.BFloat16)
+			grad(func() *tensor.Tensor { return ops.MaxPool2D(ih, pool(ops.NHWC)) }, ih)
+			ops.AvgPool2D(ih, pool(ops.NHWC))
+		}},
+		{"float16 gather", func() { ops.Gather(ops.Cast(x, tensor.Float16), idx, 0) }},
 		{"adam step", func() {
 			vs := func(name string, x *tensor.Tensor) []*tape.Variable {
 				return []*tape.Variable{tape.NewVariable(name+"0", x), tape.NewVariable(name+"1", ops.Abs(row))}

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
@@ -15,7 +17,7 @@ import (
 // out of range and writes nothing; the read waits for the indices).
 
 func init() {
-	for _, d := range kernels.All {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
 		eager.RegisterKernel("Gather", device.GPU, tensorType(d), gather)
 		eager.RegisterKernel("Scatter", device.GPU, tensorType(d), scatter("scatter"))
 	}
@@ -29,6 +31,8 @@ func width(dt tensor.DType) string {
 	switch dt.Size() {
 	case 1:
 		return "b8"
+	case 2:
+		return "b16"
 	case 4:
 		return "b32"
 	}

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -16,7 +18,7 @@ import (
 // threads write one place and the sums run in the CPU's order.
 
 func init() {
-	for _, d := range kernels.All {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
 		eager.RegisterKernel("ExtractPatches", device.GPU, tensorType(d), extractPatches)
 	}
 	for _, d := range kernels.Numeric {
@@ -24,6 +26,20 @@ func init() {
 		eager.RegisterKernel("ReduceWindow", device.GPU, tensorType(d), reduceWindow(d))
 		eager.RegisterKernel("SelectAndScatter", device.GPU, tensorType(d), selectAndScatter(d))
 		eager.RegisterKernel("SelectAndGather", device.GPU, tensorType(d), selectAndGather(d))
+	}
+	// The half types pool with the pooling kernels (taps in float32, one
+	// rounding); other windows of them compute through float32.
+	for _, d := range kernels.Halves {
+		eager.RegisterKernel("ReduceWindow", device.GPU, tensorType(d), reduceWindow(d))
+		eager.RegisterKernel("SelectAndScatter", device.GPU, tensorType(d), selectAndScatter(d))
+	}
+}
+
+// throughFloat32 runs c through the op's float32 kernel (a half call the
+// generated kernels do not take), failing it where there is none.
+func throughFloat32(c *eager.Call, outs []*tensor.Tensor) {
+	if !eager.ThroughFloat32(c, outs) {
+		c.Fail(tensor.ErrDType, "no float32 kernel of %s on %s to compute %v through", c.Op.Name, c.Device.Name(), c.Inputs[c.Op.KeyInput].DType())
 	}
 }
 
@@ -97,6 +113,10 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 			check(c, gpu(c).launch("pool", name, n, args))
 			return
 		}
+		if d.Half() {
+			throughFloat32(c, outs)
+			return
+		}
 		geom, windows := window(c, x.Shape(), a.Window)
 		if windows == 0 {
 			return
@@ -140,6 +160,10 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			return
 		}
 		g, a := gpu(c), c.Attrs.(ops.SelectAttrs)
+		if _, _, pooled := pool2D(x.Shape(), a.Window); d.Half() && !(pooled && disjoint(a.Window)) {
+			throughFloat32(c, outs)
+			return
+		}
 		if disjoint(a.Window) { // one pass over the windows, each writing its block
 			if !tiles(x.Shape(), a.Window) { // init where no window writes
 				check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))

@@ -107,7 +107,8 @@ func TestDisjointSelectAndScatterOnGPU(t *testing.T) {
 // and agree with the CPU exactly: window sizes, strides and padding drawn
 // at random (SAME's padding among them), every reduction with an init
 // that padding taps count as, and the selections of max and min pooling's
-// gradients where the windows do not overlap, with ties.
+// gradients where the windows do not overlap, with ties; in int64 and
+// the half types (their taps widened, the result rounded once).
 func TestPool2DOnGPU(t *testing.T) {
 	d := testGPU(t)
 	rng := rand.New(rand.NewPCG(21, 3))
@@ -134,21 +135,23 @@ func TestPool2DOnGPU(t *testing.T) {
 			t.Fatalf("case %d: %v over %v is not a 2-D pooling", i, w, shape)
 		}
 		out := w.OutShape(shape)
-		x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...), tensor.Int64)
-		init := tensor.Scalar(int64(-2))
+		dt := []tensor.DType{tensor.Int64, tensor.BFloat16, tensor.Float16}[i%3] // small integers: the half types' sums are exact
+		x := ops.Cast(ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...), tensor.Int64), dt)
+		init := ops.Cast(tensor.Scalar(int64(-2)), dt)
 		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
-		what := fmt.Sprintf("case %d: %v %v", i, shape, w)
+		what := fmt.Sprintf("case %d: %v %v %v", i, dt, shape, w)
 		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
 			agree(t, fmt.Sprintf("%s reduce %d", what, kind), ops.ReduceWindow(gx, gi, kind, w), ops.ReduceWindow(x, init, kind, w))
 		}
-		src := ops.Cast(tensor.RandUniform(r, tensor.Float64, -50, 50, out...), tensor.Int64)
+		src := ops.Cast(ops.Cast(tensor.RandUniform(r, tensor.Float64, -50, 50, out...), tensor.Int64), dt)
 		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
 			agree(t, fmt.Sprintf("%s select %d", what, sel),
 				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
 		}
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64"} {
+		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64",
+			"pool2d_min_nchw_bf16", "pool2d_sum_nhwc_f16", "pool2d_select_put_ge_nhwc_bf16", "pool2d_select_put_le_nchw_f16"} {
 			if !slices.Contains(kernels, k) {
 				t.Errorf("%s did not run", k)
 			}

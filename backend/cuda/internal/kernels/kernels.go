@@ -68,18 +68,18 @@ func (d DType) reg() ptx.Type {
 
 func (d DType) float() bool { return d == F32 || d == F64 }
 
-// half reports whether d is BF16 or F16.
-func (d DType) half() bool { return d == BF16 || d == F16 }
+// Half reports whether d is BF16 or F16.
+func (d DType) Half() bool { return d == BF16 || d == F16 }
 
 // narrow reports whether d is a float narrower than float32: the half
 // and 8-bit floats.
-func (d DType) narrow() bool { return d.half() || d == F8E4M3 || d == F8E5M2 }
+func (d DType) narrow() bool { return d.Half() || d == F8E4M3 || d == F8E5M2 }
 
 // Compute is the dtype d's values are computed in: float32 for the half
 // types (loaded into 32-bit registers, widened, computed, rounded once on
 // the way out: toCompute and fromCompute), d otherwise.
 func (d DType) Compute() DType {
-	if d.half() {
+	if d.Half() {
 		return F32
 	}
 	return d
@@ -87,7 +87,7 @@ func (d DType) Compute() DType {
 
 // toCompute is x, a value of d as loaded, in d's compute dtype.
 func toCompute(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
-	if d.half() {
+	if d.Half() {
 		return halfToF32(k, d, x)
 	}
 	return x
@@ -96,7 +96,7 @@ func toCompute(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
 // fromCompute is r, a value of res's compute dtype, as res stores it
 // (rounded once to a half type).
 func fromCompute(k *ptx.Kernel, res DType, r ptx.Reg) ptx.Reg {
-	if res.half() {
+	if res.Half() {
 		return f32ToHalf(k, res, r)
 	}
 	return r

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -17,7 +18,8 @@ import (
 // counts as *init; selections take the first extreme, padding never):
 //
 //   - pool2d_<sum|max|min>_<nhwc|nchw>_<dtype> (out, x, init, n, pg):
-//     ReduceWindow over n windows.
+//     ReduceWindow over n windows; the half types' taps in float32, the
+//     result rounded once.
 //   - pool2d_select_put_<ge|le>_<nhwc|nchw>_<dtype> (out, x, src, init, n,
 //     pg): window_select_put's one pass, for windows that do not overlap:
 //     each window writes its whole block.
@@ -172,7 +174,7 @@ func tapIndex(k *ptx.Kernel, pad ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, ih, i
 
 func poolKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range Numeric {
+	for _, d := range slices.Concat(Numeric, Halves) {
 		for _, nhwc := range []bool{true, false} {
 			for _, kind := range []string{"sum", "max", "min"} {
 				out = append(out, poolReduceKernel(kind, d, layoutName(nhwc)))
@@ -298,30 +300,34 @@ func poolReduceKernel(kind string, d DType, layout string) *ptx.Kernel {
 	if layout == "nchw2" {
 		each, width = eachPoolPair, 2
 	}
+	c := d.Compute() // a half type's taps widened to float32, the result rounded once
 	poolLoop(k, n, func(o64, oi ptx.Reg) {
-		init := load(k, d, ip)
-		acc := k.Reg(d.reg())
-		k.Op("mov.%s %s, %s", bits(d.reg()), acc, init)
+		init := toCompute(k, d, load(k, d, ip))
+		acc := k.Reg(c.reg())
+		k.Op("mov.%s %s, %s", bits(c.reg()), acc, init)
 		ih0, iw0, at := poolWindow(k, layout == "nhwc", oi)
 		each(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
 			vs := make([]ptx.Reg, width)
 			for i := range vs {
-				vs[i] = k.Reg(d.reg())
-				k.Op("mov.%s %s, %s", bits(d.reg()), vs[i], init)
+				vs[i] = k.Reg(c.reg())
+				k.Op("mov.%s %s, %s", bits(c.reg()), vs[i], init)
 			}
 			inside := k.Label("tap_value")
 			k.Op("@%s bra %s", pad, inside)
-			if width == 1 {
-				k.Op("ld.global.%s %s, [%s]", d.mem(), vs[0], k.Addr(x, idx, d.Size()))
-			} else {
+			switch {
+			case width == 2:
 				k.Op("ld.global.v2.%s {%s, %s}, [%s]", d.mem(), vs[0], vs[1], k.Addr(x, idx, d.Size()))
+			case d != c:
+				k.Op("mov.%s %s, %s", bits(c.reg()), vs[0], toCompute(k, d, load(k, d, k.Addr(x, idx, d.Size()))))
+			default:
+				k.Op("ld.global.%s %s, [%s]", d.mem(), vs[0], k.Addr(x, idx, d.Size()))
 			}
 			k.Place(inside)
 			for _, v := range vs {
-				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, op, d, acc, v))
+				k.Op("mov.%s %s, %s", bits(c.reg()), acc, binaryOp(k, op, c, acc, v))
 			}
 		})
-		store(k, d, k.Addr(o, o64, d.Size()), acc)
+		store(k, d, k.Addr(o, o64, d.Size()), fromCompute(k, d, acc))
 	})
 	return k
 }
@@ -333,12 +339,12 @@ func poolSelectPutKernel(d DType, ge, nhwc bool) *ptx.Kernel {
 	k.ParamBytes("pg", PoolGeomLen)
 	poolLoop(k, n, func(o64, oi ptx.Reg) {
 		ih0, iw0, at := poolWindow(k, nhwc, oi)
-		s := newSelection(k, d, ge)
+		s := newSelection(k, d.Compute(), ge) // a half type's taps compared in float32
 		found, chosen := s.found, s.chosen
 		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
 			next := k.Label("tap")
 			k.Op("@%s bra %s", pad, next)
-			s.consider(load(k, d, k.Addr(x, idx, d.Size())), idx)
+			s.consider(toCompute(k, d, load(k, d, k.Addr(x, idx, d.Size()))), idx)
 			k.Place(next)
 		})
 		putBlock(k, d, found, chosen, load(k, d, ip), k.Addr(src, o64, d.Size()), func(body func(pad, idx ptx.Reg)) {
@@ -403,7 +409,8 @@ func putBlock(k *ptx.Kernel, d DType, found, chosen, init, src ptx.Reg, taps fun
 	put, skip := k.Reg(d.reg()), k.Label("none_chosen")
 	k.Op("mov.%s %s, %s", bits(d.reg()), put, init)
 	k.Op("@!%s bra %s", found, skip)
-	k.Op("mov.%s %s, %s", bits(d.reg()), put, binaryOp(k, "add", d, init, load(k, d, src)))
+	sum := binaryOp(k, "add", d.Compute(), toCompute(k, d, init), toCompute(k, d, load(k, d, src)))
+	k.Op("mov.%s %s, %s", bits(d.reg()), put, fromCompute(k, d, sum)) // a half type's sum rounded once
 	k.Place(skip)
 	taps(func(pad, idx ptx.Reg) {
 		next := k.Label("put_next")
