@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
@@ -11,13 +13,16 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// ScaledDotProductAttention and its backprop (ops/attention.go): the
-// products as strided batched GEMMs (cuBLAS), the softmax and the
-// scores' gradient as row kernels (kernels/attention.go), the score
-// matrix materialised per call ([batch, tq, tk]); three launches forward,
-// six backward, where the ops spelled out took a dozen each way and a
-// mask tensor. Not yet FlashAttention's tiling, which keeps no score
-// matrix (issue 34). The half types run through float32.
+// ScaledDotProductAttention and its backprop (ops/attention.go). Float32
+// calls without a mask tensor whose rows are 16, 32 or 64 wide and whose
+// score matrix would be large (FlashAutoBytes; SetFlashAttention) take the
+// flash kernels (kernels/flash.go): the score matrix is never written,
+// one launch forward and three backward, memory linear in the sequence.
+// Other calls take the products as strided batched GEMMs (cuBLAS) and
+// the softmax and the scores' gradient as row kernels
+// (kernels/attention.go), the score matrix materialised per call
+// ([batch, tq, tk]); three launches forward, six backward. The half
+// types run through float32.
 
 func init() {
 	for _, d := range kernels.Floats {
@@ -87,6 +92,11 @@ func attention(d kernels.DType) eager.Kernel {
 			fillFloat(c, lse, math.Inf(-1))
 			return
 		}
+		if dev.flashTakes(g, d, attentionMask(c.Inputs, 3)) {
+			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
+			dev.flashLaunch(c, "flash_fwd", g, g.tq, a, args)
+			return
+		}
 		s := g.scratch(c, q.DType())
 		defer s.Release()
 		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
@@ -111,6 +121,23 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 			}
 			return
 		}
+		if dev.flashTakes(g, d, attentionMask(c.Inputs, 7)) {
+			delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
+			if err != nil {
+				c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
+			}
+			defer delta.Release()
+			dev.flashLaunch(c, "flash_bwd_q", g, g.tq, a, new(cu.Args).Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+				Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)))
+			for _, w := range []struct {
+				name string
+				out  *tensor.Tensor
+			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
+				dev.flashLaunch(c, w.name, g, g.tk, a, new(cu.Args).Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
+			}
+			return
+		}
 		s, dp := g.scratch(c, q.DType()), g.scratch(c, q.DType())
 		defer s.Release()
 		defer dp.Release()
@@ -125,6 +152,54 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 		check(c, dev.product(product{a: dp, b: k, c: dq, m: g.tq, k: g.tk, n: g.dd, strideA: g.tq * g.tk, strideB: g.tk * g.dd, batch: g.batch}))
 		check(c, dev.product(product{a: dp, transA: true, b: q, c: dk, m: g.tk, k: g.tq, n: g.dd, strideA: g.tq * g.tk, strideB: g.tq * g.dd, batch: g.batch}))
 	}
+}
+
+// FlashAutoBytes is the size of the score matrix ([batch, tq, tk]
+// float32) from which attention takes the flash kernels by default. Below
+// it the products (cuBLAS GEMMs at float32's full rate, and row kernels
+// over the materialised scores) are expected faster than the flash
+// kernels, which compute a row a thread without tensor cores; at and
+// above it the memory (two such matrices in the backward pass) decides.
+// The figures of BenchmarkAttentionGPU's forced paths on a GPU are what
+// should set it.
+const FlashAutoBytes = 1 << 32
+
+const (
+	flashAuto int32 = iota
+	flashAlways
+	flashNever
+)
+
+// SetFlashAttention makes d take the flash kernels for every attention
+// call they can compute (on: float32, no mask tensor, rows 16, 32 or 64
+// wide), or for none (off). By default d takes them where the score
+// matrix would take FlashAutoBytes or more.
+func (d *Device) SetFlashAttention(on bool) {
+	d.flashMode.Store(map[bool]int32{true: flashAlways, false: flashNever}[on])
+}
+
+// flashTakes reports whether the flash kernels take a call of dtype dt
+// with sizes g and mask (nil: none).
+func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) bool {
+	mode := d.flashMode.Load()
+	can := dt == kernels.F32 && mask == nil && g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
+	return can && (mode == flashAlways || mode == flashAuto && 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
+}
+
+// flashLaunch queues flash kernel kind over the blocks of rows (tq, or
+// tk for the keys' gradients) of every batch matrix, args holding its
+// tensors; the sizes, the scale and the causal flag follow them.
+func (d *Device) flashLaunch(c *eager.Call, kind string, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args) {
+	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
+	blocks := g.batch * per
+	args.U64(uint64(g.tq)).U64(uint64(g.tk))
+	divisorArg(args, per, blocks).U64(uint64(blocks)).F32(float32(a.Scale * math.Log2E))
+	if kind != "flash_fwd" {
+		args.F32(float32(a.Scale))
+	}
+	args.U64(boolU64(a.Causal))
+	name := kernels.Name(kind, "f32", fmt.Sprint(g.dd))
+	check(c, d.launchBlocks("attention", name, min(blocks, max(d.info.SMs, 1)*16), kernels.FlashBlock, args))
 }
 
 func boolU64(b bool) uint64 {

@@ -485,28 +485,38 @@ func BenchmarkGPTGenerateGPU(b *testing.B) {
 // BenchmarkAttentionGPU is scaled dot-product attention, causal, forward
 // and backward (the gradients of q, k and v), batch 4, 8 heads of 64, at
 // sequences of 1024 and 4096 (issue 34's figures beside PyTorch's fused
-// F.scaled_dot_product_attention); 128 on the emulator.
+// F.scaled_dot_product_attention); 128 on the emulator. Each length runs
+// as the device chooses (the flash kernels where the score matrix would
+// take FlashAutoBytes or more), then with each path forced: "flash" and
+// "products" (the GEMMs and row kernels).
 func BenchmarkAttentionGPU(b *testing.B) {
 	d := benchGPU(b)
 	lengths := []int{1024, 4096}
 	if strings.Contains(d.Driver(), "emulator") {
 		lengths = []int{128}
 	}
+	defer d.flashMode.Store(flashAuto)
 	for _, t := range lengths {
-		b.Run(fmt.Sprint(t), func(b *testing.B) {
-			restore := device.SetDefault(d)
-			defer restore()
-			rng := tensor.NewRNG(2)
-			q, k, v := tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64)
-			q, k, v = onGPU(b, d, q), onGPU(b, d, k), onGPU(b, d, v)
-			timeSteps(b, d, func() {
-				tp := tape.New()
-				tp.Watch(q, k, v)
-				o := ops.Attention(q, k, v, nil, true, 0)
-				for _, g := range tp.Gradient(ops.Sum(o), q, k, v) {
-					g.Release()
-				}
+		for _, path := range []struct {
+			name string
+			mode int32
+		}{{"", flashAuto}, {"/flash", flashAlways}, {"/products", flashNever}} {
+			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
+				d.flashMode.Store(path.mode)
+				restore := device.SetDefault(d)
+				defer restore()
+				rng := tensor.NewRNG(2)
+				q, k, v := tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64)
+				q, k, v = onGPU(b, d, q), onGPU(b, d, k), onGPU(b, d, v)
+				timeSteps(b, d, func() {
+					tp := tape.New()
+					tp.Watch(q, k, v)
+					o := ops.Attention(q, k, v, nil, true, 0)
+					for _, g := range tp.Gradient(ops.Sum(o), q, k, v) {
+						g.Release()
+					}
+				})
 			})
-		})
+		}
 	}
 }

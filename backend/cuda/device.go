@@ -41,7 +41,10 @@ type Device struct {
 	// epilogue (cu.ErrNoEpilogue): FusedMatMul's bias and Relu then run
 	// as kernels after the GEMM.
 	noEpilogue atomic.Bool
-	plans      map[planKey]cu.ConvPlan
+	// flashMode chooses attention's path: flashAuto, flashAlways or
+	// flashNever (SetFlashAttention).
+	flashMode atomic.Int32
+	plans     map[planKey]cu.ConvPlan
 
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class

@@ -140,6 +140,17 @@ var budgets = map[string]kernelBudget{
 	"gelutanhgrad_f32_vv":      {instr: 52},
 	"attn_probs_f32":           {instr: 290},
 	"attn_grad_f32":            {instr: 52},
+	"attn_probs_f32_mask":      {instr: 290},
+	"attn_grad_f32_mask":       {instr: 58},
+	// The flash kernels are bound by arithmetic, not memory: a thread per
+	// row, each tile element loaded once for the block's 64 rows (four
+	// FMAs and a vector shared load per four, twice: the score, then the
+	// sum). Per element of the tiles loaded, about 40 at a sequence of
+	// 64; their threads are as many as the rows.
+	"flash_fwd_f32_32":    {instr: 64, serial: true},
+	"flash_bwd_q_f32_32":  {instr: 64, serial: true},
+	"flash_bwd_dk_f32_32": {instr: 64, serial: true},
+	"flash_bwd_dv_f32_32": {instr: 64, serial: true},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -248,6 +259,14 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"causal attention and its gradient", func() {
 			q, k, v := g(2, 4, 64, 32), g(2, 4, 64, 32), g(2, 4, 64, 32)
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
+			d.SetFlashAttention(true) // and through the flash kernels
+			defer d.flashMode.Store(flashAuto)
+			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
+		}},
+		{"masked attention and its gradient (the row kernels)", func() {
+			q, k, v := g(2, 4, 64, 32), g(2, 4, 64, 32), g(2, 4, 64, 32)
+			mask := onGPU(t, d, ops.Gt(tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, 64, 64), tensor.Scalar(float32(0.2))))
+			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, mask, false, 0) }, q, k, v)
 		}},
 		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
 			d.SetCuDNN(false)

@@ -1,9 +1,12 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/ops"
@@ -65,41 +68,78 @@ func TestAttentionOnGPU(t *testing.T) {
 	mask := tensor.FromSlice(keep, 2, 3, 4, 6)
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
 		q, k, v := tensor.RandNormal(r, dt, 2, 3, 4, 5), tensor.RandNormal(r, dt, 2, 3, 6, 5), tensor.RandNormal(r, dt, 2, 3, 6, 3)
-		for _, c := range []struct {
-			mask   *tensor.Tensor
-			causal bool
-		}{{mask, false}, {nil, true}} {
-			var vals [2]*tensor.Tensor
-			var grads [2][]*tensor.Tensor
-			for i, dev := range []device.Device{device.Host(), d} {
-				on := func(x *tensor.Tensor) *tensor.Tensor {
-					if x == nil {
-						return nil
+		tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 1e-5}[dt]
+		attentionAgrees(t, d, fmt.Sprintf("%v masked", dt), q, k, v, mask, false, tol)
+		attentionAgrees(t, d, fmt.Sprintf("%v causal", dt), q, k, v, nil, true, tol)
+	}
+}
+
+// The flash kernels (float32, rows 16, 32 or 64 wide, no mask tensor)
+// agree with the CPU, values and the gradients of q, k and v: one block
+// of rows and several, sequences that fill no block, more keys than
+// queries and fewer, causal or not; and they are what ran.
+func TestFlashAttentionOnGPU(t *testing.T) {
+	d := testGPU(t)
+	d.SetFlashAttention(true) // these are small: the products would take them
+	defer d.flashMode.Store(flashAuto)
+	var ran []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { ran = append(ran, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	r := tensor.NewRNG(9)
+	for _, c := range []struct{ batch, tq, tk, dim int }{{1, 5, 5, 16}, {2, 70, 130, 32}, {3, 130, 64, 64}, {1, 64, 1, 16}} {
+		q := tensor.RandNormal(r, tensor.Float32, c.batch, 2, c.tq, c.dim)
+		k := tensor.RandNormal(r, tensor.Float32, c.batch, 2, c.tk, c.dim)
+		v := tensor.RandNormal(r, tensor.Float32, c.batch, 2, c.tk, c.dim)
+		for _, causal := range []bool{false, true} {
+			ran = ran[:0]
+			attentionAgrees(t, d, fmt.Sprintf("%+v causal=%v", c, causal), q, k, v, nil, causal, 2e-5)
+			if _, ok := d.ctx.(*emu.Context); ok {
+				for _, kind := range []string{"flash_fwd", "flash_bwd_q", "flash_bwd_dk", "flash_bwd_dv"} {
+					if name := fmt.Sprintf("%s_f32_%d", kind, c.dim); !slices.Contains(ran, name) {
+						t.Errorf("%+v causal=%v: %s did not run (ran %v)", c, causal, name, ran)
 					}
-					y, err := x.To(dev)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return y
 				}
-				qd, kd, vd := on(q), on(k), on(v)
-				tp := tape.New()
-				tp.Watch(qd, kd, vd)
-				out := ops.Attention(qd, kd, vd, on(c.mask), c.causal, 0)
-				w := on(tensor.RandUniform(tensor.NewRNG(2), dt, -1, 1, out.Shape()...))
-				safe := ops.Where(ops.IsFinite(out), out, ops.ZerosLike(out)) // the row of nothing is NaN
-				grads[i] = tp.Gradient(ops.Sum(ops.Mul(safe, w)), qd, kd, vd)
-				vals[i] = out
 			}
-			tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 1e-5}[dt]
-			for j, pair := range [][2]*tensor.Tensor{{vals[0], vals[1]}, {grads[0][0], grads[1][0]}, {grads[0][1], grads[1][1]}, {grads[0][2], grads[1][2]}} {
-				a := tensor.ToSlice[float64](ops.Cast(pair[0], tensor.Float64))
-				b := tensor.ToSlice[float64](ops.Cast(onHost(t, pair[1]), tensor.Float64))
-				for e := range a {
-					if !(math.Abs(a[e]-b[e]) <= tol*math.Max(1, math.Abs(a[e]))) && !(math.IsNaN(a[e]) && math.IsNaN(b[e])) {
-						t.Fatalf("%v causal=%v, output %d: element %d is %v on the GPU, %v on the CPU", dt, c.causal, j, e, b[e], a[e])
-					}
-				}
+		}
+	}
+}
+
+// attentionAgrees checks ops.Attention of q, k, v (mask: nil for none)
+// and its gradients on d against the CPU's, within tol relative (NaN
+// where the CPU has NaN).
+func attentionAgrees(t *testing.T, d *Device, what string, q, k, v, mask *tensor.Tensor, causal bool, tol float64) {
+	t.Helper()
+	dt := q.DType()
+	var vals [2]*tensor.Tensor
+	var grads [2][]*tensor.Tensor
+	for i, dev := range []device.Device{device.Host(), d} {
+		on := func(x *tensor.Tensor) *tensor.Tensor {
+			if x == nil {
+				return nil
+			}
+			y, err := x.To(dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return y
+		}
+		qd, kd, vd := on(q), on(k), on(v)
+		tp := tape.New()
+		tp.Watch(qd, kd, vd)
+		out := ops.Attention(qd, kd, vd, on(mask), causal, 0)
+		w := on(tensor.RandUniform(tensor.NewRNG(2), dt, -1, 1, out.Shape()...))
+		safe := ops.Where(ops.IsFinite(out), out, ops.ZerosLike(out)) // a row of nothing is NaN
+		grads[i] = tp.Gradient(ops.Sum(ops.Mul(safe, w)), qd, kd, vd)
+		vals[i] = out
+	}
+	for j, pair := range [][2]*tensor.Tensor{{vals[0], vals[1]}, {grads[0][0], grads[1][0]}, {grads[0][1], grads[1][1]}, {grads[0][2], grads[1][2]}} {
+		a := tensor.ToSlice[float64](ops.Cast(pair[0], tensor.Float64))
+		b := tensor.ToSlice[float64](ops.Cast(onHost(t, pair[1]), tensor.Float64))
+		for e := range a {
+			if !(math.Abs(a[e]-b[e]) <= tol*math.Max(1, math.Abs(a[e]))) && !(math.IsNaN(a[e]) && math.IsNaN(b[e])) {
+				t.Fatalf("%s, output %d (value, dq, dk, dv): element %d is %v on the GPU, %v on the CPU", what, j, e, b[e], a[e])
 			}
 		}
 	}

@@ -29,7 +29,7 @@ func attentionKernels() []*ptx.Kernel {
 			out = append(out, attnRows("attn_probs", d, masked), attnRows("attn_grad", d, masked))
 		}
 	}
-	return out
+	return append(out, flashKernels()...)
 }
 
 func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
