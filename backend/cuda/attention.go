@@ -158,7 +158,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 // float32) from which attention takes the flash kernels by default. Below
 // it the products (cuBLAS GEMMs at float32's full rate, and row kernels
 // over the materialised scores) are expected faster than the flash
-// kernels, which compute a row a thread without tensor cores; at and
+// kernels, which compute a row by four threads without tensor cores; at and
 // above it the memory (two such matrices in the backward pass) decides.
 // The figures of BenchmarkAttentionGPU's forced paths on a GPU are what
 // should set it.
@@ -199,7 +199,7 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, g attnGeom, rows int, a
 	}
 	args.U64(boolU64(a.Causal))
 	name := kernels.Name(kind, "f32", fmt.Sprint(g.dd))
-	check(c, d.launchBlocks("attention", name, min(blocks, max(d.info.SMs, 1)*16), kernels.FlashBlock, args))
+	check(c, d.launchBlocks("attention", name, min(blocks, max(d.info.SMs, 1)*8), kernels.FlashThreads, args))
 }
 
 func boolU64(b bool) uint64 {

@@ -142,11 +142,12 @@ var budgets = map[string]kernelBudget{
 	"attn_grad_f32":            {instr: 52},
 	"attn_probs_f32_mask":      {instr: 290},
 	"attn_grad_f32_mask":       {instr: 58},
-	// The flash kernels are bound by arithmetic, not memory: a thread per
-	// row, each tile element loaded once for the block's 64 rows (four
+	// The flash kernels are bound by arithmetic, not memory: four threads
+	// a row, each tile element loaded once for the block's 64 rows (four
 	// FMAs and a vector shared load per four, twice: the score, then the
-	// sum). Per element of the tiles loaded, about 40 at a sequence of
-	// 64; their threads are as many as the rows.
+	// sum), and the row's threads combined by shuffles at the end. Per
+	// element of the tiles loaded, 40-60 at a sequence of 64; their
+	// threads are four times the rows.
 	"flash_fwd_f32_32":    {instr: 64, serial: true},
 	"flash_bwd_q_f32_32":  {instr: 64, serial: true},
 	"flash_bwd_dk_f32_32": {instr: 64, serial: true},

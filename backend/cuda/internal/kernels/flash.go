@@ -11,37 +11,45 @@ import (
 // FlashAttention's kernels (ops/attention.go's ScaledDotProductAttention
 // and its backprop, float32, no mask tensor, query, key and value rows
 // of one width FlashDims lists): the score matrix is never written. A
-// block of FlashBlock threads takes FlashBlock rows of one batch matrix,
-// a thread a row; tiles of FlashBlock keys (or queries) and their values
-// go through shared memory, read by every thread of the block at once
-// (a broadcast), and each thread keeps its row, its running maximum and
-// its sums in registers. Scores are kept in base 2 (the scale times
+// block takes FlashBlock rows of one batch matrix, FlashSplit threads a
+// row, each of them every FlashSplit-th key (or query); tiles of
+// FlashBlock keys (or queries) and their values go through shared
+// memory, read by the block's threads a row at a time (a broadcast), and
+// each thread keeps its row, its running maximum and its sums in
+// registers, combined with its row's other threads' by shuffles at the
+// end. Scores are kept in base 2 (the scale times
 // log2(e) folded into the thread's row) so that ex2 gives the
 // exponentials. Tiles move between global and shared memory 16 bytes a
 // thread, coalesced; a thread's own row goes through a padded shared
 // tile (pitch dim+4: conflict-free vector reads).
 //
 //   - flash_fwd_f32_<dim> (o, lse, q, k, v, tq, tk, nb (a divisor
-//     parameter: blocks per batch matrix), blocks, scale2, causal): a
-//     thread per query: the online softmax over the keys (the maximum so
+//     parameter: blocks per batch matrix), blocks, scale2, causal): per
+//     query, the online softmax over the keys (the maximum so
 //     far, the sum rescaled when it grows), the output row and the
 //     log-sum-exp (natural log). Causal: a query's keys stop at its
 //     position, and a block's key tiles at its last query.
 //   - flash_bwd_q_f32_<dim> (dq, delta, q, k, v, o, do, lse, dlse, tq,
-//     tk, nb, blocks, scale2, scale, causal): a thread per query: δ = Σ
+//     tk, nb, blocks, scale2, scale, causal): per query, δ = Σ
 //     dO⊙O − dlse (written to delta for the next kernel), and dQ = scale ·
 //     Σ_j dS_j·k_j with P recomputed from lse, dS = P⊙(dO·v_j − δ).
 //   - flash_bwd_<dk|dv>_f32_<dim> (out, q, k, v, do, lse, delta, tq, tk,
 //     nb (blocks of keys per batch matrix), blocks, scale2, scale,
-//     causal): a thread per key, over the tiles of queries that attend to
-//     it: dV = Σ_i P_i·dO_i, or dK = scale · Σ_i dS_i·q_i.
+//     causal): per key, over the tiles of queries that attend to it: dV = Σ_i P_i·dO_i, or dK = scale · Σ_i dS_i·q_i.
 //
-// Every sum runs over its keys or queries in order, so results are the
-// same from run to run (no atomics).
+// Every sum runs in a fixed order (each thread's share in order, then the
+// shuffles'), so results are the same from run to run (no atomics).
 
-// FlashBlock is the rows a block of the flash kernels takes, a thread
-// each, and the rows of its tiles.
-const FlashBlock = 64
+// FlashBlock is the rows a block of the flash kernels takes, and the
+// rows of its tiles; FlashSplit threads take each row, neighbouring lanes
+// of a warp, each every FlashSplit-th key (or query) of a tile, their
+// partial results combined by shuffles at the end; FlashThreads is the
+// block's threads.
+const (
+	FlashBlock   = 64
+	FlashSplit   = 4
+	FlashThreads = FlashBlock * FlashSplit
+)
 
 // FlashDims are the row widths the flash kernels are written for.
 var FlashDims = []int{16, 32, 64}
@@ -59,8 +67,10 @@ func flashKernels() []*ptx.Kernel {
 type flash struct {
 	k       *ptx.Kernel
 	dim     int
-	tid     ptx.Reg // u32
-	tid64   ptx.Reg // u64
+	tid     ptx.Reg // u32, the thread's index in the block
+	row     ptx.Reg // u32, its row in the block's (tid / FlashSplit)
+	row64   ptx.Reg // the same, u64
+	sub     ptx.Reg // u32, its share of the row's keys (tid % FlashSplit)
 	own     ptx.Reg // the padded tile for the threads' own rows: FlashBlock x (dim+4)
 	a, b    ptx.Reg // two tiles of FlashBlock x dim (own lies over them)
 	scalars ptx.Reg // two rows of FlashBlock float32: a tile's lse and δ (the dk/dv kernels)
@@ -82,9 +92,11 @@ func (f *flash) start() {
 	f.a, f.b = f.own, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", f.b, f.a, tile)
 	f.scalars = k.Shared("scalars", 2*FlashBlock*4, 16)
-	f.tid, f.tid64 = k.Reg(ptx.U32), k.Reg(ptx.U64)
+	f.tid, f.row, f.row64, f.sub = k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U64), k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%tid.x", f.tid)
-	k.Op("cvt.u64.u32 %s, %s", f.tid64, f.tid)
+	k.Op("shr.u32 %s, %s, %d", f.row, f.tid, mbits.TrailingZeros(FlashSplit))
+	k.Op("and.b32 %s, %s, %d", f.sub, f.tid, FlashSplit-1)
+	k.Op("cvt.u64.u32 %s, %s", f.row64, f.row)
 }
 
 // blocks runs body for each of the grid's blocks of rows: the batch
@@ -127,9 +139,9 @@ func (f *flash) move(load bool, sh ptx.Reg, pitch int, g, r0, n ptx.Reg) {
 	k, dim := f.k, f.dim
 	quads := dim / 4 // 16-byte pieces a row
 	shift := mbits.TrailingZeros(uint(quads))
-	for t := range dim / 4 { // FlashBlock·quads pieces, FlashBlock a step
+	for t := range FlashBlock * quads / FlashThreads { // FlashBlock·quads pieces, FlashThreads a step
 		e, row, c4 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("add.u32 %s, %s, %d", e, f.tid, FlashBlock*t)
+		k.Op("add.u32 %s, %s, %d", e, f.tid, FlashThreads*t)
 		k.Op("shr.u32 %s, %s, %d", row, e, shift)
 		k.Op("and.b32 %s, %s, %d", c4, e, quads-1)
 		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
@@ -199,22 +211,52 @@ func (f *flash) readRow(sh ptx.Reg, pitch int, r, scale ptx.Reg) []ptx.Reg {
 func (f *flash) ownRow(g, r0, n, scale ptx.Reg) []ptx.Reg {
 	f.move(true, f.own, f.dim+4, g, r0, n)
 	f.sync()
-	row := f.readRow(f.own, f.dim+4, f.tid, scale)
+	row := f.readRow(f.own, f.dim+4, f.row, scale)
 	f.sync()
 	return row
 }
 
-// storeOwn writes each thread's row (rows r0 + tid < n) to the [n, dim]
-// matrix at g through the padded tile.
+// storeOwn writes each row (rows r0 + f.row < n; its first thread's) to
+// the [n, dim] matrix at g through the padded tile.
 func (f *flash) storeOwn(row []ptx.Reg, g, r0, n ptx.Reg) {
 	k := f.k
-	a := f.rowAddr(f.own, f.dim+4, f.tid)
+	a := f.rowAddr(f.own, f.dim+4, f.row)
+	skip := k.Label("own_row_stored")
+	f.unlessFirst(skip)
 	for c := 0; c < f.dim; c += 4 {
 		k.Op("st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s}", a, 4*c, row[c], row[c+1], row[c+2], row[c+3])
 	}
+	k.Place(skip)
 	f.sync()
 	f.move(false, f.own, f.dim+4, g, r0, n)
 	f.sync()
+}
+
+// unlessFirst branches to label unless the thread is its row's first.
+func (f *flash) unlessFirst(label string) {
+	p := f.k.Reg(ptx.Pred)
+	f.k.Op("setp.ne.u32 %s, %s, 0", p, f.sub)
+	f.k.Op("@%s bra %s", p, label)
+}
+
+// groupSum sets each of xs to its sum over the row's FlashSplit threads
+// (a butterfly of shuffles: every one of them gets it).
+func (f *flash) groupSum(xs ...ptx.Reg) {
+	for off := 1; off < FlashSplit; off *= 2 {
+		for _, x := range xs {
+			f.k.Op("add.rn.f32 %s, %s, %s", x, x, shuffleXor(f.k, ptx.F32, x, off))
+		}
+	}
+}
+
+// groupMax is the maximum of x over the row's FlashSplit threads.
+func (f *flash) groupMax(x ptx.Reg) ptx.Reg {
+	m := f.k.Reg(ptx.F32)
+	f.k.Op("mov.f32 %s, %s", m, x)
+	for off := 1; off < FlashSplit; off *= 2 {
+		f.k.Op("max.f32 %s, %s, %s", m, m, shuffleXor(f.k, ptx.F32, m, off))
+	}
+	return m
 }
 
 // dot is Σ x[c]·tile row r's c, read from shared memory 16 bytes at a
@@ -279,7 +321,7 @@ func (f *flash) tiles(from, end ptx.Reg, body func(t0, count ptx.Reg)) {
 	})
 }
 
-// upTo runs body for j (u32) in [from, n).
+// upTo runs body for j (u32) = from, from + FlashSplit, ... below n.
 func (f *flash) upTo(from, n ptx.Reg, body func(j ptx.Reg)) {
 	k := f.k
 	j, p := k.Reg(ptx.U32), k.Reg(ptx.Pred)
@@ -289,7 +331,7 @@ func (f *flash) upTo(from, n ptx.Reg, body func(j ptx.Reg)) {
 	k.Op("setp.ge.u32 %s, %s, %s", p, j, n)
 	k.Op("@%s bra %s", p, done)
 	body(j)
-	k.Op("add.u32 %s, %s, 1", j, j)
+	k.Op("add.u32 %s, %s, %d", j, j, FlashSplit)
 	k.Op("bra.uni %s", top)
 	k.Place(done)
 }
@@ -351,10 +393,11 @@ func (f *flash) causalStart(causal, j0 ptx.Reg) ptx.Reg {
 	return start
 }
 
-// eachKey runs body for each key j (its row in tile a, its value's in
-// tile b) that query i of the block from q0 attends to, in order: the
-// tiles of keys (from the [tk, dim] matrices km and vm) loaded in turn
-// by the block, up to causalEnd.
+// eachKey runs body for the thread's share of the keys j (its row in
+// tile a, its value's in tile b) that query i of the block from q0
+// attends to, in order: the tiles of keys (from the [tk, dim] matrices km
+// and vm) loaded in turn by the block, up to causalEnd; each of the
+// row's threads takes every FlashSplit-th key of a tile from its sub.
 func (f *flash) eachKey(km, vm, tk, causal, q0, i ptx.Reg, body func(j ptx.Reg)) {
 	k := f.k
 	zero := k.Reg(ptx.U64)
@@ -363,9 +406,7 @@ func (f *flash) eachKey(km, vm, tk, causal, q0, i ptx.Reg, body func(j ptx.Reg))
 		f.move(true, f.a, f.dim, km, j0, tk)
 		f.move(true, f.b, f.dim, vm, j0, tk)
 		f.sync()
-		from := k.Reg(ptx.U32)
-		k.Op("mov.u32 %s, 0", from)
-		f.upTo(from, f.causalLimit(causal, i, j0, count), body)
+		f.upTo(f.sub, f.causalLimit(causal, i, j0, count), body)
 		f.sync()
 	})
 }
@@ -389,7 +430,7 @@ func flashForward(dim int) *ptx.Kernel {
 	f.start()
 	f.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
 		qm, km, vm, om := f.matrix(q, bm, tq, dim), f.matrix(kk, bm, tk, dim), f.matrix(v, bm, tk, dim), f.matrix(o, bm, tq, dim)
-		i := addU64(k, q0, f.tid64)
+		i := addU64(k, q0, f.row64)
 		qr := f.ownRow(qm, q0, tq, scale2)
 		m, l := k.Reg(ptx.F32), k.Reg(ptx.F32)
 		k.Op("mov.f32 %s, %s", m, ptx.Imm(ptx.F32, math.Inf(-1)))
@@ -414,6 +455,16 @@ func flashForward(dim int) *ptx.Kernel {
 			k.Op("add.rn.f32 %s, %s, %s", l, l, p)
 			f.axpy(acc, p, f.b, j)
 		})
+		// The row's threads' sums, rescaled to their common maximum
+		// (a thread that had no key has l = 0 and m = −∞: a factor 0).
+		top := f.groupMax(m)
+		d := k.Reg(ptx.F32)
+		k.Op("sub.rn.f32 %s, %s, %s", d, m, top)
+		corr := f.ex2(d)
+		k.Op("mul.rn.f32 %s, %s, %s", l, l, corr)
+		f.scaled(acc, corr)
+		f.groupSum(append([]ptx.Reg{l}, acc...)...)
+		k.Op("mov.f32 %s, %s", m, top)
 		for _, x := range acc {
 			k.Op("div.rn.f32 %s, %s, %s", x, x, l)
 		}
@@ -425,6 +476,7 @@ func flashForward(dim int) *ptx.Kernel {
 		k.Op("setp.lt.u64 %s, %s, %s", in, i, tq)
 		skip := k.Label("lse_stored")
 		k.Op("@!%s bra %s", in, skip)
+		f.unlessFirst(skip)
 		row := k.Reg(ptx.U64)
 		k.Op("mad.lo.s64 %s, %s, %s, %s", row, bm, tq, i)
 		k.Store(ptx.F32, k.Addr(lse, row, 4), lg)
@@ -445,7 +497,7 @@ func flashBackwardQ(dim int) *ptx.Kernel {
 	f.start()
 	f.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
 		km, vm := f.matrix(kk, bm, tk, dim), f.matrix(v, bm, tk, dim)
-		i := addU64(k, q0, f.tid64)
+		i := addU64(k, q0, f.row64)
 		// δ = Σ dO⊙O − dlse; the row's lse in base 2 (rows past tq read
 		// nothing: their lse is 0, their rows zeros).
 		dor := f.ownRow(f.matrix(do, bm, tq, dim), q0, tq, ptx.Reg{})
@@ -478,9 +530,11 @@ func flashBackwardQ(dim int) *ptx.Kernel {
 			k.Op("mul.rn.f32 %s, %s, %s", dp, dp, p) // dS
 			f.axpy(acc, dp, f.a, j)
 		})
+		f.groupSum(acc...)
 		f.scaled(acc, scale)
 		skip := k.Label("delta_stored")
 		k.Op("@!%s bra %s", in, skip)
+		f.unlessFirst(skip)
 		k.Store(ptx.F32, k.Addr(delta, row, 4), del)
 		k.Place(skip)
 		f.storeOwn(acc, f.matrix(dq, bm, tq, dim), q0, tq)
@@ -502,7 +556,7 @@ func flashBackwardKV(dim int, which string) *ptx.Kernel {
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
 	f.blocks(blocks, nb, func(bm, j0 ptx.Reg) {
 		qm, dom := f.matrix(q, bm, tq, dim), f.matrix(do, bm, tq, dim)
-		j := addU64(k, j0, f.tid64)
+		j := addU64(k, j0, f.row64)
 		kr := f.ownRow(f.matrix(kk, bm, tk, dim), j0, tk, scale2) // scores in base 2
 		var vr []ptx.Reg
 		if which == "dk" {
@@ -512,13 +566,18 @@ func flashBackwardKV(dim int, which string) *ptx.Kernel {
 		f.tiles(f.causalStart(causal, j0), tq, func(i0, count ptx.Reg) {
 			f.move(true, f.a, dim, qm, i0, tq)
 			f.move(true, f.b, dim, dom, i0, tq)
-			// The tile's lse (base 2) and δ, a thread each.
-			ii, in := addU64(k, i0, f.tid64), k.Reg(ptx.Pred)
+			// The tile's lse (base 2) and δ, a thread each of the first
+			// FlashBlock.
+			tid64 := k.Reg(ptx.U64)
+			k.Op("cvt.u64.u32 %s, %s", tid64, f.tid)
+			ii, in, first := addU64(k, i0, tid64), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 			l2, dl := k.Reg(ptx.F32), k.Reg(ptx.F32)
 			k.Op("mov.f32 %s, 0f00000000", l2)
 			k.Op("mov.f32 %s, 0f00000000", dl)
 			k.Op("setp.lt.u64 %s, %s, %s", in, ii, tq)
-			read := k.Label("scalars_read")
+			k.Op("setp.lt.u32 %s, %s, %d", first, f.tid, FlashBlock)
+			k.Op("and.pred %s, %s, %s", in, in, first)
+			read, stored := k.Label("scalars_read"), k.Label("scalars_stored")
 			k.Op("@!%s bra %s", in, read)
 			row := k.Reg(ptx.U64)
 			k.Op("mad.lo.s64 %s, %s, %s, %s", row, bm, tq, ii)
@@ -526,10 +585,14 @@ func flashBackwardKV(dim int, which string) *ptx.Kernel {
 			k.Op("mul.rn.f32 %s, %s, %s", l2, l2, ptx.Imm(ptx.F32, math.Log2E))
 			k.Op("ld.global.f32 %s, [%s]", dl, k.Addr(delta, row, 4))
 			k.Place(read)
+			k.Op("@!%s bra %s", first, stored)
 			k.Op("st.shared.f32 [%s], %s", f.rowAddr(lseT, 1, f.tid), l2)
 			k.Op("st.shared.f32 [%s], %s", f.rowAddr(deltaT, 1, f.tid), dl)
+			k.Place(stored)
 			f.sync()
-			f.upTo(f.causalFirst(causal, j, i0), count, func(r ptx.Reg) {
+			from := f.causalFirst(causal, j, i0)
+			k.Op("add.u32 %s, %s, %s", from, from, f.sub)
+			f.upTo(from, count, func(r ptx.Reg) {
 				s, lr := f.dot(kr, f.a, r), k.Reg(ptx.F32)
 				k.Op("ld.shared.f32 %s, [%s]", lr, f.rowAddr(lseT, 1, r))
 				k.Op("sub.rn.f32 %s, %s, %s", s, s, lr)
@@ -546,6 +609,7 @@ func flashBackwardKV(dim int, which string) *ptx.Kernel {
 			})
 			f.sync()
 		})
+		f.groupSum(acc...)
 		if which == "dk" {
 			f.scaled(acc, scale)
 		}
