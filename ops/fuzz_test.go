@@ -99,7 +99,8 @@ func (z *fuzzBytes) shape() []int {
 	return s
 }
 
-var fuzzDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+var fuzzDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool,
+	tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2}
 
 // tensor returns a tensor of shape and a dtype the bytes pick (float most
 // often), with values from the bytes: NaN, infinities and huge values
@@ -119,7 +120,7 @@ func (z *fuzzBytes) tensor(shape []int) *tensor.Tensor {
 }
 
 func (z *fuzzBytes) floats(shape []int) *tensor.Tensor {
-	return ops.Cast(z.tensor(shape), []tensor.DType{tensor.Float32, tensor.Float64}[z.intn(2)])
+	return ops.Cast(z.tensor(shape), []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16}[z.intn(4)])
 }
 
 func (z *fuzzBytes) indices(shape []int) *tensor.Tensor {
@@ -213,11 +214,15 @@ var fuzzFamilies = []fuzzFamily{
 	{"matmul", func(z *fuzzBytes, keep func(...*tensor.Tensor)) {
 		a, b := z.tensor(z.shape()), z.tensor(z.shape())
 		keep(a, b)
-		switch z.intn(3) {
+		switch z.intn(4) {
 		case 0:
 			ops.MatMulT(a, b, z.intn(2) == 0, z.intn(2) == 0)
 		case 1:
 			ops.Dot(a, b)
+		case 2:
+			scale := func() *tensor.Tensor { return z.tensor(nil) }
+			out := []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16, tensor.Int32}[z.intn(4)]
+			ops.ScaledMatMul(a, b, scale(), scale(), out)
 		default:
 			ops.DotGeneral(a, b, ops.DotDims{LhsBatch: z.ints(z.intn(2)), RhsBatch: z.ints(z.intn(2)),
 				LhsContract: z.ints(z.intn(2)), RhsContract: z.ints(z.intn(2))})
