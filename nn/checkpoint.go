@@ -249,14 +249,20 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 	if err != nil {
 		return nil, err
 	}
+	return meta, restoreFrom(path, saved, meta, vars, opt)
+}
+
+// restoreFrom is RestoreCheckpoint of the tensors and metadata loaded
+// from path (the name errors give).
+func restoreFrom(path string, saved map[string]*tensor.Tensor, meta map[string]string, vars []*tape.Variable, opt Optimizer) error {
 	byName := map[string]*tape.Variable{}
 	for _, v := range vars { // check everything before changing anything
 		t, ok := saved[v.Name()]
 		if !ok {
-			return nil, fmt.Errorf("nn: %w: %s has no variable %q", ErrCheckpoint, path, v.Name())
+			return fmt.Errorf("nn: %w: %s has no variable %q", ErrCheckpoint, path, v.Name())
 		}
 		if t.DType() != v.Value().DType() || !t.Shape().Equal(v.Value().Shape()) {
-			return nil, fmt.Errorf("nn: %w: variable %q is %s in the model and %s in %s",
+			return fmt.Errorf("nn: %w: variable %q is %s in the model and %s in %s",
 				ErrCheckpoint, v.Name(), tensor.Describe(v.Value()), tensor.Describe(t), path)
 		}
 		byName[v.Name()] = v
@@ -278,7 +284,7 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 				continue
 			}
 			if t.DType() != v.Value().DType() || !t.Shape().Equal(v.Value().Shape()) {
-				return nil, fmt.Errorf("nn: %w: optimizer slot %q is %s in %s, its variable %s",
+				return fmt.Errorf("nn: %w: optimizer slot %q is %s in %s, its variable %s",
 					ErrCheckpoint, name, tensor.Describe(t), path, tensor.Describe(v.Value()))
 			}
 			slotNames = append(slotNames, name)
@@ -287,7 +293,7 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 		if s, ok := meta["optimizer_steps"]; ok {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				return nil, fmt.Errorf("nn: %w: %s: optimizer_steps %q is not a count", ErrCheckpoint, path, s)
+				return fmt.Errorf("nn: %w: %s: optimizer_steps %q is not a count", ErrCheckpoint, path, s)
 			}
 			steps = n
 		}
@@ -298,7 +304,7 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 	}); ok {
 		var err error
 		if restoreOpt, err = r.restoreMeta(meta); err != nil {
-			return nil, fmt.Errorf("nn: %w: %s: %v", ErrCheckpoint, path, err)
+			return fmt.Errorf("nn: %w: %s: %v", ErrCheckpoint, path, err)
 		}
 	}
 	for _, v := range vars {
@@ -317,7 +323,7 @@ func RestoreCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[s
 			restoreOpt()
 		}
 	}
-	return meta, nil
+	return nil
 }
 
 // setSlot restores a slot variable by its full name.

@@ -57,6 +57,17 @@
 // non-finite gradients are skipped, the scale shrinks and grows, and is
 // saved in checkpoints); the train steps scale the loss by it.
 //
+// # Beyond one process
+//
+// DistributedTrainStep trains a copy of the model on every rank of a
+// collective.Comm, each on its shard of the data, averaging the gradients
+// (data parallelism; FitConfig.Comm does the rest). PipelineTrainStep cuts
+// a Sequential into stages, one per rank of a collective.Rendezvous, and
+// trains each stage on its rank with micro-batches (GPipe or 1F1B), the
+// activations and gradients passing between neighbours (pipeline
+// parallelism); SavePipelineCheckpoint and RestorePipelineCheckpoint keep
+// a stage file each and read them back on any layout.
+//
 // # Seeing a model
 //
 // A Sequential prints as a tree of its layers with their configuration and

@@ -25,6 +25,14 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	comm := collective.Single()
+	rdv, err := collective.NewRendezvous(collective.Loopback(1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdv.Close()
+	if err := SavePipelineCheckpoint(ckpt, 0, 1, vars, opt, nil); err != nil {
+		t.Fatal(err)
+	}
 	cfg := FitConfig{Epochs: 1, Validation: val, Evaluate: EvalStepOf(m, SparseSoftmaxCrossEntropy, map[string]Metric{"accuracy": Accuracy})}
 	fns := []nilsweep.Func{
 		{Name: "Fit", Fn: Fit, Valid: []any{context.Background(), train, vars, opt, step, cfg}},
@@ -38,6 +46,11 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "AllReduceGradients", Fn: AllReduceGradients, Valid: []any{comm, []*tensor.Tensor{x}}},
 		{Name: "DistributedTrainStep", Fn: DistributedTrainStep, Valid: []any{comm, m, Loss(SparseSoftmaxCrossEntropy), opt, []DistributedOptions{}}},
 		{Name: "BroadcastVariables", Fn: BroadcastVariables, Valid: []any{comm, vars}},
+		{Name: "PipelineStage", Fn: PipelineStage, Valid: []any{m, 1, 0, PipelineOptions{}}},
+		{Name: "PipelineTrainStep", Fn: PipelineTrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt, rdv, PipelineOptions{}}},
+		{Name: "PipelineCheckpointPath", Fn: PipelineCheckpointPath, Valid: []any{ckpt, 0, 1}},
+		{Name: "SavePipelineCheckpoint", Fn: SavePipelineCheckpoint, Valid: []any{ckpt, 0, 1, vars, opt, map[string]string{}}},
+		{Name: "RestorePipelineCheckpoint", Fn: RestorePipelineCheckpoint, Valid: []any{ckpt, vars, opt}},
 		{Name: "GlorotUniform", Fn: GlorotUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "GlorotNormal", Fn: GlorotNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "HeNormal", Fn: HeNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},

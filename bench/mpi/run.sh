@@ -2,8 +2,9 @@
 # AllReduce bandwidth of collective/mpi against MPI_Allreduce called from C
 # (testdata/allreduce.c), in one run under mpirun on this machine: NP processes
 # (default 2) on loopback, ROUNDS interleaved rounds (default 3); then the
-# data-parallel training step (BenchmarkDataParallelStep) on 1 process and on
-# NP, interleaved, for the scaling. Needs Open MPI with its compiler wrapper:
+# data-parallel training step (BenchmarkDataParallelStep) and the pipelined
+# one (BenchmarkPipelineStep) on 1 process and on NP, interleaved, for the
+# scaling. Needs Open MPI with its compiler wrapper:
 # apt-get install openmpi-bin libopenmpi-dev.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,12 +29,17 @@ for r in $(seq "$rounds"); do
     grep '^BenchmarkAllReduce' >> "$out/allreduce.txt"
 done
 cat "$out/allreduce.txt"
-: > "$out/dpstep.txt"
-for r in $(seq "$rounds"); do
-  echo "== data-parallel step, round $r of $rounds" >&2
-  for p in 1 "$np"; do
-    mpi_on "$p" "$out/allreduce-go.test" -test.run '^$' -test.bench DataParallelStep -test.benchtime 1x 2>&1 |
-      grep '^BenchmarkDataParallelStep' | sed "s/^/np=$p /" >> "$out/dpstep.txt"
+# scaling NAME BENCH: BENCH on 1 process and on NP, ROUNDS rounds, into NAME.txt
+scaling() {
+  : > "$out/$1.txt"
+  for r in $(seq "$rounds"); do
+    echo "== $2, round $r of $rounds" >&2
+    for p in 1 "$np"; do
+      mpi_on "$p" "$out/allreduce-go.test" -test.run '^$' -test.bench "$2" -test.benchtime 1x 2>&1 |
+        grep "^Benchmark$2" | sed "s/^/np=$p /" >> "$out/$1.txt"
+    done
   done
-done
-cat "$out/dpstep.txt"
+  cat "$out/$1.txt"
+}
+scaling dpstep DataParallelStep
+scaling pipeline PipelineStep

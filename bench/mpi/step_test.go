@@ -51,25 +51,83 @@ func BenchmarkDataParallelStep(b *testing.B) {
 			case "local":
 				step = nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 			}
-			run := func() {
-				if _, _, err := step(data.Element{x, labels}); err != nil {
+			timeSteps(b, comm, step, data.Element{x, labels}, 3, steps, global)
+		})
+	}
+}
+
+// BenchmarkPipelineStep is a training step of a compute-bound MLP
+// (1024-1024-1024-1024-1024-10, float32: 4.2M parameters, cut by default
+// into two halves of two layers and their 2.1M parameters) on a batch of
+// 2048, its layers split over the job's ranks (nn.PipelineTrainStep, 8
+// micro-batches of 256):
+// "gpipe" and "1f1b" the two schedules, "whole" nn.TrainStep of the whole
+// model in each process alone (the one-process baseline when the job has
+// one rank). bench/mpi/run.sh runs it on 1 process and on 2 of one core
+// each: whole at np=1 against gpipe at np=2 is the pipeline's speed-up.
+// Every rank runs the same 3 timed steps (-test.benchtime 1x); it
+// reports ms/step and examples/s.
+func BenchmarkPipelineStep(b *testing.B) {
+	comm, err := mpi.Open()
+	if err != nil {
+		b.Skip(err)
+	}
+	rdv, err := comm.Rendezvous()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rdv.Close()
+	const batch, steps = 2048, 3
+	rng := tensor.NewRNG(1)
+	x := tensor.RandNormal(rng, tensor.Float32, batch, 1024)
+	labels := ops.Cast(tensor.RandUniform(rng, tensor.Float32, 0, 10, batch), tensor.Int32)
+	for _, mode := range []string{"whole", "gpipe", "1f1b"} {
+		b.Run(mode, func(b *testing.B) {
+			wrng := tensor.NewRNG(7)
+			relu := nn.DenseOpts{Activation: ops.Relu}
+			model := nn.NewSequential(
+				nn.NewDense("dense1", wrng, 1024, 1024, relu),
+				nn.NewDense("dense2", wrng, 1024, 1024, relu),
+				nn.NewDense("dense3", wrng, 1024, 1024, relu),
+				nn.NewDense("dense4", wrng, 1024, 1024, relu),
+				nn.NewDense("logits", wrng, 1024, 10, nn.DenseOpts{}))
+			opt := &nn.SGD{LR: nn.Constant(0.01)}
+			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			if mode != "whole" {
+				o := nn.PipelineOptions{MicroBatches: 8}
+				if mode == "1f1b" {
+					o.Schedule = nn.OneFOneB
+				}
+				if step, err = nn.PipelineTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt, rdv, o); err != nil {
 					b.Fatal(err)
 				}
 			}
-			for range 3 {
-				run()
-			}
-			if err := comm.Barrier(); err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				for range steps {
-					run()
-				}
-			}
-			per := b.Elapsed().Seconds() / float64(b.N*steps)
-			b.ReportMetric(per*1e3, "ms/step")
-			b.ReportMetric(global/per, "examples/s")
+			timeSteps(b, comm, step, data.Element{x, labels}, 2, steps, batch)
 		})
 	}
+}
+
+// timeSteps runs step on batch warm times, waits for every rank, then
+// times steps steps a round and reports ms/step and examples/s (a batch
+// of examples for the whole job).
+func timeSteps(b *testing.B, comm *mpi.Comm, step nn.Step, batch data.Element, warm, steps, examples int) {
+	run := func() {
+		if _, _, err := step(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range warm {
+		run()
+	}
+	if err := comm.Barrier(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		for range steps {
+			run()
+		}
+	}
+	per := b.Elapsed().Seconds() / float64(b.N*steps)
+	b.ReportMetric(per*1e3, "ms/step")
+	b.ReportMetric(float64(examples)/per, "examples/s")
 }

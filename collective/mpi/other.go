@@ -18,3 +18,14 @@ type Comm struct{ collective.Comm }
 func Open() (*Comm, error) {
 	return nil, fmt.Errorf("%w: mpi: not supported on %s", collective.ErrCollective, runtime.GOOS)
 }
+
+// Transport reports that MPI is not supported on this operating system.
+func (c *Comm) Transport() (collective.Transport, error) {
+	return nil, fmt.Errorf("%w: mpi: not supported on %s", collective.ErrCollective, runtime.GOOS)
+}
+
+// Rendezvous reports that MPI is not supported on this operating system.
+func (c *Comm) Rendezvous() (*collective.Rendezvous, error) {
+	_, err := c.Transport()
+	return nil, err
+}

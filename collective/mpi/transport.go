@@ -156,3 +156,15 @@ func (t *transport) Close() error {
 
 // ptrOf is p's address, for memory already pinned.
 func ptrOf[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// Rendezvous returns a collective.Rendezvous on a new Transport: what a
+// pipeline (nn.PipelineTrainStep) or a graph's cross-process Send and
+// Recv meet through. Every rank calls it at the same point (the
+// Transport's MPI_Comm_dup is collective), and closes it before the Comm.
+func (c *Comm) Rendezvous() (*collective.Rendezvous, error) {
+	t, err := c.Transport()
+	if err != nil {
+		return nil, err
+	}
+	return collective.NewRendezvous(t)
+}
