@@ -136,10 +136,17 @@ func pipelineBounds(model *Sequential, size int, bounds []int) ([]int, error) {
 // The model must be built the same way on every rank (same layers, same
 // initial values: the same seed), as data-parallel training needs; the
 // stages' variables may live on different devices (a micro-batch's
-// activations move to the device of the stage's first variable).
+// activations move to the device of the stage's first variable). A
+// LossScaleOptimizer is refused (dynamic loss scaling would need the
+// stages to agree on every skipped step).
 func PipelineTrainStep(model *Sequential, loss Loss, opt Optimizer, rdv *collective.Rendezvous, o PipelineOptions) (Step, error) {
 	if err := nilArg("PipelineTrainStep", arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt}, arg{"the rendezvous", rdv}); err != nil {
 		return nil, err
+	}
+	if _, scaled := opt.(lossScaler); scaled {
+		// Each stage's scale would follow its own gradients' overflows, and
+		// the stages would disagree on which steps to skip.
+		return nil, fmt.Errorf("nn: PipelineTrainStep: a LossScaleOptimizer is not supported across stages; use bfloat16 (MixedBFloat16) or float32")
 	}
 	size, rank := rdv.Size(), rdv.Rank()
 	stage, err := PipelineStage(model, size, rank, o)

@@ -174,7 +174,8 @@ func TestPipelineStages(t *testing.T) {
 }
 
 // A stage whose neighbour never sends fails after the rendezvous's
-// timeout, naming the step, the micro-batch and the rank it waited for.
+// timeout, naming the step, the micro-batch and the rank it waited for;
+// a LossScaleOptimizer, which the stages could not agree on, is refused.
 func TestPipelineNeighbourGone(t *testing.T) {
 	trs := collective.Loopback(2)
 	rdv, err := collective.NewRendezvous(trs[1])
@@ -190,6 +191,10 @@ func TestPipelineNeighbourGone(t *testing.T) {
 	_, _, err = step(pipeBatch(0, 8)) // rank 0 never runs
 	if !errors.Is(err, collective.ErrTimeout) || !strings.Contains(err.Error(), "step 0/micro-batch 0/activations") || !strings.Contains(err.Error(), "rank 0") {
 		t.Errorf("%v", err)
+	}
+	_, err = nn.PipelineTrainStep(pipeModel(), nn.SparseSoftmaxCrossEntropy, nn.NewLossScaleOptimizer(nn.NewAdam(nn.Constant(0.01))), rdv, nn.PipelineOptions{})
+	if err == nil || !strings.Contains(err.Error(), "LossScaleOptimizer") {
+		t.Errorf("a LossScaleOptimizer: %v", err)
 	}
 }
 
