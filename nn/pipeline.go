@@ -180,6 +180,9 @@ type pipeline struct {
 	// step.
 	sums   []*tape.Variable
 	summed []bool
+	// owed are the posts this stage has still to make in the step under
+	// way: their keys (one per rank for the loss), to whom.
+	owed map[string]int
 }
 
 // accumulate adds a micro-batch's gradients g (one per variable, nil
@@ -240,6 +243,12 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 			bounds[i+1]++
 		}
 	}
+	p.owe(m)
+	defer func() {
+		if err != nil {
+			p.postDead()
+		}
+	}()
 	flying := make([]inFlight, m)
 	forward := func(i int) {
 		var in *tensor.Tensor
@@ -306,7 +315,10 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 	err = tensor.Catch(func() {
 		if p.rank == p.size-1 {
 			for r := range p.size - 1 {
-				p.post(r, key, tensor.Scalar(loss))
+				delete(p.owed, fmt.Sprintf("%s (to rank %d)", key, r))
+				if err := p.rdv.Post(r, key, tensor.Scalar(loss), false); err != nil {
+					panic(tensor.NewError("nn", "PipelineTrainStep", err, nil, "", "%v", err))
+				}
 			}
 			return
 		}
@@ -350,9 +362,42 @@ func (p *pipeline) run(m int, forward, backward func(i int)) {
 // post sends t to rank to under key, panicking with a *tensor.Error on
 // failure.
 func (p *pipeline) post(to int, key string, t *tensor.Tensor) {
+	delete(p.owed, key)
 	if err := p.rdv.Post(to, key, t, false); err != nil {
 		panic(tensor.NewError("nn", "PipelineTrainStep", err, []*tensor.Tensor{t}, "", "%v", err))
 	}
+}
+
+// owe lists the posts this stage makes in a step of m micro-batches: its
+// output of each to the next stage, its input's gradient of each to the
+// previous one, and from the last stage the loss to every other.
+func (p *pipeline) owe(m int) {
+	p.owed = map[string]int{}
+	for i := range m {
+		if p.rank < p.size-1 {
+			p.owed[p.key(i, "activations")] = p.rank + 1
+		}
+		if p.rank > 0 {
+			p.owed[p.key(i, "gradients")] = p.rank - 1
+		}
+	}
+	if p.rank == p.size-1 {
+		for r := range p.size - 1 {
+			p.owed[fmt.Sprintf("%s (to rank %d)", p.key(0, "loss"), r)] = r
+		}
+	}
+}
+
+// postDead posts the dead flag under every key this stage still owes in
+// the step that failed, so that the stages waiting for them fail at once
+// (naming the key and this rank) instead of after the rendezvous's
+// timeout, and theirs in turn.
+func (p *pipeline) postDead() {
+	for key, to := range p.owed {
+		key, _, _ = strings.Cut(key, " (to rank")
+		_ = p.rdv.Post(to, key, nil, true) // a transport that failed fails everyone anyway
+	}
+	p.owed = nil
 }
 
 // receive waits for the value rank from posts under key and returns it on
@@ -360,7 +405,7 @@ func (p *pipeline) post(to int, key string, t *tensor.Tensor) {
 func (p *pipeline) receive(from int, key string) *tensor.Tensor {
 	t, dead, err := p.rdv.Receive(from, key)
 	if err == nil && dead {
-		err = fmt.Errorf("%q from rank %d came dead", key, from)
+		err = fmt.Errorf("%q from rank %d came dead: that stage failed", key, from)
 	}
 	if err != nil {
 		panic(tensor.NewError("nn", "PipelineTrainStep", err, nil, "", "%v", err))

@@ -331,3 +331,38 @@ func TestPipelineCheckpointChangesLayout(t *testing.T) {
 		t.Errorf("two layouts: %v", err)
 	}
 }
+
+// A failed stage posts the dead flag for what it owed, so that the
+// stages waiting on it fail at once, not after their own timeouts: with
+// the last of three stages gone, the middle one times out and the first,
+// whose timeout is far longer, fails right after it, naming the middle
+// stage.
+func TestPipelineFailureCascades(t *testing.T) {
+	trs := collective.Loopback(3)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r, timeout := range []time.Duration{time.Minute, 100 * time.Millisecond} {
+		rdv, err := collective.NewRendezvous(trs[r])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdv.Close()
+		rdv.SetTimeout(timeout)
+		step, err := nn.PipelineTrainStep(pipeModel(), nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)), rdv, nn.PipelineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _, _, errs[r] = step(pipeBatch(0, 8)) })
+	}
+	start := time.Now()
+	wg.Wait()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the stages failed after %v", d)
+	}
+	if !errors.Is(errs[1], collective.ErrTimeout) || !strings.Contains(errs[1].Error(), "rank 2") {
+		t.Errorf("stage 1: %v", errs[1])
+	}
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "came dead") || !strings.Contains(errs[0].Error(), "rank 1") {
+		t.Errorf("stage 0: %v", errs[0])
+	}
+}
