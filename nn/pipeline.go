@@ -24,7 +24,8 @@ import (
 // posts (which never wait), under keys naming the step, the micro-batch
 // and the direction, so a rank that dies or never sends makes its
 // neighbours fail after the rendezvous's timeout naming what they waited
-// for. The gradients of a stage's variables are summed over its
+// for; a stage that fails posts the dead flag under every key it still
+// owed, so that the stages waiting on it fail at once, and theirs in turn. The gradients of a stage's variables are summed over its
 // micro-batches, each micro-batch's loss weighted by its share of the
 // batch, so that a step computes what TrainStep computes on the whole
 // batch, up to the order in which floating-point sums are taken.
