@@ -27,6 +27,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Record", Fn: graph.Record, Valid: []any{square(), []*tensor.Tensor{x}}},
 		{Name: "IterationTag", Fn: graph.IterationTag},
 		{Name: "Graph.WriteDOT", Fn: func(w io.Writer) error { return square().WriteDOT(w) }, Valid: []any{io.Writer(&bytes.Buffer{})}},
+		{Name: "Graph.Placement", Fn: func(g *graph.Graph) int { return len(g.Placement()) }, Valid: []any{square()}},
 	}
 	builder := "the graph builder takes Outputs and nodes of a graph it made; a trace calls it"
 	skip := map[string]string{"SameFusedOperands": "compares two nodes of a fused graph; the fuser's test helper"}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -157,6 +159,21 @@ func (g *Graph) String() string {
 
 // nodeStyle sets apart what is not an op: inputs and constants as
 // ellipses, control-flow primitives filled in grey.
+// deviceColours fill the nodes of a graph's devices, in order.
+var deviceColours = []string{"#cfe2f3", "#fce5cd", "#d9ead3", "#ead1dc", "#fff2cc", "#d0e0e3"}
+
+// deviceStyle is n's style on a device drawn in colour: filled, the
+// control-flow primitives with a bold border.
+func deviceStyle(n *Node, colour string) string {
+	switch n.Kind {
+	case OpNode:
+		return fmt.Sprintf(", style=\"rounded,filled\", fillcolor=%q", colour)
+	case Placeholder, Const:
+		return fmt.Sprintf(", shape=ellipse, style=filled, fillcolor=%q", colour)
+	}
+	return fmt.Sprintf(", style=\"rounded,filled,bold\", fillcolor=%q", colour)
+}
+
 func nodeStyle(n *Node) string {
 	switch n.Kind {
 	case OpNode:
@@ -170,7 +187,9 @@ func nodeStyle(n *Node) string {
 // WriteDOT writes g in Graphviz's DOT language: nodes as boxes, data edges
 // solid, control edges dashed, back edges (into a Merge from a
 // NextIteration) drawn against the flow, and each frame a cluster nested
-// in its parent's.
+// in its parent's. Where g spans devices (Placement), each node is filled
+// with its device's colour and each device's nodes are a cluster of their
+// own (its partition), holding its share of every frame.
 func (g *Graph) WriteDOT(w io.Writer) error {
 	if w == nil {
 		return errors.New("graph: WriteDOT: the writer is nil")
@@ -180,12 +199,21 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 	}
 	bw := bufio.NewWriter(w)
 	frame := g.frames()
+	placed := g.Placement()
+	var devices []device.Device // in order of first use
 	children := map[string][]string{}
-	members := map[string][]*Node{}
+	type where struct {
+		dev   device.Device
+		frame string
+	}
+	members := map[where][]*Node{}
 	seen := map[string]bool{"": true}
 	for _, n := range g.Nodes {
-		f := frame[n]
-		members[f] = append(members[f], n)
+		f, d := frame[n], placed[n]
+		if !slices.Contains(devices, d) {
+			devices = append(devices, d)
+		}
+		members[where{d, f}] = append(members[where{d, f}], n)
 		if n.Kind == Enter && !seen[f] {
 			seen[f] = true
 			p := ""
@@ -195,13 +223,19 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 			children[p] = append(children[p], f)
 		}
 	}
+	split := len(devices) > 1
 	fmt.Fprintln(bw, "digraph eagerflow {")
 	fmt.Fprintln(bw, "  graph [fontname=\"Helvetica\", fontsize=11];")
 	fmt.Fprintln(bw, "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];")
 	fmt.Fprintln(bw, "  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\"];")
-	var cluster func(f, indent string)
-	cluster = func(f, indent string) {
-		for _, n := range members[f] {
+	// has reports whether frame f or a frame inside it has nodes on d.
+	var has func(d device.Device, f string) bool
+	has = func(d device.Device, f string) bool {
+		return len(members[where{d, f}]) > 0 || slices.ContainsFunc(children[f], func(c string) bool { return has(d, c) })
+	}
+	var cluster func(d device.Device, colour, f, indent string)
+	cluster = func(d device.Device, colour, f, indent string) {
+		for _, n := range members[where{d, f}] {
 			// The op and its attributes, then its outputs' dtypes and
 			// shapes, as TensorBoard's and Netron's graph views show them.
 			name, attrs := n.parts()
@@ -212,16 +246,39 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 			if s := specs(n); s != "" && n.Kind != Const {
 				label += "\n" + s
 			}
-			fmt.Fprintf(bw, "%sn%d [label=%q%s];\n", indent, n.ID, label, nodeStyle(n))
+			style := nodeStyle(n)
+			if split {
+				style = deviceStyle(n, colour)
+			}
+			fmt.Fprintf(bw, "%sn%d [label=%q%s];\n", indent, n.ID, label, style)
 		}
 		for _, c := range children[f] {
+			if !has(d, c) {
+				continue
+			}
+			name := "cluster_" + c
+			if split {
+				name = "cluster_" + d.Name() + "_" + c
+			}
 			fmt.Fprintf(bw, "%ssubgraph %q {\n%s  label=%q; labeljust=l; style=rounded; color=\"#999999\";\n",
-				indent, "cluster_"+c, indent, "frame "+c)
-			cluster(c, indent+"  ")
+				indent, name, indent, "frame "+c)
+			cluster(d, colour, c, indent+"  ")
 			fmt.Fprintf(bw, "%s}\n", indent)
 		}
 	}
-	cluster("", "  ")
+	if !split {
+		cluster(devices[0], "", "", "  ")
+	}
+	for i, d := range devices {
+		if !split {
+			break
+		}
+		colour := deviceColours[i%len(deviceColours)]
+		fmt.Fprintf(bw, "  subgraph %q {\n    label=%q; labeljust=l; style=\"rounded,dashed\"; color=%q;\n",
+			"cluster_partition_"+d.Name(), "partition "+d.Name(), colour)
+		cluster(d, colour, "", "    ")
+		fmt.Fprintln(bw, "  }")
+	}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
 			var attrs []string

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/collective"
@@ -103,6 +104,72 @@ func TestTracedLoopAlternatingDevices(t *testing.T) {
 	}
 	if f.Traces() != 1 {
 		t.Errorf("%d traces", f.Traces())
+	}
+}
+
+// A traced graph that spans devices knows where each node runs
+// (graph.Placement: the copies to the other CPU and what follows them
+// there, the rest on the arguments' device, a loop's primitives with
+// their data), and WriteDOT draws each device's nodes as a partition
+// cluster of their own colour, each holding its share of the loop's
+// frame.
+func TestTracedGraphPlacement(t *testing.T) {
+	other := device.SecondCPU()
+	f := trace.NewFunction(func(a []T) []T {
+		l := control.While(func(v []T) T { return ops.Lt(v[0], a[1]) }, func(v []T) []T {
+			b, err := ops.Tanh(v[1]).To(other)
+			if err != nil {
+				panic(err)
+			}
+			c, err := ops.Mul(b, b).To(device.Host())
+			if err != nil {
+				panic(err)
+			}
+			return []T{ops.Add(v[0], tensor.Scalar(int32(1))), c}
+		}, []T{tensor.Scalar(int32(0)), a[0]})
+		return []T{ops.Neg(l[1])}
+	})
+	x, n := tensor.FromSlice([]float64{0.5, -1}), tensor.Scalar(int32(3))
+	if _, err := f.Call(x, n); err != nil {
+		t.Fatal(err)
+	}
+	g := f.Graph(x, n)
+	placed := g.Placement()
+	on := map[string]map[string]bool{} // device -> op names
+	for _, n := range g.Nodes {
+		if n.Op != nil {
+			if on[placed[n].Name()] == nil {
+				on[placed[n].Name()] = map[string]bool{}
+			}
+			on[placed[n].Name()][n.Op.Name] = true
+		}
+	}
+	host, second := device.Host().Name(), other.Name()
+	for _, c := range []struct {
+		dev, op string
+	}{{host, "Tanh"}, {host, "Neg"}, {second, "Mul"}} {
+		if !on[c.dev][c.op] {
+			t.Errorf("%s is not placed on %s: %v", c.op, c.dev, on)
+		}
+	}
+	if on[host]["Mul"] || on[second]["Tanh"] {
+		t.Errorf("placement %v", on)
+	}
+	var dot strings.Builder
+	if err := g.WriteDOT(&dot); err != nil {
+		t.Fatal(err)
+	}
+	d := dot.String()
+	for _, want := range []string{`subgraph "cluster_partition_` + host, `subgraph "cluster_partition_` + second, "fillcolor="} {
+		if !strings.Contains(d, want) {
+			t.Errorf("DOT lacks %s:\n%s", want, d)
+		}
+	}
+	if strings.Count(d, `label="frame `) < 2 { // the loop's frame in both partitions
+		t.Errorf("the loop's frame is not drawn in each partition:\n%s", d)
+	}
+	if strings.Count(d, "{") != strings.Count(d, "}") {
+		t.Errorf("unbalanced braces:\n%s", d)
 	}
 }
 

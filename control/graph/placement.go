@@ -1,0 +1,49 @@
+package graph
+
+import (
+	"github.com/eagerflow/eagerflow/backend/opattr"
+	"github.com/eagerflow/eagerflow/device"
+)
+
+// Placement returns the device each node of g runs on, as the executor
+// will find it: a placeholder on the graph's device (its arguments'), a
+// constant where its value is, a ToDevice node on the device it copies
+// to, and every other node where its first input is (an op runs on its
+// inputs' device; a control-flow primitive passes its data on); a node
+// without inputs on the graph's device. The devices split g into the
+// parts TensorFlow's partitions would be; WriteDOT draws them. A nil
+// graph places nothing.
+func (g *Graph) Placement() map[*Node]device.Device {
+	if g == nil {
+		return nil
+	}
+	at := make(map[*Node]device.Device, len(g.Nodes))
+	var place func(n *Node) device.Device
+	place = func(n *Node) device.Device {
+		if d, ok := at[n]; ok {
+			return d
+		}
+		at[n] = g.device() // a back edge met on the way sees this
+		d := g.device()
+		switch {
+		case n.Kind == Const && n.Value != nil:
+			d = n.Value.Device()
+		case n.Kind == OpNode && isToDevice(n):
+			d = n.Attrs.(opattr.DeviceAttrs).Device
+		case n.Kind != Placeholder && len(n.Inputs) > 0:
+			d = place(n.Inputs[0].Node)
+		}
+		at[n] = d
+		return d
+	}
+	for _, n := range g.Nodes {
+		place(n)
+	}
+	return at
+}
+
+// isToDevice reports whether op node n copies its input to a device.
+func isToDevice(n *Node) bool {
+	a, ok := n.Attrs.(opattr.DeviceAttrs)
+	return ok && a.Device != nil && n.Op != nil && n.Op.Name == "ToDevice"
+}
