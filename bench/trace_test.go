@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -162,4 +164,64 @@ func TestTracedRNNLoopForwardIsAFrame(t *testing.T) {
 	if g := f.Graph(r.h0); len(g.Nodes) > 40 {
 		t.Errorf("%d nodes: the loop was unrolled", len(g.Nodes))
 	}
+}
+
+// BenchmarkPartitionedLoop is a traced loop of 100 iterations whose body
+// computes on a [256] float32 on each of the two CPU devices (a copy
+// there and back each iteration): run by one executor ("one executor"),
+// and cut into a partition per device run at once (graph.Partition,
+// "partitioned": a send and a receive per crossing, the second
+// partition's control loop driven by the predicate each iteration);
+// "one device" is the same loop with both halves on cpu:0. Reports
+// ns/iteration.
+func BenchmarkPartitionedLoop(b *testing.B) {
+	const iters = 100
+	x := tensor.RandUniform(tensor.NewRNG(5), tensor.Float32, 0, 1, 256)
+	n := tensor.Scalar(int32(iters))
+	loop := func(far device.Device) func(a []*tensor.Tensor) []*tensor.Tensor {
+		return func(a []*tensor.Tensor) []*tensor.Tensor {
+			l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+				there, err := ops.Tanh(v[1]).To(far)
+				if err != nil {
+					panic(err)
+				}
+				back, err := ops.Mul(there, there).To(device.Host())
+				if err != nil {
+					panic(err)
+				}
+				return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Add(back, v[1])}
+			}, []*tensor.Tensor{tensor.Scalar(int32(0)), a[0]})
+			return []*tensor.Tensor{l[1]}
+		}
+	}
+	report := func(b *testing.B, run func() ([]*tensor.Tensor, error)) {
+		for b.Loop() {
+			out, err := run()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out[0].Release()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*iters), "ns/iteration")
+	}
+	for _, c := range []struct {
+		name string
+		far  device.Device
+	}{{"one device", device.Host()}, {"one executor", device.SecondCPU()}} {
+		b.Run(c.name, func(b *testing.B) {
+			f := trace.NewFunction(loop(c.far))
+			report(b, func() ([]*tensor.Tensor, error) { return f.Call(x, n) })
+		})
+	}
+	b.Run("partitioned", func(b *testing.B) {
+		f := trace.NewFunction(loop(device.SecondCPU()))
+		if _, err := f.Call(x, n); err != nil {
+			b.Fatal(err)
+		}
+		p, err := graph.Partition(f.Graph(x, n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		report(b, func() ([]*tensor.Tensor, error) { return p.Execute(x, n) })
+	})
 }

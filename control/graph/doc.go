@@ -17,6 +17,12 @@
 // control-flow primitives run as a straight-line plan (plan.go) that
 // releases each intermediate after its last reader.
 //
+// Placement finds the device each node runs on; Partition cuts a graph
+// that spans devices into one graph per device, joined by sends and
+// receives tagged with their loop iterations, with a control loop in
+// every partition a loop's body reaches (partition.go), and
+// Partitioned.Execute runs them at once.
+//
 // Optimize prepares a traced graph: pruning (Prune keeps placeholders and
 // Keep nodes, a trace's guards), dropping stacks nothing pops, computing
 // repeated ops once (optimize.go) and fusing chains of float32 elementwise

@@ -20,6 +20,10 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		g.Result = []graph.Output{in}
 		return g
 	}
+	partitioned, err := graph.Partition(square())
+	if err != nil {
+		t.Fatal(err)
+	}
 	fns := []nilsweep.Func{
 		{Name: "Execute", Fn: graph.Execute, Valid: []any{square(), []*tensor.Tensor{x}}},
 		{Name: "ExecuteWith", Fn: graph.ExecuteWith, Valid: []any{square(), graph.ExecOptions{}, []*tensor.Tensor{x}}},
@@ -28,6 +32,11 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "IterationTag", Fn: graph.IterationTag},
 		{Name: "Graph.WriteDOT", Fn: func(w io.Writer) error { return square().WriteDOT(w) }, Valid: []any{io.Writer(&bytes.Buffer{})}},
 		{Name: "Graph.Placement", Fn: func(g *graph.Graph) int { return len(g.Placement()) }, Valid: []any{square()}},
+		{Name: "Partition", Fn: graph.Partition, Valid: []any{square()}},
+		{Name: "Partitioned.Execute", Fn: func(p *graph.Partitioned, args []*tensor.Tensor) error {
+			_, err := p.Execute(args...)
+			return err
+		}, Valid: []any{partitioned, []*tensor.Tensor{x}}},
 	}
 	builder := "the graph builder takes Outputs and nodes of a graph it made; a trace calls it"
 	skip := map[string]string{"SameFusedOperands": "compares two nodes of a fused graph; the fuser's test helper"}

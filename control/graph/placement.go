@@ -8,9 +8,10 @@ import (
 // Placement returns the device each node of g runs on, as the executor
 // will find it: a placeholder on the graph's device (its arguments'), a
 // constant where its value is, a ToDevice node on the device it copies
-// to, and every other node where its first input is (an op runs on its
-// inputs' device; a control-flow primitive passes its data on); a node
-// without inputs on the graph's device. The devices split g into the
+// to, a NextIteration with the loop Merge it feeds, and every other node
+// where its first input is (an op runs on its inputs' device; a
+// control-flow primitive passes its data on); a node without inputs on
+// the graph's device. The devices split g into the
 // parts TensorFlow's partitions would be; WriteDOT draws them. A nil
 // graph places nothing.
 func (g *Graph) Placement() map[*Node]device.Device {
@@ -38,6 +39,17 @@ func (g *Graph) Placement() map[*Node]device.Device {
 	}
 	for _, n := range g.Nodes {
 		place(n)
+	}
+	// A NextIteration goes with the Merge it feeds back to, so that a
+	// loop's back edges stay within a partition (its value crosses to it).
+	for _, n := range g.Nodes {
+		if n.Kind == Merge {
+			for _, x := range n.Inputs {
+				if x.Node.Kind == NextIteration {
+					at[x.Node] = at[n]
+				}
+			}
+		}
 	}
 	return at
 }

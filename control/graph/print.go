@@ -17,36 +17,8 @@ import (
 // each execution frame drawn as a cluster, so a user can see what a trace
 // made of their function.
 
-// frames returns the frame each node runs in ("" for the root), following
-// TensorFlow's rules: an Enter's output is in the Enter's frame (its node
-// too, for drawing), an Exit leaves to the parent of its input's frame, and
-// any other node is in the frame of its first input from a node before it
-// (back edges from NextIteration come later).
-func (g *Graph) frames() map[*Node]string {
-	frame := map[*Node]string{}
-	parent := map[string]string{}
-	for _, n := range g.Nodes {
-		in := ""
-		for _, x := range n.Inputs {
-			if x.Node.ID < n.ID && x.Node.Kind != Const {
-				in = frame[x.Node]
-				break
-			}
-		}
-		switch n.Kind {
-		case Enter:
-			if p, ok := parent[n.Frame]; !ok || p == "" {
-				parent[n.Frame] = in // an Enter of a constant does not tell
-			}
-			frame[n] = n.Frame
-		case Exit:
-			frame[n] = parent[in]
-		default:
-			frame[n] = in
-		}
-	}
-	return frame
-}
+// frames returns the frame each node runs in ("" for the root): framesOf.
+func (g *Graph) frames() map[*Node]string { return framesOf(g) }
 
 // Label is how a node is shown: its op with its attributes ("Reduce sum
 // dims=[1] keepdims=false"), a constant's value when it is small ("Const

@@ -1,0 +1,570 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Partitioning, as TensorFlow cuts a graph between devices ("Implementation
+// of Control Flow in TensorFlow", distributed execution): Partition cuts g
+// by Placement into one graph per device, each run by an executor of its
+// own at once with the others, so that the devices overlap. Every edge
+// between two partitions becomes a send in the producer's and a receive in
+// the consumer's, keyed by the edge and tagged with the frame iterations
+// of the value (a dead value travels as the dead flag, so a branch not
+// taken is not taken on the other side either). A receive is triggered in
+// its frame and iteration by its partition's pivot of the frame: the live
+// output of a loop's Switch there, or, in a partition that holds none of
+// the loop's primitives, a control loop of its own (Enter, Merge, a Switch
+// on the loop's predicate received from its partition at every
+// iteration, NextIteration, Exit), which runs as many iterations as the
+// loop; at the top level, a constant. Placeholders and constants are
+// copied into every partition that reads them.
+
+// Partitioned is a graph cut into one graph per device (Partition).
+type Partitioned struct {
+	// Parts are the partitions, on Devices[i] each, in the order the
+	// devices are first used in the graph.
+	Parts   []*Graph
+	Devices []device.Device
+	// results[i] is where the graph's result i is: a partition and its
+	// result index there.
+	results []partResult
+	edges   int // transfers, for the mailbox's keys
+
+	mu   sync.Mutex // one call at a time: the mailbox is the call's
+	mail *partMail
+}
+
+type partResult struct{ part, index int }
+
+// Partition cuts g into one graph per device of its Placement. A graph
+// on one device gives one part, g itself. Control edges and stacks (a
+// loop gradient's) that would cross partitions are not supported yet:
+// an error names them.
+func Partition(g *Graph) (*Partitioned, error) {
+	if g == nil {
+		return nil, errors.New("graph: Partition: the graph is nil")
+	}
+	placed := g.Placement()
+	p := &Partitioned{}
+	for _, n := range g.Nodes {
+		if d := placed[n]; !slices.Contains(p.Devices, d) && n.Kind != Placeholder && n.Kind != Const {
+			p.Devices = append(p.Devices, d)
+		}
+	}
+	if len(p.Devices) <= 1 {
+		p.Parts = []*Graph{g}
+		p.Devices = []device.Device{g.device()}
+		for i := range g.Result {
+			p.results = append(p.results, partResult{0, i})
+		}
+		return p, nil
+	}
+	identity := eager.Lookup("Identity")
+	if identity == nil {
+		return nil, errors.New("graph: Partition: no Identity op registered (package ops is not linked in)")
+	}
+	c := &cutter{g: g, p: p, placed: placed, frame: framesOf(g), copies: map[partNode]*Node{},
+		recvs: map[partOut]Output{}, triggers: map[partFrame]*Node{}, pivots: map[partFrame]*Node{},
+		identityOp: identity, recvOp: partRecvOp}
+	if err := c.index(); err != nil {
+		return nil, err
+	}
+	for _, d := range p.Devices {
+		part := &Graph{Device: d}
+		for _, in := range g.Inputs {
+			c.copies[partNode{part, in}] = part.Input(in.Name).Node
+		}
+		p.Parts = append(p.Parts, part)
+	}
+	for _, n := range g.Nodes {
+		if n.Kind == Placeholder || n.Kind == Const {
+			continue // copied where they are read
+		}
+		if _, err := c.copyNode(c.partOf(n), n); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range g.Result {
+		part := 0
+		if r.Node.Kind != Placeholder && r.Node.Kind != Const {
+			part = slices.Index(p.Devices, placed[r.Node])
+		}
+		out, err := c.use(p.Parts[part], r)
+		if err != nil {
+			return nil, err
+		}
+		p.Parts[part].Result = append(p.Parts[part].Result, out)
+		p.results = append(p.results, partResult{part, len(p.Parts[part].Result) - 1})
+	}
+	for _, part := range p.Parts {
+		for _, n := range part.Nodes {
+			// Pivots, sends and control loops have no readers.
+			if n.Kind == OpNode && (n.Op == partSendOp || n.Op == partRecvOp || n.Op == c.identityOp) || n.Kind == Exit {
+				n.Keep = true
+			}
+		}
+	}
+	return p, nil
+}
+
+// framesOf returns the frame each node of g runs in ("" for the root),
+// following TensorFlow's rules: an Enter's output is in the Enter's frame
+// (its node too, for drawing), an Exit leaves to the parent of its
+// input's frame, and any other node is in the frame of its first input
+// from a node before it that is not a constant (back edges from
+// NextIteration come later), or failing that of its first control input
+// (a constant gated into a loop by a control edge runs in the loop).
+func framesOf(g *Graph) map[*Node]string {
+	frame, parent := map[*Node]string{}, map[string]string{}
+	for _, n := range g.Nodes {
+		in, found := "", false
+		for _, x := range n.Inputs {
+			if x.Node.ID < n.ID && x.Node.Kind != Const {
+				in, found = frame[x.Node], true
+				break
+			}
+		}
+		if !found && len(n.Control) > 0 {
+			in = frame[n.Control[0]]
+		}
+		switch n.Kind {
+		case Enter:
+			if _, ok := parent[n.Frame]; !ok && !n.IsConstant {
+				parent[n.Frame] = in
+			}
+			frame[n] = n.Frame
+		case Exit:
+			frame[n] = parent[in]
+		default:
+			frame[n] = in
+		}
+	}
+	return frame
+}
+
+// cutter builds the partitions of g.
+type cutter struct {
+	g                  *Graph
+	p                  *Partitioned
+	placed             map[*Node]device.Device
+	frame              map[*Node]string
+	parent             map[string]string // a frame's parent frame
+	enter              map[string]*Node  // a frame's first (non-constant) Enter, for its settings
+	pred               map[string]Output // a frame's loop predicate (a Switch's input 1)
+	copies             map[partNode]*Node
+	recvs              map[partOut]Output
+	triggers           map[partFrame]*Node // a node live at every iteration of a frame, in a part (a loop Merge)
+	pivots             map[partFrame]*Node // a node live at the frame's live iterations, in a part
+	identityOp, recvOp *eager.Op
+}
+
+type partNode struct {
+	part *Graph
+	n    *Node
+}
+
+type partOut struct {
+	part *Graph
+	out  Output
+}
+
+type partFrame struct {
+	part  *Graph
+	frame string
+}
+
+// index finds each frame's parent, settings and predicate, and checks
+// what partitioning does not support.
+func (c *cutter) index() error {
+	c.parent, c.enter, c.pred = map[string]string{}, map[string]*Node{}, map[string]Output{}
+	for _, n := range c.g.Nodes {
+		switch n.Kind {
+		case Enter:
+			if _, ok := c.enter[n.Frame]; !ok && !n.IsConstant {
+				c.enter[n.Frame] = n
+			}
+			if _, ok := c.parent[n.Frame]; !ok && len(n.Inputs) > 0 && !n.IsConstant {
+				c.parent[n.Frame] = c.frame[n.Inputs[0].Node]
+			}
+		case Switch:
+			if f := c.frame[n]; f != "" {
+				if _, ok := c.pred[f]; !ok && c.isLoopSwitch(n) {
+					c.pred[f] = n.Inputs[1]
+				}
+			}
+		}
+		for _, x := range append(slices.Clone(n.Control), n.After...) {
+			if c.placed[x] != c.placed[n] {
+				return fmt.Errorf("graph: Partition: %v waits on %v, on another device (%s, %s): ordering edges across devices are not supported yet",
+					n, x, c.placed[n].Name(), c.placed[x].Name())
+			}
+		}
+		for _, x := range n.Inputs {
+			if x.Node.Kind == Stack && c.placed[x.Node] != c.placed[n] {
+				return fmt.Errorf("graph: Partition: %v uses the stack of %v on another device (%s, %s): a loop gradient's stacks across devices are not supported yet",
+					n, x.Node, c.placed[n].Name(), c.placed[x.Node].Name())
+			}
+		}
+	}
+	return nil
+}
+
+// isLoopSwitch reports whether Switch n is a loop's (its data comes from
+// a Merge of its frame), not a conditional's inside the loop.
+func (c *cutter) isLoopSwitch(n *Node) bool {
+	m := n.Inputs[0].Node
+	return m.Kind == Merge && c.frame[m] == c.frame[n]
+}
+
+func (c *cutter) partOf(n *Node) *Graph {
+	return c.p.Parts[slices.Index(c.p.Devices, c.placed[n])]
+}
+
+// copyNode returns n's copy in part, making what it reads first (so that
+// a partition lists its nodes in an order the executor can take: inputs
+// before their readers, but for loops' back edges).
+func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
+	if m, ok := c.copies[partNode{part, n}]; ok {
+		return m, nil
+	}
+	m := &Node{Kind: n.Kind, Name: n.Name, Op: n.Op, Attrs: n.Attrs, Frame: n.Frame, IsConstant: n.IsConstant,
+		ParallelIterations: n.ParallelIterations, Value: n.Value, Outputs: n.Outputs, Specs: n.Specs, Fused: n.Fused, Keep: n.Keep, fused: n.fused}
+	for _, x := range n.Inputs {
+		if x.Node.Kind == NextIteration && x.Node.ID > n.ID {
+			continue // a back edge: set when its NextIteration is copied
+		}
+		in, err := c.use(part, x)
+		if err != nil {
+			return nil, err
+		}
+		m.Inputs = append(m.Inputs, in)
+	}
+	for _, x := range n.Control {
+		cx, err := c.copyNode(part, x)
+		if err != nil {
+			return nil, err
+		}
+		m.Control = append(m.Control, cx)
+	}
+	for _, x := range n.After {
+		cx, err := c.copyNode(part, x)
+		if err != nil {
+			return nil, err
+		}
+		m.After = append(m.After, cx)
+	}
+	if done, ok := c.copies[partNode{part, n}]; ok { // made meanwhile (a loop's pivot needs its Switch)
+		return done, nil
+	}
+	part.add(m)
+	c.copies[partNode{part, n}] = m
+	if n.Kind == NextIteration { // the Merges it feeds back to
+		for _, r := range c.g.Nodes {
+			if r.Kind == Merge && c.placed[r] == c.placed[n] && slices.ContainsFunc(r.Inputs, func(x Output) bool { return x.Node == n }) {
+				merge, err := c.copyNode(part, r)
+				if err != nil {
+					return nil, err
+				}
+				part.SetBackEdge(merge, m.Out(0))
+			}
+		}
+	}
+	return m, nil
+}
+
+// use returns what out is read as in part: its copy there, or a receive
+// of it from its own partition (which sends it).
+func (c *cutter) use(part *Graph, out Output) (Output, error) {
+	src := out.Node
+	if src.Kind == Placeholder || src.Kind == Const || c.partOf(src) == part {
+		m, err := c.copyNode(part, src)
+		if err != nil {
+			return Output{}, err
+		}
+		return m.Out(out.Index), nil
+	}
+	if r, ok := c.recvs[partOut{part, out}]; ok {
+		return r, nil
+	}
+	key := c.p.edges
+	c.p.edges++
+	// The send, in the producer's partition and frame; in a loop, made to
+	// run at every iteration of the frame (a loop invariant is read at
+	// each), as the receive, in the consumer's partition and the value's
+	// frame, is: each yields what the value is there, live or dead.
+	home := c.partOf(src)
+	from, err := c.use(home, out)
+	if err != nil {
+		return Output{}, err
+	}
+	send := home.Apply(partSendOp, partSend{p: c.p, key: key}, 0, from)
+	if f := c.frame[src]; f != "" {
+		every, err := c.every(home, f)
+		if err != nil {
+			return Output{}, err
+		}
+		send.Control = append(send.Control, every)
+	}
+	trigger, err := c.every(part, c.frame[src])
+	if err != nil {
+		return Output{}, err
+	}
+	recv := part.Apply(c.recvOp, partRecv{p: c.p, key: key}, 1, trigger.Out(0))
+	if out.Index < len(src.Specs) {
+		recv.Specs = []eager.Out{src.Specs[out.Index]}
+	}
+	c.recvs[partOut{part, out}] = recv.Out(0)
+	return recv.Out(0), nil
+}
+
+// every returns a node of part that runs, live, at every iteration of
+// frame f, the last (whose predicate is false) included: a loop Merge of
+// f (the partition's own, or its control loop's); at the top level a
+// constant.
+func (c *cutter) every(part *Graph, f string) (*Node, error) {
+	if t, ok := c.triggers[partFrame{part, f}]; ok {
+		return t, nil
+	}
+	if f == "" {
+		t := part.Constant(tensor.Scalar(true)).Node
+		c.triggers[partFrame{part, ""}] = t
+		return t, nil
+	}
+	if sw := c.loopSwitch(part, f); sw != nil {
+		merge, err := c.copyNode(part, sw.Inputs[0].Node)
+		if err != nil {
+			return nil, err
+		}
+		c.triggers[partFrame{part, f}] = merge
+		return merge, nil
+	}
+	if err := c.controlLoop(part, f); err != nil {
+		return nil, err
+	}
+	return c.triggers[partFrame{part, f}], nil
+}
+
+// loopSwitch is a loop Switch of frame f placed in part, or nil.
+func (c *cutter) loopSwitch(part *Graph, f string) *Node {
+	for _, n := range c.g.Nodes {
+		if n.Kind == Switch && c.frame[n] == f && c.partOf(n) == part && c.isLoopSwitch(n) {
+			return n
+		}
+	}
+	return nil
+}
+
+// pivot returns a node of part live exactly at frame f's live iterations
+// (an Identity of a loop Switch's true output, the partition's own or its
+// control loop's): what a loop nested in f enters from.
+func (c *cutter) pivot(part *Graph, f string) (*Node, error) {
+	if p, ok := c.pivots[partFrame{part, f}]; ok {
+		return p, nil
+	}
+	if sw := c.loopSwitch(part, f); sw != nil {
+		m, err := c.copyNode(part, sw)
+		if err != nil {
+			return nil, err
+		}
+		p := part.Apply(c.identityOp, nil, 1, m.Out(1))
+		c.pivots[partFrame{part, f}] = p
+		return p, nil
+	}
+	if err := c.controlLoop(part, f); err != nil {
+		return nil, err
+	}
+	return c.pivots[partFrame{part, f}], nil
+}
+
+// controlLoop gives part, which holds none of frame f's loop primitives,
+// a loop of its own driven by f's predicate (received at every
+// iteration): Enter (from the parent frame's pivot, so that it enters
+// when and as the loop does), Merge, Switch, NextIteration of its live
+// output, Exit of the other.
+func (c *cutter) controlLoop(part *Graph, f string) error {
+	enter, pred := c.enter[f], c.pred[f]
+	if enter == nil || pred.Node == nil {
+		return fmt.Errorf("graph: Partition: frame %q spans devices but has no loop predicate to drive it", f)
+	}
+	outer, err := c.every(part, "")
+	if parent := c.parent[f]; parent != "" {
+		outer, err = c.pivot(part, parent)
+	}
+	if err != nil {
+		return err
+	}
+	merge := part.Merge(part.Enter(outer.Out(0), f, false, enter.ParallelIterations))
+	c.triggers[partFrame{part, f}] = merge // the predicate's receive is triggered by it
+	p, err := c.use(part, pred)
+	if err != nil {
+		return err
+	}
+	sw := part.Switch(merge.Out(0), p)
+	part.Exit(sw.Out(0))
+	pivot := part.Apply(c.identityOp, nil, 1, sw.Out(1))
+	part.SetBackEdge(merge, part.NextIteration(pivot.Out(0)))
+	c.pivots[partFrame{part, f}] = pivot
+	return nil
+}
+
+// Execute runs the partitions on args at once, each by an executor of
+// its own, and returns g's results. A partition that fails makes every
+// receive of the others fail, so that the call returns its error.
+func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if p == nil {
+		return nil, errors.New("graph: Partitioned.Execute: nil")
+	}
+	if len(p.Parts) == 1 {
+		return Execute(p.Parts[0], args...)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mail = newPartMail()
+	outs := make([][]*tensor.Tensor, len(p.Parts))
+	errs := make([]error, len(p.Parts))
+	var wg sync.WaitGroup
+	for i, part := range p.Parts {
+		wg.Go(func() {
+			outs[i], errs[i] = Execute(part, args...)
+			if errs[i] != nil {
+				p.mail.fail(fmt.Errorf("partition %d (%s) failed: %w", i, p.Devices[i].Name(), errs[i]))
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, errPartitionFailed) {
+			return nil, fmt.Errorf("graph: partition %d (%s): %w", i, p.Devices[i].Name(), err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := make([]*tensor.Tensor, len(p.results))
+	for i, r := range p.results {
+		res[i] = outs[r.part][r.index]
+	}
+	return res, nil
+}
+
+// errPartitionFailed is what the receives of the other partitions get
+// when one fails.
+var errPartitionFailed = errors.New("graph: another partition failed")
+
+// partMail is where one call's transfers meet: by edge and iteration tag.
+type partMail struct {
+	mu      sync.Mutex
+	arrived map[string]partValue
+	waiting map[string]func(t *tensor.Tensor, dead bool, err error)
+	err     error
+}
+
+type partValue struct {
+	t    *tensor.Tensor
+	dead bool
+}
+
+func newPartMail() *partMail {
+	return &partMail{arrived: map[string]partValue{}, waiting: map[string]func(*tensor.Tensor, bool, error){}}
+}
+
+func (m *partMail) post(key string, v partValue) {
+	m.mu.Lock()
+	done, ok := m.waiting[key]
+	if ok {
+		delete(m.waiting, key)
+	} else {
+		m.arrived[key] = v
+	}
+	m.mu.Unlock()
+	if ok {
+		done(v.t, v.dead, nil)
+	}
+}
+
+func (m *partMail) await(key string, done func(t *tensor.Tensor, dead bool, err error)) {
+	m.mu.Lock()
+	v, ok := m.arrived[key]
+	err := m.err
+	switch {
+	case ok:
+		delete(m.arrived, key)
+	case err == nil:
+		m.waiting[key] = done
+	}
+	m.mu.Unlock()
+	switch {
+	case ok:
+		done(v.t, v.dead, nil)
+	case err != nil:
+		done(nil, false, err)
+	}
+}
+
+// fail ends every receive waiting, and every later one, with err.
+func (m *partMail) fail(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = fmt.Errorf("%w: %w", errPartitionFailed, err)
+	}
+	waiting := m.waiting
+	m.waiting = map[string]func(*tensor.Tensor, bool, error){}
+	err = m.err
+	m.mu.Unlock()
+	for _, done := range waiting {
+		done(nil, false, err)
+	}
+}
+
+// The transfers' ops and attributes: Sender and Receiver for the
+// executor, through the call's mailbox.
+var (
+	partSendOp = eager.Register(&eager.Op{Name: "PartitionSend", Inputs: 1, AnyLayout: true, ViewOwns: true, Ordered: true, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			c.Fail(tensor.ErrAttr, "a partitioned graph's send runs in its graph only")
+			return nil
+		}})
+	partRecvOp = eager.Register(&eager.Op{Name: "PartitionRecv", Inputs: 1, AnyLayout: true, ViewOwns: true, Ordered: true, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			c.Fail(tensor.ErrAttr, "a partitioned graph's receive runs in its graph only")
+			return nil
+		}})
+)
+
+type partSend struct {
+	p   *Partitioned
+	key int
+}
+
+func (a partSend) String() string { return fmt.Sprintf("edge=%d", a.key) }
+
+// SendTagged posts x under the edge's key and tag (Sender): a handle of
+// its own on x's buffer, which the receiving partition's executor owns
+// (the sending one releases x once the send has read it).
+func (a partSend) SendTagged(tag string, x *tensor.Tensor, dead bool) error {
+	if x != nil && !dead {
+		x = x.View(x.Shape(), x.Layout())
+	}
+	a.p.mail.post(fmt.Sprintf("%d%s", a.key, tag), partValue{x, dead})
+	return nil
+}
+
+type partRecv struct {
+	p   *Partitioned
+	key int
+}
+
+func (a partRecv) String() string { return fmt.Sprintf("edge=%d", a.key) }
+
+// ReceiveTagged takes the value under the edge's key and tag (Receiver).
+func (a partRecv) ReceiveTagged(tag string, done func(t *tensor.Tensor, dead bool, err error)) {
+	a.p.mail.await(fmt.Sprintf("%d%s", a.key, tag), done)
+}
