@@ -16,6 +16,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewRendezvous", Fn: NewRendezvous},
 		{Name: "Single", Fn: Single},
 		{Name: "Loopback", Fn: Loopback},
+		{Name: "RankCPU", Fn: RankCPU, Valid: []any{1}},
+		{Name: "RankOf", Fn: RankOf, Valid: []any{RankCPU(1)}},
 		// Single's communicator, as every Comm must: a nil tensor is an
 		// error.
 		{Name: "Single AllReduce", Fn: func(t *tensor.Tensor) error { _, err := Single().AllReduce(t, Sum); return err }},

@@ -21,7 +21,8 @@
 // that spans devices into one graph per device, joined by sends and
 // receives tagged with their loop iterations, with a control loop in
 // every partition a loop's body reaches (partition.go), and
-// Partitioned.Execute runs them at once.
+// Partitioned.Execute runs them at once; PartitionWith spreads them over
+// processes (each runs its own, the values crossing through an Exchange).
 //
 // Optimize prepares a traced graph: pruning (Prune keeps placeholders and
 // Keep nodes, a trace's guards), dropping stacks nothing pops, computing

@@ -30,38 +30,80 @@ import (
 // Partitioned is a graph cut into one graph per device (Partition).
 type Partitioned struct {
 	// Parts are the partitions, on Devices[i] each, in the order the
-	// devices are first used in the graph.
+	// devices are first used in the graph; Ranks[i] is the process that
+	// runs part i (0 for all without PartitionOptions.RankOf).
 	Parts   []*Graph
 	Devices []device.Device
+	Ranks   []int
 	// results[i] is where the graph's result i is: a partition and its
 	// result index there.
 	results []partResult
 	edges   int // transfers, for the mailbox's keys
+	o       PartitionOptions
 
 	mu   sync.Mutex // one call at a time: the mailbox is the call's
 	mail *partMail
 }
 
+// Exchange carries the values that cross between the processes of a
+// partitioned graph (a collective.Rendezvous is one): Post sends a value
+// or the dead flag under a key and does not wait; Await calls done once
+// the value under key from rank from has arrived (done must not block).
+// Values posted twice under one key are taken in order.
+type Exchange interface {
+	Post(to int, key string, t *tensor.Tensor, dead bool) error
+	Await(from int, key string, done func(t *tensor.Tensor, dead bool, err error))
+}
+
+// PartitionOptions spread a graph's partitions over processes: every
+// process cuts the same graph (its own trace of the same function) the
+// same way, and runs the partitions RankOf gives it.
+type PartitionOptions struct {
+	// RankOf is the process that runs the partition of device d; nil:
+	// this process runs every partition.
+	RankOf func(d device.Device) int
+	// Rank is this process's rank; Exchange carries what crosses between
+	// processes (needed where RankOf gives other ranks).
+	Rank     int
+	Exchange Exchange
+}
+
 type partResult struct{ part, index int }
 
 // Partition cuts g into one graph per device of its Placement. A graph
-// on one device gives one part, g itself. Control edges and stacks (a
-// loop gradient's) that would cross partitions are not supported yet:
-// an error names them.
-func Partition(g *Graph) (*Partitioned, error) {
+// on one device gives one part, g itself. A control edge that crosses
+// waits on the receive of its node's output; a loop's next iteration
+// that waits for another partition's stack pushes has that partition's
+// next iteration wait for them instead. Ordering edges of other kinds,
+// control edges from a node without outputs, and a stack used on two
+// devices, across partitions, are not supported yet: an error names them.
+func Partition(g *Graph) (*Partitioned, error) { return PartitionWith(g, PartitionOptions{}) }
+
+// PartitionWith is Partition with the partitions spread over processes
+// by o: Execute then runs this process's partitions, values crossing to
+// or from another process's through o.Exchange.
+func PartitionWith(g *Graph, o PartitionOptions) (*Partitioned, error) {
 	if g == nil {
 		return nil, errors.New("graph: Partition: the graph is nil")
 	}
+	if o.RankOf != nil && o.Exchange == nil {
+		return nil, errors.New("graph: Partition: ranks without an Exchange to carry values between them")
+	}
 	placed := g.Placement()
-	p := &Partitioned{}
+	p := &Partitioned{o: o}
 	for _, n := range g.Nodes {
 		if d := placed[n]; !slices.Contains(p.Devices, d) && n.Kind != Placeholder && n.Kind != Const {
 			p.Devices = append(p.Devices, d)
 		}
 	}
-	if len(p.Devices) <= 1 {
-		p.Parts = []*Graph{g}
+	if len(p.Devices) == 0 {
 		p.Devices = []device.Device{g.device()}
+	}
+	for _, d := range p.Devices {
+		p.Ranks = append(p.Ranks, p.rankOf(d))
+	}
+	if len(p.Devices) == 1 {
+		p.Parts = []*Graph{g}
 		for i := range g.Result {
 			p.results = append(p.results, partResult{0, i})
 		}
@@ -72,7 +114,7 @@ func Partition(g *Graph) (*Partitioned, error) {
 		return nil, errors.New("graph: Partition: no Identity op registered (package ops is not linked in)")
 	}
 	c := &cutter{g: g, p: p, placed: placed, frame: framesOf(g), copies: map[partNode]*Node{},
-		recvs: map[partOut]Output{}, triggers: map[partFrame]*Node{}, pivots: map[partFrame]*Node{},
+		recvs: map[partOut]Output{}, triggers: map[partFrame]*Node{}, pivots: map[partFrame]*Node{}, nexts: map[partFrame]*Node{},
 		identityOp: identity, recvOp: partRecvOp}
 	if err := c.index(); err != nil {
 		return nil, err
@@ -91,6 +133,9 @@ func Partition(g *Graph) (*Partitioned, error) {
 		if _, err := c.copyNode(c.partOf(n), n); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.orderAfter(); err != nil {
+		return nil, err
 	}
 	for _, r := range g.Result {
 		part := 0
@@ -161,9 +206,18 @@ type cutter struct {
 	pred               map[string]Output // a frame's loop predicate (a Switch's input 1)
 	copies             map[partNode]*Node
 	recvs              map[partOut]Output
+	later              []pendingAfter      // ordering edges to give their own partition's next iteration
+	nexts              map[partFrame]*Node // a partition's NextIteration of a frame (its control loop's)
 	triggers           map[partFrame]*Node // a node live at every iteration of a frame, in a part (a loop Merge)
 	pivots             map[partFrame]*Node // a node live at the frame's live iterations, in a part
 	identityOp, recvOp *eager.Op
+}
+
+// pendingAfter is a NextIteration's wait, in frame, on node x of
+// another partition.
+type pendingAfter struct {
+	frame string
+	x     *Node
 }
 
 type partNode struct {
@@ -201,8 +255,14 @@ func (c *cutter) index() error {
 				}
 			}
 		}
-		for _, x := range append(slices.Clone(n.Control), n.After...) {
-			if c.placed[x] != c.placed[n] {
+		for _, x := range n.Control {
+			if c.placed[x] != c.placed[n] && x.Outputs == 0 {
+				return fmt.Errorf("graph: Partition: %v waits on %v, on another device (%s, %s), which has no output to send: not supported yet",
+					n, x, c.placed[n].Name(), c.placed[x].Name())
+			}
+		}
+		for _, x := range n.After {
+			if c.placed[x] != c.placed[n] && n.Kind != NextIteration {
 				return fmt.Errorf("graph: Partition: %v waits on %v, on another device (%s, %s): ordering edges across devices are not supported yet",
 					n, x, c.placed[n].Name(), c.placed[x].Name())
 			}
@@ -248,6 +308,16 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 		m.Inputs = append(m.Inputs, in)
 	}
 	for _, x := range n.Control {
+		if c.partOf(x) != part {
+			// Waiting on a node of another partition: on the receive of
+			// its output, which comes after it and is dead with it.
+			r, err := c.use(part, x.Out(0))
+			if err != nil {
+				return nil, err
+			}
+			m.Control = append(m.Control, r.Node)
+			continue
+		}
 		cx, err := c.copyNode(part, x)
 		if err != nil {
 			return nil, err
@@ -255,6 +325,21 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 		m.Control = append(m.Control, cx)
 	}
 	for _, x := range n.After {
+		if c.partOf(x) != part {
+			// A loop's next iteration waits for a stack push of another
+			// partition: here on the receive of what it pushed (so that
+			// the loop, its count included, does not run ahead of the
+			// pushes, and its gradient loop pops none too early); there,
+			// that partition's next iteration waits for it too
+			// (orderAfter), which keeps its pushes in iteration order.
+			r, err := c.use(part, x.Out(0))
+			if err != nil {
+				return nil, err
+			}
+			m.After = append(m.After, r.Node)
+			c.later = append(c.later, pendingAfter{c.frame[n], x})
+			continue
+		}
 		cx, err := c.copyNode(part, x)
 		if err != nil {
 			return nil, err
@@ -305,7 +390,8 @@ func (c *cutter) use(part *Graph, out Output) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	send := home.Apply(partSendOp, partSend{p: c.p, key: key}, 0, from)
+	fromRank, toRank := c.p.Ranks[slices.Index(c.p.Parts, home)], c.p.Ranks[slices.Index(c.p.Parts, part)]
+	send := home.Apply(partSendOp, partSend{p: c.p, key: key, to: toRank}, 0, from)
 	if f := c.frame[src]; f != "" {
 		every, err := c.every(home, f)
 		if err != nil {
@@ -317,7 +403,7 @@ func (c *cutter) use(part *Graph, out Output) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	recv := part.Apply(c.recvOp, partRecv{p: c.p, key: key}, 1, trigger.Out(0))
+	recv := part.Apply(c.recvOp, partRecv{p: c.p, key: key, from: fromRank, dev: c.placed[src]}, 1, trigger.Out(0))
 	if out.Index < len(src.Specs) {
 		recv.Specs = []eager.Out{src.Specs[out.Index]}
 	}
@@ -410,19 +496,65 @@ func (c *cutter) controlLoop(part *Graph, f string) error {
 	sw := part.Switch(merge.Out(0), p)
 	part.Exit(sw.Out(0))
 	pivot := part.Apply(c.identityOp, nil, 1, sw.Out(1))
-	part.SetBackEdge(merge, part.NextIteration(pivot.Out(0)))
+	next := part.NextIteration(pivot.Out(0))
+	part.SetBackEdge(merge, next)
 	c.pivots[partFrame{part, f}] = pivot
+	c.nexts[partFrame{part, f}] = next.Node
 	return nil
 }
 
-// Execute runs the partitions on args at once, each by an executor of
-// its own, and returns g's results. A partition that fails makes every
-// receive of the others fail, so that the call returns its error.
+// orderAfter makes each partition's next iteration of a frame wait for
+// the stack pushes of that partition its graph's NextIterations waited
+// for.
+func (c *cutter) orderAfter() error {
+	for _, w := range c.later {
+		part := c.partOf(w.x)
+		x, err := c.copyNode(part, w.x)
+		if err != nil {
+			return err
+		}
+		next := c.nexts[partFrame{part, w.frame}]
+		if next == nil { // the loop's own NextIteration there
+			for _, n := range c.g.Nodes {
+				if n.Kind == NextIteration && c.frame[n] == w.frame && c.partOf(n) == part {
+					next = c.copies[partNode{part, n}]
+					break
+				}
+			}
+		}
+		if next == nil {
+			if _, err := c.every(part, w.frame); err != nil { // its control loop
+				return err
+			}
+			if next = c.nexts[partFrame{part, w.frame}]; next == nil {
+				return fmt.Errorf("graph: Partition: no next iteration of frame %q on %s to order %v after", w.frame, c.placed[w.x].Name(), w.x)
+			}
+		}
+		if !slices.Contains(next.After, x) {
+			next.After = append(next.After, x)
+		}
+	}
+	return nil
+}
+
+// rankOf is the process that runs device d's partition.
+func (p *Partitioned) rankOf(d device.Device) int {
+	if p.o.RankOf == nil {
+		return p.o.Rank
+	}
+	return p.o.RankOf(d)
+}
+
+// Execute runs this process's partitions on args at once, each by an
+// executor of its own, and returns g's results: those of other processes'
+// partitions are nil. A partition that fails makes every receive of this
+// process's others fail, so that the call returns its error (another
+// process's receives fail after its Exchange's timeout).
 func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if p == nil {
 		return nil, errors.New("graph: Partitioned.Execute: nil")
 	}
-	if len(p.Parts) == 1 {
+	if len(p.Parts) == 1 && p.Ranks[0] == p.o.Rank {
 		return Execute(p.Parts[0], args...)
 	}
 	p.mu.Lock()
@@ -432,7 +564,16 @@ func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) 
 	errs := make([]error, len(p.Parts))
 	var wg sync.WaitGroup
 	for i, part := range p.Parts {
+		if p.Ranks[i] != p.o.Rank {
+			continue
+		}
 		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil { // the executor's own failures panic
+					errs[i] = fmt.Errorf("%v", r)
+					p.mail.fail(errs[i])
+				}
+			}()
 			outs[i], errs[i] = Execute(part, args...)
 			if errs[i] != nil {
 				p.mail.fail(fmt.Errorf("partition %d (%s) failed: %w", i, p.Devices[i].Name(), errs[i]))
@@ -450,7 +591,9 @@ func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) 
 	}
 	res := make([]*tensor.Tensor, len(p.results))
 	for i, r := range p.results {
-		res[i] = outs[r.part][r.index]
+		if outs[r.part] != nil {
+			res[i] = outs[r.part][r.index]
+		}
 	}
 	return res, nil
 }
@@ -525,46 +668,61 @@ func (m *partMail) fail(err error) {
 }
 
 // The transfers' ops and attributes: Sender and Receiver for the
-// executor, through the call's mailbox.
+// executor, through the call's mailbox or the Exchange. The ops are not
+// registered: nothing calls them but a partition's executor, which runs
+// them as transfers.
 var (
-	partSendOp = eager.Register(&eager.Op{Name: "PartitionSend", Inputs: 1, AnyLayout: true, ViewOwns: true, Ordered: true, NonDifferentiable: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			c.Fail(tensor.ErrAttr, "a partitioned graph's send runs in its graph only")
-			return nil
-		}})
-	partRecvOp = eager.Register(&eager.Op{Name: "PartitionRecv", Inputs: 1, AnyLayout: true, ViewOwns: true, Ordered: true, NonDifferentiable: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			c.Fail(tensor.ErrAttr, "a partitioned graph's receive runs in its graph only")
-			return nil
-		}})
+	partSendOp = &eager.Op{Name: "PartitionSend", Inputs: 1, Ordered: true, NonDifferentiable: true}
+	partRecvOp = &eager.Op{Name: "PartitionRecv", Inputs: 1, Ordered: true, NonDifferentiable: true}
 )
 
 type partSend struct {
 	p   *Partitioned
 	key int
+	to  int // the receiver's rank
 }
 
-func (a partSend) String() string { return fmt.Sprintf("edge=%d", a.key) }
+func (a partSend) String() string { return fmt.Sprintf("edge=%d to=%d", a.key, a.to) }
 
-// SendTagged posts x under the edge's key and tag (Sender): a handle of
-// its own on x's buffer, which the receiving partition's executor owns
-// (the sending one releases x once the send has read it).
+// partKey is the key of edge's value at the iteration tag.
+func partKey(edge int, tag string) string { return fmt.Sprintf("partition/edge %d%s", edge, tag) }
+
+// SendTagged posts x under the edge's key and tag (Sender): to another
+// process through the Exchange (which copies it), or within this one a
+// handle of its own on x's buffer, which the receiving partition's
+// executor owns (the sending one releases x once the send has read it).
 func (a partSend) SendTagged(tag string, x *tensor.Tensor, dead bool) error {
+	if a.to != a.p.o.Rank {
+		return a.p.o.Exchange.Post(a.to, partKey(a.key, tag), x, dead)
+	}
 	if x != nil && !dead {
 		x = x.View(x.Shape(), x.Layout())
 	}
-	a.p.mail.post(fmt.Sprintf("%d%s", a.key, tag), partValue{x, dead})
+	a.p.mail.post(partKey(a.key, tag), partValue{x, dead})
 	return nil
 }
 
 type partRecv struct {
-	p   *Partitioned
-	key int
+	p    *Partitioned
+	key  int
+	from int           // the sender's rank
+	dev  device.Device // where the value lives in the graph (an Exchange delivers to the host)
 }
 
-func (a partRecv) String() string { return fmt.Sprintf("edge=%d", a.key) }
+func (a partRecv) String() string { return fmt.Sprintf("edge=%d from=%d", a.key, a.from) }
 
 // ReceiveTagged takes the value under the edge's key and tag (Receiver).
 func (a partRecv) ReceiveTagged(tag string, done func(t *tensor.Tensor, dead bool, err error)) {
-	a.p.mail.await(fmt.Sprintf("%d%s", a.key, tag), done)
+	if a.from != a.p.o.Rank {
+		a.p.o.Exchange.Await(a.from, partKey(a.key, tag), func(t *tensor.Tensor, dead bool, err error) {
+			if err == nil && !dead && t != nil && a.dev != nil && t.Device() != a.dev {
+				moved, merr := t.To(a.dev)
+				t.Release()
+				t, err = moved, merr
+			}
+			done(t, dead, err)
+		})
+		return
+	}
+	a.p.mail.await(partKey(a.key, tag), done)
 }

@@ -8,7 +8,8 @@ import (
 // Placement returns the device each node of g runs on, as the executor
 // will find it: a placeholder on the graph's device (its arguments'), a
 // constant where its value is, a ToDevice node on the device it copies
-// to, a NextIteration with the loop Merge it feeds, and every other node
+// to, a stack and its pushes and pops where the values pushed are, a
+// NextIteration with the loop Merge it feeds, and every other node
 // where its first input is (an op runs on its inputs' device; a
 // control-flow primitive passes its data on); a node without inputs on
 // the graph's device. The devices split g into the
@@ -19,6 +20,18 @@ func (g *Graph) Placement() map[*Node]device.Device {
 		return nil
 	}
 	at := make(map[*Node]device.Device, len(g.Nodes))
+	push := map[*Node]*Node{} // a stack's first push: its values' device is the stack's
+	for _, n := range g.Nodes {
+		if n.Kind == StackPush && len(n.Inputs) == 2 {
+			s := n.Inputs[0].Node
+			for s.Kind == Enter && len(s.Inputs) > 0 { // the handle enters the loop's frame
+				s = s.Inputs[0].Node
+			}
+			if push[s] == nil {
+				push[s] = n
+			}
+		}
+	}
 	var place func(n *Node) device.Device
 	place = func(n *Node) device.Device {
 		if d, ok := at[n]; ok {
@@ -31,6 +44,10 @@ func (g *Graph) Placement() map[*Node]device.Device {
 			d = n.Value.Device()
 		case n.Kind == OpNode && isToDevice(n):
 			d = n.Attrs.(opattr.DeviceAttrs).Device
+		case n.Kind == Stack && push[n] != nil:
+			d = place(push[n].Inputs[1].Node)
+		case n.Kind == StackPush && len(n.Inputs) == 2:
+			d = place(n.Inputs[1].Node)
 		case n.Kind != Placeholder && len(n.Inputs) > 0:
 			d = place(n.Inputs[0].Node)
 		}

@@ -164,6 +164,15 @@ type Function struct {
 	// queued on it: other goroutines must not queue work on it meanwhile.
 	// Set it before the first call.
 	Record bool
+	// Partitions, when not nil, cuts each signature's graph by device
+	// (graph.PartitionWith) and runs the partitions at once, each by an
+	// executor of its own; with RankOf, over the processes of an Exchange
+	// (a collective.Rendezvous: every process makes the same Function and
+	// calls it with the same arguments, and runs its own partitions; the
+	// results of others' partitions are nil). The call that traces runs
+	// fn here whole, then the partitions as later calls do; a graph with
+	// guards runs whole here, unpartitioned. Set it before the first call.
+	Partitions *graph.PartitionOptions
 
 	mu     sync.Mutex
 	graphs map[string]*traced
@@ -204,6 +213,10 @@ func (f *Function) Graph(args ...*tensor.Tensor) *graph.Graph {
 // results and decisions.
 type traced struct {
 	g *graph.Graph
+	// parts is g cut by Function.Partitions, made on first use (or why
+	// it could not be).
+	parts    *graph.Partitioned
+	partsErr error
 	// nilResults marks the results fn returned as nil (a gradient of an
 	// unconnected source): they are not among the graph's results, and a
 	// call gives nil there, as fn did.
@@ -266,6 +279,24 @@ func (tr *traced) run(args []*tensor.Tensor, opts graph.ExecOptions, wantOwned b
 		owned = withNils(tr.nilResults, graph.Owned(tr.g, args, out))
 	}
 	return withNils(tr.nilResults, out), owned, nil
+}
+
+// runPartitioned runs tr's graph cut by f.Partitions (cut on first use).
+func (f *Function) runPartitioned(tr *traced, args []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	f.mu.Lock()
+	if tr.parts == nil && tr.partsErr == nil {
+		tr.parts, tr.partsErr = graph.PartitionWith(tr.g, *f.Partitions)
+	}
+	p, err := tr.parts, tr.partsErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Execute(args...)
+	if err != nil {
+		return nil, err
+	}
+	return withNils(tr.nilResults, out), nil
 }
 
 // withNils puts the nil results of fn (the zero value) back among the
@@ -344,6 +375,11 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.Partitions != nil && !tr.hasGuards {
+		if out, err = f.runPartitioned(tr, args); err != nil {
+			return nil, nil, err
+		}
 	}
 	f.mu.Lock()
 	f.graphs[key] = tr

@@ -1,10 +1,14 @@
 package trace_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
@@ -151,5 +155,81 @@ func TestPartitionOneDevice(t *testing.T) {
 	if _, err := graph.Partition(nil); err == nil || !strings.Contains(err.Error(), "nil") {
 		t.Errorf("nil graph: %v", err)
 	}
-	_ = fmt.Sprint
+}
+
+// A function whose values move to other ranks' CPUs (collective.RankCPU)
+// runs over the ranks of a Rendezvous (goroutines over Loopback here;
+// collective/mpi's tests run it under mpirun): every rank traces it and
+// runs its own partitions, the values that cross going through the
+// Rendezvous; each rank's results are the eager ones, the others' nil.
+// Loops spanning ranks, a conditional on another rank and a loop's
+// gradient, several calls.
+func TestPartitionedOverRanks(t *testing.T) {
+	for _, size := range []int{2, 3} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			far := collective.RankCPU(size - 1)
+			n := func(v int32) T { return tensor.Scalar(v) }
+			fn := func(a []T) []T {
+				tp := tape.New()
+				tp.Watch(a[0])
+				l := control.While(func(v []T) T { return ops.Lt(v[0], a[1]) }, func(v []T) []T {
+					b := ops.Tanh(to(ops.Mul(v[1], tensor.Scalar(1.5)), collective.RankCPU(1)))
+					c := to(ops.Sin(to(b, far)), device.Host())
+					return []T{ops.Add(v[0], n(1)), ops.Add(c, v[1])}
+				}, []T{n(0), a[0]})
+				there := to(l[1], far)
+				pos := control.Cond(ops.Gt(ops.Sum(there), tensor.FullOn(far, tensor.Float64, 0)),
+					func() []T { return []T{ops.Mul(there, there)} },
+					func() []T { return []T{ops.Neg(there)} })[0]
+				loss := ops.Sum(ops.Square(l[1]))
+				return []T{loss, tp.Gradient(loss, a[0])[0], pos}
+			}
+			calls := [][]T{{tensor.FromSlice([]float64{0.1, -0.3}), n(3)}, {tensor.FromSlice([]float64{-2, 0.4}), n(0)}, {tensor.FromSlice([]float64{1, 2}), n(2)}}
+			owner := []int{0, 0, size - 1} // the rank each result is on
+			results := make([][][]T, size)
+			errs := make([]error, size)
+			var wg sync.WaitGroup
+			for r, tr := range collective.Loopback(size) {
+				rdv, err := collective.NewRendezvous(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rdv.Close()
+				rdv.SetTimeout(20 * time.Second)
+				f := trace.NewFunction(fn)
+				f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: r, Exchange: rdv}
+				wg.Go(func() {
+					for _, args := range calls {
+						out, err := f.Call(args...)
+						if err != nil {
+							errs[r] = fmt.Errorf("rank %d: %w", r, err)
+							return
+						}
+						results[r] = append(results[r], out)
+					}
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			for c, args := range calls {
+				want := fn(args)
+				for r := range size {
+					for i, got := range results[r][c] {
+						switch {
+						case r != owner[i] && got != nil:
+							t.Errorf("call %d, rank %d: result %d (rank %d's) is %v, want nil", c, r, i, owner[i], got)
+						case r == owner[i] && got == nil:
+							t.Errorf("call %d, rank %d: result %d is nil", c, r, i)
+						case r == owner[i]:
+							if d := ops.Amax(ops.Abs(ops.Sub(to(got, device.Host()), to(want[i], device.Host())))).Float(); d > 1e-12 {
+								t.Errorf("call %d, rank %d, result %d: %v, eager %v", c, r, i, got, want[i])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
 }

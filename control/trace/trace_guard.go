@@ -107,6 +107,10 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 // instead (logging that once), so the call returns what fn computes.
 func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, err error) {
 	if !tr.hasGuards {
+		if f.Partitions != nil {
+			out, err := f.runPartitioned(tr, args)
+			return out, make([]bool, len(out)), err
+		}
 		if f.Record {
 			if out, owned, ok, err := tr.replay(args, wantOwned); ok {
 				return out, owned, err
