@@ -547,9 +547,10 @@ func (p *Partitioned) rankOf(d device.Device) int {
 
 // Execute runs this process's partitions on args at once, each by an
 // executor of its own, and returns g's results: those of other processes'
-// partitions are nil. A partition that fails makes every receive of this
-// process's others fail, so that the call returns its error (another
-// process's receives fail after its Exchange's timeout).
+// partitions are nil. A partition that fails (an op's error, which
+// Execute would panic with, comes back as the error here) makes every
+// receive of this process's others fail, so that the call returns its
+// error (another process's receives fail after its Exchange's timeout).
 func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if p == nil {
 		return nil, errors.New("graph: Partitioned.Execute: nil")
@@ -569,8 +570,12 @@ func (p *Partitioned) Execute(args ...*tensor.Tensor) ([]*tensor.Tensor, error) 
 		}
 		wg.Go(func() {
 			defer func() {
-				if r := recover(); r != nil { // the executor's own failures panic
-					errs[i] = fmt.Errorf("%v", r)
+				if r := recover(); r != nil { // ops' errors and the executor's own failures panic
+					if e, ok := r.(error); ok {
+						errs[i] = e
+					} else {
+						errs[i] = fmt.Errorf("%v", r)
+					}
 					p.mail.fail(errs[i])
 				}
 			}()

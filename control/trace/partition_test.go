@@ -112,6 +112,16 @@ func TestPartitionedFunctions(t *testing.T) {
 			}, []T{n(0), a[0]})
 			return []T{l[1]}
 		}, [][]T{{x(0.3), n(3)}, {x(-1), n(1)}}},
+		{"a scan whose step runs on the other device, and its gradient", func(a []T) []T {
+			tp := tape.New()
+			tp.Watch(a[0])
+			carry, ys := control.Scan(func(c, xs []T) ([]T, []T) {
+				h := to(ops.Tanh(ops.Add(to(c[0], other), to(xs[0], other))), device.Host())
+				return []T{h}, []T{ops.Mul(h, h)}
+			}, []T{ops.Mul(a[0], tensor.Scalar(0.0))}, []T{ops.Reshape(a[0], -1, 1)})
+			loss := ops.Add(ops.Sum(carry[0]), ops.Sum(ys[0]))
+			return []T{loss, tp.Gradient(loss, a[0])[0]}
+		}, [][]T{{x(0.5, -1, 2)}, {x(1, 2, 3)}}},
 		{"a loop's gradient, the body on both devices", func(a []T) []T {
 			tp := tape.New()
 			tp.Watch(a[0])
@@ -231,5 +241,30 @@ func TestPartitionedOverRanks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rank that never runs its partitions makes the others fail after the
+// rendezvous's timeout, naming the edge, the iteration and the rank they
+// waited for, not hang.
+func TestPartitionedRankGone(t *testing.T) {
+	trs := collective.Loopback(2)
+	rdv, err := collective.NewRendezvous(trs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdv.Close()
+	rdv.SetTimeout(100 * time.Millisecond)
+	f := trace.NewFunction(func(a []T) []T {
+		l := control.While(func(v []T) T { return ops.Lt(v[0], a[1]) }, func(v []T) []T {
+			return []T{ops.Add(v[0], tensor.Scalar(int32(1))), to(ops.Exp(to(v[1], collective.RankCPU(1))), device.Host())}
+		}, []T{tensor.Scalar(int32(0)), a[0]})
+		return []T{l[1]}
+	})
+	f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: 0, Exchange: rdv}
+	_, err = f.Call(tensor.FromSlice([]float64{0.5}), tensor.Scalar(int32(2))) // rank 1 never calls
+	if !errors.Is(err, collective.ErrTimeout) || !strings.Contains(err.Error(), "partition/edge") || !strings.Contains(err.Error(), "/0") ||
+		!strings.Contains(err.Error(), "rank 1") {
+		t.Errorf("%v", err)
 	}
 }
