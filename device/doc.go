@@ -16,7 +16,8 @@
 // looked up with Lookup. The CPU device "cpu:0" always exists. Default
 // returns the device new tensors are created on; SetDefault changes it for
 // the whole process (it is not scoped to a goroutine: Go has no
-// goroutine-local state).
+// goroutine-local state). With and WithSoft run a function with ops placed
+// on a device (scope.go), process-wide too.
 //
 // The CPU device also runs work: Parallel splits a loop across a pool of
 // worker goroutines sized to GOMAXPROCS when the loop is costly enough to

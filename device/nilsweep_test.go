@@ -11,6 +11,9 @@ import (
 func TestNilArgumentsAreReported(t *testing.T) {
 	fns := []nilsweep.Func{
 		{Name: "NewHostDevice", Fn: device.NewHostDevice},
+		{Name: "With", Fn: device.With, Valid: []any{device.SecondCPU(), func() {}}},
+		{Name: "WithSoft", Fn: device.WithSoft, Valid: []any{device.SecondCPU(), func() {}}},
+		{Name: "Scope", Fn: device.Scope},
 		{Name: "RegisterKind", Fn: func(name string) { device.RegisterKind(name) }, Valid: []any{"nilsweep"}},
 		{Name: "CheckAlloc", Fn: device.CheckAlloc},
 		{Name: "Register", Fn: device.Register, Registration: true},

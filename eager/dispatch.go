@@ -195,6 +195,9 @@ func prepare(c *Call) []Out {
 		}
 	}
 	if len(c.Inputs) > 0 {
+		if d, soft := device.Scope(); d != nil {
+			place(c, d, soft)
+		}
 		promoteWeak(c)
 		c.Device = c.Inputs[0].Device()
 		for _, x := range c.Inputs[1:] {
@@ -333,3 +336,46 @@ func observe(c *Call, outs []*tensor.Tensor) {
 // Deprecated: use tensor.Catch; a program needs nothing of package eager,
 // the engine ops, tapes and backends are built on.
 func Catch(fn func()) error { return tensor.Catch(fn) }
+
+// place moves c's inputs to d, the device of the placement scope in
+// force (device.With), as recorded copies: unless they are all there
+// already, all small integer or bool scalars (a loop's counter and
+// predicate stay with the loop), or the op moves values itself (a copy,
+// a transfer); an op with no kernel on d fails naming the scope, or under
+// a soft scope stays where its inputs are.
+func place(c *Call, d device.Device, soft bool) {
+	op := c.Op
+	if op.Ordered || op.Name == "ToDevice" {
+		return
+	}
+	away, counters := false, true
+	for _, x := range c.Inputs {
+		away = away || x.Device() != d
+		counters = counters && x.Rank() == 0 && (x.DType() == tensor.Int32 || x.DType() == tensor.Int64 || x.DType() == tensor.Bool || x.DType() == tensor.Uint8)
+	}
+	if !away || counters {
+		return
+	}
+	if op.View == nil && op.KeyInput < len(c.Inputs) {
+		key := c.Inputs[op.KeyInput].DType()
+		if op.Kernel(d.Kind(), key) == nil && !(key.IsHalf() && op.Kernel(d.Kind(), tensor.Float32) != nil) {
+			if soft {
+				return
+			}
+			c.Fail(tensor.ErrNoKernel, "no %v kernel on %s, the device scope's (device.With); device.WithSoft runs it where its inputs are", key, d.Name())
+		}
+	}
+	// The observers (a tape, a trace) see the copies as the op's inputs:
+	// the copies are recorded ops of their own, the path back to the
+	// caller's tensors.
+	c.Inputs = slices.Clone(c.Inputs) // never write into the caller's slice
+	for i, x := range c.Inputs {
+		if x.Device() != d {
+			moved, err := plumb.RecordedTo(x, d)
+			if err != nil {
+				c.Fail(err, "copying input %d to %s, the device scope's: %v", i, d.Name(), err)
+			}
+			c.Inputs[i] = moved.(*tensor.Tensor)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -245,8 +246,9 @@ func TestPartitionedOverRanks(t *testing.T) {
 }
 
 // A rank that never runs its partitions makes the others fail after the
-// rendezvous's timeout, naming the edge, the iteration and the rank they
-// waited for, not hang.
+// rendezvous's timeout, naming the edge, the iteration (the loop's
+// iterations may overlap: any of them) and the rank they waited for, not
+// hang.
 func TestPartitionedRankGone(t *testing.T) {
 	trs := collective.Loopback(2)
 	rdv, err := collective.NewRendezvous(trs[0])
@@ -263,8 +265,7 @@ func TestPartitionedRankGone(t *testing.T) {
 	})
 	f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: 0, Exchange: rdv}
 	_, err = f.Call(tensor.FromSlice([]float64{0.5}), tensor.Scalar(int32(2))) // rank 1 never calls
-	if !errors.Is(err, collective.ErrTimeout) || !strings.Contains(err.Error(), "partition/edge") || !strings.Contains(err.Error(), "/0") ||
-		!strings.Contains(err.Error(), "rank 1") {
+	if !errors.Is(err, collective.ErrTimeout) || !regexp.MustCompile(`"partition/edge \d+/\d+" from rank 1`).MatchString(err.Error()) {
 		t.Errorf("%v", err)
 	}
 }

@@ -1,0 +1,109 @@
+package eager_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Ops in a placement scope run on its device: inputs elsewhere are copied
+// there (recorded copies: a tape differentiates back through them to the
+// host), tensors made inside are made there, a loop's integer counter and
+// predicate stay where they are; after the scope, ops run where their
+// inputs are again.
+func TestPlacementScope(t *testing.T) {
+	other := device.SecondCPU()
+	x := tensor.FromSlice([]float64{0.5, -1})
+	tp := tape.New()
+	tp.Watch(x)
+	var y, made, count *tensor.Tensor
+	if err := device.With(other, func() {
+		y = ops.Mul(ops.Tanh(x), tensor.Scalar(2.0))
+		made = tensor.Zeros(tensor.Float32, 3)
+		count = ops.Add(tensor.Scalar(int32(1)), tensor.Scalar(int32(2)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if y.Device() != other || made.Device() != other {
+		t.Errorf("in the scope: %s, %s", y.Device().Name(), made.Device().Name())
+	}
+	if d, _ := device.Scope(); d != nil || device.Default() != device.Host() {
+		t.Errorf("after the scope: scope %v, default %s", d, device.Default().Name())
+	}
+	if count.Device() != device.Host() && count.Device() != other {
+		t.Errorf("count on %s", count.Device().Name())
+	}
+	g := tp.Gradient(ops.Sum(y), x)[0]
+	if g.Device() != device.Host() {
+		t.Errorf("the gradient is on %s", g.Device().Name())
+	}
+	want := ops.Mul(ops.Sub(tensor.Scalar(1.0), ops.Square(ops.Tanh(x))), tensor.Scalar(2.0))
+	if d := ops.Amax(ops.Abs(ops.Sub(g, want))).Float(); d > 1e-15 {
+		t.Errorf("gradient %v, want %v", g, want)
+	}
+	back := ops.Add(x, x) // outside: where x is
+	if back.Device() != device.Host() {
+		t.Errorf("after the scope an op ran on %s", back.Device().Name())
+	}
+}
+
+// A traced function with a scope records the copies, so that its graph
+// spans the devices and Partition cuts it where the scope begins and ends.
+func TestPlacementScopeTraced(t *testing.T) {
+	other := device.SecondCPU()
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+			var h *tensor.Tensor
+			if err := device.With(other, func() { h = ops.Sin(ops.Mul(v[1], tensor.Scalar(1.5))) }); err != nil {
+				panic(err)
+			}
+			back, err := h.To(device.Host())
+			if err != nil {
+				panic(err)
+			}
+			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Add(back, v[1])}
+		}, []*tensor.Tensor{tensor.Scalar(int32(0)), a[0]})
+		return []*tensor.Tensor{l[1]}
+	}
+	f := trace.NewFunction(fn)
+	args := []*tensor.Tensor{tensor.FromSlice([]float64{0.3, 2}), tensor.Scalar(int32(4))}
+	if _, err := f.Call(args...); err != nil {
+		t.Fatal(err)
+	}
+	p, err := graph.Partition(f.Graph(args...))
+	if err != nil || len(p.Parts) != 2 {
+		t.Fatalf("%v partitions, %v", p, err)
+	}
+	got, err := p.Execute(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ops.Amax(ops.Abs(ops.Sub(got[0], fn(args)[0]))).Float(); d > 1e-12 {
+		t.Errorf("partitioned %v, eager %v", got[0], fn(args)[0])
+	}
+}
+
+// An op with no kernel on the scope's device fails naming the scope; in a
+// soft scope it runs where its inputs are.
+func TestPlacementScopeWithoutKernel(t *testing.T) {
+	x := tensor.FromSlice([]float32{1, 2})
+	err := tensor.Catch(func() { _ = device.With(otherDevice{}, func() { ops.Exp(x) }) })
+	if !errors.Is(err, tensor.ErrNoKernel) || !strings.Contains(err.Error(), "the device scope's") {
+		t.Errorf("hard scope: %v", err)
+	}
+	var y *tensor.Tensor
+	if err := device.WithSoft(otherDevice{}, func() { y = ops.Exp(x) }); err != nil {
+		t.Fatal(err)
+	}
+	if y.Device() != device.Host() {
+		t.Errorf("soft scope: on %s", y.Device().Name())
+	}
+}
