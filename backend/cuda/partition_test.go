@@ -1,0 +1,61 @@
+package cuda
+
+import (
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A traced function whose loop body runs on the GPU (a placement scope)
+// and whose counter and sums stay on the host cuts into a host partition
+// and a GPU partition, which run at once and give the eager values and
+// gradient, call after call (with no iterations too).
+func TestPartitionedHostAndGPU(t *testing.T) {
+	d := testGPU(t)
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+			var h *tensor.Tensor
+			if err := device.With(d, func() { h = ops.Tanh(ops.Mul(v[1], tensor.Scalar(1.5))) }); err != nil {
+				panic(err)
+			}
+			back, err := h.To(device.Host())
+			if err != nil {
+				panic(err)
+			}
+			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Add(back, v[1])}
+		}, []*tensor.Tensor{tensor.Scalar(int32(0)), a[0]})
+		loss := ops.Sum(ops.Square(l[1]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, a[0])[0]}
+	}
+	f := trace.NewFunction(fn)
+	for _, k := range []int32{3, 0, 2} {
+		args := []*tensor.Tensor{tensor.FromSlice([]float64{0.2, -0.4}), tensor.Scalar(k)}
+		if _, err := f.Call(args...); err != nil {
+			t.Fatal(err)
+		}
+		p, err := graph.Partition(f.Graph(args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Parts) != 2 || p.Devices[1] != device.Device(d) && p.Devices[0] != device.Device(d) {
+			t.Fatalf("partitions on %v", p.Devices)
+		}
+		got, err := p.Execute(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range fn(args) {
+			if diff := ops.Amax(ops.Abs(ops.Sub(onHost(t, got[i]), w))).Float(); diff > 1e-12 {
+				t.Errorf("%d iterations, result %d: partitioned %v, eager %v", k, i, got[i], w)
+			}
+		}
+	}
+}
