@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ type Rendezvous struct {
 	waiting map[rvKey][]*rvWaiter
 	sends   []Request // in flight, with the buffers they read
 	bufs    [][]byte
+	holds   []*tensor.Tensor // per send in flight: a view keeping its bytes alive (nil: none)
 	peers   []*peerState
 	err     error // the transport failed, or Close: every later call fails with it
 	timeout time.Duration
@@ -65,6 +67,7 @@ type peerState struct {
 	hdrReq Request
 	h      header
 	body   []byte
+	t      *tensor.Tensor // the value being received, body its bytes
 	bodyRq Request
 }
 
@@ -122,6 +125,7 @@ func (r *Rendezvous) errorf(format string, args ...any) error {
 func (r *Rendezvous) Post(to int, key string, t *tensor.Tensor, dead bool) error {
 	h := header{key: key, dead: dead}
 	var body []byte
+	var held *tensor.Tensor
 	if !dead {
 		if t == nil {
 			return r.errorf("Post %q to rank %d: a nil tensor that is not dead", key, to)
@@ -135,7 +139,13 @@ func (r *Rendezvous) Post(to int, key string, t *tensor.Tensor, dead bool) error
 			host = moved
 		}
 		h.dtype, h.shape = t.DType(), t.Shape()
-		body = append([]byte(nil), host.Contiguous().HostBytes()...)
+		// The bytes go out as they are, held by a view of their own
+		// until the send completes (tensors do not change).
+		held = host.Contiguous()
+		if held == t { // the caller's: a handle of our own
+			held = held.View(held.Shape(), nil)
+		}
+		body = held.HostBytes()
 		h.bytes = len(body)
 	}
 	hdr, err := h.encode()
@@ -157,6 +167,9 @@ func (r *Rendezvous) Post(to int, key string, t *tensor.Tensor, dead bool) error
 		tag int
 	}{{hdr, headerTag}, {body, bodyTag}} {
 		if m.tag == bodyTag && len(body) == 0 {
+			if held != nil {
+				held.Release()
+			}
 			break
 		}
 		req, err := r.t.Isend(m.b, to, m.tag)
@@ -164,7 +177,11 @@ func (r *Rendezvous) Post(to int, key string, t *tensor.Tensor, dead bool) error
 			r.err = r.errorf("Post %q to rank %d: %v", key, to, err)
 			return r.err
 		}
-		r.sends, r.bufs = append(r.sends, req), append(r.bufs, m.b)
+		var hold *tensor.Tensor
+		if m.tag == bodyTag {
+			hold, held = held, nil
+		}
+		r.sends, r.bufs, r.holds = append(r.sends, req), append(r.bufs, m.b), append(r.holds, hold)
 	}
 	r.nudge()
 	return nil
@@ -253,38 +270,52 @@ func (r *Rendezvous) Close() error {
 }
 
 // progress drives the transfers in flight until Close: it polls them,
-// sleeping from 5 µs up to 1 ms while nothing moves (up to 20 µs while a
-// receiver waits: the waiting caller computes nothing, so the polls cost
-// it no time, and a value is delivered within 20 µs of its arrival), and
-// wakes at once when a Post or Await comes.
+// and while nothing moves, it yields the processor between polls for up
+// to spinFor while a receiver waits (a sleep shorter than a millisecond
+// takes a millisecond where the process has nothing else to run: Go's
+// poller waits in whole milliseconds, and a rank bound to one core is
+// such a process; the yield lets runnable goroutines go first), else
+// sleeps from 5 µs up to 1 ms; a Post or Await wakes it at once.
 func (r *Rendezvous) progress() {
 	defer close(r.stopped)
 	idle := time.Duration(0)
+	last := time.Now() // the last time anything moved or was asked
 	for {
-		moved := r.poll()
-		if moved {
-			idle = 0
+		if r.poll() {
+			idle, last = 0, time.Now()
 			continue
 		}
 		r.mu.Lock()
-		longest := time.Millisecond
-		if len(r.waiting) > 0 {
-			longest = 20 * time.Microsecond
-		}
+		waiting := len(r.waiting) > 0
 		r.mu.Unlock()
-		idle = min(max(2*idle, 5*time.Microsecond), longest)
+		if waiting && time.Since(last) < spinFor {
+			select {
+			case <-r.stop:
+				return
+			case <-r.wake:
+				last = time.Now()
+			default:
+				runtime.Gosched()
+			}
+			continue
+		}
+		idle = min(max(2*idle, 5*time.Microsecond), time.Millisecond)
 		timer := time.NewTimer(idle)
 		select {
 		case <-r.stop:
 			timer.Stop()
 			return
 		case <-r.wake:
-			idle = 0
+			idle, last = 0, time.Now()
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
 }
+
+// spinFor is how long progress keeps polling, yielding in between, once
+// nothing moves while a receiver waits, before it sleeps between polls.
+const spinFor = 20 * time.Millisecond
 
 // poll tests every transfer in flight once, delivers what arrived and
 // fails receives past the timeout; it reports whether anything moved.
@@ -312,14 +343,17 @@ func (r *Rendezvous) pollLocked(calls *[]func()) bool {
 			return true
 		}
 		if !done {
-			r.sends[n], r.bufs[n] = req, r.bufs[i]
+			r.sends[n], r.bufs[n], r.holds[n] = req, r.bufs[i], r.holds[i]
 			n++
+		} else if r.holds[i] != nil {
+			r.holds[i].Release() // its bytes are sent
 		}
 	}
 	moved = n < len(r.sends)
 	clear(r.sends[n:])
 	clear(r.bufs[n:])
-	r.sends, r.bufs = r.sends[:n], r.bufs[:n]
+	clear(r.holds[n:])
+	r.sends, r.bufs, r.holds = r.sends[:n], r.bufs[:n], r.holds[:n]
 	for _, p := range r.peers {
 		for {
 			got, err := r.step(p, calls)
@@ -369,7 +403,8 @@ func (r *Rendezvous) step(p *peerState, calls *[]func()) (bool, error) {
 		}
 		p.h = h
 		if h.bytes > 0 {
-			p.body = make([]byte, h.bytes)
+			p.t = backend.MustEmptyHost(h.dtype, h.shape)
+			p.body = p.t.HostBytes() // received in place: no copy after
 			if p.bodyRq, err = r.t.Irecv(p.body, p.rank, bodyTag); err != nil {
 				return false, r.errorf("receiving %q from rank %d: %v", h.key, p.rank, err)
 			}
@@ -387,10 +422,12 @@ func (r *Rendezvous) step(p *peerState, calls *[]func()) (bool, error) {
 	// A whole value: hand it over, and post the next header's receive.
 	a := arrival{dead: p.h.dead}
 	if !p.h.dead {
-		a.t = backend.MustEmptyHost(p.h.dtype, p.h.shape)
-		copy(a.t.HostBytes(), p.body)
+		a.t = p.t
+		if a.t == nil { // a value of no bytes
+			a.t = backend.MustEmptyHost(p.h.dtype, p.h.shape)
+		}
 	}
-	p.body, p.bodyRq = nil, nil
+	p.body, p.bodyRq, p.t = nil, nil, nil
 	r.deliver(rvKey{p.rank, p.h.key}, a, calls)
 	req, err := r.t.Irecv(p.hdr, p.rank, headerTag)
 	if err != nil {
