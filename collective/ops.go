@@ -80,9 +80,10 @@ func (e *engineError) Unwrap() error { return e.err }
 
 var allReduceOp, broadcastOp, allGatherOp, reduceScatterOp *eager.Op
 
-// movable are the dtypes the engines have a type for (they reduce all but
-// Bool, and say so).
-var movable = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+// movable are the dtypes the collective ops take (the engines reduce all
+// but Bool, and say so; bfloat16 and float16 reach an engine as float32
+// unless it is a HalfEngine).
+var movable = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool, tensor.BFloat16, tensor.Float16}
 
 // declare registers a collective op whose view calls run on the engine.
 func declare(name string, dtypes []tensor.DType, infer func(c *eager.Call, a collectiveAttrs) []eager.Out,
@@ -148,13 +149,18 @@ func init() {
 // run runs one collective op on t; the error is the engine's as it wrote
 // it, or the op's (a bad shape) wrapping ErrCollective.
 //
-// The engines have no 16-bit floats: a bfloat16 or float16 tensor
-// travels, and is reduced, as float32 (both conversions exact), and the
-// result is rounded to its dtype once, after the reduction.
+// MPI has no 16-bit floats: a bfloat16 or float16 tensor travels, and is
+// reduced, as float32 (both conversions exact), and the result is rounded
+// to its dtype once, after the reduction; an engine that takes them
+// (HalfEngine: NCCL) gets them as they are, half the bytes.
 func (o *Ops) run(op *eager.Op, a collectiveAttrs, t *tensor.Tensor) (out *tensor.Tensor, err error) {
 	a.ops = o
+	native := false
+	if h, ok := o.Comm.(HalfEngine); ok {
+		native = h.TakesHalves()
+	}
 	err = tensor.Catch(func() {
-		if dt := t.DType(); dt.IsHalf() {
+		if dt := t.DType(); dt.IsHalf() && !native {
 			out = ops.Cast(eager.Run1(op, a, ops.Cast(t, tensor.Float32)), dt)
 			return
 		}
@@ -162,6 +168,13 @@ func (o *Ops) run(op *eager.Op, a collectiveAttrs, t *tensor.Tensor) (out *tenso
 	})
 	return out, engineErr(err)
 }
+
+// HalfEngine is a Comm whose collectives take bfloat16 and float16
+// tensors as they are (NCCL: reduced in float32 a step at a time and
+// rounded back at each, so that with more than two ranks a sum may differ
+// in its last place from one rounded once), so that Ops does not widen
+// them to float32 first.
+type HalfEngine interface{ TakesHalves() bool }
 
 // engineErr is the error of a collective op: the engine's as it wrote
 // it, or the op's (a bad argument) wrapping ErrCollective.

@@ -25,7 +25,13 @@ func (o *operand) release() {
 var types = map[tensor.DType]cu.NCCLType{
 	tensor.Float32: cu.NCCLFloat32, tensor.Float64: cu.NCCLFloat64, tensor.Int32: cu.NCCLInt32,
 	tensor.Int64: cu.NCCLInt64, tensor.Uint8: cu.NCCLUint8, tensor.Bool: cu.NCCLUint8,
+	tensor.BFloat16: cu.NCCLBFloat16, tensor.Float16: cu.NCCLFloat16,
 }
+
+// TakesHalves is true: NCCL reduces bfloat16 and float16 as such (half
+// the bytes of float32), each step in float32 and rounded back
+// (collective.HalfEngine).
+func (c *Comm) TakesHalves() bool { return true }
 
 // check checks what a call is given (t, or the tensor its result is
 // shaped like) and returns its NCCL type.

@@ -196,6 +196,21 @@ func TestRankCollectives(t *testing.T) {
 			t.Errorf("rank %d: AllReduce %v = %v, want %v", r, collective.Op(op), v, w)
 		}
 	}
+	// bfloat16 and float16 go to NCCL as they are (small integers: every
+	// partial sum is exact, so the ring's roundings change nothing).
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		h := ops.Cast(tensor.FromSlice([]float32{float32(r), 2, -1.5}), dt)
+		got, err := c.AllReduce(h, collective.Sum)
+		if err != nil {
+			t.Fatalf("rank %d: AllReduce of %v: %v", r, dt, err)
+		}
+		if got.DType() != dt {
+			t.Errorf("rank %d: AllReduce of %v gave %v", r, dt, got.DType())
+		}
+		if v := host[float32](t)(ops.Cast(got, tensor.Float32), err); !slices.Equal(v, []float32{tri, float32(2 * n), -1.5 * float32(n)}) {
+			t.Errorf("rank %d: AllReduce of %v = %v", r, dt, v)
+		}
+	}
 	ints := tensor.FromSlice([]int32{int32(r), 2})
 	if v := host[int32](t)(c.AllReduce(ints, collective.Sum)); !slices.Equal(v, []int32{int32(tri), int32(2 * n)}) {
 		t.Errorf("rank %d: AllReduce of int32 = %v", r, v)

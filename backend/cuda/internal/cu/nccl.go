@@ -34,12 +34,14 @@ type NCCLType int32
 
 // The NCCL element types the backend uses.
 const (
-	NCCLInt8    NCCLType = 0
-	NCCLUint8   NCCLType = 1
-	NCCLInt32   NCCLType = 2
-	NCCLInt64   NCCLType = 4
-	NCCLFloat32 NCCLType = 7
-	NCCLFloat64 NCCLType = 8
+	NCCLInt8     NCCLType = 0
+	NCCLUint8    NCCLType = 1
+	NCCLInt32    NCCLType = 2
+	NCCLInt64    NCCLType = 4
+	NCCLFloat16  NCCLType = 6
+	NCCLFloat32  NCCLType = 7
+	NCCLFloat64  NCCLType = 8
+	NCCLBFloat16 NCCLType = 9
 )
 
 // Size is the bytes of one element (0 for a type the backend does not use).
@@ -47,6 +49,8 @@ func (t NCCLType) Size() int {
 	switch t {
 	case NCCLInt8, NCCLUint8:
 		return 1
+	case NCCLFloat16, NCCLBFloat16:
+		return 2
 	case NCCLInt32, NCCLFloat32:
 		return 4
 	case NCCLInt64, NCCLFloat64:

@@ -1,6 +1,8 @@
 package emu
 
 import (
+	"github.com/eagerflow/eagerflow/tensor"
+
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -321,8 +323,48 @@ func reduce(parts [][]byte, t cu.NCCLType, op cu.NCCLOp) []byte {
 		reduceAs[float32](out, parts, op)
 	case cu.NCCLFloat64:
 		reduceAs[float64](out, parts, op)
+	case cu.NCCLBFloat16:
+		reduceHalves(out, parts, op, func(h uint16) float32 { return tensor.BF16(h).Float32() }, func(f float32) uint16 { return uint16(tensor.ToBF16(f)) })
+	case cu.NCCLFloat16:
+		reduceHalves(out, parts, op, func(h uint16) float32 { return tensor.F16(h).Float32() }, func(f float32) uint16 { return uint16(tensor.ToF16(f)) })
 	}
 	return out
+}
+
+// reduceHalves folds parts[1:] into out (which holds parts[0]) in rank
+// order, each step in float32 and rounded back to the 16-bit type, as
+// NCCL's ring rounds at every hop; Avg divides the sum by the ranks.
+func reduceHalves(out []byte, parts [][]byte, op cu.NCCLOp, widen func(uint16) float32, round func(float32) uint16) {
+	acc := halves(out)
+	for _, p := range parts[1:] {
+		for i, v := range halves(p) {
+			a, b := widen(acc[i]), widen(v)
+			switch op {
+			case cu.NCCLSum, cu.NCCLAvg:
+				a += b
+			case cu.NCCLProd:
+				a *= b
+			case cu.NCCLMax:
+				a = max(a, b)
+			case cu.NCCLMin:
+				a = min(a, b)
+			}
+			acc[i] = round(a)
+		}
+	}
+	if op == cu.NCCLAvg {
+		for i := range acc {
+			acc[i] = round(widen(acc[i]) / float32(len(parts)))
+		}
+	}
+}
+
+// halves is b as 16-bit elements.
+func halves(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
 type number interface {
