@@ -49,6 +49,13 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "PipelineStage", Fn: PipelineStage, Valid: []any{m, 1, 0, PipelineOptions{}}},
 		{Name: "PipelineTrainStep", Fn: PipelineTrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt, rdv, PipelineOptions{}}},
 		{Name: "PipelineCheckpointPath", Fn: PipelineCheckpointPath, Valid: []any{ckpt, 0, 1}},
+		{Name: "NewLocalPipeline", Fn: func(model *Sequential, loss Loss, newOpt func() Optimizer) error {
+			p, err := NewLocalPipeline(model, loss, newOpt, 1, PipelineOptions{})
+			if err == nil {
+				p.Close()
+			}
+			return err
+		}, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), func() Optimizer { return NewAdam(Constant(0.1)) }}},
 		{Name: "SavePipelineCheckpoint", Fn: SavePipelineCheckpoint, Valid: []any{ckpt, 0, 1, vars, opt, map[string]string{}}},
 		{Name: "RestorePipelineCheckpoint", Fn: RestorePipelineCheckpoint, Valid: []any{ckpt, vars, opt}},
 		{Name: "GlorotUniform", Fn: GlorotUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},

@@ -1,11 +1,13 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
@@ -254,7 +256,7 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 	forward := func(i int) {
 		var in *tensor.Tensor
 		if p.rank == 0 {
-			in = rows(x, bounds[i], bounds[i+1])
+			in = p.onStage(rows(x, bounds[i], bounds[i+1]))
 		} else {
 			in = p.receive(p.rank-1, p.key(i, "activations"))
 		}
@@ -264,7 +266,7 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		}
 		out := p.stage.Forward(in)
 		if p.rank == p.size-1 {
-			l := rows(labels, bounds[i], bounds[i+1])
+			l := p.onStage(rows(labels, bounds[i], bounds[i+1]))
 			share := float64(bounds[i+1]-bounds[i]) / float64(n)
 			value := p.loss(out, l)
 			out = ops.Mul(value, ops.ScalarLike(value, share))
@@ -358,6 +360,19 @@ func (p *pipeline) run(m int, forward, backward func(i int)) {
 	for i := range m {
 		backward(i)
 	}
+}
+
+// onStage is t on the stage's device (a batch's rows on another device
+// copied there).
+func (p *pipeline) onStage(t *tensor.Tensor) *tensor.Tensor {
+	if t.Device() == p.dev {
+		return t
+	}
+	moved, err := t.To(p.dev)
+	if err != nil {
+		panic(tensor.NewError("nn", "PipelineTrainStep", err, []*tensor.Tensor{t}, "", "moving the batch to %s: %v", p.dev.Name(), err))
+	}
+	return moved
 }
 
 // post sends t to rank to under key, panicking with a *tensor.Error on
@@ -481,4 +496,73 @@ func RestorePipelineCheckpoint(path string, vars []*tape.Variable, opt Optimizer
 		maps.Copy(saved, t)
 	}
 	return meta, restoreFrom(path+".stage-*-of-"+fmt.Sprint(size), saved, meta, vars, opt)
+}
+
+// LocalPipeline trains a Sequential cut into stages that run in this
+// process, a goroutine each, on the devices their variables live on
+// (build a stage's layers inside device.With(d, ...) to put them on d):
+// pipeline parallelism over the GPUs (or CPU devices) of one machine.
+// The stages meet through collective.Loopback rendezvous (a value that
+// crosses goes through host memory); each has an optimizer of its own.
+// Step is its training step, as PipelineTrainStep's; Close ends it.
+type LocalPipeline struct {
+	steps []Step
+	rdvs  []*collective.Rendezvous
+}
+
+// NewLocalPipeline cuts model into stages as PipelineTrainStep does, each
+// with the optimizer newOpt makes for it.
+func NewLocalPipeline(model *Sequential, loss Loss, newOpt func() Optimizer, stages int, o PipelineOptions) (*LocalPipeline, error) {
+	if err := nilArg("NewLocalPipeline", arg{"the model", model}, arg{"the loss", loss}, arg{"newOpt", newOpt}); err != nil {
+		return nil, err
+	}
+	if _, err := pipelineBounds(model, stages, o.Bounds); err != nil {
+		return nil, err
+	}
+	p := &LocalPipeline{}
+	for _, tr := range collective.Loopback(stages) {
+		rdv, err := collective.NewRendezvous(tr)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.rdvs = append(p.rdvs, rdv)
+		opt := newOpt()
+		if opt == nil {
+			p.Close()
+			return nil, fmt.Errorf("nn: NewLocalPipeline: newOpt returned nil")
+		}
+		step, err := PipelineTrainStep(model, loss, opt, rdv, o)
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.steps = append(p.steps, step)
+	}
+	return p, nil
+}
+
+// Step runs every stage's step on b at once and returns the batch's loss.
+func (p *LocalPipeline) Step(b data.Element) (float64, int, error) {
+	losses, ns, errs := make([]float64, len(p.steps)), make([]int, len(p.steps)), make([]error, len(p.steps))
+	var wg sync.WaitGroup
+	for i, step := range p.steps {
+		wg.Go(func() { losses[i], ns[i], errs[i] = step(b) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	last := len(p.steps) - 1
+	return losses[last], ns[last], nil
+}
+
+// Close ends the stages' rendezvous.
+func (p *LocalPipeline) Close() error {
+	var errs []error
+	for _, r := range p.rdvs {
+		errs = append(errs, r.Close())
+	}
+	p.rdvs = nil
+	return errors.Join(errs...)
 }

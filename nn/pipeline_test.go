@@ -13,6 +13,7 @@ import (
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -364,5 +365,47 @@ func TestPipelineFailureCascades(t *testing.T) {
 	}
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), "came dead") || !strings.Contains(errs[0].Error(), "rank 1") {
 		t.Errorf("stage 0: %v", errs[0])
+	}
+}
+
+// A pipeline whose stages live on two devices of one process (the second
+// half's layers built inside device.With) trains as TrainStep of the same
+// model on one device does, loss for loss.
+func TestLocalPipelineOnTwoDevices(t *testing.T) {
+	build := func(second device.Device) *nn.Sequential {
+		rng := tensor.NewRNG(5)
+		f64 := func(act func(*tensor.Tensor) *tensor.Tensor) nn.DenseOpts {
+			return nn.DenseOpts{DType: tensor.Float64, Activation: act}
+		}
+		first := []nn.Module{nn.Flatten{}, nn.NewDense("d1", rng, 6, 16, f64(ops.Tanh)), nn.NewDense("d2", rng, 16, 12, f64(ops.Relu))}
+		var rest []nn.Module
+		if err := device.With(second, func() {
+			rest = []nn.Module{nn.NewDense("d3", rng, 12, 8, f64(ops.Tanh)), nn.NewDense("logits", rng, 8, 3, f64(nil))}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return nn.NewSequential(append(first, rest...)...)
+	}
+	ref := build(device.Host())
+	refStep := nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+	model := build(device.SecondCPU())
+	if d := model.Layers[4].Variables()[0].Value().Device(); d != device.SecondCPU() {
+		t.Fatalf("the last layer is on %s", d.Name())
+	}
+	p, err := nn.NewLocalPipeline(model, nn.SparseSoftmaxCrossEntropy, func() nn.Optimizer { return nn.NewAdam(nn.Constant(0.01)) }, 2,
+		nn.PipelineOptions{Bounds: []int{3}, MicroBatches: 3, Schedule: nn.OneFOneB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 4 {
+		want, _, err := refStep(pipeBatch(i, 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, err := p.Step(pipeBatch(i, 10))
+		if err != nil || n != 10 || math.Abs(got-want) > 1e-12 {
+			t.Fatalf("step %d: loss %.15g (%d examples, %v), one device %.15g", i, got, n, err, want)
+		}
 	}
 }
