@@ -1,13 +1,9 @@
 package nn
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
@@ -434,135 +430,4 @@ func (p *pipeline) receive(from int, key string) *tensor.Tensor {
 		t = moved
 	}
 	return t
-}
-
-// PipelineCheckpointPath is the file of stage s of size of the pipeline
-// checkpoint at path: path + ".stage-<s>-of-<size>".
-func PipelineCheckpointPath(path string, s, size int) string {
-	return fmt.Sprintf("%s.stage-%d-of-%d", path, s, size)
-}
-
-// SavePipelineCheckpoint writes stage s of size's variables (and opt's
-// state, if opt is not nil) to its file of the pipeline checkpoint at
-// path (PipelineCheckpointPath), as SaveCheckpoint does: every rank of a
-// pipeline saves its own stage.
-func SavePipelineCheckpoint(path string, s, size int, vars []*tape.Variable, opt Optimizer, metadata map[string]string) error {
-	if s < 0 || s >= size {
-		return fmt.Errorf("nn: %w: SavePipelineCheckpoint: stage %d of %d", ErrCheckpoint, s, size)
-	}
-	return SaveCheckpoint(PipelineCheckpointPath(path, s, size), vars, opt, metadata)
-}
-
-// RestorePipelineCheckpoint restores vars (by name) and opt's state for
-// them from the pipeline checkpoint at path, whatever its layout: the
-// stage files of one save (every stage of one size present) are read and
-// each variable taken from the file that holds it, so that a model saved
-// by 2 stages resumes on 3, or in one process. It returns the metadata
-// (the first stage's). A missing stage file, files of two layouts, or a
-// variable no file holds is an error naming it; nothing is changed then.
-func RestorePipelineCheckpoint(path string, vars []*tape.Variable, opt Optimizer) (map[string]string, error) {
-	if err := nilArg("RestorePipelineCheckpoint", arg{"vars", vars}); err != nil {
-		return nil, err
-	}
-	files, err := filepath.Glob(path + ".stage-*-of-*")
-	if err != nil {
-		return nil, fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
-	}
-	size := 0
-	for _, f := range files {
-		var s, n int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(f, path), ".stage-%d-of-%d", &s, &n); err != nil || PipelineCheckpointPath(path, s, n) != f {
-			continue // a temporary of a save, or another name
-		}
-		if size != 0 && n != size {
-			return nil, fmt.Errorf("nn: %w: %s has stage files of %d and of %d stages", ErrCheckpoint, path, size, n)
-		}
-		size = n
-	}
-	if size == 0 {
-		return nil, fmt.Errorf("nn: %w: no stage files %s.stage-*-of-*", ErrCheckpoint, path)
-	}
-	saved := map[string]*tensor.Tensor{}
-	var meta map[string]string
-	for s := range size {
-		f := PipelineCheckpointPath(path, s, size)
-		t, m, err := LoadCheckpoint(f)
-		if err != nil {
-			return nil, err
-		}
-		if s == 0 {
-			meta = m
-		}
-		maps.Copy(saved, t)
-	}
-	return meta, restoreFrom(path+".stage-*-of-"+fmt.Sprint(size), saved, meta, vars, opt)
-}
-
-// LocalPipeline trains a Sequential cut into stages that run in this
-// process, a goroutine each, on the devices their variables live on
-// (build a stage's layers inside device.With(d, ...) to put them on d):
-// pipeline parallelism over the GPUs (or CPU devices) of one machine.
-// The stages meet through collective.Loopback rendezvous (a value that
-// crosses goes through host memory); each has an optimizer of its own.
-// Step is its training step, as PipelineTrainStep's; Close ends it.
-type LocalPipeline struct {
-	steps []Step
-	rdvs  []*collective.Rendezvous
-}
-
-// NewLocalPipeline cuts model into stages as PipelineTrainStep does, each
-// with the optimizer newOpt makes for it.
-func NewLocalPipeline(model *Sequential, loss Loss, newOpt func() Optimizer, stages int, o PipelineOptions) (*LocalPipeline, error) {
-	if err := nilArg("NewLocalPipeline", arg{"the model", model}, arg{"the loss", loss}, arg{"newOpt", newOpt}); err != nil {
-		return nil, err
-	}
-	if _, err := pipelineBounds(model, stages, o.Bounds); err != nil {
-		return nil, err
-	}
-	p := &LocalPipeline{}
-	for _, tr := range collective.Loopback(stages) {
-		rdv, err := collective.NewRendezvous(tr)
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		p.rdvs = append(p.rdvs, rdv)
-		opt := newOpt()
-		if opt == nil {
-			p.Close()
-			return nil, fmt.Errorf("nn: NewLocalPipeline: newOpt returned nil")
-		}
-		step, err := PipelineTrainStep(model, loss, opt, rdv, o)
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		p.steps = append(p.steps, step)
-	}
-	return p, nil
-}
-
-// Step runs every stage's step on b at once and returns the batch's loss.
-func (p *LocalPipeline) Step(b data.Element) (float64, int, error) {
-	losses, ns, errs := make([]float64, len(p.steps)), make([]int, len(p.steps)), make([]error, len(p.steps))
-	var wg sync.WaitGroup
-	for i, step := range p.steps {
-		wg.Go(func() { losses[i], ns[i], errs[i] = step(b) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return 0, 0, err
-	}
-	last := len(p.steps) - 1
-	return losses[last], ns[last], nil
-}
-
-// Close ends the stages' rendezvous.
-func (p *LocalPipeline) Close() error {
-	var errs []error
-	for _, r := range p.rdvs {
-		errs = append(errs, r.Close())
-	}
-	p.rdvs = nil
-	return errors.Join(errs...)
 }
