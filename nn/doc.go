@@ -65,8 +65,10 @@
 // a Sequential into stages, one per rank of a collective.Rendezvous, and
 // trains each stage on its rank with micro-batches (GPipe or 1F1B), the
 // activations and gradients passing between neighbours (pipeline
-// parallelism); SavePipelineCheckpoint and RestorePipelineCheckpoint keep
-// a stage file each and read them back on any layout.
+// parallelism); NewLocalPipeline runs such stages in one process, on the
+// devices their layers live on; SavePipelineCheckpoint and
+// RestorePipelineCheckpoint keep a stage file each and read them back on
+// any layout.
 //
 // # Seeing a model
 //
