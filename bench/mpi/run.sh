@@ -43,3 +43,8 @@ scaling() {
 }
 scaling dpstep DataParallelStep
 scaling pipeline PipelineStep
+# A traced loop partitioned across two processes (ns per iteration).
+for r in $(seq "$rounds"); do
+  mpi_on 2 "$out/allreduce-go.test" -test.run '^$' -test.bench PartitionedLoopRanks -test.benchtime 1x 2>&1 |
+    grep '^BenchmarkPartitionedLoopRanks'
+done

@@ -3,8 +3,13 @@ package mpi
 import (
 	"testing"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/collective/mpi"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -130,4 +135,60 @@ func timeSteps(b *testing.B, comm *mpi.Comm, step nn.Step, batch data.Element, w
 	per := b.Elapsed().Seconds() / float64(b.N*steps)
 	b.ReportMetric(per*1e3, "ms/step")
 	b.ReportMetric(float64(examples)/per, "examples/s")
+}
+
+// BenchmarkPartitionedLoopRanks is BenchmarkPartitionedLoop (package
+// bench) across processes: a traced loop of 100 iterations whose body
+// computes on a [256] float32 on rank 0 and on rank 1 (collective.RankCPU),
+// each rank running its own partition (trace.Function.Partitions), the
+// values crossing through the MPI rendezvous three times an iteration
+// (the predicate, the value there and back). Run on 2 processes; it
+// reports ns/iteration.
+func BenchmarkPartitionedLoopRanks(b *testing.B) {
+	comm, err := mpi.Open()
+	if err != nil {
+		b.Skip(err)
+	}
+	if comm.Size() != 2 {
+		b.Skip("needs 2 processes")
+	}
+	rdv, err := comm.Rendezvous()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rdv.Close()
+	const iters = 100
+	x := tensor.RandUniform(tensor.NewRNG(5), tensor.Float32, 0, 1, 256)
+	n := tensor.Scalar(int32(iters))
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+			there, err := ops.Tanh(v[1]).To(collective.RankCPU(1))
+			if err != nil {
+				panic(err)
+			}
+			back, err := ops.Mul(there, there).To(device.Host())
+			if err != nil {
+				panic(err)
+			}
+			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Add(back, v[1])}
+		}, []*tensor.Tensor{tensor.Scalar(int32(0)), a[0]})
+		return []*tensor.Tensor{l[1]}
+	})
+	f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: comm.Rank(), Exchange: rdv}
+	call := func() {
+		if _, err := f.Call(x, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	call() // the trace
+	if err := comm.Barrier(); err != nil {
+		b.Fatal(err)
+	}
+	const calls = 20
+	for b.Loop() {
+		for range calls {
+			call()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls*iters), "ns/iteration")
 }
