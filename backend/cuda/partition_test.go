@@ -1,12 +1,15 @@
 package cuda
 
 import (
+	"math"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -56,6 +59,49 @@ func TestPartitionedHostAndGPU(t *testing.T) {
 			if diff := ops.Amax(ops.Abs(ops.Sub(onHost(t, got[i]), w))).Float(); diff > 1e-12 {
 				t.Errorf("%d iterations, result %d: partitioned %v, eager %v", k, i, got[i], w)
 			}
+		}
+	}
+}
+
+// A pipeline of two stages in one process, the second on the GPU (its
+// layers built inside device.With), trains as TrainStep of the same model
+// on the host does.
+func TestLocalPipelineHostAndGPU(t *testing.T) {
+	d := testGPU(t)
+	build := func(second device.Device) *nn.Sequential {
+		rng := tensor.NewRNG(5)
+		f64 := func(act func(*tensor.Tensor) *tensor.Tensor) nn.DenseOpts {
+			return nn.DenseOpts{DType: tensor.Float64, Activation: act}
+		}
+		first := []nn.Module{nn.NewDense("d1", rng, 6, 16, f64(ops.Tanh)), nn.NewDense("d2", rng, 16, 12, f64(ops.Relu))}
+		var rest []nn.Module
+		if err := device.With(second, func() {
+			rest = []nn.Module{nn.NewDense("d3", rng, 12, 8, f64(ops.Tanh)), nn.NewDense("logits", rng, 8, 3, f64(nil))}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return nn.NewSequential(append(first, rest...)...)
+	}
+	batch := func(i int) data.Element {
+		rng := tensor.NewRNG(uint64(100 + i))
+		return data.Element{tensor.RandNormal(rng, tensor.Float64, 10, 6), ops.Cast(tensor.RandUniform(rng, tensor.Float64, 0, 3, 10), tensor.Int32)}
+	}
+	ref := build(device.Host())
+	refStep := nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+	p, err := nn.NewLocalPipeline(build(d), nn.SparseSoftmaxCrossEntropy, func() nn.Optimizer { return nn.NewAdam(nn.Constant(0.01)) }, 2,
+		nn.PipelineOptions{Bounds: []int{2}, MicroBatches: 3, Schedule: nn.OneFOneB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		want, _, err := refStep(batch(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := p.Step(batch(i))
+		if err != nil || math.Abs(got-want) > 1e-9 {
+			t.Fatalf("step %d: loss %.15g (%v), on the host %.15g", i, got, err, want)
 		}
 	}
 }
