@@ -71,12 +71,12 @@ type PartitionOptions struct {
 type partResult struct{ part, index int }
 
 // Partition cuts g into one graph per device of its Placement. A graph
-// on one device gives one part, g itself. A control edge that crosses
-// waits on the receive of its node's output; a loop's next iteration
-// that waits for another partition's stack pushes has that partition's
-// next iteration wait for them instead. Ordering edges of other kinds,
-// control edges from a node without outputs, and a stack used on two
-// devices, across partitions, are not supported yet: an error names them.
+// on one device gives one part, g itself. A control or ordering edge that
+// crosses waits on the receive of its node's output; a loop's next
+// iteration that waits for another partition's stack pushes has that
+// partition's next iteration wait for them too. Such edges from a node
+// without outputs, and a stack used on two devices, across partitions,
+// are not supported yet: an error names them.
 func Partition(g *Graph) (*Partitioned, error) { return PartitionWith(g, PartitionOptions{}) }
 
 // PartitionWith is Partition with the partitions spread over processes
@@ -262,8 +262,8 @@ func (c *cutter) index() error {
 			}
 		}
 		for _, x := range n.After {
-			if c.placed[x] != c.placed[n] && n.Kind != NextIteration {
-				return fmt.Errorf("graph: Partition: %v waits on %v, on another device (%s, %s): ordering edges across devices are not supported yet",
+			if c.placed[x] != c.placed[n] && x.Outputs == 0 {
+				return fmt.Errorf("graph: Partition: %v runs after %v, on another device (%s, %s), which has no output to send: not supported yet",
 					n, x, c.placed[n].Name(), c.placed[x].Name())
 			}
 		}
@@ -326,18 +326,21 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 	}
 	for _, x := range n.After {
 		if c.partOf(x) != part {
-			// A loop's next iteration waits for a stack push of another
-			// partition: here on the receive of what it pushed (so that
-			// the loop, its count included, does not run ahead of the
-			// pushes, and its gradient loop pops none too early); there,
-			// that partition's next iteration waits for it too
-			// (orderAfter), which keeps its pushes in iteration order.
+			// n runs after a node of another partition: here after the
+			// receive of its output (which comes, live or dead, once it
+			// ran). For a loop's next iteration waiting for a stack push,
+			// that keeps the loop, its count included, from running ahead
+			// of the pushes its gradient pops; there, that partition's
+			// next iteration waits for the push too (orderAfter), which
+			// keeps its pushes in iteration order.
 			r, err := c.use(part, x.Out(0))
 			if err != nil {
 				return nil, err
 			}
 			m.After = append(m.After, r.Node)
-			c.later = append(c.later, pendingAfter{c.frame[n], x})
+			if n.Kind == NextIteration {
+				c.later = append(c.later, pendingAfter{c.frame[n], x})
+			}
 			continue
 		}
 		cx, err := c.copyNode(part, x)
