@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -265,6 +267,61 @@ func checkControlReleasing(t *testing.T, seed uint64, cases []*controlCase, want
 		for i, g := range append([]T{loss}, grads...) {
 			if d := sameAs(g, want[c.ID][i]); d != "" {
 				t.Errorf("seed %d case %d (%s) under a releasing tape, result %d: %s", seed, c.ID, c.tpl.name, i, d)
+			}
+		}
+	}
+}
+
+// The control-flow programs placed on two devices: each template's loss,
+// gradients and Hessian-vector products computed inside a placement scope
+// for cpu:1 (every op moves there but a loop's integer counter, which stays
+// on cpu:0 with its loop), traced, cut by device (graph.Partition: the
+// loops span both partitions, driven in cpu:1's by control loops) and run
+// at once, over every case of the template: equal to the eager values.
+// Needs no PyTorch.
+func TestControlFlowPartitioned(t *testing.T) {
+	other := device.SecondCPU()
+	for _, seed := range seeds(t) {
+		for k := range templates {
+			tpl := &templates[k]
+			fn := func(in []T) []T {
+				var out []T
+				if err := device.With(other, func() { out = derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) }); err != nil {
+					panic(err)
+				}
+				return out
+			}
+			f := trace.NewFunction(fn)
+			f.Partitions = &graph.PartitionOptions{} // cut by device, the parts run at once in this process
+			for i := range 4 {
+				c := newControlCase(seed, i*len(templates)+k, k, 2)
+				args := append(append([]T{}, c.in...), c.v)
+				want := derivatives(tpl.loss, c.in, c.v)
+				got, err := f.Call(args...)
+				if err != nil {
+					t.Fatalf("seed %d case %d (%s) partitioned: %v", seed, c.ID, tpl.name, err)
+				}
+				if p, err := graph.Partition(f.Graph(args...)); err != nil || len(p.Parts) != 2 {
+					t.Fatalf("seed %d case %d (%s): %v partitions (%v), want one per device", seed, c.ID, tpl.name, p, err)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("seed %d case %d (%s): %d results, want %d", seed, c.ID, tpl.name, len(got), len(want))
+				}
+				for j, w := range want { // nil as zeros, as the traced checks take them
+					if got[j] == nil {
+						if w != nil {
+							t.Errorf("seed %d case %d (%s) partitioned, result %d: nil, want %v", seed, c.ID, tpl.name, j, w)
+						}
+						continue
+					}
+					h, err := got[j].To(device.Host())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := sameAs(h, w); d != "" {
+						t.Errorf("seed %d case %d (%s) partitioned, result %d: %s", seed, c.ID, tpl.name, j, d)
+					}
+				}
 			}
 		}
 	}
