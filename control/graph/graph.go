@@ -73,8 +73,11 @@ type Node struct {
 	Fused []*Node
 	// Keep says the node runs though nothing reads it: a check (a trace's
 	// guard that a decision goes as it did), which pruning keeps.
-	Keep  bool
-	fused *fusedOp // its kernel's steps
+	Keep bool
+	// Device is where an op node ran when it was traced (nil: not
+	// known); Placement takes it as the node's device.
+	Device device.Device
+	fused  *fusedOp // its kernel's steps
 }
 
 // Out returns output i of n.

@@ -296,7 +296,8 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 		return m, nil
 	}
 	m := &Node{Kind: n.Kind, Name: n.Name, Op: n.Op, Attrs: n.Attrs, Frame: n.Frame, IsConstant: n.IsConstant,
-		ParallelIterations: n.ParallelIterations, Value: n.Value, Outputs: n.Outputs, Specs: n.Specs, Fused: n.Fused, Keep: n.Keep, fused: n.fused}
+		ParallelIterations: n.ParallelIterations, Value: n.Value, Outputs: n.Outputs, Specs: n.Specs, Fused: n.Fused, Keep: n.Keep,
+		Device: n.Device, fused: n.fused}
 	for _, x := range n.Inputs {
 		if x.Node.Kind == NextIteration && x.Node.ID > n.ID {
 			continue // a back edge: set when its NextIteration is copied

@@ -7,7 +7,8 @@ import (
 
 // Placement returns the device each node of g runs on, as the executor
 // will find it: a placeholder on the graph's device (its arguments'), a
-// constant where its value is, a ToDevice node on the device it copies
+// constant where its value is, an op node where the trace saw it run
+// (Node.Device) or else, a ToDevice node on the device it copies
 // to, a stack and its pushes and pops where the values pushed are, a
 // NextIteration with the loop Merge it feeds, and every other node
 // where its first input is (an op runs on its inputs' device; a
@@ -44,6 +45,8 @@ func (g *Graph) Placement() map[*Node]device.Device {
 			d = n.Value.Device()
 		case n.Kind == OpNode && isToDevice(n):
 			d = n.Attrs.(opattr.DeviceAttrs).Device
+		case n.Kind == OpNode && n.Device != nil:
+			d = n.Device
 		case n.Kind == Stack && push[n] != nil:
 			d = place(push[n].Inputs[1].Node)
 		case n.Kind == StackPush && len(n.Inputs) == 2:

@@ -1,10 +1,14 @@
 package difftest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
@@ -320,6 +324,81 @@ func TestControlFlowPartitioned(t *testing.T) {
 					}
 					if d := sameAs(h, w); d != "" {
 						t.Errorf("seed %d case %d (%s) partitioned, result %d: %s", seed, c.ID, tpl.name, j, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The same placed on two ranks (collective.RankCPU(1)), each a goroutine
+// over Loopback running its own partitions through the rendezvous: the
+// results stay on rank 1's device, so rank 1 returns them (rank 0, nil),
+// and they equal the eager values.
+func TestControlFlowPartitionedOverRanks(t *testing.T) {
+	far := collective.RankCPU(1)
+	for _, seed := range seeds(t) {
+		for k := range templates {
+			tpl := &templates[k]
+			fn := func(in []T) []T {
+				var out []T
+				if err := device.With(far, func() { out = derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) }); err != nil {
+					panic(err)
+				}
+				return out
+			}
+			var cases []*controlCase
+			for i := range 3 {
+				cases = append(cases, newControlCase(seed, i*len(templates)+k, k, 2))
+			}
+			results := make([][][]T, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for r, tr := range collective.Loopback(2) {
+				rdv, err := collective.NewRendezvous(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rdv.Close()
+				rdv.SetTimeout(30 * time.Second)
+				f := trace.NewFunction(fn)
+				f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: r, Exchange: rdv}
+				wg.Go(func() {
+					for _, c := range cases {
+						out, err := f.Call(append(append([]T{}, c.in...), c.v)...)
+						if err != nil {
+							errs[r] = fmt.Errorf("rank %d, case %d: %w", r, c.ID, err)
+							return
+						}
+						results[r] = append(results[r], out)
+					}
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("seed %d (%s): %v", seed, tpl.name, err)
+			}
+			for ci, c := range cases {
+				want := derivatives(tpl.loss, c.in, c.v)
+				for j, w := range want {
+					// The results live on rank 1's device; a graph with
+					// guards runs whole on every rank (both have them).
+					got := results[1][ci][j]
+					if got == nil {
+						got = results[0][ci][j]
+					}
+					if got == nil {
+						if w != nil {
+							t.Errorf("seed %d case %d (%s), result %d: nil on both ranks, want %v", seed, c.ID, tpl.name, j, w)
+						}
+						continue
+					}
+					h, err := got.To(device.Host())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := sameAs(h, w); d != "" {
+						t.Errorf("seed %d case %d (%s) over ranks, result %d: %s", seed, c.ID, tpl.name, j, d)
 					}
 				}
 			}
