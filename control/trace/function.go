@@ -657,7 +657,7 @@ func (t *tracer) record(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	n := t.apply(c.Op, c.Attrs, c.Inputs, specs)
 	n.Keep = c.Op.Ordered // it runs though nothing reads it
-	n.Device = c.Device    // where it ran: graph.Placement trusts it
+	n.Device = c.Device   // where it ran: graph.Placement trusts it
 	for i, o := range outs {
 		t.setVal(o, n.Out(i))
 	}
