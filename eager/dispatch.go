@@ -81,12 +81,29 @@ func Run(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	return outs
 }
 
+// RunPlaced is Run for a caller whose ops are placed already (a graph's
+// executor: the trace recorded its copies between devices): a placement
+// scope in force (device.With, which is the whole process's) does not
+// move its inputs.
+func RunPlaced(op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
+	c := newCall(op, attrs, inputs)
+	c.placed = true
+	specs := prepare(c)
+	outs, _ := execute(c, specs, make([]*tensor.Tensor, 0, len(specs)))
+	if Observing() {
+		return slices.Clone(outs) // a tape may hold outs as its record of the call
+	}
+	return outs
+}
+
 // RunTo is Run appending the outputs to dst[:0], so that a caller running
 // many ops (a graph's executor) reuses one slice; the result may instead
 // be a view op's own slice. Only when no observer is active (Observing):
-// a tape keeps the slice it is handed.
+// a tape keeps the slice it is handed. Like RunPlaced, it ignores
+// placement scopes.
 func RunTo(dst []*tensor.Tensor, op *Op, attrs any, inputs ...*tensor.Tensor) []*tensor.Tensor {
 	c := newCall(op, attrs, inputs)
+	c.placed = true
 	specs := prepare(c)
 	outs, _ := execute(c, specs, dst[:0])
 	return outs
@@ -195,7 +212,7 @@ func prepare(c *Call) []Out {
 		}
 	}
 	if len(c.Inputs) > 0 {
-		if d, soft := device.Scope(); d != nil {
+		if d, soft := device.Scope(); d != nil && !c.placed {
 			place(c, d, soft)
 		}
 		promoteWeak(c)

@@ -18,6 +18,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "AddObserver", Fn: eager.AddObserver, Registration: true},
 		{Name: "Run", Fn: eager.Run, Valid: []any{identity, nil, []*tensor.Tensor{x}}},
 		{Name: "RunTo", Fn: eager.RunTo, Valid: []any{[]*tensor.Tensor{nil}, identity, nil, []*tensor.Tensor{x}}},
+		{Name: "RunPlaced", Fn: eager.RunPlaced, Valid: []any{identity, nil, []*tensor.Tensor{x}}},
 		{Name: "Run1", Fn: eager.Run1, Valid: []any{identity, nil, []*tensor.Tensor{x}}},
 		{Name: "Catch", Fn: eager.Catch},
 		{Name: "RegisterFuser", Fn: eager.RegisterFuser, Valid: []any{device.Kind(0), nil}, Registration: true},

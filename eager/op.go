@@ -309,6 +309,7 @@ type Call struct {
 	inBuf  [3]*tensor.Tensor
 	outT   [1]*tensor.Tensor
 	kept   bool // an observer retained the call; it must not be reused
+	placed bool // its inputs are where it runs: placement scopes do not apply (RunPlaced)
 }
 
 // Out1 returns a single-output result without allocating, for Infer.

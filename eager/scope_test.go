@@ -9,6 +9,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -105,5 +106,30 @@ func TestPlacementScopeWithoutKernel(t *testing.T) {
 	}
 	if y.Device() != device.Host() {
 		t.Errorf("soft scope: on %s", y.Device().Name())
+	}
+}
+
+// RunPlaced and RunTo (a graph executor's calls) run where their inputs
+// are whatever scope is in force; Run in the same scope moves them.
+func TestRunPlacedIgnoresScopes(t *testing.T) {
+	other := device.SecondCPU()
+	x := tensor.FromSlice([]float64{1, 2})
+	neg := eager.Lookup("Neg")
+	if neg == nil {
+		t.Fatal("no op Neg")
+	}
+	var moved, placed, to *tensor.Tensor
+	if err := device.With(other, func() {
+		moved = eager.Run(neg, nil, x)[0]
+		placed = eager.RunPlaced(neg, nil, x)[0]
+		to = eager.RunTo(nil, neg, nil, x)[0]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if moved.Device() != other {
+		t.Errorf("Run in the scope ran on %s, want %s", moved.Device().Name(), other.Name())
+	}
+	if placed.Device() != device.Host() || to.Device() != device.Host() {
+		t.Errorf("RunPlaced ran on %s, RunTo on %s; want the host (where x is)", placed.Device().Name(), to.Device().Name())
 	}
 }

@@ -333,7 +333,7 @@ func runNode(n *Node, args, dst []*tensor.Tensor) []*tensor.Tensor {
 		if dst != nil && !eager.Observing() {
 			return eager.RunTo(dst, n.Op, n.Attrs, args...)
 		}
-		return eager.Run(n.Op, n.Attrs, args...)
+		return eager.RunPlaced(n.Op, n.Attrs, args...)
 	}
 	// Keyed by node ID: a graph rebuilt for other sizes (generalize.go)
 	// has fresh nodes where the chain's steps name the first trace's.
@@ -351,7 +351,7 @@ func runNode(n *Node, args, dst []*tensor.Tensor) []*tensor.Tensor {
 				ins[j] = vals[[2]int{in.Node.ID, in.Index}]
 			}
 		}
-		last = eager.Run(m.Op, m.Attrs, ins...)
+		last = eager.RunPlaced(m.Op, m.Attrs, ins...)
 	}
 	return last
 }

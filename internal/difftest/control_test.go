@@ -337,10 +337,13 @@ func TestControlFlowPartitioned(t *testing.T) {
 // and they equal the eager values.
 func TestControlFlowPartitionedOverRanks(t *testing.T) {
 	far := collective.RankCPU(1)
+	var scope sync.Mutex // fn's turns in the process's placement scope
 	for _, seed := range seeds(t) {
 		for k := range templates {
 			tpl := &templates[k]
 			fn := func(in []T) []T {
+				scope.Lock()
+				defer scope.Unlock()
 				var out []T
 				if err := device.With(far, func() { out = derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) }); err != nil {
 					panic(err)
@@ -350,6 +353,23 @@ func TestControlFlowPartitionedOverRanks(t *testing.T) {
 			var cases []*controlCase
 			for i := range 3 {
 				cases = append(cases, newControlCase(seed, i*len(templates)+k, k, 2))
+			}
+			args := func(c *controlCase) []T { return append(append([]T{}, c.in...), c.v) }
+			// A placement scope is the whole process's (device.With): while
+			// one rank's fn runs in it, ops the other rank runs (its trace's
+			// start, its eager fallback) would be placed by it too. So each
+			// rank traces every signature first, one rank after the other;
+			// the ranks then run their graphs at once, which run their ops
+			// where the trace placed them, and fn only where a guard fails
+			// (one rank's fn at a time: nothing in it is exchanged).
+			fs := make([]*trace.Function, 2)
+			for r := range fs {
+				fs[r] = trace.NewFunction(fn)
+				for _, c := range cases {
+					if _, err := fs[r].Call(args(c)...); err != nil {
+						t.Fatalf("seed %d (%s), rank %d, case %d: tracing: %v", seed, tpl.name, r, c.ID, err)
+					}
+				}
 			}
 			results := make([][][]T, 2)
 			errs := make([]error, 2)
@@ -361,11 +381,11 @@ func TestControlFlowPartitionedOverRanks(t *testing.T) {
 				}
 				defer rdv.Close()
 				rdv.SetTimeout(30 * time.Second)
-				f := trace.NewFunction(fn)
+				f := fs[r]
 				f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: r, Exchange: rdv}
 				wg.Go(func() {
 					for _, c := range cases {
-						out, err := f.Call(append(append([]T{}, c.in...), c.v)...)
+						out, err := f.Call(args(c)...)
 						if err != nil {
 							errs[r] = fmt.Errorf("rank %d, case %d: %w", r, c.ID, err)
 							return
