@@ -10,7 +10,9 @@ import (
 // tapes differentiate through it and traces keep it as a node, which
 // partitioning cuts at), unless its inputs are all small integer or bool
 // scalars (loop counters and predicates stay with their loop); tensors
-// made inside fn are made on d (With sets the default device too). An op
+// made inside fn are made on d (With sets the default device too); a
+// variable's updates (tape.Variable's Assign and the optimizers) run where
+// the variable lives, values made on d copied there. An op
 // with no kernel on d fails, naming the scope, or, under WithSoft, runs
 // where its inputs are. Scopes nest; each ends when fn returns or panics.
 //

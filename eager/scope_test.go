@@ -10,6 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -131,5 +132,48 @@ func TestRunPlacedIgnoresScopes(t *testing.T) {
 	}
 	if placed.Device() != device.Host() || to.Device() != device.Host() {
 		t.Errorf("RunPlaced ran on %s, RunTo on %s; want the host (where x is)", placed.Device().Name(), to.Device().Name())
+	}
+}
+
+// A variable's updates stay where it lives: in a scope for another device,
+// Assign, AssignSub and the optimizers (fused and by ops) take values
+// made there back to the variable's device, and give what the same steps
+// give outside the scope. Outside scopes a value elsewhere is refused.
+func TestPlacementScopeVariableUpdates(t *testing.T) {
+	other := device.SecondCPU()
+	steps := func(v *tape.Variable, opts []nn.Optimizer) {
+		tp := tape.New()
+		loss := ops.Sum(ops.Square(ops.Tanh(v.Value())))
+		g := tp.Gradient(loss, v.Value())
+		for _, o := range opts {
+			if err := o.Apply([]*tape.Variable{v}, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v.AssignSub(ops.Mul(v.Value(), tensor.Scalar(0.25)))
+		v.Assign(ops.Add(v.Value(), tensor.Scalar(1.0)))
+	}
+	optimizers := func() []nn.Optimizer {
+		return []nn.Optimizer{nn.NewAdam(nn.Constant(0.1)), nn.NewRMSProp(nn.Constant(0.1)), &nn.SGD{LR: nn.Constant(0.1), Momentum: 0.9}}
+	}
+	init := tensor.FromSlice([]float64{0.5, -1, 2})
+	want := tape.NewVariable("w", init)
+	steps(want, optimizers())
+	got := tape.NewVariable("w", init)
+	if err := device.With(other, func() { steps(got, optimizers()) }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Value().Device() != device.Host() {
+		t.Fatalf("the variable moved to %s", got.Value().Device().Name())
+	}
+	if d := ops.Amax(ops.Abs(ops.Sub(got.Value(), want.Value()))).Float(); d > 1e-15 {
+		t.Errorf("updated in the scope: %v, outside: %v", got.Value(), want.Value())
+	}
+	far, err := init.To(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tensor.Catch(func() { got.Assign(far) }); !errors.Is(err, tensor.ErrDevice) {
+		t.Errorf("Assign of a value on %s outside a scope: %v, want ErrDevice", other.Name(), err)
 	}
 }

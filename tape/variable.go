@@ -64,6 +64,36 @@ func (v *Variable) check(op string, x *tensor.Tensor) {
 	}
 }
 
+// here returns x on the variable's device: a variable's updates stay
+// where it lives, so a value that a placement scope (device.With) made
+// on another device is copied there. Outside scopes x is returned as it
+// is, for check to refuse another device.
+func (v *Variable) here(x *tensor.Tensor) *tensor.Tensor {
+	if x == nil || x.Device() == v.t.Device() {
+		return x
+	}
+	if d, _ := device.Scope(); d == nil {
+		return x
+	}
+	moved, err := x.To(v.t.Device())
+	if err != nil {
+		panic(tensor.NewError("tape", "Assign", err, []*tensor.Tensor{v.t, x}, "", "copying the value for variable %q to %s: %v", v.name, v.t.Device().Name(), err))
+	}
+	return moved
+}
+
+// onDevice runs fn, whose ops read the variable, on the variable's device
+// while a placement scope for another device is in force.
+func (v *Variable) onDevice(fn func()) {
+	if d, _ := device.Scope(); d == nil || d == v.t.Device() {
+		fn()
+		return
+	}
+	if err := device.With(v.t.Device(), fn); err != nil {
+		panic(err)
+	}
+}
+
 // writeInto copies src's elements (row-major, same dtype, shape and
 // device) into dst's buffer, on their device.
 func writeInto(dst, src *tensor.Tensor) {
@@ -74,8 +104,11 @@ func writeInto(dst, src *tensor.Tensor) {
 }
 
 // Assign sets the variable to x (same dtype, shape and device; panics with a
-// *tensor.Error otherwise, leaving the variable unchanged).
+// *tensor.Error otherwise, leaving the variable unchanged). In a placement
+// scope (device.With) x may be on the scope's device: it is copied to the
+// variable's, where the variable's updates stay.
 func (v *Variable) Assign(x *tensor.Tensor) {
+	x = v.here(x)
 	v.check("Assign", x)
 	writeInto(v.t, x.Contiguous())
 }
@@ -88,7 +121,9 @@ func (v *Variable) AssignSub(x *tensor.Tensor) { v.AssignScaled(-1, x) }
 
 // AssignScaled adds alpha*x to the variable in place (the SGD update with
 // alpha = -learning rate), without allocating on the CPU for float dtypes.
+// It runs on the variable's device, taking x there as Assign does.
 func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
+	x = v.here(x)
 	v.check("AssignScaled", x)
 	x = x.Contiguous()
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
@@ -101,7 +136,7 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 			return
 		}
 	}
-	writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha))))
+	v.onDevice(func() { writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha)))) })
 }
 
 // AdamUpdateAll takes one Adam step on each vars[i] in place with its
@@ -218,12 +253,19 @@ func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tens
 	if len(grads) != len(vars) || lengths != "" {
 		panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "%d variables%s, %d gradients", len(vars), lengths, len(grads)))
 	}
+	moved := false
 	for i, v := range vars {
 		if grads[i] == nil {
 			continue
 		}
 		if v == nil {
 			panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "variable %d is nil", i))
+		}
+		if g := v.here(grads[i]); g != grads[i] {
+			if !moved {
+				grads, moved = slices.Clone(grads), true // never write into the caller's slice
+			}
+			grads[i] = g
 		}
 		v.check(name, grads[i])
 		for _, list := range slots {
@@ -284,6 +326,7 @@ func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tens
 // nothing, where the fused kernel does not apply (off the CPU, or not a
 // float dtype); the caller then computes the step with ops.
 func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams) bool {
+	g = v.here(g)
 	v.check("AdamUpdate", g)
 	if m == nil || s == nil {
 		panic(tensor.NewError("tape", "AdamUpdate", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name))

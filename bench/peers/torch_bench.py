@@ -68,8 +68,9 @@ def torch_benches():
     report("BenchmarkTorchAdd4M", lambda: x4 + y4, nbytes=3 * 4 * ELEMS_4M)
     report("BenchmarkTorchTanh4M", lambda: torch.tanh(x4), nbytes=2 * 4 * ELEMS_4M)
     report("BenchmarkTorchSum4M", lambda: x4.sum(), nbytes=4 * ELEMS_4M)
-    h1, h2 = torch.rand(1024, 1024).bfloat16(), torch.rand(1024, 1024).bfloat16()
-    report("BenchmarkTorchMatMulHalf/bfloat16/1024", lambda: h1 @ h2, flops=2 * 1024**3)
+    for n in (1024, 2048):
+        h1, h2 = torch.rand(n, n).bfloat16(), torch.rand(n, n).bfloat16()
+        report(f"BenchmarkTorchMatMulHalf/bfloat16/{n}", lambda: h1 @ h2, flops=2 * n**3)
     d1, d2 = torch.rand(1024, 1024, dtype=torch.float64), torch.rand(1024, 1024, dtype=torch.float64)
     report("BenchmarkTorchMatMulFloat64_1024", lambda: d1 @ d2, flops=2 * 1024**3)
 
