@@ -14,7 +14,8 @@ import (
 // variable's updates (tape.Variable's Assign and the optimizers) run where
 // the variable lives, values made on d copied there. An op
 // with no kernel on d fails, naming the scope, or, under WithSoft, runs
-// where its inputs are. Scopes nest; each ends when fn returns or panics.
+// where its inputs are when that device has a kernel for it, else on the
+// host when it has one. Scopes nest; each ends when fn returns or panics.
 //
 // A scope is the whole process's while fn runs, as the default device
 // is (Go has no goroutine-local state): ops that other goroutines run
@@ -32,8 +33,8 @@ var placement atomic.Pointer[scope]
 // pass through, the scope ended.
 func With(d Device, fn func()) error { return withScope("With", d, false, fn) }
 
-// WithSoft is With whose ops run where their inputs are when d has no
-// kernel for them.
+// WithSoft is With whose ops run on another device when d has no kernel
+// for them: where their inputs are, or else on the host.
 func WithSoft(d Device, fn func()) error { return withScope("WithSoft", d, true, fn) }
 
 func withScope(name string, d Device, soft bool, fn func()) error {

@@ -359,28 +359,35 @@ func Catch(fn func()) error { return tensor.Catch(fn) }
 // already, all small integer or bool scalars (a loop's counter and
 // predicate stay with the loop), or the op moves values itself (a copy,
 // a transfer); an op with no kernel on d fails naming the scope, or under
-// a soft scope stays where its inputs are.
+// a soft scope runs on another device that has one (softDevice).
 func place(c *Call, d device.Device, soft bool) {
 	op := c.Op
 	if op.Ordered || op.Name == "ToDevice" {
 		return
 	}
-	away, counters := false, true
+	counters := true
 	for _, x := range c.Inputs {
-		away = away || x.Device() != d
 		counters = counters && x.Rank() == 0 && (x.DType() == tensor.Int32 || x.DType() == tensor.Int64 || x.DType() == tensor.Bool || x.DType() == tensor.Uint8)
 	}
-	if !away || counters {
+	if counters {
 		return
 	}
 	if op.View == nil && op.KeyInput < len(c.Inputs) {
 		key := c.Inputs[op.KeyInput].DType()
-		if op.Kernel(d.Kind(), key) == nil && !(key.IsHalf() && op.Kernel(d.Kind(), tensor.Float32) != nil) {
-			if soft {
-				return
+		if !hasKernel(op, d, key) {
+			if !soft {
+				if !awayFrom(c.Inputs, d) {
+					return // the op's own error names the device
+				}
+				c.Fail(tensor.ErrNoKernel, "no %v kernel on %s, the device scope's (device.With); device.WithSoft runs it on a device that has one", key, d.Name())
 			}
-			c.Fail(tensor.ErrNoKernel, "no %v kernel on %s, the device scope's (device.With); device.WithSoft runs it where its inputs are", key, d.Name())
+			if d = softDevice(c.Inputs, op, key); d == nil {
+				return // no device has it: the op's own error
+			}
 		}
+	}
+	if !awayFrom(c.Inputs, d) {
+		return
 	}
 	// The observers (a tape, a trace) see the copies as the op's inputs:
 	// the copies are recorded ops of their own, the path back to the
@@ -395,4 +402,33 @@ func place(c *Call, d device.Device, soft bool) {
 			c.Inputs[i] = moved.(*tensor.Tensor)
 		}
 	}
+}
+
+// awayFrom reports whether any of xs is on a device other than d.
+func awayFrom(xs []*tensor.Tensor, d device.Device) bool {
+	for _, x := range xs {
+		if x.Device() != d {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKernel reports whether op computes dtype key on d (the half types
+// also through its float32 kernel).
+func hasKernel(op *Op, d device.Device, key tensor.DType) bool {
+	return op.Kernel(d.Kind(), key) != nil || (key.IsHalf() && op.Kernel(d.Kind(), tensor.Float32) != nil)
+}
+
+// softDevice is where a soft scope runs an op its device has no kernel
+// for: the device its inputs share, when that has one, else the host,
+// when that has one; nil when neither does.
+func softDevice(xs []*tensor.Tensor, op *Op, key tensor.DType) device.Device {
+	if d := xs[0].Device(); !awayFrom(xs, d) && hasKernel(op, d, key) {
+		return d
+	}
+	if h := device.Host(); hasKernel(op, h, key) {
+		return h
+	}
+	return nil
 }

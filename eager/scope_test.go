@@ -108,6 +108,26 @@ func TestPlacementScopeWithoutKernel(t *testing.T) {
 	if y.Device() != device.Host() {
 		t.Errorf("soft scope: on %s", y.Device().Name())
 	}
+	// Inputs on a device without the kernel, or on two devices: the soft
+	// scope runs the op on the host, which has it; a hard scope fails.
+	far, err := x.To(otherDevice{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][2]*tensor.Tensor{{far, far}, {x, far}} {
+		var z *tensor.Tensor
+		if err := device.WithSoft(otherDevice{}, func() { z = ops.Add(ops.Exp(in[0]), in[1]) }); err != nil {
+			t.Fatal(err)
+		}
+		want := ops.Add(ops.Exp(x), x)
+		if z.Device() != device.Host() || ops.Amax(ops.Abs(ops.Sub(z, want))).Float() != 0 {
+			t.Errorf("soft scope, inputs on %s and %s: %v on %s, want %v on the host", in[0].Device().Name(), in[1].Device().Name(), z, z.Device().Name(), want)
+		}
+		err := tensor.Catch(func() { _ = device.With(otherDevice{}, func() { ops.Add(in[0], in[1]) }) })
+		if !errors.Is(err, tensor.ErrNoKernel) {
+			t.Errorf("hard scope, inputs on %s and %s: %v, want ErrNoKernel", in[0].Device().Name(), in[1].Device().Name(), err)
+		}
+	}
 }
 
 // RunPlaced and RunTo (a graph executor's calls) run where their inputs
