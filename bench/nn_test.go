@@ -49,15 +49,11 @@ func BenchmarkCNNTrainStep(b *testing.B) {
 
 // BenchmarkFashionCNNTrainStep is one training step of the Fashion-MNIST
 // CNN, NHWC and NCHW, eager (nn.TrainStep) and traced
-// (nn.TracedTrainStep), and eager under nn.MixedBFloat16 (NHWC: the
-// layout whose convolutions have bfloat16 kernels).
+// (nn.TracedTrainStep), and eager under nn.MixedBFloat16 (both layouts
+// have bfloat16 convolution kernels).
 func BenchmarkFashionCNNTrainStep(b *testing.B) {
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-		modes := []string{"eager", "traced"}
-		if format == ops.NHWC {
-			modes = append(modes, "mixed_bfloat16")
-		}
-		for _, mode := range modes {
+		for _, mode := range []string{"eager", "traced", "mixed_bfloat16"} {
 			b.Run(format.String()+"/"+mode, func(b *testing.B) {
 				model, opt, x, y := benchmodels.FashionCNN(format)
 				if mode == "mixed_bfloat16" {

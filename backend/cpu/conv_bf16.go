@@ -13,8 +13,9 @@ import (
 // VDPBF16PS where the CPU has AVX512_BF16: each image's patches gathered
 // in bfloat16 (im2col, or im2row for one channel), the product by
 // gemmBF16 against the [taps O] filter as it is stored, the bias and
-// Relu applied to each float32 tile, rounded once. NCHW calls and the
-// gradients run through float32, as every op on the half types does.
+// Relu applied to each float32 tile, rounded once. NCHW: Y_n [O OH*OW] =
+// F [O taps] · P_n [taps OH*OW], P_n im2row's, F laid out once a call in
+// its tap order. Their gradients are conv_bf16_grad.go's.
 
 // convElem is what the patch gatherers (im2col, im2row) move: the float
 // dtypes and bfloat16.
@@ -37,15 +38,8 @@ func fusedConv2DBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 // convForwardBF16 convolves the call's x and filter into outs[0], adding
-// bias (nil: none) and applying Relu where relu is set; NCHW calls go
-// through float32.
+// bias (nil: none) and applying Relu where relu is set.
 func convForwardBF16(c *eager.Call, a ops.Conv2DGemmAttrs, outs []*tensor.Tensor, bias []tensor.BF16, relu bool) {
-	if a.Format != ops.NHWC {
-		if !eager.ThroughFloat32(c, outs) {
-			c.Fail(tensor.ErrNoKernel, "no float32 kernel to compute the bfloat16 convolution through")
-		}
-		return
-	}
 	x, f, y := c.Inputs[0], c.Inputs[1], outs[0]
 	g := geomOf(a, x.Dim(0), a.Channels(x), f.Dim(3))
 	xv, fv, yv := data[tensor.BF16](x), data[tensor.BF16](f), data[tensor.BF16](y)
@@ -56,6 +50,31 @@ func convForwardBF16(c *eager.Call, a ops.Conv2DGemmAttrs, outs []*tensor.Tensor
 		for j, b := range bias {
 			b32[j] = b.Float32()
 		}
+	}
+	if g.format != ops.NHWC {
+		fo := filterRowsBF16(fv, g)
+		perImage(c, g, (ohw*taps+1)/2, nil, func(n int, s []float32, par bool) {
+			p := asBF16(s)[:ohw*taps]
+			im2row(p, xv[n*img:], g) // P_n [taps OH*OW]
+			yn := yv[n*g.o*ohw : (n+1)*g.o*ohw]
+			var dev *device.CPUDevice
+			if par {
+				dev = deviceOf(c)
+			}
+			gemmBF16(dev, g.o, ohw, taps, fo, false, p, false, func(i0, j0, rows, cols int, tile []float32) {
+				for r := range rows {
+					sums := tile[r*bf16NR : r*bf16NR+cols]
+					if bias != nil {
+						sadds(&sums[0], &sums[0], b32[i0+r], cols)
+					}
+					if relu {
+						reluLoop(sums, sums)
+					}
+				}
+				storeBF16(yn, ohw, i0, j0, rows, cols, tile)
+			})
+		}, nil)
+		return
 	}
 	filter := packBF16(deviceOf(c), taps, g.o, fv, false) // [taps O], once for every image
 	defer filter.free()
@@ -82,6 +101,21 @@ func convForwardBF16(c *eager.Call, a ops.Conv2DGemmAttrs, outs []*tensor.Tensor
 		im2col(p, xv[n*img:], g) // [ohw, taps]
 		gemmBF16Packed(dev, ohw, p, false, filter, store)
 	}, nil)
+}
+
+// filterRowsBF16 lays an HWIO filter out as [O taps], each row in
+// im2row's tap order (c, kh, kw): NCHW's left-hand side.
+func filterRowsBF16(f []tensor.BF16, g convGeom) []tensor.BF16 {
+	tm := make([]tensor.BF16, g.taps()*g.o)
+	tapMajor(tm, f, g) // [taps O]
+	rows := make([]tensor.BF16, len(tm))
+	taps := g.taps()
+	for t := range taps {
+		for o, v := range tm[t*g.o : (t+1)*g.o] {
+			rows[o*taps+t] = v
+		}
+	}
+	return rows
 }
 
 func init() {

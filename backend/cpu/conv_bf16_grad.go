@@ -16,15 +16,12 @@ import (
 // images, P_n the image's patches in bfloat16 (im2col; im2row with one
 // channel, whose rows are P_nᵀ's); the input gradient dz_n·Fᵀ [OH*OW
 // taps] is added back by col2im in float32. Each gradient is rounded to
-// bfloat16 once. NCHW calls go through float32.
+// bfloat16 once. NCHW, where dz_n is [O OH*OW] and P_n im2row's [taps
+// OH*OW], computes the filter gradient P_n·dz_nᵀ in im2row's tap order
+// (filterOf lays it out as HWIO at the end) and the input gradient
+// F·dz_n [taps OH*OW], F in that order, added back by row2im.
 func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(ops.FusedConv2DBackpropAttrs)
-	if a.Conv.Format != ops.NHWC {
-		if !eager.ThroughFloat32(c, outs) {
-			c.Fail(tensor.ErrNoKernel, "no float32 kernel to compute the bfloat16 convolution's gradients through")
-		}
-		return
-	}
 	x, f, y, dy := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3]
 	g := geomOf(a.Conv, x.Dim(0), a.Conv.Channels(x), f.Dim(3))
 	var dx []tensor.BF16
@@ -37,9 +34,16 @@ func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	ohw, taps, img := g.oh*g.ow, g.taps(), g.c*g.h*g.w
 	out := g.o * ohw
 
-	// Fᵀ as the input gradient's right-hand side [O taps], packed once.
+	nchw := g.format != ops.NHWC
+	if nchw && g.c > 1 {
+		fm := make([]tensor.BF16, taps*g.o)
+		tapMajor(fm, fv, g) // im2row's tap order
+		fv = fm
+	}
+	// Fᵀ as the input gradient's right-hand side [O taps], packed once
+	// (NHWC).
 	var ft bf16Panels
-	if dx != nil {
+	if dx != nil && !nchw {
 		ft = packBF16(deviceOf(c), g.o, taps, fv, true)
 		defer ft.free()
 	}
@@ -77,8 +81,15 @@ func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 			dz = dyn
 		}
 		accF, accB := acc[:taps*g.o], acc[taps*g.o:]
-		for r := range ohw {
-			addInto(accB, dz32[r*g.o:(r+1)*g.o])
+		if nchw {
+			sum := sumReducer[float32]().row
+			for o := range g.o {
+				accB[o] = sum(accB[o], dz32[o*ohw:(o+1)*ohw])
+			}
+		} else {
+			for r := range ohw {
+				addInto(accB, dz32[r*g.o:(r+1)*g.o])
+			}
 		}
 
 		// The filter gradient, [taps O]: the HWIO filter's layout.
@@ -87,10 +98,14 @@ func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 				addInto(accF[(i0+r)*g.o+j0:(i0+r)*g.o+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
 			}
 		}
-		if g.c == 1 {
+		switch {
+		case nchw:
+			im2row(p, xv[n*img:], g) // P_n [taps OH*OW]; dz_n is [O OH*OW]
+			gemmBF16(dev, taps, g.o, ohw, p, false, dz, true, addTiles)
+		case g.c == 1:
 			im2row(p, xv[n*img:], g) // P_nᵀ [taps OH*OW]
 			gemmBF16(dev, taps, g.o, ohw, p, false, dz, false, addTiles)
-		} else {
+		default:
 			im2col(p, xv[n*img:], g) // P_n [OH*OW taps]
 			gemmBF16(dev, taps, g.o, ohw, p, true, dz, false, addTiles)
 		}
@@ -98,18 +113,33 @@ func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 			return
 		}
 
-		// The input gradient: dz_n·Fᵀ, added back by col2im.
+		// The input gradient: dz_n·Fᵀ [OH*OW taps], added back by col2im
+		// (NCHW: F·dz_n [taps OH*OW], by row2im).
 		p32, dx32 := rest[:ohw*taps], rest[ohw*taps:ohw*taps+img]
-		gemmBF16Packed(dev, ohw, dz, false, ft, func(i0, j0, rows, cols int, tile []float32) {
-			for r := range rows {
-				copy(p32[(i0+r)*taps+j0:(i0+r)*taps+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
-			}
-		})
 		clear(dx32)
-		col2im(dx32, p32, g)
+		if nchw {
+			gemmBF16(dev, taps, ohw, g.o, fv, false, dz, false, func(i0, j0, rows, cols int, tile []float32) {
+				for r := range rows {
+					copy(p32[(i0+r)*ohw+j0:(i0+r)*ohw+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
+				}
+			})
+			row2im(dx32, p32, g)
+		} else {
+			gemmBF16Packed(dev, ohw, dz, false, ft, func(i0, j0, rows, cols int, tile []float32) {
+				for r := range rows {
+					copy(p32[(i0+r)*taps+j0:(i0+r)*taps+j0+cols], tile[r*bf16NR:r*bf16NR+cols])
+				}
+			})
+			col2im(dx32, p32, g)
+		}
 		roundBF16(dx[n*img:(n+1)*img], dx32)
 	})
 	defer putGemmScratch(buf)
+	if nchw && g.c > 1 {
+		hwio := make([]float32, taps*g.o)
+		filterOf(hwio, total[:taps*g.o], g)
+		copy(total, hwio)
+	}
 	roundBF16(df, total[:taps*g.o])
 	roundBF16(db, total[taps*g.o:])
 }

@@ -194,7 +194,7 @@ func row2im[T tensor.Float](dx, p []T, g convGeom) {
 
 // tapMajor lays a [KH, KW, C, O] filter out as [C*KH*KW, O], rows in
 // im2row's order.
-func tapMajor[T tensor.Float](dst, f []T, g convGeom) {
+func tapMajor[T convElem](dst, f []T, g convGeom) {
 	for kh := 0; kh < g.kh; kh++ {
 		for kw := 0; kw < g.kw; kw++ {
 			for c := 0; c < g.c; c++ {

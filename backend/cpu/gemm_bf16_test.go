@@ -160,7 +160,9 @@ func TestConvBF16(t *testing.T) {
 		{"one channel, same", bf(2, 9, 9, 1), bf(3, 3, 1, 8), bf(8), ops.Conv2DOpts{Padding: ops.Same}},
 		{"channels, valid, stride 2", bf(3, 11, 10, 6), bf(3, 3, 6, 33), bf(33), ops.Conv2DOpts{Strides: [2]int{2, 2}}},
 		{"dilated", bf(1, 12, 12, 4), bf(2, 3, 4, 5), bf(5), ops.Conv2DOpts{Dilations: [2]int{2, 1}, Padding: ops.Same}},
-		{"NCHW (through float32)", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}},
+		{"NCHW", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}},
+		{"NCHW, one channel", bf(3, 1, 9, 8), bf(3, 3, 1, 8), bf(8), ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}},
+		{"NCHW, valid, stride 2, dilated", bf(2, 6, 11, 10), bf(3, 2, 6, 33), bf(33), ops.Conv2DOpts{Strides: [2]int{2, 2}, Dilations: [2]int{1, 2}, Format: ops.NCHW}},
 	} {
 		check := func(what string, got, want *tensor.Tensor) {
 			g, w := tensor.ToSlice[float32](f32(got)), tensor.ToSlice[float32](want)
@@ -178,9 +180,8 @@ func TestConvBF16(t *testing.T) {
 	}
 }
 
-// FusedConv2DBackprop's bfloat16 kernel (NHWC) agrees with the float32
-// kernel on the same values within one rounding of each gradient; NCHW
-// goes through float32.
+// FusedConv2DBackprop's bfloat16 kernel (NHWC and NCHW) agrees with the
+// float32 kernel on the same values within one rounding of each gradient.
 func TestConvBF16Gradients(t *testing.T) {
 	if !haveAVX512BF16 {
 		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
@@ -203,6 +204,9 @@ func TestConvBF16Gradients(t *testing.T) {
 		PadLeft: 1, PadRight: 1, H: 7, W: 5, KH: 2, KW: 3}
 	nchw := same(7, 7, 3, 3)
 	nchw.Format = ops.NCHW
+	nchwOne, nchwValid, nchwDilated := same(9, 9, 3, 3), valid2, dilated
+	nchw14 := same(14, 14, 3, 3)
+	nchwOne.Format, nchwValid.Format, nchwDilated.Format, nchw14.Format = ops.NCHW, ops.NCHW, ops.NCHW, ops.NCHW
 	for _, c := range []struct {
 		name    string
 		x, f, b *tensor.Tensor
@@ -212,7 +216,11 @@ func TestConvBF16Gradients(t *testing.T) {
 		{"channels, valid, stride 2", bf(3, 11, 10, 6), bf(3, 3, 6, 33), bf(33), valid2},
 		{"dilated, odd spatial", bf(2, 7, 5, 4), bf(2, 3, 4, 5), bf(5), dilated},
 		{"one image", bf(1, 14, 14, 32), bf(3, 3, 32, 64), bf(64), same(14, 14, 3, 3)},
-		{"NCHW (through float32)", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), nchw},
+		{"NCHW", bf(2, 4, 7, 7), bf(3, 3, 4, 6), bf(6), nchw},
+		{"NCHW, one channel", bf(3, 1, 9, 9), bf(3, 3, 1, 8), bf(8), nchwOne},
+		{"NCHW, valid, stride 2", bf(3, 6, 11, 10), bf(3, 3, 6, 33), bf(33), nchwValid},
+		{"NCHW, dilated, odd spatial", bf(2, 4, 7, 5), bf(2, 3, 4, 5), bf(5), nchwDilated},
+		{"NCHW, one image", bf(1, 32, 14, 14), bf(3, 3, 32, 64), bf(64), nchw14},
 	} {
 		for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
 			fa := ops.FusedConv2DAttrs{Conv: c.a, Activation: act}
