@@ -22,10 +22,10 @@ import (
 // the softmax and the scores' gradient as row kernels
 // (kernels/attention.go), the score matrix materialised per call
 // ([batch, tq, tk]); three launches forward, six backward. The half
-// types run through float32.
+// types take the products path in their own dtype (attention_half.go).
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("ScaledDotProductAttention", device.GPU, tensorType(d), attention(d))
 		eager.RegisterKernel("ScaledDotProductAttentionBackprop", device.GPU, tensorType(d), attentionBackprop(d))
 	}
@@ -97,6 +97,12 @@ func attention(d kernels.DType) eager.Kernel {
 			dev.flashLaunch(c, "flash_fwd", g, g.tq, a, args)
 			return
 		}
+		if d.Half() {
+			if dev.flashTakes(g, kernels.F32, attentionMask(c.Inputs, 3)) || !dev.halfAttention(c, a, g, q, k, v, attentionMask(c.Inputs, 3), out, lse) {
+				throughFloat32(c, outs)
+			}
+			return
+		}
 		s := g.scratch(c, q.DType())
 		defer s.Release()
 		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
@@ -135,6 +141,13 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
 				dev.flashLaunch(c, w.name, g, g.tk, a, new(cu.Args).Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
+			}
+			return
+		}
+		if d.Half() {
+			mask := attentionMask(c.Inputs, 7)
+			if dev.flashTakes(g, kernels.F32, mask) || !dev.halfAttentionBackprop(c, a, g, q, k, v, o, lse, dout, dlse, mask, dq, dk, dv) {
+				throughFloat32(c, outs)
 			}
 			return
 		}

@@ -488,7 +488,8 @@ func BenchmarkGPTGenerateGPU(b *testing.B) {
 // F.scaled_dot_product_attention); 128 on the emulator. Each length runs
 // as the device chooses (the flash kernels where the score matrix would
 // take FlashAutoBytes or more), then with each path forced: "flash" and
-// "products" (the GEMMs and row kernels).
+// "products" (the GEMMs and row kernels); "bfloat16" is the same in
+// bfloat16 (its own products, the scores in float32: attention_half.go).
 func BenchmarkAttentionGPU(b *testing.B) {
 	d := benchGPU(b)
 	lengths := []int{1024, 4096}
@@ -500,13 +501,15 @@ func BenchmarkAttentionGPU(b *testing.B) {
 		for _, path := range []struct {
 			name string
 			mode int32
-		}{{"", flashAuto}, {"/flash", flashAlways}, {"/products", flashNever}} {
+			dt   tensor.DType
+		}{{"", flashAuto, tensor.Float32}, {"/flash", flashAlways, tensor.Float32}, {"/products", flashNever, tensor.Float32},
+			{"/bfloat16", flashAuto, tensor.BFloat16}} {
 			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
 				d.flashMode.Store(path.mode)
 				restore := device.SetDefault(d)
 				defer restore()
 				rng := tensor.NewRNG(2)
-				q, k, v := tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64), tensor.RandNormal(rng, tensor.Float32, 4, 8, t, 64)
+				q, k, v := tensor.RandNormal(rng, path.dt, 4, 8, t, 64), tensor.RandNormal(rng, path.dt, 4, 8, t, 64), tensor.RandNormal(rng, path.dt, 4, 8, t, 64)
 				q, k, v = onGPU(b, d, q), onGPU(b, d, k), onGPU(b, d, v)
 				timeSteps(b, d, func() {
 					tp := tape.New()

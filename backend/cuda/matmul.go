@@ -133,6 +133,8 @@ func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu boo
 // step a and b from one matrix of the batch to the next, in elements (0
 // shares one matrix); c's matrices follow one another. With a bias (n
 // elements) or relu, c = relu(op(a)·op(b) + bias) in the GEMM's epilogue.
+// a, b and c are of one dtype, or a and b of a 16-bit float type and c
+// float32 (cu.Gemm.In: no epilogue).
 type product struct {
 	a, b, c          *tensor.Tensor
 	transA, transB   bool
@@ -160,14 +162,9 @@ func (d *Device) product(p product) error {
 	if p.bias != nil {
 		bias = ptr(p.bias)
 	}
-	t := cu.Float32
-	switch p.c.DType() {
-	case tensor.Float64:
-		t = cu.Float64
-	case tensor.BFloat16:
-		t = cu.BFloat16
-	case tensor.Float16:
-		t = cu.Float16
+	t, in := gemmTypes[p.c.DType()], cu.GemmType(0)
+	if a := gemmTypes[p.a.DType()]; a != t {
+		in = a // 16-bit operands into float32 (cu.Gemm.In)
 	}
 	// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a
 	// row-major matrix read column-major is its transpose: so cuBLAS
@@ -183,6 +180,6 @@ func (d *Device) product(p product) error {
 		Type: t, TransA: p.transB, TransB: p.transA, M: p.n, N: p.m, K: p.k, Alpha: 1,
 		A: ptr(p.b), LDA: ldb, StrideA: int64(p.strideB), B: ptr(p.a), LDB: lda, StrideB: int64(p.strideA),
 		C: ptr(p.c), LDC: p.n, StrideC: int64(p.m * p.n), Batch: p.batch,
-		TF32: t == cu.Float32 && d.tf32.Load(), Bias: bias, Relu: p.relu,
+		TF32: t == cu.Float32 && in == 0 && d.tf32.Load(), Bias: bias, Relu: p.relu, In: in,
 	})
 }

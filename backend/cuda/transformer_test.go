@@ -58,19 +58,44 @@ func TestGPTStepsOnGPU(t *testing.T) {
 func TestAttentionOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(8)
-	keep := make([]bool, 2*3*4*6)
-	for i := range keep {
-		keep[i] = i%5 != 1
-	}
-	for j := range 6 { // batch 0, head 0, query 2: attends to nothing
-		keep[2*6+j] = false
-	}
-	mask := tensor.FromSlice(keep, 2, 3, 4, 6)
+	mask := attentionTestMask()
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
 		q, k, v := tensor.RandNormal(r, dt, 2, 3, 4, 5), tensor.RandNormal(r, dt, 2, 3, 6, 5), tensor.RandNormal(r, dt, 2, 3, 6, 3)
 		tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 1e-5}[dt]
 		attentionAgrees(t, d, fmt.Sprintf("%v masked", dt), q, k, v, mask, false, tol)
 		attentionAgrees(t, d, fmt.Sprintf("%v causal", dt), q, k, v, nil, true, tol)
+	}
+}
+
+// Attention of the half types on the GPU takes their own products (the
+// scores and their gradient from GEMMs of 16-bit operands into float32,
+// three such GEMMs a forward and backward pass on the emulator) and
+// agrees with the CPU's, which computes through float32, within the
+// rounding of the probabilities and the scores' gradient to the half type
+// before their products: two units in the last place (relative to the
+// value or 1, whichever is larger).
+func TestHalfAttentionOnGPU(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	r := tensor.NewRNG(10)
+	mask := attentionTestMask()
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		q, k, v := tensor.RandNormal(r, dt, 2, 3, 4, 5), tensor.RandNormal(r, dt, 2, 3, 6, 5), tensor.RandNormal(r, dt, 2, 3, 6, 3)
+		tol := map[tensor.DType]float64{tensor.BFloat16: 1.0 / 64, tensor.Float16: 1.0 / 512}[dt]
+		for _, c := range []struct {
+			what   string
+			mask   *tensor.Tensor
+			causal bool
+		}{{"masked", mask, false}, {"causal", nil, true}} {
+			before := 0
+			if emulated {
+				before = ctx.MixedGemms
+			}
+			attentionAgrees(t, d, fmt.Sprintf("%v %s", dt, c.what), q, k, v, c.mask, c.causal, tol)
+			if emulated && ctx.MixedGemms-before != 3 {
+				t.Errorf("%v %s: %d GEMMs of 16-bit operands into float32, want 3 (the scores forward, the scores and dP backward)", dt, c.what, ctx.MixedGemms-before)
+			}
+		}
 	}
 }
 
@@ -104,6 +129,19 @@ func TestFlashAttentionOnGPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// attentionTestMask is a [2 3 4 6] mask of keys for [2 3] heads of 4
+// queries and 6 keys, with a row of nothing (batch 0, head 0, query 2).
+func attentionTestMask() *tensor.Tensor {
+	keep := make([]bool, 2*3*4*6)
+	for i := range keep {
+		keep[i] = i%5 != 1
+	}
+	for j := range 6 {
+		keep[2*6+j] = false
+	}
+	return tensor.FromSlice(keep, 2, 3, 4, 6)
 }
 
 // attentionAgrees checks ops.Attention of q, k, v (mask: nil for none)

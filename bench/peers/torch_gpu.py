@@ -294,6 +294,8 @@ if torch_gpt.SDPA is not None:
         def attend():
             torch_gpt.SDPA(*qkv, is_causal=True).sum().backward()
         line(f"BenchmarkTorchAttentionGPU/{t}", host_ns(attend, 20), "ns/op")
+        qkv = [torch.randn(4, 8, t, 64, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
+        line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16", host_ns(attend, 20), "ns/op")
 
 for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
     reset_peak()

@@ -287,11 +287,16 @@ def step(op, args, a):
         lab = torch.tensor(a["labels"], dtype=torch.long)
         return torch.nn.functional.cross_entropy(x, lab, reduction="none")
     if op == "layer_norm":
-        c = x.shape[-1]
         if a["kind"] == "rms":
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + a["eps"]) * args[1]
-        beta = args[2] if len(args) == 3 else None
-        return torch.nn.functional.layer_norm(x, (c,), args[1], beta, a["eps"])
+        # F.layer_norm's formula written out: its fused kernel leaves
+        # rounding noise (1e-15) where x - mean is exactly 0 (a row of one
+        # element), which decides the subgradient of a kink after it (a
+        # clip at 0) another way than the exact zero does.
+        mean = x.mean(-1, keepdim=True)
+        d = x - mean
+        y = d * torch.rsqrt(d.pow(2).mean(-1, keepdim=True) + a["eps"]) * args[1]
+        return y + args[2] if len(args) == 3 else y
     if op == "attention":
         q, k, v = args
         s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])

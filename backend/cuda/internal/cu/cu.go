@@ -120,6 +120,13 @@ type Gemm struct {
 	// them returns ErrGemmType, having queued nothing.
 	FP8A, FP8B     GemmType
 	ScaleA, ScaleB Ptr
+	// In, where set (0, Float32, is unset), is the element type of A and
+	// B where it is not Type's: BFloat16 or Float16 operands multiplied on
+	// the tensor cores into a Float32 C, summing in float32 (attention's
+	// scores, which its softmax reads in float32). cuBLASLt takes it, no
+	// epilogue; a context without it returns ErrGemmType, having queued
+	// nothing.
+	In GemmType
 }
 
 // Epilogue reports whether g has an epilogue.
@@ -129,25 +136,44 @@ func (g Gemm) Epilogue() bool { return g.Bias != 0 || g.Relu }
 func (g Gemm) FP8() bool { return g.FP8A != 0 }
 
 // TypeA and TypeB are the element types of A and B: FP8A and FP8B for
-// an FP8 GEMM, Type otherwise.
+// an FP8 GEMM, In where set, Type otherwise.
 func (g Gemm) TypeA() GemmType {
-	if g.FP8() {
+	switch {
+	case g.FP8():
 		return g.FP8A
+	case g.In != 0:
+		return g.In
 	}
 	return g.Type
 }
 
 func (g Gemm) TypeB() GemmType {
-	if g.FP8() {
+	switch {
+	case g.FP8():
 		return g.FP8B
+	case g.In != 0:
+		return g.In
 	}
 	return g.Type
 }
 
-// CheckFP8 returns an error wrapping ErrGemmType where g, an FP8 GEMM,
-// breaks the rules cuBLASLt's FP8 GEMMs have (see Gemm.FP8A), nil
-// otherwise.
+// CheckFP8 returns an error wrapping ErrGemmType where g, an FP8 GEMM
+// or one of mixed types (In), breaks the rules cuBLASLt's have for them
+// (see Gemm.FP8A and Gemm.In), nil otherwise.
 func (g Gemm) CheckFP8() error {
+	if g.In != 0 {
+		switch {
+		case g.FP8():
+			return fmt.Errorf("%w: an FP8 GEMM with In set", ErrGemmType)
+		case g.In != BFloat16 && g.In != Float16:
+			return fmt.Errorf("%w: operands of type %d into float32 (In takes the 16-bit floats)", ErrGemmType, g.In)
+		case g.Type != Float32:
+			return fmt.Errorf("%w: 16-bit operands into type %d (In sums into float32)", ErrGemmType, g.Type)
+		case g.Epilogue() || g.TF32:
+			return fmt.Errorf("%w: a GEMM of mixed types with an epilogue or TF32", ErrGemmType)
+		}
+		return nil
+	}
 	if !g.FP8() {
 		return nil
 	}

@@ -93,13 +93,14 @@ type Context struct {
 	handles uintptr
 	pinned  map[uintptr]int // page-locked host allocations: start -> length
 	// Launches counts the kernels run, DNNCalls the cuDNN passes,
-	// HalfDNNCalls those of them on 16-bit floats and FP8Gemms the GEMMs
-	// of 8-bit floats queued, for tests.
-	Launches, DNNCalls, HalfDNNCalls, FP8Gemms int
-	profiler                                   func(Profile) // SetProfiler's
-	now                                        float64       // the clock, nominal nanoseconds (clock.go)
-	events                                     map[cu.Event]*timedEvent
-	graphs                                     map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
+	// HalfDNNCalls those of them on 16-bit floats, FP8Gemms the GEMMs
+	// of 8-bit floats and MixedGemms those of 16-bit floats into float32
+	// (cu.Gemm.In) queued, for tests.
+	Launches, DNNCalls, HalfDNNCalls, FP8Gemms, MixedGemms int
+	profiler                                               func(Profile) // SetProfiler's
+	now                                                    float64       // the clock, nominal nanoseconds (clock.go)
+	events                                                 map[cu.Event]*timedEvent
+	graphs                                                 map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
 	// GraphLaunches counts the graphs launched, for tests.
 	GraphLaunches int
 }
@@ -587,6 +588,9 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	}
 	if g.FP8() {
 		c.FP8Gemms++
+	}
+	if g.In != 0 {
+		c.MixedGemms++
 	}
 	return c.enqueue(call, s, func() error {
 		if err := checkGemm(g); err != nil {

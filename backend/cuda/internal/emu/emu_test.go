@@ -2,12 +2,14 @@ package emu
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/big"
 	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/tensor"
 )
 
 const header = ".version 8.0\n.target sm_75\n.address_size 64\n"
@@ -150,6 +152,22 @@ func (e *env) upload(v []float32) cu.Ptr {
 		return e.ctx.MemFreeHost(host)
 	})
 	return p
+}
+
+// gemm runs g and returns the n float32 of its C.
+func (e *env) gemm(g cu.Gemm, n int) []float32 {
+	e.t.Helper()
+	e.do(func() error {
+		if err := e.ctx.Gemm(e.s, g); err != nil {
+			return err
+		}
+		return e.ctx.StreamSynchronize(e.s)
+	})
+	got, err := e.download(g.C, n)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
 }
 
 func (e *env) download(p cu.Ptr, n int) ([]float32, error) {
@@ -364,16 +382,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 	// Row-major A [m k], B [k n] are column-major Aᵀ, Bᵀ: C row-major [m n]
 	// is column-major Cᵀ = Bᵀ Aᵀ, so swap the operands.
 	g := cu.Gemm{Type: cu.Float32, M: n, N: m, K: k, Alpha: 1, A: pb, LDA: n, B: pa, LDB: k, C: pc, LDC: n, Batch: 1}
-	e.do(func() error {
-		if err := e.ctx.Gemm(e.s, g); err != nil {
-			return err
-		}
-		return e.ctx.StreamSynchronize(e.s)
-	})
-	got, err := e.download(pc, m*n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := e.gemm(g, m*n)
 	for i := range m {
 		for j := range n {
 			s := float32(0)
@@ -387,9 +396,65 @@ func TestGemmMatchesNaive(t *testing.T) {
 	}
 	bad := g
 	bad.LDA = 1
-	err = e.ctx.Do(func() error { return e.ctx.Gemm(e.s, bad) })
+	err := e.ctx.Do(func() error { return e.ctx.Gemm(e.s, bad) })
 	if ce, ok := err.(*cu.Error); !ok || ce.Code != cu.ErrorInvalidValue {
 		t.Errorf("a bad lda: %v", err)
+	}
+}
+
+// A GEMM of bfloat16 operands into float32 (cu.Gemm.In) sums the
+// operands' exact products in float32 and counts as mixed; In with
+// another operand type, output type, TF32 or an epilogue is refused
+// before anything is queued.
+func TestGemmMixedTypes(t *testing.T) {
+	e := newEnv(t)
+	m, n, k := 4, 3, 2
+	a, b := make([]tensor.BF16, m*k), make([]tensor.BF16, k*n)
+	for i := range a {
+		a[i] = tensor.ToBF16(float32(i%7)*1.0078125 - 2.5)
+	}
+	for i := range b {
+		b[i] = tensor.ToBF16(float32(i%5)*0.2503 + 0.001)
+	}
+	// Two bfloat16 values a float32 slot, as they lie in memory.
+	pairs := func(v []tensor.BF16) []float32 {
+		out := make([]float32, len(v)/2)
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(v[2*i]) | uint32(v[2*i+1])<<16)
+		}
+		return out
+	}
+	pa, pb, pc := e.upload(pairs(a)), e.upload(pairs(b)), e.upload(make([]float32, m*n))
+	g := cu.Gemm{Type: cu.Float32, In: cu.BFloat16, M: n, N: m, K: k, Alpha: 1, A: pb, LDA: n, B: pa, LDB: k, C: pc, LDC: n, Batch: 1}
+	ctx := e.ctx.(*Context)
+	before := ctx.MixedGemms
+	got := e.gemm(g, m*n)
+	if ctx.MixedGemms != before+1 {
+		t.Errorf("MixedGemms went from %d to %d", before, ctx.MixedGemms)
+	}
+	for i := range m {
+		for j := range n {
+			s := float32(0)
+			for p := range k {
+				s += a[i*k+p].Float32() * b[p*n+j].Float32()
+			}
+			if got[i*n+j] != s {
+				t.Fatalf("C[%d][%d] = %v, want %v", i, j, got[i*n+j], s)
+			}
+		}
+	}
+	for _, bad := range []func(g *cu.Gemm){
+		func(g *cu.Gemm) { g.In = cu.Float64 },
+		func(g *cu.Gemm) { g.Type = cu.BFloat16 },
+		func(g *cu.Gemm) { g.TF32 = true },
+		func(g *cu.Gemm) { g.Relu = true },
+		func(g *cu.Gemm) { g.FP8A, g.FP8B = cu.Float8E4M3, cu.Float8E4M3 },
+	} {
+		b := g
+		bad(&b)
+		if err := e.ctx.Do(func() error { return e.ctx.Gemm(e.s, b) }); !errors.Is(err, cu.ErrGemmType) {
+			t.Errorf("%+v: %v, want ErrGemmType", b, err)
+		}
 	}
 }
 

@@ -101,7 +101,7 @@ func (c *Context) Gemm(s cu.Stream, g cu.Gemm) error {
 	if g.FP8() {
 		return fmt.Errorf("%w: a %dx%dx%d GEMM of 8-bit floats needs cuBLASLt and an algorithm for it (Hopper or Ada)", cu.ErrGemmType, g.M, g.N, g.K)
 	}
-	if g.Type == cu.BFloat16 || g.Type == cu.Float16 {
+	if g.Type == cu.BFloat16 || g.Type == cu.Float16 || g.In != 0 {
 		return fmt.Errorf("%w: a %dx%dx%d GEMM of 16-bit floats needs cuBLASLt and an unshared batch", cu.ErrGemmType, g.M, g.N, g.K)
 	}
 	if g.Epilogue() {
