@@ -44,6 +44,13 @@ func sbf16gemmAVX512x12(kp int, a, b *uint32, c *float32, ldc int)
 //go:noescape
 func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc int)
 
+// sbf16gemmAVX512x12ur is sbf16gemmAVX512x12u storing the tile rounded
+// to bfloat16 (VCVTNEPS2BF16) into c, ldc elements a row: as roundBF16
+// rounds, VDPBF16PS having flushed float32 denormal sums to zero.
+//
+//go:noescape
+func sbf16gemmAVX512x12ur(kp int, a *uint32, lda int, b *uint32, c *uint16, ldc int)
+
 // scvtbf16 rounds n float32 (a multiple of 16) to bfloat16 with
 // VCVTNEPS2BF16 (gemm_bf16_amd64.s): as tensor.ToBF16 but for float32
 // denormals, which it takes for zero; it returns 1 where there were any.

@@ -65,6 +65,14 @@ func (pb bf16Panels) free() { putGemmScratch(pb.scratch) }
 
 // gemmBF16Packed is gemmBF16 of a [m k] against packed panels.
 func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, pb bf16Panels, out func(i0, j0, rows, cols int, tile []float32)) {
+	gemmBF16Into(dev, m, a, transA, pb, nil, out)
+}
+
+// gemmBF16Into is gemmBF16Packed that stores whole tiles of rows of A read
+// in place straight into dst [m n] where dst is not nil, rounded by the
+// micro-kernel (sbf16gemmAVX512x12ur), and hands out the rest as float32;
+// out must then round into dst as storeBF16 does.
+func gemmBF16Into(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, pb bf16Panels, dst []tensor.BF16, out func(i0, j0, rows, cols int, tile []float32)) {
 	k, n, nb, bp := pb.k, pb.n, pb.nb, pb.p
 	kp := pb.kp
 	// A, a block of 12 rows at a time (a task each), against every block
@@ -90,6 +98,10 @@ func gemmBF16Packed(dev *device.CPUDevice, m int, a []tensor.BF16, transA bool, 
 			}
 			for blk := range nb {
 				j0 := blk * bf16NR
+				if direct && dst != nil && j0+bf16NR <= n {
+					sbf16gemmAVX512x12ur(kp, (*uint32)(unsafe.Pointer(&a[i0*k])), k/2, &bp[blk*kp*bf16NR], (*uint16)(&dst[i0*n+j0]), n)
+					continue
+				}
 				if direct {
 					sbf16gemmAVX512x12u(kp, (*uint32)(unsafe.Pointer(&a[i0*k])), k/2, &bp[blk*kp*bf16NR], &tile[0], bf16NR)
 				} else {
@@ -197,8 +209,10 @@ func matmulBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	dev := deviceOf(c)
 	for i := range batch {
 		o := ov[i*m*n : (i+1)*m*n]
-		gemmBF16(dev, m, n, k, av[i*aStep:i*aStep+m*k], at.TransposeA, bv[i*bStep:i*bStep+k*n], at.TransposeB,
+		pb := packBF16(dev, k, n, bv[i*bStep:i*bStep+k*n], at.TransposeB)
+		gemmBF16Into(dev, m, av[i*aStep:i*aStep+m*k], at.TransposeA, pb, o,
 			func(i0, j0, rows, cols int, tile []float32) { storeBF16(o, n, i0, j0, rows, cols, tile) })
+		pb.free()
 	}
 }
 

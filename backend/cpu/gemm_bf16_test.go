@@ -57,6 +57,44 @@ func TestGemmBF16(t *testing.T) {
 	}
 }
 
+// The micro-kernel that rounds its tile itself (sbf16gemmAVX512x12ur,
+// whole tiles of A read in place) gives the bits the float32 tiles give
+// rounded by storeBF16, edge tiles around it, and sums that would be
+// float32 denormals (VDPBF16PS flushes them) among them.
+func TestGemmBF16RoundedTiles(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
+	}
+	r := tensor.NewRNG(6)
+	m, n, k := 25, 70, 64
+	a := tensor.ToSlice[tensor.BF16](ops.Cast(tensor.RandNormal(r, tensor.Float32, m*k), tensor.BFloat16))
+	b := tensor.ToSlice[tensor.BF16](ops.Cast(tensor.RandNormal(r, tensor.Float32, k*n), tensor.BFloat16))
+	for p := range k { // [13, 40] would be a float32 denormal: 2^-70·2^-60·(about 8)
+		a[13*k+p] = tensor.ToBF16(float32(math.Ldexp(float64(a[13*k+p].Float32()), -70)))
+		b[p*n+40] = tensor.ToBF16(float32(math.Ldexp(float64(b[p*n+40].Float32()), -60)))
+	}
+	run := func(direct bool) []tensor.BF16 {
+		o := make([]tensor.BF16, m*n)
+		var dst []tensor.BF16
+		if direct {
+			dst = o
+		}
+		pb := packBF16(device.Host(), k, n, b, false)
+		defer pb.free()
+		gemmBF16Into(device.Host(), m, a, false, pb, dst, func(i0, j0, rows, cols int, tile []float32) { storeBF16(o, n, i0, j0, rows, cols, tile) })
+		return o
+	}
+	want, got := run(false), run(true)
+	if v := want[13*n+40].Float32(); v != 0 {
+		t.Fatalf("the sum at [13, 40] is %v: VDPBF16PS flushes denormal results to zero, which the kernel's rounding relies on", v)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("element [%d, %d]: %#04x rounded in the kernel, %#04x by storeBF16", i/n, i%n, uint16(got[i]), uint16(want[i]))
+		}
+	}
+}
+
 // MatMul and FusedMatMul of bfloat16 tensors take the kernels (batched
 // and broadcast too; the bias and both activations) and agree with the
 // products through float32 within one rounding.

@@ -98,6 +98,10 @@ func sbf16gemmAVX512x12u(kp int, a *uint32, lda int, b *uint32, c *float32, ldc 
 
 func swidenbf16(dst *float32, src *uint16, n int) { panic("cpu: no vector kernel in this build") }
 
+func sbf16gemmAVX512x12ur(kp int, a *uint32, lda int, b *uint32, c *uint16, ldc int) {
+	panic("cpu: no vector kernel in this build")
+}
+
 func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int) {
 	panic("cpu: no vector kernel in this build")
 }

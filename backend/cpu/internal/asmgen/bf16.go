@@ -49,10 +49,15 @@ func byteLine(code []byte, comment string) string {
 }
 
 // writeBF16Kernel writes the micro-kernel: A packed ([kp][12] pairs) or,
-// where unpacked, read in place, its 12 rows lda pairs apart.
-func writeBF16Kernel(p func(string, ...any), unpacked bool) {
+// where unpacked, read in place, its 12 rows lda pairs apart. The rounded
+// kernel (unpacked) stores the tile rounded to bfloat16 by VCVTNEPS2BF16
+// into C of ldc bfloat16 a row (writeRoundedStore).
+func writeBF16Kernel(p func(string, ...any), unpacked, rounded bool) {
 	name, args, frame := "sbf16gemmAVX512x12", "kp int, a, b *uint32, c *float32, ldc int", 40
-	if unpacked {
+	switch {
+	case rounded:
+		name, args, frame = "sbf16gemmAVX512x12ur", "kp int, a *uint32, lda int, b *uint32, c *uint16, ldc int", 48
+	case unpacked:
 		name, args, frame = "sbf16gemmAVX512x12u", "kp int, a *uint32, lda int, b *uint32, c *float32, ldc int", 48
 	}
 	p("// func %s(%s)", name, args)
@@ -60,6 +65,9 @@ func writeBF16Kernel(p func(string, ...any), unpacked bool) {
 	p("// over kp pairs of bfloat16 (Z0, Z1: B's step; Z2-Z7: A's broadcasts in")
 	p("// turn; Z8-Z31: the accumulators, row r in Z(8+2r) and Z(9+2r)). Go's")
 	p("// assembler has no VDPBF16PS: its bytes are written out.")
+	if rounded {
+		p("// The tile is stored rounded to bfloat16, C's rows ldc of them apart.")
+	}
 	if unpacked {
 		p("// A is read in place: row r's pairs at a + r·lda (R8 = lda in bytes,")
 		p("// R9, R11, R12 = 3, 5 and 7 of it; BX = row 8).")
@@ -80,7 +88,11 @@ func writeBF16Kernel(p func(string, ...any), unpacked bool) {
 	p("\tMOVQ b+%d(FP), DI", off)
 	p("\tMOVQ c+%d(FP), DX", off+8)
 	p("\tMOVQ ldc+%d(FP), R10", off+16)
-	p("\tSHLQ $2, R10")
+	if rounded {
+		p("\tSHLQ $1, R10")
+	} else {
+		p("\tSHLQ $2, R10")
+	}
 	for z := 8; z < 32; z++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
@@ -114,9 +126,32 @@ func writeBF16Kernel(p func(string, ...any), unpacked bool) {
 	p("\tJNE  %s_loop", name)
 	p("")
 	p("%s_store:", name)
+	if rounded {
+		writeRoundedStore(p)
+		return
+	}
 	for r := range bf16Rows {
 		p("\tVMOVUPS Z%d, (DX)", 8+2*r)
 		p("\tVMOVUPS Z%d, 64(DX)", 9+2*r)
+		p("\tADDQ R10, DX")
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+}
+
+// writeRoundedStore writes the rounded kernel's store: each row's 32 sums
+// rounded (Y0, Y1, joined in Z0) and stored. VDPBF16PS flushes float32
+// denormal results to zero, so no sum is one: VCVTNEPS2BF16, which reads
+// them as zero, rounds every sum as tensor.ToBF16 does.
+func writeRoundedStore(p func(string, ...any)) {
+	for r := range bf16Rows {
+		for v := range 2 {
+			z := 8 + 2*r + v
+			p("%s", byteLine(vcvtneps2bf16(v, z), fmt.Sprintf("VCVTNEPS2BF16 Z%d, Y%d", z, v)))
+		}
+		p("\tVINSERTI64X4 $1, Y1, Z0, Z0")
+		p("\tVMOVDQU64 Z0, (DX)")
 		p("\tADDQ R10, DX")
 	}
 	p("\tVZEROUPPER")
@@ -130,8 +165,9 @@ func generateBF16() []byte {
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format+"\n", args...) }
 	asmHeader(&w)
 	p("")
-	writeBF16Kernel(p, false)
-	writeBF16Kernel(p, true)
+	writeBF16Kernel(p, false, false)
+	writeBF16Kernel(p, true, false)
+	writeBF16Kernel(p, true, true)
 	p("// func scvtbf16(dst *uint16, src *float32, n int) int")
 	p("// AVX512_BF16: dst[i] = src[i] rounded to bfloat16 (nearest, ties to even;")
 	p("// NaN quiet), n a multiple of 16; returns 1 where some src[i] is a float32")
