@@ -3,6 +3,7 @@ package collective
 import (
 	"testing"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/nilsweep"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -18,6 +19,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Loopback", Fn: Loopback},
 		{Name: "RankCPU", Fn: RankCPU, Valid: []any{1}},
 		{Name: "RankOf", Fn: RankOf, Valid: []any{RankCPU(1)}},
+		{Name: "AssignRank", Fn: AssignRank, Valid: []any{device.NewHostDevice("sweep:0", device.CPU), 1}},
 		// Single's communicator, as every Comm must: a nil tensor is an
 		// error.
 		{Name: "Single AllReduce", Fn: func(t *tensor.Tensor) error { _, err := Single().AllReduce(t, Sum); return err }},

@@ -28,12 +28,13 @@ var modules embed.FS
 // GPU's; kernels run on one non-blocking stream in the order they are
 // queued, and a read on the host waits for them.
 type Device struct {
-	name string
-	drv  cu.Driver
-	ctx  cu.Context
-	s    cu.Stream
-	info cu.Info
-	tf32 atomic.Bool // float32 GEMMs on TF32 tensor cores
+	name    string
+	ordinal int
+	drv     cu.Driver
+	ctx     cu.Context
+	s       cu.Stream
+	info    cu.Info
+	tf32    atomic.Bool // float32 GEMMs on TF32 tensor cores
 	// dnnOff turns cuDNN's convolutions off (SetCuDNN); plans holds the
 	// algorithm chosen per convolution pass (under mu).
 	dnnOff atomic.Bool
@@ -106,7 +107,7 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), drv: drv, ctx: ctx, info: info,
+	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), ordinal: ordinal, drv: drv, ctx: ctx, info: info,
 		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[funcKey]cu.Function{},
 		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}}
 	d.dnnOff.Store(dnnOffByEnv())
@@ -131,7 +132,7 @@ func printCosts(ctx cu.Context, name, debug string, w io.Writer) {
 	e.SetProfiler(func(p emu.Profile) { fmt.Fprintf(w, "eagerflow: %s: %v\n", name, p) })
 }
 
-// Name is "gpu:<ordinal>".
+// Name is "gpu:<ordinal>" (or OpenAs's name).
 func (d *Device) Name() string { return d.name }
 
 // Kind is device.GPU.

@@ -22,6 +22,7 @@ var opened struct {
 	err  error
 	done bool
 	devs map[int]*Device
+	as   map[string]*Device // OpenAs's, by name
 }
 
 // driver loads the driver EnvDriver names, once.
@@ -82,6 +83,49 @@ func Open(ordinal int) (*Device, error) {
 		opened.devs = map[int]*Device{}
 	}
 	opened.devs[ordinal] = d
+	device.Register(d)
+	return d, nil
+}
+
+// OpenAs returns a device on GPU ordinal under another name, opening it
+// on first use (the same one for every later call with that name) and
+// registering it with device.Register: a device of its own (its stream,
+// buffers and kernels) on the same GPU, which placement takes for another
+// device. It stands for another process's GPU in a function placed on
+// ranks ("rank:1/gpu:0", with collective.AssignRank): while such a
+// function is traced every process runs all of it, this GPU computing
+// the other rank's part; once traced, each process runs its own part,
+// rank 1 on its own GPU under that name. Copies between it and gpu:ordinal
+// go through the host. Errors: Open's, and a name that is empty or of the
+// form gpu:N.
+func OpenAs(ordinal int, name string) (*Device, error) {
+	var n int
+	if name == "" {
+		return nil, fmt.Errorf("cuda: OpenAs(%d, %q): the name is empty", ordinal, name)
+	}
+	if _, err := fmt.Sscanf(name, "gpu:%d", &n); err == nil {
+		return nil, fmt.Errorf("cuda: OpenAs(%d, %q): gpu:N names Open's devices", ordinal, name)
+	}
+	if _, err := Open(ordinal); err != nil {
+		return nil, err
+	}
+	opened.Lock()
+	defer opened.Unlock()
+	if d, ok := opened.as[name]; ok {
+		if d.ordinal != ordinal {
+			return nil, fmt.Errorf("cuda: OpenAs(%d, %q): the name is gpu:%d's already", ordinal, name, d.ordinal)
+		}
+		return d, nil
+	}
+	d, err := open(opened.drv, ordinal)
+	if err != nil {
+		return nil, err
+	}
+	d.name = name
+	if opened.as == nil {
+		opened.as = map[string]*Device{}
+	}
+	opened.as[name] = d
 	device.Register(d)
 	return d, nil
 }

@@ -2,13 +2,17 @@ package cuda
 
 import (
 	"math"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/ranktest"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -60,6 +64,74 @@ func TestPartitionedHostAndGPU(t *testing.T) {
 				t.Errorf("%d iterations, result %d: partitioned %v, eager %v", k, i, got[i], w)
 			}
 		}
+	}
+}
+
+// A function placed on two ranks, rank 1's part on its GPU: a device on
+// gpu:0 opened as "rank:1/gpu:0" (OpenAs) and assigned to rank 1 stands
+// for it. Each rank (a goroutine over Loopback) traces the function and
+// runs its own partitions, the GPU loop body on rank 1; rank 1 gets the
+// results on its GPU, rank 0 nil, equal to the eager values and gradient.
+func TestPartitionedOverRanksOnGPU(t *testing.T) {
+	if _, err := Open(0); err != nil {
+		t.Fatal(err)
+	}
+	far, err := OpenAs(0, "rank:1/gpu:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := OpenAs(0, "rank:1/gpu:0"); err != nil || again != far {
+		t.Fatalf("OpenAs again: %v, %v", again, err)
+	}
+	if err := collective.AssignRank(far, 1); err != nil {
+		t.Fatal(err)
+	}
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		x, err := a[0].To(far)
+		if err != nil {
+			panic(err)
+		}
+		tp := tape.New()
+		tp.Watch(x)
+		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Tanh(ops.Mul(v[1], tensor.Scalar(1.5)))}
+		}, []*tensor.Tensor{tensor.Scalar(int32(0)), x})
+		loss := ops.Sum(ops.Square(l[1]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, x)[0]}
+	}
+	args := []*tensor.Tensor{tensor.FromSlice([]float64{0.2, -0.4}), tensor.Scalar(int32(3))}
+	fs := []*trace.Function{trace.NewFunction(fn), trace.NewFunction(fn)}
+	for _, f := range fs { // traced rank by rank, then run at once
+		if _, err := f.Call(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make([][]*tensor.Tensor, 2)
+	if err := ranktest.Run(2, 30*time.Second, func(r int, rdv *collective.Rendezvous) (err error) {
+		fs[r].Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: r, Exchange: rdv}
+		results[r], err = fs[r].Call(args...)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := graph.PartitionWith(fs[0].Graph(args...), *fs[0].Partitions)
+	if err != nil || len(p.Ranks) != 2 || p.Ranks[slices.Index(p.Devices, device.Device(far))] != 1 || !slices.Contains(p.Ranks, 0) {
+		t.Fatalf("partitions of ranks %v (%v), want the host's on rank 0 and the GPU's on rank 1", p.Ranks, err)
+	}
+	for i, w := range fn(args) {
+		got := results[1][i]
+		if got == nil || results[0][i] != nil {
+			t.Fatalf("result %d: rank 0 %v, rank 1 %v; want it on rank 1 alone", i, results[0][i], got)
+		}
+		if got.Device() != device.Device(far) {
+			t.Errorf("result %d on %s, want %s", i, got.Device().Name(), far.Name())
+		}
+		if diff := ops.Amax(ops.Abs(ops.Sub(onHost(t, got), onHost(t, w)))).Float(); diff > 1e-12 {
+			t.Errorf("result %d: over ranks %v, eager %v", i, got, w)
+		}
+	}
+	if _, err := OpenAs(0, "gpu:1"); err == nil {
+		t.Error("OpenAs(0, \"gpu:1\") succeeded")
 	}
 }
 

@@ -1,7 +1,6 @@
 package difftest
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/ranktest"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -389,30 +389,19 @@ func TestControlFlowPartitionedOverRanks(t *testing.T) {
 				}
 			}
 			results := make([][][]T, 2)
-			errs := make([]error, 2)
-			var wg sync.WaitGroup
-			for r, tr := range collective.Loopback(2) {
-				rdv, err := collective.NewRendezvous(tr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rdv.Close()
-				rdv.SetTimeout(30 * time.Second)
+			err := ranktest.Run(2, 30*time.Second, func(r int, rdv *collective.Rendezvous) error {
 				f := fs[r]
 				f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: r, Exchange: rdv}
-				wg.Go(func() {
-					for _, c := range cases {
-						out, err := f.Call(args(c)...)
-						if err != nil {
-							errs[r] = fmt.Errorf("rank %d, case %d: %w", r, c.ID, err)
-							return
-						}
-						results[r] = append(results[r], out)
+				for _, c := range cases {
+					out, err := f.Call(args(c)...)
+					if err != nil {
+						return fmt.Errorf("case %d: %w", c.ID, err)
 					}
-				})
-			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
+					results[r] = append(results[r], out)
+				}
+				return nil
+			})
+			if err != nil {
 				t.Fatalf("seed %d (%s): %v", seed, tpl.name, err)
 			}
 			for ci, c := range cases {
