@@ -51,7 +51,7 @@ func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 	total := out.NumElements()
 	_, _, inner := move.Split(x.Shape(), axis)
 	slot := gpu(c).checkSlot(c, idx, x.Dim(axis), indexMessage)
-	args := alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)).Ptr(slot), x, idx, axis, total)
+	args := alongArgs(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(idx)).Ptr(slot), x, idx, axis, total)
 	check(c, gpu(c).launch("along", name, total, divisorArg(args, idx.Dim(axis)*inner, total)))
 }
 
@@ -69,7 +69,7 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 		outer, _, inner := move.Split(base.Shape(), axis)
 		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
 		slot := gpu(c).checkSlot(c, idx, base.Dim(axis), indexMessage)
-		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot), base, idx, axis, outer*inner)))
+		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot), base, idx, axis, outer*inner)))
 	}
 }
 
@@ -84,7 +84,7 @@ func argExtreme(d kernels.DType) eager.Kernel {
 		if a.Descending {
 			name = kernels.Name("arg_max", string(d))
 		}
-		check(c, gpu(c).launch("along", name, outer*inner, divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner)))
+		check(c, gpu(c).launch("along", name, outer*inner, divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner)))
 	}
 }
 
@@ -95,7 +95,7 @@ func cumsum(d kernels.DType) eager.Kernel {
 			return
 		}
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).
+		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
 		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
 	}
@@ -113,7 +113,7 @@ func argsort(d kernels.DType) eager.Kernel {
 		}
 		defer tmp.Release()
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
+		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
 		check(c, gpu(c).launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
 	}
 }

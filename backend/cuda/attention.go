@@ -93,7 +93,7 @@ func attention(d kernels.DType) eager.Kernel {
 			return
 		}
 		if dev.flashTakes(g, d, attentionMask(c.Inputs, 3)) {
-			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
+			args := newArgs().Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
 			dev.flashLaunch(c, "flash_fwd", g, g.tq, a, args)
 			return
 		}
@@ -106,7 +106,7 @@ func attention(d kernels.DType) eager.Kernel {
 		s := g.scratch(c, q.DType())
 		defer s.Release()
 		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
-		args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(lse))
+		args := newArgs().Ptr(ptr(s)).Ptr(ptr(lse))
 		name := g.rowArgs("attn_probs", d, args, attentionMask(c.Inputs, 3), false)
 		args.F64(a.Scale).U64(boolU64(a.Causal))
 		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
@@ -133,13 +133,13 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 				c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
 			}
 			defer delta.Release()
-			dev.flashLaunch(c, "flash_bwd_q", g, g.tq, a, new(cu.Args).Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+			dev.flashLaunch(c, "flash_bwd_q", g, g.tq, a, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 				Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)))
 			for _, w := range []struct {
 				name string
 				out  *tensor.Tensor
 			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
-				dev.flashLaunch(c, w.name, g, g.tk, a, new(cu.Args).Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+				dev.flashLaunch(c, w.name, g, g.tk, a, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
 			}
 			return
@@ -156,7 +156,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 		defer dp.Release()
 		check(c, dev.product(product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}))
 		check(c, dev.product(product{a: dout, b: v, c: dp, transB: true, m: g.tq, k: g.dv, n: g.tk, strideA: g.tq * g.dv, strideB: g.tk * g.dv, batch: g.batch}))
-		args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o)).Ptr(ptr(dout))
+		args := newArgs().Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o)).Ptr(ptr(dout))
 		name := g.rowArgs("attn_grad", d, args, attentionMask(c.Inputs, 7), true)
 		args.F64(a.Scale).U64(boolU64(a.Causal))
 		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)

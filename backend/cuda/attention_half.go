@@ -50,7 +50,7 @@ func (d *Device) halfAttention(c *eager.Call, a ops.AttentionAttrs, g attnGeom, 
 	if !d.mixedProduct(c, product{a: q, b: k, c: s, transB: true, m: g.tq, k: g.dd, n: g.tk, strideA: g.tq * g.dd, strideB: g.tk * g.dd, batch: g.batch}) {
 		return false
 	}
-	args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(lse))
+	args := newArgs().Ptr(ptr(s)).Ptr(ptr(lse))
 	name := g.rowArgs("attn_probs", kernels.F32, args, mask, false)
 	args.F64(a.Scale).U64(boolU64(a.Causal))
 	launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
@@ -77,7 +77,7 @@ func (d *Device) halfAttentionBackprop(c *eager.Call, a ops.AttentionAttrs, g at
 	defer do32.Release()
 	check(c, d.castInto(o32, o))
 	check(c, d.castInto(do32, dout))
-	args := new(cu.Args).Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o32)).Ptr(ptr(do32))
+	args := newArgs().Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o32)).Ptr(ptr(do32))
 	name := g.rowArgs("attn_grad", kernels.F32, args, mask, true)
 	args.F64(a.Scale).U64(boolU64(a.Causal))
 	launchFamilyRows(c, "attention", name, g.batch*g.tq, args)

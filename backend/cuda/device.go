@@ -370,7 +370,7 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 		return fmt.Errorf("cuda: %s: a strided copy of %d-byte elements, rank %d", d.name, esize, len(shape))
 	}
 	g := kernels.Geometry(shape, [][]int{dSt, sSt}, []int{dOff, sOff})
-	return d.launch("copy", name, n, new(cu.Args).Ptr(db.ptr).Ptr(sb.ptr).U64(uint64(n)).Bytes(g, 8))
+	return d.launch("copy", name, n, newArgs().Ptr(db.ptr).Ptr(sb.ptr).U64(uint64(n)).Bytes(g, 8))
 }
 
 // contiguous reports whether strides st are shape's row-major ones.
@@ -400,7 +400,7 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 		return d.ctx.Do(func() error { return d.ctx.MemsetD8(p, v[0], n, d.s) })
 	case 2:
 		w := uint32(v[0]) | uint32(v[1])<<8
-		return d.launch("copy", "fill_b16", n, new(cu.Args).Ptr(p).U64(uint64(n)).U32(w))
+		return d.launch("copy", "fill_b16", n, newArgs().Ptr(p).U64(uint64(n)).U32(w))
 	case 4:
 		w := uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
 		return d.ctx.Do(func() error { return d.ctx.MemsetD32(p, w, n, d.s) })
@@ -409,7 +409,7 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 		for i := 7; i >= 0; i-- {
 			w = w<<8 | uint64(v[i])
 		}
-		return d.launch("copy", "fill_b64", n, new(cu.Args).Ptr(p).U64(uint64(n)).U64(w))
+		return d.launch("copy", "fill_b64", n, newArgs().Ptr(p).U64(uint64(n)).U64(w))
 	}
 	return fmt.Errorf("cuda: %s: fill with %d-byte elements", d.name, len(v))
 }
@@ -517,7 +517,25 @@ func (d *Device) launchBlocks(family, name string, grid, block int, args *cu.Arg
 	return d.launchFunction(f, grid, block, args)
 }
 
-// launchFunction queues f over grid blocks of block threads.
+// launchFunction queues f over grid blocks of block threads; args go
+// back to newArgs's pool (the launch has copied them, as cuLaunchKernel
+// and the emulator do).
 func (d *Device) launchFunction(f cu.Function, grid, block int, args *cu.Args) error {
-	return d.ctx.DoLaunch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
+	err := d.ctx.DoLaunch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
+	freeArgs(args)
+	return err
+}
+
+// argsPool holds launches' argument blocks, so that a launch allocates
+// none.
+var argsPool = sync.Pool{New: func() any { return new(cu.Args) }}
+
+// newArgs returns an empty argument block for one launch, which takes it
+// back (launchFunction).
+func newArgs() *cu.Args { return argsPool.Get().(*cu.Args) }
+
+// freeArgs returns args, which nothing reads again, to the pool.
+func freeArgs(args *cu.Args) {
+	args.Reset()
+	argsPool.Put(args)
 }

@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -64,7 +63,7 @@ func (fuser) Fuse(steps []eager.FuseStep) (eager.Kernel, error) {
 		d := gpu(c)
 		f, err := d.compiled(src, kernels.FusedName)
 		check(c, err)
-		args := new(cu.Args).Ptr(ptr(out))
+		args := newArgs().Ptr(ptr(out))
 		for _, x := range c.Inputs {
 			args.Ptr(ptr(x))
 		}

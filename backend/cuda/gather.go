@@ -3,7 +3,6 @@ package cuda
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/backend/opattr"
@@ -49,7 +48,7 @@ func gather(c *eager.Call, outs []*tensor.Tensor) {
 	name := kernels.Name("gather", width(p.DType()), string(kernelType(idx.DType())))
 	total := out.NumElements()
 	slot := gpu(c).checkSlot(c, idx, n, indexMessage)
-	args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).Ptr(slot).
+	args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(idx)).Ptr(slot).
 		U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, total)
 	check(c, gpu(c).launch("index", name, total, divisorArg(args, idx.NumElements()*inner, total)))
 }
@@ -72,7 +71,7 @@ func scatter(kind string) eager.Kernel {
 		}
 		name := kernels.Name(kind, elem, string(kernelType(idx.DType())))
 		slot := gpu(c).checkSlot(c, idx, n, indexMessage)
-		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
+		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
 			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, outer*inner)
 		check(c, gpu(c).launch("index", name, outer*inner, args))
 	}

@@ -76,9 +76,9 @@ func BenchmarkEagerAddHostCost(b *testing.B) {
 }
 
 // An eager op on the GPU allocates little on the host: its output tensor,
-// its buffer record and the record's cleanup, the launch's arguments (the
-// kernel's name, the module's key and the call into the context are
-// allocation-free).
+// its buffer record and the record's cleanup (the launch's arguments come
+// from a pool; the kernel's name, the module's key and the call into the
+// context are allocation-free).
 func TestEagerAddHostAllocations(t *testing.T) {
 	d := nullDevice(t)
 	x, err := tensor.Empty(d, tensor.Float32, tensor.Shape{16})
@@ -93,4 +93,4 @@ func TestEagerAddHostAllocations(t *testing.T) {
 }
 
 // maxAllocsPerOp bounds the host allocations of a small eager GPU op.
-const maxAllocsPerOp = 6
+const maxAllocsPerOp = 4

@@ -43,7 +43,7 @@ func intMatmul(d kernels.DType) eager.Kernel {
 			sb = 0
 		}
 		total := out.NumElements()
-		args := divisorArg(new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(total/(m*n))).
+		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(total/(m*n))).
 			U64(uint64(m)).U64(uint64(k)), n, total).U64(sa).U64(sb).U64(flag(at.TransposeA)).U64(flag(at.TransposeB))
 		check(c, gpu(c).launch("matmul", kernels.Name("matmul", string(d)), total, divisorArg(args, m*n, total)))
 	}
@@ -121,11 +121,11 @@ func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu boo
 	}
 	dt, shape := kernelType(out.DType()), out.Shape()
 	geom := kernels.Geometry(shape, [][]int{strides(shape, shape), strides(shape, along)}, nil)
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
 	if err := d.launch("binary", kernels.Name("add", string(dt), "bc"), n, args); err != nil || !relu {
 		return err
 	}
-	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, kernels.Lanes(dt), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
+	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, kernels.Lanes(dt), newArgs().Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
 }
 
 // product is a batch of row-major float products c = op(a)·op(b), op(x)

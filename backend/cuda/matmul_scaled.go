@@ -83,7 +83,7 @@ func (d *Device) castInto(out, x *tensor.Tensor) error {
 	if n == 0 {
 		return nil
 	}
-	return d.launchVector("cast", kname("cast", string(from), string(to)), n, kernels.Lanes(from, to), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)))
+	return d.launchVector("cast", kname("cast", string(from), string(to)), n, kernels.Lanes(from, to), newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n)))
 }
 
 // mulInto queues out = x·y of float32 tensors, y broadcast to x's shape
@@ -92,6 +92,6 @@ func (d *Device) mulInto(out, x, y *tensor.Tensor) error {
 	shape := out.Shape()
 	n := out.NumElements()
 	geom := kernels.Geometry(shape, [][]int{strides(shape, x.Shape()), strides(shape, y.Shape())}, nil)
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(y)).U64(uint64(n)).Bytes(geom, 8)
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(y)).U64(uint64(n)).Bytes(geom, 8)
 	return d.launch("binary", kernels.Name("mul", string(kernelType(out.DType())), "bc"), n, args)
 }

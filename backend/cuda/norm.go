@@ -3,7 +3,6 @@ package cuda
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -32,7 +31,7 @@ func layerNorm(d kernels.DType) eager.Kernel {
 			return
 		}
 		kind := "layer_norm_scale"
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(mean)).Ptr(ptr(rstd)).Ptr(ptr(x)).Ptr(ptr(c.Inputs[1]))
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(mean)).Ptr(ptr(rstd)).Ptr(ptr(x)).Ptr(ptr(c.Inputs[1]))
 		switch {
 		case a.RMS:
 			kind = "rms_norm"
@@ -66,7 +65,7 @@ func layerNormBackprop(d kernels.DType) eager.Kernel {
 		if a.RMS {
 			kind = "rms_norm_grad"
 		}
-		launchFamilyRows(c, "norm", kernels.Name(kind, string(d)), rows, new(cu.Args).Ptr(ptr(dx)).Ptr(ptr(prod)).Ptr(ptr(x)).Ptr(ptr(gamma)).
+		launchFamilyRows(c, "norm", kernels.Name(kind, string(d)), rows, newArgs().Ptr(ptr(dx)).Ptr(ptr(prod)).Ptr(ptr(x)).Ptr(ptr(gamma)).
 			Ptr(ptr(mean)).Ptr(ptr(rstd)).Ptr(ptr(dy)).Ptr(ptr(dmean)).Ptr(ptr(drstd)).U64(uint64(rows)).U64(uint64(n)))
 		lead := make([]int, x.Rank()-1)
 		for i := range lead {

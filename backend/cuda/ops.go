@@ -157,7 +157,7 @@ func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *te
 	if n == 0 {
 		return
 	}
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
 	if full(out.Shape(), a, b) && (family == "binary" || family == "compare") {
 		check(c, gpu(c).launchVector(family, kname(op, string(d), "vv"), n, kernels.Lanes(d), args))
 		return
@@ -177,7 +177,7 @@ func selectKernel(d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(p)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
 		if full(out.Shape(), p, a, b) {
 			check(c, gpu(c).launchVector("compare", kname("select", string(d), "vv"), n, kernels.Lanes(d), args))
 			return
@@ -194,7 +194,7 @@ func unary(op string, d kernels.DType) eager.Kernel {
 		if n == 0 {
 			return
 		}
-		check(c, gpu(c).launchVector("unary", kname(op, string(d), ""), n, kernels.Lanes(d), new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
+		check(c, gpu(c).launchVector("unary", kname(op, string(d), ""), n, kernels.Lanes(d), newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(n))))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 )
@@ -46,7 +45,7 @@ func (d *Device) Step(elem int, ts []device.StepTensor, s device.StepSettings) e
 		slots := kernels.OptimSlotCounts[slices.IndexFunc(kernels.OptimSlotCounts, func(n int) bool { return n >= len(part) })]
 		name := kernels.Name(rule.Name, fmt.Sprint(slots), map[int]string{4: "f32", 8: "f64"}[elem])
 		table, blocks := kernels.OptimTable(part)
-		args := new(cu.Args).Bytes(table, 8)
+		args := newArgs().Bytes(table, 8)
 		for _, v := range consts {
 			if elem == 4 {
 				args.F32(float32(v))

@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 )
@@ -30,7 +29,7 @@ func (d *Device) FillRandom(dst device.Buffer, n int, r device.RandomDraw) error
 	if kt == "" || !ok || (r.Dist != device.Bernoulli && kt != kernels.F32 && kt != kernels.F64) {
 		return fmt.Errorf("cuda: %s: no random kernel for distribution %d of %s", d.name, r.Dist, r.DType)
 	}
-	args := new(cu.Args).Ptr(b.ptr).U64(uint64(n)).U32(r.Key[0]).U32(r.Key[1]).U64(r.Counter).F64(r.A).F64(r.B)
+	args := newArgs().Ptr(b.ptr).U64(uint64(n)).U32(r.Key[0]).U32(r.Key[1]).U64(r.Counter).F64(r.A).F64(r.B)
 	per := kernels.PerBlock(dist, kt)
 	return d.launch("random", kernels.Name("rng", dist, string(kt)), (n+per-1)/per, args)
 }

@@ -3,7 +3,6 @@ package cuda
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/device"
@@ -100,10 +99,10 @@ func (g *Device) reducePass(c *eager.Call, io, kind string, dst, src *tensor.Ten
 	n := outer * parts * inner
 	if inner == 1 {
 		blocks := min(n, max(g.info.SMs, 1)*32)
-		args := divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n).U64(uint64(count))
+		args := divisorArg(newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n).U64(uint64(count))
 		check(c, g.launchBlocks("reduce", kernels.Name("reduce_rows", kind, io), blocks, kernels.ReduceBlock, args))
 		return
 	}
-	args := divisorArg(divisorArg(new(cu.Args).Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n), inner, n).U64(uint64(count))
+	args := divisorArg(divisorArg(newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).U64(uint64(mid)).U64(uint64(chunk)), parts, n), inner, n).U64(uint64(count))
 	check(c, g.launch("reduce", kernels.Name("reduce_cols", kind, io), n, args))
 }

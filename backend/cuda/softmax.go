@@ -43,7 +43,7 @@ func rowsKernel(kind string, d kernels.DType) eager.Kernel {
 		}
 		n := x.Dim(-1)
 		rows := x.NumElements() / n
-		launchRows(c, kernels.Name(kind, string(d)), rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
+		launchRows(c, kernels.Name(kind, string(d)), rows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
 	}
 }
 
@@ -58,7 +58,7 @@ func sparseXent(d kernels.DType) eager.Kernel {
 		}
 		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
-		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
+		launchRows(c, name, rows, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }
 
@@ -73,6 +73,6 @@ func sparseXentGrad(d kernels.DType) eager.Kernel {
 		}
 		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent_grad", string(d), string(kernelType(labels.DType())))
-		launchRows(c, name, rows, new(cu.Args).Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(ptr(dy)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
+		launchRows(c, name, rows, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(ptr(dy)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }

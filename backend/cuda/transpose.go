@@ -51,8 +51,10 @@ func (d *Device) transpose(p transposePlan, dst, src cu.Ptr, dOff, sOff int) err
 	const t = kernels.TransposeTile
 	grid := cu.Dim3{X: (p.cols + t - 1) / t, Y: (p.rows + t - 1) / t, Z: p.batch}
 	block := cu.Dim3{X: t, Y: kernels.TransposeRows, Z: 1}
-	args := new(cu.Args).Ptr(dst).Ptr(src).U32(uint32(p.rows)).U32(uint32(p.cols)).
+	args := newArgs().Ptr(dst).Ptr(src).U32(uint32(p.rows)).U32(uint32(p.cols)).
 		U64(uint64(p.dbatch)).U64(uint64(p.drow)).U64(uint64(p.sbatch)).U64(uint64(p.scol)).
 		U64(uint64(dOff)).U64(uint64(sOff))
-	return d.ctx.Do(func() error { return d.ctx.Launch(f, grid, block, 0, d.s, args) })
+	err = d.ctx.Do(func() error { return d.ctx.Launch(f, grid, block, 0, d.s, args) })
+	freeArgs(args)
+	return err
 }

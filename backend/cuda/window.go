@@ -3,7 +3,6 @@ package cuda
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -71,7 +70,7 @@ func (d *Device) patches(c *eager.Call, out, x, pad *tensor.Tensor, w ops.Window
 		return nil
 	}
 	geom, _ := window(c, x.Shape(), w)
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(pad)).U64(uint64(n)).Bytes(geom, 8)
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(pad)).U64(uint64(n)).Bytes(geom, 8)
 	return d.launch("window", kernels.Name("window_patches", width(x.DType())), n, args)
 }
 
@@ -86,7 +85,7 @@ func (d *Device) scatterPatches(c *eager.Call, out, dy *tensor.Tensor, w ops.Win
 	if windows == 0 {
 		return d.Fill(out.Buffer(), 0, n, make([]byte, out.DType().Size()))
 	}
-	args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(dy)).U64(uint64(n)).Bytes(geom, 8)
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(dy)).U64(uint64(n)).Bytes(geom, 8)
 	return d.launch("window", kernels.Name("window_scatter", string(kernelType(out.DType()))), n, args)
 }
 
@@ -109,7 +108,7 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 				return
 			}
 			name := kernels.Name("pool2d", reduceKindNames[a.Kind], poolLayout(p, nhwc, d), string(d))
-			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
+			args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
 			check(c, gpu(c).launch("pool", name, n, args))
 			return
 		}
@@ -122,7 +121,7 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 			return
 		}
 		name := kernels.Name("window_reduce", reduceKindNames[a.Kind], string(d))
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
 		check(c, gpu(c).launch("window", name, windows, args))
 	}
 }
@@ -144,7 +143,7 @@ func selections(c *eager.Call, d kernels.DType, x *tensor.Tensor, a ops.SelectAt
 	if a.Select == ops.SelectLE {
 		kind = "le"
 	}
-	args := new(cu.Args).Ptr(ptr(sel)).Ptr(ptr(x)).U64(uint64(windows)).Bytes(geom, 8)
+	args := newArgs().Ptr(ptr(sel)).Ptr(ptr(x)).U64(uint64(windows)).Bytes(geom, 8)
 	if err := gpu(c).launch("window", kernels.Name("window_select", kind, string(d)), windows, args); err != nil {
 		sel.Release()
 		check(c, err)
@@ -175,7 +174,7 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 					return
 				}
 				name := kernels.Name("pool2d_select_put", sel, poolLayout(p, nhwc, d), string(d))
-				args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
+				args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
 				check(c, g.launch("pool", name, windows, args))
 				return
 			}
@@ -184,7 +183,7 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 				return
 			}
 			name := kernels.Name("window_select_put", sel, string(d))
-			args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
+			args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(geom, 8)
 			check(c, g.launch("window", name, windows, args))
 			return
 		}
@@ -194,7 +193,7 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			return
 		}
 		defer sel.Release()
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(geom, 8)
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(geom, 8)
 		check(c, g.launch("window", kernels.Name("window_select_scatter", string(d)), n, args))
 	}
 }
@@ -208,7 +207,7 @@ func selectAndGather(d kernels.DType) eager.Kernel {
 		}
 		defer sel.Release()
 		n := out.NumElements()
-		args := new(cu.Args).Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(dy)).U64(uint64(n))
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(dy)).U64(uint64(n))
 		check(c, gpu(c).launch("window", kernels.Name("window_select_gather", width(x.DType())), n, args))
 	}
 }

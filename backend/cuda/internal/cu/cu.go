@@ -285,6 +285,9 @@ type Args struct {
 	szs     [16]int32
 }
 
+// Reset empties a for another launch's arguments.
+func (a *Args) Reset() { a.buf, a.offsets, a.sizes = nil, nil, nil }
+
 // add appends the argument v of size bytes (little-endian; the bytes of
 // b instead where b is not nil) at align.
 func (a *Args) add(v uint64, size int, b []byte, align int) {
