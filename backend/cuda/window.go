@@ -3,6 +3,7 @@ package cuda
 import (
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -107,6 +108,11 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 			if n == 0 {
 				return
 			}
+			if !nhwc && kernels.PoolQuads(p, d) {
+				name := kernels.Name("pool2d", reduceKindNames[a.Kind], "nchw2x2", string(d))
+				check(c, gpu(c).launchQuads(name, p, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init))))
+				return
+			}
 			name := kernels.Name("pool2d", reduceKindNames[a.Kind], poolLayout(p, nhwc, d), string(d))
 			args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
 			check(c, gpu(c).launch("pool", name, n, args))
@@ -171,6 +177,11 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
 				windows := src.NumElements()
 				if windows == 0 {
+					return
+				}
+				if !nhwc && kernels.PoolQuads(p, d) {
+					name := kernels.Name("pool2d_select_put", sel, "nchw2x2", string(d))
+					check(c, g.launchQuads(name, p, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init))))
 					return
 				}
 				name := kernels.Name("pool2d_select_put", sel, poolLayout(p, nhwc, d), string(d))
@@ -269,6 +280,17 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 	}
 	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
+}
+
+// launchQuads queues 2x2 pooling kernel name (kernels.PoolQuads) over
+// the n windows of p, args holding its tensors: a block a chunk of row
+// pairs at a time.
+func (d *Device) launchQuads(name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
+	rows, per := n/p.OW, kernels.QuadsPerChunk(p.W, dt)
+	args.U64(uint64(rows)).U64(uint64(p.W)).U64(uint64(per))
+	divisorArg(args, p.OW, per*p.OW)
+	chunks := (rows + per - 1) / per
+	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 
 // poolLayout names the pooling kernels' layout for p: "nhwc", "nchw", or

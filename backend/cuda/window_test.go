@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -203,6 +204,66 @@ func TestPoolPairsOnGPU(t *testing.T) {
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nchw2_f32", "pool2d_sum_nchw2_f64", "pool2d_select_put_le_nchw2_f32", "pool2d_select_put_ge_nchw2_f64"} {
+			if !slices.Contains(launched, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}
+
+// NCHW 2x2 windows at a stride of two without padding, on images of even
+// height and width, take the 2x2 kernels (chunks of row pairs staged in
+// shared memory) and agree with the CPU exactly: both float dtypes, a
+// chunk of several row pairs and of one (the widest row a chunk holds),
+// batches of many chunks, small integers for ties, NaNs; max and min
+// pooling's gradients too. An odd height takes the pair kernels.
+func TestPoolQuadsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(11)
+	var launched []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	pool := ops.Window{Dims: []int{1, 1, 2, 2}, Strides: []int{1, 1, 2, 2}, Padding: [][2]int{{0, 0}, {0, 0}, {0, 0}, {0, 0}},
+		BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+	for i, c := range []struct {
+		dt    tensor.DType
+		shape tensor.Shape
+		quads bool
+	}{
+		{tensor.Float32, tensor.Shape{3, 5, 28, 28}, true}, // 210 row pairs, 36 a chunk
+		{tensor.Float64, tensor.Shape{2, 3, 14, 14}, true},
+		{tensor.Float32, tensor.Shape{1, 2, 4, 1024}, true}, // one row pair a chunk
+		{tensor.Float64, tensor.Shape{1, 1, 2, 512}, true},
+		{tensor.Float32, tensor.Shape{2, 1, 6, 2}, true},
+		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: the pair kernels
+		{tensor.Float32, tensor.Shape{1, 1, 2, 1026}, false}, // a row pair wider than a chunk
+	} {
+		p, nhwc, ok := pool2D(c.shape, pool)
+		if !ok || nhwc || kernels.PoolQuads(p, kernelType(c.dt)) != c.quads {
+			t.Fatalf("case %d: %v: PoolQuads %v, want %v", i, c.shape, !c.quads, c.quads)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
+		if i%2 == 0 { // NaNs here and there
+			at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
+			x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(97.0)), tensor.Scalar(5.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
+		}
+		init := ops.Cast(tensor.Scalar(-2.0), c.dt)
+		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+		what := fmt.Sprintf("case %d: %v %v", i, c.dt, c.shape)
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("%s reduce %d", what, kind), ops.ReduceWindow(gx, gi, kind, pool), ops.ReduceWindow(x, init, kind, pool))
+		}
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, pool.OutShape(c.shape)...)), c.dt)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("%s select %d", what, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, pool), ops.SelectAndScatter(x, src, init, sel, pool))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
+			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32"} {
 			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}

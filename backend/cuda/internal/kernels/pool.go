@@ -27,6 +27,10 @@ import (
 //     pool2d_select_put_<ge|le>_nchw2_<f32|f64>: the NCHW kernels for
 //     windows two columns wide at a stride of two (PoolPairs), a row of
 //     the window one aligned vector of two.
+//   - pool2d_<sum|max|min>_nchw2x2_<f32|f64> and
+//     pool2d_select_put_<ge|le>_nchw2x2_<f32|f64>: those of 2x2 windows
+//     at a stride of two without padding (PoolQuads), staged by chunks
+//     of row pairs in shared memory (pool_quads.go).
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
 // output OH x OW, the window KH x KW, its strides and low padding.
@@ -187,6 +191,10 @@ func poolKernels() []*ptx.Kernel {
 			out = append(out, poolReduceKernel(kind, d, "nchw2"))
 		}
 		out = append(out, poolPairsSelectPutKernel(d, true), poolPairsSelectPutKernel(d, false))
+		for _, kind := range []string{"sum", "max", "min"} {
+			out = append(out, poolQuadsReduceKernel(kind, d))
+		}
+		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false))
 	}
 	return out
 }
