@@ -87,49 +87,51 @@ var budgets = map[string]kernelBudget{
 	// The half types: 16-bit values unpacked from words, widened, computed
 	// in float32, rounded to nearest even by integer arithmetic, packed;
 	// counted per 4 bytes, so per two values.
-	"add_bf16_vv":                      {instr: 2 * elementwiseBudget},
-	"lt_bf16_vv":                       {instr: 2 * elementwiseBudget},
-	"tanh_bf16":                        {instr: 4 * transcendental},
-	"cast_f32_bf16":                    {instr: 2 * elementwiseBudget},
-	"cast_f32_f16":                     {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
-	"div_bf16_bc":                      {instr: 2 * broadcastBudget},
-	"reduce_rows_sum_bf16":             {instr: 2 * reduceRowsBudget},
-	"copy_b16":                         {instr: 2 * copyBudget},
-	"fill_b16":                         {instr: 2 * copyBudget},
-	"gather_b16_s32":                   {instr: 2 * copyBudget},
-	"pool2d_max_nhwc_bf16":             {instr: 2*36 + 8}, // each tap widened, the result rounded
-	"pool2d_sum_nhwc_bf16":             {instr: 2*36 + 8},
-	"pool2d_select_put_ge_nhwc_bf16":   {instr: 2*50 + 8},
-	"add_f32_bc":                       {instr: broadcastBudget},
-	"div_f32_bc":                       {instr: broadcastBudget},
-	"select_f32_bc":                    {instr: broadcastBudget},
-	"copy_b32":                         {instr: copyBudget},
-	"transpose_b32":                    {instr: copyBudget},
-	"gather_b32_s32":                   {instr: copyBudget},
-	"exp_f32":                          {instr: transcendental},
-	"softmax_f32":                      {instr: 92},
-	"reduce_rows_sum_f32":              {instr: reduceRowsBudget},
-	"reduce_cols_sum_f32":              {instr: 14},
-	"adam_multi_8_f32":                 {instr: 16}, // per element loaded: four an update
-	"momentum_multi_8_f32":             {instr: 16},
-	"nesterov_multi_8_f32":             {instr: 16},
-	"rmsprop_multi_8_f32":              {instr: 16},
-	"rmsprop_mom_multi_8_f32":          {instr: 16},
-	"pool2d_max_nhwc_f32":              {instr: 36},
-	"pool2d_sum_nhwc_f32":              {instr: 36},
-	"pool2d_max_nchw_f32":              {instr: 36, efficiency: 0.3, debt: "issue 32: NCHW windows other than 2 wide at stride 2 (the pair kernels' case): a warp's neighbouring windows lie a stride apart, so each tap's access reads a fraction of every sector it touches"},
-	"pool2d_max_nchw2_f32":             {instr: 36, efficiency: 0.6, debt: nchwRows},
-	"pool2d_max_nchw2x2_f32":           {instr: 100},
-	"pool2d_select_put_ge_nchw2x2_f32": {instr: 100},
-	"pool2d_select_put_ge_nchw2_f32":   {instr: 50, efficiency: 0.6, debt: nchwRows},
-	"pool2d_select_put_ge_nhwc_f32":    {instr: 50}, // walks its taps twice: the selection, then the block it writes
-	"window_patches_b32":               {instr: 200},
-	"window_reduce_max_f32":            {instr: 155},
-	"window_reduce_sum_f32":            {instr: 155},
-	"window_scatter_f32":               {instr: 110},
-	"window_select_ge_f32":             {instr: 185},
-	"window_select_scatter_f32":        {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
-	"window_select_put_ge_f32":         {instr: 200},
+	"add_bf16_vv":                       {instr: 2 * elementwiseBudget},
+	"lt_bf16_vv":                        {instr: 2 * elementwiseBudget},
+	"tanh_bf16":                         {instr: 4 * transcendental},
+	"cast_f32_bf16":                     {instr: 2 * elementwiseBudget},
+	"cast_f32_f16":                      {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
+	"div_bf16_bc":                       {instr: 2 * broadcastBudget},
+	"reduce_rows_sum_bf16":              {instr: 2 * reduceRowsBudget},
+	"copy_b16":                          {instr: 2 * copyBudget},
+	"fill_b16":                          {instr: 2 * copyBudget},
+	"gather_b16_s32":                    {instr: 2 * copyBudget},
+	"pool2d_max_nhwc_bf16":              {instr: 2*36 + 8}, // each tap widened, the result rounded
+	"pool2d_sum_nhwc_bf16":              {instr: 2*36 + 8},
+	"pool2d_select_put_ge_nhwc_bf16":    {instr: 2*50 + 8},
+	"add_f32_bc":                        {instr: broadcastBudget},
+	"div_f32_bc":                        {instr: broadcastBudget},
+	"select_f32_bc":                     {instr: broadcastBudget},
+	"copy_b32":                          {instr: copyBudget},
+	"transpose_b32":                     {instr: copyBudget},
+	"gather_b32_s32":                    {instr: copyBudget},
+	"exp_f32":                           {instr: transcendental},
+	"softmax_f32":                       {instr: 92},
+	"reduce_rows_sum_f32":               {instr: reduceRowsBudget},
+	"reduce_cols_sum_f32":               {instr: 14},
+	"adam_multi_8_f32":                  {instr: 16}, // per element loaded: four an update
+	"momentum_multi_8_f32":              {instr: 16},
+	"nesterov_multi_8_f32":              {instr: 16},
+	"rmsprop_multi_8_f32":               {instr: 16},
+	"rmsprop_mom_multi_8_f32":           {instr: 16},
+	"pool2d_max_nhwc_f32":               {instr: 36},
+	"pool2d_sum_nhwc_f32":               {instr: 36},
+	"pool2d_max_nchw_f32":               {instr: 36, efficiency: 0.3, debt: "issue 32: NCHW windows other than 2 wide at stride 2 (the pair kernels' case): a warp's neighbouring windows lie a stride apart, so each tap's access reads a fraction of every sector it touches"},
+	"pool2d_max_nchw2_f32":              {instr: 36, efficiency: 0.6, debt: nchwRows},
+	"pool2d_max_nchw2x2_f32":            {instr: 20}, // a block stages row pairs in shared memory: 16-byte loads and stores
+	"pool2d_select_put_ge_nchw2x2_f32":  {instr: 28},
+	"pool2d_max_nchw2x2_bf16":           {instr: 42}, // per 4 bytes: two taps widened a float32 element
+	"pool2d_select_put_ge_nchw2x2_bf16": {instr: 56},
+	"pool2d_select_put_ge_nchw2_f32":    {instr: 50, efficiency: 0.6, debt: nchwRows},
+	"pool2d_select_put_ge_nhwc_f32":     {instr: 50}, // walks its taps twice: the selection, then the block it writes
+	"window_patches_b32":                {instr: 200},
+	"window_reduce_max_f32":             {instr: 155},
+	"window_reduce_sum_f32":             {instr: 155},
+	"window_scatter_f32":                {instr: 110},
+	"window_select_ge_f32":              {instr: 185},
+	"window_select_scatter_f32":         {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
+	"window_select_put_ge_f32":          {instr: 200},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
@@ -204,6 +206,10 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"transpose", func() { ops.Transpose(x, 1, 0).Contiguous() }},
 		{"max pool NHWC and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(img, pool(ops.NHWC)) }, img) }},
 		{"max pool NCHW and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(imgc, pool(ops.NCHW)) }, imgc) }},
+		{"bfloat16 max pool NCHW and its gradient", func() {
+			ih := ops.Cast(g(2, 16, 16, 16), tensor.BFloat16)
+			grad(func() *tensor.Tensor { return ops.MaxPool2D(ih, pool(ops.NCHW)) }, ih)
+		}},
 		{"max pool NCHW, odd height (pairs)", func() {
 			grad(func() *tensor.Tensor { return ops.MaxPool2D(imgOdd, pool(ops.NCHW)) }, imgOdd)
 		}},

@@ -213,7 +213,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 
 // NCHW 2x2 windows at a stride of two without padding, on images of even
 // height and width, take the 2x2 kernels (chunks of row pairs staged in
-// shared memory) and agree with the CPU exactly: both float dtypes, a
+// shared memory) and agree with the CPU exactly: the float and half dtypes, a
 // chunk of several row pairs and of one (the widest row a chunk holds),
 // batches of many chunks, small integers for ties, NaNs; max and min
 // pooling's gradients too. An odd height takes the pair kernels.
@@ -239,6 +239,9 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		{tensor.Float32, tensor.Shape{2, 1, 6, 2}, true},
 		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: the pair kernels
 		{tensor.Float32, tensor.Shape{1, 1, 2, 1026}, false}, // a row pair wider than a chunk
+		{tensor.BFloat16, tensor.Shape{2, 3, 8, 12}, true},   // the half types: taps in float32
+		{tensor.Float16, tensor.Shape{1, 2, 6, 28}, true},
+		{tensor.BFloat16, tensor.Shape{1, 2, 4, 14}, false}, // a row pair of 56 bytes: not whole vectors
 	} {
 		p, nhwc, ok := pool2D(c.shape, pool)
 		if !ok || nhwc || kernels.PoolQuads(p, kernelType(c.dt)) != c.quads {
@@ -263,7 +266,8 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
-			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32"} {
+			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
+			"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16"} {
 			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}

@@ -191,6 +191,8 @@ func poolKernels() []*ptx.Kernel {
 			out = append(out, poolReduceKernel(kind, d, "nchw2"))
 		}
 		out = append(out, poolPairsSelectPutKernel(d, true), poolPairsSelectPutKernel(d, false))
+	}
+	for _, d := range quadTypes {
 		for _, kind := range []string{"sum", "max", "min"} {
 			out = append(out, poolQuadsReduceKernel(kind, d))
 		}

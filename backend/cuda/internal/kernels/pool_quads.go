@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
@@ -14,15 +16,16 @@ import (
 // the chunk's windows from there, writing the outputs (or, for
 // select_put, the chunk's gradient, staged too) in order:
 //
-//   - pool2d_<sum|max|min>_nchw2x2_<f32|f64> (out, x, init, rows, w, per,
+//   - pool2d_<sum|max|min>_nchw2x2_<dtype> (out, x, init, rows, w, per,
 //     half): rows row pairs of w elements a row, per of them a chunk,
 //     half the divisor w/2 (value, magic, shift: divisorArg's).
-//   - pool2d_select_put_<ge|le>_nchw2x2_<f32|f64> (out, x, src, init,
+//   - pool2d_select_put_<ge|le>_nchw2x2_<dtype> (out, x, src, init,
 //     rows, w, per, half): pool2d_select_put's for these windows.
 //
-// The taps are taken in the window's order (its first row, then its
-// second), as the other pooling kernels take them: the results are
-// theirs to the bit.
+// The dtypes are the floats and the half types (taps compared and summed
+// in float32, the result rounded once). The taps are taken in the
+// window's order (its first row, then its second), as the other pooling
+// kernels take them: the results are theirs to the bit.
 
 // QuadChunkBytes is the shared memory a block stages input in (and, for
 // select_put, the gradient it writes): a chunk holds as many whole row
@@ -31,11 +34,16 @@ const QuadChunkBytes = 8192
 
 // PoolQuads reports whether the 2x2 kernels (pool2d_*_nchw2x2) take p
 // of dtype d: NCHW, 2x2 windows at a stride of 2, no padding, an even
-// height and width, and a row pair that fits a chunk.
+// height and width (a multiple of 4 for the half types: a row pair of
+// whole 16-byte vectors), and a row pair that fits a chunk.
 func PoolQuads(p PoolDims, d DType) bool {
-	return (d == F32 || d == F64) && p.KH == 2 && p.KW == 2 && p.SH == 2 && p.SW == 2 && p.PH == 0 && p.PW == 0 &&
-		p.H%2 == 0 && p.W%2 == 0 && p.W > 0 && 2*p.OH == p.H && 2*p.OW == p.W && 2*p.W*d.Size() <= QuadChunkBytes
+	pair := 2 * p.W * d.Size() // a row pair's bytes
+	return slices.Contains(quadTypes, d) && p.KH == 2 && p.KW == 2 && p.SH == 2 && p.SW == 2 && p.PH == 0 && p.PW == 0 &&
+		p.H%2 == 0 && p.W%2 == 0 && p.W > 0 && 2*p.OH == p.H && 2*p.OW == p.W && pair%16 == 0 && pair <= QuadChunkBytes
 }
+
+// quadTypes are the dtypes the 2x2 kernels take.
+var quadTypes = []DType{F32, F64, BF16, F16}
 
 // QuadsPerChunk is the row pairs of width w a chunk holds for dtype d:
 // as many as fit, down to a multiple that starts every chunk's outputs
@@ -148,12 +156,32 @@ func (q *quads) windows(body func(off, o ptx.Reg)) {
 	})
 }
 
-// pair loads the pair of elements at element off of shared memory sh.
+// pair loads the pair of elements at element off of shared memory sh,
+// in the dtype's compute type.
 func (q *quads) pair(sh, off ptx.Reg) (a, b ptx.Reg) {
 	k, d := q.k, q.d
 	a, b = k.Reg(d.reg()), k.Reg(d.reg())
-	k.Op("ld.shared.v2.%s {%s, %s}, [%s]", d.mem(), a, b, k.Addr(sh, off, d.Size()))
+	at := k.Addr(sh, off, d.Size())
+	if d.Half() {
+		k.Op("ld.shared.%s %s, [%s]", d.mem(), a, at)
+		k.Op("ld.shared.%s %s, [%s+%d]", d.mem(), b, at, d.Size())
+		return toCompute(k, d, a), toCompute(k, d, b)
+	}
+	k.Op("ld.shared.v2.%s {%s, %s}, [%s]", d.mem(), a, b, at)
 	return a, b
+}
+
+// putPair stores a pair of elements (of the dtype, as stored) at element
+// off of shared memory sh.
+func (q *quads) putPair(sh, off, a, b ptx.Reg) {
+	k, d := q.k, q.d
+	at := k.Addr(sh, off, d.Size())
+	if d.Half() {
+		k.Op("st.shared.%s [%s], %s", d.mem(), at, a)
+		k.Op("st.shared.%s [%s+%d], %s", d.mem(), at, d.Size(), b)
+		return
+	}
+	k.Op("st.shared.v2.%s [%s], {%s, %s}", d.mem(), at, a, b)
 }
 
 // below is off + w.
@@ -170,17 +198,18 @@ func poolQuadsReduceKernel(kind string, d DType) *ptx.Kernel {
 	q := newQuads(k, d)
 	sh := k.Shared("chunk", QuadChunkBytes, 16)
 	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
-	init := load(k, d, ip)
+	c := d.Compute() // a half type's taps in float32, the result rounded once
+	init := toCompute(k, d, load(k, d, ip))
 	q.chunks(func() {
 		q.move(x, sh, true)
 		q.windows(func(off, oi ptx.Reg) {
 			a, b := q.pair(sh, off)
-			c, e := q.pair(sh, q.below(off))
+			e, f := q.pair(sh, q.below(off))
 			acc := init
-			for _, v := range []ptx.Reg{a, b, c, e} {
-				acc = binaryOp(k, op, d, acc, v)
+			for _, v := range []ptx.Reg{a, b, e, f} {
+				acc = binaryOp(k, op, c, acc, v)
 			}
-			store(k, d, k.Addr(o, oi, d.Size()), acc)
+			store(k, d, k.Addr(o, oi, d.Size()), fromCompute(k, d, acc))
 		})
 		k.Op("bar.sync 0") // the chunk is read before the next is staged
 	})
@@ -200,7 +229,7 @@ func poolQuadsSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 		q.move(x, sh, true)
 		q.windows(func(off, oi ptx.Reg) {
 			under := q.below(off)
-			s := newSelection(k, d, ge)
+			s := newSelection(k, d.Compute(), ge) // a half type's taps compared in float32
 			for _, row := range []ptx.Reg{off, under} {
 				a, b := q.pair(sh, row)
 				next := k.Reg(ptx.U64)
@@ -211,7 +240,8 @@ func poolQuadsSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 			v, skip := k.Reg(d.reg()), k.Label("none_chosen")
 			k.Op("mov.%s %s, %s", bits(d.reg()), v, init)
 			k.Op("@!%s bra %s", s.found, skip)
-			k.Op("mov.%s %s, %s", bits(d.reg()), v, binaryOp(k, "add", d, init, load(k, d, k.Addr(src, oi, d.Size()))))
+			sum := binaryOp(k, "add", d.Compute(), toCompute(k, d, init), toCompute(k, d, load(k, d, k.Addr(src, oi, d.Size()))))
+			k.Op("mov.%s %s, %s", bits(d.reg()), v, fromCompute(k, d, sum)) // a half type's sum rounded once
 			k.Place(skip)
 			for _, row := range []ptx.Reg{off, under} {
 				vs := [2]ptx.Reg{k.Reg(d.reg()), k.Reg(d.reg())}
@@ -226,7 +256,7 @@ func poolQuadsSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 					k.Op("and.pred %s, %s, %s", here, here, s.found)
 					k.Op("selp.%s %s, %s, %s, %s", d.reg(), vs[j], v, init, here)
 				}
-				k.Op("st.shared.v2.%s [%s], {%s, %s}", d.mem(), k.Addr(put, row, d.Size()), vs[0], vs[1])
+				q.putPair(put, row, vs[0], vs[1])
 			}
 		})
 		k.Op("bar.sync 0")
