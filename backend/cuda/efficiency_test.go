@@ -117,7 +117,7 @@ var budgets = map[string]kernelBudget{
 	"rmsprop_mom_multi_8_f32":           {instr: 16},
 	"pool2d_max_nhwc_f32":               {instr: 36},
 	"pool2d_sum_nhwc_f32":               {instr: 36},
-	"pool2d_max_nchw_f32":               {instr: 36, efficiency: 0.3, debt: "issue 32: NCHW windows other than 2 wide at stride 2 (the pair kernels' case): a warp's neighbouring windows lie a stride apart, so each tap's access reads a fraction of every sector it touches"},
+	"pool2d_max_nchwband_f32":           {instr: 70}, // a band of output rows, its input rows staged: nine taps an output, each bounds-checked
 	"pool2d_max_nchw2_f32":              {instr: 36, efficiency: 0.6, debt: nchwRows},
 	"pool2d_max_nchw2x2_f32":            {instr: 20}, // a block stages row pairs in shared memory: 16-byte loads and stores
 	"pool2d_select_put_ge_nchw2x2_f32":  {instr: 28},

@@ -113,6 +113,11 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 				check(c, gpu(c).launchQuads(name, p, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init))))
 				return
 			}
+			if !nhwc && !kernels.PoolPairs(p, d) && kernels.PoolBand(p, d) {
+				name := kernels.Name("pool2d", reduceKindNames[a.Kind], "nchwband", string(d))
+				check(c, gpu(c).launchBand(name, p, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init))))
+				return
+			}
 			name := kernels.Name("pool2d", reduceKindNames[a.Kind], poolLayout(p, nhwc, d), string(d))
 			args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
 			check(c, gpu(c).launch("pool", name, n, args))
@@ -290,6 +295,18 @@ func (d *Device) launchQuads(name string, p kernels.PoolDims, dt kernels.DType, 
 	args.U64(uint64(rows)).U64(uint64(p.W)).U64(uint64(per))
 	divisorArg(args, p.OW, per*p.OW)
 	chunks := (rows + per - 1) / per
+	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
+}
+
+// launchBand queues band kernel name (kernels.PoolBand) over the n
+// windows of p, args holding its tensors: a block a band of a plane's
+// output rows at a time.
+func (d *Device) launchBand(name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
+	rows := kernels.BandRows(p, dt)
+	perPlane := (p.OH + rows - 1) / rows
+	chunks := n / (p.OH * p.OW) * perPlane
+	args.Bytes(kernels.PoolGeometry(p, n), 8).U64(uint64(chunks))
+	divisorArg(args, perPlane, chunks).U64(uint64(rows))
 	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 

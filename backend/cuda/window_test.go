@@ -152,7 +152,7 @@ func TestPool2DOnGPU(t *testing.T) {
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64",
-			"pool2d_min_nchw_bf16", "pool2d_sum_nhwc_f16", "pool2d_select_put_ge_nhwc_bf16", "pool2d_select_put_le_nchw_f16"} {
+			"pool2d_min_nchwband_bf16", "pool2d_sum_nhwc_f16", "pool2d_select_put_ge_nhwc_bf16", "pool2d_select_put_le_nchw_f16"} {
 			if !slices.Contains(kernels, k) {
 				t.Errorf("%s did not run", k)
 			}
@@ -268,6 +268,57 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
 			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
 			"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16"} {
+			if !slices.Contains(launched, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}
+
+// NCHW windows the 2x2 and pair kernels do not take go by bands of output
+// rows, their input rows staged in shared memory (pool_band.go), and agree
+// with the CPU exactly: 3x3 windows at a stride of 2 with padding on an
+// image of many bands and on one of a band a plane, a 3x2 window at
+// stride 1, SAME's uneven padding, in the float and half dtypes, with
+// NaNs and an init that padding taps count as.
+func TestPoolBandOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(12)
+	var launched []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	win := func(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
+		return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
+			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+	}
+	for i, c := range []struct {
+		dt    tensor.DType
+		shape tensor.Shape
+		w     ops.Window
+	}{
+		{tensor.Float32, tensor.Shape{1, 2, 40, 224}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // bands of 4 output rows
+		{tensor.Float64, tensor.Shape{2, 3, 7, 7}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},    // a band a plane
+		{tensor.Float32, tensor.Shape{1, 2, 9, 10}, win(3, 2, 1, 1, [2]int{0, 2}, [2]int{1, 0})},
+		{tensor.BFloat16, tensor.Shape{2, 2, 11, 13}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},
+		{tensor.Float16, tensor.Shape{1, 3, 8, 8}, win(2, 3, 2, 1, [2]int{0, 1}, [2]int{1, 1})},
+	} {
+		p, nhwc, ok := pool2D(c.shape, c.w)
+		if !ok || nhwc || kernels.PoolQuads(p, kernelType(c.dt)) || kernels.PoolPairs(p, kernelType(c.dt)) || !kernels.PoolBand(p, kernelType(c.dt)) {
+			t.Fatalf("case %d: %v over %v does not take the band kernels", i, c.w, c.shape)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
+		at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
+		x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(89.0)), tensor.Scalar(7.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
+		init := ops.Cast(tensor.Scalar(-2.5), c.dt)
+		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("case %d: %v %v reduce %d", i, c.dt, c.shape, kind), ops.ReduceWindow(gx, gi, kind, c.w), ops.ReduceWindow(x, init, kind, c.w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16"} {
 			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}

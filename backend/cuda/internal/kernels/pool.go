@@ -31,6 +31,9 @@ import (
 //     pool2d_select_put_<ge|le>_nchw2x2_<f32|f64>: those of 2x2 windows
 //     at a stride of two without padding (PoolQuads), staged by chunks
 //     of row pairs in shared memory (pool_quads.go).
+//   - pool2d_<sum|max|min>_nchwband_<dtype>: other NCHW windows, by
+//     bands of output rows whose input rows are staged in shared memory
+//     (pool_band.go).
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
 // output OH x OW, the window KH x KW, its strides and low padding.
@@ -194,7 +197,7 @@ func poolKernels() []*ptx.Kernel {
 	}
 	for _, d := range quadTypes {
 		for _, kind := range []string{"sum", "max", "min"} {
-			out = append(out, poolQuadsReduceKernel(kind, d))
+			out = append(out, poolQuadsReduceKernel(kind, d), poolBandReduceKernel(kind, d))
 		}
 		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false))
 	}
