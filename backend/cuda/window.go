@@ -189,6 +189,11 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 					check(c, g.launchQuads(name, p, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init))))
 					return
 				}
+				if !nhwc && !kernels.PoolPairs(p, d) && kernels.PoolBand(p, d) {
+					name := kernels.Name("pool2d_select_put", sel, "nchwband", string(d))
+					check(c, g.launchBand(name, p, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init))))
+					return
+				}
 				name := kernels.Name("pool2d_select_put", sel, poolLayout(p, nhwc, d), string(d))
 				args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
 				check(c, g.launch("pool", name, windows, args))

@@ -152,7 +152,7 @@ func TestPool2DOnGPU(t *testing.T) {
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nhwc_s64", "pool2d_sum_nchw_s64", "pool2d_select_put_le_nchw_s64",
-			"pool2d_min_nchwband_bf16", "pool2d_sum_nhwc_f16", "pool2d_select_put_ge_nhwc_bf16", "pool2d_select_put_le_nchw_f16"} {
+			"pool2d_min_nchwband_bf16", "pool2d_sum_nhwc_f16", "pool2d_select_put_ge_nhwc_bf16", "pool2d_select_put_le_nchwband_f16"} {
 			if !slices.Contains(kernels, k) {
 				t.Errorf("%s did not run", k)
 			}
@@ -280,7 +280,8 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 // with the CPU exactly: 3x3 windows at a stride of 2 with padding on an
 // image of many bands and on one of a band a plane, a 3x2 window at
 // stride 1, SAME's uneven padding, in the float and half dtypes, with
-// NaNs and an init that padding taps count as.
+// NaNs and an init that padding taps count as; and the gradients of max
+// and min pooling where windows do not overlap, gaps between them too.
 func TestPoolBandOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(12)
@@ -303,6 +304,10 @@ func TestPoolBandOnGPU(t *testing.T) {
 		{tensor.Float32, tensor.Shape{1, 2, 9, 10}, win(3, 2, 1, 1, [2]int{0, 2}, [2]int{1, 0})},
 		{tensor.BFloat16, tensor.Shape{2, 2, 11, 13}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},
 		{tensor.Float16, tensor.Shape{1, 3, 8, 8}, win(2, 3, 2, 1, [2]int{0, 1}, [2]int{1, 1})},
+		// Windows that do not overlap: their gradients take the band too.
+		{tensor.Float32, tensor.Shape{2, 2, 40, 224}, win(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{1, 3, 11, 10}, win(2, 3, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
+		{tensor.BFloat16, tensor.Shape{2, 2, 9, 12}, win(3, 3, 3, 3, [2]int{0, 0}, [2]int{0, 0})},
 	} {
 		p, nhwc, ok := pool2D(c.shape, c.w)
 		if !ok || nhwc || kernels.PoolQuads(p, kernelType(c.dt)) || kernels.PoolPairs(p, kernelType(c.dt)) || !kernels.PoolBand(p, kernelType(c.dt)) {
@@ -316,9 +321,18 @@ func TestPoolBandOnGPU(t *testing.T) {
 		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
 			agree(t, fmt.Sprintf("case %d: %v %v reduce %d", i, c.dt, c.shape, kind), ops.ReduceWindow(gx, gi, kind, c.w), ops.ReduceWindow(x, init, kind, c.w))
 		}
+		if !disjoint(c.w) {
+			continue
+		}
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, c.w.OutShape(c.shape)...)), c.dt)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("case %d: %v %v select %d", i, c.dt, c.shape, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, c.w), ops.SelectAndScatter(x, src, init, sel, c.w))
+		}
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16"} {
+		for _, k := range []string{"pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16",
+			"pool2d_select_put_ge_nchwband_f32", "pool2d_select_put_le_nchwband_f64", "pool2d_select_put_ge_nchwband_bf16"} {
 			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}

@@ -31,7 +31,8 @@ import (
 //     pool2d_select_put_<ge|le>_nchw2x2_<f32|f64>: those of 2x2 windows
 //     at a stride of two without padding (PoolQuads), staged by chunks
 //     of row pairs in shared memory (pool_quads.go).
-//   - pool2d_<sum|max|min>_nchwband_<dtype>: other NCHW windows, by
+//   - pool2d_<sum|max|min>_nchwband_<dtype> and
+//     pool2d_select_put_<ge|le>_nchwband_<dtype>: other NCHW windows, by
 //     bands of output rows whose input rows are staged in shared memory
 //     (pool_band.go).
 
@@ -199,7 +200,8 @@ func poolKernels() []*ptx.Kernel {
 		for _, kind := range []string{"sum", "max", "min"} {
 			out = append(out, poolQuadsReduceKernel(kind, d), poolBandReduceKernel(kind, d))
 		}
-		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false))
+		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false),
+			poolBandSelectPutKernel(d, true), poolBandSelectPutKernel(d, false))
 	}
 	return out
 }
