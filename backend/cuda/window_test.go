@@ -237,6 +237,7 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		{tensor.Float32, tensor.Shape{1, 2, 4, 1024}, true}, // one row pair a chunk
 		{tensor.Float64, tensor.Shape{1, 1, 2, 512}, true},
 		{tensor.Float32, tensor.Shape{2, 1, 6, 2}, true},
+		{tensor.Float32, tensor.Shape{2, 20, 4, 512}, true},  // 40 chunks: blocks take several (the emulator runs 32)
 		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: the pair kernels
 		{tensor.Float32, tensor.Shape{1, 1, 2, 1026}, false}, // a row pair wider than a chunk
 		{tensor.BFloat16, tensor.Shape{2, 3, 8, 12}, true},   // the half types: taps in float32
@@ -301,6 +302,7 @@ func TestPoolBandOnGPU(t *testing.T) {
 	}{
 		{tensor.Float32, tensor.Shape{1, 2, 40, 224}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // bands of 4 output rows
 		{tensor.Float64, tensor.Shape{2, 3, 7, 7}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},    // a band a plane
+		{tensor.Float32, tensor.Shape{2, 6, 8, 512}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},  // 48 bands: blocks take several
 		{tensor.Float32, tensor.Shape{1, 2, 9, 10}, win(3, 2, 1, 1, [2]int{0, 2}, [2]int{1, 0})},
 		{tensor.BFloat16, tensor.Shape{2, 2, 11, 13}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},
 		{tensor.Float16, tensor.Shape{1, 3, 8, 8}, win(2, 3, 2, 1, [2]int{0, 1}, [2]int{1, 1})},
