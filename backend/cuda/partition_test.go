@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/eagerflow/eagerflow/collective"
+	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/mpitest"
 	"github.com/eagerflow/eagerflow/internal/ranktest"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -73,33 +75,10 @@ func TestPartitionedHostAndGPU(t *testing.T) {
 // runs its own partitions, the GPU loop body on rank 1; rank 1 gets the
 // results on its GPU, rank 0 nil, equal to the eager values and gradient.
 func TestPartitionedOverRanksOnGPU(t *testing.T) {
-	if _, err := Open(0); err != nil {
-		t.Fatal(err)
-	}
-	far, err := OpenAs(0, "rank:1/gpu:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	far, fn, args := rankGPUFunction(t)
 	if again, err := OpenAs(0, "rank:1/gpu:0"); err != nil || again != far {
 		t.Fatalf("OpenAs again: %v, %v", again, err)
 	}
-	if err := collective.AssignRank(far, 1); err != nil {
-		t.Fatal(err)
-	}
-	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
-		x, err := a[0].To(far)
-		if err != nil {
-			panic(err)
-		}
-		tp := tape.New()
-		tp.Watch(x)
-		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Tanh(ops.Mul(v[1], tensor.Scalar(1.5)))}
-		}, []*tensor.Tensor{tensor.Scalar(int32(0)), x})
-		loss := ops.Sum(ops.Square(l[1]))
-		return []*tensor.Tensor{loss, tp.Gradient(loss, x)[0]}
-	}
-	args := []*tensor.Tensor{tensor.FromSlice([]float64{0.2, -0.4}), tensor.Scalar(int32(3))}
 	fs := []*trace.Function{trace.NewFunction(fn), trace.NewFunction(fn)}
 	for _, f := range fs { // traced rank by rank, then run at once
 		if _, err := f.Call(args...); err != nil {
@@ -118,20 +97,95 @@ func TestPartitionedOverRanksOnGPU(t *testing.T) {
 	if err != nil || len(p.Ranks) != 2 || p.Ranks[slices.Index(p.Devices, device.Device(far))] != 1 || !slices.Contains(p.Ranks, 0) {
 		t.Fatalf("partitions of ranks %v (%v), want the host's on rank 0 and the GPU's on rank 1", p.Ranks, err)
 	}
-	for i, w := range fn(args) {
-		got := results[1][i]
-		if got == nil || results[0][i] != nil {
-			t.Fatalf("result %d: rank 0 %v, rank 1 %v; want it on rank 1 alone", i, results[0][i], got)
-		}
-		if got.Device() != device.Device(far) {
-			t.Errorf("result %d on %s, want %s", i, got.Device().Name(), far.Name())
-		}
-		if diff := ops.Amax(ops.Abs(ops.Sub(onHost(t, got), onHost(t, w)))).Float(); diff > 1e-12 {
-			t.Errorf("result %d: over ranks %v, eager %v", i, got, w)
-		}
+	for r, out := range results {
+		checkRankGPUResults(t, r, far, out, fn(args))
 	}
 	if _, err := OpenAs(0, "gpu:1"); err == nil {
 		t.Error("OpenAs(0, \"gpu:1\") succeeded")
+	}
+}
+
+// The same over an MPI job of two processes, each with its own (emulated)
+// GPU, rank 1's part on its GPU under the name "rank:1/gpu:0".
+func TestPartitionedOnGPUUnderMPIRun(t *testing.T) { mpitest.Run(t, 2, "TestRankPartitionedOnGPU") }
+
+func TestRankPartitionedOnGPU(t *testing.T) {
+	if !mpitest.Rank() {
+		t.Skip("runs as a rank under TestPartitionedOnGPUUnderMPIRun's mpirun")
+	}
+	c, err := mpi.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rdv, err := c.Rendezvous()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdv.Close()
+	rdv.SetTimeout(time.Minute)
+	far, fn, args := rankGPUFunction(t)
+	f := trace.NewFunction(fn)
+	f.Partitions = &graph.PartitionOptions{RankOf: collective.RankOf, Rank: c.Rank(), Exchange: rdv}
+	for range 2 { // the call that traces, and one that runs the graph
+		out, err := f.Call(args...)
+		if err != nil {
+			t.Fatalf("rank %d: %v", c.Rank(), err)
+		}
+		checkRankGPUResults(t, c.Rank(), far, out, fn(args))
+	}
+}
+
+// rankGPUFunction returns a device on gpu:0 standing for rank 1's GPU
+// ("rank:1/gpu:0", assigned to rank 1) and a function whose loop body runs
+// there, its counter on the host (rank 0): the loss and its gradient, and
+// its arguments.
+func rankGPUFunction(t *testing.T) (*Device, func(a []*tensor.Tensor) []*tensor.Tensor, []*tensor.Tensor) {
+	t.Helper()
+	if _, err := Open(0); err != nil {
+		t.Fatal(err)
+	}
+	far, err := OpenAs(0, "rank:1/gpu:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := collective.AssignRank(far, 1); err != nil {
+		t.Fatal(err)
+	}
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		x, err := a[0].To(far)
+		if err != nil {
+			panic(err)
+		}
+		tp := tape.New()
+		tp.Watch(x)
+		l := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[0], a[1]) }, func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Add(v[0], tensor.Scalar(int32(1))), ops.Tanh(ops.Mul(v[1], tensor.Scalar(1.5)))}
+		}, []*tensor.Tensor{tensor.Scalar(int32(0)), x})
+		loss := ops.Sum(ops.Square(l[1]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, x)[0]}
+	}
+	return far, fn, []*tensor.Tensor{tensor.FromSlice([]float64{0.2, -0.4}), tensor.Scalar(int32(3))}
+}
+
+// checkRankGPUResults checks rank r's results of rankGPUFunction's
+// function against want: on far, equal, for rank 1; nil for rank 0.
+func checkRankGPUResults(t *testing.T, r int, far *Device, out, want []*tensor.Tensor) {
+	t.Helper()
+	for i, w := range want {
+		got := out[i]
+		if r == 0 {
+			if got != nil {
+				t.Errorf("rank 0, result %d: %v, want nil (rank 1's)", i, got)
+			}
+			continue
+		}
+		if got == nil || got.Device() != device.Device(far) {
+			t.Fatalf("rank 1, result %d: %v, want it on %s", i, got, far.Name())
+		}
+		if diff := ops.Amax(ops.Abs(ops.Sub(onHost(t, got), onHost(t, w)))).Float(); diff > 1e-12 {
+			t.Errorf("rank 1, result %d: over ranks %v, eager %v", i, got, w)
+		}
 	}
 }
 
