@@ -283,14 +283,18 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		} else {
 			loss += f.out.Float()
 		}
-		sources := Values(p.vars)
-		if p.rank > 0 {
-			sources = append(sources, f.x)
-		}
-		g := f.tp.GradientSeeded(f.out, seed, sources...)
-		if p.rank > 0 {
-			p.post(p.rank-1, p.key(i, "gradients"), g[len(g)-1])
-			g = g[:len(g)-1]
+		var g []*tensor.Tensor
+		if p.rank == 0 {
+			g = f.tp.GradientSeeded(f.out, seed, Values(p.vars)...)
+		} else {
+			// The input's gradient first, posted before the weights'
+			// are computed: the stage before starts its backward pass
+			// while this one finishes (the zero-bubble schedules' B
+			// and W).
+			sources := append([]*tensor.Tensor{f.x}, Values(p.vars)...)
+			g = f.tp.GradientFirst(f.out, seed, sources, 1, func(gx []*tensor.Tensor) {
+				p.post(p.rank-1, p.key(i, "gradients"), gx[0])
+			})[1:]
 		}
 		p.accumulate(g, i == 0)
 	}

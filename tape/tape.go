@@ -172,7 +172,7 @@ func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*ten
 func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
 	t.claim("Gradient", target, sources...)
 	defer t.answered.Store(true)
-	return t.gradient(target, seed, sources, nil)
+	return t.gradient(target, seed, sources, question{})
 }
 
 // GradientEach is GradientSeeded (seed nil: ones) that also hands each
@@ -187,7 +187,7 @@ func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Te
 func (t *Tape) GradientEach(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(i int, g *tensor.Tensor)) []*tensor.Tensor {
 	t.claim("GradientEach", target, sources...)
 	defer t.answered.Store(true)
-	return t.gradient(target, seed, sources, ready)
+	return t.gradient(target, seed, sources, question{ready: ready})
 }
 
 // need panics with a *tensor.Error (ErrArity) when x, called what, is
@@ -223,7 +223,16 @@ func (t *Tape) claim(op string, target *tensor.Tensor, sources ...*tensor.Tensor
 	}
 }
 
-func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(int, *tensor.Tensor)) []*tensor.Tensor {
+// question is how a pass hands its gradients over besides returning
+// them: each source's once final (ready; GradientEach), or the first
+// sources' before the others are computed (GradientFirst).
+type question struct {
+	ready      func(i int, g *tensor.Tensor)
+	first      int
+	readyFirst func(g []*tensor.Tensor)
+}
+
+func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, q question) []*tensor.Tensor {
 	// The tape's own gradient ops are not recorded on itself.
 	if t.recording.Load() {
 		stopRecording(t.keeps)
@@ -250,21 +259,32 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 			g = ops.ZerosLike(sources[i])
 		}
 		out[i] = g
-		if ready != nil {
-			ready(i, g)
-		}
-	}
-	var lastReads map[*node][]int // the sources whose last reader each node is
-	if ready != nil {
-		lastReads = lastReaders(nodes, sources)
-	}
-	for _, n := range nodes {
-		b.step(n)
-		for _, i := range lastReads[n] {
-			final(i)
+		if q.ready != nil {
+			q.ready(i, g)
 		}
 	}
 	done := make([]bool, len(sources))
+	var lastReads map[*node][]int // the sources whose last reader each node is
+	switch {
+	case q.first > 0:
+		b.twoPasses(nodes, sources[:q.first], func() {
+			for i := range q.first {
+				final(i)
+				done[i] = true
+			}
+			q.readyFirst(out[:q.first:q.first])
+		})
+	case q.ready != nil:
+		lastReads = lastReaders(nodes, sources)
+		fallthrough
+	default:
+		for _, n := range nodes {
+			b.step(n)
+			for _, i := range lastReads[n] {
+				final(i)
+			}
+		}
+	}
 	for _, is := range lastReads {
 		for _, i := range is {
 			done[i] = true
@@ -488,17 +508,28 @@ func (b *backprop) recycle(g *tensor.Tensor) {
 // step applies n's gradient rule and accumulates into its inputs. The
 // outputs' gradients are dropped once used, unless they are sources.
 func (b *backprop) step(n *node) {
-	dys := make([]*tensor.Tensor, len(n.outs))
+	dys, made := b.outGrads(n)
+	if dys == nil {
+		return
+	}
+	b.apply(n, dys, nil)
+	b.finish(dys, made)
+}
+
+// outGrads takes n's outputs' gradients for its rule: nil when none has
+// one; else zeros (made, to be released by finish) stand for the missing
+// ones but for a region's, which takes nil as "no gradient".
+func (b *backprop) outGrads(n *node) (dys, made []*tensor.Tensor) {
+	dys = make([]*tensor.Tensor, len(n.outs))
 	any := false
 	for i, o := range n.outs {
 		dys[i] = b.take(o)
 		any = any || dys[i] != nil
 	}
 	if !any {
-		return
+		return nil, nil
 	}
-	var made []*tensor.Tensor // zeros made here for missing output gradients
-	if n.custom == nil {      // rules get zeros; regions take nil as "no gradient"
+	if n.custom == nil {
 		for i, o := range n.outs {
 			if dys[i] == nil {
 				dys[i] = ops.ZerosLike(o)
@@ -506,19 +537,40 @@ func (b *backprop) step(n *node) {
 			}
 		}
 	}
-	inputs := n.call.Inputs
-	var dxs []*tensor.Tensor
-	if n.custom != nil {
-		dxs = n.custom(dys)
-	} else {
-		needs := make([]bool, len(inputs))
-		for i, x := range inputs {
-			needs[i] = needsGrad(x)
-		}
-		dxs = n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs})
+	return dys, made
+}
+
+// apply runs n's rule on its outputs' gradients dys and accumulates into
+// the inputs that need a gradient and that only marks (nil: all of them).
+func (b *backprop) apply(n *node, dys []*tensor.Tensor, only []bool) {
+	needs := b.needs(n, only)
+	b.accumulate(n, dys, b.rule(n, dys, needs), needs)
+}
+
+// needs marks n's inputs that need a gradient and that only marks (nil:
+// all of them).
+func (b *backprop) needs(n *node, only []bool) []bool {
+	needs := make([]bool, len(n.call.Inputs))
+	for i, x := range n.call.Inputs {
+		needs[i] = needsGrad(x) && (only == nil || only[i])
 	}
-	for i, x := range inputs {
-		if i >= len(dxs) || dxs[i] == nil || !needsGrad(x) {
+	return needs
+}
+
+// rule runs n's gradient rule: the gradients of the inputs needs marks
+// (a region's rule gives all of them at once).
+func (b *backprop) rule(n *node, dys []*tensor.Tensor, needs []bool) []*tensor.Tensor {
+	if n.custom != nil {
+		return n.custom(dys)
+	}
+	return n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs})
+}
+
+// accumulate adds the gradients dxs that n's rule gave its inputs, for
+// the inputs needs marks, to what those inputs have.
+func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) {
+	for i, x := range n.call.Inputs {
+		if i >= len(dxs) || dxs[i] == nil || !needs[i] {
 			continue
 		}
 		g := dxs[i]
@@ -526,9 +578,9 @@ func (b *backprop) step(n *node) {
 		// gradient returns is the user's, never recycled.
 		fresh := n.custom == nil && !isOneOf(g, dys)
 		// replace makes g the result of an op on it, releasing the old g
-		// when it was the rule's own and nothing else holds it.
+		// when it was the rule's own and nothing else holds it or will.
 		replace := func(next *tensor.Tensor) {
-			if fresh && b.uses[g] <= 0 && !b.mine[g] && !isOneOf(g, dxs[i+1:]) && !eager.Observing() {
+			if fresh && b.uses[g] <= 0 && !b.mine[g] && !isOneOf(g, dxs[:i]) && !isOneOf(g, dxs[i+1:]) && !eager.Observing() {
 				g.Release()
 			}
 			g, fresh = next, true
@@ -544,6 +596,11 @@ func (b *backprop) step(n *node) {
 		}
 		b.set(x, g, fresh || b.mine[g])
 	}
+}
+
+// finish recycles a rule's output gradients once it has run, and the
+// zeros made for it.
+func (b *backprop) finish(dys, made []*tensor.Tensor) {
 	for _, d := range dys {
 		b.recycle(d)
 	}
