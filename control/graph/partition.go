@@ -72,11 +72,11 @@ type partResult struct{ part, index int }
 
 // Partition cuts g into one graph per device of its Placement. A graph
 // on one device gives one part, g itself. A control or ordering edge that
-// crosses waits on the receive of its node's output; a loop's next
-// iteration that waits for another partition's stack pushes has that
-// partition's next iteration wait for them too. Such edges from a node
-// without outputs, and a stack used on two devices, across partitions,
-// are not supported yet: an error names them.
+// crosses waits on the receive of its node's output (of a token sent
+// once it ran, for a node without outputs); a loop's next iteration that
+// waits for another partition's stack pushes has that partition's next
+// iteration wait for them too. A stack, its pushes and pops are on one
+// device (Placement), values crossing to and from it.
 func Partition(g *Graph) (*Partitioned, error) { return PartitionWith(g, PartitionOptions{}) }
 
 // PartitionWith is Partition with the partitions spread over processes
@@ -116,9 +116,7 @@ func PartitionWith(g *Graph, o PartitionOptions) (*Partitioned, error) {
 	c := &cutter{g: g, p: p, placed: placed, frame: framesOf(g), copies: map[partNode]*Node{},
 		recvs: map[partOut]Output{}, triggers: map[partFrame]*Node{}, pivots: map[partFrame]*Node{}, nexts: map[partFrame]*Node{},
 		identityOp: identity, recvOp: partRecvOp}
-	if err := c.index(); err != nil {
-		return nil, err
-	}
+	c.index()
 	for _, d := range p.Devices {
 		part := &Graph{Device: d}
 		for _, in := range g.Inputs {
@@ -235,9 +233,8 @@ type partFrame struct {
 	frame string
 }
 
-// index finds each frame's parent, settings and predicate, and checks
-// what partitioning does not support.
-func (c *cutter) index() error {
+// index finds each frame's parent, settings and predicate.
+func (c *cutter) index() {
 	c.parent, c.enter, c.pred = map[string]string{}, map[string]*Node{}, map[string]Output{}
 	for _, n := range c.g.Nodes {
 		switch n.Kind {
@@ -255,26 +252,7 @@ func (c *cutter) index() error {
 				}
 			}
 		}
-		for _, x := range n.Control {
-			if c.placed[x] != c.placed[n] && x.Outputs == 0 {
-				return fmt.Errorf("graph: Partition: %v waits on %v, on another device (%s, %s), which has no output to send: not supported yet",
-					n, x, c.placed[n].Name(), c.placed[x].Name())
-			}
-		}
-		for _, x := range n.After {
-			if c.placed[x] != c.placed[n] && x.Outputs == 0 {
-				return fmt.Errorf("graph: Partition: %v runs after %v, on another device (%s, %s), which has no output to send: not supported yet",
-					n, x, c.placed[n].Name(), c.placed[x].Name())
-			}
-		}
-		for _, x := range n.Inputs {
-			if x.Node.Kind == Stack && c.placed[x.Node] != c.placed[n] {
-				return fmt.Errorf("graph: Partition: %v uses the stack of %v on another device (%s, %s): a loop gradient's stacks across devices are not supported yet",
-					n, x.Node, c.placed[n].Name(), c.placed[x.Node].Name())
-			}
-		}
 	}
-	return nil
 }
 
 // isLoopSwitch reports whether Switch n is a loop's (its data comes from
@@ -311,12 +289,13 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 	for _, x := range n.Control {
 		if c.partOf(x) != part {
 			// Waiting on a node of another partition: on the receive of
-			// its output, which comes after it and is dead with it.
-			r, err := c.use(part, x.Out(0))
+			// its output (or token), which comes after it and is dead
+			// with it.
+			r, err := c.signal(part, x)
 			if err != nil {
 				return nil, err
 			}
-			m.Control = append(m.Control, r.Node)
+			m.Control = append(m.Control, r)
 			continue
 		}
 		cx, err := c.copyNode(part, x)
@@ -328,17 +307,17 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 	for _, x := range n.After {
 		if c.partOf(x) != part {
 			// n runs after a node of another partition: here after the
-			// receive of its output (which comes, live or dead, once it
-			// ran). For a loop's next iteration waiting for a stack push,
+			// receive of its output or token (which comes, live or dead,
+			// once it ran). For a loop's next iteration waiting for a stack push,
 			// that keeps the loop, its count included, from running ahead
 			// of the pushes its gradient pops; there, that partition's
 			// next iteration waits for the push too (orderAfter), which
 			// keeps its pushes in iteration order.
-			r, err := c.use(part, x.Out(0))
+			r, err := c.signal(part, x)
 			if err != nil {
 				return nil, err
 			}
-			m.After = append(m.After, r.Node)
+			m.After = append(m.After, r)
 			if n.Kind == NextIteration {
 				c.later = append(c.later, pendingAfter{c.frame[n], x})
 			}
@@ -383,17 +362,30 @@ func (c *cutter) use(part *Graph, out Output) (Output, error) {
 	if r, ok := c.recvs[partOut{part, out}]; ok {
 		return r, nil
 	}
-	key := c.p.edges
-	c.p.edges++
-	// The send, in the producer's partition and frame; in a loop, made to
-	// run at every iteration of the frame (a loop invariant is read at
-	// each), as the receive, in the consumer's partition and the value's
-	// frame, is: each yields what the value is there, live or dead.
-	home := c.partOf(src)
-	from, err := c.use(home, out)
+	from, err := c.use(c.partOf(src), out)
 	if err != nil {
 		return Output{}, err
 	}
+	r, err := c.cross(part, src, from)
+	if err != nil {
+		return Output{}, err
+	}
+	if out.Index < len(src.Specs) {
+		r.Node.Specs = []eager.Out{src.Specs[out.Index]}
+	}
+	c.recvs[partOut{part, out}] = r
+	return r, nil
+}
+
+// cross sends from, a value of src's partition in src's frame, to part
+// and returns its receive there. In a loop the send is made to run at
+// every iteration of the frame (a loop invariant is read at each), as
+// the receive, in the consumer's partition and the value's frame, is:
+// each yields what the value is there, live or dead.
+func (c *cutter) cross(part *Graph, src *Node, from Output) (Output, error) {
+	key := c.p.edges
+	c.p.edges++
+	home := c.partOf(src)
 	fromRank, toRank := c.p.Ranks[slices.Index(c.p.Parts, home)], c.p.Ranks[slices.Index(c.p.Parts, part)]
 	send := home.Apply(partSendOp, partSend{p: c.p, key: key, to: toRank}, 0, from)
 	if f := c.frame[src]; f != "" {
@@ -408,11 +400,35 @@ func (c *cutter) use(part *Graph, out Output) (Output, error) {
 		return Output{}, err
 	}
 	recv := part.Apply(c.recvOp, partRecv{p: c.p, key: key, from: fromRank, dev: c.placed[src]}, 1, trigger.Out(0))
-	if out.Index < len(src.Specs) {
-		recv.Specs = []eager.Out{src.Specs[out.Index]}
-	}
-	c.recvs[partOut{part, out}] = recv.Out(0)
 	return recv.Out(0), nil
+}
+
+// signal returns a node of part that runs once x, of another partition,
+// has run, and is dead when x is: the receive of x's output, or, where x
+// has none, of a token: an Identity of a constant in x's partition and
+// frame that waits on x (as TensorFlow's control edges across devices send
+// a tensor of nothing).
+func (c *cutter) signal(part *Graph, x *Node) (*Node, error) {
+	if x.Outputs > 0 {
+		r, err := c.use(part, x.Out(0))
+		return r.Node, err
+	}
+	if r, ok := c.recvs[partOut{part, Output{x, -1}}]; ok {
+		return r.Node, nil
+	}
+	home := c.partOf(x)
+	cx, err := c.copyNode(home, x)
+	if err != nil {
+		return nil, err
+	}
+	token := home.Apply(c.identityOp, nil, 1, home.Constant(tensor.Scalar(true)))
+	token.Control = []*Node{cx}
+	r, err := c.cross(part, x, token.Out(0))
+	if err != nil {
+		return nil, err
+	}
+	c.recvs[partOut{part, Output{x, -1}}] = r
+	return r.Node, nil
 }
 
 // every returns a node of part that runs, live, at every iteration of

@@ -24,11 +24,7 @@ func (g *Graph) Placement() map[*Node]device.Device {
 	push := map[*Node]*Node{} // a stack's first push: its values' device is the stack's
 	for _, n := range g.Nodes {
 		if n.Kind == StackPush && len(n.Inputs) == 2 {
-			s := n.Inputs[0].Node
-			for s.Kind == Enter && len(s.Inputs) > 0 { // the handle enters the loop's frame
-				s = s.Inputs[0].Node
-			}
-			if push[s] == nil {
+			if s := stackOf(n); push[s] == nil {
 				push[s] = n
 			}
 		}
@@ -49,8 +45,12 @@ func (g *Graph) Placement() map[*Node]device.Device {
 			d = n.Device
 		case n.Kind == Stack && push[n] != nil:
 			d = place(push[n].Inputs[1].Node)
-		case n.Kind == StackPush && len(n.Inputs) == 2:
+		case n.Kind == StackPush && len(n.Inputs) == 2 && push[stackOf(n)] == n:
 			d = place(n.Inputs[1].Node)
+		case n.Kind == StackPush && len(n.Inputs) == 2:
+			// Every other push runs where the stack is, its value
+			// crossing there, as its pops do: a stack is on one device.
+			d = place(stackOf(n))
 		case n.Kind != Placeholder && len(n.Inputs) > 0:
 			d = place(n.Inputs[0].Node)
 		}
