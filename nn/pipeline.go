@@ -138,6 +138,11 @@ func pipelineBounds(model *Sequential, size int, bounds []int) ([]int, error) {
 // activations move to the device of the stage's first variable). A
 // LossScaleOptimizer is refused (dynamic loss scaling would need the
 // stages to agree on every skipped step).
+//
+// A stage's backward pass of a micro-batch computes its input's gradient
+// first and posts it; its weights' gradients follow once it has posted
+// the next micro-batch's (the zero-bubble schedules' split of B and W;
+// tape.Tape.GradientSplit), so the stage before never waits for them.
 func PipelineTrainStep(model *Sequential, loss Loss, opt Optimizer, rdv *collective.Rendezvous, o PipelineOptions) (Step, error) {
 	if err := nilArg("PipelineTrainStep", arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt}, arg{"the rendezvous", rdv}); err != nil {
 		return nil, err
@@ -249,6 +254,7 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		}
 	}()
 	flying := make([]inFlight, m)
+	var pending func() // a micro-batch's weight gradients, not yet computed
 	forward := func(i int) {
 		var in *tensor.Tensor
 		if p.rank == 0 {
@@ -283,23 +289,28 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		} else {
 			loss += f.out.Float()
 		}
-		var g []*tensor.Tensor
 		if p.rank == 0 {
-			g = f.tp.GradientSeeded(f.out, seed, Values(p.vars)...)
-		} else {
-			// The input's gradient first, posted before the weights'
-			// are computed: the stage before starts its backward pass
-			// while this one finishes (the zero-bubble schedules' B
-			// and W).
-			sources := append([]*tensor.Tensor{f.x}, Values(p.vars)...)
-			g = f.tp.GradientFirst(f.out, seed, sources, 1, func(gx []*tensor.Tensor) {
-				p.post(p.rank-1, p.key(i, "gradients"), gx[0])
-			})[1:]
+			p.accumulate(f.tp.GradientSeeded(f.out, seed, Values(p.vars)...), i == 0)
+			return
 		}
-		p.accumulate(g, i == 0)
+		// The input's gradient first, posted before the weights' are
+		// computed, and those once the next micro-batch's input
+		// gradient is posted: the stage before starts its backward
+		// pass while this one finishes (the zero-bubble schedules' B
+		// and W, W deferred by one micro-batch).
+		sources := append([]*tensor.Tensor{f.x}, Values(p.vars)...)
+		gx, weights := f.tp.GradientSplit(f.out, seed, sources, 1)
+		p.post(p.rank-1, p.key(i, "gradients"), gx[0])
+		if pending != nil {
+			pending()
+		}
+		pending = func() { p.accumulate(weights(), i == 0) }
 	}
 	err = tensor.Catch(func() {
 		p.run(m, forward, backward)
+		if pending != nil {
+			pending()
+		}
 	})
 	if err == nil {
 		grads := make([]*tensor.Tensor, len(p.sums))

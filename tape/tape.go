@@ -172,7 +172,7 @@ func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*ten
 func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
 	t.claim("Gradient", target, sources...)
 	defer t.answered.Store(true)
-	return t.gradient(target, seed, sources, question{})
+	return t.gradient(target, seed, sources, nil)
 }
 
 // GradientEach is GradientSeeded (seed nil: ones) that also hands each
@@ -187,7 +187,7 @@ func (t *Tape) GradientSeeded(target, seed *tensor.Tensor, sources ...*tensor.Te
 func (t *Tape) GradientEach(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(i int, g *tensor.Tensor)) []*tensor.Tensor {
 	t.claim("GradientEach", target, sources...)
 	defer t.answered.Store(true)
-	return t.gradient(target, seed, sources, question{ready: ready})
+	return t.gradient(target, seed, sources, ready)
 }
 
 // need panics with a *tensor.Error (ErrArity) when x, called what, is
@@ -223,68 +223,85 @@ func (t *Tape) claim(op string, target *tensor.Tensor, sources ...*tensor.Tensor
 	}
 }
 
-// question is how a pass hands its gradients over besides returning
-// them: each source's once final (ready; GradientEach), or the first
-// sources' before the others are computed (GradientFirst).
-type question struct {
-	ready      func(i int, g *tensor.Tensor)
-	first      int
-	readyFirst func(g []*tensor.Tensor)
+// pass is one question put to a tape: the reverse pass's state, the
+// recorded nodes it walks (latest first) and the gradients it answers.
+type pass struct {
+	t       *Tape
+	b       *backprop
+	w       *walker
+	nodes   []*node
+	target  *tensor.Tensor
+	sources []*tensor.Tensor
+	out     []*tensor.Tensor
+	ready   func(i int, g *tensor.Tensor) // GradientEach's
 }
 
-func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, q question) []*tensor.Tensor {
-	// The tape's own gradient ops are not recorded on itself.
-	if t.recording.Load() {
-		stopRecording(t.keeps)
-		defer startRecording(t.keeps)
+// pause stops the tape's recording while its own gradient ops run (they
+// are not recorded on itself); the result starts it again.
+func (t *Tape) pause() (resume func()) {
+	if !t.recording.Load() {
+		return func() {}
 	}
+	stopRecording(t.keeps)
+	return func() { startRecording(t.keeps) }
+}
+
+// begin seeds a pass of target's gradient (seed nil: ones) towards
+// sources over the nodes target depends on.
+func (t *Tape) begin(target, seed *tensor.Tensor, sources []*tensor.Tensor) *pass {
 	owned := seed == nil // the tape may recycle a seed it made
 	if seed == nil {
 		seed = ops.OnesLike(target)
 	} else if !seed.Shape().Equal(target.Shape()) || seed.DType() != target.DType() {
 		panic(tensor.NewError("tape", "Gradient", tensor.ErrShape, []*tensor.Tensor{target, seed}, "", "seed must match the target"))
 	}
-	b := newBackprop(sources)
-	b.set(target, seed, owned)
-	w := getWalker()
-	defer w.put()
-	nodes := w.latestFirst([]*tensor.Tensor{target}, t.inWindow)
-	out := make([]*tensor.Tensor, len(sources))
-	final := func(i int) { // sources[i]'s gradient will not change any more
-		g := b.grad(sources[i])
-		if g != nil && !t.watches(sources[i]) && producer(sources[i]) == nil {
-			g = nil // neither watched nor computed on this tape
-		}
-		if g == nil && t.opts.UnconnectedZeros {
-			g = ops.ZerosLike(sources[i])
-		}
-		out[i] = g
-		if q.ready != nil {
-			q.ready(i, g)
+	p := &pass{t: t, b: newBackprop(sources), w: getWalker(), target: target, sources: sources, out: make([]*tensor.Tensor, len(sources))}
+	p.b.set(target, seed, owned)
+	p.nodes = p.w.latestFirst([]*tensor.Tensor{target}, t.inWindow)
+	return p
+}
+
+// final sets the result for sources[i], whose gradient will not change
+// any more.
+func (p *pass) final(i int) {
+	g := p.b.grad(p.sources[i])
+	if g != nil && !p.t.watches(p.sources[i]) && producer(p.sources[i]) == nil {
+		g = nil // neither watched nor computed on this tape
+	}
+	if g == nil && p.t.opts.UnconnectedZeros {
+		g = ops.ZerosLike(p.sources[i])
+	}
+	p.out[i] = g
+	if p.ready != nil {
+		p.ready(i, g)
+	}
+}
+
+// end recycles the pass's state and releases the intermediates (with
+// ReleaseIntermediates); out must have been read.
+func (p *pass) end() {
+	p.b.done()
+	if p.t.opts.ReleaseIntermediates && !eager.Observing() {
+		releaseMade(p.nodes, p.target, p.sources, p.out)
+	}
+	p.w.put()
+}
+
+func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, ready func(int, *tensor.Tensor)) []*tensor.Tensor {
+	defer t.pause()()
+	p := t.begin(target, seed, sources)
+	p.ready = ready
+	var lastReads map[*node][]int // the sources whose last reader each node is
+	if ready != nil {
+		lastReads = lastReaders(p.nodes, sources)
+	}
+	for _, n := range p.nodes {
+		p.b.step(n)
+		for _, i := range lastReads[n] {
+			p.final(i)
 		}
 	}
 	done := make([]bool, len(sources))
-	var lastReads map[*node][]int // the sources whose last reader each node is
-	switch {
-	case q.first > 0:
-		b.twoPasses(nodes, sources[:q.first], func() {
-			for i := range q.first {
-				final(i)
-				done[i] = true
-			}
-			q.readyFirst(out[:q.first:q.first])
-		})
-	case q.ready != nil:
-		lastReads = lastReaders(nodes, sources)
-		fallthrough
-	default:
-		for _, n := range nodes {
-			b.step(n)
-			for _, i := range lastReads[n] {
-				final(i)
-			}
-		}
-	}
 	for _, is := range lastReads {
 		for _, i := range is {
 			done[i] = true
@@ -292,13 +309,11 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, q
 	}
 	for i := range sources {
 		if !done[i] {
-			final(i)
+			p.final(i)
 		}
 	}
-	b.done()
-	if t.opts.ReleaseIntermediates && !eager.Observing() {
-		releaseMade(nodes, target, sources, out)
-	}
+	out := p.out
+	p.end()
 	return out
 }
 

@@ -1,7 +1,6 @@
 package tape_test
 
 import (
-	"maps"
 	"slices"
 	"testing"
 
@@ -47,10 +46,10 @@ func firstVars() []*tape.Variable {
 	return w
 }
 
-// GradientFirst gives GradientSeeded's values bit for bit, hands the
-// first sources' gradients over before any weight-only rule has run, and
-// runs each rule once.
-func TestGradientFirst(t *testing.T) {
+// GradientSplit gives GradientSeeded's values bit for bit, returns the
+// first sources' gradients before any weight-only rule has run, and runs
+// each rule once.
+func TestGradientSplit(t *testing.T) {
 	rng := tensor.NewRNG(9)
 	x := tensor.RandNormal(rng, tensor.Float64, 2, 3)
 	seed := tensor.RandNormal(rng, tensor.Float64, 2, 3)
@@ -70,24 +69,24 @@ func TestGradientFirst(t *testing.T) {
 		clear(rules)
 		tp = tape.New(opts)
 		tp.Watch(x)
-		var handed []*tensor.Tensor
-		var rulesThen map[string]int
-		got := tp.GradientFirst(firstNet(x, w, rules), seed, sources(), 1, func(g []*tensor.Tensor) {
-			handed = slices.Clone(g)
-			rulesThen = maps.Clone(rules)
-			if len(g) != 1 || g[0] == nil {
-				t.Errorf("%+v: handed %v, want x's gradient", opts, g)
-			}
-		})
-		if rulesThen["w3"] != 0 || rulesThen["mixed"] != 1 {
-			t.Errorf("%+v: when x's gradient was handed over the rules had run %v times, want the mixed region's once and w3's not", opts, rulesThen)
+		firsts, rest := tp.GradientSplit(firstNet(x, w, rules), seed, sources(), 1)
+		if rules["w3"] != 0 || rules["mixed"] != 1 {
+			t.Errorf("%+v: when x's gradient was returned the rules had run %v times, want the mixed region's once and w3's not", opts, rules)
 		}
+		if len(firsts) != 1 || firsts[0] == nil {
+			t.Fatalf("%+v: first %v, want x's gradient", opts, firsts)
+		}
+		if !slices.Equal(vals(firsts[0]), vals(want[0])) {
+			t.Errorf("%+v: x: %v, want %v (bit for bit)", opts, vals(firsts[0]), vals(want[0]))
+		}
+		got := rest()
 		if rules["mixed"] != 1 || rules["w3"] != 1 {
 			t.Errorf("%+v: two passes ran the rules %v times, want once each", opts, rules)
 		}
-		if len(handed) != 1 || handed[0] != got[0] {
-			t.Errorf("%+v: ready was handed another tensor than the result", opts)
+		if len(got) != len(want)-1 {
+			t.Fatalf("%+v: rest gave %d gradients, want %d", opts, len(got), len(want)-1)
 		}
+		got = append([]*tensor.Tensor{firsts[0]}, got...)
 		for i := range want {
 			switch {
 			case want[i] == nil || got[i] == nil:
@@ -104,31 +103,68 @@ func TestGradientFirst(t *testing.T) {
 	}
 }
 
-// GradientFirst where the target does not depend on the first sources
-// hands nil over (zeros with UnconnectedZeros) and computes the rest; bad
-// counts are errors.
-func TestGradientFirstUnconnected(t *testing.T) {
+// GradientSplit where the target does not depend on the first sources
+// gives nil (zeros with UnconnectedZeros) and computes the rest; bad
+// counts and a second call of rest are errors.
+func TestGradientSplitUnconnected(t *testing.T) {
 	x := tensor.FromSlice([]float64{1, 2})
 	v := tape.NewVariable("v", tensor.FromSlice([]float64{3, 4}))
 	tp := tape.New()
 	tp.Watch(x)
 	y := ops.Sum(ops.Square(v.Value()))
-	var handed []*tensor.Tensor
-	got := tp.GradientFirst(y, nil, []*tensor.Tensor{x, v.Value()}, 1, func(g []*tensor.Tensor) { handed = g })
-	if len(handed) != 1 || handed[0] != nil || got[0] != nil {
-		t.Errorf("unconnected first source: handed %v, result %v", handed, got[0])
+	firsts, rest := tp.GradientSplit(y, nil, []*tensor.Tensor{x, v.Value()}, 1)
+	if len(firsts) != 1 || firsts[0] != nil {
+		t.Errorf("unconnected first source: %v", firsts)
 	}
-	if !slices.Equal(vals(got[1]), []float64{6, 8}) {
-		t.Errorf("the rest: %v, want [6 8]", vals(got[1]))
+	got := rest()
+	if len(got) != 1 || !slices.Equal(vals(got[0]), []float64{6, 8}) {
+		t.Errorf("the rest: %v, want [[6 8]]", got)
+	}
+	if err := tensor.Catch(func() { rest() }); err == nil {
+		t.Error("rest asked twice: no error")
 	}
 	for _, first := range []int{0, 3} {
 		tp := tape.New()
 		tp.Watch(x)
-		err := tensor.Catch(func() {
-			tp.GradientFirst(ops.Sum(x), nil, []*tensor.Tensor{x, x}, first, func([]*tensor.Tensor) {})
-		})
+		err := tensor.Catch(func() { tp.GradientSplit(ops.Sum(x), nil, []*tensor.Tensor{x, x}, first) })
 		if err == nil {
 			t.Errorf("first %d of 2 sources: no error", first)
+		}
+	}
+}
+
+// The rest of a split gradient may be computed after other tapes' passes
+// (a pipeline stage's next micro-batch), from another goroutine: the
+// values stay GradientSeeded's.
+func TestGradientSplitRestLater(t *testing.T) {
+	rng := tensor.NewRNG(4)
+	w := firstVars()
+	type question struct {
+		x      *tensor.Tensor
+		firsts []*tensor.Tensor
+		rest   func() []*tensor.Tensor
+		want   []*tensor.Tensor
+	}
+	var qs []question
+	for range 3 {
+		x := tensor.RandNormal(rng, tensor.Float64, 2, 3)
+		sources := []*tensor.Tensor{x, w[0].Value(), w[1].Value(), w[2].Value(), w[3].Value()}
+		tp := tape.New()
+		tp.Watch(x)
+		want := tp.Gradient(firstNet(x, w, map[string]int{}), sources...)
+		tp = tape.New(tape.Options{ReleaseIntermediates: true})
+		tp.Watch(x)
+		firsts, rest := tp.GradientSplit(firstNet(x, w, map[string]int{}), nil, sources, 1)
+		qs = append(qs, question{x, firsts, rest, want})
+	}
+	done := make(chan []*tensor.Tensor)
+	for _, q := range qs {
+		go func() { done <- q.rest() }()
+		got := append(q.firsts, <-done...)
+		for i := range q.want {
+			if !slices.Equal(vals(got[i]), vals(q.want[i])) {
+				t.Errorf("source %d: %v, want %v", i, vals(got[i]), vals(q.want[i]))
+			}
 		}
 	}
 }
