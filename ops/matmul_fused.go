@@ -44,15 +44,23 @@ func init() {
 		// where x·w + b > 0); then dx = dz·wᵀ, dw = xᵀ·dz, db = the sum of
 		// dz's rows.
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, w, y, dz := g.Inputs[0], g.Inputs[1], g.Outputs[0], g.OutGrads[0]
+			x, w, y, dy := g.Inputs[0], g.Inputs[1], g.Outputs[0], g.OutGrads[0]
+			dz := dy
 			if g.Attrs.(FusedMatMulAttrs).Activation == ReluActivation {
-				dz = reluGrad(y, dz)
+				dz = reluGrad(y, dy)
 			}
-			return []*tensor.Tensor{
+			grads := []*tensor.Tensor{
 				when(g.Needs[0], func() *tensor.Tensor { return MatMulT(dz, w, false, true) }),
 				when(g.Needs[1], func() *tensor.Tensor { return MatMulT(x, dz, true, false) }),
 				when(g.Needs[2], func() *tensor.Tensor { return Sum(dz, 0) }),
 			}
+			if dz != dy && !eager.Observing() { // else a tape may have recorded it
+				// Made and read here alone: back to its device's cache
+				// now, not when the collector finds it (a training
+				// step's worth of them each step).
+				dz.Release()
+			}
+			return grads
 		},
 	})
 }
