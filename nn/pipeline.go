@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/eagerflow/eagerflow/collective"
@@ -219,6 +220,22 @@ func (p *pipeline) accumulate(g []*tensor.Tensor, first bool) {
 type inFlight struct {
 	tp     *tape.Tape
 	x, out *tensor.Tensor // the stage's input (watched, but on stage 0) and output (the weighted loss on the last)
+	// made are the tensors of the micro-batch this stage made or
+	// received (its rows of the batch, its input, output, their
+	// gradients), released once its weights' gradients are summed: left
+	// to the collector, a step's worth of them made the heap grow and
+	// each step fault in fresh memory.
+	made []*tensor.Tensor
+}
+
+// release releases f's tensors but for those of the step's batch b.
+func (f *inFlight) release(b data.Element) {
+	for _, t := range f.made {
+		if t != nil && !slices.Contains(b, t) {
+			t.Release()
+		}
+	}
+	f.made = nil
 }
 
 func (p *pipeline) key(m int, what string) string {
@@ -256,9 +273,12 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 	flying := make([]inFlight, m)
 	var pending func() // a micro-batch's weight gradients, not yet computed
 	forward := func(i int) {
+		var f inFlight
 		var in *tensor.Tensor
 		if p.rank == 0 {
-			in = p.onStage(rows(x, bounds[i], bounds[i+1]))
+			r := rows(x, bounds[i], bounds[i+1])
+			in = p.onStage(r)
+			f.made = append(f.made, r)
 		} else {
 			in = p.receive(p.rank-1, p.key(i, "activations"))
 		}
@@ -268,17 +288,21 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		}
 		out := p.stage.Forward(in)
 		if p.rank == p.size-1 {
-			l := p.onStage(rows(labels, bounds[i], bounds[i+1]))
+			r := rows(labels, bounds[i], bounds[i+1])
+			l := p.onStage(r)
 			share := float64(bounds[i+1]-bounds[i]) / float64(n)
 			value := p.loss(out, l)
 			out = ops.Mul(value, ops.ScalarLike(value, share))
+			f.made = append(f.made, r, l)
 		} else {
 			p.post(p.rank+1, p.key(i, "activations"), out)
 		}
 		// The tape stops here: other micro-batches' passes, which run
 		// while this one waits for its backward pass, are not on it.
 		tp.Stop()
-		flying[i] = inFlight{tp: tp, x: in, out: out}
+		f.tp, f.x, f.out = tp, in, out
+		f.made = append(f.made, in, out)
+		flying[i] = f
 	}
 	backward := func(i int) {
 		f := flying[i]
@@ -286,11 +310,16 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		var seed *tensor.Tensor // the last stage's loss: ones
 		if p.rank < p.size-1 {
 			seed = p.receive(p.rank+1, p.key(i, "gradients"))
+			f.made = append(f.made, seed)
 		} else {
 			loss += f.out.Float()
 		}
+		done := func(g []*tensor.Tensor) {
+			p.accumulate(g, i == 0)
+			f.release(b)
+		}
 		if p.rank == 0 {
-			p.accumulate(f.tp.GradientSeeded(f.out, seed, Values(p.vars)...), i == 0)
+			done(f.tp.GradientSeeded(f.out, seed, Values(p.vars)...))
 			return
 		}
 		// The input's gradient first, posted before the weights' are
@@ -301,10 +330,11 @@ func (p *pipeline) step(b data.Element) (loss float64, examples int, err error) 
 		sources := append([]*tensor.Tensor{f.x}, Values(p.vars)...)
 		gx, weights := f.tp.GradientSplit(f.out, seed, sources, 1)
 		p.post(p.rank-1, p.key(i, "gradients"), gx[0])
+		f.made = append(f.made, gx[0])
 		if pending != nil {
 			pending()
 		}
-		pending = func() { p.accumulate(weights(), i == 0) }
+		pending = func() { done(weights()) }
 	}
 	err = tensor.Catch(func() {
 		p.run(m, forward, backward)

@@ -121,7 +121,8 @@ func recycledBy(fn func()) int64 {
 }
 
 // A training step, once warm, releases every large intermediate it makes
-// (forward values, gradients and what the gradient rules make inside):
+// (forward values, gradients and what the gradient rules make inside; a
+// pipeline stage's micro-batches too):
 // none waits for the collector, which would let the heap grow between
 // collections and each step fault in fresh memory (a Dense layer's Relu
 // mask in its gradient did, 10% of an MLP step).
@@ -141,9 +142,24 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 		{"cnn", NewSequential(NewConv2D("c", rng, 3, 3, 1, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}),
 			MaxPool2D{ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}}}, Flatten{}, NewDense("d", rng, 16*8*8, 10, DenseOpts{})),
 			tensor.RandNormal(rng, tensor.Float32, 32, 16, 16, 1), tensor.FromSlice(make([]int32, 32))},
+		// A pipeline stage's micro-batches: their rows, the values it
+		// posts and receives (one stage: in one process, a second
+		// stage's recording tape would keep the first's intermediates,
+		// as any tape recording does).
+		{"dense relu, one pipeline stage", NewSequential(NewDense("a", rng, 256, 256, relu), NewDense("b", rng, 256, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 256, 256), tensor.FromSlice(make([]int32, 256))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			step := TrainStep(c.model, SparseSoftmaxCrossEntropy, NewAdam(Constant(1e-3)))
+			if c.name == "dense relu, one pipeline stage" {
+				lp, err := NewLocalPipeline(c.model.(*Sequential), SparseSoftmaxCrossEntropy,
+					func() Optimizer { return NewAdam(Constant(1e-3)) }, 1, PipelineOptions{MicroBatches: 4, Schedule: OneFOneB})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lp.Close()
+				step = lp.Step
+			}
 			run := func() {
 				if _, _, err := step([]*tensor.Tensor{c.x, c.y}); err != nil {
 					t.Fatal(err)
