@@ -333,9 +333,16 @@ func runKernel(c *Call, k Kernel, key tensor.DType, outs []*tensor.Tensor) {
 }
 
 // observe tells the active observers about the call. They see the caller's
-// tensors, not the row-major copies the kernel or view read.
+// tensors, not the row-major copies the kernel or view read; those are
+// released here (an output that views one holds its buffer itself), not
+// left to the collector.
 func observe(c *Call, outs []*tensor.Tensor) {
 	if c.orig != nil {
+		for i, x := range c.Inputs {
+			if x != c.orig[i] && x.Traced() == nil && !slices.Contains(outs, x) {
+				x.Release()
+			}
+		}
 		c.Inputs, c.orig = c.orig, nil
 	}
 	if activeObservers.Load() > 0 {

@@ -127,7 +127,9 @@ func (s *slots) get(slot string, v *tape.Variable) *tape.Variable {
 	}
 	sv, ok := s.vars[key]
 	if !ok {
-		sv = tape.NewVariable(key, ops.ZerosLike(v.Value()))
+		zeros := ops.ZerosLike(v.Value())
+		sv = tape.NewVariable(key, zeros) // a copy
+		zeros.Release()
 		s.vars[key] = sv
 		s.order = append(s.order, sv)
 	}

@@ -142,6 +142,9 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 		{"cnn", NewSequential(NewConv2D("c", rng, 3, 3, 1, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}),
 			MaxPool2D{ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}}}, Flatten{}, NewDense("d", rng, 16*8*8, 10, DenseOpts{})),
 			tensor.RandNormal(rng, tensor.Float32, 32, 16, 16, 1), tensor.FromSlice(make([]int32, 32))},
+		{"transformer block", NewSequential(NewTransformerBlock("t", rng, 64, 4, MultiHeadAttentionOpts{Causal: true}),
+			Flatten{}, NewDense("d", rng, 16*64, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 16, 16, 64), tensor.FromSlice(make([]int32, 16))},
 		// A pipeline stage's micro-batches: their rows, the values it
 		// posts and receives (one stage: in one process, a second
 		// stage's recording tape would keep the first's intermediates,
@@ -167,10 +170,10 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			}
 			run()
 			run()
-			// The collections themselves recycle a buffer or two that
-			// the cache gave up (however many steps ran): what grows with
-			// the steps is what they dropped, a buffer a step or more
-			// where a step leaks.
+			// The collections themselves recycle a few buffers that the
+			// cache gave up, now and then (up to 8 in a window, however
+			// many steps ran): what grows with the steps is what they
+			// dropped, a buffer a step or more where a step leaks.
 			steps := func(k int) int64 {
 				return recycledBy(func() {
 					for range k {
@@ -178,7 +181,7 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 					}
 				})
 			}
-			if few, more := steps(2), steps(18); more-few >= 8 {
+			if few, more := steps(2), steps(18); more-few >= 12 {
 				t.Errorf("16 steps more left %d large buffers more to the collector (2 steps: %d, 18: %d)", more-few, few, more)
 			}
 		})

@@ -585,7 +585,11 @@ func (b *backprop) rule(n *node, dys []*tensor.Tensor, needs []bool) []*tensor.T
 // the inputs needs marks, to what those inputs have.
 func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) {
 	for i, x := range n.call.Inputs {
-		if i >= len(dxs) || dxs[i] == nil || !needs[i] {
+		if i >= len(dxs) || dxs[i] == nil {
+			continue
+		}
+		if !needs[i] {
+			b.unwanted(n, dys, dxs, needs, i)
 			continue
 		}
 		g := dxs[i]
@@ -610,6 +614,25 @@ func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) 
 			replace(ops.Add(prev, g))
 		}
 		b.set(x, g, fresh || b.mine[g])
+	}
+}
+
+// unwanted releases dxs[i], a gradient n's rule gave an input that wants
+// none (a rule that computes all its gradients in one op), unless it is
+// not the rule's own (an output gradient passed on, a custom rule's) or
+// another input takes it.
+func (b *backprop) unwanted(n *node, dys, dxs []*tensor.Tensor, needs []bool, i int) {
+	g := dxs[i]
+	if n.custom != nil || isOneOf(g, dys) || isOneOf(g, n.call.Inputs) || isOneOf(g, n.outs) || eager.Observing() {
+		return
+	}
+	for j, d := range dxs {
+		if j != i && d == g && j < len(needs) && needs[j] {
+			return
+		}
+	}
+	if b.uses[g] <= 0 {
+		g.Release()
 	}
 }
 
