@@ -37,6 +37,10 @@
 // give second-order gradients. Persistent tapes answer many times;
 // Jacobian builds full Jacobians; CustomGradient replaces the rule of a
 // whole function; CheckGradient compares gradients with finite differences.
+// GradientEach hands each source's gradient over as soon as it is final
+// (an all-reduce overlapping the rest of the pass); GradientSplit computes
+// some sources' gradients first and the others when asked, nothing twice
+// (a pipeline stage's input gradient before its weights').
 //
 // # Errors
 //
