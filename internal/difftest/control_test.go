@@ -253,25 +253,38 @@ func checkControlTraced(t *testing.T, seed uint64, cases []*controlCase, want ma
 // checkControlReleasing runs each case eagerly under a tape that releases
 // its intermediates once its gradient is taken (nn.TrainStep's): the loop
 // drops what no gradient rule reads as it goes, and the loss and
-// gradients are still the eager ones.
+// gradients are still the eager ones; in one pass and split in two
+// (tape.Tape.GradientSplit, the first input's gradient first: the loops'
+// regions give all their gradients in the first pass).
 func checkControlReleasing(t *testing.T, seed uint64, cases []*controlCase, want map[int][]T) {
 	t.Helper()
-	for _, c := range cases {
-		var loss T
-		var grads []T
-		err := tensor.Catch(func() {
-			tp := tape.New(tape.Options{ReleaseIntermediates: true})
-			tp.Watch(c.in...)
-			loss = c.tpl.loss(c.in)
-			grads = tp.Gradient(loss, c.in...)
-		})
-		if err != nil {
-			t.Errorf("seed %d case %d (%s) under a releasing tape: %v", seed, c.ID, c.tpl.name, err)
-			continue
+	for _, split := range []bool{false, true} {
+		how := "under a releasing tape"
+		if split {
+			how += ", split"
 		}
-		for i, g := range append([]T{loss}, grads...) {
-			if d := sameAs(g, want[c.ID][i]); d != "" {
-				t.Errorf("seed %d case %d (%s) under a releasing tape, result %d: %s", seed, c.ID, c.tpl.name, i, d)
+		for _, c := range cases {
+			var loss T
+			var grads []T
+			err := tensor.Catch(func() {
+				tp := tape.New(tape.Options{ReleaseIntermediates: true})
+				tp.Watch(c.in...)
+				loss = c.tpl.loss(c.in)
+				if !split {
+					grads = tp.Gradient(loss, c.in...)
+					return
+				}
+				first, rest := tp.GradientSplit(loss, nil, c.in, 1)
+				grads = append(first, rest()...)
+			})
+			if err != nil {
+				t.Errorf("seed %d case %d (%s) %s: %v", seed, c.ID, c.tpl.name, how, err)
+				continue
+			}
+			for i, g := range append([]T{loss}, grads...) {
+				if d := sameAs(g, want[c.ID][i]); d != "" {
+					t.Errorf("seed %d case %d (%s) %s, result %d: %s", seed, c.ID, c.tpl.name, how, i, d)
+				}
 			}
 		}
 	}

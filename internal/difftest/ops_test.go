@@ -85,6 +85,29 @@ func checkTraced(p *Program, eagerVals, eagerGrads []T) string {
 	return ""
 }
 
+// checkSplit differentiates p in two passes (tape.Tape.GradientSplit,
+// the first input's gradient first, then the others') and against the
+// one-pass gradients grads: bit for bit, as the same rules run on the
+// same output gradients.
+func checkSplit(p *Program, grads []T) string {
+	tp := tape.New(tape.Options{ReleaseIntermediates: true})
+	tp.Watch(p.in...)
+	_, loss := p.run(p.in)
+	first, rest := tp.GradientSplit(loss, nil, p.in, 1)
+	got := append(first, rest()...)
+	for i, g := range got {
+		switch {
+		case g == nil || grads[i] == nil:
+			if (g == nil) != (grads[i] == nil) {
+				return fmt.Sprintf("split gradient of input %d: %v, one pass %v", i, g, grads[i])
+			}
+		case fmt.Sprint(values(g)) != fmt.Sprint(values(grads[i])):
+			return fmt.Sprintf("split gradient of input %d differs from one pass's", i)
+		}
+	}
+	return ""
+}
+
 // Seeded random op programs agree with PyTorch (values of every step,
 // gradients of every input), and traced with eager.
 func TestOpsMatchPyTorch(t *testing.T) {
@@ -100,6 +123,9 @@ func TestOpsMatchPyTorch(t *testing.T) {
 					t.Fatalf("program %d: %v\n%s", id, err, describe(p))
 				}
 				if d := checkTraced(p, v, g); d != "" {
+					t.Errorf("program %d: %s\n%s", id, d, describe(p))
+				}
+				if d := checkSplit(p, g); d != "" {
 					t.Errorf("program %d: %s\n%s", id, d, describe(p))
 				}
 				progs, vals[id], grads[id] = append(progs, p), v, g
