@@ -2,6 +2,7 @@ package nn
 
 import (
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -96,7 +97,18 @@ func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 	compute := s.Policy.Compute
 	for i, l := range s.Layers {
 		if i == 0 {
-			x = forwardNamed(l, i, castFloat(x, compute))
+			in := castFloat(x, compute)
+			if in == x {
+				x = forwardNamed(l, i, x)
+				continue
+			}
+			// The cast of the caller's input is the model's own: back to
+			// the cache once read (under a releasing tape, with its
+			// intermediates; plumb.FlagScratch).
+			if in.Traced() == nil {
+				plumb.Tensor.SetFlags(in, plumb.FlagScratch)
+			}
+			x = then(in, func(in *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, in) })
 			continue
 		}
 		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, castFloat(x, compute)) })

@@ -145,6 +145,13 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 		{"transformer block", NewSequential(NewTransformerBlock("t", rng, 64, 4, MultiHeadAttentionOpts{Causal: true}),
 			Flatten{}, NewDense("d", rng, 16*64, 10, DenseOpts{})),
 			tensor.RandNormal(rng, tensor.Float32, 16, 16, 64), tensor.FromSlice(make([]int32, 16))},
+		{"lstm", NewSequential(&RNN{Cell: NewLSTMCell("l", rng, 32, 128, tensor.Float32)}, NewDense("o", rng, 128, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 12, 32), tensor.FromSlice(make([]int32, 64))},
+		{"batch norm, dropout", NewSequential(NewDense("a", rng, 256, 256, DenseOpts{}), NewBatchNorm("bn", 256, tensor.Float32),
+			NewDropout(0.25, tensor.NewRNG(9)), NewDense("b", rng, 256, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
+		{"mixed bfloat16", mixed(NewSequential(NewDense("a", rng, 256, 256, relu), NewDense("b", rng, 256, 10, DenseOpts{}))),
+			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
 		// A pipeline stage's micro-batches: their rows, the values it
 		// posts and receives (one stage: in one process, a second
 		// stage's recording tape would keep the first's intermediates,
@@ -186,4 +193,10 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mixed sets s's policy to mixed bfloat16.
+func mixed(s *Sequential) *Sequential {
+	s.Policy = MixedBFloat16
+	return s
 }

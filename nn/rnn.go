@@ -1,7 +1,10 @@
 package nn
 
 import (
+	"sync"
+
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -112,6 +115,42 @@ func (c *GRUCell) Variables() []*tape.Variable {
 type RNN struct {
 	Cell            Cell
 	ReturnSequences bool
+
+	// zeros are the cell's zero states by batch size and device, made
+	// once: read-only inputs of every call from a zero state, which each
+	// call would otherwise make and leave to the collector.
+	zeros struct {
+		mu sync.Mutex
+		m  map[zeroKey][]*tensor.Tensor
+	}
+}
+
+type zeroKey struct {
+	n   int
+	dev device.Device
+}
+
+// zeroState returns the cell's initial state for a batch of n, made on
+// first use for the default device (the cell's InitialState; a state
+// made while a trace records is not kept).
+func (r *RNN) zeroState(n int) []*tensor.Tensor {
+	k := zeroKey{n, device.Default()}
+	r.zeros.mu.Lock()
+	defer r.zeros.mu.Unlock()
+	if s, ok := r.zeros.m[k]; ok {
+		return s
+	}
+	s := r.Cell.InitialState(n)
+	for _, t := range s {
+		if t.Traced() != nil {
+			return s // a trace's values: its own
+		}
+	}
+	if r.zeros.m == nil {
+		r.zeros.m = map[zeroKey][]*tensor.Tensor{}
+	}
+	r.zeros.m[k] = s
+	return s
 }
 
 // Forward runs the cell from a zero state.
@@ -124,7 +163,7 @@ func (r *RNN) Forward(x *tensor.Tensor) *tensor.Tensor {
 // state, for stateful use (generating text step by step).
 func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	if state == nil {
-		state = r.Cell.InitialState(x.Dim(0))
+		state = r.zeroState(x.Dim(0))
 	}
 	if x.DType().IsHalf() { // the carry keeps one dtype: the input's (mixed precision)
 		state = append([]*tensor.Tensor(nil), state...)

@@ -174,7 +174,11 @@ func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
 		return x
 	}
 	keep := tensor.RandBernoulliOn(x.Device(), rng, x.DType(), 1-rate, x.Shape()...)
-	return Mul(x, Mul(keep, ScalarLike(x, 1/(1-rate))))
+	mask := Mul(keep, ScalarLike(x, 1/(1-rate)))
+	if keep.Traced() == nil {
+		keep.Release() // no tape records the product: keep was nobody's input
+	}
+	return Mul(x, scratch(mask))
 }
 
 // RngUniform is XLA's RngUniform: values uniform in [lo, hi) of a float

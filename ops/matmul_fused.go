@@ -54,11 +54,8 @@ func init() {
 				when(g.Needs[1], func() *tensor.Tensor { return MatMulT(x, dz, true, false) }),
 				when(g.Needs[2], func() *tensor.Tensor { return Sum(dz, 0) }),
 			}
-			if dz != dy && !eager.Observing() { // else a tape may have recorded it
-				// Made and read here alone: back to its device's cache
-				// now, not when the collector finds it (a training
-				// step's worth of them each step).
-				dz.Release()
+			if dz != dy {
+				releaseTemp(dz)
 			}
 			return grads
 		},

@@ -42,7 +42,10 @@ func init() {
 
 	squareOp = numOp("Square", func(g *eager.Grad) []*tensor.Tensor {
 		x := g.Inputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(x, 2), x))}
+		twice := Mul(ScalarLike(x, 2), x)
+		dx := Mul(g.OutGrads[0], twice)
+		releaseTemp(twice)
+		return []*tensor.Tensor{dx}
 	})
 
 	reluOp = numOp("Relu", func(g *eager.Grad) []*tensor.Tensor {

@@ -348,8 +348,9 @@ func lastReaders(nodes []*node, sources []*tensor.Tensor) map[*node][]int {
 }
 
 // releaseMade releases the outputs of nodes (made by them, not handed on
-// from an input), but for target, sources and grads, and has each region
-// among nodes release what it made inside.
+// from an input) and the scratch tensors they read (plumb.FlagScratch),
+// but for target, sources and grads, and has each region among nodes
+// release what it made inside.
 func releaseMade(nodes []*node, target *tensor.Tensor, sources, grads []*tensor.Tensor) {
 	keep := func(o *tensor.Tensor) bool { return o == target || isOneOf(o, sources) || isOneOf(o, grads) }
 	for _, n := range nodes {
@@ -361,6 +362,13 @@ func releaseMade(nodes []*node, target *tensor.Tensor, sources, grads []*tensor.
 				continue
 			}
 			o.Release()
+		}
+		if n.call != nil {
+			for _, x := range n.call.Inputs {
+				if x.Flags()&plumb.FlagScratch != 0 && !keep(x) {
+					x.Release() // made for this op alone (plumb.FlagScratch)
+				}
+			}
 		}
 	}
 }

@@ -249,7 +249,7 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 		l = nil
 	}
 	t.buf.Refs().Add(1)
-	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ (FlagVariable | FlagWeak)}
+	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ (FlagVariable | FlagWeak | plumb.FlagScratch)}
 }
 
 // Release drops this tensor's reference to its buffer; when the last

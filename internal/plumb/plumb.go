@@ -10,6 +10,13 @@
 // *tensor.Traced (typed, even when nil).
 package plumb
 
+// FlagScratch marks a tensor that library code made for a recorded op to
+// read and gives to nobody else (a dropout mask, a layer's cast of its
+// input): a tape that releases its intermediates (tape.Options
+// ReleaseIntermediates) releases it with them, though no recorded op
+// made it. Set with Tensor.SetFlags; views do not inherit it.
+const FlagScratch uint32 = 1 << 31
+
 // Tensor holds package tensor's setters.
 var Tensor struct {
 	// SetFlags sets flag bits of a tensor (tensor.FlagVariable).

@@ -1,0 +1,34 @@
+package ops
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Temporaries that library code makes and hands to nobody go back to
+// their device's cache when their work is done, not when the garbage
+// collector finds them: left to it, a training step's worth of them each
+// step made the heap grow between collections and every step take fresh
+// memory (nn's TestTrainStepLeavesNothingToTheCollector holds steps to
+// it).
+
+// releaseTemp releases t, made by a gradient rule and read by nothing
+// any more, unless some tape or trace is observing ops (one may have
+// recorded t: a second-order gradient reads it).
+func releaseTemp(t *tensor.Tensor) {
+	if !eager.Observing() {
+		t.Release()
+	}
+}
+
+// scratch marks t, made here for a recorded op to read and returned to
+// nobody, so that a tape releasing its intermediates releases it with
+// them (plumb.FlagScratch), and returns it. A trace's values are left
+// alone.
+func scratch(t *tensor.Tensor) *tensor.Tensor {
+	if t.Traced() == nil {
+		plumb.Tensor.SetFlags(t, plumb.FlagScratch)
+	}
+	return t
+}
