@@ -152,6 +152,14 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
 		{"mixed bfloat16", mixed(NewSequential(NewDense("a", rng, 256, 256, relu), NewDense("b", rng, 256, 10, DenseOpts{}))),
 			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
+		{"gru", NewSequential(&RNN{Cell: NewGRUCell("g", rng, 32, 128, tensor.Float32)}, NewDense("o", rng, 128, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 12, 32), tensor.FromSlice(make([]int32, 64))},
+		{"embedding, layer norm, rms norm", NewSequential(NewEmbedding("e", rng, 50, 128, tensor.Float32), NewLayerNorm("ln", 128, tensor.Float32),
+			NewRMSNorm("rms", 128, tensor.Float32), Flatten{}, NewDense("o", rng, 16*128, 10, DenseOpts{Activation: ops.GeluTanh})),
+			tensor.FromSlice(make([]int32, 64*16), 64, 16), tensor.FromSlice(make([]int32, 64))},
+		{"cnn nchw, average pooling", NewSequential(NewConv2D("c", rng, 3, 3, 4, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}, Activation: ops.Relu}),
+			AvgPool2D{ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}, Format: ops.NCHW}}, Flatten{}, NewDense("d", rng, 16*8*8, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 32, 4, 16, 16), tensor.FromSlice(make([]int32, 32))},
 		// A pipeline stage's micro-batches: their rows, the values it
 		// posts and receives (one stage: in one process, a second
 		// stage's recording tape would keep the first's intermediates,

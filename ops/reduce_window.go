@@ -56,9 +56,11 @@ func init() {
 			x, init, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(ReduceWindowAttrs)
 			if a.Kind == ReduceSum {
 				// Every tap receives its window's gradient.
-				spread := BroadcastTo(Reshape(dy, append(dy.Shape().Clone(), ones(x.Rank())...)...),
-					append(dy.Shape().Clone(), a.Dims...)...)
+				lifted := Reshape(dy, append(dy.Shape().Clone(), ones(x.Rank())...)...)
+				spread := BroadcastTo(lifted, append(dy.Shape().Clone(), a.Dims...)...)
 				dx := ScatterPatches(spread, x.Shape(), a.Window)
+				releaseTemp(spread)
+				releaseTemp(lifted) // a view: its hold on dy's buffer
 				var dinit *tensor.Tensor
 				if g.Needs[1] {
 					// init enters each window once, plus once per padding tap:
