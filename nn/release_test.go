@@ -160,6 +160,14 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 		{"cnn nchw, average pooling", NewSequential(NewConv2D("c", rng, 3, 3, 4, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW}, Activation: ops.Relu}),
 			AvgPool2D{ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}, Format: ops.NCHW}}, Flatten{}, NewDense("d", rng, 16*8*8, 10, DenseOpts{})),
 			tensor.RandNormal(rng, tensor.Float32, 32, 4, 16, 16), tensor.FromSlice(make([]int32, 32))},
+		{"dense relu, traced", NewSequential(NewDense("a", rng, 256, 256, relu), NewDense("b", rng, 256, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
+		{"regression, batch norm over images", NewSequential(NewConv2D("c", rng, 3, 3, 1, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}}),
+			NewBatchNorm("bn", 16, tensor.Float32), Flatten{}, NewDense("d", rng, 16*16*16, 1, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 32, 16, 16, 1), tensor.RandNormal(rng, tensor.Float32, 32, 1)},
+		{"attention with dropout", NewSequential(NewTransformerBlock("t", rng, 64, 4, MultiHeadAttentionOpts{Causal: true, Dropout: 0.1}),
+			Flatten{}, NewDense("d", rng, 16*64, 1, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 16, 16, 64), tensor.RandUniform(rng, tensor.Float32, 0, 1, 16, 1)},
 		// A pipeline stage's micro-batches: their rows, the values it
 		// posts and receives (one stage: in one process, a second
 		// stage's recording tape would keep the first's intermediates,
@@ -168,7 +176,16 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			tensor.RandNormal(rng, tensor.Float32, 256, 256), tensor.FromSlice(make([]int32, 256))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			step := TrainStep(c.model, SparseSoftmaxCrossEntropy, NewAdam(Constant(1e-3)))
+			loss, mk := Loss(SparseSoftmaxCrossEntropy), TrainStep
+			switch c.name {
+			case "dense relu, traced":
+				mk = TracedTrainStep
+			case "regression, batch norm over images":
+				loss = MeanSquaredError
+			case "attention with dropout":
+				loss = BinaryCrossEntropyWithLogits
+			}
+			step := mk(c.model, loss, NewAdam(Constant(1e-3)))
 			if c.name == "dense relu, one pipeline stage" {
 				lp, err := NewLocalPipeline(c.model.(*Sequential), SparseSoftmaxCrossEntropy,
 					func() Optimizer { return NewAdam(Constant(1e-3)) }, 1, PipelineOptions{MicroBatches: 4, Schedule: OneFOneB})

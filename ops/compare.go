@@ -60,7 +60,7 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			p, dy := g.Inputs[0], g.OutGrads[0]
-			z := ZerosLike(dy)
+			z := ScalarLike(dy, 0) // broadcast: no zeros the size of dy
 			return []*tensor.Tensor{nil,
 				when(g.Needs[1], func() *tensor.Tensor { return Where(p, dy, z) }),
 				when(g.Needs[2], func() *tensor.Tensor { return Where(p, z, dy) }),

@@ -73,8 +73,14 @@ var softmaxOp = eager.Register(&eager.Op{
 	Grad: func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx: y·(dy - Σ dy·y) along the last dimension.
 		y, dy := g.Outputs[0], g.OutGrads[0]
-		s := Reduce(Mul(dy, y), Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
-		return []*tensor.Tensor{Mul(y, Sub(dy, s))}
+		prod := Mul(dy, y)
+		s := Reduce(prod, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+		releaseTemp(prod)
+		diff := Sub(dy, s)
+		dx := Mul(y, diff)
+		releaseTemp(diff)
+		releaseTemp(s)
+		return []*tensor.Tensor{dx}
 	},
 })
 
