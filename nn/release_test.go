@@ -168,6 +168,13 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 		{"attention with dropout", NewSequential(NewTransformerBlock("t", rng, 64, 4, MultiHeadAttentionOpts{Causal: true, Dropout: 0.1}),
 			Flatten{}, NewDense("d", rng, 16*64, 1, DenseOpts{})),
 			tensor.RandNormal(rng, tensor.Float32, 16, 16, 64), tensor.RandUniform(rng, tensor.Float32, 0, 1, 16, 1)},
+		{"sgd momentum, sigmoid", NewSequential(NewDense("a", rng, 256, 256, DenseOpts{Activation: ops.Sigmoid}), NewDense("b", rng, 256, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
+		{"rmsprop, strided conv", NewSequential(NewConv2D("c", rng, 3, 3, 1, 16, Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}}, Activation: ops.Tanh}),
+			Flatten{}, NewDense("d", rng, 16*8*8, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 32, 16, 16, 1), tensor.FromSlice(make([]int32, 32))},
+		{"adamw", NewSequential(NewDense("a", rng, 256, 256, relu), NewDense("b", rng, 256, 10, DenseOpts{})),
+			tensor.RandNormal(rng, tensor.Float32, 64, 256), tensor.FromSlice(make([]int32, 64))},
 		// A pipeline stage's micro-batches: their rows, the values it
 		// posts and receives (one stage: in one process, a second
 		// stage's recording tape would keep the first's intermediates,
@@ -185,7 +192,16 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			case "attention with dropout":
 				loss = BinaryCrossEntropyWithLogits
 			}
-			step := mk(c.model, loss, NewAdam(Constant(1e-3)))
+			var opt Optimizer = NewAdam(Constant(1e-3))
+			switch c.name {
+			case "sgd momentum, sigmoid":
+				opt = &SGD{LR: Constant(0.01), Momentum: 0.9}
+			case "rmsprop, strided conv":
+				opt = NewRMSProp(Constant(1e-3))
+			case "adamw":
+				opt = NewAdamW(Constant(1e-3), 0.01)
+			}
+			step := mk(c.model, loss, opt)
 			if c.name == "dense relu, one pipeline stage" {
 				lp, err := NewLocalPipeline(c.model.(*Sequential), SparseSoftmaxCrossEntropy,
 					func() Optimizer { return NewAdam(Constant(1e-3)) }, 1, PipelineOptions{MicroBatches: 4, Schedule: OneFOneB})
