@@ -49,6 +49,7 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 			// GPU) the forward pass, the backward and the update are all
 			// queued before the host waits for one value.
 			l = target.Float() / scale
+			target.Release() // the tape keeps its target; a GPU's scalar is device memory
 		})
 		if err == nil {
 			err = applied

@@ -174,9 +174,11 @@ func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
 		return x
 	}
 	keep := tensor.RandBernoulliOn(x.Device(), rng, x.DType(), 1-rate, x.Shape()...)
-	mask := Mul(keep, ScalarLike(x, 1/(1-rate)))
+	scale := ScalarLike(x, 1/(1-rate))
+	mask := Mul(keep, scale)
 	if keep.Traced() == nil {
 		keep.Release() // no tape records the product: keep was nobody's input
+		scale.Release()
 	}
 	return Mul(x, scratch(mask))
 }

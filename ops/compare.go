@@ -61,10 +61,12 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			p, dy := g.Inputs[0], g.OutGrads[0]
 			z := ScalarLike(dy, 0) // broadcast: no zeros the size of dy
-			return []*tensor.Tensor{nil,
+			grads := []*tensor.Tensor{nil,
 				when(g.Needs[1], func() *tensor.Tensor { return Where(p, dy, z) }),
 				when(g.Needs[2], func() *tensor.Tensor { return Where(p, z, dy) }),
 			}
+			releaseTemp(z)
+			return grads
 		},
 	})
 }

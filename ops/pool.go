@@ -62,7 +62,7 @@ func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	needInputs("MaxPool2D", x)
 	defer asOp("MaxPool2D")
 	checkPool("MaxPool2D", x, o)
-	return ReduceWindow(x, ScalarLike(x, math.Inf(-1)), ReduceMax, o.window(x))
+	return ReduceWindow(x, scratch(ScalarLike(x, math.Inf(-1))), ReduceMax, o.window(x))
 }
 
 // AvgPool2D averages each window over its elements inside the input (with
@@ -73,10 +73,15 @@ func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	defer asOp("AvgPool2D")
 	checkPool("AvgPool2D", x, o)
 	w := o.window(x)
-	sum := ReduceWindow(x, ScalarLike(x, 0), ReduceSum, w)
+	sum := ReduceWindow(x, scratch(ScalarLike(x, 0)), ReduceSum, w)
 	if o.Padding == Valid {
-		return Div(sum, ScalarLike(sum, float64(o.Size[0]*o.Size[1])))
+		return Div(sum, scratch(ScalarLike(sum, float64(o.Size[0]*o.Size[1]))))
 	}
-	count := ReduceWindow(OnesLike(x), ScalarLike(x, 0), ReduceSum, w)
-	return Div(sum, count)
+	ones, zero := OnesLike(x), ScalarLike(x, 0)
+	count := ReduceWindow(ones, zero, ReduceSum, w)
+	if ones.Traced() == nil {
+		ones.Release() // nobody's input but the count's, which no tape records
+		zero.Release()
+	}
+	return Div(sum, scratch(count))
 }

@@ -121,17 +121,35 @@ func reduceGrad(g *eager.Grad) []*tensor.Tensor {
 	_, keep := keptShape(x.Shape(), dims)
 	dy := Reshape(g.OutGrads[0], keep...)
 	yk := Reshape(y, keep...)
-	count := float64(x.NumElements()) / float64(max(keep.NumElements(), 1))
-	switch r.Kind {
+	dx := reduceGradKept(x, dy, yk, r.Kind, dims, float64(x.NumElements())/float64(max(keep.NumElements(), 1)))
+	for _, v := range []*tensor.Tensor{dy, yk} { // views: their holds on dy's and y's buffers
+		if v != g.OutGrads[0] && v != y && v != dx {
+			releaseTemp(v)
+		}
+	}
+	return []*tensor.Tensor{dx}
+}
+
+// reduceGradKept is the reduction's gradient from dy and the result yk
+// with the reduced dimensions kept as 1.
+func reduceGradKept(x, dy, yk *tensor.Tensor, kind ReduceKind, dims []int, count float64) *tensor.Tensor {
+	switch kind {
 	case ReduceSum:
-		return []*tensor.Tensor{BroadcastTo(dy, x.Shape()...)}
+		return BroadcastTo(dy, x.Shape()...)
 	case ReduceMean:
-		return []*tensor.Tensor{BroadcastTo(Div(dy, ScalarLike(dy, count)), x.Shape()...)}
+		n := ScalarLike(dy, count)
+		q := Div(dy, n)
+		releaseTemp(n)
+		dx := BroadcastTo(q, x.Shape()...)
+		if dx != q {
+			releaseTemp(q)
+		}
+		return dx
 	case ReduceMax, ReduceMin:
 		// Ties share the gradient equally, as TensorFlow does.
 		mask := Cast(Eq(x, yk), x.DType())
 		ties := Reduce(mask, Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
-		return []*tensor.Tensor{Mul(mask, Div(dy, ties))}
+		return Mul(mask, Div(dy, ties))
 	default: // ReduceProd: the product of the other elements, zeros included.
 		zero := Eq(x, ScalarLike(x, 0))
 		zeros := Reduce(Cast(zero, x.DType()), Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
@@ -141,7 +159,7 @@ func reduceGrad(g *eager.Grad) []*tensor.Tensor {
 		others := Where(zero,
 			Where(Eq(zeros, one), BroadcastTo(nonzero, x.Shape()...), ZerosLike(x)),
 			Where(Eq(zeros, ScalarLike(x, 0)), Div(BroadcastTo(yk, x.Shape()...), safeX), ZerosLike(x)))
-		return []*tensor.Tensor{Mul(dy, others)}
+		return Mul(dy, others)
 	}
 }
 

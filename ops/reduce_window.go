@@ -76,7 +76,10 @@ func init() {
 			}
 			// The chosen element takes the gradient; init (the identity of
 			// the reduction in any sensible use) takes none.
-			return []*tensor.Tensor{SelectAndScatter(x, dy, ZerosLike(init), sel, a.Window), nil}
+			zero := ZerosLike(init)
+			dx := SelectAndScatter(x, dy, zero, sel, a.Window)
+			releaseTemp(zero)
+			return []*tensor.Tensor{dx, nil}
 		},
 	})
 

@@ -191,5 +191,10 @@ func SumTo(x *tensor.Tensor, shape tensor.Shape) *tensor.Tensor {
 			dims = append(dims, d)
 		}
 	}
-	return Reshape(Sum(x, dims...), shape...)
+	sum := Sum(x, dims...)
+	out := Reshape(sum, shape...)
+	if out != sum {
+		releaseTemp(sum) // the view holds its buffer
+	}
+	return out
 }

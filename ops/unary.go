@@ -42,9 +42,11 @@ func init() {
 
 	squareOp = numOp("Square", func(g *eager.Grad) []*tensor.Tensor {
 		x := g.Inputs[0]
-		twice := Mul(ScalarLike(x, 2), x)
+		two := ScalarLike(x, 2)
+		twice := Mul(two, x)
 		dx := Mul(g.OutGrads[0], twice)
 		releaseTemp(twice)
+		releaseTemp(two)
 		return []*tensor.Tensor{dx}
 	})
 
