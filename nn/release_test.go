@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -240,4 +241,30 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 func mixed(s *Sequential) *Sequential {
 	s.Policy = MixedBFloat16
 	return s
+}
+
+// An RNN's zero state is made once and shared between calls: a call of
+// no steps returns the caller a view of it, which the caller may release
+// without spoiling the next call.
+func TestRNNZeroStateIsShared(t *testing.T) {
+	rng := tensor.NewRNG(4)
+	r := &RNN{Cell: NewGRUCell("g", rng, 3, 5, tensor.Float32), ReturnSequences: true}
+	empty := tensor.Zeros(tensor.Float32, 2, 0, 3)
+	_, final := r.Run(empty, nil)
+	if len(final) != 1 || !slices.Equal(tensor.ToSlice[float32](final[0]), make([]float32, 10)) {
+		t.Fatalf("final state of no steps: %v", final)
+	}
+	final[0].Release()
+	x := tensor.RandNormal(rng, tensor.Float32, 2, 4, 3)
+	a, _ := r.Run(x, nil)
+	b, _ := r.Run(x, []*tensor.Tensor{tensor.Zeros(tensor.Float32, 2, 5)})
+	if !slices.Equal(tensor.ToSlice[float32](a), tensor.ToSlice[float32](b)) {
+		t.Error("a run from the shared zero state differs from one from fresh zeros")
+	}
+	// Without ReturnSequences a sequence of no steps has no last output:
+	// an error saying so (it was an index out of range).
+	last := &RNN{Cell: NewGRUCell("g", rng, 3, 5, tensor.Float32)}
+	if err := tensor.Catch(func() { last.Forward(empty) }); err == nil || !strings.Contains(err.Error(), "no steps") {
+		t.Errorf("last output of no steps: %v", err)
+	}
 }

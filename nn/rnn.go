@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/eagerflow/eagerflow/control"
@@ -138,7 +139,7 @@ func (r *RNN) zeroState(n int) []*tensor.Tensor {
 	r.zeros.mu.Lock()
 	defer r.zeros.mu.Unlock()
 	if s, ok := r.zeros.m[k]; ok {
-		return s
+		return slices.Clone(s) // the caller's slice; the tensors are shared
 	}
 	s := r.Cell.InitialState(n)
 	for _, t := range s {
@@ -150,7 +151,7 @@ func (r *RNN) zeroState(n int) []*tensor.Tensor {
 		r.zeros.m = map[zeroKey][]*tensor.Tensor{}
 	}
 	r.zeros.m[k] = s
-	return s
+	return slices.Clone(s)
 }
 
 // Forward runs the cell from a zero state.
@@ -162,8 +163,16 @@ func (r *RNN) Forward(x *tensor.Tensor) *tensor.Tensor {
 // Run runs the cell from state (nil: zeros) and also returns the final
 // state, for stateful use (generating text step by step).
 func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	if x == nil || x.Rank() != 3 {
+		panic(tensor.NewError("nn", "RNN", tensor.ErrShape, []*tensor.Tensor{x}, "", "x must be [N, T, in]"))
+	}
+	if x.Dim(1) == 0 && !r.ReturnSequences {
+		panic(tensor.NewError("nn", "RNN", tensor.ErrShape, []*tensor.Tensor{x}, "", "a sequence of no steps has no last output (ReturnSequences gives [N, 0, hidden])"))
+	}
+	var zeros []*tensor.Tensor // the cached zero state, shared between calls
 	if state == nil {
 		state = r.zeroState(x.Dim(0))
+		zeros = state
 	}
 	if x.DType().IsHalf() { // the carry keeps one dtype: the input's (mixed precision)
 		state = append([]*tensor.Tensor(nil), state...)
@@ -176,7 +185,16 @@ func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*
 		out, next := r.Cell.Step(in[0], carry)
 		return next, []*tensor.Tensor{out}
 	}, state, []*tensor.Tensor{steps})
+	final = slices.Clone(final)
+	for i, f := range final {
+		if slices.Contains(zeros, f) { // no step ran: the caller's own view, not the shared zeros
+			final[i] = ops.Identity(f)
+		}
+	}
 	if r.ReturnSequences {
+		if x.Dim(1) == 0 { // no step ran: no output to stack
+			return tensor.FullOn(final[0].Device(), final[0].DType(), 0, x.Dim(0), 0, final[0].Dim(-1)), final
+		}
 		return ops.Transpose(ys[0], 1, 0, 2), final
 	}
 	t := ys[0].Dim(0)
