@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/control/internal/flow"
@@ -159,6 +160,13 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	slices := make([][]*tensor.Tensor, len(xs)) // slices[k][t]
 	for k, x := range xs {
 		slices[k] = ops.Unstack(x, 0)
+		for _, s := range slices[k] {
+			if s.Autodiff() == nil && s.Traced() == nil {
+				// The loop's own, recorded nowhere: released with a
+				// releasing tape's intermediates (plumb.FlagScratch).
+				plumb.Tensor.SetFlags(s, plumb.FlagScratch)
+			}
+		}
 	}
 	nvars := len(init)
 	l := &flow.Loop{Name: "Scan", NVars: nvars, Body: func(in []*tensor.Tensor) []*tensor.Tensor {

@@ -54,7 +54,10 @@ func init() {
 				span := (n-1)*st + 1
 				cfg[d] = PadDim{Low: a.Start[d], High: x.Dim(d) - a.Start[d] - span, Interior: st - 1}
 			}
-			return []*tensor.Tensor{Pad(dy, ScalarLike(dy, 0), cfg...)}
+			zero := ScalarLike(dy, 0)
+			dx := Pad(dy, zero, cfg...)
+			releaseTemp(zero)
+			return []*tensor.Tensor{dx}
 		},
 	})
 }

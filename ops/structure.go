@@ -120,6 +120,9 @@ func Unstack(x *tensor.Tensor, axis int) []*tensor.Tensor {
 	out := Split(x, axis, nil)
 	for i, p := range out {
 		out[i] = Squeeze(p, axis)
+		if out[i] != p && p.Autodiff() == nil && p.Traced() == nil {
+			p.Release() // no tape recorded it: the view holds its buffer
+		}
 	}
 	return out
 }

@@ -28,6 +28,15 @@ func TestTrainStepMemoryIsFlatOnGPU(t *testing.T) {
 				nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{2, 2}}}, nn.Flatten{}, nn.NewDense("d", rng, 8*4*4, 10, nn.DenseOpts{}))
 			return m, tensor.RandNormal(rng, tensor.Float32, 8, 8, 8, 1), tensor.FromSlice(make([]int32, 8))
 		}},
+		{"lstm", func(rng *tensor.RNG) (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			m := nn.NewSequential(&nn.RNN{Cell: nn.NewLSTMCell("l", rng, 8, 16, tensor.Float32)}, nn.NewDense("o", rng, 16, 10, nn.DenseOpts{}))
+			return m, tensor.RandNormal(rng, tensor.Float32, 4, 5, 8), tensor.FromSlice(make([]int32, 4))
+		}},
+		{"mixed bfloat16", func(rng *tensor.RNG) (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			m := nn.NewSequential(nn.NewDense("a", rng, 64, 64, nn.DenseOpts{Activation: ops.Relu}), nn.NewDense("b", rng, 64, 10, nn.DenseOpts{}))
+			m.Policy = nn.MixedBFloat16
+			return m, tensor.RandNormal(rng, tensor.Float32, 32, 64), tensor.FromSlice(make([]int32, 32))
+		}},
 		{"transformer block", func(rng *tensor.RNG) (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 			m := nn.NewSequential(nn.NewTransformerBlock("t", rng, 32, 4, nn.MultiHeadAttentionOpts{Causal: true}), nn.Flatten{}, nn.NewDense("d", rng, 8*32, 10, nn.DenseOpts{}))
 			return m, tensor.RandNormal(rng, tensor.Float32, 4, 8, 32), tensor.FromSlice(make([]int32, 4))
