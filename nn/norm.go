@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -67,14 +68,12 @@ func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 		}
 		mean = ops.Mean(x, dims...)
 		variance = ops.Mean(ops.Square(ops.Sub(x, b.along(x, mean))), dims...)
-		m := ops.ScalarLike(mean, b.Momentum)
-		keep := ops.ScalarLike(mean, 1-b.Momentum)
-		b.RunningMean.Assign(ops.Add(ops.Mul(b.RunningMean.Value(), m), ops.Mul(ops.StopGradient(mean), keep)))
-		b.RunningVar.Assign(ops.Add(ops.Mul(b.RunningVar.Value(), m), ops.Mul(ops.StopGradient(variance), keep)))
+		movingAverage(b.RunningMean, mean, b.Momentum)
+		movingAverage(b.RunningVar, variance, b.Momentum)
 	} else {
 		mean, variance = ops.StopGradient(b.RunningMean.Value()), ops.StopGradient(b.RunningVar.Value())
 	}
-	inv := ops.Rsqrt(ops.Add(variance, ops.ScalarLike(variance, b.Epsilon)))
+	inv := ops.Rsqrt(ops.Add(variance, scratch(ops.ScalarLike(variance, b.Epsilon))))
 	scale := ops.Mul(inv, b.Gamma.Value())
 	return ops.Add(ops.Mul(ops.Sub(x, b.along(x, mean)), b.along(x, scale)), b.along(x, b.Beta.Value()))
 }
@@ -157,3 +156,29 @@ func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
 
 // Variables returns the table.
 func (e *Embedding) Variables() []*tape.Variable { return []*tape.Variable{e.Table} }
+
+// movingAverage sets v to v·momentum + stat·(1 - momentum), outside every
+// tape's record (running statistics carry no gradient), releasing what
+// it makes on the way.
+func movingAverage(v *tape.Variable, stat *tensor.Tensor, momentum float64) {
+	old, s := ops.StopGradient(v.Value()), ops.StopGradient(stat)
+	m, k := ops.ScalarLike(s, momentum), ops.ScalarLike(s, 1-momentum)
+	a, b := ops.Mul(old, m), ops.Mul(s, k)
+	sum := ops.Add(a, b)
+	v.Assign(sum)
+	for _, t := range []*tensor.Tensor{old, s, m, k, a, b, sum} {
+		if t.Autodiff() == nil && t.Traced() == nil { // in no record
+			t.Release()
+		}
+	}
+}
+
+// scratch marks t, made by a layer for a recorded op to read and given
+// to nobody else, for release with a releasing tape's intermediates
+// (plumb.FlagScratch), and returns it.
+func scratch(t *tensor.Tensor) *tensor.Tensor {
+	if t.Traced() == nil {
+		plumb.Tensor.SetFlags(t, plumb.FlagScratch)
+	}
+	return t
+}

@@ -96,7 +96,7 @@ func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor
 	z := ops.Sigmoid(ops.Add(xs[0], hs[0]))
 	r := ops.Sigmoid(ops.Add(xs[1], hs[1]))
 	n := ops.Tanh(ops.Add(xs[2], ops.Mul(r, hs[2])))
-	out := ops.Add(ops.Mul(ops.Sub(ops.ScalarLike(z, 1), z), n), ops.Mul(z, h))
+	out := ops.Add(n, ops.Mul(z, ops.Sub(h, n))) // (1-z)·n + z·h
 	return out, []*tensor.Tensor{out}
 }
 

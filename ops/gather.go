@@ -55,7 +55,12 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			p, idx := g.Inputs[0], g.Inputs[1]
-			return []*tensor.Tensor{ScatterAdd(ZerosLike(p), idx, g.OutGrads[0], g.Attrs.(opattr.AxisAttrs).Axis), nil}
+			zeros := ZerosLike(p)
+			dp := ScatterAdd(zeros, idx, g.OutGrads[0], g.Attrs.(opattr.AxisAttrs).Axis)
+			if dp != zeros {
+				releaseTemp(zeros)
+			}
+			return []*tensor.Tensor{dp, nil}
 		},
 	})
 

@@ -75,12 +75,24 @@ func init() {
 	})
 	sqrtOp = floatOp("Sqrt", func(g *eager.Grad) []*tensor.Tensor {
 		y := g.Outputs[0]
-		return []*tensor.Tensor{Div(g.OutGrads[0], Mul(ScalarLike(y, 2), y))}
+		two := ScalarLike(y, 2)
+		twice := Mul(two, y)
+		dx := Div(g.OutGrads[0], twice)
+		releaseTemp(twice)
+		releaseTemp(two)
+		return []*tensor.Tensor{dx}
 	})
 	rsqrtOp = floatOp("Rsqrt", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx x^-1/2 = -1/2 x^-3/2 = -y^3/2.
 		y := g.Outputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(y, -0.5), Mul(y, Square(y))))}
+		half, sq := ScalarLike(y, -0.5), Square(y)
+		cube := Mul(y, sq)
+		d := Mul(half, cube)
+		dx := Mul(g.OutGrads[0], d)
+		for _, t := range []*tensor.Tensor{half, sq, cube, d} {
+			releaseTemp(t)
+		}
+		return []*tensor.Tensor{dx}
 	})
 	tanhOp = floatOp("Tanh", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{tanhGrad(g.Outputs[0], g.OutGrads[0])}
