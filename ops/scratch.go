@@ -32,3 +32,11 @@ func scratch(t *tensor.Tensor) *tensor.Tensor {
 	}
 	return t
 }
+
+// scaled returns c·x, releasing the scalar it makes for c.
+func scaled(x *tensor.Tensor, c float64) *tensor.Tensor {
+	k := ScalarLike(x, c)
+	y := Mul(k, x)
+	releaseTemp(k)
+	return y
+}

@@ -41,12 +41,9 @@ func init() {
 	})
 
 	squareOp = numOp("Square", func(g *eager.Grad) []*tensor.Tensor {
-		x := g.Inputs[0]
-		two := ScalarLike(x, 2)
-		twice := Mul(two, x)
+		twice := scaled(g.Inputs[0], 2)
 		dx := Mul(g.OutGrads[0], twice)
 		releaseTemp(twice)
-		releaseTemp(two)
 		return []*tensor.Tensor{dx}
 	})
 
@@ -74,22 +71,19 @@ func init() {
 		return []*tensor.Tensor{Div(g.OutGrads[0], g.Inputs[0])}
 	})
 	sqrtOp = floatOp("Sqrt", func(g *eager.Grad) []*tensor.Tensor {
-		y := g.Outputs[0]
-		two := ScalarLike(y, 2)
-		twice := Mul(two, y)
+		twice := scaled(g.Outputs[0], 2)
 		dx := Div(g.OutGrads[0], twice)
 		releaseTemp(twice)
-		releaseTemp(two)
 		return []*tensor.Tensor{dx}
 	})
 	rsqrtOp = floatOp("Rsqrt", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx x^-1/2 = -1/2 x^-3/2 = -y^3/2.
 		y := g.Outputs[0]
-		half, sq := ScalarLike(y, -0.5), Square(y)
+		sq := Square(y)
 		cube := Mul(y, sq)
-		d := Mul(half, cube)
+		d := scaled(cube, -0.5)
 		dx := Mul(g.OutGrads[0], d)
-		for _, t := range []*tensor.Tensor{half, sq, cube, d} {
+		for _, t := range []*tensor.Tensor{sq, cube, d} {
 			releaseTemp(t)
 		}
 		return []*tensor.Tensor{dx}
