@@ -140,3 +140,21 @@ func TestNormBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// A row of one element normalizes to zero whatever it holds, so its
+// gradient is exactly zero (float64 rounding left 1e-14, which an
+// l2_normalize after it blew up to 1e-8: the differential suite's seed
+// 613).
+func TestLayerNormOfOneElementHasZeroGradient(t *testing.T) {
+	x := tensor.FromSlice([]float64{0.3, -1.7, 12.5}, 3, 1)
+	gamma := tensor.FromSlice([]float64{0.9})
+	w := tensor.FromSlice([]float64{1.3, -0.4, 0.7}, 3, 1)
+	tp := tape.New()
+	tp.Watch(x)
+	g := tp.Gradient(ops.Sum(ops.Mul(ops.LayerNorm(x, gamma, nil, 1e-5), w)), x)[0]
+	for i, v := range tensor.ToSlice[float64](g) {
+		if v != 0 {
+			t.Errorf("element %d of the gradient is %g, want exactly 0", i, v)
+		}
+	}
+}

@@ -188,7 +188,10 @@ func layerNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 					}
 					slope := -rstd*sumGX/cn - rstd*rstd*statAt(drstdT, r)/cn
 					for j := range out {
-						out[j] = T(rstd*float64(g[j])*float64(gamma[j]) + shift + slope*xhat[j])
+						// rstd·(dy·γ), grouped as sumG's terms are: where
+						// the row is one element, the mean's part cancels
+						// it exactly (a zero gradient, as it must be).
+						out[j] = T(rstd*(float64(g[j])*float64(gamma[j])) + shift + slope*xhat[j])
 					}
 				}
 			}
