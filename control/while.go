@@ -161,10 +161,10 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 	for k, x := range xs {
 		slices[k] = ops.Unstack(x, 0)
 		for _, s := range slices[k] {
-			if s.Autodiff() == nil && s.Traced() == nil {
+			if s.Autodiff() == nil {
 				// The loop's own, recorded nowhere: released with a
 				// releasing tape's intermediates (plumb.FlagScratch).
-				plumb.Tensor.SetFlags(s, plumb.FlagScratch)
+				plumb.Tensor.MarkScratch(s)
 			}
 		}
 	}

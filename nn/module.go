@@ -2,6 +2,7 @@ package nn
 
 import (
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -104,7 +105,7 @@ func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 			// The cast of the caller's input is the model's own: back to
 			// the cache once read (under a releasing tape, with its
 			// intermediates; plumb.FlagScratch).
-			x = then(scratch(in), func(in *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, in) })
+			x = then(plumb.Tensor.MarkScratch(in).(*tensor.Tensor), func(in *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, in) })
 			continue
 		}
 		x = then(x, func(x *tensor.Tensor) *tensor.Tensor { return forwardNamed(l, i, castFloat(x, compute)) })

@@ -73,7 +73,7 @@ func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 	} else {
 		mean, variance = ops.StopGradient(b.RunningMean.Value()), ops.StopGradient(b.RunningVar.Value())
 	}
-	inv := ops.Rsqrt(ops.Add(variance, scratch(ops.ScalarLike(variance, b.Epsilon))))
+	inv := ops.Rsqrt(ops.Add(variance, plumb.Tensor.MarkScratch(ops.ScalarLike(variance, b.Epsilon)).(*tensor.Tensor)))
 	scale := ops.Mul(inv, b.Gamma.Value())
 	return ops.Add(ops.Mul(ops.Sub(x, b.along(x, mean)), b.along(x, scale)), b.along(x, b.Beta.Value()))
 }
@@ -171,14 +171,4 @@ func movingAverage(v *tape.Variable, stat *tensor.Tensor, momentum float64) {
 			t.Release()
 		}
 	}
-}
-
-// scratch marks t, made by a layer for a recorded op to read and given
-// to nobody else, for release with a releasing tape's intermediates
-// (plumb.FlagScratch), and returns it.
-func scratch(t *tensor.Tensor) *tensor.Tensor {
-	if t.Traced() == nil {
-		plumb.Tensor.SetFlags(t, plumb.FlagScratch)
-	}
-	return t
 }

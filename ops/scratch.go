@@ -27,10 +27,7 @@ func releaseTemp(t *tensor.Tensor) {
 // them (plumb.FlagScratch), and returns it. A trace's values are left
 // alone.
 func scratch(t *tensor.Tensor) *tensor.Tensor {
-	if t.Traced() == nil {
-		plumb.Tensor.SetFlags(t, plumb.FlagScratch)
-	}
-	return t
+	return plumb.Tensor.MarkScratch(t).(*tensor.Tensor)
 }
 
 // scaled returns c·x, releasing the scalar it makes for c.

@@ -17,6 +17,12 @@ func init() {
 	plumb.Tensor.WithoutValues = func(t any) any { return t.(*Tensor).withoutValues() }
 	plumb.Tensor.Move = func(t, dev any) (any, error) { return t.(*Tensor).move(dev.(device.Device)) }
 	plumb.Tensor.RowMajor = func(t any) any { return t.(*Tensor).rowMajor() }
+	plumb.Tensor.MarkScratch = func(x any) any {
+		if t := x.(*Tensor); t.Traced() == nil {
+			t.setFlags(plumb.FlagScratch)
+		}
+		return x
+	}
 	plumb.Tensor.Print = func(x any) ([]string, func(int) []int) {
 		t := x.(*Tensor)
 		p := printer{summarize: t != nil && t.NumElements() > printThreshold}

@@ -40,6 +40,9 @@ var Tensor struct {
 	// Move copies a tensor to a device (*tensor.Tensor, device.Device)
 	// without telling tapes or traces: the ToDevice op's own work.
 	Move func(t, dev any) (any, error)
+	// MarkScratch sets FlagScratch on a tensor, unless a trace holds it
+	// (a trace's values are its graph's), and returns it.
+	MarkScratch func(t any) any
 	// RowMajor copies a tensor into row-major order (itself when it is)
 	// without telling tapes or traces: dispatch's own copy of an op's
 	// inputs, which the op's record covers.
