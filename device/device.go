@@ -296,6 +296,25 @@ type Stepper interface {
 	Step(elem int, ts []StepTensor, s StepSettings) error
 }
 
+// StepRecorder is a Stepper whose steps a recording (Capturer) can hold:
+// a step that reads its constants from device memory when it runs, so
+// that each replay takes the step count and learning rate the host wrote
+// there before it.
+type StepRecorder interface {
+	Stepper
+	// StepAt queues Step's update of ts by s.Rule (and s's structure:
+	// Nesterov, Momentum above 0), reading the constants, when it runs,
+	// from consts, a buffer of this device of at least StepConstBytes
+	// bytes, which SetStepConstants fills. It fails as Step does.
+	StepAt(elem int, ts []StepTensor, s StepSettings, consts Buffer) error
+	// SetStepConstants queues the write of s's constants into consts,
+	// ordered with the device's other work, without waiting for it.
+	SetStepConstants(elem int, s StepSettings, consts Buffer) error
+}
+
+// StepConstBytes is the size of a StepRecorder's constants buffer.
+const StepConstBytes = 80
+
 // StepRule is the formula of an optimizer's step, and the slots each
 // tensor of it has.
 type StepRule uint8

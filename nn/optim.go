@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -120,6 +121,30 @@ type slots struct {
 	steps int
 }
 
+// slotsFor returns slot's variable for each vars[i] with a gradient (nil
+// elsewhere). While rec captures, a slot not yet made is an error: its
+// zeros would be recorded, and every replay would zero it again.
+func (s *slots) slotsFor(slot string, vars []*tape.Variable, grads []*tensor.Tensor, rec *tape.StepRecord) ([]*tape.Variable, error) {
+	out := make([]*tape.Variable, len(vars))
+	for i, v := range vars {
+		if grads[i] == nil {
+			continue
+		}
+		if rec.Capturing() && s.vars["optimizer/"+slot+"/"+v.Name()] == nil {
+			return nil, fmt.Errorf("nn: the optimizer's %s slot of %q is made while a step is recorded", slot, v.Name())
+		}
+		out[i] = s.get(slot, v)
+	}
+	return out, nil
+}
+
+// counted ends a step: the count grows unless rec only captures it.
+func (s *slots) counted(rec *tape.StepRecord) {
+	if !rec.Capturing() {
+		s.steps++
+	}
+}
+
 func (s *slots) get(slot string, v *tape.Variable) *tape.Variable {
 	key := "optimizer/" + slot + "/" + v.Name()
 	if s.vars == nil {
@@ -187,21 +212,30 @@ type SGD struct {
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.applyThrough(nil, vars, grads)
+}
+
+// recordable: SGD's step is a device's (momentum's) where Momentum is set.
+func (o *SGD) recordable() bool { return o.Momentum != 0 }
+
+// applyThrough is Apply, its device steps through rec (tape.StepRecord).
+func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
+	}
+	if rec != nil && !o.recordable() {
+		return errors.New("nn: SGD without momentum takes no device step to record")
 	}
 	lr := o.LR(o.steps)
 	var done []bool
 	if o.Momentum != 0 {
 		// One fused pass per variable on the CPU, one launch for the model
 		// on a GPU; ops for the rest.
-		vels := make([]*tape.Variable, len(vars))
-		for i, v := range vars {
-			if grads[i] != nil {
-				vels[i] = o.get("momentum", v)
-			}
+		vels, err := o.slotsFor("momentum", vars, grads, rec)
+		if err != nil {
+			return err
 		}
-		done = tape.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov})
+		done = rec.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov})
 	}
 	for i, v := range vars {
 		g := grads[i]
@@ -220,7 +254,7 @@ func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 		}
 		v.AssignScaled(-lr, step)
 	}
-	o.steps++
+	o.counted(rec)
 	return nil
 }
 
@@ -257,6 +291,14 @@ func NewAdamW(lr Schedule, weightDecay float64) *Adam {
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.applyThrough(nil, vars, grads)
+}
+
+// recordable: Adam's steps are always a device's.
+func (o *Adam) recordable() bool { return true }
+
+// applyThrough is Apply, its device steps through rec (tape.StepRecord).
+func (o *Adam) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
@@ -264,7 +306,9 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	t := float64(o.steps + 1)
 	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay}
 	if o.WeightDecay == 0 || o.Decays == nil {
-		o.update(vars, grads, p)
+		if err := o.update(rec, vars, grads, p); err != nil {
+			return err
+		}
 	} else {
 		var dv, kv []*tape.Variable // the decayed group and the kept
 		var dg, kg []*tensor.Tensor
@@ -275,25 +319,31 @@ func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 				kv, kg = append(kv, v), append(kg, grads[i])
 			}
 		}
-		o.update(dv, dg, p)
+		if err := o.update(rec, dv, dg, p); err != nil {
+			return err
+		}
 		p.WeightDecay = 0
-		o.update(kv, kg, p)
+		if err := o.update(rec, kv, kg, p); err != nil {
+			return err
+		}
 	}
-	o.steps++
+	o.counted(rec)
 	return nil
 }
 
-// update steps vars by p.
-func (o *Adam) update(vars []*tape.Variable, grads []*tensor.Tensor, p ops.AdamParams) {
-	ms, ss := make([]*tape.Variable, len(vars)), make([]*tape.Variable, len(vars))
-	for i, v := range vars {
-		if grads[i] != nil {
-			ms[i], ss[i] = o.get("m", v), o.get("v", v)
-		}
+// update steps vars by p, its device steps through rec.
+func (o *Adam) update(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, p ops.AdamParams) error {
+	ms, err := o.slotsFor("m", vars, grads, rec)
+	if err != nil {
+		return err
+	}
+	ss, err := o.slotsFor("v", vars, grads, rec)
+	if err != nil {
+		return err
 	}
 	// One fused pass per variable on the CPU, one launch for the model on
 	// a GPU; ops for the rest.
-	done := tape.AdamUpdateAll(vars, ms, ss, grads, p)
+	done := rec.AdamUpdateAll(vars, ms, ss, grads, p)
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done[i] {
@@ -310,6 +360,7 @@ func (o *Adam) update(vars []*tape.Variable, grads []*tensor.Tensor, p ops.AdamP
 		}
 		v.AssignScaled(-p.LR, update)
 	}
+	return nil
 }
 
 // RMSProp keeps a running mean of squared gradients: s = ρs + (1-ρ)g²;
@@ -328,25 +379,31 @@ func NewRMSProp(lr Schedule) *RMSProp { return &RMSProp{LR: lr, Rho: 0.9, Eps: 1
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.applyThrough(nil, vars, grads)
+}
+
+// recordable: RMSProp's steps are always a device's.
+func (o *RMSProp) recordable() bool { return true }
+
+// applyThrough is Apply, its device steps through rec (tape.StepRecord).
+func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
 	lr := o.LR(o.steps)
 	// One fused pass per variable on the CPU, one launch for the model on
 	// a GPU; ops for the rest.
-	ss, moms := make([]*tape.Variable, len(vars)), []*tape.Variable(nil)
-	if o.Momentum > 0 {
-		moms = make([]*tape.Variable, len(vars))
+	ss, err := o.slotsFor("rms", vars, grads, rec)
+	if err != nil {
+		return err
 	}
-	for i, v := range vars {
-		if grads[i] != nil {
-			ss[i] = o.get("rms", v)
-			if o.Momentum > 0 {
-				moms[i] = o.get("momentum", v)
-			}
+	var moms []*tape.Variable
+	if o.Momentum > 0 {
+		if moms, err = o.slotsFor("momentum", vars, grads, rec); err != nil {
+			return err
 		}
 	}
-	done := tape.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum})
+	done := rec.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum})
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done[i] {
@@ -362,6 +419,6 @@ func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 		}
 		v.AssignScaled(-lr, update)
 	}
-	o.steps++
+	o.counted(rec)
 	return nil
 }

@@ -2,9 +2,12 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -107,7 +110,14 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // second batch of a shape on as one recording (trace.Function.Record):
 // one launch for the forward and backward pass instead of a few hundred,
 // which is most of a small model's step on a GPU. The batch is copied
-// into the recording's buffers, and its gradients out. It computes what
+// into the recording's buffers. Where the optimizer's update is a
+// device's (Adam, AdamW, RMSProp, SGD with momentum on a GPU), the
+// recording holds it too (tape.StepRecord): the gradients never leave
+// the recording, and before each replay one small kernel writes the
+// step's constants (the rate, the bias corrections), so a step queues
+// its batch's copies, that kernel, the replay and the loss's read; other
+// optimizers update after the replay from the gradients copied out. It
+// computes what
 // TracedTrainStep computes, to the bit; a graph that cannot be recorded
 // (an RNN's loop frame) runs as TracedTrainStep's does. While the second
 // step of a batch shape runs, the device records all the work queued on
@@ -144,6 +154,9 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		return append([]*tensor.Tensor{value}, grads...)
 	})
 	f.Record = record
+	if record {
+		f.Tail = recordedUpdate(vars, opt)
+	}
 	return func(b data.Element) (float64, int, error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: %s: a batch of (inputs, labels), got %d components", name, len(b))
@@ -159,7 +172,9 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if err != nil {
 			return 0, 0, err
 		}
-		err = opt.Apply(vars, out[1:])
+		if f.Tail == nil {
+			err = opt.Apply(vars, out[1:])
+		} // else the call applied it, or its recording did
 		l := out[0].Float() // read after the update is queued, as TrainStep reads it
 		// The results this run made go back to the buffer cache for the
 		// next step, as TrainStep's do; one may also be a graph constant
@@ -171,6 +186,84 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		}
 		return l, b[0].Dim(0), err
 	}
+}
+
+// stepRecordable is an optimizer whose update a device recording can hold
+// with the step's graph (tape.StepRecord): Adam, RMSProp, SGD with
+// momentum.
+type stepRecordable interface {
+	recordable() bool
+	applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error
+}
+
+// recordedUpdate is the tail of a recorded step's graph (results: the
+// loss, then the gradients of vars) that updates vars by opt, held by the
+// recording where opt's steps are a device's (a GPU's); nil where opt's
+// update cannot be recorded, the step then applying it after the call.
+// The steps' constants buffers (tape.NewStepRecord) are allocated at the
+// first call, which runs unrecorded (it traces): before any recording.
+func recordedUpdate(vars []*tape.Variable, opt Optimizer) *graph.Tail {
+	o, ok := opt.(stepRecordable)
+	if !ok || !o.recordable() {
+		return nil
+	}
+	for _, v := range vars {
+		_, steps := v.Value().Device().(device.StepRecorder)
+		_, records := v.Value().Device().(device.Capturer)
+		if !steps || !records {
+			return nil
+		}
+	}
+	var consts []*tensor.Tensor
+	return &graph.Tail{
+		Keep: 1,
+		Run: func(out []*tensor.Tensor) error {
+			if consts == nil {
+				var err error
+				if consts, err = stepConstants(vars); err != nil {
+					return err
+				}
+			}
+			return opt.Apply(vars, out[1:])
+		},
+		Record: func(out []*tensor.Tensor) (func() error, error) {
+			if consts == nil {
+				return nil, fmt.Errorf("%w: nn: the optimizer's constants are not allocated yet", device.ErrCapture)
+			}
+			rec := tape.NewStepRecord(consts)
+			through := func() (err error) {
+				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:]) }); caught != nil {
+					return caught
+				}
+				return err
+			}
+			if err := rec.Capture(through); err != nil {
+				return nil, err
+			}
+			return func() error { return rec.Refresh(through) }, nil
+		},
+	}
+}
+
+// stepConstants allocates the constants buffers of recorded optimizer
+// steps over vars: on each of their devices, one for each dtype and each
+// of Adam's two weight-decay groups.
+func stepConstants(vars []*tape.Variable) ([]*tensor.Tensor, error) {
+	var devs []device.Device
+	for _, v := range vars {
+		if d := v.Value().Device(); !slices.Contains(devs, d) {
+			devs = append(devs, d)
+		}
+	}
+	var all []*tensor.Tensor
+	for _, d := range devs {
+		consts, err := tape.StepConstants(d, 4)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, consts...)
+	}
+	return all, nil
 }
 
 // untraceable names the first module in m whose training-mode Forward a

@@ -3,6 +3,7 @@ package tape
 import (
 	"testing"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/nilsweep"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -67,6 +68,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 			RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: 0.1, Rho: 0.9, Eps: 1e-7, Momentum: 0.5})
 		}, Valid: []any{[]*Variable{NewVariable("w", x)}, []*Variable{NewVariable("s", ops.ZerosLike(x))},
 			[]*Variable{NewVariable("mom", ops.ZerosLike(x))}, []*tensor.Tensor{x}}},
+		{Name: "StepConstants", Fn: StepConstants, Valid: []any{device.Host(), 1}},
+		{Name: "NewStepRecord", Fn: NewStepRecord, Valid: []any{[]*tensor.Tensor{tensor.Zeros(tensor.Uint8, device.StepConstBytes)}}},
 	}
 	noArg := "no argument"
 	prim := "a deprecated region primitive; control's constructs, which sweep, call it"

@@ -149,8 +149,13 @@ func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 // different lengths or a gradient or slot that does not match its
 // variable, and with the device's error if its step fails.
 func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
+	return (*StepRecord)(nil).AdamUpdateAll(vars, ms, ss, grads, p)
+}
+
+// AdamUpdateAll is the package's AdamUpdateAll through r (StepRecord).
+func (r *StepRecord) AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay}
-	return updateAll("AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int) bool {
+	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int) bool {
 		return vars[i].AdamUpdate(ms[i], ss[i], grads[i], p)
 	})
 }
@@ -164,8 +169,14 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 // updated (the float dtypes on such devices); the caller takes the
 // others' steps with ops. It panics as AdamUpdateAll does.
 func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
+	return (*StepRecord)(nil).MomentumUpdateAll(vars, vels, grads, p)
+}
+
+// MomentumUpdateAll is the package's MomentumUpdateAll through r
+// (StepRecord).
+func (r *StepRecord) MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov}
-	return updateAll("MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int) bool {
+	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int) bool {
 		return hostUpdate(vars[i], []*Variable{vels[i]}, grads[i], func(w []float32, sl [][]float32, g []float32) {
 			cpu.MomentumInPlace(w, sl[0], g, p)
 		}, func(w []float64, sl [][]float64, g []float64) {
@@ -180,12 +191,18 @@ func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.Mom
 // variable), by ops.RMSPropParams' formula, as MomentumUpdateAll does
 // (cpu.RMSPropInPlace on the host); it panics as AdamUpdateAll does.
 func RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tensor.Tensor, p ops.RMSPropParams) (done []bool) {
+	return (*StepRecord)(nil).RMSPropUpdateAll(vars, ss, moms, grads, p)
+}
+
+// RMSPropUpdateAll is the package's RMSPropUpdateAll through r
+// (StepRecord).
+func (r *StepRecord) RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tensor.Tensor, p ops.RMSPropParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepRMSProp, LR: p.LR, Rho: p.Rho, Eps: p.Eps, Momentum: p.Momentum}
 	slots := [][]*Variable{ss}
 	if p.Momentum > 0 {
 		slots = append(slots, moms)
 	}
-	return updateAll("RMSPropUpdateAll", vars, slots, grads, s, func(i int) bool {
+	return updateAll(r, "RMSPropUpdateAll", vars, slots, grads, s, func(i int) bool {
 		var sl []*Variable
 		for _, list := range slots {
 			sl = append(sl, list[i])
@@ -242,8 +259,9 @@ func hostSlots[T float32 | float64](slots []*Variable) [][]T {
 // every variable with a gradient against its gradient and its slots
 // (slots[k][i] is variable i's slot k), then updates each, on a
 // device.Stepper one call per device and dtype by s, elsewhere by host
-// (which reports whether it could).
-func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int) bool) (done []bool) {
+// (which reports whether it could); through rec where not nil
+// (StepRecord), where every update must be a device's.
+func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int) bool) (done []bool) {
 	lengths := ""
 	for _, list := range slots {
 		if len(list) != len(vars) {
@@ -290,6 +308,9 @@ func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tens
 		}
 		st, ok := v.t.Device().(device.Stepper)
 		if dt := v.t.DType(); !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
+			if rec != nil {
+				panic(tensor.NewError("tape", name, device.ErrCapture, nil, "", "variable %q (%v on %s) cannot be stepped by a recording", v.name, dt, v.t.Device().Name()))
+			}
 			done[i] = host(i)
 			continue
 		}
@@ -309,7 +330,12 @@ func updateAll(name string, vars []*Variable, slots [][]*Variable, grads []*tens
 	}
 	for _, gr := range groups {
 		var err error
-		eager.Profiled(strings.TrimSuffix(name, "UpdateAll")+"Step", vars[gr.idx[0]].t.Device(), nil, func() { err = gr.stepper.Step(gr.elem, gr.ts, s) })
+		dev := vars[gr.idx[0]].t.Device()
+		if rec != nil {
+			err = rec.step(dev, gr.stepper, gr.elem, gr.ts, s)
+		} else {
+			eager.Profiled(strings.TrimSuffix(name, "UpdateAll")+"Step", dev, nil, func() { err = gr.stepper.Step(gr.elem, gr.ts, s) })
+		}
 		if err != nil {
 			panic(tensor.NewError("tape", name, err, nil, "", "%v", err))
 		}

@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 )
@@ -13,8 +15,64 @@ import (
 // fit), a block per chunk of kernels.OptimChunk elements, each rule's
 // formula backend/cpu's in-place kernel's to the bit.
 func (d *Device) Step(elem int, ts []device.StepTensor, s device.StepSettings) error {
+	return d.step(elem, ts, s, nil)
+}
+
+// StepAt is Step whose kernels read their constants from consts when
+// they run (device.StepRecorder): the _at twins of Step's.
+func (d *Device) StepAt(elem int, ts []device.StepTensor, s device.StepSettings, consts device.Buffer) error {
+	cb, err := bufOf(consts, d, "constants")
+	if err != nil {
+		return err
+	}
+	if cb.size < device.StepConstBytes {
+		return fmt.Errorf("cuda: a step's constants in a %d-byte buffer, below %d", cb.size, device.StepConstBytes)
+	}
+	return d.step(elem, ts, s, &cb.ptr)
+}
+
+// SetStepConstants queues optim_consts, writing s's constants into
+// consts as StepAt's kernels read them (device.StepRecorder).
+func (d *Device) SetStepConstants(elem int, s device.StepSettings, consts device.Buffer) error {
+	if err := checkStepElem(elem); err != nil {
+		return err
+	}
+	_, vals, _, err := stepRule(s)
+	if err != nil {
+		return err
+	}
+	cb, err := bufOf(consts, d, "constants")
+	if err != nil {
+		return err
+	}
+	if cb.size < device.StepConstBytes {
+		return fmt.Errorf("cuda: a step's constants in a %d-byte buffer, below %d", cb.size, device.StepConstBytes)
+	}
+	args := newArgs().Ptr(cb.ptr)
+	for i := range kernels.OptimConstWords {
+		var w uint64
+		if i < len(vals) {
+			w = math.Float64bits(vals[i])
+			if elem == 4 {
+				w = uint64(math.Float32bits(float32(vals[i])))
+			}
+		}
+		args.U64(w)
+	}
+	return d.launchBlocks("optim", "optim_consts", 1, 32, args)
+}
+
+func checkStepElem(elem int) error {
 	if elem != 4 && elem != 8 {
 		return fmt.Errorf("cuda: an optimizer step of %d-byte elements: float32 or float64 only", elem)
+	}
+	return nil
+}
+
+// step is Step, or StepAt where at is the constants' address.
+func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, at *cu.Ptr) error {
+	if err := checkStepElem(elem); err != nil {
+		return err
 	}
 	rule, consts, slotNames, err := stepRule(s)
 	if err != nil {
@@ -43,13 +101,18 @@ func (d *Device) Step(elem int, ts []device.StepTensor, s device.StepSettings) e
 		part := tab[:min(len(tab), kernels.OptimSlots)]
 		tab = tab[len(part):]
 		slots := kernels.OptimSlotCounts[slices.IndexFunc(kernels.OptimSlotCounts, func(n int) bool { return n >= len(part) })]
-		name := kernels.Name(rule.Name, fmt.Sprint(slots), map[int]string{4: "f32", 8: "f64"}[elem])
+		name := kernels.OptimName(rule, slots, map[int]kernels.DType{4: kernels.F32, 8: kernels.F64}[elem], at != nil)
 		table, blocks := kernels.OptimTable(part)
 		args := newArgs().Bytes(table, 8)
-		for _, v := range consts {
-			if elem == 4 {
+		switch {
+		case at != nil:
+			args.Ptr(*at)
+		case elem == 4:
+			for _, v := range consts {
 				args.F32(float32(v))
-			} else {
+			}
+		default:
+			for _, v := range consts {
 				args.F64(v)
 			}
 		}
@@ -83,4 +146,4 @@ func stepRule(s device.StepSettings) (kernels.OptimRule, []float64, []string, er
 	return kernels.OptimRule{}, nil, nil, fmt.Errorf("cuda: an optimizer step by rule %d, which the device does not take", s.Rule)
 }
 
-var _ device.Stepper = (*Device)(nil)
+var _ device.StepRecorder = (*Device)(nil)

@@ -175,3 +175,65 @@ func TestOptimizersAreOneLaunchPerStep(t *testing.T) {
 		}
 	}
 }
+
+// StepAt, reading the constants SetStepConstants wrote, takes Step's
+// step to the bit for every rule and both float dtypes, twice over with
+// the constants rewritten between (a recording's replays); a buffer too
+// small for the constants, or of the host, is refused.
+func TestStepAtReadsItsConstants(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(23)
+	settings := []device.StepSettings{
+		{Rule: device.StepAdam, LR: 0.003, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, WeightDecay: 0.01},
+		{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9},
+		{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9, Nesterov: true},
+		{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7},
+		{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: 0.7},
+	}
+	for _, s := range settings {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			n := kernels.OptimChunk + 9
+			var sets [2][4]*tensor.Tensor // w, two slots, g
+			for k := range 4 {
+				x := ops.Abs(tensor.RandNormal(r, dt, n))
+				for j := range sets {
+					sets[j][k] = onGPU(t, d, x)
+				}
+			}
+			ts := func(j int) []device.StepTensor {
+				return []device.StepTensor{{W: sets[j][0].Buffer(), Slots: [2]device.Buffer{sets[j][1].Buffer(), sets[j][2].Buffer()}, G: sets[j][3].Buffer(), N: n}}
+			}
+			consts, err := tensor.Empty(d, tensor.Uint8, tensor.Shape{device.StepConstBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for step := range 2 {
+				s.LR *= 2 // the constants change from step to step
+				if err := d.Step(dt.Size(), ts(0), s); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.SetStepConstants(dt.Size(), s, consts.Buffer()); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.StepAt(dt.Size(), ts(1), s, consts.Buffer()); err != nil {
+					t.Fatal(err)
+				}
+				for k := range 3 {
+					if !bytes.Equal(onHost(t, sets[0][k]).HostBytes(), onHost(t, sets[1][k]).HostBytes()) {
+						t.Fatalf("rule %d (Nesterov %v, momentum %v) %v, step %d: tensor %d differs from Step's", s.Rule, s.Nesterov, s.Momentum, dt, step, k)
+					}
+				}
+			}
+		}
+	}
+	small, _ := tensor.Empty(d, tensor.Uint8, tensor.Shape{device.StepConstBytes - 8})
+	host, _ := tensor.Empty(device.Host(), tensor.Uint8, tensor.Shape{device.StepConstBytes})
+	for what, b := range map[string]device.Buffer{"a small buffer": small.Buffer(), "a host buffer": host.Buffer()} {
+		if err := d.SetStepConstants(4, settings[0], b); err == nil {
+			t.Errorf("SetStepConstants into %s: no error", what)
+		}
+		if err := d.StepAt(4, nil, settings[0], b); err == nil {
+			t.Errorf("StepAt from %s: no error", what)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
 	"runtime"
 	"slices"
@@ -226,26 +227,60 @@ func TestRecordErrors(t *testing.T) {
 	}
 }
 
-// RecordedTrainStep follows TracedTrainStep to the bit, step for step, on
-// an MLP and a CNN in both layouts, replaying one
-// recording per step after its first two.
+// RecordedTrainStep follows TracedTrainStep to the bit, step for step
+// (losses, variables and the optimizer's slots), on an MLP and a CNN in
+// both layouts with Adam on a schedule that changes the rate every step,
+// and on the MLP with AdamW's two groups, SGD with Nesterov's momentum,
+// RMSProp with momentum and plain SGD (whose update is not a device's and
+// runs after the replay), replaying one recording per step after its
+// first two. Where the optimizer's step is a device's, the recording
+// holds it: a step then queues its arguments' copies, the step's
+// constants, the replay and the loss's copy, whatever the model's size.
 func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 	d := testGPU(t)
 	launches := graphLaunches(d)
-	_, emulated := d.ctx.(*emu.Context)
-	models := map[string]func() (nn.Module, *tensor.Tensor, *tensor.Tensor){
-		"MLP":      smallMLP,
-		"NHWC CNN": func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(ops.NHWC) },
-		"NCHW CNN": func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(ops.NCHW) },
+	ctx, emulated := d.ctx.(*emu.Context)
+	cnn := func(l ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(l) }
 	}
-	for name, build := range models {
-		t.Run(name, func(t *testing.T) {
+	adam := func() nn.Optimizer { return nn.NewAdam(nn.Cosine(0.05, 10, 0.001)) }
+	adamW := func() nn.Optimizer {
+		o := nn.NewAdamW(nn.Constant(0.02), 0.1)
+		o.Decays = nn.DecayMatrices
+		return o
+	}
+	nesterov := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.02), Momentum: 0.9, Nesterov: true} }
+	rms := func() nn.Optimizer {
+		o := nn.NewRMSProp(nn.Constant(0.01))
+		o.Momentum = 0.5
+		return o
+	}
+	plain := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.05)} }
+	for _, c := range []struct {
+		name  string
+		build func() (nn.Module, *tensor.Tensor, *tensor.Tensor)
+		opt   func() nn.Optimizer
+		// queued is what a step queues where the recording holds the
+		// update: the two arguments' copies, the constants of each device
+		// step, the replay, the loss's copy out and its read, and the read
+		// and reset of the recorded gathers' index checks.
+		queued int
+	}{
+		{"MLP, Adam", smallMLP, adam, 8},
+		{"NHWC CNN, Adam", cnn(ops.NHWC), adam, 8},
+		{"NCHW CNN, Adam", cnn(ops.NCHW), adam, 8},
+		{"MLP, AdamW", smallMLP, adamW, 9},
+		{"MLP, Nesterov", smallMLP, nesterov, 8},
+		{"MLP, RMSProp", smallMLP, rms, 8},
+		{"MLP, SGD", smallMLP, plain, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			var losses [2][]float64
-			var weights [2][]float32
+			var state [2][][]byte
 			for i, record := range []bool{false, true} {
 				onDevice(d, func() {
-					model, x, y := build()
-					opt := nn.NewAdam(nn.Constant(0.05))
+					model, x, y := c.build()
+					opt := c.opt()
 					step := nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
 					if record {
 						step = nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
@@ -254,26 +289,110 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 					if record {
 						awaitNoObservers(t)
 					}
-					before := launches()
-					for range 4 {
+					before, queued := launches(), 0
+					for k := range 4 {
+						if k == 3 && emulated {
+							queued = ctx.Queued
+						}
 						l, _, err := step(batch)
 						if err != nil {
 							t.Fatal(err)
 						}
 						losses[i] = append(losses[i], l)
 					}
-					if n, want := launches()-before, 3; record && emulated && n != want {
+					if emulated {
+						queued = ctx.Queued - queued
+					}
+					for _, v := range append(model.Variables(), opt.Slots()...) {
+						state[i] = append(state[i], onHost(t, v.Value()).HostBytes())
+					}
+					if !emulated || !record {
+						return
+					}
+					if n, want := launches()-before, 3; n != want {
 						t.Errorf("%d graph launches in 4 steps, want %d", n, want)
 					}
-					weights[i] = tensor.ToSlice[float32](onHost(t, model.Variables()[0].Value()))
+					if c.queued > 0 && queued != c.queued {
+						t.Errorf("a recorded step queued %d calls, want %d", queued, c.queued)
+					}
 				})
 			}
 			if !slices.Equal(losses[0], losses[1]) {
 				t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
 			}
-			if !slices.Equal(weights[0], weights[1]) {
-				t.Error("the first layer's weights differ after the steps")
+			for k := range state[1] {
+				if !bytes.Equal(state[0][k], state[1][k]) {
+					t.Errorf("variable or slot %d differs after the steps", k)
+				}
 			}
 		})
+	}
+}
+
+// A recording with a tail replays the tail's work after the graph's,
+// runs its host function before every replay and returns only the kept
+// results; a tail that keeps what is not there or records nothing is
+// refused, and the errors of its recording and of its host function are
+// the recording's and the run's.
+func TestRecordTail(t *testing.T) {
+	d := testGPU(t)
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{ops.Neg(a[0]), ops.Add(a[0], a[0])}
+	})
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2))
+	if _, err := f.Call(x); err != nil {
+		t.Fatal(err)
+	}
+	g := f.Graph(x)
+	sink := onGPU(t, d, tensor.FromSlice([]float32{0, 0}, 2)) // where the tail copies the second result
+	befores := 0
+	tail := &graph.Tail{Keep: 1, Record: func(out []*tensor.Tensor) (func() error, error) {
+		if err := d.Copy(sink.Buffer(), 0, []int{1}, out[1].Buffer(), 0, []int{1}, []int{2}, 4); err != nil {
+			return nil, err
+		}
+		return func() error { befores++; return nil }, nil
+	}}
+	rec, err := graph.RecordTail(g, tail, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	for i, in := range [][]float32{{3, 4}, {5, 6}} {
+		out, err := rec.Run(onGPU(t, d, tensor.FromSlice(in, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1 {
+			t.Fatalf("Run returned %d results, want the one kept", len(out))
+		}
+		if got := tensor.ToSlice[float32](onHost(t, sink)); !slices.Equal(got, []float32{2 * in[0], 2 * in[1]}) {
+			t.Errorf("run %d: the tail copied %v", i, got)
+		}
+		if befores != i+1 {
+			t.Errorf("run %d: the tail's host function ran %d times", i, befores)
+		}
+	}
+	for what, bad := range map[string]*graph.Tail{
+		"keeping 3 of 2":    {Keep: 3, Record: tail.Record},
+		"keeping -1":        {Keep: -1, Record: tail.Record},
+		"recording nothing": {Keep: 1},
+	} {
+		if _, err := graph.RecordTail(g, bad, x); err == nil {
+			t.Errorf("a tail %s: no error", what)
+		}
+	}
+	refused := errors.New("refused")
+	if _, err := graph.RecordTail(g, &graph.Tail{Keep: 1, Record: func([]*tensor.Tensor) (func() error, error) { return nil, refused }}, x); !errors.Is(err, refused) {
+		t.Errorf("a tail whose recording fails: %v", err)
+	}
+	failing, err := graph.RecordTail(g, &graph.Tail{Keep: 2, Record: func([]*tensor.Tensor) (func() error, error) {
+		return func() error { return refused }, nil
+	}}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Release()
+	if _, err := failing.Run(x); !errors.Is(err, refused) {
+		t.Errorf("a tail whose host function fails: Run's error is %v", err)
 	}
 }

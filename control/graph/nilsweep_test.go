@@ -29,6 +29,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "ExecuteWith", Fn: graph.ExecuteWith, Valid: []any{square(), graph.ExecOptions{}, []*tensor.Tensor{x}}},
 		{Name: "Owned", Fn: graph.Owned, Valid: []any{square(), []*tensor.Tensor{x}, []*tensor.Tensor{x}}},
 		{Name: "Record", Fn: graph.Record, Valid: []any{square(), []*tensor.Tensor{x}}},
+		{Name: "RecordTail", Fn: graph.RecordTail, Valid: []any{square(), &graph.Tail{}, []*tensor.Tensor{x}}},
 		{Name: "IterationTag", Fn: graph.IterationTag},
 		{Name: "Graph.WriteDOT", Fn: func(w io.Writer) error { return square().WriteDOT(w) }, Valid: []any{io.Writer(&bytes.Buffer{})}},
 		{Name: "Graph.Placement", Fn: func(g *graph.Graph) int { return len(g.Placement()) }, Valid: []any{square()}},

@@ -30,7 +30,27 @@ type Recorded struct {
 	rec    device.Recording
 	in     []*tensor.Tensor // the recording's arguments
 	out    []*tensor.Tensor // the recording's results
+	keep   int              // how many results Run copies out
+	before func() error     // the tail's, before each replay (or nil)
 	closed bool
+}
+
+// A Tail is work on a graph's results done after the graph on every run
+// (an optimizer's step on the gradients the graph computes), which a
+// recording holds with the graph (RecordTail): one replay then runs both.
+type Tail struct {
+	// Keep is how many of the graph's leading results a run returns; the
+	// others are the tail's alone.
+	Keep int
+	// Run does the work on a run's results, op by op: where the graph
+	// runs unrecorded (trace.Function.Tail).
+	Run func(results []*tensor.Tensor) error
+	// Record queues the same work on the recording's results while the
+	// device records (once per recording; it must not wait for the
+	// device) and returns what must run on the host before every replay
+	// (write the step's constants the recorded work reads,
+	// tape.StepRecord), or an error, the recording then abandoned.
+	Record func(results []*tensor.Tensor) (before func() error, err error)
 }
 
 // Record records a run of g on arguments of args' dtypes and shapes
@@ -47,6 +67,14 @@ type Recorded struct {
 // While Record runs, the device records all the work queued on it: other
 // goroutines must not queue work on the same device meanwhile.
 func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
+	return RecordTail(g, nil, args...)
+}
+
+// RecordTail is Record whose recording also holds tail's work after the
+// graph's (tail.Record queues it while the device records), its Run
+// calling the tail's function before each replay and returning only the
+// first tail.Keep results. A nil tail is Record's.
+func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error) {
 	if g == nil {
 		return nil, errors.New("graph: Record: the graph is nil")
 	}
@@ -64,7 +92,13 @@ func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
 	if eager.Observing() {
 		return nil, fmt.Errorf("%w: graph: a tape observes the ops", device.ErrCapture)
 	}
-	r := &Recorded{g: g, dev: dev, specs: make([]eager.Out, len(args))}
+	r := &Recorded{g: g, dev: dev, specs: make([]eager.Out, len(args)), keep: len(g.Result)}
+	if tail != nil {
+		if tail.Keep < 0 || tail.Keep > len(g.Result) || tail.Record == nil {
+			return nil, fmt.Errorf("graph: RecordTail: a tail keeping %d of %d results (Record set: %v)", tail.Keep, len(g.Result), tail.Record != nil)
+		}
+		r.keep = tail.Keep
+	}
 	for i, a := range args {
 		if a == nil {
 			return nil, fmt.Errorf("graph: Record: argument %d is nil", i)
@@ -76,7 +110,7 @@ func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
 	}
 	p := g.plan()
 	rec, err := capturer.Capture(func() error {
-		return tensor.Catch(func() {
+		err := tensor.Catch(func() {
 			r.in = make([]*tensor.Tensor, len(args))
 			for i, s := range r.specs {
 				t, err := tensor.Empty(dev, s.DType, s.Shape)
@@ -87,6 +121,10 @@ func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
 			}
 			r.out = p.run(r.in)
 		})
+		if err == nil && tail != nil {
+			r.before, err = tail.Record(r.out)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -147,11 +185,16 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, fmt.Errorf("graph: Recorded.Run: argument %d: %w", i, err)
 		}
 	}
+	if r.before != nil {
+		if err := r.before(); err != nil {
+			return nil, fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
+		}
+	}
 	if err := r.rec.Replay(); err != nil {
 		return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
 	}
-	out := make([]*tensor.Tensor, len(r.out))
-	for i, res := range r.out {
+	out := make([]*tensor.Tensor, r.keep)
+	for i, res := range r.out[:r.keep] {
 		t, err := tensor.Empty(r.dev, res.DType(), res.Shape())
 		if err == nil {
 			err = copyTensor(t, res)

@@ -173,6 +173,15 @@ type Function struct {
 	// fn here whole, then the partitions as later calls do; a graph with
 	// guards runs whole here, unpartitioned. Set it before the first call.
 	Partitions *graph.PartitionOptions
+	// Tail, when not nil, is work every call does on fn's results after
+	// the graph (a training step's optimizer update on its gradients),
+	// and a call returns only the first Tail.Keep results: with Record,
+	// the recording holds it (graph.RecordTail: the results past Keep
+	// never leave the recording), elsewhere Tail.Run runs it, and the
+	// results past Keep that the call made are released. Its results'
+	// indices are fn's (nil results included). Set it before the first
+	// call.
+	Tail *graph.Tail
 
 	mu     sync.Mutex
 	graphs map[string]*traced
@@ -235,13 +244,17 @@ type traced struct {
 // on the first run; ok is false, with nothing run, where the call must
 // run the graph op by op: a tape observes, a profile times the ops, or
 // the graph cannot be recorded.
-func (tr *traced) replay(args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, ok bool, err error) {
+func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool) (out []*tensor.Tensor, owned []bool, ok bool, err error) {
 	if eager.Observing() || eager.Profiling() {
 		return nil, nil, false, nil
 	}
+	nils := tr.nilResults
+	if tail != nil && nils != nil {
+		nils = nils[:tail.Keep]
+	}
 	tr.recMu.Lock()
 	if tr.rec == nil && !tr.unrecordable {
-		rec, err := graph.Record(tr.g, args...)
+		rec, err := graph.RecordTail(tr.g, tr.graphTail(tail), args...)
 		if err != nil {
 			tr.unrecordable = true
 		} else {
@@ -263,9 +276,51 @@ func (tr *traced) replay(args []*tensor.Tensor, wantOwned bool) (out []*tensor.T
 		for i := range owned {
 			owned[i] = true
 		}
-		owned = withNils(tr.nilResults, owned)
+		owned = withNils(nils, owned)
 	}
-	return withNils(tr.nilResults, out), owned, true, nil
+	return withNils(nils, out), owned, true, nil
+}
+
+// graphTail is tail (nil: none) over tr's graph's results, which leave
+// out fn's nil results.
+func (tr *traced) graphTail(tail *graph.Tail) *graph.Tail {
+	if tail == nil || tr.nilResults == nil {
+		return tail
+	}
+	keep := 0
+	for _, isNil := range tr.nilResults[:tail.Keep] {
+		if !isNil {
+			keep++
+		}
+	}
+	return &graph.Tail{Keep: keep, Record: func(results []*tensor.Tensor) (func() error, error) {
+		return tail.Record(withNils(tr.nilResults, results))
+	}}
+}
+
+// runTail runs f's tail (if any) on a call's results that no recording
+// ran it on, releases the results past its Keep that the call made, and
+// returns the first Keep.
+func (f *Function) runTail(out []*tensor.Tensor, owned []bool) ([]*tensor.Tensor, []bool, error) {
+	if f.Tail == nil {
+		return out, owned, nil
+	}
+	if f.Tail.Keep < 0 || f.Tail.Keep > len(out) {
+		return nil, nil, fmt.Errorf("trace: the Function's tail keeps %d of %d results", f.Tail.Keep, len(out))
+	}
+	var err error
+	if f.Tail.Run != nil {
+		err = f.Tail.Run(out)
+	}
+	for i := f.Tail.Keep; i < len(out); i++ {
+		if owned != nil && owned[i] {
+			out[i].Release()
+		}
+	}
+	if owned != nil {
+		owned = owned[:f.Tail.Keep]
+	}
+	return out[:f.Tail.Keep], owned, err
 }
 
 // run executes tr's graph on args; owned marks the results the run made
@@ -345,7 +400,7 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 		// Called on values of another function's trace: run fn so that
 		// its ops and control flow are traced inline there.
 		out := f.fn(args)
-		return out, make([]bool, len(out)), nil
+		return f.runTail(out, make([]bool, len(out)))
 	}
 	if f.sig != nil {
 		if err := checkSignature(f.sig, args); err != nil {
@@ -365,7 +420,15 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	}
 	f.mu.Unlock()
 	if tr != nil {
-		return f.runGuarded(tr, args, wantOwned)
+		out, owned, replayed, err := f.runGuarded(tr, args, wantOwned || f.Tail != nil)
+		if err != nil || replayed {
+			return out, owned, err
+		}
+		out, owned, err = f.runTail(out, owned)
+		if !wantOwned {
+			owned = nil
+		}
+		return out, owned, err
 	}
 	out, tr, err := traceCall(f.fn, args, false)
 	if errors.Is(err, errUnroll) {
@@ -399,7 +462,7 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	if warn {
 		logf("trace: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
 	}
-	return out, make([]bool, len(out)), nil
+	return f.runTail(out, make([]bool, len(out)))
 }
 
 // signature is the dtypes and shapes of args, and their devices where not

@@ -103,20 +103,22 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 	return t.untraced != nil && t.untraced[weak.Make(x)]
 }
 
-// runGuarded runs tr on args; when a guard fails it runs fn eagerly
+// runGuarded runs tr on args (replayed reports a recording's replay,
+// which ran the Function's tail too); when a guard fails it runs fn eagerly
 // instead (logging that once), so the call returns what fn computes.
-func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, err error) {
+func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, replayed bool, err error) {
 	if !tr.hasGuards {
 		if f.Partitions != nil {
 			out, err := f.runPartitioned(tr, args)
-			return out, make([]bool, len(out)), err
+			return out, make([]bool, len(out)), false, err
 		}
 		if f.Record {
-			if out, owned, ok, err := tr.replay(args, wantOwned); ok {
-				return out, owned, err
+			if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned); ok {
+				return out, owned, true, err
 			}
 		}
-		return tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
+		out, owned, err := tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
+		return out, owned, false, err
 	}
 	failed := false
 	func() {
@@ -133,7 +135,7 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 	}()
 	if !failed {
-		return out, owned, err
+		return out, owned, false, err
 	}
 	f.mu.Lock()
 	note := !f.guardNoted && f.Logf != nil
@@ -144,5 +146,5 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		logf("trace: a traced Function's graph was traced unrolled and this call's loop took another number of iterations; it runs eagerly when that happens")
 	}
 	out = f.fn(args)
-	return out, make([]bool, len(out)), nil
+	return out, make([]bool, len(out)), false, nil
 }

@@ -101,8 +101,10 @@ type Context struct {
 	now                                                    float64       // the clock, nominal nanoseconds (clock.go)
 	events                                                 map[cu.Event]*timedEvent
 	graphs                                                 map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
-	// GraphLaunches counts the graphs launched, for tests.
-	GraphLaunches int
+	// GraphLaunches counts the graphs launched, Queued the calls that
+	// queued work on a stream outside a capture (kernel launches, copies,
+	// fills, graph launches: what the host submits), for tests.
+	GraphLaunches, Queued int
 }
 
 type stream struct {
@@ -284,6 +286,7 @@ func (c *Context) enqueue(call string, s cu.Stream, check, op func() error) erro
 		return nil
 	}
 	st.queue = append(st.queue, op)
+	c.Queued++
 	return nil
 }
 

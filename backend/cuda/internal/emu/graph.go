@@ -106,6 +106,7 @@ func (c *Context) enqueueAll(call string, s cu.Stream, check func() error, ops f
 		return nil
 	}
 	st.queue = append(st.queue, ops()...)
+	c.Queued++
 	return nil
 }
 

@@ -30,6 +30,14 @@ import (
 //     and rmsprop_mom_multi_... (tab, rho, k, eps, lr, mu) with (w, s,
 //     mom, g): s = rho·s + (g·g)·k; u = g / (sqrt(s) + eps); with
 //     momentum mom = mu·mom + u, u = mom; w -= lr·u.
+//
+// Each has a twin <rule>_<slots>_<d>_at (tab, consts) that reads the
+// constants, in the same order, from device memory when it runs: the
+// i-th at consts + 8·i, in the dtype (a float32 in the low four bytes).
+// A recording of a step holds the twin, and optim_consts (dst, w0 ... w9)
+// writes the step's constants (OptimConstWords 64-bit words) before each
+// replay, so the recorded update follows the host's step count and
+// schedule.
 
 // The table: per slot up to four tensors' addresses (w first, g last,
 // the rule's slots between), the element count and the slot's first
@@ -160,25 +168,70 @@ func (e *optimElem) op(inst string, args ...ptx.Reg) ptx.Reg {
 func (e *optimElem) mul(a, b ptx.Reg) ptx.Reg { return e.op("mul.rn", a, b) }
 func (e *optimElem) add(a, b ptx.Reg) ptx.Reg { return e.op("add.rn", a, b) }
 
+// OptimConstWords is how many constants optim_consts writes: the most
+// a rule takes.
+const OptimConstWords = 10
+
 func optimKernels() []*ptx.Kernel {
-	var out []*ptx.Kernel
+	out := []*ptx.Kernel{optimConstsKernel()}
 	for _, name := range slices.Sorted(maps.Keys(OptimRules)) {
 		for _, slots := range OptimSlotCounts {
-			out = append(out, multiTensorKernel(OptimRules[name], F32, slots), multiTensorKernel(OptimRules[name], F64, slots))
+			for _, d := range Floats {
+				out = append(out, multiTensorKernel(OptimRules[name], d, slots, false), multiTensorKernel(OptimRules[name], d, slots, true))
+			}
 		}
 	}
 	return out
 }
 
-// multiTensorKernel writes <rule>_<slots>_<d>, which reads the first
-// slots of the table.
-func multiTensorKernel(rule OptimRule, d DType, slots int) *ptx.Kernel {
-	k := ptx.NewKernel(Name(rule.Name, fmt.Sprint(slots), string(d)))
+// optimConstsKernel writes optim_consts (dst, w0 ... w9): its first
+// thread stores the words at dst, dst+8, ...
+func optimConstsKernel() *ptx.Kernel {
+	k := ptx.NewKernel("optim_consts")
+	dst := k.ParamPtr("dst")
+	words := make([]ptx.Reg, OptimConstWords)
+	for i := range words {
+		words[i] = k.Param(fmt.Sprintf("w%d", i), ptx.U64)
+	}
+	tid, p := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+	k.Op("mov.u32 %s, %%tid.x", tid)
+	k.Op("setp.ne.u32 %s, %s, 0", p, tid)
+	done := k.Label("done")
+	k.Op("@%s bra %s", p, done)
+	for i, w := range words {
+		k.Op("st.global.u64 [%s+%d], %s", dst, 8*i, w)
+	}
+	k.Place(done)
+	return k
+}
+
+// OptimName is the name of rule's kernel of the given slots for d; at
+// names the twin reading its constants from device memory.
+func OptimName(rule OptimRule, slots int, d DType, at bool) string {
+	if at {
+		return Name(rule.Name, fmt.Sprint(slots), string(d), "at")
+	}
+	return Name(rule.Name, fmt.Sprint(slots), string(d))
+}
+
+// multiTensorKernel writes <rule>_<slots>_<d> (or its _at twin), which
+// reads the first slots of the table.
+func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel {
+	k := ptx.NewKernel(OptimName(rule, slots, d, at))
 	t := d.reg()
 	k.ParamBytes("tab", OptimTableSize)
 	c := map[string]ptx.Reg{}
-	for _, name := range rule.Consts {
-		c[name] = k.Param(name, t)
+	var consts ptx.Reg
+	if at {
+		consts = k.ParamPtr("consts")
+	}
+	for i, name := range rule.Consts {
+		if at {
+			c[name] = k.Reg(t)
+			k.Op("ld.global.%s %s, [%s+%d]", t, c[name], consts, 8*i)
+		} else {
+			c[name] = k.Param(name, t)
+		}
 	}
 	// This block's slot: the last whose first block is at most ours.
 	b32 := k.Reg(ptx.U32)
