@@ -110,6 +110,7 @@ var budgets = map[string]kernelBudget{
 	"softmax_f32":                       {instr: 92},
 	"reduce_rows_sum_f32":               {instr: reduceRowsBudget},
 	"reduce_cols_sum_f32":               {instr: 14},
+	"reduce_colsb_sum_f32":              {instr: 20}, // at most 16 rows a lane, then the eight warps' partials through shared memory
 	"adam_multi_8_f32":                  {instr: 16}, // per element loaded: four an update
 	"momentum_multi_8_f32":              {instr: 16},
 	"nesterov_multi_8_f32":              {instr: 16},
@@ -202,6 +203,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"sum", func() { ops.Sum(x) }},
 		{"sum rows", func() { ops.Sum(x, 1) }},
 		{"sum columns", func() { ops.Sum(x, 0) }},
+		{"sum long columns (a bias gradient)", func() { ops.Sum(g(8, 28, 28, 32), 0, 1, 2) }},
 		{"softmax", func() { ops.Softmax(x, 1) }},
 		{"gather", func() { ops.Gather(x, idx, 0) }},
 		{"transpose", func() { ops.Transpose(x, 1, 0).Contiguous() }},

@@ -131,13 +131,16 @@ func TestReduceOnGPU(t *testing.T) {
 		}
 	}
 	// Folds long enough to go in passes (kernels.ReduceParts): rows of
-	// several parts, a whole-tensor fold, columns of three passes; a NaN in
-	// a later part still wins.
+	// several parts, a whole-tensor fold, columns of three passes;
+	// columns folded by blocks (reduce_colsb: groups of 32 columns, the
+	// last one part empty, several outer indices, after passes of the
+	// thread kernel); a NaN in a later part or warp still wins.
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Uint8, tensor.BFloat16} { // bfloat16: partials in float32
 		for _, c := range []struct {
 			shape []int
 			dims  []int
-		}{{[]int{2, 9000}, []int{1}}, {[]int{100, 130}, nil}, {[]int{300, 3}, []int{0}}, {[]int{2, 700, 3}, []int{1}}} {
+		}{{[]int{2, 9000}, []int{1}}, {[]int{100, 130}, nil}, {[]int{300, 3}, []int{0}}, {[]int{2, 700, 3}, []int{1}},
+			{[]int{100, 40}, []int{0}}, {[]int{3, 50, 33}, []int{1}}, {[]int{5000, 3}, []int{0}}, {[]int{2, 300, 70}, []int{1}}} {
 			lo, hi := -3.0, 3.0
 			if dt == tensor.Uint8 {
 				lo = 0
@@ -153,7 +156,14 @@ func TestReduceOnGPU(t *testing.T) {
 					in = near1
 				}
 				red := ops.Reduction{Kind: kind, Dims: c.dims}
-				agree(t, fmt.Sprintf("%v %v over %v kind %d, in passes", dt, c.shape, c.dims, kind), ops.Reduce(onGPU(t, d, in), red), ops.Reduce(in, red))
+				// Sums of terms up to 3 in either order differ by up to
+				// the folds' rounding: n·eps·3 for n terms.
+				tol := approx.Tolerance(dt)
+				if (kind == ops.ReduceSum || kind == ops.ReduceMean) && dt == tensor.Float32 {
+					tol = max(tol, float64(in.NumElements()/ops.Reduce(in, red).NumElements())*0x1p-24*3)
+				}
+				what := fmt.Sprintf("%v %v over %v kind %d, in passes", dt, c.shape, c.dims, kind)
+				agreeWithin(t, what, ops.Reduce(onGPU(t, d, in), red), ops.Reduce(in, red), tol)
 			}
 		}
 	}
@@ -163,6 +173,13 @@ func TestReduceOnGPU(t *testing.T) {
 		red := ops.Reduction{Kind: kind}
 		xl := tensor.FromSlice(long, 9000)
 		agree(t, fmt.Sprintf("NaN in a later part, kind %d", kind), ops.Reduce(onGPU(t, d, xl), red), ops.Reduce(xl, red))
+	}
+	cols := make([]float32, 200)
+	cols[2*77+1] = float32(math.NaN()) // row 77: the block's sixth warp
+	for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin, ops.ReduceSum} {
+		red := ops.Reduction{Kind: kind, Dims: []int{0}}
+		xc := tensor.FromSlice(cols, 100, 2)
+		agree(t, fmt.Sprintf("NaN in a later warp's rows, kind %d", kind), ops.Reduce(onGPU(t, d, xc), red), ops.Reduce(xc, red))
 	}
 	x := tensor.FromSlice([]float32{1, float32(math.NaN()), 3, -1}, 2, 2)
 	for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin} {
@@ -318,5 +335,34 @@ func TestHalfReduceLaunches(t *testing.T) {
 	}
 	if n := ctx.Launches - before; n != 1 || y.DType() != tensor.BFloat16 {
 		t.Errorf("a bfloat16 row sum launched %d kernels (want 1) into %v", n, y.DType())
+	}
+}
+
+// A bias gradient's fold over the batch (and positions) takes few
+// launches: one where a block folds it (128 rows), three over 128 images
+// of 28x28 (a first pass for the GPU's threads, a second, the block).
+func TestColumnFoldLaunches(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's launches")
+	}
+	for _, c := range []struct {
+		shape  []int
+		dims   []int
+		launch int
+	}{{[]int{128, 128}, []int{0}, 1}, {[]int{128, 28, 28, 32}, []int{0, 1, 2}, 3}} {
+		x := onGPU(t, d, tensor.RandUniform(tensor.NewRNG(3), tensor.Float32, -1, 1, c.shape...))
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		before := ctx.Launches
+		ops.Sum(x, c.dims...)
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if n := ctx.Launches - before; n != c.launch {
+			t.Errorf("a sum of %v over %v launched %d kernels, want %d", c.shape, c.dims, n, c.launch)
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 
 // Reduce (ops/reduce.go): the reduced dimensions made one block (a
 // permuted copy when they are not), then the rows kernel where they are
-// the last ones and the columns kernel otherwise.
+// the last ones and the columns kernels otherwise: the block kernel for
+// folds of 17 to ReduceColBlockRows, after passes of the thread kernel
+// for longer ones.
 
 var reduceKindNames = map[ops.ReduceKind]string{ops.ReduceSum: "sum", ops.ReduceMean: "mean",
 	ops.ReduceMax: "max", ops.ReduceMin: "min", ops.ReduceProd: "prod"}
@@ -57,16 +59,26 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 	g, name := gpu(c), reduceKindNames[kind]
 	// Long folds go in passes: each folds parts of at most limit elements
 	// into [outer, parts, inner] partials (a sum's for a mean), the next
-	// folds those, until one part is left.
-	limit := kernels.ReduceColChunk
-	if inner == 1 {
-		limit = kernels.ReduceRowChunk
-	}
+	// folds those, until one part is left. Columns: a block folds up to
+	// ReduceColBlockRows at once; a longer fold is cut into parts of at
+	// least ReduceColChunk, for about ReduceColThreads threads.
 	// The half types' partials are float32: they are rounded once, at
 	// the end.
 	partial, from := d.Compute(), d
 	src, count := x, mid
 	for {
+		if inner > 1 && mid > kernels.ReduceColChunk && mid <= kernels.ReduceColBlockRows {
+			g.reduceColsBlock(c, kernels.ReduceIO(from, d), name, out, src, outer, mid, inner, count)
+			if src != x {
+				src.Release()
+			}
+			return
+		}
+		limit := kernels.ReduceRowChunk
+		if inner > 1 {
+			parts := max(1, kernels.ReduceColThreads/(outer*inner))
+			limit = max(kernels.ReduceColChunk, (mid+parts-1)/parts)
+		}
 		chunk, parts := kernels.ReduceParts(mid, limit)
 		dst, pass, to := out, name, d
 		if parts > 1 {
@@ -89,6 +101,16 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 		}
 		src, mid = dst, parts
 	}
+}
+
+// reduceColsBlock queues reduce_colsb over src viewed as [outer, mid,
+// inner] into dst [outer, inner], a mean dividing by count.
+func (g *Device) reduceColsBlock(c *eager.Call, io, kind string, dst, src *tensor.Tensor, outer, mid, inner, count int) {
+	perOuter := (inner + 31) / 32
+	groups := outer * perOuter
+	args := divisorArg(newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(groups)).U64(uint64(mid)).U64(uint64(inner)), perOuter, groups).U64(uint64(count))
+	blocks := min(groups, max(g.info.SMs, 1)*32)
+	check(c, g.launchBlocks("reduce", kernels.Name("reduce_colsb", kind, io), blocks, kernels.ReduceBlock, args))
 }
 
 // reducePass queues one pass of reduceInto: src viewed as [outer, mid,

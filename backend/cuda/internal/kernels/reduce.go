@@ -22,6 +22,18 @@ import (
 //   - reduce_cols_<kind>_<dtype> (out, x, n, mid, chunk, parts, inner,
 //     count): a thread per output element (n = outer·parts·inner) folds
 //     its part of its column in order.
+//   - reduce_colsb_<kind>_<dtype> (out, x, groups, mid, inner, gpr,
+//     count): a block per group of 32 neighbouring columns of one outer
+//     index (gpr groups an outer index: inner over 32, rounded up), for
+//     folds of at most ReduceColBlockRows: each warp's lanes fold rows
+//     warp, warp+8, ... of their columns (a row's 32 columns one 128-byte
+//     load of the warp), and the first warp adds the eight warps'
+//     partials in order (a lane folds at most 16 rows, so that the
+//     launch has a thread for every 16 elements). A longer fold goes in
+//     cols passes first, the first of them cut for about
+//     ReduceColThreads threads: the bias gradient of 32 channels over 128
+//     images of 28x28 (100352 rows) takes three launches, where chunks of
+//     ReduceColChunk took five.
 //
 // Kinds: sum, mean (sum / count: NaN for count = 0), max, min (NaN
 // propagates, as the CPU's), prod. Integers wrap as the CPU's do. parts
@@ -48,6 +60,14 @@ const (
 // ReduceBlock is the threads per block of the row kernels (a power of 2).
 const ReduceBlock = 256
 
+// ReduceColBlockRows is the longest fold reduce_colsb takes: each of a
+// block's eight warps folds at most 16 rows. ReduceColThreads is the
+// threads a first cols pass aims at.
+const (
+	ReduceColBlockRows = 128
+	ReduceColThreads   = 65536
+)
+
 // ReduceKinds lists the reductions per dtype (mean is for floats).
 func ReduceKinds(d DType) []string {
 	if d.float() {
@@ -60,7 +80,7 @@ func reduceKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Numeric {
 		for _, kind := range ReduceKinds(d) {
-			out = append(out, reduceRows(kind, d, d), reduceCols(kind, d, d))
+			out = append(out, reduceRows(kind, d, d), reduceCols(kind, d, d), reduceColsBlock(kind, d, d))
 		}
 	}
 	// The half types fold in float32: a single pass from the half type
@@ -69,7 +89,7 @@ func reduceKernels() []*ptx.Kernel {
 	for _, d := range Halves {
 		for _, kind := range ReduceKinds(F32) {
 			for _, io := range [][2]DType{{d, d}, {d, F32}, {F32, d}} {
-				out = append(out, reduceRows(kind, io[0], io[1]), reduceCols(kind, io[0], io[1]))
+				out = append(out, reduceRows(kind, io[0], io[1]), reduceCols(kind, io[0], io[1]), reduceColsBlock(kind, io[0], io[1]))
 			}
 		}
 	}
@@ -328,6 +348,63 @@ func reduceCols(kind string, from, to DType) *ptx.Kernel {
 		k.Op("bra.uni %s", loop)
 		k.Place(done)
 		store(k, to, k.Addr(o, i, to.Size()), fromCompute(k, to, reduceFinish(k, kind, d, acc, count)))
+	})
+	return k
+}
+
+// reduceColsBlock writes reduce_colsb_<kind>_<ReduceIO(from, to)>.
+func reduceColsBlock(kind string, from, to DType) *ptx.Kernel {
+	const warps = ReduceBlock / 32
+	d := from.Compute()
+	t := d.reg()
+	k := ptx.NewKernel(Name("reduce_colsb", kind, ReduceIO(from, to)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	groups, mid, inner := k.Param("groups", ptx.U64), k.Param("mid", ptx.U64), k.Param("inner", ptx.U64)
+	gpr, count := paramDivisor(k, "gpr"), k.Param("count", ptx.U64)
+	b := newBlockRows(k, t.Size()) // ReduceBlock slots: [warps][32]
+	lane, warp, step := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("and.b64 %s, %s, 31", lane, b.tid)
+	k.Op("shr.u64 %s, %s, 5", warp, b.tid)
+	k.Op("mov.u64 %s, %d", step, warps)
+	slot := k.Reg(ptx.U64)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", slot, b.tid, t.Size(), b.sh) // [warp][lane]
+	b.eachRow(groups, func(g ptx.Reg) {
+		outer, gi := divmod(k, g, gpr)
+		col, valid := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("mad.lo.s64 %s, %s, 32, %s", col, gi, lane)
+		k.Op("setp.lt.u64 %s, %s, %s", valid, col, inner)
+		acc := k.Reg(t)
+		mov(k, d, acc, reduceInit(kind, d))
+		skip := k.Label("colsb_lane")
+		k.Op("@!%s bra %s", valid, skip)
+		base := k.Reg(ptx.U64) // x index of (outer, 0, col)
+		k.Op("mul.lo.s64 %s, %s, %s", base, outer, mid)
+		k.Op("mul.lo.s64 %s, %s, %s", base, base, inner)
+		k.Op("add.s64 %s, %s, %s", base, base, col)
+		k.Loop(warp, mid, step, func(m ptx.Reg) {
+			at := k.Reg(ptx.U64)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", at, m, inner, base)
+			mov(k, d, acc, reduceCombine(k, kind, d, acc, toCompute(k, from, load(k, from, k.Addr(x, at, from.Size())))))
+		})
+		k.Place(skip)
+		k.Op("st.shared.%s [%s], %s", t, slot, acc)
+		k.Op("bar.sync 0")
+		p, done := k.Reg(ptx.Pred), k.Label("colsb_done")
+		k.Op("setp.ne.u64 %s, %s, 0", p, warp)
+		k.Op("@%s bra %s", p, done)
+		k.Op("@!%s bra %s", valid, done)
+		r := k.Reg(t)
+		k.Op("ld.shared.%s %s, [%s]", t, r, slot)
+		for w := 1; w < warps; w++ {
+			v := k.Reg(t)
+			k.Op("ld.shared.%s %s, [%s+%d]", t, v, slot, w*32*t.Size())
+			mov(k, d, r, reduceCombine(k, kind, d, r, v))
+		}
+		at := k.Reg(ptx.U64)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, outer, inner, col)
+		store(k, to, k.Addr(o, at, to.Size()), fromCompute(k, to, reduceFinish(k, kind, d, r, count)))
+		k.Place(done)
+		k.Op("bar.sync 0") // the slots are read before the next group's
 	})
 	return k
 }
