@@ -156,7 +156,7 @@ func hwioAsCIO(c *eager.Call, f *tensor.Tensor) *tensor.Tensor {
 func conv(c *eager.Call, outs []*tensor.Tensor) { convInto(c, c.Attrs.(ops.Conv2DGemmAttrs), outs[0]) }
 
 // fusedConv is FusedConv2D: the convolution, then the bias added and the
-// activation applied in place, one elementwise launch each.
+// activation applied in place, in one elementwise launch.
 func fusedConv(c *eager.Call, outs []*tensor.Tensor) {
 	a, out := c.Attrs.(ops.FusedConv2DAttrs), outs[0]
 	convInto(c, a.Conv, out)

@@ -101,6 +101,7 @@ var budgets = map[string]kernelBudget{
 	"pool2d_sum_nhwc_bf16":              {instr: 2*36 + 8},
 	"pool2d_select_put_ge_nhwc_bf16":    {instr: 2*50 + 8},
 	"add_f32_bc":                        {instr: broadcastBudget},
+	"addrelu_f32_bc":                    {instr: broadcastBudget},
 	"div_f32_bc":                        {instr: broadcastBudget},
 	"select_f32_bc":                     {instr: broadcastBudget},
 	"copy_b32":                          {instr: copyBudget},
@@ -290,6 +291,9 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			q, k, v := g(2, 4, 64, 32), g(2, 4, 64, 32), g(2, 4, 64, 32)
 			mask := onGPU(t, d, ops.Gt(tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, 64, 64), tensor.Scalar(float32(0.2))))
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, mask, false, 0) }, q, k, v)
+		}},
+		{"fused convolution's bias and Relu", func() {
+			ops.FusedConv2D(img, filt, g(32), ops.Conv2DOpts{Padding: ops.Same}, ops.ReluActivation)
 		}},
 		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
 			d.SetCuDNN(false)

@@ -113,7 +113,7 @@ func fusedMatmul(c *eager.Call, outs []*tensor.Tensor) {
 
 // biasRelu adds bias, broadcast as along (out's trailing shape, ones
 // where it does not vary), to out in place, then applies Relu where relu
-// is set: one elementwise launch each.
+// is set: one elementwise launch (addrelu where relu is set).
 func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu bool) error {
 	n := out.NumElements()
 	if n == 0 {
@@ -122,10 +122,11 @@ func (d *Device) biasRelu(out, bias *tensor.Tensor, along tensor.Shape, relu boo
 	dt, shape := kernelType(out.DType()), out.Shape()
 	geom := kernels.Geometry(shape, [][]int{strides(shape, shape), strides(shape, along)}, nil)
 	args := newArgs().Ptr(ptr(out)).Ptr(ptr(out)).Ptr(ptr(bias)).U64(uint64(n)).Bytes(geom, 8)
-	if err := d.launch("binary", kernels.Name("add", string(dt), "bc"), n, args); err != nil || !relu {
-		return err
+	op := "add"
+	if relu {
+		op = "addrelu"
 	}
-	return d.launchVector("unary", kernels.Name("relu", string(dt)), n, kernels.Lanes(dt), newArgs().Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
+	return d.launch("binary", kernels.Name(op, string(dt), "bc"), n, args)
 }
 
 // product is a batch of row-major float products c = op(a)·op(b), op(x)

@@ -16,14 +16,15 @@ import (
 //     with g's strides 0 and 1 over the output's shape (0 broadcasts).
 // The ops: add, sub, mul, div, rem, max, min, pow, relugrad (b where a >
 // 0), and for floats tanhgrad and sigmoidgrad (Tanh's and Sigmoid's
-// backward from the output a and the gradient b) and gelutanhgrad
-// (GeluTanh's from its input a).
+// backward from the output a and the gradient b), gelutanhgrad
+// (GeluTanh's from its input a) and addrelu (Relu(a + b), rounded as the
+// two ops are: a fused convolution's bias and activation in one pass).
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "addrelu")
 	}
 	return ops
 }
@@ -301,6 +302,11 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 		switch op {
 		case "add", "sub", "mul", "div":
 			k.Op("%s.rn.%s %s, %s, %s", op, t, r, x, y)
+		case "addrelu": // the sum where > 0 or NaN, else +0 (relu's rule)
+			p := k.Reg(ptx.Pred)
+			k.Op("add.rn.%s %s, %s, %s", t, r, x, y)
+			k.Op("setp.gtu.%s %s, %s, %s", t, p, r, ptx.Imm(t, 0))
+			k.Op("selp.%s %s, %s, %s, %s", t, r, r, ptx.Imm(t, 0), p)
 		case "max", "min":
 			// PTX max/min return the number when one operand is NaN; the
 			// CPU's propagate NaN: x+y is NaN then.
