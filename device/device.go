@@ -253,6 +253,13 @@ type Capturer interface {
 	Capture(fn func() error) (Recording, error)
 }
 
+// CaptureState is a Capturer that says whether it records now: memory
+// allocated meanwhile is the recording's (freed with it), so a cache of
+// lasting buffers (package ops' constants) makes none then.
+type CaptureState interface {
+	Capturing() bool
+}
+
 // Recording is work a Capturer recorded.
 type Recording interface {
 	// Replay queues the recorded work again: the same kernels and copies

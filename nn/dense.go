@@ -45,7 +45,9 @@ func orFloat32(dt tensor.DType) tensor.DType {
 
 // Forward computes act(x·W + b) over the last dimension of x. With a bias
 // and no activation or ops.Relu, the three are one op (ops.FusedMatMul:
-// on the GPU one GEMM whose epilogue adds the bias and applies Relu).
+// on the GPU one GEMM whose epilogue adds the bias and applies Relu);
+// with another activation the product and the bias are, the activation
+// following.
 func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
 	w := valueAs(d.Kernel, x)
 	y := x
@@ -56,6 +58,8 @@ func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
 	}
 	if act, ok := fusable(d.act); ok && d.Bias != nil && y.Rank() == 2 {
 		y = ops.FusedMatMul(y, w, valueAs(d.Bias, y), act)
+	} else if d.Bias != nil && y.Rank() == 2 { // the bias in the product, the activation after
+		y = then(ops.FusedMatMul(y, w, valueAs(d.Bias, y), ops.NoActivation), d.act)
 	} else {
 		y = ops.MatMul(y, w)
 		if d.Bias != nil {

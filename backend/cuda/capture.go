@@ -44,6 +44,14 @@ func (d *Device) poolAllocLocked(p *graphPool, nbytes int) (device.Buffer, error
 	return d.track(&buffer{dev: d, ptr: ptr, size: nbytes, class: class, pool: p}), nil
 }
 
+// Capturing reports whether a capture is in progress on d
+// (device.CaptureState).
+func (d *Device) Capturing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.capturing != nil
+}
+
 // Capture records the work fn queues on d (device.Capturer).
 func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
 	g, ok := d.ctx.(cu.Graphs)

@@ -134,13 +134,15 @@ func TestReduceOnGPU(t *testing.T) {
 	// several parts, a whole-tensor fold, columns of three passes;
 	// columns folded by blocks (reduce_colsb: groups of 32 columns, the
 	// last one part empty, several outer indices, after passes of the
-	// thread kernel); a NaN in a later part or warp still wins.
+	// thread kernel); dimensions at both ends folded in two stages; a NaN
+	// in a later part or warp still wins.
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Uint8, tensor.BFloat16} { // bfloat16: partials in float32
 		for _, c := range []struct {
 			shape []int
 			dims  []int
 		}{{[]int{2, 9000}, []int{1}}, {[]int{100, 130}, nil}, {[]int{300, 3}, []int{0}}, {[]int{2, 700, 3}, []int{1}},
-			{[]int{100, 40}, []int{0}}, {[]int{3, 50, 33}, []int{1}}, {[]int{5000, 3}, []int{0}}, {[]int{2, 300, 70}, []int{1}}} {
+			{[]int{100, 40}, []int{0}}, {[]int{3, 50, 33}, []int{1}}, {[]int{5000, 3}, []int{0}}, {[]int{2, 300, 70}, []int{1}},
+			{[]int{8, 3, 20, 20}, []int{0, 2, 3}}} { // NCHW's bias gradient: rows, then columns
 			lo, hi := -3.0, 3.0
 			if dt == tensor.Uint8 {
 				lo = 0

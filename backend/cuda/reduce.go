@@ -35,9 +35,18 @@ func reduce(d kernels.DType) eager.Kernel {
 
 // reduceInto reduces x over dims (sorted, non-negative) by kind into out.
 func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, kind ops.ReduceKind, out *tensor.Tensor) {
+	reduceCounting(c, d, x, dims, kind, out, 1)
+}
+
+// reduceCounting is reduceInto whose mean divides by scale times the
+// elements it folds (the second stage of a fold in two).
+func reduceCounting(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, kind ops.ReduceKind, out *tensor.Tensor, scale int) {
 	lo, hi := 0, 0
 	if len(dims) > 0 {
 		lo, hi = dims[0], dims[len(dims)-1]+1
+	}
+	if hi-lo != len(dims) && reduceEnds(c, d, x, dims, kind, out) {
+		return
 	}
 	if hi-lo != len(dims) {
 		var kept []int
@@ -65,7 +74,7 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 	// The half types' partials are float32: they are rounded once, at
 	// the end.
 	partial, from := d.Compute(), d
-	src, count := x, mid
+	src, count := x, mid*scale
 	for {
 		if inner > 1 && mid > kernels.ReduceColChunk && mid <= kernels.ReduceColBlockRows {
 			g.reduceColsBlock(c, kernels.ReduceIO(from, d), name, out, src, outer, mid, inner, count)
@@ -101,6 +110,40 @@ func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, ki
 		}
 		src, mid = dst, parts
 	}
+}
+
+// reduceEnds folds dims that are a block at each end of x's shape
+// (NCHW's bias gradient: dimensions 0, 2 and 3) in two stages, the last
+// block as rows into a temporary, then the first as columns, instead of
+// a permuted copy of x folded once: it reads x once. It reports false,
+// having done nothing, for other dims and for the half types (whose
+// temporary would round twice).
+func reduceEnds(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, kind ops.ReduceKind, out *tensor.Tensor) bool {
+	p := 0 // dims[:p] = 0, 1, ..., p-1
+	for p < len(dims) && dims[p] == p {
+		p++
+	}
+	q := x.Rank() - (len(dims) - p) // dims[p:] = q, ..., rank-1
+	if d.Half() || p == 0 || p == len(dims) || dims[p] != q || dims[len(dims)-1] != x.Rank()-1 {
+		return false
+	}
+	shape := x.Shape()
+	stage := kind
+	if kind == ops.ReduceMean {
+		stage = ops.ReduceSum // the mean divides once, at the end
+	}
+	mid, err := tensor.Empty(c.Device, x.DType(), shape[:q].Clone())
+	if err != nil {
+		c.Fail(err, "the partial %s of %v", reduceKindNames[kind], shape)
+	}
+	defer mid.Release()
+	reduceInto(c, d, x, dims[p:], stage, mid)
+	prefix := make([]int, p)
+	for i := range prefix {
+		prefix[i] = i
+	}
+	reduceCounting(c, d, mid, prefix, kind, out, tensor.Shape(shape[q:]).NumElements())
+	return true
 }
 
 // reduceColsBlock queues reduce_colsb over src viewed as [outer, mid,

@@ -1,0 +1,107 @@
+package cuda
+
+import (
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// An eager training step queues what its ops need and no more: on a
+// GPU every call the host makes costs it a few microseconds, which is
+// most of a small model's step. The counts are the emulator's (kernel
+// launches, library calls, copies and fills, emu.Context.Queued) for a
+// warm step; a change that adds calls fails here and says how many.
+func TestTrainStepQueuedCalls(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's calls")
+	}
+	cnn := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(f) }
+	}
+	for _, c := range []struct {
+		name  string
+		build func() (nn.Module, *tensor.Tensor, *tensor.Tensor)
+		want  int
+	}{
+		// Three GEMMs with their bias (and Relu) in the epilogue, a
+		// Tanh; the loss and its mean; the mean's gradient (a division
+		// and the broadcast's copy) and the loss's; per layer the
+		// gradients' GEMMs, the Relu's or Tanh's gradient and the bias's
+		// column fold; one Adam launch; the loss's read and the label
+		// check's read and reset. No fill: the scalars (the seed, the
+		// mean's count) are shared constants.
+		{"MLP", smallMLP, 23},
+		// cuDNN's first convolution (its filter permuted, its fused bias
+		// and Relu one kernel), the strided SAME one by patches and
+		// GEMMs (cuDNN takes no uneven padding; its gradients' patches
+		// zero-filled before the scatter), max and average pooling, the
+		// classifier, their gradients, Adam, the reads. NCHW adds the
+		// filters' and patches' permuted copies; its bias gradients fold
+		// rows, then columns, reading the gradient once.
+		{"NHWC CNN", cnn(ops.NHWC), 39},
+		{"NCHW CNN", cnn(ops.NCHW), 44},
+	} {
+		onDevice(d, func() {
+			model, x, y := c.build()
+			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+			batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+			for range 3 {
+				if _, _, err := step(batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := ctx.Queued
+			if _, _, err := step(batch); err != nil {
+				t.Fatal(err)
+			}
+			if n := ctx.Queued - before; n != c.want {
+				t.Errorf("%s: a step queued %d calls, want %d", c.name, n, c.want)
+			}
+		})
+	}
+}
+
+// ScalarLike off the host is a shared constant: the same tensor for the
+// same device, dtype and value (one fill, ever), which Release leaves
+// whole and views of which release as any view does; while the device
+// records, a fresh one (the recording's memory).
+func TestScalarsAreSharedConstants(t *testing.T) {
+	d := testGPU(t)
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2))
+	a, b := ops.ScalarLike(x, 0.5), ops.ScalarLike(x, 0.5)
+	if a != b {
+		t.Error("two ScalarLike(x, 0.5) are two tensors")
+	}
+	if c := ops.ScalarLike(x, -0.5); c == a {
+		t.Error("ScalarLike of another value is the same tensor")
+	}
+	if c := ops.ScalarLike(ops.Cast(x, tensor.Float64), 0.5); c == a {
+		t.Error("ScalarLike of another dtype is the same tensor")
+	}
+	if z := ops.ZerosLike(ops.Sum(x)); z != ops.ScalarLike(x, 0) {
+		t.Error("ZerosLike of a scalar is not the shared zero")
+	}
+	a.Release()
+	ops.Reshape(a, 1).Release()
+	if got := ops.ScalarLike(x, 0.5); got != a || onHost(t, got).Float() != 0.5 {
+		t.Error("a released shared constant was dropped or lost its value")
+	}
+	var inCapture *tensor.Tensor
+	rec, err := d.Capture(func() error { inCapture = ops.ScalarLike(x, 0.25); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if inCapture == ops.ScalarLike(x, 0.25) {
+		t.Error("a scalar made while the device recorded was shared")
+	}
+	if h := tensor.FromSlice([]float32{1}, 1); ops.ScalarLike(h, 3) == ops.ScalarLike(h, 3) {
+		t.Error("host scalars are shared")
+	}
+}
