@@ -269,6 +269,9 @@ func fusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
 		outs = outs[1:]
 	}
 	convFilterInto(c, a.Conv, x, dz, outs[0])
+	if gpu(c).dnnBias(c, a.Conv, x, dz, outs[1]) {
+		return
+	}
 	dims := []int{0, 1, 2} // NHWC: all but the channels
 	if a.Conv.Format == ops.NCHW {
 		dims = []int{0, 2, 3}

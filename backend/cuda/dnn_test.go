@@ -125,3 +125,46 @@ func TestHalfFusedConvThroughCuDNN(t *testing.T) {
 		}
 	}
 }
+
+// FusedConv2D's bias gradient is one cuDNN call
+// (cudnnConvolutionBackwardBias) where cuDNN takes the convolution, and
+// the fold of the output's gradient where the library lacks the call:
+// both agree with the CPU, in both layouts and float dtypes.
+func TestFusedConvBiasGradientThroughCuDNN(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	if !emulated {
+		t.Skip("counts the emulator's cuDNN calls")
+	}
+	defer d.noConvBias.Store(false)
+	r := tensor.NewRNG(12)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			xs := []int{3, 9, 8, 2}
+			if format == ops.NCHW {
+				xs = []int{3, 2, 9, 8}
+			}
+			x, f, b := tensor.RandNormal(r, dt, xs...), tensor.RandNormal(r, dt, 3, 3, 2, 5), tensor.RandNormal(r, dt, 5)
+			o := ops.Conv2DOpts{Padding: ops.Same, Format: format}
+			seed := tensor.RandNormal(r, dt, ops.Conv2D(x, f, o).Shape()...)
+			grads := func(x, f, b, seed *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(x, f, b)
+				return tp.GradientSeeded(ops.FusedConv2D(x, f, b, o, ops.ReluActivation), seed, x, f, b)
+			}
+			want := grads(x, f, b, seed)
+			for _, lacks := range []bool{false, true} {
+				d.noConvBias.Store(lacks)
+				before := ctx.DNNCalls
+				got := grads(onGPU(t, d, x), onGPU(t, d, f), onGPU(t, d, b), onGPU(t, d, seed))
+				what := fmt.Sprintf("%v %v, library without the bias call %v", dt, format, lacks)
+				for k, name := range []string{"input", "filter", "bias"} {
+					agree(t, what+": the "+name+" gradient", got[k], want[k])
+				}
+				if calls, wantCalls := ctx.DNNCalls-before, map[bool]int{false: 4, true: 3}[lacks]; calls != wantCalls {
+					t.Errorf("%s: %d cuDNN calls, want %d (forward, data, filter, and the bias where it has the call)", what, calls, wantCalls)
+				}
+			}
+		}
+	}
+}

@@ -38,14 +38,15 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// mean's count) are shared constants.
 		{"MLP", smallMLP, 23},
 		// cuDNN's first convolution (its filter permuted, its fused bias
-		// and Relu one kernel), the strided SAME one by patches and
+		// and Relu one kernel, its bias gradient one cuDNN call), the
+		// strided SAME one by patches and
 		// GEMMs (cuDNN takes no uneven padding; its gradients' patches
 		// zero-filled before the scatter), max and average pooling, the
 		// classifier, their gradients, Adam, the reads. NCHW adds the
 		// filters' and patches' permuted copies; its bias gradients fold
 		// rows, then columns, reading the gradient once.
-		{"NHWC CNN", cnn(ops.NHWC), 39},
-		{"NCHW CNN", cnn(ops.NCHW), 44},
+		{"NHWC CNN", cnn(ops.NHWC), 38},
+		{"NCHW CNN", cnn(ops.NCHW), 43},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()
