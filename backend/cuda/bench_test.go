@@ -348,18 +348,16 @@ func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 
 // BenchmarkCharRNNStepGPU is examples/charrnn's training step (an LSTM of
 // 96 over 32 characters, batch 16, vocabulary 65; internal/benchmodels)
-// on the GPU, eager and traced, the loss read each step.
+// on the GPU, eager, traced (the LSTM a loop frame) and recorded (its 32
+// steps traced one by one into one CUDA graph), the loss read each step.
 func BenchmarkCharRNNStepGPU(b *testing.B) {
 	d := benchGPU(b)
-	for _, mode := range []string{"eager", "traced"} {
+	for _, mode := range []string{"eager", "traced", "recorded"} {
 		b.Run(mode, func(b *testing.B) {
 			restore := device.SetDefault(d)
 			defer restore()
 			model, opt, x, y := benchmodels.CharLSTM(65)
-			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-			if mode == "traced" {
-				step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-			}
+			step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 			batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
 			timeSteps(b, d, func() {
 				if _, _, err := step(batch); err != nil {

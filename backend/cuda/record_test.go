@@ -256,6 +256,16 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		return o
 	}
 	plain := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.05)} }
+	recurrent := func(cell func(r *tensor.RNG) nn.Cell) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			r := tensor.NewRNG(6)
+			m := nn.NewSequential(&nn.RNN{Cell: cell(r)}, nn.NewDense("o", r, 16, 2, nn.DenseOpts{}))
+			x := tensor.RandNormal(r, tensor.Float32, 4, 5, 8)
+			return m, x, ops.Cast(ops.Gt(ops.Sum(x, 1, 2), tensor.Scalar[float32](0)), tensor.Int32)
+		}
+	}
+	lstm := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewLSTMCell("l", r, 8, 16, tensor.Float32) })
+	gru := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewGRUCell("g", r, 8, 16, tensor.Float32) })
 	for _, c := range []struct {
 		name  string
 		build func() (nn.Module, *tensor.Tensor, *tensor.Tensor)
@@ -273,6 +283,11 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP, Nesterov", smallMLP, nesterov, 8},
 		{"MLP, RMSProp", smallMLP, rms, 8},
 		{"MLP, SGD", smallMLP, plain, 0},
+		// A recurrent layer's Scan, traced step by step where the step
+		// records (its five steps fixed by the batch's shape): one graph
+		// too, where TracedTrainStep's frame runs op by op.
+		{"LSTM, Adam", lstm, adam, 8},
+		{"GRU, Adam", gru, adam, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var losses [2][]float64

@@ -256,6 +256,13 @@ cx, cy = ids[:, :32].contiguous(), ids[:, 1:].reshape(-1).contiguous()
 clstm = CharLSTM().to(dev)
 char_step = train_step(clstm, torch.optim.Adam(clstm.parameters(), lr=0.01), cx, cy)
 line("BenchmarkTorchCharRNNStepGPU/eager", host_ns(char_step, 200), "ns/op")
+# As one CUDA graph: the twin of /recorded (eagerflow's LSTM traced step by
+# step, its 32 steps in one graph).
+if not DRY:
+    try:
+        line("BenchmarkTorchCharRNNStepGPU/recorded", host_ns(graph_step(clstm, cx, cy), 500), "ns/op")
+    except Exception as e:  # cuDNN's LSTM refusing capture, say: say so, go on
+        print(f"# torch CUDA graph LSTM: {type(e).__name__}: {e}", flush=True)
 
 # examples/gpt's model in nanoGPT's small shape (torch_gpt.py, the CPU
 # twin too; BenchmarkGPTStepGPU): a training step (gradients clipped, the

@@ -155,7 +155,10 @@ type Function struct {
 	// arguments are copied into the recording's buffers and its results
 	// copied out, so results stay each call's own (CallOwned owns them
 	// all). It applies to graphs without control flow, collectives or
-	// guards, with their arguments on the graph's device; a call that a
+	// guards, with their arguments on the graph's device: on such a
+	// device a Scan (an RNN layer's loop) is traced step by step rather
+	// than as a frame, its steps fixed by the signature, so that it
+	// records too (not where InputSpecs leave sizes unknown); a call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
@@ -430,11 +433,11 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 		}
 		return out, owned, err
 	}
-	out, tr, err := traceCall(f.fn, args, false)
+	out, tr, err := traceCall(f.fn, args, false, f.unrollsScans(args))
 	if errors.Is(err, errUnroll) {
 		// A loop's gradient is differentiated again: trace once more, loops
 		// unrolled (fn runs a second time).
-		out, tr, err = traceCall(f.fn, args, true)
+		out, tr, err = traceCall(f.fn, args, true, false)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -463,6 +466,17 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 		logf("trace: Function traced %d times (signatures: %s, ...); give it inputs of fewer distinct shapes", n, key)
 	}
 	return f.runTail(out, make([]bool, len(out)))
+}
+
+// unrollsScans reports whether f's trace for args runs Scans step by
+// step: with Record, on a device that records, where every signature is
+// exact (no size left unknown to serve other lengths).
+func (f *Function) unrollsScans(args []*tensor.Tensor) bool {
+	if !f.Record || f.sig != nil || len(args) == 0 || args[0] == nil {
+		return false
+	}
+	_, records := args[0].Device().(device.Capturer)
+	return records
 }
 
 // signature is the dtypes and shapes of args, and their devices where not
@@ -521,6 +535,10 @@ type tracer struct {
 	// unroll traces loops iteration by iteration (with guards), for
 	// functions whose loops cannot be frames (see trace_guard.go).
 	unroll bool
+	// unrollScans traces Scans step by step (Function.Record on a device
+	// that records, the signature fixing the steps): the graph then has no
+	// frame, and records as one.
+	unrollScans bool
 	// hasGuards says the trace recorded a guard.
 	hasGuards bool
 	// untraced holds the tensors ops made while the trace was paused.
@@ -857,10 +875,10 @@ func (t *tracer) Derived(x *tensor.Tensor) bool {
 
 // traceCall runs fn on args while recording, and returns its results and
 // the pruned graph. unroll traces loops iteration by iteration.
-func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll bool) ([]*tensor.Tensor, *traced, error) {
+func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll, unrollScans bool) ([]*tensor.Tensor, *traced, error) {
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
 	t := &tracer{g: &graph.Graph{}, vals: map[*tensor.Tensor]graph.Output{}, varies: map[*graph.Node]bool{}, iter: map[*graph.Node]bool{},
-		branchOf: map[*graph.Node]*traceCtx{}, unroll: unroll, ref: &traceRef{}, seq: traceStarts.Add(1)}
+		branchOf: map[*graph.Node]*traceCtx{}, unroll: unroll, unrollScans: unrollScans, ref: &traceRef{}, seq: traceStarts.Add(1)}
 	t.ref.Store(t)
 	// fn gets the arguments' Identity (a view, which a tape around the call
 	// follows back to the argument), marked as the placeholders' values:
