@@ -153,9 +153,7 @@ func Scan(fn func(carry, x []*tensor.Tensor) (newCarry, y []*tensor.Tensor), ini
 		return init, nil
 	}
 	if t := flow.RecordingOf(slices.Concat(init, xs)...); t != nil && !t.Unroll() {
-		if carry, ys, ok := t.Scan(fn, init, xs, steps); ok {
-			return carry, ys
-		}
+		return t.Scan(fn, init, xs, steps)
 	}
 	// The steps' slices come from one Unstack outside the region, so each
 	// step's gradient for xs is one slice, stacked once at the end.

@@ -290,15 +290,18 @@ func rnnGrad(w, xs, h0 *tensor.Tensor) *tensor.Tensor {
 }
 
 // BenchmarkRNNLoopGradGPU is the RNN loop gradient (forward and backward
-// of 50 steps) on the GPU, eager and traced.
+// of 50 steps) on the GPU, eager, traced (the loop a frame) and recorded
+// (trace.Function.Record: its trip count fixed by constants, the loop is
+// traced unrolled and replayed as one CUDA graph).
 func BenchmarkRNNLoopGradGPU(b *testing.B) {
 	d := benchGPU(b)
 	r := tensor.NewRNG(11)
 	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 128, 128), onGPU(b, d, tensor.Scalar(float32(0.08))))
 	xs := tensor.RandNormalOn(d, r, tensor.Float32, 50, 128)
 	h0 := tensor.FullOn(d, tensor.Float32, 0, 1, 128)
-	traced := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{rnnGrad(a[0], a[1], a[2])} })
-	for _, mode := range []string{"eager", "traced"} {
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		traced := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{rnnGrad(a[0], a[1], a[2])} })
+		traced.Record = mode == "recorded"
 		b.Run(mode, func(b *testing.B) {
 			step := func() {
 				if mode == "eager" {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -409,5 +410,59 @@ func TestRecordTail(t *testing.T) {
 	defer failing.Release()
 	if _, err := failing.Run(x); !errors.Is(err, refused) {
 		t.Errorf("a tail whose host function fails: Run's error is %v", err)
+	}
+}
+
+// With Record, a loop whose trip count does not vary between calls (the
+// RNN loop gradient's While, counted by constants) is traced unrolled
+// and replayed as one recording; a loop whose trip count an argument
+// decides stays a frame, run op by op, and gives each call its own trip
+// count.
+func TestRecordedLoops(t *testing.T) {
+	d := testGPU(t)
+	launches := graphLaunches(d)
+	_, emulated := d.ctx.(*emu.Context)
+	r := tensor.NewRNG(13)
+	w := onGPU(t, d, ops.Mul(tensor.RandNormal(r, tensor.Float32, 16, 16), tensor.Scalar(float32(0.2))))
+	xs := onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 6, 16))
+	h0 := onGPU(t, d, tensor.FullOn(device.Host(), tensor.Float32, 0, 1, 16))
+	want := onHost(t, rnnGrad(w, xs, h0))
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{rnnGrad(a[0], a[1], a[2])} })
+	f.Record = true
+	awaitNoObservers(t)
+	before := launches()
+	for call := range 3 {
+		out, err := f.Call(w, xs, h0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agree(t, fmt.Sprintf("the RNN loop gradient, call %d", call), out[0], want)
+	}
+	if n := launches() - before; emulated && n != 2 {
+		t.Errorf("the counted loop's calls launched %d graphs, want 2 (one a call after the first)", n)
+	}
+	doubling := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
+		return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+			return ops.Lt(ops.Sum(v[0]), onGPU(t, d, tensor.Scalar(float32(100))))
+		},
+			func(v []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], v[0])} }, []*tensor.Tensor{a[0]})
+	})
+	doubling.Record = true
+	before = launches()
+	for _, start := range []float32{1, 30, 2} { // 7, 2 and 6 doublings
+		out, err := doubling.Call(onGPU(t, d, tensor.FromSlice([]float32{start}, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := start
+		for v < 100 {
+			v += v
+		}
+		if got := tensor.ToSlice[float32](onHost(t, out[0]))[0]; got != v {
+			t.Errorf("doubling from %v: %v, want %v", start, got, v)
+		}
+	}
+	if n := launches() - before; n != 0 {
+		t.Errorf("a loop an argument decides launched %d graphs, want none", n)
 	}
 }

@@ -236,6 +236,31 @@ def rnn_grad():
 line("BenchmarkTorchRNNLoopGradGPU/eager", host_ns(rnn_grad, 100), "ns/op")
 
 
+def graphed(fn):
+    """fn captured as one CUDA graph after a warm-up on a side stream; the
+    returned function replays it: the twin of a trace.Function with
+    Record whose graph is recorded."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+# The loop's 50 steps and their gradient as one CUDA graph: the twin of
+# /recorded (eagerflow's loop traced unrolled, its trip count fixed).
+if not DRY:
+    try:
+        line("BenchmarkTorchRNNLoopGradGPU/recorded", host_ns(graphed(rnn_grad), 200), "ns/op")
+    except Exception as e:
+        print(f"# torch CUDA graph RNN loop: {type(e).__name__}: {e}", flush=True)
+
+
 # examples/charrnn's step (internal/benchmodels.CharLSTM): embedding 16
 # of 65 characters, an LSTM of 96 over 32 steps, dense logits per step,
 # Adam 0.01, batch 16; the loss read each step.

@@ -232,7 +232,7 @@ func execute(g *Graph, opts ExecOptions, args []*tensor.Tensor) ([]*tensor.Tenso
 	if len(args) != len(g.Inputs) {
 		return nil, execStats{}, fmt.Errorf("graph: the graph takes %d inputs, got %d", len(g.Inputs), len(args))
 	}
-	if g.straightLine() {
+	if g.StraightLine() {
 		return g.plan().run(args), execStats{}, nil
 	}
 	sc := g.schedule()

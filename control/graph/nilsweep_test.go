@@ -33,6 +33,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "IterationTag", Fn: graph.IterationTag},
 		{Name: "Graph.WriteDOT", Fn: func(w io.Writer) error { return square().WriteDOT(w) }, Valid: []any{io.Writer(&bytes.Buffer{})}},
 		{Name: "Graph.Placement", Fn: func(g *graph.Graph) int { return len(g.Placement()) }, Valid: []any{square()}},
+		{Name: "Graph.StraightLine", Fn: func(g *graph.Graph) bool { return g.StraightLine() }, Valid: []any{square()}},
 		{Name: "Partition", Fn: graph.Partition, Valid: []any{square()}},
 		{Name: "PartitionWith", Fn: graph.PartitionWith, Valid: []any{square(), graph.PartitionOptions{}}},
 		{Name: "Partitioned.Execute", Fn: func(p *graph.Partitioned, args []*tensor.Tensor) error {

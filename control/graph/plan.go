@@ -38,9 +38,14 @@ type planRun struct {
 	pinned []bool
 }
 
-// straightLine reports whether g has only placeholders, constants and op
-// nodes, with every input before its reader.
-func (g *Graph) straightLine() bool {
+// StraightLine reports whether g has only placeholders, constants and op
+// nodes, with every input before its reader, and no control edge or
+// transfer that may wait: a plan runs it node by node, and a device can
+// record it (Record). A nil graph is not.
+func (g *Graph) StraightLine() bool {
+	if g == nil {
+		return false
+	}
 	for i, n := range g.Nodes {
 		if n.ID != i || (n.Kind != OpNode && n.Kind != Placeholder && n.Kind != Const) {
 			return false

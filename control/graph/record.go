@@ -141,7 +141,7 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 
 // unrecordable says why g cannot be recorded ("" when it can).
 func unrecordable(g *Graph) string {
-	if !g.straightLine() {
+	if !g.StraightLine() {
 		return "the graph has control flow"
 	}
 	for _, n := range g.Nodes {

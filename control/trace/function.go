@@ -155,10 +155,14 @@ type Function struct {
 	// arguments are copied into the recording's buffers and its results
 	// copied out, so results stay each call's own (CallOwned owns them
 	// all). It applies to graphs without control flow, collectives or
-	// guards, with their arguments on the graph's device: on such a
-	// device a Scan (an RNN layer's loop) is traced step by step rather
-	// than as a frame, its steps fixed by the signature, so that it
-	// records too (not where InputSpecs leave sizes unknown); a call that a
+	// guards, with their arguments on the graph's device. On a device that
+	// records, a signature's first call traces fn with its loops unrolled
+	// (a Scan's steps, a While's iterations): where no trip count varies
+	// between calls (none decided on an argument or a variable: an RNN
+	// layer over the signature's steps, a counted loop) and the graph
+	// stays under 65536 nodes, that straight-line graph is the one
+	// recorded; otherwise fn runs again and the loops become frames, run
+	// op by op (not where InputSpecs leave sizes unknown). A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
@@ -433,11 +437,23 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 		}
 		return out, owned, err
 	}
-	out, tr, err := traceCall(f.fn, args, false, f.unrollsScans(args))
+	var out []*tensor.Tensor
+	var err error
+	if f.unrollsLoops(args) {
+		// Loops unrolled make a straight-line graph, which the device
+		// records, where their trip counts do not vary between calls (no
+		// guard); otherwise fn runs again, its loops as frames.
+		out, tr, err = traceCall(f.fn, args, true, maxUnrolledNodes)
+		if err != nil || tr.hasGuards || !tr.g.StraightLine() {
+			out, tr, err = traceCall(f.fn, args, false, 0)
+		}
+	} else {
+		out, tr, err = traceCall(f.fn, args, false, 0)
+	}
 	if errors.Is(err, errUnroll) {
 		// A loop's gradient is differentiated again: trace once more, loops
 		// unrolled (fn runs a second time).
-		out, tr, err = traceCall(f.fn, args, true, false)
+		out, tr, err = traceCall(f.fn, args, true, 0)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -468,10 +484,16 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	return f.runTail(out, make([]bool, len(out)))
 }
 
-// unrollsScans reports whether f's trace for args runs Scans step by
-// step: with Record, on a device that records, where every signature is
-// exact (no size left unknown to serve other lengths).
-func (f *Function) unrollsScans(args []*tensor.Tensor) bool {
+// maxUnrolledNodes bounds a trace that unrolls loops for a recording.
+const maxUnrolledNodes = 1 << 16
+
+// errTooLong fails a trace whose graph outgrew its maxNodes.
+var errTooLong = errors.New("trace: the unrolled graph grew past its bound")
+
+// unrollsLoops reports whether f first traces args' signature with its
+// loops unrolled: with Record, on a device that records, where every
+// signature is exact (no size left unknown to serve other lengths).
+func (f *Function) unrollsLoops(args []*tensor.Tensor) bool {
 	if !f.Record || f.sig != nil || len(args) == 0 || args[0] == nil {
 		return false
 	}
@@ -535,10 +557,10 @@ type tracer struct {
 	// unroll traces loops iteration by iteration (with guards), for
 	// functions whose loops cannot be frames (see trace_guard.go).
 	unroll bool
-	// unrollScans traces Scans step by step (Function.Record on a device
-	// that records, the signature fixing the steps): the graph then has no
-	// frame, and records as one.
-	unrollScans bool
+	// maxNodes, when above 0, fails the trace (errTooLong) once its graph
+	// holds more nodes: an unrolled trace of a long loop is abandoned for
+	// the loop as a frame.
+	maxNodes int
 	// hasGuards says the trace recorded a guard.
 	hasGuards bool
 	// untraced holds the tensors ops made while the trace was paused.
@@ -655,6 +677,9 @@ func (traceObserver) Observe(c *eager.Call, outs []*tensor.Tensor) {
 		t.noteUntraced(outs)
 	default:
 		t.record(c, outs)
+		if t.maxNodes > 0 && len(t.g.Nodes) > t.maxNodes {
+			t.fail(errTooLong)
+		}
 	}
 }
 
@@ -875,10 +900,10 @@ func (t *tracer) Derived(x *tensor.Tensor) bool {
 
 // traceCall runs fn on args while recording, and returns its results and
 // the pruned graph. unroll traces loops iteration by iteration.
-func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll, unrollScans bool) ([]*tensor.Tensor, *traced, error) {
+func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, unroll bool, maxNodes int) ([]*tensor.Tensor, *traced, error) {
 	installTracer.Do(func() { eager.AddObserver(traceObserver{}) })
 	t := &tracer{g: &graph.Graph{}, vals: map[*tensor.Tensor]graph.Output{}, varies: map[*graph.Node]bool{}, iter: map[*graph.Node]bool{},
-		branchOf: map[*graph.Node]*traceCtx{}, unroll: unroll, unrollScans: unrollScans, ref: &traceRef{}, seq: traceStarts.Add(1)}
+		branchOf: map[*graph.Node]*traceCtx{}, unroll: unroll, maxNodes: maxNodes, ref: &traceRef{}, seq: traceStarts.Add(1)}
 	t.ref.Store(t)
 	// fn gets the arguments' Identity (a view, which a tape around the call
 	// follows back to the argument), marked as the placeholders' values:

@@ -214,14 +214,9 @@ func (t *tracer) alias(x *tensor.Tensor, v graph.Output) *tensor.Tensor {
 // step t reads xs[t] by Gather and writes its outputs into row t of
 // buffers of the full [steps ...] shape by DynamicUpdateSlice, so the trace
 // holds one frame, not one copy of fn per step. The outputs' shapes come
-// from an unrecorded probe of step 0. A trace whose graph its device will
-// record (tracer.unrollScans) lets the scan run step by step instead: the
-// steps are the signature's, and a graph without a frame records as one.
+// from an unrecorded probe of step 0.
 func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor),
-	init, xs []*tensor.Tensor, steps int) (carry, ys []*tensor.Tensor, ok bool) {
-	if t.unrollScans {
-		return nil, nil, false
-	}
+	init, xs []*tensor.Tensor, steps int) (carry, ys []*tensor.Tensor) {
 	step0 := func(i *tensor.Tensor) []*tensor.Tensor {
 		x := make([]*tensor.Tensor, len(xs))
 		for k, s := range xs {
@@ -256,5 +251,5 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 			}
 			return next
 		}, vars, flow.Options{})
-	return out[1 : 1+nc], out[1+nc:], true
+	return out[1 : 1+nc], out[1+nc:]
 }

@@ -42,11 +42,9 @@ type Tracer interface {
 	// loop is to run eagerly (recorded op by op).
 	While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 		init []*tensor.Tensor, o Options) []*tensor.Tensor
-	// Scan records a scan of steps steps as one loop, or reports false,
-	// having recorded nothing, when the scan is to run step by step
-	// (recorded op by op: a trace whose graph a device will record).
+	// Scan records a scan of steps steps as one loop.
 	Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor), init, xs []*tensor.Tensor,
-		steps int) (carry, ys []*tensor.Tensor, ok bool)
+		steps int) (carry, ys []*tensor.Tensor)
 	// Guard records that construct decided p (a bool scalar that may
 	// differ between calls) as it did now.
 	Guard(construct string, p *tensor.Tensor)

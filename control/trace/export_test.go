@@ -1,0 +1,17 @@
+package trace
+
+import "github.com/eagerflow/eagerflow/tensor"
+
+// TraceUnrolled traces fn on args with its loops unrolled and at most
+// maxNodes nodes (0: no bound), as a Function with Record does first on
+// a device that records, and returns the trace's error.
+func TraceUnrolled(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, maxNodes int) (straight, guarded bool, err error) {
+	_, tr, err := traceCall(fn, args, true, maxNodes)
+	if err != nil {
+		return false, false, err
+	}
+	return tr.g.StraightLine(), tr.hasGuards, nil
+}
+
+// ErrTooLong is errTooLong.
+var ErrTooLong = errTooLong
