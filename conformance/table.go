@@ -330,6 +330,22 @@ func samples() map[string][]sample {
 	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, false),
 		one("scalar index", func() { ops.Gather(r(-1, 1, 4, 2), tensor.Scalar(int64(2)), 0) }, true, false))
 	add("ScatterAdd", one("repeats", func() { ops.ScatterAdd(r(-1, 1, 4, 3), idx(1, 1, 3), r(-1, 1, 3, 3), 0) }, true, false))
+	// The global norm's multi-tensor ops (nn.ClipByGlobalNorm): more
+	// tensors than a GPU launch's table holds, an empty one, a transposed
+	// one (SumOfSquares reads any layout), float32.
+	many := func(dt tensor.DType) []T {
+		xs := []T{of(dt, -2, 2, 0, 3), tr(of(dt, -2, 2, 3, 5)), of(dt, -2, 2, 1100)}
+		for len(xs) < 27 {
+			xs = append(xs, of(dt, -2, 2, 1+len(xs)))
+		}
+		return xs
+	}
+	add("SumOfSquares", one("float64", func() { ops.SumOfSquares(r(-2, 2, 3, 4), r(-2, 2, 5)) }, true, true),
+		one("float64, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float64)...) }, false, false),
+		one("float32, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float32)...) }, false, false))
+	add("ScaleEach", one("float64", func() { ops.ScaleEach(r(0.5, 2), r(-2, 2, 3, 4), r(-2, 2, 5)) }, true, true),
+		one("float64, 27 tensors", func() { ops.ScaleEach(r(0.5, 2), many(tensor.Float64)...) }, false, false),
+		one("float32, 27 tensors", func() { ops.ScaleEach(of(tensor.Float32, 0.5, 2), many(tensor.Float32)...) }, false, false))
 	for _, dt := range numbers {
 		add("ScatterAdd", one(fmt.Sprint(dt), func() { ops.ScatterAdd(of(dt, -2, 2, 3, 4), idx(3, 0), of(dt, -2, 2, 3, 2), 1) }, false, false))
 	}

@@ -87,6 +87,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "DecayMatrices", Fn: DecayMatrices},
 		{Name: "Warmup", Fn: Warmup},
 		{Name: "ClipByGlobalNorm", Fn: ClipByGlobalNorm, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
+		{Name: "ClipByGlobalNormTensor", Fn: ClipByGlobalNormTensor, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
 		{Name: "NewAdam", Fn: NewAdam},
 		{Name: "NewLossScaleOptimizer", Fn: NewLossScaleOptimizer},
 		{Name: "NewAdamW", Fn: NewAdamW},

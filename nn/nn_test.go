@@ -240,6 +240,52 @@ func TestSchedulesAndClipping(t *testing.T) {
 	}
 }
 
+// ClipByGlobalNormTensor clips as ClipByGlobalNorm does, its norm a
+// tensor: over the bound each gradient scaled (to rounding), within it
+// every value as it was; float32 and float64 gradients together (the norm
+// in float64), the half types summed in float32; no gradient is an
+// error.
+func TestClipByGlobalNormTensor(t *testing.T) {
+	r := tensor.NewRNG(3)
+	grads := []*tensor.Tensor{tensor.RandNormal(r, tensor.Float32, 4, 3), nil, tensor.RandNormal(r, tensor.Float64, 5),
+		ops.Cast(tensor.RandNormal(r, tensor.Float32, 6), tensor.BFloat16)}
+	for _, bound := range []float64{0.5, 1e6} {
+		want, wantNorm := ClipByGlobalNorm(grads, bound)
+		got, norm := ClipByGlobalNormTensor(grads, bound)
+		if norm.DType() != tensor.Float64 || !approx.Close(norm.Float(), wantNorm, 1e-6) {
+			t.Errorf("bound %v: norm %v (%v), want %v", bound, norm.Float(), norm.DType(), wantNorm)
+		}
+		if got[1] != nil {
+			t.Errorf("bound %v: a nil gradient came back as %v", bound, got[1])
+		}
+		for i, g := range got {
+			if g == nil {
+				continue
+			}
+			gv, wv := tensor.ToSlice[float64](ops.Cast(g, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(want[i], tensor.Float64))
+			for j := range gv {
+				tol := 1e-6 // the scale rounded in the gradients' dtype
+				switch {
+				case bound > 1:
+					tol = 0 // within the bound: multiplied by exactly 1
+				case g.DType() == tensor.BFloat16:
+					tol = 1e-2
+				}
+				if !approx.Close(gv[j], wv[j], tol) {
+					t.Fatalf("bound %v: gradient %d element %d: %v, want %v", bound, i, j, gv[j], wv[j])
+				}
+			}
+		}
+	}
+	for what, fn := range map[string]func(){
+		"no gradient": func() { ClipByGlobalNormTensor([]*tensor.Tensor{nil}, 1) },
+	} {
+		if err := tensor.Catch(fn); err == nil {
+			t.Errorf("%s: no error", what)
+		}
+	}
+}
+
 func TestLossesAndMetrics(t *testing.T) {
 	p, q := tensor.FromSlice([]float64{1, 2}), tensor.FromSlice([]float64{0, 4})
 	if got := MeanSquaredError(p, q).Float(); got != 2.5 {

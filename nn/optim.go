@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -63,54 +65,123 @@ func Warmup(s Schedule, warmup int) Schedule {
 
 // ClipByGlobalNorm scales grads so that their joint L2 norm is at most
 // maxNorm, returning the scaled gradients and the norm before clipping.
-// Nil gradients stay nil.
+// Nil gradients stay nil. The norm is read on the host, which waits for
+// the device to compute it: on a GPU, ClipByGlobalNormTensor does not.
 func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, float64) {
-	norm := math.Sqrt(sumOfSquares(grads))
+	total := 0.0
+	for _, g := range byGroup(grads) {
+		total += ops.SumOfSquares(g.sumOperands()...).Float()
+	}
+	norm := math.Sqrt(total)
 	if norm <= maxNorm || norm == 0 {
 		return grads, norm
 	}
 	out := make([]*tensor.Tensor, len(grads))
-	for i, g := range grads {
-		if g != nil {
-			out[i] = ops.Mul(g, ops.ScalarLike(g, maxNorm/norm))
-		}
+	for _, g := range byGroup(grads) {
+		g.scale(out, ops.ScalarLike(g.ts[0], maxNorm/norm))
 	}
 	return out, norm
 }
 
-// sumOfSquares is Σ g² over every element of the non-nil grads: one sum
-// per dtype and device over the gradients flattened and joined (a
-// model's gradients take a few ops, not a few per variable). Float32
-// and the narrower floats sum in float32, as PyTorch's clip_grad_norm_.
-func sumOfSquares(grads []*tensor.Tensor) float64 {
-	type group struct {
-		dt  tensor.DType
-		dev string
+// ClipByGlobalNormTensor is ClipByGlobalNorm computed on the gradients'
+// device with no read on the host, as PyTorch's clip_grad_norm_ and
+// TensorFlow's clip_by_global_norm do: the norm is a scalar tensor there
+// (float64 where the gradients mix float32 and float64, else their
+// dtype; float32 for the half types), and every gradient is multiplied by
+// maxNorm / max(norm, maxNorm), 1 when the norm is within bounds, so that
+// a GPU's step queues its update without waiting for its backward pass.
+// The clipped values equal ClipByGlobalNorm's to rounding (the scale is
+// computed in the gradients' dtype). The non-nil gradients must be on one
+// device; it panics with a *tensor.Error otherwise, or for none.
+func ClipByGlobalNormTensor(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, *tensor.Tensor) {
+	groups := byGroup(grads)
+	if len(groups) == 0 {
+		panic(tensor.NewError("nn", "ClipByGlobalNormTensor", tensor.ErrArity, nil, "", "no gradient to clip"))
 	}
-	flat := map[group][]*tensor.Tensor{}
-	var order []group
-	for _, g := range grads {
+	var total *tensor.Tensor
+	for _, g := range groups {
+		if g.dev != groups[0].dev {
+			panic(tensor.NewError("nn", "ClipByGlobalNormTensor", tensor.ErrDevice, g.ts[:1], "", "gradients on %s and %s", groups[0].dev.Name(), g.dev.Name()))
+		}
+		s := ops.SumOfSquares(g.sumOperands()...)
+		switch {
+		case total == nil:
+			total = s
+		default:
+			total = ops.Add(ops.Cast(total, tensor.Float64), ops.Cast(s, tensor.Float64))
+		}
+	}
+	norm := ops.Sqrt(total)
+	bound := ops.ScalarLike(norm, maxNorm)
+	scale := ops.Div(bound, ops.Maximum(norm, bound))
+	out := make([]*tensor.Tensor, len(grads))
+	for _, g := range groups {
+		s := scale
+		if s.DType() != g.dt {
+			s = ops.Cast(scale, g.dt)
+		}
+		g.scale(out, s)
+	}
+	return out, norm
+}
+
+// gradGroup is the gradients of one dtype on one device, and where they
+// stand in the list.
+type gradGroup struct {
+	dt  tensor.DType
+	dev device.Device
+	ts  []*tensor.Tensor
+	at  []int
+}
+
+// byGroup groups the non-nil grads by dtype and device, in order.
+func byGroup(grads []*tensor.Tensor) []*gradGroup {
+	var groups []*gradGroup
+	for i, g := range grads {
 		if g == nil {
 			continue
 		}
-		if dt := g.DType(); dt != tensor.Float32 && dt != tensor.Float64 {
-			g = ops.Cast(g, tensor.Float32) // the half and FP8 types
+		k := slices.IndexFunc(groups, func(gr *gradGroup) bool { return gr.dt == g.DType() && gr.dev == g.Device() })
+		if k < 0 {
+			groups = append(groups, &gradGroup{dt: g.DType(), dev: g.Device()})
+			k = len(groups) - 1
 		}
-		k := group{g.DType(), g.Device().Name()}
-		if flat[k] == nil {
-			order = append(order, k)
-		}
-		flat[k] = append(flat[k], ops.Reshape(g, -1))
+		groups[k].ts = append(groups[k].ts, g)
+		groups[k].at = append(groups[k].at, i)
 	}
-	total := 0.0
-	for _, k := range order {
-		all := flat[k][0]
-		if len(flat[k]) > 1 {
-			all = ops.Concatenate(0, flat[k]...)
-		}
-		total += ops.Sum(ops.Square(all)).Float()
+	return groups
+}
+
+// sumOperands are g's gradients as SumOfSquares takes them: the half and
+// 8-bit floats cast to float32 (their squares summed in float32, as
+// PyTorch's clip_grad_norm_ does).
+func (g *gradGroup) sumOperands() []*tensor.Tensor {
+	if g.dt == tensor.Float32 || g.dt == tensor.Float64 {
+		return g.ts
 	}
-	return total
+	out := make([]*tensor.Tensor, len(g.ts))
+	for i, t := range g.ts {
+		out[i] = ops.Cast(t, tensor.Float32)
+	}
+	return out
+}
+
+// scale puts g's gradients times s (a scalar of g's dtype, or float32 for
+// the narrower floats) at their places in out: one pass for all of them
+// where ScaleEach takes the dtype.
+func (g *gradGroup) scale(out []*tensor.Tensor, s *tensor.Tensor) {
+	if g.dt == tensor.Float32 || g.dt == tensor.Float64 {
+		for i, t := range ops.ScaleEach(s, g.ts...) {
+			out[g.at[i]] = t
+		}
+		return
+	}
+	if s.DType() != g.dt {
+		s = ops.Cast(s, g.dt)
+	}
+	for i, t := range g.ts {
+		out[g.at[i]] = ops.Mul(t, s)
+	}
 }
 
 // slots keeps per-variable state tensors (as variables, so they can be

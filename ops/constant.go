@@ -1,11 +1,8 @@
 package ops
 
 import (
-	"math"
-	"sync"
-
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/internal/plumb"
+	"github.com/eagerflow/eagerflow/internal/consts"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -50,46 +47,10 @@ func OnesLike(x *tensor.Tensor) *tensor.Tensor {
 	return tensor.FullOn(x.Device(), x.DType(), 1, x.Shape()...)
 }
 
-// scalars are the shared rank-0 constants off the host, by device, dtype
-// and value: gradient rules, losses and pooling make the same few every
-// step. At most maxScalars are kept (then the cache starts afresh; a
-// constant dropped lives while something holds it).
-var scalars struct {
-	sync.Mutex
-	m map[scalarKey]*tensor.Tensor
-}
-
-type scalarKey struct {
-	dev  device.Device
-	dt   tensor.DType
-	bits uint64
-}
-
-const maxScalars = 256
-
-// scalarOn is a rank-0 dt tensor of v on dev: fresh on the host and while
-// dev records (its memory would be the recording's), else shared
-// (plumb.FlagPinned).
+// scalarOn is a rank-0 dt tensor of v on dev: fresh on the host, shared
+// elsewhere (internal/consts).
 func scalarOn(dev device.Device, dt tensor.DType, v float64) *tensor.Tensor {
-	if dev == device.Host() {
-		return tensor.FullOn(dev, dt, v)
-	}
-	if c, ok := dev.(device.CaptureState); ok && c.Capturing() {
-		return tensor.FullOn(dev, dt, v)
-	}
-	key := scalarKey{dev, dt, math.Float64bits(v)}
-	scalars.Lock()
-	defer scalars.Unlock()
-	if t := scalars.m[key]; t != nil {
-		return t
-	}
-	t := tensor.FullOn(dev, dt, v)
-	plumb.Tensor.SetFlags(t, plumb.FlagPinned)
-	if scalars.m == nil || len(scalars.m) >= maxScalars {
-		scalars.m = map[scalarKey]*tensor.Tensor{}
-	}
-	scalars.m[key] = t
-	return t
+	return consts.Full(dev, dt, v, nil)
 }
 
 // FullLike returns x's dtype and shape filled with v, on x's device.

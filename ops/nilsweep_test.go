@@ -33,6 +33,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Clip", Fn: ops.Clip},
 		{Name: "Collapse", Fn: ops.Collapse},
 		{Name: "Concatenate", Fn: ops.Concatenate},
+		{Name: "SumOfSquares", Fn: ops.SumOfSquares},
+		{Name: "ScaleEach", Fn: ops.ScaleEach},
 		{Name: "Conv", Fn: ops.Conv},
 		{Name: "Conv2D", Fn: ops.Conv2D},
 		{Name: "Conv2DBackpropFilter", Fn: ops.Conv2DBackpropFilter},

@@ -10,6 +10,7 @@ import (
 	"weak"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/consts"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -555,7 +556,9 @@ func (b *backprop) outGrads(n *node) (dys, made []*tensor.Tensor) {
 	if n.custom == nil {
 		for i, o := range n.outs {
 			if dys[i] == nil {
-				dys[i] = ops.ZerosLike(o)
+				// Off the host a shared constant (a layer norm's statistics
+				// take none every step, which were fills launched).
+				dys[i] = consts.Full(o.Device(), o.DType(), 0, o.Shape())
 				made = append(made, dys[i])
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -87,31 +88,42 @@ var budgets = map[string]kernelBudget{
 	// The half types: 16-bit values unpacked from words, widened, computed
 	// in float32, rounded to nearest even by integer arithmetic, packed;
 	// counted per 4 bytes, so per two values.
-	"add_bf16_vv":                       {instr: 2 * elementwiseBudget},
-	"lt_bf16_vv":                        {instr: 2 * elementwiseBudget},
-	"tanh_bf16":                         {instr: 4 * transcendental},
-	"cast_f32_bf16":                     {instr: 2 * elementwiseBudget},
-	"cast_f32_f16":                      {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
-	"div_bf16_bc":                       {instr: 2 * broadcastBudget},
-	"reduce_rows_sum_bf16":              {instr: 2 * reduceRowsBudget},
-	"copy_b16":                          {instr: 2 * copyBudget},
-	"fill_b16":                          {instr: 2 * copyBudget},
-	"gather_b16_s32":                    {instr: 2 * copyBudget},
-	"pool2d_max_nhwc_bf16":              {instr: 2*36 + 8}, // each tap widened, the result rounded
-	"pool2d_sum_nhwc_bf16":              {instr: 2*36 + 8},
-	"pool2d_select_put_ge_nhwc_bf16":    {instr: 2*50 + 8},
-	"add_f32_bc":                        {instr: broadcastBudget},
-	"addrelu_f32_bc":                    {instr: broadcastBudget},
-	"div_f32_bc":                        {instr: broadcastBudget},
-	"select_f32_bc":                     {instr: broadcastBudget},
-	"copy_b32":                          {instr: copyBudget},
-	"transpose_b32":                     {instr: copyBudget},
-	"gather_b32_s32":                    {instr: copyBudget},
-	"exp_f32":                           {instr: transcendental},
-	"softmax_f32":                       {instr: 92},
-	"reduce_rows_sum_f32":               {instr: reduceRowsBudget},
-	"reduce_cols_sum_f32":               {instr: 14},
-	"reduce_colsb_sum_f32":              {instr: 20}, // at most 16 rows a lane, then the eight warps' partials through shared memory
+	"add_bf16_vv":                    {instr: 2 * elementwiseBudget},
+	"lt_bf16_vv":                     {instr: 2 * elementwiseBudget},
+	"tanh_bf16":                      {instr: 4 * transcendental},
+	"cast_f32_bf16":                  {instr: 2 * elementwiseBudget},
+	"cast_f32_f16":                   {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
+	"div_bf16_bc":                    {instr: 2 * broadcastBudget},
+	"reduce_rows_sum_bf16":           {instr: 2 * reduceRowsBudget},
+	"copy_b16":                       {instr: 2 * copyBudget},
+	"fill_b16":                       {instr: 2 * copyBudget},
+	"gather_b16_s32":                 {instr: 2 * copyBudget},
+	"pool2d_max_nhwc_bf16":           {instr: 2*36 + 8}, // each tap widened, the result rounded
+	"pool2d_sum_nhwc_bf16":           {instr: 2*36 + 8},
+	"pool2d_select_put_ge_nhwc_bf16": {instr: 2*50 + 8},
+	"add_f32_bc":                     {instr: broadcastBudget},
+	"addrelu_f32_bc":                 {instr: broadcastBudget},
+	"div_f32_bc":                     {instr: broadcastBudget},
+	"select_f32_bc":                  {instr: broadcastBudget},
+	"copy_b32":                       {instr: copyBudget},
+	"transpose_b32":                  {instr: copyBudget},
+	"gather_b32_s32":                 {instr: copyBudget},
+	"exp_f32":                        {instr: transcendental},
+	"softmax_f32":                    {instr: 92},
+	"reduce_rows_sum_f32":            {instr: reduceRowsBudget},
+	"reduce_cols_sum_f32":            {instr: 14},
+	"reduce_colsb_sum_f32":           {instr: 20}, // at most 16 rows a lane, then the eight warps' partials through shared memory
+	// The global norm's multi-tensor kernels, four elements a thread: the
+	// sum squares each in float64 and combines the block's threads by the
+	// reduce kernels' tree; the norm's scalar steps after it (a fold of
+	// the partials, its cast, root, bound and division) are latency.
+	"sumsq_multi_8_f32":                 {instr: 50},
+	"scale_multi_8_f32":                 {instr: 28},
+	"reduce_rows_sum_f64":               {instr: reduceRowsBudget},
+	"cast_f64_f32":                      {instr: elementwiseBudget},
+	"sqrt_f32":                          {instr: elementwiseBudget},
+	"max_f32_vv":                        {instr: elementwiseBudget},
+	"div_f32_vv":                        {instr: elementwiseBudget},
 	"adam_multi_8_f32":                  {instr: 16}, // per element loaded: four an update
 	"momentum_multi_8_f32":              {instr: 16},
 	"nesterov_multi_8_f32":              {instr: 16},
@@ -251,6 +263,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			ops.AvgPool2D(ih, pool(ops.NHWC))
 		}},
 		{"float16 gather", func() { ops.Gather(ops.Cast(x, tensor.Float16), idx, 0) }},
+		{"clip by global norm", func() { nn.ClipByGlobalNormTensor([]*tensor.Tensor{x, y, row}, 1) }},
 		{"adam step", func() {
 			vs := func(name string, x *tensor.Tensor) []*tape.Variable {
 				return []*tape.Variable{tape.NewVariable(name+"0", x), tape.NewVariable(name+"1", ops.Abs(row))}

@@ -97,12 +97,8 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 			tab = append(tab, kernels.OptimTensor{Ptrs: ptrs, N: t.N})
 		}
 	}
-	for len(tab) > 0 {
-		part := tab[:min(len(tab), kernels.OptimSlots)]
-		tab = tab[len(part):]
-		slots := kernels.OptimSlotCounts[slices.IndexFunc(kernels.OptimSlotCounts, func(n int) bool { return n >= len(part) })]
+	return eachTable(tab, func(slots int, table []byte, blocks, _ int) error {
 		name := kernels.OptimName(rule, slots, map[int]kernels.DType{4: kernels.F32, 8: kernels.F64}[elem], at != nil)
-		table, blocks := kernels.OptimTable(part)
 		args := newArgs().Bytes(table, 8)
 		switch {
 		case at != nil:
@@ -116,9 +112,25 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 				args.F64(v)
 			}
 		}
-		if err := d.launchBlocks("optim", name, blocks, blockSize, args); err != nil {
+		return d.launchBlocks("optim", name, blocks, blockSize, args)
+	})
+}
+
+// eachTable calls launch for tab's tensors in groups of at most
+// kernels.OptimSlots: the smallest slot count that holds the group, its
+// table (kernels.OptimTable), the blocks it needs and the blocks of the
+// groups before it.
+func eachTable(tab []kernels.OptimTensor, launch func(slots int, table []byte, blocks, before int) error) error {
+	before := 0
+	for len(tab) > 0 {
+		part := tab[:min(len(tab), kernels.OptimSlots)]
+		tab = tab[len(part):]
+		slots := kernels.OptimSlotCounts[slices.IndexFunc(kernels.OptimSlotCounts, func(n int) bool { return n >= len(part) })]
+		table, blocks := kernels.OptimTable(part)
+		if err := launch(slots, table, blocks, before); err != nil {
 			return err
 		}
+		before += blocks
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/data"
+	gpt "github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -23,6 +24,14 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 	}
 	cnn := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(f) }
+	}
+	gptBlock := func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		c := gpt.Config{Layers: 1, Heads: 2, Dim: 16, Context: 8}
+		v := make([]int32, 2*c.Context)
+		for i := range v {
+			v[i] = int32(32 + (i*7+i/5)%90)
+		}
+		return gpt.New(tensor.NewRNG(1), c), tensor.FromSlice(v, 2, c.Context), tensor.FromSlice(append(v[1:], 32), 2, c.Context)
 	}
 	for _, c := range []struct {
 		name  string
@@ -47,10 +56,17 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// rows, then columns, reading the gradient once.
 		{"NHWC CNN", cnn(ops.NHWC), 38},
 		{"NCHW CNN", cnn(ops.NCHW), 43},
+		// examples/gpt's model, one block: no fill either (the tape's
+		// zeros for the layer norms' statistics are shared constants).
+		{"GPT block", gptBlock, 85},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()
-			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+			loss := nn.SparseSoftmaxCrossEntropy
+			if c.name == "GPT block" {
+				loss = gpt.Loss
+			}
+			step := nn.TrainStep(model, loss, nn.NewAdam(nn.Constant(0.01)))
 			batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
 			for range 3 {
 				if _, _, err := step(batch); err != nil {

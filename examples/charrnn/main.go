@@ -160,7 +160,7 @@ func run(cfg config) (result, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		grads, _ := nn.ClipByGlobalNorm(out[1:], 5)
+		grads, _ := nn.ClipByGlobalNormTensor(out[1:], 5)
 		return out[0].Float(), b[0].Dim(0), opt.Apply(vars, grads)
 	}
 	h, err := nn.Fit(context.Background(), ds, vars, opt, step,

@@ -148,9 +148,23 @@ func (g *GPT) TrainStep(opt nn.Optimizer, x, y *tensor.Tensor) (float64, error) 
 		tp := tape.New(tape.Options{ReleaseIntermediates: true})
 		value := Loss(g.Forward(x), y)
 		vars := g.Variables()
-		grads, _ := nn.ClipByGlobalNorm(tp.Gradient(value, nn.Values(vars)...), 1)
+		// Clipped on the device (no wait for the backward pass to end), the
+		// gradients made fresh; both sets go back to the device's cache.
+		raw := tp.Gradient(value, nn.Values(vars)...)
+		grads, _ := nn.ClipByGlobalNormTensor(raw, 1)
+		release(raw)
 		applied = opt.Apply(vars, grads)
+		release(grads)
 		l = value.Float()
 	})
 	return l, errors.Join(err, applied)
+}
+
+// release hands back ts' buffers (nil entries skipped).
+func release(ts []*tensor.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.Release()
+		}
+	}
 }

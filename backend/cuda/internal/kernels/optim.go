@@ -173,7 +173,7 @@ func (e *optimElem) add(a, b ptx.Reg) ptx.Reg { return e.op("add.rn", a, b) }
 const OptimConstWords = 10
 
 func optimKernels() []*ptx.Kernel {
-	out := []*ptx.Kernel{optimConstsKernel()}
+	out := append([]*ptx.Kernel{optimConstsKernel()}, multiKernels()...)
 	for _, name := range slices.Sorted(maps.Keys(OptimRules)) {
 		for _, slots := range OptimSlotCounts {
 			for _, d := range Floats {
@@ -233,13 +233,35 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel 
 			c[name] = k.Param(name, t)
 		}
 	}
-	// This block's slot: the last whose first block is at most ours.
+	tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots)
+	k.Loop(from, end, step, func(i ptx.Reg) {
+		e := &optimElem{k: k, d: d, consts: c}
+		for _, r := range tensors {
+			e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
+		}
+		rule.step(e)
+	})
+	return k
+}
+
+// tableChunk writes a multi-tensor kernel's preamble over the first slots
+// of parameter "tab" (OptimTable's layout, tensors addresses a slot): the
+// slot of this block (the last whose first block is at most ours, found
+// by constant-offset loads and selects), its tensors' global addresses,
+// and this thread's walk of the block's chunk of OptimChunk elements:
+// from (the thread's first index), end and step (the block's threads).
+// bid is the block's index.
+func tableChunk(k *ptx.Kernel, tensors, slots int) (ptrs []ptx.Reg, from, end, step, bid ptx.Reg) {
 	b32 := k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%ctaid.x", b32)
-	bid := k.Reg(ptx.U64)
+	bid = k.Reg(ptx.U64)
 	k.Op("cvt.u64.u32 %s, %s", bid, b32)
-	fields := rule.fieldOffsets()
-	slot := make([]ptx.Reg, len(fields)) // the tensors, n, first
+	var fields []int // the tensors' addresses, n, first
+	for i := range tensors {
+		fields = append(fields, 8*i)
+	}
+	fields = append(fields, 32, 40)
+	slot := make([]ptx.Reg, len(fields))
 	for i, off := range fields {
 		slot[i] = k.LoadField("tab", off)
 	}
@@ -255,10 +277,11 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel 
 			k.Op("selp.b64 %s, %s, %s, %s", slot[i], v, slot[i], p)
 		}
 	}
-	tensors := slot[:rule.Tensors]
-	n, first := slot[rule.Tensors], slot[rule.Tensors+1]
+	ptrs = slot[:tensors]
+	n, first := slot[tensors], slot[tensors+1]
 	// The chunk: [start, end) of the slot's elements.
-	start, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	start := k.Reg(ptx.U64)
+	end = k.Reg(ptx.U64)
 	k.Op("sub.s64 %s, %s, %s", start, bid, first)
 	k.Op("mul.lo.s64 %s, %s, %d", start, start, OptimChunk)
 	k.Op("add.s64 %s, %s, %d", end, start, OptimChunk)
@@ -266,29 +289,12 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel 
 	tid, ntid := k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%tid.x", tid)
 	k.Op("mov.u32 %s, %%ntid.x", ntid)
-	from, step := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	from, step = k.Reg(ptx.U64), k.Reg(ptx.U64)
 	k.Op("cvt.u64.u32 %s, %s", from, tid)
 	k.Op("add.s64 %s, %s, %s", from, from, start)
 	k.Op("cvt.u64.u32 %s, %s", step, ntid)
-	for _, r := range tensors {
+	for _, r := range ptrs {
 		k.Op("cvta.to.global.u64 %s, %s", r, r)
 	}
-	k.Loop(from, end, step, func(i ptx.Reg) {
-		e := &optimElem{k: k, d: d, consts: c}
-		for _, r := range tensors {
-			e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
-		}
-		rule.step(e)
-	})
-	return k
-}
-
-// fieldOffsets are the byte offsets in a slot of the rule's tensors'
-// addresses, the count and the first block.
-func (r OptimRule) fieldOffsets() []int {
-	var offs []int
-	for i := range r.Tensors {
-		offs = append(offs, 8*i)
-	}
-	return append(offs, 32, 40)
+	return ptrs, from, end, step, bid
 }

@@ -1,0 +1,99 @@
+package ops
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A model's gradients clipped by their global norm (nn.ClipByGlobalNorm)
+// as two ops over all of them at once, where one op a gradient launched
+// a kernel each on a GPU (a concatenation copied every gradient first):
+// SumOfSquares reads every tensor once, ScaleEach writes every product in
+// one pass. On a GPU each is a multi-tensor kernel over a table of the
+// tensors, as the optimizers' steps are.
+
+var sumOfSquaresOp, scaleEachOp *eager.Op
+
+// wideFloats are the dtypes the multi-tensor ops take (the half types are
+// cast to float32 by their callers, as PyTorch's clip_grad_norm_ sums
+// them in float32).
+var wideFloats = []tensor.DType{tensor.Float32, tensor.Float64}
+
+func init() {
+	sumOfSquaresOp = eager.Register(&eager.Op{
+		Name: "SumOfSquares", Inputs: -1, DTypes: wideFloats, SameDTypes: true, AnyLayout: true,
+		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), tensor.Shape{}) },
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			out := make([]*tensor.Tensor, len(g.Inputs))
+			for i, x := range g.Inputs {
+				if g.Needs[i] {
+					out[i] = Mul(Mul(x, g.OutGrads[0]), ScalarLike(x, 2))
+				}
+			}
+			return out
+		},
+	})
+	// Inputs: the scale (a scalar), then the tensors; an output each.
+	scaleEachOp = eager.Register(&eager.Op{
+		Name: "ScaleEach", Inputs: -1, DTypes: wideFloats, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) < 2 {
+				c.Fail(tensor.ErrArity, "takes a scale and one or more tensors, got %d inputs", len(c.Inputs))
+			}
+			if s := c.Inputs[0]; s.Rank() != 0 {
+				c.Fail(tensor.ErrRank, "the scale must be a scalar, got %v", s.Shape())
+			}
+			outs := make([]eager.Out, len(c.Inputs)-1)
+			for i, x := range c.Inputs[1:] {
+				outs[i] = eager.Out{DType: x.DType(), Shape: x.Shape().Clone()}
+			}
+			return outs
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			s, xs := g.Inputs[0], g.Inputs[1:]
+			out := make([]*tensor.Tensor, len(g.Inputs))
+			if g.Needs[0] {
+				for i, x := range xs {
+					if term := Sum(Mul(g.OutGrads[i], x)); out[0] == nil {
+						out[0] = term
+					} else {
+						out[0] = Add(out[0], term)
+					}
+				}
+			}
+			for i := range xs {
+				if g.Needs[i+1] {
+					out[i+1] = Mul(g.OutGrads[i], s)
+				}
+			}
+			return out
+		},
+	})
+}
+
+// SumOfSquares returns Σ x² over every element of every x: a scalar of
+// their dtype, float32 or float64 (one for all), on their device. Float32
+// sums accumulate in float64 and round once. Differentiable: 2·x·dy. It
+// panics with a *tensor.Error for no tensors, a nil one, mixed dtypes or
+// devices, or another dtype.
+func SumOfSquares(xs ...*tensor.Tensor) *tensor.Tensor {
+	if len(xs) == 0 {
+		fail("SumOfSquares", tensor.ErrArity, nil, "needs one or more tensors")
+	}
+	needInputs("SumOfSquares", xs...)
+	return eager.Run1(sumOfSquaresOp, nil, xs...)
+}
+
+// ScaleEach returns scale·x for each x, scale a scalar of their dtype
+// (float32 or float64, one for all) on their device: each product rounded
+// as Mul rounds it, every tensor in one pass. Differentiable in the scale
+// (Σ sum(dy·x)) and each x (dy·scale). It panics with a *tensor.Error for
+// no tensors, a nil one, a scale that is not a scalar, mixed dtypes or
+// devices, or another dtype.
+func ScaleEach(scale *tensor.Tensor, xs ...*tensor.Tensor) []*tensor.Tensor {
+	if len(xs) == 0 {
+		fail("ScaleEach", tensor.ErrArity, nil, "needs one or more tensors to scale")
+	}
+	needInputs("ScaleEach", append([]*tensor.Tensor{scale}, xs...)...)
+	return eager.Run(scaleEachOp, nil, append([]*tensor.Tensor{scale}, xs...)...)
+}

@@ -1,0 +1,58 @@
+package ops_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// SumOfSquares sums every element's square of every tensor (float32 in
+// float64, rounded once; a transposed view as its elements), and its
+// gradient is 2·x·dy; ScaleEach multiplies each tensor by the scale as
+// Mul does, differentiable in both; both refuse what they cannot take.
+func TestSumOfSquaresAndScaleEach(t *testing.T) {
+	a := tensor.FromSlice([]float64{1, -2, 3, 4, 0.5, -0.25}, 2, 3)
+	b := tensor.FromSlice([]float64{2})
+	e := tensor.Zeros(tensor.Float64, 0, 3)
+	if got := ops.SumOfSquares(a, b, e, ops.Transpose(a, 1, 0)).Float(); got != 2*(1+4+9+16+0.25+0.0625)+4 {
+		t.Errorf("SumOfSquares: %v", got)
+	}
+	f := []float32{1e8, 1, -1e8, 3}
+	if got, want := ops.SumOfSquares(tensor.FromSlice(f)).Float(), float64(float32(2e16+10)); got != want {
+		t.Errorf("float32 SumOfSquares: %v, want %v (summed in float64)", got, want)
+	}
+	s := tensor.Scalar(1.5)
+	out := ops.ScaleEach(s, a, b, e)
+	for i, x := range []*tensor.Tensor{a, b, e} {
+		if want := ops.Mul(x, s); !out[i].Shape().Equal(x.Shape()) || !slices.Equal(tensor.ToSlice[float64](out[i]), tensor.ToSlice[float64](want)) {
+			t.Errorf("ScaleEach output %d: %v, want %v", i, out[i], want)
+		}
+	}
+	x32 := tensor.FromSlice([]float32{0.1, 0.7, -3.3})
+	if got, want := tensor.ToSlice[float32](ops.ScaleEach(tensor.Scalar(float32(1/3.0)), x32)[0]), tensor.ToSlice[float32](ops.Mul(x32, tensor.Scalar(float32(1/3.0)))); !slices.Equal(got, want) {
+		t.Errorf("float32 ScaleEach %v, Mul %v", got, want)
+	}
+	runGradients(t, []gradCase{
+		{"SumOfSquares", func(x []T) T { return ops.SumOfSquares(x[0], x[1]) }, []T{a, b}},
+		{"ScaleEach", func(x []T) T {
+			ys := ops.ScaleEach(x[0], x[1], x[2])
+			return ops.Add(ops.Sum(ops.Mul(ys[0], ys[0])), ops.Sum(ys[1]))
+		}, []T{tensor.Scalar(0.7), a, b}},
+	}, nil, nil)
+	i32 := tensor.FromSlice([]int32{1, 2})
+	runBadInput(t, []badInput{
+		{"SumOfSquares of nothing", func() { ops.SumOfSquares() }, tensor.ErrArity, "one or more"},
+		{"SumOfSquares of mixed dtypes", func() { ops.SumOfSquares(a, ops.Cast(b, tensor.Float32)) }, tensor.ErrDType, ""},
+		{"SumOfSquares of integers", func() { ops.SumOfSquares(i32) }, tensor.ErrDType, ""},
+		{"ScaleEach of nothing", func() { ops.ScaleEach(s) }, tensor.ErrArity, "one or more"},
+		{"ScaleEach by a vector", func() { ops.ScaleEach(b, a) }, tensor.ErrRank, "scalar"},
+		{"ScaleEach of mixed dtypes", func() { ops.ScaleEach(ops.ScalarLike(a, 1.5), ops.Cast(a, tensor.Float32)) }, tensor.ErrDType, ""},
+		{"ScaleEach of a nil tensor", func() { ops.ScaleEach(s, a, nil) }, tensor.ErrArity, "nil"},
+	})
+	if math.IsNaN(ops.SumOfSquares(tensor.FromSlice([]float64{math.Inf(1)})).Float()) {
+		t.Error("the square of an infinity summed to NaN")
+	}
+}
