@@ -117,13 +117,14 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // step's constants (the rate, the bias corrections), so a step queues
 // its batch's copies, that kernel, the replay and the loss's read; other
 // optimizers update after the replay from the gradients copied out. It
-// computes what
-// TracedTrainStep computes, to the bit; a graph that cannot be recorded
-// (an RNN's loop frame) runs as TracedTrainStep's does. While the second
-// step of a batch shape runs, the device records all the work queued on
-// it: nothing else (another goroutine's ops or copies, a data pipeline
-// moving batches) may queue work on that device meanwhile. On the host
-// it is TracedTrainStep.
+// computes what TracedTrainStep computes, to the bit. Loops are traced
+// unrolled first, so that an RNN layer's steps (fixed by the batch's
+// shape) record too; a graph that cannot be recorded (a loop whose trip
+// count an argument decides) runs as TracedTrainStep's does. While the
+// second step of a batch shape runs, the device records all the work
+// queued on it: nothing else (another goroutine's ops or copies, a data
+// pipeline moving batches) may queue work on that device meanwhile. On
+// the host it is TracedTrainStep.
 func RecordedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 	return tracedStep("RecordedTrainStep", model, loss, opt, 1, nil, true)
 }
