@@ -107,31 +107,88 @@ func (d *Device) eagerChecksLocked() int {
 }
 
 // reportChecksLocked reads the slots of the checks queued since the last
-// report, once the stream has passed them (the caller synchronised it,
-// holding d.mu), resets them, and returns the first bad index as an
-// error.
+// report, resets them, and returns the first bad index as an error (d.mu
+// held): their reads queued, one wait, then the slots decoded.
 func (d *Device) reportChecksLocked() error {
-	if len(d.checks) == 0 {
-		return nil
+	pending, err := d.queueCheckReadsLocked()
+	if err != nil || pending == nil {
+		return err
 	}
-	checks := slices.Clone(d.checks)
+	if err := d.ctx.Do(d.streamSync); err != nil {
+		return err
+	}
+	return d.decodeChecksLocked(pending)
+}
+
+// checkReads are the checks of a report, whose slots' reads are queued
+// into the check host buffer (an area's slots at offset area[ch.area]).
+type checkReads struct {
+	checks []indexCheck
+	at     map[cu.Ptr]int
+}
+
+// maxCheckAreas is how many areas (the device's own, each recording's)
+// one report reads with one wait; more wait once each after.
+const maxCheckAreas = 4
+
+// queueCheckReadsLocked queues, behind the work queued so far, the copy
+// of every queued check's area to the host and its reset (d.mu held);
+// nil when no check is queued. The caller waits for the stream, then
+// decodes (decodeChecksLocked): a loss read and its checks share a wait.
+func (d *Device) queueCheckReadsLocked() (*checkReads, error) {
+	if len(d.checks) == 0 {
+		return nil, nil
+	}
+	r := &checkReads{checks: slices.Clone(d.checks), at: map[cu.Ptr]int{}}
 	d.checks = d.checks[:0]
 	host, err := d.checkHostLocked()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// Each area's slots in one copy, in the order the checks were queued.
+	for _, ch := range r.checks {
+		if _, ok := r.at[ch.area]; ok || len(r.at) == maxCheckAreas {
+			continue
+		}
+		off, n := 8*checkSlots*len(r.at), r.slotsOf(ch.area)
+		err := d.ctx.Do(func() error {
+			if err := d.ctx.MemcpyDtoH(host[off:off+8*n], ch.area, d.s); err != nil {
+				return err
+			}
+			return d.ctx.MemsetD32(ch.area, math.MaxUint32, 2*n, d.s)
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.at[ch.area] = off
+	}
+	return r, nil
+}
+
+// slotsOf is how many slots of area r's checks use.
+func (r *checkReads) slotsOf(area cu.Ptr) int {
+	n := 0
+	for _, o := range r.checks {
+		if o.area == area {
+			n = max(n, o.index+1)
+		}
+	}
+	return n
+}
+
+// decodeChecksLocked returns the first bad index of r's checks as an
+// error, once the stream has passed their reads (d.mu held); areas
+// beyond maxCheckAreas are read now, a wait each.
+func (d *Device) decodeChecksLocked(r *checkReads) error {
+	host := d.checkHost
 	slots := map[cu.Ptr][]byte{}
-	for _, ch := range checks {
+	for area, off := range r.at {
+		slots[area] = slices.Clone(host[off : off+8*r.slotsOf(area)])
+	}
+	for _, ch := range r.checks {
 		if _, ok := slots[ch.area]; ok {
 			continue
 		}
-		n := 0
-		for _, o := range checks {
-			if o.area == ch.area {
-				n = max(n, o.index+1)
-			}
-		}
+		n := r.slotsOf(ch.area)
 		err := d.ctx.Do(func() error {
 			if err := d.ctx.MemcpyDtoH(host[:8*n], ch.area, d.s); err != nil {
 				return err
@@ -146,13 +203,13 @@ func (d *Device) reportChecksLocked() error {
 		}
 		slots[ch.area] = slices.Clone(host[:8*n])
 	}
-	for _, ch := range checks {
+	for _, ch := range r.checks {
 		pos := le.LittleEndian.Uint64(slots[ch.area][8*ch.index:])
 		if pos == noBadIndex {
 			continue
 		}
 		return tensor.NewError("cuda", ch.op, tensor.ErrIndex, nil, "", ch.what+" (found on %s by the kernel; reported at the next synchronisation)",
-			d.indexValueLocked(ch.idx, int(pos), host[8*checkSlots:]), pos, ch.bound, d.name)
+			d.indexValueLocked(ch.idx, int(pos), host[8*checkSlots*maxCheckAreas:]), pos, ch.bound, d.name)
 	}
 	return nil
 }
@@ -186,6 +243,6 @@ func (d *Device) checkHostLocked() ([]byte, error) {
 	if d.checkHost != nil {
 		return d.checkHost, nil
 	}
-	err := d.ctx.Do(func() (err error) { d.checkHost, err = d.ctx.MemAllocHost(8*checkSlots + 8); return })
+	err := d.ctx.Do(func() (err error) { d.checkHost, err = d.ctx.MemAllocHost(8*checkSlots*maxCheckAreas + 8); return })
 	return d.checkHost, err
 }

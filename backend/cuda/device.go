@@ -304,16 +304,55 @@ func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
 		if err := d.ctx.MemcpyDtoH(host, p+cu.Ptr(srcOff), d.s); err != nil {
 			return err
 		}
+		// The index checks of the kernels queued before are read in the
+		// same wait (a loss read and its labels' check: one round trip).
+		checks, err := d.queueCheckReadsLocked()
+		if err != nil {
+			return err
+		}
 		if err := d.streamSync(); err != nil {
 			return err
 		}
 		copy(dst, host)
-		return d.reportChecksLocked() // a bad index found by a kernel queued before
+		if checks == nil {
+			return nil
+		}
+		return d.decodeChecksLocked(checks) // a bad index found by a kernel queued before
 	})
 }
 
-// CopyFromHost copies src into dst at byte dstOff.
+// CopyFromHost copies src into dst at byte dstOff: src's bytes go to a
+// page-locked block at once and the copy to the device is queued behind
+// the stream's work, the block free again once the stream has passed it
+// (the next wait for the stream), so the host does not wait (a batch, a
+// tensor made on the host, every step). While a capture records, and
+// for copies over maxPending bytes, it waits for the copy instead.
 func (d *Device) CopyFromHost(dst device.Buffer, dstOff int, src []byte) error {
+	if d.Capturing() || len(src) > maxPending {
+		return d.copyFromHostWaiting(dst, dstOff, src)
+	}
+	gb, err := bufOf(dst, d, "destination")
+	if err != nil || len(src) == 0 {
+		return err
+	}
+	if d.pendingFull() {
+		if err := d.ctx.Do(d.streamSync); err != nil {
+			return err
+		}
+	}
+	block, err := d.hostBlock(len(src))
+	if err != nil {
+		return err
+	}
+	copy(block, src)
+	err = d.ctx.Do(func() error { return d.ctx.MemcpyHtoD(gb.ptr+cu.Ptr(dstOff), block[:len(src)], d.s) })
+	d.retire(block)
+	return err
+}
+
+// copyFromHostWaiting is CopyFromHost through the staging buffer, waiting
+// for the copy.
+func (d *Device) copyFromHostWaiting(dst device.Buffer, dstOff int, src []byte) error {
 	return d.staged(dst, "destination", len(src), func(host []byte, p cu.Ptr) error {
 		copy(host, src)
 		if err := d.ctx.MemcpyHtoD(p+cu.Ptr(dstOff), host, d.s); err != nil {

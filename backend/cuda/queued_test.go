@@ -13,9 +13,10 @@ import (
 
 // An eager training step queues what its ops need and no more: on a
 // GPU every call the host makes costs it a few microseconds, which is
-// most of a small model's step. The counts are the emulator's (kernel
-// launches, library calls, copies and fills, emu.Context.Queued) for a
-// warm step; a change that adds calls fails here and says how many.
+// most of a small model's step, and every wait for the device a round
+// trip. The counts are the emulator's (kernel launches, library calls,
+// copies and fills, emu.Context.Queued; waits, Waits) for a warm step; a
+// change that adds calls fails here and says how many.
 func TestTrainStepQueuedCalls(t *testing.T) {
 	d := testGPU(t)
 	ctx, ok := d.ctx.(*emu.Context)
@@ -73,12 +74,16 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := ctx.Queued
+			before, waits := ctx.Queued, ctx.Waits
 			if _, _, err := step(batch); err != nil {
 				t.Fatal(err)
 			}
 			if n := ctx.Queued - before; n != c.want {
 				t.Errorf("%s: a step queued %d calls, want %d", c.name, n, c.want)
+			}
+			// One wait: the loss's read, the labels' check read with it.
+			if n := ctx.Waits - waits; n != 1 {
+				t.Errorf("%s: a step waited for the device %d times, want 1", c.name, n)
 			}
 		})
 	}
@@ -120,5 +125,59 @@ func TestScalarsAreSharedConstants(t *testing.T) {
 	}
 	if h := tensor.FromSlice([]float32{1}, 1); ops.ScalarLike(h, 3) == ops.ScalarLike(h, 3) {
 		t.Error("host scalars are shared")
+	}
+}
+
+// A copy from the host does not wait for the device: its bytes are taken
+// at once (the caller may overwrite its slice on return), the copy
+// queued, and only the read after waits; past maxPending bytes of such
+// copies, the next one waits first, which frees their blocks.
+func TestCopiesFromTheHostDoNotWait(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's waits")
+	}
+	buf, err := tensor.Empty(d, tensor.Float32, tensor.Shape{4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	waits := ctx.Waits
+	src := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	for i := range 3 {
+		if err := d.CopyFromHost(buf.Buffer(), 4*i, src); err != nil {
+			t.Fatal(err)
+		}
+		src[0] += 10 // the next copy's bytes: the queued one has its own
+	}
+	if n := ctx.Waits - waits; n != 0 {
+		t.Errorf("three copies from the host waited %d times", n)
+	}
+	got := make([]byte, 16)
+	if err := d.CopyToHost(got, buf.Buffer(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{1, 2, 3, 4, 11, 2, 3, 4, 21, 2, 3, 4, 5, 6, 7, 8}; string(got) != string(want) {
+		t.Errorf("the copies left %v, want %v", got, want)
+	}
+	if n := ctx.Waits - waits; n != 1 {
+		t.Errorf("the copies and the read waited %d times, want 1", n)
+	}
+	big, err := tensor.Empty(d, tensor.Uint8, tensor.Shape{maxPending / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits = ctx.Waits
+	chunk := make([]byte, maxPending/2)
+	for range 3 {
+		if err := d.CopyFromHost(big.Buffer(), 0, chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ctx.Waits - waits; n != 1 {
+		t.Errorf("three copies of half maxPending waited %d times, want 1 (before the third)", n)
 	}
 }

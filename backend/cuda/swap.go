@@ -16,10 +16,11 @@ import (
 
 // hostPool keeps page-locked host blocks by power-of-two size class.
 type hostPool struct {
-	mu      sync.Mutex
-	free    map[int][][]byte
-	pending [][]byte
-	swaps   int // values swapped out, for tests
+	mu           sync.Mutex
+	free         map[int][][]byte
+	pending      [][]byte
+	pendingBytes int
+	swaps        int // values swapped out, for tests
 }
 
 // swapped is a value's bytes in a page-locked block.
@@ -45,7 +46,7 @@ func (d *Device) streamSync() error {
 		c := classOf(len(b))
 		p.free[c] = append(p.free[c], b)
 	}
-	p.pending = p.pending[:0]
+	p.pending, p.pendingBytes = p.pending[:0], 0
 	return nil
 }
 
@@ -71,7 +72,21 @@ func (d *Device) hostBlock(n int) ([]byte, error) {
 func (d *Device) retire(b []byte) {
 	d.host.mu.Lock()
 	d.host.pending = append(d.host.pending, b)
+	d.host.pendingBytes += len(b)
 	d.host.mu.Unlock()
+}
+
+// maxPending bounds the page-locked bytes that copies queued since the
+// last synchronisation read (CopyFromHost's blocks): beyond, a copy waits
+// for the stream first, which frees them.
+const maxPending = 64 << 20
+
+// pendingFull reports whether the blocks waiting for the stream hold
+// maxPending bytes or more.
+func (d *Device) pendingFull() bool {
+	d.host.mu.Lock()
+	defer d.host.mu.Unlock()
+	return d.host.pendingBytes >= maxPending
 }
 
 // SwapOut queues a copy of the first n bytes of b to a page-locked host

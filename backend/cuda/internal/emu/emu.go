@@ -103,8 +103,9 @@ type Context struct {
 	graphs                                                 map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
 	// GraphLaunches counts the graphs launched, Queued the calls that
 	// queued work on a stream outside a capture (kernel launches, copies,
-	// fills, graph launches: what the host submits), for tests.
-	GraphLaunches, Queued int
+	// fills, graph launches: what the host submits), Waits the host's
+	// waits for a stream, for tests.
+	GraphLaunches, Queued, Waits int
 }
 
 type stream struct {
@@ -562,6 +563,7 @@ func (c *Context) StreamSynchronize(s cu.Stream) error {
 		st.capture.invalid = err
 		return err
 	}
+	c.Waits++
 	return c.runLocked(st)
 }
 
