@@ -218,6 +218,7 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer) *graph.Tail {
 	var consts []*tensor.Tensor
 	return &graph.Tail{
 		Keep: 1,
+		Lend: true, // the loss, read at once: no copy out of the recording
 		Run: func(out []*tensor.Tensor) error {
 			if consts == nil {
 				var err error

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -31,6 +32,7 @@ type Recorded struct {
 	in     []*tensor.Tensor // the recording's arguments
 	out    []*tensor.Tensor // the recording's results
 	keep   int              // how many results Run copies out
+	lend   bool             // Run returns them uncopied (Tail.Lend)
 	before func() error     // the tail's, before each replay (or nil)
 	closed bool
 }
@@ -42,6 +44,10 @@ type Tail struct {
 	// Keep is how many of the graph's leading results a run returns; the
 	// others are the tail's alone.
 	Keep int
+	// Lend makes a recording's run return its kept results themselves,
+	// not copies (a training step's loss, read at once): valid until the
+	// next run, which overwrites them; the caller must not release them.
+	Lend bool
 	// Run does the work on a run's results, op by op: where the graph
 	// runs unrecorded (trace.Function.Tail).
 	Run func(results []*tensor.Tensor) error
@@ -97,7 +103,7 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 		if tail.Keep < 0 || tail.Keep > len(g.Result) || tail.Record == nil {
 			return nil, fmt.Errorf("graph: RecordTail: a tail keeping %d of %d results (Record set: %v)", tail.Keep, len(g.Result), tail.Record != nil)
 		}
-		r.keep = tail.Keep
+		r.keep, r.lend = tail.Keep, tail.Lend
 	}
 	for i, a := range args {
 		if a == nil {
@@ -192,6 +198,9 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	if err := r.rec.Replay(); err != nil {
 		return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
+	}
+	if r.lend {
+		return slices.Clone(r.out[:r.keep]), nil
 	}
 	out := make([]*tensor.Tensor, r.keep)
 	for i, res := range r.out[:r.keep] {

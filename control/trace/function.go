@@ -281,7 +281,7 @@ func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool
 	if wantOwned {
 		owned = make([]bool, len(out))
 		for i := range owned {
-			owned[i] = true
+			owned[i] = tail == nil || !tail.Lend // a lent result is the recording's
 		}
 		owned = withNils(nils, owned)
 	}
@@ -300,7 +300,7 @@ func (tr *traced) graphTail(tail *graph.Tail) *graph.Tail {
 			keep++
 		}
 	}
-	return &graph.Tail{Keep: keep, Record: func(results []*tensor.Tensor) (func() error, error) {
+	return &graph.Tail{Keep: keep, Lend: tail.Lend, Record: func(results []*tensor.Tensor) (func() error, error) {
 		return tail.Record(withNils(tr.nilResults, results))
 	}}
 }
