@@ -132,9 +132,11 @@ type checkReads struct {
 const maxCheckAreas = 4
 
 // queueCheckReadsLocked queues, behind the work queued so far, the copy
-// of every queued check's area to the host and its reset (d.mu held);
-// nil when no check is queued. The caller waits for the stream, then
-// decodes (decodeChecksLocked): a loss read and its checks share a wait.
+// of every queued check's area to the host (d.mu held); nil when no
+// check is queued. The caller waits for the stream, then decodes
+// (decodeChecksLocked): a loss read and its checks share a wait. An area
+// is reset only where a check failed: slots that read "no bad index"
+// hold it still, and a recording's area is reset by every replay.
 func (d *Device) queueCheckReadsLocked() (*checkReads, error) {
 	if len(d.checks) == 0 {
 		return nil, nil
@@ -150,13 +152,7 @@ func (d *Device) queueCheckReadsLocked() (*checkReads, error) {
 			continue
 		}
 		off, n := 8*checkSlots*len(r.at), r.slotsOf(ch.area)
-		err := d.ctx.Do(func() error {
-			if err := d.ctx.MemcpyDtoH(host[off:off+8*n], ch.area, d.s); err != nil {
-				return err
-			}
-			return d.ctx.MemsetD32(ch.area, math.MaxUint32, 2*n, d.s)
-		})
-		if err != nil {
+		if err := d.ctx.Do(func() error { return d.ctx.MemcpyDtoH(host[off:off+8*n], ch.area, d.s) }); err != nil {
 			return nil, err
 		}
 		r.at[ch.area] = off
@@ -183,6 +179,9 @@ func (d *Device) decodeChecksLocked(r *checkReads) error {
 	slots := map[cu.Ptr][]byte{}
 	for area, off := range r.at {
 		slots[area] = slices.Clone(host[off : off+8*r.slotsOf(area)])
+		if err := d.resetFailedLocked(area, slots[area]); err != nil {
+			return err
+		}
 	}
 	for _, ch := range r.checks {
 		if _, ok := slots[ch.area]; ok {
@@ -193,15 +192,15 @@ func (d *Device) decodeChecksLocked(r *checkReads) error {
 			if err := d.ctx.MemcpyDtoH(host[:8*n], ch.area, d.s); err != nil {
 				return err
 			}
-			if err := d.streamSync(); err != nil {
-				return err
-			}
-			return d.ctx.MemsetD32(ch.area, math.MaxUint32, 2*n, d.s)
+			return d.streamSync()
 		})
 		if err != nil {
 			return err
 		}
 		slots[ch.area] = slices.Clone(host[:8*n])
+		if err := d.resetFailedLocked(ch.area, slots[ch.area]); err != nil {
+			return err
+		}
 	}
 	for _, ch := range r.checks {
 		pos := le.LittleEndian.Uint64(slots[ch.area][8*ch.index:])
@@ -210,6 +209,18 @@ func (d *Device) decodeChecksLocked(r *checkReads) error {
 		}
 		return tensor.NewError("cuda", ch.op, tensor.ErrIndex, nil, "", ch.what+" (found on %s by the kernel; reported at the next synchronisation)",
 			d.indexValueLocked(ch.idx, int(pos), host[8*checkSlots*maxCheckAreas:]), pos, ch.bound, d.name)
+	}
+	return nil
+}
+
+// resetFailedLocked queues the reset of area, whose slots read (as
+// slots) hold a failure, so that its next checks start clean; an area
+// whose slots all say "no bad index" needs none.
+func (d *Device) resetFailedLocked(area cu.Ptr, slots []byte) error {
+	for i := 0; i+8 <= len(slots); i += 8 {
+		if le.LittleEndian.Uint64(slots[i:]) != noBadIndex {
+			return d.ctx.Do(func() error { return d.ctx.MemsetD32(area, math.MaxUint32, len(slots)/4, d.s) })
+		}
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package cuda
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
 	gpt "github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -44,9 +47,9 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// and the broadcast's copy) and the loss's; per layer the
 		// gradients' GEMMs, the Relu's or Tanh's gradient and the bias's
 		// column fold; one Adam launch; the loss's read and the label
-		// check's read and reset. No fill: the scalars (the seed, the
-		// mean's count) are shared constants.
-		{"MLP", smallMLP, 23},
+		// check's (no reset: nothing failed). No fill: the scalars (the
+		// seed, the mean's count) are shared constants.
+		{"MLP", smallMLP, 22},
 		// cuDNN's first convolution (its filter permuted, its fused bias
 		// and Relu one kernel, its bias gradient one cuDNN call), the
 		// strided SAME one by patches and
@@ -55,11 +58,11 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// classifier, their gradients, Adam, the reads. NCHW adds the
 		// filters' and patches' permuted copies; its bias gradients fold
 		// rows, then columns, reading the gradient once.
-		{"NHWC CNN", cnn(ops.NHWC), 38},
-		{"NCHW CNN", cnn(ops.NCHW), 43},
+		{"NHWC CNN", cnn(ops.NHWC), 37},
+		{"NCHW CNN", cnn(ops.NCHW), 42},
 		// examples/gpt's model, one block: no fill either (the tape's
 		// zeros for the layer norms' statistics are shared constants).
-		{"GPT block", gptBlock, 85},
+		{"GPT block", gptBlock, 84},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()
@@ -179,5 +182,25 @@ func TestCopiesFromTheHostDoNotWait(t *testing.T) {
 	}
 	if n := ctx.Waits - waits; n != 1 {
 		t.Errorf("three copies of half maxPending waited %d times, want 1 (before the third)", n)
+	}
+}
+
+// An index check that found a bad index is reported at the next read and
+// its slots are reset (only then: clean slots stay clean), so the checks
+// after it report nothing.
+func TestIndexChecksAfterAFailure(t *testing.T) {
+	d := testGPU(t)
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3}, 3))
+	bad, good := onGPU(t, d, tensor.FromSlice([]int32{0, 7}, 2)), onGPU(t, d, tensor.FromSlice([]int32{2, 1}, 2))
+	for round := range 2 {
+		if _, err := ops.Gather(x, bad, 0).To(device.Host()); !errors.Is(err, tensor.ErrIndex) {
+			t.Fatalf("round %d: a bad index read back: %v, want ErrIndex", round, err)
+		}
+		for i := range 3 {
+			got := tensor.ToSlice[float32](onHost(t, ops.Gather(x, good, 0)))
+			if !slices.Equal(got, []float32{3, 2}) {
+				t.Errorf("round %d, read %d after the failure: %v", round, i, got)
+			}
+		}
 	}
 }
