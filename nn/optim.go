@@ -188,6 +188,7 @@ func (g *gradGroup) scale(out []*tensor.Tensor, s *tensor.Tensor) {
 // checkpointed) by slot and variable name.
 type slots struct {
 	vars  map[string]*tape.Variable // "optimizer/<slot>/<variable>"
+	keys  map[slotKey]string        // those names, built once
 	order []*tape.Variable
 	steps int
 }
@@ -201,7 +202,7 @@ func (s *slots) slotsFor(slot string, vars []*tape.Variable, grads []*tensor.Ten
 		if grads[i] == nil {
 			continue
 		}
-		if rec.Capturing() && s.vars["optimizer/"+slot+"/"+v.Name()] == nil {
+		if rec.Capturing() && s.vars[s.key(slot, v)] == nil {
 			return nil, fmt.Errorf("nn: the optimizer's %s slot of %q is made while a step is recorded", slot, v.Name())
 		}
 		out[i] = s.get(slot, v)
@@ -216,8 +217,28 @@ func (s *slots) counted(rec *tape.StepRecord) {
 	}
 }
 
+// key is slot's name for v, "optimizer/<slot>/<variable>", built once.
+func (s *slots) key(slot string, v *tape.Variable) string {
+	k := slotKey{slot, v}
+	if name, ok := s.keys[k]; ok {
+		return name
+	}
+	if s.keys == nil {
+		s.keys = map[slotKey]string{}
+	}
+	name := "optimizer/" + slot + "/" + v.Name()
+	s.keys[k] = name
+	return name
+}
+
+// slotKey is a slot of a variable, as slots.key caches its name.
+type slotKey struct {
+	slot string
+	v    *tape.Variable
+}
+
 func (s *slots) get(slot string, v *tape.Variable) *tape.Variable {
-	key := "optimizer/" + slot + "/" + v.Name()
+	key := s.key(slot, v)
 	if s.vars == nil {
 		s.vars = map[string]*tape.Variable{}
 	}

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
@@ -213,29 +212,10 @@ func cast(from kernels.DType) eager.Kernel {
 	}
 }
 
-// kernelNames caches the names kname builds, so that a launch of the
-// elementwise kernels builds no string.
-var kernelNames = struct {
-	sync.RWMutex
-	m map[[3]string]string
-}{m: map[[3]string]string{}}
-
 // kname is kernels.Name of the non-empty parts of a, b, c.
 func kname(a, b, c string) string {
-	key := [3]string{a, b, c}
-	kernelNames.RLock()
-	name, ok := kernelNames.m[key]
-	kernelNames.RUnlock()
-	if ok {
-		return name
+	if c == "" {
+		return kernels.Name(a, b)
 	}
-	parts := []string{a, b}
-	if c != "" {
-		parts = append(parts, c)
-	}
-	name = kernels.Name(parts...)
-	kernelNames.Lock()
-	kernelNames.m[key] = name
-	kernelNames.Unlock()
-	return name
+	return kernels.Name(a, b, c)
 }

@@ -79,19 +79,28 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 		return err
 	}
 	tab := make([]kernels.OptimTensor, 0, len(ts))
+	// Every tensor's addresses, rule.Tensors a slot; and the name of a
+	// slot's k-th buffer, for errors.
+	all := make([]uint64, rule.Tensors*len(ts))
+	name := func(k int) string {
+		return append(append([]string{"value"}, slotNames...), "gradient")[k]
+	}
 	for i, t := range ts {
-		bufs := append([]device.Buffer{t.W}, t.Slots[:len(slotNames)]...)
-		names := append(append([]string{"value"}, slotNames...), "gradient")
-		ptrs := make([]uint64, 0, rule.Tensors)
-		for k, b := range append(bufs, t.G) {
-			gb, err := bufOf(b, d, names[k])
-			if err != nil {
+		var bufs [4]device.Buffer // value, the rule's slots, gradient
+		bufs[0] = t.W
+		copy(bufs[1:], t.Slots[:len(slotNames)])
+		bufs[rule.Tensors-1] = t.G
+		ptrs := all[i*rule.Tensors : (i+1)*rule.Tensors]
+		for k, b := range bufs[:rule.Tensors] {
+			gb, ok := b.(*buffer)
+			if !ok || gb.dev != d {
+				_, err := bufOf(b, d, name(k))
 				return fmt.Errorf("cuda: %s step, tensor %d: %w", rule.Name, i, err)
 			}
 			if gb.size < t.N*elem {
-				return fmt.Errorf("cuda: %s step, tensor %d: a %d-byte buffer (the %s) for %d elements", rule.Name, i, gb.size, names[k], t.N)
+				return fmt.Errorf("cuda: %s step, tensor %d: a %d-byte buffer (the %s) for %d elements", rule.Name, i, gb.size, name(k), t.N)
 			}
-			ptrs = append(ptrs, uint64(gb.ptr))
+			ptrs[k] = uint64(gb.ptr)
 		}
 		if t.N > 0 {
 			tab = append(tab, kernels.OptimTensor{Ptrs: ptrs, N: t.N})

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -309,8 +310,40 @@ func addOuter(k *ptx.Kernel, g string, offs []ptx.Reg, c ptx.Reg) {
 	}
 }
 
-// Name is a kernel's name: its family's op, the dtypes, a variant.
+// Name is a kernel's name: its family's op, the dtypes, a variant, joined
+// by "_". Names of up to five parts are built once and cached, so that a
+// launch builds no string.
 func Name(parts ...string) string {
+	if len(parts) > len(nameKey{}.parts) {
+		return joinName(parts)
+	}
+	k := nameKey{n: len(parts)}
+	copy(k.parts[:], parts)
+	names.RLock()
+	s, ok := names.m[k]
+	names.RUnlock()
+	if ok {
+		return s
+	}
+	s = joinName(parts)
+	names.Lock()
+	names.m[k] = s
+	names.Unlock()
+	return s
+}
+
+// nameKey is Name's parts, as its cache keys them.
+type nameKey struct {
+	n     int
+	parts [5]string
+}
+
+var names = struct {
+	sync.RWMutex
+	m map[nameKey]string
+}{m: map[nameKey]string{}}
+
+func joinName(parts []string) string {
 	s := ""
 	for i, p := range parts {
 		if i > 0 {
