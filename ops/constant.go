@@ -16,9 +16,10 @@ func on(t *tensor.Tensor, dev device.Device) *tensor.Tensor {
 }
 
 // ScalarLike returns a rank-0 tensor holding v in x's dtype, on x's device.
-// Off the host it is a constant shared with every other call for the same
-// device, dtype and value (made once: on a GPU each is a fill launched):
-// Release leaves it alone, and nothing must write into its buffer.
+// Off the host it is a view of a constant shared with every other call
+// for the same device, dtype and value (made once: on a GPU each was a
+// fill launched): the tensor is the caller's (watch or release it as any
+// other), its buffer shared, so nothing must write into it.
 func ScalarLike(x *tensor.Tensor, v float64) *tensor.Tensor {
 	needInputs("ScalarLike", x)
 	defer asOp("ScalarLike")

@@ -18,7 +18,7 @@ func init() {
 	plumb.Tensor.Move = func(t, dev any) (any, error) { return t.(*Tensor).move(dev.(device.Device)) }
 	plumb.Tensor.RowMajor = func(t any) any { return t.(*Tensor).rowMajor() }
 	plumb.Tensor.MarkScratch = func(x any) any {
-		if t := x.(*Tensor); t.Traced() == nil && t.flags&plumb.FlagPinned == 0 {
+		if t := x.(*Tensor); t.Traced() == nil {
 			t.setFlags(plumb.FlagScratch)
 		}
 		return x

@@ -249,16 +249,15 @@ func (t *Tensor) View(shape Shape, l Layout) *Tensor {
 		l = nil
 	}
 	t.buf.Refs().Add(1)
-	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ (FlagVariable | FlagWeak | plumb.FlagScratch | plumb.FlagPinned)}
+	return &Tensor{dtype: t.dtype, shape: shape, layout: l, buf: t.buf, flags: t.flags &^ (FlagVariable | FlagWeak | plumb.FlagScratch)}
 }
 
 // Release drops this tensor's reference to its buffer; when the last
 // reference goes, the buffer returns to its device's cache. Release is
 // optional (the garbage collector reclaims unreleased buffers) and the
-// tensor must not be used afterwards. Variables ignore Release, as do
-// the constants that package ops shares on a GPU (ScalarLike's).
+// tensor must not be used afterwards. Variables ignore Release.
 func (t *Tensor) Release() {
-	if t.IsVariable() || t.flags&plumb.FlagPinned != 0 || t.buf == nil || t.ValuesDropped() {
+	if t.IsVariable() || t.buf == nil || t.ValuesDropped() {
 		return
 	}
 	if t.buf.Refs().Add(-1) == 0 {

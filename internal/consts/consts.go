@@ -1,10 +1,12 @@
 // Package consts keeps the constant tensors that library code makes again
 // and again off the host (a gradient rule's scalars, a tape's zeros for
 // the outputs no gradient reached): on a GPU each fresh one is a fill
-// launched, a training step's worth of them a dozen launches. A tensor it
-// returns is shared by every caller asking for the same device, dtype,
-// value and shape (made once, plumb.FlagPinned: Release leaves it alone),
-// and nothing may write into it.
+// launched, a training step's worth of them a dozen launches. Each call
+// returns a view of a tensor made once for its device, dtype, value and
+// shape and kept here: the view is the caller's (its own autodiff and
+// trace state; Release drops its hold on the buffer, which the kept
+// tensor holds still), the buffer everyone's, so nothing may write into
+// it.
 package consts
 
 import (
@@ -12,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -37,7 +38,7 @@ type key struct {
 
 // Full returns a dt tensor of shape filled with v on dev: fresh on the
 // host, while dev records (device.CaptureState: its memory would be the
-// recording's) and above maxBytes; else shared.
+// recording's) and above maxBytes; else a view of the shared one.
 func Full(dev device.Device, dt tensor.DType, v float64, shape tensor.Shape) *tensor.Tensor {
 	n, ok := shape.Size()
 	if dev == device.Host() || !ok || n*dt.Size() > maxBytes {
@@ -49,14 +50,13 @@ func Full(dev device.Device, dt tensor.DType, v float64, shape tensor.Shape) *te
 	k := key{dev, dt, math.Float64bits(v), shape.String()}
 	cache.Lock()
 	defer cache.Unlock()
-	if t := cache.m[k]; t != nil {
-		return t
+	t := cache.m[k]
+	if t == nil {
+		t = tensor.FullOn(dev, dt, v, shape...)
+		if cache.m == nil || len(cache.m) >= maxEntries {
+			cache.m = map[key]*tensor.Tensor{}
+		}
+		cache.m[k] = t
 	}
-	t := tensor.FullOn(dev, dt, v, shape...)
-	plumb.Tensor.SetFlags(t, plumb.FlagPinned)
-	if cache.m == nil || len(cache.m) >= maxEntries {
-		cache.m = map[key]*tensor.Tensor{}
-	}
-	cache.m[k] = t
-	return t
+	return t.View(t.Shape(), nil)
 }

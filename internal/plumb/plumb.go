@@ -17,12 +17,6 @@ package plumb
 // made it. Set with Tensor.SetFlags; views do not inherit it.
 const FlagScratch uint32 = 1 << 31
 
-// FlagPinned marks a constant that many share (package ops' scalars on a
-// GPU, made once per device, dtype and value): Release leaves it alone,
-// MarkScratch does not mark it, and the collector frees it once nothing
-// holds it. Views do not inherit it.
-const FlagPinned uint32 = 1 << 30
-
 // Tensor holds package tensor's setters.
 var Tensor struct {
 	// SetFlags sets flag bits of a tensor (tensor.FlagVariable).
