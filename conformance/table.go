@@ -567,6 +567,26 @@ func samples() map[string][]sample {
 			}, true, true))
 		}
 	}
+	// Depthwise convolutions (filter [KH, KW, C, M]: multipliers 1 and 2).
+	for i, o := range convCases {
+		for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			for _, m := range []int{1, 2} {
+				name := fmt.Sprintf("%v case %d, multiplier %d", f, i, m)
+				add("DepthwiseConv2DNative", one(name, func() {
+					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, m)
+					ops.DepthwiseConv2D(x, w, o)
+				}, true, true))
+				add("DepthwiseConv2DNativeBackpropInput", one(name, func() {
+					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, m)
+					underTape(func(in []T) T { return ops.DepthwiseConv2D(in[0], w, o) }, x)
+				}, true, true))
+				add("DepthwiseConv2DNativeBackpropFilter", one(name, func() {
+					x, w, o := conv2D(f, o, 2, 3, 5, 6, 3, 2, m)
+					underTape(func(in []T) T { return ops.DepthwiseConv2D(x, in[0], o) }, w)
+				}, true, true))
+			}
+		}
+	}
 	for i, o := range convCases {
 		for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 			for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {

@@ -482,7 +482,8 @@ func Conv2DBackpropFilter(x *tensor.Tensor, filterShape tensor.Shape, dy *tensor
 // DepthwiseConv2D convolves each input channel with its own filters
 // (TensorFlow's depthwise_conv2d): filter [KH, KW, C, M] gives C*M output
 // channels, channel c*M+m from input channel c. It is Conv with C feature
-// groups.
+// groups, computed directly (each output from its KH x KW taps) where the
+// device has the kernels (the CPU, the GPU).
 func DepthwiseConv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 	needInputs("DepthwiseConv2D", x, filter)
 	defer asOp("DepthwiseConv2D")
@@ -491,6 +492,9 @@ func DepthwiseConv2D(x, filter *tensor.Tensor, o Conv2DOpts) *tensor.Tensor {
 		fail("DepthwiseConv2D", tensor.ErrRank, []*tensor.Tensor{x, filter}, "needs rank-4 input and filter")
 	}
 	h, w := hw(x, o.Format)
+	if a, ok := gemmConv(o, h, w, filter.Dim(0), filter.Dim(1)); ok && fusedOn(depthwiseOp, x) {
+		return eager.Run1(depthwiseOp, a, x, filter)
+	}
 	c := filter.Dim(2)
 	opts := o.convOpts(h, w, filter.Dim(0), filter.Dim(1))
 	opts.FeatureGroups = c

@@ -121,6 +121,13 @@ func checkDy(c *eager.Call, dy *tensor.Tensor, a Conv2DGemmAttrs, n, o int) {
 // inferConv checks a convolution of x with filter f under attributes a
 // and declares its output.
 func inferConv(c *eager.Call, x, f *tensor.Tensor, a Conv2DGemmAttrs) []eager.Out {
+	oh, ow := checkConv(c, x, f, a)
+	return c.Out1(x.DType(), a.batchShape(x.Dim(0), f.Dim(3), oh, ow))
+}
+
+// checkConv checks input x and filter f [KH, KW, C, ...] against a and
+// returns the output's height and width.
+func checkConv(c *eager.Call, x, f *tensor.Tensor, a Conv2DGemmAttrs) (oh, ow int) {
 	rank4(c, x, "input", a.Format)
 	rank4(c, f, "filter", a.Format)
 	if h, w := hw(x, a.Format); f.Dim(0) != a.KH || f.Dim(1) != a.KW || h != a.H || w != a.W {
@@ -129,53 +136,23 @@ func inferConv(c *eager.Call, x, f *tensor.Tensor, a Conv2DGemmAttrs) []eager.Ou
 	if f.Dim(2) != a.Channels(x) {
 		c.Fail(tensor.ErrShape, "filter %v expects %d input channels, the input %v has %d", f.Shape(), f.Dim(2), x.Shape(), a.Channels(x))
 	}
-	oh, ow := a.outSize(c)
-	return c.Out1(x.DType(), a.batchShape(x.Dim(0), f.Dim(3), oh, ow))
+	return a.outSize(c)
 }
 
 var conv2DGemmOp, conv2DGemmInputOp, conv2DGemmFilterOp *eager.Op
 
 func init() {
-	conv2DGemmOp = eager.Register(&eager.Op{
-		Name: "Conv2DGemm", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
+	conv2DGemmOp, conv2DGemmInputOp, conv2DGemmFilterOp = registerConv([3]string{"Conv2DGemm", "Conv2DGemmBackpropInput", "Conv2DGemmBackpropFilter"},
+		func(c *eager.Call) []eager.Out {
 			return inferConv(c, c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs))
 		},
-		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, f, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
-			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, f, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, x, dy) }),
+		func(c *eager.Call) []eager.Out {
+			if f := c.Inputs[0]; f.Rank() == 4 {
+				return inferInputGrad(c, f.Dim(3))
 			}
+			return inferInputGrad(c, 0) // fails on the rank
 		},
-	})
-	// dx = Bi(f, dy), the adjoint of the convolution in x: its gradient in
-	// f is Bf(ddx, dy) and in dy the convolution of ddx with f.
-	conv2DGemmInputOp = eager.Register(&eager.Op{
-		Name: "Conv2DGemmBackpropInput", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
-			rank4(c, f, "filter", a.Format)
-			rank4(c, dy, "dy", a.Format)
-			if f.Dim(0) != a.KH || f.Dim(1) != a.KW {
-				c.Fail(tensor.ErrAttr, "attributes %v do not match filter %v", a, f.Shape())
-			}
-			checkDy(c, dy, a, dy.Dim(0), f.Dim(3))
-			return c.Out1(dy.DType(), a.batchShape(dy.Dim(0), f.Dim(2), a.H, a.W))
-		},
-		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			f, dy, ddx, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
-			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmFilterOp, a, ddx, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, ddx, f) }),
-			}
-		},
-	})
-	// df = Bf(x, dy), the adjoint in the filter: its gradient in x is
-	// Bi(ddf, dy) and in dy the convolution of x with ddf.
-	conv2DGemmFilterOp = eager.Register(&eager.Op{
-		Name: "Conv2DGemmBackpropFilter", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
+		func(c *eager.Call) []eager.Out {
 			x, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
 			rank4(c, x, "input", a.Format)
 			rank4(c, dy, "dy", a.Format)
@@ -184,13 +161,53 @@ func init() {
 			}
 			checkDy(c, dy, a, x.Dim(0), a.Channels(dy))
 			return c.Out1(x.DType(), tensor.Shape{a.KH, a.KW, a.Channels(x), a.Channels(dy)})
-		},
+		})
+}
+
+// inferInputGrad checks a backprop-input call (filter f [KH, KW, C, ...],
+// dy of o channels) against its attributes and declares dx.
+func inferInputGrad(c *eager.Call, o int) []eager.Out {
+	f, dy, a := c.Inputs[0], c.Inputs[1], c.Attrs.(Conv2DGemmAttrs)
+	rank4(c, f, "filter", a.Format)
+	rank4(c, dy, "dy", a.Format)
+	if f.Dim(0) != a.KH || f.Dim(1) != a.KW {
+		c.Fail(tensor.ErrAttr, "attributes %v do not match filter %v", a, f.Shape())
+	}
+	checkDy(c, dy, a, dy.Dim(0), o)
+	return c.Out1(dy.DType(), a.batchShape(dy.Dim(0), f.Dim(2), a.H, a.W))
+}
+
+// registerConv registers a convolution y = C(x, f) of Conv2DGemmAttrs and
+// its two backprops, dx = Bi(f, dy) and df = Bf(x, dy), by their names
+// and shape rules, each differentiated by the others (all three are
+// linear in each input): C's gradients are Bi(f, dy) and Bf(x, dy); Bi's
+// in f is Bf(ddx, dy) and in dy C(ddx, f); Bf's in x is Bi(ddf, dy) and
+// in dy C(x, ddf).
+func registerConv(names [3]string, infer, inferInput, inferFilter func(c *eager.Call) []eager.Out) (fwd, input, filter *eager.Op) {
+	run := func(op **eager.Op, a any, x, y *tensor.Tensor) *tensor.Tensor { return eager.Run1(*op, a, x, y) }
+	fwd = eager.Register(&eager.Op{Name: names[0], Inputs: 2, DTypes: floatTypes, SameDTypes: true, Infer: infer,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			x, dy, ddf, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(Conv2DGemmAttrs)
+			x, f, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
 			return []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return eager.Run1(conv2DGemmInputOp, a, ddf, dy) }),
-				when(g.Needs[1], func() *tensor.Tensor { return eager.Run1(conv2DGemmOp, a, x, ddf) }),
+				when(g.Needs[0], func() *tensor.Tensor { return run(&input, g.Attrs, f, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return run(&filter, g.Attrs, x, dy) }),
 			}
-		},
-	})
+		}})
+	input = eager.Register(&eager.Op{Name: names[1], Inputs: 2, DTypes: floatTypes, SameDTypes: true, Infer: inferInput,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			f, dy, ddx := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return run(&filter, g.Attrs, ddx, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return run(&fwd, g.Attrs, ddx, f) }),
+			}
+		}})
+	filter = eager.Register(&eager.Op{Name: names[2], Inputs: 2, DTypes: floatTypes, SameDTypes: true, Infer: inferFilter,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			x, dy, ddf := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return run(&input, g.Attrs, ddf, dy) }),
+				when(g.Needs[1], func() *tensor.Tensor { return run(&fwd, g.Attrs, x, ddf) }),
+			}
+		}})
+	return fwd, input, filter
 }

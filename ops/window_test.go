@@ -1,6 +1,8 @@
 package ops_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/internal/approx"
@@ -317,4 +319,74 @@ func TestWindowBadInput(t *testing.T) {
 		{"pool size", func() { ops.MaxPool2D(x, ops.PoolOpts{}) }, tensor.ErrAttr, "must be positive"},
 		{"patches pad", func() { ops.ExtractPatches(x, tensor.Zeros(tensor.Float32, 1), ops.Window{Dims: []int{1, 1, 1, 1}}) }, tensor.ErrRank, "must be a scalar"},
 	})
+}
+
+// The depthwise convolution computed directly (its own ops) agrees with
+// it as Conv2D channel by channel, in both layouts, with strides,
+// dilations, uneven padding and multipliers, values and gradients (the
+// input's and the filter's).
+func TestDepthwiseConv2DMatchesPerChannelConv(t *testing.T) {
+	opts := []ops.Conv2DOpts{{Padding: ops.Same}, {Strides: [2]int{2, 1}, Dilations: [2]int{1, 2}},
+		{Padding: ops.Explicit, Explicit: [2][2]int{{2, 0}, {1, 3}}, Strides: [2]int{1, 3}}}
+	for i, o := range opts {
+		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			for _, m := range []int{1, 3} {
+				o.Format = format
+				x := rnd(uint64(10+i), -1, 1, 2, 7, 6, 3)
+				if format == ops.NCHW {
+					x = ops.Transpose(x, 0, 3, 1, 2).Contiguous()
+				}
+				f := rnd(uint64(20+i), -1, 1, 3, 2, 3, m)
+				direct := func(in []T) T { return ops.Sum(ops.Square(ops.DepthwiseConv2D(in[0], in[1], o))) }
+				// The reference: each channel's Conv2D, concatenated in order.
+				perChannel := func(in []T) T {
+					axis := 3
+					if format == ops.NCHW {
+						axis = 1
+					}
+					var outs []T
+					for c := range 3 {
+						begin, end := []int{0, 0, 0, c}, []int{2, 7, 6, c + 1}
+						if format == ops.NCHW {
+							begin, end = []int{0, c, 0, 0}, []int{2, c + 1, 7, 6}
+						}
+						xc := ops.Slice(in[0], begin, end, nil)
+						fc := ops.Slice(in[1], []int{0, 0, c, 0}, []int{3, 2, c + 1, m}, nil)
+						outs = append(outs, ops.Conv2D(xc, fc, o))
+					}
+					return ops.Sum(ops.Square(ops.Concatenate(axis, outs...)))
+				}
+				what := fmt.Sprintf("case %d %v multiplier %d", i, format, m)
+				tp := tape.New()
+				tp.Watch(x, f)
+				gd := tp.Gradient(direct([]T{x, f}), x, f)
+				tp2 := tape.New()
+				tp2.Watch(x, f)
+				gr := tp2.Gradient(perChannel([]T{x, f}), x, f)
+				if d := approx.Diff([]float64{direct([]T{x, f}).Float()}, []float64{perChannel([]T{x, f}).Float()}, 1e-12); d != "" {
+					t.Errorf("%s: value %s", what, d)
+				}
+				for k, name := range []string{"input", "filter"} {
+					if d := approx.Diff(tensor.ToSlice[float64](gd[k]), tensor.ToSlice[float64](gr[k]), 1e-12); d != "" {
+						t.Errorf("%s: the %s gradient %s", what, name, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A half-precision depthwise convolution computes in float32 and rounds
+// once (the float32 kernels through casts).
+func TestDepthwiseConv2DHalf(t *testing.T) {
+	x := ops.Cast(rnd(30, -1, 1, 2, 5, 5, 3), tensor.Float32)
+	f := ops.Cast(rnd(31, -1, 1, 3, 3, 3, 2), tensor.Float32)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		xh, fh := ops.Cast(x, dt), ops.Cast(f, dt)
+		got := ops.DepthwiseConv2D(xh, fh, ops.Conv2DOpts{Padding: ops.Same})
+		want := ops.Cast(ops.DepthwiseConv2D(ops.Cast(xh, tensor.Float32), ops.Cast(fh, tensor.Float32), ops.Conv2DOpts{Padding: ops.Same}), dt)
+		if got.DType() != dt || !slices.Equal(tensor.ToSlice[float32](ops.Cast(got, tensor.Float32)), tensor.ToSlice[float32](ops.Cast(want, tensor.Float32))) {
+			t.Errorf("%v: not the float32 result rounded once", dt)
+		}
+	}
 }

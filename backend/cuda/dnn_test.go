@@ -168,3 +168,31 @@ func TestFusedConvBiasGradientThroughCuDNN(t *testing.T) {
 		}
 	}
 }
+
+// The depthwise convolution runs on the GPU's own kernels (not the
+// grouped Conv's per-channel GEMMs) and agrees with the CPU, values and
+// both gradients, float32 and bfloat16 (through float32), both layouts.
+func TestDepthwiseOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(14)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Format: format}
+			shape := []int{2, 7, 6, 4}
+			if format == ops.NCHW {
+				shape = []int{2, 4, 7, 6}
+			}
+			x, f := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt), ops.Cast(tensor.RandNormal(r, tensor.Float32, 3, 3, 4, 2), dt)
+			run := func(x, f *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(x, f)
+				y := ops.DepthwiseConv2D(x, f, o)
+				return append([]*tensor.Tensor{y}, tp.GradientSeeded(y, ops.OnesLike(y), x, f)...)
+			}
+			want, got := run(x, f), run(onGPU(t, d, x), onGPU(t, d, f))
+			for k, name := range []string{"output", "input gradient", "filter gradient"} {
+				agree(t, fmt.Sprintf("%v %v %s", dt, format, name), got[k], want[k])
+			}
+		}
+	}
+}

@@ -128,6 +128,7 @@ func Families() []Family {
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},
 		{Name: "window", Kernels: windowKernels()},
+		{Name: "depthwise", Kernels: depthwiseKernels()},
 		{Name: "optim", Kernels: optimKernels()},
 		{Name: "pool", Kernels: poolKernels()},
 		{Name: "random", Kernels: randomKernels()},
