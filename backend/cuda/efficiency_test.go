@@ -66,6 +66,9 @@ const (
 	transcendental    = 52
 )
 
+// dwOrder is the depthwise kernels' debt.
+const dwOrder = "issue 32: the depthwise kernels walk elements in logical order (n, c, h, w), so in NHWC a warp's neighbours lie a channel stride apart, and the filter gradient sums a whole batch per thread; a per-layout order with staged rows would coalesce them"
+
 // nchwRows is the pair kernels' debt: in images 14 wide, a warp's 32
 // windows span five rows of 56 bytes, each straddling sectors (28 wide,
 // they reach 84%). It is the layout's: a warp's windows share no more
@@ -147,6 +150,11 @@ var budgets = map[string]kernelBudget{
 	"window_select_ge_f32":              {instr: 185},
 	"window_select_scatter_f32":         {instr: 150, efficiency: 0.85, debt: "issue 32: with overlapping windows, each element reads the selections of the windows over it, which a warp's neighbours share only in part; overlapping max pools are rare, a 4-D path would serve them"},
 	"window_select_put_ge_f32":          {instr: 200},
+	// The depthwise kernels read their taps in place; the filter gradient
+	// gives a thread one filter element and the batch's sum behind it.
+	"dw_fwd_f32":    {instr: 22, efficiency: 0.12, debt: dwOrder},
+	"dw_input_f32":  {instr: 32, efficiency: 0.12, div64: true, debt: dwOrder},
+	"dw_filter_f32": {instr: 16, serial: true, debt: dwOrder},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
@@ -304,6 +312,10 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			q, k, v := g(2, 4, 64, 32), g(2, 4, 64, 32), g(2, 4, 64, 32)
 			mask := onGPU(t, d, ops.Gt(tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, 64, 64), tensor.Scalar(float32(0.2))))
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, mask, false, 0) }, q, k, v)
+		}},
+		{"depthwise convolution and its gradients", func() {
+			dw := g(3, 3, 16, 1)
+			grad(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
 		}},
 		{"fused convolution's bias and Relu", func() {
 			ops.FusedConv2D(img, filt, g(32), ops.Conv2DOpts{Padding: ops.Same}, ops.ReluActivation)
