@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -9,8 +10,10 @@ import (
 )
 
 // The depthwise convolution and its backprops (ops/conv_depthwise.go) as
-// the direct kernels of kernels/depthwise.go, a thread an element; the
-// half types go through float32 (eager.ThroughFloat32).
+// the direct kernels of kernels/depthwise.go, each walking its elements
+// in the layout's memory order (a thread an output element; the filter
+// gradient in float64 partial sums); the half types go through float32
+// (eager.ThroughFloat32).
 
 func init() {
 	for _, d := range kernels.Floats {
@@ -35,41 +38,101 @@ func depthwiseDims(a ops.Conv2DGemmAttrs, n, c, m int) kernels.DepthwiseDims {
 		X: strides(c, a.H, a.W), Y: strides(c*m, oh, ow)}
 }
 
-// depthwise returns the kernel of op kind (dw_fwd, dw_input, dw_filter):
-// it reads the call's inputs a and b, writes outs[0], and decomposes a
-// thread's index by the divisors dims gives for the geometry.
-func depthwise(d kernels.DType, kind string, geom func(c *eager.Call, out *tensor.Tensor) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
+// dwLayout is the kernels' order for the attributes' layout.
+func dwLayout(a ops.Conv2DGemmAttrs) string {
+	if a.Format == ops.NCHW {
+		return "nchw"
+	}
+	return "nhwc"
+}
+
+// depthwise returns the kernel of op kind (dw_fwd, dw_input): it reads
+// the call's inputs a and b, writes outs[0], and decomposes a thread's
+// index by the divisors dims gives for the geometry.
+func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
 		total := out.NumElements()
 		if total == 0 {
 			return
 		}
-		g := geom(c, out)
+		g := geom(c)
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(total)).Bytes(kernels.DepthwiseGeometry(g), 8)
+		limit := total + g.H + g.W + g.PT + g.PL // bounds every dividend
 		for _, v := range divisors(g) {
-			divisorArg(args, v, total)
+			divisorArg(args, v, limit)
 		}
-		check(c, gpu(c).launch("depthwise", kernels.Name(kind, string(d)), total, args))
+		name := kernels.Name(kind, dwLayout(c.Attrs.(ops.Conv2DGemmAttrs)), string(d))
+		check(c, gpu(c).launch("depthwise", name, total, args))
 	}
 }
 
-// The three kernels: the geometry from the filter (forward, input) or the
-// output (filter), the divisors of the element each thread computes.
+// The forward and input kernels: the geometry from the filter, the
+// divisors of the element each thread computes.
 func depthwiseForward(d kernels.DType) eager.Kernel {
-	return depthwise(d, "dw_fwd", func(c *eager.Call, _ *tensor.Tensor) kernels.DepthwiseDims {
+	return depthwise(d, "dw_fwd", func(c *eager.Call) kernels.DepthwiseDims {
 		return depthwiseDims(c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0].Dim(0), c.Inputs[1].Dim(2), c.Inputs[1].Dim(3))
-	}, func(g kernels.DepthwiseDims) []int { return []int{g.OW, g.OH, g.C * g.M, g.M} })
+	}, func(g kernels.DepthwiseDims) []int { return []int{g.C * g.M, g.OH, g.OW, g.M} })
 }
 
 func depthwiseInput(d kernels.DType) eager.Kernel {
-	return depthwise(d, "dw_input", func(c *eager.Call, _ *tensor.Tensor) kernels.DepthwiseDims {
+	return depthwise(d, "dw_input", func(c *eager.Call) kernels.DepthwiseDims {
 		return depthwiseDims(c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[1].Dim(0), c.Inputs[0].Dim(2), c.Inputs[0].Dim(3))
-	}, func(g kernels.DepthwiseDims) []int { return []int{g.W, g.H, g.C} })
+	}, func(g kernels.DepthwiseDims) []int { return []int{g.C, g.H, g.W, g.SH, g.SW} })
 }
 
+// dwFilterThreads is about how many threads the NHWC filter gradient's
+// first pass aims at, each summing at least dwFilterChunk positions.
+const (
+	dwFilterThreads = 65536
+	dwFilterChunk   = 8
+)
+
+// depthwiseFilter sums the filter gradient over the batch's output
+// positions in float64 and rounds once. NCHW: dw_filter's blocks, one a
+// filter element. NHWC: two passes, dw_filter's partial sums [chunks,
+// filter elements] over chunks of the positions, then the reduction
+// folding them.
 func depthwiseFilter(d kernels.DType) eager.Kernel {
-	return depthwise(d, "dw_filter", func(c *eager.Call, out *tensor.Tensor) kernels.DepthwiseDims {
-		return depthwiseDims(c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0].Dim(0), out.Dim(2), out.Dim(3))
-	}, func(g kernels.DepthwiseDims) []int { return []int{g.M, g.C, g.KW} })
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		out := outs[0]
+		elems := out.NumElements()
+		if elems == 0 {
+			return
+		}
+		a := c.Attrs.(ops.Conv2DGemmAttrs)
+		g := depthwiseDims(a, c.Inputs[0].Dim(0), out.Dim(2), out.Dim(3))
+		layout, span := dwLayout(a), g.N*g.OH*g.OW
+		args := func(dst *tensor.Tensor, n, chunk int) *cu.Args {
+			args := newArgs().Ptr(ptr(dst)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(n)).
+				Bytes(kernels.DepthwiseGeometry(g), 8).U64(uint64(span)).U64(uint64(chunk))
+			limit := n + span + g.H + g.W + g.PT + g.PL
+			for _, v := range []int{elems, g.M, g.C, g.KW, g.OH, g.OW} {
+				divisorArg(args, v, limit)
+			}
+			return args
+		}
+		name, dev := kernels.Name("dw_filter", layout, string(d)), gpu(c)
+		if layout == "nchw" {
+			blocks := min(elems, max(dev.info.SMs, 1)*32)
+			check(c, dev.launchBlocks("depthwise", name, blocks, kernels.ReduceBlock, args(out, elems, 0)))
+			return
+		}
+		chunks := max(1, min(dwFilterThreads/elems, (span+dwFilterChunk-1)/dwFilterChunk))
+		chunk := (span + chunks - 1) / chunks
+		if chunk > 0 {
+			chunks = (span + chunk - 1) / chunk
+		}
+		part := temporary(c, tensor.Float64, tensor.Shape{chunks, elems}, "the filter gradient's partial sums")
+		defer part.Release()
+		check(c, dev.launch("depthwise", name, chunks*elems, args(part, chunks*elems, chunk)))
+		if d == kernels.F64 {
+			reduceInto(c, kernels.F64, part, []int{0}, ops.ReduceSum, out)
+			return
+		}
+		sum := temporary(c, tensor.Float64, tensor.Shape{elems}, "the filter gradient in float64")
+		defer sum.Release()
+		reduceInto(c, kernels.F64, part, []int{0}, ops.ReduceSum, sum)
+		check(c, dev.castInto(out, sum))
+	}
 }

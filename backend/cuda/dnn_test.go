@@ -171,11 +171,12 @@ func TestFusedConvBiasGradientThroughCuDNN(t *testing.T) {
 
 // The depthwise convolution runs on the GPU's own kernels (not the
 // grouped Conv's per-channel GEMMs) and agrees with the CPU, values and
-// both gradients, float32 and bfloat16 (through float32), both layouts.
+// both gradients, float32, float64 and bfloat16 (through float32), both
+// layouts.
 func TestDepthwiseOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(14)
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16} {
 		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 			o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Format: format}
 			shape := []int{2, 7, 6, 4}

@@ -66,8 +66,8 @@ const (
 	transcendental    = 52
 )
 
-// dwOrder is the depthwise kernels' debt.
-const dwOrder = "issue 32: the depthwise kernels walk elements in logical order (n, c, h, w), so in NHWC a warp's neighbours lie a channel stride apart, and the filter gradient sums a whole batch per thread; a per-layout order with staged rows would coalesce them"
+// dwShifted is the NCHW depthwise kernels' debt.
+const dwShifted = "issue 32: in NCHW each tap shifts a warp's 32 neighbouring reads off sector boundaries and, in planes 14 wide, across rows; staging the input rows a block reads in shared memory (as pool2d_max_nchwband does) would read each sector once"
 
 // nchwRows is the pair kernels' debt: in images 14 wide, a warp's 32
 // windows span five rows of 56 bytes, each straddling sectors (28 wide,
@@ -152,9 +152,19 @@ var budgets = map[string]kernelBudget{
 	"window_select_put_ge_f32":          {instr: 200},
 	// The depthwise kernels read their taps in place; the filter gradient
 	// gives a thread one filter element and the batch's sum behind it.
-	"dw_fwd_f32":    {instr: 22, efficiency: 0.12, debt: dwOrder},
-	"dw_input_f32":  {instr: 32, efficiency: 0.12, div64: true, debt: dwOrder},
-	"dw_filter_f32": {instr: 16, serial: true, debt: dwOrder},
+	// The depthwise kernels: nine taps an output, each bounds-checked; the
+	// input gradient's taps also divide by the strides; the filter
+	// gradient decomposes each position it sums. A thread an output reads
+	// 18 elements (taps and filter values): short of the thread target by
+	// counting alone, hence serial.
+	"dw_fwd_nhwc_f32":      {instr: 22},
+	"dw_input_nhwc_f32":    {instr: 38},
+	"dw_filter_nhwc_f32":   {instr: 40},
+	"dw_fwd_nchw_f32":      {instr: 22, efficiency: 0.6, serial: true, debt: dwShifted},
+	"dw_input_nchw_f32":    {instr: 38, efficiency: 0.6, serial: true, debt: dwShifted},
+	"dw_filter_nchw_f32":   {instr: 40, efficiency: 0.55, serial: true, debt: dwShifted + "; the filter gradient's blocks are one a filter element (256 threads each)"},
+	"reduce_cols_sum_f64":  {instr: 14},
+	"reduce_colsb_sum_f64": {instr: 20},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
@@ -316,6 +326,14 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"depthwise convolution and its gradients", func() {
 			dw := g(3, 3, 16, 1)
 			grad(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
+		}},
+		{"depthwise convolution NCHW and its gradients", func() {
+			// Planes of 28x28: a block sums a filter element over 3136
+			// positions, about 12 a thread, as real batches give it more.
+			x, dw := g(4, 8, 28, 28), g(3, 3, 8, 1)
+			grad(func() *tensor.Tensor {
+				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
+			}, x, dw)
 		}},
 		{"fused convolution's bias and Relu", func() {
 			ops.FusedConv2D(img, filt, g(32), ops.Conv2DOpts{Padding: ops.Same}, ops.ReluActivation)

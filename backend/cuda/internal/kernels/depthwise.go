@@ -7,16 +7,19 @@ import (
 )
 
 // Depthwise convolution kernels (ops/conv_depthwise.go), computed
-// directly as backend/cpu's are, for any layout (element strides in the
-// geometry), a thread an element:
+// directly as backend/cpu's are; addresses from the element strides in
+// the geometry, the thread index walked in the layout's order <l> (nchw
+// or nhwc: DepthwiseLayouts):
 //
-//   - dw_fwd_<d> (out, x, f, n, dg, ow, oh, cm, m): output (n, c·M+m,
-//     oh, ow) sums its taps' x·f in order (kh, kw).
-//   - dw_input_<d> (dx, f, dy, n, dg, w, h, c): input (n, c, ih, iw) sums
-//     dy·f over the outputs its taps reach, in order (kh, kw, m).
-//   - dw_filter_<d> (df, x, dy, n, dg, m, c, kw): filter element (kh, kw,
-//     c, m) sums x·dy over the images and positions in float64, rounded
-//     once: a long serial sum a thread (the filter is small).
+//   - dw_fwd_<l>_<d> (out, x, f, n, dg, cm, oh, ow, m): a thread an
+//     output (n, c·M+m, oh, ow), summing its taps' x·f in order (kh, kw).
+//   - dw_input_<l>_<d> (dx, f, dy, n, dg, c, h, w, sh, sw): a thread an
+//     input (n, c, ih, iw), summing dy·f over the outputs its taps reach
+//     in order (kh, kw, m); the strides divide through their constants.
+//   - dw_filter_<l>_<d> (out, x, dy, n, dg, span, chunk, elems, m, c, kw,
+//     oh, ow): the filter gradient, summed in float64 over the span of
+//     output positions: in NHWC as partial sums the host folds, in NCHW
+//     a block an element (dwFilter says why).
 //
 // dg is DepthwiseGeometry; the divisors decompose the thread's index.
 
@@ -62,12 +65,37 @@ func DepthwiseGeometry(g DepthwiseDims) []byte {
 	return b
 }
 
+// DepthwiseLayouts name the two orders the kernels walk elements in:
+// NCHW's (images, channels, rows, columns) and NHWC's (images, rows,
+// columns, channels), each its layout's memory order, so that a warp's
+// neighbouring threads touch neighbouring elements.
+var DepthwiseLayouts = []string{"nchw", "nhwc"}
+
 func depthwiseKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
-		out = append(out, dwForward(d), dwInput(d), dwFilter(d))
+		for _, l := range DepthwiseLayouts {
+			last := l == "nhwc"
+			out = append(out, dwForward(d, l, last), dwInput(d, l, last), dwFilter(d, l, last))
+		}
 	}
 	return out
+}
+
+// dwIndex decomposes the thread index i of an array of (images, ch, h,
+// w) elements, in NCHW's order or (last) NHWC's.
+func dwIndex(k *ptx.Kernel, i ptx.Reg, last bool, ch, h, w divisor) (n, c, y, x ptx.Reg) {
+	var q ptx.Reg
+	if last {
+		q, c = divmod(k, i, ch)
+		q, x = divmod(k, q, w)
+		n, y = divmod(k, q, h)
+		return n, c, y, x
+	}
+	q, x = divmod(k, i, w)
+	q, y = divmod(k, q, h)
+	n, c = divmod(k, q, ch)
+	return n, c, y, x
 }
 
 // dwField reads field i of dg.
@@ -139,17 +167,15 @@ func dwMulAdd(k *ptx.Kernel, t ptx.Type, acc, a, b ptx.Reg) {
 	k.Op("add.rn.%s %s, %s, %s", t, acc, acc, p)
 }
 
-func dwForward(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("dw_fwd", string(d)))
+func dwForward(d DType, layout string, last bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dw_fwd", layout, string(d)))
 	o, x, f := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("f")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("dg", DepthwiseGeomLen)
-	owD, ohD, cmD, mD := paramDivisor(k, "ow"), paramDivisor(k, "oh"), paramDivisor(k, "cm"), paramDivisor(k, "m")
+	cmD, ohD, owD, mD := paramDivisor(k, "cm"), paramDivisor(k, "oh"), paramDivisor(k, "ow"), paramDivisor(k, "m")
 	t := d.reg()
 	k.GridStride(n, func(i ptx.Reg) {
-		q1, ow := divmod(k, i, owD)
-		q2, oh := divmod(k, q1, ohD)
-		img, cm := divmod(k, q2, cmD)
+		img, cm, oh, ow := dwIndex(k, i, last, cmD, ohD, owD)
 		c, m := divmod(k, cm, mD)
 		acc := k.Reg(t)
 		k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
@@ -165,21 +191,20 @@ func dwForward(d DType) *ptx.Kernel {
 	return k
 }
 
-func dwInput(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("dw_input", string(d)))
+func dwInput(d DType, layout string, last bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dw_input", layout, string(d)))
 	dx, f, dy := k.ParamPtr("dx"), k.ParamPtr("f"), k.ParamPtr("dy")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("dg", DepthwiseGeomLen)
-	wD, hD, cD := paramDivisor(k, "w"), paramDivisor(k, "h"), paramDivisor(k, "c")
+	cD, hD, wD := paramDivisor(k, "c"), paramDivisor(k, "h"), paramDivisor(k, "w")
+	shD, swD := paramDivisor(k, "sh"), paramDivisor(k, "sw")
 	t := d.reg()
 	k.GridStride(n, func(i ptx.Reg) {
-		q1, iw := divmod(k, i, wD)
-		q2, ih := divmod(k, q1, hD)
-		img, c := divmod(k, q2, cD)
+		img, c, ih, iw := dwIndex(k, i, last, cD, hD, wD)
 		acc := k.Reg(t)
 		k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
-		dwEachTap(k, func(kh ptx.Reg) (ptx.Reg, ptx.Reg) { return dwOut(k, ih, kh, dgPT, dgDH, dgSH, dgOH) },
-			func(kw ptx.Reg) (ptx.Reg, ptx.Reg) { return dwOut(k, iw, kw, dgPL, dgDW, dgSW, dgOW) },
+		dwEachTap(k, func(kh ptx.Reg) (ptx.Reg, ptx.Reg) { return dwOut(k, ih, kh, dgPT, dgDH, shD, dgOH) },
+			func(kw ptx.Reg) (ptx.Reg, ptx.Reg) { return dwOut(k, iw, kw, dgPL, dgDW, swD, dgOW) },
 			func(kh, kw, oh, ow ptx.Reg) {
 				dwLoop(k, dgM, func(m ptx.Reg) {
 					cm := k.Reg(ptx.U64)
@@ -195,19 +220,19 @@ func dwInput(d DType) *ptx.Kernel {
 }
 
 // dwOut is the output position whose tap t reaches input position i
-// ((i + p - t·dl) / s), and a predicate set where none does (negative,
-// not a multiple of the stride, or past the output's size).
-func dwOut(k *ptx.Kernel, i, t ptx.Reg, p, dl, s, size int) (o, skip ptx.Reg) {
-	v, r := k.Reg(ptx.S64), k.Reg(ptx.U64)
-	o, skip = k.Reg(ptx.U64), k.Reg(ptx.Pred)
+// ((i + p - t·dl) / s, s through its divisor's constants), and a
+// predicate set where none does (negative, not a multiple of the stride,
+// or past the output's size).
+func dwOut(k *ptx.Kernel, i, t ptx.Reg, p, dl int, s divisor, size int) (o, skip ptx.Reg) {
+	v := k.Reg(ptx.S64)
+	skip = k.Reg(ptx.Pred)
 	k.Op("add.s64 %s, %s, %s", v, i, dwField(k, p))
 	mul := k.Reg(ptx.S64)
 	k.Op("mul.lo.s64 %s, %s, %s", mul, t, dwField(k, dl))
 	k.Op("sub.s64 %s, %s, %s", v, v, mul)
 	k.Op("setp.lt.s64 %s, %s, 0", skip, v)
-	k.Op("selp.s64 %s, 0, %s, %s", v, v, skip) // keeps the division well defined
-	k.Op("rem.u64 %s, %s, %s", r, v, dwField(k, s))
-	k.Op("div.u64 %s, %s, %s", o, v, dwField(k, s))
+	k.Op("selp.s64 %s, 0, %s, %s", v, v, skip) // keeps the division in range
+	o, r := divmod(k, v, s)
 	q := k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", q, r)
 	k.Op("or.pred %s, %s, %s", skip, skip, q)
@@ -216,49 +241,97 @@ func dwOut(k *ptx.Kernel, i, t ptx.Reg, p, dl, s, size int) (o, skip ptx.Reg) {
 	return o, skip
 }
 
-func dwFilter(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("dw_filter", string(d)))
-	df, x, dy := k.ParamPtr("df"), k.ParamPtr("x"), k.ParamPtr("dy")
+// dwFilterCoords decomposes filter element fi into (kh, kw, c) and c·M+m.
+func dwFilterCoords(k *ptx.Kernel, fi ptx.Reg, mD, cD, kwD divisor) (kh, kw, c, cm ptx.Reg) {
+	q1, m := divmod(k, fi, mD)
+	q2, c := divmod(k, q1, cD)
+	kh, kw = divmod(k, q2, kwD)
+	cm = k.Reg(ptx.U64)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", cm, c, dwField(k, dgM), m)
+	return kh, kw, c, cm
+}
+
+// dwFilterTerm adds x·dy at output position (img, oh, ow) for the filter
+// element's tap (kh, kw) to the float64 acc, where the tap falls inside
+// the input.
+func dwFilterTerm(k *ptx.Kernel, d DType, x, dy, acc, img, oh, ow, kh, kw, c, cm ptx.Reg) {
+	ih, outH := dwTap(k, oh, kh, dgSH, dgPT, dgDH, dgH)
+	iw, outW := dwTap(k, ow, kw, dgSW, dgPL, dgDW, dgW)
+	k.Op("or.pred %s, %s, %s", outH, outH, outW)
+	next := k.Label("dw_pos")
+	k.Op("@%s bra %s", outH, next)
+	xv := load(k, d, k.Addr(x, dwOffset(k, dgX, img, c, ih, iw), d.Size()))
+	dv := load(k, d, k.Addr(dy, dwOffset(k, dgY, img, cm, oh, ow), d.Size()))
+	if d == F32 {
+		xw, dw := k.Reg(ptx.F64), k.Reg(ptx.F64)
+		k.Op("cvt.f64.f32 %s, %s", xw, xv)
+		k.Op("cvt.f64.f32 %s, %s", dw, dv)
+		xv, dv = xw, dw
+	}
+	dwMulAdd(k, ptx.F64, acc, xv, dv)
+	k.Place(next)
+}
+
+// dwFilter is the filter gradient. In NHWC (last) it writes float64
+// partial sums: a thread's index is (chunk, filter element), the element
+// fastest, and it sums chunk output positions (images, rows and columns
+// flattened), so a warp's neighbours read neighbouring channels; the host
+// folds the partials along the chunks and rounds once. In NCHW a block
+// sums a filter element (n: the elements), its threads striding over the
+// positions, so a warp's neighbours read neighbouring columns, and the
+// block's tree (float64) is rounded once into the element.
+func dwFilter(d DType, layout string, last bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dw_filter", layout, string(d)))
+	out, x, dy := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("dy")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("dg", DepthwiseGeomLen)
-	mD, cD, kwD := paramDivisor(k, "m"), paramDivisor(k, "c"), paramDivisor(k, "kw")
-	k.GridStride(n, func(i ptx.Reg) {
-		q1, m := divmod(k, i, mD)
-		q2, c := divmod(k, q1, cD)
-		kh, kw := divmod(k, q2, kwD)
-		cm := k.Reg(ptx.U64)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", cm, c, dwField(k, dgM), m)
+	span, chunk := k.Param("span", ptx.U64), k.Param("chunk", ptx.U64)
+	elemsD, mD, cD, kwD := paramDivisor(k, "elems"), paramDivisor(k, "m"), paramDivisor(k, "c"), paramDivisor(k, "kw")
+	ohD, owD := paramDivisor(k, "oh"), paramDivisor(k, "ow")
+	sum := func(acc, p, kh, kw, c, cm ptx.Reg) {
+		r, ow := divmod(k, p, owD)
+		img, oh := divmod(k, r, ohD)
+		dwFilterTerm(k, d, x, dy, acc, img, oh, ow, kh, kw, c, cm)
+	}
+	zero := func() ptx.Reg {
 		acc := k.Reg(ptx.F64)
 		k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
-		dwLoop(k, dgN, func(img ptx.Reg) {
-			dwLoop(k, dgOH, func(oh ptx.Reg) {
-				ih, outH := dwTap(k, oh, kh, dgSH, dgPT, dgDH, dgH)
-				skip := k.Label("dw_row")
-				k.Op("@%s bra %s", outH, skip)
-				dwLoop(k, dgOW, func(ow ptx.Reg) {
-					iw, outW := dwTap(k, ow, kw, dgSW, dgPL, dgDW, dgW)
-					next := k.Label("dw_pos")
-					k.Op("@%s bra %s", outW, next)
-					xv := load(k, d, k.Addr(x, dwOffset(k, dgX, img, c, ih, iw), d.Size()))
-					dv := load(k, d, k.Addr(dy, dwOffset(k, dgY, img, cm, oh, ow), d.Size()))
-					if d == F32 {
-						xw, dw := k.Reg(ptx.F64), k.Reg(ptx.F64)
-						k.Op("cvt.f64.f32 %s, %s", xw, xv)
-						k.Op("cvt.f64.f32 %s, %s", dw, dv)
-						xv, dv = xw, dw
-					}
-					dwMulAdd(k, ptx.F64, acc, xv, dv)
-					k.Place(next)
-				})
-				k.Place(skip)
+		return acc
+	}
+	if !last {
+		b := newBlockRows(k, 8)
+		b.eachRow(n, func(fi ptx.Reg) {
+			kh, kw, c, cm := dwFilterCoords(k, fi, mD, cD, kwD)
+			acc := zero()
+			b.eachElem(span, func(p ptx.Reg) { sum(acc, p, kh, kw, c, cm) })
+			r := b.tree(ptx.F64, acc, func(a, c ptx.Reg) ptx.Reg {
+				s := k.Reg(ptx.F64)
+				k.Op("add.rn.f64 %s, %s, %s", s, a, c)
+				return s
+			})
+			b.first(func() {
+				v := r
+				if d == F32 {
+					v = k.Reg(ptx.F32)
+					k.Op("cvt.rn.f32.f64 %s, %s", v, r)
+				}
+				store(k, d, k.Addr(out, fi, d.Size()), v)
 			})
 		})
-		r := acc
-		if d == F32 {
-			r = k.Reg(ptx.F32)
-			k.Op("cvt.rn.f32.f64 %s, %s", r, acc)
-		}
-		store(k, d, k.Addr(df, i, d.Size()), r)
+		return k
+	}
+	one := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 1", one)
+	k.GridStride(n, func(i ptx.Reg) {
+		j, fi := divmod(k, i, elemsD)
+		kh, kw, c, cm := dwFilterCoords(k, fi, mD, cD, kwD)
+		from, to := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", from, j, chunk)
+		k.Op("add.s64 %s, %s, %s", to, from, chunk)
+		k.Op("min.u64 %s, %s, %s", to, to, span)
+		acc := zero()
+		k.Loop(from, to, one, func(p ptx.Reg) { sum(acc, p, kh, kw, c, cm) })
+		k.Store(ptx.F64, k.Addr(out, i, 8), acc)
 	})
 	return k
 }
