@@ -108,19 +108,7 @@ func reduceWindow(d kernels.DType) eager.Kernel {
 			if n == 0 {
 				return
 			}
-			if !nhwc && kernels.PoolQuads(p, d) {
-				name := kernels.Name("pool2d", reduceKindNames[a.Kind], "nchw2x2", string(d))
-				check(c, gpu(c).launchQuads(name, p, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init))))
-				return
-			}
-			if !nhwc && !kernels.PoolPairs(p, d) && kernels.PoolBand(p, d) {
-				name := kernels.Name("pool2d", reduceKindNames[a.Kind], "nchwband", string(d))
-				check(c, gpu(c).launchBand(name, p, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init))))
-				return
-			}
-			name := kernels.Name("pool2d", reduceKindNames[a.Kind], poolLayout(p, nhwc, d), string(d))
-			args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-			check(c, gpu(c).launch("pool", name, n, args))
+			check(c, gpu(c).launchPool(p, nhwc, d, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(init)), "pool2d", reduceKindNames[a.Kind]))
 			return
 		}
 		if d.Half() {
@@ -184,19 +172,7 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 				if windows == 0 {
 					return
 				}
-				if !nhwc && kernels.PoolQuads(p, d) {
-					name := kernels.Name("pool2d_select_put", sel, "nchw2x2", string(d))
-					check(c, g.launchQuads(name, p, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init))))
-					return
-				}
-				if !nhwc && !kernels.PoolPairs(p, d) && kernels.PoolBand(p, d) {
-					name := kernels.Name("pool2d_select_put", sel, "nchwband", string(d))
-					check(c, g.launchBand(name, p, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init))))
-					return
-				}
-				name := kernels.Name("pool2d_select_put", sel, poolLayout(p, nhwc, d), string(d))
-				args := newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(windows)).Bytes(kernels.PoolGeometry(p, windows), 8)
-				check(c, g.launch("pool", name, windows, args))
+				check(c, g.launchPool(p, nhwc, d, windows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(src)).Ptr(ptr(init)), "pool2d_select_put", sel))
 				return
 			}
 			geom, windows := window(c, x.Shape(), a.Window)
@@ -315,18 +291,34 @@ func (d *Device) launchBand(name string, p kernels.PoolDims, dt kernels.DType, n
 	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 
-// poolLayout names the pooling kernels' layout for p: "nhwc", "nchw", or
-// "nchw2" where the pair kernels take it.
+// poolLayout names the pooling kernels that take p of dtype d: in NCHW,
+// "nchw2x2" (kernels.PoolQuads), else "nchwband" (kernels.PoolBand: each
+// plane's rows staged, every sector read whole), else "nchw2" (the pair
+// kernels, for rows too wide for a band) or "nchw"; "nhwc" in NHWC.
 func poolLayout(p kernels.PoolDims, nhwc bool, d kernels.DType) string {
-	if !nhwc && kernels.PoolPairs(p, d) {
+	switch {
+	case nhwc:
+		return "nhwc"
+	case kernels.PoolQuads(p, d):
+		return "nchw2x2"
+	case kernels.PoolBand(p, d):
+		return "nchwband"
+	case kernels.PoolPairs(p, d):
 		return "nchw2"
 	}
-	return layoutName(nhwc)
+	return "nchw"
 }
 
-func layoutName(nhwc bool) string {
-	if nhwc {
-		return "nhwc"
+// launchPool queues the pooling kernel named by kind's parts, poolLayout
+// and the dtype over the n windows of p, args holding its tensors.
+func (d *Device) launchPool(p kernels.PoolDims, nhwc bool, dt kernels.DType, n int, args *cu.Args, kind ...string) error {
+	layout := poolLayout(p, nhwc, dt)
+	name := kernels.Name(append(kind, layout, string(dt))...)
+	switch layout {
+	case "nchw2x2":
+		return d.launchQuads(name, p, dt, n, args)
+	case "nchwband":
+		return d.launchBand(name, p, dt, n, args)
 	}
-	return "nchw"
+	return d.launch("pool", name, n, args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8))
 }

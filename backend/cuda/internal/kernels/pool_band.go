@@ -121,8 +121,29 @@ func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
 }
 
 // each runs body for the band's staged elements, the block's threads in
-// turn.
-func (b *band) each(body func(e ptx.Reg)) { b.k.Loop(b.tid, b.count, b.ntid, body) }
+// turn (aligned on the band's first input element).
+func (b *band) each(body func(e ptx.Reg)) { b.aligned(b.base, b.count, body) }
+
+// aligned runs body for e in [0, n), the block's threads in turn, the
+// turns shifted so that the elements first+e a warp takes start on a
+// 32-byte sector: a band's rows start anywhere in a sector (planes of
+// 14x14 floats do), and unshifted, every warp's 32 neighbours would
+// straddle one sector more than they fill.
+func (b *band) aligned(first, n ptx.Reg, body func(e ptx.Reg)) {
+	k := b.k
+	off, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("and.b64 %s, %s, %d", off, first, 32/b.d.Size()-1)
+	k.Op("add.s64 %s, %s, %s", end, n, off)
+	k.Loop(b.tid, end, b.ntid, func(s ptx.Reg) {
+		p, skip := k.Reg(ptx.Pred), k.Label("before_band")
+		k.Op("setp.lt.u64 %s, %s, %s", p, s, off)
+		k.Op("@%s bra %s", p, skip)
+		e := k.Reg(ptx.U64)
+		k.Op("sub.s64 %s, %s, %s", e, s, off)
+		body(e)
+		k.Place(skip)
+	})
+}
 
 // windows runs body for each of the band's windows (j, the output's index
 // in the band) with the window's first tap (ih0, iw0, s32) and the taps'
@@ -139,7 +160,7 @@ func (b *band) windows(body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) pt
 		k.Op("cvt.u64.u32 %s, %s", i64, i)
 		return i64
 	}
-	k.Loop(b.tid, outs, b.ntid, func(j ptx.Reg) {
+	b.aligned(b.obase, outs, func(j ptx.Reg) {
 		j32 := k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", j32, j)
 		r, ow := poolDiv(k, j32, 4, 1) // by OW
