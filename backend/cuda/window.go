@@ -158,7 +158,9 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			return
 		}
 		g, a := gpu(c), c.Attrs.(ops.SelectAttrs)
-		if _, _, pooled := pool2D(x.Shape(), a.Window); d.Half() && !(pooled && disjoint(a.Window)) {
+		p, nhwc, pooled := pool2D(x.Shape(), a.Window)
+		scatters := pooled && poolScatters(p, nhwc, d)
+		if d.Half() && !(pooled && disjoint(a.Window)) && !scatters {
 			throughFloat32(c, outs)
 			return
 		}
@@ -166,8 +168,8 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			if !tiles(x.Shape(), a.Window) { // init where no window writes
 				check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
 			}
-			sel := map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}[a.Select]
-			if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
+			sel := selectName[a.Select]
+			if pooled {
 				windows := src.NumElements()
 				if windows == 0 {
 					return
@@ -184,6 +186,10 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 			check(c, g.launch("window", name, windows, args))
 			return
 		}
+		if scatters {
+			g.poolScatter(c, p, nhwc, d, selectName[a.Select], x, src, init, out)
+			return
+		}
 		sel, geom := selections(c, d, x, a)
 		if sel == nil { // no windows: init everywhere
 			check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
@@ -193,6 +199,37 @@ func selectAndScatter(d kernels.DType) eager.Kernel {
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(sel)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(geom, 8)
 		check(c, g.launch("window", kernels.Name("window_select_scatter", string(d)), n, args))
 	}
+}
+
+// selectName names a selection in kernel names.
+var selectName = map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le"}
+
+// poolScatters reports whether the pooling kernels' two passes take
+// SelectAndScatter over the overlapping windows p of dtype d: NHWC, or
+// NCHW by bands.
+func poolScatters(p kernels.PoolDims, nhwc bool, d kernels.DType) bool {
+	return kernels.PoolSelects(p) && (nhwc || poolLayout(p, nhwc, d) == "nchwband")
+}
+
+// poolScatter queues SelectAndScatter over the overlapping windows p
+// (poolScatters): a byte a window for its selection (pool2d_select,
+// of kind sel), then each operand element's sum over the windows that
+// chose it (pool2d_select_scatter).
+func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d kernels.DType, sel string, x, src, init, out *tensor.Tensor) {
+	n, windows := out.NumElements(), src.NumElements()
+	if windows == 0 { // init everywhere
+		check(c, g.Copy(out.Buffer(), 0, []int{1}, init.Buffer(), 0, []int{0}, []int{n}, out.DType().Size()))
+		return
+	}
+	chosen := temporary(c, tensor.Uint8, tensor.Shape{windows}, "the windows' selections")
+	defer chosen.Release()
+	check(c, g.launchPool(p, nhwc, d, windows, newArgs().Ptr(ptr(chosen)).Ptr(ptr(x)), "pool2d_select", sel))
+	layout := "nchw"
+	if nhwc {
+		layout = "nhwc"
+	}
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
+	check(c, g.launch("pool", kernels.Name("pool2d_select_scatter", layout, string(d)), n, args))
 }
 
 func selectAndGather(d kernels.DType) eager.Kernel {

@@ -218,7 +218,8 @@ func TestPoolPairsOnGPU(t *testing.T) {
 // shared memory) and agree with the CPU exactly: the float and half dtypes, a
 // chunk of several row pairs and of one (the widest row a chunk holds),
 // batches of many chunks, small integers for ties, NaNs; max and min
-// pooling's gradients too. An odd height takes the pair kernels.
+// pooling's gradients too. An odd height takes a band; a row pair wider
+// than a chunk, the pair kernels.
 func TestPoolQuadsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(11)
@@ -240,7 +241,7 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		{tensor.Float64, tensor.Shape{1, 1, 2, 512}, true},
 		{tensor.Float32, tensor.Shape{2, 1, 6, 2}, true},
 		{tensor.Float32, tensor.Shape{2, 20, 4, 512}, true},  // 40 chunks: blocks take several (the emulator runs 32)
-		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: the pair kernels
+		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: a band
 		{tensor.Float32, tensor.Shape{1, 1, 2, 1026}, false}, // a row pair wider than a chunk
 		{tensor.BFloat16, tensor.Shape{2, 3, 8, 12}, true},   // the half types: taps in float32
 		{tensor.Float16, tensor.Shape{1, 2, 6, 28}, true},
@@ -271,6 +272,64 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
 			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
 			"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16"} {
+			if !slices.Contains(launched, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}
+
+// SelectAndScatter over overlapping 2-D pooling windows takes the pooling
+// kernels' two passes (a byte a window for its choice, then a thread an
+// element over the windows on it) and agrees with the CPU exactly: NHWC
+// and NCHW (by bands), windows of 2 or 3 at strides of 1 or 2, padding,
+// the float, integer and half dtypes, ties, NaNs, both selections.
+func TestPoolScatterOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(19, 6))
+	r := tensor.NewRNG(21)
+	var launched []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.BFloat16, tensor.Float16}
+	for i := range 30 {
+		dt, nhwc := dtypes[i%len(dtypes)], i%2 == 0
+		if dt == tensor.Int32 && !nhwc {
+			nhwc = true // NCHW's bands take the float dtypes
+		}
+		k, s := [2]int{2 + rng.IntN(2), 2 + rng.IntN(2)}, [2]int{1 + rng.IntN(2), 1 + rng.IntN(2)}
+		pad := [2][2]int{{rng.IntN(k[0]), rng.IntN(k[0])}, {rng.IntN(k[1]), rng.IntN(k[1])}}
+		h, wd, ch := 3+rng.IntN(8), 3+rng.IntN(8), 1+rng.IntN(5)
+		shape := tensor.Shape{1 + rng.IntN(2), ch, h, wd}
+		w := ops.Window{Dims: []int{1, 1, k[0], k[1]}, Strides: []int{1, 1, s[0], s[1]},
+			Padding: [][2]int{{0, 0}, {0, 0}, pad[0], pad[1]}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		if nhwc {
+			shape = tensor.Shape{shape[0], h, wd, ch}
+			w.Dims, w.Strides = []int{1, k[0], k[1], 1}, []int{1, s[0], s[1], 1}
+			w.Padding = [][2]int{{0, 0}, pad[0], pad[1], {0, 0}}
+		}
+		p, isNHWC, ok := pool2D(shape, w)
+		if !ok || isNHWC != nhwc || disjoint(w) || !poolScatters(p, nhwc, kernelType(dt)) {
+			t.Fatalf("case %d: %v over %v does not take the pooling scatter", i, w, shape)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...)), dt)
+		if i%3 == 0 && dt != tensor.Int32 { // NaNs here and there
+			at := ops.Reshape(tensor.Arange(0, float64(shape.NumElements()), 1), shape...)
+			x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(13.0)), tensor.Scalar(4.0)), ops.Cast(tensor.Scalar(math.NaN()), dt), x)
+		}
+		init := ops.Cast(tensor.Scalar(-2.0), dt)
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, w.OutShape(shape)...)), dt)
+		gx, gi, gs := onGPU(t, d, x), onGPU(t, d, init), onGPU(t, d, src)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("case %d: %v %v %v select %d", i, dt, shape, w, sel),
+				ops.SelectAndScatter(gx, gs, gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_select_ge_nhwc_f32", "pool2d_select_le_nchwband_f64", "pool2d_select_ge_nhwc_s32",
+			"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchw_f16", "pool2d_select_scatter_nchw_f32"} {
 			if !slices.Contains(launched, k) {
 				t.Errorf("%s did not run", k)
 			}

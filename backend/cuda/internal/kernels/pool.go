@@ -35,6 +35,8 @@ import (
 //     pool2d_select_put_<ge|le>_nchwband_<dtype>: other NCHW windows, by
 //     bands of output rows whose input rows are staged in shared memory
 //     (pool_band.go).
+//   - pool2d_select_* and pool2d_select_scatter_*: SelectAndScatter over
+//     overlapping windows, in two passes (pool_scatter.go).
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
 // output OH x OW, the window KH x KW, its strides and low padding.
@@ -43,13 +45,13 @@ type PoolDims struct {
 }
 
 // pg's layout: eleven u32 fields in PoolDims' order, then DivMagic's
-// constants (magic, shift) for C, OW and OH.
+// constants (magic, shift) for C, OW, OH, W, H, SH and SW (slots 0-6).
 const (
 	pgFields    = 11
 	pgMagic     = 4 * pgFields
 	pgC, pgOW   = 0, 4
 	pgOH        = 3
-	PoolGeomLen = pgMagic + 3*8
+	PoolGeomLen = pgMagic + 7*8
 )
 
 // PoolGeometry fills the parameter; n is the output's element count,
@@ -62,7 +64,7 @@ func PoolGeometry(p PoolDims, n int) []byte {
 	for i, v := range []int{p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW, p.PH, p.PW} {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
 	}
-	for i, v := range []int{p.C, p.OW, p.OH} {
+	for i, v := range []int{p.C, p.OW, p.OH, p.W, p.H, p.SH, p.SW} {
 		m, s := DivMagic(uint32(max(v, 1)))
 		binary.LittleEndian.PutUint32(b[pgMagic+8*i:], m)
 		binary.LittleEndian.PutUint32(b[pgMagic+8*i+4:], s)
@@ -78,22 +80,28 @@ func poolDiv(k *ptx.Kernel, e ptx.Reg, i, j int) (q, r ptx.Reg) {
 	return divide32(k, e, poolField(k, i), k.LoadField32("pg", pgMagic+8*j), k.LoadField32("pg", pgMagic+8*j+4))
 }
 
+// poolIndex decomposes index i (u32) of an array of (images, C, Y, X) in
+// NHWC's order ((n·Y + y)·X + x)·C + c or NCHW's ((n·C + c)·Y + y)·X + x,
+// Y and X the fields fy and fx of pg, their constants in slots sy and sx.
+func poolIndex(k *ptx.Kernel, i ptx.Reg, nhwc bool, fy, sy, fx, sx int) (n, c, y, x ptx.Reg) {
+	var t ptx.Reg
+	if nhwc {
+		t, c = poolDiv(k, i, pgC, 0)
+		t, x = poolDiv(k, t, fx, sx)
+		n, y = poolDiv(k, t, fy, sy)
+		return n, c, y, x
+	}
+	t, x = poolDiv(k, i, fx, sx)
+	t, y = poolDiv(k, t, fy, sy)
+	n, c = poolDiv(k, t, pgC, 0)
+	return n, c, y, x
+}
+
 // poolWindow decomposes output index o (u32) into its image, channel and
 // place, and returns the functions that give the input index of tap (ih,
 // iw) and whether it is in the image.
 func poolWindow(k *ptx.Kernel, nhwc bool, o ptx.Reg) (ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
-	var n, c, oh, ow ptx.Reg
-	if nhwc { // o = ((n·OH + oh)·OW + ow)·C + c
-		t, cc := poolDiv(k, o, 0, 0)
-		t2, w := poolDiv(k, t, 4, 1)
-		n, oh = poolDiv(k, t2, 3, 2)
-		c, ow = cc, w
-	} else { // o = ((n·C + c)·OH + oh)·OW + ow
-		t, w := poolDiv(k, o, 4, 1)
-		t2, h := poolDiv(k, t, 3, 2)
-		n, c = poolDiv(k, t2, 0, 0)
-		oh, ow = h, w
-	}
+	n, c, oh, ow := poolIndex(k, o, nhwc, pgOH, 2, pgOW, 1)
 	ih0, iw0 = k.Reg(ptx.S32), k.Reg(ptx.S32)
 	k.Op("mul.lo.s32 %s, %s, %s", ih0, oh, poolField(k, 7))
 	k.Op("sub.s32 %s, %s, %s", ih0, ih0, poolField(k, 9))
@@ -203,7 +211,7 @@ func poolKernels() []*ptx.Kernel {
 		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false),
 			poolBandSelectPutKernel(d, true), poolBandSelectPutKernel(d, false))
 	}
-	return out
+	return append(out, poolScatterKernels()...)
 }
 
 // PoolPairs reports whether the pair kernels (pool2d_*_nchw2) take p: an

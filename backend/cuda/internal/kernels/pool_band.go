@@ -122,17 +122,17 @@ func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
 
 // each runs body for the band's staged elements, the block's threads in
 // turn (aligned on the band's first input element).
-func (b *band) each(body func(e ptx.Reg)) { b.aligned(b.base, b.count, body) }
+func (b *band) each(body func(e ptx.Reg)) { b.aligned(b.base, b.count, b.d.Size(), body) }
 
 // aligned runs body for e in [0, n), the block's threads in turn, the
-// turns shifted so that the elements first+e a warp takes start on a
-// 32-byte sector: a band's rows start anywhere in a sector (planes of
-// 14x14 floats do), and unshifted, every warp's 32 neighbours would
-// straddle one sector more than they fill.
-func (b *band) aligned(first, n ptx.Reg, body func(e ptx.Reg)) {
+// turns shifted so that the elements first+e (of size bytes) a warp takes
+// start on a 32-byte sector: a band's rows start anywhere in a sector
+// (planes of 14x14 floats do), and unshifted, every warp's 32 neighbours
+// would straddle one sector more than they fill.
+func (b *band) aligned(first, n ptx.Reg, size int, body func(e ptx.Reg)) {
 	k := b.k
 	off, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("and.b64 %s, %s, %d", off, first, 32/b.d.Size()-1)
+	k.Op("and.b64 %s, %s, %d", off, first, max(32/size, 1)-1)
 	k.Op("add.s64 %s, %s, %s", end, n, off)
 	k.Loop(b.tid, end, b.ntid, func(s ptx.Reg) {
 		p, skip := k.Reg(ptx.Pred), k.Label("before_band")
@@ -147,8 +147,14 @@ func (b *band) aligned(first, n ptx.Reg, body func(e ptx.Reg)) {
 
 // windows runs body for each of the band's windows (j, the output's index
 // in the band) with the window's first tap (ih0, iw0, s32) and the taps'
-// index in the staged rows (at).
+// index in the staged rows (at), a warp's windows aligned for outputs of
+// the input's dtype.
 func (b *band) windows(body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
+	b.windowsOf(b.d.Size(), body)
+}
+
+// windowsOf is windows for outputs of size bytes.
+func (b *band) windowsOf(size int, body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
 	k := b.k
 	outs, o32 := k.Reg(ptx.U64), k.Reg(ptx.U32)
 	k.Op("mul.lo.u32 %s, %s, %s", o32, b.rows, b.OW)
@@ -160,7 +166,7 @@ func (b *band) windows(body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) pt
 		k.Op("cvt.u64.u32 %s, %s", i64, i)
 		return i64
 	}
-	b.aligned(b.obase, outs, func(j ptx.Reg) {
+	b.aligned(b.obase, outs, size, func(j ptx.Reg) {
 		j32 := k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", j32, j)
 		r, ow := poolDiv(k, j32, 4, 1) // by OW
