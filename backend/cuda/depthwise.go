@@ -48,7 +48,8 @@ func dwLayout(a ops.Conv2DGemmAttrs) string {
 
 // depthwise returns the kernel of op kind (dw_fwd, dw_input): it reads
 // the call's inputs a and b, writes outs[0], and decomposes a thread's
-// index by the divisors dims gives for the geometry.
+// index by the divisors dims gives for the geometry; NCHW convolutions
+// the band kernels take go by bands (kernels.DepthwiseBand).
 func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
@@ -57,12 +58,22 @@ func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.De
 			return
 		}
 		g := geom(c)
+		layout, grad := dwLayout(c.Attrs.(ops.Conv2DGemmAttrs)), kind == "dw_input"
+		if layout == "nchw" && kernels.DepthwiseBand(g, d, grad) {
+			x, f := c.Inputs[0], c.Inputs[1]
+			if grad {
+				x, f = c.Inputs[1], c.Inputs[0]
+			}
+			name := kernels.Name(kind, "nchwband", string(d))
+			check(c, gpu(c).launchBand("depthwise", name, kernels.DepthwisePool(g, grad), d, total, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f))))
+			return
+		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(total)).Bytes(kernels.DepthwiseGeometry(g), 8)
 		limit := total + g.H + g.W + g.PT + g.PL // bounds every dividend
 		for _, v := range divisors(g) {
 			divisorArg(args, v, limit)
 		}
-		name := kernels.Name(kind, dwLayout(c.Attrs.(ops.Conv2DGemmAttrs)), string(d))
+		name := kernels.Name(kind, layout, string(d))
 		check(c, gpu(c).launch("depthwise", name, total, args))
 	}
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -184,16 +185,67 @@ func TestDepthwiseOnGPU(t *testing.T) {
 				shape = []int{2, 4, 7, 6}
 			}
 			x, f := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt), ops.Cast(tensor.RandNormal(r, tensor.Float32, 3, 3, 4, 2), dt)
-			run := func(x, f *tensor.Tensor) []*tensor.Tensor {
-				tp := tape.New()
-				tp.Watch(x, f)
-				y := ops.DepthwiseConv2D(x, f, o)
-				return append([]*tensor.Tensor{y}, tp.GradientSeeded(y, ops.OnesLike(y), x, f)...)
+			agreeDepthwise(t, d, fmt.Sprintf("%v %v", dt, format), x, f, o, ops.OnesLike)
+		}
+	}
+}
+
+// NCHW depthwise convolutions of multiplier 1 without dilation take the
+// band kernels (the forward at any stride, the input gradient at a stride
+// of 1) and agree with the CPU: windows of 3x3, 5x5 and 1x3, SAME and
+// VALID, uneven padding, planes of one band and of several; the filter
+// gradient beside them runs the direct kernel.
+func TestDepthwiseBandsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(15)
+	launched := recordLaunches(t, d)
+	for i, c := range []struct {
+		dt       tensor.DType
+		shape    tensor.Shape // NCHW
+		kh, kw   int
+		strides  [2]int
+		padding  ops.PaddingMode
+		gradBand bool // the input gradient takes a band too
+	}{
+		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true},
+		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true},
+		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true},
+		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false},
+		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true}, // several bands a plane
+		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true},
+	} {
+		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Format: ops.NCHW}
+		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
+		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], 1), c.dt)
+		*launched = (*launched)[:0]
+		agreeDepthwise(t, d, fmt.Sprintf("case %d: %v %v %dx%d", i, c.dt, c.shape, c.kh, c.kw), x, f, o, ops.Cos)
+		if _, ok := d.ctx.(*emu.Context); ok {
+			dt := "f32"
+			if c.dt == tensor.Float64 {
+				dt = "f64"
 			}
-			want, got := run(x, f), run(onGPU(t, d, x), onGPU(t, d, f))
-			for k, name := range []string{"output", "input gradient", "filter gradient"} {
-				agree(t, fmt.Sprintf("%v %v %s", dt, format, name), got[k], want[k])
+			if !slices.Contains(*launched, "dw_fwd_nchwband_"+dt) {
+				t.Errorf("case %d: the forward did not take a band (%v)", i, *launched)
+			}
+			if slices.Contains(*launched, "dw_input_nchwband_"+dt) != c.gradBand {
+				t.Errorf("case %d: the input gradient took a band: %v, want %v", i, !c.gradBand, c.gradBand)
 			}
 		}
+	}
+}
+
+// agreeDepthwise checks that the depthwise convolution of x by f and its
+// two gradients (of seed(y)) on d agree with the CPU's.
+func agreeDepthwise(t *testing.T, d *Device, what string, x, f *tensor.Tensor, o ops.Conv2DOpts, seed func(*tensor.Tensor) *tensor.Tensor) {
+	t.Helper()
+	run := func(x, f *tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(x, f)
+		y := ops.DepthwiseConv2D(x, f, o)
+		return append([]*tensor.Tensor{y}, tp.GradientSeeded(y, seed(y), x, f)...)
+	}
+	want, got := run(x, f), run(onGPU(t, d, x), onGPU(t, d, f))
+	for k, name := range []string{"output", "input gradient", "filter gradient"} {
+		agree(t, what+" "+name, got[k], want[k])
 	}
 }

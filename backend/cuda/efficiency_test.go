@@ -67,7 +67,7 @@ const (
 )
 
 // dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: in NCHW each tap shifts a warp's 32 neighbouring reads off sector boundaries and, in planes 14 wide, across rows; staging the input rows a block reads in shared memory (as pool2d_max_nchwband does) would read each sector once"
+const dwShifted = "issue 32: the direct NCHW kernels (multipliers above 1, dilations, the input gradient at strides above 1, the filter gradient) read each tap's row shifted off its sectors, every other element at a stride of 2; a band (dw_*_nchwband: rows staged in shared memory) takes multiplier 1 without dilation, the forward at any stride and the input gradient at stride 1"
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
@@ -152,14 +152,16 @@ var budgets = map[string]kernelBudget{
 	// gradient decomposes each position it sums. A thread an output reads
 	// 18 elements (taps and filter values): short of the thread target by
 	// counting alone, hence serial.
-	"dw_fwd_nhwc_f32":      {instr: 22},
-	"dw_input_nhwc_f32":    {instr: 38},
-	"dw_filter_nhwc_f32":   {instr: 40},
-	"dw_fwd_nchw_f32":      {instr: 22, efficiency: 0.6, serial: true, debt: dwShifted},
-	"dw_input_nchw_f32":    {instr: 38, efficiency: 0.6, serial: true, debt: dwShifted},
-	"dw_filter_nchw_f32":   {instr: 40, efficiency: 0.55, serial: true, debt: dwShifted + "; the filter gradient's blocks are one a filter element (256 threads each)"},
-	"reduce_cols_sum_f64":  {instr: 14},
-	"reduce_colsb_sum_f64": {instr: 20},
+	"dw_fwd_nhwc_f32":       {instr: 22},
+	"dw_input_nhwc_f32":     {instr: 38},
+	"dw_filter_nhwc_f32":    {instr: 40},
+	"dw_fwd_nchw_f32":       {instr: 22, efficiency: 0.4, serial: true, debt: dwShifted},
+	"dw_input_nchw_f32":     {instr: 45, efficiency: 0.55, serial: true, debt: dwShifted},
+	"dw_filter_nchw_f32":    {instr: 80, efficiency: 0.5, serial: true, debt: dwShifted + "; the filter gradient's blocks are one a filter element (256 threads each)"},
+	"dw_fwd_nchwband_f32":   {instr: 270}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 19 instructions each, bounds-checked
+	"dw_input_nchwband_f32": {instr: 290},
+	"reduce_cols_sum_f64":   {instr: 14},
+	"reduce_colsb_sum_f64":  {instr: 20},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
@@ -338,6 +340,12 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"depthwise convolution and its gradients", func() {
 			dw := g(3, 3, 16, 1)
 			grad(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
+		}},
+		{"depthwise convolution NCHW, multiplier 2, stride 2 (the direct kernels)", func() {
+			x, dw := g(2, 8, 28, 28), g(3, 3, 8, 2)
+			grad(func() *tensor.Tensor {
+				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: ops.NCHW})
+			}, x, dw)
 		}},
 		{"depthwise convolution NCHW and its gradients", func() {
 			// Planes of 28x28: a block sums a filter element over 3136

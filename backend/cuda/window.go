@@ -316,16 +316,16 @@ func (d *Device) launchQuads(name string, p kernels.PoolDims, dt kernels.DType, 
 	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 
-// launchBand queues band kernel name (kernels.PoolBand) over the n
+// launchBand queues band kernel name of module (kernels.PoolBand) over the n
 // windows of p, args holding its tensors: a block a band of a plane's
 // output rows at a time.
-func (d *Device) launchBand(name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
+func (d *Device) launchBand(module, name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
 	rows := kernels.BandRows(p, dt)
 	perPlane := (p.OH + rows - 1) / rows
 	chunks := n / (p.OH * p.OW) * perPlane
 	args.Bytes(kernels.PoolGeometry(p, n), 8).U64(uint64(chunks))
 	divisorArg(args, perPlane, chunks).U64(uint64(rows))
-	return d.launchBlocks("pool", name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
+	return d.launchBlocks(module, name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 
 // poolLayout names the pooling kernels that take p of dtype d: in NCHW,
@@ -355,7 +355,7 @@ func (d *Device) launchPool(p kernels.PoolDims, nhwc bool, dt kernels.DType, n i
 	case "nchw2x2":
 		return d.launchQuads(name, p, dt, n, args)
 	case "nchwband":
-		return d.launchBand(name, p, dt, n, args)
+		return d.launchBand("pool", name, p, dt, n, args)
 	}
 	return d.launch("pool", name, n, args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8))
 }

@@ -170,11 +170,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	rng := rand.New(rand.NewPCG(17, 4))
 	r := tensor.NewRNG(9)
-	var launched []string
-	if ctx, ok := d.ctx.(*emu.Context); ok {
-		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
-		defer ctx.SetProfiler(nil)
-	}
+	launched := recordLaunches(t, d)
 	for i := range 24 {
 		dt := []tensor.DType{tensor.Float32, tensor.Float64}[i%2]
 		kh, sh := 1+rng.IntN(3), 1+rng.IntN(3)
@@ -206,7 +202,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nchw2_f32", "pool2d_sum_nchw2_f64", "pool2d_select_put_le_nchw2_f32", "pool2d_select_put_ge_nchw2_f64"} {
-			if !slices.Contains(launched, k) {
+			if !slices.Contains(*launched, k) {
 				t.Errorf("%s did not run", k)
 			}
 		}
@@ -223,11 +219,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 func TestPoolQuadsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(11)
-	var launched []string
-	if ctx, ok := d.ctx.(*emu.Context); ok {
-		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
-		defer ctx.SetProfiler(nil)
-	}
+	launched := recordLaunches(t, d)
 	pool := ops.Window{Dims: []int{1, 1, 2, 2}, Strides: []int{1, 1, 2, 2}, Padding: [][2]int{{0, 0}, {0, 0}, {0, 0}, {0, 0}},
 		BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
 	for i, c := range []struct {
@@ -272,7 +264,7 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
 			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
 			"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16"} {
-			if !slices.Contains(launched, k) {
+			if !slices.Contains(*launched, k) {
 				t.Errorf("%s did not run", k)
 			}
 		}
@@ -288,11 +280,7 @@ func TestPoolScatterOnGPU(t *testing.T) {
 	d := testGPU(t)
 	rng := rand.New(rand.NewPCG(19, 6))
 	r := tensor.NewRNG(21)
-	var launched []string
-	if ctx, ok := d.ctx.(*emu.Context); ok {
-		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
-		defer ctx.SetProfiler(nil)
-	}
+	launched := recordLaunches(t, d)
 	dtypes := []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.BFloat16, tensor.Float16}
 	for i := range 30 {
 		dt, nhwc := dtypes[i%len(dtypes)], i%2 == 0
@@ -330,7 +318,7 @@ func TestPoolScatterOnGPU(t *testing.T) {
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_select_ge_nhwc_f32", "pool2d_select_le_nchwband_f64", "pool2d_select_ge_nhwc_s32",
 			"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchw_f16", "pool2d_select_scatter_nchw_f32"} {
-			if !slices.Contains(launched, k) {
+			if !slices.Contains(*launched, k) {
 				t.Errorf("%s did not run", k)
 			}
 		}
@@ -347,11 +335,7 @@ func TestPoolScatterOnGPU(t *testing.T) {
 func TestPoolBandOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(12)
-	var launched []string
-	if ctx, ok := d.ctx.(*emu.Context); ok {
-		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
-		defer ctx.SetProfiler(nil)
-	}
+	launched := recordLaunches(t, d)
 	win := func(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
 		return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
 			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
@@ -397,9 +381,20 @@ func TestPoolBandOnGPU(t *testing.T) {
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16",
 			"pool2d_select_put_ge_nchwband_f32", "pool2d_select_put_le_nchwband_f64", "pool2d_select_put_ge_nchwband_bf16"} {
-			if !slices.Contains(launched, k) {
+			if !slices.Contains(*launched, k) {
 				t.Errorf("%s did not run", k)
 			}
 		}
 	}
+}
+
+// recordLaunches collects the names of the kernels d launches until t
+// ends, where d is the emulator (nil elsewhere: nothing is collected).
+func recordLaunches(t *testing.T, d *Device) *[]string {
+	var launched []string
+	if ctx, ok := d.ctx.(*emu.Context); ok {
+		ctx.SetProfiler(func(p emu.Profile) { launched = append(launched, p.Kernel) })
+		t.Cleanup(func() { ctx.SetProfiler(nil) })
+	}
+	return &launched
 }

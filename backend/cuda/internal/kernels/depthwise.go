@@ -79,7 +79,7 @@ func depthwiseKernels() []*ptx.Kernel {
 			out = append(out, dwForward(d, l, last), dwInput(d, l, last), dwFilter(d, l, last))
 		}
 	}
-	return out
+	return append(out, depthwiseBandKernels()...)
 }
 
 // dwIndex decomposes the thread index i of an array of (images, ch, h,

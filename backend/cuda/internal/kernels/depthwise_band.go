@@ -1,0 +1,155 @@
+package kernels
+
+import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+
+// The NCHW depthwise convolution by bands (pool_band.go's frame): a block
+// stages a band's input rows of one plane in shared memory, whole sectors
+// read once, and its threads compute the band's outputs from them, where
+// the direct kernels read each tap's row shifted off its sectors. For a
+// multiplier of 1 without dilation (a plane of the output is a plane of
+// the input, its channel c the plane's remainder by C):
+//
+//   - dw_fwd_nchwband_<d> (out, x, f, ...): the forward, pg describing
+//     the convolution as a pooling (input H x W, output OH x OW, the
+//     filter's window, strides and low padding); taps in order (kh, kw).
+//   - dw_input_nchwband_<d> (dx, dy, f, ...): the input gradient at
+//     strides of 1, a correlation of dy with the filter turned half a
+//     turn: pg describes dy as the input (OH x OW), dx as the output, low
+//     padding KH-1-PT and KW-1-PL; the filter's taps in order (kh, kw),
+//     as the direct kernel sums them.
+//
+// A band stages its plane's filter taps in shared memory too.
+//
+// DepthwiseBand says which convolutions they take.
+
+// DepthwiseBandTaps is the most taps a filter the band kernels take has
+// (a band stages its plane's taps in shared memory).
+const DepthwiseBandTaps = 64
+
+// DepthwiseBand reports whether the band kernels take the NCHW depthwise
+// convolution g of dtype d (input gradient: grad): a multiplier of 1, no
+// dilation, strides of 1 for the input gradient, at most
+// DepthwiseBandTaps taps, and the rows a band reads fitting its shared
+// memory.
+func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
+	if g.M != 1 || g.DH != 1 || g.DW != 1 || (grad && (g.SH != 1 || g.SW != 1)) || g.KH*g.KW > DepthwiseBandTaps {
+		return false
+	}
+	return PoolBand(DepthwisePool(g, grad), d)
+}
+
+// DepthwisePool describes g (or its input gradient: grad) as the pooling
+// whose windows the band kernels walk.
+func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
+	if grad {
+		return PoolDims{C: g.C, H: g.OH, W: g.OW, OH: g.H, OW: g.W, KH: g.KH, KW: g.KW, SH: 1, SW: 1,
+			PH: g.KH - 1 - g.PT, PW: g.KW - 1 - g.PL}
+	}
+	return PoolDims{C: g.C, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL}
+}
+
+func depthwiseBandKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Floats {
+		out = append(out, dwBand(d, false), dwBand(d, true))
+	}
+	return out
+}
+
+// dwBand writes dw_fwd_nchwband_<d>, or dw_input_nchwband_<d> (turned:
+// the window's taps walked from its last, each the filter's tap in
+// order).
+func dwBand(d DType, turned bool) *ptx.Kernel {
+	name := Name("dw_fwd", "nchwband", string(d))
+	if turned {
+		name = Name("dw_input", "nchwband", string(d))
+	}
+	k := ptx.NewKernel(name)
+	o, x, f := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("f")
+	t := d.reg()
+	taps := k.Shared("taps", DepthwiseBandTaps*d.Size(), d.Size())
+	newBand(k, d, x, func(b *band) {
+		_, c := poolDiv(k, b.plane, pgC, 0)
+		C, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
+		// The plane's filter taps, staged once a band: f[tap·C + c].
+		n, n64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mul.lo.u32 %s, %s, %s", n, KH, KW)
+		k.Op("cvt.u64.u32 %s, %s", n64, n)
+		k.Loop(b.tid, n64, b.ntid, func(i ptx.Reg) {
+			i32, fi := k.Reg(ptx.U32), k.Reg(ptx.U64)
+			k.Op("cvt.u32.u64 %s, %s", i32, i)
+			k.Op("mad.lo.u32 %s, %s, %s, %s", i32, i32, C, c)
+			k.Op("cvt.u64.u32 %s, %s", fi, i32)
+			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(taps, i, d.Size()), load(k, d, k.Addr(f, fi, d.Size())))
+		})
+		k.Op("bar.sync 0")
+		zero, kw64 := k.Reg(ptx.S32), k.Reg(ptx.U64)
+		k.Op("mov.s32 %s, 0", zero)
+		k.Op("cvt.u64.u32 %s, %s", kw64, KW)
+		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+			acc := k.Reg(t)
+			k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
+			tap := k.Reg(ptx.U64) // the filter's tap, (kh, kw) in order
+			k.Op("mov.u64 %s, 0", tap)
+
+			dwBandLoop(k, KH, func(kh ptx.Reg) {
+				ih := dwBandTap(k, ih0, KH, kh, turned)
+				pad, rowDone, rowSkip := k.Reg(ptx.Pred), k.Label("dw_band_row"), k.Label("dw_band_next_row")
+				k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
+				k.Op("@%s bra %s", pad, rowDone)
+				row := at(ih, zero) // the row's first staged element
+				dwBandLoop(k, KW, func(kw ptx.Reg) {
+					iw := dwBandTap(k, iw0, KW, kw, turned)
+					next := k.Label("dw_band_tap")
+					k.Op("setp.ge.u32 %s, %s, %s", pad, iw, W)
+					k.Op("@%s bra %s", pad, next)
+					e := k.Reg(ptx.U64)
+					k.Op("cvt.u64.s32 %s, %s", e, iw)
+					k.Op("add.s64 %s, %s, %s", e, e, row)
+					xv, fv := k.Reg(t), k.Reg(t)
+					k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, k.Addr(b.sh, e, d.Size()))
+					k.Op("ld.shared.%s %s, [%s]", d.mem(), fv, k.Addr(taps, tap, d.Size()))
+					dwMulAdd(k, t, acc, xv, fv)
+					k.Place(next)
+					k.Op("add.s64 %s, %s, 1", tap, tap)
+				})
+				k.Op("bra.uni %s", rowSkip)
+				k.Place(rowDone)
+				k.Op("add.s64 %s, %s, %s", tap, tap, kw64) // a row of padding: its taps skipped
+				k.Place(rowSkip)
+			})
+			oi := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", oi, b.obase, j)
+			store(k, d, k.Addr(o, oi, d.Size()), acc)
+		})
+	})
+	return k
+}
+
+// dwBandTap is the row (or column) of tap i of a window starting at p0
+// and K long: p0 + i, or turned, p0 + K-1-i (s32).
+func dwBandTap(k *ptx.Kernel, p0, K, i ptx.Reg, turned bool) ptx.Reg {
+	p := k.Reg(ptx.S32)
+	if !turned {
+		k.Op("add.s32 %s, %s, %s", p, p0, i)
+		return p
+	}
+	k.Op("add.s32 %s, %s, %s", p, p0, K)
+	k.Op("sub.s32 %s, %s, %s", p, p, i)
+	k.Op("sub.s32 %s, %s, 1", p, p)
+	return p
+}
+
+// dwBandLoop runs body for i in [0, n) (u32).
+func dwBandLoop(k *ptx.Kernel, n ptx.Reg, body func(i ptx.Reg)) {
+	i, p := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+	top, done := k.Label("dw_band_loop"), k.Label("dw_band_done")
+	k.Op("mov.u32 %s, 0", i)
+	k.Place(top)
+	k.Op("setp.ge.u32 %s, %s, %s", p, i, n)
+	k.Op("@%s bra %s", p, done)
+	body(i)
+	k.Op("add.u32 %s, %s, 1", i, i)
+	k.Op("bra.uni %s", top)
+	k.Place(done)
+}
