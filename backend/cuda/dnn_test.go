@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -187,6 +188,36 @@ func TestDepthwiseOnGPU(t *testing.T) {
 			x, f := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt), ops.Cast(tensor.RandNormal(r, tensor.Float32, 3, 3, 4, 2), dt)
 			agreeDepthwise(t, d, fmt.Sprintf("%v %v", dt, format), x, f, o, ops.OnesLike)
 		}
+	}
+}
+
+// Depthwise convolutions of random geometry agree with the CPU on the
+// GPU, values and both gradients: layouts, multipliers 1-3, windows 1-4
+// each way, strides and dilations 1-2, SAME, VALID and explicit
+// (uneven) padding, one or two images; float32 and float64.
+func TestDepthwiseRandomOnGPU(t *testing.T) {
+	d := testGPU(t)
+	rng := rand.New(rand.NewPCG(23, 1))
+	r := tensor.NewRNG(16)
+	for i := range 40 {
+		dt := []tensor.DType{tensor.Float32, tensor.Float64}[i%2]
+		format := []ops.DataFormat{ops.NHWC, ops.NCHW}[i/2%2]
+		n, c, m := 1+rng.IntN(2), 1+rng.IntN(4), 1+rng.IntN(3)
+		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
+		o := ops.Conv2DOpts{Strides: [2]int{1 + rng.IntN(2), 1 + rng.IntN(2)}, Dilations: [2]int{1 + rng.IntN(2), 1 + rng.IntN(2)},
+			Padding: ops.PaddingMode(rng.IntN(3)), Format: format}
+		if o.Padding == ops.Explicit {
+			o.Explicit = [2][2]int{{rng.IntN(3), rng.IntN(3)}, {rng.IntN(3), rng.IntN(3)}}
+		}
+		h := (kh-1)*o.Dilations[0] + 1 + rng.IntN(9)
+		w := (kw-1)*o.Dilations[1] + 1 + rng.IntN(9)
+		shape := []int{n, h, w, c}
+		if format == ops.NCHW {
+			shape = []int{n, c, h, w}
+		}
+		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt)
+		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, kh, kw, c, m), dt)
+		agreeDepthwise(t, d, fmt.Sprintf("case %d: %v %v %v filter %dx%dx%dx%d %v", i, dt, format, shape, kh, kw, c, m, o), x, f, o, ops.Sin)
 	}
 }
 
