@@ -5,6 +5,10 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:?usage: run.sh OUTDIR}"
 mkdir -p "$out"
+# The test binaries travel compressed (the device tool carries 64 MiB).
+if [ -f "$here/tests.tgz" ]; then
+	tar xzf "$here/tests.tgz" -C "$here" || { echo "run.sh: cannot unpack $here/tests.tgz" >&2; exit 1; }
+fi
 sum="$out/summary.md"
 
 # cuBLAS from pip's nvidia wheels where the Python there has them.
@@ -39,6 +43,12 @@ rc=$?
 if [ -x "$here/nccl.test" ]; then
 	echo "=== NCCL (backend/cuda/nccl) ===" >>"$out/tests.log"
 	"$here/nccl.test" -test.v -test.count=1 -test.timeout=3m >>"$out/tests.log" 2>&1 || rc=1
+fi
+if [ -x "$here/difftest.test" ]; then
+	# The random op programs on the GPU against the CPU, float64 and float32.
+	echo "=== op programs on the GPU (internal/difftest) ===" >>"$out/tests.log"
+	"$here/difftest.test" -test.v -test.count=1 -test.run '^TestOpsAgreeOnGPU$' -test.timeout=3m \
+		-difftest.gpuseeds 1,2,3,4,5,6,7,8 -difftest.gpucases 200 >>"$out/tests.log" 2>&1 || rc=1
 fi
 pass=$(grep -c -- '--- PASS' "$out/tests.log")
 fail=$(grep -c -- '--- FAIL' "$out/tests.log")

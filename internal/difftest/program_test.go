@@ -125,7 +125,7 @@ func (p *Program) run(in []T) (vals []T, loss T) {
 	}
 	loss = tensor.Scalar(0.0)
 	for i, v := range vals {
-		loss = ops.Add(loss, ops.Sum(ops.Mul(v, p.weights[i])))
+		loss = ops.Add(like(v, loss), ops.Sum(ops.Mul(v, like(v, p.weights[i]))))
 	}
 	return vals, loss
 }
@@ -160,9 +160,35 @@ func poolOpts(a Attrs) ops.PoolOpts {
 	return ops.PoolOpts{Size: [2]int{a.Size[0], a.Size[1]}, Strides: c.Strides, Padding: c.Padding, Explicit: c.Explicit, Format: c.Format}
 }
 
+// near returns x on like's device (x itself where it is there already):
+// a program's constants go where its inputs are.
+func near(like, x T) T {
+	if x.Device() == like.Device() {
+		return x
+	}
+	y, err := x.To(like.Device())
+	if err != nil {
+		panic(err)
+	}
+	return y
+}
+
+// like returns the float64 constant x as a value of v's dtype on v's
+// device (a float32 run's weights).
+func like(v, x T) T {
+	if v.DType() != x.DType() {
+		x = ops.Cast(x, v.DType())
+	}
+	return near(v, x)
+}
+
 // int64s returns v as an Int64 tensor of shape (a vector when shape is
-// nil, a scalar when it is empty and v has one element).
-func int64s(v []int, shape []int) T {
+// nil, a scalar when it is empty and v has one element) on like's device.
+func int64s(like T, v []int, shape []int) T {
+	return near(like, hostInt64s(v, shape))
+}
+
+func hostInt64s(v []int, shape []int) T {
 	d := make([]int64, len(v))
 	for i, x := range v {
 		d[i] = int64(x)
@@ -226,7 +252,7 @@ func apply(op string, x []T, a Attrs) T {
 	case "xent":
 		return ops.SoftmaxCrossEntropy(x[0], x[1])
 	case "sparse_xent":
-		return ops.SparseSoftmaxCrossEntropy(x[0], int64s(a.Labels, nil))
+		return ops.SparseSoftmaxCrossEntropy(x[0], int64s(x[0], a.Labels, nil))
 	case "l2_normalize":
 		return ops.L2Normalize(x[0], a.Axis, a.Eps)
 	case "layer_norm":
@@ -245,7 +271,7 @@ func apply(op string, x []T, a Attrs) T {
 			for i, l := range a.Labels {
 				keep[i] = l == 1
 			}
-			mask = tensor.FromSlice(keep, x[0].Dim(-2), x[1].Dim(-2))
+			mask = near(x[0], tensor.FromSlice(keep, x[0].Dim(-2), x[1].Dim(-2)))
 		}
 		return ops.Attention(x[0], x[1], x[2], mask, a.Relu, 0)
 	case "conv2d":
@@ -263,9 +289,9 @@ func apply(op string, x []T, a Attrs) T {
 	case "avg_pool2d":
 		return ops.AvgPool2D(x[0], poolOpts(a))
 	case "take_along_axis":
-		return ops.TakeAlongAxis(x[0], int64s(a.Indices, a.IShape), a.Axis)
+		return ops.TakeAlongAxis(x[0], int64s(x[0], a.Indices, a.IShape), a.Axis)
 	case "gather":
-		return ops.Gather(x[0], int64s(a.Indices, a.IShape), a.Axis)
+		return ops.Gather(x[0], int64s(x[0], a.Indices, a.IShape), a.Axis)
 	case "sort":
 		return ops.Sort(x[0], a.Axis, a.Descending)
 	case "topk":
@@ -278,9 +304,9 @@ func apply(op string, x []T, a Attrs) T {
 	case "dot_general":
 		return ops.DotGeneral(x[0], x[1], ops.DotDims{LhsBatch: a.LhsBatch, RhsBatch: a.RhsBatch, LhsContract: a.LhsContract, RhsContract: a.RhsContract})
 	case "dynamic_slice":
-		return ops.DynamicSlice(x[0], int64s(a.Starts, nil), a.Sizes...)
+		return ops.DynamicSlice(x[0], int64s(x[0], a.Starts, nil), a.Sizes...)
 	case "dynamic_update_slice":
-		return ops.DynamicUpdateSlice(x[0], x[1], int64s(a.Starts, nil))
+		return ops.DynamicUpdateSlice(x[0], x[1], int64s(x[0], a.Starts, nil))
 	case "expand_dims":
 		return ops.ExpandDims(x[0], a.Axis)
 	case "squeeze":

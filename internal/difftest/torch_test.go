@@ -16,8 +16,10 @@ import (
 )
 
 var (
-	flagCases = flag.Int("difftest.cases", 120, "op programs per seed")
-	flagSeeds = flag.String("difftest.seeds", "1,2,3", "comma-separated seeds")
+	flagCases    = flag.Int("difftest.cases", 120, "op programs per seed")
+	flagSeeds    = flag.String("difftest.seeds", "1,2,3", "comma-separated seeds")
+	flagGPUCases = flag.Int("difftest.gpucases", 60, "op programs per seed on the GPU (gpu_test.go)")
+	flagGPUSeeds = flag.String("difftest.gpuseeds", "1,2", "comma-separated seeds of the GPU programs")
 )
 
 // python is the interpreter with PyTorch: Debian's, as bench/ uses.
@@ -26,13 +28,16 @@ const python = "/usr/bin/python3"
 // installHint says how to get the interpreter the suite needs.
 const installHint = "apt-get install python3-torch python3-numpy (scripts/install-test-deps does it)"
 
-// seeds returns the seeds to run.
-func seeds(t *testing.T) []uint64 {
+// seeds returns the seeds to run (-difftest.seeds).
+func seeds(t *testing.T) []uint64 { return parseSeeds(t, *flagSeeds) }
+
+// parseSeeds reads a comma-separated list of seeds.
+func parseSeeds(t *testing.T, list string) []uint64 {
 	var out []uint64
-	for _, f := range strings.Split(*flagSeeds, ",") {
+	for _, f := range strings.Split(list, ",") {
 		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
-			t.Fatalf("-difftest.seeds: %v", err)
+			t.Fatalf("seeds %q: %v", list, err)
 		}
 		out = append(out, s)
 	}
@@ -126,7 +131,11 @@ const tol = 1e-9
 
 // compare returns "" when got (nil meaning zeros) equals want to tol, or
 // what differs.
-func compare(got T, want *Array) string {
+func compare(got T, want *Array) string { return compareWithin(got, want, tol) }
+
+// compareWithin is compare to a tolerance of rel, relative to the larger
+// magnitude (or to 1 below it).
+func compareWithin(got T, want *Array, rel float64) string {
 	if want == nil && got == nil {
 		return ""
 	}
@@ -155,21 +164,22 @@ func compare(got T, want *Array) string {
 		if w != nil {
 			b = w[i]
 		}
-		if !close(a, b) {
+		if !closeWithin(a, b, rel) {
 			return fmt.Sprintf("element %d of %d is %.17g, want %.17g", i, n, a, b)
 		}
 	}
 	return ""
 }
 
-// close reports whether a and b agree to tol (NaNs agree with NaNs,
-// infinities with themselves).
-func close(a, b float64) bool {
+// closeWithin reports whether a and b agree to rel (relative to the
+// larger magnitude, or to 1 below it; NaNs agree with NaNs, infinities
+// with themselves).
+func closeWithin(a, b, rel float64) bool {
 	if math.IsNaN(a) || math.IsNaN(b) {
 		return math.IsNaN(a) && math.IsNaN(b)
 	}
 	if math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return a == b
 	}
-	return math.Abs(a-b) <= tol*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+	return math.Abs(a-b) <= rel*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }

@@ -1,0 +1,148 @@
+package difftest
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// testGPU opens gpu:0: the emulator's where EAGERFLOW_CUDA_DRIVER is
+// unset, a GPU's where it says nvidia or EAGERFLOW_REQUIRE_GPU is 1 (the
+// GPU machine's script).
+func testGPU(t *testing.T) *cuda.Device {
+	t.Helper()
+	if os.Getenv(cuda.EnvDriver) == "" && os.Getenv("EAGERFLOW_REQUIRE_GPU") != "1" {
+		t.Setenv(cuda.EnvDriver, "emulator")
+	}
+	d, err := cuda.Open(0)
+	if err != nil {
+		t.Fatalf("opening gpu:0 (%s=%q): %v", cuda.EnvDriver, os.Getenv(cuda.EnvDriver), err)
+	}
+	return d
+}
+
+// The seeded random op programs (the ones compared with PyTorch) run on
+// the GPU as on the CPU: every step's value and every input's gradient.
+// In float64 within the PyTorch comparison's tolerance; in float32
+// (inputs cast) as agree32 says. Each GPU kernel an op program reaches
+// (windows, convolutions, gathers, reductions along any axes, broadcasts,
+// their gradients) is so checked on shapes no hand-written test picked.
+// -difftest.gpuseeds and -difftest.gpucases run more.
+func TestOpsAgreeOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, seed := range parseSeeds(t, *flagGPUSeeds) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			steps, checked32, strayed := 0, 0, 0
+			for id := range *flagGPUCases {
+				p := generate(seed, id)
+				run := func(in []T, dt tensor.DType, dev device.Device) (vals, grads []T, err error) {
+					moved := make([]T, len(in))
+					for i, x := range in {
+						if moved[i], err = ops.Cast(x, dt).To(dev); err != nil {
+							return nil, nil, err
+						}
+					}
+					err = tensor.Catch(func() { vals, grads = p.eagerly(moved) })
+					return vals, grads, err
+				}
+				want, wantGrads, err := run(p.in, tensor.Float64, cpu)
+				if err != nil {
+					t.Fatalf("program %d on the CPU: %v\n%s", id, err, describe(p))
+				}
+				got, gotGrads, err := run(p.in, tensor.Float64, d)
+				if err != nil {
+					t.Errorf("program %d on %s: %v\n%s", id, d.Name(), err, describe(p))
+					continue
+				}
+				check := func(what string, got, want []T) {
+					for i := range want {
+						if diff := sameAs(got[i], want[i]); diff != "" {
+							t.Errorf("program %d, %s %d on %s: %s\n%s", id, what, i, d.Name(), diff, describe(p))
+						}
+					}
+				}
+				check("float64 step", got, want)
+				check("float64 gradient of input", gotGrads, wantGrads)
+				cpu32, cpu32Grads, err32 := run(p.in, tensor.Float32, cpu)
+				gpu32, gpu32Grads, err := run(p.in, tensor.Float32, d)
+				check32 := func(what string, got, cpu32, want []T) {
+					for i := range want {
+						diff, stray := agree32(got[i], cpu32[i], want[i])
+						if stray {
+							strayed++
+						}
+						if diff != "" {
+							t.Errorf("program %d, float32 %s %d on %s: %s\n%s", id, what, i, d.Name(), diff, describe(p))
+						}
+					}
+				}
+				switch {
+				case err32 != nil:
+					// Programs whose float32 form the ops refuse (an op of
+					// float64 only) are the float64 comparison's.
+				case err != nil:
+					t.Errorf("program %d in float32 on %s: %v\n%s", id, d.Name(), err, describe(p))
+				default:
+					check32("step", gpu32, cpu32, want)
+					check32("gradient of input", gpu32Grads, cpu32Grads, wantGrads)
+					checked32++
+				}
+				steps += len(p.Steps)
+			}
+			t.Logf("seed %d: %d programs (%d in float32 too), %d steps on %s: every value and gradient compared with the CPU's (%d float32 ones ill-conditioned, held to the CPU's own error)",
+				seed, *flagGPUCases, checked32, steps, d.Name(), strayed)
+		})
+	}
+}
+
+// f32Same is the agreement asked of the GPU's float32 results with the
+// CPU's (other orders of the reductions), relative to the larger
+// magnitude or to 1 below it.
+const f32Same = 1e-4
+
+// agree32 compares got, a float32 result of the GPU, with cpu, the
+// CPU's, element by element: within f32Same, or within ten times the
+// CPU's own error against the float64 result want where that is larger
+// (a gradient that cancels terms much larger than itself: attention's
+// dS where one key takes all the weight). stray says some element took
+// the second allowance.
+func agree32(got, cpu, want T) (diff string, stray bool) {
+	if got == nil && cpu == nil {
+		return "", false
+	}
+	zeros := func(x, like T) T {
+		if x == nil {
+			return ops.ZerosLike(like)
+		}
+		return x
+	}
+	ref := got
+	if ref == nil {
+		ref = cpu
+	}
+	got, cpu, want = zeros(got, ref), zeros(cpu, ref), zeros(want, ref)
+	if !got.Shape().Equal(cpu.Shape()) {
+		return fmt.Sprintf("shape %v, the CPU's %v", got.Shape(), cpu.Shape()), false
+	}
+	g, c, w := values(got), values(cpu), values(want)
+	for i := range g {
+		if closeWithin(g[i], c[i], f32Same) {
+			continue
+		}
+		if e := math.Abs(c[i] - w[i]); !math.IsNaN(e) && math.Abs(g[i]-c[i]) <= 10*e {
+			stray = true
+			continue
+		}
+		return fmt.Sprintf("element %d of %d is %.9g, the CPU's %.9g (float64: %.17g)", i, len(g), g[i], c[i], w[i]), stray
+	}
+	return "", stray
+}
+
+// cpu is the host's device.
+var cpu device.Device = device.Host()
