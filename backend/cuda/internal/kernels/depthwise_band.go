@@ -83,40 +83,61 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(taps, i, d.Size()), load(k, d, k.Addr(f, fi, d.Size())))
 		})
 		k.Op("bar.sync 0")
-		zero, kw64 := k.Reg(ptx.S32), k.Reg(ptx.U64)
+		zero := k.Reg(ptx.S32)
 		k.Op("mov.s32 %s, 0", zero)
-		k.Op("cvt.u64.u32 %s, %s", kw64, KW)
+		size, step := int64(d.Size()), int64(d.Size())
+		if turned {
+			step = -step // the window's columns walked from its last
+		}
 		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			acc := k.Reg(t)
 			k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
-			tap := k.Reg(ptx.U64) // the filter's tap, (kh, kw) in order
-			k.Op("mov.u64 %s, 0", tap)
-
+			// The filter's columns [lo, hi) whose taps fall inside the
+			// image, the same for every row: no bounds check a tap.
+			lo, hi, first := k.Reg(ptx.S32), k.Reg(ptx.S32), k.Reg(ptx.S32)
+			if turned { // column iw0 + KW-1-kw: kw in [iw0+KW-W, iw0+KW)
+				k.Op("add.s32 %s, %s, %s", hi, iw0, KW)
+				k.Op("sub.s32 %s, %s, %s", lo, hi, W)
+				k.Op("max.s32 %s, %s, 0", lo, lo)
+				k.Op("min.s32 %s, %s, %s", hi, hi, KW)
+				k.Op("sub.s32 %s, %s, 1", first, KW)
+				k.Op("sub.s32 %s, %s, %s", first, first, lo)
+				k.Op("add.s32 %s, %s, %s", first, first, iw0)
+			} else { // column iw0 + kw: kw in [-iw0, W-iw0)
+				k.Op("neg.s32 %s, %s", lo, iw0)
+				k.Op("max.s32 %s, %s, 0", lo, lo)
+				k.Op("sub.s32 %s, %s, %s", hi, W, iw0)
+				k.Op("min.s32 %s, %s, %s", hi, hi, KW)
+				k.Op("add.s32 %s, %s, %s", first, iw0, lo)
+			}
+			count := k.Reg(ptx.S32)
+			k.Op("sub.s32 %s, %s, %s", count, hi, lo)
 			dwBandLoop(k, KH, func(kh ptx.Reg) {
 				ih := dwBandTap(k, ih0, KH, kh, turned)
-				pad, rowDone, rowSkip := k.Reg(ptx.Pred), k.Label("dw_band_row"), k.Label("dw_band_next_row")
+				pad, rowDone := k.Reg(ptx.Pred), k.Label("dw_band_row")
 				k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
 				k.Op("@%s bra %s", pad, rowDone)
-				row := at(ih, zero) // the row's first staged element
-				dwBandLoop(k, KW, func(kw ptx.Reg) {
-					iw := dwBandTap(k, iw0, KW, kw, turned)
-					next := k.Label("dw_band_tap")
-					k.Op("setp.ge.u32 %s, %s, %s", pad, iw, W)
-					k.Op("@%s bra %s", pad, next)
-					e := k.Reg(ptx.U64)
-					k.Op("cvt.u64.s32 %s, %s", e, iw)
-					k.Op("add.s64 %s, %s, %s", e, e, row)
-					xv, fv := k.Reg(t), k.Reg(t)
-					k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, k.Addr(b.sh, e, d.Size()))
-					k.Op("ld.shared.%s %s, [%s]", d.mem(), fv, k.Addr(taps, tap, d.Size()))
-					dwMulAdd(k, t, acc, xv, fv)
-					k.Place(next)
-					k.Op("add.s64 %s, %s, 1", tap, tap)
-				})
-				k.Op("bra.uni %s", rowSkip)
+				// The row's first tap inside, in the staged rows and in the
+				// filter's taps (kh·KW + lo).
+				xa, fa, fi := k.Addr(b.sh, at(ih, first), d.Size()), k.Reg(ptx.U64), k.Reg(ptx.U32)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", fi, kh, KW, lo)
+				k.Op("cvt.u64.u32 %s, %s", fa, fi)
+				k.Op("mad.lo.s64 %s, %s, %d, %s", fa, fa, size, taps)
+				left, p := k.Reg(ptx.S32), k.Reg(ptx.Pred)
+				k.Op("mov.s32 %s, %s", left, count)
+				top := k.Label("dw_band_taps")
+				k.Place(top)
+				k.Op("setp.le.s32 %s, %s, 0", p, left)
+				k.Op("@%s bra %s", p, rowDone)
+				xv, fv := k.Reg(t), k.Reg(t)
+				k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, xa)
+				k.Op("ld.shared.%s %s, [%s]", d.mem(), fv, fa)
+				dwMulAdd(k, t, acc, xv, fv)
+				k.Op("add.s64 %s, %s, %d", xa, xa, step)
+				k.Op("add.s64 %s, %s, %d", fa, fa, size)
+				k.Op("sub.s32 %s, %s, 1", left, left)
+				k.Op("bra.uni %s", top)
 				k.Place(rowDone)
-				k.Op("add.s64 %s, %s, %s", tap, tap, kw64) // a row of padding: its taps skipped
-				k.Place(rowSkip)
 			})
 			oi := k.Reg(ptx.U64)
 			k.Op("add.s64 %s, %s, %s", oi, b.obase, j)
