@@ -65,7 +65,8 @@ func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.De
 				x, f = c.Inputs[1], c.Inputs[0]
 			}
 			name := kernels.Name(kind, "nchwband", string(d))
-			check(c, gpu(c).launchBand("depthwise", name, kernels.DepthwisePool(g, grad), d, total, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f))))
+			args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f)), g.M, total)
+			check(c, gpu(c).launchBand("depthwise", name, kernels.DepthwisePool(g, grad), d, total, args))
 			return
 		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(total)).Bytes(kernels.DepthwiseGeometry(g), 8)

@@ -221,11 +221,12 @@ func TestDepthwiseRandomOnGPU(t *testing.T) {
 	}
 }
 
-// NCHW depthwise convolutions of multiplier 1 without dilation take the
-// band kernels (the forward at any stride, the input gradient at a stride
-// of 1) and agree with the CPU: windows of 3x3, 5x5 and 1x3, SAME and
-// VALID, uneven padding, planes of one band and of several; the filter
-// gradient beside them runs the direct kernel.
+// NCHW depthwise convolutions without dilation take the band kernels (the
+// forward at any stride and multiplier, the input gradient at a stride
+// and multiplier of 1) and agree with the CPU: windows of 3x3, 5x5 and
+// 1x3, SAME and VALID, uneven padding, multipliers 1 and 2, planes of one
+// band and of several; the filter gradient beside them runs the direct
+// kernel.
 func TestDepthwiseBandsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(15)
@@ -237,17 +238,19 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 		strides  [2]int
 		padding  ops.PaddingMode
 		gradBand bool // the input gradient takes a band too
+		m        int  // the multiplier
 	}{
-		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true},
-		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true},
-		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true},
-		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false},
-		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true}, // several bands a plane
-		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true},
+		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true, 1},
+		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true, 1},
+		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true, 1},
+		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false, 1},
+		{tensor.Float64, tensor.Shape{2, 3, 9, 10}, 3, 3, [2]int{1, 1}, ops.Same, false, 2}, // the input gradient direct
+		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true, 1}, // several bands a plane
+		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true, 1},
 	} {
 		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Format: ops.NCHW}
 		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
-		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], 1), c.dt)
+		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], c.m), c.dt)
 		*launched = (*launched)[:0]
 		agreeDepthwise(t, d, fmt.Sprintf("case %d: %v %v %dx%d", i, c.dt, c.shape, c.kh, c.kw), x, f, o, ops.Cos)
 		if _, ok := d.ctx.(*emu.Context); ok {

@@ -67,7 +67,7 @@ const (
 )
 
 // dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: the direct NCHW kernels (multipliers above 1, dilations, the input gradient at strides above 1, the filter gradient) read each tap's row shifted off its sectors, every other element at a stride of 2; a band (dw_*_nchwband: rows staged in shared memory) takes multiplier 1 without dilation, the forward at any stride and the input gradient at stride 1"
+const dwShifted = "issue 32: the direct NCHW kernels (dilations, the input gradient at strides or multipliers above 1, the filter gradient) read each tap's row shifted off its sectors, every other element at a stride of 2; a band (dw_*_nchwband: rows staged in shared memory) takes the rest: the forward without dilation, the input gradient at stride and multiplier 1"
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
@@ -341,10 +341,10 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			dw := g(3, 3, 16, 1)
 			grad(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
 		}},
-		{"depthwise convolution NCHW, multiplier 2, stride 2 (the direct kernels)", func() {
+		{"depthwise convolution NCHW, dilated, multiplier 2, stride 2 (the direct kernels)", func() {
 			x, dw := g(2, 8, 28, 28), g(3, 3, 8, 2)
 			grad(func() *tensor.Tensor {
-				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: ops.NCHW})
+				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Dilations: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
 		}},
 		{"depthwise convolution NCHW and its gradients", func() {

@@ -5,15 +5,15 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // The NCHW depthwise convolution by bands (pool_band.go's frame): a block
 // stages a band's input rows of one plane in shared memory, whole sectors
 // read once, and its threads compute the band's outputs from them, where
-// the direct kernels read each tap's row shifted off its sectors. For a
-// multiplier of 1 without dilation (a plane of the output is a plane of
-// the input, its channel c the plane's remainder by C):
+// the direct kernels read each tap's row shifted off its sectors. Without
+// dilation (output plane p reads input plane p / M, its filter column
+// c·M+m the plane's remainder by C·M, which pg's C holds):
 //
-//   - dw_fwd_nchwband_<d> (out, x, f, ...): the forward, pg describing
+//   - dw_fwd_nchwband_<d> (out, x, f, m, ...): the forward, pg describing
 //     the convolution as a pooling (input H x W, output OH x OW, the
 //     filter's window, strides and low padding); taps in order (kh, kw).
-//   - dw_input_nchwband_<d> (dx, dy, f, ...): the input gradient at
-//     strides of 1, a correlation of dy with the filter turned half a
+//   - dw_input_nchwband_<d> (dx, dy, f, m, ...): the input gradient at
+//     a multiplier (m: 1) and strides of 1, a correlation of dy with the filter turned half a
 //     turn: pg describes dy as the input (OH x OW), dx as the output, low
 //     padding KH-1-PT and KW-1-PL; the filter's taps in order (kh, kw),
 //     as the direct kernel sums them.
@@ -27,12 +27,12 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 const DepthwiseBandTaps = 64
 
 // DepthwiseBand reports whether the band kernels take the NCHW depthwise
-// convolution g of dtype d (input gradient: grad): a multiplier of 1, no
-// dilation, strides of 1 for the input gradient, at most
+// convolution g of dtype d (input gradient: grad): no dilation, for the
+// input gradient a multiplier and strides of 1, at most
 // DepthwiseBandTaps taps, and the rows a band reads fitting its shared
 // memory.
 func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
-	if g.M != 1 || g.DH != 1 || g.DW != 1 || (grad && (g.SH != 1 || g.SW != 1)) || g.KH*g.KW > DepthwiseBandTaps {
+	if g.DH != 1 || g.DW != 1 || (grad && (g.M != 1 || g.SH != 1 || g.SW != 1)) || g.KH*g.KW > DepthwiseBandTaps {
 		return false
 	}
 	return PoolBand(DepthwisePool(g, grad), d)
@@ -45,7 +45,7 @@ func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
 		return PoolDims{C: g.C, H: g.OH, W: g.OW, OH: g.H, OW: g.W, KH: g.KH, KW: g.KW, SH: 1, SW: 1,
 			PH: g.KH - 1 - g.PT, PW: g.KW - 1 - g.PL}
 	}
-	return PoolDims{C: g.C, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL}
+	return PoolDims{C: g.C * g.M, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL}
 }
 
 func depthwiseBandKernels() []*ptx.Kernel {
@@ -66,9 +66,10 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 	}
 	k := ptx.NewKernel(name)
 	o, x, f := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("f")
+	m := paramDivisor(k, "m") // the multiplier: output plane p reads input plane p / M
 	t := d.reg()
 	taps := k.Shared("taps", DepthwiseBandTaps*d.Size(), d.Size())
-	newBand(k, d, x, func(b *band) {
+	newBandOf(k, d, x, &m, func(b *band) {
 		_, c := poolDiv(k, b.plane, pgC, 0)
 		C, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
 		// The plane's filter taps, staged once a band: f[tap·C + c].

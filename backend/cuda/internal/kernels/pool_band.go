@@ -55,7 +55,12 @@ type band struct {
 // newBand declares the parameters after the kernel's tensors and runs
 // body for each of the block's bands (a grid's stride apart), once the
 // band's input rows are staged.
-func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
+func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) { newBandOf(k, d, x, nil, body) }
+
+// newBandOf is newBand whose output plane p reads input plane p /
+// planes (a divisor parameter, its constants set; nil for 1): a depthwise
+// convolution's M output channels a channel.
+func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *band)) {
 	k.ParamBytes("pg", PoolGeomLen)
 	chunks := k.Param("chunks", ptx.U64)
 	cpp := paramDivisor(k, "cpp")
@@ -102,7 +107,13 @@ func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
 		k.Op("mul.lo.u32 %s, %s, %s", span, span, b.W)
 		b.count, b.base = k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("cvt.u64.u32 %s, %s", b.count, span)
-		k.Op("mad.lo.u32 %s, %s, %s, %s", row0, b.plane, H, lo)
+		in := b.plane
+		if planes != nil {
+			v32 := k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", v32, planes.v)
+			in, _ = divide32(k, b.plane, v32, planes.magic, planes.shift)
+		}
+		k.Op("mad.lo.u32 %s, %s, %s, %s", row0, in, H, lo)
 		k.Op("mul.wide.u32 %s, %s, %s", b.base, row0, b.W)
 		pr := k.Reg(ptx.U32)
 		k.Op("mad.lo.u32 %s, %s, %s, %s", pr, b.plane, OH, b.oh0)
