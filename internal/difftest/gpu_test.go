@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -146,3 +147,79 @@ func agree32(got, cpu, want T) (diff string, stray bool) {
 
 // cpu is the host's device.
 var cpu device.Device = device.Host()
+
+// The control-flow programs (data-dependent While loops, Scans, Conds in
+// loops, nested loops, trip counts read from arguments) run on the GPU as
+// on the CPU: losses, gradients and Hessian-vector products, eagerly and
+// traced with the derivatives inside (the first call per signature
+// traces; later ones run the graph, its loops as frames on the GPU or
+// unrolled where the device records), and traced with Record (a CUDA
+// graph where the loops unroll without guards), float64 within the
+// PyTorch comparison's tolerance.
+func TestControlFlowAgreesOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, seed := range parseSeeds(t, *flagGPUSeeds) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			var cases []*controlCase
+			for i := range len(templates) * 3 {
+				k := i % len(templates)
+				cases = append(cases, newControlCase(seed, i, k, 1+min((i/len(templates))%3, 1)))
+			}
+			onGPU := func(xs ...T) []T {
+				out := make([]T, len(xs))
+				for i, x := range xs {
+					var err error
+					if out[i], err = x.To(d); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return out
+			}
+			restore := device.SetDefault(d) // the templates' own constants on the GPU
+			defer restore()
+			for k := range templates {
+				tpl := &templates[k]
+				fn := func(in []T) []T { return derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) }
+				traced, recorded := trace.NewFunction(fn), trace.NewFunction(fn)
+				recorded.Record = true
+				for _, c := range cases {
+					if c.tpl != tpl {
+						continue
+					}
+					var want []T
+					func() {
+						defer device.SetDefault(device.Host())()
+						want = derivatives(tpl.loss, c.in, c.v)
+					}()
+					in := onGPU(append(append([]T{}, c.in...), c.v)...)
+					var eager, got, rec []T
+					err := tensor.Catch(func() { eager = derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) })
+					if err == nil {
+						got, err = traced.Call(in...)
+					}
+					if err == nil {
+						rec, err = recorded.Call(in...)
+					}
+					if err != nil {
+						t.Errorf("case %d (%s) on %s: %v", c.ID, tpl.name, d.Name(), err)
+						continue
+					}
+					if eager[0].Device() != device.Device(d) {
+						t.Fatalf("case %d (%s): the loss is on %s, not %s", c.ID, tpl.name, eager[0].Device().Name(), d.Name())
+					}
+					for i, w := range want {
+						for _, r := range []struct {
+							how string
+							got []T
+						}{{"eagerly", eager}, {"traced", got}, {"traced and recorded", rec}} {
+							if diff := sameAs(r.got[i], w); diff != "" {
+								t.Errorf("case %d (%s) on %s %s, result %d: %s", c.ID, tpl.name, d.Name(), r.how, i, diff)
+							}
+						}
+					}
+				}
+			}
+			t.Logf("seed %d: %d control-flow programs (%d templates) on %s, eager, traced and recorded: losses, gradients, Hessian-vector products", seed, len(cases), len(templates), d.Name())
+		})
+	}
+}
