@@ -45,9 +45,9 @@ if [ -x "$here/nccl.test" ]; then
 	"$here/nccl.test" -test.v -test.count=1 -test.timeout=3m >>"$out/tests.log" 2>&1 || rc=1
 fi
 if [ -x "$here/difftest.test" ]; then
-	# The random op and control-flow programs on the GPU against the CPU.
+	# The random op and control-flow programs and the half ops on the GPU against the CPU.
 	echo "=== op programs on the GPU (internal/difftest) ===" >>"$out/tests.log"
-	"$here/difftest.test" -test.v -test.count=1 -test.run '^(TestOpsAgreeOnGPU|TestControlFlowAgreesOnGPU)$' -test.timeout=4m \
+	"$here/difftest.test" -test.v -test.count=1 -test.run '^(TestOpsAgreeOnGPU|TestControlFlowAgreesOnGPU|TestHalfOpsAgreeOnGPU)$' -test.timeout=4m \
 		-difftest.gpuseeds 1,2,3,4,5,6,7,8 -difftest.gpucases 200 >>"$out/tests.log" 2>&1 || rc=1
 fi
 pass=$(grep -c -- '--- PASS' "$out/tests.log")

@@ -3,6 +3,7 @@ package difftest
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -222,4 +223,64 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 			t.Logf("seed %d: %d control-flow programs (%d templates) on %s, eager, traced and recorded: losses, gradients, Hessian-vector products", seed, len(cases), len(templates), d.Name())
 		})
 	}
+}
+
+// The half-precision ops the PyTorch suite compares (elementwise,
+// reductions, softmax, MatMul; bfloat16 and float16) agree on the GPU with
+// the CPU as the CPU does with PyTorch: bit for bit where the float32
+// result is exact, else within one unit in the last place; over shapes of
+// odd sizes too (the vector kernels' tails).
+func TestHalfOpsAgreeOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := rand.New(rand.NewPCG(29, 3))
+	cases, off := 0, 0
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		for _, op := range halfOps {
+			for _, shape := range [][2]int{{8, 16}, {7, 33}, {1, 129}} {
+				shapeB := []int{shape[0], shape[1]}
+				if op.name == "matmul" {
+					shapeB = []int{shape[1], 5}
+				}
+				draw := func(shape ...int) *tensor.Tensor {
+					f := make([]float32, shape[0]*shape[1])
+					for i := range f {
+						f[i] = op.lo + float32(r.Float64())*(4-op.lo)
+					}
+					return tensor.FromFloat32s(dt, f, shape...)
+				}
+				a, b := draw(shape[0], shape[1]), (*tensor.Tensor)(nil)
+				if op.two {
+					b = draw(shapeB...)
+				}
+				want := halfBits(op.fn(a, b))
+				ga, err := a.To(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gb := b
+				if b != nil {
+					if gb, err = b.To(d); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var got []uint16
+				if err := tensor.Catch(func() { got = halfBits(op.fn(ga, gb)) }); err != nil {
+					t.Errorf("%v %s %v on %s: %v", dt, op.name, shape, d.Name(), err)
+					continue
+				}
+				for j, g := range got {
+					ok, one := halfClose(g, want[j], op.exact)
+					if !ok {
+						t.Errorf("%v %s %v on %s, element %d: %#04x, the CPU's %#04x", dt, op.name, shape, d.Name(), j, g, want[j])
+						break
+					}
+					if one {
+						off++
+					}
+				}
+				cases++
+			}
+		}
+	}
+	t.Logf("%d cases on %s; %d results one unit in the last place off the CPU's", cases, d.Name(), off)
 }

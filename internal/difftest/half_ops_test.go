@@ -75,17 +75,7 @@ func TestHalfOpsAgainstTorch(t *testing.T) {
 						f[i] = op.lo + float32(r.Float64())*(4-op.lo)
 					}
 					x := tensor.FromFloat32s(dt, f, shape...)
-					bits := make([]uint16, len(f))
-					if dt == tensor.BFloat16 {
-						for i, v := range tensor.ToSlice[tensor.BF16](x) {
-							bits[i] = uint16(v)
-						}
-					} else {
-						for i, v := range tensor.ToSlice[tensor.F16](x) {
-							bits[i] = uint16(v)
-						}
-					}
-					return x, bits
+					return x, halfBits(x)
 				}
 				a, abits := draw(shapeA)
 				c := halfOpCase{ID: len(cases), Op: op.name, DType: dt.String(), A: abits, ShapeA: shapeA}
@@ -103,33 +93,49 @@ func TestHalfOpsAgainstTorch(t *testing.T) {
 	off := 0
 	for i, c := range cases {
 		op := halfOps[(i/3)%len(halfOps)]
-		got := op.fn(xs[i][0], xs[i][1])
-		var bits []uint16
-		if got.DType() == tensor.BFloat16 {
-			for _, v := range tensor.ToSlice[tensor.BF16](got) {
-				bits = append(bits, uint16(v))
-			}
-		} else {
-			for _, v := range tensor.ToSlice[tensor.F16](got) {
-				bits = append(bits, uint16(v))
-			}
-		}
+		bits := halfBits(op.fn(xs[i][0], xs[i][1]))
 		w := want[c.ID]
 		if w == nil || len(w.Bits) != len(bits) {
 			t.Fatalf("%s %s: %d results, the reference %v", c.DType, c.Op, len(bits), w)
 		}
 		for j, g := range bits {
-			d := int(g) - int(w.Bits[j])
-			if d < 0 {
-				d = -d
-			}
-			if (op.exact && d != 0) || d > 1 || (g^w.Bits[j])&0x8000 != 0 && g&0x7fff|w.Bits[j]&0x7fff != 0 {
+			ok, one := halfClose(g, w.Bits[j], op.exact)
+			if !ok {
 				t.Fatalf("%s %s, element %d: %#04x, the reference %#04x", c.DType, c.Op, j, g, w.Bits[j])
 			}
-			if d != 0 {
+			if one {
 				off++
 			}
 		}
 	}
 	t.Logf("%d cases; %d results one unit in the last place off the reference", len(cases), off)
+}
+
+// halfBits is x's elements (bfloat16 or float16) as their bits.
+func halfBits(x *tensor.Tensor) []uint16 {
+	var bits []uint16
+	if x.DType() == tensor.BFloat16 {
+		for _, v := range tensor.ToSlice[tensor.BF16](x) {
+			bits = append(bits, uint16(v))
+		}
+		return bits
+	}
+	for _, v := range tensor.ToSlice[tensor.F16](x) {
+		bits = append(bits, uint16(v))
+	}
+	return bits
+}
+
+// halfClose reports whether half values g and w agree: bit for bit where
+// exact, else within one unit in the last place (off, when one apart),
+// never of opposite signs unless both are zeros.
+func halfClose(g, w uint16, exact bool) (ok, off bool) {
+	d := int(g) - int(w)
+	if d < 0 {
+		d = -d
+	}
+	if (exact && d != 0) || d > 1 || (g^w)&0x8000 != 0 && g&0x7fff|w&0x7fff != 0 {
+		return false, false
+	}
+	return true, d != 0
 }
