@@ -101,10 +101,12 @@ const (
 )
 
 // depthwiseFilter sums the filter gradient over the batch's output
-// positions in float64 and rounds once. NCHW: dw_filter's blocks, one a
-// filter element. NHWC: two passes, dw_filter's partial sums [chunks,
-// filter elements] over chunks of the positions, then the reduction
-// folding them.
+// positions in float64 and rounds once. NCHW without dilation: two
+// passes, dw_filter_nchwband's partial sums a band [images x bands,
+// filter elements], then the reduction folding them; other NCHW:
+// dw_filter's blocks, one a filter element. NHWC: two passes, dw_filter's
+// partial sums [chunks, filter elements] over chunks of the positions,
+// then the reduction.
 func depthwiseFilter(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
@@ -125,19 +127,29 @@ func depthwiseFilter(d kernels.DType) eager.Kernel {
 			return args
 		}
 		name, dev := kernels.Name("dw_filter", layout, string(d)), gpu(c)
-		if layout == "nchw" {
+		var part *tensor.Tensor
+		switch {
+		case layout == "nchw" && kernels.DepthwiseFilterBand(g, d):
+			p := kernels.DepthwisePool(g, false)
+			rows := kernels.BandRows(p, d)
+			bands := (p.OH + rows - 1) / rows
+			part = temporary(c, tensor.Float64, tensor.Shape{g.N * bands, elems}, "the filter gradient's partial sums")
+			bargs := divisorArg(newArgs().Ptr(ptr(part)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])), g.M, g.N*g.C*g.M*bands)
+			check(c, dev.launchBand("depthwise", kernels.Name("dw_filter", "nchwband", string(d)), p, d, g.N*g.C*g.M*g.OH*g.OW, bargs))
+		case layout == "nchw":
 			blocks := min(elems, max(dev.info.SMs, 1)*32)
 			check(c, dev.launchBlocks("depthwise", name, blocks, kernels.ReduceBlock, args(out, elems, 0)))
 			return
+		default:
+			chunks := max(1, min(dwFilterThreads/elems, (span+dwFilterChunk-1)/dwFilterChunk))
+			chunk := (span + chunks - 1) / chunks
+			if chunk > 0 {
+				chunks = (span + chunk - 1) / chunk
+			}
+			part = temporary(c, tensor.Float64, tensor.Shape{chunks, elems}, "the filter gradient's partial sums")
+			check(c, dev.launch("depthwise", name, chunks*elems, args(part, chunks*elems, chunk)))
 		}
-		chunks := max(1, min(dwFilterThreads/elems, (span+dwFilterChunk-1)/dwFilterChunk))
-		chunk := (span + chunks - 1) / chunks
-		if chunk > 0 {
-			chunks = (span + chunk - 1) / chunk
-		}
-		part := temporary(c, tensor.Float64, tensor.Shape{chunks, elems}, "the filter gradient's partial sums")
 		defer part.Release()
-		check(c, dev.launch("depthwise", name, chunks*elems, args(part, chunks*elems, chunk)))
 		if d == kernels.F64 {
 			reduceInto(c, kernels.F64, part, []int{0}, ops.ReduceSum, out)
 			return

@@ -222,11 +222,10 @@ func TestDepthwiseRandomOnGPU(t *testing.T) {
 }
 
 // NCHW depthwise convolutions without dilation take the band kernels (the
-// forward at any stride and multiplier, the input gradient at a stride
-// and multiplier of 1) and agree with the CPU: windows of 3x3, 5x5 and
+// forward and the filter gradient at any stride and multiplier, the input
+// gradient at a stride and multiplier of 1) and agree with the CPU: windows of 3x3, 5x5 and
 // 1x3, SAME and VALID, uneven padding, multipliers 1 and 2, planes of one
-// band and of several; the filter gradient beside them runs the direct
-// kernel.
+// band and of several; the filter gradient by bands too.
 func TestDepthwiseBandsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(15)
@@ -260,6 +259,9 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 			}
 			if !slices.Contains(*launched, "dw_fwd_nchwband_"+dt) {
 				t.Errorf("case %d: the forward did not take a band (%v)", i, *launched)
+			}
+			if !slices.Contains(*launched, "dw_filter_nchwband_"+dt) {
+				t.Errorf("case %d: the filter gradient did not take bands (%v)", i, *launched)
 			}
 			if slices.Contains(*launched, "dw_input_nchwband_"+dt) != c.gradBand {
 				t.Errorf("case %d: the input gradient took a band: %v, want %v", i, !c.gradBand, c.gradBand)

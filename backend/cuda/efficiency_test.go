@@ -67,7 +67,7 @@ const (
 )
 
 // dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: the direct NCHW kernels (dilations, the input gradient at strides or multipliers above 1, the filter gradient) read each tap's row shifted off its sectors, every other element at a stride of 2; a band (dw_*_nchwband: rows staged in shared memory) takes the rest: the forward without dilation, the input gradient at stride and multiplier 1"
+const dwShifted = "issue 32: the direct NCHW kernels (dilations; the input gradient at strides or multipliers above 1) read each tap's row shifted off its sectors, every other element at a stride of 2; bands (dw_*_nchwband: rows staged in shared memory) take the rest: the forward and the filter gradient without dilation, the input gradient at stride and multiplier 1"
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
@@ -152,16 +152,17 @@ var budgets = map[string]kernelBudget{
 	// gradient decomposes each position it sums. A thread an output reads
 	// 18 elements (taps and filter values): short of the thread target by
 	// counting alone, hence serial.
-	"dw_fwd_nhwc_f32":       {instr: 22},
-	"dw_input_nhwc_f32":     {instr: 38},
-	"dw_filter_nhwc_f32":    {instr: 40},
-	"dw_fwd_nchw_f32":       {instr: 22, efficiency: 0.4, serial: true, debt: dwShifted},
-	"dw_input_nchw_f32":     {instr: 45, efficiency: 0.55, serial: true, debt: dwShifted},
-	"dw_filter_nchw_f32":    {instr: 80, efficiency: 0.5, serial: true, debt: dwShifted + "; the filter gradient's blocks are one a filter element (256 threads each)"},
-	"dw_fwd_nchwband_f32":   {instr: 215}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window
-	"dw_input_nchwband_f32": {instr: 225},
-	"reduce_cols_sum_f64":   {instr: 14},
-	"reduce_colsb_sum_f64":  {instr: 20},
+	"dw_fwd_nhwc_f32":        {instr: 22},
+	"dw_input_nhwc_f32":      {instr: 38},
+	"dw_filter_nhwc_f32":     {instr: 40},
+	"dw_fwd_nchw_f32":        {instr: 22, efficiency: 0.4, serial: true, debt: dwShifted},
+	"dw_input_nchw_f32":      {instr: 45, efficiency: 0.55, serial: true, debt: dwShifted},
+	"dw_filter_nchw_f32":     {instr: 80, efficiency: 0.5, serial: true, debt: dwShifted + "; a dilated filter gradient goes by blocks, one a filter element (256 threads each)"},
+	"dw_fwd_nchwband_f32":    {instr: 215}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window
+	"dw_input_nchwband_f32":  {instr: 225},
+	"dw_filter_nchwband_f32": {instr: 340}, // per tap, every window of the band walked again and a tree across the block: some 600 an output position for nine taps, as the direct kernel's
+	"reduce_cols_sum_f64":    {instr: 14},
+	"reduce_colsb_sum_f64":   {instr: 20},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes

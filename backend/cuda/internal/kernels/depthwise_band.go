@@ -38,6 +38,18 @@ func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
 	return PoolBand(DepthwisePool(g, grad), d)
 }
 
+// DepthwiseFilterBand reports whether dw_filter_nchwband takes the
+// filter gradient of the NCHW depthwise convolution g of dtype d: no
+// dilation, the rows a band reads of the input and of dy fitting its
+// shared memory.
+func DepthwiseFilterBand(g DepthwiseDims, d DType) bool {
+	if g.DH != 1 || g.DW != 1 {
+		return false
+	}
+	p := DepthwisePool(g, false)
+	return PoolBand(p, d) && BandRows(p, d)*p.OW*d.Size() <= QuadChunkBytes
+}
+
 // DepthwisePool describes g (or its input gradient: grad) as the pooling
 // whose windows the band kernels walk.
 func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
@@ -51,7 +63,7 @@ func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
 func depthwiseBandKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
-		out = append(out, dwBand(d, false), dwBand(d, true))
+		out = append(out, dwBand(d, false), dwBand(d, true), dwFilterBand(d))
 	}
 	return out
 }
@@ -174,4 +186,74 @@ func dwBandLoop(k *ptx.Kernel, n ptx.Reg, body func(i ptx.Reg)) {
 	k.Op("add.u32 %s, %s, 1", i, i)
 	k.Op("bra.uni %s", top)
 	k.Place(done)
+}
+
+// dwFilterBand writes dw_filter_nchwband_<d> (part, x, dy, m, ...): the
+// filter gradient's float64 partial sums a band: the band stages its
+// input rows and its rows of dy, and for each filter tap (kh, kw) the
+// block sums x·dy over the band's outputs, a tree across the block;
+// part [N·bands, KH·KW·C·M] gets row n·bands + band, column tap·C·M + cm
+// for output plane (n, cm). The host folds the rows and rounds once.
+func dwFilterBand(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dw_filter", "nchwband", string(d)))
+	part, x, dy := k.ParamPtr("part"), k.ParamPtr("x"), k.ParamPtr("dy")
+	m := paramDivisor(k, "m")
+	dys := k.Shared("dys", QuadChunkBytes, 16)
+	tree := &blockRows{k: k, sh: k.Shared("partials", ReduceBlock*8, 8)}
+	add := func(a, c ptx.Reg) ptx.Reg {
+		r := k.Reg(ptx.F64)
+		k.Op("add.rn.f64 %s, %s, %s", r, a, c)
+		return r
+	}
+	newBandOf(k, d, x, &m, func(b *band) {
+		tree.tid, tree.ntid = b.tid, b.ntid
+		n, cm := poolDiv(k, b.plane, pgC, 0)
+		CM, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
+		outs, o32 := k.Reg(ptx.U64), k.Reg(ptx.U32)
+		k.Op("mul.lo.u32 %s, %s, %s", o32, b.rows, b.OW)
+		k.Op("cvt.u64.u32 %s, %s", outs, o32)
+		b.aligned(b.obase, outs, d.Size(), func(e ptx.Reg) { // the band's rows of dy
+			i := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", i, b.obase, e)
+			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(dys, e, d.Size()), load(k, d, k.Addr(dy, i, d.Size())))
+		})
+		k.Op("bar.sync 0")
+		// This band's row of part: (n·bands + band)·KH·KW·CM.
+		row, taps, row64 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mad.lo.u32 %s, %s, %s, %s", row, n, b.bands, b.index)
+		k.Op("mul.lo.u32 %s, %s, %s", taps, KH, KW)
+		k.Op("mul.lo.u32 %s, %s, %s", taps, taps, CM)
+		k.Op("mul.wide.u32 %s, %s, %s", row64, row, taps)
+		dwBandLoop(k, KH, func(kh ptx.Reg) {
+			dwBandLoop(k, KW, func(kw ptx.Reg) {
+				acc := k.Reg(ptx.F64)
+				k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
+				b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+					ih, iw := dwBandTap(k, ih0, KH, kh, false), dwBandTap(k, iw0, KW, kw, false)
+					pad, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+					k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
+					k.Op("setp.ge.u32 %s, %s, %s", q, iw, W)
+					k.Op("or.pred %s, %s, %s", pad, pad, q)
+					next := k.Label("dw_filter_tap")
+					k.Op("@%s bra %s", pad, next)
+					xv, dv := k.Reg(d.reg()), k.Reg(d.reg())
+					k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, k.Addr(b.sh, at(ih, iw), d.Size()))
+					k.Op("ld.shared.%s %s, [%s]", d.mem(), dv, k.Addr(dys, j, d.Size()))
+					dwMulAdd(k, ptx.F64, acc, widen(k, d, xv), widen(k, d, dv))
+					k.Place(next)
+				})
+				total := tree.tree(ptx.F64, acc, add)
+				tree.first(func() {
+					col := k.Reg(ptx.U32)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", col, kh, KW, kw)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", col, col, CM, cm)
+					at := k.Reg(ptx.U64)
+					k.Op("cvt.u64.u32 %s, %s", at, col)
+					k.Op("add.s64 %s, %s, %s", at, at, row64)
+					k.Store(ptx.F64, k.Addr(part, at, 8), total)
+				})
+			})
+		})
+	})
+	return k
 }

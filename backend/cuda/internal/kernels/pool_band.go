@@ -47,9 +47,11 @@ type band struct {
 	W, OW     ptx.Reg // u32 fields of pg
 	// In a band: its plane, first output row and rows (u32), its first
 	// staged input row (s32), its staged elements (u64) and their first
-	// index in x (u64), and its first output's index (u64).
+	// index in x (u64), and its first output's index (u64); its index
+	// among its plane's bands, and their number (u32).
 	plane, oh0, rows, lo ptx.Reg
 	count, base, obase   ptx.Reg
+	index, bands         ptx.Reg
 }
 
 // newBand declares the parameters after the kernel's tensors and runs
@@ -85,6 +87,8 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *
 		k.Op("cvt.u32.u64 %s, %s", b.plane, plane64)
 		k.Op("cvt.u32.u64 %s, %s", idx, band64)
 		k.Op("cvt.u32.u64 %s, %s", per32, per)
+		b.index, b.bands = idx, k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", b.bands, cpp.v)
 		// The band's output rows [oh0, oh0+rows) and the input rows
 		// [lo, hi) their windows read.
 		b.oh0, b.rows = k.Reg(ptx.U32), k.Reg(ptx.U32)
