@@ -12,15 +12,17 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //   - dw_fwd_nchwband_<d> (out, x, f, m, ...): the forward, pg describing
 //     the convolution as a pooling (input H x W, output OH x OW, the
 //     filter's window, strides and low padding); taps in order (kh, kw).
-//   - dw_input_nchwband_<d> (dx, dy, f, m, ...): the input gradient at
-//     a multiplier (m: 1) and strides of 1, a correlation of dy with the filter turned half a
-//     turn: pg describes dy as the input (OH x OW), dx as the output, low
-//     padding KH-1-PT and KW-1-PL; the filter's taps in order (kh, kw),
-//     as the direct kernel sums them.
+//   - dw_input_nchwband_<d> (dx, dy, f, m, ...): the input gradient at a
+//     multiplier (m) and strides of 1, a correlation of dy with the filter
+//     turned half a turn: pg describes dy as the input (OH x OW), dx as
+//     the output, low padding KH-1-PT and KW-1-PL; the filter's taps in
+//     order (kh, kw), as the direct kernel sums them.
+//   - dw_filter_nchwband_<d> (part, x, dy, m, ...): the filter gradient's
+//     float64 partial sums a band (dwFilterBand).
 //
-// A band stages its plane's filter taps in shared memory too.
-//
-// DepthwiseBand says which convolutions they take.
+// The forward and input gradient stage their plane's filter taps in
+// shared memory too. DepthwiseBand and DepthwiseFilterBand say which
+// convolutions they take.
 
 // DepthwiseBandTaps is the most taps a filter the band kernels take has
 // (a band stages its plane's taps in shared memory).
@@ -28,11 +30,14 @@ const DepthwiseBandTaps = 64
 
 // DepthwiseBand reports whether the band kernels take the NCHW depthwise
 // convolution g of dtype d (input gradient: grad): no dilation, for the
-// input gradient a multiplier and strides of 1, at most
-// DepthwiseBandTaps taps, and the rows a band reads fitting its shared
-// memory.
+// input gradient a multiplier and strides of 1 and low padding inside the
+// window, at most DepthwiseBandTaps taps, and the rows a band reads
+// fitting its shared memory.
 func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
-	if g.DH != 1 || g.DW != 1 || (grad && (g.M != 1 || g.SH != 1 || g.SW != 1)) || g.KH*g.KW > DepthwiseBandTaps {
+	if g.DH != 1 || g.DW != 1 || g.KH*g.KW > DepthwiseBandTaps {
+		return false
+	}
+	if grad && (g.M != 1 || g.SH != 1 || g.SW != 1 || g.PT >= g.KH || g.PL >= g.KW) {
 		return false
 	}
 	return PoolBand(DepthwisePool(g, grad), d)
