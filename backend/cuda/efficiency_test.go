@@ -160,7 +160,7 @@ var budgets = map[string]kernelBudget{
 	"dw_filter_nchw_f32":     {instr: 80, efficiency: 0.5, serial: true, debt: dwShifted + "; a dilated filter gradient goes by blocks, one a filter element (256 threads each)"},
 	"dw_fwd_nchwband_f32":    {instr: 215}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window
 	"dw_input_nchwband_f32":  {instr: 225},
-	"dw_filter_nchwband_f32": {instr: 340}, // per tap, every window of the band walked again and a tree across the block: some 600 an output position for nine taps, as the direct kernel's
+	"dw_filter_nchwband_f32": {instr: 320}, // 3x3: one walk over a band's windows, each tap's sum in shared memory, then a tree a tap across the block
 	"reduce_cols_sum_f64":    {instr: 14},
 	"reduce_colsb_sum_f64":   {instr: 20},
 	// The transformer's kernels, float64 inside as the softmax's: the

@@ -193,10 +193,17 @@ func dwBandLoop(k *ptx.Kernel, n ptx.Reg, body func(i ptx.Reg)) {
 	k.Place(done)
 }
 
+// DepthwiseFilterSlots is the most taps whose sums dw_filter_nchwband
+// keeps a thread in shared memory (3x3 filters); larger filters walk the
+// band's windows once a tap.
+const DepthwiseFilterSlots = 9
+
 // dwFilterBand writes dw_filter_nchwband_<d> (part, x, dy, m, ...): the
 // filter gradient's float64 partial sums a band: the band stages its
-// input rows and its rows of dy, and for each filter tap (kh, kw) the
-// block sums x·dy over the band's outputs, a tree across the block;
+// input rows and its rows of dy; each thread sums x·dy of each filter tap
+// (kh, kw) over its share of the band's outputs, in its slots of shared
+// memory (up to DepthwiseFilterSlots taps: one walk over the windows) or
+// a walk a tap, and a tree across the block sums each tap;
 // part [N·bands, KH·KW·C·M] gets row n·bands + band, column tap·C·M + cm
 // for output plane (n, cm). The host folds the rows and rounds once.
 func dwFilterBand(d DType) *ptx.Kernel {
@@ -204,6 +211,7 @@ func dwFilterBand(d DType) *ptx.Kernel {
 	part, x, dy := k.ParamPtr("part"), k.ParamPtr("x"), k.ParamPtr("dy")
 	m := paramDivisor(k, "m")
 	dys := k.Shared("dys", QuadChunkBytes, 16)
+	slots := k.Shared("slots", ReduceBlock*DepthwiseFilterSlots*8, 8)
 	tree := &blockRows{k: k, sh: k.Shared("partials", ReduceBlock*8, 8)}
 	add := func(a, c ptx.Reg) ptx.Reg {
 		r := k.Reg(ptx.F64)
@@ -229,36 +237,82 @@ func dwFilterBand(d DType) *ptx.Kernel {
 		k.Op("mul.lo.u32 %s, %s, %s", taps, KH, KW)
 		k.Op("mul.lo.u32 %s, %s, %s", taps, taps, CM)
 		k.Op("mul.wide.u32 %s, %s, %s", row64, row, taps)
+		store := func(kh, kw, total ptx.Reg) { // part[row64 + (kh·KW + kw)·CM + cm] = total, by thread 0
+			tree.first(func() {
+				col := k.Reg(ptx.U32)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", col, kh, KW, kw)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", col, col, CM, cm)
+				at := k.Reg(ptx.U64)
+				k.Op("cvt.u64.u32 %s, %s", at, col)
+				k.Op("add.s64 %s, %s, %s", at, at, row64)
+				k.Store(ptx.F64, k.Addr(part, at, 8), total)
+			})
+		}
+		// term adds x·dy of tap (kh, kw) of window j to the float64 acc,
+		// where the tap is inside the image.
+		term := func(acc, j, ih0, iw0, kh, kw ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+			ih, iw := dwBandTap(k, ih0, KH, kh, false), dwBandTap(k, iw0, KW, kw, false)
+			pad, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+			k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
+			k.Op("setp.ge.u32 %s, %s, %s", q, iw, W)
+			k.Op("or.pred %s, %s, %s", pad, pad, q)
+			next := k.Label("dw_filter_tap")
+			k.Op("@%s bra %s", pad, next)
+			xv, dv := k.Reg(d.reg()), k.Reg(d.reg())
+			k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, k.Addr(b.sh, at(ih, iw), d.Size()))
+			k.Op("ld.shared.%s %s, [%s]", d.mem(), dv, k.Addr(dys, j, d.Size()))
+			dwMulAdd(k, ptx.F64, acc, widen(k, d, xv), widen(k, d, dv))
+			k.Place(next)
+		}
+		few, p, done := k.Reg(ptx.U32), k.Reg(ptx.Pred), k.Label("dw_filter_done")
+		k.Op("mul.lo.u32 %s, %s, %s", few, KH, KW)
+		k.Op("setp.gt.u32 %s, %s, %d", p, few, DepthwiseFilterSlots)
+		many := k.Label("dw_filter_many")
+		k.Op("@%s bra %s", p, many)
+		// Few taps: one walk over the band's windows, each thread's sums
+		// a tap in its slots of shared memory, then a tree a tap.
+		mine := k.Reg(ptx.U64)
+		k.Op("mad.lo.s64 %s, %s, %d, %s", mine, b.tid, 8*DepthwiseFilterSlots, slots)
+		dwBandLoop(k, few, func(t ptx.Reg) {
+			t64 := k.Reg(ptx.U64)
+			k.Op("cvt.u64.u32 %s, %s", t64, t)
+			k.Op("st.shared.f64 [%s], %s", k.Addr(mine, t64, 8), ptx.Imm(ptx.F64, 0))
+		})
+		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+			slot := k.Reg(ptx.U64)
+			k.Op("mov.u64 %s, %s", slot, mine)
+			dwBandLoop(k, KH, func(kh ptx.Reg) {
+				dwBandLoop(k, KW, func(kw ptx.Reg) {
+					acc := k.Reg(ptx.F64)
+					k.Op("ld.shared.f64 %s, [%s]", acc, slot)
+					term(acc, j, ih0, iw0, kh, kw, at)
+					k.Op("st.shared.f64 [%s], %s", slot, acc)
+					k.Op("add.s64 %s, %s, 8", slot, slot)
+				})
+			})
+		})
+		dwBandLoop(k, KH, func(kh ptx.Reg) {
+			dwBandLoop(k, KW, func(kw ptx.Reg) {
+				t, v := k.Reg(ptx.U32), k.Reg(ptx.F64)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", t, kh, KW, kw)
+				t64 := k.Reg(ptx.U64)
+				k.Op("cvt.u64.u32 %s, %s", t64, t)
+				k.Op("ld.shared.f64 %s, [%s]", v, k.Addr(mine, t64, 8))
+				store(kh, kw, tree.tree(ptx.F64, v, add))
+			})
+		})
+		k.Op("bra.uni %s", done)
+		// Many taps: a walk over the windows a tap, its sum in a register.
+		k.Place(many)
 		dwBandLoop(k, KH, func(kh ptx.Reg) {
 			dwBandLoop(k, KW, func(kw ptx.Reg) {
 				acc := k.Reg(ptx.F64)
 				k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
-				b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
-					ih, iw := dwBandTap(k, ih0, KH, kh, false), dwBandTap(k, iw0, KW, kw, false)
-					pad, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-					k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
-					k.Op("setp.ge.u32 %s, %s, %s", q, iw, W)
-					k.Op("or.pred %s, %s, %s", pad, pad, q)
-					next := k.Label("dw_filter_tap")
-					k.Op("@%s bra %s", pad, next)
-					xv, dv := k.Reg(d.reg()), k.Reg(d.reg())
-					k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, k.Addr(b.sh, at(ih, iw), d.Size()))
-					k.Op("ld.shared.%s %s, [%s]", d.mem(), dv, k.Addr(dys, j, d.Size()))
-					dwMulAdd(k, ptx.F64, acc, widen(k, d, xv), widen(k, d, dv))
-					k.Place(next)
-				})
-				total := tree.tree(ptx.F64, acc, add)
-				tree.first(func() {
-					col := k.Reg(ptx.U32)
-					k.Op("mad.lo.u32 %s, %s, %s, %s", col, kh, KW, kw)
-					k.Op("mad.lo.u32 %s, %s, %s, %s", col, col, CM, cm)
-					at := k.Reg(ptx.U64)
-					k.Op("cvt.u64.u32 %s, %s", at, col)
-					k.Op("add.s64 %s, %s, %s", at, at, row64)
-					k.Store(ptx.F64, k.Addr(part, at, 8), total)
-				})
+				b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) { term(acc, j, ih0, iw0, kh, kw, at) })
+				store(kh, kw, tree.tree(ptx.F64, acc, add))
 			})
 		})
+		k.Place(done)
 	})
 	return k
 }
