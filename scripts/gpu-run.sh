@@ -48,7 +48,7 @@ if [ -x "$here/difftest.test" ]; then
 	# The random op and control-flow programs and the half ops on the GPU against the CPU.
 	echo "=== op programs on the GPU (internal/difftest) ===" >>"$out/tests.log"
 	"$here/difftest.test" -test.v -test.count=1 -test.run '^(TestOpsAgreeOnGPU|TestControlFlowAgreesOnGPU|TestHalfOpsAgreeOnGPU)$' -test.timeout=4m \
-		-difftest.gpuseeds 1,2,3,4,5,6,7,8 -difftest.gpucases 200 >>"$out/tests.log" 2>&1 || rc=1
+		-difftest.gpuseeds 1,2,3,4 -difftest.gpucases 200 >>"$out/tests.log" 2>&1 || rc=1
 fi
 pass=$(grep -c -- '--- PASS' "$out/tests.log")
 fail=$(grep -c -- '--- FAIL' "$out/tests.log")
