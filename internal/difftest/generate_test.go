@@ -208,6 +208,8 @@ var families = []struct {
 	{"dot_general", 2, genDotGeneral},
 	{"dynamic", 2, genDynamic},
 	{"transformer", 3, genTransformer},
+	{"scatter", 2, genScatter},
+	{"layers", 3, genLayers},
 }
 
 // generate makes program id from seed: 2 to 6 steps.
@@ -694,5 +696,73 @@ func genDynamic(g *gen) bool {
 		return true
 	}
 	g.add("dynamic_update_slice", Attrs{Starts: starts}, x, g.input(sizes, -2, 2))
+	return true
+}
+
+// genScatter adds ScatterAdd (indices of 0 to 2 dims, repeats
+// accumulating) or MaskedFill (a mask broadcast against x, a scalar
+// value).
+func genScatter(g *gen) bool {
+	x := g.operand(1, 3, nil)
+	s := g.value(x).Shape()
+	if g.chance(0.5) {
+		mshape := slices.Clone([]int(s))
+		for d := range mshape {
+			if g.chance(0.3) {
+				mshape[d] = 1
+			}
+		}
+		keep := make([]int, tensor.Shape(mshape).NumElements())
+		for i := range keep {
+			keep[i] = g.intn(2)
+		}
+		g.add("masked_fill", Attrs{Labels: keep, IShape: mshape}, x, g.input(nil, -2, 2))
+		return true
+	}
+	ax := g.intn(s.Rank())
+	is := g.randomShape(0, 2)
+	if is == nil {
+		is = []int{}
+	}
+	idx := make([]int, tensor.Shape(is).NumElements())
+	for i := range idx {
+		idx[i] = g.intn(s[ax])
+	}
+	us := slices.Concat(s[:ax], is, s[ax+1:])
+	if tensor.Shape(us).NumElements() > maxElems {
+		return false
+	}
+	g.add("scatter_add", Attrs{Axis: ax, Indices: idx, IShape: is}, x, g.input(us, -2, 2))
+	return true
+}
+
+// genLayers adds a layer's fused ops: FusedMatMul (bias, Relu or none),
+// BiasAdd in either layout, or one piece of a Split.
+func genLayers(g *gen) bool {
+	switch g.intn(3) {
+	case 0:
+		k, n := g.between(1, 5), g.between(1, 5)
+		x := g.operand(2, 2, func(s tensor.Shape) bool { return s[1] == k })
+		g.add("fused_matmul", Attrs{Relu: g.chance(0.5)}, x, g.input([]int{k, n}, -1, 1), g.input([]int{n}, -1, 1))
+	case 1:
+		x := g.operand(2, 4, nil)
+		s := g.value(x).Shape()
+		format, c := "NHWC", s[s.Rank()-1]
+		if g.chance(0.5) {
+			format, c = "NCHW", s[1]
+		}
+		g.add("bias_add", Attrs{Format: format}, x, g.input([]int{c}, -2, 2))
+	default:
+		x := g.operand(1, 3, func(s tensor.Shape) bool { return slices.Max([]int(s)) > 1 })
+		s := g.value(x).Shape()
+		ax := g.intn(s.Rank())
+		var sizes []int
+		for left := s[ax]; left > 0; {
+			n := g.between(1, left)
+			sizes = append(sizes, n)
+			left -= n
+		}
+		g.add("split", Attrs{Axis: ax, Sizes: sizes, K: g.intn(len(sizes))}, x)
+	}
 	return true
 }

@@ -288,6 +288,28 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.MaxPool2D(x[0], poolOpts(a))
 	case "avg_pool2d":
 		return ops.AvgPool2D(x[0], poolOpts(a))
+	case "scatter_add":
+		return ops.ScatterAdd(x[0], int64s(x[0], a.Indices, a.IShape), x[1], a.Axis)
+	case "masked_fill":
+		keep := make([]bool, len(a.Labels))
+		for i, l := range a.Labels {
+			keep[i] = l == 1
+		}
+		return ops.MaskedFill(x[0], near(x[0], tensor.FromSlice(keep, a.IShape...)), x[1])
+	case "fused_matmul":
+		act := ops.NoActivation
+		if a.Relu {
+			act = ops.ReluActivation
+		}
+		return ops.FusedMatMul(x[0], x[1], x[2], act)
+	case "bias_add":
+		format := ops.NHWC
+		if a.Format == "NCHW" {
+			format = ops.NCHW
+		}
+		return ops.BiasAdd(x[0], x[1], format)
+	case "split":
+		return ops.Split(x[0], a.Axis, a.Sizes)[a.K]
 	case "take_along_axis":
 		return ops.TakeAlongAxis(x[0], int64s(x[0], a.Indices, a.IShape), a.Axis)
 	case "gather":

@@ -336,6 +336,24 @@ def step(op, args, a):
         return pool2d(x, a, "max")
     if op == "avg_pool2d":
         return pool2d(x, a, "avg")
+    if op == "scatter_add":
+        ax = a["axis"]
+        idx = torch.tensor(a["indices"], dtype=torch.long).reshape(-1)
+        upd = args[1].reshape(list(x.shape[:ax]) + [idx.numel()] + list(x.shape[ax + 1:]))
+        return torch.index_add(x, ax, idx, upd)
+    if op == "masked_fill":
+        mask = torch.tensor(a["labels"], dtype=torch.long).reshape(a["ishape"]) == 1
+        return torch.where(mask, args[1], x)
+    if op == "fused_matmul":
+        y = x @ args[1] + args[2]
+        return torch.relu(y) if a["relu"] else y
+    if op == "bias_add":
+        b = args[1]
+        if a["format"] == "NCHW":
+            b = b.reshape([b.shape[0]] + [1] * (x.dim() - 2))
+        return x + b
+    if op == "split":
+        return torch.split(x, a["sizes"], dim=a["axis"])[a["k"]]
     if op == "take_along_axis":
         idx = torch.tensor(a["indices"], dtype=torch.long).reshape(a["ishape"])
         return torch.take_along_dim(x, idx, dim=a["axis"])
