@@ -737,9 +737,23 @@ func genScatter(g *gen) bool {
 }
 
 // genLayers adds a layer's fused ops: FusedMatMul (bias, Relu or none),
-// BiasAdd in either layout, or one piece of a Split.
+// BiasAdd in either layout, one piece of a Split, or the optimizers'
+// multi-tensor ops: SumOfSquares of one to three values, one piece of
+// ScaleEach.
 func genLayers(g *gen) bool {
-	switch g.intn(3) {
+	switch g.intn(5) {
+	case 3:
+		xs := []int{g.operand(0, 3, nil)}
+		for range g.intn(3) {
+			xs = append(xs, g.operand(0, 3, nil))
+		}
+		g.add("sum_of_squares", Attrs{}, xs...)
+	case 4:
+		xs := []int{g.input(nil, -2, 2), g.operand(0, 3, nil)}
+		for range g.intn(3) {
+			xs = append(xs, g.operand(0, 3, nil))
+		}
+		g.add("scale_each", Attrs{K: g.intn(len(xs) - 1)}, xs...)
 	case 0:
 		k, n := g.between(1, 5), g.between(1, 5)
 		x := g.operand(2, 2, func(s tensor.Shape) bool { return s[1] == k })

@@ -308,6 +308,10 @@ func apply(op string, x []T, a Attrs) T {
 			format = ops.NCHW
 		}
 		return ops.BiasAdd(x[0], x[1], format)
+	case "sum_of_squares":
+		return ops.SumOfSquares(x...)
+	case "scale_each":
+		return ops.ScaleEach(x[0], x[1:]...)[a.K]
 	case "split":
 		return ops.Split(x[0], a.Axis, a.Sizes)[a.K]
 	case "take_along_axis":

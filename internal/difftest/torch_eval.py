@@ -352,6 +352,10 @@ def step(op, args, a):
         if a["format"] == "NCHW":
             b = b.reshape([b.shape[0]] + [1] * (x.dim() - 2))
         return x + b
+    if op == "sum_of_squares":
+        return sum((t * t).sum() for t in args)
+    if op == "scale_each":
+        return args[0] * args[1 + a["k"]]
     if op == "split":
         return torch.split(x, a["sizes"], dim=a["axis"])[a["k"]]
     if op == "take_along_axis":
