@@ -253,6 +253,23 @@ type Capturer interface {
 	Capture(fn func() error) (Recording, error)
 }
 
+// LoopCapturer is a Capturer whose recordings hold loops that run on the
+// device (a GPU: CUDA graphs' conditional WHILE nodes, CUDA 12.4 and
+// later), so that a loop whose trip count its values decide replays
+// without waiting for the host between iterations.
+type LoopCapturer interface {
+	Capturer
+	// CaptureWhile, called inside Capture's fn, records a loop: the work
+	// body queues is recorded once and replayed, in the recording, while
+	// the predicate holds. pred is the buffer of a Bool scalar, read when
+	// the loop is reached (after the work queued before it); the buffer
+	// body returns is read after each pass. Loops nest. Where the device
+	// cannot record the loop, CaptureWhile returns an error wrapping
+	// ErrCapture, and the capture must be abandoned (Capture's fn returns
+	// the error); body's own error is returned as it is.
+	CaptureWhile(pred Buffer, body func() (Buffer, error)) error
+}
+
 // CaptureState is a Capturer that says whether it records now: memory
 // allocated meanwhile is the recording's (freed with it), so a cache of
 // lasting buffers (package ops' constants) makes none then.

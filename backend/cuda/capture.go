@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 )
 
@@ -218,4 +219,64 @@ func (r *recording) Release() {
 	})
 }
 
-var _ device.Capturer = (*Device)(nil)
+// CaptureWhile records a loop run on the device (device.LoopCapturer):
+// a condition of the graph, set from pred by kernels.SetConditional before
+// a WHILE node, whose body is body's work and the setting of the
+// condition again from the buffer body returns.
+func (d *Device) CaptureWhile(pred device.Buffer, body func() (device.Buffer, error)) error {
+	loops, ok := d.ctx.(cu.GraphLoops)
+	if !ok {
+		return fmt.Errorf("%w: the driver (%s) has no conditional nodes", device.ErrCapture, d.drv.Name())
+	}
+	if !d.Capturing() {
+		return fmt.Errorf("cuda: CaptureWhile outside a capture of %s", d.name)
+	}
+	f, err := d.function("graph", kernels.SetConditional)
+	if err != nil {
+		// The driver did not link cudaGraphSetConditional.
+		return fmt.Errorf("%w: %v", device.ErrCapture, err)
+	}
+	var h cu.CondHandle
+	if err := d.ctx.Do(func() (err error) { h, err = loops.NewCondition(d.s); return }); err != nil {
+		return fmt.Errorf("%w: %v", device.ErrCapture, err)
+	}
+	if err := d.setCondition(f, h, pred); err != nil {
+		return err
+	}
+	if err := d.ctx.Do(func() error { return loops.BeginWhile(d.s, h) }); err != nil {
+		return fmt.Errorf("%w: %v", device.ErrCapture, err)
+	}
+	ended := false
+	end := func() error {
+		ended = true
+		return d.ctx.Do(func() error { return loops.EndWhile(d.s) })
+	}
+	defer func() {
+		if !ended { // body panicked: the capture goes on outside the loop
+			_ = end()
+		}
+	}()
+	next, bodyErr := body()
+	if bodyErr == nil {
+		bodyErr = d.setCondition(f, h, next)
+	}
+	if err := end(); err != nil && bodyErr == nil {
+		return fmt.Errorf("%w: %v", device.ErrCapture, err)
+	}
+	return bodyErr
+}
+
+// setCondition queues f, kernels.SetConditional, setting h from the bool
+// at the start of pred.
+func (d *Device) setCondition(f cu.Function, h cu.CondHandle, pred device.Buffer) error {
+	b, ok := pred.(*buffer)
+	if !ok || b.dev != d {
+		return fmt.Errorf("%w: a loop's predicate is not a buffer of %s", device.ErrCapture, d.name)
+	}
+	return d.launchFunction(f, 1, 1, newArgs().U64(uint64(h)).Ptr(b.ptr))
+}
+
+var (
+	_ device.Capturer     = (*Device)(nil)
+	_ device.LoopCapturer = (*Device)(nil)
+)

@@ -114,12 +114,13 @@ func TestTracedFunctionRecords(t *testing.T) {
 	}
 }
 
-// Where the graph cannot be recorded (a loop frame), or a tape observes
-// the call, a function with Record set runs its graph op by op, with the
-// same results.
+// A loop frame is recorded with its loop on the device (conditional
+// nodes); where a tape observes the call, a function with Record set runs
+// its graph op by op, with the same results.
 func TestTracedFunctionRecordFallbacks(t *testing.T) {
 	d := testGPU(t)
 	launches := graphLaunches(d)
+	_, emulated := d.ctx.(*emu.Context)
 	loop := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		out := control.While(func(vs []*tensor.Tensor) *tensor.Tensor {
 			return ops.Lt(ops.Sum(vs[0]), ops.ScalarLike(vs[0], 100))
@@ -143,8 +144,8 @@ func TestTracedFunctionRecordFallbacks(t *testing.T) {
 		if got := tensor.ToSlice[float32](onHost(t, out[0])); !slices.Equal(got, want) {
 			t.Errorf("loop call %d: %v, want %v", call, got, want)
 		}
-		if n := launches() - before; n != 0 {
-			t.Errorf("loop call %d: %d graph launches", call, n)
+		if n, want := launches()-before, call; emulated && n != want {
+			t.Errorf("loop call %d: %d graph launches, want %d (a loop the data decides runs on the device)", call, n, want)
 		}
 	}
 
@@ -436,8 +437,8 @@ func TestRecordTail(t *testing.T) {
 // With Record, a loop whose trip count does not vary between calls (the
 // RNN loop gradient's While, counted by constants) is traced unrolled
 // and replayed as one recording; a loop whose trip count an argument
-// decides stays a frame, run op by op, and gives each call its own trip
-// count.
+// decides stays a frame, recorded as a loop the device runs, and gives
+// each call its own trip count.
 func TestRecordedLoops(t *testing.T) {
 	d := testGPU(t)
 	launches := graphLaunches(d)
@@ -482,7 +483,7 @@ func TestRecordedLoops(t *testing.T) {
 			t.Errorf("doubling from %v: %v, want %v", start, got, v)
 		}
 	}
-	if n := launches() - before; n != 0 {
-		t.Errorf("a loop an argument decides launched %d graphs, want none", n)
+	if n := launches() - before; emulated && n != 2 {
+		t.Errorf("a loop an argument decides launched %d graphs, want 2 (its loop on the device)", n)
 	}
 }

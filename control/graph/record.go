@@ -92,7 +92,8 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: graph: %s does not record its work", device.ErrCapture, dev.Name())
 	}
-	if why := unrecordable(g); why != "" {
+	run, why := recordable(g, dev)
+	if why != "" {
 		return nil, fmt.Errorf("%w: graph: %s", device.ErrCapture, why)
 	}
 	if eager.Observing() {
@@ -114,7 +115,6 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 		}
 		r.specs[i] = eager.Out{DType: a.DType(), Shape: a.Shape().Clone()}
 	}
-	p := g.plan()
 	rec, err := capturer.Capture(func() error {
 		err := tensor.Catch(func() {
 			r.in = make([]*tensor.Tensor, len(args))
@@ -125,7 +125,7 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 				}
 				r.in[i] = t
 			}
-			r.out = p.run(r.in)
+			r.out = run(r.in)
 		})
 		if err == nil && tail != nil {
 			r.before, err = tail.Record(r.out)
@@ -145,22 +145,37 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 	return r, nil
 }
 
-// unrecordable says why g cannot be recorded ("" when it can).
-func unrecordable(g *Graph) string {
-	if !g.StraightLine() {
-		return "the graph has control flow"
-	}
-	for _, n := range g.Nodes {
-		if n.Kind == OpNode && n.Op.Ordered {
-			return fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
+// recordable returns how a recording runs g on dev's arguments, or says
+// why g cannot be recorded: a straight-line graph by its plan, a graph
+// of loops (record_loops.go) on a device that records them.
+func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tensor.Tensor, why string) {
+	if g.StraightLine() {
+		for _, n := range g.Nodes {
+			if n.Kind == OpNode && n.Op.Ordered {
+				return nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
+			}
 		}
+		for i, res := range g.Result {
+			if res.Node.Kind != OpNode {
+				return nil, fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
+			}
+		}
+		return g.plan().run, ""
+	}
+	loops, ok := dev.(device.LoopCapturer)
+	if !ok {
+		return nil, "the graph has control flow, and " + dev.Name() + " does not record loops"
+	}
+	lg, why := lowerLoops(g)
+	if why != "" {
+		return nil, "the graph's control flow: " + why
 	}
 	for i, res := range g.Result {
-		if res.Node.Kind != OpNode {
-			return fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
+		if k := res.Node.Kind; k != OpNode && k != Exit {
+			return nil, fmt.Sprintf("result %d is a %s", i, k)
 		}
 	}
-	return ""
+	return func(args []*tensor.Tensor) []*tensor.Tensor { return lg.run(loops, args) }, ""
 }
 
 // Run replays the recording on args (the dtypes and shapes it was

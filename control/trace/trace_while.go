@@ -42,13 +42,15 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	if o.MaxIterations > 0 {
 		// The bound becomes a counter loop value and a conjunct of the
 		// condition (evaluated even when the bound stops the loop).
-		bound, one, nv := tensor.Scalar(int64(o.MaxIterations)), tensor.Scalar(int64(1)), len(init)
+		// The counter lives on the loop values' device, as the condition.
+		dev := init[0].Device()
+		bound, one, nv := tensor.FullOn(dev, tensor.Int64, float64(o.MaxIterations)), tensor.FullOn(dev, tensor.Int64, 1), len(init)
 		out := t.While(
 			func(v []*tensor.Tensor) *tensor.Tensor { return ops.LogicalAnd(ops.Lt(v[nv], bound), cond(v[:nv])) },
 			func(v []*tensor.Tensor) []*tensor.Tensor {
 				return slices.Concat(body(v[:nv]), []*tensor.Tensor{ops.Add(v[nv], one)})
 			},
-			slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}),
+			slices.Concat(init, []*tensor.Tensor{tensor.FullOn(dev, tensor.Int64, 0)}),
 			flow.Options{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
 		if out == nil {
 			return nil

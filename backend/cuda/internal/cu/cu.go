@@ -428,6 +428,29 @@ type Graphs interface {
 	GraphDestroy(g GraphExec) error
 }
 
+// CondHandle is a condition of a CUDA graph (CUgraphConditionalHandle):
+// a value a conditional node tests, set on the device by a kernel of the
+// graph through cudaGraphSetConditional (kernels.SetConditional).
+type CondHandle uint64
+
+// GraphLoops is Graphs whose captures hold loops run on the device:
+// conditional WHILE nodes (CUDA 12.4 and later). Calls are made inside
+// Do, on a stream that captures.
+type GraphLoops interface {
+	Graphs
+	// NewCondition makes a condition of the graph s captures into, 0 at
+	// every launch of the graph until a kernel sets it.
+	NewCondition(s Stream) (CondHandle, error)
+	// BeginWhile adds a WHILE node on h after the work s captured so far,
+	// and goes on capturing s into the node's body: the body runs while h
+	// is nonzero, tested when the node is reached and after each pass.
+	// Loops nest (a body may begin a loop of its own).
+	BeginWhile(s Stream, h CondHandle) error
+	// EndWhile ends the capture of the innermost body begun on s: s goes
+	// on capturing after its node.
+	EndWhile(s Stream) error
+}
+
 // The stream-capture errors.
 const (
 	ErrorCaptureUnsupported = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED

@@ -74,7 +74,7 @@ func (d *Driver) Retain(ordinal int) (cu.Context, error) {
 	defer d.mu.Unlock()
 	if d.ctx == nil {
 		d.ctx = &Context{cfg: d.cfg, mem: newMemory(d.cfg.Memory), current: map[int]int{},
-			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{}, events: map[cu.Event]*timedEvent{}, graphs: map[cu.GraphExec][]func() error{},
+			streams: map[cu.Stream]*stream{}, modules: map[cu.Module]*loaded{}, funcs: map[cu.Function]*compiled{}, events: map[cu.Event]*timedEvent{}, graphs: map[cu.GraphExec][]func() error{}, conds: map[cu.CondHandle]uint32{},
 			pinned: map[uintptr]int{}}
 	}
 	return d.ctx, nil
@@ -106,6 +106,11 @@ type Context struct {
 	// fills, graph launches: what the host submits), Waits the host's
 	// waits for a stream, for tests.
 	GraphLaunches, Queued, Waits int
+	// conds are the graphs' conditions (graph.go), which kernels set
+	// through cudaGraphSetConditional; LoopPasses counts the passes of
+	// loop bodies run.
+	conds      map[cu.CondHandle]uint32
+	LoopPasses int
 }
 
 type stream struct {
@@ -520,7 +525,7 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		return nil
 	}, func() error {
 		c.Launches++
-		r := &run{k: k, grid: g, block: b, params: params, mem: c.mem}
+		r := &run{k: k, grid: g, block: b, params: params, mem: c.mem, conds: c.conds}
 		if c.profiler != nil {
 			r.count = newCounter(k, g, b)
 		}

@@ -2,6 +2,8 @@ package emu
 
 import (
 	"fmt"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"math"
 	"math/bits"
 	"strconv"
@@ -106,6 +108,9 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		return in, nil
 	case "atom":
 		in.exec, err = cc.atom(mods, st.args)
+		return in, err
+	case "call":
+		in.exec, err = cc.call(mods, st.args)
 		return in, err
 	case "shfl":
 		in.kind = kShfl
@@ -372,7 +377,7 @@ func (cc *compiler) memory(base string, mods []string, args []string) (func(*run
 		}, nil
 	}
 	if space == "param" {
-		return nil, fmt.Errorf("st.param is not supported")
+		return cc.storeLocal(args, class)
 	}
 	a, err := cc.address(args[0], space)
 	if err != nil {
@@ -383,6 +388,53 @@ func (cc *compiler) memory(base string, mods []string, args []string) (func(*run
 		return nil, err
 	}
 	return func(r *run, b *block, t *thread) { r.store(b, t, space, a(t, b), size, v(t, b)) }, nil
+}
+
+// storeLocal compiles st.param.type [local], v: an argument of a call
+// into the local parameter's register.
+func (cc *compiler) storeLocal(args []string, class string) (func(*run, *block, *thread), error) {
+	name := strings.TrimSuffix(strings.TrimSuffix(strings.Trim(args[0], "[]"), "+0"), " ")
+	if !cc.k.locals[name] {
+		return nil, fmt.Errorf("st.param writes a local parameter of the kernel's body, not %s", args[0])
+	}
+	d, err := cc.dst(name, class, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := cc.src(args[1], class, true)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) { d(t, v(t, b)) }, nil
+}
+
+// call compiles call.uni cudaGraphSetConditional, (handle, value): the
+// one device function there is (parse.go), with local parameters as its
+// arguments. It sets the condition of the graph being run; a handle no
+// graph made faults.
+func (cc *compiler) call(mods []string, args []string) (func(*run, *block, *thread), error) {
+	if len(mods) > 1 || len(mods) == 1 && mods[0] != "uni" || len(args) != 3 {
+		return nil, fmt.Errorf("only call.uni %s, (handle, value) is supported", setConditional)
+	}
+	if args[0] != setConditional || !cc.k.externs[setConditional] {
+		return nil, fmt.Errorf("call of %s, which the module does not declare or the emulator does not provide", args[0])
+	}
+	h, err := cc.reg(strings.TrimSpace(strings.TrimPrefix(args[1], "(")), "b64", true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := cc.reg(strings.TrimSpace(strings.TrimSuffix(args[2], ")")), "b32", true)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) {
+		handle := cu.CondHandle(t.regs[h])
+		if _, ok := r.conds[handle]; !ok {
+			r.fault("%s: condition %#x is not one of a graph's", setConditional, uint64(handle))
+			return
+		}
+		r.conds[handle] = uint32(t.regs[v])
+	}, nil
 }
 
 // atom compiles atom.global.min.<u64|s64|u32|s32> d, [a], b: the old value

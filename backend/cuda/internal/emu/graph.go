@@ -1,6 +1,9 @@
 package emu
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 )
 
@@ -11,10 +14,25 @@ import (
 // copies between the same addresses. Waiting for a capturing stream fails
 // and invalidates the capture, as on the driver.
 
-// capture is a stream's capture in progress.
+// capture is a stream's capture in progress: the work recorded into the
+// graph (or into a loop's body, whose node the enclosing capture, outer,
+// holds on cond).
 type capture struct {
 	ops     []func() error
 	invalid error // why the capture is invalidated
+	outer   *capture
+	cond    cu.CondHandle
+	// conds are the graph's conditions (the outermost capture's), set to
+	// 0 at each launch.
+	conds []cu.CondHandle
+}
+
+// root is the outermost capture of a nest of loop bodies.
+func (cp *capture) root() *capture {
+	for cp.outer != nil {
+		cp = cp.outer
+	}
+	return cp
 }
 
 // BeginCapture starts recording s.
@@ -51,12 +69,111 @@ func (c *Context) EndCapture(s cu.Stream) (cu.GraphExec, error) {
 		return 0, cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x is not capturing", uintptr(s))
 	}
 	st.capture = nil
+	if cp.outer != nil {
+		// The driver ends the body's capture and leaves the graph with it.
+		for ; cp.outer != nil; cp = cp.outer {
+			cp.outer.invalid = cmp.Or(cp.outer.invalid, cp.invalid)
+		}
+		return 0, cu.Errorf(call, cu.ErrorCaptureInvalidated, "the capture ended inside a loop's body (no EndWhile)")
+	}
 	if cp.invalid != nil {
 		return 0, cu.Errorf(call, cu.ErrorCaptureInvalidated, "%v", cp.invalid)
 	}
 	g := cu.GraphExec(c.handle())
-	c.graphs[g] = cp.ops
+	ops := cp.ops
+	if len(cp.conds) > 0 {
+		// Each launch starts its conditions at their default, 0.
+		conds := cp.conds
+		ops = append([]func() error{func() error {
+			for _, h := range conds {
+				c.conds[h] = 0
+			}
+			return nil
+		}}, ops...)
+	}
+	c.graphs[g] = ops
 	return g, nil
+}
+
+// NewCondition makes a condition of the graph s captures into.
+func (c *Context) NewCondition(s cu.Stream) (cu.CondHandle, error) {
+	const call = "cuGraphConditionalHandleCreate"
+	st, err := c.capturing(call, s)
+	if err != nil {
+		return 0, err
+	}
+	defer c.mu.Unlock()
+	h := cu.CondHandle(c.handle())
+	c.conds[h] = 0
+	root := st.capture.root()
+	root.conds = append(root.conds, h)
+	return h, nil
+}
+
+// BeginWhile adds a loop on h and captures s into its body.
+func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
+	const call = "cuGraphAddNode"
+	st, err := c.capturing(call, s)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if !slices.Contains(st.capture.root().conds, h) {
+		return cu.Errorf(call, cu.ErrorInvalidValue, "condition %#x is not one of the graph's", uint64(h))
+	}
+	st.capture = &capture{outer: st.capture, cond: h}
+	return nil
+}
+
+// EndWhile ends the innermost body's capture: its loop joins the
+// enclosing capture as one op that runs the body while the condition is
+// nonzero.
+func (c *Context) EndWhile(s cu.Stream) error {
+	const call = "cuStreamEndCapture"
+	st, err := c.capturing(call, s)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	body := st.capture
+	if body.outer == nil {
+		return cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x captures no loop's body", uintptr(s))
+	}
+	st.capture = body.outer
+	if body.invalid != nil {
+		st.capture.invalid = cmp.Or(st.capture.invalid, body.invalid)
+		return nil
+	}
+	h, ops := body.cond, body.ops
+	st.capture.ops = append(st.capture.ops, func() error {
+		for c.conds[h] != 0 {
+			c.LoopPasses++
+			for _, op := range ops {
+				if err := op(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// capturing locks the context and returns s, which must be capturing;
+// the caller unlocks where err is nil.
+func (c *Context) capturing(call string, s cu.Stream) (*stream, error) {
+	if err := c.enter(call); err != nil {
+		return nil, err
+	}
+	st, err := c.stream(call, s)
+	if err == nil && st.capture == nil {
+		err = cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x is not capturing", uintptr(s))
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	return st, nil
 }
 
 // GraphLaunch queues the graph's recorded work on s.
@@ -110,4 +227,4 @@ func (c *Context) enqueueAll(call string, s cu.Stream, check func() error, ops f
 	return nil
 }
 
-var _ cu.Graphs = (*Context)(nil)
+var _ cu.GraphLoops = (*Context)(nil)

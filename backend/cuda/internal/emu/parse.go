@@ -40,6 +40,11 @@ type kernel struct {
 	shSize int
 	labels map[string]int // label -> statement index
 	stmts  []stmt
+	// locals are the .param variables of the body (a call's arguments),
+	// held in registers of the same names; externs the functions the
+	// module declared.
+	locals  map[string]bool
+	externs map[string]bool
 }
 
 type regInfo struct {
@@ -62,7 +67,7 @@ type stmt struct {
 // parseModule parses PTX text.
 func parseModule(src string) (*module, error) {
 	m := &module{kernels: map[string]*kernel{}}
-	p := &parser{lines: strings.Split(src, "\n")}
+	p := &parser{lines: strings.Split(src, "\n"), externs: map[string]bool{}}
 	for {
 		tok, line, ok := p.next()
 		if !ok {
@@ -77,6 +82,12 @@ func parseModule(src string) (*module, error) {
 			if strings.TrimSpace(strings.TrimPrefix(tok, ".address_size")) != "64" {
 				return nil, fmt.Errorf("line %d: only .address_size 64 is supported", line)
 			}
+		case strings.HasPrefix(tok, ".extern .func"):
+			name, err := parseExtern(tok)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", line, err)
+			}
+			p.externs[name] = true
 		case strings.HasPrefix(tok, ".visible .entry") || strings.HasPrefix(tok, ".entry"):
 			k, err := p.kernel(tok, line)
 			if err != nil {
@@ -100,9 +111,10 @@ func parseModule(src string) (*module, error) {
 // with ';' or a newline before '{', labels with ':'; braces are their own
 // tokens.
 type parser struct {
-	lines []string
-	line  int    // index of the current line
-	rest  string // what is left of it
+	externs map[string]bool // the functions declared so far
+	lines   []string
+	line    int    // index of the current line
+	rest    string // what is left of it
 }
 
 func (p *parser) next() (string, int, bool) {
@@ -186,7 +198,8 @@ func lineDirective(s string) bool {
 // kernel parses an entry from its header statement through its closing
 // brace.
 func (p *parser) kernel(header string, line int) (*kernel, error) {
-	k := &kernel{regs: map[string]regInfo{}, shared: map[string]sharedVar{}, labels: map[string]int{}}
+	k := &kernel{regs: map[string]regInfo{}, shared: map[string]sharedVar{}, labels: map[string]int{},
+		locals: map[string]bool{}, externs: p.externs}
 	open := strings.Index(header, "(")
 	if open < 0 || !strings.HasSuffix(header, ")") {
 		return nil, fmt.Errorf("line %d: an entry needs its parameter list in parentheses", line)
@@ -225,6 +238,17 @@ func (p *parser) kernel(header string, line int) (*kernel, error) {
 			if err := k.declareRegs(tok); err != nil {
 				return nil, fmt.Errorf("line %d: %v", l, err)
 			}
+		case strings.HasPrefix(tok, ".param"):
+			pm, err := parseParam(tok)
+			if err != nil || pm.array {
+				return nil, fmt.Errorf("line %d: %s: a local parameter must be a scalar: %q", l, k.name, tok)
+			}
+			class := "b32"
+			if pm.size == 8 {
+				class = "b64"
+			}
+			k.addReg(pm.name, class)
+			k.locals[pm.name] = true
 		case strings.HasPrefix(tok, ".shared"):
 			if err := k.declareShared(tok); err != nil {
 				return nil, fmt.Errorf("line %d: %v", l, err)
@@ -237,6 +261,37 @@ func (p *parser) kernel(header string, line int) (*kernel, error) {
 			k.stmts = append(k.stmts, st)
 		}
 	}
+}
+
+// setConditional is the one device function the emulator provides:
+// cudaGraphSetConditional(handle .b64, value .b32), which sets a CUDA
+// graph's condition (graph.go).
+const setConditional = "cudaGraphSetConditional"
+
+// parseExtern reads ".extern .func name (.param .b64 a, .param .b32 b)"
+// and returns the name: only setConditional's declaration is accepted.
+func parseExtern(s string) (string, error) {
+	rest := strings.TrimSpace(strings.TrimPrefix(s, ".extern .func"))
+	open := strings.Index(rest, "(")
+	if open < 0 || !strings.HasSuffix(rest, ")") {
+		return "", fmt.Errorf("bad declaration %q", s)
+	}
+	name := strings.TrimSpace(rest[:open])
+	if name != setConditional {
+		return "", fmt.Errorf("the emulator has no device function %s", name)
+	}
+	var types []string
+	for _, ps := range strings.Split(rest[open+1:len(rest)-1], ",") {
+		pm, err := parseParam(strings.TrimSpace(ps))
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", name, err)
+		}
+		types = append(types, pm.typ)
+	}
+	if len(types) != 2 || sizeOf(types[0]) != 8 || sizeOf(types[1]) != 4 {
+		return "", fmt.Errorf("%s takes (.b64, .b32), declared (%s)", name, strings.Join(types, ", "))
+	}
+	return name, nil
 }
 
 // parseParam reads ".param .u64 name" or ".param .align 8 .b8 name[24]".

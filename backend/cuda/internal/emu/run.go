@@ -3,6 +3,8 @@ package emu
 import (
 	"fmt"
 	"sort"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 )
 
 // A launch runs every block of the grid, one after another, and in each
@@ -52,7 +54,8 @@ type run struct {
 	cur    *thread
 	curB   *block
 	steps  int64
-	count  *counter // the launch's profile, when counting
+	count  *counter                 // the launch's profile, when counting
+	conds  map[cu.CondHandle]uint32 // the graphs' conditions (graph.go)
 }
 
 // maxSteps bounds the instructions of one launch: a kernel that loops

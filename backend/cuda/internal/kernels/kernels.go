@@ -110,6 +110,8 @@ func (d DType) Size() int { return d.mem().Size() }
 type Family struct {
 	Name    string
 	Kernels []*ptx.Kernel
+	// Declares are the device functions its kernels call.
+	Declares []string
 }
 
 // Families returns every family, by name.
@@ -132,6 +134,7 @@ func Families() []Family {
 		{Name: "optim", Kernels: optimKernels()},
 		{Name: "pool", Kernels: poolKernels()},
 		{Name: "random", Kernels: randomKernels()},
+		{Name: "graph", Kernels: graphKernels(), Declares: []string{setConditionalDecl}},
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	return fams
@@ -140,6 +143,9 @@ func Families() []Family {
 // Module is a family's PTX text.
 func (f Family) Module() string {
 	m := ptx.NewModule()
+	for _, d := range f.Declares {
+		m.Declare(d)
+	}
 	for _, k := range f.Kernels {
 		m.Add(k)
 	}

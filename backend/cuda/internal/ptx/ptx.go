@@ -29,6 +29,10 @@ func NewModule() *Module {
 	return m
 }
 
+// Declare declares a device function the module's kernels call, as
+// PTX writes it (".extern .func name (.param .b64 a, ...)").
+func (m *Module) Declare(decl string) { fmt.Fprintf(&m.b, "\n%s;\n", decl) }
+
 // Add appends a finished kernel.
 func (m *Module) Add(k *Kernel) { m.b.WriteString(k.String()) }
 
@@ -100,6 +104,7 @@ type Kernel struct {
 	count  map[string]int
 	labels int
 	shared []string
+	locals []string // a call's argument parameters
 }
 
 // NewKernel starts a kernel.
@@ -170,6 +175,22 @@ func (k *Kernel) Op(format string, args ...any) {
 	k.body.WriteString(";\n")
 }
 
+// Call calls fn, a device function the module declares (Module.Declare),
+// with args, each passed as a parameter of its register's width.
+func (k *Kernel) Call(fn string, args ...Reg) {
+	names := make([]string, len(args))
+	for i, a := range args {
+		bits := B32
+		if a.typ.class() == "rd" {
+			bits = B64
+		}
+		names[i] = fmt.Sprintf("%s_%d_%d", fn, len(k.locals), i)
+		k.locals = append(k.locals, fmt.Sprintf(".param .%s %s;", bits, names[i]))
+		k.Op("st.param.%s [%s], %s", bits, names[i], a)
+	}
+	k.Op("call.uni %s, (%s)", fn, strings.Join(names, ", "))
+}
+
 // Label returns a fresh label name.
 func (k *Kernel) Label(hint string) string {
 	k.labels++
@@ -189,6 +210,9 @@ func (k *Kernel) String() string {
 		}
 	}
 	for _, s := range k.shared {
+		fmt.Fprintf(&b, "\t%s\n", s)
+	}
+	for _, s := range k.locals {
 		fmt.Fprintf(&b, "\t%s\n", s)
 	}
 	b.WriteString(k.body.String())

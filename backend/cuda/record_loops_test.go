@@ -1,0 +1,158 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Loops whose trip counts the data decide, recorded with their loops on
+// the device (conditional WHILE nodes; graph.Record's regions): each call
+// after the first is one graph launch, with no wait for the host between
+// iterations, and gives bit for bit what the function gives run eagerly
+// on the GPU, for every call's own trip counts (none among them, too).
+func TestRecordedLoopsOnTheDevice(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	scalar := func(v float32) *tensor.Tensor { return onGPU(t, d, tensor.Scalar(v)) }
+	vector := func(vs ...float32) *tensor.Tensor { return onGPU(t, d, tensor.FromSlice(vs, len(vs))) }
+	r := tensor.NewRNG(5)
+	w := onGPU(t, d, ops.Mul(tensor.RandNormal(r, tensor.Float32, 8, 8), tensor.Scalar(float32(0.3))))
+	cases := []struct {
+		name  string
+		fn    func(a []*tensor.Tensor) []*tensor.Tensor
+		calls [][]*tensor.Tensor
+	}{{
+		// Fibonacci: the next a is the current b, a loop value's own buffer.
+		name: "swap",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[2], a[0]) },
+				func(v []*tensor.Tensor) []*tensor.Tensor {
+					return []*tensor.Tensor{v[1], ops.Add(v[0], v[1]), ops.Add(v[2], ops.ScalarLike(v[2], 1))}
+				}, []*tensor.Tensor{vector(0, 1), vector(1, 1), scalar(0)})
+		},
+		calls: [][]*tensor.Tensor{{scalar(5)}, {scalar(9)}, {scalar(0)}, {scalar(1)}},
+	}, {
+		// Each loop value takes the next one's: the third takes the
+		// first's, which the first's copy overwrites unless it is kept.
+		name: "rotate",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[3], a[0]) },
+				func(v []*tensor.Tensor) []*tensor.Tensor {
+					return []*tensor.Tensor{v[1], v[2], v[0], ops.Add(v[3], ops.ScalarLike(v[3], 1))}
+				}, []*tensor.Tensor{vector(1, 2), vector(3, 4), vector(5, 6), scalar(0)})
+		},
+		calls: [][]*tensor.Tensor{{scalar(1)}, {scalar(2)}, {scalar(4)}},
+	}, {
+		// A loop in a loop, each counted by an argument.
+		name: "nested",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[1], a[0]) },
+				func(v []*tensor.Tensor) []*tensor.Tensor {
+					inner := control.While(func(u []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(u[0]), a[1]) },
+						func(u []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Add(u[0], u[0])} },
+						[]*tensor.Tensor{ops.Add(ops.OnesLike(v[0]), v[0])})
+					return []*tensor.Tensor{ops.Mul(inner[0], ops.ScalarLike(v[0], 0.25)), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+				}, []*tensor.Tensor{a[2], scalar(0)})
+		},
+		calls: [][]*tensor.Tensor{{scalar(3), scalar(40), vector(1, 2, 3)}, {scalar(5), scalar(100), vector(0.5, 0.25, 0)},
+			{scalar(0), scalar(10), vector(1, 1, 1)}},
+	}, {
+		// The body reads a value the condition computed (the condition is
+		// computed again at each pass's start) and a loop constant.
+		name: "condition read by the body",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			var norm *tensor.Tensor
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+				norm = ops.Sqrt(ops.Sum(ops.Mul(v[0], v[0])))
+				return ops.Gt(norm, a[1])
+			}, func(v []*tensor.Tensor) []*tensor.Tensor {
+				h := ops.Tanh(ops.MatMul(v[0], w))
+				return []*tensor.Tensor{ops.Sub(h, ops.Mul(ops.Mul(norm, ops.ScalarLike(norm, 0.01)), h))}
+			}, []*tensor.Tensor{a[0]})
+		},
+		calls: [][]*tensor.Tensor{{onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 8)), scalar(0.5)},
+			{onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 8)), scalar(0.01)},
+			{onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 8)), scalar(100)}},
+	}, {
+		// MaxIterations bounds a loop the data would run longer.
+		name: "bounded",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+				func(v []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], ops.Exp(v[0]))} },
+				[]*tensor.Tensor{a[0]}, control.WhileOptions{MaxIterations: 4})
+		},
+		calls: [][]*tensor.Tensor{{vector(0, 0.5), scalar(1e6)}, {vector(0.5, 0.1), scalar(3)}, {vector(1, 2), scalar(1e6)}},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := trace.NewFunction(c.fn)
+			f.Record = true
+			var passes int
+			if emulated {
+				passes = ctx.LoopPasses
+			}
+			for call, args := range c.calls {
+				want := c.fn(args)
+				before := graphLaunches(d)()
+				got, err := f.Call(args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := graphLaunches(d)() - before; emulated && n != min(call, 1) {
+					t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
+				}
+				for i := range want {
+					g, w := tensor.ToSlice[float32](onHost(t, got[i])), tensor.ToSlice[float32](onHost(t, want[i]))
+					if !slices.EqualFunc(g, w, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+						t.Errorf("call %d, result %d: %v, want %v (run eagerly)", call, i, g, w)
+					}
+				}
+			}
+			if emulated && ctx.LoopPasses == passes {
+				t.Errorf("no loop ran on the device")
+			}
+		})
+	}
+}
+
+// A loop the device cannot record (a Cond in its body) runs its frame op
+// by op, with the same results; so does a loop on a device whose driver
+// has no conditional nodes.
+func TestRecordedLoopFallbacks(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[1], a[1]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				x := control.Cond(ops.Gt(ops.Sum(v[0]), ops.ScalarLike(v[1], 4)),
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(v[0], ops.ScalarLike(v[0], 0.5))} },
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], ops.OnesLike(v[0]))} })
+				return []*tensor.Tensor{x[0], ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+			}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+	}
+	f := trace.NewFunction(fn)
+	f.Record = true
+	for call, n := range []float32{3, 7, 0} {
+		args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(n))}
+		want := tensor.ToSlice[float32](onHost(t, fn(args)[0]))
+		before := graphLaunches(d)()
+		got, err := f.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := graphLaunches(d)() - before; n != 0 {
+			t.Errorf("call %d: %d graph launches of a loop with a Cond", call, n)
+		}
+		if g := tensor.ToSlice[float32](onHost(t, got[0])); !slices.Equal(g, want) {
+			t.Errorf("call %d: %v, want %v", call, g, want)
+		}
+	}
+}
