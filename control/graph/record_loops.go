@@ -264,8 +264,11 @@ func (r *region) check(regionOf []*region, nodes []*Node) string {
 			continue
 		}
 		n := nodes[id]
-		for _, in := range n.Inputs {
+		for j, in := range n.Inputs {
 			switch {
+			case n.Kind == Switch && j == 1 && in == r.pred:
+				// A Switch of r tests the predicate: the body's own pass
+				// sets it afresh.
 			case inCond[in.Node] && !inCond[n]:
 				r.recond = true
 			case in.Node.Kind == Merge && in.Index == 1:

@@ -156,7 +156,8 @@ var cpu device.Device = device.Host()
 // traces; later ones run the graph, its loops as frames on the GPU or
 // unrolled where the device records), and traced with Record (a CUDA
 // graph where the loops unroll without guards), float64 within the
-// PyTorch comparison's tolerance.
+// PyTorch comparison's tolerance; and the loss alone traced with Record,
+// its loops run on the device where they have no Cond.
 func TestControlFlowAgreesOnGPU(t *testing.T) {
 	d := testGPU(t)
 	for _, seed := range parseSeeds(t, *flagGPUSeeds) {
@@ -183,6 +184,10 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 				fn := func(in []T) []T { return derivatives(tpl.loss, in[:len(in)-1], in[len(in)-1]) }
 				traced, recorded := trace.NewFunction(fn), trace.NewFunction(fn)
 				recorded.Record = true
+				// The loss alone, recorded: its loops, untaped, run on the
+				// device (conditional nodes) where they have no Cond.
+				forward := trace.NewFunction(func(in []T) []T { return []T{tpl.loss(in[:len(in)-1])} })
+				forward.Record = true
 				for _, c := range cases {
 					if c.tpl != tpl {
 						continue
@@ -201,6 +206,10 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 					if err == nil {
 						rec, err = recorded.Call(in...)
 					}
+					var fwd []T
+					if err == nil {
+						fwd, err = forward.Call(in...)
+					}
 					if err != nil {
 						t.Errorf("case %d (%s) on %s: %v", c.ID, tpl.name, d.Name(), err)
 						continue
@@ -217,6 +226,9 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 								t.Errorf("case %d (%s) on %s %s, result %d: %s", c.ID, tpl.name, d.Name(), r.how, i, diff)
 							}
 						}
+					}
+					if diff := sameAs(fwd[0], want[0]); diff != "" {
+						t.Errorf("case %d (%s) on %s, the loss alone traced and recorded: %s", c.ID, tpl.name, d.Name(), diff)
 					}
 				}
 			}
