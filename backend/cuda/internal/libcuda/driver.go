@@ -30,6 +30,9 @@ type driverFuncs struct {
 	eventSynchronize, eventElapsed, eventElapsedV2                      uintptr
 	beginCapture, endCapture, graphInstantiate, graphLaunch             uintptr
 	graphDestroy, graphExecDestroy                                      uintptr
+	// Conditional nodes (loops.go), CUDA 12.3 and later.
+	captureInfoV3, captureInfoV2, condHandleCreate, addNodeV2, addNode uintptr
+	beginCaptureToGraph                                                uintptr
 }
 
 func (f *driverFuncs) symbols() map[string]*uintptr {
@@ -56,7 +59,10 @@ func (f *driverFuncs) optional() map[string]*uintptr {
 		"cuEventElapsedTime_v2":   &f.eventElapsedV2,
 		"cuStreamBeginCapture_v2": &f.beginCapture, "cuStreamEndCapture": &f.endCapture,
 		"cuGraphInstantiateWithFlags": &f.graphInstantiate, "cuGraphLaunch": &f.graphLaunch,
-		"cuGraphDestroy": &f.graphDestroy, "cuGraphExecDestroy": &f.graphExecDestroy}
+		"cuGraphDestroy": &f.graphDestroy, "cuGraphExecDestroy": &f.graphExecDestroy,
+		"cuStreamGetCaptureInfo_v3": &f.captureInfoV3, "cuStreamGetCaptureInfo_v2": &f.captureInfoV2,
+		"cuGraphConditionalHandleCreate": &f.condHandleCreate, "cuGraphAddNode_v2": &f.addNodeV2,
+		"cuGraphAddNode": &f.addNode, "cuStreamBeginCaptureToGraph": &f.beginCaptureToGraph}
 }
 
 // Device attributes (CUdevice_attribute).
@@ -296,7 +302,10 @@ type Context struct {
 	ltWork  cu.Ptr
 	ltPlans map[cu.Gemm]*ltPlan
 	dnnH    uintptr // cudnnHandle_t, made on first use
-	convs   map[cu.Conv]convDescs
+	// loops are the conditional nodes whose bodies each stream captures
+	// now, innermost last (loops.go).
+	loops map[cu.Stream][]openLoop
+	convs map[cu.Conv]convDescs
 }
 
 // Do runs fn on a locked OS thread with the context current.

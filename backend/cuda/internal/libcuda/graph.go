@@ -43,13 +43,27 @@ func (c *Context) EndCapture(s cu.Stream) (cu.GraphExec, error) {
 	}
 	g, exec := new(uintptr), new(uintptr) // on the heap: their addresses go to the driver as integers
 	if err := c.d.call("cuStreamEndCapture", c.d.f.endCapture, uintptr(s), uintptr(unsafe.Pointer(g))); err != nil {
+		c.destroyGraph(c.abandonLoops(s))
 		return 0, err
+	}
+	if outer := c.abandonLoops(s); outer != 0 {
+		// The capture ended inside a loop's body (which its node owns):
+		// the graph that holds the loop goes, unfinished.
+		c.destroyGraph(outer)
+		return 0, cu.Errorf("cuStreamEndCapture", cu.ErrorCaptureInvalidated, "the capture ended inside a loop's body")
 	}
 	defer c.d.call("cuGraphDestroy", c.d.f.graphDestroy, *g)
 	if err := c.d.call("cuGraphInstantiateWithFlags", c.d.f.graphInstantiate, uintptr(unsafe.Pointer(exec)), *g, 0); err != nil {
 		return 0, err
 	}
 	return cu.GraphExec(*exec), nil
+}
+
+// destroyGraph frees a graph that was not instantiated (0: none).
+func (c *Context) destroyGraph(g uintptr) {
+	if g != 0 {
+		_ = c.d.call("cuGraphDestroy", c.d.f.graphDestroy, g)
+	}
 }
 
 // GraphLaunch queues g on s.
