@@ -317,6 +317,52 @@ func BenchmarkRNNLoopGradGPU(b *testing.B) {
 	}
 }
 
+// BenchmarkConvergenceLoopGPU iterates h ← tanh(h·w + x) (h [1 128], w
+// [128 128] of N(0, 0.06²) entries, float32) until no element moves
+// by more than 1e-5, at most 100 times: a loop whose trip count the data
+// decide. Eager and traced (its frame run op by op), the host reads the
+// predicate every iteration; recorded (trace.Function.Record), the loop
+// is a conditional WHILE node of the CUDA graph: one launch a call, no
+// host round trip inside. iters is the trip count (bench/peers'
+// torch_gpu.py's twin loops in Python, reading its predicate with .item()).
+func BenchmarkConvergenceLoopGPU(b *testing.B) {
+	d := benchGPU(b)
+	r := tensor.NewRNG(11)
+	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 128, 128), onGPU(b, d, tensor.Scalar(float32(0.06))))
+	x := tensor.RandNormalOn(d, r, tensor.Float32, 1, 128)
+	h0 := tensor.FullOn(d, tensor.Float32, 0, 1, 128)
+	tol, one := tensor.FullOn(d, tensor.Float32, 1e-5), tensor.FullOn(d, tensor.Float32, 1)
+	var iters int
+	loop := func(a []*tensor.Tensor) []*tensor.Tensor {
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Gt(v[1], tol) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				h := ops.Tanh(ops.Add(ops.MatMul(v[0], a[0]), a[1]))
+				return []*tensor.Tensor{h, ops.Amax(ops.Abs(ops.Sub(h, v[0]))), ops.Add(v[2], one)}
+			}, []*tensor.Tensor{a[2], one, tensor.FullOn(d, tensor.Float32, 0)}, control.WhileOptions{MaxIterations: 100})
+		return []*tensor.Tensor{out[0], out[2]}
+	}
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		traced := trace.NewFunction(loop)
+		traced.Record = mode == "recorded"
+		b.Run(mode, func(b *testing.B) {
+			var last []*tensor.Tensor
+			step := func() {
+				if mode == "eager" {
+					last = loop([]*tensor.Tensor{w, x, h0})
+					return
+				}
+				var err error
+				if last, err = traced.Call(w, x, h0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			timeSteps(b, d, step)
+			iters = int(tensor.ToSlice[float32](onHost(b, last[1]))[0])
+			b.ReportMetric(float64(iters), "iters")
+		})
+	}
+}
+
 // BenchmarkFashionCNNTrainStepGPU is one training step of the
 // Fashion-MNIST CNN (internal/benchmodels, batch 128, Adam) on the GPU,
 // NHWC and NCHW, eager (nn.TrainStep), traced (nn.TracedTrainStep) and

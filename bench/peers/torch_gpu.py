@@ -261,6 +261,29 @@ if not DRY:
         print(f"# torch CUDA graph RNN loop: {type(e).__name__}: {e}", flush=True)
 
 
+# BenchmarkConvergenceLoopGPU's twin: h = tanh(h W + x) until no element
+# moves by more than 1e-5, at most 100 times, the predicate read on the
+# host every iteration (PyTorch's eager loop; a CUDA graph cannot hold a
+# loop the data decide). iters is its trip count.
+w_conv = (0.06 * torch.randn(128, 128, generator=g)).to(dev)
+x_conv = torch.randn(1, 128, generator=g).to(dev)
+
+
+def converge():
+    h, delta, n = torch.zeros(1, 128, device=dev), torch.ones((), device=dev), 0
+    while n < 100 and (delta > 1e-5).item():
+        nh = torch.tanh(h @ w_conv + x_conv)
+        delta, h, n = (nh - h).abs().amax(), nh, n + 1
+    return n
+
+
+# PyTorch has no recorded form of such a loop: its eager loop stands
+# beside each of eagerflow's modes.
+conv_ns, conv_iters = host_ns(converge, 100), converge()
+for mode in ("eager", "traced", "recorded"):
+    line(f"BenchmarkTorchConvergenceLoopGPU/{mode}", conv_ns, "ns/op", f" {conv_iters} iters")
+
+
 # examples/charrnn's step (internal/benchmodels.CharLSTM): embedding 16
 # of 65 characters, an LSTM of 96 over 32 steps, dense logits per step,
 # Adam 0.01, batch 16; the loss read each step.
