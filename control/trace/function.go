@@ -154,15 +154,19 @@ type Function struct {
 	// graph's ops launch a kernel or more each): graph.Record. The
 	// arguments are copied into the recording's buffers and its results
 	// copied out, so results stay each call's own (CallOwned owns them
-	// all). It applies to graphs without control flow, collectives or
-	// guards, with their arguments on the graph's device. On a device that
-	// records, a signature's first call traces fn with its loops unrolled
-	// (a Scan's steps, a While's iterations): where no trip count varies
-	// between calls (none decided on an argument or a variable: an RNN
-	// layer over the signature's steps, a counted loop) and the graph
-	// stays under 65536 nodes, that straight-line graph is the one
-	// recorded; otherwise fn runs again and the loops become frames, run
-	// op by op (not where InputSpecs leave sizes unknown). A call that a
+	// all). It applies to graphs without collectives or guards, with their
+	// arguments on the graph's device. On a device that records, a
+	// signature's first call traces fn with its loops unrolled (a Scan's
+	// steps, a While's iterations): where no trip count varies between
+	// calls (none decided on an argument or a variable: an RNN layer over
+	// the signature's steps, a counted loop) and the graph stays under
+	// 65536 nodes, that straight-line graph is the one recorded; otherwise
+	// fn runs again and the loops become frames (not where InputSpecs
+	// leave sizes unknown), which a device that records loops (a GPU:
+	// conditional WHILE nodes) records with the rest, each loop run on the
+	// device with no wait for the host between iterations, and which run
+	// op by op elsewhere, or where a loop holds a Cond or a tape records
+	// it (graph.Record). A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
