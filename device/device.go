@@ -253,10 +253,10 @@ type Capturer interface {
 	Capture(fn func() error) (Recording, error)
 }
 
-// LoopCapturer is a Capturer whose recordings hold loops that run on the
-// device (a GPU: CUDA graphs' conditional WHILE nodes, CUDA 12.4 and
-// later), so that a loop whose trip count its values decide replays
-// without waiting for the host between iterations.
+// LoopCapturer is a Capturer whose recordings hold loops and branches
+// that run on the device (a GPU: CUDA graphs' conditional WHILE and IF
+// nodes, CUDA 12.4 and later), so that a loop whose trip count its values
+// decide, or a branch they choose, replays without waiting for the host.
 type LoopCapturer interface {
 	Capturer
 	// CaptureWhile, called inside Capture's fn, records a loop: the work
@@ -268,6 +268,11 @@ type LoopCapturer interface {
 	// ErrCapture, and the capture must be abandoned (Capture's fn returns
 	// the error); body's own error is returned as it is.
 	CaptureWhile(pred Buffer, body func() (Buffer, error)) error
+	// CaptureIf, called as CaptureWhile, records a branch: the work body
+	// queues runs, in the recording, where the Bool scalar at pred holds
+	// when the branch is reached (where it does not, with negate). Its
+	// errors are CaptureWhile's.
+	CaptureIf(pred Buffer, negate bool, body func() error) error
 }
 
 // CaptureState is a Capturer that says whether it records now: memory

@@ -224,12 +224,26 @@ func (r *recording) Release() {
 // a WHILE node, whose body is body's work and the setting of the
 // condition again from the buffer body returns.
 func (d *Device) CaptureWhile(pred device.Buffer, body func() (device.Buffer, error)) error {
+	return d.captureBody(pred, false, true, body)
+}
+
+// CaptureIf records a branch run on the device (device.LoopCapturer): a
+// condition set from pred (or its negation) before an IF node whose body
+// is body's work.
+func (d *Device) CaptureIf(pred device.Buffer, negate bool, body func() error) error {
+	return d.captureBody(pred, negate, false, func() (device.Buffer, error) { return nil, body() })
+}
+
+// captureBody records a WHILE (loop) or IF node on a condition set from
+// pred, negated or not, with body's work inside; a loop's body returns
+// the predicate of its next pass.
+func (d *Device) captureBody(pred device.Buffer, negate, loop bool, body func() (device.Buffer, error)) error {
 	loops, ok := d.ctx.(cu.GraphLoops)
 	if !ok {
 		return fmt.Errorf("%w: the driver (%s) has no conditional nodes", device.ErrCapture, d.drv.Name())
 	}
 	if !d.Capturing() {
-		return fmt.Errorf("cuda: CaptureWhile outside a capture of %s", d.name)
+		return fmt.Errorf("cuda: a conditional node recorded outside a capture of %s", d.name)
 	}
 	f, err := d.function("graph", kernels.SetConditional)
 	if err != nil {
@@ -240,25 +254,29 @@ func (d *Device) CaptureWhile(pred device.Buffer, body func() (device.Buffer, er
 	if err := d.ctx.Do(func() (err error) { h, err = loops.NewCondition(d.s); return }); err != nil {
 		return fmt.Errorf("%w: %v", device.ErrCapture, err)
 	}
-	if err := d.setCondition(f, h, pred); err != nil {
+	if err := d.setCondition(f, h, pred, negate); err != nil {
 		return err
 	}
-	if err := d.ctx.Do(func() error { return loops.BeginWhile(d.s, h) }); err != nil {
+	begin := loops.BeginIf
+	if loop {
+		begin = loops.BeginWhile
+	}
+	if err := d.ctx.Do(func() error { return begin(d.s, h) }); err != nil {
 		return fmt.Errorf("%w: %v", device.ErrCapture, err)
 	}
 	ended := false
 	end := func() error {
 		ended = true
-		return d.ctx.Do(func() error { return loops.EndWhile(d.s) })
+		return d.ctx.Do(func() error { return loops.EndBody(d.s) })
 	}
 	defer func() {
-		if !ended { // body panicked: the capture goes on outside the loop
+		if !ended { // body panicked: the capture goes on outside the node
 			_ = end()
 		}
 	}()
 	next, bodyErr := body()
-	if bodyErr == nil {
-		bodyErr = d.setCondition(f, h, next)
+	if bodyErr == nil && loop {
+		bodyErr = d.setCondition(f, h, next, false)
 	}
 	if err := end(); err != nil && bodyErr == nil {
 		return fmt.Errorf("%w: %v", device.ErrCapture, err)
@@ -267,13 +285,17 @@ func (d *Device) CaptureWhile(pred device.Buffer, body func() (device.Buffer, er
 }
 
 // setCondition queues f, kernels.SetConditional, setting h from the bool
-// at the start of pred.
-func (d *Device) setCondition(f cu.Function, h cu.CondHandle, pred device.Buffer) error {
+// at the start of pred, or from its negation.
+func (d *Device) setCondition(f cu.Function, h cu.CondHandle, pred device.Buffer, negate bool) error {
 	b, ok := pred.(*buffer)
 	if !ok || b.dev != d {
-		return fmt.Errorf("%w: a loop's predicate is not a buffer of %s", device.ErrCapture, d.name)
+		return fmt.Errorf("%w: a predicate is not a buffer of %s", device.ErrCapture, d.name)
 	}
-	return d.launchFunction(f, 1, 1, newArgs().U64(uint64(h)).Ptr(b.ptr))
+	var neg uint32
+	if negate {
+		neg = 1
+	}
+	return d.launchFunction(f, 1, 1, newArgs().U64(uint64(h)).Ptr(b.ptr).U32(neg))
 }
 
 var (

@@ -91,6 +91,43 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 				[]*tensor.Tensor{a[0]}, control.WhileOptions{MaxIterations: 4})
 		},
 		calls: [][]*tensor.Tensor{{vector(0, 0.5), scalar(1e6)}, {vector(0.5, 0.1), scalar(3)}, {vector(1, 2), scalar(1e6)}},
+	}, {
+		// A Cond in a loop's body: two IF nodes in the WHILE node's body.
+		name: "cond in a loop",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[1], a[1]) },
+				func(v []*tensor.Tensor) []*tensor.Tensor {
+					x := control.Cond(ops.Gt(ops.Sum(v[0]), ops.ScalarLike(v[1], 4)),
+						func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(v[0], ops.ScalarLike(v[0], 0.5))} },
+						func() []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], ops.OnesLike(v[0]))} })
+					return []*tensor.Tensor{x[0], ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+				}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2), scalar(3)}, {vector(1, 2), scalar(7)}, {vector(1, 2), scalar(0)}},
+	}, {
+		// Conds at the top level, one nested in the other's branch, one
+		// branch handing back an argument untouched, a loop in a branch:
+		// each call takes its own sides.
+		name: "conds",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			big := ops.Gt(ops.Sum(a[0]), a[1])
+			y := control.Cond(big,
+				func() []*tensor.Tensor {
+					inner := control.Cond(ops.Gt(ops.Amax(a[0]), ops.Mul(a[1], ops.ScalarLike(a[1], 0.5))),
+						func() []*tensor.Tensor { return []*tensor.Tensor{ops.Exp(a[0])} },
+						func() []*tensor.Tensor { return []*tensor.Tensor{ops.Neg(a[0])} })
+					return []*tensor.Tensor{inner[0], a[1]}
+				},
+				func() []*tensor.Tensor {
+					grown := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+						func(v []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], ops.Abs(v[0]))} },
+						[]*tensor.Tensor{ops.Add(ops.Abs(a[0]), ops.OnesLike(a[0]))})
+					return []*tensor.Tensor{grown[0], ops.Sum(grown[0])}
+				})
+			return []*tensor.Tensor{ops.Mul(y[0], ops.ScalarLike(y[0], 3)), y[1]}
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2, 3), scalar(2)}, {vector(1, 2, 3), scalar(40)}, {vector(1, 1, 1), scalar(2.5)},
+			{vector(-1, 0, 1), scalar(0.5)}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +135,7 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 			f.Record = true
 			var passes int
 			if emulated {
-				passes = ctx.LoopPasses
+				passes = ctx.LoopPasses + ctx.BranchesTaken
 			}
 			for call, args := range c.calls {
 				want := c.fn(args)
@@ -117,8 +154,8 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 					}
 				}
 			}
-			if emulated && ctx.LoopPasses == passes {
-				t.Errorf("no loop ran on the device")
+			if emulated && ctx.LoopPasses+ctx.BranchesTaken == passes {
+				t.Errorf("no loop or branch ran on the device")
 			}
 			// On a GPU the counts above are not seen: record the graph
 			// again, which fails where the driver refused the loop (the
@@ -133,20 +170,19 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 	}
 }
 
-// A loop the device cannot record (a Cond in its body) runs its frame op
-// by op, with the same results; so does a loop on a device whose driver
-// has no conditional nodes.
+// A loop the device cannot record (its predicate computed by a Cond)
+// runs its frame op by op, with the same results.
 func TestRecordedLoopFallbacks(t *testing.T) {
 	d := testGPU(t)
 	awaitNoObservers(t)
 	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
-		return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[1], a[1]) },
-			func(v []*tensor.Tensor) []*tensor.Tensor {
-				x := control.Cond(ops.Gt(ops.Sum(v[0]), ops.ScalarLike(v[1], 4)),
-					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(v[0], ops.ScalarLike(v[0], 0.5))} },
-					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Add(v[0], ops.OnesLike(v[0]))} })
-				return []*tensor.Tensor{x[0], ops.Add(v[1], ops.ScalarLike(v[1], 1))}
-			}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+		return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+			return control.Cond(ops.Gt(ops.Sum(v[0]), a[1]),
+				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 2))} },
+				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 5))} })[0]
+		}, func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Add(v[0], v[0]), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+		}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
 	}
 	f := trace.NewFunction(fn)
 	f.Record = true
@@ -159,10 +195,13 @@ func TestRecordedLoopFallbacks(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := graphLaunches(d)() - before; n != 0 {
-			t.Errorf("call %d: %d graph launches of a loop with a Cond", call, n)
+			t.Errorf("call %d: %d graph launches of a loop whose predicate a Cond computes", call, n)
 		}
 		if g := tensor.ToSlice[float32](onHost(t, got[0])); !slices.Equal(g, want) {
 			t.Errorf("call %d: %v, want %v", call, g, want)
 		}
+	}
+	if _, err := graph.Record(f.Graph(onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(float32(1))))); err == nil {
+		t.Errorf("graph.Record took a loop whose predicate a Cond computes")
 	}
 }

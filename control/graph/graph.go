@@ -74,6 +74,12 @@ type Node struct {
 	// Keep says the node runs though nothing reads it: a check (a trace's
 	// guard that a decision goes as it did), which pruning keeps.
 	Keep bool
+	// Cond, on a Switch or a Merge, names the Cond whose branch it routes
+	// a value into or whose branches' values it joins: one number, above
+	// 0, per Cond the tracer built (0 for a loop's Switches and Merges).
+	// Recording a graph with its Conds as conditional nodes needs it
+	// (Record).
+	Cond int
 	// Device is where an op node ran when it was traced (nil: not
 	// known); Placement takes it as the node's device.
 	Device device.Device

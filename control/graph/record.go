@@ -176,7 +176,7 @@ func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tens
 		return nil, "the graph's control flow: " + why
 	}
 	for i, res := range g.Result {
-		if k := res.Node.Kind; k != OpNode && k != Exit {
+		if k := res.Node.Kind; k != OpNode && k != Exit && (k != Merge || res.Node.Cond == 0) {
 			return nil, fmt.Sprintf("result %d is a %s", i, k)
 		}
 	}

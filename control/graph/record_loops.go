@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -10,321 +8,33 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Loops recorded on the device. A graph whose control flow is the loops a
-// tracer builds from While (frames of Enter, Merge, Switch, NextIteration
-// and Exit, nested or not, with no Cond and no gradient stack) runs, on a
-// device that records loops (device.LoopCapturer), as regions in order:
-// the graph's top level, and a region per frame whose steps are its body.
-// A frame runs once while the device records: its loop values are copied
-// into buffers of the recording, its condition is computed, and
-// CaptureWhile records the body (its ops, the copy of each next value
-// into its loop value's buffer, the condition again) as a loop the device
-// repeats while the condition holds, with no wait for the host. The
-// Exits read the loop buffers.
+// Running a graph lowered to regions (record_regions.go) while its
+// device records. A frame runs once: its loop values are copied into
+// buffers of the recording, its condition is computed, and CaptureWhile
+// records the body (its steps, the copy of each next value into its loop
+// value's buffer, the condition again) as a loop the device repeats while
+// the condition holds, with no wait for the host; the Exits read the loop
+// buffers. A Cond runs its Switches (each output is its data), then
+// CaptureIf records each branch on the predicate (the true one) or its
+// negation, each copying its values into the buffers its Merges read.
 
-// region is the graph's top level (parent nil) or one frame.
-type region struct {
-	parent *region
-	frame  string
-	key    int    // the least node ID in it: where it stands among its parent's steps
-	steps  []step // in an order that respects the data and control edges
-	nodes  []*Node
-	// A frame's parts: its loop values' Merges, the Enters of its loop
-	// constants, the predicate its Switches test, the op nodes computing
-	// it (in ID order), its NextIterations and Exits by loop value.
-	merges []*Node
-	consts []*Node
-	pred   Output
-	cond   []*Node
-	nexts  []*Node
-	exits  []*Node
-	// recond says the body reads values of the condition's nodes: they
-	// are computed again at the start of each pass.
-	recond bool
-}
-
-// step is an op node or Switch of a region, or a frame inside it.
-type step struct {
-	node *Node
-	loop *region
-}
-
-func (s step) key() int {
-	if s.loop != nil {
-		return s.loop.key
-	}
-	return s.node.ID
-}
-
-// loopGraph is a graph lowered to regions.
+// loopGraph is a graph lowered to regions, ready to run.
 type loopGraph struct {
-	g        *Graph
-	top      *region
-	regionOf []*region       // by node ID
-	pinned   map[Output]bool // results: never released
+	*lowering
+	pinned map[Output]bool // results: never released
 }
 
-// lowerLoops lowers g to regions, or says why it cannot be ("" when it
-// can).
+// lowerLoops lowers g, or says why it cannot be ("" when it can).
 func lowerLoops(g *Graph) (*loopGraph, string) {
-	top := &region{}
-	regionOf := make([]*region, len(g.Nodes))
-	frames := map[string]*region{}
-	exitOf := map[*Node]*region{} // an Exit's frame
-	for _, n := range g.Nodes {
-		var r *region
-		switch n.Kind {
-		case Placeholder, Const:
-			r = top
-		case Enter:
-			parent := regionOf[n.Inputs[0].Node.ID]
-			if r = frames[n.Frame]; r == nil {
-				r = &region{parent: parent, frame: n.Frame, key: n.ID}
-				frames[n.Frame] = r
-			} else if r.parent != parent {
-				return nil, fmt.Sprintf("frame %s is entered from two frames", n.Frame)
-			}
-			if n.IsConstant {
-				r.consts = append(r.consts, n)
-			}
-		case Exit:
-			in := regionOf[n.Inputs[0].Node.ID]
-			if in == top {
-				return nil, fmt.Sprintf("%v leaves no frame", n)
-			}
-			r, exitOf[n] = in.parent, in
-			in.exits = append(in.exits, n)
-		case Merge:
-			if len(n.Inputs) != 2 || n.Inputs[0].Node.Kind != Enter || n.Inputs[0].Node.IsConstant || n.Inputs[1].Node.Kind != NextIteration {
-				return nil, fmt.Sprintf("%v is not a loop's Merge (a Cond's)", n)
-			}
-			r = regionOf[n.Inputs[0].Node.ID]
-			r.merges = append(r.merges, n)
-			r.nexts = append(r.nexts, n.Inputs[1].Node)
-		case OpNode, Switch, NextIteration:
-			if n.Kind == OpNode && n.Op.Ordered {
-				return nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
-			}
-			if len(n.After) > 0 && n.Kind != NextIteration {
-				return nil, fmt.Sprintf("%v waits on ordering edges", n)
-			}
-			r = top
-			for _, p := range producers(n) {
-				q := regionOf[p.ID]
-				switch {
-				case q == nil:
-					return nil, fmt.Sprintf("%v reads %v, which comes after it", n, p)
-				case within(r, q):
-				case within(q, r):
-					r = q
-				default:
-					return nil, fmt.Sprintf("%v reads from two unrelated frames", n)
-				}
-			}
-		default:
-			return nil, fmt.Sprintf("%v is a %s", n, n.Kind)
-		}
-		regionOf[n.ID] = r
-		r.nodes = append(r.nodes, n)
+	lw, why := lowerRegions(g)
+	if why != "" {
+		return nil, why
 	}
-	for _, r := range frames {
-		if why := r.check(regionOf, g.Nodes); why != "" {
-			return nil, why
-		}
-	}
-	for _, res := range g.Result {
-		if regionOf[res.Node.ID] != top {
-			return nil, fmt.Sprintf("result %v lies inside a frame", res.Node)
-		}
-	}
-	// Each region's steps: its op nodes and Switches (not the condition's)
-	// and its child frames, ordered by their dependences.
-	children := map[*region][]*region{}
-	for _, r := range frames {
-		children[r.parent] = append(children[r.parent], r)
-	}
-	for _, r := range append([]*region{top}, mapValues(frames)...) {
-		inCond := map[*Node]bool{}
-		for _, n := range r.cond {
-			inCond[n] = true
-		}
-		var steps []step
-		stepOf := map[*Node]int{} // node (or Exit of a child frame) -> index in steps
-		for _, n := range r.nodes {
-			if (n.Kind == OpNode || n.Kind == Switch) && !inCond[n] {
-				stepOf[n] = len(steps)
-				steps = append(steps, step{node: n})
-			}
-		}
-		for _, c := range children[r] {
-			for _, x := range c.exits {
-				stepOf[x] = len(steps)
-			}
-			steps = append(steps, step{loop: c})
-		}
-		r.steps = order(steps, stepOf, regionOf, g.Nodes)
-	}
-	lg := &loopGraph{g: g, top: top, regionOf: regionOf, pinned: map[Output]bool{}}
+	lg := &loopGraph{lowering: lw, pinned: map[Output]bool{}}
 	for _, res := range g.Result {
 		lg.pinned[res] = true
 	}
 	return lg, ""
-}
-
-// producers are the nodes n reads by data and control edges.
-func producers(n *Node) []*Node {
-	ps := make([]*Node, 0, len(n.Inputs)+len(n.Control))
-	for _, in := range n.Inputs {
-		ps = append(ps, in.Node)
-	}
-	return append(ps, n.Control...)
-}
-
-// within reports whether r is q or inside it.
-func within(r, q *region) bool {
-	for ; r != nil; r = r.parent {
-		if r == q {
-			return true
-		}
-	}
-	return false
-}
-
-func mapValues(m map[string]*region) []*region {
-	rs := make([]*region, 0, len(m))
-	for _, r := range m {
-		rs = append(rs, r)
-	}
-	slices.SortFunc(rs, func(a, b *region) int { return cmp.Compare(a.key, b.key) })
-	return rs
-}
-
-// check finds frame r's predicate and condition and says why r is not a
-// loop the device can run ("" when it is).
-func (r *region) check(regionOf []*region, nodes []*Node) string {
-	if len(r.merges) == 0 {
-		return fmt.Sprintf("frame %s has no loop value", r.frame)
-	}
-	for _, n := range r.nodes {
-		switch n.Kind {
-		case Switch:
-			if r.pred.Node == nil {
-				r.pred = n.Inputs[1]
-			} else if n.Inputs[1] != r.pred {
-				return fmt.Sprintf("frame %s branches on two predicates (a Cond in the loop)", r.frame)
-			}
-		case Merge:
-			if regionOf[n.Inputs[1].Node.ID] != r {
-				return fmt.Sprintf("%v's back edge comes from another frame", n)
-			}
-		}
-	}
-	if r.pred.Node == nil {
-		return fmt.Sprintf("frame %s has no Switch", r.frame)
-	}
-	for _, x := range r.exits {
-		sw := x.Inputs[0]
-		if sw.Node.Kind != Switch || sw.Index != 0 || !slices.Contains(r.merges, sw.Node.Inputs[0].Node) {
-			return fmt.Sprintf("%v does not leave with a loop value", x)
-		}
-	}
-	// The condition: the op nodes of r the predicate depends on.
-	inCond := map[*Node]bool{}
-	var walk func(n *Node) string
-	walk = func(n *Node) string {
-		if regionOf[n.ID] != r || inCond[n] {
-			return ""
-		}
-		switch n.Kind {
-		case Merge, Enter:
-			return ""
-		case OpNode:
-		default:
-			return fmt.Sprintf("frame %s's predicate depends on %v", r.frame, n)
-		}
-		inCond[n] = true
-		for _, p := range producers(n) {
-			if why := walk(p); why != "" {
-				return why
-			}
-		}
-		return ""
-	}
-	if why := walk(r.pred.Node); why != "" {
-		return why
-	}
-	for _, n := range r.nodes {
-		if inCond[n] {
-			r.cond = append(r.cond, n)
-		}
-	}
-	// Does anything else read the condition's values, or a Merge's index?
-	for id, q := range regionOf {
-		if q == nil || !within(q, r) {
-			continue
-		}
-		n := nodes[id]
-		for j, in := range n.Inputs {
-			switch {
-			case n.Kind == Switch && j == 1 && in == r.pred:
-				// A Switch of r tests the predicate: the body's own pass
-				// sets it afresh.
-			case inCond[in.Node] && !inCond[n]:
-				r.recond = true
-			case in.Node.Kind == Merge && in.Index == 1:
-				return fmt.Sprintf("%v reads %v's index", n, in.Node)
-			case in.Node.Kind == Switch && in.Index == 0 && n.Kind != Exit:
-				return fmt.Sprintf("%v reads %v's false side", n, in.Node)
-			}
-		}
-	}
-	return ""
-}
-
-// order sorts a region's steps so that each comes after the steps it
-// reads from (stepOf maps a node, or a child frame's Exit, to its step),
-// otherwise in the order the trace made them.
-func order(steps []step, stepOf map[*Node]int, regionOf []*region, nodes []*Node) []step {
-	deps := make([][]int, len(steps))
-	for i, s := range steps {
-		var reads []*Node
-		if s.node != nil {
-			reads = producers(s.node)
-		} else {
-			for id, q := range regionOf {
-				if q != nil && within(q, s.loop) {
-					reads = append(reads, producers(nodes[id])...)
-				}
-			}
-		}
-		for _, p := range reads {
-			if j, ok := stepOf[p]; ok && j != i {
-				deps[i] = append(deps[i], j)
-			}
-		}
-	}
-	idx := make([]int, len(steps))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(steps[a].key(), steps[b].key()) })
-	done := make([]bool, len(steps))
-	out := make([]step, 0, len(steps))
-	var visit func(i int)
-	visit = func(i int) {
-		if done[i] {
-			return
-		}
-		done[i] = true
-		for _, j := range deps[i] {
-			visit(j)
-		}
-		out = append(out, steps[i])
-	}
-	for _, i := range idx {
-		visit(i)
-	}
-	return out
 }
 
 // run queues the graph's work on args while dev records (Record's fn);
@@ -380,22 +90,13 @@ func (lg *loopGraph) reads(s step) []Output {
 		return s.node.Inputs
 	}
 	var out []Output
-	var walk func(r *region)
-	walk = func(r *region) {
-		for _, n := range r.nodes {
-			for _, in := range n.Inputs {
-				if lg.isTop(in.Node) {
-					out = append(out, in)
-				}
-			}
-		}
-		for _, st := range r.steps {
-			if st.loop != nil {
-				walk(st.loop)
+	for _, n := range lg.nodesOf(s) {
+		for _, in := range n.Inputs {
+			if lg.isTop(in.Node) {
+				out = append(out, in)
 			}
 		}
 	}
-	walk(s.loop)
 	return out
 }
 
@@ -406,8 +107,12 @@ func (lg *loopGraph) isTop(n *Node) bool { return lg.regionOf[n.ID] == lg.top }
 // values it made that a release may free (an op's outputs other than
 // its inputs handed back).
 func (lg *loopGraph) runStep(dev device.LoopCapturer, s step, vals map[Output]*tensor.Tensor) map[Output]bool {
-	if s.loop != nil {
+	switch {
+	case s.loop != nil:
 		lg.runLoop(dev, s.loop, vals)
+		return nil
+	case s.cond != nil:
+		lg.runCond(dev, s.cond, vals)
 		return nil
 	}
 	n := s.node
@@ -479,6 +184,39 @@ func (lg *loopGraph) runLoop(dev device.LoopCapturer, f *region, vals map[Output
 				vals[x.Out(0)] = bufs[i]
 			}
 		}
+	}
+}
+
+// runCond records Cond c: its Switches pass their data on, and each
+// branch, recorded as an IF node on the predicate (the true branch) or
+// its negation, copies its values into the buffers its Merges read.
+func (lg *loopGraph) runCond(dev device.LoopCapturer, c *branching, vals map[Output]*tensor.Tensor) {
+	for _, sw := range c.switches {
+		v := vals[sw.Inputs[0]]
+		vals[sw.Out(0)], vals[sw.Out(1)] = v, v
+	}
+	bufs := make([]*tensor.Tensor, len(c.merges))
+	pred := vals[c.pred]
+	for _, b := range []int{1, 0} {
+		err := dev.CaptureIf(pred.Buffer(), b == 0, func() error {
+			for _, s := range c.branches[b].steps {
+				lg.runStep(dev, s, vals)
+			}
+			for i, m := range c.merges {
+				out := vals[m.Inputs[b]]
+				if bufs[i] == nil {
+					bufs[i] = emptyLike(out)
+				}
+				mustCopy(bufs[i], out)
+			}
+			return nil
+		})
+		if err != nil {
+			panic(err)
+		}
+	}
+	for i, m := range c.merges {
+		vals[m.Out(0)] = bufs[i]
 	}
 }
 

@@ -556,6 +556,7 @@ type tracer struct {
 	// taken), for the nodes made inside one.
 	branchOf map[*graph.Node]*traceCtx
 	loops    atomic.Int32 // While frames made, for their names
+	conds    atomic.Int32 // Conds made, for their Switches' and Merges' Cond
 	paused   atomic.Int32 // >0 while a loop finishes eagerly, unrecorded
 	failure  atomic.Pointer[error]
 	// unroll traces loops iteration by iteration (with guards), for

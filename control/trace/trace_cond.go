@@ -21,9 +21,11 @@ import (
 type traceCtx struct {
 	parent *traceCtx
 	start  int // nodes from this ID on were made inside
-	// A Cond branch: the predicate and which Switch output is this branch.
+	// A Cond branch: the predicate, which Switch output is this branch,
+	// and the Cond's number (graph.Node.Cond).
 	pred   graph.Output
 	branch int
+	cond   int
 	// A While frame: its name, its ParallelIterations, and the node that
 	// ops reading no per-iteration value wait on (TensorFlow's pivot).
 	frame    string
@@ -77,8 +79,7 @@ func (t *tracer) route(ctx *traceCtx, v graph.Output) graph.Output {
 		r.Node.Specs = []eager.Out{spec1(v)}
 		t.varies[r.Node] = t.varies[inner.Node]
 	} else {
-		r = t.switchOn(inner, ctx.pred).Out(ctx.branch)
-		t.branchOf[r.Node] = ctx
+		r = t.branchSwitch(ctx, inner)
 	}
 	ctx.switched[v] = r
 	return r
@@ -91,6 +92,15 @@ func (t *tracer) switchOn(v, pred graph.Output) *graph.Node {
 	t.iter[sw] = t.iter[v.Node] || t.iter[pred.Node]
 	t.varies[sw] = t.varies[v.Node] || t.varies[pred.Node]
 	return sw
+}
+
+// branchSwitch routes v into Cond branch ctx: Switch(v, pred), marked as
+// the Cond's, its output on ctx's side.
+func (t *tracer) branchSwitch(ctx *traceCtx, v graph.Output) graph.Output {
+	sw := t.switchOn(v, ctx.pred)
+	sw.Cond = ctx.cond
+	t.branchOf[sw] = ctx
+	return sw.Out(ctx.branch)
 }
 
 // readsFrom reports whether a node with inputs ins, recorded in ctx, reads
@@ -109,11 +119,11 @@ func (t *tracer) readsFrom(ctx *traceCtx, ins []graph.Output) bool {
 // on itself, dead when the branch is not taken (TensorFlow's pivot).
 func (t *tracer) branchPivot(ctx *traceCtx) *graph.Node {
 	if ctx.pivot == nil {
-		sw := t.switchOn(ctx.pred, ctx.pred)
-		ctx.pivot = t.g.Apply(identityOp(), nil, 1, sw.Out(ctx.branch))
-		t.branchOf[sw], t.branchOf[ctx.pivot] = ctx, ctx
+		sw := t.branchSwitch(ctx, ctx.pred)
+		ctx.pivot = t.g.Apply(identityOp(), nil, 1, sw)
+		t.branchOf[ctx.pivot] = ctx
 		ctx.pivot.Specs = []eager.Out{spec1(ctx.pred)}
-		t.iter[ctx.pivot] = t.iter[sw]
+		t.iter[ctx.pivot] = t.iter[sw.Node]
 		t.varies[ctx.pivot] = true
 	}
 	return ctx.pivot
@@ -126,9 +136,7 @@ func (t *tracer) gate(ctx *traceCtx, v graph.Output) graph.Output {
 	if v.Node.ID >= ctx.start && v.Node.Kind != graph.Const {
 		return v
 	}
-	sw := t.switchOn(t.route(ctx.parent, v), ctx.pred)
-	t.branchOf[sw] = ctx
-	return sw.Out(ctx.branch)
+	return t.branchSwitch(ctx, t.route(ctx.parent, v))
 }
 
 // mergeSpecs are a Merge's outputs: the value and its input's index.
@@ -151,8 +159,9 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 	var outs [2][]*tensor.Tensor
 	var gated [2][]graph.Output
 	var from, to [2]uint64
+	id := int(t.conds.Add(1))
 	for b := range 2 {
-		ctx := &traceCtx{parent: t.ctx, pred: pv, branch: b, start: len(t.g.Nodes), switched: map[graph.Output]graph.Output{}}
+		ctx := &traceCtx{parent: t.ctx, pred: pv, branch: b, cond: id, start: len(t.g.Nodes), switched: map[graph.Output]graph.Output{}}
 		run := func() {
 			t.within(ctx, func() {
 				from[b] = regions.Mark()
@@ -191,6 +200,7 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 			return outs[taken]
 		}
 		m := t.g.Merge(gated[0][i], gated[1][i])
+		m.Cond = id
 		m.Specs = mergeSpecs(specOf(a))
 		if t.ctx != nil && t.ctx.frame == "" {
 			t.branchOf[m] = t.ctx

@@ -196,7 +196,7 @@ func (t *tracer) anchor(ctx *traceCtx, v graph.Output) graph.Output {
 		return v
 	}
 	if ctx.frame == "" {
-		return t.switchOn(v, ctx.pred).Out(ctx.branch)
+		return t.branchSwitch(ctx, v)
 	}
 	id := t.g.Apply(identityOp(), nil, 1, v)
 	id.Control = []*graph.Node{ctx.pivot}

@@ -433,9 +433,9 @@ type Graphs interface {
 // graph through cudaGraphSetConditional (kernels.SetConditional).
 type CondHandle uint64
 
-// GraphLoops is Graphs whose captures hold loops run on the device:
-// conditional WHILE nodes (CUDA 12.4 and later). Calls are made inside
-// Do, on a stream that captures.
+// GraphLoops is Graphs whose captures hold loops and branches run on the
+// device: conditional WHILE and IF nodes (CUDA 12.4 and later). Calls are
+// made inside Do, on a stream that captures.
 type GraphLoops interface {
 	Graphs
 	// NewCondition makes a condition of the graph s captures into, 0 at
@@ -444,11 +444,14 @@ type GraphLoops interface {
 	// BeginWhile adds a WHILE node on h after the work s captured so far,
 	// and goes on capturing s into the node's body: the body runs while h
 	// is nonzero, tested when the node is reached and after each pass.
-	// Loops nest (a body may begin a loop of its own).
+	// Bodies nest (a body may begin a node of its own).
 	BeginWhile(s Stream, h CondHandle) error
-	// EndWhile ends the capture of the innermost body begun on s: s goes
+	// BeginIf is BeginWhile for an IF node: its body runs once where h is
+	// nonzero when the node is reached, and not at all otherwise.
+	BeginIf(s Stream, h CondHandle) error
+	// EndBody ends the capture of the innermost body begun on s: s goes
 	// on capturing after its node.
-	EndWhile(s Stream) error
+	EndBody(s Stream) error
 }
 
 // The stream-capture errors.

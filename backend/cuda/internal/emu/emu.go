@@ -108,9 +108,9 @@ type Context struct {
 	GraphLaunches, Queued, Waits int
 	// conds are the graphs' conditions (graph.go), which kernels set
 	// through cudaGraphSetConditional; LoopPasses counts the passes of
-	// loop bodies run.
-	conds      map[cu.CondHandle]uint32
-	LoopPasses int
+	// loop bodies run, BranchesTaken the IF bodies.
+	conds                     map[cu.CondHandle]uint32
+	LoopPasses, BranchesTaken int
 }
 
 type stream struct {

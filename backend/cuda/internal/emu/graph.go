@@ -22,6 +22,7 @@ type capture struct {
 	invalid error // why the capture is invalidated
 	outer   *capture
 	cond    cu.CondHandle
+	loop    bool // the body is a WHILE node's (an IF node's otherwise)
 	// conds are the graph's conditions (the outermost capture's), set to
 	// 0 at each launch.
 	conds []cu.CondHandle
@@ -74,7 +75,7 @@ func (c *Context) EndCapture(s cu.Stream) (cu.GraphExec, error) {
 		for ; cp.outer != nil; cp = cp.outer {
 			cp.outer.invalid = cmp.Or(cp.outer.invalid, cp.invalid)
 		}
-		return 0, cu.Errorf(call, cu.ErrorCaptureInvalidated, "the capture ended inside a loop's body (no EndWhile)")
+		return 0, cu.Errorf(call, cu.ErrorCaptureInvalidated, "the capture ended inside a conditional node's body (no EndBody)")
 	}
 	if cp.invalid != nil {
 		return 0, cu.Errorf(call, cu.ErrorCaptureInvalidated, "%v", cp.invalid)
@@ -111,7 +112,14 @@ func (c *Context) NewCondition(s cu.Stream) (cu.CondHandle, error) {
 }
 
 // BeginWhile adds a loop on h and captures s into its body.
-func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
+func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error { return c.beginBody(s, h, true) }
+
+// BeginIf adds a branch on h and captures s into its body.
+func (c *Context) BeginIf(s cu.Stream, h cu.CondHandle) error { return c.beginBody(s, h, false) }
+
+// beginBody adds a WHILE (loop) or IF node on h and captures s into its
+// body.
+func (c *Context) beginBody(s cu.Stream, h cu.CondHandle, loop bool) error {
 	const call = "cuGraphAddNode"
 	st, err := c.capturing(call, s)
 	if err != nil {
@@ -121,14 +129,14 @@ func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
 	if !slices.Contains(st.capture.root().conds, h) {
 		return cu.Errorf(call, cu.ErrorInvalidValue, "condition %#x is not one of the graph's", uint64(h))
 	}
-	st.capture = &capture{outer: st.capture, cond: h}
+	st.capture = &capture{outer: st.capture, cond: h, loop: loop}
 	return nil
 }
 
-// EndWhile ends the innermost body's capture: its loop joins the
+// EndBody ends the innermost body's capture: its node joins the
 // enclosing capture as one op that runs the body while the condition is
-// nonzero.
-func (c *Context) EndWhile(s cu.Stream) error {
+// nonzero (a loop), or once if it is (a branch).
+func (c *Context) EndBody(s cu.Stream) error {
 	const call = "cuStreamEndCapture"
 	st, err := c.capturing(call, s)
 	if err != nil {
@@ -137,21 +145,28 @@ func (c *Context) EndWhile(s cu.Stream) error {
 	defer c.mu.Unlock()
 	body := st.capture
 	if body.outer == nil {
-		return cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x captures no loop's body", uintptr(s))
+		return cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x captures no conditional node's body", uintptr(s))
 	}
 	st.capture = body.outer
 	if body.invalid != nil {
 		st.capture.invalid = cmp.Or(st.capture.invalid, body.invalid)
 		return nil
 	}
-	h, ops := body.cond, body.ops
+	h, ops, loop := body.cond, body.ops, body.loop
 	st.capture.ops = append(st.capture.ops, func() error {
 		for c.conds[h] != 0 {
-			c.LoopPasses++
+			if loop {
+				c.LoopPasses++
+			} else {
+				c.BranchesTaken++
+			}
 			for _, op := range ops {
 				if err := op(); err != nil {
 					return err
 				}
+			}
+			if !loop {
+				break
 			}
 		}
 		return nil

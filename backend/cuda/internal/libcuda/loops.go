@@ -11,12 +11,12 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 )
 
-// Loops in a stream's capture (cu.GraphLoops): conditional WHILE nodes,
-// CUDA 12.4 and later. BeginWhile reads the graph the stream captures
+// Loops and branches in a stream's capture (cu.GraphLoops): conditional
+// WHILE and IF nodes, CUDA 12.4 and later. BeginWhile (BeginIf) reads the graph the stream captures
 // into and the nodes its next work would depend on
 // (cuStreamGetCaptureInfo), ends that capture, adds the node after those
 // nodes (cuGraphAddNode) and captures the stream into the node's body
-// (cuStreamBeginCaptureToGraph); EndWhile ends the body's capture and
+// (cuStreamBeginCaptureToGraph); EndBody ends the body's capture and
 // captures the stream into the graph again, after the node. So one
 // stream records the whole nest, and the work queued on it lands in the
 // body it belongs to.
@@ -24,6 +24,7 @@ import (
 // The driver's values for conditional nodes.
 const (
 	nodeTypeConditional = 13 // CU_GRAPH_NODE_TYPE_CONDITIONAL
+	condTypeIf          = 0  // CU_GRAPH_COND_TYPE_IF
 	condTypeWhile       = 1  // CU_GRAPH_COND_TYPE_WHILE
 	condAssignDefault   = 1  // CU_GRAPH_COND_ASSIGN_DEFAULT: the default at each launch
 )
@@ -116,6 +117,16 @@ func (c *Context) NewCondition(s cu.Stream) (cu.CondHandle, error) {
 // BeginWhile adds a WHILE node on h after s's captured work and captures
 // s into its body.
 func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
+	return c.beginBody(s, h, condTypeWhile)
+}
+
+// BeginIf adds an IF node on h after s's captured work and captures s
+// into its body.
+func (c *Context) BeginIf(s cu.Stream, h cu.CondHandle) error { return c.beginBody(s, h, condTypeIf) }
+
+// beginBody adds a conditional node of type typ on h after s's captured
+// work and captures s into its body.
+func (c *Context) beginBody(s cu.Stream, h cu.CondHandle, typ uint32) error {
 	if err := c.loopCalls(); err != nil {
 		return err
 	}
@@ -127,7 +138,7 @@ func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
 	if err := c.d.call("cuStreamEndCapture", c.d.f.endCapture, uintptr(s), uintptr(unsafe.Pointer(ended))); err != nil {
 		return err
 	}
-	p := &condNodeParams{typ: nodeTypeConditional, handle: uint64(h), condType: condTypeWhile, size: 1, ctx: c.h}
+	p := &condNodeParams{typ: nodeTypeConditional, handle: uint64(h), condType: typ, size: 1, ctx: c.h}
 	node := new(uintptr)
 	deps, edges := slicePtr(st.deps), slicePtr(st.edges)
 	if st.edges != nil || c.d.f.captureInfoV3 != 0 && c.d.f.addNodeV2 != 0 {
@@ -156,12 +167,12 @@ func (c *Context) BeginWhile(s cu.Stream, h cu.CondHandle) error {
 	return nil
 }
 
-// EndWhile ends the innermost body's capture on s and captures s into
-// the enclosing graph after the loop's node.
-func (c *Context) EndWhile(s cu.Stream) error {
+// EndBody ends the innermost body's capture on s and captures s into
+// the enclosing graph after its node.
+func (c *Context) EndBody(s cu.Stream) error {
 	open := c.loops[s]
 	if len(open) == 0 {
-		return cu.Errorf("cuStreamEndCapture", cu.ErrorInvalidValue, "stream %#x captures no loop's body", uintptr(s))
+		return cu.Errorf("cuStreamEndCapture", cu.ErrorInvalidValue, "stream %#x captures no conditional node's body", uintptr(s))
 	}
 	l := open[len(open)-1]
 	c.loops[s] = open[:len(open)-1]
