@@ -77,14 +77,15 @@
 // (device.Capturer), the memory allocated meanwhile kept as the
 // recording's own: graph.Record records a traced graph's run so, and a
 // traced Function with Record set (nn.RecordedTrainStep) replays its
-// graph with one launch per call. Its loops (device.LoopCapturer) are
-// the graph's conditional WHILE nodes: the stream's capture is ended at
-// the loop, the node added after what it captured, the stream captured
-// into the node's body and then into the graph again after it; the
-// condition is set on the device by kernels.SetConditional, which calls
-// the CUDA runtime's device function cudaGraphSetConditional (resolved
-// by the driver when it loads the module; where it is not, or the driver
-// predates CUDA 12.4, the loop runs as a frame, op by op).
+// graph with one launch per call. Its loops and Conds
+// (device.LoopCapturer) are the graph's conditional WHILE and IF nodes:
+// the stream's capture is ended at the node, the node added after what
+// it captured, the stream captured into the node's body and then into
+// the graph again after it; the condition is set on the device by
+// kernels.SetConditional, which calls the CUDA runtime's device function
+// cudaGraphSetConditional (resolved by the driver when it loads the
+// module; where it is not, or the driver predates CUDA 12.4, the graph
+// runs op by op).
 //
 // Package backend/cuda/nccl reduces tensors across the GPUs of several
 // processes with NCCL (a collective.Comm), queued on the same stream;

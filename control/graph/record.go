@@ -62,13 +62,14 @@ type Tail struct {
 // Record records a run of g on arguments of args' dtypes and shapes
 // (their values are not read, and nothing runs: the first Run does). g
 // must be straight-line (no control-flow nodes, as Execute's plan runs),
-// or have as its only control flow the loops a tracer builds from While
-// (frames, nested or not, with no Cond inside and no gradient stack) on
-// a device that records loops (device.LoopCapturer: a GPU's conditional
-// WHILE nodes), which then run on the device with no wait for the host
-// between iterations (record_loops.go); it must have no ordered op (a
+// or have as its only control flow the loops and branches a tracer builds
+// from While and Cond (frames and Conds, nested in any way, with no
+// gradient stack; a loop's predicate computed without a Cond or a loop)
+// on a device that records them (device.LoopCapturer: a GPU's
+// conditional WHILE and IF nodes), which then run on the device with no
+// wait for the host (record_regions.go); it must have no ordered op (a
 // collective, a transfer), and every result an op's output (or a loop's
-// Exit); args must be on g's device, which must record
+// Exit, a Cond's Merge); args must be on g's device, which must record
 // (device.Capturer), and no tape may observe (it would see no op). Where
 // one of these fails, or an op waits for the device while recorded (reads
 // a value on the host), Record returns an error wrapping

@@ -162,11 +162,11 @@ type Function struct {
 	// the signature's steps, a counted loop) and the graph stays under
 	// 65536 nodes, that straight-line graph is the one recorded; otherwise
 	// fn runs again and the loops become frames (not where InputSpecs
-	// leave sizes unknown), which a device that records loops (a GPU:
-	// conditional WHILE nodes) records with the rest, each loop run on the
-	// device with no wait for the host between iterations, and which run
-	// op by op elsewhere, or where a loop holds a Cond or a tape records
-	// it (graph.Record). A call that a
+	// leave sizes unknown). A device that records loops and branches (a
+	// GPU: conditional WHILE and IF nodes) records frames and Conds with
+	// the rest, each run on the device with no wait for the host; they run
+	// op by op elsewhere, or where a tape records a loop (its gradient
+	// stacks) or a loop's predicate is computed by a Cond (graph.Record). A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
