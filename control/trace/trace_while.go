@@ -7,6 +7,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
@@ -42,8 +43,12 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	if o.MaxIterations > 0 {
 		// The bound becomes a counter loop value and a conjunct of the
 		// condition (evaluated even when the bound stops the loop).
-		// The counter lives on the loop values' device, as the condition.
-		dev := init[0].Device()
+		// The counter lives where the condition runs: on the placement
+		// scope's device, or else on the loop values'.
+		dev, _ := device.Scope()
+		if dev == nil {
+			dev = init[0].Device()
+		}
 		bound, one, nv := tensor.FullOn(dev, tensor.Int64, float64(o.MaxIterations)), tensor.FullOn(dev, tensor.Int64, 1), len(init)
 		out := t.While(
 			func(v []*tensor.Tensor) *tensor.Tensor { return ops.LogicalAnd(ops.Lt(v[nv], bound), cond(v[:nv])) },
