@@ -60,6 +60,8 @@ skip=$(grep -c -- '--- SKIP' "$out/tests.log")
 	echo "passed $pass, failed $fail, skipped $skip"
 	grep -m1 'gpu:0: ' "$out/tests.log" | sed 's/^ */- device: /'
 	grep -m1 'nccl_test.go.*gpu:0: ' "$out/tests.log" | sed 's/^ */- NCCL: /'
+	# Loops and Conds as conditional nodes: the driver's first run of them.
+	grep -E -- '--- (PASS|FAIL): TestRecordedLoop(sOnTheDevice|Fallbacks) ' "$out/tests.log" | sed 's/^ */- conditional nodes: /'
 	if [ "$fail" != 0 ] || [ "$rc" != 0 ]; then
 		echo
 		echo '```'
