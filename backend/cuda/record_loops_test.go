@@ -1,8 +1,10 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -161,6 +163,9 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 			// again, which fails where the driver refused the loop (the
 			// calls then ran its frame op by op).
 			args := c.calls[0]
+			if err := f.RecordError(args...); err != nil {
+				t.Errorf("RecordError: %v", err)
+			}
 			rec, err := graph.Record(f.Graph(args...), args...)
 			if err != nil {
 				t.Fatalf("the loop's graph is not recorded on %s: %v", d.Name(), err)
@@ -186,6 +191,8 @@ func TestRecordedLoopFallbacks(t *testing.T) {
 	}
 	f := trace.NewFunction(fn)
 	f.Record = true
+	var notes []string
+	f.Logf = func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	for call, n := range []float32{3, 7, 0} {
 		args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(n))}
 		want := tensor.ToSlice[float32](onHost(t, fn(args)[0]))
@@ -201,7 +208,11 @@ func TestRecordedLoopFallbacks(t *testing.T) {
 			t.Errorf("call %d: %v, want %v", call, g, want)
 		}
 	}
-	if _, err := graph.Record(f.Graph(onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(float32(1))))); err == nil {
-		t.Errorf("graph.Record took a loop whose predicate a Cond computes")
+	args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(float32(1)))}
+	if err := f.RecordError(args...); err == nil || !strings.Contains(err.Error(), "predicate depends on") {
+		t.Errorf("RecordError of a loop whose predicate a Cond computes: %v", err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "runs op by op") {
+		t.Errorf("Logf heard %q, want one note that the graph runs op by op", notes)
 	}
 }

@@ -3,8 +3,10 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -245,17 +247,18 @@ type traced struct {
 	// where one goes another way runs fn eagerly).
 	hasGuards bool
 	// rec is the graph's recording (Function.Record), made on its first
-	// run; unrecordable says that Record failed.
-	recMu        sync.Mutex
-	rec          *graph.Recorded
-	unrecordable bool
+	// run; recordErr says why Record failed.
+	recMu     sync.Mutex
+	rec       *graph.Recorded
+	recordErr error
 }
 
 // replay runs tr's graph from its recording (Function.Record), making it
 // on the first run; ok is false, with nothing run, where the call must
 // run the graph op by op: a tape observes, a profile times the ops, or
 // the graph cannot be recorded.
-func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool) (out []*tensor.Tensor, owned []bool, ok bool, err error) {
+// Why the graph cannot be recorded goes to logf (where not nil) once.
+func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool, logf func(string, ...any)) (out []*tensor.Tensor, owned []bool, ok bool, err error) {
 	if eager.Observing() || eager.Profiling() {
 		return nil, nil, false, nil
 	}
@@ -264,10 +267,13 @@ func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool
 		nils = nils[:tail.Keep]
 	}
 	tr.recMu.Lock()
-	if tr.rec == nil && !tr.unrecordable {
+	if tr.rec == nil && tr.recordErr == nil {
 		rec, err := graph.RecordTail(tr.g, tr.graphTail(tail), args...)
 		if err != nil {
-			tr.unrecordable = true
+			tr.recordErr = err
+			if _, records := tr.g.Device.(device.Capturer); records {
+				noteUnrecorded(logf, err)
+			}
 		} else {
 			tr.rec = rec
 			// The recording's memory goes back with tr.
@@ -290,6 +296,37 @@ func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool
 		owned = withNils(nils, owned)
 	}
 	return withNils(nils, out), owned, true, nil
+}
+
+// noteUnrecorded says why a graph runs op by op under Record: to logf
+// (Function.Logf) where set, and to standard error where EAGERFLOW_DEBUG
+// names record.
+func noteUnrecorded(logf func(string, ...any), err error) {
+	const msg = "trace: Function.Record: the graph runs op by op: %v"
+	if logf != nil {
+		logf(msg, err)
+	}
+	if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "record") {
+		fmt.Fprintf(os.Stderr, msg+"\n", err)
+	}
+}
+
+// RecordError returns why the graph of args' signature runs op by op
+// under Record (graph.Record's error: control flow a device cannot
+// record, an op that reads a value on the host, ...), or nil where it is
+// recorded, Record is off, or no call of that signature has run its
+// graph yet (the first call traces). EAGERFLOW_DEBUG=record prints each
+// such error once, when it happens.
+func (f *Function) RecordError(args ...*tensor.Tensor) error {
+	f.mu.Lock()
+	tr := f.graphs[signature(args)]
+	f.mu.Unlock()
+	if tr == nil {
+		return nil
+	}
+	tr.recMu.Lock()
+	defer tr.recMu.Unlock()
+	return tr.recordErr
 }
 
 // graphTail is tail (nil: none) over tr's graph's results, which leave

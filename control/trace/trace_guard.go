@@ -113,7 +113,7 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 			return out, make([]bool, len(out)), false, err
 		}
 		if f.Record {
-			if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned); ok {
+			if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned, f.Logf); ok {
 				return out, owned, true, err
 			}
 		}
