@@ -23,6 +23,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Function.Call", Fn: func(args ...T) error { _, err := trace.NewFunction(fn).Call(args...); return err }},
 		{Name: "Function.CallOwned", Fn: func(args ...T) error { _, _, err := trace.NewFunction(fn).CallOwned(args...); return err }},
 		{Name: "Function.Graph", Fn: func(args ...T) { trace.NewFunction(fn).Graph(args...) }},
+		{Name: "Function.RecordError", Fn: func(args ...T) { _ = trace.NewFunction(fn).RecordError(args...) }},
 	}
 	nilsweep.Covered(t, ".", fns, map[string]string{"Function.Traces": "no argument"}, "Function")
 	nilsweep.Sweep(t, fns)
