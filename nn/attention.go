@@ -157,10 +157,12 @@ func (m *MultiHeadAttention) ForwardStep(x, k, v, pos *tensor.Tensor) (y, k2, v2
 }
 
 // NewStepCache returns zero keys and values for ForwardStep: [n, Heads,
-// capacity, C/Heads] of dtype dt each, on the default device.
+// capacity, C/Heads] of dtype dt each, on the device of the layer's
+// variables.
 func (m *MultiHeadAttention) NewStepCache(n, capacity int, dt tensor.DType) (k, v *tensor.Tensor) {
-	c := m.Out.Kernel.Value().Dim(0)
-	return tensor.Zeros(dt, n, m.Heads, capacity, c/m.Heads), tensor.Zeros(dt, n, m.Heads, capacity, c/m.Heads)
+	kernel := m.Out.Kernel.Value()
+	c, dev := kernel.Dim(0), kernel.Device()
+	return tensor.FullOn(dev, dt, 0, n, m.Heads, capacity, c/m.Heads), tensor.FullOn(dev, dt, 0, n, m.Heads, capacity, c/m.Heads)
 }
 
 // Variables returns the projections' variables.

@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"slices"
-
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
@@ -16,9 +14,7 @@ import (
 // (ops/cumsum.go).
 
 func init() {
-	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
-		eager.RegisterKernel("TakeAlongAxis", device.GPU, tensorType(d), takeAlong)
-	}
+	registerMoves("TakeAlongAxis", takeAlong)
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
 		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))

@@ -511,7 +511,10 @@ func BenchmarkGPTStepGPU(b *testing.B) {
 
 // BenchmarkGPTGenerateGPU generates the model's whole context one byte at
 // a time from a one-byte prompt with the KV cache (greedy), and reports
-// tokens per second.
+// tokens per second: eager (Decode a byte at a time, the byte chosen on
+// the device, as PyTorch's twin does) and recorded (model.Generate: one
+// traced While over the positions, recorded as a CUDA graph whose loop
+// is a conditional node: one launch a generation).
 func BenchmarkGPTGenerateGPU(b *testing.B) {
 	d := benchGPU(b)
 	shape, _ := gptBenchShape(d)
@@ -519,14 +522,24 @@ func BenchmarkGPTGenerateGPU(b *testing.B) {
 	defer restore()
 	m := model.New(tensor.NewRNG(1), shape)
 	first := onGPU(b, d, tensor.FromSlice([]int32{'f'}, 1, 1))
-	timeSteps(b, d, func() {
-		caches := m.NewCaches()
-		next := first
-		for range shape.Context {
-			next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
-		}
+	b.Run("eager", func(b *testing.B) {
+		timeSteps(b, d, func() {
+			caches := m.NewCaches()
+			next := first
+			for range shape.Context {
+				next = ops.Cast(ops.ArgMax(m.Decode(next, caches), -1), tensor.Int32)
+			}
+		})
+		b.ReportMetric(float64(shape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 	})
-	b.ReportMetric(float64(shape.Context)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.Run("recorded", func(b *testing.B) {
+		timeSteps(b, d, func() {
+			if _, err := m.Generate([]byte("f"), shape.Context-1, 0, 0, 1); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.ReportMetric(float64(shape.Context-1)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
 }
 
 // BenchmarkAttentionGPU is scaled dot-product attention, causal, forward

@@ -100,6 +100,7 @@ var budgets = map[string]kernelBudget{
 	"div_f32_bc":                     {instr: broadcastBudget},
 	"select_f32_bc":                  {instr: broadcastBudget},
 	"copy_b32":                       {instr: copyBudget},
+	"dyn_copy_b32_s32":               {instr: copyBudget}, // copy_b32 and the starts read and clamped once a thread
 	"transpose_b32":                  {instr: copyBudget},
 	"gather_b32_s32":                 {instr: copyBudget},
 	"exp_f32":                        {instr: transcendental},
@@ -235,6 +236,11 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"sum long columns (a bias gradient)", func() { ops.Sum(g(8, 28, 28, 32), 0, 1, 2) }},
 		{"softmax", func() { ops.Softmax(x, 1) }},
 		{"gather", func() { ops.Gather(x, idx, 0) }},
+		{"dynamic slice and update (a KV cache's step)", func() {
+			cache, pos := g(2, 4, 64, 32), onGPU(t, d, tensor.FromSlice([]int32{0, 0, 17, 0}, 4))
+			ops.DynamicUpdateSlice(cache, g(2, 4, 1, 32), pos)
+			ops.DynamicSlice(cache, pos, 2, 4, 8, 32)
+		}},
 		{"transpose", func() { ops.Transpose(x, 1, 0).Contiguous() }},
 		{"max pool NHWC and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(img, pool(ops.NHWC)) }, img) }},
 		{"max pool NCHW and its gradient", func() { grad(func() *tensor.Tensor { return ops.MaxPool2D(imgc, pool(ops.NCHW)) }, imgc) }},

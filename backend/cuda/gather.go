@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"slices"
-
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/backend/opattr"
@@ -16,10 +14,8 @@ import (
 // out of range and writes nothing; the read waits for the indices).
 
 func init() {
-	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
-		eager.RegisterKernel("Gather", device.GPU, tensorType(d), gather)
-		eager.RegisterKernel("Scatter", device.GPU, tensorType(d), scatter("scatter"))
-	}
+	registerMoves("Gather", gather)
+	registerMoves("Scatter", scatter("scatter"))
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("ScatterAdd", device.GPU, tensorType(d), scatter("scatter_add"))
 	}

@@ -84,6 +84,14 @@ func tensorType(d kernels.DType) tensor.DType { return tensorDTypes[slices.Index
 // kernelType is the kernel dtype of a tensor dtype.
 func kernelType(dt tensor.DType) kernels.DType { return kernelDTypes[slices.Index(tensorDTypes, dt)] }
 
+// registerMoves registers k as the GPU kernel of op for every dtype: a
+// kernel that moves elements as bits, whatever they hold.
+func registerMoves(op string, k eager.Kernel) {
+	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) {
+		eager.RegisterKernel(op, device.GPU, tensorType(d), k)
+	}
+}
+
 // flag is a kernel's boolean argument: 1 or 0.
 func flag(b bool) uint64 {
 	if b {

@@ -182,3 +182,53 @@ func attentionAgrees(t *testing.T, d *Device, what string, q, k, v, mask *tensor
 		}
 	}
 }
+
+// The GPT example's generation (a traced While over the positions, a
+// DynamicUpdateSlice of the KV caches a step) runs on the GPU as one
+// recorded graph, its loop a conditional node: the bytes the CPU
+// generates, greedy and sampled, and one graph launch a generation once
+// traced.
+func TestGPTGenerationRecordedOnGPU(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	prompt := []byte("func ")
+	type gen struct {
+		n           int
+		temperature float64
+		topK        int
+		seed        uint64
+	}
+	gens := []gen{{12, 0, 0, 1}, {9, 0, 0, 1}, {15, 1.5, 40, 7}, {15, 1.5, 40, 8}}
+	var out [2][][]byte
+	for i, dev := range []device.Device{device.Host(), d} {
+		onDevice(dev, func() {
+			m := model.New(tensor.NewRNG(4), model.Config{Layers: 2, Heads: 2, Dim: 16, Context: 24})
+			for j, g := range gens {
+				before, passes := graphLaunches(d)(), 0
+				if emulated {
+					passes = ctx.LoopPasses
+				}
+				b, err := m.Generate(prompt, g.n, g.temperature, g.topK, g.seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[i] = append(out[i], b)
+				// The second call of a sampling choice replays its graph.
+				if dev == device.Device(d) && emulated && (j == 1 || j == 3) {
+					if n := graphLaunches(d)() - before; n != 1 {
+						t.Errorf("generation %d: %d graph launches, want 1", j, n)
+					}
+					if p := ctx.LoopPasses - passes; p != len(prompt)+g.n-1 {
+						t.Errorf("generation %d: %d loop passes on the device, want %d", j, p, len(prompt)+g.n-1)
+					}
+				}
+			}
+		})
+	}
+	for j := range gens {
+		if !slices.Equal(out[0][j], out[1][j]) {
+			t.Errorf("generation %d: %q on the GPU, %q on the CPU", j, out[1][j], out[0][j])
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"slices"
-
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -18,9 +16,7 @@ import (
 // threads write one place and the sums run in the CPU's order.
 
 func init() {
-	for _, d := range slices.Concat(kernels.All, kernels.Halves, kernels.Floats8) { // moved as bits
-		eager.RegisterKernel("ExtractPatches", device.GPU, tensorType(d), extractPatches)
-	}
+	registerMoves("ExtractPatches", extractPatches)
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("ScatterPatches", device.GPU, tensorType(d), scatterPatchesKernel)
 		eager.RegisterKernel("ReduceWindow", device.GPU, tensorType(d), reduceWindow(d))

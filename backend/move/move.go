@@ -243,6 +243,14 @@ func offset(starts, strides []int) int {
 	return off
 }
 
+// DynamicSlice and DynamicUpdateSlice are the portable kernels of the
+// ops of those names (their starts read on the host), for backends whose
+// own kernels leave some cases to them.
+var (
+	DynamicSlice       eager.Kernel = dynamicSlice
+	DynamicUpdateSlice eager.Kernel = dynamicUpdateSlice
+)
+
 func dynamicSlice(c *eager.Call, outs []*tensor.Tensor) {
 	x, out := c.Inputs[0], outs[0]
 	starts := clampedStarts(c.Inputs[1], x.Shape(), c.Attrs.(opattr.SizesAttrs).Sizes)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -19,7 +20,9 @@ import (
 // the sample: the logits divided by the temperature, kept among the top
 // k, plus Gumbel noise (drawn before the loop, an argument, so that a
 // call with another seed reuses the graph), their argmax. A temperature
-// of 0 takes the likeliest byte.
+// of 0 takes the likeliest byte. The graph runs on the model's device;
+// on a GPU it is recorded (trace.Function.Record), the loop a CUDA
+// graph's conditional node: a generation is one launch.
 
 // sampling is a traced generation's static choices (a graph each).
 type sampling struct {
@@ -44,15 +47,19 @@ func (g *GPT) Generate(prompt []byte, n int, temperature float64, topK int, seed
 	if topK <= 0 || topK >= Vocab {
 		s.topK = 0
 	}
-	fn, _ := g.generators.LoadOrStore(s, trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return g.generateLoop(a, s) }))
+	traced := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return g.generateLoop(a, s) })
+	traced.Record = true
+	fn, _ := g.generators.LoadOrStore(s, traced)
 
+	dev := g.device()
 	seq := make([]int32, ctx)
 	for i, b := range prompt {
 		seq[i] = int32(b)
 	}
-	noise := tensor.Zeros(tensor.Float32, ctx, Vocab)
+	noise := tensor.FullOn(dev, tensor.Float32, 0, ctx, Vocab)
 	if !s.greedy {
-		// Gumbel noise -log(-log u), u uniform in (0, 1).
+		// Gumbel noise -log(-log u), u uniform in (0, 1), drawn on the
+		// host (the same bytes for a seed on every device).
 		u := tensor.RandUniform(tensor.NewRNG(seed), tensor.Float32, 1e-7, 1, ctx, Vocab)
 		noise = ops.Neg(ops.Log(ops.Neg(ops.Log(u))))
 	}
@@ -62,9 +69,13 @@ func (g *GPT) Generate(prompt []byte, n int, temperature float64, topK int, seed
 	}
 	var out []*tensor.Tensor
 	err := tensor.Catch(func() {
-		var err error
-		out, err = fn.(*trace.Function).Call(tensor.FromSlice(seq, 1, ctx), noise,
-			tensor.Scalar(int32(len(prompt))), tensor.Scalar(int32(len(prompt)+n)), tensor.Scalar(float32(inv)))
+		noise, err := noise.To(dev)
+		if err != nil {
+			panic(err)
+		}
+		out, err = fn.(*trace.Function).Call(tensor.FromSliceOn(dev, seq, 1, ctx), noise,
+			tensor.FullOn(dev, tensor.Int32, float64(len(prompt))), tensor.FullOn(dev, tensor.Int32, float64(len(prompt)+n)),
+			tensor.FullOn(dev, tensor.Float32, inv))
 		if err != nil {
 			panic(err)
 		}
@@ -80,20 +91,23 @@ func (g *GPT) Generate(prompt []byte, n int, temperature float64, topK int, seed
 	return bytes, nil
 }
 
+// device is where the model's variables are.
+func (g *GPT) device() device.Device { return g.Tok.Table.Value().Device() }
+
 // generateLoop is the traced function: arguments the sequence [1,
 // Context], the noise [Context, Vocab], the prompt's length, the end and
 // 1/temperature; result the sequence.
 func (g *GPT) generateLoop(a []*tensor.Tensor, s sampling) []*tensor.Tensor {
 	seq, noise, promptLen, end, invT := a[0], a[1], a[2], a[3], a[4]
-	ctx := g.Context()
-	vars := []*tensor.Tensor{tensor.Scalar(int32(0)), seq}
+	ctx, dev := g.Context(), g.device()
+	vars := []*tensor.Tensor{tensor.FullOn(dev, tensor.Int32, 0), seq}
 	for _, b := range g.Blocks {
 		k, v := b.Attn.NewStepCache(1, ctx, tensor.Float32)
 		vars = append(vars, k, v)
 	}
-	one := tensor.Scalar(int32(1))
+	one, zero := tensor.FullOn(dev, tensor.Int32, 1), tensor.FullOn(dev, tensor.Int32, 0, 1)
 	at := func(pos *tensor.Tensor) *tensor.Tensor { // [2] starts (0, pos)
-		return ops.Concatenate(0, tensor.FromSlice([]int32{0}), ops.Reshape(pos, 1))
+		return ops.Concatenate(0, zero, ops.Reshape(pos, 1))
 	}
 	out := control.While(func(v []*tensor.Tensor) *tensor.Tensor {
 		return ops.Lt(ops.Add(v[0], one), end)
@@ -115,7 +129,7 @@ func (g *GPT) generateLoop(a []*tensor.Tensor, s sampling) []*tensor.Tensor {
 				kth := ops.Slice(top, []int{s.topK - 1}, []int{s.topK}, nil)
 				logits = ops.Where(ops.Ge(logits, kth), logits, ops.ScalarLike(logits, math.Inf(-1)))
 			}
-			logits = ops.Add(logits, ops.Reshape(ops.DynamicSlice(noise, ops.Concatenate(0, ops.Reshape(pos, 1), tensor.FromSlice([]int32{0})), 1, Vocab), Vocab))
+			logits = ops.Add(logits, ops.Reshape(ops.DynamicSlice(noise, ops.Concatenate(0, ops.Reshape(pos, 1), zero), 1, Vocab), Vocab))
 		}
 		choice := ops.Reshape(ops.Cast(ops.ArgMax(logits, 0), tensor.Int32), 1, 1)
 		nextPos := ops.Add(pos, one)

@@ -1,6 +1,11 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // Copy kernels move elements without looking at them:
 //   - copy_b8, copy_b16, copy_b32, copy_b64 (dst, src, n, g): element i of the box
@@ -17,6 +22,13 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     per sector.
 //   - fill_b16, fill_b64 (dst, n, v): n 2- or 8-byte elements set to v
 //     (memsets do 1 and 4 bytes).
+//   - dyn_copy_<b8|b16|b32|b64>_<s32|s64> (dst, src, n, g, starts, dyn):
+//     copy_<b>'s box, one operand's offset moved by start positions read
+//     on the device (DynamicSlice's and DynamicUpdateSlice's, XLA's
+//     clamping): Σ_d clamp(starts[d], 0, bound[d])·stride[d] over the
+//     DynCopy layout of dyn, computed once a thread, added to the
+//     destination's offset (side 0) or the source's (side 1). No read on
+//     the host, so a recording holds it (a loop's step a position).
 
 // The transpose's tile: TransposeTile² elements, moved by TransposeTile x
 // TransposeRows threads.
@@ -46,6 +58,9 @@ func copyKernels() []*ptx.Kernel {
 	}
 	for _, ct := range copyTypes {
 		out = append(out, transposeKernel(ct.name, ct.t))
+		for _, idx := range []DType{S32, S64} {
+			out = append(out, dynCopyKernel(ct.name, ct.t, idx))
+		}
 	}
 	for _, ct := range []struct {
 		name  string
@@ -59,6 +74,80 @@ func copyKernels() []*ptx.Kernel {
 		out = append(out, k)
 	}
 	return out
+}
+
+// The dyn parameter of dyn_copy: the rank, the side the starts move, and
+// per dimension the largest start (the operand's size less the box's)
+// and the moved operand's stride.
+const (
+	dynRank      = 0
+	dynSide      = 8
+	dynDims      = 16 // per dimension: bound u64, stride u64
+	DynCopySize  = dynDims + 16*MaxRank
+	DynCopyDst   = 0
+	DynCopySrc   = 1
+	dynCopyParam = "dyn"
+)
+
+// DynCopy fills dyn_copy's dyn parameter: the starts move the
+// destination's offset (side DynCopyDst) or the source's (DynCopySrc),
+// each clamped into [0, bounds[d]], times strides[d].
+func DynCopy(side int, bounds, strides []int) []byte {
+	if len(bounds) > MaxRank || len(strides) != len(bounds) {
+		panic(fmt.Sprintf("kernels: DynCopy of rank %d with %d strides", len(bounds), len(strides)))
+	}
+	b := make([]byte, DynCopySize)
+	binary.LittleEndian.PutUint64(b[dynRank:], uint64(len(bounds)))
+	binary.LittleEndian.PutUint64(b[dynSide:], uint64(side))
+	for d := range bounds {
+		binary.LittleEndian.PutUint64(b[dynDims+16*d:], uint64(max(bounds[d], 0)))
+		binary.LittleEndian.PutUint64(b[dynDims+16*d+8:], uint64(int64(strides[d])))
+	}
+	return b
+}
+
+// dynCopyKernel writes dyn_copy_<name>_<idx> (see the family's comment).
+func dynCopyKernel(name string, t ptx.Type, idx DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dyn_copy", name, string(idx)))
+	dst, src := k.ParamPtr("dst"), k.ParamPtr("src")
+	n := k.Param("n", ptx.U64)
+	g := k.ParamBytes("g", GeometrySize)
+	starts := k.ParamPtr("starts")
+	k.ParamBytes(dynCopyParam, DynCopySize)
+	// The moved offset, once: each dimension's start clamped, times its
+	// stride.
+	rank, dyn := k.LoadField(dynCopyParam, dynRank), k.Reg(ptx.S64)
+	k.Op("mov.s64 %s, 0", dyn)
+	done, p := k.Label("dyn"), k.Reg(ptx.Pred)
+	for d := 0; d < MaxRank; d++ {
+		k.Op("setp.le.u64 %s, %s, %d", p, rank, d)
+		k.Op("@%s bra %s", p, done)
+		v := k.Reg(ptx.S64)
+		if idx == S32 {
+			w := k.Reg(ptx.S32)
+			k.Op("ld.global.s32 %s, [%s+%d]", w, starts, 4*d)
+			k.Op("cvt.s64.s32 %s, %s", v, w)
+		} else {
+			k.Op("ld.global.s64 %s, [%s+%d]", v, starts, 8*d)
+		}
+		k.Op("max.s64 %s, %s, 0", v, v)
+		k.Op("min.s64 %s, %s, %s", v, v, k.LoadField(dynCopyParam, dynDims+16*d))
+		k.Op("mad.lo.s64 %s, %s, %s, %s", dyn, v, k.LoadField(dynCopyParam, dynDims+16*d+8), dyn)
+	}
+	k.Place(done)
+	side := k.LoadField(dynCopyParam, dynSide)
+	toDst, toSrc := k.Reg(ptx.S64), k.Reg(ptx.S64)
+	k.Op("setp.eq.u64 %s, %s, %d", p, side, DynCopyDst)
+	k.Op("selp.b64 %s, %s, 0, %s", toDst, dyn, p)
+	k.Op("selp.b64 %s, 0, %s, %s", toSrc, dyn, p)
+	k.GridStride(n, func(i ptx.Reg) {
+		off := offsets(k, g, i, 2)
+		k.Op("add.s64 %s, %s, %s", off[0], off[0], toDst)
+		k.Op("add.s64 %s, %s, %s", off[1], off[1], toSrc)
+		v := k.Load(t, k.Addr(src, off[1], t.Size()))
+		k.Store(t, k.Addr(dst, off[0], t.Size()), v)
+	})
+	return k
 }
 
 // transposeKernel writes transpose_<name> for elements of type t.

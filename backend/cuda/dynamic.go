@@ -1,0 +1,75 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// DynamicSlice and DynamicUpdateSlice (ops/dynamic.go) with their start
+// positions read on the device (kernels' dyn_copy), where the portable
+// kernels (backend/move) read them on the host: a wait for the device per
+// call, which a recording cannot hold, in every step of a traced Scan or
+// a generation loop. Ranks above kernels.MaxRank go to the portable
+// kernels.
+
+func init() {
+	registerMoves("DynamicSlice", dynamicSlice)
+	registerMoves("DynamicUpdateSlice", dynamicUpdateSlice)
+}
+
+// dynamicSlice copies the box of out's shape at the clamped starts of x.
+func dynamicSlice(c *eager.Call, outs []*tensor.Tensor) {
+	x, starts, out := c.Inputs[0], c.Inputs[1], outs[0]
+	if x.Rank() > kernels.MaxRank {
+		move.DynamicSlice(c, outs)
+		return
+	}
+	sizes := c.Attrs.(opattr.SizesAttrs).Sizes
+	xs := tensor.Strides(x.Shape(), x.Layout())
+	check(c, gpu(c).dynCopy(out, tensor.Strides(out.Shape(), nil), x, xs, starts, out.Shape(), kernels.DynCopySrc, boundsOf(x.Shape(), sizes), xs))
+}
+
+// dynamicUpdateSlice copies x into out, then u into the box of its shape
+// at the clamped starts of out.
+func dynamicUpdateSlice(c *eager.Call, outs []*tensor.Tensor) {
+	x, u, starts, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
+	if x.Rank() > kernels.MaxRank {
+		move.DynamicUpdateSlice(c, outs)
+		return
+	}
+	d, os := gpu(c), tensor.Strides(x.Shape(), nil)
+	if err := d.Copy(out.Buffer(), 0, os, x.Buffer(), 0, tensor.Strides(x.Shape(), x.Layout()), x.Shape(), x.DType().Size()); err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%v", err)
+	}
+	check(c, d.dynCopy(out, os, u, tensor.Strides(u.Shape(), u.Layout()), starts, u.Shape(), kernels.DynCopyDst, boundsOf(x.Shape(), u.Shape()), os))
+}
+
+// boundsOf is each dimension's largest start: the operand's size less the
+// box's.
+func boundsOf(shape, box []int) []int {
+	b := make([]int, len(shape))
+	for i := range shape {
+		b[i] = shape[i] - box[i]
+	}
+	return b
+}
+
+// dynCopy queues dyn_copy: the box of shape from src (strides sSt) to dst
+// (strides dSt), the starts (Int32 or Int64, one a dimension) moving side's
+// offset by strides moved, each clamped into [0, bounds[d]].
+func (d *Device) dynCopy(dst *tensor.Tensor, dSt []int, src *tensor.Tensor, sSt []int, starts *tensor.Tensor, shape []int, side int, bounds, moved []int) error {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	if n == 0 {
+		return nil
+	}
+	g := kernels.Geometry(shape, [][]int{dSt, sSt}, nil)
+	name := kernels.Name("dyn_copy", width(src.DType()), string(kernelType(starts.DType())))
+	args := newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).Bytes(g, 8).Ptr(ptr(starts)).Bytes(kernels.DynCopy(side, bounds, moved), 8)
+	return d.launch("copy", name, n, args)
+}
