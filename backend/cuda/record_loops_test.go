@@ -216,3 +216,57 @@ func TestRecordedLoopFallbacks(t *testing.T) {
 		t.Errorf("Logf heard %q, want one note that the graph runs op by op", notes)
 	}
 }
+
+// A loop the data decide costs a recorded call a few calls on the
+// stream and no wait, where the frame executor waits for each
+// iteration's predicate and launches each op: the emulator's counts for
+// BenchmarkConvergenceLoopGPU's loop (16 iterations of a [1 128] x [128
+// 128] product, tanh and a max).
+func TestLoopQueuedCalls(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's calls")
+	}
+	awaitNoObservers(t)
+	r := tensor.NewRNG(11)
+	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 128, 128), onGPU(t, d, tensor.Scalar(float32(0.06))))
+	x := tensor.RandNormalOn(d, r, tensor.Float32, 1, 128)
+	h0 := tensor.FullOn(d, tensor.Float32, 0, 1, 128)
+	tol, one := tensor.FullOn(d, tensor.Float32, 1e-5), tensor.FullOn(d, tensor.Float32, 1)
+	loop := func(a []*tensor.Tensor) []*tensor.Tensor {
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Gt(v[1], tol) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				h := ops.Tanh(ops.Add(ops.MatMul(v[0], a[0]), a[1]))
+				return []*tensor.Tensor{h, ops.Amax(ops.Abs(ops.Sub(h, v[0])))}
+			}, []*tensor.Tensor{a[2], one})
+		return out[:1]
+	}
+	for _, record := range []bool{false, true} {
+		f := trace.NewFunction(loop)
+		f.Record = record
+		for range 2 { // the trace, then the graph (and its recording)
+			if _, err := f.Call(w, x, h0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		queued, waits, passes := ctx.Queued, ctx.Waits, ctx.LoopPasses
+		if _, err := f.Call(w, x, h0); err != nil {
+			t.Fatal(err)
+		}
+		q, wt := ctx.Queued-queued, ctx.Waits-waits
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Record %v: %d calls queued, %d waits, %d passes on the device", record, q, wt, ctx.LoopPasses-passes)
+		switch {
+		case record && (q > 5 || wt != 0 || ctx.LoopPasses-passes != 16):
+			t.Errorf("recorded: %d calls queued, %d waits, %d passes on the device; want at most 5, none, 16", q, wt, ctx.LoopPasses-passes)
+		case !record && wt < 16:
+			t.Errorf("op by op: %d waits, want one an iteration at least (the predicate read)", wt)
+		}
+	}
+}
