@@ -17,6 +17,9 @@ import (
 // them out.
 type WhileOptions struct {
 	// MaxIterations stops the loop after this many iterations (0: no limit).
+	// A traced loop a tape records needs it to be recorded on a GPU
+	// (trace.Function.Record): its gradient's stacks hold that many values
+	// there, as XLA needs a bound on a loop it differentiates.
 	MaxIterations int
 	// ParallelIterations bounds how many iterations of a traced loop the
 	// executor keeps active at once (0: 10, TensorFlow's default): values
@@ -48,7 +51,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	}
 	l := &flow.Loop{Name: "While", NVars: len(loopVars), Checkpoint: o.Checkpoint, Body: body, Recording: regions.Recording()}
 	if t := flow.RecordingOf(loopVars...); t != nil {
-		if out := t.While(cond, body, loopVars, flow.Options(o)); out != nil {
+		if out := t.While(cond, body, loopVars, o.flow()); out != nil {
 			return out
 		}
 	} else if marks := flow.LiveMarks(); marks != nil {
@@ -64,7 +67,7 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 				return false
 			}
 			t.RollbackTo(m)
-			traced = t.While(cond, body, loopVars, flow.Options(o))
+			traced = t.While(cond, body, loopVars, o.flow())
 			return true
 		}
 		vars := l.While(cond, loopVars, o.MaxIterations)
@@ -81,10 +84,15 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 	return done(l, loopVars, l.While(cond, loopVars, o.MaxIterations))
 }
 
+// flow is o as package flow passes it to a trace.
+func (o WhileOptions) flow() flow.Options {
+	return flow.Options{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint}
+}
+
 func init() {
 	flow.While = func(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 		init []*tensor.Tensor, o flow.Options) []*tensor.Tensor {
-		return While(cond, body, init, WhileOptions(o))
+		return While(cond, body, init, WhileOptions{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
 	}
 }
 

@@ -275,6 +275,18 @@ type LoopCapturer interface {
 	CaptureIf(pred Buffer, negate bool, body func() error) error
 }
 
+// PositionCopier is a device that copies a box at positions it reads in
+// its own memory when the copy runs, not on the host (a GPU: a recorded
+// loop's gradient stacks, pushed and popped at a count the device keeps).
+type PositionCopier interface {
+	// CopyAt is Copy (the box shape of elements of esize bytes, from src
+	// with strides sSt to dst with strides dSt, both from offset 0) with
+	// the destination's offset (toDst) or the source's moved by
+	// Σ_d clamp(at[d], 0, bounds[d])·moved[d], at the buffer of an Int64
+	// vector of len(bounds) elements on this device.
+	CopyAt(dst Buffer, dSt []int, src Buffer, sSt []int, shape []int, esize int, at Buffer, toDst bool, bounds, moved []int) error
+}
+
 // CaptureState is a Capturer that says whether it records now: memory
 // allocated meanwhile is the recording's (freed with it), so a cache of
 // lasting buffers (package ops' constants) makes none then.

@@ -1,9 +1,13 @@
 package cuda
 
 import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/backend/opattr"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -61,6 +65,12 @@ func boundsOf(shape, box []int) []int {
 // (strides dSt), the starts (Int32 or Int64, one a dimension) moving side's
 // offset by strides moved, each clamped into [0, bounds[d]].
 func (d *Device) dynCopy(dst *tensor.Tensor, dSt []int, src *tensor.Tensor, sSt []int, starts *tensor.Tensor, shape []int, side int, bounds, moved []int) error {
+	return d.dynCopyPtr(ptr(dst), dSt, ptr(src), sSt, src.DType().Size(), ptr(starts), kernelType(starts.DType()), shape, side, bounds, moved)
+}
+
+// dynCopyPtr is dynCopy on device addresses, elements of esize bytes,
+// starts of dtype idx.
+func (d *Device) dynCopyPtr(dst cu.Ptr, dSt []int, src cu.Ptr, sSt []int, esize int, starts cu.Ptr, idx kernels.DType, shape []int, side int, bounds, moved []int) error {
 	n := 1
 	for _, s := range shape {
 		n *= s
@@ -68,8 +78,34 @@ func (d *Device) dynCopy(dst *tensor.Tensor, dSt []int, src *tensor.Tensor, sSt 
 	if n == 0 {
 		return nil
 	}
+	w := map[int]string{1: "b8", 2: "b16", 4: "b32", 8: "b64"}[esize]
+	if w == "" || len(shape) > kernels.MaxRank || len(bounds) > kernels.MaxRank {
+		return fmt.Errorf("cuda: %s: a copy at device positions of %d-byte elements, rank %d", d.name, esize, len(shape))
+	}
 	g := kernels.Geometry(shape, [][]int{dSt, sSt}, nil)
-	name := kernels.Name("dyn_copy", width(src.DType()), string(kernelType(starts.DType())))
-	args := newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).U64(uint64(n)).Bytes(g, 8).Ptr(ptr(starts)).Bytes(kernels.DynCopy(side, bounds, moved), 8)
-	return d.launch("copy", name, n, args)
+	args := newArgs().Ptr(dst).Ptr(src).U64(uint64(n)).Bytes(g, 8).Ptr(starts).Bytes(kernels.DynCopy(side, bounds, moved), 8)
+	return d.launch("copy", kernels.Name("dyn_copy", w, string(idx)), n, args)
 }
+
+// CopyAt is Copy at positions read on the device (device.PositionCopier).
+func (d *Device) CopyAt(dst device.Buffer, dSt []int, src device.Buffer, sSt []int, shape []int, esize int, at device.Buffer, toDst bool, bounds, moved []int) error {
+	db, err := bufOf(dst, d, "destination")
+	if err != nil {
+		return err
+	}
+	sb, err := bufOf(src, d, "source")
+	if err != nil {
+		return err
+	}
+	ab, err := bufOf(at, d, "positions")
+	if err != nil {
+		return err
+	}
+	side := kernels.DynCopySrc
+	if toDst {
+		side = kernels.DynCopyDst
+	}
+	return d.dynCopyPtr(db.ptr, dSt, sb.ptr, sSt, esize, ab.ptr, kernels.S64, shape, side, bounds, moved)
+}
+
+var _ device.PositionCopier = (*Device)(nil)

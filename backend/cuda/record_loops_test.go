@@ -12,6 +12,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -268,5 +269,55 @@ func TestLoopQueuedCalls(t *testing.T) {
 		case !record && wt < 16:
 			t.Errorf("op by op: %d waits, want one an iteration at least (the predicate read)", wt)
 		}
+	}
+}
+
+// A loop a tape records, bounded by MaxIterations, is recorded with its
+// gradient: the forward loop pushes what the backward loop pops onto
+// stacks of MaxIterations elements on the device (device.PositionCopier),
+// and both loops are WHILE nodes: each call's trip count (two, five, the
+// bound) gives the eager loss and gradient.
+func TestRecordedLoopGradients(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	_, emulated := d.ctx.(*emu.Context)
+	r := tensor.NewRNG(21)
+	w := onGPU(t, d, ops.Mul(tensor.RandNormal(r, tensor.Float32, 4, 4), tensor.Scalar(float32(0.4))))
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), a[2]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Add(ops.Mul(ops.Tanh(ops.MatMul(v[0], a[0])), ops.ScalarLike(v[0], 1.5)), v[0])}
+			}, []*tensor.Tensor{a[1]}, control.WhileOptions{MaxIterations: 6})
+		loss := ops.Sum(ops.Square(out[0]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, a[0])[0]}
+	}
+	f := trace.NewFunction(fn)
+	f.Record = true
+	x := onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 4))
+	for call, thr := range []float32{3, 50, 1e9, 0, 20} {
+		args := []*tensor.Tensor{w, x, onGPU(t, d, tensor.Scalar(thr))}
+		want := fn(args)
+		before := graphLaunches(d)()
+		got, err := f.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := graphLaunches(d)() - before; emulated && n != min(call, 1) {
+			t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
+		}
+		for i := range want {
+			if want[i] == nil { // no iteration: no gradient eagerly, zeros in the graph
+				if got[i] != nil && slices.ContainsFunc(tensor.ToSlice[float32](onHost(t, got[i])), func(v float32) bool { return v != 0 }) {
+					t.Errorf("call %d, result %d: %v, want zeros", call, i, got[i])
+				}
+				continue
+			}
+			agreeWithin(t, fmt.Sprintf("call %d (threshold %v), result %d", call, thr, i), got[i], onHost(t, want[i]), 1e-5)
+		}
+	}
+	if err := f.RecordError(w, x, onGPU(t, d, tensor.Scalar(float32(1)))); err != nil {
+		t.Errorf("RecordError: %v", err)
 	}
 }

@@ -74,6 +74,10 @@ type Node struct {
 	// Keep says the node runs though nothing reads it: a check (a trace's
 	// guard that a decision goes as it did), which pruning keeps.
 	Keep bool
+	// Capacity, on a Stack, is the most values its pushes leave on it at
+	// once (0: not known), where the tracer knows it (a loop bounded by
+	// MaxIterations): a device's recording keeps that many (Record).
+	Capacity int
 	// Cond, on a Switch or a Merge, names the Cond whose branch it routes
 	// a value into or whose branches' values it joins: one number, above
 	// 0, per Cond the tracer built (0 for a loop's Switches and Merges).

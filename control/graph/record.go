@@ -63,11 +63,12 @@ type Tail struct {
 // (their values are not read, and nothing runs: the first Run does). g
 // must be straight-line (no control-flow nodes, as Execute's plan runs),
 // or have as its only control flow the loops and branches a tracer builds
-// from While and Cond (frames and Conds, nested in any way, with no
-// gradient stack; a loop's predicate computed without a Cond or a loop)
-// on a device that records them (device.LoopCapturer: a GPU's
-// conditional WHILE and IF nodes), which then run on the device with no
-// wait for the host (record_regions.go); it must have no ordered op (a
+// from While and Cond (frames and Conds, nested in any way; a loop's
+// predicate computed without a Cond or a loop; a loop gradient's stacks
+// of known depth, Node.Capacity, on a device.PositionCopier) on a device
+// that records them (device.LoopCapturer: a GPU's conditional WHILE and
+// IF nodes), which then run on the device with no wait for the host
+// (record_regions.go, record_stacks.go); it must have no ordered op (a
 // collective, a transfer), and every result an op's output (or a loop's
 // Exit, a Cond's Merge); args must be on g's device, which must record
 // (device.Capturer), and no tape may observe (it would see no op). Where
@@ -175,6 +176,9 @@ func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tens
 	lg, why := lowerLoops(g)
 	if why != "" {
 		return nil, "the graph's control flow: " + why
+	}
+	if _, ok := dev.(device.PositionCopier); len(lg.stacks) > 0 && !ok {
+		return nil, "the graph's loop gradients keep stacks, which " + dev.Name() + " does not keep on the device"
 	}
 	for i, res := range g.Result {
 		if k := res.Node.Kind; k != OpNode && k != Exit && (k != Merge || res.Node.Cond == 0) {

@@ -22,6 +22,8 @@ import (
 type loopGraph struct {
 	*lowering
 	pinned map[Output]bool // results: never released
+	// live holds the stacks a run made, by their handle (stacks.go).
+	live map[*tensor.Tensor]*liveStack
 }
 
 // lowerLoops lowers g, or says why it cannot be ("" when it can).
@@ -41,6 +43,7 @@ func lowerLoops(g *Graph) (*loopGraph, string) {
 // an op's error panics, as the ops do.
 func (lg *loopGraph) run(dev device.LoopCapturer, args []*tensor.Tensor) []*tensor.Tensor {
 	vals := make(map[Output]*tensor.Tensor, len(lg.g.Nodes))
+	lg.live = map[*tensor.Tensor]*liveStack{}
 	for i, in := range lg.g.Inputs {
 		vals[in.Out(0)] = args[i]
 	}
@@ -120,10 +123,21 @@ func (lg *loopGraph) runStep(dev device.LoopCapturer, s step, vals map[Output]*t
 	for i, in := range n.Inputs {
 		ins[i] = vals[in]
 	}
-	if n.Kind == Switch {
+	switch n.Kind {
+	case Switch:
 		// Inside its frame's loop the predicate holds; the false side is
 		// the loop value an Exit reads when the loop ends.
 		vals[n.Out(0)], vals[n.Out(1)] = ins[0], ins[0]
+		return nil
+	case Stack:
+		vals[n.Out(0)] = lg.newStack(n)
+		return nil
+	case StackPush:
+		lg.push(ins[0], ins[1])
+		vals[n.Out(0)] = ins[1]
+		return nil
+	case StackPop:
+		vals[n.Out(0)] = lg.pop(ins[0])
 		return nil
 	}
 	fresh := map[Output]bool{}

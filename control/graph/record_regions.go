@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/eagerflow/eagerflow/eager"
 )
 
 // Control flow recorded on the device. A graph whose control flow is the
@@ -89,7 +91,8 @@ type lowering struct {
 	regionOf []*region // by node ID: a Cond's Switch lies where its inputs do
 	frames   map[string]*region
 	conds    map[int]*branching
-	lifted   map[*Node]int // Cond Switches reading another Cond's branch: the side they may be read on
+	lifted   map[*Node]int       // Cond Switches reading another Cond's branch: the side they may be read on
+	stacks   map[*Node]eager.Out // each Stack's element (its push's)
 }
 
 // outRegion is the region an output's value lives in: a Cond Switch's
@@ -160,7 +163,7 @@ func (lw *lowering) deepestOf(n *Node, at func(Output) *region) (*region, string
 // can).
 func lowerRegions(g *Graph) (*lowering, string) {
 	lw := &lowering{g: g, top: &region{}, regionOf: make([]*region, len(g.Nodes)), frames: map[string]*region{}, conds: map[int]*branching{},
-		lifted: map[*Node]int{}}
+		lifted: map[*Node]int{}, stacks: map[*Node]eager.Out{}}
 	for _, n := range g.Nodes {
 		r, why := lw.place(n)
 		if why != "" {
@@ -172,6 +175,11 @@ func lowerRegions(g *Graph) (*lowering, string) {
 	for _, r := range lw.frameList() {
 		if why := r.check(lw); why != "" {
 			return nil, why
+		}
+	}
+	for _, n := range g.Nodes {
+		if _, pushed := lw.stacks[n]; n.Kind == Stack && !pushed {
+			return nil, fmt.Sprintf("%v has no push", n)
 		}
 	}
 	for _, c := range lw.condList() {
@@ -224,6 +232,13 @@ func (lw *lowering) place(n *Node) (*region, string) {
 	switch n.Kind {
 	case Placeholder, Const:
 		return lw.top, ""
+	case Stack:
+		// A loop gradient's stack: its pushes' iterations bounded
+		// (MaxIterations), so that the recording holds them all.
+		if n.Capacity <= 0 {
+			return nil, fmt.Sprintf("%v is a loop gradient's stack whose depth is not known (give the While MaxIterations)", n)
+		}
+		return lw.top, ""
 	case Enter:
 		parent := lw.outRegion(n.Inputs[0])
 		r := lw.frames[n.Frame]
@@ -260,6 +275,18 @@ func (lw *lowering) place(n *Node) (*region, string) {
 		r.merges = append(r.merges, n)
 		r.nexts = append(r.nexts, n.Inputs[1].Node)
 		return r, ""
+	case StackPush, StackPop:
+		if n.Kind == StackPush {
+			st := stackOf(n)
+			if len(n.Specs) == 0 {
+				return nil, fmt.Sprintf("%v pushes a value of no known shape", n)
+			}
+			if _, dup := lw.stacks[st]; dup {
+				return nil, fmt.Sprintf("%v is one of two pushes onto %v", n, st)
+			}
+			lw.stacks[st] = n.Specs[0]
+		}
+		return lw.deepest(n)
 	case OpNode, Switch, NextIteration:
 		if n.Kind == OpNode && n.Op.Ordered {
 			return nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
@@ -323,7 +350,7 @@ func (lw *lowering) stepsOf(r *region) []step {
 	var steps []step
 	stepOf := map[*Node]int{} // a node, a child frame's Exit or a child Cond's Merge -> its step
 	for _, n := range r.nodes {
-		if (n.Kind == OpNode || n.Kind == Switch && n.Cond == 0) && !inCond[n] {
+		if (n.Kind == OpNode || n.Kind == Stack || n.Kind == StackPush || n.Kind == StackPop || n.Kind == Switch && n.Cond == 0) && !inCond[n] {
 			stepOf[n] = len(steps)
 			steps = append(steps, step{node: n})
 		}

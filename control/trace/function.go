@@ -168,7 +168,9 @@ type Function struct {
 	// GPU: conditional WHILE and IF nodes) records frames and Conds with
 	// the rest, each run on the device with no wait for the host; they run
 	// op by op elsewhere, or where a tape records a loop (its gradient
-	// stacks) or a loop's predicate is computed by a Cond (graph.Record). A call that a
+	// stacks, unless the While has MaxIterations: its stacks then hold
+	// that many values on the device) or a loop's predicate is computed
+	// by a Cond (graph.Record). A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its

@@ -2,10 +2,12 @@ package trace
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
@@ -55,7 +57,8 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 		return nil
 	}
 	nv := len(init)
-	one := tensor.Scalar(int64(1))
+	dev := loopDevice(init)
+	one := tensor.FullOn(dev, tensor.Int64, 1)
 	var win loopWindow
 	counted := func(v []*tensor.Tensor) []*tensor.Tensor {
 		win.in = make([]*tensor.Tensor, nv)
@@ -72,13 +75,14 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	}
 	nodes := len(t.g.Nodes)
 	fr, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return cond(v[:nv]) }, counted,
-		slices.Concat(init, []*tensor.Tensor{tensor.Scalar(int64(0))}), o.ParallelIterations, frameTaped)
+		slices.Concat(init, []*tensor.Tensor{tensor.FullOn(dev, tensor.Int64, 0)}), o.ParallelIterations, frameTaped)
 	if err != nil || t.err() != nil {
 		// Drop what was recorded: the loop runs eagerly instead, and fails
 		// there if it must.
 		t.rollback(nodes)
 		return nil
 	}
+	fr.ctx.bound = o.Bound
 	caps := regions.Captures(win.from, win.to, win.out, win.in)
 	if f := t.innerFrame(t.ctx); f != nil {
 		// Nested: the enclosing loop's next iteration waits for this loop
@@ -96,7 +100,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	for i, x := range final {
 		outs[i] = x.View(x.Shape(), x.Layout())
 	}
-	trips := tensor.Scalar(int64(l.Trips))
+	trips := tensor.FullOn(dev, tensor.Int64, float64(l.Trips))
 	t.setVal(trips, fr.exits[nv])
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
 		return t.whileGradient(l, fr, &win, caps, init, trips, dys)
@@ -261,7 +265,8 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 			vars = append(vars, tensor.FullOn(s.Device(), s.DType(), 0, s.Shape()...))
 		}
 	}
-	zero, one := tensor.Scalar(int64(0)), tensor.Scalar(int64(1))
+	dev := loopDevice(init)
+	zero, one := tensor.FullOn(dev, tensor.Int64, 0), tensor.FullOn(dev, tensor.Int64, 1)
 	bwd, err := t.frame(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Gt(v[0], zero) },
 		func(v []*tensor.Tensor) []*tensor.Tensor {
 			seeds := make([]*tensor.Tensor, len(win.out))
@@ -303,6 +308,32 @@ func (t *tracer) backwardFrame(fr *frameTrace, win *loopWindow, caps, init []*te
 		out[i] = bwd.exits[1+k]
 	}
 	return out, nil
+}
+
+// loopDevice is where a loop's counters live: the placement scope's
+// device, or else its values'.
+func loopDevice(init []*tensor.Tensor) device.Device {
+	if dev, _ := device.Scope(); dev != nil {
+		return dev
+	}
+	return init[0].Device()
+}
+
+// stackCapacity is the most values a stack pushed at each iteration of
+// frame fwd holds: the product of the bounds of fwd and the frames around
+// it, 0 where one is not known.
+func stackCapacity(fwd *traceCtx) int {
+	c := 1
+	for ctx := fwd; ctx != nil; ctx = ctx.parent {
+		if ctx.frame == "" {
+			continue
+		}
+		if ctx.bound <= 0 || c > math.MaxInt32/ctx.bound {
+			return 0
+		}
+		c *= ctx.bound
+	}
+	return c
 }
 
 // routeHandle returns a stack's handle as seen in ctx: entered into every
@@ -358,6 +389,7 @@ func (t *tracer) popped(bctx *traceCtx, v graph.Output) graph.Output {
 		return r
 	}
 	st := t.g.NewStack()
+	st.Node.Capacity = stackCapacity(fwd)
 	// The handle enters every frame (and branch) around each loop: a loop
 	// nested in another runs in a frame of the outer one's iteration.
 	push := t.g.Push(t.routeHandle(fwd, st), v)

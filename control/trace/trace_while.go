@@ -7,7 +7,6 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
@@ -43,12 +42,8 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	if o.MaxIterations > 0 {
 		// The bound becomes a counter loop value and a conjunct of the
 		// condition (evaluated even when the bound stops the loop).
-		// The counter lives where the condition runs: on the placement
-		// scope's device, or else on the loop values'.
-		dev, _ := device.Scope()
-		if dev == nil {
-			dev = init[0].Device()
-		}
+		// The counter lives where the condition runs (loopDevice).
+		dev := loopDevice(init)
 		bound, one, nv := tensor.FullOn(dev, tensor.Int64, float64(o.MaxIterations)), tensor.FullOn(dev, tensor.Int64, 1), len(init)
 		out := t.While(
 			func(v []*tensor.Tensor) *tensor.Tensor { return ops.LogicalAnd(ops.Lt(v[nv], bound), cond(v[:nv])) },
@@ -56,7 +51,7 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 				return slices.Concat(body(v[:nv]), []*tensor.Tensor{ops.Add(v[nv], one)})
 			},
 			slices.Concat(init, []*tensor.Tensor{tensor.FullOn(dev, tensor.Int64, 0)}),
-			flow.Options{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+			flow.Options{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint, Bound: o.MaxIterations})
 		if out == nil {
 			return nil
 		}

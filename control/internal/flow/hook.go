@@ -14,6 +14,10 @@ type Options struct {
 	MaxIterations      int
 	ParallelIterations int
 	Checkpoint         bool
+	// Bound is set by a trace on the loop it made of one with
+	// MaxIterations (a counter in its condition): the most iterations the
+	// loop runs, which its frame records (graph.Node.Capacity).
+	Bound int
 }
 
 // While is control.While, which package control installs here: package
