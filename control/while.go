@@ -29,6 +29,9 @@ type WhileOptions struct {
 	// Checkpoint keeps only the loop values per iteration on a tape and
 	// recomputes the body in the backward pass: less memory, more time.
 	Checkpoint bool
+	// bound is the most iterations a loop a trace made runs, known to it
+	// (a Scan's steps): flow.Options.Bound.
+	bound int
 }
 
 // While runs body while cond holds: vars = body(vars), starting from
@@ -86,13 +89,13 @@ func While(cond func(vars []*tensor.Tensor) *tensor.Tensor, body func(vars []*te
 
 // flow is o as package flow passes it to a trace.
 func (o WhileOptions) flow() flow.Options {
-	return flow.Options{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint}
+	return flow.Options{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint, Bound: o.bound}
 }
 
 func init() {
 	flow.While = func(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*tensor.Tensor) []*tensor.Tensor,
 		init []*tensor.Tensor, o flow.Options) []*tensor.Tensor {
-		return While(cond, body, init, WhileOptions{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
+		return While(cond, body, init, WhileOptions{MaxIterations: o.MaxIterations, ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint, bound: o.Bound})
 	}
 }
 

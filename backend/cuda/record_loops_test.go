@@ -11,6 +11,7 @@ import (
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -320,4 +321,61 @@ func TestRecordedLoopGradients(t *testing.T) {
 	if err := f.RecordError(w, x, onGPU(t, d, tensor.Scalar(float32(1)))); err != nil {
 		t.Errorf("RecordError: %v", err)
 	}
+}
+
+// A recurrent layer's Scan, traced as a frame with its gradient (as a
+// sequence too long to unroll would be), records with its stacks on the
+// device: a Scan's steps bound its loop. The recording's loss and
+// gradients are the frame executor's.
+func TestRecordedScanGradient(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	onDevice(d, func() {
+		r := tensor.NewRNG(6)
+		rnn := &nn.RNN{Cell: nn.NewLSTMCell("l", r, 8, 16, tensor.Float32)}
+		vars := nn.AllVariables(rnn)
+		x := tensor.RandNormal(r, tensor.Float32, 4, 7, 8)
+		fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+			tp := tape.New()
+			values := make([]*tensor.Tensor, len(vars))
+			for i, v := range vars {
+				values[i] = v.Value()
+			}
+			tp.Watch(values...)
+			loss := ops.Sum(ops.Square(rnn.Forward(a[0])))
+			return append([]*tensor.Tensor{loss}, tp.Gradient(loss, values...)...)
+		}
+		f := trace.NewFunction(fn) // no Record: the Scan is a frame
+		want, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := f.Graph(x)
+		stacks := 0
+		for _, n := range g.Nodes {
+			if n.Kind == graph.Stack {
+				stacks++
+				if n.Capacity != 7 {
+					t.Errorf("%v holds %d values, want the 7 steps", n, n.Capacity)
+				}
+			}
+		}
+		if stacks == 0 {
+			t.Fatal("the traced gradient has no stack: the Scan was not a frame")
+		}
+		rec, err := graph.Record(g, x)
+		if err != nil {
+			t.Fatalf("the Scan's gradient was not recorded: %v", err)
+		}
+		defer rec.Release()
+		for call := range 2 {
+			got, err := rec.Run(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				agreeWithin(t, fmt.Sprintf("run %d, result %d", call, i), got[i], onHost(t, want[i]), 1e-5)
+			}
+		}
+	})
 }

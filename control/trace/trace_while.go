@@ -252,6 +252,6 @@ func (t *tracer) Scan(fn func(carry, x []*tensor.Tensor) ([]*tensor.Tensor, []*t
 				next = append(next, ops.DynamicUpdateSlice(acc, ops.ExpandDims(yj, 0), starts))
 			}
 			return next
-		}, vars, flow.Options{})
+		}, vars, flow.Options{Bound: steps})
 	return out[1 : 1+nc], out[1+nc:]
 }

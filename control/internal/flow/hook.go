@@ -14,9 +14,10 @@ type Options struct {
 	MaxIterations      int
 	ParallelIterations int
 	Checkpoint         bool
-	// Bound is set by a trace on the loop it made of one with
-	// MaxIterations (a counter in its condition): the most iterations the
-	// loop runs, which its frame records (graph.Node.Capacity).
+	// Bound is set by a trace on a loop whose iterations it knows to be
+	// at most this many (one it made of a While with MaxIterations, a
+	// counter in its condition; a Scan's steps): its frame's gradient
+	// stacks hold that many (graph.Node.Capacity).
 	Bound int
 }
 
