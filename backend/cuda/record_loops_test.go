@@ -377,5 +377,21 @@ func TestRecordedScanGradient(t *testing.T) {
 				agreeWithin(t, fmt.Sprintf("run %d, result %d", call, i), got[i], onHost(t, want[i]), 1e-5)
 			}
 		}
+		if ctx, ok := d.ctx.(*emu.Context); ok { // what each costs the host, counted
+			for _, run := range []struct {
+				name string
+				fn   func() error
+			}{{"the frames, op by op", func() error { _, err := f.Call(x); return err }},
+				{"the recording", func() error { _, err := rec.Run(x); return err }}} {
+				if err := d.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				queued, waits := ctx.Queued, ctx.Waits
+				if err := run.fn(); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: %d calls queued, %d waits", run.name, ctx.Queued-queued, ctx.Waits-waits)
+			}
+		}
 	})
 }
