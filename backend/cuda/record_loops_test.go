@@ -395,3 +395,52 @@ func TestRecordedScanGradient(t *testing.T) {
 		}
 	})
 }
+
+// A Cond in a loop a tape records: the values its branches push are
+// popped where the popped predicate takes the same branch (a gate of its
+// own, an IF node), and the gradient's Cond reads them there.
+func TestRecordedLoopGradientWithCond(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	r := tensor.NewRNG(22)
+	w := onGPU(t, d, ops.Mul(tensor.RandNormal(r, tensor.Float32, 4, 4), tensor.Scalar(float32(0.5))))
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), a[2]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				h := ops.MatMul(v[0], a[0])
+				y := control.Cond(ops.Gt(ops.Sum(h), ops.ScalarLike(h, 0)),
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(ops.Sin(h), ops.ScalarLike(h, 2))} },
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Sub(ops.Mul(h, h), v[0])} })
+				return []*tensor.Tensor{ops.Add(y[0], v[0])}
+			}, []*tensor.Tensor{a[1]}, control.WhileOptions{MaxIterations: 5})
+		loss := ops.Sum(ops.Square(out[0]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, a[0])[0]}
+	}
+	x := onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 4))
+	f := trace.NewFunction(fn) // frames: traced once, recorded below
+	thr := onGPU(t, d, tensor.Scalar(float32(40)))
+	if _, err := f.Call(w, x, thr); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := graph.Record(f.Graph(w, x, thr), w, x, thr)
+	if err != nil {
+		t.Fatalf("the loop's gradient with a Cond was not recorded: %v", err)
+	}
+	defer rec.Release()
+	for _, v := range []float32{40, 3, 1e9, 0.5, 12} {
+		th := onGPU(t, d, tensor.Scalar(v))
+		want, err := f.Call(w, x, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rec.Run(w, x, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			agreeWithin(t, fmt.Sprintf("threshold %v, result %d", v, i), got[i], onHost(t, want[i]), 1e-5)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type traceCtx struct {
 	// taken, per branch.
 	taped bool
 	gates map[*traceCtx]*graph.Node
+	// needsTape marks a frame traced untaped whose body holds a Cond a
+	// tape records: the loop is traced again with its gradient.
+	needsTape bool
 	// after are nodes a frame's NextIterations wait for by ordering edges:
 	// the Exits of loops in its body whose stacks must fill (or empty) one
 	// iteration at a time.
@@ -233,6 +236,12 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		return res
 	}
 	if f := t.innerFrame(t.ctx); f != nil && !f.taped {
+		if f.forward == nil {
+			// The loop around it must be traced with its gradient: While
+			// traces it again so (whileOnTape), its frame taped.
+			f.needsTape = true
+			return res
+		}
 		t.fail(fmt.Errorf("trace: Cond on a value computed from the traced function's arguments, inside a traced While, " +
 			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
 		return res

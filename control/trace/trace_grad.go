@@ -347,9 +347,7 @@ func (t *tracer) routeHandle(ctx *traceCtx, st graph.Output) graph.Output {
 	if ctx.frame != "" {
 		return t.g.Enter(inner, ctx.frame, true, ctx.parallel)
 	}
-	sw := t.g.Switch(inner, ctx.pred)
-	t.branchOf[sw] = ctx
-	return sw.Out(ctx.branch)
+	return t.branchSwitch(ctx, inner)
 }
 
 // backGate returns the node of the backward frame bctx that is live
@@ -366,6 +364,7 @@ func (t *tracer) backGate(bctx *traceCtx, fc *traceCtx) *graph.Node {
 	}
 	p := t.route(bctx, pred)
 	sw := t.switchOn(p, p)
+	sw.Cond = int(t.conds.Add(1)) // a Cond of its own, joined by no Merge
 	g := t.g.Apply(identityOp(), nil, 1, sw.Out(fc.branch))
 	g.Specs = []eager.Out{spec1(p)}
 	t.iter[g], t.varies[g] = true, true

@@ -239,6 +239,31 @@ func TestTracedCondInWhileGradient(t *testing.T) {
 	}
 }
 
+// A Cond in a loop whose values no tape watches but whose body reads a
+// watched weight (a training step's loop): tracing the body finds the
+// Cond's gradient needed only inside it, and traces the loop again with
+// its gradient (it failed, telling the caller to run eagerly).
+func TestTracedCondInWhileGradientOfAWeight(t *testing.T) {
+	w := tape.NewVariable("w", tensor.FromSlice([]float32{0.5, -0.25, 0.75, 0.25}, 2, 2))
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(w.Value())
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), a[1]) },
+			func(v []T) []T {
+				h := ops.MatMul(v[0], w.Value())
+				y := control.Cond(ops.Gt(ops.Sum(h), ops.ScalarLike(h, 0)),
+					func() []T { return []T{ops.Mul(ops.Sin(h), ops.ScalarLike(h, 2))} },
+					func() []T { return []T{ops.Sub(ops.Mul(h, h), v[0])} })
+				return []T{ops.Add(y[0], v[0])}
+			}, []T{a[0]}, control.WhileOptions{MaxIterations: 5})
+		loss := ops.Sum(ops.Square(out[0]))
+		return []T{loss, tp.Gradient(loss, w.Value())[0]}
+	}
+	x := tensor.FromSlice([]float32{0.5, 1, -0.5, 0.25}, 2, 2)
+	checkTracedGrad(t, "cond in a while, a weight's gradient", fn, [][]T{{x, tensor.Scalar(float32(40))},
+		{x, tensor.Scalar(float32(3))}, {x, tensor.Scalar(float32(1e9))}, {x, tensor.Scalar(float32(0.5))}})
+}
+
 // Nested While loops, both of varying trip count, under a tape: the inner
 // loop's frames nest in the outer ones, its trip count per outer iteration
 // is itself pushed, and its stacks fill and empty one outer iteration at a

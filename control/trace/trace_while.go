@@ -63,7 +63,7 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 		t.fail(err)
 		return nil
 	}
-	if regions.Records(init...) || (regions.Recording() && len(regions.Captures(from, regions.Mark(), fr.outs, nil)) > 0) {
+	if fr.ctx.needsTape || regions.Records(init...) || (regions.Recording() && len(regions.Captures(from, regions.Mark(), fr.outs, nil)) > 0) {
 		// A tape records the loop too (its values, or tensors its body
 		// reads, are tracked): the loop and its gradient become frames.
 		t.RollbackTo(mark)
