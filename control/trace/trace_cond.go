@@ -240,10 +240,11 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 			// The loop around it must be traced with its gradient: While
 			// traces it again so (whileOnTape), its frame taped.
 			f.needsTape = true
-			return res
 		}
-		t.fail(fmt.Errorf("trace: Cond on a value computed from the traced function's arguments, inside a traced While, " +
-			"with a tape recording: its gradient is not traced yet; call the function eagerly"))
+		// In a loop's backward frame (a Cond's gradient, differentiated
+		// again) the frame's results carry the record a tape follows
+		// (whileGradient's differentiable: asked while this trace
+		// records, it traces again with the loops unrolled).
 		return res
 	}
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {

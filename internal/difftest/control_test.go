@@ -98,6 +98,25 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{b, d}, {b, d}}
 	}, -1, 1, 0},
+	// A loop whose values no tape watches (x is cut off) but whose body
+	// reads the weight w and branches on it: a training step's loop with
+	// a Cond, whose gradient the trace finds only inside the Cond.
+	{"cond_while_weight", func(in []T) T {
+		w, x, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+			func(v []T) []T {
+				h := ops.MatMul(v[0], w)
+				y := control.Cond(ops.Gt(ops.Sum(h), scalar(h, 0)),
+					func() []T { return []T{ops.Mul(ops.Sin(h), scalar(h, 2))} },
+					func() []T { return []T{ops.Sub(ops.Mul(h, h), v[0])} })
+				return []T{ops.Add(y[0], v[0])}
+			}, []T{ops.StopGradient(x)}, control.WhileOptions{MaxIterations: 6})
+		// (w's gradient is zeros, not missing, where no iteration ran.)
+		return ops.Add(ops.Sum(ops.Square(out[0])), ops.Mul(scalar(w, 0), ops.Sum(w)))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{d, d}, {b, d}, {}}
+	}, -0.8, 0.8, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

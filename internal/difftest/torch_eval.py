@@ -456,8 +456,22 @@ def power_count(x, w, n):
     return (y * w).sum()
 
 
+def cond_while_weight(w, x, thr):
+    h, k = x.detach(), 0
+    while (h * h).sum() < thr and k < 6:
+        hw = h @ w
+        if hw.sum() > 0:
+            y = torch.sin(hw) * 2
+        else:
+            y = hw * hw - h
+        h = y + h
+        k += 1
+    return (h * h).sum() + 0 * w.sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
-             "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count}
+             "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
+             "cond_while_weight": cond_while_weight}
 
 
 def run_control(c):
