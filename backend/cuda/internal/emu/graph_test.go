@@ -85,7 +85,9 @@ func newGraphEnv(t *testing.T) *graphEnv {
 // queue launches f on the stream, capturing or not, without waiting.
 func (g *graphEnv) queue(f cu.Function, args *cu.Args) {
 	g.t.Helper()
-	g.do(func() error { return g.ctx.Launch(f, cu.Dim3{X: 1, Y: 1, Z: 1}, cu.Dim3{X: 1, Y: 1, Z: 1}, 0, g.s, args) })
+	g.do(func() error {
+		return g.ctx.Launch(f, cu.Dim3{X: 1, Y: 1, Z: 1}, cu.Dim3{X: 1, Y: 1, Z: 1}, 0, g.s, args)
+	})
 }
 
 func (g *graphEnv) setCond(h cu.CondHandle, negate uint32) {
