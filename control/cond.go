@@ -24,7 +24,7 @@ func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tenso
 		taken = 1
 	}
 	outs := branch(branches[taken])
-	if t := tracingAfter(outs, marks); t != nil {
+	if t := tracingAfter(outs, marks); t != nil && !t.Unroll() {
 		// A predicate on variables alone, branches on a trace's values:
 		// traced after all (the branch runs again, recorded).
 		return t.Cond(pred, branches)
@@ -33,9 +33,12 @@ func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tenso
 }
 
 // tracingCond returns the recording trace when pred is a value of it that
-// varies between calls (so Cond must be traced, not decided).
+// varies between calls (so Cond must be traced, not decided). A trace
+// that unrolls its loops (a loop's gradient differentiated again) decides
+// a Cond as it does a loop's iterations, its predicate guarded: a traced
+// Cond's second derivative would read its branches' values outside them.
 func tracingCond(pred *tensor.Tensor) flow.Tracer {
-	if t := flow.RecordingOf(pred); t != nil && t.Derived(pred) {
+	if t := flow.RecordingOf(pred); t != nil && t.Derived(pred) && !t.Unroll() {
 		return t
 	}
 	return nil

@@ -185,8 +185,10 @@ type Function struct {
 	// (a collective.Rendezvous: every process makes the same Function and
 	// calls it with the same arguments, and runs its own partitions; the
 	// results of others' partitions are nil). The call that traces runs
-	// fn here whole, then the partitions as later calls do; a graph with
-	// guards runs whole here, unpartitioned. Set it before the first call.
+	// fn here whole, then the partitions as later calls do; where the graph
+	// has guards (its loops or Conds decided at the trace), every call runs
+	// fn here, as a call whose guard fails would. Set it before the first
+	// call.
 	Partitions *graph.PartitionOptions
 	// Tail, when not nil, is work every call does on fn's results after
 	// the graph (a training step's optimizer update on its gradients),

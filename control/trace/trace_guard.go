@@ -120,6 +120,13 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		out, owned, err := tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 		return out, owned, false, err
 	}
+	if f.Partitions != nil {
+		// A graph with guards was traced whole, its ops placed on the
+		// devices of every partition with no transfers between them: fn
+		// runs instead, as where a guard fails.
+		out = f.fn(args)
+		return out, make([]bool, len(out)), false, nil
+	}
 	failed := false
 	func() {
 		defer func() {
