@@ -133,6 +133,44 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{b, d}, {d}, {}}
 	}, -1, 1.2, 0},
+	// A Scan whose step branches on its state: a Cond in the frame a
+	// Scan's steps bound, its gradient's stacks on the device.
+	{"scan_cond", func(in []T) T {
+		xs, w := in[0], in[1]
+		h0 := tensor.Zeros(tensor.Float64, xs.Dim(1), w.Dim(0))
+		carry, _ := control.Scan(func(c, x []T) ([]T, []T) {
+			h := ops.Tanh(ops.Add(ops.MatMul(c[0], w), x[0]))
+			y := control.Cond(ops.Gt(ops.Sum(h), scalar(h, 0)),
+				func() []T { return []T{ops.Mul(h, scalar(h, 0.5))} },
+				func() []T { return []T{ops.Add(h, scalar(h, 0.1))} })
+			return []T{y[0]}, []T{y[0]}
+		}, []T{h0}, []T{xs})
+		return ops.Sum(ops.Square(carry[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		steps, d := 2+r.IntN(4), 1+r.IntN(3)
+		return [][]int{{steps, b, d}, {d, d}}
+	}, -0.9, 0.9, 0},
+	// Conds nested in a bounded loop, each reading the weight: pushes
+	// two branches deep, popped under gates of their own.
+	{"cond_cond_weight", func(in []T) T {
+		w, x, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), thr) },
+			func(v []T) []T {
+				h := ops.Mul(v[0], w)
+				y := control.Cond(ops.Gt(ops.Sum(h), scalar(h, 0)),
+					func() []T {
+						return control.Cond(ops.Gt(ops.Amax(h), scalar(h, 0.5)),
+							func() []T { return []T{ops.Add(ops.Sin(h), v[0])} },
+							func() []T { return []T{ops.Add(ops.Mul(h, w), scalar(h, 0.3))} })
+					},
+					func() []T { return []T{ops.Sub(ops.Square(h), v[0])} })
+				return []T{ops.Add(y[0], scalar(w, 0.2))}
+			}, []T{ops.StopGradient(x)}, control.WhileOptions{MaxIterations: 6})
+		return ops.Add(ops.Sum(ops.Square(out[0])), ops.Mul(scalar(w, 0), ops.Sum(w)))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{d}, {b, d}, {}}
+	}, -0.8, 0.9, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

@@ -481,9 +481,37 @@ def loop_in_cond(x, w, thr):
     return (y * y).sum()
 
 
+def scan_cond(xs, w):
+    h = torch.zeros(xs.shape[1], w.shape[0], dtype=xs.dtype)
+    for t in range(xs.shape[0]):
+        h = torch.tanh(h @ w + xs[t])
+        if h.sum() > 0:
+            h = h * 0.5
+        else:
+            h = h + 0.1
+    return (h * h).sum()
+
+
+def cond_cond_weight(w, x, thr):
+    h, k = x.detach(), 0
+    while h.abs().sum() < thr and k < 6:
+        hw = h * w
+        if hw.sum() > 0:
+            if hw.amax() > 0.5:
+                y = torch.sin(hw) + h
+            else:
+                y = hw * w + 0.3
+        else:
+            y = hw * hw - h
+        h = y + 0.2
+        k += 1
+    return (h * h).sum() + 0 * w.sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
-             "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond}
+             "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
+             "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight}
 
 
 def run_control(c):
