@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -441,6 +443,78 @@ func TestRecordedLoopGradientWithCond(t *testing.T) {
 		}
 		for i := range want {
 			agreeWithin(t, fmt.Sprintf("threshold %v, result %d", v, i), got[i], onHost(t, want[i]), 1e-5)
+		}
+	}
+}
+
+// refine is a layer that applies h ← tanh(h·W) + h until h's squares sum
+// past a threshold, at most four times: a loop the data decide, inside a
+// model a training step differentiates.
+type refine struct{ w *tape.Variable }
+
+func (r refine) Forward(x *tensor.Tensor) *tensor.Tensor {
+	thr := ops.ScalarLike(x, 40)
+	return control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Add(ops.Tanh(ops.MatMul(v[0], r.w.Value())), v[0])}
+		}, []*tensor.Tensor{x}, control.WhileOptions{MaxIterations: 4})[0]
+}
+
+func (r refine) Variables() []*tape.Variable { return []*tape.Variable{r.w} }
+
+// A training step whose model holds a loop the data decide (its trip
+// count differs between batches) records as one graph with the
+// optimizer's update, the loop and its gradient as WHILE nodes: the
+// losses and variables of TracedTrainStep, bit for bit, one launch a step.
+func TestRecordedTrainStepWithALoop(t *testing.T) {
+	d := testGPU(t)
+	_, emulated := d.ctx.(*emu.Context)
+	build := func() (nn.Module, []data.Element) {
+		r := tensor.NewRNG(9)
+		m := nn.NewSequential(refine{tape.NewVariable("w", ops.Mul(tensor.RandNormal(r, tensor.Float32, 6, 6), tensor.Scalar(float32(0.5))))},
+			nn.NewDense("o", r, 6, 3, nn.DenseOpts{}))
+		var batches []data.Element
+		for i := range 4 {
+			x := ops.Mul(tensor.RandNormal(r, tensor.Float32, 5, 6), tensor.Scalar(float32(0.5+float64(i))))
+			batches = append(batches, data.Element{onGPU(t, d, x), onGPU(t, d, tensor.FromSlice([]int32{0, 1, 2, 1, 0}, 5))})
+		}
+		return m, batches
+	}
+	var losses [2][]float64
+	var state [2][][]byte
+	for i, record := range []bool{false, true} {
+		onDevice(d, func() {
+			model, batches := build()
+			opt := nn.NewAdam(nn.Constant(0.01))
+			step := nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			if record {
+				step = nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+				awaitNoObservers(t)
+			}
+			before := graphLaunches(d)()
+			for _, b := range append(batches, batches...) {
+				l, _, err := step(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				losses[i] = append(losses[i], l)
+			}
+			for _, v := range append(model.Variables(), opt.Slots()...) {
+				state[i] = append(state[i], onHost(t, v.Value()).HostBytes())
+			}
+			if record && emulated {
+				if n := graphLaunches(d)() - before; n < 6 {
+					t.Errorf("%d graph launches in 8 steps, want one a step after the first two", n)
+				}
+			}
+		})
+	}
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
+	}
+	for k := range state[1] {
+		if !bytes.Equal(state[0][k], state[1][k]) {
+			t.Errorf("variable or slot %d differs after the steps", k)
 		}
 	}
 }
