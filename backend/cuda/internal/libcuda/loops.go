@@ -134,6 +134,7 @@ func (c *Context) beginBody(s cu.Stream, h cu.CondHandle, typ uint32) error {
 	if err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(st) // the driver reads st's arrays by address until the end
 	ended := new(uintptr)
 	if err := c.d.call("cuStreamEndCapture", c.d.f.endCapture, uintptr(s), uintptr(unsafe.Pointer(ended))); err != nil {
 		return err
@@ -146,7 +147,6 @@ func (c *Context) beginBody(s cu.Stream, h cu.CondHandle, typ uint32) error {
 	} else {
 		err = c.d.call("cuGraphAddNode", c.d.f.addNode, uintptr(unsafe.Pointer(node)), st.graph, deps, uintptr(len(st.deps)), uintptr(unsafe.Pointer(p)))
 	}
-	runtime.KeepAlive(st)
 	if err == nil && p.bodies == nil {
 		err = cu.Errorf("cuGraphAddNode", cu.ErrorInvalidValue, "the conditional node came with no body graph")
 	}
