@@ -58,13 +58,31 @@ func TestTracedSecondDerivativesThroughLoops(t *testing.T) {
 			func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], x), x)} }, []T{x}, control.WhileOptions{MaxIterations: 10})
 		return ops.Sum(ops.Sin(out[0]))
 	}
+	// A loop in one branch of a Cond: the retrace with loops unrolled
+	// decides the Cond too (a guard), where tracing it made a second
+	// derivative that read the branch's values outside it: a call taking
+	// the other branch failed ("a graph result is dead").
+	loopInCond := func(x T) T {
+		y := control.Cond(ops.Gt(ops.Sum(x), ops.ScalarLike(x, 0)),
+			func() []T {
+				return control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), ops.ScalarLike(x, 3)) },
+					func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], x), ops.ScalarLike(x, 0.5))} },
+					[]T{x}, control.WhileOptions{MaxIterations: 8})
+			},
+			func() []T { return []T{ops.Mul(ops.Sin(x), x)} })
+		return ops.Sum(ops.Square(y[0]))
+	}
 	calls := [][]T{{f64s(0.5, 1.5)}, {f64s(0.7, 1.1)}, {f64s(1.3, 2.5)}, {f64s(0.2, 0.3)}, {f64s(0.5, 1.5)}}
-	for name, loss := range map[string]func(T) T{"power": power, "poly": poly, "trips on x": tripsOnX, "zero trips first": zeroFirst} {
+	for name, loss := range map[string]func(T) T{"power": power, "poly": poly, "trips on x": tripsOnX, "zero trips first": zeroFirst,
+		"loop in a cond": loopInCond} {
 		fn := secondDerivative(loss)
 		f := trace.NewFunction(fn)
 		c := calls
-		if name == "zero trips first" {
+		switch name {
+		case "zero trips first":
 			c = [][]T{{f64s(2, 1.5)}, {f64s(0.5, 0.6)}, {f64s(0.2, 0.1)}, {f64s(2, 1.5)}}
+		case "loop in a cond":
+			c = [][]T{{f64s(0.5, 0.2)}, {f64s(-0.5, -0.2)}, {f64s(0.3, 0.1)}, {f64s(-1, 0.1)}}
 		}
 		checkCalls(t, name, f, fn, c, 1e-9)
 	}
