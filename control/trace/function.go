@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/internal/plumb"
@@ -690,12 +691,32 @@ func (t *tracer) PassThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []
 	var ys []*tensor.Tensor
 	t.unrecorded(func() { ys = fn() })
 	for i, y := range ys {
-		if v, ok := t.vals[xs[i]]; ok && y != xs[i] {
+		v, ok := t.vals[xs[i]]
+		switch {
+		case !ok || y == xs[i]:
+		case y.Device() != xs[i].Device():
+			// fn moved it (a placement scope's copy, which the trace did
+			// not see): the graph moves it too, or an op placed where y is
+			// would read xs[i]'s value where xs[i] is.
+			n := t.apply(toDeviceOp(), opattr.DeviceAttrs{Device: y.Device()}, []*tensor.Tensor{xs[i]}, []eager.Out{specOf(y)})
+			n.Device = xs[i].Device()
+			t.setVal(y, n.Out(0))
+		default:
 			t.setVal(y, v)
 		}
 	}
 	return ys
 }
+
+// toDeviceOp is package ops' ToDevice.
+var toDeviceOp = sync.OnceValue(func() *eager.Op {
+	for _, op := range eager.Ops() {
+		if op.Name == "ToDevice" {
+			return op
+		}
+	}
+	panic("trace: no ToDevice op registered")
+})
 
 // setVal makes v the graph value of x, a tensor the trace made, and marks
 // x as the trace's.

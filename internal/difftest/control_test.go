@@ -117,6 +117,22 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{d, d}, {b, d}, {}}
 	}, -0.8, 0.8, 0},
+	// A loop inside one branch of a Cond, the other branch straight: the
+	// loop's frame (and its gradient's) in an IF node on the GPU.
+	{"loop_in_cond", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		y := control.Cond(ops.Gt(ops.Sum(x), scalar(x, 0)),
+			func() []T {
+				return control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), thr) },
+					func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], w), scalar(w, 0.5))} },
+					[]T{x}, control.WhileOptions{MaxIterations: 8})
+			},
+			func() []T { return []T{ops.Mul(ops.Sin(x), w)} })
+		return ops.Sum(ops.Square(y[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{b, d}, {d}, {}}
+	}, -1, 1.2, 0},
 	// A Scan whose step branches on its state: a Cond in the frame a
 	// Scan's steps bound, its gradient's stacks on the device.
 	{"scan_cond", func(in []T) T {

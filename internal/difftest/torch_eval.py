@@ -469,6 +469,18 @@ def cond_while_weight(w, x, thr):
     return (h * h).sum() + 0 * w.sum()
 
 
+def loop_in_cond(x, w, thr):
+    if x.sum() > 0:
+        h, k = x, 0
+        while h.abs().sum() < thr and k < 8:
+            h = h * w + 0.5
+            k += 1
+        y = h
+    else:
+        y = torch.sin(x) * w
+    return (y * y).sum()
+
+
 def scan_cond(xs, w):
     h = torch.zeros(xs.shape[1], w.shape[0], dtype=xs.dtype)
     for t in range(xs.shape[0]):
@@ -498,7 +510,8 @@ def cond_cond_weight(w, x, thr):
 
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
-             "cond_while_weight": cond_while_weight, "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight}
+             "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
+             "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight}
 
 
 def run_control(c):
