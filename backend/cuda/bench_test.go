@@ -363,6 +363,51 @@ func BenchmarkConvergenceLoopGPU(b *testing.B) {
 	}
 }
 
+// BenchmarkLoopGradientGPU is the gradient in w of Σh² after h ←
+// tanh(h·w) + h while Σh² < 200, at most 16 times (h [4 64], w [64 64] of
+// N(0, 0.05²) entries, float32): a loop the data decide, on a tape.
+// Eager and traced (the loop and its gradient frames run op by op), the
+// host reads each predicate; recorded, the loop's gradient stacks live on
+// the device and both loops are WHILE nodes: one launch a call. iters is
+// the trip count (torch_gpu.py's twin runs its Python loop under
+// autograd).
+func BenchmarkLoopGradientGPU(b *testing.B) {
+	d := benchGPU(b)
+	r := tensor.NewRNG(12)
+	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 64, 64), onGPU(b, d, tensor.Scalar(float32(0.05))))
+	x := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 4, 64), onGPU(b, d, tensor.Scalar(float32(0.2))))
+	limit := tensor.FullOn(d, tensor.Float32, 200)
+	grad := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), limit) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Add(ops.Tanh(ops.MatMul(v[0], a[0])), v[0]), ops.Add(v[1], ops.OnesLike(v[1]))}
+			}, []*tensor.Tensor{a[1], tensor.FullOn(d, tensor.Float32, 0)}, control.WhileOptions{MaxIterations: 16})
+		loss := ops.Sum(ops.Square(out[0]))
+		return []*tensor.Tensor{tp.Gradient(loss, a[0])[0], out[1]}
+	}
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		f := trace.NewFunction(grad)
+		f.Record = mode == "recorded"
+		b.Run(mode, func(b *testing.B) {
+			var last []*tensor.Tensor
+			step := func() {
+				if mode == "eager" {
+					last = grad([]*tensor.Tensor{w, x})
+					return
+				}
+				var err error
+				if last, err = f.Call(w, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			timeSteps(b, d, step)
+			b.ReportMetric(float64(tensor.ToSlice[float32](onHost(b, last[1]))[0]), "iters")
+		})
+	}
+}
+
 // BenchmarkFashionCNNTrainStepGPU is one training step of the
 // Fashion-MNIST CNN (internal/benchmodels, batch 128, Adam) on the GPU,
 // NHWC and NCHW, eager (nn.TrainStep), traced (nn.TracedTrainStep) and

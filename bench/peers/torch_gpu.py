@@ -284,6 +284,27 @@ for mode in ("eager", "traced", "recorded"):
     line(f"BenchmarkTorchConvergenceLoopGPU/{mode}", conv_ns, "ns/op", f" {conv_iters} iters")
 
 
+# BenchmarkLoopGradientGPU's twin: the gradient in w of sum(h^2) after
+# h = tanh(h w) + h while sum(h^2) < 200, at most 16 times, the predicate
+# read on the host each iteration, under autograd.
+g_lg = torch.Generator(device="cpu").manual_seed(12)
+w_lg = (0.05 * torch.randn(64, 64, generator=g_lg)).to(dev).requires_grad_()
+x_lg = (0.2 * torch.randn(4, 64, generator=g_lg)).to(dev)
+
+
+def loop_gradient():
+    h, n = x_lg, 0
+    while n < 16 and ((h * h).sum() < 200).item():
+        h, n = torch.tanh(h @ w_lg) + h, n + 1
+    (g,) = torch.autograd.grad((h * h).sum(), w_lg, allow_unused=True)
+    return n
+
+
+lg_ns, lg_iters = host_ns(loop_gradient, 50), loop_gradient()
+for mode in ("eager", "traced", "recorded"):
+    line(f"BenchmarkTorchLoopGradientGPU/{mode}", lg_ns, "ns/op", f" {lg_iters} iters")
+
+
 # examples/charrnn's step (internal/benchmodels.CharLSTM): embedding 16
 # of 65 characters, an LSTM of 96 over 32 steps, dense logits per step,
 # Adam 0.01, batch 16; the loss read each step.
