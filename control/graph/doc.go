@@ -17,6 +17,14 @@
 // control-flow primitives run as a straight-line plan (plan.go) that
 // releases each intermediate after its last reader.
 //
+// Record records a run of a graph on a device that records its work (a
+// GPU: a CUDA graph) and replays it with one launch: a straight-line
+// graph by its plan; on a device that records loops (device.LoopCapturer),
+// a graph of frames and Conds lowered to regions (record_regions.go,
+// record_loops.go: each frame a loop the device repeats, each Cond a
+// branch on the device's predicate) and its loop gradients' stacks kept
+// on the device where their depth is known (record_stacks.go).
+//
 // Placement finds the device each node runs on; Partition cuts a graph
 // that spans devices into one graph per device, joined by sends and
 // receives tagged with their loop iterations, with a control loop in
