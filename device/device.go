@@ -285,6 +285,9 @@ type PositionCopier interface {
 	// Σ_d clamp(at[d], 0, bounds[d])·moved[d], at the buffer of an Int64
 	// vector of len(bounds) elements on this device.
 	CopyAt(dst Buffer, dSt []int, src Buffer, sSt []int, shape []int, esize int, at Buffer, toDst bool, bounds, moved []int) error
+	// AddAt adds delta to the Int64 at the start of at, on the device, in
+	// the order of its other work (a stack's count).
+	AddAt(at Buffer, delta int64) error
 }
 
 // CaptureState is a Capturer that says whether it records now: memory

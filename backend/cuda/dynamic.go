@@ -108,4 +108,17 @@ func (d *Device) CopyAt(dst device.Buffer, dSt []int, src device.Buffer, sSt []i
 	return d.dynCopyPtr(db.ptr, dSt, sb.ptr, sSt, esize, ab.ptr, kernels.S64, shape, side, bounds, moved)
 }
 
+// AddAt adds delta to the Int64 at the start of at (device.PositionCopier).
+func (d *Device) AddAt(at device.Buffer, delta int64) error {
+	ab, err := bufOf(at, d, "count")
+	if err != nil {
+		return err
+	}
+	f, err := d.function("copy", kernels.AddAt)
+	if err != nil {
+		return err
+	}
+	return d.launchFunction(f, 1, 1, newArgs().Ptr(ab.ptr).U64(uint64(delta)))
+}
+
 var _ device.PositionCopier = (*Device)(nil)

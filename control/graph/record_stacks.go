@@ -2,7 +2,6 @@ package graph
 
 import (
 	"github.com/eagerflow/eagerflow/device"
-	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -80,9 +79,7 @@ func (lg *loopGraph) copyAt(s *liveStack, dst, src device.Buffer, xSt []int, toB
 
 // count adds delta to the stack's count, on the device.
 func (s *liveStack) count(delta int64) {
-	c := ops.Add(ops.Slice(s.at, []int{0}, []int{1}, nil), tensor.FullOn(s.at.Device(), tensor.Int64, float64(delta), 1))
-	if err := s.at.Device().Copy(s.at.Buffer(), 0, []int{1}, c.Buffer(), 0, []int{1}, []int{1}, 8); err != nil {
+	if err := s.at.Device().(device.PositionCopier).AddAt(s.at.Buffer(), delta); err != nil {
 		panic(err)
 	}
-	c.Release()
 }

@@ -29,6 +29,8 @@ import (
 //     DynCopy layout of dyn, computed once a thread, added to the
 //     destination's offset (side 0) or the source's (side 1). No read on
 //     the host, so a recording holds it (a loop's step a position).
+//   - add_s64_at (at, delta): at[0] += delta, one thread (a stack's
+//     count, beside dyn_copy's pushes and pops).
 
 // The transpose's tile: TransposeTile² elements, moved by TransposeTile x
 // TransposeRows threads.
@@ -62,6 +64,12 @@ func copyKernels() []*ptx.Kernel {
 			out = append(out, dynCopyKernel(ct.name, ct.t, idx))
 		}
 	}
+	add := ptx.NewKernel(AddAt)
+	at, delta := add.ParamPtr("at"), add.Param("delta", ptx.S64)
+	v := add.Load(ptx.S64, at)
+	add.Op("add.s64 %s, %s, %s", v, v, delta)
+	add.Store(ptx.S64, at, v)
+	out = append(out, add)
 	for _, ct := range []struct {
 		name  string
 		t, pt ptx.Type // the element's and the value parameter's
@@ -75,6 +83,9 @@ func copyKernels() []*ptx.Kernel {
 	}
 	return out
 }
+
+// AddAt is the kernel adding to an Int64 on the device.
+const AddAt = "add_s64_at"
 
 // The dyn parameter of dyn_copy: the rank, the side the starts move, and
 // per dimension the largest start (the operand's size less the box's)
