@@ -171,6 +171,35 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{d}, {b, d}, {}}
 	}, -0.8, 0.9, 0},
+	// Two loop values that trade places each iteration, the weight read
+	// by one of them: the recorded loop's copies staged, its gradient's
+	// stacks two a step.
+	{"swap_weight", func(in []T) T {
+		w, x, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[1])), thr) },
+			func(v []T) []T { return []T{v[1], ops.Add(ops.Mul(ops.Tanh(v[0]), w), v[1])} },
+			[]T{ops.StopGradient(x), ops.StopGradient(ops.Neg(x))}, control.WhileOptions{MaxIterations: 7})
+		return ops.Add(ops.Sum(ops.Mul(out[0], out[1])), ops.Mul(scalar(w, 0), ops.Sum(w)))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{d}, {b, d}, {}}
+	}, -0.9, 0.9, 0},
+	// A bounded loop in a bounded loop, both reading the weight: the inner
+	// loop's stacks hold the product of the bounds.
+	{"nested_bounded", func(in []T) T {
+		w, x, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), ops.Mul(thr, scalar(thr, 4))) },
+			func(v []T) []T {
+				h := control.While(func(u []T) T { return ops.Lt(ops.Sum(ops.Abs(u[0])), thr) },
+					func(u []T) []T { return []T{ops.Add(ops.Mul(u[0], w), scalar(w, 0.25))} },
+					[]T{v[0]}, control.WhileOptions{MaxIterations: 3})
+				return []T{ops.Add(ops.Tanh(h[0]), v[0])}
+			}, []T{ops.StopGradient(x)}, control.WhileOptions{MaxIterations: 4})
+		return ops.Add(ops.Sum(ops.Square(out[0])), ops.Mul(scalar(w, 0), ops.Sum(w)))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{d}, {b, d}, {}}
+	}, 0.1, 1.2, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

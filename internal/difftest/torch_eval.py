@@ -508,10 +508,31 @@ def cond_cond_weight(w, x, thr):
     return (h * h).sum() + 0 * w.sum()
 
 
+def swap_weight(w, x, thr):
+    a, b, k = x.detach(), -x.detach(), 0
+    while b.abs().sum() < thr and k < 7:
+        a, b = b, torch.tanh(a) * w + b
+        k += 1
+    return (a * b).sum() + 0 * w.sum()
+
+
+def nested_bounded(w, x, thr):
+    h, k = x.detach(), 0
+    while (h * h).sum() < thr * 4 and k < 4:
+        u, j = h, 0
+        while u.abs().sum() < thr and j < 3:
+            u = u * w + 0.25
+            j += 1
+        h = torch.tanh(u) + h
+        k += 1
+    return (h * h).sum() + 0 * w.sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
              "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
-             "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight}
+             "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
+             "swap_weight": swap_weight, "nested_bounded": nested_bounded}
 
 
 def run_control(c):
