@@ -22,7 +22,7 @@ import (
 type loopGraph struct {
 	*lowering
 	pinned map[Output]bool // results: never released
-	// live holds the stacks a run made, by their handle (stacks.go).
+	// live holds the stacks a run made, by their handle (record_stacks.go).
 	live map[*tensor.Tensor]*liveStack
 }
 
