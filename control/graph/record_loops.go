@@ -212,6 +212,9 @@ func (lg *loopGraph) runCond(dev device.LoopCapturer, c *branching, vals map[Out
 	bufs := make([]*tensor.Tensor, len(c.merges))
 	pred := vals[c.pred]
 	for _, b := range []int{1, 0} {
+		if len(c.branches[b].steps) == 0 && len(c.merges) == 0 {
+			continue // nothing to do on that side (a gate's other side): no empty body
+		}
 		err := dev.CaptureIf(pred.Buffer(), b == 0, func() error {
 			for _, s := range c.branches[b].steps {
 				lg.runStep(dev, s, vals)
