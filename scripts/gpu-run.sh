@@ -61,7 +61,7 @@ skip=$(grep -c -- '--- SKIP' "$out/tests.log")
 	grep -m1 'gpu:0: ' "$out/tests.log" | sed 's/^ */- device: /'
 	grep -m1 'nccl_test.go.*gpu:0: ' "$out/tests.log" | sed 's/^ */- NCCL: /'
 	# Loops and Conds as conditional nodes: the driver's first run of them.
-	grep -E -- '--- (PASS|FAIL): (TestRecordedLoop[A-Za-z]*|TestRecordedScanGradient|TestGPTGenerationRecordedOnGPU|TestLoopQueuedCalls) ' "$out/tests.log" | sed 's/^ */- conditional nodes: /'
+	grep -E -- '--- (PASS|FAIL): (TestRecordedLoop[A-Za-z]*|TestRecordedScanGradient|TestRecordedTrainStepWithALoop|TestGPTGenerationRecordedOnGPU|TestLoopQueuedCalls) ' "$out/tests.log" | sed 's/^ */- conditional nodes: /'
 	if [ "$fail" != 0 ] || [ "$rc" != 0 ]; then
 		echo
 		echo '```'
