@@ -200,6 +200,23 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{d}, {b, d}, {}}
 	}, 0.1, 1.2, 0},
+	// A Scan inside a bounded loop, the loop's state feeding the scan and
+	// its count (an Int64 value) the loss: frames of both kinds nested.
+	{"scan_in_while", func(in []T) T {
+		xs, w, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+			func(v []T) []T {
+				carry, _ := control.Scan(func(c, x []T) ([]T, []T) {
+					h := ops.Tanh(ops.Add(ops.MatMul(c[0], w), x[0]))
+					return []T{h}, nil
+				}, []T{v[0]}, []T{xs})
+				return []T{ops.Add(carry[0], v[0]), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+			}, []T{ops.Reshape(ops.Mean(xs, 0), xs.Dim(1), xs.Dim(2)), ops.ScalarLike(thr, 0)}, control.WhileOptions{MaxIterations: 4})
+		return ops.Add(ops.Sum(ops.Square(out[0])), ops.Mul(out[1], scalar(thr, 0.1)))
+	}, func(r *rand.Rand, b int) [][]int {
+		steps, d := 2+r.IntN(3), 1+r.IntN(3)
+		return [][]int{{steps, b, d}, {d, d}, {}}
+	}, -0.8, 0.8, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

@@ -528,11 +528,23 @@ def nested_bounded(w, x, thr):
     return (h * h).sum() + 0 * w.sum()
 
 
+def scan_in_while(xs, w, thr):
+    h, k, n = xs.mean(0), 0, 0.0
+    while (h * h).sum() < thr and k < 4:
+        c = h
+        for t in range(xs.shape[0]):
+            c = torch.tanh(c @ w + xs[t])
+        h = c + h
+        n += 1.0
+        k += 1
+    return (h * h).sum() + n * 0.1 + 0 * thr
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
              "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
-             "swap_weight": swap_weight, "nested_bounded": nested_bounded}
+             "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while}
 
 
 def run_control(c):
