@@ -217,6 +217,26 @@ var templates = []template{
 		steps, d := 2+r.IntN(3), 1+r.IntN(3)
 		return [][]int{{steps, b, d}, {d, d}, {}}
 	}, -0.8, 0.8, 0},
+	// A loop in each branch of a Cond, of other bounds and bodies, the
+	// predicate and the loops' conditions reading the weight.
+	{"cond_of_loops", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		y := control.Cond(ops.Gt(ops.Sum(ops.Mul(x, w)), scalar(x, 0)),
+			func() []T {
+				return control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(ops.Mul(v[0], w))), thr) },
+					func(v []T) []T { return []T{ops.Add(ops.Mul(v[0], scalar(v[0], 1.5)), w)} },
+					[]T{x}, control.WhileOptions{MaxIterations: 5})
+			},
+			func() []T {
+				return control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+					func(v []T) []T { return []T{ops.Sub(ops.Sin(v[0]), w)} },
+					[]T{x}, control.WhileOptions{MaxIterations: 3})
+			})
+		return ops.Sum(ops.Mul(y[0], y[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 1 + r.IntN(3)
+		return [][]int{{b, d}, {d}, {}}
+	}, -1, 1, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

@@ -540,11 +540,25 @@ def scan_in_while(xs, w, thr):
     return (h * h).sum() + n * 0.1 + 0 * thr
 
 
+def cond_of_loops(x, w, thr):
+    h, k = x, 0
+    if (x * w).sum() > 0:
+        while (h * w).abs().sum() < thr and k < 5:
+            h = h * 1.5 + w
+            k += 1
+    else:
+        while (h * h).sum() < thr and k < 3:
+            h = torch.sin(h) - w
+            k += 1
+    return (h * h).sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
              "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
-             "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while}
+             "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while,
+             "cond_of_loops": cond_of_loops}
 
 
 def run_control(c):
