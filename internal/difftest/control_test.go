@@ -237,6 +237,21 @@ var templates = []template{
 		d := 1 + r.IntN(3)
 		return [][]int{{b, d}, {d}, {}}
 	}, -1, 1, 0},
+	// A loop that picks a row of the weight by a position it computes
+	// (ArgMax, DynamicSlice on device-held starts) each iteration.
+	{"pick_row", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Square(v[0])), thr) },
+			func(v []T) []T {
+				i := ops.Reshape(ops.ArgMax(ops.Sum(v[0], 0), 0), 1)
+				row := ops.DynamicSlice(w, ops.Concatenate(0, i, ops.ZerosLike(i)), 1, w.Dim(1))
+				return []T{ops.Add(ops.Tanh(ops.Add(v[0], row)), ops.Mul(v[0], scalar(v[0], 0.5)))}
+			}, []T{x}, control.WhileOptions{MaxIterations: 5})
+		return ops.Sum(ops.Square(out[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(3)
+		return [][]int{{b, d}, {d, d}, {}}
+	}, -1, 1, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

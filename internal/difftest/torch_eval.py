@@ -553,12 +553,21 @@ def cond_of_loops(x, w, thr):
     return (h * h).sum()
 
 
+def pick_row(x, w, thr):
+    h, k = x, 0
+    while (h * h).sum() < thr and k < 5:
+        i = int(h.sum(0).argmax())
+        h = torch.tanh(h + w[i:i + 1]) + h * 0.5
+        k += 1
+    return (h * h).sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
              "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
              "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while,
-             "cond_of_loops": cond_of_loops}
+             "cond_of_loops": cond_of_loops, "pick_row": pick_row}
 
 
 def run_control(c):
