@@ -24,7 +24,7 @@ func Cond(pred *tensor.Tensor, trueFn, falseFn func() []*tensor.Tensor) []*tenso
 		taken = 1
 	}
 	outs := branch(branches[taken])
-	if t := tracingAfter(outs, marks); t != nil && !t.Unroll() {
+	if t := tracingAfter(outs, marks); t != nil {
 		// A predicate on variables alone, branches on a trace's values:
 		// traced after all (the branch runs again, recorded).
 		return t.Cond(pred, branches)
@@ -84,9 +84,11 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 	if index == nil || index.Rank() != 0 || (index.DType() != tensor.Int32 && index.DType() != tensor.Int64) {
 		flow.Fail("Case", tensor.ErrDType, []*tensor.Tensor{index}, "the index must be an int32 or int64 scalar, got %s", tensor.Describe(index))
 	}
-	if t := tracingCond(index); t != nil && len(branches) > 1 {
+	if t := flow.RecordingOf(index); t != nil && t.Derived(index) && len(branches) > 1 {
 		// Traced as TensorFlow's switch_case lowers: a chain of conds,
-		// index == 0, index == 1, ..., the last branch taking the rest.
+		// index == 0, index == 1, ..., the last branch taking the rest
+		// (each Cond traced, or decided with a guard where the trace
+		// unrolls: tracingCond).
 		pred := ops.Eq(index, ops.ScalarLike(index, 0))
 		return Cond(pred, branches[0], func() []*tensor.Tensor { return Case(ops.Sub(index, ops.ScalarLike(index, 1)), branches[1:]...) })
 	}

@@ -134,6 +134,18 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 		},
 		calls: [][]*tensor.Tensor{{vector(1, 2, 3), scalar(2)}, {vector(1, 2, 3), scalar(40)}, {vector(1, 1, 1), scalar(2.5)},
 			{vector(-1, 0, 1), scalar(0.5)}},
+	}, {
+		// A Case (a chain of Conds) on an index the caller gives, out of
+		// range taking the last branch.
+		name: "case",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.Case(a[1],
+				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Exp(a[0])} },
+				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Neg(a[0])} },
+				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(a[0], a[0])} })
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2), onGPU(t, d, tensor.Scalar(int32(0)))}, {vector(1, 2), onGPU(t, d, tensor.Scalar(int32(1)))},
+			{vector(1, 2), onGPU(t, d, tensor.Scalar(int32(2)))}, {vector(3, 2), onGPU(t, d, tensor.Scalar(int32(7)))}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
