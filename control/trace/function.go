@@ -599,8 +599,10 @@ type tracer struct {
 	branchOf map[*graph.Node]*traceCtx
 	loops    atomic.Int32 // While frames made, for their names
 	conds    atomic.Int32 // Conds made, for their Switches' and Merges' Cond
-	paused   atomic.Int32 // >0 while a loop finishes eagerly, unrecorded
-	failure  atomic.Pointer[error]
+	// gradConds is above 0 while a Cond's gradient is traced (as a Cond).
+	gradConds atomic.Int32
+	paused    atomic.Int32 // >0 while a loop finishes eagerly, unrecorded
+	failure   atomic.Pointer[error]
 	// unroll traces loops iteration by iteration (with guards), for
 	// functions whose loops cannot be frames (see trace_guard.go).
 	unroll bool

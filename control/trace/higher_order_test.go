@@ -72,9 +72,21 @@ func TestTracedSecondDerivativesThroughLoops(t *testing.T) {
 			func() []T { return []T{ops.Mul(ops.Sin(x), x)} })
 		return ops.Sum(ops.Square(y[0]))
 	}
+	// A Case (nested Conds) on an index the data choose: the second
+	// derivative of a traced Cond's gradient read its branches' values
+	// outside them (a call taking another branch failed: "a graph result
+	// is dead"); it is traced with the decisions guarded instead.
+	caseOnX := func(x T) T {
+		i := ops.ArgMax(x, 0)
+		y := control.Case(i,
+			func() []T { return []T{ops.Exp(x)} },
+			func() []T { return []T{ops.Mul(ops.Square(x), ops.Sin(x))} },
+			func() []T { return []T{ops.Tanh(ops.Mul(x, x))} })
+		return ops.Sum(ops.Square(y[0]))
+	}
 	calls := [][]T{{f64s(0.5, 1.5)}, {f64s(0.7, 1.1)}, {f64s(1.3, 2.5)}, {f64s(0.2, 0.3)}, {f64s(0.5, 1.5)}}
 	for name, loss := range map[string]func(T) T{"power": power, "poly": poly, "trips on x": tripsOnX, "zero trips first": zeroFirst,
-		"loop in a cond": loopInCond} {
+		"loop in a cond": loopInCond, "case on x": caseOnX} {
 		fn := secondDerivative(loss)
 		f := trace.NewFunction(fn)
 		c := calls
@@ -83,6 +95,8 @@ func TestTracedSecondDerivativesThroughLoops(t *testing.T) {
 			c = [][]T{{f64s(2, 1.5)}, {f64s(0.5, 0.6)}, {f64s(0.2, 0.1)}, {f64s(2, 1.5)}}
 		case "loop in a cond":
 			c = [][]T{{f64s(0.5, 0.2)}, {f64s(-0.5, -0.2)}, {f64s(0.3, 0.1)}, {f64s(-1, 0.1)}}
+		case "case on x":
+			c = [][]T{{f64s(0.5, 0.2, 0.1)}, {f64s(0.1, 0.7, 0.3)}, {f64s(0.2, 0.1, 0.9)}, {f64s(0.9, 0.2, 0.1)}}
 		}
 		checkCalls(t, name, f, fn, c, 1e-9)
 	}

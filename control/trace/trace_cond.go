@@ -247,7 +247,15 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 		// records, it traces again with the loops unrolled).
 		return res
 	}
+	gradient := t.gradConds.Load() > 0 // this Cond is another Cond's gradient
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
+		if gradient && t.Recording() {
+			// A Cond's gradient differentiated again while the trace
+			// records: traced, the second derivative would read the
+			// branches' values outside them. The Function traces again,
+			// its decisions unrolled and guarded (tracingCond).
+			t.fail(fmt.Errorf("%w (a Cond's gradient differentiated again)", errUnroll))
+		}
 		vjp := func(b int) []*tensor.Tensor { return regions.WindowVJP(outs[b], dys, caps, from[b], to[b]) }
 		if f := t.innerFrame(t.ctx); !t.Recording() || (f != nil && f.forward == nil) {
 			var g []*tensor.Tensor
@@ -267,6 +275,8 @@ func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) 
 				return g
 			}
 		}
+		t.gradConds.Add(1)
+		defer t.gradConds.Add(-1)
 		return t.Cond(pred, [2]func() []*tensor.Tensor{grad(0), grad(1)})
 	}
 	var fresh []*tensor.Tensor

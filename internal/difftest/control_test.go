@@ -252,6 +252,38 @@ var templates = []template{
 		d := 2 + r.IntN(3)
 		return [][]int{{b, d}, {d, d}, {}}
 	}, -1, 1, 0},
+	// A Case on an index the data choose (the column of x's largest sum),
+	// in a bounded loop: a chain of Conds, decided with guards where a
+	// trace unrolls.
+	{"case_in_loop", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(ops.Abs(v[0])), thr) },
+			func(v []T) []T {
+				i := ops.ArgMax(ops.Sum(v[0], 0), 0)
+				return control.Case(i,
+					func() []T { return []T{ops.Add(ops.Mul(v[0], w), scalar(w, 0.3))} },
+					func() []T { return []T{ops.Add(ops.Tanh(v[0]), w)} },
+					func() []T { return []T{ops.Add(ops.Mul(v[0], scalar(v[0], 1.5)), scalar(v[0], 0.1))} })
+			}, []T{x}, control.WhileOptions{MaxIterations: 5})
+		return ops.Sum(ops.Square(out[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(3)
+		return [][]int{{b, d}, {d}, {}}
+	}, -1, 1, 0},
+	// A Case with no loop around it, on an index the data choose: its
+	// trace unrolls (no loop guards it) and must guard the decision.
+	{"case_top", func(in []T) T {
+		x, w := in[0], in[1]
+		i := ops.ArgMax(ops.Sum(x, 0), 0)
+		y := control.Case(i,
+			func() []T { return []T{ops.Mul(ops.Exp(x), w)} },
+			func() []T { return []T{ops.Sub(ops.Square(x), w)} },
+			func() []T { return []T{ops.Tanh(ops.Add(x, w))} })
+		return ops.Sum(ops.Square(y[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(3)
+		return [][]int{{b, d}, {d}}
+	}, -1, 1, 0},
 	// x^n by a counter loop whose bound n is an argument: a trace made
 	// where n is 0 or 1 holds no second derivative in its eager record,
 	// yet the graph's later calls take more iterations.

@@ -562,12 +562,38 @@ def pick_row(x, w, thr):
     return (h * h).sum()
 
 
+def case_in_loop(x, w, thr):
+    h, k = x, 0
+    while h.abs().sum() < thr and k < 5:
+        i = min(int(h.sum(0).argmax()), 2)
+        if i == 0:
+            h = h * w + 0.3
+        elif i == 1:
+            h = torch.tanh(h) + w
+        else:
+            h = h * 1.5 + 0.1
+        k += 1
+    return (h * h).sum()
+
+
+def case_top(x, w):
+    i = min(int(x.sum(0).argmax()), 2)
+    if i == 0:
+        y = torch.exp(x) * w
+    elif i == 1:
+        y = x * x - w
+    else:
+        y = torch.tanh(x + w)
+    return (y * y).sum()
+
+
 TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": cond_in_loop,
              "nested": nested, "trips_on_x": trips_on_x, "power_count": power_count,
              "cond_while_weight": cond_while_weight, "loop_in_cond": loop_in_cond,
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
              "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while,
-             "cond_of_loops": cond_of_loops, "pick_row": pick_row}
+             "cond_of_loops": cond_of_loops, "pick_row": pick_row,
+             "case_in_loop": case_in_loop, "case_top": case_top}
 
 
 def run_control(c):
