@@ -156,15 +156,7 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 				passes = ctx.LoopPasses + ctx.BranchesTaken
 			}
 			for call, args := range c.calls {
-				want := c.fn(args)
-				before := graphLaunches(d)()
-				got, err := f.Call(args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := graphLaunches(d)() - before; emulated && n != min(call, 1) {
-					t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
-				}
+				got, want := callRecorded(t, d, f, c.fn, args, call)
 				for i := range want {
 					g, w := tensor.ToSlice[float32](onHost(t, got[i])), tensor.ToSlice[float32](onHost(t, want[i]))
 					if !slices.EqualFunc(g, w, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
@@ -189,6 +181,24 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 			rec.Release()
 		})
 	}
+}
+
+// callRecorded runs fn eagerly and f (fn traced with Record) on args for
+// call number call, and checks on the emulator that f launched one graph
+// where it had traced already (call 0 traces).
+func callRecorded(t *testing.T, d *Device, f *trace.Function, fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor, call int) (got, want []*tensor.Tensor) {
+	t.Helper()
+	_, emulated := d.ctx.(*emu.Context)
+	want = fn(args)
+	before := graphLaunches(d)()
+	got, err := f.Call(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := graphLaunches(d)() - before; emulated && n != min(call, 1) {
+		t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
+	}
+	return got, want
 }
 
 // A loop the device cannot record (its predicate computed by a Cond)
@@ -295,7 +305,6 @@ func TestLoopQueuedCalls(t *testing.T) {
 func TestRecordedLoopGradients(t *testing.T) {
 	d := testGPU(t)
 	awaitNoObservers(t)
-	_, emulated := d.ctx.(*emu.Context)
 	r := tensor.NewRNG(21)
 	w := onGPU(t, d, ops.Mul(tensor.RandNormal(r, tensor.Float32, 4, 4), tensor.Scalar(float32(0.4))))
 	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
@@ -312,16 +321,7 @@ func TestRecordedLoopGradients(t *testing.T) {
 	f.Record = true
 	x := onGPU(t, d, tensor.RandNormal(r, tensor.Float32, 2, 4))
 	for call, thr := range []float32{3, 50, 1e9, 0, 20} {
-		args := []*tensor.Tensor{w, x, onGPU(t, d, tensor.Scalar(thr))}
-		want := fn(args)
-		before := graphLaunches(d)()
-		got, err := f.Call(args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := graphLaunches(d)() - before; emulated && n != min(call, 1) {
-			t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
-		}
+		got, want := callRecorded(t, d, f, fn, []*tensor.Tensor{w, x, onGPU(t, d, tensor.Scalar(thr))}, call)
 		for i := range want {
 			if want[i] == nil { // no iteration: no gradient eagerly, zeros in the graph
 				if got[i] != nil && slices.ContainsFunc(tensor.ToSlice[float32](onHost(t, got[i])), func(v float32) bool { return v != 0 }) {
