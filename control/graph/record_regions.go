@@ -3,6 +3,7 @@ package graph
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
@@ -93,6 +94,11 @@ type lowering struct {
 	conds    map[int]*branching
 	lifted   map[*Node]int       // Cond Switches reading another Cond's branch: the side they may be read on
 	stacks   map[*Node]eager.Out // each Stack's element (its push's)
+	// The frames and Conds in the order they begin, and the nodes inside
+	// each region (in it or in a region inside it), made once placed.
+	frameOrder []*region
+	condOrder  []*branching
+	inside     map[*region][]*Node
 }
 
 // outRegion is the region an output's value lives in: a Cond Switch's
@@ -172,7 +178,15 @@ func lowerRegions(g *Graph) (*lowering, string) {
 		lw.regionOf[n.ID] = r
 		r.nodes = append(r.nodes, n)
 	}
-	for _, r := range lw.frameList() {
+	lw.frameOrder = slices.SortedFunc(maps.Values(lw.frames), func(a, b *region) int { return cmp.Compare(a.key, b.key) })
+	lw.condOrder = slices.SortedFunc(maps.Values(lw.conds), func(a, b *branching) int { return cmp.Compare(a.key, b.key) })
+	lw.inside = map[*region][]*Node{}
+	for _, n := range g.Nodes {
+		for r := lw.regionOf[n.ID]; r != nil; r = r.parent {
+			lw.inside[r] = append(lw.inside[r], n)
+		}
+	}
+	for _, r := range lw.frameOrder {
 		if why := r.check(lw); why != "" {
 			return nil, why
 		}
@@ -182,7 +196,7 @@ func lowerRegions(g *Graph) (*lowering, string) {
 			return nil, fmt.Sprintf("%v has no push", n)
 		}
 	}
-	for _, c := range lw.condList() {
+	for _, c := range lw.condOrder {
 		for _, m := range c.merges {
 			for b, in := range m.Inputs {
 				if !within(lw.outRegion(in), c.branches[b]) {
@@ -209,10 +223,10 @@ func lowerRegions(g *Graph) (*lowering, string) {
 		}
 	}
 	lw.top.steps = lw.stepsOf(lw.top)
-	for _, r := range lw.frameList() {
+	for _, r := range lw.frameOrder {
 		r.steps = lw.stepsOf(r)
 	}
-	for _, c := range lw.condList() {
+	for _, c := range lw.condOrder {
 		for _, b := range c.branches {
 			b.steps = lw.stepsOf(b)
 		}
@@ -320,26 +334,6 @@ func (lw *lowering) place(n *Node) (*region, string) {
 	return nil, fmt.Sprintf("%v is a %s", n, n.Kind)
 }
 
-// frameList and condList are the frames and Conds in the order they
-// begin.
-func (lw *lowering) frameList() []*region {
-	rs := make([]*region, 0, len(lw.frames))
-	for _, r := range lw.frames {
-		rs = append(rs, r)
-	}
-	slices.SortFunc(rs, func(a, b *region) int { return cmp.Compare(a.key, b.key) })
-	return rs
-}
-
-func (lw *lowering) condList() []*branching {
-	cs := make([]*branching, 0, len(lw.conds))
-	for _, c := range lw.conds {
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(a, b *branching) int { return cmp.Compare(a.key, b.key) })
-	return cs
-}
-
 // stepsOf orders region r's steps: its op nodes and loop Switches (not
 // its condition's), and the frames and Conds inside it.
 func (lw *lowering) stepsOf(r *region) []step {
@@ -357,19 +351,19 @@ func (lw *lowering) stepsOf(r *region) []step {
 	}
 	// A child frame's or Cond's step stands for every node inside it and
 	// for its Exits or Merges.
-	for _, f := range lw.frameList() {
+	for _, f := range lw.frameOrder {
 		if f.parent == r {
 			s := step{loop: f}
-			for _, n := range append(lw.nodesOf(s), f.exits...) {
+			for _, n := range slices.Concat(lw.nodesOf(s), f.exits) {
 				stepOf[n] = len(steps)
 			}
 			steps = append(steps, s)
 		}
 	}
-	for _, c := range lw.condList() {
+	for _, c := range lw.condOrder {
 		if c.parent == r {
 			s := step{cond: c}
-			for _, n := range append(lw.nodesOf(s), c.merges...) {
+			for _, n := range slices.Concat(lw.nodesOf(s), c.merges) {
 				stepOf[n] = len(steps)
 			}
 			steps = append(steps, s)
@@ -414,26 +408,13 @@ func (lw *lowering) stepsOf(r *region) []step {
 // nodesOf lists the nodes a step runs: its node, or every node inside its
 // frame, or its Cond's Switches and every node inside its branches.
 func (lw *lowering) nodesOf(s step) []*Node {
-	if s.node != nil {
+	switch {
+	case s.node != nil:
 		return []*Node{s.node}
+	case s.loop != nil:
+		return lw.inside[s.loop]
 	}
-	var inside []*region
-	var out []*Node
-	if s.loop != nil {
-		inside = []*region{s.loop}
-	} else {
-		inside = s.cond.branches[:]
-		out = append(out, s.cond.switches...)
-	}
-	for id, q := range lw.regionOf {
-		for _, r := range inside {
-			if q != nil && within(q, r) {
-				out = append(out, lw.g.Nodes[id])
-				break
-			}
-		}
-	}
-	return out
+	return slices.Concat(s.cond.switches, lw.inside[s.cond.branches[0]], lw.inside[s.cond.branches[1]])
 }
 
 // producers are the nodes n reads by data and control edges.
@@ -517,11 +498,7 @@ func (r *region) check(lw *lowering) string {
 		}
 	}
 	// Does anything else in the frame read the condition's values?
-	for id, q := range lw.regionOf {
-		if q == nil || !within(q, r) {
-			continue
-		}
-		n := lw.g.Nodes[id]
+	for _, n := range lw.inside[r] {
 		for j, in := range n.Inputs {
 			isPred := n.Kind == Switch && n.Cond == 0 && j == 1 && in == r.pred
 			if inCond[in.Node] && !inCond[n] && !isPred {
