@@ -240,6 +240,8 @@ func TestRecordErrors(t *testing.T) {
 // constants, the replay and the loss's copy, whatever the model's size.
 func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 	d := testGPU(t)
+	// A step that is not recorded says why on standard error.
+	t.Setenv("EAGERFLOW_DEBUG", "record")
 	launches := graphLaunches(d)
 	ctx, emulated := d.ctx.(*emu.Context)
 	cnn := func(l ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
@@ -328,7 +330,7 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 						return
 					}
 					if n, want := launches()-before, 3; n != want {
-						t.Errorf("%d graph launches in 4 steps, want %d", n, want)
+						t.Errorf("%d graph launches in 4 steps, want %d (a tape observes: %v)", n, want, eager.Observing())
 					}
 					if c.queued > 0 && queued != c.queued {
 						t.Errorf("a recorded step queued %d calls, want %d", queued, c.queued)

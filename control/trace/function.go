@@ -274,6 +274,12 @@ func (tr *traced) replay(args []*tensor.Tensor, tail *graph.Tail, wantOwned bool
 	tr.recMu.Lock()
 	if tr.rec == nil && tr.recordErr == nil {
 		rec, err := graph.RecordTail(tr.g, tr.graphTail(tail), args...)
+		if err != nil && (eager.Observing() || eager.Profiling()) {
+			// A tape or a profile began meanwhile, on another goroutine:
+			// a later call records.
+			tr.recMu.Unlock()
+			return nil, nil, false, nil
+		}
 		if err != nil {
 			tr.recordErr = err
 			if _, records := tr.g.Device.(device.Capturer); records {
