@@ -49,7 +49,9 @@ func dwLayout(a ops.Conv2DGemmAttrs) string {
 // depthwise returns the kernel of op kind (dw_fwd, dw_input): it reads
 // the call's inputs a and b, writes outs[0], and decomposes a thread's
 // index by the divisors dims gives for the geometry; NCHW convolutions
-// the band kernels take go by bands (kernels.DepthwiseBand).
+// the band kernels take go by bands (kernels.DepthwiseBand), and NCHW
+// input gradients at other strides and multipliers by bands of dx's rows
+// (kernels.DepthwiseRows): only dilated NCHW convolutions go direct.
 func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
@@ -67,6 +69,13 @@ func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.De
 			name := kernels.Name(kind, "nchwband", string(d))
 			args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f)), g.M, total)
 			check(c, gpu(c).launchBand("depthwise", name, kernels.DepthwisePool(g, grad), d, total, args))
+			return
+		}
+		if layout == "nchw" && grad && kernels.DepthwiseRows(g, d) { // strides or a multiplier: bands of dx's rows
+			dy, f := c.Inputs[1], c.Inputs[0]
+			p := kernels.DepthwiseRowsPool(g)
+			args := newArgs().Ptr(ptr(out)).Ptr(ptr(dy)).Ptr(ptr(f)).U64(uint64(g.M)).Bytes(kernels.PoolGeometry(p, max(total, dy.NumElements())), 8)
+			check(c, gpu(c).launchBands("depthwise", kernels.Name(kind, "nchwrows", string(d)), g.N*g.C, g.H, kernels.DepthwiseRowsPer(g, d), args))
 			return
 		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(total)).Bytes(kernels.DepthwiseGeometry(g), 8)

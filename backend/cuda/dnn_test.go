@@ -223,9 +223,10 @@ func TestDepthwiseRandomOnGPU(t *testing.T) {
 
 // NCHW depthwise convolutions without dilation take the band kernels (the
 // forward and the filter gradient at any stride and multiplier, the input
-// gradient at a stride and multiplier of 1) and agree with the CPU: windows of 3x3, 5x5 and
-// 1x3, SAME and VALID, uneven padding, multipliers 1 and 2, planes of one
-// band and of several; the filter gradient by bands too.
+// gradient at a stride and multiplier of 1; at other strides and
+// multipliers, bands of its rows) and agree with the CPU: windows of 3x3,
+// 5x5, 5x3, 4x4 and 1x3, SAME and VALID, uneven padding, strides 1-3,
+// multipliers 1-3, planes of one band and of several.
 func TestDepthwiseBandsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(15)
@@ -238,14 +239,19 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 		padding  ops.PaddingMode
 		gradBand bool // the input gradient takes a band too
 		m        int  // the multiplier
+		gradRows bool // the input gradient takes bands of its rows (dw_input_nchwrows)
 	}{
-		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true, 1},
-		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true, 1},
-		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true, 1},
-		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false, 1},
-		{tensor.Float64, tensor.Shape{2, 3, 9, 10}, 3, 3, [2]int{1, 1}, ops.Same, false, 2}, // the input gradient direct
-		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true, 1}, // several bands a plane
-		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true, 1},
+		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false},
+		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true, 1, false},
+		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true, 1, false},
+		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true},
+		{tensor.Float64, tensor.Shape{2, 3, 9, 10}, 3, 3, [2]int{1, 1}, ops.Same, false, 2, true},
+		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false}, // several bands a plane
+		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false},
+		// Strides and multipliers on planes of several bands of dx's rows.
+		{tensor.Float32, tensor.Shape{1, 2, 150, 200}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true},
+		{tensor.Float64, tensor.Shape{1, 2, 60, 90}, 5, 3, [2]int{2, 1}, ops.Valid, false, 3, true},
+		{tensor.Float32, tensor.Shape{2, 1, 41, 33}, 4, 4, [2]int{3, 3}, ops.Same, false, 2, true},
 	} {
 		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Format: ops.NCHW}
 		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
@@ -265,6 +271,9 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 			}
 			if slices.Contains(*launched, "dw_input_nchwband_"+dt) != c.gradBand {
 				t.Errorf("case %d: the input gradient took a band: %v, want %v", i, !c.gradBand, c.gradBand)
+			}
+			if slices.Contains(*launched, "dw_input_nchwrows_"+dt) != c.gradRows {
+				t.Errorf("case %d: the input gradient took bands of its rows: %v, want %v", i, !c.gradRows, c.gradRows)
 			}
 		}
 	}

@@ -67,7 +67,7 @@ const (
 )
 
 // dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: the direct NCHW kernels (dilations; the input gradient at strides or multipliers above 1) read each tap's row shifted off its sectors, every other element at a stride of 2; bands (dw_*_nchwband: rows staged in shared memory) take the rest: the forward and the filter gradient without dilation, the input gradient at stride and multiplier 1"
+const dwShifted = "issue 32: the direct NCHW kernels (dilated convolutions only) read each tap's row shifted off its sectors, every other element at a stride of 2; bands take the rest: the forward and the filter gradient without dilation (dw_*_nchwband, input rows staged), the input gradient (dw_input_nchwband at stride and multiplier 1, else dw_input_nchwrows, dy's rows staged)"
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
@@ -126,7 +126,7 @@ var budgets = map[string]kernelBudget{
 	"rmsprop_mom_multi_8_f32":           {instr: 16},
 	"pool2d_max_nhwc_f32":               {instr: 36},
 	"pool2d_sum_nhwc_f32":               {instr: 36},
-	"pool2d_max_nchwband_f32":           {instr: 75}, // a band of output rows, its input rows staged: nine taps an output, each bounds-checked
+	"pool2d_max_nchwband_f32":           {instr: 80}, // a band of output rows, its input rows staged: nine taps an output, each bounds-checked
 	"pool2d_select_put_ge_nchwband_f32": {instr: 75},
 	"pool2d_max_nchw2_f32":              {instr: 36}, // rows too wide for a band: pairs read whole sectors,
 	"pool2d_max_nchw2x2_f32":            {instr: 20}, // a block stages row pairs in shared memory: 16-byte loads and stores
@@ -145,7 +145,11 @@ var budgets = map[string]kernelBudget{
 	"pool2d_select_ge_nhwc_f32":         {instr: 40},
 	"pool2d_select_ge_nchwband_f32":     {instr: 110},
 	"pool2d_select_scatter_nhwc_f32":    {instr: 50}, // up to four windows over an element, each read
-	"pool2d_select_scatter_nchw_f32":    {instr: 50, efficiency: 0.75, debt: "issue 32: in NCHW a warp's 32 columns read the 16 or so windows over them (two threads a window at a stride of 2), whose values start mid-sector; in NHWC neighbours read whole sectors"},
+	// A band's windows staged once, then a thread an element: its windows
+	// found by four divisions through constants (the strides), each
+	// window's tap number compared; loads count once where the NHWC kernel
+	// reads a window's values for each element under it.
+	"pool2d_select_scatter_nchwband_f32": {instr: 150},
 	// The depthwise kernels read their taps in place; the filter gradient
 	// gives a thread one filter element and the batch's sum behind it.
 	// The depthwise kernels: nine taps an output, each bounds-checked; the
@@ -161,6 +165,7 @@ var budgets = map[string]kernelBudget{
 	"dw_filter_nchw_f32":     {instr: 80, efficiency: 0.5, serial: true, debt: dwShifted + "; a dilated filter gradient goes by blocks, one a filter element (256 threads each)"},
 	"dw_fwd_nchwband_f32":    {instr: 215}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window
 	"dw_input_nchwband_f32":  {instr: 225},
+	"dw_input_nchwrows_f32":  {instr: 170}, // a band's dy rows and filter values staged; per element two divisions by the strides, then the taps that reach it (2.25 at a stride of 2) times the multiplier
 	"dw_filter_nchwband_f32": {instr: 320}, // 3x3: one walk over a band's windows, each tap's sum in shared memory, then a tree a tap across the block
 	"reduce_cols_sum_f64":    {instr: 14},
 	"reduce_colsb_sum_f64":   {instr: 20},
@@ -283,7 +288,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}, img)
 		}},
 		{"max pool NCHW 3x3 stride 2 and its gradient (overlapping)", func() {
-			x := g(2, 4, 28, 28) // planes of 28: a warp's windows two rows of 14
+			x := g(2, 4, 56, 56) // planes of 56 (ResNet's stem pools 112 to 56): a band a plane
 			grad(func() *tensor.Tensor {
 				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: ops.NCHW})
 			}, x)
@@ -352,6 +357,14 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			x, dw := g(2, 8, 28, 28), g(3, 3, 8, 2)
 			grad(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Dilations: [2]int{2, 2}, Format: ops.NCHW})
+			}, x, dw)
+		}},
+		{"depthwise convolution NCHW, multiplier 2, stride 2, and its gradients", func() {
+			// Planes of 56x56 (MobileNet's are 112 to 7): a band's rows
+			// of dy outweigh the filter values it gathers, C·M apart.
+			x, dw := g(1, 8, 56, 56), g(3, 3, 8, 2)
+			grad(func() *tensor.Tensor {
+				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
 		}},
 		{"depthwise convolution NCHW and its gradients", func() {

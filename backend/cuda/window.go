@@ -204,7 +204,7 @@ var selectName = map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le
 // SelectAndScatter over the overlapping windows p of dtype d: NHWC, or
 // NCHW by bands.
 func poolScatters(p kernels.PoolDims, nhwc bool, d kernels.DType) bool {
-	return kernels.PoolSelects(p) && (nhwc || poolLayout(p, nhwc, d) == "nchwband")
+	return kernels.PoolSelects(p) && (nhwc || poolLayout(p, nhwc, d) == "nchwband" && kernels.PoolScatterBand(p, d))
 }
 
 // poolScatter queues SelectAndScatter over the overlapping windows p
@@ -220,12 +220,15 @@ func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d ker
 	chosen := temporary(c, tensor.Uint8, tensor.Shape{windows}, "the windows' selections")
 	defer chosen.Release()
 	check(c, g.launchPool(p, nhwc, d, windows, newArgs().Ptr(ptr(chosen)).Ptr(ptr(x)), "pool2d_select", sel))
-	layout := "nchw"
+	args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(src)).Ptr(ptr(init))
 	if nhwc {
-		layout = "nhwc"
+		args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
+		check(c, g.launch("pool", kernels.Name("pool2d_select_scatter", "nhwc", string(d)), n, args))
+		return
 	}
-	args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(src)).Ptr(ptr(init)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-	check(c, g.launch("pool", kernels.Name("pool2d_select_scatter", layout, string(d)), n, args))
+	// By bands of the operand's rows.
+	args.Bytes(kernels.PoolGeometry(p, n), 8)
+	check(c, g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), n/(p.H*p.W), p.H, kernels.ScatterBandRows(p, d), args))
 }
 
 func selectAndGather(d kernels.DType) eager.Kernel {
@@ -316,11 +319,19 @@ func (d *Device) launchQuads(name string, p kernels.PoolDims, dt kernels.DType, 
 // windows of p, args holding its tensors: a block a band of a plane's
 // output rows at a time.
 func (d *Device) launchBand(module, name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
-	rows := kernels.BandRows(p, dt)
-	perPlane := (p.OH + rows - 1) / rows
-	chunks := n / (p.OH * p.OW) * perPlane
-	args.Bytes(kernels.PoolGeometry(p, n), 8).U64(uint64(chunks))
-	divisorArg(args, perPlane, chunks).U64(uint64(rows))
+	args.Bytes(kernels.PoolGeometry(p, n), 8)
+	return d.launchBands(module, name, n/(p.OH*p.OW), p.OH, kernels.BandRows(p, dt), args)
+}
+
+// launchBands queues band kernel name of module over planes planes of
+// rows rows each, per rows a band, args holding its tensors and pooling
+// geometry (then come the bands, the bands a plane as a divisor, and
+// per): a block a band at a time.
+func (d *Device) launchBands(module, name string, planes, rows, per int, args *cu.Args) error {
+	perPlane := (rows + per - 1) / per
+	chunks := planes * perPlane
+	args.U64(uint64(chunks))
+	divisorArg(args, perPlane, chunks).U64(uint64(per))
 	return d.launchBlocks(module, name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 

@@ -318,9 +318,35 @@ func TestPoolScatterOnGPU(t *testing.T) {
 				ops.SelectAndScatter(gx, gs, gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
 		}
 	}
+	// NCHW planes of several bands of operand rows: a band's last rows
+	// share windows with the next band's first.
+	for i, c := range []struct {
+		dt     tensor.DType
+		shape  tensor.Shape
+		k, s   [2]int
+		pad    [2][2]int
+		stages int // bands a plane
+	}{
+		{tensor.Float32, tensor.Shape{2, 3, 150, 130}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{1, 1}, {1, 1}}, 3},
+		{tensor.Float64, tensor.Shape{1, 2, 61, 200}, [2]int{3, 2}, [2]int{1, 2}, [2][2]int{{1, 0}, {0, 0}}, 8},
+		{tensor.BFloat16, tensor.Shape{1, 1, 40, 700}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{0, 1}, {1, 0}}, 2},
+	} {
+		w := ops.Window{Dims: []int{1, 1, c.k[0], c.k[1]}, Strides: []int{1, 1, c.s[0], c.s[1]},
+			Padding: [][2]int{{0, 0}, {0, 0}, c.pad[0], c.pad[1]}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, _, _ := pool2D(c.shape, w)
+		kt := kernelType(c.dt)
+		if per := kernels.ScatterBandRows(p, kt); !poolScatters(p, false, kt) || (p.H+per-1)/per != c.stages {
+			t.Fatalf("banded case %d: %v over %v: bands of %d rows, want %d a plane", i, w, c.shape, per, c.stages)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
+		init := ops.Cast(tensor.Scalar(0.5), c.dt)
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, w.OutShape(c.shape)...)), c.dt)
+		agree(t, fmt.Sprintf("banded case %d: %v %v %v", i, c.dt, c.shape, w),
+			ops.SelectAndScatter(onGPU(t, d, x), onGPU(t, d, src), onGPU(t, d, init), ops.SelectGE, w), ops.SelectAndScatter(x, src, init, ops.SelectGE, w))
+	}
 	if _, ok := d.ctx.(*emu.Context); ok {
 		for _, k := range []string{"pool2d_select_ge_nhwc_f32", "pool2d_select_le_nchwband_f64", "pool2d_select_ge_nhwc_s32",
-			"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchw_f16", "pool2d_select_scatter_nchw_f32"} {
+			"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchwband_f16", "pool2d_select_scatter_nchwband_f32"} {
 			if !slices.Contains(*launched, k) {
 				t.Errorf("%s did not run", k)
 			}

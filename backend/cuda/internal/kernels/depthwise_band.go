@@ -68,7 +68,7 @@ func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
 func depthwiseBandKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
-		out = append(out, dwBand(d, false), dwBand(d, true), dwFilterBand(d))
+		out = append(out, dwBand(d, false), dwBand(d, true), dwFilterBand(d), dwInputRows(d))
 	}
 	return out
 }

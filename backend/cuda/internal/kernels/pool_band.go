@@ -70,16 +70,8 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *
 	b := &band{k: k, d: d, x: x, sh: k.Shared("band", QuadChunkBytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
 	H, OH := poolField(k, 1), poolField(k, 3)
 	SH, PH, KH := poolField(k, 7), poolField(k, 9), poolField(k, 5)
-	t32, n32, c32, g32 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("mov.u32 %s, %%tid.x", t32)
-	k.Op("mov.u32 %s, %%ntid.x", n32)
-	k.Op("mov.u32 %s, %%ctaid.x", c32)
-	k.Op("mov.u32 %s, %%nctaid.x", g32)
-	first, step := k.Reg(ptx.U64), k.Reg(ptx.U64)
-	b.tid, b.ntid = k.Reg(ptx.U64), k.Reg(ptx.U64)
-	for _, p := range [][2]ptx.Reg{{b.tid, t32}, {b.ntid, n32}, {first, c32}, {step, g32}} {
-		k.Op("cvt.u64.u32 %s, %s", p[0], p[1])
-	}
+	var first, step ptx.Reg
+	b.tid, b.ntid, first, step = blockThreads(k)
 	k.Loop(first, chunks, step, func(ch ptx.Reg) {
 		plane64, band64 := divmod(k, ch, cpp)
 		idx, per32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
@@ -133,6 +125,22 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *
 		body(b)
 		k.Op("bar.sync 0") // the band is read before the next is staged
 	})
+}
+
+// blockThreads returns the thread's index in its block, the block's
+// threads, the block's index and the grid's blocks (u64): a block-stride
+// loop over chunks starts at first and steps by step.
+func blockThreads(k *ptx.Kernel) (tid, ntid, first, step ptx.Reg) {
+	tid, ntid, first, step = k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	for _, p := range []struct {
+		r   ptx.Reg
+		sym string
+	}{{tid, "%tid.x"}, {ntid, "%ntid.x"}, {first, "%ctaid.x"}, {step, "%nctaid.x"}} {
+		r32 := k.Reg(ptx.U32)
+		k.Op("mov.u32 %s, %s", r32, p.sym)
+		k.Op("cvt.u64.u32 %s, %s", p.r, r32)
+	}
+	return tid, ntid, first, step
 }
 
 // each runs body for the band's staged elements, the block's threads in

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"slices"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // SelectAndScatter over overlapping 2-D pooling windows (3x3 at a stride
 // of 2, say), in two passes where the window kernels take three
@@ -12,10 +16,17 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     largest (ge) or smallest, a NaN winning over numbers. NHWC a thread
 //     a window (n, pg); NCHW by bands whose input rows are staged (the
 //     band kernels' parameters).
-//   - pool2d_select_scatter_<nhwc|nchw>_<dtype> (out, sel, src, init, n,
-//     pg): a thread an operand element, in the layout's order: *init plus
-//     src of each window over it that chose it, windows in order, summed
-//     in the compute dtype and rounded once.
+//   - pool2d_select_scatter_nhwc_<dtype> (out, sel, src, init, n, pg): a
+//     thread an operand element, in the layout's order: *init plus src of
+//     each window over it that chose it, windows in order, summed in the
+//     compute dtype and rounded once.
+//   - pool2d_select_scatter_nchwband_<dtype> (out, sel, src, init, pg,
+//     chunks, cpp, per): the same sums by bands of an image plane's
+//     operand rows, per rows a band, cpp bands a plane (the divisor:
+//     value, magic, shift), chunks bands in all: a block stages the
+//     selections and the src values of the windows over its band (whole
+//     output rows, contiguous in the plane) in shared memory, read in
+//     order, then writes the band's elements in order.
 //
 // The selections are a byte a window where the window kernels write an
 // int64 offset, and the scatter reads only the windows over its element.
@@ -29,18 +40,31 @@ const PoolSelectNone = 255
 // PoolSelectNone.
 func PoolSelects(p PoolDims) bool { return p.KH*p.KW < PoolSelectNone }
 
+// PoolScatterBand reports whether pool2d_select_scatter_nchwband takes p
+// of dtype d: the windows over one operand row fit a band's shared
+// memory.
+func PoolScatterBand(p PoolDims, d DType) bool {
+	return slices.Contains(quadTypes, d) && p.H > 0 && p.OH > 0 && p.OW > 0 && ScatterBandRows(p, d) > 0
+}
+
+// ScatterBandRows is the operand rows a band of
+// pool2d_select_scatter_nchwband holds for p of dtype d (RowBandRows of
+// the windows' values; their selections, a byte each, fit beside them).
+func ScatterBandRows(p PoolDims, d DType) int { return RowBandRows(p, p.OW*d.Size()) }
+
 func poolScatterKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range append(append([]DType{}, Numeric...), Halves...) {
 		for _, ge := range []bool{true, false} {
 			out = append(out, poolSelectKernel(d, ge, "nhwc"))
 		}
-		out = append(out, poolSelectScatterKernel(d, true), poolSelectScatterKernel(d, false))
+		out = append(out, poolSelectScatterKernel(d))
 	}
 	for _, d := range quadTypes {
 		for _, ge := range []bool{true, false} {
 			out = append(out, poolSelectKernel(d, ge, "nchwband"))
 		}
+		out = append(out, poolBandScatterKernel(d))
 	}
 	return out
 }
@@ -89,64 +113,96 @@ func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
 	return k
 }
 
-// poolSelectScatterKernel writes pool2d_select_scatter_<nhwc|nchw>_<d>.
-func poolSelectScatterKernel(d DType, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_scatter", layoutName(nhwc), string(d)))
+// poolSelectScatterKernel writes pool2d_select_scatter_nhwc_<d>.
+func poolSelectScatterKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_scatter", "nhwc", string(d)))
 	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
-	c := d.Compute()
-	C, OH, OW, KW := poolField(k, pgC), poolField(k, pgOH), poolField(k, pgOW), poolField(k, 6)
-	one := k.Reg(ptx.U64)
-	k.Op("mov.u64 %s, 1", one)
+	C, OH, OW := poolField(k, pgC), poolField(k, pgOH), poolField(k, pgOW)
+	init := toCompute(k, d, load(k, d, ip))
 	poolLoop(k, n, func(i64, i ptx.Reg) {
-		img, ch, ih, iw := poolIndex(k, i, nhwc, 1, 4, 2, 3) // H and W
-		acc := k.Reg(c.reg())
-		k.Op("mov.%s %s, %s", bits(c.reg()), acc, toCompute(k, d, load(k, d, ip)))
-		ohLo, ohEnd := poolCover(k, ih, 5, 7, 9, pgOH, 5)
-		owLo, owEnd := poolCover(k, iw, 6, 8, 10, pgOW, 6)
-		k.Loop(ohLo, ohEnd, one, func(oh64 ptx.Reg) {
-			oh := k.Reg(ptx.U32)
-			k.Op("cvt.u32.u64 %s, %s", oh, oh64)
-			row := k.Reg(ptx.U32) // the tap's row in the window: ih + PH - oh·SH
-			k.Op("add.u32 %s, %s, %s", row, ih, poolField(k, 9))
-			sh := k.Reg(ptx.U32)
-			k.Op("mul.lo.u32 %s, %s, %s", sh, oh, poolField(k, 7))
-			k.Op("sub.u32 %s, %s, %s", row, row, sh)
+		img, ch, ih, iw := poolIndex(k, i, true, 1, 4, 2, 3) // H and W
+		acc := scatterSum(k, d, init, ih, iw, func(oh ptx.Reg) ptx.Reg {
 			base := k.Reg(ptx.U32) // the window (oh, 0)'s index
-			if nhwc {
-				k.Op("mad.lo.u32 %s, %s, %s, %s", base, img, OH, oh)
-				k.Op("mul.lo.u32 %s, %s, %s", base, base, OW)
-			} else {
-				k.Op("mad.lo.u32 %s, %s, %s, %s", base, img, C, ch)
-				k.Op("mad.lo.u32 %s, %s, %s, %s", base, base, OH, oh)
-				k.Op("mul.lo.u32 %s, %s, %s", base, base, OW)
-			}
-			k.Loop(owLo, owEnd, one, func(ow64 ptx.Reg) {
-				ow, win, tap := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-				k.Op("cvt.u32.u64 %s, %s", ow, ow64)
-				k.Op("add.u32 %s, %s, %s", win, base, ow)
-				if nhwc {
-					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
-				}
-				// The tap's number: row·KW + iw + PW - ow·SW.
-				k.Op("mul.lo.u32 %s, %s, %s", tap, ow, poolField(k, 8))
-				k.Op("sub.u32 %s, %s, %s", tap, iw, tap)
-				k.Op("add.u32 %s, %s, %s", tap, tap, poolField(k, 10))
-				k.Op("mad.lo.u32 %s, %s, %s, %s", tap, row, KW, tap)
-				w64 := k.Reg(ptx.U64)
-				k.Op("cvt.u64.u32 %s, %s", w64, win)
-				// Every lane reads its window's value, chosen or not: a
-				// warp's neighbours read whole sectors, without branching.
-				chosen, p := load(k, U8, k.Addr(sel, w64, 1)), k.Reg(ptx.Pred)
-				sum := binaryOp(k, "add", c, acc, toCompute(k, d, load(k, d, k.Addr(src, w64, d.Size()))))
-				k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
-				k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
-			})
+			k.Op("mad.lo.u32 %s, %s, %s, %s", base, img, OH, oh)
+			k.Op("mul.lo.u32 %s, %s, %s", base, base, OW)
+			return base
+		}, func(base, ow ptx.Reg) (chosen, v ptx.Reg) {
+			win, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+			k.Op("add.u32 %s, %s, %s", win, base, ow)
+			k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
+			k.Op("cvt.u64.u32 %s, %s", w64, win)
+			return load(k, U8, k.Addr(sel, w64, 1)), toCompute(k, d, load(k, d, k.Addr(src, w64, d.Size())))
 		})
 		store(k, d, k.Addr(o, i64, d.Size()), fromCompute(k, d, acc))
 	})
 	return k
+}
+
+// poolBandScatterKernel writes pool2d_select_scatter_nchwband_<d>.
+func poolBandScatterKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_scatter", "nchwband", string(d)))
+	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
+	shSel, shSrc := k.Shared("sel", QuadChunkBytes, 16), k.Shared("src", QuadChunkBytes, 16)
+	init := toCompute(k, d, load(k, d, ip))
+	newRowBand(k, func(rb *rowBand) {
+		rb.stage(U8, sel, shSel, rb.plane)
+		rb.stage(d, src, shSrc, rb.plane)
+		k.Op("bar.sync 0")
+		rb.elements(d, o, func(_, ih, iw ptx.Reg) ptx.Reg {
+			acc := scatterSum(k, d, init, ih, iw, func(oh ptx.Reg) ptx.Reg { return oh }, func(oh, ow ptx.Reg) (chosen, v ptx.Reg) {
+				w := rb.staged(oh, ow)
+				chosen, raw := k.Reg(ptx.U32), k.Reg(d.reg())
+				k.Op("ld.shared.u8 %s, [%s]", chosen, k.Addr(shSel, w, 1))
+				k.Op("ld.shared.%s %s, [%s]", d.mem(), raw, k.Addr(shSrc, w, d.Size()))
+				return chosen, toCompute(k, d, raw)
+			})
+			return fromCompute(k, d, acc)
+		})
+	})
+	return k
+}
+
+// scatterSum returns init plus the values of the windows over element
+// (ih, iw) (u32) that chose it, in the compute dtype, windows in order:
+// row gives the place of window (oh, 0) from oh (u32), window the
+// selection and value of the window at ow (u32) of that row.
+func scatterSum(k *ptx.Kernel, d DType, init, ih, iw ptx.Reg, row func(oh ptx.Reg) ptx.Reg, window func(base, ow ptx.Reg) (chosen, v ptx.Reg)) ptx.Reg {
+	c, KW := d.Compute(), poolField(k, 6)
+	acc := k.Reg(c.reg())
+	k.Op("mov.%s %s, %s", bits(c.reg()), acc, init)
+	one := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 1", one)
+	ohLo, ohEnd := poolCover(k, ih, 5, 7, 9, pgOH, 5)
+	owLo, owEnd := poolCover(k, iw, 6, 8, 10, pgOW, 6)
+	k.Loop(ohLo, ohEnd, one, func(oh64 ptx.Reg) {
+		oh := k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", oh, oh64)
+		tr := k.Reg(ptx.U32) // the tap's row in the window: ih + PH - oh·SH
+		k.Op("add.u32 %s, %s, %s", tr, ih, poolField(k, 9))
+		sh := k.Reg(ptx.U32)
+		k.Op("mul.lo.u32 %s, %s, %s", sh, oh, poolField(k, 7))
+		k.Op("sub.u32 %s, %s, %s", tr, tr, sh)
+		base := row(oh)
+		k.Loop(owLo, owEnd, one, func(ow64 ptx.Reg) {
+			ow, tap := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", ow, ow64)
+			// The tap's number: row·KW + iw + PW - ow·SW.
+			k.Op("mul.lo.u32 %s, %s, %s", tap, ow, poolField(k, 8))
+			k.Op("sub.u32 %s, %s, %s", tap, iw, tap)
+			k.Op("add.u32 %s, %s, %s", tap, tap, poolField(k, 10))
+			k.Op("mad.lo.u32 %s, %s, %s, %s", tap, tr, KW, tap)
+			// Every lane reads its window's value, chosen or not: without
+			// branching, a warp's neighbours read whole sectors.
+			chosen, v := window(base, ow)
+			p := k.Reg(ptx.Pred)
+			sum := binaryOp(k, "add", c, acc, v)
+			k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
+			k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
+		})
+	})
+	return acc
 }
 
 // poolCover returns [lo, end) (u64) of the window positions along one
