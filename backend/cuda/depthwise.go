@@ -51,7 +51,7 @@ func dwLayout(a ops.Conv2DGemmAttrs) string {
 // index by the divisors dims gives for the geometry; NCHW convolutions
 // the band kernels take go by bands (kernels.DepthwiseBand), and NCHW
 // input gradients at other strides and multipliers by bands of dx's rows
-// (kernels.DepthwiseRows): only dilated NCHW convolutions go direct.
+// (kernels.DepthwiseRows): only NCHW rows too wide for a band go direct.
 func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
@@ -110,10 +110,10 @@ const (
 )
 
 // depthwiseFilter sums the filter gradient over the batch's output
-// positions in float64 and rounds once. NCHW without dilation: two
-// passes, dw_filter_nchwband's partial sums a band [images x bands,
-// filter elements], then the reduction folding them; other NCHW:
-// dw_filter's blocks, one a filter element. NHWC: two passes, dw_filter's
+// positions in float64 and rounds once. NCHW: two passes,
+// dw_filter_nchwband's partial sums a band [images x bands, filter
+// elements], then the reduction folding them; NCHW rows too wide for a
+// band: dw_filter's blocks, one a filter element. NHWC: two passes, dw_filter's
 // partial sums [chunks, filter elements] over chunks of the positions,
 // then the reduction.
 func depthwiseFilter(d kernels.DType) eager.Kernel {

@@ -240,20 +240,25 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 		gradBand bool // the input gradient takes a band too
 		m        int  // the multiplier
 		gradRows bool // the input gradient takes bands of its rows (dw_input_nchwrows)
+		dil      [2]int
 	}{
-		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false},
-		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true, 1, false},
-		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true, 1, false},
-		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true},
-		{tensor.Float64, tensor.Shape{2, 3, 9, 10}, 3, 3, [2]int{1, 1}, ops.Same, false, 2, true},
-		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false}, // several bands a plane
-		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false},
+		{tensor.Float32, tensor.Shape{2, 3, 14, 14}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false, [2]int{1, 1}},
+		{tensor.Float64, tensor.Shape{1, 2, 9, 7}, 5, 5, [2]int{1, 1}, ops.Same, true, 1, false, [2]int{1, 1}},
+		{tensor.Float32, tensor.Shape{1, 2, 11, 10}, 1, 3, [2]int{1, 1}, ops.Valid, true, 1, false, [2]int{1, 1}},
+		{tensor.Float32, tensor.Shape{2, 2, 13, 12}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true, [2]int{1, 1}},
+		{tensor.Float64, tensor.Shape{2, 3, 9, 10}, 3, 3, [2]int{1, 1}, ops.Same, false, 2, true, [2]int{1, 1}},
+		{tensor.Float32, tensor.Shape{1, 1, 80, 96}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false, [2]int{1, 1}}, // several bands a plane
+		{tensor.BFloat16, tensor.Shape{1, 2, 8, 8}, 3, 3, [2]int{1, 1}, ops.Same, true, 1, false, [2]int{1, 1}},
 		// Strides and multipliers on planes of several bands of dx's rows.
-		{tensor.Float32, tensor.Shape{1, 2, 150, 200}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true},
-		{tensor.Float64, tensor.Shape{1, 2, 60, 90}, 5, 3, [2]int{2, 1}, ops.Valid, false, 3, true},
-		{tensor.Float32, tensor.Shape{2, 1, 41, 33}, 4, 4, [2]int{3, 3}, ops.Same, false, 2, true},
+		{tensor.Float32, tensor.Shape{1, 2, 150, 200}, 3, 3, [2]int{2, 2}, ops.Same, false, 1, true, [2]int{1, 1}},
+		{tensor.Float64, tensor.Shape{1, 2, 60, 90}, 5, 3, [2]int{2, 1}, ops.Valid, false, 3, true, [2]int{1, 1}},
+		{tensor.Float32, tensor.Shape{2, 1, 41, 33}, 4, 4, [2]int{3, 3}, ops.Same, false, 2, true, [2]int{1, 1}},
+		// Dilated: bands over the windows' extent, the input gradient's
+		// taps found a division each.
+		{tensor.Float32, tensor.Shape{1, 3, 70, 64}, 3, 3, [2]int{1, 1}, ops.Same, false, 1, true, [2]int{2, 2}},
+		{tensor.Float64, tensor.Shape{2, 2, 33, 40}, 3, 2, [2]int{2, 1}, ops.Valid, false, 2, true, [2]int{3, 2}},
 	} {
-		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Format: ops.NCHW}
+		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Dilations: c.dil, Format: ops.NCHW}
 		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
 		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], c.m), c.dt)
 		*launched = (*launched)[:0]

@@ -5,20 +5,21 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // The NCHW depthwise convolution by bands (pool_band.go's frame): a block
 // stages a band's input rows of one plane in shared memory, whole sectors
 // read once, and its threads compute the band's outputs from them, where
-// the direct kernels read each tap's row shifted off its sectors. Without
-// dilation (output plane p reads input plane p / M, its filter column
-// c·M+m the plane's remainder by C·M, which pg's C holds):
+// the direct kernels read each tap's row shifted off its sectors (output
+// plane p reads input plane p / M, its filter column c·M+m the plane's
+// remainder by C·M, which pg's C holds):
 //
 //   - dw_fwd_nchwband_<d> (out, x, f, m, ...): the forward, pg describing
 //     the convolution as a pooling (input H x W, output OH x OW, the
-//     filter's window, strides and low padding); taps in order (kh, kw).
+//     filter's window, strides, low padding and dilations: a band stages
+//     the rows its windows' extent spans); taps in order (kh, kw).
 //   - dw_input_nchwband_<d> (dx, dy, f, m, ...): the input gradient at a
-//     multiplier (m) and strides of 1, a correlation of dy with the filter
+//     multiplier (m), strides and dilations of 1, a correlation of dy with the filter
 //     turned half a turn: pg describes dy as the input (OH x OW), dx as
 //     the output, low padding KH-1-PT and KW-1-PL; the filter's taps in
 //     order (kh, kw), as the direct kernel sums them.
 //   - dw_filter_nchwband_<d> (part, x, dy, m, ...): the filter gradient's
-//     float64 partial sums a band (dwFilterBand).
+//     float64 partial sums a band (dwFilterBand), dilated or not.
 //
 // The forward and input gradient stage their plane's filter taps in
 // shared memory too. DepthwiseBand and DepthwiseFilterBand say which
@@ -29,28 +30,24 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 const DepthwiseBandTaps = 64
 
 // DepthwiseBand reports whether the band kernels take the NCHW depthwise
-// convolution g of dtype d (input gradient: grad): no dilation, for the
-// input gradient a multiplier and strides of 1 and low padding inside the
-// window, at most DepthwiseBandTaps taps, and the rows a band reads
-// fitting its shared memory.
+// convolution g of dtype d (input gradient: grad): for the input
+// gradient a multiplier, strides and dilations of 1 and low padding
+// inside the window; at most DepthwiseBandTaps taps, and the rows a band
+// reads fitting its shared memory.
 func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
-	if g.DH != 1 || g.DW != 1 || g.KH*g.KW > DepthwiseBandTaps {
+	if g.KH*g.KW > DepthwiseBandTaps {
 		return false
 	}
-	if grad && (g.M != 1 || g.SH != 1 || g.SW != 1 || g.PT >= g.KH || g.PL >= g.KW) {
+	if grad && (g.M != 1 || g.SH != 1 || g.SW != 1 || g.DH != 1 || g.DW != 1 || g.PT >= g.KH || g.PL >= g.KW) {
 		return false
 	}
 	return PoolBand(DepthwisePool(g, grad), d)
 }
 
 // DepthwiseFilterBand reports whether dw_filter_nchwband takes the
-// filter gradient of the NCHW depthwise convolution g of dtype d: no
-// dilation, the rows a band reads of the input and of dy fitting its
-// shared memory.
+// filter gradient of the NCHW depthwise convolution g of dtype d: the
+// rows a band reads of the input and of dy fitting its shared memory.
 func DepthwiseFilterBand(g DepthwiseDims, d DType) bool {
-	if g.DH != 1 || g.DW != 1 {
-		return false
-	}
 	p := DepthwisePool(g, false)
 	return PoolBand(p, d) && BandRows(p, d)*p.OW*d.Size() <= QuadChunkBytes
 }
@@ -62,7 +59,7 @@ func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
 		return PoolDims{C: g.C, H: g.OH, W: g.OW, OH: g.H, OW: g.W, KH: g.KH, KW: g.KW, SH: 1, SW: 1,
 			PH: g.KH - 1 - g.PT, PW: g.KW - 1 - g.PL}
 	}
-	return PoolDims{C: g.C * g.M, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL}
+	return PoolDims{C: g.C * g.M, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL, DH: g.DH, DW: g.DW}
 }
 
 func depthwiseBandKernels() []*ptx.Kernel {
@@ -101,11 +98,12 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(taps, i, d.Size()), load(k, d, k.Addr(f, fi, d.Size())))
 		})
 		k.Op("bar.sync 0")
-		zero := k.Reg(ptx.S32)
-		k.Op("mov.s32 %s, 0", zero)
-		size, step := int64(d.Size()), int64(d.Size())
+		DH, DW := poolField(k, pgDH), poolField(k, pgDW)
+		size, step := int64(d.Size()), k.Reg(ptx.S64) // the bytes from a tap's column to the next's
 		if turned {
-			step = -step // the window's columns walked from its last
+			k.Op("mov.s64 %s, %d", step, -size) // the window's columns walked from its last
+		} else {
+			k.Op("mul.wide.s32 %s, %s, %d", step, DW, size)
 		}
 		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			acc := k.Reg(t)
@@ -121,17 +119,13 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 				k.Op("sub.s32 %s, %s, 1", first, KW)
 				k.Op("sub.s32 %s, %s, %s", first, first, lo)
 				k.Op("add.s32 %s, %s, %s", first, first, iw0)
-			} else { // column iw0 + kw: kw in [-iw0, W-iw0)
-				k.Op("neg.s32 %s, %s", lo, iw0)
-				k.Op("max.s32 %s, %s, 0", lo, lo)
-				k.Op("sub.s32 %s, %s, %s", hi, W, iw0)
-				k.Op("min.s32 %s, %s, %s", hi, hi, KW)
-				k.Op("add.s32 %s, %s, %s", first, iw0, lo)
+			} else { // column iw0 + kw·DW: the taps past the image's edges skipped, a window at an edge a step each
+				dwInsideColumns(k, iw0, KW, DW, W, lo, hi, first)
 			}
 			count := k.Reg(ptx.S32)
 			k.Op("sub.s32 %s, %s, %s", count, hi, lo)
 			dwBandLoop(k, KH, func(kh ptx.Reg) {
-				ih := dwBandTap(k, ih0, KH, kh, turned)
+				ih := dwBandTap(k, ih0, KH, kh, DH, turned)
 				pad, rowDone := k.Reg(ptx.Pred), k.Label("dw_band_row")
 				k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
 				k.Op("@%s bra %s", pad, rowDone)
@@ -151,7 +145,7 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 				k.Op("ld.shared.%s %s, [%s]", d.mem(), xv, xa)
 				k.Op("ld.shared.%s %s, [%s]", d.mem(), fv, fa)
 				dwMulAdd(k, t, acc, xv, fv)
-				k.Op("add.s64 %s, %s, %d", xa, xa, step)
+				k.Op("add.s64 %s, %s, %s", xa, xa, step)
 				k.Op("add.s64 %s, %s, %d", fa, fa, size)
 				k.Op("sub.s32 %s, %s, 1", left, left)
 				k.Op("bra.uni %s", top)
@@ -165,18 +159,51 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 	return k
 }
 
-// dwBandTap is the row (or column) of tap i of a window starting at p0
-// and K long: p0 + i, or turned, p0 + K-1-i (s32).
-func dwBandTap(k *ptx.Kernel, p0, K, i ptx.Reg, turned bool) ptx.Reg {
+// dwBandTap is the row (or column) of tap i of a window starting at p0,
+// of K taps D apart: p0 + i·D, or turned (no dilation), p0 + K-1-i
+// (s32).
+func dwBandTap(k *ptx.Kernel, p0, K, i, D ptx.Reg, turned bool) ptx.Reg {
 	p := k.Reg(ptx.S32)
 	if !turned {
-		k.Op("add.s32 %s, %s, %s", p, p0, i)
+		k.Op("mad.lo.s32 %s, %s, %s, %s", p, i, D, p0)
 		return p
 	}
 	k.Op("add.s32 %s, %s, %s", p, p0, K)
 	k.Op("sub.s32 %s, %s, %s", p, p, i)
 	k.Op("sub.s32 %s, %s, 1", p, p)
 	return p
+}
+
+// dwInsideColumns sets [lo, hi) to the taps of a window starting at
+// column iw0 (s32), of KW taps DW apart, that fall inside [0, W), and
+// first to lo's column: a step a tap past either edge, none inside.
+func dwInsideColumns(k *ptx.Kernel, iw0, KW, DW, W, lo, hi, first ptx.Reg) {
+	p, last := k.Reg(ptx.Pred), k.Reg(ptx.S32)
+	k.Op("mov.s32 %s, 0", lo)
+	k.Op("mov.s32 %s, %s", first, iw0)
+	left, leftDone := k.Label("dw_left"), k.Label("dw_left_done")
+	k.Place(left)
+	k.Op("setp.ge.s32 %s, %s, 0", p, first)
+	k.Op("@%s bra %s", p, leftDone)
+	k.Op("setp.ge.s32 %s, %s, %s", p, lo, KW)
+	k.Op("@%s bra %s", p, leftDone)
+	k.Op("add.s32 %s, %s, 1", lo, lo)
+	k.Op("add.s32 %s, %s, %s", first, first, DW)
+	k.Op("bra.uni %s", left)
+	k.Place(leftDone)
+	k.Op("mov.s32 %s, %s", hi, KW)
+	k.Op("sub.s32 %s, %s, 1", last, KW)
+	k.Op("mad.lo.s32 %s, %s, %s, %s", last, last, DW, iw0)
+	right, rightDone := k.Label("dw_right"), k.Label("dw_right_done")
+	k.Place(right)
+	k.Op("setp.le.s32 %s, %s, %s", p, hi, lo)
+	k.Op("@%s bra %s", p, rightDone)
+	k.Op("setp.lt.s32 %s, %s, %s", p, last, W)
+	k.Op("@%s bra %s", p, rightDone)
+	k.Op("sub.s32 %s, %s, 1", hi, hi)
+	k.Op("sub.s32 %s, %s, %s", last, last, DW)
+	k.Op("bra.uni %s", right)
+	k.Place(rightDone)
 }
 
 // dwBandLoop runs body for i in [0, n) (u32).
@@ -250,8 +277,9 @@ func dwFilterBand(d DType) *ptx.Kernel {
 		}
 		// term adds x·dy of tap (kh, kw) of window j to the float64 acc,
 		// where the tap is inside the image.
+		DH, DW := poolField(k, pgDH), poolField(k, pgDW)
 		term := func(acc, j, ih0, iw0, kh, kw ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
-			ih, iw := dwBandTap(k, ih0, KH, kh, false), dwBandTap(k, iw0, KW, kw, false)
+			ih, iw := dwBandTap(k, ih0, KH, kh, DH, false), dwBandTap(k, iw0, KW, kw, DW, false)
 			pad, q := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 			k.Op("setp.ge.u32 %s, %s, %s", pad, ih, H) // negatives are large unsigned
 			k.Op("setp.ge.u32 %s, %s, %s", q, iw, W)

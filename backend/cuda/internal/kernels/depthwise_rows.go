@@ -2,8 +2,8 @@ package kernels
 
 import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
-// The NCHW depthwise input gradient at strides or multipliers above 1 (no
-// dilation), by bands of dx's rows (rowband.go):
+// The NCHW depthwise input gradient at strides, multipliers or dilations
+// above 1, by bands of dx's rows (rowband.go):
 //
 //   - dw_input_nchwrows_<d> (dx, dy, f, m, pg, chunks, cpp, per): pg
 //     describes the forward as a pooling (H x W input, OH x OW output,
@@ -12,9 +12,10 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     dx plane (n, c), the rows of dy's M planes (n, c·M + m) under the
 //     band and the channel's filter taps; each thread sums dy·f over the
 //     outputs its element's taps reach in order (kh, kw, m), as the
-//     direct kernel does, the taps found without a division a tap: row
-//     ih + PT = q·SH + r is reached by taps kh = r + j·SH of output row
-//     q - j.
+//     direct kernel does. Without dilation the taps are found without a
+//     division a tap (row ih + PT = q·SH + r is reached by taps kh = r +
+//     j·SH of output row q - j); dilated, tap kh reaches output row (ih +
+//     PT - kh·DH) / SH where that divides.
 
 // DepthwiseRowsTaps is the most filter values a channel of
 // dw_input_nchwrows holds (taps times the multiplier), staged in shared
@@ -22,11 +23,11 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 const DepthwiseRowsTaps = 64
 
 // DepthwiseRows reports whether dw_input_nchwrows takes the input
-// gradient of the NCHW depthwise convolution g of dtype d: no dilation,
-// at most DepthwiseRowsTaps filter values a channel, and the rows of dy
-// under one row of dx fitting a band's shared memory.
+// gradient of the NCHW depthwise convolution g of dtype d: at most
+// DepthwiseRowsTaps filter values a channel, and the rows of dy under one
+// row of dx fitting a band's shared memory.
 func DepthwiseRows(g DepthwiseDims, d DType) bool {
-	if g.DH != 1 || g.DW != 1 || g.KH*g.KW*g.M > DepthwiseRowsTaps || g.OH <= 0 || g.OW <= 0 || g.H <= 0 {
+	if g.KH*g.KW*g.M > DepthwiseRowsTaps || g.OH <= 0 || g.OW <= 0 || g.H <= 0 {
 		return false
 	}
 	return (d == F32 || d == F64) && DepthwiseRowsPer(g, d) > 0
@@ -39,7 +40,7 @@ func DepthwiseRowsPer(g DepthwiseDims, d DType) int {
 
 // DepthwiseRowsPool is pg of dw_input_nchwrows for g.
 func DepthwiseRowsPool(g DepthwiseDims) PoolDims {
-	return PoolDims{C: g.C, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL}
+	return PoolDims{C: g.C, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL, DH: g.DH, DW: g.DW}
 }
 
 // dwInputRows writes dw_input_nchwrows_<d>.
@@ -86,43 +87,83 @@ func dwInputRows(d DType) *ptx.Kernel {
 			k.Op("add.s64 %s, %s, %s", at, at, bytes)
 		})
 		k.Op("bar.sync 0")
+		DH, DW := poolField(k, pgDH), poolField(k, pgDW)
+		dilated, one := k.Reg(ptx.Pred), k.Reg(ptx.U32)
+		k.Op("mul.lo.u32 %s, %s, %s", one, DH, DW)
+		k.Op("setp.ne.u32 %s, %s, 1", dilated, one)
 		rb.elements(d, dx, func(_, ih, iw ptx.Reg) ptx.Reg {
 			acc := k.Reg(t)
 			k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
-			qh, rh := dwReach(k, ih, poolField(k, 9), SH, 5)
-			qw, rw := dwReach(k, iw, poolField(k, 10), SW, 6)
-			// Taps kh = rh, rh+SH, ... of output rows qh, qh-1, ...
-			kh, oh := k.Reg(ptx.U32), k.Reg(ptx.U32)
-			k.Op("mov.u32 %s, %s", kh, rh)
-			k.Op("mov.u32 %s, %s", oh, qh)
-			dwStrideLoop(k, kh, KH, SH, oh, OH, func() {
-				kw, ow := k.Reg(ptx.U32), k.Reg(ptx.U32)
-				k.Op("mov.u32 %s, %s", kw, rw)
-				k.Op("mov.u32 %s, %s", ow, qw)
-				dwStrideLoop(k, kw, KW, SW, ow, OW, func() {
-					// dy's value at (oh, ow) of plane m: staged at w + m·span;
-					// the filter's at (kh·KW + kw)·M + m.
-					w, fv := rb.staged(oh, ow), k.Reg(ptx.U32)
-					k.Op("mad.lo.u32 %s, %s, %s, %s", fv, kh, KW, kw)
-					k.Op("mul.lo.u32 %s, %s, %s", fv, fv, M)
-					da, fa, span64 := k.Addr(dys, w, d.Size()), k.Reg(ptx.U64), k.Reg(ptx.U64)
-					k.Op("mul.wide.u32 %s, %s, %d", span64, span, d.Size())
-					k.Op("mul.wide.u32 %s, %s, %d", fa, fv, d.Size())
-					k.Op("add.s64 %s, %s, %s", fa, fa, taps)
-					dwBandLoop(k, M, func(ptx.Reg) {
-						dv, fvv := k.Reg(t), k.Reg(t)
-						k.Op("ld.shared.%s %s, [%s]", d.mem(), dv, da)
-						k.Op("ld.shared.%s %s, [%s]", d.mem(), fvv, fa)
-						dwMulAdd(k, t, acc, dv, fvv)
-						k.Op("add.s64 %s, %s, %s", da, da, span64)
-						k.Op("add.s64 %s, %s, %d", fa, fa, d.Size())
+			// sum adds the terms of the taps rows and cols give, in order.
+			sum := func(rows, cols func(body func(kk, o ptx.Reg))) {
+				rows(func(kh, oh ptx.Reg) {
+					cols(func(kw, ow ptx.Reg) {
+						// dy's value at (oh, ow) of plane m: staged at w + m·span;
+						// the filter's at (kh·KW + kw)·M + m.
+						w, fv := rb.staged(oh, ow), k.Reg(ptx.U32)
+						k.Op("mad.lo.u32 %s, %s, %s, %s", fv, kh, KW, kw)
+						k.Op("mul.lo.u32 %s, %s, %s", fv, fv, M)
+						da, fa, span64 := k.Addr(dys, w, d.Size()), k.Reg(ptx.U64), k.Reg(ptx.U64)
+						k.Op("mul.wide.u32 %s, %s, %d", span64, span, d.Size())
+						k.Op("mul.wide.u32 %s, %s, %d", fa, fv, d.Size())
+						k.Op("add.s64 %s, %s, %s", fa, fa, taps)
+						dwBandLoop(k, M, func(ptx.Reg) {
+							dv, fvv := k.Reg(t), k.Reg(t)
+							k.Op("ld.shared.%s %s, [%s]", d.mem(), dv, da)
+							k.Op("ld.shared.%s %s, [%s]", d.mem(), fvv, fa)
+							dwMulAdd(k, t, acc, dv, fvv)
+							k.Op("add.s64 %s, %s, %s", da, da, span64)
+							k.Op("add.s64 %s, %s, %d", fa, fa, d.Size())
+						})
 					})
 				})
-			})
+			}
+			general, done := k.Label("dw_dilated"), k.Label("dw_summed")
+			k.Op("@%s bra %s", dilated, general) // the same way for every thread
+			sum(func(body func(kh, oh ptx.Reg)) { dwReachTaps(k, ih, poolField(k, 9), SH, KH, OH, 5, body) },
+				func(body func(kw, ow ptx.Reg)) { dwReachTaps(k, iw, poolField(k, 10), SW, KW, OW, 6, body) })
+			k.Op("bra.uni %s", done)
+			k.Place(general)
+			sum(func(body func(kh, oh ptx.Reg)) { dwDilatedTaps(k, ih, poolField(k, 9), SH, DH, KH, OH, 5, body) },
+				func(body func(kw, ow ptx.Reg)) { dwDilatedTaps(k, iw, poolField(k, 10), SW, DW, KW, OW, 6, body) })
+			k.Place(done)
 			return acc
 		})
 	})
 	return k
+}
+
+// dwReachTaps runs body(t, o) for the taps t (u32, ascending) of a
+// window of K taps without dilation, stride S and low padding P, that
+// reach position i, o the output position of each, inside [0, O); S's
+// constants in pg's slot slot.
+func dwReachTaps(k *ptx.Kernel, i, P, S, K, O ptx.Reg, slot int, body func(t, o ptx.Reg)) {
+	q, r := dwReach(k, i, P, S, slot)
+	t, o := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, %s", t, r)
+	k.Op("mov.u32 %s, %s", o, q)
+	dwStrideLoop(k, t, K, S, o, O, func() { body(t, o) })
+}
+
+// dwDilatedTaps is dwReachTaps for taps D apart: tap t reaches i from
+// output position (i + P - t·D) / S where that is a whole position.
+func dwDilatedTaps(k *ptx.Kernel, i, P, S, D, K, O ptx.Reg, slot int, body func(t, o ptx.Reg)) {
+	dwBandLoop(k, K, func(t ptx.Reg) {
+		v, p, skip := k.Reg(ptx.S32), k.Reg(ptx.Pred), k.Label("dw_no_reach")
+		k.Op("add.s32 %s, %s, %s", v, i, P)
+		td := k.Reg(ptx.S32)
+		k.Op("mul.lo.s32 %s, %s, %s", td, t, D)
+		k.Op("sub.s32 %s, %s, %s", v, v, td)
+		k.Op("setp.lt.s32 %s, %s, 0", p, v)
+		k.Op("@%s bra %s", p, skip)
+		o, r := divide32(k, v, S, k.LoadField32("pg", pgMagic+8*slot), k.LoadField32("pg", pgMagic+8*slot+4))
+		k.Op("setp.ne.u32 %s, %s, 0", p, r)
+		k.Op("@%s bra %s", p, skip)
+		k.Op("setp.ge.u32 %s, %s, %s", p, o, O)
+		k.Op("@%s bra %s", p, skip)
+		body(t, o)
+		k.Place(skip)
+	})
 }
 
 // dwReach divides i + P by the stride S (u32; its constants in pg's slot

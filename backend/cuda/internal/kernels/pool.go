@@ -39,18 +39,29 @@ import (
 //     overlapping windows, in two passes (pool_scatter.go).
 
 // PoolDims describes a 2-D pooling: C channels of H x W images, the
-// output OH x OW, the window KH x KW, its strides and low padding.
+// output OH x OW, the window KH x KW, its strides and low padding, and
+// its dilations DH x DW (0 counts as 1: the pooling kernels take none;
+// the depthwise band kernels do).
 type PoolDims struct {
-	C, H, W, OH, OW, KH, KW, SH, SW, PH, PW int
+	C, H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW int
 }
 
-// pg's layout: eleven u32 fields in PoolDims' order, then DivMagic's
-// constants (magic, shift) for C, OW, OH, W, H, SH and SW (slots 0-6).
+// Extent is the rows and columns a window of p spans: (K-1)·D + 1.
+func (p PoolDims) Extent() (h, w int) {
+	return (p.KH-1)*max(p.DH, 1) + 1, (p.KW-1)*max(p.DW, 1) + 1
+}
+
+// pg's layout: eleven u32 fields in PoolDims' order up to PW, then the
+// window's extent (EH, EW) and its dilations (DH, DW, at least 1), then
+// DivMagic's constants (magic, shift) for C, OW, OH, W, H, SH and SW
+// (slots 0-6).
 const (
-	pgFields    = 11
+	pgFields    = 15
 	pgMagic     = 4 * pgFields
 	pgC, pgOW   = 0, 4
 	pgOH        = 3
+	pgEH, pgEW  = 11, 12
+	pgDH, pgDW  = 13, 14
 	PoolGeomLen = pgMagic + 7*8
 )
 
@@ -61,7 +72,8 @@ func PoolGeometry(p PoolDims, n int) []byte {
 		panic(fmt.Sprintf("kernels: a pooling of %d outputs needs the window kernels", n))
 	}
 	b := make([]byte, PoolGeomLen)
-	for i, v := range []int{p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW, p.PH, p.PW} {
+	eh, ew := p.Extent()
+	for i, v := range []int{p.C, p.H, p.W, p.OH, p.OW, p.KH, p.KW, p.SH, p.SW, p.PH, p.PW, eh, ew, max(p.DH, 1), max(p.DW, 1)} {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
 	}
 	for i, v := range []int{p.C, p.OW, p.OH, p.W, p.H, p.SH, p.SW} {

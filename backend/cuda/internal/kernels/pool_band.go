@@ -26,14 +26,16 @@ import (
 // PoolBand reports whether the band kernels take p of dtype d: NCHW
 // windows, the rows one window reads fitting a band's shared memory.
 func PoolBand(p PoolDims, d DType) bool {
-	return slices.Contains(quadTypes, d) && p.KH*p.W*d.Size() <= QuadChunkBytes && p.OH > 0 && p.OW > 0
+	eh, _ := p.Extent()
+	return slices.Contains(quadTypes, d) && eh*p.W*d.Size() <= QuadChunkBytes && p.OH > 0 && p.OW > 0
 }
 
 // BandRows is the output rows a band of p holds for dtype d: as many as
 // the input rows their windows read fit in shared memory.
 func BandRows(p PoolDims, d DType) int {
 	rows := QuadChunkBytes / (p.W * d.Size()) // input rows that fit
-	return min((rows-p.KH)/p.SH+1, p.OH)
+	eh, _ := p.Extent()
+	return min((rows-eh)/p.SH+1, p.OH)
 }
 
 // band is a band kernel's frame: its parameters, and, in each band's
@@ -69,7 +71,7 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *
 	per := k.Param("per", ptx.U64)
 	b := &band{k: k, d: d, x: x, sh: k.Shared("band", QuadChunkBytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
 	H, OH := poolField(k, 1), poolField(k, 3)
-	SH, PH, KH := poolField(k, 7), poolField(k, 9), poolField(k, 5)
+	SH, PH, KH := poolField(k, 7), poolField(k, 9), poolField(k, pgEH) // the window's extent
 	var first, step ptx.Reg
 	b.tid, b.ntid, first, step = blockThreads(k)
 	k.Loop(first, chunks, step, func(ch ptx.Reg) {

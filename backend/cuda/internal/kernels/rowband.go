@@ -19,14 +19,16 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
 // RowBandRows is the operand rows a band of p holds where each output row
 // of the windows over them stages rowBytes bytes in shared memory
-// (QuadChunkBytes at most): per rows lie under at most (per + KH - 2) /
-// SH + 1 windows' rows. It is 0 where one row's windows do not fit.
+// (QuadChunkBytes at most): per rows lie under at most (per + EH - 2) /
+// SH + 1 windows' rows, EH the window's extent. It is 0 where one row's
+// windows do not fit.
 func RowBandRows(p PoolDims, rowBytes int) int {
 	if rowBytes <= 0 || p.SH <= 0 {
 		return 0
 	}
 	fit := QuadChunkBytes / rowBytes
-	return max(min(fit*p.SH-p.KH+1, p.H), 0)
+	eh, _ := p.Extent()
+	return max(min(fit*p.SH-eh+1, p.H), 0)
 }
 
 // rowBand is a row-band kernel's frame: in each band's body, where the
@@ -64,8 +66,8 @@ func newRowBand(k *ptx.Kernel, body func(rb *rowBand)) {
 		k.Op("min.u32 %s, %s, %s", rows, rows, per32)
 		k.Op("add.u32 %s, %s, %s", last, rb.ih0, rows)
 		k.Op("sub.u32 %s, %s, 1", last, last)
-		olo64, _ := poolCover(k, rb.ih0, 5, 7, 9, pgOH, 5)
-		_, oend64 := poolCover(k, last, 5, 7, 9, pgOH, 5)
+		olo64, _ := poolCover(k, rb.ih0, pgEH, 7, 9, pgOH, 5) // the windows' extent over the rows
+		_, oend64 := poolCover(k, last, pgEH, 7, 9, pgOH, 5)
 		k.Op("cvt.u32.u64 %s, %s", rb.olo, olo64)
 		k.Op("cvt.u32.u64 %s, %s", rb.outRows, oend64)
 		k.Op("sub.u32 %s, %s, %s", rb.outRows, rb.outRows, rb.olo)
