@@ -140,7 +140,7 @@ var budgets = map[string]kernelBudget{
 	"window_reduce_sum_f32":             {instr: 155},
 	"window_scatter_f32":                {instr: 110},
 	"window_select_ge_f32":              {instr: 215},
-	"window_select_scatter_f32":         {instr: 150, efficiency: 0.8, debt: "issue 32: each element reads the int64 selections of the windows over it, which a warp's neighbours share only in part; 2-D pools take pool2d_select_scatter (a byte a window), this kernel only other windows (rank 5, dilated)"},
+	"window_select_scatter_f32":         {instr: 60}, // every lane reads its windows' values, chosen or not (2-D pools take pool2d_select_scatter)
 	"window_select_put_ge_f32":          {instr: 200},
 	"pool2d_select_ge_nhwc_f32":         {instr: 40},
 	"pool2d_select_ge_nchwband_f32":     {instr: 110},

@@ -516,12 +516,12 @@ func selectScatterKernel(d DType) *ptx.Kernel {
 		k.GridStride(n, func(e ptx.Reg) {
 			acc := load(k, d, ip)
 			windowsOver(w, e, func(win, _ ptx.Reg) {
-				other, p := k.Reg(ptx.Pred), k.Load(ptx.S64, k.Addr(sp, win, 8))
-				skip := k.Label("other")
-				k.Op("setp.ne.s64 %s, %s, %s", other, p, e)
-				k.Op("@%s bra %s", other, skip)
-				k.Op("mov.%s %s, %s", bits(d.reg()), acc, binaryOp(k, "add", d, acc, load(k, d, k.Addr(src, win, d.Size()))))
-				k.Place(skip)
+				// Every lane reads its window's value, chosen or not: a
+				// warp's neighbours read whole sectors, without branching.
+				chosen, p := k.Reg(ptx.Pred), k.Load(ptx.S64, k.Addr(sp, win, 8))
+				sum := binaryOp(k, "add", d, acc, load(k, d, k.Addr(src, win, d.Size())))
+				k.Op("setp.eq.s64 %s, %s, %s", chosen, p, e)
+				k.Op("selp.%s %s, %s, %s, %s", bits(d.reg()), acc, sum, acc, chosen)
 			})
 			store(k, d, k.Addr(o, e, d.Size()), acc)
 		})
