@@ -135,6 +135,54 @@ func TestRecordedLoopsOnTheDevice(t *testing.T) {
 		calls: [][]*tensor.Tensor{{vector(1, 2, 3), scalar(2)}, {vector(1, 2, 3), scalar(40)}, {vector(1, 1, 1), scalar(2.5)},
 			{vector(-1, 0, 1), scalar(0.5)}},
 	}, {
+		// A Cond computes the predicate: IF nodes before the WHILE node
+		// and at the end of its body.
+		name: "a Cond computes the predicate",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+				return control.Cond(ops.Gt(ops.Sum(v[0]), a[1]),
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 2))} },
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 5))} })[0]
+			}, func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Add(v[0], v[0]), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+			}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2), scalar(3)}, {vector(1, 2), scalar(7)}, {vector(1, 2), scalar(0)}},
+	}, {
+		// The condition holds a loop of its own (how many doublings reach
+		// a bound): a WHILE node before the outer one and in its body.
+		name: "a loop in the condition",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+				inner := control.While(func(u []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(u[0]), a[1]) },
+					func(u []*tensor.Tensor) []*tensor.Tensor {
+						return []*tensor.Tensor{ops.Add(u[0], u[0]), ops.Add(u[1], ops.ScalarLike(u[1], 1))}
+					}, []*tensor.Tensor{ops.Add(ops.Abs(v[0]), ops.OnesLike(v[0])), ops.ZerosLike(a[1])})
+				return ops.Gt(inner[1], ops.ScalarLike(inner[1], 1))
+			}, func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Mul(v[0], ops.ScalarLike(v[0], 1.5))}
+			}, []*tensor.Tensor{a[0]})
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2), scalar(40)}, {vector(0.1, 0.1), scalar(100)}, {vector(5, 5), scalar(3)}},
+	}, {
+		// The body reads the value of a Cond in the condition: the
+		// condition, its Cond with it, is computed again at each pass's
+		// start.
+		name: "the body reads the condition's Cond",
+		fn: func(a []*tensor.Tensor) []*tensor.Tensor {
+			var lim *tensor.Tensor
+			return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
+				lim = control.Cond(ops.Gt(v[1], ops.ScalarLike(v[1], 2)),
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(a[1], ops.ScalarLike(a[1], 2))} },
+					func() []*tensor.Tensor { return []*tensor.Tensor{a[1]} })[0]
+				return ops.Lt(ops.Sum(v[0]), lim)
+			}, func(v []*tensor.Tensor) []*tensor.Tensor {
+				step := ops.Mul(ops.OnesLike(v[0]), ops.Mul(lim, ops.ScalarLike(lim, 0.05)))
+				return []*tensor.Tensor{ops.Add(v[0], step), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
+			}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+		},
+		calls: [][]*tensor.Tensor{{vector(1, 2), scalar(30)}, {vector(0, 0), scalar(4)}, {vector(9, 9), scalar(5)}},
+	}, {
 		// A Case (a chain of Conds) on an index the caller gives, out of
 		// range taking the last branch.
 		name: "case",
@@ -201,26 +249,28 @@ func callRecorded(t *testing.T, d *Device, f *trace.Function, fn func([]*tensor.
 	return got, want
 }
 
-// A loop the device cannot record (its predicate computed by a Cond)
-// runs its frame op by op, with the same results.
+// A loop the device cannot record (a loop a tape records without a
+// bound: its gradient's stacks have no known depth) runs the graph op by
+// op, with the same results, and says why once.
 func TestRecordedLoopFallbacks(t *testing.T) {
 	d := testGPU(t)
 	awaitNoObservers(t)
 	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
-		return control.While(func(v []*tensor.Tensor) *tensor.Tensor {
-			return control.Cond(ops.Gt(ops.Sum(v[0]), a[1]),
-				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 2))} },
-				func() []*tensor.Tensor { return []*tensor.Tensor{ops.Lt(v[1], ops.ScalarLike(v[1], 5))} })[0]
-		}, func(v []*tensor.Tensor) []*tensor.Tensor {
-			return []*tensor.Tensor{ops.Add(v[0], v[0]), ops.Add(v[1], ops.ScalarLike(v[1], 1))}
-		}, []*tensor.Tensor{a[0], ops.ZerosLike(a[1])})
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
+			},
+			[]*tensor.Tensor{a[0]})
+		return tp.Gradient(ops.Sum(out[0]), a[0])
 	}
 	f := trace.NewFunction(fn)
 	f.Record = true
 	var notes []string
 	f.Logf = func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
-	for call, n := range []float32{3, 7, 0} {
-		args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(n))}
+	for call, n := range []float32{3, 30, 0} {
+		args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{0.5, 1}, 2)), onGPU(t, d, tensor.Scalar(n))}
 		want := tensor.ToSlice[float32](onHost(t, fn(args)[0]))
 		before := graphLaunches(d)()
 		got, err := f.Call(args...)
@@ -228,15 +278,15 @@ func TestRecordedLoopFallbacks(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := graphLaunches(d)() - before; n != 0 {
-			t.Errorf("call %d: %d graph launches of a loop whose predicate a Cond computes", call, n)
+			t.Errorf("call %d: %d graph launches of a loop gradient without a bound", call, n)
 		}
 		if g := tensor.ToSlice[float32](onHost(t, got[0])); !slices.Equal(g, want) {
 			t.Errorf("call %d: %v, want %v", call, g, want)
 		}
 	}
 	args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(float32(1)))}
-	if err := f.RecordError(args...); err == nil || !strings.Contains(err.Error(), "predicate depends on") {
-		t.Errorf("RecordError of a loop whose predicate a Cond computes: %v", err)
+	if err := f.RecordError(args...); err == nil || !strings.Contains(err.Error(), "MaxIterations") {
+		t.Errorf("RecordError of a loop gradient without a bound: %v", err)
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "runs op by op") {
 		t.Errorf("Logf heard %q, want one note that the graph runs op by op", notes)

@@ -163,10 +163,10 @@ func (lg *loopGraph) runLoop(dev device.LoopCapturer, f *region, vals map[Output
 	for _, e := range f.consts {
 		vals[e.Out(0)] = vals[e.Inputs[0]]
 	}
-	pred := lg.condition(f, vals)
+	pred := lg.condition(dev, f, vals)
 	err := dev.CaptureWhile(pred.Buffer(), func() (device.Buffer, error) {
 		if f.recond {
-			lg.condition(f, vals)
+			lg.condition(dev, f, vals)
 		}
 		for _, s := range f.steps {
 			lg.runStep(dev, s, vals)
@@ -187,7 +187,7 @@ func (lg *loopGraph) runLoop(dev device.LoopCapturer, f *region, vals map[Output
 				mustCopy(b, next[i])
 			}
 		}
-		return lg.condition(f, vals).Buffer(), nil
+		return lg.condition(dev, f, vals).Buffer(), nil
 	})
 	if err != nil {
 		panic(err)
@@ -237,17 +237,11 @@ func (lg *loopGraph) runCond(dev device.LoopCapturer, c *branching, vals map[Out
 	}
 }
 
-// condition runs f's condition on the values in vals and returns the
-// predicate.
-func (lg *loopGraph) condition(f *region, vals map[Output]*tensor.Tensor) *tensor.Tensor {
-	for _, n := range f.cond {
-		ins := make([]*tensor.Tensor, len(n.Inputs))
-		for i, in := range n.Inputs {
-			ins[i] = vals[in]
-		}
-		for i, t := range runNode(n, ins, nil) {
-			vals[n.Out(i)] = t
-		}
+// condition runs f's condition on the values in vals (its Conds and
+// loops recorded too) and returns the predicate.
+func (lg *loopGraph) condition(dev device.LoopCapturer, f *region, vals map[Output]*tensor.Tensor) *tensor.Tensor {
+	for _, s := range f.condSteps {
+		lg.runStep(dev, s, vals)
 	}
 	return vals[f.pred]
 }

@@ -38,15 +38,18 @@ type region struct {
 	steps  []step // in an order that respects the data and control edges
 	nodes  []*Node
 	// A frame's parts: its loop values' Merges, the Enters of its loop
-	// constants, the predicate its Switches test, the op nodes computing
-	// it (in ID order), its NextIterations and Exits by loop value.
-	frame  string
-	merges []*Node
-	consts []*Node
-	pred   Output
-	cond   []*Node
-	nexts  []*Node
-	exits  []*Node
+	// constants, the predicate its Switches test, the nodes computing it
+	// (op nodes, and every node of the Conds and frames inside the
+	// condition) and the steps that run them, its NextIterations and
+	// Exits by loop value.
+	frame     string
+	merges    []*Node
+	consts    []*Node
+	pred      Output
+	inCond    map[*Node]bool
+	condSteps []step
+	nexts     []*Node
+	exits     []*Node
 	// recond says the body reads values of the condition's nodes: they
 	// are computed again at the start of each pass.
 	recond bool
@@ -334,17 +337,14 @@ func (lw *lowering) place(n *Node) (*region, string) {
 	return nil, fmt.Sprintf("%v is a %s", n, n.Kind)
 }
 
-// stepsOf orders region r's steps: its op nodes and loop Switches (not
-// its condition's), and the frames and Conds inside it.
+// stepsOf orders region r's steps: its op nodes and loop Switches, and
+// the frames and Conds inside it; a frame's condition's steps go to its
+// condSteps.
 func (lw *lowering) stepsOf(r *region) []step {
-	inCond := map[*Node]bool{}
-	for _, n := range r.cond {
-		inCond[n] = true
-	}
 	var steps []step
 	stepOf := map[*Node]int{} // a node, a child frame's Exit or a child Cond's Merge -> its step
 	for _, n := range r.nodes {
-		if (n.Kind == OpNode || n.Kind == Stack || n.Kind == StackPush || n.Kind == StackPop || n.Kind == Switch && n.Cond == 0) && !inCond[n] {
+		if n.Kind == OpNode || n.Kind == Stack || n.Kind == StackPush || n.Kind == StackPop || n.Kind == Switch && n.Cond == 0 {
 			stepOf[n] = len(steps)
 			steps = append(steps, step{node: n})
 		}
@@ -402,7 +402,18 @@ func (lw *lowering) stepsOf(r *region) []step {
 	for _, i := range idx {
 		visit(i)
 	}
-	return out
+	if r.inCond == nil {
+		return out
+	}
+	body := out[:0:0]
+	for _, s := range out {
+		if r.inCond[lw.nodesOf(s)[0]] {
+			r.condSteps = append(r.condSteps, s)
+		} else {
+			body = append(body, s)
+		}
+	}
+	return body
 }
 
 // nodesOf lists the nodes a step runs: its node, or every node inside its
@@ -465,9 +476,25 @@ func (r *region) check(lw *lowering) string {
 			return fmt.Sprintf("%v does not leave with a loop value", x)
 		}
 	}
-	// The condition: the op nodes of r the predicate depends on.
+	// The condition: the op nodes of r the predicate depends on, and the
+	// Conds and frames inside r it reads (every node of each).
 	inCond := map[*Node]bool{}
 	var walk func(n *Node) string
+	// whole takes a Cond's or frame's nodes (and its Merges or Exits) into
+	// the condition, and what they read in r.
+	whole := func(nodes []*Node) string {
+		for _, m := range nodes {
+			inCond[m] = true
+		}
+		for _, m := range nodes {
+			for _, p := range producers(m) {
+				if why := walk(p); why != "" {
+					return why
+				}
+			}
+		}
+		return ""
+	}
 	walk = func(n *Node) string {
 		if lw.regionOf[n.ID] != r || inCond[n] {
 			return ""
@@ -475,8 +502,14 @@ func (r *region) check(lw *lowering) string {
 		switch {
 		case n.Kind == Enter, n.Kind == Merge && n.Cond == 0:
 			return ""
+		case n.Kind == Merge || n.Kind == Switch && n.Cond != 0: // a Cond inside the condition
+			c := lw.conds[n.Cond]
+			return whole(slices.Concat(lw.nodesOf(step{cond: c}), c.merges))
+		case n.Kind == Exit: // a loop inside the condition
+			f := lw.outRegion(n.Inputs[0])
+			return whole(slices.Concat(lw.nodesOf(step{loop: f}), f.exits))
 		case n.Kind != OpNode:
-			return fmt.Sprintf("frame %s's predicate depends on %v (a Cond or a loop in the condition)", r.frame, n)
+			return fmt.Sprintf("frame %s's predicate depends on %v", r.frame, n)
 		}
 		inCond[n] = true
 		for _, p := range producers(n) {
@@ -492,11 +525,7 @@ func (r *region) check(lw *lowering) string {
 	if why := walk(r.pred.Node); why != "" {
 		return why
 	}
-	for _, n := range r.nodes {
-		if inCond[n] {
-			r.cond = append(r.cond, n)
-		}
-	}
+	r.inCond = inCond
 	// Does anything else in the frame read the condition's values?
 	for _, n := range lw.inside[r] {
 		for j, in := range n.Inputs {

@@ -270,6 +270,23 @@ var templates = []template{
 		d := 2 + r.IntN(3)
 		return [][]int{{b, d}, {d}, {}}
 	}, -1, 1, 0},
+	// A bounded loop whose condition a Cond computes: which bound it
+	// tests the data choose each iteration (recorded, an IF node before
+	// the WHILE node and in its body).
+	{"cond_pred", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		out := control.While(func(v []T) T {
+			return control.Cond(ops.Gt(ops.Sum(v[0]), scalar(v[0], 0)),
+				func() []T { return []T{ops.Lt(ops.Sum(ops.Square(v[0])), thr)} },
+				func() []T { return []T{ops.Lt(ops.Sum(ops.Abs(v[0])), ops.Mul(thr, scalar(thr, 0.5)))} })[0]
+		}, func(v []T) []T {
+			return []T{ops.Add(ops.Tanh(ops.Mul(v[0], w)), ops.Mul(v[0], scalar(v[0], 1.2)))}
+		}, []T{x}, control.WhileOptions{MaxIterations: 5})
+		return ops.Sum(ops.Square(out[0]))
+	}, func(r *rand.Rand, b int) [][]int {
+		d := 2 + r.IntN(3)
+		return [][]int{{b, d}, {d}, {}}
+	}, -1, 1, 0},
 	// A Case with no loop around it, on an index the data choose: its
 	// trace unrolls (no loop guards it) and must guard the decision.
 	{"case_top", func(in []T) T {

@@ -576,6 +576,14 @@ def case_in_loop(x, w, thr):
     return (h * h).sum()
 
 
+def cond_pred(x, w, thr):
+    h, k = x, 0
+    while k < 5 and ((h * h).sum() < thr if h.sum() > 0 else h.abs().sum() < thr * 0.5):
+        h = torch.tanh(h * w) + h * 1.2
+        k += 1
+    return (h * h).sum()
+
+
 def case_top(x, w):
     i = min(int(x.sum(0).argmax()), 2)
     if i == 0:
@@ -593,7 +601,7 @@ TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": con
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
              "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while,
              "cond_of_loops": cond_of_loops, "pick_row": pick_row,
-             "case_in_loop": case_in_loop, "case_top": case_top}
+             "case_in_loop": case_in_loop, "case_top": case_top, "cond_pred": cond_pred}
 
 
 def run_control(c):
