@@ -63,9 +63,8 @@ type Tail struct {
 // (their values are not read, and nothing runs: the first Run does). g
 // must be straight-line (no control-flow nodes, as Execute's plan runs),
 // or have as its only control flow the loops and branches a tracer builds
-// from While and Cond (frames and Conds, nested in any way; a loop's
-// predicate computed without a Cond or a loop; a loop gradient's stacks
-// of known depth, Node.Capacity, on a device.PositionCopier) on a device
+// from While and Cond (frames and Conds, nested in any way, in a loop's
+// condition too; a loop gradient's stacks of known depth, Node.Capacity, on a device.PositionCopier) on a device
 // that records them (device.LoopCapturer: a GPU's conditional WHILE and
 // IF nodes), which then run on the device with no wait for the host
 // (record_regions.go, record_stacks.go); it must have no ordered op (a

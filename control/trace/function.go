@@ -170,8 +170,7 @@ type Function struct {
 	// the rest, each run on the device with no wait for the host; they run
 	// op by op elsewhere, or where a tape records a loop (its gradient
 	// stacks, unless the While has MaxIterations: its stacks then hold
-	// that many values on the device) or a loop's predicate is computed
-	// by a Cond (graph.Record). A call that a
+	// that many values on the device; graph.Record). A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
