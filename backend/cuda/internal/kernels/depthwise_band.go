@@ -178,32 +178,39 @@ func dwBandTap(k *ptx.Kernel, p0, K, i, D ptx.Reg, turned bool) ptx.Reg {
 // column iw0 (s32), of KW taps DW apart, that fall inside [0, W), and
 // first to lo's column: a step a tap past either edge, none inside.
 func dwInsideColumns(k *ptx.Kernel, iw0, KW, DW, W, lo, hi, first ptx.Reg) {
-	p, last := k.Reg(ptx.Pred), k.Reg(ptx.S32)
+	last := k.Reg(ptx.S32)
 	k.Op("mov.s32 %s, 0", lo)
 	k.Op("mov.s32 %s, %s", first, iw0)
-	left, leftDone := k.Label("dw_left"), k.Label("dw_left_done")
-	k.Place(left)
-	k.Op("setp.ge.s32 %s, %s, 0", p, first)
-	k.Op("@%s bra %s", p, leftDone)
-	k.Op("setp.ge.s32 %s, %s, %s", p, lo, KW)
-	k.Op("@%s bra %s", p, leftDone)
-	k.Op("add.s32 %s, %s, 1", lo, lo)
-	k.Op("add.s32 %s, %s, %s", first, first, DW)
-	k.Op("bra.uni %s", left)
-	k.Place(leftDone)
+	loopUntil(k, "dw_left", func(p ptx.Reg) { k.Op("setp.ge.s32 %s, %s, 0", p, first) },
+		func(p ptx.Reg) { k.Op("setp.ge.s32 %s, %s, %s", p, lo, KW) },
+		func() {
+			k.Op("add.s32 %s, %s, 1", lo, lo)
+			k.Op("add.s32 %s, %s, %s", first, first, DW)
+		})
 	k.Op("mov.s32 %s, %s", hi, KW)
 	k.Op("sub.s32 %s, %s, 1", last, KW)
 	k.Op("mad.lo.s32 %s, %s, %s, %s", last, last, DW, iw0)
-	right, rightDone := k.Label("dw_right"), k.Label("dw_right_done")
-	k.Place(right)
-	k.Op("setp.le.s32 %s, %s, %s", p, hi, lo)
-	k.Op("@%s bra %s", p, rightDone)
-	k.Op("setp.lt.s32 %s, %s, %s", p, last, W)
-	k.Op("@%s bra %s", p, rightDone)
-	k.Op("sub.s32 %s, %s, 1", hi, hi)
-	k.Op("sub.s32 %s, %s, %s", last, last, DW)
-	k.Op("bra.uni %s", right)
-	k.Place(rightDone)
+	loopUntil(k, "dw_right", func(p ptx.Reg) { k.Op("setp.le.s32 %s, %s, %s", p, hi, lo) },
+		func(p ptx.Reg) { k.Op("setp.lt.s32 %s, %s, %s", p, last, W) },
+		func() {
+			k.Op("sub.s32 %s, %s, 1", hi, hi)
+			k.Op("sub.s32 %s, %s, %s", last, last, DW)
+		})
+}
+
+// loopUntil runs step until one of two tests (each setting p) holds,
+// testing before each step.
+func loopUntil(k *ptx.Kernel, name string, test1, test2 func(p ptx.Reg), step func()) {
+	p := k.Reg(ptx.Pred)
+	top, done := k.Label(name), k.Label(name+"_done")
+	k.Place(top)
+	for _, test := range []func(ptx.Reg){test1, test2} {
+		test(p)
+		k.Op("@%s bra %s", p, done)
+	}
+	step()
+	k.Op("bra.uni %s", top)
+	k.Place(done)
 }
 
 // dwBandLoop runs body for i in [0, n) (u32).
