@@ -37,6 +37,15 @@ type template struct {
 
 func scalar(x T, v float64) T { return ops.ScalarLike(x, v) }
 
+// batchVectorScalar is a template's shapes: a batch of rows of d, a
+// vector of d and a scalar, d drawn from [least, least+spread).
+func batchVectorScalar(least, spread int) func(r *rand.Rand, batch int) [][]int {
+	return func(r *rand.Rand, b int) [][]int {
+		d := least + r.IntN(spread)
+		return [][]int{{b, d}, {d}, {}}
+	}
+}
+
 var templates = []template{
 	{"while_grow", func(in []T) T {
 		x, w, thr := in[0], in[1], in[2]
@@ -83,10 +92,7 @@ var templates = []template{
 			return []T{ops.Tanh(h[0])}
 		}, []T{x})
 		return ops.Sum(ops.Square(out[0]))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 1 + r.IntN(3)
-		return [][]int{{b, d}, {d}, {}}
-	}, 0.2, 1.5, 0},
+	}, batchVectorScalar(1, 3), 0.2, 1.5, 0},
 	{"trips_on_x", func(in []T) T {
 		x, w := in[0], in[1]
 		limit := ops.Add(ops.Mul(ops.Abs(ops.Sum(x)), scalar(x, 6)), scalar(x, 1))
@@ -129,10 +135,7 @@ var templates = []template{
 			},
 			func() []T { return []T{ops.Mul(ops.Sin(x), w)} })
 		return ops.Sum(ops.Square(y[0]))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 1 + r.IntN(3)
-		return [][]int{{b, d}, {d}, {}}
-	}, -1, 1.2, 0},
+	}, batchVectorScalar(1, 3), -1, 1.2, 0},
 	// A Scan whose step branches on its state: a Cond in the frame a
 	// Scan's steps bound, its gradient's stacks on the device.
 	{"scan_cond", func(in []T) T {
@@ -233,10 +236,7 @@ var templates = []template{
 					[]T{x}, control.WhileOptions{MaxIterations: 3})
 			})
 		return ops.Sum(ops.Mul(y[0], y[0]))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 1 + r.IntN(3)
-		return [][]int{{b, d}, {d}, {}}
-	}, -1, 1, 0},
+	}, batchVectorScalar(1, 3), -1, 1, 0},
 	// A loop that picks a row of the weight by a position it computes
 	// (ArgMax, DynamicSlice on device-held starts) each iteration.
 	{"pick_row", func(in []T) T {
@@ -266,10 +266,7 @@ var templates = []template{
 					func() []T { return []T{ops.Add(ops.Mul(v[0], scalar(v[0], 1.5)), scalar(v[0], 0.1))} })
 			}, []T{x}, control.WhileOptions{MaxIterations: 5})
 		return ops.Sum(ops.Square(out[0]))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 2 + r.IntN(3)
-		return [][]int{{b, d}, {d}, {}}
-	}, -1, 1, 0},
+	}, batchVectorScalar(2, 3), -1, 1, 0},
 	// A bounded loop whose condition a Cond computes: which bound it
 	// tests the data choose each iteration (recorded, an IF node before
 	// the WHILE node and in its body).
@@ -283,10 +280,7 @@ var templates = []template{
 			return []T{ops.Add(ops.Tanh(ops.Mul(v[0], w)), ops.Mul(v[0], scalar(v[0], 1.2)))}
 		}, []T{x}, control.WhileOptions{MaxIterations: 5})
 		return ops.Sum(ops.Square(out[0]))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 2 + r.IntN(3)
-		return [][]int{{b, d}, {d}, {}}
-	}, -1, 1, 0},
+	}, batchVectorScalar(2, 3), -1, 1, 0},
 	// A Case with no loop around it, on an index the data choose: its
 	// trace unrolls (no loop guards it) and must guard the decision.
 	{"case_top", func(in []T) T {
@@ -310,10 +304,7 @@ var templates = []template{
 			func(v []T) []T { return []T{ops.Add(v[0], scalar(v[0], 1)), ops.Mul(v[1], x)} },
 			[]T{ops.ScalarLike(n, 0), ops.OnesLike(x)})
 		return ops.Sum(ops.Mul(out[1], w))
-	}, func(r *rand.Rand, b int) [][]int {
-		d := 2 + r.IntN(4)
-		return [][]int{{b, d}, {d}, {}}
-	}, 0.5, 1.5, 7},
+	}, batchVectorScalar(2, 4), 0.5, 1.5, 7},
 }
 
 // controlCase is one control-flow program as torch_eval.py reads it.
