@@ -69,6 +69,10 @@ const (
 // dwShifted is the NCHW depthwise kernels' debt.
 const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 8 KiB, float32 rows of some 680 elements); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
 
+// wideNCHW is the debt of the window kernels that NCHW pooling's gradient
+// takes where an image's rows are too wide for a band's shared memory.
+const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 8 KiB: some 680 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
+
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
 	"add_f32_vv":    {instr: vectorBudget},
@@ -139,8 +143,9 @@ var budgets = map[string]kernelBudget{
 	"window_reduce_max_f32":             {instr: 190}, // eight taps of a 3-D window, each through the rank-8 geometry
 	"window_reduce_sum_f32":             {instr: 155},
 	"window_scatter_f32":                {instr: 110},
-	"window_select_ge_f32":              {instr: 215},
-	"window_select_scatter_f32":         {instr: 60}, // every lane reads its windows' values, chosen or not (2-D pools take pool2d_select_scatter)
+	"window_select_ge_f32":              {instr: 215, efficiency: 0.45, debt: wideNCHW},
+	"pool2d_max_nchw_f32":               {instr: 40, efficiency: 0.45, debt: wideNCHW},  // a thread a window: where cuDNN is absent, the forward's kernel on such rows
+	"window_select_scatter_f32":         {instr: 110, efficiency: 0.85, debt: wideNCHW}, // every lane reads its windows' values, chosen or not (2-D pools take pool2d_select_scatter where a band fits)
 	"window_select_put_ge_f32":          {instr: 200},
 	"pool2d_select_ge_nhwc_f32":         {instr: 40},
 	"pool2d_select_ge_nchwband_f32":     {instr: 110},
@@ -358,6 +363,12 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Dilations: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
+		}},
+		{"max pool NCHW 3x3 stride 2, rows too wide for a band, and its gradient (the window kernels)", func() {
+			x := g(1, 2, 9, 1100)
+			grad(func() *tensor.Tensor {
+				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: ops.NCHW})
+			}, x)
 		}},
 		{"depthwise convolution NCHW, rows too wide for a band (the direct kernels)", func() {
 			x, dw := g(1, 4, 8, 1100), g(3, 3, 4, 1)
