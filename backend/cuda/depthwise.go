@@ -140,11 +140,11 @@ func depthwiseFilter(d kernels.DType) eager.Kernel {
 		switch {
 		case layout == "nchw" && kernels.DepthwiseFilterBand(g, d):
 			p := kernels.DepthwisePool(g, false)
-			rows := kernels.BandRows(p, d)
+			rows := kernels.FilterBandRows(p, d)
 			bands := (p.OH + rows - 1) / rows
 			part = temporary(c, tensor.Float64, tensor.Shape{g.N * bands, elems}, "the filter gradient's partial sums")
 			bargs := divisorArg(newArgs().Ptr(ptr(part)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])), g.M, g.N*g.C*g.M*bands)
-			check(c, dev.launchBand("depthwise", kernels.Name("dw_filter", "nchwband", string(d)), p, d, g.N*g.C*g.M*g.OH*g.OW, bargs))
+			check(c, dev.launchBandRows("depthwise", kernels.Name("dw_filter", "nchwband", string(d)), p, g.N*g.C*g.M*g.OH*g.OW, rows, bargs))
 		case layout == "nchw":
 			blocks := min(elems, max(dev.info.SMs, 1)*32)
 			check(c, dev.launchBlocks("depthwise", name, blocks, kernels.ReduceBlock, args(out, elems, 0)))

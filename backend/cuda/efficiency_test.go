@@ -67,11 +67,11 @@ const (
 )
 
 // dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 8 KiB, float32 rows of some 680 elements); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
+const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 16 KiB, float32 rows of some 1360 elements; 8 KiB and 680 for the filter gradient); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
 
 // wideNCHW is the debt of the window kernels that NCHW pooling's gradient
 // takes where an image's rows are too wide for a band's shared memory.
-const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 8 KiB: some 680 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
+const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 16 KiB: some 1360 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
 
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
@@ -259,7 +259,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor { return ops.MaxPool2D(ih, pool(ops.NCHW)) }, ih)
 		}},
 		{"max pool NCHW, rows too wide for a band (pairs)", func() {
-			wide := g(1, 4, 5, 1088)
+			wide := g(1, 4, 5, 2176)
 			grad(func() *tensor.Tensor { return ops.MaxPool2D(wide, pool(ops.NCHW)) }, wide)
 		}},
 		{"max pool NCHW, odd height (a band)", func() {
@@ -365,13 +365,13 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}, x, dw)
 		}},
 		{"max pool NCHW 3x3 stride 2, rows too wide for a band, and its gradient (the window kernels)", func() {
-			x := g(1, 2, 9, 1100)
+			x := g(1, 2, 9, 1500)
 			grad(func() *tensor.Tensor {
 				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: ops.NCHW})
 			}, x)
 		}},
 		{"depthwise convolution NCHW, rows too wide for a band (the direct kernels)", func() {
-			x, dw := g(1, 4, 8, 1100), g(3, 3, 4, 1)
+			x, dw := g(1, 4, 8, 1500), g(3, 3, 4, 1)
 			grad(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 			}, x, dw)

@@ -319,8 +319,13 @@ func (d *Device) launchQuads(name string, p kernels.PoolDims, dt kernels.DType, 
 // windows of p, args holding its tensors: a block a band of a plane's
 // output rows at a time.
 func (d *Device) launchBand(module, name string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args) error {
+	return d.launchBandRows(module, name, p, n, kernels.BandRows(p, dt), args)
+}
+
+// launchBandRows is launchBand with rows output rows a band.
+func (d *Device) launchBandRows(module, name string, p kernels.PoolDims, n, rows int, args *cu.Args) error {
 	args.Bytes(kernels.PoolGeometry(p, n), 8)
-	return d.launchBands(module, name, n/(p.OH*p.OW), p.OH, kernels.BandRows(p, dt), args)
+	return d.launchBands(module, name, n/(p.OH*p.OW), p.OH, rows, args)
 }
 
 // launchBands queues band kernel name of module over planes planes of

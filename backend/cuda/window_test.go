@@ -175,7 +175,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 		dt := []tensor.DType{tensor.Float32, tensor.Float64}[i%2]
 		kh, sh := 1+rng.IntN(3), 1+rng.IntN(3)
 		ph, pw := [2]int{rng.IntN(3), rng.IntN(3)}, [2]int{2 * rng.IntN(2), rng.IntN(3)}
-		width := map[tensor.DType]int{tensor.Float32: 2050, tensor.Float64: 1026}[dt] + 2*rng.IntN(4) // over a band's 8 KiB
+		width := kernels.BandBytes/dt.Size() + 2 + 2*rng.IntN(4) // over a band's shared memory
 		shape := tensor.Shape{1, 1 + rng.IntN(2), 1 + rng.IntN(5), width}
 		w := ops.Window{Dims: []int{1, 1, kh, 2}, Strides: []int{1, 1, sh, 2}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
 			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
@@ -234,7 +234,7 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 		{tensor.Float32, tensor.Shape{2, 1, 6, 2}, true},
 		{tensor.Float32, tensor.Shape{2, 20, 4, 512}, true},  // 40 chunks: blocks take several (the emulator runs 32)
 		{tensor.Float32, tensor.Shape{2, 3, 7, 14}, false},   // odd height: a band
-		{tensor.Float32, tensor.Shape{1, 1, 2, 1026}, false}, // a row pair wider than a chunk
+		{tensor.Float32, tensor.Shape{1, 1, 2, 2050}, false}, // a row pair wider than a chunk (and a band: pairs)
 		{tensor.BFloat16, tensor.Shape{2, 3, 8, 12}, true},   // the half types: taps in float32
 		{tensor.Float16, tensor.Shape{1, 2, 6, 28}, true},
 		{tensor.BFloat16, tensor.Shape{1, 2, 4, 14}, false}, // a row pair of 56 bytes: not whole vectors
@@ -327,9 +327,9 @@ func TestPoolScatterOnGPU(t *testing.T) {
 		pad    [2][2]int
 		stages int // bands a plane
 	}{
-		{tensor.Float32, tensor.Shape{2, 3, 150, 130}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{1, 1}, {1, 1}}, 3},
-		{tensor.Float64, tensor.Shape{1, 2, 61, 200}, [2]int{3, 2}, [2]int{1, 2}, [2][2]int{{1, 0}, {0, 0}}, 8},
-		{tensor.BFloat16, tensor.Shape{1, 1, 40, 700}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{0, 1}, {1, 0}}, 2},
+		{tensor.Float32, tensor.Shape{2, 3, 300, 130}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{1, 1}, {1, 1}}, 3},
+		{tensor.Float64, tensor.Shape{1, 2, 61, 200}, [2]int{3, 2}, [2]int{1, 2}, [2][2]int{{1, 0}, {0, 0}}, 4},
+		{tensor.BFloat16, tensor.Shape{1, 1, 100, 700}, [2]int{3, 3}, [2]int{2, 2}, [2][2]int{{0, 1}, {1, 0}}, 3},
 	} {
 		w := ops.Window{Dims: []int{1, 1, c.k[0], c.k[1]}, Strides: []int{1, 1, c.s[0], c.s[1]},
 			Padding: [][2]int{{0, 0}, {0, 0}, c.pad[0], c.pad[1]}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}

@@ -49,8 +49,12 @@ func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
 // rows a band reads of the input and of dy fitting its shared memory.
 func DepthwiseFilterBand(g DepthwiseDims, d DType) bool {
 	p := DepthwisePool(g, false)
-	return PoolBand(p, d) && BandRows(p, d)*p.OW*d.Size() <= QuadChunkBytes
+	return poolBandIn(p, d, FilterBandBytes) && FilterBandRows(p, d)*p.OW*d.Size() <= FilterBandBytes
 }
+
+// FilterBandRows is the output rows a band of dw_filter_nchwband holds for
+// p (DepthwisePool) of dtype d.
+func FilterBandRows(p PoolDims, d DType) int { return bandRowsIn(p, d, FilterBandBytes) }
 
 // DepthwisePool describes g (or its input gradient: grad) as the pooling
 // whose windows the band kernels walk.
@@ -83,7 +87,7 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 	m := paramDivisor(k, "m") // the multiplier: output plane p reads input plane p / M
 	t := d.reg()
 	taps := k.Shared("taps", DepthwiseBandTaps*d.Size(), d.Size())
-	newBandOf(k, d, x, &m, func(b *band) {
+	newBandOf(k, d, x, &m, BandBytes, func(b *band) {
 		_, c := poolDiv(k, b.plane, pgC, 0)
 		C, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
 		// The plane's filter taps, staged once a band: f[tap·C + c].
@@ -244,7 +248,7 @@ func dwFilterBand(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("dw_filter", "nchwband", string(d)))
 	part, x, dy := k.ParamPtr("part"), k.ParamPtr("x"), k.ParamPtr("dy")
 	m := paramDivisor(k, "m")
-	dys := k.Shared("dys", QuadChunkBytes, 16)
+	dys := k.Shared("dys", FilterBandBytes, 16)
 	slots := k.Shared("slots", ReduceBlock*DepthwiseFilterSlots*8, 8)
 	tree := &blockRows{k: k, sh: k.Shared("partials", ReduceBlock*8, 8)}
 	add := func(a, c ptx.Reg) ptx.Reg {
@@ -252,7 +256,7 @@ func dwFilterBand(d DType) *ptx.Kernel {
 		k.Op("add.rn.f64 %s, %s, %s", r, a, c)
 		return r
 	}
-	newBandOf(k, d, x, &m, func(b *band) {
+	newBandOf(k, d, x, &m, FilterBandBytes, func(b *band) {
 		tree.tid, tree.ntid = b.tid, b.ntid
 		n, cm := poolDiv(k, b.plane, pgC, 0)
 		CM, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)

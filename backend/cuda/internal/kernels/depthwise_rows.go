@@ -49,7 +49,7 @@ func dwInputRows(d DType) *ptx.Kernel {
 	dx, dy, f := k.ParamPtr("dx"), k.ParamPtr("dy"), k.ParamPtr("f")
 	m := k.Param("m", ptx.U64)
 	t := d.reg()
-	dys := k.Shared("dys", QuadChunkBytes, 16)
+	dys := k.Shared("dys", BandBytes, 16)
 	taps := k.Shared("taps", DepthwiseRowsTaps*d.Size(), d.Size())
 	newRowBand(k, func(rb *rowBand) {
 		C, KH, KW := poolField(k, pgC), poolField(k, 5), poolField(k, 6)

@@ -23,17 +23,32 @@ import (
 //     each window's put where it selects) and written in order. Rows no
 //     band reads (gaps between windows) are the caller's to fill.
 
+// BandBytes is the shared memory a band kernel stages each of its arrays
+// in (the input rows, and a select_put's gradient, a scatter's
+// selections and values): 16 KiB, so that a 3x3 window's float32 rows
+// fit up to some 1360 columns; two arrays and a filter's taps stay well
+// under a block's 48 KiB of static shared memory.
+const BandBytes = 16384
+
+// FilterBandBytes is dw_filter_nchwband's (its input rows, and dy's): its
+// per-thread float64 sums take another 18 KiB.
+const FilterBandBytes = 8192
+
 // PoolBand reports whether the band kernels take p of dtype d: NCHW
 // windows, the rows one window reads fitting a band's shared memory.
-func PoolBand(p PoolDims, d DType) bool {
+func PoolBand(p PoolDims, d DType) bool { return poolBandIn(p, d, BandBytes) }
+
+func poolBandIn(p PoolDims, d DType, bytes int) bool {
 	eh, _ := p.Extent()
-	return slices.Contains(quadTypes, d) && eh*p.W*d.Size() <= QuadChunkBytes && p.OH > 0 && p.OW > 0
+	return slices.Contains(quadTypes, d) && eh*p.W*d.Size() <= bytes && p.OH > 0 && p.OW > 0
 }
 
 // BandRows is the output rows a band of p holds for dtype d: as many as
 // the input rows their windows read fit in shared memory.
-func BandRows(p PoolDims, d DType) int {
-	rows := QuadChunkBytes / (p.W * d.Size()) // input rows that fit
+func BandRows(p PoolDims, d DType) int { return bandRowsIn(p, d, BandBytes) }
+
+func bandRowsIn(p PoolDims, d DType, bytes int) int {
+	rows := bytes / (p.W * d.Size()) // input rows that fit
 	eh, _ := p.Extent()
 	return min((rows-eh)/p.SH+1, p.OH)
 }
@@ -59,17 +74,20 @@ type band struct {
 // newBand declares the parameters after the kernel's tensors and runs
 // body for each of the block's bands (a grid's stride apart), once the
 // band's input rows are staged.
-func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) { newBandOf(k, d, x, nil, body) }
+func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
+	newBandOf(k, d, x, nil, BandBytes, body)
+}
 
 // newBandOf is newBand whose output plane p reads input plane p /
 // planes (a divisor parameter, its constants set; nil for 1): a depthwise
-// convolution's M output channels a channel.
-func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, body func(b *band)) {
+// convolution's M output channels a channel; its input rows staged in
+// bytes of shared memory.
+func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, bytes int, body func(b *band)) {
 	k.ParamBytes("pg", PoolGeomLen)
 	chunks := k.Param("chunks", ptx.U64)
 	cpp := paramDivisor(k, "cpp")
 	per := k.Param("per", ptx.U64)
-	b := &band{k: k, d: d, x: x, sh: k.Shared("band", QuadChunkBytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
+	b := &band{k: k, d: d, x: x, sh: k.Shared("band", bytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
 	H, OH := poolField(k, 1), poolField(k, 3)
 	SH, PH, KH := poolField(k, 7), poolField(k, 9), poolField(k, pgEH) // the window's extent
 	var first, step ptx.Reg
@@ -247,7 +265,7 @@ func poolBandSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
 	init := load(k, d, ip)
 	newBand(k, d, x, func(b *band) {
-		put := k.Shared("grads", QuadChunkBytes, 16)
+		put := k.Shared("grads", BandBytes, 16)
 		b.each(func(e ptx.Reg) { k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(put, e, d.Size()), init) })
 		k.Op("bar.sync 0")
 		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {

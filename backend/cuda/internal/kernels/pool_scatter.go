@@ -144,7 +144,7 @@ func poolSelectScatterKernel(d DType) *ptx.Kernel {
 func poolBandScatterKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("pool2d_select_scatter", "nchwband", string(d)))
 	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
-	shSel, shSrc := k.Shared("sel", QuadChunkBytes, 16), k.Shared("src", QuadChunkBytes, 16)
+	shSel, shSrc := k.Shared("sel", BandBytes, 16), k.Shared("src", BandBytes, 16)
 	init := toCompute(k, d, load(k, d, ip))
 	newRowBand(k, func(rb *rowBand) {
 		rb.stage(U8, sel, shSel, rb.plane)

@@ -19,14 +19,14 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 
 // RowBandRows is the operand rows a band of p holds where each output row
 // of the windows over them stages rowBytes bytes in shared memory
-// (QuadChunkBytes at most): per rows lie under at most (per + EH - 2) /
+// (BandBytes at most): per rows lie under at most (per + EH - 2) /
 // SH + 1 windows' rows, EH the window's extent. It is 0 where one row's
 // windows do not fit.
 func RowBandRows(p PoolDims, rowBytes int) int {
 	if rowBytes <= 0 || p.SH <= 0 {
 		return 0
 	}
-	fit := QuadChunkBytes / rowBytes
+	fit := BandBytes / rowBytes
 	eh, _ := p.Extent()
 	return max(min(fit*p.SH-eh+1, p.H), 0)
 }
