@@ -628,3 +628,54 @@ func BenchmarkAttentionGPU(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWindowOpsGPU is max pooling (3x3 at a stride of 2, VALID) and
+// a depthwise convolution (3x3 at a stride of 2, SAME) with their
+// gradients, ResNet's and MobileNet's shapes at batch 32 ([32 64 112
+// 112] and [32 96 112 112], float32) in both layouts: the band kernels'
+// work (pooling's select and scatter, the depthwise kernels' bands of
+// rows) beside PyTorch's (cuDNN's pooling, its grouped convolution).
+func BenchmarkWindowOpsGPU(b *testing.B) {
+	d := benchGPU(b)
+	n, size := 32, 112
+	if strings.Contains(d.Driver(), "emulator") {
+		n, size = 1, 16
+	}
+	for _, op := range []struct {
+		name     string
+		channels int
+		run      func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor
+	}{
+		{"MaxPool3x3s2", 64, func(x, _ *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(x)
+			y := ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: format})
+			return tp.Gradient(ops.Sum(y), x)
+		}},
+		{"Depthwise3x3s2", 96, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(x, f)
+			y := ops.DepthwiseConv2D(x, f, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: format})
+			return tp.Gradient(ops.Sum(y), x, f)
+		}},
+	} {
+		for _, format := range []ops.DataFormat{ops.NCHW, ops.NHWC} {
+			b.Run(op.name+"/"+format.String(), func(b *testing.B) {
+				restore := device.SetDefault(d)
+				defer restore()
+				r := tensor.NewRNG(3)
+				shape := []int{n, op.channels, size, size}
+				if format == ops.NHWC {
+					shape = []int{n, size, size, op.channels}
+				}
+				x := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, shape...))
+				f := onGPU(b, d, tensor.RandNormal(r, tensor.Float32, 3, 3, op.channels, 1))
+				timeSteps(b, d, func() {
+					for _, g := range op.run(x, f, format) {
+						g.Release()
+					}
+				})
+			})
+		}
+	}
+}
