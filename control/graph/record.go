@@ -64,10 +64,11 @@ type Tail struct {
 // must be straight-line (no control-flow nodes, as Execute's plan runs),
 // or have as its only control flow the loops and branches a tracer builds
 // from While and Cond (frames and Conds, nested in any way, in a loop's
-// condition too; a loop gradient's stacks of known depth, Node.Capacity, on a device.PositionCopier) on a device
-// that records them (device.LoopCapturer: a GPU's conditional WHILE and
-// IF nodes), which then run on the device with no wait for the host
-// (record_regions.go, record_stacks.go); it must have no ordered op (a
+// condition too; a loop gradient's stacks of known depth, Node.Capacity,
+// on a device.PositionCopier) on a device that records them
+// (device.LoopCapturer: a GPU's conditional WHILE and IF nodes), which
+// then run on the device with no wait for the host (record_regions.go,
+// record_stacks.go); it must have no ordered op (a
 // collective, a transfer), and every result an op's output (or a loop's
 // Exit, a Cond's Merge); args must be on g's device, which must record
 // (device.Capturer), and no tape may observe (it would see no op). Where
