@@ -54,6 +54,12 @@ const (
 	DepthwiseGeomLen = 8 * (dgY + 4)
 )
 
+// narrow reports whether g's input and output index in 32 bits, as the
+// band kernels' pooling geometry needs (PoolGeometry).
+func (g DepthwiseDims) narrow() bool {
+	return g.N*g.C*g.H*g.W < narrowLimit && g.N*g.C*g.M*g.OH*g.OW < narrowLimit
+}
+
 // DepthwiseGeometry fills the dg parameter.
 func DepthwiseGeometry(g DepthwiseDims) []byte {
 	b := make([]byte, DepthwiseGeomLen)

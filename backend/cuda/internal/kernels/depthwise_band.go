@@ -35,7 +35,7 @@ const DepthwiseBandTaps = 64
 // inside the window; at most DepthwiseBandTaps taps, and the rows a band
 // reads fitting its shared memory.
 func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
-	if g.KH*g.KW > DepthwiseBandTaps {
+	if g.KH*g.KW > DepthwiseBandTaps || !g.narrow() {
 		return false
 	}
 	if grad && (g.M != 1 || g.SH != 1 || g.SW != 1 || g.DH != 1 || g.DW != 1 || g.PT >= g.KH || g.PL >= g.KW) {
@@ -48,6 +48,9 @@ func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
 // filter gradient of the NCHW depthwise convolution g of dtype d: the
 // rows a band reads of the input and of dy fitting its shared memory.
 func DepthwiseFilterBand(g DepthwiseDims, d DType) bool {
+	if !g.narrow() {
+		return false
+	}
 	p := DepthwisePool(g, false)
 	return poolBandIn(p, d, FilterBandBytes) && FilterBandRows(p, d)*p.OW*d.Size() <= FilterBandBytes
 }

@@ -27,7 +27,7 @@ const DepthwiseRowsTaps = 64
 // DepthwiseRowsTaps filter values a channel, and the rows of dy under one
 // row of dx fitting a band's shared memory.
 func DepthwiseRows(g DepthwiseDims, d DType) bool {
-	if g.KH*g.KW*g.M > DepthwiseRowsTaps || g.OH <= 0 || g.OW <= 0 || g.H <= 0 {
+	if g.KH*g.KW*g.M > DepthwiseRowsTaps || g.OH <= 0 || g.OW <= 0 || g.H <= 0 || !g.narrow() {
 		return false
 	}
 	return (d == F32 || d == F64) && DepthwiseRowsPer(g, d) > 0

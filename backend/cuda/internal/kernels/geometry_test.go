@@ -118,3 +118,32 @@ func walk(g []byte, i, n int) []int {
 	}
 	return offs
 }
+
+// The depthwise band kernels index in 32 bits: a convolution whose input
+// or output holds 2^31 elements or more takes the direct kernels, whose
+// geometry is 64-bit, where PoolGeometry would refuse it.
+func TestDepthwiseBandsStayNarrow(t *testing.T) {
+	small := DepthwiseDims{N: 2, C: 8, M: 1, H: 56, W: 56, OH: 28, OW: 28, KH: 3, KW: 3, SH: 2, SW: 2, DH: 1, DW: 1, PT: 0, PL: 0}
+	for _, f := range []struct {
+		name string
+		take func(DepthwiseDims) bool
+	}{
+		{"DepthwiseBand", func(g DepthwiseDims) bool { return DepthwiseBand(g, F32, false) }},
+		{"DepthwiseFilterBand", func(g DepthwiseDims) bool { return DepthwiseFilterBand(g, F32) }},
+		{"DepthwiseRows", func(g DepthwiseDims) bool { return DepthwiseRows(g, F32) }},
+	} {
+		if !f.take(small) {
+			t.Errorf("%s refuses %+v", f.name, small)
+		}
+		many := small
+		many.N = 1 << 17 // 2^17·8·56·56 input elements: over 2^31
+		if f.take(many) {
+			t.Errorf("%s takes %d images of %dx%dx%d: over 2^31 elements", f.name, many.N, many.C, many.H, many.W)
+		}
+		wide := small
+		wide.M, wide.N = 64, 1<<13 // the output: 2^13·8·64·28·28 elements
+		if f.take(wide) {
+			t.Errorf("%s takes an output of over 2^31 elements", f.name)
+		}
+	}
+}
