@@ -121,19 +121,24 @@ func poolSelectScatterKernel(d DType) *ptx.Kernel {
 	k.ParamBytes("pg", PoolGeomLen)
 	C, OH, OW := poolField(k, pgC), poolField(k, pgOH), poolField(k, pgOW)
 	init := toCompute(k, d, load(k, d, ip))
+	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a window along a row: C elements on
+	k.Op("cvt.u64.u32 %s, %s", selStep, C)
+	k.Op("mul.lo.s64 %s, %s, %d", valStep, selStep, d.Size())
 	poolLoop(k, n, func(i64, i ptx.Reg) {
 		img, ch, ih, iw := poolIndex(k, i, true, 1, 4, 2, 3) // H and W
-		acc := scatterSum(k, d, init, ih, iw, func(oh ptx.Reg) ptx.Reg {
-			base := k.Reg(ptx.U32) // the window (oh, 0)'s index
-			k.Op("mad.lo.u32 %s, %s, %s, %s", base, img, OH, oh)
-			k.Op("mul.lo.u32 %s, %s, %s", base, base, OW)
-			return base
-		}, func(base, ow ptx.Reg) (chosen, v ptx.Reg) {
-			win, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
-			k.Op("add.u32 %s, %s, %s", win, base, ow)
-			k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
-			k.Op("cvt.u64.u32 %s, %s", w64, win)
-			return load(k, U8, k.Addr(sel, w64, 1)), toCompute(k, d, load(k, d, k.Addr(src, w64, d.Size())))
+		acc := scatterSum(k, d, init, ih, iw, windowWalk{
+			at: func(oh, ow ptx.Reg) (ptx.Reg, ptx.Reg) {
+				win, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64) // ((img·OH + oh)·OW + ow)·C + ch
+				k.Op("mad.lo.u32 %s, %s, %s, %s", win, img, OH, oh)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OW, ow)
+				k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
+				k.Op("cvt.u64.u32 %s, %s", w64, win)
+				return k.Addr(sel, w64, 1), k.Addr(src, w64, d.Size())
+			},
+			selStep: selStep, valStep: valStep,
+			read: func(ps, pv ptx.Reg) (ptx.Reg, ptx.Reg) {
+				return load(k, U8, ps), toCompute(k, d, load(k, d, pv))
+			},
 		})
 		store(k, d, k.Addr(o, i64, d.Size()), fromCompute(k, d, acc))
 	})
@@ -146,17 +151,26 @@ func poolBandScatterKernel(d DType) *ptx.Kernel {
 	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
 	shSel, shSrc := k.Shared("sel", BandBytes, 16), k.Shared("src", BandBytes, 16)
 	init := toCompute(k, d, load(k, d, ip))
+	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a staged window along a row: the next element
+	k.Op("mov.u64 %s, 1", selStep)
+	k.Op("mov.u64 %s, %d", valStep, d.Size())
 	newRowBand(k, func(rb *rowBand) {
 		rb.stage(U8, sel, shSel, rb.plane)
 		rb.stage(d, src, shSrc, rb.plane)
 		k.Op("bar.sync 0")
 		rb.elements(d, o, func(_, ih, iw ptx.Reg) ptx.Reg {
-			acc := scatterSum(k, d, init, ih, iw, func(oh ptx.Reg) ptx.Reg { return oh }, func(oh, ow ptx.Reg) (chosen, v ptx.Reg) {
-				w := rb.staged(oh, ow)
-				chosen, raw := k.Reg(ptx.U32), k.Reg(d.reg())
-				k.Op("ld.shared.u8 %s, [%s]", chosen, k.Addr(shSel, w, 1))
-				k.Op("ld.shared.%s %s, [%s]", d.mem(), raw, k.Addr(shSrc, w, d.Size()))
-				return chosen, toCompute(k, d, raw)
+			acc := scatterSum(k, d, init, ih, iw, windowWalk{
+				at: func(oh, ow ptx.Reg) (ptx.Reg, ptx.Reg) {
+					w := rb.staged(oh, ow)
+					return k.Addr(shSel, w, 1), k.Addr(shSrc, w, d.Size())
+				},
+				selStep: selStep, valStep: valStep,
+				read: func(ps, pv ptx.Reg) (ptx.Reg, ptx.Reg) {
+					chosen, raw := k.Reg(ptx.U32), k.Reg(d.reg())
+					k.Op("ld.shared.u8 %s, [%s]", chosen, ps)
+					k.Op("ld.shared.%s %s, [%s]", d.mem(), raw, pv)
+					return chosen, toCompute(k, d, raw)
+				},
 			})
 			return fromCompute(k, d, acc)
 		})
@@ -164,43 +178,65 @@ func poolBandScatterKernel(d DType) *ptx.Kernel {
 	return k
 }
 
+// windowWalk reads the windows of an output row in order for
+// scatterSum: at gives the addresses (u64) of window (oh, ow)'s selection
+// and value (oh and ow u32), selStep and valStep the bytes (u64) from one
+// window's to the next's along the row, and read loads a selection (u32)
+// and a value (the compute dtype) from their addresses.
+type windowWalk struct {
+	at               func(oh, ow ptx.Reg) (sel, val ptx.Reg)
+	selStep, valStep ptx.Reg
+	read             func(sel, val ptx.Reg) (chosen, v ptx.Reg)
+}
+
 // scatterSum returns init plus the values of the windows over element
-// (ih, iw) (u32) that chose it, in the compute dtype, windows in order:
-// row gives the place of window (oh, 0) from oh (u32), window the
-// selection and value of the window at ow (u32) of that row.
-func scatterSum(k *ptx.Kernel, d DType, init, ih, iw ptx.Reg, row func(oh ptx.Reg) ptx.Reg, window func(base, ow ptx.Reg) (chosen, v ptx.Reg)) ptx.Reg {
-	c, KW := d.Compute(), poolField(k, 6)
+// (ih, iw) (u32) that chose it, in the compute dtype, windows in order,
+// walking each output row's windows by w.
+func scatterSum(k *ptx.Kernel, d DType, init, ih, iw ptx.Reg, w windowWalk) ptx.Reg {
+	c, KW, SW := d.Compute(), poolField(k, 6), poolField(k, 8)
 	acc := k.Reg(c.reg())
 	k.Op("mov.%s %s, %s", bits(c.reg()), acc, init)
 	one := k.Reg(ptx.U64)
 	k.Op("mov.u64 %s, 1", one)
 	ohLo, ohEnd := poolCover(k, ih, 5, 7, 9, pgOH, 5)
 	owLo, owEnd := poolCover(k, iw, 6, 8, 10, pgOW, 6)
+	lo, n, col := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", lo, owLo)
+	k.Op("cvt.u32.u64 %s, %s", n, owEnd)
+	k.Op("sub.s32 %s, %s, %s", n, n, lo)
+	// The tap's column in the first window: iw + PW - lo·SW; a step along
+	// the row takes SW from it.
+	k.Op("add.u32 %s, %s, %s", col, iw, poolField(k, 10))
+	k.Op("mul.lo.u32 %s, %s, %s", lo, lo, SW) // lo·SW, lo is read no more
+	k.Op("sub.u32 %s, %s, %s", col, col, lo)
+	k.Op("cvt.u32.u64 %s, %s", lo, owLo)
 	k.Loop(ohLo, ohEnd, one, func(oh64 ptx.Reg) {
-		oh := k.Reg(ptx.U32)
+		oh, tap, sh := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", oh, oh64)
-		tr := k.Reg(ptx.U32) // the tap's row in the window: ih + PH - oh·SH
-		k.Op("add.u32 %s, %s, %s", tr, ih, poolField(k, 9))
-		sh := k.Reg(ptx.U32)
+		// The tap's number in window (oh, lo): (ih + PH - oh·SH)·KW + col.
+		k.Op("add.u32 %s, %s, %s", tap, ih, poolField(k, 9))
 		k.Op("mul.lo.u32 %s, %s, %s", sh, oh, poolField(k, 7))
-		k.Op("sub.u32 %s, %s, %s", tr, tr, sh)
-		base := row(oh)
-		k.Loop(owLo, owEnd, one, func(ow64 ptx.Reg) {
-			ow, tap := k.Reg(ptx.U32), k.Reg(ptx.U32)
-			k.Op("cvt.u32.u64 %s, %s", ow, ow64)
-			// The tap's number: row·KW + iw + PW - ow·SW.
-			k.Op("mul.lo.u32 %s, %s, %s", tap, ow, poolField(k, 8))
-			k.Op("sub.u32 %s, %s, %s", tap, iw, tap)
-			k.Op("add.u32 %s, %s, %s", tap, tap, poolField(k, 10))
-			k.Op("mad.lo.u32 %s, %s, %s, %s", tap, tr, KW, tap)
-			// Every lane reads its window's value, chosen or not: without
-			// branching, a warp's neighbours read whole sectors.
-			chosen, v := window(base, ow)
-			p := k.Reg(ptx.Pred)
-			sum := binaryOp(k, "add", c, acc, v)
-			k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
-			k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
-		})
+		k.Op("sub.u32 %s, %s, %s", tap, tap, sh)
+		k.Op("mad.lo.u32 %s, %s, %s, %s", tap, tap, KW, col)
+		ps, pv := w.at(oh, lo)
+		left, p := k.Reg(ptx.S32), k.Reg(ptx.Pred)
+		k.Op("mov.s32 %s, %s", left, n)
+		top, done := k.Label("windows"), k.Label("windows_done")
+		k.Place(top)
+		k.Op("setp.le.s32 %s, %s, 0", p, left)
+		k.Op("@%s bra %s", p, done)
+		// Every lane reads its window's value, chosen or not: without
+		// branching, a warp's neighbours read whole sectors.
+		chosen, v := w.read(ps, pv)
+		sum := binaryOp(k, "add", c, acc, v)
+		k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
+		k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
+		k.Op("add.s64 %s, %s, %s", ps, ps, w.selStep)
+		k.Op("add.s64 %s, %s, %s", pv, pv, w.valStep)
+		k.Op("sub.u32 %s, %s, %s", tap, tap, SW)
+		k.Op("sub.s32 %s, %s, 1", left, left)
+		k.Op("bra.uni %s", top)
+		k.Place(done)
 	})
 	return acc
 }
