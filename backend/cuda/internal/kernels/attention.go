@@ -123,6 +123,10 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 			k.Op("fma.rn.f64 %s, %s, %s, %s", delta, ox, gx, delta)
 		})
 		delta = m.sub(b.tree(ptx.F64, delta, add), widen(k, d, load(k, d, k.Addr(dlse, row, d.Size()))))
+		// δ in the dtype, as the CPU's: dP − δ is then exactly 0 where a
+		// row attends to one key (dP rounded as δ is), where float64's δ
+		// would leave dP's rounding, scaled by dO, as a gradient.
+		delta = widen(k, d, narrow(k, d, delta))
 		nothing := m.cmp("eq", li, inf)
 		b.eachElem(tk, func(j ptx.Reg) {
 			p := m.sel(nothing, m.c(0), m.exp(m.sub(score(j), li)))
