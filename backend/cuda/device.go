@@ -297,6 +297,16 @@ func bufOf(b device.Buffer, d *Device, what string) (*buffer, error) {
 	return gb, nil
 }
 
+// copyBufs returns a copy's destination and source as this device's
+// buffers, or the ErrCopy naming the one that is not.
+func copyBufs(d *Device, dst, src device.Buffer) (db, sb *buffer, err error) {
+	if db, err = bufOf(dst, d, "destination"); err != nil {
+		return nil, nil, err
+	}
+	sb, err = bufOf(src, d, "source")
+	return db, sb, err
+}
+
 // CopyToHost copies len(dst) bytes from src at byte srcOff, after the work
 // queued before it.
 func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
@@ -384,11 +394,7 @@ func (d *Device) staged(b device.Buffer, what string, n int, fn func(host []byte
 // (device.Device.Copy); from any other device it returns ErrCopy and the
 // caller stages through the host.
 func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer, sOff int, sSt []int, shape []int, esize int) error {
-	db, err := bufOf(dst, d, "destination")
-	if err != nil {
-		return err
-	}
-	sb, err := bufOf(src, d, "source")
+	db, sb, err := copyBufs(d, dst, src)
 	if err != nil {
 		return err
 	}

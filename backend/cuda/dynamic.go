@@ -89,11 +89,7 @@ func (d *Device) dynCopyPtr(dst cu.Ptr, dSt []int, src cu.Ptr, sSt []int, esize 
 
 // CopyAt is Copy at positions read on the device (device.PositionCopier).
 func (d *Device) CopyAt(dst device.Buffer, dSt []int, src device.Buffer, sSt []int, shape []int, esize int, at device.Buffer, toDst bool, bounds, moved []int) error {
-	db, err := bufOf(dst, d, "destination")
-	if err != nil {
-		return err
-	}
-	sb, err := bufOf(src, d, "source")
+	db, sb, err := copyBufs(d, dst, src)
 	if err != nil {
 		return err
 	}

@@ -200,16 +200,15 @@ func scatterSum(k *ptx.Kernel, d DType, init, ih, iw ptx.Reg, w windowWalk) ptx.
 	k.Op("mov.u64 %s, 1", one)
 	ohLo, ohEnd := poolCover(k, ih, 5, 7, 9, pgOH, 5)
 	owLo, owEnd := poolCover(k, iw, 6, 8, 10, pgOW, 6)
-	lo, n, col := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.U32)
+	lo, n, col, shift := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("cvt.u32.u64 %s, %s", lo, owLo)
 	k.Op("cvt.u32.u64 %s, %s", n, owEnd)
 	k.Op("sub.s32 %s, %s, %s", n, n, lo)
 	// The tap's column in the first window: iw + PW - lo·SW; a step along
 	// the row takes SW from it.
 	k.Op("add.u32 %s, %s, %s", col, iw, poolField(k, 10))
-	k.Op("mul.lo.u32 %s, %s, %s", lo, lo, SW) // lo·SW, lo is read no more
-	k.Op("sub.u32 %s, %s, %s", col, col, lo)
-	k.Op("cvt.u32.u64 %s, %s", lo, owLo)
+	k.Op("mul.lo.u32 %s, %s, %s", shift, lo, SW)
+	k.Op("sub.u32 %s, %s, %s", col, col, shift)
 	k.Loop(ohLo, ohEnd, one, func(oh64 ptx.Reg) {
 		oh, tap, sh := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", oh, oh64)
