@@ -17,9 +17,13 @@ import (
 // them out.
 type WhileOptions struct {
 	// MaxIterations stops the loop after this many iterations (0: no limit).
-	// A traced loop a tape records needs it to be recorded on a GPU
-	// (trace.Function.Record): its gradient's stacks hold that many values
-	// there, as XLA needs a bound on a loop it differentiates.
+	// A traced loop a tape records, recorded on a GPU
+	// (trace.Function.Record), keeps its gradient's stacks there: that
+	// many values where it is set (as XLA needs a bound on a loop it
+	// differentiates); without it, as many as the trace saw, checked
+	// after every replay (a wait for the device), a call that goes deeper
+	// running op by op and the next recording holding at least twice as
+	// many.
 	MaxIterations int
 	// ParallelIterations bounds how many iterations of a traced loop the
 	// executor keeps active at once (0: 10, TensorFlow's default): values

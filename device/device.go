@@ -290,6 +290,18 @@ type PositionCopier interface {
 	AddAt(at Buffer, delta int64) error
 }
 
+// LimitCounter is a PositionCopier whose counts can outgrow the buffers
+// they index (a recorded loop gradient's stack whose loop has no bound:
+// its pushes past the buffer's end are clamped onto its last element by
+// CopyAt, and counted here, so that the host learns the values were lost
+// and how deep the stack went).
+type LimitCounter interface {
+	// AddAtLimit is AddAt that, where the new count passes limit, raises
+	// the Int64 at peak to the count and sets the Bool at over, on the
+	// device, in the order of its other work.
+	AddAtLimit(at Buffer, delta, limit int64, peak, over Buffer) error
+}
+
 // CaptureState is a Capturer that says whether it records now: memory
 // allocated meanwhile is the recording's (freed with it), so a cache of
 // lasting buffers (package ops' constants) makes none then.

@@ -119,8 +119,12 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // optimizers update after the replay from the gradients copied out. It
 // computes what TracedTrainStep computes, to the bit. Loops are traced
 // unrolled first, so that an RNN layer's steps (fixed by the batch's
-// shape) record too; a graph that cannot be recorded (a loop whose trip
-// count an argument decides) runs as TracedTrainStep's does. While the
+// shape) record too; a loop whose trip count the batch decides records
+// as a loop the device runs, its gradient's stacks as deep as its
+// MaxIterations, or else as the trace saw, checked after each replay (a
+// step whose loop goes deeper updates nothing from the replay and runs
+// as TracedTrainStep's does; the next records again with room for it);
+// a graph that cannot be recorded runs as TracedTrainStep's does. While the
 // second step of a batch shape runs, the device records all the work
 // queued on it: nothing else (another goroutine's ops or copies, a data
 // pipeline moving batches) may queue work on that device meanwhile. On

@@ -117,4 +117,26 @@ func (d *Device) AddAt(at device.Buffer, delta int64) error {
 	return d.launchFunction(f, 1, 1, newArgs().Ptr(ab.ptr).U64(uint64(delta)))
 }
 
-var _ device.PositionCopier = (*Device)(nil)
+// AddAtLimit is AddAt that marks a count past limit (device.LimitCounter).
+func (d *Device) AddAtLimit(at device.Buffer, delta, limit int64, peak, over device.Buffer) error {
+	var bufs [3]*buffer
+	for i, b := range []struct {
+		buf  device.Buffer
+		what string
+	}{{at, "count"}, {peak, "peak"}, {over, "overflow flag"}} {
+		var err error
+		if bufs[i], err = bufOf(b.buf, d, b.what); err != nil {
+			return err
+		}
+	}
+	f, err := d.function("copy", kernels.AddAtLimit)
+	if err != nil {
+		return err
+	}
+	return d.launchFunction(f, 1, 1, newArgs().Ptr(bufs[0].ptr).U64(uint64(delta)).U64(uint64(limit)).Ptr(bufs[1].ptr).Ptr(bufs[2].ptr))
+}
+
+var (
+	_ device.PositionCopier = (*Device)(nil)
+	_ device.LimitCounter   = (*Device)(nil)
+)

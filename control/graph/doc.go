@@ -23,7 +23,9 @@
 // a graph of frames and Conds lowered to regions (record_regions.go,
 // record_loops.go: each frame a loop the device repeats, each Cond a
 // branch on the device's predicate) and its loop gradients' stacks kept
-// on the device where their depth is known (record_stacks.go).
+// on the device (record_stacks.go): as deep as the loops' bounds, or, for
+// a loop without one, as the trace saw, a deeper run noticed on the
+// device and recorded again (record_grow.go).
 //
 // Placement finds the device each node runs on; Partition cuts a graph
 // that spans devices into one graph per device, joined by sends and

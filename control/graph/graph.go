@@ -78,6 +78,11 @@ type Node struct {
 	// once (0: not known), where the tracer knows it (a loop bounded by
 	// MaxIterations): a device's recording keeps that many (Record).
 	Capacity int
+	// Depth, on a Stack whose Capacity is not known, is how many values
+	// its pushes left on it at most when it was traced (0: not known): a
+	// recording's first guess at its buffer, grown when a run goes deeper
+	// (Record).
+	Depth int
 	// Cond, on a Switch or a Merge, names the Cond whose branch it routes
 	// a value into or whose branches' values it joins: one number, above
 	// 0, per Cond the tracer built (0 for a loop's Switches and Merges).

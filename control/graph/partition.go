@@ -273,7 +273,7 @@ func (c *cutter) copyNode(part *Graph, n *Node) (*Node, error) {
 	if m, ok := c.copies[partNode{part, n}]; ok {
 		return m, nil
 	}
-	m := &Node{Kind: n.Kind, Name: n.Name, Op: n.Op, Attrs: n.Attrs, Frame: n.Frame, IsConstant: n.IsConstant, Cond: n.Cond, Capacity: n.Capacity,
+	m := &Node{Kind: n.Kind, Name: n.Name, Op: n.Op, Attrs: n.Attrs, Frame: n.Frame, IsConstant: n.IsConstant, Cond: n.Cond, Capacity: n.Capacity, Depth: n.Depth,
 		ParallelIterations: n.ParallelIterations, Value: n.Value, Outputs: n.Outputs, Specs: n.Specs, Fused: n.Fused, Keep: n.Keep,
 		Device: n.Device, fused: n.fused}
 	for _, x := range n.Inputs {

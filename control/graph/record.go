@@ -27,6 +27,9 @@ type Recorded struct {
 	g      *Graph
 	dev    device.Device
 	specs  []eager.Out // the arguments' dtypes and shapes
+	tail   *Tail
+	run    func([]*tensor.Tensor) []*tensor.Tensor // the graph's work, recorded
+	lg     *loopGraph                              // g lowered, where it has control flow
 	mu     sync.Mutex
 	rec    device.Recording
 	in     []*tensor.Tensor // the recording's arguments
@@ -35,6 +38,17 @@ type Recorded struct {
 	lend   bool             // Run returns them uncopied (Tail.Lend)
 	before func() error     // the tail's, before each replay (or nil)
 	closed bool
+	// Where g's loop gradients keep stacks of guessed depth (record_grow.go):
+	// the tail's own recording, replayed once a run is known to have kept
+	// every stack's values; the recording's overflow flag and its stacks
+	// of guessed depth; a run op by op's lent results (released by the
+	// next run); why the recording could not be made again (the runs then
+	// go op by op).
+	tailRec    device.Recording
+	over       *tensor.Tensor
+	guessed    []*liveStack
+	lent       []*tensor.Tensor
+	unrecorded error
 }
 
 // A Tail is work on a graph's results done after the graph on every run
@@ -49,7 +63,8 @@ type Tail struct {
 	// next run, which overwrites them; the caller must not release them.
 	Lend bool
 	// Run does the work on a run's results, op by op: where the graph
-	// runs unrecorded (trace.Function.Tail).
+	// runs unrecorded (trace.Function.Tail), or a run outgrew its
+	// recording's stacks (Record).
 	Run func(results []*tensor.Tensor) error
 	// Record queues the same work on the recording's results while the
 	// device records (once per recording; it must not wait for the
@@ -64,11 +79,10 @@ type Tail struct {
 // must be straight-line (no control-flow nodes, as Execute's plan runs),
 // or have as its only control flow the loops and branches a tracer builds
 // from While and Cond (frames and Conds, nested in any way, in a loop's
-// condition too; a loop gradient's stacks of known depth, Node.Capacity,
-// on a device.PositionCopier) on a device that records them
-// (device.LoopCapturer: a GPU's conditional WHILE and IF nodes), which
-// then run on the device with no wait for the host (record_regions.go,
-// record_stacks.go); it must have no ordered op (a
+// condition too; a loop gradient's stacks on a device.PositionCopier) on
+// a device that records them (device.LoopCapturer: a GPU's conditional
+// WHILE and IF nodes), which then run on the device with no wait for the
+// host (record_regions.go, record_stacks.go); it must have no ordered op (a
 // collective, a transfer), and every result an op's output (or a loop's
 // Exit, a Cond's Merge); args must be on g's device, which must record
 // (device.Capturer), and no tape may observe (it would see no op). Where
@@ -77,8 +91,17 @@ type Tail struct {
 // device.ErrCapture and the caller runs g with Execute instead; an op's
 // own error is returned as it is.
 //
+// A loop gradient's stack whose depth the graph does not bound (a While
+// without MaxIterations: Node.Capacity 0) needs a device.LimitCounter:
+// the recording's stack holds Node.Depth values (the trace's), and Run
+// checks after each replay that none was pushed past that (a wait for
+// the device); a run that went deeper runs g op by op (Execute, then the
+// tail's Run, which such a tail must have), and the next Run records
+// again with room for at least twice as many (record_grow.go).
+//
 // While Record runs, the device records all the work queued on it: other
-// goroutines must not queue work on the same device meanwhile.
+// goroutines must not queue work on the same device meanwhile; so too
+// during a Run that records again.
 func Record(g *Graph, args ...*tensor.Tensor) (*Recorded, error) {
 	return RecordTail(g, nil, args...)
 }
@@ -99,7 +122,7 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: graph: %s does not record its work", device.ErrCapture, dev.Name())
 	}
-	run, why := recordable(g, dev)
+	run, lg, why := recordable(g, dev)
 	if why != "" {
 		return nil, fmt.Errorf("%w: graph: %s", device.ErrCapture, why)
 	}
@@ -122,70 +145,115 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 		}
 		r.specs[i] = eager.Out{DType: a.DType(), Shape: a.Shape().Clone()}
 	}
+	r.tail, r.run, r.lg = tail, run, lg
+	if r.guesses() && tail != nil && tail.Run == nil {
+		return nil, fmt.Errorf("%w: graph: RecordTail: the graph's stacks are of guessed depth (a loop without MaxIterations), and the tail has no Run for a run that outgrows them", device.ErrCapture)
+	}
+	if err := r.record(capturer); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// record makes r's recording (and its tail's: in it, or of its own where
+// the graph's stacks are of guessed depth).
+func (r *Recorded) record(capturer device.Capturer) error {
+	var (
+		in, out []*tensor.Tensor
+		before  func() error
+		guesses = r.guesses()
+	)
+	drop := func(recs ...device.Recording) {
+		for _, t := range append(in, out...) {
+			if t != nil {
+				t.Release()
+			}
+		}
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}
 	rec, err := capturer.Capture(func() error {
 		err := tensor.Catch(func() {
-			r.in = make([]*tensor.Tensor, len(args))
+			in = make([]*tensor.Tensor, len(r.specs))
 			for i, s := range r.specs {
-				t, err := tensor.Empty(dev, s.DType, s.Shape)
+				t, err := tensor.Empty(r.dev, s.DType, s.Shape)
 				if err != nil {
 					panic(err)
 				}
-				r.in[i] = t
+				in[i] = t
 			}
-			r.out = run(r.in)
+			out = r.run(in)
 		})
-		if err == nil && tail != nil {
-			r.before, err = tail.Record(r.out)
+		if err == nil && r.tail != nil && !guesses {
+			before, err = r.tail.Record(out)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r.rec = rec
-	for i, owned := range Owned(g, r.in, r.out) {
+	for i, owned := range Owned(r.g, in, out) {
 		if !owned {
-			r.Release()
-			return nil, fmt.Errorf("%w: graph: result %d is not an op's output of its own", device.ErrCapture, i)
+			drop(rec)
+			return fmt.Errorf("%w: graph: result %d is not an op's output of its own", device.ErrCapture, i)
 		}
 	}
-	return r, nil
+	var tailRec device.Recording
+	if r.tail != nil && guesses {
+		tailRec, err = capturer.Capture(func() (err error) {
+			before, err = r.tail.Record(out)
+			return err
+		})
+		if err != nil {
+			drop(rec)
+			return err
+		}
+	}
+	r.rec, r.tailRec, r.in, r.out, r.before = rec, tailRec, in, out, before
+	if guesses {
+		r.over, r.guessed = r.lg.over, r.lg.guessedStacks()
+	}
+	return nil
 }
 
 // recordable returns how a recording runs g on dev's arguments, or says
 // why g cannot be recorded: a straight-line graph by its plan, a graph
 // of loops (record_loops.go) on a device that records them.
-func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tensor.Tensor, why string) {
+func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tensor.Tensor, lg *loopGraph, why string) {
 	if g.StraightLine() {
 		for _, n := range g.Nodes {
 			if n.Kind == OpNode && n.Op.Ordered {
-				return nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
+				return nil, nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
 			}
 		}
 		for i, res := range g.Result {
 			if res.Node.Kind != OpNode {
-				return nil, fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
+				return nil, nil, fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
 			}
 		}
-		return g.plan().run, ""
+		return g.plan().run, nil, ""
 	}
 	loops, ok := dev.(device.LoopCapturer)
 	if !ok {
-		return nil, "the graph has control flow, and " + dev.Name() + " does not record loops"
+		return nil, nil, "the graph has control flow, and " + dev.Name() + " does not record loops"
 	}
-	lg, why := lowerLoops(g)
+	lg, why = lowerLoops(g)
 	if why != "" {
-		return nil, "the graph's control flow: " + why
+		return nil, nil, "the graph's control flow: " + why
 	}
 	if _, ok := dev.(device.PositionCopier); len(lg.stacks) > 0 && !ok {
-		return nil, "the graph's loop gradients keep stacks, which " + dev.Name() + " does not keep on the device"
+		return nil, nil, "the graph's loop gradients keep stacks, which " + dev.Name() + " does not keep on the device"
+	}
+	if _, ok := dev.(device.LimitCounter); lg.guesses() && !ok {
+		return nil, nil, "a loop gradient's stack is of a depth not known (give the While MaxIterations), which " + dev.Name() + " cannot check on the device"
 	}
 	for i, res := range g.Result {
 		if k := res.Node.Kind; k != OpNode && k != Exit && (k != Merge || res.Node.Cond == 0) {
-			return nil, fmt.Sprintf("result %d is a %s", i, k)
+			return nil, nil, fmt.Sprintf("result %d is a %s", i, k)
 		}
 	}
-	return func(args []*tensor.Tensor) []*tensor.Tensor { return lg.run(loops, args) }, ""
+	return func(args []*tensor.Tensor) []*tensor.Tensor { return lg.run(loops, args) }, lg, ""
 }
 
 // Run replays the recording on args (the dtypes and shapes it was
@@ -211,40 +279,83 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if r.closed {
 		return nil, errors.New("graph: Recorded.Run: the recording was released")
 	}
+	r.releaseLent()
+	if r.rec == nil && r.unrecorded == nil && !eager.Observing() {
+		// A run outgrew the last recording's stacks (record_grow.go).
+		r.unrecorded = r.record(r.dev.(device.Capturer))
+	}
+	if r.rec == nil {
+		return r.runOpByOp(args)
+	}
 	for i, a := range args {
 		if err := copyTensor(r.in[i], a); err != nil {
 			return nil, fmt.Errorf("graph: Recorded.Run: argument %d: %w", i, err)
 		}
 	}
-	if r.before != nil {
-		if err := r.before(); err != nil {
-			return nil, fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
+	if r.tailRec == nil {
+		if err := r.runBefore(); err != nil {
+			return nil, err
 		}
 	}
 	if err := r.rec.Replay(); err != nil {
 		return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
+	}
+	if r.over != nil {
+		kept, err := r.checkStacks()
+		if err != nil {
+			return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
+		}
+		if !kept {
+			return r.runOpByOp(args)
+		}
+		if r.tailRec != nil {
+			if err := r.runBefore(); err != nil {
+				return nil, err
+			}
+			if err := r.tailRec.Replay(); err != nil {
+				return nil, fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
+			}
+		}
 	}
 	if r.lend {
 		return slices.Clone(r.out[:r.keep]), nil
 	}
 	out := make([]*tensor.Tensor, r.keep)
 	for i, res := range r.out[:r.keep] {
-		t, err := tensor.Empty(r.dev, res.DType(), res.Shape())
-		if err == nil {
-			err = copyTensor(t, res)
-		}
+		t, err := copyOf(res)
 		if err != nil {
 			for _, o := range out[:i] {
 				o.Release()
-			}
-			if t != nil {
-				t.Release()
 			}
 			return nil, fmt.Errorf("graph: Recorded.Run: result %d: %w", i, err)
 		}
 		out[i] = t
 	}
 	return out, nil
+}
+
+// runBefore runs the tail's work before its replay (if any).
+func (r *Recorded) runBefore() error {
+	if r.before == nil {
+		return nil
+	}
+	if err := r.before(); err != nil {
+		return fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
+	}
+	return nil
+}
+
+// copyOf returns a fresh row-major copy of t on its device.
+func copyOf(t *tensor.Tensor) (*tensor.Tensor, error) {
+	c, err := tensor.Empty(t.Device(), t.DType(), t.Shape())
+	if err != nil {
+		return nil, err
+	}
+	if err := copyTensor(c, t); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return c, nil
 }
 
 // copyTensor queues a copy of src's elements into dst, a row-major tensor
@@ -263,11 +374,22 @@ func (r *Recorded) Release() {
 		return
 	}
 	r.closed = true
+	r.releaseLent()
+	r.dropRecording()
+}
+
+// dropRecording frees r's recordings and their memory (a later run
+// records again, or runs op by op).
+func (r *Recorded) dropRecording() {
 	for _, t := range append(r.in, r.out...) {
 		if t != nil {
 			t.Release()
 		}
 	}
-	r.in, r.out = nil, nil
-	r.rec.Release()
+	for _, rec := range []device.Recording{r.rec, r.tailRec} {
+		if rec != nil {
+			rec.Release()
+		}
+	}
+	r.in, r.out, r.rec, r.tailRec, r.before, r.over, r.guessed = nil, nil, nil, nil, nil, nil, nil
 }

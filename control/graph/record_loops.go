@@ -24,6 +24,11 @@ type loopGraph struct {
 	pinned map[Output]bool // results: never released
 	// live holds the stacks a run made, by their handle (record_stacks.go).
 	live map[*tensor.Tensor]*liveStack
+	// depths are the capacities of the stacks of guessed depth that a run
+	// outgrew (by node; record_stacks.go), and over, made by a run with
+	// such stacks, is its Bool flag that one was pushed past its capacity.
+	depths map[*Node]int
+	over   *tensor.Tensor
 }
 
 // lowerLoops lowers g, or says why it cannot be ("" when it can).
@@ -43,7 +48,7 @@ func lowerLoops(g *Graph) (*loopGraph, string) {
 // an op's error panics, as the ops do.
 func (lg *loopGraph) run(dev device.LoopCapturer, args []*tensor.Tensor) []*tensor.Tensor {
 	vals := make(map[Output]*tensor.Tensor, len(lg.g.Nodes))
-	lg.live = map[*tensor.Tensor]*liveStack{}
+	lg.live, lg.over = map[*tensor.Tensor]*liveStack{}, nil
 	for i, in := range lg.g.Inputs {
 		vals[in.Out(0)] = args[i]
 	}

@@ -250,11 +250,8 @@ func (lw *lowering) place(n *Node) (*region, string) {
 	case Placeholder, Const:
 		return lw.top, ""
 	case Stack:
-		// A loop gradient's stack: its pushes' iterations bounded
-		// (MaxIterations), so that the recording holds them all.
-		if n.Capacity <= 0 {
-			return nil, fmt.Sprintf("%v is a loop gradient's stack whose depth is not known (give the While MaxIterations)", n)
-		}
+		// A loop gradient's stack: made once, at the top level (its
+		// depth bounded, or guessed and checked: record_stacks.go).
 		return lw.top, ""
 	case Enter:
 		parent := lw.outRegion(n.Inputs[0])

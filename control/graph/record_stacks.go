@@ -12,28 +12,65 @@ import (
 // value into the buffer at the count and adds one to it, a pop takes one
 // off and copies the value there out, each at the position the device
 // holds when it runs (device.PositionCopier), so that a loop's pushes and
-// its gradient's pops replay at every iteration without the host. The
-// count cannot pass the capacity: the loop's condition bounds its
-// iterations (MaxIterations).
+// its gradient's pops replay at every iteration without the host.
+//
+// Where the loop's condition bounds its iterations (MaxIterations), the
+// count cannot pass the capacity. Where it does not, the capacity is a
+// guess (the depth the trace saw, Node.Depth, or what a run went to), and
+// each push also marks a count past it (device.LimitCounter): the copy,
+// clamped, stays inside the buffer, the stack's peak is kept and the
+// recording's overflow flag set, so that the run's results are known to
+// be wrong and the recording is made again with buffers that hold the
+// peak (Recorded.Run).
 
 // liveStack is a stack of one recording: its buffer [capacity, shape...],
 // its position vector, and the element's shape.
+//
+// A stack whose capacity is a guess also has its node and its peak (an
+// Int64 scalar: the deepest count past the capacity, 0 where none).
 type liveStack struct {
 	buf, at *tensor.Tensor
 	shape   tensor.Shape
+	node    *Node
+	peak    *tensor.Tensor
+}
+
+// guessed reports whether Stack node n's depth is not known, the
+// recording's capacity then a guess that a run checks.
+func guessed(n *Node) bool { return n.Capacity <= 0 }
+
+// capacity is how many values the recording's stack of node n holds: its
+// known depth, else what lg.depths says (a run went that deep), else the
+// depth the trace saw (at least 1).
+func (lg *loopGraph) capacity(n *Node) int {
+	if !guessed(n) {
+		return n.Capacity
+	}
+	if c := lg.depths[n]; c > 0 {
+		return c
+	}
+	return max(n.Depth, 1)
 }
 
 // newStack makes the stack of Stack node n on the graph's device and
-// returns its handle (its position vector, zero).
+// returns its handle (its position vector, zero); a stack of guessed
+// capacity gets its peak, and the run its overflow flag (lg.over).
 func (lg *loopGraph) newStack(n *Node) *tensor.Tensor {
 	spec, dev := lg.stacks[n], lg.g.device()
-	shape := append(tensor.Shape{n.Capacity}, spec.Shape...)
+	shape := append(tensor.Shape{lg.capacity(n)}, spec.Shape...)
 	buf, err := tensor.Empty(dev, spec.DType, shape)
 	if err != nil {
 		panic(err)
 	}
 	at := tensor.FullOn(dev, tensor.Int64, 0, len(shape))
-	lg.live[at] = &liveStack{buf: buf, at: at, shape: spec.Shape}
+	s := &liveStack{buf: buf, at: at, shape: spec.Shape, node: n}
+	if guessed(n) {
+		s.peak = tensor.FullOn(dev, tensor.Int64, 0)
+		if lg.over == nil {
+			lg.over = tensor.FullOn(dev, tensor.Bool, 0)
+		}
+	}
+	lg.live[at] = s
 	return at
 }
 
@@ -41,7 +78,14 @@ func (lg *loopGraph) newStack(n *Node) *tensor.Tensor {
 func (lg *loopGraph) push(h, x *tensor.Tensor) {
 	s := lg.live[h]
 	lg.copyAt(s, s.buf.Buffer(), x.Buffer(), append([]int{0}, tensor.Strides(x.Shape(), x.Layout())...), true)
-	s.count(1)
+	if s.peak == nil {
+		s.count(1)
+		return
+	}
+	err := s.at.Device().(device.LimitCounter).AddAtLimit(s.at.Buffer(), 1, int64(s.buf.Dim(0)), s.peak.Buffer(), lg.over.Buffer())
+	if err != nil {
+		panic(err)
+	}
 }
 
 // pop takes the top value off the stack of handle h.
@@ -82,4 +126,16 @@ func (s *liveStack) count(delta int64) {
 	if err := s.at.Device().(device.PositionCopier).AddAt(s.at.Buffer(), delta); err != nil {
 		panic(err)
 	}
+}
+
+// guessedStacks returns the stacks of the last run whose capacity is a
+// guess.
+func (lg *loopGraph) guessedStacks() []*liveStack {
+	var out []*liveStack
+	for _, s := range lg.live {
+		if s.peak != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

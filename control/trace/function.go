@@ -168,9 +168,12 @@ type Function struct {
 	// leave sizes unknown). A device that records loops and branches (a
 	// GPU: conditional WHILE and IF nodes) records frames and Conds with
 	// the rest, each run on the device with no wait for the host; they run
-	// op by op elsewhere, or where a tape records a loop (its gradient
-	// stacks, unless the While has MaxIterations: its stacks then hold
-	// that many values on the device; graph.Record). A call that a
+	// op by op elsewhere. A loop a tape records keeps its gradient's
+	// stacks on the device: MaxIterations values where the While has it;
+	// otherwise as many as the trace saw, checked after each replay (a
+	// wait for the device), a call that goes deeper running op by op and
+	// the next recording holding at least twice as many (graph.Record).
+	// A call that a
 	// tape observes or a profile times runs the graph op by op, and a
 	// graph whose recording fails (an op reads a value on the host) runs
 	// so on every call. Each recording keeps the device memory of its
@@ -351,9 +354,13 @@ func (tr *traced) graphTail(tail *graph.Tail) *graph.Tail {
 			keep++
 		}
 	}
-	return &graph.Tail{Keep: keep, Lend: tail.Lend, Record: func(results []*tensor.Tensor) (func() error, error) {
+	gt := &graph.Tail{Keep: keep, Lend: tail.Lend, Record: func(results []*tensor.Tensor) (func() error, error) {
 		return tail.Record(withNils(tr.nilResults, results))
 	}}
+	if tail.Run != nil {
+		gt.Run = func(results []*tensor.Tensor) error { return tail.Run(withNils(tr.nilResults, results)) }
+	}
+	return gt
 }
 
 // runTail runs f's tail (if any) on a call's results that no recording

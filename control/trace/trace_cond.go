@@ -27,11 +27,13 @@ type traceCtx struct {
 	branch int
 	cond   int
 	// A While frame: its name, its ParallelIterations, the most iterations
-	// it runs (0: not known), and the node that ops reading no
-	// per-iteration value wait on (TensorFlow's pivot).
+	// it runs (0: not known), how many the traced call ran (a loop a tape
+	// records), and the node that ops reading no per-iteration value wait
+	// on (TensorFlow's pivot).
 	frame    string
 	parallel int
 	bound    int
+	trips    int
 	pivot    *graph.Node
 	switched map[graph.Output]graph.Output // values from outside, as routed in
 	// end is where a finished frame's nodes stop; nexts are its

@@ -100,6 +100,7 @@ func (t *tracer) whileOnTape(cond func([]*tensor.Tensor) *tensor.Tensor, body fu
 	for i, x := range final {
 		outs[i] = x.View(x.Shape(), x.Layout())
 	}
+	fr.ctx.trips = l.Trips
 	trips := tensor.FullOn(dev, tensor.Int64, float64(l.Trips))
 	t.setVal(trips, fr.exits[nv])
 	backward := func(dys []*tensor.Tensor) []*tensor.Tensor {
@@ -323,15 +324,24 @@ func loopDevice(init []*tensor.Tensor) device.Device {
 // frame fwd holds: the product of the bounds of fwd and the frames around
 // it, 0 where one is not known.
 func stackCapacity(fwd *traceCtx) int {
+	return stackDepth(fwd, func(ctx *traceCtx) int { return ctx.bound })
+}
+
+// stackDepth is the product over fwd and the frames around it of their
+// iterations, per(frame), 0 where one is 0 or the product passes 2^31.
+// With the trip counts the trace saw (where a frame has no bound), it is
+// a recording's guess at the stack's depth (graph.Node.Depth).
+func stackDepth(fwd *traceCtx, per func(*traceCtx) int) int {
 	c := 1
 	for ctx := fwd; ctx != nil; ctx = ctx.parent {
 		if ctx.frame == "" {
 			continue
 		}
-		if ctx.bound <= 0 || c > math.MaxInt32/ctx.bound {
+		n := per(ctx)
+		if n <= 0 || c > math.MaxInt32/n {
 			return 0
 		}
-		c *= ctx.bound
+		c *= n
 	}
 	return c
 }
@@ -389,6 +399,14 @@ func (t *tracer) popped(bctx *traceCtx, v graph.Output) graph.Output {
 	}
 	st := t.g.NewStack()
 	st.Node.Capacity = stackCapacity(fwd)
+	if st.Node.Capacity == 0 {
+		st.Node.Depth = stackDepth(fwd, func(ctx *traceCtx) int {
+			if ctx.bound > 0 {
+				return ctx.bound
+			}
+			return ctx.trips
+		})
+	}
 	// The handle enters every frame (and branch) around each loop: a loop
 	// nested in another runs in a frame of the outer one's iteration.
 	push := t.g.Push(t.routeHandle(fwd, st), v)

@@ -305,6 +305,31 @@ var templates = []template{
 			[]T{ops.ScalarLike(n, 0), ops.OnesLike(x)})
 		return ops.Sum(ops.Mul(out[1], w))
 	}, batchVectorScalar(2, 4), 0.5, 1.5, 7},
+	// Loops a tape records with no MaxIterations (their gradients' stacks
+	// of a depth the trace guesses, where a device records them), whose
+	// trip counts vary from 0 to about 17 (values growing by half a pass
+	// up to 40 thr²), at the top and inside a counted loop.
+	{"unbounded", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		limit := ops.Mul(ops.Square(thr), scalar(thr, 40))
+		out := control.While(func(v []T) T { return ops.Lt(ops.Sum(v[0]), limit) },
+			func(v []T) []T {
+				return []T{ops.Add(ops.Mul(ops.Abs(v[0]), scalar(w, 1.5)), ops.Add(ops.Square(w), scalar(w, 0.1)))}
+			}, []T{x})
+		return ops.Sum(ops.Sin(out[0]))
+	}, batchVectorScalar(1, 3), -1.5, 1.5, 0},
+	{"nested_unbounded", func(in []T) T {
+		x, w, thr := in[0], in[1], in[2]
+		limit := ops.Mul(ops.Square(thr), scalar(thr, 8))
+		out := control.Fori(0, 3, func(_ T, v []T) []T {
+			h := control.While(func(u []T) T { return ops.Lt(ops.Sum(ops.Square(u[0])), limit) },
+				func(u []T) []T {
+					return []T{ops.Add(ops.Mul(ops.Abs(u[0]), scalar(w, 1.3)), ops.Add(ops.Square(w), scalar(w, 0.05)))}
+				}, []T{v[0]})
+			return []T{ops.Tanh(h[0])}
+		}, []T{x})
+		return ops.Sum(ops.Square(out[0]))
+	}, batchVectorScalar(1, 3), -1.5, 1.5, 0},
 }
 
 // controlCase is one control-flow program as torch_eval.py reads it.
@@ -335,6 +360,14 @@ func derivatives(loss func([]T) T, in []T, v T) []T {
 	}
 	hv := outer.Gradient(gv, in...)
 	return append(append([]T{y}, g...), hv...)
+}
+
+// gradients returns loss(in) and its gradients with respect to in.
+func gradients(loss func([]T) T, in []T) []T {
+	tp := tape.New()
+	tp.Watch(in...)
+	y := loss(in)
+	return append([]T{y}, tp.Gradient(y, in...)...)
 }
 
 // newControlCase makes case id of template k: its sizes drawn once per

@@ -156,8 +156,11 @@ var cpu device.Device = device.Host()
 // traces; later ones run the graph, its loops as frames on the GPU or
 // unrolled where the device records), and traced with Record (a CUDA
 // graph where the loops unroll without guards), float64 within the
-// PyTorch comparison's tolerance; and the loss alone traced with Record,
-// its loops run on the device where they have no Cond.
+// PyTorch comparison's tolerance; the loss alone traced with Record, its
+// loops run on the device; and the loss and gradient alone traced with
+// Record, the loops and their gradients' loops on the device, the
+// stacks of loops without MaxIterations outgrown by calls deeper than
+// the trace's.
 func TestControlFlowAgreesOnGPU(t *testing.T) {
 	d := testGPU(t)
 	for _, seed := range parseSeeds(t, *flagGPUSeeds) {
@@ -188,6 +191,10 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 				// device (conditional nodes) where they have no Cond.
 				forward := trace.NewFunction(func(in []T) []T { return []T{tpl.loss(in[:len(in)-1])} })
 				forward.Record = true
+				// The gradient alone, recorded: its loops as frames on the
+				// device, their stacks there too.
+				gradient := trace.NewFunction(func(in []T) []T { return gradients(tpl.loss, in) })
+				gradient.Record = true
 				for _, c := range cases {
 					if c.tpl != tpl {
 						continue
@@ -205,6 +212,18 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 					}
 					if err == nil {
 						rec, err = recorded.Call(in...)
+					}
+					var grads []T
+					if err == nil {
+						// A call on the inputs scaled down traces loops
+						// that run shallower (thresholds squared), so that
+						// the compared call may go deeper than the
+						// recording's stacks of guessed depth (a loop
+						// without MaxIterations: its gradient's stacks).
+						loss := in[:len(in)-1]
+						if _, err = gradient.Call(scaledFloats(loss, 0.25)...); err == nil {
+							grads, err = gradient.Call(loss...)
+						}
 					}
 					var fwd []T
 					if err == nil {
@@ -230,11 +249,29 @@ func TestControlFlowAgreesOnGPU(t *testing.T) {
 					if diff := sameAs(fwd[0], want[0]); diff != "" {
 						t.Errorf("case %d (%s) on %s, the loss alone traced and recorded: %s", c.ID, tpl.name, d.Name(), diff)
 					}
+					for i, g := range grads {
+						if diff := sameAs(g, want[i]); diff != "" {
+							t.Errorf("case %d (%s) on %s, the gradient alone traced and recorded, result %d: %s", c.ID, tpl.name, d.Name(), i, diff)
+						}
+					}
 				}
 			}
 			t.Logf("seed %d: %d control-flow programs (%d templates) on %s, eager, traced and recorded: losses, gradients, Hessian-vector products", seed, len(cases), len(templates), d.Name())
 		})
 	}
+}
+
+// scaledFloats returns xs with each floating-point tensor multiplied by
+// k (the others as they are).
+func scaledFloats(xs []T, k float64) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = x
+		if x.DType().IsFloat() {
+			out[i] = ops.Mul(x, ops.ScalarLike(x, k))
+		}
+	}
+	return out
 }
 
 // The half-precision ops the PyTorch suite compares (elementwise,

@@ -584,6 +584,22 @@ def cond_pred(x, w, thr):
     return (h * h).sum()
 
 
+def unbounded(x, w, thr):
+    h = x
+    while h.sum() < thr * thr * 40:
+        h = h.abs() * 1.5 + (w * w + 0.1)
+    return torch.sin(h).sum()
+
+
+def nested_unbounded(x, w, thr):
+    h = x
+    for _ in range(3):
+        while (h * h).sum() < thr * thr * 8:
+            h = h.abs() * 1.3 + (w * w + 0.05)
+        h = torch.tanh(h)
+    return (h * h).sum()
+
+
 def case_top(x, w):
     i = min(int(x.sum(0).argmax()), 2)
     if i == 0:
@@ -601,7 +617,8 @@ TEMPLATES = {"while_grow": while_grow, "scan_rnn": scan_rnn, "cond_in_loop": con
              "scan_cond": scan_cond, "cond_cond_weight": cond_cond_weight,
              "swap_weight": swap_weight, "nested_bounded": nested_bounded, "scan_in_while": scan_in_while,
              "cond_of_loops": cond_of_loops, "pick_row": pick_row,
-             "case_in_loop": case_in_loop, "case_top": case_top, "cond_pred": cond_pred}
+             "case_in_loop": case_in_loop, "case_top": case_top, "cond_pred": cond_pred,
+             "unbounded": unbounded, "nested_unbounded": nested_unbounded}
 
 
 def run_control(c):

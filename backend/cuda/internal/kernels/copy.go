@@ -31,6 +31,10 @@ import (
 //     the host, so a recording holds it (a loop's step a position).
 //   - add_s64_at (at, delta): at[0] += delta, one thread (a stack's
 //     count, beside dyn_copy's pushes and pops).
+//   - add_s64_at_limit (at, delta, limit, peak, over): add_s64_at, and
+//     where the new count c passes limit, peak[0] = max(peak[0], c) and
+//     the byte over[0] = 1 (a stack pushed past its buffer: dyn_copy's
+//     clamp kept the copy inside it, the flag says the values are lost).
 
 // The transpose's tile: TransposeTile² elements, moved by TransposeTile x
 // TransposeRows threads.
@@ -69,7 +73,7 @@ func copyKernels() []*ptx.Kernel {
 	v := add.Load(ptx.S64, at)
 	add.Op("add.s64 %s, %s, %s", v, v, delta)
 	add.Store(ptx.S64, at, v)
-	out = append(out, add)
+	out = append(out, add, addAtLimitKernel())
 	for _, ct := range []struct {
 		name  string
 		t, pt ptx.Type // the element's and the value parameter's
@@ -84,8 +88,35 @@ func copyKernels() []*ptx.Kernel {
 	return out
 }
 
-// AddAt is the kernel adding to an Int64 on the device.
-const AddAt = "add_s64_at"
+// AddAt is the kernel adding to an Int64 on the device; AddAtLimit adds
+// and marks a count past a limit.
+const (
+	AddAt      = "add_s64_at"
+	AddAtLimit = "add_s64_at_limit"
+)
+
+// addAtLimitKernel is add_s64_at_limit.
+func addAtLimitKernel() *ptx.Kernel {
+	k := ptx.NewKernel(AddAtLimit)
+	at, delta := k.ParamPtr("at"), k.Param("delta", ptx.S64)
+	limit := k.Param("limit", ptx.S64)
+	peak, over := k.ParamPtr("peak"), k.ParamPtr("over")
+	v := k.Load(ptx.S64, at)
+	k.Op("add.s64 %s, %s, %s", v, v, delta)
+	k.Store(ptx.S64, at, v)
+	within := k.Reg(ptx.Pred)
+	k.Op("setp.le.s64 %s, %s, %s", within, v, limit)
+	done := k.Label("within")
+	k.Op("@%s bra %s", within, done)
+	p := k.Load(ptx.S64, peak)
+	k.Op("max.s64 %s, %s, %s", p, p, v)
+	k.Store(ptx.S64, peak, p)
+	one := k.Reg(ptx.U16)
+	k.Op("mov.u16 %s, 1", one)
+	k.Op("st.global.u8 [%s], %s", over, one)
+	k.Place(done)
+	return k
+}
 
 // The dyn parameter of dyn_copy: the rank, the side the starts move, and
 // per dimension the largest start (the operand's size less the box's)

@@ -1,0 +1,179 @@
+package cuda
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A loop a tape records without MaxIterations is recorded with stacks of
+// the depth its trace saw, checked after every replay: a call whose loop
+// runs deeper gives the eager results (run op by op: many calls queued,
+// where a replay queues a few), and the next call records again with room
+// for it; calls as deep or shallower replay. The trip counts below: 2
+// (the trace), 2, 3 (past 2: op by op), 3, 0, 5 (past max(3, 2·2)), 5, 5.
+func TestRecordedLoopGuessedDepth(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	awaitNoObservers(t)
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
+			},
+			[]*tensor.Tensor{a[0]})
+		return tp.Gradient(ops.Sum(out[0]), a[0])
+	}
+	f := trace.NewFunction(fn)
+	f.Record = true
+	var notes []string
+	f.Logf = func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	for call, c := range []struct {
+		threshold float32
+		opByOp    bool
+	}{{3, true}, {3, false}, {30, true}, {30, false}, {0, false}, {1e6, true}, {1e6, false}, {1e4, false}} {
+		args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{0.5, 1}, 2)), onGPU(t, d, tensor.Scalar(c.threshold))}
+		want := tensor.ToSlice[float32](onHost(t, fn(args)[0]))
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		launches := graphLaunches(d)()
+		queued := 0
+		if emulated {
+			queued = ctx.Queued
+		}
+		got, err := f.Call(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := tensor.ToSlice[float32](onHost(t, got[0])); !slices.Equal(g, want) {
+			t.Errorf("call %d (threshold %g): %v, want %v", call, c.threshold, g, want)
+		}
+		if !emulated {
+			continue
+		}
+		q := ctx.Queued - queued
+		if n := graphLaunches(d)() - launches; n != min(call, 1) {
+			t.Errorf("call %d: %d graph launches, want %d", call, n, min(call, 1))
+		}
+		if opByOp := q > 20; opByOp != c.opByOp {
+			t.Errorf("call %d (threshold %g): %d calls queued; want it run op by op: %v", call, c.threshold, q, c.opByOp)
+		}
+	}
+	if err := f.RecordError(onGPU(t, d, tensor.FromSlice([]float32{1, 2}, 2)), onGPU(t, d, tensor.Scalar(float32(1)))); err != nil {
+		t.Errorf("RecordError: %v", err)
+	}
+	if len(notes) != 0 {
+		t.Errorf("Logf heard %q, want nothing", notes)
+	}
+}
+
+// repeatedDense is a model whose loop the batch decides: a Dense layer
+// with tanh applied while fewer than max(x) passes ran, then a Dense
+// layer of two logits.
+type repeatedDense struct{ cell, out *nn.Dense }
+
+func newRepeatedDense(r *tensor.RNG) *repeatedDense {
+	return &repeatedDense{
+		cell: nn.NewDense("cell", r, 4, 4, nn.DenseOpts{Activation: ops.Tanh}),
+		out:  nn.NewDense("out", r, 4, 2, nn.DenseOpts{}),
+	}
+}
+
+func (m *repeatedDense) Forward(x *tensor.Tensor) *tensor.Tensor {
+	limit := ops.Amax(x)
+	h := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(v[1], limit) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{m.cell.Forward(v[0]), ops.Add(v[1], ops.OnesLike(v[1]))}
+		}, []*tensor.Tensor{x, ops.ZerosLike(limit)})
+	return m.out.Forward(h[0])
+}
+
+func (m *repeatedDense) Variables() []*tape.Variable {
+	return append(m.cell.Variables(), m.out.Variables()...)
+}
+
+// A recorded training step whose model loops as the batch says, without
+// MaxIterations: each step's loss, variables and Adam's slots are bit for
+// bit TracedTrainStep's, the steps whose loop runs deeper than the
+// recording's stacks hold update nothing from the replay (its tail, the
+// update, is a recording of its own, replayed once the stacks are known
+// to have held) and run op by op, and the next step records again.
+func TestRecordedTrainStepGuessedDepth(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	trips := []int{2, 2, 3, 3, 1, 5, 5, 4} // the trace saw 2: 3 and 5 go deeper
+	deeper := []bool{false, false, true, false, false, true, false, false}
+	batch := func(k int) data.Element {
+		r := tensor.NewRNG(uint64(40 + k))
+		x := tensor.ToSlice[float32](tensor.RandUniform(r, tensor.Float32, -0.5, 0.5, 8, 4))
+		x[0] = float32(trips[k])
+		y := make([]int32, 8)
+		for i := range y {
+			y[i] = int32(i % 2)
+		}
+		return data.Element{onGPU(t, d, tensor.FromSlice(x, 8, 4)), onGPU(t, d, tensor.FromSlice(y, 8))}
+	}
+	var losses [2][]float64
+	var state [2][][]byte
+	for i, record := range []bool{false, true} {
+		onDevice(d, func() {
+			model := newRepeatedDense(tensor.NewRNG(3))
+			opt := nn.NewAdam(nn.Constant(0.05))
+			step := nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			if record {
+				step = nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+				awaitNoObservers(t)
+			}
+			for k := range trips {
+				b := batch(k)
+				launches, queued := graphLaunches(d)(), 0
+				if emulated {
+					queued = ctx.Queued
+				}
+				l, _, err := step(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				losses[i] = append(losses[i], l)
+				if !record || !emulated || k == 0 {
+					continue
+				}
+				// A step that holds: the graph's replay and the update's.
+				want := 2
+				if deeper[k] {
+					want = 1
+				}
+				if n := graphLaunches(d)() - launches; n != want {
+					t.Errorf("step %d (%d passes): %d graph launches, want %d", k, trips[k], n, want)
+				}
+				if q := ctx.Queued - queued; (q > 30) != deeper[k] {
+					t.Errorf("step %d (%d passes): %d calls queued; want it run op by op: %v", k, trips[k], q, deeper[k])
+				}
+			}
+			for _, v := range append(model.Variables(), opt.Slots()...) {
+				state[i] = append(state[i], onHost(t, v.Value()).HostBytes())
+			}
+		})
+	}
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
+	}
+	for k := range state[1] {
+		if !bytes.Equal(state[0][k], state[1][k]) {
+			t.Errorf("variable or slot %d differs after the steps", k)
+		}
+	}
+}
