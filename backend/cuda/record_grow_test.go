@@ -177,3 +177,48 @@ func TestRecordedTrainStepGuessedDepth(t *testing.T) {
 		}
 	}
 }
+
+// A loop a tape records whose body holds a Cond inside a Cond records
+// too: the backward loop pops the inner Cond's predicate only where the
+// outer branch was taken (its gate made before the pops it orders, so
+// that the graph's nodes come after what they read). Each call is one
+// graph launch and gives the eager loss and gradient.
+func TestRecordedNestedCondGradients(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	r := tensor.NewRNG(8)
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		w := a[0]
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Abs(v[0])), a[2]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				h := ops.Mul(v[0], w)
+				return control.Cond(ops.Gt(ops.Sum(h), ops.ScalarLike(h, 0)),
+					func() []*tensor.Tensor {
+						return control.Cond(ops.Gt(ops.Amax(h), ops.ScalarLike(h, 0.5)),
+							func() []*tensor.Tensor { return []*tensor.Tensor{ops.Add(ops.Sin(h), v[0])} },
+							func() []*tensor.Tensor { return []*tensor.Tensor{ops.Add(ops.Mul(h, w), ops.ScalarLike(h, 0.3))} })
+					},
+					func() []*tensor.Tensor { return []*tensor.Tensor{ops.Sub(ops.Square(h), v[0])} })
+			}, []*tensor.Tensor{a[1]})
+		loss := ops.Sum(ops.Square(out[0]))
+		return []*tensor.Tensor{loss, tp.Gradient(loss, w)[0]}
+	}
+	f := trace.NewFunction(fn)
+	f.Record = true
+	w := onGPU(t, d, ops.Add(tensor.RandUniform(r, tensor.Float32, -0.8, 0.9, 3), tensor.Scalar(float32(0.6))))
+	for call, thr := range []float32{4, 2, 9, 0, 6} {
+		x := onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -0.8, 0.9, 2, 3))
+		got, want := callRecorded(t, d, f, fn, []*tensor.Tensor{w, x, onGPU(t, d, tensor.Scalar(thr))}, call)
+		for i := range want {
+			if want[i] == nil {
+				continue // no iteration: no gradient eagerly
+			}
+			agreeWithin(t, fmt.Sprintf("call %d (threshold %v), result %d", call, thr, i), got[i], onHost(t, want[i]), 1e-5)
+		}
+	}
+	if err := f.RecordError(w, onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3)), onGPU(t, d, tensor.Scalar(float32(1)))); err != nil {
+		t.Errorf("RecordError: %v", err)
+	}
+}

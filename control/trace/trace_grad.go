@@ -415,12 +415,16 @@ func (t *tracer) popped(bctx *traceCtx, v graph.Output) graph.Output {
 	for _, next := range fwd.nexts {
 		next.After = append(next.After, push)
 	}
-	pop := t.g.Pop(t.routeHandle(bctx, st))
-	pop.Control = []*graph.Node{bctx.pivot}
+	gate := bctx.pivot
 	if fc := t.branchOf[v.Node]; fc != nil && t.innerFrame(fc) == fwd {
 		// Pushed only where its Cond branch was taken: popped likewise.
-		pop.Control = []*graph.Node{t.backGate(bctx, fc)}
+		// (The gate is made first, so that the graph's nodes come after
+		// what they read: a gate of a Cond inside another pops its own
+		// predicate under the outer one's gate.)
+		gate = t.backGate(bctx, fc)
 	}
+	pop := t.g.Pop(t.routeHandle(bctx, st))
+	pop.Control = []*graph.Node{gate}
 	pop.Specs = push.Specs
 	t.iter[pop], t.varies[pop] = true, true
 	bctx.pops = append(bctx.pops, pop)
