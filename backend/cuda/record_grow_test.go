@@ -2,14 +2,19 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -220,5 +225,91 @@ func TestRecordedNestedCondGradients(t *testing.T) {
 	}
 	if err := f.RecordError(w, onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3)), onGPU(t, d, tensor.Scalar(float32(1)))); err != nil {
 		t.Errorf("RecordError: %v", err)
+	}
+}
+
+// The gradient of a Case (Conds nested in a branch) records, at the top
+// and inside a loop a tape records: the gradient's Switches read values
+// made inside the nested Conds, alive only where those decide as they
+// did, which the gradient's own nested Conds do (graph's lifted
+// Switches owing decisions). Every call is one graph launch, and calls
+// take each of the three branches, giving the eager loss and gradients.
+func TestRecordedCaseGradients(t *testing.T) {
+	d := testGPU(t)
+	awaitNoObservers(t)
+	branches := func(x, w *tensor.Tensor) []func() []*tensor.Tensor {
+		return []func() []*tensor.Tensor{
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Mul(ops.Exp(x), w)} },
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Sub(ops.Square(x), w)} },
+			func() []*tensor.Tensor { return []*tensor.Tensor{ops.Tanh(ops.Add(x, w))} },
+		}
+	}
+	top := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0], a[1])
+		y := control.Case(ops.ArgMax(ops.Sum(a[0], 0), 0), branches(a[0], a[1])...)
+		loss := ops.Sum(ops.Square(y[0]))
+		return append([]*tensor.Tensor{loss}, tp.Gradient(loss, a[0], a[1])...)
+	}
+	inLoop := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0], a[1])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Abs(v[0])), a[2]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return control.Case(ops.ArgMax(ops.Sum(v[0], 0), 0), branches(v[0], a[1])...)
+			}, []*tensor.Tensor{a[0]}, control.WhileOptions{MaxIterations: 5})
+		loss := ops.Sum(ops.Square(out[0]))
+		return append([]*tensor.Tensor{loss}, tp.Gradient(loss, a[0], a[1])...)
+	}
+	w := onGPU(t, d, tensor.FromSlice([]float32{0.3, -0.2, 0.1}, 3))
+	thr := onGPU(t, d, tensor.Scalar(float32(6)))
+	for name, fn := range map[string]func([]*tensor.Tensor) []*tensor.Tensor{"at the top": top, "in a loop": inLoop} {
+		f := trace.NewFunction(fn)
+		f.Record = true
+		// Each call's column sums pick a branch: 0, 2, 1, 0, 1.
+		for call, hot := range []int{0, 2, 1, 0, 1} {
+			v := []float32{0.2, -0.1, 0.3, -0.4, 0.1, 0.2}
+			v[hot], v[3+hot] = 0.9, 0.5
+			x := onGPU(t, d, tensor.FromSlice(v, 2, 3))
+			got, want := callRecorded(t, d, f, fn, []*tensor.Tensor{x, w, thr}, call)
+			for i := range want {
+				agreeWithin(t, fmt.Sprintf("%s, call %d (branch %d), result %d", name, call, hot, i), got[i], onHost(t, want[i]), 1e-5)
+			}
+		}
+		if err := f.RecordError(onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 2, 3)), w, thr); err != nil {
+			t.Errorf("%s: RecordError: %v", name, err)
+		}
+	}
+}
+
+// A gradient Cond's Switch reading a value made inside a Cond nested in
+// the forward branch owes that Cond's decision: a graph whose reader of
+// it is an op, not a Switch of a Cond deciding the same (so that it reads
+// the value where it is dead: the executor fails there), is refused, not
+// recorded to read a stale buffer.
+func TestRecordRefusesOwedDecisions(t *testing.T) {
+	d := testGPU(t)
+	g := &graph.Graph{Device: d}
+	x, p1, p2 := g.Input("x"), g.Input("p1"), g.Input("p2")
+	op := func(name string, in ...graph.Output) graph.Output {
+		return g.Apply(eager.Lookup(name), nil, 1, in...).Out(0)
+	}
+	cond := func(n *graph.Node, c int) *graph.Node { n.Cond = c; return n }
+	s1 := cond(g.Switch(x, p1), 1)         // Cond 1 on p1
+	s2 := cond(g.Switch(s1.Out(1), p2), 2) // Cond 2 on p2, inside Cond 1's true branch
+	v := op("Neg", s2.Out(1))              // made where p1 and p2 hold
+	m2 := cond(g.Merge(op("Abs", s2.Out(0)), v), 2)
+	m1 := cond(g.Merge(op("Exp", s1.Out(0)), m2.Out(0)), 1)
+	s3 := cond(g.Switch(v, p1), 3) // the gradient Cond on p1: lifted, owing p2
+	s4 := cond(g.Switch(x, p1), 3)
+	m3 := cond(g.Merge(op("Sin", s4.Out(0)), op("Exp", s3.Out(1))), 3) // Exp reads v where p2 may not hold
+	g.Result = []graph.Output{m1.Out(0), m3.Out(0)}
+	args := []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{0.5, -1}, 2)), onGPU(t, d, tensor.Scalar(true)), onGPU(t, d, tensor.Scalar(false))}
+	if _, err := graph.Execute(g, args...); err == nil {
+		t.Error("Execute where Exp reads a dead value: no error")
+	}
+	_, err := graph.Record(g, args...)
+	if !errors.Is(err, device.ErrCapture) || !strings.Contains(err.Error(), "alive only where") {
+		t.Errorf("Record: %v, want ErrCapture naming the owed decision", err)
 	}
 }

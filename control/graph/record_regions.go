@@ -12,7 +12,8 @@ import (
 // Control flow recorded on the device. A graph whose control flow is the
 // loops and branches a tracer builds from While and Cond (frames of Enter,
 // Merge, Switch, NextIteration and Exit; Switches and Merges of a Cond,
-// marked by Node.Cond; nested in any way, with no gradient stack) runs,
+// marked by Node.Cond; nested in any way; a Cond's gradient reading its
+// branches' values through lifted Switches, record_lift.go) runs,
 // on a device that records them (device.LoopCapturer), as regions: the
 // graph's top level, a region per frame whose steps are its body, and two
 // per Cond, its branches. Each region's steps (op nodes, and the frames
@@ -95,8 +96,9 @@ type lowering struct {
 	regionOf []*region // by node ID: a Cond's Switch lies where its inputs do
 	frames   map[string]*region
 	conds    map[int]*branching
-	lifted   map[*Node]int       // Cond Switches reading another Cond's branch: the side they may be read on
-	stacks   map[*Node]eager.Out // each Stack's element (its push's)
+	lifted   map[*Node]int        // Cond Switches reading another Cond's branch: the side they may be read on
+	owed     map[*Node][]decision // what a lifted Switch's readers must decide too (record_lift.go)
+	stacks   map[*Node]eager.Out  // each Stack's element (its push's)
 	// The frames and Conds in the order they begin, and the nodes inside
 	// each region (in it or in a region inside it), made once placed.
 	frameOrder []*region
@@ -119,25 +121,6 @@ func (lw *lowering) outRegion(o Output) *region {
 // edges), or why there is none.
 func (lw *lowering) deepest(n *Node) (*region, string) {
 	return lw.deepestOf(n, func(in Output) *region { return lw.outRegion(in) })
-}
-
-// switchPlace is where a Cond's Switch n lies: where its inputs do,
-// except that a value from a branch of another Cond on the same predicate
-// (a Cond's gradient reading its forward branch's values) is read from
-// that Cond's place, and only on the side of the branch it came from
-// (lifted: -1 where no value is). The value is alive exactly where that
-// side is read, the two Conds deciding alike.
-func (lw *lowering) switchPlace(n *Node) (r *region, lifted int, why string) {
-	lifted = -1
-	r, why = lw.deepestOf(n, func(in Output) *region {
-		q := lw.outRegion(in)
-		if q != nil && q.kind == branchRegion && q.of.pred == n.Inputs[1] && in == n.Inputs[0] {
-			lifted = q.side
-			return q.parent
-		}
-		return q
-	})
-	return r, lifted, why
 }
 
 // deepestOf is deepest with the region of each data input given by at.
@@ -172,7 +155,7 @@ func (lw *lowering) deepestOf(n *Node, at func(Output) *region) (*region, string
 // can).
 func lowerRegions(g *Graph) (*lowering, string) {
 	lw := &lowering{g: g, top: &region{}, regionOf: make([]*region, len(g.Nodes)), frames: map[string]*region{}, conds: map[int]*branching{},
-		lifted: map[*Node]int{}, stacks: map[*Node]eager.Out{}}
+		lifted: map[*Node]int{}, owed: map[*Node][]decision{}, stacks: map[*Node]eager.Out{}}
 	for _, n := range g.Nodes {
 		r, why := lw.place(n)
 		if why != "" {
@@ -180,6 +163,9 @@ func lowerRegions(g *Graph) (*lowering, string) {
 		}
 		lw.regionOf[n.ID] = r
 		r.nodes = append(r.nodes, n)
+	}
+	if why := lw.settleOwed(); why != "" {
+		return nil, why
 	}
 	lw.frameOrder = slices.SortedFunc(maps.Values(lw.frames), func(a, b *region) int { return cmp.Compare(a.key, b.key) })
 	lw.condOrder = slices.SortedFunc(maps.Values(lw.conds), func(a, b *branching) int { return cmp.Compare(a.key, b.key) })
@@ -235,12 +221,6 @@ func lowerRegions(g *Graph) (*lowering, string) {
 		}
 	}
 	return lw, ""
-}
-
-// liftedOther reports whether side is the dead side of a lifted Switch.
-func (lw *lowering) liftedOther(sw *Node, side int) bool {
-	b, ok := lw.lifted[sw]
-	return ok && b != side
 }
 
 // place returns the region node n lies in, making frames and Conds as
@@ -311,12 +291,15 @@ func (lw *lowering) place(n *Node) (*region, string) {
 		if n.Kind != Switch || n.Cond == 0 {
 			return lw.deepest(n)
 		}
-		r, lifted, why := lw.switchPlace(n)
+		r, lifted, owed, why := lw.switchPlace(n)
 		if why != "" {
 			return nil, why
 		}
 		if lifted >= 0 {
 			lw.lifted[n] = lifted
+		}
+		if len(owed) > 0 {
+			lw.owed[n] = owed
 		}
 		c := lw.conds[n.Cond]
 		if c == nil {
