@@ -370,26 +370,34 @@ func BenchmarkConvergenceLoopGPU(b *testing.B) {
 // host reads each predicate; recorded, the loop's gradient stacks live on
 // the device and both loops are WHILE nodes: one launch a call. iters is
 // the trip count (torch_gpu.py's twin runs its Python loop under
-// autograd).
+// autograd). recorded-unbounded is recorded with no MaxIterations: its
+// stacks as deep as the trace saw, checked by a read of the device's
+// overflow flag after each replay (what that wait costs).
 func BenchmarkLoopGradientGPU(b *testing.B) {
 	d := benchGPU(b)
 	r := tensor.NewRNG(12)
 	w := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 64, 64), onGPU(b, d, tensor.Scalar(float32(0.05))))
 	x := ops.Mul(tensor.RandNormalOn(d, r, tensor.Float32, 4, 64), onGPU(b, d, tensor.Scalar(float32(0.2))))
 	limit := tensor.FullOn(d, tensor.Float32, 200)
-	grad := func(a []*tensor.Tensor) []*tensor.Tensor {
-		tp := tape.New()
-		tp.Watch(a[0])
-		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), limit) },
-			func(v []*tensor.Tensor) []*tensor.Tensor {
-				return []*tensor.Tensor{ops.Add(ops.Tanh(ops.MatMul(v[0], a[0])), v[0]), ops.Add(v[1], ops.OnesLike(v[1]))}
-			}, []*tensor.Tensor{a[1], tensor.FullOn(d, tensor.Float32, 0)}, control.WhileOptions{MaxIterations: 16})
-		loss := ops.Sum(ops.Square(out[0]))
-		return []*tensor.Tensor{tp.Gradient(loss, a[0])[0], out[1]}
+	gradBounded := func(bound int) func(a []*tensor.Tensor) []*tensor.Tensor {
+		return func(a []*tensor.Tensor) []*tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(a[0])
+			out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(ops.Square(v[0])), limit) },
+				func(v []*tensor.Tensor) []*tensor.Tensor {
+					return []*tensor.Tensor{ops.Add(ops.Tanh(ops.MatMul(v[0], a[0])), v[0]), ops.Add(v[1], ops.OnesLike(v[1]))}
+				}, []*tensor.Tensor{a[1], tensor.FullOn(d, tensor.Float32, 0)}, control.WhileOptions{MaxIterations: bound})
+			loss := ops.Sum(ops.Square(out[0]))
+			return []*tensor.Tensor{tp.Gradient(loss, a[0])[0], out[1]}
+		}
 	}
-	for _, mode := range []string{"eager", "traced", "recorded"} {
+	for _, mode := range []string{"eager", "traced", "recorded", "recorded-unbounded"} {
+		grad := gradBounded(16)
+		if mode == "recorded-unbounded" {
+			grad = gradBounded(0)
+		}
 		f := trace.NewFunction(grad)
-		f.Record = mode == "recorded"
+		f.Record = strings.HasPrefix(mode, "recorded")
 		b.Run(mode, func(b *testing.B) {
 			var last []*tensor.Tensor
 			step := func() {
