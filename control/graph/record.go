@@ -280,9 +280,9 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, errors.New("graph: Recorded.Run: the recording was released")
 	}
 	r.releaseLent()
-	if r.rec == nil && r.unrecorded == nil && !eager.Observing() {
+	if r.rec == nil && r.unrecorded == nil && !eager.Observing() && !eager.Profiling() {
 		// A run outgrew the last recording's stacks (record_grow.go).
-		r.unrecorded = r.record(r.dev.(device.Capturer))
+		r.recordAgain()
 	}
 	if r.rec == nil {
 		return r.runOpByOp(args)

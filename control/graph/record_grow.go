@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -60,14 +62,32 @@ func (r *Recorded) checkStacks() (kept bool, err error) {
 	for i, s := range r.guessed {
 		if c := s.buf.Dim(0); int(peaks[i]) > c {
 			r.lg.depths[s.node] = max(int(peaks[i]), 2*c)
-			if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "record") {
-				fmt.Fprintf(os.Stderr, "graph: Recorded.Run: %v went %d deep, past the recording's %d: the run goes op by op, the next records room for %d\n",
-					s.node, peaks[i], c, r.lg.depths[s.node])
-			}
+			debugRecord("%v went %d deep, past the recording's %d: the run goes op by op, the next records room for %d",
+				s.node, peaks[i], c, r.lg.depths[s.node])
 		}
 	}
 	r.dropRecording()
 	return false, nil
+}
+
+// recordAgain makes the recording a run outgrew again, or keeps why it
+// could not (Err: the runs go op by op), unless a tape or a profile
+// began meanwhile (a later run tries again).
+func (r *Recorded) recordAgain() {
+	err := r.record(r.dev.(device.Capturer))
+	if err == nil || eager.Observing() || eager.Profiling() {
+		return
+	}
+	r.unrecorded = err
+	debugRecord("the graph could not be recorded again, and runs op by op: %v", err)
+}
+
+// debugRecord prints a note to standard error where EAGERFLOW_DEBUG
+// names record.
+func debugRecord(format string, args ...any) {
+	if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "record") {
+		fmt.Fprintf(os.Stderr, "graph: Recorded.Run: "+format+"\n", args...)
+	}
 }
 
 // runOpByOp runs the graph on args with Execute and the tail's Run on its
@@ -114,6 +134,14 @@ func (r *Recorded) runOpByOp(args []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		r.lent = slices.Clone(out)
 	}
 	return out, nil
+}
+
+// Err returns why r runs its graph op by op now (a run outgrew its
+// stacks and the recording could not be made again), or nil.
+func (r *Recorded) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unrecorded
 }
 
 // releaseLent releases the results a run op by op lent.

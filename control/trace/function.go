@@ -325,11 +325,13 @@ func noteUnrecorded(logf func(string, ...any), err error) {
 }
 
 // RecordError returns why the graph of args' signature runs op by op
-// under Record (graph.Record's error: control flow a device cannot
-// record, an op that reads a value on the host, ...), or nil where it is
-// recorded, Record is off, or no call of that signature has run its
-// graph yet (the first call traces). EAGERFLOW_DEBUG=record prints each
-// such error once, when it happens.
+// under Record: graph.Record's error (control flow a device cannot
+// record, an op that reads a value on the host, ...), or, where a call
+// outgrew the recording's stacks, why it could not be recorded again
+// (graph.Recorded.Err). It is nil where the graph is recorded, Record is
+// off, or no call of that signature has run its graph yet (the first
+// call traces). EAGERFLOW_DEBUG=record prints each such error once, when
+// it happens.
 func (f *Function) RecordError(args ...*tensor.Tensor) error {
 	f.mu.Lock()
 	tr := f.graphs[signature(args)]
@@ -339,6 +341,9 @@ func (f *Function) RecordError(args ...*tensor.Tensor) error {
 	}
 	tr.recMu.Lock()
 	defer tr.recMu.Unlock()
+	if tr.rec != nil {
+		return tr.rec.Err()
+	}
 	return tr.recordErr
 }
 
