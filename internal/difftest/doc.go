@@ -19,6 +19,13 @@
 // rules that agree (reductions share a tied extremum, both sorts are
 // stable) use PyTorch's own functions.
 //
+// nn's layers and optimizers meet PyTorch's own modules too (nn_test.go,
+// nn_torch.py): LSTM and GRU against torch.nn.LSTM and torch.nn.GRU from
+// the same weights, BatchNorm in training against F.batch_norm (its
+// running statistics as Keras moves them), and SGD, Adam, AdamW and
+// RMSProp against torch.optim, step by step; the transformer block
+// against nanoGPT's (transformer_test.go).
+//
 // Run it with go test ./internal/difftest (it skips, naming the install
 // command, when /usr/bin/python3 cannot import torch); -difftest.cases and
 // -difftest.seeds make the long runs:

@@ -1,0 +1,147 @@
+"""The references of nn_test.go, in PyTorch, float64: its recurrent layers
+(torch.nn.LSTM and torch.nn.GRU given eagerflow's weights), BatchNorm in
+training (F.batch_norm) and torch.optim's optimizers.
+
+Each case on standard input (JSON, see runScript) names its kind, its
+settings, the input x and loss weights w (the loss is sum(out * w)), and
+the variables by name; an optimizer's case holds each step's gradients
+and its settings end with each step's learning rate. The output line
+holds the output and the gradients of x and of every variable (a layer),
+the running statistics after the step (BatchNorm), or the variables
+after each step (an optimizer)."""
+import base64
+import json
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def dec(a):
+    v = np.frombuffer(base64.b64decode(a["data"]), dtype="<f8").copy()
+    return torch.from_numpy(v).reshape(a["shape"])
+
+
+def enc(t):
+    t = t.detach().contiguous().to(torch.float64)
+    return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
+
+
+def recurrent(case, x, p):
+    """torch.nn.LSTM or GRU (one layer, batch first) from eagerflow's cell:
+    kernels [in, k*h] are PyTorch's weight_ih transposed; the LSTM's gates
+    i, f, g, o are in PyTorch's order, its b_hh zero; the GRU's z, r, n
+    become r, z, n, its recurrent bias b_hh."""
+    hid, sequences = int(case["settings"][0]), case["settings"][1] == 1
+    kind = case["kind"]
+    h = hid
+
+    def gru_order(t):  # z, r, n along the last dimension -> r, z, n
+        return torch.cat([t[..., h:2 * h], t[..., :h], t[..., 2 * h:]], -1)
+
+    if kind == "lstm":
+        m = torch.nn.LSTM(x.shape[2], hid, batch_first=True)
+        w_ih, w_hh, b_ih = p["kernel"].T, p["recurrent_kernel"].T, p["bias"]
+        b_hh = torch.zeros_like(b_ih)
+    else:
+        m = torch.nn.GRU(x.shape[2], hid, batch_first=True)
+        w_ih, w_hh = gru_order(p["kernel"]).T, gru_order(p["recurrent_kernel"]).T
+        b_ih, b_hh = gru_order(p["bias"]), gru_order(p["recurrent_bias"])
+    with torch.no_grad():
+        m.weight_ih_l0.copy_(w_ih)
+        m.weight_hh_l0.copy_(w_hh)
+        m.bias_ih_l0.copy_(b_ih)
+        m.bias_hh_l0.copy_(b_hh)
+    out, _ = m(x)
+    if not sequences:
+        out = out[:, -1]
+    grads = {}
+
+    def back(w):
+        (out * w).sum().backward()
+        if kind == "lstm":
+            grads["kernel"] = m.weight_ih_l0.grad.T
+            grads["recurrent_kernel"] = m.weight_hh_l0.grad.T
+            grads["bias"] = m.bias_ih_l0.grad
+        else:
+            def back_order(t):  # r, z, n -> z, r, n
+                return torch.cat([t[..., h:2 * h], t[..., :h], t[..., 2 * h:]], -1)
+            grads["kernel"] = back_order(m.weight_ih_l0.grad.T)
+            grads["recurrent_kernel"] = back_order(m.weight_hh_l0.grad.T)
+            grads["bias"] = back_order(m.bias_ih_l0.grad)
+            grads["recurrent_bias"] = back_order(m.bias_hh_l0.grad)
+    return out, back, grads
+
+
+def batchnorm(case, x, p):
+    axis, momentum, eps = int(case["settings"][0]), case["settings"][1], case["settings"][2]
+    if axis < 0:
+        axis += x.dim()
+    xc = x.movedim(axis, 1)  # F.batch_norm normalizes dimension 1
+    rm, rv = p["moving_mean"].clone(), p["moving_variance"].clone()
+    out = F.batch_norm(xc, None, None, p["gamma"], p["beta"], training=True, eps=eps).movedim(1, axis)
+    dims = [d for d in range(x.dim()) if d != axis]
+    mean = x.detach().mean(dims)
+    var = x.detach().var(dims, unbiased=False)
+    state = [momentum * rm + (1 - momentum) * mean, momentum * rv + (1 - momentum) * var]
+    grads = {}
+
+    def back(w):
+        (out * w).sum().backward()
+        grads["gamma"], grads["beta"] = p["gamma"].grad, p["beta"].grad
+    return out, back, grads, state
+
+
+def optimizer(case):
+    kind, s, names = case["kind"], case["settings"], case["names"]
+    ps = [dec(a).requires_grad_() for a in case["weights"]]
+    steps = case["grads"]
+    rates = s[-len(steps):]
+    if kind == "sgd":
+        opt = torch.optim.SGD(ps, lr=rates[0], momentum=s[0], nesterov=s[1] == 1)
+    elif kind == "adam":
+        b1, b2, eps, wd = s[0], s[1], s[2], s[3]
+        if wd == 0:
+            opt = torch.optim.Adam(ps, lr=rates[0], betas=(b1, b2), eps=eps)
+        else:  # the decay on matrices only (nn.DecayMatrices)
+            groups = [{"params": [q for q in ps if q.dim() >= 2], "weight_decay": wd},
+                      {"params": [q for q in ps if q.dim() < 2], "weight_decay": 0.0}]
+            opt = torch.optim.AdamW(groups, lr=rates[0], betas=(b1, b2), eps=eps)
+    else:
+        opt = torch.optim.RMSprop(ps, lr=rates[0], alpha=s[0], momentum=s[1], eps=s[2])
+    out = []
+    for k, gs in enumerate(steps):
+        for g in opt.param_groups:
+            g["lr"] = rates[k]
+        for q, g in zip(ps, gs):
+            q.grad = dec(g)
+        opt.step()
+        out.append([enc(q) for q in ps])
+    return {"id": case["id"], "steps": out}
+
+
+def main():
+    for case in json.load(sys.stdin)["cases"]:
+        if case["kind"] in ("sgd", "adam", "rmsprop"):
+            print(json.dumps(optimizer(case)), flush=True)
+            continue
+        x = dec(case["x"]).requires_grad_()
+        names = case["names"]
+        p = {n: dec(a).requires_grad_() for n, a in zip(names, case["weights"])}
+        state = None
+        if case["kind"] == "batchnorm":
+            out, back, grads, state = batchnorm(case, x, p)
+        else:
+            out, back, grads = recurrent(case, x, p)
+        back(dec(case["w"]))
+        res = {"id": case["id"], "out": enc(out), "grads": [enc(x.grad)] + [enc(grads[n]) for n in names if n in grads]}
+        if state is not None:
+            res["state"] = [enc(t) for t in state]
+        print(json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()
