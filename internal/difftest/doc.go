@@ -22,7 +22,9 @@
 // nn's layers and optimizers meet PyTorch's own modules too (nn_test.go,
 // nn_torch.py): LSTM and GRU against torch.nn.LSTM and torch.nn.GRU from
 // the same weights, BatchNorm in training against F.batch_norm (its
-// running statistics as Keras moves them), and SGD, Adam, AdamW and
+// running statistics as Keras moves them), the losses against
+// F.mse_loss, F.cross_entropy and F.binary_cross_entropy_with_logits,
+// and SGD, Adam, AdamW and
 // RMSProp against torch.optim, step by step; the transformer block
 // against nanoGPT's (transformer_test.go).
 //

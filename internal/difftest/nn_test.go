@@ -266,3 +266,53 @@ func boolf(b bool) float64 {
 	}
 	return 0
 }
+
+// nn's losses equal PyTorch's (mean reduction) in value and in the
+// gradients of both arguments where PyTorch has them: MSELoss,
+// cross_entropy against class indices and against label distributions
+// (over the last dimension of rank-3 logits: PyTorch's class dimension
+// moved), and binary_cross_entropy_with_logits, logits far from 0 too.
+func TestLossesAgainstTorch(t *testing.T) {
+	needTorch(t)
+	rng := tensor.NewRNG(90)
+	type loss struct {
+		kind       string
+		pred, labs T
+		fn         func(pred, labels T) T
+	}
+	probs := ops.Softmax(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), -1)
+	losses := []loss{
+		{"mse", tensor.RandNormal(rng, tensor.Float64, 4, 3), tensor.RandNormal(rng, tensor.Float64, 4, 3), nn.MeanSquaredError},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 6, 4), tensor.Scalar(3.0)), tensor.FromSlice([]int32{0, 3, 1, 1, 2, 3}, 6), nn.SparseSoftmaxCrossEntropy},
+		{"softmax_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), tensor.Scalar(2.0)), probs, nn.SoftmaxCrossEntropy},
+		{"bce_logits", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 3, 4), tensor.Scalar(20.0)), tensor.RandUniform(rng, tensor.Float64, 0, 1, 3, 4), nn.BinaryCrossEntropyWithLogits},
+	}
+	var cases []layerCase
+	var runs []layerRun
+	for id, l := range losses {
+		tp := tape.New()
+		watched := []T{l.pred}
+		if l.labs.DType().IsFloat() {
+			watched = append(watched, l.labs)
+		}
+		tp.Watch(watched...)
+		out := l.fn(l.pred, l.labs)
+		runs = append(runs, layerRun{out, tp.Gradient(out, watched...)})
+		cases = append(cases, layerCase{ID: id, Kind: l.kind, X: encode(l.pred), W: encode(l.labs)})
+	}
+	res := runCases(t, "nn_torch.py", cases, func(r *layerResult) int { return r.ID })
+	for id, r := range runs {
+		want := res[id]
+		if want == nil {
+			t.Fatalf("case %d (%s): no result from PyTorch", id, cases[id].Kind)
+		}
+		if d := compare(r.out, want.Out); d != "" {
+			t.Errorf("%s: value: %s", cases[id].Kind, d)
+		}
+		for i, g := range r.grads {
+			if d := compare(g, want.Grads[i]); d != "" {
+				t.Errorf("%s: gradient of argument %d: %s", cases[id].Kind, i, d)
+			}
+		}
+	}
+}

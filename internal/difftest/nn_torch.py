@@ -1,6 +1,6 @@
 """The references of nn_test.go, in PyTorch, float64: its recurrent layers
 (torch.nn.LSTM and torch.nn.GRU given eagerflow's weights), BatchNorm in
-training (F.batch_norm) and torch.optim's optimizers.
+training (F.batch_norm), its losses and torch.optim's optimizers.
 
 Each case on standard input (JSON, see runScript) names its kind, its
 settings, the input x and loss weights w (the loss is sum(out * w)), and
@@ -123,10 +123,34 @@ def optimizer(case):
     return {"id": case["id"], "steps": out}
 
 
+def loss(case):
+    """A loss of x (the predictions or logits) and w (the labels), mean
+    reduction, with the gradients of both (of x alone for class indices)."""
+    kind = case["kind"]
+    x = dec(case["x"]).requires_grad_()
+    w = dec(case["w"])
+    if kind == "sparse_ce":
+        out = F.cross_entropy(x, w.long())
+        out.backward()
+        return {"id": case["id"], "out": enc(out), "grads": [enc(x.grad)]}
+    w.requires_grad_()
+    if kind == "mse":
+        out = F.mse_loss(x, w)
+    elif kind == "softmax_ce":  # classes last here, in dimension 1 there
+        out = F.cross_entropy(x.movedim(-1, 1), w.movedim(-1, 1))
+    else:
+        out = F.binary_cross_entropy_with_logits(x, w)
+    out.backward()
+    return {"id": case["id"], "out": enc(out), "grads": [enc(x.grad), enc(w.grad)]}
+
+
 def main():
     for case in json.load(sys.stdin)["cases"]:
         if case["kind"] in ("sgd", "adam", "rmsprop"):
             print(json.dumps(optimizer(case)), flush=True)
+            continue
+        if case["kind"] in ("mse", "sparse_ce", "softmax_ce", "bce_logits"):
+            print(json.dumps(loss(case)), flush=True)
             continue
         x = dec(case["x"]).requires_grad_()
         names = case["names"]
