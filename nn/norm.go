@@ -12,12 +12,48 @@ import (
 // the batch's statistics and moves the running ones towards them
 // (running = Momentum*running + (1-Momentum)*batch); in inference it uses
 // the running statistics. x: [..., C] -> same shape.
+//
+// Inside a trace (TracedTrainStep, RecordedTrainStep) the new running
+// statistics are results of the step's graph, which the step assigns
+// after each call (stateUpdates); a trace of training-mode BatchNorm made
+// otherwise would freeze them, and panics with a *tensor.Error saying so.
 type BatchNorm struct {
 	Gamma, Beta             *tape.Variable // [C]
 	RunningMean, RunningVar *tape.Variable // [C], not trained
 	Axis                    int            // feature dimension (negative counts from the end)
 	Momentum, Epsilon       float64
 	training                bool
+	// updates, where a traced step sets it, takes the running statistics'
+	// new values instead of their assignment.
+	updates *stateUpdates
+}
+
+// stateUpdates collects the new values of the state a traced step's model
+// moves (BatchNorm's running statistics): results of the step's graph,
+// assigned to their variables after each call, in the order they came.
+type stateUpdates struct {
+	vars []*tape.Variable
+	vals []*tensor.Tensor
+}
+
+// collectState makes every BatchNorm in m (through Containers) hand its
+// running statistics' new values to u (nil: assign them again).
+func collectState(m Module, u *stateUpdates) {
+	switch l := m.(type) {
+	case *BatchNorm:
+		l.updates = u
+	case Container:
+		for _, inner := range l.Modules() {
+			collectState(inner, u)
+		}
+	}
+}
+
+// assign sets each collected variable to its value in vals.
+func (u *stateUpdates) assign(vals []*tensor.Tensor) {
+	for i, v := range u.vars {
+		v.Assign(vals[i])
+	}
 }
 
 // NewBatchNorm makes a BatchNorm over c features (float32 unless dt says
@@ -68,8 +104,23 @@ func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 		}
 		mean = ops.Mean(x, dims...)
 		variance = ops.Mean(ops.Square(ops.Sub(x, b.along(x, mean))), dims...)
-		movingAverage(b.RunningMean, mean, b.Momentum)
-		movingAverage(b.RunningVar, variance, b.Momentum)
+		for i, v := range []*tape.Variable{b.RunningMean, b.RunningVar} {
+			stat := []*tensor.Tensor{mean, variance}[i]
+			switch {
+			case b.updates != nil:
+				b.updates.vars = append(b.updates.vars, v)
+				b.updates.vals = append(b.updates.vals, movedAverage(v, stat, b.Momentum))
+			case x.Traced() != nil:
+				panic(tensor.NewError("nn", "BatchNorm", tensor.ErrValue, []*tensor.Tensor{x}, "",
+					"in training mode inside a trace, its running statistics would be frozen into the graph: train with TrainStep, TracedTrainStep or RecordedTrainStep, or SetTraining(false)"))
+			default:
+				moved := movedAverage(v, stat, b.Momentum)
+				v.Assign(moved)
+				if moved.Autodiff() == nil {
+					moved.Release()
+				}
+			}
+		}
 	} else {
 		mean, variance = ops.StopGradient(b.RunningMean.Value()), ops.StopGradient(b.RunningVar.Value())
 	}
@@ -157,18 +208,17 @@ func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
 // Variables returns the table.
 func (e *Embedding) Variables() []*tape.Variable { return []*tape.Variable{e.Table} }
 
-// movingAverage sets v to v·momentum + stat·(1 - momentum), outside every
-// tape's record (running statistics carry no gradient), releasing what
-// it makes on the way.
-func movingAverage(v *tape.Variable, stat *tensor.Tensor, momentum float64) {
+// movedAverage returns v·momentum + stat·(1 - momentum), outside every
+// tape (the temporaries no record holds released).
+func movedAverage(v *tape.Variable, stat *tensor.Tensor, momentum float64) *tensor.Tensor {
 	old, s := ops.StopGradient(v.Value()), ops.StopGradient(stat)
 	m, k := ops.ScalarLike(s, momentum), ops.ScalarLike(s, 1-momentum)
 	a, b := ops.Mul(old, m), ops.Mul(s, k)
 	sum := ops.Add(a, b)
-	v.Assign(sum)
-	for _, t := range []*tensor.Tensor{old, s, m, k, a, b, sum} {
+	for _, t := range []*tensor.Tensor{old, s, m, k, a, b} {
 		if t.Autodiff() == nil && t.Traced() == nil { // in no record
 			t.Release()
 		}
 	}
+	return sum
 }

@@ -98,9 +98,13 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 // (an RNN's While) become frames. A CNN step whose time is in a few large
 // convolutions and GEMMs gains little (bench/README.md has the figures).
 //
-// A model whose training-mode Forward draws random numbers or updates
-// state in Go (Dropout, BatchNorm) would have them frozen into the graph,
-// so for such a model the step returns an error saying so; use TrainStep.
+// BatchNorm's running statistics (in a Container: Sequential, or any
+// module listing its Modules) move as in TrainStep: their new values are
+// results of the graph, assigned after each call (or, recorded, copied by
+// the recording). A model whose training-mode Forward draws random
+// numbers in Go (Dropout, MultiHeadAttention's dropout) would have them
+// frozen into the graph, so for such a model the step returns an error
+// saying so; use TrainStep.
 func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil, false)
 }
@@ -142,8 +146,15 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 	vars := model.Variables()
 	frozen := untraceable(model)
 	scaler, dynamic := opt.(lossScaler)
+	// The model's state (BatchNorm's running statistics) moves through the
+	// graph's last results, which each call assigns (state.vars, the same
+	// at every trace).
+	state := &stateUpdates{}
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
+		state.vars, state.vals = nil, nil
+		collectState(model, state)
+		defer collectState(model, nil)
 		value := loss(model.Forward(a[0]), a[1])
 		target := value
 		if scale != 1 {
@@ -156,11 +167,11 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if reduce != nil {
 			grads = reduce(grads)
 		}
-		return append([]*tensor.Tensor{value}, grads...)
+		return slices.Concat([]*tensor.Tensor{value}, grads, state.vals)
 	})
 	f.Record = record
 	if record {
-		f.Tail = recordedUpdate(vars, opt)
+		f.Tail = recordedUpdate(vars, opt, state)
 	}
 	return func(b data.Element) (float64, int, error) {
 		if len(b) < 2 {
@@ -173,12 +184,18 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if dynamic {
 			args = append(args, tensor.FullOn(b[0].Device(), tensor.Float32, scaler.Scale()))
 		}
-		out, owned, err := f.CallOwned(args...)
+		var out []*tensor.Tensor
+		var owned []bool
+		var err error
+		if caught := tensor.Catch(func() { out, owned, err = f.CallOwned(args...) }); caught != nil {
+			return 0, 0, caught // an op's error inside the model, as TrainStep's
+		}
 		if err != nil {
 			return 0, 0, err
 		}
 		if f.Tail == nil {
-			err = opt.Apply(vars, out[1:])
+			err = opt.Apply(vars, out[1:1+len(vars)])
+			state.assign(out[1+len(vars):])
 		} // else the call applied it, or its recording did
 		l := out[0].Float() // read after the update is queued, as TrainStep reads it
 		// The results this run made go back to the buffer cache for the
@@ -202,12 +219,13 @@ type stepRecordable interface {
 }
 
 // recordedUpdate is the tail of a recorded step's graph (results: the
-// loss, then the gradients of vars) that updates vars by opt, held by the
-// recording where opt's steps are a device's (a GPU's); nil where opt's
+// loss, the gradients of vars, then the new values of state's variables)
+// that updates vars by opt and assigns the state, held by the recording
+// where opt's steps are a device's (a GPU's); nil where opt's
 // update cannot be recorded, the step then applying it after the call.
 // The steps' constants buffers (tape.NewStepRecord) are allocated at the
 // first call, which runs unrecorded (it traces): before any recording.
-func recordedUpdate(vars []*tape.Variable, opt Optimizer) *graph.Tail {
+func recordedUpdate(vars []*tape.Variable, opt Optimizer, state *stateUpdates) *graph.Tail {
 	o, ok := opt.(stepRecordable)
 	if !ok || !o.recordable() {
 		return nil
@@ -230,7 +248,9 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer) *graph.Tail {
 					return err
 				}
 			}
-			return opt.Apply(vars, out[1:])
+			err := opt.Apply(vars, out[1:1+len(vars)])
+			state.assign(out[1+len(vars):])
+			return err
 		},
 		Record: func(out []*tensor.Tensor) (func() error, error) {
 			if consts == nil {
@@ -238,12 +258,17 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer) *graph.Tail {
 			}
 			rec := tape.NewStepRecord(consts)
 			through := func() (err error) {
-				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:]) }); caught != nil {
+				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:1+len(vars)]) }); caught != nil {
 					return caught
 				}
 				return err
 			}
 			if err := rec.Capture(through); err != nil {
+				return nil, err
+			}
+			// The state's copies, recorded once (not in through, which
+			// runs again before every replay).
+			if err := tensor.Catch(func() { state.assign(out[1+len(vars):]) }); err != nil {
 				return nil, err
 			}
 			return func() error { return rec.Refresh(through) }, nil
@@ -285,10 +310,6 @@ func untraceable(m Module) string {
 	case *Dropout:
 		if l.training && l.Rate > 0 {
 			return "Dropout (its mask is drawn in Go)"
-		}
-	case *BatchNorm:
-		if l.training {
-			return "BatchNorm (its running statistics are assigned in Go)"
 		}
 	case *MultiHeadAttention:
 		if l.drops() {

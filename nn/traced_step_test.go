@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -65,7 +67,6 @@ func TestTracedTrainStepRefusesGoSideRandomness(t *testing.T) {
 		want  string
 	}{
 		{nn.NewDropout(0.5, rng), "Dropout"},
-		{nn.NewBatchNorm("bn", 3, tensor.Float32), "BatchNorm"},
 	} {
 		model := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), c.layer)
 		step := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})
@@ -77,5 +78,91 @@ func TestTracedTrainStepRefusesGoSideRandomness(t *testing.T) {
 		if _, _, err := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err != nil {
 			t.Errorf("%s in inference mode: %v", c.want, err)
 		}
+	}
+}
+
+// toNCHW transposes NHWC activations to NCHW.
+type toNCHW struct{}
+
+func (toNCHW) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 0, 3, 1, 2) }
+func (toNCHW) Variables() []*tape.Variable             { return nil }
+
+// hiddenNorm holds a BatchNorm that no Container walk finds.
+type hiddenNorm struct{ bn *nn.BatchNorm }
+
+func (h hiddenNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return h.bn.Forward(x) }
+func (h hiddenNorm) Variables() []*tape.Variable             { return h.bn.Variables() }
+
+// BatchNorm's running statistics move in a traced step (and a recorded
+// one, which on the host is the traced one) as in the eager step: they
+// are results of the graph, assigned after each call. The losses, the
+// variables and the running statistics follow TrainStep's over batches
+// of two shapes (NHWC, and an Axis of 1 after a transpose to NCHW). A
+// training BatchNorm the step cannot reach (in a module that is no
+// Container) or in a trace of one's own panics, not frozen.
+func TestTracedTrainStepMovesBatchNormState(t *testing.T) {
+	model := func(axis int) (*nn.Sequential, *nn.BatchNorm) {
+		rng := tensor.NewRNG(4)
+		bn := nn.NewBatchNorm("bn", 4, tensor.Float32)
+		bn.Axis, bn.Momentum = axis, 0.8
+		conv := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}}
+		layers := []nn.Module{nn.NewConv2D("conv", rng, 3, 3, 1, 4, conv)}
+		if axis == 1 {
+			layers = append(layers, toNCHW{})
+		}
+		layers = append(layers, bn, nn.Flatten{}, nn.NewDense("logits", rng, 4*8*8, 3, nn.DenseOpts{}))
+		return nn.NewSequential(layers...), bn
+	}
+	for name, traced := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+		"TracedTrainStep": nn.TracedTrainStep, "RecordedTrainStep": nn.RecordedTrainStep,
+	} {
+		for _, axis := range []int{-1, 1} {
+			eagerModel, eagerBN := model(axis)
+			tracedModel, tracedBN := model(axis)
+			eagerStep := nn.TrainStep(eagerModel, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+			tracedStep := traced(tracedModel, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+			rng := tensor.NewRNG(5)
+			for i, n := range []int{6, 6, 6, 4, 6} {
+				b := data.Element{tensor.RandNormal(rng, tensor.Float32, n, 8, 8, 1), tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2}[:n])}
+				le, _, err := eagerStep(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lt, _, err := tracedStep(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if abs(le-lt) > 1e-5*max(1, abs(le)) {
+					t.Errorf("%s, axis %d, step %d: loss %v, eager %v", name, axis, i, lt, le)
+				}
+			}
+			ev, tv := nn.AllVariables(eagerModel), nn.AllVariables(tracedModel)
+			ev = append(ev, eagerBN.State()...)
+			tv = append(tv, tracedBN.State()...)
+			for i := range ev {
+				if d := ops.Amax(ops.Abs(ops.Sub(ev[i].Value(), tv[i].Value()))).Float(); d > 1e-5 {
+					t.Errorf("%s, axis %d: %s differs by %g after five steps", name, axis, ev[i].Name(), d)
+				}
+			}
+			if d := ops.Amax(ops.Abs(ops.Sub(tracedBN.RunningMean.Value(), tensor.Zeros(tensor.Float32, 4)))).Float(); d == 0 {
+				t.Errorf("%s, axis %d: the running mean never moved", name, axis)
+			}
+		}
+	}
+	rng := tensor.NewRNG(6)
+	b := data.Element{tensor.RandNormal(rng, tensor.Float32, 2, 3), tensor.RandNormal(rng, tensor.Float32, 2, 3)}
+	hidden := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), hiddenNorm{nn.NewBatchNorm("bn", 3, tensor.Float32)})
+	if _, _, err := nn.TracedTrainStep(hidden, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("a BatchNorm the step cannot reach: %v", err)
+	}
+	bn := nn.NewBatchNorm("bn", 3, tensor.Float32)
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{bn.Forward(a[0])} })
+	err := tensor.Catch(func() {
+		if _, err := f.Call(b[0]); err != nil {
+			panic(err)
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("a training BatchNorm in a trace of one's own: %v", err)
 	}
 }

@@ -268,6 +268,20 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 			return m, x, ops.Cast(ops.Gt(ops.Sum(x, 1, 2), tensor.Scalar[float32](0)), tensor.Int32)
 		}
 	}
+	// A CNN with BatchNorm: its running statistics are results of the
+	// step's graph, copied into their variables by the recording.
+	normed := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			m, x, y := smallCNN(f)
+			bn := nn.NewBatchNorm("bn", 6, tensor.Float32)
+			bn.Momentum = 0.8
+			if f == ops.NCHW {
+				bn.Axis = 1
+			}
+			layers := m.(*nn.Sequential).Modules()
+			return nn.NewSequential(slices.Concat(layers[:1], []nn.Module{bn}, layers[1:])...), x, y
+		}
+	}
 	lstm := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewLSTMCell("l", r, 8, 16, tensor.Float32) })
 	gru := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewGRUCell("g", r, 8, 16, tensor.Float32) })
 	for _, c := range []struct {
@@ -288,6 +302,8 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP, Nesterov", smallMLP, nesterov, 6},
 		{"MLP, RMSProp", smallMLP, rms, 6},
 		{"MLP, SGD", smallMLP, plain, 0},
+		{"NHWC CNN with BatchNorm, Adam", normed(ops.NHWC), adam, 6},
+		{"NCHW CNN with BatchNorm, Adam", normed(ops.NCHW), adam, 6},
 		// A recurrent layer's Scan, traced step by step where the step
 		// records (its five steps fixed by the batch's shape): one graph
 		// too, where TracedTrainStep's frame runs op by op.
@@ -323,7 +339,7 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 					if emulated {
 						queued = ctx.Queued - queued
 					}
-					for _, v := range append(model.Variables(), opt.Slots()...) {
+					for _, v := range append(nn.AllVariables(model), opt.Slots()...) {
 						state[i] = append(state[i], onHost(t, v.Value()).HostBytes())
 					}
 					if !emulated || !record {
