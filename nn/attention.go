@@ -124,7 +124,7 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 	}
 	var y *tensor.Tensor
 	if m.drops() {
-		y = ops.MatMul(ops.Dropout(ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng), v)
+		y = ops.MatMul(dropout("MultiHeadAttention", ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng), v)
 	} else {
 		y = ops.Attention(q, k, v, mask, causal, 0)
 	}
@@ -235,7 +235,7 @@ func (b *TransformerBlock) Modules() []Module {
 // training.
 func (b *TransformerBlock) residual(x, branch *tensor.Tensor) *tensor.Tensor {
 	if b.Attn.drops() {
-		branch = ops.Dropout(branch, b.Attn.Dropout, b.Attn.rng)
+		branch = dropout("TransformerBlock", branch, b.Attn.Dropout, b.Attn.rng)
 	}
 	return ops.Add(x, branch)
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -110,7 +111,7 @@ func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 			case b.updates != nil:
 				b.updates.vars = append(b.updates.vars, v)
 				b.updates.vals = append(b.updates.vals, movedAverage(v, stat, b.Momentum))
-			case x.Traced() != nil:
+			case trace.Recording(x):
 				panic(tensor.NewError("nn", "BatchNorm", tensor.ErrValue, []*tensor.Tensor{x}, "",
 					"in training mode inside a trace, its running statistics would be frozen into the graph: train with TrainStep, TracedTrainStep or RecordedTrainStep, or SetTraining(false)"))
 			default:
@@ -177,12 +178,23 @@ func NewDropout(rate float64, rng *tensor.RNG) *Dropout {
 // SetTraining switches dropping on or off.
 func (d *Dropout) SetTraining(training bool) { d.training = training }
 
-// Forward drops elements in training.
+// Forward drops elements in training. Inside a trace (trace.Recording)
+// it panics with a *tensor.Error: its mask, drawn in Go, would be frozen
+// into the graph.
 func (d *Dropout) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if !d.training || d.Rate == 0 {
 		return x
 	}
-	return ops.Dropout(x, d.Rate, d.rng)
+	return dropout("Dropout", x, d.Rate, d.rng)
+}
+
+// dropout is ops.Dropout for layer op, refused inside a trace.
+func dropout(op string, x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
+	if trace.Recording(x) {
+		panic(tensor.NewError("nn", op, tensor.ErrValue, []*tensor.Tensor{x}, "",
+			"dropout in training mode inside a trace: its mask, drawn in Go, would be frozen into the graph; train with TrainStep, or SetTraining(false)"))
+	}
+	return ops.Dropout(x, rate, rng)
 }
 
 // Variables returns none.

@@ -99,7 +99,7 @@ func (h hiddenNorm) Variables() []*tape.Variable             { return h.bn.Varia
 // variables and the running statistics follow TrainStep's over batches
 // of two shapes (NHWC, and an Axis of 1 after a transpose to NCHW). A
 // training BatchNorm the step cannot reach (in a module that is no
-// Container) or in a trace of one's own panics, not frozen.
+// Container) fails the step, not frozen.
 func TestTracedTrainStepMovesBatchNormState(t *testing.T) {
 	model := func(axis int) (*nn.Sequential, *nn.BatchNorm) {
 		rng := tensor.NewRNG(4)
@@ -155,14 +155,36 @@ func TestTracedTrainStepMovesBatchNormState(t *testing.T) {
 	if _, _, err := nn.TracedTrainStep(hidden, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err == nil || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("a BatchNorm the step cannot reach: %v", err)
 	}
-	bn := nn.NewBatchNorm("bn", 3, tensor.Float32)
-	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{bn.Forward(a[0])} })
-	err := tensor.Catch(func() {
-		if _, err := f.Call(b[0]); err != nil {
-			panic(err)
+}
+
+// A trace of one's own that runs a training-mode Dropout or BatchNorm
+// panics, naming the layer, rather than freezing a mask or running
+// statistics into its graph; the values a finished trace handed back
+// are no trace's, and go through both layers eagerly.
+func TestTrainingLayersRefuseTheirOwnTrace(t *testing.T) {
+	rng := tensor.NewRNG(7)
+	x := tensor.RandNormal(rng, tensor.Float32, 4, 3)
+	for _, layer := range []nn.Module{nn.NewDropout(0.5, rng), nn.NewBatchNorm("bn", 3, tensor.Float32)} {
+		f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{layer.Forward(a[0])} })
+		err := tensor.Catch(func() {
+			if _, err := f.Call(x); err != nil {
+				panic(err)
+			}
+		})
+		if err == nil || !strings.Contains(err.Error(), "frozen") {
+			t.Errorf("%T in a trace: %v", layer, err)
 		}
-	})
-	if err == nil || !strings.Contains(err.Error(), "frozen") {
-		t.Errorf("a training BatchNorm in a trace of one's own: %v", err)
+	}
+	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{ops.Tanh(a[0])} })
+	for call := range 2 {
+		out, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, layer := range []nn.Module{nn.NewDropout(0.5, rng), nn.NewBatchNorm("bn", 3, tensor.Float32)} {
+			if err := tensor.Catch(func() { layer.Forward(out[0]) }); err != nil {
+				t.Errorf("call %d: %T on a traced call's result: %v", call, layer, err)
+			}
+		}
 	}
 }
