@@ -489,6 +489,16 @@ func samples() map[string][]sample {
 		add("ArgMaxMin", one(fmt.Sprint(dt), func() { ops.ArgMax(of(dt, -5, 5, 4, 3), 0) }, false, false),
 			one(fmt.Sprintf("%v min", dt), func() { ops.ArgMin(of(dt, -5, 5, 4, 3), -1) }, false, false))
 	}
+	// Draws at a position a tensor holds (a traced Dropout's mask).
+	for _, dt := range append(slices.Clone(every), tensor.BFloat16, tensor.Float16) {
+		add("RngBernoulliAt", one(fmt.Sprint(dt), func() {
+			ops.RngBernoulliAt(tensor.FromSlice([]int64{5, 40}, 2), 1, 3, [2]uint32{7, 9}, dt, 0.3, 3, 5)
+		}, false, false))
+	}
+	add("RngBernoulliAt", one("through DropoutAt's gradient", func() {
+		starts := tensor.FromSlice([]int64{11}, 1)
+		underTape(func(x []T) T { return ops.DropoutAt(x[0], 0.4, starts, 0, 0, [2]uint32{1, 2}) }, r(-1, 1, 4, 6))
+	}, false, false))
 	add("ArgSort", one("NaNs and ties", func() { ops.ArgSort(tensor.FromSlice([]float64{2, math.NaN(), 1, 2, -1}), 0, true) }, false, false))
 	add("TakeAlongAxis", one("sort", func() { ops.Sort(r(-1, 1, 3, 5), 1, false) }, true, true))
 

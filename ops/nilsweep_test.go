@@ -46,6 +46,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Dot", Fn: ops.Dot},
 		{Name: "DotGeneral", Fn: ops.DotGeneral},
 		{Name: "Dropout", Fn: ops.Dropout},
+		{Name: "DropoutAt", Fn: ops.DropoutAt},
+		{Name: "RngBernoulliAt", Fn: ops.RngBernoulliAt},
 		{Name: "DynamicSlice", Fn: ops.DynamicSlice},
 		{Name: "DynamicUpdateSlice", Fn: ops.DynamicUpdateSlice},
 		{Name: "Elu", Fn: ops.Elu},

@@ -28,6 +28,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RandNormalOn", Fn: tensor.RandNormalOn, Valid: []any{host, rng, f32, []int{2}}},
 		{Name: "RandBernoulli", Fn: tensor.RandBernoulli, Valid: []any{rng, f32, 0.5, []int{2}}},
 		{Name: "RandBernoulliOn", Fn: tensor.RandBernoulliOn, Valid: []any{host, rng, f32, 0.5, []int{2}}},
+		{Name: "RandBernoulliAt", Fn: tensor.RandBernoulliAt, Valid: []any{host, [2]uint32{1, 2}, uint64(3), f32, 0.5, []int{2}}},
 		{Name: "ByteSize", Fn: tensor.ByteSize},
 		{Name: "Empty", Fn: tensor.Empty, Valid: []any{host, f32, tensor.Shape{2}}},
 		{Name: "FromBuffer", Fn: tensor.FromBuffer},

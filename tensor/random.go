@@ -52,11 +52,38 @@ func (r *RNG) reserve(words int) uint64 {
 	return r.counter.Add(blocks) - blocks
 }
 
+// Key returns the key of r's stream (its seed's two halves).
+func (r *RNG) Key() [2]uint32 {
+	if r == nil {
+		panicf("tensor", "RNG.Key", ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+	}
+	return r.key
+}
+
+// Reserve takes from r's stream the blocks of four words that words words
+// need, as a draw does, and returns the first: where a draw made later
+// from that block on (RandBernoulliAt) reads what a draw made now would
+// have. A Bernoulli draw of n values takes 2n words.
+func (r *RNG) Reserve(words int) uint64 {
+	if r == nil {
+		panicf("tensor", "RNG.Reserve", ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+	}
+	if words < 0 {
+		panicf("tensor", "RNG.Reserve", ErrValue, nil, "", "negative word count %d", words)
+	}
+	return r.reserve(words)
+}
+
 // wordsAt returns n words of the stream from block base on.
 func (r *RNG) wordsAt(base uint64, n int) []uint32 {
+	return wordsOf(r.key, base, n)
+}
+
+// wordsOf returns n words of key's stream from block base on.
+func wordsOf(key [2]uint32, base uint64, n int) []uint32 {
 	out := make([]uint32, n)
 	for b := uint64(0); b*4 < uint64(n); b++ {
-		w := philox(r.key, base+b)
+		w := philox(key, base+b)
 		copy(out[b*4:], w[:])
 	}
 	return out
@@ -78,7 +105,12 @@ func unit64(hi, lo uint32) float64 {
 // uniform64At returns n float64 values in [0, 1), two words each, from
 // block base on.
 func (r *RNG) uniform64At(base uint64, n int) []float64 {
-	w := r.wordsAt(base, 2*n)
+	return uniform64Of(r.key, base, n)
+}
+
+// uniform64Of is uniform64At of key's stream.
+func uniform64Of(key [2]uint32, base uint64, n int) []float64 {
+	w := wordsOf(key, base, 2*n)
 	out := make([]float64, n)
 	for i := range out {
 		out[i] = unit64(w[2*i], w[2*i+1])
@@ -94,7 +126,11 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 	if r == nil {
 		panicf("tensor", op, ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
 	}
-	base := r.reserve(words)
+	return drawnAt(op, dev, r.key, r.reserve(words), dt, s, draw, host)
+}
+
+// drawnAt is drawn from block base of key's stream.
+func drawnAt(op string, dev device.Device, key [2]uint32, base uint64, dt DType, s Shape, draw device.RandomDraw, host func(base uint64) []byte) *Tensor {
 	f, ok := dev.(device.RandomFiller)
 	if !ok || dt.IsHalf() { // the half types are drawn in float32 and rounded, on the host
 		return fromHostOn(op, dev, dt, s, host(base))
@@ -103,7 +139,7 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 	if err != nil {
 		panic(allocError(op, dt, s, err))
 	}
-	draw.Key, draw.Counter, draw.DType = r.key, base, dt.String()
+	draw.Key, draw.Counter, draw.DType = key, base, dt.String()
 	if err := f.FillRandom(t.buf, s.NumElements(), draw); err != nil {
 		t.Release()
 		panicf("tensor", op, ErrDeviceFailed, nil, "", "%s: %v", dev.Name(), err)
@@ -187,16 +223,33 @@ func RandBernoulli(r *RNG, dt DType, p float64, shape ...int) *Tensor {
 // RandBernoulliOn is RandBernoulli on dev, which computes the values
 // itself where it can (a GPU does), the same as the host's.
 func RandBernoulliOn(dev device.Device, r *RNG, dt DType, p float64, shape ...int) *Tensor {
+	if r == nil {
+		panicf("tensor", "RandBernoulli", ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+	}
+	return bernoulli("RandBernoulli", dev, r.key, func(n int) uint64 { return r.reserve(2 * n) }, dt, p, shape)
+}
+
+// RandBernoulliAt is RandBernoulliOn drawn from block base of the stream
+// of key (an RNG's Key) without reserving it: the values RandBernoulliOn
+// gives where its draw starts at base (RNG.Reserve of 2n words, for n
+// values, returned it).
+func RandBernoulliAt(dev device.Device, key [2]uint32, base uint64, dt DType, p float64, shape ...int) *Tensor {
+	return bernoulli("RandBernoulliAt", dev, key, func(int) uint64 { return base }, dt, p, shape)
+}
+
+// bernoulli draws n = shape's elements from key's stream at the block
+// at(n) gives, after checking the arguments.
+func bernoulli(op string, dev device.Device, key [2]uint32, at func(n int) uint64, dt DType, p float64, shape []int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.Valid() {
-		panicf("tensor", "RandBernoulli", ErrDType, nil, "", "invalid dtype %v", dt)
+		panicf("tensor", op, ErrDType, nil, "", "invalid dtype %v", dt)
 	}
-	n := checkShapeOn("RandBernoulli", dev, s, dt)
+	n := checkShapeOn(op, dev, s, dt)
 	if !(p >= 0 && p <= 1) {
-		panicf("tensor", "RandBernoulli", ErrValue, nil, "", "probability %v is outside [0, 1]", p)
+		panicf("tensor", op, ErrValue, nil, "", "probability %v is outside [0, 1]", p)
 	}
-	return drawn("RandBernoulli", dev, r, dt, s, 2*n, device.RandomDraw{Dist: device.Bernoulli, A: p}, func(base uint64) []byte {
-		u := r.uniform64At(base, n)
+	return drawnAt(op, dev, key, at(n), dt, s, device.RandomDraw{Dist: device.Bernoulli, A: p}, func(base uint64) []byte {
+		u := uniform64Of(key, base, n)
 		ones := make([]float64, n)
 		for i, v := range u {
 			if v < p {

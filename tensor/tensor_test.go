@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/eagerflow/eagerflow/device"
 )
 
 func TestLayoutIndexRoundTrip(t *testing.T) {
@@ -148,6 +150,34 @@ func TestRNGIsDeterministicAndSplitsDraws(t *testing.T) {
 	}
 	if k < 900 || k > 1100 {
 		t.Errorf("bernoulli(0.25) gave %d of 4000", k)
+	}
+}
+
+// A Bernoulli draw made later from a reserved block (RandBernoulliAt)
+// gives what the draw would have given then: two draws from one RNG, and
+// their reservations made on a twin RNG, agree element for element; the
+// reservations advance the stream as the draws do.
+func TestRandBernoulliAtFollowsReservations(t *testing.T) {
+	r, twin := NewRNG(9), NewRNG(9)
+	for _, n := range []int{7, 12} {
+		want := ToSlice[float32](RandBernoulli(r, Float32, 0.3, n))
+		base := twin.Reserve(2 * n)
+		got := ToSlice[float32](RandBernoulliAt(device.Host(), twin.Key(), base, Float32, 0.3, n))
+		if !cmp.Equal(got, want) {
+			t.Errorf("%d values from block %d: %v, want %v", n, base, got, want)
+		}
+	}
+	if a, b := ToSlice[float32](RandUniform(r, Float32, 0, 1, 3)), ToSlice[float32](RandUniform(twin, Float32, 0, 1, 3)); !cmp.Equal(a, b) {
+		t.Errorf("after the draws and their reservations the streams differ: %v, %v", a, b)
+	}
+	for _, bad := range []func(){
+		func() { twin.Reserve(-1) },
+		func() { RandBernoulliAt(device.Host(), twin.Key(), 0, Float32, 1.5, 2) },
+		func() { (*RNG)(nil).Key() },
+	} {
+		if err := Catch(bad); err == nil {
+			t.Error("a bad reservation or draw: no error")
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -19,6 +20,10 @@ import (
 //     √(−2·log(1−u))·(cos 2πv, sin 2πv).
 //   - rng_bernoulli_<dtype> (out, n, key0, key1, base, p, _): two values
 //     per block, 1 where the uniform is below p, else 0.
+//   - rng_bernoulli_at_<dtype> (out, n, key0, key1, at, offset, p, _):
+//     rng_bernoulli's, from block at[0] + offset: a base read on the device
+//     when the kernel runs (ops.RngBernoulliAt: a recorded graph's draw
+//     whose counter each call sets), for every dtype, the half types too.
 //
 // Every operation is correctly rounded and unfused, as Go computes on
 // amd64, so uniforms and Bernoulli draws are bit for bit the host's;
@@ -37,7 +42,21 @@ func randomKernels() []*ptx.Kernel {
 	for _, d := range All {
 		out = append(out, randomKernel("bernoulli", d))
 	}
+	for _, d := range append(slices.Clone(All), BF16, F16) {
+		out = append(out, randomKernelOf("bernoulli", d, true))
+	}
 	return out
+}
+
+// oneBits is 1 in dtype d's bits (as a u32 immediate).
+func oneBits(d DType) uint32 {
+	switch d {
+	case BF16:
+		return 0x3F80
+	case F16:
+		return 0x3C00
+	}
+	return 1
 }
 
 // philox returns the four words of block ctr (64-bit) under key (k0, k1).
@@ -106,12 +125,27 @@ func PerBlock(dist string, d DType) int {
 	return 2
 }
 
-func randomKernel(dist string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("rng", dist, string(d)))
+func randomKernel(dist string, d DType) *ptx.Kernel { return randomKernelOf(dist, d, false) }
+
+// randomKernelOf is rng_<dist>_<d>, or with at rng_<dist>_at_<d>, whose
+// base is read from the device.
+func randomKernelOf(dist string, d DType, at bool) *ptx.Kernel {
+	name := Name("rng", dist, string(d))
+	if at {
+		name = Name("rng", dist+"_at", string(d))
+	}
+	k := ptx.NewKernel(name)
 	o := k.ParamPtr("out")
 	n := k.Param("n", ptx.U64)
 	k0, k1 := k.Param("key0", ptx.U32), k.Param("key1", ptx.U32)
-	base := k.Param("base", ptx.U64)
+	var base ptx.Reg
+	if at {
+		where, offset := k.ParamPtr("at"), k.Param("offset", ptx.U64)
+		base = k.Load(ptx.U64, where)
+		k.Op("add.s64 %s, %s, %s", base, base, offset)
+	} else {
+		base = k.Param("base", ptx.U64)
+	}
 	a, b := k.Param("a", ptx.F64), k.Param("b", ptx.F64)
 	per := PerBlock(dist, d)
 	blocks := k.Reg(ptx.U64)
@@ -153,7 +187,7 @@ func randomKernel(dist string, d DType) *ptx.Kernel {
 		default: // bernoulli
 			for j := 0; j < 4; j += 2 {
 				below, one := m.cmp("lt", unit64(k, w[j], w[j+1]), a), k.Reg(d.reg())
-				k.Op("selp.%s %s, %s, %s, %s", d.reg(), one, ptx.Imm(d.reg(), 1), ptx.Imm(d.reg(), 0), below)
+				k.Op("selp.%s %s, %s, %s, %s", d.reg(), one, ptx.Imm(d.reg(), float64(oneBits(d))), ptx.Imm(d.reg(), 0), below)
 				vals = append(vals, one)
 			}
 		}
