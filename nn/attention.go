@@ -22,6 +22,7 @@ type MultiHeadAttention struct {
 	Dropout  float64 // the rate of attention weights dropped in training
 	rng      *tensor.RNG
 	training bool
+	draws    *traceDraws // where a traced step has it draw (draws.go)
 }
 
 // MultiHeadAttentionOpts configure NewMultiHeadAttention (and
@@ -124,7 +125,7 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 	}
 	var y *tensor.Tensor
 	if m.drops() {
-		y = ops.MatMul(dropout("MultiHeadAttention", ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng), v)
+		y = ops.MatMul(dropout("MultiHeadAttention", ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng, m.draws), v)
 	} else {
 		y = ops.Attention(q, k, v, mask, causal, 0)
 	}
@@ -235,7 +236,7 @@ func (b *TransformerBlock) Modules() []Module {
 // training.
 func (b *TransformerBlock) residual(x, branch *tensor.Tensor) *tensor.Tensor {
 	if b.Attn.drops() {
-		branch = dropout("TransformerBlock", branch, b.Attn.Dropout, b.Attn.rng)
+		branch = dropout("TransformerBlock", branch, b.Attn.Dropout, b.Attn.rng, b.Attn.draws)
 	}
 	return ops.Add(x, branch)
 }

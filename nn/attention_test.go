@@ -3,7 +3,6 @@ package nn_test
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/data"
@@ -197,7 +196,7 @@ func diff(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
 
 // A block with dropout drops in training (two calls differ, and differ
 // from inference) and not in inference (where it equals the same block
-// without dropout); a traced step refuses to freeze its masks.
+// without dropout); a traced step draws the masks the eager step does.
 func TestTransformerBlockDropout(t *testing.T) {
 	x := tensor.RandNormal(tensor.NewRNG(5), tensor.Float64, 2, 6, 8)
 	opts := nn.MultiHeadAttentionOpts{DType: tensor.Float64, Causal: true, Dropout: 0.5}
@@ -218,10 +217,30 @@ func TestTransformerBlockDropout(t *testing.T) {
 	if g := tp.Gradient(ops.Sum(b.Forward(x)), x)[0]; g == nil || math.IsNaN(ops.Sum(g).Float()) {
 		t.Errorf("gradient through dropout: %v", g)
 	}
-	m := &nn.Sequential{Layers: []nn.Module{b}}
-	step := nn.TracedTrainStep(m, func(y, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(y) }, &nn.SGD{LR: nn.Constant(0.1)})
-	if _, _, err := step(data.Element{x, x}); err == nil || !strings.Contains(err.Error(), "dropout") {
-		t.Errorf("a traced step over dropout: %v", err)
+	// A traced step draws the block's masks (attention and residual) as
+	// the eager step does, from the same RNG.
+	var losses [2][]float64
+	for i, traced := range []bool{false, true} {
+		blk := nn.NewTransformerBlock("b", tensor.NewRNG(3), 8, 2, nn.MultiHeadAttentionOpts{DType: tensor.Float64, Causal: true, Dropout: 0.5})
+		m := &nn.Sequential{Layers: []nn.Module{blk}}
+		mean := func(y, _ *tensor.Tensor) *tensor.Tensor { return ops.Mean(ops.Square(y)) }
+		step := nn.TrainStep(m, mean, &nn.SGD{LR: nn.Constant(0.1)})
+		if traced {
+			step = nn.TracedTrainStep(m, mean, &nn.SGD{LR: nn.Constant(0.1)})
+		}
+		for range 3 {
+			l, _, err := step(data.Element{x, x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses[i] = append(losses[i], l)
+		}
+	}
+	for k := range losses[0] {
+		if d := math.Abs(losses[0][k] - losses[1][k]); d > 1e-12 {
+			t.Errorf("a traced step over dropout: losses %v, eager %v", losses[1], losses[0])
+			break
+		}
 	}
 	if err := tensor.Catch(func() { nn.NewTransformerBlock("c", tensor.NewRNG(1), 8, 2, nn.MultiHeadAttentionOpts{Dropout: 1}) }); !errors.Is(err, tensor.ErrValue) {
 		t.Errorf("dropout 1: %v", err)

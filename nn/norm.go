@@ -167,6 +167,7 @@ type Dropout struct {
 	Rate     float64
 	rng      *tensor.RNG
 	training bool
+	draws    *traceDraws // where a traced step has it draw (draws.go)
 }
 
 // NewDropout makes a Dropout layer drawing its masks from rng, in training
@@ -178,23 +179,15 @@ func NewDropout(rate float64, rng *tensor.RNG) *Dropout {
 // SetTraining switches dropping on or off.
 func (d *Dropout) SetTraining(training bool) { d.training = training }
 
-// Forward drops elements in training. Inside a trace (trace.Recording)
-// it panics with a *tensor.Error: its mask, drawn in Go, would be frozen
-// into the graph.
+// Forward drops elements in training. Inside a traced step
+// (TracedTrainStep, RecordedTrainStep) its mask is drawn by the graph at
+// every call, as TrainStep's would be; inside a trace of one's own it
+// panics with a *tensor.Error (its mask, drawn in Go, would be frozen).
 func (d *Dropout) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if !d.training || d.Rate == 0 {
 		return x
 	}
-	return dropout("Dropout", x, d.Rate, d.rng)
-}
-
-// dropout is ops.Dropout for layer op, refused inside a trace.
-func dropout(op string, x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
-	if trace.Recording(x) {
-		panic(tensor.NewError("nn", op, tensor.ErrValue, []*tensor.Tensor{x}, "",
-			"dropout in training mode inside a trace: its mask, drawn in Go, would be frozen into the graph; train with TrainStep, or SetTraining(false)"))
-	}
-	return ops.Dropout(x, rate, rng)
+	return dropout("Dropout", x, d.Rate, d.rng, d.draws)
 }
 
 // Variables returns none.

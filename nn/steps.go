@@ -35,6 +35,7 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 		var applied error
 		err = tensor.Catch(func() {
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
+			defer tp.Stop() // where the model panics, no tape records on
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
 			n = b[0].Dim(0)
@@ -101,10 +102,12 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 // BatchNorm's running statistics (in a Container: Sequential, or any
 // module listing its Modules) move as in TrainStep: their new values are
 // results of the graph, assigned after each call (or, recorded, copied by
-// the recording). A model whose training-mode Forward draws random
-// numbers in Go (Dropout, MultiHeadAttention's dropout) would have them
-// frozen into the graph, so for such a model the step returns an error
-// saying so; use TrainStep.
+// the recording). Dropout's masks (Dropout, MultiHeadAttention's and
+// TransformerBlock's dropout) are drawn by the graph at every call from
+// where their RNGs stand, an argument of the graph (draws.go): the masks
+// TrainStep's layers would draw, the RNGs moved on as TrainStep moves
+// them. A dropout layer or BatchNorm the step cannot reach (inside a
+// module that is no Container) makes the step return an error.
 func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil, false)
 }
@@ -144,17 +147,26 @@ func RecordedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor, record bool) Step {
 	mustArgs(name, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	vars := model.Variables()
-	frozen := untraceable(model)
 	scaler, dynamic := opt.(lossScaler)
 	// The model's state (BatchNorm's running statistics) moves through the
 	// graph's last results, which each call assigns (state.vars, the same
 	// at every trace).
 	state := &stateUpdates{}
+	// Dropout's masks are drawn by the graph from a last argument, where
+	// the model's RNGs stand at each call (draws.go).
+	draws := newTraceDraws(model)
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
 		tp := tape.New()
+		defer tp.Stop() // where the model panics, no tape records on
 		state.vars, state.vals = nil, nil
 		collectState(model, state)
 		defer collectState(model, nil)
+		if len(draws.rngs) > 0 {
+			draws.begin(a[len(a)-1])
+			attach(model, draws)
+			defer attach(model, nil)
+			defer draws.end(batchSignature(a[:2]))
+		}
 		value := loss(model.Forward(a[0]), a[1])
 		target := value
 		if scale != 1 {
@@ -177,12 +189,13 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: %s: a batch of (inputs, labels), got %d components", name, len(b))
 		}
-		if frozen != "" {
-			return 0, 0, fmt.Errorf("nn: %s: %s in training mode would be frozen into the graph; use TrainStep", name, frozen)
-		}
 		args := []*tensor.Tensor{b[0], b[1]}
 		if dynamic {
 			args = append(args, tensor.FullOn(b[0].Device(), tensor.Float32, scaler.Scale()))
+		}
+		if len(draws.rngs) > 0 {
+			args = append(args, draws.startsOn(b[0].Device()))
+			defer draws.advance(batchSignature(b[:2]))
 		}
 		var out []*tensor.Tensor
 		var owned []bool
@@ -295,28 +308,6 @@ func stepConstants(vars []*tape.Variable) ([]*tensor.Tensor, error) {
 		all = append(all, consts...)
 	}
 	return all, nil
-}
-
-// untraceable names the first module in m whose training-mode Forward a
-// trace cannot follow ("" when there is none).
-func untraceable(m Module) string {
-	switch l := m.(type) {
-	case Container:
-		for _, inner := range l.Modules() {
-			if name := untraceable(inner); name != "" {
-				return name
-			}
-		}
-	case *Dropout:
-		if l.training && l.Rate > 0 {
-			return "Dropout (its mask is drawn in Go)"
-		}
-	case *MultiHeadAttention:
-		if l.drops() {
-			return "MultiHeadAttention's dropout (its masks are drawn in Go)"
-		}
-	}
-	return ""
 }
 
 // releaseAll hands back the buffers of tensors a step made and no one else

@@ -60,23 +60,60 @@ func TestTracedTrainStepFollowsTrainStep(t *testing.T) {
 
 func abs(x float64) float64 { return max(x, -x) }
 
-func TestTracedTrainStepRefusesGoSideRandomness(t *testing.T) {
-	rng := tensor.NewRNG(1)
-	for _, c := range []struct {
-		layer nn.Module
-		want  string
-	}{
-		{nn.NewDropout(0.5, rng), "Dropout"},
+// A traced step draws its dropout masks in the graph at every call, where
+// TrainStep's layers draw them from the same RNGs: two Dropout layers
+// sharing an RNG and a third with its own follow the eager step in losses
+// and variables over batches of two shapes, the RNGs left where the eager
+// step leaves them; in inference nothing is drawn.
+func TestTracedTrainStepDrawsDropout(t *testing.T) {
+	model := func() (nn.Module, []*tensor.RNG) {
+		rng, shared, own := tensor.NewRNG(1), tensor.NewRNG(2), tensor.NewRNG(3)
+		return nn.NewSequential(
+			nn.NewDense("d1", rng, 5, 8, nn.DenseOpts{Activation: ops.Relu}), nn.NewDropout(0.4, shared),
+			nn.NewDense("d2", rng, 8, 8, nn.DenseOpts{Activation: ops.Tanh}), nn.NewDropout(0.2, shared),
+			nn.NewDropout(0.3, own), nn.NewDense("out", rng, 8, 3, nn.DenseOpts{})), []*tensor.RNG{shared, own}
+	}
+	for name, traced := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{
+		"TracedTrainStep": nn.TracedTrainStep, "RecordedTrainStep": nn.RecordedTrainStep,
 	} {
-		model := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), c.layer)
-		step := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})
-		b := data.Element{tensor.RandNormal(rng, tensor.Float32, 2, 3), tensor.RandNormal(rng, tensor.Float32, 2, 3)}
-		if _, _, err := step(b); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "use TrainStep") {
-			t.Errorf("%s: error %v", c.want, err)
+		eagerModel, eagerRNGs := model()
+		tracedModel, tracedRNGs := model()
+		eagerStep := nn.TrainStep(eagerModel, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+		tracedStep := traced(tracedModel, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+		rng := tensor.NewRNG(4)
+		x := tensor.RandNormal(rng, tensor.Float32, 6, 5)
+		for i, n := range []int{6, 6, 4, 6, 6} {
+			b := data.Element{ops.Slice(x, []int{0, 0}, []int{n, 5}, []int{1, 1}), tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2}[:n])}
+			le, _, err := eagerStep(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lt, _, err := tracedStep(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if abs(le-lt) > 1e-5*max(1, abs(le)) {
+				t.Errorf("%s, step %d: loss %v, eager %v", name, i, lt, le)
+			}
 		}
-		nn.SetTraining(model, false) // in inference mode nothing is drawn or assigned
-		if _, _, err := nn.TracedTrainStep(model, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err != nil {
-			t.Errorf("%s in inference mode: %v", c.want, err)
+		ev, tv := eagerModel.Variables(), tracedModel.Variables()
+		for i := range ev {
+			if d := ops.Amax(ops.Abs(ops.Sub(ev[i].Value(), tv[i].Value()))).Float(); d > 1e-5 {
+				t.Errorf("%s: %s differs by %g after five steps", name, ev[i].Name(), d)
+			}
+		}
+		for i := range eagerRNGs {
+			if e, g := eagerRNGs[i].Reserve(0), tracedRNGs[i].Reserve(0); e != g {
+				t.Errorf("%s: RNG %d stands at block %d, the eager step's at %d", name, i, g, e)
+			}
+		}
+		unreached := nn.NewSequential(nn.NewDense("d", rng, 5, 3, nn.DenseOpts{}), hidden{nn.NewDropout(0.5, rng)})
+		if _, _, err := traced(unreached, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))(data.Element{x, tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2})}); err == nil || !strings.Contains(err.Error(), "frozen") {
+			t.Errorf("%s over a Dropout it cannot reach: %v", name, err)
+		}
+		nn.SetTraining(tracedModel, false)
+		if _, _, err := traced(tracedModel, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))(data.Element{x, tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2})}); err != nil {
+			t.Errorf("%s in inference: %v", name, err)
 		}
 	}
 }
@@ -87,11 +124,11 @@ type toNCHW struct{}
 func (toNCHW) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 0, 3, 1, 2) }
 func (toNCHW) Variables() []*tape.Variable             { return nil }
 
-// hiddenNorm holds a BatchNorm that no Container walk finds.
-type hiddenNorm struct{ bn *nn.BatchNorm }
+// hidden holds a layer that no Container walk finds.
+type hidden struct{ inner nn.Module }
 
-func (h hiddenNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return h.bn.Forward(x) }
-func (h hiddenNorm) Variables() []*tape.Variable             { return h.bn.Variables() }
+func (h hidden) Forward(x *tensor.Tensor) *tensor.Tensor { return h.inner.Forward(x) }
+func (h hidden) Variables() []*tape.Variable             { return h.inner.Variables() }
 
 // BatchNorm's running statistics move in a traced step (and a recorded
 // one, which on the host is the traced one) as in the eager step: they
@@ -130,7 +167,7 @@ func TestTracedTrainStepMovesBatchNormState(t *testing.T) {
 				}
 				lt, _, err := tracedStep(b)
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%s, axis %d, step %d: %v", name, axis, i, err)
 				}
 				if abs(le-lt) > 1e-5*max(1, abs(le)) {
 					t.Errorf("%s, axis %d, step %d: loss %v, eager %v", name, axis, i, lt, le)
@@ -151,8 +188,8 @@ func TestTracedTrainStepMovesBatchNormState(t *testing.T) {
 	}
 	rng := tensor.NewRNG(6)
 	b := data.Element{tensor.RandNormal(rng, tensor.Float32, 2, 3), tensor.RandNormal(rng, tensor.Float32, 2, 3)}
-	hidden := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), hiddenNorm{nn.NewBatchNorm("bn", 3, tensor.Float32)})
-	if _, _, err := nn.TracedTrainStep(hidden, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err == nil || !strings.Contains(err.Error(), "frozen") {
+	unreached := nn.NewSequential(nn.NewDense("d", rng, 3, 3, nn.DenseOpts{}), hidden{nn.NewBatchNorm("bn", 3, tensor.Float32)})
+	if _, _, err := nn.TracedTrainStep(unreached, nn.MeanSquaredError, &nn.SGD{LR: nn.Constant(0.1)})(b); err == nil || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("a BatchNorm the step cannot reach: %v", err)
 	}
 }

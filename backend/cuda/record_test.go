@@ -282,6 +282,11 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 			return nn.NewSequential(slices.Concat(layers[:1], []nn.Module{bn}, layers[1:])...), x, y
 		}
 	}
+	dropped := func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		m, x, y := smallMLP()
+		layers := m.(*nn.Sequential).Modules()
+		return nn.NewSequential(layers[0], nn.NewDropout(0.3, tensor.NewRNG(9)), layers[1], nn.NewDropout(0.2, tensor.NewRNG(10)), layers[2]), x, y
+	}
 	lstm := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewLSTMCell("l", r, 8, 16, tensor.Float32) })
 	gru := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewGRUCell("g", r, 8, 16, tensor.Float32) })
 	for _, c := range []struct {
@@ -302,6 +307,10 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP, Nesterov", smallMLP, nesterov, 6},
 		{"MLP, RMSProp", smallMLP, rms, 6},
 		{"MLP, SGD", smallMLP, plain, 0},
+		// Dropout: the masks drawn by the recording from where the RNGs
+		// stand, an argument (two calls more: its copy to the GPU, then
+		// into the recording).
+		{"MLP with Dropout, Adam", dropped, adam, 8},
 		{"NHWC CNN with BatchNorm, Adam", normed(ops.NHWC), adam, 6},
 		{"NCHW CNN with BatchNorm, Adam", normed(ops.NCHW), adam, 6},
 		// A recurrent layer's Scan, traced step by step where the step
