@@ -25,6 +25,9 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Function.Graph", Fn: func(args ...T) { trace.NewFunction(fn).Graph(args...) }},
 		{Name: "Function.RecordError", Fn: func(args ...T) { _ = trace.NewFunction(fn).RecordError(args...) }},
 	}
-	nilsweep.Covered(t, ".", fns, map[string]string{"Function.Traces": "no argument"}, "Function")
+	nilsweep.Covered(t, ".", fns, map[string]string{
+		"Function.Traces": "no argument",
+		"Recording":       "a question: nil values are no trace's (false)",
+	}, "Function")
 	nilsweep.Sweep(t, fns)
 }
