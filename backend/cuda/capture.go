@@ -60,13 +60,16 @@ func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
 		return nil, fmt.Errorf("%w: the driver (%s) has no CUDA graphs", device.ErrCapture, d.drv.Name())
 	}
 	pool := &graphPool{free: map[int][]cu.Ptr{}}
+	d.releasing.Lock() // a release under way finishes first
 	d.mu.Lock()
 	if d.capturing != nil {
 		d.mu.Unlock()
+		d.releasing.Unlock()
 		return nil, fmt.Errorf("%w: %s is capturing already", device.ErrCapture, d.name)
 	}
 	d.capturing = pool
 	d.mu.Unlock()
+	d.releasing.Unlock()
 	if err := d.ctx.Do(func() error { return g.BeginCapture(d.s) }); err != nil {
 		d.endCapture(pool)
 		return nil, fmt.Errorf("%w: %v", device.ErrCapture, err)
@@ -139,8 +142,13 @@ func (d *Device) stopCapturing() {
 // progress, unless that capture is of pool. A recording dropped by the
 // program is released by the collector's cleanup goroutine at any time,
 // and while a stream captures, waiting for it or freeing memory would
-// invalidate the capture.
+// invalidate the capture; d.releasing keeps a capture from beginning
+// while a release that found none runs.
 func (d *Device) outsideCapture(pool *graphPool, release func()) {
+	// No capture may begin between the check and the release's end (the
+	// collector runs this on a goroutine of its own).
+	d.releasing.Lock()
+	defer d.releasing.Unlock()
 	d.mu.Lock()
 	if d.capturing != nil && d.capturing != pool {
 		d.afterCapture = append(d.afterCapture, release)

@@ -73,6 +73,12 @@ type Device struct {
 	// its end.
 	capturing    *graphPool
 	afterCapture []func()
+	// releasing is held by a release that waits for the stream and frees
+	// memory (outsideCapture) from its check that no capture is in
+	// progress to its end, and by a capture while it starts: the
+	// collector's cleanup goroutine must not wait for the stream once a
+	// capture has begun.
+	releasing sync.Mutex
 }
 
 // buffer is GPU memory.

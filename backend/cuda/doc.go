@@ -96,7 +96,8 @@
 // thread, the 32-byte sectors each warp's global loads and stores touch
 // against the least their bytes need, integer divisions, divergent
 // branches. EAGERFLOW_DEBUG=kernelcost prints the counts of every launch
-// of a program run on it, and TestKernelEfficiency holds each
+// of a program run on it (and EAGERFLOW_DEBUG=capture, the Go stack of a
+// wait for the stream that breaks a capture), and TestKernelEfficiency holds each
 // bandwidth-bound kernel to a sector efficiency, an instruction budget
 // per element and no 64-bit division (sizes divide through constants the
 // host computes once), so that a slow kernel shows on machines without a

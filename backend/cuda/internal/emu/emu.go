@@ -15,7 +15,9 @@ package emu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -564,6 +566,11 @@ func (c *Context) StreamSynchronize(s cu.Stream) error {
 		return err
 	}
 	if st.capture != nil {
+		if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "capture") {
+			// Who waited: a capture invalidated by another goroutine (the
+			// collector's cleanups) shows only here.
+			fmt.Fprintf(os.Stderr, "emu: a wait for stream %#x while it captures, from:\n%s", uintptr(s), debug.Stack())
+		}
 		err := cu.Errorf("cuStreamSynchronize", cu.ErrorCaptureUnsupported, "a wait for stream %#x while it captures", uintptr(s))
 		st.capture.invalid = err
 		return err
