@@ -416,6 +416,34 @@ func BenchmarkLoopGradientGPU(b *testing.B) {
 	}
 }
 
+// BenchmarkFashionCNNNormedTrainStepGPU is BenchmarkFashionCNNTrainStepGPU's
+// step of benchmodels.FashionCNNNormed (BatchNorm after each convolution,
+// dropout after the dense layer), eager, traced and recorded: the traced
+// step's graph carries the running statistics out and draws the masks
+// itself, so the recorded step is still one replay (its PyTorch twin
+// captures its step, BatchNorm and dropout in it, as one CUDA graph).
+func BenchmarkFashionCNNNormedTrainStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		for _, mode := range []string{"eager", "traced", "recorded"} {
+			b.Run(format.String()+"/"+mode, func(b *testing.B) {
+				restore := device.SetDefault(d)
+				defer restore()
+				model, opt, x, y := benchmodels.FashionCNNNormed(format)
+				step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
+				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
+				d.ResetPeak()
+				timeSteps(b, d, func() {
+					if _, _, err := step(batch); err != nil {
+						b.Fatal(err)
+					}
+				})
+				b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
+			})
+		}
+	}
+}
+
 // BenchmarkFashionCNNTrainStepGPU is one training step of the
 // Fashion-MNIST CNN (internal/benchmodels, batch 128, Adam) on the GPU,
 // NHWC and NCHW, eager (nn.TrainStep), traced (nn.TracedTrainStep) and

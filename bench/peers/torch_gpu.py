@@ -136,6 +136,20 @@ def fashion(memory):
     return fm, xf, yf
 
 
+# benchmodels.FashionCNNNormed: the CNN above with BatchNorm after each
+# convolution (before its ReLU) and dropout 0.25 after the dense layer;
+# the twin of BenchmarkFashionCNNNormedTrainStepGPU.
+def fashion_normed(memory):
+    fm = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 128), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(128, 10)).to(dev).to(memory_format=memory)
+    xf = torch.rand(128, 1, 28, 28, device=dev).contiguous(memory_format=memory)
+    yf = torch.arange(128, device=dev) % 10
+    return fm, xf, yf
+
+
 def peak_mb():
     return 0.0 if DRY else torch.cuda.max_memory_allocated() / (1 << 20)
 
@@ -403,15 +417,20 @@ for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_for
     fm, xf, yf = fashion(memory)
     ns = host_ns(train_step(fm, torch.optim.Adam(fm.parameters(), lr=1e-3), xf, yf, autocast=torch.bfloat16), 200)
     line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/eager/mixed_bfloat16", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+    reset_peak()
+    nm, xn, yn = fashion_normed(memory)
+    ns = host_ns(train_step(nm, torch.optim.Adam(nm.parameters(), lr=1e-3), xn, yn), 200)
+    line(f"BenchmarkTorchFashionCNNNormedTrainStepGPU/{fmt}/eager", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
     if DRY:
         continue
-    try:
-        reset_peak()
-        fm, xf, yf = fashion(memory)
-        ns = host_ns(graph_step(fm, xf, yf), 500)
-        line(f"BenchmarkTorchFashionCNNTrainStepGPU/{fmt}/recorded", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
-    except Exception as e:  # a PyTorch without graph capture: say so, go on
-        print(f"# torch CUDA graph {fmt}: {type(e).__name__}: {e}", flush=True)
+    for name, make in (("FashionCNNTrainStepGPU", fashion), ("FashionCNNNormedTrainStepGPU", fashion_normed)):
+        try:
+            reset_peak()
+            fm, xf, yf = make(memory)
+            ns = host_ns(graph_step(fm, xf, yf), 500)
+            line(f"BenchmarkTorch{name}/{fmt}/recorded", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+        except Exception as e:  # a PyTorch without graph capture: say so, go on
+            print(f"# torch CUDA graph {name} {fmt}: {type(e).__name__}: {e}", flush=True)
 
 
 def jax_twins():

@@ -28,6 +28,12 @@ func FashionCNN(format ops.DataFormat) (model *nn.Sequential, opt nn.Optimizer, 
 		nn.Flatten{},
 		nn.NewDense("dense", rng, 7*7*64, 128, nn.DenseOpts{Activation: ops.Relu}),
 		nn.NewDense("logits", rng, 128, 10, nn.DenseOpts{}))
+	x, y = fashionBatch(format)
+	return model, nn.NewAdam(nn.Constant(1e-3)), x, y
+}
+
+// fashionBatch is FashionCNN's batch in the given layout.
+func fashionBatch(format ops.DataFormat) (x, y *tensor.Tensor) {
 	shape := []int{128, 28, 28, 1}
 	if format == ops.NCHW {
 		shape = []int{128, 1, 28, 28}
@@ -37,7 +43,36 @@ func FashionCNN(format ops.DataFormat) (model *nn.Sequential, opt nn.Optimizer, 
 	for i := range labels {
 		labels[i] = int32(i % 10)
 	}
-	return model, nn.NewAdam(nn.Constant(1e-3)), x, tensor.FromSlice(labels)
+	return x, tensor.FromSlice(labels)
+}
+
+// FashionCNNNormed is FashionCNN with BatchNorm after each convolution
+// (before its ReLU; momentum 0.9, epsilon 1e-5, PyTorch's) and dropout of
+// 0.25 after the dense layer: a model whose traced step carries state
+// (the running statistics) and draws masks, the shape of the CNNs people
+// train. Its batch is FashionCNN's.
+func FashionCNNNormed(format ops.DataFormat) (model *nn.Sequential, opt nn.Optimizer, x, y *tensor.Tensor) {
+	rng := tensor.NewRNG(3)
+	conv := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: format}}
+	pool := nn.MaxPool2D{PoolOpts: ops.PoolOpts{Size: [2]int{2, 2}, Format: format}}
+	norm := func(name string, c int) *nn.BatchNorm {
+		bn := nn.NewBatchNorm(name, c, tensor.Float32)
+		bn.Momentum, bn.Epsilon = 0.9, 1e-5
+		if format == ops.NCHW {
+			bn.Axis = 1
+		}
+		return bn
+	}
+	relu := nn.Activation(ops.Relu)
+	model = nn.NewSequential(
+		nn.NewConv2D("conv1", rng, 3, 3, 1, 32, conv), norm("bn1", 32), relu, pool,
+		nn.NewConv2D("conv2", rng, 3, 3, 32, 64, conv), norm("bn2", 64), relu, pool,
+		nn.Flatten{},
+		nn.NewDense("dense", rng, 7*7*64, 128, nn.DenseOpts{Activation: ops.Relu}),
+		nn.NewDropout(0.25, tensor.NewRNG(5)),
+		nn.NewDense("logits", rng, 128, 10, nn.DenseOpts{}))
+	x, y = fashionBatch(format)
+	return model, nn.NewAdam(nn.Constant(1e-3)), x, y
 }
 
 // CharLSTM is examples/charrnn's model at its sizes: an embedding of 16
