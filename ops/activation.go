@@ -164,16 +164,25 @@ func L2Normalize(x *tensor.Tensor, axis int, epsilon float64) *tensor.Tensor {
 func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
 	needInputs("Dropout", x)
 	defer asOp("Dropout")
+	return dropWith("Dropout", x, rate, func(p float64) *tensor.Tensor {
+		return tensor.RandBernoulliOn(x.Device(), rng, x.DType(), p, x.Shape()...)
+	})
+}
+
+// dropWith is op's dropout of x at rate, its keep mask (ones where an
+// element stays, of x's dtype and shape) drawn by draw with probability
+// p = 1-rate of a one, after checking x and rate.
+func dropWith(op string, x *tensor.Tensor, rate float64, draw func(p float64) *tensor.Tensor) *tensor.Tensor {
 	if !x.DType().IsFloat() {
-		fail("Dropout", tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
+		fail(op, tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
 	}
 	if !(rate >= 0 && rate < 1) {
-		fail("Dropout", tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
+		fail(op, tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
 	}
 	if rate == 0 {
 		return x
 	}
-	keep := tensor.RandBernoulliOn(x.Device(), rng, x.DType(), 1-rate, x.Shape()...)
+	keep := draw(1 - rate)
 	scale := ScalarLike(x, 1/(1-rate))
 	mask := Mul(keep, scale)
 	if keep.Traced() == nil {

@@ -81,21 +81,7 @@ func RngBernoulliAt(starts *tensor.Tensor, slot int, offset uint64, key [2]uint3
 func DropoutAt(x *tensor.Tensor, rate float64, starts *tensor.Tensor, slot int, offset uint64, key [2]uint32) *tensor.Tensor {
 	needInputs("DropoutAt", x, starts)
 	defer asOp("DropoutAt")
-	if !x.DType().IsFloat() {
-		fail("DropoutAt", tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
-	}
-	if !(rate >= 0 && rate < 1) {
-		fail("DropoutAt", tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
-	}
-	if rate == 0 {
-		return x
-	}
-	keep := RngBernoulliAt(starts, slot, offset, key, x.DType(), 1-rate, x.Shape()...)
-	scale := ScalarLike(x, 1/(1-rate))
-	mask := Mul(keep, scale)
-	if keep.Traced() == nil {
-		keep.Release() // no tape records the product: keep was nobody's input
-		scale.Release()
-	}
-	return Mul(x, scratch(mask))
+	return dropWith("DropoutAt", x, rate, func(p float64) *tensor.Tensor {
+		return RngBernoulliAt(starts, slot, offset, key, x.DType(), p, x.Shape()...)
+	})
 }

@@ -427,21 +427,28 @@ func BenchmarkFashionCNNNormedTrainStepGPU(b *testing.B) {
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 		for _, mode := range []string{"eager", "traced", "recorded"} {
 			b.Run(format.String()+"/"+mode, func(b *testing.B) {
-				restore := device.SetDefault(d)
-				defer restore()
-				model, opt, x, y := benchmodels.FashionCNNNormed(format)
-				step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
-				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
-				d.ResetPeak()
-				timeSteps(b, d, func() {
-					if _, _, err := step(batch); err != nil {
-						b.Fatal(err)
-					}
-				})
-				b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
+				benchCNNStep(b, d, mode, nn.Policy{}, benchmodels.FashionCNNNormed, format)
 			})
 		}
 	}
+}
+
+// benchCNNStep times steps of mode (stepOf) training the model build
+// makes in format under policy on d, and reports its peak memory.
+func benchCNNStep(b *testing.B, d *Device, mode string, policy nn.Policy, build func(ops.DataFormat) (*nn.Sequential, nn.Optimizer, *tensor.Tensor, *tensor.Tensor), format ops.DataFormat) {
+	restore := device.SetDefault(d)
+	defer restore()
+	model, opt, x, y := build(format)
+	model.Policy = policy
+	step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
+	batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
+	d.ResetPeak()
+	timeSteps(b, d, func() {
+		if _, _, err := step(batch); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
 }
 
 // BenchmarkFashionCNNTrainStepGPU is one training step of the
@@ -458,19 +465,7 @@ func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 		for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16"} {
 			mode, policy := policyOf(mode)
 			b.Run(format.String()+"/"+benchName(mode, policy), func(b *testing.B) {
-				restore := device.SetDefault(d)
-				defer restore()
-				model, opt, x, y := benchmodels.FashionCNN(format)
-				model.Policy = policy
-				step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
-				batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
-				d.ResetPeak()
-				timeSteps(b, d, func() {
-					if _, _, err := step(batch); err != nil {
-						b.Fatal(err)
-					}
-				})
-				b.ReportMetric(float64(d.MemoryStats().Peak)/(1<<20), "peak-MB")
+				benchCNNStep(b, d, mode, policy, benchmodels.FashionCNN, format)
 			})
 		}
 	}

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -173,14 +172,7 @@ func TestRecordedTrainStepGuessedDepth(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Equal(losses[0], losses[1]) {
-		t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
-	}
-	for k := range state[1] {
-		if !bytes.Equal(state[0][k], state[1][k]) {
-			t.Errorf("variable or slot %d differs after the steps", k)
-		}
-	}
+	sameTraining(t, losses, state)
 }
 
 // A loop a tape records whose body holds a Cond inside a Cond records

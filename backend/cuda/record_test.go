@@ -362,15 +362,22 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 					}
 				})
 			}
-			if !slices.Equal(losses[0], losses[1]) {
-				t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
-			}
-			for k := range state[1] {
-				if !bytes.Equal(state[0][k], state[1][k]) {
-					t.Errorf("variable or slot %d differs after the steps", k)
-				}
-			}
+			sameTraining(t, losses, state)
 		})
+	}
+}
+
+// sameTraining fails t where the traced run (0) and the recorded one (1)
+// differ in a loss or in the bytes of a variable or slot after the steps.
+func sameTraining(t *testing.T, losses [2][]float64, state [2][][]byte) {
+	t.Helper()
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses: traced %v, recorded %v", losses[0], losses[1])
+	}
+	for k := range state[1] {
+		if !bytes.Equal(state[0][k], state[1][k]) {
+			t.Errorf("variable or slot %d differs after the steps", k)
+		}
 	}
 }
 
