@@ -9,25 +9,15 @@ and its settings end with each step's learning rate. The output line
 holds the output and the gradients of x and of every variable (a layer),
 the running statistics after the step (BatchNorm), or the variables
 after each step (an optimizer)."""
-import base64
 import json
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+from torch_eval import dec, enc  # float64 arrays as the Go side encodes them
+
 torch.set_default_dtype(torch.float64)
-
-
-def dec(a):
-    v = np.frombuffer(base64.b64decode(a["data"]), dtype="<f8").copy()
-    return torch.from_numpy(v).reshape(a["shape"])
-
-
-def enc(t):
-    t = t.detach().contiguous().to(torch.float64)
-    return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
 
 
 def recurrent(case, x, p):

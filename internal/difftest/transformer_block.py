@@ -6,26 +6,16 @@ Each case on standard input (JSON, see runScript): the input x [N, T, C],
 the heads, whether causal, the loss weights w and the block's weights by
 name; the output line holds the block's output and the gradients of
 sum(out * w) for x and every weight, in the order given."""
-import base64
 import json
 import math
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+from torch_eval import dec, enc  # float64 arrays as the Go side encodes them
+
 torch.set_default_dtype(torch.float64)
-
-
-def dec(a):
-    v = np.frombuffer(base64.b64decode(a["data"]), dtype="<f8").copy()
-    return torch.from_numpy(v).reshape(a["shape"])
-
-
-def enc(t):
-    t = t.detach().contiguous().to(torch.float64)
-    return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
 
 
 def block(x, p, heads, causal):
