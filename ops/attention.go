@@ -70,7 +70,13 @@ func init() {
 		},
 		// The backward op, from the forward's output and log-sum-exp and
 		// both their gradients (the log-sum-exp's: ∂lse_i/∂s_ij = p_ij).
+		// Differentiated again, the rule runs as ops (again.go).
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			if recordedAgain(g) {
+				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+					return composedAttentionStats(in[0], in[1], in[2], maskOf(in), g.Attrs.(AttentionAttrs))
+				})
+			}
 			in := append([]*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.Outputs[1], g.OutGrads[0], g.OutGrads[1]}, g.Inputs[3:]...)
 			d := eager.Run(attentionBackpropOp, g.Attrs, in...)
 			grads := []*tensor.Tensor{d[0], d[1], d[2]}
@@ -151,6 +157,16 @@ func composedAttention(q, k, v, mask *tensor.Tensor, a AttentionAttrs) *tensor.T
 	return MatMul(attentionWeights(q, k, mask, a), v)
 }
 
+// composedAttentionStats is the attention op's two outputs as ops: the
+// result and each row's log-sum-exp of its masked scores (in statDType;
+// NaN for a row of nothing, as the kernels leave it).
+func composedAttentionStats(q, k, v, mask *tensor.Tensor, a AttentionAttrs) []*tensor.Tensor {
+	s := attentionScores(q, k, mask, a)
+	top := StopGradient(Reduce(s, Reduction{Kind: ReduceMax, Dims: []int{-1}, KeepDims: true}))
+	lse := Add(Log(Reduce(Exp(Sub(s, top)), Reduction{Kind: ReduceSum, Dims: []int{-1}})), Squeeze(top, -1))
+	return []*tensor.Tensor{MatMul(Softmax(s, -1), v), Cast(lse, statDType(q.DType()))}
+}
+
 // AttentionWeights returns the weights Attention applies to v,
 // softmax(q·kᵀ·scale + mask) [..., Tq, Tk], for q [..., Tq, D] and k [...,
 // Tk, D] of one batch shape and float dtype, mask and causal as
@@ -180,6 +196,12 @@ func AttentionWeights(q, k, mask *tensor.Tensor, causal bool, scale float64) *te
 // attentionWeights is AttentionWeights of checked inputs: the scores,
 // masked to -inf, softmax.
 func attentionWeights(q, k, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tensor {
+	return Softmax(attentionScores(q, k, mask, a), -1)
+}
+
+// attentionScores are q·kᵀ·scale, -inf where mask or causality hides a
+// key.
+func attentionScores(q, k, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tensor {
 	s := Mul(MatMulT(q, k, false, true), ScalarLike(q, a.Scale))
 	keep := mask
 	if a.Causal {
@@ -195,5 +217,5 @@ func attentionWeights(q, k, mask *tensor.Tensor, a AttentionAttrs) *tensor.Tenso
 	if keep != nil {
 		s = Where(keep, s, ScalarLike(s, math.Inf(-1)))
 	}
-	return Softmax(s, -1)
+	return s
 }

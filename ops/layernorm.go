@@ -61,7 +61,13 @@ func init() {
 		// The backward op, from the statistics and all three outputs'
 		// gradients (the statistics' own are folded in: a user may
 		// differentiate through them).
+		// Differentiated again, the rule runs as ops (again.go).
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			if recordedAgain(g) {
+				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+					return composedNormStats(g.Attrs.(NormAttrs), in[0], in[1], betaOf(in))
+				})
+			}
 			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Outputs[1], g.Outputs[2], g.OutGrads[0], g.OutGrads[1], g.OutGrads[2]}
 			d := eager.Run(layerNormBackpropOp, g.Attrs, in...)
 			return d[:len(g.Inputs)]
@@ -129,14 +135,24 @@ func runNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 		in = append(in, beta)
 	}
 	if x.Rank() >= 1 && !fusedOn(layerNormOp, x) {
-		return composedNorm(a, x, gamma, beta)
+		return composedNormStats(a, x, gamma, beta)[0]
 	}
 	return eager.Run(layerNormOp, a, in...)[0]
 }
 
-// composedNorm is the normalization as ops, for devices without its
-// kernels (a half x in float32).
-func composedNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
+// betaOf is the offset among a norm call's inputs (the third), or nil.
+func betaOf(in []*tensor.Tensor) *tensor.Tensor {
+	if len(in) == 3 {
+		return in[2]
+	}
+	return nil
+}
+
+// composedNormStats is the normalization as ops, for devices without its
+// kernels (a half x in float32) and for its gradient differentiated
+// again: the op's three outputs, y and each row's mean (zeros for
+// RMSNorm) and reciprocal deviation, the statistics in statDType.
+func composedNormStats(a NormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
 	dt := x.DType()
 	if dt.IsHalf() {
 		x, gamma = Cast(x, tensor.Float32), Cast(gamma, tensor.Float32)
@@ -145,17 +161,24 @@ func composedNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 		}
 	}
 	keep := Reduction{Kind: ReduceMean, Dims: []int{-1}, KeepDims: true}
-	centered := x
+	centered, mean := x, (*tensor.Tensor)(nil)
 	if !a.RMS {
-		centered = Sub(x, Reduce(x, keep))
+		mean = Reduce(x, keep)
+		centered = Sub(x, mean)
 	}
 	variance := Reduce(Square(centered), keep)
-	y := Mul(Mul(centered, Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon)))), gamma)
+	rstd := Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon)))
+	if mean == nil {
+		mean = ZerosLike(rstd)
+	}
+	y := Mul(Mul(centered, rstd), gamma)
 	if beta != nil {
 		y = Add(y, beta)
 	}
 	if dt.IsHalf() {
 		y = Cast(y, dt)
 	}
-	return y
+	st := statDType(dt)
+	rows := x.Shape()[:x.Rank()-1]
+	return []*tensor.Tensor{y, Cast(Reshape(mean, rows...), st), Cast(Reshape(rstd, rows...), st)}
 }

@@ -62,7 +62,7 @@ func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	needInputs("MaxPool2D", x)
 	defer asOp("MaxPool2D")
 	checkPool("MaxPool2D", x, o)
-	return ReduceWindow(x, scratch(ScalarLike(x, math.Inf(-1))), ReduceMax, o.window(x))
+	return reduceWindow(x, scratch(ScalarLike(x, math.Inf(-1))), ReduceWindowAttrs{Kind: ReduceMax, Window: o.window(x).withDefaults(x.Rank()), IdentityInit: true})
 }
 
 // AvgPool2D averages each window over its elements inside the input (with

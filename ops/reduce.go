@@ -150,17 +150,32 @@ func reduceGradKept(x, dy, yk *tensor.Tensor, kind ReduceKind, dims []int, count
 		mask := Cast(Eq(x, yk), x.DType())
 		ties := Reduce(mask, Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
 		return Mul(mask, Div(dy, ties))
-	default: // ReduceProd: the product of the other elements, zeros included.
-		zero := Eq(x, ScalarLike(x, 0))
-		zeros := Reduce(Cast(zero, x.DType()), Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
-		nonzero := Reduce(Where(zero, OnesLike(x), x), Reduction{Kind: ReduceProd, Dims: dims, KeepDims: true})
-		safeX := Where(zero, OnesLike(x), x)
-		one := ScalarLike(x, 1)
-		others := Where(zero,
-			Where(Eq(zeros, one), BroadcastTo(nonzero, x.Shape()...), ZerosLike(x)),
-			Where(Eq(zeros, ScalarLike(x, 0)), Div(BroadcastTo(yk, x.Shape()...), safeX), ZerosLike(x)))
-		return Mul(dy, others)
+	default: // ReduceProd: dy times the product of the other elements.
+		return Mul(dy, productOfOthers(x, dims))
 	}
+}
+
+// productOfOthers is, for each element of x, the product of the other
+// elements of its reduction over dims, written so that it differentiates
+// again where x holds zeros (dividing the product by the element would
+// not): with no zeros y/x; at a non-zero element where there are zeros,
+// the non-zero elements' product over it times the zeros' product (0, but
+// its derivative towards a lone zero is not); at a zero, the non-zero
+// elements' product where it is the only zero, that times the other
+// zero where there are two, 0 where there are more. Exact to the second
+// derivative; a third across three zeros or more is taken as 0.
+func productOfOthers(x *tensor.Tensor, dims []int) *tensor.Tensor {
+	prod := Reduction{Kind: ReduceProd, Dims: dims, KeepDims: true}
+	sum := Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true}
+	zero := Eq(x, ScalarLike(x, 0))
+	ones, none := OnesLike(x), ZerosLike(x)
+	count := Reduce(Cast(zero, x.DType()), sum)
+	nonzero := Reduce(Where(zero, ones, x), prod)
+	atNonzero := Mul(Div(nonzero, Where(zero, ones, x)), Reduce(Where(zero, x, ones), prod))
+	otherZero := Sub(Reduce(Where(zero, x, none), sum), x) // where there are two zeros
+	atZero := Where(Eq(count, ScalarLike(x, 1)), BroadcastTo(nonzero, x.Shape()...),
+		Where(Eq(count, ScalarLike(x, 2)), Mul(nonzero, otherZero), none))
+	return Where(zero, atZero, atNonzero)
 }
 
 // Reduce applies a built-in reduction. x: numeric (Mean: float). The

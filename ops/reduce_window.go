@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -11,9 +12,19 @@ import (
 type ReduceWindowAttrs struct {
 	Kind ReduceKind // ReduceSum, ReduceMax or ReduceMin
 	Window
+	// IdentityInit says init is the reduction's identity (-Inf for Max,
+	// +Inf for Min, or the integer bounds), so that it never wins a
+	// window: the gradient of Max and Min then goes to the operand alone,
+	// without comparing each result with init. ReduceWindow sets it for
+	// an init whose value it knows (a constant on the host), MaxPool2D
+	// always.
+	IdentityInit bool
 }
 
 func (a ReduceWindowAttrs) String() string {
+	if a.IdentityInit {
+		return fmt.Sprintf("reduce=%s %v identity-init", reduceNames[a.Kind], a.Window)
+	}
 	return fmt.Sprintf("reduce=%s %v", reduceNames[a.Kind], a.Window)
 }
 
@@ -74,12 +85,16 @@ func init() {
 			if a.Kind == ReduceMin {
 				sel = SelectLE
 			}
-			// The chosen element takes the gradient; init (the identity of
-			// the reduction in any sensible use) takes none.
+			// The chosen element takes the gradient, or init where it won
+			// the window (its result equals init: a tie goes to init too).
 			zero := ZerosLike(init)
-			dx := SelectAndScatter(x, dy, zero, sel, a.Window)
-			releaseTemp(zero)
-			return []*tensor.Tensor{dx, nil}
+			defer releaseTemp(zero)
+			if a.IdentityInit {
+				return []*tensor.Tensor{SelectAndScatter(x, dy, zero, sel, a.Window), nil}
+			}
+			won := Eq(g.Outputs[0], init)
+			dx := SelectAndScatter(x, Where(won, zero, dy), zero, sel, a.Window)
+			return []*tensor.Tensor{dx, when(g.Needs[1], func() *tensor.Tensor { return Sum(Where(won, dy, zero)) })}
 		},
 	})
 
@@ -133,7 +148,24 @@ func init() {
 // of init and its window's taps (padding taps count as init). The gradient
 // of Max and Min goes through SelectAndScatter.
 func ReduceWindow(x, init *tensor.Tensor, kind ReduceKind, w Window) *tensor.Tensor {
-	return eager.Run1(reduceWindowOp, ReduceWindowAttrs{Kind: kind, Window: w.withDefaults(rankOf(x))}, x, init)
+	return reduceWindow(x, init, ReduceWindowAttrs{Kind: kind, Window: w.withDefaults(rankOf(x)), IdentityInit: isIdentity(init, kind)})
+}
+
+func reduceWindow(x, init *tensor.Tensor, a ReduceWindowAttrs) *tensor.Tensor {
+	return eager.Run1(reduceWindowOp, a, x, init)
+}
+
+// isIdentity reports whether init is known to hold the identity of a Max
+// or Min reduction (what reducing nothing gives: -Inf or +Inf, the
+// integer bounds): a scalar constant on the host that no tape or trace
+// follows.
+func isIdentity(init *tensor.Tensor, kind ReduceKind) bool {
+	if init == nil || (kind != ReduceMax && kind != ReduceMin) || init.Rank() != 0 || init.Device().Kind() != device.CPU ||
+		init.Autodiff() != nil || init.Traced() != nil || init.IsVariable() || init.ValuesDropped() {
+		return false
+	}
+	identity := Reduce(tensor.Zeros(init.DType(), 0), Reduction{Kind: kind})
+	return tensor.ToSlice[bool](Eq(init, identity))[0]
 }
 
 // ReduceWindowWith is ReduceWindow with a user reduction f (associative,

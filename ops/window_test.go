@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -387,6 +388,51 @@ func TestDepthwiseConv2DHalf(t *testing.T) {
 		want := ops.Cast(ops.DepthwiseConv2D(ops.Cast(xh, tensor.Float32), ops.Cast(fh, tensor.Float32), ops.Conv2DOpts{Padding: ops.Same}), dt)
 		if got.DType() != dt || !slices.Equal(tensor.ToSlice[float32](ops.Cast(got, tensor.Float32)), tensor.ToSlice[float32](ops.Cast(want, tensor.Float32))) {
 			t.Errorf("%v: not the float32 result rounded once", dt)
+		}
+	}
+}
+
+// Where init wins a window of Max or Min (a padding tap or a value past
+// every tap's), the window's gradient goes to init, not to the best tap;
+// an init known to be the identity (MaxPool2D's) costs no comparison.
+func TestReduceWindowGradientWhereInitWins(t *testing.T) {
+	x := tensor.FromSlice([]float64{-1, -0.5, 0.2, -2, 0.9, -0.3}, 1, 6)
+	w := ops.Window{Dims: []int{1, 2}, Padding: [][2]int{{0, 0}, {1, 1}}}
+	for _, c := range []struct {
+		kind  ops.ReduceKind
+		init  float64
+		dx    []float64
+		dinit float64
+	}{
+		// Max with init 0.5: windows (pad,-1) (-1,-0.5) (-0.5,0.2) (0.2,-2) (-2,0.9) (0.9,-0.3) (-0.3,pad).
+		{ops.ReduceMax, 0.5, []float64{0, 0, 0, 0, 2, 0}, 5},
+		// Min with init -0.4: -1, -1, -0.5, -2, -2, -0.4 (init), -0.4 (init).
+		{ops.ReduceMin, -0.4, []float64{2, 1, 0, 2, 0, 0}, 2},
+	} {
+		init := tensor.Scalar(c.init)
+		tp := tape.New()
+		tp.Watch(x, init)
+		g := tp.Gradient(ops.Sum(ops.ReduceWindow(x, init, c.kind, w)), x, init)
+		if got := tensor.ToSlice[float64](g[0]); fmt.Sprint(got) != fmt.Sprint(c.dx) {
+			t.Errorf("kind %d: the operand's gradient is %v, want %v", c.kind, got, c.dx)
+		}
+		if g[1] == nil || tensor.ToSlice[float64](g[1])[0] != c.dinit {
+			t.Errorf("kind %d: init's gradient is %v, want %g", c.kind, g[1], c.dinit)
+		}
+	}
+	img := tensor.RandNormal(tensor.NewRNG(3), tensor.Float64, 1, 4, 4, 2)
+	for name, f := range map[string]func(x *tensor.Tensor) *tensor.Tensor{
+		"MaxPool2D": func(x *tensor.Tensor) *tensor.Tensor { return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{2, 2}}) },
+		"ReduceWindow with a host -Inf": func(x *tensor.Tensor) *tensor.Tensor {
+			return ops.ReduceWindow(x, tensor.Scalar(math.Inf(-1)), ops.ReduceMax, ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 2, 2, 1}})
+		},
+	} {
+		if n := callsOf("Select", func() {
+			tp := tape.New()
+			tp.Watch(img)
+			tp.Gradient(ops.Sum(f(img)), img)
+		}); n != 0 {
+			t.Errorf("%s: its gradient compared results with init (%d Selects)", name, n)
 		}
 	}
 }

@@ -1,0 +1,123 @@
+package ops_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// opCounter counts the calls of one op by name while on.
+type opCounter struct {
+	name string
+	n    atomic.Int64
+}
+
+var (
+	counting     atomic.Pointer[opCounter]
+	addCountOnce sync.Once
+)
+
+type countObserver struct{}
+
+func (countObserver) Observe(c *eager.Call, _ []*tensor.Tensor) {
+	if oc := counting.Load(); oc != nil && c.Op != nil && c.Op.Name == oc.name {
+		oc.n.Add(1)
+	}
+}
+
+// callsOf runs fn and returns how many times it called the op name,
+// backward passes included.
+func callsOf(name string, fn func()) int64 {
+	addCountOnce.Do(func() { eager.AddObserver(countObserver{}) })
+	oc := &opCounter{name: name}
+	counting.Store(oc)
+	eager.Activate() // observed even while the tapes pause for their gradients
+	defer func() {
+		eager.Deactivate()
+		counting.Store(nil)
+	}()
+	fn()
+	return oc.n.Load()
+}
+
+// hvp is the gradient of Σ v·∇(Σ w·f(xs)) with respect to xs, from two
+// tapes: the Hessian of Σ w·f times v.
+func hvp(f func([]*tensor.Tensor) *tensor.Tensor, xs, vs []*tensor.Tensor, w *tensor.Tensor) []*tensor.Tensor {
+	outer := tape.New()
+	outer.Watch(xs...)
+	inner := tape.New()
+	inner.Watch(xs...)
+	grads := inner.Gradient(ops.Sum(ops.Mul(f(xs), w)), xs...)
+	s := tensor.Scalar(0.0)
+	for i, g := range grads {
+		s = ops.Add(s, ops.Sum(ops.Mul(g, vs[i])))
+	}
+	return outer.Gradient(s, xs...)
+}
+
+// The fused ops whose backward is an op of its own differentiate twice:
+// Hessian-vector products through them equal those through the same
+// mathematics spelled out as ops (a second derivative was silently zero
+// before), and a first-order gradient still runs the backward op.
+func TestFusedGradientsDifferentiateAgain(t *testing.T) {
+	r := tensor.NewRNG(12)
+	n := func(shape ...int) *tensor.Tensor { return tensor.RandNormal(r, tensor.Float64, shape...) }
+	mask := ops.Gt(tensor.RandUniform(r, tensor.Float64, 0, 1, 3, 4), tensor.Scalar(0.3))
+	attention := func(m *tensor.Tensor, causal bool) func([]*tensor.Tensor) *tensor.Tensor {
+		return func(in []*tensor.Tensor) *tensor.Tensor { return ops.Attention(in[0], in[1], in[2], m, causal, 0) }
+	}
+	attentionByOps := func(m *tensor.Tensor, causal bool) func([]*tensor.Tensor) *tensor.Tensor {
+		return func(in []*tensor.Tensor) *tensor.Tensor {
+			return ops.MatMul(ops.AttentionWeights(in[0], in[1], m, causal, 0), in[2])
+		}
+	}
+	for _, c := range []struct {
+		name, backward string
+		fused, byOps   func([]*tensor.Tensor) *tensor.Tensor
+		inputs         []*tensor.Tensor
+	}{
+		{"LayerNorm", "LayerNormBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor { return ops.LayerNorm(in[0], in[1], in[2], 1e-3) },
+			func(in []*tensor.Tensor) *tensor.Tensor { return normByOps(in[0], in[1], in[2], 1e-3, false) },
+			[]*tensor.Tensor{n(3, 5), n(5), n(5)}},
+		{"RMSNorm", "LayerNormBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor { return ops.RMSNorm(in[0], in[1], 1e-3) },
+			func(in []*tensor.Tensor) *tensor.Tensor { return normByOps(in[0], in[1], nil, 1e-3, true) },
+			[]*tensor.Tensor{n(2, 3, 4), n(4)}},
+		{"causal attention", "ScaledDotProductAttentionBackprop", attention(nil, true), attentionByOps(nil, true),
+			[]*tensor.Tensor{n(2, 3, 5), n(2, 4, 5), n(2, 4, 3)}},
+		{"masked attention", "ScaledDotProductAttentionBackprop", attention(mask, false), attentionByOps(mask, false),
+			[]*tensor.Tensor{n(2, 3, 5), n(2, 4, 5), n(2, 4, 3)}},
+	} {
+		vs := make([]*tensor.Tensor, len(c.inputs))
+		for i, x := range c.inputs {
+			vs[i] = n(x.Shape()...)
+		}
+		w := n(c.fused(c.inputs).Shape()...)
+		got, want := hvp(c.fused, c.inputs, vs, w), hvp(c.byOps, c.inputs, vs, w)
+		for i := range want {
+			if got[i] == nil && want[i] == nil {
+				continue // the result is linear in it (an offset)
+			}
+			if got[i] == nil || want[i] == nil {
+				t.Errorf("%s: input %d's second derivative is %v, spelled out %v", c.name, i, got[i], want[i])
+				continue
+			}
+			diff(t, fmt.Sprintf("%s: Hessian-vector product, input %d", c.name, i), got[i], want[i], 1e-9)
+		}
+		calls := callsOf(c.backward, func() {
+			tp := tape.New()
+			tp.Watch(c.inputs...)
+			tp.Gradient(ops.Sum(ops.Mul(c.fused(c.inputs), w)), c.inputs...)
+		})
+		if calls != 1 {
+			t.Errorf("%s: a first-order gradient called %s %d times, want once", c.name, c.backward, calls)
+		}
+	}
+}
