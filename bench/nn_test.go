@@ -174,3 +174,41 @@ func BenchmarkGPTGenerate(b *testing.B) {
 		b.ReportMetric(float64(gptShape.Context-1)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 	})
 }
+
+// BenchmarkBatchNorm times BatchNorm in training, forward and backward,
+// over the Fashion CNN's first activations (128 images of 28x28, 32
+// features), as one op each way (ops.BatchNorm, what nn.BatchNorm runs)
+// and as the ops it replaced (nn's BatchNorm before it: a mean, the
+// centred squares' mean, an rsqrt and three broadcast products), in both
+// layouts.
+func BenchmarkBatchNorm(b *testing.B) {
+	rng := tensor.NewRNG(9)
+	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		shape, axis, dims, along := []int{128, 28, 28, 32}, 3, []int{0, 1, 2}, []int{1, 1, 1, 32}
+		if format == ops.NCHW {
+			shape, axis, dims, along = []int{128, 32, 28, 28}, 1, []int{0, 2, 3}, []int{1, 32, 1, 1}
+		}
+		x := tensor.RandNormal(rng, tensor.Float32, shape...)
+		gamma, beta := tensor.RandNormal(rng, tensor.Float32, 32), tensor.RandNormal(rng, tensor.Float32, 32)
+		byOps := func() *tensor.Tensor {
+			mean := ops.Mean(x, dims...)
+			c := ops.Sub(x, ops.Reshape(mean, along...))
+			variance := ops.Mean(ops.Square(c), dims...)
+			scale := ops.Mul(ops.Rsqrt(ops.Add(variance, ops.ScalarLike(variance, 1e-3))), gamma)
+			return ops.Add(ops.Mul(c, ops.Reshape(scale, along...)), ops.Reshape(beta, along...))
+		}
+		fused := func() *tensor.Tensor { y, _, _ := ops.BatchNorm(x, gamma, beta, axis, 1e-3); return y }
+		for _, c := range []struct {
+			name string
+			fn   func() *tensor.Tensor
+		}{{"fused", fused}, {"ops", byOps}} {
+			b.Run(format.String()+"/"+c.name, func(b *testing.B) {
+				for b.Loop() {
+					tp := tape.New()
+					tp.Watch(x, gamma, beta)
+					tp.Gradient(ops.Sum(c.fn()), x, gamma, beta)
+				}
+			})
+		}
+	}
+}

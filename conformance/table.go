@@ -453,6 +453,25 @@ func samples() map[string][]sample {
 		h := func(x T) T { return ops.Cast(x, tensor.Float16) }
 		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, h(r(-1, 1, 5, 6)), h(r(-1, 1, 6)), h(r(-1, 1, 6)))
 	}, false, false))
+	// BatchNorm: the op and its backward (through its gradient), features
+	// last, in the middle and first.
+	add("BatchNorm", one("NHWC", func() { ops.BatchNorm(r(-1, 1, 2, 3, 2, 4), r(-1, 1, 4), r(-1, 1, 4), -1, 1e-3) }, true, true),
+		one("NCHW no offset", func() { ops.BatchNorm(r(-1, 1, 3, 2, 2, 3), r(-1, 1, 2), nil, 1, 1e-3) }, true, true),
+		one("float32 features first", func() { ops.BatchNorm(f32(r(-1, 1, 5, 7)), f32(r(-1, 1, 5)), f32(r(-1, 1, 5)), 0, 1e-3) }, false, false),
+		one("empty batch", func() { ops.BatchNorm(r(-1, 1, 0, 3), r(-1, 1, 3), r(-1, 1, 3), 1, 1e-3) }, false, false),
+		one("no features", func() { ops.BatchNorm(r(-1, 1, 4, 0), r(-1, 1, 0), nil, 1, 1e-3) }, false, false),
+		one("bfloat16", func() {
+			h := func(x T) T { return ops.Cast(x, tensor.BFloat16) }
+			ops.BatchNorm(h(r(-1, 1, 6, 4)), h(r(-1, 1, 4)), h(r(-1, 1, 4)), -1, 1e-3)
+		}, false, false))
+	add("BatchNormBackprop", one("NHWC", func() {
+		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], in[2], -1, 1e-3); return y }, r(-1, 1, 3, 2, 5), r(-1, 1, 5), r(-1, 1, 5))
+	}, false, false), one("float32 NCHW", func() {
+		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], nil, 1, 1e-3); return y }, f32(r(-1, 1, 2, 3, 4, 5)), f32(r(-1, 1, 3)))
+	}, false, false), one("float16", func() {
+		h := func(x T) T { return ops.Cast(x, tensor.Float16) }
+		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], in[2], -1, 1e-3); return y }, h(r(-1, 1, 5, 6)), h(r(-1, 1, 6)), h(r(-1, 1, 6)))
+	}, false, false))
 	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
 		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
 		one("few rows, transposed b", func() {

@@ -91,43 +91,40 @@ func (b *BatchNorm) along(x, v *tensor.Tensor) *tensor.Tensor {
 func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, b.forward) }
 
 func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
-	axis := b.Axis
-	if axis < 0 {
-		axis += x.Rank()
-	}
-	var mean, variance *tensor.Tensor
 	if b.training {
-		var dims []int
-		for d := 0; d < x.Rank(); d++ {
-			if d != axis {
-				dims = append(dims, d)
-			}
-		}
-		mean = ops.Mean(x, dims...)
-		variance = ops.Mean(ops.Square(ops.Sub(x, b.along(x, mean))), dims...)
-		for i, v := range []*tape.Variable{b.RunningMean, b.RunningVar} {
-			stat := []*tensor.Tensor{mean, variance}[i]
-			switch {
-			case b.updates != nil:
-				b.updates.vars = append(b.updates.vars, v)
-				b.updates.vals = append(b.updates.vals, movedAverage(v, stat, b.Momentum))
-			case trace.Recording(x):
-				panic(tensor.NewError("nn", "BatchNorm", tensor.ErrValue, []*tensor.Tensor{x}, "",
-					"in training mode inside a trace, its running statistics would be frozen into the graph: train with TrainStep, TracedTrainStep or RecordedTrainStep, or SetTraining(false)"))
-			default:
-				moved := movedAverage(v, stat, b.Momentum)
-				v.Assign(moved)
-				if moved.Autodiff() == nil {
-					moved.Release()
-				}
-			}
-		}
-	} else {
-		mean, variance = ops.StopGradient(b.RunningMean.Value()), ops.StopGradient(b.RunningVar.Value())
+		// One op each way (ops.BatchNorm): the tape keeps x and the
+		// statistics, not a dozen full-size temporaries.
+		y, mean, variance := ops.BatchNorm(x, valueAs(b.Gamma, x), valueAs(b.Beta, x), b.Axis, b.Epsilon)
+		b.moveStatistics(x, mean, variance)
+		return y
 	}
+	mean, variance := ops.StopGradient(valueAs(b.RunningMean, x)), ops.StopGradient(valueAs(b.RunningVar, x))
 	inv := ops.Rsqrt(ops.Add(variance, plumb.Tensor.MarkScratch(ops.ScalarLike(variance, b.Epsilon)).(*tensor.Tensor)))
-	scale := ops.Mul(inv, b.Gamma.Value())
-	return ops.Add(ops.Mul(ops.Sub(x, b.along(x, mean)), b.along(x, scale)), b.along(x, b.Beta.Value()))
+	scale := ops.Mul(inv, valueAs(b.Gamma, x))
+	return ops.Add(ops.Mul(ops.Sub(x, b.along(x, mean)), b.along(x, scale)), b.along(x, valueAs(b.Beta, x)))
+}
+
+// moveStatistics moves the running statistics towards the batch's mean
+// and variance: assigned now, or handed to a traced step's updates (a
+// trace of one's own would freeze them, and panics saying so).
+func (b *BatchNorm) moveStatistics(x, mean, variance *tensor.Tensor) {
+	for i, v := range []*tape.Variable{b.RunningMean, b.RunningVar} {
+		stat := []*tensor.Tensor{mean, variance}[i]
+		switch {
+		case b.updates != nil:
+			b.updates.vars = append(b.updates.vars, v)
+			b.updates.vals = append(b.updates.vals, movedAverage(v, stat, b.Momentum))
+		case trace.Recording(x):
+			panic(tensor.NewError("nn", "BatchNorm", tensor.ErrValue, []*tensor.Tensor{x}, "",
+				"in training mode inside a trace, its running statistics would be frozen into the graph: train with TrainStep, TracedTrainStep or RecordedTrainStep, or SetTraining(false)"))
+		default:
+			moved := movedAverage(v, stat, b.Momentum)
+			v.Assign(moved)
+			if moved.Autodiff() == nil {
+				moved.Release()
+			}
+		}
+	}
 }
 
 // Variables returns Gamma and Beta.
@@ -216,11 +213,16 @@ func (e *Embedding) Variables() []*tape.Variable { return []*tape.Variable{e.Tab
 // movedAverage returns v·momentum + stat·(1 - momentum), outside every
 // tape (the temporaries no record holds released).
 func movedAverage(v *tape.Variable, stat *tensor.Tensor, momentum float64) *tensor.Tensor {
-	old, s := ops.StopGradient(v.Value()), ops.StopGradient(stat)
+	cast := castFloat(stat, v.Value().DType()) // the statistics of a half or float32 x are float32
+	old, s := ops.StopGradient(v.Value()), ops.StopGradient(cast)
 	m, k := ops.ScalarLike(s, momentum), ops.ScalarLike(s, 1-momentum)
 	a, b := ops.Mul(old, m), ops.Mul(s, k)
 	sum := ops.Add(a, b)
-	for _, t := range []*tensor.Tensor{old, s, m, k, a, b} {
+	temps := []*tensor.Tensor{old, s, m, k, a, b}
+	if cast != stat {
+		temps = append(temps, cast)
+	}
+	for _, t := range temps {
 		if t.Autodiff() == nil && t.Traced() == nil { // in no record
 			t.Release()
 		}

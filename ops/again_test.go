@@ -90,6 +90,16 @@ func TestFusedGradientsDifferentiateAgain(t *testing.T) {
 			func(in []*tensor.Tensor) *tensor.Tensor { return ops.RMSNorm(in[0], in[1], 1e-3) },
 			func(in []*tensor.Tensor) *tensor.Tensor { return normByOps(in[0], in[1], nil, 1e-3, true) },
 			[]*tensor.Tensor{n(2, 3, 4), n(4)}},
+		{"BatchNorm NCHW", "BatchNormBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor {
+				y, _, _ := ops.BatchNorm(in[0], in[1], in[2], 1, 1e-3)
+				return y
+			},
+			func(in []*tensor.Tensor) *tensor.Tensor {
+				y, _, _ := batchNormByOps(in[0], in[1], in[2], 1, 1e-3)
+				return y
+			},
+			[]*tensor.Tensor{n(3, 2, 2, 2), n(2), n(2)}},
 		{"causal attention", "ScaledDotProductAttentionBackprop", attention(nil, true), attentionByOps(nil, true),
 			[]*tensor.Tensor{n(2, 3, 5), n(2, 4, 5), n(2, 4, 3)}},
 		{"masked attention", "ScaledDotProductAttentionBackprop", attention(mask, false), attentionByOps(mask, false),

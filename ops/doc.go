@@ -129,6 +129,7 @@
 //	SparseSoftmaxCrossEntropy(logits, ids)   [n c], [n] int -> [n]
 //	LayerNorm(x, gamma, beta, eps)           [..., c], [c] -> [..., c]; one op each way
 //	RMSNorm(x, gamma, eps)                   [..., c], [c] -> [..., c]; one op each way
+//	BatchNorm(x, gamma, beta, axis, eps)     x, [c] -> x, mean [c], variance [c]; one op each way
 //	Attention(q, k, v, mask, causal, scale)  [..., tq d], [..., tk d], [..., tk dv] -> [..., tq dv]
 //	BiasAdd(x, bias, format)                 NHWC or NCHW
 //	L2Normalize(x, axis, eps)

@@ -67,6 +67,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Attention", Fn: ops.Attention},
 		{Name: "AttentionWeights", Fn: ops.AttentionWeights},
 		{Name: "LayerNorm", Fn: ops.LayerNorm},
+		{Name: "BatchNorm", Fn: ops.BatchNorm},
 		{Name: "RMSNorm", Fn: ops.RMSNorm},
 		{Name: "Gather", Fn: ops.Gather},
 		{Name: "Ge", Fn: ops.Ge},

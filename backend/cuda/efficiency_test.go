@@ -69,6 +69,10 @@ const (
 // dwShifted is the NCHW depthwise kernels' debt.
 const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 16 KiB, float32 rows of some 1360 elements; 8 KiB and 680 for the filter gradient); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
 
+// bnPlanes is the debt of BatchNorm's sums over features in the middle
+// (NCHW).
+const bnPlanes = "issue 32: NCHW BatchNorm folds each feature's planes, and planes whose bytes are not a multiple of 32 (14x14 float32: 784) start off their sectors, so a warp's 128 bytes touch five sectors where they fill four (88%); 28x28 planes read 100%; a fold over whole rows of features (all C at once, as the cols kernels) would pay it"
+
 // wideNCHW is the debt of the window kernels that NCHW pooling's gradient
 // takes where an image's rows are too wide for a band's shared memory.
 const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 16 KiB: some 1360 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
@@ -100,6 +104,7 @@ var budgets = map[string]kernelBudget{
 	"pool2d_sum_nhwc_bf16":           {instr: 2*36 + 8},
 	"pool2d_select_put_ge_nhwc_bf16": {instr: 2*50 + 8},
 	"add_f32_bc":                     {instr: broadcastBudget},
+	"eq_f32_bc":                      {instr: broadcastBudget}, // ReduceWindow's gradient where init is not known to be the identity
 	"addrelu_f32_bc":                 {instr: broadcastBudget},
 	"div_f32_bc":                     {instr: broadcastBudget},
 	"select_f32_bc":                  {instr: broadcastBudget},
@@ -179,18 +184,39 @@ var budgets = map[string]kernelBudget{
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
 	// three passes and two block-wide combines over a row of 64 on a block
 	// of 256 (longer rows share those better).
-	"layer_norm_f32":           {instr: 52},
-	"layer_norm_grad_f32":      {instr: 30},
-	"rms_norm_f32":             {instr: 52},
-	"rms_norm_grad_f32":        {instr: 32},
-	"sparse_xent_f32_s32":      {instr: 110},
-	"sparse_xent_grad_f32_s32": {instr: 58},
-	"gelutanh_f32":             {instr: 90},
-	"gelutanhgrad_f32_vv":      {instr: 52},
-	"attn_probs_f32":           {instr: 290},
-	"attn_grad_f32":            {instr: 52},
-	"attn_probs_f32_mask":      {instr: 290},
-	"attn_grad_f32_mask":       {instr: 58},
+	// BatchNorm's kernels, float64 inside: the sums fold a part of each
+	// feature (cols: 32 features a block, a row's features one load;
+	// planes: a warp a part, 12 elements a lane, then a shuffle butterfly
+	// of float64s), the reduce kernels fold the parts, a finishing kernel
+	// writes each feature's coefficients (a division and a square root: a
+	// thread a feature);
+	// the elementwise kernels find an element's feature by two divisions
+	// through constants and read its coefficients (counted as elements:
+	// 8 bytes each).
+	"batch_norm_sums_x_cols_f32":      {instr: 20}, // 16 features: half of each warp idle (32 features: 14.5)
+	"batch_norm_sums_sq_cols_f32":     {instr: 18},
+	"batch_norm_sums_grad_cols_f32":   {instr: 16},
+	"batch_norm_sums_x_planes_f32":    {instr: 34, efficiency: 0.85, debt: bnPlanes},
+	"batch_norm_sums_sq_planes_f32":   {instr: 27, efficiency: 0.85, debt: bnPlanes},
+	"batch_norm_sums_grad_planes_f32": {instr: 27, efficiency: 0.85, debt: bnPlanes},
+	"batch_norm_mean_f32":             {instr: 13},
+	"batch_norm_var_f32":              {instr: 13},
+	"batch_norm_grad_coef_f32":        {instr: 9},
+	"batch_norm_coef_f32":             {instr: 40},
+	"batch_norm_apply_f32":            {instr: 10},
+	"batch_norm_grad_f32":             {instr: 8.5},
+	"layer_norm_f32":                  {instr: 52},
+	"layer_norm_grad_f32":             {instr: 30},
+	"rms_norm_f32":                    {instr: 52},
+	"rms_norm_grad_f32":               {instr: 32},
+	"sparse_xent_f32_s32":             {instr: 110},
+	"sparse_xent_grad_f32_s32":        {instr: 58},
+	"gelutanh_f32":                    {instr: 90},
+	"gelutanhgrad_f32_vv":             {instr: 52},
+	"attn_probs_f32":                  {instr: 290},
+	"attn_grad_f32":                   {instr: 52},
+	"attn_probs_f32_mask":             {instr: 290},
+	"attn_grad_f32_mask":              {instr: 58},
 	// The flash kernels are bound by arithmetic, not memory: four threads
 	// a row, each tile element loaded once for the block's 64 rows (four
 	// FMAs and a vector shared load per four, twice: the score, then the
@@ -336,6 +362,15 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			gamma, beta := g(256), g(256)
 			grad(func() *tensor.Tensor { return ops.LayerNorm(x, gamma, beta, 1e-5) }, x, gamma, beta)
 			grad(func() *tensor.Tensor { return ops.RMSNorm(x, gamma, 1e-5) }, x, gamma)
+		}},
+		{"batch norm NHWC and NCHW (planes of 14x14 and 28x28) and their gradients", func() {
+			for _, c := range []struct {
+				x    *tensor.Tensor
+				axis int
+			}{{img, -1}, {imgc, 1}, {g(8, 28, 28, 32), -1}, {g(8, 32, 28, 28), 1}} {
+				gamma, beta := g(c.x.Dim(c.axis)), g(c.x.Dim(c.axis))
+				grad(func() *tensor.Tensor { y, _, _ := ops.BatchNorm(c.x, gamma, beta, c.axis, 1e-3); return y }, c.x, gamma, beta)
+			}
 		}},
 		{"GeluTanh and its gradient", func() { grad(func() *tensor.Tensor { return ops.GeluTanh(x) }, x) }},
 		{"cross-entropy and its gradient", func() {

@@ -73,20 +73,24 @@ func reduceCounting(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int
 	// least ReduceColChunk, for about ReduceColThreads threads.
 	// The half types' partials are float32: they are rounded once, at
 	// the end.
+	// The limits are of 4-byte values: a float64 fold takes half as many
+	// a thread, so that a launch has a thread for every 64 bytes it reads.
 	partial, from := d.Compute(), d
 	src, count := x, mid*scale
+	wide := max(d.Compute().Size()/4, 1)
+	colChunk, blockRows, rowChunk := kernels.ReduceColChunk/wide, kernels.ReduceColBlockRows/wide, kernels.ReduceRowChunk/wide
 	for {
-		if inner > 1 && mid > kernels.ReduceColChunk && mid <= kernels.ReduceColBlockRows {
+		if inner > 1 && mid > colChunk && mid <= blockRows {
 			g.reduceColsBlock(c, kernels.ReduceIO(from, d), name, out, src, outer, mid, inner, count)
 			if src != x {
 				src.Release()
 			}
 			return
 		}
-		limit := kernels.ReduceRowChunk
+		limit := rowChunk
 		if inner > 1 {
 			parts := max(1, kernels.ReduceColThreads/(outer*inner))
-			limit = max(kernels.ReduceColChunk, (mid+parts-1)/parts)
+			limit = max(colChunk, (mid+parts-1)/parts)
 		}
 		chunk, parts := kernels.ReduceParts(mid, limit)
 		dst, pass, to := out, name, d

@@ -500,10 +500,37 @@ func genSoftmax(g *gen) bool {
 }
 
 // genTransformer adds a LayerNorm or RMSNorm over an operand's last
-// dimension (with or without an offset), or scaled dot-product attention
-// of new queries, keys and values (batch dims 0 to 2, causal or not, an
-// explicit mask keeping key 0 of every row or none).
+// dimension (with or without an offset), a BatchNorm over every dimension
+// of an operand but one (each feature of two elements or more: one
+// normalizes to exactly 0, whose gradient's rounding the references
+// write differently), or scaled dot-product attention of new queries,
+// keys and values (batch dims 0 to 2, causal or not, an explicit mask
+// keeping key 0 of every row or none).
 func genTransformer(g *gen) bool {
+	if g.chance(0.2) {
+		fits := func(s tensor.Shape) []int {
+			var axes []int
+			for a := range s.Rank() {
+				if s[a] > 0 && s.NumElements()/s[a] >= 2 {
+					axes = append(axes, a)
+				}
+			}
+			return axes
+		}
+		x := g.operand(1, 3, func(s tensor.Shape) bool { return len(fits(s)) > 0 })
+		s := g.value(x).Shape()
+		axes := fits(s)
+		if len(axes) == 0 { // a new input of a shape that fits none
+			return false
+		}
+		axis := axes[g.intn(len(axes))]
+		args := []int{x, g.input([]int{s[axis]}, 0.5, 1.5)}
+		if g.chance(0.6) {
+			args = append(args, g.input([]int{s[axis]}, -1, 1))
+		}
+		g.add("batch_norm", Attrs{Axis: axis, Eps: []float64{1e-5, 1e-3}[g.intn(2)]}, args...)
+		return true
+	}
 	if g.chance(0.5) {
 		x := g.operand(1, 3, func(s tensor.Shape) bool { return s[s.Rank()-1] > 0 })
 		c := g.value(x).Dim(-1)

@@ -264,6 +264,13 @@ func apply(op string, x []T, a Attrs) T {
 			beta = x[2]
 		}
 		return ops.LayerNorm(x[0], x[1], beta, a.Eps)
+	case "batch_norm":
+		var beta T
+		if len(x) == 3 {
+			beta = x[2]
+		}
+		y, _, _ := ops.BatchNorm(x[0], x[1], beta, a.Axis, a.Eps)
+		return y
 	case "attention":
 		var mask T
 		if a.Labels != nil {

@@ -286,6 +286,14 @@ def step(op, args, a):
     if op == "sparse_xent":
         lab = torch.tensor(a["labels"], dtype=torch.long)
         return torch.nn.functional.cross_entropy(x, lab, reduction="none")
+    if op == "batch_norm":
+        dims = [d for d in range(x.dim()) if d != a["axis"]]
+        along = [1] * x.dim()
+        along[a["axis"]] = x.shape[a["axis"]]
+        mean = x.mean(dims, keepdim=True)
+        d = x - mean
+        y = d * torch.rsqrt(d.pow(2).mean(dims, keepdim=True) + a["eps"]) * args[1].reshape(along)
+        return y + args[2].reshape(along) if len(args) == 3 else y
     if op == "layer_norm":
         if a["kind"] == "rms":
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + a["eps"]) * args[1]

@@ -29,7 +29,7 @@ func normKernels() []*ptx.Kernel {
 		}
 		out = append(out, normGradRows("layer_norm_grad", d), normGradRows("rms_norm_grad", d))
 	}
-	return out
+	return append(out, batchNormKernels()...)
 }
 
 // eachNormRow writes a row kernel over [rows, n] of dtype d: body runs

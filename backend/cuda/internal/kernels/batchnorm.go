@@ -1,0 +1,409 @@
+package kernels
+
+import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+
+// Batch normalization kernels (ops/batchnorm.go), x viewed as [outer, C,
+// inner] with the features C in the middle, in float64. The sums per
+// feature are folded in two steps whose order the shapes alone fix: the
+// sums kernels give a block to each part of a feature's elements and write
+// the part's sum to partial [k, parts, C], then a finishing kernel gives a
+// block to 32 neighbouring features, folds their parts as the cols
+// kernel folds rows and writes what follows from them. A coefficient table coef [rows, C] carries each
+// feature's mean, r = 1/√(variance + eps), γ·r, β and the input
+// gradient's k2 and k3 between the kernels.
+//
+//   - batch_norm_sums_<mode>_cols_<dtype> (partial, x[, dy], coef, rows, C,
+//     parts, chunk, blocks): features last (inner 1): a block for 32
+//     neighbouring features and chunk rows (BNChunk), each warp's lanes
+//     folding rows warp, warp+8, ... of their features (a row's features
+//     one coalesced load), the first warp adding the eight warps' sums in
+//     order. parts and blocks are divisors (groups of 32 features ×
+//     parts).
+//   - batch_norm_sums_<mode>_planes_<dtype> (partial, x[, dy], coef, outer,
+//     C, inner, parts, chunk, blocks): a warp for chunk of a feature's
+//     outer·inner elements (BNChunk), its lanes folding elements
+//     l, l+32, ... (element j at (j / inner, f, j mod inner)), then a
+//     shuffle butterfly; blocks counts the warps (features × parts).
+//     Modes: x (Σx), sq (Σ(x − mean)², the mean from coef row 0), grad
+//     (Σdy and Σdy·(x − mean): k = 2).
+//   - batch_norm_mean_<dtype> (mean, coef, sums, C, count): mean =
+//     Σx/count into the output and coef row 0.
+//   - batch_norm_var_<dtype> (var, coef, sums, gamma, beta, C, count, eps,
+//     has_beta): the variance into the output, then r, γ·r and
+//     β (0 without has_beta) into coef rows 1-3.
+//   - batch_norm_coef_<dtype> (coef, mean, var, gamma, beta, C, eps,
+//     has_beta): a thread a feature writes coef rows 0-3 from given
+//     statistics (the backward's).
+//   - batch_norm_grad_coef_<dtype> (dgamma, dbeta, coef, sums, dmean,
+//     dvar, C, count): dβ = Σdy and dγ = r·Σdy·(x − mean) (0 over
+//     no elements) into the outputs, k2 = (2·dvar − γr·r·dγ)/count and k3
+//     = (dmean − γr·dβ)/count into coef rows 4 and 5.
+//   - batch_norm_apply_<dtype> (y, x, coef, outer, C, inner, per): a
+//     thread an element: y = (x − mean)·γr + β (per = C·inner, a divisor
+//     as inner is: the feature of element e is e / inner mod C).
+//   - batch_norm_grad_<dtype> (dx, x, dy, coef, outer, C, inner, per): dx =
+//     (γr·dy + k3) + k2·(x − mean), the product rounded before the sum as
+//     the CPU's is (a feature of one element gets exactly 0).
+
+// BNChunk is the size of a part of each feature's fold by mode: rows of
+// a cols block (8 warps), or elements of a planes warp; a thread folds 12
+// elements of each operand (6 in grad mode, which reads x and dy), so
+// that a launch has a thread for every 16 elements it reads, the
+// coefficients included.
+func BNChunk(mode string, cols bool) int {
+	each := 12 / bnAccs[mode]
+	if cols {
+		return each * ReduceBlock / 32
+	}
+	return each * 32
+}
+
+// BNModes are the sums kernels' modes, and bnAccs how many sums each
+// writes.
+var (
+	BNModes = []string{"x", "sq", "grad"}
+	bnAccs  = map[string]int{"x": 1, "sq": 1, "grad": 2}
+)
+
+func batchNormKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Floats {
+		for _, mode := range BNModes {
+			out = append(out, bnSumsCols(mode, d), bnSumsPlanes(mode, d))
+		}
+		out = append(out, bnFinish("batch_norm_mean", d), bnFinish("batch_norm_var", d), bnFinish("batch_norm_grad_coef", d),
+			bnCoef(d), bnElementwise("batch_norm_apply", d), bnElementwise("batch_norm_grad", d))
+	}
+	return out
+}
+
+// bnSumsParams declares a sums kernel's leading parameters: partial, x,
+// dy (grad mode) and coef (sq and grad).
+func bnSumsParams(k *ptx.Kernel, mode string) (partial, x, dy, coef ptx.Reg) {
+	partial, x = k.ParamPtr("partial"), k.ParamPtr("x")
+	if mode == "grad" {
+		dy = k.ParamPtr("dy")
+	}
+	if mode != "x" {
+		coef = k.ParamPtr("coef")
+	}
+	return partial, x, dy, coef
+}
+
+// bnTerms adds element e's terms (x at e, feature's mean mu) to accs.
+func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []ptx.Reg) {
+	m := fm{k}
+	v := loadWide(k, d, k.Addr(x, e, d.Size()))
+	switch mode {
+	case "x":
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], v)
+	case "sq":
+		c := m.sub(v, mu)
+		k.Op("fma.rn.f64 %s, %s, %s, %s", accs[0], c, c, accs[0])
+	case "grad":
+		g := loadWide(k, d, k.Addr(dy, e, d.Size()))
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], g)
+		k.Op("fma.rn.f64 %s, %s, %s, %s", accs[1], g, m.sub(v, mu), accs[1])
+	}
+}
+
+// bnPartialAt is the index of sum a of feature f, part p in partial [k,
+// parts, C].
+func bnPartialAt(k *ptx.Kernel, a int, nc, f, parts, p ptx.Reg) ptx.Reg {
+	at := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %d", at, parts, a)
+	k.Op("add.s64 %s, %s, %s", at, at, p)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", at, at, nc, f)
+	return at
+}
+
+// newAccs is n float64 registers holding 0.
+func newAccs(m fm, n int) []ptx.Reg {
+	accs := make([]ptx.Reg, n)
+	for i := range accs {
+		accs[i] = zero64(m)
+	}
+	return accs
+}
+
+func bnSumsCols(mode string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("batch_norm_sums", mode, "cols", string(d)))
+	partial, x, dy, coef := bnSumsParams(k, mode)
+	rows, nc := k.Param("rows", ptx.U64), k.Param("C", ptx.U64)
+	parts, chunk, blocks := paramDivisor(k, "parts"), k.Param("chunk", ptx.U64), k.Param("blocks", ptx.U64)
+	var p ptx.Reg // the block's part
+	group := func(vb ptx.Reg) ptx.Reg {
+		var g ptx.Reg
+		g, p = divmod(k, vb, parts)
+		return g
+	}
+	eachFeatureBlock(k, blocks, bnAccs[mode], group, nc, func(f ptx.Reg, accs []ptx.Reg, warp, step ptx.Reg) {
+		var mu ptx.Reg
+		if mode != "x" {
+			mu = load(k, F64, k.Addr(coef, f, 8))
+		}
+		start, count := part(k, p, rows, chunk)
+		from, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("add.s64 %s, %s, %s", from, start, warp)
+		k.Op("add.s64 %s, %s, %s", end, start, count)
+		k.Loop(from, end, step, func(row ptx.Reg) {
+			e := k.Reg(ptx.U64)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", e, row, nc, f)
+			bnTerms(k, mode, d, x, dy, e, mu, accs)
+		})
+	}, func(f ptx.Reg, sums []ptx.Reg) {
+		for a, v := range sums {
+			store(k, F64, k.Addr(partial, bnPartialAt(k, a, nc, f, parts.v, p), 8), v)
+		}
+	})
+	return k
+}
+
+// eachFeatureBlock writes the loop of a kernel whose blocks take groups
+// of 32 neighbouring features (lane l: feature 32·group + l), over
+// blocks virtual blocks (grid-stride), each of the group group(block)
+// gives: fold adds this lane's share into accs (n float64 sums, zero
+// first; lanes past nc skip it), then the first warp's lanes add the
+// eight warps' sums in order and finish runs with them, a lane a
+// feature.
+func eachFeatureBlock(k *ptx.Kernel, blocks ptx.Reg, n int, group func(vb ptx.Reg) ptx.Reg, nc ptx.Reg,
+	fold func(f ptx.Reg, accs []ptx.Reg, warp, step ptx.Reg), finish func(f ptx.Reg, sums []ptx.Reg)) {
+	const warps = ReduceBlock / 32
+	m := fm{k}
+	b := newBlockRows(k, 8*n) // [sum][warp][lane]
+	lane, warp, step := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("and.b64 %s, %s, 31", lane, b.tid)
+	k.Op("shr.u64 %s, %s, 5", warp, b.tid)
+	k.Op("mov.u64 %s, %d", step, warps)
+	slot := k.Reg(ptx.U64)
+	k.Op("mad.lo.s64 %s, %s, 8, %s", slot, b.tid, b.sh)
+	b.eachRow(blocks, func(vb ptx.Reg) {
+		g := group(vb)
+		f, valid := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("mad.lo.s64 %s, %s, 32, %s", f, g, lane)
+		k.Op("setp.lt.u64 %s, %s, %s", valid, f, nc)
+		accs := newAccs(m, n)
+		skip := k.Label("feature_lane")
+		k.Op("@!%s bra %s", valid, skip)
+		fold(f, accs, warp, step)
+		k.Place(skip)
+		for a, acc := range accs {
+			k.Op("st.shared.f64 [%s+%d], %s", slot, a*ReduceBlock*8, acc)
+		}
+		k.Op("bar.sync 0")
+		pr, done := k.Reg(ptx.Pred), k.Label("features_done")
+		k.Op("setp.ne.u64 %s, %s, 0", pr, warp)
+		k.Op("@%s bra %s", pr, done)
+		k.Op("@!%s bra %s", valid, done)
+		sums := make([]ptx.Reg, n)
+		for a := range sums {
+			r := k.Reg(ptx.F64)
+			k.Op("ld.shared.f64 %s, [%s+%d]", r, slot, a*ReduceBlock*8)
+			for w := 1; w < warps; w++ {
+				v := k.Reg(ptx.F64)
+				k.Op("ld.shared.f64 %s, [%s+%d]", v, slot, (a*ReduceBlock+w*32)*8)
+				k.Op("add.rn.f64 %s, %s, %s", r, r, v)
+			}
+			sums[a] = r
+		}
+		finish(f, sums)
+		k.Place(done)
+		k.Op("bar.sync 0") // the slots are read before the next block's
+	})
+}
+
+func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
+	const warps = ReduceBlock / 32
+	k := ptx.NewKernel(Name("batch_norm_sums", mode, "planes", string(d)))
+	partial, x, dy, coef := bnSumsParams(k, mode)
+	outer, nc, inner := k.Param("outer", ptx.U64), k.Param("C", ptx.U64), paramDivisor(k, "inner")
+	parts, chunk, blocks := paramDivisor(k, "parts"), k.Param("chunk", ptx.U64), k.Param("blocks", ptx.U64)
+	m := fm{k}
+	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
+	lane, first, stride, n32 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	for _, r := range []struct {
+		reg ptx.Reg
+		sr  string
+	}{{lane, "tid"}, {first, "ctaid"}, {stride, "nctaid"}} {
+		r32 := k.Reg(ptx.U32)
+		k.Op("mov.u32 %s, %%%s.x", r32, r.sr)
+		k.Op("cvt.u64.u32 %s, %s", r.reg, r32)
+	}
+	warp := k.Reg(ptx.U64)
+	k.Op("shr.u64 %s, %s, 5", warp, lane)
+	k.Op("and.b64 %s, %s, 31", lane, lane)
+	k.Op("mad.lo.s64 %s, %s, %d, %s", first, first, warps, warp) // this warp's first (feature, part)
+	k.Op("mul.lo.s64 %s, %s, %d", stride, stride, warps)
+	k.Op("mov.u64 %s, 32", n32)
+	total := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", total, outer, inner.v)
+	k.Loop(first, blocks, stride, func(vw ptx.Reg) {
+		f, p := divmod(k, vw, parts)
+		var mu ptx.Reg
+		if mode != "x" {
+			mu = load(k, F64, k.Addr(coef, f, 8))
+		}
+		accs := newAccs(m, bnAccs[mode])
+		start, count := part(k, p, total, chunk)
+		// Element j of the feature is x[e], e = (o·C + f)·inner + i for
+		// (o, i) = divmod(j, inner), found once; a step of 32 moves i and
+		// e by 32, and e on by jump = (C − 1)·inner each time i wraps.
+		o, i := divmod(k, addU64(k, start, lane), inner)
+		e, jump := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", e, o, nc, f)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", e, e, inner.v, i)
+		k.Op("sub.s64 %s, %s, 1", jump, nc)
+		k.Op("mul.lo.s64 %s, %s, %s", jump, jump, inner.v)
+		k.Loop(lane, count, n32, func(ptx.Reg) {
+			bnTerms(k, mode, d, x, dy, e, mu, accs)
+			k.Op("add.s64 %s, %s, 32", i, i)
+			k.Op("add.s64 %s, %s, 32", e, e)
+			wrap, wrapped := k.Label("wrap"), k.Label("wrapped")
+			pw := k.Reg(ptx.Pred)
+			k.Place(wrap)
+			k.Op("setp.lt.u64 %s, %s, %s", pw, i, inner.v)
+			k.Op("@%s bra %s", pw, wrapped)
+			k.Op("sub.s64 %s, %s, %s", i, i, inner.v)
+			k.Op("add.s64 %s, %s, %s", e, e, jump)
+			k.Op("bra.uni %s", wrap)
+			k.Place(wrapped)
+		})
+		pr, skip := k.Reg(ptx.Pred), k.Label("planes_lane")
+		sums := make([]ptx.Reg, len(accs))
+		for a, acc := range accs {
+			sums[a] = warpCombine(k, ptx.F64, acc, 32, add)
+		}
+		k.Op("setp.ne.u64 %s, %s, 0", pr, lane)
+		k.Op("@%s bra %s", pr, skip)
+		for a, v := range sums {
+			store(k, F64, k.Addr(partial, bnPartialAt(k, a, nc, f, parts.v, p), 8), v)
+		}
+		k.Place(skip)
+	})
+	return k
+}
+
+// bnFinish writes the finishing kernels: a thread a feature reads its
+// sums (sums [k, C], the parts' sums folded by the reduce kernels) and
+// writes what follows.
+func bnFinish(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name(kind, string(d)))
+	var out, out2, gamma, beta, dmean, dvar ptx.Reg
+	switch kind {
+	case "batch_norm_mean":
+		out = k.ParamPtr("mean")
+	case "batch_norm_var":
+		out = k.ParamPtr("var")
+	case "batch_norm_grad_coef":
+		out, out2 = k.ParamPtr("dgamma"), k.ParamPtr("dbeta")
+	}
+	coef, sumsAt := k.ParamPtr("coef"), k.ParamPtr("sums")
+	switch kind {
+	case "batch_norm_var":
+		gamma, beta = k.ParamPtr("gamma"), k.ParamPtr("beta")
+	case "batch_norm_grad_coef":
+		dmean, dvar = k.ParamPtr("dmean"), k.ParamPtr("dvar")
+	}
+	nc, count := k.Param("C", ptx.U64), k.Param("count", ptx.F64)
+	var eps, hasBeta ptx.Reg
+	if kind == "batch_norm_var" {
+		eps, hasBeta = k.Param("eps", ptx.F64), k.Param("has_beta", ptx.U32)
+	}
+	m := fm{k}
+	k.GridStride(nc, func(f ptx.Reg) {
+		put := func(i int, v ptx.Reg) { store(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8), v) }
+		row := func(i int) ptx.Reg { return load(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8)) }
+		sum := func(a int) ptx.Reg { return load(k, F64, k.Addr(sumsAt, coefAt(k, nc, a, f), 8)) }
+		switch kind {
+		case "batch_norm_mean":
+			mu := m.div(sum(0), count) // NaN for no elements, as the ops' mean
+			storeNarrow(k, d, k.Addr(out, f, d.Size()), mu)
+			put(0, mu)
+		case "batch_norm_var":
+			v := m.div(sum(0), count)
+			storeNarrow(k, d, k.Addr(out, f, d.Size()), v)
+			bnScale(k, d, m, v, eps, gamma, beta, hasBeta, f, put)
+		case "batch_norm_grad_coef":
+			r, gr, db := row(1), row(2), sum(0)
+			dg := m.mul(r, sum(1))
+			empty, zero := k.Reg(ptx.Pred), zero64(m)
+			k.Op("setp.eq.f64 %s, %s, %s", empty, count, zero)
+			k.Op("selp.f64 %s, %s, %s, %s", dg, zero, dg, empty) // a sum of nothing, whatever r (NaN) is
+			storeNarrow(k, d, k.Addr(out, f, d.Size()), dg)
+			storeNarrow(k, d, k.Addr(out2, f, d.Size()), db)
+			stat := func(p ptx.Reg) ptx.Reg { return loadWide(k, d, k.Addr(p, f, d.Size())) }
+			put(4, m.div(m.sub(m.mul(m.c(2), stat(dvar)), m.mul(m.mul(gr, r), dg)), count))
+			put(5, m.div(m.sub(stat(dmean), m.mul(gr, db)), count))
+		}
+	})
+	return k
+}
+
+// bnScale writes coef rows 1-3 of feature f from its variance v: r, γ·r
+// and β (0 without has_beta).
+func bnScale(k *ptx.Kernel, d DType, m fm, v, eps, gamma, beta, hasBeta, f ptx.Reg, put func(i int, v ptx.Reg)) {
+	sd := m.add(v, eps)
+	k.Op("sqrt.rn.f64 %s, %s", sd, sd)
+	r := m.div(m.c(1), sd)
+	put(1, r)
+	put(2, m.mul(loadWide(k, d, k.Addr(gamma, f, d.Size())), r))
+	b := zero64(m)
+	none, skip := k.Reg(ptx.Pred), k.Label("no_beta")
+	k.Op("setp.eq.u32 %s, %s, 0", none, hasBeta)
+	k.Op("@%s bra %s", none, skip)
+	k.Op("mov.f64 %s, %s", b, loadWide(k, d, k.Addr(beta, f, d.Size())))
+	k.Place(skip)
+	put(3, b)
+}
+
+// bnElementwise writes the kernels of a thread an element: kind's
+// operands, then (outer, C, inner, per).
+func bnElementwise(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name(kind, string(d)))
+	o, x := k.ParamPtr("out"), k.ParamPtr("x")
+	var dy ptx.Reg
+	if kind == "batch_norm_grad" {
+		dy = k.ParamPtr("dy")
+	}
+	coef := k.ParamPtr("coef")
+	outer, nc := k.Param("outer", ptx.U64), k.Param("C", ptx.U64)
+	inner := paramDivisor(k, "inner")
+	m := fm{k}
+	cells(k, outer, nc, inner, func(e, _, f, _ ptx.Reg) {
+		// coef row i, feature f
+		row := func(i int) ptx.Reg { return load(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8)) }
+		centered := m.sub(loadWide(k, d, k.Addr(x, e, d.Size())), row(0))
+		var v ptx.Reg
+		switch kind {
+		case "batch_norm_apply":
+			v = m.add(m.mul(centered, row(2)), row(3))
+		case "batch_norm_grad":
+			v = m.add(m.add(m.mul(row(2), loadWide(k, d, k.Addr(dy, e, d.Size()))), row(5)), m.mul(row(4), centered))
+		}
+		storeNarrow(k, d, k.Addr(o, e, d.Size()), v)
+	})
+	return k
+}
+
+// bnCoef writes batch_norm_coef_<d>.
+func bnCoef(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("batch_norm_coef", string(d)))
+	coef, mean, variance, gamma, beta := k.ParamPtr("coef"), k.ParamPtr("mean"), k.ParamPtr("var"), k.ParamPtr("gamma"), k.ParamPtr("beta")
+	nc, eps, hasBeta := k.Param("C", ptx.U64), k.Param("eps", ptx.F64), k.Param("has_beta", ptx.U32)
+	m := fm{k}
+	k.GridStride(nc, func(f ptx.Reg) {
+		put := func(i int, v ptx.Reg) { store(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8), v) }
+		put(0, loadWide(k, d, k.Addr(mean, f, d.Size())))
+		bnScale(k, d, m, loadWide(k, d, k.Addr(variance, f, d.Size())), eps, gamma, beta, hasBeta, f, put)
+	})
+	return k
+}
+
+// coefAt is the index of row i, feature f of a coefficient table [rows,
+// C].
+func coefAt(k *ptx.Kernel, nc ptx.Reg, i int, f ptx.Reg) ptx.Reg {
+	at := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %d", at, nc, i)
+	k.Op("add.s64 %s, %s, %s", at, at, f)
+	return at
+}

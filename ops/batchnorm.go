@@ -1,0 +1,157 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Batch normalization in training as one op (Ioffe & Szegedy), forward
+// and backward: the statistics of each feature over every other
+// dimension, then x normalized, scaled and offset. A backend's kernels
+// read x for the statistics and again to normalize it; the backward
+// reads x and the output's gradient for two sums per feature and again
+// to write the input's gradient, where the ops spelled out take a dozen
+// passes and keep as many full-size temporaries on a tape. The forward
+// keeps each feature's mean and (biased) variance, which are also what a
+// layer moves its running statistics by. A device without the kernels
+// runs the same mathematics as ops.
+
+// BatchNormAttrs are the batch normalization ops' attributes: the
+// feature dimension (non-negative) and the epsilon added to the variance.
+type BatchNormAttrs struct {
+	Axis    int
+	Epsilon float64
+}
+
+func (a BatchNormAttrs) String() string { return fmt.Sprintf("axis=%d epsilon=%g", a.Axis, a.Epsilon) }
+
+var batchNormOp, batchNormBackpropOp *eager.Op
+
+// batchNormShapes checks the feature axis of x and gamma (and beta, where
+// given) [C] of x's dtype, C x's size along the axis, failing c otherwise.
+func batchNormShapes(c *eager.Call, x *tensor.Tensor, a BatchNormAttrs, params ...*tensor.Tensor) {
+	if a.Axis < 0 || a.Axis >= x.Rank() {
+		c.Fail(tensor.ErrAttr, "the feature axis %d is outside x's %d dimensions", a.Axis, x.Rank())
+	}
+	for _, p := range params {
+		if p.DType() != x.DType() {
+			c.Fail(tensor.ErrDType, "the scale and offset must be %v as x is, got %v", x.DType(), p.DType())
+		}
+		if !p.Shape().Equal(tensor.Shape{x.Dim(a.Axis)}) {
+			c.Fail(tensor.ErrShape, "the scale and offset must be [%d] (x's dimension %d), got %v", x.Dim(a.Axis), a.Axis, p.Shape())
+		}
+	}
+}
+
+func init() {
+	// Inputs x, gamma[, beta]; outputs y, mean, variance (the statistics
+	// [C] in statDType).
+	batchNormOp = eager.Register(&eager.Op{
+		Name: "BatchNorm", Inputs: -1, DTypes: floatTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) != 2 && len(c.Inputs) != 3 {
+				c.Fail(tensor.ErrArity, "takes x, a scale and an optional offset, got %d inputs", len(c.Inputs))
+			}
+			x, a := c.Inputs[0], c.Attrs.(BatchNormAttrs)
+			batchNormShapes(c, x, a, c.Inputs[1:]...)
+			st, features := statDType(x.DType()), tensor.Shape{x.Dim(a.Axis)}
+			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: st, Shape: features}, {DType: st, Shape: features}}
+		},
+		// The backward op, from the statistics and all three outputs'
+		// gradients; differentiated again, the op as ops (again.go).
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			a := g.Attrs.(BatchNormAttrs)
+			if recordedAgain(g) {
+				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+					return composedBatchNorm(a, in[0], in[1], betaOf(in))
+				})
+			}
+			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Outputs[1], g.Outputs[2], g.OutGrads[0], g.OutGrads[1], g.OutGrads[2]}
+			d := eager.Run(batchNormBackpropOp, a, in...)
+			return d[:len(g.Inputs)]
+		},
+	})
+	// Inputs x, gamma, mean, variance, dy, dmean, dvariance; outputs dx,
+	// dgamma, dbeta.
+	batchNormBackpropOp = eager.Register(&eager.Op{
+		Name: "BatchNormBackprop", Inputs: 7, DTypes: floatTypes, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, gamma, dy, a := c.Inputs[0], c.Inputs[1], c.Inputs[4], c.Attrs.(BatchNormAttrs)
+			batchNormShapes(c, x, a, gamma)
+			st, features := statDType(x.DType()), tensor.Shape{x.Dim(a.Axis)}
+			for _, i := range []int{2, 3, 5, 6} {
+				if s := c.Inputs[i]; s.DType() != st || !s.Shape().Equal(features) {
+					c.Fail(tensor.ErrShape, "input %d must be %v %v (a statistic of each feature), got %s", i, st, features, tensor.Describe(s))
+				}
+			}
+			if dy.DType() != x.DType() || !dy.Shape().Equal(x.Shape()) {
+				c.Fail(tensor.ErrShape, "the output's gradient must be x's dtype and shape %v %v, got %s", x.DType(), x.Shape(), tensor.Describe(dy))
+			}
+			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: x.DType(), Shape: features}, {DType: x.DType(), Shape: features}}
+		},
+	})
+}
+
+// BatchNorm normalizes x over every dimension but axis (the features; a
+// negative axis counts from the end) with the batch's statistics, then
+// scales and offsets it: (x - mean)·rsqrt(variance + epsilon)·gamma +
+// beta, gamma and beta [C] of x's float dtype, C = x.Dim(axis) (beta nil:
+// no offset). It returns y (x's shape and dtype) and each feature's mean
+// and biased variance [C] (float32 for float32 and the half types, which
+// are normalized in float32 and rounded once; float64 for float64), for a
+// layer to move its running statistics by. Differentiable in x, gamma
+// and beta, through all three results, to any order. Panics with a
+// *tensor.Error for an axis, shapes or dtypes that do not fit.
+func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mean, variance *tensor.Tensor) {
+	needInputs("BatchNorm", x, gamma)
+	defer asOp("BatchNorm")
+	if axis < 0 {
+		axis += x.Rank()
+	}
+	a := BatchNormAttrs{Axis: axis, Epsilon: epsilon}
+	in := []*tensor.Tensor{x, gamma}
+	if beta != nil {
+		in = append(in, beta)
+	}
+	var outs []*tensor.Tensor
+	if axis >= 0 && axis < x.Rank() && !fusedOn(batchNormOp, x) {
+		outs = composedBatchNorm(a, x, gamma, beta)
+	} else {
+		outs = eager.Run(batchNormOp, a, in...)
+	}
+	return outs[0], outs[1], outs[2]
+}
+
+// composedBatchNorm is BatchNorm as ops, for devices without its kernels
+// (a half x in float32) and for its gradient differentiated again: the
+// op's three outputs.
+func composedBatchNorm(a BatchNormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
+	dt := x.DType()
+	if dt.IsHalf() {
+		x, gamma = Cast(x, tensor.Float32), Cast(gamma, tensor.Float32)
+		if beta != nil {
+			beta = Cast(beta, tensor.Float32)
+		}
+	}
+	// x as [outer, C, inner]: the statistics over dimensions 0 and 2.
+	shape := x.Shape()
+	outer, inner := shape[:a.Axis].NumElements(), shape[a.Axis+1:].NumElements()
+	c := x.Dim(a.Axis)
+	xv := Reshape(x, outer, c, inner)
+	mean := Reduce(xv, Reduction{Kind: ReduceMean, Dims: []int{0, 2}})
+	centered := Sub(xv, Reshape(mean, 1, c, 1))
+	variance := Reduce(Square(centered), Reduction{Kind: ReduceMean, Dims: []int{0, 2}})
+	scale := Mul(Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon))), gamma)
+	y := Mul(centered, Reshape(scale, 1, c, 1))
+	if beta != nil {
+		y = Add(y, Reshape(beta, 1, c, 1))
+	}
+	y = Reshape(y, shape...)
+	if dt.IsHalf() {
+		y = Cast(y, dt)
+	}
+	st := statDType(dt)
+	return []*tensor.Tensor{y, Cast(mean, st), Cast(variance, st)}
+}
