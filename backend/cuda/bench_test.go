@@ -672,12 +672,13 @@ func BenchmarkAttentionGPU(b *testing.B) {
 	}
 }
 
-// BenchmarkWindowOpsGPU is max pooling (3x3 at a stride of 2, VALID) and
-// a depthwise convolution (3x3 at a stride of 2, SAME) with their
-// gradients, ResNet's and MobileNet's shapes at batch 32 ([32 64 112
-// 112] and [32 96 112 112], float32) in both layouts: the band kernels'
-// work (pooling's select and scatter, the depthwise kernels' bands of
-// rows) beside PyTorch's (cuDNN's pooling, its grouped convolution).
+// BenchmarkWindowOpsGPU is max pooling (3x3 at a stride of 2, VALID), a
+// depthwise convolution (3x3 at a stride of 2, SAME) and BatchNorm in
+// training with their gradients, ResNet's and MobileNet's shapes at batch
+// 32 ([32 64 112 112] and [32 96 112 112], float32) in both layouts: the
+// band kernels' work (pooling's select and scatter, the depthwise
+// kernels' bands of rows) and BatchNorm's sums beside PyTorch's (cuDNN's
+// pooling, its grouped convolution, its batch norm).
 func BenchmarkWindowOpsGPU(b *testing.B) {
 	d := benchGPU(b)
 	n, size := 32, 112
@@ -700,6 +701,18 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 			tp.Watch(x, f)
 			y := ops.DepthwiseConv2D(x, f, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: format})
 			return tp.Gradient(ops.Sum(y), x, f)
+		}},
+		{"BatchNorm", 64, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+			axis := 1
+			if format == ops.NHWC {
+				axis = 3
+			}
+			// The scale and offset: two [channels] rows of the filter.
+			gamma, beta := ops.Reshape(ops.Index(f, 0, 0), -1), ops.Reshape(ops.Index(f, 1, 1), -1)
+			tp := tape.New()
+			tp.Watch(x, gamma, beta)
+			y, _, _ := ops.BatchNorm(x, gamma, beta, axis, 1e-3)
+			return tp.Gradient(ops.Sum(y), x, gamma, beta)
 		}},
 	} {
 		for _, format := range []ops.DataFormat{ops.NCHW, ops.NHWC} {

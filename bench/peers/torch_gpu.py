@@ -390,10 +390,11 @@ if torch_gpt.SDPA is not None:
         qkv = [torch.randn(4, 8, t, 64, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16", host_ns(attend, 20), "ns/op")
 
-# Max pooling (3x3, stride 2) and a depthwise convolution (3x3, stride 2,
-# padding 1: the output size of eagerflow's SAME) with their gradients,
-# at ResNet's and MobileNet's shapes (BenchmarkWindowOpsGPU), the
-# gradients handed back as eagerflow's are (none accumulated).
+# Max pooling (3x3, stride 2), a depthwise convolution (3x3, stride 2,
+# padding 1: the output size of eagerflow's SAME) and BatchNorm in
+# training with their gradients, at ResNet's and MobileNet's shapes
+# (BenchmarkWindowOpsGPU), the gradients handed back as eagerflow's are
+# (none accumulated).
 wn, wsize = (1, 16) if DRY else (32, 112)
 for fmt, memory in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_last)):
     px = torch.randn(wn, 64, wsize, wsize, device=dev).to(memory_format=memory).requires_grad_(True)
@@ -407,6 +408,13 @@ for fmt, memory in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_l
     def depthwise():
         torch.autograd.grad(torch.nn.functional.conv2d(dx, dwf, stride=2, padding=1, groups=96).sum(), [dx, dwf])
     line(f"BenchmarkTorchWindowOpsGPU/Depthwise3x3s2/{fmt}", host_ns(depthwise, 20), "ns/op")
+    bx = torch.randn(wn, 64, wsize, wsize, device=dev).to(memory_format=memory).requires_grad_(True)
+    bg, bb = torch.randn(64, device=dev).requires_grad_(True), torch.randn(64, device=dev).requires_grad_(True)
+
+    def batch_norm():
+        y = torch.nn.functional.batch_norm(bx, None, None, bg, bb, training=True, eps=1e-3)
+        torch.autograd.grad(y.sum(), [bx, bg, bb])
+    line(f"BenchmarkTorchWindowOpsGPU/BatchNorm/{fmt}", host_ns(batch_norm, 20), "ns/op")
 
 for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
     reset_peak()
