@@ -240,6 +240,11 @@ func generate(seed uint64, id int) *Program {
 	for _, w := range g.p.weights {
 		g.p.Weights = append(g.p.Weights, encode(w))
 	}
+	for _, x := range g.in {
+		v := tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, -1, 1, x.Shape()...)
+		g.p.second = append(g.p.second, v)
+		g.p.Second = append(g.p.Second, encode(v))
+	}
 	return g.p
 }
 

@@ -30,7 +30,8 @@ func testGPU(t *testing.T) *cuda.Device {
 }
 
 // The seeded random op programs (the ones compared with PyTorch) run on
-// the GPU as on the CPU: every step's value and every input's gradient.
+// the GPU as on the CPU: every step's value and every input's gradient,
+// and in float64 the Hessian-vector products.
 // In float64 within the PyTorch comparison's tolerance; in float32
 // (inputs cast) as agree32 says. Each GPU kernel an op program reaches
 // (windows, convolutions, gathers, reductions along any axes, broadcasts,
@@ -71,6 +72,28 @@ func TestOpsAgreeOnGPU(t *testing.T) {
 				}
 				check("float64 step", got, want)
 				check("float64 gradient of input", gotGrads, wantGrads)
+				hv := func(dev device.Device) (out []T, err error) {
+					in, vs := make([]T, len(p.in)), make([]T, len(p.in))
+					for i := range p.in {
+						if in[i], err = p.in[i].To(dev); err != nil {
+							return nil, err
+						}
+						if vs[i], err = p.second[i].To(dev); err != nil {
+							return nil, err
+						}
+					}
+					err = tensor.Catch(func() { out = p.hessianVector(in, vs) })
+					return out, err
+				}
+				wantHV, err := hv(cpu)
+				if err != nil {
+					t.Fatalf("program %d's Hessian-vector product on the CPU: %v\n%s", id, err, describe(p))
+				}
+				if gotHV, err := hv(d); err != nil {
+					t.Errorf("program %d's Hessian-vector product on %s: %v\n%s", id, d.Name(), err, describe(p))
+				} else {
+					check("float64 Hessian-vector product, input", gotHV, wantHV)
+				}
 				cpu32, cpu32Grads, err32 := run(p.in, tensor.Float32, cpu)
 				gpu32, gpu32Grads, err := run(p.in, tensor.Float32, d)
 				check32 := func(what string, got, cpu32, want []T) {
@@ -97,7 +120,7 @@ func TestOpsAgreeOnGPU(t *testing.T) {
 				}
 				steps += len(p.Steps)
 			}
-			t.Logf("seed %d: %d programs (%d in float32 too), %d steps on %s: every value and gradient compared with the CPU's (%d float32 ones ill-conditioned, held to the CPU's own error)",
+			t.Logf("seed %d: %d programs (%d in float32 too), %d steps on %s: every value, gradient and float64 Hessian-vector product compared with the CPU's (%d float32 ones ill-conditioned, held to the CPU's own error)",
 				seed, *flagGPUCases, checked32, steps, d.Name(), strayed)
 		})
 	}

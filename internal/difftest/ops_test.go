@@ -24,6 +24,28 @@ func (p *Program) eagerly(in []T) (vals, grads []T) {
 	return vals, tp.Gradient(loss, in...)
 }
 
+// hessianVector is the gradient of Σ v·∂loss/∂in over p's inputs in,
+// for directions vs, from two tapes: the gradient rules differentiated
+// in their turn.
+func (p *Program) hessianVector(in, vs []T) []T {
+	outer := tape.New()
+	outer.Watch(in...)
+	inner := tape.New()
+	inner.Watch(in...)
+	_, loss := p.run(in)
+	s := tensor.Scalar(0.0)
+	for i, g := range inner.Gradient(loss, in...) {
+		if g != nil {
+			s = ops.Add(s, ops.Sum(ops.Mul(g, vs[i])))
+		}
+	}
+	return outer.Gradient(s, in...)
+}
+
+// secondTol is the tolerance of the Hessian-vector products: sums of
+// more terms, rounded more often, than the gradients'.
+const secondTol = 1e-7
+
 // freshInputs returns new values for p's inputs, of the same shapes.
 func (p *Program) freshInputs(seed uint64) []T {
 	out := make([]T, len(p.in))
@@ -109,7 +131,8 @@ func checkSplit(p *Program, grads []T) string {
 }
 
 // Seeded random op programs agree with PyTorch (values of every step,
-// gradients of every input), and traced with eager.
+// gradients of every input, Hessian-vector products), and traced with
+// eager.
 func TestOpsMatchPyTorch(t *testing.T) {
 	needTorch(t)
 	for _, seed := range seeds(t) {
@@ -131,7 +154,7 @@ func TestOpsMatchPyTorch(t *testing.T) {
 				progs, vals[id], grads[id] = append(progs, p), v, g
 			}
 			res := runTorch(t, progs)
-			steps := 0
+			steps, unsecond := 0, 0
 			for _, p := range progs {
 				r := res[p.ID]
 				if r == nil || r.Error != "" {
@@ -149,8 +172,23 @@ func TestOpsMatchPyTorch(t *testing.T) {
 						t.Errorf("program %d, gradient of input %d: %s\n%s", p.ID, i, d, describe(p))
 					}
 				}
+				if r.SecondError != "" { // an op PyTorch does not differentiate twice
+					unsecond++
+					continue
+				}
+				var hv []T
+				if err := tensor.Catch(func() { hv = p.hessianVector(p.in, p.second) }); err != nil {
+					t.Errorf("program %d, Hessian-vector product: %v\n%s", p.ID, err, describe(p))
+					continue
+				}
+				for i, h := range hv {
+					if d := compareWithin(h, r.Second[i], secondTol); d != "" {
+						t.Errorf("program %d, Hessian-vector product, input %d: %s\n%s", p.ID, i, d, describe(p))
+					}
+				}
 			}
-			t.Logf("seed %d: %d programs, %d steps: every step's value and every input's gradient compared", seed, len(progs), steps)
+			t.Logf("seed %d: %d programs, %d steps: every step's value, every input's gradient and Hessian-vector product compared (%d without the product: PyTorch does not differentiate an op twice)",
+				seed, len(progs), steps, unsecond)
 		})
 	}
 }

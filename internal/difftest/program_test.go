@@ -100,9 +100,13 @@ type Program struct {
 	Inputs  []*Array `json:"inputs"`
 	Steps   []Step   `json:"steps"`
 	Weights []*Array `json:"weights"`
+	// Second is a direction per input: the reference also returns the
+	// Hessian-vector product, the gradient of Σ v·∂loss/∂in.
+	Second []*Array `json:"second,omitempty"`
 
 	in      []T // the inputs as tensors
 	weights []T
+	second  []T
 }
 
 // arg returns the value that an Args entry names.

@@ -29,7 +29,13 @@ def dec(a):
 def enc(t):
     if t is None:
         return None
-    t = t.detach().contiguous().to(torch.float64)
+    t = t.detach()
+    if t._is_zerotensor():
+        # Autograd's efficient zeros (a double backward through sign,
+        # floor or round hands them out) have no storage: numpy reads
+        # whatever memory lies there.
+        t = torch.zeros(t.shape, dtype=torch.float64)
+    t = t.contiguous().to(torch.float64)
     return {"shape": list(t.shape), "data": base64.b64encode(t.numpy().astype("<f8").tobytes()).decode()}
 
 
@@ -231,13 +237,26 @@ UNARY = {
     "softplus": lambda x: torch.nn.functional.softplus(x, beta=1.0, threshold=40.0),
     "gelu": lambda x: torch.nn.functional.gelu(x),
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "elu": torch.nn.functional.elu, "floor": torch.floor, "ceil": torch.ceil, "round": xla_round,
+    # ELU as eagerflow composes it: at exactly 0 its second derivative is
+    # the negative side's (e^0), where F.elu's double backward takes the
+    # positive side's 0 (both are one-sided derivatives at the kink).
+    "elu": lambda x: torch.where(x > 0, x, torch.expm1(first_min(x, torch.zeros_like(x)))), "floor": torch.floor, "ceil": torch.ceil, "round": xla_round,
     "sign": torch.sign, "identity": lambda x: x,
 }
 
+def pow_positive(a, b):
+    # The programs' bases are positive (generate_test.go's genDomain).
+    # torch.pow's gradient towards the base is masked to 0 where the
+    # exponent is 0 (right: b·a^(b-1) is 0 there), and so is that mask's
+    # derivative towards the exponent, which is a^-1, not 0: Hessian-vector
+    # products through it were wrong where an exponent is exactly 0 (finite
+    # differences agree with eagerflow's). exp(b·log a) has every order right.
+    return torch.exp(b * torch.log(a))
+
+
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-    "max": first_max, "min": first_min, "pow": torch.pow, "rem": torch.fmod,
+    "max": first_max, "min": first_min, "pow": pow_positive, "rem": torch.fmod,
 }
 
 
@@ -404,8 +423,23 @@ def run_program(c):
         attrs = {k: ([] if v is None else v) for k, v in s["attrs"].items()}
         vals.append(step(s["op"], args, attrs))
     loss = sum((v * dec(w)).sum() for v, w in zip(vals, c["weights"]))
-    grads = torch.autograd.grad(loss, inputs, allow_unused=True)
-    return {"values": [enc(v) for v in vals], "grads": [enc(g) for g in grads]}
+    second = c.get("second")
+    grads = torch.autograd.grad(loss, inputs, allow_unused=True, create_graph=bool(second))
+    out = {"values": [enc(v) for v in vals], "grads": [enc(g) for g in grads]}
+    if second:
+        # The Hessian-vector product: the gradient of sum(v * dloss/din)
+        # over the inputs (None where nothing depends on them).
+        terms = [(g * dec(v)).sum() for g, v in zip(grads, second) if g is not None and g.requires_grad]
+        if not terms:
+            out["second"] = [None for _ in inputs]
+            return out
+        try:
+            hv = torch.autograd.grad(sum(terms), inputs, allow_unused=True)
+        except RuntimeError as e:  # an op without a double backward
+            out["second_error"] = str(e)
+            return out
+        out["second"] = [enc(h) for h in hv]
+    return out
 
 
 # ---- control-flow programs: the same templates as control_test.go ----

@@ -75,6 +75,9 @@ type torchResult struct {
 	Values []*Array `json:"values"`
 	Grads  []*Array `json:"grads"`
 	Second []*Array `json:"second"`
+	// SecondError says why an op program has no Hessian-vector product:
+	// an op whose gradient PyTorch does not differentiate.
+	SecondError string `json:"second_error"`
 }
 
 // runTorch evaluates cases (each marshalled as torch_eval.py reads them)
