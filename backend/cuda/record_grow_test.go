@@ -84,6 +84,65 @@ func TestRecordedLoopGuessedDepth(t *testing.T) {
 	}
 }
 
+// Where a call outgrew a recording's stacks and the graph cannot be
+// recorded again (the emulator refuses the capture, as a device out of
+// memory would), the calls run op by op, with the eager results, and
+// RecordError says why; the graph is not recorded again afterwards.
+func TestRecordedLoopNotRecordedAgain(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	if !emulated {
+		t.Skip("the emulator refuses the capture")
+	}
+	awaitNoObservers(t)
+	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(a[0])
+		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+			func(v []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
+			},
+			[]*tensor.Tensor{a[0]})
+		return tp.Gradient(ops.Sum(out[0]), a[0])
+	}
+	f := trace.NewFunction(fn)
+	f.Record = true
+	args := func(threshold float32) []*tensor.Tensor {
+		return []*tensor.Tensor{onGPU(t, d, tensor.FromSlice([]float32{0.5, 1}, 2)), onGPU(t, d, tensor.Scalar(threshold))}
+	}
+	// Trip counts 2 (the trace), 2 (recorded), 3 (past the stacks: op by
+	// op, the recording dropped), then 3 and 2 where it cannot be made
+	// again.
+	for call, threshold := range []float32{3, 3, 30, 30, 3} {
+		if call == 3 {
+			ctx.RefuseCaptures(1)
+		}
+		a := args(threshold)
+		want := tensor.ToSlice[float32](onHost(t, fn(a)[0]))
+		if err := d.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		launches := graphLaunches(d)()
+		got, err := f.Call(a...)
+		if err != nil {
+			t.Fatalf("call %d: %v", call, err)
+		}
+		if g := tensor.ToSlice[float32](onHost(t, got[0])); !slices.Equal(g, want) {
+			t.Errorf("call %d (threshold %g): %v, want %v", call, threshold, g, want)
+		}
+		// Calls 1 and 2 replay (2 then finds its stacks overflowed); 3 and
+		// 4 have no recording.
+		if n, replays := graphLaunches(d)()-launches, call == 1 || call == 2; (n > 0) != replays {
+			t.Errorf("call %d: %d graph launches, want replayed: %v", call, n, replays)
+		}
+		err = f.RecordError(args(3)...)
+		if refused := call >= 3; refused != (err != nil) || refused && !strings.Contains(err.Error(), "RefuseCaptures") {
+			t.Errorf("call %d: RecordError %v, want the refusal: %v", call, err, refused)
+		}
+	}
+	ctx.RefuseCaptures(0)
+}
+
 // repeatedDense is a model whose loop the batch decides: a Dense layer
 // with tanh applied while fewer than max(x) passes ran, then a Dense
 // layer of two logits.

@@ -113,6 +113,7 @@ type Context struct {
 	// loop bodies run, BranchesTaken the IF bodies.
 	conds                     map[cu.CondHandle]uint32
 	LoopPasses, BranchesTaken int
+	refuse                    int // captures still to refuse (RefuseCaptures)
 }
 
 type stream struct {

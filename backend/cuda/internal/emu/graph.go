@@ -50,8 +50,20 @@ func (c *Context) BeginCapture(s cu.Stream) error {
 	if st.capture != nil {
 		return cu.Errorf(call, cu.ErrorInvalidValue, "stream %#x is capturing already", uintptr(s))
 	}
+	if c.refuse > 0 {
+		c.refuse--
+		return cu.Errorf(call, cu.ErrorOutOfMemory, "refused, as a test asked (RefuseCaptures)")
+	}
 	st.capture = &capture{}
 	return nil
+}
+
+// RefuseCaptures makes the next n captures fail to begin, as out of
+// memory, for tests of what a recording that cannot be made does.
+func (c *Context) RefuseCaptures(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = n
 }
 
 // EndCapture ends the capture of s and instantiates what it recorded.
