@@ -25,7 +25,10 @@ type sample struct {
 	name string
 	call func()
 	// grad asks for the finite-difference check of the gradients (float64
-	// inputs in a smooth region); second for second order too.
+	// inputs in a smooth region); second for second order too: the
+	// gradient rules are ops, differentiable in their turn, and every
+	// sample with a gradient check asks it (forcing it on found three
+	// wrong second derivatives).
 	grad, second bool
 }
 

@@ -171,8 +171,8 @@ func samples() map[string][]sample {
 	// Elementwise of one input.
 	add("Neg", unary(ops.Neg, numbers, -2, 2, true, true)...)
 	add("Abs", unary(ops.Abs, numbers, 0.1, 2, true, true)...)
-	add("Abs", unary(ops.Abs, floats, -2, -0.1, true, false)...)
-	add("Sign", unary(ops.Sign, numbers, -2, 2, true, false)...)
+	add("Abs", unary(ops.Abs, floats, -2, -0.1, true, true)...)
+	add("Sign", unary(ops.Sign, numbers, -2, 2, true, true)...)
 	add("Square", unary(ops.Square, numbers, -2, 2, true, true)...)
 	add("Relu", unary(ops.Relu, numbers, -2, 2, false, false)...)
 	add("Relu", one("away from 0", func() { ops.Relu(ops.Mul(ops.Sign(r(-1, 1, 9)), r(0.2, 1, 9))) }, true, true))
@@ -215,7 +215,7 @@ func samples() map[string][]sample {
 	add("Identity", one("of a variable", func() { ops.Identity(tape.NewVariable("v", r(-1, 1, 3)).Value()) }, false, false))
 	add("StopGradient", unary(ops.StopGradient, every, -2, 2, false, false)...)
 	add("ToDevice", unary(func(x T) T { return ops.ToDevice(x, device.SecondCPU()) }, every, -2, 2, true, true)...)
-	add("ToDevice", one("a transposed view", func() { ops.ToDevice(tr(r(-1, 1, 3, 4)), device.SecondCPU()) }, true, false),
+	add("ToDevice", one("a transposed view", func() { ops.ToDevice(tr(r(-1, 1, 3, 4)), device.SecondCPU()) }, true, true),
 		one("of a variable", func() { ops.ToDevice(tape.NewVariable("v", r(-1, 1, 3)).Value(), device.SecondCPU()) }, false, false))
 	for _, to := range slices.Concat([]tensor.DType{tensor.Float32, tensor.Int64, tensor.Bool, tensor.Float64, tensor.Uint8}, narrows) {
 		if to == tensor.Float64 || to == tensor.Uint8 { // these two from the narrow floats alone
@@ -241,10 +241,10 @@ func samples() map[string][]sample {
 	add("Mul", binary(ops.Mul, numbers, -2, 2, -2, 2, true, true)...)
 	add("Div", binary(ops.Div, floats, -2, 2, 0.5, 2, true, true)...)
 	add("Div", binary(ops.Div, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, -9, 9, -9, 9, false, false)...)
-	add("Rem", binary(ops.Rem, floats, 1.1, 1.9, 0.6, 0.9, true, false)...)
+	add("Rem", binary(ops.Rem, floats, 1.1, 1.9, 0.6, 0.9, true, true)...)
 	add("Rem", binary(ops.Rem, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, -9, 9, -9, 9, false, false)...)
-	add("Max", binary(ops.Max, numbers, -2, 2, -2, 2, true, false)...)
-	add("Min", binary(ops.Min, numbers, -2, 2, -2, 2, true, false)...)
+	add("Max", binary(ops.Max, numbers, -2, 2, -2, 2, true, true)...)
+	add("Min", binary(ops.Min, numbers, -2, 2, -2, 2, true, true)...)
 	add("Pow", binary(ops.Pow, floats, 0.5, 2, -2, 2, true, true)...)
 	add("Pow", binary(ops.Pow, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, 0, 4, 0, 4, false, false)...)
 	for _, cmp := range []struct {
@@ -266,8 +266,8 @@ func samples() map[string][]sample {
 	add("Nonzero", one("scalar", func() { ops.Nonzero(tensor.Scalar(int64(3))) }, false, false),
 		one("empty", func() { ops.Nonzero(tensor.Zeros(tensor.Float32, 0, 5)) }, false, false),
 		one("rank 3, a mask", func() { ops.Nonzero(of(tensor.Bool, 0, 1, 2, 3, 5)) }, false, false))
-	add("Select", one("scalar predicate", func() { ops.Where(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, false),
-		one("broadcast", func() { ops.Where(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, false))
+	add("Select", one("scalar predicate", func() { ops.Where(of(tensor.Bool, 0, 1), r(-1, 1, 4), r(-1, 1, 4)) }, true, true),
+		one("broadcast", func() { ops.Where(of(tensor.Bool, 0, 1, 2, 1), r(-1, 1, 1, 3), r(-1, 1, 2, 3)) }, true, true))
 
 	// Reductions.
 	for _, dt := range numbers {
@@ -280,8 +280,8 @@ func samples() map[string][]sample {
 		one("mean keepdims", func() {
 			ops.Reduce(r(-1, 1, 2, 3, 4), ops.Reduction{Kind: ops.ReduceMean, Dims: []int{1}, KeepDims: true})
 		}, true, true),
-		one("max", func() { ops.Amax(r(-1, 1, 3, 5), 1) }, true, false),
-		one("min transposed", func() { ops.Amin(tr(r(-1, 1, 4, 3)), 0) }, true, false),
+		one("max", func() { ops.Amax(r(-1, 1, 3, 5), 1) }, true, true),
+		one("min transposed", func() { ops.Amin(tr(r(-1, 1, 4, 3)), 0) }, true, true),
 		one("prod", func() { ops.Prod(r(0.5, 1.5, 3, 4), 0) }, true, true),
 		one("prod with zeros", func() {
 			ops.Prod(ops.Mul(r(0.5, 1.5, 2, 4), tensor.FromSlice([]float64{1, 0, 1, 1, 1, 1, 0, 0}, 2, 4)), 1)
@@ -291,9 +291,9 @@ func samples() map[string][]sample {
 		}, true, true),
 		one("empty", func() { ops.Sum(r(-1, 1, 0, 3), 0) }, false, false),
 		one("float32 long rows", func() { ops.Sum(ops.Cast(r(-1, 1, 3, 1000), tensor.Float32), 1) }, false, false),
-		one("scalar", func() { ops.Sum(r(-1, 1)) }, true, false))
+		one("scalar", func() { ops.Sum(r(-1, 1)) }, true, true))
 	add("Cumsum", one("axis 1", func() { ops.Cumsum(r(-1, 1, 3, 4), 1, false, false) }, true, true),
-		one("exclusive reverse", func() { ops.Cumsum(r(-1, 1, 4, 3), 0, true, true) }, true, false),
+		one("exclusive reverse", func() { ops.Cumsum(r(-1, 1, 4, 3), 0, true, true) }, true, true),
 		one("int64", func() { ops.Cumsum(of(tensor.Int64, 0, 9, 5), 0, false, true) }, false, false),
 		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false))
 
@@ -321,18 +321,18 @@ func samples() map[string][]sample {
 				Padding: [][2]int{{0, 0}, {1, 0}, {1, 1}, {0, 0}}})
 		}, dt == tensor.Float64, false))
 	}
-	add("Reshape", one("transposed input", func() { ops.Reshape(tr(r(-1, 1, 3, 4)), 12) }, true, false),
+	add("Reshape", one("transposed input", func() { ops.Reshape(tr(r(-1, 1, 3, 4)), 12) }, true, true),
 		one("empty", func() { ops.Reshape(r(-1, 1, 0, 4), 2, 0, 2) }, false, false))
-	add("Transpose", one("transposed input", func() { ops.Transpose(tr(r(-1, 1, 3, 4))) }, true, false))
+	add("Transpose", one("transposed input", func() { ops.Transpose(tr(r(-1, 1, 3, 4))) }, true, true))
 	add("Slice", one("empty", func() { ops.Slice(r(-1, 1, 4, 3), []int{2, 0}, []int{2, 3}, nil) }, false, false))
 	add("Split", one("unstack", func() { ops.Unstack(r(-1, 1, 3, 2), 0) }, true, true),
-		one("transposed input", func() { ops.Split(tr(r(-1, 1, 3, 4)), 1, []int{3, 1}) }, true, false),
+		one("transposed input", func() { ops.Split(tr(r(-1, 1, 3, 4)), 1, []int{3, 1}) }, true, true),
 		one("empty", func() { ops.Split(r(-1, 1, 0, 4), 1, []int{3, 1}) }, false, false))
 	add("Concatenate", one("transposed inputs", func() { ops.Concatenate(0, tr(r(-1, 1, 3, 2)), r(-1, 1, 1, 2)) }, true, true))
-	add("DynamicSlice", one("int32 starts", func() { ops.DynamicSlice(r(-1, 1, 4), tensor.FromSlice([]int32{9}), 2) }, true, false))
-	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, false),
-		one("scalar index", func() { ops.Gather(r(-1, 1, 4, 2), tensor.Scalar(int64(2)), 0) }, true, false))
-	add("ScatterAdd", one("repeats", func() { ops.ScatterAdd(r(-1, 1, 4, 3), idx(1, 1, 3), r(-1, 1, 3, 3), 0) }, true, false))
+	add("DynamicSlice", one("int32 starts", func() { ops.DynamicSlice(r(-1, 1, 4), tensor.FromSlice([]int32{9}), 2) }, true, true))
+	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, true),
+		one("scalar index", func() { ops.Gather(r(-1, 1, 4, 2), tensor.Scalar(int64(2)), 0) }, true, true))
+	add("ScatterAdd", one("repeats", func() { ops.ScatterAdd(r(-1, 1, 4, 3), idx(1, 1, 3), r(-1, 1, 3, 3), 0) }, true, true))
 	// The global norm's multi-tensor ops (nn.ClipByGlobalNorm): more
 	// tensors than a GPU launch's table holds, an empty one, a transposed
 	// one (SumOfSquares reads any layout), float32.
@@ -472,8 +472,8 @@ func samples() map[string][]sample {
 		h := func(x T) T { return ops.Cast(x, tensor.Float16) }
 		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], in[2], -1, 1e-3); return y }, h(r(-1, 1, 5, 6)), h(r(-1, 1, 6)), h(r(-1, 1, 6)))
 	}, false, false))
-	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, false),
-		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, false),
+	add("MatMul", one("shared b", func() { ops.MatMulT(r(-1, 1, 2, 4, 3), r(-1, 1, 4, 5), true, false) }, true, true),
+		one("shared a", func() { ops.MatMul(r(-1, 1, 3, 4), r(-1, 1, 2, 4, 2)) }, true, true),
 		one("few rows, transposed b", func() {
 			ops.MatMulT(ops.Cast(r(-1, 1, 2, 33), tensor.Float32), ops.Cast(r(-1, 1, 9, 33), tensor.Float32), false, true)
 		}, false, false),
@@ -481,7 +481,7 @@ func samples() map[string][]sample {
 			ops.MatMul(ops.Cast(r(-1, 1, 65, 70), tensor.Float32), ops.Cast(r(-1, 1, 70, 33), tensor.Float32))
 		}, false, false),
 		one("empty", func() { ops.MatMul(r(-1, 1, 0, 3), r(-1, 1, 3, 2)) }, false, false),
-		one("transposed inputs", func() { ops.MatMul(tr(r(-1, 1, 3, 4)), tr(r(-1, 1, 4, 2))) }, true, false))
+		one("transposed inputs", func() { ops.MatMul(tr(r(-1, 1, 3, 4)), tr(r(-1, 1, 4, 2))) }, true, true))
 
 	// Softmax and losses.
 	for _, dt := range floats {
@@ -533,7 +533,7 @@ func samples() map[string][]sample {
 			}, dt == tensor.Float64, dt == tensor.Float64)) // init wins some windows: its gradient and the operand's
 		}
 	}
-	add("ReduceWindow", one("max pool", func() { ops.MaxPool2D(r(-1, 1, 2, 6, 6, 3), ops.PoolOpts{Size: [2]int{2, 2}}) }, true, false),
+	add("ReduceWindow", one("max pool", func() { ops.MaxPool2D(r(-1, 1, 2, 6, 6, 3), ops.PoolOpts{Size: [2]int{2, 2}}) }, true, true),
 		one("max pool float32 2x2", func() {
 			ops.MaxPool2D(ops.Cast(r(-1, 1, 1, 2, 8, 18), tensor.Float32), ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW})
 		}, false, false),
@@ -542,19 +542,19 @@ func samples() map[string][]sample {
 		}, true, true),
 		one("dilations", func() {
 			ops.ReduceWindow(r(-1, 1, 7, 6), tensor.Scalar(0.0), ops.ReduceSum, ops.Window{Dims: []int{2, 2}, BaseDilation: []int{2, 1}, WindowDilation: []int{1, 2}})
-		}, true, false),
+		}, true, true),
 		one("rank 0", func() { ops.ReduceWindow(tensor.Scalar(2.0), tensor.Scalar(1.0), ops.ReduceSum, ops.Window{}) }, false, false),
-		one("every window field", func() { ops.ReduceWindow(r(-1, 1, 4, 5), r(-1, 1), ops.ReduceSum, dilatedWindow) }, true, false),
+		one("every window field", func() { ops.ReduceWindow(r(-1, 1, 4, 5), r(-1, 1), ops.ReduceSum, dilatedWindow) }, true, true),
 		one("min padded", func() {
 			ops.ReduceWindow(r(-1, 1, 4, 5), tensor.Scalar(1e9), ops.ReduceMin, ops.Window{Dims: []int{3, 2}, Padding: [][2]int{{1, 1}, {0, 1}}})
-		}, true, false))
+		}, true, true))
 	add("ExtractPatches", one("every window field", func() { ops.ExtractPatches(r(-1, 1, 4, 5), r(-1, 1), dilatedWindow) }, true, true))
 	add("SelectAndScatter", one("source and init", func() {
 		ops.SelectAndScatter(tensor.FromSlice([]float64{1, 5, 2, 4, 3, 0, 7, 6, 8}, 3, 3), r(-1, 1, 2, 2), r(-1, 1), ops.SelectGE, ops.Window{Dims: []int{2, 2}})
-	}, true, false))
+	}, true, true))
 	add("SelectAndScatter", one("through max pool", func() {
 		underTape(func(x []T) T { return ops.MaxPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 3}, Strides: [2]int{1, 2}}) }, r(-1, 1, 1, 5, 7, 2))
-	}, true, false))
+	}, true, true))
 	for _, dt := range numbers {
 		add("SelectAndScatter", one(fmt.Sprint(dt), func() {
 			ops.SelectAndScatter(of(dt, -5, 5, 4, 6), of(dt, -2, 2, 2, 2), of(dt, 0, 1), ops.SelectGE, ops.Window{Dims: []int{2, 3}, Strides: []int{2, 3}})
@@ -574,7 +574,7 @@ func samples() map[string][]sample {
 	}
 	add("SelectAndGather", one("max pool second order", func() {
 		secondOrder(func(x []T) T { return ops.Square(ops.MaxPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 2}})) }, r(-1, 1, 1, 4, 4, 2))
-	}, true, false))
+	}, true, true))
 	add("ScatterPatches", one("through ExtractPatches", func() {
 		underTape(func(x []T) T {
 			return ops.ExtractPatches(x[0], tensor.Scalar(0.0), ops.Window{Dims: []int{2, 2}, Padding: [][2]int{{1, 0}, {0, 1}}})
