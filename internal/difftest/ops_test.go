@@ -3,6 +3,7 @@ package difftest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -67,8 +68,9 @@ func sameAs(got, want T) string {
 }
 
 // checkTraced runs p traced, with a tape inside the function (values and
-// gradients, from the trace and from the graph on other inputs) and with a
-// tape around its calls, against p run eagerly.
+// gradients, from the trace and from the graph on other inputs), with two
+// inside (Hessian-vector products) and with a tape around its calls,
+// against p run eagerly.
 func checkTraced(p *Program, eagerVals, eagerGrads []T) string {
 	inside := trace.NewFunction(func(in []T) []T {
 		vals, grads := p.eagerly(in)
@@ -78,6 +80,7 @@ func checkTraced(p *Program, eagerVals, eagerGrads []T) string {
 		_, loss := p.run(in)
 		return []T{loss}
 	})
+	second := trace.NewFunction(func(in []T) []T { return p.hessianVector(in[:len(p.in)], in[len(p.in):]) })
 	for call, in := range [][]T{p.in, p.freshInputs(uint64(p.ID) << 20), p.in} {
 		wantVals, wantGrads := eagerVals, eagerGrads
 		if call == 1 {
@@ -90,6 +93,16 @@ func checkTraced(p *Program, eagerVals, eagerGrads []T) string {
 		for i, w := range append(append([]T{}, wantVals...), wantGrads...) {
 			if d := sameAs(got[i], w); d != "" {
 				return fmt.Sprintf("traced call %d, result %d: %s", call, i, d)
+			}
+		}
+		wantHV := p.hessianVector(in, p.second)
+		gotHV, err := second.Call(append(slices.Clone(in), p.second...)...)
+		if err != nil {
+			return fmt.Sprintf("traced Hessian-vector product, call %d: %v", call, err)
+		}
+		for i, w := range wantHV {
+			if d := sameAs(gotHV[i], w); d != "" {
+				return fmt.Sprintf("traced Hessian-vector product, call %d, input %d: %s", call, i, d)
 			}
 		}
 		tp := tape.New()
