@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -121,13 +122,19 @@ func TestFusedGradientsDifferentiateAgain(t *testing.T) {
 			}
 			diff(t, fmt.Sprintf("%s: Hessian-vector product, input %d", c.name, i), got[i], want[i], 1e-9)
 		}
-		calls := callsOf(c.backward, func() {
+		gradient := func(in []*tensor.Tensor) []*tensor.Tensor {
 			tp := tape.New()
-			tp.Watch(c.inputs...)
-			tp.Gradient(ops.Sum(ops.Mul(c.fused(c.inputs), w)), c.inputs...)
-		})
-		if calls != 1 {
+			tp.Watch(in...)
+			return tp.Gradient(ops.Sum(ops.Mul(c.fused(in), w)), in...)
+		}
+		if calls := callsOf(c.backward, func() { gradient(c.inputs) }); calls != 1 {
 			t.Errorf("%s: a first-order gradient called %s %d times, want once", c.name, c.backward, calls)
+		}
+		traced := trace.NewFunction(func(in []*tensor.Tensor) []*tensor.Tensor { return gradient(in) })
+		for call := range 2 { // the trace, then the graph
+			if calls := callsOf(c.backward, func() { traced.Call(c.inputs...) }); calls != 1 {
+				t.Errorf("%s: traced call %d of a first-order gradient called %s %d times, want once", c.name, call, c.backward, calls)
+			}
 		}
 	}
 }
