@@ -40,11 +40,19 @@ func newBNShape(c *eager.Call, d kernels.DType) bnShape {
 	return bnShape{c: c, d: d, outer: outer, ch: ch, inner: inner}
 }
 
-// parts is how a fold by mode splits each feature's elements: into parts
-// of chunk rows (cols, features last) or elements (planes).
-func (s bnShape) parts(mode string) (parts, chunk int) {
-	chunk = kernels.BNChunk(mode, s.inner == 1)
-	return max(1, (s.outer*s.inner+chunk-1)/chunk), chunk
+// parts is how a fold by mode splits each feature's elements: the parts
+// a feature, and what appends the sums kernel's arguments after (outer,
+// C): for the cols kernels, the rows a part; for the planes kernels,
+// kernels.BNPlaneParts's geometry.
+func (s bnShape) parts(mode string) (int, func(*cu.Args)) {
+	if s.inner == 1 {
+		chunk := kernels.BNChunk(mode)
+		return max(1, (s.outer+chunk-1)/chunk), func(a *cu.Args) { a.U64(uint64(chunk)) }
+	}
+	wmax, planes, groups, windows, parts := kernels.BNPlaneParts(mode, s.outer, s.inner)
+	return parts, func(a *cu.Args) {
+		divisorArg(a.U64(uint64(s.inner)).U64(uint64(wmax)).U64(uint64(planes)), groups, parts).U64(uint64(windows))
+	}
 }
 
 // temp is a new tensor on the call's device.
@@ -60,25 +68,24 @@ func (s bnShape) temp(dt tensor.DType, shape tensor.Shape, what string) *tensor.
 // into a new partial [k, parts, C] float64: x, then dy (grad mode) and
 // coef (sq and grad modes) are its operands.
 func (s bnShape) sums(mode string, k int, operands ...*tensor.Tensor) *tensor.Tensor {
-	parts, chunk := s.parts(mode)
+	parts, geometry := s.parts(mode)
 	partial := s.temp(tensor.Float64, tensor.Shape{k, parts, s.ch}, "the partial sums of each feature")
 	args := newArgs().Ptr(ptr(partial))
 	for _, t := range operands {
 		args.Ptr(ptr(t))
 	}
+	geometry(args.U64(uint64(s.outer)).U64(uint64(s.ch)))
 	var blocks, grid int // cols: blocks of 32 features; planes: warps of one feature, 8 a block
 	layout := "cols"
 	if s.inner == 1 {
-		args.U64(uint64(s.outer)).U64(uint64(s.ch))
 		blocks = (s.ch + 31) / 32 * parts
 		grid = blocks
 	} else {
 		layout = "planes"
-		args = divisorArg(args.U64(uint64(s.outer)).U64(uint64(s.ch)), s.inner, s.outer*s.inner)
 		blocks = s.ch * parts
 		grid = (blocks + kernels.ReduceBlock/32 - 1) / (kernels.ReduceBlock / 32)
 	}
-	args = divisorArg(args, parts, blocks).U64(uint64(chunk)).U64(uint64(blocks))
+	args = divisorArg(args, parts, blocks).U64(uint64(blocks))
 	g := gpu(s.c)
 	check(s.c, g.launchBlocks("norm", kernels.Name("batch_norm_sums", mode, layout, string(s.d)), min(grid, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args))
 	return partial

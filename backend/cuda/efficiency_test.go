@@ -69,10 +69,6 @@ const (
 // dwShifted is the NCHW depthwise kernels' debt.
 const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 16 KiB, float32 rows of some 1360 elements; 8 KiB and 680 for the filter gradient); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
 
-// bnPlanes is the debt of BatchNorm's sums over features in the middle
-// (NCHW).
-const bnPlanes = "issue 32: NCHW BatchNorm folds each feature's planes, and planes whose bytes are not a multiple of 32 (14x14 float32: 784) start off their sectors, so a warp's 128 bytes touch five sectors where they fill four (88%); 28x28 planes read 100%; a fold over whole rows of features (all C at once, as the cols kernels) would pay it"
-
 // wideNCHW is the debt of the window kernels that NCHW pooling's gradient
 // takes where an image's rows are too wide for a band's shared memory.
 const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 16 KiB: some 1360 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
@@ -186,19 +182,20 @@ var budgets = map[string]kernelBudget{
 	// of 256 (longer rows share those better).
 	// BatchNorm's kernels, float64 inside: the sums fold a part of each
 	// feature (cols: 32 features a block, a row's features one load;
-	// planes: a warp a part, 12 elements a lane, then a shuffle butterfly
-	// of float64s), the reduce kernels fold the parts, a finishing kernel
+	// planes: a warp a part, its planes read by windows of 32 elements
+	// aligned to 32, about 12 elements a lane, then a shuffle butterfly of
+	// float64s), the reduce kernels fold the parts, a finishing kernel
 	// writes each feature's coefficients (a division and a square root: a
 	// thread a feature);
 	// the elementwise kernels find an element's feature by two divisions
 	// through constants and read its coefficients (counted as elements:
 	// 8 bytes each).
 	"batch_norm_sums_x_cols_f32":      {instr: 20}, // 16 features: half of each warp idle (32 features: 14.5)
-	"batch_norm_sums_sq_cols_f32":     {instr: 18},
+	"batch_norm_sums_sq_cols_f32":     {instr: 19},
 	"batch_norm_sums_grad_cols_f32":   {instr: 16},
-	"batch_norm_sums_x_planes_f32":    {instr: 34, efficiency: 0.85, debt: bnPlanes},
-	"batch_norm_sums_sq_planes_f32":   {instr: 27, efficiency: 0.85, debt: bnPlanes},
-	"batch_norm_sums_grad_planes_f32": {instr: 27, efficiency: 0.85, debt: bnPlanes},
+	"batch_norm_sums_x_planes_f32":    {instr: 38}, // each lane's element clamped into the plane and masked, no branch
+	"batch_norm_sums_sq_planes_f32":   {instr: 32},
+	"batch_norm_sums_grad_planes_f32": {instr: 33},
 	"batch_norm_mean_f32":             {instr: 13},
 	"batch_norm_var_f32":              {instr: 13},
 	"batch_norm_grad_coef_f32":        {instr: 9},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -491,5 +492,49 @@ func TestMulHi(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// predicateOps writes, for thread i of 4, out[i] = 1 where not (i < 2 or
+// i == 3), else 0, through not.pred and or.pred (a selp and a guard).
+const predicateOps = header + `
+.visible .entry pred_ops(.param .u64 out)
+{
+	.reg .pred %p<6>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<4>;
+	.reg .f32 %f<3>;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd1, %rd1;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 2;
+	setp.eq.u32 %p2, %r1, 3;
+	or.pred %p3, %p1, %p2;
+	not.pred %p4, %p3;
+	mov.f32 %f1, 0f3F800000;
+	mov.f32 %f2, 0f00000000;
+	selp.f32 %f1, %f1, %f2, %p4;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.f32 [%rd3], %f2;
+	@%p4 st.global.f32 [%rd3], %f1;
+	ret;
+}
+`
+
+// A predicate is one bit: not.pred of true is false (it was all the other
+// bits, true, so that not(or(a, b)) held for every thread).
+func TestPredicateOps(t *testing.T) {
+	e := newEnv(t)
+	out := e.upload(make([]float32, 4))
+	if err := e.launch(e.kernel(predicateOps, "pred_ops"), 1, 4, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{0, 0, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

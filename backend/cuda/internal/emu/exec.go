@@ -951,6 +951,9 @@ func (cc *compiler) intOp(base string, mods []string, typ string, args []string)
 	signed := strings.HasPrefix(typ, "s")
 	sx := func(v uint64) int64 { return int64(v<<(64-8*size)) >> (64 - 8*size) }
 	m := mask(size)
+	if class == "pred" {
+		m = 1 // a predicate is one bit: not.pred of true is false
+	}
 	if base == "mul" && has(mods, "wide") {
 		if size != 4 {
 			return nil, fmt.Errorf("mul.wide takes 32-bit operands")

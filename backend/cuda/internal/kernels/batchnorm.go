@@ -5,25 +5,29 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // Batch normalization kernels (ops/batchnorm.go), x viewed as [outer, C,
 // inner] with the features C in the middle, in float64. The sums per
 // feature are folded in two steps whose order the shapes alone fix: the
-// sums kernels give a block to each part of a feature's elements and write
-// the part's sum to partial [k, parts, C], then a finishing kernel gives a
-// block to 32 neighbouring features, folds their parts as the cols
-// kernel folds rows and writes what follows from them. A coefficient table coef [rows, C] carries each
-// feature's mean, r = 1/√(variance + eps), γ·r, β and the input
-// gradient's k2 and k3 between the kernels.
+// sums kernels give a block (cols) or a warp (planes) to each part of a
+// feature's elements and write the part's sum to partial [k, parts, C],
+// which the reduce kernels fold over the parts into sums [k, C]; then a
+// finishing kernel, a thread a feature, writes what follows from them. A
+// coefficient table coef [rows, C] carries each feature's mean, r =
+// 1/√(variance + eps), γ·r, β and the input gradient's k2 and k3 between
+// the kernels.
 //
 //   - batch_norm_sums_<mode>_cols_<dtype> (partial, x[, dy], coef, rows, C,
-//     parts, chunk, blocks): features last (inner 1): a block for 32
+//     chunk, parts, blocks): features last (inner 1): a block for 32
 //     neighbouring features and chunk rows (BNChunk), each warp's lanes
 //     folding rows warp, warp+8, ... of their features (a row's features
 //     one coalesced load), the first warp adding the eight warps' sums in
-//     order. parts and blocks are divisors (groups of 32 features ×
-//     parts).
+//     order; parts is a divisor, blocks the groups of 32 features ×
+//     parts.
 //   - batch_norm_sums_<mode>_planes_<dtype> (partial, x[, dy], coef, outer,
-//     C, inner, parts, chunk, blocks): a warp for chunk of a feature's
-//     outer·inner elements (BNChunk), its lanes folding elements
-//     l, l+32, ... (element j at (j / inner, f, j mod inner)), then a
-//     shuffle butterfly; blocks counts the warps (features × parts).
+//     C, inner, wmax, planes, groups, windows, parts, blocks): a warp for a
+//     part of a feature's planes (BNPlaneParts), reading each plane by
+//     windows of 32 elements aligned to 32 (lane l the window's element
+//     l where it lies in the plane: a plane whose start is off its
+//     sectors costs no more sectors than its bytes fill), then a shuffle
+//     butterfly; groups and parts are divisors, blocks counts the warps
+//     (features × parts).
 //     Modes: x (Σx), sq (Σ(x − mean)², the mean from coef row 0), grad
 //     (Σdy and Σdy·(x − mean): k = 2).
 //   - batch_norm_mean_<dtype> (mean, coef, sums, C, count): mean =
@@ -45,18 +49,11 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     (γr·dy + k3) + k2·(x − mean), the product rounded before the sum as
 //     the CPU's is (a feature of one element gets exactly 0).
 
-// BNChunk is the size of a part of each feature's fold by mode: rows of
-// a cols block (8 warps), or elements of a planes warp; a thread folds 12
-// elements of each operand (6 in grad mode, which reads x and dy), so
-// that a launch has a thread for every 16 elements it reads, the
-// coefficients included.
-func BNChunk(mode string, cols bool) int {
-	each := 12 / bnAccs[mode]
-	if cols {
-		return each * ReduceBlock / 32
-	}
-	return each * 32
-}
+// BNChunk is the rows of a part of each feature's fold by mode in the
+// cols kernels (8 warps): a thread folds 12 elements of each operand (6
+// in grad mode, which reads x and dy), so that a launch has a thread for
+// every 16 elements it reads, the coefficients included.
+func BNChunk(mode string) int { return 12 / bnAccs[mode] * ReduceBlock / 32 }
 
 // BNModes are the sums kernels' modes, and bnAccs how many sums each
 // writes.
@@ -90,20 +87,32 @@ func bnSumsParams(k *ptx.Kernel, mode string) (partial, x, dy, coef ptx.Reg) {
 	return partial, x, dy, coef
 }
 
-// bnTerms adds element e's terms (x at e, feature's mean mu) to accs.
-func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []ptx.Reg) {
+// bnTerms adds element e's terms (x at e, the feature's mean mu) to accs;
+// where valid is not the zero Reg, a lane it is false for adds zeros (its
+// e an element of the plane all the same, read for nothing).
+func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []ptx.Reg, valid ptx.Reg) {
 	m := fm{k}
+	var zero ptx.Reg
+	if valid != (ptx.Reg{}) {
+		zero = zero64(m)
+	}
+	masked := func(t ptx.Reg) ptx.Reg {
+		if valid == (ptx.Reg{}) {
+			return t
+		}
+		return m.sel(valid, t, zero)
+	}
 	v := loadWide(k, d, k.Addr(x, e, d.Size()))
 	switch mode {
 	case "x":
-		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], v)
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(v))
 	case "sq":
 		c := m.sub(v, mu)
-		k.Op("fma.rn.f64 %s, %s, %s, %s", accs[0], c, c, accs[0])
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(m.mul(c, c)))
 	case "grad":
 		g := loadWide(k, d, k.Addr(dy, e, d.Size()))
-		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], g)
-		k.Op("fma.rn.f64 %s, %s, %s, %s", accs[1], g, m.sub(v, mu), accs[1])
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(g))
+		k.Op("add.rn.f64 %s, %s, %s", accs[1], accs[1], masked(m.mul(g, m.sub(v, mu))))
 	}
 }
 
@@ -130,7 +139,8 @@ func bnSumsCols(mode string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("batch_norm_sums", mode, "cols", string(d)))
 	partial, x, dy, coef := bnSumsParams(k, mode)
 	rows, nc := k.Param("rows", ptx.U64), k.Param("C", ptx.U64)
-	parts, chunk, blocks := paramDivisor(k, "parts"), k.Param("chunk", ptx.U64), k.Param("blocks", ptx.U64)
+	chunk := k.Param("chunk", ptx.U64)
+	parts, blocks := paramDivisor(k, "parts"), k.Param("blocks", ptx.U64)
 	var p ptx.Reg // the block's part
 	group := func(vb ptx.Reg) ptx.Reg {
 		var g ptx.Reg
@@ -149,7 +159,7 @@ func bnSumsCols(mode string, d DType) *ptx.Kernel {
 		k.Loop(from, end, step, func(row ptx.Reg) {
 			e := k.Reg(ptx.U64)
 			k.Op("mad.lo.s64 %s, %s, %s, %s", e, row, nc, f)
-			bnTerms(k, mode, d, x, dy, e, mu, accs)
+			bnTerms(k, mode, d, x, dy, e, mu, accs, ptx.Reg{})
 		})
 	}, func(f ptx.Reg, sums []ptx.Reg) {
 		for a, v := range sums {
@@ -216,11 +226,12 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 	const warps = ReduceBlock / 32
 	k := ptx.NewKernel(Name("batch_norm_sums", mode, "planes", string(d)))
 	partial, x, dy, coef := bnSumsParams(k, mode)
-	outer, nc, inner := k.Param("outer", ptx.U64), k.Param("C", ptx.U64), paramDivisor(k, "inner")
-	parts, chunk, blocks := paramDivisor(k, "parts"), k.Param("chunk", ptx.U64), k.Param("blocks", ptx.U64)
+	outer, nc, inner, wmax := k.Param("outer", ptx.U64), k.Param("C", ptx.U64), k.Param("inner", ptx.U64), k.Param("wmax", ptx.U64)
+	planes, groups, windows := k.Param("planes", ptx.U64), paramDivisor(k, "groups"), k.Param("windows", ptx.U64)
+	parts, blocks := paramDivisor(k, "parts"), k.Param("blocks", ptx.U64)
 	m := fm{k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
-	lane, first, stride, n32 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	lane, first, stride, one := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
 	for _, r := range []struct {
 		reg ptx.Reg
 		sr  string
@@ -234,9 +245,7 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 	k.Op("and.b64 %s, %s, 31", lane, lane)
 	k.Op("mad.lo.s64 %s, %s, %d, %s", first, first, warps, warp) // this warp's first (feature, part)
 	k.Op("mul.lo.s64 %s, %s, %d", stride, stride, warps)
-	k.Op("mov.u64 %s, 32", n32)
-	total := k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", total, outer, inner.v)
+	k.Op("mov.u64 %s, 1", one)
 	k.Loop(first, blocks, stride, func(vw ptx.Reg) {
 		f, p := divmod(k, vw, parts)
 		var mu ptx.Reg
@@ -244,29 +253,41 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 			mu = load(k, F64, k.Addr(coef, f, 8))
 		}
 		accs := newAccs(m, bnAccs[mode])
-		start, count := part(k, p, total, chunk)
-		// Element j of the feature is x[e], e = (o·C + f)·inner + i for
-		// (o, i) = divmod(j, inner), found once; a step of 32 moves i and
-		// e by 32, and e on by jump = (C − 1)·inner each time i wraps.
-		o, i := divmod(k, addU64(k, start, lane), inner)
-		e, jump := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", e, o, nc, f)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", e, e, inner.v, i)
-		k.Op("sub.s64 %s, %s, 1", jump, nc)
-		k.Op("mul.lo.s64 %s, %s, %s", jump, jump, inner.v)
-		k.Loop(lane, count, n32, func(ptx.Reg) {
-			bnTerms(k, mode, d, x, dy, e, mu, accs)
-			k.Op("add.s64 %s, %s, 32", i, i)
-			k.Op("add.s64 %s, %s, 32", e, e)
-			wrap, wrapped := k.Label("wrap"), k.Label("wrapped")
-			pw := k.Reg(ptx.Pred)
-			k.Place(wrap)
-			k.Op("setp.lt.u64 %s, %s, %s", pw, i, inner.v)
-			k.Op("@%s bra %s", pw, wrapped)
-			k.Op("sub.s64 %s, %s, %s", i, i, inner.v)
-			k.Op("add.s64 %s, %s, %s", e, e, jump)
-			k.Op("bra.uni %s", wrap)
-			k.Place(wrapped)
+		// The part's planes [o0, o1) and windows [w0, w1) of each.
+		pg, wg := divmod(k, p, groups)
+		o0, o1, w0, w1 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", o0, pg, planes)
+		k.Op("add.s64 %s, %s, %s", o1, o0, planes)
+		k.Op("min.u64 %s, %s, %s", o1, o1, outer)
+		k.Op("mul.lo.s64 %s, %s, %s", w0, wg, windows)
+		k.Op("add.s64 %s, %s, %s", w1, w0, windows)
+		k.Op("min.u64 %s, %s, %s", w1, w1, wmax)
+		k.Loop(o0, o1, one, func(o ptx.Reg) {
+			// The plane x[start, end) of feature f, read by the aligned
+			// windows of 32 elements from base that meet it: lane l takes
+			// element base + 32·w + l, clamped into the plane and counted
+			// only where it lies there (no branch: the warp's lanes read
+			// together, the clamped ones within sectors it reads anyway).
+			start, last, base, wend := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", start, o, nc, f)
+			k.Op("mul.lo.s64 %s, %s, %s", start, start, inner)
+			k.Op("add.s64 %s, %s, %s", last, start, inner)
+			k.Op("and.b64 %s, %s, -32", base, start)
+			k.Op("sub.s64 %s, %s, %s", wend, last, base)
+			k.Op("add.s64 %s, %s, 31", wend, wend)
+			k.Op("shr.u64 %s, %s, 5", wend, wend)
+			k.Op("min.u64 %s, %s, %s", wend, wend, w1)
+			k.Op("sub.s64 %s, %s, 1", last, last)
+			k.Op("add.s64 %s, %s, %s", base, base, lane)
+			k.Loop(w0, wend, one, func(w ptx.Reg) {
+				e, at, before, after := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+				k.Op("mad.lo.s64 %s, %s, 32, %s", e, w, base)
+				k.Op("setp.lt.u64 %s, %s, %s", before, e, start)
+				k.Op("setp.gt.u64 %s, %s, %s", after, e, last)
+				k.Op("max.u64 %s, %s, %s", at, e, start)
+				k.Op("min.u64 %s, %s, %s", at, at, last)
+				bnTerms(k, mode, d, x, dy, at, mu, accs, m.not(m.or(before, after)))
+			})
 		})
 		pr, skip := k.Reg(ptx.Pred), k.Label("planes_lane")
 		sums := make([]ptx.Reg, len(accs))
@@ -281,6 +302,23 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 		k.Place(skip)
 	})
 	return k
+}
+
+// BNPlaneParts is how the planes kernels split each feature's planes (o,
+// f) of inner elements for mode: each plane read by at most wmax aligned
+// windows of 32 elements, a part takes planes of them (small planes) or
+// windows of one plane (large ones, groups parts a plane), about 12
+// elements a lane (6 in grad mode); parts is the parts a feature.
+func BNPlaneParts(mode string, outer, inner int) (wmax, planes, groups, windows, parts int) {
+	wmax = (inner + 62) / 32
+	each := 12 / bnAccs[mode]
+	if wmax <= each {
+		planes, groups, windows = max(1, each/wmax), 1, wmax
+	} else {
+		planes, groups = 1, (wmax+each-1)/each
+		windows = (wmax + groups - 1) / groups
+	}
+	return wmax, planes, groups, windows, max(1, (outer+planes-1)/planes*groups)
 }
 
 // bnFinish writes the finishing kernels: a thread a feature reads its
