@@ -431,7 +431,7 @@ func samples() map[string][]sample {
 			}, false, false))
 		add("ScaledDotProductAttentionBackprop", one(c.name, func() {
 			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
-		}, false, false))
+		}, true, true))
 	}
 	// LayerNorm and RMSNorm: the op and its backward (through its
 	// gradient).
@@ -447,7 +447,9 @@ func samples() map[string][]sample {
 		}, false, false))
 	add("LayerNormBackprop", one("layer", func() {
 		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5))
-	}, false, false), one("float32 rms", func() {
+	}, true, true), one("rms", func() {
+		underTape(func(in []T) T { return ops.RMSNorm(in[0], in[1], 1e-5) }, r(-1, 1, 2, 3, 4), r(-1, 1, 4))
+	}, true, true), one("float32 rms", func() {
 		underTape(func(in []T) T { return ops.RMSNorm(in[0], in[1], 1e-5) }, f32(r(-1, 1, 4, 6)), f32(r(-1, 1, 6)))
 	}, false, false), one("float16 layer", func() {
 		h := func(x T) T { return ops.Cast(x, tensor.Float16) }
@@ -466,7 +468,9 @@ func samples() map[string][]sample {
 		}, false, false))
 	add("BatchNormBackprop", one("NHWC", func() {
 		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], in[2], -1, 1e-3); return y }, r(-1, 1, 3, 2, 5), r(-1, 1, 5), r(-1, 1, 5))
-	}, false, false), one("float32 NCHW", func() {
+	}, true, true), one("NCHW", func() {
+		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], nil, 1, 1e-3); return y }, r(-1, 1, 2, 3, 2, 2), r(-1, 1, 3))
+	}, true, true), one("float32 NCHW", func() {
 		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], nil, 1, 1e-3); return y }, f32(r(-1, 1, 2, 3, 4, 5)), f32(r(-1, 1, 3)))
 	}, false, false), one("float16", func() {
 		h := func(x T) T { return ops.Cast(x, tensor.Float16) }

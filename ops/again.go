@@ -6,34 +6,53 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Fused ops whose backward is an op of its own with no gradient (the
-// norms', attention's, BatchNorm's) still differentiate to any order: where
-// a tape records the ops a gradient rule runs (a second derivative is being
-// asked for), the rule computes the op again as ops and differentiates
-// those (composedGrad), so that every op of the gradient is recorded and
-// differentiable in its turn; otherwise the backward kernel runs. The
-// value is the same mathematics either way.
+// Fused ops whose backward is an op of its own (the norms', attention's,
+// BatchNorm's) differentiate to any order: the backward op's gradient
+// rule writes the backward kernel's mathematics out as ops of the same
+// inputs (composed), records them even where the tapes have paused to
+// differentiate (regions.Force), and differentiates those, every op of
+// that recorded in its turn. A first-order gradient runs the backward
+// kernel alone; only a tape that recorded the backward op, and so asks
+// for a second derivative through it, runs its rule.
 
-// recordedAgain reports whether a recording tape records the ops a rule
-// runs on g's values: a tape outside the one taking this gradient tracks
-// one of them.
-func recordedAgain(g *eager.Grad) bool {
-	return regions.Records(g.Inputs...) || regions.Records(g.Outputs...) || regions.Records(g.OutGrads...)
-}
-
-// composedGrad returns the gradients of the op g differentiates by way of
-// composed, the op as ops (its outputs in order, of the op's dtypes and
-// shapes): composed runs on g's inputs under the recording tapes, then
-// the ops it recorded are differentiated with g's output gradients as
-// seeds, themselves recorded. Nil where an input gets no gradient.
-func composedGrad(g *eager.Grad, composed func(in []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
-	from := regions.Mark()
-	outs := composed(g.Inputs)
-	grads := regions.WindowVJP(outs, g.OutGrads, g.Inputs, from, regions.Mark())
+// backpropGrad is the gradient rule of a fused op's backward op g:
+// composed is the backward as ops of g's inputs, its outputs in order;
+// the gradients of g's inputs are its vector-Jacobian product with g's
+// output gradients. Nil where an input gets none (or g.Needs says no).
+func backpropGrad(g *eager.Grad, composed func(in []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
+	var from, to uint64
+	var outs []*tensor.Tensor
+	regions.Force(func() {
+		from = regions.Mark()
+		outs = composed(g.Inputs)
+		to = regions.Mark()
+	})
+	grads := regions.WindowVJP(outs, g.OutGrads, g.Inputs, from, to)
 	for i := range grads {
 		if i < len(g.Needs) && !g.Needs[i] {
 			grads[i] = nil
 		}
 	}
 	return grads
+}
+
+// sumLeading sums x over every dimension but its last (a row's scale's
+// gradient over the rows); x itself where it has no other.
+func sumLeading(x *tensor.Tensor) *tensor.Tensor {
+	if x.Rank() < 2 {
+		return x
+	}
+	dims := make([]int, x.Rank()-1)
+	for i := range dims {
+		dims[i] = i
+	}
+	return Reduce(x, Reduction{Kind: ReduceSum, Dims: dims})
+}
+
+// widened is x in float32 where it is of a half type, else x.
+func widened(x *tensor.Tensor) *tensor.Tensor {
+	if x.DType().IsHalf() {
+		return Cast(x, tensor.Float32)
+	}
+	return x
 }

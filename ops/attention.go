@@ -70,13 +70,7 @@ func init() {
 		},
 		// The backward op, from the forward's output and log-sum-exp and
 		// both their gradients (the log-sum-exp's: ∂lse_i/∂s_ij = p_ij).
-		// Differentiated again, the rule runs as ops (again.go).
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			if recordedAgain(g) {
-				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
-					return composedAttentionStats(in[0], in[1], in[2], maskOf(in), g.Attrs.(AttentionAttrs))
-				})
-			}
 			in := append([]*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.Outputs[1], g.OutGrads[0], g.OutGrads[1]}, g.Inputs[3:]...)
 			d := eager.Run(attentionBackpropOp, g.Attrs, in...)
 			grads := []*tensor.Tensor{d[0], d[1], d[2]}
@@ -87,8 +81,16 @@ func init() {
 		},
 	})
 	// Inputs q, k, v, out, lse, dout, dlse[, mask]; outputs dq, dk, dv.
+	// Differentiable as its mathematics written out (again.go).
 	attentionBackpropOp = eager.Register(&eager.Op{
-		Name: "ScaledDotProductAttentionBackprop", Inputs: -1, DTypes: floatTypes, NonDifferentiable: true,
+		Name: "ScaledDotProductAttentionBackprop", Inputs: -1, DTypes: floatTypes,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor { return composedAttentionBackprop(g.Attrs.(AttentionAttrs), in) })
+			if len(grads) == 8 {
+				grads[7] = nil // the mask
+			}
+			return grads
+		},
 		Infer: func(c *eager.Call) []eager.Out {
 			if len(c.Inputs) != 7 && len(c.Inputs) != 8 {
 				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients and an optional mask, got %d inputs", len(c.Inputs))
@@ -157,14 +159,23 @@ func composedAttention(q, k, v, mask *tensor.Tensor, a AttentionAttrs) *tensor.T
 	return MatMul(attentionWeights(q, k, mask, a), v)
 }
 
-// composedAttentionStats is the attention op's two outputs as ops: the
-// result and each row's log-sum-exp of its masked scores (in statDType;
-// NaN for a row of nothing, as the kernels leave it).
-func composedAttentionStats(q, k, v, mask *tensor.Tensor, a AttentionAttrs) []*tensor.Tensor {
-	s := attentionScores(q, k, mask, a)
-	top := StopGradient(Reduce(s, Reduction{Kind: ReduceMax, Dims: []int{-1}, KeepDims: true}))
-	lse := Add(Log(Reduce(Exp(Sub(s, top)), Reduction{Kind: ReduceSum, Dims: []int{-1}})), Squeeze(top, -1))
-	return []*tensor.Tensor{MatMul(Softmax(s, -1), v), Cast(lse, statDType(q.DType()))}
+// composedAttentionBackprop is the attention backward op's kernel as ops
+// of its inputs (q, k, v, out, lse, dout, dlse[, mask]): with P = e^(S −
+// lse) the weights (0 where a key is hidden), dV = Pᵀ·dO, dS = P∘(dO·Vᵀ −
+// rowsum(dO∘out) + dlse), dQ = dS·K·scale and dK = dSᵀ·Q·scale.
+func composedAttentionBackprop(a AttentionAttrs, in []*tensor.Tensor) []*tensor.Tensor {
+	q, k, v, out, lse, dout, dlse := in[0], in[1], in[2], in[3], in[4], in[5], in[6]
+	dt := q.DType()
+	stat := func(s *tensor.Tensor) *tensor.Tensor { return ExpandDims(Cast(s, dt), -1) }
+	var mask *tensor.Tensor
+	if len(in) == 8 {
+		mask = in[7]
+	}
+	p := Exp(Sub(attentionScores(q, k, mask, a), stat(lse)))
+	delta := Reduce(Mul(dout, out), Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+	ds := Mul(p, Add(Sub(MatMulT(dout, v, false, true), delta), stat(dlse)))
+	scale := ScalarLike(q, a.Scale)
+	return []*tensor.Tensor{Mul(MatMul(ds, k), scale), Mul(MatMulT(ds, q, true, false), scale), MatMulT(p, dout, true, false)}
 }
 
 // AttentionWeights returns the weights Attention applies to v,

@@ -60,23 +60,21 @@ func init() {
 			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: st, Shape: features}, {DType: st, Shape: features}}
 		},
 		// The backward op, from the statistics and all three outputs'
-		// gradients; differentiated again, the op as ops (again.go).
+		// gradients.
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			a := g.Attrs.(BatchNormAttrs)
-			if recordedAgain(g) {
-				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
-					return composedBatchNorm(a, in[0], in[1], betaOf(in))
-				})
-			}
 			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Outputs[1], g.Outputs[2], g.OutGrads[0], g.OutGrads[1], g.OutGrads[2]}
-			d := eager.Run(batchNormBackpropOp, a, in...)
+			d := eager.Run(batchNormBackpropOp, g.Attrs, in...)
 			return d[:len(g.Inputs)]
 		},
 	})
 	// Inputs x, gamma, mean, variance, dy, dmean, dvariance; outputs dx,
-	// dgamma, dbeta.
+	// dgamma, dbeta. Differentiable as its mathematics written out
+	// (again.go).
 	batchNormBackpropOp = eager.Register(&eager.Op{
-		Name: "BatchNormBackprop", Inputs: 7, DTypes: floatTypes, NonDifferentiable: true,
+		Name: "BatchNormBackprop", Inputs: 7, DTypes: floatTypes,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			return backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor { return composedBatchNormBackprop(g.Attrs.(BatchNormAttrs), in) })
+		},
 		Infer: func(c *eager.Call) []eager.Out {
 			x, gamma, dy, a := c.Inputs[0], c.Inputs[1], c.Inputs[4], c.Attrs.(BatchNormAttrs)
 			batchNormShapes(c, x, a, gamma)
@@ -125,8 +123,7 @@ func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mea
 }
 
 // composedBatchNorm is BatchNorm as ops, for devices without its kernels
-// (a half x in float32) and for its gradient differentiated again: the
-// op's three outputs.
+// (a half x in float32): the op's three outputs.
 func composedBatchNorm(a BatchNormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
 	dt := x.DType()
 	if dt.IsHalf() {
@@ -154,4 +151,36 @@ func composedBatchNorm(a BatchNormAttrs, x, gamma, beta *tensor.Tensor) []*tenso
 	}
 	st := statDType(dt)
 	return []*tensor.Tensor{y, Cast(mean, st), Cast(variance, st)}
+}
+
+// composedBatchNormBackprop is BatchNormBackprop's kernel as ops of its
+// inputs (x, gamma, mean, variance, dy, dmean, dvariance; a half x in
+// float32), x as [outer, C, inner] and M = outer·inner: with r =
+// rsqrt(variance + epsilon), dbeta = Σdy, dgamma = r·Σdy·(x − mean) and
+// dx = γr·dy + k3 + k2·(x − mean), k2 = (2·dvariance − γr·r·dgamma)/M and
+// k3 = (dmean − γr·dbeta)/M.
+func composedBatchNormBackprop(a BatchNormAttrs, in []*tensor.Tensor) []*tensor.Tensor {
+	dt := in[0].DType()
+	x, gamma, dy := widened(in[0]), widened(in[1]), widened(in[4])
+	shape := x.Shape()
+	outer, c, inner := shape[:a.Axis].NumElements(), x.Dim(a.Axis), shape[a.Axis+1:].NumElements()
+	xv, dyv := Reshape(x, outer, c, inner), Reshape(dy, outer, c, inner)
+	stat := func(s *tensor.Tensor) *tensor.Tensor { return Cast(s, x.DType()) }
+	along := func(v *tensor.Tensor) *tensor.Tensor { return Reshape(v, 1, c, 1) }
+	mean, variance, dmean, dvar := stat(in[2]), stat(in[3]), stat(in[5]), stat(in[6])
+	sums := Reduction{Kind: ReduceSum, Dims: []int{0, 2}}
+	count := ScalarLike(x, float64(outer*inner))
+	r := Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon)))
+	centered := Sub(xv, along(mean))
+	dbeta := Reduce(dyv, sums)
+	dgamma := Mul(r, Reduce(Mul(dyv, centered), sums))
+	gr := Mul(gamma, r)
+	k2 := Div(Sub(Mul(ScalarLike(dvar, 2), dvar), Mul(Mul(gr, r), dgamma)), count)
+	k3 := Div(Sub(dmean, Mul(gr, dbeta)), count)
+	dx := Add(Add(Mul(along(gr), dyv), along(k3)), Mul(along(k2), centered))
+	out := []*tensor.Tensor{Reshape(dx, shape...), dgamma, dbeta}
+	for i, t := range out {
+		out[i] = Cast(t, dt)
+	}
+	return out
 }

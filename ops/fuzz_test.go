@@ -383,10 +383,13 @@ var fuzzFamilies = []fuzzFamily{
 			keep(x, g, b)
 			tp.Watch(x, g)
 			var y *tensor.Tensor
-			if z.intn(2) == 0 {
+			switch z.intn(3) {
+			case 0:
 				y = ops.LayerNorm(x, g, b, float64(z.small()))
-			} else {
+			case 1:
 				y = ops.RMSNorm(x, g, float64(z.small()))
+			default: // features along any axis, in range or not
+				y, _, _ = ops.BatchNorm(x, g, b, z.small()-3, float64(z.small()))
 			}
 			tp.Gradient(ops.Sum(y), x, g)
 		case 2, 3:

@@ -61,22 +61,19 @@ func init() {
 		// The backward op, from the statistics and all three outputs'
 		// gradients (the statistics' own are folded in: a user may
 		// differentiate through them).
-		// Differentiated again, the rule runs as ops (again.go).
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			if recordedAgain(g) {
-				return composedGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
-					return composedNormStats(g.Attrs.(NormAttrs), in[0], in[1], betaOf(in))
-				})
-			}
 			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Outputs[1], g.Outputs[2], g.OutGrads[0], g.OutGrads[1], g.OutGrads[2]}
 			d := eager.Run(layerNormBackpropOp, g.Attrs, in...)
 			return d[:len(g.Inputs)]
 		},
 	})
 	// Inputs x, gamma, mean, rstd, dy, dmean, drstd; outputs dx, dgamma,
-	// dbeta.
+	// dbeta. Differentiable as its mathematics written out (again.go).
 	layerNormBackpropOp = eager.Register(&eager.Op{
-		Name: "LayerNormBackprop", Inputs: 7, DTypes: floatTypes, NonDifferentiable: true,
+		Name: "LayerNormBackprop", Inputs: 7, DTypes: floatTypes,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			return backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor { return composedNormBackprop(g.Attrs.(NormAttrs), in) })
+		},
 		Infer: func(c *eager.Call) []eager.Out {
 			x, gamma, dy := c.Inputs[0], c.Inputs[1], c.Inputs[4]
 			normShapes(c, x, gamma)
@@ -140,18 +137,10 @@ func runNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 	return eager.Run(layerNormOp, a, in...)[0]
 }
 
-// betaOf is the offset among a norm call's inputs (the third), or nil.
-func betaOf(in []*tensor.Tensor) *tensor.Tensor {
-	if len(in) == 3 {
-		return in[2]
-	}
-	return nil
-}
-
 // composedNormStats is the normalization as ops, for devices without its
-// kernels (a half x in float32) and for its gradient differentiated
-// again: the op's three outputs, y and each row's mean (zeros for
-// RMSNorm) and reciprocal deviation, the statistics in statDType.
+// kernels (a half x in float32): the op's three outputs, y and each row's
+// mean (zeros for RMSNorm) and reciprocal deviation, the statistics in
+// statDType.
 func composedNormStats(a NormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
 	dt := x.DType()
 	if dt.IsHalf() {
@@ -181,4 +170,31 @@ func composedNormStats(a NormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Ten
 	st := statDType(dt)
 	rows := x.Shape()[:x.Rank()-1]
 	return []*tensor.Tensor{y, Cast(Reshape(mean, rows...), st), Cast(Reshape(rstd, rows...), st)}
+}
+
+// composedNormBackprop is LayerNormBackprop's kernel as ops of its inputs
+// (x, gamma, mean, rstd, dy, dmean, drstd; a half x in float32): with x̂ =
+// (x − mean)·rstd and G = dy·gamma, dx = rstd·G + shift + slope·x̂, shift
+// = (dmean − rstd·ΣG)/n (none for RMSNorm) and slope = −(rstd·ΣG·x̂ +
+// rstd²·drstd)/n over each row of n; dgamma = Σ dy·x̂ and dbeta = Σ dy
+// over the rows.
+func composedNormBackprop(a NormAttrs, in []*tensor.Tensor) []*tensor.Tensor {
+	dt := in[0].DType()
+	x, gamma, dy := widened(in[0]), widened(in[1]), widened(in[4])
+	stat := func(s *tensor.Tensor) *tensor.Tensor { return ExpandDims(Cast(s, x.DType()), -1) }
+	mean, rstd, dmean, drstd := stat(in[2]), stat(in[3]), stat(in[5]), stat(in[6])
+	keep := Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true}
+	n := ScalarLike(x, float64(x.Dim(-1)))
+	xhat := Mul(Sub(x, mean), rstd)
+	g := Mul(dy, gamma)
+	slope := Neg(Div(Add(Mul(rstd, Reduce(Mul(g, xhat), keep)), Mul(Mul(rstd, rstd), drstd)), n))
+	dx := Add(Mul(rstd, g), Mul(slope, xhat))
+	if !a.RMS {
+		dx = Add(dx, Div(Sub(dmean, Mul(rstd, Reduce(g, keep))), n))
+	}
+	out := []*tensor.Tensor{dx, sumLeading(Mul(dy, xhat)), sumLeading(dy)}
+	for i, t := range out {
+		out[i] = Cast(t, dt)
+	}
+	return out
 }
