@@ -85,7 +85,9 @@ func init() {
 	attentionBackpropOp = eager.Register(&eager.Op{
 		Name: "ScaledDotProductAttentionBackprop", Inputs: -1, DTypes: floatTypes,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor { return composedAttentionBackprop(g.Attrs.(AttentionAttrs), in) })
+			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+				return composedAttentionBackprop(g.Attrs.(AttentionAttrs), in)
+			})
 			if len(grads) == 8 {
 				grads[7] = nil // the mask
 			}

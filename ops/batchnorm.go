@@ -73,7 +73,9 @@ func init() {
 	batchNormBackpropOp = eager.Register(&eager.Op{
 		Name: "BatchNormBackprop", Inputs: 7, DTypes: floatTypes,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			return backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor { return composedBatchNormBackprop(g.Attrs.(BatchNormAttrs), in) })
+			return backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+				return composedBatchNormBackprop(g.Attrs.(BatchNormAttrs), in)
+			})
 		},
 		Infer: func(c *eager.Call) []eager.Out {
 			x, gamma, dy, a := c.Inputs[0], c.Inputs[1], c.Inputs[4], c.Attrs.(BatchNormAttrs)
