@@ -4,8 +4,9 @@ are [in, out]: x @ W): the reference of transformer_test.go.
 
 Each case on standard input (JSON, see runScript): the input x [N, T, C],
 the heads, whether causal, the loss weights w and the block's weights by
-name; the output line holds the block's output and the gradients of
-sum(out * w) for x and every weight, in the order given."""
+name; the output line holds the block's output, the gradients of
+sum(out * w) for x and every weight, in the order given, and the
+gradients of sum(v * d/dx sum(out * w)) for the same."""
 import json
 import math
 import sys
@@ -38,8 +39,12 @@ def main():
         names = case["names"]
         p = {name: dec(a).requires_grad_() for name, a in zip(names, case["weights"])}
         out = block(x, p, case["heads"], case["causal"])
-        (out * dec(case["w"])).sum().backward()
-        print(json.dumps({"id": case["id"], "out": enc(out), "grads": [enc(x.grad)] + [enc(p[n].grad) for n in names]}), flush=True)
+        params = [x] + [p[n] for n in names]
+        grads = torch.autograd.grad((out * dec(case["w"])).sum(), params, create_graph=True)
+        # The gradient of v . dloss/dx with respect to x and every weight.
+        second = torch.autograd.grad((grads[0] * dec(case["v"])).sum(), params, allow_unused=True)
+        print(json.dumps({"id": case["id"], "out": enc(out), "grads": [enc(g) for g in grads],
+                          "second": [enc(g) for g in second]}), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ type blockCase struct {
 	ID      int      `json:"id"`
 	X       *Array   `json:"x"`
 	W       *Array   `json:"w"`
+	V       *Array   `json:"v"` // the direction of the Hessian-vector product
 	Heads   int      `json:"heads"`
 	Causal  bool     `json:"causal"`
 	Names   []string `json:"names"`
@@ -22,21 +23,24 @@ type blockCase struct {
 }
 
 type blockResult struct {
-	ID    int      `json:"id"`
-	Out   *Array   `json:"out"`
-	Grads []*Array `json:"grads"`
+	ID     int      `json:"id"`
+	Out    *Array   `json:"out"`
+	Grads  []*Array `json:"grads"`
+	Second []*Array `json:"second"`
 }
 
 // nn.TransformerBlock (float64; LayerNorm, the joint projection split
 // into heads, attention, GELU's tanh form) equals nanoGPT's block written
 // in PyTorch from the same weights (transformer_block.py), in value and
-// in the gradients of the input and of every weight: the heads' split and
-// merge, the masks and every rule checked at once.
+// in the gradients of the input and of every weight, and in the gradients
+// of v·∂loss/∂x (a gradient penalty's: the LayerNorm and attention rules
+// differentiated in their turn): the heads' split and merge, the masks
+// and every rule checked at once.
 func TestTransformerBlockAgainstTorch(t *testing.T) {
 	needTorch(t)
 	type run struct {
-		out   T
-		grads []T
+		out           T
+		grads, second []T
 	}
 	var cases []blockCase
 	var runs []run
@@ -58,8 +62,15 @@ func TestTransformerBlockAgainstTorch(t *testing.T) {
 		tp.Watch(x)
 		out := b.Forward(x)
 		grads := tp.Gradient(ops.Sum(ops.Mul(out, w)), append([]T{x}, nn.Values(vars)...)...)
-		runs = append(runs, run{out, grads})
-		bc := blockCase{ID: id, X: encode(x), W: encode(w), Heads: c.heads, Causal: c.causal}
+		v := tensor.RandUniform(rng, tensor.Float64, -1, 1, c.n, c.t, c.c)
+		outer := tape.New()
+		outer.Watch(x)
+		inner := tape.New()
+		inner.Watch(x)
+		gx := inner.Gradient(ops.Sum(ops.Mul(b.Forward(x), w)), x)[0]
+		second := outer.Gradient(ops.Sum(ops.Mul(gx, v)), append([]T{x}, nn.Values(vars)...)...)
+		runs = append(runs, run{out, grads, second})
+		bc := blockCase{ID: id, X: encode(x), W: encode(w), V: encode(v), Heads: c.heads, Causal: c.causal}
 		for _, v := range vars {
 			bc.Names = append(bc.Names, strings.TrimPrefix(v.Name(), "b/"))
 			bc.Weights = append(bc.Weights, encode(v.Value()))
@@ -82,6 +93,9 @@ func TestTransformerBlockAgainstTorch(t *testing.T) {
 			}
 			if d := compare(g, want.Grads[i]); d != "" {
 				t.Errorf("case %d gradient of %s: %s", id, what, d)
+			}
+			if d := compareWithin(r.second[i], want.Second[i], secondTol); d != "" {
+				t.Errorf("case %d Hessian-vector product, %s: %s", id, what, d)
 			}
 		}
 	}
