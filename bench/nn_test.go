@@ -204,9 +204,13 @@ func BenchmarkBatchNorm(b *testing.B) {
 		}{{"fused", fused}, {"ops", byOps}} {
 			b.Run(format.String()+"/"+c.name, func(b *testing.B) {
 				for b.Loop() {
-					tp := tape.New()
+					// The intermediates released, as a training step's tape
+					// does, so that buffers come back to the cache.
+					tp := tape.New(tape.Options{ReleaseIntermediates: true})
 					tp.Watch(x, gamma, beta)
-					tp.Gradient(ops.Sum(c.fn()), x, gamma, beta)
+					for _, g := range tp.Gradient(ops.Sum(c.fn()), x, gamma, beta) {
+						g.Release()
+					}
 				}
 			})
 		}

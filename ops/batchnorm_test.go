@@ -39,7 +39,7 @@ func TestBatchNormMatchesOps(t *testing.T) {
 		for _, c := range []struct {
 			shape []int
 			axis  int
-		}{{[]int{2, 3, 4, 5}, -1}, {[]int{2, 5, 3, 4}, 1}, {[]int{40, 6}, 1}, {[]int{5, 6}, 0}, {[]int{3, 4, 2}, 2}, {[]int{7}, 0}} {
+		}{{[]int{2, 3, 4, 5}, -1}, {[]int{2, 5, 3, 4}, 1}, {[]int{3, 4, 5, 6}, 1}, {[]int{2, 3, 16}, 1}, {[]int{40, 6}, 1}, {[]int{5, 6}, 0}, {[]int{3, 4, 2}, 2}, {[]int{7}, 0}} {
 			for _, offset := range []bool{true, false} {
 				name := fmt.Sprintf("%v %v axis %d offset %v", dt, c.shape, c.axis, offset)
 				axis := (c.axis + len(c.shape)) % len(c.shape)

@@ -80,6 +80,7 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		beta = data[T](c.Inputs[2])
 	}
 	n := v.ch * v.inner
+	x32, y32, vec := vecRuns(v, xs, y)
 	mean := v.sums(1, func(lo, hi int, acc []float64) {
 		v.rows(lo, hi, func(e int) {
 			if v.inner == 1 {
@@ -87,6 +88,12 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 				acc := acc[:len(xr)] // the bounds known, the checks go
 				for f, x := range xr {
 					acc[f] += float64(x)
+				}
+				return
+			}
+			if vec {
+				for f := range v.ch {
+					acc[f] += float64(ssum(&x32[e+f*v.inner], v.inner))
 				}
 				return
 			}
@@ -103,7 +110,18 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		mean[f] /= v.count // NaN for no elements, as the ops' mean
 	}
 	variance := v.sums(1, func(lo, hi int, acc []float64) {
+		var tmp []float32 // a run less its mean, for the vector kernels
+		if vec {
+			tmp = make([]float32, v.inner)
+		}
 		v.rows(lo, hi, func(e int) {
+			if vec {
+				for f := range v.ch {
+					sadds(&tmp[0], &x32[e+f*v.inner], -float32(mean[f]), v.inner)
+					acc[f] += float64(sdot(&tmp[0], &tmp[0], v.inner))
+				}
+				return
+			}
 			if v.inner == 1 {
 				xr := xs[e : e+n]
 				acc, mean := acc[:len(xr)], mean[:len(xr)]
@@ -144,11 +162,33 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		}
 		for f := range v.ch {
 			m, k, b, at := mean[f], scale[f], offset[f], e+f*v.inner
+			if vec {
+				sadds(&y32[at], &x32[at], -float32(m), v.inner)
+				smuls(&y32[at], &y32[at], float32(k), v.inner)
+				sadds(&y32[at], &y32[at], float32(b), v.inner)
+				continue
+			}
 			for i, x := range xs[at : at+v.inner] {
 				y[at+i] = T((float64(x)-m)*k + b)
 			}
 		}
 	})
+}
+
+// bnVecRun is the shortest run of a feature (inner) that the float32
+// vector kernels take.
+const bnVecRun = 16
+
+// vecRuns returns x and out as float32 and whether the float32 vector
+// kernels take v's runs (a float32 x on a CPU that has them, runs of
+// bnVecRun or more): sums in float32 a run, added in float64, as
+// LayerNorm's rows are.
+func vecRuns[T tensor.Float](v *bnView, x, out []T) (x32, out32 []float32, ok bool) {
+	x32, ok = any(x).([]float32)
+	if !ok || !haveVecKernels || v.inner < bnVecRun {
+		return nil, nil, false
+	}
+	return x32, any(out).([]float32), true
 }
 
 func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
@@ -161,9 +201,27 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 		mean[f] = statAt(c.Inputs[2], f)
 	}
 	n := v.ch * v.inner
+	x32, dx32, vec := vecRuns(v, xs, dx)
+	var dy32 []float32
+	if vec {
+		dy32 = any(dy).([]float32)
+	}
 	// Per feature: Σdy, then Σdy·(x − mean).
 	sums := v.sums(2, func(lo, hi int, acc []float64) {
+		var tmp []float32 // a run less its mean, for the vector kernels
+		if vec {
+			tmp = make([]float32, v.inner)
+		}
 		v.rows(lo, hi, func(e int) {
+			if vec {
+				for f := range v.ch {
+					at := e + f*v.inner
+					sadds(&tmp[0], &x32[at], -float32(mean[f]), v.inner)
+					acc[f] += float64(ssum(&dy32[at], v.inner))
+					acc[v.ch+f] += float64(sdot(&dy32[at], &tmp[0], v.inner))
+				}
+				return
+			}
 			if v.inner == 1 {
 				xr := xs[e : e+n]
 				dyr, sg, sgx, mean := dy[e:e+len(xr)], acc[:len(xr)], acc[v.ch:v.ch+len(xr)], mean[:len(xr)]
@@ -204,6 +262,21 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 		k3[f] = (statAt(c.Inputs[5], f) - gr[f]*db) / v.count
 	}
 	// The product γ·r·dy is rounded before the sum (never fused with k3).
+	if vec {
+		deviceOf(c).Parallel(v.outer, 6*float64(n), func(lo, hi int) {
+			tmp := make([]float32, v.inner)
+			for o := lo; o < hi; o++ {
+				for f := range v.ch {
+					at := (o*v.ch + f) * v.inner
+					smuls(&dx32[at], &dy32[at], float32(gr[f]), v.inner)
+					sadds(&dx32[at], &dx32[at], float32(k3[f]), v.inner)
+					sadds(&tmp[0], &x32[at], -float32(mean[f]), v.inner)
+					saxpy(&dx32[at], &tmp[0], float32(k2[f]), v.inner)
+				}
+			}
+		})
+		return
+	}
 	v.each(6, func(e int) {
 		if v.inner == 1 {
 			xr := xs[e : e+n]

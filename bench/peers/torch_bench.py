@@ -163,6 +163,19 @@ def torch_benches():
 
         report(f"BenchmarkTorchFashionCNNTrainStep/{fmt}", fashion_step)
 
+    # BenchmarkBatchNorm: BatchNorm in training, forward and backward, over
+    # 128 images of 28x28 with 32 features (F.batch_norm, PyTorch's fused
+    # kernel), both layouts.
+    for fmt, memory in (("NHWC", torch.channels_last), ("NCHW", torch.contiguous_format)):
+        xb = torch.randn(128, 32, 28, 28).contiguous(memory_format=memory).requires_grad_(True)
+        gb, bb = torch.randn(32, requires_grad=True), torch.randn(32, requires_grad=True)
+
+        def batch_norm(xb=xb, gb=gb, bb=bb):
+            y = torch.nn.functional.batch_norm(xb, None, None, gb, bb, training=True, eps=1e-3)
+            torch.autograd.grad(y.sum(), [xb, gb, bb])
+
+        report(f"BenchmarkTorchBatchNorm/{fmt}/fused", batch_norm)
+
     # BenchmarkTraceElementwiseChain1K: x*1.01, +0.5, tanh three times over,
     # then *1.01, on 1000 float32 values; eager and torch.jit.trace.
     def chain(v):
