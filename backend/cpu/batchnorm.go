@@ -67,6 +67,15 @@ func (v *bnView) rows(lo, hi int, body func(e int)) {
 	}
 }
 
+// runBuffer is a run's scratch for the vector kernels where vec says
+// they run, else nil.
+func (v *bnView) runBuffer(vec bool) []float32 {
+	if !vec {
+		return nil
+	}
+	return make([]float32, v.inner)
+}
+
 // Each pass below reads a row of C·inner elements: with the features
 // last (inner 1) as one loop over them, otherwise a run of inner a
 // feature.
@@ -110,10 +119,7 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		mean[f] /= v.count // NaN for no elements, as the ops' mean
 	}
 	variance := v.sums(1, func(lo, hi int, acc []float64) {
-		var tmp []float32 // a run less its mean, for the vector kernels
-		if vec {
-			tmp = make([]float32, v.inner)
-		}
+		tmp := v.runBuffer(vec) // a run less its mean, for the vector kernels
 		v.rows(lo, hi, func(e int) {
 			if vec {
 				for f := range v.ch {
@@ -208,10 +214,7 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	}
 	// Per feature: Σdy, then Σdy·(x − mean).
 	sums := v.sums(2, func(lo, hi int, acc []float64) {
-		var tmp []float32 // a run less its mean, for the vector kernels
-		if vec {
-			tmp = make([]float32, v.inner)
-		}
+		tmp := v.runBuffer(vec) // a run less its mean, for the vector kernels
 		v.rows(lo, hi, func(e int) {
 			if vec {
 				for f := range v.ch {
@@ -264,7 +267,7 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	// The product γ·r·dy is rounded before the sum (never fused with k3).
 	if vec {
 		deviceOf(c).Parallel(v.outer, 6*float64(n), func(lo, hi int) {
-			tmp := make([]float32, v.inner)
+			tmp := v.runBuffer(vec)
 			for o := lo; o < hi; o++ {
 				for f := range v.ch {
 					at := (o*v.ch + f) * v.inner

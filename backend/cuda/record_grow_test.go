@@ -20,6 +20,19 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
+// squaringLoopGradient is the gradient, for a[0], of a loop without
+// MaxIterations that maps v to v·(v + 1) while Σv < a[1].
+func squaringLoopGradient(a []*tensor.Tensor) []*tensor.Tensor {
+	tp := tape.New()
+	tp.Watch(a[0])
+	out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
+		func(v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
+		},
+		[]*tensor.Tensor{a[0]})
+	return tp.Gradient(ops.Sum(out[0]), a[0])
+}
+
 // A loop a tape records without MaxIterations is recorded with stacks of
 // the depth its trace saw, checked after every replay: a call whose loop
 // runs deeper gives the eager results (run op by op: many calls queued,
@@ -30,16 +43,7 @@ func TestRecordedLoopGuessedDepth(t *testing.T) {
 	d := testGPU(t)
 	ctx, emulated := d.ctx.(*emu.Context)
 	awaitNoObservers(t)
-	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
-		tp := tape.New()
-		tp.Watch(a[0])
-		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
-			func(v []*tensor.Tensor) []*tensor.Tensor {
-				return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
-			},
-			[]*tensor.Tensor{a[0]})
-		return tp.Gradient(ops.Sum(out[0]), a[0])
-	}
+	fn := squaringLoopGradient
 	f := trace.NewFunction(fn)
 	f.Record = true
 	var notes []string
@@ -95,16 +99,7 @@ func TestRecordedLoopNotRecordedAgain(t *testing.T) {
 		t.Skip("the emulator refuses the capture")
 	}
 	awaitNoObservers(t)
-	fn := func(a []*tensor.Tensor) []*tensor.Tensor {
-		tp := tape.New()
-		tp.Watch(a[0])
-		out := control.While(func(v []*tensor.Tensor) *tensor.Tensor { return ops.Lt(ops.Sum(v[0]), a[1]) },
-			func(v []*tensor.Tensor) []*tensor.Tensor {
-				return []*tensor.Tensor{ops.Mul(v[0], ops.Add(v[0], ops.OnesLike(v[0])))}
-			},
-			[]*tensor.Tensor{a[0]})
-		return tp.Gradient(ops.Sum(out[0]), a[0])
-	}
+	fn := squaringLoopGradient
 	f := trace.NewFunction(fn)
 	f.Record = true
 	args := func(threshold float32) []*tensor.Tensor {
