@@ -16,7 +16,8 @@ import (
 // added in task order, so results do not depend on the threads. The
 // forward takes the mean, then the variance about it (two passes, as the
 // ops spelled out do), then writes y; the backward sums dy and dy·(x −
-// mean) per feature, then writes dx.
+// mean) per feature, then writes dx. float32 runs through the vector
+// kernels where the CPU has them (batchnorm_vec.go).
 
 // bnView is a call's x as [outer, C, inner] and its per-feature sums.
 type bnView struct {
@@ -50,35 +51,57 @@ func (v *bnView) sums(k int, body func(lo, hi int, acc []float64)) []float64 {
 	return total
 }
 
-// each runs body for each row of outer (C·inner elements from e), in
-// parallel.
-func (v *bnView) each(cost float64, body func(e int)) {
-	deviceOf(v.c).Parallel(v.outer, cost*float64(v.ch*v.inner), func(lo, hi int) {
-		for o := lo; o < hi; o++ {
-			body(o * v.ch * v.inner)
-		}
-	})
+// each runs body over rows [lo, hi) of outer, in parallel.
+func (v *bnView) each(cost float64, body func(lo, hi int)) {
+	deviceOf(v.c).Parallel(v.outer, cost*float64(v.ch*v.inner), body)
 }
 
-// rows runs body for each row of outer in [lo, hi).
+// rows runs body for each row of outer in [lo, hi): its C·inner elements
+// from e.
 func (v *bnView) rows(lo, hi int, body func(e int)) {
 	for o := lo; o < hi; o++ {
 		body(o * v.ch * v.inner)
 	}
 }
 
-// runBuffer is a run's scratch for the vector kernels where vec says
-// they run, else nil.
-func (v *bnView) runBuffer(vec bool) []float32 {
-	if !vec {
-		return nil
+// scaled finishes the forward's statistics: the variance over the count,
+// both statistics written to outs[1] and outs[2], and each feature's
+// scale γ·r (r = 1/√(variance + epsilon), as the backward's and the
+// GPU's) and offset β (0 without one).
+func scaled[T tensor.Float](v *bnView, outs []*tensor.Tensor, gamma, beta []T, mean, variance []float64, eps float64) (scale, offset []float64) {
+	scale, offset = make([]float64, v.ch), make([]float64, v.ch)
+	for f := range variance {
+		variance[f] /= v.count
+		scale[f] = float64(gamma[f]) * (1 / math.Sqrt(variance[f]+eps))
+		if beta != nil {
+			offset[f] = float64(beta[f])
+		}
+		setStat(outs[1], f, mean[f])
+		setStat(outs[2], f, variance[f])
 	}
-	return make([]float32, v.inner)
+	return scale, offset
 }
 
-// Each pass below reads a row of C·inner elements: with the features
-// last (inner 1) as one loop over them, otherwise a run of inner a
-// feature.
+// gradCoefficients finishes the backward's sums (Σdy, then Σdy·(x −
+// mean), C each): the scale's and offset's gradients written to dgamma
+// and dbeta, and each feature's γ·r, k2 and k3 of dx = γ·r·dy + k3 +
+// k2·(x − mean), from dγ = r·Σdy·(x − mean), dβ = Σdy and the statistics'
+// own gradients (∂mean/∂x = 1/M, ∂variance/∂x = 2(x − mean)/M).
+func gradCoefficients[T tensor.Float](v *bnView, c *eager.Call, gamma, dgamma, dbeta []T, sums []float64, eps float64) (gr, k2, k3 []float64) {
+	gr, k2, k3 = make([]float64, v.ch), make([]float64, v.ch), make([]float64, v.ch)
+	for f := range v.ch {
+		r := 1 / math.Sqrt(statAt(c.Inputs[3], f)+eps)
+		db, dg := sums[f], sums[v.ch+f]*r
+		if v.count == 0 {
+			dg = 0 // a sum of nothing, whatever r (NaN) is
+		}
+		dbeta[f], dgamma[f] = T(db), T(dg)
+		gr[f] = float64(gamma[f]) * r
+		k2[f] = (2*statAt(c.Inputs[6], f) - gr[f]*r*dg) / v.count
+		k3[f] = (statAt(c.Inputs[5], f) - gr[f]*db) / v.count
+	}
+	return gr, k2, k3
+}
 
 func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	a := c.Attrs.(ops.BatchNormAttrs)
@@ -88,8 +111,15 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	if len(c.Inputs) == 3 {
 		beta = data[T](c.Inputs[2])
 	}
+	if x32, ok := any(xs).([]float32); ok && v.vec32() {
+		var b32 []float32
+		if beta != nil {
+			b32 = any(beta).([]float32)
+		}
+		batchNorm32(v, outs, x32, any(gamma).([]float32), b32, any(y).([]float32), a.Epsilon)
+		return
+	}
 	n := v.ch * v.inner
-	x32, y32, vec := vecRuns(v, xs, y)
 	mean := v.sums(1, func(lo, hi int, acc []float64) {
 		v.rows(lo, hi, func(e int) {
 			if v.inner == 1 {
@@ -97,12 +127,6 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 				acc := acc[:len(xr)] // the bounds known, the checks go
 				for f, x := range xr {
 					acc[f] += float64(x)
-				}
-				return
-			}
-			if vec {
-				for f := range v.ch {
-					acc[f] += float64(ssum(&x32[e+f*v.inner], v.inner))
 				}
 				return
 			}
@@ -119,15 +143,7 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		mean[f] /= v.count // NaN for no elements, as the ops' mean
 	}
 	variance := v.sums(1, func(lo, hi int, acc []float64) {
-		tmp := v.runBuffer(vec) // a run less its mean, for the vector kernels
 		v.rows(lo, hi, func(e int) {
-			if vec {
-				for f := range v.ch {
-					sadds(&tmp[0], &x32[e+f*v.inner], -float32(mean[f]), v.inner)
-					acc[f] += float64(sdot(&tmp[0], &tmp[0], v.inner))
-				}
-				return
-			}
 			if v.inner == 1 {
 				xr := xs[e : e+n]
 				acc, mean := acc[:len(xr)], mean[:len(xr)]
@@ -147,54 +163,25 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 			}
 		})
 	})
-	scale, offset := make([]float64, v.ch), make([]float64, v.ch)
-	for f := range variance {
-		variance[f] /= v.count
-		scale[f] = float64(gamma[f]) * (1 / math.Sqrt(variance[f]+a.Epsilon)) // γ·r, as the backward and the GPU's
-		if beta != nil {
-			offset[f] = float64(beta[f])
-		}
-		setStat(outs[1], f, mean[f])
-		setStat(outs[2], f, variance[f])
-	}
-	v.each(4, func(e int) {
-		if v.inner == 1 {
-			xr := xs[e : e+n]
-			yr, mean, scale, offset := y[e:e+len(xr)], mean[:len(xr)], scale[:len(xr)], offset[:len(xr)]
-			for f, x := range xr {
-				yr[f] = T((float64(x)-mean[f])*scale[f] + offset[f])
+	scale, offset := scaled(v, outs, gamma, beta, mean, variance, a.Epsilon)
+	v.each(4, func(lo, hi int) {
+		v.rows(lo, hi, func(e int) {
+			if v.inner == 1 {
+				xr := xs[e : e+n]
+				yr, mean, scale, offset := y[e:e+len(xr)], mean[:len(xr)], scale[:len(xr)], offset[:len(xr)]
+				for f, x := range xr {
+					yr[f] = T((float64(x)-mean[f])*scale[f] + offset[f])
+				}
+				return
 			}
-			return
-		}
-		for f := range v.ch {
-			m, k, b, at := mean[f], scale[f], offset[f], e+f*v.inner
-			if vec {
-				sadds(&y32[at], &x32[at], -float32(m), v.inner)
-				smuls(&y32[at], &y32[at], float32(k), v.inner)
-				sadds(&y32[at], &y32[at], float32(b), v.inner)
-				continue
+			for f := range v.ch {
+				m, k, b, at := mean[f], scale[f], offset[f], e+f*v.inner
+				for i, x := range xs[at : at+v.inner] {
+					y[at+i] = T((float64(x)-m)*k + b)
+				}
 			}
-			for i, x := range xs[at : at+v.inner] {
-				y[at+i] = T((float64(x)-m)*k + b)
-			}
-		}
+		})
 	})
-}
-
-// bnVecRun is the shortest run of a feature (inner) that the float32
-// vector kernels take.
-const bnVecRun = 16
-
-// vecRuns returns x and out as float32 and whether the float32 vector
-// kernels take v's runs (a float32 x on a CPU that has them, runs of
-// bnVecRun or more): sums in float32 a run, added in float64, as
-// LayerNorm's rows are.
-func vecRuns[T tensor.Float](v *bnView, x, out []T) (x32, out32 []float32, ok bool) {
-	x32, ok = any(x).([]float32)
-	if !ok || !haveVecKernels || v.inner < bnVecRun {
-		return nil, nil, false
-	}
-	return x32, any(out).([]float32), true
 }
 
 func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
@@ -206,25 +193,15 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	for f := range mean {
 		mean[f] = statAt(c.Inputs[2], f)
 	}
-	n := v.ch * v.inner
-	x32, dx32, vec := vecRuns(v, xs, dx)
-	var dy32 []float32
-	if vec {
-		dy32 = any(dy).([]float32)
+	if x32, ok := any(xs).([]float32); ok && v.vec32() {
+		batchNormBackprop32(v, x32, any(gamma).([]float32), any(dy).([]float32), any(dx).([]float32),
+			any(dgamma).([]float32), any(dbeta).([]float32), mean, a.Epsilon)
+		return
 	}
+	n := v.ch * v.inner
 	// Per feature: Σdy, then Σdy·(x − mean).
 	sums := v.sums(2, func(lo, hi int, acc []float64) {
-		tmp := v.runBuffer(vec) // a run less its mean, for the vector kernels
 		v.rows(lo, hi, func(e int) {
-			if vec {
-				for f := range v.ch {
-					at := e + f*v.inner
-					sadds(&tmp[0], &x32[at], -float32(mean[f]), v.inner)
-					acc[f] += float64(ssum(&dy32[at], v.inner))
-					acc[v.ch+f] += float64(sdot(&dy32[at], &tmp[0], v.inner))
-				}
-				return
-			}
 			if v.inner == 1 {
 				xr := xs[e : e+n]
 				dyr, sg, sgx, mean := dy[e:e+len(xr)], acc[:len(xr)], acc[v.ch:v.ch+len(xr)], mean[:len(xr)]
@@ -247,54 +224,27 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 			}
 		})
 	})
-	// dx = γ·r·dy + k3 + k2·(x − mean), from the scale's and offset's
-	// gradients dγ = r·Σdy·(x − mean) and dβ = Σdy and the statistics'
-	// own: ∂mean/∂x = 1/M, ∂variance/∂x = 2(x − mean)/M. γ·r·dy and k3
-	// are added first, so that a feature of one element (x = mean) gets
-	// exactly the zero gradient it has.
-	gr, k2, k3 := make([]float64, v.ch), make([]float64, v.ch), make([]float64, v.ch)
-	for f := range v.ch {
-		r := 1 / math.Sqrt(statAt(c.Inputs[3], f)+a.Epsilon)
-		db, dg := sums[f], sums[v.ch+f]*r
-		if v.count == 0 {
-			dg = 0 // a sum of nothing, whatever r (NaN) is
-		}
-		dbeta[f], dgamma[f] = T(db), T(dg)
-		gr[f] = float64(gamma[f]) * r
-		k2[f] = (2*statAt(c.Inputs[6], f) - gr[f]*r*dg) / v.count
-		k3[f] = (statAt(c.Inputs[5], f) - gr[f]*db) / v.count
-	}
-	// The product γ·r·dy is rounded before the sum (never fused with k3).
-	if vec {
-		deviceOf(c).Parallel(v.outer, 6*float64(n), func(lo, hi int) {
-			tmp := v.runBuffer(vec)
-			for o := lo; o < hi; o++ {
-				for f := range v.ch {
-					at := (o*v.ch + f) * v.inner
-					smuls(&dx32[at], &dy32[at], float32(gr[f]), v.inner)
-					sadds(&dx32[at], &dx32[at], float32(k3[f]), v.inner)
-					sadds(&tmp[0], &x32[at], -float32(mean[f]), v.inner)
-					saxpy(&dx32[at], &tmp[0], float32(k2[f]), v.inner)
+	gr, k2, k3 := gradCoefficients(v, c, gamma, dgamma, dbeta, sums, a.Epsilon)
+	// γ·r·dy and k3 are added first, the product rounded (never fused
+	// with k3), so that a feature of one element (x = mean) gets exactly
+	// the zero gradient it has.
+	v.each(6, func(lo, hi int) {
+		v.rows(lo, hi, func(e int) {
+			if v.inner == 1 {
+				xr := xs[e : e+n]
+				dxr, dyr, gr, k2, k3, mean := dx[e:e+len(xr)], dy[e:e+len(xr)], gr[:len(xr)], k2[:len(xr)], k3[:len(xr)], mean[:len(xr)]
+				for f, x := range xr {
+					dxr[f] = T(float64(gr[f]*float64(dyr[f])) + k3[f] + k2[f]*(float64(x)-mean[f]))
+				}
+				return
+			}
+			for f := range v.ch {
+				m, g, s, t, at := mean[f], gr[f], k2[f], k3[f], e+f*v.inner
+				for i, x := range xs[at : at+v.inner] {
+					dx[at+i] = T(float64(g*float64(dy[at+i])) + t + s*(float64(x)-m))
 				}
 			}
 		})
-		return
-	}
-	v.each(6, func(e int) {
-		if v.inner == 1 {
-			xr := xs[e : e+n]
-			dxr, dyr, gr, k2, k3, mean := dx[e:e+len(xr)], dy[e:e+len(xr)], gr[:len(xr)], k2[:len(xr)], k3[:len(xr)], mean[:len(xr)]
-			for f, x := range xr {
-				dxr[f] = T(float64(gr[f]*float64(dyr[f])) + k3[f] + k2[f]*(float64(x)-mean[f]))
-			}
-			return
-		}
-		for f := range v.ch {
-			m, g, s, t, at := mean[f], gr[f], k2[f], k3[f], e+f*v.inner
-			for i, x := range xs[at : at+v.inner] {
-				dx[at+i] = T(float64(g*float64(dy[at+i])) + t + s*(float64(x)-m))
-			}
-		}
 	})
 }
 
