@@ -176,3 +176,30 @@ func TestBatchNormEdges(t *testing.T) {
 }
 
 func isNaN(v float64) bool { return v != v }
+
+// No features, or no batch, in float32 and float64, features last and
+// not: empty results, no panic (the fuzzer's first find: a tile of no
+// features divided by zero).
+func TestBatchNormEmpty(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, c := range []struct {
+			shape []int
+			axis  int
+		}{{[]int{0, 0}, 1}, {[]int{4, 0}, 1}, {[]int{2, 0, 20}, 1}, {[]int{0, 3}, 1}, {[]int{2, 3, 0}, 1}} {
+			x := tensor.Zeros(dt, c.shape...)
+			g := tensor.Ones(dt, c.shape[c.axis])
+			err := tensor.Catch(func() {
+				tp := tape.New()
+				tp.Watch(x, g)
+				y, m, v := ops.BatchNorm(x, g, g, c.axis, 1e-3)
+				if !y.Shape().Equal(x.Shape()) || m.Dim(0) != c.shape[c.axis] || v.Dim(0) != c.shape[c.axis] {
+					t.Errorf("%v %v: results %v %v %v", dt, c.shape, y.Shape(), m.Shape(), v.Shape())
+				}
+				tp.Gradient(ops.Sum(y), x, g)
+			})
+			if err != nil {
+				t.Errorf("%v %v axis %d: %v", dt, c.shape, c.axis, err)
+			}
+		}
+	}
+}

@@ -111,6 +111,9 @@ func batchNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	if len(c.Inputs) == 3 {
 		beta = data[T](c.Inputs[2])
 	}
+	if v.ch == 0 {
+		return // no features: nothing to write
+	}
 	if x32, ok := any(xs).([]float32); ok && v.vec32() {
 		var b32 []float32
 		if beta != nil {
@@ -192,6 +195,9 @@ func batchNormBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 	mean := make([]float64, v.ch)
 	for f := range mean {
 		mean[f] = statAt(c.Inputs[2], f)
+	}
+	if v.ch == 0 {
+		return // no features: nothing to write
 	}
 	if x32, ok := any(xs).([]float32); ok && v.vec32() {
 		batchNormBackprop32(v, x32, any(gamma).([]float32), any(dy).([]float32), any(dx).([]float32),
