@@ -11,12 +11,13 @@ import (
 )
 
 // BatchNorm and its backprop (ops/batchnorm.go), x viewed as [outer, C,
-// inner], by kernels/batchnorm.go's kernels: the forward folds x per
-// feature, then (x − mean)², then writes y (three reads of x, one write);
-// the backward folds dy and dy·(x − mean) together, then writes dx. Each
-// fold is a sums kernel over parts of every feature (the cols kernel
-// where the features are last, the planes kernel otherwise) and a
-// finishing kernel per feature, in an order the shapes alone fix. A
+// inner], by kernels/batchnorm.go's kernels: the forward folds x and its
+// square about a centre per feature in one pass, then writes y (two reads
+// of x, one write); the backward folds dy and dy·(x − mean) together,
+// then writes dx. Each fold is a sums kernel over parts of every feature
+// (the cols kernel where the features are last, the planes kernel
+// otherwise), the reduce kernels' fold of the parts, and a finishing
+// kernel a thread a feature, in an order the shapes alone fix. A
 // coefficient table [6, C] (float64) carries each feature's mean, r, γ·r,
 // β and the input gradient's two constants between them. The half types
 // run through float32 (eager/half.go).
@@ -65,8 +66,8 @@ func (s bnShape) temp(dt tensor.DType, shape tensor.Shape, what string) *tensor.
 }
 
 // sums folds parts of each feature's elements by mode (kernels.BNModes)
-// into a new partial [k, parts, C] float64: x, then dy (grad mode) and
-// coef (sq and grad modes) are its operands.
+// into a new partial [k, parts, C] float64: x, then centres (stats mode)
+// or dy and coef (grad mode) are its operands.
 func (s bnShape) sums(mode string, k int, operands ...*tensor.Tensor) *tensor.Tensor {
 	parts, geometry := s.parts(mode)
 	partial := s.temp(tensor.Float64, tensor.Shape{k, parts, s.ch}, "the partial sums of each feature")
@@ -153,12 +154,11 @@ func batchNorm(d kernels.DType) eager.Kernel {
 		}
 		coef := s.temp(tensor.Float64, tensor.Shape{4, s.ch}, "the coefficients of each feature")
 		defer coef.Release()
-		partial := s.sums("x", 1, x)
-		s.finish("batch_norm_mean", []*tensor.Tensor{mean}, coef, partial, nil, nil)
-		partial.Release()
-		partial = s.sums("sq", 1, x, coef)
+		centres := s.temp(tensor.Float64, tensor.Shape{s.ch}, "the centre of each feature")
+		defer centres.Release()
+		partial := s.sums("stats", 2, x, centres)
 		b, tail := s.betaArgs(gamma, beta)
-		s.finish("batch_norm_var", []*tensor.Tensor{variance}, coef, partial, []*tensor.Tensor{gamma, b}, tail)
+		s.finish("batch_norm_stats", []*tensor.Tensor{mean, variance}, coef, partial, []*tensor.Tensor{centres, gamma, b}, tail)
 		partial.Release()
 		s.elementwise("apply", coef, y, x)
 	}

@@ -63,3 +63,24 @@ func TestBatchNormOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// The GPU takes the statistics in one pass about each feature's first
+// element: a large mean, and a first element far out, still give the
+// CPU's two-pass mean and variance.
+func TestBatchNormOnePassStatistics(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, axis := range []int{1, -1} {
+			x := ops.Add(tensor.RandNormal(tensor.NewRNG(3), tensor.Float64, 64, 6, 10), tensor.Scalar(1e3))
+			v := tensor.ToSlice[float64](x)
+			v[0], v[1] = 1e5, -3e4 // the first elements of features 0 and 1 (or of feature 0's planes)
+			x = ops.Cast(tensor.FromSlice(v, 64, 6, 10), dt)
+			g := ops.Cast(tensor.Ones(tensor.Float64, x.Dim(axis)), dt)
+			_, m, s := ops.BatchNorm(x, g, nil, axis, 1e-3)
+			_, gm, gs := ops.BatchNorm(onGPU(t, d, x), onGPU(t, d, g), nil, axis, 1e-3)
+			tol := map[tensor.DType]float64{tensor.Float32: 1e-5, tensor.Float64: 1e-12}[dt]
+			agreeWithin(t, fmt.Sprint(dt, " axis ", axis, " mean"), gm, m, tol)
+			agreeWithin(t, fmt.Sprint(dt, " axis ", axis, " variance"), gs, s, tol)
+		}
+	}
+}

@@ -181,7 +181,8 @@ var budgets = map[string]kernelBudget{
 	// three passes and two block-wide combines over a row of 64 on a block
 	// of 256 (longer rows share those better).
 	// BatchNorm's kernels, float64 inside: the sums fold a part of each
-	// feature (cols: 32 features a block, a row's features one load;
+	// feature, the forward's x and its square about a centre in one pass
+	// (cols: 32 features a block, a row's features one load;
 	// planes: a warp a part, its planes read by windows of 32 elements
 	// aligned to 32, about 12 elements a lane, then a shuffle butterfly of
 	// float64s), the reduce kernels fold the parts, a finishing kernel
@@ -190,30 +191,27 @@ var budgets = map[string]kernelBudget{
 	// the elementwise kernels find an element's feature by two divisions
 	// through constants and read its coefficients (counted as elements:
 	// 8 bytes each).
-	"batch_norm_sums_x_cols_f32":      {instr: 20}, // 16 features: half of each warp idle (32 features: 14.5)
-	"batch_norm_sums_sq_cols_f32":     {instr: 19},
-	"batch_norm_sums_grad_cols_f32":   {instr: 16},
-	"batch_norm_sums_x_planes_f32":    {instr: 38}, // each lane's element clamped into the plane and masked, no branch
-	"batch_norm_sums_sq_planes_f32":   {instr: 32},
-	"batch_norm_sums_grad_planes_f32": {instr: 33},
-	"batch_norm_mean_f32":             {instr: 13},
-	"batch_norm_var_f32":              {instr: 13},
-	"batch_norm_grad_coef_f32":        {instr: 9},
-	"batch_norm_coef_f32":             {instr: 40},
-	"batch_norm_apply_f32":            {instr: 10},
-	"batch_norm_grad_f32":             {instr: 8.5},
-	"layer_norm_f32":                  {instr: 52},
-	"layer_norm_grad_f32":             {instr: 30},
-	"rms_norm_f32":                    {instr: 52},
-	"rms_norm_grad_f32":               {instr: 32},
-	"sparse_xent_f32_s32":             {instr: 110},
-	"sparse_xent_grad_f32_s32":        {instr: 58},
-	"gelutanh_f32":                    {instr: 90},
-	"gelutanhgrad_f32_vv":             {instr: 52},
-	"attn_probs_f32":                  {instr: 290},
-	"attn_grad_f32":                   {instr: 52},
-	"attn_probs_f32_mask":             {instr: 290},
-	"attn_grad_f32_mask":              {instr: 58},
+	"batch_norm_sums_stats_cols_f32":   {instr: 23}, // 16 features: half of each warp idle (32 features: 17)
+	"batch_norm_sums_grad_cols_f32":    {instr: 16},
+	"batch_norm_sums_stats_planes_f32": {instr: 44}, // each lane's element clamped into the plane and masked, no branch; two sums
+	"batch_norm_sums_grad_planes_f32":  {instr: 33},
+	"batch_norm_stats_f32":             {instr: 40},
+	"batch_norm_grad_coef_f32":         {instr: 9},
+	"batch_norm_coef_f32":              {instr: 40},
+	"batch_norm_apply_f32":             {instr: 10},
+	"batch_norm_grad_f32":              {instr: 8.5},
+	"layer_norm_f32":                   {instr: 52},
+	"layer_norm_grad_f32":              {instr: 30},
+	"rms_norm_f32":                     {instr: 52},
+	"rms_norm_grad_f32":                {instr: 32},
+	"sparse_xent_f32_s32":              {instr: 110},
+	"sparse_xent_grad_f32_s32":         {instr: 58},
+	"gelutanh_f32":                     {instr: 90},
+	"gelutanhgrad_f32_vv":              {instr: 52},
+	"attn_probs_f32":                   {instr: 290},
+	"attn_grad_f32":                    {instr: 52},
+	"attn_probs_f32_mask":              {instr: 290},
+	"attn_grad_f32_mask":               {instr: 58},
 	// The flash kernels are bound by arithmetic, not memory: four threads
 	// a row, each tile element loaded once for the block's 64 rows (four
 	// FMAs and a vector shared load per four, twice: the score, then the

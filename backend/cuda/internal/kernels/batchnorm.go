@@ -13,14 +13,14 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // 1/√(variance + eps), γ·r, β and the input gradient's k2 and k3 between
 // the kernels.
 //
-//   - batch_norm_sums_<mode>_cols_<dtype> (partial, x[, dy], coef, rows, C,
-//     chunk, parts, blocks): features last (inner 1): a block for 32
+//   - batch_norm_sums_<mode>_cols_<dtype> (partial, x, centres | dy, coef, rows,
+//     C, chunk, parts, blocks): features last (inner 1): a block for 32
 //     neighbouring features and chunk rows (BNChunk), each warp's lanes
 //     folding rows warp, warp+8, ... of their features (a row's features
 //     one coalesced load), the first warp adding the eight warps' sums in
 //     order; parts is a divisor, blocks the groups of 32 features ×
 //     parts.
-//   - batch_norm_sums_<mode>_planes_<dtype> (partial, x[, dy], coef, outer,
+//   - batch_norm_sums_<mode>_planes_<dtype> (partial, x, centres | dy, coef, outer,
 //     C, inner, wmax, planes, groups, windows, parts, blocks): a warp for a
 //     part of a feature's planes (BNPlaneParts), reading each plane by
 //     windows of 32 elements aligned to 32 (lane l the window's element
@@ -28,13 +28,14 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     sectors costs no more sectors than its bytes fill), then a shuffle
 //     butterfly; groups and parts are divisors, blocks counts the warps
 //     (features × parts).
-//     Modes: x (Σx), sq (Σ(x − mean)², the mean from coef row 0), grad
-//     (Σdy and Σdy·(x − mean): k = 2).
-//   - batch_norm_mean_<dtype> (mean, coef, sums, C, count): mean =
-//     Σx/count into the output and coef row 0.
-//   - batch_norm_var_<dtype> (var, coef, sums, gamma, beta, C, count, eps,
-//     has_beta): the variance into the output, then r, γ·r and
-//     β (0 without has_beta) into coef rows 1-3.
+//     Modes (BNModes): stats (Σd and Σd², d = x − K, K the feature's
+//     first element, which the first part keeps in centres [C] float64),
+//     grad (Σdy and Σdy·(x − mean), the mean from coef row 0).
+//   - batch_norm_stats_<dtype> (mean, var, coef, sums, centres, gamma,
+//     beta, C, count, eps, has_beta), a thread a feature: mean = K +
+//     Σd/count and variance = Σd²/count − (Σd/count)² (not below 0) into
+//     the outputs and coef row 0, then r, γ·r and β (0 without has_beta)
+//     into coef rows 1-3.
 //   - batch_norm_coef_<dtype> (coef, mean, var, gamma, beta, C, eps,
 //     has_beta): a thread a feature writes coef rows 0-3 from given
 //     statistics (the backward's).
@@ -53,13 +54,16 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // cols kernels (8 warps): a thread folds 12 elements of each operand (6
 // in grad mode, which reads x and dy), so that a launch has a thread for
 // every 16 elements it reads, the coefficients included.
-func BNChunk(mode string) int { return 12 / bnAccs[mode] * ReduceBlock / 32 }
+func BNChunk(mode string) int { return 12 / bnOperands[mode] * ReduceBlock / 32 }
 
-// BNModes are the sums kernels' modes, and bnAccs how many sums each
-// writes.
+// BNModes are the sums kernels' modes: stats (Σd and Σd², d = x − K, K
+// the feature's first element: the mean and variance in one pass, their
+// cancellation bounded as the data's spread about one of its own values),
+// grad (Σdy and Σdy·(x − mean)); each writes two sums, bnOperands says
+// what it reads.
 var (
-	BNModes = []string{"x", "sq", "grad"}
-	bnAccs  = map[string]int{"x": 1, "sq": 1, "grad": 2}
+	BNModes    = []string{"stats", "grad"}
+	bnOperands = map[string]int{"stats": 1, "grad": 2}
 )
 
 func batchNormKernels() []*ptx.Kernel {
@@ -68,26 +72,60 @@ func batchNormKernels() []*ptx.Kernel {
 		for _, mode := range BNModes {
 			out = append(out, bnSumsCols(mode, d), bnSumsPlanes(mode, d))
 		}
-		out = append(out, bnFinish("batch_norm_mean", d), bnFinish("batch_norm_var", d), bnFinish("batch_norm_grad_coef", d),
+		out = append(out, bnFinish("batch_norm_stats", d), bnFinish("batch_norm_grad_coef", d),
 			bnCoef(d), bnElementwise("batch_norm_apply", d), bnElementwise("batch_norm_grad", d))
 	}
 	return out
 }
 
 // bnSumsParams declares a sums kernel's leading parameters: partial, x,
-// dy (grad mode) and coef (sq and grad).
-func bnSumsParams(k *ptx.Kernel, mode string) (partial, x, dy, coef ptx.Reg) {
+// then centres (stats mode) or dy and coef (grad mode).
+func bnSumsParams(k *ptx.Kernel, mode string) (partial, x, dy, coef, centres ptx.Reg) {
 	partial, x = k.ParamPtr("partial"), k.ParamPtr("x")
 	if mode == "grad" {
-		dy = k.ParamPtr("dy")
+		dy, coef = k.ParamPtr("dy"), k.ParamPtr("coef")
+	} else {
+		centres = k.ParamPtr("centres")
 	}
-	if mode != "x" {
-		coef = k.ParamPtr("coef")
-	}
-	return partial, x, dy, coef
+	return partial, x, dy, coef, centres
 }
 
-// bnTerms adds element e's terms (x at e, the feature's mean mu) to accs;
+// bnKeepCentre stores the centre mu of feature f into centres [C]
+// (float64) from the thread the first part's where is true: the
+// finishing kernel reads them in order.
+func bnKeepCentre(k *ptx.Kernel, mode string, centres, f, p, mu ptx.Reg, where ...ptx.Reg) {
+	if mode != "stats" {
+		return
+	}
+	skip, not := k.Label("not_first"), k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", not, p)
+	k.Op("@%s bra %s", not, skip)
+	for _, w := range where {
+		k.Op("@!%s bra %s", w, skip)
+	}
+	store(k, F64, k.Addr(centres, f, 8), mu)
+	k.Place(skip)
+}
+
+// bnCentre is feature f's centre in a sums kernel: its mean (coef row 0)
+// in grad mode, its first element x[f·inner] in stats mode (0 where x is
+// empty: there is no element to read).
+func bnCentre(k *ptx.Kernel, mode string, d DType, x, coef, f, inner, total ptx.Reg) ptx.Reg {
+	if mode == "grad" {
+		return load(k, F64, k.Addr(coef, f, 8))
+	}
+	m := fm{k}
+	centre, empty, skip := zero64(m), k.Reg(ptx.Pred), k.Label("empty")
+	k.Op("setp.eq.u64 %s, %s, 0", empty, total)
+	k.Op("@%s bra %s", empty, skip)
+	at := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", at, f, inner)
+	k.Op("mov.f64 %s, %s", centre, loadWide(k, d, k.Addr(x, at, d.Size())))
+	k.Place(skip)
+	return centre
+}
+
+// bnTerms adds element e's terms (x at e, the feature's centre mu) to accs;
 // where valid is not the zero Reg, a lane it is false for adds zeros (its
 // e an element of the plane all the same, read for nothing).
 func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []ptx.Reg, valid ptx.Reg) {
@@ -104,11 +142,10 @@ func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []p
 	}
 	v := loadWide(k, d, k.Addr(x, e, d.Size()))
 	switch mode {
-	case "x":
-		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(v))
-	case "sq":
-		c := m.sub(v, mu)
-		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(m.mul(c, c)))
+	case "stats":
+		c := masked(m.sub(v, mu))
+		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], c)
+		k.Op("fma.rn.f64 %s, %s, %s, %s", accs[1], c, c, accs[1])
 	case "grad":
 		g := loadWide(k, d, k.Addr(dy, e, d.Size()))
 		k.Op("add.rn.f64 %s, %s, %s", accs[0], accs[0], masked(g))
@@ -137,7 +174,7 @@ func newAccs(m fm, n int) []ptx.Reg {
 
 func bnSumsCols(mode string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("batch_norm_sums", mode, "cols", string(d)))
-	partial, x, dy, coef := bnSumsParams(k, mode)
+	partial, x, dy, coef, centres := bnSumsParams(k, mode)
 	rows, nc := k.Param("rows", ptx.U64), k.Param("C", ptx.U64)
 	chunk := k.Param("chunk", ptx.U64)
 	parts, blocks := paramDivisor(k, "parts"), k.Param("blocks", ptx.U64)
@@ -147,11 +184,13 @@ func bnSumsCols(mode string, d DType) *ptx.Kernel {
 		g, p = divmod(k, vb, parts)
 		return g
 	}
-	eachFeatureBlock(k, blocks, bnAccs[mode], group, nc, func(f ptx.Reg, accs []ptx.Reg, warp, step ptx.Reg) {
-		var mu ptx.Reg
-		if mode != "x" {
-			mu = load(k, F64, k.Addr(coef, f, 8))
-		}
+	one := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 1", one)
+	eachFeatureBlock(k, blocks, 2, group, nc, func(f ptx.Reg, accs []ptx.Reg, warp, step ptx.Reg) {
+		mu := bnCentre(k, mode, d, x, coef, f, one, rows)
+		first := k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, 0", first, warp)
+		bnKeepCentre(k, mode, centres, f, p, mu, first)
 		start, count := part(k, p, rows, chunk)
 		from, end := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("add.s64 %s, %s, %s", from, start, warp)
@@ -225,7 +264,7 @@ func eachFeatureBlock(k *ptx.Kernel, blocks ptx.Reg, n int, group func(vb ptx.Re
 func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 	const warps = ReduceBlock / 32
 	k := ptx.NewKernel(Name("batch_norm_sums", mode, "planes", string(d)))
-	partial, x, dy, coef := bnSumsParams(k, mode)
+	partial, x, dy, coef, centres := bnSumsParams(k, mode)
 	outer, nc, inner, wmax := k.Param("outer", ptx.U64), k.Param("C", ptx.U64), k.Param("inner", ptx.U64), k.Param("wmax", ptx.U64)
 	planes, groups, windows := k.Param("planes", ptx.U64), paramDivisor(k, "groups"), k.Param("windows", ptx.U64)
 	parts, blocks := paramDivisor(k, "parts"), k.Param("blocks", ptx.U64)
@@ -246,13 +285,15 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 	k.Op("mad.lo.s64 %s, %s, %d, %s", first, first, warps, warp) // this warp's first (feature, part)
 	k.Op("mul.lo.s64 %s, %s, %d", stride, stride, warps)
 	k.Op("mov.u64 %s, 1", one)
+	total := k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", total, outer, inner)
 	k.Loop(first, blocks, stride, func(vw ptx.Reg) {
 		f, p := divmod(k, vw, parts)
-		var mu ptx.Reg
-		if mode != "x" {
-			mu = load(k, F64, k.Addr(coef, f, 8))
-		}
-		accs := newAccs(m, bnAccs[mode])
+		mu := bnCentre(k, mode, d, x, coef, f, inner, total)
+		first := k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, 0", first, lane)
+		bnKeepCentre(k, mode, centres, f, p, mu, first)
+		accs := newAccs(m, 2)
 		// The part's planes [o0, o1) and windows [w0, w1) of each.
 		pg, wg := divmod(k, p, groups)
 		o0, o1, w0, w1 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
@@ -311,7 +352,7 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 // elements a lane (6 in grad mode); parts is the parts a feature.
 func BNPlaneParts(mode string, outer, inner int) (wmax, planes, groups, windows, parts int) {
 	wmax = (inner + 62) / 32
-	each := 12 / bnAccs[mode]
+	each := 12 / bnOperands[mode]
 	if wmax <= each {
 		planes, groups, windows = max(1, each/wmax), 1, wmax
 	} else {
@@ -327,24 +368,23 @@ func BNPlaneParts(mode string, outer, inner int) (wmax, planes, groups, windows,
 func bnFinish(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name(kind, string(d)))
 	var out, out2, gamma, beta, dmean, dvar ptx.Reg
+	var centres ptx.Reg
 	switch kind {
-	case "batch_norm_mean":
-		out = k.ParamPtr("mean")
-	case "batch_norm_var":
-		out = k.ParamPtr("var")
+	case "batch_norm_stats":
+		out, out2 = k.ParamPtr("mean"), k.ParamPtr("var")
 	case "batch_norm_grad_coef":
 		out, out2 = k.ParamPtr("dgamma"), k.ParamPtr("dbeta")
 	}
 	coef, sumsAt := k.ParamPtr("coef"), k.ParamPtr("sums")
 	switch kind {
-	case "batch_norm_var":
-		gamma, beta = k.ParamPtr("gamma"), k.ParamPtr("beta")
+	case "batch_norm_stats":
+		centres, gamma, beta = k.ParamPtr("centres"), k.ParamPtr("gamma"), k.ParamPtr("beta")
 	case "batch_norm_grad_coef":
 		dmean, dvar = k.ParamPtr("dmean"), k.ParamPtr("dvar")
 	}
 	nc, count := k.Param("C", ptx.U64), k.Param("count", ptx.F64)
 	var eps, hasBeta ptx.Reg
-	if kind == "batch_norm_var" {
+	if kind == "batch_norm_stats" {
 		eps, hasBeta = k.Param("eps", ptx.F64), k.Param("has_beta", ptx.U32)
 	}
 	m := fm{k}
@@ -353,13 +393,17 @@ func bnFinish(kind string, d DType) *ptx.Kernel {
 		row := func(i int) ptx.Reg { return load(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8)) }
 		sum := func(a int) ptx.Reg { return load(k, F64, k.Addr(sumsAt, coefAt(k, nc, a, f), 8)) }
 		switch kind {
-		case "batch_norm_mean":
-			mu := m.div(sum(0), count) // NaN for no elements, as the ops' mean
+		case "batch_norm_stats":
+			// About the centre K: mean = K + Σd/M, variance = Σd²/M −
+			// (Σd/M)², not below 0 (NaN for no elements, as the ops').
+			shift := m.div(sum(0), count)
+			mu := m.add(load(k, F64, k.Addr(centres, f, 8)), shift)
+			v := m.max(m.sub(m.div(sum(1), count), m.mul(shift, shift)), zero64(m))
+			nan := m.cmp("nan", shift, shift)
+			v = m.sel(nan, shift, v)
 			storeNarrow(k, d, k.Addr(out, f, d.Size()), mu)
+			storeNarrow(k, d, k.Addr(out2, f, d.Size()), v)
 			put(0, mu)
-		case "batch_norm_var":
-			v := m.div(sum(0), count)
-			storeNarrow(k, d, k.Addr(out, f, d.Size()), v)
 			bnScale(k, d, m, v, eps, gamma, beta, hasBeta, f, put)
 		case "batch_norm_grad_coef":
 			r, gr, db := row(1), row(2), sum(0)
