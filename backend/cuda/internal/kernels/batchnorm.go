@@ -6,22 +6,24 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // inner] with the features C in the middle, in float64. The sums per
 // feature are folded in two steps whose order the shapes alone fix: the
 // sums kernels give a block (cols) or a warp (planes) to each part of a
-// feature's elements and write the part's sum to partial [k, parts, C],
-// which the reduce kernels fold over the parts into sums [k, C]; then a
+// feature's elements and write the part's two sums to partial [2, parts,
+// C], which the reduce kernels fold over the parts into sums [2, C]; then a
 // finishing kernel, a thread a feature, writes what follows from them. A
 // coefficient table coef [rows, C] carries each feature's mean, r =
 // 1/√(variance + eps), γ·r, β and the input gradient's k2 and k3 between
 // the kernels.
 //
-//   - batch_norm_sums_<mode>_cols_<dtype> (partial, x, centres | dy, coef, rows,
-//     C, chunk, parts, blocks): features last (inner 1): a block for 32
+//   - batch_norm_sums_<mode>_cols_<dtype> (partial, x, then centres or dy
+//     and coef, rows, C, chunk, parts, blocks): features last (inner 1):
+//     a block for 32
 //     neighbouring features and chunk rows (BNChunk), each warp's lanes
 //     folding rows warp, warp+8, ... of their features (a row's features
 //     one coalesced load), the first warp adding the eight warps' sums in
 //     order; parts is a divisor, blocks the groups of 32 features ×
 //     parts.
-//   - batch_norm_sums_<mode>_planes_<dtype> (partial, x, centres | dy, coef, outer,
-//     C, inner, wmax, planes, groups, windows, parts, blocks): a warp for a
+//   - batch_norm_sums_<mode>_planes_<dtype> (partial, x, then centres or
+//     dy and coef, outer, C, inner, wmax, planes, groups, windows, parts,
+//     blocks): a warp for a
 //     part of a feature's planes (BNPlaneParts), reading each plane by
 //     windows of 32 elements aligned to 32 (lane l the window's element
 //     l where it lies in the plane: a plane whose start is off its
