@@ -107,6 +107,9 @@ func init() {
 func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mean, variance *tensor.Tensor) {
 	needInputs("BatchNorm", x, gamma)
 	defer asOp("BatchNorm")
+	if axis < -x.Rank() || axis >= x.Rank() {
+		fail("BatchNorm", tensor.ErrAttr, []*tensor.Tensor{x, gamma}, "the feature axis %d is outside x's %d dimensions %v", axis, x.Rank(), x.Shape())
+	}
 	if axis < 0 {
 		axis += x.Rank()
 	}
@@ -116,7 +119,7 @@ func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mea
 		in = append(in, beta)
 	}
 	var outs []*tensor.Tensor
-	if axis >= 0 && axis < x.Rank() && !fusedOn(batchNormOp, x) {
+	if !fusedOn(batchNormOp, x) {
 		outs = composedBatchNorm(a, x, gamma, beta)
 	} else {
 		outs = eager.Run(batchNormOp, a, in...)
