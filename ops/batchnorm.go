@@ -131,11 +131,9 @@ func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mea
 // (a half x in float32): the op's three outputs.
 func composedBatchNorm(a BatchNormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
 	dt := x.DType()
-	if dt.IsHalf() {
-		x, gamma = Cast(x, tensor.Float32), Cast(gamma, tensor.Float32)
-		if beta != nil {
-			beta = Cast(beta, tensor.Float32)
-		}
+	x, gamma = widened(x), widened(gamma)
+	if beta != nil {
+		beta = widened(beta)
 	}
 	// x as [outer, C, inner]: the statistics over dimensions 0 and 2.
 	shape := x.Shape()

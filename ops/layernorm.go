@@ -132,44 +132,33 @@ func runNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 		in = append(in, beta)
 	}
 	if x.Rank() >= 1 && !fusedOn(layerNormOp, x) {
-		return composedNormStats(a, x, gamma, beta)[0]
+		return composedNorm(a, x, gamma, beta)
 	}
 	return eager.Run(layerNormOp, a, in...)[0]
 }
 
-// composedNormStats is the normalization as ops, for devices without its
-// kernels (a half x in float32): the op's three outputs, y and each row's
-// mean (zeros for RMSNorm) and reciprocal deviation, the statistics in
-// statDType.
-func composedNormStats(a NormAttrs, x, gamma, beta *tensor.Tensor) []*tensor.Tensor {
+// composedNorm is the normalization as ops, for devices without its
+// kernels (a half x in float32).
+func composedNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 	dt := x.DType()
-	if dt.IsHalf() {
-		x, gamma = Cast(x, tensor.Float32), Cast(gamma, tensor.Float32)
-		if beta != nil {
-			beta = Cast(beta, tensor.Float32)
-		}
+	x, gamma = widened(x), widened(gamma)
+	if beta != nil {
+		beta = widened(beta)
 	}
 	keep := Reduction{Kind: ReduceMean, Dims: []int{-1}, KeepDims: true}
-	centered, mean := x, (*tensor.Tensor)(nil)
+	centered := x
 	if !a.RMS {
-		mean = Reduce(x, keep)
-		centered = Sub(x, mean)
+		centered = Sub(x, Reduce(x, keep))
 	}
 	variance := Reduce(Square(centered), keep)
-	rstd := Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon)))
-	if mean == nil {
-		mean = ZerosLike(rstd)
-	}
-	y := Mul(Mul(centered, rstd), gamma)
+	y := Mul(Mul(centered, Rsqrt(Add(variance, ScalarLike(variance, a.Epsilon)))), gamma)
 	if beta != nil {
 		y = Add(y, beta)
 	}
 	if dt.IsHalf() {
 		y = Cast(y, dt)
 	}
-	st := statDType(dt)
-	rows := x.Shape()[:x.Rank()-1]
-	return []*tensor.Tensor{y, Cast(Reshape(mean, rows...), st), Cast(Reshape(rstd, rows...), st)}
+	return y
 }
 
 // composedNormBackprop is LayerNormBackprop's kernel as ops of its inputs
