@@ -72,14 +72,16 @@ func init() {
 				dx := ScatterPatches(spread, x.Shape(), a.Window)
 				releaseTemp(spread)
 				releaseTemp(lifted) // a view: its hold on dy's buffer
-				var dinit *tensor.Tensor
-				if g.Needs[1] {
-					// init enters each window once, plus once per padding tap:
-					// sum(dy) * (1 + taps) - what reached the operand.
-					taps := float64(tensor.Shape(a.Dims).NumElements())
-					dinit = Sub(Mul(Sum(dy), ScalarLike(dy, 1+taps)), Sum(dx))
-				}
-				return []*tensor.Tensor{dx, dinit}
+				// init enters each window once, plus once per padding tap:
+				// the count is the window's sum over zeros with init 1.
+				return []*tensor.Tensor{dx, when(g.Needs[1], func() *tensor.Tensor {
+					if !a.pads() {
+						return Sum(dy)
+					}
+					return padGradient(dy, true, func(zeros, one *tensor.Tensor) *tensor.Tensor {
+						return eager.Run1(reduceWindowOp, a, zeros, one)
+					}, x.Shape())
+				})}
 			}
 			sel := SelectGE
 			if a.Kind == ReduceMin {

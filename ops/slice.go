@@ -111,11 +111,15 @@ func init() {
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, cfg, dy := g.Inputs[0], g.Attrs.(PadAttrs).Dims, g.OutGrads[0]
 			dx := unpad(dy, x.Shape(), cfg)
-			var dv *tensor.Tensor
-			if g.Needs[1] {
-				dv = Sub(Sum(dy), Sum(dx))
-			}
-			return []*tensor.Tensor{dx, dv}
+			return []*tensor.Tensor{dx, when(g.Needs[1], func() *tensor.Tensor {
+				pads := false
+				for _, p := range cfg {
+					pads = pads || p.Low > 0 || p.High > 0 || p.Interior > 0
+				}
+				return padGradient(dy, pads, func(zeros, one *tensor.Tensor) *tensor.Tensor {
+					return eager.Run1(padOp, g.Attrs, zeros, one)
+				}, x.Shape())
+			})}
 		},
 	})
 }

@@ -106,6 +106,38 @@ type PatchesAttrs struct {
 	Operand tensor.Shape
 }
 
+// pads says whether a window lays padding or base dilation's holes over
+// its operand.
+func (w Window) pads() bool {
+	for d := range w.Dims {
+		if w.Padding[d][0] > 0 || w.Padding[d][1] > 0 || w.BaseDilation[d] > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// padGradient is the gradient of a scalar that an op lays into its output
+// as padding: dy summed where it landed, weighted by how often. taps maps
+// (zeros of the operand's shape, one) to what the op makes of them: the
+// count of the scalar's copies at each output element. Summed from those
+// elements alone (never as all of dy less what reached the operand,
+// which cancels to rounding noise where the padding is a small part).
+// Nothing padded (pads false) gives an exact zero.
+func padGradient(dy *tensor.Tensor, pads bool, taps func(zeros, one *tensor.Tensor) *tensor.Tensor, operand tensor.Shape) *tensor.Tensor {
+	if !pads {
+		return ScalarLike(dy, 0)
+	}
+	zeros, one := tensor.FullOn(dy.Device(), dy.DType(), 0, operand...), ScalarLike(dy, 1)
+	count := taps(zeros, one)
+	releaseTemp(zeros)
+	releaseTemp(one)
+	weighted := Mul(dy, count)
+	releaseTemp(count)
+	defer releaseTemp(weighted)
+	return Sum(weighted)
+}
+
 // patchesShape is the shape of ExtractPatches' output: the window
 // positions, then the window.
 func patchesShape(in tensor.Shape, w Window) tensor.Shape { return append(w.OutShape(in), w.Dims...) }
@@ -129,12 +161,13 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			dy := g.OutGrads[0]
-			dx := eager.Run1(scatterPatchesOp, g.Attrs, dy)
-			var dpad *tensor.Tensor
-			if g.Needs[1] {
-				dpad = Sub(Sum(dy), Sum(dx)) // what fell on padding
-			}
-			return []*tensor.Tensor{dx, dpad}
+			a := g.Attrs.(PatchesAttrs)
+			dx := eager.Run1(scatterPatchesOp, a, dy)
+			return []*tensor.Tensor{dx, when(g.Needs[1], func() *tensor.Tensor {
+				return padGradient(dy, a.pads(), func(zeros, one *tensor.Tensor) *tensor.Tensor {
+					return eager.Run1(extractPatchesOp, a, zeros, one)
+				}, a.Operand)
+			})}
 		},
 	})
 

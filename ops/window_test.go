@@ -436,3 +436,49 @@ func TestReduceWindowGradientWhereInitWins(t *testing.T) {
 		}
 	}
 }
+
+// The gradient of a scalar an op lays in as padding (Pad's value,
+// ExtractPatches' pad, ReduceWindow's init) is the sum of the output
+// gradient where the scalar landed: the rules once took all of dy less
+// what reached the operand, which in float32 over 2^16 elements left
+// rounding noise of 1e-3 where the padding was a small part or none.
+func TestPadScalarGradientsDoNotCancel(t *testing.T) {
+	n := 1 << 16
+	x := tensor.RandUniform(tensor.NewRNG(5), tensor.Float32, -1, 1, n)
+	w := tensor.RandUniform(tensor.NewRNG(6), tensor.Float32, -1, 1, n+1)
+	ws := tensor.ToSlice[float32](w)
+	var sum float64 // of w: ReduceWindow's init enters every window
+	for _, f := range ws {
+		sum += float64(f)
+	}
+	v := tensor.Scalar(float32(0.5))
+	high := [][2]int{{0, 1}}
+	cases := []struct {
+		name string
+		f    func(v *tensor.Tensor) *tensor.Tensor
+		want float64 // where v landed: w's last element, nowhere, or everywhere
+		tol  float64
+	}{
+		{"Pad, one element high", func(v *tensor.Tensor) *tensor.Tensor { return ops.Pad(x, v, ops.PadDim{High: 1}) }, float64(ws[n]), 0},
+		{"Pad, one cropped", func(v *tensor.Tensor) *tensor.Tensor { return ops.Pad(x, v, ops.PadDim{High: -1}) }, 0, 0},
+		{"ExtractPatches, no padding", func(v *tensor.Tensor) *tensor.Tensor {
+			return ops.ExtractPatches(x, v, ops.Window{Dims: []int{1}})
+		}, 0, 0},
+		{"ExtractPatches, one element high", func(v *tensor.Tensor) *tensor.Tensor {
+			return ops.ExtractPatches(x, v, ops.Window{Dims: []int{1}, Padding: high})
+		}, float64(ws[n]), 0},
+		{"ReduceWindow sum, one element high", func(v *tensor.Tensor) *tensor.Tensor {
+			return ops.ReduceWindow(x, v, ops.ReduceSum, ops.Window{Dims: []int{1}, Padding: high})
+		}, sum + float64(ws[n]), 1e-4},
+	}
+	for _, c := range cases {
+		tp := tape.New()
+		tp.Watch(v)
+		y := c.f(v)
+		loss := ops.Sum(ops.Mul(y, ops.Reshape(ops.Slice(w, []int{0}, []int{y.Shape().NumElements()}, nil), y.Shape()...)))
+		got := float64(tensor.ToSlice[float32](tp.Gradient(loss, v)[0])[0])
+		if math.Abs(got-c.want) > c.tol {
+			t.Errorf("%s: the gradient of the padding scalar is %v, want %v", c.name, got, c.want)
+		}
+	}
+}
