@@ -4,13 +4,25 @@
 // The tests generate seeded random programs over the op library (the
 // steps of an op program: elementwise functions, broadcasting, layouts,
 // reductions, structure ops, products, convolutions with every padding,
-// stride and dilation mix, pooling, gathers, sorts) and control-flow
+// stride and dilation mix, pooling, gathers, sorts, masked selects and
+// scatters, and XLA's general window ops: ReduceWindow, ExtractPatches,
+// SelectAndScatter and Conv of one to three spatial dimensions with
+// dilations, negative padding, feature groups and shuffled dimension
+// numbers) and control-flow
 // programs (data-dependent while loops, scans, conds in loops, nested
 // loops), run them eagerly, traced (a tape inside the traced function and
 // around its calls, several calls, a retrace) and in PyTorch
 // (torch_eval.py, float64, through Debian's python3-torch), and compare
-// values, gradients of every input and, for the control-flow programs,
-// Hessian-vector products.
+// values, gradients of every input and Hessian-vector products.
+//
+// Those programs are small and in float64, which reaches the kernels'
+// scalar paths. TestOpsFloat32AtSize runs programs of the ops without
+// jumps (no kinks, ties or rounding that float32 could move) at size, up
+// to 2^15 elements with long rows, in float32, eagerly and traced, against
+// PyTorch's float64 on the same rounded inputs, to 2e-4 of each tensor's
+// largest magnitude: the vector kernels, blocked products, sharded loops,
+// their blocks and tails, and a graph's fused elementwise kernels
+// (-difftest.sizeseeds, -difftest.sizecases).
 //
 // Where two rules are both right but pick another subgradient at a tie,
 // torch_eval.py spells eagerflow's documented rule out in PyTorch ops

@@ -17,6 +17,14 @@ type gen struct {
 	p    *Program
 	// exact, while set, is the shape operand makes a fresh input of.
 	exact []int
+	// limit bounds the elements of the tensors it makes (maxElems), and
+	// scale multiplies the largest sizes it draws (1).
+	limit, scale int
+	// smooth leaves out the ops and attributes whose value or gradient
+	// jumps (kinks, ties, rounding, comparisons of computed values) and
+	// the inputs' special values: programs whose float32 run may be held
+	// to float64's results within rounding (at_size_test.go).
+	smooth bool
 }
 
 // maxElems bounds the tensors a program makes, to keep the suite fast.
@@ -28,17 +36,30 @@ func (g *gen) between(lo, hi int) int {
 	return lo + g.r.IntN(hi-lo+1)
 }
 
+// size draws a size from 1 to hi times the scale; at a scale past 1,
+// one in six is long (up to 25 times that), for the rows, blocks and
+// tails of kernels along one dimension.
+func (g *gen) size(hi int) int {
+	if g.scale > 1 && g.chance(1.0/6) {
+		return g.between(hi*g.scale, 25*hi*g.scale)
+	}
+	return g.between(1, hi*g.scale)
+}
+
 // input adds a fresh input of shape with values uniform in [lo, hi) and
 // returns its reference.
 // A quarter of the inputs have some elements set to special values: zeros
 // of both signs, small integers and halves, where functions have kinks,
 // ties and rounding edges (Relu at 0, Max of equal values, Round at .5).
 func (g *gen) input(shape []int, lo, hi float64) int {
-	return g.inputOf(shape, lo, hi, g.chance(0.25))
+	return g.inputOf(shape, lo, hi, g.chance(0.25) && !g.smooth)
 }
 
 // inputOf is input with the special values asked for or not.
 func (g *gen) inputOf(shape []int, lo, hi float64, special bool) int {
+	if g.scale > 1 && tensor.Shape(shape).NumElements() > g.limit {
+		panic(tooLarge{})
+	}
 	x := tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, lo, hi, shape...)
 	if special {
 		v := tensor.ToSlice[float64](x)
@@ -48,9 +69,10 @@ func (g *gen) inputOf(shape []int, lo, hi float64, special bool) int {
 				v[i] = special[g.intn(len(special))]
 			}
 		}
-		x = tensor.Scalar(v[0])
 		if len(shape) > 0 {
 			x = tensor.FromSlice(v, shape...)
+		} else {
+			x = tensor.Scalar(v[0])
 		}
 	}
 	g.in = append(g.in, x)
@@ -61,6 +83,9 @@ func (g *gen) value(ref int) T { return arg(g.in, g.vals, ref) }
 
 // add appends a step, running it; it returns the step's reference.
 func (g *gen) add(op string, a Attrs, args ...int) int {
+	if g.smooth && jumps(op, a) {
+		panic("difftest: a smooth program drew " + op + " " + a.Kind)
+	}
 	in := make([]T, len(args))
 	for i, r := range args {
 		in[i] = g.value(r)
@@ -75,9 +100,9 @@ func (g *gen) randomShape(lo, hi int) []int {
 	for {
 		s := make([]int, g.between(lo, hi))
 		for i := range s {
-			s[i] = g.between(1, 5)
+			s[i] = g.size(5)
 		}
-		if n, _ := tensor.Shape(s).Size(); n <= maxElems/2 {
+		if n, _ := tensor.Shape(s).Size(); n <= g.limit/2 {
 			return s
 		}
 	}
@@ -99,7 +124,7 @@ func (g *gen) operand(lo, hi int, ok func(tensor.Shape) bool) int {
 		s := g.value(r).Shape()
 		// Empty values (a slice or top-k of none) end their chain: steps
 		// that pick indices need elements.
-		if s.Rank() >= lo && s.Rank() <= hi && s.NumElements() > 0 && s.NumElements() <= maxElems && (ok == nil || ok(s)) {
+		if s.Rank() >= lo && s.Rank() <= hi && s.NumElements() > 0 && s.NumElements() <= g.limit && (ok == nil || ok(s)) {
 			fits = append(fits, r)
 		}
 	}
@@ -210,11 +235,31 @@ var families = []struct {
 	{"transformer", 3, genTransformer},
 	{"scatter", 2, genScatter},
 	{"layers", 3, genLayers},
+	{"xla_window", 3, genXLAWindow},
 }
 
 // generate makes program id from seed: 2 to 6 steps.
 func generate(seed uint64, id int) *Program {
-	g := &gen{r: rand.New(rand.NewPCG(seed, uint64(id))), p: &Program{ID: id}}
+	return generateWith(&gen{r: rand.New(rand.NewPCG(seed, uint64(id))), p: &Program{ID: id}, limit: maxElems, scale: 1})
+}
+
+// tooLarge is the panic of a family whose input of a program at size
+// would pass the limit: the family adds nothing more.
+type tooLarge struct{}
+
+// try runs a family, which stops where it would make too large an input.
+func (g *gen) try(add func(*gen) bool) {
+	defer func() {
+		if e := recover(); e != nil {
+			if _, ok := e.(tooLarge); !ok {
+				panic(e)
+			}
+		}
+	}()
+	add(g)
+}
+
+func generateWith(g *gen) *Program {
 	total := 0
 	for _, f := range families {
 		total += f.weight
@@ -224,7 +269,7 @@ func generate(seed uint64, id int) *Program {
 		k := g.intn(total)
 		for _, f := range families {
 			if k < f.weight {
-				f.add(g)
+				g.try(f.add)
 				break
 			}
 			k -= f.weight
@@ -251,9 +296,35 @@ func generate(seed uint64, id int) *Program {
 var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu"}
 
+// smoothUnary are the unary functions without kinks or jumps (ELU's
+// first derivative is continuous at 0).
+var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
+	"softplus", "gelu", "gelu_tanh", "elu", "identity"}
+
+// jumps says whether a step's value or gradient jumps somewhere: a smooth
+// program never draws it.
+func jumps(op string, a Attrs) bool {
+	switch op {
+	case "abs", "relu", "floor", "ceil", "round", "sign", "leaky_relu", "rem", "max", "min", "max_pool2d",
+		"sort", "topk", "clip", "select_and_scatter":
+		return true
+	case "reduce":
+		return a.Kind != "sum" && a.Kind != "mean"
+	case "reduce_window":
+		return a.Kind != "sum"
+	case "fused_conv2d", "fused_matmul":
+		return a.Relu
+	}
+	return false
+}
+
 func genUnary(g *gen) bool {
 	x := g.operand(0, 4, nil)
-	op := unaryNames[g.intn(len(unaryNames))]
+	names := unaryNames
+	if g.smooth {
+		names = smoothUnary
+	}
+	op := names[g.intn(len(names))]
 	a := Attrs{}
 	if op == "leaky_relu" {
 		a.Alpha = 0.1 + 0.5*g.r.Float64()
@@ -267,7 +338,11 @@ func genUnary(g *gen) bool {
 
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
-	switch op := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "rem"}[g.intn(7)]; op {
+	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "rem"}
+	if g.smooth {
+		domain = domain[:6]
+	}
+	switch op := domain[g.intn(len(domain))]; op {
 	case "div", "rem":
 		// The divisor bounded away from 0 (1/0 is ±Inf, whose gradients
 		// are NaN by one formula and Inf by another).
@@ -294,7 +369,11 @@ func genBinary(g *gen) bool {
 	} else {
 		y = g.operand(0, 4, func(s tensor.Shape) bool { return broadcasts(s, g.value(x).Shape()) })
 	}
-	op := []string{"add", "sub", "mul", "max", "min"}[g.intn(5)]
+	names := []string{"add", "sub", "mul", "max", "min"}
+	if g.smooth {
+		names = names[:3]
+	}
+	op := names[g.intn(len(names))]
 	if g.chance(0.5) {
 		x, y = y, x
 	}
@@ -316,7 +395,11 @@ func broadcasts(a, b tensor.Shape) bool {
 func genReduce(g *gen) bool {
 	x := g.operand(1, 4, nil)
 	r := g.value(x).Rank()
-	kind := []string{"sum", "mean", "max", "min", "prod"}[g.intn(5)]
+	kinds := []string{"sum", "mean", "max", "min", "prod"}
+	if g.smooth {
+		kinds = kinds[:2]
+	}
+	kind := kinds[g.intn(len(kinds))]
 	if kind == "prod" {
 		x = g.add("tanh", Attrs{}, x) // keeps products in range
 	}
@@ -387,7 +470,7 @@ func genStructure(g *gen) bool {
 		if g.chance(0.5) {
 			to = append([]int{g.between(1, 3)}, to...)
 		}
-		if n, _ := tensor.Shape(to).Size(); n > maxElems {
+		if n, _ := tensor.Shape(to).Size(); n > g.limit {
 			return false
 		}
 		g.add("broadcast_to", Attrs{Shape: to}, x)
@@ -396,7 +479,7 @@ func genStructure(g *gen) bool {
 		for i := range reps {
 			reps[i] = g.between(1, 2)
 		}
-		if n, _ := tensor.Shape(s).Size(); n*4 > maxElems {
+		if n, _ := tensor.Shape(s).Size(); n*4 > g.limit {
 			return false
 		}
 		g.add("tile", Attrs{Reps: reps}, x)
@@ -420,7 +503,7 @@ func genStructure(g *gen) bool {
 }
 
 func genMatMul(g *gen) bool {
-	m, k, n := g.between(1, 5), g.between(1, 5), g.between(1, 5)
+	m, k, n := g.size(5), g.size(5), g.size(5)
 	var batch []int
 	if g.chance(0.6) {
 		batch = []int{g.between(1, 3)}
@@ -548,7 +631,7 @@ func genTransformer(g *gen) bool {
 		return true
 	}
 	batch := g.randomShape(0, 2)
-	tq, tk, d, dv := g.between(1, 5), g.between(1, 6), g.between(1, 4), g.between(1, 4)
+	tq, tk, d, dv := g.size(5), g.size(6), g.size(4), g.size(4)
 	shape := func(t, d int) []int { return append(append([]int(nil), batch...), t, d) }
 	q, k, v := g.input(shape(tq, d), -2, 2), g.input(shape(tk, d), -2, 2), g.input(shape(tk, dv), -2, 2)
 	a := Attrs{Relu: g.chance(0.5)} // Relu: causal
@@ -592,7 +675,7 @@ func (g *gen) windowAttrs(h, w, kh, kw int, dilate bool) (Attrs, bool) {
 }
 
 func genConv(g *gen) bool {
-	n, c, h, w, o := g.between(1, 2), g.between(1, 3), g.between(1, 6), g.between(1, 6), g.between(1, 3)
+	n, c, h, w, o := g.between(1, 2), g.size(3), g.size(6), g.size(6), g.size(3)
 	kh, kw := g.between(1, 3), g.between(1, 3)
 	a, ok := g.windowAttrs(h, w, kh, kw, true)
 	if !ok {
@@ -610,7 +693,7 @@ func genConv(g *gen) bool {
 	}
 	f := g.input([]int{kh, kw, c, o}, -1, 1)
 	if g.chance(0.4) {
-		a.Relu = g.chance(0.5)
+		a.Relu = g.chance(0.5) && !g.smooth
 		g.add("fused_conv2d", a, x, f, g.input([]int{o}, -1, 1))
 		return true
 	}
@@ -619,7 +702,7 @@ func genConv(g *gen) bool {
 }
 
 func genPool(g *gen) bool {
-	n, c, h, w := g.between(1, 2), g.between(1, 3), g.between(1, 6), g.between(1, 6)
+	n, c, h, w := g.between(1, 2), g.size(3), g.size(6), g.size(6)
 	kh, kw := g.between(1, 3), g.between(1, 3)
 	a, ok := g.windowAttrs(h, w, kh, kw, false)
 	if !ok {
@@ -637,7 +720,11 @@ func genPool(g *gen) bool {
 	if a.Strides[0] == 0 {
 		a.Strides = []int{kh, kw}
 	}
-	g.add([]string{"max_pool2d", "avg_pool2d"}[g.intn(2)], a, x)
+	op := []string{"max_pool2d", "avg_pool2d"}[g.intn(2)]
+	if g.smooth {
+		op = "avg_pool2d"
+	}
+	g.add(op, a, x)
 	return true
 }
 
@@ -677,6 +764,9 @@ func genGather(g *gen) bool {
 }
 
 func genSort(g *gen) bool {
+	if g.smooth {
+		return false
+	}
 	x := g.operand(1, 3, nil)
 	s := g.value(x).Shape()
 	if g.chance(0.3) {
@@ -690,8 +780,19 @@ func genSort(g *gen) bool {
 func genSelect(g *gen) bool {
 	x := g.operand(0, 4, nil)
 	s := g.value(x).Shape()
-	if g.chance(0.4) {
+	if g.chance(0.4) && !g.smooth {
 		g.add("clip", Attrs{}, x, g.input(nil, -1, 0), g.input(nil, 0, 1))
+		return true
+	}
+	if g.chance(0.4) {
+		// Where with a constant mask and operands that broadcast.
+		mshape, keep := g.mask(s)
+		y := g.input(g.broadcastPartner(s), -2, 2)
+		if g.chance(0.5) {
+			g.add("where", Attrs{Labels: keep, IShape: mshape}, y, x)
+		} else {
+			g.add("where", Attrs{Labels: keep, IShape: mshape}, x, y)
+		}
 		return true
 	}
 	g.add("select", Attrs{}, g.input(s, -1, 1), g.input(s, -1, 1), x, g.input(s, -2, 2))
@@ -737,18 +838,19 @@ func genDynamic(g *gen) bool {
 func genScatter(g *gen) bool {
 	x := g.operand(1, 3, nil)
 	s := g.value(x).Shape()
-	if g.chance(0.5) {
-		mshape := slices.Clone([]int(s))
-		for d := range mshape {
-			if g.chance(0.3) {
-				mshape[d] = 1
-			}
-		}
-		keep := make([]int, tensor.Shape(mshape).NumElements())
-		for i := range keep {
-			keep[i] = g.intn(2)
-		}
+	switch g.intn(4) {
+	case 0:
+		mshape, keep := g.mask(s)
 		g.add("masked_fill", Attrs{Labels: keep, IShape: mshape}, x, g.input(nil, -2, 2))
+		return true
+	case 1:
+		mshape, keep := g.mask(s)
+		a := Attrs{Labels: keep, IShape: mshape}
+		if g.chance(0.5) {
+			g.add("masked_select", a, x)
+			return true
+		}
+		g.add("masked_scatter", a, x, g.input([]int{maskCount(keep, mshape, s) + g.between(0, 2)}, -2, 2))
 		return true
 	}
 	ax := g.intn(s.Rank())
@@ -761,11 +863,44 @@ func genScatter(g *gen) bool {
 		idx[i] = g.intn(s[ax])
 	}
 	us := slices.Concat(s[:ax], is, s[ax+1:])
-	if tensor.Shape(us).NumElements() > maxElems {
+	if tensor.Shape(us).NumElements() > g.limit {
 		return false
 	}
 	g.add("scatter_add", Attrs{Axis: ax, Indices: idx, IShape: is}, x, g.input(us, -2, 2))
 	return true
+}
+
+// mask draws a bool mask (as 0/1 labels) whose shape broadcasts to s:
+// each dimension s's or 1.
+func (g *gen) mask(s tensor.Shape) (shape, keep []int) {
+	shape = slices.Clone([]int(s))
+	for d := range shape {
+		if g.chance(0.3) {
+			shape[d] = 1
+		}
+	}
+	keep = make([]int, tensor.Shape(shape).NumElements())
+	for i := range keep {
+		keep[i] = g.intn(2)
+	}
+	return shape, keep
+}
+
+// maskCount is the number of true elements of the mask broadcast to s.
+func maskCount(keep, shape []int, s tensor.Shape) int {
+	n := 0
+	for i := range s.NumElements() {
+		at, stride, rest := 0, 1, i
+		for d := len(s) - 1; d >= 0; d-- {
+			if shape[d] != 1 {
+				at += rest % s[d] * stride
+			}
+			rest /= s[d]
+			stride *= shape[d]
+		}
+		n += keep[at]
+	}
+	return n
 }
 
 // genLayers adds a layer's fused ops: FusedMatMul (bias, Relu or none),
@@ -787,9 +922,9 @@ func genLayers(g *gen) bool {
 		}
 		g.add("scale_each", Attrs{K: g.intn(len(xs) - 1)}, xs...)
 	case 0:
-		k, n := g.between(1, 5), g.between(1, 5)
+		k, n := g.size(5), g.size(5)
 		x := g.operand(2, 2, func(s tensor.Shape) bool { return s[1] == k })
-		g.add("fused_matmul", Attrs{Relu: g.chance(0.5)}, x, g.input([]int{k, n}, -1, 1), g.input([]int{n}, -1, 1))
+		g.add("fused_matmul", Attrs{Relu: g.chance(0.5) && !g.smooth}, x, g.input([]int{k, n}, -1, 1), g.input([]int{n}, -1, 1))
 	case 1:
 		x := g.operand(2, 4, nil)
 		s := g.value(x).Shape()

@@ -47,41 +47,43 @@ func (a *Array) decode() ([]float64, error) {
 // Attrs are every op's attributes; each op reads the ones it needs and
 // torch_eval.py reads them under the same names.
 type Attrs struct {
-	Kind        string    `json:"kind"`
-	Dims        []int     `json:"dims"`
-	Keep        bool      `json:"keep"`
-	Shape       []int     `json:"shape"`
-	Perm        []int     `json:"perm"`
-	Start       []int     `json:"start"`
-	Limit       []int     `json:"limit"`
-	Strides     []int     `json:"strides"`
-	Cfg         [][3]int  `json:"cfg"`
-	Axis        int       `json:"axis"`
-	Reps        []int     `json:"reps"`
-	Exclusive   bool      `json:"exclusive"`
-	Reverse     bool      `json:"reverse"`
-	TA          bool      `json:"ta"`
-	TB          bool      `json:"tb"`
-	Alpha       float64   `json:"alpha"`
-	Eps         float64   `json:"eps"`
-	Labels      []int     `json:"labels"`
-	Format      string    `json:"format"`
-	Relu        bool      `json:"relu"`
-	Padding     string    `json:"padding"`
-	Explicit    [2][2]int `json:"explicit"`
-	Dilations   []int     `json:"dilations"`
-	Size        []int     `json:"size"`
-	Indices     []int     `json:"indices"`
-	IShape      []int     `json:"ishape"`
-	Descending  bool      `json:"descending"`
-	K           int       `json:"k"`
-	Starts      []int     `json:"starts"`
-	Sizes       []int     `json:"sizes"`
-	Axes        []int     `json:"axes"`
-	LhsBatch    []int     `json:"lhs_batch"`
-	RhsBatch    []int     `json:"rhs_batch"`
-	LhsContract []int     `json:"lhs_contract"`
-	RhsContract []int     `json:"rhs_contract"`
+	Kind        string     `json:"kind"`
+	Dims        []int      `json:"dims"`
+	Keep        bool       `json:"keep"`
+	Shape       []int      `json:"shape"`
+	Perm        []int      `json:"perm"`
+	Start       []int      `json:"start"`
+	Limit       []int      `json:"limit"`
+	Strides     []int      `json:"strides"`
+	Cfg         [][3]int   `json:"cfg"`
+	Axis        int        `json:"axis"`
+	Reps        []int      `json:"reps"`
+	Exclusive   bool       `json:"exclusive"`
+	Reverse     bool       `json:"reverse"`
+	TA          bool       `json:"ta"`
+	TB          bool       `json:"tb"`
+	Alpha       float64    `json:"alpha"`
+	Eps         float64    `json:"eps"`
+	Labels      []int      `json:"labels"`
+	Format      string     `json:"format"`
+	Relu        bool       `json:"relu"`
+	Padding     string     `json:"padding"`
+	Explicit    [2][2]int  `json:"explicit"`
+	Dilations   []int      `json:"dilations"`
+	Size        []int      `json:"size"`
+	Indices     []int      `json:"indices"`
+	IShape      []int      `json:"ishape"`
+	Descending  bool       `json:"descending"`
+	K           int        `json:"k"`
+	Starts      []int      `json:"starts"`
+	Sizes       []int      `json:"sizes"`
+	Axes        []int      `json:"axes"`
+	LhsBatch    []int      `json:"lhs_batch"`
+	RhsBatch    []int      `json:"rhs_batch"`
+	LhsContract []int      `json:"lhs_contract"`
+	RhsContract []int      `json:"rhs_contract"`
+	Window      *XLAWindow `json:"window,omitempty"`
+	Conv        *XLAConv   `json:"conv,omitempty"`
 }
 
 // Step is one op of a program. Args name earlier values: -1-i is input i,
@@ -164,6 +166,19 @@ func poolOpts(a Attrs) ops.PoolOpts {
 	return ops.PoolOpts{Size: [2]int{a.Size[0], a.Size[1]}, Strides: c.Strides, Padding: c.Padding, Explicit: c.Explicit, Format: c.Format}
 }
 
+// labelMask is the step's mask (its 0/1 Labels in shape IShape) as a
+// Bool tensor on like's device.
+func labelMask(like T, a Attrs) T {
+	keep := make([]bool, len(a.Labels))
+	for i, l := range a.Labels {
+		keep[i] = l == 1
+	}
+	if len(a.IShape) == 0 {
+		return near(like, tensor.Scalar(keep[0]))
+	}
+	return near(like, tensor.FromSlice(keep, a.IShape...))
+}
+
 // near returns x on like's device (x itself where it is there already):
 // a program's constants go where its inputs are.
 func near(like, x T) T {
@@ -215,6 +230,8 @@ func apply(op string, x []T, a Attrs) T {
 		return f(x[0], x[1])
 	}
 	switch op {
+	case "extract_patches", "select_and_scatter", "reduce_window", "conv":
+		return applyXLAWindow(op, x, a)
 	case "leaky_relu":
 		return ops.LeakyRelu(x[0], a.Alpha)
 	case "reduce":
@@ -302,11 +319,13 @@ func apply(op string, x []T, a Attrs) T {
 	case "scatter_add":
 		return ops.ScatterAdd(x[0], int64s(x[0], a.Indices, a.IShape), x[1], a.Axis)
 	case "masked_fill":
-		keep := make([]bool, len(a.Labels))
-		for i, l := range a.Labels {
-			keep[i] = l == 1
-		}
-		return ops.MaskedFill(x[0], near(x[0], tensor.FromSlice(keep, a.IShape...)), x[1])
+		return ops.MaskedFill(x[0], labelMask(x[0], a), x[1])
+	case "masked_select":
+		return ops.MaskedSelect(x[0], labelMask(x[0], a))
+	case "masked_scatter":
+		return ops.MaskedScatter(x[0], labelMask(x[0], a), x[1])
+	case "where":
+		return ops.Where(labelMask(x[0], a), x[0], x[1])
 	case "fused_matmul":
 		act := ops.NoActivation
 		if a.Relu {

@@ -106,6 +106,68 @@ def xla_pad(x, v, cfg):
     return x
 
 
+# ---- XLA's general window ops (generate_xla_test.go) ----
+
+def xla_windows(x, v, w):
+    """x padded with v (the edges and the base dilation's holes) and cut
+    into its windows: [out..., taps] with the taps in row-major window
+    order."""
+    r = x.dim()
+    xp = xla_pad(x, v, [(lo, hi, b - 1) for (lo, hi), b in zip(w["padding"], w["base"])])
+    for d in range(r):
+        k, s, wd = w["dims"][d], w["strides"][d], w["wdil"][d]
+        xp = xp.unfold(d, (k - 1) * wd + 1, s)[..., ::wd]
+    return xp.reshape(list(xp.shape[:r]) + [-1])
+
+
+def first_pick(cols, kind):
+    # The first largest (or smallest) tap of each window: SelectAndScatter's
+    # GE and LE, ReduceWindow's Max and Min gradient.
+    f = torch.argmax if kind in ("max", "ge") else torch.argmin
+    return f(cols, dim=-1, keepdim=True)
+
+
+def reduce_window(x, init, a):
+    kind = a["kind"]
+    cols = xla_windows(x, init, a["window"])
+    if kind == "sum":
+        return cols.sum(-1) + init
+    y = torch.take_along_dim(cols, first_pick(cols, kind), dim=-1).squeeze(-1)
+    return first_max(y, init) if kind == "max" else first_min(y, init)
+
+
+def extract_patches(x, pad, a):
+    cols = xla_windows(x, pad, a["window"])
+    return cols.reshape(list(cols.shape[:-1]) + a["window"]["dims"])
+
+
+def select_and_scatter(operand, source, init, a):
+    # Padding and holes are never chosen: they hold -inf (+inf for LE) and
+    # position -1, whose source goes to a slot past the end.
+    kind = a["kind"]
+    fill = torch.tensor(-math.inf if kind == "ge" else math.inf, dtype=torch.float64)
+    cols = xla_windows(operand.detach(), fill, a["window"])
+    at = torch.arange(operand.numel(), dtype=torch.float64).reshape(operand.shape)
+    pos = xla_windows(at, torch.tensor(-1.0, dtype=torch.float64), a["window"])
+    chosen = torch.take_along_dim(pos, first_pick(cols, kind), dim=-1).reshape(-1).long()
+    chosen = torch.where(chosen < 0, operand.numel(), chosen)
+    out = torch.zeros(operand.numel() + 1, dtype=torch.float64).index_add(0, chosen, source.reshape(-1))
+    return out[:-1].reshape(operand.shape) + init
+
+
+def xla_conv(x, k, a):
+    w, c = a["window"], a["conv"]
+    r = len(w["dims"])
+    x = x.permute([c["in_batch"], c["in_feature"]] + c["in_spatial"])
+    k = k.permute([c["kernel_out"], c["kernel_in"]] + c["kernel_spatial"])
+    zero = torch.tensor(0.0, dtype=torch.float64)
+    x = xla_pad(x, zero, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, b - 1) for (lo, hi), b in zip(w["padding"], w["base"])])
+    f = [torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d][r - 1]
+    y = f(x, k, stride=w["strides"], dilation=w["wdil"], groups=c["groups"])
+    order = [c["out_batch"], c["out_feature"]] + c["out_spatial"]
+    return y.permute([order.index(d) for d in range(r + 2)])
+
+
 def xla_slice(x, a):
     idx = tuple(slice(s, l, st) for s, l, st in zip(a["start"], a["limit"], a["strides"]))
     return x[idx]
@@ -368,8 +430,17 @@ def step(op, args, a):
         idx = torch.tensor(a["indices"], dtype=torch.long).reshape(-1)
         upd = args[1].reshape(list(x.shape[:ax]) + [idx.numel()] + list(x.shape[ax + 1:]))
         return torch.index_add(x, ax, idx, upd)
-    if op == "masked_fill":
+    if op in ("masked_fill", "masked_select", "masked_scatter", "where"):
         mask = torch.tensor(a["labels"], dtype=torch.long).reshape(a["ishape"]) == 1
+        # PyTorch before 2.1 differentiates masked_select wrongly where its
+        # input is not contiguous (pytorch/pytorch#99638: a permuted
+        # dot_general's result; finite differences agree with eagerflow).
+        if op == "masked_select":
+            return torch.masked_select(x.contiguous(), mask)
+        if op == "masked_scatter":
+            return x.contiguous().masked_scatter(mask, args[1])
+        if op == "where":
+            return torch.where(mask, x, args[1])
         return torch.where(mask, args[1], x)
     if op == "fused_matmul":
         y = x @ args[1] + args[2]
@@ -407,6 +478,14 @@ def step(op, args, a):
         return dynamic_slice(x, a)
     if op == "dynamic_update_slice":
         return dynamic_update_slice(x, args[1], a)
+    if op == "reduce_window":
+        return reduce_window(x, args[1], a)
+    if op == "extract_patches":
+        return extract_patches(x, args[1], a)
+    if op == "select_and_scatter":
+        return select_and_scatter(x, args[1], args[2], a)
+    if op == "conv":
+        return xla_conv(x, args[1], a)
     if op == "expand_dims":
         return x.unsqueeze(a["axis"])
     if op == "squeeze":
