@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	flagSizeCases = flag.Int("difftest.sizecases", 60, "float32 programs at size per seed (at_size_test.go)")
-	flagSizeSeeds = flag.String("difftest.sizeseeds", "1", "comma-separated seeds of the float32 programs at size")
+	flagSizeCases    = flag.Int("difftest.sizecases", 60, "float32 programs at size per seed (at_size_test.go)")
+	flagSizeSeeds    = flag.String("difftest.sizeseeds", "1", "comma-separated seeds of the float32 programs at size")
+	flagGPUSizeCases = flag.Int("difftest.gpusizecases", 12, "float32 programs at size per seed on the GPU")
 )
 
 // sizeLimit bounds the tensors of a program at size: past the host's
@@ -159,6 +160,53 @@ func TestOpsFloat32AtSize(t *testing.T) {
 			}
 			t.Logf("seed %d: %d float32 programs, %d steps, inputs up to %d elements: values and gradients, eager and traced, within %g of PyTorch's float64",
 				seed, len(progs), steps, elems, f32Tol)
+		})
+	}
+}
+
+// The float32 programs at size run on the GPU (the emulator's, or a
+// GPU's in the GPU machine's script) within f32Tol of the CPU's float64
+// run of the same rounded inputs: values and gradients, eagerly. The
+// small programs of TestOpsAgreeOnGPU reach one block of each kernel;
+// these reach the tiled paths (bands of rows, planes read by parts, the
+// reductions' parts folded, grids of many blocks) and their edges.
+// -difftest.gpusizecases runs more per seed of -difftest.sizeseeds.
+func TestOpsFloat32AtSizeOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, seed := range parseSeeds(t, *flagSizeSeeds) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			steps := 0
+			for id := range *flagGPUSizeCases {
+				p := rounded32(generateAtSize(seed, id))
+				var want, wantGrads []T
+				if err := tensor.Catch(func() { want, wantGrads = p.eagerly(p.in) }); err != nil {
+					t.Fatalf("program %d in float64 on the CPU: %v\n%s", id, err, describe(p))
+				}
+				in := make([]T, len(p.in))
+				for i, x := range p.in {
+					var err error
+					if in[i], err = ops.Cast(x, tensor.Float32).To(d); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var got, grads []T
+				if err := tensor.Catch(func() { got, grads = p.eagerly(in) }); err != nil {
+					t.Errorf("program %d in float32 on %s: %v\n%s", id, d.Name(), err, describe(p))
+					continue
+				}
+				for i, w := range append(want, wantGrads...) {
+					what := fmt.Sprintf("step %d (%s)", i, p.Steps[min(i, len(p.Steps)-1)].Op)
+					if i >= len(p.Steps) {
+						what = fmt.Sprintf("gradient of input %d", i-len(p.Steps))
+					}
+					if diff := within32(append(got, grads...)[i], encode(w)); diff != "" {
+						t.Errorf("program %d, float32 %s on %s: %s\n%s", id, what, d.Name(), diff, describe(p))
+					}
+				}
+				steps += len(p.Steps)
+			}
+			t.Logf("seed %d: %d float32 programs at size, %d steps on %s: values and gradients within %g of the CPU's float64",
+				seed, *flagGPUSizeCases, steps, d.Name(), f32Tol)
 		})
 	}
 }

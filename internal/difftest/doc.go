@@ -16,13 +16,17 @@
 // values, gradients of every input and Hessian-vector products.
 //
 // Those programs are small and in float64, which reaches the kernels'
-// scalar paths. TestOpsFloat32AtSize runs programs of the ops without
-// jumps (no kinks, ties or rounding that float32 could move) at size, up
-// to 2^15 elements with long rows, in float32, eagerly and traced, against
+// scalar paths. TestOpsFloat32AtSize runs programs at size, up to 2^15
+// elements with long rows, in float32, eagerly and traced, against
 // PyTorch's float64 on the same rounded inputs, to 2e-4 of each tensor's
 // largest magnitude: the vector kernels, blocked products, sharded loops,
 // their blocks and tails, and a graph's fused elementwise kernels
-// (-difftest.sizeseeds, -difftest.sizecases).
+// (-difftest.sizeseeds, -difftest.sizecases). Their ops have no jumps
+// (kinks, ties, rounding) that float32 could move, but for the ones that
+// pick elements by comparing them (extrema, sorts, max pooling), drawn
+// over fresh inputs, which are the same numbers in both runs.
+// TestOpsFloat32AtSizeOnGPU runs them on the GPU against the CPU's
+// float64: the GPU kernels' tiled paths (-difftest.gpusizecases).
 //
 // Where two rules are both right but pick another subgradient at a tie,
 // torch_eval.py spells eagerflow's documented rule out in PyTorch ops

@@ -88,14 +88,14 @@ func genXLAWindow(g *gen) bool {
 		g.add("extract_patches", a, x, g.input(nil, -1, 1))
 	case 1:
 		if g.smooth {
-			return false
+			x = g.input(s, -2, 2)
 		}
 		a.Kind = []string{"ge", "le"}[g.intn(2)]
 		g.add("select_and_scatter", a, x, g.input(out, -1, 1), g.input(nil, -1, 1))
 	default:
 		a.Kind = []string{"sum", "max", "min"}[g.intn(3)]
-		if g.smooth {
-			a.Kind = "sum"
+		if g.smooth && a.Kind != "sum" {
+			x = g.input(s, -2, 2)
 		}
 		g.add("reduce_window", a, x, g.input(nil, -1, 1))
 	}
