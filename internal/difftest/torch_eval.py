@@ -133,7 +133,9 @@ def reduce_window(x, init, a):
     if kind == "sum":
         return cols.sum(-1) + init
     y = torch.take_along_dim(cols, first_pick(cols, kind), dim=-1).squeeze(-1)
-    return first_max(y, init) if kind == "max" else first_min(y, init)
+    # init takes the window's gradient where it ties with the best tap
+    # (eagerflow's documented rule).
+    return first_max(init, y) if kind == "max" else first_min(init, y)
 
 
 def extract_patches(x, pad, a):
