@@ -42,7 +42,11 @@
 // F.mse_loss, F.cross_entropy and F.binary_cross_entropy_with_logits,
 // and SGD, Adam, AdamW and
 // RMSProp against torch.optim, step by step; the transformer block
-// against nanoGPT's (transformer_test.go).
+// against nanoGPT's (transformer_test.go); and a small CNN's training
+// in float32 (cnn_test.go, cnn_torch.py: two convolutions with max
+// pooling and optionally BatchNorm, two dense layers, NHWC and NCHW, four
+// SGD steps with nn.TrainStep and nn.TracedTrainStep and on the GPU)
+// against PyTorch's in float64 from the same variables and batch.
 //
 // Run it with go test ./internal/difftest (it skips, naming the install
 // command, when /usr/bin/python3 cannot import torch); -difftest.cases and
