@@ -19,7 +19,8 @@
 // scalar paths. TestOpsFloat32AtSize runs programs at size, up to 2^15
 // elements with long rows, in float32, eagerly and traced, against
 // PyTorch's float64 on the same rounded inputs, to 2e-4 of each tensor's
-// largest magnitude: the vector kernels, blocked products, sharded loops,
+// largest magnitude (or, where a result is ill-conditioned, ten times
+// PyTorch's own float32 error): the vector kernels, blocked products, sharded loops,
 // their blocks and tails, and a graph's fused elementwise kernels
 // (-difftest.sizeseeds, -difftest.sizecases). Their ops have no jumps
 // (kinks, ties, rounding) that float32 could move, but for the ones that

@@ -105,6 +105,9 @@ type Program struct {
 	// Second is a direction per input: the reference also returns the
 	// Hessian-vector product, the gradient of Σ v·∂loss/∂in.
 	Second []*Array `json:"second,omitempty"`
+	// Float32 asks the reference to run in float32 (from the same
+	// inputs): how far rounding alone moves each result.
+	Float32 bool `json:"float32,omitempty"`
 
 	in      []T // the inputs as tensors
 	weights []T

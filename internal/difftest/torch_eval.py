@@ -147,13 +147,13 @@ def select_and_scatter(operand, source, init, a):
     # Padding and holes are never chosen: they hold -inf (+inf for LE) and
     # position -1, whose source goes to a slot past the end.
     kind = a["kind"]
-    fill = torch.tensor(-math.inf if kind == "ge" else math.inf, dtype=torch.float64)
+    fill = torch.tensor(-math.inf if kind == "ge" else math.inf, dtype=operand.dtype)
     cols = xla_windows(operand.detach(), fill, a["window"])
-    at = torch.arange(operand.numel(), dtype=torch.float64).reshape(operand.shape)
+    at = torch.arange(operand.numel(), dtype=torch.float64).reshape(operand.shape)  # exact positions
     pos = xla_windows(at, torch.tensor(-1.0, dtype=torch.float64), a["window"])
     chosen = torch.take_along_dim(pos, first_pick(cols, kind), dim=-1).reshape(-1).long()
     chosen = torch.where(chosen < 0, operand.numel(), chosen)
-    out = torch.zeros(operand.numel() + 1, dtype=torch.float64).index_add(0, chosen, source.reshape(-1))
+    out = torch.zeros(operand.numel() + 1, dtype=source.dtype).index_add(0, chosen, source.reshape(-1))
     return out[:-1].reshape(operand.shape) + init
 
 
@@ -162,7 +162,7 @@ def xla_conv(x, k, a):
     r = len(w["dims"])
     x = x.permute([c["in_batch"], c["in_feature"]] + c["in_spatial"])
     k = k.permute([c["kernel_out"], c["kernel_in"]] + c["kernel_spatial"])
-    zero = torch.tensor(0.0, dtype=torch.float64)
+    zero = torch.tensor(0.0, dtype=x.dtype)
     x = xla_pad(x, zero, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, b - 1) for (lo, hi), b in zip(w["padding"], w["base"])])
     f = [torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d][r - 1]
     y = f(x, k, stride=w["strides"], dilation=w["wdil"], groups=c["groups"])
@@ -497,13 +497,25 @@ def step(op, args, a):
 
 
 def run_program(c):
-    inputs = [dec(x).requires_grad_(True) for x in c["inputs"]]
+    if c.get("float32"):
+        # The same program in float32 (the programs at size): how far
+        # rounding alone moves each result, its conditioning.
+        torch.set_default_dtype(torch.float32)
+        try:
+            return run_program_as(c, torch.float32)
+        finally:
+            torch.set_default_dtype(torch.float64)
+    return run_program_as(c, torch.float64)
+
+
+def run_program_as(c, dtype):
+    inputs = [dec(x).to(dtype).requires_grad_(True) for x in c["inputs"]]
     vals = []
     for s in c["steps"]:
         args = [inputs[-1 - i] if i < 0 else vals[i] for i in s["args"]]
         attrs = {k: ([] if v is None else v) for k, v in s["attrs"].items()}
         vals.append(step(s["op"], args, attrs))
-    loss = sum((v * dec(w)).sum() for v, w in zip(vals, c["weights"]))
+    loss = sum((v * dec(w).to(dtype)).sum() for v, w in zip(vals, c["weights"]))
     second = c.get("second")
     grads = torch.autograd.grad(loss, inputs, allow_unused=True, create_graph=bool(second))
     out = {"values": [enc(v) for v in vals], "grads": [enc(g) for g in grads]}
