@@ -45,10 +45,11 @@ if [ -x "$here/nccl.test" ]; then
 	"$here/nccl.test" -test.v -test.count=1 -test.timeout=3m >>"$out/tests.log" 2>&1 || rc=1
 fi
 if [ -x "$here/difftest.test" ]; then
-	# The random op and control-flow programs and the half ops on the GPU against the CPU.
+	# The random op and control-flow programs and the half ops on the GPU against the CPU,
+	# and the float32 programs at size (the kernels' tiled paths) against the CPU's float64.
 	echo "=== op programs on the GPU (internal/difftest) ===" >>"$out/tests.log"
-	"$here/difftest.test" -test.v -test.count=1 -test.run '^(TestOpsAgreeOnGPU|TestControlFlowAgreesOnGPU|TestHalfOpsAgreeOnGPU)$' -test.timeout=4m \
-		-difftest.gpuseeds 1,2,3,4 -difftest.gpucases 200 >>"$out/tests.log" 2>&1 || rc=1
+	"$here/difftest.test" -test.v -test.count=1 -test.run '^(TestOpsAgreeOnGPU|TestControlFlowAgreesOnGPU|TestHalfOpsAgreeOnGPU|TestOpsFloat32AtSizeOnGPU)$' -test.timeout=4m \
+		-difftest.gpuseeds 1,2,3,4 -difftest.gpucases 200 -difftest.sizeseeds 1,2,3,4 -difftest.gpusizecases 100 >>"$out/tests.log" 2>&1 || rc=1
 fi
 pass=$(grep -c -- '--- PASS' "$out/tests.log")
 fail=$(grep -c -- '--- FAIL' "$out/tests.log")
