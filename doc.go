@@ -12,8 +12,11 @@
 // # Tensors and ops
 //
 // A tensor.Tensor is an immutable n-dimensional array: a dtype (Float32,
-// Float64, Int32, Int64, Uint8, Bool), a shape and a buffer on a device.
-// Make one from a Go slice, a scalar or the seeded RNG, and compute with
+// Float64, Int32, Int64, Uint8, Bool; the half floats BFloat16 and
+// Float16, computed in float32 and rounded once, and the FP8 types of
+// ops.ScaledMatMul), a shape and a buffer on a device (a tape.Variable's
+// value is the one tensor whose elements change, in place, when it is
+// assigned; ops.Identity copies it). Make one from a Go slice, a scalar or the seeded RNG, and compute with
 // package ops, whose every op runs at once and checks its inputs first:
 //
 //	x := tensor.FromSlice([]float32{1, 2, 3, 4}, 2, 2)
@@ -54,7 +57,9 @@
 // losses, metrics, optimizers and schedules, safetensors checkpoints and
 // TensorBoard summaries, and Fit: the loop with validation, callbacks
 // (early stopping, checkpoints, learning-rate plateaus) and a progress
-// bar. Package plot draws the curves Fit returns and images of tensors.
+// bar; a Sequential's Policy (nn.MixedBFloat16, or nn.MixedFloat16 with
+// a LossScaleOptimizer) trains in half precision on float32 variables.
+// Package plot draws the curves Fit returns and images of tensors.
 // examples/fashion-mnist is the program to read first.
 //
 // In Jupyter, through the GoNB kernel, the module notebook (a go.mod of its
