@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/data"
@@ -157,7 +158,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			}
 			loss, n, err := step(batch)
 			if err != nil {
-				return h, fmt.Errorf("nn: fit: step %d: %w", h.Steps, err)
+				return h, fmt.Errorf("nn: fit: step %d: %w%s", h.Steps, err, unbatchedHint(batch))
 			}
 			if math.IsNaN(loss) || math.IsInf(loss, 0) {
 				return h, fmt.Errorf("nn: fit: the loss became %v at step %d", loss, h.Steps)
@@ -264,6 +265,9 @@ func evaluateSums(ctx context.Context, ds *data.Dataset, eval EvalStep) (map[str
 		}
 		m, k, err := eval(batch)
 		if err != nil {
+			if hint := unbatchedHint(batch); hint != "" {
+				err = fmt.Errorf("%w%s", err, hint)
+			}
 			return nil, 0, err
 		}
 		for name, v := range m {
@@ -286,4 +290,28 @@ func meansOf(sums map[string]float64, n float64) map[string]float64 {
 // sortedKeys lists m's keys in order, so that every rank sends them alike.
 func sortedKeys(m map[string]float64) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// unbatchedHint says, for a step that failed, when its batch looks like
+// one example rather than a batch (a scalar among its tensors, or leading
+// dimensions that differ): the dataset most likely lacks a Batch.
+func unbatchedHint(batch data.Element) string {
+	lead := -1
+	for _, t := range batch {
+		if t == nil {
+			continue
+		}
+		if t.Rank() == 0 || (lead >= 0 && t.Dim(0) != lead) {
+			shapes := make([]string, 0, len(batch))
+			for _, u := range batch {
+				if u != nil {
+					shapes = append(shapes, fmt.Sprint(u.Shape()))
+				}
+			}
+			return fmt.Sprintf(" (the batch's tensors have shapes %s, one example's rather than a batch's: is the dataset batched? data.Dataset.Batch)",
+				strings.Join(shapes, ", "))
+		}
+		lead = t.Dim(0)
+	}
+	return ""
 }

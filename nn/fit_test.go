@@ -207,6 +207,32 @@ func TestFitErrors(t *testing.T) {
 	}
 }
 
+// A step that fails on an unbatched dataset's element (one example: its
+// label a scalar) names the shapes and asks whether the dataset is
+// batched; a batched dataset's failure has no such hint.
+func TestFitHintsAtAMissingBatch(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float32, 8, 3)
+	ds, err := data.FromSlices(x, tensor.Zeros(tensor.Int32, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewSequential(NewDense("d", tensor.NewRNG(1), 3, 2, DenseOpts{}))
+	opt := NewAdam(Constant(0.05))
+	_, err = Fit(context.Background(), ds, AllVariables(m), opt, TrainStep(m, SparseSoftmaxCrossEntropy, opt), FitConfig{})
+	if err == nil || !strings.Contains(err.Error(), "shapes [3], [], one example's rather than a batch's: is the dataset batched? data.Dataset.Batch") {
+		t.Errorf("unbatched: %v", err)
+	}
+	eval := EvalStepOf(m, SparseSoftmaxCrossEntropy, map[string]Metric{"accuracy": Accuracy})
+	if _, err := Evaluate(context.Background(), ds, eval); err == nil || !strings.Contains(err.Error(), "is the dataset batched?") {
+		t.Errorf("Evaluate, unbatched: %v", err)
+	}
+	wrong := NewSequential(NewDense("w", tensor.NewRNG(1), 4, 2, DenseOpts{}))
+	_, err = Fit(context.Background(), ds.Batch(4, false), AllVariables(wrong), opt, TrainStep(wrong, SparseSoftmaxCrossEntropy, opt), FitConfig{})
+	if err == nil || strings.Contains(err.Error(), "batched?") {
+		t.Errorf("a batched dataset's shape error: %v", err)
+	}
+}
+
 // Plain progress lines within an epoch when the output is not a
 // terminal.
 func TestFitPlainProgressLines(t *testing.T) {
