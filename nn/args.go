@@ -73,3 +73,27 @@ func mustArgs(fn string, args ...arg) {
 		}
 	}
 }
+
+// needFeatures panics with a *tensor.Error naming the layer's kind (op)
+// when x has no dimension axis (negative counts from the end) of size n,
+// the features the layer was made for: the op's own error would name an
+// op the caller never called (a Sequential adds the layer's name). hint
+// is added to the message.
+func needFeatures(op string, x *tensor.Tensor, axis, n int, what, hint string) {
+	if x == nil {
+		return // the op names the nil input
+	}
+	d := axis
+	if d < 0 {
+		d += x.Rank()
+	}
+	if d >= 0 && d < x.Rank() && x.Dim(d) == n {
+		return
+	}
+	got := "has no such dimension"
+	if d >= 0 && d < x.Rank() {
+		got = fmt.Sprintf("has %d", x.Dim(d))
+	}
+	panic(tensor.NewError("nn", op, tensor.ErrShape, []*tensor.Tensor{x}, "",
+		"the layer takes %d %s in dimension %d; the input %v %s%s", n, what, axis, x.Shape(), got, hint))
+}

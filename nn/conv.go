@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/eagerflow/eagerflow/ops"
@@ -45,6 +46,17 @@ func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOp
 // (ops.FusedConv2D), which keeps one tensor of the output's size for the
 // gradient instead of three.
 func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x != nil && x.Rank() == 4 {
+		in, axis, other, otherAxis := c.Filter.Value().Dim(2), 3, ops.NCHW, 1
+		if c.opts.Format == ops.NCHW {
+			axis, other, otherAxis = 1, ops.NHWC, 3
+		}
+		hint := ""
+		if x.Dim(otherAxis) == in {
+			hint = fmt.Sprintf(" (is it %v? Conv2DOpts.Format says %v)", other, c.opts.Format)
+		}
+		needFeatures("Conv2D", x, axis, in, fmt.Sprintf("input channels (%v)", c.opts.Format), hint)
+	}
 	if act, ok := fusable(c.opts.Activation); ok && c.Bias != nil {
 		return ops.FusedConv2D(x, valueAs(c.Filter, x), valueAs(c.Bias, x), c.opts.Conv2DOpts, act)
 	}

@@ -49,6 +49,7 @@ func orFloat32(dt tensor.DType) tensor.DType {
 // with another activation the product and the bias are, the activation
 // following.
 func (d *Dense) Forward(x *tensor.Tensor) *tensor.Tensor {
+	needFeatures("Dense", x, -1, d.Kernel.Value().Dim(0), "input features", "")
 	w := valueAs(d.Kernel, x)
 	y := x
 	var lead tensor.Shape

@@ -36,6 +36,35 @@ func TestDenseAndSequentialByHand(t *testing.T) {
 	}
 }
 
+// A layer given an input of the wrong width names its kind, the size it
+// takes and where, instead of the op inside it (a Sequential adds the
+// layer's name); a Conv2D whose input has the channels where the other
+// layout keeps them says so.
+func TestLayersNameAWrongInputWidth(t *testing.T) {
+	rng := tensor.NewRNG(1)
+	nchw := Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Format: ops.NCHW}}
+	for _, c := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"Dense", func() { NewDense("hidden", rng, 3, 4, DenseOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 2)) },
+			`nn: Dense: the layer takes 3 input features in dimension -1; the input [2 2] has 2`},
+		{"Dense of a scalar", func() { NewDense("hidden", rng, 3, 4, DenseOpts{}).Forward(tensor.Scalar(float32(1))) },
+			`the layer takes 3 input features in dimension -1; the input [] has no such dimension`},
+		{"Conv2D of NCHW data", func() {
+			NewConv2D("conv1", rng, 3, 3, 1, 8, Conv2DOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 1, 28, 28))
+		},
+			`nn: Conv2D: the layer takes 1 input channels (NHWC) in dimension 3; the input [2 1 28 28] has 28 (is it NCHW? Conv2DOpts.Format says NHWC)`},
+		{"Conv2D NCHW", func() { NewConv2D("conv2", rng, 3, 3, 8, 8, nchw).Forward(tensor.Zeros(tensor.Float32, 2, 3, 28, 28)) },
+			`the layer takes 8 input channels (NCHW) in dimension 1; the input [2 3 28 28] has 3 (inputs`},
+	} {
+		if err := tensor.Catch(c.f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 func TestInitializers(t *testing.T) {
 	rng := tensor.NewRNG(3)
 	g := tensor.ToSlice[float32](GlorotUniform(rng, tensor.Float32, 100, 50))
