@@ -32,6 +32,9 @@ func driver() (cu.Driver, error) {
 		switch v := os.Getenv(EnvDriver); v {
 		case "", "nvidia":
 			opened.drv, opened.err = libcuda.Load()
+			if opened.err != nil {
+				opened.err = fmt.Errorf("%w (without a GPU, %s=emulator runs the same kernels on the host, slowly)", opened.err, EnvDriver)
+			}
 		case "emulator":
 			opened.drv = emu.New(emu.DefaultConfig)
 		default:
