@@ -146,8 +146,10 @@ func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedK
 }
 
 // TopK returns the k largest elements along the last axis, largest first,
-// and their Int64 indices (ties keep their order). Panics with a
-// *tensor.Error if k is outside [0, last dimension].
+// and their Int64 indices (ties keep their order): the first k of Sort
+// descending, so NaNs rank below every number and come only after them
+// (PyTorch's topk ranks NaN above). Panics with a *tensor.Error if k is
+// outside [0, last dimension].
 func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 	needInputs("TopK", x)
 	defer asOp("TopK")
