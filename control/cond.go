@@ -92,7 +92,10 @@ func Case(index *tensor.Tensor, branches ...func() []*tensor.Tensor) []*tensor.T
 		pred := ops.Eq(index, ops.ScalarLike(index, 0))
 		return Cond(pred, branches[0], func() []*tensor.Tensor { return Case(ops.Sub(index, ops.ScalarLike(index, 1)), branches[1:]...) })
 	}
-	i := int(index.Float())
+	i := 0 // a last branch takes every index, unread
+	if len(branches) > 1 {
+		i = int(index.Float())
+	}
 	if i < 0 || i >= len(branches) {
 		i = len(branches) - 1
 	}

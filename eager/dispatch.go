@@ -2,6 +2,7 @@ package eager
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -438,4 +439,10 @@ func softDevice(xs []*tensor.Tensor, op *Op, key tensor.DType) device.Device {
 		return h
 	}
 	return nil
+}
+
+// Every kernel runs in runKernel's frame: a host read with it on the
+// stack is a kernel's (plumb.KernelFrame).
+func init() {
+	plumb.KernelFrame = runtime.FuncForPC(reflect.ValueOf(runKernel).Pointer()).Name()
 }

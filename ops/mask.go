@@ -48,7 +48,7 @@ func countNonzero(construct string, x *tensor.Tensor) int {
 	if plumb.GuardValue != nil {
 		plumb.GuardValue(construct, count)
 	}
-	return int(count.Item().(int64))
+	return int(plumb.Tensor.Item(count).(int64)) // guarded above
 }
 
 // flatPositions returns the row-major positions of mask's true elements,

@@ -53,6 +53,9 @@ func (v *Variable) String() string { return v.name + " = " + v.t.String() }
 func (v *Variable) check(op string, x *tensor.Tensor) {
 	in := []*tensor.Tensor{v.t, x}
 	switch {
+	case x != nil && x != v.t && !x.IsVariable() && plumb.VariesInTrace != nil && x.Traced() != nil && plumb.VariesInTrace(x):
+		panic(tensor.NewError("tape", op, tensor.ErrValue, in, "",
+			"the value for variable %q is computed inside a traced function (trace.Function): an assignment is not an op, so the graph would not repeat it on later calls; return the value and assign it after the call (nn.TracedTrainStep does so for a training step)", v.name))
 	case x == nil:
 		panic(tensor.NewError("tape", op, tensor.ErrArity, in, "", "the value for variable %q is nil", v.name))
 	case x.DType() != v.t.DType():

@@ -52,7 +52,7 @@ func (t *Tensor) format(prec int) string {
 	p := printer{shape: t.shape, summarize: t.NumElements() > printThreshold}
 	if len(t.shape) == 0 {
 		if t.dtype.IsFloat() && prec < 0 {
-			return scalarString(t.Float(), t.dtype)
+			return scalarString(floatOf(t.item()), t.dtype)
 		}
 		return t.elementStrings(prec, nil, false)[0]
 	}
@@ -192,7 +192,7 @@ func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
 		}
 		return out
 	case Bool:
-		for i, x := range ToSlice[bool](t) {
+		for i, x := range toSlice[bool](t) {
 			switch {
 			case !x:
 				out[i] = "False"
@@ -207,11 +207,11 @@ func (t *Tensor) elementStrings(prec int, shown []int, pad bool) []string {
 	var ints []int64
 	switch t.dtype {
 	case Int32:
-		ints = mapSlice(ToSlice[int32](t), func(x int32) int64 { return int64(x) })
+		ints = mapSlice(toSlice[int32](t), func(x int32) int64 { return int64(x) })
 	case Int64:
-		ints = ToSlice[int64](t)
+		ints = toSlice[int64](t)
 	case Uint8:
-		ints = mapSlice(ToSlice[uint8](t), func(x uint8) int64 { return int64(x) })
+		ints = mapSlice(toSlice[uint8](t), func(x uint8) int64 { return int64(x) })
 	}
 	width := 0
 	for _, i := range shown {

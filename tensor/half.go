@@ -94,17 +94,17 @@ func roundHalf(dt DType, f float32) float32 {
 func floatValues(t *Tensor) []float64 {
 	switch t.dtype {
 	case Float32:
-		return mapSlice(ToSlice[float32](t), func(x float32) float64 { return float64(x) })
+		return mapSlice(toSlice[float32](t), func(x float32) float64 { return float64(x) })
 	case BFloat16:
-		return mapSlice(ToSlice[BF16](t), func(x BF16) float64 { return float64(x.Float32()) })
+		return mapSlice(toSlice[BF16](t), func(x BF16) float64 { return float64(x.Float32()) })
 	case Float16:
-		return mapSlice(ToSlice[F16](t), func(x F16) float64 { return float64(x.Float32()) })
+		return mapSlice(toSlice[F16](t), func(x F16) float64 { return float64(x.Float32()) })
 	case Float8E4M3:
-		return mapSlice(ToSlice[F8E4M3](t), func(x F8E4M3) float64 { return float64(x.Float32()) })
+		return mapSlice(toSlice[F8E4M3](t), func(x F8E4M3) float64 { return float64(x.Float32()) })
 	case Float8E5M2:
-		return mapSlice(ToSlice[F8E5M2](t), func(x F8E5M2) float64 { return float64(x.Float32()) })
+		return mapSlice(toSlice[F8E5M2](t), func(x F8E5M2) float64 { return float64(x.Float32()) })
 	}
-	return ToSlice[float64](t)
+	return toSlice[float64](t)
 }
 
 // FromFloat32s returns a tensor of dtype dt (a float dtype, or an 8-bit

@@ -17,6 +17,8 @@ func init() {
 	plumb.Tensor.WithoutValues = func(t any) any { return t.(*Tensor).withoutValues() }
 	plumb.Tensor.Move = func(t, dev any) (any, error) { return t.(*Tensor).move(dev.(device.Device)) }
 	plumb.Tensor.RowMajor = func(t any) any { return t.(*Tensor).rowMajor() }
+	plumb.Tensor.Item = func(t any) any { return t.(*Tensor).item() }
+	plumb.Tensor.Copy = func(t any) any { return t.(*Tensor).copyRowMajor() }
 	plumb.Tensor.MarkScratch = func(x any) any {
 		if t := x.(*Tensor); t.Traced() == nil {
 			t.setFlags(plumb.FlagScratch)

@@ -381,6 +381,12 @@ func (t *Tensor) rowMajor() *Tensor {
 	if t.IsRowMajor() {
 		return t
 	}
+	return t.copyRowMajor()
+}
+
+// copyRowMajor copies t into a new row-major tensor on its device,
+// telling no tape or trace.
+func (t *Tensor) copyRowMajor() *Tensor {
 	dev := t.Device()
 	out, err := Empty(dev, t.dtype, t.shape)
 	if err != nil {
@@ -393,8 +399,26 @@ func (t *Tensor) rowMajor() *Tensor {
 }
 
 // ToSlice copies the elements of t, in row-major order, into a new slice.
-// It panics with an *Error if T does not match t's dtype.
+// It panics with an *Error if T does not match t's dtype. Inside a traced
+// function, reading a value that varies between calls makes the trace
+// guard it (package trace).
 func ToSlice[T Elem](t *Tensor) []T {
+	t.readOnHost()
+	return toSlice[T](t)
+}
+
+// readOnHost tells package trace (plumb.HostRead) that t's values are
+// read on the host, where t is a trace's value: the read's result is a
+// Go value the traced function may decide on.
+func (t *Tensor) readOnHost() {
+	if t != nil && plumb.HostRead != nil && t.Traced() != nil {
+		plumb.HostRead(t)
+	}
+}
+
+// toSlice is ToSlice without telling a trace: the printer's and the
+// library's own reads.
+func toSlice[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
 		panicf("tensor", "ToSlice", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
@@ -408,42 +432,53 @@ func ToSlice[T Elem](t *Tensor) []T {
 
 // Item returns the single element of a one-element tensor as its Go type
 // (float32, float64, int32, int64, uint8, bool, BF16 or F16). It panics with an *Error
-// if t has more or fewer than one element.
+// if t has more or fewer than one element. Inside a traced function, reading
+// a value that varies between calls makes the trace guard it (package
+// trace).
 func (t *Tensor) Item() any {
 	if t == nil {
 		nilTensor("Item")
 	}
+	t.readOnHost()
+	return t.item()
+}
+
+// item is Item without telling a trace.
+func (t *Tensor) item() any {
 	if t.NumElements() != 1 {
 		panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
 	}
 	switch t.dtype {
 	case Float32:
-		return ToSlice[float32](t)[0]
+		return toSlice[float32](t)[0]
 	case Float64:
-		return ToSlice[float64](t)[0]
+		return toSlice[float64](t)[0]
 	case Int32:
-		return ToSlice[int32](t)[0]
+		return toSlice[int32](t)[0]
 	case Int64:
-		return ToSlice[int64](t)[0]
+		return toSlice[int64](t)[0]
 	case Uint8:
-		return ToSlice[uint8](t)[0]
+		return toSlice[uint8](t)[0]
 	case BFloat16:
-		return ToSlice[BF16](t)[0]
+		return toSlice[BF16](t)[0]
 	case Float16:
-		return ToSlice[F16](t)[0]
+		return toSlice[F16](t)[0]
 	case Float8E4M3:
-		return ToSlice[F8E4M3](t)[0]
+		return toSlice[F8E4M3](t)[0]
 	case Float8E5M2:
-		return ToSlice[F8E5M2](t)[0]
+		return toSlice[F8E5M2](t)[0]
 	default:
-		return ToSlice[bool](t)[0]
+		return toSlice[bool](t)[0]
 	}
 }
 
 // Float returns the single element of a one-element numeric tensor as a
 // float64 (booleans give 0 or 1).
-func (t *Tensor) Float() float64 {
-	switch v := t.Item().(type) {
+func (t *Tensor) Float() float64 { return floatOf(t.Item()) }
+
+// floatOf is an element of Item's as a float64 (booleans give 0 or 1).
+func floatOf(item any) float64 {
+	switch v := item.(type) {
 	case float32:
 		return float64(v)
 	case float64:

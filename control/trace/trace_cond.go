@@ -6,6 +6,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -162,7 +163,7 @@ func spec1(o graph.Output) eager.Out {
 // traced as a cond of the branches' gradients on the same predicate.
 func (t *tracer) Cond(pred *tensor.Tensor, branches [2]func() []*tensor.Tensor) []*tensor.Tensor {
 	pv := t.route(t.ctx, t.value(pred))
-	taken := btoi(pred.Item().(bool))
+	taken := btoi(plumb.Tensor.Item(pred).(bool)) // the graph's Switch decides at each run
 	var outs [2][]*tensor.Tensor
 	var gated [2][]graph.Output
 	var from, to [2]uint64

@@ -3,10 +3,13 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"weak"
 
 	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/callsite"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -32,13 +35,21 @@ var ErrGuardFailed = errors.New("trace: a traced decision went another way")
 // by a tape): the Function traces again with loops unrolled.
 var errUnroll = errors.New("trace: the trace read a value computed outside it")
 
-// guardAttrs is a guard's expected decision and the construct that made it.
+// guardAttrs is a guard's expected decision and the construct that made
+// it; Read marks a guard that a value read on the host is the same (Want
+// true).
 type guardAttrs struct {
 	Want      bool
 	Construct string
+	Read      bool
 }
 
-func (a guardAttrs) String() string { return fmt.Sprintf("%s decided %v", a.Construct, a.Want) }
+func (a guardAttrs) String() string {
+	if a.Read {
+		return a.Construct + " is the same"
+	}
+	return fmt.Sprintf("%s decided %v", a.Construct, a.Want)
+}
 
 var guardOp = func() *eager.Op {
 	op := eager.Register(&eager.Op{
@@ -54,7 +65,10 @@ var guardOp = func() *eager.Op {
 	// the output on the input's device, so a trace on any device guards.
 	eager.RegisterPortable(op.Name, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
 		a, got := c.Attrs.(guardAttrs), tensor.ToSlice[bool](c.Inputs[0])[0]
-		if got != a.Want {
+		switch {
+		case got != a.Want && a.Read:
+			c.Fail(ErrGuardFailed, "%s differs from its value at the trace", a.Construct)
+		case got != a.Want:
 			c.Fail(ErrGuardFailed, "%s decided %v at the trace and %v now", a.Construct, a.Want, got)
 		}
 		if err := c.Device.Copy(outs[0].Buffer(), 0, nil, c.Inputs[0].Buffer(), 0, nil, nil, 1); err != nil {
@@ -67,19 +81,88 @@ var guardOp = func() *eager.Op {
 func init() {
 	plumb.GuardValue = func(construct string, x any) {
 		v := x.(*tensor.Tensor)
-		t := traceOf(v)
-		if t == nil || !t.Recording() || !t.Derived(v) {
+		for _, t := range following(v) {
+			t.guardValue(construct, v, false)
+		}
+	}
+	plumb.VariesInTrace = func(x any) bool { return len(following(x.(*tensor.Tensor))) > 0 }
+	plumb.HostRead = func(x any) {
+		v := x.(*tensor.Tensor)
+		ts := following(v)
+		if len(ts) == 0 || inKernel() {
 			return
 		}
-		now := tensor.FullOn(v.Device(), v.DType(), v.Float())
-		t.Guard(construct, ops.Eq(v, now))
+		construct := fmt.Sprintf("the value of %s read on the host (Item, Float or ToSlice) at %s", tensor.Describe(v), callsite.Caller())
+		for _, t := range ts {
+			t.guardValue(construct, v, true)
+		}
 	}
+}
+
+// following returns the recording traces in which v varies between
+// calls: the trace v is a value of, where v is computed from its
+// arguments or variables; or, for a value computed from variables alone
+// (a recipe), every live trace that follows the recipe.
+func following(v *tensor.Tensor) []*tracer {
+	if t := traceOf(v); t != nil {
+		if t.Recording() && t.Derived(v) {
+			return []*tracer{t}
+		}
+		return nil
+	}
+	if recipeOf(v) == nil {
+		return nil
+	}
+	var out []*tracer
+	for _, l := range flow.Live() {
+		if t, ok := l.(*tracer); ok && t.Recording() && t.recipe(v) != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// inKernel reports whether the caller runs inside an op's kernel
+// (eager.Kernel's frame, plumb.KernelFrame, is on its goroutine's stack):
+// a kernel reads its inputs on the host as part of the op, which the
+// graph runs again on every call; only the function's own reads decide
+// what it does in Go.
+func inKernel() bool {
+	var pcs [128]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if f.Function == plumb.KernelFrame {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// guardValue records a guard that v, a value that varies between calls
+// of t (following), holds the values it holds now on later calls: the Go
+// value read from it is a constant of the graph. NaNs compare equal to
+// NaNs. read says the function read v itself (the guard's message).
+func (t *tracer) guardValue(construct string, v *tensor.Tensor, read bool) {
+	now := plumb.Tensor.Copy(v).(*tensor.Tensor) // the values now, a constant
+	same := ops.LogicalOr(ops.Eq(v, now), ops.LogicalAnd(ops.Ne(v, v), ops.Ne(now, now)))
+	if v.Rank() > 0 {
+		same = ops.All(same)
+	}
+	t.guard(guardAttrs{Want: true, Construct: construct, Read: read}, same)
 }
 
 // guard records that construct decided p (a bool scalar whose value varies
 // between calls) as it did now.
 func (t *tracer) Guard(construct string, p *tensor.Tensor) {
-	n := t.apply(guardOp, guardAttrs{Want: p.Item().(bool), Construct: construct}, []*tensor.Tensor{p},
+	t.guard(guardAttrs{Want: plumb.Tensor.Item(p).(bool), Construct: construct}, p)
+}
+
+// guard records the guard a on p.
+func (t *tracer) guard(a guardAttrs, p *tensor.Tensor) {
+	n := t.apply(guardOp, a, []*tensor.Tensor{p},
 		[]eager.Out{{DType: tensor.Bool, Shape: tensor.Shape{}}})
 	n.Keep = true // nothing reads it; pruning keeps it
 	t.hasGuards = true
@@ -127,13 +210,13 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		out = f.fn(args)
 		return out, make([]bool, len(out)), false, nil
 	}
-	failed := false
+	failed, why := false, ""
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
 				var te *tensor.Error
 				if e, ok := r.(error); ok && errors.As(e, &te) && te.Kind == ErrGuardFailed {
-					failed = true
+					failed, why = true, te.Detail
 					return
 				}
 				panic(r)
@@ -150,7 +233,7 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 	logf := f.Logf
 	f.mu.Unlock()
 	if note {
-		logf("trace: a traced Function's graph was traced unrolled and this call's loop took another number of iterations; it runs eagerly when that happens")
+		logf("trace: a decision the trace took on a value that varies went another way on this call (%s); the function runs eagerly on such calls", why)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil

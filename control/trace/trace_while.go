@@ -8,6 +8,7 @@ import (
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -72,7 +73,7 @@ func (t *tracer) While(cond func([]*tensor.Tensor) *tensor.Tensor, body func([]*
 	// This call's values: the first iteration has run (if the condition
 	// held); the rest run eagerly, unrecorded.
 	final := init
-	if fr.pred.Item().(bool) {
+	if plumb.Tensor.Item(fr.pred).(bool) { // the frame decides at each run
 		t.unrecorded(func() {
 			final = flow.While(cond, body, fr.outs, flow.Options{ParallelIterations: o.ParallelIterations, Checkpoint: o.Checkpoint})
 		})

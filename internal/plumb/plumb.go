@@ -47,6 +47,13 @@ var Tensor struct {
 	// without telling tapes or traces: dispatch's own copy of an op's
 	// inputs, which the op's record covers.
 	RowMajor func(t any) any
+	// Item is Tensor.Item without telling a trace (HostRead): the reads
+	// of the library's constructs that decide on a trace's values
+	// themselves (a traced Cond's or While's predicate, a guard's).
+	Item func(t any) any
+	// Copy copies a tensor into a new row-major tensor on its device
+	// without telling tapes or traces: a trace's snapshot of a value.
+	Copy func(t any) any
 }
 
 // NilHint says where a nil tensor most often comes from; the errors of
@@ -70,6 +77,28 @@ func WithArticle(name string) string {
 // (a graph whose guard fails runs its function eagerly instead), so the
 // shape read once is not a constant of the graph. construct names the op.
 var GuardValue func(construct string, x any)
+
+// HostRead is package trace's (set at its init): tensor.ToSlice,
+// Tensor.Item and Tensor.Float call it when the tensor x they read is a
+// trace's value (tensor.Tensor.Traced). The Go value the caller gets may
+// decide what the traced function does next, which the graph would not
+// see: where x varies between calls, the trace records a guard that x
+// holds the same values on later calls (a call where it does not runs
+// the function eagerly instead).
+var HostRead func(x any)
+
+// VariesInTrace is package trace's (set at its init): it reports whether
+// x is a value that varies between the calls of a function being traced
+// (computed from its arguments or variables), which package tape's
+// variable assignments refuse: an assignment is not an op, so the graph
+// would not repeat it.
+var VariesInTrace func(x any) bool
+
+// KernelFrame is the name of the function package eager runs every
+// kernel in (set at its init), as runtime.Frame.Function names it: a
+// host read on a stack that holds it is a kernel's, not the traced
+// function's (HostRead).
+var KernelFrame string
 
 // RecordedTo is package ops' ToDevice (set at its init): tensor.To calls
 // it for a tensor a tape or a trace may be following, so that the copy is

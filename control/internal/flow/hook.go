@@ -6,6 +6,7 @@ package flow
 import (
 	"sync"
 
+	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -109,6 +110,16 @@ var live sync.Map // Tracer -> struct{}
 func Started(t Tracer) { live.Store(t, struct{}{}) }
 func Ended(t Tracer)   { live.Delete(t) }
 
+// Live returns the live traces.
+func Live() []Tracer {
+	var out []Tracer
+	live.Range(func(k, _ any) bool {
+		out = append(out, k.(Tracer))
+		return true
+	})
+	return out
+}
+
 // LiveMarks returns where each live trace stands, or nil when none is: a
 // construct that may turn out to be traced (a loop whose values become a
 // trace's only in its first iteration) rolls back what it recorded while
@@ -137,7 +148,7 @@ func Predicate(name string, p *tensor.Tensor) bool {
 	if t := RecordingOf(p); t != nil && t.Derived(p) {
 		t.Guard(name, p)
 	}
-	return p.Item().(bool)
+	return plumb.Tensor.Item(p).(bool) // guarded above
 }
 
 // Fail panics with a *tensor.Error of package control for construct name.

@@ -1,0 +1,139 @@
+package trace_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/nn"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// hasGuard reports whether f's graph for args holds a Guard.
+func hasGuard(f *trace.Function, args ...T) bool {
+	g := f.Graph(args...)
+	return g != nil && strings.Contains(g.String(), "Guard(")
+}
+
+// A traced function that reads a varying value on the host (Item, Float,
+// ToSlice) and decides on it in Go returns what it computes on every
+// call: the graph guards the value read, a call where it differs runs
+// the function eagerly (Logf told once, naming where it was read), the
+// same values run the graph. The trace froze such a decision, silently,
+// before.
+func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
+	eagerCalls := 0
+	sign := func(a []T) []T {
+		eagerCalls++
+		if ops.Sum(a[0]).Float() > 0 {
+			return []T{ops.Neg(a[0])}
+		}
+		return []T{a[0]}
+	}
+	countPositive := func(a []T) []T {
+		eagerCalls++
+		k := 0
+		for _, v := range tensor.ToSlice[float32](a[0]) {
+			if v > 0 {
+				k++
+			}
+		}
+		return []T{ops.Mul(a[0], ops.ScalarLike(a[0], float64(k)))}
+	}
+	for _, c := range []struct {
+		name string
+		fn   func([]T) []T
+	}{{"Float", sign}, {"ToSlice", countPositive}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := trace.NewFunction(c.fn)
+			var logs []string
+			f.Logf = func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+			eagerCalls = 0
+			for i, v := range [][]float32{{1, 2}, {-1, -2}, {1, 2}, {3, -4}, {1, 2}} {
+				x := f32(v...)
+				got, err := f.Call(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.fn([]T{x})
+				eagerCalls--
+				if fmt.Sprint(got[0]) != fmt.Sprint(want[0]) {
+					t.Errorf("call %d on %v: %v, fn gives %v", i, v, got[0], want[0])
+				}
+			}
+			// The trace, then two calls whose values differ run fn.
+			if eagerCalls != 3 || f.Traces() != 1 {
+				t.Errorf("fn ran %d times in 5 calls, %d traces; want 3 (the trace and the two calls whose value differs) and 1", eagerCalls, f.Traces())
+			}
+			if len(logs) != 1 || !strings.Contains(logs[0], "read on the host (Item, Float or ToSlice) at trace/host_read_test.go:") ||
+				!strings.Contains(logs[0], "differs from its value at the trace") {
+				t.Errorf("Logf was told %q; want once, naming the read", logs)
+			}
+			if !hasGuard(f, f32(1, 2)) {
+				t.Error("the graph has no Guard")
+			}
+		})
+	}
+}
+
+// Reads that decide nothing the graph does not compute keep the graph
+// unguarded: a kernel's read of its inputs (Gather's indices), a value
+// printed, a captured constant or a value of none of the arguments.
+// A read through the library (nn.Accuracy) is the function's and guards.
+func TestHostReadsThatNeedNoGuard(t *testing.T) {
+	table := f32(10, 20, 30)
+	w := tape.NewVariable("w", f32(1, 2))
+	for _, c := range []struct {
+		name  string
+		fn    func([]T) []T
+		guard bool
+	}{
+		{"Gather's kernel reads its indices", func(a []T) []T { return []T{ops.Gather(table, ops.Cast(a[0], tensor.Int32), 0)} }, false},
+		{"a printed value", func(a []T) []T { _ = fmt.Sprint(a[0]); return []T{ops.Square(a[0])} }, false},
+		{"a captured constant", func(a []T) []T { return []T{ops.Mul(a[0], ops.ScalarLike(a[0], ops.Sum(table).Float()))} }, false},
+		{"a variable's value", func(a []T) []T { return []T{ops.Mul(a[0], ops.ScalarLike(a[0], ops.Sum(w.Value()).Float()))} }, true},
+		{"nn.Accuracy of the arguments", func(a []T) []T {
+			acc := nn.Accuracy(ops.Reshape(a[0], 1, -1), tensor.FromSlice([]int32{0}, 1))
+			return []T{ops.Mul(a[0], ops.ScalarLike(a[0], acc))}
+		}, true},
+	} {
+		f := trace.NewFunction(c.fn)
+		x := f32(0, 1)
+		if _, err := f.Call(x); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := hasGuard(f, x); got != c.guard {
+			t.Errorf("%s: the graph has a Guard: %v, want %v", c.name, got, c.guard)
+		}
+	}
+}
+
+// A variable assigned inside a traced function a value that varies
+// between calls (computed from the arguments, or from variables alone)
+// refuses it, naming why: the assignment is not an op, so the graph would
+// not repeat it, and later calls would silently skip the update.
+func TestTracedAssignmentsAreRefused(t *testing.T) {
+	w := tape.NewVariable("w", f32(1, 2))
+	for _, c := range []struct {
+		name string
+		fn   func([]T) []T
+	}{
+		{"AssignScaled of an argument", func(a []T) []T { w.AssignScaled(-0.1, a[0]); return []T{ops.Identity(w.Value())} }},
+		{"Assign of a value of the variable", func(a []T) []T {
+			w.Assign(ops.Mul(w.Value(), tensor.Scalar(float32(0.5))))
+			return []T{ops.Add(a[0], w.Value())}
+		}},
+	} {
+		f := trace.NewFunction(c.fn)
+		err := tensor.Catch(func() { _, _ = f.Call(f32(1, 2)) })
+		if err == nil || !strings.Contains(err.Error(), `the value for variable "w" is computed inside a traced function`) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if got := tensor.ToSlice[float32](w.Value()); got[0] != 1 || got[1] != 2 {
+			t.Errorf("%s: w is %v after the refusal, want [1 2]", c.name, got)
+		}
+	}
+}
