@@ -127,7 +127,9 @@ import (
 //   - A tape recording inside fn is traced too: the graph computes the
 //     gradients (a training step traced as one graph). Variable updates
 //     (Assign and the optimizers) are not ops and are not traced: return
-//     the gradients and apply them after the call.
+//     the gradients and apply them after the call (nn.TracedTrainStep
+//     does). An update with a value that varies between calls panics,
+//     saying so, rather than run on the tracing call alone.
 //   - A tape around a call records the graph's ops, so it differentiates
 //     with respect to fn's arguments and variables (not other captured
 //     tensors, which are constants of the trace). Loops and conds that
