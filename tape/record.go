@@ -18,6 +18,15 @@ type node struct {
 	// release, on a region's node, releases what the region made inside
 	// (internal/regions.RecordRegion).
 	release func(keep func(*tensor.Tensor) bool)
+	// versions holds, for each input that is a variable, how many times
+	// it had been assigned when the op ran (checkVersions).
+	versions []inputVersion
+}
+
+// inputVersion is a variable input's version when its op was recorded.
+type inputVersion struct {
+	input   int
+	version uint64
 }
 
 // seq orders every recorded node in the process; backprop walks nodes in
@@ -40,8 +49,31 @@ func (recorder) Observe(c *eager.Call, outs []*tensor.Tensor) {
 	}
 	for _, x := range c.Inputs {
 		if tracked(x) {
-			record(&node{call: c, outs: outs})
+			n := &node{call: c, outs: outs}
+			for i, x := range c.Inputs {
+				if x.IsVariable() {
+					n.versions = append(n.versions, inputVersion{i, plumb.Tensor.Version(x)})
+				}
+			}
+			record(n)
 			return
+		}
+	}
+}
+
+// checkVersions panics when a variable that n's op read was assigned
+// since and n's rule reads its inputs' values: the gradient would be
+// computed from the new values, not the ones the op used.
+func (n *node) checkVersions() {
+	if r := n.call.Op.GradReads; r == eager.ReadsOutputs || r == eager.ReadsNothing {
+		return
+	}
+	for _, iv := range n.versions {
+		x := n.call.Inputs[iv.input]
+		if now := plumb.Tensor.Version(x); now != iv.version {
+			panic(tensor.NewError("tape", "Gradient", tensor.ErrValue, []*tensor.Tensor{x}, "",
+				"variable %q, input %d of %s, was assigned %d time(s) after the op ran, and the op's gradient reads its values: the gradient would use the new ones; take the gradient before assigning (an optimizer's step), or run the forward pass again",
+				variableName(x), iv.input, n.call.Op.Name, now-iv.version))
 		}
 	}
 }

@@ -589,6 +589,7 @@ func (b *backprop) rule(n *node, dys []*tensor.Tensor, needs []bool) []*tensor.T
 	if n.custom != nil {
 		return n.custom(dys)
 	}
+	n.checkVersions()
 	return n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs})
 }
 

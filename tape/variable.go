@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/cpu"
@@ -20,7 +22,11 @@ import (
 // Identity) are snapshot copies, so later assignments do not change them.
 //
 // Assignments are not recorded on tapes and are not synchronized: do not
-// assign while another goroutine runs ops on the variable.
+// assign while another goroutine runs ops on the variable. Each one is
+// counted, so a tape asked for a gradient whose rules would read values
+// of the variable that changed since its ops ran (the forward pass's w in
+// the gradient of w·x) refuses with a *tensor.Error naming the variable,
+// rather than use the new values, as PyTorch's version counters do.
 type Variable struct {
 	name string
 	t    *tensor.Tensor
@@ -36,8 +42,26 @@ func NewVariable(name string, init *tensor.Tensor) *Variable {
 	}
 	writeInto(t, init.Contiguous())
 	plumb.Tensor.SetFlags(t, tensor.FlagVariable)
+	variableNames.Store(weak.Make(t), name)
 	return &Variable{name: name, t: t}
 }
+
+// variableNames maps each variable's tensor to the variable's name, for
+// errors that have only the tensor (weakly: the names of variables
+// collected stay, a string each).
+var variableNames sync.Map // weak.Pointer[tensor.Tensor] -> string
+
+// variableName is the name of the variable whose tensor t is, or "".
+func variableName(t *tensor.Tensor) string {
+	if n, ok := variableNames.Load(weak.Make(t)); ok {
+		return n.(string)
+	}
+	return ""
+}
+
+// bump counts an assignment: the tapes that recorded ops reading the
+// variable know its values changed since (node.versions).
+func (v *Variable) bump() { plumb.Tensor.Bump(v.t) }
 
 // Name returns the variable's name.
 func (v *Variable) Name() string { return v.name }
@@ -113,6 +137,7 @@ func writeInto(dst, src *tensor.Tensor) {
 func (v *Variable) Assign(x *tensor.Tensor) {
 	x = v.here(x)
 	v.check("Assign", x)
+	v.bump()
 	writeInto(v.t, x.Contiguous())
 }
 
@@ -128,6 +153,7 @@ func (v *Variable) AssignSub(x *tensor.Tensor) { v.AssignScaled(-1, x) }
 func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
 	x = v.here(x)
 	v.check("AssignScaled", x)
+	v.bump()
 	x = x.Contiguous()
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
 		switch v.t.DType() {
@@ -296,6 +322,14 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 			list[i].check(name, v.t)
 		}
 	}
+	for i, v := range vars {
+		if grads[i] != nil {
+			v.bump()
+			for _, list := range slots {
+				list[i].bump()
+			}
+		}
+	}
 	type group struct {
 		stepper device.Stepper
 		elem    int
@@ -362,6 +396,9 @@ func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams
 	}
 	m.check("AdamUpdate", v.t)
 	s.check("AdamUpdate", v.t)
+	for _, x := range []*Variable{v, m, s} {
+		x.bump()
+	}
 	for _, t := range []*tensor.Tensor{v.t, m.t, s.t} {
 		if _, onHost := t.Buffer().(interface{ Bytes() []byte }); !onHost {
 			return false

@@ -19,6 +19,8 @@ func init() {
 	plumb.Tensor.RowMajor = func(t any) any { return t.(*Tensor).rowMajor() }
 	plumb.Tensor.Item = func(t any) any { return t.(*Tensor).item() }
 	plumb.Tensor.Copy = func(t any) any { return t.(*Tensor).copyRowMajor() }
+	plumb.Tensor.Version = func(t any) uint64 { return t.(*Tensor).version.Load() }
+	plumb.Tensor.Bump = func(t any) { t.(*Tensor).version.Add(1) }
 	plumb.Tensor.MarkScratch = func(x any) any {
 		if t := x.(*Tensor); t.Traced() == nil {
 			t.setFlags(plumb.FlagScratch)

@@ -25,6 +25,10 @@ type Tensor struct {
 
 	ad atomic.Pointer[Autodiff] // owned by package tape
 	tr atomic.Pointer[Traced]   // owned by package trace
+	// version counts a variable's in-place assignments (package tape's
+	// tape.Variable): a tape that recorded an op reading it knows whether
+	// its values changed since.
+	version atomic.Uint64
 }
 
 // Flags a tensor may carry.

@@ -54,6 +54,10 @@ var Tensor struct {
 	// Copy copies a tensor into a new row-major tensor on its device
 	// without telling tapes or traces: a trace's snapshot of a value.
 	Copy func(t any) any
+	// Version is how many times a variable's tensor was assigned in
+	// place; Bump counts one more (package tape's Variable).
+	Version func(t any) uint64
+	Bump    func(t any)
 }
 
 // NilHint says where a nil tensor most often comes from; the errors of

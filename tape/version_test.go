@@ -1,0 +1,64 @@
+package tape_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// A gradient whose rule would read a variable assigned after its op ran
+// refuses, naming the variable and the op (it used the new values,
+// silently: dy/dx of w·x came out as the new w); one whose rules read
+// no such value, or that is taken before the assignment, is unaffected.
+func TestGradientRefusesVariablesAssignedSince(t *testing.T) {
+	x := tensor.FromSlice([]float32{5, 7}, 2)
+	newW := func() *tape.Variable { return tape.NewVariable("w", tensor.FromSlice([]float32{2, 3}, 2)) }
+	hundreds := tensor.FromSlice([]float32{100, 100}, 2)
+
+	w := newW()
+	tp := tape.New()
+	tp.Watch(x)
+	y := ops.Sum(ops.Mul(w.Value(), x))
+	w.Assign(hundreds)
+	err := tensor.Catch(func() { tp.Gradient(y, x) })
+	if err == nil || !strings.Contains(err.Error(), `variable "w", input 0 of Mul, was assigned 1 time(s) after the op ran`) {
+		t.Errorf("the product's gradient after assigning w: %v", err)
+	}
+
+	// An optimizer's in-place step counts as an assignment too.
+	w = newW()
+	tp = tape.New(tape.Options{Persistent: true})
+	tp.Watch(x)
+	y = ops.Sum(ops.Mul(w.Value(), x))
+	g := tp.Gradient(y, w.Value())[0] // before: fine
+	if got := tensor.ToSlice[float32](g); got[0] != 5 || got[1] != 7 {
+		t.Errorf("dy/dw = %v, want [5 7]", got)
+	}
+	w.AssignScaled(-0.1, g)
+	if err := tensor.Catch(func() { tp.Gradient(y, x) }); err == nil || !strings.Contains(err.Error(), `variable "w"`) {
+		t.Errorf("a persistent tape asked again after the step: %v", err)
+	}
+
+	// A sum's gradient reads no values: the assignment changes nothing.
+	w = newW()
+	tp = tape.New()
+	y = ops.Sum(ops.Add(w.Value(), x))
+	w.Assign(hundreds)
+	if got := tensor.ToSlice[float32](tp.Gradient(y, w.Value())[0]); got[0] != 1 || got[1] != 1 {
+		t.Errorf("dy/dw of a sum = %v, want [1 1]", got)
+	}
+
+	// An op off the path from the target is not differentiated.
+	w = newW()
+	tp = tape.New()
+	tp.Watch(x)
+	_ = ops.Mul(w.Value(), w.Value())
+	y = ops.Sum(ops.Square(x))
+	w.Assign(hundreds)
+	if got := tensor.ToSlice[float32](tp.Gradient(y, x)[0]); got[0] != 10 || got[1] != 14 {
+		t.Errorf("dy/dx = %v, want [10 14]", got)
+	}
+}
