@@ -25,7 +25,12 @@ const (
 //	[[1 2 3]
 //	 [4 5 6]] int32[2 3]
 //	[ 0.5 -1.   2. ] float32[3]
-func (t *Tensor) String() string { return t.format(-1) + " " + Describe(t) }
+func (t *Tensor) String() string {
+	if t == nil {
+		return "<nil>"
+	}
+	return t.format(-1) + " " + Describe(t)
+}
 
 // Format implements fmt.Formatter: %v and %s print as String; a precision
 // (%.3v) prints every float with that many digits after the point
@@ -36,7 +41,7 @@ func (t *Tensor) Format(f fmt.State, verb rune) {
 		prec = -1
 	}
 	s := t.format(prec)
-	if !f.Flag('#') {
+	if !f.Flag('#') && t != nil {
 		s += " " + Describe(t)
 	}
 	fmt.Fprint(f, s)

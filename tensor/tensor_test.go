@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -205,6 +206,7 @@ func TestPrinting(t *testing.T) {
 		{FromSlice([]float32{0.5, -1, 2}), "[ 0.5 -1.   2. ] float32[3]"},
 		{FromSlice([]float32{1, -2, 4}), "[ 1. -2.  4.] float32[3]"},
 		{FromSlice([]float64{1, 2}), "[1. 2.] float64[2]"},
+		{nil, "<nil>"}, // a nil gradient, once "<nil> <nil>"
 		{Scalar(true), "True bool[]"},
 		{FromSlice([]bool{true, false}), "[ True False] bool[2]"},
 		{FromSlice([]float64{1e-9, 1}), "[1.e-09 1.e+00] float64[2]"},
@@ -222,6 +224,9 @@ func TestPrinting(t *testing.T) {
 	for _, c := range cases {
 		if got := c.x.String(); got != c.want {
 			t.Errorf("String() =\n%s\nwant\n%s", got, c.want)
+		}
+		if got := fmt.Sprintf("%v", c.x); got != c.want {
+			t.Errorf("%%v =\n%s\nwant\n%s", got, c.want)
 		}
 	}
 	big := Arange[int32](0, 2000, 1)
