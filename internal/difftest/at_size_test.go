@@ -64,6 +64,18 @@ func rounded32(p *Program) *Program {
 	return &q
 }
 
+// result names a program's result i: its steps' values, then the
+// gradients of its inputs.
+func (p *Program) result(i int) string {
+	if i >= len(p.Steps) {
+		return fmt.Sprintf("gradient of input %d", i-len(p.Steps))
+	}
+	return fmt.Sprintf("step %d (%s)", i, p.Steps[i].Op)
+}
+
+// results is a reference's values, then its gradients.
+func (r *torchResult) results() []*Array { return append(slices.Clone(r.Values), r.Grads...) }
+
 // within32 compares got, a float32 result, with want, PyTorch's float64
 // one, to f32Tol of the largest magnitude in want, or where PyTorch's
 // float32 result (want32, nil for none) lies further from want, to
@@ -171,19 +183,16 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					continue
 				}
 				steps += len(p.Steps)
-				want := append(append([]*Array{}, r.Values...), r.Grads...)
+				want := r.results()
 				var want32 []*Array
 				if r32 := res[p.ID+len(progs)]; r32 != nil && r32.Error == "" {
-					want32 = append(append([]*Array{}, r32.Values...), r32.Grads...)
+					want32 = r32.results()
 				} else {
 					t.Errorf("program %d: PyTorch failed in float32: %v\n%s", p.ID, r32, describe(p))
 					continue
 				}
 				for i, got := range append(append([]T{}, vals[p.ID]...), grads[p.ID]...) {
-					what := fmt.Sprintf("step %d (%s)", i, p.Steps[min(i, len(p.Steps)-1)].Op)
-					if i >= len(p.Steps) {
-						what = fmt.Sprintf("gradient of input %d", i-len(p.Steps))
-					}
+					what := p.result(i)
 					if d := within32(got, want[i], want32[i]); d != "" {
 						t.Errorf("program %d, float32 %s: %s\n%s", p.ID, what, d, describe(p))
 					}
@@ -237,10 +246,7 @@ func TestOpsFloat32AtSizeOnGPU(t *testing.T) {
 				cpu32, cpu32Grads := p.eagerly(in32) // rounding's own error: the conditioning
 				own := append(cpu32, cpu32Grads...)
 				for i, w := range append(want, wantGrads...) {
-					what := fmt.Sprintf("step %d (%s)", i, p.Steps[min(i, len(p.Steps)-1)].Op)
-					if i >= len(p.Steps) {
-						what = fmt.Sprintf("gradient of input %d", i-len(p.Steps))
-					}
+					what := p.result(i)
 					if diff := within32(append(got, grads...)[i], encode(w), encode(own[i])); diff != "" {
 						t.Errorf("program %d, float32 %s on %s: %s\n%s", id, what, d.Name(), diff, describe(p))
 					}
