@@ -13,5 +13,16 @@ func TraceUnrolled(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Te
 	return tr.g.StraightLine(), tr.hasGuards, nil
 }
 
+// GraphRuns is how many times f ran the graph of the signature of args
+// that has guards (runGuarded).
+func (f *Function) GraphRuns(args ...*tensor.Tensor) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if tr := f.graphs[signature(args)]; tr != nil {
+		return tr.graphRuns.Load()
+	}
+	return -1
+}
+
 // ErrTooLong is errTooLong.
 var ErrTooLong = errTooLong

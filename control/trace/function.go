@@ -46,7 +46,8 @@ import (
 //     (computed from the arguments or variables) the graph guards them:
 //     a later call where they differ runs fn eagerly instead (Logf is
 //     told once, naming where fn read them), so every call returns what
-//     fn computes; decide with control.Cond or ops (Where, Select) to
+//     fn computes (after four such calls in a row, calls run fn without
+//     trying the graph first, trying it again every sixteenth); decide with control.Cond or ops (Where, Select) to
 //     keep such calls in the graph. Printing a value is no read, and
 //     kernels' reads of their inputs are not fn's.
 //   - Tensors fn reads that are not its arguments are captured: a variable
@@ -262,6 +263,10 @@ type traced struct {
 	// hasGuards says the graph checks decisions its trace took (a call
 	// where one goes another way runs fn eagerly).
 	hasGuards bool
+	// misses counts the calls in a row whose guards failed, graphRuns
+	// every run of the graph (runGuarded), skipped the calls that ran fn
+	// without trying the graph.
+	misses, graphRuns, skipped atomic.Int64
 	// rec is the graph's recording (Function.Record), made on its first
 	// run; recordErr says why Record failed.
 	recMu     sync.Mutex

@@ -79,6 +79,30 @@ func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
 	}
 }
 
+// Where the guards fail call after call (a value read on the host that
+// every call changes), the calls stop trying the graph first after
+// guardGiveUp of them, trying it again every guardRetry calls, and still
+// return what fn computes.
+func TestGuardsThatAlwaysFailStopTryingTheGraph(t *testing.T) {
+	f := trace.NewFunction(func(a []T) []T {
+		return []T{ops.Mul(a[0], ops.ScalarLike(a[0], ops.Sum(a[0]).Float()))}
+	})
+	for i := range 40 {
+		x := f32(float32(i), 1)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := float32(i) * float32(i+1); tensor.ToSlice[float32](got[0])[0] != want {
+			t.Fatalf("call %d: %v, want %v first", i, got[0], want)
+		}
+	}
+	// The trace, then 4 tries, then one in 16 of the 35 calls left.
+	if runs := f.GraphRuns(f32(0, 1)); runs != 4+2 {
+		t.Errorf("the graph ran %d times in 39 calls after the trace, want 6", runs)
+	}
+}
+
 // Reads that decide nothing the graph does not compute keep the graph
 // unguarded: a kernel's read of its inputs (Gather's indices), a value
 // printed, a captured constant or a value of none of the arguments.

@@ -186,6 +186,14 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 	return t.untraced != nil && t.untraced[weak.Make(x)]
 }
 
+// guardGiveUp is how many calls in a row whose guards failed make
+// runGuarded run fn without trying the graph (most of whose work a failed
+// call wastes), and guardRetry how often it tries the graph again then.
+const (
+	guardGiveUp = 4
+	guardRetry  = 16
+)
+
 // runGuarded runs tr on args (replayed reports a recording's replay,
 // which ran the Function's tail too); when a guard fails it runs fn eagerly
 // instead (logging that once), so the call returns what fn computes.
@@ -210,6 +218,14 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		out = f.fn(args)
 		return out, make([]bool, len(out)), false, nil
 	}
+	if tr.misses.Load() >= guardGiveUp && tr.skipped.Add(1)%guardRetry != 0 {
+		// The guards fail call after call (a value read on the host that
+		// changes every call): fn runs at once, the graph tried again now
+		// and then.
+		out = f.fn(args)
+		return out, make([]bool, len(out)), false, nil
+	}
+	tr.graphRuns.Add(1)
 	failed, why := false, ""
 	func() {
 		defer func() {
@@ -225,15 +241,17 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
 	}()
 	if !failed {
+		tr.misses.Store(0)
 		return out, owned, false, err
 	}
+	tr.misses.Add(1)
 	f.mu.Lock()
 	note := !f.guardNoted && f.Logf != nil
 	f.guardNoted = true
 	logf := f.Logf
 	f.mu.Unlock()
 	if note {
-		logf("trace: a decision the trace took on a value that varies went another way on this call (%s); the function runs eagerly on such calls", why)
+		logf("trace: a decision the trace took on a value that varies went another way on this call (%s); the function runs eagerly on such calls, and without trying the graph first after %d in a row", why, guardGiveUp)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil
