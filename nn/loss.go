@@ -65,10 +65,28 @@ func BinaryCrossEntropyWithLogits(logits, labels *tensor.Tensor) *tensor.Tensor 
 	return ops.Mean(ops.Sub(ops.Softplus(logits), ops.Mul(logits, labels)))
 }
 
-// Accuracy is the fraction of rows of logits [N, C] whose largest entry is
-// at the label [N] (Int32 or Int64).
+// Accuracy is the fraction of rows of logits [..., C] whose largest entry
+// is at the row's label: labels holds class indices [...] (any integer
+// dtype, or floats holding integers; [..., 1] is taken as [...], as
+// Keras' sparse accuracy does), or one-hot or probability rows of the
+// logits' shape, whose largest entry is the class (Keras' categorical
+// accuracy). Other shapes panic with a *tensor.Error naming both (they
+// broadcast in the comparison, once, and gave a meaningless fraction).
 func Accuracy(logits, labels *tensor.Tensor) float64 {
 	mustArgs("Accuracy", arg{"logits", logits}, arg{"labels", labels})
+	if logits.Rank() == 0 {
+		panic(tensor.NewError("nn", "Accuracy", tensor.ErrRank, []*tensor.Tensor{logits, labels}, "", "needs logits [..., classes], got a scalar"))
+	}
+	rows := logits.Shape()[:logits.Rank()-1]
+	switch ls := labels.Shape(); {
+	case ls.Equal(logits.Shape()) && labels.DType().IsFloat():
+		labels = ops.ArgMax(labels, -1)
+	case ls.Equal(append(rows.Clone(), 1)):
+		labels = ops.Reshape(labels, rows...)
+	case !ls.Equal(rows):
+		panic(tensor.NewError("nn", "Accuracy", tensor.ErrShape, []*tensor.Tensor{logits, labels}, "",
+			"labels %v fit neither logits %v as class indices %v nor as one-hot rows", ls, logits.Shape(), rows))
+	}
 	pred := ops.ArgMax(logits, -1)
 	if labels.DType() != tensor.Int64 {
 		labels = ops.Cast(labels, tensor.Int64)

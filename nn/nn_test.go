@@ -361,6 +361,26 @@ func TestLossesAndMetrics(t *testing.T) {
 	if got := Accuracy(logits, tensor.FromSlice([]int32{1, 2})); got != 0.5 {
 		t.Errorf("accuracy %v", got)
 	}
+	// Labels [N, 1] and one-hot rows mean the same; other shapes (which
+	// broadcast against the predictions once) are refused.
+	for _, c := range []struct {
+		labels *tensor.Tensor
+		want   float64
+	}{
+		{tensor.FromSlice([]int64{1, 0}, 2, 1), 1},
+		{tensor.FromSlice([]float32{0, 0}, 2), 0.5},
+		{tensor.FromSlice([]float64{0, 1, 0, 1, 0, 0}, 2, 3), 1},
+		{tensor.FromSlice([]float64{0.2, 0.7, 0.1, 0.1, 0.1, 0.8}, 2, 3), 0.5},
+	} {
+		if got := Accuracy(logits, c.labels); got != c.want {
+			t.Errorf("accuracy against %v: %v, want %v", c.labels, got, c.want)
+		}
+	}
+	for _, bad := range []*tensor.Tensor{tensor.FromSlice([]int32{1, 2, 0}), tensor.FromSlice([]int32{1, 0, 0, 1}, 2, 2), tensor.Zeros(tensor.Int32, 2, 3)} {
+		if err := tensor.Catch(func() { Accuracy(logits, bad) }); err == nil || !strings.Contains(err.Error(), "fit neither logits [2 3] as class indices [2] nor as one-hot rows") {
+			t.Errorf("accuracy against %v: %v", bad.Shape(), err)
+		}
+	}
 	var m Mean
 	m.Add(1, 2)
 	m.Add(4, 1)
