@@ -46,6 +46,10 @@ func MeanSquaredError(pred, target *tensor.Tensor) *tensor.Tensor {
 // label distributions of the same shape and float dtype.
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	logits, labels = widened(logits), widened(labels)
+	if logits != nil && labels != nil && logits.Rank() > 0 && !labels.DType().IsFloat() && labels.Shape().Equal(logits.Shape()[:logits.Rank()-1]) {
+		panic(tensor.NewError("nn", "SoftmaxCrossEntropy", tensor.ErrDType, []*tensor.Tensor{logits, labels}, "",
+			"labels %v of %v are class indices: SparseSoftmaxCrossEntropy takes those; SoftmaxCrossEntropy takes distributions of the logits' shape", labels.Shape(), labels.DType()))
+	}
 	sameShapes("SoftmaxCrossEntropy", logits, labels)
 	return ops.Mean(ops.SoftmaxCrossEntropy(logits, labels))
 }

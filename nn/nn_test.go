@@ -376,6 +376,10 @@ func TestLossesAndMetrics(t *testing.T) {
 			t.Errorf("accuracy against %v: %v, want %v", c.labels, got, c.want)
 		}
 	}
+	if err := tensor.Catch(func() { SoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{1, 2})) }); err == nil ||
+		!strings.Contains(err.Error(), "are class indices: SparseSoftmaxCrossEntropy takes those") {
+		t.Errorf("SoftmaxCrossEntropy of class indices: %v", err)
+	}
 	for _, bad := range []*tensor.Tensor{tensor.FromSlice([]int32{1, 2, 0}), tensor.FromSlice([]int32{1, 0, 0, 1}, 2, 2), tensor.Zeros(tensor.Int32, 2, 3)} {
 		if err := tensor.Catch(func() { Accuracy(logits, bad) }); err == nil || !strings.Contains(err.Error(), "fit neither logits [2 3] as class indices [2] nor as one-hot rows") {
 			t.Errorf("accuracy against %v: %v", bad.Shape(), err)
