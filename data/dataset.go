@@ -53,10 +53,25 @@ func stageErr(stage string, err error) error {
 // All runs the pipeline: for elem, err := range ds.All(ctx). An error from
 // any stage is yielded once, as a *StageError naming the stage, and ends
 // the loop; so does the context's error when it is cancelled. Leaving the
-// loop early stops every stage; no goroutine is left running.
-func (d *Dataset) All(ctx context.Context) iter.Seq2[Element, error] {
+// loop early stops every stage; no goroutine is left running. It is
+// Epoch(ctx, 0): every All of a dataset yields the same elements in the
+// same order; a training loop that runs the dataset once per epoch runs
+// Epoch with the epoch's number, so that a Shuffle with
+// reshuffleEachEpoch draws each epoch's own order (nn.Fit does).
+func (d *Dataset) All(ctx context.Context) iter.Seq2[Element, error] { return d.Epoch(ctx, 0) }
+
+// Epoch runs the pipeline as its epoch n (from 0), as All does: a Shuffle
+// with reshuffleEachEpoch draws epoch n's order (a Repeat inside counts
+// its passes on from n times its count). The order depends only on the
+// seeds and n, so a training run resumed at epoch n sees the order an
+// uninterrupted one saw there. It panics with a *tensor.Error for a
+// negative n.
+func (d *Dataset) Epoch(ctx context.Context, n int) iter.Seq2[Element, error] {
+	if n < 0 {
+		panic(tensor.NewError("data", "Epoch", tensor.ErrValue, nil, "", "epoch %d is negative", n))
+	}
 	return func(yield func(Element, error) bool) {
-		it := d.open(0)
+		it := d.open(n)
 		defer it.close()
 		for {
 			if err := ctx.Err(); err != nil {

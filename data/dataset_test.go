@@ -94,6 +94,41 @@ func TestPipelineBasics(t *testing.T) {
 	}
 }
 
+// Epoch n runs the pipeline as the n-th pass of a Repeat does: a
+// reshuffling Shuffle draws that pass's order (FromSlices' row
+// permutation and the buffered shuffle alike), All is epoch 0, and a
+// negative epoch panics.
+func TestEpochs(t *testing.T) {
+	epoch := func(ds *Dataset, n int) []int64 {
+		var out []int64
+		for e, err := range ds.Epoch(context.Background(), n) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tensor.ToSlice[int64](e[0])...)
+		}
+		return out
+	}
+	rows, err := FromSlices(tensor.FromSlice(seq(20), 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range []*Dataset{Range(0, 20, 1).Shuffle(8, 3, true), rows.Shuffle(20, 3, true)} {
+		three := ints(t, ds.Repeat(3))
+		for n := range 3 {
+			if got := epoch(ds, n); !cmp.Equal(got, three[20*n:20*(n+1)]) {
+				t.Errorf("%s: epoch %d %v, Repeat(3)'s pass %d %v", ds.stage, n, got, n, three[20*n:20*(n+1)])
+			}
+		}
+		if !cmp.Equal(epoch(ds, 0), ints(t, ds)) {
+			t.Errorf("%s: epoch 0 is not All", ds.stage)
+		}
+	}
+	if err := tensor.Catch(func() { Range(0, 2, 1).Epoch(context.Background(), -1) }); err == nil || !strings.Contains(err.Error(), "epoch -1 is negative") {
+		t.Errorf("a negative epoch: %v", err)
+	}
+}
+
 func TestShuffleIsDeterministic(t *testing.T) {
 	a := ints(t, Range(0, 100, 1).Shuffle(16, 7, false))
 	b := ints(t, Range(0, 100, 1).Shuffle(16, 7, false))

@@ -65,6 +65,8 @@
 // stage's goroutines: no element is started after, and a user function
 // in progress is waited for, so a slow one should take the pipeline's
 // context (MapContext, FilterContext, FromGeneratorContext), which is
-// cancelled then, and return early. Shuffles depend only on their seed,
-// so a pipeline yields the same order on any number of cores.
+// cancelled then, and return early. Shuffles depend only on their seed
+// (and, reshuffling, on the epoch: a training loop runs epoch e with
+// "ds.Epoch(ctx, e)", as nn.Fit does), so a pipeline yields the same order
+// on any number of cores.
 package data

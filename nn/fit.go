@@ -85,8 +85,10 @@ type History struct {
 }
 
 // Fit runs step over ds for cfg.Epochs epochs, then validation and the
-// callbacks after each. vars and opt are what checkpoints save and
-// restore and what callbacks see.
+// callbacks after each. Epoch e runs ds.Epoch(ctx, e), so a Shuffle with
+// reshuffleEachEpoch gives every epoch its own order (and a resumed run
+// the orders an uninterrupted one had). vars and opt are what
+// checkpoints save and restore and what callbacks see.
 func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (h History, err error) {
 	defer func() { // the profile EAGERFLOW_PROFILE asked for, written as the run ends
 		if perr := profile.WriteEnv(); perr != nil && err == nil {
@@ -152,7 +154,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		bar.startEpoch(epoch)
 		var mean Mean
 		examples, steps := 0, 0
-		for batch, err := range ds.All(ctx) {
+		for batch, err := range ds.Epoch(ctx, epoch) { // a reshuffling Shuffle draws the epoch's order
 			if err != nil {
 				return h, err
 			}

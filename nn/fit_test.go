@@ -207,6 +207,49 @@ func TestFitErrors(t *testing.T) {
 	}
 }
 
+// Each epoch of Fit runs its own epoch of the dataset: a Shuffle with
+// reshuffleEachEpoch gives each a new order (Fit ran every epoch in the
+// first one's order, silently, as every call of Dataset.All does), one
+// without reshuffle the same order; a run resumed from a checkpoint sees,
+// from its first epoch on, the orders the uninterrupted run saw.
+func TestFitReshufflesEachEpoch(t *testing.T) {
+	x := tensor.Arange[float32](0, 12, 1)
+	ds, err := data.FromSlices(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// orders runs Fit over d's batches of 4 and returns each epoch's
+	// order of the 12 elements.
+	orders := func(d *data.Dataset, cfg FitConfig) [][]float32 {
+		var seen [][]float32
+		step := func(b data.Element) (float64, int, error) {
+			if len(seen) == 0 || len(seen[len(seen)-1]) == 12 {
+				seen = append(seen, nil)
+			}
+			seen[len(seen)-1] = append(seen[len(seen)-1], tensor.ToSlice[float32](b[0])...)
+			return 0, b[0].Dim(0), nil
+		}
+		v := tape.NewVariable("v", tensor.Zeros(tensor.Float32, 1))
+		if _, err := Fit(context.Background(), d.Batch(4, false), []*tape.Variable{v}, NewAdam(Constant(0.1)), step, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	re := orders(ds.Shuffle(12, 3, true), FitConfig{Epochs: 3})
+	if len(re) != 3 || slices.Equal(re[0], re[1]) || slices.Equal(re[1], re[2]) {
+		t.Errorf("reshuffling: epochs %v; want three orders of their own", re)
+	}
+	if same := orders(ds.Shuffle(12, 3, false), FitConfig{Epochs: 3}); !slices.Equal(same[0], same[2]) {
+		t.Errorf("without reshuffle: epochs %v; want one order", same)
+	}
+	// Resumed: two epochs, then a third from their checkpoint.
+	dir := t.TempDir()
+	orders(ds.Shuffle(12, 3, true), FitConfig{Epochs: 2, Dir: dir})
+	if third := orders(ds.Shuffle(12, 3, true), FitConfig{Epochs: 3, Dir: dir}); len(third) != 1 || !slices.Equal(third[0], re[2]) {
+		t.Errorf("the resumed third epoch: %v, want the uninterrupted run's %v", third, re[2])
+	}
+}
+
 // A step that fails on an unbatched dataset's element (one example: its
 // label a scalar) names the shapes and asks whether the dataset is
 // batched; a batched dataset's failure has no such hint.

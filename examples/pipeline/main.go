@@ -140,7 +140,7 @@ func run(rdv *collective.Rendezvous, model *nn.Sequential, opt nn.Optimizer, epo
 	ds := batches()
 	for e := range epochs {
 		sum, n := 0.0, 0
-		for b, err := range ds.All(context.Background()) {
+		for b, err := range ds.Epoch(context.Background(), e) {
 			if err != nil {
 				return nil, err
 			}

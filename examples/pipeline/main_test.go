@@ -39,8 +39,8 @@ func TestRankPipelineExample(t *testing.T) {
 	ref, opt := newModel(), newOptimizer()
 	step := nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, opt)
 	var want []float64
-	for range epochs {
-		for b, err := range batches().All(context.Background()) {
+	for e := range epochs {
+		for b, err := range batches().Epoch(context.Background(), e) {
 			if err != nil {
 				t.Fatal(err)
 			}
