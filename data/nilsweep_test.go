@@ -86,7 +86,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 	// arguments are numbers or strings have nothing nil to be given.
 	noNil := "no argument that can be nil"
 	skip := map[string]string{}
-	for _, m := range []string{"Dataset.All", "Dataset.Collect", "Dataset.Batch", "Dataset.PaddedBatch", "Dataset.Unbatch",
+	for _, m := range []string{"Dataset.All", "Dataset.Epoch", "Dataset.Collect", "Dataset.Batch", "Dataset.PaddedBatch", "Dataset.Unbatch",
 		"Dataset.CacheFile", "Dataset.Shard", "Dataset.Take", "Dataset.Skip", "Dataset.Repeat", "Dataset.Enumerate",
 		"Dataset.Shuffle", "Dataset.Cache", "Dataset.Prefetch", "Reader.Next", "Reader.Compression", "Reader.Index",
 		"Reader.Offset", "Reader.Skipped", "Reader.Close", "Writer.Count", "Writer.Flush", "Writer.Close", "Writer.Abort"} {
