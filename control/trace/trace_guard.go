@@ -123,7 +123,7 @@ func following(v *tensor.Tensor) []*tracer {
 }
 
 // inKernel reports whether the caller runs inside an op's kernel
-// (eager.Kernel's frame, plumb.KernelFrame, is on its goroutine's stack):
+// (eager's runKernel frame, plumb.KernelFrame, is on its goroutine's stack):
 // a kernel reads its inputs on the host as part of the op, which the
 // graph runs again on every call; only the function's own reads decide
 // what it does in Go.
