@@ -158,3 +158,36 @@ func TestLayerNormOfOneElementHasZeroGradient(t *testing.T) {
 		}
 	}
 }
+
+// A float32 row of equal values normalizes to exactly beta and gives its
+// scale exactly no gradient, at any width the vector kernels take (their
+// float32 mean missed the value by an ulp, which 1/√eps magnified into a
+// gradient of 1e-3: the differential suite's programs at size, seed 205).
+func TestLayerNormOfEqualValuesIsExact(t *testing.T) {
+	for _, n := range []int{3, 23, 64, 1000} {
+		for _, v := range []float32{0.1, 1.0 / 3, -1000.7, 7e-5} {
+			row := make([]float32, 2*n)
+			for i := range row {
+				row[i] = v
+			}
+			x := tensor.FromSlice(row, 2, n)
+			gamma := tensor.RandUniform(tensor.NewRNG(1), tensor.Float32, 0.5, 1.5, n)
+			beta := tensor.RandUniform(tensor.NewRNG(2), tensor.Float32, -1, 1, n)
+			tp := tape.New()
+			tp.Watch(gamma)
+			y := ops.LayerNorm(x, gamma, beta, 1e-3)
+			dg := tp.Gradient(ops.Sum(ops.Mul(y, tensor.RandUniform(tensor.NewRNG(3), tensor.Float32, -1, 1, 2, n))), gamma)[0]
+			want := tensor.ToSlice[float32](beta)
+			for i, got := range tensor.ToSlice[float32](y) {
+				if got != want[i%n] {
+					t.Fatalf("n %d, rows of %v: y[%d] = %v, want beta's %v", n, v, i, got, want[i%n])
+				}
+			}
+			for i, got := range tensor.ToSlice[float32](dg) {
+				if got != 0 {
+					t.Fatalf("n %d, rows of %v: the scale's gradient [%d] = %v, want 0", n, v, i, got)
+				}
+			}
+		}
+	}
+}

@@ -92,11 +92,18 @@ func layerNormKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 
 // normRow32 normalizes one float32 row x into out with the vector
 // kernels (n > 0): its mean (0 for RMSNorm) and reciprocal deviation, in
-// float32 sums as PyTorch's kernel; b nil for no offset.
+// float32 sums as PyTorch's kernel; b nil for no offset. The mean is
+// summed about the row's first element (x0 + Σ(x−x0)/n, out as scratch):
+// each difference is exact where the values lie within a factor of two of
+// x0, so a row of equal values has exactly their mean, normalizes to
+// exactly 0 and gives its scale no gradient (Σx/n in float32 missed by an
+// ulp, which 1/√eps magnified).
 func normRow32(out, x, g, b []float32, a ops.NormAttrs) (mean, rstd float32) {
 	n := len(x)
 	if !a.RMS {
-		mean = ssum(&x[0], n) / float32(n)
+		x0 := x[0]
+		sadds(&out[0], &x[0], -x0, n)
+		mean = x0 + ssum(&out[0], n)/float32(n)
 	}
 	sadds(&out[0], &x[0], -mean, n)
 	rstd = float32(1 / math.Sqrt(float64(sdot(&out[0], &out[0], n))/float64(n)+a.Epsilon))
