@@ -66,7 +66,9 @@ func Warmup(s Schedule, warmup int) Schedule {
 // ClipByGlobalNorm scales grads so that their joint L2 norm is at most
 // maxNorm, returning the scaled gradients and the norm before clipping.
 // Nil gradients stay nil. The norm is read on the host, which waits for
-// the device to compute it: on a GPU, ClipByGlobalNormTensor does not.
+// the device to compute it: on a GPU, ClipByGlobalNormTensor does not;
+// inside a traced function, where the read becomes a guard that fails
+// whenever the norm changes (trace.Function), use it too.
 func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, float64) {
 	total := 0.0
 	for _, g := range byGroup(grads) {
