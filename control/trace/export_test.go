@@ -1,6 +1,10 @@
 package trace
 
-import "github.com/eagerflow/eagerflow/tensor"
+import (
+	"io"
+
+	"github.com/eagerflow/eagerflow/tensor"
+)
 
 // TraceUnrolled traces fn on args with its loops unrolled and at most
 // maxNodes nodes (0: no bound), as a Function with Record does first on
@@ -22,6 +26,14 @@ func (f *Function) GraphRuns(args ...*tensor.Tensor) int64 {
 		return tr.graphRuns.Load()
 	}
 	return -1
+}
+
+// SetDebugOut sends EAGERFLOW_DEBUG's notes to w until the returned
+// function restores them.
+func SetDebugOut(w io.Writer) (restore func()) {
+	prev := debugOut
+	debugOut = w
+	return func() { debugOut = prev }
 }
 
 // ErrTooLong is errTooLong.

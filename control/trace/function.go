@@ -45,7 +45,8 @@ import (
 //     ToSlice) are too, and where the tensor varies between calls
 //     (computed from the arguments or variables) the graph guards them:
 //     a later call where they differ runs fn eagerly instead (Logf is
-//     told once, naming where fn read them), so every call returns what
+//     told once, naming where fn read them, and standard error where
+//     EAGERFLOW_DEBUG names trace), so every call returns what
 //     fn computes (after four such calls in a row, calls run fn without
 //     trying the graph first, trying it again every sixteenth); decide with control.Cond or ops (Where, Select) to
 //     keep such calls in the graph. Printing a value is no read, and

@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,6 +52,9 @@ func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
 			f := trace.NewFunction(c.fn)
 			var logs []string
 			f.Logf = func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+			var debug bytes.Buffer // EAGERFLOW_DEBUG=trace's note, the same once
+			t.Setenv("EAGERFLOW_DEBUG", "trace")
+			defer trace.SetDebugOut(&debug)()
 			eagerCalls = 0
 			for i, v := range [][]float32{{1, 2}, {-1, -2}, {1, 2}, {3, -4}, {1, 2}} {
 				x := f32(v...)
@@ -71,6 +75,9 @@ func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
 			if len(logs) != 1 || !strings.Contains(logs[0], "read on the host (Item, Float or ToSlice) at trace/host_read_test.go:") ||
 				!strings.Contains(logs[0], "differs from its value at the trace") {
 				t.Errorf("Logf was told %q; want once, naming the read", logs)
+			}
+			if len(logs) == 1 && debug.String() != logs[0]+"\n" {
+				t.Errorf("EAGERFLOW_DEBUG=trace printed %q; want Logf's note", debug.String())
 			}
 			if !hasGuard(f, f32(1, 2)) {
 				t.Error("the graph has no Guard")

@@ -3,7 +3,10 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
+	"strings"
 	"weak"
 
 	"github.com/eagerflow/eagerflow/control/graph"
@@ -186,6 +189,23 @@ func (t *tracer) readsUntraced(x *tensor.Tensor) bool {
 	return t.untraced != nil && t.untraced[weak.Make(x)]
 }
 
+// noteGuardFailed says, once a Function, that a call's guard failed: to
+// logf (Function.Logf) where set, and to standard error where
+// EAGERFLOW_DEBUG names trace.
+func noteGuardFailed(logf func(string, ...any), why string) {
+	const msg = "trace: a decision the trace took on a value that varies went another way on this call (%s); the function runs eagerly on such calls, and without trying the graph first after %d in a row"
+	if logf != nil {
+		logf(msg, why, guardGiveUp)
+	}
+	if strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "trace") {
+		fmt.Fprintf(debugOut, msg+"\n", why, guardGiveUp)
+	}
+}
+
+// debugOut is where EAGERFLOW_DEBUG's notes go: standard error (a test's
+// buffer in tests).
+var debugOut io.Writer = os.Stderr
+
 // guardGiveUp is how many calls in a row whose guards failed make
 // runGuarded run fn without trying the graph (most of whose work a failed
 // call wastes), and guardRetry how often it tries the graph again then.
@@ -246,12 +266,12 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 	}
 	tr.misses.Add(1)
 	f.mu.Lock()
-	note := !f.guardNoted && f.Logf != nil
+	first := !f.guardNoted
 	f.guardNoted = true
 	logf := f.Logf
 	f.mu.Unlock()
-	if note {
-		logf("trace: a decision the trace took on a value that varies went another way on this call (%s); the function runs eagerly on such calls, and without trying the graph first after %d in a row", why, guardGiveUp)
+	if first {
+		noteGuardFailed(logf, why)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil
