@@ -203,3 +203,40 @@ func TestBatchNormEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A float32 feature of equal values normalizes to exactly beta, with
+// exactly their mean and variance 0, and gives its scale exactly no
+// gradient, in either layout the vector kernels take (their float32
+// first pass missed the mean by an ulp: NCHW rows of 1/3 gave a scale
+// gradient of 3e-5 where it is 0).
+func TestBatchNormOfEqualValuesIsExact(t *testing.T) {
+	for _, axis := range []int{1, 3} {
+		shape := []int{8, 3, 20, 20}
+		if axis == 3 {
+			shape = []int{8, 20, 20, 3}
+		}
+		for _, v := range []float32{1.0 / 3, -1000.7, 7e-5} {
+			x := ops.Mul(tensor.Ones(tensor.Float32, shape...), tensor.Scalar(v))
+			gamma, beta := tensor.FromSlice([]float32{1.5, 0.5, 2}, 3), tensor.FromSlice([]float32{0.1, 0.2, 0.3}, 3)
+			tp := tape.New()
+			tp.Watch(gamma)
+			y, mean, variance := ops.BatchNorm(x, gamma, beta, axis, 1e-3)
+			dg := tp.Gradient(ops.Sum(ops.Mul(y, tensor.RandUniform(tensor.NewRNG(1), tensor.Float32, -1, 1, shape...))), gamma)[0]
+			ys, bs := tensor.ToSlice[float32](ops.Transpose(ops.Reshape(y, -1, 3), 1, 0)), tensor.ToSlice[float32](beta)
+			if axis == 1 {
+				ys = tensor.ToSlice[float32](ops.Reshape(ops.Transpose(y, 1, 0, 2, 3), 3, -1))
+			}
+			per := len(ys) / 3
+			for i, got := range ys {
+				if got != bs[i/per] {
+					t.Fatalf("axis %d, values %v: y element %d = %v, want beta's %v", axis, v, i, got, bs[i/per])
+				}
+			}
+			for f := range 3 {
+				if m, s, g := tensor.ToSlice[float32](mean)[f], tensor.ToSlice[float32](variance)[f], tensor.ToSlice[float32](dg)[f]; m != v || s != 0 || g != 0 {
+					t.Errorf("axis %d, values %v, feature %d: mean %v, variance %v, the scale's gradient %v; want %v, 0, 0", axis, v, f, m, s, g, v)
+				}
+			}
+		}
+	}
+}

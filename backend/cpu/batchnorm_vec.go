@@ -91,15 +91,23 @@ func batchNorm32(v *bnView, outs []*tensor.Tensor, x, gamma, beta, y []float32, 
 	for f := range mean {
 		mean[f] /= v.count // NaN for no elements, as the ops' mean
 	}
-	variance := v.sums(1, func(lo, hi int, acc []float64) {
+	// The second pass sums d = x − mean and d²: the mean is corrected by
+	// Σd/M and the variance is Σd² − (Σd)²/M (the corrected two-pass
+	// formula), so a feature of equal values, whose float32 first pass
+	// missed their mean by an ulp, has exactly their mean and variance 0
+	// (it normalizes to exactly β and gives γ no gradient).
+	variance := v.sums(2, func(lo, hi int, acc []float64) {
 		if v.inner == 1 {
-			s, nm, d := v.newTileSums(acc), v.tiled(mean, -1), make([]float32, v.tile())
+			s, sd := v.newTileSums(acc[:v.ch]), v.newTileSums(acc[v.ch:])
+			nm, d := v.tiled(mean, -1), make([]float32, v.tile())
 			v.tiles(lo, hi, func(at, n int) {
 				sadd(&d[0], &x[at], &nm[0], n)
+				sd.add(&d[0], n)
 				smul(&d[0], &d[0], &d[0], n)
 				s.add(&d[0], n)
 			})
 			s.fold()
+			sd.fold()
 			return
 		}
 		d := make([]float32, v.inner)
@@ -107,9 +115,18 @@ func batchNorm32(v *bnView, outs []*tensor.Tensor, x, gamma, beta, y []float32, 
 			for f := range v.ch {
 				sadds(&d[0], &x[e+f*v.inner], -float32(mean[f]), v.inner)
 				acc[f] += float64(sdot(&d[0], &d[0], v.inner))
+				acc[v.ch+f] += float64(ssum(&d[0], v.inner))
 			}
 		})
 	})
+	for f := range mean {
+		if v.count > 0 {
+			shift := variance[v.ch+f] / v.count
+			mean[f] += shift
+			variance[f] = max(variance[f]-shift*variance[v.ch+f], 0)
+		}
+	}
+	variance = variance[:v.ch]
 	scale, offset := scaled(v, outs, gamma, beta, mean, variance, eps)
 	if v.inner == 1 {
 		nm, sc, of := v.tiled(mean, -1), v.tiled(scale, 1), v.tiled(offset, 1)
