@@ -24,7 +24,7 @@ def forward(case, v, running, x):
     """The model's logits for x; moves running (BatchNorm's statistics)."""
     nhwc = case["format"] == "NHWC"
     if nhwc:
-        x = x.permute(0, 3, 1, 2)
+        x = x.permute(0, 3, 1, 2).contiguous()  # as torch_eval.py's to_nchw
     for conv, norm in (("conv1", "bn1"), ("conv2", "bn2")):
         x = F.conv2d(x, v[conv + "/filter"].permute(3, 2, 0, 1), v[conv + "/bias"], padding=1)
         if case["norm"]:

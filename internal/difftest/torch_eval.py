@@ -160,7 +160,7 @@ def select_and_scatter(operand, source, init, a):
 def xla_conv(x, k, a):
     w, c = a["window"], a["conv"]
     r = len(w["dims"])
-    x = x.permute([c["in_batch"], c["in_feature"]] + c["in_spatial"])
+    x = x.permute([c["in_batch"], c["in_feature"]] + c["in_spatial"]).contiguous()  # as to_nchw
     k = k.permute([c["kernel_out"], c["kernel_in"]] + c["kernel_spatial"])
     zero = torch.tensor(0.0, dtype=x.dtype)
     x = xla_pad(x, zero, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, b - 1) for (lo, hi), b in zip(w["padding"], w["base"])])
@@ -193,7 +193,12 @@ def same_pad(n, k, s, d):
 
 
 def to_nchw(x, fmt):
-    return x if fmt == "NCHW" else x.permute(0, 3, 1, 2)
+    # Contiguous: Debian's PyTorch 1.13 crashes (heap corruption, or a
+    # segfault in the backward) on some float32 convolutions of a
+    # channels-last view (the programs at size, seed 300: a 1x1 filter of
+    # 545 outputs over [1 20 140 9]), as pytorch/pytorch#136348 reports for
+    # channels_last convolutions; the values are the same.
+    return x if fmt == "NCHW" else x.permute(0, 3, 1, 2).contiguous()
 
 
 def from_nchw(y, fmt):
