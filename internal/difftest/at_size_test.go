@@ -177,20 +177,17 @@ func TestOpsFloat32AtSize(t *testing.T) {
 			res := runTorch(t, append(slices.Clone(progs), twins...))
 			steps := 0
 			for _, p := range progs {
-				r := res[p.ID]
-				if r == nil || r.Error != "" {
-					t.Errorf("program %d: PyTorch failed: %v\n%s", p.ID, r, describe(p))
+				r := resultOf(t, res, p.ID, p)
+				if r == nil {
 					continue
 				}
 				steps += len(p.Steps)
 				want := r.results()
-				var want32 []*Array
-				if r32 := res[p.ID+len(progs)]; r32 != nil && r32.Error == "" {
-					want32 = r32.results()
-				} else {
-					t.Errorf("program %d: PyTorch failed in float32: %v\n%s", p.ID, r32, describe(p))
+				r32 := resultOf(t, res, p.ID+len(progs), p)
+				if r32 == nil {
 					continue
 				}
+				want32 := r32.results()
 				for i, got := range append(append([]T{}, vals[p.ID]...), grads[p.ID]...) {
 					what := p.result(i)
 					if d := within32(got, want[i], want32[i]); d != "" {

@@ -80,6 +80,18 @@ type torchResult struct {
 	SecondError string `json:"second_error"`
 }
 
+// resultOf is res's result id, for program p; it fails t, naming p, and
+// returns nil where PyTorch gave none or an error.
+func resultOf(t *testing.T, res map[int]*torchResult, id int, p *Program) *torchResult {
+	t.Helper()
+	r := res[id]
+	if r == nil || r.Error != "" {
+		t.Errorf("program %d (reference case %d): PyTorch failed: %v\n%s", p.ID, id, r, describe(p))
+		return nil
+	}
+	return r
+}
+
 // runTorch evaluates cases (each marshalled as torch_eval.py reads them)
 // in one PyTorch process and returns the results by case ID.
 func runTorch(t *testing.T, cases any) map[int]*torchResult {
