@@ -70,10 +70,10 @@ func (n *node) checkVersions() {
 	}
 	for _, iv := range n.versions {
 		x := n.call.Inputs[iv.input]
-		if now := plumb.Tensor.Version(x); now != iv.version {
+		if plumb.Tensor.Version(x) != iv.version {
 			panic(tensor.NewError("tape", "Gradient", tensor.ErrValue, []*tensor.Tensor{x}, "",
-				"variable %q, input %d of %s, was assigned %d time(s) after the op ran, and the op's gradient reads its values: the gradient would use the new ones; take the gradient before assigning (an optimizer's step), or run the forward pass again",
-				variableName(x), iv.input, n.call.Op.Name, now-iv.version))
+				"variable %q, input %d of %s, was assigned after the op ran, and the op's gradient reads its values: the gradient would use the new ones; take the gradient before assigning (an optimizer's step), or run the forward pass again",
+				variableName(x), iv.input, n.call.Op.Name))
 		}
 	}
 }

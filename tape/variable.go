@@ -51,6 +51,8 @@ func NewVariable(name string, init *tensor.Tensor) *Variable {
 // collected stay, a string each).
 var variableNames sync.Map // weak.Pointer[tensor.Tensor] -> string
 
+func init() { plumb.VariableName = func(t any) string { return variableName(t.(*tensor.Tensor)) } }
+
 // variableName is the name of the variable whose tensor t is, or "".
 func variableName(t *tensor.Tensor) string {
 	if n, ok := variableNames.Load(weak.Make(t)); ok {

@@ -24,7 +24,7 @@ func TestGradientRefusesVariablesAssignedSince(t *testing.T) {
 	y := ops.Sum(ops.Mul(w.Value(), x))
 	w.Assign(hundreds)
 	err := tensor.Catch(func() { tp.Gradient(y, x) })
-	if err == nil || !strings.Contains(err.Error(), `variable "w", input 0 of Mul, was assigned 1 time(s) after the op ran`) {
+	if err == nil || !strings.Contains(err.Error(), `variable "w", input 0 of Mul, was assigned after the op ran`) {
 		t.Errorf("the product's gradient after assigning w: %v", err)
 	}
 

@@ -1,12 +1,19 @@
 package tensor
 
 import (
+	"sync/atomic"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 )
 
+// assignments counts the in-place assignments of every variable in the
+// process (plumb.Tensor.Bump).
+var assignments atomic.Uint64
+
 // The setters packages tape and trace use, and the printer's pieces the
 // notebook module uses, lent through internal/plumb rather than exported.
+
 func init() {
 	plumb.Tensor.SetFlags = func(t any, f uint32) { t.(*Tensor).setFlags(f) }
 	plumb.Tensor.SetAutodiff = func(t, a any) { t.(*Tensor).setAutodiff(a.(*Autodiff)) }
@@ -20,7 +27,8 @@ func init() {
 	plumb.Tensor.Item = func(t any) any { return t.(*Tensor).item() }
 	plumb.Tensor.Copy = func(t any) any { return t.(*Tensor).copyRowMajor() }
 	plumb.Tensor.Version = func(t any) uint64 { return t.(*Tensor).version.Load() }
-	plumb.Tensor.Bump = func(t any) { t.(*Tensor).version.Add(1) }
+	plumb.Tensor.Bump = func(t any) { t.(*Tensor).version.Store(assignments.Add(1)) }
+	plumb.Tensor.Assignments = func() uint64 { return assignments.Load() }
 	plumb.Tensor.MarkScratch = func(x any) any {
 		if t := x.(*Tensor); t.Traced() == nil {
 			t.setFlags(plumb.FlagScratch)

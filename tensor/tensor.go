@@ -25,9 +25,10 @@ type Tensor struct {
 
 	ad atomic.Pointer[Autodiff] // owned by package tape
 	tr atomic.Pointer[Traced]   // owned by package trace
-	// version counts a variable's in-place assignments (package tape's
-	// tape.Variable): a tape that recorded an op reading it knows whether
-	// its values changed since.
+	// version is when a variable was last assigned in place (package
+	// tape's tape.Variable), on the process's count of assignments
+	// (assignments): a tape that recorded an op reading it, or a trace
+	// that captured it, knows whether its values changed since.
 	version atomic.Uint64
 }
 

@@ -131,7 +131,8 @@ import (
 //     (Assign and the optimizers) are not ops and are not traced: return
 //     the gradients and apply them after the call (nn.TracedTrainStep
 //     does). An update with a value that varies between calls panics,
-//     saying so, rather than run on the tracing call alone.
+//     saying so, rather than run on the tracing call alone, and a
+//     variable fn reads that fn assigns (a constant, say) fails the trace.
 //   - A tape around a call records the graph's ops, so it differentiates
 //     with respect to fn's arguments and variables (not other captured
 //     tensors, which are constants of the trace). Loops and conds that
@@ -987,6 +988,23 @@ func (t *tracer) value(x *tensor.Tensor) graph.Output {
 	return v
 }
 
+// assignedDuring fails a trace one of whose captured variables was
+// assigned after the trace began (before is the process's count of
+// assignments then): fn assigned it, and an assignment is not an op, so
+// the graph, which reads the variable, would not repeat it. (A value
+// that varies between calls is refused at the assignment itself; this
+// catches the others, a constant's.) Another goroutine assigning a
+// variable fn reads while fn runs is a race the variables forbid.
+func (t *tracer) assignedDuring(before uint64) error {
+	for x := range t.vals {
+		if x.IsVariable() && plumb.Tensor.Version(x) > before {
+			return fmt.Errorf("trace: variable %q was assigned while the function was traced: an assignment is not an op, "+
+				"so the graph would not repeat it on later calls; return the value and assign it after the call", plumb.VariableName(x))
+		}
+	}
+	return nil
+}
+
 // derived reports whether x's value can differ between calls: a value the
 // trace computed from its arguments or variables, or a variable itself or
 // a value computed from variables alone (read afresh by every call,
@@ -1024,6 +1042,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		in[i] = ops.Identity(a)
 		t.setVal(in[i], p)
 	}
+	assignedBefore := plumb.Tensor.Assignments() // a captured variable assigned after it was fn's doing
 	t.live.Store(true)
 	flow.Started(t)
 	liveCount.Add(1)
@@ -1040,6 +1059,9 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 		out = fn(in)
 	}()
 	if err := t.err(); err != nil {
+		return nil, nil, err
+	}
+	if err := t.assignedDuring(assignedBefore); err != nil {
 		return nil, nil, err
 	}
 	tr := &traced{g: t.g}

@@ -167,4 +167,32 @@ func TestTracedAssignmentsAreRefused(t *testing.T) {
 			t.Errorf("%s: w is %v after the refusal, want [1 2]", c.name, got)
 		}
 	}
+	// A constant assigned to a variable the function reads, after the
+	// read or before it, fails the trace (the assignment ran once, on the
+	// tracing call); a variable assigned between calls is read afresh.
+	for _, c := range []struct {
+		name string
+		fn   func([]T) []T
+	}{
+		{"assigned after it is read", func(a []T) []T {
+			y := ops.Add(a[0], w.Value())
+			w.Assign(f32(0, 0))
+			return []T{y}
+		}},
+		{"assigned before it is read", func(a []T) []T { w.Assign(f32(5, 5)); return []T{ops.Add(a[0], w.Value())} }},
+	} {
+		w.Assign(f32(1, 2))
+		_, err := trace.NewFunction(c.fn).Call(f32(1, 1))
+		if err == nil || !strings.Contains(err.Error(), `variable "w" was assigned while the function was traced`) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	f := trace.NewFunction(func(a []T) []T { return []T{ops.Add(a[0], w.Value())} })
+	for _, v := range []float32{3, 7} {
+		w.Assign(f32(v, v))
+		got, err := f.Call(f32(1, 1))
+		if err != nil || tensor.ToSlice[float32](got[0])[0] != v+1 {
+			t.Errorf("w assigned %v between calls: %v, %v; want %v", v, got, err, v+1)
+		}
+	}
 }

@@ -54,10 +54,12 @@ var Tensor struct {
 	// Copy copies a tensor into a new row-major tensor on its device
 	// without telling tapes or traces: a trace's snapshot of a value.
 	Copy func(t any) any
-	// Version is how many times a variable's tensor was assigned in
-	// place; Bump counts one more (package tape's Variable).
-	Version func(t any) uint64
-	Bump    func(t any)
+	// Version is when a variable's tensor was last assigned in place, on
+	// the process's count of assignments (Assignments, now); Bump counts
+	// an assignment (package tape's Variable).
+	Version     func(t any) uint64
+	Bump        func(t any)
+	Assignments func() uint64
 }
 
 // NilHint says where a nil tensor most often comes from; the errors of
@@ -97,6 +99,10 @@ var HostRead func(x any)
 // variable assignments refuse: an assignment is not an op, so the graph
 // would not repeat it.
 var VariesInTrace func(x any) bool
+
+// VariableName is package tape's (set at its init): the name of the
+// variable whose tensor t is, or "".
+var VariableName func(t any) string
 
 // KernelFrame is the name of the function package eager runs every
 // kernel in (set at its init), as runtime.Frame.Function names it: a
