@@ -74,6 +74,43 @@ func (s *tileSums) fold() {
 	}
 }
 
+// centredSums adds into acc, for rows [lo, hi) of x, each feature's Σw
+// (acc[:C]) and Σw·d (acc[C:]), d = x − mean: w is y (the backward's dy),
+// or d itself where y is nil (the forward's second pass: Σd and Σd²).
+// Float32 a run or tile, added in float64.
+func (v *bnView) centredSums(lo, hi int, acc []float64, x, y []float32, mean []float64) {
+	if v.inner == 1 {
+		s0, s1 := v.newTileSums(acc[:v.ch]), v.newTileSums(acc[v.ch:])
+		nm, d := v.tiled(mean, -1), make([]float32, v.tile())
+		v.tiles(lo, hi, func(at, n int) {
+			sadd(&d[0], &x[at], &nm[0], n)
+			w := d
+			if y != nil {
+				w = y[at:]
+			}
+			s0.add(&w[0], n)
+			smul(&d[0], &d[0], &w[0], n)
+			s1.add(&d[0], n)
+		})
+		s0.fold()
+		s1.fold()
+		return
+	}
+	d := make([]float32, v.inner)
+	v.rows(lo, hi, func(e int) {
+		for f := range v.ch {
+			at := e + f*v.inner
+			sadds(&d[0], &x[at], -float32(mean[f]), v.inner)
+			w := d
+			if y != nil {
+				w = y[at:]
+			}
+			acc[f] += float64(ssum(&w[0], v.inner))
+			acc[v.ch+f] += float64(sdot(&w[0], &d[0], v.inner))
+		}
+	})
+}
+
 func batchNorm32(v *bnView, outs []*tensor.Tensor, x, gamma, beta, y []float32, eps float64) {
 	mean := v.sums(1, func(lo, hi int, acc []float64) {
 		if v.inner == 1 {
@@ -96,37 +133,15 @@ func batchNorm32(v *bnView, outs []*tensor.Tensor, x, gamma, beta, y []float32, 
 	// formula), so a feature of equal values, whose float32 first pass
 	// missed their mean by an ulp, has exactly their mean and variance 0
 	// (it normalizes to exactly β and gives γ no gradient).
-	variance := v.sums(2, func(lo, hi int, acc []float64) {
-		if v.inner == 1 {
-			s, sd := v.newTileSums(acc[:v.ch]), v.newTileSums(acc[v.ch:])
-			nm, d := v.tiled(mean, -1), make([]float32, v.tile())
-			v.tiles(lo, hi, func(at, n int) {
-				sadd(&d[0], &x[at], &nm[0], n)
-				sd.add(&d[0], n)
-				smul(&d[0], &d[0], &d[0], n)
-				s.add(&d[0], n)
-			})
-			s.fold()
-			sd.fold()
-			return
-		}
-		d := make([]float32, v.inner)
-		v.rows(lo, hi, func(e int) {
-			for f := range v.ch {
-				sadds(&d[0], &x[e+f*v.inner], -float32(mean[f]), v.inner)
-				acc[f] += float64(sdot(&d[0], &d[0], v.inner))
-				acc[v.ch+f] += float64(ssum(&d[0], v.inner))
-			}
-		})
-	})
+	sums := v.sums(2, func(lo, hi int, acc []float64) { v.centredSums(lo, hi, acc, x, nil, mean) })
+	variance := sums[v.ch:] // Σd², less (Σd)²/M below
 	for f := range mean {
 		if v.count > 0 {
-			shift := variance[v.ch+f] / v.count
+			shift := sums[f] / v.count
 			mean[f] += shift
-			variance[f] = max(variance[f]-shift*variance[v.ch+f], 0)
+			variance[f] = max(variance[f]-shift*sums[f], 0)
 		}
 	}
-	variance = variance[:v.ch]
 	scale, offset := scaled(v, outs, gamma, beta, mean, variance, eps)
 	if v.inner == 1 {
 		nm, sc, of := v.tiled(mean, -1), v.tiled(scale, 1), v.tiled(offset, 1)
@@ -153,30 +168,7 @@ func batchNorm32(v *bnView, outs []*tensor.Tensor, x, gamma, beta, y []float32, 
 
 func batchNormBackprop32(v *bnView, x, gamma, dy, dx, dgamma, dbeta []float32, mean []float64, eps float64) {
 	// Per feature: Σdy, then Σdy·(x − mean).
-	sums := v.sums(2, func(lo, hi int, acc []float64) {
-		if v.inner == 1 {
-			sg, sgx := v.newTileSums(acc[:v.ch]), v.newTileSums(acc[v.ch:])
-			nm, d := v.tiled(mean, -1), make([]float32, v.tile())
-			v.tiles(lo, hi, func(at, n int) {
-				sg.add(&dy[at], n)
-				sadd(&d[0], &x[at], &nm[0], n)
-				smul(&d[0], &d[0], &dy[at], n)
-				sgx.add(&d[0], n)
-			})
-			sg.fold()
-			sgx.fold()
-			return
-		}
-		d := make([]float32, v.inner)
-		v.rows(lo, hi, func(e int) {
-			for f := range v.ch {
-				at := e + f*v.inner
-				sadds(&d[0], &x[at], -float32(mean[f]), v.inner)
-				acc[f] += float64(ssum(&dy[at], v.inner))
-				acc[v.ch+f] += float64(sdot(&dy[at], &d[0], v.inner))
-			}
-		})
-	})
+	sums := v.sums(2, func(lo, hi int, acc []float64) { v.centredSums(lo, hi, acc, x, dy, mean) })
 	gr, k2, k3 := gradCoefficients(v, v.c, gamma, dgamma, dbeta, sums, eps)
 	// dx = γ·r·dy + k3 + k2·(x − mean).
 	if v.inner == 1 {
