@@ -77,10 +77,16 @@ func (p *Program) result(i int) string {
 func (r *torchResult) results() []*Array { return append(slices.Clone(r.Values), r.Grads...) }
 
 // within32 compares got, a float32 result, with want, PyTorch's float64
-// one, to f32Tol of the largest magnitude in want, or where PyTorch's
-// float32 result (want32, nil for none) lies further from want, to
-// f32Conditioned times that distance.
-func within32(got T, want, want32 *Array) string {
+// one, to f32Tol of the largest magnitude in want (or of 1 below it), or
+// where PyTorch's float32 result (want32, nil for none) lies further from
+// want, to f32Conditioned times that distance.
+func within32(got T, want, want32 *Array) string { return withinLargest(got, want, want32, f32Tol, 1) }
+
+// withinLargest compares got with want to tol of the largest magnitude in
+// want, or of floor where that is smaller, or to f32Conditioned times
+// want32's distance from want where that is larger (want32 nil: no such
+// allowance).
+func withinLargest(got T, want, want32 *Array, tol, floor float64) string {
 	var w, w32 []float64
 	if want != nil {
 		var err error
@@ -101,7 +107,7 @@ func within32(got T, want, want32 *Array) string {
 	if got != nil {
 		g = values(got)
 	}
-	scale := 1.0
+	scale := floor
 	for _, v := range w {
 		scale = math.Max(scale, math.Abs(v))
 	}
@@ -113,7 +119,7 @@ func within32(got T, want, want32 *Array) string {
 		if w != nil {
 			b = w[i]
 		}
-		allowed := f32Tol * scale
+		allowed := tol * scale
 		if w32 != nil && w != nil {
 			allowed = math.Max(allowed, f32Conditioned*math.Abs(w32[i]-b))
 		}

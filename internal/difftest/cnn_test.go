@@ -140,25 +140,7 @@ func copies(vars []*tape.Variable) []T {
 // (or of 0.1 below it: a bias before BatchNorm, whose gradient is 0 but
 // for rounding).
 func cnnCompare(got T, want *Array, rel float64) string {
-	w, err := want.decode()
-	if err != nil {
-		return err.Error()
-	}
-	if !got.Shape().Equal(want.Shape) {
-		return fmt.Sprintf("shape %v, want %v", got.Shape(), want.Shape)
-	}
-	g := values(got)
-	scale := 0.0
-	for _, v := range w {
-		scale = math.Max(scale, math.Abs(v))
-	}
-	for i := range g {
-		if !(math.Abs(g[i]-w[i]) <= rel*math.Max(scale, 0.1)) {
-			return fmt.Sprintf("element %d of %d is %.9g, want %.9g (%.2g of the largest magnitude, %.3g)",
-				i, len(g), g[i], w[i], math.Abs(g[i]-w[i])/scale, scale)
-		}
-	}
-	return ""
+	return withinLargest(got, want, nil, rel, 0.1)
 }
 
 // A small CNN (two convolutions with max pooling, optionally BatchNorm,
