@@ -51,7 +51,9 @@ func dwLayout(a ops.Conv2DGemmAttrs) string {
 // index by the divisors dims gives for the geometry; NCHW convolutions
 // the band kernels take go by bands (kernels.DepthwiseBand), and NCHW
 // input gradients at other strides and multipliers by bands of dx's rows
-// (kernels.DepthwiseRows): only NCHW rows too wide for a band go direct.
+// (kernels.DepthwiseRows); rows too wide for a band by bands split into
+// column tiles (kernels.DepthwiseTile, DepthwiseRowTiles): only windows
+// too large for a tile go direct.
 func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
@@ -61,21 +63,30 @@ func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.De
 		}
 		g := geom(c)
 		layout, grad := dwLayout(c.Attrs.(ops.Conv2DGemmAttrs)), kind == "dw_input"
-		if layout == "nchw" && kernels.DepthwiseBand(g, d, grad) {
+		tile, tiled := kernels.DepthwiseTile(g, d, grad)
+		if band := kernels.DepthwiseBand(g, d, grad); layout == "nchw" && (band || tiled) {
 			x, f := c.Inputs[0], c.Inputs[1]
 			if grad {
 				x, f = c.Inputs[1], c.Inputs[0]
 			}
-			name := kernels.Name(kind, "nchwband", string(d))
-			args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f)), g.M, total)
-			check(c, gpu(c).launchBand("depthwise", name, kernels.DepthwisePool(g, grad), d, total, args))
+			args, p := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).Ptr(ptr(f)), g.M, total), kernels.DepthwisePool(g, grad)
+			if band {
+				check(c, gpu(c).launchBand("depthwise", kernels.Name(kind, "nchwband", string(d)), p, d, total, args))
+			} else {
+				check(c, gpu(c).launchTile("depthwise", kernels.Name(kind, "nchwtile", string(d)), p, total, tile, args))
+			}
 			return
 		}
-		if layout == "nchw" && grad && kernels.DepthwiseRows(g, d) { // strides or a multiplier: bands of dx's rows
+		rowTile, rowTiled := kernels.DepthwiseRowTiles(g, d)
+		if rows := kernels.DepthwiseRows(g, d); layout == "nchw" && grad && (rows || rowTiled) { // strides or a multiplier: bands of dx's rows
 			dy, f := c.Inputs[1], c.Inputs[0]
 			p := kernels.DepthwiseRowsPool(g)
 			args := newArgs().Ptr(ptr(out)).Ptr(ptr(dy)).Ptr(ptr(f)).U64(uint64(g.M)).Bytes(kernels.PoolGeometry(p, max(total, dy.NumElements())), 8)
-			check(c, gpu(c).launchBands("depthwise", kernels.Name(kind, "nchwrows", string(d)), g.N*g.C, g.H, kernels.DepthwiseRowsPer(g, d), args))
+			if rows {
+				check(c, gpu(c).launchBands("depthwise", kernels.Name(kind, "nchwrows", string(d)), g.N*g.C, g.H, kernels.DepthwiseRowsPer(g, d), args))
+			} else {
+				check(c, gpu(c).launchTiles("depthwise", kernels.Name(kind, "nchwrowtiles", string(d)), g.N*g.C, g.H, g.W, rowTile, args))
+			}
 			return
 		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(total)).Bytes(kernels.DepthwiseGeometry(g), 8)
@@ -112,8 +123,9 @@ const (
 // depthwiseFilter sums the filter gradient over the batch's output
 // positions in float64 and rounds once. NCHW: two passes,
 // dw_filter_nchwband's partial sums a band [images x bands, filter
-// elements], then the reduction folding them; NCHW rows too wide for a
-// band: dw_filter's blocks, one a filter element. NHWC: two passes, dw_filter's
+// elements], then the reduction folding them (rows too wide for a band:
+// dw_filter_nchwtile's a tile); windows too large for a tile: dw_filter's
+// blocks, one a filter element. NHWC: two passes, dw_filter's
 // partial sums [chunks, filter elements] over chunks of the positions,
 // then the reduction.
 func depthwiseFilter(d kernels.DType) eager.Kernel {
@@ -136,6 +148,7 @@ func depthwiseFilter(d kernels.DType) eager.Kernel {
 			return args
 		}
 		name, dev := kernels.Name("dw_filter", layout, string(d)), gpu(c)
+		filterTile, filterTiled := kernels.DepthwiseFilterTile(g, d)
 		var part *tensor.Tensor
 		switch {
 		case layout == "nchw" && kernels.DepthwiseFilterBand(g, d):
@@ -145,6 +158,12 @@ func depthwiseFilter(d kernels.DType) eager.Kernel {
 			part = temporary(c, tensor.Float64, tensor.Shape{g.N * bands, elems}, "the filter gradient's partial sums")
 			bargs := divisorArg(newArgs().Ptr(ptr(part)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])), g.M, g.N*g.C*g.M*bands)
 			check(c, dev.launchBandRows("depthwise", kernels.Name("dw_filter", "nchwband", string(d)), p, g.N*g.C*g.M*g.OH*g.OW, rows, bargs))
+		case layout == "nchw" && filterTiled:
+			p := kernels.DepthwisePool(g, false)
+			bands := filterTile.Bands(p.OH) * filterTile.Tiles(p.OW) // a tile a row of part
+			part = temporary(c, tensor.Float64, tensor.Shape{g.N * bands, elems}, "the filter gradient's partial sums")
+			bargs := divisorArg(newArgs().Ptr(ptr(part)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])), g.M, g.N*g.C*g.M*bands)
+			check(c, dev.launchTile("depthwise", kernels.Name("dw_filter", "nchwtile", string(d)), p, g.N*g.C*g.M*g.OH*g.OW, filterTile, bargs))
 		case layout == "nchw":
 			blocks := min(elems, max(dev.info.SMs, 1)*32)
 			check(c, dev.launchBlocks("depthwise", name, blocks, kernels.ReduceBlock, args(out, elems, 0)))

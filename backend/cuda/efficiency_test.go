@@ -66,13 +66,6 @@ const (
 	transcendental    = 52
 )
 
-// dwShifted is the NCHW depthwise kernels' debt.
-const dwShifted = "issue 32: the direct NCHW kernels read each tap's row shifted off its sectors; they take only rows too wide for a band's shared memory (a 3x3 window's three rows over 16 KiB, float32 rows of some 1360 elements; 8 KiB and 680 for the filter gradient); bands take the rest (dw_*_nchwband: input rows staged; dw_input_nchwrows: dy's rows)"
-
-// wideNCHW is the debt of the window kernels that NCHW pooling's gradient
-// takes where an image's rows are too wide for a band's shared memory.
-const wideNCHW = "issue 32: NCHW pooling whose rows are too wide for a band (three float32 rows of over 16 KiB: some 1360 columns for 3x3 windows) takes the window kernels for its gradient, a warp's windows two columns apart at a stride of 2 (46% of the sectors used); 2-D pools whose rows fit take the band kernels, NHWC the pool2d kernels (100%); bands split by columns would pay it"
-
 // budgets are the kernels' limits, by name.
 var budgets = map[string]kernelBudget{
 	"add_f32_vv":    {instr: vectorBudget},
@@ -133,24 +126,29 @@ var budgets = map[string]kernelBudget{
 	"pool2d_sum_nhwc_f32":               {instr: 36},
 	"pool2d_max_nchwband_f32":           {instr: 80}, // a band of output rows, its input rows staged: nine taps an output, each bounds-checked
 	"pool2d_select_put_ge_nchwband_f32": {instr: 75},
-	"pool2d_max_nchw2_f32":              {instr: 36}, // rows too wide for a band: pairs read whole sectors,
-	"pool2d_max_nchw2x2_f32":            {instr: 20}, // a block stages row pairs in shared memory: 16-byte loads and stores
-	"pool2d_select_put_ge_nchw2x2_f32":  {instr: 28},
-	"pool2d_max_nchw2x2_bf16":           {instr: 42}, // per 4 bytes: two taps widened a float32 element
-	"pool2d_select_put_ge_nchw2x2_bf16": {instr: 56},
-	"pool2d_select_put_ge_nchw2_f32":    {instr: 50},
-	"pool2d_select_put_ge_nhwc_f32":     {instr: 50}, // walks its taps twice: the selection, then the block it writes
-	"window_patches_b32":                {instr: 200},
-	"window_reduce_max_f32":             {instr: 190}, // eight taps of a 3-D window, each through the rank-8 geometry
-	"window_reduce_sum_f32":             {instr: 155},
-	"window_scatter_f32":                {instr: 110},
-	"window_select_ge_f32":              {instr: 215, efficiency: 0.45, debt: wideNCHW},
-	"pool2d_max_nchw_f32":               {instr: 40, efficiency: 0.45, debt: wideNCHW},  // a thread a window: where cuDNN is absent, the forward's kernel on such rows
-	"window_select_scatter_f32":         {instr: 110, efficiency: 0.85, debt: wideNCHW}, // every lane reads its windows' values, chosen or not (2-D pools take pool2d_select_scatter where a band fits)
-	"window_select_put_ge_f32":          {instr: 200},
-	"pool2d_select_ge_nhwc_f32":         {instr: 40},
-	"pool2d_select_ge_nchwband_f32":     {instr: 110},
-	"pool2d_select_scatter_nhwc_f32":    {instr: 50}, // up to four windows over an element, each read
+	// Rows too wide for a band: bands split into column tiles, each row of
+	// a tile a run of its own (kernels/tiles.go).
+	"pool2d_max_nchwtile_f32":            {instr: 215}, // at a stride of 1 nine bounds-checked taps an input element (92 at a stride of 2)
+	"pool2d_select_put_ge_nchwtile_f32":  {instr: 110},
+	"pool2d_select_ge_nchwtile_f32":      {instr: 250},
+	"pool2d_select_scatter_nchwtile_f32": {instr: 195},
+	"pool2d_max_nchw2_f32":               {instr: 36}, // rows too wide for a band: pairs read whole sectors,
+	"pool2d_max_nchw2x2_f32":             {instr: 20}, // a block stages row pairs in shared memory: 16-byte loads and stores
+	"pool2d_select_put_ge_nchw2x2_f32":   {instr: 28},
+	"pool2d_max_nchw2x2_bf16":            {instr: 42}, // per 4 bytes: two taps widened a float32 element
+	"pool2d_select_put_ge_nchw2x2_bf16":  {instr: 56},
+	"pool2d_select_put_ge_nchw2_f32":     {instr: 50},
+	"pool2d_select_put_ge_nhwc_f32":      {instr: 50}, // walks its taps twice: the selection, then the block it writes
+	"window_patches_b32":                 {instr: 200},
+	"window_reduce_max_f32":              {instr: 190}, // eight taps of a 3-D window, each through the rank-8 geometry
+	"window_reduce_sum_f32":              {instr: 155},
+	"window_scatter_f32":                 {instr: 110},
+	"window_select_ge_f32":               {instr: 215},
+	"window_select_scatter_f32":          {instr: 110}, // every lane reads its windows' values, chosen or not (2-D pools take pool2d_select_scatter)
+	"window_select_put_ge_f32":           {instr: 200},
+	"pool2d_select_ge_nhwc_f32":          {instr: 40},
+	"pool2d_select_ge_nchwband_f32":      {instr: 110},
+	"pool2d_select_scatter_nhwc_f32":     {instr: 50}, // up to four windows over an element, each read
 	// A band's windows staged once, then a thread an element: its windows
 	// found by four divisions through constants (the strides), each
 	// window's tap number compared; loads count once where the NHWC kernel
@@ -163,18 +161,19 @@ var budgets = map[string]kernelBudget{
 	// gradient decomposes each position it sums. A thread an output reads
 	// 18 elements (taps and filter values): short of the thread target by
 	// counting alone, hence serial.
-	"dw_fwd_nhwc_f32":        {instr: 22},
-	"dw_input_nhwc_f32":      {instr: 38},
-	"dw_filter_nhwc_f32":     {instr: 40},
-	"dw_fwd_nchw_f32":        {instr: 22, efficiency: 0.8, serial: true, debt: dwShifted},
-	"dw_input_nchw_f32":      {instr: 45, efficiency: 0.8, serial: true, debt: dwShifted},
-	"dw_filter_nchw_f32":     {instr: 80, efficiency: 0.8, serial: true, debt: dwShifted + "; a block a filter element"},
-	"dw_fwd_nchwband_f32":    {instr: 225}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window (a step a tap past an edge: dilations)
-	"dw_input_nchwband_f32":  {instr: 225},
-	"dw_input_nchwrows_f32":  {instr: 250}, // a band's dy rows and filter values staged; per element two divisions by the strides, then the taps that reach it (2.25 at a stride of 2) times the multiplier: some 165; dilated, a division a tap: some 240
-	"dw_filter_nchwband_f32": {instr: 330}, // 3x3: one walk over a band's windows, each tap's sum in shared memory, then a tree a tap across the block
-	"reduce_cols_sum_f64":    {instr: 14},
-	"reduce_colsb_sum_f64":   {instr: 20},
+	"dw_fwd_nhwc_f32":           {instr: 22},
+	"dw_input_nhwc_f32":         {instr: 38},
+	"dw_filter_nhwc_f32":        {instr: 40},
+	"dw_fwd_nchwband_f32":       {instr: 225}, // a band's rows and taps staged; per output (at a stride of 1, an input element an output): nine taps of some 9 instructions, the columns inside the image found once a window (a step a tap past an edge: dilations)
+	"dw_input_nchwband_f32":     {instr: 225},
+	"dw_input_nchwrows_f32":     {instr: 250}, // a band's dy rows and filter values staged; per element two divisions by the strides, then the taps that reach it (2.25 at a stride of 2) times the multiplier: some 165; dilated, a division a tap: some 240
+	"dw_fwd_nchwtile_f32":       {instr: 185}, // the band kernels' per output, plus a run a tile row
+	"dw_input_nchwtile_f32":     {instr: 185},
+	"dw_input_nchwrowtiles_f32": {instr: 230},
+	"dw_filter_nchwtile_f32":    {instr: 260},
+	"dw_filter_nchwband_f32":    {instr: 330}, // 3x3: one walk over a band's windows, each tap's sum in shared memory, then a tree a tap across the block
+	"reduce_cols_sum_f64":       {instr: 14},
+	"reduce_colsb_sum_f64":      {instr: 20},
 	// The transformer's kernels, float64 inside as the softmax's: the
 	// norms read a row twice (three times forward, the statistics first);
 	// GeluTanh's tanh is expm1's polynomial; attention's softmax takes
@@ -394,14 +393,32 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Dilations: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
 		}},
-		{"max pool NCHW 3x3 stride 2, rows too wide for a band, and its gradient (the window kernels)", func() {
+		{"max pool NCHW 3x3 stride 2, rows too wide for a band, and its gradient (column tiles)", func() {
 			x := g(1, 2, 9, 1500)
 			grad(func() *tensor.Tensor {
 				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: ops.NCHW})
 			}, x)
 		}},
-		{"depthwise convolution NCHW, rows too wide for a band (the direct kernels)", func() {
+		{"max pool NCHW 3x3 stride 1, rows too wide for a band, and its gradient (column tiles)", func() {
+			x := g(1, 1, 9, 1500)
+			grad(func() *tensor.Tensor {
+				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{1, 1}, Padding: ops.Same, Format: ops.NCHW})
+			}, x)
+		}},
+		{"max pool NCHW 3x3 stride 3, rows too wide for a band, and its gradient (column tiles)", func() {
+			x := g(1, 2, 9, 1500)
+			grad(func() *tensor.Tensor {
+				return ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{3, 3}, Format: ops.NCHW})
+			}, x)
+		}},
+		{"depthwise convolution NCHW, rows too wide for a band (column tiles)", func() {
 			x, dw := g(1, 4, 8, 1500), g(3, 3, 4, 1)
+			grad(func() *tensor.Tensor {
+				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
+			}, x, dw)
+		}},
+		{"depthwise convolution NCHW, multiplier 2, rows too wide for a band (column tiles of dx's rows)", func() {
+			x, dw := g(1, 2, 8, 1500), g(3, 3, 2, 2)
 			grad(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 			}, x, dw)

@@ -202,9 +202,20 @@ var selectName = map[ops.SelectKind]string{ops.SelectGE: "ge", ops.SelectLE: "le
 
 // poolScatters reports whether the pooling kernels' two passes take
 // SelectAndScatter over the overlapping windows p of dtype d: NHWC, or
-// NCHW by bands.
+// NCHW by bands of operand rows, whole or in column tiles.
 func poolScatters(p kernels.PoolDims, nhwc bool, d kernels.DType) bool {
-	return kernels.PoolSelects(p) && (nhwc || poolLayout(p, nhwc, d) == "nchwband" && kernels.PoolScatterBand(p, d))
+	if !kernels.PoolSelects(p) {
+		return false
+	}
+	switch poolLayout(p, nhwc, d) {
+	case "nhwc":
+		return true
+	case "nchwband":
+		return kernels.PoolScatterBand(p, d) || kernels.PoolScatterTile(p, d)
+	case "nchwtile":
+		return kernels.PoolScatterTile(p, d)
+	}
+	return false
 }
 
 // poolScatter queues SelectAndScatter over the overlapping windows p
@@ -226,9 +237,16 @@ func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d ker
 		check(c, g.launch("pool", kernels.Name("pool2d_select_scatter", "nhwc", string(d)), n, args))
 		return
 	}
-	// By bands of the operand's rows.
+	// By bands of the operand's rows, split into column tiles where the
+	// forward's are (or the windows over a row do not fit a band).
 	args.Bytes(kernels.PoolGeometry(p, n), 8)
-	check(c, g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), n/(p.H*p.W), p.H, kernels.ScatterBandRows(p, d), args))
+	planes := n / (p.H * p.W)
+	if poolLayout(p, false, d) == "nchwband" && kernels.PoolScatterBand(p, d) {
+		check(c, g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), planes, p.H, kernels.ScatterBandRows(p, d), args))
+		return
+	}
+	t, _ := kernels.RowBandTiling(p, d.Size())
+	check(c, g.launchTiles("pool", kernels.Name("pool2d_select_scatter", "nchwtile", string(d)), planes, p.H, p.W, t, args))
 }
 
 func selectAndGather(d kernels.DType) eager.Kernel {
@@ -333,17 +351,46 @@ func (d *Device) launchBandRows(module, name string, p kernels.PoolDims, n, rows
 // geometry (then come the bands, the bands a plane as a divisor, and
 // per): a block a band at a time.
 func (d *Device) launchBands(module, name string, planes, rows, per int, args *cu.Args) error {
-	perPlane := (rows + per - 1) / per
+	return d.launchChunks(module, name, planes, (rows+per-1)/per, per, args)
+}
+
+// launchChunks queues band kernel name of module over planes planes of
+// perPlane bands of per rows (tiles included), args holding its tensors
+// and pooling geometry: a block a band at a time.
+func (d *Device) launchChunks(module, name string, planes, perPlane, per int, args *cu.Args) error {
 	chunks := planes * perPlane
 	args.U64(uint64(chunks))
 	divisorArg(args, perPlane, chunks).U64(uint64(per))
 	return d.launchBlocks(module, name, min(chunks, max(d.info.SMs, 1)*8), blockSize, args)
 }
 
+// launchTile queues tiled band kernel name of module (kernels.PoolTile)
+// over the n windows of p, by tiles of t (kernels.BandTiling).
+func (d *Device) launchTile(module, name string, p kernels.PoolDims, n int, t kernels.Tiling, args *cu.Args) error {
+	args.Bytes(kernels.PoolGeometry(p, n), 8)
+	return d.launchTiles(module, name, n/(p.OH*p.OW), p.OH, p.OW, t, args)
+}
+
+// launchTiles queues tiled band kernel name of module over planes planes
+// of rows x cols, by the bands and column tiles of t, args holding its
+// tensors and pooling geometry (then come the bands, the bands a plane
+// as a divisor, the rows a band, the columns a tile, and the tiles a row
+// as a divisor): a block a tile at a time.
+func (d *Device) launchTiles(module, name string, planes, rows, cols int, t kernels.Tiling, args *cu.Args) error {
+	tiles := t.Tiles(cols)
+	perPlane := t.Bands(rows) * tiles
+	args.U64(uint64(planes * perPlane))
+	divisorArg(args, perPlane, planes*perPlane).U64(uint64(t.Per)).U64(uint64(t.Cols))
+	divisorArg(args, tiles, perPlane)
+	return d.launchBlocks(module, name, min(planes*perPlane, max(d.info.SMs, 1)*8), blockSize, args)
+}
+
 // poolLayout names the pooling kernels that take p of dtype d: in NCHW,
 // "nchw2x2" (kernels.PoolQuads), else "nchwband" (kernels.PoolBand: each
 // plane's rows staged, every sector read whole), else "nchw2" (the pair
-// kernels, for rows too wide for a band) or "nchw"; "nhwc" in NHWC.
+// kernels, for rows too wide for a band), else "nchwtile" (bands split
+// into column tiles: kernels.PoolTile) or "nchw" (windows too large for a
+// tile); "nhwc" in NHWC.
 func poolLayout(p kernels.PoolDims, nhwc bool, d kernels.DType) string {
 	switch {
 	case nhwc:
@@ -354,6 +401,8 @@ func poolLayout(p kernels.PoolDims, nhwc bool, d kernels.DType) string {
 		return "nchwband"
 	case kernels.PoolPairs(p, d):
 		return "nchw2"
+	case kernels.PoolTile(p, d):
+		return "nchwtile"
 	}
 	return "nchw"
 }
@@ -368,6 +417,9 @@ func (d *Device) launchPool(p kernels.PoolDims, nhwc bool, dt kernels.DType, n i
 		return d.launchQuads(name, p, dt, n, args)
 	case "nchwband":
 		return d.launchBand("pool", name, p, dt, n, args)
+	case "nchwtile":
+		t, _ := kernels.BandTiling(p, dt, kernels.BandBytes, 0)
+		return d.launchTile("pool", name, p, n, t, args)
 	}
 	return d.launch("pool", name, n, args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8))
 }

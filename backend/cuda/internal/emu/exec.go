@@ -24,7 +24,7 @@ const (
 	kBranch
 	kBarrier
 	kExit
-	kShfl // shfl.sync: the warp's lanes exchange values together (warp.go)
+	kShfl // shfl.sync, bar.warp.sync: the warp's lanes meet (warp.go)
 )
 
 type instr struct {
@@ -117,6 +117,11 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		in.shfl, err = cc.shfl(mods, st.args)
 		return in, err
 	case "bar", "barrier":
+		if len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" {
+			in.kind = kShfl // a meeting of the warp's lanes that exchanges nothing
+			in.shfl, err = cc.warpSync(st.args)
+			return in, err
+		}
 		if len(mods) < 1 || (mods[0] != "sync" && mods[0] != "cta") || len(st.args) != 1 || st.args[0] != "0" {
 			return in, fmt.Errorf("only bar.sync 0 is supported")
 		}

@@ -16,7 +16,10 @@ import (
 // its cost the 32-byte sectors it touches; the least it could touch is the
 // sectors its distinct bytes fill (so a warp reading one scalar costs one
 // sector, as the hardware's broadcast does, and a stride of two elements
-// costs twice the least).
+// costs twice the least). Lanes whose counts of an instruction differ (a
+// loop some lanes left a turn early) pair up again where the warp
+// reconverges, as hardware's do: at a bar.warp.sync, after which every
+// lane counts afresh.
 
 // Access counts a kind of global memory access of a launch.
 type Access struct {
@@ -115,11 +118,11 @@ func (c *Context) SetProfiler(fn func(Profile)) {
 // event is one thread's execution of a global access or a conditional
 // branch, for rebuilding warp-wide instructions.
 type event struct {
-	warp, pc, seq int32
-	size          uint8 // bytes; 0 for a branch
-	taken         bool
-	store         bool
-	addr          uint64
+	warp, epoch, pc, seq int32 // epoch: the warp syncs the thread passed
+	size                 uint8 // bytes; 0 for a branch
+	taken                bool
+	store                bool
+	addr                 uint64
 }
 
 // counter gathers a launch's profile.
@@ -127,30 +130,35 @@ type counter struct {
 	p      Profile
 	params int64 // parameter loads run, left out of the instructions
 	events []event
-	seq    map[[2]int32]int32 // (thread, pc) -> executions so far in the block
+	seq    map[[3]int32]int32 // (thread, epoch, pc) -> executions so far in the block
+	epoch  map[int32]int32    // thread -> the warp syncs it passed in the block
 }
 
 func newCounter(k *compiled, grid, block [3]int) *counter {
-	return &counter{p: Profile{Kernel: k.name, Grid: grid, Block: block}, seq: map[[2]int32]int32{}}
+	return &counter{p: Profile{Kernel: k.name, Grid: grid, Block: block}, seq: map[[3]int32]int32{}, epoch: map[int32]int32{}}
 }
 
 // note records t's execution of the instruction at its pc.
 func (c *counter) note(t *thread, e event) {
-	key := [2]int32{t.id, int32(t.pc)}
-	e.warp, e.pc, e.seq = (t.id-1)/32, int32(t.pc), c.seq[key]
+	epoch := c.epoch[t.id]
+	key := [3]int32{t.id, epoch, int32(t.pc)}
+	e.warp, e.epoch, e.pc, e.seq = (t.id-1)/32, epoch, int32(t.pc), c.seq[key]
 	c.seq[key]++
 	c.events = append(c.events, e)
 }
+
+// synced records that t's warp reconverged (bar.warp.sync).
+func (c *counter) synced(t *thread) { c.epoch[t.id]++ }
 
 // endBlock turns the block's events into warp-wide counts.
 func (c *counter) endBlock() {
 	ev := c.events
 	slices.SortFunc(ev, func(a, b event) int {
-		return cmp.Or(cmp.Compare(a.warp, b.warp), cmp.Compare(a.pc, b.pc), cmp.Compare(a.seq, b.seq), cmp.Compare(a.addr, b.addr))
+		return cmp.Or(cmp.Compare(a.warp, b.warp), cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.pc, b.pc), cmp.Compare(a.seq, b.seq), cmp.Compare(a.addr, b.addr))
 	})
 	for i := 0; i < len(ev); {
 		j := i + 1
-		for j < len(ev) && ev[j].warp == ev[i].warp && ev[j].pc == ev[i].pc && ev[j].seq == ev[i].seq {
+		for j < len(ev) && ev[j].warp == ev[i].warp && ev[j].epoch == ev[i].epoch && ev[j].pc == ev[i].pc && ev[j].seq == ev[i].seq {
 			j++
 		}
 		g := ev[i:j]
@@ -170,6 +178,7 @@ func (c *counter) endBlock() {
 	}
 	c.events = ev[:0]
 	clear(c.seq)
+	clear(c.epoch)
 }
 
 // warpAccess is the cost of one warp-wide access whose threads' events,

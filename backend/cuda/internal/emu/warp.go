@@ -1,21 +1,27 @@
 package emu
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Warp-synchronous instructions. Threads run one after another here, so
 // shfl.sync is a meeting point of a warp's lanes (consecutive linear
 // thread ids, warpSize of them): a lane that reaches one stops there with
 // its operands; once every lane of the warp has reached the same shfl,
-// each takes its source lane's value and they go on. A lane that waits at
+// each takes its source lane's value and they go on. bar.warp.sync is
+// such a meeting that exchanges nothing: the warp reconverges there (the
+// profile's lanes count their accesses afresh). A lane that waits at
 // a barrier or has exited meanwhile, a member mask other than the warp's
 // lanes, or lanes at different shfls, is a fault: on hardware it hangs or
 // is undefined.
 
 const warpSize = 32
 
-// shflOp is a compiled shfl.sync.<mode>.b32 d, a, b, c, membermask.
+// shflOp is a compiled shfl.sync.<mode>.b32 d, a, b, c, membermask, or
+// bar.warp.sync membermask (mode sync: m alone).
 type shflOp struct {
-	mode       string // bfly, down, up, idx
+	mode       string // bfly, down, up, idx; sync
 	d          setter
 	a, b, c, m getter
 }
@@ -46,10 +52,25 @@ func (cc *compiler) shfl(mods []string, args []string) (*shflOp, error) {
 	return op, nil
 }
 
+// warpSync compiles bar.warp.sync membermask.
+func (cc *compiler) warpSync(args []string) (*shflOp, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("bar.warp.sync takes a member mask")
+	}
+	op := &shflOp{mode: "sync"}
+	var err error
+	op.m, err = cc.src(args[0], "b32", true)
+	return op, err
+}
+
 // arrive stops t at the shfl in, with its operands.
 func (r *run) arrive(b *block, t *thread, in *instr) {
 	s := in.shfl
-	t.shfl = shflWait{a: s.a(t, b), b: s.b(t, b) & 31, c: s.c(t, b), mask: s.m(t, b) & 0xffffffff}
+	if s.mode == "sync" {
+		t.shfl = shflWait{mask: s.m(t, b) & 0xffffffff}
+	} else {
+		t.shfl = shflWait{a: s.a(t, b), b: s.b(t, b) & 31, c: s.c(t, b), mask: s.m(t, b) & 0xffffffff}
+	}
 	t.state = shuffling
 }
 
@@ -75,7 +96,8 @@ func (r *run) resolveShuffles(b *block, threads []thread) bool {
 		}
 		r.cur = &lanes[0]
 		if other > 0 {
-			r.fault("shfl.sync: %d lanes of warp %d wait at it while %d are at a barrier or have exited", waiting, w, other)
+			at := lanes[slices.IndexFunc(lanes, func(t thread) bool { return t.state == shuffling })].pc
+			r.fault("%s: %d lanes of warp %d wait at it while %d are at a barrier or have exited", warpOpName(r.k.prog[at].shfl), waiting, w, other)
 			return false
 		}
 		pc := lanes[0].pc
@@ -83,16 +105,27 @@ func (r *run) resolveShuffles(b *block, threads []thread) bool {
 		for i := range lanes {
 			if lanes[i].pc != pc {
 				r.cur = &lanes[i]
-				r.fault("shfl.sync: the lanes of warp %d wait at different shfls", w)
+				r.fault("%s: the lanes of warp %d wait at different meetings", warpOpName(r.k.prog[pc].shfl), w)
 				return false
 			}
 			if lanes[i].shfl.mask != want {
 				r.cur = &lanes[i]
-				r.fault("shfl.sync: member mask %#x, the warp's lanes are %#x", lanes[i].shfl.mask, want)
+				r.fault("%s: member mask %#x, the warp's lanes are %#x", warpOpName(r.k.prog[pc].shfl), lanes[i].shfl.mask, want)
 				return false
 			}
 		}
 		op := r.k.prog[pc].shfl
+		if op.mode == "sync" {
+			for i := range lanes {
+				if r.count != nil {
+					r.count.synced(&lanes[i])
+				}
+				lanes[i].pc++
+				lanes[i].state = running
+			}
+			done = true
+			continue
+		}
 		if c := lanes[0].shfl.c; (op.mode == "up") != (c == 0) || (op.mode != "up" && c != 31) {
 			r.fault("shfl.sync.%s with c = %#x: the emulator takes whole-warp shuffles only (c = 31; 0 for up)", op.mode, c)
 			return false
@@ -129,4 +162,12 @@ func shflSource(mode string, i int, w shflWait, n int) int {
 		return i
 	}
 	return j
+}
+
+// warpOpName names op's instruction in faults.
+func warpOpName(op *shflOp) string {
+	if op.mode == "sync" {
+		return "bar.warp.sync"
+	}
+	return "shfl.sync"
 }

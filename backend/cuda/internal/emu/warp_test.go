@@ -175,3 +175,85 @@ func TestAtomicMin(t *testing.T) {
 		t.Errorf("the slot holds %d, want %d", got, 100-63)
 	}
 }
+
+// runsKernel writes 1 to c[r·64 + i] for each of two runs r and i < 36,
+// the warp's 32 lanes in turn (lanes 0-3 take two turns a run, the rest
+// one), then sync after each run.
+func runsKernel(sync string) string {
+	return header + `
+.visible .entry runs(.param .u64 c)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<4>;
+	.reg .f32 %f<2>;
+	ld.param.u64 %rd1, [c];
+	mov.f32 %f1, 0f3F800000;
+	mov.u32 %r1, 0;
+RUN:
+	mov.u32 %r2, %tid.x;
+TURN:
+	setp.ge.u32 %p1, %r2, 36;
+	@%p1 bra RUN_DONE;
+	mad.lo.u32 %r3, %r1, 64, %r2;
+	mul.wide.u32 %rd2, %r3, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.f32 [%rd3], %f1;
+	add.u32 %r2, %r2, 32;
+	bra.uni TURN;
+RUN_DONE:
+	` + sync + `
+	add.u32 %r1, %r1, 1;
+	setp.lt.u32 %p1, %r1, 2;
+	@%p1 bra RUN;
+	ret;
+}
+`
+}
+
+// A warp whose lanes leave a loop at different turns reconverges at a
+// bar.warp.sync: the profile pairs the next run's accesses afresh, as the
+// hardware issues them; without it, lane 4's first store of the second
+// run is paired with lane 0's second of the first, and the pair touches
+// a sector more than its bytes fill. Lanes that do not all
+// reach the sync fault, as shfl.sync's do.
+func TestWarpSyncReconverges(t *testing.T) {
+	for _, c := range []struct {
+		sync    string
+		sectors int64
+	}{
+		{"bar.warp.sync 0xffffffff;", 2 * (4 + 1)}, // a run: 32 floats, then 4
+		{"", 2*(4+1) + 1},                          // c[32..35] with c[68..95]: 5 sectors for 4
+	} {
+		e := newEnv(t)
+		out := e.upload(make([]float32, 128))
+		var got []Profile
+		e.ctx.(*Context).SetProfiler(func(p Profile) { got = append(got, p) })
+		if err := e.launch(e.kernel(runsKernel(c.sync), "runs"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
+			t.Fatal(err)
+		}
+		e.ctx.(*Context).SetProfiler(nil)
+		if len(got) != 1 || got[0].Stores.Requests != 4 || got[0].Stores.Sectors != c.sectors || got[0].Stores.Least != 2*(4+1) {
+			t.Fatalf("sync %q: stores %+v, want 4 requests touching %d sectors for 10", c.sync, got, c.sectors)
+		}
+		vals, _ := e.download(out, 128)
+		for i, v := range vals {
+			if want := float32(boolToFloat(i%64 < 36)); v != want {
+				t.Fatalf("sync %q: c[%d] = %v, want %v", c.sync, i, v, want)
+			}
+		}
+	}
+	e := newEnv(t)
+	out := e.upload(make([]float32, 128))
+	k := strings.Replace(runsKernel("bar.warp.sync 0xffffffff;"), "@%p1 bra RUN_DONE;", "@%p1 bra RUN_DONE;\n\tsetp.eq.u32 %p1, %r2, 3;\n\t@%p1 ret;", 1)
+	if err := e.launch(e.kernel(k, "runs"), 1, 32, new(cu.Args).Ptr(out)); err == nil || !strings.Contains(err.Error(), "bar.warp.sync") {
+		t.Errorf("a lane leaving before a full-warp bar.warp.sync: %v", err)
+	}
+}
+
+func boolToFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -23,7 +23,8 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //
 // The forward and input gradient stage their plane's filter taps in
 // shared memory too. DepthwiseBand and DepthwiseFilterBand say which
-// convolutions they take.
+// convolutions they take; rows too wide for a band take their _nchwtile_
+// twins (tiles.go; DepthwiseTile, DepthwiseFilterTile).
 
 // DepthwiseBandTaps is the most taps a filter the band kernels take has
 // (a band stages its plane's taps in shared memory).
@@ -35,13 +36,27 @@ const DepthwiseBandTaps = 64
 // inside the window; at most DepthwiseBandTaps taps, and the rows a band
 // reads fitting its shared memory.
 func DepthwiseBand(g DepthwiseDims, d DType, grad bool) bool {
+	return dwBandTakes(g, grad) && PoolBand(DepthwisePool(g, grad), d)
+}
+
+// DepthwiseTile is DepthwiseBand for rows too wide for a band: the
+// tiling of dw_fwd_nchwtile or dw_input_nchwtile (grad), and whether they
+// take g of dtype d.
+func DepthwiseTile(g DepthwiseDims, d DType, grad bool) (Tiling, bool) {
+	if !dwBandTakes(g, grad) {
+		return Tiling{}, false
+	}
+	return BandTiling(DepthwisePool(g, grad), d, BandBytes, 0)
+}
+
+// dwBandTakes reports whether the band kernels' windows can describe g:
+// for the input gradient a multiplier, strides and dilations of 1 and
+// low padding inside the window; at most DepthwiseBandTaps taps.
+func dwBandTakes(g DepthwiseDims, grad bool) bool {
 	if g.KH*g.KW > DepthwiseBandTaps || !g.narrow() {
 		return false
 	}
-	if grad && (g.M != 1 || g.SH != 1 || g.SW != 1 || g.DH != 1 || g.DW != 1 || g.PT >= g.KH || g.PL >= g.KW) {
-		return false
-	}
-	return PoolBand(DepthwisePool(g, grad), d)
+	return !grad || g.M == 1 && g.SH == 1 && g.SW == 1 && g.DH == 1 && g.DW == 1 && g.PT < g.KH && g.PL < g.KW
 }
 
 // DepthwiseFilterBand reports whether dw_filter_nchwband takes the
@@ -53,6 +68,16 @@ func DepthwiseFilterBand(g DepthwiseDims, d DType) bool {
 	}
 	p := DepthwisePool(g, false)
 	return poolBandIn(p, d, FilterBandBytes) && FilterBandRows(p, d)*p.OW*d.Size() <= FilterBandBytes
+}
+
+// DepthwiseFilterTile is the tiling of dw_filter_nchwtile for the filter
+// gradient of g of dtype d (its input rows and dy's outputs staged in
+// FilterBandBytes each), and whether it takes it.
+func DepthwiseFilterTile(g DepthwiseDims, d DType) (Tiling, bool) {
+	if !g.narrow() {
+		return Tiling{}, false
+	}
+	return BandTiling(DepthwisePool(g, false), d, FilterBandBytes, d.Size())
 }
 
 // FilterBandRows is the output rows a band of dw_filter_nchwband holds for
@@ -72,7 +97,9 @@ func DepthwisePool(g DepthwiseDims, grad bool) PoolDims {
 func depthwiseBandKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
-		out = append(out, dwBand(d, false), dwBand(d, true), dwFilterBand(d), dwInputRows(d))
+		for _, tiled := range []bool{false, true} {
+			out = append(out, dwBand(d, false, tiled), dwBand(d, true, tiled), dwFilterBand(d, tiled), dwInputRows(d, tiled))
+		}
 	}
 	return out
 }
@@ -80,17 +107,17 @@ func depthwiseBandKernels() []*ptx.Kernel {
 // dwBand writes dw_fwd_nchwband_<d>, or dw_input_nchwband_<d> (turned:
 // the window's taps walked from its last, each the filter's tap in
 // order).
-func dwBand(d DType, turned bool) *ptx.Kernel {
-	name := Name("dw_fwd", "nchwband", string(d))
+func dwBand(d DType, turned, tiled bool) *ptx.Kernel {
+	name := Name("dw_fwd", bandLayout(tiled), string(d))
 	if turned {
-		name = Name("dw_input", "nchwband", string(d))
+		name = Name("dw_input", bandLayout(tiled), string(d))
 	}
 	k := ptx.NewKernel(name)
-	o, x, f := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("f")
+	out, x, f := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("f")
 	m := paramDivisor(k, "m") // the multiplier: output plane p reads input plane p / M
 	t := d.reg()
 	taps := k.Shared("taps", DepthwiseBandTaps*d.Size(), d.Size())
-	newBandOf(k, d, x, &m, BandBytes, func(b *band) {
+	newBandOf(k, d, x, bandSpec{planes: &m, bytes: BandBytes, tiled: tiled}, func(b *band) {
 		_, c := poolDiv(k, b.plane, pgC, 0)
 		C, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
 		// The plane's filter taps, staged once a band: f[tap·C + c].
@@ -112,7 +139,7 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 		} else {
 			k.Op("mul.wide.s32 %s, %s, %d", step, DW, size)
 		}
-		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+		b.windows(func(_, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			acc := k.Reg(t)
 			k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
 			// The filter's columns [lo, hi) whose taps fall inside the
@@ -158,9 +185,7 @@ func dwBand(d DType, turned bool) *ptx.Kernel {
 				k.Op("bra.uni %s", top)
 				k.Place(rowDone)
 			})
-			oi := k.Reg(ptx.U64)
-			k.Op("add.s64 %s, %s, %s", oi, b.obase, j)
-			store(k, d, k.Addr(o, oi, d.Size()), acc)
+			store(k, d, k.Addr(out, o, d.Size()), acc)
 		})
 	})
 	return k
@@ -247,8 +272,8 @@ const DepthwiseFilterSlots = 9
 // a walk a tap, and a tree across the block sums each tap;
 // part [N·bands, KH·KW·C·M] gets row n·bands + band, column tap·C·M + cm
 // for output plane (n, cm). The host folds the rows and rounds once.
-func dwFilterBand(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("dw_filter", "nchwband", string(d)))
+func dwFilterBand(d DType, tiled bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("dw_filter", bandLayout(tiled), string(d)))
 	part, x, dy := k.ParamPtr("part"), k.ParamPtr("x"), k.ParamPtr("dy")
 	m := paramDivisor(k, "m")
 	dys := k.Shared("dys", FilterBandBytes, 16)
@@ -259,17 +284,12 @@ func dwFilterBand(d DType) *ptx.Kernel {
 		k.Op("add.rn.f64 %s, %s, %s", r, a, c)
 		return r
 	}
-	newBandOf(k, d, x, &m, FilterBandBytes, func(b *band) {
+	newBandOf(k, d, x, bandSpec{planes: &m, bytes: FilterBandBytes, tiled: tiled}, func(b *band) {
 		tree.tid, tree.ntid = b.tid, b.ntid
 		n, cm := poolDiv(k, b.plane, pgC, 0)
 		CM, KH, KW, H, W := poolField(k, pgC), poolField(k, 5), poolField(k, 6), poolField(k, 1), poolField(k, 2)
-		outs, o32 := k.Reg(ptx.U64), k.Reg(ptx.U32)
-		k.Op("mul.lo.u32 %s, %s, %s", o32, b.rows, b.OW)
-		k.Op("cvt.u64.u32 %s, %s", outs, o32)
-		b.aligned(b.obase, outs, d.Size(), func(e ptx.Reg) { // the band's rows of dy
-			i := k.Reg(ptx.U64)
-			k.Op("add.s64 %s, %s, %s", i, b.obase, e)
-			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(dys, e, d.Size()), load(k, d, k.Addr(dy, i, d.Size())))
+		b.outputs(d.Size(), func(j, o ptx.Reg, _ func() (ptx.Reg, ptx.Reg)) { // the band's outputs of dy
+			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(dys, j, d.Size()), load(k, d, k.Addr(dy, o, d.Size())))
 		})
 		k.Op("bar.sync 0")
 		// This band's row of part: (n·bands + band)·KH·KW·CM.
@@ -320,7 +340,7 @@ func dwFilterBand(d DType) *ptx.Kernel {
 			k.Op("cvt.u64.u32 %s, %s", t64, t)
 			k.Op("st.shared.f64 [%s], %s", k.Addr(mine, t64, 8), ptx.Imm(ptx.F64, 0))
 		})
-		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+		b.windows(func(j, _, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			slot := k.Reg(ptx.U64)
 			k.Op("mov.u64 %s, %s", slot, mine)
 			dwBandLoop(k, KH, func(kh ptx.Reg) {
@@ -350,7 +370,7 @@ func dwFilterBand(d DType) *ptx.Kernel {
 			dwBandLoop(k, KW, func(kw ptx.Reg) {
 				acc := k.Reg(ptx.F64)
 				k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
-				b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) { term(acc, j, ih0, iw0, kh, kw, at) })
+				b.windows(func(j, _, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) { term(acc, j, ih0, iw0, kh, kw, at) })
 				store(kh, kw, tree.tree(ptx.F64, acc, add))
 			})
 		})

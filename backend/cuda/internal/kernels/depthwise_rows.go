@@ -16,6 +16,9 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     division a tap (row ih + PT = q·SH + r is reached by taps kh = r +
 //     j·SH of output row q - j); dilated, tap kh reaches output row (ih +
 //     PT - kh·DH) / SH where that divides.
+//   - dw_input_nchwrowtiles_<d> (the same, then cols and tpr): rows too
+//     wide for a band, by bands split into tiles of dx's columns
+//     (tiles.go; DepthwiseRowTiles).
 
 // DepthwiseRowsTaps is the most filter values a channel of
 // dw_input_nchwrows holds (taps times the multiplier), staged in shared
@@ -27,10 +30,22 @@ const DepthwiseRowsTaps = 64
 // DepthwiseRowsTaps filter values a channel, and the rows of dy under one
 // row of dx fitting a band's shared memory.
 func DepthwiseRows(g DepthwiseDims, d DType) bool {
-	if g.KH*g.KW*g.M > DepthwiseRowsTaps || g.OH <= 0 || g.OW <= 0 || g.H <= 0 || !g.narrow() {
-		return false
+	return dwRowsTake(g, d) && DepthwiseRowsPer(g, d) > 0
+}
+
+// DepthwiseRowTiles is DepthwiseRows for rows too wide for a band: the
+// tiling of dw_input_nchwrowtiles, and whether it takes g of dtype d.
+func DepthwiseRowTiles(g DepthwiseDims, d DType) (Tiling, bool) {
+	if !dwRowsTake(g, d) {
+		return Tiling{}, false
 	}
-	return (d == F32 || d == F64) && DepthwiseRowsPer(g, d) > 0
+	return RowBandTiling(DepthwiseRowsPool(g), g.M*d.Size())
+}
+
+// dwRowsTake reports whether the row-band kernels can take g of dtype d:
+// at most DepthwiseRowsTaps filter values a channel, float32 or float64.
+func dwRowsTake(g DepthwiseDims, d DType) bool {
+	return g.KH*g.KW*g.M <= DepthwiseRowsTaps && g.OH > 0 && g.OW > 0 && g.H > 0 && g.narrow() && (d == F32 || d == F64)
 }
 
 // DepthwiseRowsPer is the rows of dx a band of dw_input_nchwrows holds.
@@ -43,15 +58,20 @@ func DepthwiseRowsPool(g DepthwiseDims) PoolDims {
 	return PoolDims{C: g.C, H: g.H, W: g.W, OH: g.OH, OW: g.OW, KH: g.KH, KW: g.KW, SH: g.SH, SW: g.SW, PH: g.PT, PW: g.PL, DH: g.DH, DW: g.DW}
 }
 
-// dwInputRows writes dw_input_nchwrows_<d>.
-func dwInputRows(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("dw_input", "nchwrows", string(d)))
+// dwInputRows writes dw_input_nchwrows_<d>, or dw_input_nchwrowtiles_<d>
+// whose bands are split into column tiles (newRowBand).
+func dwInputRows(d DType, tiled bool) *ptx.Kernel {
+	layout := "nchwrows"
+	if tiled {
+		layout = "nchwrowtiles"
+	}
+	k := ptx.NewKernel(Name("dw_input", layout, string(d)))
 	dx, dy, f := k.ParamPtr("dx"), k.ParamPtr("dy"), k.ParamPtr("f")
 	m := k.Param("m", ptx.U64)
 	t := d.reg()
 	dys := k.Shared("dys", BandBytes, 16)
 	taps := k.Shared("taps", DepthwiseRowsTaps*d.Size(), d.Size())
-	newRowBand(k, func(rb *rowBand) {
+	newRowBand(k, tiled, func(rb *rowBand) {
 		C, KH, KW := poolField(k, pgC), poolField(k, 5), poolField(k, 6)
 		OH, OW, SH, SW := poolField(k, pgOH), poolField(k, pgOW), poolField(k, 7), poolField(k, 8)
 		M := k.Reg(ptx.U32)
@@ -74,8 +94,7 @@ func dwInputRows(d DType) *ptx.Kernel {
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(taps, i, d.Size()), load(k, d, k.Addr(f, fi, d.Size())))
 		})
 		// dy's planes plane·M + m, one after another.
-		span := k.Reg(ptx.U32)
-		k.Op("mul.lo.u32 %s, %s, %s", span, rb.outRows, OW)
+		span := rb.span
 		dyPlane, at := k.Reg(ptx.U32), k.Reg(ptx.U64)
 		k.Op("mul.lo.u32 %s, %s, %s", dyPlane, rb.plane, M)
 		k.Op("mov.u64 %s, %s", at, dys)
@@ -91,7 +110,7 @@ func dwInputRows(d DType) *ptx.Kernel {
 		dilated, one := k.Reg(ptx.Pred), k.Reg(ptx.U32)
 		k.Op("mul.lo.u32 %s, %s, %s", one, DH, DW)
 		k.Op("setp.ne.u32 %s, %s, 1", dilated, one)
-		rb.elements(d, dx, func(_, ih, iw ptx.Reg) ptx.Reg {
+		rb.elements(d, dx, func(ih, iw ptx.Reg) ptx.Reg {
 			acc := k.Reg(t)
 			k.Op("mov.%s %s, %s", t, acc, ptx.Imm(t, 0))
 			// sum adds the terms of the taps rows and cols give, in order.

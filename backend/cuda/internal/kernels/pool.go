@@ -218,10 +218,15 @@ func poolKernels() []*ptx.Kernel {
 	}
 	for _, d := range quadTypes {
 		for _, kind := range []string{"sum", "max", "min"} {
-			out = append(out, poolQuadsReduceKernel(kind, d), poolBandReduceKernel(kind, d))
+			out = append(out, poolQuadsReduceKernel(kind, d))
 		}
-		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false),
-			poolBandSelectPutKernel(d, true), poolBandSelectPutKernel(d, false))
+		out = append(out, poolQuadsSelectPutKernel(d, true), poolQuadsSelectPutKernel(d, false))
+		for _, tiled := range []bool{false, true} {
+			for _, kind := range []string{"sum", "max", "min"} {
+				out = append(out, poolBandReduceKernel(kind, d, tiled))
+			}
+			out = append(out, poolBandSelectPutKernel(d, true, tiled), poolBandSelectPutKernel(d, false, tiled))
+		}
 	}
 	return append(out, poolScatterKernels()...)
 }

@@ -22,6 +22,11 @@ import (
 //     overlap: the band's rows of the result are staged too (init, and
 //     each window's put where it selects) and written in order. Rows no
 //     band reads (gaps between windows) are the caller's to fill.
+//
+// Their _nchwtile_ twins take rows too wide for a band (tiles.go): bands
+// split into tiles of cols output columns (two more parameters: cols,
+// and tpr, the tiles across a row, a divisor), each tile's input rows
+// staged and its outputs written a row at a time.
 
 // BandBytes is the shared memory a band kernel stages each of its arrays
 // in (the input rows, and a select_put's gradient, a scatter's
@@ -53,81 +58,95 @@ func bandRowsIn(p PoolDims, d DType, bytes int) int {
 	return min((rows-eh)/p.SH+1, p.OH)
 }
 
+// bandSpec is what a band kernel's frame is made of: the divisor of its
+// output planes by the input plane they read (nil for 1: a depthwise
+// convolution's M output channels read a channel), the shared memory its
+// input rows stage in, and whether its bands split the rows into column
+// tiles (the "nchwtile" kernels, for rows too wide for a band's shared
+// memory: then come the parameters cols, the output columns a tile, and
+// tpr, the tiles across a row, a divisor).
+type bandSpec struct {
+	planes *divisor
+	bytes  int
+	tiled  bool
+}
+
 // band is a band kernel's frame: its parameters, and, in each band's
 // body, where the band stands.
 type band struct {
 	k         *ptx.Kernel
 	d         DType
+	spec      bandSpec
 	x         ptx.Reg // the input
 	sh        ptx.Reg // the staged input rows
 	tid, ntid ptx.Reg // u64
 	W, OW     ptx.Reg // u32 fields of pg
 	// In a band: its plane, first output row and rows (u32), its first
-	// staged input row (s32), its staged elements (u64) and their first
-	// index in x (u64), and its first output's index (u64); its index
-	// among its plane's bands, and their number (u32).
-	plane, oh0, rows, lo ptx.Reg
-	count, base, obase   ptx.Reg
-	index, bands         ptx.Reg
+	// staged input row (s32) and staged rows (u32), its staged elements
+	// (u64) and their first index in x (u64), and its first output's
+	// index (u64); its index among its plane's bands, and their number
+	// (u32). Its first output column and columns, its first staged input
+	// column and the staged rows' pitch (u32): 0, OW, 0 and W untiled.
+	plane, oh0, rows, lo, inRows ptx.Reg
+	count, base, obase           ptx.Reg
+	index, bands                 ptx.Reg
+	ow0, cols, clo, pitch        ptx.Reg
 }
 
 // newBand declares the parameters after the kernel's tensors and runs
 // body for each of the block's bands (a grid's stride apart), once the
-// band's input rows are staged.
-func newBand(k *ptx.Kernel, d DType, x ptx.Reg, body func(b *band)) {
-	newBandOf(k, d, x, nil, BandBytes, body)
+// band's input rows are staged; tiled bands split the rows (bandSpec).
+func newBand(k *ptx.Kernel, d DType, x ptx.Reg, tiled bool, body func(b *band)) {
+	newBandOf(k, d, x, bandSpec{bytes: BandBytes, tiled: tiled}, body)
 }
 
-// newBandOf is newBand whose output plane p reads input plane p /
-// planes (a divisor parameter, its constants set; nil for 1): a depthwise
-// convolution's M output channels a channel; its input rows staged in
-// bytes of shared memory.
-func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, bytes int, body func(b *band)) {
+// newBandOf is newBand of the frame s.
+func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, s bandSpec, body func(b *band)) {
 	k.ParamBytes("pg", PoolGeomLen)
 	chunks := k.Param("chunks", ptx.U64)
 	cpp := paramDivisor(k, "cpp")
 	per := k.Param("per", ptx.U64)
-	b := &band{k: k, d: d, x: x, sh: k.Shared("band", bytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
+	var tileCols ptx.Reg
+	var tpr divisor
+	if s.tiled {
+		tileCols, tpr = k.Param("cols", ptx.U64), paramDivisor(k, "tpr")
+	}
+	b := &band{k: k, d: d, spec: s, x: x, sh: k.Shared("band", s.bytes, 16), W: poolField(k, 2), OW: poolField(k, 4)}
 	H, OH := poolField(k, 1), poolField(k, 3)
 	SH, PH, KH := poolField(k, 7), poolField(k, 9), poolField(k, pgEH) // the window's extent
 	var first, step ptx.Reg
 	b.tid, b.ntid, first, step = blockThreads(k)
 	k.Loop(first, chunks, step, func(ch ptx.Reg) {
 		plane64, band64 := divmod(k, ch, cpp)
+		rowBand64 := band64
+		var tile64 ptx.Reg
+		if s.tiled {
+			rowBand64, tile64 = divmod(k, band64, tpr)
+		}
 		idx, per32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
 		b.plane = k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", b.plane, plane64)
-		k.Op("cvt.u32.u64 %s, %s", idx, band64)
+		k.Op("cvt.u32.u64 %s, %s", idx, rowBand64)
 		k.Op("cvt.u32.u64 %s, %s", per32, per)
-		b.index, b.bands = idx, k.Reg(ptx.U32)
+		b.index, b.bands = k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", b.index, band64)
 		k.Op("cvt.u32.u64 %s, %s", b.bands, cpp.v)
 		// The band's output rows [oh0, oh0+rows) and the input rows
 		// [lo, hi) their windows read.
-		b.oh0, b.rows = k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("mul.lo.u32 %s, %s, %s", b.oh0, idx, per32)
-		k.Op("sub.u32 %s, %s, %s", b.rows, OH, b.oh0)
-		k.Op("min.u32 %s, %s, %s", b.rows, b.rows, per32)
-		lo, hi := k.Reg(ptx.S32), k.Reg(ptx.S32)
-		k.Op("mul.lo.s32 %s, %s, %s", lo, b.oh0, SH)
-		k.Op("sub.s32 %s, %s, %s", lo, lo, PH)
-		k.Op("add.s32 %s, %s, %s", hi, b.oh0, b.rows)
-		k.Op("sub.s32 %s, %s, 1", hi, hi)
-		k.Op("mad.lo.s32 %s, %s, %s, %s", hi, hi, SH, KH)
-		k.Op("sub.s32 %s, %s, %s", hi, hi, PH)
-		k.Op("max.s32 %s, %s, 0", lo, lo)
-		k.Op("min.s32 %s, %s, %s", hi, hi, H)
-		k.Op("max.s32 %s, %s, %s", hi, hi, lo)
-		b.lo = lo
+		b.oh0, b.rows = chunkOf(k, idx, per32, OH)
+		lo, hi := windowSpan(k, b.oh0, b.rows, SH, PH, KH, H)
+		b.lo, b.inRows = lo, k.Reg(ptx.U32)
+		k.Op("sub.s32 %s, %s, %s", b.inRows, hi, lo)
+		b.columns(tile64, tileCols)
 		span, row0 := k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("sub.s32 %s, %s, %s", span, hi, lo)
-		k.Op("mul.lo.u32 %s, %s, %s", span, span, b.W)
+		k.Op("mul.lo.u32 %s, %s, %s", span, b.inRows, b.pitch)
 		b.count, b.base = k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("cvt.u64.u32 %s, %s", b.count, span)
 		in := b.plane
-		if planes != nil {
+		if s.planes != nil {
 			v32 := k.Reg(ptx.U32)
-			k.Op("cvt.u32.u64 %s, %s", v32, planes.v)
-			in, _ = divide32(k, b.plane, v32, planes.magic, planes.shift)
+			k.Op("cvt.u32.u64 %s, %s", v32, s.planes.v)
+			in, _ = divide32(k, b.plane, v32, s.planes.magic, s.planes.shift)
 		}
 		k.Op("mad.lo.u32 %s, %s, %s, %s", row0, in, H, lo)
 		k.Op("mul.wide.u32 %s, %s, %s", b.base, row0, b.W)
@@ -135,9 +154,15 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, bytes int, bo
 		k.Op("mad.lo.u32 %s, %s, %s, %s", pr, b.plane, OH, b.oh0)
 		b.obase = k.Reg(ptx.U64)
 		k.Op("mul.wide.u32 %s, %s, %s", b.obase, pr, b.OW)
-		b.each(func(e ptx.Reg) { // stage rows [lo, hi) of the plane, in order
-			i, v := k.Reg(ptx.U64), k.Reg(d.reg())
-			k.Op("add.s64 %s, %s, %s", i, b.base, e)
+		if s.tiled {
+			for _, r := range []struct{ at, by ptx.Reg }{{b.base, b.clo}, {b.obase, b.ow0}} {
+				c := k.Reg(ptx.U64)
+				k.Op("cvt.u64.u32 %s, %s", c, r.by)
+				k.Op("add.s64 %s, %s, %s", r.at, r.at, c)
+			}
+		}
+		b.each(func(e, i ptx.Reg) { // stage the band's input, in order
+			v := k.Reg(d.reg())
 			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, i, d.Size()))
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(b.sh, e, d.Size()), v)
 		})
@@ -145,6 +170,52 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, planes *divisor, bytes int, bo
 		body(b)
 		k.Op("bar.sync 0") // the band is read before the next is staged
 	})
+}
+
+// columns sets the band's output columns [ow0, ow0+cols) and the input
+// columns [clo, clo+pitch) their windows read: the tile's (tile64 of
+// tileCols columns, u64) where the frame is tiled, else whole rows.
+func (b *band) columns(tile64, tileCols ptx.Reg) {
+	k := b.k
+	if !b.spec.tiled { // ow0 and clo are 0, and not read
+		b.cols, b.pitch = b.OW, b.W
+		return
+	}
+	b.ow0, b.cols, b.clo, b.pitch = k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	t32, c32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", t32, tile64)
+	k.Op("cvt.u32.u64 %s, %s", c32, tileCols)
+	b.ow0, b.cols = chunkOf(k, t32, c32, b.OW)
+	lo, hi := windowSpan(k, b.ow0, b.cols, poolField(k, 8), poolField(k, 10), poolField(k, pgEW), b.W)
+	b.clo, b.pitch = lo, k.Reg(ptx.U32)
+	k.Op("sub.s32 %s, %s, %s", b.pitch, hi, lo)
+}
+
+// chunkOf returns the first (i·per) and the number (per, or what is left
+// of total) of the positions of chunk i along a dimension (u32).
+func chunkOf(k *ptx.Kernel, i, per, total ptx.Reg) (first, n ptx.Reg) {
+	first, n = k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mul.lo.u32 %s, %s, %s", first, i, per)
+	k.Op("sub.u32 %s, %s, %s", n, total, first)
+	k.Op("min.u32 %s, %s, %s", n, n, per)
+	return first, n
+}
+
+// windowSpan returns the input positions [lo, hi) (s32) that the windows
+// at positions [first, first+n) read along a dimension (u32): stride S,
+// low padding P and extent E, clamped to [0, size).
+func windowSpan(k *ptx.Kernel, first, n, S, P, E, size ptx.Reg) (lo, hi ptx.Reg) {
+	lo, hi = k.Reg(ptx.S32), k.Reg(ptx.S32)
+	k.Op("mul.lo.s32 %s, %s, %s", lo, first, S)
+	k.Op("sub.s32 %s, %s, %s", lo, lo, P)
+	k.Op("add.s32 %s, %s, %s", hi, first, n)
+	k.Op("sub.s32 %s, %s, 1", hi, hi)
+	k.Op("mad.lo.s32 %s, %s, %s, %s", hi, hi, S, E)
+	k.Op("sub.s32 %s, %s, %s", hi, hi, P)
+	k.Op("max.s32 %s, %s, 0", lo, lo)
+	k.Op("min.s32 %s, %s, %s", hi, hi, size)
+	k.Op("max.s32 %s, %s, %s", hi, hi, lo)
+	return lo, hi
 }
 
 // blockThreads returns the thread's index in its block, the block's
@@ -164,8 +235,65 @@ func blockThreads(k *ptx.Kernel) (tid, ntid, first, step ptx.Reg) {
 }
 
 // each runs body for the band's staged elements, the block's threads in
-// turn (aligned on the band's first input element).
-func (b *band) each(body func(e ptx.Reg)) { b.aligned(b.base, b.count, b.d.Size(), body) }
+// turn (aligned on each run's first element), with the element's index
+// among the staged (e) and in x (i), both u64.
+func (b *band) each(body func(e, i ptx.Reg)) {
+	if !b.spec.tiled {
+		b.aligned(b.base, b.count, b.d.Size(), func(e ptx.Reg) {
+			i := b.k.Reg(ptx.U64)
+			b.k.Op("add.s64 %s, %s, %s", i, b.base, e)
+			body(e, i)
+		})
+		return
+	}
+	b.runs(b.inRows, b.base, b.W, b.pitch, b.d.Size(), body)
+}
+
+// runs runs body for the elements of n runs (u32) of width elements
+// (u32, of size bytes), run r's first at first + r·pitch (u64; pitch
+// u32) and packed in order from 0: body gets an element's place in the
+// packing (e) and its index (i), both u64. An untiled frame's runs are
+// its rows, back to back: one run of n·width.
+// Each warp reconverges after each run (bar.warp.sync: the lanes that
+// left the run a turn early wait), so that its accesses of the next run
+// are one request each, as the emulator's profile then counts them too.
+func (b *band) runs(n, first, pitch, width ptx.Reg, size int, body func(e, i ptx.Reg)) {
+	b.runsAt(n, first, pitch, width, size, func(e, i, _, _ ptx.Reg) { body(e, i) })
+}
+
+// runsAt is runs whose body also gets the run (r) and the element's
+// place in it (c), both u32: in an untiled frame r and c are not set
+// (the caller divides e where it needs them).
+func (b *band) runsAt(n, first, pitch, width ptx.Reg, size int, body func(e, i, r, c ptx.Reg)) {
+	k := b.k
+	if !b.spec.tiled {
+		all, all64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mul.lo.u32 %s, %s, %s", all, n, width)
+		k.Op("cvt.u64.u32 %s, %s", all64, all)
+		b.aligned(first, all64, size, func(e ptx.Reg) {
+			i := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", i, first, e)
+			body(e, i, ptx.Reg{}, ptx.Reg{})
+		})
+		return
+	}
+	w64 := k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", w64, width)
+	dwBandLoop(k, n, func(r ptx.Reg) {
+		start, packed := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("mul.wide.u32 %s, %s, %s", start, r, pitch)
+		k.Op("add.s64 %s, %s, %s", start, start, first)
+		k.Op("mul.wide.u32 %s, %s, %s", packed, r, width)
+		b.aligned(start, w64, size, func(c ptx.Reg) {
+			e, i, c32 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U32)
+			k.Op("add.s64 %s, %s, %s", e, packed, c)
+			k.Op("add.s64 %s, %s, %s", i, start, c)
+			k.Op("cvt.u32.u64 %s, %s", c32, c)
+			body(e, i, r, c32)
+		})
+		k.Op("bar.warp.sync 0xffffffff") // the warp reconverges before the next run
+	})
+}
 
 // aligned runs body for e in [0, n), the block's threads in turn, the
 // turns shifted so that the elements first+e (of size bytes) a warp takes
@@ -188,38 +316,58 @@ func (b *band) aligned(first, n ptx.Reg, size int, body func(e ptx.Reg)) {
 	})
 }
 
-// windows runs body for each of the band's windows (j, the output's index
-// in the band) with the window's first tap (ih0, iw0, s32) and the taps'
-// index in the staged rows (at), a warp's windows aligned for outputs of
-// the input's dtype.
-func (b *band) windows(body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
+// outputs runs body for the band's outputs (of size bytes), the block's
+// threads in turn, aligned on each run of them: j is an output's place
+// among the band's and o its index (u64); pos gives its row in the band
+// and its column (u32), dividing j where the frame is untiled.
+func (b *band) outputs(size int, body func(j, o ptx.Reg, pos func() (r, ow ptx.Reg))) {
+	k := b.k
+	b.runsAt(b.rows, b.obase, b.OW, b.cols, size, func(j, o, r, c ptx.Reg) {
+		body(j, o, func() (ptx.Reg, ptx.Reg) {
+			if !b.spec.tiled {
+				j32 := k.Reg(ptx.U32)
+				k.Op("cvt.u32.u64 %s, %s", j32, j)
+				return poolDiv(k, j32, 4, 1) // by OW
+			}
+			ow := k.Reg(ptx.U32)
+			k.Op("add.u32 %s, %s, %s", ow, b.ow0, c)
+			return r, ow
+		})
+	})
+}
+
+// windows runs body for each of the band's windows (j, its place among
+// the band's outputs, and o, the output's index) with the window's first
+// tap (ih0, iw0, s32) and the taps' index in the staged rows (at), a
+// warp's windows aligned for outputs of the input's dtype.
+func (b *band) windows(body func(j, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
 	b.windowsOf(b.d.Size(), body)
 }
 
 // windowsOf is windows for outputs of size bytes.
-func (b *band) windowsOf(size int, body func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
+func (b *band) windowsOf(size int, body func(j, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg)) {
 	k := b.k
-	outs, o32 := k.Reg(ptx.U64), k.Reg(ptx.U32)
-	k.Op("mul.lo.u32 %s, %s, %s", o32, b.rows, b.OW)
-	k.Op("cvt.u64.u32 %s, %s", outs, o32)
 	at := func(ih, iw ptx.Reg) ptx.Reg {
 		i, i64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		col := iw
+		if b.spec.tiled {
+			col = k.Reg(ptx.U32)
+			k.Op("sub.s32 %s, %s, %s", col, iw, b.clo)
+		}
 		k.Op("sub.s32 %s, %s, %s", i, ih, b.lo)
-		k.Op("mad.lo.u32 %s, %s, %s, %s", i, i, b.W, iw)
+		k.Op("mad.lo.u32 %s, %s, %s, %s", i, i, b.pitch, col)
 		k.Op("cvt.u64.u32 %s, %s", i64, i)
 		return i64
 	}
-	b.aligned(b.obase, outs, size, func(j ptx.Reg) {
-		j32 := k.Reg(ptx.U32)
-		k.Op("cvt.u32.u64 %s, %s", j32, j)
-		r, ow := poolDiv(k, j32, 4, 1) // by OW
+	b.outputs(size, func(j, o ptx.Reg, pos func() (r, ow ptx.Reg)) {
+		r, ow := pos()
 		ih0, iw0 := k.Reg(ptx.S32), k.Reg(ptx.S32)
 		k.Op("add.u32 %s, %s, %s", ih0, b.oh0, r)
 		k.Op("mul.lo.s32 %s, %s, %s", ih0, ih0, poolField(k, 7))
 		k.Op("sub.s32 %s, %s, %s", ih0, ih0, poolField(k, 9))
 		k.Op("mul.lo.s32 %s, %s, %s", iw0, ow, poolField(k, 8))
 		k.Op("sub.s32 %s, %s, %s", iw0, iw0, poolField(k, 10))
-		body(j, ih0, iw0, at)
+		body(j, o, ih0, iw0, at)
 	})
 }
 
@@ -231,15 +379,24 @@ func (b *band) staged(sh, idx ptx.Reg) ptx.Reg {
 	return toCompute(k, d, raw)
 }
 
-// poolBandReduceKernel writes pool2d_<kind>_nchwband_<d>.
-func poolBandReduceKernel(kind string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d", kind, "nchwband", string(d)))
-	o, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
+// bandLayout names the band kernels in kernel names: "nchwband", or
+// "nchwtile" where the bands are split into column tiles.
+func bandLayout(tiled bool) string {
+	if tiled {
+		return "nchwtile"
+	}
+	return "nchwband"
+}
+
+// poolBandReduceKernel writes pool2d_<kind>_<nchwband|nchwtile>_<d>.
+func poolBandReduceKernel(kind string, d DType, tiled bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d", kind, bandLayout(tiled), string(d)))
+	out, x, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("init")
 	op := map[string]string{"sum": "add", "max": "max", "min": "min"}[kind]
 	c := d.Compute() // a half type's taps in float32, the result rounded once
 	init := toCompute(k, d, load(k, d, ip))
-	newBand(k, d, x, func(b *band) {
-		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+	newBand(k, d, x, tiled, func(b *band) {
+		b.windows(func(_, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			acc := k.Reg(c.reg())
 			k.Op("mov.%s %s, %s", bits(c.reg()), acc, init)
 			eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
@@ -251,24 +408,22 @@ func poolBandReduceKernel(kind string, d DType) *ptx.Kernel {
 				k.Place(skip)
 				k.Op("mov.%s %s, %s", bits(c.reg()), acc, binaryOp(k, op, c, acc, v))
 			})
-			oi := k.Reg(ptx.U64)
-			k.Op("add.s64 %s, %s, %s", oi, b.obase, j)
-			store(k, d, k.Addr(o, oi, d.Size()), fromCompute(k, d, acc))
+			store(k, d, k.Addr(out, o, d.Size()), fromCompute(k, d, acc))
 		})
 	})
 	return k
 }
 
-// poolBandSelectPutKernel writes pool2d_select_put_<ge|le>_nchwband_<d>.
-func poolBandSelectPutKernel(d DType, ge bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), "nchwband", string(d)))
-	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
+// poolBandSelectPutKernel writes pool2d_select_put_<ge|le>_<nchwband|nchwtile>_<d>.
+func poolBandSelectPutKernel(d DType, ge, tiled bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), bandLayout(tiled), string(d)))
+	out, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
 	init := load(k, d, ip)
-	newBand(k, d, x, func(b *band) {
+	newBand(k, d, x, tiled, func(b *band) {
 		put := k.Shared("grads", BandBytes, 16)
-		b.each(func(e ptx.Reg) { k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(put, e, d.Size()), init) })
+		b.each(func(e, _ ptx.Reg) { k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(put, e, d.Size()), init) })
 		k.Op("bar.sync 0")
-		b.windows(func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
+		b.windows(func(_, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 			s := newSelection(k, d.Compute(), ge) // a half type's taps compared in float32
 			eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
 				next := k.Label("band_tap")
@@ -278,18 +433,15 @@ func poolBandSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 			})
 			skip := k.Label("none_chosen")
 			k.Op("@!%s bra %s", s.found, skip)
-			oi := k.Reg(ptx.U64)
-			k.Op("add.s64 %s, %s, %s", oi, b.obase, j)
-			sum := binaryOp(k, "add", d.Compute(), toCompute(k, d, init), toCompute(k, d, load(k, d, k.Addr(src, oi, d.Size()))))
+			sum := binaryOp(k, "add", d.Compute(), toCompute(k, d, init), toCompute(k, d, load(k, d, k.Addr(src, o, d.Size()))))
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(put, s.chosen, d.Size()), fromCompute(k, d, sum))
 			k.Place(skip)
 		})
 		k.Op("bar.sync 0")
-		b.each(func(e ptx.Reg) { // the band's rows of the result, in order
-			i, v := k.Reg(ptx.U64), k.Reg(d.reg())
-			k.Op("add.s64 %s, %s, %s", i, b.base, e)
+		b.each(func(e, i ptx.Reg) { // the band's rows of the result, in order
+			v := k.Reg(d.reg())
 			k.Op("ld.shared.%s %s, [%s]", d.mem(), v, k.Addr(put, e, d.Size()))
-			store(k, d, k.Addr(o, i, d.Size()), v)
+			store(k, d, k.Addr(out, i, d.Size()), v)
 		})
 	})
 	return k

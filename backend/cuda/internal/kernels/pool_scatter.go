@@ -28,6 +28,10 @@ import (
 //     output rows, contiguous in the plane) in shared memory, read in
 //     order, then writes the band's elements in order.
 //
+// Rows too wide for a band take the _nchwtile_ twins of the NCHW kernels
+// (tiles.go): the selections by tiles of output columns, the scatter by
+// tiles of operand columns.
+//
 // The selections are a byte a window where the window kernels write an
 // int64 offset, and the scatter reads only the windows over its element.
 
@@ -61,10 +65,12 @@ func poolScatterKernels() []*ptx.Kernel {
 		out = append(out, poolSelectScatterKernel(d))
 	}
 	for _, d := range quadTypes {
-		for _, ge := range []bool{true, false} {
-			out = append(out, poolSelectKernel(d, ge, "nchwband"))
+		for _, tiled := range []bool{false, true} {
+			for _, ge := range []bool{true, false} {
+				out = append(out, poolSelectKernel(d, ge, bandLayout(tiled)))
+			}
+			out = append(out, poolBandScatterKernel(d, tiled))
 		}
-		out = append(out, poolBandScatterKernel(d))
 	}
 	return out
 }
@@ -92,11 +98,9 @@ func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
 		k.Op("selp.u32 %s, %s, %d, %s", r, r, PoolSelectNone, s.found)
 		store(k, U8, k.Addr(sel, o, 1), r)
 	}
-	if layout == "nchwband" {
-		newBand(k, d, x, func(b *band) {
-			b.windowsOf(1, func(j, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
-				o := k.Reg(ptx.U64)
-				k.Op("add.s64 %s, %s, %s", o, b.obase, j)
+	if layout == "nchwband" || layout == "nchwtile" {
+		newBand(k, d, x, layout == "nchwtile", func(b *band) {
+			b.windowsOf(1, func(_, o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg) {
 				choose(o, ih0, iw0, at, func(idx ptx.Reg) ptx.Reg { return b.staged(b.sh, idx) })
 			})
 		})
@@ -145,20 +149,20 @@ func poolSelectScatterKernel(d DType) *ptx.Kernel {
 	return k
 }
 
-// poolBandScatterKernel writes pool2d_select_scatter_nchwband_<d>.
-func poolBandScatterKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_scatter", "nchwband", string(d)))
+// poolBandScatterKernel writes pool2d_select_scatter_<nchwband|nchwtile>_<d>.
+func poolBandScatterKernel(d DType, tiled bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_scatter", bandLayout(tiled), string(d)))
 	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
 	shSel, shSrc := k.Shared("sel", BandBytes, 16), k.Shared("src", BandBytes, 16)
 	init := toCompute(k, d, load(k, d, ip))
 	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a staged window along a row: the next element
 	k.Op("mov.u64 %s, 1", selStep)
 	k.Op("mov.u64 %s, %d", valStep, d.Size())
-	newRowBand(k, func(rb *rowBand) {
+	newRowBand(k, tiled, func(rb *rowBand) {
 		rb.stage(U8, sel, shSel, rb.plane)
 		rb.stage(d, src, shSrc, rb.plane)
 		k.Op("bar.sync 0")
-		rb.elements(d, o, func(_, ih, iw ptx.Reg) ptx.Reg {
+		rb.elements(d, o, func(ih, iw ptx.Reg) ptx.Reg {
 			acc := scatterSum(k, d, init, ih, iw, windowWalk{
 				at: func(oh, ow ptx.Reg) (ptx.Reg, ptx.Reg) {
 					w := rb.staged(oh, ow)

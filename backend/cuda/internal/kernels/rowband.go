@@ -34,95 +34,146 @@ func RowBandRows(p PoolDims, rowBytes int) int {
 // rowBand is a row-band kernel's frame: in each band's body, where the
 // band stands.
 type rowBand struct {
-	*band // the block's threads and their aligned turns
-	// The band's plane, first operand row, the first output row of the
-	// windows over it and their rows (u32); the band's first element's
-	// index in the operand and its elements (u64).
-	plane, ih0, olo, outRows ptx.Reg
-	ibase, elems             ptx.Reg
+	*band // the block's threads and their aligned turns; spec.tiled
+	// The band's plane, first operand row and rows, the first output row
+	// of the windows over it and their rows (u32); its first operand
+	// column and columns, the first output column of the windows over
+	// them and their columns (u32: 0, W, 0 and OW untiled); the band's
+	// first element's index in the operand (u64); the staged outputs of
+	// a plane (u32).
+	plane, ih0, rows, olo, outRows ptx.Reg
+	c0, width, owlo, outCols       ptx.Reg
+	ibase                          ptx.Reg
+	span                           ptx.Reg
 }
 
 // newRowBand declares the frame's parameters after the kernel's tensors
 // and runs body for each of the block's bands; the block synchronises
-// after each.
-func newRowBand(k *ptx.Kernel, body func(rb *rowBand)) {
+// after each. Tiled bands split the rows into column tiles: then come the
+// parameters cols, the operand columns a tile, and tpr, the tiles across
+// a row (a divisor).
+func newRowBand(k *ptx.Kernel, tiled bool, body func(rb *rowBand)) {
 	k.ParamBytes("pg", PoolGeomLen)
 	chunks := k.Param("chunks", ptx.U64)
 	cpp := paramDivisor(k, "cpp")
 	per := k.Param("per", ptx.U64)
-	H, W := poolField(k, 1), poolField(k, 2)
-	rb := &rowBand{band: &band{k: k}}
+	var tileCols ptx.Reg
+	var tpr divisor
+	if tiled {
+		tileCols, tpr = k.Param("cols", ptx.U64), paramDivisor(k, "tpr")
+	}
+	H, W, OW := poolField(k, 1), poolField(k, 2), poolField(k, pgOW)
+	rb := &rowBand{band: &band{k: k, spec: bandSpec{tiled: tiled}, W: W, OW: OW}}
 	var first, step ptx.Reg
 	rb.tid, rb.ntid, first, step = blockThreads(k)
 	k.Loop(first, chunks, step, func(ch ptx.Reg) {
 		plane64, band64 := divmod(k, ch, cpp)
-		rb.plane, rb.ih0, rb.olo, rb.outRows = k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		rows, last, per32 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		var tile64 ptx.Reg
+		if tiled {
+			band64, tile64 = divmod(k, band64, tpr)
+		}
+		rb.plane = k.Reg(ptx.U32)
+		last, per32, band32 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 		k.Op("cvt.u32.u64 %s, %s", rb.plane, plane64)
 		k.Op("cvt.u32.u64 %s, %s", per32, per)
-		k.Op("cvt.u32.u64 %s, %s", rb.ih0, band64)
-		k.Op("mul.lo.u32 %s, %s, %s", rb.ih0, rb.ih0, per32)
-		k.Op("sub.u32 %s, %s, %s", rows, H, rb.ih0)
-		k.Op("min.u32 %s, %s, %s", rows, rows, per32)
-		k.Op("add.u32 %s, %s, %s", last, rb.ih0, rows)
+		k.Op("cvt.u32.u64 %s, %s", band32, band64)
+		rb.ih0, rb.rows = chunkOf(k, band32, per32, H)
+		k.Op("add.u32 %s, %s, %s", last, rb.ih0, rb.rows)
 		k.Op("sub.u32 %s, %s, 1", last, last)
-		olo64, _ := poolCover(k, rb.ih0, pgEH, 7, 9, pgOH, 5) // the windows' extent over the rows
-		_, oend64 := poolCover(k, last, pgEH, 7, 9, pgOH, 5)
-		k.Op("cvt.u32.u64 %s, %s", rb.olo, olo64)
-		k.Op("cvt.u32.u64 %s, %s", rb.outRows, oend64)
-		k.Op("sub.u32 %s, %s, %s", rb.outRows, rb.outRows, rb.olo)
-		rb.elems, rb.ibase = k.Reg(ptx.U64), k.Reg(ptx.U64)
+		rb.olo, rb.outRows = rb.cover(rb.ih0, last, pgEH, 7, 9, pgOH, 5) // the windows' extent over the rows
+		if tiled {
+			t32, c32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", t32, tile64)
+			k.Op("cvt.u32.u64 %s, %s", c32, tileCols)
+			rb.c0, rb.width = chunkOf(k, t32, c32, W)
+			k.Op("add.u32 %s, %s, %s", last, rb.c0, rb.width)
+			k.Op("sub.u32 %s, %s, 1", last, last)
+			rb.owlo, rb.outCols = rb.cover(rb.c0, last, pgEW, 8, 10, pgOW, 6)
+		} else { // c0 and owlo are 0, and not read
+			rb.width, rb.outCols = W, OW
+		}
+		rb.span = k.Reg(ptx.U32)
+		k.Op("mul.lo.u32 %s, %s, %s", rb.span, rb.outRows, rb.outCols)
+		rb.ibase = k.Reg(ptx.U64)
 		i32 := k.Reg(ptx.U32)
-		k.Op("mul.wide.u32 %s, %s, %s", rb.elems, rows, W)
 		k.Op("mad.lo.u32 %s, %s, %s, %s", i32, rb.plane, H, rb.ih0)
 		k.Op("mul.wide.u32 %s, %s, %s", rb.ibase, i32, W)
+		if tiled {
+			c64 := k.Reg(ptx.U64)
+			k.Op("cvt.u64.u32 %s, %s", c64, rb.c0)
+			k.Op("add.s64 %s, %s, %s", rb.ibase, rb.ibase, c64)
+		}
 		body(rb)
 		k.Op("bar.sync 0") // the band is read before the next is staged
 	})
 }
 
-// stage copies the staged output rows of plane (u32) of g (planes of OH
-// x OW elements of t) to sh, in order; the caller synchronises the block
-// before reading them.
+// cover returns the first (u32) and the number (u32) of the window
+// positions along one dimension whose windows hold a position in [from,
+// last] (u32), poolCover's fields and slot describing the dimension.
+func (rb *rowBand) cover(from, last ptx.Reg, fk, fs, fp, fo, slot int) (lo, n ptx.Reg) {
+	k := rb.k
+	lo64, _ := poolCover(k, from, fk, fs, fp, fo, slot)
+	_, end64 := poolCover(k, last, fk, fs, fp, fo, slot)
+	lo, n = k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", lo, lo64)
+	k.Op("cvt.u32.u64 %s, %s", n, end64)
+	k.Op("sub.u32 %s, %s, %s", n, n, lo)
+	return lo, n
+}
+
+// stage copies the staged windows' values of plane (u32) of g (planes of
+// OH x OW elements of t) to sh, in order (outRows runs of outCols); the
+// caller synchronises the block before reading them.
 func (rb *rowBand) stage(t DType, g, sh, plane ptx.Reg) {
 	k := rb.k
-	OH, OW := poolField(k, pgOH), poolField(k, pgOW)
-	n, base, r32, n32 := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("mul.lo.u32 %s, %s, %s", n32, rb.outRows, OW)
-	k.Op("cvt.u64.u32 %s, %s", n, n32)
+	OH := poolField(k, pgOH)
+	base, r32 := k.Reg(ptx.U64), k.Reg(ptx.U32)
 	k.Op("mad.lo.u32 %s, %s, %s, %s", r32, plane, OH, rb.olo)
-	k.Op("mul.wide.u32 %s, %s, %s", base, r32, OW)
-	rb.aligned(base, n, t.Size(), func(e ptx.Reg) {
-		i, v := k.Reg(ptx.U64), k.Reg(t.reg())
-		k.Op("add.s64 %s, %s, %s", i, base, e)
+	k.Op("mul.wide.u32 %s, %s, %s", base, r32, rb.OW)
+	if rb.spec.tiled {
+		c64 := k.Reg(ptx.U64)
+		k.Op("cvt.u64.u32 %s, %s", c64, rb.owlo)
+		k.Op("add.s64 %s, %s, %s", base, base, c64)
+	}
+	rb.runs(rb.outRows, base, rb.OW, rb.outCols, t.Size(), func(e, i ptx.Reg) {
+		v := k.Reg(t.reg())
 		k.Op("ld.global.%s %s, [%s]", t.mem(), v, k.Addr(g, i, t.Size()))
 		k.Op("st.shared.%s [%s], %s", t.mem(), k.Addr(sh, e, t.Size()), v)
 	})
 }
 
 // elements runs body for each of the band's elements (d's, written in
-// order by aligned turns): its index in the band (u64), its row and its
-// column (u32). body returns the value to store at out.
-func (rb *rowBand) elements(d DType, out ptx.Reg, body func(e, ih, iw ptx.Reg) ptx.Reg) {
+// order by aligned turns): its row and its column (u32). body returns
+// the value to store at out.
+func (rb *rowBand) elements(d DType, out ptx.Reg, body func(ih, iw ptx.Reg) ptx.Reg) {
 	k := rb.k
-	rb.aligned(rb.ibase, rb.elems, d.Size(), func(e ptx.Reg) {
-		e32, ih := k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("cvt.u32.u64 %s, %s", e32, e)
-		r, iw := poolDiv(k, e32, 2, 3) // by W
+	rb.runsAt(rb.rows, rb.ibase, rb.W, rb.width, d.Size(), func(e, i, r, c ptx.Reg) {
+		var iw ptx.Reg
+		if rb.spec.tiled {
+			iw = k.Reg(ptx.U32)
+			k.Op("add.u32 %s, %s, %s", iw, rb.c0, c)
+		} else {
+			e32 := k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", e32, e)
+			r, iw = poolDiv(k, e32, 2, 3) // by W
+		}
+		ih := k.Reg(ptx.U32)
 		k.Op("add.u32 %s, %s, %s", ih, rb.ih0, r)
-		v := body(e, ih, iw)
-		oi := k.Reg(ptx.U64)
-		k.Op("add.s64 %s, %s, %s", oi, rb.ibase, e)
-		store(k, d, k.Addr(out, oi, d.Size()), v)
+		store(k, d, k.Addr(out, i, d.Size()), body(ih, iw))
 	})
 }
 
 // staged is the place of window (oh, ow) (u32) in the staged rows (u64).
 func (rb *rowBand) staged(oh, ow ptx.Reg) ptx.Reg {
 	k := rb.k
-	w32, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+	w32, col, w64 := k.Reg(ptx.U32), ow, k.Reg(ptx.U64)
+	if rb.spec.tiled {
+		col = k.Reg(ptx.U32)
+		k.Op("sub.u32 %s, %s, %s", col, ow, rb.owlo)
+	}
 	k.Op("sub.u32 %s, %s, %s", w32, oh, rb.olo)
-	k.Op("mad.lo.u32 %s, %s, %s, %s", w32, w32, poolField(k, pgOW), ow)
+	k.Op("mad.lo.u32 %s, %s, %s, %s", w32, w32, rb.outCols, col)
 	k.Op("cvt.u64.u32 %s, %s", w64, w32)
 	return w64
 }

@@ -1,0 +1,124 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// NCHW pooling whose rows are too wide for a band goes by bands split
+// into column tiles (kernels/tiles.go) and agrees with the CPU exactly:
+// overlapping and disjoint windows, padding on both sides, several tiles
+// a row and several bands a plane, the float and half dtypes, NaNs, an
+// init that padding taps count as; the gradients of max and min pooling,
+// by the tiled selections and scatter where windows overlap and by the
+// tiled puts where they do not.
+func TestPoolTilesOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(31)
+	launched := recordLaunches(t, d)
+	win := func(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
+		return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
+			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+	}
+	for i, c := range []struct {
+		dt    tensor.DType
+		shape tensor.Shape
+		w     ops.Window
+	}{
+		{tensor.Float32, tensor.Shape{1, 2, 9, 1500}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // ResNet's pool, wide
+		{tensor.Float32, tensor.Shape{1, 1, 11, 1400}, win(3, 3, 1, 1, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{2, 1, 7, 1500}, win(3, 2, 2, 1, [2]int{0, 1}, [2]int{1, 0})},
+		{tensor.BFloat16, tensor.Shape{1, 1, 5, 2900}, win(3, 3, 1, 1, [2]int{1, 1}, [2]int{1, 1})},
+		{tensor.Float16, tensor.Shape{1, 2, 6, 2800}, win(3, 3, 2, 2, [2]int{1, 0}, [2]int{0, 1})},
+		// Windows that do not overlap: their gradients take the tiled puts.
+		{tensor.Float32, tensor.Shape{1, 2, 10, 1500}, win(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{1, 1, 11, 800}, win(3, 2, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
+	} {
+		p, nhwc, ok := pool2D(c.shape, c.w)
+		kt := kernelType(c.dt)
+		if !ok || nhwc || poolLayout(p, nhwc, kt) != "nchwtile" {
+			t.Fatalf("case %d: %v over %v does not take the tiled kernels", i, c.w, c.shape)
+		}
+		if tl, _ := kernels.BandTiling(p, kt, kernels.BandBytes, 0); tl.Tiles(p.OW) < 2 {
+			t.Fatalf("case %d: %d tile a row (%+v)", i, tl.Tiles(p.OW), tl)
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
+		at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
+		x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(211.0)), tensor.Scalar(7.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
+		init := ops.Cast(tensor.Scalar(-2.5), c.dt)
+		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+			agree(t, fmt.Sprintf("case %d: %v %v reduce %d", i, c.dt, c.shape, kind), ops.ReduceWindow(gx, gi, kind, c.w), ops.ReduceWindow(x, init, kind, c.w))
+		}
+		if !disjoint(c.w) && !poolScatters(p, false, kt) {
+			t.Fatalf("case %d: the gradient does not take the pooling scatter", i)
+		}
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, c.w.OutShape(c.shape)...)), c.dt)
+		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			agree(t, fmt.Sprintf("case %d: %v %v select %d", i, c.dt, c.shape, sel),
+				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, c.w), ops.SelectAndScatter(x, src, init, sel, c.w))
+		}
+	}
+	if _, ok := d.ctx.(*emu.Context); ok {
+		for _, k := range []string{"pool2d_max_nchwtile_f32", "pool2d_sum_nchwtile_f64", "pool2d_min_nchwtile_bf16", "pool2d_max_nchwtile_f16",
+			"pool2d_select_ge_nchwtile_f32", "pool2d_select_le_nchwtile_f16", "pool2d_select_scatter_nchwtile_f32",
+			"pool2d_select_scatter_nchwtile_f64", "pool2d_select_scatter_nchwtile_bf16", "pool2d_select_scatter_nchwtile_f16",
+			"pool2d_select_put_ge_nchwtile_f32", "pool2d_select_put_le_nchwtile_f64"} {
+			if !slices.Contains(*launched, k) {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+}
+
+// NCHW depthwise convolutions whose rows are too wide for a band go by
+// bands split into column tiles, forward and both gradients, and agree
+// with the CPU: SAME and VALID, strides, multipliers and dilations, the
+// input gradient by tiles of the forward's kind (a multiplier, strides
+// and dilations of 1) or of dx's rows (the others).
+func TestDepthwiseTilesOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(33)
+	launched := recordLaunches(t, d)
+	for i, c := range []struct {
+		dt       tensor.DType
+		shape    tensor.Shape // NCHW
+		kh, kw   int
+		strides  [2]int
+		padding  ops.PaddingMode
+		m        int
+		dil      [2]int
+		gradRows bool // the input gradient takes tiles of dx's rows
+	}{
+		{tensor.Float32, tensor.Shape{1, 2, 6, 1500}, 3, 3, [2]int{1, 1}, ops.Same, 1, [2]int{1, 1}, false},
+		{tensor.Float64, tensor.Shape{2, 1, 5, 900}, 5, 3, [2]int{1, 1}, ops.Valid, 1, [2]int{1, 1}, false},
+		{tensor.Float32, tensor.Shape{1, 1, 7, 1500}, 3, 3, [2]int{1, 1}, ops.Same, 2, [2]int{1, 1}, true},
+		{tensor.Float32, tensor.Shape{1, 2, 5, 4200}, 3, 3, [2]int{2, 2}, ops.Same, 1, [2]int{1, 1}, true},
+		{tensor.Float64, tensor.Shape{1, 1, 9, 1000}, 3, 3, [2]int{1, 1}, ops.Same, 1, [2]int{2, 2}, true},
+	} {
+		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Dilations: c.dil, Format: ops.NCHW}
+		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
+		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], c.m), c.dt)
+		*launched = (*launched)[:0]
+		agreeDepthwise(t, d, fmt.Sprintf("case %d: %v %v %dx%d", i, c.dt, c.shape, c.kh, c.kw), x, f, o, ops.Cos)
+		if _, ok := d.ctx.(*emu.Context); ok {
+			dt := string(kernelType(c.dt))
+			want := []string{"dw_fwd_nchwtile_" + dt, "dw_filter_nchwtile_" + dt, "dw_input_nchwtile_" + dt}
+			if c.gradRows {
+				want[2] = "dw_input_nchwrowtiles_" + dt
+			}
+			for _, k := range want {
+				if !slices.Contains(*launched, k) {
+					t.Errorf("case %d: %s did not run (%v)", i, k, *launched)
+				}
+			}
+		}
+	}
+}
