@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"math"
 	"os"
@@ -35,7 +36,14 @@ type FitConfig struct {
 	// lines, at most one every 10 seconds; and a line of Logs per epoch.
 	// Nil shows nothing.
 	Progress io.Writer
-	// StepsPerEpoch sizes the bar (0: unknown, no ETA).
+	// StepsPerEpoch, when above 0, makes every epoch that many steps, as
+	// Keras's steps_per_epoch does: Fit then reads ds as one stream of
+	// passes (pass n is ds.Epoch(ctx, n)), going on into the next pass
+	// where one ends, so that an endless dataset (Repeat(-1)) is read
+	// once through, an epoch at a time, and a finite one is cut into
+	// epochs of StepsPerEpoch batches across its passes. A run resumed
+	// at epoch e starts its stream at pass e. It also sizes the bar
+	// (0: epochs are passes of ds, the bar has no ETA).
 	StepsPerEpoch int
 	// Validation, when not nil, is run through Evaluate after every
 	// epoch; its metrics enter the epoch's Logs as "val_<name>".
@@ -87,8 +95,10 @@ type History struct {
 // Fit runs step over ds for cfg.Epochs epochs, then validation and the
 // callbacks after each. Epoch e runs ds.Epoch(ctx, e), so a Shuffle with
 // reshuffleEachEpoch gives every epoch its own order (and a resumed run
-// the orders an uninterrupted one had). vars and opt are what
-// checkpoints save and restore and what callbacks see.
+// the orders an uninterrupted one had); with cfg.StepsPerEpoch, epochs
+// are that many batches of ds's passes read one after another
+// (FitConfig). vars and opt are what checkpoints save and restore and
+// what callbacks see.
 func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optimizer, step Step, cfg FitConfig) (h History, err error) {
 	defer func() { // the profile EAGERFLOW_PROFILE asked for, written as the run ends
 		if perr := profile.WriteEnv(); perr != nil && err == nil {
@@ -150,11 +160,13 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			stepCallbacks = append(stepCallbacks, sc)
 		}
 	}
+	feed := &epochFeed{ctx: ctx, ds: ds, steps: cfg.StepsPerEpoch, pass: h.FirstEpoch}
+	defer feed.close()
 	for epoch := h.FirstEpoch; epoch < epochs; epoch++ {
 		bar.startEpoch(epoch)
 		var mean Mean
 		examples, steps := 0, 0
-		for batch, err := range ds.Epoch(ctx, epoch) { // a reshuffling Shuffle draws the epoch's order
+		for batch, err := range feed.epoch(epoch) {
 			if err != nil {
 				return h, err
 			}
@@ -241,6 +253,57 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		}
 	}
 	return h, nil // a resumed run that had done every epoch does nothing
+}
+
+// epochFeed gives Fit's epochs their batches: epoch e is ds.Epoch(ctx,
+// e) (a reshuffling Shuffle draws the epoch's order), or, where steps is
+// above 0, the next steps batches of ds's passes read one after another
+// from pass on (FitConfig.StepsPerEpoch).
+type epochFeed struct {
+	ctx   context.Context
+	ds    *data.Dataset
+	steps int
+	pass  int // the next pass to open
+	next  func() (data.Element, error, bool)
+	stop  func()
+}
+
+func (f *epochFeed) epoch(e int) iter.Seq2[data.Element, error] {
+	if f.steps <= 0 {
+		return f.ds.Epoch(f.ctx, e)
+	}
+	return func(yield func(data.Element, error) bool) {
+		for range f.steps {
+			batch, err, ok := f.pull()
+			if !ok || !yield(batch, err) {
+				return
+			}
+		}
+	}
+}
+
+// pull returns the stream's next batch, opening the next pass where one
+// ended; ok is false where a pass just opened holds nothing (ds is empty).
+func (f *epochFeed) pull() (batch data.Element, err error, ok bool) {
+	for {
+		opened := f.next == nil
+		if opened {
+			f.next, f.stop = iter.Pull2(f.ds.Epoch(f.ctx, f.pass))
+			f.pass++
+		}
+		if batch, err, ok = f.next(); ok || opened {
+			return batch, err, ok
+		}
+		f.close()
+	}
+}
+
+// close stops the pass being read, if any.
+func (f *epochFeed) close() {
+	if f.stop != nil {
+		f.stop()
+	}
+	f.next, f.stop = nil, nil
 }
 
 // Evaluate runs eval over every batch of ds and returns each metric's

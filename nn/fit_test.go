@@ -250,6 +250,59 @@ func TestFitReshufflesEachEpoch(t *testing.T) {
 	}
 }
 
+// With StepsPerEpoch, an epoch is that many steps of ds's passes read one
+// after another, as Keras's steps_per_epoch: an endless dataset
+// (Repeat(-1)) trains Epochs epochs and returns, a finite one's passes
+// run on across epochs, a count that matches the passes changes nothing,
+// and an empty dataset gives empty epochs.
+func TestFitStepsPerEpoch(t *testing.T) {
+	x := tensor.Arange[float32](0, 12, 1)
+	ds, err := data.FromSlices(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run runs Fit over d's batches of 4 and returns the first element of
+	// each batch it saw, and the steps at each epoch's end.
+	run := func(d *data.Dataset, cfg FitConfig) ([]float32, []int) {
+		var firsts []float32
+		step := func(b data.Element) (float64, int, error) {
+			firsts = append(firsts, tensor.ToSlice[float32](b[0])[0])
+			return 0, b[0].Dim(0), nil
+		}
+		v := tape.NewVariable("v", tensor.Zeros(tensor.Float32, 1))
+		done := make(chan History, 1)
+		go func() {
+			h, err := Fit(context.Background(), d.Batch(4, false), []*tape.Variable{v}, NewAdam(Constant(0.1)), step, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- h
+		}()
+		select {
+		case h := <-done:
+			return firsts, h.EpochSteps
+		case <-time.After(time.Minute):
+			t.Fatalf("Fit over %d epochs of %d steps has not returned", cfg.Epochs, cfg.StepsPerEpoch)
+			return nil, nil
+		}
+	}
+	stream := []float32{0, 4, 8, 0, 4, 8} // passes of three batches, back to back
+	for _, d := range []*data.Dataset{ds.Repeat(-1), ds} {
+		firsts, ends := run(d, FitConfig{Epochs: 3, StepsPerEpoch: 2})
+		if !slices.Equal(firsts, stream) || !slices.Equal(ends, []int{2, 4, 6}) {
+			t.Errorf("epochs of 2 steps: batches from %v, epochs ending at steps %v; want %v and [2 4 6]", firsts, ends, stream)
+		}
+	}
+	shuffled := ds.Shuffle(12, 3, true)
+	want, _ := run(shuffled, FitConfig{Epochs: 3})
+	if got, ends := run(shuffled, FitConfig{Epochs: 3, StepsPerEpoch: 3}); !slices.Equal(got, want) || !slices.Equal(ends, []int{3, 6, 9}) {
+		t.Errorf("a count that matches the passes: batches from %v (ends %v), want %v", got, ends, want)
+	}
+	if firsts, ends := run(ds.Take(0), FitConfig{Epochs: 2, StepsPerEpoch: 5}); len(firsts) != 0 || !slices.Equal(ends, []int{0, 0}) {
+		t.Errorf("an empty dataset: batches from %v, epochs ending at %v", firsts, ends)
+	}
+}
+
 // A step that fails on an unbatched dataset's element (one example: its
 // label a scalar) names the shapes and asks whether the dataset is
 // batched; a batched dataset's failure has no such hint.
