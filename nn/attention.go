@@ -59,6 +59,10 @@ func NewMultiHeadAttention(name string, rng *tensor.RNG, c, heads int, o MultiHe
 // SetTraining switches the dropping of attention weights on or off.
 func (m *MultiHeadAttention) SetTraining(training bool) { m.training = training }
 
+// Training reports whether m drops attention weights (where its rate is
+// above 0).
+func (m *MultiHeadAttention) Training() bool { return m.training }
+
 // drops reports whether m drops attention weights now.
 func (m *MultiHeadAttention) drops() bool { return m.training && m.Dropout > 0 }
 

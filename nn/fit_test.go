@@ -395,3 +395,41 @@ func TestFitStepCallbacks(t *testing.T) {
 		t.Errorf("a failing StepEnd: %v", err)
 	}
 }
+
+// Evaluating a model, or summarizing it, leaves each layer in the mode it
+// was in: a model put in inference mode for predictions keeps predicting
+// without dropout after an Evaluate (it was put back in training mode,
+// its predictions drawing dropout masks), and a BatchNorm frozen for
+// fine-tuning stays frozen while the rest trains.
+func TestEvaluateKeepsTheModelsModes(t *testing.T) {
+	drop, bn := NewDropout(0.5, tensor.NewRNG(2)), NewBatchNorm("bn", 8, tensor.Float32)
+	m := NewSequential(NewDense("d", tensor.NewRNG(1), 4, 8, DenseOpts{}), drop, bn, NewDense("e", tensor.NewRNG(3), 8, 2, DenseOpts{}))
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float32, 5, 4)
+	ds, err := data.FromSlices(x, tensor.Zeros(tensor.Int32, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evaluate := func() {
+		if _, err := Evaluate(context.Background(), ds.Batch(5, false), EvalStepOf(m, SparseSoftmaxCrossEntropy, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	SetTraining(m, false)
+	before := m.Forward(x)
+	evaluate()
+	if _, err := Summarize(m, x); err != nil {
+		t.Fatal(err)
+	}
+	if drop.Training() || bn.Training() {
+		t.Fatalf("after Evaluate and Summarize: dropout training %v, batch norm training %v; want both in inference", drop.Training(), bn.Training())
+	}
+	if after := m.Forward(x); !slices.Equal(tensor.ToSlice[float32](after), tensor.ToSlice[float32](before)) {
+		t.Errorf("predictions in inference mode changed after Evaluate: %v, then %v", before, after)
+	}
+	SetTraining(m, true)
+	bn.SetTraining(false) // frozen statistics, the rest training
+	evaluate()
+	if !drop.Training() || bn.Training() {
+		t.Errorf("after Evaluate: dropout training %v (want true), batch norm training %v (want false)", drop.Training(), bn.Training())
+	}
+}

@@ -24,9 +24,19 @@ type Stateful interface {
 }
 
 // Trainable modules behave differently in training and in inference
-// (Dropout, BatchNorm); SetTraining switches them.
+// (Dropout, BatchNorm); SetTraining switches them. One that also reports
+// its mode (a method Training() bool, as Dropout, BatchNorm and
+// MultiHeadAttention have) is put back in it by what switches a model to
+// inference for a while (EvalStepOf's steps, Summarize); one that does
+// not is put back in training mode.
 type Trainable interface {
 	SetTraining(training bool)
+}
+
+// modal is a Trainable that reports its mode.
+type modal interface {
+	Trainable
+	Training() bool
 }
 
 // Container is a module made of other modules (a user's model holding
@@ -47,6 +57,46 @@ func SetTraining(m Module, training bool) {
 	case Container:
 		for _, inner := range t.Modules() {
 			SetTraining(inner, training)
+		}
+	}
+}
+
+// inference switches m and every module inside it to inference mode, as
+// SetTraining(m, false) does, and returns a function that puts each back
+// in the mode it was in (training, where a Trainable does not say).
+func inference(m Module) (restore func()) {
+	var undo []func()
+	// walk notes how to put m's modules back, and switches them where set
+	// (a Trainable's own SetTraining switches what it holds).
+	var walk func(m Module, set bool)
+	walk = func(m Module, set bool) {
+		switch t := m.(type) {
+		case modal:
+			was := t.Training()
+			undo = append(undo, func() { t.SetTraining(was) })
+			if set {
+				t.SetTraining(false)
+			}
+		case Trainable:
+			undo = append(undo, func() { t.SetTraining(true) }) // before what it holds is put back
+			if c, ok := m.(Container); ok {
+				for _, inner := range c.Modules() {
+					walk(inner, false)
+				}
+			}
+			if set {
+				t.SetTraining(false)
+			}
+		case Container:
+			for _, inner := range t.Modules() {
+				walk(inner, set)
+			}
+		}
+	}
+	walk(m, true)
+	return func() {
+		for _, u := range undo {
+			u()
 		}
 	}
 }

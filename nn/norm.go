@@ -73,6 +73,9 @@ func NewBatchNorm(name string, c int, dt tensor.DType) *BatchNorm {
 // SetTraining switches between batch and running statistics.
 func (b *BatchNorm) SetTraining(training bool) { b.training = training }
 
+// Training reports whether b normalizes by the batch's statistics.
+func (b *BatchNorm) Training() bool { return b.training }
+
 // shape of a [C] vector broadcast along the feature axis of x.
 func (b *BatchNorm) along(x, v *tensor.Tensor) *tensor.Tensor {
 	axis := b.Axis
@@ -175,6 +178,9 @@ func NewDropout(rate float64, rng *tensor.RNG) *Dropout {
 
 // SetTraining switches dropping on or off.
 func (d *Dropout) SetTraining(training bool) { d.training = training }
+
+// Training reports whether d drops.
+func (d *Dropout) Training() bool { return d.training }
 
 // Forward drops elements in training. Inside a traced step
 // (TracedTrainStep, RecordedTrainStep) its mask is drawn by the graph at

@@ -74,8 +74,7 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 		if len(b) < 2 {
 			return nil, 0, fmt.Errorf("nn: EvalStepOf: a batch of (inputs, labels), got %d components", len(b))
 		}
-		SetTraining(model, false)
-		defer SetTraining(model, true)
+		defer inference(model)()
 		err = tensor.Catch(func() {
 			pred := model.Forward(b[0])
 			out = map[string]float64{"loss": loss(pred, b[1]).Float()}

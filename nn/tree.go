@@ -111,8 +111,7 @@ func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
 	if err := nilArg("Summarize", arg{"the module", m}, arg{"the input", x}); err != nil {
 		return ModelSummary{}, err
 	}
-	SetTraining(m, false)
-	defer SetTraining(m, true)
+	defer inference(m)()
 	s := ModelSummary{InputDType: x.DType(), InputShape: x.Shape()}
 	if err := tensor.Catch(func() { s.Layers, _ = summarize(nil, m, x, 0) }); err != nil {
 		return ModelSummary{}, err
