@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -163,6 +164,8 @@ func FromTensors(components ...*tensor.Tensor) *Dataset {
 
 // FromSlices is a dataset of the slices along the first dimension of the
 // given tensors (which must share it): element i holds row i of each.
+// Tensors on another device are copied to the host (a dataset's elements
+// are host tensors; a Map moves batches to a device).
 func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
 	if len(components) == 0 {
 		return nil, errors.New("data: FromSlices: no tensors")
@@ -182,7 +185,10 @@ func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
 	}
 	comps := make([]*tensor.Tensor, len(components))
 	for i, c := range components {
-		comps[i] = c.Contiguous()
+		var err error
+		if comps[i], err = onHost(c); err != nil {
+			return nil, fmt.Errorf("data: FromSlices: component %d: %w", i, err)
+		}
 	}
 	all := func(int) []int {
 		rows := make([]int, n)
@@ -251,4 +257,13 @@ func FromGeneratorContext(gen func(ctx context.Context, yield func(Element) bool
 			closeFn: func() { cancel(); stop() },
 		}
 	}}
+}
+
+// onHost returns t's values as a contiguous tensor on the host: t itself
+// where it is one, else a copy (from a device, or of a view).
+func onHost(t *tensor.Tensor) (*tensor.Tensor, error) {
+	if t.Device() == device.Host() {
+		return t.Contiguous(), nil
+	}
+	return t.To(device.Host())
 }

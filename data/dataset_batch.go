@@ -83,7 +83,10 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 			backend.FillElems(dst, tensor.FullOf(dt, padValue).HostBytes())
 		}
 		for i, e := range group {
-			src := e[c].Contiguous()
+			src, err := onHost(e[c])
+			if err != nil {
+				return nil, fmt.Errorf("component %d of element %d: %w", c, i, err)
+			}
 			if src.Shape().Equal(shape) {
 				copy(dst[i*size:(i+1)*size], src.HostBytes())
 				continue
@@ -120,7 +123,9 @@ func (d *Dataset) Unbatch() *Dataset {
 				}
 				cur, row = make(Element, len(e)), 0
 				for i, c := range e {
-					cur[i] = c.Contiguous()
+					if cur[i], err = onHost(c); err != nil {
+						return nil, &StageError{Stage: "Unbatch", Err: fmt.Errorf("component %d: %w", i, err)}
+					}
 				}
 			}
 			out := make(Element, len(cur))

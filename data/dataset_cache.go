@@ -41,7 +41,11 @@ func (d *Dataset) CacheFile(path string) *Dataset {
 			if err != nil {
 				return nil, stageErr(d.stage, err)
 			}
-			if err := w.Write(encodeElement(e)); err != nil {
+			rec, err := encodeElement(e)
+			if err == nil {
+				err = w.Write(rec)
+			}
+			if err != nil {
 				return nil, &StageError{Stage: stage, Err: err}
 			}
 			return e, nil
@@ -83,11 +87,15 @@ func cacheReader(stage, path string) iterator {
 }
 
 // encodeElement serializes an element: the component count, then for each
-// its dtype, rank, dimensions and row-major bytes (varints throughout).
-func encodeElement(e Element) []byte {
+// its dtype, rank, dimensions and row-major bytes (varints throughout);
+// components on a device are read from it.
+func encodeElement(e Element) ([]byte, error) {
 	b := binary.AppendUvarint(nil, uint64(len(e)))
-	for _, c := range e {
-		c = c.Contiguous()
+	for i, c := range e {
+		c, err := onHost(c)
+		if err != nil {
+			return nil, fmt.Errorf("component %d: %w", i, err)
+		}
 		b = append(b, byte(c.DType()))
 		b = binary.AppendUvarint(b, uint64(c.Rank()))
 		for _, d := range c.Shape() {
@@ -97,7 +105,7 @@ func encodeElement(e Element) []byte {
 		b = binary.AppendUvarint(b, uint64(len(raw)))
 		b = append(b, raw...)
 	}
-	return b
+	return b, nil
 }
 
 var errBadCache = errors.New("malformed cache record")

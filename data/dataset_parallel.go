@@ -414,7 +414,11 @@ func ParseWith(p *Parser) func(Element) (Element, error) {
 		if len(e) != 1 || e[0] == nil || e[0].DType() != tensor.Uint8 {
 			return nil, fmt.Errorf("data: ParseWith needs one Uint8 record, got %d components (%v)", len(e), describe(e))
 		}
-		parsed, err := p.Parse([][]byte{e[0].Contiguous().HostBytes()})
+		rec, err := onHost(e[0])
+		if err != nil {
+			return nil, fmt.Errorf("data: ParseWith: %w", err)
+		}
+		parsed, err := p.Parse([][]byte{rec.HostBytes()})
 		if err != nil {
 			return nil, err
 		}

@@ -91,7 +91,7 @@ func TestCacheRecordsWithHugeCountsAreRefused(t *testing.T) {
 		}
 		return b
 	}
-	good := encodeElement(Element{tensor.FromSlice([]float32{1, 2}), tensor.Scalar(int64(3))})
+	good := mustEncode(t, Element{tensor.FromSlice([]float32{1, 2}), tensor.Scalar(int64(3))})
 	if e, err := decodeElement(good); err != nil || len(e) != 2 {
 		t.Fatalf("a good record: %v %v", e, err)
 	}

@@ -88,8 +88,9 @@ type Parser struct {
 
 // NewParser checks spec and returns its parser.
 func NewParser(spec ParseSpec) (*Parser, error) {
-	p := &Parser{spec: spec}
+	p := &Parser{spec: make(ParseSpec, len(spec))}
 	for name, s := range spec {
+		p.spec[name] = s
 		switch v := s.(type) {
 		case FixedLen:
 			if _, err := kindFor(v.DType); err != nil {
@@ -100,6 +101,13 @@ func NewParser(spec ParseSpec) (*Parser, error) {
 			}
 			if v.Default != nil && (v.Default.DType() != v.DType || !v.Default.Shape().Equal(v.Shape)) {
 				return nil, fmt.Errorf("data: parse spec: feature %q: default is %s, want %v%v", name, tensor.Describe(v.Default), v.DType, tensor.Shape(v.Shape))
+			}
+			if v.Default != nil { // the parser's copy, on the host, where records are parsed
+				var err error
+				if v.Default, err = onHost(v.Default); err != nil {
+					return nil, fmt.Errorf("data: parse spec: feature %q: default: %w", name, err)
+				}
+				p.spec[name] = v
 			}
 		case VarLen:
 			if _, err := kindFor(v.DType); err != nil {

@@ -69,6 +69,9 @@ func NewHostDevice(name string, kind Kind) *CPUDevice {
 // instance), or the one NewHostDevice was given.
 func (c *CPUDevice) Name() string { return c.name }
 
+// String is the device's name, so that printing a device shows "cpu:0".
+func (c *CPUDevice) String() string { return c.name }
+
 // Kind returns CPU, or the kind NewHostDevice was given.
 func (c *CPUDevice) Kind() Kind { return c.kind }
 

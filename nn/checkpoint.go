@@ -116,7 +116,11 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 	bw.Write(size[:])
 	bw.Write(hj)
 	for _, v := range all {
-		bw.Write(v.Value().Contiguous().HostBytes())
+		var b []byte
+		if b, err = hostBytes(v.Value()); err != nil {
+			return fmt.Errorf("nn: %w: variable %q: %v", ErrCheckpoint, v.Name(), err)
+		}
+		bw.Write(b)
 	}
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("nn: %w: writing %s: %v", ErrCheckpoint, path, err)
@@ -131,6 +135,19 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
 	}
 	return nil
+}
+
+// hostBytes is t's row-major bytes, read from its device where it is not
+// on the host (a variable trained on a GPU).
+func hostBytes(t *tensor.Tensor) ([]byte, error) {
+	if t.Device() == device.Host() {
+		return t.Contiguous().HostBytes(), nil
+	}
+	h, err := t.To(device.Host())
+	if err != nil {
+		return nil, err
+	}
+	return h.HostBytes(), nil
 }
 
 // LoadCheckpoint reads every tensor of a safetensors file and its metadata.

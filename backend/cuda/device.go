@@ -144,6 +144,9 @@ func printCosts(ctx cu.Context, name, debug string, w io.Writer) {
 // Name is "gpu:<ordinal>" (or OpenAs's name).
 func (d *Device) Name() string { return d.name }
 
+// String is the device's name, so that printing a device shows "gpu:0".
+func (d *Device) String() string { return d.name }
+
 // Kind is device.GPU.
 func (d *Device) Kind() device.Kind { return device.GPU }
 

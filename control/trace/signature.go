@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/eagerflow/eagerflow/control/graph"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -217,7 +218,20 @@ func sameTensor(a, b *tensor.Tensor) bool {
 	if a.DType() != b.DType() || !a.Shape().Equal(b.Shape()) {
 		return false
 	}
+	if a.Device() != device.Host() || b.Device() != device.Host() { // a constant made on a GPU
+		return bytes.Equal(hostCopy(a).HostBytes(), hostCopy(b).HostBytes())
+	}
 	return slices.Equal(a.Layout(), b.Layout()) && bytes.Equal(a.HostBytes(), b.HostBytes())
+}
+
+// hostCopy is t's values on the host, contiguous; a tensor that cannot be
+// read (its device failed) panics, as an op's would.
+func hostCopy(t *tensor.Tensor) *tensor.Tensor {
+	h, err := t.To(device.Host())
+	if err != nil {
+		panic(err)
+	}
+	return h.Contiguous()
 }
 
 // nearTensor is sameTensor with floating-point values allowed to differ in
