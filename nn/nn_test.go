@@ -36,10 +36,10 @@ func TestDenseAndSequentialByHand(t *testing.T) {
 	}
 }
 
-// A layer given an input of the wrong width names its kind, the size it
-// takes and where, instead of the op inside it (a Sequential adds the
-// layer's name); a Conv2D whose input has the channels where the other
-// layout keeps them says so.
+// A layer (or a recurrent cell) given an input of the wrong width names
+// its kind, the size it takes and where, instead of the op inside it (a
+// Sequential adds the layer's name); a Conv2D whose input has the
+// channels where the other layout keeps them says so.
 func TestLayersNameAWrongInputWidth(t *testing.T) {
 	rng := tensor.NewRNG(1)
 	nchw := Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Format: ops.NCHW}}
@@ -58,6 +58,12 @@ func TestLayersNameAWrongInputWidth(t *testing.T) {
 			`nn: Conv2D: the layer takes 1 input channels (NHWC) in dimension 3; the input [2 1 28 28] has 28 (is it NCHW? Conv2DOpts.Format says NHWC)`},
 		{"Conv2D NCHW", func() { NewConv2D("conv2", rng, 3, 3, 8, 8, nchw).Forward(tensor.Zeros(tensor.Float32, 2, 3, 28, 28)) },
 			`the layer takes 8 input channels (NCHW) in dimension 1; the input [2 3 28 28] has 3 (inputs`},
+		{"an RNN's LSTM cell", func() {
+			(&RNN{Cell: NewLSTMCell("lstm", rng, 3, 4, tensor.Float32)}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 4))
+		},
+			`nn: LSTMCell: the layer takes 3 input features in dimension -1; the input [2 4] has 4`},
+		{"a GRU cell", func() { NewGRUCell("gru", rng, 3, 4, tensor.Float32).Step(tensor.Zeros(tensor.Float32, 2, 5), nil) },
+			`nn: GRUCell: the layer takes 3 input features in dimension -1; the input [2 5] has 5`},
 	} {
 		if err := tensor.Catch(c.f); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)

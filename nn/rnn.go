@@ -48,6 +48,7 @@ func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) 
 
 // Step advances the cell one step.
 func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	needFeatures("LSTMCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
 	h, cell := castFloat(state[0], x.DType()), castFloat(state[1], x.DType())
 	z := ops.Add(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), ops.MatMul(h, valueAs(c.Recurrent, x))), valueAs(c.Bias, x))
 	g := ops.Split(z, 1, []int{c.hidden, c.hidden, c.hidden, c.hidden})
@@ -89,6 +90,7 @@ func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *
 
 // Step advances the cell one step.
 func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	needFeatures("GRUCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
 	h := castFloat(state[0], x.DType())
 	sizes := []int{c.hidden, c.hidden, c.hidden}
 	xs := ops.Split(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), valueAs(c.Bias, x)), 1, sizes)
