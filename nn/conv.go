@@ -78,20 +78,34 @@ func (c *Conv2D) Variables() []*tape.Variable {
 	return []*tape.Variable{c.Filter, c.Bias}
 }
 
-// MaxPool2D is ops.MaxPool2D as a layer.
+// MaxPool2D is ops.MaxPool2D as a layer. A zero Size pools 2x2 windows,
+// as Keras's pooling layers do by default (strides 0: the window's).
 type MaxPool2D struct{ ops.PoolOpts }
 
 // Forward pools.
-func (p MaxPool2D) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.MaxPool2D(x, p.PoolOpts) }
+func (p MaxPool2D) Forward(x *tensor.Tensor) *tensor.Tensor {
+	return ops.MaxPool2D(x, poolDefaults(p.PoolOpts))
+}
 
 // Variables returns none.
 func (MaxPool2D) Variables() []*tape.Variable { return nil }
 
-// AvgPool2D is ops.AvgPool2D as a layer.
+// AvgPool2D is ops.AvgPool2D as a layer. A zero Size pools 2x2 windows,
+// as MaxPool2D's.
 type AvgPool2D struct{ ops.PoolOpts }
 
 // Forward pools.
-func (p AvgPool2D) Forward(x *tensor.Tensor) *tensor.Tensor { return ops.AvgPool2D(x, p.PoolOpts) }
+func (p AvgPool2D) Forward(x *tensor.Tensor) *tensor.Tensor {
+	return ops.AvgPool2D(x, poolDefaults(p.PoolOpts))
+}
+
+// poolDefaults is o with a zero Size made 2x2.
+func poolDefaults(o ops.PoolOpts) ops.PoolOpts {
+	if o.Size == [2]int{} {
+		o.Size = [2]int{2, 2}
+	}
+	return o
+}
 
 // Variables returns none.
 func (AvgPool2D) Variables() []*tape.Variable { return nil }

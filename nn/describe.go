@@ -142,7 +142,10 @@ func formatText(f ops.DataFormat) string {
 	return f.String()
 }
 
-func poolText(o ops.PoolOpts) string { return fmt.Sprintf("%dx%d", o.Size[0], o.Size[1]) }
+func poolText(o ops.PoolOpts) string {
+	o = poolDefaults(o)
+	return fmt.Sprintf("%dx%d", o.Size[0], o.Size[1])
+}
 
 // parameters counts the elements of vars.
 func parameters(vars []*tape.Variable) int {

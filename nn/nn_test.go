@@ -2,7 +2,9 @@ package nn
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -396,5 +398,27 @@ func TestLossesAndMetrics(t *testing.T) {
 	m.Add(4, 1)
 	if m.Value() != 2 {
 		t.Errorf("mean %v", m.Value())
+	}
+}
+
+// A pooling layer's zero Size pools 2x2 windows (Keras's default), and
+// says so when printed.
+func TestPoolingLayersDefaultTo2x2(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(5), tensor.Float32, 2, 6, 4, 3)
+	two := ops.PoolOpts{Size: [2]int{2, 2}}
+	for _, c := range []struct {
+		layer Module
+		want  *tensor.Tensor
+	}{
+		{MaxPool2D{}, ops.MaxPool2D(x, two)},
+		{AvgPool2D{}, ops.AvgPool2D(x, two)},
+	} {
+		got := c.layer.Forward(x)
+		if !got.Shape().Equal(tensor.Shape{2, 3, 2, 3}) || !slices.Equal(tensor.ToSlice[float32](got), tensor.ToSlice[float32](c.want)) {
+			t.Errorf("%v: %v, want %v", c.layer, got, c.want)
+		}
+		if s := fmt.Sprint(c.layer); !strings.Contains(s, "2x2") {
+			t.Errorf("%T{} prints %q, want its 2x2 window", c.layer, s)
+		}
 	}
 }
