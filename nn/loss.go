@@ -55,9 +55,22 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 }
 
 // SparseSoftmaxCrossEntropy is the mean cross-entropy of logits [N, C]
-// against integer class labels [N].
+// against integer class labels [N] ([N, 1] is taken as [N], as Keras's
+// sparse loss does). Float labels of the logits' shape (one-hot rows)
+// panic naming SoftmaxCrossEntropy, which takes those.
 func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
-	return ops.Mean(ops.SparseSoftmaxCrossEntropy(widened(logits), labels))
+	logits = widened(logits)
+	if logits != nil && labels != nil && logits.Rank() > 0 {
+		lead := logits.Shape()[:logits.Rank()-1]
+		switch {
+		case labels.DType().IsFloat() && labels.Shape().Equal(logits.Shape()):
+			panic(tensor.NewError("nn", "SparseSoftmaxCrossEntropy", tensor.ErrDType, []*tensor.Tensor{logits, labels}, "",
+				"labels %v of %v look like one-hot rows: SoftmaxCrossEntropy takes those; SparseSoftmaxCrossEntropy takes class indices %v", labels.Shape(), labels.DType(), lead))
+		case labels.Rank() == logits.Rank() && labels.Dim(-1) == 1 && labels.Shape()[:labels.Rank()-1].Equal(lead):
+			labels = ops.Reshape(labels, lead...)
+		}
+	}
+	return ops.Mean(ops.SparseSoftmaxCrossEntropy(logits, labels))
 }
 
 // BinaryCrossEntropyWithLogits is the mean of -z log σ(x) - (1-z) log(1-σ(x))

@@ -388,6 +388,14 @@ func TestLossesAndMetrics(t *testing.T) {
 		!strings.Contains(err.Error(), "are class indices: SparseSoftmaxCrossEntropy takes those") {
 		t.Errorf("SoftmaxCrossEntropy of class indices: %v", err)
 	}
+	if err := tensor.Catch(func() { SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]float32{0, 1, 0, 0, 0, 1}, 2, 3)) }); err == nil ||
+		!strings.Contains(err.Error(), "look like one-hot rows: SoftmaxCrossEntropy takes those") {
+		t.Errorf("SparseSoftmaxCrossEntropy of one-hot rows: %v", err)
+	}
+	column, flat := SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{1, 2}, 2, 1)), SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{1, 2}))
+	if column.Float() != flat.Float() {
+		t.Errorf("SparseSoftmaxCrossEntropy of labels [2 1]: %v, of [2]: %v", column, flat)
+	}
 	for _, bad := range []*tensor.Tensor{tensor.FromSlice([]int32{1, 2, 0}), tensor.FromSlice([]int32{1, 0, 0, 1}, 2, 2), tensor.Zeros(tensor.Int32, 2, 3)} {
 		if err := tensor.Catch(func() { Accuracy(logits, bad) }); err == nil || !strings.Contains(err.Error(), "fit neither logits [2 3] as class indices [2] nor as one-hot rows") {
 			t.Errorf("accuracy against %v: %v", bad.Shape(), err)
