@@ -21,7 +21,9 @@ type Conv2DOpts struct {
 }
 
 // Conv2D is a 2-d convolution layer: x: [N, H, W, C] (or NCHW) -> [N, OH,
-// OW, filters] (or NCHW), filters [KH, KW, C, filters].
+// OW, filters] (or NCHW), filters [KH, KW, C, filters] in either layout
+// (Keras's; PyTorch's Conv2d keeps weight [filters C KH KW]: transpose
+// it by (2, 3, 1, 0) when loading one).
 type Conv2D struct {
 	Filter, Bias *tape.Variable
 	opts         Conv2DOpts

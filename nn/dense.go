@@ -16,6 +16,8 @@ type DenseOpts struct {
 }
 
 // Dense is a fully connected layer: x: [..., in] -> act(x·W + b): [..., out].
+// Its kernel is Keras's [in out]; PyTorch's Linear keeps weight [out in]
+// (transpose it when loading one: a square one loads either way).
 type Dense struct {
 	Kernel, Bias *tape.Variable // [in out], [out] (nil with NoBias)
 	act          func(*tensor.Tensor) *tensor.Tensor
