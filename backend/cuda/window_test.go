@@ -200,13 +200,7 @@ func TestPoolPairsOnGPU(t *testing.T) {
 				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
 		}
 	}
-	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_max_nchw2_f32", "pool2d_sum_nchw2_f64", "pool2d_select_put_le_nchw2_f32", "pool2d_select_put_ge_nchw2_f64"} {
-			if !slices.Contains(*launched, k) {
-				t.Errorf("%s did not run", k)
-			}
-		}
-	}
+	mustHaveRun(t, d, launched, "pool2d_max_nchw2_f32", "pool2d_sum_nchw2_f64", "pool2d_select_put_le_nchw2_f32", "pool2d_select_put_ge_nchw2_f64")
 }
 
 // NCHW 2x2 windows at a stride of two without padding, on images of even
@@ -260,15 +254,9 @@ func TestPoolQuadsOnGPU(t *testing.T) {
 				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, pool), ops.SelectAndScatter(x, src, init, sel, pool))
 		}
 	}
-	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
-			"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
-			"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16"} {
-			if !slices.Contains(*launched, k) {
-				t.Errorf("%s did not run", k)
-			}
-		}
-	}
+	mustHaveRun(t, d, launched, "pool2d_max_nchw2x2_f32", "pool2d_sum_nchw2x2_f64", "pool2d_min_nchw2x2_f32",
+		"pool2d_select_put_ge_nchw2x2_f32", "pool2d_select_put_le_nchw2x2_f64", "pool2d_max_nchw2_f32",
+		"pool2d_max_nchw2x2_bf16", "pool2d_sum_nchw2x2_f16", "pool2d_select_put_ge_nchw2x2_bf16", "pool2d_select_put_le_nchw2x2_f16")
 }
 
 // SelectAndScatter over overlapping 2-D pooling windows takes the pooling
@@ -344,14 +332,8 @@ func TestPoolScatterOnGPU(t *testing.T) {
 		agree(t, fmt.Sprintf("banded case %d: %v %v %v", i, c.dt, c.shape, w),
 			ops.SelectAndScatter(onGPU(t, d, x), onGPU(t, d, src), onGPU(t, d, init), ops.SelectGE, w), ops.SelectAndScatter(x, src, init, ops.SelectGE, w))
 	}
-	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_select_ge_nhwc_f32", "pool2d_select_le_nchwband_f64", "pool2d_select_ge_nhwc_s32",
-			"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchwband_f16", "pool2d_select_scatter_nchwband_f32"} {
-			if !slices.Contains(*launched, k) {
-				t.Errorf("%s did not run", k)
-			}
-		}
-	}
+	mustHaveRun(t, d, launched, "pool2d_select_ge_nhwc_f32", "pool2d_select_le_nchwband_f64", "pool2d_select_ge_nhwc_s32",
+		"pool2d_select_scatter_nhwc_bf16", "pool2d_select_scatter_nchwband_f16", "pool2d_select_scatter_nchwband_f32")
 }
 
 // NCHW windows the 2x2 and pair kernels do not take go by bands of output
@@ -407,12 +389,20 @@ func TestPoolBandOnGPU(t *testing.T) {
 				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, c.w), ops.SelectAndScatter(x, src, init, sel, c.w))
 		}
 	}
-	if _, ok := d.ctx.(*emu.Context); ok {
-		for _, k := range []string{"pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16",
-			"pool2d_select_put_ge_nchwband_f32", "pool2d_select_put_le_nchwband_f64", "pool2d_select_put_ge_nchwband_bf16"} {
-			if !slices.Contains(*launched, k) {
-				t.Errorf("%s did not run", k)
-			}
+	mustHaveRun(t, d, launched, "pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16",
+		"pool2d_select_put_ge_nchwband_f32", "pool2d_select_put_le_nchwband_f64", "pool2d_select_put_ge_nchwband_bf16")
+}
+
+// mustHaveRun fails t for each of kernels that launched (recordLaunches
+// of d) does not hold, where d records them (the emulator).
+func mustHaveRun(t *testing.T, d *Device, launched *[]string, kernels ...string) {
+	t.Helper()
+	if _, ok := d.ctx.(*emu.Context); !ok {
+		return
+	}
+	for _, k := range kernels {
+		if !slices.Contains(*launched, k) {
+			t.Errorf("%s did not run", k)
 		}
 	}
 }
