@@ -76,3 +76,34 @@ func TestSoftmaxLargeLogitsExact(t *testing.T) {
 		}
 	}
 }
+
+// A masked class (logit -Inf) whose label is 0 adds nothing to
+// SoftmaxCrossEntropy: the loss is the sparse one's, not NaN (0·-Inf), and
+// the gradient is unchanged; a label above 0 on a masked class is +Inf.
+func TestSoftmaxCrossEntropyOfMaskedClasses(t *testing.T) {
+	ninf := math.Inf(-1)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		logits := ops.Cast(tensor.FromSlice([]float64{1, ninf, 2, ninf, 0, 3}, 2, 3), dt)
+		onehot := ops.Cast(tensor.FromSlice([]float64{1, 0, 0, 0, 0, 1}, 2, 3), dt)
+		tp := tape.New()
+		tp.Watch(logits)
+		dense := ops.SoftmaxCrossEntropy(logits, onehot)
+		g := tensor.ToSlice[float64](ops.Cast(tp.Gradient(ops.Sum(dense), logits)[0], tensor.Float64))
+		sparse := tensor.ToSlice[float64](ops.Cast(ops.SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{0, 2})), tensor.Float64))
+		got := tensor.ToSlice[float64](ops.Cast(dense, tensor.Float64))
+		for i := range got {
+			if math.IsNaN(got[i]) || math.Abs(got[i]-sparse[i]) > 1e-6 {
+				t.Errorf("%v row %d: %v, want the sparse loss %v", dt, i, got[i], sparse[i])
+			}
+		}
+		for i, v := range g {
+			if math.IsNaN(v) || (i == 1 || i == 3) && v != 0 {
+				t.Errorf("%v gradient %v: element %d is %v", dt, g, i, v)
+			}
+		}
+		on := ops.Cast(tensor.FromSlice([]float64{0, 1, 0}, 1, 3), dt)
+		if v := ops.SoftmaxCrossEntropy(ops.Slice(logits, []int{0, 0}, []int{1, 3}, nil), on).Float(); !math.IsInf(v, 1) {
+			t.Errorf("%v a label on a masked class: %v, want +Inf", dt, v)
+		}
+	}
+}

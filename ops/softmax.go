@@ -86,7 +86,11 @@ var softmaxOp = eager.Register(&eager.Op{
 
 // SoftmaxCrossEntropy returns -sum(labels * log softmax(logits)) over the
 // last dimension: logits, labels: [..., classes] of one float dtype ->
-// [...]. labels are probabilities (each row summing to 1).
+// [...]. labels are probabilities (each row summing to 1). A class whose
+// label is exactly 0 adds nothing, even where its logit is -Inf (a
+// masked class: 0·log 0 is 0 in an entropy), as SparseSoftmaxCrossEntropy
+// and the gradient have it; PyTorch's and TensorFlow's losses are NaN
+// there.
 func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	needInputs("SoftmaxCrossEntropy", logits, labels)
 	defer asOp("SoftmaxCrossEntropy")
@@ -100,7 +104,9 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	if logits.Rank() == 0 {
 		fail("SoftmaxCrossEntropy", tensor.ErrRank, in, "needs rank 1 or more")
 	}
-	return Neg(Sum(Mul(labels, LogSoftmax(logits, -1)), -1))
+	zero := scratch(ScalarLike(labels, 0))
+	terms := Where(Eq(labels, zero), zero, Mul(labels, LogSoftmax(logits, -1)))
+	return Neg(Sum(terms, -1))
 }
 
 // SparseSoftmaxCrossEntropy is SoftmaxCrossEntropy with integer class
