@@ -315,6 +315,31 @@ func restoreFrom(path string, saved map[string]*tensor.Tensor, meta map[string]s
 			steps = n
 		}
 	}
+	// Each value goes to its variable's device (a model on a GPU) before
+	// anything changes.
+	onto := func(name string, v *tape.Variable) error {
+		dev := v.Value().Device()
+		if saved[name].Device() == dev {
+			return nil
+		}
+		moved, err := saved[name].To(dev)
+		if err != nil {
+			return fmt.Errorf("nn: %w: %q to %s: %v", ErrCheckpoint, name, dev.Name(), err)
+		}
+		saved[name] = moved
+		return nil
+	}
+	for _, v := range vars {
+		if err := onto(v.Name(), v); err != nil {
+			return err
+		}
+	}
+	for _, name := range slotNames {
+		_, varName, _ := strings.Cut(strings.TrimPrefix(name, "optimizer/"), "/")
+		if err := onto(name, byName[varName]); err != nil {
+			return err
+		}
+	}
 	var restoreOpt func() // the optimizer's own state from the metadata, checked before anything changes
 	if r, ok := opt.(interface {
 		restoreMeta(map[string]string) (func(), error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control/trace"
@@ -121,5 +122,45 @@ func TestSignatureGeneralizesGPUConstants(t *testing.T) {
 	}
 	if f.Traces() > 3 {
 		t.Errorf("%d traces for six sizes, want at most 3 (the rest built from the rules)", f.Traces())
+	}
+}
+
+// Fit resumes a run on the GPU from its checkpoint (RestoreCheckpoint put
+// the file's host tensors into the GPU's variables and panicked): a run
+// of two epochs, then one of three from its Dir, ends where an
+// uninterrupted run of three does, the optimizer's slots and a float16
+// policy's loss scale restored on the device too.
+func TestFitResumesOnGPU(t *testing.T) {
+	d := testGPU(t)
+	x := tensor.RandNormal(tensor.NewRNG(3), tensor.Float32, 16, 6, 6, 1)
+	ds, err := data.FromSlices(x, tensor.FromSlice([]int32{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := ds.Batch(8, false).Map(func(e data.Element) (data.Element, error) {
+		out := make(data.Element, len(e))
+		for i, c := range e {
+			var err error
+			if out[i], err = c.To(d); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
+	defer device.SetDefault(d)()
+	run := func(dir string, epochs int) []float32 {
+		m := nn.NewSequential(nn.NewConv2D("c", tensor.NewRNG(1), 3, 3, 1, 4, nn.Conv2DOpts{}), nn.Flatten{}, nn.NewDense("d", tensor.NewRNG(2), 4*4*4, 3, nn.DenseOpts{}))
+		m.Policy = nn.MixedFloat16
+		opt := nn.NewLossScaleOptimizer(nn.NewAdam(nn.Constant(0.01)))
+		if _, err := nn.Fit(context.Background(), train, nn.AllVariables(m), opt, nn.TrainStep(m, nn.SparseSoftmaxCrossEntropy, opt), nn.FitConfig{Epochs: epochs, Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		return tensor.ToSlice[float32](m.Variables()[0].Value())
+	}
+	want := run(t.TempDir(), 3)
+	dir := t.TempDir()
+	run(dir, 2)
+	if got := run(dir, 3); !slices.Equal(got, want) {
+		t.Errorf("resumed for the third epoch: filter %v, want the uninterrupted run's %v", got, want)
 	}
 }
