@@ -79,6 +79,10 @@
 // package tape, or by a blank import in a program that uses ops alone) or
 // an NVIDIA GPU
 // through backend/cuda (cuda.Open(0) gives gpu:0; t.To(dev) moves a
-// tensor). Package device is the interface a new backend implements; the
-// README's map shows how the packages stack.
+// tensor). To train on a GPU, make the model while it is the default
+// device (device.SetDefault(gpu) returns the function that restores the
+// previous one) and move the batches there with the dataset's To(gpu);
+// checkpoints save and restore across devices. Package device is the
+// interface a new backend implements; the README's map shows how the
+// packages stack.
 package eagerflow

@@ -137,16 +137,7 @@ func TestFitResumesOnGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	train := ds.Batch(8, false).Map(func(e data.Element) (data.Element, error) {
-		out := make(data.Element, len(e))
-		for i, c := range e {
-			var err error
-			if out[i], err = c.To(d); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	})
+	train := ds.Batch(8, false).To(d)
 	defer device.SetDefault(d)()
 	run := func(dir string, epochs int) []float32 {
 		m := nn.NewSequential(nn.NewConv2D("c", tensor.NewRNG(1), 3, 3, 1, 4, nn.Conv2DOpts{}), nn.Flatten{}, nn.NewDense("d", tensor.NewRNG(2), 4*4*4, 3, nn.DenseOpts{}))

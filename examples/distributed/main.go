@@ -121,32 +121,15 @@ func run(comm collective.Comm, epochs int, progress io.Writer, opts nn.Distribut
 	r, n := comm.Rank(), comm.Size()
 	// The same shuffle on every process (same seed), then each its shard:
 	// process r takes elements r, r+n, ... of each epoch's order.
-	shard := onDevice(train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false), dev)
+	shard := train.Shuffle(1200, 2, true).Shard(n, r).Batch(globalBatch/n, false).To(dev)
 	h, err := nn.Fit(context.Background(), shard, nn.AllVariables(model), opt,
 		nn.DistributedTrainStep(comm, model, nn.SparseSoftmaxCrossEntropy, opt, opts),
 		nn.FitConfig{Epochs: epochs, Comm: comm, Progress: progress, StepsPerEpoch: 1200 / globalBatch,
-			Validation: onDevice(val.Shard(n, r).Batch(100, false), dev),
+			Validation: val.Shard(n, r).Batch(100, false).To(dev),
 			Evaluate:   nn.EvalStepOf(model, nn.SparseSoftmaxCrossEntropy, map[string]nn.Metric{"accuracy": nn.Accuracy})})
 	if err != nil {
 		return result{}, err
 	}
 	last := h.Epochs[len(h.Epochs)-1]
 	return result{loss: last["loss"], accuracy: last["val_accuracy"]}, nil
-}
-
-// onDevice is ds with its batches copied to dev.
-func onDevice(ds *data.Dataset, dev device.Device) *data.Dataset {
-	if dev == device.Host() {
-		return ds
-	}
-	return ds.Map(func(e data.Element) (data.Element, error) {
-		out := make(data.Element, len(e))
-		for i, t := range e {
-			var err error
-			if out[i], err = t.To(dev); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	})
 }
