@@ -430,3 +430,18 @@ func TestPoolingLayersDefaultTo2x2(t *testing.T) {
 		}
 	}
 }
+
+// NewSGD is SGD at its rate, plain: one step moves w by -lr·g.
+func TestNewSGD(t *testing.T) {
+	w := tape.NewVariable("w", tensor.FromSlice([]float64{1, 2}))
+	o := NewSGD(Constant(0.5))
+	if o.Momentum != 0 || o.Nesterov {
+		t.Fatalf("NewSGD: %+v", o)
+	}
+	if err := o.Apply([]*tape.Variable{w}, []*tensor.Tensor{tensor.FromSlice([]float64{2, -2})}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tensor.ToSlice[float64](w.Value()); !slices.Equal(got, []float64{0, 3}) {
+		t.Errorf("after a step: %v, want [0 3]", got)
+	}
+}

@@ -301,6 +301,10 @@ type SGD struct {
 	slots
 }
 
+// NewSGD returns plain SGD at rate lr (set Momentum and Nesterov for the
+// others), as NewAdam and NewRMSProp return theirs.
+func NewSGD(lr Schedule) *SGD { return &SGD{LR: lr} }
+
 // Apply takes one step: grads[i] is the gradient of vars[i] (nil leaves
 // it alone), at the rate the schedule gives for Steps(). It returns an
 // error, changing nothing, if the lists differ in length or a gradient's
