@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/nilsweep"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -81,6 +82,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Parser.Parse", Fn: func(records [][]byte) error { _, err := parser.Parse(records); return err },
 			Valid: []any{[][]byte{[]byte("x")}}},
 		{Name: "Writer.Write", Fn: func(record []byte) error { return NewWriter(&bytes.Buffer{}, WriterOptions{}).Write(record) }},
+		{Name: "Dataset.To", Fn: func(dev device.Device) error { return collect(ds().To(dev)) }, Valid: []any{device.Host()}},
 	}
 	// Receivers are the caller's own values; methods whose only
 	// arguments are numbers or strings have nothing nil to be given.

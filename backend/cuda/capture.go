@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
@@ -67,7 +68,10 @@ func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
 		d.releasing.Unlock()
 		return nil, fmt.Errorf("%w: %s is capturing already", device.ErrCapture, d.name)
 	}
-	d.capturing = pool
+	for d.hostWork > 0 { // other goroutines' copies finish first
+		d.captureEnded.Wait()
+	}
+	d.capturing, d.capturer = pool, goid()
 	d.mu.Unlock()
 	d.releasing.Unlock()
 	if err := d.ctx.Do(func() error { return g.BeginCapture(d.s) }); err != nil {
@@ -129,9 +133,10 @@ func (d *Device) endCapture(pool *graphPool) {
 // that waited for its end.
 func (d *Device) stopCapturing() {
 	d.mu.Lock()
-	d.capturing = nil
+	d.capturing, d.capturer = nil, 0
 	waiting := d.afterCapture
 	d.afterCapture = nil
+	d.captureEnded.Broadcast()
 	d.mu.Unlock()
 	for _, fn := range waiting {
 		fn()
@@ -310,3 +315,50 @@ var (
 	_ device.Capturer     = (*Device)(nil)
 	_ device.LoopCapturer = (*Device)(nil)
 )
+
+// awaitOthersCaptureLocked waits, d.mu held, while another goroutine
+// captures: work queued now would be recorded into its graph (or, a wait
+// for the stream, refused), and memory taken from its pool.
+func (d *Device) awaitOthersCaptureLocked() {
+	for d.capturing != nil && d.capturer != goid() {
+		d.captureEnded.Wait()
+	}
+}
+
+// hostWorkBegins marks host work (a copy to or from the host, a wait)
+// begun, once no other goroutine's capture is in progress, and returns
+// the function that marks it done; a capture begins only when none is
+// under way.
+func (d *Device) hostWorkBegins() (done func()) {
+	d.mu.Lock()
+	d.awaitOthersCaptureLocked()
+	d.hostWork++
+	d.mu.Unlock()
+	return d.hostWorkDone
+}
+
+func (d *Device) hostWorkDone() {
+	d.mu.Lock()
+	d.hostWork--
+	if d.hostWork == 0 {
+		d.captureEnded.Broadcast()
+	}
+	d.mu.Unlock()
+}
+
+// goid is the calling goroutine's id, read from its stack's header
+// ("goroutine 7 [running]:"): only while a capture is in progress, to
+// tell its goroutine from others.
+func goid() int64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = b[len("goroutine "):]
+	var id int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + int64(c-'0')
+	}
+	return id
+}

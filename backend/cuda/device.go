@@ -73,6 +73,14 @@ type Device struct {
 	// its end.
 	capturing    *graphPool
 	afterCapture []func()
+	// capturer is the goroutine capturing (goid), under mu; other
+	// goroutines' host work (allocations, copies to and from the host,
+	// waits: a pipeline prefetching batches onto the device) waits on
+	// captureEnded while a capture is in progress, and a capture begins
+	// once hostWork, such work under way, is done (capture.go).
+	capturer     int64
+	hostWork     int
+	captureEnded *sync.Cond
 	// releasing is held by a release that waits for the stream and frees
 	// memory (outsideCapture) from its check that no capture is in
 	// progress to its end, and by a capture while it starts: the
@@ -121,6 +129,7 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}}
 	d.dnnOff.Store(dnnOffByEnv())
 	d.reclaimFn = d.reclaim
+	d.captureEnded = sync.NewCond(&d.mu)
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {
 		return nil, err
 	}
@@ -176,6 +185,7 @@ func (d *Device) Alloc(nbytes int) (device.Buffer, error) {
 	size := 1 << class
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.awaitOthersCaptureLocked()
 	if d.capturing != nil { // the recording's memory (capture.go)
 		return d.poolAllocLocked(d.capturing, nbytes)
 	}
@@ -319,6 +329,7 @@ func copyBufs(d *Device, dst, src device.Buffer) (db, sb *buffer, err error) {
 // CopyToHost copies len(dst) bytes from src at byte srcOff, after the work
 // queued before it.
 func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
+	defer d.hostWorkBegins()()
 	return d.staged(src, "source", len(dst), func(host []byte, p cu.Ptr) error {
 		if err := d.ctx.MemcpyDtoH(host, p+cu.Ptr(srcOff), d.s); err != nil {
 			return err
@@ -347,6 +358,7 @@ func (d *Device) CopyToHost(dst []byte, src device.Buffer, srcOff int) error {
 // tensor made on the host, every step). While a capture records, and
 // for copies over maxPending bytes, it waits for the copy instead.
 func (d *Device) CopyFromHost(dst device.Buffer, dstOff int, src []byte) error {
+	defer d.hostWorkBegins()()
 	if d.Capturing() || len(src) > maxPending {
 		return d.copyFromHostWaiting(dst, dstOff, src)
 	}
@@ -473,6 +485,7 @@ func (d *Device) Fill(dst device.Buffer, off, n int, v []byte) error {
 
 // Synchronize waits for the work queued on the stream.
 func (d *Device) Synchronize() error {
+	defer d.hostWorkBegins()()
 	if err := d.ctx.Do(d.streamSync); err != nil { // without d.mu: a wait may be long
 		return err
 	}

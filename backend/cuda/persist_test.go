@@ -155,3 +155,36 @@ func TestFitResumesOnGPU(t *testing.T) {
 		t.Errorf("resumed for the third epoch: filter %v, want the uninterrupted run's %v", got, want)
 	}
 }
+
+// Batches copied to the GPU by a prefetching pipeline (Prefetch after To:
+// the copies on the pipeline's goroutine) while the train step records
+// the step as a CUDA graph: the copies wait for the capture's end (they
+// failed, a wait for the stream while it captured), and training goes as
+// without the prefetch.
+func TestPrefetchedCopiesWaitForACapture(t *testing.T) {
+	d := testGPU(t)
+	x := tensor.RandNormal(tensor.NewRNG(3), tensor.Float32, 64, 8, 8, 1)
+	ds, err := data.FromSlices(x, tensor.Zeros(tensor.Int32, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer device.SetDefault(d)()
+	var losses [][]float64
+	for _, prefetch := range []bool{false, true} {
+		m := nn.NewSequential(nn.NewConv2D("c", tensor.NewRNG(1), 3, 3, 1, 4, nn.Conv2DOpts{}), nn.MaxPool2D{}, nn.Flatten{},
+			nn.NewDense("d", tensor.NewRNG(2), 4*3*3, 3, nn.DenseOpts{}))
+		opt := nn.NewAdam(nn.Constant(0.01))
+		train := ds.Batch(8, false).To(d)
+		if prefetch {
+			train = train.Prefetch(2)
+		}
+		h, err := nn.Fit(context.Background(), train, nn.AllVariables(m), opt, nn.RecordedTrainStep(m, nn.SparseSoftmaxCrossEntropy, opt), nn.FitConfig{Epochs: 3})
+		if err != nil {
+			t.Fatalf("prefetch %v: %v", prefetch, err)
+		}
+		losses = append(losses, h.StepLoss)
+	}
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("losses with a prefetch %v, without %v", losses[1], losses[0])
+	}
+}
