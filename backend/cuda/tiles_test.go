@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 
@@ -23,23 +22,19 @@ func TestPoolTilesOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(31)
 	launched := recordLaunches(t, d)
-	win := func(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
-		return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
-			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-	}
 	for i, c := range []struct {
 		dt    tensor.DType
 		shape tensor.Shape
 		w     ops.Window
 	}{
-		{tensor.Float32, tensor.Shape{1, 2, 9, 1500}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // ResNet's pool, wide
-		{tensor.Float32, tensor.Shape{1, 1, 11, 1400}, win(3, 3, 1, 1, [2]int{1, 1}, [2]int{0, 2})},
-		{tensor.Float64, tensor.Shape{2, 1, 7, 1500}, win(3, 2, 2, 1, [2]int{0, 1}, [2]int{1, 0})},
-		{tensor.BFloat16, tensor.Shape{1, 1, 5, 2900}, win(3, 3, 1, 1, [2]int{1, 1}, [2]int{1, 1})},
-		{tensor.Float16, tensor.Shape{1, 2, 6, 2800}, win(3, 3, 2, 2, [2]int{1, 0}, [2]int{0, 1})},
+		{tensor.Float32, tensor.Shape{1, 2, 9, 1500}, nchwWindow(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // ResNet's pool, wide
+		{tensor.Float32, tensor.Shape{1, 1, 11, 1400}, nchwWindow(3, 3, 1, 1, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{2, 1, 7, 1500}, nchwWindow(3, 2, 2, 1, [2]int{0, 1}, [2]int{1, 0})},
+		{tensor.BFloat16, tensor.Shape{1, 1, 5, 2900}, nchwWindow(3, 3, 1, 1, [2]int{1, 1}, [2]int{1, 1})},
+		{tensor.Float16, tensor.Shape{1, 2, 6, 2800}, nchwWindow(3, 3, 2, 2, [2]int{1, 0}, [2]int{0, 1})},
 		// Windows that do not overlap: their gradients take the tiled puts.
-		{tensor.Float32, tensor.Shape{1, 2, 10, 1500}, win(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
-		{tensor.Float64, tensor.Shape{1, 1, 11, 800}, win(3, 2, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
+		{tensor.Float32, tensor.Shape{1, 2, 10, 1500}, nchwWindow(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{1, 1, 11, 800}, nchwWindow(3, 2, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
 	} {
 		p, nhwc, ok := pool2D(c.shape, c.w)
 		kt := kernelType(c.dt)
@@ -49,22 +44,10 @@ func TestPoolTilesOnGPU(t *testing.T) {
 		if tl, _ := kernels.BandTiling(p, kt, kernels.BandBytes, 0); tl.Tiles(p.OW) < 2 {
 			t.Fatalf("case %d: %d tile a row (%+v)", i, tl.Tiles(p.OW), tl)
 		}
-		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
-		at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
-		x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(211.0)), tensor.Scalar(7.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
-		init := ops.Cast(tensor.Scalar(-2.5), c.dt)
-		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
-		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
-			agree(t, fmt.Sprintf("case %d: %v %v reduce %d", i, c.dt, c.shape, kind), ops.ReduceWindow(gx, gi, kind, c.w), ops.ReduceWindow(x, init, kind, c.w))
-		}
 		if !disjoint(c.w) && !poolScatters(p, false, kt) {
 			t.Fatalf("case %d: the gradient does not take the pooling scatter", i)
 		}
-		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, c.w.OutShape(c.shape)...)), c.dt)
-		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
-			agree(t, fmt.Sprintf("case %d: %v %v select %d", i, c.dt, c.shape, sel),
-				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, c.w), ops.SelectAndScatter(x, src, init, sel, c.w))
-		}
+		agreePooling(t, d, r, fmt.Sprintf("case %d", i), c.dt, c.shape, c.w, 211, true)
 	}
 	mustHaveRun(t, d, launched, "pool2d_max_nchwtile_f32", "pool2d_sum_nchwtile_f64", "pool2d_min_nchwtile_bf16", "pool2d_max_nchwtile_f16",
 		"pool2d_select_ge_nchwtile_f32", "pool2d_select_le_nchwtile_f16", "pool2d_select_scatter_nchwtile_f32",

@@ -347,50 +347,62 @@ func TestPoolBandOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(12)
 	launched := recordLaunches(t, d)
-	win := func(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
-		return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
-			BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-	}
 	for i, c := range []struct {
 		dt    tensor.DType
 		shape tensor.Shape
 		w     ops.Window
 	}{
-		{tensor.Float32, tensor.Shape{1, 2, 40, 224}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // bands of 4 output rows
-		{tensor.Float64, tensor.Shape{2, 3, 7, 7}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},    // a band a plane
-		{tensor.Float32, tensor.Shape{2, 6, 8, 512}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},  // 48 bands: blocks take several
-		{tensor.Float32, tensor.Shape{1, 2, 9, 10}, win(3, 2, 1, 1, [2]int{0, 2}, [2]int{1, 0})},
-		{tensor.BFloat16, tensor.Shape{2, 2, 11, 13}, win(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},
-		{tensor.Float16, tensor.Shape{1, 3, 8, 8}, win(2, 3, 2, 1, [2]int{0, 1}, [2]int{1, 1})},
-		{tensor.Float32, tensor.Shape{2, 3, 15, 14}, win(2, 2, 2, 2, [2]int{0, 1}, [2]int{0, 0})}, // pairs' windows, odd heights
+		{tensor.Float32, tensor.Shape{1, 2, 40, 224}, nchwWindow(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})}, // bands of 4 output rows
+		{tensor.Float64, tensor.Shape{2, 3, 7, 7}, nchwWindow(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},    // a band a plane
+		{tensor.Float32, tensor.Shape{2, 6, 8, 512}, nchwWindow(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},  // 48 bands: blocks take several
+		{tensor.Float32, tensor.Shape{1, 2, 9, 10}, nchwWindow(3, 2, 1, 1, [2]int{0, 2}, [2]int{1, 0})},
+		{tensor.BFloat16, tensor.Shape{2, 2, 11, 13}, nchwWindow(3, 3, 2, 2, [2]int{1, 1}, [2]int{1, 1})},
+		{tensor.Float16, tensor.Shape{1, 3, 8, 8}, nchwWindow(2, 3, 2, 1, [2]int{0, 1}, [2]int{1, 1})},
+		{tensor.Float32, tensor.Shape{2, 3, 15, 14}, nchwWindow(2, 2, 2, 2, [2]int{0, 1}, [2]int{0, 0})}, // pairs' windows, odd heights
 		// Windows that do not overlap: their gradients take the band too.
-		{tensor.Float32, tensor.Shape{2, 2, 40, 224}, win(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
-		{tensor.Float64, tensor.Shape{1, 3, 11, 10}, win(2, 3, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
-		{tensor.BFloat16, tensor.Shape{2, 2, 9, 12}, win(3, 3, 3, 3, [2]int{0, 0}, [2]int{0, 0})},
+		{tensor.Float32, tensor.Shape{2, 2, 40, 224}, nchwWindow(3, 3, 3, 3, [2]int{1, 1}, [2]int{0, 2})},
+		{tensor.Float64, tensor.Shape{1, 3, 11, 10}, nchwWindow(2, 3, 3, 4, [2]int{0, 1}, [2]int{1, 0})}, // gaps between windows
+		{tensor.BFloat16, tensor.Shape{2, 2, 9, 12}, nchwWindow(3, 3, 3, 3, [2]int{0, 0}, [2]int{0, 0})},
 	} {
 		p, nhwc, ok := pool2D(c.shape, c.w)
 		if !ok || nhwc || poolLayout(p, nhwc, kernelType(c.dt)) != "nchwband" {
 			t.Fatalf("case %d: %v over %v does not take the band kernels", i, c.w, c.shape)
 		}
-		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
-		at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
-		x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(89.0)), tensor.Scalar(7.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
-		init := ops.Cast(tensor.Scalar(-2.5), c.dt)
-		gx, gi := onGPU(t, d, x), onGPU(t, d, init)
-		for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
-			agree(t, fmt.Sprintf("case %d: %v %v reduce %d", i, c.dt, c.shape, kind), ops.ReduceWindow(gx, gi, kind, c.w), ops.ReduceWindow(x, init, kind, c.w))
-		}
-		if !disjoint(c.w) {
-			continue
-		}
-		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, c.w.OutShape(c.shape)...)), c.dt)
-		for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
-			agree(t, fmt.Sprintf("case %d: %v %v select %d", i, c.dt, c.shape, sel),
-				ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, c.w), ops.SelectAndScatter(x, src, init, sel, c.w))
-		}
+		agreePooling(t, d, r, fmt.Sprintf("case %d", i), c.dt, c.shape, c.w, 89, disjoint(c.w))
 	}
 	mustHaveRun(t, d, launched, "pool2d_max_nchwband_f32", "pool2d_sum_nchwband_f64", "pool2d_min_nchwband_bf16", "pool2d_max_nchwband_f16",
 		"pool2d_select_put_ge_nchwband_f32", "pool2d_select_put_le_nchwband_f64", "pool2d_select_put_ge_nchwband_bf16")
+}
+
+// nchwWindow is a 2-D pooling window over NCHW images: kh x kw, strides
+// sh and sw, padding ph and pw (low, high).
+func nchwWindow(kh, kw, sh, sw int, ph, pw [2]int) ops.Window {
+	return ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw},
+		BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+}
+
+// agreePooling checks ReduceWindow (sum, max and min, with an init that
+// padding taps count as) of w over random small integers of dt and shape,
+// a NaN every nanEvery elements, on d against the CPU, and where grads is
+// set SelectAndScatter (both selections) too.
+func agreePooling(t *testing.T, d *Device, r *tensor.RNG, what string, dt tensor.DType, shape tensor.Shape, w ops.Window, nanEvery float64, grads bool) {
+	t.Helper()
+	x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, shape...)), dt)
+	at := ops.Reshape(tensor.Arange(0, float64(shape.NumElements()), 1), shape...)
+	x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(nanEvery)), tensor.Scalar(7.0)), ops.Cast(tensor.Scalar(math.NaN()), dt), x)
+	init := ops.Cast(tensor.Scalar(-2.5), dt)
+	gx, gi := onGPU(t, d, x), onGPU(t, d, init)
+	for _, kind := range []ops.ReduceKind{ops.ReduceSum, ops.ReduceMax, ops.ReduceMin} {
+		agree(t, fmt.Sprintf("%s: %v %v reduce %d", what, dt, shape, kind), ops.ReduceWindow(gx, gi, kind, w), ops.ReduceWindow(x, init, kind, w))
+	}
+	if !grads {
+		return
+	}
+	src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, w.OutShape(shape)...)), dt)
+	for _, sel := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+		agree(t, fmt.Sprintf("%s: %v %v select %d", what, dt, shape, sel),
+			ops.SelectAndScatter(gx, onGPU(t, d, src), gi, sel, w), ops.SelectAndScatter(x, src, init, sel, w))
+	}
 }
 
 // mustHaveRun fails t for each of kernels that launched (recordLaunches
