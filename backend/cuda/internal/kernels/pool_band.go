@@ -133,7 +133,7 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, s bandSpec, body func(b *band)
 		k.Op("cvt.u32.u64 %s, %s", b.bands, cpp.v)
 		// The band's output rows [oh0, oh0+rows) and the input rows
 		// [lo, hi) their windows read.
-		b.oh0, b.rows = chunkOf(k, idx, per32, OH)
+		b.oh0, b.rows = chunkOf(k, ptx.U32, idx, per32, OH)
 		lo, hi := windowSpan(k, b.oh0, b.rows, SH, PH, KH, H)
 		b.lo, b.inRows = lo, k.Reg(ptx.U32)
 		k.Op("sub.s32 %s, %s, %s", b.inRows, hi, lo)
@@ -185,20 +185,10 @@ func (b *band) columns(tile64, tileCols ptx.Reg) {
 	t32, c32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("cvt.u32.u64 %s, %s", t32, tile64)
 	k.Op("cvt.u32.u64 %s, %s", c32, tileCols)
-	b.ow0, b.cols = chunkOf(k, t32, c32, b.OW)
+	b.ow0, b.cols = chunkOf(k, ptx.U32, t32, c32, b.OW)
 	lo, hi := windowSpan(k, b.ow0, b.cols, poolField(k, 8), poolField(k, 10), poolField(k, pgEW), b.W)
 	b.clo, b.pitch = lo, k.Reg(ptx.U32)
 	k.Op("sub.s32 %s, %s, %s", b.pitch, hi, lo)
-}
-
-// chunkOf returns the first (i·per) and the number (per, or what is left
-// of total) of the positions of chunk i along a dimension (u32).
-func chunkOf(k *ptx.Kernel, i, per, total ptx.Reg) (first, n ptx.Reg) {
-	first, n = k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("mul.lo.u32 %s, %s, %s", first, i, per)
-	k.Op("sub.u32 %s, %s, %s", n, total, first)
-	k.Op("min.u32 %s, %s, %s", n, n, per)
-	return first, n
 }
 
 // windowSpan returns the input positions [lo, hi) (s32) that the windows

@@ -146,13 +146,20 @@ func mov(k *ptx.Kernel, d DType, dst ptx.Reg, src any) {
 }
 
 // part returns where part c of a fold of mid elements in chunks starts
-// (c·chunk) and how many elements it has.
+// (c·chunk) and how many elements it has (u64).
 func part(k *ptx.Kernel, c, mid, chunk ptx.Reg) (start, n ptx.Reg) {
-	start, n = k.Reg(ptx.U64), k.Reg(ptx.U64)
-	k.Op("mul.lo.s64 %s, %s, %s", start, c, chunk)
-	k.Op("sub.s64 %s, %s, %s", n, mid, start)
-	k.Op("min.u64 %s, %s, %s", n, n, chunk)
-	return start, n
+	return chunkOf(k, ptx.U64, c, chunk, mid)
+}
+
+// chunkOf returns where chunk i of per positions starts (i·per) and how
+// many positions it has (per, or what is left of total), in registers of
+// type t (ptx.U32 or ptx.U64) as its operands are.
+func chunkOf(k *ptx.Kernel, t ptx.Type, i, per, total ptx.Reg) (first, n ptx.Reg) {
+	first, n = k.Reg(t), k.Reg(t)
+	k.Op("mul.lo.%s %s, %s, %s", t, first, i, per)
+	k.Op("sub.%s %s, %s, %s", t, n, total, first)
+	k.Op("min.%s %s, %s, %s", t, n, n, per)
+	return first, n
 }
 
 // reduceRows writes reduce_rows_<kind>_<ReduceIO(in, out)>: it reads in,

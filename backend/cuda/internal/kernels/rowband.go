@@ -77,7 +77,7 @@ func newRowBand(k *ptx.Kernel, tiled bool, body func(rb *rowBand)) {
 		k.Op("cvt.u32.u64 %s, %s", rb.plane, plane64)
 		k.Op("cvt.u32.u64 %s, %s", per32, per)
 		k.Op("cvt.u32.u64 %s, %s", band32, band64)
-		rb.ih0, rb.rows = chunkOf(k, band32, per32, H)
+		rb.ih0, rb.rows = chunkOf(k, ptx.U32, band32, per32, H)
 		k.Op("add.u32 %s, %s, %s", last, rb.ih0, rb.rows)
 		k.Op("sub.u32 %s, %s, 1", last, last)
 		rb.olo, rb.outRows = rb.cover(rb.ih0, last, pgEH, 7, 9, pgOH, 5) // the windows' extent over the rows
@@ -85,7 +85,7 @@ func newRowBand(k *ptx.Kernel, tiled bool, body func(rb *rowBand)) {
 			t32, c32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
 			k.Op("cvt.u32.u64 %s, %s", t32, tile64)
 			k.Op("cvt.u32.u64 %s, %s", c32, tileCols)
-			rb.c0, rb.width = chunkOf(k, t32, c32, W)
+			rb.c0, rb.width = chunkOf(k, ptx.U32, t32, c32, W)
 			k.Op("add.u32 %s, %s, %s", last, rb.c0, rb.width)
 			k.Op("sub.u32 %s, %s, 1", last, last)
 			rb.owlo, rb.outCols = rb.cover(rb.c0, last, pgEW, 8, 10, pgOW, 6)
