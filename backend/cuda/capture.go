@@ -181,8 +181,10 @@ func (d *Device) freePool(p *graphPool) {
 	d.mu.Lock()
 	// Checks of this pool's area still queued go with it.
 	d.checks = slices.DeleteFunc(d.checks, func(ch indexCheck) bool { return ch.area == p.checkArea && p.checkArea != 0 })
-	d.mu.Unlock()
+	// Under d.mu: the collector's cleanup of one of the pool's buffers
+	// (reclaim) appends to p.free meanwhile.
 	p.all, p.free = nil, map[int][]cu.Ptr{}
+	d.mu.Unlock()
 }
 
 // recording is an instantiated graph and its memory.
