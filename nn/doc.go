@@ -16,8 +16,10 @@
 // keeps keys and values in a KVCache (ForwardCached) or, for a traced
 // loop, in fixed-size caches (ForwardStep). SetTraining switches Dropout,
 // BatchNorm and the attention's dropout between modes, inside any
-// Container (a module listing its Modules, as Sequential does). Variables
-// are tape.Variables named "<layer>/<variable>", watched by every tape.
+// Container (a module listing its Modules, as Sequential does); layers
+// start in training mode, and Predict runs a model in inference mode and
+// puts each layer back. Variables are tape.Variables named
+// "<layer>/<variable>", watched by every tape.
 //
 // # Training
 //

@@ -433,3 +433,25 @@ func TestEvaluateKeepsTheModelsModes(t *testing.T) {
 		t.Errorf("after Evaluate: dropout training %v (want true), batch norm training %v (want false)", drop.Training(), bn.Training())
 	}
 }
+
+// Predict computes in inference mode (the same output every call, no
+// dropout, BatchNorm's running statistics) and leaves the model in the
+// mode it was in: training, so the next step still drops.
+func TestPredictInInferenceMode(t *testing.T) {
+	drop, bn := NewDropout(0.5, tensor.NewRNG(2)), NewBatchNorm("bn", 8, tensor.Float32)
+	m := NewSequential(NewDense("d", tensor.NewRNG(1), 4, 8, DenseOpts{}), drop, bn, NewDense("e", tensor.NewRNG(3), 8, 2, DenseOpts{}))
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float32, 5, 4)
+	a, b := Predict(m, x), Predict(m, x)
+	if !slices.Equal(tensor.ToSlice[float32](a), tensor.ToSlice[float32](b)) {
+		t.Errorf("two predictions differ: %v and %v", a, b)
+	}
+	SetTraining(m, false)
+	want := m.Forward(x)
+	SetTraining(m, true)
+	if !slices.Equal(tensor.ToSlice[float32](a), tensor.ToSlice[float32](want)) {
+		t.Errorf("Predict %v, inference mode's Forward %v", a, want)
+	}
+	if !drop.Training() || !bn.Training() {
+		t.Errorf("after Predict: dropout training %v, batch norm %v; want both back in training", drop.Training(), bn.Training())
+	}
+}

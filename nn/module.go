@@ -61,6 +61,19 @@ func SetTraining(m Module, training bool) {
 	}
 }
 
+// Predict returns m's output for x in inference mode (no dropout,
+// BatchNorm's running statistics, as Keras's predict), putting every layer
+// back in the mode it was in after: the way to predict after training,
+// where m.Forward would still drop (layers start in training mode, as
+// PyTorch's do). Outside a tape, the model's layers hand each
+// intermediate's buffer back as they go. A nil m or x panics with a
+// *tensor.Error.
+func Predict(m Module, x *tensor.Tensor) *tensor.Tensor {
+	mustArgs("Predict", arg{"the model", m}, arg{"the input", x})
+	defer inference(m)()
+	return m.Forward(x)
+}
+
 // inference switches m and every module inside it to inference mode, as
 // SetTraining(m, false) does, and returns a function that puts each back
 // in the mode it was in (training, where a Trainable does not say).

@@ -93,6 +93,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewAdamW", Fn: NewAdamW},
 		{Name: "NewRMSProp", Fn: NewRMSProp},
 		{Name: "NewSGD", Fn: NewSGD},
+		{Name: "Predict", Fn: Predict, Valid: []any{m, x}},
 		{Name: "NewLSTMCell", Fn: NewLSTMCell, Valid: []any{"l", rng, 3, 2, tensor.Float32}},
 		{Name: "NewGRUCell", Fn: NewGRUCell, Valid: []any{"g", rng, 3, 2, tensor.Float32}},
 		{Name: "TrainStep", Fn: TrainStep, Valid: []any{m, Loss(SparseSoftmaxCrossEntropy), opt}},
