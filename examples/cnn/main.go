@@ -154,6 +154,6 @@ func run(cfg config) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.accuracy = nn.Accuracy(model.Forward(tx), ty)
+	res.accuracy = nn.Accuracy(nn.Predict(model, tx), ty)
 	return res, nil
 }

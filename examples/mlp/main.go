@@ -98,6 +98,6 @@ func run(cfg config) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.accuracy = nn.Accuracy(model.Forward(x), y)
+	res.accuracy = nn.Accuracy(nn.Predict(model, x), y)
 	return res, nil
 }

@@ -97,7 +97,7 @@ func train(comm *mpi.Comm, epochs int, o nn.PipelineOptions, ckpt string, progre
 		return 0, err
 	}
 	vx, vy := toydata.Spirals(300, 7)
-	acc := nn.Accuracy(whole.Forward(ops.Cast(vx, tensor.Float64)), vy)
+	acc := nn.Accuracy(nn.Predict(whole, ops.Cast(vx, tensor.Float64)), vy)
 	fmt.Fprintf(progress, "the stages read back into one model: validation accuracy %.1f%%\n", 100*acc)
 	return acc, nil
 }
