@@ -96,6 +96,7 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 	if x.Rank() != 3 {
 		panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrRank, []*tensor.Tensor{x}, "", "needs a sequence batch [N, T, C], got %v", x.Shape()))
 	}
+	needFeatures("MultiHeadAttention", x, -1, m.In.Kernel.Value().Dim(0), "features", "")
 	n, t, c := x.Dim(0), x.Dim(1), x.Dim(2)
 	h := m.Heads
 	qkv := ops.Split(m.In.Forward(x), 2, []int{c, c, c})

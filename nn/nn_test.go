@@ -64,6 +64,10 @@ func TestLayersNameAWrongInputWidth(t *testing.T) {
 			(&RNN{Cell: NewLSTMCell("lstm", rng, 3, 4, tensor.Float32)}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 4))
 		},
 			`nn: LSTMCell: the layer takes 3 input features in dimension -1; the input [2 4] has 4`},
+		{"attention", func() {
+			NewMultiHeadAttention("att", rng, 8, 2, MultiHeadAttentionOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 6))
+		},
+			`nn: MultiHeadAttention: the layer takes 8 features in dimension -1; the input [2 5 6] has 6`},
 		{"a GRU cell", func() { NewGRUCell("gru", rng, 3, 4, tensor.Float32).Step(tensor.Zeros(tensor.Float32, 2, 5), nil) },
 			`nn: GRUCell: the layer takes 3 input features in dimension -1; the input [2 5] has 5`},
 	} {
