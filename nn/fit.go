@@ -25,8 +25,11 @@ type FitConfig struct {
 	Epochs int
 	// Dir receives checkpoints (Dir/checkpoint.safetensors) and TensorBoard
 	// summaries (Dir/logs: "loss" per step, every Logs entry per epoch);
-	// "" writes neither. When Dir holds a checkpoint, Fit resumes after
-	// the epoch it recorded.
+	// "" writes neither. When Dir holds a checkpoint, Fit resumes where
+	// it was saved: after the epoch it recorded, or, saved within an
+	// epoch (CheckpointEvery), at the next batch of that epoch (its
+	// first batches read and skipped; the epoch's mean loss then covers
+	// the steps run after the resume).
 	Dir string
 	// CheckpointEvery saves every that many steps as well as at the end of
 	// each epoch (0: epoch ends only).
@@ -114,6 +117,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		return h, fmt.Errorf("nn: fit: Validation needs an Evaluate step")
 	}
 	ckpt := ""
+	within := 0 // the steps a resumed epoch had done
 	var sw *SummaryWriter
 	if cfg.Dir != "" {
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
@@ -129,6 +133,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			h.FirstEpoch = done
 			h.Steps, _ = strconv.Atoi(meta["step"])
 			h.FirstStep = h.Steps
+			within, _ = strconv.Atoi(meta["epoch_step"])
 		}
 		if primary {
 			var err error
@@ -143,11 +148,13 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 			return h, fmt.Errorf("nn: fit: %w", err)
 		}
 	}
-	save := func(epoch int) error {
+	// save records the epochs done and the steps of the next one done.
+	save := func(epoch, epochSteps int) error {
 		if ckpt == "" || !primary {
 			return nil
 		}
-		return SaveCheckpoint(ckpt, vars, opt, map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(h.Steps)})
+		return SaveCheckpoint(ckpt, vars, opt, map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(h.Steps),
+			"epoch_step": strconv.Itoa(epochSteps)})
 	}
 	progress := cfg.Progress
 	if !primary {
@@ -166,7 +173,10 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 		bar.startEpoch(epoch)
 		var mean Mean
 		examples, steps := 0, 0
-		for batch, err := range feed.epoch(epoch) {
+		if epoch == h.FirstEpoch {
+			steps = within // a resume within the epoch: its first batches are done
+		}
+		for batch, err := range feed.epoch(epoch, steps) {
 			if err != nil {
 				return h, err
 			}
@@ -196,7 +206,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 				}
 			}
 			if cfg.CheckpointEvery > 0 && h.Steps%cfg.CheckpointEvery == 0 {
-				if err := save(epoch); err != nil {
+				if err := save(epoch, steps); err != nil {
 					return h, err
 				}
 			}
@@ -241,7 +251,7 @@ func Fit(ctx context.Context, ds *data.Dataset, vars []*tape.Variable, opt Optim
 				}
 			}
 		}
-		if err := save(epoch + 1); err != nil {
+		if err := save(epoch+1, 0); err != nil {
 			return h, err
 		}
 		if state.Stop {
@@ -268,14 +278,32 @@ type epochFeed struct {
 	stop  func()
 }
 
-func (f *epochFeed) epoch(e int) iter.Seq2[data.Element, error] {
+// epoch returns epoch e's batches after its first done (read and
+// dropped: a resume within the epoch).
+func (f *epochFeed) epoch(e, done int) iter.Seq2[data.Element, error] {
 	if f.steps <= 0 {
-		return f.ds.Epoch(f.ctx, e)
+		return func(yield func(data.Element, error) bool) {
+			i := 0
+			for batch, err := range f.ds.Epoch(f.ctx, e) {
+				if i++; i <= done && err == nil {
+					continue
+				}
+				if !yield(batch, err) {
+					return
+				}
+			}
+		}
 	}
 	return func(yield func(data.Element, error) bool) {
-		for range f.steps {
+		for i := range f.steps {
 			batch, err, ok := f.pull()
-			if !ok || !yield(batch, err) {
+			if !ok {
+				return
+			}
+			if i < done && err == nil {
+				continue
+			}
+			if !yield(batch, err) {
 				return
 			}
 		}

@@ -3,6 +3,7 @@ package nn
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -453,5 +454,50 @@ func TestPredictInInferenceMode(t *testing.T) {
 	}
 	if !drop.Training() || !bn.Training() {
 		t.Errorf("after Predict: dropout training %v, batch norm %v; want both back in training", drop.Training(), bn.Training())
+	}
+}
+
+// A run stopped within an epoch resumes from its last checkpoint at the
+// next batch of that epoch (CheckpointEvery), not at the epoch's start:
+// the resumed run ends with the uninterrupted one's variables, bit for
+// bit, without and with StepsPerEpoch.
+func TestFitResumesWithinAnEpoch(t *testing.T) {
+	x := tensor.RandNormal(tensor.NewRNG(4), tensor.Float64, 24, 3)
+	ds, err := data.FromSlices(x, ops.Cast(tensor.RandUniform(tensor.NewRNG(5), tensor.Float64, 0, 2, 24), tensor.Int32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := ds.Shuffle(24, 7, true).Batch(4, false) // six batches an epoch
+	for _, per := range []int{0, 4} {
+		// run trains two epochs from dir; a step fails after failAt steps
+		// of this run (0: none).
+		run := func(dir string, failAt int) ([]float64, error) {
+			m := NewSequential(NewDense("d", tensor.NewRNG(1), 3, 2, DenseOpts{DType: tensor.Float64}))
+			opt := NewAdam(Constant(0.05))
+			inner, n := TrainStep(m, SparseSoftmaxCrossEntropy, opt), 0
+			step := func(b data.Element) (float64, int, error) {
+				if n++; failAt > 0 && n > failAt {
+					return 0, 0, errors.New("interrupted")
+				}
+				return inner(b)
+			}
+			_, err := Fit(context.Background(), train, AllVariables(m), opt, step, FitConfig{Epochs: 2, Dir: dir, CheckpointEvery: 2, StepsPerEpoch: per})
+			return tensor.ToSlice[float64](m.Variables()[0].Value()), err
+		}
+		want, err := run(t.TempDir(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if _, err := run(dir, 3); err == nil { // checkpoints at step 2, then fails in step 4 of epoch 1
+			t.Fatal("the interrupted run did not fail")
+		}
+		got, err := run(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("StepsPerEpoch %d: resumed within the first epoch: %v, want the uninterrupted run's %v", per, got, want)
+		}
 	}
 }
