@@ -259,10 +259,8 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 		{tensor.Float64, tensor.Shape{2, 2, 33, 40}, 3, 2, [2]int{2, 1}, ops.Valid, false, 2, true, [2]int{3, 2}},
 	} {
 		o := ops.Conv2DOpts{Padding: c.padding, Strides: c.strides, Dilations: c.dil, Format: ops.NCHW}
-		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
-		f := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.kh, c.kw, c.shape[1], c.m), c.dt)
 		*launched = (*launched)[:0]
-		agreeDepthwise(t, d, fmt.Sprintf("case %d: %v %v %dx%d", i, c.dt, c.shape, c.kh, c.kw), x, f, o, ops.Cos)
+		agreeRandomDepthwise(t, d, r, fmt.Sprintf("case %d", i), c.dt, c.shape, c.kh, c.kw, c.m, o)
 		if _, ok := d.ctx.(*emu.Context); ok {
 			dt := "f32"
 			if c.dt == tensor.Float64 {
@@ -282,6 +280,15 @@ func TestDepthwiseBandsOnGPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// agreeRandomDepthwise is agreeDepthwise of a random NCHW input of dt
+// and shape and a random kh x kw filter of multiplier m, seeded by cos(y).
+func agreeRandomDepthwise(t *testing.T, d *Device, r *tensor.RNG, what string, dt tensor.DType, shape tensor.Shape, kh, kw, m int, o ops.Conv2DOpts) {
+	t.Helper()
+	x := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt)
+	f := ops.Cast(tensor.RandNormal(r, tensor.Float32, kh, kw, shape[1], m), dt)
+	agreeDepthwise(t, d, fmt.Sprintf("%s: %v %v %dx%d", what, dt, shape, kh, kw), x, f, o, ops.Cos)
 }
 
 // agreeDepthwise checks that the depthwise convolution of x by f and its
