@@ -12,6 +12,8 @@
 package backend
 
 import (
+	"errors"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/hostmem"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -36,6 +38,20 @@ func HostData[T tensor.Elem](t *tensor.Tensor) []T {
 // HostBytes; it panics with a *tensor.Error when it cannot be allocated.
 func MustEmptyHost(dt tensor.DType, shape tensor.Shape) *tensor.Tensor {
 	return tensor.MustEmptyHost(dt, shape) //nolint:staticcheck // as HostData
+}
+
+// OnHost returns t's values as a row-major tensor in host memory, for
+// library code that reads bytes (a checkpoint, a dataset's batches): t
+// itself where it is one, else a copy (from a device, or of a view). A nil
+// t is an error; so is a device that cannot copy.
+func OnHost(t *tensor.Tensor) (*tensor.Tensor, error) {
+	if t == nil {
+		return nil, errors.New("backend: OnHost: the tensor is nil")
+	}
+	if t.Device() == device.Host() {
+		return t.Contiguous(), nil
+	}
+	return t.To(device.Host())
 }
 
 // FromBuffer returns a row-major tensor over buf, a buffer of its device

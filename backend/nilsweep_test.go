@@ -18,6 +18,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 	fns := []nilsweep.Func{
 		{Name: "MustEmptyHost", Fn: backend.MustEmptyHost, Valid: []any{tensor.Float32, tensor.Shape{2}}},
 		{Name: "FromBuffer", Fn: backend.FromBuffer, Valid: []any{buf, tensor.Float32, tensor.Shape{2}}},
+		{Name: "OnHost", Fn: backend.OnHost, Valid: []any{tensor.Zeros(tensor.Float32, 2)}},
 	}
 	movers := "element movers over buffers the caller sizes"
 	nilsweep.Covered(t, ".", fns, map[string]string{"MoveElems": movers, "FillElems": movers, "View32": movers, "View64": movers})

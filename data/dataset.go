@@ -7,7 +7,8 @@ import (
 	"io"
 	"iter"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/backend"
+
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -186,7 +187,7 @@ func FromSlices(components ...*tensor.Tensor) (*Dataset, error) {
 	comps := make([]*tensor.Tensor, len(components))
 	for i, c := range components {
 		var err error
-		if comps[i], err = onHost(c); err != nil {
+		if comps[i], err = backend.OnHost(c); err != nil {
 			return nil, fmt.Errorf("data: FromSlices: component %d: %w", i, err)
 		}
 	}
@@ -257,13 +258,4 @@ func FromGeneratorContext(gen func(ctx context.Context, yield func(Element) bool
 			closeFn: func() { cancel(); stop() },
 		}
 	}}
-}
-
-// onHost returns t's values as a contiguous tensor on the host: t itself
-// where it is one, else a copy (from a device, or of a view).
-func onHost(t *tensor.Tensor) (*tensor.Tensor, error) {
-	if t.Device() == device.Host() {
-		return t.Contiguous(), nil
-	}
-	return t.To(device.Host())
 }

@@ -83,7 +83,7 @@ func stack(group []Element, pad bool, padValue float64) (Element, error) {
 			backend.FillElems(dst, tensor.FullOf(dt, padValue).HostBytes())
 		}
 		for i, e := range group {
-			src, err := onHost(e[c])
+			src, err := backend.OnHost(e[c])
 			if err != nil {
 				return nil, fmt.Errorf("component %d of element %d: %w", c, i, err)
 			}
@@ -123,7 +123,7 @@ func (d *Dataset) Unbatch() *Dataset {
 				}
 				cur, row = make(Element, len(e)), 0
 				for i, c := range e {
-					if cur[i], err = onHost(c); err != nil {
+					if cur[i], err = backend.OnHost(c); err != nil {
 						return nil, &StageError{Stage: "Unbatch", Err: fmt.Errorf("component %d: %w", i, err)}
 					}
 				}

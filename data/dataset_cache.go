@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/eagerflow/eagerflow/backend"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -92,7 +94,7 @@ func cacheReader(stage, path string) iterator {
 func encodeElement(e Element) ([]byte, error) {
 	b := binary.AppendUvarint(nil, uint64(len(e)))
 	for i, c := range e {
-		c, err := onHost(c)
+		c, err := backend.OnHost(c)
 		if err != nil {
 			return nil, fmt.Errorf("component %d: %w", i, err)
 		}

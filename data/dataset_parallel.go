@@ -414,7 +414,7 @@ func ParseWith(p *Parser) func(Element) (Element, error) {
 		if len(e) != 1 || e[0] == nil || e[0].DType() != tensor.Uint8 {
 			return nil, fmt.Errorf("data: ParseWith needs one Uint8 record, got %d components (%v)", len(e), describe(e))
 		}
-		rec, err := onHost(e[0])
+		rec, err := backend.OnHost(e[0])
 		if err != nil {
 			return nil, fmt.Errorf("data: ParseWith: %w", err)
 		}

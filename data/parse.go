@@ -104,7 +104,7 @@ func NewParser(spec ParseSpec) (*Parser, error) {
 			}
 			if v.Default != nil { // the parser's copy, on the host, where records are parsed
 				var err error
-				if v.Default, err = onHost(v.Default); err != nil {
+				if v.Default, err = backend.OnHost(v.Default); err != nil {
 					return nil, fmt.Errorf("data: parse spec: feature %q: default: %w", name, err)
 				}
 				p.spec[name] = v

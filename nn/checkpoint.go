@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/eagerflow/eagerflow/backend"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/atomicfile"
 	"github.com/eagerflow/eagerflow/tape"
@@ -116,11 +118,11 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 	bw.Write(size[:])
 	bw.Write(hj)
 	for _, v := range all {
-		var b []byte
-		if b, err = hostBytes(v.Value()); err != nil {
+		var h *tensor.Tensor // a variable trained on a GPU is read from it
+		if h, err = backend.OnHost(v.Value()); err != nil {
 			return fmt.Errorf("nn: %w: variable %q: %v", ErrCheckpoint, v.Name(), err)
 		}
-		bw.Write(b)
+		bw.Write(h.HostBytes())
 	}
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("nn: %w: writing %s: %v", ErrCheckpoint, path, err)
@@ -135,19 +137,6 @@ func saveCheckpoint(path string, vars []*tape.Variable, opt Optimizer, metadata 
 		return fmt.Errorf("nn: %w: %v", ErrCheckpoint, err)
 	}
 	return nil
-}
-
-// hostBytes is t's row-major bytes, read from its device where it is not
-// on the host (a variable trained on a GPU).
-func hostBytes(t *tensor.Tensor) ([]byte, error) {
-	if t.Device() == device.Host() {
-		return t.Contiguous().HostBytes(), nil
-	}
-	h, err := t.To(device.Host())
-	if err != nil {
-		return nil, err
-	}
-	return h.HostBytes(), nil
 }
 
 // LoadCheckpoint reads every tensor of a safetensors file and its metadata.

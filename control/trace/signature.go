@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eagerflow/eagerflow/backend"
+
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
@@ -227,11 +229,11 @@ func sameTensor(a, b *tensor.Tensor) bool {
 // hostCopy is t's values on the host, contiguous; a tensor that cannot be
 // read (its device failed) panics, as an op's would.
 func hostCopy(t *tensor.Tensor) *tensor.Tensor {
-	h, err := t.To(device.Host())
+	h, err := backend.OnHost(t)
 	if err != nil {
 		panic(err)
 	}
-	return h.Contiguous()
+	return h
 }
 
 // nearTensor is sameTensor with floating-point values allowed to differ in
