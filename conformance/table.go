@@ -579,6 +579,23 @@ func samples() map[string][]sample {
 	add("SelectAndGather", one("max pool second order", func() {
 		secondOrder(func(x []T) T { return ops.Square(ops.MaxPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 2}})) }, r(-1, 1, 1, 4, 4, 2))
 	}, true, true))
+	argmaxPool := ops.PoolOpts{Size: [2]int{3, 2}, Strides: [2]int{2, 1}, Padding: ops.Same}
+	for _, dt := range numbers {
+		add("MaxPool2DWithArgmax", one(fmt.Sprint(dt), func() { ops.MaxPool2DWithArgmax(of(dt, -5, 5, 2, 5, 4, 3), argmaxPool) }, false, false))
+		add("MaxUnpool2D", one(fmt.Sprint(dt), func() {
+			_, taps := ops.MaxPool2DWithArgmax(of(dt, -5, 5, 2, 5, 4, 3), argmaxPool)
+			ops.MaxUnpool2D(of(dt, -2, 2, 2, 3, 4, 3), taps, []int{2, 5, 4, 3}, argmaxPool)
+		}, false, false))
+	}
+	add("MaxPool2DWithArgmax", one("NCHW padded", func() {
+		ops.MaxPool2DWithArgmax(r(-1, 1, 1, 2, 5, 6), ops.PoolOpts{Size: [2]int{2, 3}, Padding: ops.Explicit, Explicit: [2][2]int{{1, 1}, {0, 2}}, Format: ops.NCHW})
+	}, true, true))
+	add("MaxUnpool2D", one("through max pool's taps", func() {
+		underTape(func(x []T) T { y, _ := ops.MaxPool2DWithArgmax(x[0], argmaxPool); return y }, r(-1, 1, 1, 5, 4, 2))
+	}, true, true))
+	add("MaxUnpool2DGather", one("max pool's taps second order", func() {
+		secondOrder(func(x []T) T { y, _ := ops.MaxPool2DWithArgmax(x[0], argmaxPool); return ops.Square(y) }, r(-1, 1, 1, 5, 4, 2))
+	}, true, true))
 	add("ScatterPatches", one("through ExtractPatches", func() {
 		underTape(func(x []T) T {
 			return ops.ExtractPatches(x[0], tensor.Scalar(0.0), ops.Window{Dims: []int{2, 2}, Padding: [][2]int{{1, 0}, {0, 1}}})

@@ -97,7 +97,7 @@
 //	ScatterAdd, Scatter                      Gather's adjoint, and replacement
 //	OneHot(ids, depth, dtype)                [...] -> [..., depth]
 //
-// # Windows and convolution (window.go, reduce_window.go, conv.go, pool.go)
+// # Windows and convolution (window.go, reduce_window.go, conv.go, pool.go, pool_argmax.go)
 //
 //	Window{Dims, Strides, Padding, BaseDilation, WindowDilation}   XLA's window; SamePadding for TensorFlow's SAME
 //	ExtractPatches, ScatterPatches           im2col in any rank, and its adjoint
@@ -113,7 +113,10 @@
 //	                                         the bias sum and both backprops per image, dz in cache)
 //	DepthwiseConv2D                          per-channel filters [kh kw c multiplier]
 //	MaxPool2D, AvgPool2D                     via ReduceWindow; max pooling's gradient is SelectAndScatter
-//	                                         (windows over the last two dims run as plain plane loops)
+//	                                         (windows over the last two dims run as plain plane loops),
+//	                                         or on the GPU MaxUnpool2D of the choices its forward kept
+//	MaxPool2DWithArgmax, MaxUnpool2D         max pooling with each window's tap number (a byte), and
+//	                                         PyTorch's MaxUnpool2d of those taps (pool_argmax.go)
 //
 // # Linear algebra (matmul.go, dot.go)
 //

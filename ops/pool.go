@@ -3,6 +3,7 @@ package ops
 import (
 	"math"
 
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -16,8 +17,9 @@ type PoolOpts struct {
 	Format   DataFormat
 }
 
-// window returns the 4-d Window of a 2-d pool over x.
-func (o PoolOpts) window(x *tensor.Tensor) Window {
+// window returns the 4-d Window of a 2-d pool over an operand of shape
+// s, its defaults filled.
+func (o PoolOpts) window(s tensor.Shape) Window {
 	kh, kw := o.Size[0], o.Size[1]
 	sh, sw := o.Strides[0], o.Strides[1]
 	if sh == 0 {
@@ -26,7 +28,7 @@ func (o PoolOpts) window(x *tensor.Tensor) Window {
 	if sw == 0 {
 		sw = kw
 	}
-	h, w := hw(x, o.Format)
+	h, w := hwOf(s, o.Format)
 	var ph, pw [2]int
 	switch o.Padding {
 	case Same:
@@ -35,34 +37,47 @@ func (o PoolOpts) window(x *tensor.Tensor) Window {
 		ph, pw = o.Explicit[0], o.Explicit[1]
 	}
 	if o.Format == NCHW {
-		return Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw}}
+		return Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, sh, sw}, Padding: [][2]int{{0, 0}, {0, 0}, ph, pw}}.withDefaults(4)
 	}
-	return Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1}, Padding: [][2]int{{0, 0}, ph, pw, {0, 0}}}
+	return Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1}, Padding: [][2]int{{0, 0}, ph, pw, {0, 0}}}.withDefaults(4)
 }
 
 func checkPool(op string, x *tensor.Tensor, o PoolOpts) {
-	if x.Rank() != 4 {
-		fail(op, tensor.ErrRank, []*tensor.Tensor{x}, "needs a rank-4 input, got %v", x.Shape())
+	checkPoolOf(op, []*tensor.Tensor{x}, x.Shape(), o)
+}
+
+// checkPoolOf fails op (its inputs in) unless o pools an operand of
+// shape s.
+func checkPoolOf(op string, in []*tensor.Tensor, s tensor.Shape, o PoolOpts) {
+	if s.Rank() != 4 {
+		fail(op, tensor.ErrRank, in, "needs a rank-4 input, got %v", s)
 	}
 	if o.Size[0] < 1 || o.Size[1] < 1 {
-		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "window size %v must be positive", o.Size)
+		fail(op, tensor.ErrAttr, in, "window size %v must be positive", o.Size)
 	}
 	if o.Strides[0] < 0 || o.Strides[1] < 0 {
-		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "strides %v must be positive (0 means the window size)", o.Strides)
+		fail(op, tensor.ErrAttr, in, "strides %v must be positive (0 means the window size)", o.Strides)
 	}
 	if o.Padding > Explicit || o.Format > NCHW {
-		fail(op, tensor.ErrAttr, []*tensor.Tensor{x}, "unknown padding mode %d or data format %d", o.Padding, o.Format)
+		fail(op, tensor.ErrAttr, in, "unknown padding mode %d or data format %d", o.Padding, o.Format)
 	}
 }
 
 // MaxPool2D takes the maximum of each window: x: [N, H, W, C] (NHWC) or
 // [N, C, H, W] (NCHW) -> pooled. Padding never wins. Its gradient goes to
-// the first maximum of each window through SelectAndScatter.
+// the first maximum of each window: through SelectAndScatter, or, where
+// a tape follows x on a device that prefers it (ArgmaxPooler), through
+// MaxUnpool2D of the choices the forward pass kept
+// (MaxPool2DWithArgmax).
 func MaxPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	needInputs("MaxPool2D", x)
 	defer asOp("MaxPool2D")
 	checkPool("MaxPool2D", x, o)
-	return reduceWindow(x, scratch(ScalarLike(x, math.Inf(-1))), ReduceWindowAttrs{Kind: ReduceMax, Window: o.window(x).withDefaults(x.Rank()), IdentityInit: true})
+	w := o.window(x.Shape())
+	if keepsArgmax(x, w) {
+		return eager.Run(maxPoolArgmaxOp, w, x)[0]
+	}
+	return reduceWindow(x, scratch(ScalarLike(x, math.Inf(-1))), ReduceWindowAttrs{Kind: ReduceMax, Window: w, IdentityInit: true})
 }
 
 // AvgPool2D averages each window over its elements inside the input (with
@@ -72,7 +87,7 @@ func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	needInputs("AvgPool2D", x)
 	defer asOp("AvgPool2D")
 	checkPool("AvgPool2D", x, o)
-	w := o.window(x)
+	w := o.window(x.Shape())
 	sum := ReduceWindow(x, scratch(ScalarLike(x, 0)), ReduceSum, w)
 	if o.Padding == Valid {
 		return Div(sum, scratch(ScalarLike(sum, float64(o.Size[0]*o.Size[1]))))
