@@ -97,6 +97,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "MatMulT", Fn: ops.MatMulT},
 		{Name: "Max", Fn: ops.Max},
 		{Name: "MaxPool2D", Fn: ops.MaxPool2D},
+		{Name: "MaxPool2DWithArgmax", Fn: ops.MaxPool2DWithArgmax},
+		{Name: "MaxUnpool2D", Fn: ops.MaxUnpool2D},
 		{Name: "Maximum", Fn: ops.Maximum},
 		{Name: "Mean", Fn: ops.Mean},
 		{Name: "Min", Fn: ops.Min},

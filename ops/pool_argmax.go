@@ -150,10 +150,11 @@ func MaxUnpool2D(values, taps *tensor.Tensor, shape []int, o PoolOpts) *tensor.T
 }
 
 // keepsArgmax reports whether MaxPool2D of x under w should keep its
-// windows' choices: a tape follows x and x's device prefers it
-// (ArgmaxPooler).
+// windows' choices: a tape may record it (one is recording, and x is
+// watched, computed by a recorded op, or a variable) and x's device
+// prefers it (ArgmaxPooler).
 func keepsArgmax(x *tensor.Tensor, w Window) bool {
-	if x.Autodiff() == nil || x.Device().Kind() == device.CPU {
+	if !eager.Observing() || (x.Autodiff() == nil && !x.IsVariable()) || x.Device().Kind() == device.CPU {
 		return false
 	}
 	p, ok := x.Device().(ArgmaxPooler)

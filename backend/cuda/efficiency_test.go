@@ -149,6 +149,20 @@ var budgets = map[string]kernelBudget{
 	"pool2d_select_ge_nhwc_f32":          {instr: 40},
 	"pool2d_select_ge_nchwband_f32":      {instr: 110},
 	"pool2d_select_scatter_nhwc_f32":     {instr: 50}, // up to four windows over an element, each read
+	// Max pooling keeping its choices (kernels/pool_argmax.go): a byte a
+	// window beside the pooled value, then its gradient from those bytes.
+	"pool2d_argmax_nhwc_f32":         {instr: 50}, // the selection's taps, the value and its byte stored
+	"pool2d_argmax_nhwc_bf16":        {instr: 110},
+	"pool2d_argmax_nchw2x2_f32":      {instr: 28},
+	"pool2d_argmax_nchw2x2_bf16":     {instr: 56},
+	"pool2d_argmax_nchwband_f32":     {instr: 160}, // small planes: a band's 49 windows, a warp's turns aligned for their bytes
+	"pool2d_argmax_nchwtile_f32":     {instr: 260}, // at a stride of 1 nine bounds-checked taps an input element
+	"pool2d_unpool_put_nhwc_f32":     {instr: 44},  // each tap's number compared with the byte
+	"pool2d_unpool_put_nhwc_bf16":    {instr: 86},
+	"pool2d_unpool_put_nchw2x2_f32":  {instr: 22},
+	"pool2d_unpool_put_nchw2x2_bf16": {instr: 34},
+	"pool2d_unpool_put_nchwband_f32": {instr: 175}, // as the argmax's band
+	"pool2d_unpool_put_nchwtile_f32": {instr: 100},
 	// A band's windows staged once, then a thread an element: its windows
 	// found by four divisions through constants (the strides), each
 	// window's tap number compared; loads count once where the NHWC kernel
@@ -324,6 +338,26 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor {
 				return ops.ReduceWindow(x, tensor.Scalar(float32(math.Inf(-1))), ops.ReduceMax, w)
 			}, x)
+		}},
+		{"the poolings' gradients by SelectAndScatter (ReduceWindow)", func() {
+			// MaxPool2D under a tape keeps its choices (pool2d_argmax);
+			// ReduceWindow's gradient searches the windows again.
+			window := func(nhwc bool, k, s int) ops.Window {
+				if nhwc {
+					return ops.Window{Dims: []int{1, k, k, 1}, Strides: []int{1, s, s, 1}}
+				}
+				return ops.Window{Dims: []int{1, 1, k, k}, Strides: []int{1, 1, s, s}}
+			}
+			for _, c := range []struct {
+				x *tensor.Tensor
+				w ops.Window
+			}{
+				{img, window(true, 2, 2)}, {imgc, window(false, 2, 2)}, {imgOdd, window(false, 2, 2)}, {g(1, 4, 5, 2176), window(false, 2, 2)},
+				{imgc, window(false, 3, 3)}, {img, window(true, 3, 2)}, {g(2, 4, 56, 56), window(false, 3, 2)},
+				{ops.Cast(g(2, 16, 16, 16), tensor.BFloat16), window(false, 2, 2)}, {ops.Cast(img, tensor.BFloat16), window(true, 2, 2)},
+			} {
+				grad(func() *tensor.Tensor { return ops.ReduceWindow(c.x, tensor.Scalar(math.Inf(-1)), ops.ReduceMax, c.w) }, c.x)
+			}
 		}},
 		{"average pool NHWC", func() { ops.AvgPool2D(img, pool(ops.NHWC)) }},
 		{"bfloat16 max pool NHWC and its gradient, average pool", func() {

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -231,22 +233,38 @@ func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d ker
 	chosen := temporary(c, tensor.Uint8, tensor.Shape{windows}, "the windows' selections")
 	defer chosen.Release()
 	check(c, g.launchPool(p, nhwc, d, windows, newArgs().Ptr(ptr(chosen)).Ptr(ptr(x)), "pool2d_select", sel))
+	check(c, g.scatterChosen(p, nhwc, d, chosen, src, init, out))
+}
+
+// scatterChosen queues pool2d_select_scatter of the windows p of dtype d
+// (at least one) that chose the taps chosen (a byte a window): each
+// element of out *init plus src of each window that chose it. NHWC a
+// thread an element; NCHW by bands of the operand's rows where the
+// forward's are, by column tiles where its rows are too wide for a band,
+// or a thread an element where neither takes p.
+func (g *Device) scatterChosen(p kernels.PoolDims, nhwc bool, d kernels.DType, chosen, src, init, out *tensor.Tensor) error {
+	n := out.NumElements()
 	args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(src)).Ptr(ptr(init))
+	planes := n / max(p.H*p.W, 1)
+	switch {
+	case !nhwc && slices.Contains([]string{"nchwband", "nchw2x2"}, poolLayout(p, false, d)) && kernels.PoolScatterBand(p, d):
+		args.Bytes(kernels.PoolGeometry(p, n), 8)
+		return g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), planes, p.H, kernels.ScatterBandRows(p, d), args)
+	case !nhwc && kernels.PoolScatterTile(p, d):
+		args.Bytes(kernels.PoolGeometry(p, n), 8)
+		t, _ := kernels.RowBandTiling(p, d.Size())
+		return g.launchTiles("pool", kernels.Name("pool2d_select_scatter", "nchwtile", string(d)), planes, p.H, p.W, t, args)
+	}
+	args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
+	return g.launch("pool", kernels.Name("pool2d_select_scatter", layoutName(nhwc), string(d)), n, args)
+}
+
+// layoutName names the thread-a-window pooling kernels of a layout.
+func layoutName(nhwc bool) string {
 	if nhwc {
-		args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-		check(c, g.launch("pool", kernels.Name("pool2d_select_scatter", "nhwc", string(d)), n, args))
-		return
+		return "nhwc"
 	}
-	// By bands of the operand's rows, split into column tiles where the
-	// forward's are (or the windows over a row do not fit a band).
-	args.Bytes(kernels.PoolGeometry(p, n), 8)
-	planes := n / (p.H * p.W)
-	if poolLayout(p, false, d) == "nchwband" && kernels.PoolScatterBand(p, d) {
-		check(c, g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), planes, p.H, kernels.ScatterBandRows(p, d), args))
-		return
-	}
-	t, _ := kernels.RowBandTiling(p, d.Size())
-	check(c, g.launchTiles("pool", kernels.Name("pool2d_select_scatter", "nchwtile", string(d)), planes, p.H, p.W, t, args))
+	return "nchw"
 }
 
 func selectAndGather(d kernels.DType) eager.Kernel {
@@ -410,7 +428,11 @@ func poolLayout(p kernels.PoolDims, nhwc bool, d kernels.DType) string {
 // launchPool queues the pooling kernel named by kind's parts, poolLayout
 // and the dtype over the n windows of p, args holding its tensors.
 func (d *Device) launchPool(p kernels.PoolDims, nhwc bool, dt kernels.DType, n int, args *cu.Args, kind ...string) error {
-	layout := poolLayout(p, nhwc, dt)
+	return d.launchPoolIn(poolLayout(p, nhwc, dt), p, dt, n, args, kind...)
+}
+
+// launchPoolIn is launchPool of the kernels of layout (poolLayout's).
+func (d *Device) launchPoolIn(layout string, p kernels.PoolDims, dt kernels.DType, n int, args *cu.Args, kind ...string) error {
 	name := kernels.Name(append(kind, layout, string(dt))...)
 	switch layout {
 	case "nchw2x2":

@@ -95,7 +95,8 @@ type band struct {
 
 // newBand declares the parameters after the kernel's tensors and runs
 // body for each of the block's bands (a grid's stride apart), once the
-// band's input rows are staged; tiled bands split the rows (bandSpec).
+// band's input rows are staged (none where x is the zero Reg: the band's
+// geometry alone); tiled bands split the rows (bandSpec).
 func newBand(k *ptx.Kernel, d DType, x ptx.Reg, tiled bool, body func(b *band)) {
 	newBandOf(k, d, x, bandSpec{bytes: BandBytes, tiled: tiled}, body)
 }
@@ -161,12 +162,14 @@ func newBandOf(k *ptx.Kernel, d DType, x ptx.Reg, s bandSpec, body func(b *band)
 				k.Op("add.s64 %s, %s, %s", r.at, r.at, c)
 			}
 		}
-		b.each(func(e, i ptx.Reg) { // stage the band's input, in order
-			v := k.Reg(d.reg())
-			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, i, d.Size()))
-			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(b.sh, e, d.Size()), v)
-		})
-		k.Op("bar.sync 0")
+		if x != (ptx.Reg{}) {
+			b.each(func(e, i ptx.Reg) { // stage the band's input, in order
+				v := k.Reg(d.reg())
+				k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(x, i, d.Size()))
+				k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(b.sh, e, d.Size()), v)
+			})
+			k.Op("bar.sync 0")
+		}
 		body(b)
 		k.Op("bar.sync 0") // the band is read before the next is staged
 	})

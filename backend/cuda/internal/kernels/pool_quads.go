@@ -47,12 +47,12 @@ var quadTypes = []DType{F32, F64, BF16, F16}
 
 // QuadsPerChunk is the row pairs of width w a chunk holds for dtype d:
 // as many as fit, down to a multiple that starts every chunk's outputs
-// on a 32-byte sector (its input then starts on one too) where that
-// leaves any.
+// on a 32-byte sector (its input then starts on one too), and its
+// windows' selections (a byte each: pool2d_argmax, pool2d_unpool_put),
+// where that leaves any.
 func QuadsPerChunk(w int, d DType) int {
 	per := QuadChunkBytes / (2 * w * d.Size())
-	row := w / 2 * d.Size() // a row pair's output bytes
-	step := 32 / gcd(32, row)
+	step := 32 / gcd(32, w/2) // a row pair's windows: their bytes, and so their outputs'
 	if per >= step {
 		per -= per % step
 	}

@@ -62,15 +62,22 @@ func poolScatterKernels() []*ptx.Kernel {
 		for _, ge := range []bool{true, false} {
 			out = append(out, poolSelectKernel(d, ge, "nhwc"))
 		}
-		out = append(out, poolSelectScatterKernel(d))
+		out = append(out, poolSelectScatterKernel(d, true), poolSelectScatterKernel(d, false))
+		for _, layout := range []string{"nhwc", "nchw"} {
+			out = append(out, poolArgmaxKernel(d, layout))
+		}
+		for _, nhwc := range []bool{true, false} {
+			out = append(out, poolUnpoolGatherKernel(d, nhwc), poolUnpoolPutKernel(d, nhwc))
+		}
 	}
 	for _, d := range quadTypes {
 		for _, tiled := range []bool{false, true} {
 			for _, ge := range []bool{true, false} {
 				out = append(out, poolSelectKernel(d, ge, bandLayout(tiled)))
 			}
-			out = append(out, poolBandScatterKernel(d, tiled))
+			out = append(out, poolBandScatterKernel(d, tiled), poolArgmaxKernel(d, bandLayout(tiled)), poolBandUnpoolPutKernel(d, tiled))
 		}
+		out = append(out, poolQuadsArgmaxKernel(d), poolQuadsUnpoolPutKernel(d))
 	}
 	return out
 }
@@ -78,12 +85,27 @@ func poolScatterKernels() []*ptx.Kernel {
 // poolSelectKernel writes pool2d_select_<ge|le>_<layout>_<d>, layout nhwc
 // or nchwband.
 func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select", selName(ge), layout, string(d)))
+	return poolChooseKernel(Name("pool2d_select", selName(ge), layout, string(d)), d, ge, layout, false)
+}
+
+// poolChooseKernel writes kernel name, which writes each window's
+// selection (pool2d_select's byte) to sel, and, where keep, the chosen
+// tap's value to out (the compute dtype's extreme, -Inf for max, where
+// every tap is on padding): parameters (out if keep, sel, x, then the
+// layout's: n and pg for nhwc and nchw, a thread a window; the band
+// kernels' for nchwband and nchwtile).
+func poolChooseKernel(name string, d DType, ge bool, layout string, keep bool) *ptx.Kernel {
+	k := ptx.NewKernel(name)
+	var out ptx.Reg
+	if keep {
+		out = k.ParamPtr("out")
+	}
 	sel, x := k.ParamPtr("sel"), k.ParamPtr("x")
 	// choose writes the selection of the window at (ih0, iw0) to sel[o],
 	// value giving a tap's value from its index.
 	choose := func(o, ih0, iw0 ptx.Reg, at func(ih, iw ptx.Reg) ptx.Reg, value func(idx ptx.Reg) ptx.Reg) {
-		s := newSelection(k, d.Compute(), ge) // a half type's taps compared in float32
+		c := d.Compute()
+		s := newSelection(k, c, ge) // a half type's taps compared in float32
 		tap := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", tap)
 		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) {
@@ -97,6 +119,11 @@ func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
 		k.Op("cvt.u32.u64 %s, %s", r, s.chosen)
 		k.Op("selp.u32 %s, %s, %d, %s", r, r, PoolSelectNone, s.found)
 		store(k, U8, k.Addr(sel, o, 1), r)
+		if keep {
+			v := k.Reg(c.reg())
+			k.Op("selp.%s %s, %s, %s, %s", c.reg(), v, s.best, reduceInit(map[bool]string{true: "max", false: "min"}[ge], c), s.found)
+			store(k, d, k.Addr(out, o, d.Size()), fromCompute(k, d, v))
+		}
 	}
 	if layout == "nchwband" || layout == "nchwtile" {
 		newBand(k, d, x, layout == "nchwtile", func(b *band) {
@@ -109,7 +136,7 @@ func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
 	poolLoop(k, n, func(o64, o ptx.Reg) {
-		ih0, iw0, at := poolWindow(k, true, o)
+		ih0, iw0, at := poolWindow(k, layout == "nhwc", o)
 		choose(o64, ih0, iw0, at, func(idx ptx.Reg) ptx.Reg {
 			return toCompute(k, d, load(k, d, k.Addr(x, idx, d.Size())))
 		})
@@ -117,25 +144,37 @@ func poolSelectKernel(d DType, ge bool, layout string) *ptx.Kernel {
 	return k
 }
 
-// poolSelectScatterKernel writes pool2d_select_scatter_nhwc_<d>.
-func poolSelectScatterKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_scatter", "nhwc", string(d)))
+// poolSelectScatterKernel writes pool2d_select_scatter_<nhwc|nchw>_<d>:
+// a thread an operand element.
+func poolSelectScatterKernel(d DType, nhwc bool) *ptx.Kernel {
+	k := ptx.NewKernel(Name("pool2d_select_scatter", layoutName(nhwc), string(d)))
 	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
 	C, OH, OW := poolField(k, pgC), poolField(k, pgOH), poolField(k, pgOW)
 	init := toCompute(k, d, load(k, d, ip))
-	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a window along a row: C elements on
-	k.Op("cvt.u64.u32 %s, %s", selStep, C)
+	// A window along a row: C elements on in NHWC, the next in NCHW.
+	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	if nhwc {
+		k.Op("cvt.u64.u32 %s, %s", selStep, C)
+	} else {
+		k.Op("mov.u64 %s, 1", selStep)
+	}
 	k.Op("mul.lo.s64 %s, %s, %d", valStep, selStep, d.Size())
 	poolLoop(k, n, func(i64, i ptx.Reg) {
-		img, ch, ih, iw := poolIndex(k, i, true, 1, 4, 2, 3) // H and W
+		img, ch, ih, iw := poolIndex(k, i, nhwc, 1, 4, 2, 3) // H and W
 		acc := scatterSum(k, d, init, ih, iw, windowWalk{
 			at: func(oh, ow ptx.Reg) (ptx.Reg, ptx.Reg) {
-				win, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64) // ((img·OH + oh)·OW + ow)·C + ch
-				k.Op("mad.lo.u32 %s, %s, %s, %s", win, img, OH, oh)
-				k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OW, ow)
-				k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
+				win, w64 := k.Reg(ptx.U32), k.Reg(ptx.U64)
+				if nhwc { // ((img·OH + oh)·OW + ow)·C + ch
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, img, OH, oh)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OW, ow)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, C, ch)
+				} else { // ((img·C + ch)·OH + oh)·OW + ow
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, img, C, ch)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OH, oh)
+					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OW, ow)
+				}
 				k.Op("cvt.u64.u32 %s, %s", w64, win)
 				return k.Addr(sel, w64, 1), k.Addr(src, w64, d.Size())
 			},

@@ -1,0 +1,115 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Max pooling that keeps its choices agrees with the CPU in every layout
+// of the pooling kernels (NHWC, the NCHW 2x2 quads, bands, column tiles,
+// the pairs' geometry by tiles, a thread a window): the pooled values and
+// taps, MaxUnpool2D and its gradient; and MaxPool2D under a tape on the
+// GPU takes it, its gradient the CPU's without searching a window again.
+func TestMaxPoolKeepsArgmaxOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(41)
+	launched := recordLaunches(t, d)
+	var all []string
+	same := func(k, s int) ops.PoolOpts {
+		return ops.PoolOpts{Size: [2]int{k, k}, Strides: [2]int{s, s}, Padding: ops.Same}
+	}
+	nchw := func(o ops.PoolOpts) ops.PoolOpts { o.Format = ops.NCHW; return o }
+	for i, c := range []struct {
+		dt     tensor.DType
+		shape  tensor.Shape
+		o      ops.PoolOpts
+		layout string
+	}{
+		{tensor.Float32, tensor.Shape{2, 9, 10, 3}, same(3, 2), "nhwc"},
+		{tensor.Float16, tensor.Shape{1, 6, 8, 5}, same(2, 2), "nhwc"},
+		{tensor.Uint8, tensor.Shape{1, 5, 6, 2}, ops.PoolOpts{Size: [2]int{2, 3}, Strides: [2]int{1, 2}}, "nhwc"},
+		{tensor.Float32, tensor.Shape{2, 3, 8, 12}, nchw(same(2, 2)), "nchw2x2"},
+		{tensor.BFloat16, tensor.Shape{1, 2, 8, 16}, nchw(same(2, 2)), "nchw2x2"},
+		{tensor.Float64, tensor.Shape{1, 2, 9, 11}, nchw(same(3, 2)), "nchwband"},
+		{tensor.Float32, tensor.Shape{1, 2, 9, 1500}, nchw(same(3, 2)), "nchwtile"},
+		{tensor.Float32, tensor.Shape{1, 1, 6, 3000}, nchw(ops.PoolOpts{Size: [2]int{2, 2}}), "nchwtile"}, // the pairs' geometry
+		{tensor.Float32, tensor.Shape{1, 2, 10, 11}, nchw(same(3, 3)), "nchwband"}, // disjoint: the band's put
+		{tensor.Int32, tensor.Shape{1, 2, 5, 6}, nchw(ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{1, 1}}), "nchw"},
+		{tensor.Int64, tensor.Shape{2, 1, 5, 7}, nchw(same(2, 2)), "nchw"},
+	} {
+		what := fmt.Sprintf("case %d (%v %v)", i, c.dt, c.shape)
+		if p, nhwc, _ := pool2D(c.shape, maxPoolWindow(c.o)); argmaxLayout(p, nhwc, kernelType(c.dt)) != c.layout {
+			t.Fatalf("%s: takes the %s kernels", what, argmaxLayout(p, nhwc, kernelType(c.dt)))
+		}
+		x := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -3, 3, c.shape...)), c.dt)
+		if c.dt.IsFloat() { // ties everywhere, and a NaN every 97 elements
+			at := ops.Reshape(tensor.Arange(0, float64(c.shape.NumElements()), 1), c.shape...)
+			x = ops.Where(ops.Eq(ops.Rem(at, tensor.Scalar(97.0)), tensor.Scalar(5.0)), ops.Cast(tensor.Scalar(math.NaN()), c.dt), x)
+		}
+		gx := onGPU(t, d, x)
+		y, taps := ops.MaxPool2DWithArgmax(gx, c.o)
+		wy, wtaps := ops.MaxPool2DWithArgmax(x, c.o)
+		agree(t, what+" pooled", y, wy)
+		agree(t, what+" taps", taps, wtaps)
+		if kernel := "pool2d_argmax_" + c.layout + "_"; !slices.ContainsFunc(*launched, func(k string) bool { return strings.HasPrefix(k, kernel) }) {
+			t.Errorf("%s: no %s* kernel ran (%v)", what, kernel, *launched)
+		}
+		all = append(all, *launched...)
+		*launched = (*launched)[:0]
+		src := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, wy.Shape()...)), c.dt)
+		gsrc := onGPU(t, d, src)
+		agree(t, what+" unpooled", ops.MaxUnpool2D(gsrc, taps, c.shape, c.o), ops.MaxUnpool2D(src, wtaps, c.shape, c.o))
+		if !c.dt.IsFloat() {
+			all = append(all, *launched...)
+			continue
+		}
+		// MaxUnpool2D's gradient in its values gathers at the taps.
+		g := ops.Cast(ops.Round(tensor.RandUniform(r, tensor.Float64, -50, 50, c.shape...)), c.dt)
+		gathered := func(values, taps, g *tensor.Tensor) *tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(values)
+			return tp.Gradient(ops.Sum(ops.Mul(ops.MaxUnpool2D(values, taps, c.shape, c.o), g)), values)[0]
+		}
+		agree(t, what+" gathered", gathered(gsrc, taps, onGPU(t, d, g)), gathered(src, wtaps, g))
+		// MaxPool2D's gradient on the GPU goes through the kept taps.
+		pooledGrad := func(x, src *tensor.Tensor) *tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(x)
+			return tp.Gradient(ops.Sum(ops.Mul(ops.MaxPool2D(x, c.o), src)), x)[0]
+		}
+		agree(t, what+" MaxPool2D's gradient", pooledGrad(gx, gsrc), pooledGrad(x, src))
+		for _, k := range *launched {
+			if strings.HasPrefix(k, "pool2d_select_ge") || strings.HasPrefix(k, "pool2d_select_put") || strings.HasPrefix(k, "window_select") {
+				t.Errorf("%s: MaxPool2D's gradient searched its windows again (%s)", what, k)
+			}
+		}
+		all = append(all, *launched...)
+	}
+	*launched = all
+	mustHaveRun(t, d, launched, "pool2d_unpool_put_nhwc_f16", "pool2d_unpool_put_nchw2x2_f32", "pool2d_unpool_put_nchw2x2_bf16",
+		"pool2d_unpool_put_nchwband_f32", "pool2d_unpool_put_nchwtile_f32", "pool2d_unpool_put_nchw_s64",
+		"pool2d_select_scatter_nhwc_f32", "pool2d_select_scatter_nhwc_u8", "pool2d_select_scatter_nchwband_f64",
+		"pool2d_select_scatter_nchwtile_f32", "pool2d_select_scatter_nchw_s32",
+		"pool2d_unpool_gather_nhwc_f32", "pool2d_unpool_gather_nchw_f64")
+}
+
+// maxPoolWindow is the window of a 2-D pooling o (VALID or SAME, as the
+// cases above use) for the pool2D check, the operand's size aside.
+func maxPoolWindow(o ops.PoolOpts) ops.Window {
+	s := o.Strides
+	if s == [2]int{} {
+		s = o.Size
+	}
+	dims, strides := []int{1, o.Size[0], o.Size[1], 1}, []int{1, s[0], s[1], 1}
+	if o.Format == ops.NCHW {
+		dims, strides = []int{1, 1, o.Size[0], o.Size[1]}, []int{1, 1, s[0], s[1]}
+	}
+	return ops.Window{Dims: dims, Strides: strides, Padding: make([][2]int, 4), BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+}
