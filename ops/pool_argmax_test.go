@@ -107,9 +107,13 @@ func TestMaxPool2DWithArgmaxBadInput(t *testing.T) {
 	runBadInput(t, []badInput{
 		{"nil", func() { ops.MaxPool2DWithArgmax(nil, o) }, tensor.ErrArity, "input 0 is nil"},
 		{"rank", func() { ops.MaxPool2DWithArgmax(tensor.Zeros(tensor.Float32, 4, 4), o) }, tensor.ErrRank, "rank-4"},
-		{"taps", func() { ops.MaxPool2DWithArgmax(tensor.Zeros(tensor.Float32, 1, 16, 16, 1), ops.PoolOpts{Size: [2]int{16, 16}}) }, tensor.ErrAttr, "more than 254 taps"},
+		{"taps", func() {
+			ops.MaxPool2DWithArgmax(tensor.Zeros(tensor.Float32, 1, 16, 16, 1), ops.PoolOpts{Size: [2]int{16, 16}})
+		}, tensor.ErrAttr, "more than 254 taps"},
 		{"bool", func() { ops.MaxPool2DWithArgmax(tensor.Zeros(tensor.Bool, 1, 4, 4, 1), o) }, tensor.ErrDType, "dtype bool"},
-		{"unpool taps dtype", func() { ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 2, 1), tensor.Zeros(tensor.Int32, 1, 2, 2, 1), []int{1, 4, 4, 1}, o) }, tensor.ErrDType, "taps must be uint8"},
+		{"unpool taps dtype", func() {
+			ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 2, 1), tensor.Zeros(tensor.Int32, 1, 2, 2, 1), []int{1, 4, 4, 1}, o)
+		}, tensor.ErrDType, "taps must be uint8"},
 		{"unpool taps shape", func() { ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 2, 1), taps, []int{1, 6, 4, 1}, o) }, tensor.ErrShape, "the windows over [1 6 4 1] are [1 3 2 1]"},
 		{"unpool values shape", func() { ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 1, 2), taps, []int{1, 4, 4, 1}, o) }, tensor.ErrShape, "values have shape [1 2 1 2], want [1 2 2 1]"},
 		{"unpool rank", func() { ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 2, 1), taps, []int{4, 4}, o) }, tensor.ErrRank, "rank-4"},

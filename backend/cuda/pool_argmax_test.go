@@ -40,7 +40,7 @@ func TestMaxPoolKeepsArgmaxOnGPU(t *testing.T) {
 		{tensor.Float64, tensor.Shape{1, 2, 9, 11}, nchw(same(3, 2)), "nchwband"},
 		{tensor.Float32, tensor.Shape{1, 2, 9, 1500}, nchw(same(3, 2)), "nchwtile"},
 		{tensor.Float32, tensor.Shape{1, 1, 6, 3000}, nchw(ops.PoolOpts{Size: [2]int{2, 2}}), "nchwtile"}, // the pairs' geometry
-		{tensor.Float32, tensor.Shape{1, 2, 10, 11}, nchw(same(3, 3)), "nchwband"}, // disjoint: the band's put
+		{tensor.Float32, tensor.Shape{1, 2, 10, 11}, nchw(same(3, 3)), "nchwband"},                        // disjoint: the band's put
 		{tensor.Int32, tensor.Shape{1, 2, 5, 6}, nchw(ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{1, 1}}), "nchw"},
 		{tensor.Int64, tensor.Shape{2, 1, 5, 7}, nchw(same(2, 2)), "nchw"},
 	} {
