@@ -96,9 +96,9 @@ func smallMLP() (model nn.Module, x, y *tensor.Tensor) {
 // cnnLosses trains a small CNN (conv 3x3, ReLU, max pool, conv 3x3 with
 // stride 2 and SAME padding, average pool, dense) on images labelled by
 // the sign of their sum, in layout f.
-func cnnLosses(t *testing.T, f ops.DataFormat, steps int) []float64 {
+func cnnLosses(t *testing.T, f ops.DataFormat, steps int, traced bool) []float64 {
 	model, x, y := smallCNN(f)
-	return classifierLosses(t, model, x, y, steps, false)
+	return classifierLosses(t, model, x, y, steps, traced)
 }
 
 // smallCNN is cnnLosses' model and batch, on the default device.
@@ -139,15 +139,18 @@ func TestMLPTrainsOnGPU(t *testing.T) {
 }
 
 // A CNN (convolutions with their gradients in both layouts, max and
-// average pooling, bias, ReLU) trains on the GPU and follows the CPU.
+// average pooling, bias, ReLU) trains on the GPU and follows the CPU,
+// eagerly and traced (max pooling keeping its choices in the graph).
 func TestCNNTrainsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	const steps = 12
 	for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
 		var cpu, gpu []float64
-		onDevice(device.Host(), func() { cpu = cnnLosses(t, f, steps) })
-		onDevice(d, func() { gpu = cnnLosses(t, f, steps) })
-		follows(t, f.String(), gpu, cpu, 1e-3)
+		onDevice(device.Host(), func() { cpu = cnnLosses(t, f, steps, false) })
+		for _, traced := range []bool{false, true} {
+			onDevice(d, func() { gpu = cnnLosses(t, f, steps, traced) })
+			follows(t, fmt.Sprintf("%v (traced %v)", f, traced), gpu, cpu, 1e-3)
+		}
 	}
 }
 
