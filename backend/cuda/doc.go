@@ -39,7 +39,9 @@
 // each output computing its own value, so again no atomics; 2-D pooling
 // over NCHW images stages the input rows a block's windows read in
 // shared memory, rows too wide for it split into column tiles, so that
-// its reads fill whole sectors), and the
+// its reads fill whole sectors; max pooling under a tape keeps a byte a
+// window naming its choice, which its gradient reads instead of searching
+// the input again: ops.MaxPool2DWithArgmax, ops.MaxUnpool2D), and the
 // layout ops through the device's strided copy (package backend/move).
 // MatMul in float32 and float64 is one GEMM through cuBLASLt (a 32 MiB
 // workspace and the algorithm its heuristics choose, once per shape),
