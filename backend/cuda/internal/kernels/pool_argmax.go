@@ -151,12 +151,7 @@ func poolBandUnpoolPutKernel(d DType, tiled bool) *ptx.Kernel {
 				k.Op("add.u32 %s, %s, 1", tap, tap)
 			})
 		})
-		k.Op("bar.sync 0")
-		b.each(func(e, i ptx.Reg) { // the band's rows of the result, in order
-			v := k.Reg(d.reg())
-			k.Op("ld.shared.%s %s, [%s]", d.mem(), v, k.Addr(put, e, d.Size()))
-			store(k, d, k.Addr(out, i, d.Size()), v)
-		})
+		b.writeStaged(put, out)
 	})
 	return k
 }

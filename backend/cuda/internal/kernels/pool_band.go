@@ -430,12 +430,19 @@ func poolBandSelectPutKernel(d DType, ge, tiled bool) *ptx.Kernel {
 			k.Op("st.shared.%s [%s], %s", d.mem(), k.Addr(put, s.chosen, d.Size()), fromCompute(k, d, sum))
 			k.Place(skip)
 		})
-		k.Op("bar.sync 0")
-		b.each(func(e, i ptx.Reg) { // the band's rows of the result, in order
-			v := k.Reg(d.reg())
-			k.Op("ld.shared.%s %s, [%s]", d.mem(), v, k.Addr(put, e, d.Size()))
-			store(k, d, k.Addr(out, i, d.Size()), v)
-		})
+		b.writeStaged(put, out)
 	})
 	return k
+}
+
+// writeStaged writes the band's rows of out, staged in shared memory at
+// put, in order, once every thread has staged its part.
+func (b *band) writeStaged(put, out ptx.Reg) {
+	k, d := b.k, b.d
+	k.Op("bar.sync 0")
+	b.each(func(e, i ptx.Reg) {
+		v := k.Reg(d.reg())
+		k.Op("ld.shared.%s %s, [%s]", d.mem(), v, k.Addr(put, e, d.Size()))
+		store(k, d, k.Addr(out, i, d.Size()), v)
+	})
 }
