@@ -69,3 +69,19 @@ func ExampleStep() {
 	fmt.Printf("final loss below 1e-3: %v\n", h.EpochLoss[len(h.EpochLoss)-1] < 1e-3)
 	// Output: final loss below 1e-3: true
 }
+
+// A History prints an epoch a line, then why the run stopped early.
+func ExampleHistory_String() {
+	h := nn.History{
+		Epochs:     []nn.Logs{{"loss": 0.6931, "val_accuracy": 0.5}, {"loss": 0.4123, "val_accuracy": 0.875}},
+		EpochSteps: []int{12, 24},
+		Stopped:    "val_accuracy did not improve for 1 epochs",
+	}
+	fmt.Println(h)
+	fmt.Println(nn.History{})
+	// Output:
+	// epoch 1 (step 12): loss 0.6931  val_accuracy 0.5
+	// epoch 2 (step 24): loss 0.4123  val_accuracy 0.875
+	// stopped: val_accuracy did not improve for 1 epochs
+	// no epochs run
+}
