@@ -307,7 +307,7 @@ var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "co
 // numbers, so that both runs pick the same elements.
 func selects(op string, a Attrs) bool {
 	switch op {
-	case "max_pool2d", "sort", "topk", "select_and_scatter":
+	case "max_pool2d", "max_unpool2d", "sort", "topk", "select_and_scatter":
 		return true
 	case "reduce", "reduce_window":
 		return a.Kind == "max" || a.Kind == "min"
@@ -320,7 +320,7 @@ func selects(op string, a Attrs) bool {
 func jumps(op string, a Attrs) bool {
 	switch op {
 	case "abs", "relu", "floor", "ceil", "round", "sign", "leaky_relu", "rem", "max", "min", "max_pool2d",
-		"sort", "topk", "clip", "select_and_scatter":
+		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter":
 		return true
 	case "reduce":
 		return a.Kind != "sum" && a.Kind != "mean"
@@ -753,8 +753,10 @@ func genPool(g *gen) bool {
 	if a.Strides[0] == 0 {
 		a.Strides = []int{kh, kw}
 	}
-	op := []string{"max_pool2d", "avg_pool2d"}[g.intn(2)]
-	if g.smooth && op == "max_pool2d" {
+	// max_unpool2d: the pooled values put back at their choices
+	// (MaxPool2DWithArgmax, then MaxUnpool2D).
+	op := []string{"max_pool2d", "avg_pool2d", "max_unpool2d"}[g.intn(3)]
+	if g.smooth && op != "avg_pool2d" {
 		x = g.input(xs, -2, 2)
 	}
 	g.add(op, a, x)

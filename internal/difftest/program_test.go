@@ -317,6 +317,9 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.FusedConv2D(x[0], x[1], x[2], conv2DOpts(a), act)
 	case "max_pool2d":
 		return ops.MaxPool2D(x[0], poolOpts(a))
+	case "max_unpool2d":
+		y, taps := ops.MaxPool2DWithArgmax(x[0], poolOpts(a))
+		return ops.MaxUnpool2D(y, taps, x[0].Shape(), poolOpts(a))
 	case "avg_pool2d":
 		return ops.AvgPool2D(x[0], poolOpts(a))
 	case "scatter_add":

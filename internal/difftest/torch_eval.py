@@ -248,6 +248,26 @@ def pool2d(x, a, kind):
     return from_nchw(s / cnt, a["format"])
 
 
+def unpool2d(x, a):
+    """Each window's first maximum put back where it was, zeros elsewhere,
+    summed where overlapping windows chose one element (eagerflow's
+    MaxUnpool2D of MaxPool2DWithArgmax): unfold, a one-hot scatter of the
+    maxima, fold, the padding cropped."""
+    x = to_nchw(x, a["format"])
+    kh, kw = a["size"]
+    st = a["strides"]
+    (pt, pb), (pl, pr) = pads2d(x.shape[2], x.shape[3], kh, kw, dict(a, dilations=[1, 1]))
+    n, c, h, w = x.shape
+    xp = torch.nn.functional.pad(x, [pl, pr, pt, pb], value=-math.inf)
+    hp, wp = xp.shape[2], xp.shape[3]
+    cols = torch.nn.functional.unfold(xp.reshape(n * c, 1, hp, wp), (kh, kw), stride=st)
+    first = torch.argmax(cols, dim=1, keepdim=True)  # the first maximum
+    put = torch.zeros_like(cols).scatter(1, first, torch.take_along_dim(cols, first, dim=1))
+    back = torch.nn.functional.fold(put, (hp, wp), (kh, kw), stride=st)
+    y = back[:, :, pt:pt + h, pl:pl + w].reshape(n, c, h, w)
+    return from_nchw(y, a["format"])
+
+
 def gather(x, a):
     idx = torch.tensor(a["indices"], dtype=torch.long).reshape(a["ishape"])
     ax = a["axis"]
@@ -432,6 +452,8 @@ def step(op, args, a):
         return pool2d(x, a, "max")
     if op == "avg_pool2d":
         return pool2d(x, a, "avg")
+    if op == "max_unpool2d":
+        return unpool2d(x, a)
     if op == "scatter_add":
         ax = a["axis"]
         idx = torch.tensor(a["indices"], dtype=torch.long).reshape(-1)
