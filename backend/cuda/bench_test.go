@@ -679,6 +679,15 @@ func BenchmarkAttentionGPU(b *testing.B) {
 // band kernels' work (pooling's select and scatter, the depthwise
 // kernels' bands of rows) and BatchNorm's sums beside PyTorch's (cuDNN's
 // pooling, its grouped convolution, its batch norm).
+// depthwiseGrads is a depthwise convolution's gradients (3x3, stride 2,
+// padding 1) in x and f, for BenchmarkWindowOpsGPU.
+func depthwiseGrads(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+	tp := tape.New()
+	tp.Watch(x, f)
+	o := ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{1, 1}, {1, 1}}, Strides: [2]int{2, 2}, Format: format}
+	return tp.Gradient(ops.Sum(ops.DepthwiseConv2D(x, f, o)), x, f)
+}
+
 func BenchmarkWindowOpsGPU(b *testing.B) {
 	d := benchGPU(b)
 	n, size := 32, 112
@@ -696,11 +705,16 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 			y := ops.MaxPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Format: format})
 			return tp.Gradient(ops.Sum(y), x)
 		}},
+		// Padding 1 on every side, as PyTorch's twin pads (SAME pads the
+		// end alone at a stride of 2 over an even size): cuDNN's grouped
+		// convolution, and the GPU's own kernels with cuDNN off.
 		{"Depthwise3x3s2", 96, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
-			tp := tape.New()
-			tp.Watch(x, f)
-			y := ops.DepthwiseConv2D(x, f, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: format})
-			return tp.Gradient(ops.Sum(y), x, f)
+			return depthwiseGrads(x, f, format)
+		}},
+		{"Depthwise3x3s2OwnKernels", 96, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+			d.SetCuDNN(false)
+			defer d.SetCuDNN(true)
+			return depthwiseGrads(x, f, format)
 		}},
 		{"BatchNorm", 64, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
 			axis := 1

@@ -9,10 +9,11 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// The depthwise convolution and its backprops (ops/conv_depthwise.go) as
-// the direct kernels of kernels/depthwise.go, each walking its elements
-// in the layout's memory order (a thread an output element; the filter
-// gradient in float64 partial sums); the half types go through float32
+// The depthwise convolution and its backprops (ops/conv_depthwise.go)
+// through cuDNN where it takes them (depthwise_dnn.go), else as the direct
+// kernels of kernels/depthwise.go, each walking its elements in the
+// layout's memory order (a thread an output element; the filter gradient
+// in float64 partial sums); the half types go through float32
 // (eager.ThroughFloat32).
 
 func init() {
@@ -55,6 +56,7 @@ func dwLayout(a ops.Conv2DGemmAttrs) string {
 // column tiles (kernels.DepthwiseTile, DepthwiseRowTiles): only windows
 // too large for a tile go direct.
 func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.DepthwiseDims, divisors func(g kernels.DepthwiseDims) []int) eager.Kernel {
+	pass := map[string]cu.ConvPass{"dw_fwd": cu.ConvForward, "dw_input": cu.ConvBackwardData}[kind]
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		out := outs[0]
 		total := out.NumElements()
@@ -62,6 +64,9 @@ func depthwise(d kernels.DType, kind string, geom func(c *eager.Call) kernels.De
 			return
 		}
 		g := geom(c)
+		if gpu(c).dnnDepthwise(c, pass, c.Attrs.(ops.Conv2DGemmAttrs), g.N, g.C, g.M, c.Inputs[0], c.Inputs[1], out) {
+			return
+		}
 		layout, grad := dwLayout(c.Attrs.(ops.Conv2DGemmAttrs)), kind == "dw_input"
 		tile, tiled := kernels.DepthwiseTile(g, d, grad)
 		if band := kernels.DepthwiseBand(g, d, grad); layout == "nchw" && (band || tiled) {
@@ -137,6 +142,9 @@ func depthwiseFilter(d kernels.DType) eager.Kernel {
 		}
 		a := c.Attrs.(ops.Conv2DGemmAttrs)
 		g := depthwiseDims(a, c.Inputs[0].Dim(0), out.Dim(2), out.Dim(3))
+		if gpu(c).dnnDepthwise(c, cu.ConvBackwardFilter, a, g.N, g.C, g.M, c.Inputs[0], c.Inputs[1], out) {
+			return
+		}
 		layout, span := dwLayout(a), g.N*g.OH*g.OW
 		args := func(dst *tensor.Tensor, n, chunk int) *cu.Args {
 			args := newArgs().Ptr(ptr(dst)).Ptr(ptr(c.Inputs[0])).Ptr(ptr(c.Inputs[1])).U64(uint64(n)).

@@ -211,13 +211,19 @@ func (d *Device) dnnBackwardFilter(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, 
 	dk := temporary(c, out.DType(), shape, "the filter gradient in cuDNN's layout")
 	defer dk.Release()
 	d.dnnRun(c, n, cv, cu.ConvBackwardFilter, plan, ptr(x), ptr(dy), ptr(dk))
+	d.unpermute(c, dk, perm, out)
+	return true
+}
+
+// unpermute writes into out the filter dk, which holds out permuted by
+// perm (dk's dimension i is out's perm[i]).
+func (d *Device) unpermute(c *eager.Call, dk *tensor.Tensor, perm []int, out *tensor.Tensor) {
 	// out[i0, i1, i2, i3] = dk[i_perm[0], ...]: dk's stride for each of
 	// out's dimensions.
-	st := tensor.Strides(shape, nil)
-	src := make([]int, 4)
+	st := tensor.Strides(dk.Shape(), nil)
+	src := make([]int, len(perm))
 	for i, p := range perm {
 		src[p] = st[i]
 	}
 	check(c, d.Copy(out.Buffer(), 0, tensor.Strides(out.Shape(), nil), dk.Buffer(), 0, src, out.Shape(), out.DType().Size()))
-	return true
 }

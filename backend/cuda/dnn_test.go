@@ -171,35 +171,62 @@ func TestFusedConvBiasGradientThroughCuDNN(t *testing.T) {
 	}
 }
 
-// The depthwise convolution runs on the GPU's own kernels (not the
-// grouped Conv's per-channel GEMMs) and agrees with the CPU, values and
-// both gradients, float32, float64 and bfloat16 (through float32), both
+// The depthwise convolution runs through cuDNN (a grouped convolution,
+// three passes) where its padding is the same on both sides, else and
+// with cuDNN off on the GPU's own kernels (not the grouped Conv's
+// per-channel GEMMs), and agrees with the CPU, values and both
+// gradients, float32, float64 and bfloat16 (through float32), both
 // layouts.
 func TestDepthwiseOnGPU(t *testing.T) {
 	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
 	r := tensor.NewRNG(14)
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16} {
 		for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-			o := ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}, Format: format}
-			shape := []int{2, 7, 6, 4}
-			if format == ops.NCHW {
-				shape = []int{2, 4, 7, 6}
+			for _, c := range []struct {
+				o         ops.Conv2DOpts
+				symmetric bool
+			}{
+				{ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}}, true},
+				{ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{1, 2}}, false}, // 6 -> 3 at a stride of 2: padding at the end alone
+				{ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{2, 2}, {1, 1}}, Dilations: [2]int{2, 1}}, true},
+			} {
+				c.o.Format = format
+				shape := []int{2, 7, 6, 4}
+				if format == ops.NCHW {
+					shape = []int{2, 4, 7, 6}
+				}
+				x, f := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt), ops.Cast(tensor.RandNormal(r, tensor.Float32, 3, 3, 4, 2), dt)
+				for _, on := range []bool{true, false} {
+					d.SetCuDNN(on)
+					before := 0
+					if emulated {
+						before = ctx.DNNCalls
+					}
+					what := fmt.Sprintf("%v %v %v cuDNN %v", dt, format, c.o, on)
+					agreeDepthwise(t, d, what, x, f, c.o, ops.Sin)
+					if calls, want := ctx.DNNCalls-before, map[bool]int{true: 3}[on && c.symmetric]; emulated && calls != want {
+						t.Errorf("%s: %d cuDNN passes, want %d", what, calls, want)
+					}
+				}
+				d.SetCuDNN(true)
 			}
-			x, f := ops.Cast(tensor.RandNormal(r, tensor.Float32, shape...), dt), ops.Cast(tensor.RandNormal(r, tensor.Float32, 3, 3, 4, 2), dt)
-			agreeDepthwise(t, d, fmt.Sprintf("%v %v", dt, format), x, f, o, ops.OnesLike)
 		}
 	}
 }
 
 // Depthwise convolutions of random geometry agree with the CPU on the
-// GPU, values and both gradients: layouts, multipliers 1-3, windows 1-4
-// each way, strides and dilations 1-2, SAME, VALID and explicit
-// (uneven) padding, one or two images; float32 and float64.
+// GPU, values and both gradients, through cuDNN and on the GPU's own
+// kernels: layouts, multipliers 1-3, windows 1-4 each way, strides and
+// dilations 1-2, SAME, VALID and explicit (uneven) padding, one or two
+// images; float32 and float64.
 func TestDepthwiseRandomOnGPU(t *testing.T) {
 	d := testGPU(t)
 	rng := rand.New(rand.NewPCG(23, 1))
 	r := tensor.NewRNG(16)
+	defer d.SetCuDNN(true)
 	for i := range 40 {
+		d.SetCuDNN(i%3 != 2)
 		dt := []tensor.DType{tensor.Float32, tensor.Float64}[i%2]
 		format := []ops.DataFormat{ops.NHWC, ops.NCHW}[i/2%2]
 		n, c, m := 1+rng.IntN(2), 1+rng.IntN(4), 1+rng.IntN(3)
@@ -229,6 +256,7 @@ func TestDepthwiseRandomOnGPU(t *testing.T) {
 // multipliers 1-3, planes of one band and of several.
 func TestDepthwiseBandsOnGPU(t *testing.T) {
 	d := testGPU(t)
+	withoutCuDNN(t, d)
 	r := tensor.NewRNG(15)
 	launched := recordLaunches(t, d)
 	for i, c := range []struct {
@@ -305,4 +333,12 @@ func agreeDepthwise(t *testing.T, d *Device, what string, x, f *tensor.Tensor, o
 	for k, name := range []string{"output", "input gradient", "filter gradient"} {
 		agree(t, what+" "+name, got[k], want[k])
 	}
+}
+
+// withoutCuDNN turns d's cuDNN convolutions off until t ends (the tests
+// of the GPU's own convolution kernels).
+func withoutCuDNN(t *testing.T, d *Device) {
+	off := d.dnnOff.Load()
+	d.SetCuDNN(false)
+	t.Cleanup(func() { d.dnnOff.Store(off) })
 }

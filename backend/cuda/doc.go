@@ -50,13 +50,16 @@
 // is shared across a batch (TF32 by Device.SetTF32); FusedMatMul (nn.Dense
 // with a bias and no activation or Relu) is one GEMM whose epilogue adds
 // the bias and applies Relu (cuBLASLt's BIAS and RELU_BIAS), or the GEMM
-// and two kernels where there is no epilogue to be had; Conv2D and its two gradients run through cuDNN
-// (libcudnn.so.9, found as cuBLAS is; EAGERFLOW_LIBCUDNN names a file)
-// where it is there and takes the convolution (the same padding on both
-// sides), with the fastest deterministic algorithm of cuDNN's heuristics
-// that is neither FFT nor Winograd, chosen once per shape
-// (Device.SetCuDNN and EAGERFLOW_CUDNN=0 turn it off), and otherwise are
-// GEMMs against the batch's patch matrix, in NHWC and NCHW. An
+// and two kernels where there is no epilogue to be had; Conv2D and its
+// two gradients, and the depthwise convolution and its two (a grouped
+// convolution, a group a channel), run through cuDNN (libcudnn.so.9,
+// found as cuBLAS is; EAGERFLOW_LIBCUDNN names a file) where it is there
+// and takes the convolution (the same padding on both sides), with the
+// fastest deterministic algorithm of cuDNN's heuristics that is neither
+// FFT nor Winograd, chosen once per shape (Device.SetCuDNN and
+// EAGERFLOW_CUDNN=0 turn it off), and otherwise are GEMMs against the
+// batch's patch matrix (the depthwise ones the GPU's own kernels), in
+// NHWC and NCHW. An
 // optimizer's step (Adam, AdamW, SGD with momentum, RMSProp) updates all
 // of a model's variables in one launch (device.Stepper). Ops that check
 // index values (gather, scatter, the along-axis ops, the sparse

@@ -258,6 +258,12 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		tp.Watch(xs...)
 		tp.Gradient(ops.Sum(f()), xs...)
 	}
+	// ownKernels is grad with cuDNN off: the GPU's own convolution kernels.
+	ownKernels := func(f func() *tensor.Tensor, xs ...*tensor.Tensor) {
+		d.SetCuDNN(false)
+		defer d.SetCuDNN(true)
+		grad(f, xs...)
+	}
 	return []struct {
 		name string
 		fn   func()
@@ -419,11 +425,11 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		}},
 		{"depthwise convolution and its gradients", func() {
 			dw := g(3, 3, 16, 1)
-			grad(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
+			ownKernels(func() *tensor.Tensor { return ops.DepthwiseConv2D(img, dw, ops.Conv2DOpts{Padding: ops.Same}) }, img, dw)
 		}},
 		{"depthwise convolution NCHW, dilated, multiplier 2, stride 2", func() {
 			x, dw := g(1, 8, 56, 56), g(3, 3, 8, 2)
-			grad(func() *tensor.Tensor {
+			ownKernels(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Dilations: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
 		}},
@@ -447,13 +453,13 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		}},
 		{"depthwise convolution NCHW, rows too wide for a band (column tiles)", func() {
 			x, dw := g(1, 4, 8, 1500), g(3, 3, 4, 1)
-			grad(func() *tensor.Tensor {
+			ownKernels(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 			}, x, dw)
 		}},
 		{"depthwise convolution NCHW, multiplier 2, rows too wide for a band (column tiles of dx's rows)", func() {
 			x, dw := g(1, 2, 8, 1500), g(3, 3, 2, 2)
-			grad(func() *tensor.Tensor {
+			ownKernels(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 			}, x, dw)
 		}},
@@ -461,7 +467,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			// Planes of 56x56 (MobileNet's are 112 to 7): a band's rows
 			// of dy outweigh the filter values it gathers, C·M apart.
 			x, dw := g(1, 8, 56, 56), g(3, 3, 8, 2)
-			grad(func() *tensor.Tensor {
+			ownKernels(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 2}, Format: ops.NCHW})
 			}, x, dw)
 		}},
@@ -469,17 +475,15 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			// Planes of 28x28: a block sums a filter element over 3136
 			// positions, about 12 a thread, as real batches give it more.
 			x, dw := g(4, 8, 28, 28), g(3, 3, 8, 1)
-			grad(func() *tensor.Tensor {
+			ownKernels(func() *tensor.Tensor {
 				return ops.DepthwiseConv2D(x, dw, ops.Conv2DOpts{Padding: ops.Same, Format: ops.NCHW})
 			}, x, dw)
 		}},
 		{"fused convolution's bias and Relu", func() {
 			ops.FusedConv2D(img, filt, g(32), ops.Conv2DOpts{Padding: ops.Same}, ops.ReluActivation)
 		}},
-		{"conv NHWC and its gradients", func() { // the generated path: cuDNN off
-			d.SetCuDNN(false)
-			defer d.SetCuDNN(true)
-			grad(func() *tensor.Tensor { return ops.Conv2D(img, filt, ops.Conv2DOpts{Padding: ops.Same}) }, img, filt)
+		{"conv NHWC and its gradients", func() {
+			ownKernels(func() *tensor.Tensor { return ops.Conv2D(img, filt, ops.Conv2DOpts{Padding: ops.Same}) }, img, filt)
 		}},
 	}
 }

@@ -60,6 +60,7 @@ func TestPoolTilesOnGPU(t *testing.T) {
 // and dilations of 1) or of dx's rows (the others).
 func TestDepthwiseTilesOnGPU(t *testing.T) {
 	d := testGPU(t)
+	withoutCuDNN(t, d)
 	r := tensor.NewRNG(33)
 	launched := recordLaunches(t, d)
 	for i, c := range []struct {

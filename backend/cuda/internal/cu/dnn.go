@@ -26,9 +26,11 @@ func (p ConvPass) String() string {
 
 // Conv is a 2-D cross-correlation as cuDNN computes it: an input x of N
 // images of C channels, H by W, in NCHW or (NHWC set) NHWC; K filters of
-// C channels, R by S, stored KCRS beside NCHW and KRSC beside NHWC; the
-// output y of N images of K channels, P by Q (OutSize), in x's layout.
-// Padding is the same on both sides of a dimension.
+// C/G channels (G the Groups), R by S, stored KCRS beside NCHW and KRSC
+// beside NHWC; the output y of N images of K channels, P by Q (OutSize),
+// in x's layout. Filter k reads the channels of its group, the (k·G/K)th
+// run of C/G (a depthwise convolution: G = C, K = C·multiplier). Padding
+// is the same on both sides of a dimension.
 type Conv struct {
 	Type                 GemmType
 	NHWC                 bool
@@ -37,9 +39,18 @@ type Conv struct {
 	PadH, PadW           int
 	StrideH, StrideW     int
 	DilationH, DilationW int
+	// Groups splits the channels and the filters (cudnnSetConvolutionGroupCount);
+	// 0 and 1 are one group.
+	Groups int
 	// TF32 lets float32 convolutions run on TF32 tensor cores.
 	TF32 bool
 }
+
+// GroupCount is the groups, at least 1.
+func (c Conv) GroupCount() int { return max(c.Groups, 1) }
+
+// FilterChannels is the channels each filter reads: C/G.
+func (c Conv) FilterChannels() int { return c.C / c.GroupCount() }
 
 // OutSize is the output's height and width.
 func (c Conv) OutSize() (p, q int) {
@@ -59,6 +70,9 @@ func (c Conv) Check() error {
 	if c.PadH < 0 || c.PadW < 0 {
 		return fmt.Errorf("cuda: convolution %+v: negative padding", c)
 	}
+	if g := c.GroupCount(); c.Groups < 0 || c.C%g != 0 || c.K%g != 0 {
+		return fmt.Errorf("cuda: convolution %+v: %d groups do not divide the channels and the filters", c, c.Groups)
+	}
 	if p, q := c.OutSize(); p <= 0 || q <= 0 {
 		return fmt.Errorf("cuda: convolution %+v: no output positions", c)
 	}
@@ -71,7 +85,7 @@ func (c Conv) Check() error {
 // Elements are the element counts of x, the filters and y.
 func (c Conv) Elements() (x, w, y int) {
 	p, q := c.OutSize()
-	return c.N * c.C * c.H * c.W, c.K * c.C * c.R * c.S, c.N * c.K * p * q
+	return c.N * c.C * c.H * c.W, c.K * c.FilterChannels() * c.R * c.S, c.N * c.K * p * q
 }
 
 // ConvPlan is the algorithm chosen for a pass (cuDNN's number for it) and

@@ -35,7 +35,7 @@ func dnnWorkspace(cv cu.Conv, pass cu.ConvPass) int {
 	elem := cv.Type.Size()
 	switch pass {
 	case cu.ConvForward:
-		return elem * cv.C * cv.R * cv.S
+		return elem * cv.FilterChannels() * cv.R * cv.S
 	case cu.ConvBackwardData:
 		return elem * cv.K * cv.R * cv.S
 	}
@@ -103,7 +103,7 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 			return freed(call, err)
 		}
 		_, _, ny := cv.Elements() // every pass does the forward's multiply-adds
-		c.tick(launchNs + 2*float64(ny)*float64(cv.C*cv.R*cv.S)/gemmFlopsPerNs)
+		c.tick(launchNs + 2*float64(ny)*float64(cv.FilterChannels()*cv.R*cv.S)/gemmFlopsPerNs)
 		return nil
 	})
 }
@@ -167,11 +167,13 @@ func (l convLayout) x(n, ch, h, w int) int {
 	return ((n*l.cv.C+ch)*l.cv.H+h)*l.cv.W + w
 }
 
+// w indexes filter k's channel ch of its group's C/G.
 func (l convLayout) w(k, ch, r, s int) int {
+	cg := l.cv.FilterChannels()
 	if l.cv.NHWC { // KRSC
-		return ((k*l.cv.R+r)*l.cv.S+s)*l.cv.C + ch
+		return ((k*l.cv.R+r)*l.cv.S+s)*cg + ch
 	}
-	return ((k*l.cv.C+ch)*l.cv.R+r)*l.cv.S + s // KCRS
+	return ((k*cg+ch)*l.cv.R+r)*l.cv.S + s // KCRS
 }
 
 func (l convLayout) y(n, k, p, q int) int {
@@ -220,12 +222,14 @@ func (c *Context) convolve(cv cu.Conv, pass cu.ConvPass, a, b, out cu.Ptr) error
 	}
 	p, q := cv.OutSize()
 	l := convLayout{cv: cv, p: p, q: q}
+	cg, perGroup := cv.FilterChannels(), cv.K/cv.GroupCount()
 	for n := range cv.N {
 		for k := range cv.K {
+			first := k / perGroup * cg // the group's first channel
 			for op := range p {
 				for oq := range q {
 					yi := l.y(n, k, op, oq)
-					for ch := range cv.C {
+					for ch := range cg {
 						for r := range cv.R {
 							h := op*cv.StrideH - cv.PadH + r*cv.DilationH
 							if h < 0 || h >= cv.H {
@@ -236,7 +240,7 @@ func (c *Context) convolve(cv cu.Conv, pass cu.ConvPass, a, b, out cu.Ptr) error
 								if ww < 0 || ww >= cv.W {
 									continue
 								}
-								xi, wi := l.x(n, ch, h, ww), l.w(k, ch, r, s)
+								xi, wi := l.x(n, first+ch, h, ww), l.w(k, ch, r, s)
 								switch pass {
 								case cu.ConvForward:
 									y[yi] += x[xi] * w[wi]

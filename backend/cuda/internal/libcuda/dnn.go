@@ -30,6 +30,7 @@ type dnn struct {
 	dataAlgo, dataWorkspace, backwardData                uintptr
 	filterAlgo, filterWorkspace, backwardFilter          uintptr
 	backwardBias                                         uintptr // 0 where the library lacks it
+	setGroups                                            uintptr // cudnnSetConvolutionGroupCount; 0 where absent
 	errorString                                          func(status int32) string
 	getVersion                                           uintptr
 }
@@ -65,6 +66,9 @@ func loadDNN(dirs []string) (*dnn, error) {
 	}
 	if sym, err := purego.Dlsym(h, "cudnnConvolutionBackwardBias"); err == nil {
 		n.backwardBias = sym
+	}
+	if sym, err := purego.Dlsym(h, "cudnnSetConvolutionGroupCount"); err == nil {
+		n.setGroups = sym
 	}
 	if sym, err := purego.Dlsym(h, "cudnnGetErrorString"); err == nil && sym != 0 {
 		purego.RegisterFunc(&n.errorString, sym)
@@ -152,6 +156,9 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 	if d, ok := c.convs[key]; ok {
 		return d, nil
 	}
+	if g := cv.GroupCount(); g > 1 && n.setGroups == 0 { // before any descriptor is made
+		return convDescs{}, fmt.Errorf("cuda: %s has no cudnnSetConvolutionGroupCount for a convolution of %d groups", n, g)
+	}
 	d := new(convDescs) // on the heap: its fields' addresses go to cuDNN as integers
 	format, dt := uintptr(dnnNCHW), uintptr(dnnFloat)
 	if cv.NHWC {
@@ -198,10 +205,17 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.x, format, dt, uintptr(cv.N), uintptr(cv.C), uintptr(cv.H), uintptr(cv.W)}},
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.y, format, dt, uintptr(cv.N), uintptr(cv.K), uintptr(p), uintptr(q)}},
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.bias, format, dt, 1, uintptr(cv.K), 1, 1}},
-		{"cudnnSetFilter4dDescriptor", n.setFilter4d, []uintptr{d.w, dt, format, uintptr(cv.K), uintptr(cv.C), uintptr(cv.R), uintptr(cv.S)}},
+		{"cudnnSetFilter4dDescriptor", n.setFilter4d, []uintptr{d.w, dt, format, uintptr(cv.K), uintptr(cv.FilterChannels()), uintptr(cv.R), uintptr(cv.S)}},
 		{"cudnnSetConvolution2dDescriptor", n.setConv2d, []uintptr{d.conv, uintptr(cv.PadH), uintptr(cv.PadW),
 			uintptr(cv.StrideH), uintptr(cv.StrideW), uintptr(cv.DilationH), uintptr(cv.DilationW), dnnCrossCorrelation, compute}},
 		{"cudnnSetConvolutionMathType", n.setConvMath, []uintptr{d.conv, math}},
+	}
+	if g := cv.GroupCount(); g > 1 {
+		sets = append(sets, struct {
+			name string
+			fn   uintptr
+			args []uintptr
+		}{"cudnnSetConvolutionGroupCount", n.setGroups, []uintptr{d.conv, uintptr(g)}})
 	}
 	for _, s := range sets {
 		if err := n.call(s.name, s.fn, s.args...); err != nil {
