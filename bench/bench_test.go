@@ -218,12 +218,27 @@ func BenchmarkMaxPoolTrainStepNHWC(b *testing.B) {
 }
 
 func benchMaxPool(b *testing.B, x *tensor.Tensor, format ops.DataFormat) {
-	opts := ops.PoolOpts{Size: [2]int{2, 2}, Format: format}
+	benchPool(b, x, ops.PoolOpts{Size: [2]int{2, 2}, Format: format}, ops.MaxPool2D)
+}
+
+// BenchmarkAvgPoolTrainStep: average pooling forward and backward on a
+// [128 28 28 32] NHWC batch, 2x2 at a stride of 2 and 3x3 at a stride of
+// 2 with SAME padding.
+func BenchmarkAvgPoolTrainStep(b *testing.B) {
+	x := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 128, 28, 28, 32)
+	b.Run("2x2", func(b *testing.B) { benchPool(b, x, ops.PoolOpts{Size: [2]int{2, 2}}, ops.AvgPool2D) })
+	b.Run("3x3s2", func(b *testing.B) {
+		benchPool(b, x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same}, ops.AvgPool2D)
+	})
+}
+
+// benchPool times pool of x under o, forward and backward.
+func benchPool(b *testing.B, x *tensor.Tensor, o ops.PoolOpts, pool func(*tensor.Tensor, ops.PoolOpts) *tensor.Tensor) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tp := tape.New()
 		tp.Watch(x)
-		y := ops.MaxPool2D(x, opts)
+		y := pool(x, o)
 		releaseAll(tp.Gradient(y, x)...)
 		y.Release()
 	}

@@ -92,11 +92,16 @@ func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	if o.Padding == Valid {
 		return Div(sum, scratch(ScalarLike(sum, float64(o.Size[0]*o.Size[1]))))
 	}
-	ones, zero := OnesLike(x), ScalarLike(x, 0)
-	count := ReduceWindow(ones, zero, ReduceSum, w)
-	if ones.Traced() == nil {
-		ones.Release() // nobody's input but the count's, which no tape records
-		zero.Release()
+	// Each window's count of elements inside: the window sums of ones over
+	// one image plane ([1 H W 1] or [1 1 H W]), the same for every image
+	// and channel.
+	plane := []int{1, x.Dim(1), x.Dim(2), 1}
+	if o.Format == NCHW {
+		plane = []int{1, 1, x.Dim(2), x.Dim(3)}
 	}
+	ones, zero := tensor.FullOn(x.Device(), x.DType(), 1, plane...), ScalarLike(x, 0)
+	count := ReduceWindow(ones, zero, ReduceSum, o.window(plane))
+	ones.Release() // nobody's input but the count's, which no tape records
+	zero.Release()
 	return Div(sum, scratch(count))
 }

@@ -12,12 +12,13 @@ import (
 type ReduceWindowAttrs struct {
 	Kind ReduceKind // ReduceSum, ReduceMax or ReduceMin
 	Window
-	// IdentityInit says init is the reduction's identity (-Inf for Max,
-	// +Inf for Min, or the integer bounds), so that it never wins a
-	// window: the gradient of Max and Min then goes to the operand alone,
-	// without comparing each result with init. ReduceWindow sets it for
-	// an init whose value it knows (a constant on the host), MaxPool2D
-	// always.
+	// IdentityInit says init is the reduction's identity (0 for Sum, -Inf
+	// for Max, +Inf for Min, or the integer bounds), so that it never wins
+	// a window: the gradient of Max and Min then goes to the operand
+	// alone, without comparing each result with init, and a device may
+	// skip a Sum's padding taps. ReduceWindow sets it for a Max or Min
+	// init whose value it knows (a constant on the host), MaxPool2D and
+	// the gradient of a window sum always.
 	IdentityInit bool
 }
 
@@ -67,11 +68,7 @@ func init() {
 			x, init, dy, a := g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.Attrs.(ReduceWindowAttrs)
 			if a.Kind == ReduceSum {
 				// Every tap receives its window's gradient.
-				lifted := Reshape(dy, append(dy.Shape().Clone(), ones(x.Rank())...)...)
-				spread := BroadcastTo(lifted, append(dy.Shape().Clone(), a.Dims...)...)
-				dx := ScatterPatches(spread, x.Shape(), a.Window)
-				releaseTemp(spread)
-				releaseTemp(lifted) // a view: its hold on dy's buffer
+				dx := spreadWindows(dy, x.Shape(), a.Window)
 				// init enters each window once, plus once per padding tap:
 				// the count is the window's sum over zeros with init 1.
 				return []*tensor.Tensor{dx, when(g.Needs[1], func() *tensor.Tensor {
@@ -143,6 +140,99 @@ func init() {
 			})}
 		},
 	})
+}
+
+// spreadWindows is the gradient of a window sum in its operand: each
+// operand element of shape the sum of dy over the windows w that hold it.
+// On a device other than the CPU it is a window sum itself, as XLA
+// transposes a reduce-window (transposedWindow): no patch matrix is made,
+// and the GPU's pooling kernels read dy in whole sectors (pool2d_spread)
+// where the patch matrix's strided copy and scatter used 13-64% of theirs.
+// On the CPU, whose ReduceWindow has no fast path for a base dilation
+// (2.3x slower there), windows side by side (average pooling's usual: a
+// stride of the window, no dilation) copy each window's gradient over its
+// block (tiledSpread, 5x faster than the patch matrix), and others keep
+// ScatterPatches of dy broadcast over the window.
+func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
+	empty := operand.NumElements() == 0 || dy.NumElements() == 0
+	cpu := dy.Device().Kind() == device.CPU
+	if !empty && cpu && tiledWindows(w) {
+		return tiledSpread(dy, operand, w)
+	}
+	if !empty && !cpu {
+		zero := ScalarLike(dy, 0)
+		defer releaseTemp(zero)
+		a := ReduceWindowAttrs{Kind: ReduceSum, Window: transposedWindow(dy.Shape(), operand, w), IdentityInit: true}
+		return eager.Run1(reduceWindowOp, a, dy, zero)
+	}
+	lifted := Reshape(dy, append(dy.Shape().Clone(), ones(len(operand))...)...)
+	spread := BroadcastTo(lifted, append(dy.Shape().Clone(), w.Dims...)...)
+	defer releaseTemp(lifted) // a view: its hold on dy's buffer
+	defer releaseTemp(spread)
+	return ScatterPatches(spread, operand, w)
+}
+
+// tiledWindows reports whether w's windows stand side by side, no
+// dilation, a stride of the window, and one of them holds more than one
+// element.
+func tiledWindows(w Window) bool {
+	wide := false
+	for d := range w.Dims {
+		if w.Strides[d] != w.Dims[d] || w.BaseDilation[d] != 1 || w.WindowDilation[d] != 1 {
+			return false
+		}
+		wide = wide || w.Dims[d] > 1
+	}
+	return wide
+}
+
+// tiledSpread is spreadWindows of tiledWindows: dy repeated over each
+// window's block (a copy of dy broadcast along each dimension), then cut
+// or padded with zeros to the operand where the windows begin before it
+// or end short of it.
+func tiledSpread(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
+	r := len(operand)
+	lifted, wide, flat := make([]int, 0, 2*r), make([]int, 0, 2*r), make([]int, r)
+	cfg, cut := make([]PadDim, r), false
+	for d := range r {
+		n := dy.Dim(d)
+		lifted, wide, flat[d] = append(lifted, n), append(wide, n), n*w.Dims[d]
+		if w.Dims[d] > 1 { // a dimension to repeat along (none for the others: longer runs to copy)
+			lifted, wide = append(lifted, 1), append(wide, w.Dims[d])
+		}
+		cfg[d] = PadDim{Low: -w.Padding[d][0], High: operand[d] - flat[d] + w.Padding[d][0]}
+		cut = cut || cfg[d] != PadDim{}
+	}
+	up := Reshape(dy, lifted...)
+	defer releaseTemp(up) // views: their holds on dy's buffer
+	spread := BroadcastTo(up, wide...)
+	defer releaseTemp(spread)
+	blocks := Reshape(spread, flat...) // a copy: one window holds several elements
+	if !cut {
+		return blocks
+	}
+	defer releaseTemp(blocks)
+	zero := ScalarLike(dy, 0)
+	defer releaseTemp(zero)
+	return Pad(blocks, zero, cfg...)
+}
+
+// transposedWindow is the window whose sums over dy (the window sums of
+// w over operand) give spreadWindows: over dy dilated by w's strides,
+// window k reads operand element k's windows (their taps backwards: the
+// same, summed), at w's window dilation and a stride of w's base
+// dilation, padded so that window 0 starts at operand element 0's first
+// window and there are as many as operand elements.
+func transposedWindow(dy, operand tensor.Shape, w Window) Window {
+	r := len(operand)
+	t := Window{Dims: w.Dims, Strides: w.BaseDilation, BaseDilation: w.Strides, WindowDilation: w.WindowDilation, Padding: make([][2]int, r)}
+	for d := range r {
+		extent := (w.Dims[d]-1)*w.WindowDilation[d] + 1
+		lo := extent - 1 - w.Padding[d][0]
+		dilated := (dy[d]-1)*w.Strides[d] + 1
+		t.Padding[d] = [2]int{lo, (operand[d]-1)*w.BaseDilation[d] + extent - dilated - lo}
+	}
+	return t
 }
 
 // ReduceWindow is XLA's ReduceWindow with a built-in reduction (ReduceSum,

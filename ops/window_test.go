@@ -276,6 +276,18 @@ func TestWindowGradients(t *testing.T) {
 		{"AvgPool2D", func(x []T) T {
 			return ops.AvgPool2D(x[0], ops.PoolOpts{Size: [2]int{3, 2}, Strides: [2]int{1, 1}, Padding: ops.Same, Format: ops.NCHW})
 		}, []T{rnd(1, -1, 1, 1, 2, 4, 4)}},
+		// Windows side by side: the gradient copies each window's over its
+		// block, cut where windows end short of the input, padded with
+		// zeros where they start before it.
+		{"AvgPool2D side by side", func(x []T) T {
+			return ops.AvgPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 3}, Format: ops.NHWC})
+		}, []T{rnd(1, -1, 1, 2, 5, 7, 3)}},
+		{"AvgPool2D side by side padded", func(x []T) T {
+			return ops.AvgPool2D(x[0], ops.PoolOpts{Size: [2]int{2, 2}, Padding: ops.Explicit, Explicit: [2][2]int{{1, 0}, {1, 2}}, Format: ops.NCHW})
+		}, []T{rnd(1, -1, 1, 1, 2, 5, 4)}},
+		{"ReduceWindow sum side by side, negative padding", func(x []T) T {
+			return ops.ReduceWindow(x[0], tensor.Scalar(0.0), ops.ReduceSum, ops.Window{Dims: []int{2, 2}, Strides: []int{2, 2}, Padding: [][2]int{{-1, 0}, {0, -1}}})
+		}, []T{rnd(1, -1, 1, 6, 7)}},
 	}
 	runGradients(t, cases, nil, nil)
 }

@@ -95,7 +95,7 @@ var budgets = map[string]kernelBudget{
 	"add_f32_bc":                     {instr: broadcastBudget},
 	"eq_f32_bc":                      {instr: broadcastBudget}, // ReduceWindow's gradient where init is not known to be the identity
 	"addrelu_f32_bc":                 {instr: broadcastBudget},
-	"div_f32_bc":                     {instr: broadcastBudget},
+	"div_f32_bc":                     {instr: broadcastBudget + 4}, // average pooling's counts [1 OH OW 1] over NHWC sums: a kept dimension between two broadcast ones
 	"select_f32_bc":                  {instr: broadcastBudget},
 	"copy_b32":                       {instr: copyBudget},
 	"dyn_copy_b32_s32":               {instr: copyBudget}, // copy_b32 and the starts read and clamped once a thread
@@ -148,7 +148,13 @@ var budgets = map[string]kernelBudget{
 	"window_select_put_ge_f32":           {instr: 200},
 	"pool2d_select_ge_nhwc_f32":          {instr: 40},
 	"pool2d_select_ge_nchwband_f32":      {instr: 110},
-	"pool2d_select_scatter_nhwc_f32":     {instr: 50}, // up to four windows over an element, each read
+	"pool2d_select_scatter_nhwc_f32":     {instr: 50},  // up to four windows over an element, each read
+	"pool2d_spread_nhwc_f32":             {instr: 65},  // a thread an element: the windows over it found by two divisions by the strides, each read (a 2x2 window's one, a 3x3/2's up to four)
+	"pool2d_spread_nchwband_f32":         {instr: 165}, // pool2d_select_scatter's bands without the selections
+	"pool2d_spread_nchwtile_f32":         {instr: 160},
+	"pool2d_sum_nchw2x2_f32":             {instr: 20},
+	"pool2d_sum_nchwband_f32":            {instr: 80},
+	"pool2d_sum_nchwtile_f32":            {instr: 100},
 	// Max pooling keeping its choices (kernels/pool_argmax.go): a byte a
 	// window beside the pooled value, then its gradient from those bytes.
 	"pool2d_argmax_nhwc_f32":         {instr: 50}, // the selection's taps, the value and its byte stored
@@ -366,6 +372,19 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}
 		}},
 		{"average pool NHWC", func() { ops.AvgPool2D(img, pool(ops.NHWC)) }},
+		{"average pools' gradients (pool2d_spread; side by side, a broadcast copy)", func() {
+			for _, c := range []struct {
+				x *tensor.Tensor
+				o ops.PoolOpts
+			}{
+				{img, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same}},
+				{g(2, 4, 56, 56), ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same, Format: ops.NCHW}},
+				{g(1, 2, 9, 1500), ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same, Format: ops.NCHW}},
+				{img, pool(ops.NHWC)}, {imgc, pool(ops.NCHW)},
+			} {
+				grad(func() *tensor.Tensor { return ops.AvgPool2D(c.x, c.o) }, c.x)
+			}
+		}},
 		{"bfloat16 max pool NHWC and its gradient, average pool", func() {
 			ih := ops.Cast(img, tensor.BFloat16)
 			grad(func() *tensor.Tensor { return ops.MaxPool2D(ih, pool(ops.NHWC)) }, ih)

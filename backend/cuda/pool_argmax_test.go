@@ -35,6 +35,7 @@ func TestMaxPoolKeepsArgmaxOnGPU(t *testing.T) {
 		{tensor.Float32, tensor.Shape{2, 9, 10, 3}, same(3, 2), "nhwc"},
 		{tensor.Float16, tensor.Shape{1, 6, 8, 5}, same(2, 2), "nhwc"},
 		{tensor.Uint8, tensor.Shape{1, 5, 6, 2}, ops.PoolOpts{Size: [2]int{2, 3}, Strides: [2]int{1, 2}}, "nhwc"},
+		{tensor.Float32, tensor.Shape{2, 8, 10, 1}, same(2, 2), "nchw2x2"}, // one channel: NCHW's memory
 		{tensor.Float32, tensor.Shape{2, 3, 8, 12}, nchw(same(2, 2)), "nchw2x2"},
 		{tensor.BFloat16, tensor.Shape{1, 2, 8, 16}, nchw(same(2, 2)), "nchw2x2"},
 		{tensor.Float64, tensor.Shape{1, 2, 9, 11}, nchw(same(3, 2)), "nchwband"},
@@ -112,4 +113,56 @@ func maxPoolWindow(o ops.PoolOpts) ops.Window {
 		dims, strides = []int{1, 1, o.Size[0], o.Size[1]}, []int{1, 1, s[0], s[1]}
 	}
 	return ops.Window{Dims: dims, Strides: strides, Padding: make([][2]int, 4), BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+}
+
+// The gradient of average pooling (of a window sum) agrees with the CPU:
+// windows side by side copy each window's gradient over its block,
+// others take pool2d_spread (a thread an NHWC element, bands and tiles
+// of NCHW rows), never a patch matrix.
+func TestPoolSumGradientsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(43)
+	launched := recordLaunches(t, d)
+	var all []string
+	nchw := func(o ops.PoolOpts) ops.PoolOpts { o.Format = ops.NCHW; return o }
+	for i, c := range []struct {
+		dt    tensor.DType
+		shape tensor.Shape
+		o     ops.PoolOpts
+	}{
+		{tensor.Float32, tensor.Shape{2, 9, 10, 3}, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same}},
+		{tensor.Float64, tensor.Shape{1, 7, 6, 2}, ops.PoolOpts{Size: [2]int{2, 3}, Strides: [2]int{1, 2}}},
+		{tensor.BFloat16, tensor.Shape{1, 6, 8, 4}, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{1, 1}, Padding: ops.Same}},
+		{tensor.Float32, tensor.Shape{2, 9, 10, 1}, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same}}, // one channel: NCHW's kernels
+		{tensor.Float32, tensor.Shape{2, 3, 11, 12}, nchw(ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same})},
+		{tensor.Float64, tensor.Shape{1, 2, 7, 1500}, nchw(ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same})},
+		{tensor.Float32, tensor.Shape{1, 1, 40, 5}, nchw(ops.PoolOpts{Size: [2]int{20, 3}, Strides: [2]int{3, 1}})}, // tall windows
+		// Side by side: exact, cut at the end, padded at the start.
+		{tensor.Float32, tensor.Shape{2, 8, 6, 3}, ops.PoolOpts{Size: [2]int{2, 2}}},
+		{tensor.Float32, tensor.Shape{1, 2, 9, 7}, nchw(ops.PoolOpts{Size: [2]int{2, 3}})},
+		{tensor.Float64, tensor.Shape{1, 7, 7, 2}, ops.PoolOpts{Size: [2]int{2, 2}, Padding: ops.Explicit, Explicit: [2][2]int{{1, 0}, {1, 1}}}},
+	} {
+		what := fmt.Sprintf("case %d (%v %v %v)", i, c.dt, c.shape, c.o)
+		x := ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), c.dt)
+		grad := func(x *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+			tp := tape.New()
+			tp.Watch(x)
+			y := ops.AvgPool2D(x, c.o)
+			return y, tp.Gradient(ops.Sum(ops.Mul(y, ops.Sin(y))), x)[0]
+		}
+		gy, gg := grad(onGPU(t, d, x))
+		wy, wg := grad(x)
+		agree(t, what+" pooled", gy, wy)
+		agree(t, what+" gradient", gg, wg)
+		for _, k := range *launched {
+			if strings.HasPrefix(k, "window_") {
+				t.Errorf("%s: %s ran", what, k)
+			}
+		}
+		all = append(all, *launched...)
+		*launched = (*launched)[:0]
+	}
+	*launched = all
+	mustHaveRun(t, d, launched, "pool2d_spread_nhwc_f32", "pool2d_spread_nhwc_f64", "pool2d_spread_nhwc_bf16",
+		"pool2d_spread_nchwband_f32", "pool2d_spread_nchwtile_f64")
 }

@@ -101,6 +101,12 @@ func scatterPatchesKernel(c *eager.Call, outs []*tensor.Tensor) {
 func reduceWindow(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, init, out, a := c.Inputs[0], c.Inputs[1], outs[0], c.Attrs.(ops.ReduceWindowAttrs)
+		if p, nhwc, ok := spreadPool(x.Shape(), out.Shape(), a); ok { // a pooling's sums' gradient
+			if out.NumElements() > 0 {
+				check(c, gpu(c).scatterChosen(p, nhwc, d, nil, x, init, out))
+			}
+			return
+		}
 		if p, nhwc, ok := pool2D(x.Shape(), a.Window); ok {
 			n := out.NumElements()
 			if n == 0 {
@@ -242,21 +248,61 @@ func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d ker
 // thread an element; NCHW by bands of the operand's rows where the
 // forward's are, by column tiles where its rows are too wide for a band,
 // or a thread an element where neither takes p.
+// With chosen nil, every window counts (pool2d_spread: the gradient of
+// the windows' sums).
 func (g *Device) scatterChosen(p kernels.PoolDims, nhwc bool, d kernels.DType, chosen, src, init, out *tensor.Tensor) error {
-	n := out.NumElements()
-	args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(src)).Ptr(ptr(init))
+	n, kind := out.NumElements(), "pool2d_spread"
+	args := newArgs().Ptr(ptr(out))
+	if chosen != nil {
+		kind = "pool2d_select_scatter"
+		args.Ptr(ptr(chosen))
+	}
+	args.Ptr(ptr(src)).Ptr(ptr(init))
 	planes := n / max(p.H*p.W, 1)
 	switch {
 	case !nhwc && slices.Contains([]string{"nchwband", "nchw2x2"}, poolLayout(p, false, d)) && kernels.PoolScatterBand(p, d):
 		args.Bytes(kernels.PoolGeometry(p, n), 8)
-		return g.launchBands("pool", kernels.Name("pool2d_select_scatter", "nchwband", string(d)), planes, p.H, kernels.ScatterBandRows(p, d), args)
+		return g.launchBands("pool", kernels.Name(kind, "nchwband", string(d)), planes, p.H, kernels.ScatterBandRows(p, d), args)
 	case !nhwc && kernels.PoolScatterTile(p, d):
 		args.Bytes(kernels.PoolGeometry(p, n), 8)
 		t, _ := kernels.RowBandTiling(p, d.Size())
-		return g.launchTiles("pool", kernels.Name("pool2d_select_scatter", "nchwtile", string(d)), planes, p.H, p.W, t, args)
+		return g.launchTiles("pool", kernels.Name(kind, "nchwtile", string(d)), planes, p.H, p.W, t, args)
 	}
 	args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-	return g.launch("pool", kernels.Name("pool2d_select_scatter", layoutName(nhwc), string(d)), n, args)
+	return g.launch("pool", kernels.Name(kind, layoutName(nhwc), string(d)), n, args)
+}
+
+// spreadPool describes the window sums a over dy whose outputs out are
+// the gradient of a 2-D pooling's sums (ops' transposed window: the
+// pooling's strides as a base dilation, a stride of 1, a low padding of
+// K-1-P for the pooling's P in [0, K), and zero, the sum's identity, for
+// init) as that pooling, whose windows pool2d_spread walks.
+func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDims, nhwc, ok bool) {
+	w := a.Window
+	if a.Kind != ops.ReduceSum || !a.IdentityInit || len(dy) != 4 || len(out) != 4 ||
+		dy.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
+		return p, false, false
+	}
+	plain := func(d int) bool {
+		return w.Dims[d] == 1 && w.Strides[d] == 1 && w.BaseDilation[d] == 1 && w.WindowDilation[d] == 1 && w.Padding[d] == [2]int{}
+	}
+	var h, wd, ch int // the dimensions of height, width and channels
+	switch {
+	case plain(0) && plain(3):
+		h, wd, ch, nhwc = 1, 2, 3, true
+	case plain(0) && plain(1):
+		h, wd, ch = 2, 3, 1
+	default:
+		return p, false, false
+	}
+	for _, d := range []int{h, wd} {
+		if lo := w.Padding[d][0]; w.Strides[d] != 1 || w.WindowDilation[d] != 1 || lo < 0 || lo >= w.Dims[d] {
+			return p, false, false
+		}
+	}
+	nhwc = nhwc && out[ch] > 1 // one channel: NCHW's memory
+	return kernels.PoolDims{C: out[ch], H: out[h], W: out[wd], OH: dy[h], OW: dy[wd], KH: w.Dims[h], KW: w.Dims[wd],
+		SH: w.BaseDilation[h], SW: w.BaseDilation[wd], PH: w.Dims[h] - 1 - w.Padding[h][0], PW: w.Dims[wd] - 1 - w.Padding[wd][0]}, nhwc, true
 }
 
 // layoutName names the thread-a-window pooling kernels of a layout.
@@ -336,6 +382,7 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 	if shape.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
 		return p, false, false
 	}
+	nhwc = nhwc && shape[ch] > 1 // one channel: NCHW's memory, whose kernels read whole sectors
 	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
 }

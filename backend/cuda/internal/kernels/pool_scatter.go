@@ -62,7 +62,9 @@ func poolScatterKernels() []*ptx.Kernel {
 		for _, ge := range []bool{true, false} {
 			out = append(out, poolSelectKernel(d, ge, "nhwc"))
 		}
-		out = append(out, poolSelectScatterKernel(d, true), poolSelectScatterKernel(d, false))
+		for _, nhwc := range []bool{true, false} {
+			out = append(out, poolScatterKernel(d, nhwc, true), poolScatterKernel(d, nhwc, false))
+		}
 		for _, layout := range []string{"nhwc", "nchw"} {
 			out = append(out, poolArgmaxKernel(d, layout))
 		}
@@ -75,7 +77,8 @@ func poolScatterKernels() []*ptx.Kernel {
 			for _, ge := range []bool{true, false} {
 				out = append(out, poolSelectKernel(d, ge, bandLayout(tiled)))
 			}
-			out = append(out, poolBandScatterKernel(d, tiled), poolArgmaxKernel(d, bandLayout(tiled)), poolBandUnpoolPutKernel(d, tiled))
+			out = append(out, poolBandScatterKernel(d, tiled, true), poolBandScatterKernel(d, tiled, false),
+				poolArgmaxKernel(d, bandLayout(tiled)), poolBandUnpoolPutKernel(d, tiled))
 		}
 		out = append(out, poolQuadsArgmaxKernel(d), poolQuadsUnpoolPutKernel(d))
 	}
@@ -144,11 +147,23 @@ func poolChooseKernel(name string, d DType, ge bool, layout string, keep bool) *
 	return k
 }
 
-// poolSelectScatterKernel writes pool2d_select_scatter_<nhwc|nchw>_<d>:
-// a thread an operand element.
-func poolSelectScatterKernel(d DType, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_scatter", layoutName(nhwc), string(d)))
-	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
+// poolScatterKernel writes pool2d_select_scatter_<nhwc|nchw>_<d> where
+// chosen, else pool2d_spread_<nhwc|nchw>_<d> (out, src, init, n, pg): each
+// operand element init plus the values of every window over it (with a
+// zero init, a sum's ReduceWindow over src dilated by the pooling's
+// strides: the gradient of the pooling's sums).
+func poolScatterKernel(d DType, nhwc, chosen bool) *ptx.Kernel {
+	kind := "pool2d_spread"
+	if chosen {
+		kind = "pool2d_select_scatter"
+	}
+	k := ptx.NewKernel(Name(kind, layoutName(nhwc), string(d)))
+	o := k.ParamPtr("out")
+	var sel ptx.Reg
+	if chosen {
+		sel = k.ParamPtr("sel")
+	}
+	src, ip := k.ParamPtr("src"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
 	C, OH, OW := poolField(k, pgC), poolField(k, pgOH), poolField(k, pgOW)
@@ -176,10 +191,16 @@ func poolSelectScatterKernel(d DType, nhwc bool) *ptx.Kernel {
 					k.Op("mad.lo.u32 %s, %s, %s, %s", win, win, OW, ow)
 				}
 				k.Op("cvt.u64.u32 %s, %s", w64, win)
+				if !chosen {
+					return ptx.Reg{}, k.Addr(src, w64, d.Size())
+				}
 				return k.Addr(sel, w64, 1), k.Addr(src, w64, d.Size())
 			},
-			selStep: selStep, valStep: valStep,
+			selStep: selStep, valStep: valStep, every: !chosen,
 			read: func(ps, pv ptx.Reg) (ptx.Reg, ptx.Reg) {
+				if !chosen {
+					return ptx.Reg{}, toCompute(k, d, load(k, d, pv))
+				}
 				return load(k, U8, ps), toCompute(k, d, load(k, d, pv))
 			},
 		})
@@ -188,30 +209,51 @@ func poolSelectScatterKernel(d DType, nhwc bool) *ptx.Kernel {
 	return k
 }
 
-// poolBandScatterKernel writes pool2d_select_scatter_<nchwband|nchwtile>_<d>.
-func poolBandScatterKernel(d DType, tiled bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_scatter", bandLayout(tiled), string(d)))
-	o, sel, src, ip := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src"), k.ParamPtr("init")
-	shSel, shSrc := k.Shared("sel", BandBytes, 16), k.Shared("src", BandBytes, 16)
+// poolBandScatterKernel writes pool2d_select_scatter_<nchwband|nchwtile>_<d>
+// where chosen, else pool2d_spread_<nchwband|nchwtile>_<d> (out, src,
+// init, ...): the windows' values (and selections) staged a band at a
+// time.
+func poolBandScatterKernel(d DType, tiled, chosen bool) *ptx.Kernel {
+	kind := "pool2d_spread"
+	if chosen {
+		kind = "pool2d_select_scatter"
+	}
+	k := ptx.NewKernel(Name(kind, bandLayout(tiled), string(d)))
+	o := k.ParamPtr("out")
+	var sel, shSel ptx.Reg
+	if chosen {
+		sel, shSel = k.ParamPtr("sel"), k.Shared("sel", BandBytes, 16)
+	}
+	src, ip := k.ParamPtr("src"), k.ParamPtr("init")
+	shSrc := k.Shared("src", BandBytes, 16)
 	init := toCompute(k, d, load(k, d, ip))
 	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a staged window along a row: the next element
 	k.Op("mov.u64 %s, 1", selStep)
 	k.Op("mov.u64 %s, %d", valStep, d.Size())
 	newRowBand(k, tiled, func(rb *rowBand) {
-		rb.stage(U8, sel, shSel, rb.plane)
+		if chosen {
+			rb.stage(U8, sel, shSel, rb.plane)
+		}
 		rb.stage(d, src, shSrc, rb.plane)
 		k.Op("bar.sync 0")
 		rb.elements(d, o, func(ih, iw ptx.Reg) ptx.Reg {
 			acc := scatterSum(k, d, init, ih, iw, windowWalk{
 				at: func(oh, ow ptx.Reg) (ptx.Reg, ptx.Reg) {
 					w := rb.staged(oh, ow)
+					if !chosen {
+						return ptx.Reg{}, k.Addr(shSrc, w, d.Size())
+					}
 					return k.Addr(shSel, w, 1), k.Addr(shSrc, w, d.Size())
 				},
-				selStep: selStep, valStep: valStep,
+				selStep: selStep, valStep: valStep, every: !chosen,
 				read: func(ps, pv ptx.Reg) (ptx.Reg, ptx.Reg) {
-					chosen, raw := k.Reg(ptx.U32), k.Reg(d.reg())
-					k.Op("ld.shared.u8 %s, [%s]", chosen, ps)
+					raw := k.Reg(d.reg())
 					k.Op("ld.shared.%s %s, [%s]", d.mem(), raw, pv)
+					if !chosen {
+						return ptx.Reg{}, toCompute(k, d, raw)
+					}
+					chosen := k.Reg(ptx.U32)
+					k.Op("ld.shared.u8 %s, [%s]", chosen, ps)
 					return chosen, toCompute(k, d, raw)
 				},
 			})
@@ -230,6 +272,9 @@ type windowWalk struct {
 	at               func(oh, ow ptx.Reg) (sel, val ptx.Reg)
 	selStep, valStep ptx.Reg
 	read             func(sel, val ptx.Reg) (chosen, v ptx.Reg)
+	// every sums every window's value and reads no selection (sel is the
+	// zero Reg).
+	every bool
 }
 
 // scatterSum returns init plus the values of the windows over element
@@ -271,9 +316,13 @@ func scatterSum(k *ptx.Kernel, d DType, init, ih, iw ptx.Reg, w windowWalk) ptx.
 		// branching, a warp's neighbours read whole sectors.
 		chosen, v := w.read(ps, pv)
 		sum := binaryOp(k, "add", c, acc, v)
-		k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
-		k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
-		k.Op("add.s64 %s, %s, %s", ps, ps, w.selStep)
+		if w.every {
+			k.Op("mov.%s %s, %s", bits(c.reg()), acc, sum)
+		} else {
+			k.Op("setp.eq.u32 %s, %s, %s", p, chosen, tap)
+			k.Op("selp.%s %s, %s, %s, %s", bits(c.reg()), acc, sum, acc, p)
+			k.Op("add.s64 %s, %s, %s", ps, ps, w.selStep)
+		}
 		k.Op("add.s64 %s, %s, %s", pv, pv, w.valStep)
 		k.Op("sub.u32 %s, %s, %s", tap, tap, SW)
 		k.Op("sub.s32 %s, %s, 1", left, left)
