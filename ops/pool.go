@@ -93,15 +93,22 @@ func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 		return Div(sum, scratch(ScalarLike(sum, float64(o.Size[0]*o.Size[1]))))
 	}
 	// Each window's count of elements inside: the window sums of ones over
-	// one image plane ([1 H W 1] or [1 1 H W]), the same for every image
-	// and channel.
-	plane := []int{1, x.Dim(1), x.Dim(2), 1}
-	if o.Format == NCHW {
-		plane = []int{1, 1, x.Dim(2), x.Dim(3)}
-	}
-	ones, zero := tensor.FullOn(x.Device(), x.DType(), 1, plane...), ScalarLike(x, 0)
-	count := ReduceWindow(ones, zero, ReduceSum, o.window(plane))
+	// one image plane, the same for every image and channel, counted as
+	// NCHW ([1 1 H W]: its rows side by side, which a device reads whole)
+	// and laid out as the sums are ([1 OH OW 1] in NHWC: the same memory).
+	h, wd := hw(x, o.Format)
+	plane := o
+	plane.Format = NCHW
+	ones, zero := tensor.FullOn(x.Device(), x.DType(), 1, 1, 1, h, wd), ScalarLike(x, 0)
+	count := ReduceWindow(ones, zero, ReduceSum, plane.window(ones.Shape()))
 	ones.Release() // nobody's input but the count's, which no tape records
 	zero.Release()
+	if o.Format == NHWC {
+		planar := count
+		count = Reshape(planar, 1, planar.Dim(2), planar.Dim(3), 1)
+		if planar.Traced() == nil {
+			planar.Release() // its buffer stays the view's
+		}
+	}
 	return Div(sum, scratch(count))
 }

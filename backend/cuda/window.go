@@ -300,7 +300,6 @@ func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDi
 			return p, false, false
 		}
 	}
-	nhwc = nhwc && out[ch] > 1 // one channel: NCHW's memory
 	return kernels.PoolDims{C: out[ch], H: out[h], W: out[wd], OH: dy[h], OW: dy[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.BaseDilation[h], SW: w.BaseDilation[wd], PH: w.Dims[h] - 1 - w.Padding[h][0], PW: w.Dims[wd] - 1 - w.Padding[wd][0]}, nhwc, true
 }
@@ -382,7 +381,6 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 	if shape.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
 		return p, false, false
 	}
-	nhwc = nhwc && shape[ch] > 1 // one channel: NCHW's memory, whose kernels read whole sectors
 	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
 }

@@ -33,12 +33,25 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	q = ops.Reshape(must(single.AllGather(must(single.Broadcast(q, 0)))), q.Shape()...) // collectives of one rank: read no values
 	parts := ops.Split(ops.GeluTanh(r), 1, []int{3, 1})                                 // GeluTanh reads its input; Split nothing
 	r = ops.Concatenate(1, parts[1], parts[0])
-	return ops.Mul(ops.Add(ops.Add(ops.Tanh(r), b), q), c) // Tanh's output read only by its rule
+	// Max pooling that keeps its choices: its input read by nothing (its
+	// rule reads the taps), the taps and the values unpooled read only by
+	// the unpoolings' rules.
+	pool := ops.PoolOpts{Size: [2]int{2, 2}}
+	pooled, taps := ops.MaxPool2DWithArgmax(ops.Reshape(ops.Add(r, c), 1, 2, 2, 1), pool)
+	un := ops.MaxUnpool2D(ops.Sub(pooled, ops.Reshape(ops.Sum(c), 1, 1, 1, 1)), taps, []int{1, 2, 2, 1}, pool)
+	gathered := eager.Run1(eager.Lookup("MaxUnpool2DGather"), unpoolAttrs, ops.Add(un, un), taps)
+	spread := ops.Add(ops.Reshape(un, 1, 4), ops.BroadcastTo(ops.Reshape(gathered, 1, 1), 1, 4))
+	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), c) // Tanh's output read only by its rule
 }
+
+// unpoolAttrs are the cell's MaxUnpool2DGather's: a 2x2 window over
+// [1 2 2 1].
+var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: ops.Window{Dims: []int{1, 2, 2, 1}, Strides: []int{1, 2, 2, 1},
+	Padding: make([][2]int, 4), BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}}
 
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
-	"Broadcast", "AllGather"}
+	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

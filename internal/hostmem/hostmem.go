@@ -8,6 +8,7 @@ package hostmem
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -134,6 +135,8 @@ func MoveElems(esize int, dst []byte, dOff int, dSt []int, src []byte, sOff int,
 	if len(dst) == 0 || len(src) == 0 {
 		return
 	}
+	var bd, bs, bn [8]int
+	dSt, sSt, shape = simplify(dSt, sSt, shape, bd[:0], bs[:0], bn[:0])
 	switch esize {
 	case 1:
 		copyStrided(dst, dOff, dSt, src, sOff, sSt, shape)
@@ -179,4 +182,29 @@ func fill[T any](d []T, x T) {
 	for n < len(d) {
 		n += copy(d[n:], d[:min(n, 4096/max(int(unsafe.Sizeof(x)), 1))])
 	}
+}
+
+// simplify returns a box's strides and shape without its dimensions of
+// size 1 and with neighbours that both sides walk as one merged (the
+// outer's stride the inner's times its size, a broadcast's zeros
+// included), appended to d, s and n: the copy's innermost loop then runs
+// as long as the layouts allow (a broadcast over trailing dimensions of
+// size 1 copied element by element). A box with an empty dimension is
+// returned as it is.
+func simplify(dSt, sSt, shape, d, s, n []int) ([]int, []int, []int) {
+	if slices.Contains(shape, 0) {
+		return dSt, sSt, shape
+	}
+	for i, size := range shape {
+		if size == 1 {
+			continue
+		}
+		if k := len(n) - 1; k >= 0 && d[k] == dSt[i]*size && s[k] == sSt[i]*size {
+			n[k] *= size
+			d[k], s[k] = dSt[i], sSt[i]
+			continue
+		}
+		d, s, n = append(d, dSt[i]), append(s, sSt[i]), append(n, size)
+	}
+	return d, s, n
 }
