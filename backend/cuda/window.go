@@ -283,16 +283,10 @@ func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDi
 		dy.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
 		return p, false, false
 	}
-	plain := func(d int) bool {
+	h, wd, ch, nhwc, ok := poolAxes(func(d int) bool {
 		return w.Dims[d] == 1 && w.Strides[d] == 1 && w.BaseDilation[d] == 1 && w.WindowDilation[d] == 1 && w.Padding[d] == [2]int{}
-	}
-	var h, wd, ch int // the dimensions of height, width and channels
-	switch {
-	case plain(0) && plain(3):
-		h, wd, ch, nhwc = 1, 2, 3, true
-	case plain(0) && plain(1):
-		h, wd, ch = 2, 3, 1
-	default:
+	})
+	if !ok {
 		return p, false, false
 	}
 	for _, d := range []int{h, wd} {
@@ -367,14 +361,8 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 			return p, false, false
 		}
 	}
-	plain := func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} }
-	var h, wd, ch int // the dimensions of height, width and channels
-	switch {
-	case plain(0) && plain(3):
-		h, wd, ch, nhwc = 1, 2, 3, true
-	case plain(0) && plain(1):
-		h, wd, ch = 2, 3, 1
-	default:
+	h, wd, ch, nhwc, ok := poolAxes(func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} })
+	if !ok {
 		return p, false, false
 	}
 	out := w.OutShape(shape)
@@ -383,6 +371,20 @@ func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool
 	}
 	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
 		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
+}
+
+// poolAxes finds a 4-D pooling window's dimensions of height, width and
+// channels: NHWC where the batch and the channels are plain (plain(d):
+// the window leaves dimension d alone), else NCHW where the batch and
+// dimension 1 are; ok is false for neither.
+func poolAxes(plain func(d int) bool) (h, wd, ch int, nhwc, ok bool) {
+	switch {
+	case plain(0) && plain(3):
+		return 1, 2, 3, true, true
+	case plain(0) && plain(1):
+		return 2, 3, 1, false, true
+	}
+	return 0, 0, 0, false, false
 }
 
 // launchQuads queues 2x2 pooling kernel name (kernels.PoolQuads) over
