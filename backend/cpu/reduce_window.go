@@ -19,7 +19,7 @@ func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 		planeReduce(deviceOf(c), p, xv, ov, init, a.Kind)
 		return
 	}
-	if p, ok := chanOf(x.Shape(), a.Window); ok {
+	if p, ok := paddedChanOf(x.Shape(), a.Window); ok {
 		chanReduce(deviceOf(c), p, xv, ov, init, a.Kind)
 		return
 	}

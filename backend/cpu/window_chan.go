@@ -7,40 +7,74 @@ import (
 )
 
 // Windows that move over the two dimensions before the last, leaving the
-// last (channels, contiguous) alone, with no padding and no dilation: NHWC
-// pooling. Each window is then kh x kw vectors of c channels, and
-// ReduceWindow and SelectAndScatter run it as loops over those vectors
-// instead of through the general geometry (a callback per element).
+// last (channels, contiguous) alone, with no dilation: NHWC pooling. Each
+// window is then kh x kw vectors of c channels, and ReduceWindow and
+// SelectAndScatter run it as loops over those vectors instead of through
+// the general geometry (a callback per element). ReduceWindow takes them
+// padded too (SAME pooling: a border window's taps cut to the image).
 
-// chanWindow is such a window over images of h x w x c elements.
+// chanWindow is such a window over images of h x w x c elements, padded
+// by pt rows above and pl columns to the left (padded: any padding).
 type chanWindow struct {
 	images, h, w, c int
 	kh, kw, sh, sw  int
 	oh, ow          int
+	pt, pl          int
+	padded          bool
 }
 
 // chanOf returns the channel form of a normalized window over shape, and
-// whether the window has one.
+// whether the window has one: no padding (SelectAndScatter's).
 func chanOf(shape tensor.Shape, win ops.Window) (chanWindow, bool) {
+	p, ok := paddedChanOf(shape, win)
+	return p, ok && !p.padded
+}
+
+// paddedChanOf is chanOf of a window that may pad the rows and columns
+// (by nothing negative): ReduceWindow's, whose padding taps count as init.
+func paddedChanOf(shape tensor.Shape, win ops.Window) (chanWindow, bool) {
 	r := shape.Rank()
 	if r < 3 {
 		return chanWindow{}, false
 	}
 	for d := 0; d < r; d++ {
-		if win.Padding[d] != [2]int{} || win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 {
+		if win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 || win.Padding[d][0] < 0 || win.Padding[d][1] < 0 {
 			return chanWindow{}, false
 		}
-		if (d < r-3 || d == r-1) && (win.Dims[d] != 1 || win.Strides[d] != 1) {
+		if (d < r-3 || d == r-1) && (win.Dims[d] != 1 || win.Strides[d] != 1 || win.Padding[d] != [2]int{}) {
 			return chanWindow{}, false
 		}
 	}
+	pv, pw := win.Padding[r-3], win.Padding[r-2]
 	p := chanWindow{images: shape[:r-3].NumElements(), h: shape[r-3], w: shape[r-2], c: shape[r-1],
-		kh: win.Dims[r-3], kw: win.Dims[r-2], sh: win.Strides[r-3], sw: win.Strides[r-2]}
-	if p.kh > p.h || p.kw > p.w || p.c == 0 {
+		kh: win.Dims[r-3], kw: win.Dims[r-2], sh: win.Strides[r-3], sw: win.Strides[r-2],
+		pt: pv[0], pl: pw[0], padded: pv != [2]int{} || pw != [2]int{}}
+	hp, wp := p.h+pv[0]+pv[1], p.w+pw[0]+pw[1]
+	if p.kh > hp || p.kw > wp || p.c == 0 || p.h == 0 || p.w == 0 {
 		return chanWindow{}, false
 	}
-	p.oh, p.ow = (p.h-p.kh)/p.sh+1, (p.w-p.kw)/p.sw+1
+	p.oh, p.ow = (hp-p.kh)/p.sh+1, (wp-p.kw)/p.sw+1
 	return p, true
+}
+
+// clipped calls fn for every window, split across workers by output row:
+// x0 is the offset its tap (0, 0) would have (before the image where the
+// window starts on padding), o0 that of its outputs (c each), and [i0,
+// i1) x [j0, j1) its taps inside the image (none where i0 >= i1 or j0 >=
+// j1).
+func (p chanWindow) clipped(dev *device.CPUDevice, fn func(x0, o0, i0, i1, j0, j1 int)) {
+	dev.Parallel(p.images*p.oh, float64(p.ow*p.kh*p.kw*p.c), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			image, oh := r/p.oh, r%p.oh
+			top := oh*p.sh - p.pt
+			i0, i1 := max(0, -top), min(p.kh, p.h-top)
+			for ow := range p.ow {
+				left := ow*p.sw - p.pl
+				x0 := ((image*p.h+top)*p.w + left) * p.c
+				fn(x0, (r*p.ow+ow)*p.c, i0, i1, max(0, -left), min(p.kw, p.w-left))
+			}
+		}
+	})
 }
 
 // windows calls fn for every window, split across workers by output row:
@@ -68,19 +102,28 @@ func (p chanWindow) windows(dev *device.CPUDevice, band func(lo, hi int), fn fun
 	})
 }
 
-// chanReduce is ReduceWindow's kernel on a channel window.
+// chanReduce is ReduceWindow's kernel on a channel window (padded or
+// not: a padding tap counts as init).
 func chanReduce[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, out []T, init T, kind ops.ReduceKind) {
-	p.windows(dev, nil, func(x0, o0 int) {
+	p.clipped(dev, func(x0, o0, i0, i1, j0, j1 int) {
 		o := out[o0 : o0+p.c]
-		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
+		whole := i0 == 0 && j0 == 0 && i1 == p.kh && j1 == p.kw
+		if whole && kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
 			reduceMax2x2Chan(o, x, x0, p.c, p.w*p.c, init)
 			return
 		}
 		for k := range o {
 			o[k] = init
 		}
-		for i := range p.kh {
-			for j := range p.kw {
+		if kind == ops.ReduceSum && init != 0 && !whole { // init once more for each padding tap
+			for range p.kh*p.kw - max(i1-i0, 0)*max(j1-j0, 0) {
+				for k := range o {
+					o[k] += init
+				}
+			}
+		}
+		for i := i0; i < i1; i++ {
+			for j := j0; j < j1; j++ {
 				tap := x[x0+(i*p.w+j)*p.c:][:p.c]
 				switch kind {
 				case ops.ReduceMax:

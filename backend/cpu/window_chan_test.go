@@ -115,3 +115,61 @@ func TestPlaneScatterFillsEveryRow(t *testing.T) {
 		}
 	}
 }
+
+// Padded channel windows (SAME pooling) reduce as the definition says:
+// a padding tap counts as init; windows wholly on padding give init
+// (and, for a sum, init for every tap).
+func TestPaddedChanWindowsReduce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	dev := device.Host()
+	for trial := range 300 {
+		n, h, w, c := 1+r.IntN(2), 1+r.IntN(8), 1+r.IntN(8), 1+r.IntN(11)
+		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
+		sh, sw := 1+r.IntN(3), 1+r.IntN(3)
+		pad := [][2]int{{0, 0}, {r.IntN(kh + 2), r.IntN(kh + 2)}, {r.IntN(kw + 2), r.IntN(kw + 2)}, {0, 0}}
+		shape := tensor.Shape{n, h, w, c}
+		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1},
+			Padding: pad, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, ok := paddedChanOf(shape, win)
+		if h+pad[1][0]+pad[1][1] < kh || w+pad[2][0]+pad[2][1] < kw {
+			if ok {
+				t.Fatalf("trial %d: %v %v has no window, yet a channel form", trial, shape, win)
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("trial %d: %v %v has no channel form", trial, shape, win)
+		}
+		x := make([]float32, shape.NumElements())
+		for i := range x {
+			x[i] = float32(r.IntN(7)) - 3
+		}
+		init := float32(r.IntN(3)) - 1
+		for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin, ops.ReduceSum} {
+			got := make([]float32, n*p.oh*p.ow*c)
+			chanReduce(dev, p, x, got, init, kind)
+			for img := range n {
+				for oh := range p.oh {
+					for ow := range p.ow {
+						for k := range c {
+							acc := init
+							for i := range kh {
+								for j := range kw {
+									ih, iw := oh*sh-pad[1][0]+i, ow*sw-pad[2][0]+j
+									v := init
+									if ih >= 0 && ih < h && iw >= 0 && iw < w {
+										v = x[((img*h+ih)*w+iw)*c+k]
+									}
+									acc = fold(kind, acc, v)
+								}
+							}
+							if at := ((img*p.oh+oh)*p.ow+ow)*c + k; got[at] != acc {
+								t.Fatalf("trial %d %v %v, %v: window (%d %d %d) channel %d is %v, want %v", trial, shape, win, kind, img, oh, ow, k, got[at], acc)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
