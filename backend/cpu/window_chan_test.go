@@ -116,55 +116,78 @@ func TestPlaneScatterFillsEveryRow(t *testing.T) {
 	}
 }
 
-// Padded channel windows (SAME pooling) reduce as the definition says:
-// a padding tap counts as init; windows wholly on padding give init
-// (and, for a sum, init for every tap).
-func TestPaddedChanWindowsReduce(t *testing.T) {
+// Padded channel windows (NHWC) and plane windows (NCHW), SAME pooling,
+// reduce as the definition says: a padding tap counts as init; windows
+// wholly on padding give init (and, for a sum, init for every tap).
+func TestPaddedPoolingWindowsReduce(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	dev := device.Host()
-	for trial := range 300 {
+	for trial := range 600 {
+		nhwc := trial%2 == 0
 		n, h, w, c := 1+r.IntN(2), 1+r.IntN(8), 1+r.IntN(8), 1+r.IntN(11)
 		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
 		sh, sw := 1+r.IntN(3), 1+r.IntN(3)
-		pad := [][2]int{{0, 0}, {r.IntN(kh + 2), r.IntN(kh + 2)}, {r.IntN(kw + 2), r.IntN(kw + 2)}, {0, 0}}
+		ph, pw := [2]int{r.IntN(kh + 2), r.IntN(kh + 2)}, [2]int{r.IntN(kw + 2), r.IntN(kw + 2)}
 		shape := tensor.Shape{n, h, w, c}
 		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1},
-			Padding: pad, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-		p, ok := paddedChanOf(shape, win)
-		if h+pad[1][0]+pad[1][1] < kh || w+pad[2][0]+pad[2][1] < kw {
-			if ok {
-				t.Fatalf("trial %d: %v %v has no window, yet a channel form", trial, shape, win)
-			}
-			continue
+			Padding: [][2]int{{}, ph, pw, {}}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		at := func(img, y, x, k int) int { return ((img*h+y)*w+x)*c + k }
+		if !nhwc {
+			shape = tensor.Shape{n, c, h, w}
+			win.Dims, win.Strides, win.Padding = []int{1, 1, kh, kw}, []int{1, 1, sh, sw}, [][2]int{{}, {}, ph, pw}
+			at = func(img, y, x, k int) int { return ((img*c+k)*h+y)*w + x }
 		}
-		if !ok {
-			t.Fatalf("trial %d: %v %v has no channel form", trial, shape, win)
+		hasWindows := h+ph[0]+ph[1] >= kh && w+pw[0]+pw[1] >= kw
+		reduce := func(x, out []float32, init float32, kind ops.ReduceKind) (oh, ow int, ok bool) {
+			if nhwc {
+				p, ok := paddedChanOf(shape, win)
+				if ok {
+					chanReduce(dev, p, x, out, init, kind)
+				}
+				return p.oh, p.ow, ok
+			}
+			p, ok := paddedPlaneOf(shape, win)
+			if ok {
+				planeReduce(dev, p, x, out, init, kind)
+			}
+			return p.oh, p.ow, ok
 		}
 		x := make([]float32, shape.NumElements())
 		for i := range x {
 			x[i] = float32(r.IntN(7)) - 3
 		}
 		init := float32(r.IntN(3)) - 1
+		oh, ow := (h+ph[0]+ph[1]-kh)/sh+1, (w+pw[0]+pw[1]-kw)/sw+1
 		for _, kind := range []ops.ReduceKind{ops.ReduceMax, ops.ReduceMin, ops.ReduceSum} {
-			got := make([]float32, n*p.oh*p.ow*c)
-			chanReduce(dev, p, x, got, init, kind)
+			got := make([]float32, max(n*c*oh*ow, 0))
+			goh, gow, ok := reduce(x, got, init, kind)
+			if ok != hasWindows || (ok && (goh != oh || gow != ow)) {
+				t.Fatalf("trial %d: %v %v: a form %v of %dx%d windows, want %v of %dx%d", trial, shape, win, ok, goh, gow, hasWindows, oh, ow)
+			}
+			if !ok {
+				continue
+			}
+			outAt := func(img, y, xx, k int) int { return ((img*oh+y)*ow+xx)*c + k }
+			if !nhwc {
+				outAt = func(img, y, xx, k int) int { return ((img*c+k)*oh+y)*ow + xx }
+			}
 			for img := range n {
-				for oh := range p.oh {
-					for ow := range p.ow {
+				for y := range oh {
+					for xx := range ow {
 						for k := range c {
 							acc := init
 							for i := range kh {
 								for j := range kw {
-									ih, iw := oh*sh-pad[1][0]+i, ow*sw-pad[2][0]+j
+									iy, ix := y*sh-ph[0]+i, xx*sw-pw[0]+j
 									v := init
-									if ih >= 0 && ih < h && iw >= 0 && iw < w {
-										v = x[((img*h+ih)*w+iw)*c+k]
+									if iy >= 0 && iy < h && ix >= 0 && ix < w {
+										v = x[at(img, iy, ix, k)]
 									}
 									acc = fold(kind, acc, v)
 								}
 							}
-							if at := ((img*p.oh+oh)*p.ow+ow)*c + k; got[at] != acc {
-								t.Fatalf("trial %d %v %v, %v: window (%d %d %d) channel %d is %v, want %v", trial, shape, win, kind, img, oh, ow, k, got[at], acc)
+							if g := got[outAt(img, y, xx, k)]; g != acc {
+								t.Fatalf("trial %d %v %v, %v: window (%d %d %d) channel %d is %v, want %v", trial, shape, win, kind, img, y, xx, k, g, acc)
 							}
 						}
 					}

@@ -6,40 +6,55 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Windows that move over the last two dimensions only, with no padding and
-// no dilation: NCHW pooling. ReduceWindow and SelectAndScatter run them as
-// plain loops over each plane's rows instead of through the general window
-// geometry (offset tables, per-window callbacks).
+// Windows that move over the last two dimensions only, with no dilation:
+// NCHW pooling. ReduceWindow and SelectAndScatter run them as plain loops
+// over each plane's rows instead of through the general window geometry
+// (offset tables, per-window callbacks). ReduceWindow takes them padded
+// too (SAME pooling: a border window's taps cut to the plane).
 
-// planeWindow is such a window over planes of h x w elements.
+// planeWindow is such a window over planes of h x w elements, padded by
+// pt rows above and pl columns to the left (padded: any padding).
 type planeWindow struct {
 	planes, h, w int
 	kh, kw       int
 	sh, sw       int
 	oh, ow       int
+	pt, pl       int
+	padded       bool
 }
 
 // planeOf returns the plane form of a normalized window over shape, and
-// whether the window has one.
+// whether the window has one: no padding (SelectAndScatter's).
 func planeOf(shape tensor.Shape, win ops.Window) (planeWindow, bool) {
+	p, ok := paddedPlaneOf(shape, win)
+	return p, ok && !p.padded
+}
+
+// paddedPlaneOf is planeOf of a window that may pad the plane's rows and
+// columns (by nothing negative): ReduceWindow's, whose padding taps count
+// as init.
+func paddedPlaneOf(shape tensor.Shape, win ops.Window) (planeWindow, bool) {
 	r := shape.Rank()
 	if r < 2 {
 		return planeWindow{}, false
 	}
 	for d := 0; d < r; d++ {
-		if win.Padding[d] != [2]int{} || win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 {
+		if win.BaseDilation[d] != 1 || win.WindowDilation[d] != 1 || win.Padding[d][0] < 0 || win.Padding[d][1] < 0 {
 			return planeWindow{}, false
 		}
-		if d < r-2 && (win.Dims[d] != 1 || win.Strides[d] != 1) {
+		if d < r-2 && (win.Dims[d] != 1 || win.Strides[d] != 1 || win.Padding[d] != [2]int{}) {
 			return planeWindow{}, false
 		}
 	}
+	pv, pw := win.Padding[r-2], win.Padding[r-1]
 	p := planeWindow{planes: shape[:r-2].NumElements(), h: shape[r-2], w: shape[r-1],
-		kh: win.Dims[r-2], kw: win.Dims[r-1], sh: win.Strides[r-2], sw: win.Strides[r-1]}
-	if p.kh > p.h || p.kw > p.w {
+		kh: win.Dims[r-2], kw: win.Dims[r-1], sh: win.Strides[r-2], sw: win.Strides[r-1],
+		pt: pv[0], pl: pw[0], padded: pv != [2]int{} || pw != [2]int{}}
+	hp, wp := p.h+pv[0]+pv[1], p.w+pw[0]+pw[1]
+	if p.kh > hp || p.kw > wp || p.h == 0 || p.w == 0 {
 		return planeWindow{}, false
 	}
-	p.oh, p.ow = (p.h-p.kh)/p.sh+1, (p.w-p.kw)/p.sw+1
+	p.oh, p.ow = (hp-p.kh)/p.sh+1, (wp-p.kw)/p.sw+1
 	return p, true
 }
 
@@ -64,8 +79,13 @@ func (p planeWindow) rows(dev *device.CPUDevice, band func(lo, hi int), fn func(
 	})
 }
 
-// reduce is ReduceWindow's kernel on a plane window.
+// reduce is ReduceWindow's kernel on a plane window (padded or not: a
+// padding tap counts as init).
 func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
+	if p.padded {
+		planeReducePadded(dev, p, x, out, init, kind)
+		return
+	}
 	p.rows(dev, nil, func(x0, o0 int) {
 		o := out[o0 : o0+p.ow]
 		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
@@ -92,6 +112,39 @@ func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T,
 				}
 			}
 			o[j] = acc
+		}
+	})
+}
+
+// planeReducePadded is planeReduce of a padded window: each window's taps
+// cut to the plane, a padding tap counting as init.
+func planeReducePadded[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
+	dev.Parallel(p.planes*p.oh, float64(p.ow*p.kh*p.kw), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			plane, oh := r/p.oh, r%p.oh
+			top := oh*p.sh - p.pt
+			i0, i1 := max(0, -top), min(p.kh, p.h-top)
+			o := out[r*p.ow : (r+1)*p.ow]
+			for j := range o {
+				left := j*p.sw - p.pl
+				j0, j1 := max(0, -left), min(p.kw, p.w-left)
+				acc := init
+				if kind == ops.ReduceSum && init != 0 { // init once more for each padding tap
+					for range p.kh*p.kw - max(i1-i0, 0)*max(j1-j0, 0) {
+						acc += init
+					}
+				}
+				for i := i0; i < i1; i++ {
+					if j0 >= j1 {
+						break
+					}
+					at := (plane*p.h+top+i)*p.w + left
+					for _, v := range x[at+j0 : at+j1] {
+						acc = fold(kind, acc, v)
+					}
+				}
+				o[j] = acc
+			}
 		}
 	})
 }
