@@ -144,22 +144,22 @@ func init() {
 
 // spreadWindows is the gradient of a window sum in its operand: each
 // operand element of shape the sum of dy over the windows w that hold it.
-// On a device other than the CPU it is a window sum itself, as XLA
-// transposes a reduce-window (transposedWindow): no patch matrix is made,
-// and the GPU's pooling kernels read dy in whole sectors (pool2d_spread)
-// where the patch matrix's strided copy and scatter used 13-64% of theirs.
-// On the CPU, whose ReduceWindow has no fast path for a base dilation
-// (2.3x slower there), windows side by side (average pooling's usual: a
-// stride of the window, no dilation) copy each window's gradient over its
-// block (tiledSpread, 5x faster than the patch matrix), and others keep
-// ScatterPatches of dy broadcast over the window.
+// It is a window sum itself, as XLA transposes a reduce-window
+// (transposedWindow): no patch matrix is made, and the backends run a 2-D
+// pooling's as pooling kernels (the GPU's pool2d_spread, the CPU's
+// spreadSums), each element summing the windows over it. On the CPU,
+// windows side by side (average pooling's usual: a stride of the window)
+// copy each window's gradient over its block instead (tiledSpread, some
+// 20% faster there), and windows of other shapes keep ScatterPatches of dy
+// broadcast over the window (its ReduceWindow has no fast path for a base
+// dilation: 2.3x slower).
 func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
 	empty := operand.NumElements() == 0 || dy.NumElements() == 0
 	cpu := dy.Device().Kind() == device.CPU
 	if !empty && cpu && tiledWindows(w) {
 		return tiledSpread(dy, operand, w)
 	}
-	if !empty && !cpu {
+	if !empty && (!cpu || pooling2D(w)) {
 		zero := ScalarLike(dy, 0)
 		defer releaseTemp(zero)
 		a := ReduceWindowAttrs{Kind: ReduceSum, Window: transposedWindow(dy.Shape(), operand, w), IdentityInit: true}
@@ -170,6 +170,25 @@ func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Te
 	defer releaseTemp(lifted) // a view: its hold on dy's buffer
 	defer releaseTemp(spread)
 	return ScatterPatches(spread, operand, w)
+}
+
+// pooling2D reports whether w is a 2-D pooling's window over a rank-4
+// operand: NHWC or NCHW (the batch and the channels left alone), no
+// dilation, padding from 0 to the window less one.
+func pooling2D(w Window) bool {
+	if len(w.Dims) != 4 {
+		return false
+	}
+	plain := func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} }
+	if !plain(0) || (!plain(1) && !plain(3)) {
+		return false
+	}
+	for d := range 4 {
+		if w.BaseDilation[d] != 1 || w.WindowDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][0] >= w.Dims[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // tiledWindows reports whether w's windows stand side by side, no
