@@ -221,6 +221,14 @@ func benchMaxPool(b *testing.B, x *tensor.Tensor, format ops.DataFormat) {
 	benchPool(b, x, ops.PoolOpts{Size: [2]int{2, 2}, Format: format}, ops.MaxPool2D)
 }
 
+// BenchmarkMaxPoolTrainStep3x3s2: ResNet's stem pooling, 3x3 at a stride
+// of 2 with SAME padding, forward and backward on a [128 28 28 32] NHWC
+// batch (overlapping, padded windows).
+func BenchmarkMaxPoolTrainStep3x3s2(b *testing.B) {
+	x := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 128, 28, 28, 32)
+	benchPool(b, x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same}, ops.MaxPool2D)
+}
+
 // BenchmarkAvgPoolTrainStep: average pooling forward and backward on a
 // [128 28 28 32] NHWC batch, 2x2 at a stride of 2 and 3x3 at a stride of
 // 2 with SAME padding.

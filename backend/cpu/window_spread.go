@@ -16,44 +16,59 @@ import (
 // loops over channel vectors (NHWC) or plane rows (NCHW) instead of the
 // general geometry's walk over the dilation's holes.
 
-// spreadWindow is such a gradient: the pooling's images, channels,
-// operand (h x w: the result) and windows (oh x ow: dy), window, strides
-// and low padding; nhwc for channels last.
-type spreadWindow struct {
+// pooling is a 2-D pooling: images of c channels, h x w (the operand),
+// its windows (oh x ow), their size, strides and low padding; nhwc for
+// channels last, else NCHW.
+type pooling struct {
 	images, c, h, w, oh, ow int
 	kh, kw, sh, sw, ph, pw  int
 	nhwc                    bool
 }
 
+// poolAxes finds a 4-D window's dimensions of height, width and channels:
+// NHWC where the batch and the channels are plain (plain(d): the window
+// leaves dimension d alone), else NCHW where the batch and dimension 1
+// are.
+func poolAxes(plain func(d int) bool) (hd, wd, cd int, nhwc, ok bool) {
+	switch {
+	case plain(0) && plain(3):
+		return 1, 2, 3, true, true
+	case plain(0) && plain(1):
+		return 2, 3, 1, false, true
+	}
+	return 0, 0, 0, false, false
+}
+
 // spreadOf recognises a's window over dy (whose sums are out) as the
-// gradient of a 2-D pooling's sums.
-func spreadOf(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (spreadWindow, bool) {
+// gradient of a 2-D pooling's sums, and returns that pooling.
+func spreadOf(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (pooling, bool) {
 	w := a.Window
 	if a.Kind != ops.ReduceSum || !a.IdentityInit || len(dy) != 4 || len(out) != 4 {
-		return spreadWindow{}, false
+		return pooling{}, false
 	}
-	plain := func(d int) bool {
+	hd, wd, cd, nhwc, ok := poolAxes(func(d int) bool {
 		return w.Dims[d] == 1 && w.Strides[d] == 1 && w.BaseDilation[d] == 1 && w.WindowDilation[d] == 1 && w.Padding[d] == [2]int{}
-	}
-	var hd, wd, cd int
-	p := spreadWindow{nhwc: plain(0) && plain(3)}
-	switch {
-	case p.nhwc:
-		hd, wd, cd = 1, 2, 3
-	case plain(0) && plain(1):
-		hd, wd, cd = 2, 3, 1
-	default:
-		return spreadWindow{}, false
+	})
+	if !ok {
+		return pooling{}, false
 	}
 	for _, d := range []int{hd, wd} {
 		if lo := w.Padding[d][0]; w.Strides[d] != 1 || w.WindowDilation[d] != 1 || lo < 0 || lo >= w.Dims[d] {
-			return spreadWindow{}, false
+			return pooling{}, false
 		}
 	}
-	p.images, p.c, p.h, p.w, p.oh, p.ow = out[0], out[cd], out[hd], out[wd], dy[hd], dy[wd]
-	p.kh, p.kw, p.sh, p.sw = w.Dims[hd], w.Dims[wd], w.BaseDilation[hd], w.BaseDilation[wd]
-	p.ph, p.pw = w.Dims[hd]-1-w.Padding[hd][0], w.Dims[wd]-1-w.Padding[wd][0]
-	return p, true
+	return pooling{images: out[0], c: out[cd], h: out[hd], w: out[wd], oh: dy[hd], ow: dy[wd],
+		kh: w.Dims[hd], kw: w.Dims[wd], sh: w.BaseDilation[hd], sw: w.BaseDilation[wd],
+		ph: w.Dims[hd] - 1 - w.Padding[hd][0], pw: w.Dims[wd] - 1 - w.Padding[wd][0], nhwc: nhwc}, true
+}
+
+// rows is the rows of the operand's planes (images x h in NHWC, images x
+// c x h in NCHW): the unit the spread loops share out.
+func (p pooling) rows() int {
+	if p.nhwc {
+		return p.images * p.h
+	}
+	return p.images * p.c * p.h
 }
 
 // cover is the windows [lo, hi) of a pooling along one dimension (k
@@ -68,12 +83,8 @@ func cover(i, k, s, pad, n int) (lo, hi int) {
 // spreadSums writes out, the sums of dy over the windows of p that hold
 // each element, plus init for each of a result window's taps on no
 // window (none where init is zero, the identity ops gives).
-func spreadSums[T tensor.Num](dev *device.CPUDevice, p spreadWindow, dy, out []T, init T) {
-	rows := p.images * p.h // image-rows in NHWC, plane-rows in NCHW
-	if !p.nhwc {
-		rows *= p.c
-	}
-	dev.Parallel(rows, float64(p.w*max(p.c, 1)*4), func(lo, hi int) {
+func spreadSums[T tensor.Num](dev *device.CPUDevice, p pooling, dy, out []T, init T) {
+	dev.Parallel(p.rows(), float64(p.w*max(p.c, 1)*4), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			img, ih := r/p.h, r%p.h // img is an image (NHWC) or a plane (NCHW)
 			ohLo, ohHi := cover(ih, p.kh, p.sh, p.ph, p.oh)
