@@ -15,7 +15,7 @@ import (
 func reduceWindowKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	x, a := c.Inputs[0], c.Attrs.(ops.ReduceWindowAttrs)
 	xv, ov, init := data[T](x), data[T](outs[0]), data[T](c.Inputs[1])[0]
-	if p, ok := spreadOf(x.Shape(), outs[0].Shape(), a); ok { // a pooling's gradient
+	if p, ok := a.SpreadOf(x.Shape(), outs[0].Shape()); ok { // a pooling's sums' gradient
 		spreadSums(deviceOf(c), p, xv, ov, init)
 		return
 	}

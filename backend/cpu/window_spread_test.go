@@ -44,7 +44,7 @@ func TestSpreadSumsAddEachWindowToItsTaps(t *testing.T) {
 			dyShape, outShape = tensor.Shape{n, c, oh, ow}, tensor.Shape{n, c, h, w}
 			at = func(img, y, x, k, hh, ww int) int { return ((img*c+k)*hh+y)*ww + x }
 		}
-		p, ok := spreadOf(dyShape, outShape, ops.ReduceWindowAttrs{Kind: ops.ReduceSum, Window: win, IdentityInit: true})
+		p, ok := ops.ReduceWindowAttrs{Kind: ops.ReduceSum, Window: win, IdentityInit: true}.SpreadOf(dyShape, outShape)
 		if !ok {
 			t.Fatalf("trial %d: %v over %v not recognised", trial, win, dyShape)
 		}

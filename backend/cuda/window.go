@@ -272,30 +272,15 @@ func (g *Device) scatterChosen(p kernels.PoolDims, nhwc bool, d kernels.DType, c
 	return g.launch("pool", kernels.Name(kind, layoutName(nhwc), string(d)), n, args)
 }
 
-// spreadPool describes the window sums a over dy whose outputs out are
-// the gradient of a 2-D pooling's sums (ops' transposed window: the
-// pooling's strides as a base dilation, a stride of 1, a low padding of
-// K-1-P for the pooling's P in [0, K), and zero, the sum's identity, for
-// init) as that pooling, whose windows pool2d_spread walks.
+// spreadPool is the pooling whose sums' gradient a's window sums over
+// dy into out are (ops.ReduceWindowAttrs.SpreadOf), as the pooling
+// kernels take it: pool2d_spread walks its windows.
 func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDims, nhwc, ok bool) {
-	w := a.Window
-	if a.Kind != ops.ReduceSum || !a.IdentityInit || len(dy) != 4 || len(out) != 4 ||
-		dy.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
+	q, ok := a.SpreadOf(dy, out)
+	if !ok || dy.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
 		return p, false, false
 	}
-	h, wd, ch, nhwc, ok := poolAxes(func(d int) bool {
-		return w.Dims[d] == 1 && w.Strides[d] == 1 && w.BaseDilation[d] == 1 && w.WindowDilation[d] == 1 && w.Padding[d] == [2]int{}
-	})
-	if !ok {
-		return p, false, false
-	}
-	for _, d := range []int{h, wd} {
-		if lo := w.Padding[d][0]; w.Strides[d] != 1 || w.WindowDilation[d] != 1 || lo < 0 || lo >= w.Dims[d] {
-			return p, false, false
-		}
-	}
-	return kernels.PoolDims{C: out[ch], H: out[h], W: out[wd], OH: dy[h], OW: dy[wd], KH: w.Dims[h], KW: w.Dims[wd],
-		SH: w.BaseDilation[h], SW: w.BaseDilation[wd], PH: w.Dims[h] - 1 - w.Padding[h][0], PW: w.Dims[wd] - 1 - w.Padding[wd][0]}, nhwc, true
+	return kernels.PoolDims{C: q.C, H: q.H, W: q.W, OH: q.OH, OW: q.OW, KH: q.KH, KW: q.KW, SH: q.SH, SW: q.SW, PH: q.PH, PW: q.PW}, q.NHWC, true
 }
 
 // layoutName names the thread-a-window pooling kernels of a layout.
