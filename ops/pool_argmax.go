@@ -135,8 +135,9 @@ func MaxPool2DWithArgmax(x *tensor.Tensor, o PoolOpts) (pooled, taps *tensor.Ten
 // MaxPool2DWithArgmax with the same o) -> the operand's shape (its rank
 // 4), zeros where no window chose, values summed where overlapping
 // windows chose one element (windows in order); a window with PoolNoTap
-// puts nothing. It is the gradient of max pooling, and PyTorch's
-// MaxUnpool2d.
+// puts nothing, as does one whose tap number is past its taps or on
+// padding (taps not from MaxPool2DWithArgmax). It is the gradient of max
+// pooling, and PyTorch's MaxUnpool2d.
 func MaxUnpool2D(values, taps *tensor.Tensor, shape []int, o PoolOpts) *tensor.Tensor {
 	needInputs("MaxUnpool2D", values, taps)
 	operand := tensor.Shape(slices.Clone(shape))

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -120,4 +121,37 @@ func TestMaxPool2DWithArgmaxBadInput(t *testing.T) {
 		{"unpool negative", func() { ops.MaxUnpool2D(tensor.Zeros(tensor.Float32, 1, 2, 2, 1), taps, []int{1, -4, 4, 1}, o) }, tensor.ErrShape, "negative"},
 		{"unpool nil", func() { ops.MaxUnpool2D(nil, taps, []int{1, 4, 4, 1}, o) }, tensor.ErrArity, "input 0 is nil"},
 	})
+}
+
+// Taps of another making that name no tap inside the operand (past the
+// window's taps, or on padding) choose nothing: MaxUnpool2D puts nothing
+// for them and its gradient gathers zero, without a crash.
+func TestMaxUnpool2DIgnoresTapsOutsideTheOperand(t *testing.T) {
+	// [1 3 2 1] with a row of padding above: windows over rows -1..0 and
+	// 1..2. Tap 0 of the first is on padding; 9 is past any window's 4.
+	o := ops.PoolOpts{Size: [2]int{2, 2}, Padding: ops.Explicit, Explicit: [2][2]int{{1, 0}, {0, 0}}}
+	shape := []int{1, 3, 2, 1}
+	values := tensor.FromSlice([]float32{10, 20}, 1, 2, 1, 1)
+	for _, c := range []struct {
+		taps []uint8
+		want []float32
+	}{
+		{[]uint8{0, 9}, []float32{0, 0, 0, 0, 0, 0}},
+		{[]uint8{3, 1}, []float32{0, 10, 0, 20, 0, 0}},
+	} {
+		taps := tensor.FromSlice(c.taps, 1, 2, 1, 1)
+		check(t, fmt.Sprint("taps ", c.taps), ops.MaxUnpool2D(values, taps, shape, o), tensor.Shape{1, 3, 2, 1}, c.want)
+		tp := tape.New()
+		tp.Watch(values)
+		g := tp.Gradient(ops.Sum(ops.Mul(ops.MaxUnpool2D(values, taps, shape, o), tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, shape...))), values)[0]
+		var want []float32
+		for i, tp := range c.taps {
+			if tp == 3 || tp == 1 {
+				want = append(want, []float32{2, 4}[i])
+			} else {
+				want = append(want, 0)
+			}
+		}
+		check(t, fmt.Sprint("gathered, taps ", c.taps), g, tensor.Shape{1, 2, 1, 1}, want)
+	}
 }

@@ -77,8 +77,8 @@ func maxUnpoolKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	out := data[T](outs[0])
 	clear(out)
 	poolTaps(a.Operand, a.Window, func(i int, offs []int) {
-		if t := sel[i]; t != ops.PoolNoTap {
-			out[offs[t]] += v[i]
+		if at := chosenOffset(offs, sel[i]); at >= 0 {
+			out[at] += v[i]
 		}
 	})
 }
@@ -88,10 +88,21 @@ func maxUnpoolGatherKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	out := data[T](outs[0])
 	poolTaps(a.Operand, a.Window, func(i int, offs []int) {
 		out[i] = 0
-		if t := sel[i]; t != ops.PoolNoTap {
-			out[i] = g[offs[t]]
+		if at := chosenOffset(offs, sel[i]); at >= 0 {
+			out[i] = g[at]
 		}
 	})
+}
+
+// chosenOffset is the operand offset of tap t of a window whose taps are
+// at offs, or -1 where t names no tap inside the operand (PoolNoTap, a
+// number past the window's taps or a tap on padding, which taps of
+// another making may hold: such a window chooses nothing, as on the GPU).
+func chosenOffset(offs []int, t uint8) int {
+	if int(t) >= len(offs) {
+		return -1
+	}
+	return offs[t]
 }
 
 func init() {

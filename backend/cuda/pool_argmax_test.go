@@ -165,3 +165,37 @@ func TestPoolSumGradientsOnGPU(t *testing.T) {
 	mustHaveRun(t, d, launched, "pool2d_spread_nhwc_f32", "pool2d_spread_nhwc_f64", "pool2d_spread_nhwc_bf16",
 		"pool2d_spread_nchwband_f32", "pool2d_spread_nchwtile_f64")
 }
+
+// Taps of another making that name no tap inside the operand choose
+// nothing on the GPU as on the CPU: the put, the scatter and the gather.
+func TestMaxUnpool2DIgnoresTapsOutsideTheOperandOnGPU(t *testing.T) {
+	d := testGPU(t)
+	pad := ops.PoolOpts{Size: [2]int{2, 2}, Padding: ops.Explicit, Explicit: [2][2]int{{1, 0}, {0, 0}}}
+	overlapping := pad
+	overlapping.Strides = [2]int{1, 1}
+	for _, c := range []struct {
+		o      ops.PoolOpts
+		shape  []int
+		pooled []int
+		taps   []uint8
+	}{
+		{pad, []int{1, 3, 2, 1}, []int{1, 2, 1, 1}, []uint8{0, 9}}, // on padding; past the window
+		{pad, []int{1, 3, 2, 1}, []int{1, 2, 1, 1}, []uint8{3, 1}},
+		{overlapping, []int{1, 3, 2, 1}, []int{1, 3, 1, 1}, []uint8{1, 200, 2}},
+	} {
+		pooled := c.pooled
+		taps := tensor.FromSlice(c.taps, pooled...)
+		values := ops.Cast(ops.Add(ops.Iota(tensor.Float64, tensor.Shape(pooled), 1), tensor.Scalar(1.0)), tensor.Float32)
+		g := tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, c.shape...)
+		run := func(values, taps, g *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+			tp := tape.New()
+			tp.Watch(values)
+			un := ops.MaxUnpool2D(values, taps, c.shape, c.o)
+			return un, tp.Gradient(ops.Sum(ops.Mul(un, g)), values)[0]
+		}
+		wu, wg := run(values, taps, g)
+		gu, gg := run(onGPU(t, d, values), onGPU(t, d, taps), onGPU(t, d, g))
+		agree(t, fmt.Sprint(c.o, " unpooled"), gu, wu)
+		agree(t, fmt.Sprint(c.o, " gathered"), gg, wg)
+	}
+}

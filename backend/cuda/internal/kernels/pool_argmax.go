@@ -77,9 +77,10 @@ func poolUnpoolGatherKernel(d DType, nhwc bool) *ptx.Kernel {
 		chosen, v, tap := load(k, U8, k.Addr(sel, o64, 1)), k.Reg(d.reg()), k.Reg(ptx.U32)
 		k.Op("mov.%s %s, %s", bits(d.reg()), v, ptx.Imm(d.reg(), 0))
 		k.Op("mov.u32 %s, 0", tap)
-		eachPoolTap(k, ih0, iw0, at, func(_, idx ptx.Reg) { // a tap on padding is never chosen
+		eachPoolTap(k, ih0, iw0, at, func(pad, idx ptx.Reg) { // a tap on padding gathers nothing, chosen or not
 			here, next := k.Reg(ptx.Pred), k.Label("not_chosen")
 			k.Op("setp.ne.u32 %s, %s, %s", here, tap, chosen)
+			k.Op("or.pred %s, %s, %s", here, here, pad)
 			k.Op("@%s bra %s", here, next)
 			k.Op("ld.global.%s %s, [%s]", d.mem(), v, k.Addr(g, idx, d.Size()))
 			k.Place(next)
