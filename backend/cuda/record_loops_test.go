@@ -327,20 +327,29 @@ func TestLoopQueuedCalls(t *testing.T) {
 		if err := d.Synchronize(); err != nil {
 			t.Fatal(err)
 		}
-		queued, waits, passes := ctx.Queued, ctx.Waits, ctx.LoopPasses
-		if _, err := f.Call(w, x, h0); err != nil {
-			t.Fatal(err)
-		}
-		q, wt := ctx.Queued-queued, ctx.Waits-waits
-		if err := d.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("Record %v: %d calls queued, %d waits, %d passes on the device", record, q, wt, ctx.LoopPasses-passes)
-		switch {
-		case record && (q > 5 || wt != 0 || ctx.LoopPasses-passes != 16):
-			t.Errorf("recorded: %d calls queued, %d waits, %d passes on the device; want at most 5, none, 16", q, wt, ctx.LoopPasses-passes)
-		case !record && wt < 16:
-			t.Errorf("op by op: %d waits, want one an iteration at least (the predicate read)", wt)
+		// The waits are the context's: the collector's release of a
+		// recording an earlier test dropped waits too, whenever it runs,
+		// so a recorded call gets three tries at showing none.
+		for try := range 3 {
+			queued, waits, passes := ctx.Queued, ctx.Waits, ctx.LoopPasses
+			if _, err := f.Call(w, x, h0); err != nil {
+				t.Fatal(err)
+			}
+			q, wt := ctx.Queued-queued, ctx.Waits-waits
+			if err := d.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Record %v: %d calls queued, %d waits, %d passes on the device", record, q, wt, ctx.LoopPasses-passes)
+			if record && wt != 0 && try < 2 {
+				continue
+			}
+			switch {
+			case record && (q > 5 || wt != 0 || ctx.LoopPasses-passes != 16):
+				t.Errorf("recorded: %d calls queued, %d waits, %d passes on the device; want at most 5, none, 16", q, wt, ctx.LoopPasses-passes)
+			case !record && wt < 16:
+				t.Errorf("op by op: %d waits, want one an iteration at least (the predicate read)", wt)
+			}
+			break
 		}
 	}
 }
