@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/control"
+	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -198,4 +200,41 @@ func TestMaxUnpool2DIgnoresTapsOutsideTheOperandOnGPU(t *testing.T) {
 		agree(t, fmt.Sprint(c.o, " unpooled"), gu, wu)
 		agree(t, fmt.Sprint(c.o, " gathered"), gg, wg)
 	}
+}
+
+// Max pooling keeping its choices inside a loop's body on a tape (the
+// choices stored per iteration for the backward frame) gives the CPU's
+// values and gradients on the GPU: eagerly, traced, and recorded as a
+// CUDA graph.
+func TestMaxPoolInALoopOnGPU(t *testing.T) {
+	d := testGPU(t)
+	launched := recordLaunches(t, d)
+	r := tensor.NewRNG(3)
+	x, w := tensor.RandNormal(r, tensor.Float32, 2, 8, 8, 3), tensor.RandNormal(r, tensor.Float32, 2, 8, 8, 3)
+	o := ops.PoolOpts{Size: [2]int{2, 2}, Strides: [2]int{1, 1}, Padding: ops.Same}
+	run := func(in []*tensor.Tensor) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(in[0])
+		out := control.Fori(0, 3, func(_ *tensor.Tensor, v []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{ops.Tanh(ops.Mul(ops.MaxPool2D(v[0], o), in[1]))}
+		}, []*tensor.Tensor{in[0]}, control.WhileOptions{})
+		return []*tensor.Tensor{out[0], tp.Gradient(ops.Sum(ops.Square(out[0])), in[0])[0]}
+	}
+	want := run([]*tensor.Tensor{x, w})
+	gx, gw := onGPU(t, d, x), onGPU(t, d, w)
+	agree(t, "eager values", run([]*tensor.Tensor{gx, gw})[0], want[0])
+	agree(t, "eager gradient", run([]*tensor.Tensor{gx, gw})[1], want[1])
+	for _, record := range []bool{false, true} {
+		f := trace.NewFunction(run)
+		f.Record = record
+		for call := range 3 { // the trace, then the graph (recorded on its first run)
+			got, err := f.Call(gx, gw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agree(t, fmt.Sprintf("record %v call %d values", record, call), got[0], want[0])
+			agree(t, fmt.Sprintf("record %v call %d gradient", record, call), got[1], want[1])
+		}
+	}
+	mustHaveRun(t, d, launched, "pool2d_argmax_nhwc_f32", "pool2d_select_scatter_nhwc_f32")
 }
