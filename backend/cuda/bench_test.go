@@ -708,6 +708,16 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 		// Padding 1 on every side, as PyTorch's twin pads (SAME pads the
 		// end alone at a stride of 2 over an even size): cuDNN's grouped
 		// convolution, and the GPU's own kernels with cuDNN off.
+		// Padding 1 on every side, counted out of each border window's
+		// average (PyTorch's count_include_pad=False): the gradient's
+		// pool2d_spread.
+		{"AvgPool3x3s2", 64, func(x, _ *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
+			tp := tape.New()
+			tp.Watch(x)
+			y := ops.AvgPool2D(x, ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Explicit,
+				Explicit: [2][2]int{{1, 1}, {1, 1}}, Format: format})
+			return tp.Gradient(ops.Sum(y), x)
+		}},
 		{"Depthwise3x3s2", 96, func(x, f *tensor.Tensor, format ops.DataFormat) []*tensor.Tensor {
 			return depthwiseGrads(x, f, format)
 		}},

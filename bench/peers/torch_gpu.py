@@ -390,7 +390,8 @@ if torch_gpt.SDPA is not None:
         qkv = [torch.randn(4, 8, t, 64, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16", host_ns(attend, 20), "ns/op")
 
-# Max pooling (3x3, stride 2), a depthwise convolution (3x3, stride 2,
+# Max pooling (3x3, stride 2), average pooling (3x3, stride 2, padding 1
+# counted out of the averages), a depthwise convolution (3x3, stride 2,
 # padding 1: the output size of eagerflow's SAME) and BatchNorm in
 # training with their gradients, at ResNet's and MobileNet's shapes
 # (BenchmarkWindowOpsGPU), the gradients handed back as eagerflow's are
@@ -402,6 +403,10 @@ for fmt, memory in (("NCHW", torch.contiguous_format), ("NHWC", torch.channels_l
     def pool():
         torch.autograd.grad(torch.nn.functional.max_pool2d(px, 3, 2).sum(), [px])
     line(f"BenchmarkTorchWindowOpsGPU/MaxPool3x3s2/{fmt}", host_ns(pool, 20), "ns/op")
+
+    def avg_pool():
+        torch.autograd.grad(torch.nn.functional.avg_pool2d(px, 3, 2, padding=1, count_include_pad=False).sum(), [px])
+    line(f"BenchmarkTorchWindowOpsGPU/AvgPool3x3s2/{fmt}", host_ns(avg_pool, 20), "ns/op")
     dx = torch.randn(wn, 96, wsize, wsize, device=dev).to(memory_format=memory).requires_grad_(True)
     dwf = torch.randn(96, 1, 3, 3, device=dev).requires_grad_(True)
 
