@@ -152,14 +152,15 @@ func init() {
 // copy each window's gradient over its block instead (tiledSpread, some
 // 20% faster there), and windows of other shapes keep ScatterPatches of dy
 // broadcast over the window (its ReduceWindow has no fast path for a base
-// dilation: 2.3x slower).
+// dilation: 2.3x slower). SpreadOf recognises the 2-D poolings' (low
+// padding less than the window) in the backends.
 func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
 	empty := operand.NumElements() == 0 || dy.NumElements() == 0
 	cpu := dy.Device().Kind() == device.CPU
 	if !empty && cpu && tiledWindows(w) {
 		return tiledSpread(dy, operand, w)
 	}
-	if !empty && (!cpu || pooling2D(w)) {
+	if p, ok := w.AsPooling2D(operand); !empty && (!cpu || ok && p.PH < p.KH && p.PW < p.KW) {
 		zero := ScalarLike(dy, 0)
 		defer releaseTemp(zero)
 		a := ReduceWindowAttrs{Kind: ReduceSum, Window: transposedWindow(dy.Shape(), operand, w), IdentityInit: true}
@@ -172,23 +173,26 @@ func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Te
 	return ScatterPatches(spread, operand, w)
 }
 
-// pooling2D reports whether w is a 2-D pooling's window over a rank-4
-// operand: NHWC or NCHW (the batch and the channels left alone), no
-// dilation, padding from 0 to the window less one.
-func pooling2D(w Window) bool {
-	if len(w.Dims) != 4 {
-		return false
-	}
-	_, _, _, _, ok := poolAxes(func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} })
-	if !ok {
-		return false
+// AsPooling2D describes w (its defaults filled) over an operand of shape
+// as a 2-D pooling: rank 4, NHWC or NCHW (the batch and the channels left
+// alone), no dilation, no negative padding; ok is false otherwise. The
+// backends' pooling kernels take it.
+func (w Window) AsPooling2D(shape tensor.Shape) (p Pooling2D, ok bool) {
+	if len(shape) != 4 || len(w.Dims) != 4 {
+		return p, false
 	}
 	for d := range 4 {
-		if w.BaseDilation[d] != 1 || w.WindowDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][0] >= w.Dims[d] {
-			return false
+		if w.BaseDilation[d] != 1 || w.WindowDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][1] < 0 {
+			return p, false
 		}
 	}
-	return true
+	hd, wd, cd, nhwc, ok := poolAxes(func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} })
+	if !ok {
+		return p, false
+	}
+	out := w.OutShape(shape)
+	return Pooling2D{N: shape[0], C: shape[cd], H: shape[hd], W: shape[wd], OH: out[hd], OW: out[wd],
+		KH: w.Dims[hd], KW: w.Dims[wd], SH: w.Strides[hd], SW: w.Strides[wd], PH: w.Padding[hd][0], PW: w.Padding[wd][0], NHWC: nhwc}, true
 }
 
 // poolAxes finds a 4-D pooling window's dimensions of height, width and

@@ -280,7 +280,7 @@ func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDi
 	if !ok || dy.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
 		return p, false, false
 	}
-	return kernels.PoolDims{C: q.C, H: q.H, W: q.W, OH: q.OH, OW: q.OW, KH: q.KH, KW: q.KW, SH: q.SH, SW: q.SW, PH: q.PH, PW: q.PW}, q.NHWC, true
+	return poolDims(q), q.NHWC, true
 }
 
 // layoutName names the thread-a-window pooling kernels of a layout.
@@ -333,43 +333,20 @@ func tiles(shape tensor.Shape, w ops.Window) bool {
 	return true
 }
 
-// pool2D describes w over shape as the pooling kernels take it: a 4-D
-// NHWC window [1 KH KW 1] or NCHW [1 1 KH KW], strides 1 and no padding
-// along the batch and channels, no dilation, padding not negative, and
-// fewer than 2^31 elements in and out (the kernels index in 32 bits).
+// pool2D describes w over shape as the pooling kernels take it: a 2-D
+// pooling (ops.Window.AsPooling2D) of fewer than 2^31 elements in and out
+// (the kernels index in 32 bits).
 func pool2D(shape tensor.Shape, w ops.Window) (p kernels.PoolDims, nhwc, ok bool) {
-	if len(shape) != 4 {
+	q, ok := w.AsPooling2D(shape)
+	if !ok || shape.NumElements() >= 1<<31 || w.OutShape(shape).NumElements() >= 1<<31 {
 		return p, false, false
 	}
-	for d := range 4 {
-		if w.WindowDilation[d] != 1 || w.BaseDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][1] < 0 {
-			return p, false, false
-		}
-	}
-	h, wd, ch, nhwc, ok := poolAxes(func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} })
-	if !ok {
-		return p, false, false
-	}
-	out := w.OutShape(shape)
-	if shape.NumElements() >= 1<<31 || out.NumElements() >= 1<<31 {
-		return p, false, false
-	}
-	return kernels.PoolDims{C: shape[ch], H: shape[h], W: shape[wd], OH: out[h], OW: out[wd], KH: w.Dims[h], KW: w.Dims[wd],
-		SH: w.Strides[h], SW: w.Strides[wd], PH: w.Padding[h][0], PW: w.Padding[wd][0]}, nhwc, true
+	return poolDims(q), q.NHWC, true
 }
 
-// poolAxes finds a 4-D pooling window's dimensions of height, width and
-// channels: NHWC where the batch and the channels are plain (plain(d):
-// the window leaves dimension d alone), else NCHW where the batch and
-// dimension 1 are; ok is false for neither.
-func poolAxes(plain func(d int) bool) (h, wd, ch int, nhwc, ok bool) {
-	switch {
-	case plain(0) && plain(3):
-		return 1, 2, 3, true, true
-	case plain(0) && plain(1):
-		return 2, 3, 1, false, true
-	}
-	return 0, 0, 0, false, false
+// poolDims is q as the pooling kernels' geometry.
+func poolDims(q ops.Pooling2D) kernels.PoolDims {
+	return kernels.PoolDims{C: q.C, H: q.H, W: q.W, OH: q.OH, OW: q.OW, KH: q.KH, KW: q.KW, SH: q.SH, SW: q.SW, PH: q.PH, PW: q.PW}
 }
 
 // launchQuads queues 2x2 pooling kernel name (kernels.PoolQuads) over
