@@ -110,6 +110,6 @@ func maxUnpoolGather(d kernels.DType) eager.Kernel {
 			return
 		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(chosen)).Ptr(ptr(grad)).U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-		check(c, gpu(c).launch("pool", kernels.Name("pool2d_unpool_gather", layoutName(nhwc), string(d)), n, args))
+		check(c, gpu(c).launch("pool", kernels.Name("pool2d_unpool_gather", kernels.LayoutName(nhwc), string(d)), n, args))
 	}
 }

@@ -251,10 +251,9 @@ func (g *Device) poolScatter(c *eager.Call, p kernels.PoolDims, nhwc bool, d ker
 // With chosen nil, every window counts (pool2d_spread: the gradient of
 // the windows' sums).
 func (g *Device) scatterChosen(p kernels.PoolDims, nhwc bool, d kernels.DType, chosen, src, init, out *tensor.Tensor) error {
-	n, kind := out.NumElements(), "pool2d_spread"
+	n, kind := out.NumElements(), kernels.ScatterKind(chosen != nil)
 	args := newArgs().Ptr(ptr(out))
 	if chosen != nil {
-		kind = "pool2d_select_scatter"
 		args.Ptr(ptr(chosen))
 	}
 	args.Ptr(ptr(src)).Ptr(ptr(init))
@@ -269,7 +268,7 @@ func (g *Device) scatterChosen(p kernels.PoolDims, nhwc bool, d kernels.DType, c
 		return g.launchTiles("pool", kernels.Name(kind, "nchwtile", string(d)), planes, p.H, p.W, t, args)
 	}
 	args.U64(uint64(n)).Bytes(kernels.PoolGeometry(p, n), 8)
-	return g.launch("pool", kernels.Name(kind, layoutName(nhwc), string(d)), n, args)
+	return g.launch("pool", kernels.Name(kind, kernels.LayoutName(nhwc), string(d)), n, args)
 }
 
 // spreadPool is the pooling whose sums' gradient a's window sums over
@@ -281,14 +280,6 @@ func spreadPool(dy, out tensor.Shape, a ops.ReduceWindowAttrs) (p kernels.PoolDi
 		return p, false, false
 	}
 	return poolDims(q), q.NHWC, true
-}
-
-// layoutName names the thread-a-window pooling kernels of a layout.
-func layoutName(nhwc bool) string {
-	if nhwc {
-		return "nhwc"
-	}
-	return "nchw"
 }
 
 func selectAndGather(d kernels.DType) eager.Kernel {

@@ -205,7 +205,7 @@ func poolKernels() []*ptx.Kernel {
 	for _, d := range slices.Concat(Numeric, Halves) {
 		for _, nhwc := range []bool{true, false} {
 			for _, kind := range []string{"sum", "max", "min"} {
-				out = append(out, poolReduceKernel(kind, d, layoutName(nhwc)))
+				out = append(out, poolReduceKernel(kind, d, LayoutName(nhwc)))
 			}
 			out = append(out, poolSelectPutKernel(d, true, nhwc), poolSelectPutKernel(d, false, nhwc))
 		}
@@ -312,7 +312,9 @@ func poolPairsSelectPutKernel(d DType, ge bool) *ptx.Kernel {
 	return k
 }
 
-func layoutName(nhwc bool) string {
+// LayoutName names the thread-a-window pooling kernels of a layout:
+// "nhwc" or "nchw".
+func LayoutName(nhwc bool) string {
 	if nhwc {
 		return "nhwc"
 	}
@@ -373,7 +375,7 @@ func poolReduceKernel(kind string, d DType, layout string) *ptx.Kernel {
 }
 
 func poolSelectPutKernel(d DType, ge, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), layoutName(nhwc), string(d)))
+	k := ptx.NewKernel(Name("pool2d_select_put", selName(ge), LayoutName(nhwc), string(d)))
 	o, x, src, ip := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("src"), k.ParamPtr("init")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)

@@ -68,7 +68,7 @@ func poolQuadsArgmaxKernel(d DType) *ptx.Kernel {
 
 // poolUnpoolGatherKernel writes pool2d_unpool_gather_<nhwc|nchw>_<d>.
 func poolUnpoolGatherKernel(d DType, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_unpool_gather", layoutName(nhwc), string(d)))
+	k := ptx.NewKernel(Name("pool2d_unpool_gather", LayoutName(nhwc), string(d)))
 	o, sel, g := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("g")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)
@@ -94,7 +94,7 @@ func poolUnpoolGatherKernel(d DType, nhwc bool) *ptx.Kernel {
 // poolUnpoolPutKernel writes pool2d_unpool_put_<nhwc|nchw>_<d>: a thread a
 // window.
 func poolUnpoolPutKernel(d DType, nhwc bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name("pool2d_unpool_put", layoutName(nhwc), string(d)))
+	k := ptx.NewKernel(Name("pool2d_unpool_put", LayoutName(nhwc), string(d)))
 	o, sel, src := k.ParamPtr("out"), k.ParamPtr("sel"), k.ParamPtr("src")
 	n := k.Param("n", ptx.U64)
 	k.ParamBytes("pg", PoolGeomLen)

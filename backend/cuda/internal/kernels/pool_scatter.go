@@ -153,7 +153,7 @@ func poolChooseKernel(name string, d DType, ge bool, layout string, keep bool) *
 // zero init, a sum's ReduceWindow over src dilated by the pooling's
 // strides: the gradient of the pooling's sums).
 func poolScatterKernel(d DType, nhwc, chosen bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name(scatterKind(chosen), layoutName(nhwc), string(d)))
+	k := ptx.NewKernel(Name(ScatterKind(chosen), LayoutName(nhwc), string(d)))
 	o := k.ParamPtr("out")
 	var sel ptx.Reg
 	if chosen {
@@ -210,7 +210,7 @@ func poolScatterKernel(d DType, nhwc, chosen bool) *ptx.Kernel {
 // init, ...): the windows' values (and selections) staged a band at a
 // time.
 func poolBandScatterKernel(d DType, tiled, chosen bool) *ptx.Kernel {
-	k := ptx.NewKernel(Name(scatterKind(chosen), bandLayout(tiled), string(d)))
+	k := ptx.NewKernel(Name(ScatterKind(chosen), bandLayout(tiled), string(d)))
 	o := k.ParamPtr("out")
 	var sel, shSel ptx.Reg
 	if chosen {
@@ -255,9 +255,9 @@ func poolBandScatterKernel(d DType, tiled, chosen bool) *ptx.Kernel {
 	return k
 }
 
-// scatterKind names the scatter kernels: pool2d_select_scatter where the
+// ScatterKind names the scatter kernels: pool2d_select_scatter where the
 // windows chose, pool2d_spread where every tap counts.
-func scatterKind(chosen bool) string {
+func ScatterKind(chosen bool) string {
 	if chosen {
 		return "pool2d_select_scatter"
 	}
