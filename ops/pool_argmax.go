@@ -3,7 +3,6 @@ package ops
 import (
 	"slices"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -155,7 +154,7 @@ func MaxUnpool2D(values, taps *tensor.Tensor, shape []int, o PoolOpts) *tensor.T
 // watched, computed by a recorded op, or a variable) and x's device
 // prefers it (ArgmaxPooler).
 func keepsArgmax(x *tensor.Tensor, w Window) bool {
-	if !eager.Observing() || (x.Autodiff() == nil && !x.IsVariable()) || x.Device().Kind() == device.CPU {
+	if !eager.Observing() || (x.Autodiff() == nil && !x.IsVariable()) {
 		return false
 	}
 	p, ok := x.Device().(ArgmaxPooler)
