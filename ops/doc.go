@@ -97,7 +97,7 @@
 //	ScatterAdd, Scatter                      Gather's adjoint, and replacement
 //	OneHot(ids, depth, dtype)                [...] -> [..., depth]
 //
-// # Windows and convolution (window.go, reduce_window.go, conv.go, pool.go, pool_argmax.go)
+// # Windows and convolution (window.go, reduce_window.go, window_spread.go, conv.go, pool.go, pool_argmax.go)
 //
 //	Window{Dims, Strides, Padding, BaseDilation, WindowDilation}   XLA's window; SamePadding for TensorFlow's SAME
 //	ExtractPatches, ScatterPatches           im2col in any rank, and its adjoint

@@ -112,3 +112,76 @@ func AvgPool2D(x *tensor.Tensor, o PoolOpts) *tensor.Tensor {
 	}
 	return Div(sum, scratch(count))
 }
+
+// AsPooling2D describes w (its defaults filled) over an operand of shape
+// as a 2-D pooling: rank 4, NHWC or NCHW (the batch and the channels left
+// alone), no dilation, no negative padding; ok is false otherwise. The
+// backends' pooling kernels take it.
+func (w Window) AsPooling2D(shape tensor.Shape) (p Pooling2D, ok bool) {
+	if len(shape) != 4 || len(w.Dims) != 4 {
+		return p, false
+	}
+	for d := range 4 {
+		if w.BaseDilation[d] != 1 || w.WindowDilation[d] != 1 || w.Padding[d][0] < 0 || w.Padding[d][1] < 0 {
+			return p, false
+		}
+	}
+	hd, wd, cd, nhwc, ok := poolAxes(func(d int) bool { return w.Dims[d] == 1 && w.Strides[d] == 1 && w.Padding[d] == [2]int{} })
+	if !ok {
+		return p, false
+	}
+	out := w.OutShape(shape)
+	return Pooling2D{N: shape[0], C: shape[cd], H: shape[hd], W: shape[wd], OH: out[hd], OW: out[wd],
+		KH: w.Dims[hd], KW: w.Dims[wd], SH: w.Strides[hd], SW: w.Strides[wd], PH: w.Padding[hd][0], PW: w.Padding[wd][0], NHWC: nhwc}, true
+}
+
+// poolAxes finds a 4-D pooling window's dimensions of height, width and
+// channels: NHWC where the batch and the channels are plain (plain(d): the
+// window leaves dimension d alone), else NCHW where the batch and
+// dimension 1 are; ok is false for neither.
+func poolAxes(plain func(d int) bool) (h, w, c int, nhwc, ok bool) {
+	switch {
+	case plain(0) && plain(3):
+		return 1, 2, 3, true, true
+	case plain(0) && plain(1):
+		return 2, 3, 1, false, true
+	}
+	return 0, 0, 0, false, false
+}
+
+// Pooling2D is a 2-D pooling: N images of C channels, H x W, in OH x OW
+// windows of KH x KW at strides SH and SW, padded by PH rows above and PW
+// columns to the left; NHWC for channels last, else NCHW.
+type Pooling2D struct {
+	N, C, H, W, OH, OW     int
+	KH, KW, SH, SW, PH, PW int
+	NHWC                   bool
+}
+
+// SpreadOf reports whether a's window sums over dy (of shape dy) into out
+// are the gradient of a 2-D pooling's window sums, as the gradient of
+// ReduceWindow's Sum asks for them (a window of the pooling's size over dy
+// dilated by its strides, a stride of 1, a low padding of the window less
+// one less the pooling's, zero for init: IdentityInit), and returns that
+// pooling, whose windows the backends walk instead (each element summing
+// the windows over it).
+func (a ReduceWindowAttrs) SpreadOf(dy, out tensor.Shape) (Pooling2D, bool) {
+	w := a.Window
+	if a.Kind != ReduceSum || !a.IdentityInit || len(dy) != 4 || len(out) != 4 || len(w.Dims) != 4 {
+		return Pooling2D{}, false
+	}
+	hd, wd, cd, nhwc, ok := poolAxes(func(d int) bool {
+		return w.Dims[d] == 1 && w.Strides[d] == 1 && w.BaseDilation[d] == 1 && w.WindowDilation[d] == 1 && w.Padding[d] == [2]int{}
+	})
+	if !ok {
+		return Pooling2D{}, false
+	}
+	for _, d := range []int{hd, wd} {
+		if lo := w.Padding[d][0]; w.Strides[d] != 1 || w.WindowDilation[d] != 1 || lo < 0 || lo >= w.Dims[d] {
+			return Pooling2D{}, false
+		}
+	}
+	return Pooling2D{N: out[0], C: out[cd], H: out[hd], W: out[wd], OH: dy[hd], OW: dy[wd],
+		KH: w.Dims[hd], KW: w.Dims[wd], SH: w.BaseDilation[hd], SW: w.BaseDilation[wd],
+		PH: w.Dims[hd] - 1 - w.Padding[hd][0], PW: w.Dims[wd] - 1 - w.Padding[wd][0], NHWC: nhwc}, true
+}
