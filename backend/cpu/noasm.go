@@ -109,3 +109,11 @@ func spairsbf16(dst *uint32, width int, src *uint16, stride, count, pairs int) {
 func swidenf16(dst *float32, src *uint16, n int) { panic("cpu: no vector kernel in this build") }
 
 func snarrowf16(dst *uint16, src *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func smaxchantaps(o, x *float32, taps *int, ntaps int, init float32, n int) int {
+	panic("cpu: no vector kernel in this build")
+}
+
+func smaxscatterchantaps(out, x, src *float32, taps *int, ntaps, n int) int {
+	panic("cpu: no vector kernel in this build")
+}

@@ -189,8 +189,12 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 		planeScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
 		return
 	}
-	if p, ok := chanOf(x.Shape(), a.Window); ok && p.sh >= p.kh {
-		chanScatter(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
+	if p, ok := chanOf(x.Shape(), a.Window); ok && p.sh >= p.kh && p.kh == 2 && p.kw == 2 && a.Select == ops.SelectGE {
+		chanScatter(deviceOf(c), p, data[T](x), src, ov, fill)
+		return
+	}
+	if p, ok := paddedChanOf(x.Shape(), a.Window); ok {
+		chanScatterClipped(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
 		return
 	}
 	fill(ov)

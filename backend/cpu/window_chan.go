@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -57,21 +59,31 @@ func paddedChanOf(shape tensor.Shape, win ops.Window) (chanWindow, bool) {
 	return p, true
 }
 
-// clipped calls fn for every window, split across workers by output row:
-// x0 is the offset its tap (0, 0) would have (before the image where the
-// window starts on padding), o0 that of its outputs (c each), and [i0,
-// i1) x [j0, j1) its taps inside the image (none where i0 >= i1 or j0 >=
-// j1).
-func (p chanWindow) clipped(dev *device.CPUDevice, fn func(x0, o0, i0, i1, j0, j1 int)) {
-	dev.Parallel(p.images*p.oh, float64(p.ow*p.kh*p.kw*p.c), func(lo, hi int) {
+// clipped calls fn for the windows of every row of windows oh ≡ first
+// (mod every), split across workers by row: o0 is the offset of a
+// window's outputs (c each), taps the offsets of its taps inside the
+// image, row by row (fewer than kh*kw where it covers padding, none where
+// it lies on padding alone; fn must not keep the slice).
+func (p chanWindow) clipped(dev *device.CPUDevice, first, every int, fn func(o0 int, taps []int)) {
+	rows := (p.oh - first + every - 1) / every
+	cs, rs := p.c, p.w*p.c // the steps to the next column and row of taps
+	dev.Parallel(p.images*rows, float64(p.ow*p.kh*p.kw*p.c), func(lo, hi int) {
+		taps := make([]int, 0, p.kh*p.kw)
 		for r := lo; r < hi; r++ {
-			image, oh := r/p.oh, r%p.oh
+			image, oh := r/rows, first+r%rows*every
 			top := oh*p.sh - p.pt
 			i0, i1 := max(0, -top), min(p.kh, p.h-top)
 			for ow := range p.ow {
 				left := ow*p.sw - p.pl
+				j0, j1 := max(0, -left), min(p.kw, p.w-left)
 				x0 := ((image*p.h+top)*p.w + left) * p.c
-				fn(x0, (r*p.ow+ow)*p.c, i0, i1, max(0, -left), min(p.kw, p.w-left))
+				taps = taps[:0]
+				for i := i0; i < i1; i++ {
+					for j := j0; j < j1; j++ {
+						taps = append(taps, x0+i*rs+j*cs)
+					}
+				}
+				fn(((image*p.oh+oh)*p.ow+ow)*p.c, taps)
 			}
 		}
 	})
@@ -105,43 +117,78 @@ func (p chanWindow) windows(dev *device.CPUDevice, band func(lo, hi int), fn fun
 // chanReduce is ReduceWindow's kernel on a channel window (padded or
 // not: a padding tap counts as init).
 func chanReduce[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, out []T, init T, kind ops.ReduceKind) {
-	p.clipped(dev, func(x0, o0, i0, i1, j0, j1 int) {
+	p.clipped(dev, 0, 1, func(o0 int, taps []int) {
 		o := out[o0 : o0+p.c]
-		whole := i0 == 0 && j0 == 0 && i1 == p.kh && j1 == p.kw
-		if whole && kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
-			reduceMax2x2Chan(o, x, x0, p.c, p.w*p.c, init)
+		whole := len(taps) == p.kh*p.kw
+		switch {
+		case whole && kind == ops.ReduceMax && p.kh == 2 && p.kw == 2:
+			reduceMax2x2Chan(o, x, taps[0], p.c, p.w*p.c, init)
+			return
+		case kind == ops.ReduceMax && len(taps) > 0:
+			reduceMaxChan(o, x, taps, init)
 			return
 		}
 		for k := range o {
 			o[k] = init
 		}
-		if kind == ops.ReduceSum && init != 0 && !whole { // init once more for each padding tap
-			for range p.kh*p.kw - max(i1-i0, 0)*max(j1-j0, 0) {
+		if kind == ops.ReduceSum && init != 0 { // init once more for each padding tap
+			for range p.kh*p.kw - len(taps) {
 				for k := range o {
 					o[k] += init
 				}
 			}
 		}
-		for i := i0; i < i1; i++ {
-			for j := j0; j < j1; j++ {
-				tap := x[x0+(i*p.w+j)*p.c:][:p.c]
-				switch kind {
-				case ops.ReduceMax:
-					for k, v := range tap {
-						o[k] = max(o[k], v)
-					}
-				case ops.ReduceMin:
-					for k, v := range tap {
-						o[k] = min(o[k], v)
-					}
-				default:
-					for k, v := range tap {
-						o[k] += v
-					}
+		for _, tap := range taps {
+			tap := x[tap:][:p.c]
+			switch kind {
+			case ops.ReduceMax:
+				for k, v := range tap {
+					o[k] = max(o[k], v)
 				}
+			case ops.ReduceMin:
+				for k, v := range tap {
+					o[k] = min(o[k], v)
+				}
+			default:
+				addInto(o, tap)
 			}
 		}
 	})
+}
+
+// reduceMaxChan sets o[k] to the largest of init and channel k of the
+// taps at the given offsets of x (at least one).
+func reduceMaxChan[T tensor.Num](o, x []T, taps []int, init T) {
+	n := len(o)
+	loop := func(lo, hi int) {
+		copy(o[lo:hi], x[taps[0]+lo:taps[0]+hi])
+		for k := lo; k < hi; k++ {
+			o[k] = max(o[k], init)
+		}
+		for _, tap := range taps[1:] {
+			t := x[tap:]
+			for k := lo; k < hi; k++ {
+				o[k] = max(o[k], t[k])
+			}
+		}
+	}
+	o32, ok := any(o).([]float32)
+	if !ok || !haveVecKernels || init != init {
+		loop(0, n)
+		return
+	}
+	x32, i32 := any(x).([]float32), any(init).(float32)
+	_ = x32[slices.Max(taps)+n-1] // every tap in range
+	k := 0
+	for n-k >= 8 {
+		k += smaxchantaps(&o32[k], &x32[k], &taps[0], len(taps), i32, n-k)
+		if n-k < 8 {
+			break
+		}
+		loop(k, k+8) // a block with a NaN
+		k += 8
+	}
+	loop(k, n)
 }
 
 // reduceMax2x2Chan sets o[k] to the largest of init and channel k's four
@@ -174,31 +221,65 @@ func reduceMax2x2Chan[T tensor.Num](o, x []T, x0, cs, rs int, init T) {
 	loop(k, n)
 }
 
-// chanScatter is SelectAndScatter's kernel on a channel window whose rows
-// of windows do not overlap: fill initialises out band by band, then each
-// source value goes to its window's first largest (ge) or smallest tap in
+// chanScatter is SelectAndScatter's kernel on a channel window of 2x2
+// max windows whose rows do not overlap: fill initialises out band by
+// band, then each source value goes to its window's first largest tap in
 // that channel, the first NaN if any.
-func chanScatter[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, ge bool, fill func([]T)) {
+func chanScatter[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, fill func([]T)) {
 	cs, rs := p.c, p.w*p.c // the steps to the next column and row of taps
 	p.windows(dev, func(lo, hi int) { fill(out[lo:hi]) }, func(x0, o0 int) {
-		s := src[o0 : o0+p.c]
-		if ge && p.kh == 2 && p.kw == 2 {
-			scatterMax2x2Chan(x, s, out, x0, cs, rs)
-			return
-		}
-		for k, v := range s {
-			at, best := -1, T(0)
-			for i := range p.kh {
-				for j := range p.kw {
-					off := x0 + i*rs + j*cs + k
-					if t := x[off]; at < 0 || beats(t, best, ge) {
-						at, best = off, t
-					}
-				}
-			}
-			out[at] += v
-		}
+		scatterMax2x2Chan(x, src[o0:o0+p.c], out, x0, cs, rs)
 	})
+}
+
+// chanScatterClipped is SelectAndScatter's kernel on any channel window,
+// padded or overlapping (a padding tap is never chosen; a window on
+// padding alone drops its source value): fill initialises out, then each
+// source value goes to its window's first largest (ge) or smallest tap in
+// that channel, the first NaN if any. The rows of windows go in passes of
+// rows every ⌈kh/sh⌉ apart, whose windows share no tap, so that a pass's
+// rows run in parallel.
+func chanScatterClipped[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, src, out []T, ge bool, fill func([]T)) {
+	image := p.h * p.w * p.c
+	dev.Parallel(p.images, float64(image), func(lo, hi int) { fill(out[lo*image : hi*image]) })
+	every := (p.kh + p.sh - 1) / p.sh
+	for first := range min(every, p.oh) {
+		p.clipped(dev, first, every, func(o0 int, taps []int) {
+			if len(taps) > 0 {
+				scatterChan(x, src[o0:o0+p.c], out, taps, ge)
+			}
+		})
+	}
+}
+
+// scatterChan adds src[k] to out at the first largest (ge) or smallest of
+// channel k's taps (at the given offsets of x and out, at least one), the
+// first NaN if any.
+func scatterChan[T tensor.Num](x, src, out []T, taps []int, ge bool) {
+	n := len(src)
+	loop := func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			out[firstExtreme(x[k:], taps, ge)+k] += src[k]
+		}
+	}
+	x32, ok := any(x).([]float32)
+	if !ok || !ge || !haveVecKernels {
+		loop(0, n)
+		return
+	}
+	s32, o32 := any(src).([]float32), any(out).([]float32)
+	last := slices.Max(taps) + n - 1
+	_, _ = x32[last], o32[last] // every tap and output in range
+	k := 0
+	for n-k >= 8 {
+		k += smaxscatterchantaps(&o32[k], &x32[k], &s32[k], &taps[0], len(taps), n-k)
+		if n-k < 8 {
+			break
+		}
+		loop(k, k+8) // a block with a NaN
+		k += 8
+	}
+	loop(k, n)
 }
 
 // scatterMax2x2Chan is chanScatter's loop for 2x2 max windows: the taps of

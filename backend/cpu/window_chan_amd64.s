@@ -133,3 +133,117 @@ scdone:
 	VZEROUPPER
 	MOVQ AX, ret+80(FP)
 	RET
+
+// The kernels of windows of any shape: taps (ntaps of them, at least one)
+// holds the element offsets of a window's taps from x (and out).
+
+// func smaxchantaps(o, x *float32, taps *int, ntaps int, init float32, n int) int
+// o[k] = max(init, x[taps[t]+k] for every t) for k < n, eight at a time.
+// It returns how many it did, a multiple of 8, stopping before the first
+// block with a NaN tap (the Go loop takes it; init must not be NaN).
+TEXT ·smaxchantaps(SB), NOSPLIT, $0-56
+	MOVQ         o+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         taps+16(FP), BX
+	MOVQ         ntaps+24(FP), R12
+	VBROADCASTSS init+32(FP), Y8
+	MOVQ         n+40(FP), CX
+	XORQ         AX, AX
+
+mtloop:
+	CMPQ   CX, $8
+	JL     mtdone
+	VMOVUPS Y8, Y0            // the maximum so far
+	VXORPS Y5, Y5, Y5         // the lanes with a NaN tap
+	XORQ   R9, R9
+
+mttap:
+	MOVQ    (BX)(R9*8), R10
+	VMOVUPS (SI)(R10*4), Y1
+	VCMPPS  $3, Y1, Y1, Y4
+	VORPS   Y4, Y5, Y5
+	GOMAX(Y0, Y1, Y6, Y0)
+	INCQ    R9
+	CMPQ    R9, R12
+	JL      mttap
+
+	VMOVMSKPS Y5, R10
+	TESTL     R10, R10
+	JNZ       mtdone
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $8, AX
+	SUBQ      $8, CX
+	JMP       mtloop
+
+mtdone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET
+
+// func smaxscatterchantaps(out, x, src *float32, taps *int, ntaps, n int) int
+// The backward of a max window of any shape, eight channels at a time:
+// src[k] is added to out[taps[t]+k] for the first t whose tap
+// x[taps[t]+k] equals the taps' maximum. It returns how many channels it
+// did, a multiple of 8, stopping before the first block with a NaN tap
+// (the Go loop takes those, NaN ranking first there).
+TEXT ·smaxscatterchantaps(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ src+16(FP), DX
+	MOVQ taps+24(FP), BX
+	MOVQ ntaps+32(FP), R12
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+stloop:
+	CMPQ    CX, $8
+	JL      stdone
+	MOVQ    (BX), R10
+	VMOVUPS (SI)(R10*4), Y0   // best
+	VCMPPS  $3, Y0, Y0, Y5    // the lanes with a NaN tap
+	MOVQ    $1, R9
+
+stmax:
+	CMPQ    R9, R12
+	JGE     stmaxed
+	MOVQ    (BX)(R9*8), R10
+	VMOVUPS (SI)(R10*4), Y1
+	VCMPPS  $3, Y1, Y1, Y4
+	VORPS   Y4, Y5, Y5
+	VMAXPS  Y1, Y0, Y0
+	INCQ    R9
+	JMP     stmax
+
+stmaxed:
+	VMOVMSKPS Y5, R10
+	TESTL     R10, R10
+	JNZ       stdone
+	VMOVUPS   (DX), Y10
+	VXORPS    Y7, Y7, Y7      // the lanes taken
+	XORQ      R9, R9
+
+stput:
+	MOVQ    (BX)(R9*8), R10
+	VMOVUPS (SI)(R10*4), Y1
+	VCMPPS  $0, Y0, Y1, Y2    // tap == best
+	VANDNPS Y2, Y7, Y2        // and not taken before
+	VORPS   Y2, Y7, Y7
+	LEAQ    (DI)(R10*4), R11
+	ADDWHERE(R11, Y2)
+	INCQ    R9
+	CMPQ    R9, R12
+	JL      stput
+
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	ADDQ $8, AX
+	SUBQ $8, CX
+	JMP  stloop
+
+stdone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET

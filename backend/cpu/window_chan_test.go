@@ -65,7 +65,12 @@ func TestChanWindowsMatchGeneral(t *testing.T) {
 			for i := range got {
 				got[i], want[i] = 999, 0.25 // the fill must reach every element
 			}
-			chanScatter(dev, p, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
+			fill := func(s []float32) { fillWith(s, 0.25) }
+			if kind == ops.SelectGE && kh == 2 && kw == 2 {
+				chanScatter(dev, p, x, src, got, fill)
+			} else {
+				chanScatterClipped(dev, p, x, src, got, kind == ops.SelectGE, fill)
+			}
 			selected(dev, g, false, x, kind, func(i, at int) { want[at] += src[i] })
 			for i := range got {
 				if got[i] != want[i] {
@@ -74,6 +79,63 @@ func TestChanWindowsMatchGeneral(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Padded and overlapping channel windows (SAME pooling's backward) scatter
+// as the general geometry does: ties, NaNs, windows on padding alone,
+// channels past the vector kernels' blocks, float32 (vector kernels) and
+// float64, on one goroutine and on the workers.
+func TestChanScatterClippedMatchesGeneral(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 400 {
+		n, h, w, c := 1+r.IntN(3), 1+r.IntN(9), 1+r.IntN(9), 1+r.IntN(21)
+		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
+		ph, pw := [2]int{r.IntN(kh + 1), r.IntN(kh + 1)}, [2]int{r.IntN(kw + 1), r.IntN(kw + 1)}
+		shape := tensor.Shape{n, h, w, c}
+		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, 1 + r.IntN(3), 1 + r.IntN(3), 1},
+			Padding: [][2]int{{}, ph, pw, {}}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
+		p, ok := paddedChanOf(shape, win)
+		if !ok {
+			continue // no window fits
+		}
+		x := make([]float32, shape.NumElements())
+		for i := range x {
+			x[i] = float32(r.IntN(4)) - 1.5 // many ties
+			if r.IntN(60) == 0 {
+				x[i] = float32(math.NaN())
+			}
+		}
+		src := make([]float32, n*p.oh*p.ow*c)
+		for i := range src {
+			src[i] = float32(1 + r.IntN(100))
+		}
+		g := kernelGeometry(shape, win)
+		for _, kind := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
+			want := make([]float32, len(x))
+			fillWith(want, 0.25)
+			selected(device.Host(), g, false, x, kind, func(i, at int) { want[at] += src[i] })
+			got := make([]float32, len(x))
+			fillWith(got, 999) // the fill must reach every element
+			chanScatterClipped(device.Host(), p, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
+			got64 := make([]float64, len(x))
+			chanScatterClipped(device.Host(), p, widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
+			for i := range got {
+				if got[i] != want[i] || float32(got64[i]) != want[i] {
+					t.Fatalf("trial %d %v window %v strides %v padding %v, select %v: element %d got %v (float64 %v), want %v",
+						trial, shape, win.Dims, win.Strides, win.Padding, kind, i, got[i], got64[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// widen returns s as float64s.
+func widen(s []float32) []float64 {
+	w := make([]float64, len(s))
+	for i, v := range s {
+		w[i] = float64(v)
+	}
+	return w
 }
 
 // The NCHW plane scatter fills and scatters as the general geometry does,

@@ -50,9 +50,7 @@ func spreadSums[T tensor.Num](dev *device.CPUDevice, p ops.Pooling2D, dy, out []
 					}
 					for a := ohLo; a < ohHi; a++ {
 						for b := owLo; b < owHi; b++ {
-							for k, v := range dy[((img*p.OH+a)*p.OW+b)*p.C:][:p.C] {
-								o[k] += v
-							}
+							addInto(o, dy[((img*p.OH+a)*p.OW+b)*p.C:][:p.C])
 						}
 					}
 					if init != 0 {

@@ -109,6 +109,22 @@ def torch_benches():
 
     report("BenchmarkTorchMaxPoolTrainStep", pool_step)
 
+    # The pooling steps over [128 28 28 32] NHWC (channels_last here):
+    # BenchmarkMaxPoolTrainStepNHWC, ...3x3s2 and BenchmarkAvgPoolTrainStep.
+    # SAME's 3x3/2 windows pad the end by one; padding=1 pads both sides,
+    # the same 14x14 windows.
+    xn = torch.randn(128, 32, 28, 28).to(memory_format=torch.channels_last).requires_grad_()
+
+    def pool_grad(pool):
+        return lambda: torch.autograd.grad(pool(xn).sum(), (xn,))
+
+    max_pool, avg_pool = torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d
+    report("BenchmarkTorchMaxPoolTrainStepNHWC", pool_grad(lambda x: max_pool(x, 2)))
+    report("BenchmarkTorchMaxPoolTrainStep3x3s2", pool_grad(lambda x: max_pool(x, 3, 2, padding=1)))
+    report("BenchmarkTorchAvgPoolTrainStep/2x2", pool_grad(lambda x: avg_pool(x, 2)))
+    report("BenchmarkTorchAvgPoolTrainStep/3x3s2",
+           pool_grad(lambda x: avg_pool(x, 3, 2, padding=1, count_include_pad=False)))
+
     torch.manual_seed(11)
     wr = (torch.randn(128, 128) * 0.08).requires_grad_()
     xr = torch.randn(50, 128)
