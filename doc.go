@@ -76,8 +76,9 @@
 // # Devices
 //
 // Ops run where their inputs are: the CPU (backend/cpu, linked in by
-// package tape, or by a blank import in a program that uses ops alone) or
-// an NVIDIA GPU
+// packages tape, control, control/trace and nn; a program of tensor and
+// ops alone imports it blank, as its first op's error says) or an NVIDIA
+// GPU
 // through backend/cuda (cuda.Open(0) gives gpu:0; t.To(dev) moves a
 // tensor). To train on a GPU, make the model while it is the default
 // device (device.SetDefault(gpu) returns the function that restores the

@@ -290,16 +290,22 @@ func finish(c *Call, outs []*tensor.Tensor) {
 	observe(c, outs)
 }
 
-// kernelsRegistered counts registrations, so that a program that links no
-// backend is told so.
-var kernelsRegistered atomic.Int64
+// linkedKinds holds the kinds of device a backend registered kernels for
+// (RegisterKernel; the portable kernels packages such as control/trace
+// register do not count), so that a program that links no backend for its
+// device is told which to import.
+var linkedKinds sync.Map // device.Kind -> true
 
 // noKernel fails c for want of a kernel for its device and dtype, naming
 // the kinds of device that have one.
 func noKernel(c *Call, key tensor.DType) {
 	where := "no device has one"
-	if kernelsRegistered.Load() == 0 {
-		where = `no backend is linked in: import _ "github.com/eagerflow/eagerflow/backend/cpu" (package tape, and so nn, does)`
+	if _, ok := linkedKinds.Load(c.Device.Kind()); !ok {
+		where = "no " + c.Device.Kind().String() + " backend is linked into this program"
+		if c.Device.Kind() == device.CPU {
+			where = `no CPU backend is linked into this program: import _ "github.com/eagerflow/eagerflow/backend/cpu" ` +
+				"(packages tape, control, control/trace and nn link it; a program that imports none of them must)"
+		}
 	}
 	if kinds := c.Op.KernelKinds(key); len(kinds) > 0 {
 		names := make([]string, len(kinds))

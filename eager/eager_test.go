@@ -3,6 +3,7 @@ package eager_test
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,6 +74,35 @@ func TestInputsOnTwoDevicesFail(t *testing.T) {
 	back, err := b.To(device.Host())
 	if err != nil || tensor.ToSlice[float32](back)[1] != 2 {
 		t.Errorf("round trip: %v %v", back, err)
+	}
+}
+
+// An op no device has a kernel for says so where the device's backend is
+// linked in, and names the backend to link where it is not (this test
+// binary links the CPU's and no GPU's; a portable kernel registered for
+// one op, as control/trace registers its guards, links no backend).
+func TestNoKernelNamesAMissingBackend(t *testing.T) {
+	op := eager.Register(&eager.Op{
+		Name: "NoKernelsForTest", Inputs: 1, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), c.Inputs[0].Shape()) },
+	})
+	eager.RegisterPortable("PortableForTest", tensor.Bool, func(*eager.Call, []*tensor.Tensor) {})
+	a := tensor.FromSlice([]float32{1, 2})
+	b, err := a.To(otherDevice{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		x    *tensor.Tensor
+		want string
+	}{
+		{a, "no float32 kernel on cpu:0 (cpu); no device has one"},
+		{b, "no float32 kernel on test:0 (gpu); no gpu backend is linked into this program"},
+	} {
+		err := tensor.Catch(func() { eager.Run1(op, nil, c.x) })
+		if !errors.Is(err, tensor.ErrNoKernel) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("on %s: got %v, want %q", c.x.Device().Name(), err, c.want)
+		}
 	}
 }
 
@@ -151,5 +181,21 @@ func TestSecondCPUDevicePlacement(t *testing.T) {
 	back, err := y.To(device.Host())
 	if err != nil || back.Device() != device.Device(device.Host()) || tensor.ToSlice[float32](back)[5] != 16 {
 		t.Errorf("back to cpu:0: %v", err)
+	}
+}
+
+// A program of tensor and ops alone links no backend; its first op tells
+// it what to import.
+func TestAProgramWithoutABackendIsToldWhichToImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	out, err := exec.Command("go", "run", "./testdata/nobackend").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run ./testdata/nobackend: %v\n%s", err, out)
+	}
+	want := `no CPU backend is linked into this program: import _ "github.com/eagerflow/eagerflow/backend/cpu"`
+	if !strings.Contains(string(out), want) {
+		t.Errorf("the program printed %q, want it to say %q", out, want)
 	}
 }

@@ -196,7 +196,6 @@ func tableLocked(name string) *kernelTable {
 // updateKernels applies fn to a copy of the kernel set of the op named op
 // and installs it.
 func updateKernels(op string, fn func(s *kernelSet)) {
-	kernelsRegistered.Add(1)
 	registry.Lock()
 	t := tableLocked(op)
 	registry.Unlock()
@@ -226,6 +225,7 @@ func (s *kernelSet) grow(kind device.Kind) {
 // init functions; it may run before or after the op's declaration is
 // registered. A second registration for the same triple replaces the first.
 func RegisterKernel(op string, kind device.Kind, dt tensor.DType, k Kernel) {
+	linkedKinds.Store(kind, true)
 	updateKernels(op, func(s *kernelSet) { s.grow(kind); s.byKind[kind][dt] = k })
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	_ "github.com/eagerflow/eagerflow/backend/cpu" // a traced function's ops run on the CPU unless placed elsewhere
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
@@ -496,9 +497,9 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	key := signature(args)
 	f.mu.Lock()
 	tr := f.graphs[key]
-	if tr == nil && f.gen.trusted {
+	if sizes := unknownSizes(f.sig, args); tr == nil && f.gen.trusted && f.gen.covers(sizes) {
 		var err error
-		if tr, err = f.gen.build(unknownSizes(f.sig, args)); err != nil {
+		if tr, err = f.gen.build(sizes); err != nil {
 			f.mu.Unlock()
 			return nil, nil, err
 		}

@@ -29,6 +29,17 @@ import (
 // explains (a size-dependent loop count baked into Go control flow, a
 // constant computed from a size in some other way) traces once per size,
 // and says why once through Logf.
+//
+// The rules reach as far as the three traces showed, no further: a size
+// that never varied over them looks like a constant, and sizes that varied
+// in proportion (square images) or in inverse proportion look like each
+// other, so a new size that breaks such a coincidence is traced (logged
+// once), while one that keeps it is built. And the traces see the numbers
+// fn makes at their own sizes only: Go code that turns a size into a
+// number otherwise than by a multiple or a fraction (min(n, 4), n/2
+// rounded down, an if on n) can agree with a multiple at every traced size
+// and not at the next. Give such a function no signature: NewFunction
+// traces each size it meets.
 
 // InputSpec is one argument of a Function's input signature: its dtype and
 // shape, where -1 marks a dimension that may differ from call to call.
@@ -52,7 +63,9 @@ func (s InputSpec) String() string {
 // with other dtypes, ranks or known dims are errors, and calls that differ
 // only in the unknown dims stop tracing after three sizes, the graphs for
 // further sizes rebuilt from the rules the traces showed (see the top of
-// this file).
+// this file). fn must make its numbers from the unknown sizes by
+// multiples and fractions alone (x.Dim(0)*2, 1/n), not min(n, 4), n/2
+// rounded or an if on n: the traces cannot see those bend.
 func NewFunctionWithSignature(fn func(args []*tensor.Tensor) []*tensor.Tensor, sig ...InputSpec) *Function {
 	f := NewFunction(fn)
 	f.sig = slices.Clone(sig)
@@ -67,9 +80,11 @@ type sizeRules struct {
 	first    *traced
 	firstKey string
 	sizes    []int
+	learned  [][]int // the sizes of the traces the rules come from, first to third
 	gen      *generalization
 	trusted  bool
 	failed   bool
+	outside  bool // a size outside the rules' reach was traced and logged
 }
 
 // learn takes the trace tr made at sizes (signature key) and returns a note
@@ -77,10 +92,15 @@ type sizeRules struct {
 func (r *sizeRules) learn(tr *traced, sizes []int, key string) string {
 	g := tr.g
 	switch {
+	case r.trusted && !r.outside:
+		r.outside = true
+		return fmt.Sprintf("trace: Function's sizes at %s are outside what its traces at %v showed of them "+
+			"(a size that never varied there, or sizes that varied only in proportion, now do otherwise); "+
+			"such sizes are traced", key, r.learned)
 	case r.failed || r.trusted:
 		return ""
 	case r.first == nil:
-		r.first, r.firstKey, r.sizes = tr, key, sizes
+		r.first, r.firstKey, r.sizes, r.learned = tr, key, sizes, [][]int{sizes}
 		return ""
 	case r.gen == nil:
 		gen, err := generalize(r.first.g, g, r.sizes, sizes)
@@ -89,7 +109,7 @@ func (r *sizeRules) learn(tr *traced, sizes []int, key string) string {
 			return fmt.Sprintf("trace: Function's graph depends on the sizes its signature leaves unknown "+
 				"in a way no rule explains (%s against %s: %v); it traces once per size", r.firstKey, key, err)
 		}
-		r.gen = gen
+		r.gen, r.learned = gen, append(r.learned, sizes)
 		return ""
 	}
 	built, err := r.gen.instantiate(sizes)
@@ -101,8 +121,40 @@ func (r *sizeRules) learn(tr *traced, sizes []int, key string) string {
 		return fmt.Sprintf("trace: Function's graph at %s does not follow the rules its traces at two other sizes gave (%v); "+
 			"it traces once per size", key, err)
 	}
-	r.trusted = true
+	r.trusted, r.learned = true, append(r.learned, sizes)
 	return ""
+}
+
+// covers reports whether trusted rules hold at sizes. A rule ties a
+// number to one size (k*s or k/s) or to none, and the learning traces tell
+// those apart only where they differ: a size that never varied there looks
+// like a constant, and two sizes that varied in proportion (or in inverse
+// proportion) look like each other. So sizes must keep, from the first
+// trace's, every such coincidence the traces could not tell apart.
+func (r *sizeRules) covers(sizes []int) bool {
+	first := r.learned[0]
+	always := func(rel func(t []int) bool) bool {
+		for _, t := range r.learned {
+			if !rel(t) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range sizes {
+		same := func(t []int) bool { return t[i] == first[i] }
+		if always(same) && !same(sizes) {
+			return false
+		}
+		for j := range i {
+			ratio := func(t []int) bool { return t[i]*first[j] == t[j]*first[i] }
+			product := func(t []int) bool { return t[i]*t[j] == first[i]*first[j] }
+			if always(ratio) && !ratio(sizes) || always(product) && !product(sizes) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // build returns the graph for sizes from trusted rules.

@@ -59,6 +59,52 @@ func TestSignatureSizeInAttribute(t *testing.T) {
 	}
 }
 
+// Two unknown dims whose learning traces could not tell them apart: one
+// never varied (so it looked like a constant), or both varied in
+// proportion (so each looked like the other), or in inverse proportion
+// (so a size looked like a constant's fraction of the other). Sizes that
+// break what the traces showed are traced, logged once, never built from
+// rules that do not reach them; sizes that keep it still are built. The
+// numbers: B and T in a Reshape and in the gradient's shapes, and with a
+// mean, 1/BT.
+func TestSignatureSizesTheTracesDidNotTellApart(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mean   bool
+		sizes  [][2]int
+		traces int
+	}{
+		// T never varies while learning: [3 7] and [2 2] are traced, [5 5]
+		// keeps T and is built.
+		{"constant", true, [][2]int{{2, 5}, {3, 5}, {4, 5}, {3, 7}, {2, 2}, {5, 5}}, 5},
+		// B = T while learning (square images): [6 6] is built, [2 7] traced.
+		{"equal", false, [][2]int{{2, 2}, {3, 3}, {4, 4}, {6, 6}, {2, 7}}, 4},
+		// B*T = 12 while learning: [6 2] is built, [3 7] traced.
+		{"inverse", true, [][2]int{{2, 6}, {3, 4}, {4, 3}, {6, 2}, {3, 7}}, 4},
+	} {
+		fn := func(a []T) []T {
+			tp := tape.New()
+			tp.Watch(a[0])
+			y := ops.Sum(ops.Reshape(ops.Square(a[0]), a[0].Dim(0), a[0].Dim(1), 1))
+			if c.mean {
+				y = ops.Mean(ops.Reshape(ops.Square(a[0]), a[0].Dim(0), a[0].Dim(1), 1))
+			}
+			return []T{y, tp.Gradient(y, a[0])[0]}
+		}
+		var logged []string
+		f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, -1}})
+		f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+		var calls [][]T
+		for i, s := range c.sizes {
+			calls = append(calls, []T{tensor.RandNormal(tensor.NewRNG(uint64(i)), tensor.Float32, s[0], s[1])})
+		}
+		checkCalls(t, c.name, f, fn, calls, 1e-6)
+		if f.Traces() != c.traces || len(logged) != 1 || !strings.Contains(logged[0], "outside what its traces") {
+			t.Errorf("%s: %d traces (want %d), logged %q (want one note of sizes outside)", c.name, f.Traces(), c.traces, logged)
+		}
+	}
+}
+
 // Numbers that follow the size by no rule (B*B), or by a rule the third
 // size refutes: each size traces, and the reason is logged once.
 func TestSignatureSizesNotFollowed(t *testing.T) {
