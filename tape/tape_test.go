@@ -92,9 +92,15 @@ func TestVariablesAreWatchedAndAssigned(t *testing.T) {
 	if d := approx.Diff(vals(w.Value()), []float64{1, 2, 3, 4}, 0); d != "" {
 		t.Error(d)
 	}
-	err := tensor.Catch(func() { w.Assign(tensor.Zeros(tensor.Float64, 3)) })
-	if !errors.Is(err, tensor.ErrShape) {
-		t.Errorf("bad assign: %v", err)
+	// A bad value fails the method called, by its name.
+	for name, assign := range map[string]func(*tensor.Tensor){
+		"Assign": w.Assign, "AssignAdd": w.AssignAdd, "AssignSub": w.AssignSub,
+		"AssignScaled": func(x *tensor.Tensor) { w.AssignScaled(2, x) },
+	} {
+		err := tensor.Catch(func() { assign(tensor.Zeros(tensor.Float64, 3)) })
+		if !errors.Is(err, tensor.ErrShape) || !strings.HasPrefix(err.Error(), "tape: "+name+": ") {
+			t.Errorf("bad %s: %v", name, err)
+		}
 	}
 	if d := approx.Diff(vals(w.Value()), []float64{1, 2, 3, 4}, 0); d != "" {
 		t.Errorf("failed assign changed the variable: %s", d)

@@ -97,7 +97,7 @@ func (v *Variable) check(op string, x *tensor.Tensor) {
 // where it lives, so a value that a placement scope (device.With) made
 // on another device is copied there. Outside scopes x is returned as it
 // is, for check to refuse another device.
-func (v *Variable) here(x *tensor.Tensor) *tensor.Tensor {
+func (v *Variable) here(op string, x *tensor.Tensor) *tensor.Tensor {
 	if x == nil || x.Device() == v.t.Device() {
 		return x
 	}
@@ -106,7 +106,7 @@ func (v *Variable) here(x *tensor.Tensor) *tensor.Tensor {
 	}
 	moved, err := x.To(v.t.Device())
 	if err != nil {
-		panic(tensor.NewError("tape", "Assign", err, []*tensor.Tensor{v.t, x}, "", "copying the value for variable %q to %s: %v", v.name, v.t.Device().Name(), err))
+		panic(tensor.NewError("tape", op, err, []*tensor.Tensor{v.t, x}, "", "copying the value for variable %q to %s: %v", v.name, v.t.Device().Name(), err))
 	}
 	return moved
 }
@@ -137,24 +137,27 @@ func writeInto(dst, src *tensor.Tensor) {
 // scope (device.With) x may be on the scope's device: it is copied to the
 // variable's, where the variable's updates stay.
 func (v *Variable) Assign(x *tensor.Tensor) {
-	x = v.here(x)
+	x = v.here("Assign", x)
 	v.check("Assign", x)
 	v.bump()
 	writeInto(v.t, x.Contiguous())
 }
 
 // AssignAdd adds x to the variable in place.
-func (v *Variable) AssignAdd(x *tensor.Tensor) { v.AssignScaled(1, x) }
+func (v *Variable) AssignAdd(x *tensor.Tensor) { v.assignScaled("AssignAdd", 1, x) }
 
 // AssignSub subtracts x from the variable in place.
-func (v *Variable) AssignSub(x *tensor.Tensor) { v.AssignScaled(-1, x) }
+func (v *Variable) AssignSub(x *tensor.Tensor) { v.assignScaled("AssignSub", -1, x) }
 
 // AssignScaled adds alpha*x to the variable in place (the SGD update with
 // alpha = -learning rate), without allocating on the CPU for float dtypes.
 // It runs on the variable's device, taking x there as Assign does.
-func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
-	x = v.here(x)
-	v.check("AssignScaled", x)
+func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) { v.assignScaled("AssignScaled", alpha, x) }
+
+// assignScaled is AssignScaled, its errors naming op (the method called).
+func (v *Variable) assignScaled(op string, alpha float64, x *tensor.Tensor) {
+	x = v.here(op, x)
+	v.check(op, x)
 	v.bump()
 	x = x.Contiguous()
 	if _, onHost := v.t.Buffer().(interface{ Bytes() []byte }); onHost {
@@ -310,7 +313,7 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		if v == nil {
 			panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "variable %d is nil", i))
 		}
-		if g := v.here(grads[i]); g != grads[i] {
+		if g := v.here(name, grads[i]); g != grads[i] {
 			if !moved {
 				grads, moved = slices.Clone(grads), true // never write into the caller's slice
 			}
@@ -391,7 +394,7 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 // nothing, where the fused kernel does not apply (off the CPU, or not a
 // float dtype); the caller then computes the step with ops.
 func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams) bool {
-	g = v.here(g)
+	g = v.here("AdamUpdate", g)
 	v.check("AdamUpdate", g)
 	if m == nil || s == nil {
 		panic(tensor.NewError("tape", "AdamUpdate", tensor.ErrArity, nil, "", "a moment slot of variable %q is nil", v.name))
