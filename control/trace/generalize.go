@@ -18,57 +18,119 @@ import (
 // (Reshape to [B 4], a gradient's BroadcastTo), a constant of a
 // size-dependent shape, a scalar such as a mean's divisor B*3 or its
 // inverse. Each such number is matched against the sizes: an integer that
-// is k*s at both traces for one unknown size s (k a whole number), a
-// constant whose shape is so made and whose elements all hold one value
-// that is the same at both, or k*s, or k/s. The rules found rebuild the
+// is k times a product of unknown sizes at both traces (k a whole number:
+// 2*B, B*T), a constant whose shape is so made and whose elements all hold
+// one value that is the same at both, or k times a product of sizes each
+// to the power 1 or -1 (1/(B*T*C), k*B/T), of at most maxRuleSizes sizes,
+// the simplest rule that fits taken. The rules found rebuild the
 // graph for any size without running fn; a third trace, at a third size,
 // is compared with the rebuilt graph before the rules are trusted.
 
-// sizeRule makes a number from the sizes: k*size[s], or k/size[s].
+// sizeRule makes a number from the sizes: k times a product of sizes,
+// each to the power 1 or -1 (exp; 0 leaves a size out): 2*B, B*T, 1/(B*T).
 type sizeRule struct {
-	s       int
-	k       float64
-	inverse bool
+	k   float64
+	exp []int8 // per size
 }
 
 func (r sizeRule) eval(sizes []int) float64 {
-	if r.inverse {
-		return r.k / float64(sizes[r.s])
+	v := r.k
+	for s, e := range r.exp {
+		switch e {
+		case 1:
+			v *= float64(sizes[s])
+		case -1:
+			v /= float64(sizes[s])
+		}
 	}
-	return r.k * float64(sizes[r.s])
+	return v
+}
+
+// maxRuleSizes is the most sizes one rule multiplies: 1/(B*H*W) at most.
+const maxRuleSizes = 3
+
+// monomials calls try with each product of sizes a rule may take, as
+// exponents per size, fewer sizes first: only sizes that changed between
+// a and b (and are not 0) take part, at most maxRuleSizes of them, each
+// to the power 1, or with inverse, 1 or -1. It stops where try returns
+// true.
+func monomials(a, b []int, inverse bool, try func(exp []int8) bool) bool {
+	var changed []int
+	for s := range a {
+		if a[s] != b[s] && a[s] != 0 && b[s] != 0 {
+			changed = append(changed, s)
+		}
+	}
+	powers := []int8{1}
+	if inverse {
+		powers = []int8{1, -1}
+	}
+	exp := make([]int8, len(a))
+	// pick gives `left` more of the changed sizes from position `from` on a power.
+	var pick func(from, left int) bool
+	pick = func(from, left int) bool {
+		if left == 0 {
+			return try(slices.Clone(exp))
+		}
+		for i := from; i < len(changed); i++ {
+			for _, p := range powers {
+				exp[changed[i]] = p
+				if pick(i+1, left-1) {
+					return true
+				}
+			}
+			exp[changed[i]] = 0
+		}
+		return false
+	}
+	for n := 1; n <= min(len(changed), maxRuleSizes); n++ {
+		if pick(0, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// product is the product of the sizes a rule's exponents name, the
+// sizes to the power 1 only (as intRule takes them).
+func product(exp []int8, sizes []int) int64 {
+	p := int64(1)
+	for s, e := range exp {
+		if e != 0 {
+			p *= int64(sizes[s])
+		}
+	}
+	return p
 }
 
 // intRule finds the rule making x at sizes a and y at sizes b: a whole
-// multiple of one size that changed.
-func intRule(x, y int64, a, b []int) (sizeRule, bool) {
-	for s := range a {
-		if a[s] == b[s] || a[s] == 0 || b[s] == 0 {
-			continue
+// multiple of a product of sizes that changed.
+func intRule(x, y int64, a, b []int) (rule sizeRule, found bool) {
+	found = monomials(a, b, false, func(exp []int8) bool {
+		pa, pb := product(exp, a), product(exp, b)
+		if x%pa == 0 && y%pb == 0 && x/pa == y/pb {
+			rule = sizeRule{k: float64(x / pa), exp: exp}
+			return true
 		}
-		if x%int64(a[s]) == 0 && y%int64(b[s]) == 0 && x/int64(a[s]) == y/int64(b[s]) {
-			return sizeRule{s: s, k: float64(x / int64(a[s]))}, true
-		}
-	}
-	return sizeRule{}, false
+		return false
+	})
+	return rule, found
 }
 
-// valueRule finds the rule making the float x at sizes a and y at b: k*s or
-// k/s for a size s that changed, to float32 precision.
-func valueRule(x, y float64, a, b []int) (sizeRule, bool) {
+// valueRule finds the rule making the float x at sizes a and y at b: k
+// times a product of sizes that changed, each to the power 1 or -1, to
+// float32 precision.
+func valueRule(x, y float64, a, b []int) (rule sizeRule, found bool) {
 	near := func(p, q float64) bool { return math.Abs(p-q) <= 1e-6*math.Max(math.Abs(p), math.Abs(q)) }
-	for s := range a {
-		if a[s] == b[s] || a[s] == 0 || b[s] == 0 {
-			continue
+	found = monomials(a, b, true, func(exp []int8) bool {
+		unit := sizeRule{k: 1, exp: exp}
+		if ka, kb := x/unit.eval(a), y/unit.eval(b); near(ka, kb) {
+			rule = sizeRule{k: ka, exp: exp}
+			return true
 		}
-		sa, sb := float64(a[s]), float64(b[s])
-		switch {
-		case near(x/sa, y/sb):
-			return sizeRule{s: s, k: x / sa}, true
-		case near(x*sa, y*sb):
-			return sizeRule{s: s, k: x * sa, inverse: true}, true
-		}
-	}
-	return sizeRule{}, false
+		return false
+	})
+	return rule, found
 }
 
 // attrPatch sets the integer at path (field and element indices) of a

@@ -33,8 +33,8 @@ import (
 // The rules reach as far as the three traces showed, no further: a size
 // that never varied over them looks like a constant, and sizes that varied
 // in proportion (square images) or in inverse proportion look like each
-// other, so a new size that breaks such a coincidence is traced (logged
-// once), while one that keeps it is built. And the traces see the numbers
+// other (and so on for products), so a new size that breaks such a
+// coincidence is traced (logged once), while one that keeps it is built. And the traces see the numbers
 // fn makes at their own sizes only: Go code that turns a size into a
 // number otherwise than by a multiple or a fraction (min(n, 4), n/2
 // rounded down, an if on n) can agree with a multiple at every traced size
@@ -64,8 +64,8 @@ func (s InputSpec) String() string {
 // only in the unknown dims stop tracing after three sizes, the graphs for
 // further sizes rebuilt from the rules the traces showed (see the top of
 // this file). fn must make its numbers from the unknown sizes by
-// multiples and fractions alone (x.Dim(0)*2, 1/n), not min(n, 4), n/2
-// rounded or an if on n: the traces cannot see those bend.
+// multiples, products and fractions alone (x.Dim(0)*2, B*T, 1/n), not
+// min(n, 4), n/2 rounded or an if on n: the traces cannot see those bend.
 func NewFunctionWithSignature(fn func(args []*tensor.Tensor) []*tensor.Tensor, sig ...InputSpec) *Function {
 	f := NewFunction(fn)
 	f.sig = slices.Clone(sig)
@@ -80,7 +80,8 @@ type sizeRules struct {
 	first    *traced
 	firstKey string
 	sizes    []int
-	learned  [][]int // the sizes of the traces the rules come from, first to third
+	learned  [][]int  // the sizes of the traces the rules come from, first to third
+	same     [][]int8 // the quotients of sizes the learning traces could not tell apart (covers)
 	gen      *generalization
 	trusted  bool
 	failed   bool
@@ -121,40 +122,117 @@ func (r *sizeRules) learn(tr *traced, sizes []int, key string) string {
 		return fmt.Sprintf("trace: Function's graph at %s does not follow the rules its traces at two other sizes gave (%v); "+
 			"it traces once per size", key, err)
 	}
-	r.trusted, r.learned = true, append(r.learned, sizes)
+	r.learned = append(r.learned, sizes)
+	if slices.Min(slices.Concat(r.learned...)) > 0 {
+		var ok bool
+		if r.same, ok = coincidences(r.learned); !ok {
+			r.failed = true
+			return fmt.Sprintf("trace: Function's signature leaves more than %d sizes to tell apart (traces at %v); it traces once per size",
+				maxDistinctSizes, r.learned)
+		}
+	}
+	r.trusted = true
 	return ""
 }
 
 // covers reports whether trusted rules hold at sizes. A rule ties a
-// number to one size (k*s or k/s) or to none, and the learning traces tell
-// those apart only where they differ: a size that never varied there looks
-// like a constant, and two sizes that varied in proportion (or in inverse
-// proportion) look like each other. So sizes must keep, from the first
-// trace's, every such coincidence the traces could not tell apart.
+// number to a product of sizes (k*B, k*B*T, k/T) or to none, and the
+// learning traces tell two products apart only where they differ there:
+// a size that never varied looks like a constant, sizes that varied in
+// proportion (square images) look like each other, and so on for any
+// quotient of two products that the traces all gave the same value
+// (r.same). Sizes must keep every such coincidence of the first trace's
+// sizes, and be positive (no rule divides by or multiplies a size of 0).
 func (r *sizeRules) covers(sizes []int) bool {
-	first := r.learned[0]
-	always := func(rel func(t []int) bool) bool {
-		for _, t := range r.learned {
-			if !rel(t) {
-				return false
-			}
-		}
-		return true
-	}
-	for i := range sizes {
-		same := func(t []int) bool { return t[i] == first[i] }
-		if always(same) && !same(sizes) {
+	for _, s := range append(slices.Clone(r.learned), sizes) {
+		if slices.Min(s) <= 0 {
 			return false
 		}
-		for j := range i {
-			ratio := func(t []int) bool { return t[i]*first[j] == t[j]*first[i] }
-			product := func(t []int) bool { return t[i]*t[j] == first[i]*first[j] }
-			if always(ratio) && !ratio(sizes) || always(product) && !product(sizes) {
-				return false
-			}
+	}
+	for _, d := range r.same {
+		if !sameQuotient(d, sizes, r.learned[0]) {
+			return false
 		}
 	}
 	return true
+}
+
+// coincidences lists the exponents d (per size, -2 to 2, not all 0) whose
+// quotient Π s^d the traces at learned sizes (all positive) all give one
+// value, so that two rules whose exponents differ by such a d agree on
+// every learning trace: sizes equal at every trace (one batch in two
+// arguments) as one d each, then over the sizes left, the d with at most
+// 2*maxRuleSizes sizes not 0, the first of those positive. It gives false
+// where more than maxDistinctSizes sizes differ somewhere.
+func coincidences(learned [][]int) ([][]int8, bool) {
+	n := len(learned[0])
+	column := func(i int) []int {
+		c := make([]int, len(learned))
+		for t, s := range learned {
+			c[t] = s[i]
+		}
+		return c
+	}
+	var out [][]int8
+	var distinct []int
+	for i := range n {
+		j := slices.IndexFunc(distinct, func(j int) bool { return slices.Equal(column(i), column(j)) })
+		if j < 0 {
+			distinct = append(distinct, i)
+			continue
+		}
+		d := make([]int8, n)
+		d[distinct[j]], d[i] = 1, -1
+		out = append(out, d)
+	}
+	if len(distinct) > maxDistinctSizes {
+		return nil, false
+	}
+	d := make([]int8, n)
+	var pick func(from, left int, first bool)
+	pick = func(from, left int, first bool) {
+		if !first {
+			kept := true
+			for _, t := range learned[1:] {
+				kept = kept && sameQuotient(d, t, learned[0])
+			}
+			if kept {
+				out = append(out, slices.Clone(d))
+			}
+		}
+		if left == 0 {
+			return
+		}
+		for k := from; k < len(distinct); k++ {
+			i := distinct[k]
+			for _, p := range []int8{1, 2, -1, -2} {
+				if first && p < 0 {
+					continue
+				}
+				d[i] = p
+				pick(k+1, left-1, false)
+			}
+			d[i] = 0
+		}
+	}
+	pick(0, 2*maxRuleSizes, true)
+	return out, true
+}
+
+// maxDistinctSizes bounds the sizes a signature's rules tell apart (those
+// that differ somewhere in the learning traces, or are not always equal).
+const maxDistinctSizes = 8
+
+// sameQuotient reports whether Π a^d equals Π b^d (sizes positive).
+func sameQuotient(d []int8, a, b []int) bool {
+	var la, lb float64
+	for i, e := range d {
+		if e != 0 {
+			la += float64(e) * math.Log(float64(a[i]))
+			lb += float64(e) * math.Log(float64(b[i]))
+		}
+	}
+	return math.Abs(la-lb) <= 1e-9*max(1, math.Abs(la))
 }
 
 // build returns the graph for sizes from trusted rules.

@@ -2,11 +2,14 @@ package trace_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -105,6 +108,28 @@ func TestSignatureSizesTheTracesDidNotTellApart(t *testing.T) {
 	}
 }
 
+// Numbers that follow a product of sizes (a Reshape to B*T, a mean's
+// 1/(B*T*4), the gradient's shapes) are rebuilt from rules too: three
+// traces for any number of (B, T).
+func TestSignatureProductsOfSizes(t *testing.T) {
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		flat := ops.Reshape(ops.Tanh(a[0]), a[0].Dim(0)*a[0].Dim(1), 4)
+		loss := ops.Mean(ops.Square(flat))
+		return []T{flat, loss, tp.Gradient(loss, a[0])[0]}
+	}
+	f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, -1, 4}})
+	var calls [][]T
+	for i, s := range [][2]int{{2, 3}, {3, 5}, {4, 2}, {5, 7}, {1, 1}, {6, 6}, {2, 9}, {3, 5}} {
+		calls = append(calls, []T{tensor.RandNormal(tensor.NewRNG(uint64(i)), tensor.Float32, s[0], s[1], 4)})
+	}
+	checkCalls(t, "products", f, fn, calls, 1e-6)
+	if f.Traces() != 3 {
+		t.Errorf("%d traces, want 3", f.Traces())
+	}
+}
+
 // Numbers that follow the size by no rule (B*B), or by a rule the third
 // size refutes: each size traces, and the reason is logged once.
 func TestSignatureSizesNotFollowed(t *testing.T) {
@@ -186,5 +211,53 @@ func TestSignatureSequenceLength(t *testing.T) {
 	checkCalls(t, "length", f, fn, calls, 1e-12)
 	if f.Traces() != 3 {
 		t.Errorf("%d traces, want 3", f.Traces())
+	}
+}
+
+// Models whose graphs follow one to three unknown sizes (a batch, a
+// sequence's length, an image's height and width), called at sizes drawn
+// at random: every call of the Function equals fn run eagerly (outputs,
+// loss, every variable's gradient), whether it traced, was built from the
+// rules, or was traced because the rules did not reach it.
+func TestSignatureModelsMatchEager(t *testing.T) {
+	rng := tensor.NewRNG(5)
+	f32 := tensor.Float32
+	conv := nn.NewSequential(nn.NewConv2D("c", rng, 3, 3, 2, 3, nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same}, Activation: ops.Relu}),
+		nn.NewLayerNorm("ln", 3, f32))
+	for _, c := range []struct {
+		name  string
+		model nn.Module
+		shape []int // -1 where the size varies
+	}{
+		{"mlp", nn.NewSequential(nn.NewDense("d1", rng, 6, 5, nn.DenseOpts{Activation: ops.Tanh}), nn.NewDense("d2", rng, 5, 3, nn.DenseOpts{})), []int{-1, 6}},
+		{"transformer", nn.NewTransformerBlock("tb", rng, 8, 2, nn.MultiHeadAttentionOpts{Causal: true}), []int{-1, -1, 8}},
+		{"lstm", &nn.RNN{Cell: nn.NewLSTMCell("lstm", rng, 4, 5, f32), ReturnSequences: true}, []int{-1, -1, 4}},
+		{"conv", conv, []int{-1, -1, -1, 2}},
+	} {
+		vars := c.model.Variables()
+		fn := func(a []T) []T {
+			tp := tape.New()
+			y := c.model.Forward(a[0])
+			loss := ops.Mean(ops.Square(y))
+			vals := make([]T, len(vars))
+			for i, v := range vars {
+				vals[i] = v.Value()
+			}
+			return append([]T{y, loss}, tp.Gradient(loss, vals...)...)
+		}
+		f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: f32, Shape: c.shape})
+		r := rand.New(rand.NewPCG(uint64(len(c.name)), 9))
+		var calls [][]T
+		for range 10 {
+			shape := slices.Clone(c.shape)
+			for d, n := range shape {
+				if n < 0 {
+					shape[d] = 1 + r.IntN(6)
+				}
+			}
+			calls = append(calls, []T{tensor.RandNormal(rng, f32, shape...)})
+		}
+		checkCalls(t, c.name, f, fn, calls, 1e-5)
+		t.Logf("%s: 10 calls, %d traces", c.name, f.Traces())
 	}
 }
