@@ -34,19 +34,26 @@ type swapped struct {
 func (s *swapped) Size() int { return s.n }
 
 // streamSync waits for the stream (inside ctx.Do); then the host blocks
-// that copies queued before it read are free again.
+// that copies queued before it read are free again. Those are the blocks
+// pending when it began: another goroutine may queue a copy, and retire
+// its block, while the stream is waited for, and that copy is not yet
+// done when the wait ends.
 func (d *Device) streamSync() error {
+	p := &d.host
+	p.mu.Lock()
+	n := len(p.pending)
+	p.mu.Unlock()
 	if err := d.ctx.StreamSynchronize(d.s); err != nil {
 		return err
 	}
-	p := &d.host
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, b := range p.pending {
+	for _, b := range p.pending[:n] {
 		c := classOf(len(b))
 		p.free[c] = append(p.free[c], b)
+		p.pendingBytes -= len(b)
 	}
-	p.pending, p.pendingBytes = p.pending[:0], 0
+	p.pending = append(p.pending[:0], p.pending[n:]...)
 	return nil
 }
 

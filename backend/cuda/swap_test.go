@@ -1,11 +1,13 @@
 package cuda
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -84,4 +86,54 @@ func TestUnreleasedBuffersReturn(t *testing.T) {
 		}
 	}
 	t.Fatalf("%d bytes still in use after collection, %d before", inUse(), base)
+}
+
+// Copies from the host queued on one goroutine while another waits for
+// the stream (a prefetching pipeline beside a training step) keep their
+// bytes: a staging block is reused only once the stream has passed the
+// copy that reads it, not when a wait that began before the copy was
+// queued ends. A bad batch once trained a step here.
+func TestCopiesFromHostKeepTheirBytesBesideAWait(t *testing.T) {
+	d := testGPU(t)
+	stop := make(chan struct{})
+	waits := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				waits <- nil
+				return
+			default:
+				if err := d.Synchronize(); err != nil {
+					waits <- err
+					return
+				}
+			}
+		}
+	}()
+	bufs := make([]device.Buffer, 20000)
+	for i := range bufs {
+		b, err := d.Alloc(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.CopyFromHost(b, 0, bytes.Repeat([]byte{byte(i)}, 64)); err != nil {
+			t.Fatal(err)
+		}
+		bufs[i] = b
+	}
+	close(stop)
+	if err := <-waits; err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 64)
+	for i, b := range bufs {
+		if err := d.CopyToHost(got, b, 0); err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.Repeat([]byte{byte(i)}, 64); !bytes.Equal(got, want) {
+			t.Fatalf("buffer %d holds %v, want %d in every byte", i, got[:8], byte(i))
+		}
+		d.Free(b)
+	}
 }
