@@ -3,7 +3,6 @@ package eager_test
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -181,21 +180,5 @@ func TestSecondCPUDevicePlacement(t *testing.T) {
 	back, err := y.To(device.Host())
 	if err != nil || back.Device() != device.Device(device.Host()) || tensor.ToSlice[float32](back)[5] != 16 {
 		t.Errorf("back to cpu:0: %v", err)
-	}
-}
-
-// A program of tensor and ops alone links no backend; its first op tells
-// it what to import.
-func TestAProgramWithoutABackendIsToldWhichToImport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a program")
-	}
-	out, err := exec.Command("go", "run", "./testdata/nobackend").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go run ./testdata/nobackend: %v\n%s", err, out)
-	}
-	want := `no CPU backend is linked into this program: import _ "github.com/eagerflow/eagerflow/backend/cpu"`
-	if !strings.Contains(string(out), want) {
-		t.Errorf("the program printed %q, want it to say %q", out, want)
 	}
 }
