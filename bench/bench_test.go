@@ -240,6 +240,19 @@ func BenchmarkAvgPoolTrainStep(b *testing.B) {
 	})
 }
 
+// BenchmarkPoolTrainStepNCHW: max and average pooling forward and
+// backward on a [128 32 28 28] NCHW batch, 2x2 and 3x3 at a stride of 2
+// with SAME padding.
+func BenchmarkPoolTrainStepNCHW(b *testing.B) {
+	x := tensor.RandNormal(tensor.NewRNG(6), tensor.Float32, 128, 32, 28, 28)
+	tiled := ops.PoolOpts{Size: [2]int{2, 2}, Format: ops.NCHW}
+	same := ops.PoolOpts{Size: [2]int{3, 3}, Strides: [2]int{2, 2}, Padding: ops.Same, Format: ops.NCHW}
+	b.Run("max2x2", func(b *testing.B) { benchPool(b, x, tiled, ops.MaxPool2D) })
+	b.Run("avg2x2", func(b *testing.B) { benchPool(b, x, tiled, ops.AvgPool2D) })
+	b.Run("max3x3s2", func(b *testing.B) { benchPool(b, x, same, ops.MaxPool2D) })
+	b.Run("avg3x3s2", func(b *testing.B) { benchPool(b, x, same, ops.AvgPool2D) })
+}
+
 // benchPool times pool of x under o, forward and backward.
 func benchPool(b *testing.B, x *tensor.Tensor, o ops.PoolOpts, pool func(*tensor.Tensor, ops.PoolOpts) *tensor.Tensor) {
 	b.ReportAllocs()

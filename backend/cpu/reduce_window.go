@@ -197,6 +197,10 @@ func selectAndScatterKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) 
 		chanScatterClipped(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
 		return
 	}
+	if p, ok := paddedPlaneOf(x.Shape(), a.Window); ok {
+		planeScatterClipped(deviceOf(c), p, data[T](x), src, ov, a.Select == ops.SelectGE, fill)
+		return
+	}
 	fill(ov)
 	g := geometryOf(c, x.Shape(), a.Window)
 	selected(deviceOf(c), g, g.separableRows(a.Window), data[T](x), a.Select, func(i, at int) { ov[at] += src[i] })

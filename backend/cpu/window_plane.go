@@ -79,74 +79,72 @@ func (p planeWindow) rows(dev *device.CPUDevice, band func(lo, hi int), fn func(
 	})
 }
 
-// reduce is ReduceWindow's kernel on a plane window (padded or not: a
-// padding tap counts as init).
+// planeReduce is ReduceWindow's kernel on a plane window (padded or not:
+// a padding tap counts as init). Unpadded 2x2 max windows take their
+// vector kernel; the rest reduce each output row's window rows into one
+// row first (whole rows, vector kernels for float32), then along it, so
+// that windows side by side share the rows' work.
 func planeReduce[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
-	if p.padded {
-		planeReducePadded(dev, p, x, out, init, kind)
-		return
-	}
-	p.rows(dev, nil, func(x0, o0 int) {
-		o := out[o0 : o0+p.ow]
-		if kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
-			reduceMax2x2(o, x[x0:x0+p.w], x[x0+p.w:x0+2*p.w], init, p.sw)
-			return
-		}
-		for j := range o {
-			acc := init
-			for i := 0; i < p.kh; i++ {
-				row := x[x0+i*p.w+j*p.sw:][:p.kw]
-				switch kind {
-				case ops.ReduceMax:
-					for _, v := range row {
-						acc = max(acc, v)
-					}
-				case ops.ReduceMin:
-					for _, v := range row {
-						acc = min(acc, v)
-					}
-				default:
-					for _, v := range row {
-						acc += v
-					}
-				}
-			}
-			o[j] = acc
-		}
-	})
-}
-
-// planeReducePadded is planeReduce of a padded window: each window's taps
-// cut to the plane, a padding tap counting as init.
-func planeReducePadded[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, out []T, init T, kind ops.ReduceKind) {
 	dev.Parallel(p.planes*p.oh, float64(p.ow*p.kh*p.kw), func(lo, hi int) {
+		v := make([]T, p.w) // the output row's window rows, reduced
+		taps := make([]int, 0, p.kh)
 		for r := lo; r < hi; r++ {
 			plane, oh := r/p.oh, r%p.oh
 			top := oh*p.sh - p.pt
-			i0, i1 := max(0, -top), min(p.kh, p.h-top)
 			o := out[r*p.ow : (r+1)*p.ow]
+			if !p.padded && kind == ops.ReduceMax && p.kh == 2 && p.kw == 2 {
+				x0 := (plane*p.h + top) * p.w
+				reduceMax2x2(o, x[x0:x0+p.w], x[x0+p.w:x0+2*p.w], init, p.sw)
+				continue
+			}
+			taps = taps[:0]
+			for i := max(0, -top); i < min(p.kh, p.h-top); i++ {
+				taps = append(taps, (plane*p.h+top+i)*p.w)
+			}
+			reduceRows(v, x, taps, init, kind)
 			for j := range o {
 				left := j*p.sw - p.pl
 				j0, j1 := max(0, -left), min(p.kw, p.w-left)
 				acc := init
 				if kind == ops.ReduceSum && init != 0 { // init once more for each padding tap
-					for range p.kh*p.kw - max(i1-i0, 0)*max(j1-j0, 0) {
+					for range p.kh*p.kw - len(taps)*max(j1-j0, 0) {
 						acc += init
 					}
 				}
-				for i := i0; i < i1; i++ {
-					if j0 >= j1 {
-						break
-					}
-					at := (plane*p.h+top+i)*p.w + left
-					for _, v := range x[at+j0 : at+j1] {
-						acc = fold(kind, acc, v)
+				if len(taps) > 0 && j0 < j1 {
+					for _, e := range v[left+j0 : left+j1] {
+						acc = fold(kind, acc, e)
 					}
 				}
 				o[j] = acc
 			}
 		}
 	})
+}
+
+// reduceRows sets v (len(v) elements) to the rows of x at offsets taps
+// reduced elementwise by kind: max with init too, a sum or min of the
+// rows alone (nothing where taps is empty).
+func reduceRows[T tensor.Num](v, x []T, taps []int, init T, kind ops.ReduceKind) {
+	if len(taps) == 0 {
+		return
+	}
+	n := len(v)
+	if kind == ops.ReduceMax {
+		reduceMaxChan(v, x, taps, init)
+		return
+	}
+	copy(v, x[taps[0]:][:n])
+	for _, tap := range taps[1:] {
+		row := x[tap:][:n]
+		if kind == ops.ReduceMin {
+			for k, e := range row {
+				v[k] = min(v[k], e)
+			}
+			continue
+		}
+		addInto(v, row)
+	}
 }
 
 // reduceMax2x2 sets o[j] to the largest of init and the 2x2 window at
@@ -201,6 +199,81 @@ func planeScatter[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, ou
 			out[at] += v
 		}
 	})
+}
+
+// planeScatterClipped is SelectAndScatter's kernel on any plane window,
+// padded or overlapping (a padding tap is never chosen; a window on
+// padding alone drops its source value): fill initialises out, then each
+// window's source value goes to its first largest (ge) or smallest tap in
+// row-major order, the first NaN if any. A plane at a time (its windows
+// may share taps), an output row at a time: each column's extreme over
+// the window rows and the first row holding it, then each window's
+// extreme over its columns and, among the columns holding it, the one
+// whose row comes first.
+func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, src, out []T, ge bool, fill func([]T)) {
+	plane := p.h * p.w
+	dev.Parallel(p.planes, float64(plane*p.kh*4), func(lo, hi int) {
+		fill(out[lo*plane : hi*plane])
+		best, first := make([]T, p.w), make([]int, p.w) // per column: its extreme, where it first is
+		for pl := lo; pl < hi; pl++ {
+			xp, op := x[pl*plane:][:plane], out[pl*plane:][:plane]
+			for oh := range p.oh {
+				top := oh*p.sh - p.pt
+				i0, i1 := max(0, -top), min(p.kh, p.h-top)
+				if i0 >= i1 {
+					continue
+				}
+				// Without branches (which tap wins is unpredictable).
+				for c := range best {
+					at := (top+i0)*p.w + c
+					b := xp[at]
+					for i := i0 + 1; i < i1; i++ {
+						here := (top+i)*p.w + c
+						v := xp[here]
+						at += (here - at) * wins(v, b, ge)
+						b = extremeOf(b, v, ge)
+					}
+					best[c], first[c] = b, at
+				}
+				s := src[(pl*p.oh+oh)*p.ow:][:p.ow]
+				for ow, v := range s {
+					left := ow*p.sw - p.pl
+					c0, c1 := left+max(0, -left), left+min(p.kw, p.w-left)
+					if c0 >= c1 {
+						continue
+					}
+					// Among columns as extreme, the tap first in row-major
+					// order: the least offset.
+					b, at := best[c0], first[c0]
+					for c := c0 + 1; c < c1; c++ {
+						e, f := best[c], first[c]
+						at += (min(at, f) - at) * (b2i(e == b) | b2i(e != e)&b2i(b != b))
+						at += (f - at) * wins(e, b, ge)
+						b = extremeOf(b, e, ge)
+					}
+					op[at] += v
+				}
+			}
+		}
+	})
+}
+
+// wins is 1 where v beats b (larger, ge, or smaller; a NaN beats a
+// number), else 0, without a branch.
+func wins[T tensor.Num](v, b T, ge bool) int {
+	nan := b2i(v != v) & b2i(b == b)
+	if ge {
+		return b2i(v > b) | nan
+	}
+	return b2i(v < b) | nan
+}
+
+// extremeOf is the larger (ge) or smaller of a and b, NaN if either is.
+func extremeOf[T tensor.Num](a, b T, ge bool) T {
+	if ge {
+		return max(a, b)
+	}
+	return min(a, b)
 }
 
 // scatterMax2x2 is planeScatter's loop for 2x2 max windows over one

@@ -36,6 +36,10 @@ func cover(i, k, s, pad, n int) (lo, hi int) {
 // each element, plus init for each of a result window's taps on no
 // window (none where init is zero, the identity ops gives).
 func spreadSums[T tensor.Num](dev *device.CPUDevice, p ops.Pooling2D, dy, out []T, init T) {
+	if !p.NHWC && init == 0 {
+		spreadPlanes(dev, p, dy, out)
+		return
+	}
 	dev.Parallel(rows(p), float64(p.W*max(p.C, 1)*4), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			img, ih := r/p.H, r%p.H // img is an image (NHWC) or a plane (NCHW)
@@ -74,6 +78,53 @@ func spreadSums[T tensor.Num](dev *device.CPUDevice, p ops.Pooling2D, dy, out []
 					}
 				}
 				out[r*p.W+iw] = acc
+			}
+		}
+	})
+}
+
+// spreadPlanes is spreadSums over NCHW planes with init 0, in two passes a
+// plane: each dy row spread along the plane's columns (every column the
+// sum of the row's windows over it), then each row of out the sum of the
+// spread rows whose windows cover it (whole rows, the vector add for
+// float32).
+func spreadPlanes[T tensor.Num](dev *device.CPUDevice, p ops.Pooling2D, dy, out []T) {
+	// The windows over each column and each row, [lo, hi) (hi >= lo).
+	cols, rows := make([][2]int, p.W), make([][2]int, p.H)
+	for iw := range cols {
+		lo, hi := cover(iw, p.KW, p.SW, p.PW, p.OW)
+		cols[iw] = [2]int{lo, max(hi, lo)}
+	}
+	for ih := range rows {
+		lo, hi := cover(ih, p.KH, p.SH, p.PH, p.OH)
+		rows[ih] = [2]int{lo, max(hi, lo)}
+	}
+	dev.Parallel(p.N*p.C, float64(p.H*p.W*4), func(lo, hi int) {
+		spread := make([]T, p.OH*p.W)
+		for plane := lo; plane < hi; plane++ {
+			g := dy[plane*p.OH*p.OW:][:p.OH*p.OW]
+			for a := range p.OH {
+				row, s := g[a*p.OW:][:p.OW], spread[a*p.W:][:p.W]
+				for iw, c := range cols {
+					var acc T
+					for _, v := range row[c[0]:c[1]] {
+						acc += v
+					}
+					s[iw] = acc
+				}
+			}
+			o := out[plane*p.H*p.W:][:p.H*p.W]
+			for ih, c := range rows {
+				ohLo, ohHi := c[0], c[1]
+				r := o[ih*p.W:][:p.W]
+				if ohLo >= ohHi {
+					clear(r)
+					continue
+				}
+				copy(r, spread[ohLo*p.W:][:p.W])
+				for a := ohLo + 1; a < ohHi; a++ {
+					addInto(r, spread[a*p.W:][:p.W])
+				}
 			}
 		}
 	})

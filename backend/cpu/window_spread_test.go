@@ -19,7 +19,7 @@ func TestSpreadSumsAddEachWindowToItsTaps(t *testing.T) {
 	dev := device.Host()
 	for trial := range 400 {
 		nhwc := trial%2 == 0
-		n, h, w, c := 1+r.IntN(2), 1+r.IntN(9), 1+r.IntN(9), 1+r.IntN(5)
+		n, h, w, c := 1+r.IntN(2), 1+r.IntN(9), 1+r.IntN(20), 1+r.IntN(5)
 		kh, kw := 1+r.IntN(3), 1+r.IntN(3)
 		sh, sw := 1+r.IntN(3), 1+r.IntN(3)
 		ph, pw := [2]int{r.IntN(kh), r.IntN(kh)}, [2]int{r.IntN(kw), r.IntN(kw)}
@@ -54,6 +54,11 @@ func TestSpreadSumsAddEachWindowToItsTaps(t *testing.T) {
 		}
 		got, want := make([]float64, outShape.NumElements()), make([]float64, outShape.NumElements())
 		spreadSums(dev, p, dy, got, 0)
+		dy32, got32 := make([]float32, len(dy)), make([]float32, len(got)) // the vector kernels'
+		for i, v := range dy {
+			dy32[i] = float32(v)
+		}
+		spreadSums(dev, p, dy32, got32, 0)
 		for img := range n {
 			for k := range c {
 				for y := range oh {
@@ -71,9 +76,9 @@ func TestSpreadSumsAddEachWindowToItsTaps(t *testing.T) {
 			}
 		}
 		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("trial %d (nhwc %v, %dx%d windows at %dx%d, padding %v %v over %v): element %d is %v, want %v",
-					trial, nhwc, kh, kw, sh, sw, ph, pw, outShape, i, got[i], want[i])
+			if got[i] != want[i] || float64(got32[i]) != want[i] {
+				t.Fatalf("trial %d (nhwc %v, %dx%d windows at %dx%d, padding %v %v over %v): element %d is %v (float32 %v), want %v",
+					trial, nhwc, kh, kw, sh, sw, ph, pw, outShape, i, got[i], got32[i], want[i])
 			}
 		}
 	}

@@ -115,8 +115,8 @@ def torch_benches():
     # the same 14x14 windows.
     xn = torch.randn(128, 32, 28, 28).to(memory_format=torch.channels_last).requires_grad_()
 
-    def pool_grad(pool):
-        return lambda: torch.autograd.grad(pool(xn).sum(), (xn,))
+    def pool_grad(pool, x=xn):
+        return lambda: torch.autograd.grad(pool(x).sum(), (x,))
 
     max_pool, avg_pool = torch.nn.functional.max_pool2d, torch.nn.functional.avg_pool2d
     report("BenchmarkTorchMaxPoolTrainStepNHWC", pool_grad(lambda x: max_pool(x, 2)))
@@ -124,6 +124,12 @@ def torch_benches():
     report("BenchmarkTorchAvgPoolTrainStep/2x2", pool_grad(lambda x: avg_pool(x, 2)))
     report("BenchmarkTorchAvgPoolTrainStep/3x3s2",
            pool_grad(lambda x: avg_pool(x, 3, 2, padding=1, count_include_pad=False)))
+    xc = torch.randn(128, 32, 28, 28).requires_grad_()  # BenchmarkPoolTrainStepNCHW
+    report("BenchmarkTorchPoolTrainStepNCHW/max2x2", pool_grad(lambda x: max_pool(x, 2), xc))
+    report("BenchmarkTorchPoolTrainStepNCHW/avg2x2", pool_grad(lambda x: avg_pool(x, 2), xc))
+    report("BenchmarkTorchPoolTrainStepNCHW/max3x3s2", pool_grad(lambda x: max_pool(x, 3, 2, padding=1), xc))
+    report("BenchmarkTorchPoolTrainStepNCHW/avg3x3s2",
+           pool_grad(lambda x: avg_pool(x, 3, 2, padding=1, count_include_pad=False), xc))
 
     torch.manual_seed(11)
     wr = (torch.randn(128, 128) * 0.08).requires_grad_()
