@@ -117,3 +117,7 @@ func smaxchantaps(o, x *float32, taps *int, ntaps int, init float32, n int) int 
 func smaxscatterchantaps(out, x, src *float32, taps *int, ntaps, n int) int {
 	panic("cpu: no vector kernel in this build")
 }
+
+func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) int {
+	panic("cpu: no vector kernel in this build")
+}

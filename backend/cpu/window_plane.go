@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -215,6 +217,7 @@ func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, 
 	dev.Parallel(p.planes, float64(plane*p.kh*4), func(lo, hi int) {
 		fill(out[lo*plane : hi*plane])
 		best, first := make([]T, p.w), make([]int, p.w) // per column: its extreme, where it first is
+		rows, tap := make([]int, 0, p.kh), make([]int32, p.w)
 		for pl := lo; pl < hi; pl++ {
 			xp, op := x[pl*plane:][:plane], out[pl*plane:][:plane]
 			for oh := range p.oh {
@@ -223,18 +226,11 @@ func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, 
 				if i0 >= i1 {
 					continue
 				}
-				// Without branches (which tap wins is unpredictable).
-				for c := range best {
-					at := (top+i0)*p.w + c
-					b := xp[at]
-					for i := i0 + 1; i < i1; i++ {
-						here := (top+i)*p.w + c
-						v := xp[here]
-						at += (here - at) * wins(v, b, ge)
-						b = extremeOf(b, v, ge)
-					}
-					best[c], first[c] = b, at
+				rows = rows[:0]
+				for i := i0; i < i1; i++ {
+					rows = append(rows, (top+i)*p.w)
 				}
+				columnExtremes(xp, rows, best, first, tap, ge)
 				s := src[(pl*p.oh+oh)*p.ow:][:p.ow]
 				for ow, v := range s {
 					left := ow*p.sw - p.pl
@@ -256,6 +252,46 @@ func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, 
 			}
 		}
 	})
+}
+
+// columnExtremes sets best[c] to the largest (ge) or smallest of column
+// c of the rows of x at offsets rows (at least one), NaN if one is, and
+// first[c] to the offset of the first holding it; tap is scratch. Without
+// branches (which row wins is unpredictable); eight columns at a time
+// where the vector kernel takes them (float32, largest).
+func columnExtremes[T tensor.Num](x []T, rows []int, best []T, first []int, tap []int32, ge bool) {
+	loop := func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			at := rows[0] + c
+			b := x[at]
+			for _, r := range rows[1:] {
+				v := x[r+c]
+				at += (r + c - at) * wins(v, b, ge)
+				b = extremeOf(b, v, ge)
+			}
+			best[c], first[c] = b, at
+		}
+	}
+	x32, ok := any(x).([]float32)
+	if !ok || !ge || !haveVecKernels {
+		loop(0, len(best))
+		return
+	}
+	b32, n := any(best).([]float32), len(best)
+	_ = x32[slices.Max(rows)+n-1] // every row in range
+	c := 0
+	for n-c >= 8 {
+		done := smaxcols(&b32[c], &tap[c], &x32[c], &rows[0], len(rows), n-c)
+		for k := c; k < c+done; k++ {
+			first[k] = rows[tap[k]] + k
+		}
+		if c += done; n-c < 8 {
+			break
+		}
+		loop(c, c+8) // a block with a NaN
+		c += 8
+	}
+	loop(c, n)
 }
 
 // wins is 1 where v beats b (larger, ge, or smaller; a NaN beats a

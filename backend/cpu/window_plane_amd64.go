@@ -2,10 +2,14 @@
 
 package cpu
 
-// The 2x2 stride-2 max pooling kernels of window_plane_amd64.s (AVX2).
+// The max pooling kernels of window_plane_amd64.s (AVX2): 2x2 at a
+// stride of 2, and the columns of any window.
 
 //go:noescape
 func smaxscatter2x2(out0, out1, r0, r1, src *float32, n int) int
 
 //go:noescape
 func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int
+
+//go:noescape
+func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) int

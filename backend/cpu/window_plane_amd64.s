@@ -269,3 +269,72 @@ mpdone:
 	VZEROUPPER
 	MOVQ AX, ret+40(FP)
 	RET
+
+// func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) int
+// For each column k < n, eight at a time: best[k] = the largest of
+// x[taps[t]+k] over the taps (ntaps of them, at least one), first[k] =
+// the first t holding it. It returns how many columns it did, a multiple
+// of 8, stopping before the first block with a NaN (the Go loop takes
+// those).
+TEXT ·smaxcols(SB), NOSPLIT, $0-56
+	MOVQ best+0(FP), DI
+	MOVQ first+8(FP), R11
+	MOVQ x+16(FP), SI
+	MOVQ taps+24(FP), BX
+	MOVQ ntaps+32(FP), R12
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+colloop:
+	CMPQ    CX, $8
+	JL      coldone
+	MOVQ    (BX), R10
+	VMOVUPS (SI)(R10*4), Y0   // the largest
+	VCMPPS  $3, Y0, Y0, Y5    // the lanes with a NaN
+	MOVQ    $1, R9
+
+colmax:
+	CMPQ    R9, R12
+	JGE     colmaxed
+	MOVQ    (BX)(R9*8), R10
+	VMOVUPS (SI)(R10*4), Y1
+	VCMPPS  $3, Y1, Y1, Y4
+	VORPS   Y4, Y5, Y5
+	VMAXPS  Y1, Y0, Y0
+	INCQ    R9
+	JMP     colmax
+
+colmaxed:
+	VMOVMSKPS    Y5, R10
+	TESTL        R10, R10
+	JNZ          coldone
+	MOVQ         R12, R9
+	DECQ         R9
+	MOVQ         R9, X9
+	VPBROADCASTD X9, Y6       // the first tap holding it, from the last down
+
+colfirst:
+	DECQ         R9
+	JL           colstore
+	MOVQ         (BX)(R9*8), R10
+	VMOVUPS      (SI)(R10*4), Y1
+	VCMPPS       $0, Y0, Y1, Y2
+	MOVQ         R9, X9
+	VPBROADCASTD X9, Y7
+	VBLENDVPS    Y2, Y7, Y6, Y6
+	JMP          colfirst
+
+colstore:
+	VMOVUPS Y0, (DI)
+	VMOVDQU Y6, (R11)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	ADDQ    $8, AX
+	SUBQ    $8, CX
+	JMP     colloop
+
+coldone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET
