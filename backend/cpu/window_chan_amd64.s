@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "window_amd64.h"
 
 // The 2x2 max pooling kernels of window_chan.go (NHWC), eight channels at
 // a time: a window's four taps are four vectors of channels, at a, b (the
@@ -198,28 +199,9 @@ TEXT ·smaxscatterchantaps(SB), NOSPLIT, $0-56
 	XORQ AX, AX
 
 stloop:
-	CMPQ    CX, $8
-	JL      stdone
-	MOVQ    (BX), R10
-	VMOVUPS (SI)(R10*4), Y0   // best
-	VCMPPS  $3, Y0, Y0, Y5    // the lanes with a NaN tap
-	MOVQ    $1, R9
-
-stmax:
-	CMPQ    R9, R12
-	JGE     stmaxed
-	MOVQ    (BX)(R9*8), R10
-	VMOVUPS (SI)(R10*4), Y1
-	VCMPPS  $3, Y1, Y1, Y4
-	VORPS   Y4, Y5, Y5
-	VMAXPS  Y1, Y0, Y0
-	INCQ    R9
-	JMP     stmax
-
-stmaxed:
-	VMOVMSKPS Y5, R10
-	TESTL     R10, R10
-	JNZ       stdone
+	CMPQ CX, $8
+	JL   stdone
+	TAPSMAX(stmax, stmaxed, stdone)
 	VMOVUPS   (DX), Y10
 	VXORPS    Y7, Y7, Y7      // the lanes taken
 	XORQ      R9, R9

@@ -81,31 +81,64 @@ func TestChanWindowsMatchGeneral(t *testing.T) {
 	}
 }
 
-// Padded and overlapping channel windows (SAME pooling's backward) scatter
-// as the general geometry does: ties, NaNs, windows on padding alone,
-// channels past the vector kernels' blocks, float32 (vector kernels) and
-// float64, on one goroutine and on the workers.
-func TestChanScatterClippedMatchesGeneral(t *testing.T) {
+// Padded and overlapping channel windows (NHWC) and plane windows (NCHW),
+// SAME pooling's backward, scatter as the general geometry does: ties,
+// NaNs, signed zeros, windows on padding alone, channels and columns past
+// the vector kernels' blocks, float32 (vector kernels) and float64,
+// largest and smallest.
+func TestClippedScattersMatchGeneral(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for trial := range 400 {
-		n, h, w, c := 1+r.IntN(3), 1+r.IntN(9), 1+r.IntN(9), 1+r.IntN(21)
+	for trial := range 800 {
+		nhwc := trial%2 == 0
+		n, h, w, c := 1+r.IntN(3), 1+r.IntN(9), 1+r.IntN(12), 1+r.IntN(21)
 		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
 		ph, pw := [2]int{r.IntN(kh + 1), r.IntN(kh + 1)}, [2]int{r.IntN(kw + 1), r.IntN(kw + 1)}
+		sh, sw := 1+r.IntN(3), 1+r.IntN(3)
 		shape := tensor.Shape{n, h, w, c}
-		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, 1 + r.IntN(3), 1 + r.IntN(3), 1},
+		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1},
 			Padding: [][2]int{{}, ph, pw, {}}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-		p, ok := paddedChanOf(shape, win)
-		if !ok {
-			continue // no window fits
+		scatter := func(x, src, out []float32, ge bool, fill func([]float32)) {}
+		scatter64 := func(x, src, out []float64, ge bool, fill func([]float64)) {}
+		outs := 0
+		if nhwc {
+			p, ok := paddedChanOf(shape, win)
+			if !ok {
+				continue // no window fits
+			}
+			scatter = func(x, src, out []float32, ge bool, fill func([]float32)) {
+				chanScatterClipped(device.Host(), p, x, src, out, ge, fill)
+			}
+			scatter64 = func(x, src, out []float64, ge bool, fill func([]float64)) {
+				chanScatterClipped(device.Host(), p, x, src, out, ge, fill)
+			}
+			outs = n * p.oh * p.ow * c
+		} else {
+			c = 1 + r.IntN(3)
+			shape = tensor.Shape{n, c, h, w}
+			win.Dims, win.Strides, win.Padding = []int{1, 1, kh, kw}, []int{1, 1, sh, sw}, [][2]int{{}, {}, ph, pw}
+			p, ok := paddedPlaneOf(shape, win)
+			if !ok {
+				continue
+			}
+			scatter = func(x, src, out []float32, ge bool, fill func([]float32)) {
+				planeScatterClipped(device.Host(), p, x, src, out, ge, fill)
+			}
+			scatter64 = func(x, src, out []float64, ge bool, fill func([]float64)) {
+				planeScatterClipped(device.Host(), p, x, src, out, ge, fill)
+			}
+			outs = n * c * p.oh * p.ow
 		}
 		x := make([]float32, shape.NumElements())
 		for i := range x {
 			x[i] = float32(r.IntN(4)) - 1.5 // many ties
-			if r.IntN(60) == 0 {
+			switch r.IntN(50) {
+			case 0:
 				x[i] = float32(math.NaN())
+			case 1:
+				x[i] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
 			}
 		}
-		src := make([]float32, n*p.oh*p.ow*c)
+		src := make([]float32, outs)
 		for i := range src {
 			src[i] = float32(1 + r.IntN(100))
 		}
@@ -116,9 +149,9 @@ func TestChanScatterClippedMatchesGeneral(t *testing.T) {
 			selected(device.Host(), g, false, x, kind, func(i, at int) { want[at] += src[i] })
 			got := make([]float32, len(x))
 			fillWith(got, 999) // the fill must reach every element
-			chanScatterClipped(device.Host(), p, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
+			scatter(x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
 			got64 := make([]float64, len(x))
-			chanScatterClipped(device.Host(), p, widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
+			scatter64(widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
 			for i := range got {
 				if got[i] != want[i] || float32(got64[i]) != want[i] {
 					t.Fatalf("trial %d %v window %v strides %v padding %v, select %v: element %d got %v (float64 %v), want %v",

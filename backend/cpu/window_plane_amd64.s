@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "window_amd64.h"
 
 // The 2x2 stride-2 max pooling kernels of window_plane.go, eight windows
 // at a time.
@@ -286,28 +287,9 @@ TEXT ·smaxcols(SB), NOSPLIT, $0-56
 	XORQ AX, AX
 
 colloop:
-	CMPQ    CX, $8
-	JL      coldone
-	MOVQ    (BX), R10
-	VMOVUPS (SI)(R10*4), Y0   // the largest
-	VCMPPS  $3, Y0, Y0, Y5    // the lanes with a NaN
-	MOVQ    $1, R9
-
-colmax:
-	CMPQ    R9, R12
-	JGE     colmaxed
-	MOVQ    (BX)(R9*8), R10
-	VMOVUPS (SI)(R10*4), Y1
-	VCMPPS  $3, Y1, Y1, Y4
-	VORPS   Y4, Y5, Y5
-	VMAXPS  Y1, Y0, Y0
-	INCQ    R9
-	JMP     colmax
-
-colmaxed:
-	VMOVMSKPS    Y5, R10
-	TESTL        R10, R10
-	JNZ          coldone
+	CMPQ CX, $8
+	JL   coldone
+	TAPSMAX(colmax, colmaxed, coldone)
 	MOVQ         R12, R9
 	DECQ         R9
 	MOVQ         R9, X9

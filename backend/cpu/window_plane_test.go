@@ -3,10 +3,8 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -153,56 +151,6 @@ func maxPool2x2Rows(t *testing.T, w int) {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("init %v: element %d (plane %d, row %d, column %d) = %v, want %v",
 					init, i, i/(h*w), i%(h*w)/w, i%w, got[i], want[i])
-			}
-		}
-	}
-}
-
-// Padded and overlapping plane windows (NCHW SAME pooling's backward)
-// scatter as the general geometry does: ties, NaNs, signed zeros, windows
-// on padding alone, float32 and float64, largest and smallest.
-func TestPlaneScatterClippedMatchesGeneral(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for trial := range 400 {
-		n, c, h, w := 1+r.IntN(2), 1+r.IntN(3), 1+r.IntN(9), 1+r.IntN(12)
-		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
-		ph, pw := [2]int{r.IntN(kh + 1), r.IntN(kh + 1)}, [2]int{r.IntN(kw + 1), r.IntN(kw + 1)}
-		shape := tensor.Shape{n, c, h, w}
-		win := ops.Window{Dims: []int{1, 1, kh, kw}, Strides: []int{1, 1, 1 + r.IntN(3), 1 + r.IntN(3)},
-			Padding: [][2]int{{}, {}, ph, pw}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-		p, ok := paddedPlaneOf(shape, win)
-		if !ok {
-			continue // no window fits
-		}
-		x := make([]float32, shape.NumElements())
-		for i := range x {
-			x[i] = float32(r.IntN(4)) - 1.5 // many ties
-			switch r.IntN(40) {
-			case 0:
-				x[i] = float32(math.NaN())
-			case 1:
-				x[i] = float32(math.Copysign(0, float64(r.IntN(2)*2-1)))
-			}
-		}
-		src := make([]float32, n*c*p.oh*p.ow)
-		for i := range src {
-			src[i] = float32(1 + r.IntN(100))
-		}
-		g := kernelGeometry(shape, win)
-		for _, kind := range []ops.SelectKind{ops.SelectGE, ops.SelectLE} {
-			want := make([]float32, len(x))
-			fillWith(want, 0.25)
-			selected(device.Host(), g, false, x, kind, func(i, at int) { want[at] += src[i] })
-			got := make([]float32, len(x))
-			fillWith(got, 999) // the fill must reach every element
-			planeScatterClipped(device.Host(), p, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
-			got64 := make([]float64, len(x))
-			planeScatterClipped(device.Host(), p, widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
-			for i := range got {
-				if got[i] != want[i] || float32(got64[i]) != want[i] {
-					t.Fatalf("trial %d %v window %v strides %v padding %v, select %v: element %d got %v (float64 %v), want %v",
-						trial, shape, win.Dims, win.Strides, win.Padding, kind, i, got[i], got64[i], want[i])
-				}
 			}
 		}
 	}
