@@ -497,7 +497,7 @@ func (f *Function) call(args []*tensor.Tensor, wantOwned bool) ([]*tensor.Tensor
 	key := signature(args)
 	f.mu.Lock()
 	tr := f.graphs[key]
-	if sizes := unknownSizes(f.sig, args); tr == nil && f.gen.trusted && f.gen.covers(sizes) {
+	if sizes := unknownSizes(f.sig, args); tr == nil && f.gen.trusted && !f.gen.check && f.gen.covers(sizes) {
 		var err error
 		if tr, err = f.gen.build(sizes); err != nil {
 			f.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -39,7 +40,10 @@ import (
 // number otherwise than by a multiple or a fraction (min(n, 4), n/2
 // rounded down, an if on n) can agree with a multiple at every traced size
 // and not at the next. Give such a function no signature: NewFunction
-// traces each size it meets.
+// traces each size it meets. EAGERFLOW_DEBUG=sizes makes every Function
+// made with a signature trace each new size as well and compare the
+// trace with the graph its rules build, saying where they differ (Logf):
+// a check to run a program under once.
 
 // InputSpec is one argument of a Function's input signature: its dtype and
 // shape, where -1 marks a dimension that may differ from call to call.
@@ -69,6 +73,7 @@ func (s InputSpec) String() string {
 func NewFunctionWithSignature(fn func(args []*tensor.Tensor) []*tensor.Tensor, sig ...InputSpec) *Function {
 	f := NewFunction(fn)
 	f.sig = slices.Clone(sig)
+	f.gen.check = strings.Contains(os.Getenv("EAGERFLOW_DEBUG"), "sizes")
 	return f
 }
 
@@ -86,6 +91,9 @@ type sizeRules struct {
 	trusted  bool
 	failed   bool
 	outside  bool // a size outside the rules' reach was traced and logged
+	// check (EAGERFLOW_DEBUG=sizes) traces every size the rules would
+	// build too, and compares: a way to see that fn's numbers follow them.
+	check bool
 }
 
 // learn takes the trace tr made at sizes (signature key) and returns a note
@@ -93,7 +101,19 @@ type sizeRules struct {
 func (r *sizeRules) learn(tr *traced, sizes []int, key string) string {
 	g := tr.g
 	switch {
-	case r.trusted && !r.outside:
+	case r.trusted && r.check && !r.failed && r.covers(sizes):
+		built, err := r.gen.instantiate(sizes)
+		if err == nil {
+			err = sameGraph(built, g, nearTensor)
+		}
+		if err == nil {
+			return ""
+		}
+		r.failed = true
+		return fmt.Sprintf("trace: EAGERFLOW_DEBUG=sizes: at %s the graph the rules build differs from fn's trace (%v): "+
+			"fn makes a number from a size otherwise than its traces at %v showed (see NewFunctionWithSignature); it traces once per size",
+			key, err, r.learned)
+	case r.trusted && !r.outside && !r.failed:
 		r.outside = true
 		return fmt.Sprintf("trace: Function's sizes at %s are outside what its traces at %v showed of them "+
 			"(a size that never varied there, or sizes that varied only in proportion, now do otherwise); "+

@@ -261,3 +261,26 @@ func TestSignatureModelsMatchEager(t *testing.T) {
 		t.Logf("%s: 10 calls, %d traces", c.name, f.Traces())
 	}
 }
+
+// A number made from a size by a rule the traces cannot see (min(n, 4)
+// agrees with n at sizes 1, 2 and 3): EAGERFLOW_DEBUG=sizes traces the
+// next sizes too and says where the rules' graph differs; every call's
+// result is fn's.
+func TestSignatureCheckFindsSizesNoRuleFollows(t *testing.T) {
+	t.Setenv("EAGERFLOW_DEBUG", "sizes")
+	fn := func(a []T) []T {
+		k := min(a[0].Dim(0), 4) // the first (at most) four rows
+		return []T{ops.Sum(ops.Index(a[0], ops.Until(k)), 0)}
+	}
+	var logged []string
+	f := trace.NewFunctionWithSignature(fn, trace.InputSpec{DType: tensor.Float32, Shape: []int{-1, 2}})
+	f.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	var calls [][]T
+	for i, n := range []int{1, 2, 3, 3, 6, 8, 6} {
+		calls = append(calls, []T{tensor.RandNormal(tensor.NewRNG(uint64(i)), tensor.Float32, n, 2)})
+	}
+	checkCalls(t, "min", f, fn, calls, 0)
+	if f.Traces() != 5 || len(logged) != 1 || !strings.Contains(logged[0], "at float32[6 2] the graph the rules build differs") {
+		t.Errorf("%d traces (want 5), logged %q", f.Traces(), logged)
+	}
+}
