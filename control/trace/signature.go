@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"slices"
 	"strings"
@@ -243,16 +244,26 @@ func coincidences(learned [][]int) ([][]int8, bool) {
 // that differ somewhere in the learning traces, or are not always equal).
 const maxDistinctSizes = 8
 
-// sameQuotient reports whether Π a^d equals Π b^d (sizes positive).
+// sameQuotient reports whether Π a^d equals Π b^d (sizes positive),
+// exactly: num(a)·den(b) = num(b)·den(a), the sizes to positive powers in
+// num and to negative ones in den.
 func sameQuotient(d []int8, a, b []int) bool {
-	var la, lb float64
+	left, right := big.NewInt(1), big.NewInt(1) // num(a)·den(b), num(b)·den(a)
+	var x, y big.Int
 	for i, e := range d {
-		if e != 0 {
-			la += float64(e) * math.Log(float64(a[i]))
-			lb += float64(e) * math.Log(float64(b[i]))
+		for range max(e, -e) {
+			x.SetInt64(int64(a[i]))
+			y.SetInt64(int64(b[i]))
+			if e > 0 {
+				left.Mul(left, &x)
+				right.Mul(right, &y)
+			} else {
+				left.Mul(left, &y)
+				right.Mul(right, &x)
+			}
 		}
 	}
-	return math.Abs(la-lb) <= 1e-9*max(1, math.Abs(la))
+	return left.Cmp(right) == 0
 }
 
 // build returns the graph for sizes from trusted rules.
