@@ -138,20 +138,15 @@ func chanReduce[T tensor.Num](dev *device.CPUDevice, p chanWindow, x, out []T, i
 				}
 			}
 		}
-		for _, tap := range taps {
+		for _, tap := range taps { // a min or a sum (max went above)
 			tap := x[tap:][:p.c]
-			switch kind {
-			case ops.ReduceMax:
-				for k, v := range tap {
-					o[k] = max(o[k], v)
-				}
-			case ops.ReduceMin:
+			if kind == ops.ReduceMin {
 				for k, v := range tap {
 					o[k] = min(o[k], v)
 				}
-			default:
-				addInto(o, tap)
+				continue
 			}
+			addInto(o, tap)
 		}
 	})
 }
