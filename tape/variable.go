@@ -152,7 +152,9 @@ func (v *Variable) AssignSub(x *tensor.Tensor) { v.assignScaled("AssignSub", -1,
 // AssignScaled adds alpha*x to the variable in place (the SGD update with
 // alpha = -learning rate), without allocating on the CPU for float dtypes.
 // It runs on the variable's device, taking x there as Assign does.
-func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) { v.assignScaled("AssignScaled", alpha, x) }
+func (v *Variable) AssignScaled(alpha float64, x *tensor.Tensor) {
+	v.assignScaled("AssignScaled", alpha, x)
+}
 
 // assignScaled is AssignScaled, its errors naming op (the method called).
 func (v *Variable) assignScaled(op string, alpha float64, x *tensor.Tensor) {
