@@ -18,9 +18,16 @@ import (
 type hostPool struct {
 	mu           sync.Mutex
 	free         map[int][][]byte
-	pending      [][]byte
+	pending      []retired
+	retirements  uint64 // blocks retired so far: the next one's number
 	pendingBytes int
 	swaps        int // values swapped out, for tests
+}
+
+// retired is a block read by a queued copy, and when it was retired.
+type retired struct {
+	block []byte
+	seq   uint64
 }
 
 // swapped is a value's bytes in a page-locked block.
@@ -35,25 +42,32 @@ func (s *swapped) Size() int { return s.n }
 
 // streamSync waits for the stream (inside ctx.Do); then the host blocks
 // that copies queued before it read are free again. Those are the blocks
-// pending when it began: another goroutine may queue a copy, and retire
+// retired before it began: another goroutine may queue a copy, and retire
 // its block, while the stream is waited for, and that copy is not yet
-// done when the wait ends.
+// done when the wait ends; and waits may run at once on several
+// goroutines, each freeing what was retired before its own began.
 func (d *Device) streamSync() error {
 	p := &d.host
 	p.mu.Lock()
-	n := len(p.pending)
+	before := p.retirements
 	p.mu.Unlock()
 	if err := d.ctx.StreamSynchronize(d.s); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, b := range p.pending[:n] {
-		c := classOf(len(b))
-		p.free[c] = append(p.free[c], b)
-		p.pendingBytes -= len(b)
+	kept := p.pending[:0]
+	for _, r := range p.pending {
+		if r.seq >= before {
+			kept = append(kept, r)
+			continue
+		}
+		c := classOf(len(r.block))
+		p.free[c] = append(p.free[c], r.block)
+		p.pendingBytes -= len(r.block)
 	}
-	p.pending = append(p.pending[:0], p.pending[n:]...)
+	clear(p.pending[len(kept):]) // no hold on the freed blocks
+	p.pending = kept
 	return nil
 }
 
@@ -77,10 +91,12 @@ func (d *Device) hostBlock(n int) ([]byte, error) {
 // retire returns a block read by a copy queued on the stream: free once
 // the stream passes it.
 func (d *Device) retire(b []byte) {
-	d.host.mu.Lock()
-	d.host.pending = append(d.host.pending, b)
-	d.host.pendingBytes += len(b)
-	d.host.mu.Unlock()
+	p := &d.host
+	p.mu.Lock()
+	p.pending = append(p.pending, retired{block: b, seq: p.retirements})
+	p.retirements++
+	p.pendingBytes += len(b)
+	p.mu.Unlock()
 }
 
 // maxPending bounds the page-locked bytes that copies queued since the

@@ -88,29 +88,33 @@ func TestUnreleasedBuffersReturn(t *testing.T) {
 	t.Fatalf("%d bytes still in use after collection, %d before", inUse(), base)
 }
 
-// Copies from the host queued on one goroutine while another waits for
-// the stream (a prefetching pipeline beside a training step) keep their
-// bytes: a staging block is reused only once the stream has passed the
-// copy that reads it, not when a wait that began before the copy was
-// queued ends. A bad batch once trained a step here.
+// Copies from the host queued on one goroutine while others wait for the
+// stream (a prefetching pipeline beside a training step, the collector
+// releasing a recording) keep their bytes: a staging block is reused only
+// once the stream has passed the copy that reads it, not when a wait that
+// began before the copy was queued ends. A bad batch once trained a step
+// here; waits at once on two goroutines once freed a block twice.
 func TestCopiesFromHostKeepTheirBytesBesideAWait(t *testing.T) {
 	d := testGPU(t)
+	const waiters = 2
 	stop := make(chan struct{})
-	waits := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				waits <- nil
-				return
-			default:
-				if err := d.Synchronize(); err != nil {
-					waits <- err
+	waits := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					waits <- nil
 					return
+				default:
+					if err := d.Synchronize(); err != nil {
+						waits <- err
+						return
+					}
 				}
 			}
-		}
-	}()
+		}()
+	}
 	bufs := make([]device.Buffer, 20000)
 	for i := range bufs {
 		b, err := d.Alloc(64)
@@ -123,8 +127,10 @@ func TestCopiesFromHostKeepTheirBytesBesideAWait(t *testing.T) {
 		bufs[i] = b
 	}
 	close(stop)
-	if err := <-waits; err != nil {
-		t.Fatal(err)
+	for range waiters {
+		if err := <-waits; err != nil {
+			t.Fatal(err)
+		}
 	}
 	got := make([]byte, 64)
 	for i, b := range bufs {
