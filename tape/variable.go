@@ -62,8 +62,14 @@ func variableName(t *tensor.Tensor) string {
 }
 
 // bump counts an assignment: the tapes that recorded ops reading the
-// variable know its values changed since (node.versions).
-func (v *Variable) bump() { plumb.Tensor.Bump(v.t) }
+// variable know its values changed since (node.versions), and a trace
+// running on this goroutine that its graph would not repeat it.
+func (v *Variable) bump() {
+	plumb.Tensor.Bump(v.t)
+	if plumb.AssignedHere != nil {
+		plumb.AssignedHere(v.t)
+	}
+}
 
 // Name returns the variable's name.
 func (v *Variable) Name() string { return v.name }

@@ -3,12 +3,12 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/goid"
 )
 
 // Recordings (device.Capturer) through CUDA graphs: Capture captures the
@@ -71,7 +71,7 @@ func (d *Device) Capture(fn func() error) (rec device.Recording, err error) {
 	for d.hostWork > 0 { // other goroutines' copies finish first
 		d.captureEnded.Wait()
 	}
-	d.capturing, d.capturer = pool, goid()
+	d.capturing, d.capturer = pool, goid.Current()
 	d.mu.Unlock()
 	d.releasing.Unlock()
 	if err := d.ctx.Do(func() error { return g.BeginCapture(d.s) }); err != nil {
@@ -322,7 +322,7 @@ var (
 // captures: work queued now would be recorded into its graph (or, a wait
 // for the stream, refused), and memory taken from its pool.
 func (d *Device) awaitOthersCaptureLocked() {
-	for d.capturing != nil && d.capturer != goid() {
+	for d.capturing != nil && d.capturer != goid.Current() {
 		d.captureEnded.Wait()
 	}
 }
@@ -346,21 +346,4 @@ func (d *Device) hostWorkDone() {
 		d.captureEnded.Broadcast()
 	}
 	d.mu.Unlock()
-}
-
-// goid is the calling goroutine's id, read from its stack's header
-// ("goroutine 7 [running]:"): only while a capture is in progress, to
-// tell its goroutine from others.
-func goid() int64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = b[len("goroutine "):]
-	var id int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + int64(c-'0')
-	}
-	return id
 }

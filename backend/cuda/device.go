@@ -73,7 +73,7 @@ type Device struct {
 	// its end.
 	capturing    *graphPool
 	afterCapture []func()
-	// capturer is the goroutine capturing (goid), under mu; other
+	// capturer is the goroutine capturing (goid.Current), under mu; other
 	// goroutines' host work (allocations, copies to and from the host,
 	// waits: a pipeline prefetching batches onto the device) waits on
 	// captureEnded while a capture is in progress, and a capture begins

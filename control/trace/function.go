@@ -621,6 +621,9 @@ func signature(args []*tensor.Tensor) string {
 type tracer struct {
 	g    *graph.Graph
 	vals map[*tensor.Tensor]graph.Output
+	// assigned holds the variables fn's goroutine assigned (under
+	// tracing.mu; assignedHere).
+	assigned map[*tensor.Tensor]bool
 	// varies marks the nodes whose value can differ between calls: the
 	// arguments, captured variables and the ops that read either.
 	varies map[*graph.Node]bool
@@ -999,11 +1002,21 @@ func (t *tracer) value(x *tensor.Tensor) graph.Output {
 func (t *tracer) assignedDuring(before uint64) error {
 	for x := range t.vals {
 		if x.IsVariable() && plumb.Tensor.Version(x) > before {
-			return fmt.Errorf("trace: variable %q was assigned while the function was traced: an assignment is not an op, "+
-				"so the graph would not repeat it on later calls; return the value and assign it after the call", plumb.VariableName(x))
+			return errAssigned(x)
 		}
 	}
+	tracing.mu.Lock()
+	defer tracing.mu.Unlock()
+	for x := range t.assigned { // by fn's goroutine, read by the trace or not
+		return errAssigned(x)
+	}
 	return nil
+}
+
+// errAssigned fails a trace during which variable x was assigned.
+func errAssigned(x *tensor.Tensor) error {
+	return fmt.Errorf("trace: variable %q was assigned while the function was traced: an assignment is not an op, "+
+		"so the graph would not repeat it on later calls; return the value and assign it after the call", plumb.VariableName(x))
 }
 
 // derived reports whether x's value can differ between calls: a value the
@@ -1050,6 +1063,7 @@ func traceCall(fn func([]*tensor.Tensor) []*tensor.Tensor, args []*tensor.Tensor
 	eager.Activate()
 	var out []*tensor.Tensor
 	func() {
+		defer tracingHere(t)()
 		defer func() {
 			eager.Deactivate()
 			t.live.Store(false)

@@ -168,8 +168,9 @@ func TestTracedAssignmentsAreRefused(t *testing.T) {
 		}
 	}
 	// A constant assigned to a variable the function reads, after the
-	// read or before it, fails the trace (the assignment ran once, on the
-	// tracing call); a variable assigned between calls is read afresh.
+	// read or before it, or to one it never reads, fails the trace (the
+	// assignment ran once, on the tracing call); a variable assigned
+	// between calls is read afresh.
 	for _, c := range []struct {
 		name string
 		fn   func([]T) []T
@@ -180,12 +181,31 @@ func TestTracedAssignmentsAreRefused(t *testing.T) {
 			return []T{y}
 		}},
 		{"assigned before it is read", func(a []T) []T { w.Assign(f32(5, 5)); return []T{ops.Add(a[0], w.Value())} }},
+		// A state reset, by fn's goroutine: later calls would skip it.
+		{"assigned, never read", func(a []T) []T { w.Assign(f32(0, 0)); return []T{ops.Neg(a[0])} }},
+		{"AssignAdd of a constant, never read", func(a []T) []T { w.AssignAdd(f32(1, 1)); return []T{ops.Neg(a[0])} }},
 	} {
 		w.Assign(f32(1, 2))
 		_, err := trace.NewFunction(c.fn).Call(f32(1, 1))
 		if err == nil || !strings.Contains(err.Error(), `variable "w" was assigned while the function was traced`) {
 			t.Errorf("%s: %v", c.name, err)
 		}
+	}
+	// Another goroutine's assignment while fn is traced is not fn's.
+	other := tape.NewVariable("other", f32(0, 0))
+	assigning, assigned := make(chan bool), make(chan bool)
+	go func() {
+		<-assigning
+		other.Assign(f32(9, 9))
+		assigned <- true
+	}()
+	_, err := trace.NewFunction(func(a []T) []T {
+		assigning <- true
+		<-assigned
+		return []T{ops.Neg(a[0])}
+	}).Call(f32(1, 1))
+	if err != nil {
+		t.Errorf("a variable assigned on another goroutine during the trace: %v", err)
 	}
 	f := trace.NewFunction(func(a []T) []T { return []T{ops.Add(a[0], w.Value())} })
 	for _, v := range []float32{3, 7} {

@@ -7,12 +7,15 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"weak"
 
 	"github.com/eagerflow/eagerflow/control/graph"
 	"github.com/eagerflow/eagerflow/control/internal/flow"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/callsite"
+	"github.com/eagerflow/eagerflow/internal/goid"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -89,6 +92,7 @@ func init() {
 		}
 	}
 	plumb.VariesInTrace = func(x any) bool { return len(following(x.(*tensor.Tensor))) > 0 }
+	plumb.AssignedHere = assignedHere
 	plumb.HostRead = func(x any) {
 		v := x.(*tensor.Tensor)
 		ts := following(v)
@@ -275,4 +279,56 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil
+}
+
+// The goroutines running a function being traced (traceCall), each with
+// its innermost trace, so that a variable assigned there fails that
+// trace whatever the value and whether or not fn reads the variable
+// (plumb.AssignedHere): an assignment is not an op, and the graph would
+// not repeat it. A goroutine fn starts is not among them.
+var tracing struct {
+	mu     sync.Mutex
+	active atomic.Int32
+	by     map[int64][]*tracer // goroutine id -> the traces it runs, innermost last
+}
+
+// tracingHere counts the calling goroutine as running t until the
+// returned function is called.
+func tracingHere(t *tracer) (done func()) {
+	id := goid.Current()
+	tracing.mu.Lock()
+	if tracing.by == nil {
+		tracing.by = map[int64][]*tracer{}
+	}
+	tracing.by[id] = append(tracing.by[id], t)
+	tracing.active.Add(1)
+	tracing.mu.Unlock()
+	return func() {
+		tracing.mu.Lock()
+		if ts := tracing.by[id][:len(tracing.by[id])-1]; len(ts) > 0 {
+			tracing.by[id] = ts
+		} else {
+			delete(tracing.by, id)
+		}
+		tracing.active.Add(-1)
+		tracing.mu.Unlock()
+	}
+}
+
+// assignedHere notes variable x as assigned by the trace the calling
+// goroutine runs, if any: nothing to look up while no trace runs anywhere.
+func assignedHere(x any) {
+	if tracing.active.Load() == 0 {
+		return
+	}
+	id := goid.Current()
+	tracing.mu.Lock()
+	defer tracing.mu.Unlock()
+	if ts := tracing.by[id]; len(ts) > 0 {
+		t := ts[len(ts)-1]
+		if t.assigned == nil {
+			t.assigned = map[*tensor.Tensor]bool{}
+		}
+		t.assigned[x.(*tensor.Tensor)] = true
+	}
 }

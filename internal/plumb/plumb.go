@@ -100,6 +100,13 @@ var HostRead func(x any)
 // would not repeat it.
 var VariesInTrace func(x any) bool
 
+// AssignedHere is package trace's (set at its init), which package tape
+// calls on every variable assignment with the variable's tensor: where
+// the calling goroutine runs a function being traced, the trace fails
+// (the graph would not repeat the assignment), whatever the value and
+// whether or not the function reads the variable.
+var AssignedHere func(v any)
+
 // VariableName is package tape's (set at its init): the name of the
 // variable whose tensor t is, or "".
 var VariableName func(t any) string
