@@ -121,3 +121,7 @@ func smaxscatterchantaps(out, x, src *float32, taps *int, ntaps, n int) int {
 func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) int {
 	panic("cpu: no vector kernel in this build")
 }
+
+func spickwin(at *int32, best *float32, first *int32, taps *int, ntaps, n int) int {
+	panic("cpu: no vector kernel in this build")
+}

@@ -113,7 +113,7 @@ func TestClippedScattersMatchGeneral(t *testing.T) {
 			}
 			outs = n * p.oh * p.ow * c
 		} else {
-			c = 1 + r.IntN(3)
+			c, w = 1+r.IntN(3), 1+r.IntN(40) // rows of windows past the vector kernels' blocks, at every stride
 			shape = tensor.Shape{n, c, h, w}
 			win.Dims, win.Strides, win.Padding = []int{1, 1, kh, kw}, []int{1, 1, sh, sw}, [][2]int{{}, {}, ph, pw}
 			p, ok := paddedPlaneOf(shape, win)

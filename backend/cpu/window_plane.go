@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"slices"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -218,6 +219,10 @@ func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, 
 		fill(out[lo*plane : hi*plane])
 		best, first := make([]T, p.w), make([]int, p.w) // per column: its extreme, where it first is
 		rows, tap := make([]int, 0, p.kh), make([]int32, p.w)
+		var ph *phases
+		if _, ok := any(x).([]float32); ok && ge && haveVecKernels && plane <= math.MaxInt32 {
+			ph = p.phases()
+		}
 		for pl := lo; pl < hi; pl++ {
 			xp, op := x[pl*plane:][:plane], out[pl*plane:][:plane]
 			for oh := range p.oh {
@@ -232,26 +237,94 @@ func planeScatterClipped[T tensor.Num](dev *device.CPUDevice, p planeWindow, x, 
 				}
 				columnExtremes(xp, rows, best, first, tap, ge)
 				s := src[(pl*p.oh+oh)*p.ow:][:p.ow]
-				for ow, v := range s {
-					left := ow*p.sw - p.pl
-					c0, c1 := left+max(0, -left), left+min(p.kw, p.w-left)
-					if c0 >= c1 {
-						continue
+				pick := func(lo, hi int) {
+					for ow := lo; ow < hi; ow++ {
+						left := ow*p.sw - p.pl
+						c0, c1 := left+max(0, -left), left+min(p.kw, p.w-left)
+						if c0 >= c1 {
+							continue
+						}
+						// Among columns as extreme, the tap first in
+						// row-major order: the least offset.
+						b, at := best[c0], first[c0]
+						for c := c0 + 1; c < c1; c++ {
+							e, f := best[c], first[c]
+							at += (min(at, f) - at) * (b2i(e == b) | b2i(e != e)&b2i(b != b))
+							at += (f - at) * wins(e, b, ge)
+							b = extremeOf(b, e, ge)
+						}
+						op[at] += s[ow]
 					}
-					// Among columns as extreme, the tap first in row-major
-					// order: the least offset.
-					b, at := best[c0], first[c0]
-					for c := c0 + 1; c < c1; c++ {
-						e, f := best[c], first[c]
-						at += (min(at, f) - at) * (b2i(e == b) | b2i(e != e)&b2i(b != b))
-						at += (f - at) * wins(e, b, ge)
-						b = extremeOf(b, e, ge)
-					}
-					op[at] += v
 				}
+				if ph == nil {
+					pick(0, p.ow)
+					continue
+				}
+				pick(0, ph.lo)
+				ph.pick(any(best).([]float32), first, any(s).([]float32), any(op).([]float32), pick)
+				pick(ph.hi, p.ow)
 			}
 		}
 	})
+}
+
+// phases lays a row of column extremes out for the vector kernel of a
+// plane window's windows (spickwin): the columns c = sw*i + r of phase r
+// side by side at r*n + i, so that tap j of the windows inside the plane
+// [lo, hi) is a run of that layout (windows ow at taps[j] + ow - lo).
+type phases struct {
+	n, lo, hi int
+	sw        int
+	taps      []int
+	best      []float32
+	first, at []int32
+}
+
+// phases returns p's layout, of a worker's own.
+func (p planeWindow) phases() *phases {
+	n := (p.w + p.sw - 1) / p.sw
+	// Window ow is inside when sw*ow - pl >= 0 and sw*ow - pl + kw <= w.
+	last, _ := floorDiv(p.w-p.kw+p.pl, p.sw)
+	ph := &phases{n: n, sw: p.sw, lo: min(p.ow, (p.pl+p.sw-1)/p.sw), hi: min(p.ow, last+1),
+		best: make([]float32, p.sw*n), first: make([]int32, p.sw*n), at: make([]int32, p.ow)}
+	ph.hi = max(ph.hi, ph.lo)
+	for j := range p.kw {
+		q, r := floorDiv(j-p.pl, p.sw)
+		ph.taps = append(ph.taps, r*n+q+ph.lo)
+	}
+	return ph
+}
+
+// floorDiv returns a = q*b + r with 0 <= r < b.
+func floorDiv(a, b int) (q, r int) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
+}
+
+// pick adds src[ow] to out at the window's choice for the windows [lo,
+// hi), eight at a time, from the columns' extremes best and where each
+// first is; blocks with a NaN go to scalar.
+func (ph *phases) pick(best []float32, first []int, src, out []float32, scalar func(lo, hi int)) {
+	for c := range best {
+		i := (c%ph.sw)*ph.n + c/ph.sw
+		ph.best[i], ph.first[i] = best[c], int32(first[c])
+	}
+	k := ph.lo
+	for ph.hi-k >= 8 {
+		done := spickwin(&ph.at[k], &ph.best[k-ph.lo], &ph.first[k-ph.lo], &ph.taps[0], len(ph.taps), ph.hi-k)
+		for ow := k; ow < k+done; ow++ {
+			out[ph.at[ow]] += src[ow]
+		}
+		if k += done; ph.hi-k < 8 {
+			break
+		}
+		scalar(k, k+8) // a block with a NaN
+		k += 8
+	}
+	scalar(k, ph.hi)
 }
 
 // columnExtremes sets best[c] to the largest (ge) or smallest of column

@@ -13,3 +13,6 @@ func smaxpool2x2(o, r0, r1 *float32, init float32, n int) int
 
 //go:noescape
 func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) int
+
+//go:noescape
+func spickwin(at *int32, best *float32, first *int32, taps *int, ntaps, n int) int

@@ -320,3 +320,50 @@ coldone:
 	VZEROUPPER
 	MOVQ AX, ret+48(FP)
 	RET
+
+// func spickwin(at *int32, best *float32, first *int32, taps *int, ntaps, n int) int
+// For each window k < n, eight at a time, over the columns' extremes
+// (best) and where each first is (first), its columns at offsets
+// taps[t]+k: at[k] = the least first of the columns holding the largest
+// best. It returns how many windows it did, a multiple of 8, stopping
+// before the first block with a NaN (the Go loop takes those).
+TEXT ·spickwin(SB), NOSPLIT, $0-56
+	MOVQ at+0(FP), DI
+	MOVQ best+8(FP), SI
+	MOVQ first+16(FP), DX
+	MOVQ taps+24(FP), BX
+	MOVQ ntaps+32(FP), R12
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+pwloop:
+	CMPQ CX, $8
+	JL   pwdone
+	TAPSMAX(pwmax, pwmaxed, pwdone)
+	VPCMPEQD Y8, Y8, Y8
+	VPSRLD   $1, Y8, Y8       // the least first so far: none, the largest int32
+	XORQ     R9, R9
+
+pwpick:
+	MOVQ      (BX)(R9*8), R10
+	VMOVUPS   (SI)(R10*4), Y1
+	VCMPPS    $0, Y0, Y1, Y2  // the columns holding it
+	VMOVDQU   (DX)(R10*4), Y3
+	VPMINSD   Y3, Y8, Y4
+	VBLENDVPS Y2, Y4, Y8, Y8
+	INCQ      R9
+	CMPQ      R9, R12
+	JL        pwpick
+
+	VMOVDQU Y8, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $8, AX
+	SUBQ    $8, CX
+	JMP     pwloop
+
+pwdone:
+	VZEROUPPER
+	MOVQ AX, ret+48(FP)
+	RET
