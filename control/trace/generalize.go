@@ -66,7 +66,8 @@ func monomials(a, b []int, inverse bool, try func(exp []int8) bool) bool {
 		powers = []int8{1, -1}
 	}
 	exp := make([]int8, len(a))
-	// pick gives `left` more of the changed sizes from position `from` on a power.
+	// pick gives left more of the changed sizes, from changed[from] on, a
+	// power each.
 	var pick func(from, left int) bool
 	pick = func(from, left int) bool {
 		if left == 0 {

@@ -36,15 +36,16 @@ import (
 // that never varied over them looks like a constant, and sizes that varied
 // in proportion (square images) or in inverse proportion look like each
 // other (and so on for products), so a new size that breaks such a
-// coincidence is traced (logged once), while one that keeps it is built. And the traces see the numbers
-// fn makes at their own sizes only: Go code that turns a size into a
-// number otherwise than by a multiple or a fraction (min(n, 4), n/2
-// rounded down, an if on n) can agree with a multiple at every traced size
-// and not at the next. Give such a function no signature: NewFunction
-// traces each size it meets. EAGERFLOW_DEBUG=sizes makes every Function
-// made with a signature trace each new size as well and compare the
-// trace with the graph its rules build, saying where they differ (Logf):
-// a check to run a program under once.
+// coincidence is traced (logged once), while one that keeps it is built.
+// And the traces see the numbers fn makes at their own sizes only: Go code
+// that turns a size into a number otherwise than by a multiple or a
+// fraction (min(n, 4), n/2 rounded down, an if on n) can agree with a
+// multiple at every traced size and not at the next. Give such a function
+// no signature: NewFunction traces each size it meets.
+// EAGERFLOW_DEBUG=sizes makes every Function made with a signature trace
+// each new size as well and compare the trace with the graph its rules
+// build, saying where they differ (Logf): a check to run a program under
+// once.
 
 // InputSpec is one argument of a Function's input signature: its dtype and
 // shape, where -1 marks a dimension that may differ from call to call.
