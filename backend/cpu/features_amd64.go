@@ -5,8 +5,8 @@ package cpu
 import xcpu "golang.org/x/sys/cpu"
 
 // The CPU features the assembly kernels need, read once at start-up: the
-// vector kernels (vec, math_*, window_plane) need AVX2 and FMA; stanh16
-// and the larger GEMM micro-kernels AVX-512.
+// vector kernels (vec, math_*, window_plane, window_chan) need AVX2 and
+// FMA; stanh16 and the larger GEMM micro-kernels AVX-512.
 var (
 	haveVecKernels = xcpu.X86.HasAVX2 && xcpu.X86.HasFMA
 	haveAVX512     = xcpu.X86.HasAVX512F

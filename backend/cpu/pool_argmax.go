@@ -9,7 +9,7 @@ import (
 // Kernels of MaxPool2DWithArgmax, MaxUnpool2D and MaxUnpool2DGather
 // (ops/pool_argmax.go): a window at a time, its taps' offsets listed in
 // row-major window order. MaxPool2D on the CPU searches its windows again
-// in the backward pass (window_plane.go, window_chan.go) and does not
+// in the backward pass (window_plane*.go, window_chan.go) and does not
 // call these: they give the ops their values on the CPU (the reference
 // the GPU's are checked against) for programs that call them.
 
