@@ -16,13 +16,14 @@ import (
 // pooling's as pooling kernels (the GPU's pool2d_spread, the CPU's
 // spreadSums), each element summing the windows over it. On the CPU,
 // windows side by side (average pooling's usual: a stride of the window)
-// that leave the last dimension alone (NHWC's channels: long runs to
-// copy) copy each window's gradient over its block instead (tiledSpread,
-// some 20% faster there; over NCHW's columns, a copy an element at a time,
-// 40% slower than the spread), and windows of other shapes keep ScatterPatches of dy
-// broadcast over the window (its ReduceWindow has no fast path for a base
-// dilation: 2.3x slower). The backends find a 2-D pooling's transposed
-// window (low padding less than the window) by ReduceWindowAttrs.SpreadOf.
+// that leave the last dimension alone (NHWC's channels: long runs to copy)
+// copy each window's gradient over its block instead (tiledSpread, some
+// 20% faster there; over NCHW's columns, a copy an element at a time, 40%
+// slower than the spread), and windows of other shapes keep ScatterPatches
+// of dy broadcast over the window (its ReduceWindow has no fast path for a
+// base dilation: 2.3x slower). The backends find a 2-D pooling's
+// transposed window (low padding less than the window) by
+// ReduceWindowAttrs.SpreadOf.
 func spreadWindows(dy *tensor.Tensor, operand tensor.Shape, w Window) *tensor.Tensor {
 	empty := operand.NumElements() == 0 || dy.NumElements() == 0
 	cpu := dy.Device().Kind() == device.CPU
