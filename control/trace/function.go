@@ -132,8 +132,10 @@ import (
 //     (Assign and the optimizers) are not ops and are not traced: return
 //     the gradients and apply them after the call (nn.TracedTrainStep
 //     does). An update with a value that varies between calls panics,
-//     saying so, rather than run on the tracing call alone, and a
-//     variable fn reads that fn assigns (a constant, say) fails the trace.
+//     saying so, rather than run on the tracing call alone, and any other
+//     assignment fails the trace: to a variable fn reads, or by the
+//     goroutine running fn to any variable (a state reset to a constant;
+//     a goroutine fn starts is not seen).
 //   - A tape around a call records the graph's ops, so it differentiates
 //     with respect to fn's arguments and variables (not other captured
 //     tensors, which are constants of the trace). Loops and conds that
