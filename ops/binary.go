@@ -42,10 +42,13 @@ func init() {
 	mulOp.GradReads = eager.ReadsInputs
 
 	divOp = binaryOp("Div", func(g *eager.Grad) []*tensor.Tensor {
-		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+		// d/db a/b = -(a/b)/b: the quotient over b again, not a/b², whose
+		// b² underflows to 0 for a tiny b (0/0 where a is 0 too, as a
+		// product of tiny factors gives), as PyTorch's rule avoids too.
+		b, y, dy := g.Inputs[1], g.Outputs[0], g.OutGrads[0]
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor { return Div(dy, b) }),
-			when(g.Needs[1], func() *tensor.Tensor { return Neg(Div(Mul(dy, a), Square(b))) }),
+			when(g.Needs[1], func() *tensor.Tensor { return Neg(Mul(dy, Div(y, b))) }),
 		}
 	})
 

@@ -51,3 +51,31 @@ func TestNonDifferentiableOpsBlock(t *testing.T) {
 		}
 	}
 }
+
+// Div's gradient in its denominator is the quotient over b again, not
+// a/b²: b² underflows for a tiny b, and where a is 0 too (a product of
+// tiny factors that underflowed) a/b² was 0/0. Found by the differential
+// suite: the Hessian-vector product through a product of tanh's of
+// softmax outputs came out NaN where PyTorch's is finite.
+func TestDivGradientOfATinyDenominator(t *testing.T) {
+	a, b := tensor.Scalar(0.0), tensor.Scalar(1e-200)
+	tp := tape.New()
+	tp.Watch(a, b)
+	g := tp.Gradient(ops.Div(a, b), a, b)
+	if da, db := g[0].Float(), g[1].Float(); da != 1e200 || db != 0 {
+		t.Errorf("d(a/b) at a=0, b=1e-200: %v, %v; want 1e200, 0", da, db)
+	}
+	// The Hessian-vector product of a product that underflows to 0.
+	x := tensor.FromSlice([]float64{1e-200, 1e-150, 3, 0.5})
+	outer := tape.New()
+	outer.Watch(x)
+	inner := tape.New()
+	inner.Watch(x)
+	grad := inner.Gradient(ops.Reduce(x, ops.Reduction{Kind: ops.ReduceProd}), x)[0]
+	hv := outer.Gradient(ops.Sum(ops.Mul(grad, tensor.FromSlice([]float64{1, -1, 2, 1}))), x)[0]
+	for i, v := range tensor.ToSlice[float64](hv) {
+		if v != v {
+			t.Errorf("Hessian-vector product element %d is NaN: %v", i, hv)
+		}
+	}
+}
