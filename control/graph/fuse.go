@@ -335,20 +335,19 @@ func runNode(n *Node, args, dst []*tensor.Tensor) []*tensor.Tensor {
 		}
 		return eager.RunPlaced(n.Op, n.Attrs, args...)
 	}
-	// Keyed by node ID: a graph rebuilt for other sizes (generalize.go)
-	// has fresh nodes where the chain's steps name the first trace's.
-	vals := make(map[[2]int]*tensor.Tensor, len(args))
-	for i, in := range n.Inputs {
-		vals[[2]int{in.Node.ID, in.Index}] = args[i]
-	}
+	// Each step's operands as the fused kernel takes them (the previous
+	// step's output, or an input of the fused node): not by the steps'
+	// own input nodes, which a later fusion (of a chain feeding this one)
+	// or a graph rebuilt for other sizes (generalize.go) replaced.
 	var last []*tensor.Tensor
 	for i, m := range n.Fused {
-		ins := make([]*tensor.Tensor, len(m.Inputs))
-		for j, in := range m.Inputs {
-			if i > 0 && in.Node == n.Fused[i-1] {
+		ops := n.fused.steps[i].args
+		ins := make([]*tensor.Tensor, len(ops))
+		for j, o := range ops {
+			if o.Chain {
 				ins[j] = last[0]
 			} else {
-				ins[j] = vals[[2]int{in.Node.ID, in.Index}]
+				ins[j] = args[o.Input]
 			}
 		}
 		last = eager.RunPlaced(m.Op, m.Attrs, ins...)

@@ -334,6 +334,44 @@ func TestFunctionFusesElementwiseChains(t *testing.T) {
 	}
 }
 
+// A fused chain runs its steps one by one while a tape records anywhere
+// (so that the tape sees the ops), each step's operand taken as the fused
+// kernel takes it: a chain fed by another fused chain (the tail of
+// dy·g·(1 - 2y), SigmoidGrad's gradient, reads Mul(g, dy) and the chain
+// 1 - 2y) lost its operand there ("Mul: input 1 is nil"), so a traced
+// function failed under a tape, differentiated or not.
+func TestFusedChainsRunUnderATape(t *testing.T) {
+	fn := func(a []T) []T {
+		g, dy, y := a[0], a[1], a[2]
+		return []T{ops.Mul(ops.Mul(g, dy), ops.Sub(ops.OnesLike(y), ops.Mul(ops.ScalarLike(y, 2), y)))}
+	}
+	f := trace.NewFunction(fn)
+	args := []T{f32(0.5, -1, 2), f32(1, 2, 3), f32(0.1, 0.2, 0.3)}
+	if _, err := f.Call(args...); err != nil {
+		t.Fatal(err)
+	}
+	if len(fusedNodes(f.Graph(args...))) < 2 {
+		t.Fatalf("fused nodes %q: want a chain feeding another", fusedNodes(f.Graph(args...)))
+	}
+	grads := func(call func([]T) []T) []T {
+		tp := tape.New()
+		tp.Watch(args...)
+		return tp.Gradient(ops.Sum(call(args)[0]), args...)
+	}
+	got := grads(func(a []T) []T {
+		out, err := f.Call(a...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	})
+	for i, w := range grads(fn) {
+		if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](w)) {
+			t.Errorf("gradient %d through the traced call %v, eagerly %v", i, got[i], w)
+		}
+	}
+}
+
 func opNames(g *graph.Graph) (names []string) {
 	for _, n := range g.Nodes {
 		if n.Kind == graph.OpNode {
