@@ -10,6 +10,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -145,7 +146,7 @@ func TestOpsFloat32AtSize(t *testing.T) {
 	for _, seed := range parseSeeds(t, *flagSizeSeeds) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			var progs []*Program
-			vals, grads, traced := map[int][]T{}, map[int][]T{}, map[int][]T{}
+			vals, grads, traced, around := map[int][]T{}, map[int][]T{}, map[int][]T{}, map[int][]T{}
 			elems := 0
 			for id := range *flagSizeCases {
 				p := rounded32(generateAtSize(seed, id))
@@ -158,7 +159,11 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					v, g := p.eagerly(in)
 					return append(v, g...)
 				})
-				var v, g, tr []T
+				// The loss alone traced, and differentiated through by a
+				// tape around the call: the graph's fused chains then run
+				// their ops one by one, for the tape to see.
+				lossOf := trace.NewFunction(func(in []T) []T { _, loss := p.run(in); return []T{loss} })
+				var v, g, tr, ar []T
 				err := tensor.Catch(func() {
 					v, g = p.eagerly(in)
 					if _, err := f.Call(in...); err != nil { // traces
@@ -168,11 +173,21 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					if tr, err = f.Call(in...); err != nil { // runs the graph
 						panic(err)
 					}
+					if _, err := lossOf.Call(in...); err != nil { // traces
+						panic(err)
+					}
+					tp := tape.New()
+					tp.Watch(in...)
+					loss, err := lossOf.Call(in...)
+					if err != nil {
+						panic(err)
+					}
+					ar = tp.Gradient(loss[0], in...)
 				})
 				if err != nil {
 					t.Fatalf("program %d: %v\n%s", id, err, describe(p))
 				}
-				progs, vals[id], grads[id], traced[id] = append(progs, p), v, g, tr
+				progs, vals[id], grads[id], traced[id], around[id] = append(progs, p), v, g, tr, ar
 			}
 			twins := make([]*Program, len(progs))
 			for i, p := range progs {
@@ -202,9 +217,14 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					if d := within32(traced[p.ID][i], want[i], want32[i]); d != "" {
 						t.Errorf("program %d, traced float32 %s: %s\n%s", p.ID, what, d, describe(p))
 					}
+					if k := i - len(vals[p.ID]); k >= 0 && around[p.ID][k] != nil {
+						if d := within32(around[p.ID][k], want[i], want32[i]); d != "" {
+							t.Errorf("program %d, float32 %s through the traced loss under a tape: %s\n%s", p.ID, what, d, describe(p))
+						}
+					}
 				}
 			}
-			t.Logf("seed %d: %d float32 programs, %d steps, inputs up to %d elements: values and gradients, eager and traced, within %g of PyTorch's float64",
+			t.Logf("seed %d: %d float32 programs, %d steps, inputs up to %d elements: values and gradients, eager, traced and through a traced loss under a tape, within %g of PyTorch's float64",
 				seed, len(progs), steps, elems, f32Tol)
 		})
 	}

@@ -17,7 +17,8 @@
 //
 // Those programs are small and in float64, which reaches the kernels'
 // scalar paths. TestOpsFloat32AtSize runs programs at size, up to 2^15
-// elements with long rows, in float32, eagerly and traced, against
+// elements with long rows, in float32, eagerly, traced, and through the
+// traced loss under a tape (a graph's fused chains run op by op), against
 // PyTorch's float64 on the same rounded inputs, to 2e-4 of each tensor's
 // largest magnitude (or, where a result is ill-conditioned, ten times
 // PyTorch's own float32 error): the vector kernels, blocked products, sharded loops,
