@@ -257,9 +257,28 @@ func TestOpsFloat32AtSizeOnGPU(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var got, grads []T
+				var got, grads, around []T
 				if err := tensor.Catch(func() { got, grads = p.eagerly(in) }); err != nil {
 					t.Errorf("program %d in float32 on %s: %v\n%s", id, d.Name(), err, describe(p))
+					continue
+				}
+				// The loss traced (its chains fused into the GPU's kernels)
+				// and differentiated through by a tape around the call,
+				// which runs the fused chains op by op.
+				lossOf := trace.NewFunction(func(in []T) []T { _, loss := p.run(in); return []T{loss} })
+				if err := tensor.Catch(func() {
+					if _, err := lossOf.Call(in...); err != nil { // traces
+						panic(err)
+					}
+					tp := tape.New()
+					tp.Watch(in...)
+					loss, err := lossOf.Call(in...)
+					if err != nil {
+						panic(err)
+					}
+					around = tp.Gradient(loss[0], in...)
+				}); err != nil {
+					t.Errorf("program %d in float32 on %s, through its traced loss under a tape: %v\n%s", id, d.Name(), err, describe(p))
 					continue
 				}
 				in32 := make([]T, len(p.in))
@@ -273,10 +292,15 @@ func TestOpsFloat32AtSizeOnGPU(t *testing.T) {
 					if diff := within32(append(got, grads...)[i], encode(w), encode(own[i])); diff != "" {
 						t.Errorf("program %d, float32 %s on %s: %s\n%s", id, what, d.Name(), diff, describe(p))
 					}
+					if k := i - len(want); k >= 0 && around[k] != nil {
+						if diff := within32(around[k], encode(w), encode(own[i])); diff != "" {
+							t.Errorf("program %d, float32 %s on %s through the traced loss under a tape: %s\n%s", id, what, d.Name(), diff, describe(p))
+						}
+					}
 				}
 				steps += len(p.Steps)
 			}
-			t.Logf("seed %d: %d float32 programs at size, %d steps on %s: values and gradients within %g of the CPU's float64 (or of its float32 error)",
+			t.Logf("seed %d: %d float32 programs at size, %d steps on %s: values and gradients (also through the traced loss under a tape) within %g of the CPU's float64 (or of its float32 error)",
 				seed, *flagGPUSizeCases, steps, d.Name(), f32Tol)
 		})
 	}
