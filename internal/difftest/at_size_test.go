@@ -132,6 +132,24 @@ func withinLargest(got T, want, want32 *Array, tol, floor float64) string {
 	return ""
 }
 
+// throughTracedLoss returns the gradients of p's loss in its inputs in,
+// differentiated by a tape around a call of the loss traced (the second:
+// the first traces), so that the graph's fused chains run their ops one
+// by one for the tape to see. It panics on a failed call.
+func (p *Program) throughTracedLoss(in []T) []T {
+	lossOf := trace.NewFunction(func(in []T) []T { _, loss := p.run(in); return []T{loss} })
+	if _, err := lossOf.Call(in...); err != nil {
+		panic(err)
+	}
+	tp := tape.New()
+	tp.Watch(in...)
+	loss, err := lossOf.Call(in...)
+	if err != nil {
+		panic(err)
+	}
+	return tp.Gradient(loss[0], in...)
+}
+
 // Seeded random programs at size, in float32, agree with PyTorch's
 // float64 evaluation of the same (rounded) inputs: every step's value and
 // every input's gradient, eagerly and traced (the graph's fused
@@ -159,10 +177,6 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					v, g := p.eagerly(in)
 					return append(v, g...)
 				})
-				// The loss alone traced, and differentiated through by a
-				// tape around the call: the graph's fused chains then run
-				// their ops one by one, for the tape to see.
-				lossOf := trace.NewFunction(func(in []T) []T { _, loss := p.run(in); return []T{loss} })
 				var v, g, tr, ar []T
 				err := tensor.Catch(func() {
 					v, g = p.eagerly(in)
@@ -173,16 +187,7 @@ func TestOpsFloat32AtSize(t *testing.T) {
 					if tr, err = f.Call(in...); err != nil { // runs the graph
 						panic(err)
 					}
-					if _, err := lossOf.Call(in...); err != nil { // traces
-						panic(err)
-					}
-					tp := tape.New()
-					tp.Watch(in...)
-					loss, err := lossOf.Call(in...)
-					if err != nil {
-						panic(err)
-					}
-					ar = tp.Gradient(loss[0], in...)
+					ar = p.throughTracedLoss(in)
 				})
 				if err != nil {
 					t.Fatalf("program %d: %v\n%s", id, err, describe(p))
@@ -262,22 +267,7 @@ func TestOpsFloat32AtSizeOnGPU(t *testing.T) {
 					t.Errorf("program %d in float32 on %s: %v\n%s", id, d.Name(), err, describe(p))
 					continue
 				}
-				// The loss traced (its chains fused into the GPU's kernels)
-				// and differentiated through by a tape around the call,
-				// which runs the fused chains op by op.
-				lossOf := trace.NewFunction(func(in []T) []T { _, loss := p.run(in); return []T{loss} })
-				if err := tensor.Catch(func() {
-					if _, err := lossOf.Call(in...); err != nil { // traces
-						panic(err)
-					}
-					tp := tape.New()
-					tp.Watch(in...)
-					loss, err := lossOf.Call(in...)
-					if err != nil {
-						panic(err)
-					}
-					around = tp.Gradient(loss[0], in...)
-				}); err != nil {
+				if err := tensor.Catch(func() { around = p.throughTracedLoss(in) }); err != nil {
 					t.Errorf("program %d in float32 on %s, through its traced loss under a tape: %v\n%s", id, d.Name(), err, describe(p))
 					continue
 				}
