@@ -97,36 +97,21 @@ func TestClippedScattersMatchGeneral(t *testing.T) {
 		shape := tensor.Shape{n, h, w, c}
 		win := ops.Window{Dims: []int{1, kh, kw, 1}, Strides: []int{1, sh, sw, 1},
 			Padding: [][2]int{{}, ph, pw, {}}, BaseDilation: []int{1, 1, 1, 1}, WindowDilation: []int{1, 1, 1, 1}}
-		scatter := func(x, src, out []float32, ge bool, fill func([]float32)) {}
-		scatter64 := func(x, src, out []float64, ge bool, fill func([]float64)) {}
-		outs := 0
+		var cw chanWindow
+		var pl planeWindow
+		ok, outs := false, 0
 		if nhwc {
-			p, ok := paddedChanOf(shape, win)
-			if !ok {
-				continue // no window fits
-			}
-			scatter = func(x, src, out []float32, ge bool, fill func([]float32)) {
-				chanScatterClipped(device.Host(), p, x, src, out, ge, fill)
-			}
-			scatter64 = func(x, src, out []float64, ge bool, fill func([]float64)) {
-				chanScatterClipped(device.Host(), p, x, src, out, ge, fill)
-			}
-			outs = n * p.oh * p.ow * c
+			cw, ok = paddedChanOf(shape, win)
+			outs = n * cw.oh * cw.ow * c
 		} else {
 			c, w = 1+r.IntN(3), 1+r.IntN(40) // rows of windows past the vector kernels' blocks, at every stride
 			shape = tensor.Shape{n, c, h, w}
 			win.Dims, win.Strides, win.Padding = []int{1, 1, kh, kw}, []int{1, 1, sh, sw}, [][2]int{{}, {}, ph, pw}
-			p, ok := paddedPlaneOf(shape, win)
-			if !ok {
-				continue
-			}
-			scatter = func(x, src, out []float32, ge bool, fill func([]float32)) {
-				planeScatterClipped(device.Host(), p, x, src, out, ge, fill)
-			}
-			scatter64 = func(x, src, out []float64, ge bool, fill func([]float64)) {
-				planeScatterClipped(device.Host(), p, x, src, out, ge, fill)
-			}
-			outs = n * c * p.oh * p.ow
+			pl, ok = paddedPlaneOf(shape, win)
+			outs = n * c * pl.oh * pl.ow
+		}
+		if !ok {
+			continue // no window fits
 		}
 		x := make([]float32, shape.NumElements())
 		for i := range x {
@@ -149,9 +134,9 @@ func TestClippedScattersMatchGeneral(t *testing.T) {
 			selected(device.Host(), g, false, x, kind, func(i, at int) { want[at] += src[i] })
 			got := make([]float32, len(x))
 			fillWith(got, 999) // the fill must reach every element
-			scatter(x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
+			scatterClipped(nhwc, cw, pl, x, src, got, kind == ops.SelectGE, func(s []float32) { fillWith(s, 0.25) })
 			got64 := make([]float64, len(x))
-			scatter64(widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
+			scatterClipped(nhwc, cw, pl, widen(x), widen(src), got64, kind == ops.SelectGE, func(s []float64) { fillWith(s, 0.25) })
 			for i := range got {
 				if got[i] != want[i] || float32(got64[i]) != want[i] {
 					t.Fatalf("trial %d %v window %v strides %v padding %v, select %v: element %d got %v (float64 %v), want %v",
@@ -160,6 +145,16 @@ func TestClippedScattersMatchGeneral(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scatterClipped runs the clipped scatter of the channel window cw
+// (nhwc) or of the plane window pw.
+func scatterClipped[T tensor.Num](nhwc bool, cw chanWindow, pw planeWindow, x, src, out []T, ge bool, fill func([]T)) {
+	if nhwc {
+		chanScatterClipped(device.Host(), cw, x, src, out, ge, fill)
+		return
+	}
+	planeScatterClipped(device.Host(), pw, x, src, out, ge, fill)
 }
 
 // widen returns s as float64s.
