@@ -87,6 +87,7 @@
 //	Any, All                                 bool
 //	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
 //	Cumsum(x, axis, exclusive, reverse)         running sums
+//	Cumprod(x, axis, exclusive, reverse)        running products
 //
 // # Sorting, indexing (sort.go, gather.go)
 //

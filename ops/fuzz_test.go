@@ -173,7 +173,11 @@ var fuzzFamilies = []fuzzFamily{
 		case 4:
 			ops.Rev(x, z.ints(z.intn(3))...)
 		case 5:
-			ops.Cumsum(x, z.small(), z.intn(2) == 0, z.intn(2) == 0)
+			cumulative := ops.Cumsum
+			if z.intn(2) == 0 {
+				cumulative = ops.Cumprod
+			}
+			cumulative(x, z.small(), z.intn(2) == 0, z.intn(2) == 0)
 		case 6:
 			ops.ExpandDims(x, z.small())
 		default:

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/internal/approx"
@@ -78,4 +79,77 @@ func TestDivGradientOfATinyDenominator(t *testing.T) {
 			t.Errorf("Hessian-vector product element %d is NaN: %v", i, hv)
 		}
 	}
+}
+
+// A product's first and second derivatives are the products of the other
+// elements, exact where the product itself underflows (y/x gives 0 there)
+// and where zeros sit beside tiny or subnormal elements (dividing by them
+// overflowed, and 0·Inf made the second derivatives NaN; found by the
+// differential suite with softmax outputs multiplied). The reduction runs
+// over two dims of three, so the reduced elements are not contiguous.
+func TestProductGradientsWhereTheProductUnderflows(t *testing.T) {
+	cases := [][]float64{
+		{1e-200, 1e-200, 5, 2, 0.5, 3},         // the product underflows; no zeros
+		{0, 5e-310, 2, 3, 1e-200, 4},           // a zero beside a subnormal
+		{0, 0, 1e-300, 7, 1e-300, 1},           // two zeros, tiny others
+		{0, 0, 0, 1e-310, 2, 3},                // three zeros
+		{-1e-160, 1e-160, 3, -2, 1e-160, 0.25}, // signs
+	}
+	for _, vals := range cases {
+		// [2 3 2] reduced over dims 0 and 2: reduction j holds the
+		// elements at (i, j, k) for i, k in {0, 1}.
+		data := make([]float64, 12)
+		for i := range data {
+			data[i] = vals[i%len(vals)]
+		}
+		data[2], data[8] = vals[(len(vals)+1)/2], 1.5 // vary the three reductions
+		x := tensor.FromSlice(data, 2, 3, 2)
+		members := func(j int) []int { return []int{j * 2, j*2 + 1, 6 + j*2, 6 + j*2 + 1} }
+		others := func(j int, skip ...int) float64 { // in float64, exact order aside
+			p := 1.0
+			for _, m := range members(j) {
+				if !slicesContain(skip, m) {
+					p *= data[m]
+				}
+			}
+			return p
+		}
+		outer := tape.New(tape.Options{Persistent: true})
+		outer.Watch(x)
+		inner := tape.New()
+		inner.Watch(x)
+		grad := inner.Gradient(ops.Sum(ops.Reduce(x, ops.Reduction{Kind: ops.ReduceProd, Dims: []int{0, 2}})), x)[0]
+		hess := tensor.ToSlice[float64](outer.Jacobian(grad, x))
+		got := tensor.ToSlice[float64](grad)
+		for j := 0; j < 3; j++ {
+			for _, a := range members(j) {
+				if want := others(j, a); !relClose(got[a], want) {
+					t.Errorf("%v: d/dx[%d] = %v, want %v", vals, a, got[a], want)
+				}
+				for b := range data {
+					want := 0.0
+					if b != a && slicesContain(members(j), b) {
+						want = others(j, a, b)
+					}
+					if h := hess[a*12+b]; !relClose(h, want) {
+						t.Errorf("%v: d²/dx[%d]dx[%d] = %v, want %v", vals, a, b, h, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// relClose: within 1e-12 of want relative to want itself, however tiny.
+func relClose(got, want float64) bool {
+	return math.Abs(got-want) <= 1e-12*math.Abs(want)
+}
+
+func slicesContain(s []int, v int) bool {
+	for _, e := range s {
+		if e == v {
+			return true
+		}
+	}
+	return false
 }

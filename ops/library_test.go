@@ -58,6 +58,9 @@ func TestStructureOps(t *testing.T) {
 	check(t, "cumsum", ops.Cumsum(m, 1, false, false), tensor.Shape{2, 3}, []int32{1, 3, 6, 4, 9, 15})
 	check(t, "cumsum exclusive reverse", ops.Cumsum(m, 1, true, true), tensor.Shape{2, 3}, []int32{5, 3, 0, 11, 6, 0})
 	check(t, "cumsum axis 0", ops.Cumsum(m, 0, false, false), tensor.Shape{2, 3}, []int32{1, 2, 3, 5, 7, 9})
+	check(t, "cumprod", ops.Cumprod(m, 1, false, false), tensor.Shape{2, 3}, []int32{1, 2, 6, 4, 20, 120})
+	check(t, "cumprod exclusive reverse", ops.Cumprod(m, 1, true, true), tensor.Shape{2, 3}, []int32{6, 3, 1, 30, 6, 1})
+	check(t, "cumprod axis 0 exclusive", ops.Cumprod(m, 0, true, false), tensor.Shape{2, 3}, []int32{1, 1, 1, 1, 2, 3})
 }
 
 func TestMathAndLogical(t *testing.T) {

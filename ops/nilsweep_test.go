@@ -40,6 +40,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Conv2DBackpropFilter", Fn: ops.Conv2DBackpropFilter},
 		{Name: "Conv2DBackpropInput", Fn: ops.Conv2DBackpropInput},
 		{Name: "Cos", Fn: ops.Cos},
+		{Name: "Cumprod", Fn: ops.Cumprod},
 		{Name: "Cumsum", Fn: ops.Cumsum},
 		{Name: "DepthwiseConv2D", Fn: ops.DepthwiseConv2D},
 		{Name: "Div", Fn: ops.Div},

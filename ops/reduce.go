@@ -156,26 +156,34 @@ func reduceGradKept(x, dy, yk *tensor.Tensor, kind ReduceKind, dims []int, count
 }
 
 // productOfOthers is, for each element of x, the product of the other
-// elements of its reduction over dims, written so that it differentiates
-// again where x holds zeros (dividing the product by the element would
-// not): with no zeros y/x; at a non-zero element where there are zeros,
-// the non-zero elements' product over it times the zeros' product (0, but
-// its derivative towards a lone zero is not); at a zero, the non-zero
-// elements' product where it is the only zero, that times the other
-// zero where there are two, 0 where there are more. Exact to the second
-// derivative; a third across three zeros or more is taken as 0.
+// elements of its reduction over dims: the exclusive running products
+// from each end of the reduced elements, multiplied. It divides by
+// nothing, so it holds where the product underflows or x has zeros and
+// tiny elements together (y/x gives 0 or overflows there), and so do its
+// derivatives, to every order (Cumprod's).
 func productOfOthers(x *tensor.Tensor, dims []int) *tensor.Tensor {
-	prod := Reduction{Kind: ReduceProd, Dims: dims, KeepDims: true}
-	sum := Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true}
-	zero := Eq(x, ScalarLike(x, 0))
-	ones, none := OnesLike(x), ZerosLike(x)
-	count := Reduce(Cast(zero, x.DType()), sum)
-	nonzero := Reduce(Where(zero, ones, x), prod)
-	atNonzero := Mul(Div(nonzero, Where(zero, ones, x)), Reduce(Where(zero, x, ones), prod))
-	otherZero := Sub(Reduce(Where(zero, x, none), sum), x) // where there are two zeros
-	atZero := Where(Eq(count, ScalarLike(x, 1)), BroadcastTo(nonzero, x.Shape()...),
-		Where(Eq(count, ScalarLike(x, 2)), Mul(nonzero, otherZero), none))
-	return Where(zero, atZero, atNonzero)
+	shape := x.Shape()
+	if shape.NumElements() == 0 {
+		return ZerosLike(x)
+	}
+	reduced := make([]bool, len(shape))
+	n := 1
+	for _, d := range dims {
+		reduced[d] = true
+		n *= shape[d]
+	}
+	perm := make([]int, 0, len(shape))
+	for _, want := range []bool{false, true} { // the kept dims, then the reduced
+		for d := range shape {
+			if reduced[d] == want {
+				perm = append(perm, d)
+			}
+		}
+	}
+	moved := Transpose(x, perm...)
+	rows := Reshape(moved, -1, n)
+	others := Mul(Cumprod(rows, 1, true, false), Cumprod(rows, 1, true, true))
+	return Transpose(Reshape(others, moved.Shape()...), inversePerm(perm)...)
 }
 
 // Reduce applies a built-in reduction. x: numeric (Mean: float). The

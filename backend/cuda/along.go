@@ -11,14 +11,15 @@ import (
 )
 
 // TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin and ArgSort (ops/sort.go), Cumsum
-// (ops/cumsum.go).
+// and Cumprod (ops/cumulative.go).
 
 func init() {
 	registerMoves("TakeAlongAxis", takeAlong)
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
 		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))
-		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumsum(d))
+		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumulative(d, "cumsum"))
+		eager.RegisterKernel("Cumprod", device.GPU, tensorType(d), cumulative(d, "cumprod"))
 		eager.RegisterKernel("ArgSort", device.GPU, tensorType(d), argsort(d))
 	}
 }
@@ -84,7 +85,8 @@ func argExtreme(d kernels.DType) eager.Kernel {
 	}
 }
 
-func cumsum(d kernels.DType) eager.Kernel {
+// cumulative runs the kernel cumsum_<d> or cumprod_<d> (name).
+func cumulative(d kernels.DType, name string) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, a, out := c.Inputs[0], c.Attrs.(opattr.CumsumAttrs), outs[0]
 		if out.NumElements() == 0 {
@@ -93,7 +95,7 @@ func cumsum(d kernels.DType) eager.Kernel {
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
 		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).
 			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
-		check(c, gpu(c).launch("along", kernels.Name("cumsum", string(d)), outer*inner, args))
+		check(c, gpu(c).launch("along", kernels.Name(name, string(d)), outer*inner, args))
 	}
 }
 

@@ -274,8 +274,9 @@ func TestGatherScatterOnGPU(t *testing.T) {
 	}
 }
 
-// TakeAlongAxis, its adjoint, ArgMax/ArgMin, ArgSort and Cumsum along each axis agree with
-// the CPU, ties taking the first and NaN counting as the extreme.
+// TakeAlongAxis, its adjoint, ArgMax/ArgMin, ArgSort, Cumsum and Cumprod along
+// each axis agree with the CPU, ties taking the first and NaN counting as
+// the extreme (integer products wrap as the CPU's do).
 func TestAlongAxisOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(19)
@@ -296,6 +297,8 @@ func TestAlongAxisOnGPU(t *testing.T) {
 			for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				agree(t, fmt.Sprintf("Cumsum %s exclusive, reverse %v", what, flags),
 					ops.Cumsum(onGPU(t, d, x), axis, flags[0], flags[1]), ops.Cumsum(x, axis, flags[0], flags[1]))
+				agree(t, fmt.Sprintf("Cumprod %s exclusive, reverse %v", what, flags),
+					ops.Cumprod(onGPU(t, d, x), axis, flags[0], flags[1]), ops.Cumprod(x, axis, flags[0], flags[1]))
 			}
 			// The adjoint, through TakeAlongAxis's gradient.
 			grad := func(x, idx, upd *tensor.Tensor) *tensor.Tensor {

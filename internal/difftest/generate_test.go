@@ -50,7 +50,9 @@ func (g *gen) size(hi int) int {
 // returns its reference.
 // A quarter of the inputs have some elements set to special values: zeros
 // of both signs, small integers and halves, where functions have kinks,
-// ties and rounding edges (Relu at 0, Max of equal values, Round at .5).
+// ties and rounding edges (Relu at 0, Max of equal values, Round at .5),
+// and tiny magnitudes whose products underflow and whose squares are 0 in
+// float64 (a product's derivatives must not divide by them).
 func (g *gen) input(shape []int, lo, hi float64) int {
 	return g.inputOf(shape, lo, hi, g.chance(0.25) && !g.smooth)
 }
@@ -63,7 +65,7 @@ func (g *gen) inputOf(shape []int, lo, hi float64, special bool) int {
 	x := tensor.RandUniform(tensor.NewRNG(g.r.Uint64()), tensor.Float64, lo, hi, shape...)
 	if special {
 		v := tensor.ToSlice[float64](x)
-		special := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, lo, math.Max(lo, 0)}
+		special := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, lo, math.Max(lo, 0), 1e-200, -1e-200, 1e-120}
 		for i := range v {
 			if g.chance(0.3) {
 				v[i] = special[g.intn(len(special))]
@@ -519,7 +521,11 @@ func genStructure(g *gen) bool {
 	case 8:
 		g.add("rev", Attrs{Dims: g.subset(r)}, x)
 	case 9:
-		g.add("cumsum", Attrs{Axis: g.intn(r), Exclusive: g.chance(0.5), Reverse: g.chance(0.5)}, x)
+		op := "cumsum"
+		if g.chance(0.5) {
+			op = "cumprod"
+		}
+		g.add(op, Attrs{Axis: g.intn(r), Exclusive: g.chance(0.5), Reverse: g.chance(0.5)}, x)
 	default:
 		e := g.add("expand_dims", Attrs{Axis: g.between(-r-1, r)}, x)
 		var ones []int

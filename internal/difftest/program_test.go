@@ -264,6 +264,8 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Rev(x[0], a.Dims...)
 	case "cumsum":
 		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
+	case "cumprod":
+		return ops.Cumprod(x[0], a.Axis, a.Exclusive, a.Reverse)
 	case "matmul":
 		if !a.TA && !a.TB {
 			return ops.MatMul(x[0], x[1]) // vectors too

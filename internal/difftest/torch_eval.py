@@ -54,6 +54,19 @@ def first_min(a, b):
 
 # ---- op programs: each op takes the argument tensors and the attrs ----
 
+def running_products(parts):
+    """The running products of the tensors parts, as a chain of
+    multiplications: not torch.prod or torch.cumprod, whose backward divides
+    the products by each element where none is zero; that gives 0 where the
+    product underflows and overflows (then 0*inf) at elements below 1e-154.
+    The chain's derivatives are the products of the others, exactly as
+    eagerflow's rules are written."""
+    out = []
+    for p in parts:
+        out.append(p if not out else out[-1] * p)
+    return out
+
+
 def red(x, a):
     dims, keep = sorted(d % x.dim() for d in a["dims"]), a["keep"]
     kind = a["kind"]
@@ -69,7 +82,9 @@ def red(x, a):
         d = sorted(dims if dims else list(range(x.dim())), reverse=True)
         y = x
         for k in d:
-            y = y.prod(dim=k, keepdim=True)
+            parts = y.unbind(k)
+            y = running_products(parts)[-1] if parts else torch.ones_like(y.sum(dim=k))
+            y = y.unsqueeze(k)
         if not keep:
             y = y.reshape([n for i, n in enumerate(y.shape) if i not in d])
         return y
@@ -183,6 +198,24 @@ def cumsum(x, a):
         # Shifted by one: element i sums 0..i-1 and depends on nothing else.
         first = torch.zeros_like(torch.narrow(c, ax, 0, 1))
         c = torch.cat([first, torch.narrow(c, ax, 0, c.shape[ax] - 1)], dim=ax)
+    return torch.flip(c, [ax]) if a["reverse"] else c
+
+
+def cumprod(x, a):
+    ax = a["axis"]
+    n = x.shape[ax]
+    y = torch.flip(x, [ax]) if a["reverse"] else x
+    if a["exclusive"]:
+        # Ones, then the running products of all but the last element (an
+        # empty slice of y where there is one element, so that the result
+        # stays in the graph).
+        first = torch.ones_like(torch.narrow(y, ax, 0, min(n, 1)))
+        runs = running_products(torch.narrow(y, ax, 0, max(n - 1, 0)).unbind(ax))
+        rest = torch.stack(runs, ax) if runs else torch.narrow(y, ax, 0, 0)
+        c = torch.cat([first, rest], dim=ax)
+    else:
+        runs = running_products(y.unbind(ax))
+        c = torch.stack(runs, ax) if runs else y * 1
     return torch.flip(c, [ax]) if a["reverse"] else c
 
 
@@ -381,6 +414,8 @@ def step(op, args, a):
         return torch.flip(x, a["dims"])
     if op == "cumsum":
         return cumsum(x, a)
+    if op == "cumprod":
+        return cumprod(x, a)
     if op == "matmul":
         l = args[0].transpose(-1, -2) if a["ta"] else args[0]
         r = args[1].transpose(-1, -2) if a["tb"] else args[1]

@@ -28,7 +28,8 @@ func alongKernels() []*ptx.Kernel {
 		}
 	}
 	for _, d := range Numeric {
-		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false), cumsumKernel(d), argsortKernel(d))
+		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false),
+			cumulativeKernel(d, "cumsum", "add"), cumulativeKernel(d, "cumprod", "mul"), argsortKernel(d))
 	}
 	return out
 }
@@ -143,28 +144,33 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 	return k
 }
 
-// cumsum_<dtype> (out, x, outer, n, inner, reverse, exclusive): running
-// sums along n, a thread per (o, b) column in order (from the end when
-// reverse is 1; leaving each element out of its own sum when exclusive is
-// 1), as the CPU sums them.
-func cumsumKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("cumsum", string(d)))
+// cumsum_<dtype> and cumprod_<dtype> (out, x, outer, n, inner, reverse,
+// exclusive): running sums (op "add") or products ("mul") along n, a
+// thread per (o, b) column in order (from the end when reverse is 1;
+// leaving each element out of its own result when exclusive is 1), as the
+// CPU runs them.
+func cumulativeKernel(d DType, name, op string) *ptx.Kernel {
+	k := ptx.NewKernel(Name(name, string(d)))
 	o, x := k.ParamPtr("out"), k.ParamPtr("x")
 	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
 	reverse, exclusive := k.Param("reverse", ptx.U64), k.Param("exclusive", ptx.U64)
 	rev, exc := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", rev, reverse)
 	k.Op("setp.ne.u64 %s, %s, 0", exc, exclusive)
+	start := 0.0
+	if op == "mul" {
+		start = 1
+	}
 	columns(k, outer, inner, func(oi, b ptx.Reg) {
 		acc := k.Reg(d.reg())
-		mov(k, d, acc, ptx.Imm(d.reg(), 0))
+		mov(k, d, acc, ptx.Imm(d.reg(), start))
 		upTo(k, n, func(step ptx.Reg) {
 			j, back := k.Reg(ptx.U64), k.Reg(ptx.U64)
 			k.Op("sub.s64 %s, %s, %s", back, n, step)
 			k.Op("sub.s64 %s, %s, 1", back, back)
 			k.Op("selp.u64 %s, %s, %s, %s", j, back, step, rev)
 			at := slot(k, oi, n, j, inner.v, b)
-			next := binaryOp(k, "add", d, acc, load(k, d, k.Addr(x, at, d.Size())))
+			next := binaryOp(k, op, d, acc, load(k, d, k.Addr(x, at, d.Size())))
 			v := k.Reg(d.reg())
 			k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, acc, next, exc)
 			store(k, d, k.Addr(o, at, d.Size()), v)
