@@ -272,8 +272,11 @@ func (t *Tensor) Release() {
 }
 
 // HostBytes returns the raw bytes of a tensor on the CPU, in layout order.
-// It panics if t is on another device.
+// It panics if t is on another device. Inside a traced function, reading
+// a value that varies between calls makes the trace guard it, as ToSlice
+// does (kernels' reads aside).
 func (t *Tensor) HostBytes() []byte {
+	t.readOnHost()
 	if t.ValuesDropped() {
 		panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
 			"this tensor stands for one whose values were let go because no gradient rule reads them; an op's eager.Op.GradReads declares too little")

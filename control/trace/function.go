@@ -43,15 +43,16 @@ import (
 // graph computes is therefore what fn computed on that call:
 //   - Go values fn reads (ints, closures' variables) are constants of the
 //     trace. A tensor's values fn reads on the host (Item, Float,
-//     ToSlice) are too, and where the tensor varies between calls
-//     (computed from the arguments or variables) the graph guards them:
-//     a later call where they differ runs fn eagerly instead (Logf is
-//     told once, naming where fn read them, and standard error where
-//     EAGERFLOW_DEBUG names trace), so every call returns what
-//     fn computes (after four such calls in a row, calls run fn without
-//     trying the graph first, trying it again every sixteenth); decide with control.Cond or ops (Where, Select) to
-//     keep such calls in the graph. Printing a value is no read, and
-//     kernels' reads of their inputs are not fn's.
+//     ToSlice, HostBytes) are too, and where the tensor varies between
+//     calls (computed from the arguments or variables) the graph guards
+//     them: a later call where they differ runs fn eagerly instead (Logf
+//     is told once, naming where fn read them, and standard error where
+//     EAGERFLOW_DEBUG names trace), so every call returns what fn
+//     computes (after four such calls in a row, calls run fn without
+//     trying the graph first, trying it again every sixteenth); decide
+//     with control.Cond or ops (Where, Select) to keep such calls in the
+//     graph. Printing a value is no read, and kernels' reads of their
+//     inputs are not fn's.
 //   - Tensors fn reads that are not its arguments are captured: a variable
 //     (tensor.FlagVariable) by reference, so in-place updates are seen by
 //     later calls; any other tensor by value. What fn computes from

@@ -2,7 +2,9 @@ package trace_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -20,7 +22,7 @@ func hasGuard(f *trace.Function, args ...T) bool {
 }
 
 // A traced function that reads a varying value on the host (Item, Float,
-// ToSlice) and decides on it in Go returns what it computes on every
+// ToSlice, HostBytes) and decides on it in Go returns what it computes on every
 // call: the graph guards the value read, a call where it differs runs
 // the function eagerly (Logf told once, naming where it was read), the
 // same values run the graph. The trace froze such a decision, silently,
@@ -44,10 +46,20 @@ func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
 		}
 		return []T{ops.Mul(a[0], ops.ScalarLike(a[0], float64(k)))}
 	}
+	countPositiveBytes := func(a []T) []T { // as a codec reading raw bytes would
+		eagerCalls++
+		k, raw := 0, a[0].HostBytes()
+		for i := 0; i < len(raw); i += 4 {
+			if math.Float32frombits(binary.LittleEndian.Uint32(raw[i:])) > 0 {
+				k++
+			}
+		}
+		return []T{ops.Mul(a[0], ops.ScalarLike(a[0], float64(k)))}
+	}
 	for _, c := range []struct {
 		name string
 		fn   func([]T) []T
-	}{{"Float", sign}, {"ToSlice", countPositive}} {
+	}{{"Float", sign}, {"ToSlice", countPositive}, {"HostBytes", countPositiveBytes}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := trace.NewFunction(c.fn)
 			var logs []string
@@ -72,7 +84,7 @@ func TestHostReadsOfVaryingValuesAreGuarded(t *testing.T) {
 			if eagerCalls != 3 || f.Traces() != 1 {
 				t.Errorf("fn ran %d times in 5 calls, %d traces; want 3 (the trace and the two calls whose value differs) and 1", eagerCalls, f.Traces())
 			}
-			if len(logs) != 1 || !strings.Contains(logs[0], "read on the host (Item, Float or ToSlice) at trace/host_read_test.go:") ||
+			if len(logs) != 1 || !strings.Contains(logs[0], "read on the host (Item, Float, ToSlice or HostBytes) at trace/host_read_test.go:") ||
 				!strings.Contains(logs[0], "differs from its value at the trace") {
 				t.Errorf("Logf was told %q; want once, naming the read", logs)
 			}

@@ -99,7 +99,7 @@ func init() {
 		if len(ts) == 0 || inKernel() {
 			return
 		}
-		construct := fmt.Sprintf("the value of %s read on the host (Item, Float or ToSlice) at %s", tensor.Describe(v), callsite.Caller())
+		construct := fmt.Sprintf("the value of %s read on the host (Item, Float, ToSlice or HostBytes) at %s", tensor.Describe(v), callsite.Caller())
 		for _, t := range ts {
 			t.guardValue(construct, v, true)
 		}
