@@ -93,6 +93,12 @@ type Op struct {
 	// may drop the values a rule declares it does not read (package tape
 	// does for the intermediates of stored loop iterations).
 	GradReads GradReads
+	// GradIgnores lists the inputs whose values Grad does not read where
+	// GradReads says it reads inputs (an index op's operand, of which
+	// Gather's rule reads only the shape and dtype; Select's branches). A
+	// tape neither keeps their values for the rule nor refuses a variable
+	// among them that was assigned after the op ran.
+	GradIgnores []int
 
 	kernels *kernelTable // shared with the backends' registrations by name
 }
@@ -109,6 +115,12 @@ const (
 	ReadsOutputs                  // outputs only
 	ReadsNothing                  // shapes and dtypes only
 )
+
+// GradReadsInput reports whether op's gradient rule reads input i's
+// values (GradReads and GradIgnores).
+func (op *Op) GradReadsInput(i int) bool {
+	return (op.GradReads == ReadsAll || op.GradReads == ReadsInputs) && !slices.Contains(op.GradIgnores, i)
+}
 
 // ElementwiseF32 is the float32 loops of an elementwise op: Unary for a
 // one-input op; VV, VS and SV for a two-input op whose operands are both

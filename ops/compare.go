@@ -52,6 +52,7 @@ var selectOp *eager.Op
 func init() {
 	selectOp = eager.Register(&eager.Op{
 		Name: "Select", Inputs: 3, KeyInput: 1, SameDTypes: true, SameFrom: 1,
+		GradReads: eager.ReadsInputs, GradIgnores: []int{1, 2}, // the predicate alone
 		Infer: func(c *eager.Call) []eager.Out {
 			if c.Inputs[0].DType() != tensor.Bool {
 				c.Fail(tensor.ErrDType, "predicate must be bool, got %v", c.Inputs[0].DType())

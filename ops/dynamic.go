@@ -23,6 +23,7 @@ var dynamicSliceOp, dynamicUpdateSliceOp *eager.Op
 func init() {
 	dynamicSliceOp = eager.Register(&eager.Op{
 		Name: "DynamicSlice", Inputs: 2,
+		GradReads: eager.ReadsInputs, GradIgnores: []int{0}, // the starts, and x's shape
 		Infer: func(c *eager.Call) []eager.Out {
 			x, sizes := c.Inputs[0], c.Attrs.(opattr.SizesAttrs).Sizes
 			checkStarts(c, 1, x.Rank())

@@ -44,6 +44,8 @@ var gatherOp, scatterAddOp, scatterOp *eager.Op
 func init() {
 	gatherOp = eager.Register(&eager.Op{
 		Name: "Gather", Inputs: 2,
+		// The rule reads the indices, and the params' shape alone.
+		GradReads: eager.ReadsInputs, GradIgnores: []int{0},
 		Infer: func(c *eager.Call) []eager.Out {
 			p := c.Inputs[0]
 			if p.Rank() == 0 {

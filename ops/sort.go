@@ -39,6 +39,7 @@ func init() {
 	})
 	takeAlongOp = eager.Register(&eager.Op{
 		Name: "TakeAlongAxis", Inputs: 2, Infer: inferAlong,
+		GradReads: eager.ReadsInputs, GradIgnores: []int{0}, // the indices, and x's shape
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, idx := g.Inputs[0], g.Inputs[1]
 			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, ZerosLike(x), idx, g.OutGrads[0]), nil}

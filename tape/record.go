@@ -62,15 +62,12 @@ func (recorder) Observe(c *eager.Call, outs []*tensor.Tensor) {
 }
 
 // checkVersions panics when a variable that n's op read was assigned
-// since and n's rule reads its inputs' values: the gradient would be
+// since and n's rule reads that input's values: the gradient would be
 // computed from the new values, not the ones the op used.
 func (n *node) checkVersions() {
-	if r := n.call.Op.GradReads; r == eager.ReadsOutputs || r == eager.ReadsNothing {
-		return
-	}
 	for _, iv := range n.versions {
 		x := n.call.Inputs[iv.input]
-		if plumb.Tensor.Version(x) != iv.version {
+		if plumb.Tensor.Version(x) != iv.version && n.call.Op.GradReadsInput(iv.input) {
 			panic(tensor.NewError("tape", "Gradient", tensor.ErrValue, []*tensor.Tensor{x}, "",
 				"variable %q, input %d of %s, was assigned after the op ran, and the op's gradient reads its values: the gradient would use the new ones; take the gradient before assigning (an optimizer's step), or run the forward pass again",
 				variableName(x), iv.input, n.call.Op.Name))

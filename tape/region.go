@@ -150,16 +150,14 @@ func dropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 		d.read[x] = true
 	}
 	for _, n := range d.nodes {
-		r := eager.ReadsAll
-		if n.custom == nil && n.call.Op != nil {
-			r = n.call.Op.GradReads
-		}
-		if r == eager.ReadsAll || r == eager.ReadsInputs {
-			for _, x := range n.call.Inputs {
+		op := n.call.Op
+		custom := n.custom != nil || op == nil // a custom rule may read anything
+		for i, x := range n.call.Inputs {
+			if custom || op.GradReadsInput(i) {
 				d.read[x] = true
 			}
 		}
-		if r == eager.ReadsAll || r == eager.ReadsOutputs {
+		if custom || op.GradReads == eager.ReadsAll || op.GradReads == eager.ReadsOutputs {
 			for _, y := range n.outs {
 				d.read[y] = true
 			}

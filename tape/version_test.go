@@ -1,6 +1,7 @@
 package tape_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,5 +61,34 @@ func TestGradientRefusesVariablesAssignedSince(t *testing.T) {
 	w.Assign(hundreds)
 	if got := tensor.ToSlice[float32](tp.Gradient(y, x)[0]); got[0] != 10 || got[1] != 14 {
 		t.Errorf("dy/dx = %v, want [10 14]", got)
+	}
+}
+
+// An embedding lookup's rule reads the indices, not the table: a table
+// assigned (an optimizer's step) between the lookup and the gradient
+// leaves the gradient right, and the tape takes it. A variable holding
+// the indices is still refused: the rule would scatter by the new ones.
+func TestGradientOfALookupAfterTheTableIsAssigned(t *testing.T) {
+	table := tape.NewVariable("table", tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, 3, 2))
+	ids := tensor.FromSlice([]int64{2, 0, 2})
+	tp := tape.New(tape.Options{Persistent: true})
+	y := ops.Sum(ops.Gather(table.Value(), ids, 0))
+	table.Assign(tensor.Zeros(tensor.Float32, 3, 2))
+	var g *tensor.Tensor
+	if err := tensor.Catch(func() { g = tp.Gradient(y, table.Value())[0] }); err != nil {
+		t.Fatalf("the lookup's gradient after assigning the table: %v", err)
+	}
+	if got := tensor.ToSlice[float32](g); !slices.Equal(got, []float32{1, 1, 0, 0, 2, 2}) {
+		t.Errorf("d/dtable = %v, want [1 1 0 0 2 2]", got)
+	}
+
+	which := tape.NewVariable("which", tensor.FromSlice([]int64{1, 1}))
+	x := tensor.FromSlice([]float32{5, 7}, 2)
+	tp = tape.New()
+	tp.Watch(x)
+	y = ops.Sum(ops.Gather(x, which.Value(), 0))
+	which.Assign(tensor.FromSlice([]int64{0, 0}))
+	if err := tensor.Catch(func() { tp.Gradient(y, x) }); err == nil || !strings.Contains(err.Error(), `variable "which", input 1 of Gather`) {
+		t.Errorf("the lookup's gradient after assigning its indices: %v", err)
 	}
 }

@@ -41,8 +41,20 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	un := ops.MaxUnpool2D(ops.Sub(pooled, ops.Reshape(ops.Sum(c), 1, 1, 1, 1)), taps, []int{1, 2, 2, 1}, pool)
 	gathered := eager.Run1(eager.Lookup("MaxUnpool2DGather"), unpoolAttrs, ops.Add(un, un), taps)
 	spread := ops.Add(ops.Reshape(un, 1, 4), ops.BroadcastTo(ops.Reshape(gathered, 1, 1), 1, 4))
-	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), c) // Tanh's output read only by its rule
+	// The index ops' rules read the indices (or the predicate) and their
+	// operands' shapes alone: each operand is read by nothing else.
+	picked := ops.Add(ops.Gather(ops.Add(r, c), indices, 1), ops.TakeAlongAxis(ops.Sub(r, c), along, 1))
+	picked = ops.Add(picked, ops.DynamicSlice(ops.Add(q, c), starts, 1, 4))
+	picked = ops.Add(picked, ops.Where(ops.Gt(r, c), ops.Add(r, r), ops.Sub(c, q)))
+	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
+
+// The cell's indices: Gather's, TakeAlongAxis's and DynamicSlice's.
+var (
+	indices = tensor.FromSlice([]int64{3, 0, 0, 2})
+	along   = tensor.FromSlice([]int64{1, 1, 3, 0}, 1, 4)
+	starts  = tensor.FromSlice([]int64{0, 0})
+)
 
 // unpoolAttrs are the cell's MaxUnpool2DGather's: a 2x2 window over
 // [1 2 2 1].
@@ -51,7 +63,7 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
-	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather"}
+	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()
