@@ -443,18 +443,29 @@ func toSlice[T Elem](t *Tensor) []T {
 // if t has more or fewer than one element. Inside a traced function, reading
 // a value that varies between calls makes the trace guard it (package
 // trace).
-func (t *Tensor) Item() any {
+func (t *Tensor) Item() any { return t.itemFor("Item") }
+
+// itemFor is Item for the method named name (Item, Float), which errors
+// name.
+func (t *Tensor) itemFor(name string) any {
 	if t == nil {
-		nilTensor("Item")
+		nilTensor(name)
 	}
 	t.readOnHost()
-	return t.item()
+	return t.itemOf(name)
 }
 
 // item is Item without telling a trace.
-func (t *Tensor) item() any {
-	if t.NumElements() != 1 {
-		panicf("tensor", "Item", ErrShape, []*Tensor{t}, "", "Item needs exactly one element, the tensor has %d", t.NumElements())
+func (t *Tensor) item() any { return t.itemOf("Item") }
+
+// itemOf is item for the method named name.
+func (t *Tensor) itemOf(name string) any {
+	if n := t.NumElements(); n != 1 {
+		hint := ""
+		if n > 1 {
+			hint = " (reduce it to one first: ops.Sum, ops.Mean)"
+		}
+		panicf("tensor", name, ErrShape, []*Tensor{t}, "", "%s needs exactly one element, the tensor has %d%s", name, n, hint)
 	}
 	switch t.dtype {
 	case Float32:
@@ -482,7 +493,7 @@ func (t *Tensor) item() any {
 
 // Float returns the single element of a one-element numeric tensor as a
 // float64 (booleans give 0 or 1).
-func (t *Tensor) Float() float64 { return floatOf(t.Item()) }
+func (t *Tensor) Float() float64 { return floatOf(t.itemFor("Float")) }
 
 // floatOf is an element of Item's as a float64 (booleans give 0 or 1).
 func floatOf(item any) float64 {

@@ -315,3 +315,23 @@ func TestErrorKeepsLongAttrsShort(t *testing.T) {
 		t.Errorf("a %d-byte message: %.120s", len(msg), msg)
 	}
 }
+
+// Float and Item on a tensor of more or fewer than one element name the
+// method called, and say how to get one element from many.
+func TestOneElementReadsNameTheirMethod(t *testing.T) {
+	m := FromSlice([]float32{1, 2, 3, 4}, 2, 2)
+	for _, c := range []struct {
+		name string
+		read func()
+		want string
+	}{
+		{"Float", func() { m.Float() }, "tensor: Float: Float needs exactly one element, the tensor has 4 (reduce it to one first: ops.Sum, ops.Mean)"},
+		{"Item", func() { m.Item() }, "tensor: Item: Item needs exactly one element, the tensor has 4 (reduce"},
+		{"Float of none", func() { Zeros(Float32, 0).Float() }, "tensor: Float: Float needs exactly one element, the tensor has 0 (inputs"},
+	} {
+		err := Catch(c.read)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.Is(err, ErrShape) {
+			t.Errorf("%s: %v; want an ErrShape starting %q", c.name, err, c.want)
+		}
+	}
+}
