@@ -228,3 +228,30 @@ func TestTracedAssignmentsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// Kernels read their inputs' bytes on the CPU's workers while the trace
+// records on its own goroutine: those reads are not fn's, and must not
+// look into the trace's tables (a concurrent map read and write, fatal,
+// found by the differential suite: attention's gradient, sharded over
+// the workers, inside a traced function). Under the race detector
+// (scripts/test) any such read is reported.
+func TestKernelsOnWorkersDoNotReadTheTrace(t *testing.T) {
+	r := tensor.NewRNG(5)
+	q := tensor.RandNormal(r, tensor.Float32, 4, 128, 64)
+	k := tensor.RandNormal(r, tensor.Float32, 4, 128, 64)
+	v := tensor.RandNormal(r, tensor.Float32, 4, 128, 64)
+	f := trace.NewFunction(func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a...)
+		y := a[0]
+		for range 3 {
+			y = ops.Tanh(ops.Attention(y, a[1], a[2], nil, true, 0))
+		}
+		return tp.Gradient(ops.Sum(y), a...)
+	})
+	for range 3 {
+		if _, err := f.Call(q, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,15 +88,22 @@ var guardOp = func() *eager.Op {
 func init() {
 	plumb.GuardValue = func(construct string, x any) {
 		v := x.(*tensor.Tensor)
-		for _, t := range following(v) {
+		for _, t := range following(v, nil) {
 			t.guardValue(construct, v, false)
 		}
 	}
-	plumb.VariesInTrace = func(x any) bool { return len(following(x.(*tensor.Tensor))) > 0 }
+	plumb.VariesInTrace = func(x any) bool { return len(following(x.(*tensor.Tensor), nil)) > 0 }
 	plumb.AssignedHere = assignedHere
 	plumb.HostRead = func(x any) {
+		// Only the traces this goroutine runs: a read elsewhere (a
+		// kernel's worker, another goroutine) is not fn's decision, and
+		// a trace's tables are its own goroutine's to read.
+		mine := tracesHere()
+		if len(mine) == 0 {
+			return
+		}
 		v := x.(*tensor.Tensor)
-		ts := following(v)
+		ts := slices.DeleteFunc(following(v, mine), func(t *tracer) bool { return !slices.Contains(mine, t) })
 		if len(ts) == 0 || inKernel() {
 			return
 		}
@@ -109,10 +117,11 @@ func init() {
 // following returns the recording traces in which v varies between
 // calls: the trace v is a value of, where v is computed from its
 // arguments or variables; or, for a value computed from variables alone
-// (a recipe), every live trace that follows the recipe.
-func following(v *tensor.Tensor) []*tracer {
+// (a recipe), every live trace that follows the recipe. With among, it
+// looks into those traces' values alone (their own goroutines' to read).
+func following(v *tensor.Tensor, among []*tracer) []*tracer {
 	if t := traceOf(v); t != nil {
-		if t.Recording() && t.Derived(v) {
+		if (among == nil || slices.Contains(among, t)) && t.Recording() && t.Derived(v) {
 			return []*tracer{t}
 		}
 		return nil
@@ -315,17 +324,25 @@ func tracingHere(t *tracer) (done func()) {
 	}
 }
 
-// assignedHere notes variable x as assigned by the trace the calling
-// goroutine runs, if any: nothing to look up while no trace runs anywhere.
-func assignedHere(x any) {
+// tracesHere returns the traces the calling goroutine runs, innermost
+// last: none while no trace runs anywhere, without a lookup.
+func tracesHere() []*tracer {
 	if tracing.active.Load() == 0 {
-		return
+		return nil
 	}
 	id := goid.Current()
 	tracing.mu.Lock()
 	defer tracing.mu.Unlock()
-	if ts := tracing.by[id]; len(ts) > 0 {
+	return slices.Clone(tracing.by[id])
+}
+
+// assignedHere notes variable x as assigned by the trace the calling
+// goroutine runs, if any: nothing to look up while no trace runs anywhere.
+func assignedHere(x any) {
+	if ts := tracesHere(); len(ts) > 0 {
 		t := ts[len(ts)-1]
+		tracing.mu.Lock()
+		defer tracing.mu.Unlock()
 		if t.assigned == nil {
 			t.assigned = map[*tensor.Tensor]bool{}
 		}
