@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"math"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
@@ -85,18 +87,53 @@ func argExtreme(d kernels.DType) eager.Kernel {
 	}
 }
 
-// cumulative runs the kernel cumsum_<d> or cumprod_<d> (name).
+// cumulative runs the kernel cumsum_<d> or cumprod_<d> (name). A thread
+// walks a column; where the columns are too few to fill the GPU and long,
+// each is cut into about √n chunks of √n steps: the chunks' results, an
+// exclusive scan of them along the column, then each chunk walked again
+// from its start (results rounded in that order, not the CPU's).
 func cumulative(d kernels.DType, name string) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, a, out := c.Inputs[0], c.Attrs.(opattr.CumsumAttrs), outs[0]
 		if out.NumElements() == 0 {
 			return
 		}
+		g, kernel := gpu(c), kernels.Name(name, string(d))
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).
-			U64(flag(a.Reverse)).U64(flag(a.Exclusive))
-		check(c, gpu(c).launch("along", kernels.Name(name, string(d)), outer*inner, args))
+		// run launches the kernel over outer·chunks·inner chunks of chunk
+		// steps of columns of n (start: 0 for none).
+		run := func(out, x, start cu.Ptr, n, chunk, chunks int, total, reverse, exclusive bool) {
+			runs := outer * chunks * inner
+			args := newArgs().Ptr(out).Ptr(x).Ptr(start).U64(uint64(outer)).U64(uint64(n)).U64(uint64(chunk)).U64(flag(total))
+			args = divisorArg(divisorArg(args, chunks, outer*chunks), inner, runs).U64(flag(reverse)).U64(flag(exclusive))
+			check(c, g.launch("along", kernel, runs, args))
+		}
+		chunk := chunkOf(outer*inner, n)
+		if chunk == n {
+			run(ptr(out), ptr(x), 0, n, n, 1, false, a.Reverse, a.Exclusive)
+			return
+		}
+		chunks := (n + chunk - 1) / chunk
+		shape := tensor.Shape{outer, chunks, inner}
+		totals := temporary(c, x.DType(), shape, "the chunks' results")
+		offsets := temporary(c, x.DType(), shape, "the chunks' starts")
+		defer totals.Release()
+		defer offsets.Release()
+		run(ptr(totals), ptr(x), 0, n, chunk, chunks, true, a.Reverse, false)
+		run(ptr(offsets), ptr(totals), 0, chunks, chunks, 1, false, false, true) // the chunks are in walking order
+		run(ptr(out), ptr(x), ptr(offsets), n, chunk, chunks, false, a.Reverse, a.Exclusive)
 	}
+}
+
+// chunkOf is the steps a thread of a running sum or product walks, for
+// columns of n: n, or about √n where fewer than fullColumns columns leave
+// the GPU's threads idle and n is long enough to cut.
+func chunkOf(columns, n int) int {
+	const fullColumns, shortest = 1 << 14, 64
+	if columns >= fullColumns || n < shortest {
+		return n
+	}
+	return int(math.Ceil(math.Sqrt(float64(n))))
 }
 
 func argsort(d kernels.DType) eager.Kernel {

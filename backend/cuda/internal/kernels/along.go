@@ -144,38 +144,68 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 	return k
 }
 
-// cumsum_<dtype> and cumprod_<dtype> (out, x, outer, n, inner, reverse,
-// exclusive): running sums (op "add") or products ("mul") along n, a
-// thread per (o, b) column in order (from the end when reverse is 1;
-// leaving each element out of its own result when exclusive is 1), as the
-// CPU runs them.
+// cumsum_<dtype> and cumprod_<dtype> (out, x, start, outer, n, chunk,
+// total, chunks, inner, reverse, exclusive): running sums (op "add") or
+// products ("mul") along n, a thread per chunk (o, j, b) of chunk steps of
+// a column. The thread starts from start[o, j, b] (the identity where
+// start is 0) and walks steps j·chunk .. min((j+1)·chunk, n)-1 in order,
+// step s being element s, or n-1-s when reverse is 1; it leaves each
+// element out of its own result when exclusive is 1, and where total is 1
+// writes only its chunk's result, to out[o, j, b]. With one chunk (chunk
+// n, chunks 1) a thread runs a whole column, as the CPU does.
 func cumulativeKernel(d DType, name, op string) *ptx.Kernel {
 	k := ptx.NewKernel(Name(name, string(d)))
-	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
+	o, x, start := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("start")
+	outer, n, chunk, total := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("chunk", ptx.U64), k.Param("total", ptx.U64)
+	chunks, inner := paramDivisor(k, "chunks"), paramDivisor(k, "inner")
 	reverse, exclusive := k.Param("reverse", ptx.U64), k.Param("exclusive", ptx.U64)
-	rev, exc := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	rev, exc, tot, from := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", rev, reverse)
 	k.Op("setp.ne.u64 %s, %s, 0", exc, exclusive)
-	start := 0.0
+	k.Op("setp.ne.u64 %s, %s, 0", tot, total)
+	k.Op("setp.ne.u64 %s, %s, 0", from, start)
+	identity := 0.0
 	if op == "mul" {
-		start = 1
+		identity = 1
 	}
-	columns(k, outer, inner, func(oi, b ptx.Reg) {
+	runs := k.Reg(ptx.U64) // (o, j) pairs
+	k.Op("mul.lo.s64 %s, %s, %s", runs, outer, chunks.v)
+	columns(k, runs, inner, func(oj, b ptx.Reg) {
+		oi, j := divmod(k, oj, chunks)
+		here := k.Reg(ptx.U64) // [o, j, b] in start's and the totals' layout
+		k.Op("mad.lo.s64 %s, %s, %s, %s", here, oj, inner.v, b)
 		acc := k.Reg(d.reg())
-		mov(k, d, acc, ptx.Imm(d.reg(), start))
-		upTo(k, n, func(step ptx.Reg) {
-			j, back := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		mov(k, d, acc, ptx.Imm(d.reg(), identity))
+		started := k.Label("started")
+		k.Op("@!%s bra %s", from, started)
+		mov(k, d, acc, load(k, d, k.Addr(start, here, d.Size())))
+		k.Place(started)
+		first, last, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("mul.lo.s64 %s, %s, %s", first, j, chunk)
+		k.Op("add.s64 %s, %s, %s", last, first, chunk)
+		k.Op("setp.gt.u64 %s, %s, %s", p, last, n)
+		k.Op("selp.u64 %s, %s, %s, %s", last, n, last, p)
+		one := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 1", one)
+		k.Loop(first, last, one, func(step ptx.Reg) {
+			pos, back := k.Reg(ptx.U64), k.Reg(ptx.U64)
 			k.Op("sub.s64 %s, %s, %s", back, n, step)
 			k.Op("sub.s64 %s, %s, 1", back, back)
-			k.Op("selp.u64 %s, %s, %s, %s", j, back, step, rev)
-			at := slot(k, oi, n, j, inner.v, b)
+			k.Op("selp.u64 %s, %s, %s, %s", pos, back, step, rev)
+			at := slot(k, oi, n, pos, inner.v, b)
 			next := binaryOp(k, op, d, acc, load(k, d, k.Addr(x, at, d.Size())))
+			stored := k.Label("stored")
+			k.Op("@%s bra %s", tot, stored)
 			v := k.Reg(d.reg())
 			k.Op("selp.%s %s, %s, %s, %s", d.reg(), v, acc, next, exc)
 			store(k, d, k.Addr(o, at, d.Size()), v)
+			k.Place(stored)
 			mov(k, d, acc, next)
 		})
+		done := k.Label("totalled")
+		k.Op("@!%s bra %s", tot, done)
+		store(k, d, k.Addr(o, here, d.Size()), acc)
+		k.Place(done)
 	})
 	return k
 }

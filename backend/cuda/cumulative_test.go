@@ -1,0 +1,56 @@
+package cuda
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Running sums and products along columns too few to fill the GPU and
+// long enough to cut into chunks (chunkOf) agree with the CPU's to the
+// bit: sums of small integers and products of ±1, 2 and ½ are exact in
+// any order, and integers wrap alike. The shapes cut one column, a few,
+// columns of inner stride 3 and 300, and a last chunk shorter than the
+// others (70 steps in chunks of 9).
+func TestLongColumnsRunInChunksOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(43)
+	factors := func(shape ...int) *tensor.Tensor { // mostly ±1, a tenth 2 or ½
+		u := tensor.ToSlice[float64](tensor.RandUniform(r, tensor.Float64, 0, 1, shape...))
+		for i, v := range u {
+			switch {
+			case v < 0.05:
+				u[i] = 2
+			case v < 0.1:
+				u[i] = 0.5
+			case v < 0.55:
+				u[i] = -1
+			default:
+				u[i] = 1
+			}
+		}
+		return tensor.FromSlice(u, shape...)
+	}
+	for _, c := range []struct {
+		shape []int
+		axis  int
+	}{{[]int{3000}, 0}, {[]int{2, 1000, 3}, 1}, {[]int{100, 64}, 1}, {[]int{70, 300}, 0}} {
+		if chunk := chunkOf(tensor.Shape(c.shape).NumElements()/c.shape[c.axis], c.shape[c.axis]); chunk == c.shape[c.axis] {
+			t.Fatalf("%v along %d is not cut into chunks", c.shape, c.axis)
+		}
+		small := tensor.RandUniform(r, tensor.Float64, 0, 4, c.shape...)
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8} {
+			sums, products := ops.Cast(ops.Floor(small), dt), ops.Cast(factors(c.shape...), dt)
+			if !dt.IsFloat() {
+				products = ops.Cast(small, dt) // wrapping products of 0-3
+			}
+			for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				what := fmt.Sprintf("%v %v along %d, exclusive, reverse %v", dt, c.shape, c.axis, flags)
+				agreeWithin(t, "Cumsum "+what, ops.Cumsum(onGPU(t, d, sums), c.axis, flags[0], flags[1]), ops.Cumsum(sums, c.axis, flags[0], flags[1]), 0)
+				agreeWithin(t, "Cumprod "+what, ops.Cumprod(onGPU(t, d, products), c.axis, flags[0], flags[1]), ops.Cumprod(products, c.axis, flags[0], flags[1]), 0)
+			}
+		}
+	}
+}
