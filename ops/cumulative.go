@@ -53,7 +53,7 @@ func Cumsum(x *tensor.Tensor, axis int, exclusive, reverse bool) *tensor.Tensor 
 // tf.math.cumprod); exclusive leaves each element out of its own product
 // (the first is 1), reverse multiplies from the end. Numeric dtypes; the
 // result has x's shape and dtype. Its gradient divides by nothing, so it
-// holds where x has zeros or the products underflow, to every order; it
+// holds where x has zeros or the products underflow, to every order, and
 // takes log2 n passes over x for n elements along axis.
 func Cumprod(x *tensor.Tensor, axis int, exclusive, reverse bool) *tensor.Tensor {
 	return eager.Run1(cumprodOp, opattr.CumsumAttrs{Axis: axisOf(axis, rankOf(x)), Exclusive: exclusive, Reverse: reverse}, x)
