@@ -12,8 +12,8 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin and ArgSort (ops/sort.go), Cumsum
-// and Cumprod (ops/cumulative.go).
+// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin and ArgSort (ops/sort.go; ArgSort's
+// kernel in argsort.go), Cumsum and Cumprod (ops/cumulative.go).
 
 func init() {
 	registerMoves("TakeAlongAxis", takeAlong)
@@ -88,7 +88,7 @@ func argExtreme(d kernels.DType) eager.Kernel {
 }
 
 // cumulative runs the kernel cumsum_<d> or cumprod_<d> (name). A thread
-// walks a column; where the columns are too few to fill the GPU and long,
+// walks a column; where the columns are few and long (fewLongColumns),
 // each is cut into about √n chunks of √n steps: the chunks' results, an
 // exclusive scan of them along the column, then each chunk walked again
 // from its start (results rounded in that order, not the CPU's).
@@ -108,11 +108,11 @@ func cumulative(d kernels.DType, name string) eager.Kernel {
 			args = divisorArg(divisorArg(args, chunks, outer*chunks), inner, runs).U64(flag(reverse)).U64(flag(exclusive))
 			check(c, g.launch("along", kernel, runs, args))
 		}
-		chunk := chunkOf(outer*inner, n)
-		if chunk == n {
+		if !fewLongColumns(outer*inner, n) {
 			run(ptr(out), ptr(x), 0, n, n, 1, false, a.Reverse, a.Exclusive)
 			return
 		}
+		chunk := int(math.Ceil(math.Sqrt(float64(n))))
 		chunks := (n + chunk - 1) / chunk
 		shape := tensor.Shape{outer, chunks, inner}
 		totals := temporary(c, x.DType(), shape, "the chunks' results")
@@ -125,30 +125,11 @@ func cumulative(d kernels.DType, name string) eager.Kernel {
 	}
 }
 
-// chunkOf is the steps a thread of a running sum or product walks, for
-// columns of n: n, or about √n where fewer than fullColumns columns leave
-// the GPU's threads idle and n is long enough to cut.
-func chunkOf(columns, n int) int {
+// fewLongColumns reports whether a thread per column of n steps would
+// leave most of the GPU's threads idle while each walks far: fewer than
+// 16384 columns, of 64 steps or more. The kernels along an axis then cut
+// the columns (Cumsum's and Cumprod's chunks, ArgSort's merge passes).
+func fewLongColumns(columns, n int) bool {
 	const fullColumns, shortest = 1 << 14, 64
-	if columns >= fullColumns || n < shortest {
-		return n
-	}
-	return int(math.Ceil(math.Sqrt(float64(n))))
-}
-
-func argsort(d kernels.DType) eager.Kernel {
-	return func(c *eager.Call, outs []*tensor.Tensor) {
-		x, a, out := c.Inputs[0], c.Attrs.(opattr.SortAttrs), outs[0]
-		if out.NumElements() == 0 {
-			return
-		}
-		tmp, err := tensor.Empty(c.Device, tensor.Int64, out.Shape())
-		if err != nil {
-			c.Fail(err, "the sort's scratch of %v", out.Shape())
-		}
-		defer tmp.Release()
-		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
-		check(c, gpu(c).launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
-	}
+	return columns < fullColumns && n >= shortest
 }

@@ -29,7 +29,7 @@ func alongKernels() []*ptx.Kernel {
 	}
 	for _, d := range Numeric {
 		out = append(out, argExtremeKernel(d, true), argExtremeKernel(d, false),
-			cumulativeKernel(d, "cumsum", "add"), cumulativeKernel(d, "cumprod", "mul"), argsortKernel(d))
+			cumulativeKernel(d, "cumsum", "add"), cumulativeKernel(d, "cumprod", "mul"), argsortKernel(d), argsortMergeKernel(d))
 	}
 	return out
 }

@@ -1,0 +1,54 @@
+package cuda
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
+	"github.com/eagerflow/eagerflow/backend/move"
+	"github.com/eagerflow/eagerflow/backend/opattr"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// ArgSort (ops/sort.go): a thread merge-sorts a column (argsort_<d>);
+// where the columns are few and long (fewLongColumns), each pass of the
+// merge sort is a launch of its own whose threads merge maxSegment
+// outputs each, found by the merge path (argsort_merge_<d>).
+
+// maxSegment is the outputs a thread of a merge pass writes, at most.
+const maxSegment = 32
+
+func argsort(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, a, out := c.Inputs[0], c.Attrs.(opattr.SortAttrs), outs[0]
+		if out.NumElements() == 0 {
+			return
+		}
+		tmp := temporary(c, tensor.Int64, out.Shape(), "the sort's permutations")
+		defer tmp.Release()
+		g := gpu(c)
+		outer, n, inner := move.Split(x.Shape(), a.Axis)
+		if !fewLongColumns(outer*inner, n) {
+			args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
+			check(c, g.launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
+			return
+		}
+		passes := 0
+		for w := 1; w < n; w *= 2 {
+			passes++
+		}
+		// The passes alternate between out and tmp, the last writing out.
+		dst, src := tmp, out
+		if passes%2 == 1 {
+			dst, src = out, tmp
+		}
+		for width, first := 1, true; width < n; width, first = 2*width, false {
+			per := min(maxSegment, 2*width)
+			segs := (n + per - 1) / per
+			runs := outer * segs * inner
+			args := newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).
+				U64(uint64(width)).U64(uint64(per)).U64(flag(first)).U64(flag(a.Descending))
+			args = divisorArg(divisorArg(args, segs, outer*segs), inner, runs)
+			check(c, g.launch("along", kernels.Name("argsort_merge", string(d)), runs, args))
+			dst, src = src, dst
+		}
+	}
+}
