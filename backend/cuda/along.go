@@ -72,18 +72,37 @@ func putAlongAdd(d kernels.DType) eager.Kernel {
 	}
 }
 
+// argExtreme runs arg_max_<d> or arg_min_<d>: a thread per column, or
+// where the columns are few and long (fewLongColumns), about √n chunks'
+// choices, then a thread per column choosing among them in order.
 func argExtreme(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		x, a, out := c.Inputs[0], c.Attrs.(opattr.SortAttrs), outs[0]
 		if out.NumElements() == 0 {
 			return
 		}
+		g := gpu(c)
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
 		name := kernels.Name("arg_min", string(d))
 		if a.Descending {
 			name = kernels.Name("arg_max", string(d))
 		}
-		check(c, gpu(c).launch("along", name, outer*inner, divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner)))
+		// run chooses in chunks of chunk of steps steps along columns of n
+		// (cand: the steps' elements along n, or 0 for step s's s).
+		run := func(out, cand cu.Ptr, steps, chunk, chunks int) {
+			runs := outer * chunks * inner
+			args := newArgs().Ptr(out).Ptr(ptr(x)).Ptr(cand).U64(uint64(outer)).U64(uint64(n)).U64(uint64(steps)).U64(uint64(chunk))
+			check(c, g.launch("along", name, runs, divisorArg(divisorArg(args, chunks, outer*chunks), inner, runs)))
+		}
+		if !fewLongColumns(outer*inner, n) {
+			run(ptr(out), 0, n, n, 1)
+			return
+		}
+		chunk, chunks := rootChunks(n)
+		choices := temporary(c, tensor.Int64, tensor.Shape{outer, chunks, inner}, "the chunks' choices")
+		defer choices.Release()
+		run(ptr(choices), 0, n, chunk, chunks)
+		run(ptr(out), ptr(choices), chunks, chunks, 1)
 	}
 }
 
@@ -112,8 +131,7 @@ func cumulative(d kernels.DType, name string) eager.Kernel {
 			run(ptr(out), ptr(x), 0, n, n, 1, false, a.Reverse, a.Exclusive)
 			return
 		}
-		chunk := int(math.Ceil(math.Sqrt(float64(n))))
-		chunks := (n + chunk - 1) / chunk
+		chunk, chunks := rootChunks(n)
 		shape := tensor.Shape{outer, chunks, inner}
 		totals := temporary(c, x.DType(), shape, "the chunks' results")
 		offsets := temporary(c, x.DType(), shape, "the chunks' starts")
@@ -125,10 +143,18 @@ func cumulative(d kernels.DType, name string) eager.Kernel {
 	}
 }
 
+// rootChunks cuts n steps into chunks of about √n: the chunk's length
+// and their count.
+func rootChunks(n int) (chunk, chunks int) {
+	chunk = int(math.Ceil(math.Sqrt(float64(n))))
+	return chunk, (n + chunk - 1) / chunk
+}
+
 // fewLongColumns reports whether a thread per column of n steps would
 // leave most of the GPU's threads idle while each walks far: fewer than
 // 16384 columns, of 64 steps or more. The kernels along an axis then cut
-// the columns (Cumsum's and Cumprod's chunks, ArgSort's merge passes).
+// the columns (chunks for Cumsum, Cumprod, ArgMax and ArgMin; merge
+// passes for ArgSort).
 func fewLongColumns(columns, n int) bool {
 	const fullColumns, shortest = 1 << 14, 64
 	return columns < fullColumns && n >= shortest

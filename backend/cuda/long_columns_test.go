@@ -60,8 +60,9 @@ func TestLongColumnsRunInChunksOnGPU(t *testing.T) {
 // own (fewLongColumns) gives the CPU's permutation: stable (values drawn
 // from a few, so ties abound), NaN last either way, ascending and
 // descending, passes odd and even in number (65 and 64 steps), and a
-// column ending in a short run.
-func TestLongColumnsSortInMergePassesOnGPU(t *testing.T) {
+// column ending in a short run. ArgMax and ArgMin, chosen in chunks
+// there, give the CPU's first extreme, a NaN counting as one.
+func TestLongColumnsSortAndPickOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(47)
 	for _, c := range []struct {
@@ -88,6 +89,9 @@ func TestLongColumnsSortInMergePassesOnGPU(t *testing.T) {
 				what := fmt.Sprintf("ArgSort %v %v along %d, descending %v", dt, c.shape, c.axis, desc)
 				agreeWithin(t, what, ops.ArgSort(onGPU(t, d, v), c.axis, desc), ops.ArgSort(v, c.axis, desc), 0)
 			}
+			what := fmt.Sprintf("%v %v along %d", dt, c.shape, c.axis)
+			agreeWithin(t, "ArgMax "+what, ops.ArgMax(onGPU(t, d, v), c.axis), ops.ArgMax(v, c.axis), 0)
+			agreeWithin(t, "ArgMin "+what, ops.ArgMin(onGPU(t, d, v), c.axis), ops.ArgMin(v, c.axis), 0)
 		}
 	}
 }

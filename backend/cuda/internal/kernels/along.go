@@ -13,9 +13,13 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     thread per (o, b) in k order.
 //
 // Both check their indices on the device (checkedIndex, index.go).
-//   - arg_max_<dtype>, arg_min_<dtype> (out, x, outer, n, inner): the first
-//     extreme along n as int64, a NaN counting as the extreme (NumPy's
-//     rule, as the CPU), a thread per (o, b).
+//   - arg_max_<dtype>, arg_min_<dtype> (out, x, cand, outer, n, steps,
+//     chunk, chunks, inner): the first extreme along n as int64, a NaN
+//     counting as the extreme (NumPy's rule, as the CPU), a thread per
+//     chunk (o, j, b) of chunk steps of steps, writing out[o, j, b]; step
+//     s is element s along n, or element cand[o, s, b] where cand is not
+//     0 (the chunks' choices, in order, for a second pass). One chunk of
+//     n steps is a column a thread.
 
 func alongKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
@@ -110,35 +114,56 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 		name = "arg_max"
 	}
 	k := ptx.NewKernel(Name(name, string(d)))
-	o, x := k.ParamPtr("out"), k.ParamPtr("x")
-	outer, n, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), paramDivisor(k, "inner")
-	columns(k, outer, inner, func(oi, b ptx.Reg) {
-		zero := k.Reg(ptx.U64)
-		k.Op("mov.u64 %s, 0", zero)
-		best, bestV := k.Reg(ptx.U64), load(k, d, k.Addr(x, slot(k, oi, n, zero, inner.v, b), d.Size()))
-		k.Op("mov.u64 %s, 0", best)
-		one := k.Reg(ptx.U64)
+	o, x, cand := k.ParamPtr("out"), k.ParamPtr("x"), k.ParamPtr("cand")
+	outer, n, steps, chunk := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("steps", ptx.U64), k.Param("chunk", ptx.U64)
+	chunks, inner := paramDivisor(k, "chunks"), paramDivisor(k, "inner")
+	fromCand := k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", fromCand, cand)
+	runs := k.Reg(ptx.U64) // (o, j) pairs
+	k.Op("mul.lo.s64 %s, %s, %s", runs, outer, chunks.v)
+	columns(k, runs, inner, func(oj, b ptx.Reg) {
+		oi, j := divmod(k, oj, chunks)
+		// position is the element along n at step s: s, or cand[o, s, b].
+		position := func(s ptx.Reg) ptx.Reg {
+			pos := k.Reg(ptx.U64)
+			k.Op("mov.u64 %s, %s", pos, s)
+			read := k.Label("placed")
+			k.Op("@!%s bra %s", fromCand, read)
+			k.Op("mov.u64 %s, %s", pos, k.Load(ptx.U64, k.Addr(cand, slot(k, oi, steps, s, inner.v, b), 8)))
+			k.Place(read)
+			return pos
+		}
+		first, last, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("mul.lo.s64 %s, %s, %s", first, j, chunk)
+		k.Op("add.s64 %s, %s, %s", last, first, chunk)
+		k.Op("setp.gt.u64 %s, %s, %s", p, last, steps)
+		k.Op("selp.u64 %s, %s, %s, %s", last, steps, last, p)
+		best := position(first)
+		bestV := load(k, d, k.Addr(x, slot(k, oi, n, best, inner.v, b), d.Size()))
+		next, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 1", one)
+		k.Op("add.s64 %s, %s, 1", next, first)
 		done := k.Label("arg_done")
-		k.Loop(one, n, one, func(j ptx.Reg) {
+		k.Loop(next, last, one, func(s ptx.Reg) {
 			if d.float() { // the best is NaN: nothing beats it
 				p := k.Reg(ptx.Pred)
 				k.Op("setp.nan.%s %s, %s, %s", d.reg(), p, bestV, bestV)
 				k.Op("@%s bra %s", p, done)
 			}
-			v := load(k, d, k.Addr(x, slot(k, oi, n, j, inner.v, b), d.Size()))
+			pos := position(s)
+			v := load(k, d, k.Addr(x, slot(k, oi, n, pos, inner.v, b), d.Size()))
 			better := k.Reg(ptx.Pred)
 			cmp := map[bool]string{true: "gt", false: "lt"}[isMax]
 			if d.float() {
 				cmp += "u" // or unordered: v is NaN
 			}
 			k.Op("setp.%s.%s %s, %s, %s", cmp, cmpType(d), better, v, bestV)
-			k.Op("selp.u64 %s, %s, %s, %s", best, j, best, better)
+			k.Op("selp.u64 %s, %s, %s, %s", best, pos, best, better)
 			k.Op("selp.%s %s, %s, %s, %s", d.reg(), bestV, v, bestV, better)
 		})
 		k.Place(done)
 		at := k.Reg(ptx.U64)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oi, inner.v, b)
+		k.Op("mad.lo.s64 %s, %s, %s, %s", at, oj, inner.v, b)
 		store(k, S64, k.Addr(o, at, 8), best)
 	})
 	return k
