@@ -64,6 +64,16 @@ func cells(k *ptx.Kernel, na, nb ptx.Reg, nc divisor, body func(e, a, b, c ptx.R
 	})
 }
 
+// chunkBounds is where chunk j of chunk steps of n starts and ends:
+// j·chunk and min((j+1)·chunk, n).
+func chunkBounds(k *ptx.Kernel, j, chunk, n ptx.Reg) (first, last ptx.Reg) {
+	first, last = k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", first, j, chunk)
+	k.Op("add.s64 %s, %s, %s", last, first, chunk)
+	k.Op("min.u64 %s, %s, %s", last, last, n)
+	return first, last
+}
+
 // upTo runs body for j = 0 .. n-1 in order.
 func upTo(k *ptx.Kernel, n ptx.Reg, body func(j ptx.Reg)) {
 	zero, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
@@ -133,11 +143,7 @@ func argExtremeKernel(d DType, isMax bool) *ptx.Kernel {
 			k.Place(read)
 			return pos
 		}
-		first, last, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
-		k.Op("mul.lo.s64 %s, %s, %s", first, j, chunk)
-		k.Op("add.s64 %s, %s, %s", last, first, chunk)
-		k.Op("setp.gt.u64 %s, %s, %s", p, last, steps)
-		k.Op("selp.u64 %s, %s, %s, %s", last, steps, last, p)
+		first, last := chunkBounds(k, j, chunk, steps)
 		best := position(first)
 		bestV := load(k, d, k.Addr(x, slot(k, oi, n, best, inner.v, b), d.Size()))
 		next, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
@@ -205,11 +211,7 @@ func cumulativeKernel(d DType, name, op string) *ptx.Kernel {
 		k.Op("@!%s bra %s", from, started)
 		mov(k, d, acc, load(k, d, k.Addr(start, here, d.Size())))
 		k.Place(started)
-		first, last, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
-		k.Op("mul.lo.s64 %s, %s, %s", first, j, chunk)
-		k.Op("add.s64 %s, %s, %s", last, first, chunk)
-		k.Op("setp.gt.u64 %s, %s, %s", p, last, n)
-		k.Op("selp.u64 %s, %s, %s, %s", last, n, last, p)
+		first, last := chunkBounds(k, j, chunk, n)
 		one := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 1", one)
 		k.Loop(first, last, one, func(step ptx.Reg) {
@@ -252,11 +254,10 @@ func argsortKernel(d DType) *ptx.Kernel {
 			return load(k, d, k.Addr(x, slot(k, oi, n, k.Load(ptx.U64, at(arr, j)), inner.v, b), d.Size()))
 		}
 		upTo(k, n, func(j ptx.Reg) { k.Store(ptx.U64, at(out, j), j) })
-		src, dst, width, last := u64(), u64(), u64(), u64()
+		src, dst, width := u64(), u64(), u64()
 		k.Op("mov.u64 %s, %s", src, out)
 		k.Op("mov.u64 %s, %s", dst, tmp)
 		k.Op("mov.u64 %s, 1", width)
-		k.Op("sub.s64 %s, %s, 1", last, n)
 		p := k.Reg(ptx.Pred)
 		pass, passDone := k.Label("pass"), k.Label("pass_done")
 		k.Place(pass)
@@ -273,24 +274,10 @@ func argsortKernel(d DType) *ptx.Kernel {
 			k.Op("min.u64 %s, %s, %s", hi, hi, n)
 			k.Op("mov.u64 %s, %s", i, lo)
 			k.Op("mov.u64 %s, %s", j, mid)
-			one := u64()
-			k.Op("mov.u64 %s, 1", one)
-			k.Loop(lo, hi, one, func(q ptx.Reg) {
-				ic, jc := u64(), u64()
-				k.Op("min.u64 %s, %s, %s", ic, i, last)
-				k.Op("min.u64 %s, %s, %s", jc, j, last)
-				right := sortsBefore(k, d, desc, value(src, jc), value(src, ic))
-				leftDone, rightLeft := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-				k.Op("setp.ge.u64 %s, %s, %s", leftDone, i, mid)
-				k.Op("or.pred %s, %s, %s", right, right, leftDone)
-				k.Op("setp.lt.u64 %s, %s, %s", rightLeft, j, hi)
-				k.Op("and.pred %s, %s, %s", right, right, rightLeft)
-				from := u64()
-				k.Op("selp.u64 %s, %s, %s, %s", from, jc, ic, right)
-				k.Store(ptx.U64, at(dst, q), k.Load(ptx.U64, at(src, from)))
-				k.Op("@%s add.s64 %s, %s, 1", right, j, j)
-				k.Op("@!%s add.s64 %s, %s, 1", right, i, i)
-			})
+			mergeRuns(k, d, desc, lo, hi, i, j, mid, hi, n,
+				func(p ptx.Reg) ptx.Reg { return value(src, p) },
+				func(p ptx.Reg) ptx.Reg { return k.Load(ptx.U64, at(src, p)) },
+				func(q, v ptx.Reg) { k.Store(ptx.U64, at(dst, q), v) })
 		})
 		swap := u64()
 		k.Op("mov.u64 %s, %s", swap, src)

@@ -81,29 +81,39 @@ func argsortMergeKernel(d DType) *ptx.Kernel {
 		k.Op("@!%s add.s64 %s, %s, 1", after, a, m)
 		k.Op("bra.uni %s", search)
 		k.Place(found)
-		i, j, last := u64(), u64(), u64()
+		i, j := u64(), u64()
 		k.Op("add.s64 %s, %s, %s", i, lo, a)
 		k.Op("add.s64 %s, %s, %s", j, mid, diag)
 		k.Op("sub.s64 %s, %s, %s", j, j, a)
-		k.Op("sub.s64 %s, %s, 1", last, n)
-		one := u64()
-		k.Op("mov.u64 %s, 1", one)
-		k.Loop(q, end, one, func(out ptx.Reg) {
-			ic, jc := u64(), u64()
-			k.Op("min.u64 %s, %s, %s", ic, i, last)
-			k.Op("min.u64 %s, %s, %s", jc, j, last)
-			right := sortsBefore(k, d, desc, value(jc), value(ic))
-			leftDone, rightLeft := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-			k.Op("setp.ge.u64 %s, %s, %s", leftDone, i, mid)
-			k.Op("or.pred %s, %s, %s", right, right, leftDone)
-			k.Op("setp.lt.u64 %s, %s, %s", rightLeft, j, hi)
-			k.Op("and.pred %s, %s, %s", right, right, rightLeft)
-			from := u64()
-			k.Op("selp.u64 %s, %s, %s, %s", from, jc, ic, right)
-			k.Store(ptx.U64, at(dst, out), index(from))
-			k.Op("@%s add.s64 %s, %s, 1", right, j, j)
-			k.Op("@!%s add.s64 %s, %s, 1", right, i, i)
-		})
+		mergeRuns(k, d, desc, q, end, i, j, mid, hi, n, value, index,
+			func(q, v ptx.Reg) { k.Store(ptx.U64, at(dst, q), v) })
 	})
 	return k
+}
+
+// mergeRuns writes outputs [from, to) of the merge of the runs [i, mid)
+// and [j, hi) of a column of n, advancing i and j: the left run's element
+// first on ties (a stable sort). value(p) is the element at run position
+// p, index(p) what is written for it, put(q, v) writes output q.
+func mergeRuns(k *ptx.Kernel, d DType, desc, from, to, i, j, mid, hi, n ptx.Reg,
+	value, index func(p ptx.Reg) ptx.Reg, put func(q, v ptx.Reg)) {
+	last, one := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("sub.s64 %s, %s, 1", last, n)
+	k.Op("mov.u64 %s, 1", one)
+	k.Loop(from, to, one, func(q ptx.Reg) {
+		ic, jc := k.Reg(ptx.U64), k.Reg(ptx.U64) // in bounds, for the loads
+		k.Op("min.u64 %s, %s, %s", ic, i, last)
+		k.Op("min.u64 %s, %s, %s", jc, j, last)
+		right := sortsBefore(k, d, desc, value(jc), value(ic))
+		leftDone, rightLeft := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("setp.ge.u64 %s, %s, %s", leftDone, i, mid)
+		k.Op("or.pred %s, %s, %s", right, right, leftDone)
+		k.Op("setp.lt.u64 %s, %s, %s", rightLeft, j, hi)
+		k.Op("and.pred %s, %s, %s", right, right, rightLeft)
+		at := k.Reg(ptx.U64)
+		k.Op("selp.u64 %s, %s, %s, %s", at, jc, ic, right)
+		put(q, index(at))
+		k.Op("@%s add.s64 %s, %s, 1", right, j, j)
+		k.Op("@!%s add.s64 %s, %s, 1", right, i, i)
+	})
 }
