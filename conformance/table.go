@@ -295,7 +295,8 @@ func samples() map[string][]sample {
 	add("Cumsum", one("axis 1", func() { ops.Cumsum(r(-1, 1, 3, 4), 1, false, false) }, true, true),
 		one("exclusive reverse", func() { ops.Cumsum(r(-1, 1, 4, 3), 0, true, true) }, true, true),
 		one("int64", func() { ops.Cumsum(of(tensor.Int64, 0, 9, 5), 0, false, true) }, false, false),
-		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false))
+		one("empty", func() { ops.Cumsum(r(-1, 1, 0, 3), 0, false, false) }, false, false),
+		one("empty rows", func() { ops.Cumsum(r(-1, 1, 3, 0), 1, true, false) }, false, false))
 	add("Cumprod", one("axis 1", func() { ops.Cumprod(r(-2, 2, 3, 5), 1, false, false) }, true, true),
 		one("exclusive reverse", func() { ops.Cumprod(r(-2, 2, 5, 3), 0, true, true) }, true, true),
 		one("exclusive", func() { ops.Cumprod(r(-2, 2, 2, 6), 1, true, false) }, true, true),
@@ -303,7 +304,8 @@ func samples() map[string][]sample {
 			ops.Cumprod(ops.Mul(r(-2, 2, 4, 3), tensor.FromSlice([]float64{1, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1}, 4, 3)), 0, false, true)
 		}, true, true),
 		one("int64", func() { ops.Cumprod(of(tensor.Int64, 1, 5, 5), 0, false, true) }, false, false),
-		one("empty", func() { ops.Cumprod(r(-1, 1, 0, 3), 0, false, false) }, false, false))
+		one("empty", func() { ops.Cumprod(r(-1, 1, 0, 3), 0, false, false) }, false, false),
+		one("empty rows", func() { ops.Cumprod(r(-1, 1, 3, 0), 1, false, true) }, false, false))
 
 	// Shape and data movement.
 	for _, dt := range stored {

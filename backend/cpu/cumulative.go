@@ -18,12 +18,16 @@ func cumulativeKernel[T tensor.Num](product bool) eager.Kernel {
 		inner := tensor.Shape(x.Shape()[axis+1:]).NumElements()
 		outer := tensor.Shape(x.Shape()[:axis]).NumElements()
 		xv, ov := data[T](x), data[T](outs[0])
+		var start T
+		if product {
+			start = 1
+		}
+		if inner == 1 { // rows: a running result in a register
+			runRows(xv, ov, outer, n, start, product, a.Exclusive, a.Reverse)
+			return
+		}
 		acc := make([]T, inner)
 		for o := 0; o < outer; o++ {
-			var start T
-			if product {
-				start = 1
-			}
 			for i := range acc {
 				acc[i] = start
 			}
@@ -47,6 +51,30 @@ func cumulativeKernel[T tensor.Num](product bool) eager.Kernel {
 					acc[i] = next
 				}
 			}
+		}
+	}
+}
+
+// runRows is cumulativeKernel over rows rows of n contiguous elements.
+func runRows[T tensor.Num](xv, ov []T, rows, n int, start T, product, exclusive, reverse bool) {
+	for r := range rows {
+		xs, os := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
+		acc := start
+		for k := range n {
+			j := k
+			if reverse {
+				j = n - 1 - k
+			}
+			next := acc + xs[j]
+			if product {
+				next = acc * xs[j]
+			}
+			if exclusive {
+				os[j] = acc
+			} else {
+				os[j] = next
+			}
+			acc = next
 		}
 	}
 }
