@@ -596,6 +596,7 @@ func (b *backprop) rule(n *node, dys []*tensor.Tensor, needs []bool) []*tensor.T
 // accumulate adds the gradients dxs that n's rule gave its inputs, for
 // the inputs needs marks, to what those inputs have.
 func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) {
+	var held []*tensor.Tensor
 	for i, x := range n.call.Inputs {
 		if i >= len(dxs) || dxs[i] == nil {
 			continue
@@ -623,9 +624,19 @@ func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) 
 			replace(ops.Cast(g, x.DType()))
 		}
 		if prev := b.grad(x); prev != nil {
+			if isOneOf(prev, dxs[i+1:]) {
+				// The rule gives prev to a later input too (dy passed on
+				// to both operands of Add(x, y) where x already had dy):
+				// held until that input has taken it.
+				b.uses[prev]++
+				held = append(held, prev)
+			}
 			replace(ops.Add(prev, g))
 		}
 		b.set(x, g, fresh || b.mine[g])
+	}
+	for _, h := range held {
+		b.drop(h)
 	}
 }
 
