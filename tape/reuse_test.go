@@ -14,10 +14,15 @@ import (
 // value, the ops pass their output's gradient on (Add, Sub, Identity),
 // negate it or multiply (Neg, Mul): a one-shot tape, which recycles the
 // gradients it made as soon as nothing holds them, gives what a
-// persistent tape, which keeps them, gives. The release of a gradient
-// still to be reduced for another operand crashed 12 of these before it
-// was fixed (TestGradientPassedOnToAnOperandThatHasIt); the 450000
-// programs of three ops agreed too, run once (57 s).
+// persistent tape, which keeps them, gives, in one pass (Gradient) and in
+// two (GradientSplit, the matrix's first). The release of a gradient
+// still to be reduced for another operand crashed 12 of the one-pass
+// programs before it was fixed (TestGradientPassedOnToAnOperandThatHasIt),
+// and 24 of the two-pass ones (the first pass recycled a node's dy
+// that the second still owed); the 450000 one-pass programs of three ops
+// agreed too, run once (57 s), and 28224 two-op programs over more ops
+// (Max, Div, Reshape, BroadcastTo, Cast, Where, Concatenate, Sum,
+// StopGradient) both ways.
 func TestGradientsOfReusedValuesAgreeWithAPersistentTape(t *testing.T) {
 	r := tensor.NewRNG(1)
 	leaves := []*tensor.Tensor{
@@ -30,7 +35,7 @@ func TestGradientsOfReusedValuesAgreeWithAPersistentTape(t *testing.T) {
 		func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Identity(a) },
 		func(a, _ *tensor.Tensor) *tensor.Tensor { return ops.Neg(a) },
 	}
-	gradients := func(program []int, persistent bool) (out []float64, err error) {
+	gradients := func(program []int, persistent, split bool) (out []float64, err error) {
 		tp := tape.New(tape.Options{Persistent: persistent})
 		defer tp.Stop() // a recording tape anywhere holds every gradient back
 		tp.Watch(leaves...)
@@ -39,7 +44,15 @@ func TestGradientsOfReusedValuesAgreeWithAPersistentTape(t *testing.T) {
 			vals = append(vals, steps[program[k]](vals[program[k+1]], vals[program[k+2]]))
 		}
 		var g []*tensor.Tensor
-		err = tensor.Catch(func() { g = tp.Gradient(ops.Sum(ops.Square(vals[len(vals)-1])), leaves...) })
+		err = tensor.Catch(func() {
+			y := ops.Sum(ops.Square(vals[len(vals)-1]))
+			if !split {
+				g = tp.Gradient(y, leaves...)
+				return
+			}
+			first, rest := tp.GradientSplit(y, nil, leaves, 1) // the matrix's first, as overlapped all-reduces take them
+			g = append(first, rest()...)
+		})
 		for _, gi := range g {
 			if gi != nil {
 				out = append(out, tensor.ToSlice[float64](gi)...)
@@ -56,11 +69,13 @@ func TestGradientsOfReusedValuesAgreeWithAPersistentTape(t *testing.T) {
 						for b2 := range 4 {
 							program := []int{o1, a1, b1, o2, a2, b2}
 							programs++
-							got, err := gradients(program, false)
-							want, _ := gradients(program, true)
-							if err != nil || !slices.Equal(got, want) {
-								if failed++; failed <= 5 {
-									t.Errorf("program %v: %v, %v; a persistent tape gives %v", program, got, err, want)
+							want, _ := gradients(program, true, false)
+							for _, split := range []bool{false, true} {
+								got, err := gradients(program, false, split)
+								if err != nil || !slices.Equal(got, want) {
+									if failed++; failed <= 5 {
+										t.Errorf("program %v, split %v: %v, %v; a persistent tape gives %v", program, split, got, err, want)
+									}
 								}
 							}
 						}
@@ -70,6 +85,6 @@ func TestGradientsOfReusedValuesAgreeWithAPersistentTape(t *testing.T) {
 		}
 	}
 	if failed > 0 {
-		t.Errorf("%d of %d programs differ", failed, programs)
+		t.Errorf("%d of %d programs (each one way and two) differ", failed, programs)
 	}
 }

@@ -111,6 +111,15 @@ func (b *backprop) firstPass(nodes []*node, first []*tensor.Tensor) split {
 			anyRest = anyRest || rest[i]
 		}
 		o := owed{dys: dys, made: made, rest: rest}
+		if anyRest {
+			// Held for the second pass: counted as used before the first
+			// pass accumulates, so that nothing it replaces recycles one
+			// of them meanwhile (an input's earlier gradient that is this
+			// node's dy, summed with it).
+			for _, d := range dys {
+				b.uses[d]++
+			}
+		}
 		if n.custom != nil {
 			o.dxs = b.rule(n, dys, b.needs(n, nil))
 			b.accumulate(n, dys, o.dxs, now)
@@ -120,11 +129,6 @@ func (b *backprop) firstPass(nodes []*node, first []*tensor.Tensor) split {
 		if !anyRest {
 			b.finish(dys, made)
 			continue
-		}
-		// Held for the second pass: counted as used, so that nothing
-		// the first pass replaces recycles one of them meanwhile.
-		for _, d := range dys {
-			b.uses[d]++
 		}
 		later[n] = o
 	}
