@@ -56,10 +56,10 @@ func layerNormBackprop(d kernels.DType) eager.Kernel {
 			}
 			return
 		}
-		prod, err := tensor.Empty(c.Device, x.DType(), x.Shape())
-		if err != nil {
-			c.Fail(err, "the products dy·x̂ of %v", x.Shape())
-		}
+		// The products in the compute dtype: a half type's scale gradient
+		// is their float32 sums rounded once, as the CPU rounds it.
+		wide := d.Compute()
+		prod := temporary(c, tensorType(wide), x.Shape(), "the products dy·x̂")
 		defer prod.Release()
 		kind := "layer_norm_grad"
 		if a.RMS {
@@ -71,7 +71,14 @@ func layerNormBackprop(d kernels.DType) eager.Kernel {
 		for i := range lead {
 			lead[i] = i
 		}
-		reduceInto(c, d, prod, lead, ops.ReduceSum, dgamma)
+		if wide == d {
+			reduceInto(c, d, prod, lead, ops.ReduceSum, dgamma)
+		} else {
+			sum := temporary(c, tensorType(wide), dgamma.Shape(), "the scale's gradient before rounding")
+			defer sum.Release()
+			reduceInto(c, wide, prod, lead, ops.ReduceSum, sum)
+			check(c, gpu(c).castInto(dgamma, sum))
+		}
 		reduceInto(c, d, dy, lead, ops.ReduceSum, dbeta)
 	}
 }

@@ -18,8 +18,8 @@ import (
 //     gamma, mean, rstd, dy, dmean, drstd, rows, n): with x̂ = (x−m)·rstd,
 //     dx = rstd·dy·gamma + shift + slope·x̂, shift = (dmean − rstd·Σdy·gamma)/n
 //     (0 for RMSNorm), slope = −(rstd·Σdy·gamma·x̂ + rstd²·drstd)/n; and
-//     prod = dy·x̂, whose column sums (a reduction apart) are the scale's
-//     gradient.
+//     prod = dy·x̂ (float32 for the half types), whose column sums, a
+//     reduction apart, are the scale's gradient, rounded once.
 
 func normKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
@@ -34,15 +34,15 @@ func normKernels() []*ptx.Kernel {
 
 // eachNormRow writes a row kernel over [rows, n] of dtype d: body runs
 // for each of the block's rows with n as float64 and at, the address of
-// element j of the row in a tensor at p.
-func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg)) {
+// element j of the row in a tensor at p of elements of size bytes.
+func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg)) {
 	nf := fm{k}.reg()
 	k.Op("cvt.rn.f64.u64 %s, %s", nf, n)
 	b := newBlockRows(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)
-		body(b, nf, row, func(p, j ptx.Reg) ptx.Reg { return k.Addr(p, addU64(k, base, j), d.Size()) })
+		body(b, nf, row, func(p, j ptx.Reg, size int) ptx.Reg { return k.Addr(p, addU64(k, base, j), size) })
 	})
 }
 
@@ -75,8 +75,8 @@ func normRows(kind string, d DType) *ptx.Kernel {
 	rows, n, eps := k.Param("rows", ptx.U64), k.Param("n", ptx.U64), k.Param("eps", ptx.F64)
 	m := fm{k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
-	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
-		xj := func(j ptx.Reg) ptx.Reg { return loadWide(k, d, at(x, j)) }
+	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg) {
+		xj := func(j ptx.Reg) ptx.Reg { return loadWide(k, d, at(x, j, d.Size())) }
 		mu := zero64(m)
 		if kind != "rms_norm" {
 			sum := zero64(m)
@@ -96,7 +96,7 @@ func normRows(kind string, d DType) *ptx.Kernel {
 			if kind == "layer_norm" {
 				y = m.add(y, loadWide(k, d, k.Addr(beta, j, d.Size())))
 			}
-			storeNarrow(k, d, at(o, j), y)
+			storeNarrow(k, d, at(o, j, d.Size()), y)
 		})
 		st := d.Compute() // the statistics' dtype: float32 for the half types
 		b.first(func() {
@@ -114,14 +114,14 @@ func normGradRows(kind string, d DType) *ptx.Kernel {
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
 	m := fm{k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
-	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg) ptx.Reg) {
+	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg) {
 		st := d.Compute() // the statistics' dtype: float32 for the half types
 		stat := func(p ptx.Reg) ptx.Reg { return loadWide(k, st, k.Addr(p, row, st.Size())) }
 		mu, rs := stat(mean), stat(rstd)
 		// One element's x̂, dy and dy·gamma.
 		elem := func(j ptx.Reg) (xhat, g, gg ptx.Reg) {
-			xhat = m.mul(m.sub(loadWide(k, d, at(x, j)), mu), rs)
-			g = loadWide(k, d, at(dy, j))
+			xhat = m.mul(m.sub(loadWide(k, d, at(x, j, d.Size())), mu), rs)
+			g = loadWide(k, d, at(dy, j, d.Size()))
 			return xhat, g, m.mul(g, loadWide(k, d, k.Addr(gamma, j, d.Size())))
 		}
 		sumG, sumGX := zero64(m), zero64(m)
@@ -139,8 +139,8 @@ func normGradRows(kind string, d DType) *ptx.Kernel {
 		b.eachElem(n, func(j ptx.Reg) {
 			xhat, g, gg := elem(j)
 			v := m.add(m.add(m.mul(rs, gg), shift), m.mul(slope, xhat))
-			storeNarrow(k, d, at(dx, j), v)
-			storeNarrow(k, d, at(prod, j), m.mul(g, xhat))
+			storeNarrow(k, d, at(dx, j, d.Size()), v)
+			storeNarrow(k, st, at(prod, j, st.Size()), m.mul(g, xhat)) // summed before rounding to a half type
 		})
 	})
 	return k
