@@ -103,7 +103,7 @@ func init() {
 			return
 		}
 		v := x.(*tensor.Tensor)
-		ts := slices.DeleteFunc(following(v, mine), func(t *tracer) bool { return !slices.Contains(mine, t) })
+		ts := following(v, mine)
 		if len(ts) == 0 || inKernel() {
 			return
 		}
@@ -117,11 +117,12 @@ func init() {
 // following returns the recording traces in which v varies between
 // calls: the trace v is a value of, where v is computed from its
 // arguments or variables; or, for a value computed from variables alone
-// (a recipe), every live trace that follows the recipe. With among, it
-// looks into those traces' values alone (their own goroutines' to read).
+// (a recipe), every live trace that follows the recipe. With among, only
+// those traces (their values are their own goroutines' to read).
 func following(v *tensor.Tensor, among []*tracer) []*tracer {
+	considered := func(t *tracer) bool { return among == nil || slices.Contains(among, t) }
 	if t := traceOf(v); t != nil {
-		if (among == nil || slices.Contains(among, t)) && t.Recording() && t.Derived(v) {
+		if considered(t) && t.Recording() && t.Derived(v) {
 			return []*tracer{t}
 		}
 		return nil
@@ -131,7 +132,7 @@ func following(v *tensor.Tensor, among []*tracer) []*tracer {
 	}
 	var out []*tracer
 	for _, l := range flow.Live() {
-		if t, ok := l.(*tracer); ok && t.Recording() && t.recipe(v) != nil {
+		if t, ok := l.(*tracer); ok && considered(t) && t.Recording() && t.recipe(v) != nil {
 			out = append(out, t)
 		}
 	}
