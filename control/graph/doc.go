@@ -25,7 +25,9 @@
 // branch on the device's predicate) and its loop gradients' stacks kept
 // on the device (record_stacks.go): as deep as the loops' bounds, or, for
 // a loop without one, as the trace saw, a deeper run noticed on the
-// device and recorded again (record_grow.go).
+// device and recorded again (record_grow.go); a straight-line graph's
+// checks (a trace's guards) run on the device, read after each replay
+// (record_checks.go).
 //
 // Placement finds the device each node runs on; Partition cuts a graph
 // that spans devices into one graph per device, joined by sends and

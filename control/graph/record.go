@@ -49,6 +49,11 @@ type Recorded struct {
 	guessed    []*liveStack
 	lent       []*tensor.Tensor
 	unrecorded error
+	// The graph's checks, done on the device (record_checks.go), and the
+	// recording's results that say whether they held: the flag, then
+	// each check's failure where there are several.
+	checks   []Check
+	checkOut []*tensor.Tensor
 }
 
 // A Tail is work on a graph's results done after the graph on every run
@@ -74,22 +79,26 @@ type Tail struct {
 	Record func(results []*tensor.Tensor) (before func() error, err error)
 }
 
-// Record records a run of g on arguments of args' dtypes and shapes
-// (their values are not read, and nothing runs: the first Run does). g
-// must be straight-line (no control-flow nodes, as Execute's plan runs),
-// or have as its only control flow the loops and branches a tracer builds
-// from While and Cond (frames and Conds, nested in any way, in a loop's
-// condition too; a loop gradient's stacks on a device.PositionCopier) on
-// a device that records them (device.LoopCapturer: a GPU's conditional
-// WHILE and IF nodes), which then run on the device with no wait for the
-// host (record_regions.go, record_stacks.go); it must have no ordered op (a
+// Record records a run of g on arguments of args' dtypes and shapes (their
+// values are not read, and nothing runs: the first Run does). g must be
+// straight-line (no control-flow nodes, as Execute's plan runs), or have
+// as its only control flow the loops and branches a tracer builds from
+// While and Cond (frames and Conds, nested in any way, in a loop's
+// condition too; a loop gradient's stacks on a device.PositionCopier) on a
+// device that records them (device.LoopCapturer: a GPU's conditional WHILE
+// and IF nodes), which then run on the device with no wait for the host
+// (record_regions.go, record_stacks.go). A straight-line graph's check
+// nodes (Check: a trace's guards) run on the device, each Run reading
+// after the replay whether they held (a wait) and failing with the first
+// failed check's error, the tail not run (record_checks.go); a graph with
+// control flow and checks is not recorded. g must have no ordered op (a
 // collective, a transfer), and every result an op's output (or a loop's
 // Exit, a Cond's Merge); args must be on g's device, which must record
 // (device.Capturer), and no tape may observe (it would see no op). Where
 // one of these fails, or an op waits for the device while recorded (reads
-// a value on the host), Record returns an error wrapping
-// device.ErrCapture and the caller runs g with Execute instead; an op's
-// own error is returned as it is.
+// a value on the host), Record returns an error wrapping device.ErrCapture
+// and the caller runs g with Execute instead; an op's own error is
+// returned as it is.
 //
 // A loop gradient's stack whose depth the graph does not bound (a While
 // without MaxIterations: Node.Capacity 0) needs a device.LimitCounter:
@@ -122,7 +131,7 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: graph: %s does not record its work", device.ErrCapture, dev.Name())
 	}
-	run, lg, why := recordable(g, dev)
+	run, lg, checks, why := recordable(g, dev)
 	if why != "" {
 		return nil, fmt.Errorf("%w: graph: %s", device.ErrCapture, why)
 	}
@@ -145,9 +154,12 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 		}
 		r.specs[i] = eager.Out{DType: a.DType(), Shape: a.Shape().Clone()}
 	}
-	r.tail, r.run, r.lg = tail, run, lg
+	r.tail, r.run, r.lg, r.checks = tail, run, lg, checks
 	if r.guesses() && tail != nil && tail.Run == nil {
 		return nil, fmt.Errorf("%w: graph: RecordTail: the graph's stacks are of guessed depth (a loop without MaxIterations), and the tail has no Run for a run that outgrows them", device.ErrCapture)
+	}
+	if len(checks) > 0 && tail != nil && tail.Run == nil {
+		return nil, fmt.Errorf("%w: graph: RecordTail: the graph checks decisions (a trace's guards), and the tail has no Run for a call whose check fails", device.ErrCapture)
 	}
 	if err := r.record(capturer); err != nil {
 		return nil, err
@@ -155,16 +167,21 @@ func RecordTail(g *Graph, tail *Tail, args ...*tensor.Tensor) (*Recorded, error)
 	return r, nil
 }
 
+// waits reports whether a run reads what the replay found before it is
+// done (stacks of guessed depth, checks): the tail is then recorded on
+// its own, replayed once the run is known to stand.
+func (r *Recorded) waits() bool { return r.guesses() || len(r.checks) > 0 }
+
 // record makes r's recording (and its tail's: in it, or of its own where
-// the graph's stacks are of guessed depth).
+// a run waits for the replay's findings).
 func (r *Recorded) record(capturer device.Capturer) error {
 	var (
-		in, out []*tensor.Tensor
-		before  func() error
-		guesses = r.guesses()
+		in, out, checkOut []*tensor.Tensor
+		before            func() error
+		waits             = r.waits()
 	)
 	drop := func(recs ...device.Recording) {
-		for _, t := range append(in, out...) {
+		for _, t := range slices.Concat(in, out, checkOut) {
 			if t != nil {
 				t.Release()
 			}
@@ -184,8 +201,9 @@ func (r *Recorded) record(capturer device.Capturer) error {
 				in[i] = t
 			}
 			out = r.run(in)
+			out, checkOut = out[:len(r.g.Result)], out[len(r.g.Result):]
 		})
-		if err == nil && r.tail != nil && !guesses {
+		if err == nil && r.tail != nil && !waits {
 			before, err = r.tail.Record(out)
 		}
 		return err
@@ -200,7 +218,7 @@ func (r *Recorded) record(capturer device.Capturer) error {
 		}
 	}
 	var tailRec device.Recording
-	if r.tail != nil && guesses {
+	if r.tail != nil && waits {
 		tailRec, err = capturer.Capture(func() (err error) {
 			before, err = r.tail.Record(out)
 			return err
@@ -210,50 +228,58 @@ func (r *Recorded) record(capturer device.Capturer) error {
 			return err
 		}
 	}
-	r.rec, r.tailRec, r.in, r.out, r.before = rec, tailRec, in, out, before
-	if guesses {
+	r.rec, r.tailRec, r.in, r.out, r.checkOut, r.before = rec, tailRec, in, out, checkOut, before
+	if r.guesses() {
 		r.over, r.guessed = r.lg.over, r.lg.guessedStacks()
 	}
 	return nil
 }
 
 // recordable returns how a recording runs g on dev's arguments, or says
-// why g cannot be recorded: a straight-line graph by its plan, a graph
-// of loops (record_loops.go) on a device that records them.
-func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tensor.Tensor, lg *loopGraph, why string) {
+// why g cannot be recorded: a straight-line graph by its plan (its
+// checks on the device, where it has some: record_checks.go), a graph of
+// loops (record_loops.go) on a device that records them.
+func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tensor.Tensor, lg *loopGraph, checks []Check, why string) {
 	if g.StraightLine() {
 		for _, n := range g.Nodes {
 			if n.Kind == OpNode && n.Op.Ordered {
-				return nil, nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
+				return nil, nil, nil, fmt.Sprintf("%v (%s) is an ordered op", n, n.Op.Name)
 			}
 		}
 		for i, res := range g.Result {
 			if res.Node.Kind != OpNode {
-				return nil, nil, fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
+				return nil, nil, nil, fmt.Sprintf("result %d is a %s", i, res.Node.Kind)
 			}
 		}
-		return g.plan().run, nil, ""
+		if !g.hasChecks() {
+			return g.plan().run, nil, nil, ""
+		}
+		h, checks := deviceChecks(g)
+		return h.plan().run, nil, checks, ""
+	}
+	if g.hasChecks() {
+		return nil, nil, nil, "the graph checks decisions its trace took (guards) and has control flow: only a straight-line graph's checks are recorded"
 	}
 	loops, ok := dev.(device.LoopCapturer)
 	if !ok {
-		return nil, nil, "the graph has control flow, and " + dev.Name() + " does not record loops"
+		return nil, nil, nil, "the graph has control flow, and " + dev.Name() + " does not record loops"
 	}
 	lg, why = lowerLoops(g)
 	if why != "" {
-		return nil, nil, "the graph's control flow: " + why
+		return nil, nil, nil, "the graph's control flow: " + why
 	}
 	if _, ok := dev.(device.PositionCopier); len(lg.stacks) > 0 && !ok {
-		return nil, nil, "the graph's loop gradients keep stacks, which " + dev.Name() + " does not keep on the device"
+		return nil, nil, nil, "the graph's loop gradients keep stacks, which " + dev.Name() + " does not keep on the device"
 	}
 	if _, ok := dev.(device.LimitCounter); lg.guesses() && !ok {
-		return nil, nil, "a loop gradient's stack is of a depth not known (give the While MaxIterations), which " + dev.Name() + " cannot check on the device"
+		return nil, nil, nil, "a loop gradient's stack is of a depth not known (give the While MaxIterations), which " + dev.Name() + " cannot check on the device"
 	}
 	for i, res := range g.Result {
 		if k := res.Node.Kind; k != OpNode && k != Exit && (k != Merge || res.Node.Cond == 0) {
-			return nil, nil, fmt.Sprintf("result %d is a %s", i, k)
+			return nil, nil, nil, fmt.Sprintf("result %d is a %s", i, k)
 		}
 	}
-	return func(args []*tensor.Tensor) []*tensor.Tensor { return lg.run(loops, args) }, lg, ""
+	return func(args []*tensor.Tensor) []*tensor.Tensor { return lg.run(loops, args) }, lg, nil, ""
 }
 
 // Run replays the recording on args (the dtypes and shapes it was
@@ -300,6 +326,11 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err := r.rec.Replay(); err != nil {
 		return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
 	}
+	if len(r.checks) > 0 {
+		if err := r.checkDecisions(); err != nil {
+			return nil, fmt.Errorf("graph: Recorded.Run: %w", err)
+		}
+	}
 	if r.over != nil {
 		kept, err := r.checkStacks()
 		if err != nil {
@@ -308,13 +339,13 @@ func (r *Recorded) Run(args ...*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if !kept {
 			return r.runOpByOp(args)
 		}
-		if r.tailRec != nil {
-			if err := r.runBefore(); err != nil {
-				return nil, err
-			}
-			if err := r.tailRec.Replay(); err != nil {
-				return nil, fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
-			}
+	}
+	if r.tailRec != nil {
+		if err := r.runBefore(); err != nil {
+			return nil, err
+		}
+		if err := r.tailRec.Replay(); err != nil {
+			return nil, fmt.Errorf("graph: Recorded.Run: the tail: %w", err)
 		}
 	}
 	if r.lend {
@@ -381,7 +412,7 @@ func (r *Recorded) Release() {
 // dropRecording frees r's recordings and their memory (a later run
 // records again, or runs op by op).
 func (r *Recorded) dropRecording() {
-	for _, t := range append(r.in, r.out...) {
+	for _, t := range slices.Concat(r.in, r.out, r.checkOut) {
 		if t != nil {
 			t.Release()
 		}
@@ -391,5 +422,5 @@ func (r *Recorded) dropRecording() {
 			rec.Release()
 		}
 	}
-	r.in, r.out, r.rec, r.tailRec, r.before, r.over, r.guessed = nil, nil, nil, nil, nil, nil, nil
+	r.in, r.out, r.checkOut, r.rec, r.tailRec, r.before, r.over, r.guessed = nil, nil, nil, nil, nil, nil, nil, nil
 }

@@ -173,8 +173,13 @@ type Function struct {
 	// graph's ops launch a kernel or more each): graph.Record. The
 	// arguments are copied into the recording's buffers and its results
 	// copied out, so results stay each call's own (CallOwned owns them
-	// all). It applies to graphs without collectives or guards, with their
-	// arguments on the graph's device. On a device that records, a
+	// all). It applies to graphs without collectives, with their
+	// arguments on the graph's device. A straight-line graph with guards
+	// (a loop's second derivative, traced unrolled) is recorded with its
+	// guards run on the device: each replay is checked before the call
+	// returns (a wait for the device), and a call where a decision went
+	// another way runs fn eagerly, as unrecorded (the tail, recorded
+	// apart, runs only after a replay whose guards held). On a device that records, a
 	// signature's first call traces fn with its loops unrolled (a Scan's
 	// steps, a While's iterations): where no trip count varies between
 	// calls (none decided on an argument or a variable: an RNN layer over

@@ -58,6 +58,23 @@ func (a guardAttrs) String() string {
 	return fmt.Sprintf("%s decided %v", a.Construct, a.Want)
 }
 
+// Expected and Failure make a guard a graph.Check, which a recording runs
+// on the device.
+func (a guardAttrs) Expected() bool { return a.Want }
+
+func (a guardAttrs) Failure(got bool) error {
+	return &tensor.Error{Pkg: "trace", Op: "Guard", Kind: ErrGuardFailed, Detail: a.failure(got)}
+}
+
+// failure says how the decision went another way (got, where Want was
+// expected).
+func (a guardAttrs) failure(got bool) string {
+	if a.Read {
+		return a.Construct + " differs from its value at the trace"
+	}
+	return fmt.Sprintf("%s decided %v at the trace and %v now", a.Construct, a.Want, got)
+}
+
 var guardOp = func() *eager.Op {
 	op := eager.Register(&eager.Op{
 		Name: "Guard", Inputs: 1, DTypes: []tensor.DType{tensor.Bool}, NonDifferentiable: true,
@@ -72,11 +89,8 @@ var guardOp = func() *eager.Op {
 	// the output on the input's device, so a trace on any device guards.
 	eager.RegisterPortable(op.Name, tensor.Bool, func(c *eager.Call, outs []*tensor.Tensor) {
 		a, got := c.Attrs.(guardAttrs), tensor.ToSlice[bool](c.Inputs[0])[0]
-		switch {
-		case got != a.Want && a.Read:
-			c.Fail(ErrGuardFailed, "%s differs from its value at the trace", a.Construct)
-		case got != a.Want:
-			c.Fail(ErrGuardFailed, "%s decided %v at the trace and %v now", a.Construct, a.Want, got)
+		if got != a.Want {
+			c.Fail(ErrGuardFailed, "%s", a.failure(got))
 		}
 		if err := c.Device.Copy(outs[0].Buffer(), 0, nil, c.Inputs[0].Buffer(), 0, nil, nil, 1); err != nil {
 			c.Fail(tensor.ErrDeviceFailed, "%v", err)
@@ -260,23 +274,33 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		return out, make([]bool, len(out)), false, nil
 	}
 	tr.graphRuns.Add(1)
-	failed, why := false, ""
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				var te *tensor.Error
-				if e, ok := r.(error); ok && errors.As(e, &te) && te.Kind == ErrGuardFailed {
-					failed, why = true, te.Detail
-					return
-				}
-				panic(r)
+	why, failed := "", false
+	if f.Record {
+		// Recorded, the guards run on the device, and a replay where one
+		// failed returns its error (graph.Check).
+		if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned, f.Logf); ok {
+			if why, failed = guardFailure(err); !failed {
+				tr.misses.Store(0)
+				return out, owned, true, err
 			}
-		}()
-		out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
-	}()
+		}
+	}
 	if !failed {
-		tr.misses.Store(0)
-		return out, owned, false, err
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					e, _ := r.(error)
+					if why, failed = guardFailure(e); !failed {
+						panic(r)
+					}
+				}
+			}()
+			out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
+		}()
+		if !failed {
+			tr.misses.Store(0)
+			return out, owned, false, err
+		}
 	}
 	tr.misses.Add(1)
 	f.mu.Lock()
@@ -289,6 +313,15 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil
+}
+
+// guardFailure returns the detail of err where a guard raised it.
+func guardFailure(err error) (why string, failed bool) {
+	var te *tensor.Error
+	if errors.As(err, &te) && te.Kind == ErrGuardFailed {
+		return te.Detail, true
+	}
+	return "", false
 }
 
 // The goroutines running a function being traced (traceCall), each with
