@@ -173,9 +173,7 @@ func Dropout(x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
 // element stays, of x's dtype and shape) drawn by draw with probability
 // p = 1-rate of a one, after checking x and rate.
 func dropWith(op string, x *tensor.Tensor, rate float64, draw func(p float64) *tensor.Tensor) *tensor.Tensor {
-	if !x.DType().IsFloat() {
-		fail(op, tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
-	}
+	needFloats(op, x)
 	if !(rate >= 0 && rate < 1) {
 		fail(op, tensor.ErrValue, []*tensor.Tensor{x}, "rate %v is outside [0, 1)", rate)
 	}

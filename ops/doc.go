@@ -76,6 +76,8 @@
 //	Pad(x, value, PadDim...)                 XLA's Pad: low/high (negative allowed) and interior
 //	Concatenate(axis, xs...)                 XLA's ConcatInDim
 //	Iota(dtype, shape, dim)                  XLA's Iota
+//	Tril(x, k), Triu(x, k)                   x below (above) the k-th diagonal of its last two dims, zeros
+//	                                         elsewhere (triangle.go)
 //	Tuple, GetTupleElement, Call, Map        XLA's tuples and sub-computations (Go functions)
 //
 // # Reductions (reduce.go, reduce_func.go, logical.go)
@@ -85,6 +87,9 @@
 //	                                         ReduceMinOf are deprecated aliases of Amax and Amin
 //	KeepDims(reduce, x, dims...)             any of them (and ArgMax, ArgMin) keeping the reduced dims as 1
 //	Any, All                                 bool
+//	LogSumExp(x, dims...)                    log Σ exp, without overflow; float (statistics.go)
+//	Var, Std                                 variance and standard deviation over dims, ddof 0 as NumPy's
+//	                                         (torch.var divides by n-1 by default); float
 //	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
 //	Cumsum(x, axis, exclusive, reverse)         running sums
 //	Cumprod(x, axis, exclusive, reverse)        running products

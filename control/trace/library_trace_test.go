@@ -53,6 +53,9 @@ var libraryOps = []struct {
 	}},
 	{"Sort", func(x T) T { return ops.Sort(x, 3, true) }},
 	{"L2Normalize", func(x T) T { return ops.L2Normalize(x, 3, 1e-6) }},
+	{"LogSumExp", func(x T) T { return ops.KeepDims(ops.LogSumExp, x, 1, 3) }},
+	{"Var Std", func(x T) T { return ops.Add(ops.KeepDims(ops.Var, x, 0), ops.KeepDims(ops.Std, x, 2)) }},
+	{"Tril Triu", func(x T) T { return ops.Add(ops.Tril(x, -1), ops.Triu(x, 2)) }},
 }
 
 // Every op of libraryOps traced gives the eager values bitwise, and,

@@ -325,7 +325,7 @@ func jumps(op string, a Attrs) bool {
 		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter":
 		return true
 	case "reduce":
-		return a.Kind != "sum" && a.Kind != "mean"
+		return a.Kind != "sum" && a.Kind != "mean" && a.Kind != "logsumexp" && a.Kind != "var"
 	case "reduce_window":
 		return a.Kind != "sum"
 	case "fused_conv2d", "fused_matmul":
@@ -414,10 +414,7 @@ func genReduce(g *gen) bool {
 	}
 	x := g.operand(1, 4, nil)
 	r := g.value(x).Rank()
-	kinds := []string{"sum", "mean", "max", "min", "prod"}
-	if g.smooth {
-		kinds = kinds[:2]
-	}
+	kinds := []string{"sum", "mean", "max", "min", "prod", "logsumexp", "var", "std"}
 	kind := kinds[g.intn(len(kinds))]
 	if kind == "prod" {
 		x = g.add("tanh", Attrs{}, x) // keeps products in range
@@ -435,10 +432,10 @@ func genReduce(g *gen) bool {
 	return true
 }
 
-// genSmoothReduce is genReduce in a smooth program: Sum and Mean of any
-// value, Max and Min of a fresh input, no Prod.
+// genSmoothReduce is genReduce in a smooth program: Sum, Mean, LogSumExp
+// and Var of any value, Max and Min of a fresh input, no Prod or Std.
 func genSmoothReduce(g *gen) bool {
-	kind := []string{"sum", "mean", "max", "min"}[g.intn(4)]
+	kind := []string{"sum", "mean", "max", "min", "logsumexp", "var"}[g.intn(6)]
 	var x int
 	if kind == "max" || kind == "min" {
 		x = g.input(g.randomShape(1, 4), -2, 2)
@@ -455,7 +452,7 @@ func genStructure(g *gen) bool {
 	x := g.operand(1, 4, nil)
 	s := g.value(x).Shape()
 	r := s.Rank()
-	switch g.intn(11) {
+	switch g.intn(12) {
 	case 0:
 		g.add("reshape", Attrs{Shape: g.factor(s.NumElements())}, x)
 	case 1:
@@ -526,6 +523,11 @@ func genStructure(g *gen) bool {
 			op = "cumprod"
 		}
 		g.add(op, Attrs{Axis: g.intn(r), Exclusive: g.chance(0.5), Reverse: g.chance(0.5)}, x)
+	case 10:
+		if r < 2 {
+			return false
+		}
+		g.add([]string{"tril", "triu"}[g.intn(2)], Attrs{Axis: g.between(-2, 2)}, x)
 	default:
 		e := g.add("expand_dims", Attrs{Axis: g.between(-r-1, r)}, x)
 		var ones []int

@@ -225,6 +225,12 @@ func hostInt64s(v []int, shape []int) T {
 }
 
 // apply runs one step eagerly.
+// statistics are the reductions of a "reduce" step that are functions
+// of their own (ops.LogSumExp, ops.Var, ops.Std), not kinds of ops.Reduce.
+var statistics = map[string]func(*tensor.Tensor, ...int) *tensor.Tensor{
+	"logsumexp": ops.LogSumExp, "var": ops.Var, "std": ops.Std,
+}
+
 func apply(op string, x []T, a Attrs) T {
 	if f, ok := unary[op]; ok {
 		return f(x[0])
@@ -238,6 +244,12 @@ func apply(op string, x []T, a Attrs) T {
 	case "leaky_relu":
 		return ops.LeakyRelu(x[0], a.Alpha)
 	case "reduce":
+		if f, ok := statistics[a.Kind]; ok {
+			if a.Keep {
+				return ops.KeepDims(f, x[0], a.Dims...)
+			}
+			return f(x[0], a.Dims...)
+		}
 		kind := map[string]ops.ReduceKind{"sum": ops.ReduceSum, "mean": ops.ReduceMean, "max": ops.ReduceMax, "min": ops.ReduceMin, "prod": ops.ReduceProd}[a.Kind]
 		return ops.Reduce(x[0], ops.Reduction{Kind: kind, Dims: a.Dims, KeepDims: a.Keep})
 	case "reshape":
@@ -264,6 +276,10 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Rev(x[0], a.Dims...)
 	case "cumsum":
 		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
+	case "tril":
+		return ops.Tril(x[0], a.Axis)
+	case "triu":
+		return ops.Triu(x[0], a.Axis)
 	case "cumprod":
 		return ops.Cumprod(x[0], a.Axis, a.Exclusive, a.Reverse)
 	case "matmul":

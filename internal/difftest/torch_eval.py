@@ -74,6 +74,11 @@ def red(x, a):
         return x.sum(dim=dims, keepdim=keep) if dims else (x.sum() if not keep else x.sum().reshape([1] * x.dim()))
     if kind == "mean":
         return x.mean(dim=dims, keepdim=keep) if dims else (x.mean() if not keep else x.mean().reshape([1] * x.dim()))
+    if kind == "logsumexp":
+        return torch.logsumexp(x, dim=dims if dims else list(range(x.dim())), keepdim=keep)
+    if kind in ("var", "std"):
+        f = torch.var if kind == "var" else torch.std
+        return f(x, dim=dims if dims else list(range(x.dim())), unbiased=False, keepdim=keep)
     if kind in ("max", "min"):
         f = torch.amax if kind == "max" else torch.amin
         d = dims if dims else list(range(x.dim()))
@@ -414,6 +419,10 @@ def step(op, args, a):
         return torch.flip(x, a["dims"])
     if op == "cumsum":
         return cumsum(x, a)
+    if op == "tril":
+        return torch.tril(x, diagonal=a["axis"])
+    if op == "triu":
+        return torch.triu(x, diagonal=a["axis"])
     if op == "cumprod":
         return cumprod(x, a)
     if op == "matmul":

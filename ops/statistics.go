@@ -1,0 +1,75 @@
+package ops
+
+import (
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// LogSumExp is log Σ exp(x) over dims (all when none are given; negative
+// dims count from the end), as torch.logsumexp and
+// tf.math.reduce_logsumexp: x's shape without dims (KeepDims(LogSumExp,
+// x, dims...) keeps them as 1). It is computed without overflow: each
+// slice's maximum m is subtracted before exp and added back after log, m
+// taken as 0 where it is infinite, so that a slice holding +Inf gives
+// +Inf, one of -Inf alone gives -Inf, and so does an empty one. The half
+// types compute in float32 and round once. Its gradient is the softmax of
+// x over dims (NaN in a slice of -Inf alone, as PyTorch's). Floats; panics
+// with a *tensor.Error for another dtype or a dim out of range.
+func LogSumExp(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("LogSumExp", x)
+	defer asOp("LogSumExp")
+	needFloats("LogSumExp", x)
+	w := widened(x)
+	m := StopGradient(KeepDims(Amax, w, dims...))
+	m = Where(IsFinite(m), m, ScalarLike(m, 0))
+	s := Sum(Exp(Sub(w, m)), dims...)
+	return narrowedLike(Add(Log(s), Reshape(m, s.Shape()...)), x)
+}
+
+// Var is the variance of x over dims (all when none are given; negative
+// dims count from the end): the mean of the squares of x's deviations from
+// its mean, as NumPy's np.var and JAX's (ddof 0), x's shape without dims
+// (KeepDims(Var, x, dims...) keeps them as 1). PyTorch's torch.var divides
+// by n−1 unless told correction=0: multiply by n/(n−1) for that. Two passes
+// (the mean, then the deviations), so that a large mean does not cancel
+// the digits of a small variance; the half types compute in float32 and
+// round once. An empty reduction gives NaN. Floats; panics with a
+// *tensor.Error for another dtype or a dim out of range.
+func Var(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("Var", x)
+	defer asOp("Var")
+	needFloats("Var", x)
+	return narrowedLike(variance(widened(x), dims), x)
+}
+
+// variance is Var of w, a float32 or float64 tensor.
+func variance(w *tensor.Tensor, dims []int) *tensor.Tensor {
+	return Mean(Square(Sub(w, KeepDims(Mean, w, dims...))), dims...)
+}
+
+// Std is the standard deviation of x over dims, the square root of Var
+// (NumPy's np.std, ddof 0; torch.std with correction=0). Its gradient
+// where the variance is 0 (a slice of equal values) is NaN, as PyTorch's.
+// Floats; panics with a *tensor.Error for another dtype or a dim out of
+// range.
+func Std(x *tensor.Tensor, dims ...int) *tensor.Tensor {
+	needInputs("Std", x)
+	defer asOp("Std")
+	needFloats("Std", x)
+	return narrowedLike(Sqrt(variance(widened(x), dims)), x)
+}
+
+// needFloats fails op unless x is of a float dtype.
+func needFloats(op string, x *tensor.Tensor) {
+	if !x.DType().IsFloat() {
+		fail(op, tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
+	}
+}
+
+// narrowedLike is y (computed on x widened) cast back to x's dtype where
+// that is a half type.
+func narrowedLike(y, x *tensor.Tensor) *tensor.Tensor {
+	if x.DType().IsHalf() {
+		return Cast(y, x.DType())
+	}
+	return y
+}
