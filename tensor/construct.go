@@ -320,6 +320,24 @@ func fullOn(op string, dev device.Device, dt DType, v float64, shape []int) *Ten
 	return filled(op, dev, dt, s, elemBytes(dt, v))
 }
 
+// Eye returns the n×n identity matrix of dtype dt (ones on the diagonal,
+// zeros elsewhere; true and false for Bool) on the default device, as
+// torch.eye and np.eye. It panics with an *Error for an invalid dtype or
+// a negative n.
+func Eye(dt DType, n int) *Tensor {
+	if !dt.Valid() {
+		panicf("tensor", "Eye", ErrDType, nil, "", "invalid dtype %v", dt)
+	}
+	s := Shape{n, n}
+	checkShape("Eye", s, dt)
+	one, size := elemBytes(dt, 1), dt.Size()
+	data := make([]byte, n*n*size)
+	for i := range n {
+		copy(data[(i*n+i)*size:], one)
+	}
+	return fromHost("Eye", dt, s, data)
+}
+
 // Arange returns the vector start, start+step, ... up to but excluding
 // stop. It panics with an *Error if step is zero, a bound or the step is
 // NaN or infinite, or the count does not fit on the default device.

@@ -17,7 +17,7 @@
 // Shapes have any rank, rank 0 being a scalar, and dimensions may be zero.
 // Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
 // typed; ScalarOf, of a given dtype), constants
-// (Zeros, Ones, FullOf), ranges (Arange, Linspace) and the seeded,
+// (Zeros, Ones, FullOf, the identity Eye), ranges (Arange, Linspace) and the seeded,
 // counter-based RNG (RandUniform, RandNormal, RandBernoulli). They are read
 // back with ToSlice and Item. Printing follows NumPy.
 //

@@ -71,6 +71,23 @@ func TestConstructors(t *testing.T) {
 	if got := Scalar(int32(7)).Item(); got != int32(7) {
 		t.Errorf("Scalar Item = %v", got)
 	}
+	if e := Eye(Float32, 3); !e.Shape().Equal(Shape{3, 3}) || !cmp.Equal(ToSlice[float32](e), []float32{1, 0, 0, 0, 1, 0, 0, 0, 1}) {
+		t.Errorf("Eye(Float32, 3) = %v", e)
+	}
+	if got := ToSlice[bool](Eye(Bool, 2)); !cmp.Equal(got, []bool{true, false, false, true}) {
+		t.Errorf("Eye(Bool, 2) = %v", got)
+	}
+	if got := ToSlice[BF16](Eye(BFloat16, 2)); !cmp.Equal(got, []BF16{ToBF16(1), 0, 0, ToBF16(1)}) {
+		t.Errorf("Eye(BFloat16, 2) = %v", got)
+	}
+	if e := Eye(Int64, 0); e.NumElements() != 0 || !e.Shape().Equal(Shape{0, 0}) {
+		t.Errorf("Eye(Int64, 0) = %v", e)
+	}
+	for what, f := range map[string]func(){"a negative size": func() { Eye(Float32, -1) }, "an invalid dtype": func() { Eye(DType(99), 2) }} {
+		if err := Catch(f); err == nil || !strings.Contains(err.Error(), "tensor: Eye:") {
+			t.Errorf("Eye of %s: %v", what, err)
+		}
+	}
 	z := Zeros(Float64, 2, 0, 3)
 	if z.NumElements() != 0 || z.Rank() != 3 {
 		t.Errorf("zero-size tensor: %v", z)
