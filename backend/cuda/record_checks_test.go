@@ -105,7 +105,7 @@ func TestRecordedGuards(t *testing.T) {
 			continue
 		}
 		// The graph's, then the tail's where the guards held.
-		if n, want := launches()-before, btoi(c.replayed || c.fell)+btoi(c.replayed); n != want {
+		if n, want := launches()-before, int(boolf(c.replayed || c.fell)+boolf(c.replayed)); n != want {
 			t.Errorf("call %d: %d graph launches, want %d", i, n, want)
 		}
 	}
@@ -115,13 +115,6 @@ func TestRecordedGuards(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "went another way") {
 		t.Errorf("Logf heard %q, want one note that a decision went another way", notes)
 	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // A recorded guard that fails where an op after it finds a bad index (an
