@@ -47,15 +47,21 @@ func variance(w *tensor.Tensor, dims []int) *tensor.Tensor {
 }
 
 // Std is the standard deviation of x over dims, the square root of Var
-// (NumPy's np.std, ddof 0; torch.std with correction=0). Its gradient
-// where the variance is 0 (a slice of equal values) is NaN, as PyTorch's.
-// Floats; panics with a *tensor.Error for another dtype or a dim out of
-// range.
+// (NumPy's np.std, ddof 0; torch.std with correction=0). Where the
+// variance is 0 (a slice of equal values, or of one) the square root has
+// no derivative: its gradient there is 0, as PyTorch's, and so are its
+// higher derivatives. Floats; panics with a *tensor.Error for another
+// dtype or a dim out of range.
 func Std(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	needInputs("Std", x)
 	defer asOp("Std")
 	needFloats("Std", x)
-	return narrowedLike(Sqrt(variance(widened(x), dims)), x)
+	v := variance(widened(x), dims)
+	// The root of 1 where v is 0, so that no derivative divides by 0
+	// (the selection routes none to it).
+	zero := Eq(v, ScalarLike(v, 0))
+	s := Where(zero, ScalarLike(v, 0), Sqrt(Where(zero, ScalarLike(v, 1), v)))
+	return narrowedLike(s, x)
 }
 
 // needFloats fails op unless x is of a float dtype.

@@ -62,7 +62,7 @@ func TestVarAndStd(t *testing.T) {
 	check(t, "var float16", ops.Cast(h, tensor.Float32), tensor.Shape{}, []float32{1.25})
 
 	// d var / dx = 2 (x - mean) / n; d std / dx = (x - mean) / (n std),
-	// NaN where the variance is 0 (as PyTorch's).
+	// 0 where the variance is 0 (as PyTorch's).
 	tp := tape.New()
 	tp.Watch(x)
 	gv := tp.Gradient(ops.Sum(ops.Var(x, 1)), x)[0]
@@ -71,8 +71,18 @@ func TestVarAndStd(t *testing.T) {
 	gs := tp.Gradient(ops.Sum(ops.Std(x, 1)), x)[0]
 	check(t, "var gradient", gv, tensor.Shape{2, 4}, []float64{-0.75, -0.25, 0.25, 0.75, 0, 0, 0, 0})
 	s := math.Sqrt(1.25)
-	nan := math.NaN()
-	check(t, "std gradient", gs, tensor.Shape{2, 4}, []float64{-1.5 / (4 * s), -0.5 / (4 * s), 0.5 / (4 * s), 1.5 / (4 * s), nan, nan, nan, nan})
+	check(t, "std gradient", gs, tensor.Shape{2, 4}, []float64{-1.5 / (4 * s), -0.5 / (4 * s), 0.5 / (4 * s), 1.5 / (4 * s), 0, 0, 0, 0})
+	// Its second derivative at a slice of one (variance 0) is 0 too, and
+	// a NaN still propagates.
+	one := tensor.FromSlice([]float64{0.7})
+	outer := tape.New()
+	outer.Watch(one)
+	inner := tape.New()
+	inner.Watch(one)
+	d1 := inner.Gradient(ops.Std(one), one)[0]
+	d2 := outer.Gradient(ops.Sum(d1), one)[0]
+	check(t, "std of one, first and second derivatives", ops.Concatenate(0, d1, d2), tensor.Shape{2}, []float64{0, 0})
+	check(t, "std of NaN", ops.Std(tensor.FromSlice([]float64{1, math.NaN()})), tensor.Shape{}, []float64{math.NaN()})
 }
 
 func TestTrilAndTriu(t *testing.T) {

@@ -67,6 +67,20 @@ def running_products(parts):
     return out
 
 
+def moments(x, dims, keep, root):
+    """The variance over dims (ddof 0) as eagerflow computes it, two passes
+    (the mean, then the deviations' squares), so that an ill-conditioned
+    variance rounds alike; and its square root, 0 with derivatives 0 where
+    the variance is 0 (torch.std's backward gives 0 there and its double
+    backward NaN; the function has no derivative there, and eagerflow's
+    convention is the subgradient 0 at every order)."""
+    v = ((x - x.mean(dim=dims, keepdim=True)) ** 2).mean(dim=dims, keepdim=keep)
+    if not root:
+        return v
+    zero = v == 0
+    return torch.where(zero, torch.zeros_like(v), torch.sqrt(torch.where(zero, torch.ones_like(v), v)))
+
+
 def red(x, a):
     dims, keep = sorted(d % x.dim() for d in a["dims"]), a["keep"]
     kind = a["kind"]
@@ -77,8 +91,7 @@ def red(x, a):
     if kind == "logsumexp":
         return torch.logsumexp(x, dim=dims if dims else list(range(x.dim())), keepdim=keep)
     if kind in ("var", "std"):
-        f = torch.var if kind == "var" else torch.std
-        return f(x, dim=dims if dims else list(range(x.dim())), unbiased=False, keepdim=keep)
+        return moments(x, dims if dims else list(range(x.dim())), keep, kind == "std")
     if kind in ("max", "min"):
         f = torch.amax if kind == "max" else torch.amin
         d = dims if dims else list(range(x.dim()))
