@@ -32,7 +32,9 @@ func LogSumExp(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 // by n−1 unless told correction=0: multiply by n/(n−1) for that. Two passes
 // (the mean, then the deviations), so that a large mean does not cancel
 // the digits of a small variance; the half types compute in float32 and
-// round once. An empty reduction gives NaN. Floats; panics with a
+// round once. Deviations below about 1e-154 (float64) or 1e-19 (float32)
+// square to subnormals or zero, and the variance underflows with them
+// (Std with it). An empty reduction gives NaN. Floats; panics with a
 // *tensor.Error for another dtype or a dim out of range.
 func Var(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	needInputs("Var", x)
