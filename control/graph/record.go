@@ -258,7 +258,9 @@ func recordable(g *Graph, dev device.Device) (run func([]*tensor.Tensor) []*tens
 		return h.plan().run, nil, checks, ""
 	}
 	if g.hasChecks() {
-		return nil, nil, nil, "the graph checks decisions its trace took (guards) and has control flow: only a straight-line graph's checks are recorded"
+		// A replay runs every node whatever a check finds: a loop that a
+		// decision gone another way would never have reached might not end.
+		return nil, nil, nil, "the graph checks decisions its trace took (guards) and has control flow: only a straight-line graph's checks are recorded (a replay whose check failed would run its loops on values the function never gives them)"
 	}
 	loops, ok := dev.(device.LoopCapturer)
 	if !ok {

@@ -21,7 +21,10 @@ import (
 // the tail, recorded on its own, is replayed; where it is set, the run
 // fails with the first failed check's error (Check.Failure) and the tail
 // is not run, as Execute stops at the check. A straight-line graph's
-// checks are recorded so; a graph with loops and checks is not recorded.
+// checks are recorded so; a graph with loops and checks is not recorded:
+// a replay runs every node whatever a check finds, and a loop that a
+// decision gone another way would never have reached might not end on
+// the values it is given then.
 
 // Check is the Attrs of a check node (Node.Keep): an op of one input, a
 // bool scalar, that fails where the scalar differs from Expected.
