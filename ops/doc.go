@@ -124,11 +124,13 @@
 //	MaxPool2DWithArgmax, MaxUnpool2D         max pooling with each window's tap number (a byte), and
 //	                                         PyTorch's MaxUnpool2d of those taps (pool_argmax.go)
 //
-// # Linear algebra (matmul.go, dot.go)
+// # Linear algebra (matmul.go, dot.go, einsum.go)
 //
 //	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; packed GEMM,
 //	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
 //	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
+//	Einsum(spec, xs...)                      np.einsum/torch.einsum ("bij,bjk->bik", "..." too), by
+//	                                         DotGeneral two operands at a time (einsum.go)
 //
 // # Neural-net functions (activation.go, softmax.go, layernorm.go, attention.go)
 //

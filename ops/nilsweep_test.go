@@ -51,6 +51,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RngBernoulliAt", Fn: ops.RngBernoulliAt},
 		{Name: "DynamicSlice", Fn: ops.DynamicSlice},
 		{Name: "DynamicUpdateSlice", Fn: ops.DynamicUpdateSlice},
+		{Name: "Einsum", Fn: ops.Einsum},
 		{Name: "Elu", Fn: ops.Elu},
 		{Name: "Eq", Fn: ops.Eq},
 		{Name: "Erf", Fn: ops.Erf},

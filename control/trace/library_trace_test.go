@@ -56,6 +56,7 @@ var libraryOps = []struct {
 	{"LogSumExp", func(x T) T { return ops.KeepDims(ops.LogSumExp, x, 1, 3) }},
 	{"Var Std", func(x T) T { return ops.Add(ops.KeepDims(ops.Var, x, 0), ops.KeepDims(ops.Std, x, 2)) }},
 	{"Tril Triu", func(x T) T { return ops.Add(ops.Tril(x, -1), ops.Triu(x, 2)) }},
+	{"Einsum", func(x T) T { return ops.Einsum("abij,abkj->abik", x, ops.Sin(x)) }},
 }
 
 // Every op of libraryOps traced gives the eager values bitwise, and,

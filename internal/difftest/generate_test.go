@@ -552,6 +552,9 @@ func genStructure(g *gen) bool {
 }
 
 func genMatMul(g *gen) bool {
+	if g.chance(0.3) {
+		return genEinsum(g)
+	}
 	m, k, n := g.size(5), g.size(5), g.size(5)
 	var batch []int
 	if g.chance(0.6) {
@@ -633,6 +636,65 @@ func genSoftmax(g *gen) bool {
 	default:
 		g.add("l2_normalize", Attrs{Axis: g.intn(s.Rank()), Eps: 1e-12}, x)
 	}
+	return true
+}
+
+// genEinsum adds an Einsum of an operand (its dims lettered in a random
+// order) and, mostly, a fresh input sharing some of its letters and
+// holding new ones, its result a random choice of the letters in a random
+// order ("cab,bd->dc").
+func genEinsum(g *gen) bool {
+	x := g.operand(1, 4, nil)
+	letters := []rune("abcdefgh")
+	g.r.Shuffle(len(letters), func(i, j int) { letters[i], letters[j] = letters[j], letters[i] })
+	s := g.value(x).Shape()
+	ax := letters[:s.Rank()]
+	size := map[rune]int{}
+	for i, l := range ax {
+		size[l] = s[i]
+	}
+	all := slices.Clone(ax)
+	var bx []rune // the second operand's letters, if any
+	second := g.chance(0.7)
+	if second {
+		for _, l := range ax {
+			if g.chance(0.5) {
+				bx = append(bx, l)
+			}
+		}
+		for _, l := range letters[s.Rank() : s.Rank()+g.between(0, 2)] {
+			bx, size[l] = append(bx, l), g.size(4)
+			all = append(all, l)
+		}
+		g.r.Shuffle(len(bx), func(i, j int) { bx[i], bx[j] = bx[j], bx[i] })
+	}
+	var out []rune
+	for _, l := range all {
+		if g.chance(0.5) {
+			out = append(out, l)
+		}
+	}
+	g.r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	count := func(ls []rune) int {
+		n := 1
+		for _, l := range ls {
+			n *= size[l]
+		}
+		return n
+	}
+	if count(out) > g.limit || count(bx) > g.limit {
+		return false
+	}
+	args, spec := []int{x}, string(ax)
+	if second {
+		shape := make([]int, len(bx))
+		for i, l := range bx {
+			shape[i] = size[l]
+		}
+		args = append(args, g.input(shape, -1, 1))
+		spec += "," + string(bx)
+	}
+	g.add("einsum", Attrs{Spec: spec + "->" + string(out)}, args...)
 	return true
 }
 

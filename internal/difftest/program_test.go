@@ -82,6 +82,7 @@ type Attrs struct {
 	RhsBatch    []int      `json:"rhs_batch"`
 	LhsContract []int      `json:"lhs_contract"`
 	RhsContract []int      `json:"rhs_contract"`
+	Spec        string     `json:"spec"`
 	Window      *XLAWindow `json:"window,omitempty"`
 	Conv        *XLAConv   `json:"conv,omitempty"`
 }
@@ -381,6 +382,8 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Where(ops.Gt(x[0], x[1]), x[2], x[3])
 	case "clip":
 		return ops.Clip(x[0], x[1], x[2])
+	case "einsum":
+		return ops.Einsum(a.Spec, x...)
 	case "dot_general":
 		return ops.DotGeneral(x[0], x[1], ops.DotDims{LhsBatch: a.LhsBatch, RhsBatch: a.RhsBatch, LhsContract: a.LhsContract, RhsContract: a.RhsContract})
 	case "dynamic_slice":

@@ -558,6 +558,8 @@ def step(op, args, a):
         return torch.where(args[0] > args[1], args[2], args[3])
     if op == "clip":
         return first_min(first_max(x, args[1]), args[2])
+    if op == "einsum":
+        return torch.einsum(a["spec"], *args)
     if op == "dot_general":
         return dot_general(args[0], args[1], a)
     if op == "dynamic_slice":
