@@ -16,6 +16,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "ScalarOf", Fn: tensor.ScalarOf},
 		{Name: "Zeros", Fn: tensor.Zeros},
 		{Name: "Ones", Fn: tensor.Ones},
+		{Name: "Eye", Fn: tensor.Eye},
 		{Name: "FullOf", Fn: tensor.FullOf},
 		{Name: "FullOn", Fn: tensor.FullOn, Valid: []any{host, f32, 1.0, []int{2}}},
 		{Name: "Describe", Fn: tensor.Describe},
