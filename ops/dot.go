@@ -75,8 +75,22 @@ func DotGeneral(lhs, rhs *tensor.Tensor, d DotDims) *tensor.Tensor {
 		}
 	}
 	b, m, k, n := size(lhs, d.LhsBatch), size(lhs, lFree), size(lhs, d.LhsContract), size(rhs, rFree)
-	a := Reshape(Transpose(lhs, concatInts(d.LhsBatch, lFree, d.LhsContract)...), b, m, k)
-	c := Reshape(Transpose(rhs, concatInts(d.RhsBatch, d.RhsContract, rFree)...), b, k, n)
+	// Each side as a batch of matrices, [b m k] and [b k n], or transposed,
+	// [b k m] and [b n k], where that order is the side's own (no copy to
+	// gather it: attention's scores contract both sides' last dims).
+	ta := !slices.IsSorted(concatInts(d.LhsBatch, lFree, d.LhsContract)) && slices.IsSorted(concatInts(d.LhsBatch, d.LhsContract, lFree))
+	tb := !slices.IsSorted(concatInts(d.RhsBatch, d.RhsContract, rFree)) && slices.IsSorted(concatInts(d.RhsBatch, rFree, d.RhsContract))
+	var a, c *tensor.Tensor
+	if ta {
+		a = Reshape(lhs, b, k, m)
+	} else {
+		a = Reshape(Transpose(lhs, concatInts(d.LhsBatch, lFree, d.LhsContract)...), b, m, k)
+	}
+	if tb {
+		c = Reshape(rhs, b, n, k)
+	} else {
+		c = Reshape(Transpose(rhs, concatInts(d.RhsBatch, d.RhsContract, rFree)...), b, k, n)
+	}
 	var shape []int
 	for _, x := range d.LhsBatch {
 		shape = append(shape, lhs.Dim(x))
@@ -87,7 +101,7 @@ func DotGeneral(lhs, rhs *tensor.Tensor, d DotDims) *tensor.Tensor {
 	for _, x := range rFree {
 		shape = append(shape, rhs.Dim(x))
 	}
-	return Reshape(MatMul(a, c), shape...)
+	return Reshape(MatMulT(a, c, ta, tb), shape...)
 }
 
 func concatInts(parts ...[]int) []int {
