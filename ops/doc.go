@@ -60,6 +60,7 @@
 //	Broadcast(x, sizes...)                   XLA: new leading dims (NumPy's broadcasting is BroadcastTo)
 //	BroadcastTo(x, shape...), SumTo          NumPy broadcast to a shape, and its inverse (sums)
 //	ExpandDims, Squeeze, Tile, Rev           NumPy/XLA vocabulary
+//	Roll(x, shift, axis)                     torch.roll/np.roll along one axis
 //	Stack, Unstack, Split                    along an axis
 //	Index(x, items...)                       NumPy's x[...]: ints, R/From/Until/Every ranges,
 //	                                         "1:-1:2" strings, Ellipsis, NewAxis, one index tensor
@@ -90,6 +91,7 @@
 //	LogSumExp(x, dims...)                    log Σ exp, without overflow; float (statistics.go)
 //	Var, Std                                 variance and standard deviation over dims, ddof 0 as NumPy's
 //	                                         (torch.var divides by n-1 by default); float
+//	Norm(x, ord, dims...)                    torch.linalg.vector_norm: ord 2, 1, ±Inf, 0 or any p > 0
 //	ReduceWith(x, init, f, dims...)             XLA's Reduce with a user function
 //	Cumsum(x, axis, exclusive, reverse)         running sums
 //	Cumprod(x, axis, exclusive, reverse)        running products

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"math"
+
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -58,12 +60,56 @@ func Std(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	needInputs("Std", x)
 	defer asOp("Std")
 	needFloats("Std", x)
-	v := variance(widened(x), dims)
-	// The root of 1 where v is 0, so that no derivative divides by 0
-	// (the selection routes none to it).
+	return narrowedLike(zeroAtZero(variance(widened(x), dims), Sqrt), x)
+}
+
+// Norm is the vector norm of x over dims (all when none are given;
+// negative dims count from the end), as torch.linalg.vector_norm: ord 2
+// the Euclidean norm sqrt(Σ x²), 1 the sum of |x|, +Inf the largest |x|
+// and -Inf the smallest, 0 the count of nonzero elements (no gradient),
+// any other ord > 0 (Σ |x|^ord)^(1/ord); x's shape without dims
+// (KeepDims takes a closure over ord). Where a norm or an element is 0
+// the derivatives through its root or power are 0, as PyTorch's first
+// ones; tied largest (smallest) elements share the gradient of ±Inf. The
+// half types compute in float32 and round once. Floats; panics with a
+// *tensor.Error for another dtype, a negative or NaN ord other than
+// -Inf, or a dim out of range.
+func Norm(x *tensor.Tensor, ord float64, dims ...int) *tensor.Tensor {
+	needInputs("Norm", x)
+	defer asOp("Norm")
+	needFloats("Norm", x)
+	if !(ord >= 0 || math.IsInf(ord, -1)) {
+		fail("Norm", tensor.ErrValue, []*tensor.Tensor{x}, "ord %v: want 0, a positive number or ±Inf", ord)
+	}
+	w := widened(x)
+	var y *tensor.Tensor
+	switch {
+	case math.IsInf(ord, 1):
+		y = Amax(Abs(w), dims...)
+	case math.IsInf(ord, -1):
+		y = Amin(Abs(w), dims...)
+	case ord == 0:
+		y = Sum(Cast(Ne(w, ScalarLike(w, 0)), w.DType()), dims...)
+	case ord == 1:
+		y = Sum(Abs(w), dims...)
+	case ord == 2:
+		y = zeroAtZero(Sum(Square(w), dims...), Sqrt)
+	default:
+		power := func(e float64) func(*tensor.Tensor) *tensor.Tensor {
+			return func(v *tensor.Tensor) *tensor.Tensor { return Pow(v, ScalarLike(v, e)) }
+		}
+		y = zeroAtZero(Sum(zeroAtZero(Abs(w), power(ord)), dims...), power(1/ord))
+	}
+	return narrowedLike(y, x)
+}
+
+// zeroAtZero is f(v) where v is not 0 and 0 where it is, f given 1 there
+// so that no derivative through it is taken at 0 (a root's or a power's
+// is infinite there): the function and its derivatives of every order
+// are 0 at 0, and NaN still propagates.
+func zeroAtZero(v *tensor.Tensor, f func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
 	zero := Eq(v, ScalarLike(v, 0))
-	s := Where(zero, ScalarLike(v, 0), Sqrt(Where(zero, ScalarLike(v, 1), v)))
-	return narrowedLike(s, x)
+	return Where(zero, ScalarLike(v, 0), f(Where(zero, ScalarLike(v, 1), v)))
 }
 
 // needFloats fails op unless x is of a float dtype.

@@ -85,6 +85,78 @@ func TestVarAndStd(t *testing.T) {
 	check(t, "std of NaN", ops.Std(tensor.FromSlice([]float64{1, math.NaN()})), tensor.Shape{}, []float64{math.NaN()})
 }
 
+func TestNorm(t *testing.T) {
+	x := tensor.FromSlice([]float64{3, -4, 0, 0, 1, -2}, 2, 3)
+	inf := math.Inf(1)
+	check(t, "2", ops.Norm(x, 2, 1), tensor.Shape{2}, []float64{5, math.Sqrt(5)})
+	check(t, "1", ops.Norm(x, 1, 1), tensor.Shape{2}, []float64{7, 3})
+	check(t, "inf", ops.Norm(x, inf, 1), tensor.Shape{2}, []float64{4, 2})
+	check(t, "-inf", ops.Norm(x, math.Inf(-1), 1), tensor.Shape{2}, []float64{0, 0})
+	check(t, "0", ops.Norm(x, 0, 1), tensor.Shape{2}, []float64{2, 2})
+	check(t, "3", ops.Norm(x, 3, 1), tensor.Shape{2}, []float64{math.Cbrt(91), math.Cbrt(9)})
+	check(t, "all", ops.Norm(x, 2), tensor.Shape{}, []float64{math.Sqrt(30)})
+	check(t, "columns", ops.Norm(x, 2, -2), tensor.Shape{3}, []float64{3, math.Sqrt(17), 2})
+	check(t, "float32", ops.Norm(ops.Cast(x, tensor.Float32), 2, 1), tensor.Shape{2}, []float32{5, float32(math.Sqrt(5))})
+	h := ops.Norm(ops.Cast(x, tensor.BFloat16), 2, 1)
+	if h.DType() != tensor.BFloat16 {
+		t.Errorf("bfloat16: the result is %v", h.DType())
+	}
+
+	// The gradients torch.linalg.vector_norm gives (torch 1.13, by hand):
+	// 0 at a zero element and at a zero vector, ties sharing Inf's.
+	grad := func(ord float64, v ...float64) []float64 {
+		x := tensor.FromSlice(v)
+		tp := tape.New()
+		tp.Watch(x)
+		return tensor.ToSlice[float64](tp.Gradient(ops.Norm(x, ord), x)[0])
+	}
+	for _, c := range []struct {
+		name string
+		got  []float64
+		want []float64
+	}{
+		{"2 at 0", grad(2, 0, 0, 0), []float64{0, 0, 0}},
+		{"3 at 0", grad(3, 0, 0, 0), []float64{0, 0, 0}},
+		{"1", grad(1, 0, 1, -2), []float64{0, 1, -1}},
+		{"inf, tied", grad(inf, 0, 2, -2), []float64{0, 0.5, -0.5}},
+		{"3", grad(3, 0, 1, -2), []float64{0, 1 / math.Pow(9, 2.0/3), -4 / math.Pow(9, 2.0/3)}},
+		{"0.5", grad(0.5, 0, 1, -2), []float64{0, 1 + math.Sqrt(2), -(1 + math.Sqrt(2)) / math.Sqrt(2)}},
+	} {
+		if !sameFloats(c.got, c.want) {
+			t.Errorf("Norm's gradient, ord %s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// sameFloats reports whether a and b agree within 1e-12, relatively.
+func sameFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-12*(1+math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRoll(t *testing.T) {
+	m := ops.Reshape(tensor.Arange[int32](0, 6, 1), 2, 3)
+	check(t, "1", ops.Roll(m, 1, 1), tensor.Shape{2, 3}, []int32{2, 0, 1, 5, 3, 4})
+	check(t, "-1", ops.Roll(m, -1, -1), tensor.Shape{2, 3}, []int32{1, 2, 0, 4, 5, 3})
+	check(t, "4 is 1", ops.Roll(m, 4, 1), tensor.Shape{2, 3}, []int32{2, 0, 1, 5, 3, 4})
+	check(t, "axis 0", ops.Roll(m, 1, 0), tensor.Shape{2, 3}, []int32{3, 4, 5, 0, 1, 2})
+	check(t, "3 is none", ops.Roll(m, 3, 1), tensor.Shape{2, 3}, []int32{0, 1, 2, 3, 4, 5})
+	check(t, "empty", ops.Roll(tensor.Zeros(tensor.Float32, 2, 0), 1, 1), tensor.Shape{2, 0}, []float32{})
+	x := rnd(1, -1, 1, 5)
+	tp := tape.New()
+	tp.Watch(x)
+	w := tensor.FromSlice([]float64{1, 2, 3, 4, 5})
+	g := tp.Gradient(ops.Sum(ops.Mul(ops.Roll(x, 2, 0), w)), x)[0]
+	check(t, "gradient", g, tensor.Shape{5}, []float64{3, 4, 5, 1, 2})
+}
+
 func TestTrilAndTriu(t *testing.T) {
 	m := ops.Reshape(tensor.Arange[int32](1, 13, 1), 3, 4)
 	check(t, "tril", ops.Tril(m, 0), tensor.Shape{3, 4}, []int32{1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0})
@@ -125,6 +197,10 @@ func TestStatisticsGradients(t *testing.T) {
 		{"Std", func(x []T) T { return ops.Std(x[0], 1, 2) }, []T{rnd(4, -2, 2, 2, 3, 2)}},
 		{"Tril", func(x []T) T { return ops.Tril(x[0], -1) }, []T{rnd(5, -1, 1, 2, 3, 3)}},
 		{"Triu", func(x []T) T { return ops.Triu(x[0], 1) }, []T{rnd(6, -1, 1, 3, 4)}},
+		{"Norm 2", func(x []T) T { return ops.Norm(x[0], 2, 1) }, []T{rnd(7, -1, 1, 3, 4)}},
+		{"Norm 3", func(x []T) T { return ops.Norm(x[0], 3, 0) }, []T{rnd(8, -1, 1, 3, 4)}},
+		{"Norm 1", func(x []T) T { return ops.Norm(x[0], 1) }, []T{rnd(9, -1, 1, 2, 3)}},
+		{"Roll", func(x []T) T { return ops.Roll(x[0], -2, 1) }, []T{rnd(10, -1, 1, 2, 5)}},
 	}, nil, nil)
 }
 
@@ -138,6 +214,12 @@ func TestStatisticsBadInput(t *testing.T) {
 		{"var dim", func() { ops.Var(m, -3) }, tensor.ErrAxis, "Var"},
 		{"std of bools", func() { ops.Std(tensor.FromSlice([]bool{true})) }, tensor.ErrDType, "Std: needs a float tensor"},
 		{"std dim", func() { ops.Std(m, 0, 0) }, tensor.ErrAxis, "Std"},
+		{"norm of ints", func() { ops.Norm(ints, 2) }, tensor.ErrDType, "Norm: needs a float tensor"},
+		{"norm ord", func() { ops.Norm(m, -1) }, tensor.ErrValue, "Norm: ord -1: want 0, a positive number or ±Inf"},
+		{"norm NaN ord", func() { ops.Norm(m, math.NaN()) }, tensor.ErrValue, "ord NaN"},
+		{"norm dim", func() { ops.Norm(m, 2, 5) }, tensor.ErrAxis, "Norm"},
+		{"roll axis", func() { ops.Roll(m, 1, 2) }, tensor.ErrAxis, "Roll: axis 2 is out of range for rank 2"},
+		{"roll of a scalar", func() { ops.Roll(tensor.Scalar(1.0), 1, 0) }, tensor.ErrAxis, "Roll: axis 0 is out of range for rank 0"},
 		{"tril of a vector", func() { ops.Tril(ints, 0) }, tensor.ErrRank, "Tril: needs a matrix or a batch of them (rank 2 or more), got rank 1"},
 		{"triu of a scalar", func() { ops.Triu(tensor.Scalar(1.0), 0) }, tensor.ErrRank, "Triu: needs a matrix"},
 	})

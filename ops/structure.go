@@ -281,6 +281,33 @@ func Rev(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	return eager.Run1(revOp, opattr.RevAttrs{Dims: dims}, x)
 }
 
+// Roll shifts x's elements along axis by shift places, those pushed past
+// the end coming back at the start (torch.roll, np.roll): element i moves
+// to (i + shift) mod n; a negative shift moves them the other way, and a
+// negative axis counts from the end. Any dtype and shape (rank at least
+// 1); its gradient rolls dy back. Panics with a *tensor.Error for an axis
+// out of range.
+func Roll(x *tensor.Tensor, shift, axis int) *tensor.Tensor {
+	needInputs("Roll", x)
+	defer asOp("Roll")
+	r := x.Rank()
+	if axis < -r || axis >= r {
+		fail("Roll", tensor.ErrAxis, []*tensor.Tensor{x}, "axis %d is out of range for rank %d", axis, r)
+	}
+	axis = axisOf(axis, r)
+	n := x.Dim(axis)
+	if n == 0 || shift%n == 0 {
+		return Identity(x)
+	}
+	s := (shift%n + n) % n
+	part := func(from, to int) *tensor.Tensor {
+		start, limit := make([]int, r), slices.Clone([]int(x.Shape()))
+		start[axis], limit[axis] = from, to
+		return Slice(x, start, limit, nil)
+	}
+	return Concatenate(axis, part(n-s, n), part(0, n-s))
+}
+
 // Tuple is XLA's tuple: an ordered list of tensors of any shapes.
 type Tuple []*tensor.Tensor
 

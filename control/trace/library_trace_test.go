@@ -57,6 +57,9 @@ var libraryOps = []struct {
 	{"Var Std", func(x T) T { return ops.Add(ops.KeepDims(ops.Var, x, 0), ops.KeepDims(ops.Std, x, 2)) }},
 	{"Tril Triu", func(x T) T { return ops.Add(ops.Tril(x, -1), ops.Triu(x, 2)) }},
 	{"Einsum", func(x T) T { return ops.Einsum("abij,abkj->abik", x, ops.Sin(x)) }},
+	{"Norm Roll", func(x T) T {
+		return ops.Add(ops.Roll(x, 3, -1), ops.KeepDims(func(v T, d ...int) T { return ops.Norm(v, 3, d...) }, x, 1))
+	}},
 }
 
 // Every op of libraryOps traced gives the eager values bitwise, and,

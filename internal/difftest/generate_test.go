@@ -414,16 +414,17 @@ func genReduce(g *gen) bool {
 	}
 	x := g.operand(1, 4, nil)
 	r := g.value(x).Rank()
-	kinds := []string{"sum", "mean", "max", "min", "prod", "logsumexp", "var", "std"}
+	kinds := []string{"sum", "mean", "max", "min", "prod", "logsumexp", "var", "std", "norm_2", "norm_1", "norm_3", "norm_inf"}
 	kind := kinds[g.intn(len(kinds))]
 	switch kind {
 	case "prod":
 		x = g.add("tanh", Attrs{}, x) // keeps products in range
-	case "std":
+	case "std", "norm_2", "norm_3":
 		// A fresh input without special values: Std's second derivative
 		// divides by the standard deviation cubed, so over a program's
 		// values (tiny specials, products spanning 1e-10 to 1e10) both
-		// sides' Hessian-vector products can be rounding noise.
+		// sides' Hessian-vector products can be rounding noise; so do
+		// the norms' by the norm.
 		x = g.inputOf(g.randomShape(1, 4), -2, 2, false)
 		r = g.value(x).Rank()
 	}
@@ -533,7 +534,8 @@ func genStructure(g *gen) bool {
 		g.add(op, Attrs{Axis: g.intn(r), Exclusive: g.chance(0.5), Reverse: g.chance(0.5)}, x)
 	case 10:
 		if r < 2 {
-			return false
+			g.add("roll", Attrs{K: g.between(-3, 3), Axis: g.between(-r, r-1)}, x)
+			break
 		}
 		g.add([]string{"tril", "triu"}[g.intn(2)], Attrs{Axis: g.between(-2, 2)}, x)
 	default:

@@ -230,6 +230,12 @@ func hostInt64s(v []int, shape []int) T {
 // of their own (ops.LogSumExp, ops.Var, ops.Std), not kinds of ops.Reduce.
 var statistics = map[string]func(*tensor.Tensor, ...int) *tensor.Tensor{
 	"logsumexp": ops.LogSumExp, "var": ops.Var, "std": ops.Std,
+	"norm_2": normOf(2), "norm_1": normOf(1), "norm_3": normOf(3), "norm_inf": normOf(math.Inf(1)),
+}
+
+// normOf is ops.Norm of order ord.
+func normOf(ord float64) func(*tensor.Tensor, ...int) *tensor.Tensor {
+	return func(x *tensor.Tensor, dims ...int) *tensor.Tensor { return ops.Norm(x, ord, dims...) }
 }
 
 func apply(op string, x []T, a Attrs) T {
@@ -277,6 +283,8 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Rev(x[0], a.Dims...)
 	case "cumsum":
 		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
+	case "roll":
+		return ops.Roll(x[0], a.K, a.Axis)
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

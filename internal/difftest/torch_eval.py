@@ -90,6 +90,9 @@ def red(x, a):
         return x.mean(dim=dims, keepdim=keep) if dims else (x.mean() if not keep else x.mean().reshape([1] * x.dim()))
     if kind == "logsumexp":
         return torch.logsumexp(x, dim=dims if dims else list(range(x.dim())), keepdim=keep)
+    if kind.startswith("norm_"):
+        ord = float(kind[5:])
+        return torch.linalg.vector_norm(x, ord=ord, dim=dims if dims else list(range(x.dim())), keepdim=keep)
     if kind in ("var", "std"):
         return moments(x, dims if dims else list(range(x.dim())), keep, kind == "std")
     if kind in ("max", "min"):
@@ -432,6 +435,8 @@ def step(op, args, a):
         return torch.flip(x, a["dims"])
     if op == "cumsum":
         return cumsum(x, a)
+    if op == "roll":
+        return torch.roll(x, a["k"], a["axis"])
     if op == "tril":
         return torch.tril(x, diagonal=a["axis"])
     if op == "triu":
