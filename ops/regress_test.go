@@ -77,6 +77,28 @@ func TestSoftmaxLargeLogitsExact(t *testing.T) {
 	}
 }
 
+// A largest logit far above the others has a log-probability near 0 that
+// keeps its relative precision: -log1p(Σ e^(x−m)) over the others, where
+// log(1 + Σ) lost the sum's digits below 2^-53 (-1.88e-12 came out 1e-4
+// off, relatively), in LogSoftmax and in the sparse cross-entropy; ties
+// at the maximum count each.
+func TestLogSoftmaxNearZeroKeepsItsDigits(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		x := ops.Cast(tensor.FromSlice([]float64{0, -27, -30, 5, 5, -22}, 2, 3), dt)
+		ls := tensor.ToSlice[float64](ops.Cast(ops.LogSoftmax(x, -1), tensor.Float64))
+		xe := tensor.ToSlice[float64](ops.Cast(ops.SparseSoftmaxCrossEntropy(x, tensor.FromSlice([]int32{0, 1})), tensor.Float64))
+		rest := math.Exp(-27) + math.Exp(-30)
+		want := []float64{-math.Log1p(rest), -math.Log(2) - math.Log1p(math.Exp(-27)/2)}
+		tol := map[tensor.DType]float64{tensor.Float32: 1e-6, tensor.Float64: 1e-14}[dt]
+		for i, g := range []float64{ls[0], ls[3], -xe[0], -xe[1]} {
+			w := want[i%2]
+			if math.Abs(g-w) > tol*math.Abs(w) {
+				t.Errorf("%v: %.17g, want %.17g (relative error %.2g)", dt, g, w, math.Abs(g-w)/math.Abs(w))
+			}
+		}
+	}
+}
+
 // A masked class (logit -Inf) whose label is 0 adds nothing to
 // SoftmaxCrossEntropy: the loss is the sparse one's, not NaN (0·-Inf), and
 // the gradient is unchanged; a label above 0 on a masked class is +Inf.

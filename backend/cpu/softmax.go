@@ -13,7 +13,9 @@ import (
 // logSoftmaxKernel computes (x - max) - log(sum(exp(x - max))) along the
 // last dimension, one row at a time: x - max first, exactly for the
 // largest logits, so that a row of equal large logits gives exactly -log n
-// (x - (max + log s) rounds at the scale of x).
+// (x - (max + log s) rounds at the scale of x); the log of the sum by
+// logSumShifted, so that a largest logit far above the others keeps the
+// relative precision of its log-probability near 0.
 func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	x := c.Inputs[0]
 	n := x.Dim(-1)
@@ -26,25 +28,30 @@ func logSoftmaxKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row, out := xv[r*n:(r+1)*n], ov[r*n:(r+1)*n]
-			m, s := maxAndSumExp(row, &buf)
+			m, ls := logSumShifted(row, &buf)
 			addScalar(out, row, -m)
-			addScalar(out, out, -T(math.Log(s)))
+			addScalar(out, out, -T(ls))
 		}
 	})
 }
 
-// lseBlock is how many float32 exponentials maxAndSumExp computes at once.
+// lseBlock is how many float32 exponentials logSumShifted computes at
+// once.
 const lseBlock = 256
 
-// maxAndSumExp returns row's maximum m and Σ e^(v - m) over row, the sum
-// of the blocks' sums in float64 (so the row's log-sum-exp is m + log s).
+// logSumShifted returns row's maximum m and log Σ e^(v - m) over row (so
+// the row's log-sum-exp is m + that), the latter as log k + log1p(r/k),
+// k the elements at the maximum (each e^0 = 1, counted where v - m is 0)
+// and r the others' sum in float64: 1 + r rounded would lose r's digits
+// below 2^-53, all of them where the largest logit stands far above the
+// rest (a log-probability of -4e-12 then came out 3e-5 off, relatively).
 // float32 rows take their exponentials a block at a time from the vector
 // exp32Loop (within 2 ulp each), each block summed by the vector kernels;
-// float64 rows from math.Exp. A row holding NaN gives NaN; one whose
-// maximum is +Inf gives s NaN.
-func maxAndSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64) {
+// float64 rows from math.Exp. A row holding NaN, or whose maximum is
+// ±Inf, gives NaN.
+func logSumShifted[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64) {
 	m := rowMax(row)
-	s := 0.0
+	k, r := 0, 0.0
 	if r32, ok := any(row).([]float32); ok {
 		m32 := float32(m)
 		sum := sumReducer[float32]().row
@@ -52,15 +59,32 @@ func maxAndSumExp[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64) 
 			blk := r32[lo:min(lo+lseBlock, len(r32))]
 			e := buf[:len(blk)]
 			addScalar(e, blk, -m32)
+			at := k
+			for _, v := range e {
+				if v == 0 {
+					k++
+				}
+			}
 			exp32Loop(e, e)
-			s += float64(sum(0, e))
+			if k > at {
+				for i, v := range blk {
+					if v-m32 == 0 {
+						e[i] = 0
+					}
+				}
+			}
+			r += float64(sum(0, e))
 		}
 	} else {
 		for _, v := range row {
-			s += math.Exp(float64(v - m))
+			if d := float64(v - m); d == 0 {
+				k++
+			} else {
+				r += math.Exp(d)
+			}
 		}
 	}
-	return m, s
+	return m, math.Log(float64(k)) + math.Log1p(r/float64(k))
 }
 
 // softmaxKernel computes e^(x - max) / Σ e^(x - max) along the last
@@ -106,8 +130,8 @@ func sparseXentKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 		var buf [lseBlock]float32
 		for r := lo; r < hi; r++ {
 			row := xv[r*classes : (r+1)*classes]
-			m, s := maxAndSumExp(row, &buf)
-			ov[r] = T(float64(m) - float64(row[ids[r]]) + math.Log(s))
+			m, ls := logSumShifted(row, &buf)
+			ov[r] = T(float64(m) - float64(row[ids[r]]) + ls)
 		}
 	})
 }

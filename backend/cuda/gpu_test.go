@@ -207,6 +207,14 @@ func TestSoftmaxOnGPU(t *testing.T) {
 		}
 		special := ops.Cast(tensor.FromSlice([]float64{1, math.Inf(-1), 2, math.NaN(), 0, 1, math.Inf(1), 0}, 4, 2), dt)
 		agree(t, "Softmax of specials", ops.Softmax(onGPU(t, d, special), -1), ops.Softmax(special, -1))
+		// A largest logit far above the others: its log-probability near 0
+		// (-1.88e-12) keeps its relative precision, as on the CPU.
+		far := ops.Cast(tensor.FromSlice([]float64{0, -27, -30, 5, 5, -22}, 2, 3), dt)
+		near := tensor.ToSlice[float64](ops.Cast(onHost(t, ops.LogSoftmax(onGPU(t, d, far), -1)), tensor.Float64))
+		want := -math.Log1p(math.Exp(-27) + math.Exp(-30))
+		if tol := map[tensor.DType]float64{tensor.Float32: 1e-6, tensor.Float64: 1e-14}[dt]; math.Abs(near[0]-want) > tol*-want {
+			t.Errorf("%v: the log-probability near 0 is %.17g, want %.17g", dt, near[0], want)
+		}
 		logits := tensor.RandNormal(r, dt, 300, 10)
 		for _, ldt := range []tensor.DType{tensor.Int32, tensor.Int64} {
 			labels := ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 10, 300), ldt)

@@ -14,7 +14,9 @@ import (
 //
 //   - softmax_<dtype> (out, x, rows, n): e^(x−m)/s.
 //   - log_softmax_<dtype> (out, x, rows, n): (x−m) − log s, log s rounded
-//     to the dtype first.
+//     to the dtype first, formed as log k + log1p(r/k) (k the elements at
+//     the maximum, r the others' sum), so that a log-probability near 0
+//     keeps its relative precision.
 //   - sparse_xent_<dtype>_<label dtype> (out, x, labels, err, rows, n): per
 //     row, m − x[label] + log s; a label outside [0, n) gives NaN and its
 //     row goes to the check slot err (checkedIndex).
@@ -77,11 +79,30 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		}
 		sum := m.reg()
 		k.Op("mov.f64 %s, %s", sum, m.c(0))
-		b.eachElem(n, func(j ptx.Reg) {
-			_, e := shifted(j)
-			k.Op("add.rn.f64 %s, %s, %s", sum, sum, e)
-		})
-		sum = b.tree(ptx.F64, sum, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+		// The log-probabilities' log Σ is log k + log1p(r/k), k the
+		// elements at the maximum (x − m exactly 0) and r the others' sum
+		// (as the CPU's logSumShifted): 1 + r rounded would lose r's digits.
+		var logSum func() ptx.Reg
+		if kind == "log_softmax" || kind == "sparse_xent" {
+			ones := m.reg()
+			k.Op("mov.f64 %s, %s", ones, m.c(0))
+			b.eachElem(n, func(j ptx.Reg) {
+				v, e := shifted(j)
+				at := k.Reg(ptx.Pred)
+				k.Op("setp.eq.%s %s, %s, %s", t, at, v, ptx.Imm(t, 0))
+				k.Op("@%s add.rn.f64 %s, %s, %s", at, ones, ones, m.c(1))
+				k.Op("@!%s add.rn.f64 %s, %s, %s", at, sum, sum, e)
+			})
+			sum = b.tree(ptx.F64, sum, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+			ones = b.tree(ptx.F64, ones, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+			logSum = func() ptx.Reg { return m.add(m.log(ones), m.log1p(m.div(sum, ones))) }
+		} else {
+			b.eachElem(n, func(j ptx.Reg) {
+				_, e := shifted(j)
+				k.Op("add.rn.f64 %s, %s, %s", sum, sum, e)
+			})
+			sum = b.tree(ptx.F64, sum, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+		}
 		switch kind {
 		case "softmax":
 			inv := m.div(m.c(1), sum)
@@ -90,7 +111,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				st(k.Addr(o, addU64(k, base, j), d.Size()), narrow(k, c, m.mul(e, inv)))
 			})
 		case "log_softmax":
-			ls := narrow(k, c, m.log(sum))
+			ls := narrow(k, c, logSum())
 			b.eachElem(n, func(j ptx.Reg) {
 				v, _ := shifted(j)
 				r := k.Reg(t)
@@ -115,7 +136,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				loss, done := k.Reg(t), k.Label("loss")
 				k.Op("mov.%s %s, %s", t, loss, ptx.Imm(t, math.NaN())) // a bad label's loss
 				k.Op("@%s bra %s", bad, done)
-				r := m.add(m.sub(widen(k, c, mx), widen(k, c, ld(elem(id64)))), m.log(sum))
+				r := m.add(m.sub(widen(k, c, mx), widen(k, c, ld(elem(id64)))), logSum())
 				k.Op("mov.%s %s, %s", t, loss, narrow(k, c, r))
 				k.Place(done)
 				st(k.Addr(o, row, d.Size()), loss)
