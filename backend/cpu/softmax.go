@@ -59,17 +59,13 @@ func logSumShifted[T tensor.Float](row []T, buf *[lseBlock]float32) (T, float64)
 			blk := r32[lo:min(lo+lseBlock, len(r32))]
 			e := buf[:len(blk)]
 			addScalar(e, blk, -m32)
-			at := k
-			for _, v := range e {
-				if v == 0 {
-					k++
-				}
-			}
 			exp32Loop(e, e)
-			if k > at {
+			if len(blk) == len(r32) || rowMax(blk) == m32 {
+				// The block holds the maximum (most of a long row's do
+				// not): its ones are counted, not summed.
 				for i, v := range blk {
 					if v-m32 == 0 {
-						e[i] = 0
+						k, e[i] = k+1, 0
 					}
 				}
 			}
