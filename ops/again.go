@@ -56,3 +56,12 @@ func widened(x *tensor.Tensor) *tensor.Tensor {
 	}
 	return x
 }
+
+// narrowedLike is y (computed on x widened) cast back to x's dtype where
+// that is a half type.
+func narrowedLike(y, x *tensor.Tensor) *tensor.Tensor {
+	if x.DType().IsHalf() {
+		return Cast(y, x.DType())
+	}
+	return y
+}

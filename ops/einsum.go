@@ -35,7 +35,7 @@ func Einsum(spec string, xs ...*tensor.Tensor) *tensor.Tensor {
 	}
 	acc, labels := xs[0], e.in[0]
 	for k := 1; k < len(xs); k++ {
-		acc, labels = e.contract(acc, labels, xs[k], e.in[k], e.neededAfter(k))
+		acc, labels = contractPair(acc, labels, xs[k], e.in[k], e.neededAfter(k))
 	}
 	acc, labels = sumOut(acc, labels, e.out)
 	perm := make([]int, len(e.out))
@@ -201,11 +201,11 @@ func (e *einsum) neededAfter(k int) []rune {
 	return need
 }
 
-// contract multiplies a (labels la) by b (lb), summing the labels that
+// contractPair multiplies a (labels la) by b (lb), summing the labels that
 // need does not hold: each side's own first, the shared ones by
 // DotGeneral, which pairs the shared labels need holds as batch dims
 // (stretching a side's ellipsis dims of size 1 to the other's).
-func (e *einsum) contract(a *tensor.Tensor, la []rune, b *tensor.Tensor, lb []rune, need []rune) (*tensor.Tensor, []rune) {
+func contractPair(a *tensor.Tensor, la []rune, b *tensor.Tensor, lb []rune, need []rune) (*tensor.Tensor, []rune) {
 	a, la = sumOut(a, la, append(slices.Clone(need), lb...))
 	b, lb = sumOut(b, lb, append(slices.Clone(need), la...))
 	a, b = stretchShared(a, la, b, lb)

@@ -118,12 +118,3 @@ func needFloats(op string, x *tensor.Tensor) {
 		fail(op, tensor.ErrDType, []*tensor.Tensor{x}, "needs a float tensor, got %v", x.DType())
 	}
 }
-
-// narrowedLike is y (computed on x widened) cast back to x's dtype where
-// that is a half type.
-func narrowedLike(y, x *tensor.Tensor) *tensor.Tensor {
-	if x.DType().IsHalf() {
-		return Cast(y, x.DType())
-	}
-	return y
-}
