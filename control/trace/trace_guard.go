@@ -251,13 +251,8 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 			out, err := f.runPartitioned(tr, args)
 			return out, make([]bool, len(out)), false, err
 		}
-		if f.Record {
-			if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned, f.Logf); ok {
-				return out, owned, true, err
-			}
-		}
-		out, owned, err := tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
-		return out, owned, false, err
+		out, owned, replayed, _, err := f.runGraph(tr, args, wantOwned)
+		return out, owned, replayed, err
 	}
 	if f.Partitions != nil {
 		// A graph with guards was traced whole, its ops placed on the
@@ -274,33 +269,10 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 		return out, make([]bool, len(out)), false, nil
 	}
 	tr.graphRuns.Add(1)
-	why, failed := "", false
-	if f.Record {
-		// Recorded, the guards run on the device, and a replay where one
-		// failed returns its error (graph.Check).
-		if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned, f.Logf); ok {
-			if why, failed = guardFailure(err); !failed {
-				tr.misses.Store(0)
-				return out, owned, true, err
-			}
-		}
-	}
-	if !failed {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					e, _ := r.(error)
-					if why, failed = guardFailure(e); !failed {
-						panic(r)
-					}
-				}
-			}()
-			out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
-		}()
-		if !failed {
-			tr.misses.Store(0)
-			return out, owned, false, err
-		}
+	out, owned, replayed, why, err := f.runGraph(tr, args, wantOwned)
+	if why == "" {
+		tr.misses.Store(0)
+		return out, owned, replayed, err
 	}
 	tr.misses.Add(1)
 	f.mu.Lock()
@@ -313,6 +285,33 @@ func (f *Function) runGuarded(tr *traced, args []*tensor.Tensor, wantOwned bool)
 	}
 	out = f.fn(args)
 	return out, make([]bool, len(out)), false, nil
+}
+
+// runGraph runs tr's graph on args: replayed from its recording where
+// f records (the guards checked on the device, graph.Check), else op by
+// op. failed is the detail of the guard that failed, if one did (the
+// call's results are then none).
+func (f *Function) runGraph(tr *traced, args []*tensor.Tensor, wantOwned bool) (out []*tensor.Tensor, owned []bool, replayed bool, failed string, err error) {
+	if f.Record {
+		if out, owned, ok, err := tr.replay(args, f.Tail, wantOwned, f.Logf); ok {
+			if why, is := guardFailure(err); is {
+				return nil, nil, false, why, nil
+			}
+			return out, owned, true, "", err
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, _ := r.(error)
+			why, is := guardFailure(e)
+			if !is {
+				panic(r)
+			}
+			out, owned, failed, err = nil, nil, why, nil
+		}
+	}()
+	out, owned, err = tr.run(args, graph.ExecOptions{SwapStacks: f.SwapStacks}, wantOwned)
+	return out, owned, false, "", err
 }
 
 // guardFailure returns the detail of err where a guard raised it.
