@@ -81,17 +81,23 @@ func (c *Comm) checkMarks() bool {
 		c.mu.Unlock()
 		var done bool
 		err := c.raw.Ctx.Do(func() (err error) { done, err = c.events.EventQuery(m.event); return err })
+		c.mu.Lock()
+		if c.closed || len(c.marks) == 0 || c.marks[0].seq != m.seq {
+			// Closed while the event was queried: stopWatching took the
+			// marks (and destroys their events); the query's answer is moot.
+			c.mu.Unlock()
+			return c.broken == nil
+		}
 		switch {
 		case err == nil && done:
-			_ = c.raw.Ctx.Do(func() error { return c.events.EventDestroy(m.event) })
-			c.mu.Lock()
 			c.marks = c.marks[1:]
 			c.mu.Unlock()
+			_ = c.raw.Ctx.Do(func() error { return c.events.EventDestroy(m.event) })
 			continue
 		case err == nil && (timeout <= 0 || time.Since(m.queued) < timeout):
+			c.mu.Unlock()
 			return true
 		}
-		c.mu.Lock()
 		if err != nil {
 			c.broken = c.errorf(m.call, "the GPU failed while running it: %v", err)
 		} else {

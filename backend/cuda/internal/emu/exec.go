@@ -91,6 +91,9 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 	parts := strings.Split(st.op, ".")
 	base := parts[0]
 	mods := parts[1:]
+	if err := cc.narrowOperands(base, mods, st.args); err != nil {
+		return in, err
+	}
 	var err error
 	switch base {
 	case "bra":
@@ -150,6 +153,27 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		}
 	}
 	return in, err
+}
+
+// narrowOperands refuses what ptxas refuses and the register classes
+// hide (a .b16 register is held as b32): an 8- or 16-bit instruction type
+// with a register of another width, outside ld, st and cvt (the only
+// instructions whose data operands may be wider than their type). ptxas
+// says "Arguments mismatch" for mov.u16 into a .b32 register.
+func (cc *compiler) narrowOperands(base string, mods, args []string) error {
+	if base == "ld" || base == "st" || base == "cvt" {
+		return nil
+	}
+	size := sizeOf(typeOf(mods))
+	if size != 1 && size != 2 {
+		return nil
+	}
+	for _, a := range args {
+		if r, ok := cc.k.regs[a]; ok && r.typ != "pred" && r.bits != 8*size {
+			return fmt.Errorf("register %s is %d bits wide, the instruction's type .%s is %d (ptxas: arguments mismatch)", a, r.bits, typeOf(mods), 8*size)
+		}
+	}
+	return nil
 }
 
 // operand kinds

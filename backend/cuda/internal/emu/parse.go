@@ -50,6 +50,7 @@ type kernel struct {
 type regInfo struct {
 	index int
 	typ   string // pred, b32, b64, f32, f64 (u/s collapse to b)
+	bits  int    // the declared width: 16 for a .b16 register held as b32
 }
 
 type sharedVar struct{ offset, size int }
@@ -247,7 +248,7 @@ func (p *parser) kernel(header string, line int) (*kernel, error) {
 			if pm.size == 8 {
 				class = "b64"
 			}
-			k.addReg(pm.name, class)
+			k.addReg(pm.name, class, 8*pm.size)
 			k.locals[pm.name] = true
 		case strings.HasPrefix(tok, ".shared"):
 			if err := k.declareShared(tok); err != nil {
@@ -347,18 +348,16 @@ func (k *kernel) declareRegs(s string) error {
 		return fmt.Errorf("bad register declaration %q", s)
 	}
 	typ := strings.TrimPrefix(f[1], ".")
-	class := ""
+	class, bits := "", 0
 	switch typ {
 	case "pred":
-		class = "pred"
-	case "b16", "u16", "s16", "b32", "u32", "s32":
-		class = "b32"
-	case "b64", "u64", "s64":
-		class = "b64"
-	case "f32":
-		class = "f32"
-	case "f64":
-		class = "f64"
+		class, bits = "pred", 1
+	case "b16", "u16", "s16":
+		class, bits = "b32", 16
+	case "b32", "u32", "s32", "f32":
+		class, bits = classOf(typ), 32
+	case "b64", "u64", "s64", "f64":
+		class, bits = classOf(typ), 64
 	default:
 		return fmt.Errorf("register type .%s is not supported", typ)
 	}
@@ -369,20 +368,20 @@ func (k *kernel) declareRegs(s string) error {
 				return fmt.Errorf("bad register range %q", name)
 			}
 			for j := 0; j < n; j++ {
-				k.addReg(fmt.Sprintf("%s%d", name[:i], j), class)
+				k.addReg(fmt.Sprintf("%s%d", name[:i], j), class, bits)
 			}
 			continue
 		}
-		k.addReg(name, class)
+		k.addReg(name, class, bits)
 	}
 	return nil
 }
 
-func (k *kernel) addReg(name, class string) {
+func (k *kernel) addReg(name, class string, bits int) {
 	if _, ok := k.regs[name]; ok {
 		return
 	}
-	k.regs[name] = regInfo{index: k.nregs, typ: class}
+	k.regs[name] = regInfo{index: k.nregs, typ: class, bits: bits}
 	k.nregs++
 }
 

@@ -111,8 +111,9 @@ func addAtLimitKernel() *ptx.Kernel {
 	p := k.Load(ptx.S64, peak)
 	k.Op("max.s64 %s, %s, %s", p, p, v)
 	k.Store(ptx.S64, peak, p)
-	one := k.Reg(ptx.U16)
-	k.Op("mov.u16 %s, 1", one)
+	// A 32-bit register: st.u8 may store from a wider one, mov.u16 may not.
+	one := k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, 1", one)
 	k.Op("st.global.u8 [%s], %s", over, one)
 	k.Place(done)
 	return k
