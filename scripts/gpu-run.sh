@@ -57,6 +57,7 @@ export EAGERFLOW_REQUIRE_GPU=1
 # the driver compiles a module when its first kernel is used, so a module
 # it refuses fails only the ops that reach it; this names each at once.
 ptxcheck() {
+	[ "${EAGERFLOW_GPU_PTXCHECK:-1}" = 0 ] && return 0
 	command -v ptxas >/dev/null || PATH="$PATH:/usr/local/cuda/bin"
 	command -v ptxas >/dev/null || return 0
 	[ -d "$here/ptx" ] || return 0
@@ -75,9 +76,15 @@ ptxcheck() {
 # of both, and the CNN step's profiles.
 figures() {
 	local first='^Benchmark(EagerAddGPU|AddBandwidthGPU|CopyBandwidthGPU|MatMulGPU|MLPTrainStepGPU|FashionCNNTrainStepGPU)$'
-	timeout "$(within 150)" "$here/cuda.test" -test.run '^$' -test.bench "$first" -test.benchtime 0.5s >"$out/bench.log" 2>&1
-	timeout "$(within 90)" "$here/cuda.test" -test.run '^$' -test.bench 'GPU' -test.skip "$first" -test.benchtime 0.5s >>"$out/bench.log" 2>&1
-	if [ -x "$here/nccl.test" ]; then
+	# EAGERFLOW_GPU_BENCH, a -test.bench pattern, times those benchmarks alone
+	# (a second lease's rerun of what the first could not time).
+	if [ -n "${EAGERFLOW_GPU_BENCH:-}" ]; then
+		timeout "$(within 150)" "$here/cuda.test" -test.run '^$' -test.bench "$EAGERFLOW_GPU_BENCH" -test.benchtime 0.5s >"$out/bench.log" 2>&1
+	else
+		timeout "$(within 150)" "$here/cuda.test" -test.run '^$' -test.bench "$first" -test.benchtime 0.5s >"$out/bench.log" 2>&1
+		timeout "$(within 90)" "$here/cuda.test" -test.run '^$' -test.bench 'GPU' -test.skip "$first" -test.benchtime 0.5s >>"$out/bench.log" 2>&1
+	fi
+	if [ -x "$here/nccl.test" ] && [ -z "${EAGERFLOW_GPU_BENCH:-}" ]; then
 		timeout "$(within 20)" "$here/nccl.test" -test.run '^$' -test.bench GPU -test.benchtime 0.5s >>"$out/bench.log" 2>&1
 	fi
 	{

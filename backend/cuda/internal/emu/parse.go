@@ -413,6 +413,16 @@ func (k *kernel) declareShared(s string) error {
 	if err != nil || n <= 0 {
 		return fmt.Errorf("bad shared size in %q", s)
 	}
+	// A kernel's parameters and shared variables share one scope: ptxas
+	// refuses a second definition of a name ("Duplicate definition").
+	if _, dup := k.shared[name[:j]]; dup {
+		return fmt.Errorf("shared variable %s is defined twice", name[:j])
+	}
+	for _, p := range k.params {
+		if p.name == name[:j] {
+			return fmt.Errorf("shared variable %s has the name of a parameter (ptxas: duplicate definition)", name[:j])
+		}
+	}
 	off := (k.shSize + align - 1) / align * align
 	k.shared[name[:j]] = sharedVar{offset: off, size: n}
 	k.shSize = off + n

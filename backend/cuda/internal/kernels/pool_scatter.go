@@ -214,10 +214,10 @@ func poolBandScatterKernel(d DType, tiled, chosen bool) *ptx.Kernel {
 	o := k.ParamPtr("out")
 	var sel, shSel ptx.Reg
 	if chosen {
-		sel, shSel = k.ParamPtr("sel"), k.Shared("sel", BandBytes, 16)
+		sel, shSel = k.ParamPtr("sel"), k.Shared("sel_band", BandBytes, 16)
 	}
 	src, ip := k.ParamPtr("src"), k.ParamPtr("init")
-	shSrc := k.Shared("src", BandBytes, 16)
+	shSrc := k.Shared("src_band", BandBytes, 16)
 	init := toCompute(k, d, load(k, d, ip))
 	selStep, valStep := k.Reg(ptx.U64), k.Reg(ptx.U64) // a staged window along a row: the next element
 	k.Op("mov.u64 %s, 1", selStep)
