@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -30,6 +31,10 @@ type sample struct {
 	// sample with a gradient check asks it (forcing it on found three
 	// wrong second derivatives).
 	grad, second bool
+	// tol, where set, is the tolerance of another kind of device's
+	// results (approx.Close), for every output dtype: an op whose kernels
+	// round otherwise than the dtype's own tolerance allows (the FP8 GEMM).
+	tol float64
 }
 
 // call is an op's call as captured: what the checks replay.
@@ -151,7 +156,7 @@ func check(t *testing.T, c *call, s sample, pending []Pending) {
 			t.Fatalf("the op changed its input %d", i)
 		}
 	}
-	checkDevices(t, c, first, pending)
+	checkDevices(t, c, first, pending, s.tol)
 	checkTraced(t, c, first)
 	checkTracedGradient(t, c)
 	if s.grad {
@@ -174,8 +179,9 @@ func devices() []device.Device {
 
 // checkDevices runs c on every other device and compares with cpu:0:
 // another CPU device bit for bit, a device of another kind within the
-// dtype's tolerance (approx.Tolerance: its kernels may round otherwise).
-func checkDevices(t *testing.T, c *call, want []T, pending []Pending) {
+// dtype's tolerance (approx.Tolerance: its kernels may round otherwise),
+// or within tol where it is set (sample.tol).
+func checkDevices(t *testing.T, c *call, want []T, pending []Pending, tol float64) {
 	t.Helper()
 	for _, dev := range devices() {
 		p := pendingFor(pending, dev.Kind(), c)
@@ -209,19 +215,19 @@ func checkDevices(t *testing.T, c *call, want []T, pending []Pending) {
 				t.Fatalf("on %s, output %d is on %s, want %s", dev.Name(), i, g.Device().Name(), on.Name())
 			}
 		}
-		same := sameBits
+		d := sameBits(got, want)
 		if dev.Kind() != device.CPU {
-			same = sameWithin
+			d = sameWithin(got, want, tol)
 		}
-		if d := same(got, want); d != "" {
+		if d != "" {
 			t.Fatalf("on %s: %s", dev.Name(), d)
 		}
 	}
 }
 
-// sameWithin is sameBits within the dtype's tolerance, for outputs of a
-// device whose memory the host may not address.
-func sameWithin(got, want []T) string {
+// sameWithin is sameBits within the dtype's tolerance (tol where it is
+// set), for outputs of a device whose memory the host may not address.
+func sameWithin(got, want []T, tol float64) string {
 	if len(got) != len(want) {
 		return fmt.Sprintf("%d outputs, want %d", len(got), len(want))
 	}
@@ -230,8 +236,8 @@ func sameWithin(got, want []T) string {
 		if err != nil {
 			return fmt.Sprintf("output %d: %v", i, err)
 		}
-		tol := approx.Tolerance(want[i].DType())
-		if tol == 0 || host.DType() != want[i].DType() || !host.Shape().Equal(want[i].Shape()) {
+		tol := cmp.Or(tol, approx.Tolerance(want[i].DType()))
+		if approx.Tolerance(want[i].DType()) == 0 || host.DType() != want[i].DType() || !host.Shape().Equal(want[i].Shape()) {
 			if d := sameBits([]T{host}, []T{want[i]}); d != "" {
 				return fmt.Sprintf("output %d: %s", i, d)
 			}

@@ -68,8 +68,12 @@ func checkScaledMatMul(fail func(error, string, ...any), a, b, scaleA, scaleB *t
 // tensor-core GEMM where the device has it (Hopper, Ada) and the shape
 // suits it (m, n and k multiples of 16, not two Float8E5M2 operands),
 // else, and on the CPU, the product of the operands widened to float32
-// (exact) by the float32 GEMM; the FP8 GEMM's sums are within float32's
-// rounding of the depth of those. It has no gradient (as
+// (exact) by the float32 GEMM. The FP8 GEMM adds its products with less
+// than float32's precision (Hopper keeps about 14 bits of mantissa within
+// a step of its tensor cores): its results are within about 2^-13 of the
+// scaled products' magnitude, Σ|a·b|·|scaleA·scaleB|, per 32 of the depth
+// of the float32 sums (an H200 gave 2^-15), where a matrix of cancelling
+// sums can lose most of its digits. It has no gradient (as
 // torch._scaled_mm); with a float operand the call is a MatMul of the
 // operands widened to float32, differentiable in the float operands and
 // the scales.

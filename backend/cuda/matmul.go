@@ -95,7 +95,15 @@ func fusedMatmul(c *eager.Call, outs []*tensor.Tensor) {
 	p := product{a: x, b: w, c: out, m: x.Dim(0), k: x.Dim(1), n: w.Dim(1), batch: 1, bias: bias, relu: relu}
 	half := out.DType().IsHalf()
 	if p.k > 0 && (!d.noEpilogue.Load() || half) {
+		// cuBLASLt's Relu epilogue on float16 turns NaN into 0 (seen on an
+		// H200, 2026-11-28), where Relu keeps it: the half types take the
+		// bias alone in the epilogue and Relu by its own kernel, in place.
+		p.relu = relu && !half
 		err := d.product(p)
+		if err == nil && half && relu && out.NumElements() > 0 {
+			n, kt := out.NumElements(), kernelType(out.DType())
+			err = d.launchVector("unary", kname("relu", string(kt), ""), n, kernels.Lanes(kt), newArgs().Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
+		}
 		if half || !errors.Is(err, cu.ErrNoEpilogue) { // the half types have no bias kernels of their own
 			checkProduct(c, outs, err)
 			return

@@ -24,7 +24,10 @@ func TestFusedMatMulOnGPU(t *testing.T) {
 		d.noEpilogue.Store(!inGemm)
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16} {
 			for _, act := range []ops.FusedActivation{ops.NoActivation, ops.ReluActivation} {
-				for _, s := range [][3]int{{1, 5, 3}, {33, 17, 9}, {4, 0, 6}, {0, 3, 2}} {
+				// [256 64]x[64 512] (the MLP's layer shape, a shorter contraction) takes a tiled
+				// kernel of cuBLASLt's on hardware, whose epilogue must
+				// keep NaN too.
+				for _, s := range [][3]int{{1, 5, 3}, {33, 17, 9}, {4, 0, 6}, {0, 3, 2}, {256, 64, 512}} {
 					m, k, n := s[0], s[1], s[2]
 					x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, m, k), dt)
 					w := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, k, n), dt)

@@ -17,6 +17,13 @@ const (
 	Float64  = 1e-12
 	BFloat16 = 0x1p-7
 	Float16  = 0x1p-10
+	// FP8GEMM is an FP8 GEMM's on the tensor cores, whatever its output
+	// dtype: Hopper adds the products of one MMA step with about 14 bits
+	// of mantissa (DeepSeek-V3's report, arXiv 2412.19437, section 3.3.2,
+	// on the H800), so a float32 output is about 2^-15 of the products'
+	// magnitude off the float32 sums (seen on an H200, 2026-11-28:
+	// -0.3564 for -0.3586 over 48 products of [-4, 4]).
+	FP8GEMM = 0x1p-7
 )
 
 // Tolerance returns the default tolerance for dt (0 for exact types).
