@@ -215,8 +215,10 @@ func checkDevices(t *testing.T, c *call, want []T, pending []Pending, tol float6
 				t.Fatalf("on %s, output %d is on %s, want %s", dev.Name(), i, g.Device().Name(), on.Name())
 			}
 		}
-		d := sameBits(got, want)
-		if dev.Kind() != device.CPU {
+		var d string
+		if dev.Kind() == device.CPU {
+			d = sameBits(got, want)
+		} else {
 			d = sameWithin(got, want, tol)
 		}
 		if d != "" {

@@ -269,9 +269,9 @@ func fusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
 		outs = outs[1:]
 	}
 	convFilterInto(c, a.Conv, x, dz, outs[0])
-	if gpu(c).dnnBias(c, a.Conv, x, dz, outs[1]) {
-		return
-	}
+	// The bias gradient by the reductions' kernels: cuDNN's
+	// (cudnnConvolutionBackwardBias, calc_bias_diff_nhwc_packed) took 284
+	// µs a call on an H200 for what a column sum does in about 6.
 	dims := []int{0, 1, 2} // NHWC: all but the channels
 	if a.Conv.Format == ops.NCHW {
 		dims = []int{0, 2, 3}

@@ -38,9 +38,6 @@ type Device struct {
 	// dnnOff turns cuDNN's convolutions off (SetCuDNN); plans holds the
 	// algorithm chosen per convolution pass (under mu).
 	dnnOff atomic.Bool
-	// noConvBias is set once cuDNN said it has no bias gradient
-	// (cu.ErrNoConvBias): FusedConv2D's bias gradient is then folded.
-	noConvBias atomic.Bool
 	// noEpilogue is set once the context said it cannot run a GEMM's
 	// epilogue (cu.ErrNoEpilogue): FusedMatMul's bias and Relu then run
 	// as kernels after the GEMM.

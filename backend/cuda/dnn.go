@@ -161,30 +161,6 @@ func (d *Device) dnnBackwardData(c *eager.Call, a ops.Conv2DGemmAttrs, f, dy, ou
 	return true
 }
 
-// dnnBias computes a convolution's bias gradient out [K] from the output
-// gradient dy through cuDNN (one call, where the generic fold takes one
-// to three launches), or reports false, having done nothing: no cuDNN,
-// a convolution it does not take, or a library without the call or
-// refusing it.
-func (d *Device) dnnBias(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) bool {
-	n, ok := d.dnn()
-	if !ok || d.noConvBias.Load() {
-		return false
-	}
-	cv, ok := d.dnnConvOf(a, x.DType(), x.Dim(0), a.Channels(x), a.Channels(dy))
-	if !ok {
-		return false
-	}
-	// A library without the call, or one refusing it (a status, nothing
-	// queued: a layout or dtype its version does not take), leaves the
-	// fold to the generic kernels, for good.
-	if err := d.ctx.Do(func() error { return n.ConvBias(d.s, cv, ptr(dy), ptr(out)) }); err != nil {
-		d.noConvBias.Store(true)
-		return false
-	}
-	return true
-}
-
 // dnnBackwardFilter computes the HWIO filter gradient out from the input
 // x and the output gradient dy through cuDNN, or reports false.
 func (d *Device) dnnBackwardFilter(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) bool {

@@ -112,13 +112,5 @@ type DNN interface {
 	// filters (a) and the output's gradient (b); ConvBackwardFilter the
 	// filters' gradient (out) from x (a) and the output's gradient (b).
 	Conv(s Stream, c Conv, pass ConvPass, plan ConvPlan, a, b, out, ws Ptr) error
-	// ConvBias queues the bias gradient of c on s: db (K elements) the
-	// sum of dy (the output's gradient) over the images and positions,
-	// per output channel (cudnnConvolutionBackwardBias). It returns
-	// ErrNoConvBias where the library lacks it.
-	ConvBias(s Stream, c Conv, dy, db Ptr) error
 }
 
-// ErrNoConvBias is ConvBias's error where the library has no bias
-// gradient: the caller folds the sum itself.
-var ErrNoConvBias = errors.New("cuda: cuDNN has no cudnnConvolutionBackwardBias")

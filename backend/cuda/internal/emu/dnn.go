@@ -108,51 +108,6 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 	})
 }
 
-// ConvBias checks the call and queues the bias gradient: per output
-// channel, the sum of dy over the images and positions (in float64,
-// rounded once).
-func (c *Context) ConvBias(s cu.Stream, cv cu.Conv, dy, db cu.Ptr) error {
-	const call = "cudnnConvolutionBackwardBias"
-	elem := cv.Type.Size()
-	_, _, ny := cv.Elements()
-	return c.enqueue(call, s, func() error {
-		if err := cv.Check(); err != nil {
-			return dnnError(call, "%v", err)
-		}
-		if err := c.checkRange(call, dy, ny*elem); err != nil {
-			return err
-		}
-		return c.checkRange(call, db, cv.K*elem)
-	}, func() error {
-		c.DNNCalls++
-		if cv.Type == cu.BFloat16 || cv.Type == cu.Float16 {
-			c.HalfDNNCalls++
-		}
-		src, err := c.mem.slice(uint64(dy), ny*elem)
-		if err != nil {
-			return freed(call, err)
-		}
-		dst, err := c.mem.slice(uint64(db), cv.K*elem)
-		if err != nil {
-			return freed(call, err)
-		}
-		p, q := cv.OutSize()
-		l := convLayout{cv: cv, p: p, q: q}
-		for k := range cv.K {
-			sum := 0.0
-			for n := range cv.N {
-				for op := range p {
-					for oq := range q {
-						sum += readElem(src, l.y(n, k, op, oq), cv.Type)
-					}
-				}
-			}
-			writeElem(dst, k, cv.Type, sum)
-		}
-		c.tick(launchNs + float64(ny*elem)/deviceBytesPerNs)
-		return nil
-	})
-}
 
 // convLayout indexes a convolution's tensors in their layouts.
 type convLayout struct {

@@ -29,7 +29,6 @@ type dnn struct {
 	fwdAlgo, fwdWorkspace, forward                       uintptr
 	dataAlgo, dataWorkspace, backwardData                uintptr
 	filterAlgo, filterWorkspace, backwardFilter          uintptr
-	backwardBias                                         uintptr // 0 where the library lacks it
 	setGroups                                            uintptr // cudnnSetConvolutionGroupCount; 0 where absent
 	errorString                                          func(status int32) string
 	getVersion                                           uintptr
@@ -63,9 +62,6 @@ func loadDNN(dirs []string) (*dnn, error) {
 	}, true)
 	if err != nil {
 		return nil, err
-	}
-	if sym, err := purego.Dlsym(h, "cudnnConvolutionBackwardBias"); err == nil {
-		n.backwardBias = sym
 	}
 	if sym, err := purego.Dlsym(h, "cudnnSetConvolutionGroupCount"); err == nil {
 		n.setGroups = sym
@@ -119,7 +115,7 @@ var dnnSpectral = map[cu.ConvPass][]int{
 
 // convDescs are one convolution's descriptors: x's, the filters', y's and
 // the convolution's.
-type convDescs struct{ x, w, y, bias, conv uintptr }
+type convDescs struct{ x, w, y, conv uintptr }
 
 // String names the file and the version (cuDNN 9 numbers versions
 // major·10000 + minor·100 + patch).
@@ -181,7 +177,6 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 	}{
 		{"cudnnCreateTensorDescriptor", n.createTensor, []uintptr{uintptr(unsafe.Pointer(&d.x))}},
 		{"cudnnCreateTensorDescriptor", n.createTensor, []uintptr{uintptr(unsafe.Pointer(&d.y))}},
-		{"cudnnCreateTensorDescriptor", n.createTensor, []uintptr{uintptr(unsafe.Pointer(&d.bias))}},
 		{"cudnnCreateFilterDescriptor", n.createFilter, []uintptr{uintptr(unsafe.Pointer(&d.w))}},
 		{"cudnnCreateConvolutionDescriptor", n.createConv, []uintptr{uintptr(unsafe.Pointer(&d.conv))}},
 	}
@@ -204,7 +199,6 @@ func (c *Context) descs(n *dnn, cv cu.Conv) (convDescs, error) {
 	}{
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.x, format, dt, uintptr(cv.N), uintptr(cv.C), uintptr(cv.H), uintptr(cv.W)}},
 		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.y, format, dt, uintptr(cv.N), uintptr(cv.K), uintptr(p), uintptr(q)}},
-		{"cudnnSetTensor4dDescriptor", n.setTensor4d, []uintptr{d.bias, format, dt, 1, uintptr(cv.K), 1, 1}},
 		{"cudnnSetFilter4dDescriptor", n.setFilter4d, []uintptr{d.w, dt, format, uintptr(cv.K), uintptr(cv.FilterChannels()), uintptr(cv.R), uintptr(cv.S)}},
 		{"cudnnSetConvolution2dDescriptor", n.setConv2d, []uintptr{d.conv, uintptr(cv.PadH), uintptr(cv.PadW),
 			uintptr(cv.StrideH), uintptr(cv.StrideW), uintptr(cv.DilationH), uintptr(cv.DilationW), dnnCrossCorrelation, compute}},
@@ -301,18 +295,6 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 	}
 	return n.call("cudnnConvolutionBackwardFilter", n.backwardFilter, h, alpha, d.x, uintptr(a), d.y, uintptr(b), d.conv, algo,
 		uintptr(ws), wsBytes, beta, d.w, uintptr(out))
-}
-
-// ConvBias queues cudnnConvolutionBackwardBias on s (alpha 1, beta 0).
-func (c *Context) ConvBias(s cu.Stream, cv cu.Conv, dy, db cu.Ptr) error {
-	if c.d.dnn != nil && c.d.dnn.backwardBias == 0 {
-		return cu.ErrNoConvBias
-	}
-	n, h, d, alpha, beta, err := c.onStream(s, cv)
-	if err != nil {
-		return err
-	}
-	return n.call("cudnnConvolutionBackwardBias", n.backwardBias, h, alpha, d.y, uintptr(dy), beta, d.bias, uintptr(db))
 }
 
 // onStream readies a call on cv: cuDNN, the handle on stream s, cv's
