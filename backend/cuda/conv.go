@@ -223,32 +223,6 @@ func convFilter(c *eager.Call, outs []*tensor.Tensor) {
 	convFilterInto(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], outs[0])
 }
 
-// convFilterInto is the filter gradient of a convolution with attributes
-// a of the input x, from the output gradient dy, into out.
-func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
-	if out.NumElements() == 0 || gpu(c).dnnBackwardFilter(c, a, x, dy, out) {
-		return
-	}
-	n, ch, o := x.Dim(0), a.Channels(x), a.Channels(dy)
-	rows, taps := convShapes(a, ch)
-	p := patchMatrix(c, x, a, rows, taps)
-	defer p.Release()
-	d := gpu(c)
-	if a.Format == ops.NHWC {
-		check(c, d.product(product{a: p, transA: true, b: dy, c: out, m: taps, k: n * rows, n: o, batch: 1}))
-		return
-	}
-	dyp := move.Permuted(c, dy, []int{0, 2, 3, 1}) // [N, OH, OW, O]
-	defer dyp.Release()
-	dfp := temporary(c, out.DType(), tensor.Shape{ch, a.KH, a.KW, o}, "the permuted filter gradient")
-	defer dfp.Release()
-	check(c, d.product(product{a: p, transA: true, b: dyp, c: dfp, m: taps, k: n * rows, n: o, batch: 1}))
-	// out[kh, kw, c, o] = dfp[c, kh, kw, o]
-	st := tensor.Strides(dfp.Shape(), nil)
-	check(c, d.Copy(out.Buffer(), 0, tensor.Strides(out.Shape(), nil), dfp.Buffer(), 0,
-		[]int{st[1], st[2], st[0], st[3]}, out.Shape(), out.DType().Size()))
-}
-
 // fusedConvBackprop is FusedConv2DBackprop (ops/conv_fused_grad.go): dz =
 // ReluGrad(y, dy) into a temporary (dy itself without an activation), the
 // input and filter gradients from it as Conv2DGemm's backprops compute

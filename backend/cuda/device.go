@@ -46,6 +46,11 @@ type Device struct {
 	// flashNever (SetFlashAttention).
 	flashMode atomic.Int32
 	plans     map[planKey]cu.ConvPlan
+	// filterWays holds each convolution's way to its filter gradient,
+	// timed on first use (conv_tune.go; under mu); forceFilter, where
+	// set, is the way every convolution takes (tests).
+	filterWays  map[cu.Conv]filterWay
+	forceFilter atomic.Uint32
 
 	mu      sync.Mutex
 	cache   map[int][]cu.Ptr // freed buffers by size class
@@ -123,7 +128,7 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 	}
 	d := &Device{name: fmt.Sprintf("gpu:%d", ordinal), ordinal: ordinal, drv: drv, ctx: ctx, info: info,
 		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[funcKey]cu.Function{},
-		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}}
+		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}, filterWays: map[cu.Conv]filterWay{}}
 	d.dnnOff.Store(dnnOffByEnv())
 	d.reclaimFn = d.reclaim
 	d.captureEnded = sync.NewCond(&d.mu)

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"sync/atomic"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
@@ -107,10 +108,12 @@ const maxAllocsPerOp = 4
 // BenchmarkTrainStepHostCost is a whole eager training step (nn.TrainStep,
 // Adam, the loss read) on a device whose driver does nothing: the host's
 // part of BenchmarkMLPTrainStepGPU/eager and of the Fashion-MNIST CNN's
-// step (NHWC, without cuDNN: the null driver has none), per step.
+// step (NHWC, without cuDNN: the null driver has none), per step; and
+// the same traced (nn.TracedTrainStep: the graph run op by op).
 func BenchmarkTrainStepHostCost(b *testing.B) {
-	for _, name := range []string{"MLP", "CNN"} {
+	for _, name := range []string{"MLP", "CNN", "MLP/traced", "CNN/traced"} {
 		b.Run(name, func(b *testing.B) {
+			name, mode, _ := strings.Cut(name, "/")
 			d := nullDevice(b)
 			restore := device.SetDefault(d)
 			defer restore()
@@ -130,6 +133,9 @@ func BenchmarkTrainStepHostCost(b *testing.B) {
 			}
 			batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
 			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			if mode == "traced" {
+				step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, _, err := step(batch); err != nil {

@@ -113,4 +113,3 @@ type DNN interface {
 	// filters' gradient (out) from x (a) and the output's gradient (b).
 	Conv(s Stream, c Conv, pass ConvPass, plan ConvPlan, a, b, out, ws Ptr) error
 }
-

@@ -108,7 +108,6 @@ func (c *Context) Conv(s cu.Stream, cv cu.Conv, pass cu.ConvPass, plan cu.ConvPl
 	})
 }
 
-
 // convLayout indexes a convolution's tensors in their layouts.
 type convLayout struct {
 	cv   cu.Conv
