@@ -1,8 +1,8 @@
 package cuda
 
 import (
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
