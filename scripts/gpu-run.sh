@@ -82,6 +82,9 @@ figures() {
 		timeout "$(within 150)" "$here/cuda.test" -test.run '^$' -test.bench "$EAGERFLOW_GPU_BENCH" -test.benchtime 0.5s >"$out/bench.log" 2>&1
 	else
 		timeout "$(within 150)" "$here/cuda.test" -test.run '^$' -test.bench "$first" -test.benchtime 0.5s >"$out/bench.log" 2>&1
+		# The clocks and power a sustained GEMM left (tensor-core GEMMs
+		# draw the card to its power limit, which lowers the clocks).
+		nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv >>"$out/bench.log" 2>&1
 		timeout "$(within 90)" "$here/cuda.test" -test.run '^$' -test.bench 'GPU' -test.skip "$first" -test.benchtime 0.5s >>"$out/bench.log" 2>&1
 	fi
 	if [ -x "$here/nccl.test" ] && [ -z "${EAGERFLOW_GPU_BENCH:-}" ]; then
@@ -92,7 +95,7 @@ figures() {
 		echo "## Benchmarks"
 		echo
 		echo '```'
-		grep -E '^(Benchmark|goos|cpu|FAIL|panic)' "$out/bench.log"
+		grep -E '^(Benchmark|goos|cpu|FAIL|panic|clocks|[0-9]+ MHz)' "$out/bench.log"
 		echo '```'
 	} >>"$sum"
 

@@ -207,7 +207,7 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 // one too).
 func BenchmarkMLPTrainStepGPU(b *testing.B) {
 	d := benchGPU(b)
-	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16"} {
+	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16", "recorded/mixed_bfloat16"} {
 		mode, policy := policyOf(mode)
 		b.Run(benchName(mode, policy), func(b *testing.B) {
 			restore := device.SetDefault(d)
@@ -477,7 +477,7 @@ func benchCNNStep(b *testing.B, d *Device, mode string, policy nn.Policy, build 
 func BenchmarkFashionCNNTrainStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	for _, format := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
-		for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16"} {
+		for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "traced/mixed_bfloat16", "recorded/mixed_bfloat16"} {
 			mode, policy := policyOf(mode)
 			b.Run(format.String()+"/"+benchName(mode, policy), func(b *testing.B) {
 				benchCNNStep(b, d, mode, policy, benchmodels.FashionCNN, format)

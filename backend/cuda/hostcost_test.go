@@ -108,16 +108,18 @@ const maxAllocsPerOp = 4
 // BenchmarkTrainStepHostCost is a whole eager training step (nn.TrainStep,
 // Adam, the loss read) on a device whose driver does nothing: the host's
 // part of BenchmarkMLPTrainStepGPU/eager and of the Fashion-MNIST CNN's
-// step (NHWC, without cuDNN: the null driver has none), per step; and
-// the same traced (nn.TracedTrainStep: the graph run op by op).
+// step (NHWC, without cuDNN: the null driver has none), per step; the
+// same traced (nn.TracedTrainStep: the graph run op by op), and under
+// the mixed_bfloat16 policy (its casts).
 func BenchmarkTrainStepHostCost(b *testing.B) {
-	for _, name := range []string{"MLP", "CNN", "MLP/traced", "CNN/traced"} {
+	for _, name := range []string{"MLP/eager", "CNN/eager", "MLP/traced", "CNN/traced", "MLP/eager/mixed_bfloat16", "CNN/eager/mixed_bfloat16"} {
 		b.Run(name, func(b *testing.B) {
 			name, mode, _ := strings.Cut(name, "/")
+			mode, policy := policyOf(mode)
 			d := nullDevice(b)
 			restore := device.SetDefault(d)
 			defer restore()
-			var model nn.Module
+			var model *nn.Sequential
 			var opt nn.Optimizer
 			var x, y *tensor.Tensor
 			if name == "MLP" {
@@ -131,11 +133,9 @@ func BenchmarkTrainStepHostCost(b *testing.B) {
 			} else {
 				model, opt, x, y = benchmodels.FashionCNN(ops.NHWC)
 			}
+			model.Policy = policy
 			batch := data.Element{onGPU(b, d, x), onGPU(b, d, y)}
-			step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-			if mode == "traced" {
-				step = nn.TracedTrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-			}
+			step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, _, err := step(batch); err != nil {
