@@ -496,8 +496,8 @@ func (d *Device) Synchronize() error {
 	return d.reportChecksLocked()
 }
 
-// function returns a kernel of family, loading the family's module on
-// first use.
+// function returns a kernel of family, loading it on first use as a
+// module of its own (modules.go).
 func (d *Device) function(family, name string) (cu.Function, error) {
 	d.mu.Lock()
 	f, ok := d.funcs[funcKey{family, name}]
@@ -505,13 +505,7 @@ func (d *Device) function(family, name string) (cu.Function, error) {
 	if ok { // loaded: no closure, no key built
 		return f, nil
 	}
-	return d.loadFunction(family, name, func() (string, error) {
-		src, err := modules.ReadFile("ptx/" + family + ".ptx")
-		if err != nil {
-			return "", fmt.Errorf("cuda: no kernel module %q: %v", family, err)
-		}
-		return string(src), nil
-	})
+	return d.loadFunction(funcKey{family, name}, family+"/"+name, func() (string, error) { return kernelModule(family, name) })
 }
 
 // compiled returns kernel name of the PTX module src made at run time (a
@@ -520,13 +514,13 @@ func (d *Device) function(family, name string) (cu.Function, error) {
 // of compiled PTX on disk, CUDA_CACHE_PATH).
 func (d *Device) compiled(src, name string) (cu.Function, error) {
 	sum := sha256.Sum256([]byte(src))
-	return d.loadFunction("run-time/"+hex.EncodeToString(sum[:]), name, func() (string, error) { return src, nil })
+	key := "run-time/" + hex.EncodeToString(sum[:])
+	return d.loadFunction(funcKey{key, name}, key, func() (string, error) { return src, nil })
 }
 
-// loadFunction returns kernel name of the module known as key, loading
-// the module from src on first use.
-func (d *Device) loadFunction(key, name string, src func() (string, error)) (cu.Function, error) {
-	fkey := funcKey{key, name}
+// loadFunction returns the kernel fkey names, of the module known as key,
+// loading the module from src on first use.
+func (d *Device) loadFunction(fkey funcKey, key string, src func() (string, error)) (cu.Function, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if f, ok := d.funcs[fkey]; ok {
@@ -544,7 +538,7 @@ func (d *Device) loadFunction(key, name string, src func() (string, error)) (cu.
 			}
 			d.mods[key] = m
 		}
-		f, err := d.ctx.Function(m, name)
+		f, err := d.ctx.Function(m, fkey.name)
 		if err != nil {
 			return err
 		}
