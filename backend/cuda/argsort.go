@@ -22,33 +22,40 @@ func argsort(d kernels.DType) eager.Kernel {
 		if out.NumElements() == 0 {
 			return
 		}
-		tmp := temporary(c, tensor.Int64, out.Shape(), "the sort's permutations")
-		defer tmp.Release()
-		g := gpu(c)
 		outer, n, inner := move.Split(x.Shape(), a.Axis)
-		if !fewLongColumns(outer*inner, n) {
-			args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(a.Descending))
-			check(c, g.launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
-			return
-		}
-		passes := 0
-		for w := 1; w < n; w *= 2 {
-			passes++
-		}
-		// The passes alternate between out and tmp, the last writing out.
-		dst, src := tmp, out
-		if passes%2 == 1 {
-			dst, src = out, tmp
-		}
-		for width, first := 1, true; width < n; width, first = 2*width, false {
-			per := min(maxSegment, 2*width)
-			segs := (n + per - 1) / per
-			runs := outer * segs * inner
-			args := newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).
-				U64(uint64(width)).U64(uint64(per)).U64(flag(first)).U64(flag(a.Descending))
-			args = divisorArg(divisorArg(args, segs, outer*segs), inner, runs)
-			check(c, g.launch("along", kernels.Name("argsort_merge", string(d)), runs, args))
-			dst, src = src, dst
-		}
+		argsortInto(c, d, x, outer, n, inner, a.Descending, out)
+	}
+}
+
+// argsortInto writes into out (int64, as many elements as x) the stable
+// sorting permutation of x (dtype d) viewed as [outer, n, inner], along
+// n.
+func argsortInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, outer, n, inner int, descending bool, out *tensor.Tensor) {
+	tmp := temporary(c, tensor.Int64, out.Shape(), "the sort's permutations")
+	defer tmp.Release()
+	g := gpu(c)
+	if !fewLongColumns(outer*inner, n) {
+		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(tmp)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)), inner, outer*inner).U64(flag(descending))
+		check(c, g.launch("along", kernels.Name("argsort", string(d)), outer*inner, args))
+		return
+	}
+	passes := 0
+	for w := 1; w < n; w *= 2 {
+		passes++
+	}
+	// The passes alternate between out and tmp, the last writing out.
+	dst, src := tmp, out
+	if passes%2 == 1 {
+		dst, src = out, tmp
+	}
+	for width, first := 1, true; width < n; width, first = 2*width, false {
+		per := min(maxSegment, 2*width)
+		segs := (n + per - 1) / per
+		runs := outer * segs * inner
+		args := newArgs().Ptr(ptr(dst)).Ptr(ptr(src)).Ptr(ptr(x)).U64(uint64(outer)).U64(uint64(n)).
+			U64(uint64(width)).U64(uint64(per)).U64(flag(first)).U64(flag(descending))
+		args = divisorArg(divisorArg(args, segs, outer*segs), inner, runs)
+		check(c, g.launch("along", kernels.Name("argsort_merge", string(d)), runs, args))
+		dst, src = src, dst
 	}
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/backend/opattr"
@@ -65,12 +66,32 @@ func scatter(kind string) eager.Kernel {
 		if kind == "scatter_add" {
 			elem = string(kernelType(base.DType()))
 		}
-		name := kernels.Name(kind, elem, string(kernelType(idx.DType())))
+		id, j := kernelType(idx.DType()), idx.NumElements()
 		slot := gpu(c).checkSlot(c, idx, n, indexMessage)
+		if kind == "scatter_add" && fewLongColumns(outer*inner, j) {
+			scatterAddSorted(c, elem, id, out, idx, upd, slot, outer, n, inner)
+			return
+		}
 		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
-			U64(uint64(outer)).U64(uint64(n)).U64(uint64(idx.NumElements())), inner, outer*inner)
-		check(c, gpu(c).launch("index", name, outer*inner, args))
+			U64(uint64(outer)).U64(uint64(n)).U64(uint64(j)), inner, outer*inner)
+		check(c, gpu(c).launch("index", kernels.Name(kind, elem, string(id)), outer*inner, args))
 	}
+}
+
+// scatterAddSorted is ScatterAdd where its columns are few and long (an
+// embedding's gradient, whose thread a column would walk every index):
+// idx sorted (stably), a thread per (outer, index, inner) sums a run of
+// equal indices' updates (scatter_add_sorted), the same sums in the same
+// order as the column's walk.
+func scatterAddSorted(c *eager.Call, elem string, id kernels.DType, out, idx, upd *tensor.Tensor, slot cu.Ptr, outer, n, inner int) {
+	j := idx.NumElements()
+	perm := temporary(c, tensor.Int64, tensor.Shape{j}, "the indices' sorting permutation")
+	defer perm.Release()
+	argsortInto(c, id, idx, 1, j, 1, false, perm)
+	total := outer * j * inner
+	args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(perm)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
+		U64(uint64(outer)).U64(uint64(n)).U64(uint64(j)), inner, total)
+	check(c, gpu(c).launch("index", kernels.Name("scatter_add_sorted", elem, string(id)), total, divisorArg(args, j*inner, total)))
 }
 
 // indexMessage is the error of a bad index found by a kernel: the index,

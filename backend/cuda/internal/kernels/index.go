@@ -15,6 +15,15 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 //     thread per (outer, inner) column walks j = 0..J-1 in order, so a
 //     repeated index takes the last update (scatter) or sums in order
 //     (scatter_add), the same on every run, with no atomics.
+//   - scatter_add_sorted_<dtype>_<index dtype> (out, perm, idx, upd, err,
+//     outer, n, J, inner, per): the same sums where the columns are few
+//     and J long (an embedding's gradient: a column a thread walked every
+//     token, a chain of loads and stores through memory, 384 threads for
+//     16384 tokens): perm, idx's stable sorting permutation (s64), makes
+//     each run of equal indices a segment, and a thread per (outer, q,
+//     inner) where q starts a segment sums that segment's updates in a
+//     register, in perm's order (their positions' order), onto out: the
+//     serial kernel's sums bit for bit.
 //
 // Widths are b8, b32 and b64, the element sizes moved without looking at
 // them.
@@ -30,7 +39,7 @@ func indexKernels() []*ptx.Kernel {
 		for _, d := range Numeric {
 			out = append(out, scatterKernel("scatter_add", string(d), id, func(k *ptx.Kernel, old, upd ptx.Reg) ptx.Reg {
 				return binaryOp(k, "add", d, old, upd)
-			}, d.reg()))
+			}, d.reg()), scatterAddSortedKernel(d, id))
 		}
 	}
 	return out
@@ -113,6 +122,49 @@ func scatterKernel(kind, elem string, id DType, combine func(k *ptx.Kernel, old,
 			k.Op("st.global.%s [%s], %s", mem, dst, combine(k, old, upd))
 			k.Place(skip)
 		})
+	})
+	return k
+}
+
+func scatterAddSortedKernel(d, id DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("scatter_add_sorted", string(d), string(id)))
+	o, perm, idx, u, errSlot := k.ParamPtr("out"), k.ParamPtr("perm"), k.ParamPtr("idx"), k.ParamPtr("upd"), k.ParamPtr("err")
+	outer, n, nj, inner := k.Param("outer", ptx.U64), k.Param("n", ptx.U64), k.Param("J", ptx.U64), paramDivisor(k, "inner")
+	cells(k, outer, nj, inner, func(_, oi, q, b ptx.Reg) {
+		done := k.Label("segment_done")
+		p := load(k, S64, k.Addr(perm, q, 8))
+		start, first := k.Label("segment_start"), k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, 0", first, q)
+		k.Op("@%s bra %s", first, start)
+		before := k.Reg(ptx.U64)
+		k.Op("sub.s64 %s, %s, 1", before, q)
+		same := k.Reg(ptx.Pred)
+		k.Op("setp.eq.s64 %s, %s, %s", same, indexAt(k, idx, id, load(k, S64, k.Addr(perm, before, 8))), indexAt(k, idx, id, p))
+		k.Op("@%s bra %s", same, done) // inside a segment: its start's thread sums it
+		k.Place(start)
+		// The segment's first position is its smallest (a stable sort):
+		// a bad index leaves it in the check slot, as the serial kernel
+		// leaves the first bad position.
+		v, bad := checkedIndex(k, idx, id, p, n, errSlot)
+		k.Op("@%s bra %s", bad, done)
+		dst := k.Addr(o, slot(k, oi, n, v, inner.v, b), d.mem().Size())
+		acc := load(k, d, dst)
+		r, end := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("mov.u64 %s, %s", r, q)
+		top, stored := k.Label("segment_sum"), k.Label("segment_store")
+		k.Place(top)
+		k.Op("setp.ge.u64 %s, %s, %s", end, r, nj)
+		k.Op("@%s bra %s", end, stored)
+		pr := load(k, S64, k.Addr(perm, r, 8))
+		k.Op("setp.ne.s64 %s, %s, %s", end, indexAt(k, idx, id, pr), v)
+		k.Op("@%s bra %s", end, stored)
+		sum := binaryOp(k, "add", d, acc, load(k, d, k.Addr(u, slot(k, oi, nj, pr, inner.v, b), d.mem().Size())))
+		k.Op("mov.%s %s, %s", bits(d.reg()), acc, sum)
+		k.Op("add.s64 %s, %s, 1", r, r)
+		k.Op("bra.uni %s", top)
+		k.Place(stored)
+		store(k, d, dst, acc)
+		k.Place(done)
 	})
 	return k
 }
