@@ -18,7 +18,14 @@ import (
 // non-deterministic algorithms; eagerflow keeps to deterministic ones).
 // So the first call of each shape outside a capture times both ways on
 // the device with CUDA events (one wait), and every later call takes
-// the faster.
+// the GEMM where it was more than twice as fast, else cuDNN: the two
+// ways round differently, and a margin that wide keeps a process's choice
+// the same from run to run where their times are close.
+// EAGERFLOW_CONV_TUNING=0 keeps every filter gradient on cuDNN (where it
+// takes the convolution), with no timing.
+
+// envConvTuning set to 0 turns the timing off (cuDNN's way always).
+const envConvTuning = "EAGERFLOW_CONV_TUNING"
 
 // filterWay is a convolution's chosen way to its filter gradient.
 type filterWay uint8
@@ -111,7 +118,7 @@ func (d *Device) timeFilterWays(c *eager.Call, cv cu.Conv, a ops.Conv2DGemmAttrs
 		return true
 	}
 	way := filterByDNN
-	if byGEMM < byDNN {
+	if 2*byGEMM < byDNN {
 		way = filterByGEMM
 	}
 	d.decideFilter(cv, way)

@@ -130,6 +130,9 @@ func open(drv cu.Driver, ordinal int) (*Device, error) {
 		cache: map[int][]cu.Ptr{}, mods: map[string]cu.Module{}, funcs: map[funcKey]cu.Function{},
 		host: hostPool{free: map[int][][]byte{}}, plans: map[planKey]cu.ConvPlan{}, filterWays: map[cu.Conv]filterWay{}}
 	d.dnnOff.Store(dnnOffByEnv())
+	if os.Getenv(envConvTuning) == "0" {
+		d.forceFilter.Store(uint32(filterByDNN))
+	}
 	d.reclaimFn = d.reclaim
 	d.captureEnded = sync.NewCond(&d.mu)
 	if err := ctx.Do(func() (err error) { d.s, err = ctx.StreamCreate(); return }); err != nil {

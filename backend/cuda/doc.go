@@ -59,7 +59,9 @@
 // and takes the convolution (the same padding on both sides), with the
 // fastest deterministic algorithm of cuDNN's heuristics that is neither
 // FFT nor Winograd, chosen once per shape (Device.SetCuDNN and
-// EAGERFLOW_CUDNN=0 turn it off), and otherwise are GEMMs against the
+// EAGERFLOW_CUDNN=0 turn it off; a filter gradient takes a GEMM instead
+// where the shape's first call timed it more than twice as fast,
+// conv_tune.go, unless EAGERFLOW_CONV_TUNING=0), and otherwise are GEMMs against the
 // batch's patch matrix (the depthwise ones the GPU's own kernels), in
 // NHWC and NCHW. An
 // optimizer's step (Adam, AdamW, SGD with momentum, RMSProp) updates all
