@@ -116,13 +116,13 @@ figures() {
 	# The CNN step's kernels: eagerflow's profile (package profile: each
 	# op's host and device time), Nsight Compute's time per kernel (two
 	# steps and the set-up), and PyTorch's own profile of its step.
-	EAGERFLOW_GPU_PROFILE=1 timeout "$(within 40)" "$here/cuda.test" -test.run '^TestFashionCNNStepProfileGPU$' -test.v >"$out/profile.log" 2>&1
+	EAGERFLOW_GPU_PROFILE=1 timeout "$(within 60)" "$here/cuda.test" -test.run '^TestStepProfilesGPU$' -test.v >"$out/profile.log" 2>&1
 	{
 		echo
-		echo "## eagerflow's profile of three NHWC CNN steps (package profile)"
+		echo "## eagerflow's profiles of three steps: the NHWC CNN, GPT, the charrnn LSTM (package profile)"
 		echo
 		echo '```'
-		sed -n '/three NHWC steps/,/^--- /p' "$out/profile.log" | head -60
+		sed -n '/three .* steps on/,/^--- /p' "$out/profile.log" | head -160
 		echo '```'
 	} >>"$sum"
 	if command -v ncu >/dev/null; then

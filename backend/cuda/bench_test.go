@@ -508,38 +508,67 @@ func BenchmarkCharRNNStepGPU(b *testing.B) {
 	}
 }
 
-// TestFashionCNNStepProfileGPU prints eagerflow's profile (package
-// profile: host and device time per op) of three NHWC steps of the
-// Fashion-MNIST CNN, eager, after three unprofiled ones. It runs where
+// TestStepProfilesGPU prints eagerflow's profile (package profile: host
+// and device time per op) of three eager training steps, after three
+// unprofiled ones, of the Fashion-MNIST CNN (NHWC), examples/gpt's model
+// in the benchmark's shape and the charrnn LSTM. It runs where
 // EAGERFLOW_GPU_PROFILE=1 (scripts/gpu-run.sh sets it), on the GPU or,
 // slowly, on the emulator, whose device times are its nominal clock's.
-func TestFashionCNNStepProfileGPU(t *testing.T) {
+func TestStepProfilesGPU(t *testing.T) {
 	if os.Getenv("EAGERFLOW_GPU_PROFILE") != "1" {
 		t.Skip("EAGERFLOW_GPU_PROFILE=1 runs it (scripts/gpu-run.sh)")
 	}
 	d := testGPU(t)
 	restore := device.SetDefault(d)
 	defer restore()
-	model, opt, x, y := benchmodels.FashionCNN(ops.NHWC)
-	step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
-	batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
-	run := func() {
-		for range 3 {
-			if _, _, err := step(batch); err != nil {
-				t.Fatal(err)
+	trainStep := func(model nn.Module, opt nn.Optimizer, x, y *tensor.Tensor) func() error {
+		step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+		batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+		return func() error { _, _, err := step(batch); return err }
+	}
+	for _, c := range []struct {
+		name string
+		make func() func() error
+	}{
+		{"NHWC Fashion-MNIST CNN", func() func() error {
+			model, opt, x, y := benchmodels.FashionCNN(ops.NHWC)
+			return trainStep(model, opt, x, y)
+		}},
+		{"GPT", func() func() error {
+			shape, n := gptBenchShape(d)
+			m, opt := model.New(tensor.NewRNG(1), shape), model.NewOptimizer(1000)
+			v := make([]int32, n*shape.Context)
+			for i := range v {
+				v[i] = int32(32 + (i*7+i/5)%90)
+			}
+			x := onGPU(t, d, tensor.FromSlice(v, n, shape.Context))
+			y := onGPU(t, d, tensor.FromSlice(append(v[1:], 32), n, shape.Context))
+			return func() error { _, err := m.TrainStep(opt, x, y); return err }
+		}},
+		{"charrnn LSTM", func() func() error {
+			model, opt, x, y := benchmodels.CharLSTM(65)
+			return trainStep(model, opt, x, y)
+		}},
+	} {
+		step := c.make()
+		run := func() {
+			for range 3 {
+				if err := step(); err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
 			}
 		}
+		run()
+		if err := profile.Start(); err != nil {
+			t.Fatal(err)
+		}
+		run()
+		p, err := profile.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("three %s steps on %s:\n%s", c.name, d.Name(), p.Table())
 	}
-	run()
-	if err := profile.Start(); err != nil {
-		t.Fatal(err)
-	}
-	run()
-	p, err := profile.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("three NHWC steps on %s:\n%s", d.Name(), p.Table())
 }
 
 // gptBenchShape is nanoGPT's small character model (6 blocks of 384, 6

@@ -316,6 +316,33 @@ func TestPlantedFaults(t *testing.T) {
 		})
 		expect(t, err, cu.ErrorInvalidPTX, "register %r2 is .b32, the instruction wants .f32")
 	})
+	// What ptxas refused on an H200 (2026-11-28) that the emulator had
+	// let through: a 16-bit mov into a 32-bit register, a shared array
+	// named as a parameter. A 16-bit register takes the mov.
+	for _, c := range []struct{ name, from, to, msg string }{
+		{"16-bit mov into a 32-bit register", "mov.u32 %r4, %tid.x;", "mov.u32 %r4, %tid.x;\n\tmov.u16 %r4, 1;", "register %r4 is 32 bits wide, the instruction's type .u16 is 16"},
+		{"shared array named as a parameter", ".reg .pred %p<2>;", ".reg .pred %p<2>;\n\t.shared .align 4 .b8 n[64];", "shared variable n has the name of a parameter"},
+		{"shared array defined twice", ".reg .pred %p<2>;", ".reg .pred %p<2>;\n\t.shared .align 4 .b8 s[64];\n\t.shared .align 4 .b8 s[64];", "shared variable s is defined twice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			err := e.ctx.Do(func() error {
+				_, err := e.ctx.ModuleLoad(strings.Replace(vecAdd, c.from, c.to, 1))
+				return err
+			})
+			expect(t, err, cu.ErrorInvalidPTX, c.msg)
+		})
+	}
+	t.Run("16-bit mov into a 16-bit register", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.ctx.Do(func() error {
+			_, err := e.ctx.ModuleLoad(strings.Replace(vecAdd, ".reg .f32 %f<4>;", ".reg .f32 %f<4>;\n\t.reg .b16 %h1;\n\tmov.u16 %h1, 1;", 1))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("target newer than the device", func(t *testing.T) {
 		e := newEnv(t)
 		err := e.ctx.Do(func() error {
