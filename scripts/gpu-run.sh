@@ -53,6 +53,21 @@ fi
 
 export EAGERFLOW_REQUIRE_GPU=1
 
+# section TITLE CMD...: a heading in the summary and, fenced, what CMD
+# prints.
+section() {
+	local title="$1"
+	shift
+	{
+		echo
+		echo "## $title"
+		echo
+		echo '```'
+		"$@"
+		echo '```'
+	} >>"$sum"
+}
+
 # Every embedded PTX module through ptxas first, where the machine has it:
 # the driver compiles a module when its first kernel is used, so a module
 # it refuses fails only the ops that reach it; this names each at once.
@@ -90,14 +105,7 @@ figures() {
 	if [ -x "$here/nccl.test" ] && [ -z "${EAGERFLOW_GPU_BENCH:-}" ]; then
 		timeout "$(within 20)" "$here/nccl.test" -test.run '^$' -test.bench GPU -test.benchtime 0.5s >>"$out/bench.log" 2>&1
 	fi
-	{
-		echo
-		echo "## Benchmarks"
-		echo
-		echo '```'
-		grep -E '^(Benchmark|goos|cpu|FAIL|panic|clocks|[0-9]+ MHz)' "$out/bench.log"
-		echo '```'
-	} >>"$sum"
+	section "Benchmarks" grep -E '^(Benchmark|goos|cpu|FAIL|panic|clocks|[0-9]+ MHz)' "$out/bench.log"
 
 	if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
 		PYTHONUNBUFFERED=1 timeout "$(within 110)" python3 "$here/torch_gpu.py" >"$out/torch.log" 2>&1
@@ -106,48 +114,26 @@ figures() {
 			echo "## eagerflow beside PyTorch and JAX on the same GPU"
 			echo
 			python3 "$here/gpu_table.py" "$out/bench.log" "$out/torch.log"
-			echo
-			echo '```'
-			cat "$out/torch.log"
-			echo '```'
 		} >>"$sum"
+		section "PyTorch's and JAX's lines" cat "$out/torch.log"
 	fi
 
 	# The CNN step's kernels: eagerflow's profile (package profile: each
 	# op's host and device time), Nsight Compute's time per kernel (two
 	# steps and the set-up), and PyTorch's own profile of its step.
 	EAGERFLOW_GPU_PROFILE=1 timeout "$(within 60)" "$here/cuda.test" -test.run '^TestStepProfilesGPU$' -test.v >"$out/profile.log" 2>&1
-	{
-		echo
-		echo "## eagerflow's profiles of three steps: the NHWC CNN, GPT, the charrnn LSTM (package profile)"
-		echo
-		echo '```'
-		sed -n '/three .* steps on/,/^--- /p' "$out/profile.log" | head -160
-		echo '```'
-	} >>"$sum"
+	profiles() { sed -n '/three .* steps on/,/^--- /p' "$out/profile.log" | head -160; }
+	section "eagerflow's profiles of three steps: the NHWC CNN, GPT, the charrnn LSTM (package profile)" profiles
 	if command -v ncu >/dev/null; then
 		timeout "$(within 70)" ncu --clock-control none --csv --metrics gpu__time_duration.sum \
 			"$here/cuda.test" -test.run '^$' -test.bench 'FashionCNNTrainStepGPU/NHWC/eager' -test.skip mixed -test.benchtime 2x \
 			>"$out/ncu.log" 2>&1
-		{
-			echo
-			echo "## Kernel time, NHWC CNN step (ncu, gpu__time_duration; the steps and the set-up)"
-			echo
-			echo '```'
-			python3 "$here/ncu_summary.py" "$out/ncu.log" 2>&1 | head -40
-			echo '```'
-		} >>"$sum"
+		kernels() { python3 "$here/ncu_summary.py" "$out/ncu.log" 2>&1 | head -40; }
+		section "Kernel time, NHWC CNN step (ncu, gpu__time_duration; the steps and the set-up)" kernels
 	fi
 	if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
 		EAGERFLOW_TORCH_PROFILE=1 timeout "$(within 40)" python3 "$here/torch_gpu.py" >"$out/torch-profile.log" 2>&1
-		{
-			echo
-			echo "## PyTorch's CNN step (torch.profiler)"
-			echo
-			echo '```'
-			tail -40 "$out/torch-profile.log"
-			echo '```'
-		} >>"$sum"
+		section "PyTorch's CNN step (torch.profiler)" tail -40 "$out/torch-profile.log"
 	fi
 }
 
