@@ -458,6 +458,16 @@ func samples() map[string][]sample {
 			h := func(x T) T { return ops.Cast(x, tensor.BFloat16) }
 			ops.LayerNorm(h(r(-1, 1, 3, 8)), h(r(-1, 1, 8)), h(r(-1, 1, 8)), 1e-5)
 		}, false, false))
+	// LSTMCell: the op and its backward (through its gradient), float64
+	// with finite differences, the other float dtypes, an empty batch.
+	lstm := func(in []T) T { h, next := ops.LSTMCell(in[0], in[1]); return ops.Add(h, ops.Sin(next)) }
+	add("LSTMCell", one("float64", func() { ops.LSTMCell(r(-3, 3, 3, 8), r(-2, 2, 3, 2)) }, true, true),
+		one("empty batch", func() { ops.LSTMCell(r(-3, 3, 0, 8), r(-2, 2, 0, 2)) }, false, false))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		add("LSTMCell", one(fmt.Sprint(dt), func() { ops.LSTMCell(of(dt, -3, 3, 4, 12), of(dt, -2, 2, 4, 3)) }, false, false))
+	}
+	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 2)) }, true, true),
+		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
 	add("LayerNormBackprop", one("layer", func() {
 		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5))
 	}, true, true), one("rms", func() {

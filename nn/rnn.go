@@ -51,9 +51,7 @@ func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tenso
 	needFeatures("LSTMCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
 	h, cell := castFloat(state[0], x.DType()), castFloat(state[1], x.DType())
 	z := ops.Add(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), ops.MatMul(h, valueAs(c.Recurrent, x))), valueAs(c.Bias, x))
-	g := ops.Split(z, 1, []int{c.hidden, c.hidden, c.hidden, c.hidden})
-	next := ops.Add(ops.Mul(ops.Sigmoid(g[1]), cell), ops.Mul(ops.Sigmoid(g[0]), ops.Tanh(g[2])))
-	out := ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next))
+	out, next := ops.LSTMCell(z, cell) // the gates' elementwise part, one op each way
 	return out, []*tensor.Tensor{out, next}
 }
 

@@ -88,6 +88,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Log1p", Fn: ops.Log1p},
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
+		{Name: "LSTMCell", Fn: ops.LSTMCell},
 		{Name: "LogicalAnd", Fn: ops.LogicalAnd},
 		{Name: "LogicalNot", Fn: ops.LogicalNot},
 		{Name: "LogicalOr", Fn: ops.LogicalOr},

@@ -285,6 +285,9 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Cumsum(x[0], a.Axis, a.Exclusive, a.Reverse)
 	case "roll":
 		return ops.Roll(x[0], a.K, a.Axis)
+	case "lstm_cell": // K picks the output: h' or the new cell
+		h, next := ops.LSTMCell(x[0], x[1])
+		return []T{h, next}[a.K]
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

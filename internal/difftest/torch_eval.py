@@ -459,6 +459,10 @@ def step(op, args, a):
         return cumsum(x, a)
     if op == "roll":
         return torch.roll(x, a["k"], a["axis"])
+    if op == "lstm_cell":
+        i, f, g, o = x.chunk(4, dim=1)
+        nxt = torch.sigmoid(f) * args[1] + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(nxt) if a["k"] == 0 else nxt
     if op == "tril":
         return torch.tril(x, diagonal=a["axis"])
     if op == "triu":

@@ -1,0 +1,94 @@
+package ops_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// lstmWritten is LSTMCell written in ops: the reference.
+func lstmWritten(z, c *tensor.Tensor) (h, next *tensor.Tensor) {
+	w := c.Dim(1)
+	g := ops.Split(z, 1, []int{w, w, w, w})
+	next = ops.Add(ops.Mul(ops.Sigmoid(g[1]), c), ops.Mul(ops.Sigmoid(g[0]), ops.Tanh(g[2])))
+	return ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next)), next
+}
+
+// LSTMCell's values, first and second derivatives are those of the cell
+// written in ops, in float64 and float32 and through float32 for the half
+// types; its gradients pass finite differences to the second order.
+func TestLSTMCell(t *testing.T) {
+	r := tensor.NewRNG(5)
+	// A hand value: h = 1, one row; z = [0, ln 3, 0, 0]: i = o = 1/2, f = 3/4, g = 0.
+	z1 := tensor.FromSlice([]float64{0, math.Log(3), 0, 0}, 1, 4)
+	h1, c1 := ops.LSTMCell(z1, tensor.FromSlice([]float64{2}, 1, 1))
+	check(t, "by hand: next", c1, tensor.Shape{1, 1}, []float64{1.5})
+	check(t, "by hand: h", h1, tensor.Shape{1, 1}, []float64{0.5 * math.Tanh(1.5)})
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		z := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, 5, 12), dt)
+		c := ops.Cast(tensor.RandUniform(r, tensor.Float64, -2, 2, 5, 3), dt)
+		tol := map[tensor.DType]float64{tensor.Float64: 1e-14, tensor.Float32: 1e-6, tensor.BFloat16: 1e-2, tensor.Float16: 2e-3}[dt]
+		h, next := ops.LSTMCell(z, c)
+		wh, wnext := lstmWritten(z, c)
+		near(t, fmt.Sprintf("%v h", dt), h, wh, tol)
+		near(t, fmt.Sprintf("%v next", dt), next, wnext, tol)
+		if h.DType() != dt || next.DType() != dt {
+			t.Fatalf("%v: results in %v and %v", dt, h.DType(), next.DType())
+		}
+		// First and second derivatives, through a loss that uses both
+		// outputs nonlinearly.
+		grads := func(cell func(z, c *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor)) []*tensor.Tensor {
+			outer := tape.New()
+			outer.Watch(z, c)
+			inner := tape.New()
+			inner.Watch(z, c)
+			h, next := cell(z, c)
+			loss := ops.Sum(ops.Add(ops.Mul(h, h), ops.Sin(next)))
+			g := inner.Gradient(loss, z, c)
+			second := outer.Gradient(ops.Add(ops.Sum(ops.Square(ops.Cast(g[0], tensor.Float64))), ops.Sum(ops.Cast(g[1], tensor.Float64))), z, c)
+			return append(g, second...)
+		}
+		got, want := grads(ops.LSTMCell), grads(lstmWritten)
+		for k, name := range []string{"dz", "dc", "second dz", "second dc"} {
+			near(t, fmt.Sprintf("%v %s", dt, name), got[k], want[k], 10*tol)
+		}
+	}
+	z := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 8)
+	c := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 2)
+	runGradients(t, []gradCase{
+		{"h", func(x []T) T { h, _ := ops.LSTMCell(x[0], x[1]); return ops.Sum(ops.Square(h)) }, []T{z, c}},
+		{"next", func(x []T) T { _, n := ops.LSTMCell(x[0], x[1]); return ops.Sum(ops.Sin(n)) }, []T{z, c}},
+		{"both, second order", func(x []T) T {
+			tp := tape.New()
+			tp.Watch(x[0], x[1])
+			h, n := ops.LSTMCell(x[0], x[1])
+			g := tp.Gradient(ops.Sum(ops.Mul(h, n)), x[0], x[1])
+			return ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(ops.Mul(g[1], x[1])))
+		}, []T{z, c}},
+	}, nil, nil)
+	runBadInput(t, []badInput{
+		{"z not four gates", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 2, 7), tensor.Zeros(tensor.Float32, 2, 2)) }, tensor.ErrShape, "must be [2 8]"},
+		{"rows differ", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 3, 8), tensor.Zeros(tensor.Float32, 2, 2)) }, tensor.ErrShape, "must be [2 8]"},
+		{"not matrices", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 8), tensor.Zeros(tensor.Float32, 2)) }, tensor.ErrRank, "matrices"},
+		{"dtypes differ", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 2, 8), tensor.Zeros(tensor.Float64, 2, 2)) }, tensor.ErrDType, ""},
+		{"integers", func() { ops.LSTMCell(tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 2)) }, tensor.ErrDType, ""},
+	})
+}
+
+// near fails unless got and want agree elementwise within tol relatively
+// (approx.Close), compared in float64.
+func near(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
+	t.Helper()
+	if !got.Shape().Equal(want.Shape()) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape(), want.Shape())
+	}
+	g, w := tensor.ToSlice[float64](ops.Cast(got, tensor.Float64)), tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
+	if d := approx.Diff(g, w, tol); d != "" {
+		t.Errorf("%s: %s", what, d)
+	}
+}
