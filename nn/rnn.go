@@ -50,7 +50,8 @@ func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) 
 func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	needFeatures("LSTMCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
 	h, cell := castFloat(state[0], x.DType()), castFloat(state[1], x.DType())
-	z := ops.Add(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), ops.MatMul(h, valueAs(c.Recurrent, x))), valueAs(c.Bias, x))
+	px := ops.FusedMatMul(x, valueAs(c.Kernel, x), valueAs(c.Bias, x), ops.NoActivation) // the bias in the GEMM
+	z := ops.Add(px, ops.MatMul(h, valueAs(c.Recurrent, x)))
 	out, next := ops.LSTMCell(z, cell) // the gates' elementwise part, one op each way
 	return out, []*tensor.Tensor{out, next}
 }
