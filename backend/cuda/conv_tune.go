@@ -36,8 +36,8 @@ const (
 	filterByGEMM
 )
 
-// filterWayOf returns the way decided for a's filter gradient (cv its
-// cuDNN description), or filterUndecided.
+// filterWayOf returns the way decided for the filter gradient of the
+// convolution cv (the forced way, where one is), or filterUndecided.
 func (d *Device) filterWayOf(cv cu.Conv) filterWay {
 	if w := filterWay(d.forceFilter.Load()); w != filterUndecided {
 		return w
@@ -49,7 +49,8 @@ func (d *Device) filterWayOf(cv cu.Conv) filterWay {
 
 // convFilterInto writes into out (HWIO) the filter gradient of the
 // convolution a of x, whose output's gradient is dy: through cuDNN or
-// a patch matrix and a GEMM, whichever is faster for the shape.
+// a patch matrix and a GEMM, as the shape's first call decided
+// (timeFilterWays), the GEMM alone where cuDNN is off or refuses it.
 func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
 	if out.NumElements() == 0 {
 		return
