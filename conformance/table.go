@@ -468,6 +468,15 @@ func samples() map[string][]sample {
 	}
 	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 2)) }, true, true),
 		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
+	// GRUCell likewise.
+	gru := func(in []T) T { return ops.Sin(ops.GRUCell(in[0], in[1], in[2])) }
+	add("GRUCell", one("float64", func() { ops.GRUCell(r(-3, 3, 3, 6), r(-3, 3, 3, 6), r(-2, 2, 3, 2)) }, true, true),
+		one("empty batch", func() { ops.GRUCell(r(-3, 3, 0, 6), r(-3, 3, 0, 6), r(-2, 2, 0, 2)) }, false, false))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		add("GRUCell", one(fmt.Sprint(dt), func() { ops.GRUCell(of(dt, -3, 3, 4, 9), of(dt, -3, 3, 4, 9), of(dt, -2, 2, 4, 3)) }, false, false))
+	}
+	add("GRUCellBackprop", one("through its op", func() { underTape(gru, r(-3, 3, 3, 6), r(-3, 3, 3, 6), r(-2, 2, 3, 2)) }, true, true),
+		one("float32 through its op", func() { underTape(gru, f32(r(-3, 3, 5, 9)), f32(r(-3, 3, 5, 9)), f32(r(-2, 2, 5, 3))) }, false, false))
 	add("LayerNormBackprop", one("layer", func() {
 		underTape(func(in []T) T { return ops.LayerNorm(in[0], in[1], in[2], 1e-5) }, r(-1, 1, 3, 5), r(-1, 1, 5), r(-1, 1, 5))
 	}, true, true), one("rms", func() {

@@ -91,13 +91,9 @@ func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *
 func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	needFeatures("GRUCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
 	h := castFloat(state[0], x.DType())
-	sizes := []int{c.hidden, c.hidden, c.hidden}
-	xs := ops.Split(ops.Add(ops.MatMul(x, valueAs(c.Kernel, x)), valueAs(c.Bias, x)), 1, sizes)
-	hs := ops.Split(ops.Add(ops.MatMul(h, valueAs(c.Recurrent, x)), valueAs(c.RecurrentBias, x)), 1, sizes)
-	z := ops.Sigmoid(ops.Add(xs[0], hs[0]))
-	r := ops.Sigmoid(ops.Add(xs[1], hs[1]))
-	n := ops.Tanh(ops.Add(xs[2], ops.Mul(r, hs[2])))
-	out := ops.Add(n, ops.Mul(z, ops.Sub(h, n))) // (1-z)·n + z·h
+	xs := ops.FusedMatMul(x, valueAs(c.Kernel, x), valueAs(c.Bias, x), ops.NoActivation) // the biases in the products
+	hs := ops.FusedMatMul(h, valueAs(c.Recurrent, x), valueAs(c.RecurrentBias, x), ops.NoActivation)
+	out := ops.GRUCell(xs, hs, h) // the gates' elementwise part, one op each way: (1-z)·n + z·h
 	return out, []*tensor.Tensor{out}
 }
 

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -29,7 +31,9 @@ func backpropGrad(g *eager.Grad, composed func(in []*tensor.Tensor) []*tensor.Te
 	})
 	grads := regions.WindowVJP(outs, g.OutGrads, g.Inputs, from, to)
 	for i := range grads {
-		if i < len(g.Needs) && !g.Needs[i] {
+		// A tensor given as two inputs (GRUCell(x, x, h)) has its whole
+		// gradient at each: the first keeps it, the tape adds the rest.
+		if i < len(g.Needs) && !g.Needs[i] || slices.Index(g.Inputs, g.Inputs[i]) < i {
 			grads[i] = nil
 		}
 	}

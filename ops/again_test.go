@@ -105,6 +105,22 @@ func TestFusedGradientsDifferentiateAgain(t *testing.T) {
 			[]*tensor.Tensor{n(2, 3, 5), n(2, 4, 5), n(2, 4, 3)}},
 		{"masked attention", "ScaledDotProductAttentionBackprop", attention(mask, false), attentionByOps(mask, false),
 			[]*tensor.Tensor{n(2, 3, 5), n(2, 4, 5), n(2, 4, 3)}},
+		// One tensor as several inputs: its second derivative counted once
+		// (twice before: each input's share was the whole).
+		{"self-attention, one tensor as query, key and value", "ScaledDotProductAttentionBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor { return ops.Attention(in[0], in[0], in[0], nil, true, 0) },
+			func(in []*tensor.Tensor) *tensor.Tensor {
+				return attentionByOps(nil, true)([]*tensor.Tensor{in[0], in[0], in[0]})
+			},
+			[]*tensor.Tensor{n(2, 4, 5)}},
+		{"LSTMCell", "LSTMCellBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor { h, c := ops.LSTMCell(in[0], in[1]); return ops.Add(h, c) },
+			func(in []*tensor.Tensor) *tensor.Tensor { h, c := lstmWritten(in[0], in[1]); return ops.Add(h, c) },
+			[]*tensor.Tensor{n(3, 8), n(3, 2)}},
+		{"GRUCell, one tensor as both gate terms", "GRUCellBackprop",
+			func(in []*tensor.Tensor) *tensor.Tensor { return ops.GRUCell(in[0], in[0], in[1]) },
+			func(in []*tensor.Tensor) *tensor.Tensor { return gruWritten(in[0], in[0], in[1]) },
+			[]*tensor.Tensor{n(3, 6), n(3, 2)}},
 	} {
 		vs := make([]*tensor.Tensor, len(c.inputs))
 		for i, x := range c.inputs {

@@ -89,6 +89,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},
+		{Name: "GRUCell", Fn: ops.GRUCell},
 		{Name: "LogicalAnd", Fn: ops.LogicalAnd},
 		{Name: "LogicalNot", Fn: ops.LogicalNot},
 		{Name: "LogicalOr", Fn: ops.LogicalOr},

@@ -1025,11 +1025,15 @@ func maskCount(keep, shape []int, s tensor.Shape) int {
 // multi-tensor ops: SumOfSquares of one to three values, one piece of
 // ScaleEach.
 func genLayers(g *gen) bool {
-	switch g.intn(6) {
+	switch g.intn(7) {
 	case 5:
 		n, h := g.size(4), g.size(3)
 		z := g.operandOf([]int{n, 4 * h})
 		g.add("lstm_cell", Attrs{K: g.intn(2)}, z, g.operandOf([]int{n, h}))
+	case 6:
+		n, h := g.size(4), g.size(3)
+		xp, hp := g.operandOf([]int{n, 3 * h}), g.operandOf([]int{n, 3 * h})
+		g.add("gru_cell", Attrs{}, xp, hp, g.operandOf([]int{n, h}))
 	case 3:
 		xs := []int{g.operand(0, 3, nil)}
 		for range g.intn(3) {

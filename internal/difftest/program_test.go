@@ -288,6 +288,8 @@ func apply(op string, x []T, a Attrs) T {
 	case "lstm_cell": // K picks the output: h' or the new cell
 		h, next := ops.LSTMCell(x[0], x[1])
 		return []T{h, next}[a.K]
+	case "gru_cell":
+		return ops.GRUCell(x[0], x[1], x[2])
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

@@ -463,6 +463,12 @@ def step(op, args, a):
         i, f, g, o = x.chunk(4, dim=1)
         nxt = torch.sigmoid(f) * args[1] + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(nxt) if a["k"] == 0 else nxt
+    if op == "gru_cell":
+        xz, xr, xn = x.chunk(3, dim=1)
+        hz, hr, hn = args[1].chunk(3, dim=1)
+        z, r = torch.sigmoid(xz + hz), torch.sigmoid(xr + hr)
+        n = torch.tanh(xn + r * hn)
+        return n + z * (args[2] - n)
     if op == "tril":
         return torch.tril(x, diagonal=a["axis"])
     if op == "triu":

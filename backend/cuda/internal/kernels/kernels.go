@@ -126,7 +126,7 @@ func Families() []Family {
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "norm", Kernels: normKernels()},
 		{Name: "attention", Kernels: attentionKernels()},
-		{Name: "lstm", Kernels: lstmKernels()},
+		{Name: "rnn", Kernels: rnnCellKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},

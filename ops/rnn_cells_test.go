@@ -92,3 +92,71 @@ func near(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
 		t.Errorf("%s: %s", what, d)
 	}
 }
+
+// gruWritten is GRUCell written in ops: the reference.
+func gruWritten(xp, hp, h *tensor.Tensor) *tensor.Tensor {
+	w := h.Dim(1)
+	xs, hs := ops.Split(xp, 1, []int{w, w, w}), ops.Split(hp, 1, []int{w, w, w})
+	z, r := ops.Sigmoid(ops.Add(xs[0], hs[0])), ops.Sigmoid(ops.Add(xs[1], hs[1]))
+	n := ops.Tanh(ops.Add(xs[2], ops.Mul(r, hs[2])))
+	return ops.Add(n, ops.Mul(z, ops.Sub(h, n)))
+}
+
+// GRUCell's values, first and second derivatives are those of the cell
+// written in ops, every float dtype; its gradients pass finite
+// differences to the second order.
+func TestGRUCell(t *testing.T) {
+	r := tensor.NewRNG(6)
+	// By hand: every gate term 0: z = r = 1/2, n = 0, h' = h/2.
+	zero := tensor.Zeros(tensor.Float64, 1, 3)
+	check(t, "by hand", ops.GRUCell(zero, zero, tensor.FromSlice([]float64{3}, 1, 1)), tensor.Shape{1, 1}, []float64{1.5})
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		xp := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, 5, 9), dt)
+		hp := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, 5, 9), dt)
+		h := ops.Cast(tensor.RandUniform(r, tensor.Float64, -2, 2, 5, 3), dt)
+		tol := map[tensor.DType]float64{tensor.Float64: 1e-14, tensor.Float32: 1e-6, tensor.BFloat16: 1e-2, tensor.Float16: 2e-3}[dt]
+		got := ops.GRUCell(xp, hp, h)
+		near(t, fmt.Sprintf("%v h'", dt), got, gruWritten(xp, hp, h), tol)
+		if got.DType() != dt {
+			t.Fatalf("%v: result in %v", dt, got.DType())
+		}
+		grads := func(cell func(xp, hp, h *tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
+			outer := tape.New()
+			outer.Watch(xp, hp, h)
+			inner := tape.New()
+			inner.Watch(xp, hp, h)
+			out := cell(xp, hp, h)
+			g := inner.Gradient(ops.Sum(ops.Add(ops.Mul(out, out), ops.Sin(out))), xp, hp, h)
+			wide := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, tensor.Float64) }
+			second := outer.Gradient(ops.Add(ops.Add(ops.Sum(ops.Square(wide(g[0]))), ops.Sum(wide(g[1]))), ops.Sum(ops.Square(wide(g[2])))), xp, hp, h)
+			return append(g, second...)
+		}
+		gotG, wantG := grads(ops.GRUCell), grads(gruWritten)
+		for k, name := range []string{"dxp", "dhp", "dh", "second dxp", "second dhp", "second dh"} {
+			near(t, fmt.Sprintf("%v %s", dt, name), gotG[k], wantG[k], 10*tol)
+		}
+	}
+	xp := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 6)
+	hp := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 6)
+	h := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 2)
+	runGradients(t, []gradCase{
+		{"h'", func(x []T) T { return ops.Sum(ops.Square(ops.GRUCell(x[0], x[1], x[2]))) }, []T{xp, hp, h}},
+		{"second order", func(x []T) T {
+			tp := tape.New()
+			tp.Watch(x[0], x[1], x[2])
+			g := tp.Gradient(ops.Sum(ops.Sin(ops.GRUCell(x[0], x[1], x[2]))), x[0], x[1], x[2])
+			return ops.Add(ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(ops.Mul(g[1], x[1]))), ops.Sum(ops.Square(g[2])))
+		}, []T{xp, hp, h}},
+	}, nil, nil)
+	f := func(s ...int) *tensor.Tensor { return tensor.Zeros(tensor.Float32, s...) }
+	runBadInput(t, []badInput{
+		{"not three gates", func() { ops.GRUCell(f(2, 5), f(2, 6), f(2, 2)) }, tensor.ErrShape, "must be [2 6]"},
+		{"state's terms", func() { ops.GRUCell(f(2, 6), f(3, 6), f(2, 2)) }, tensor.ErrShape, "gate terms 1 must be [2 6]"},
+		{"not matrices", func() { ops.GRUCell(f(6), f(6), f(2)) }, tensor.ErrRank, "matrices"},
+		{"dtypes differ", func() { ops.GRUCell(f(2, 6), tensor.Zeros(tensor.Float64, 2, 6), f(2, 2)) }, tensor.ErrDType, ""},
+		{"integers", func() {
+			i := func() *tensor.Tensor { return tensor.Zeros(tensor.Int32, 2, 6) }
+			ops.GRUCell(i(), i(), tensor.Zeros(tensor.Int32, 2, 2))
+		}, tensor.ErrDType, ""},
+	})
+}

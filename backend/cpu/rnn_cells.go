@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// LSTMCell, GRUCell and their backward ops (ops/rnn_cells.go): a pass
+// over the rows, each element's gates read, computed in float64 and
+// rounded once.
+
+func init() {
+	kernels{f32: lstmCellKernel[float32], f64: lstmCellKernel[float64]}.register("LSTMCell")
+	kernels{f32: lstmCellBackpropKernel[float32], f64: lstmCellBackpropKernel[float64]}.register("LSTMCellBackprop")
+	kernels{f32: gruCellKernel[float32], f64: gruCellKernel[float64]}.register("GRUCell")
+	kernels{f32: gruCellBackpropKernel[float32], f64: gruCellBackpropKernel[float64]}.register("GRUCellBackprop")
+}
+
+// lstmGates64 returns σ(i), σ(f), tanh(g), σ(o) of row r's element j of z
+// [n 4h].
+func lstmGates64[T tensor.Float](z []T, r, j, h int) (i, f, g, o float64) {
+	row := z[4*h*r : 4*h*(r+1)]
+	return sigmoid64(float64(row[j])), sigmoid64(float64(row[h+j])), math.Tanh(float64(row[2*h+j])), sigmoid64(float64(row[3*h+j]))
+}
+
+func lstmCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	z, cell, h, next := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0]), data[T](outs[1])
+	n, w := c.Inputs[1].Dim(0), c.Inputs[1].Dim(1)
+	deviceOf(c).Parallel(n, float64(40*w), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for j := range w {
+				i, f, g, o := lstmGates64(z, r, j, w)
+				cn := f*float64(cell[r*w+j]) + i*g
+				next[r*w+j], h[r*w+j] = T(cn), T(o*math.Tanh(cn))
+			}
+		}
+	})
+}
+
+func lstmCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	z, cell, dh, dc := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3])
+	dz, dcell := data[T](outs[0]), data[T](outs[1])
+	n, w := c.Inputs[1].Dim(0), c.Inputs[1].Dim(1)
+	deviceOf(c).Parallel(n, float64(60*w), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := dz[4*w*r : 4*w*(r+1)]
+			for j := range w {
+				i, f, g, o := lstmGates64(z, r, j, w)
+				cv, dhv := float64(cell[r*w+j]), float64(dh[r*w+j])
+				t := math.Tanh(f*cv + i*g)
+				dC := float64(dc[r*w+j]) + dhv*o*(1-t*t)
+				row[j] = T(dC * g * i * (1 - i))
+				row[w+j] = T(dC * cv * f * (1 - f))
+				row[2*w+j] = T(dC * i * (1 - g*g))
+				row[3*w+j] = T(dhv * t * o * (1 - o))
+				dcell[r*w+j] = T(dC * f)
+			}
+		}
+	})
+}
+
+// gruGates64 returns σ(z), σ(r), the candidate n and the state's
+// candidate term hp_n of row r's element j (xp, hp [n 3h]).
+func gruGates64[T tensor.Float](xp, hp []T, r, j, h int) (z, rg, n, hn float64) {
+	xs, hs := xp[3*h*r:3*h*(r+1)], hp[3*h*r:3*h*(r+1)]
+	z = sigmoid64(float64(xs[j]) + float64(hs[j]))
+	rg = sigmoid64(float64(xs[h+j]) + float64(hs[h+j]))
+	hn = float64(hs[2*h+j])
+	return z, rg, math.Tanh(float64(xs[2*h+j]) + rg*hn), hn
+}
+
+func gruCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	xp, hp, h, out := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](outs[0])
+	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	deviceOf(c).Parallel(n, float64(40*w), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for j := range w {
+				z, _, nv, _ := gruGates64(xp, hp, r, j, w)
+				out[r*w+j] = T(nv + z*(float64(h[r*w+j])-nv))
+			}
+		}
+	})
+}
+
+func gruCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	xp, hp, h, dout := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3])
+	dxp, dhp, dh := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
+	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	deviceOf(c).Parallel(n, float64(60*w), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, hr := dxp[3*w*r:3*w*(r+1)], dhp[3*w*r:3*w*(r+1)]
+			for j := range w {
+				z, rg, nv, hn := gruGates64(xp, hp, r, j, w)
+				g := float64(dout[r*w+j])
+				dn := g * (1 - z) * (1 - nv*nv)
+				dr := dn * hn * rg * (1 - rg)
+				dz := g * (float64(h[r*w+j]) - nv) * z * (1 - z)
+				xr[j], xr[w+j], xr[2*w+j] = T(dz), T(dr), T(dn)
+				hr[j], hr[w+j], hr[2*w+j] = T(dz), T(dr), T(dn*rg)
+				dh[r*w+j] = T(g * z)
+			}
+		}
+	})
+}
