@@ -30,106 +30,112 @@ func rnnCellKernels() []*ptx.Kernel {
 	return out
 }
 
-// gateAddrs returns the element indices of gates 0..gates-1 of row r's
-// element j, in rows of gates·w: (gates·r + q)·w + j.
-func gateAddrs(k *ptx.Kernel, gates int, r, j, w ptx.Reg) []ptx.Reg {
-	at := make([]ptx.Reg, gates)
-	for q := range gates {
-		row := k.Reg(ptx.U64)
-		k.Op("mul.lo.s64 %s, %s, %d", row, r, gates)
-		k.Op("add.s64 %s, %s, %d", row, row, q)
-		at[q] = k.Reg(ptx.U64)
-		k.Op("mad.lo.s64 %s, %s, %s, %s", at[q], row, w, j)
+// cell is one element of a cell kernel's state: the kernel, its
+// pointer parameters by name, the element e = (r, j) of [n, w].
+type cell struct {
+	k       *ptx.Kernel
+	m       fm
+	d       DType
+	p       map[string]ptx.Reg
+	e, r, j ptx.Reg
+	w       ptx.Reg
+}
+
+// load reads element i of parameter name as float64.
+func (c cell) load(name string, i ptx.Reg) ptx.Reg {
+	return loadWide(c.k, c.d, c.k.Addr(c.p[name], i, c.d.Size()))
+}
+
+// put writes the float64 v as element i of parameter name, rounded once.
+func (c cell) put(name string, i, v ptx.Reg) {
+	store(c.k, c.d, c.k.Addr(c.p[name], i, c.d.Size()), fromCompute(c.k, c.d, narrow(c.k, c.d.Compute(), v)))
+}
+
+// gates returns the element indices of gates 0..n-1 of the element, in
+// rows of n·w: (n·r + q)·w + j.
+func (c cell) gates(n int) []ptx.Reg {
+	at := make([]ptx.Reg, n)
+	for q := range n {
+		row := c.k.Reg(ptx.U64)
+		c.k.Op("mul.lo.s64 %s, %s, %d", row, c.r, n)
+		c.k.Op("add.s64 %s, %s, %d", row, row, q)
+		at[q] = c.k.Reg(ptx.U64)
+		c.k.Op("mad.lo.s64 %s, %s, %s, %s", at[q], row, c.w, c.j)
 	}
 	return at
 }
 
-func gruCellKernel(d DType, grad bool) *ptx.Kernel {
-	name := "gru_cell"
-	if grad {
-		name = "gru_cell_grad"
-	}
+// dsig is σ'(x) from s = σ(x): s·(1 − s).
+func (c cell) dsig(s ptx.Reg) ptx.Reg { return c.m.mul(s, c.m.sub(c.m.c(1), s)) }
+
+// cellKernel writes kernel name_<d>, its pointer parameters params then
+// (total, w), body run for each element of the state.
+func cellKernel(name string, d DType, params []string, body func(c cell)) *ptx.Kernel {
 	k := ptx.NewKernel(Name(name, string(d)))
-	var o0, o1, o2, dout ptx.Reg
-	if grad {
-		o0, o1, o2 = k.ParamPtr("dxp"), k.ParamPtr("dhp"), k.ParamPtr("dh")
-	} else {
-		o0 = k.ParamPtr("out")
-	}
-	xp, hp, h := k.ParamPtr("xp"), k.ParamPtr("hp"), k.ParamPtr("h")
-	if grad {
-		dout = k.ParamPtr("dout")
+	p := map[string]ptx.Reg{}
+	for _, n := range params {
+		p[n] = k.ParamPtr(n)
 	}
 	total, w := k.Param("total", ptx.U64), paramDivisor(k, "w")
-	m := fm{k}
 	k.GridStride(total, func(e ptx.Reg) {
 		r, j := divmod(k, e, w)
-		at := func(p, i ptx.Reg) ptx.Reg { return k.Addr(p, i, d.Size()) }
-		put := func(p, i, v ptx.Reg) { store(k, d, at(p, i), fromCompute(k, d, narrow(k, d.Compute(), v))) }
-		g := gateAddrs(k, 3, r, j, w.v)
-		term := func(p ptx.Reg, q int) ptx.Reg { return loadWide(k, d, at(p, g[q])) }
-		z := m.sigmoid(m.add(term(xp, 0), term(hp, 0)))
-		rg := m.sigmoid(m.add(term(xp, 1), term(hp, 1)))
-		hn := term(hp, 2)
-		n := m.tanh(m.add(term(xp, 2), m.mul(rg, hn)))
-		hv := loadWide(k, d, at(h, e))
-		if !grad {
-			put(o0, e, m.add(n, m.mul(z, m.sub(hv, n))))
-			return
-		}
-		gv := loadWide(k, d, at(dout, e))
-		dsig := func(s ptx.Reg) ptx.Reg { return m.mul(s, m.sub(m.c(1), s)) }
-		dn := m.mul(m.mul(gv, m.sub(m.c(1), z)), m.sub(m.c(1), m.mul(n, n)))
-		dr := m.mul(m.mul(dn, hn), dsig(rg))
-		dz := m.mul(m.mul(gv, m.sub(hv, n)), dsig(z))
-		put(o0, g[0], dz)
-		put(o0, g[1], dr)
-		put(o0, g[2], dn)
-		put(o1, g[0], dz)
-		put(o1, g[1], dr)
-		put(o1, g[2], m.mul(dn, rg))
-		put(o2, e, m.mul(gv, z))
+		body(cell{k: k, m: fm{k}, d: d, p: p, e: e, r: r, j: j, w: w.v})
 	})
 	return k
 }
 
+func gruCellKernel(d DType, grad bool) *ptx.Kernel {
+	name, params := "gru_cell", []string{"out", "xp", "hp", "h"}
+	if grad {
+		name, params = "gru_cell_grad", []string{"dxp", "dhp", "dh", "xp", "hp", "h", "dout"}
+	}
+	return cellKernel(name, d, params, func(c cell) {
+		m, g := c.m, c.gates(3)
+		z := m.sigmoid(m.add(c.load("xp", g[0]), c.load("hp", g[0])))
+		r := m.sigmoid(m.add(c.load("xp", g[1]), c.load("hp", g[1])))
+		hn := c.load("hp", g[2])
+		n := m.tanh(m.add(c.load("xp", g[2]), m.mul(r, hn)))
+		h := c.load("h", c.e)
+		if !grad {
+			c.put("out", c.e, m.add(n, m.mul(z, m.sub(h, n))))
+			return
+		}
+		dout := c.load("dout", c.e)
+		dn := m.mul(m.mul(dout, m.sub(m.c(1), z)), m.sub(m.c(1), m.mul(n, n)))
+		dr := m.mul(m.mul(dn, hn), c.dsig(r))
+		dz := m.mul(m.mul(dout, m.sub(h, n)), c.dsig(z))
+		for q, v := range []ptx.Reg{dz, dr, dn} {
+			c.put("dxp", g[q], v)
+		}
+		for q, v := range []ptx.Reg{dz, dr, m.mul(dn, r)} {
+			c.put("dhp", g[q], v)
+		}
+		c.put("dh", c.e, m.mul(dout, z))
+	})
+}
+
 func lstmCellKernel(d DType, grad bool) *ptx.Kernel {
-	name := "lstm_cell"
+	name, params := "lstm_cell", []string{"h", "next", "z", "c"}
 	if grad {
-		name = "lstm_cell_grad"
+		name, params = "lstm_cell_grad", []string{"dz", "dc", "z", "c", "dh", "dnext"}
 	}
-	k := ptx.NewKernel(Name(name, string(d)))
-	var o0, o1, z, c, dh, dnext ptx.Reg
-	if grad {
-		o0, o1, z, c, dh, dnext = k.ParamPtr("dz"), k.ParamPtr("dc"), k.ParamPtr("z"), k.ParamPtr("c"), k.ParamPtr("dh"), k.ParamPtr("dnext")
-	} else {
-		o0, o1, z, c = k.ParamPtr("h"), k.ParamPtr("next"), k.ParamPtr("z"), k.ParamPtr("c")
-	}
-	total, w := k.Param("total", ptx.U64), paramDivisor(k, "w")
-	m := fm{k}
-	k.GridStride(total, func(e ptx.Reg) {
-		r, j := divmod(k, e, w)
-		at := func(p, i ptx.Reg) ptx.Reg { return k.Addr(p, i, d.Size()) }
-		put := func(p, i, v ptx.Reg) { store(k, d, at(p, i), fromCompute(k, d, narrow(k, d.Compute(), v))) }
-		gateAt := gateAddrs(k, 4, r, j, w.v) // gate q of the row: z[r, q·w + j]
-		gate := func(q int) ptx.Reg { return loadWide(k, d, at(z, gateAt[q])) }
-		i, f, g, o := m.sigmoid(gate(0)), m.sigmoid(gate(1)), m.tanh(gate(2)), m.sigmoid(gate(3))
-		cv := loadWide(k, d, at(c, e))
+	return cellKernel(name, d, params, func(c cell) {
+		m, at := c.m, c.gates(4) // gate q of the row: z[r, q·w + j]
+		i, f, g, o := m.sigmoid(c.load("z", at[0])), m.sigmoid(c.load("z", at[1])), m.tanh(c.load("z", at[2])), m.sigmoid(c.load("z", at[3]))
+		cv := c.load("c", c.e)
 		next := m.add(m.mul(f, cv), m.mul(i, g))
 		t := m.tanh(next)
 		if !grad {
-			put(o0, e, m.mul(o, t))
-			put(o1, e, next)
+			c.put("h", c.e, m.mul(o, t))
+			c.put("next", c.e, next)
 			return
 		}
-		dhv := loadWide(k, d, at(dh, e))
-		dC := m.add(loadWide(k, d, at(dnext, e)), m.mul(m.mul(dhv, o), m.sub(m.c(1), m.mul(t, t))))
-		dsig := func(s ptx.Reg) ptx.Reg { return m.mul(s, m.sub(m.c(1), s)) }
-		put(o0, gateAt[0], m.mul(m.mul(dC, g), dsig(i)))
-		put(o0, gateAt[1], m.mul(m.mul(dC, cv), dsig(f)))
-		put(o0, gateAt[2], m.mul(m.mul(dC, i), m.sub(m.c(1), m.mul(g, g))))
-		put(o0, gateAt[3], m.mul(m.mul(dhv, t), dsig(o)))
-		put(o1, e, m.mul(dC, f))
+		dh := c.load("dh", c.e)
+		dC := m.add(c.load("dnext", c.e), m.mul(m.mul(dh, o), m.sub(m.c(1), m.mul(t, t))))
+		c.put("dz", at[0], m.mul(m.mul(dC, g), c.dsig(i)))
+		c.put("dz", at[1], m.mul(m.mul(dC, cv), c.dsig(f)))
+		c.put("dz", at[2], m.mul(m.mul(dC, i), m.sub(m.c(1), m.mul(g, g))))
+		c.put("dz", at[3], m.mul(m.mul(dh, t), c.dsig(o)))
+		c.put("dc", c.e, m.mul(dC, f))
 	})
-	return k
 }
