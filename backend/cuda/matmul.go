@@ -96,11 +96,13 @@ func fusedMatmul(c *eager.Call, outs []*tensor.Tensor) {
 	half := out.DType().IsHalf()
 	if p.k > 0 && (!d.noEpilogue.Load() || half) {
 		// cuBLASLt's Relu epilogue on float16 turns NaN into 0 (seen on an
-		// H200, 2026-11-28), where Relu keeps it: the half types take the
-		// bias alone in the epilogue and Relu by its own kernel, in place.
-		p.relu = relu && !half
+		// H200, 2026-11-28; bfloat16's and float32's kept it), where Relu
+		// keeps it: float16 takes the bias alone in the epilogue and Relu
+		// by its own kernel, in place.
+		ownRelu := relu && out.DType() == tensor.Float16
+		p.relu = relu && !ownRelu
 		err := d.product(p)
-		if err == nil && half && relu && out.NumElements() > 0 {
+		if err == nil && ownRelu && out.NumElements() > 0 {
 			n, kt := out.NumElements(), kernelType(out.DType())
 			err = d.launchVector("unary", kname("relu", string(kt), ""), n, kernels.Lanes(kt), newArgs().Ptr(ptr(out)).Ptr(ptr(out)).U64(uint64(n)))
 		}
