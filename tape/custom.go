@@ -36,7 +36,7 @@ func CustomGradient(fn func(xs []*tensor.Tensor) []*tensor.Tensor,
 				}
 			}
 			return grad(xs, outs, dys)
-		}, nil)
+		}, nil, false)
 		return outs
 	}
 }

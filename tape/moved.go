@@ -54,5 +54,5 @@ func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 // Deprecated: use CustomGradient, which records a function with its own
 // gradient; regions are internal since November 2026.
 func RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor) []*tensor.Tensor {
-	return recordRegion(inputs, outputs, backward, nil)
+	return recordRegion(inputs, outputs, backward, nil, false)
 }

@@ -18,6 +18,10 @@ type node struct {
 	// release, on a region's node, releases what the region made inside
 	// (internal/regions.RecordRegion).
 	release func(keep func(*tensor.Tensor) bool)
+	// ownsGrads, on a library region's node (a loop's, a Cond's: not a
+	// user's custom gradient), says the gradients its backward returns
+	// are its own, new tensors the backward pass may release once used.
+	ownsGrads bool
 	// versions holds, for each input that is a variable, how many times
 	// it had been assigned when the op ran (checkVersions).
 	versions []inputVersion

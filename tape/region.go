@@ -251,7 +251,8 @@ func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 // gets none, it returns one per input, nil for none). It returns fresh tensors with the
 // outputs' values that carry the node; callers hand those on. When no tape
 // is recording, or no input is tracked, it returns outputs unchanged.
-func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
+// owned says the gradients backward returns are its own (node.ownsGrads).
+func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool), owned bool) []*tensor.Tensor {
 	if !anyRecording() || !slices.ContainsFunc(inputs, tracked) {
 		return outputs
 	}
@@ -259,7 +260,7 @@ func recordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.
 	for i, y := range outputs {
 		fresh[i] = ops.StopGradient(y)
 	}
-	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward, release: release})
+	record(&node{call: &eager.Call{Inputs: slices.Clone(inputs)}, outs: fresh, custom: backward, release: release, ownsGrads: owned})
 	return fresh
 }
 
@@ -302,7 +303,7 @@ func (regionsImpl) WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to 
 	return windowVJP(outputs, seeds, sources, from, to)
 }
 func (regionsImpl) RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
-	return recordRegion(inputs, outputs, backward, release)
+	return recordRegion(inputs, outputs, backward, release, true)
 }
 func (regionsImpl) ReleaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool) {
 	releaseWindow(from, to, outputs, keep)

@@ -607,8 +607,10 @@ func (b *backprop) accumulate(n *node, dys, dxs []*tensor.Tensor, needs []bool) 
 		}
 		g := dxs[i]
 		// A built-in rule returns new tensors or passes dy on; what a custom
-		// gradient returns is the user's, never recycled.
-		fresh := n.custom == nil && !isOneOf(g, dys)
+		// gradient returns is the user's, never recycled; a library
+		// region's (a loop's) is its own unless it hands one tensor to
+		// two inputs.
+		fresh := !isOneOf(g, dys) && (n.custom == nil || n.ownsGrads && !isOneOf(g, dxs[:i]) && !isOneOf(g, dxs[i+1:]))
 		// replace makes g the result of an op on it, releasing the old g
 		// when it was the rule's own and nothing else holds it or will.
 		replace := func(next *tensor.Tensor) {
