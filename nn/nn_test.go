@@ -63,7 +63,7 @@ func TestLayersNameAWrongInputWidth(t *testing.T) {
 		{"an RNN's LSTM cell", func() {
 			(&RNN{Cell: NewLSTMCell("lstm", rng, 3, 4, tensor.Float32)}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 4))
 		},
-			`nn: LSTMCell: the layer takes 3 input features in dimension -1; the input [2 4] has 4`},
+			`nn: LSTMCell: the layer takes 3 input features in dimension -1; the input [2 5 4] has 4`},
 		{"attention", func() {
 			NewMultiHeadAttention("att", rng, 8, 2, MultiHeadAttentionOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 6))
 		},

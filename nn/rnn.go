@@ -48,12 +48,39 @@ func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) 
 
 // Step advances the cell one step.
 func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	return c.stepProjected(c.project(x), state)
+}
+
+// project is x's share of the gates, x·W + b (the bias in the GEMM):
+// [..., 4h] for x [..., in], a step's [N, in] or a whole sequence's.
+func (c *LSTMCell) project(x *tensor.Tensor) *tensor.Tensor {
 	needFeatures("LSTMCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
-	h, cell := castFloat(state[0], x.DType()), castFloat(state[1], x.DType())
-	px := ops.FusedMatMul(x, valueAs(c.Kernel, x), valueAs(c.Bias, x), ops.NoActivation) // the bias in the GEMM
-	z := ops.Add(px, ops.MatMul(h, valueAs(c.Recurrent, x)))
+	w, b := valueAs(c.Kernel, x), valueAs(c.Bias, x)
+	if x.Rank() == 2 {
+		return ops.FusedMatMul(x, w, b, ops.NoActivation)
+	}
+	rows := x.Shape()[:x.Rank()-1]
+	flat := ops.FusedMatMul(ops.Reshape(x, rows.NumElements(), x.Dim(-1)), w, b, ops.NoActivation)
+	return ops.Reshape(flat, append(rows.Clone(), w.Dim(1))...)
+}
+
+// stepProjected advances the cell one step from the input's share of the
+// gates px (project's).
+func (c *LSTMCell) stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	h, cell := castFloat(state[0], px.DType()), castFloat(state[1], px.DType())
+	z := ops.Add(px, ops.MatMul(h, valueAs(c.Recurrent, px)))
 	out, next := ops.LSTMCell(z, cell) // the gates' elementwise part, one op each way
 	return out, []*tensor.Tensor{out, next}
+}
+
+// projector is a cell whose input's share of each step is a function of
+// the step's input alone: RNN computes it for the whole sequence in one
+// product before the steps (and its gradient in one after them), as
+// cuDNN's recurrent layers do, where each step would run a GEMM of its
+// own each way.
+type projector interface {
+	project(x *tensor.Tensor) *tensor.Tensor
+	stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor)
 }
 
 // InitialState returns zero h and c.
@@ -177,9 +204,13 @@ func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*
 			state[i] = castFloat(s, x.DType())
 		}
 	}
-	steps := ops.Transpose(x, 1, 0, 2) // [T, N, in]
+	step, in := r.Cell.Step, x
+	if p, ok := r.Cell.(projector); ok && x.Dim(0) > 0 && x.Dim(1) > 0 {
+		in, step = p.project(x), p.stepProjected // the input's share of every step in one product
+	}
+	steps := ops.Transpose(in, 1, 0, 2) // [T, N, in or the projection's]
 	final, ys := control.Scan(func(carry, in []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {
-		out, next := r.Cell.Step(in[0], carry)
+		out, next := step(in[0], carry)
 		return next, []*tensor.Tensor{out}
 	}, state, []*tensor.Tensor{steps})
 	final = slices.Clone(final)
