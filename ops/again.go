@@ -33,7 +33,7 @@ func backpropGrad(g *eager.Grad, composed func(in []*tensor.Tensor) []*tensor.Te
 	for i := range grads {
 		// A tensor given as two inputs (GRUCell(x, x, h)) has its whole
 		// gradient at each: the first keeps it, the tape adds the rest.
-		if i < len(g.Needs) && !g.Needs[i] || slices.Index(g.Inputs, g.Inputs[i]) < i {
+		if (i < len(g.Needs) && !g.Needs[i]) || slices.Index(g.Inputs, g.Inputs[i]) < i {
 			grads[i] = nil
 		}
 	}

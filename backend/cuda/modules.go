@@ -21,7 +21,7 @@ type kernelTexts struct {
 }
 
 // families caches each embedded family's index, made on its first use.
-var families sync.Map // family -> *kernelTexts or error
+var families sync.Map // family -> *kernelTexts (a module that fails to split is not kept)
 
 // kernelModule returns the PTX of a module holding kernel name of
 // family alone.
