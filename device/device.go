@@ -346,9 +346,10 @@ type Mark uint64
 // bit.
 type Stepper interface {
 	// Step updates each tensor's W and slots from its G by s.Rule; elem
-	// is the element size (4: float32, 8: float64). It fails, changing
-	// nothing, on a rule it does not take, or buffers of another device or
-	// too small for N elements.
+	// is the element size (4: float32, 8: float64), a tensor's Half the
+	// format of its G and Copy. It fails, changing nothing, on a rule or
+	// format it does not take, or buffers of another device or too small
+	// for N elements.
 	Step(elem int, ts []StepTensor, s StepSettings) error
 }
 
@@ -388,12 +389,28 @@ const (
 )
 
 // StepTensor is one variable of a step: its value W, its gradient G and
-// the rule's slots, each N elements from the buffer's start.
+// the rule's slots, each N elements from the buffer's start. Where Half
+// is set (a mixed-precision step), G holds N elements of that 2-byte
+// format, widened exactly, and Copy, when not nil, receives W's new
+// value rounded to it (to nearest even, as a Cast rounds): the half copy
+// the next forward pass reads.
 type StepTensor struct {
 	W, G  Buffer
 	Slots [2]Buffer
 	N     int
+	Half  StepHalf
+	Copy  Buffer
 }
+
+// StepHalf is the format of a mixed-precision step's gradients and
+// copies: none (the value's dtype), bfloat16 or float16.
+type StepHalf uint8
+
+const (
+	StepNoHalf StepHalf = iota
+	StepBFloat16
+	StepFloat16
+)
 
 // StepSettings are a step's rule and constants: the fields of the rule's
 // ops parameters (Adam: LR, Beta1, Beta2, the bias corrections C1 and C2,

@@ -273,6 +273,12 @@ func allocate(c *Call, specs []Out, outs []*tensor.Tensor) []*tensor.Tensor {
 
 // finish runs the kernel and tells the observers.
 func finish(c *Call, outs []*tensor.Tensor) {
+	compute(c, outs)
+	observe(c, outs)
+}
+
+// compute runs c's kernel into outs.
+func compute(c *Call, outs []*tensor.Tensor) {
 	key := tensor.Invalid
 	if c.Op.KeyInput < len(c.Inputs) {
 		key = c.Inputs[c.Op.KeyInput].DType()
@@ -287,7 +293,16 @@ func finish(c *Call, outs []*tensor.Tensor) {
 		noKernel(c, key)
 	}
 	runKernel(c, k, key, outs)
-	observe(c, outs)
+}
+
+// Compute allocates the call's outputs on its device by specs and runs
+// its kernel into them, telling no observer: for a View that makes its
+// outputs with the op's own kernel and keeps them (Cast's copies of a
+// variable, internal/castcache). It fails as Run does.
+func (c *Call) Compute(specs []Out) []*tensor.Tensor {
+	outs := allocate(c, specs, make([]*tensor.Tensor, 0, len(specs)))
+	compute(c, outs)
+	return outs
 }
 
 // linkedKinds holds the kinds of device a backend registered kernels for

@@ -68,8 +68,9 @@ type Op struct {
 	// change in place later.
 	View func(c *Call, specs []Out) []*tensor.Tensor
 	// ViewOwns says View returns tensors with buffers of their own (a
-	// copy to another device), never a variable's: dispatch uses View for
-	// variables too, and the op needs no kernel.
+	// copy to another device, a variable's cached Cast), never a
+	// variable's: dispatch uses View for variables too. Such a View may
+	// return nil to have the op's kernel run as without one.
 	ViewOwns bool
 	// Forwards says the op's single output is its single input unchanged
 	// (Identity, StopGradient): a graph executor that no tape observes

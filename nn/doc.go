@@ -54,7 +54,9 @@
 // compute dtype, the norms compute their statistics in float32, the
 // model's output is float32, and the losses compute in float32; the
 // gradients reach the float32 variables through the casts, so the
-// optimizers update float32 master weights. For float16, wrap the
+// optimizers update float32 master weights. The casts launch nothing
+// from step to step: the half copies are kept, and a GPU's optimizer
+// step takes the half gradients and writes the copies (policy.go). For float16, wrap the
 // optimizer in a LossScaleOptimizer (dynamic loss scaling: steps with
 // non-finite gradients are skipped, the scale shrinks and grows, and is
 // saved in checkpoints); the train steps scale the loss by it.

@@ -64,6 +64,10 @@ func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor
 		if g == nil {
 			continue
 		}
+		if w := gradIn(vars[i], g); w != g { // unscaled in the variable's dtype, as the cast's rule would
+			defer w.Release()
+			g = w
+		}
 		unscaled[i] = ops.Mul(g, ops.ScalarLike(g, 1/o.scale))
 		n := ops.Sum(ops.Cast(ops.LogicalNot(ops.IsFinite(unscaled[i])), tensor.Float32))
 		if bad == nil {

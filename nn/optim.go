@@ -16,7 +16,9 @@ import (
 type Optimizer interface {
 	// Apply takes one step: grads[i] is the gradient of vars[i] (nil: the
 	// variable is left alone). It returns an error if the lists differ in
-	// length or a gradient's shape does not match its variable. It must
+	// length or a gradient's shape does not match its variable. nn's
+	// optimizers also take a float variable's gradient in a half type
+	// (tape.Options.HalfGradients), as its exact widening. It must
 	// not keep the gradients past its return: TrainStep and
 	// DistributedTrainStep release their buffers afterwards, for the next
 	// step to reuse.
@@ -268,12 +270,20 @@ func (s *slots) Steps() int { return s.steps }
 // checkpoint.
 func (s *slots) SetSteps(n int) { s.steps = n }
 
+// checkGrads checks that each gradient fits its variable: its shape, and
+// its dtype or, for a float32 or float64 variable, a half type (a
+// mixed-precision step's gradient: tape.Options.HalfGradients).
 func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if len(vars) != len(grads) {
 		return fmt.Errorf("nn: %d variables and %d gradients", len(vars), len(grads))
 	}
 	for i, g := range grads {
-		if g != nil && (!g.Shape().Equal(vars[i].Value().Shape()) || g.DType() != vars[i].Value().DType()) {
+		if g == nil {
+			continue
+		}
+		v := vars[i].Value()
+		dtypeFits := g.DType() == v.DType() || g.DType().IsHalf() && (v.DType() == tensor.Float32 || v.DType() == tensor.Float64)
+		if !g.Shape().Equal(v.Shape()) || !dtypeFits {
 			return fmt.Errorf("nn: gradient %s does not fit variable %q (%s)", tensor.Describe(g), vars[i].Name(), tensor.Describe(vars[i].Value()))
 		}
 	}
@@ -281,6 +291,32 @@ func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 }
 
 func scalar(like *tensor.Tensor, v float64) *tensor.Tensor { return ops.ScalarLike(like, v) }
+
+// gradIn is g in v's dtype: a half gradient of a float variable cast
+// (exactly), for the steps written in ops.
+func gradIn(v *tape.Variable, g *tensor.Tensor) *tensor.Tensor {
+	if g == nil || g.DType() == v.Value().DType() {
+		return g
+	}
+	return ops.Cast(g, v.Value().DType())
+}
+
+// halfGradients says the optimizer takes half gradients of its float
+// variables (nn's own do), so that the train steps ask their tapes for
+// them.
+type halfGradients interface{ takesHalfGradients() bool }
+
+// takesHalf reports whether opt takes half gradients: then a mixed-
+// precision model's weights get their gradients in the half type (their
+// casts' outputs'), which the optimizer's step widens.
+func takesHalf(opt Optimizer) bool {
+	h, ok := opt.(halfGradients)
+	return ok && h.takesHalfGradients()
+}
+
+func (*SGD) takesHalfGradients() bool     { return true }
+func (*Adam) takesHalfGradients() bool    { return true }
+func (*RMSProp) takesHalfGradients() bool { return true }
 
 // average sets slot = decay·slot + (1-decay)·x, a moving average.
 func average(slot *tape.Variable, x *tensor.Tensor, decay float64) {
@@ -340,6 +376,7 @@ func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []
 		if g == nil || done != nil && done[i] {
 			continue
 		}
+		g = gradIn(v, g)
 		if o.Momentum == 0 {
 			v.AssignScaled(-lr, g)
 			continue
@@ -447,6 +484,7 @@ func (o *Adam) update(rec *tape.StepRecord, vars []*tape.Variable, grads []*tens
 		if g == nil || done[i] {
 			continue
 		}
+		g = gradIn(v, g)
 		m, s := ms[i], ss[i]
 		average(m, g, p.Beta1)
 		average(s, ops.Square(g), p.Beta2)
@@ -507,6 +545,7 @@ func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grad
 		if g == nil || done[i] {
 			continue
 		}
+		g = gradIn(v, g)
 		s := o.get("rms", v)
 		average(s, ops.Square(g), o.Rho)
 		update := ops.Div(g, ops.Add(ops.Sqrt(s.Value()), scalar(g, o.Eps)))

@@ -20,6 +20,14 @@ import (
 // float32; the losses take half predictions and compute in float32. For
 // float16, whose range is narrow, wrap the optimizer in a
 // LossScaleOptimizer.
+//
+// The casts cost no kernel a step: a variable's cast to a half type is
+// kept while the variable is unchanged (ops.Cast), TrainStep asks its
+// tape for the weights' gradients in the half type
+// (tape.Options.HalfGradients) where the optimizer is nn's own, and on a
+// GPU the optimizer's one launch widens them, updates the float32
+// variables and writes their half copies for the next forward pass. The
+// variables move to the bit as through the casts.
 
 // Policy is a mixed-precision policy: the dtype layers compute in. Its
 // zero value is no policy (layers compute in their input's dtype).

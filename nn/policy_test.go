@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"bytes"
 	"math"
 	"path/filepath"
 	"testing"
@@ -251,5 +252,70 @@ func TestDistributedStepScalesTheLoss(t *testing.T) {
 				t.Fatalf("variable %s element %d: TrainStep %g, DistributedTrainStep %g", vars[0][i].Name(), j, e[j], d[j])
 			}
 		}
+	}
+}
+
+// plainOptimizer hides its optimizer's kind: TrainStep asks its tape for
+// plain (float32) gradients, as for a user's optimizer.
+type plainOptimizer struct{ nn.Optimizer }
+
+// Under a mixed policy TrainStep and TracedTrainStep hand nn's
+// optimizers the half gradients of the weights (tape.Options.HalfGradients) and the weights'
+// casts are kept between steps; the variables follow, to the bit, the
+// steps of the same optimizer given float32 gradients, for every
+// optimizer and both half types. A LossScaleOptimizer, which TrainStep
+// gives float32 gradients, takes half ones as their widening.
+func TestMixedStepTakesHalfGradients(t *testing.T) {
+	b := toyBatch()
+	momentum := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.05), Momentum: 0.9} }
+	for name, opt := range map[string]func() nn.Optimizer{
+		"Adam":     func() nn.Optimizer { return nn.NewAdam(nn.Constant(0.01)) },
+		"SGD":      func() nn.Optimizer { return nn.NewSGD(nn.Constant(0.05)) },
+		"momentum": momentum,
+		"RMSProp":  func() nn.Optimizer { return nn.NewRMSProp(nn.Constant(0.01)) },
+	} {
+		for _, p := range []nn.Policy{nn.MixedBFloat16, nn.MixedFloat16} {
+			for mode, stepMaker := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{"eager": nn.TrainStep, "traced": nn.TracedTrainStep} {
+				var models [2]*nn.Sequential
+				for k := range models {
+					models[k] = mlp(p, &spy{})
+					o := opt()
+					if k == 1 {
+						o = plainOptimizer{o}
+					}
+					step := stepMaker(models[k], nn.SparseSoftmaxCrossEntropy, o)
+					for range 4 {
+						if _, _, err := step(b); err != nil {
+							t.Fatalf("%s %s %v: %v", mode, name, p, err)
+						}
+					}
+				}
+				for i, v := range models[0].Variables() {
+					if !bytes.Equal(v.Value().HostBytes(), models[1].Variables()[i].Value().HostBytes()) {
+						t.Errorf("%s %s %v: variable %s differs from the steps with float32 gradients", mode, name, p, v.Name())
+					}
+				}
+			}
+		}
+	}
+	grads := func(dt tensor.DType) []*tensor.Tensor {
+		return []*tensor.Tensor{ops.Cast(tensor.FromSlice([]float32{0.5, -1e-3, 3}), dt)}
+	}
+	var vars [2]*tape.Variable
+	for k, dt := range []tensor.DType{tensor.Float16, tensor.Float32} {
+		vars[k] = tape.NewVariable("w", tensor.FromSlice([]float32{1, 2, 3}))
+		o := nn.NewLossScaleOptimizer(momentum())
+		for range 2 {
+			g := grads(tensor.Float16)
+			if dt == tensor.Float32 {
+				g = []*tensor.Tensor{ops.Cast(g[0], dt)}
+			}
+			if err := o.Apply([]*tape.Variable{vars[k]}, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !bytes.Equal(vars[0].Value().HostBytes(), vars[1].Value().HostBytes()) {
+		t.Errorf("LossScaleOptimizer: float16 gradients step %v, their widening %v", tensor.ToSlice[float32](vars[0].Value()), tensor.ToSlice[float32](vars[1].Value()))
 	}
 }

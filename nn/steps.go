@@ -34,7 +34,7 @@ func TrainStep(model Module, loss Loss, opt Optimizer) Step {
 		}
 		var applied error
 		err = tensor.Catch(func() {
-			tp := tape.New(tape.Options{ReleaseIntermediates: true})
+			tp := tape.New(tape.Options{ReleaseIntermediates: true, HalfGradients: takesHalf(opt)})
 			defer tp.Stop() // where the model panics, no tape records on
 			value := loss(model.Forward(b[0]), b[1])
 			vars := model.Variables()
@@ -154,8 +154,9 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 	// Dropout's masks are drawn by the graph from a last argument, where
 	// the model's RNGs stand at each call (draws.go).
 	draws := newTraceDraws(model)
+	half := takesHalf(opt) && reduce == nil // the gradients all-reduced stay float32
 	f := trace.NewFunction(func(a []*tensor.Tensor) []*tensor.Tensor {
-		tp := tape.New()
+		tp := tape.New(tape.Options{HalfGradients: half})
 		defer tp.Stop() // where the model panics, no tape records on
 		state.vars, state.vals = nil, nil
 		collectState(model, state)

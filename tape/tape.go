@@ -36,6 +36,15 @@ type Options struct {
 	// iteration, so values of one iteration must reach the next as loop
 	// values, not through Go variables.
 	ReleaseIntermediates bool
+	// HalfGradients makes Gradient return, for a float source that the
+	// recorded ops on the way to the target read only through one Cast
+	// to a half type (a mixed-precision layer's float32 weight, cast to
+	// bfloat16 or float16), the gradient in that half type: the Cast's
+	// output's gradient as it is, which widened is the float gradient
+	// exactly, without the kernel that widens it. nn's optimizers take
+	// such gradients for their float variables (nn.TrainStep asks for
+	// them).
+	HalfGradients bool
 }
 
 // Tape records ops while it is recording and differentiates them.
@@ -296,8 +305,16 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 	if ready != nil {
 		lastReads = lastReaders(p.nodes, sources)
 	}
+	var halfCasts map[*node]bool // HalfGradients' casts, whose input takes their output's gradient
+	if t.opts.HalfGradients {
+		halfCasts = soleHalfCasts(p.nodes, p.b.keep)
+	}
 	for _, n := range p.nodes {
-		p.b.step(n)
+		if halfCasts[n] {
+			p.b.passBack(n)
+		} else {
+			p.b.step(n)
+		}
 		for _, i := range lastReads[n] {
 			p.final(i)
 		}
@@ -316,6 +333,38 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 	out := p.out
 	p.end()
 	return out
+}
+
+// soleHalfCasts returns the nodes (latest first) that cast a float
+// source (keep marks the sources) to a half type and are the only nodes
+// reading it.
+func soleHalfCasts(nodes []*node, keep map[gradKey]bool) map[*node]bool {
+	readers := map[gradKey]int{}
+	var casts map[*node]bool
+	for _, n := range nodes {
+		if n.call == nil {
+			continue
+		}
+		for _, x := range n.call.Inputs {
+			if k := keyOf(x); keep[k] {
+				readers[k]++
+			}
+		}
+		if n.custom == nil && n.call.Op.Name == "Cast" && len(n.outs) == 1 {
+			if x := n.call.Inputs[0]; x.DType().IsFloat() && !x.DType().IsHalf() && n.outs[0].DType().IsHalf() && keep[keyOf(x)] {
+				if casts == nil {
+					casts = map[*node]bool{}
+				}
+				casts[n] = true
+			}
+		}
+	}
+	for n := range casts {
+		if readers[keyOf(n.call.Inputs[0])] != 1 {
+			delete(casts, n)
+		}
+	}
+	return casts
 }
 
 // lastReaders maps each node of nodes (latest first) to the sources it
@@ -538,6 +587,14 @@ func (b *backprop) step(n *node) {
 	}
 	b.apply(n, dys, nil)
 	b.finish(dys, made)
+}
+
+// passBack gives the input of n, a Cast, its output's gradient as it is
+// (HalfGradients).
+func (b *backprop) passBack(n *node) {
+	if dy := b.take(n.outs[0]); dy != nil {
+		b.set(n.call.Inputs[0], dy, b.mine[dy])
+	}
 }
 
 // outGrads takes n's outputs' gradients for its rule: nil when none has

@@ -11,6 +11,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cpu"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/castcache"
 	"github.com/eagerflow/eagerflow/internal/plumb"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -82,7 +83,16 @@ func (v *Variable) Value() *tensor.Tensor { return v.t }
 // String formats the variable's name and value.
 func (v *Variable) String() string { return v.name + " = " + v.t.String() }
 
-func (v *Variable) check(op string, x *tensor.Tensor) {
+func (v *Variable) check(op string, x *tensor.Tensor) { v.checkAs(op, x, false) }
+
+// checkGrad is check for a gradient, which may also be of a half type
+// where the variable is float32 or float64 (Options.HalfGradients).
+func (v *Variable) checkGrad(op string, g *tensor.Tensor) {
+	v.checkAs(op, g, g != nil && g.DType().IsHalf() && (v.t.DType() == tensor.Float32 || v.t.DType() == tensor.Float64))
+}
+
+// checkAs is check, any dtype passing where anyDType is set.
+func (v *Variable) checkAs(op string, x *tensor.Tensor, anyDType bool) {
 	in := []*tensor.Tensor{v.t, x}
 	switch {
 	case x != nil && x != v.t && !x.IsVariable() && plumb.VariesInTrace != nil && x.Traced() != nil && plumb.VariesInTrace(x):
@@ -90,7 +100,7 @@ func (v *Variable) check(op string, x *tensor.Tensor) {
 			"the value for variable %q is computed inside a traced function (trace.Function): an assignment is not an op, so the graph would not repeat it on later calls; return the value and assign it after the call (nn.TracedTrainStep does so for a training step)", v.name))
 	case x == nil:
 		panic(tensor.NewError("tape", op, tensor.ErrArity, in, "", "the value for variable %q is nil", v.name))
-	case x.DType() != v.t.DType():
+	case x.DType() != v.t.DType() && !anyDType:
 		panic(tensor.NewError("tape", op, tensor.ErrDType, in, "", "variable %q is %v, value is %v", v.name, v.t.DType(), x.DType()))
 	case !x.Shape().Equal(v.t.Shape()):
 		panic(tensor.NewError("tape", op, tensor.ErrShape, in, "", "variable %q has shape %v, value has %v", v.name, v.t.Shape(), x.Shape()))
@@ -186,7 +196,10 @@ func (v *Variable) assignScaled(op string, alpha float64, x *tensor.Tensor) {
 // skips the variable): on the host a fused pass each (AdamUpdate's), on a
 // device that takes whole steps (device.Stepper: a GPU) one call for all
 // its variables of a dtype, the same formula to the bit. done[i] reports
-// which it updated; the caller takes the others' steps with ops. It
+// which it updated; the caller takes the others' steps with ops. A
+// float32 or float64 variable's gradient may be of a half type
+// (Options.HalfGradients): the step is its widening's, and on a Stepper
+// it also writes the variable's kept cast to that type (ops.Cast). It
 // panics with a *tensor.Error, before changing anything, on lists of
 // different lengths or a gradient or slot that does not match its
 // variable, and with the device's error if its step fails.
@@ -197,8 +210,8 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 // AdamUpdateAll is the package's AdamUpdateAll through r (StepRecord).
 func (r *StepRecord) AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay}
-	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int) bool {
-		return vars[i].AdamUpdate(ms[i], ss[i], grads[i], p)
+	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int, g *tensor.Tensor) bool {
+		return vars[i].AdamUpdate(ms[i], ss[i], g, p)
 	})
 }
 
@@ -218,8 +231,8 @@ func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.Mom
 // (StepRecord).
 func (r *StepRecord) MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov}
-	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int) bool {
-		return hostUpdate(vars[i], []*Variable{vels[i]}, grads[i], func(w []float32, sl [][]float32, g []float32) {
+	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int, g *tensor.Tensor) bool {
+		return hostUpdate(vars[i], []*Variable{vels[i]}, g, func(w []float32, sl [][]float32, g []float32) {
 			cpu.MomentumInPlace(w, sl[0], g, p)
 		}, func(w []float64, sl [][]float64, g []float64) {
 			cpu.MomentumInPlace(w, sl[0], g, p)
@@ -244,12 +257,12 @@ func (r *StepRecord) RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tenso
 	if p.Momentum > 0 {
 		slots = append(slots, moms)
 	}
-	return updateAll(r, "RMSPropUpdateAll", vars, slots, grads, s, func(i int) bool {
+	return updateAll(r, "RMSPropUpdateAll", vars, slots, grads, s, func(i int, g *tensor.Tensor) bool {
 		var sl []*Variable
 		for _, list := range slots {
 			sl = append(sl, list[i])
 		}
-		return hostUpdate(vars[i], sl, grads[i], func(w []float32, sl [][]float32, g []float32) {
+		return hostUpdate(vars[i], sl, g, func(w []float32, sl [][]float32, g []float32) {
 			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
 		}, func(w []float64, sl [][]float64, g []float64) {
 			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
@@ -300,10 +313,14 @@ func hostSlots[T float32 | float64](slots []*Variable) [][]T {
 // updateAll is the *UpdateAll functions (named name in errors): it checks
 // every variable with a gradient against its gradient and its slots
 // (slots[k][i] is variable i's slot k), then updates each, on a
-// device.Stepper one call per device and dtype by s, elsewhere by host
-// (which reports whether it could); through rec where not nil
-// (StepRecord), where every update must be a device's.
-func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int) bool) (done []bool) {
+// device.Stepper one call per device, dtype and gradient format by s,
+// elsewhere by host (which reports whether it could) with the gradient
+// it is given; through rec where not nil (StepRecord), where every update
+// must be a device's. A half gradient of a float variable
+// (Options.HalfGradients) goes to a Stepper as it is, which writes the
+// variable's half copy (internal/castcache) in the same pass; elsewhere
+// it is widened first.
+func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int, g *tensor.Tensor) bool) (done []bool) {
 	lengths := ""
 	for _, list := range slots {
 		if len(list) != len(vars) {
@@ -313,7 +330,7 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 	if len(grads) != len(vars) || lengths != "" {
 		panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "%d variables%s, %d gradients", len(vars), lengths, len(grads)))
 	}
-	moved := false
+	grads = slices.Clone(grads) // never write into the caller's slice
 	for i, v := range vars {
 		if grads[i] == nil {
 			continue
@@ -321,13 +338,8 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		if v == nil {
 			panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "variable %d is nil", i))
 		}
-		if g := v.here(name, grads[i]); g != grads[i] {
-			if !moved {
-				grads, moved = slices.Clone(grads), true // never write into the caller's slice
-			}
-			grads[i] = g
-		}
-		v.check(name, grads[i])
+		grads[i] = v.here(name, grads[i])
+		v.checkGrad(name, grads[i])
 		for _, list := range slots {
 			if list[i] == nil {
 				panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "a slot of variable %q is nil", v.name))
@@ -348,8 +360,15 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		elem    int
 		idx     []int
 		ts      []device.StepTensor
+		commits []func() // the half copies written
 	}
 	var groups []*group
+	var widened []*tensor.Tensor // released once the steps are queued
+	defer func() {
+		for _, w := range widened {
+			w.Release()
+		}
+	}()
 	done = make([]bool, len(vars))
 	for i, v := range vars {
 		g := grads[i]
@@ -357,22 +376,37 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 			continue
 		}
 		st, ok := v.t.Device().(device.Stepper)
-		if dt := v.t.DType(); !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
+		dt := v.t.DType()
+		half := stepHalf(g.DType())
+		if half != device.StepNoHalf && (!ok || dt != tensor.Float32 || rec != nil) {
+			// Widened where the device takes no half gradients (exactly:
+			// the float gradient the cast's own rule would have given).
+			v.onDevice(func() { g = ops.Cast(g, dt) })
+			widened = append(widened, g)
+			half = device.StepNoHalf
+		}
+		if !ok || (dt != tensor.Float32 && dt != tensor.Float64) {
 			if rec != nil {
 				panic(tensor.NewError("tape", name, device.ErrCapture, nil, "", "variable %q (%v on %s) cannot be stepped by a recording", v.name, dt, v.t.Device().Name()))
 			}
-			done[i] = host(i)
+			done[i] = host(i, g)
 			continue
 		}
 		g = g.Contiguous()
-		k := slices.IndexFunc(groups, func(gr *group) bool { return gr.stepper == st && gr.elem == v.t.DType().Size() })
+		k := slices.IndexFunc(groups, func(gr *group) bool { return gr.stepper == st && gr.elem == dt.Size() })
 		if k < 0 {
-			groups = append(groups, &group{stepper: st, elem: v.t.DType().Size()})
+			groups = append(groups, &group{stepper: st, elem: dt.Size()})
 			k = len(groups) - 1
 		}
 		gr := groups[k]
 		gr.idx = append(gr.idx, i)
-		t := device.StepTensor{W: v.t.Buffer(), G: g.Buffer(), N: v.t.NumElements()}
+		t := device.StepTensor{W: v.t.Buffer(), G: g.Buffer(), N: v.t.NumElements(), Half: half}
+		if half != device.StepNoHalf {
+			if c, commit := castcache.Writable(v.t, g.DType()); c != nil {
+				t.Copy = c.Buffer()
+				gr.commits = append(gr.commits, commit)
+			}
+		}
 		for k, list := range slots {
 			t.Slots[k] = list[i].t.Buffer()
 		}
@@ -389,11 +423,25 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		if err != nil {
 			panic(tensor.NewError("tape", name, err, nil, "", "%v", err))
 		}
+		for _, commit := range gr.commits {
+			commit()
+		}
 		for _, i := range gr.idx {
 			done[i] = true
 		}
 	}
 	return done
+}
+
+// stepHalf is a gradient dtype's format for a Stepper.
+func stepHalf(dt tensor.DType) device.StepHalf {
+	switch dt {
+	case tensor.BFloat16:
+		return device.StepBFloat16
+	case tensor.Float16:
+		return device.StepFloat16
+	}
+	return device.StepNoHalf
 }
 
 // AdamUpdate takes one Adam step on the variable in place (cpu.AdamInPlace)

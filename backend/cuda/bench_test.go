@@ -33,10 +33,11 @@ func benchGPU(b *testing.B) *Device {
 	return d
 }
 
-// waitGPU waits for the device, failing the benchmark on error.
-func waitGPU(b *testing.B, d *Device) {
+// waitGPU waits for the device, failing the benchmark or test on error.
+func waitGPU(tb testing.TB, d *Device) {
+	tb.Helper()
 	if err := d.Synchronize(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 

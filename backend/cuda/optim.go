@@ -78,51 +78,84 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 	if err != nil {
 		return err
 	}
-	tab := make([]kernels.OptimTensor, 0, len(ts))
-	// Every tensor's addresses, rule.Tensors a slot; and the name of a
-	// slot's k-th buffer, for errors.
-	all := make([]uint64, rule.Tensors*len(ts))
+	// A table a format of gradients (the value's dtype, or a half type
+	// with the half copy's address after the gradient's).
+	var tabs [3][]kernels.OptimTensor
+	// Every tensor's addresses, rule.Tensors a slot and the copy's; and
+	// the name of a slot's k-th buffer, for errors.
+	per := rule.Tensors + 1
+	all := make([]uint64, per*len(ts))
 	name := func(k int) string {
-		return append(append([]string{"value"}, slotNames...), "gradient")[k]
+		return append(append([]string{"value"}, slotNames...), "gradient", "half copy")[k]
 	}
+	halves := 0
 	for i, t := range ts {
-		var bufs [4]device.Buffer // value, the rule's slots, gradient
+		if t.Half != device.StepNoHalf {
+			halves++
+		}
+		if t.Half > device.StepFloat16 || t.Half != device.StepNoHalf && elem != 4 {
+			return fmt.Errorf("cuda: %s step, tensor %d: half gradients (format %d) of %d-byte values: float32's bfloat16 or float16 only", rule.Name, i, t.Half, elem)
+		}
+		var bufs [5]device.Buffer // value, the rule's slots, gradient, half copy
 		bufs[0] = t.W
 		copy(bufs[1:], t.Slots[:len(slotNames)])
 		bufs[rule.Tensors-1] = t.G
-		ptrs := all[i*rule.Tensors : (i+1)*rule.Tensors]
-		for k, b := range bufs[:rule.Tensors] {
+		bufs[rule.Tensors] = t.Copy
+		ptrs := all[i*per : (i+1)*per]
+		for k, b := range bufs[:per] {
+			if k == rule.Tensors && (t.Half == device.StepNoHalf || b == nil) {
+				continue // no copy: address 0
+			}
 			gb, ok := b.(*buffer)
 			if !ok || gb.dev != d {
 				_, err := bufOf(b, d, name(k))
 				return fmt.Errorf("cuda: %s step, tensor %d: %w", rule.Name, i, err)
 			}
-			if gb.size < t.N*elem {
+			size := elem
+			if t.Half != device.StepNoHalf && k >= rule.Tensors-1 {
+				size = 2
+			}
+			if gb.size < t.N*size {
 				return fmt.Errorf("cuda: %s step, tensor %d: a %d-byte buffer (the %s) for %d elements", rule.Name, i, gb.size, name(k), t.N)
 			}
 			ptrs[k] = uint64(gb.ptr)
 		}
 		if t.N > 0 {
-			tab = append(tab, kernels.OptimTensor{Ptrs: ptrs, N: t.N})
+			tabs[t.Half] = append(tabs[t.Half], kernels.OptimTensor{Ptrs: ptrs, N: t.N})
 		}
 	}
-	return eachTable(tab, func(slots int, table []byte, blocks, _ int) error {
-		name := kernels.OptimName(rule, slots, map[int]kernels.DType{4: kernels.F32, 8: kernels.F64}[elem], at != nil)
-		args := newArgs().Bytes(table, 8)
-		switch {
-		case at != nil:
-			args.Ptr(*at)
-		case elem == 4:
-			for _, v := range consts {
-				args.F32(float32(v))
-			}
-		default:
-			for _, v := range consts {
-				args.F64(v)
+	if at != nil && halves > 0 {
+		return fmt.Errorf("cuda: %s step: a recorded step takes no half gradients", rule.Name)
+	}
+	for h, tab := range tabs {
+		half := []kernels.DType{"", kernels.BF16, kernels.F16}[h]
+		if half == "" {
+			for i := range tab {
+				tab[i].Ptrs = tab[i].Ptrs[:rule.Tensors]
 			}
 		}
-		return d.launchBlocks("optim", name, blocks, blockSize, args)
-	})
+		err := eachTable(tab, func(slots int, table []byte, blocks, _ int) error {
+			name := kernels.OptimName(rule, slots, map[int]kernels.DType{4: kernels.F32, 8: kernels.F64}[elem], at != nil, half)
+			args := newArgs().Bytes(table, 8)
+			switch {
+			case at != nil:
+				args.Ptr(*at)
+			case elem == 4:
+				for _, v := range consts {
+					args.F32(float32(v))
+				}
+			default:
+				for _, v := range consts {
+					args.F64(v)
+				}
+			}
+			return d.launchBlocks("optim", name, blocks, blockSize, args)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eachTable calls launch for tab's tensors in groups of at most

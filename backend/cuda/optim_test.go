@@ -176,6 +176,15 @@ func TestOptimizersAreOneLaunchPerStep(t *testing.T) {
 	}
 }
 
+// stepSettings are a step of each rule and structure.
+var stepSettings = []device.StepSettings{
+	{Rule: device.StepAdam, LR: 0.003, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, WeightDecay: 0.01},
+	{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9},
+	{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9, Nesterov: true},
+	{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7},
+	{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: 0.7},
+}
+
 // StepAt, reading the constants SetStepConstants wrote, takes Step's
 // step to the bit for every rule and both float dtypes, twice over with
 // the constants rewritten between (a recording's replays); a buffer too
@@ -183,13 +192,7 @@ func TestOptimizersAreOneLaunchPerStep(t *testing.T) {
 func TestStepAtReadsItsConstants(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(23)
-	settings := []device.StepSettings{
-		{Rule: device.StepAdam, LR: 0.003, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, WeightDecay: 0.01},
-		{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9},
-		{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9, Nesterov: true},
-		{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7},
-		{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: 0.7},
-	}
+	settings := stepSettings
 	for _, s := range settings {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			n := kernels.OptimChunk + 9

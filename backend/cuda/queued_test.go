@@ -51,6 +51,15 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// check's (no reset: nothing failed). No fill: the scalars (the
 		// seed, the mean's count) are shared constants.
 		{"MLP", smallMLP, 22},
+		// The same in mixed bfloat16: the input's cast, the output's and
+		// its gradient's; the weights' casts kept from the last step
+		// (Adam's launch writes them) and their gradients left in
+		// bfloat16 for Adam to widen (tape.Options.HalfGradients).
+		{"MLP mixed_bfloat16", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			model, x, y := smallMLP()
+			model.(*nn.Sequential).Policy = nn.MixedBFloat16
+			return model, x, y
+		}, 25},
 		// cuDNN's first convolution (its filter permuted, its fused bias
 		// and Relu one kernel, its bias gradient a column fold of two
 		// launches: cuDNN's one call took 284 µs on an H200), the

@@ -1,12 +1,14 @@
 package cuda
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
@@ -278,6 +280,50 @@ func TestTracedLoopAlternatingHostAndGPU(t *testing.T) {
 			for k := range e {
 				if math.Abs(float64(g[k]-e[k])) > 1e-5*(1+math.Abs(float64(e[k]))) {
 					t.Fatalf("call %d, result %d: traced %v, eager %v", call, i, g, e)
+				}
+			}
+		}
+	}
+}
+
+// plainOptimizer hides its optimizer's kind from nn.TrainStep, which then
+// asks its tape for float32 gradients, as for a user's optimizer.
+type plainOptimizer struct{ nn.Optimizer }
+
+// A mixed-precision step on the GPU (Adam's one launch widening the
+// bfloat16 or float16 gradients and writing the weights' half copies,
+// which the next forward pass reads without a cast) moves the variables
+// to the bit as the same step given float32 gradients does, the
+// weights cast by a kernel each step: eager, traced, and recorded (whose
+// recording widens the gradients and casts the weights by kernels).
+func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, mode := range []string{"eager", "traced", "recorded"} {
+		for _, p := range []nn.Policy{nn.MixedBFloat16, nn.MixedFloat16} {
+			var vals [2][][]byte
+			for k := range vals {
+				onDevice(d, func() {
+					model, x, y := smallMLP()
+					model.(*nn.Sequential).Policy = p
+					var opt nn.Optimizer = nn.NewAdam(nn.Constant(0.01))
+					if k == 1 {
+						opt = plainOptimizer{opt}
+					}
+					step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
+					batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+					for range 4 {
+						if _, _, err := step(batch); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, v := range model.Variables() {
+						vals[k] = append(vals[k], onHost(t, v.Value()).HostBytes())
+					}
+				})
+			}
+			for i := range vals[0] {
+				if !bytes.Equal(vals[0][i], vals[1][i]) {
+					t.Errorf("%s %v: variable %d differs from the steps with float32 gradients", mode, p, i)
 				}
 			}
 		}

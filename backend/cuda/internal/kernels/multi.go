@@ -40,7 +40,7 @@ func sumSquaresKernel(d DType, slots int) *ptx.Kernel {
 	k.ParamBytes("tab", OptimTableSize)
 	partial := k.ParamPtr("partial")
 	b := newBlockRows(k, 8)
-	ptrs, from, end, step, bid := tableChunk(k, 1, slots)
+	ptrs, from, end, step, bid := tableChunk(k, 1, slots, 0)
 	acc := k.Reg(ptx.F64)
 	k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
 	k.Loop(from, end, step, func(i ptx.Reg) {
@@ -68,7 +68,7 @@ func scaleKernel(d DType, slots int) *ptx.Kernel {
 	k.ParamBytes("tab", OptimTableSize)
 	sp := k.ParamPtr("scale")
 	s := load(k, d, sp)
-	ptrs, from, end, step, _ := tableChunk(k, 2, slots)
+	ptrs, from, end, step, _ := tableChunk(k, 2, slots, 0)
 	k.Loop(from, end, step, func(i ptx.Reg) {
 		v := load(k, d, k.Addr(ptrs[0], i, d.Size()))
 		r := k.Reg(d.reg())

@@ -31,6 +31,12 @@ import (
 //     mom, g): s = rho·s + (g·g)·k; u = g / (sqrt(s) + eps); with
 //     momentum mom = mu·mom + u, u = mom; w -= lr·u.
 //
+// The float32 kernels have twins <rule>_<slots>_f32_g<bf16|f16> for a
+// mixed-precision step: each slot's gradient is of the half type
+// (widened exactly) and a fifth address, where not 0, receives the new
+// w rounded to it, as Cast rounds: the layer's half copy of its weight
+// (internal/castcache), written in the same pass.
+//
 // Each has a twin <rule>_<slots>_<d>_at (tab, consts) that reads the
 // constants, in the same order, from device memory when it runs: the
 // i-th at consts + 8·i, in the dtype (a float32 in the low four bytes).
@@ -39,12 +45,15 @@ import (
 // replay, so the recorded update follows the host's step count and
 // schedule.
 
-// The table: per slot up to four tensors' addresses (w first, g last,
-// the rule's slots between), the element count and the slot's first
-// block (unused slots: first block ~0).
+// The table: per slot up to five tensors' addresses (w first, g last,
+// the rule's slots between; a half copy after g), the element count and
+// the slot's first block (unused slots: first block ~0).
 const (
 	OptimSlots     = 24
-	optimSlotBytes = 6 * 8
+	optimPtrs      = 5
+	optimCount     = 8 * optimPtrs // the element count's offset in a slot
+	optimFirst     = optimCount + 8
+	optimSlotBytes = optimFirst + 8
 	// OptimTableSize is the parameter's size in bytes.
 	OptimTableSize = OptimSlots * optimSlotBytes
 	// OptimChunk is the elements a block updates: four a thread, so that
@@ -69,15 +78,15 @@ func OptimTable(ts []OptimTensor) (tab []byte, blocks int) {
 	for j := range OptimSlots {
 		off := j * optimSlotBytes
 		if j >= len(ts) {
-			binary.LittleEndian.PutUint64(tab[off+40:], math.MaxUint64)
+			binary.LittleEndian.PutUint64(tab[off+optimFirst:], math.MaxUint64)
 			continue
 		}
 		t := ts[j]
 		for i, p := range t.Ptrs {
 			binary.LittleEndian.PutUint64(tab[off+8*i:], p)
 		}
-		binary.LittleEndian.PutUint64(tab[off+32:], uint64(t.N))
-		binary.LittleEndian.PutUint64(tab[off+40:], uint64(blocks))
+		binary.LittleEndian.PutUint64(tab[off+optimCount:], uint64(t.N))
+		binary.LittleEndian.PutUint64(tab[off+optimFirst:], uint64(blocks))
 		blocks += (t.N + OptimChunk - 1) / OptimChunk
 	}
 	return tab, blocks
@@ -141,16 +150,39 @@ func rmsUpdate(e *optimElem, s, g ptx.Reg) ptx.Reg {
 
 // optimElem is one element's update as a rule writes it: the constants,
 // and the element's address in each tensor of the slot.
+// In a mixed-precision kernel, half is the gradient's dtype (the last of
+// the rule's tensors), copy the half copy's address and hasCopy whether
+// there is one.
 type optimElem struct {
 	k      *ptx.Kernel
 	d      DType
 	consts map[string]ptx.Reg
 	addrs  []ptx.Reg
+
+	half          DType
+	grad          int
+	copy, hasCopy ptx.Reg
 }
 
-func (e *optimElem) c(name string) ptx.Reg  { return e.consts[name] }
-func (e *optimElem) load(i int) ptx.Reg     { return load(e.k, e.d, e.addrs[i]) }
-func (e *optimElem) store(i int, v ptx.Reg) { store(e.k, e.d, e.addrs[i], v) }
+func (e *optimElem) c(name string) ptx.Reg { return e.consts[name] }
+
+// load is tensor i's element: the gradient of a mixed-precision kernel
+// widened from its half type.
+func (e *optimElem) load(i int) ptx.Reg {
+	if e.half != "" && i == e.grad {
+		return toCompute(e.k, e.half, load(e.k, e.half, e.addrs[i]))
+	}
+	return load(e.k, e.d, e.addrs[i])
+}
+
+// store writes tensor i's element; w's, in a mixed-precision kernel, to
+// the half copy too.
+func (e *optimElem) store(i int, v ptx.Reg) {
+	store(e.k, e.d, e.addrs[i], v)
+	if e.half != "" && i == 0 {
+		e.k.Op("@%s st.global.%s [%s], %s", e.hasCopy, e.half.mem(), e.copy, fromCompute(e.k, e.half, v))
+	}
+}
 
 // op writes a rounded instruction ("mul.rn", "sqrt.rn") of the dtype.
 func (e *optimElem) op(inst string, args ...ptx.Reg) ptx.Reg {
@@ -177,7 +209,10 @@ func optimKernels() []*ptx.Kernel {
 	for _, name := range slices.Sorted(maps.Keys(OptimRules)) {
 		for _, slots := range OptimSlotCounts {
 			for _, d := range Floats {
-				out = append(out, multiTensorKernel(OptimRules[name], d, slots, false), multiTensorKernel(OptimRules[name], d, slots, true))
+				out = append(out, multiTensorKernel(OptimRules[name], d, slots, false, ""), multiTensorKernel(OptimRules[name], d, slots, true, ""))
+			}
+			for _, h := range []DType{BF16, F16} {
+				out = append(out, multiTensorKernel(OptimRules[name], F32, slots, false, h))
 			}
 		}
 	}
@@ -206,18 +241,23 @@ func optimConstsKernel() *ptx.Kernel {
 }
 
 // OptimName is the name of rule's kernel of the given slots for d; at
-// names the twin reading its constants from device memory.
-func OptimName(rule OptimRule, slots int, d DType, at bool) string {
-	if at {
+// names the twin reading its constants from device memory, half (BF16,
+// F16; "" for none) the mixed-precision twin whose gradients are of that
+// type.
+func OptimName(rule OptimRule, slots int, d DType, at bool, half DType) string {
+	switch {
+	case at:
 		return Name(rule.Name, fmt.Sprint(slots), string(d), "at")
+	case half != "":
+		return Name(rule.Name, fmt.Sprint(slots), string(d), "g"+string(half))
 	}
 	return Name(rule.Name, fmt.Sprint(slots), string(d))
 }
 
-// multiTensorKernel writes <rule>_<slots>_<d> (or its _at twin), which
-// reads the first slots of the table.
-func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel {
-	k := ptx.NewKernel(OptimName(rule, slots, d, at))
+// multiTensorKernel writes <rule>_<slots>_<d> (or its _at or half twin),
+// which reads the first slots of the table.
+func multiTensorKernel(rule OptimRule, d DType, slots int, at bool, half DType) *ptx.Kernel {
+	k := ptx.NewKernel(OptimName(rule, slots, d, at, half))
 	t := d.reg()
 	k.ParamBytes("tab", OptimTableSize)
 	c := map[string]ptx.Reg{}
@@ -233,12 +273,33 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel 
 			c[name] = k.Param(name, t)
 		}
 	}
-	tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots)
+	if half == "" {
+		tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots, 0)
+		k.Loop(from, end, step, func(i ptx.Reg) {
+			e := &optimElem{k: k, d: d, consts: c}
+			for _, r := range tensors {
+				e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
+			}
+			rule.step(e)
+		})
+		return k
+	}
+	// The half copy's address stays generic until it is known not to be 0.
+	tensors, from, end, step, _ := tableChunk(k, rule.Tensors+1, slots, 1)
+	base := tensors[rule.Tensors]
+	hasCopy := k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, 0", hasCopy, base)
+	k.Op("cvta.to.global.u64 %s, %s", base, base)
 	k.Loop(from, end, step, func(i ptx.Reg) {
-		e := &optimElem{k: k, d: d, consts: c}
-		for _, r := range tensors {
-			e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
+		e := &optimElem{k: k, d: d, consts: c, half: half, grad: rule.Tensors - 1, hasCopy: hasCopy}
+		for j, r := range tensors[:rule.Tensors] {
+			size := d.Size()
+			if j == e.grad {
+				size = half.Size()
+			}
+			e.addrs = append(e.addrs, k.Addr(r, i, size))
 		}
+		e.copy = k.Addr(base, i, half.Size())
 		rule.step(e)
 	})
 	return k
@@ -250,8 +311,9 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool) *ptx.Kernel 
 // by constant-offset loads and selects), its tensors' global addresses,
 // and this thread's walk of the block's chunk of OptimChunk elements:
 // from (the thread's first index), end and step (the block's threads).
-// bid is the block's index.
-func tableChunk(k *ptx.Kernel, tensors, slots int) (ptrs []ptx.Reg, from, end, step, bid ptx.Reg) {
+// bid is the block's index. The last generic of the addresses are left
+// generic (an address that may be 0), the others made global.
+func tableChunk(k *ptx.Kernel, tensors, slots, generic int) (ptrs []ptx.Reg, from, end, step, bid ptx.Reg) {
 	b32 := k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%ctaid.x", b32)
 	bid = k.Reg(ptx.U64)
@@ -260,14 +322,14 @@ func tableChunk(k *ptx.Kernel, tensors, slots int) (ptrs []ptx.Reg, from, end, s
 	for i := range tensors {
 		fields = append(fields, 8*i)
 	}
-	fields = append(fields, 32, 40)
+	fields = append(fields, optimCount, optimFirst)
 	slot := make([]ptx.Reg, len(fields))
 	for i, off := range fields {
 		slot[i] = k.LoadField("tab", off)
 	}
 	p := k.Reg(ptx.Pred)
 	for j := 1; j < slots; j++ {
-		first := k.LoadField("tab", j*optimSlotBytes+40)
+		first := k.LoadField("tab", j*optimSlotBytes+optimFirst)
 		k.Op("setp.le.u64 %s, %s, %s", p, first, bid)
 		for i, off := range fields {
 			v := first
@@ -293,7 +355,7 @@ func tableChunk(k *ptx.Kernel, tensors, slots int) (ptrs []ptx.Reg, from, end, s
 	k.Op("cvt.u64.u32 %s, %s", from, tid)
 	k.Op("add.s64 %s, %s, %s", from, from, start)
 	k.Op("cvt.u64.u32 %s, %s", step, ntid)
-	for _, r := range ptrs {
+	for _, r := range ptrs[:tensors-generic] {
 		k.Op("cvta.to.global.u64 %s, %s", r, r)
 	}
 	return ptrs, from, end, step, bid
