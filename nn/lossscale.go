@@ -53,31 +53,43 @@ type lossScaler interface{ Scale() float64 }
 
 // Apply unscales grads and takes Inner's step with them, or skips the step
 // when one of them is not finite (see the type). It returns Inner's
-// error, or one for lists that differ in length.
+// error, or one for lists that differ in length or a gradient that does
+// not fit its variable.
 func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if len(vars) != len(grads) {
 		return fmt.Errorf("nn: LossScaleOptimizer: %d variables and %d gradients", len(vars), len(grads))
 	}
-	unscaled := make([]*tensor.Tensor, len(grads))
-	var bad *tensor.Tensor // how many elements are not finite, over every gradient
+	if err := checkGrads(vars, grads); err != nil {
+		return fmt.Errorf("nn: LossScaleOptimizer: %w", err)
+	}
+	// In the variables' dtypes (a half gradient of a float variable
+	// widened, so that the unscaling rounds as the cast's rule would),
+	// a pass a dtype and device for all of them (ScaleEach), as
+	// PyTorch's GradScaler unscales.
+	wide := make([]*tensor.Tensor, len(grads))
 	for i, g := range grads {
-		if g == nil {
-			continue
-		}
-		if w := gradIn(vars[i], g); w != g { // unscaled in the variable's dtype, as the cast's rule would
-			defer w.Release()
-			g = w
-		}
-		unscaled[i] = ops.Mul(g, ops.ScalarLike(g, 1/o.scale))
-		n := ops.Sum(ops.Cast(ops.LogicalNot(ops.IsFinite(unscaled[i])), tensor.Float32))
-		if bad == nil {
-			bad = n
-		} else {
-			bad = ops.Add(bad, n)
+		if wide[i] = gradIn(vars[i], g); wide[i] != g {
+			defer wide[i].Release()
 		}
 	}
+	unscaled := make([]*tensor.Tensor, len(grads))
+	zeros := make([]*tensor.Tensor, len(grads))
 	defer releaseAll(unscaled)
-	if bad != nil && bad.Float() > 0 {
+	defer releaseAll(zeros)
+	groups := byGroup(wide)
+	finite := true
+	for _, g := range groups {
+		g.scale(unscaled, ops.ScalarLike(g.ts[0], 1/o.scale))
+		// Each element times 0 is 0 where it is finite and NaN where it
+		// is not: the squares' sum is 0 or NaN, whatever the magnitudes.
+		g.scale(zeros, ops.ScalarLike(g.ts[0], 0))
+	}
+	for _, g := range byGroup(zeros) {
+		if s := ops.SumOfSquares(g.sumOperands()...); s.Float() != 0 {
+			finite = false
+		}
+	}
+	if !finite {
 		o.scale, o.good = math.Max(o.scale/2, 1), 0
 		o.skipped++
 		return nil

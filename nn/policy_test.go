@@ -194,6 +194,42 @@ func TestLossScaleOptimizer(t *testing.T) {
 	}
 }
 
+// LossScaleOptimizer skips a step when any element of any gradient is
+// an infinity or NaN, of either float dtype, and only then: gradients
+// near float32's and float64's largest values (whose squares overflow)
+// step.
+func TestLossScaleOptimizerFindsNonFinite(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		g32  []float32
+		g64  []float64
+		skip bool
+	}{
+		{"finite", []float32{1, -2, 3}, []float64{4, 5}, false},
+		{"near the largest values", []float32{3e38, -3e38, 1}, []float64{1e308, -1e308}, false},
+		{"a NaN among float32's", []float32{1, float32(math.NaN()), 3}, []float64{4, 5}, true},
+		{"an infinity among float64's", []float32{1, 2, 3}, []float64{4, math.Inf(-1)}, true},
+	} {
+		w32 := tape.NewVariable("w32", tensor.Zeros(tensor.Float32, 3))
+		w64 := tape.NewVariable("w64", tensor.Zeros(tensor.Float64, 2))
+		o := nn.NewLossScaleOptimizer(&nn.SGD{LR: nn.Constant(1)})
+		if err := o.Apply([]*tape.Variable{w32, nil, w64}, []*tensor.Tensor{tensor.FromSlice(c.g32), nil, tensor.FromSlice(c.g64)}); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if skipped := o.Skipped() == 1; skipped != c.skip {
+			t.Errorf("%s: skipped %v, want %v", c.what, skipped, c.skip)
+		}
+		if got := tensor.ToSlice[float64](w64.Value()); !c.skip && got[0] != -c.g64[0]/o.Scale() {
+			t.Errorf("%s: w64 %v after the step, want -g/scale", c.what, got)
+		}
+	}
+	w := tape.NewVariable("w", tensor.Zeros(tensor.Float32, 2))
+	o := nn.NewLossScaleOptimizer(&nn.SGD{LR: nn.Constant(1)})
+	if err := o.Apply([]*tape.Variable{w}, []*tensor.Tensor{tensor.Zeros(tensor.Float32, 3)}); err == nil {
+		t.Error("a gradient of another shape: no error")
+	}
+}
+
 // The traced step scales the loss by the optimizer's scale of each step
 // (an argument of the graph, not a constant): it takes the eager step's
 // steps.

@@ -42,6 +42,7 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		name  string
 		build func() (nn.Module, *tensor.Tensor, *tensor.Tensor)
 		want  int
+		opt   func(nn.Optimizer) nn.Optimizer // nil: Adam alone
 	}{
 		// Three GEMMs with their bias (and Relu) in the epilogue, a
 		// Tanh; the loss and its mean; the mean's gradient (a division
@@ -50,7 +51,7 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// column fold; one Adam launch; the loss's read and the label
 		// check's (no reset: nothing failed). No fill: the scalars (the
 		// seed, the mean's count) are shared constants.
-		{"MLP", smallMLP, 22},
+		{"MLP", smallMLP, 22, nil},
 		// The same in mixed bfloat16: the input's cast, the output's and
 		// its gradient's; the weights' casts kept from the last step
 		// (Adam's launch writes them) and their gradients left in
@@ -59,7 +60,19 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			model, x, y := smallMLP()
 			model.(*nn.Sequential).Policy = nn.MixedBFloat16
 			return model, x, y
-		}, 25},
+		}, 25, nil},
+		// In mixed float16 behind a LossScaleOptimizer: the loss scaled
+		// (a product), the weights' gradients cast to float32 (the
+		// optimizer widens them, not the tape), the unscaling and the
+		// finiteness check a pass each for all of them (the check's sum
+		// of squares, its fold and cast), its read; Adam's step. The
+		// weights' casts are made each step: Adam, given float32
+		// gradients, writes no half copies.
+		{"MLP mixed_float16, scaled", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			model, x, y := smallMLP()
+			model.(*nn.Sequential).Policy = nn.MixedFloat16
+			return model, x, y
+		}, 46, func(o nn.Optimizer) nn.Optimizer { return nn.NewLossScaleOptimizer(o) }},
 		// cuDNN's first convolution (its filter permuted, its fused bias
 		// and Relu one kernel, its bias gradient a column fold of two
 		// launches: cuDNN's one call took 284 µs on an H200), the
@@ -71,11 +84,11 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// reads. NCHW adds the
 		// filters' and patches' permuted copies; its bias gradients fold
 		// rows, then columns, reading the gradient once.
-		{"NHWC CNN", cnn(ops.NHWC), 37},
-		{"NCHW CNN", cnn(ops.NCHW), 42},
+		{"NHWC CNN", cnn(ops.NHWC), 37, nil},
+		{"NCHW CNN", cnn(ops.NCHW), 42, nil},
 		// examples/gpt's model, one block: no fill either (the tape's
 		// zeros for the layer norms' statistics are shared constants).
-		{"GPT block", gptBlock, 84},
+		{"GPT block", gptBlock, 84, nil},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()
@@ -83,14 +96,21 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			if c.name == "GPT block" {
 				loss = gpt.Loss
 			}
-			step := nn.TrainStep(model, loss, nn.NewAdam(nn.Constant(0.01)))
+			var opt nn.Optimizer = nn.NewAdam(nn.Constant(0.01))
+			wantWaits := 1
+			if c.opt != nil {
+				opt = c.opt(opt)
+				wantWaits = 2
+			}
+			step := nn.TrainStep(model, loss, opt)
 			batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
 			for range 3 {
 				if _, _, err := step(batch); err != nil {
 					t.Fatal(err)
 				}
 			}
-			// One wait: the loss's read, the labels' check read with it.
+			// One wait: the loss's read, the labels' check read with it
+			// (a LossScaleOptimizer's finiteness check is read before).
 			// The count is the context's: the collector's release of a
 			// recording an earlier test dropped waits too, whenever it
 			// runs, so a step gets three tries at showing one wait.
@@ -103,12 +123,12 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 				if n := ctx.Queued - before; try == 0 && n != c.want {
 					t.Errorf("%s: a step queued %d calls, want %d", c.name, n, c.want)
 				}
-				if waited = ctx.Waits - waits; waited == 1 {
+				if waited = ctx.Waits - waits; waited == wantWaits {
 					break
 				}
 			}
-			if waited != 1 {
-				t.Errorf("%s: a step waited for the device %d times, want 1", c.name, waited)
+			if waited != wantWaits {
+				t.Errorf("%s: a step waited for the device %d times, want %d", c.name, waited, wantWaits)
 			}
 		})
 	}
