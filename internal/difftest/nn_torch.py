@@ -1,6 +1,7 @@
 """The references of nn_test.go, in PyTorch, float64: its recurrent layers
 (torch.nn.LSTM and torch.nn.GRU given eagerflow's weights), BatchNorm in
-training (F.batch_norm), its losses and torch.optim's optimizers.
+training (F.batch_norm), its losses and torch.optim's optimizers; and a
+classifier trained under torch.autocast (bfloat16, mixed_test.go).
 
 Each case on standard input (JSON, see runScript) names its kind, its
 settings, the input x and loss weights w (the loss is sum(out * w)), and
@@ -113,6 +114,30 @@ def optimizer(case):
     return {"id": case["id"], "steps": out}
 
 
+def mixed_mlp(case):
+    """A two-layer classifier (Linear, ReLU, Linear; or, mixed_cnn, a 3x3
+    convolution, ReLU, 2x2 max pooling and Linear) under torch.autocast
+    in bfloat16 on the CPU: float32 parameters (the master weights), the
+    layers in bfloat16, the logits widened to float32 for the
+    cross-entropy, as nn.MixedBFloat16. x the inputs, w the class
+    indices; the weights the kernels ([in, out], eagerflow's layout) and
+    biases. The loss and the parameters' (float32) gradients."""
+    ps = [dec(a).float().requires_grad_() for a in case["weights"]]
+    x, y = dec(case["x"]).float(), dec(case["w"]).long()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        if case["kind"] == "mixed_cnn":  # NHWC images, an HWIO filter
+            f, fb, k2, b2 = ps
+            h = F.conv2d(x.permute(0, 3, 1, 2), f.permute(3, 2, 0, 1), fb, padding=1)
+            h = F.max_pool2d(F.relu(h), 2).permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+        else:
+            k1, b1, k2, b2 = ps
+            h = F.relu(F.linear(x, k1.t(), b1))
+        logits = F.linear(h, k2.t(), b2)
+    out = F.cross_entropy(logits.float(), y)
+    out.backward()
+    return {"id": case["id"], "out": enc(out.double()), "grads": [enc(q.grad.double()) for q in ps]}
+
+
 def loss(case):
     """A loss of x (the predictions or logits) and w (the labels), mean
     reduction, with the gradients of both (of x alone for class indices)."""
@@ -138,6 +163,9 @@ def main():
     for case in json.load(sys.stdin)["cases"]:
         if case["kind"] in ("sgd", "adam", "rmsprop"):
             print(json.dumps(optimizer(case)), flush=True)
+            continue
+        if case["kind"] in ("mixed_mlp", "mixed_cnn"):
+            print(json.dumps(mixed_mlp(case)), flush=True)
             continue
         if case["kind"] in ("mse", "sparse_ce", "softmax_ce", "bce_logits"):
             print(json.dumps(loss(case)), flush=True)
