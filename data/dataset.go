@@ -144,8 +144,11 @@ func nilComponent(fn string, components []*tensor.Tensor) error {
 	return nil
 }
 
-// FromTensors is a dataset of one element, the given tensors (none nil:
-// a nil one is the error of its first element).
+// FromTensors is a dataset of one element, the given tensors whole (none
+// nil: a nil one is the error of its first element), as tf.data's
+// from_tensors: batching it stacks the whole tensors under a new leading
+// dimension of 1. A dataset of the tensors' rows, to shuffle and batch
+// for training, is FromSlices (from_tensor_slices).
 func FromTensors(components ...*tensor.Tensor) *Dataset {
 	if err := nilComponent("FromTensors", components); err != nil {
 		return failing("FromTensors", err)

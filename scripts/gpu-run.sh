@@ -130,6 +130,14 @@ figures() {
 			>"$out/ncu.log" 2>&1
 		kernels() { python3 "$here/ncu_summary.py" "$out/ncu.log" 2>&1 | head -40; }
 		section "Kernel time, NHWC CNN step (ncu, gpu__time_duration; the steps and the set-up)" kernels
+		# The window ops furthest behind PyTorch on the H200 (depthwise
+		# NHWC by the GPU's own kernels 2.19 ms, cuDNN's 1.50, PyTorch's
+		# 0.38; BatchNorm NHWC 0.71x): which kernel takes the time.
+		timeout "$(within 40)" ncu --clock-control none --csv --metrics gpu__time_duration.sum \
+			"$here/cuda.test" -test.run '^$' -test.bench 'WindowOpsGPU/(Depthwise3x3s2OwnKernels|Depthwise3x3s2|BatchNorm)/NHWC' -test.benchtime 1x \
+			>"$out/ncu-window.log" 2>&1
+		windows() { python3 "$here/ncu_summary.py" "$out/ncu-window.log" 2>&1 | head -30; }
+		section "Kernel time, depthwise and BatchNorm NHWC (ncu, gpu__time_duration; three calls each)" windows
 	fi
 	if [ -f "$here/torch_gpu.py" ] && command -v python3 >/dev/null; then
 		EAGERFLOW_TORCH_PROFILE=1 timeout "$(within 40)" python3 "$here/torch_gpu.py" >"$out/torch-profile.log" 2>&1
