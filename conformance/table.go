@@ -460,14 +460,14 @@ func samples() map[string][]sample {
 		}, false, false))
 	// LSTMCell: the op and its backward (through its gradient), float64
 	// with finite differences, the other float dtypes, an empty batch.
-	lstm := func(in []T) T { h, next := ops.LSTMCell(in[0], in[1]); return ops.Add(h, ops.Sin(next)) }
-	add("LSTMCell", one("float64", func() { ops.LSTMCell(r(-3, 3, 3, 8), r(-2, 2, 3, 2)) }, true, true),
-		one("empty batch", func() { ops.LSTMCell(r(-3, 3, 0, 8), r(-2, 2, 0, 2)) }, false, false))
+	lstm := func(in []T) T { h, next := ops.LSTMCell(in[0], in[1], in[2]); return ops.Add(h, ops.Sin(next)) }
+	add("LSTMCell", one("float64", func() { ops.LSTMCell(r(-3, 3, 3, 8), r(-2, 2, 3, 8), r(-2, 2, 3, 2)) }, true, true),
+		one("empty batch", func() { ops.LSTMCell(r(-3, 3, 0, 8), r(-2, 2, 0, 8), r(-2, 2, 0, 2)) }, false, false))
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
-		add("LSTMCell", one(fmt.Sprint(dt), func() { ops.LSTMCell(of(dt, -3, 3, 4, 12), of(dt, -2, 2, 4, 3)) }, false, false))
+		add("LSTMCell", one(fmt.Sprint(dt), func() { ops.LSTMCell(of(dt, -3, 3, 4, 12), of(dt, -2, 2, 4, 12), of(dt, -2, 2, 4, 3)) }, false, false))
 	}
-	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 2)) }, true, true),
-		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
+	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 8), r(-2, 2, 3, 2)) }, true, true),
+		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
 	// GRUCell likewise.
 	gru := func(in []T) T { return ops.Sin(ops.GRUCell(in[0], in[1], in[2])) }
 	add("GRUCell", one("float64", func() { ops.GRUCell(r(-3, 3, 3, 6), r(-3, 3, 3, 6), r(-2, 2, 3, 2)) }, true, true),

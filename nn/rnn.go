@@ -68,8 +68,9 @@ func (c *LSTMCell) project(x *tensor.Tensor) *tensor.Tensor {
 // gates px (project's).
 func (c *LSTMCell) stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	h, cell := castFloat(state[0], px.DType()), castFloat(state[1], px.DType())
-	z := ops.Add(px, ops.MatMul(h, valueAs(c.Recurrent, px)))
-	out, next := ops.LSTMCell(z, cell) // the gates' elementwise part, one op each way
+	// The gates' elementwise part, one op each way, the two terms of
+	// their pre-activations added inside.
+	out, next := ops.LSTMCell(px, ops.MatMul(h, valueAs(c.Recurrent, px)), cell)
 	return out, []*tensor.Tensor{out, next}
 }
 

@@ -114,9 +114,15 @@ func TestFusedGradientsDifferentiateAgain(t *testing.T) {
 			},
 			[]*tensor.Tensor{n(2, 4, 5)}},
 		{"LSTMCell", "LSTMCellBackprop",
-			func(in []*tensor.Tensor) *tensor.Tensor { h, c := ops.LSTMCell(in[0], in[1]); return ops.Add(h, c) },
-			func(in []*tensor.Tensor) *tensor.Tensor { h, c := lstmWritten(in[0], in[1]); return ops.Add(h, c) },
-			[]*tensor.Tensor{n(3, 8), n(3, 2)}},
+			func(in []*tensor.Tensor) *tensor.Tensor {
+				h, c := ops.LSTMCell(in[0], in[1], in[2])
+				return ops.Add(h, c)
+			},
+			func(in []*tensor.Tensor) *tensor.Tensor {
+				h, c := lstmWritten(in[0], in[1], in[2])
+				return ops.Add(h, c)
+			},
+			[]*tensor.Tensor{n(3, 8), n(3, 8), n(3, 2)}},
 		{"GRUCell, one tensor as both gate terms", "GRUCellBackprop",
 			func(in []*tensor.Tensor) *tensor.Tensor { return ops.GRUCell(in[0], in[0], in[1]) },
 			func(in []*tensor.Tensor) *tensor.Tensor { return gruWritten(in[0], in[0], in[1]) },

@@ -5,43 +5,45 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// The recurrent cells' elementwise parts as one op each way. The LSTM's: from the gates'
-// pre-activations z = [i f g o] (x·W + h·U + b) and the cell c, the new
-// cell c' = σ(f)·c + σ(i)·tanh(g) and output h' = σ(o)·tanh(c'). Written
-// out it is a split (four copies), three sigmoids, two tanhs, three
+// The recurrent cells' elementwise parts as one op each way. The LSTM's:
+// from the gates' pre-activations z = [i f g o], the sum of the input's
+// terms (x·W + b) and the state's (h·U), and the cell c, the new cell c' =
+// σ(f)·c + σ(i)·tanh(g) and output h' = σ(o)·tanh(c'). Written out it is
+// the sum, a split (four copies), three sigmoids, two tanhs, three
 // multiplications and an addition, and about twice that backward: on a
 // GPU each a launch, a charrnn step about 34 launches a time step (an
 // H200 ran it at 0.07x PyTorch, whose cell is one kernel each way, as
-// here).
+// here, its two terms added inside as PyTorch's fused cell adds them).
 
 var lstmCellOp, lstmCellBackpropOp, gruCellOp, gruCellBackpropOp *eager.Op
 
 func init() {
-	// Inputs z [n 4h], c [n h]; outputs h' and c', [n h] each.
+	// Inputs xz, hz [n 4h], c [n h]; outputs h' and c', [n h] each.
 	lstmCellOp = eager.Register(&eager.Op{
-		Name: "LSTMCell", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Name: "LSTMCell", Inputs: 3, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			n, h := lstmShapes(c.Fail, c.Inputs[0], c.Inputs[1])
+			n, h := lstmShapes(c.Fail, c.Inputs[0], c.Inputs[1], c.Inputs[2])
 			out := eager.Out{DType: c.Inputs[0].DType(), Shape: tensor.Shape{n, h}}
 			return []eager.Out{out, out}
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			return eager.Run(lstmCellBackpropOp, nil, g.Inputs[0], g.Inputs[1], g.OutGrads[0], g.OutGrads[1])
+			d := eager.Run(lstmCellBackpropOp, nil, g.Inputs[0], g.Inputs[1], g.Inputs[2], g.OutGrads[0], g.OutGrads[1])
+			return []*tensor.Tensor{d[0], d[0], d[1]} // the sum's terms share dz
 		},
 	})
-	// Inputs z, c, dh' and dc'; outputs dz [n 4h] and dc [n h].
-	// Differentiable as its mathematics written out (again.go).
+	// Inputs xz, hz, c, dh' and dc'; outputs dz [n 4h] (each term's) and
+	// dc [n h]. Differentiable as its mathematics written out (again.go).
 	lstmCellBackpropOp = eager.Register(&eager.Op{
-		Name: "LSTMCellBackprop", Inputs: 4, DTypes: floatTypes, SameDTypes: true,
+		Name: "LSTMCellBackprop", Inputs: 5, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
-			z, cell, dh, dc := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3]
-			n, h := lstmShapes(c.Fail, z, cell)
+			xz, hz, cell, dh, dc := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4]
+			n, h := lstmShapes(c.Fail, xz, hz, cell)
 			for i, d := range []*tensor.Tensor{dh, dc} {
 				if !d.Shape().Equal(tensor.Shape{n, h}) {
 					c.Fail(tensor.ErrShape, "output gradient %d must be [%d %d], got %v", i, n, h, d.Shape())
 				}
 			}
-			return []eager.Out{{DType: z.DType(), Shape: z.Shape()}, {DType: z.DType(), Shape: cell.Shape()}}
+			return []eager.Out{{DType: xz.DType(), Shape: xz.Shape()}, {DType: xz.DType(), Shape: cell.Shape()}}
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor { return backpropGrad(g, composedLSTMCellBackprop) },
 	})
@@ -133,33 +135,39 @@ func composedGRUCellBackprop(in []*tensor.Tensor) []*tensor.Tensor {
 	}
 }
 
-// lstmShapes checks z [n 4h] and c [n h] through fail and returns n and h.
-func lstmShapes(fail func(error, string, ...any), z, c *tensor.Tensor) (n, h int) {
-	if z.Rank() != 2 || c.Rank() != 2 {
-		fail(tensor.ErrRank, "gates z and cell c must be matrices, got %v and %v", z.Shape(), c.Shape())
+// lstmShapes checks the gate terms xz and hz [n 4h] and the cell c [n h]
+// through fail and returns n and h.
+func lstmShapes(fail func(error, string, ...any), xz, hz, c *tensor.Tensor) (n, h int) {
+	if xz.Rank() != 2 || hz.Rank() != 2 || c.Rank() != 2 {
+		fail(tensor.ErrRank, "the gate terms xz and hz and the cell c must be matrices, got %v, %v and %v", xz.Shape(), hz.Shape(), c.Shape())
 	}
 	n, h = c.Dim(0), c.Dim(1)
-	if z.Dim(0) != n || z.Dim(1) != 4*h {
-		fail(tensor.ErrShape, "gates z must be [%d %d] (four gates of the cell's %d), got %v", n, 4*h, h, z.Shape())
+	for i, z := range []*tensor.Tensor{xz, hz} {
+		if !z.Shape().Equal(tensor.Shape{n, 4 * h}) {
+			fail(tensor.ErrShape, "gate terms %d must be [%d %d] (four gates of the cell's %d), got %v", i, n, 4*h, h, z.Shape())
+		}
 	}
 	return n, h
 }
 
 // LSTMCell is the elementwise part of a long short-term memory cell: from
-// z [n, 4h], the pre-activations of the input, forget, cell and output
-// gates side by side (i, f, g, o: x·W + h·U + b), and the cell c [n, h],
-// it returns the output h' = σ(o)·tanh(c') and the new cell c' =
+// the input's and the state's terms of the gates' pre-activations, xz =
+// x·W + b and hz = h·U, each [n, 4h] holding the input, forget, cell and
+// output gates side by side (i, f, g, o), and the cell c [n, h], with z =
+// xz + hz it returns the output h' = σ(o)·tanh(c') and the new cell c' =
 // σ(f)·c + σ(i)·tanh(g), each [n, h]: one kernel each way on every device
-// where the same written out in ops is about fifteen. Float dtypes, both
-// alike (the half types compute through float32, rounded once).
+// where the same written out in ops is about sixteen (PyTorch's fused
+// LSTM cell takes its two terms so too). Float dtypes, both alike
+// (computed in float64, the half types through float32, rounded once).
 // Differentiable, to any order.
 //
-// Panics with a *tensor.Error for inputs that are not matrices, a z that
-// is not [n, 4h] for c's [n, h], dtypes that differ or are not float.
-func LSTMCell(z, c *tensor.Tensor) (h, next *tensor.Tensor) {
-	needInputs("LSTMCell", z, c)
+// Panics with a *tensor.Error for inputs that are not matrices, gate
+// terms that are not [n, 4h] for c's [n, h], dtypes that differ or are
+// not float.
+func LSTMCell(xz, hz, c *tensor.Tensor) (h, next *tensor.Tensor) {
+	needInputs("LSTMCell", xz, hz, c)
 	defer asOp("LSTMCell")
-	outs := eager.Run(lstmCellOp, nil, z, c)
+	outs := eager.Run(lstmCellOp, nil, xz, hz, c)
 	return outs[0], outs[1]
 }
 
@@ -170,8 +178,8 @@ func lstmGates(z *tensor.Tensor) (i, f, g, o *tensor.Tensor) {
 	return Sigmoid(p[0]), Sigmoid(p[1]), Tanh(p[2]), Sigmoid(p[3])
 }
 
-// composedLSTMCellBackprop is LSTMCellBackprop written in ops: from z, c,
-// dh' and dc', with c' and t = tanh(c') recomputed,
+// composedLSTMCellBackprop is LSTMCellBackprop written in ops: from xz,
+// hz, c, dh' and dc', with z = xz + hz, c' and t = tanh(c') recomputed,
 //
 //	dC = dc' + dh'·σ(o)·(1 − t²)
 //	dz = [dC·tanh(g)·σ'(i), dC·c·σ'(f), dC·σ(i)·(1 − tanh²(g)), dh'·t·σ'(o)]
@@ -179,12 +187,12 @@ func lstmGates(z *tensor.Tensor) (i, f, g, o *tensor.Tensor) {
 //
 // σ'(x) written σ(x)(1 − σ(x)).
 func composedLSTMCellBackprop(in []*tensor.Tensor) []*tensor.Tensor {
-	z, c, dh, dc := widened(in[0]), widened(in[1]), widened(in[2]), widened(in[3])
+	z, c, dh, dc := Add(widened(in[0]), widened(in[1])), widened(in[2]), widened(in[3]), widened(in[4])
 	i, f, g, o := lstmGates(z)
 	one := ScalarLike(z, 1)
 	t := Tanh(Add(Mul(f, c), Mul(i, g)))
 	dC := Add(dc, Mul(Mul(dh, o), Sub(one, Square(t))))
 	dsig := func(s *tensor.Tensor) *tensor.Tensor { return Mul(s, Sub(one, s)) }
 	dz := Concatenate(1, Mul(Mul(dC, g), dsig(i)), Mul(Mul(dC, c), dsig(f)), Mul(Mul(dC, i), Sub(one, Square(g))), Mul(Mul(dh, t), dsig(o)))
-	return []*tensor.Tensor{narrowedLike(dz, in[0]), narrowedLike(Mul(dC, f), in[1])}
+	return []*tensor.Tensor{narrowedLike(dz, in[0]), narrowedLike(Mul(dC, f), in[2])}
 }

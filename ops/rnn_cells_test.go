@@ -11,30 +11,42 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// lstmWritten is LSTMCell written in ops: the reference.
-func lstmWritten(z, c *tensor.Tensor) (h, next *tensor.Tensor) {
-	w := c.Dim(1)
+// lstmWritten is LSTMCell written in ops: the reference (the gate terms
+// added in float32 for the half types, as the op adds them).
+func lstmWritten(xz, hz, c *tensor.Tensor) (h, next *tensor.Tensor) {
+	w, dt := c.Dim(1), c.DType()
+	z := ops.Add(xz, hz)
+	if dt.IsHalf() {
+		z, c = ops.Add(ops.Cast(xz, tensor.Float32), ops.Cast(hz, tensor.Float32)), ops.Cast(c, tensor.Float32)
+	}
 	g := ops.Split(z, 1, []int{w, w, w, w})
 	next = ops.Add(ops.Mul(ops.Sigmoid(g[1]), c), ops.Mul(ops.Sigmoid(g[0]), ops.Tanh(g[2])))
-	return ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next)), next
+	h = ops.Mul(ops.Sigmoid(g[3]), ops.Tanh(next))
+	if dt.IsHalf() {
+		return ops.Cast(h, dt), ops.Cast(next, dt)
+	}
+	return h, next
 }
 
 // LSTMCell's values, first and second derivatives are those of the cell
 // written in ops, in float64 and float32 and through float32 for the half
-// types; its gradients pass finite differences to the second order.
+// types; its gradients pass finite differences to the second order, each
+// gate term's gradient the pre-activations'.
 func TestLSTMCell(t *testing.T) {
 	r := tensor.NewRNG(5)
-	// A hand value: h = 1, one row; z = [0, ln 3, 0, 0]: i = o = 1/2, f = 3/4, g = 0.
-	z1 := tensor.FromSlice([]float64{0, math.Log(3), 0, 0}, 1, 4)
-	h1, c1 := ops.LSTMCell(z1, tensor.FromSlice([]float64{2}, 1, 1))
+	// A hand value: c = 2, one row; z = xz + hz = [0, ln 3, 0, 0]: i = o =
+	// 1/2, f = 3/4, g = 0.
+	xz1, hz1 := tensor.FromSlice([]float64{1, math.Log(3) - 2, -0.5, 3}, 1, 4), tensor.FromSlice([]float64{-1, 2, 0.5, -3}, 1, 4)
+	h1, c1 := ops.LSTMCell(xz1, hz1, tensor.FromSlice([]float64{2}, 1, 1))
 	check(t, "by hand: next", c1, tensor.Shape{1, 1}, []float64{1.5})
 	check(t, "by hand: h", h1, tensor.Shape{1, 1}, []float64{0.5 * math.Tanh(1.5)})
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32, tensor.BFloat16, tensor.Float16} {
-		z := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, 5, 12), dt)
+		xz := ops.Cast(tensor.RandUniform(r, tensor.Float64, -3, 3, 5, 12), dt)
+		hz := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, 5, 12), dt)
 		c := ops.Cast(tensor.RandUniform(r, tensor.Float64, -2, 2, 5, 3), dt)
 		tol := map[tensor.DType]float64{tensor.Float64: 1e-14, tensor.Float32: 1e-6, tensor.BFloat16: 1e-2, tensor.Float16: 2e-3}[dt]
-		h, next := ops.LSTMCell(z, c)
-		wh, wnext := lstmWritten(z, c)
+		h, next := ops.LSTMCell(xz, hz, c)
+		wh, wnext := lstmWritten(xz, hz, c)
 		near(t, fmt.Sprintf("%v h", dt), h, wh, tol)
 		near(t, fmt.Sprintf("%v next", dt), next, wnext, tol)
 		if h.DType() != dt || next.DType() != dt {
@@ -42,41 +54,49 @@ func TestLSTMCell(t *testing.T) {
 		}
 		// First and second derivatives, through a loss that uses both
 		// outputs nonlinearly.
-		grads := func(cell func(z, c *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor)) []*tensor.Tensor {
+		grads := func(cell func(xz, hz, c *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor)) []*tensor.Tensor {
 			outer := tape.New()
-			outer.Watch(z, c)
+			outer.Watch(xz, hz, c)
 			inner := tape.New()
-			inner.Watch(z, c)
-			h, next := cell(z, c)
+			inner.Watch(xz, hz, c)
+			h, next := cell(xz, hz, c)
 			loss := ops.Sum(ops.Add(ops.Mul(h, h), ops.Sin(next)))
-			g := inner.Gradient(loss, z, c)
-			second := outer.Gradient(ops.Add(ops.Sum(ops.Square(ops.Cast(g[0], tensor.Float64))), ops.Sum(ops.Cast(g[1], tensor.Float64))), z, c)
+			g := inner.Gradient(loss, xz, hz, c)
+			second := outer.Gradient(ops.Add(ops.Sum(ops.Square(ops.Cast(g[0], tensor.Float64))), ops.Sum(ops.Cast(g[2], tensor.Float64))), xz, hz, c)
 			return append(g, second...)
 		}
 		got, want := grads(ops.LSTMCell), grads(lstmWritten)
-		for k, name := range []string{"dz", "dc", "second dz", "second dc"} {
+		for k, name := range []string{"dxz", "dhz", "dc", "second dxz", "second dhz", "second dc"} {
 			near(t, fmt.Sprintf("%v %s", dt, name), got[k], want[k], 10*tol)
 		}
 	}
-	z := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 8)
+	xz := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 8)
+	hz := tensor.RandUniform(r, tensor.Float64, -1, 1, 3, 8)
 	c := tensor.RandUniform(r, tensor.Float64, -2, 2, 3, 2)
 	runGradients(t, []gradCase{
-		{"h", func(x []T) T { h, _ := ops.LSTMCell(x[0], x[1]); return ops.Sum(ops.Square(h)) }, []T{z, c}},
-		{"next", func(x []T) T { _, n := ops.LSTMCell(x[0], x[1]); return ops.Sum(ops.Sin(n)) }, []T{z, c}},
+		{"h", func(x []T) T { h, _ := ops.LSTMCell(x[0], x[1], x[2]); return ops.Sum(ops.Square(h)) }, []T{xz, hz, c}},
+		{"next", func(x []T) T { _, n := ops.LSTMCell(x[0], x[1], x[2]); return ops.Sum(ops.Sin(n)) }, []T{xz, hz, c}},
 		{"both, second order", func(x []T) T {
 			tp := tape.New()
-			tp.Watch(x[0], x[1])
-			h, n := ops.LSTMCell(x[0], x[1])
-			g := tp.Gradient(ops.Sum(ops.Mul(h, n)), x[0], x[1])
-			return ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(ops.Mul(g[1], x[1])))
-		}, []T{z, c}},
+			tp.Watch(x[0], x[1], x[2])
+			h, n := ops.LSTMCell(x[0], x[1], x[2])
+			g := tp.Gradient(ops.Sum(ops.Mul(h, n)), x[0], x[1], x[2])
+			return ops.Add(ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(ops.Mul(g[1], x[1]))), ops.Sum(ops.Mul(g[2], x[2])))
+		}, []T{xz, hz, c}},
+		{"one tensor as both terms", func(x []T) T { h, n := ops.LSTMCell(x[0], x[0], x[1]); return ops.Sum(ops.Mul(h, n)) }, []T{xz, c}},
 	}, nil, nil)
+	z32 := func(cols int) *tensor.Tensor { return tensor.Zeros(tensor.Float32, 2, cols) }
 	runBadInput(t, []badInput{
-		{"z not four gates", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 2, 7), tensor.Zeros(tensor.Float32, 2, 2)) }, tensor.ErrShape, "must be [2 8]"},
-		{"rows differ", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 3, 8), tensor.Zeros(tensor.Float32, 2, 2)) }, tensor.ErrShape, "must be [2 8]"},
-		{"not matrices", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 8), tensor.Zeros(tensor.Float32, 2)) }, tensor.ErrRank, "matrices"},
-		{"dtypes differ", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 2, 8), tensor.Zeros(tensor.Float64, 2, 2)) }, tensor.ErrDType, ""},
-		{"integers", func() { ops.LSTMCell(tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 2)) }, tensor.ErrDType, ""},
+		{"xz not four gates", func() { ops.LSTMCell(z32(7), z32(8), z32(2)) }, tensor.ErrShape, "gate terms 0 must be [2 8]"},
+		{"hz not four gates", func() { ops.LSTMCell(z32(8), z32(9), z32(2)) }, tensor.ErrShape, "gate terms 1 must be [2 8]"},
+		{"rows differ", func() { ops.LSTMCell(tensor.Zeros(tensor.Float32, 3, 8), tensor.Zeros(tensor.Float32, 3, 8), z32(2)) }, tensor.ErrShape, "must be [2 8]"},
+		{"not matrices", func() {
+			ops.LSTMCell(tensor.Zeros(tensor.Float32, 8), tensor.Zeros(tensor.Float32, 8), tensor.Zeros(tensor.Float32, 2))
+		}, tensor.ErrRank, "matrices"},
+		{"dtypes differ", func() { ops.LSTMCell(z32(8), tensor.Zeros(tensor.Float64, 2, 8), z32(2)) }, tensor.ErrDType, ""},
+		{"integers", func() {
+			ops.LSTMCell(tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 2))
+		}, tensor.ErrDType, ""},
 	})
 }
 

@@ -18,20 +18,21 @@ func init() {
 	kernels{f32: gruCellBackpropKernel[float32], f64: gruCellBackpropKernel[float64]}.register("GRUCellBackprop")
 }
 
-// lstmGates64 returns σ(i), σ(f), tanh(g), σ(o) of row r's element j of z
-// [n 4h].
-func lstmGates64[T tensor.Float](z []T, r, j, h int) (i, f, g, o float64) {
-	row := z[4*h*r : 4*h*(r+1)]
-	return sigmoid64(float64(row[j])), sigmoid64(float64(row[h+j])), math.Tanh(float64(row[2*h+j])), sigmoid64(float64(row[3*h+j]))
+// lstmGates64 returns σ(i), σ(f), tanh(g), σ(o) of row r's element j of
+// z = xz + hz [n 4h], the sum in float64.
+func lstmGates64[T tensor.Float](xz, hz []T, r, j, h int) (i, f, g, o float64) {
+	xs, hs := xz[4*h*r:4*h*(r+1)], hz[4*h*r:4*h*(r+1)]
+	z := func(q int) float64 { return float64(xs[q*h+j]) + float64(hs[q*h+j]) }
+	return sigmoid64(z(0)), sigmoid64(z(1)), math.Tanh(z(2)), sigmoid64(z(3))
 }
 
 func lstmCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	z, cell, h, next := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0]), data[T](outs[1])
-	n, w := c.Inputs[1].Dim(0), c.Inputs[1].Dim(1)
+	xz, hz, cell, h, next := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](outs[0]), data[T](outs[1])
+	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
 	deviceOf(c).Parallel(n, float64(40*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			for j := range w {
-				i, f, g, o := lstmGates64(z, r, j, w)
+				i, f, g, o := lstmGates64(xz, hz, r, j, w)
 				cn := f*float64(cell[r*w+j]) + i*g
 				next[r*w+j], h[r*w+j] = T(cn), T(o*math.Tanh(cn))
 			}
@@ -40,14 +41,14 @@ func lstmCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 }
 
 func lstmCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
-	z, cell, dh, dc := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3])
+	xz, hz, cell, dh, dc := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3]), data[T](c.Inputs[4])
 	dz, dcell := data[T](outs[0]), data[T](outs[1])
-	n, w := c.Inputs[1].Dim(0), c.Inputs[1].Dim(1)
+	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
 	deviceOf(c).Parallel(n, float64(60*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := dz[4*w*r : 4*w*(r+1)]
 			for j := range w {
-				i, f, g, o := lstmGates64(z, r, j, w)
+				i, f, g, o := lstmGates64(xz, hz, r, j, w)
 				cv, dhv := float64(cell[r*w+j]), float64(dh[r*w+j])
 				t := math.Tanh(f*cv + i*g)
 				dC := float64(dc[r*w+j]) + dhv*o*(1-t*t)

@@ -9,6 +9,7 @@ import (
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
 	gpt "github.com/eagerflow/eagerflow/examples/gpt/model"
+	"github.com/eagerflow/eagerflow/internal/benchmodels"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -89,6 +90,16 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// examples/gpt's model, one block: no fill either (the tape's
 		// zeros for the layer norms' statistics are shared constants).
 		{"GPT block", gptBlock, 84, nil},
+		// The charrnn LSTM (32 steps): the input's gate terms for the
+		// whole sequence in one GEMM; per step a slice, the recurrent
+		// GEMM and the fused cell (its two terms added inside) forward;
+		// backward per step the cell's gradient, two GEMMs and the adds
+		// that accumulate the recurrent kernel's and the state's
+		// gradients; the embedding's gradient by sorted runs.
+		{"charrnn LSTM", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			model, _, x, y := benchmodels.CharLSTM(65)
+			return model, x, y
+		}, 415, nil},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()

@@ -17,7 +17,7 @@ func init() {
 		for _, c := range []struct {
 			op, kernel string
 			state      int // the input whose shape is the state's: [n h]
-		}{{"LSTMCell", "lstm_cell", 1}, {"LSTMCellBackprop", "lstm_cell_grad", 1}, {"GRUCell", "gru_cell", 2}, {"GRUCellBackprop", "gru_cell_grad", 2}} {
+		}{{"LSTMCell", "lstm_cell", 2}, {"LSTMCellBackprop", "lstm_cell_grad", 2}, {"GRUCell", "gru_cell", 2}, {"GRUCellBackprop", "gru_cell_grad", 2}} {
 			eager.RegisterKernel(c.op, device.GPU, tensorType(d), rnnCell(d, c.kernel, c.state))
 		}
 	}

@@ -1028,8 +1028,8 @@ func genLayers(g *gen) bool {
 	switch g.intn(7) {
 	case 5:
 		n, h := g.size(4), g.size(3)
-		z := g.operandOf([]int{n, 4 * h})
-		g.add("lstm_cell", Attrs{K: g.intn(2)}, z, g.operandOf([]int{n, h}))
+		xz, hz := g.operandOf([]int{n, 4 * h}), g.operandOf([]int{n, 4 * h})
+		g.add("lstm_cell", Attrs{K: g.intn(2)}, xz, hz, g.operandOf([]int{n, h}))
 	case 6:
 		n, h := g.size(4), g.size(3)
 		xp, hp := g.operandOf([]int{n, 3 * h}), g.operandOf([]int{n, 3 * h})

@@ -286,7 +286,7 @@ func apply(op string, x []T, a Attrs) T {
 	case "roll":
 		return ops.Roll(x[0], a.K, a.Axis)
 	case "lstm_cell": // K picks the output: h' or the new cell
-		h, next := ops.LSTMCell(x[0], x[1])
+		h, next := ops.LSTMCell(x[0], x[1], x[2])
 		return []T{h, next}[a.K]
 	case "gru_cell":
 		return ops.GRUCell(x[0], x[1], x[2])

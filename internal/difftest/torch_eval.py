@@ -460,8 +460,8 @@ def step(op, args, a):
     if op == "roll":
         return torch.roll(x, a["k"], a["axis"])
     if op == "lstm_cell":
-        i, f, g, o = x.chunk(4, dim=1)
-        nxt = torch.sigmoid(f) * args[1] + torch.sigmoid(i) * torch.tanh(g)
+        i, f, g, o = (x + args[1]).chunk(4, dim=1)
+        nxt = torch.sigmoid(f) * args[2] + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(nxt) if a["k"] == 0 else nxt
     if op == "gru_cell":
         xz, xr, xn = x.chunk(3, dim=1)

@@ -12,9 +12,9 @@ import (
 // rounded once (a half type through float32, as the CPU's dispatch
 // computes it):
 //
-//   - lstm_cell_<d> (h, next, z, c, total, h): next = σ(f)·c + σ(i)·tanh(g),
-//     h = σ(o)·tanh(next).
-//   - lstm_cell_grad_<d> (dz, dc, z, c, dh, dnext, total, h): with t =
+//   - lstm_cell_<d> (h, next, xz, hz, c, total, h): with z = xz + hz,
+//     next = σ(f)·c + σ(i)·tanh(g), h = σ(o)·tanh(next).
+//   - lstm_cell_grad_<d> (dz, dc, xz, hz, c, dh, dnext, total, h): with t =
 //     tanh(next) recomputed and dC = dnext + dh·σ(o)·(1 − t²), the gates'
 //     gradients dC·tanh(g)·σ'(i), dC·c·σ'(f), dC·σ(i)·(1 − tanh²(g)),
 //     dh·t·σ'(o), and dc = dC·σ(f).
@@ -115,13 +115,14 @@ func gruCellKernel(d DType, grad bool) *ptx.Kernel {
 }
 
 func lstmCellKernel(d DType, grad bool) *ptx.Kernel {
-	name, params := "lstm_cell", []string{"h", "next", "z", "c"}
+	name, params := "lstm_cell", []string{"h", "next", "xz", "hz", "c"}
 	if grad {
-		name, params = "lstm_cell_grad", []string{"dz", "dc", "z", "c", "dh", "dnext"}
+		name, params = "lstm_cell_grad", []string{"dz", "dc", "xz", "hz", "c", "dh", "dnext"}
 	}
 	return cellKernel(name, d, params, func(c cell) {
 		m, at := c.m, c.gates(4) // gate q of the row: z[r, q·w + j]
-		i, f, g, o := m.sigmoid(c.load("z", at[0])), m.sigmoid(c.load("z", at[1])), m.tanh(c.load("z", at[2])), m.sigmoid(c.load("z", at[3]))
+		z := func(q int) ptx.Reg { return m.add(c.load("xz", at[q]), c.load("hz", at[q])) }
+		i, f, g, o := m.sigmoid(z(0)), m.sigmoid(z(1)), m.tanh(z(2)), m.sigmoid(z(3))
 		cv := c.load("c", c.e)
 		next := m.add(m.mul(f, cv), m.mul(i, g))
 		t := m.tanh(next)
