@@ -166,3 +166,22 @@ func TestFusedStepsTakeHalfGradients(t *testing.T) {
 		t.Errorf("the variable changed: %v", got)
 	}
 }
+
+// A half variable's gradient of its own dtype takes the path it always
+// took (the steps in ops, the fused host kernels being float32's and
+// float64's), the gradient left as the caller gave it.
+func TestHalfVariablesStepAsBefore(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		w := tape.NewVariable("w", ops.Cast(tensor.FromSlice([]float32{1, 2}), dt))
+		vel := tape.NewVariable("vel", tensor.Zeros(dt, 2))
+		g := ops.Cast(tensor.FromSlice([]float32{0.5, -0.5}), dt)
+		done := tape.MomentumUpdateAll([]*tape.Variable{w}, []*tape.Variable{vel}, []*tensor.Tensor{g}, ops.MomentumParams{LR: 0.1, Momentum: 0.9})
+		if done[0] {
+			t.Errorf("%v: a half variable was stepped by a fused kernel", dt)
+		}
+		var first float32
+		if err := tensor.Catch(func() { first = tensor.ToSlice[float32](ops.Cast(g, tensor.Float32))[0] }); err != nil || first != 0.5 {
+			t.Errorf("%v: the caller's gradient was released or changed: %v", dt, err)
+		}
+	}
+}

@@ -377,7 +377,10 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		}
 		st, ok := v.t.Device().(device.Stepper)
 		dt := v.t.DType()
-		half := stepHalf(g.DType())
+		half := device.StepNoHalf
+		if g.DType() != dt {
+			half = stepHalf(g.DType()) // a float variable's half gradient (checkGrad)
+		}
 		if half != device.StepNoHalf && (!ok || dt != tensor.Float32 || rec != nil) {
 			// Widened where the device takes no half gradients (exactly:
 			// the float gradient the cast's own rule would have given).
