@@ -439,12 +439,57 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 	if p := planTranspose(shape, dSt, sSt, esize); p.planned {
 		return d.transpose(p, db.ptr, sb.ptr, dOff, sOff)
 	}
+	if map[int]bool{1: true, 2: true, 4: true, 8: true}[esize] {
+		shape, dSt, sSt, dOff, sOff, esize = widenRuns(shape, dSt, sSt, dOff, sOff, esize, uint64(db.ptr), uint64(sb.ptr))
+	}
 	name := map[int]string{1: "copy_b8", 2: "copy_b16", 4: "copy_b32", 8: "copy_b64"}[esize]
 	if name == "" || len(shape) > kernels.MaxRank {
 		return fmt.Errorf("cuda: %s: a strided copy of %d-byte elements, rank %d", d.name, esize, len(shape))
 	}
+	n = 1
+	for _, s := range shape {
+		n *= s
+	}
 	g := kernels.Geometry(shape, [][]int{dSt, sSt}, []int{dOff, sOff})
 	return d.launch("copy", name, n, newArgs().Ptr(db.ptr).Ptr(sb.ptr).U64(uint64(n)).Bytes(g, 8))
+}
+
+// widenRuns recasts a strided copy whose innermost runs are contiguous on
+// both sides (the rows of a head split's [N T H D] -> [N H T D], a
+// slice of whole rows) as a copy of wider elements, up to 8 bytes: k
+// elements of esize become one where the runs, the other strides and
+// both offsets hold whole groups of k and both addresses align to
+// k·esize. A warp then moves 256 bytes where it moved 64 (2-byte
+// elements), and k times fewer threads compute their offsets. It returns
+// the copy as it was where no k above 1 fits.
+func widenRuns(shape, dSt, sSt []int, dOff, sOff, esize int, dPtr, sPtr uint64) ([]int, []int, []int, int, int, int) {
+	merged, st := kernels.MergeDims(shape, [][]int{dSt, sSt})
+	r := len(merged)
+	if r == 0 || st[0][r-1] != 1 || st[1][r-1] != 1 {
+		return shape, dSt, sSt, dOff, sOff, esize
+	}
+	k := 8 / esize
+	for ; k > 1; k /= 2 {
+		fits := merged[r-1]%k == 0 && dOff%k == 0 && sOff%k == 0 &&
+			(dPtr+uint64(dOff*esize))%uint64(k*esize) == 0 && (sPtr+uint64(sOff*esize))%uint64(k*esize) == 0
+		for i := range r - 1 {
+			fits = fits && st[0][i]%k == 0 && st[1][i]%k == 0
+		}
+		if fits {
+			break
+		}
+	}
+	if k == 1 {
+		return shape, dSt, sSt, dOff, sOff, esize
+	}
+	wide := slices.Clone(merged)
+	wide[r-1] /= k
+	ds, ss := make([]int, r), make([]int, r)
+	for i := range r {
+		ds[i], ss[i] = st[0][i]/k, st[1][i]/k
+	}
+	ds[r-1], ss[r-1] = 1, 1
+	return wide, ds, ss, dOff / k, sOff / k, esize * k
 }
 
 // contiguous reports whether strides st are shape's row-major ones.

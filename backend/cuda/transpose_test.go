@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -60,5 +62,51 @@ func TestPlanTranspose(t *testing.T) {
 		if got := planTranspose(c.shape, c.dst, c.src, 4); got != c.want {
 			t.Errorf("shape %v dst %v src %v: %+v, want %+v", c.shape, c.dst, c.src, got, c.want)
 		}
+	}
+}
+
+// A strided copy whose innermost runs are contiguous on both sides moves
+// them in elements of up to 8 bytes (widenRuns) where the runs, strides,
+// offsets and addresses allow, and in the elements' own size where they
+// do not; its values agree with the CPU's either way.
+func TestStridedCopiesMoveWholeRuns(t *testing.T) {
+	d := testGPU(t)
+	ctx, _ := d.ctx.(*emu.Context)
+	r := tensor.NewRNG(4)
+	for _, c := range []struct {
+		what   string
+		dt     tensor.DType
+		shape  []int
+		view   func(x *tensor.Tensor) *tensor.Tensor
+		kernel string
+	}{
+		{"a head split in bfloat16", tensor.BFloat16, []int{2, 8, 4, 16},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 0, 2, 1, 3) }, "copy_b64"},
+		{"whole float32 rows from column 8", tensor.Float32, []int{6, 40},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Slice(x, []int{0, 8}, []int{6, 40}, nil) }, "copy_b64"},
+		{"float16 runs of six", tensor.Float16, []int{5, 3, 6},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 1, 0, 2) }, "copy_b32"},
+		{"bfloat16 runs of three", tensor.BFloat16, []int{5, 4, 3},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 1, 0, 2) }, "copy_b16"},
+		{"bfloat16 rows from an odd column", tensor.BFloat16, []int{6, 40},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Slice(x, []int{0, 3}, []int{6, 39}, nil) }, "copy_b16"},
+		{"bytes in runs of eight", tensor.Uint8, []int{3, 5, 8},
+			func(x *tensor.Tensor) *tensor.Tensor { return ops.Transpose(x, 1, 0, 2) }, "copy_b64"},
+	} {
+		x := ops.Cast(tensor.RandUniform(r, tensor.Float32, 0, 100, c.shape...), c.dt)
+		var kernels []string
+		if ctx != nil {
+			waitGPU(t, d)
+			ctx.SetProfiler(func(p emu.Profile) { kernels = append(kernels, p.Kernel) })
+		}
+		got := c.view(onGPU(t, d, x)).Contiguous()
+		waitGPU(t, d)
+		if ctx != nil {
+			ctx.SetProfiler(nil)
+			if !slices.Contains(kernels, c.kernel) {
+				t.Errorf("%s: kernels %v, want %s", c.what, kernels, c.kernel)
+			}
+		}
+		agree(t, c.what, got, c.view(x).Contiguous())
 	}
 }
