@@ -337,10 +337,20 @@ func (t *Tape) gradient(target, seed *tensor.Tensor, sources []*tensor.Tensor, r
 
 // soleHalfCasts returns the nodes (latest first) that cast a float
 // source (keep marks the sources) to a half type and are the only nodes
-// reading it.
+// reading it; nil, allocating nothing, where no node casts a source so.
 func soleHalfCasts(nodes []*node, keep map[gradKey]bool) map[*node]bool {
+	halfCast := func(n *node) bool {
+		if n.call == nil || n.custom != nil || n.call.Op.Name != "Cast" || len(n.outs) != 1 {
+			return false
+		}
+		x := n.call.Inputs[0]
+		return x.DType().IsFloat() && !x.DType().IsHalf() && n.outs[0].DType().IsHalf() && keep[keyOf(x)]
+	}
+	if !slices.ContainsFunc(nodes, halfCast) {
+		return nil
+	}
 	readers := map[gradKey]int{}
-	var casts map[*node]bool
+	casts := map[*node]bool{}
 	for _, n := range nodes {
 		if n.call == nil {
 			continue
@@ -350,13 +360,8 @@ func soleHalfCasts(nodes []*node, keep map[gradKey]bool) map[*node]bool {
 				readers[k]++
 			}
 		}
-		if n.custom == nil && n.call.Op.Name == "Cast" && len(n.outs) == 1 {
-			if x := n.call.Inputs[0]; x.DType().IsFloat() && !x.DType().IsHalf() && n.outs[0].DType().IsHalf() && keep[keyOf(x)] {
-				if casts == nil {
-					casts = map[*node]bool{}
-				}
-				casts[n] = true
-			}
+		if halfCast(n) {
+			casts[n] = true
 		}
 	}
 	for n := range casts {

@@ -439,7 +439,7 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 	if p := planTranspose(shape, dSt, sSt, esize); p.planned {
 		return d.transpose(p, db.ptr, sb.ptr, dOff, sOff)
 	}
-	if map[int]bool{1: true, 2: true, 4: true, 8: true}[esize] {
+	if esize == 1 || esize == 2 || esize == 4 || esize == 8 {
 		shape, dSt, sSt, dOff, sOff, esize = widenRuns(shape, dSt, sSt, dOff, sOff, esize, uint64(db.ptr), uint64(sb.ptr))
 	}
 	name := map[int]string{1: "copy_b8", 2: "copy_b16", 4: "copy_b32", 8: "copy_b64"}[esize]
@@ -463,6 +463,13 @@ func (d *Device) Copy(dst device.Buffer, dOff int, dSt []int, src device.Buffer,
 // elements), and k times fewer threads compute their offsets. It returns
 // the copy as it was where no k above 1 fits.
 func widenRuns(shape, dSt, sSt []int, dOff, sOff, esize int, dPtr, sPtr uint64) ([]int, []int, []int, int, int, int) {
+	inner := len(shape) - 1 // the innermost dimension of more than one element
+	for inner >= 0 && shape[inner] == 1 {
+		inner--
+	}
+	if inner < 0 || dSt[inner] != 1 || sSt[inner] != 1 { // no run to widen (a broadcast, a transpose)
+		return shape, dSt, sSt, dOff, sOff, esize
+	}
 	merged, st := kernels.MergeDims(shape, [][]int{dSt, sSt})
 	r := len(merged)
 	if r == 0 || st[0][r-1] != 1 || st[1][r-1] != 1 {

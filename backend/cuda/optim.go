@@ -80,7 +80,7 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 	}
 	// A table a format of gradients (the value's dtype, or a half type
 	// with the half copy's address after the gradient's).
-	var tabs [3][]kernels.OptimTensor
+	tabs := [3][]kernels.OptimTensor{make([]kernels.OptimTensor, 0, len(ts))}
 	// Every tensor's addresses, rule.Tensors a slot and the copy's; and
 	// the name of a slot's k-th buffer, for errors.
 	per := rule.Tensors + 1
