@@ -65,7 +65,9 @@
 // batch's patch matrix (the depthwise ones the GPU's own kernels), in
 // NHWC and NCHW. An
 // optimizer's step (Adam, AdamW, SGD with momentum, RMSProp) updates all
-// of a model's variables in one launch (device.Stepper). Ops that check
+// of a model's variables in one launch (device.Stepper), a mixed-precision
+// step's from their bfloat16 or float16 gradients, writing the half
+// copies the next forward pass's casts read (internal/castcache). Ops that check
 // index values (gather, scatter, the along-axis ops, the sparse
 // cross-entropy) check them in their kernels: a bad index
 // gathers zero or updates nothing, and is an error of kind
