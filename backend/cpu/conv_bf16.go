@@ -117,10 +117,3 @@ func filterRowsBF16(f []tensor.BF16, g convGeom) []tensor.BF16 {
 	}
 	return rows
 }
-
-func init() {
-	if haveAVX512BF16 {
-		eager.RegisterKernel("Conv2DGemm", device.CPU, tensor.BFloat16, conv2DBF16Kernel)
-		eager.RegisterKernel("FusedConv2D", device.CPU, tensor.BFloat16, fusedConv2DBF16Kernel)
-	}
-}

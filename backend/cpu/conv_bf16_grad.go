@@ -143,9 +143,3 @@ func fusedConv2DBackpropBF16Kernel(c *eager.Call, outs []*tensor.Tensor) {
 	roundBF16(df, total[:taps*g.o])
 	roundBF16(db, total[taps*g.o:])
 }
-
-func init() {
-	if haveAVX512BF16 {
-		eager.RegisterKernel("FusedConv2DBackprop", device.CPU, tensor.BFloat16, fusedConv2DBackpropBF16Kernel)
-	}
-}

@@ -282,8 +282,23 @@ func biasRelu(tile []float32, rows, cols int, bias []float32, relu bool) {
 }
 
 func init() {
-	if haveAVX512BF16 {
-		eager.RegisterKernel("MatMul", device.CPU, tensor.BFloat16, matmulBF16Kernel)
-		eager.RegisterKernel("FusedMatMul", device.CPU, tensor.BFloat16, fusedMatMulBF16Kernel)
+	if useVDPBF16PS {
+		registerBF16Products(true)
+	}
+}
+
+// registerBF16Products registers the bfloat16 kernels of the products
+// that run on VDPBF16PS (MatMul, FusedMatMul, the convolutions forward
+// and backward), or, on false, removes them: those products then widen
+// to float32.
+func registerBF16Products(on bool) {
+	for op, k := range map[string]eager.Kernel{
+		"MatMul": matmulBF16Kernel, "FusedMatMul": fusedMatMulBF16Kernel,
+		"Conv2DGemm": conv2DBF16Kernel, "FusedConv2D": fusedConv2DBF16Kernel, "FusedConv2DBackprop": fusedConv2DBackpropBF16Kernel,
+	} {
+		if !on {
+			k = nil
+		}
+		eager.RegisterKernel(op, device.CPU, tensor.BFloat16, k)
 	}
 }

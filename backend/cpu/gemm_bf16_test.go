@@ -99,11 +99,9 @@ func TestGemmBF16RoundedTiles(t *testing.T) {
 // and broadcast too; the bias and both activations) and agree with the
 // products through float32 within one rounding.
 func TestMatMulBF16Kernel(t *testing.T) {
-	if !haveAVX512BF16 {
-		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
-	}
+	withBF16Products(t)
 	if eager.Lookup("MatMul").Kernel(device.CPU, tensor.BFloat16) == nil {
-		t.Fatal("no bfloat16 MatMul kernel registered on a CPU with AVX512_BF16")
+		t.Fatal("no bfloat16 MatMul kernel registered")
 	}
 	r := tensor.NewRNG(5)
 	bf := func(s ...int) *tensor.Tensor {
@@ -177,12 +175,10 @@ func TestConvertBF16Vector(t *testing.T) {
 // with the convolution through float32 within one rounding, and take the
 // bfloat16 kernels where the CPU has them.
 func TestConvBF16(t *testing.T) {
-	if !haveAVX512BF16 {
-		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
-	}
+	withBF16Products(t)
 	for _, op := range []string{"Conv2DGemm", "FusedConv2D"} {
 		if eager.Lookup(op).Kernel(device.CPU, tensor.BFloat16) == nil {
-			t.Fatalf("no bfloat16 %s kernel on a CPU with AVX512_BF16", op)
+			t.Fatalf("no bfloat16 %s kernel registered", op)
 		}
 	}
 	r := tensor.NewRNG(4)
@@ -221,12 +217,10 @@ func TestConvBF16(t *testing.T) {
 // FusedConv2DBackprop's bfloat16 kernel (NHWC and NCHW) agrees with the
 // float32 kernel on the same values within one rounding of each gradient.
 func TestConvBF16Gradients(t *testing.T) {
-	if !haveAVX512BF16 {
-		t.Skip("this CPU has no AVX512_BF16 (or the build is purego)")
-	}
+	withBF16Products(t)
 	forward, backward := eager.Lookup("FusedConv2D"), eager.Lookup("FusedConv2DBackprop")
 	if backward.Kernel(device.CPU, tensor.BFloat16) == nil {
-		t.Fatal("no bfloat16 FusedConv2DBackprop kernel on a CPU with AVX512_BF16")
+		t.Fatal("no bfloat16 FusedConv2DBackprop kernel registered")
 	}
 	r := tensor.NewRNG(5)
 	bf := func(s ...int) *tensor.Tensor {
@@ -285,5 +279,34 @@ func TestConvBF16Gradients(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// withBF16Products skips t on a CPU without AVX512_BF16, and otherwise
+// has the bfloat16 products run on their VDPBF16PS kernels while t runs,
+// where the machine's choice (useVDPBF16PS: not on Intel's cores) would
+// widen them to float32, so that every machine with the instructions
+// tests the kernels.
+func withBF16Products(t *testing.T) {
+	if !haveAVX512BF16 {
+		t.Skip("this CPU has no AVX512_BF16 (or the build is purego): bfloat16 products run through float32")
+	}
+	if !useVDPBF16PS {
+		registerBF16Products(true)
+		t.Cleanup(func() { registerBF16Products(false) })
+	}
+}
+
+// The machine's choice of bfloat16 products: their VDPBF16PS kernels
+// registered where useVDPBF16PS says so (not on Intel's cores, where
+// widening to float32 multiplies faster), none elsewhere.
+func TestBF16ProductsChoice(t *testing.T) {
+	for _, op := range []string{"MatMul", "FusedMatMul", "Conv2DGemm", "FusedConv2D", "FusedConv2DBackprop"} {
+		if got := eager.Lookup(op).Kernel(device.CPU, tensor.BFloat16) != nil; got != useVDPBF16PS {
+			t.Errorf("%s: a bfloat16 kernel registered %v, want %v (vendor %q, AVX512_BF16 %v)", op, got, useVDPBF16PS, cpuVendor(), haveAVX512BF16)
+		}
+	}
+	if haveAVX512BF16 && (cpuVendor() == "GenuineIntel") == useVDPBF16PS {
+		t.Errorf("vendor %q: useVDPBF16PS %v", cpuVendor(), useVDPBF16PS)
 	}
 }

@@ -5,7 +5,7 @@ package cpu
 // Without assembly (other architectures, or the purego build tag) every
 // kernel runs its Go loops: the have* flags are false, so the stand-ins
 // for the assembly kernels below are never called.
-var haveVecKernels, haveAVX512, haveAVX512BF16 = false, false, false
+var haveVecKernels, haveAVX512, haveAVX512BF16, useVDPBF16PS = false, false, false, false
 
 // gemm runs its Go micro-kernel everywhere.
 func asmGemmKernelSets[T gemmElem]() [][]gemmKernel[T] { return nil }

@@ -21,8 +21,11 @@ func Kernels() string {
 	fmt.Fprintf(&b, "  gemm float32: %s\n", kernelNames(gemmKernels[float32]()))
 	fmt.Fprintf(&b, "  gemm float64: %s\n", kernelNames(gemmKernels[float64]()))
 	bf16 := "through float32 (no AVX512_BF16)"
-	if haveAVX512BF16 {
+	switch {
+	case useVDPBF16PS:
 		bf16 = fmt.Sprintf("sbf16gemmAVX512x12 (%dx%d, VDPBF16PS)", bf16MR, bf16NR)
+	case haveAVX512BF16:
+		bf16 = "through float32 (an Intel core: VDPBF16PS at FMA's rate at best, slower measured)"
 	}
 	fmt.Fprintf(&b, "  gemm bfloat16: %s\n", bf16)
 	f16 := "float32 GEMM, conversions in Go (no AVX-512)"
@@ -40,6 +43,23 @@ func kernelNames[T gemmElem](ks []gemmKernel[T]) string {
 		names[i] = fmt.Sprintf("%s (%dx%d)", k.name, k.mr, k.nr)
 	}
 	return strings.Join(names, ", ")
+}
+
+// cpuVendor is the processor's vendor as /proc/cpuinfo names it
+// ("GenuineIntel", "AuthenticAMD"), or "" where the system does not say.
+func cpuVendor() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "vendor_id" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // processor reads the model name and family from /proc/cpuinfo (Linux);
