@@ -284,7 +284,12 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer, state *stateUpdates) *
 			if err := tensor.Catch(func() { state.assign(out[1+len(vars):]) }); err != nil {
 				return nil, err
 			}
-			return func() error { return rec.Refresh(through) }, nil
+			return func() error {
+				for _, v := range state.vars { // the replay's copies assign them
+					v.MarkChanged()
+				}
+				return rec.Refresh(through)
+			}, nil
 		},
 	}
 }

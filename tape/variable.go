@@ -72,6 +72,15 @@ func (v *Variable) bump() {
 	}
 }
 
+// MarkChanged counts an assignment that none of the variable's methods
+// made: a device recording (a CUDA graph) that writes the variable's
+// buffer each time it is replayed, such as nn.RecordedTrainStep's copies
+// of BatchNorm's running statistics. Call it before each replay, so that
+// tapes (which refuse gradients from values changed since their ops ran)
+// and kept casts (ops.Cast's copies of a variable) know the values
+// changed.
+func (v *Variable) MarkChanged() { v.bump() }
+
 // Name returns the variable's name.
 func (v *Variable) Name() string { return v.name }
 

@@ -272,14 +272,8 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 	// step's graph, copied into their variables by the recording.
 	normed := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
-			m, x, y := smallCNN(f)
-			bn := nn.NewBatchNorm("bn", 6, tensor.Float32)
-			bn.Momentum = 0.8
-			if f == ops.NCHW {
-				bn.Axis = 1
-			}
-			layers := m.(*nn.Sequential).Modules()
-			return nn.NewSequential(slices.Concat(layers[:1], []nn.Module{bn}, layers[1:])...), x, y
+			m, x, y, _ := normedCNN(f)
+			return m, x, y
 		}
 	}
 	dropped := func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
@@ -365,6 +359,46 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 			sameTraining(t, losses, state)
 		})
 	}
+}
+
+// normedCNN is smallCNN with a BatchNorm (momentum 0.8) after its first
+// convolution, which it also returns.
+func normedCNN(f ops.DataFormat) (nn.Module, *tensor.Tensor, *tensor.Tensor, *nn.BatchNorm) {
+	m, x, y := smallCNN(f)
+	bn := nn.NewBatchNorm("bn", 6, tensor.Float32)
+	bn.Momentum = 0.8
+	if f == ops.NCHW {
+		bn.Axis = 1
+	}
+	layers := m.(*nn.Sequential).Modules()
+	return nn.NewSequential(slices.Concat(layers[:1], []nn.Module{bn}, layers[1:])...), x, y, bn
+}
+
+// A recorded step's replay, which copies BatchNorm's new running
+// statistics into their variables, counts as their assignment: a cast of
+// a statistic after each step is its new value's, not a kept copy of the
+// value before the replay (and a tape would refuse a gradient through
+// the old one).
+func TestRecordedStepMarksItsStateChanged(t *testing.T) {
+	d := testGPU(t)
+	onDevice(d, func() {
+		model, x, y, bn := normedCNN(ops.NHWC)
+		step := nn.RecordedTrainStep(model, nn.SparseSoftmaxCrossEntropy, nn.NewAdam(nn.Constant(0.01)))
+		batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
+		awaitNoObservers(t)
+		for k := range 5 {
+			if _, _, err := step(batch); err != nil {
+				t.Fatal(err)
+			}
+			mean := bn.RunningMean.Value()
+			kept := ops.Cast(mean, tensor.BFloat16)
+			fresh := ops.Cast(ops.Identity(mean), tensor.BFloat16)
+			if !bytes.Equal(onHost(t, kept).HostBytes(), onHost(t, fresh).HostBytes()) {
+				t.Fatalf("step %d: the running mean's cast is not its value's", k)
+			}
+			kept.Release()
+		}
+	})
 }
 
 // sameTraining fails t where the traced run (0) and the recorded one (1)
