@@ -75,6 +75,6 @@ func TestNilArgumentsAreReported(t *testing.T) {
 	prim := "a deprecated region primitive; control's constructs, which sweep, call it"
 	nilsweep.Covered(t, ".", fns, map[string]string{"Mark": prim, "Recording": prim, "Captures": prim, "DropUnread": prim,
 		"WindowVJP": prim, "RecordRegion": prim, "Tape.Stop": noArg, "Variable.Name": noArg, "Variable.Value": noArg,
-		"Variable.String": noArg}, "Tape", "Variable")
+		"Variable.String": noArg, "Variable.MarkChanged": noArg}, "Tape", "Variable")
 	nilsweep.Sweep(t, fns)
 }
