@@ -1,7 +1,10 @@
 package castcache_test
 
 import (
+	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,5 +65,34 @@ func TestCopiesGoWithTheirVariable(t *testing.T) {
 	}
 	if castcache.Len() > before {
 		t.Errorf("%d copies kept after the variable was collected, want %d", castcache.Len(), before)
+	}
+}
+
+// Goroutines casting one variable at once (inference sharing a model)
+// each get the value's cast, whichever of them makes the copy.
+func TestConcurrentCasts(t *testing.T) {
+	v := tape.NewVariable("w", tensor.RandNormal(tensor.NewRNG(1), tensor.Float32, 64))
+	want := tensor.ToSlice[float32](ops.Cast(ops.Cast(ops.Identity(v.Value()), tensor.BFloat16), tensor.Float32))
+	errs := make(chan string, 8)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				c := ops.Cast(v.Value(), tensor.BFloat16)
+				got := tensor.ToSlice[float32](ops.Cast(c, tensor.Float32))
+				c.Release()
+				if !slices.Equal(got, want) {
+					errs <- fmt.Sprintf("goroutine %d: a cast differs from the value's", g)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
