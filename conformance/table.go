@@ -457,7 +457,22 @@ func samples() map[string][]sample {
 		one("bfloat16", func() {
 			h := func(x T) T { return ops.Cast(x, tensor.BFloat16) }
 			ops.LayerNorm(h(r(-1, 1, 3, 8)), h(r(-1, 1, 8)), h(r(-1, 1, 8)), 1e-5)
+		}, false, false),
+		one("bfloat16 x, float32 parameters", func() {
+			ops.LayerNorm(ops.Cast(r(-1, 1, 5, 12), tensor.BFloat16), f32(r(-1, 1, 12)), f32(r(-1, 1, 12)), 1e-5)
+		}, false, false),
+		one("float16 x, float32 scale (rms)", func() {
+			ops.RMSNorm(ops.Cast(r(-1, 1, 4, 10), tensor.Float16), f32(r(-1, 1, 10)), 1e-5)
 		}, false, false))
+	// Its backward with float32 parameters of a half x (mixed
+	// precision's norms): dx of x's dtype, the parameters' gradients in
+	// float32.
+	mixedNorm := func(in []T) T {
+		return ops.Cast(ops.LayerNorm(ops.Cast(in[0], tensor.BFloat16), in[1], in[2], 1e-5), tensor.Float32)
+	}
+	add("LayerNormBackprop", one("bfloat16 x, float32 parameters, through its op", func() {
+		underTape(mixedNorm, f32(r(-1, 1, 6, 16)), f32(r(-1, 1, 16)), f32(r(-1, 1, 16)))
+	}, false, false))
 	// LSTMCell: the op and its backward (through its gradient), float64
 	// with finite differences, the other float dtypes, an empty batch.
 	lstm := func(in []T) T { h, next := ops.LSTMCell(in[0], in[1], in[2]); return ops.Add(h, ops.Sin(next)) }

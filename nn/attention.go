@@ -201,6 +201,9 @@ func NewRMSNorm(name string, c int, dt tensor.DType) *RMSNorm {
 
 // Forward normalizes x over its last dimension.
 func (r *RMSNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if halfWithFloat32(x, r.Gamma) {
+		return ops.RMSNorm(x, r.Gamma.Value(), r.Epsilon)
+	}
 	return inFloat32(x, func(x *tensor.Tensor) *tensor.Tensor {
 		return ops.RMSNorm(x, valueAs(r.Gamma, x), r.Epsilon)
 	})

@@ -151,8 +151,13 @@ func NewLayerNorm(name string, c int, dt tensor.DType) *LayerNorm {
 }
 
 // Forward normalizes x over its last dimension (a half x in float32, the
-// result in x's dtype).
-func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, l.forward) }
+// result in x's dtype; float32 parameters read as they are).
+func (l *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if halfWithFloat32(x, l.Gamma) {
+		return ops.LayerNorm(x, l.Gamma.Value(), l.Beta.Value(), l.Epsilon)
+	}
+	return inFloat32(x, l.forward)
+}
 
 func (l *LayerNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 	return ops.LayerNorm(x, valueAs(l.Gamma, x), valueAs(l.Beta, x), l.Epsilon)

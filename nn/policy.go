@@ -69,6 +69,14 @@ func valueAs(v *tape.Variable, x *tensor.Tensor) *tensor.Tensor {
 	return castFloat(v.Value(), x.DType())
 }
 
+// halfWithFloat32 reports whether x is of a half type and v float32: a
+// mixed-precision norm, whose op takes the half x with the float32
+// parameters as they are (ops.LayerNorm, ops.RMSNorm), computing in
+// float32 and rounding its result once, without casts around it.
+func halfWithFloat32(x *tensor.Tensor, v *tape.Variable) bool {
+	return x.DType().IsHalf() && v.Value().DType() == tensor.Float32
+}
+
 // inFloat32 runs f on x widened to float32 where x is of a half type, and
 // returns its result in x's dtype: the norms compute their statistics so.
 func inFloat32(x *tensor.Tensor, f func(x *tensor.Tensor) *tensor.Tensor) *tensor.Tensor {

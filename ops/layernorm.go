@@ -28,14 +28,16 @@ func (a NormAttrs) String() string { return fmt.Sprintf("epsilon=%g rms=%v", a.E
 var layerNormOp, layerNormBackpropOp *eager.Op
 
 // normShapes checks x [..., C] against gamma (and beta, where given) [C]
-// of x's dtype, failing c otherwise.
+// of x's dtype, or both float32 for a half x (mixed precision's norms),
+// failing c otherwise.
 func normShapes(c *eager.Call, x *tensor.Tensor, params ...*tensor.Tensor) {
 	if x.Rank() < 1 {
 		c.Fail(tensor.ErrRank, "needs x of rank 1 or more, got a scalar")
 	}
+	pd := params[0].DType()
 	for _, p := range params {
-		if p.DType() != x.DType() {
-			c.Fail(tensor.ErrDType, "the scale and offset must be %v as x is, got %v", x.DType(), p.DType())
+		if p.DType() != pd || pd != x.DType() && !(x.DType().IsHalf() && pd == tensor.Float32) {
+			c.Fail(tensor.ErrDType, "the scale and offset must be %v as x is (or float32 for a half x), got %v", x.DType(), p.DType())
 		}
 		if !p.Shape().Equal(tensor.Shape{x.Dim(-1)}) {
 			c.Fail(tensor.ErrShape, "the scale and offset must be [%d] (x's last dimension), got %v", x.Dim(-1), p.Shape())
@@ -87,7 +89,7 @@ func init() {
 			if dy.DType() != x.DType() || !dy.Shape().Equal(x.Shape()) {
 				c.Fail(tensor.ErrShape, "the output's gradient must be x's dtype and shape %v %v, got %s", x.DType(), x.Shape(), tensor.Describe(dy))
 			}
-			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: x.DType(), Shape: gamma.Shape()}, {DType: x.DType(), Shape: gamma.Shape()}}
+			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: gamma.DType(), Shape: gamma.Shape()}, {DType: gamma.DType(), Shape: gamma.Shape()}}
 		},
 	})
 }
@@ -106,8 +108,10 @@ func statDType(dt tensor.DType) tensor.DType {
 // LayerNorm normalizes x [..., C] over its last dimension and scales and
 // offsets it: (x - mean)·rsqrt(var + epsilon)·gamma + beta, the mean and
 // (biased) variance of each row, gamma and beta [C] of x's float dtype
-// (beta nil: no offset). The result has x's shape and dtype; a half x is
-// normalized in float32 and rounded once. Differentiable in all three.
+// or, for a half x, float32 (mixed precision's norms: the parameters and
+// their gradients stay float32; beta nil: no offset). The result has x's
+// shape and dtype; a half x is normalized in float32 and rounded once.
+// Differentiable in all three.
 // Panics with a *tensor.Error for shapes or dtypes that do not fit.
 func LayerNorm(x, gamma, beta *tensor.Tensor, epsilon float64) *tensor.Tensor {
 	needInputs("LayerNorm", x, gamma)
@@ -116,8 +120,9 @@ func LayerNorm(x, gamma, beta *tensor.Tensor, epsilon float64) *tensor.Tensor {
 }
 
 // RMSNorm scales x [..., C] by the reciprocal root mean square of each
-// row and by gamma [C]: x·rsqrt(mean(x²) + epsilon)·gamma (LLaMA's norm).
-// The result has x's shape and dtype; a half x is normalized in float32.
+// row and by gamma [C] (x's dtype, or float32 for a half x, as
+// LayerNorm's): x·rsqrt(mean(x²) + epsilon)·gamma (LLaMA's norm). The
+// result has x's shape and dtype; a half x is normalized in float32.
 // Differentiable in x and gamma. Panics with a *tensor.Error for shapes or
 // dtypes that do not fit.
 func RMSNorm(x, gamma *tensor.Tensor, epsilon float64) *tensor.Tensor {
@@ -183,7 +188,11 @@ func composedNormBackprop(a NormAttrs, in []*tensor.Tensor) []*tensor.Tensor {
 	}
 	out := []*tensor.Tensor{dx, sumLeading(Mul(dy, xhat)), sumLeading(dy)}
 	for i, t := range out {
-		out[i] = Cast(t, dt)
+		if i == 0 {
+			out[i] = Cast(t, dt)
+		} else {
+			out[i] = Cast(t, in[1].DType()) // the parameters' dtype: float32 for a mixed norm's
+		}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -116,6 +117,84 @@ func TestNormHalf(t *testing.T) {
 		}
 		want := h(ops.LayerNorm(ops.Cast(h(x), tensor.Float32), ops.Cast(h(gamma), tensor.Float32), ops.Cast(h(beta), tensor.Float32), 1e-5))
 		diff(t, fmt.Sprint(dt), ops.Cast(got, tensor.Float64), ops.Cast(want, tensor.Float64), 0)
+	}
+}
+
+// A half x with float32 parameters (mixed precision's norms) computes as
+// the float32 norm of the widened x rounded once to the half type, and
+// its gradients are the float32 norm's: dx rounded to the half type
+// (within one rounding: the float32 route rounds twice), the
+// parameters' in float32, to float32's precision. LayerNorm with and
+// without an offset, RMSNorm.
+func TestNormHalfWithFloat32Parameters(t *testing.T) {
+	r := tensor.NewRNG(7)
+	x := tensor.RandNormal(r, tensor.Float32, 6, 40)
+	gamma, beta := tensor.RandNormal(r, tensor.Float32, 40), tensor.RandNormal(r, tensor.Float32, 40)
+	dy := tensor.RandNormal(r, tensor.Float32, 6, 40)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		for _, form := range []string{"layer", "scale only", "rms"} {
+			norm := func(x, g, b *tensor.Tensor) *tensor.Tensor {
+				switch form {
+				case "layer":
+					return ops.LayerNorm(x, g, b, 1e-5)
+				case "scale only":
+					return ops.LayerNorm(x, g, nil, 1e-5)
+				}
+				return ops.RMSNorm(x, g, 1e-5)
+			}
+			h := ops.Cast(x, dt)
+			dy := ops.Cast(ops.Cast(dy, dt), tensor.Float32) // the half y's gradient: of its dtype either way
+			run := func(x *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(x, gamma, beta)
+				y := norm(x, gamma, beta)
+				g := tp.Gradient(ops.Sum(ops.Mul(ops.Cast(y, tensor.Float32), dy)), x, gamma, beta)
+				return append([]*tensor.Tensor{y}, g...)
+			}
+			got, want := run(h), run(ops.Cast(h, tensor.Float32))
+			what := fmt.Sprintf("%v %s", dt, form)
+			if got[0].DType() != dt || got[1].DType() != dt || got[2].DType() != tensor.Float32 {
+				t.Fatalf("%s: y %v, dx %v, dgamma %v", what, got[0].DType(), got[1].DType(), got[2].DType())
+			}
+			ulp := map[tensor.DType]float64{tensor.BFloat16: 1.0 / 128, tensor.Float16: 1.0 / 1024}[dt]
+			for i, name := range []string{"y", "dx"} {
+				g, w := tensor.ToSlice[float32](ops.Cast(got[i], tensor.Float32)), tensor.ToSlice[float32](ops.Cast(ops.Cast(want[i], dt), tensor.Float32))
+				for j := range w {
+					if d := math.Abs(float64(g[j] - w[j])); d > math.Abs(float64(w[j]))*ulp+1e-6 {
+						t.Fatalf("%s %s[%d]: %v, want %v within a rounding", what, name, j, g[j], w[j])
+					}
+				}
+			}
+			for i, name := range []string{"dgamma", "dbeta"} {
+				if got[2+i] == nil || want[2+i] == nil {
+					if (got[2+i] == nil) != (want[2+i] == nil) {
+						t.Fatalf("%s %s: %v, want %v", what, name, got[2+i], want[2+i])
+					}
+					continue
+				}
+				diff(t, what+" "+name, ops.Cast(got[2+i], tensor.Float64), ops.Cast(want[2+i], tensor.Float64), 1e-5)
+			}
+		}
+	}
+	bad := []struct {
+		name string
+		f    func()
+	}{
+		{"float16 parameters of a bfloat16 x", func() {
+			ops.LayerNorm(ops.Cast(x, tensor.BFloat16), ops.Cast(gamma, tensor.Float16), ops.Cast(beta, tensor.Float16), 1e-5)
+		}},
+		{"float64 parameters of a bfloat16 x", func() {
+			ops.RMSNorm(ops.Cast(x, tensor.BFloat16), ops.Cast(gamma, tensor.Float64), 1e-5)
+		}},
+		{"a float32 scale and a bfloat16 offset", func() {
+			ops.LayerNorm(ops.Cast(x, tensor.BFloat16), gamma, ops.Cast(beta, tensor.BFloat16), 1e-5)
+		}},
+		{"float32 parameters of a float64 x", func() { ops.LayerNorm(ops.Cast(x, tensor.Float64), gamma, beta, 1e-5) }},
+	}
+	for _, c := range bad {
+		if err := tensor.Catch(c.f); !errors.Is(err, tensor.ErrDType) {
+			t.Errorf("%s: %v, want ErrDType", c.name, err)
+		}
 	}
 }
 

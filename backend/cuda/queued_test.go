@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -31,13 +32,15 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 	cnn := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) { return smallCNN(f) }
 	}
-	gptBlock := func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
-		c := gpt.Config{Layers: 1, Heads: 2, Dim: 16, Context: 8}
-		v := make([]int32, 2*c.Context)
-		for i := range v {
-			v[i] = int32(32 + (i*7+i/5)%90)
+	gptBlock := func(compute tensor.DType) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			c := gpt.Config{Layers: 1, Heads: 2, Dim: 16, Context: 8, Compute: compute}
+			v := make([]int32, 2*c.Context)
+			for i := range v {
+				v[i] = int32(32 + (i*7+i/5)%90)
+			}
+			return gpt.New(tensor.NewRNG(1), c), tensor.FromSlice(v, 2, c.Context), tensor.FromSlice(append(v[1:], 32), 2, c.Context)
 		}
-		return gpt.New(tensor.NewRNG(1), c), tensor.FromSlice(v, 2, c.Context), tensor.FromSlice(append(v[1:], 32), 2, c.Context)
 	}
 	for _, c := range []struct {
 		name  string
@@ -89,7 +92,12 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		{"NCHW CNN", cnn(ops.NCHW), 42, nil},
 		// examples/gpt's model, one block: no fill either (the tape's
 		// zeros for the layer norms' statistics are shared constants).
-		{"GPT block", gptBlock, 84, nil},
+		{"GPT block", gptBlock(tensor.Invalid), 84, nil},
+		// The same block in bfloat16 (the model's Compute): its three
+		// norms take the half x with their float32 parameters, no casts
+		// around them (104 calls with them); the weights' casts kept
+		// from the last step, which Adam's launch wrote.
+		{"GPT block, bfloat16", gptBlock(tensor.BFloat16), 92, nil},
 		// The charrnn LSTM (32 steps): the input's gate terms for the
 		// whole sequence in one GEMM; per step a slice, the recurrent
 		// GEMM and the fused cell (its two terms added inside) forward;
@@ -104,7 +112,7 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		onDevice(d, func() {
 			model, x, y := c.build()
 			loss := nn.SparseSoftmaxCrossEntropy
-			if c.name == "GPT block" {
+			if strings.HasPrefix(c.name, "GPT block") {
 				loss = gpt.Loss
 			}
 			var opt nn.Optimizer = nn.NewAdam(nn.Constant(0.01))

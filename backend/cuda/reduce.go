@@ -33,7 +33,8 @@ func reduce(d kernels.DType) eager.Kernel {
 	}
 }
 
-// reduceInto reduces x over dims (sorted, non-negative) by kind into out.
+// reduceInto reduces x over dims (sorted, non-negative) by kind into out,
+// of x's dtype or, for a half x, float32 (its float32 sums not rounded).
 func reduceInto(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int, kind ops.ReduceKind, out *tensor.Tensor) {
 	reduceCounting(c, d, x, dims, kind, out, 1)
 }
@@ -76,12 +77,18 @@ func reduceCounting(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int
 	// The limits are of 4-byte values: a float64 fold takes half as many
 	// a thread, so that a launch has a thread for every 64 bytes it reads.
 	partial, from := d.Compute(), d
+	// The last pass writes out's dtype: d's, or float32 for a half d (a
+	// sum kept in float32: a mixed-precision norm's offset gradient).
+	final := d
+	if d.Half() && out.DType() == tensor.Float32 {
+		final = kernels.F32
+	}
 	src, count := x, mid*scale
 	wide := max(d.Compute().Size()/4, 1)
 	colChunk, blockRows, rowChunk := kernels.ReduceColChunk/wide, kernels.ReduceColBlockRows/wide, kernels.ReduceRowChunk/wide
 	for {
 		if inner > 1 && mid > colChunk && mid <= blockRows {
-			g.reduceColsBlock(c, kernels.ReduceIO(from, d), name, out, src, outer, mid, inner, count)
+			g.reduceColsBlock(c, kernels.ReduceIO(from, final), name, out, src, outer, mid, inner, count)
 			if src != x {
 				src.Release()
 			}
@@ -93,7 +100,7 @@ func reduceCounting(c *eager.Call, d kernels.DType, x *tensor.Tensor, dims []int
 			limit = max(colChunk, (mid+parts-1)/parts)
 		}
 		chunk, parts := kernels.ReduceParts(mid, limit)
-		dst, pass, to := out, name, d
+		dst, pass, to := out, name, final
 		if parts > 1 {
 			var err error
 			if dst, err = tensor.Empty(c.Device, tensorType(partial), tensor.Shape{outer, parts, inner}); err != nil {

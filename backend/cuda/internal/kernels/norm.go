@@ -20,16 +20,35 @@ import (
 //     (0 for RMSNorm), slope = −(rstd·Σdy·gamma·x̂ + rstd²·drstd)/n; and
 //     prod = dy·x̂ (float32 for the half types), whose column sums, a
 //     reduction apart, are the scale's gradient, rounded once.
+//
+// Each half dtype's have twins <kind>_<dtype>_pf32 whose gamma and beta
+// are float32 (mixed precision's norms: the parameters stay float32, x
+// and out are the half type).
 
 func normKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range slices.Concat(Floats, Halves) {
-		for _, kind := range []string{"layer_norm", "layer_norm_scale", "rms_norm"} {
-			out = append(out, normRows(kind, d))
+		params := []DType{d}
+		if d.Half() {
+			params = append(params, F32)
 		}
-		out = append(out, normGradRows("layer_norm_grad", d), normGradRows("rms_norm_grad", d))
+		for _, pd := range params {
+			for _, kind := range []string{"layer_norm", "layer_norm_scale", "rms_norm"} {
+				out = append(out, normRows(kind, d, pd))
+			}
+			out = append(out, normGradRows("layer_norm_grad", d, pd), normGradRows("rms_norm_grad", d, pd))
+		}
 	}
 	return append(out, batchNormKernels()...)
+}
+
+// NormName is the name of a norm kernel of kind for x of dtype d and
+// parameters of dtype pd.
+func NormName(kind string, d, pd DType) string {
+	if pd != d {
+		return Name(kind, string(d), "p"+string(pd))
+	}
+	return Name(kind, string(d))
 }
 
 // eachNormRow writes a row kernel over [rows, n] of dtype d: body runs
@@ -65,8 +84,8 @@ func zero64(m fm) ptx.Reg {
 	return r
 }
 
-func normRows(kind string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name(kind, string(d)))
+func normRows(kind string, d, pd DType) *ptx.Kernel {
+	k := ptx.NewKernel(NormName(kind, d, pd))
 	o, mean, rstd, x, gamma := k.ParamPtr("out"), k.ParamPtr("mean"), k.ParamPtr("rstd"), k.ParamPtr("x"), k.ParamPtr("gamma")
 	var beta ptx.Reg
 	if kind == "layer_norm" {
@@ -92,9 +111,9 @@ func normRows(kind string, d DType) *ptx.Kernel {
 		k.Op("sqrt.rn.f64 %s, %s", v, v)
 		rs := m.div(m.c(1), v)
 		b.eachElem(n, func(j ptx.Reg) {
-			y := m.mul(m.mul(m.sub(xj(j), mu), rs), loadWide(k, d, k.Addr(gamma, j, d.Size())))
+			y := m.mul(m.mul(m.sub(xj(j), mu), rs), loadWide(k, pd, k.Addr(gamma, j, pd.Size())))
 			if kind == "layer_norm" {
-				y = m.add(y, loadWide(k, d, k.Addr(beta, j, d.Size())))
+				y = m.add(y, loadWide(k, pd, k.Addr(beta, j, pd.Size())))
 			}
 			storeNarrow(k, d, at(o, j, d.Size()), y)
 		})
@@ -107,8 +126,8 @@ func normRows(kind string, d DType) *ptx.Kernel {
 	return k
 }
 
-func normGradRows(kind string, d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name(kind, string(d)))
+func normGradRows(kind string, d, pd DType) *ptx.Kernel {
+	k := ptx.NewKernel(NormName(kind, d, pd))
 	dx, prod, x, gamma := k.ParamPtr("dx"), k.ParamPtr("prod"), k.ParamPtr("x"), k.ParamPtr("gamma")
 	mean, rstd, dy, dmean, drstd := k.ParamPtr("mean"), k.ParamPtr("rstd"), k.ParamPtr("dy"), k.ParamPtr("dmean"), k.ParamPtr("drstd")
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
@@ -122,7 +141,7 @@ func normGradRows(kind string, d DType) *ptx.Kernel {
 		elem := func(j ptx.Reg) (xhat, g, gg ptx.Reg) {
 			xhat = m.mul(m.sub(loadWide(k, d, at(x, j, d.Size())), mu), rs)
 			g = loadWide(k, d, at(dy, j, d.Size()))
-			return xhat, g, m.mul(g, loadWide(k, d, k.Addr(gamma, j, d.Size())))
+			return xhat, g, m.mul(g, loadWide(k, pd, k.Addr(gamma, j, pd.Size())))
 		}
 		sumG, sumGX := zero64(m), zero64(m)
 		b.eachElem(n, func(j ptx.Reg) {
