@@ -27,7 +27,9 @@ import (
 // (tape.Options.HalfGradients) where the optimizer is nn's own, and on a
 // GPU the optimizer's one launch widens them, updates the float32
 // variables and writes their half copies for the next forward pass. The
-// variables move to the bit as through the casts.
+// variables move to the bit as through the casts. LayerNorm and RMSNorm
+// give their ops the half x with their float32 parameters (computed in
+// float32, rounded once), without casts around them.
 
 // Policy is a mixed-precision policy: the dtype layers compute in. Its
 // zero value is no policy (layers compute in their input's dtype).
