@@ -80,7 +80,8 @@ func halfWithFloat32(x *tensor.Tensor, v *tape.Variable) bool {
 }
 
 // inFloat32 runs f on x widened to float32 where x is of a half type, and
-// returns its result in x's dtype: the norms compute their statistics so.
+// returns its result in x's dtype: BatchNorm computes its statistics so,
+// and LayerNorm and RMSNorm where their parameters are not float32.
 func inFloat32(x *tensor.Tensor, f func(x *tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
 	if !x.DType().IsHalf() {
 		return f(x)
