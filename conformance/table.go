@@ -356,10 +356,18 @@ func samples() map[string][]sample {
 	}
 	add("SumOfSquares", one("float64", func() { ops.SumOfSquares(r(-2, 2, 3, 4), r(-2, 2, 5)) }, true, true),
 		one("float64, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float64)...) }, false, false),
-		one("float32, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float32)...) }, false, false))
+		one("float32, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float32)...) }, false, false),
+		one("bfloat16", func() { ops.SumOfSquares(of(tensor.BFloat16, -2, 2, 3, 4), of(tensor.BFloat16, -2, 2, 5)) }, false, false),
+		one("float16", func() { ops.SumOfSquares(of(tensor.Float16, -2, 2, 3, 4), of(tensor.Float16, -2, 2, 5)) }, false, false))
 	add("ScaleEach", one("float64", func() { ops.ScaleEach(r(0.5, 2), r(-2, 2, 3, 4), r(-2, 2, 5)) }, true, true),
 		one("float64, 27 tensors", func() { ops.ScaleEach(r(0.5, 2), many(tensor.Float64)...) }, false, false),
-		one("float32, 27 tensors", func() { ops.ScaleEach(of(tensor.Float32, 0.5, 2), many(tensor.Float32)...) }, false, false))
+		one("float32, 27 tensors", func() { ops.ScaleEach(of(tensor.Float32, 0.5, 2), many(tensor.Float32)...) }, false, false),
+		one("bfloat16", func() {
+			ops.ScaleEach(of(tensor.BFloat16, 0.5, 2), of(tensor.BFloat16, -2, 2, 3, 4), of(tensor.BFloat16, -2, 2, 5))
+		}, false, false),
+		one("float16", func() {
+			ops.ScaleEach(of(tensor.Float16, 0.5, 2), of(tensor.Float16, -2, 2, 3, 4), of(tensor.Float16, -2, 2, 5))
+		}, false, false))
 	for _, dt := range numbers {
 		add("ScatterAdd", one(fmt.Sprint(dt), func() { ops.ScatterAdd(of(dt, -2, 2, 3, 4), idx(3, 0), of(dt, -2, 2, 3, 2), 1) }, false, false))
 	}

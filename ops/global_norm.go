@@ -14,14 +14,9 @@ import (
 
 var sumOfSquaresOp, scaleEachOp *eager.Op
 
-// wideFloats are the dtypes the multi-tensor ops take (the half types are
-// cast to float32 by their callers, as PyTorch's clip_grad_norm_ sums
-// them in float32).
-var wideFloats = []tensor.DType{tensor.Float32, tensor.Float64}
-
 func init() {
 	sumOfSquaresOp = eager.Register(&eager.Op{
-		Name: "SumOfSquares", Inputs: -1, DTypes: wideFloats, SameDTypes: true, AnyLayout: true,
+		Name: "SumOfSquares", Inputs: -1, DTypes: floatTypes, SameDTypes: true, AnyLayout: true,
 		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), tensor.Shape{}) },
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			out := make([]*tensor.Tensor, len(g.Inputs))
@@ -35,7 +30,7 @@ func init() {
 	})
 	// Inputs: the scale (a scalar), then the tensors; an output each.
 	scaleEachOp = eager.Register(&eager.Op{
-		Name: "ScaleEach", Inputs: -1, DTypes: wideFloats, SameDTypes: true,
+		Name: "ScaleEach", Inputs: -1, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			if len(c.Inputs) < 2 {
 				c.Fail(tensor.ErrArity, "takes a scale and one or more tensors, got %d inputs", len(c.Inputs))
@@ -72,10 +67,13 @@ func init() {
 }
 
 // SumOfSquares returns Σ x² over every element of every x: a scalar of
-// their dtype, float32 or float64 (one for all), on their device. Float32
-// sums accumulate in float64 and round once. Differentiable: 2·x·dy. It
-// panics with a *tensor.Error for no tensors, a nil one, mixed dtypes or
-// devices, or another dtype.
+// their float dtype (one for all), on their device. Float32 sums
+// accumulate in float64 and round once; the half types compute through
+// float32, the sum rounded once to their dtype (nn.ClipByGlobalNorm casts
+// half gradients to float32 first, for a float32 norm, as PyTorch's
+// clip_grad_norm_ sums them). Differentiable: 2·x·dy. It panics with a
+// *tensor.Error for no tensors, a nil one, mixed dtypes or devices, or a
+// dtype that is not float.
 func SumOfSquares(xs ...*tensor.Tensor) *tensor.Tensor {
 	if len(xs) == 0 {
 		fail("SumOfSquares", tensor.ErrArity, nil, "needs one or more tensors")
@@ -84,12 +82,13 @@ func SumOfSquares(xs ...*tensor.Tensor) *tensor.Tensor {
 	return eager.Run1(sumOfSquaresOp, nil, xs...)
 }
 
-// ScaleEach returns scale·x for each x, scale a scalar of their dtype
-// (float32 or float64, one for all) on their device: each product rounded
-// as Mul rounds it, every tensor in one pass. Differentiable in the scale
+// ScaleEach returns scale·x for each x, scale a scalar of their float
+// dtype (one for all) on their device: each product rounded as Mul rounds
+// it (a half type's computed in float32, rounded once), every tensor in
+// one pass (the half types through float32). Differentiable in the scale
 // (Σ sum(dy·x)) and each x (dy·scale). It panics with a *tensor.Error for
 // no tensors, a nil one, a scale that is not a scalar, mixed dtypes or
-// devices, or another dtype.
+// devices, or a dtype that is not float.
 func ScaleEach(scale *tensor.Tensor, xs ...*tensor.Tensor) []*tensor.Tensor {
 	if len(xs) == 0 {
 		fail("ScaleEach", tensor.ErrArity, nil, "needs one or more tensors to scale")

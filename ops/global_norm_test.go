@@ -10,9 +10,10 @@ import (
 )
 
 // SumOfSquares sums every element's square of every tensor (float32 in
-// float64, rounded once; a transposed view as its elements), and its
-// gradient is 2·x·dy; ScaleEach multiplies each tensor by the scale as
-// Mul does, differentiable in both; both refuse what they cannot take.
+// float64, rounded once; the half types through float32; a transposed
+// view as its elements), and its gradient is 2·x·dy; ScaleEach multiplies
+// each tensor by the scale as Mul does, differentiable in both; both
+// refuse what they cannot take.
 func TestSumOfSquaresAndScaleEach(t *testing.T) {
 	a := tensor.FromSlice([]float64{1, -2, 3, 4, 0.5, -0.25}, 2, 3)
 	b := tensor.FromSlice([]float64{2})
@@ -52,6 +53,24 @@ func TestSumOfSquaresAndScaleEach(t *testing.T) {
 		{"ScaleEach of mixed dtypes", func() { ops.ScaleEach(ops.ScalarLike(a, 1.5), ops.Cast(a, tensor.Float32)) }, tensor.ErrDType, ""},
 		{"ScaleEach of a nil tensor", func() { ops.ScaleEach(s, a, nil) }, tensor.ErrArity, "nil"},
 	})
+	// The half types through float32: the sum, and each product, rounded
+	// once to the dtype, as the float32 ops' results cast.
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		h := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, dt) }
+		w := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(h(x), tensor.Float32) }
+		xs := []*tensor.Tensor{tensor.FromSlice([]float32{0.3, -1.7, 2.9}), tensor.FromSlice([]float32{5.5, 0.01}, 2, 1)}
+		got := ops.SumOfSquares(h(xs[0]), h(xs[1]))
+		if want := h(ops.SumOfSquares(w(xs[0]), w(xs[1]))); got.DType() != dt || got.Float() != want.Float() {
+			t.Errorf("%v SumOfSquares: %v, want %v", dt, got, want)
+		}
+		scaled := ops.ScaleEach(h(tensor.Scalar(float32(0.37))), h(xs[0]), h(xs[1]))
+		for i, x := range xs {
+			want := h(ops.Mul(w(x), w(tensor.Scalar(float32(0.37)))))
+			if scaled[i].DType() != dt || !slices.Equal(scaled[i].HostBytes(), want.HostBytes()) {
+				t.Errorf("%v ScaleEach output %d: %v, want %v", dt, i, scaled[i], want)
+			}
+		}
+	}
 	if math.IsNaN(ops.SumOfSquares(tensor.FromSlice([]float64{math.Inf(1)})).Float()) {
 		t.Error("the square of an infinity summed to NaN")
 	}
