@@ -520,7 +520,20 @@ func samples() map[string][]sample {
 		one("bfloat16", func() {
 			h := func(x T) T { return ops.Cast(x, tensor.BFloat16) }
 			ops.BatchNorm(h(r(-1, 1, 6, 4)), h(r(-1, 1, 4)), h(r(-1, 1, 4)), -1, 1e-3)
+		}, false, false),
+		one("bfloat16 x, float32 parameters, NHWC", func() {
+			ops.BatchNorm(ops.Cast(r(-1, 1, 4, 3, 3, 5), tensor.BFloat16), f32(r(-1, 1, 5)), f32(r(-1, 1, 5)), -1, 1e-3)
+		}, false, false),
+		one("float16 x, float32 scale, NCHW", func() {
+			ops.BatchNorm(ops.Cast(r(-1, 1, 2, 3, 4, 4), tensor.Float16), f32(r(-1, 1, 3)), nil, 1, 1e-3)
 		}, false, false))
+	mixedBN := func(in []T) T {
+		y, _, _ := ops.BatchNorm(ops.Cast(in[0], tensor.BFloat16), in[1], in[2], -1, 1e-3)
+		return ops.Cast(y, tensor.Float32)
+	}
+	add("BatchNormBackprop", one("bfloat16 x, float32 parameters, through its op", func() {
+		underTape(mixedBN, f32(r(-1, 1, 6, 2, 4)), f32(r(-1, 1, 4)), f32(r(-1, 1, 4)))
+	}, false, false))
 	add("BatchNormBackprop", one("NHWC", func() {
 		underTape(func(in []T) T { y, _, _ := ops.BatchNorm(in[0], in[1], in[2], -1, 1e-3); return y }, r(-1, 1, 3, 2, 5), r(-1, 1, 5), r(-1, 1, 5))
 	}, true, true), one("NCHW", func() {

@@ -90,8 +90,16 @@ func (b *BatchNorm) along(x, v *tensor.Tensor) *tensor.Tensor {
 	return ops.Reshape(v, shape...)
 }
 
-// Forward normalizes x (a half x in float32, the result in x's dtype).
-func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor { return inFloat32(x, b.forward) }
+// Forward normalizes x (a half x in float32, the result in x's dtype; in
+// training, float32 parameters read as they are).
+func (b *BatchNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if b.training && halfWithFloat32(x, b.Gamma) {
+		y, mean, variance := ops.BatchNorm(x, b.Gamma.Value(), b.Beta.Value(), b.Axis, b.Epsilon)
+		b.moveStatistics(x, mean, variance)
+		return y
+	}
+	return inFloat32(x, b.forward)
+}
 
 func (b *BatchNorm) forward(x *tensor.Tensor) *tensor.Tensor {
 	if b.training {

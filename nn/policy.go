@@ -27,9 +27,10 @@ import (
 // (tape.Options.HalfGradients) where the optimizer is nn's own, and on a
 // GPU the optimizer's one launch widens them, updates the float32
 // variables and writes their half copies for the next forward pass. The
-// variables move to the bit as through the casts. LayerNorm and RMSNorm
-// give their ops the half x with their float32 parameters (computed in
-// float32, rounded once), without casts around them.
+// variables move to the bit as through the casts. LayerNorm, RMSNorm and
+// BatchNorm (training) give their ops the half x with their float32
+// parameters (computed in float32, rounded once), without casts around
+// them.
 
 // Policy is a mixed-precision policy: the dtype layers compute in. Its
 // zero value is no policy (layers compute in their input's dtype).
@@ -80,8 +81,8 @@ func halfWithFloat32(x *tensor.Tensor, v *tape.Variable) bool {
 }
 
 // inFloat32 runs f on x widened to float32 where x is of a half type, and
-// returns its result in x's dtype: BatchNorm computes its statistics so,
-// and LayerNorm and RMSNorm where their parameters are not float32.
+// returns its result in x's dtype: the norms compute so where their
+// parameters are not float32, and BatchNorm in inference.
 func inFloat32(x *tensor.Tensor, f func(x *tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
 	if !x.DType().IsHalf() {
 		return f(x)

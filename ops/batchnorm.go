@@ -30,14 +30,16 @@ func (a BatchNormAttrs) String() string { return fmt.Sprintf("axis=%d epsilon=%g
 var batchNormOp, batchNormBackpropOp *eager.Op
 
 // batchNormShapes checks the feature axis of x and gamma (and beta, where
-// given) [C] of x's dtype, C x's size along the axis, failing c otherwise.
+// given) [C] of x's dtype, or both float32 for a half x (mixed
+// precision's norms), C x's size along the axis, failing c otherwise.
 func batchNormShapes(c *eager.Call, x *tensor.Tensor, a BatchNormAttrs, params ...*tensor.Tensor) {
 	if a.Axis < 0 || a.Axis >= x.Rank() {
 		c.Fail(tensor.ErrAttr, "the feature axis %d is outside x's %d dimensions", a.Axis, x.Rank())
 	}
+	pd := params[0].DType()
 	for _, p := range params {
-		if p.DType() != x.DType() {
-			c.Fail(tensor.ErrDType, "the scale and offset must be %v as x is, got %v", x.DType(), p.DType())
+		if p.DType() != pd || pd != x.DType() && !(x.DType().IsHalf() && pd == tensor.Float32) {
+			c.Fail(tensor.ErrDType, "the scale and offset must be %v as x is (or float32 for a half x), got %v", x.DType(), p.DType())
 		}
 		if !p.Shape().Equal(tensor.Shape{x.Dim(a.Axis)}) {
 			c.Fail(tensor.ErrShape, "the scale and offset must be [%d] (x's dimension %d), got %v", x.Dim(a.Axis), a.Axis, p.Shape())
@@ -89,7 +91,7 @@ func init() {
 			if dy.DType() != x.DType() || !dy.Shape().Equal(x.Shape()) {
 				c.Fail(tensor.ErrShape, "the output's gradient must be x's dtype and shape %v %v, got %s", x.DType(), x.Shape(), tensor.Describe(dy))
 			}
-			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: x.DType(), Shape: features}, {DType: x.DType(), Shape: features}}
+			return []eager.Out{{DType: x.DType(), Shape: x.Shape()}, {DType: gamma.DType(), Shape: features}, {DType: gamma.DType(), Shape: features}}
 		},
 	})
 }
@@ -97,11 +99,13 @@ func init() {
 // BatchNorm normalizes x over every dimension but axis (the features; a
 // negative axis counts from the end) with the batch's statistics, then
 // scales and offsets it: (x - mean)·rsqrt(variance + epsilon)·gamma +
-// beta, gamma and beta [C] of x's float dtype, C = x.Dim(axis) (beta nil:
-// no offset). It returns y (x's shape and dtype) and each feature's mean
-// and biased variance [C] (float32 for float32 and the half types, which
-// are normalized in float32 and rounded once; float64 for float64), for a
-// layer to move its running statistics by. Differentiable in x, gamma
+// beta, gamma and beta [C] of x's float dtype or, for a half x, float32
+// (mixed precision's norms: the parameters and their gradients stay
+// float32), C = x.Dim(axis) (beta nil: no offset). It returns y (x's
+// shape and dtype) and each feature's mean and biased variance [C]
+// (float32 for float32 and the half types, which are normalized in
+// float32 and rounded once; float64 for float64), for a layer to move
+// its running statistics by. Differentiable in x, gamma
 // and beta, through all three results, to any order. Panics with a
 // *tensor.Error for an axis, shapes or dtypes that do not fit.
 func BatchNorm(x, gamma, beta *tensor.Tensor, axis int, epsilon float64) (y, mean, variance *tensor.Tensor) {
@@ -183,7 +187,11 @@ func composedBatchNormBackprop(a BatchNormAttrs, in []*tensor.Tensor) []*tensor.
 	dx := Add(Add(Mul(along(gr), dyv), along(k3)), Mul(along(k2), centered))
 	out := []*tensor.Tensor{Reshape(dx, shape...), dgamma, dbeta}
 	for i, t := range out {
-		out[i] = Cast(t, dt)
+		if i == 0 {
+			out[i] = Cast(t, dt)
+		} else {
+			out[i] = Cast(t, in[1].DType()) // the parameters' dtype: float32 for a mixed norm's
+		}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -121,6 +122,66 @@ func TestBatchNormHalf(t *testing.T) {
 		diff(t, fmt.Sprint(dt, " y"), ops.Cast(y, tensor.Float64), ops.Cast(h(wy), tensor.Float64), 0)
 		diff(t, fmt.Sprint(dt, " mean"), m, wm, 0)
 		diff(t, fmt.Sprint(dt, " variance"), v, wv, 0)
+	}
+}
+
+// A half x with float32 parameters (mixed precision's norms) is the
+// float32 BatchNorm of the widened x, y rounded once to the half type
+// (within a rounding: the float32 route rounds twice), the statistics
+// and the parameters' gradients float32; NHWC and NCHW, with and without
+// an offset; float16 parameters of a bfloat16 x are refused.
+func TestBatchNormHalfWithFloat32Parameters(t *testing.T) {
+	r := tensor.NewRNG(8)
+	for _, c := range []struct {
+		shape []int
+		axis  int
+		beta  bool
+	}{{[]int{6, 4, 3}, -1, true}, {[]int{3, 5, 4, 2}, 1, false}} {
+		x := tensor.RandNormal(r, tensor.Float32, c.shape...)
+		ch := x.Dim(c.axis)
+		gamma, beta := tensor.RandNormal(r, tensor.Float32, ch), tensor.RandNormal(r, tensor.Float32, ch)
+		if !c.beta {
+			beta = nil
+		}
+		for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+			dy := ops.Cast(ops.Cast(tensor.RandNormal(r, tensor.Float32, c.shape...), dt), tensor.Float32)
+			run := func(x *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				watched := []*tensor.Tensor{x, gamma}
+				if beta != nil {
+					watched = append(watched, beta)
+				}
+				tp.Watch(watched...)
+				y, m, v := ops.BatchNorm(x, gamma, beta, c.axis, 1e-3)
+				g := tp.Gradient(ops.Sum(ops.Mul(ops.Cast(y, tensor.Float32), dy)), watched...)
+				return append([]*tensor.Tensor{y, m, v}, g...)
+			}
+			h := ops.Cast(x, dt)
+			got, want := run(h), run(ops.Cast(h, tensor.Float32))
+			what := fmt.Sprintf("%v axis %d", dt, c.axis)
+			if got[0].DType() != dt || got[1].DType() != tensor.Float32 || got[3].DType() != dt || got[4].DType() != tensor.Float32 {
+				t.Fatalf("%s: y %v, mean %v, dx %v, dgamma %v", what, got[0].DType(), got[1].DType(), got[3].DType(), got[4].DType())
+			}
+			ulp := map[tensor.DType]float64{tensor.BFloat16: 1.0 / 128, tensor.Float16: 1.0 / 1024}[dt]
+			for _, i := range []int{0, 3} { // y and dx, a rounding apart at most
+				g, w := tensor.ToSlice[float32](ops.Cast(got[i], tensor.Float32)), tensor.ToSlice[float32](ops.Cast(ops.Cast(want[i], dt), tensor.Float32))
+				for j := range w {
+					if d := math.Abs(float64(g[j] - w[j])); d > math.Abs(float64(w[j]))*ulp+1e-6 {
+						t.Fatalf("%s output %d, element %d: %v, want %v within a rounding", what, i, j, g[j], w[j])
+					}
+				}
+			}
+			for _, i := range []int{1, 2, 4, 5} { // the statistics and the parameters' gradients
+				if i < len(got) {
+					diff(t, fmt.Sprintf("%s output %d", what, i), ops.Cast(got[i], tensor.Float64), ops.Cast(want[i], tensor.Float64), 1e-5)
+				}
+			}
+		}
+	}
+	x := ops.Cast(tensor.RandNormal(r, tensor.Float32, 4, 3), tensor.BFloat16)
+	err := tensor.Catch(func() { ops.BatchNorm(x, tensor.Ones(tensor.Float16, 3), nil, -1, 1e-3) })
+	if !errors.Is(err, tensor.ErrDType) {
+		t.Errorf("float16 parameters of a bfloat16 x: %v, want ErrDType", err)
 	}
 }
 

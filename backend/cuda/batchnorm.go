@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/backend/move"
@@ -23,22 +25,36 @@ import (
 // run through float32 (eager/half.go).
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("BatchNorm", device.GPU, tensorType(d), batchNorm(d))
 		eager.RegisterKernel("BatchNormBackprop", device.GPU, tensorType(d), batchNormBackprop(d))
 	}
 }
 
-// bnShape is a BatchNorm call's x as [outer, C, inner].
+// bnShape is a BatchNorm call's x as [outer, C, inner]; d is x's dtype,
+// pd the parameters' and statistics' (float32 for a half x's: mixed
+// precision's norms).
 type bnShape struct {
 	c                *eager.Call
-	d                kernels.DType
+	d, pd            kernels.DType
 	outer, ch, inner int
 }
 
 func newBNShape(c *eager.Call, d kernels.DType) bnShape {
 	outer, ch, inner := move.Split(c.Inputs[0].Shape(), c.Attrs.(ops.BatchNormAttrs).Axis)
-	return bnShape{c: c, d: d, outer: outer, ch: ch, inner: inner}
+	return bnShape{c: c, d: d, pd: kernelType(c.Inputs[1].DType()), outer: outer, ch: ch, inner: inner}
+}
+
+// throughFloat32 runs a half call whose parameters are of its half type
+// (not float32's) through float32, reporting whether it did.
+func (s bnShape) throughFloat32(outs []*tensor.Tensor) bool {
+	if !s.d.Half() || s.pd == kernels.F32 {
+		return false
+	}
+	if !eager.ThroughFloat32(s.c, outs) {
+		s.c.Fail(tensor.ErrNoKernel, "no float32 kernel to compute a %v BatchNorm through", tensorType(s.d))
+	}
+	return true
 }
 
 // parts is how a fold by mode splits each feature's elements: the parts
@@ -112,7 +128,7 @@ func (s bnShape) finish(name string, outs []*tensor.Tensor, coef, partial *tenso
 	if tail != nil {
 		tail(args)
 	}
-	check(s.c, gpu(s.c).launch("norm", kernels.Name(name, string(s.d)), s.ch, args))
+	check(s.c, gpu(s.c).launch("norm", kernels.Name(name, string(s.pd)), s.ch, args))
 }
 
 // elementwise launches batch_norm_<kind> over x's elements: out, the
@@ -144,7 +160,7 @@ func (s bnShape) betaArgs(gamma, beta *tensor.Tensor) (operand *tensor.Tensor, t
 func batchNorm(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		s := newBNShape(c, d)
-		if s.ch == 0 {
+		if s.ch == 0 || s.throughFloat32(outs) {
 			return
 		}
 		x, gamma, y, mean, variance := c.Inputs[0], c.Inputs[1], outs[0], outs[1], outs[2]
@@ -167,7 +183,7 @@ func batchNorm(d kernels.DType) eager.Kernel {
 func batchNormBackprop(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		s := newBNShape(c, d)
-		if s.ch == 0 {
+		if s.ch == 0 || s.throughFloat32(outs) {
 			return
 		}
 		x, gamma, mean, variance, dy, dmean, dvar := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
@@ -177,7 +193,7 @@ func batchNormBackprop(d kernels.DType) eager.Kernel {
 		b, tail := s.betaArgs(gamma, nil)
 		args := newArgs().Ptr(ptr(coef)).Ptr(ptr(mean)).Ptr(ptr(variance)).Ptr(ptr(gamma)).Ptr(ptr(b)).U64(uint64(s.ch))
 		tail(args)
-		check(c, gpu(c).launch("norm", kernels.Name("batch_norm_coef", string(d)), s.ch, args))
+		check(c, gpu(c).launch("norm", kernels.Name("batch_norm_coef", string(s.pd)), s.ch, args))
 		partial := s.sums("grad", 2, x, dy, coef)
 		defer partial.Release()
 		s.finish("batch_norm_grad_coef", []*tensor.Tensor{dgamma, dbeta}, coef, partial, []*tensor.Tensor{dmean, dvar}, nil)

@@ -92,6 +92,15 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		{"NCHW CNN", cnn(ops.NCHW), 42, nil},
 		// examples/gpt's model, one block: no fill either (the tape's
 		// zeros for the layer norms' statistics are shared constants).
+		// A BatchNorm after the first convolution, in mixed bfloat16:
+		// the norm takes the half x with its float32 parameters (its
+		// sums and elementwise passes on bfloat16, its statistics
+		// float32), no casts around it (78 calls with them).
+		{"NHWC CNN with BatchNorm, mixed_bfloat16", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			model, x, y, _ := normedCNN(ops.NHWC)
+			model.(*nn.Sequential).Policy = nn.MixedBFloat16
+			return model, x, y
+		}, 74, nil},
 		{"GPT block", gptBlock(tensor.Invalid), 84, nil},
 		// The same block in bfloat16 (the model's Compute): its three
 		// norms take the half x with their float32 parameters, no casts

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+import (
+	"slices"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
 
 // Batch normalization kernels (ops/batchnorm.go), x viewed as [outer, C,
 // inner] with the features C in the middle, in float64. The sums per
@@ -68,14 +72,20 @@ var (
 	bnOperands = map[string]int{"stats": 1, "grad": 2}
 )
 
+// The half types have the kernels that read x and dy and write y and dx
+// (the sums and the elementwise passes); a half x's statistics,
+// parameters and coefficients are float32's (mixed precision's norms),
+// which the float32 kernels finish.
 func batchNormKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range Floats {
+	for _, d := range slices.Concat(Floats, Halves) {
 		for _, mode := range BNModes {
 			out = append(out, bnSumsCols(mode, d), bnSumsPlanes(mode, d))
 		}
-		out = append(out, bnFinish("batch_norm_stats", d), bnFinish("batch_norm_grad_coef", d),
-			bnCoef(d), bnElementwise("batch_norm_apply", d), bnElementwise("batch_norm_grad", d))
+		out = append(out, bnElementwise("batch_norm_apply", d), bnElementwise("batch_norm_grad", d))
+		if !d.Half() {
+			out = append(out, bnFinish("batch_norm_stats", d), bnFinish("batch_norm_grad_coef", d), bnCoef(d))
+		}
 	}
 	return out
 }
