@@ -55,15 +55,12 @@ func TestLSTMCell(t *testing.T) {
 		// First and second derivatives, through a loss that uses both
 		// outputs nonlinearly.
 		grads := func(cell func(xz, hz, c *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor)) []*tensor.Tensor {
-			outer := tape.New()
-			outer.Watch(xz, hz, c)
-			inner := tape.New()
-			inner.Watch(xz, hz, c)
-			h, next := cell(xz, hz, c)
-			loss := ops.Sum(ops.Add(ops.Mul(h, h), ops.Sin(next)))
-			g := inner.Gradient(loss, xz, hz, c)
-			second := outer.Gradient(ops.Add(ops.Sum(ops.Square(ops.Cast(g[0], tensor.Float64))), ops.Sum(ops.Cast(g[2], tensor.Float64))), xz, hz, c)
-			return append(g, second...)
+			return firstAndSecond([]*tensor.Tensor{xz, hz, c}, func(in []*tensor.Tensor) *tensor.Tensor {
+				h, next := cell(in[0], in[1], in[2])
+				return ops.Sum(ops.Add(ops.Mul(h, h), ops.Sin(next)))
+			}, func(g []*tensor.Tensor) *tensor.Tensor {
+				return ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(g[2]))
+			})
 		}
 		got, want := grads(ops.LSTMCell), grads(lstmWritten)
 		for k, name := range []string{"dxz", "dhz", "dc", "second dxz", "second dhz", "second dc"} {
@@ -98,6 +95,22 @@ func TestLSTMCell(t *testing.T) {
 			ops.LSTMCell(tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 8), tensor.Zeros(tensor.Int32, 2, 2))
 		}, tensor.ErrDType, ""},
 	})
+}
+
+// firstAndSecond returns loss's gradients in ins, then the gradients in
+// ins of second (a scalar of those gradients, each widened to float64),
+// through a tape recording the first pass.
+func firstAndSecond(ins []*tensor.Tensor, loss func(in []*tensor.Tensor) *tensor.Tensor, second func(g []*tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
+	outer := tape.New()
+	outer.Watch(ins...)
+	inner := tape.New()
+	inner.Watch(ins...)
+	g := inner.Gradient(loss(ins), ins...)
+	wide := make([]*tensor.Tensor, len(g))
+	for i, x := range g {
+		wide[i] = ops.Cast(x, tensor.Float64)
+	}
+	return append(g, outer.Gradient(second(wide), ins...)...)
 }
 
 // near fails unless got and want agree elementwise within tol relatively
@@ -141,15 +154,12 @@ func TestGRUCell(t *testing.T) {
 			t.Fatalf("%v: result in %v", dt, got.DType())
 		}
 		grads := func(cell func(xp, hp, h *tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
-			outer := tape.New()
-			outer.Watch(xp, hp, h)
-			inner := tape.New()
-			inner.Watch(xp, hp, h)
-			out := cell(xp, hp, h)
-			g := inner.Gradient(ops.Sum(ops.Add(ops.Mul(out, out), ops.Sin(out))), xp, hp, h)
-			wide := func(x *tensor.Tensor) *tensor.Tensor { return ops.Cast(x, tensor.Float64) }
-			second := outer.Gradient(ops.Add(ops.Add(ops.Sum(ops.Square(wide(g[0]))), ops.Sum(wide(g[1]))), ops.Sum(ops.Square(wide(g[2])))), xp, hp, h)
-			return append(g, second...)
+			return firstAndSecond([]*tensor.Tensor{xp, hp, h}, func(in []*tensor.Tensor) *tensor.Tensor {
+				out := cell(in[0], in[1], in[2])
+				return ops.Sum(ops.Add(ops.Mul(out, out), ops.Sin(out)))
+			}, func(g []*tensor.Tensor) *tensor.Tensor {
+				return ops.Add(ops.Add(ops.Sum(ops.Square(g[0])), ops.Sum(g[1])), ops.Sum(ops.Square(g[2])))
+			})
 		}
 		gotG, wantG := grads(ops.GRUCell), grads(gruWritten)
 		for k, name := range []string{"dxp", "dhp", "dh", "second dxp", "second dhp", "second dh"} {
