@@ -416,7 +416,8 @@ func (c *Context) ModuleLoad(ptx string) (cu.Module, error) {
 	if err != nil {
 		return 0, cu.Errorf(call, cu.ErrorInvalidPTX, "ptx JIT log: %v", err)
 	}
-	if err := c.checkTarget(m); err != nil {
+	sm, err := c.checkTarget(m)
+	if err != nil {
 		return 0, cu.Errorf(call, cu.ErrorInvalidPTX, "ptx JIT log: %v", err)
 	}
 	l := &loaded{kernels: map[string]cu.Function{}}
@@ -426,7 +427,7 @@ func (c *Context) ModuleLoad(ptx string) (cu.Module, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		k, err := compile(m.kernels[name])
+		k, err := compile(m.kernels[name], sm)
 		if err != nil {
 			return 0, cu.Errorf(call, cu.ErrorInvalidPTX, "ptx JIT log: %v", err)
 		}
@@ -440,20 +441,20 @@ func (c *Context) ModuleLoad(ptx string) (cu.Module, error) {
 }
 
 // checkTarget refuses a PTX version newer than the driver's or a target
-// newer than the device.
-func (c *Context) checkTarget(m *module) error {
+// newer than the device, and returns the target's number (sm_<n>).
+func (c *Context) checkTarget(m *module) (int, error) {
 	if versionNumber(m.version) > versionNumber(c.cfg.MaxPTX) {
-		return fmt.Errorf("PTX ISA %s is newer than the driver's %s", m.version, c.cfg.MaxPTX)
+		return 0, fmt.Errorf("PTX ISA %s is newer than the driver's %s", m.version, c.cfg.MaxPTX)
 	}
 	t := strings.TrimSuffix(strings.Fields(m.target)[0], "a")
 	sm, err := strconv.Atoi(strings.TrimPrefix(t, "sm_"))
 	if err != nil {
-		return fmt.Errorf("unknown target %q", m.target)
+		return 0, fmt.Errorf("unknown target %q", m.target)
 	}
 	if sm > 10*c.cfg.Major+c.cfg.Minor {
-		return fmt.Errorf("target %s is newer than the device (compute capability %d.%d)", m.target, c.cfg.Major, c.cfg.Minor)
+		return 0, fmt.Errorf("target %s is newer than the device (compute capability %d.%d)", m.target, c.cfg.Major, c.cfg.Minor)
 	}
-	return nil
+	return sm, nil
 }
 
 func versionNumber(v string) int {

@@ -53,11 +53,12 @@ type compiled struct {
 
 // compiler holds what compiling one kernel needs.
 type compiler struct {
-	k *kernel
-	c *compiled
+	k  *kernel
+	c  *compiled
+	sm int // the module's target, sm_<sm>
 }
 
-func compile(k *kernel) (*compiled, error) {
+func compile(k *kernel, sm int) (*compiled, error) {
 	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize}
 	off := 0
 	for _, p := range k.params {
@@ -66,7 +67,7 @@ func compile(k *kernel) (*compiled, error) {
 		off += p.size
 	}
 	c.psize = off
-	cc := &compiler{k: k, c: c}
+	cc := &compiler{k: k, c: c, sm: sm}
 	for _, st := range k.stmts {
 		in, err := cc.stmt(st)
 		if err != nil {
@@ -119,6 +120,10 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		in.kind = kShfl
 		in.shfl, err = cc.shfl(mods, st.args)
 		return in, err
+	case "mma":
+		in.kind = kShfl
+		in.shfl, err = cc.mma(mods, st.args)
+		return in, err
 	case "bar", "barrier":
 		if len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" {
 			in.kind = kShfl // a meeting of the warp's lanes that exchanges nothing
@@ -138,6 +143,10 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 	case "cvta":
 		in.exec, err = cc.cvta(mods, st.args)
 	case "cvt":
+		if len(mods) > 1 && (mods[1] == "bf16x2" || mods[1] == "f16x2") {
+			in.exec, err = cc.cvtPacked(mods, st.args)
+			break
+		}
 		in.exec, err = cc.cvt(mods, st.args)
 	case "setp":
 		in.exec, err = cc.setp(mods, st.args)

@@ -29,7 +29,8 @@ type thread struct {
 	tid   [3]int
 	id    int32 // 1-based index in the block
 	state threadState
-	shfl  shflWait // what it brings to the shfl it waits at
+	shfl  shflWait    // what it brings to the shfl it waits at
+	mma   mmaOperands // and to an mma
 }
 
 type block struct {

@@ -21,9 +21,10 @@ const warpSize = 32
 // shflOp is a compiled shfl.sync.<mode>.b32 d, a, b, c, membermask, or
 // bar.warp.sync membermask (mode sync: m alone).
 type shflOp struct {
-	mode       string // bfly, down, up, idx; sync
+	mode       string // bfly, down, up, idx; sync; mma
 	d          setter
 	a, b, c, m getter
+	mma        *mmaOp // mode mma (mma.go)
 }
 
 // shflWait is what a lane brings to a shfl: its value and operands.
@@ -66,9 +67,13 @@ func (cc *compiler) warpSync(args []string) (*shflOp, error) {
 // arrive stops t at the shfl in, with its operands.
 func (r *run) arrive(b *block, t *thread, in *instr) {
 	s := in.shfl
-	if s.mode == "sync" {
+	switch s.mode {
+	case "mma":
+		t.shfl = shflWait{mask: 0xffffffff}
+		t.mma = arriveMMA(s.mma, t, b)
+	case "sync":
 		t.shfl = shflWait{mask: s.m(t, b) & 0xffffffff}
-	} else {
+	default:
 		t.shfl = shflWait{a: s.a(t, b), b: s.b(t, b) & 31, c: s.c(t, b), mask: s.m(t, b) & 0xffffffff}
 	}
 	t.state = shuffling
@@ -115,7 +120,10 @@ func (r *run) resolveShuffles(b *block, threads []thread) bool {
 			}
 		}
 		op := r.k.prog[pc].shfl
-		if op.mode == "sync" {
+		if op.mode == "mma" {
+			resolveMMA(op.mma, lanes)
+		}
+		if op.mode == "sync" || op.mode == "mma" {
 			for i := range lanes {
 				if r.count != nil {
 					r.count.synced(&lanes[i])
@@ -166,8 +174,11 @@ func shflSource(mode string, i int, w shflWait, n int) int {
 
 // warpOpName names op's instruction in faults.
 func warpOpName(op *shflOp) string {
-	if op.mode == "sync" {
+	switch op.mode {
+	case "sync":
 		return "bar.warp.sync"
+	case "mma":
+		return "mma.sync"
 	}
 	return "shfl.sync"
 }

@@ -1,0 +1,167 @@
+package emu
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// mmaKernel loads a warp's fragments as the PTX ISA lays them out (its
+// own index arithmetic, written from the ISA's tables, not the
+// emulator's): A row-major [16 16], B as Bᵀ row-major [8 16] (the .col
+// layout), C row-major [16 8] float32, all words of two 16-bit values
+// where 16-bit; runs one mma and stores D as C.
+func mmaKernel(target, half string) string {
+	return strings.Replace(header, "sm_75", target, 1) + `
+.visible .entry mma_tile(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)
+{
+	.reg .b32 %r<20>;
+	.reg .b64 %rd<30>;
+	.reg .f32 %f<12>;
+	ld.param.u64 %rd1, [a];
+	ld.param.u64 %rd2, [b];
+	ld.param.u64 %rd3, [c];
+	ld.param.u64 %rd4, [d];
+	mov.u32 %r1, %laneid;
+	shr.u32 %r2, %r1, 2;
+	and.b32 %r3, %r1, 3;
+	mad.lo.u32 %r4, %r2, 8, %r3;
+	mul.wide.u32 %rd5, %r4, 4;
+	add.s64 %rd6, %rd1, %rd5;
+	ld.global.b32 %r5, [%rd6];
+	ld.global.b32 %r6, [%rd6+256];
+	ld.global.b32 %r7, [%rd6+16];
+	ld.global.b32 %r8, [%rd6+272];
+	add.s64 %rd7, %rd2, %rd5;
+	ld.global.b32 %r9, [%rd7];
+	ld.global.b32 %r10, [%rd7+16];
+	shl.b32 %r11, %r3, 1;
+	mad.lo.u32 %r12, %r2, 8, %r11;
+	mul.wide.u32 %rd8, %r12, 4;
+	add.s64 %rd9, %rd3, %rd8;
+	ld.global.f32 %f1, [%rd9];
+	ld.global.f32 %f2, [%rd9+4];
+	ld.global.f32 %f3, [%rd9+256];
+	ld.global.f32 %f4, [%rd9+260];
+	mma.sync.aligned.m16n8k16.row.col.f32.` + half + `.` + half + `.f32 {%f5, %f6, %f7, %f8}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%f1, %f2, %f3, %f4};
+	add.s64 %rd10, %rd4, %rd8;
+	st.global.f32 [%rd10], %f5;
+	st.global.f32 [%rd10+4], %f6;
+	st.global.f32 [%rd10+256], %f7;
+	st.global.f32 [%rd10+260], %f8;
+	ret;
+}
+`
+}
+
+// packed is the words of rows×cols 16-bit values (row-major) of f.
+func packed(rows, cols int, half string, f func(i, j int) float32) []float32 {
+	out := make([]float32, rows*cols/2)
+	for i := range rows {
+		for j := 0; j < cols; j += 2 {
+			bits := func(v float32) uint32 {
+				if half == "bf16" {
+					return uint32(tensor.ToBF16(v))
+				}
+				return uint32(tensor.ToF16(v))
+			}
+			out[(i*cols+j)/2] = math.Float32frombits(bits(f(i, j)) | bits(f(i, j+1))<<16)
+		}
+	}
+	return out
+}
+
+func TestMMAComputesATile(t *testing.T) {
+	for _, half := range []string{"bf16", "f16"} {
+		e := newEnv(t)
+		// Every element distinct and exact in both types, so that a
+		// misplaced one changes D.
+		av := func(i, k int) float32 { return float32(i*16+k-100) / 64 }
+		bv := func(k, j int) float32 { return float32((k*8+j)%37-18) / 8 }
+		cv := func(i, j int) float32 { return float32(i - j) }
+		cs := make([]float32, 128)
+		for i := range 16 {
+			for j := range 8 {
+				cs[i*8+j] = cv(i, j)
+			}
+		}
+		a := e.upload(packed(16, 16, half, av))
+		b := e.upload(packed(8, 16, half, func(j, k int) float32 { return bv(k, j) }))
+		c, d := e.upload(cs), e.upload(make([]float32, 128))
+		f := e.kernel(mmaKernel("sm_80", half), "mma_tile")
+		if err := e.launch(f, 1, 32, new(cu.Args).Ptr(a).Ptr(b).Ptr(c).Ptr(d)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.download(d, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 16 {
+			for j := range 8 {
+				want := float64(cv(i, j))
+				for k := range 16 {
+					want += float64(av(i, k)) * float64(bv(k, j))
+				}
+				if got[i*8+j] != float32(want) {
+					t.Fatalf("%s: D[%d][%d] = %v, want %v", half, i, j, got[i*8+j], want)
+				}
+			}
+		}
+	}
+}
+
+func TestMMAWantsAWholeWarpAndSM80(t *testing.T) {
+	e := newEnv(t)
+	var err error
+	e.do(func() error {
+		_, err = e.ctx.ModuleLoad(mmaKernel("sm_75", "bf16"))
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "requires .target sm_80") {
+		t.Fatalf("an mma in an sm_75 module loaded (%v); ptxas refuses it", err)
+	}
+	a, d := e.upload(make([]float32, 128)), e.upload(make([]float32, 128))
+	f := e.kernel(mmaKernel("sm_80", "bf16"), "mma_tile")
+	err = e.launch(f, 1, 16, new(cu.Args).Ptr(a).Ptr(a).Ptr(a).Ptr(d))
+	if err == nil || !strings.Contains(err.Error(), "mma.sync") {
+		t.Fatalf("an mma over half a warp ran (%v)", err)
+	}
+}
+
+func TestPackedConversion(t *testing.T) {
+	src := strings.Replace(header, "sm_75", "sm_80", 1) + `
+.visible .entry pack(.param .u64 out)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	.reg .f32 %f<3>;
+	ld.param.u64 %rd1, [out];
+	mov.f32 %f1, 0f3F8C0000;
+	mov.f32 %f2, 0fC0490FDB;
+	cvt.rn.bf16x2.f32 %r1, %f1, %f2;
+	cvt.rn.f16x2.f32 %r2, %f1, %f2;
+	st.global.b32 [%rd1], %r1;
+	st.global.b32 [%rd1+4], %r2;
+	ret;
+}
+`
+	e := newEnv(t)
+	out := e.upload(make([]float32, 2))
+	if err := e.launch(e.kernel(src, "pack"), 1, 1, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, lo := float32(1.09375), float32(-math.Pi)
+	if w := uint32(tensor.ToBF16(hi))<<16 | uint32(tensor.ToBF16(lo)); math.Float32bits(got[0]) != w {
+		t.Errorf("cvt.rn.bf16x2.f32 gave %#x, want %#x", math.Float32bits(got[0]), w)
+	}
+	if w := uint32(tensor.ToF16(hi))<<16 | uint32(tensor.ToF16(lo)); math.Float32bits(got[1]) != w {
+		t.Errorf("cvt.rn.f16x2.f32 gave %#x, want %#x", math.Float32bits(got[1]), w)
+	}
+}
