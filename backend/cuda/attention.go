@@ -22,7 +22,12 @@ import (
 // the softmax and the scores' gradient as row kernels
 // (kernels/attention.go), the score matrix materialised per call
 // ([batch, tq, tk]); three launches forward, six backward. The half
-// types take the products path in their own dtype (attention_half.go).
+// types' calls without a mask tensor and of those widths take their own
+// flash kernels on devices of compute capability 8.0 and later
+// (kernels/flash_tc.go: the products on the tensor cores, the scores in
+// registers; one launch forward, two backward), whatever their size;
+// their other calls take the products path in their own dtype
+// (attention_half.go).
 
 func init() {
 	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
@@ -94,7 +99,7 @@ func attention(d kernels.DType) eager.Kernel {
 		}
 		if dev.flashTakes(g, d, attentionMask(c.Inputs, 3)) {
 			args := newArgs().Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
-			dev.flashLaunch(c, "flash_fwd", g, g.tq, a, args)
+			dev.flashLaunch(c, "flash_fwd", d, g, g.tq, a, args)
 			return
 		}
 		if d.Half() {
@@ -133,13 +138,18 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 				c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
 			}
 			defer delta.Release()
-			dev.flashLaunch(c, "flash_bwd_q", g, g.tq, a, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+			dev.flashLaunch(c, "flash_bwd_q", d, g, g.tq, a, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 				Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)))
+			if d.Half() { // one kernel for both, on the tensor cores
+				dev.flashLaunch(c, "flash_bwd_kv", d, g, g.tk, a, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
+				return
+			}
 			for _, w := range []struct {
 				name string
 				out  *tensor.Tensor
 			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
-				dev.flashLaunch(c, w.name, g, g.tk, a, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+				dev.flashLaunch(c, w.name, d, g, g.tk, a, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
 			}
 			return
@@ -168,7 +178,8 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 }
 
 // FlashAutoBytes is the size of the score matrix ([batch, tq, tk]
-// float32) from which attention takes the flash kernels by default. Below
+// float32) from which float32 attention takes the flash kernels by
+// default (the half types take theirs at every size). Below
 // it the products (cuBLAS GEMMs at float32's full rate, and row kernels
 // over the materialised scores) are expected faster than the flash
 // kernels, which compute a row by four threads without tensor cores; at and
@@ -184,25 +195,38 @@ const (
 )
 
 // SetFlashAttention makes d take the flash kernels for every attention
-// call they can compute (on: float32, no mask tensor, rows 16, 32 or 64
-// wide), or for none (off). By default d takes them where the score
-// matrix would take FlashAutoBytes or more.
+// call they can compute (on: float32, bfloat16 or float16, no mask
+// tensor, rows 16, 32 or 64 wide; the half types' on compute capability
+// 8.0 and later), or for none (off). By default d takes the half types'
+// wherever they can, and float32's where the score matrix would take
+// FlashAutoBytes or more.
 func (d *Device) SetFlashAttention(on bool) {
 	d.flashMode.Store(map[bool]int32{true: flashAlways, false: flashNever}[on])
 }
 
 // flashTakes reports whether the flash kernels take a call of dtype dt
-// with sizes g and mask (nil: none).
+// with sizes g and mask (nil: none). The half types' flash kernels run
+// on the tensor cores (compute capability 8.0 and later) and take every
+// call they can unless SetFlashAttention(false): they read and write
+// less than the products path at every size, with the same tensor-core
+// products.
 func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) bool {
 	mode := d.flashMode.Load()
-	can := dt == kernels.F32 && mask == nil && g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
-	return can && (mode == flashAlways || mode == flashAuto && 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
+	can := mask == nil && g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
+	switch {
+	case !can || mode == flashNever:
+		return false
+	case dt.Half():
+		return d.info.Major >= 8
+	}
+	return dt == kernels.F32 && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
 }
 
-// flashLaunch queues flash kernel kind over the blocks of rows (tq, or
-// tk for the keys' gradients) of every batch matrix, args holding its
-// tensors; the sizes, the scale and the causal flag follow them.
-func (d *Device) flashLaunch(c *eager.Call, kind string, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args) {
+// flashLaunch queues flash kernel kind of dtype dt (float32, or a half
+// type's tensor-core kernels) over the blocks of rows (tq, or tk for the
+// keys' gradients) of every batch matrix, args holding its tensors; the
+// sizes, the scale and the causal flag follow them.
+func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args) {
 	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
 	blocks := g.batch * per
 	args.U64(uint64(g.tq)).U64(uint64(g.tk))
@@ -211,8 +235,12 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, g attnGeom, rows int, a
 		args.F32(float32(a.Scale))
 	}
 	args.U64(boolU64(a.Causal))
-	name := kernels.Name(kind, "f32", fmt.Sprint(g.dd))
-	check(c, d.launchBlocks("attention", name, min(blocks, max(d.info.SMs, 1)*8), kernels.FlashThreads, args))
+	family, threads := "attention", kernels.FlashThreads
+	if dt.Half() {
+		family, threads = "attention_tc", kernels.FlashTCThreads
+	}
+	name := kernels.Name(kind, string(dt), fmt.Sprint(g.dd))
+	check(c, d.launchBlocks(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, args))
 }
 
 func boolU64(b bool) uint64 {

@@ -16,9 +16,11 @@ import (
 // the probabilities and the scores' gradient rounded to the half type for
 // the products that read them (as flash attention's tensor-core products
 // read them), each output and gradient rounded once from float32 sums.
-// Where the flash kernels would take the call in float32 (a large score
-// matrix), or the context has no GEMM of mixed types, the call computes
-// through float32 instead.
+// This path takes the calls the half types' flash kernels do not (a mask
+// tensor, rows of other widths, a device before compute capability 8.0,
+// SetFlashAttention(false)); where the float32 flash kernels would take
+// the call (a large score matrix without a mask), or the context has no
+// GEMM of mixed types, the call computes through float32 instead.
 
 // halfScratch returns an uninitialised tensor of dt and shape on the
 // call's device, failing the call when there is no memory.

@@ -670,7 +670,9 @@ func BenchmarkGPTGenerateGPU(b *testing.B) {
 // as the device chooses (the flash kernels where the score matrix would
 // take FlashAutoBytes or more), then with each path forced: "flash" and
 // "products" (the GEMMs and row kernels); "bfloat16" is the same in
-// bfloat16 (its own products, the scores in float32: attention_half.go).
+// bfloat16 as the device chooses (the tensor-core flash kernels,
+// kernels/flash_tc.go), and "bfloat16/products" its products path (the
+// scores materialised in float32: attention_half.go).
 func BenchmarkAttentionGPU(b *testing.B) {
 	d := benchGPU(b)
 	lengths := []int{1024, 4096}
@@ -684,7 +686,7 @@ func BenchmarkAttentionGPU(b *testing.B) {
 			mode int32
 			dt   tensor.DType
 		}{{"", flashAuto, tensor.Float32}, {"/flash", flashAlways, tensor.Float32}, {"/products", flashNever, tensor.Float32},
-			{"/bfloat16", flashAuto, tensor.BFloat16}} {
+			{"/bfloat16", flashAuto, tensor.BFloat16}, {"/bfloat16/products", flashNever, tensor.BFloat16}} {
 			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
 				d.flashMode.Store(path.mode)
 				restore := device.SetDefault(d)

@@ -86,6 +86,8 @@ var budgets = map[string]kernelBudget{
 	"cast_f32_f16":                   {instr: 4 * elementwiseBudget}, // float16's rounding: subnormals, a narrower exponent
 	"div_bf16_bc":                    {instr: 2 * broadcastBudget},
 	"reduce_rows_sum_bf16":           {instr: 2 * reduceRowsBudget},
+	"reduce_rows_sum_bf16_f32":       {instr: 2 * reduceRowsBudget}, // a half input's float32 sums
+	"reduce_rows_sum_f32_bf16":       {instr: 2 * reduceRowsBudget},
 	"copy_b16":                       {instr: 2 * copyBudget},
 	"fill_b16":                       {instr: 2 * copyBudget},
 	"gather_b16_s32":                 {instr: 2 * copyBudget},
@@ -241,6 +243,14 @@ var budgets = map[string]kernelBudget{
 	"flash_bwd_q_f32_32":  {instr: 64, serial: true},
 	"flash_bwd_dk_f32_32": {instr: 64, serial: true},
 	"flash_bwd_dv_f32_32": {instr: 64, serial: true},
+	// The half types' flash kernels take the products on the tensor
+	// cores (a warp's mma: 16x8x16 a step) and keep the scores in
+	// registers, the operands read by ldmatrix; per element of the tiles
+	// loaded at a sequence of 64 (the softmax's and the tile moves'
+	// instructions mostly), 26-35.
+	"flash_fwd_bf16_32":    {instr: 40, serial: true},
+	"flash_bwd_q_bf16_32":  {instr: 30, serial: true},
+	"flash_bwd_kv_bf16_32": {instr: 36, serial: true},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -435,6 +445,11 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
 			d.SetFlashAttention(true) // and through the flash kernels
 			defer d.flashMode.Store(flashAuto)
+			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
+		}},
+		{"causal attention in bfloat16 and its gradient (the tensor-core flash kernels)", func() {
+			h := func() *tensor.Tensor { return ops.Cast(g(2, 4, 64, 32), tensor.BFloat16) }
+			q, k, v := h(), h(), h()
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
 		}},
 		{"masked attention and its gradient (the row kernels)", func() {

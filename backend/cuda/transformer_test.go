@@ -159,6 +159,62 @@ func TestFlashAttentionOnGPU(t *testing.T) {
 	}
 }
 
+// The half types' flash kernels (the tensor cores' mma, rows 16, 32 or
+// 64 wide, no mask tensor) agree with the CPU, which computes through
+// float32, within the rounding of the probabilities and the scores'
+// gradient to the half type before their products (the tolerances of
+// TestHalfAttentionOnGPU): one block of rows and several, sequences that
+// fill no block, more keys than queries and fewer, causal or not; and
+// they are what ran (no GEMM), by default.
+func TestHalfFlashAttentionOnGPU(t *testing.T) {
+	d := testGPU(t)
+	if d.info.Major < 8 {
+		t.Skipf("%s has compute capability %d.%d; the tensor-core kernels want 8.0", d.Name(), d.info.Major, d.info.Minor)
+	}
+	ctx, emulated := d.ctx.(*emu.Context)
+	var ran []string
+	if emulated {
+		ctx.SetProfiler(func(p emu.Profile) { ran = append(ran, p.Kernel) })
+		defer ctx.SetProfiler(nil)
+	}
+	r := tensor.NewRNG(11)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		tol := map[tensor.DType]float64{tensor.BFloat16: 1.0 / 64, tensor.Float16: 1.0 / 512}[dt]
+		for _, c := range []struct{ batch, tq, tk, dim int }{{1, 5, 5, 16}, {2, 70, 130, 32}, {1, 130, 64, 64}, {1, 64, 1, 16}} {
+			q := tensor.RandNormal(r, dt, c.batch, 2, c.tq, c.dim)
+			k := tensor.RandNormal(r, dt, c.batch, 2, c.tk, c.dim)
+			v := tensor.RandNormal(r, dt, c.batch, 2, c.tk, c.dim)
+			for _, causal := range []bool{false, true} {
+				ran = ran[:0]
+				before := 0
+				if emulated {
+					before = ctx.MixedGemms
+				}
+				attentionAgrees(t, d, fmt.Sprintf("%v %+v causal=%v", dt, c, causal), q, k, v, nil, causal, tol)
+				if !emulated {
+					continue
+				}
+				for _, kind := range []string{"flash_fwd", "flash_bwd_q", "flash_bwd_kv"} {
+					if name := fmt.Sprintf("%s_%s_%d", kind, halfName(dt), c.dim); !slices.Contains(ran, name) {
+						t.Errorf("%v %+v causal=%v: %s did not run (ran %v)", dt, c, causal, name, ran)
+					}
+				}
+				if n := ctx.MixedGemms - before; n != 0 {
+					t.Errorf("%v %+v causal=%v: %d GEMMs beside the flash kernels", dt, c, causal, n)
+				}
+			}
+		}
+	}
+}
+
+// halfName is the kernels' name of a half dtype.
+func halfName(dt tensor.DType) string {
+	if dt == tensor.BFloat16 {
+		return "bf16"
+	}
+	return "f16"
+}
+
 // attentionTestMask is a [2 3 4 6] mask of keys for [2 3] heads of 4
 // queries and 6 keys, with a row of nothing (batch 0, head 0, query 2).
 func attentionTestMask() *tensor.Tensor {

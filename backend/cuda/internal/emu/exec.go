@@ -124,6 +124,10 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		in.kind = kShfl
 		in.shfl, err = cc.mma(mods, st.args)
 		return in, err
+	case "ldmatrix":
+		in.kind = kShfl
+		in.shfl, err = cc.ldmatrix(mods, st.args)
+		return in, err
 	case "bar", "barrier":
 		if len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" {
 			in.kind = kShfl // a meeting of the warp's lanes that exchanges nothing

@@ -187,3 +187,79 @@ func (cc *compiler) cvtPacked(mods []string, args []string) (func(*run, *block, 
 		d(t, round(math.Float32frombits(uint32(hi(t, b))))<<16|round(math.Float32frombits(uint32(lo(t, b)))))
 	}, nil
 }
+
+// ldmatrixOp is a compiled ldmatrix.sync.aligned.m8n8.x<n>[.trans]
+// .shared.b16 {d...}, [a]: n 8x8 matrices of 16-bit elements from shared
+// memory, each row 16 bytes at an address one lane gives (lane 8i+r: row
+// r of matrix i), into a register a matrix in every lane. Lane l receives
+// row l/4's elements 2(l%4) and 2(l%4)+1 (low half first); with .trans,
+// column l/4's elements of rows 2(l%4) and 2(l%4)+1: the matrix
+// transposed. The rows are read as the lanes that name them read (the
+// race checks see them so).
+type ldmatrixOp struct {
+	trans bool
+	d     []setter
+	addr  func(t *thread, b *block) uint64
+}
+
+func (cc *compiler) ldmatrix(mods []string, args []string) (*shflOp, error) {
+	trans := len(mods) == 7 && mods[4] == "trans"
+	if trans {
+		mods = append(mods[:4:4], mods[5:]...)
+	}
+	n := map[string]int{"x1": 1, "x2": 2, "x4": 4}[mods[min(3, len(mods)-1)]]
+	if len(mods) != 6 || mods[0] != "sync" || mods[1] != "aligned" || mods[2] != "m8n8" || n == 0 || mods[4] != "shared" || mods[5] != "b16" {
+		return nil, fmt.Errorf("only ldmatrix.sync.aligned.m8n8.<x1|x2|x4>[.trans].shared.b16 is supported")
+	}
+	if cc.sm < 75 {
+		return nil, fmt.Errorf("ldmatrix requires .target sm_75 or higher")
+	}
+	if len(args) != 2 {
+		return nil, fmt.Errorf("ldmatrix takes {d...} and an address")
+	}
+	names, err := regList(args[0], n)
+	if err != nil {
+		return nil, err
+	}
+	op := &ldmatrixOp{trans: trans}
+	for _, name := range names {
+		d, err := cc.dst(name, "b32", true)
+		if err != nil {
+			return nil, err
+		}
+		op.d = append(op.d, d)
+	}
+	if op.addr, err = cc.address(args[1], "shared"); err != nil {
+		return nil, err
+	}
+	return &shflOp{mode: "ldmatrix", ldm: op}, nil
+}
+
+// resolveLdmatrix reads a whole warp's matrices and gives each lane its
+// registers; false where a row's access faults.
+func (r *run) resolveLdmatrix(op *ldmatrixOp, b *block, lanes []thread) bool {
+	var rows [4][8][8]uint16
+	for i := range op.d {
+		for row := range 8 {
+			t := &lanes[8*i+row]
+			at := t.mma[0]
+			r.cur = t
+			if !r.sharedAccess(b, t, at, 16, false) {
+				return false
+			}
+			for e := range 8 {
+				rows[i][row][e] = uint16(b.shared[at+uint64(2*e)]) | uint16(b.shared[at+uint64(2*e)+1])<<8
+			}
+		}
+	}
+	for l := range lanes {
+		for i, d := range op.d {
+			lo, hi := rows[i][l/4][2*(l%4)], rows[i][l/4][2*(l%4)+1]
+			if op.trans {
+				lo, hi = rows[i][2*(l%4)][l/4], rows[i][2*(l%4)+1][l/4]
+			}
+			d(&lanes[l], uint64(lo)|uint64(hi)<<16)
+		}
+	}
+	return true
+}

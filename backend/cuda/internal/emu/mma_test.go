@@ -165,3 +165,80 @@ func TestPackedConversion(t *testing.T) {
 		t.Errorf("cvt.rn.f16x2.f32 gave %#x, want %#x", math.Float32bits(got[1]), w)
 	}
 }
+
+// ldmatrixKernel fills a 16x16 shared matrix of 16-bit values with their
+// indices (row·16 + column), a lane 16 bytes, then each lane names row
+// l%8 of matrix l/8 (the four 8x8 quarters: top left, bottom left, top
+// right, bottom right, as an mma's A fragment orders them) and stores
+// the four registers ldmatrix (mods: "x4" or "x4.trans") gives it.
+func ldmatrixKernel(mods string) string {
+	return strings.Replace(header, "sm_75", "sm_80", 1) + `
+.visible .entry ldm(.param .u64 out)
+{
+	.reg .b32 %r<30>;
+	.reg .b64 %rd<10>;
+	.shared .align 16 .b8 m[512];
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %laneid;
+	shl.b32 %r2, %r1, 3;
+	add.u32 %r3, %r2, 1;
+	mad.lo.u32 %r4, %r3, 65536, %r2;
+	add.u32 %r5, %r4, 131074;
+	add.u32 %r6, %r5, 131074;
+	add.u32 %r7, %r6, 131074;
+	mov.u64 %rd2, m;
+	mul.wide.u32 %rd3, %r1, 16;
+	add.s64 %rd4, %rd2, %rd3;
+	st.shared.v4.b32 [%rd4], {%r4, %r5, %r6, %r7};
+	bar.sync 0;
+	shr.u32 %r8, %r1, 3;
+	and.b32 %r9, %r1, 7;
+	and.b32 %r10, %r8, 1;
+	shl.b32 %r10, %r10, 3;
+	add.u32 %r10, %r10, %r9;
+	shr.u32 %r11, %r8, 1;
+	shl.b32 %r11, %r11, 4;
+	mad.lo.u32 %r12, %r10, 32, %r11;
+	cvt.u64.u32 %rd5, %r12;
+	add.s64 %rd5, %rd5, %rd2;
+	ldmatrix.sync.aligned.m8n8.` + mods + `.shared.b16 {%r20, %r21, %r22, %r23}, [%rd5];
+	mul.wide.u32 %rd6, %r1, 16;
+	add.s64 %rd7, %rd1, %rd6;
+	st.global.v4.b32 [%rd7], {%r20, %r21, %r22, %r23};
+	ret;
+}
+`
+}
+
+func TestLdmatrixGivesTheLayout(t *testing.T) {
+	for _, trans := range []bool{false, true} {
+		mods := "x4"
+		if trans {
+			mods += ".trans"
+		}
+		e := newEnv(t)
+		out := e.upload(make([]float32, 128))
+		if err := e.launch(e.kernel(ldmatrixKernel(mods), "ldm"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.download(out, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range 32 {
+			for i := range 4 {
+				r0, c0 := 8*(i&1), 8*(i>>1)
+				lo := (r0+l/4)*16 + c0 + 2*(l%4)
+				hi := lo + 1
+				if trans {
+					lo = (r0+2*(l%4))*16 + c0 + l/4
+					hi = lo + 16
+				}
+				w := math.Float32bits(got[4*l+i])
+				if int(w&0xffff) != lo || int(w>>16) != hi {
+					t.Fatalf("%s: lane %d register %d holds %d, %d; want %d, %d", mods, l, i, w&0xffff, w>>16, lo, hi)
+				}
+			}
+		}
+	}
+}

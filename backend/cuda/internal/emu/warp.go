@@ -24,7 +24,8 @@ type shflOp struct {
 	mode       string // bfly, down, up, idx; sync; mma
 	d          setter
 	a, b, c, m getter
-	mma        *mmaOp // mode mma (mma.go)
+	mma        *mmaOp      // mode mma (mma.go)
+	ldm        *ldmatrixOp // mode ldmatrix (mma.go)
 }
 
 // shflWait is what a lane brings to a shfl: its value and operands.
@@ -71,6 +72,9 @@ func (r *run) arrive(b *block, t *thread, in *instr) {
 	case "mma":
 		t.shfl = shflWait{mask: 0xffffffff}
 		t.mma = arriveMMA(s.mma, t, b)
+	case "ldmatrix":
+		t.shfl = shflWait{mask: 0xffffffff}
+		t.mma[0] = s.ldm.addr(t, b)
 	case "sync":
 		t.shfl = shflWait{mask: s.m(t, b) & 0xffffffff}
 	default:
@@ -123,7 +127,10 @@ func (r *run) resolveShuffles(b *block, threads []thread) bool {
 		if op.mode == "mma" {
 			resolveMMA(op.mma, lanes)
 		}
-		if op.mode == "sync" || op.mode == "mma" {
+		if op.mode == "ldmatrix" && !r.resolveLdmatrix(op.ldm, b, lanes) {
+			return false
+		}
+		if op.mode == "sync" || op.mode == "mma" || op.mode == "ldmatrix" {
 			for i := range lanes {
 				if r.count != nil {
 					r.count.synced(&lanes[i])
@@ -179,6 +186,8 @@ func warpOpName(op *shflOp) string {
 		return "bar.warp.sync"
 	case "mma":
 		return "mma.sync"
+	case "ldmatrix":
+		return "ldmatrix.sync"
 	}
 	return "shfl.sync"
 }

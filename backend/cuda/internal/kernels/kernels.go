@@ -112,6 +112,10 @@ type Family struct {
 	Kernels []*ptx.Kernel
 	// Declares are the device functions its kernels call.
 	Declares []string
+	// Target is the module's PTX target where it needs a newer one than
+	// ptx.Target (the device must have it: TCTarget, compute capability
+	// 8.0, for attention_tc).
+	Target string
 }
 
 // Families returns every family, by name.
@@ -126,6 +130,7 @@ func Families() []Family {
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "norm", Kernels: normKernels()},
 		{Name: "attention", Kernels: attentionKernels()},
+		{Name: "attention_tc", Kernels: flashTCKernels(), Target: TCTarget},
 		{Name: "rnn", Kernels: rnnCellKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
@@ -144,6 +149,9 @@ func Families() []Family {
 // Module is a family's PTX text.
 func (f Family) Module() string {
 	m := ptx.NewModule()
+	if f.Target != "" {
+		m = ptx.NewModuleFor(f.Target)
+	}
 	for _, d := range f.Declares {
 		m.Declare(d)
 	}

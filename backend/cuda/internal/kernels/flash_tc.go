@@ -1,0 +1,710 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	mbits "math/bits"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// FlashAttention's kernels for the half types on the tensor cores
+// (family attention_tc, PTX target sm_80: mma.sync.m16n8k16 of bf16 or
+// f16 pairs into float32 sums). The same three passes as the float32
+// flash kernels (flash.go), with the products as warp-wide tile products:
+// a block of FlashTCThreads threads, four warps, takes FlashBlock rows
+// (queries, or keys for the keys' gradients), sixteen a warp; tiles of
+// FlashBlock rows of the other side go through shared memory (16-byte
+// moves, rows padded by 16 bytes so that the eight rows an ldmatrix
+// phase reads hit 32 banks; the operands read by ldmatrix, the values'
+// and the depth-major tiles' transposed by it), and each warp's [16 64] tile of scores lives in its registers
+// in the accumulator layout, which, rounded to the half type in pairs, is
+// the left operand layout of the next product (the probabilities times
+// the values). Every sum is in float32; each output is rounded once.
+//
+//   - flash_fwd_<bf16|f16>_<dim> (o, lse, q, k, v, tq, tk, nb, blocks,
+//     scale2, causal): the online softmax over tiles of keys, as
+//     flash_fwd_f32's; the probabilities rounded to the half type for
+//     their product with the values (as FlashAttention's), the output
+//     divided by the row's sum in float32 and rounded once; lse float32.
+//   - flash_bwd_q_<bf16|f16>_<dim> (dq, delta, q, k, v, o, do, lse, dlse,
+//     tq, tk, nb, blocks, scale2, scale, causal): δ = Σ dO⊙O − dlse per
+//     query (float32, written for the next kernel), then dQ = scale · Σ
+//     dS·K over the tiles of keys, dS = P⊙(dO·Vᵀ − δ) rounded to the half
+//     type for its product with K.
+//   - flash_bwd_kv_<bf16|f16>_<dim> (dk, dv, q, k, v, do, lse, delta, tq,
+//     tk, nb, blocks, scale2, scale, causal): per key, over the tiles of
+//     queries that attend to it, dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q,
+//     the scores computed transposed (K·Qᵀ), so that a key's sums stay in
+//     one warp's registers.
+//
+// Sums run in a fixed order, so results repeat from run to run.
+
+// FlashTCThreads is the threads of a tensor-core flash block: four warps,
+// FlashBlock/4 rows each.
+const FlashTCThreads = 128
+
+// flashTCDTypes are the types the tensor-core flash kernels are written
+// for.
+var flashTCDTypes = []DType{BF16, F16}
+
+// TCTarget is the PTX target of the tensor-core kernels' family.
+const TCTarget = "sm_80"
+
+func flashTCKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, dt := range flashTCDTypes {
+		for _, dim := range FlashDims {
+			out = append(out, flashTCForward(dt, dim), flashTCBackwardQ(dt, dim), flashTCBackwardKV(dt, dim))
+		}
+	}
+	return out
+}
+
+// tc is one tensor-core flash kernel being written. acc is a warp's
+// accumulator tile: per 8 columns, the four float32 registers of
+// mma's C layout (rows g and g+8, columns 2t and 2t+1 of the eight).
+type tc struct {
+	*flash
+	dt    DType
+	pitch int     // halves a shared row: dim + 8
+	lane  ptx.Reg // u32
+	wrow  ptx.Reg // u32, the warp's first row in the block (16·warp)
+	g, t  ptx.Reg // u32, lane/4 and lane%4
+}
+
+type acc [][4]ptx.Reg
+
+func newTC(kind string, dt DType, dim int) *tc {
+	return &tc{flash: newFlash(Name(kind, string(dt), fmt.Sprint(dim)), dim), dt: dt, pitch: dim + 8}
+}
+
+// tileBytes is a shared tile's size: FlashBlock rows of pitch halves.
+func (c *tc) tileBytes() int { return FlashBlock * c.pitch * 2 }
+
+// start declares n shared tiles (and, with scalars, two rows of
+// FlashBlock float32) and reads the thread's place; it returns the tiles'
+// addresses.
+func (c *tc) start(n int, scalars bool) []ptx.Reg {
+	k := c.k
+	sh := k.Shared("tiles", n*c.tileBytes(), 16)
+	tiles := []ptx.Reg{sh}
+	for i := 1; i < n; i++ {
+		r := k.Reg(ptx.U64)
+		k.Op("add.s64 %s, %s, %d", r, sh, i*c.tileBytes())
+		tiles = append(tiles, r)
+	}
+	if scalars {
+		c.scalars = k.Shared("scalars", 2*FlashBlock*4, 16)
+	}
+	c.tid, c.lane, c.wrow, c.g, c.t = k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, %%tid.x", c.tid)
+	k.Op("and.b32 %s, %s, 31", c.lane, c.tid)
+	k.Op("shr.u32 %s, %s, 5", c.wrow, c.tid)
+	k.Op("shl.b32 %s, %s, 4", c.wrow, c.wrow)
+	k.Op("shr.u32 %s, %s, 2", c.g, c.lane)
+	k.Op("and.b32 %s, %s, 3", c.t, c.lane)
+	return tiles
+}
+
+// halfMatrix is the address of batch matrix bm of a [batch, rows, dim]
+// tensor of the half type at base.
+func (c *tc) halfMatrix(base, bm, rows ptx.Reg) ptx.Reg {
+	k := c.k
+	off, a := k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mul.lo.s64 %s, %s, %s", off, bm, rows)
+	k.Op("mul.lo.s64 %s, %s, %d", off, off, 2*c.dim)
+	k.Op("add.s64 %s, %s, %s", a, base, off)
+	return a
+}
+
+// move copies rows [r0, r0+FlashBlock) of the [n, dim] half matrix at
+// global address g to or from shared tile sh, 16 bytes a thread a step,
+// coalesced; loading, rows at or past n read as zeros; storing, they are
+// not written.
+func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
+	k := c.k
+	pieces := c.dim / 8 // 16-byte pieces a row
+	for s := range FlashBlock * pieces / FlashTCThreads {
+		e, row, c8 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("add.u32 %s, %s, %d", e, c.tid, FlashTCThreads*s)
+		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(pieces)))
+		k.Op("and.b32 %s, %s, %d", c8, e, pieces-1)
+		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("cvt.u64.u32 %s, %s", grow, row)
+		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
+		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
+		ga, c64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("cvt.u64.u32 %s, %s", c64, c8)
+		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, pieces, c64)
+		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
+		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, c.pitch/8, c8)
+		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
+		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
+		v := [4]ptx.Reg{k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)}
+		skip := k.Label("tc_row")
+		if load {
+			for _, r := range v {
+				k.Op("mov.u32 %s, 0", r)
+			}
+			k.Op("@!%s bra %s", in, skip)
+			k.Op("ld.global.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], ga)
+			k.Place(skip)
+			k.Op("st.shared.v4.b32 [%s], {%s, %s, %s, %s}", sa, v[0], v[1], v[2], v[3])
+			continue
+		}
+		k.Op("@!%s bra %s", in, skip)
+		k.Op("ld.shared.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], sa)
+		k.Op("st.global.v4.b32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
+		k.Place(skip)
+	}
+}
+
+// at is the shared address of half (row, col) of tile sh, row and col u32.
+func (c *tc) at(sh, row, col ptx.Reg) ptx.Reg {
+	k := c.k
+	e, a := k.Reg(ptx.U32), k.Reg(ptx.U64)
+	k.Op("mad.lo.u32 %s, %s, %d, %s", e, row, c.pitch, col)
+	k.Op("mul.wide.u32 %s, %s, 2", a, e)
+	k.Op("add.s64 %s, %s, %s", a, a, sh)
+	return a
+}
+
+// ownBase is the address of the thread's first element of its warp's
+// rows in tile sh: row wrow+g, column 2t (the A and C layouts' element
+// 0).
+func (c *tc) ownBase(sh ptx.Reg) ptx.Reg {
+	row, col := c.k.Reg(ptx.U32), c.k.Reg(ptx.U32)
+	c.k.Op("add.u32 %s, %s, %s", row, c.wrow, c.g)
+	c.k.Op("shl.b32 %s, %s, 1", col, c.t)
+	return c.at(sh, row, col)
+}
+
+// ldmatrixAt is the address lane l gives ldmatrix.x4 in tile sh: row
+// (rowHalf: (l/8)%2, else l/16)·8 + l%8 from row r0, column (the other
+// bit)·8; the four 8x8 matrices so named are A's quarters in mma's order
+// (rows first) or two B fragments (depth first).
+func (c *tc) ldmatrixAt(sh, r0 ptx.Reg, rowsFirst bool) ptx.Reg {
+	k := c.k
+	half, other, row, col := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("shr.u32 %s, %s, 3", half, c.lane)
+	k.Op("and.b32 %s, %s, 1", half, half)
+	k.Op("shr.u32 %s, %s, 4", other, c.lane)
+	if !rowsFirst {
+		half, other = other, half
+	}
+	k.Op("and.b32 %s, %s, 7", row, c.lane)
+	k.Op("mad.lo.u32 %s, %s, 8, %s", row, half, row)
+	k.Op("add.u32 %s, %s, %s", row, row, r0)
+	k.Op("shl.b32 %s, %s, 3", col, other)
+	return c.at(sh, row, col)
+}
+
+// ldmatrix loads four registers (.trans: transposed 8x8 matrices) at
+// the lane's address plus off bytes.
+func (c *tc) ldmatrix(addr ptx.Reg, off int, trans bool) [4]ptx.Reg {
+	k := c.k
+	d := [4]ptx.Reg{k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)}
+	t := ""
+	if trans {
+		t = ".trans"
+	}
+	k.Op("ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%s, %s, %s, %s}, [%s+%d]", t, d[0], d[1], d[2], d[3], addr, off)
+	return d
+}
+
+// aFrags reads the warp's 16 rows of tile sh as mma's left operand, a
+// fragment a 16 columns (dim/16 of them), an ldmatrix each.
+func (c *tc) aFrags(sh ptx.Reg) [][4]ptx.Reg {
+	base := c.ldmatrixAt(sh, c.wrow, true)
+	out := make([][4]ptx.Reg, c.dim/16)
+	for kk := range out {
+		out[kk] = c.ldmatrix(base, 32*kk, false)
+	}
+	return out
+}
+
+// bSource is a tile read as mma's right operand B, through ldmatrix: its
+// rows are B's columns (B = Tᵀ: the keys of Q·Kᵀ), or, kRows, B's rows
+// (B = T: the keys of P·V), read transposed.
+type bSource struct {
+	base  ptx.Reg // the lane's ldmatrix address for depth 0, columns 0 and 8
+	kRows bool
+}
+
+// nRows and kRows prepare the two ways a tile is a right operand.
+func (c *tc) nRows(sh ptx.Reg) bSource {
+	zero := c.k.Reg(ptx.U32)
+	c.k.Op("mov.u32 %s, 0", zero)
+	return bSource{base: c.ldmatrixAt(sh, zero, false)}
+}
+
+func (c *tc) kRows(sh ptx.Reg) bSource {
+	zero := c.k.Reg(ptx.U32)
+	c.k.Op("mov.u32 %s, 0", zero)
+	return bSource{base: c.ldmatrixAt(sh, zero, true), kRows: true}
+}
+
+// bPair reads the right operand's fragments of columns [8nt, 8nt+16)
+// (two column-tiles) at depth [16kk, 16kk+16): one ldmatrix.
+func (c *tc) bPair(s bSource, kk, nt int) (b0, b1 [2]ptx.Reg) {
+	row := 2 * c.pitch // bytes a row
+	off := 8*nt*row + 32*kk
+	if s.kRows {
+		off = 16*kk*row + 16*nt
+	}
+	d := c.ldmatrix(s.base, off, s.kRows)
+	return [2]ptx.Reg{d[0], d[1]}, [2]ptx.Reg{d[2], d[3]}
+}
+
+// zeroAcc is a warp's [16, 8n] float32 accumulator, zeros.
+func (c *tc) zeroAcc(n int) acc {
+	out := make(acc, n)
+	for i := range out {
+		for j := range out[i] {
+			out[i][j] = c.k.Reg(ptx.F32)
+			c.k.Op("mov.f32 %s, 0f00000000", out[i][j])
+		}
+	}
+	return out
+}
+
+// product adds a·B to d: a the left fragments (depth 16 each), d a
+// column-tile of 8 each (an even number of them).
+func (c *tc) product(d acc, a [][4]ptx.Reg, s bSource) {
+	name := string(c.dt)
+	mma := func(x [4]ptx.Reg, y [4]ptx.Reg, b [2]ptx.Reg) {
+		c.k.Op("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+			name, name, x[0], x[1], x[2], x[3], y[0], y[1], y[2], y[3], b[0], b[1], x[0], x[1], x[2], x[3])
+	}
+	for nt := 0; nt < len(d); nt += 2 {
+		for kk := range a {
+			b0, b1 := c.bPair(s, kk, nt)
+			mma(d[nt], a[kk], b0)
+			mma(d[nt+1], a[kk], b1)
+		}
+	}
+}
+
+// pack is hi and lo rounded to the half type in one register (lo low).
+func (c *tc) pack(hi, lo ptx.Reg) ptx.Reg {
+	r := c.k.Reg(ptx.U32)
+	c.k.Op("cvt.rn.%sx2.f32 %s, %s, %s", string(c.dt), r, hi, lo)
+	return r
+}
+
+// asLeft rounds an accumulator tile of 16·n columns to the half type as
+// mma's left fragments (depth 16 each): two accumulator column-tiles make
+// one fragment.
+func (c *tc) asLeft(x acc) [][4]ptx.Reg {
+	out := make([][4]ptx.Reg, len(x)/2)
+	for kk := range out {
+		l, r := x[2*kk], x[2*kk+1]
+		out[kk] = [4]ptx.Reg{c.pack(l[1], l[0]), c.pack(l[3], l[2]), c.pack(r[1], r[0]), c.pack(r[3], r[2])}
+	}
+	return out
+}
+
+// each runs f for every element of x: its register, its row half (0: row
+// g, 1: g+8) and its column in the tile (u32 offset from 8nt+2t: nt·8 + i&1).
+func each(x acc, f func(r ptx.Reg, half, col int)) {
+	for nt := range x {
+		for i, r := range x[nt] {
+			f(r, i>>1, 8*nt+(i&1))
+		}
+	}
+}
+
+// scaled multiplies every element of x by s.
+func (c *tc) scaledAcc(x acc, s ptx.Reg) {
+	each(x, func(r ptx.Reg, _, _ int) { c.k.Op("mul.rn.f32 %s, %s, %s", r, r, s) })
+}
+
+// stage writes the warp's rows of x (dim columns) to tile sh rounded to
+// the half type, for move to store.
+func (c *tc) stage(sh ptx.Reg, x acc) {
+	base := c.ownBase(sh)
+	for nt := range x {
+		for h := range 2 {
+			c.k.Op("st.shared.b32 [%s+%d], %s", base, 16*nt+h*16*c.pitch, c.pack(x[nt][2*h+1], x[nt][2*h]))
+		}
+	}
+}
+
+// positions are a thread's two rows (u32: r0 + wrow + g and + 8) from
+// block start r0 (u64).
+func (c *tc) positions(r0 ptx.Reg) [2]ptx.Reg {
+	k := c.k
+	var p [2]ptx.Reg
+	base := k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", base, r0)
+	k.Op("add.u32 %s, %s, %s", base, base, c.wrow)
+	k.Op("add.u32 %s, %s, %s", base, base, c.g)
+	p[0], p[1] = base, k.Reg(ptx.U32)
+	k.Op("add.u32 %s, %s, 8", p[1], base)
+	return p
+}
+
+// mask sets each element of x to v where its column (c0 (u64) + its
+// column in the tile) is at or past limit (u64), or, where causal is
+// set, on the wrong side of its row (rows: positions; later columns than
+// the row where rowsQuery, earlier where not); a tile that needs none
+// (decided for the block: need) skips it.
+func (c *tc) mask(x acc, rows [2]ptx.Reg, c0, limit ptx.Reg, causal ptx.Reg, rowsQuery bool, need ptx.Reg, v string) {
+	k := c.k
+	skip := k.Label("tc_masked")
+	k.Op("@!%s bra %s", need, skip)
+	cb, lim := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", cb, c0)
+	k.Op("mad.lo.u32 %s, %s, 2, %s", cb, c.t, cb) // the thread's first column: c0 + 2t
+	k.Op("cvt.u32.u64 %s, %s", lim, limit)
+	each(x, func(r ptx.Reg, half, col int) {
+		cc, out, wrong := k.Reg(ptx.U32), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("add.u32 %s, %s, %d", cc, cb, col)
+		k.Op("setp.ge.u32 %s, %s, %s", out, cc, lim)
+		if rowsQuery {
+			k.Op("setp.gt.u32 %s, %s, %s", wrong, cc, rows[half])
+		} else {
+			k.Op("setp.lt.u32 %s, %s, %s", wrong, cc, rows[half])
+		}
+		k.Op("and.pred %s, %s, %s", wrong, wrong, causal)
+		k.Op("or.pred %s, %s, %s", out, out, wrong)
+		k.Op("@%s mov.f32 %s, %s", out, r, v)
+	})
+	k.Place(skip)
+}
+
+// causalPred is causal (u64) != 0 as a predicate.
+func (c *tc) causalPred(causal ptx.Reg) ptx.Reg {
+	p := c.k.Reg(ptx.Pred)
+	c.k.Op("setp.ne.u64 %s, %s, 0", p, causal)
+	return p
+}
+
+// needMask decides for a block whether a tile needs masking: its columns
+// [c0, c0+FlashBlock) reach past limit, or, where causal is set, some
+// column lies on the wrong side of some row of [r0, r0+FlashBlock).
+func (c *tc) needMask(c0, limit, r0, causal ptx.Reg, rowsQuery bool) ptx.Reg {
+	k := c.k
+	end, need, wrong := k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("add.s64 %s, %s, %d", end, c0, FlashBlock)
+	k.Op("setp.gt.u64 %s, %s, %s", need, end, limit)
+	edge := k.Reg(ptx.U64)
+	if rowsQuery { // a column past the first row: c0 + 63 > r0
+		k.Op("add.s64 %s, %s, %d", edge, c0, FlashBlock-1)
+		k.Op("setp.gt.u64 %s, %s, %s", wrong, edge, r0)
+	} else { // a column before the last row: c0 < r0 + 63
+		k.Op("add.s64 %s, %s, %d", edge, r0, FlashBlock-1)
+		k.Op("setp.lt.u64 %s, %s, %s", wrong, c0, edge)
+	}
+	k.Op("and.pred %s, %s, %s", wrong, wrong, causal)
+	k.Op("or.pred %s, %s, %s", need, need, wrong)
+	return need
+}
+
+// quadSum adds x over the four lanes of its quad (the lanes holding one
+// row), in place.
+func (c *tc) quadSum(x ptx.Reg) {
+	for off := 1; off < 4; off *= 2 {
+		c.k.Op("add.rn.f32 %s, %s, %s", x, x, shuffleXor(c.k, ptx.F32, x, off))
+	}
+}
+
+// rowScalar loads float32 vector element (bm·tq + row) (u32 row, 0 where
+// row >= tq), times mul unless 0.
+func (c *tc) rowScalar(g, bm, tq, row ptx.Reg, mul float64) ptx.Reg {
+	k := c.k
+	v, in, r64 := k.Reg(ptx.F32), k.Reg(ptx.Pred), k.Reg(ptx.U64)
+	k.Op("mov.f32 %s, 0f00000000", v)
+	k.Op("cvt.u64.u32 %s, %s", r64, row)
+	k.Op("setp.lt.u64 %s, %s, %s", in, r64, tq)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", r64, bm, tq, r64)
+	k.Op("@%s ld.global.f32 %s, [%s]", in, v, k.Addr(g, r64, 4))
+	if mul != 0 {
+		k.Op("mul.rn.f32 %s, %s, %s", v, v, ptx.Imm(ptx.F32, mul))
+	}
+	return v
+}
+
+// storeRowScalar stores v at element (bm·tq + row) of the float32 vector
+// at g, from lane t = 0 of the row's quad, where row < tq.
+func (c *tc) storeRowScalar(g, bm, tq, row, v ptx.Reg) {
+	k := c.k
+	in, first, r64 := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", r64, row)
+	k.Op("setp.lt.u64 %s, %s, %s", in, r64, tq)
+	k.Op("setp.eq.u32 %s, %s, 0", first, c.t)
+	k.Op("and.pred %s, %s, %s", first, first, in)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", r64, bm, tq, r64)
+	k.Op("@%s st.global.f32 [%s], %s", first, k.Addr(g, r64, 4), v)
+}
+
+// params declares the tensor-core kernels' trailing parameters after
+// their pointers: tq, tk, nb, blocks, scale2[, scale], causal.
+func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2, scale, causal ptx.Reg) {
+	k := c.k
+	tq, tk, nb, blocks = k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
+	scale2 = k.Param("scale2", ptx.F32)
+	if withScale {
+		scale = k.Param("scale", ptx.F32)
+	}
+	causal = k.Param("causal", ptx.U64)
+	return
+}
+
+func flashTCForward(dt DType, dim int) *ptx.Kernel {
+	c := newTC("flash_fwd", dt, dim)
+	k := c.k
+	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
+	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
+	tiles := c.start(3, false)
+	kSrc, vSrc := c.nRows(tiles[1]), c.kRows(tiles[2])
+	causalP := c.causalPred(causal)
+	ninf := ptx.Imm(ptx.F32, math.Inf(-1))
+	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
+		qm, km, vm, om := c.halfMatrix(q, bm, tq), c.halfMatrix(kk, bm, tk), c.halfMatrix(v, bm, tk), c.halfMatrix(o, bm, tq)
+		c.move(true, tiles[0], qm, q0, tq)
+		c.sync()
+		qf := c.aFrags(tiles[0])
+		rows := c.positions(q0)
+		var m, l [2]ptx.Reg
+		for h := range 2 {
+			m[h], l[h] = k.Reg(ptx.F32), k.Reg(ptx.F32)
+			k.Op("mov.f32 %s, %s", m[h], ninf)
+			k.Op("mov.f32 %s, 0f00000000", l[h])
+		}
+		out := c.zeroAcc(dim / 8)
+		zero := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 0", zero)
+		c.tiles(zero, c.causalEnd(causal, q0, tk), func(j0, _ ptx.Reg) {
+			c.sync() // the last tile's readers are done
+			c.move(true, tiles[1], km, j0, tk)
+			c.move(true, tiles[2], vm, j0, tk)
+			c.sync()
+			s := c.zeroAcc(FlashBlock / 8)
+			c.product(s, qf, kSrc)
+			c.scaledAcc(s, scale2)
+			c.mask(s, rows, j0, tk, causalP, true, c.needMask(j0, tk, q0, causalP, true), ninf)
+			// The online softmax, per row: the tile's maximum over the
+			// quad, the sums so far rescaled to the new maximum.
+			var corr [2]ptx.Reg
+			for h := range 2 {
+				mx := k.Reg(ptx.F32)
+				k.Op("mov.f32 %s, %s", mx, m[h])
+				for nt := range s {
+					k.Op("max.f32 %s, %s, %s", mx, mx, s[nt][2*h])
+					k.Op("max.f32 %s, %s, %s", mx, mx, s[nt][2*h+1])
+				}
+				for off := 1; off < 4; off *= 2 {
+					k.Op("max.f32 %s, %s, %s", mx, mx, shuffleXor(k, ptx.F32, mx, off))
+				}
+				// A row with no key yet keeps −∞: subtract 0 instead.
+				use, none := k.Reg(ptx.F32), k.Reg(ptx.Pred)
+				k.Op("setp.eq.f32 %s, %s, %s", none, mx, ninf)
+				k.Op("selp.f32 %s, 0f00000000, %s, %s", use, mx, none)
+				d := k.Reg(ptx.F32)
+				k.Op("sub.rn.f32 %s, %s, %s", d, m[h], use)
+				corr[h] = c.ex2(d)
+				k.Op("mov.f32 %s, %s", m[h], mx)
+				k.Op("mul.rn.f32 %s, %s, %s", l[h], l[h], corr[h])
+				for nt := range s {
+					for i := 2 * h; i < 2*h+2; i++ {
+						k.Op("sub.rn.f32 %s, %s, %s", s[nt][i], s[nt][i], use)
+						k.Op("ex2.approx.ftz.f32 %s, %s", s[nt][i], s[nt][i])
+						k.Op("add.rn.f32 %s, %s, %s", l[h], l[h], s[nt][i])
+					}
+				}
+			}
+			each(out, func(r ptx.Reg, half, _ int) { k.Op("mul.rn.f32 %s, %s, %s", r, r, corr[half]) })
+			c.product(out, c.asLeft(s), vSrc)
+		})
+		for h := range 2 {
+			c.quadSum(l[h])
+		}
+		each(out, func(r ptx.Reg, half, _ int) { k.Op("div.rn.f32 %s, %s, %s", r, r, l[half]) })
+		for h := range 2 { // lse = (m + log2 l)·ln 2
+			lg := k.Reg(ptx.F32)
+			k.Op("lg2.approx.f32 %s, %s", lg, l[h])
+			k.Op("add.rn.f32 %s, %s, %s", lg, lg, m[h])
+			k.Op("mul.rn.f32 %s, %s, %s", lg, lg, ptx.Imm(ptx.F32, math.Ln2))
+			c.storeRowScalar(lse, bm, tq, rows[h], lg)
+		}
+		c.sync() // the Q tile is free
+		c.stage(tiles[0], out)
+		c.sync()
+		c.move(false, tiles[0], om, q0, tq)
+		c.sync()
+	})
+	return k
+}
+
+// rowDot is Σ x⊙y over the thread's rows of two staged tiles (its
+// quad's share: columns 2t, 2t+1 of every 8), summed over the quad: a
+// value per row half.
+func (c *tc) rowDot(x, y ptx.Reg) [2]ptx.Reg {
+	k := c.k
+	bx, by := c.ownBase(x), c.ownBase(y)
+	var out [2]ptx.Reg
+	for h := range 2 {
+		out[h] = k.Reg(ptx.F32)
+		k.Op("mov.f32 %s, 0f00000000", out[h])
+		for col := 0; col < c.dim; col += 8 {
+			off := 2*col + h*16*c.pitch
+			wx, wy := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("ld.shared.b32 %s, [%s+%d]", wx, bx, off)
+			k.Op("ld.shared.b32 %s, [%s+%d]", wy, by, off)
+			for _, sh := range []int{0, 16} {
+				ex, ey := k.Reg(ptx.U32), k.Reg(ptx.U32)
+				k.Op("shr.b32 %s, %s, %d", ex, wx, sh)
+				k.Op("shr.b32 %s, %s, %d", ey, wy, sh)
+				k.Op("and.b32 %s, %s, 65535", ex, ex)
+				k.Op("and.b32 %s, %s, 65535", ey, ey)
+				k.Op("fma.rn.f32 %s, %s, %s, %s", out[h], halfToF32(k, c.dt, ex), halfToF32(k, c.dt, ey), out[h])
+			}
+		}
+		c.quadSum(out[h])
+	}
+	return out
+}
+
+func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
+	c := newTC("flash_bwd_q", dt, dim)
+	k := c.k
+	dq, delta := k.ParamPtr("dq"), k.ParamPtr("delta")
+	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
+	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
+	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
+	tiles := c.start(3, false)
+	kSrc, vSrc, kDeep := c.nRows(tiles[1]), c.nRows(tiles[2]), c.kRows(tiles[1])
+	causalP := c.causalPred(causal)
+	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
+		km, vm := c.halfMatrix(kk, bm, tk), c.halfMatrix(v, bm, tk)
+		rows := c.positions(q0)
+		// δ = Σ dO⊙O − dlse per row, from dO and O staged in tiles 0 and 1.
+		c.move(true, tiles[0], c.halfMatrix(do, bm, tq), q0, tq)
+		c.move(true, tiles[1], c.halfMatrix(o, bm, tq), q0, tq)
+		c.sync()
+		dot := c.rowDot(tiles[0], tiles[1])
+		dof := c.aFrags(tiles[0])
+		var del, l2 [2]ptx.Reg
+		for h := range 2 {
+			del[h] = dot[h]
+			k.Op("sub.rn.f32 %s, %s, %s", del[h], del[h], c.rowScalar(dlse, bm, tq, rows[h], 0))
+			c.storeRowScalar(delta, bm, tq, rows[h], del[h])
+			l2[h] = c.rowScalar(lse, bm, tq, rows[h], math.Log2E)
+		}
+		c.sync()
+		c.move(true, tiles[0], c.halfMatrix(q, bm, tq), q0, tq)
+		c.sync()
+		qf := c.aFrags(tiles[0])
+		grad := c.zeroAcc(dim / 8)
+		zero := k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, 0", zero)
+		c.tiles(zero, c.causalEnd(causal, q0, tk), func(j0, _ ptx.Reg) {
+			c.sync()
+			c.move(true, tiles[1], km, j0, tk)
+			c.move(true, tiles[2], vm, j0, tk)
+			c.sync()
+			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
+			c.product(s, qf, kSrc)
+			c.product(dp, dof, vSrc)
+			c.scaledAcc(s, scale2)
+			each(s, func(r ptx.Reg, half, _ int) {
+				k.Op("sub.rn.f32 %s, %s, %s", r, r, l2[half])
+				k.Op("ex2.approx.ftz.f32 %s, %s", r, r)
+			})
+			c.mask(s, rows, j0, tk, causalP, true, c.needMask(j0, tk, q0, causalP, true), "0f00000000")
+			for nt := range s { // dS = P⊙(dP − δ), in dp
+				for i := range 4 {
+					k.Op("sub.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], del[i>>1])
+					k.Op("mul.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], s[nt][i])
+				}
+			}
+			c.product(grad, c.asLeft(dp), kDeep)
+		})
+		c.scaledAcc(grad, scale)
+		c.sync()
+		c.stage(tiles[0], grad)
+		c.sync()
+		c.move(false, tiles[0], c.halfMatrix(dq, bm, tq), q0, tq)
+		c.sync()
+	})
+	return k
+}
+
+func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
+	c := newTC("flash_bwd_kv", dt, dim)
+	k := c.k
+	dk, dv := k.ParamPtr("dk"), k.ParamPtr("dv")
+	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
+	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
+	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
+	tiles := c.start(2, true)
+	lseT, deltaT := c.scalars, k.Reg(ptx.U64)
+	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
+	qSrc, qDeep, doSrc, doDeep := c.nRows(tiles[0]), c.kRows(tiles[0]), c.nRows(tiles[1]), c.kRows(tiles[1])
+	causalP := c.causalPred(causal)
+	// The thread's columns' scalars: columns 8nt + 2t and + 1, as pairs.
+	col2 := k.Reg(ptx.U32)
+	k.Op("shl.b32 %s, %s, 1", col2, c.t)
+	c.blocks(blocks, nb, func(bm, j0 ptx.Reg) {
+		qm, dom := c.halfMatrix(q, bm, tq), c.halfMatrix(do, bm, tq)
+		rows := c.positions(j0)
+		c.move(true, tiles[0], c.halfMatrix(kk, bm, tk), j0, tk)
+		c.move(true, tiles[1], c.halfMatrix(v, bm, tk), j0, tk)
+		c.sync()
+		kf, vf := c.aFrags(tiles[0]), c.aFrags(tiles[1])
+		gk, gv := c.zeroAcc(dim/8), c.zeroAcc(dim/8)
+		c.tiles(c.causalStart(causal, j0), tq, func(i0, _ ptx.Reg) {
+			c.sync()
+			c.move(true, tiles[0], qm, i0, tq)
+			c.move(true, tiles[1], dom, i0, tq)
+			// The tile's lse (base 2) and δ, a thread each of the first
+			// FlashBlock (0 past tq).
+			first, skip := k.Reg(ptx.Pred), k.Label("tc_scalars")
+			k.Op("setp.ge.u32 %s, %s, %d", first, c.tid, FlashBlock)
+			k.Op("@%s bra %s", first, skip)
+			row := k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", row, i0)
+			k.Op("add.u32 %s, %s, %s", row, row, c.tid)
+			k.Op("st.shared.f32 [%s], %s", c.rowAddr(lseT, 1, c.tid), c.rowScalar(lse, bm, tq, row, math.Log2E))
+			k.Op("st.shared.f32 [%s], %s", c.rowAddr(deltaT, 1, c.tid), c.rowScalar(delta, bm, tq, row, 0))
+			k.Place(skip)
+			c.sync()
+			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
+			c.product(s, kf, qSrc) // Sᵀ = K·Qᵀ
+			c.product(dp, vf, doSrc)
+			c.scaledAcc(s, scale2)
+			la, da := c.rowAddr(lseT, 1, col2), c.rowAddr(deltaT, 1, col2)
+			for nt := range s {
+				lp := [2]ptx.Reg{k.Reg(ptx.F32), k.Reg(ptx.F32)}
+				dd := [2]ptx.Reg{k.Reg(ptx.F32), k.Reg(ptx.F32)}
+				k.Op("ld.shared.v2.f32 {%s, %s}, [%s+%d]", lp[0], lp[1], la, 32*nt)
+				k.Op("ld.shared.v2.f32 {%s, %s}, [%s+%d]", dd[0], dd[1], da, 32*nt)
+				for i := range 4 {
+					k.Op("sub.rn.f32 %s, %s, %s", s[nt][i], s[nt][i], lp[i&1])
+					k.Op("ex2.approx.ftz.f32 %s, %s", s[nt][i], s[nt][i])
+					k.Op("sub.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], dd[i&1])
+				}
+			}
+			c.mask(s, rows, i0, tq, causalP, false, c.needMask(i0, tq, j0, causalP, false), "0f00000000")
+			for nt := range s { // dSᵀ = Pᵀ⊙(dPᵀ − δ)
+				for i := range 4 {
+					k.Op("mul.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], s[nt][i])
+				}
+			}
+			c.product(gv, c.asLeft(s), doDeep)
+			c.product(gk, c.asLeft(dp), qDeep)
+		})
+		c.scaledAcc(gk, scale)
+		c.sync()
+		c.stage(tiles[0], gk)
+		c.stage(tiles[1], gv)
+		c.sync()
+		c.move(false, tiles[0], c.halfMatrix(dk, bm, tk), j0, tk)
+		c.move(false, tiles[1], c.halfMatrix(dv, bm, tk), j0, tk)
+		c.sync()
+	})
+	return k
+}
