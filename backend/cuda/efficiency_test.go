@@ -245,7 +245,8 @@ var budgets = map[string]kernelBudget{
 	"flash_bwd_dv_f32_32": {instr: 64, serial: true},
 	// The half types' flash kernels take the products on the tensor
 	// cores (a warp's mma: 16x8x16 a step) and keep the scores in
-	// registers, the operands read by ldmatrix; per element of the tiles
+	// registers, the operands read by ldmatrix, the tiles copied by
+	// cp.async a tile ahead (counted as loads); per element of the tiles
 	// loaded at a sequence of 64 (the softmax's and the tile moves'
 	// instructions mostly), 26-35.
 	"flash_fwd_bf16_32":    {instr: 40, serial: true},

@@ -139,6 +139,11 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		}
 		in.kind = kBarrier
 		return in, nil
+	case "cp":
+		if len(mods) == 0 || mods[0] != "async" {
+			return in, fmt.Errorf("only cp.async is supported")
+		}
+		in.exec, err = cc.cpAsync(mods, st.args)
 	case "ld", "st":
 		in.exec, err = cc.memory(base, mods, st.args)
 		in.param = len(mods) > 0 && mods[0] == "param"

@@ -242,3 +242,79 @@ func TestLdmatrixGivesTheLayout(t *testing.T) {
 		}
 	}
 }
+
+// asyncKernel copies 16 bytes a thread of src to shared memory by
+// cp.async (lanes 16 and up with src-size 0: zeros), reads its slot
+// before waiting (old), waits, syncs and stores its neighbour's slot.
+const asyncKernel = `
+.visible .entry async(.param .u64 src, .param .u64 out)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<12>;
+	.reg .b64 %rd<10>;
+	.shared .align 16 .b8 m[512];
+	ld.param.u64 %rd1, [src];
+	ld.param.u64 %rd2, [out];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 16;
+	mov.u64 %rd4, m;
+	add.s64 %rd5, %rd4, %rd3;
+	add.s64 %rd6, %rd1, %rd3;
+	mov.u32 %r2, 7;
+	st.shared.b32 [%rd5], %r2;
+	bar.sync 0;
+	setp.lt.u32 %p1, %r1, 16;
+	selp.u32 %r3, 16, 0, %p1;
+	cp.async.cg.shared.global [%rd5], [%rd6], 16, %r3;
+	cp.async.commit_group;
+	ld.shared.b32 %r4, [%rd5];
+	cp.async.wait_group 0;
+	bar.sync 0;
+	add.u32 %r5, %r1, 1;
+	and.b32 %r5, %r5, 31;
+	mul.wide.u32 %rd7, %r5, 16;
+	add.s64 %rd8, %rd4, %rd7;
+	ld.shared.b32 %r6, [%rd8];
+	mul.wide.u32 %rd9, %r1, 8;
+	add.s64 %rd9, %rd2, %rd9;
+	st.global.b32 [%rd9], %r4;
+	st.global.b32 [%rd9+4], %r6;
+	ret;
+}
+`
+
+func TestAsyncCopiesCompleteAtTheWait(t *testing.T) {
+	e := newEnv(t)
+	src := make([]float32, 128)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	in, out := e.upload(src), e.upload(make([]float32, 64))
+	f := e.kernel(strings.Replace(header, "sm_75", "sm_80", 1)+asyncKernel, "async")
+	if err := e.launch(f, 1, 32, new(cu.Args).Ptr(in).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range 32 {
+		if before := math.Float32bits(got[2*l]); before != 7 {
+			t.Errorf("lane %d read %#x from its slot before the wait, want the old 7", l, before)
+		}
+		n := (l + 1) % 32
+		want := float32(4 * n) // the first float of its neighbour's 16 bytes
+		if n >= 16 {
+			want = 0 // src-size 0: zeros
+		}
+		if got[2*l+1] != want {
+			t.Errorf("lane %d read %v from lane %d's slot after the wait, want %v", l, got[2*l+1], n, want)
+		}
+	}
+	// Without the wait, the kernel exits with its copy pending.
+	noWait := strings.Replace(asyncKernel, "\tcp.async.wait_group 0;\n", "", 1)
+	f = e.kernel(strings.Replace(header, "sm_75", "sm_80", 1)+noWait, "async")
+	if err := e.launch(f, 1, 32, new(cu.Args).Ptr(in).Ptr(out)); err == nil || !strings.Contains(err.Error(), "never waited") {
+		t.Errorf("a kernel that never waits for its copies ran (%v)", err)
+	}
+}

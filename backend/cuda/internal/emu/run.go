@@ -31,6 +31,7 @@ type thread struct {
 	state threadState
 	shfl  shflWait    // what it brings to the shfl it waits at
 	mma   mmaOperands // and to an mma
+	async *asyncState // its cp.async copies not yet done (async.go)
 }
 
 type block struct {
@@ -180,6 +181,10 @@ func (r *run) step(b *block, t *thread) {
 			t.state = waiting
 			return
 		case kExit:
+			if t.async != nil && len(t.async.open)+len(t.async.groups) > 0 {
+				r.fault("a thread exits with cp.async copies it never waited for")
+				return
+			}
 			t.state = exited
 			return
 		case kShfl:

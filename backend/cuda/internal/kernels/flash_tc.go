@@ -14,10 +14,12 @@ import (
 // flash kernels (flash.go), with the products as warp-wide tile products:
 // a block of FlashTCThreads threads, four warps, takes FlashBlock rows
 // (queries, or keys for the keys' gradients), sixteen a warp; tiles of
-// FlashBlock rows of the other side go through shared memory (16-byte
-// moves, rows padded by 16 bytes so that the eight rows an ldmatrix
-// phase reads hit 32 banks; the operands read by ldmatrix, the values'
-// and the depth-major tiles' transposed by it), and each warp's [16 64] tile of scores lives in its registers
+// FlashBlock rows of the other side go through shared memory, copied by
+// cp.async into two buffers taken in turn (the next tile's copies run
+// while the block computes on the current one; rows padded by 16 bytes
+// so that the eight rows an ldmatrix phase reads hit 32 banks; the
+// operands read by ldmatrix, the values' and the depth-major tiles'
+// transposed by it), and each warp's [16 64] tile of scores lives in its registers
 // in the accumulator layout, which, rounded to the half type in pairs, is
 // the left operand layout of the next product (the probabilities times
 // the values). Every sum is in float32; each output is rounded once.
@@ -159,6 +161,97 @@ func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
 		k.Op("st.global.v4.b32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
 		k.Place(skip)
 	}
+}
+
+// copyAsync queues cp.async copies of rows [r0, r0+FlashBlock) of the
+// [n, dim] half matrix at g into tile sh, 16 bytes a thread a step (rows
+// at or past n: zeros, nothing read; their source clamped to g).
+func (c *tc) copyAsync(sh, g, r0, n ptx.Reg) {
+	k := c.k
+	pieces := c.dim / 8
+	for s := range FlashBlock * pieces / FlashTCThreads {
+		e, row, c8 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("add.u32 %s, %s, %d", e, c.tid, FlashTCThreads*s)
+		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(pieces)))
+		k.Op("and.b32 %s, %s, %d", c8, e, pieces-1)
+		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+		k.Op("cvt.u64.u32 %s, %s", grow, row)
+		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
+		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
+		ga, c64, size := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U32)
+		k.Op("cvt.u64.u32 %s, %s", c64, c8)
+		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, pieces, c64)
+		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
+		k.Op("selp.b64 %s, %s, %s, %s", ga, ga, g, in)
+		k.Op("selp.u32 %s, 16, 0, %s", size, in)
+		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, c.pitch/8, c8)
+		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
+		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
+		k.Op("cp.async.cg.shared.global [%s], [%s], 16, %s", sa, ga, size)
+	}
+}
+
+// pipeSrc is a matrix whose tiles a pipelined loop copies: its global
+// address and rows.
+type pipeSrc struct{ g, n ptx.Reg }
+
+// pipelined runs body for each tile of FlashBlock rows from from up to
+// end (u64), as tiles does, with each source's tile in shared memory: the
+// tiles of srcs go to len(srcs) consecutive tiles from first, and the
+// next tile's to the len(srcs) after them, copied by cp.async while the
+// block computes on the current ones (two buffers, taken in turn). body
+// gets the tile's first row and the current buffer's offset from the
+// first (u64, 0 or the set's size); pre, where not nil, runs before the
+// barrier that opens each tile (the previous tile's readers are done).
+func (c *tc) pipelined(from, end, first ptx.Reg, srcs []pipeSrc, pre, body func(t0, off ptx.Reg)) {
+	k := c.k
+	set := len(srcs) * c.tileBytes()
+	issue := func(t0, off ptx.Reg) {
+		for i, s := range srcs {
+			sh := k.Reg(ptx.U64)
+			k.Op("add.s64 %s, %s, %s", sh, first, off)
+			k.Op("add.s64 %s, %s, %d", sh, sh, i*c.tileBytes())
+			c.copyAsync(sh, s.g, t0, s.n)
+		}
+	}
+	off, more := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+	k.Op("mov.u64 %s, 0", off)
+	none := k.Label("tc_pipe_empty")
+	k.Op("setp.ge.u64 %s, %s, %s", more, from, end)
+	k.Op("@%s bra %s", more, none)
+	issue(from, off)
+	k.Place(none)
+	k.Op("cp.async.commit_group")
+	step := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, %d", step, FlashBlock)
+	k.Loop(from, end, step, func(t0 ptx.Reg) {
+		next, other := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("add.s64 %s, %s, %d", next, t0, FlashBlock)
+		k.Op("xor.b64 %s, %s, %d", other, off, set)
+		last := k.Label("tc_pipe_last")
+		k.Op("setp.ge.u64 %s, %s, %s", more, next, end)
+		k.Op("@%s bra %s", more, last)
+		issue(next, other)
+		k.Place(last)
+		k.Op("cp.async.commit_group")
+		k.Op("cp.async.wait_group 1") // the current tile's copies are done
+		if pre != nil {
+			pre(t0, off)
+		}
+		c.sync()
+		body(t0, off)
+		c.sync() // its readers are done before the next tile's copies go there
+		k.Op("mov.u64 %s, %s", off, other)
+	})
+	k.Op("cp.async.wait_all")
+}
+
+// at bSource's address in the buffer off bytes on.
+func (c *tc) shifted(s bSource, off ptx.Reg) bSource {
+	b := c.k.Reg(ptx.U64)
+	c.k.Op("add.s64 %s, %s, %s", b, s.base, off)
+	return bSource{base: b, kRows: s.kRows}
 }
 
 // at is the shared address of half (row, col) of tile sh, row and col u32.
@@ -458,7 +551,7 @@ func flashTCForward(dt DType, dim int) *ptx.Kernel {
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
-	tiles := c.start(3, false)
+	tiles := c.start(5, false) // Q (and the output staged), two sets of K and V
 	kSrc, vSrc := c.nRows(tiles[1]), c.kRows(tiles[2])
 	causalP := c.causalPred(causal)
 	ninf := ptx.Imm(ptx.F32, math.Inf(-1))
@@ -477,13 +570,9 @@ func flashTCForward(dt DType, dim int) *ptx.Kernel {
 		out := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.tiles(zero, c.causalEnd(causal, q0, tk), func(j0, _ ptx.Reg) {
-			c.sync() // the last tile's readers are done
-			c.move(true, tiles[1], km, j0, tk)
-			c.move(true, tiles[2], vm, j0, tk)
-			c.sync()
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, nil, func(j0, off ptx.Reg) {
 			s := c.zeroAcc(FlashBlock / 8)
-			c.product(s, qf, kSrc)
+			c.product(s, qf, c.shifted(kSrc, off))
 			c.scaledAcc(s, scale2)
 			c.mask(s, rows, j0, tk, causalP, true, c.needMask(j0, tk, q0, causalP, true), ninf)
 			// The online softmax, per row: the tile's maximum over the
@@ -517,7 +606,7 @@ func flashTCForward(dt DType, dim int) *ptx.Kernel {
 				}
 			}
 			each(out, func(r ptx.Reg, half, _ int) { k.Op("mul.rn.f32 %s, %s, %s", r, r, corr[half]) })
-			c.product(out, c.asLeft(s), vSrc)
+			c.product(out, c.asLeft(s), c.shifted(vSrc, off))
 		})
 		for h := range 2 {
 			c.quadSum(l[h])
@@ -530,8 +619,7 @@ func flashTCForward(dt DType, dim int) *ptx.Kernel {
 			k.Op("mul.rn.f32 %s, %s, %s", lg, lg, ptx.Imm(ptx.F32, math.Ln2))
 			c.storeRowScalar(lse, bm, tq, rows[h], lg)
 		}
-		c.sync() // the Q tile is free
-		c.stage(tiles[0], out)
+		c.stage(tiles[0], out) // the Q tile is free: the loop's barriers
 		c.sync()
 		c.move(false, tiles[0], om, q0, tq)
 		c.sync()
@@ -575,7 +663,7 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
 	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(3, false)
+	tiles := c.start(5, false) // dO, then Q (and dQ staged); O, then two sets of K and V
 	kSrc, vSrc, kDeep := c.nRows(tiles[1]), c.nRows(tiles[2]), c.kRows(tiles[1])
 	causalP := c.causalPred(causal)
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
@@ -597,18 +685,14 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 		c.sync()
 		c.move(true, tiles[0], c.halfMatrix(q, bm, tq), q0, tq)
 		c.sync()
-		qf := c.aFrags(tiles[0])
+		qf := c.aFrags(tiles[0]) // the loop's first barrier: O's tile is free
 		grad := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.tiles(zero, c.causalEnd(causal, q0, tk), func(j0, _ ptx.Reg) {
-			c.sync()
-			c.move(true, tiles[1], km, j0, tk)
-			c.move(true, tiles[2], vm, j0, tk)
-			c.sync()
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, nil, func(j0, off ptx.Reg) {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
-			c.product(s, qf, kSrc)
-			c.product(dp, dof, vSrc)
+			c.product(s, qf, c.shifted(kSrc, off))
+			c.product(dp, dof, c.shifted(vSrc, off))
 			c.scaledAcc(s, scale2)
 			each(s, func(r ptx.Reg, half, _ int) {
 				k.Op("sub.rn.f32 %s, %s, %s", r, r, l2[half])
@@ -621,10 +705,9 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 					k.Op("mul.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], s[nt][i])
 				}
 			}
-			c.product(grad, c.asLeft(dp), kDeep)
+			c.product(grad, c.asLeft(dp), c.shifted(kDeep, off))
 		})
 		c.scaledAcc(grad, scale)
-		c.sync()
 		c.stage(tiles[0], grad)
 		c.sync()
 		c.move(false, tiles[0], c.halfMatrix(dq, bm, tq), q0, tq)
@@ -640,7 +723,7 @@ func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
 	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(2, true)
+	tiles := c.start(4, true) // K, then Q; V, then dO; then Q and dO again
 	lseT, deltaT := c.scalars, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
 	qSrc, qDeep, doSrc, doDeep := c.nRows(tiles[0]), c.kRows(tiles[0]), c.nRows(tiles[1]), c.kRows(tiles[1])
@@ -656,12 +739,10 @@ func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
 		c.sync()
 		kf, vf := c.aFrags(tiles[0]), c.aFrags(tiles[1])
 		gk, gv := c.zeroAcc(dim/8), c.zeroAcc(dim/8)
-		c.tiles(c.causalStart(causal, j0), tq, func(i0, _ ptx.Reg) {
-			c.sync()
-			c.move(true, tiles[0], qm, i0, tq)
-			c.move(true, tiles[1], dom, i0, tq)
-			// The tile's lse (base 2) and δ, a thread each of the first
-			// FlashBlock (0 past tq).
+		c.sync() // K's and V's tiles are free for the first Q and dO
+		// The tile's lse (base 2) and δ, a thread each of the first
+		// FlashBlock (0 past tq).
+		scalars := func(i0, _ ptx.Reg) {
 			first, skip := k.Reg(ptx.Pred), k.Label("tc_scalars")
 			k.Op("setp.ge.u32 %s, %s, %d", first, c.tid, FlashBlock)
 			k.Op("@%s bra %s", first, skip)
@@ -671,10 +752,11 @@ func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
 			k.Op("st.shared.f32 [%s], %s", c.rowAddr(lseT, 1, c.tid), c.rowScalar(lse, bm, tq, row, math.Log2E))
 			k.Op("st.shared.f32 [%s], %s", c.rowAddr(deltaT, 1, c.tid), c.rowScalar(delta, bm, tq, row, 0))
 			k.Place(skip)
-			c.sync()
+		}
+		c.pipelined(c.causalStart(causal, j0), tq, tiles[0], []pipeSrc{{qm, tq}, {dom, tq}}, scalars, func(i0, off ptx.Reg) {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
-			c.product(s, kf, qSrc) // Sᵀ = K·Qᵀ
-			c.product(dp, vf, doSrc)
+			c.product(s, kf, c.shifted(qSrc, off)) // Sᵀ = K·Qᵀ
+			c.product(dp, vf, c.shifted(doSrc, off))
 			c.scaledAcc(s, scale2)
 			la, da := c.rowAddr(lseT, 1, col2), c.rowAddr(deltaT, 1, col2)
 			for nt := range s {
@@ -694,11 +776,10 @@ func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
 					k.Op("mul.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], s[nt][i])
 				}
 			}
-			c.product(gv, c.asLeft(s), doDeep)
-			c.product(gk, c.asLeft(dp), qDeep)
+			c.product(gv, c.asLeft(s), c.shifted(doDeep, off))
+			c.product(gk, c.asLeft(dp), c.shifted(qDeep, off))
 		})
 		c.scaledAcc(gk, scale)
-		c.sync()
 		c.stage(tiles[0], gk)
 		c.stage(tiles[1], gv)
 		c.sync()
