@@ -51,6 +51,56 @@ func TestGPTStepsOnGPU(t *testing.T) {
 	}
 }
 
+// The GPT's mixed bfloat16 steps on the GPU, whose attention (heads of
+// 16) takes the tensor-core flash kernels, follow the CPU's, which
+// computes attention through float32: the losses of four Adam steps
+// within the bfloat16 rounding of the probabilities.
+func TestMixedGPTStepsTakeTheFlashKernels(t *testing.T) {
+	d := testGPU(t)
+	if d.info.Major < 8 {
+		t.Skipf("%s has compute capability %d.%d; the tensor-core kernels want 8.0", d.Name(), d.info.Major, d.info.Minor)
+	}
+	ctx, emulated := d.ctx.(*emu.Context)
+	ran := map[string]bool{}
+	if emulated {
+		ctx.SetProfiler(func(p emu.Profile) { ran[p.Kernel] = true })
+		defer ctx.SetProfiler(nil)
+	}
+	ids := make([]int32, 2*12)
+	for i := range ids {
+		ids[i] = int32(32 + (i*13)%70)
+	}
+	var losses [2][]float64
+	for i, dev := range []device.Device{device.Host(), d} {
+		onDevice(dev, func() {
+			m := model.New(tensor.NewRNG(5), model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16})
+			opt := model.NewOptimizer(10)
+			x, _ := tensor.FromSlice(ids, 2, 12).To(dev)
+			y, _ := tensor.FromSlice(append(ids[1:], 40), 2, 12).To(dev)
+			for range 4 {
+				l, err := m.TrainStep(opt, x, y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				losses[i] = append(losses[i], l)
+			}
+		})
+	}
+	for i := range losses[0] {
+		if math.Abs(losses[0][i]-losses[1][i]) > 2e-3*math.Abs(losses[0][i]) {
+			t.Fatalf("losses on the CPU %v, on the GPU %v", losses[0], losses[1])
+		}
+	}
+	if emulated {
+		for _, k := range []string{"flash_fwd_bf16_16", "flash_bwd_q_bf16_16", "flash_bwd_kv_bf16_16"} {
+			if !ran[k] {
+				t.Errorf("%s did not run", k)
+			}
+		}
+	}
+	t.Logf("losses on the CPU %v, on %s %v", losses[0], d.Name(), losses[1])
+}
+
 // Attention on the GPU (the cuBLAS products and the row kernels) equals
 // the CPU's in value and in the gradients of q, k and v: a mask per batch
 // with a row of nothing, causal with more keys than queries, float64 and
