@@ -63,9 +63,7 @@ func flashTCKernels() []*ptx.Kernel {
 	return out
 }
 
-// tc is one tensor-core flash kernel being written. acc is a warp's
-// accumulator tile: per 8 columns, the four float32 registers of
-// mma's C layout (rows g and g+8, columns 2t and 2t+1 of the eight).
+// tc is one tensor-core flash kernel being written.
 type tc struct {
 	*flash
 	dt    DType
@@ -75,6 +73,9 @@ type tc struct {
 	g, t  ptx.Reg // u32, lane/4 and lane%4
 }
 
+// acc is a warp's accumulator tile: per 8 columns, the four float32
+// registers of mma's C layout (rows g and g+8, columns 2t and 2t+1 of
+// the eight).
 type acc [][4]ptx.Reg
 
 func newTC(kind string, dt DType, dim int) *tc {
@@ -120,30 +121,40 @@ func (c *tc) halfMatrix(base, bm, rows ptx.Reg) ptx.Reg {
 	return a
 }
 
-// move copies rows [r0, r0+FlashBlock) of the [n, dim] half matrix at
-// global address g to or from shared tile sh, 16 bytes a thread a step,
-// coalesced; loading, rows at or past n read as zeros; storing, they are
-// not written.
-func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
+// pieces runs f for each of the thread's 16-byte pieces of rows [r0,
+// r0+FlashBlock) of the [n, dim] half matrix at global address g and of
+// shared tile sh (a step of FlashTCThreads pieces, coalesced): whether
+// its row is below n, and its global and shared addresses.
+func (c *tc) pieces(sh, g, r0, n ptx.Reg, f func(in, ga, sa ptx.Reg)) {
 	k := c.k
-	pieces := c.dim / 8 // 16-byte pieces a row
-	for s := range FlashBlock * pieces / FlashTCThreads {
+	per := c.dim / 8 // pieces a row
+	for s := range FlashBlock * per / FlashTCThreads {
 		e, row, c8 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 		k.Op("add.u32 %s, %s, %d", e, c.tid, FlashTCThreads*s)
-		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(pieces)))
-		k.Op("and.b32 %s, %s, %d", c8, e, pieces-1)
+		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(per)))
+		k.Op("and.b32 %s, %s, %d", c8, e, per-1)
 		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
 		k.Op("cvt.u64.u32 %s, %s", grow, row)
 		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
 		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
 		ga, c64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("cvt.u64.u32 %s, %s", c64, c8)
-		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, pieces, c64)
+		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, per, c64)
 		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
 		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
 		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, c.pitch/8, c8)
 		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
 		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
+		f(in, ga, sa)
+	}
+}
+
+// move copies rows [r0, r0+FlashBlock) of the [n, dim] half matrix at
+// global address g to or from shared tile sh; loading, rows at or past n
+// read as zeros; storing, they are not written.
+func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
+	k := c.k
+	c.pieces(sh, g, r0, n, func(in, ga, sa ptx.Reg) {
 		v := [4]ptx.Reg{k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)}
 		skip := k.Label("tc_row")
 		if load {
@@ -154,42 +165,26 @@ func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
 			k.Op("ld.global.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], ga)
 			k.Place(skip)
 			k.Op("st.shared.v4.b32 [%s], {%s, %s, %s, %s}", sa, v[0], v[1], v[2], v[3])
-			continue
+			return
 		}
 		k.Op("@!%s bra %s", in, skip)
 		k.Op("ld.shared.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], sa)
 		k.Op("st.global.v4.b32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
 		k.Place(skip)
-	}
+	})
 }
 
 // copyAsync queues cp.async copies of rows [r0, r0+FlashBlock) of the
-// [n, dim] half matrix at g into tile sh, 16 bytes a thread a step (rows
-// at or past n: zeros, nothing read; their source clamped to g).
+// [n, dim] half matrix at g into tile sh (rows at or past n: zeros,
+// nothing read; their source clamped to g).
 func (c *tc) copyAsync(sh, g, r0, n ptx.Reg) {
 	k := c.k
-	pieces := c.dim / 8
-	for s := range FlashBlock * pieces / FlashTCThreads {
-		e, row, c8 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("add.u32 %s, %s, %d", e, c.tid, FlashTCThreads*s)
-		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(pieces)))
-		k.Op("and.b32 %s, %s, %d", c8, e, pieces-1)
-		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
-		k.Op("cvt.u64.u32 %s, %s", grow, row)
-		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
-		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
-		ga, c64, size := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U32)
-		k.Op("cvt.u64.u32 %s, %s", c64, c8)
-		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, pieces, c64)
-		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
+	c.pieces(sh, g, r0, n, func(in, ga, sa ptx.Reg) {
+		size := k.Reg(ptx.U32)
 		k.Op("selp.b64 %s, %s, %s, %s", ga, ga, g, in)
 		k.Op("selp.u32 %s, 16, 0, %s", size, in)
-		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
-		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, c.pitch/8, c8)
-		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
-		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
 		k.Op("cp.async.cg.shared.global [%s], [%s], 16, %s", sa, ga, size)
-	}
+	})
 }
 
 // pipeSrc is a matrix whose tiles a pipelined loop copies: its global
