@@ -132,46 +132,62 @@ func (f *flash) matrix(base, bm, rows ptx.Reg, dim int) ptx.Reg {
 func (f *flash) sync() { f.k.Op("bar.sync 0") }
 
 // move copies rows [r0, r0+FlashBlock) of a [n, dim] matrix at global
-// address g to or from the shared tile sh (rows pitch floats apart), 16
+// address g to or from the shared tile sh (rows pitch floats apart)
+// (moveTile).
+func (f *flash) move(load bool, sh ptx.Reg, pitch int, g, r0, n ptx.Reg) {
+	moveTile(f.k, f.tid, FlashThreads, f.dim/4, pitch/4, load, sh, g, r0, n)
+}
+
+// moveTile copies rows [r0, r0+FlashBlock) of a matrix of n rows at
+// global address g to or from shared tile sh (tilePieces' pieces), 16
 // bytes a thread a step, coalesced; loading, rows at or past n read as
 // zeros, and storing, they are not written.
-func (f *flash) move(load bool, sh ptx.Reg, pitch int, g, r0, n ptx.Reg) {
-	k, dim := f.k, f.dim
-	quads := dim / 4 // 16-byte pieces a row
-	shift := mbits.TrailingZeros(uint(quads))
-	for t := range FlashBlock * quads / FlashThreads { // FlashBlock·quads pieces, FlashThreads a step
-		e, row, c4 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("add.u32 %s, %s, %d", e, f.tid, FlashThreads*t)
-		k.Op("shr.u32 %s, %s, %d", row, e, shift)
-		k.Op("and.b32 %s, %s, %d", c4, e, quads-1)
+func moveTile(k *ptx.Kernel, tid ptx.Reg, threads, perRow, pitch int, load bool, sh, g, r0, n ptx.Reg) {
+	tilePieces(k, tid, threads, perRow, pitch, sh, g, r0, n, func(in, ga, sa ptx.Reg) {
+		v := [4]ptx.Reg{k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)}
+		skip := k.Label("tile_row")
+		if load {
+			for _, r := range v {
+				k.Op("mov.u32 %s, 0", r)
+			}
+			k.Op("@!%s bra %s", in, skip)
+			k.Op("ld.global.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], ga)
+			k.Place(skip)
+			k.Op("st.shared.v4.b32 [%s], {%s, %s, %s, %s}", sa, v[0], v[1], v[2], v[3])
+			return
+		}
+		k.Op("@!%s bra %s", in, skip)
+		k.Op("ld.shared.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], sa)
+		k.Op("st.global.v4.b32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
+		k.Place(skip)
+	})
+}
+
+// tilePieces runs f for each of thread tid's 16-byte pieces of rows [r0,
+// r0+FlashBlock) of a matrix of n rows at global address g (perRow pieces
+// a row, a power of 2) and of shared tile sh (pitch pieces a row): a step
+// of threads pieces, neighbouring threads neighbouring pieces. f gets
+// whether the piece's row is below n, and its global and shared
+// addresses.
+func tilePieces(k *ptx.Kernel, tid ptx.Reg, threads, perRow, pitch int, sh, g, r0, n ptx.Reg, f func(in, ga, sa ptx.Reg)) {
+	for s := 0; s*threads < FlashBlock*perRow; s++ {
+		e, row, c := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("add.u32 %s, %s, %d", e, tid, threads*s)
+		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(perRow)))
+		k.Op("and.b32 %s, %s, %d", c, e, perRow-1)
 		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
 		k.Op("cvt.u64.u32 %s, %s", grow, row)
 		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
 		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
 		ga, c64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("cvt.u64.u32 %s, %s", c64, c4)
-		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, quads, c64)
+		k.Op("cvt.u64.u32 %s, %s", c64, c)
+		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, perRow, c64)
 		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
 		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
-		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, pitch/4, c4)
+		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, pitch, c)
 		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
 		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
-		v := [4]ptx.Reg{k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)}
-		skip := k.Label("tile_row")
-		if load {
-			for _, r := range v {
-				k.Op("mov.f32 %s, 0f00000000", r)
-			}
-			k.Op("@!%s bra %s", in, skip)
-			k.Op("ld.global.v4.f32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], ga)
-			k.Place(skip)
-			k.Op("st.shared.v4.f32 [%s], {%s, %s, %s, %s}", sa, v[0], v[1], v[2], v[3])
-			continue
-		}
-		k.Op("@!%s bra %s", in, skip)
-		k.Op("ld.shared.v4.f32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], sa)
-		k.Op("st.global.v4.f32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
-		k.Place(skip)
+		f(in, ga, sa)
 	}
 }
 

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	mbits "math/bits"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -122,56 +121,16 @@ func (c *tc) halfMatrix(base, bm, rows ptx.Reg) ptx.Reg {
 }
 
 // pieces runs f for each of the thread's 16-byte pieces of rows [r0,
-// r0+FlashBlock) of the [n, dim] half matrix at global address g and of
-// shared tile sh (a step of FlashTCThreads pieces, coalesced): whether
-// its row is below n, and its global and shared addresses.
+// r0+FlashBlock) of the [n, dim] half matrix at g and of tile sh
+// (tilePieces).
 func (c *tc) pieces(sh, g, r0, n ptx.Reg, f func(in, ga, sa ptx.Reg)) {
-	k := c.k
-	per := c.dim / 8 // pieces a row
-	for s := range FlashBlock * per / FlashTCThreads {
-		e, row, c8 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("add.u32 %s, %s, %d", e, c.tid, FlashTCThreads*s)
-		k.Op("shr.u32 %s, %s, %d", row, e, mbits.TrailingZeros(uint(per)))
-		k.Op("and.b32 %s, %s, %d", c8, e, per-1)
-		grow, in := k.Reg(ptx.U64), k.Reg(ptx.Pred)
-		k.Op("cvt.u64.u32 %s, %s", grow, row)
-		k.Op("add.s64 %s, %s, %s", grow, grow, r0)
-		k.Op("setp.lt.u64 %s, %s, %s", in, grow, n)
-		ga, c64 := k.Reg(ptx.U64), k.Reg(ptx.U64)
-		k.Op("cvt.u64.u32 %s, %s", c64, c8)
-		k.Op("mad.lo.s64 %s, %s, %d, %s", ga, grow, per, c64)
-		k.Op("mad.lo.s64 %s, %s, 16, %s", ga, ga, g)
-		se, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
-		k.Op("mad.lo.u32 %s, %s, %d, %s", se, row, c.pitch/8, c8)
-		k.Op("mul.wide.u32 %s, %s, 16", sa, se)
-		k.Op("add.s64 %s, %s, %s", sa, sa, sh)
-		f(in, ga, sa)
-	}
+	tilePieces(c.k, c.tid, FlashTCThreads, c.dim/8, c.pitch/8, sh, g, r0, n, f)
 }
 
 // move copies rows [r0, r0+FlashBlock) of the [n, dim] half matrix at
-// global address g to or from shared tile sh; loading, rows at or past n
-// read as zeros; storing, they are not written.
+// global address g to or from shared tile sh (moveTile).
 func (c *tc) move(load bool, sh, g, r0, n ptx.Reg) {
-	k := c.k
-	c.pieces(sh, g, r0, n, func(in, ga, sa ptx.Reg) {
-		v := [4]ptx.Reg{k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)}
-		skip := k.Label("tc_row")
-		if load {
-			for _, r := range v {
-				k.Op("mov.u32 %s, 0", r)
-			}
-			k.Op("@!%s bra %s", in, skip)
-			k.Op("ld.global.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], ga)
-			k.Place(skip)
-			k.Op("st.shared.v4.b32 [%s], {%s, %s, %s, %s}", sa, v[0], v[1], v[2], v[3])
-			return
-		}
-		k.Op("@!%s bra %s", in, skip)
-		k.Op("ld.shared.v4.b32 {%s, %s, %s, %s}, [%s]", v[0], v[1], v[2], v[3], sa)
-		k.Op("st.global.v4.b32 [%s], {%s, %s, %s, %s}", ga, v[0], v[1], v[2], v[3])
-		k.Place(skip)
-	})
+	moveTile(c.k, c.tid, FlashTCThreads, c.dim/8, c.pitch/8, load, sh, g, r0, n)
 }
 
 // copyAsync queues cp.async copies of rows [r0, r0+FlashBlock) of the
