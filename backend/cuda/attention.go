@@ -22,8 +22,8 @@ import (
 // the softmax and the scores' gradient as row kernels
 // (kernels/attention.go), the score matrix materialised per call
 // ([batch, tq, tk]); three launches forward, six backward. The half
-// types' calls without a mask tensor and of those widths take their own
-// flash kernels on devices of compute capability 8.0 and later
+// types' calls of those widths, with a mask tensor or without, take their
+// own flash kernels on devices of compute capability 8.0 and later
 // (kernels/flash_tc.go: the products on the tensor cores, the scores in
 // registers; one launch forward, two backward), whatever their size;
 // their other calls take the products path in their own dtype
@@ -97,9 +97,9 @@ func attention(d kernels.DType) eager.Kernel {
 			fillFloat(c, lse, math.Inf(-1))
 			return
 		}
-		if dev.flashTakes(g, d, attentionMask(c.Inputs, 3)) {
+		if mask := attentionMask(c.Inputs, 3); dev.flashTakes(g, d, mask) {
 			args := newArgs().Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
-			dev.flashLaunch(c, "flash_fwd", d, g, g.tq, a, args)
+			dev.flashLaunch(c, "flash_fwd", d, g, g.tq, a, mask, args)
 			return
 		}
 		if d.Half() {
@@ -132,16 +132,16 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 			}
 			return
 		}
-		if dev.flashTakes(g, d, attentionMask(c.Inputs, 7)) {
+		if mask := attentionMask(c.Inputs, 7); dev.flashTakes(g, d, mask) {
 			delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
 			if err != nil {
 				c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
 			}
 			defer delta.Release()
-			dev.flashLaunch(c, "flash_bwd_q", d, g, g.tq, a, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+			dev.flashLaunch(c, "flash_bwd_q", d, g, g.tq, a, mask, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 				Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)))
 			if d.Half() { // one kernel for both, on the tensor cores
-				dev.flashLaunch(c, "flash_bwd_kv", d, g, g.tk, a, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+				dev.flashLaunch(c, "flash_bwd_kv", d, g, g.tk, a, mask, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
 				return
 			}
@@ -149,7 +149,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 				name string
 				out  *tensor.Tensor
 			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
-				dev.flashLaunch(c, w.name, d, g, g.tk, a, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+				dev.flashLaunch(c, w.name, d, g, g.tk, a, nil, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
 			}
 			return
@@ -195,9 +195,9 @@ const (
 )
 
 // SetFlashAttention makes d take the flash kernels for every attention
-// call they can compute (on: float32, bfloat16 or float16, no mask
-// tensor, rows 16, 32 or 64 wide; the half types' on compute capability
-// 8.0 and later), or for none (off). By default d takes the half types'
+// call they can compute (on: rows 16, 32 or 64 wide; float32 without a
+// mask tensor, bfloat16 or float16 with one or without, on compute
+// capability 8.0 and later), or for none (off). By default d takes the half types'
 // wherever they can, and float32's where the score matrix would take
 // FlashAutoBytes or more.
 func (d *Device) SetFlashAttention(on bool) {
@@ -212,21 +212,22 @@ func (d *Device) SetFlashAttention(on bool) {
 // products.
 func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) bool {
 	mode := d.flashMode.Load()
-	can := mask == nil && g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
+	can := g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
 	switch {
 	case !can || mode == flashNever:
 		return false
-	case dt.Half():
+	case dt.Half(): // a mask tensor too (the _mask twins)
 		return d.info.Major >= 8
 	}
-	return dt == kernels.F32 && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
+	return dt == kernels.F32 && mask == nil && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
 }
 
 // flashLaunch queues flash kernel kind of dtype dt (float32, or a half
 // type's tensor-core kernels) over the blocks of rows (tq, or tk for the
 // keys' gradients) of every batch matrix, args holding its tensors; the
-// sizes, the scale and the causal flag follow them.
-func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args) {
+// sizes, the scale and the causal flag follow them, and where mask is not
+// nil (the half types' kernels) the mask tensor and its step.
+func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, mask *tensor.Tensor, args *cu.Args) {
 	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
 	blocks := g.batch * per
 	args.U64(uint64(g.tq)).U64(uint64(g.tk))
@@ -240,6 +241,14 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 		family, threads = "attention_tc", kernels.FlashTCThreads
 	}
 	name := kernels.Name(kind, string(dt), fmt.Sprint(g.dd))
+	if mask != nil { // [tq, tk] for all batch matrices, or one each
+		step := 0
+		if mask.Rank() > 2 {
+			step = g.tq * g.tk
+		}
+		args.Ptr(ptr(mask)).U64(uint64(step))
+		name = kernels.Name(kind, string(dt), fmt.Sprint(g.dd), "mask")
+	}
 	check(c, d.launchBlocks(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, args))
 }
 

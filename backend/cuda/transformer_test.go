@@ -214,7 +214,8 @@ func TestFlashAttentionOnGPU(t *testing.T) {
 // float32, within the rounding of the probabilities and the scores'
 // gradient to the half type before their products (the tolerances of
 // TestHalfAttentionOnGPU): one block of rows and several, sequences that
-// fill no block, more keys than queries and fewer, causal or not; and
+// fill no block, more keys than queries and fewer, causal or not, with a
+// mask tensor (one for all batch matrices, or one each) or without; and
 // they are what ran (no GEMM), by default; more blocks than a launch's
 // grid.
 func TestHalfFlashAttentionOnGPU(t *testing.T) {
@@ -237,27 +238,53 @@ func TestHalfFlashAttentionOnGPU(t *testing.T) {
 			q := tensor.RandNormal(r, dt, c.batch, 2, c.tq, c.dim)
 			k := tensor.RandNormal(r, dt, c.batch, 2, c.tk, c.dim)
 			v := tensor.RandNormal(r, dt, c.batch, 2, c.tk, c.dim)
-			for _, causal := range []bool{false, true} {
+			for _, m := range []struct {
+				causal bool
+				mask   *tensor.Tensor
+				suffix string
+			}{{false, nil, ""}, {true, nil, ""}, {false, flashTestMask(c.tq, c.tk), "_mask"}, {true, flashTestMask(c.batch, 2, c.tq, c.tk), "_mask"}} {
+				if c.batch > 2 && (m.causal || m.mask != nil) {
+					continue // the grid's case: once is enough
+				}
+				causal := m.causal
 				ran = ran[:0]
 				before := 0
 				if emulated {
 					before = ctx.MixedGemms
 				}
-				attentionAgrees(t, d, fmt.Sprintf("%v %+v causal=%v", dt, c, causal), q, k, v, nil, causal, tol)
+				what := fmt.Sprintf("%v %+v causal=%v mask=%v", dt, c, causal, m.mask != nil)
+				attentionAgrees(t, d, what, q, k, v, m.mask, causal, tol)
 				if !emulated {
 					continue
 				}
 				for _, kind := range []string{"flash_fwd", "flash_bwd_q", "flash_bwd_kv"} {
-					if name := fmt.Sprintf("%s_%s_%d", kind, halfName(dt), c.dim); !slices.Contains(ran, name) {
-						t.Errorf("%v %+v causal=%v: %s did not run (ran %v)", dt, c, causal, name, ran)
+					if name := fmt.Sprintf("%s_%s_%d%s", kind, halfName(dt), c.dim, m.suffix); !slices.Contains(ran, name) {
+						t.Errorf("%s: %s did not run (ran %v)", what, name, ran)
 					}
 				}
 				if n := ctx.MixedGemms - before; n != 0 {
-					t.Errorf("%v %+v causal=%v: %d GEMMs beside the flash kernels", dt, c, causal, n)
+					t.Errorf("%s: %d GEMMs beside the flash kernels", what, n)
 				}
 			}
 		}
 	}
+}
+
+// flashTestMask is a bool mask of shape (its last two dimensions [tq
+// tk]) that drops about a third of the scores, and every key of query 1
+// (a row of nothing: NaN, no gradient) where there are two queries or
+// more.
+func flashTestMask(shape ...int) *tensor.Tensor {
+	n := tensor.Shape(shape).NumElements()
+	tq, tk := shape[len(shape)-2], shape[len(shape)-1]
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = (i*7)%3 != 0
+		if tq > 1 && (i/tk)%tq == 1 {
+			keep[i] = false
+		}
+	}
+	return tensor.FromSlice(keep, shape...)
 }
 
 // halfName is the kernels' name of a half dtype.

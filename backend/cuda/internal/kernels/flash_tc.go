@@ -39,6 +39,12 @@ import (
 //     the scores computed transposed (K·Qᵀ), so that a key's sums stay in
 //     one warp's registers.
 //
+// Each has a twin <kind>_<dtype>_<dim>_mask whose parameters end with a
+// bool mask (mask, mstep: a [tq, tk] mask for each batch matrix, mstep
+// elements apart; 0: one for all): a score whose mask element is false
+// counts as masked, as a causal mask's. A query the mask leaves no key
+// gets a NaN output, a log-sum-exp of −∞ and no gradient (δ = 0).
+//
 // Sums run in a fixed order, so results repeat from run to run.
 
 // FlashTCThreads is the threads of a tensor-core flash block: four warps,
@@ -56,7 +62,9 @@ func flashTCKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, dt := range flashTCDTypes {
 		for _, dim := range FlashDims {
-			out = append(out, flashTCForward(dt, dim), flashTCBackwardQ(dt, dim), flashTCBackwardKV(dt, dim))
+			for _, masked := range []bool{false, true} {
+				out = append(out, flashTCForward(dt, dim, masked), flashTCBackwardQ(dt, dim, masked), flashTCBackwardKV(dt, dim, masked))
+			}
 		}
 	}
 	return out
@@ -65,11 +73,17 @@ func flashTCKernels() []*ptx.Kernel {
 // tc is one tensor-core flash kernel being written.
 type tc struct {
 	*flash
-	dt    DType
-	pitch int     // halves a shared row: dim + 8
-	lane  ptx.Reg // u32
-	wrow  ptx.Reg // u32, the warp's first row in the block (16·warp)
-	g, t  ptx.Reg // u32, lane/4 and lane%4
+	dt     DType
+	pitch  int     // halves a shared row: dim + 8
+	lane   ptx.Reg // u32
+	wrow   ptx.Reg // u32, the warp's first row in the block (16·warp)
+	g, t   ptx.Reg // u32, lane/4 and lane%4
+	tq, tk ptx.Reg // u64 parameters: the queries and keys of a matrix
+	// masked kernels take a bool mask of [tq, tk] per batch matrix
+	// (mstep elements apart; 0: one for all); maskAt is the current
+	// block's matrix's.
+	masked               bool
+	mask0, mstep, maskAt ptx.Reg
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
@@ -77,8 +91,14 @@ type tc struct {
 // the eight).
 type acc [][4]ptx.Reg
 
-func newTC(kind string, dt DType, dim int) *tc {
-	return &tc{flash: newFlash(Name(kind, string(dt), fmt.Sprint(dim)), dim), dt: dt, pitch: dim + 8}
+// newTC starts kernel kind of dt and width dim; masked, the twin that
+// takes a mask tensor (name suffix _mask).
+func newTC(kind string, dt DType, dim int, masked bool) *tc {
+	name := Name(kind, string(dt), fmt.Sprint(dim))
+	if masked {
+		name = Name(kind, string(dt), fmt.Sprint(dim), "mask")
+	}
+	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked}
 }
 
 // tileBytes is a shared tile's size: FlashBlock rows of pitch halves.
@@ -401,7 +421,9 @@ func (c *tc) positions(r0 ptx.Reg) [2]ptx.Reg {
 func (c *tc) mask(x acc, rows [2]ptx.Reg, c0, limit ptx.Reg, causal ptx.Reg, rowsQuery bool, need ptx.Reg, v string) {
 	k := c.k
 	skip := k.Label("tc_masked")
-	k.Op("@!%s bra %s", need, skip)
+	if !c.masked { // a mask tensor concerns every tile
+		k.Op("@!%s bra %s", need, skip)
+	}
 	cb, lim := k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("cvt.u32.u64 %s, %s", cb, c0)
 	k.Op("mad.lo.u32 %s, %s, 2, %s", cb, c.t, cb) // the thread's first column: c0 + 2t
@@ -417,9 +439,45 @@ func (c *tc) mask(x acc, rows [2]ptx.Reg, c0, limit ptx.Reg, causal ptx.Reg, row
 		}
 		k.Op("and.pred %s, %s, %s", wrong, wrong, causal)
 		k.Op("or.pred %s, %s, %s", out, out, wrong)
+		if c.masked {
+			k.Op("or.pred %s, %s, %s", out, out, c.dropped(rows[half], cc, rowsQuery))
+		}
 		k.Op("@%s mov.f32 %s, %s", out, r, v)
 	})
 	k.Place(skip)
+}
+
+// dropped is whether the mask tensor drops the element of row and column
+// col (u32; rowsQuery: the row a query, else a key): false outside
+// [tq, tk], which the other masks cover.
+func (c *tc) dropped(row, col ptx.Reg, rowsQuery bool) ptx.Reg {
+	k := c.k
+	q, key := row, col
+	if !rowsQuery {
+		q, key = col, row
+	}
+	q64, k64, in, kin := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("cvt.u64.u32 %s, %s", q64, q)
+	k.Op("cvt.u64.u32 %s, %s", k64, key)
+	k.Op("setp.lt.u64 %s, %s, %s", in, q64, c.tq)
+	k.Op("setp.lt.u64 %s, %s, %s", kin, k64, c.tk)
+	k.Op("and.pred %s, %s, %s", in, in, kin)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", q64, q64, c.tk, k64)
+	k.Op("add.s64 %s, %s, %s", q64, q64, c.maskAt)
+	keep, drop := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+	k.Op("mov.u32 %s, 1", keep)
+	k.Op("@%s ld.global.u8 %s, [%s]", in, keep, q64)
+	k.Op("setp.eq.u32 %s, %s, 0", drop, keep)
+	return drop
+}
+
+// blockMask sets maskAt to batch matrix bm's mask, for a masked kernel.
+func (c *tc) blockMask(bm ptx.Reg) {
+	if !c.masked {
+		return
+	}
+	c.maskAt = c.k.Reg(ptx.U64)
+	c.k.Op("mad.lo.s64 %s, %s, %s, %s", c.maskAt, bm, c.mstep, c.mask0)
 }
 
 // causalPred is causal (u64) != 0 as a predicate.
@@ -488,7 +546,9 @@ func (c *tc) storeRowScalar(g, bm, tq, row, v ptx.Reg) {
 }
 
 // params declares the tensor-core kernels' trailing parameters after
-// their pointers: tq, tk, nb, blocks, scale2[, scale], causal.
+// their pointers: tq, tk, nb, blocks, scale2[, scale], causal, and a
+// masked kernel's mask (bools) and mstep (elements between the batch
+// matrices' masks; 0: one for all).
 func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2, scale, causal ptx.Reg) {
 	k := c.k
 	tq, tk, nb, blocks = k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
@@ -497,11 +557,15 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 		scale = k.Param("scale", ptx.F32)
 	}
 	causal = k.Param("causal", ptx.U64)
+	if c.masked {
+		c.mask0, c.mstep = k.ParamPtr("mask"), k.Param("mstep", ptx.U64)
+	}
+	c.tq, c.tk = tq, tk
 	return
 }
 
-func flashTCForward(dt DType, dim int) *ptx.Kernel {
-	c := newTC("flash_fwd", dt, dim)
+func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
+	c := newTC("flash_fwd", dt, dim, masked)
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
@@ -510,6 +574,7 @@ func flashTCForward(dt DType, dim int) *ptx.Kernel {
 	causalP := c.causalPred(causal)
 	ninf := ptx.Imm(ptx.F32, math.Inf(-1))
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
+		c.blockMask(bm)
 		qm, km, vm, om := c.halfMatrix(q, bm, tq), c.halfMatrix(kk, bm, tk), c.halfMatrix(v, bm, tk), c.halfMatrix(o, bm, tq)
 		c.move(true, tiles[0], qm, q0, tq)
 		c.sync()
@@ -610,8 +675,8 @@ func (c *tc) rowDot(x, y ptx.Reg) [2]ptx.Reg {
 	return out
 }
 
-func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
-	c := newTC("flash_bwd_q", dt, dim)
+func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
+	c := newTC("flash_bwd_q", dt, dim, masked)
 	k := c.k
 	dq, delta := k.ParamPtr("dq"), k.ParamPtr("delta")
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
@@ -621,6 +686,7 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 	kSrc, vSrc, kDeep := c.nRows(tiles[1]), c.nRows(tiles[2]), c.kRows(tiles[1])
 	causalP := c.causalPred(causal)
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
+		c.blockMask(bm)
 		km, vm := c.halfMatrix(kk, bm, tk), c.halfMatrix(v, bm, tk)
 		rows := c.positions(q0)
 		// δ = Σ dO⊙O − dlse per row, from dO and O staged in tiles 0 and 1.
@@ -633,8 +699,14 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 		for h := range 2 {
 			del[h] = dot[h]
 			k.Op("sub.rn.f32 %s, %s, %s", del[h], del[h], c.rowScalar(dlse, bm, tq, rows[h], 0))
-			c.storeRowScalar(delta, bm, tq, rows[h], del[h])
 			l2[h] = c.rowScalar(lse, bm, tq, rows[h], math.Log2E)
+			// A row the mask leaves no key has lse −∞ and a NaN output:
+			// its δ is 0, so that its zero probabilities make zero
+			// gradients.
+			dead := k.Reg(ptx.Pred)
+			k.Op("setp.eq.f32 %s, %s, %s", dead, l2[h], ptx.Imm(ptx.F32, math.Inf(-1)))
+			k.Op("selp.f32 %s, 0f00000000, %s, %s", del[h], del[h], dead)
+			c.storeRowScalar(delta, bm, tq, rows[h], del[h])
 		}
 		c.sync()
 		c.move(true, tiles[0], c.halfMatrix(q, bm, tq), q0, tq)
@@ -670,8 +742,8 @@ func flashTCBackwardQ(dt DType, dim int) *ptx.Kernel {
 	return k
 }
 
-func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
-	c := newTC("flash_bwd_kv", dt, dim)
+func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
+	c := newTC("flash_bwd_kv", dt, dim, masked)
 	k := c.k
 	dk, dv := k.ParamPtr("dk"), k.ParamPtr("dv")
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
@@ -686,6 +758,7 @@ func flashTCBackwardKV(dt DType, dim int) *ptx.Kernel {
 	col2 := k.Reg(ptx.U32)
 	k.Op("shl.b32 %s, %s, 1", col2, c.t)
 	c.blocks(blocks, nb, func(bm, j0 ptx.Reg) {
+		c.blockMask(bm)
 		qm, dom := c.halfMatrix(q, bm, tq), c.halfMatrix(do, bm, tq)
 		rows := c.positions(j0)
 		c.move(true, tiles[0], c.halfMatrix(kk, bm, tk), j0, tk)
