@@ -38,9 +38,6 @@ type kernelBudget struct {
 	serial     bool    // fewer threads than the target allowed
 }
 
-// maskDebt is the tensor-core flash kernels' mask twins' debt.
-const maskDebt = "the mask's bytes read a score at a time from global memory; a mask tile staged in shared memory by coalesced loads (as the key tiles are) would read each sector once"
-
 // The targets.
 const (
 	targetEfficiency  = 0.9
@@ -255,12 +252,11 @@ var budgets = map[string]kernelBudget{
 	"flash_fwd_bf16_32":    {instr: 40, serial: true},
 	"flash_bwd_q_bf16_32":  {instr: 30, serial: true},
 	"flash_bwd_kv_bf16_32": {instr: 36, serial: true},
-	// Their mask tensor's twins read the mask's byte beside each score
-	// where the score is (its bounds, its load and its test): a warp's
-	// load touches a sector for each of its eight rows.
-	"flash_fwd_bf16_32_mask":    {instr: 42, serial: true, debt: maskDebt, efficiency: 0.3},
-	"flash_bwd_q_bf16_32_mask":  {instr: 33, serial: true, debt: maskDebt, efficiency: 0.4},
-	"flash_bwd_kv_bf16_32_mask": {instr: 38, serial: true, debt: maskDebt, efficiency: 0.55},
+	// Their mask tensor's twins stage each tile's mask as bits (a warp's
+	// 32 neighbouring bytes, their ballot), then test a score's bit: 31-40.
+	"flash_fwd_bf16_32_mask":    {instr: 45, serial: true},
+	"flash_bwd_q_bf16_32_mask":  {instr: 35, serial: true},
+	"flash_bwd_kv_bf16_32_mask": {instr: 40, serial: true},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few

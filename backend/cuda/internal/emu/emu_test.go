@@ -565,3 +565,49 @@ func TestPredicateOps(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// A 64-bit shift takes its amount from a 32-bit register, as the PTX ISA
+// has it (b is .u32 whatever the type): thread i stores the low word of
+// 0x0123456789abcdef >> 4i and of 1 << (i+32) >> 32 (shl, then shr).
+func TestWideShiftsTakeA32BitAmount(t *testing.T) {
+	src := header + `
+.visible .entry shifts(.param .u64 out)
+{
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	shl.b32 %r2, %r1, 2;
+	mov.b64 %rd2, 81985529216486895;
+	shr.b64 %rd3, %rd2, %r2;
+	add.u32 %r3, %r1, 32;
+	mov.b64 %rd4, 1;
+	shl.b64 %rd4, %rd4, %r3;
+	shr.u64 %rd4, %rd4, 32;
+	cvt.u32.u64 %r4, %rd3;
+	cvt.u32.u64 %r5, %rd4;
+	mul.wide.u32 %rd5, %r1, 8;
+	add.s64 %rd6, %rd1, %rd5;
+	st.global.b32 [%rd6], %r4;
+	st.global.b32 [%rd6+4], %r5;
+	ret;
+}
+`
+	e := newEnv(t)
+	out := e.upload(make([]float32, 16))
+	if err := e.launch(e.kernel(src, "shifts"), 1, 8, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if w, v := uint32(uint64(0x0123456789abcdef)>>(4*i)), math.Float32bits(got[2*i]); v != w {
+			t.Errorf("thread %d: shr.b64 by a 32-bit register gave %#x, want %#x", i, v, w)
+		}
+		if w, v := uint32(1)<<i, math.Float32bits(got[2*i+1]); v != w {
+			t.Errorf("thread %d: shl.b64 then shr.u64 gave %#x, want %#x", i, v, w)
+		}
+	}
+}

@@ -128,6 +128,10 @@ func (cc *compiler) stmt(st stmt) (instr, error) {
 		in.kind = kShfl
 		in.shfl, err = cc.ldmatrix(mods, st.args)
 		return in, err
+	case "vote":
+		in.kind = kShfl
+		in.shfl, err = cc.vote(mods, st.args)
+		return in, err
 	case "bar", "barrier":
 		if len(mods) == 2 && mods[0] == "warp" && mods[1] == "sync" {
 			in.kind = kShfl // a meeting of the warp's lanes that exchanges nothing
@@ -1025,16 +1029,24 @@ func (cc *compiler) intOp(base string, mods []string, typ string, args []string)
 		return nil, fmt.Errorf("%s on integers needs .lo, .hi or .wide", base)
 	}
 	if base == "shl" || base == "shr" {
-		d, s, err := cc.operands(args, 2, class, class)
+		// The shift amount is a 32-bit register or an immediate, whatever
+		// the type (the PTX ISA: "b is always .u32").
+		d, s, err := cc.operands(args[:min(2, len(args))], 1, class, class)
 		if err != nil {
 			return nil, err
 		}
-		// The shift amount is a 32-bit register or an immediate.
-		if strings.HasPrefix(args[2], "%") && class == "b64" {
-			if s[1], err = cc.src(args[2], "b32", false); err != nil {
-				return nil, err
-			}
+		if len(args) != 3 {
+			return nil, fmt.Errorf("wants 3 operands, has %d", len(args))
 		}
+		amount := class
+		if strings.HasPrefix(args[2], "%") {
+			amount = "b32"
+		}
+		shift, err := cc.src(args[2], amount, false)
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, shift)
 		if base == "shl" {
 			return func(r *run, b *block, t *thread) {
 				n := s[1](t, b) & 0xffffffff

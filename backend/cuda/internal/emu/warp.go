@@ -14,14 +14,16 @@ import (
 // profile's lanes count their accesses afresh). A lane that waits at
 // a barrier or has exited meanwhile, a member mask other than the warp's
 // lanes, or lanes at different shfls, is a fault: on hardware it hangs or
-// is undefined.
+// is undefined. vote.sync.ballot is such a meeting too: each lane gets
+// the word of the lanes' predicates (bit i, lane i's); so are the tensor
+// cores' mma.sync and ldmatrix (mma.go).
 
 const warpSize = 32
 
 // shflOp is a compiled shfl.sync.<mode>.b32 d, a, b, c, membermask, or
 // bar.warp.sync membermask (mode sync: m alone).
 type shflOp struct {
-	mode       string // bfly, down, up, idx; sync; mma
+	mode       string // bfly, down, up, idx; sync; mma; ldmatrix; ballot
 	d          setter
 	a, b, c, m getter
 	mma        *mmaOp      // mode mma (mma.go)
@@ -54,6 +56,24 @@ func (cc *compiler) shfl(mods []string, args []string) (*shflOp, error) {
 	return op, nil
 }
 
+// vote compiles vote.sync.ballot.b32 d, p, membermask: d's bit i is lane
+// i's predicate p (mode ballot).
+func (cc *compiler) vote(mods []string, args []string) (*shflOp, error) {
+	if len(mods) != 3 || mods[0] != "sync" || mods[1] != "ballot" || mods[2] != "b32" || len(args) != 3 {
+		return nil, fmt.Errorf("only vote.sync.ballot.b32 d, p, membermask is supported")
+	}
+	op := &shflOp{mode: "ballot"}
+	var err error
+	if op.d, err = cc.dst(args[0], "b32", true); err != nil {
+		return nil, err
+	}
+	if op.a, err = cc.src(args[1], "pred", false); err != nil {
+		return nil, err
+	}
+	op.m, err = cc.src(args[2], "b32", true)
+	return op, err
+}
+
 // warpSync compiles bar.warp.sync membermask.
 func (cc *compiler) warpSync(args []string) (*shflOp, error) {
 	if len(args) != 1 {
@@ -75,6 +95,8 @@ func (r *run) arrive(b *block, t *thread, in *instr) {
 	case "ldmatrix":
 		t.shfl = shflWait{mask: 0xffffffff}
 		t.mma[0] = s.ldm.addr(t, b)
+	case "ballot":
+		t.shfl = shflWait{a: s.a(t, b), mask: s.m(t, b) & 0xffffffff}
 	case "sync":
 		t.shfl = shflWait{mask: s.m(t, b) & 0xffffffff}
 	default:
@@ -130,7 +152,18 @@ func (r *run) resolveShuffles(b *block, threads []thread) bool {
 		if op.mode == "ldmatrix" && !r.resolveLdmatrix(op.ldm, b, lanes) {
 			return false
 		}
-		if op.mode == "sync" || op.mode == "mma" || op.mode == "ldmatrix" {
+		if op.mode == "ballot" {
+			var bits uint64
+			for i := range lanes {
+				if lanes[i].shfl.a != 0 {
+					bits |= 1 << i
+				}
+			}
+			for i := range lanes {
+				op.d(&lanes[i], bits)
+			}
+		}
+		if op.mode == "sync" || op.mode == "mma" || op.mode == "ldmatrix" || op.mode == "ballot" {
 			for i := range lanes {
 				if r.count != nil {
 					r.count.synced(&lanes[i])
@@ -188,6 +221,8 @@ func warpOpName(op *shflOp) string {
 		return "mma.sync"
 	case "ldmatrix":
 		return "ldmatrix.sync"
+	case "ballot":
+		return "vote.sync.ballot"
 	}
 	return "shfl.sync"
 }

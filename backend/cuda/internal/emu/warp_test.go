@@ -3,6 +3,7 @@ package emu
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -256,4 +257,43 @@ func boolToFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Every lane gets the ballot of the warp's predicates.
+func TestBallotGathersTheLanesPredicates(t *testing.T) {
+	src := header + `
+.visible .entry ballot(.param .u64 out)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %laneid;
+	rem.u32 %r2, %r1, 3;
+	setp.eq.u32 %p1, %r2, 0;
+	vote.sync.ballot.b32 %r3, %p1, 0xffffffff;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.b32 [%rd3], %r3;
+	ret;
+}
+`
+	e := newEnv(t)
+	out := e.upload(make([]float32, 32))
+	if err := e.launch(e.kernel(src, "ballot"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.download(out, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uint32(0)
+	for l := 0; l < 32; l += 3 {
+		want |= 1 << l
+	}
+	for l, v := range got {
+		if math.Float32bits(v) != want {
+			t.Fatalf("lane %d got %#x, want %#x", l, math.Float32bits(v), want)
+		}
+	}
 }

@@ -42,7 +42,8 @@ import (
 // Each has a twin <kind>_<dtype>_<dim>_mask whose parameters end with a
 // bool mask (mask, mstep: a [tq, tk] mask for each batch matrix, mstep
 // elements apart; 0: one for all): a score whose mask element is false
-// counts as masked, as a causal mask's. A query the mask leaves no key
+// counts as masked, as a causal mask's; each tile's share of the mask is
+// staged in shared memory as bits first (loadMaskBits). A query the mask leaves no key
 // gets a NaN output, a log-sum-exp of −∞ and no gradient (δ = 0).
 //
 // Sums run in a fixed order, so results repeat from run to run.
@@ -84,6 +85,7 @@ type tc struct {
 	// block's matrix's.
 	masked               bool
 	mask0, mstep, maskAt ptx.Reg
+	bits                 ptx.Reg // the tile's mask bits in shared memory (maskBits)
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
@@ -118,6 +120,9 @@ func (c *tc) start(n int, scalars bool) []ptx.Reg {
 	}
 	if scalars {
 		c.scalars = k.Shared("scalars", 2*FlashBlock*4, 16)
+	}
+	if c.masked {
+		c.bits = k.Shared("maskbits", FlashBlock*FlashBlock/8, 16)
 	}
 	c.tid, c.lane, c.wrow, c.g, c.t = k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%tid.x", c.tid)
@@ -416,12 +421,16 @@ func (c *tc) positions(r0 ptx.Reg) [2]ptx.Reg {
 // mask sets each element of x to v where its column (c0 (u64) + its
 // column in the tile) is at or past limit (u64), or, where causal is
 // set, on the wrong side of its row (rows: positions; later columns than
-// the row where rowsQuery, earlier where not); a tile that needs none
+// the row where rowsQuery, earlier where not), or, in a masked kernel,
+// where the tile's mask bits (maskBits) drop it; a tile that needs none
 // (decided for the block: need) skips it.
 func (c *tc) mask(x acc, rows [2]ptx.Reg, c0, limit ptx.Reg, causal ptx.Reg, rowsQuery bool, need ptx.Reg, v string) {
 	k := c.k
 	skip := k.Label("tc_masked")
-	if !c.masked { // a mask tensor concerns every tile
+	var dropped func(half, col int) ptx.Reg
+	if c.masked { // a mask tensor concerns every tile
+		dropped = c.maskBitsOf(rowsQuery)
+	} else {
 		k.Op("@!%s bra %s", need, skip)
 	}
 	cb, lim := k.Reg(ptx.U32), k.Reg(ptx.U32)
@@ -439,36 +448,131 @@ func (c *tc) mask(x acc, rows [2]ptx.Reg, c0, limit ptx.Reg, causal ptx.Reg, row
 		}
 		k.Op("and.pred %s, %s, %s", wrong, wrong, causal)
 		k.Op("or.pred %s, %s, %s", out, out, wrong)
-		if c.masked {
-			k.Op("or.pred %s, %s, %s", out, out, c.dropped(rows[half], cc, rowsQuery))
+		if dropped != nil {
+			k.Op("or.pred %s, %s, %s", out, out, dropped(half, col))
 		}
 		k.Op("@%s mov.f32 %s, %s", out, r, v)
 	})
 	k.Place(skip)
 }
 
-// dropped is whether the mask tensor drops the element of row and column
-// col (u32; rowsQuery: the row a query, else a key): false outside
-// [tq, tk], which the other masks cover.
-func (c *tc) dropped(row, col ptx.Reg, rowsQuery bool) ptx.Reg {
+// Masked kernels stage each tile's share of the mask tensor as bits in
+// shared memory (maskbits: FlashBlock queries, each a 64-bit word of
+// FlashBlock keys, bit j for key j, 1 to keep), read by the warps'
+// coalesced byte loads and vote.sync.ballot before the tile's barrier
+// (loadMaskBits), then tested a score at a time (maskBitsOf).
+
+// loadMaskBits stages the mask of queries q0... and keys k0... (u64;
+// FlashBlock each; outside [tq, tk] kept, as the other masks decide
+// there): a warp's 32 lanes read 32 neighbouring keys of one query, and
+// its first lane stores their ballot.
+func (c *tc) loadMaskBits(q0, k0 ptx.Reg) {
 	k := c.k
-	q, key := row, col
-	if !rowsQuery {
-		q, key = col, row
+	// Thread tid reads key tid%64 of queries tid/64, +2, +4, ...: one
+	// address a step on, by two rows of the mask.
+	first, kin := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.eq.u32 %s, %s, 0", first, c.lane)
+	qr, kc := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("shr.u32 %s, %s, 6", qr, c.tid)
+	k.Op("and.b32 %s, %s, %d", kc, c.tid, FlashBlock-1)
+	q, key, addr, step := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", q, qr)
+	k.Op("add.s64 %s, %s, %s", q, q, q0)
+	k.Op("cvt.u64.u32 %s, %s", key, kc)
+	k.Op("add.s64 %s, %s, %s", key, key, k0)
+	k.Op("setp.lt.u64 %s, %s, %s", kin, key, c.tk)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", addr, q, c.tk, key)
+	k.Op("add.s64 %s, %s, %s", addr, addr, c.maskAt)
+	k.Op("shl.b64 %s, %s, 1", step, c.tk)
+	// The word of bits (query, key/32) is 4 bytes at byte (query·64 +
+	// key)/8 rounded down to 4; a step on is 16 bytes on.
+	at, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
+	k.Op("shr.u32 %s, %s, 3", at, c.tid)
+	k.Op("and.b32 %s, %s, %d", at, at, ^3)
+	k.Op("cvt.u64.u32 %s, %s", sa, at)
+	k.Op("add.s64 %s, %s, %s", sa, sa, c.bits)
+	for s := range FlashBlock * FlashBlock / FlashTCThreads {
+		in, p := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		keep, word := k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("setp.lt.u64 %s, %s, %s", in, q, c.tq)
+		k.Op("and.pred %s, %s, %s", in, in, kin)
+		k.Op("mov.u32 %s, 1", keep)
+		k.Op("@%s ld.global.u8 %s, [%s]", in, keep, addr)
+		k.Op("setp.ne.u32 %s, %s, 0", p, keep)
+		k.Op("vote.sync.ballot.b32 %s, %s, 0xffffffff", word, p)
+		k.Op("@%s st.shared.b32 [%s+%d], %s", first, sa, 16*s, word)
+		k.Op("add.s64 %s, %s, 2", q, q)
+		k.Op("add.s64 %s, %s, %s", addr, addr, step)
 	}
-	q64, k64, in, kin := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	k.Op("cvt.u64.u32 %s, %s", q64, q)
-	k.Op("cvt.u64.u32 %s, %s", k64, key)
-	k.Op("setp.lt.u64 %s, %s, %s", in, q64, c.tq)
-	k.Op("setp.lt.u64 %s, %s, %s", kin, k64, c.tk)
-	k.Op("and.pred %s, %s, %s", in, in, kin)
-	k.Op("mad.lo.s64 %s, %s, %s, %s", q64, q64, c.tk, k64)
-	k.Op("add.s64 %s, %s, %s", q64, q64, c.maskAt)
-	keep, drop := k.Reg(ptx.U32), k.Reg(ptx.Pred)
-	k.Op("mov.u32 %s, 1", keep)
-	k.Op("@%s ld.global.u8 %s, [%s]", in, keep, q64)
-	k.Op("setp.eq.u32 %s, %s, 0", drop, keep)
-	return drop
+}
+
+// maskBitsOf reads the thread's mask bits for a tile and returns the
+// test of an element (its row half and column in the tile, as each
+// gives them) against them: dropped where its bit is 0. rowsQuery: rows
+// are queries (the bits of row wrow+g(+8), shifted by the thread's first
+// column 2t), else keys (the bits of each of the thread's sixteen query
+// columns, tested at bit wrow%32 + g (+8)).
+func (c *tc) maskBitsOf(rowsQuery bool) func(half, col int) ptx.Reg {
+	k := c.k
+	drop := func(word ptx.Reg, typ string, bit ptx.Reg) ptx.Reg {
+		t, d := k.Reg(word.Type()), k.Reg(ptx.Pred)
+		k.Op("and.b%s %s, %s, %s", typ, t, word, bit)
+		k.Op("setp.eq.u%s %s, %s, 0", typ, d, t)
+		return d
+	}
+	if rowsQuery {
+		var words [2]ptx.Reg
+		shift := k.Reg(ptx.U32)
+		k.Op("shl.b32 %s, %s, 1", shift, c.t)
+		for h := range 2 {
+			row, w := k.Reg(ptx.U32), k.Reg(ptx.U64)
+			k.Op("add.u32 %s, %s, %s", row, c.wrow, c.g)
+			k.Op("add.u32 %s, %s, %d", row, row, 8*h)
+			k.Op("ld.shared.b64 %s, [%s]", w, c.rowAddr(c.bits, 2, row))
+			k.Op("shr.b64 %s, %s, %s", w, w, shift)
+			words[h] = w
+		}
+		return func(half, col int) ptx.Reg {
+			bit := k.Reg(ptx.U64)
+			k.Op("mov.b64 %s, %d", bit, uint64(1)<<col)
+			return drop(words[half], "64", bit)
+		}
+	}
+	// Rows are keys: a key's bit sits in the word of its query column.
+	var bits [2]ptx.Reg
+	pos, half := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("and.b32 %s, %s, 31", pos, c.wrow)
+	k.Op("add.u32 %s, %s, %s", pos, pos, c.g)
+	for h := range 2 {
+		bits[h] = k.Reg(ptx.U32)
+		k.Op("shl.b32 %s, 1, %s", bits[h], pos)
+		k.Op("add.u32 %s, %s, 8", pos, pos)
+	}
+	k.Op("shr.u32 %s, %s, 5", half, c.wrow) // the keys' half of each query's 64 bits
+	// Query 2t + col's word is at (4t + half)·4 + 8·col.
+	base := k.Reg(ptx.U32)
+	k.Op("mad.lo.u32 %s, %s, 4, %s", base, c.t, half)
+	at := c.rowAddr(c.bits, 1, base)
+	cols := map[int]ptx.Reg{}
+	return func(h, col int) ptx.Reg {
+		w, ok := cols[col]
+		if !ok {
+			w = k.Reg(ptx.U32)
+			k.Op("ld.shared.b32 %s, [%s+%d]", w, at, 8*col)
+			cols[col] = w
+		}
+		return drop(w, "32", bits[h])
+	}
+}
+
+// maskOfKeys is a pipelined loop's pre for the tiles of keys of the
+// block of queries from q0: the tile's mask bits, in a masked kernel
+// (nil otherwise).
+func (c *tc) maskOfKeys(q0 ptx.Reg) func(j0, off ptx.Reg) {
+	if !c.masked {
+		return nil
+	}
+	return func(j0, _ ptx.Reg) { c.loadMaskBits(q0, j0) }
 }
 
 // blockMask sets maskAt to batch matrix bm's mask, for a masked kernel.
@@ -589,7 +693,7 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 		out := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, nil, func(j0, off ptx.Reg) {
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
 			s := c.zeroAcc(FlashBlock / 8)
 			c.product(s, qf, c.shifted(kSrc, off))
 			c.scaledAcc(s, scale2)
@@ -715,7 +819,7 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 		grad := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, nil, func(j0, off ptx.Reg) {
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
 			c.product(s, qf, c.shifted(kSrc, off))
 			c.product(dp, dof, c.shifted(vSrc, off))
@@ -779,6 +883,9 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 			k.Op("st.shared.f32 [%s], %s", c.rowAddr(lseT, 1, c.tid), c.rowScalar(lse, bm, tq, row, math.Log2E))
 			k.Op("st.shared.f32 [%s], %s", c.rowAddr(deltaT, 1, c.tid), c.rowScalar(delta, bm, tq, row, 0))
 			k.Place(skip)
+			if c.masked {
+				c.loadMaskBits(i0, j0)
+			}
 		}
 		c.pipelined(c.causalStart(causal, j0), tq, tiles[0], []pipeSrc{{qm, tq}, {dom, tq}}, scalars, func(i0, off ptx.Reg) {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
