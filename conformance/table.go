@@ -454,6 +454,27 @@ func samples() map[string][]sample {
 			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
 		}, true, true))
 	}
+	// The half types with heads of 16: a GPU's tensor-core flash kernels
+	// (their probabilities rounded to the half type before the products).
+	for _, h := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.BFloat16, approx.HalfAttentionBF16}, {tensor.Float16, approx.HalfAttentionF16}} {
+		qkv := func() (T, T, T) {
+			c := func(x T) T { return ops.Cast(x, h.dt) }
+			return c(r(-1, 1, 2, 5, 16)), c(r(-1, 1, 2, 7, 16)), c(r(-1, 1, 2, 7, 16))
+		}
+		mask := tensor.FromSlice([]bool{true, false, true, true, true, false, true, false, true, true, false, true, true, true, true, true, false, true, true, false, true, true, true, false, true, true, true, true, false, true, true, true, false, true, true}, 5, 7)
+		fwd := one(fmt.Sprintf("%v causal, heads of 16", h.dt), func() { q, k, v := qkv(); ops.Attention(q, k, v, nil, true, 0) }, false, false)
+		masked := one(fmt.Sprintf("%v masked, heads of 16", h.dt), func() { q, k, v := qkv(); ops.Attention(q, k, v, mask, false, 0) }, false, false)
+		bwd := one(fmt.Sprintf("%v causal, heads of 16", h.dt), func() {
+			q, k, v := qkv()
+			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], nil, true, 0) }, q, k, v)
+		}, false, false)
+		fwd.tol, masked.tol, bwd.tol = h.tol, h.tol, h.tol
+		add("ScaledDotProductAttention", fwd, masked)
+		add("ScaledDotProductAttentionBackprop", bwd)
+	}
 	// LayerNorm and RMSNorm: the op and its backward (through its
 	// gradient).
 	f32 := func(x T) T { return ops.Cast(x, tensor.Float32) }

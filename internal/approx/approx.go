@@ -24,6 +24,13 @@ const (
 	// magnitude off the float32 sums (seen on an H200, 2026-11-28:
 	// -0.3564 for -0.3586 over 48 products of [-4, 4]).
 	FP8GEMM = 0x1p-7
+	// HalfAttentionBF16 and HalfAttentionF16 are attention's in the half
+	// types on another device: the GPU's flash kernels round the
+	// probabilities (and their gradient) to the half type for the tensor
+	// cores' products, as FlashAttention does, where the CPU computes
+	// through float32: two units in the last place.
+	HalfAttentionBF16 = 0x1p-6
+	HalfAttentionF16  = 0x1p-9
 )
 
 // Tolerance returns the default tolerance for dt (0 for exact types).
