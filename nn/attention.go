@@ -93,6 +93,28 @@ func (c *KVCache) Len() int {
 // causal, to the new ones up to itself. Panics with a *tensor.Error for a
 // rank other than 3 or a cache of other sequences (another N).
 func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *tensor.Tensor {
+	return m.attend(x, cache, nil)
+}
+
+// ForwardMasked attends over x [N, T, C] as Forward does, each position
+// only to the keys keep marks: keep is bool [N, T], false at a
+// sequence's padding (PyTorch's key_padding_mask, inverted), and, where
+// the layer is causal, to those up to itself. A position whose sequence
+// keeps no key it may see is NaN, as a softmax of nothing. The mask
+// reaches the attention op as [N, Heads, T, T] (its bytes, N·Heads·T²,
+// on the device). Panics with a *tensor.Error where keep is not bool [N,
+// T] for x, as Forward does for x.
+func (m *MultiHeadAttention) ForwardMasked(x, keep *tensor.Tensor) *tensor.Tensor {
+	mustArgs("MultiHeadAttention.ForwardMasked", arg{"x", x}, arg{"keep", keep})
+	if x.Rank() == 3 && (keep.DType() != tensor.Bool || !keep.Shape().Equal(tensor.Shape{x.Dim(0), x.Dim(1)})) {
+		panic(tensor.NewError("nn", "MultiHeadAttention.ForwardMasked", tensor.ErrShape, []*tensor.Tensor{x, keep}, "", "keep must be bool [N, T] = [%d %d] for x %v, got %s", x.Dim(0), x.Dim(1), x.Shape(), tensor.Describe(keep)))
+	}
+	return m.attend(x, nil, keep)
+}
+
+// attend is ForwardCached, each position attending only to the keys keep
+// (bool [N, T]; nil: all) marks.
+func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tensor.Tensor) *tensor.Tensor {
 	if x.Rank() != 3 {
 		panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrRank, []*tensor.Tensor{x}, "", "needs a sequence batch [N, T, C], got %v", x.Shape()))
 	}
@@ -118,6 +140,13 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 	}
 	var mask *tensor.Tensor
 	causal := m.Causal
+	if keep != nil { // the keys each sequence keeps, for every head and query
+		kept, err := keep.To(x.Device())
+		if err != nil {
+			panic(tensor.NewError("nn", "MultiHeadAttention.ForwardMasked", err, []*tensor.Tensor{x, keep}, "", "moving keep to %s: %v", x.Device().Name(), err))
+		}
+		mask = ops.BroadcastTo(ops.Reshape(kept, n, 1, 1, t), n, h, t, t)
+	}
 	if causal && past > 0 {
 		// Query i (position past+i) sees keys up to past+i: PyTorch's
 		// is_causal aligns at the top left, so a mask does it.
@@ -271,7 +300,19 @@ func (b *TransformerBlock) Forward(x *tensor.Tensor) *tensor.Tensor { return b.F
 // sequences whose earlier keys and values cache holds (nil: none), as
 // MultiHeadAttention.ForwardCached.
 func (b *TransformerBlock) ForwardCached(x *tensor.Tensor, cache *KVCache) *tensor.Tensor {
-	x = b.residual(x, b.Attn.ForwardCached(b.Norm1.Forward(x), cache))
+	return b.mlp(b.residual(x, b.Attn.ForwardCached(b.Norm1.Forward(x), cache)))
+}
+
+// ForwardMasked runs the block over x [N, T, C], its attention to the
+// keys keep (bool [N, T], false at padding) marks, as
+// MultiHeadAttention.ForwardMasked.
+func (b *TransformerBlock) ForwardMasked(x, keep *tensor.Tensor) *tensor.Tensor {
+	mustArgs("TransformerBlock.ForwardMasked", arg{"x", x}, arg{"keep", keep})
+	return b.mlp(b.residual(x, b.Attn.ForwardMasked(b.Norm1.Forward(x), keep)))
+}
+
+// mlp is the block's second half: x plus its MLP branch.
+func (b *TransformerBlock) mlp(x *tensor.Tensor) *tensor.Tensor {
 	return b.residual(x, b.Down.Forward(b.Up.Forward(b.Norm2.Forward(x))))
 }
 

@@ -246,3 +246,59 @@ func TestTransformerBlockDropout(t *testing.T) {
 		t.Errorf("dropout 1: %v", err)
 	}
 }
+
+// ForwardMasked leaves a sequence's padding out of every position's
+// attention: the kept positions of a padded sequence come out as the
+// unpadded sequence's do, causal or not, in a MultiHeadAttention and a
+// TransformerBlock; a sequence keeping everything is Forward's; one that
+// keeps no key is NaN; the input's gradient flows; keep must be bool [N,
+// T].
+func TestForwardMaskedLeavesPaddingOut(t *testing.T) {
+	r := tensor.NewRNG(7)
+	const n, tt, c, h, real = 2, 6, 8, 2, 4
+	x := tensor.RandNormal(r, tensor.Float32, n, tt, c)
+	keep := make([]bool, n*tt)
+	for i := range keep {
+		keep[i] = i < tt || i%tt < real // sequence 0 whole, sequence 1 padded after real
+	}
+	keepT := tensor.FromSlice(keep, n, tt)
+	for _, causal := range []bool{false, true} {
+		o := nn.MultiHeadAttentionOpts{Causal: causal}
+		m := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), c, h, o)
+		b := nn.NewTransformerBlock("b", tensor.NewRNG(2), c, h, o)
+		for _, layer := range []struct {
+			name          string
+			plain, masked func(x *tensor.Tensor) *tensor.Tensor
+		}{
+			{"MultiHeadAttention", m.Forward, func(x *tensor.Tensor) *tensor.Tensor { return m.ForwardMasked(x, keepT) }},
+			{"TransformerBlock", b.Forward, func(x *tensor.Tensor) *tensor.Tensor { return b.ForwardMasked(x, keepT) }},
+		} {
+			y := layer.masked(x)
+			whole := ops.Slice(x, []int{0, 0, 0}, []int{1, tt, c}, nil)
+			diff(t, layer.name+": the unpadded sequence", ops.Slice(y, []int{0, 0, 0}, []int{1, tt, c}, nil), layer.plain(whole), 1e-5)
+			short := ops.Slice(x, []int{1, 0, 0}, []int{2, real, c}, nil)
+			diff(t, layer.name+": the padded sequence's kept positions", ops.Slice(y, []int{1, 0, 0}, []int{2, real, c}, nil), layer.plain(short), 1e-5)
+		}
+	}
+	m := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), c, h, nn.MultiHeadAttentionOpts{})
+	none := tensor.FromSlice(make([]bool, n*tt), n, tt)
+	if v := tensor.ToSlice[float32](m.ForwardMasked(x, none)); !math.IsNaN(float64(v[0])) {
+		t.Errorf("a sequence keeping no key gave %v, want NaN", v[0])
+	}
+	tp := tape.New()
+	tp.Watch(x)
+	g := tp.Gradient(ops.Sum(m.ForwardMasked(x, keepT)), x)[0]
+	for i, v := range tensor.ToSlice[float32](g) {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("gradient element %d is %v", i, v)
+		}
+	}
+	for _, bad := range []*tensor.Tensor{tensor.FromSlice(keep[:tt], 1, tt), tensor.Ones(tensor.Float32, n, tt)} {
+		if err := tensor.Catch(func() { m.ForwardMasked(x, bad) }); !errors.Is(err, tensor.ErrShape) {
+			t.Errorf("keep %s: %v, want a shape error", tensor.Describe(bad), err)
+		}
+	}
+	if err := tensor.Catch(func() { m.ForwardMasked(x, nil) }); !errors.Is(err, tensor.ErrArity) {
+		t.Errorf("a nil keep: %v", err)
+	}
+}
