@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/ops"
@@ -54,7 +55,8 @@ func TestGPTStepsOnGPU(t *testing.T) {
 // The GPT's mixed bfloat16 steps on the GPU, whose attention (heads of
 // 16) takes the tensor-core flash kernels, follow the CPU's, which
 // computes attention through float32: the losses of four Adam steps
-// within the bfloat16 rounding of the probabilities.
+// within the bfloat16 rounding of the probabilities; traced and recorded
+// steps equal eager ones.
 func TestMixedGPTStepsTakeTheFlashKernels(t *testing.T) {
 	d := testGPU(t)
 	if d.info.Major < 8 {
@@ -99,6 +101,32 @@ func TestMixedGPTStepsTakeTheFlashKernels(t *testing.T) {
 		}
 	}
 	t.Logf("losses on the CPU %v, on %s %v", losses[0], d.Name(), losses[1])
+	// Traced and recorded (a CUDA graph holding the kernels' mma, ldmatrix
+	// and cp.async), the steps are the eager steps' to the bit.
+	var modes [3][]float64
+	launches := graphLaunches(d)
+	for i, mode := range []string{"eager", "traced", "recorded"} {
+		before := launches()
+		onDevice(d, func() {
+			m := model.New(tensor.NewRNG(5), model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16})
+			step := stepOf(mode)(m, model.Loss, model.NewOptimizer(10))
+			x, _ := tensor.FromSlice(ids, 2, 12).To(d)
+			y, _ := tensor.FromSlice(append(ids[1:], 40), 2, 12).To(d)
+			for range 4 {
+				l, _, err := step(data.Element{x, y})
+				if err != nil {
+					t.Fatal(err)
+				}
+				modes[i] = append(modes[i], l)
+			}
+		})
+		if n := launches() - before; emulated && mode == "recorded" && n != 3 {
+			t.Errorf("the recorded steps launched %d graphs, want 3 (the first step traces)", n)
+		}
+	}
+	if !slices.Equal(modes[0], modes[1]) || !slices.Equal(modes[0], modes[2]) {
+		t.Errorf("losses eager %v, traced %v, recorded %v", modes[0], modes[1], modes[2])
+	}
 }
 
 // Attention on the GPU (the cuBLAS products and the row kernels) equals
