@@ -197,9 +197,9 @@ const (
 // SetFlashAttention makes d take the flash kernels for every attention
 // call they can compute (on: rows 16, 32 or 64 wide; float32 without a
 // mask tensor, bfloat16 or float16 with one or without, on compute
-// capability 8.0 and later), or for none (off). By default d takes the half types'
-// wherever they can, and float32's where the score matrix would take
-// FlashAutoBytes or more.
+// capability 8.0 and later), or for none (off). By default d takes the
+// half types' wherever they can, and float32's where the score matrix
+// would take FlashAutoBytes or more.
 func (d *Device) SetFlashAttention(on bool) {
 	d.flashMode.Store(map[bool]int32{true: flashAlways, false: flashNever}[on])
 }
