@@ -72,3 +72,26 @@ func ExampleSparseSoftmaxCrossEntropy() {
 	// 1.6672 float32[]
 	// 0.5
 }
+
+// A batch of sequences padded to one length (token 0 is padding) goes
+// through a TransformerBlock whose attention leaves the padding out: the
+// keep mask comes from the tokens, and a sequence's real positions come
+// out as they would unpadded.
+func ExampleTransformerBlock_ForwardMasked() {
+	rng := tensor.NewRNG(1)
+	emb := nn.NewEmbedding("tok", rng, 10, 16, tensor.Float32)
+	block := nn.NewTransformerBlock("h0", rng, 16, 2, nn.MultiHeadAttentionOpts{})
+	ids := tensor.FromSlice([]int32{
+		3, 1, 4, 1, 5,
+		9, 2, 6, 0, 0, // two positions of padding
+	}, 2, 5)
+	keep := ops.Ne(ids, tensor.Scalar(int32(0)))
+	y := block.ForwardMasked(emb.Forward(ids), keep) // [2 5 16]
+	// The second sequence alone, unpadded, gives its first three
+	// positions the same outputs.
+	alone := block.Forward(emb.Forward(tensor.FromSlice([]int32{9, 2, 6}, 1, 3)))
+	got := ops.Slice(y, []int{1, 0, 0}, []int{2, 3, 16}, nil)
+	fmt.Println(y.Shape(), ops.Amax(ops.Abs(ops.Sub(got, alone))).Float() < 1e-5)
+	// Output:
+	// [2 5 16] true
+}
