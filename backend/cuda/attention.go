@@ -22,12 +22,12 @@ import (
 // the softmax and the scores' gradient as row kernels
 // (kernels/attention.go), the score matrix materialised per call
 // ([batch, tq, tk]); three launches forward, six backward. The half
-// types' calls of those widths, with a mask tensor or without, take their
-// own flash kernels on devices of compute capability 8.0 and later
-// (kernels/flash_tc.go: the products on the tensor cores, the scores in
-// registers; one launch forward, two backward), whatever their size;
-// their other calls take the products path in their own dtype
-// (attention_half.go).
+// types' calls with rows 16, 32, 64 or 128 wide, with a mask tensor or
+// without, take their own flash kernels on devices of compute capability
+// 8.0 and later (kernels/flash_tc.go: the products on the tensor cores,
+// the scores in registers; one launch forward, two backward), whatever
+// their size; their other calls take the products path in their own
+// dtype (attention_half.go).
 
 func init() {
 	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
@@ -195,9 +195,9 @@ const (
 )
 
 // SetFlashAttention makes d take the flash kernels for every attention
-// call they can compute (on: rows 16, 32 or 64 wide; float32 without a
-// mask tensor, bfloat16 or float16 with one or without, on compute
-// capability 8.0 and later), or for none (off). By default d takes the
+// call they can compute (on: float32 without a mask tensor, rows 16, 32
+// or 64 wide; bfloat16 or float16 with one or without, rows 16, 32, 64 or
+// 128 wide, on compute capability 8.0 and later), or for none (off). By default d takes the
 // half types' wherever they can, and float32's where the score matrix
 // would take FlashAutoBytes or more.
 func (d *Device) SetFlashAttention(on bool) {
@@ -212,14 +212,14 @@ func (d *Device) SetFlashAttention(on bool) {
 // products.
 func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) bool {
 	mode := d.flashMode.Load()
-	can := g.dd == g.dv && slices.Contains(kernels.FlashDims, g.dd) && g.batch*max(g.tq, g.tk) < 1<<31
+	can := g.dd == g.dv && g.batch*max(g.tq, g.tk) < 1<<31
 	switch {
 	case !can || mode == flashNever:
 		return false
 	case dt.Half(): // a mask tensor too (the _mask twins)
-		return d.info.Major >= 8
+		return d.info.Major >= 8 && slices.Contains(kernels.FlashTCDims, g.dd)
 	}
-	return dt == kernels.F32 && mask == nil && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
+	return dt == kernels.F32 && mask == nil && slices.Contains(kernels.FlashDims, g.dd) && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
 }
 
 // flashLaunch queues flash kernel kind of dtype dt (float32, or a half

@@ -17,7 +17,7 @@ import (
 // the products that read them (as flash attention's tensor-core products
 // read them), each output and gradient rounded once from float32 sums.
 // This path takes the calls the half types' flash kernels do not (rows
-// of other widths, a device before compute capability 8.0,
+// other than 16, 32, 64 or 128 wide, a device before compute capability 8.0,
 // SetFlashAttention(false)); where the float32 flash kernels would take
 // the call (a large score matrix without a mask), or the context has no
 // GEMM of mixed types, the call computes through float32 instead.

@@ -15,13 +15,15 @@ import (
 // (queries, or keys for the keys' gradients), sixteen a warp; tiles of
 // FlashBlock rows of the other side go through shared memory, copied by
 // cp.async into two buffers taken in turn (the next tile's copies run
-// while the block computes on the current one; rows padded by 16 bytes
-// so that the eight rows an ldmatrix phase reads hit 32 banks; the
-// operands read by ldmatrix, the values' and the depth-major tiles'
-// transposed by it), and each warp's [16 64] tile of scores lives in its registers
-// in the accumulator layout, which, rounded to the half type in pairs, is
-// the left operand layout of the next product (the probabilities times
-// the values). Every sum is in float32; each output is rounded once.
+// while the block computes on the current one; rows 128 wide, whose
+// tiles would pass the 48 KB of static shared memory, take one buffer;
+// rows padded by 16 bytes so that the eight rows an ldmatrix phase reads
+// hit 32 banks; the operands read by ldmatrix, the values' and the
+// depth-major tiles' transposed by it), and each warp's [16 64] tile of
+// scores lives in its registers in the accumulator layout, which,
+// rounded to the half type in pairs, is the left operand layout of the
+// next product (the probabilities times the values). Every sum is in
+// float32; each output is rounded once. Rows are FlashTCDims wide.
 //
 //   - flash_fwd_<bf16|f16>_<dim> (o, lse, q, k, v, tq, tk, nb, blocks,
 //     scale2, causal): the online softmax over tiles of keys, as
@@ -62,7 +64,7 @@ const TCTarget = "sm_80"
 func flashTCKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, dt := range flashTCDTypes {
-		for _, dim := range FlashDims {
+		for _, dim := range FlashTCDims {
 			for _, masked := range []bool{false, true} {
 				out = append(out, flashTCForward(dt, dim, masked), flashTCBackwardQ(dt, dim, masked), flashTCBackwardKV(dt, dim, masked))
 			}
@@ -74,6 +76,11 @@ func flashTCKernels() []*ptx.Kernel {
 // tc is one tensor-core flash kernel being written.
 type tc struct {
 	*flash
+	// double is whether the other side's tiles take two buffers (the
+	// next copied while the current is computed on): where they fit the
+	// 48 KB of static shared memory (rows up to 64 wide); wider rows
+	// take one, the block's own tile lying over it.
+	double bool
 	dt     DType
 	pitch  int     // halves a shared row: dim + 8
 	lane   ptx.Reg // u32
@@ -100,7 +107,30 @@ func newTC(kind string, dt DType, dim int, masked bool) *tc {
 	if masked {
 		name = Name(kind, string(dt), fmt.Sprint(dim), "mask")
 	}
-	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked}
+	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked, double: dim <= 64}
+}
+
+// FlashTCDims are the row widths the tensor-core flash kernels are
+// written for.
+var FlashTCDims = []int{16, 32, 64, 128}
+
+// tiles is the number of shared tiles a kernel of this width takes: n
+// with two buffers, single with one.
+func (c *tc) tiles(n, single int) int {
+	if c.double {
+		return n
+	}
+	return single
+}
+
+// kv is where the loop's first buffer of two tiles starts in tiles:
+// after the block's own tile (tiles[0]) with two buffers, over it with
+// one.
+func (c *tc) kv(tiles []ptx.Reg) (ptx.Reg, ptx.Reg) {
+	if c.double {
+		return tiles[1], tiles[2]
+	}
+	return tiles[0], tiles[1]
 }
 
 // tileBytes is a shared tile's size: FlashBlock rows of pitch halves.
@@ -196,14 +226,27 @@ func (c *tc) pipelined(from, end, first ptx.Reg, srcs []pipeSrc, pre, body func(
 	}
 	off, more := k.Reg(ptx.U64), k.Reg(ptx.Pred)
 	k.Op("mov.u64 %s, 0", off)
+	step := k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, %d", step, FlashBlock)
+	if !c.double { // one buffer: each tile copied, then computed on
+		k.Loop(from, end, step, func(t0 ptx.Reg) {
+			issue(t0, off)
+			k.Op("cp.async.wait_all")
+			if pre != nil {
+				pre(t0, off)
+			}
+			c.sync()
+			body(t0, off)
+			c.sync() // its readers are done before the next tile's copies go there
+		})
+		return
+	}
 	none := k.Label("tc_pipe_empty")
 	k.Op("setp.ge.u64 %s, %s, %s", more, from, end)
 	k.Op("@%s bra %s", more, none)
 	issue(from, off)
 	k.Place(none)
 	k.Op("cp.async.commit_group")
-	step := k.Reg(ptx.U64)
-	k.Op("mov.u64 %s, %d", step, FlashBlock)
 	k.Loop(from, end, step, func(t0 ptx.Reg) {
 		next, other := k.Reg(ptx.U64), k.Reg(ptx.U64)
 		k.Op("add.s64 %s, %s, %d", next, t0, FlashBlock)
@@ -673,8 +716,9 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
-	tiles := c.start(5, false) // Q (and the output staged), two sets of K and V
-	kSrc, vSrc := c.nRows(tiles[1]), c.kRows(tiles[2])
+	tiles := c.start(c.tiles(5, 2), false) // Q (and the output staged), K and V (two sets, or one over Q)
+	kt, vt := c.kv(tiles)
+	kSrc, vSrc := c.nRows(kt), c.kRows(vt)
 	causalP := c.causalPred(causal)
 	ninf := ptx.Imm(ptx.F32, math.Inf(-1))
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
@@ -683,6 +727,9 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 		c.move(true, tiles[0], qm, q0, tq)
 		c.sync()
 		qf := c.aFrags(tiles[0])
+		if !c.double {
+			c.sync() // the first K tile goes over Q's
+		}
 		rows := c.positions(q0)
 		var m, l [2]ptx.Reg
 		for h := range 2 {
@@ -693,7 +740,7 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 		out := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), kt, []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
 			s := c.zeroAcc(FlashBlock / 8)
 			c.product(s, qf, c.shifted(kSrc, off))
 			c.scaledAcc(s, scale2)
@@ -786,8 +833,9 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
 	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(5, false) // dO, then Q (and dQ staged); O, then two sets of K and V
-	kSrc, vSrc, kDeep := c.nRows(tiles[1]), c.nRows(tiles[2]), c.kRows(tiles[1])
+	tiles := c.start(c.tiles(5, 2), false) // dO, then Q (and dQ staged); O; K and V (two sets, or one over them)
+	kt, vt := c.kv(tiles)
+	kSrc, vSrc, kDeep := c.nRows(kt), c.nRows(vt), c.kRows(kt)
 	causalP := c.causalPred(causal)
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
 		c.blockMask(bm)
@@ -816,10 +864,13 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 		c.move(true, tiles[0], c.halfMatrix(q, bm, tq), q0, tq)
 		c.sync()
 		qf := c.aFrags(tiles[0]) // the loop's first barrier: O's tile is free
+		if !c.double {
+			c.sync() // the first K tile goes over Q's
+		}
 		grad := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
-		c.pipelined(zero, c.causalEnd(causal, q0, tk), tiles[1], []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
+		c.pipelined(zero, c.causalEnd(causal, q0, tk), kt, []pipeSrc{{km, tk}, {vm, tk}}, c.maskOfKeys(q0), func(j0, off ptx.Reg) {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
 			c.product(s, qf, c.shifted(kSrc, off))
 			c.product(dp, dof, c.shifted(vSrc, off))
@@ -853,7 +904,7 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
 	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(4, true) // K, then Q; V, then dO; then Q and dO again
+	tiles := c.start(c.tiles(4, 2), true) // K, then Q; V, then dO; then (two buffers) Q and dO again
 	lseT, deltaT := c.scalars, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
 	qSrc, qDeep, doSrc, doDeep := c.nRows(tiles[0]), c.kRows(tiles[0]), c.nRows(tiles[1]), c.kRows(tiles[1])
