@@ -206,6 +206,29 @@ func (e *env) kernel(ptx, name string) cu.Function {
 	return f
 }
 
+// words launches kernel name of src (an sm_80 module where sm80, for the
+// tensor cores' instructions) on one block of threads with its one
+// parameter out, a buffer of n words, and returns them.
+func (e *env) words(src, name string, sm80 bool, threads, n int) []uint32 {
+	e.t.Helper()
+	if sm80 {
+		src = strings.Replace(src, ".target sm_75", ".target sm_80", 1)
+	}
+	out := e.upload(make([]float32, n))
+	if err := e.launch(e.kernel(src, name), 1, threads, new(cu.Args).Ptr(out)); err != nil {
+		e.t.Fatal(err)
+	}
+	got, err := e.download(out, n)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w := make([]uint32, n)
+	for i, v := range got {
+		w[i] = math.Float32bits(v)
+	}
+	return w
+}
+
 func (e *env) launch(f cu.Function, grid, block int, args *cu.Args) error {
 	return e.ctx.Do(func() error {
 		if err := e.ctx.Launch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, e.s, args); err != nil {
@@ -593,20 +616,12 @@ func TestWideShiftsTakeA32BitAmount(t *testing.T) {
 	ret;
 }
 `
-	e := newEnv(t)
-	out := e.upload(make([]float32, 16))
-	if err := e.launch(e.kernel(src, "shifts"), 1, 8, new(cu.Args).Ptr(out)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.download(out, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := newEnv(t).words(src, "shifts", false, 8, 16)
 	for i := range 8 {
-		if w, v := uint32(uint64(0x0123456789abcdef)>>(4*i)), math.Float32bits(got[2*i]); v != w {
+		if w, v := uint32(uint64(0x0123456789abcdef)>>(4*i)), got[2*i]; v != w {
 			t.Errorf("thread %d: shr.b64 by a 32-bit register gave %#x, want %#x", i, v, w)
 		}
-		if w, v := uint32(1)<<i, math.Float32bits(got[2*i+1]); v != w {
+		if w, v := uint32(1)<<i, got[2*i+1]; v != w {
 			t.Errorf("thread %d: shl.b64 then shr.u64 gave %#x, want %#x", i, v, w)
 		}
 	}

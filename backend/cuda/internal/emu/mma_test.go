@@ -132,7 +132,7 @@ func TestMMAWantsAWholeWarpAndSM80(t *testing.T) {
 }
 
 func TestPackedConversion(t *testing.T) {
-	src := strings.Replace(header, "sm_75", "sm_80", 1) + `
+	src := header + `
 .visible .entry pack(.param .u64 out)
 {
 	.reg .b32 %r<3>;
@@ -148,21 +148,13 @@ func TestPackedConversion(t *testing.T) {
 	ret;
 }
 `
-	e := newEnv(t)
-	out := e.upload(make([]float32, 2))
-	if err := e.launch(e.kernel(src, "pack"), 1, 1, new(cu.Args).Ptr(out)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.download(out, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := newEnv(t).words(src, "pack", true, 1, 2)
 	hi, lo := float32(1.09375), float32(-math.Pi)
-	if w := uint32(tensor.ToBF16(hi))<<16 | uint32(tensor.ToBF16(lo)); math.Float32bits(got[0]) != w {
-		t.Errorf("cvt.rn.bf16x2.f32 gave %#x, want %#x", math.Float32bits(got[0]), w)
+	if w := uint32(tensor.ToBF16(hi))<<16 | uint32(tensor.ToBF16(lo)); got[0] != w {
+		t.Errorf("cvt.rn.bf16x2.f32 gave %#x, want %#x", got[0], w)
 	}
-	if w := uint32(tensor.ToF16(hi))<<16 | uint32(tensor.ToF16(lo)); math.Float32bits(got[1]) != w {
-		t.Errorf("cvt.rn.f16x2.f32 gave %#x, want %#x", math.Float32bits(got[1]), w)
+	if w := uint32(tensor.ToF16(hi))<<16 | uint32(tensor.ToF16(lo)); got[1] != w {
+		t.Errorf("cvt.rn.f16x2.f32 gave %#x, want %#x", got[1], w)
 	}
 }
 
@@ -172,7 +164,7 @@ func TestPackedConversion(t *testing.T) {
 // right, bottom right, as an mma's A fragment orders them) and stores
 // the four registers ldmatrix (mods: "x4" or "x4.trans") gives it.
 func ldmatrixKernel(mods string) string {
-	return strings.Replace(header, "sm_75", "sm_80", 1) + `
+	return header + `
 .visible .entry ldm(.param .u64 out)
 {
 	.reg .b32 %r<30>;
@@ -216,15 +208,7 @@ func TestLdmatrixGivesTheLayout(t *testing.T) {
 		if trans {
 			mods += ".trans"
 		}
-		e := newEnv(t)
-		out := e.upload(make([]float32, 128))
-		if err := e.launch(e.kernel(ldmatrixKernel(mods), "ldm"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.download(out, 128)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := newEnv(t).words(ldmatrixKernel(mods), "ldm", true, 32, 128)
 		for l := range 32 {
 			for i := range 4 {
 				r0, c0 := 8*(i&1), 8*(i>>1)
@@ -234,7 +218,7 @@ func TestLdmatrixGivesTheLayout(t *testing.T) {
 					lo = (r0+2*(l%4))*16 + c0 + l/4
 					hi = lo + 16
 				}
-				w := math.Float32bits(got[4*l+i])
+				w := got[4*l+i]
 				if int(w&0xffff) != lo || int(w>>16) != hi {
 					t.Fatalf("%s: lane %d register %d holds %d, %d; want %d, %d", mods, l, i, w&0xffff, w>>16, lo, hi)
 				}

@@ -3,7 +3,6 @@ package emu
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -278,22 +277,13 @@ func TestBallotGathersTheLanesPredicates(t *testing.T) {
 	ret;
 }
 `
-	e := newEnv(t)
-	out := e.upload(make([]float32, 32))
-	if err := e.launch(e.kernel(src, "ballot"), 1, 32, new(cu.Args).Ptr(out)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.download(out, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := uint32(0)
 	for l := 0; l < 32; l += 3 {
 		want |= 1 << l
 	}
-	for l, v := range got {
-		if math.Float32bits(v) != want {
-			t.Fatalf("lane %d got %#x, want %#x", l, math.Float32bits(v), want)
+	for l, v := range newEnv(t).words(src, "ballot", false, 32, 32) {
+		if v != want {
+			t.Fatalf("lane %d got %#x, want %#x", l, v, want)
 		}
 	}
 }
