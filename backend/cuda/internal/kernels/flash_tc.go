@@ -114,9 +114,9 @@ func newTC(kind string, dt DType, dim int, masked bool) *tc {
 // written for.
 var FlashTCDims = []int{16, 32, 64, 128}
 
-// tiles is the number of shared tiles a kernel of this width takes: n
+// tileCount is the number of shared tiles a kernel of this width takes: n
 // with two buffers, single with one.
-func (c *tc) tiles(n, single int) int {
+func (c *tc) tileCount(n, single int) int {
 	if c.double {
 		return n
 	}
@@ -716,7 +716,7 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
-	tiles := c.start(c.tiles(5, 2), false) // Q (and the output staged), K and V (two sets, or one over Q)
+	tiles := c.start(c.tileCount(5, 2), false) // Q (and the output staged), K and V (two sets, or one over Q)
 	kt, vt := c.kv(tiles)
 	kSrc, vSrc := c.nRows(kt), c.kRows(vt)
 	causalP := c.causalPred(causal)
@@ -833,7 +833,7 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
 	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(c.tiles(5, 2), false) // dO, then Q (and dQ staged); O; K and V (two sets, or one over them)
+	tiles := c.start(c.tileCount(5, 2), false) // dO, then Q (and dQ staged); O; K and V (two sets, or one over them)
 	kt, vt := c.kv(tiles)
 	kSrc, vSrc, kDeep := c.nRows(kt), c.nRows(vt), c.kRows(kt)
 	causalP := c.causalPred(causal)
@@ -904,7 +904,7 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
 	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(c.tiles(4, 2), true) // K, then Q; V, then dO; then (two buffers) Q and dO again
+	tiles := c.start(c.tileCount(4, 2), true) // K, then Q; V, then dO; then (two buffers) Q and dO again
 	lseT, deltaT := c.scalars, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
 	qSrc, qDeep, doSrc, doDeep := c.nRows(tiles[0]), c.kRows(tiles[0]), c.nRows(tiles[1]), c.kRows(tiles[1])
