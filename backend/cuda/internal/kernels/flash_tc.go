@@ -269,7 +269,8 @@ func (c *tc) pipelined(from, end, first ptx.Reg, srcs []pipeSrc, pre, body func(
 	k.Op("cp.async.wait_all")
 }
 
-// at bSource's address in the buffer off bytes on.
+// shifted is s read from the buffer off bytes on (a pipelined loop's
+// current one).
 func (c *tc) shifted(s bSource, off ptx.Reg) bSource {
 	b := c.k.Reg(ptx.U64)
 	c.k.Op("add.s64 %s, %s, %s", b, s.base, off)
@@ -296,10 +297,11 @@ func (c *tc) ownBase(sh ptx.Reg) ptx.Reg {
 	return c.at(sh, row, col)
 }
 
-// ldmatrixAt is the address lane l gives ldmatrix.x4 in tile sh: row
-// (rowHalf: (l/8)%2, else l/16)·8 + l%8 from row r0, column (the other
-// bit)·8; the four 8x8 matrices so named are A's quarters in mma's order
-// (rows first) or two B fragments (depth first).
+// ldmatrixAt is the address lane l gives ldmatrix.x4 in tile sh: row r0
+// + 8·a + l%8, column 8·b, where (a, b) is ((l/8)%2, l/16) with
+// rowsFirst, else (l/16, (l/8)%2): the four 8x8 matrices so named are
+// A's quarters in mma's order (rows first), or two B fragments, each's
+// two depth halves in turn.
 func (c *tc) ldmatrixAt(sh, r0 ptx.Reg, rowsFirst bool) ptx.Reg {
 	k := c.k
 	half, other, row, col := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
