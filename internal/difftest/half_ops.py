@@ -22,7 +22,15 @@ TORCH = {
     # product's definition here is float32 accumulation rounded once, as
     # its CUDA kernels and XLA compute it.
     "matmul": lambda a, b: (a.float() @ b.float()).to(torch.bfloat16),
+    # Self-attention of a's rows in float32, rounded once (PyTorch 1.13's
+    # CPU softmax and products in bfloat16 round at each step).
+    "attention": lambda a: self_attention(a.float()).to(torch.bfloat16),
 }
+def self_attention(x):
+    """softmax(x·xᵀ/√d)·x over x's rows, in x's dtype (float32)."""
+    return torch.softmax(x @ x.T / x.shape[1] ** 0.5, 1) @ x
+
+
 NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "exp": np.exp,
     "log": np.log, "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "sqrt": np.sqrt,
@@ -31,6 +39,7 @@ NUMPY = {
     "amax_rows": lambda a: a.max(1),
     "softmax_rows": lambda a: np.exp(a - a.max(1, keepdims=True)) / np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True),
     "matmul": np.matmul,
+    "attention": lambda a: self_attention(torch.from_numpy(a)).numpy(),
 }
 
 for case in json.load(sys.stdin)["cases"]:
