@@ -438,11 +438,12 @@ func samples() map[string][]sample {
 	// Attention: the op and its backward (through its gradient); finite
 	// differences on float64 (its mask picks keys, it does not threshold).
 	causalMask := tensor.FromSlice([]bool{true, false, true, true, true, false, true, true, true, true, false, true}, 3, 4)
+	padding := tensor.FromSlice([]bool{true, true, true, false, true, true, false, false}, 2, 1, 4) // each sequence's keys, broadcast over its queries
 	for _, c := range []struct {
 		name   string
 		mask   T
 		causal bool
-	}{{"plain", nil, false}, {"causal", nil, true}, {"masked", causalMask, false}} {
+	}{{"plain", nil, false}, {"causal", nil, true}, {"masked", causalMask, false}, {"key padding, causal", padding, true}} {
 		add("ScaledDotProductAttention", one(c.name, func() {
 			ops.Attention(r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3), c.mask, c.causal, 0)
 		}, true, true),

@@ -101,9 +101,9 @@ func (m *MultiHeadAttention) ForwardCached(x *tensor.Tensor, cache *KVCache) *te
 // sequence's padding (PyTorch's key_padding_mask, inverted), and, where
 // the layer is causal, to those up to itself. A position whose sequence
 // keeps no key it may see is NaN, as a softmax of nothing. The mask
-// reaches the attention op as [N, Heads, T, T] (its bytes, N·Heads·T²,
-// on the device). Panics with a *tensor.Error where keep is not bool [N,
-// T] for x, as Forward does for x.
+// reaches the attention op as [N, 1, 1, T], which it broadcasts. Panics
+// with a *tensor.Error where keep is not bool [N, T] for x, as Forward
+// does for x.
 func (m *MultiHeadAttention) ForwardMasked(x, keep *tensor.Tensor) *tensor.Tensor {
 	mustArgs("MultiHeadAttention.ForwardMasked", arg{"x", x}, arg{"keep", keep})
 	if x.Rank() == 3 && (keep.DType() != tensor.Bool || !keep.Shape().Equal(tensor.Shape{x.Dim(0), x.Dim(1)})) {
@@ -145,7 +145,7 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 		if err != nil {
 			panic(tensor.NewError("nn", "MultiHeadAttention.ForwardMasked", err, []*tensor.Tensor{x, keep}, "", "moving keep to %s: %v", x.Device().Name(), err))
 		}
-		mask = ops.BroadcastTo(ops.Reshape(kept, n, 1, 1, t), n, h, t, t)
+		mask = ops.Reshape(kept, n, 1, 1, t) // broadcast by the op over the heads and queries
 	}
 	if causal && past > 0 {
 		// Query i (position past+i) sees keys up to past+i: PyTorch's

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/attnmask"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -30,7 +31,7 @@ func (a AttentionAttrs) String() string { return fmt.Sprintf("scale=%g causal=%v
 var attentionOp, attentionBackpropOp *eager.Op
 
 // attentionShapes checks q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]
-// (one batch shape) and an optional bool mask [Tq, Tk] or [..., Tq, Tk],
+// (one batch shape) and an optional bool mask (attnmask.Of's forms),
 // failing c otherwise.
 func attentionShapes(c *eager.Call, q, k, v, mask *tensor.Tensor) {
 	r := q.Rank()
@@ -50,9 +51,8 @@ func attentionShapes(c *eager.Call, q, k, v, mask *tensor.Tensor) {
 	if mask == nil {
 		return
 	}
-	want := tensor.Shape{q.Dim(-2), k.Dim(-2)}
-	if mask.DType() != tensor.Bool || !(mask.Shape().Equal(want) || mask.Shape().Equal(append(batch.Clone(), want...))) {
-		c.Fail(tensor.ErrShape, "the mask must be bool %v or %v (true: attend), got %s", want, append(batch.Clone(), want...), tensor.Describe(mask))
+	if _, ok := attnmask.Of(batch, q.Dim(-2), k.Dim(-2), mask.Shape()); mask.DType() != tensor.Bool || !ok {
+		c.Fail(tensor.ErrShape, "the mask must be %s (true: attend) for batch %v, Tq %d and Tk %d, got %s", attnmask.Forms, batch, q.Dim(-2), k.Dim(-2), tensor.Describe(mask))
 	}
 }
 
@@ -132,8 +132,12 @@ func maskOf(in []*tensor.Tensor) *tensor.Tensor {
 
 // Attention returns softmax(q·kᵀ·scale + mask)·v: q [..., Tq, D], k [..., Tk,
 // D], v [..., Tk, Dv] with one batch shape (batch and heads), one float
-// dtype; the result is [..., Tq, Dv]. mask, where not nil, is bool [Tq,
-// Tk] or [..., Tq, Tk], true where a query attends to a key; causal masks
+// dtype; the result is [..., Tq, Dv]. mask, where not nil, is bool,
+// true where a query attends to a key, and broadcasts over the queries
+// and batch matrices as NumPy would, in these forms: [Tq, Tk] or [1, Tk]
+// for all, or with the batch's rank, each batch dimension its own or 1
+// from some dimension on ([N, H, Tq, Tk]: one each; [N, 1, 1, Tk]: a
+// sequence's key padding for its heads and queries); causal masks
 // the keys after each query's position (PyTorch's is_causal); scale 0
 // means 1/√D. A row whose every key is masked is NaN, as softmax of
 // nothing is. Differentiable in q, k and v. Panics with a *tensor.Error
@@ -195,9 +199,9 @@ func AttentionWeights(q, k, mask *tensor.Tensor, causal bool, scale float64) *te
 		fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k}, "query %v and key %v need one batch shape and feature size", q.Shape(), k.Shape())
 	}
 	if mask != nil {
-		want := tensor.Shape{q.Dim(-2), k.Dim(-2)}
-		if mask.DType() != tensor.Bool || !(mask.Shape().Equal(want) || mask.Shape().Equal(append(q.Shape()[:q.Rank()-2].Clone(), want...))) {
-			fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k, mask}, "the mask must be bool %v or with the batch dimensions before (true: attend), got %s", want, tensor.Describe(mask))
+		batch := q.Shape()[:q.Rank()-2]
+		if _, ok := attnmask.Of(batch, q.Dim(-2), k.Dim(-2), mask.Shape()); mask.DType() != tensor.Bool || !ok {
+			fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k, mask}, "the mask must be %s (true: attend) for batch %v, Tq %d and Tk %d, got %s", attnmask.Forms, batch, q.Dim(-2), k.Dim(-2), tensor.Describe(mask))
 		}
 	}
 	if scale == 0 {

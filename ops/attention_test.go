@@ -189,3 +189,47 @@ func TestAttentionHalf(t *testing.T) {
 		}
 	}
 }
+
+// A mask broadcasts over the queries and the trailing batch dimensions
+// (a sequence's key padding for its heads): the op equals itself with
+// the mask broadcast out (ops.BroadcastTo), in value and gradients, bit
+// for bit, causal or not; AttentionWeights too. The 1s must be a suffix
+// of the batch dimensions, and the ranks match.
+func TestAttentionMaskBroadcasts(t *testing.T) {
+	r := tensor.NewRNG(9)
+	const n, h, tq, tk, d = 2, 3, 4, 6, 5
+	q, k, v := tensor.RandNormal(r, tensor.Float64, n, h, tq, d), tensor.RandNormal(r, tensor.Float64, n, h, tk, d), tensor.RandNormal(r, tensor.Float64, n, h, tk, d)
+	draw := func(shape ...int) *tensor.Tensor {
+		keep := make([]bool, tensor.Shape(shape).NumElements())
+		for i := range keep {
+			keep[i] = i%4 != 1 || i%tk == 0
+		}
+		return tensor.FromSlice(keep, shape...)
+	}
+	run := func(mask *tensor.Tensor, causal bool) []*tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(q, k, v)
+		out := ops.Attention(q, k, v, mask, causal, 0)
+		w := ops.AttentionWeights(q, k, mask, causal, 0)
+		return append([]*tensor.Tensor{out, w}, tp.Gradient(ops.Sum(ops.Mul(out, out)), q, k, v)...)
+	}
+	for _, shape := range [][]int{{1, tk}, {n, 1, 1, tk}, {n, 1, tq, tk}, {n, h, 1, tk}, {1, 1, 1, tk}} {
+		for _, causal := range []bool{false, true} {
+			m := draw(shape...)
+			got, want := run(m, causal), run(ops.BroadcastTo(m, n, h, tq, tk), causal)
+			for i := range got {
+				if fmt.Sprint(tensor.ToSlice[float64](got[i])) != fmt.Sprint(tensor.ToSlice[float64](want[i])) {
+					t.Fatalf("mask %v causal=%v: result %d (out, weights, dq, dk, dv) differs from the broadcast mask's", shape, causal, i)
+				}
+			}
+		}
+	}
+	for _, shape := range [][]int{{1, h, tq, tk}, {h, tq, tk}, {n, h, 2, tk}, {n, h, tq, 1}} {
+		if err := tensor.Catch(func() { ops.Attention(q, k, v, draw(shape...), false, 0) }); !errors.Is(err, tensor.ErrShape) || !strings.Contains(err.Error(), "from some dimension on") {
+			t.Errorf("mask %v: %v, want a shape error naming the forms", shape, err)
+		}
+		if err := tensor.Catch(func() { ops.AttentionWeights(q, k, draw(shape...), false, 0) }); !errors.Is(err, tensor.ErrShape) {
+			t.Errorf("AttentionWeights, mask %v: %v", shape, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/attnmask"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -26,19 +27,19 @@ import (
 const attnBlock = 64
 
 // attnGeom is one call's sizes: batch matrices of tq queries and tk keys,
-// d features of query and key, dv of value; the mask's batch stride (0:
-// one [tq tk] mask for all).
+// d features of query and key, dv of value; where the mask's elements
+// lie (attnmask.Layout).
 type attnGeom struct {
 	batch, tq, tk, d, dv int
-	maskStep             int
+	mask                 attnmask.Layout
 }
 
 func attnGeomOf(q, k, v, mask *tensor.Tensor) attnGeom {
 	r := q.Rank()
 	g := attnGeom{tq: q.Dim(-2), tk: k.Dim(-2), d: q.Dim(-1), dv: v.Dim(-1)}
 	g.batch = tensor.Shape(q.Shape()[:r-2]).NumElements()
-	if mask != nil && mask.Rank() > 2 {
-		g.maskStep = g.tq * g.tk
+	if mask != nil {
+		g.mask, _ = attnmask.Of(q.Shape()[:r-2], g.tq, g.tk, mask.Shape()) // checked by the op
 	}
 	return g
 }
@@ -48,7 +49,7 @@ func (g attnGeom) keeps(mask []bool, causal bool, b, i, j int) bool {
 	if causal && j > i {
 		return false
 	}
-	return mask == nil || mask[b*g.maskStep+i*g.tk+j]
+	return mask == nil || mask[b/g.mask.Rep*g.mask.Step+i*g.mask.Row+j]
 }
 
 // maskRow sets to -Inf the scores of row, query i's against keys j0 on of

@@ -9,6 +9,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/attnmask"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -37,12 +38,27 @@ func init() {
 }
 
 // attnGeom is a call's sizes: batch matrices (batch and heads) of tq
-// queries and tk keys, dd features of query and key, dv of value.
-type attnGeom struct{ batch, tq, tk, dd, dv int }
+// queries and tk keys, dd features of query and key, dv of value; where
+// a mask's elements lie (attnmask.Layout; the zero value without one).
+type attnGeom struct {
+	batch, tq, tk, dd, dv int
+	mask                  attnmask.Layout
+}
 
-func attnGeomOf(q, k, v *tensor.Tensor) attnGeom {
+func attnGeomOf(q, k, v, mask *tensor.Tensor) attnGeom {
 	r := q.Rank()
-	return attnGeom{batch: tensor.Shape(q.Shape()[:r-2]).NumElements(), tq: q.Dim(-2), tk: k.Dim(-2), dd: q.Dim(-1), dv: v.Dim(-1)}
+	g := attnGeom{batch: tensor.Shape(q.Shape()[:r-2]).NumElements(), tq: q.Dim(-2), tk: k.Dim(-2), dd: q.Dim(-1), dv: v.Dim(-1)}
+	if mask != nil {
+		g.mask, _ = attnmask.Of(q.Shape()[:r-2], g.tq, g.tk, mask.Shape()) // checked by the op
+	}
+	return g
+}
+
+// maskArgs appends a mask's kernel arguments: the mask, its rep (a
+// divisor), step and row (attnmask.Layout).
+func (g attnGeom) maskArgs(args *cu.Args, mask *tensor.Tensor) {
+	args.Ptr(ptr(mask))
+	divisorArg(args, g.mask.Rep, max(g.batch, 1)).U64(uint64(g.mask.Step)).U64(uint64(g.mask.Row))
 }
 
 // scratch returns an uninitialised [batch tq tk] tensor of dt on the
@@ -61,11 +77,7 @@ func (g attnGeom) rowArgs(kind string, d kernels.DType, args *cu.Args, mask *ten
 	name := kernels.Name(kind, string(d))
 	if mask != nil {
 		name = kernels.Name(kind, string(d), "mask")
-		step := 0
-		if mask.Rank() > 2 {
-			step = g.tq * g.tk
-		}
-		args.Ptr(ptr(mask)).U64(uint64(step))
+		g.maskArgs(args, mask)
 	}
 	args.U64(uint64(g.batch * g.tq))
 	divisorArg(args, g.tq, g.batch*g.tq).U64(uint64(g.tk))
@@ -87,7 +99,7 @@ func attention(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 		a := c.Attrs.(ops.AttentionAttrs)
-		g, dev := attnGeomOf(q, k, v), gpu(c)
+		g, dev := attnGeomOf(q, k, v, attentionMask(c.Inputs, 3)), gpu(c)
 		out, lse := outs[0], outs[1]
 		if g.batch*g.tq == 0 {
 			return
@@ -124,7 +136,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
 		a := c.Attrs.(ops.AttentionAttrs)
-		g, dev := attnGeomOf(q, k, v), gpu(c)
+		g, dev := attnGeomOf(q, k, v, attentionMask(c.Inputs, 7)), gpu(c)
 		dq, dk, dv := outs[0], outs[1], outs[2]
 		if g.batch*g.tq == 0 || g.tk == 0 { // nothing to attend: zero gradients
 			for _, t := range outs {
@@ -241,12 +253,8 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 		family, threads = "attention_tc", kernels.FlashTCThreads
 	}
 	name := kernels.Name(kind, string(dt), fmt.Sprint(g.dd))
-	if mask != nil { // [tq, tk] for all batch matrices, or one each
-		step := 0
-		if mask.Rank() > 2 {
-			step = g.tq * g.tk
-		}
-		args.Ptr(ptr(mask)).U64(uint64(step))
+	if mask != nil {
+		g.maskArgs(args, mask)
 		name = kernels.Name(kind, string(dt), fmt.Sprint(g.dd), "mask")
 	}
 	check(c, d.launchBlocks(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, args))

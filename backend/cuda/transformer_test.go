@@ -131,8 +131,8 @@ func TestMixedGPTStepsTakeTheFlashKernels(t *testing.T) {
 
 // Attention on the GPU (the cuBLAS products and the row kernels) equals
 // the CPU's in value and in the gradients of q, k and v: a mask per batch
-// with a row of nothing, causal with more keys than queries, float64 and
-// float32.
+// with a row of nothing, causal with more keys than queries, masks that
+// broadcast (key padding), float64 and float32.
 func TestAttentionOnGPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(8)
@@ -142,6 +142,9 @@ func TestAttentionOnGPU(t *testing.T) {
 		tol := map[tensor.DType]float64{tensor.Float64: 1e-12, tensor.Float32: 1e-5}[dt]
 		attentionAgrees(t, d, fmt.Sprintf("%v masked", dt), q, k, v, mask, false, tol)
 		attentionAgrees(t, d, fmt.Sprintf("%v causal", dt), q, k, v, nil, true, tol)
+		// Broadcast masks: a sequence's key padding, one row for all.
+		attentionAgrees(t, d, fmt.Sprintf("%v key padding", dt), q, k, v, flashTestMask(2, 1, 1, 6), true, tol)
+		attentionAgrees(t, d, fmt.Sprintf("%v a row for all", dt), q, k, v, flashTestMask(1, 6), false, tol)
 	}
 }
 
@@ -270,7 +273,8 @@ func TestHalfFlashAttentionOnGPU(t *testing.T) {
 				causal bool
 				mask   *tensor.Tensor
 				suffix string
-			}{{false, nil, ""}, {true, nil, ""}, {false, flashTestMask(c.tq, c.tk), "_mask"}, {true, flashTestMask(c.batch, 2, c.tq, c.tk), "_mask"}} {
+			}{{false, nil, ""}, {true, nil, ""}, {false, flashTestMask(c.tq, c.tk), "_mask"}, {true, flashTestMask(c.batch, 2, c.tq, c.tk), "_mask"},
+				{false, flashTestMask(c.batch, 1, 1, c.tk), "_mask"}, {true, flashTestMask(1, c.tk), "_mask"}} { // key padding: per sequence, for all
 				if c.batch > 2 && (m.causal || m.mask != nil) {
 					continue // the grid's case: once is enough
 				}

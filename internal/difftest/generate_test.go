@@ -755,7 +755,11 @@ func genTransformer(g *gen) bool {
 	q, k, v := g.input(shape(tq, d), -2, 2), g.input(shape(tk, d), -2, 2), g.input(shape(tk, dv), -2, 2)
 	a := Attrs{Relu: g.chance(0.5)} // Relu: causal
 	if !flash && g.chance(0.4) {
-		a.Labels = make([]int, tq*tk)
+		rows := tq
+		if g.chance(0.3) {
+			rows = 1 // a row of keys for every query (key padding), broadcast
+		}
+		a.Labels = make([]int, rows*tk)
 		for i := range a.Labels {
 			if i%tk == 0 || g.chance(0.6) {
 				a.Labels[i] = 1

@@ -334,7 +334,8 @@ func apply(op string, x []T, a Attrs) T {
 			for i, l := range a.Labels {
 				keep[i] = l == 1
 			}
-			mask = near(x[0], tensor.FromSlice(keep, x[0].Dim(-2), x[1].Dim(-2)))
+			tk := x[1].Dim(-2)
+			mask = near(x[0], tensor.FromSlice(keep, len(keep)/tk, tk)) // [Tq, Tk], or [1, Tk] broadcast
 		}
 		return ops.Attention(x[0], x[1], x[2], mask, a.Relu, 0)
 	case "conv2d":

@@ -526,7 +526,7 @@ def step(op, args, a):
         if a["relu"]:  # causal
             keep = keep.tril()
         if a["labels"]:
-            keep = keep & (torch.tensor(a["labels"]).reshape(tq, tk) == 1)
+            keep = keep & (torch.tensor(a["labels"]).reshape(-1, tk) == 1)  # [tq, tk] or [1, tk]
         s = s.masked_fill(~keep, float("-inf"))
         return torch.softmax(s, dim=-1) @ v
     if op == "l2_normalize":

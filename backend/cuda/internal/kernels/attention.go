@@ -10,13 +10,16 @@ import (
 // runs the products around them on cuBLAS): a block per row of the score
 // matrix, one query's scores against every key, in float64:
 //
-//   - attn_probs_<dtype>[_mask] (s, lse, [mask, maskStep], rows, tq (a
-//     divisor parameter: value, magic, shift), tk, scale, causal): the scores s·scale, masked to −∞ where the query
-//     does not attend (after its position where causal is not 0; where
-//     the bool mask, [tq tk] or one per batch maskStep apart, is false),
+//   - attn_probs_<dtype>[_mask] (s, lse, [mask, maskRep (a divisor
+//     parameter), maskStep, maskRow], rows, tq (a divisor parameter:
+//     value, magic, shift), tk, scale, causal): the scores s·scale,
+//     masked to −∞ where the query does not attend (after its position
+//     where causal is not 0; where the bool mask is false: batch matrix
+//     b's element (i, j) at (b/maskRep)·maskStep + i·maskRow + j, as
+//     internal/attnmask lays it out),
 //     become their softmax in place; lse is the row's log-sum-exp (−∞ for
 //     a row of nothing, whose probabilities are NaN).
-//   - attn_grad_<dtype>[_mask] (s, dp, lse, dlse, o, do, [mask, maskStep],
+//   - attn_grad_<dtype>[_mask] (s, dp, lse, dlse, o, do, [mask, maskRep, maskStep, maskRow],
 //     rows, tq, tk, dv, scale, causal): from the scores s and dP = dO·Vᵀ,
 //     the probabilities P (recomputed from lse) into s and dS = P⊙(dP −
 //     δ)·scale into dp, δ = Σ dO⊙O − dlse over the row's dv outputs; a
@@ -47,9 +50,11 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 	if kind == "attn_grad" {
 		dlse, o, do = k.ParamPtr("dlse"), k.ParamPtr("o"), k.ParamPtr("do")
 	}
-	var mask, maskStep ptx.Reg
+	var mask, maskStep, maskRow ptx.Reg
+	var maskRep divisor
 	if masked {
-		mask, maskStep = k.ParamPtr("mask"), k.Param("maskStep", ptx.U64)
+		mask, maskRep = k.ParamPtr("mask"), paramDivisor(k, "maskRep")
+		maskStep, maskRow = k.Param("maskStep", ptx.U64), k.Param("maskRow", ptx.U64)
 	}
 	rows, tq, tk := k.Param("rows", ptx.U64), paramDivisor(k, "tq"), k.Param("tk", ptx.U64)
 	var dv ptx.Reg
@@ -70,9 +75,10 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 
 		var maskBase ptx.Reg
 		if masked {
-			maskBase = k.Reg(ptx.U64) // batch·maskStep + qi·tk
-			k.Op("mul.lo.s64 %s, %s, %s", maskBase, batch, maskStep)
-			k.Op("mad.lo.s64 %s, %s, %s, %s", maskBase, qi, tk, maskBase)
+			maskBase = k.Reg(ptx.U64) // (batch/maskRep)·maskStep + qi·maskRow
+			mb, _ := divmod(k, batch, maskRep)
+			k.Op("mul.lo.s64 %s, %s, %s", maskBase, mb, maskStep)
+			k.Op("mad.lo.s64 %s, %s, %s, %s", maskBase, qi, maskRow, maskBase)
 		}
 		at := func(p, j ptx.Reg) ptx.Reg { return k.Addr(p, addU64(k, base, j), d.Size()) }
 		// score is key j's scaled score, −∞ where the query does not

@@ -42,10 +42,11 @@ import (
 //     one warp's registers.
 //
 // Each has a twin <kind>_<dtype>_<dim>_mask whose parameters end with a
-// bool mask (mask, mstep: a [tq, tk] mask for each batch matrix, mstep
-// elements apart; 0: one for all): a score whose mask element is false
-// counts as masked, as a causal mask's; each tile's share of the mask is
-// staged in shared memory as bits first (loadMaskBits). A query the mask leaves no key
+// bool mask (mask, mrep (a divisor), mstep, mrow: batch matrix b's
+// element (i, j) at (b/mrep)·mstep + i·mrow + j, as internal/attnmask
+// lays it out): a score whose mask element is false counts as masked, as
+// a causal mask's; each tile's share of the mask is staged in shared
+// memory as bits first (loadMaskBits). A query the mask leaves no key
 // gets a NaN output, a log-sum-exp of −∞ and no gradient (δ = 0).
 //
 // Sums run in a fixed order, so results repeat from run to run.
@@ -87,12 +88,12 @@ type tc struct {
 	wrow   ptx.Reg // u32, the warp's first row in the block (16·warp)
 	g, t   ptx.Reg // u32, lane/4 and lane%4
 	tq, tk ptx.Reg // u64 parameters: the queries and keys of a matrix
-	// masked kernels take a bool mask of [tq, tk] per batch matrix
-	// (mstep elements apart; 0: one for all); maskAt is the current
-	// block's matrix's.
-	masked               bool
-	mask0, mstep, maskAt ptx.Reg
-	bits                 ptx.Reg // the tile's mask bits in shared memory (maskBits)
+	// masked kernels take a bool mask (attnmask.Layout: mrep, mstep,
+	// mrow); maskAt is the current block's matrix's.
+	masked                     bool
+	mask0, mstep, mrow, maskAt ptx.Reg
+	mrep                       divisor
+	bits                       ptx.Reg // the tile's mask bits in shared memory (maskBits)
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
@@ -526,9 +527,9 @@ func (c *tc) loadMaskBits(q0, k0 ptx.Reg) {
 	k.Op("cvt.u64.u32 %s, %s", key, kc)
 	k.Op("add.s64 %s, %s, %s", key, key, k0)
 	k.Op("setp.lt.u64 %s, %s, %s", kin, key, c.tk)
-	k.Op("mad.lo.s64 %s, %s, %s, %s", addr, q, c.tk, key)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", addr, q, c.mrow, key)
 	k.Op("add.s64 %s, %s, %s", addr, addr, c.maskAt)
-	k.Op("shl.b64 %s, %s, 1", step, c.tk)
+	k.Op("shl.b64 %s, %s, 1", step, c.mrow)
 	// The word of bits (query, key/32) is 4 bytes at byte (query·64 +
 	// key)/8 rounded down to 4; a step on is 16 bytes on.
 	at, sa := k.Reg(ptx.U32), k.Reg(ptx.U64)
@@ -626,7 +627,8 @@ func (c *tc) blockMask(bm ptx.Reg) {
 		return
 	}
 	c.maskAt = c.k.Reg(ptx.U64)
-	c.k.Op("mad.lo.s64 %s, %s, %s, %s", c.maskAt, bm, c.mstep, c.mask0)
+	mb, _ := divmod(c.k, bm, c.mrep)
+	c.k.Op("mad.lo.s64 %s, %s, %s, %s", c.maskAt, mb, c.mstep, c.mask0)
 }
 
 // causalPred is causal (u64) != 0 as a predicate.
@@ -696,8 +698,7 @@ func (c *tc) storeRowScalar(g, bm, tq, row, v ptx.Reg) {
 
 // params declares the tensor-core kernels' trailing parameters after
 // their pointers: tq, tk, nb, blocks, scale2[, scale], causal, and a
-// masked kernel's mask (bools) and mstep (elements between the batch
-// matrices' masks; 0: one for all).
+// masked kernel's mask (bools), mrep (a divisor), mstep and mrow.
 func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2, scale, causal ptx.Reg) {
 	k := c.k
 	tq, tk, nb, blocks = k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
@@ -707,7 +708,8 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 	}
 	causal = k.Param("causal", ptx.U64)
 	if c.masked {
-		c.mask0, c.mstep = k.ParamPtr("mask"), k.Param("mstep", ptx.U64)
+		c.mask0, c.mrep = k.ParamPtr("mask"), paramDivisor(k, "mrep")
+		c.mstep, c.mrow = k.Param("mstep", ptx.U64), k.Param("mrow", ptx.U64)
 	}
 	c.tq, c.tk = tq, tk
 	return
