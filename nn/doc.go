@@ -12,9 +12,11 @@
 // it differentiates through the loop as one region), and Sequential.
 // Transformers: MultiHeadAttention (ops.Attention over heads of one joint
 // projection, causal or not, dropout of the weights), RMSNorm and
-// TransformerBlock (pre-norm, GELU MLP, residual dropout); generation
-// keeps keys and values in a KVCache (ForwardCached) or, for a traced
-// loop, in fixed-size caches (ForwardStep). SetTraining switches Dropout,
+// TransformerBlock (pre-norm, GELU MLP, residual dropout); padded
+// sequences leave their padding out of the attention (ForwardMasked, a
+// bool [N, T] of the positions kept); generation keeps keys and values in
+// a KVCache (ForwardCached) or, for a traced loop, in fixed-size caches
+// (ForwardStep). SetTraining switches Dropout,
 // BatchNorm and the attention's dropout between modes, inside any
 // Container (a module listing its Modules, as Sequential does); layers
 // start in training mode, and Predict runs a model in inference mode and
