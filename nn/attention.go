@@ -120,14 +120,10 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 	}
 	needFeatures("MultiHeadAttention", x, -1, m.In.Kernel.Value().Dim(0), "features", "")
 	n, t, c := x.Dim(0), x.Dim(1), x.Dim(2)
-	h := m.Heads
 	qkv := ops.Split(m.In.Forward(x), 2, []int{c, c, c})
-	heads := func(y *tensor.Tensor) *tensor.Tensor { // [N, T, C] -> [N, H, T, C/H]
-		return ops.Transpose(ops.Reshape(y, n, t, h, c/h), 0, 2, 1, 3)
-	}
 	// (Dispatch makes the transposed heads row-major for the attention
 	// kernel; Reshape copies the merged heads: both as taped ops.)
-	q, k, v := heads(qkv[0]), heads(qkv[1]), heads(qkv[2])
+	q, k, v := m.heads(qkv[0]), m.heads(qkv[1]), m.heads(qkv[2])
 	past := cache.Len()
 	if past > 0 {
 		if cache.K.Dim(0) != n {
@@ -140,12 +136,8 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 	}
 	var mask *tensor.Tensor
 	causal := m.Causal
-	if keep != nil { // the keys each sequence keeps, for every head and query
-		kept, err := keep.To(x.Device())
-		if err != nil {
-			panic(tensor.NewError("nn", "MultiHeadAttention.ForwardMasked", err, []*tensor.Tensor{x, keep}, "", "moving keep to %s: %v", x.Device().Name(), err))
-		}
-		mask = ops.Reshape(kept, n, 1, 1, t) // broadcast by the op over the heads and queries
+	if keep != nil {
+		mask = keysKept("MultiHeadAttention.ForwardMasked", x, keep)
 	}
 	if causal && past > 0 {
 		// Query i (position past+i) sees keys up to past+i: PyTorch's
@@ -157,14 +149,89 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 			mask, _ = mask.To(x.Device())
 		}
 	}
+	return m.combine(q, k, v, mask, causal)
+}
+
+// heads splits y [N, T, C] into the layer's heads, [N, H, T, C/H].
+func (m *MultiHeadAttention) heads(y *tensor.Tensor) *tensor.Tensor {
+	n, t, c := y.Dim(0), y.Dim(1), y.Dim(2)
+	return ops.Transpose(ops.Reshape(y, n, t, m.Heads, c/m.Heads), 0, 2, 1, 3)
+}
+
+// combine attends the heads q to k and v (mask and causal as
+// ops.Attention's; the weights dropped in training), merges the heads and
+// projects them: [N, Tq, C].
+func (m *MultiHeadAttention) combine(q, k, v, mask *tensor.Tensor, causal bool) *tensor.Tensor {
 	var y *tensor.Tensor
 	if m.drops() {
 		y = ops.MatMul(dropout("MultiHeadAttention", ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng, m.draws), v)
 	} else {
 		y = ops.Attention(q, k, v, mask, causal, 0)
 	}
-	merged := ops.Reshape(ops.Transpose(y, 0, 2, 1, 3), n, t, c)
+	n, t := y.Dim(0), y.Dim(2)
+	merged := ops.Reshape(ops.Transpose(y, 0, 2, 1, 3), n, t, y.Dim(1)*y.Dim(3))
 	return m.Out.Forward(merged)
+}
+
+// keysKept is keep (bool [N, Tk], checked) on x's device as the
+// attention's mask, [N, 1, 1, Tk], which the op broadcasts over the heads
+// and queries.
+func keysKept(op string, x, keep *tensor.Tensor) *tensor.Tensor {
+	kept, err := keep.To(x.Device())
+	if err != nil {
+		panic(tensor.NewError("nn", op, err, []*tensor.Tensor{x, keep}, "", "moving keep to %s: %v", x.Device().Name(), err))
+	}
+	return ops.Reshape(kept, keep.Dim(0), 1, 1, keep.Dim(1))
+}
+
+// ForwardCross attends the positions of x [N, Tq, C] to those of memory
+// [N, Tk, C] (an encoder's output, for a decoder's cross-attention): the
+// queries are the joint projection's query part of x, the keys and values
+// its key and value parts of memory (PyTorch's in_proj split), each
+// position attending to the keys keep marks (bool [N, Tk], false at
+// memory's padding; nil: all) and, where the layer is causal, to those
+// up to its own position (top left aligned, as ops.Attention's causal).
+// memory is taken in x's dtype. ForwardCross(x, x, nil) is Forward(x).
+// Returns [N, Tq, C]. Panics with a *tensor.Error for shapes that do not
+// fit (ranks, features, sequences, keep).
+func (m *MultiHeadAttention) ForwardCross(x, memory, keep *tensor.Tensor) *tensor.Tensor {
+	mustArgs("MultiHeadAttention.ForwardCross", arg{"x", x}, arg{"memory", memory})
+	c := m.In.Kernel.Value().Dim(0)
+	if x.Rank() != 3 || memory.Rank() != 3 {
+		panic(tensor.NewError("nn", "MultiHeadAttention.ForwardCross", tensor.ErrRank, []*tensor.Tensor{x, memory}, "", "needs sequence batches x [N, Tq, C] and memory [N, Tk, C], got %v and %v", x.Shape(), memory.Shape()))
+	}
+	needFeatures("MultiHeadAttention", x, -1, c, "features", "")
+	needFeatures("MultiHeadAttention", memory, -1, c, "memory features", "")
+	n, tk := x.Dim(0), memory.Dim(1)
+	if memory.Dim(0) != n {
+		panic(tensor.NewError("nn", "MultiHeadAttention.ForwardCross", tensor.ErrShape, []*tensor.Tensor{x, memory}, "", "x has %d sequences, memory %d", n, memory.Dim(0)))
+	}
+	if keep != nil && (keep.DType() != tensor.Bool || !keep.Shape().Equal(tensor.Shape{n, tk})) {
+		panic(tensor.NewError("nn", "MultiHeadAttention.ForwardCross", tensor.ErrShape, []*tensor.Tensor{memory, keep}, "", "keep must be bool [N, Tk] = [%d %d] for memory %v, got %s", n, tk, memory.Shape(), tensor.Describe(keep)))
+	}
+	memory = castFloat(memory, x.DType())
+	w := valueAs(m.In.Kernel, x)
+	var b *tensor.Tensor
+	if m.In.Bias != nil {
+		b = valueAs(m.In.Bias, x)
+	}
+	// project is y·W[:, from:to] + b[from:to], [N, T, to-from].
+	project := func(y *tensor.Tensor, from, to int) *tensor.Tensor {
+		flat, ws := ops.Reshape(y, -1, c), ops.Slice(w, []int{0, from}, []int{c, to}, nil)
+		var p *tensor.Tensor
+		if b != nil {
+			p = ops.FusedMatMul(flat, ws, ops.Slice(b, []int{from}, []int{to}, nil), ops.NoActivation)
+		} else {
+			p = ops.MatMul(flat, ws)
+		}
+		return ops.Reshape(p, y.Dim(0), y.Dim(1), to-from)
+	}
+	kv := ops.Split(project(memory, c, 3*c), 2, []int{c, c})
+	var mask *tensor.Tensor
+	if keep != nil {
+		mask = keysKept("MultiHeadAttention.ForwardCross", x, keep)
+	}
+	return m.combine(m.heads(project(x, 0, c)), m.heads(kv[0]), m.heads(kv[1]), mask, m.Causal)
 }
 
 // ForwardStep attends x [N, 1, C], the token at position pos (an Int32

@@ -302,3 +302,78 @@ func TestForwardMaskedLeavesPaddingOut(t *testing.T) {
 		t.Errorf("a nil keep: %v", err)
 	}
 }
+
+// ForwardCross attends x's positions to memory's: with memory x it is
+// Forward; with another memory it is the projections and the attention
+// written out (the joint projection's query part of x, its key and value
+// parts of memory); memory's padding (keep) is as a shorter memory; the
+// gradients reach both parts of the projection and memory; shapes that
+// do not fit are errors.
+func TestForwardCross(t *testing.T) {
+	r := tensor.NewRNG(11)
+	const n, tq, tk, c, h = 2, 3, 5, 8, 2
+	x, mem := tensor.RandNormal(r, tensor.Float64, n, tq, c), tensor.RandNormal(r, tensor.Float64, n, tk, c)
+	m := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), c, h, nn.MultiHeadAttentionOpts{DType: tensor.Float64})
+	diff(t, "memory x", m.ForwardCross(x, x, nil), m.Forward(x), 1e-12)
+
+	w, b := m.In.Kernel.Value(), m.In.Bias.Value()
+	proj := func(y *tensor.Tensor, from, to int) *tensor.Tensor {
+		return ops.Add(ops.MatMul(y, ops.Slice(w, []int{0, from}, []int{c, to}, nil)), ops.Slice(b, []int{from}, []int{to}, nil))
+	}
+	heads := func(y *tensor.Tensor) *tensor.Tensor {
+		return ops.Transpose(ops.Reshape(y, n, y.Dim(1), h, c/h), 0, 2, 1, 3)
+	}
+	q, k, v := heads(proj(x, 0, c)), heads(proj(mem, c, 2*c)), heads(proj(mem, 2*c, 3*c))
+	att := ops.Reshape(ops.Transpose(attentionByOps(q, k, v, nil), 0, 2, 1, 3), n, tq, c)
+	diff(t, "another memory", m.ForwardCross(x, mem, nil), m.Out.Forward(att), 1e-12)
+
+	const real = 3 // sequence 1's memory padded after real positions
+	keep := make([]bool, n*tk)
+	for i := range keep {
+		keep[i] = i < tk || i%tk < real
+	}
+	y := m.ForwardCross(x, mem, tensor.FromSlice(keep, n, tk))
+	short := m.ForwardCross(ops.Slice(x, []int{1, 0, 0}, []int{2, tq, c}, nil), ops.Slice(mem, []int{1, 0, 0}, []int{2, real, c}, nil), nil)
+	diff(t, "padded memory", ops.Slice(y, []int{1, 0, 0}, []int{2, tq, c}, nil), short, 1e-12)
+
+	tp := tape.New()
+	tp.Watch(mem)
+	g := tp.Gradient(ops.Sum(m.ForwardCross(x, mem, nil)), m.In.Kernel.Value(), mem)
+	for i, part := range [][2]int{{0, c}, {c, 3 * c}} { // the query part (x's), the key and value parts (memory's)
+		if ops.Amax(ops.Abs(ops.Slice(g[0], []int{0, part[0]}, []int{c, part[1]}, nil))).Float() == 0 {
+			t.Errorf("projection part %d has no gradient", i)
+		}
+	}
+	if g[1] == nil || ops.Amax(ops.Abs(g[1])).Float() == 0 {
+		t.Error("memory has no gradient")
+	}
+	// A half x with a float32 memory (a mixed model's decoder over its
+	// encoder's float32 output): memory is taken in x's dtype.
+	m32 := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), c, h, nn.MultiHeadAttentionOpts{})
+	if y := m32.ForwardCross(ops.Cast(x, tensor.BFloat16), ops.Cast(mem, tensor.Float32), nil); y.DType() != tensor.BFloat16 || !y.Shape().Equal(tensor.Shape{n, tq, c}) {
+		t.Errorf("bfloat16 x, float32 memory: %s", tensor.Describe(y))
+	}
+	for _, c := range []struct {
+		name      string
+		x, mem, k *tensor.Tensor
+		kind      error
+	}{
+		{"memory of other features", x, tensor.Zeros(tensor.Float64, n, tk, c+1), nil, tensor.ErrShape},
+		{"memory of other sequences", x, tensor.Zeros(tensor.Float64, n+1, tk, c), nil, tensor.ErrShape},
+		{"a matrix memory", x, tensor.Zeros(tensor.Float64, tk, c), nil, tensor.ErrRank},
+		{"keep of queries", x, mem, tensor.FromSlice(make([]bool, n*tq), n, tq), tensor.ErrShape},
+	} {
+		if err := tensor.Catch(func() { m.ForwardCross(c.x, c.mem, c.k) }); !errors.Is(err, c.kind) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.kind)
+		}
+	}
+}
+
+// attentionByOps is softmax(q·kᵀ/√d [+ mask])·v over heads, written out.
+func attentionByOps(q, k, v, mask *tensor.Tensor) *tensor.Tensor {
+	s := ops.Mul(ops.MatMulT(q, k, false, true), ops.ScalarLike(q, 1/math.Sqrt(float64(q.Dim(-1)))))
+	if mask != nil {
+		s = ops.Where(mask, s, ops.ScalarLike(s, math.Inf(-1)))
+	}
+	return ops.MatMul(ops.Softmax(s, -1), v)
+}

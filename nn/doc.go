@@ -14,7 +14,8 @@
 // projection, causal or not, dropout of the weights), RMSNorm and
 // TransformerBlock (pre-norm, GELU MLP, residual dropout); padded
 // sequences leave their padding out of the attention (ForwardMasked, a
-// bool [N, T] of the positions kept); generation keeps keys and values in
+// bool [N, T] of the positions kept); a decoder attends to an encoder's
+// output with ForwardCross; generation keeps keys and values in
 // a KVCache (ForwardCached) or, for a traced loop, in fixed-size caches
 // (ForwardStep). SetTraining switches Dropout,
 // BatchNorm and the attention's dropout between modes, inside any

@@ -10,6 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/examples/gpt/model"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -425,6 +426,36 @@ func TestGPTGenerationRecordedOnGPU(t *testing.T) {
 	for j := range gens {
 		if !slices.Equal(out[0][j], out[1][j]) {
 			t.Errorf("generation %d: %q on the GPU, %q on the CPU", j, out[1][j], out[0][j])
+		}
+	}
+}
+
+// A decoder's cross-attention (nn.MultiHeadAttention.ForwardCross) in
+// bfloat16 with heads of 16 and its memory's padding runs on the GPU
+// through the tensor-core kernels' mask twins (the [N, 1, 1, Tk] key
+// padding read in place) and follows the CPU's.
+func TestCrossAttentionOnGPU(t *testing.T) {
+	d := testGPU(t)
+	r := tensor.NewRNG(12)
+	const n, tq, tk, c = 2, 5, 9, 32
+	x := ops.Cast(tensor.RandNormal(r, tensor.Float32, n, tq, c), tensor.BFloat16)
+	mem := tensor.RandNormal(r, tensor.Float32, n, tk, c)
+	keep := make([]bool, n*tk)
+	for i := range keep {
+		keep[i] = i < tk || i%tk < 6
+	}
+	var outs [2][]float32
+	for i, dev := range []device.Device{device.Host(), d} {
+		onDevice(dev, func() {
+			m := nn.NewMultiHeadAttention("a", tensor.NewRNG(1), c, 2, nn.MultiHeadAttentionOpts{})
+			xd, _ := x.To(dev)
+			md, _ := mem.To(dev)
+			outs[i] = tensor.ToSlice[float32](onHost(t, ops.Cast(m.ForwardCross(xd, md, tensor.FromSlice(keep, n, tk)), tensor.Float32)))
+		})
+	}
+	for i := range outs[0] {
+		if math.Abs(float64(outs[0][i]-outs[1][i])) > 1.0/32*math.Max(1, math.Abs(float64(outs[0][i]))) {
+			t.Fatalf("element %d: %v on the GPU, %v on the CPU", i, outs[1][i], outs[0][i])
 		}
 	}
 }
