@@ -291,7 +291,7 @@ func TestHalfFlashAttentionOnGPU(t *testing.T) {
 					continue
 				}
 				for _, kind := range []string{"flash_fwd", "flash_bwd_q", "flash_bwd_kv"} {
-					if name := fmt.Sprintf("%s_%s_%d%s", kind, halfName(dt), c.dim, m.suffix); !slices.Contains(ran, name) {
+					if name := fmt.Sprintf("%s_%s_%d%s", kind, kernelType(dt), c.dim, m.suffix); !slices.Contains(ran, name) {
 						t.Errorf("%s: %s did not run (ran %v)", what, name, ran)
 					}
 				}
@@ -318,14 +318,6 @@ func flashTestMask(shape ...int) *tensor.Tensor {
 		}
 	}
 	return tensor.FromSlice(keep, shape...)
-}
-
-// halfName is the kernels' name of a half dtype.
-func halfName(dt tensor.DType) string {
-	if dt == tensor.BFloat16 {
-		return "bf16"
-	}
-	return "f16"
 }
 
 // attentionTestMask is a [2 3 4 6] mask of keys for [2 3] heads of 4
