@@ -415,12 +415,16 @@ const (
 // StepSettings are a step's rule and constants: the fields of the rule's
 // ops parameters (Adam: LR, Beta1, Beta2, the bias corrections C1 and C2,
 // Eps, WeightDecay; momentum: LR, Momentum, Nesterov; RMSProp: LR, Rho,
-// Eps, Momentum). A rule reads its own.
+// Eps, Momentum). A rule reads its own, and every rule GradScale: each
+// gradient (a half one widened) is multiplied by it first, the product
+// rounded to the value's dtype (0 is 1; a loss scale's inverse, so that
+// a scaled gradient is unscaled in the step's own pass).
 type StepSettings struct {
 	Rule                                       StepRule
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 	Momentum, Rho                              float64
 	Nesterov                                   bool
+	GradScale                                  float64
 }
 
 // Swapper is a device that moves a buffer's contents to host memory and

@@ -55,6 +55,15 @@ type lossScaler interface{ Scale() float64 }
 // when one of them is not finite (see the type). It returns Inner's
 // error, or one for lists that differ in length or a gradient that does
 // not fit its variable.
+//
+// Where Inner is nn's own (Adam, SGD, RMSProp) the unscaling is part of
+// its step (ops.AdamParams.GradScale: on a GPU, in the one launch that
+// updates the model), as PyTorch's fused Adam takes GradScaler's scale,
+// and it takes a mixed-precision model's half gradients as they are
+// (tape.Options.HalfGradients); another optimizer is given the
+// gradients unscaled, in their variables' dtypes. Either way the
+// gradients are multiplied by 1/Scale rounded to the variable's dtype,
+// the product rounded as Mul rounds it.
 func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
 	if len(vars) != len(grads) {
 		return fmt.Errorf("nn: LossScaleOptimizer: %d variables and %d gradients", len(vars), len(grads))
@@ -62,45 +71,70 @@ func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor
 	if err := checkGrads(vars, grads); err != nil {
 		return fmt.Errorf("nn: LossScaleOptimizer: %w", err)
 	}
-	// In the variables' dtypes (a half gradient of a float variable
-	// widened, so that the unscaling rounds as the cast's rule would),
-	// a pass a dtype and device for all of them (ScaleEach), as
-	// PyTorch's GradScaler unscales.
-	wide := make([]*tensor.Tensor, len(grads))
-	for i, g := range grads {
-		if wide[i] = gradIn(vars[i], g); wide[i] != g {
-			defer wide[i].Release()
-		}
-	}
-	unscaled := make([]*tensor.Tensor, len(grads))
-	zeros := make([]*tensor.Tensor, len(grads))
-	defer releaseAll(unscaled)
-	defer releaseAll(zeros)
-	groups := byGroup(wide)
-	finite := true
-	for _, g := range groups {
-		g.scale(unscaled, ops.ScalarLike(g.ts[0], 1/o.scale))
-		// Each element times 0 is 0 where it is finite and NaN where it
-		// is not: the squares' sum is 0 or NaN, whatever the magnitudes.
-		g.scale(zeros, ops.ScalarLike(g.ts[0], 0))
-	}
-	for _, g := range byGroup(zeros) {
-		if s := ops.SumOfSquares(g.sumOperands()...); s.Float() != 0 {
-			finite = false
-		}
-	}
-	if !finite {
+	if !allFinite(grads) {
 		o.scale, o.good = math.Max(o.scale/2, 1), 0
 		o.skipped++
 		return nil
 	}
-	if err := o.Inner.Apply(vars, unscaled); err != nil {
-		return err
+	if s, ok := o.Inner.(scaledStep); ok {
+		if err := s.applyThrough(nil, vars, grads, 1/o.scale); err != nil {
+			return err
+		}
+	} else {
+		u := unscaled(vars, grads, 1/o.scale)
+		defer releaseAll(u)
+		if err := o.Inner.Apply(vars, u); err != nil {
+			return err
+		}
 	}
 	if o.good++; o.GrowthInterval > 0 && o.good >= o.GrowthInterval {
 		o.scale, o.good = o.scale*2, 0
 	}
 	return nil
+}
+
+// takesHalfGradients: the unscaling is Inner's step's where Inner takes
+// half gradients.
+func (o *LossScaleOptimizer) takesHalfGradients() bool {
+	_, scales := o.Inner.(scaledStep)
+	return scales && takesHalf(o.Inner)
+}
+
+// allFinite reports whether every element of grads is finite: each times
+// 0 is 0 where it is finite and NaN where it is not, so the squares' sum
+// is 0 or NaN whatever the magnitudes; a pass a dtype and device for each
+// (ScaleEach, SumOfSquares), half gradients as they are.
+func allFinite(grads []*tensor.Tensor) bool {
+	zeros := make([]*tensor.Tensor, len(grads))
+	defer releaseAll(zeros)
+	groups := byGroup(grads)
+	for _, g := range groups {
+		g.scale(zeros, ops.ScalarLike(g.ts[0], 0))
+	}
+	finite := true
+	for _, g := range byGroup(zeros) {
+		s := ops.SumOfSquares(g.ts...)
+		finite = finite && s.Float() == 0
+		s.Release()
+	}
+	return finite
+}
+
+// unscaled is grads in their variables' dtypes (a half gradient of a float
+// variable widened, exactly) times inv, a pass a dtype and device
+// (ScaleEach), for an optimizer that is not nn's own.
+func unscaled(vars []*tape.Variable, grads []*tensor.Tensor, inv float64) []*tensor.Tensor {
+	wide := make([]*tensor.Tensor, len(grads))
+	for i, g := range grads {
+		if wide[i] = gradIn(vars[i], g, 1); wide[i] != g {
+			defer wide[i].Release()
+		}
+	}
+	out := make([]*tensor.Tensor, len(grads))
+	for _, g := range byGroup(wide) {
+		g.scale(out, ops.ScalarLike(g.ts[0], inv))
+	}
+	return out
 }
 
 // Slots returns Inner's slots.

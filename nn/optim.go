@@ -171,20 +171,14 @@ func (g *gradGroup) sumOperands() []*tensor.Tensor {
 }
 
 // scale puts g's gradients times s (a scalar of g's dtype, or float32 for
-// the narrower floats) at their places in out: one pass for all of them
-// where ScaleEach takes the dtype.
+// the half types, rounded to theirs) at their places in out: one pass for
+// all of them (ScaleEach).
 func (g *gradGroup) scale(out []*tensor.Tensor, s *tensor.Tensor) {
-	if g.dt == tensor.Float32 || g.dt == tensor.Float64 {
-		for i, t := range ops.ScaleEach(s, g.ts...) {
-			out[g.at[i]] = t
-		}
-		return
-	}
 	if s.DType() != g.dt {
 		s = ops.Cast(s, g.dt)
 	}
-	for i, t := range g.ts {
-		out[g.at[i]] = ops.Mul(t, s)
+	for i, t := range ops.ScaleEach(s, g.ts...) {
+		out[g.at[i]] = t
 	}
 }
 
@@ -292,13 +286,28 @@ func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 
 func scalar(like *tensor.Tensor, v float64) *tensor.Tensor { return ops.ScalarLike(like, v) }
 
-// gradIn is g in v's dtype: a half gradient of a float variable cast
-// (exactly), for the steps written in ops.
-func gradIn(v *tape.Variable, g *tensor.Tensor) *tensor.Tensor {
-	if g == nil || g.DType() == v.Value().DType() {
-		return g
+// gradIn is g in v's dtype (a half gradient of a float variable cast,
+// exactly) times gs where gs is not 1, for the steps written in ops.
+func gradIn(v *tape.Variable, g *tensor.Tensor, gs float64) *tensor.Tensor {
+	if g == nil {
+		return nil
 	}
-	return ops.Cast(g, v.Value().DType())
+	if g.DType() != v.Value().DType() {
+		g = ops.Cast(g, v.Value().DType())
+	}
+	if gs != 1 {
+		g = ops.Mul(g, scalar(g, gs))
+	}
+	return g
+}
+
+// scaledStep is an optimizer that takes its gradients scaled (nn's
+// own): applyThrough is Apply with each gradient multiplied by gs first
+// (rounded to its variable's dtype), in the step's own pass where the
+// step is fused (ops.AdamParams.GradScale), its device steps through rec
+// where not nil (tape.StepRecord). LossScaleOptimizer unscales so.
+type scaledStep interface {
+	applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error
 }
 
 // halfGradients says the optimizer takes half gradients of its float
@@ -346,14 +355,15 @@ func NewSGD(lr Schedule) *SGD { return &SGD{LR: lr} }
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads)
+	return o.applyThrough(nil, vars, grads, 1)
 }
 
 // recordable: SGD's step is a device's (momentum's) where Momentum is set.
 func (o *SGD) recordable() bool { return o.Momentum != 0 }
 
-// applyThrough is Apply, its device steps through rec (tape.StepRecord).
-func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
+// applyThrough is Apply with each gradient times gs (scaledStep), its
+// device steps through rec (tape.StepRecord).
+func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
@@ -369,14 +379,14 @@ func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []
 		if err != nil {
 			return err
 		}
-		done = rec.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov})
+		done = rec.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov, GradScale: gs})
 	}
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done != nil && done[i] {
 			continue
 		}
-		g = gradIn(v, g)
+		g = gradIn(v, g, gs)
 		if o.Momentum == 0 {
 			v.AssignScaled(-lr, g)
 			continue
@@ -426,20 +436,21 @@ func NewAdamW(lr Schedule, weightDecay float64) *Adam {
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads)
+	return o.applyThrough(nil, vars, grads, 1)
 }
 
 // recordable: Adam's steps are always a device's.
 func (o *Adam) recordable() bool { return true }
 
-// applyThrough is Apply, its device steps through rec (tape.StepRecord).
-func (o *Adam) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
+// applyThrough is Apply with each gradient times gs (scaledStep), its
+// device steps through rec (tape.StepRecord).
+func (o *Adam) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
 	lr := o.LR(o.steps)
 	t := float64(o.steps + 1)
-	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay}
+	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay, GradScale: gs}
 	if o.WeightDecay == 0 || o.Decays == nil {
 		if err := o.update(rec, vars, grads, p); err != nil {
 			return err
@@ -484,7 +495,7 @@ func (o *Adam) update(rec *tape.StepRecord, vars []*tape.Variable, grads []*tens
 		if g == nil || done[i] {
 			continue
 		}
-		g = gradIn(v, g)
+		g = gradIn(v, g, p.GradScale)
 		m, s := ms[i], ss[i]
 		average(m, g, p.Beta1)
 		average(s, ops.Square(g), p.Beta2)
@@ -515,14 +526,15 @@ func NewRMSProp(lr Schedule) *RMSProp { return &RMSProp{LR: lr, Rho: 0.9, Eps: 1
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads)
+	return o.applyThrough(nil, vars, grads, 1)
 }
 
 // recordable: RMSProp's steps are always a device's.
 func (o *RMSProp) recordable() bool { return true }
 
-// applyThrough is Apply, its device steps through rec (tape.StepRecord).
-func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error {
+// applyThrough is Apply with each gradient times gs (scaledStep), its
+// device steps through rec (tape.StepRecord).
+func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
@@ -539,13 +551,13 @@ func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grad
 			return err
 		}
 	}
-	done := rec.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum})
+	done := rec.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum, GradScale: gs})
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done[i] {
 			continue
 		}
-		g = gradIn(v, g)
+		g = gradIn(v, g, gs)
 		s := o.get("rms", v)
 		average(s, ops.Square(g), o.Rho)
 		update := ops.Div(g, ops.Add(ops.Sqrt(s.Value()), scalar(g, o.Eps)))

@@ -24,8 +24,9 @@ import (
 // The casts cost no kernel a step: a variable's cast to a half type is
 // kept while the variable is unchanged (ops.Cast), TrainStep asks its
 // tape for the weights' gradients in the half type
-// (tape.Options.HalfGradients) where the optimizer is nn's own, and on a
-// GPU the optimizer's one launch widens them, updates the float32
+// (tape.Options.HalfGradients) where the optimizer is nn's own (or a
+// LossScaleOptimizer over one, whose unscaling is then the step's), and
+// on a GPU the optimizer's one launch widens them, updates the float32
 // variables and writes their half copies for the next forward pass. The
 // variables move to the bit as through the casts. LayerNorm, RMSNorm and
 // BatchNorm (training) give their ops the half x with their float32

@@ -299,8 +299,10 @@ type plainOptimizer struct{ nn.Optimizer }
 // optimizers the half gradients of the weights (tape.Options.HalfGradients) and the weights'
 // casts are kept between steps; the variables follow, to the bit, the
 // steps of the same optimizer given float32 gradients, for every
-// optimizer and both half types. A LossScaleOptimizer, which TrainStep
-// gives float32 gradients, takes half ones as their widening.
+// optimizer and both half types; behind a LossScaleOptimizer too, whose
+// unscaling is then the optimizer's step's (ops.AdamParams.GradScale)
+// where it was a pass of its own. A LossScaleOptimizer over another
+// optimizer takes half gradients as their widening.
 func TestMixedStepTakesHalfGradients(t *testing.T) {
 	b := toyBatch()
 	momentum := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.05), Momentum: 0.9} }
@@ -312,23 +314,30 @@ func TestMixedStepTakesHalfGradients(t *testing.T) {
 	} {
 		for _, p := range []nn.Policy{nn.MixedBFloat16, nn.MixedFloat16} {
 			for mode, stepMaker := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{"eager": nn.TrainStep, "traced": nn.TracedTrainStep} {
-				var models [2]*nn.Sequential
-				for k := range models {
-					models[k] = mlp(p, &spy{})
-					o := opt()
-					if k == 1 {
-						o = plainOptimizer{o}
-					}
-					step := stepMaker(models[k], nn.SparseSoftmaxCrossEntropy, o)
-					for range 4 {
-						if _, _, err := step(b); err != nil {
-							t.Fatalf("%s %s %v: %v", mode, name, p, err)
+				for _, scaled := range []bool{false, true} {
+					var models [2]*nn.Sequential
+					for k := range models {
+						models[k] = mlp(p, &spy{})
+						o := opt()
+						if k == 1 {
+							o = plainOptimizer{o}
+						}
+						if scaled {
+							ls := nn.NewLossScaleOptimizer(o)
+							ls.GrowthInterval = 2 // the scale changes between steps
+							o = ls
+						}
+						step := stepMaker(models[k], nn.SparseSoftmaxCrossEntropy, o)
+						for range 4 {
+							if _, _, err := step(b); err != nil {
+								t.Fatalf("%s %s %v: %v", mode, name, p, err)
+							}
 						}
 					}
-				}
-				for i, v := range models[0].Variables() {
-					if !bytes.Equal(v.Value().HostBytes(), models[1].Variables()[i].Value().HostBytes()) {
-						t.Errorf("%s %s %v: variable %s differs from the steps with float32 gradients", mode, name, p, v.Name())
+					for i, v := range models[0].Variables() {
+						if !bytes.Equal(v.Value().HostBytes(), models[1].Variables()[i].Value().HostBytes()) {
+							t.Errorf("%s %s %v (loss scaled %v): variable %s differs from the steps with float32 gradients", mode, name, p, scaled, v.Name())
+						}
 					}
 				}
 			}
@@ -340,7 +349,7 @@ func TestMixedStepTakesHalfGradients(t *testing.T) {
 	var vars [2]*tape.Variable
 	for k, dt := range []tensor.DType{tensor.Float16, tensor.Float32} {
 		vars[k] = tape.NewVariable("w", tensor.FromSlice([]float32{1, 2, 3}))
-		o := nn.NewLossScaleOptimizer(momentum())
+		o := nn.NewLossScaleOptimizer(plainOptimizer{momentum()})
 		for range 2 {
 			g := grads(tensor.Float16)
 			if dt == tensor.Float32 {

@@ -228,7 +228,7 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 // momentum.
 type stepRecordable interface {
 	recordable() bool
-	applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor) error
+	scaledStep
 }
 
 // recordedUpdate is the tail of a recorded step's graph (results: the
@@ -271,7 +271,7 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer, state *stateUpdates) *
 			}
 			rec := tape.NewStepRecord(consts)
 			through := func() (err error) {
-				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:1+len(vars)]) }); caught != nil {
+				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:1+len(vars)], 1) }); caught != nil {
 					return caught
 				}
 				return err

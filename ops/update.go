@@ -1,10 +1,17 @@
 package ops
 
 // AdamParams are one Adam step's constants: the learning rate, the decay
-// rates, the bias corrections 1-β1^t and 1-β2^t, ε, and the decoupled
-// weight decay (0 for plain Adam). tape.Variable.AdamUpdate takes them.
+// rates, the bias corrections 1-β1^t and 1-β2^t, ε, the decoupled
+// weight decay (0 for plain Adam) and the gradient's scale (below).
+// tape.Variable.AdamUpdate takes them.
+//
+// In every step's parameters GradScale multiplies the gradient before
+// the rule reads it, the product rounded to the variable's dtype: the
+// inverse of a loss scale (nn.LossScaleOptimizer), so that unscaling
+// takes no pass of its own. 0 is 1.
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
+	GradScale                                  float64
 }
 
 // MomentumParams are one step of SGD with momentum: the learning rate,
@@ -18,6 +25,7 @@ type AdamParams struct {
 type MomentumParams struct {
 	LR, Momentum float64
 	Nesterov     bool
+	GradScale    float64 // the gradient's factor, as AdamParams'
 }
 
 // RMSPropParams are one RMSProp step: the learning rate, the decay ρ of
@@ -31,4 +39,5 @@ type MomentumParams struct {
 // tape.RMSPropUpdateAll takes them.
 type RMSPropParams struct {
 	LR, Rho, Eps, Momentum float64
+	GradScale              float64 // the gradient's factor, as AdamParams'
 }

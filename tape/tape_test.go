@@ -349,3 +349,58 @@ func TestAdamUpdateChecks(t *testing.T) {
 		t.Errorf("the step went the wrong way: %v", got)
 	}
 }
+
+// Every update's GradScale multiplies the gradient first, rounded to the
+// variable's dtype: the step equals the same step from the gradient
+// scaled by ops (Mul), bit for bit, for every rule and both float
+// dtypes, over sizes the host's vector kernels and their tails take,
+// from half gradients of float32 variables too; 0 and 1 leave the
+// gradient as it is.
+func TestUpdatesScaleTheirGradients(t *testing.T) {
+	r := tensor.NewRNG(9)
+	type update func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64)
+	for name, step := range map[string]update{
+		"Adam": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64) {
+			tape.AdamUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tape.Variable{b}, []*tensor.Tensor{g},
+				ops.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, GradScale: gs})
+		},
+		"Nesterov": func(w, a, _ *tape.Variable, g *tensor.Tensor, gs float64) {
+			tape.MomentumUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tensor.Tensor{g},
+				ops.MomentumParams{LR: 0.01, Momentum: 0.9, Nesterov: true, GradScale: gs})
+		},
+		"RMSProp with momentum": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64) {
+			tape.RMSPropUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tape.Variable{b}, []*tensor.Tensor{g},
+				ops.RMSPropParams{LR: 0.01, Rho: 0.9, Eps: 1e-7, Momentum: 0.5, GradScale: gs})
+		},
+	} {
+		for _, c := range []struct {
+			w, g tensor.DType
+			gs   float64
+		}{
+			{tensor.Float32, tensor.Float32, 0.37}, {tensor.Float64, tensor.Float64, 0.37},
+			{tensor.Float32, tensor.Float16, 0x1p-15}, {tensor.Float32, tensor.Float32, 0}, {tensor.Float32, tensor.Float32, 1},
+		} {
+			x := tensor.RandNormal(r, c.w, 37)
+			g := ops.Cast(tensor.RandNormal(r, tensor.Float32, 37), c.g)
+			want := ops.Cast(g, c.w)
+			if c.gs != 0 {
+				want = ops.Mul(want, ops.ScalarLike(want, c.gs))
+			}
+			var got [2][]byte
+			for k, args := range []struct {
+				g  *tensor.Tensor
+				gs float64
+			}{{g, c.gs}, {want, 1}} {
+				w := tape.NewVariable("w", x)
+				a, b := tape.NewVariable("a", ops.Abs(x)), tape.NewVariable("b", ops.Abs(x))
+				for range 2 {
+					step(w, a, b, args.g, args.gs)
+				}
+				got[k] = slices.Concat(w.Value().HostBytes(), a.Value().HostBytes(), b.Value().HostBytes())
+			}
+			if !slices.Equal(got[0], got[1]) {
+				t.Errorf("%s, %v variable, %v gradient times %g: the step differs from the step of the gradient scaled by Mul", name, c.w, c.g, c.gs)
+			}
+		}
+	}
+}

@@ -205,7 +205,8 @@ func (v *Variable) assignScaled(op string, alpha float64, x *tensor.Tensor) {
 // skips the variable): on the host a fused pass each (AdamUpdate's), on a
 // device that takes whole steps (device.Stepper: a GPU) one call for all
 // its variables of a dtype, the same formula to the bit. done[i] reports
-// which it updated; the caller takes the others' steps with ops. A
+// which it updated (p.GradScale applied); the caller takes the others'
+// steps with ops, the scale too. A
 // float32 or float64 variable's gradient may be of a half type
 // (Options.HalfGradients): the step is its widening's, and on a Stepper
 // it also writes the variable's kept cast to that type (ops.Cast). It
@@ -218,7 +219,7 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 
 // AdamUpdateAll is the package's AdamUpdateAll through r (StepRecord).
 func (r *StepRecord) AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
-	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay}
+	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay, GradScale: p.GradScale}
 	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int, g *tensor.Tensor) bool {
 		return vars[i].AdamUpdate(ms[i], ss[i], g, p)
 	})
@@ -239,7 +240,7 @@ func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.Mom
 // MomentumUpdateAll is the package's MomentumUpdateAll through r
 // (StepRecord).
 func (r *StepRecord) MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
-	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov}
+	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov, GradScale: p.GradScale}
 	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int, g *tensor.Tensor) bool {
 		return hostUpdate(vars[i], []*Variable{vels[i]}, g, func(w []float32, sl [][]float32, g []float32) {
 			cpu.MomentumInPlace(w, sl[0], g, p)
@@ -261,7 +262,7 @@ func RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tensor.Tensor, p ops.
 // RMSPropUpdateAll is the package's RMSPropUpdateAll through r
 // (StepRecord).
 func (r *StepRecord) RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tensor.Tensor, p ops.RMSPropParams) (done []bool) {
-	s := device.StepSettings{Rule: device.StepRMSProp, LR: p.LR, Rho: p.Rho, Eps: p.Eps, Momentum: p.Momentum}
+	s := device.StepSettings{Rule: device.StepRMSProp, LR: p.LR, Rho: p.Rho, Eps: p.Eps, Momentum: p.Momentum, GradScale: p.GradScale}
 	slots := [][]*Variable{ss}
 	if p.Momentum > 0 {
 		slots = append(slots, moms)

@@ -34,10 +34,11 @@ func AxpyInPlace[T tensor.Float](dst []T, alpha T, x []T) {
 //	m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²
 //	w -= lr (m/c1 / (sqrt(v/c2) + ε) + wd w)
 //
-// split across the host's workers. Like AxpyInPlace it is not a tensor op:
-// it is the kernel under an optimizer's update of the variables it owns.
+// split across the host's workers, g multiplied by p.GradScale first.
+// Like AxpyInPlace it is not a tensor op: it is the kernel under an
+// optimizer's update of the variables it owns.
 func AdamInPlace[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
-	m, v, g = m[:len(w)], v[:len(w)], g[:len(w)]
+	m, v, g = m[:len(w)], v[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
 	device.Host().Parallel(len(w), 4, func(lo, hi int) { adamLoop(w[lo:hi], m[lo:hi], v[lo:hi], g[lo:hi], p) })
 }
 
@@ -69,7 +70,7 @@ func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 // place, split across the host's workers: ops.MomentumParams' formula,
 // each product and sum rounded on its own.
 func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
-	vel, g = vel[:len(w)], g[:len(w)]
+	vel, g = vel[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
 	mu, lr := T(p.Momentum), T(p.LR)
 	device.Host().Parallel(len(w), 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -89,7 +90,7 @@ func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
 // one length), in one pass and in place, split across the host's workers:
 // ops.RMSPropParams' formula, each operation rounded on its own.
 func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
-	s, g = s[:len(w)], g[:len(w)]
+	s, g = s[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
 	if p.Momentum > 0 {
 		mom = mom[:len(w)]
 	}
@@ -107,6 +108,22 @@ func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
 			w[i] -= T(lr * u)
 		}
 	})
+}
+
+// scaledGrad is g with each element times gs, rounded to T, in a new
+// slice; g itself where gs is 0 or 1 (the steps' GradScale: a loss
+// scale's inverse).
+func scaledGrad[T tensor.Float](g []T, gs float64) []T {
+	if gs == 0 || gs == 1 {
+		return g
+	}
+	out, s := make([]T, len(g)), T(gs)
+	device.Host().Parallel(len(g), 0.25, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = g[i] * s
+		}
+	})
+	return out
 }
 
 func init() {

@@ -112,8 +112,15 @@ var budgets = map[string]kernelBudget{
 	// sum squares each in float64 and combines the block's threads by the
 	// reduce kernels' tree; the norm's scalar steps after it (a fold of
 	// the partials, its cast, root, bound and division) are latency.
-	"sumsq_multi_8_f32":                 {instr: 50},
-	"scale_multi_8_f32":                 {instr: 28},
+	"sumsq_multi_8_f32": {instr: 50},
+	"scale_multi_8_f32": {instr: 28},
+	// The same of float16 (a loss scale's check), and Adam's step of
+	// float16 gradients: per 4 bytes, two values whose widening (and the
+	// product's rounding) is a routine of bit operations, float16's
+	// subnormals and narrower exponent (cast_f32_f16's cost).
+	"sumsq_multi_8_f16":                 {instr: 130},
+	"scale_multi_8_f16":                 {instr: 152},
+	"adam_multi_8_f32_gf16":             {instr: 36},
 	"reduce_rows_sum_f64":               {instr: reduceRowsBudget},
 	"cast_f64_f32":                      {instr: elementwiseBudget},
 	"sqrt_f32":                          {instr: elementwiseBudget},
@@ -413,6 +420,15 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		}},
 		{"float16 gather", func() { ops.Gather(ops.Cast(x, tensor.Float16), idx, 0) }},
 		{"clip by global norm", func() { nn.ClipByGlobalNormTensor([]*tensor.Tensor{x, y, row}, 1) }},
+		{"a loss scale's check and step of float16 gradients", func() {
+			hs := []*tensor.Tensor{ops.Cast(y, tensor.Float16), ops.Cast(row, tensor.Float16)}
+			ops.SumOfSquares(ops.ScaleEach(ops.ScalarLike(hs[0], 0), hs...)...)
+			vs := func(name string, x *tensor.Tensor) []*tape.Variable {
+				return []*tape.Variable{tape.NewVariable(name+"0", x), tape.NewVariable(name+"1", ops.Abs(row))}
+			}
+			tape.AdamUpdateAll(vs("w", x), vs("m", y), vs("v", ops.Abs(y)), hs,
+				ops.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, GradScale: 0x1p-15})
+		}},
 		{"adam step", func() {
 			vs := func(name string, x *tensor.Tensor) []*tape.Variable {
 				return []*tape.Variable{tape.NewVariable(name+"0", x), tape.NewVariable(name+"1", ops.Abs(row))}

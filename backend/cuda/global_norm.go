@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
@@ -11,10 +13,13 @@ import (
 
 // SumOfSquares and ScaleEach (ops/global_norm.go) as multi-tensor kernels
 // (kernels/multi.go): a launch for every kernels.OptimSlots tensors, a
-// block a chunk; the sum's block partials (float64) folded by Reduce.
+// block a chunk; the sum's block partials (float64) folded by Reduce. The
+// half types' kernels widen as they read (no copies in float32), the sum
+// rounded to float32 and then to the half type, as the op's computing
+// through float32 rounds it.
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("SumOfSquares", device.GPU, tensorType(d), sumOfSquares(d))
 		eager.RegisterKernel("ScaleEach", device.GPU, tensorType(d), scaleEach(d))
 	}
@@ -61,6 +66,12 @@ func sumOfSquares(d kernels.DType) eager.Kernel {
 		sum := temporary(c, tensor.Float64, tensor.Shape{}, "the sum of squares")
 		defer sum.Release()
 		reduceInto(c, kernels.F64, partial, []int{0}, ops.ReduceSum, sum)
+		if d.Half() {
+			sum32 := temporary(c, tensor.Float32, tensor.Shape{}, "the sum of squares in float32")
+			defer sum32.Release()
+			check(c, g.castInto(sum32, sum))
+			sum = sum32
+		}
 		check(c, g.castInto(out, sum))
 	}
 }

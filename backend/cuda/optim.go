@@ -181,21 +181,25 @@ func eachTable(tab []kernels.OptimTensor, launch func(slots int, table []byte, b
 // the dtype by the caller, as backend/cpu's kernels round them) and the
 // names of the slots each tensor has.
 func stepRule(s device.StepSettings) (kernels.OptimRule, []float64, []string, error) {
+	gs := s.GradScale
+	if gs == 0 {
+		gs = 1
+	}
 	switch s.Rule {
 	case device.StepAdam:
-		return kernels.OptimRules["adam_multi"], []float64{s.Beta1, 1 - s.Beta1, s.Beta2, 1 - s.Beta2, 1 / s.C1, 1 / s.C2, s.Eps, s.LR, s.WeightDecay},
+		return kernels.OptimRules["adam_multi"], []float64{s.Beta1, 1 - s.Beta1, s.Beta2, 1 - s.Beta2, 1 / s.C1, 1 / s.C2, s.Eps, s.LR, s.WeightDecay, gs},
 			[]string{"first moment", "second moment"}, nil
 	case device.StepMomentum:
 		name := "momentum_multi"
 		if s.Nesterov {
 			name = "nesterov_multi"
 		}
-		return kernels.OptimRules[name], []float64{s.Momentum, s.LR}, []string{"velocity"}, nil
+		return kernels.OptimRules[name], []float64{s.Momentum, s.LR, gs}, []string{"velocity"}, nil
 	case device.StepRMSProp:
 		if s.Momentum > 0 {
-			return kernels.OptimRules["rmsprop_mom_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR, s.Momentum}, []string{"mean square", "momentum"}, nil
+			return kernels.OptimRules["rmsprop_mom_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR, s.Momentum, gs}, []string{"mean square", "momentum"}, nil
 		}
-		return kernels.OptimRules["rmsprop_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR}, []string{"mean square"}, nil
+		return kernels.OptimRules["rmsprop_multi"], []float64{s.Rho, 1 - s.Rho, s.Eps, s.LR, gs}, []string{"mean square"}, nil
 	}
 	return kernels.OptimRule{}, nil, nil, fmt.Errorf("cuda: an optimizer step by rule %d, which the device does not take", s.Rule)
 }

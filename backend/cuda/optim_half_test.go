@@ -19,15 +19,15 @@ import (
 func stepBy(s device.StepSettings, vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
 	switch s.Rule {
 	case device.StepAdam:
-		return tape.AdamUpdateAll(vars, slots[0], slots[1], grads, ops.AdamParams{LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C1: s.C1, C2: s.C2, Eps: s.Eps, WeightDecay: s.WeightDecay})
+		return tape.AdamUpdateAll(vars, slots[0], slots[1], grads, ops.AdamParams{LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C1: s.C1, C2: s.C2, Eps: s.Eps, WeightDecay: s.WeightDecay, GradScale: s.GradScale})
 	case device.StepMomentum:
-		return tape.MomentumUpdateAll(vars, slots[0], grads, ops.MomentumParams{LR: s.LR, Momentum: s.Momentum, Nesterov: s.Nesterov})
+		return tape.MomentumUpdateAll(vars, slots[0], grads, ops.MomentumParams{LR: s.LR, Momentum: s.Momentum, Nesterov: s.Nesterov, GradScale: s.GradScale})
 	}
 	var moms []*tape.Variable
 	if s.Momentum > 0 {
 		moms = slots[1]
 	}
-	return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, ops.RMSPropParams{LR: s.LR, Rho: s.Rho, Eps: s.Eps, Momentum: s.Momentum})
+	return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, ops.RMSPropParams{LR: s.LR, Rho: s.Rho, Eps: s.Eps, Momentum: s.Momentum, GradScale: s.GradScale})
 }
 
 // slotsOf is how many slots a variable has under s.

@@ -59,10 +59,11 @@ func TestAdamStepMatchesTheCPU(t *testing.T) {
 	}
 }
 
-// SGD with momentum (and Nesterov's) and RMSProp (with and without
-// momentum) over many variables at once on the GPU are, bit for bit, the
-// fused steps the CPU takes one variable at a time, in both float dtypes,
-// over more variables than one launch holds.
+// Every rule's step (Adam, SGD with momentum and Nesterov's, RMSProp
+// with and without momentum; gradients scaled or not) over many variables
+// at once on the GPU is, bit for bit, the fused step the CPU takes one
+// variable at a time, in both float dtypes, over more variables than one
+// launch holds.
 func TestOptimizerStepsMatchTheCPU(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(22)
@@ -70,36 +71,14 @@ func TestOptimizerStepsMatchTheCPU(t *testing.T) {
 	for len(sizes) < kernels.OptimSlots+3 {
 		sizes = append(sizes, 1+len(sizes)*29)
 	}
-	type rule struct {
-		name  string
-		slots int
-		step  func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool
-	}
-	var rules []rule
-	for _, nesterov := range []bool{false, true} {
-		p := ops.MomentumParams{LR: 0.0123, Momentum: 0.9, Nesterov: nesterov}
-		rules = append(rules, rule{fmt.Sprintf("momentum (Nesterov %v)", nesterov), 1,
-			func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
-				return tape.MomentumUpdateAll(vars, slots[0], grads, p)
-			}})
-	}
-	rms := func(mu float64) rule {
-		p := ops.RMSPropParams{LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: mu}
-		return rule{fmt.Sprintf("RMSProp (momentum %v)", mu), 2, func(vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
-			moms := slots[1]
-			if mu == 0 {
-				moms = nil
-			}
-			return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, p)
-		}}
-	}
-	rules = append(rules, rms(0), rms(0.7))
-	for _, rl := range rules {
+	for _, s := range stepSettings {
+		what := fmt.Sprintf("rule %d (Nesterov %v, momentum %v, gradients times %g)", s.Rule, s.Nesterov, s.Momentum, s.GradScale)
+		slots := slotsOf(s)
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			var host, gpu [3][]*tape.Variable // the values, then the slots
 			var grads, ggrads []*tensor.Tensor
 			for i, n := range sizes {
-				for k := range 1 + rl.slots {
+				for k := range 1 + slots {
 					x := tensor.RandNormal(r, dt, n)
 					if k > 0 {
 						x = ops.Abs(x)
@@ -111,16 +90,16 @@ func TestOptimizerStepsMatchTheCPU(t *testing.T) {
 				grads, ggrads = append(grads, g), append(ggrads, onGPU(t, d, g))
 			}
 			for step := range 2 {
-				done := rl.step(gpu[0], gpu[1:1+rl.slots], ggrads)
-				want := rl.step(host[0], host[1:1+rl.slots], grads)
+				done := stepBy(s, gpu[0], gpu[1:1+slots], ggrads)
+				want := stepBy(s, host[0], host[1:1+slots], grads)
 				for i := range sizes {
 					if !done[i] || !want[i] {
-						t.Fatalf("%s %v: variable %d not updated in one pass (GPU %v, CPU %v)", rl.name, dt, i, done[i], want[i])
+						t.Fatalf("%s %v: variable %d not updated in one pass (GPU %v, CPU %v)", what, dt, i, done[i], want[i])
 					}
-					for k := range 1 + rl.slots {
+					for k := range 1 + slots {
 						got, w := onHost(t, gpu[k][i].Value()).HostBytes(), host[k][i].Value().HostBytes()
 						if !bytes.Equal(got, w) {
-							t.Fatalf("%s %v, step %d: variable %d (%d elements), tensor %d differs from the CPU's", rl.name, dt, step, i, sizes[i], k)
+							t.Fatalf("%s %v, step %d: variable %d (%d elements), tensor %d differs from the CPU's", what, dt, step, i, sizes[i], k)
 						}
 					}
 				}
@@ -179,10 +158,11 @@ func TestOptimizersAreOneLaunchPerStep(t *testing.T) {
 // stepSettings are a step of each rule and structure.
 var stepSettings = []device.StepSettings{
 	{Rule: device.StepAdam, LR: 0.003, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, WeightDecay: 0.01},
+	{Rule: device.StepAdam, LR: 0.003, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, GradScale: 0x1p-15}, // a loss scale's inverse
 	{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9},
-	{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9, Nesterov: true},
+	{Rule: device.StepMomentum, LR: 0.0123, Momentum: 0.9, Nesterov: true, GradScale: 0.37}, // rounded
 	{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7},
-	{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: 0.7},
+	{Rule: device.StepRMSProp, LR: 0.0031, Rho: 0.9, Eps: 1e-7, Momentum: 0.7, GradScale: 3},
 }
 
 // StepAt, reading the constants SetStepConstants wrote, takes Step's

@@ -65,18 +65,17 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			model.(*nn.Sequential).Policy = nn.MixedBFloat16
 			return model, x, y
 		}, 25, nil},
-		// In mixed float16 behind a LossScaleOptimizer: the loss scaled
-		// (a product), the weights' gradients cast to float32 (the
-		// optimizer widens them, not the tape), the unscaling and the
-		// finiteness check a pass each for all of them (the check's sum
-		// of squares, its fold and cast), its read; Adam's step. The
-		// weights' casts are made each step: Adam, given float32
-		// gradients, writes no half copies.
+		// In mixed float16 behind a LossScaleOptimizer: mixed bfloat16's
+		// calls, the loss scaled (a product and its gradient's), the
+		// finiteness check on the float16 gradients as they are (their
+		// products by 0 a pass, the sum of squares, its fold and two
+		// casts) and its read; the unscaling is Adam's launch's
+		// (ops.AdamParams.GradScale), which writes the half copies too.
 		{"MLP mixed_float16, scaled", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 			model, x, y := smallMLP()
 			model.(*nn.Sequential).Policy = nn.MixedFloat16
 			return model, x, y
-		}, 46, func(o nn.Optimizer) nn.Optimizer { return nn.NewLossScaleOptimizer(o) }},
+		}, 34, func(o nn.Optimizer) nn.Optimizer { return nn.NewLossScaleOptimizer(o) }},
 		// cuDNN's first convolution (its filter permuted, its fused bias
 		// and Relu one kernel, its bias gradient a column fold of two
 		// launches: cuDNN's one call took 284 µs on an H200), the

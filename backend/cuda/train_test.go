@@ -299,7 +299,11 @@ type plainOptimizer struct{ nn.Optimizer }
 func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	for _, mode := range []string{"eager", "traced", "recorded"} {
-		for _, p := range []nn.Policy{nn.MixedBFloat16, nn.MixedFloat16} {
+		for _, c := range []struct {
+			p      nn.Policy
+			scaled bool
+		}{{nn.MixedBFloat16, false}, {nn.MixedFloat16, false}, {nn.MixedFloat16, true}} {
+			p := c.p
 			var vals [2][][]byte
 			for k := range vals {
 				onDevice(d, func() {
@@ -308,6 +312,11 @@ func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 					var opt nn.Optimizer = nn.NewAdam(nn.Constant(0.01))
 					if k == 1 {
 						opt = plainOptimizer{opt}
+					}
+					if c.scaled {
+						ls := nn.NewLossScaleOptimizer(opt)
+						ls.GrowthInterval = 2 // the scale changes between steps
+						opt = ls
 					}
 					step := stepOf(mode)(model, nn.SparseSoftmaxCrossEntropy, opt)
 					batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}
@@ -323,7 +332,7 @@ func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 			}
 			for i := range vals[0] {
 				if !bytes.Equal(vals[0][i], vals[1][i]) {
-					t.Errorf("%s %v: variable %d differs from the steps with float32 gradients", mode, p, i)
+					t.Errorf("%s %v (loss scaled %v): variable %d differs from the steps with float32 gradients", mode, p, c.scaled, i)
 				}
 			}
 		}

@@ -25,7 +25,13 @@ TORCH = {
     # Self-attention of a's rows in float32, rounded once (PyTorch 1.13's
     # CPU softmax and products in bfloat16 round at each step).
     "attention": lambda a: self_attention(a.float()).to(torch.bfloat16),
+    "sum_squares": lambda a, b: sum_squares(a.double(), b.double()).float().to(torch.bfloat16),
+    "scale_each": lambda a: a * torch.tensor(0.3).to(torch.bfloat16),
 }
+def sum_squares(a, b):
+    """Σa² + Σb² in a's dtype (float64)."""
+    return (a * a).sum() + (b * b).sum()
+
 def self_attention(x):
     """softmax(x·xᵀ/√d)·x over x's rows, in x's dtype (float32)."""
     return torch.softmax(x @ x.T / x.shape[1] ** 0.5, 1) @ x
@@ -40,6 +46,8 @@ NUMPY = {
     "softmax_rows": lambda a: np.exp(a - a.max(1, keepdims=True)) / np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True),
     "matmul": np.matmul,
     "attention": lambda a: self_attention(torch.from_numpy(a)).numpy(),
+    "sum_squares": lambda a, b: np.float32(sum_squares(a.astype(np.float64), b.astype(np.float64))),
+    "scale_each": lambda a: a * np.float32(np.float16(0.3)),
 }
 
 for case in json.load(sys.stdin)["cases"]:

@@ -8,6 +8,7 @@ package hostupdate
 // AdamParams are ops.AdamParams' fields (the two convert to each other).
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
+	GradScale                                  float64
 }
 
 // The kernels, per dtype: dst += alpha*x, and one Adam step in place.

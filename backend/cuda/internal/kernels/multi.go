@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -10,17 +11,19 @@ import (
 // ops.ScaleEach), over OptimTable's table as the optimizers' steps are (a
 // slot a tensor, a block a chunk of OptimChunk elements):
 //
-//   - sumsq_multi_<slots>_<f32|f64> (tab, partial): block b writes
-//     partial[b], the sum of its chunk's squares in float64 (each square
-//     and sum rounded on its own), its threads' sums combined by the
-//     reduce kernels' tree; the backend folds the partials after.
-//   - scale_multi_<slots>_<f32|f64> (tab, scale): the slots list (x, out)
-//     pairs: out = x·*scale, rounded as Mul's.
+//   - sumsq_multi_<slots>_<f32|f64|bf16|f16> (tab, partial): block b
+//     writes partial[b], the sum of its chunk's squares in float64 (each
+//     square and sum rounded on its own; a half value widened), its
+//     threads' sums combined by the reduce kernels' tree; the backend
+//     folds the partials after.
+//   - scale_multi_<slots>_<f32|f64|bf16|f16> (tab, scale): the slots list
+//     (x, out) pairs: out = x·*scale, rounded as Mul's (the half types'
+//     product in float32, rounded once).
 
 func multiKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, slots := range OptimSlotCounts {
-		for _, d := range Floats {
+		for _, d := range slices.Concat(Floats, Halves) {
 			out = append(out, sumSquaresKernel(d, slots), scaleKernel(d, slots))
 		}
 	}
@@ -44,8 +47,8 @@ func sumSquaresKernel(d DType, slots int) *ptx.Kernel {
 	acc := k.Reg(ptx.F64)
 	k.Op("mov.f64 %s, %s", acc, ptx.Imm(ptx.F64, 0))
 	k.Loop(from, end, step, func(i ptx.Reg) {
-		v := load(k, d, k.Addr(ptrs[0], i, d.Size()))
-		if d == F32 {
+		v := toCompute(k, d, load(k, d, k.Addr(ptrs[0], i, d.Size())))
+		if d != F64 {
 			w := k.Reg(ptx.F64)
 			k.Op("cvt.f64.f32 %s, %s", w, v)
 			v = w
@@ -67,13 +70,14 @@ func scaleKernel(d DType, slots int) *ptx.Kernel {
 	k := ptx.NewKernel(ScaleName(slots, d))
 	k.ParamBytes("tab", OptimTableSize)
 	sp := k.ParamPtr("scale")
-	s := load(k, d, sp)
+	c := d.Compute()
+	s := toCompute(k, d, load(k, d, sp))
 	ptrs, from, end, step, _ := tableChunk(k, 2, slots, 0)
 	k.Loop(from, end, step, func(i ptx.Reg) {
-		v := load(k, d, k.Addr(ptrs[0], i, d.Size()))
-		r := k.Reg(d.reg())
-		k.Op("mul.rn.%s %s, %s, %s", d.reg(), r, v, s)
-		store(k, d, k.Addr(ptrs[1], i, d.Size()), r)
+		v := toCompute(k, d, load(k, d, k.Addr(ptrs[0], i, d.Size())))
+		r := k.Reg(c.reg())
+		k.Op("mul.rn.%s %s, %s, %s", c.reg(), r, v, s)
+		store(k, d, k.Addr(ptrs[1], i, d.Size()), fromCompute(k, d, r))
 	})
 	return k
 }

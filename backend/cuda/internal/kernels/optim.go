@@ -18,16 +18,19 @@ import (
 // so a kernel of fewer slots (OptimSlotCounts) serves fewer tensors. The
 // constants are in the dtype, and every product, sum, root and quotient
 // is rounded on its own (no contraction into fused multiply-adds), so
-// that a step is bit for bit the CPU's (backend/cpu's in-place kernels):
+// that a step is bit for bit the CPU's (backend/cpu's in-place kernels).
+// Every rule first multiplies the gradient by gs (1, or a loss scale's
+// inverse: device.StepSettings.GradScale), rounded, g below being that
+// product:
 //
 //   - adam_multi_<slots>_<f32|f64> (tab, b1, k1, b2, k2, ic1, ic2, eps,
-//     lr, wd), the tensors (w, m, v, g): m = b1·m + k1·g;
+//     lr, wd, gs), the tensors (w, m, v, g): m = b1·m + k1·g;
 //     v = b2·v + (k2·g)·g; w -= lr·((m·ic1) / (sqrt(v·ic2) + eps) + wd·w).
-//   - momentum_multi_... and nesterov_multi_... (tab, mu, lr), the tensors
+//   - momentum_multi_... and nesterov_multi_... (tab, mu, lr, gs), the tensors
 //     (w, vel, g): vel = mu·vel + g; w -= lr·vel, or, Nesterov's,
 //     w -= lr·(g + mu·vel).
-//   - rmsprop_multi_... (tab, rho, k, eps, lr) with the tensors (w, s, g),
-//     and rmsprop_mom_multi_... (tab, rho, k, eps, lr, mu) with (w, s,
+//   - rmsprop_multi_... (tab, rho, k, eps, lr, gs) with the tensors (w, s, g),
+//     and rmsprop_mom_multi_... (tab, rho, k, eps, lr, mu, gs) with (w, s,
 //     mom, g): s = rho·s + (g·g)·k; u = g / (sqrt(s) + eps); with
 //     momentum mom = mu·mom + u, u = mom; w -= lr·u.
 //
@@ -104,7 +107,7 @@ type OptimRule struct {
 
 // OptimRules are the formulas, by their kernels' stem.
 var OptimRules = map[string]OptimRule{
-	"adam_multi": {"adam_multi", []string{"b1", "k1", "b2", "k2", "ic1", "ic2", "eps", "lr", "wd"}, 4, func(e *optimElem) {
+	"adam_multi": {"adam_multi", []string{"b1", "k1", "b2", "k2", "ic1", "ic2", "eps", "lr", "wd", "gs"}, 4, func(e *optimElem) {
 		w, m, v, g := e.load(0), e.load(1), e.load(2), e.load(3)
 		mn := e.add(e.mul(e.c("b1"), m), e.mul(e.c("k1"), g))
 		vn := e.add(e.mul(e.c("b2"), v), e.mul(e.mul(e.c("k2"), g), g))
@@ -114,24 +117,24 @@ var OptimRules = map[string]OptimRule{
 		e.store(2, vn)
 		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), e.add(q, e.mul(e.c("wd"), w)))))
 	}},
-	"momentum_multi": {"momentum_multi", []string{"mu", "lr"}, 3, func(e *optimElem) {
+	"momentum_multi": {"momentum_multi", []string{"mu", "lr", "gs"}, 3, func(e *optimElem) {
 		w, vel, g := e.load(0), e.load(1), e.load(2)
 		vn := e.add(e.mul(e.c("mu"), vel), g)
 		e.store(1, vn)
 		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), vn)))
 	}},
-	"nesterov_multi": {"nesterov_multi", []string{"mu", "lr"}, 3, func(e *optimElem) {
+	"nesterov_multi": {"nesterov_multi", []string{"mu", "lr", "gs"}, 3, func(e *optimElem) {
 		w, vel, g := e.load(0), e.load(1), e.load(2)
 		vn := e.add(e.mul(e.c("mu"), vel), g)
 		e.store(1, vn)
 		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), e.add(g, e.mul(e.c("mu"), vn)))))
 	}},
-	"rmsprop_multi": {"rmsprop_multi", []string{"rho", "k", "eps", "lr"}, 3, func(e *optimElem) {
+	"rmsprop_multi": {"rmsprop_multi", []string{"rho", "k", "eps", "lr", "gs"}, 3, func(e *optimElem) {
 		w, s, g := e.load(0), e.load(1), e.load(2)
 		u := rmsUpdate(e, s, g)
 		e.store(0, e.op("sub.rn", w, e.mul(e.c("lr"), u)))
 	}},
-	"rmsprop_mom_multi": {"rmsprop_mom_multi", []string{"rho", "k", "eps", "lr", "mu"}, 4, func(e *optimElem) {
+	"rmsprop_mom_multi": {"rmsprop_mom_multi", []string{"rho", "k", "eps", "lr", "mu", "gs"}, 4, func(e *optimElem) {
 		w, s, mom, g := e.load(0), e.load(1), e.load(2), e.load(3)
 		u := rmsUpdate(e, s, g)
 		mn := e.add(e.mul(e.c("mu"), mom), u)
@@ -150,9 +153,9 @@ func rmsUpdate(e *optimElem, s, g ptx.Reg) ptx.Reg {
 
 // optimElem is one element's update as a rule writes it: the constants,
 // and the element's address in each tensor of the slot.
-// In a mixed-precision kernel, half is the gradient's dtype (the last of
-// the rule's tensors), copy the half copy's address and hasCopy whether
-// there is one.
+// grad is the gradient's place among the tensors (the last); in a
+// mixed-precision kernel half is its dtype, copy the half copy's address
+// and hasCopy whether there is one.
 type optimElem struct {
 	k      *ptx.Kernel
 	d      DType
@@ -166,13 +169,20 @@ type optimElem struct {
 
 func (e *optimElem) c(name string) ptx.Reg { return e.consts[name] }
 
-// load is tensor i's element: the gradient of a mixed-precision kernel
-// widened from its half type.
+// load is tensor i's element; the gradient's times the constant gs
+// (rounded), that of a mixed-precision kernel widened from its half type
+// first.
 func (e *optimElem) load(i int) ptx.Reg {
-	if e.half != "" && i == e.grad {
-		return toCompute(e.k, e.half, load(e.k, e.half, e.addrs[i]))
+	if i != e.grad {
+		return load(e.k, e.d, e.addrs[i])
 	}
-	return load(e.k, e.d, e.addrs[i])
+	var g ptx.Reg
+	if e.half != "" {
+		g = toCompute(e.k, e.half, load(e.k, e.half, e.addrs[i]))
+	} else {
+		g = load(e.k, e.d, e.addrs[i])
+	}
+	return e.mul(g, e.c("gs"))
 }
 
 // store writes tensor i's element; w's, in a mixed-precision kernel, to
@@ -276,7 +286,7 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool, half DType) 
 	if half == "" {
 		tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots, 0)
 		k.Loop(from, end, step, func(i ptx.Reg) {
-			e := &optimElem{k: k, d: d, consts: c}
+			e := &optimElem{k: k, d: d, consts: c, grad: rule.Tensors - 1}
 			for _, r := range tensors {
 				e.addrs = append(e.addrs, k.Addr(r, i, d.Size()))
 			}
