@@ -125,7 +125,10 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // optimizers update after the replay from the gradients copied out. It
 // computes what TracedTrainStep computes, to the bit. Loops are traced
 // unrolled first, so that an RNN layer's steps (fixed by the batch's
-// shape) record too; a loop whose trip count the batch decides records
+// shape) record too (there the gradient of a weight the steps share,
+// their products summed, is one product of the steps' operands side by
+// side, as the graph optimizes such sums: equal to rounding, not to the
+// bit, where TracedTrainStep's loop sums step by step); a loop whose trip count the batch decides records
 // as a loop the device runs, its gradient's stacks as deep as its
 // MaxIterations, or else as the trace saw, checked after each replay (a
 // step whose loop goes deeper updates nothing from the replay and runs

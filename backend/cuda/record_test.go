@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"bytes"
+	bin "encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -309,7 +311,11 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"NCHW CNN with BatchNorm, Adam", normed(ops.NCHW), adam, 6},
 		// A recurrent layer's Scan, traced step by step where the step
 		// records (its five steps fixed by the batch's shape): one graph
-		// too, where TracedTrainStep's frame runs op by op.
+		// too, where TracedTrainStep's frame runs op by op. Its
+		// recurrent kernel's gradient, five products summed where the
+		// loop is unrolled, is one product there (the graph's
+		// mergeProductSums), which rounds differently: the two runs
+		// agree to float32's rounding, not to the bit.
 		{"LSTM, Adam", lstm, adam, 6},
 		{"GRU, Adam", gru, adam, 6},
 	} {
@@ -356,6 +362,10 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 					}
 				})
 			}
+			if c.name == "LSTM, Adam" || c.name == "GRU, Adam" {
+				closeTraining(t, losses, state)
+				return
+			}
 			sameTraining(t, losses, state)
 		})
 	}
@@ -399,6 +409,37 @@ func TestRecordedStepMarksItsStateChanged(t *testing.T) {
 			kept.Release()
 		}
 	})
+}
+
+// closeTraining fails t where the traced run (0) and the recorded one (1)
+// differ in a loss or an element of a float32 variable or slot by more
+// than float32's rounding of a few sums (a relative 1e-5, or 1e-7 near
+// 0), or where every loss and element is the same to the bit (the test
+// would not see the difference it allows for).
+func closeTraining(t *testing.T, losses [2][]float64, state [2][][]byte) {
+	t.Helper()
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*math.Abs(b)+1e-7 }
+	same := slices.Equal(losses[0], losses[1])
+	for k, l := range losses[1] {
+		if !near(losses[0][k], l) {
+			t.Errorf("loss %d: traced %v, recorded %v", k, losses[0][k], l)
+		}
+	}
+	for k := range state[1] {
+		a, b := state[0][k], state[1][k]
+		same = same && bytes.Equal(a, b)
+		for j := 0; j+4 <= len(b); j += 4 {
+			x := math.Float32frombits(bin.LittleEndian.Uint32(a[j:]))
+			y := math.Float32frombits(bin.LittleEndian.Uint32(b[j:]))
+			if !near(float64(x), float64(y)) {
+				t.Errorf("variable or slot %d, element %d: traced %g, recorded %g", k, j/4, x, y)
+				break
+			}
+		}
+	}
+	if same {
+		t.Error("the runs are the same to the bit: the recurrent kernel's products were not merged")
+	}
 }
 
 // sameTraining fails t where the traced run (0) and the recorded one (1)

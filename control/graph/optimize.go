@@ -87,14 +87,17 @@ func (g *Graph) dropUnreadStacks() bool {
 }
 
 // Optimize prepares a traced graph to run: it prunes what no result needs
-// (and the stacks nothing pops), computes repeated ops once and fuses
-// chains of elementwise ops for the graph's device.
+// (and the stacks nothing pops), computes repeated ops once, takes sums
+// of matrix products as one product (mergeProductSums: a shared weight's
+// gradient in an unrolled loop) and fuses chains of elementwise ops for
+// the graph's device.
 func (g *Graph) Optimize() {
 	g.Prune()
 	if g.dropUnreadStacks() {
 		g.Prune()
 	}
 	g.eliminateCommonSubexpressions()
+	g.mergeProductSums()
 	g.fuseElementwise()
 }
 
