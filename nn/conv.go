@@ -31,15 +31,8 @@ type Conv2D struct {
 
 // NewConv2D makes a Conv2D with variables name+"/filter" and name+"/bias".
 func NewConv2D(name string, rng *tensor.RNG, kh, kw, in, filters int, o Conv2DOpts) *Conv2D {
-	dt := orFloat32(o.DType)
-	init := o.Kernel
-	if init == nil {
-		init = HeNormal
-	}
-	c := &Conv2D{Filter: tape.NewVariable(name+"/filter", init(rng, dt, kh, kw, in, filters)), opts: o}
-	if !o.NoBias {
-		c.Bias = tape.NewVariable(name+"/bias", tensor.Zeros(dt, filters))
-	}
+	c := &Conv2D{opts: o}
+	c.Filter, c.Bias = convVariables(name, rng, o.DType, o.Kernel, o.NoBias, []int{kh, kw, in, filters}, filters)
 	return c
 }
 
@@ -59,26 +52,43 @@ func (c *Conv2D) Forward(x *tensor.Tensor) *tensor.Tensor {
 		}
 		needFeatures("Conv2D", x, axis, in, fmt.Sprintf("input channels (%v)", c.opts.Format), hint)
 	}
-	if act, ok := fusable(c.opts.Activation); ok && c.Bias != nil {
-		return ops.FusedConv2D(x, valueAs(c.Filter, x), valueAs(c.Bias, x), c.opts.Conv2DOpts, act)
+	return conv2DForward(x, valueAs(c.Filter, x), biasAs(c.Bias, x), c.opts.Conv2DOpts, c.opts.Activation)
+}
+
+// conv2DForward is a Conv2D layer's computation: x convolved with filter
+// by o, bias (nil: none) added on the feature dimension, act (nil: none)
+// applied; one op (ops.FusedConv2D) where there is a bias and act is
+// none or ops.Relu.
+func conv2DForward(x, filter, bias *tensor.Tensor, o ops.Conv2DOpts, act func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
+	if fused, ok := fusable(act); ok && bias != nil {
+		return ops.FusedConv2D(x, filter, bias, o, fused)
 	}
-	y := ops.Conv2D(x, valueAs(c.Filter, x), c.opts.Conv2DOpts)
-	if c.Bias != nil {
-		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, valueAs(c.Bias, y), c.opts.Format) })
+	return biasActivate(ops.Conv2D(x, filter, o), bias, o.Format, act)
+}
+
+// biasActivate adds bias (nil: none) to y on o's feature dimension and
+// applies act (nil: none), handing back each intermediate's buffer.
+func biasActivate(y, bias *tensor.Tensor, f ops.DataFormat, act func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
+	if bias != nil {
+		y = then(y, func(y *tensor.Tensor) *tensor.Tensor { return ops.BiasAdd(y, bias, f) })
 	}
-	if c.opts.Activation != nil {
-		y = then(y, c.opts.Activation)
+	if act != nil {
+		y = then(y, act)
 	}
 	return y
 }
 
-// Variables returns the filter and the bias.
-func (c *Conv2D) Variables() []*tape.Variable {
-	if c.Bias == nil {
-		return []*tape.Variable{c.Filter}
+// biasAs is the bias variable's value in x's dtype (valueAs), nil for
+// none.
+func biasAs(b *tape.Variable, x *tensor.Tensor) *tensor.Tensor {
+	if b == nil || x == nil {
+		return nil
 	}
-	return []*tape.Variable{c.Filter, c.Bias}
+	return valueAs(b, x)
 }
+
+// Variables returns the filter and the bias.
+func (c *Conv2D) Variables() []*tape.Variable { return withBias(c.Filter, c.Bias) }
 
 // MaxPool2D is ops.MaxPool2D as a layer. A zero Size pools 2x2 windows,
 // as Keras's pooling layers do by default (strides 0: the window's).

@@ -26,6 +26,28 @@ func Describe(m Module) string {
 		o := l.opts.Conv2DOpts
 		return joinParts("Conv2D", layerName(l), fmt.Sprintf("%dx%d, %d -> %d", f[0], f[1], f[2], f[3]),
 			strideText(o.Strides), paddingText(o.Padding), formatText(o.Format), activationName(l.opts.Activation), noBias(l.Bias))
+	case *Conv1D:
+		f := l.Filter.Value().Shape()
+		o := l.opts
+		pad, stride := paddingText(o.Padding), ""
+		if o.Causal {
+			pad = "causal"
+		}
+		if o.Stride > 1 {
+			stride = fmt.Sprintf("stride %d", o.Stride)
+		}
+		return joinParts("Conv1D", layerName(l), fmt.Sprintf("%d, %d -> %d", f[0], f[1], f[2]),
+			stride, pad, formatText(o.Format), activationName(o.Activation), noBias(l.Bias))
+	case *Conv2DTranspose:
+		f := l.Filter.Value().Shape()
+		o := l.opts.Conv2DOpts
+		return joinParts("Conv2DTranspose", layerName(l), fmt.Sprintf("%dx%d, %d -> %d", f[0], f[1], f[3], f[2]),
+			strideText(o.Strides), paddingText(o.Padding), formatText(o.Format), activationName(o.Activation), noBias(l.Bias))
+	case *DepthwiseConv2D:
+		f := l.Filter.Value().Shape()
+		o := l.opts
+		return joinParts("DepthwiseConv2D", layerName(l), fmt.Sprintf("%dx%d, %d -> %d", f[0], f[1], f[2], f[2]*f[3]),
+			strideText(o.Strides), paddingText(o.Padding), formatText(o.Format), activationName(o.Activation), noBias(l.Bias))
 	case MaxPool2D:
 		return joinParts("MaxPool2D", "", poolText(l.PoolOpts), strideText(l.Strides), paddingText(l.Padding), formatText(l.Format))
 	case AvgPool2D:
@@ -158,14 +180,17 @@ func parameters(vars []*tape.Variable) int {
 
 // The layers print as Describe shows them.
 
-func (d *Dense) String() string     { return Describe(d) }
-func (c *Conv2D) String() string    { return Describe(c) }
-func (p MaxPool2D) String() string  { return Describe(p) }
-func (p AvgPool2D) String() string  { return Describe(p) }
-func (b *BatchNorm) String() string { return Describe(b) }
-func (l *LayerNorm) String() string { return Describe(l) }
-func (d *Dropout) String() string   { return Describe(d) }
-func (e *Embedding) String() string { return Describe(e) }
-func (Flatten) String() string      { return "Flatten" }
-func (a Activation) String() string { return Describe(a) }
-func (r *RNN) String() string       { return Describe(r) }
+func (d *Dense) String() string           { return Describe(d) }
+func (c *Conv2D) String() string          { return Describe(c) }
+func (c *Conv1D) String() string          { return Describe(c) }
+func (c *Conv2DTranspose) String() string { return Describe(c) }
+func (c *DepthwiseConv2D) String() string { return Describe(c) }
+func (p MaxPool2D) String() string        { return Describe(p) }
+func (p AvgPool2D) String() string        { return Describe(p) }
+func (b *BatchNorm) String() string       { return Describe(b) }
+func (l *LayerNorm) String() string       { return Describe(l) }
+func (d *Dropout) String() string         { return Describe(d) }
+func (e *Embedding) String() string       { return Describe(e) }
+func (Flatten) String() string            { return "Flatten" }
+func (a Activation) String() string       { return Describe(a) }
+func (r *RNN) String() string             { return Describe(r) }

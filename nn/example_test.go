@@ -95,3 +95,38 @@ func ExampleTransformerBlock_ForwardMasked() {
 	// Output:
 	// [2 5 16] true
 }
+
+// A convolutional autoencoder's halves: strided Conv2D layers take a
+// 16x16 image down to 4x4, Conv2DTranspose layers take it back up (Same
+// padding: each doubles the size).
+func ExampleConv2DTranspose() {
+	rng := tensor.NewRNG(1)
+	same := func(stride int) ops.Conv2DOpts {
+		return ops.Conv2DOpts{Strides: [2]int{stride, stride}, Padding: ops.Same}
+	}
+	encoder := nn.NewSequential(
+		nn.NewConv2D("enc1", rng, 3, 3, 1, 8, nn.Conv2DOpts{Conv2DOpts: same(2), Activation: ops.Relu}),
+		nn.NewConv2D("enc2", rng, 3, 3, 8, 16, nn.Conv2DOpts{Conv2DOpts: same(2), Activation: ops.Relu}))
+	decoder := nn.NewSequential(
+		nn.NewConv2DTranspose("dec1", rng, 3, 3, 16, 8, nn.Conv2DTransposeOpts{Conv2DOpts: nn.Conv2DOpts{Conv2DOpts: same(2), Activation: ops.Relu}}),
+		nn.NewConv2DTranspose("dec2", rng, 3, 3, 8, 1, nn.Conv2DTransposeOpts{Conv2DOpts: nn.Conv2DOpts{Conv2DOpts: same(2), Activation: ops.Sigmoid}}))
+	x := tensor.RandUniform(rng, tensor.Float32, 0, 1, 2, 16, 16, 1)
+	code := encoder.Forward(x)
+	fmt.Println(code.Shape(), decoder.Forward(code).Shape())
+	fmt.Println(decoder.Layers[0])
+	// Output:
+	// [2 4 4 16] [2 16 16 1]
+	// Conv2DTranspose dec1: 3x3, 16 -> 8, stride 2x2, same, relu
+}
+
+// A causal Conv1D over a sequence: each output step sees its own input
+// and the ones before it, (kernel-1)·dilation of them, and none after,
+// as a WaveNet's or temporal convolutional network's layers do.
+func ExampleConv1D() {
+	rng := tensor.NewRNG(1)
+	conv := nn.NewConv1D("tcn", rng, 2, 3, 4, nn.Conv1DOpts{Causal: true, Dilation: 4, Activation: ops.Relu})
+	x := tensor.RandNormal(rng, tensor.Float32, 8, 50, 3) // [N L C]
+	fmt.Println(conv.Forward(x).Shape(), conv)
+	// Output:
+	// [8 50 4] Conv1D tcn: 2, 3 -> 4, causal, relu
+}

@@ -68,6 +68,18 @@ func TestLayersNameAWrongInputWidth(t *testing.T) {
 			NewMultiHeadAttention("att", rng, 8, 2, MultiHeadAttentionOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 6))
 		},
 			`nn: MultiHeadAttention: the layer takes 8 features in dimension -1; the input [2 5 6] has 6`},
+		{"Conv1D", func() { NewConv1D("c", rng, 3, 4, 8, Conv1DOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 4, 10)) },
+			`nn: Conv1D: the layer takes 4 input channels ([N L C]) in dimension 2; the input [2 4 10] has 10`},
+		{"Conv1D of images", func() { NewConv1D("c", rng, 3, 4, 8, Conv1DOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 4, 10, 4)) },
+			`nn: Conv1D: x must be a batch of sequences, [N L C], got [2 4 10 4]`},
+		{"Conv2DTranspose", func() {
+			NewConv2DTranspose("t", rng, 3, 3, 4, 8, Conv2DTransposeOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 5, 8))
+		},
+			`nn: Conv2DTranspose: the layer takes 4 input channels (NHWC) in dimension 3; the input [2 5 5 8] has 8`},
+		{"DepthwiseConv2D", func() {
+			NewDepthwiseConv2D("d", rng, 3, 3, 4, 2, Conv2DOpts{}).Forward(tensor.Zeros(tensor.Float32, 2, 5, 5, 8))
+		},
+			`nn: DepthwiseConv2D: the layer takes 4 input channels (NHWC) in dimension 3; the input [2 5 5 8] has 8`},
 		{"a GRU cell", func() { NewGRUCell("gru", rng, 3, 4, tensor.Float32).Step(tensor.Zeros(tensor.Float32, 2, 5), nil) },
 			`nn: GRUCell: the layer takes 3 input features in dimension -1; the input [2 5] has 5`},
 	} {
@@ -122,6 +134,11 @@ func TestLayerGradients(t *testing.T) {
 	lstm := &RNN{Cell: NewLSTMCell("lstm", rng, 3, 4, tensor.Float64)}
 	gru := &RNN{Cell: NewGRUCell("gru", rng, 3, 2, tensor.Float64), ReturnSequences: true}
 	emb := NewEmbedding("e", rng, 5, 3, tensor.Float64)
+	r2 := tensor.NewRNG(6) // the later layers' own: the draws above stay as they were
+	conv1d := NewConv1D("c1", r2, 3, 2, 3, Conv1DOpts{DType: tensor.Float64, Causal: true, Dilation: 2, Activation: ops.Tanh})
+	tconv := NewConv2DTranspose("ct", r2, 3, 2, 2, 3, Conv2DTransposeOpts{Conv2DOpts: Conv2DOpts{DType: tensor.Float64,
+		Conv2DOpts: ops.Conv2DOpts{Strides: [2]int{2, 2}}}, OutputPadding: [2]int{1, 0}})
+	depthwise := NewDepthwiseConv2D("dw", r2, 2, 2, 2, 2, Conv2DOpts{DType: tensor.Float64, Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Strides: [2]int{2, 1}}})
 	cases := []struct {
 		name string
 		m    Module
@@ -133,6 +150,9 @@ func TestLayerGradients(t *testing.T) {
 		{"LayerNorm", ln, tensor.RandNormal(rng, tensor.Float64, 2, 3)},
 		{"LSTM", lstm, tensor.RandNormal(rng, tensor.Float64, 2, 4, 3)},
 		{"GRU", gru, tensor.RandNormal(rng, tensor.Float64, 2, 3, 3)},
+		{"Conv1D", conv1d, tensor.RandNormal(r2, tensor.Float64, 2, 5, 2)},
+		{"Conv2DTranspose", tconv, tensor.RandNormal(r2, tensor.Float64, 1, 2, 3, 2)},
+		{"DepthwiseConv2D", depthwise, tensor.RandNormal(r2, tensor.Float64, 1, 3, 3, 2)},
 	}
 	for _, c := range cases {
 		// The checker differentiates with respect to the variables' own

@@ -156,6 +156,49 @@ func TestCNNTrainsOnGPU(t *testing.T) {
 	}
 }
 
+// A model of the other convolution layers (a causal Conv1D, a strided
+// Conv2DTranspose with an output padding, a DepthwiseConv2D), in both
+// layouts, trains on the GPU and follows the CPU, eagerly and traced.
+func TestConvLayerVariantsTrainOnGPU(t *testing.T) {
+	d := testGPU(t)
+	const steps = 10
+	build := func(f ops.DataFormat) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			r := tensor.NewRNG(12)
+			x := tensor.RandNormal(r, tensor.Float32, 8, 6, 3) // [N L C]
+			y := ops.Cast(ops.Gt(ops.Sum(x, 1, 2), tensor.Scalar[float32](0)), tensor.Int32)
+			rows := func(x *tensor.Tensor) *tensor.Tensor { return ops.Reshape(x, x.Dim(0), 1, x.Dim(1), x.Dim(2)) } // [N 1 L C]
+			if f == ops.NCHW {
+				x = ops.Transpose(x, 0, 2, 1) // [N C L]
+				rows = func(x *tensor.Tensor) *tensor.Tensor { return ops.Reshape(x, x.Dim(0), x.Dim(1), 1, x.Dim(2)) }
+			}
+			conv := nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Strides: [2]int{1, 2}, Format: f}, Activation: ops.Relu}
+			model := nn.NewSequential(
+				nn.NewConv1D("seq", r, 3, 3, 4, nn.Conv1DOpts{Causal: true, Dilation: 2, Format: f, Activation: ops.Tanh}),
+				nn.Activation(rows),
+				nn.NewConv2DTranspose("up", r, 1, 3, 4, 5, nn.Conv2DTransposeOpts{Conv2DOpts: conv, OutputPadding: [2]int{0, 1}}),
+				nn.NewDepthwiseConv2D("dw", r, 1, 3, 5, 2, nn.Conv2DOpts{Conv2DOpts: ops.Conv2DOpts{Padding: ops.Same, Format: f}}),
+				nn.Flatten{},
+				nn.NewDense("logits", r, 10*14, 2, nn.DenseOpts{}))
+			return model, x, y
+		}
+	}
+	for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+		var cpu, gpu []float64
+		onDevice(device.Host(), func() {
+			m, x, y := build(f)()
+			cpu = classifierLosses(t, m, x, y, steps, false)
+		})
+		for _, traced := range []bool{false, true} {
+			onDevice(d, func() {
+				m, x, y := build(f)()
+				gpu = classifierLosses(t, m, onGPU(t, d, x), onGPU(t, d, y), steps, traced)
+			})
+			follows(t, fmt.Sprintf("%v (traced %v)", f, traced), gpu, cpu, 1e-3)
+		}
+	}
+}
+
 // A While loop's gradient (x³ by repeated multiplication) and a traced
 // function run on the GPU as on the CPU.
 func TestControlFlowAndTracingOnGPU(t *testing.T) {

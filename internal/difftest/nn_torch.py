@@ -1,6 +1,8 @@
 """The references of nn_test.go, in PyTorch, float64: its recurrent layers
 (torch.nn.LSTM and torch.nn.GRU given eagerflow's weights), BatchNorm in
-training (F.batch_norm), its losses and torch.optim's optimizers; and a
+training (F.batch_norm), the convolution layers of conv_layers_test.go
+(F.conv1d, F.conv_transpose2d, F.conv2d with groups), its losses and
+torch.optim's optimizers; and a
 classifier trained under torch.autocast (bfloat16, mixed_test.go).
 
 Each case on standard input (JSON, see runScript) names its kind, its
@@ -84,6 +86,43 @@ def batchnorm(case, x, p):
         (out * w).sum().backward()
         grads["gamma"], grads["beta"] = p["gamma"].grad, p["beta"].grad
     return out, back, grads, state
+
+
+def conv(case, x, p):
+    """nn's Conv1D, Conv2DTranspose and DepthwiseConv2D as PyTorch's
+    convolutions, channels first: x in eagerflow's layout (channels last
+    unless the settings say first), the padding given as amounts (F.pad
+    before the convolution; a transposed one's output cropped from its
+    full size, zero-filled where the forward convolution's windows do not
+    reach). Filters: Conv1D [K C O], Conv2DTranspose [KH KW O C],
+    DepthwiseConv2D [KH KW C M]."""
+    kind, s = case["kind"], case["settings"]
+    f, b = p["filter"], p["bias"]
+    if kind == "conv1d":
+        stride, dil, lo, hi, first = int(s[0]), int(s[1]), int(s[2]), int(s[3]), s[4] == 1
+        xc = x if first else x.permute(0, 2, 1)
+        out = F.conv1d(F.pad(xc, (lo, hi)), f.permute(2, 1, 0), b, stride=stride, dilation=dil)
+        out = out if first else out.permute(0, 2, 1)
+    elif kind == "conv2d_transpose":
+        sh, sw, dh, dw, low_h, low_w, oh, ow, first = [int(v) for v in s]
+        xc = x if first else x.permute(0, 3, 1, 2)
+        full = F.conv_transpose2d(xc, f.permute(3, 2, 0, 1), None, stride=(sh, sw), dilation=(dh, dw))
+        full = F.pad(full, (0, max(low_w + ow - full.shape[3], 0), 0, max(low_h + oh - full.shape[2], 0)))
+        out = full[:, :, low_h:low_h + oh, low_w:low_w + ow] + b.reshape(1, -1, 1, 1)
+        out = out if first else out.permute(0, 2, 3, 1)
+    else:
+        stride, dil, top, bottom, left, right, first, mult = [int(v) for v in s]
+        xc = x if first else x.permute(0, 3, 1, 2)
+        kh, kw, c = f.shape[0], f.shape[1], f.shape[2]
+        w = f.reshape(kh, kw, c * mult).permute(2, 0, 1).unsqueeze(1)
+        out = F.conv2d(F.pad(xc, (left, right, top, bottom)), w, b, stride=stride, dilation=dil, groups=c)
+        out = out if first else out.permute(0, 2, 3, 1)
+    grads = {}
+
+    def back(w):
+        (out * w).sum().backward()
+        grads["filter"], grads["bias"] = f.grad, b.grad
+    return out, back, grads
 
 
 def optimizer(case):
@@ -176,6 +215,8 @@ def main():
         state = None
         if case["kind"] == "batchnorm":
             out, back, grads, state = batchnorm(case, x, p)
+        elif case["kind"] in ("conv1d", "conv2d_transpose", "depthwise"):
+            out, back, grads = conv(case, x, p)
         else:
             out, back, grads = recurrent(case, x, p)
         back(dec(case["w"]))
