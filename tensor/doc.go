@@ -18,7 +18,7 @@
 // Tensors are made from Go slices (FromSlice), scalars (Scalar, weakly
 // typed; ScalarOf, of a given dtype), constants
 // (Zeros, Ones, FullOf, the identity Eye), ranges (Arange, Linspace) and the seeded,
-// counter-based RNG (RandUniform, RandNormal, RandBernoulli). They are read
+// counter-based RNG (RandUniform, RandNormal, RandBernoulli, RandInt). They are read
 // back with ToSlice and Item. Printing follows NumPy.
 //
 // Constructors take their arguments in one order: the dtype first, then

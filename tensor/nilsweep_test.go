@@ -27,6 +27,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "RandUniformOn", Fn: tensor.RandUniformOn, Valid: []any{host, rng, f32, 0.0, 1.0, []int{2}}},
 		{Name: "RandNormal", Fn: tensor.RandNormal, Valid: []any{rng, f32, []int{2}}},
 		{Name: "RandNormalOn", Fn: tensor.RandNormalOn, Valid: []any{host, rng, f32, []int{2}}},
+		{Name: "RandInt", Fn: tensor.RandInt, Valid: []any{rng, tensor.Int32, int64(0), int64(5), []int{2}}},
+		{Name: "RandIntOn", Fn: tensor.RandIntOn, Valid: []any{host, rng, tensor.Int32, int64(0), int64(5), []int{2}}},
 		{Name: "RandBernoulli", Fn: tensor.RandBernoulli, Valid: []any{rng, f32, 0.5, []int{2}}},
 		{Name: "RandBernoulliOn", Fn: tensor.RandBernoulliOn, Valid: []any{host, rng, f32, 0.5, []int{2}}},
 		{Name: "RandBernoulliAt", Fn: tensor.RandBernoulliAt, Valid: []any{host, [2]uint32{1, 2}, uint64(3), f32, 0.5, []int{2}}},

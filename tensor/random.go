@@ -160,7 +160,7 @@ func RandUniform(r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 func RandUniformOn(dev device.Device, r *RNG, dt DType, lo, hi float64, shape ...int) *Tensor {
 	s := Shape(shape).Clone()
 	if !dt.IsFloat() {
-		panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type", dt)
+		panicf("tensor", "RandUniform", ErrDType, nil, "", "dtype %v is not a float type (RandInt draws integers)", dt)
 	}
 	n := checkShapeOn("RandUniform", dev, s, dt)
 	words := n // float32: one word per value
@@ -211,6 +211,57 @@ func RandNormalOn(dev device.Device, r *RNG, dt DType, shape ...int) *Tensor {
 		}
 		return float64Bytes(dt, z[:n])
 	})
+}
+
+// RandInt returns a tensor of an integer dtype (Int32, Int64, Uint8) of
+// values uniform in [lo, hi), on the default device, as torch.randint and
+// NumPy's Generator.integers draw them (token ids, labels, indices): each
+// value lo + ⌊u·(hi-lo)/2^64⌋ for u two words of the stream (a bias below
+// (hi-lo)/2^64). It panics with an *Error for another dtype, hi not above
+// lo, bounds the dtype does not hold, a nil RNG or a bad shape.
+func RandInt(r *RNG, dt DType, lo, hi int64, shape ...int) *Tensor {
+	return RandIntOn(device.Default(), r, dt, lo, hi, shape...)
+}
+
+// RandIntOn is RandInt on dev. The values are drawn on the host (the
+// same numbers for every device) and copied there.
+func RandIntOn(dev device.Device, r *RNG, dt DType, lo, hi int64, shape ...int) *Tensor {
+	s := Shape(shape).Clone()
+	var least, most int64
+	switch dt {
+	case Int32:
+		least, most = math.MinInt32, math.MaxInt32
+	case Int64:
+		least, most = math.MinInt64, math.MaxInt64
+	case Uint8:
+		least, most = 0, math.MaxUint8
+	default:
+		panicf("tensor", "RandInt", ErrDType, nil, "", "dtype %v is not an integer type (Int32, Int64 or Uint8)", dt)
+	}
+	if hi <= lo || lo < least || hi-1 > most {
+		panicf("tensor", "RandInt", ErrValue, nil, "", "the range [%d, %d) is empty or not within %v's [%d, %d]", lo, hi, dt, least, most)
+	}
+	if r == nil {
+		panicf("tensor", "RandInt", ErrAttr, nil, "", "the RNG is nil; make one with tensor.NewRNG(seed)")
+	}
+	n := checkShapeOn("RandInt", dev, s, dt)
+	w := r.wordsAt(r.reserve(2*n), 2*n)
+	span := uint64(hi) - uint64(lo) // hi - lo, which may not fit an int64
+	v := make([]int64, n)
+	for i := range v {
+		high, _ := bits.Mul64(uint64(w[2*i])<<32|uint64(w[2*i+1]), span)
+		v[i] = int64(uint64(lo) + high)
+	}
+	var b []byte
+	switch dt {
+	case Int32:
+		b = asBytes(mapSlice(v, func(x int64) int32 { return int32(x) }))
+	case Uint8:
+		b = asBytes(mapSlice(v, func(x int64) uint8 { return uint8(x) }))
+	default:
+		b = asBytes(v)
+	}
+	return fromHostOn("RandInt", dev, dt, s, b)
 }
 
 // RandBernoulli returns a tensor whose elements are 1 (true) with

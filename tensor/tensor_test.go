@@ -352,3 +352,69 @@ func TestOneElementReadsNameTheirMethod(t *testing.T) {
 		}
 	}
 }
+
+// RandInt draws integers uniform in [lo, hi) of each integer dtype: every
+// value in range, every value of a small range drawn about equally often,
+// the same numbers from the same seed, ranges at the dtypes' limits and
+// beyond int64's half; bad dtypes, empty ranges and bounds a dtype cannot
+// hold are errors.
+func TestRandInt(t *testing.T) {
+	r := NewRNG(4)
+	counts := map[int64]int{}
+	for _, v := range ToSlice[int32](RandInt(r, Int32, -3, 4, 7000)) {
+		counts[int64(v)]++
+	}
+	for v := int64(-3); v < 4; v++ {
+		// 1000 expected a value; a binomial's deviation is about 30.
+		if c := counts[v]; c < 850 || c > 1150 {
+			t.Errorf("value %d drawn %d times in 7000 draws of 7 values", v, c)
+		}
+	}
+	if len(counts) != 7 {
+		t.Errorf("values drawn: %v, want -3 to 3", counts)
+	}
+	a, b := ToSlice[int64](RandInt(NewRNG(5), Int64, 0, 1<<40, 6)), ToSlice[int64](RandInt(NewRNG(5), Int64, 0, 1<<40, 6))
+	if !cmp.Equal(a, b) {
+		t.Errorf("one seed, two draws: %v and %v", a, b)
+	}
+	for _, c := range []struct {
+		dt     DType
+		lo, hi int64
+	}{
+		{Uint8, 0, 256}, {Int32, math.MinInt32, math.MaxInt32 + 1}, {Int64, math.MinInt64, math.MaxInt64}, {Int64, -1 << 62, 1 << 62},
+	} {
+		x := RandInt(r, c.dt, c.lo, c.hi, 200)
+		var vs []int64
+		switch c.dt {
+		case Uint8:
+			vs = mapSlice(ToSlice[uint8](x), func(v uint8) int64 { return int64(v) })
+		case Int32:
+			vs = mapSlice(ToSlice[int32](x), func(v int32) int64 { return int64(v) })
+		default:
+			vs = ToSlice[int64](x)
+		}
+		low, high := false, false // draws in the range's lower and upper halves
+		for _, v := range vs {
+			if v < c.lo || v > c.hi-1 {
+				t.Errorf("%v in [%d, %d): drew %v", c.dt, c.lo, c.hi, v)
+			}
+			mid := c.lo/2 + c.hi/2
+			low, high = low || v < mid, high || v >= mid
+		}
+		if !low || !high {
+			t.Errorf("%v in [%d, %d): 200 draws all in one half", c.dt, c.lo, c.hi)
+		}
+	}
+	for name, bad := range map[string]func(){
+		"float32":        func() { RandInt(r, Float32, 0, 5, 2) },
+		"an empty range": func() { RandInt(r, Int32, 5, 5, 2) },
+		"beyond uint8":   func() { RandInt(r, Uint8, 0, 257, 2) },
+		"below int32":    func() { RandInt(r, Int32, math.MinInt32-1, 0, 2) },
+		"a nil RNG":      func() { RandInt(nil, Int32, 0, 5, 2) },
+		"a bad shape":    func() { RandInt(r, Int32, 0, 5, -1) },
+	} {
+		if err := Catch(bad); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
