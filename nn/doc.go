@@ -36,7 +36,8 @@
 // variables by Adam.Decays, RMSProp) update variables in place from
 // a Schedule (Constant, StepDecay, Cosine, Warmup, or Plateau's, which
 // lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
-// gradients.
+// gradients, and ClippedOptimizer bounds an optimizer's, for the train
+// steps and Fit.
 //
 // Fit runs the loop: a Step per batch (TrainStep makes the usual one,
 // TracedTrainStep the same traced into a graph, RecordedTrainStep that graph

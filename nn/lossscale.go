@@ -147,11 +147,7 @@ func (o *LossScaleOptimizer) Steps() int { return o.Inner.Steps() }
 func (o *LossScaleOptimizer) SetSteps(n int) { o.Inner.SetSteps(n) }
 
 // setSlot restores one of Inner's slots (RestoreCheckpoint).
-func (o *LossScaleOptimizer) setSlot(key string, t *tensor.Tensor) {
-	if s, ok := o.Inner.(interface{ setSlot(string, *tensor.Tensor) }); ok {
-		s.setSlot(key, t)
-	}
-}
+func (o *LossScaleOptimizer) setSlot(key string, t *tensor.Tensor) { restoreSlot(o.Inner, key, t) }
 
 // The checkpoint metadata of the scaling state.
 const (

@@ -93,6 +93,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "ClipByGlobalNormTensor", Fn: ClipByGlobalNormTensor, Valid: []any{[]*tensor.Tensor{x, x}, 1.0}},
 		{Name: "NewAdam", Fn: NewAdam},
 		{Name: "NewLossScaleOptimizer", Fn: NewLossScaleOptimizer},
+		{Name: "NewClippedOptimizer", Fn: NewClippedOptimizer, Valid: []any{NewAdam(Constant(0.1)), 1.0}},
 		{Name: "NewAdamW", Fn: NewAdamW},
 		{Name: "NewRMSProp", Fn: NewRMSProp},
 		{Name: "NewSGD", Fn: NewSGD},
