@@ -248,16 +248,16 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 		args.F32(float32(a.Scale))
 	}
 	args.U64(boolU64(a.Causal))
-	family, threads := "attention", kernels.FlashThreads
+	family, threads, shared := "attention", kernels.FlashThreads, 0
 	if dt.Half() {
-		family, threads = "attention_tc", kernels.FlashTCThreads
+		family, threads, shared = "attention_tc", kernels.FlashTCThreads, kernels.FlashTCShared(kind, g.dd)
 	}
 	name := kernels.Name(kind, string(dt), fmt.Sprint(g.dd))
 	if mask != nil {
 		g.maskArgs(args, mask)
 		name = kernels.Name(kind, string(dt), fmt.Sprint(g.dd), "mask")
 	}
-	check(c, d.launchBlocks(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, args))
+	check(c, d.launchShared(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, shared, args))
 }
 
 func boolU64(b bool) uint64 {

@@ -61,6 +61,9 @@ type Device struct {
 	host    hostPool         // page-locked blocks for swapped values
 	mods    map[string]cu.Module
 	funcs   map[funcKey]cu.Function
+	// sharedLimits are the dynamic shared memory limits raised, by
+	// kernel (launchShared).
+	sharedLimits map[cu.Function]int
 	// reclaimFn is d.reclaim made once: a method value per buffer would
 	// allocate.
 	reclaimFn func(block)
@@ -638,11 +641,53 @@ func (d *Device) launchBlocks(family, name string, grid, block int, args *cu.Arg
 	return d.launchFunction(f, grid, block, args)
 }
 
+// defaultShared is the dynamic shared memory a kernel may take without
+// raising its limit: 48 KB, less its static bytes.
+const defaultShared = 48 << 10
+
+// launchShared is launchBlocks with shared bytes of dynamic shared
+// memory (a kernel that declares an .extern .shared array); beyond the
+// default 48 KB it first raises the kernel's limit to shared, once
+// (cu.SharedSizer), which fails on a device without that much.
+func (d *Device) launchShared(family, name string, grid, block, shared int, args *cu.Args) error {
+	f, err := d.function(family, name)
+	if err != nil {
+		return err
+	}
+	if shared > defaultShared {
+		d.mu.Lock()
+		raised := d.sharedLimits[f] >= shared
+		d.mu.Unlock()
+		if !raised {
+			sz, ok := d.ctx.(cu.SharedSizer)
+			if !ok {
+				return fmt.Errorf("cuda: %s/%s takes %d bytes of dynamic shared memory, and the driver cannot raise a kernel's limit", family, name, shared)
+			}
+			if err := d.ctx.Do(func() error { return sz.SetMaxDynamicShared(f, shared) }); err != nil {
+				return fmt.Errorf("cuda: %s/%s: %w", family, name, err)
+			}
+			d.mu.Lock()
+			if d.sharedLimits == nil {
+				d.sharedLimits = map[cu.Function]int{}
+			}
+			d.sharedLimits[f] = shared
+			d.mu.Unlock()
+		}
+	}
+	return d.launchWith(f, grid, block, shared, args)
+}
+
 // launchFunction queues f over grid blocks of block threads; args go
 // back to newArgs's pool (the launch has copied them, as cuLaunchKernel
 // and the emulator do).
 func (d *Device) launchFunction(f cu.Function, grid, block int, args *cu.Args) error {
-	err := d.ctx.DoLaunch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, 0, d.s, args)
+	return d.launchWith(f, grid, block, 0, args)
+}
+
+// launchWith is launchFunction with shared bytes of dynamic shared
+// memory.
+func (d *Device) launchWith(f cu.Function, grid, block, shared int, args *cu.Args) error {
+	err := d.ctx.DoLaunch(f, cu.Dim3{X: grid, Y: 1, Z: 1}, cu.Dim3{X: block, Y: 1, Z: 1}, shared, d.s, args)
 	freeArgs(args)
 	return err
 }

@@ -244,6 +244,15 @@ type Context interface {
 	Gemm(s Stream, g Gemm) error
 }
 
+// SharedSizer is a Context that lets a kernel take more dynamic shared
+// memory than the default 48 KB (cuFuncSetAttribute's
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): SetMaxDynamicShared
+// sets the most that f's launches may ask for (Launch's shared bytes),
+// failing beyond the device's opt-in limit. Call it inside Do.
+type SharedSizer interface {
+	SetMaxDynamicShared(f Function, bytes int) error
+}
+
 // Event is a driver event (CUevent).
 type Event uintptr
 

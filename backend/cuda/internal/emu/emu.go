@@ -509,11 +509,13 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		if b[0]*b[1]*b[2] > 1024 || b[2] > 64 || g[1] > 65535 || g[2] > 65535 {
 			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: block %v or grid %v beyond the device's limits", k.name, b, g)
 		}
-		if shared != 0 {
-			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: dynamic shared memory is not used by the backend's kernels", k.name)
-		}
-		if k.shSize > 48<<10 {
-			return cu.Errorf(call, cu.ErrorLaunchOutOfRes, "%s: %d bytes of shared memory", k.name, k.shSize)
+		switch {
+		case k.shSize > staticShared:
+			return cu.Errorf(call, cu.ErrorLaunchOutOfRes, "%s: %d bytes of static shared memory, beyond %d", k.name, k.shSize, staticShared)
+		case shared < 0 || shared > 0 && k.dynBase < 0:
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: %d bytes of dynamic shared memory for a kernel that declares no .extern .shared array", k.name, shared)
+		case shared > k.maxDyn:
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: %d bytes of dynamic shared memory beside %d static, beyond its limit of %d (cuFuncSetAttribute raises it)", k.name, shared, k.shSize, k.maxDyn)
 		}
 		if args.Len() != len(k.params) {
 			return cu.Errorf(call, cu.ErrorInvalidValue, "%s takes %d parameters, got %d", k.name, len(k.params), args.Len())
@@ -529,7 +531,10 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		return nil
 	}, func() error {
 		c.Launches++
-		r := &run{k: k, grid: g, block: b, params: params, mem: c.mem, conds: c.conds}
+		r := &run{k: k, grid: g, block: b, params: params, shared: k.shSize, mem: c.mem, conds: c.conds}
+		if k.dynBase >= 0 {
+			r.shared = k.dynBase + shared
+		}
 		if c.profiler != nil {
 			r.count = newCounter(k, g, b)
 		}
@@ -544,6 +549,37 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		return nil
 	})
 }
+
+// The shared memory a block may have: 48 KB of static (and, by
+// default, dynamic) memory, and up to optInShared in all where a kernel's
+// dynamic limit is raised (an H100's 227 KB).
+const (
+	staticShared = 48 << 10
+	optInShared  = 227 << 10
+)
+
+// SetMaxDynamicShared is cuFuncSetAttribute's
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cu.SharedSizer): the
+// most dynamic shared memory f's launches may take, at most the device's
+// opt-in limit less its static bytes.
+func (c *Context) SetMaxDynamicShared(f cu.Function, bytes int) error {
+	const call = "cuFuncSetAttribute"
+	if err := c.enter(call); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	k, ok := c.funcs[f]
+	if !ok {
+		return cu.Errorf(call, cu.ErrorInvalidHandle, "function %#x", uintptr(f))
+	}
+	if bytes < 0 || k.shSize+bytes > optInShared {
+		return cu.Errorf(call, cu.ErrorInvalidValue, "%s: %d bytes of dynamic shared memory beside %d static, beyond the device's %d", k.name, bytes, k.shSize, optInShared)
+	}
+	k.maxDyn = bytes
+	return nil
+}
+
+var _ cu.SharedSizer = (*Context)(nil)
 
 // StreamCreate makes a stream.
 func (c *Context) StreamCreate() (cu.Stream, error) {

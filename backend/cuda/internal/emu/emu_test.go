@@ -285,15 +285,17 @@ func TestBarriersAndSharedMemory(t *testing.T) {
 	}
 }
 
+// expect fails t unless err is a *cu.Error of code whose text holds msg.
+func expect(t *testing.T, err error, code int, msg string) {
+	t.Helper()
+	ce, ok := err.(*cu.Error)
+	if !ok || ce.Code != code || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("got %v, want a %d error containing %q", err, code, msg)
+	}
+}
+
 // Planted faults: each must fail, naming what went wrong.
 func TestPlantedFaults(t *testing.T) {
-	expect := func(t *testing.T, err error, code int, msg string) {
-		t.Helper()
-		ce, ok := err.(*cu.Error)
-		if !ok || ce.Code != code || !strings.Contains(err.Error(), msg) {
-			t.Fatalf("got %v, want a %d error containing %q", err, code, msg)
-		}
-	}
 	t.Run("missing barrier", func(t *testing.T) {
 		e := newEnv(t)
 		px, pout := e.upload(make([]float32, 64)), e.upload(make([]float32, 1))

@@ -48,7 +48,11 @@ type compiled struct {
 	psize  int
 	nregs  int
 	shSize int
-	prog   []instr
+	// dynBase is where dynamic shared memory starts (kernel.dynBase, -1
+	// for none); maxDyn the most a launch may give it
+	// (SetMaxDynamicShared: 48 KB less the static bytes until raised).
+	dynBase, maxDyn int
+	prog            []instr
 }
 
 // compiler holds what compiling one kernel needs.
@@ -59,7 +63,7 @@ type compiler struct {
 }
 
 func compile(k *kernel, sm int) (*compiled, error) {
-	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize}
+	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize, dynBase: k.dynBase, maxDyn: max(staticShared-k.shSize, 0)}
 	off := 0
 	for _, p := range k.params {
 		off = (off + p.align - 1) / p.align * p.align

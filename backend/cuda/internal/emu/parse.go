@@ -38,8 +38,11 @@ type kernel struct {
 	nregs  int
 	shared map[string]sharedVar
 	shSize int
-	labels map[string]int // label -> statement index
-	stmts  []stmt
+	// dynBase is where the module's dynamic shared array starts (after
+	// the static variables), -1 where the module declares none.
+	dynBase int
+	labels  map[string]int // label -> statement index
+	stmts   []stmt
 	// locals are the .param variables of the body (a call's arguments),
 	// held in registers of the same names; externs the functions the
 	// module declared.
@@ -54,6 +57,14 @@ type regInfo struct {
 }
 
 type sharedVar struct{ offset, size int }
+
+// dynamicShared is a module's .extern .shared array: dynamic shared
+// memory, sized by each launch (cuLaunchKernel's sharedMemBytes), which
+// a kernel finds after its static shared variables, aligned.
+type dynamicShared struct {
+	name  string
+	align int
+}
 
 // stmt is one instruction as written.
 type stmt struct {
@@ -82,6 +93,10 @@ func parseModule(src string) (*module, error) {
 		case strings.HasPrefix(tok, ".address_size"):
 			if strings.TrimSpace(strings.TrimPrefix(tok, ".address_size")) != "64" {
 				return nil, fmt.Errorf("line %d: only .address_size 64 is supported", line)
+			}
+		case strings.HasPrefix(tok, ".extern .shared"):
+			if err := p.declareDynamic(tok); err != nil {
+				return nil, fmt.Errorf("line %d: %v", line, err)
 			}
 		case strings.HasPrefix(tok, ".extern .func"):
 			name, err := parseExtern(tok)
@@ -113,6 +128,7 @@ func parseModule(src string) (*module, error) {
 // tokens.
 type parser struct {
 	externs map[string]bool // the functions declared so far
+	dynamic *dynamicShared  // the module's .extern .shared array, if any
 	lines   []string
 	line    int    // index of the current line
 	rest    string // what is left of it
@@ -226,6 +242,14 @@ func (p *parser) kernel(header string, line int) (*kernel, error) {
 		}
 		switch {
 		case tok == "}":
+			k.dynBase = -1
+			if d := p.dynamic; d != nil {
+				if _, dup := k.shared[d.name]; dup {
+					return nil, fmt.Errorf("line %d: %s: shared variable %s is declared extern and in the kernel", l, k.name, d.name)
+				}
+				k.dynBase = (k.shSize + d.align - 1) / d.align * d.align
+				k.shared[d.name] = sharedVar{offset: k.dynBase}
+			}
 			return k, nil
 		case tok == "{":
 			return nil, fmt.Errorf("line %d: %s: nested blocks are not supported", l, k.name)
@@ -383,6 +407,24 @@ func (k *kernel) addReg(name, class string, bits int) {
 	}
 	k.regs[name] = regInfo{index: k.nregs, typ: class, bits: bits}
 	k.nregs++
+}
+
+// declareDynamic reads ".extern .shared .align 16 .b8 name[]", a module's
+// one dynamic shared array.
+func (p *parser) declareDynamic(s string) error {
+	f := strings.Fields(strings.TrimPrefix(s, ".extern"))
+	if len(f) != 5 || f[0] != ".shared" || f[1] != ".align" || f[3] != ".b8" || !strings.HasSuffix(f[4], "[]") {
+		return fmt.Errorf("a dynamic shared array is declared \".extern .shared .align N .b8 name[]\": %q", s)
+	}
+	align, err := strconv.Atoi(f[2])
+	if err != nil || align < 1 || align&(align-1) != 0 {
+		return fmt.Errorf("bad alignment in %q", s)
+	}
+	if p.dynamic != nil {
+		return fmt.Errorf("a second dynamic shared array %q (the module has %s)", s, p.dynamic.name)
+	}
+	p.dynamic = &dynamicShared{name: strings.TrimSuffix(f[4], "[]"), align: align}
+	return nil
 }
 
 // declareShared reads ".shared .align 8 .b8 name[4096]".

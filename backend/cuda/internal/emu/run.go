@@ -51,6 +51,7 @@ type run struct {
 	grid   [3]int
 	block  [3]int
 	params []byte
+	shared int // the block's shared bytes, static and dynamic
 	mem    *memory
 	err    error
 	cur    *thread
@@ -109,7 +110,7 @@ func (r *run) exec() error {
 }
 
 func (r *run) runBlock(ctaid [3]int, threads []thread) error {
-	n := r.k.shSize
+	n := r.shared
 	b := &block{run: r, ctaid: ctaid, shared: make([]byte, n), writer: make([]int32, n), reader: make([]int32, n),
 		writeEpoch: make([]int32, n), readEpoch: make([]int32, n), epoch: 1}
 	r.curB = b

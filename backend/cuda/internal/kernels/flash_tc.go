@@ -16,7 +16,8 @@ import (
 // FlashBlock rows of the other side go through shared memory, copied by
 // cp.async into two buffers taken in turn (the next tile's copies run
 // while the block computes on the current one; rows 128 wide, whose
-// tiles would pass the 48 KB of static shared memory, take one buffer;
+// tiles would pass the 48 KB of static shared memory, take them from the
+// dynamic array flash_tiles, FlashTCShared bytes of it;
 // rows padded by 16 bytes so that the eight rows an ldmatrix phase reads
 // hit 32 banks; the operands read by ldmatrix, the values' and the
 // depth-major tiles' transposed by it), and each warp's [16 64] tile of
@@ -77,17 +78,16 @@ func flashTCKernels() []*ptx.Kernel {
 // tc is one tensor-core flash kernel being written.
 type tc struct {
 	*flash
-	// double is whether the other side's tiles take two buffers (the
-	// next copied while the current is computed on): where they fit the
-	// 48 KB of static shared memory (rows up to 64 wide); wider rows
-	// take one, the block's own tile lying over it.
-	double bool
-	dt     DType
-	pitch  int     // halves a shared row: dim + 8
-	lane   ptx.Reg // u32
-	wrow   ptx.Reg // u32, the warp's first row in the block (16·warp)
-	g, t   ptx.Reg // u32, lane/4 and lane%4
-	tq, tk ptx.Reg // u64 parameters: the queries and keys of a matrix
+	// dynamic is whether the tiles are the dynamic array flash_tiles
+	// (rows wider than 64, whose tiles would pass the 48 KB of static
+	// shared memory).
+	dynamic bool
+	dt      DType
+	pitch   int     // halves a shared row: dim + 8
+	lane    ptx.Reg // u32
+	wrow    ptx.Reg // u32, the warp's first row in the block (16·warp)
+	g, t    ptx.Reg // u32, lane/4 and lane%4
+	tq, tk  ptx.Reg // u64 parameters: the queries and keys of a matrix
 	// masked kernels take a bool mask (attnmask.Layout: mrep, mstep,
 	// mrow); maskAt is the current block's matrix's.
 	masked                     bool
@@ -108,31 +108,32 @@ func newTC(kind string, dt DType, dim int, masked bool) *tc {
 	if masked {
 		name = Name(kind, string(dt), fmt.Sprint(dim), "mask")
 	}
-	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked, double: dim <= 64}
+	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked, dynamic: dim > 64}
 }
+
+// flashTCTiles is the shared tiles kernel kind takes: its own, and two
+// buffers of the other side's.
+var flashTCTiles = map[string]int{"flash_fwd": 5, "flash_bwd_q": 5, "flash_bwd_kv": 4}
+
+// FlashTCShared is the dynamic shared memory, in bytes, the tensor-core
+// flash kernel kind ("flash_fwd", "flash_bwd_q", "flash_bwd_kv") of
+// width dim is launched with: its tiles, where they are dynamic (rows
+// wider than 64); 0 where they are static.
+func FlashTCShared(kind string, dim int) int {
+	c := &tc{pitch: dim + 8}
+	if dim <= 64 {
+		return 0
+	}
+	return flashTCTiles[kind] * c.tileBytes()
+}
+
+// FlashTCDeclares are the family's module-level declarations: the
+// dynamic array of the wide rows' tiles.
+var FlashTCDeclares = []string{".extern .shared .align 16 .b8 flash_tiles[]"}
 
 // FlashTCDims are the row widths the tensor-core flash kernels are
 // written for.
 var FlashTCDims = []int{16, 32, 64, 128}
-
-// tileCount is the number of shared tiles a kernel of this width takes: n
-// with two buffers, single with one.
-func (c *tc) tileCount(n, single int) int {
-	if c.double {
-		return n
-	}
-	return single
-}
-
-// kv is where the loop's first buffer of two tiles starts in tiles:
-// after the block's own tile (tiles[0]) with two buffers, over it with
-// one.
-func (c *tc) kv(tiles []ptx.Reg) (ptx.Reg, ptx.Reg) {
-	if c.double {
-		return tiles[1], tiles[2]
-	}
-	return tiles[0], tiles[1]
-}
 
 // tileBytes is a shared tile's size: FlashBlock rows of pitch halves.
 func (c *tc) tileBytes() int { return FlashBlock * c.pitch * 2 }
@@ -142,7 +143,13 @@ func (c *tc) tileBytes() int { return FlashBlock * c.pitch * 2 }
 // addresses.
 func (c *tc) start(n int, scalars bool) []ptx.Reg {
 	k := c.k
-	sh := k.Shared("tiles", n*c.tileBytes(), 16)
+	var sh ptx.Reg
+	if c.dynamic {
+		sh = k.Reg(ptx.U64)
+		k.Op("mov.u64 %s, flash_tiles", sh)
+	} else {
+		sh = k.Shared("tiles", n*c.tileBytes(), 16)
+	}
 	tiles := []ptx.Reg{sh}
 	for i := 1; i < n; i++ {
 		r := k.Reg(ptx.U64)
@@ -229,19 +236,6 @@ func (c *tc) pipelined(from, end, first ptx.Reg, srcs []pipeSrc, pre, body func(
 	k.Op("mov.u64 %s, 0", off)
 	step := k.Reg(ptx.U64)
 	k.Op("mov.u64 %s, %d", step, FlashBlock)
-	if !c.double { // one buffer: each tile copied, then computed on
-		k.Loop(from, end, step, func(t0 ptx.Reg) {
-			issue(t0, off)
-			k.Op("cp.async.wait_all")
-			if pre != nil {
-				pre(t0, off)
-			}
-			c.sync()
-			body(t0, off)
-			c.sync() // its readers are done before the next tile's copies go there
-		})
-		return
-	}
 	none := k.Label("tc_pipe_empty")
 	k.Op("setp.ge.u64 %s, %s, %s", more, from, end)
 	k.Op("@%s bra %s", more, none)
@@ -720,8 +714,8 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
-	tiles := c.start(c.tileCount(5, 2), false) // Q (and the output staged), K and V (two sets, or one over Q)
-	kt, vt := c.kv(tiles)
+	tiles := c.start(flashTCTiles["flash_fwd"], false) // Q (and the output staged), then two sets of K and V
+	kt, vt := tiles[1], tiles[2]
 	kSrc, vSrc := c.nRows(kt), c.kRows(vt)
 	causalP := c.causalPred(causal)
 	ninf := ptx.Imm(ptx.F32, math.Inf(-1))
@@ -731,9 +725,6 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 		c.move(true, tiles[0], qm, q0, tq)
 		c.sync()
 		qf := c.aFrags(tiles[0])
-		if !c.double {
-			c.sync() // the first K tile goes over Q's
-		}
 		rows := c.positions(q0)
 		var m, l [2]ptx.Reg
 		for h := range 2 {
@@ -837,8 +828,8 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
 	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(c.tileCount(5, 2), false) // dO, then Q (and dQ staged); O; K and V (two sets, or one over them)
-	kt, vt := c.kv(tiles)
+	tiles := c.start(flashTCTiles["flash_bwd_q"], false) // dO, then Q (and dQ staged); O; two sets of K and V
+	kt, vt := tiles[1], tiles[2]
 	kSrc, vSrc, kDeep := c.nRows(kt), c.nRows(vt), c.kRows(kt)
 	causalP := c.causalPred(causal)
 	c.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
@@ -868,9 +859,6 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 		c.move(true, tiles[0], c.halfMatrix(q, bm, tq), q0, tq)
 		c.sync()
 		qf := c.aFrags(tiles[0]) // the loop's first barrier: O's tile is free
-		if !c.double {
-			c.sync() // the first K tile goes over Q's
-		}
 		grad := c.zeroAcc(dim / 8)
 		zero := k.Reg(ptx.U64)
 		k.Op("mov.u64 %s, 0", zero)
@@ -908,7 +896,7 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
 	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
 	tq, tk, nb, blocks, scale2, scale, causal := c.params(true)
-	tiles := c.start(c.tileCount(4, 2), true) // K, then Q; V, then dO; then (two buffers) Q and dO again
+	tiles := c.start(flashTCTiles["flash_bwd_kv"], true) // K, then Q; V, then dO; then Q and dO again (two buffers)
 	lseT, deltaT := c.scalars, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
 	qSrc, qDeep, doSrc, doDeep := c.nRows(tiles[0]), c.kRows(tiles[0]), c.nRows(tiles[1]), c.kRows(tiles[1])

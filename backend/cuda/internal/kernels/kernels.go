@@ -110,7 +110,8 @@ func (d DType) Size() int { return d.mem().Size() }
 type Family struct {
 	Name    string
 	Kernels []*ptx.Kernel
-	// Declares are the device functions its kernels call.
+	// Declares are its module-level declarations: the device functions
+	// its kernels call, a dynamic shared array.
 	Declares []string
 	// Target is the module's PTX target where it needs a newer one than
 	// ptx.Target (the device must have it: TCTarget, compute capability
@@ -130,7 +131,7 @@ func Families() []Family {
 		{Name: "softmax", Kernels: softmaxKernels()},
 		{Name: "norm", Kernels: normKernels()},
 		{Name: "attention", Kernels: attentionKernels()},
-		{Name: "attention_tc", Kernels: flashTCKernels(), Target: TCTarget},
+		{Name: "attention_tc", Kernels: flashTCKernels(), Target: TCTarget, Declares: FlashTCDeclares},
 		{Name: "rnn", Kernels: rnnCellKernels()},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},

@@ -33,6 +33,7 @@ type driverFuncs struct {
 	// Conditional nodes (loops.go), CUDA 12.3 and later.
 	captureInfoV3, captureInfoV2, condHandleCreate, addNodeV2, addNode uintptr
 	beginCaptureToGraph                                                uintptr
+	funcSetAttribute                                                   uintptr
 }
 
 func (f *driverFuncs) symbols() map[string]*uintptr {
@@ -62,7 +63,8 @@ func (f *driverFuncs) optional() map[string]*uintptr {
 		"cuGraphDestroy": &f.graphDestroy, "cuGraphExecDestroy": &f.graphExecDestroy,
 		"cuStreamGetCaptureInfo_v3": &f.captureInfoV3, "cuStreamGetCaptureInfo_v2": &f.captureInfoV2,
 		"cuGraphConditionalHandleCreate": &f.condHandleCreate, "cuGraphAddNode_v2": &f.addNodeV2,
-		"cuGraphAddNode": &f.addNode, "cuStreamBeginCaptureToGraph": &f.beginCaptureToGraph}
+		"cuGraphAddNode": &f.addNode, "cuStreamBeginCaptureToGraph": &f.beginCaptureToGraph,
+		"cuFuncSetAttribute": &f.funcSetAttribute}
 }
 
 // Device attributes (CUdevice_attribute).
@@ -476,6 +478,20 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(shared), uintptr(s), params, 0)
 }
+
+// maxDynamicShared is CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+const maxDynamicShared = 8
+
+// SetMaxDynamicShared is cu.SharedSizer's: cuFuncSetAttribute of
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (inside Do).
+func (c *Context) SetMaxDynamicShared(f cu.Function, bytes int) error {
+	if c.d.f.funcSetAttribute == 0 {
+		return fmt.Errorf("cuda: the driver has no cuFuncSetAttribute: a kernel cannot take %d bytes of dynamic shared memory", bytes)
+	}
+	return c.d.call("cuFuncSetAttribute", c.d.f.funcSetAttribute, uintptr(f), maxDynamicShared, uintptr(bytes))
+}
+
+var _ cu.SharedSizer = (*Context)(nil)
 
 // StreamCreate makes a non-blocking stream (it does not wait for the
 // legacy default stream).
