@@ -11,7 +11,9 @@
 // (training and inference, running statistics as State), LayerNorm,
 // Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
 // GRUCell with RNN running a cell over a sequence through control.Scan (so
-// it differentiates through the loop as one region), and Sequential.
+// it differentiates through the loop as one region) and Bidirectional
+// running two cells, from the sequence's start and from its end, and
+// Sequential.
 // Transformers: MultiHeadAttention (ops.Attention over heads of one joint
 // projection, causal or not, dropout of the weights), RMSNorm and
 // TransformerBlock (pre-norm, GELU MLP, residual dropout); padded

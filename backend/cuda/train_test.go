@@ -199,6 +199,34 @@ func TestConvLayerVariantsTrainOnGPU(t *testing.T) {
 	}
 }
 
+// A Bidirectional LSTM and GRU classifier (two Scans, the reversals)
+// trains on the GPU and follows the CPU, eagerly and traced.
+func TestBidirectionalTrainsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	build := func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+		r := tensor.NewRNG(13)
+		x := tensor.RandNormal(r, tensor.Float32, 8, 5, 3)
+		y := ops.Cast(ops.Gt(ops.Sum(ops.Index(x, ":", 0), -1), tensor.Scalar[float32](0)), tensor.Int32)
+		model := nn.NewSequential(
+			&nn.Bidirectional{FromStart: nn.NewLSTMCell("f", r, 3, 4, tensor.Float32), FromEnd: nn.NewGRUCell("b", r, 3, 4, tensor.Float32)},
+			nn.NewDense("out", r, 8, 2, nn.DenseOpts{}))
+		return model, x, y
+	}
+	const steps = 10
+	var cpu, gpu []float64
+	onDevice(device.Host(), func() {
+		m, x, y := build()
+		cpu = classifierLosses(t, m, x, y, steps, false)
+	})
+	for _, traced := range []bool{false, true} {
+		onDevice(d, func() {
+			m, x, y := build()
+			gpu = classifierLosses(t, m, onGPU(t, d, x), onGPU(t, d, y), steps, traced)
+		})
+		follows(t, fmt.Sprintf("bidirectional (traced %v)", traced), gpu, cpu, 1e-3)
+	}
+}
+
 // A While loop's gradient (x³ by repeated multiplication) and a traced
 // function run on the GPU as on the CPU.
 func TestControlFlowAndTracingOnGPU(t *testing.T) {

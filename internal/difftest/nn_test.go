@@ -66,8 +66,9 @@ func jiggle(m nn.Module, rng *tensor.RNG) {
 	}
 }
 
-// nn's recurrent layers equal PyTorch's own torch.nn.LSTM and
-// torch.nn.GRU given the same weights (nn_torch.py maps the gate orders:
+// nn's recurrent layers, one way and Bidirectional, equal PyTorch's own
+// torch.nn.LSTM and torch.nn.GRU (bidirectional=True for the second)
+// given the same weights (nn_torch.py maps the gate orders:
 // LSTM i, f, g, o in both; GRU z, r, n here, r, z, n there; the GRU's
 // recurrent bias is PyTorch's b_hh, inside the reset gate's product), in
 // the output sequence or last output and in the gradients of the input
@@ -97,6 +98,32 @@ func TestRecurrentLayersAgainstTorch(t *testing.T) {
 		}
 		w := tensor.RandUniform(rng, tensor.Float64, -1, 1, wShape...)
 		r, lc := runLayer(id, c.kind, []float64{float64(c.hid), boolf(c.sequences)}, m, "c/", x, w)
+		runs, cases = append(runs, r), append(cases, lc)
+	}
+	// Bidirectional: PyTorch's bidirectional layers, the cells' variables
+	// fwd/... and bwd/....
+	for _, c := range []struct {
+		kind              string
+		n, steps, in, hid int
+		sequences         bool
+	}{{"lstm", 2, 5, 3, 4, true}, {"lstm", 3, 4, 2, 3, false}, {"gru", 2, 4, 3, 4, true}, {"gru", 2, 5, 2, 3, false}} {
+		id := len(cases)
+		rng := tensor.NewRNG(uint64(40 + id))
+		cell := func(name string) nn.Cell {
+			if c.kind == "lstm" {
+				return nn.NewLSTMCell(name, rng, c.in, c.hid, tensor.Float64)
+			}
+			return nn.NewGRUCell(name, rng, c.in, c.hid, tensor.Float64)
+		}
+		m := &nn.Bidirectional{FromStart: cell("fwd"), FromEnd: cell("bwd"), ReturnSequences: c.sequences}
+		jiggle(m, rng)
+		x := tensor.RandNormal(rng, tensor.Float64, c.n, c.steps, c.in)
+		wShape := []int{c.n, 2 * c.hid}
+		if c.sequences {
+			wShape = []int{c.n, c.steps, 2 * c.hid}
+		}
+		w := tensor.RandUniform(rng, tensor.Float64, -1, 1, wShape...)
+		r, lc := runLayer(id, c.kind, []float64{float64(c.hid), boolf(c.sequences), 1}, m, "", x, w)
 		runs, cases = append(runs, r), append(cases, lc)
 	}
 	checkLayers(t, runs, cases)

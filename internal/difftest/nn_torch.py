@@ -27,45 +27,54 @@ def recurrent(case, x, p):
     """torch.nn.LSTM or GRU (one layer, batch first) from eagerflow's cell:
     kernels [in, k*h] are PyTorch's weight_ih transposed; the LSTM's gates
     i, f, g, o are in PyTorch's order, its b_hh zero; the GRU's z, r, n
-    become r, z, n, its recurrent bias b_hh."""
+    become r, z, n, its recurrent bias b_hh. Bidirectional (settings[2]):
+    the cells' variables named fwd/... and bwd/..., PyTorch's directions,
+    the last outputs its final states side by side."""
     hid, sequences = int(case["settings"][0]), case["settings"][1] == 1
+    both = len(case["settings"]) > 2 and case["settings"][2] == 1
     kind = case["kind"]
     h = hid
 
     def gru_order(t):  # z, r, n along the last dimension -> r, z, n
         return torch.cat([t[..., h:2 * h], t[..., :h], t[..., 2 * h:]], -1)
 
-    if kind == "lstm":
-        m = torch.nn.LSTM(x.shape[2], hid, batch_first=True)
-        w_ih, w_hh, b_ih = p["kernel"].T, p["recurrent_kernel"].T, p["bias"]
-        b_hh = torch.zeros_like(b_ih)
-    else:
-        m = torch.nn.GRU(x.shape[2], hid, batch_first=True)
-        w_ih, w_hh = gru_order(p["kernel"]).T, gru_order(p["recurrent_kernel"]).T
-        b_ih, b_hh = gru_order(p["bias"]), gru_order(p["recurrent_bias"])
-    with torch.no_grad():
-        m.weight_ih_l0.copy_(w_ih)
-        m.weight_hh_l0.copy_(w_hh)
-        m.bias_ih_l0.copy_(b_ih)
-        m.bias_hh_l0.copy_(b_hh)
-    out, _ = m(x)
+    def back_order(t):  # r, z, n -> z, r, n
+        return torch.cat([t[..., h:2 * h], t[..., :h], t[..., 2 * h:]], -1)
+
+    module = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
+    m = module(x.shape[2], hid, batch_first=True, bidirectional=both)
+    directions = [("fwd/", ""), ("bwd/", "_reverse")] if both else [("", "")]
+    for prefix, suffix in directions:
+        if kind == "lstm":
+            w_ih, w_hh, b_ih = p[prefix + "kernel"].T, p[prefix + "recurrent_kernel"].T, p[prefix + "bias"]
+            b_hh = torch.zeros_like(b_ih)
+        else:
+            w_ih, w_hh = gru_order(p[prefix + "kernel"]).T, gru_order(p[prefix + "recurrent_kernel"]).T
+            b_ih, b_hh = gru_order(p[prefix + "bias"]), gru_order(p[prefix + "recurrent_bias"])
+        with torch.no_grad():
+            getattr(m, "weight_ih_l0" + suffix).copy_(w_ih)
+            getattr(m, "weight_hh_l0" + suffix).copy_(w_hh)
+            getattr(m, "bias_ih_l0" + suffix).copy_(b_ih)
+            getattr(m, "bias_hh_l0" + suffix).copy_(b_hh)
+    out, state = m(x)
     if not sequences:
-        out = out[:, -1]
+        hn = state[0] if kind == "lstm" else state
+        out = torch.cat([hn[0], hn[1]], -1) if both else out[:, -1]
     grads = {}
 
     def back(w):
         (out * w).sum().backward()
-        if kind == "lstm":
-            grads["kernel"] = m.weight_ih_l0.grad.T
-            grads["recurrent_kernel"] = m.weight_hh_l0.grad.T
-            grads["bias"] = m.bias_ih_l0.grad
-        else:
-            def back_order(t):  # r, z, n -> z, r, n
-                return torch.cat([t[..., h:2 * h], t[..., :h], t[..., 2 * h:]], -1)
-            grads["kernel"] = back_order(m.weight_ih_l0.grad.T)
-            grads["recurrent_kernel"] = back_order(m.weight_hh_l0.grad.T)
-            grads["bias"] = back_order(m.bias_ih_l0.grad)
-            grads["recurrent_bias"] = back_order(m.bias_hh_l0.grad)
+        for prefix, suffix in directions:
+            g = lambda name: getattr(m, name + "_l0" + suffix).grad
+            if kind == "lstm":
+                grads[prefix + "kernel"] = g("weight_ih").T
+                grads[prefix + "recurrent_kernel"] = g("weight_hh").T
+                grads[prefix + "bias"] = g("bias_ih")
+            else:
+                grads[prefix + "kernel"] = back_order(g("weight_ih").T)
+                grads[prefix + "recurrent_kernel"] = back_order(g("weight_hh").T)
+                grads[prefix + "bias"] = back_order(g("bias_ih"))
+                grads[prefix + "recurrent_bias"] = back_order(g("bias_hh"))
     return out, back, grads
 
 
