@@ -7,7 +7,8 @@
 // Layers are plain structs made by New functions and used through Module
 // (Forward, Variables): Dense, Conv2D, Conv1D (causal padding too),
 // Conv2DTranspose (an upsampling decoder's: Conv2D's input gradient),
-// DepthwiseConv2D, MaxPool2D, AvgPool2D, BatchNorm
+// DepthwiseConv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D, GlobalMaxPool2D,
+// UpSampling2D, Residual (a skip connection around a block), BatchNorm
 // (training and inference, running statistics as State), LayerNorm,
 // Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
 // GRUCell with RNN running a cell over a sequence through control.Scan (so
