@@ -139,9 +139,10 @@ figures() {
 		windows() { python3 "$here/ncu_summary.py" "$out/ncu-window.log" 2>&1 | head -30; }
 		section "Kernel time, depthwise and BatchNorm NHWC (ncu, gpu__time_duration; three calls each)" windows
 		# Attention in bfloat16 at 4096 on the tensor-core flash kernels
-		# (flash_*_bf16_64, new since the H200's run): each pass's time.
+		# (flash_*_bf16_64 and _128, new since the H200's run): each pass's
+		# time.
 		timeout "$(within 30)" ncu --clock-control none --csv --metrics gpu__time_duration.sum \
-			"$here/cuda.test" -test.run '^$' -test.bench 'AttentionGPU/4096/bfloat16$' -test.benchtime 1x \
+			"$here/cuda.test" -test.run '^$' -test.bench 'AttentionGPU/4096/bfloat16(/heads128)?$' -test.benchtime 1x \
 			>"$out/ncu-attention.log" 2>&1
 		attention() { python3 "$here/ncu_summary.py" "$out/ncu-attention.log" 2>&1 | head -20; }
 		section "Kernel time, bfloat16 attention at 4096 (ncu, gpu__time_duration)" attention

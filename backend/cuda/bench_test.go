@@ -671,8 +671,9 @@ func BenchmarkGPTGenerateGPU(b *testing.B) {
 // take FlashAutoBytes or more), then with each path forced: "flash" and
 // "products" (the GEMMs and row kernels); "bfloat16" is the same in
 // bfloat16 as the device chooses (the tensor-core flash kernels,
-// kernels/flash_tc.go), and "bfloat16/products" its products path (the
-// scores materialised in float32: attention_half.go).
+// kernels/flash_tc.go), "bfloat16/products" its products path (the
+// scores materialised in float32: attention_half.go), and
+// "bfloat16/heads128" the flash kernels at 4 heads of 128.
 func BenchmarkAttentionGPU(b *testing.B) {
 	d := benchGPU(b)
 	lengths := []int{1024, 4096}
@@ -682,17 +683,22 @@ func BenchmarkAttentionGPU(b *testing.B) {
 	defer d.flashMode.Store(flashAuto)
 	for _, t := range lengths {
 		for _, path := range []struct {
-			name string
-			mode int32
-			dt   tensor.DType
-		}{{"", flashAuto, tensor.Float32}, {"/flash", flashAlways, tensor.Float32}, {"/products", flashNever, tensor.Float32},
-			{"/bfloat16", flashAuto, tensor.BFloat16}, {"/bfloat16/products", flashNever, tensor.BFloat16}} {
+			name         string
+			mode         int32
+			dt           tensor.DType
+			heads, depth int
+		}{{"", flashAuto, tensor.Float32, 8, 64}, {"/flash", flashAlways, tensor.Float32, 8, 64}, {"/products", flashNever, tensor.Float32, 8, 64},
+			{"/bfloat16", flashAuto, tensor.BFloat16, 8, 64}, {"/bfloat16/products", flashNever, tensor.BFloat16, 8, 64},
+			// Heads of 128 (the same products: half the heads): the
+			// kernels whose tiles are in dynamic shared memory.
+			{"/bfloat16/heads128", flashAuto, tensor.BFloat16, 4, 128}} {
 			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
 				d.flashMode.Store(path.mode)
 				restore := device.SetDefault(d)
 				defer restore()
 				rng := tensor.NewRNG(2)
-				q, k, v := tensor.RandNormal(rng, path.dt, 4, 8, t, 64), tensor.RandNormal(rng, path.dt, 4, 8, t, 64), tensor.RandNormal(rng, path.dt, 4, 8, t, 64)
+				shape := []int{4, path.heads, t, path.depth}
+				q, k, v := tensor.RandNormal(rng, path.dt, shape...), tensor.RandNormal(rng, path.dt, shape...), tensor.RandNormal(rng, path.dt, shape...)
 				q, k, v = onGPU(b, d, q), onGPU(b, d, k), onGPU(b, d, v)
 				timeSteps(b, d, func() {
 					tp := tape.New()

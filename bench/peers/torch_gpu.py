@@ -385,7 +385,8 @@ if not DRY:
 # twin too; BenchmarkGPTStepGPU): a training step (gradients clipped, the
 # loss read) and the whole context generated a byte at a time with the KV
 # cache; then causal attention forward and backward at 1024 and 4096
-# (batch 4, 8 heads of 64; BenchmarkAttentionGPU) through PyTorch's fused
+# (batch 4, 8 heads of 64, and in bfloat16 4 heads of 128 too;
+# BenchmarkAttentionGPU) through PyTorch's fused
 # F.scaled_dot_product_attention.
 import torch_gpt  # noqa: E402  (beside this file in the bundle)
 
@@ -423,6 +424,8 @@ if torch_gpt.SDPA is not None:
         line(f"BenchmarkTorchAttentionGPU/{t}", host_ns(attend, 20), "ns/op")
         qkv = [torch.randn(4, 8, t, 64, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16", host_ns(attend, 20), "ns/op")
+        qkv = [torch.randn(4, 4, t, 128, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
+        line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16/heads128", host_ns(attend, 20), "ns/op")
 
 # Max pooling (3x3, stride 2), average pooling (3x3, stride 2, padding 1
 # counted out of the averages), a depthwise convolution (3x3, stride 2,
