@@ -427,6 +427,23 @@ type StepSettings struct {
 	GradScale                                  float64
 }
 
+// SpanCopier is a device that copies many contiguous spans at once (a
+// GPU: one launch for many, where each Copy is a call of the driver's):
+// Concatenate, whose inputs each fill one stretch of its output, takes
+// it. CopySpans copies each span's N elements of esize bytes from
+// element SOff of Src to element DOff of Dst, buffers of this device; it
+// fails, copying nothing, on another device's buffer.
+type SpanCopier interface {
+	CopySpans(spans []Span, esize int) error
+}
+
+// Span is one contiguous copy of SpanCopier.CopySpans.
+type Span struct {
+	Dst, Src   Buffer
+	DOff, SOff int
+	N          int
+}
+
 // Swapper is a device that moves a buffer's contents to host memory and
 // back without the host waiting: page-locked host memory, and copies
 // queued in order with the device's work (the control-flow paper's

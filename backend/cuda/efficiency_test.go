@@ -118,6 +118,7 @@ var budgets = map[string]kernelBudget{
 	// float16 gradients: per 4 bytes, two values whose widening (and the
 	// product's rounding) is a routine of bit operations, float16's
 	// subnormals and narrower exponent (cast_f32_f16's cost).
+	"copy_multi_8_b64":                  {instr: 14}, // a unit loaded and stored, the table's slot found once a thread
 	"sumsq_multi_8_f16":                 {instr: 130},
 	"scale_multi_8_f16":                 {instr: 152},
 	"adam_multi_8_f32_gf16":             {instr: 36},
@@ -420,6 +421,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		}},
 		{"float16 gather", func() { ops.Gather(ops.Cast(x, tensor.Float16), idx, 0) }},
 		{"clip by global norm", func() { nn.ClipByGlobalNormTensor([]*tensor.Tensor{x, y, row}, 1) }},
+		{"a concatenation of rows, one launch (copy_multi)", func() { ops.Concatenate(0, x, y, x, y) }},
 		{"a loss scale's check and step of float16 gradients", func() {
 			hs := []*tensor.Tensor{ops.Cast(y, tensor.Float16), ops.Cast(row, tensor.Float16)}
 			ops.SumOfSquares(ops.ScaleEach(ops.ScalarLike(hs[0], 0), hs...)...)

@@ -19,12 +19,18 @@ import (
 //   - scale_multi_<slots>_<f32|f64|bf16|f16> (tab, scale): the slots list
 //     (x, out) pairs: out = x·*scale, rounded as Mul's (the half types'
 //     product in float32, rounded once).
+//   - copy_multi_<slots>_<b8|b16|b32|b64> (tab): the slots list (src,
+//     dst) spans of units of that width, each copied (device.SpanCopier:
+//     a concatenation's inputs, a launch for many).
 
 func multiKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, slots := range OptimSlotCounts {
 		for _, d := range slices.Concat(Floats, Halves) {
 			out = append(out, sumSquaresKernel(d, slots), scaleKernel(d, slots))
+		}
+		for _, ct := range copyTypes {
+			out = append(out, copySpansKernel(ct.name, ct.t, slots))
 		}
 	}
 	return out
@@ -37,6 +43,23 @@ func SumSquaresName(slots int, d DType) string {
 
 // ScaleName is scale_multi's name; see SumSquaresName.
 func ScaleName(slots int, d DType) string { return Name("scale_multi", fmt.Sprint(slots), string(d)) }
+
+// CopySpansName is copy_multi's name for units of width (b8, b16, b32,
+// b64).
+func CopySpansName(slots int, width string) string {
+	return Name("copy_multi", fmt.Sprint(slots), width)
+}
+
+func copySpansKernel(width string, t ptx.Type, slots int) *ptx.Kernel {
+	k := ptx.NewKernel(CopySpansName(slots, width))
+	k.ParamBytes("tab", OptimTableSize)
+	ptrs, from, end, step, _ := tableChunk(k, 2, slots, 0)
+	k.Loop(from, end, step, func(i ptx.Reg) {
+		v := k.Load(t, k.Addr(ptrs[0], i, t.Size()))
+		k.Store(t, k.Addr(ptrs[1], i, t.Size()), v)
+	})
+	return k
+}
 
 func sumSquaresKernel(d DType, slots int) *ptx.Kernel {
 	k := ptx.NewKernel(SumSquaresName(slots, d))
