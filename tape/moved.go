@@ -45,7 +45,8 @@ func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) { dropUnread(fr
 //
 // Deprecated: a region primitive, internal since November 2026.
 func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
-	return windowVJP(outputs, seeds, sources, from, to)
+	grads, _ := windowVJP(outputs, seeds, sources, from, to, nil)
+	return grads
 }
 
 // RecordRegion records one node that produces outputs from inputs, whose

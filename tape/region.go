@@ -221,8 +221,16 @@ func (d *dropper) reset() {
 // gradients seeds of outputs (nil entries mean zero), it returns the
 // gradients of sources (nil where a source gets none). Ops it runs are
 // recorded by any tape that is recording, so VJPs of VJPs work.
-func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
+func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64, deferred []bool) ([]*tensor.Tensor, []regions.Product) {
 	b := newBackprop(sources)
+	for i, s := range sources {
+		if i < len(deferred) && deferred[i] {
+			if b.deferred == nil {
+				b.deferred = map[gradKey]int{}
+			}
+			b.deferred[keyOf(s)] = i
+		}
+	}
 	for i, y := range outputs {
 		if seeds[i] == nil {
 			continue
@@ -242,8 +250,9 @@ func windowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*ten
 	for i, s := range sources {
 		out[i] = b.grad(s)
 	}
+	products := b.products
 	b.done()
-	return out
+	return out, products
 }
 
 // recordRegion records one node that produces outputs from inputs and whose
@@ -299,8 +308,8 @@ func (regionsImpl) DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 func (regionsImpl) Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor {
 	return captures(from, to, outputs, inside)
 }
-func (regionsImpl) WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
-	return windowVJP(outputs, seeds, sources, from, to)
+func (regionsImpl) WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64, deferred []bool) ([]*tensor.Tensor, []regions.Product) {
+	return windowVJP(outputs, seeds, sources, from, to, deferred)
 }
 func (regionsImpl) RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor {
 	return recordRegion(inputs, outputs, backward, release, true)

@@ -9,9 +9,11 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/consts"
 	"github.com/eagerflow/eagerflow/internal/plumb"
+	"github.com/eagerflow/eagerflow/internal/regions"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -495,6 +497,11 @@ type backprop struct {
 	uses  map[*tensor.Tensor]int
 	keep  map[gradKey]bool        // sources: their gradients are results
 	mine  map[*tensor.Tensor]bool // gradients made in this pass
+	// deferred are the sources (by their index) whose matrix products'
+	// shares the pass leaves to its caller as products
+	// (regions.WindowVJPProducts).
+	deferred map[gradKey]int
+	products []regions.Product
 }
 
 // gradKey names the tensor a gradient belongs to: the recorded op and
@@ -541,6 +548,7 @@ func (b *backprop) done() {
 	clear(b.uses)
 	clear(b.keep)
 	clear(b.mine)
+	b.deferred, b.products = nil, nil
 	passes.Put(b)
 }
 
@@ -590,9 +598,46 @@ func (b *backprop) step(n *node) {
 	if dys == nil {
 		return
 	}
+	if p, ok := b.deferredProduct(n, dys); ok {
+		only := []bool{true, false} // the other operand's gradient, the source's left as p
+		if p.Left {
+			only = []bool{false, true}
+		}
+		b.uses[p.DY]++ // the caller's now: not recycled by the rule's sums
+		b.apply(n, dys, only)
+		p.Owned = b.mine[p.DY] && b.uses[p.DY] == 1
+		b.products = append(b.products, p)
+		b.finish(dys, made)
+		return
+	}
 	b.apply(n, dys, nil)
 	b.finish(dys, made)
 }
+
+// deferredProduct reports whether n is a plain matrix product (MatMul of
+// two matrices, neither transposed) of which exactly one operand is a
+// deferred source, and returns that source's share as a product.
+func (b *backprop) deferredProduct(n *node, dys []*tensor.Tensor) (regions.Product, bool) {
+	if b.deferred == nil || n.custom != nil || n.call.Op != matMulOp || n.call.Attrs != any(opattr.MatMulAttrs{}) {
+		return regions.Product{}, false
+	}
+	x, y := n.call.Inputs[0], n.call.Inputs[1]
+	if x.Rank() != 2 || y.Rank() != 2 || dys[0] == nil || x == y {
+		return regions.Product{}, false
+	}
+	kx, left := b.deferred[keyOf(x)]
+	ky, right := b.deferred[keyOf(y)]
+	switch {
+	case right && !left:
+		return regions.Product{Source: ky, A: x, DY: dys[0]}, true
+	case left && !right:
+		return regions.Product{Source: kx, A: y, DY: dys[0], Left: true}, true
+	}
+	return regions.Product{}, false
+}
+
+// matMulOp is the op deferredProduct recognises.
+var matMulOp = eager.Lookup("MatMul")
 
 // passBack gives the input of n, a Cast, its output's gradient as it is
 // (HalfGradients).

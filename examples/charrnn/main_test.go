@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -31,7 +32,10 @@ func TestCharRNNLearns(t *testing.T) {
 }
 
 // The traced step (Scan over the LSTM, its backward, all in one graph)
-// gives the eager step's loss and gradients, bitwise.
+// gives the eager step's loss and gradients, bitwise, but for the
+// recurrent kernel's: the eager loop takes it as one product over the
+// steps (control's Loop.Backward), the graph's loop frame step by step,
+// so the two agree to float32's rounding of the sum.
 func TestTracedStepMatchesEager(t *testing.T) {
 	vocab := slices.Compact(slices.Sorted(slices.Values([]rune(text))))
 	m := newModel(vocab)
@@ -49,9 +53,25 @@ func TestTracedStepMatchesEager(t *testing.T) {
 		tp := tape.New()
 		loss := nn.SparseSoftmaxCrossEntropy(m.logits(x), ops.Reshape(y, -1))
 		want := append([]*tensor.Tensor{loss}, tp.Gradient(loss, nn.Values(m.variables())...)...)
+		vars := m.variables()
 		for i := range want {
-			if !slices.Equal(tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])) {
+			g, w := tensor.ToSlice[float32](got[i]), tensor.ToSlice[float32](want[i])
+			if slices.Equal(g, w) {
+				continue
+			}
+			if i == 0 || vars[i-1].Name() != "lstm/recurrent_kernel" {
 				t.Errorf("round %d: output %d differs from eager", round, i)
+				continue
+			}
+			largest := 0.0
+			for _, v := range w {
+				largest = math.Max(largest, math.Abs(float64(v)))
+			}
+			for j := range w {
+				if math.Abs(float64(g[j]-w[j])) > 1e-5*largest {
+					t.Errorf("round %d: the recurrent kernel's gradient, element %d: traced %g, eager %g", round, j, g[j], w[j])
+					break
+				}
 			}
 		}
 	}

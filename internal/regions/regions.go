@@ -22,7 +22,7 @@ type Tape interface {
 	Detach(x *tensor.Tensor) *tensor.Tensor
 	Captures(from, to uint64, outputs, inside []*tensor.Tensor) []*tensor.Tensor
 	DropUnread(from, to uint64, outputs, keep []*tensor.Tensor)
-	WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor
+	WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64, deferred []bool) ([]*tensor.Tensor, []Product)
 	RecordRegion(inputs, outputs []*tensor.Tensor, backward func(dys []*tensor.Tensor) []*tensor.Tensor, release func(keep func(*tensor.Tensor) bool)) []*tensor.Tensor
 	ReleaseWindow(from, to uint64, outputs []*tensor.Tensor, keep func(*tensor.Tensor) bool)
 }
@@ -69,7 +69,31 @@ func DropUnread(from, to uint64, outputs, keep []*tensor.Tensor) {
 // WindowVJP differentiates the ops recorded in (from, to]: the gradients
 // of sources given seeds for outputs.
 func WindowVJP(outputs, seeds, sources []*tensor.Tensor, from, to uint64) []*tensor.Tensor {
-	return impl.WindowVJP(outputs, seeds, sources, from, to)
+	grads, _ := impl.WindowVJP(outputs, seeds, sources, from, to, nil)
+	return grads
+}
+
+// WindowVJPProducts is WindowVJP that leaves, for each source deferred
+// marks, the share of its gradient of every matrix product in the window
+// that takes it as an operand (a plain rank-2 MatMul) to the caller as a
+// Product, instead of computing it: a loop sums its iterations' shares
+// as one product of their operands side by side (flow.Loop.Backward).
+// The returned gradients hold the rest.
+func WindowVJPProducts(outputs, seeds, sources []*tensor.Tensor, from, to uint64, deferred []bool) ([]*tensor.Tensor, []Product) {
+	return impl.WindowVJP(outputs, seeds, sources, from, to, deferred)
+}
+
+// Product is a source's share of a window's gradient that a matrix
+// product left to the caller (WindowVJPProducts): Aᵀ·DY where the source
+// was the product's right operand, DY·Aᵀ where it was the left one
+// (Left), A the other operand and DY the product's output gradient.
+// Owned says the pass made DY and nothing else holds it: the caller
+// may release it once it is used.
+type Product struct {
+	Source int
+	A, DY  *tensor.Tensor
+	Left   bool
+	Owned  bool
 }
 
 // RecordRegion puts one node on the recording tapes: outputs computed from

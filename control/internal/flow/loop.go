@@ -211,6 +211,15 @@ func PassThrough(xs []*tensor.Tensor, fn func() []*tensor.Tensor) []*tensor.Tens
 // values' gradients, then every iteration's own outputs' gradients; it
 // returns the initial loop values' gradients, every iteration's own
 // inputs' gradients, then the captures'.
+//
+// A capture that an iteration multiplies by a matrix (an RNN's recurrent
+// kernel: h·W) gets that product's share of its gradient from all the
+// iterations at once: one product of their operands side by side
+// (aᵢᵀ·dyᵢ summed is [a₁; …; aₙ]ᵀ·[dy₁; …; dyₙ]), where each iteration
+// took a product and an addition of its own (regions.WindowVJPProducts).
+// The output gradients are kept for it until the end, as many as the
+// loop's recorded activations: a checkpointed loop, which keeps fewer,
+// sums iteration by iteration.
 func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 	n := len(l.iters)
 	nextra := 0
@@ -222,19 +231,33 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 	extraGrads := make([]*tensor.Tensor, n*nextra)
 	capGrads := make([]*tensor.Tensor, len(l.Caps))
 	summed := make([]bool, len(l.Caps)) // capGrads[k] is a sum made here
+	var products []regions.Product      // the captures' deferred shares, Source their index in Caps
+	var stashed []*tensor.Tensor        // their operands and gradients, held until the end
+	var deferred []bool
+	if !l.Checkpoint && len(l.Caps) > 0 {
+		deferred = make([]bool, l.NVars+nextra+len(l.Caps))
+		for k := range l.Caps {
+			deferred[l.NVars+nextra+k] = true
+		}
+	}
 	for i := n - 1; i >= 0; i-- {
 		it := l.iters[i]
 		if l.Checkpoint {
 			it = l.recompute(it)
 		}
 		seeds := append(append([]*tensor.Tensor{}, g...), dys[l.NVars+i*nout:l.NVars+(i+1)*nout]...)
-		res := regions.WindowVJP(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.Caps...), it.from, it.to)
+		res, ps := regions.WindowVJPProducts(it.out, seeds, append(append([]*tensor.Tensor{}, it.in...), l.Caps...), it.from, it.to, deferred)
+		for _, p := range ps {
+			p.Source -= l.NVars + nextra
+			products = append(products, p)
+			stashed = append(stashed, p.A, p.DY)
+		}
 		if !eager.Observing() {
 			// The last iteration's gradients were made here (the first
 			// seeds are the caller's): once this iteration has read them,
 			// nothing else holds them, unless the window passed one on.
 			for _, s := range g {
-				if s != nil && unheld(s, dys, res, capGrads, extraGrads) {
+				if s != nil && unheld(s, dys, res, capGrads, extraGrads, stashed) {
 					s.Release()
 				}
 			}
@@ -256,17 +279,77 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 			if !eager.Observing() {
 				// The first part came from an earlier window: released too
 				// unless something else still holds it.
-				if prev := capGrads[k]; summed[k] || unheld(prev, dys, res, g, extraGrads, capGrads[:k], capGrads[k+1:]) {
+				if prev := capGrads[k]; summed[k] || unheld(prev, dys, res, g, extraGrads, capGrads[:k], capGrads[k+1:], stashed) {
 					prev.Release()
 				}
-				if unheld(d, dys, res[:l.NVars+nextra], capGrads) {
+				if unheld(d, dys, res[:l.NVars+nextra], capGrads, stashed) {
 					d.Release()
 				}
 			}
 			capGrads[k], summed[k] = sum, true
 		}
 	}
+	for k := range l.Caps {
+		if p := productSum(products, k); p != nil {
+			if capGrads[k] != nil {
+				p = ops.Add(capGrads[k], p) // a sum made here
+			}
+			capGrads[k] = p
+		}
+	}
 	return append(append(g, extraGrads...), capGrads...)
+}
+
+// productSum is the sum of capture k's deferred products (nil for none),
+// as one matrix product per side the capture was on: Σ aᵢᵀ·dyᵢ =
+// [a₁; …]ᵀ·[dy₁; …] and Σ dyᵢ·aᵢᵀ = [dy₁ …]·[a₁ …]ᵀ. The output
+// gradients the pass made go back to the device's cache once read.
+func productSum(products []regions.Product, k int) *tensor.Tensor {
+	var sum *tensor.Tensor
+	for _, left := range []bool{false, true} {
+		var as, dys []*tensor.Tensor
+		var owned []*tensor.Tensor
+		for _, p := range products {
+			if p.Source == k && p.Left == left {
+				as, dys = append(as, p.A), append(dys, p.DY)
+				if p.Owned {
+					owned = append(owned, p.DY)
+				}
+			}
+		}
+		if len(as) == 0 {
+			continue
+		}
+		axis := 0
+		if left {
+			axis = 1
+		}
+		a, dy := as[0], dys[0]
+		if len(as) > 1 {
+			a, dy = ops.Concatenate(axis, as...), ops.Concatenate(axis, dys...)
+		}
+		var part *tensor.Tensor
+		if left {
+			part = ops.MatMulT(dy, a, false, true)
+		} else {
+			part = ops.MatMulT(a, dy, true, false)
+		}
+		if !eager.Observing() {
+			for _, t := range owned {
+				t.Release()
+			}
+			if len(as) > 1 {
+				a.Release()
+				dy.Release()
+			}
+		}
+		if sum == nil {
+			sum = part
+		} else {
+			sum = ops.Add(sum, part)
+		}
+	}
+	return sum
 }
 
 // recompute reruns a checkpointed iteration on its saved inputs with
