@@ -23,7 +23,8 @@ func (m *matMuls) Begin(c *eager.Call) int {
 func (m *matMuls) End(int) {}
 
 // A loop's captured matrices multiplied at every iteration (h·W on the
-// right, V·hᵀ on the left, as an RNN's recurrent kernel) get their
+// right, V·hᵀ on the left, h·U + b in a FusedMatMul, as an RNN's
+// recurrent kernel) get their
 // gradients from one product over all the iterations: the gradients
 // equal the unrolled loop's, first and second order, with three
 // products fewer an iteration than the unrolled backward takes (one
@@ -31,13 +32,15 @@ func (m *matMuls) End(int) {}
 // keeps less, still takes them iteration by iteration.
 func TestLoopSumsCapturedProductsAtOnce(t *testing.T) {
 	r := tensor.NewRNG(8)
-	w, v := tensor.RandNormal(r, tensor.Float64, 3, 3), tensor.RandNormal(r, tensor.Float64, 3, 3)
+	w, v, u := tensor.RandNormal(r, tensor.Float64, 3, 3), tensor.RandNormal(r, tensor.Float64, 3, 3), tensor.RandNormal(r, tensor.Float64, 3, 3)
+	bias := tensor.RandNormal(r, tensor.Float64, 3)
 	h0 := tensor.RandNormal(r, tensor.Float64, 2, 3)
 	const steps = 6
 	body := func(h T) T {
 		left := ops.Transpose(ops.MatMul(v, ops.Transpose(h, 1, 0)), 1, 0) // (V·hᵀ)ᵀ: V on the left
 		both := ops.MatMul(ops.MatMul(h, v), ops.Transpose(v, 1, 0))       // V on the right, and transposed
-		return ops.Tanh(ops.Add(ops.Add(ops.MatMul(h, w), ops.Mul(left, left)), both))
+		fused := ops.FusedMatMul(h, u, bias, ops.NoActivation)             // U deferred, the bias's gradient the rule's
+		return ops.Tanh(ops.Add(ops.Add(ops.Add(ops.MatMul(h, w), ops.Mul(left, left)), both), fused))
 	}
 	// run returns the gradients of Σh² in W, V and h0, the products the
 	// backward pass ran, and the gradient in h0 of the sum of W's
@@ -47,7 +50,7 @@ func TestLoopSumsCapturedProductsAtOnce(t *testing.T) {
 		outer := tape.New()
 		outer.Watch(h0)
 		tp := tape.New()
-		tp.Watch(w, v, h0)
+		tp.Watch(w, v, h0, u, bias)
 		var h T
 		if loop {
 			h = control.Fori(0, steps, func(_ T, s []T) []T { return []T{body(s[0])} }, []T{h0}, control.WhileOptions{Checkpoint: checkpoint})[0]
@@ -59,13 +62,13 @@ func TestLoopSumsCapturedProductsAtOnce(t *testing.T) {
 		}
 		y := ops.Sum(ops.Mul(h, h))
 		old := eager.SetProfileHook(counter)
-		g := tp.Gradient(y, w, v, h0)
+		g := tp.Gradient(y, w, v, h0, u, bias)
 		eager.SetProfileHook(old)
 		return g, counter.n, outer.Gradient(ops.Sum(g[0]), h0)[0]
 	}
 	want, unrolled, want2 := run(false, false)
 	got, looped, got2 := run(true, false)
-	for i, name := range []string{"W", "V", "h0"} {
+	for i, name := range []string{"W", "V", "h0", "U", "the bias"} {
 		if d := approx.Diff(vals(got[i]), vals(want[i]), 1e-12); d != "" {
 			t.Errorf("gradient of %s: %s", name, d)
 		}
@@ -77,7 +80,7 @@ func TestLoopSumsCapturedProductsAtOnce(t *testing.T) {
 		t.Errorf("the loop's backward ran %d products, the unrolled one's %d: want fewer", looped, unrolled)
 	}
 	got, checkpointed, _ := run(true, true)
-	for i, name := range []string{"W", "V", "h0"} {
+	for i, name := range []string{"W", "V", "h0", "U", "the bias"} {
 		if d := approx.Diff(vals(got[i]), vals(want[i]), 1e-12); d != "" {
 			t.Errorf("checkpointed, gradient of %s: %s", name, d)
 		}

@@ -54,8 +54,15 @@ func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tenso
 // project is x's share of the gates, x·W + b (the bias in the GEMM):
 // [..., 4h] for x [..., in], a step's [N, in] or a whole sequence's.
 func (c *LSTMCell) project(x *tensor.Tensor) *tensor.Tensor {
-	needFeatures("LSTMCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
-	w, b := valueAs(c.Kernel, x), valueAs(c.Bias, x)
+	return projectGates("LSTMCell", c.Kernel, c.Bias, x)
+}
+
+// projectGates is a cell's (named cell in errors) input's share of its
+// gates, x·kernel + bias in one GEMM: [..., gates] for x [..., in], a
+// step's [N, in] or a whole sequence's.
+func projectGates(cell string, kernel, bias *tape.Variable, x *tensor.Tensor) *tensor.Tensor {
+	needFeatures(cell, x, -1, kernel.Value().Dim(0), "input features", "")
+	w, b := valueAs(kernel, x), valueAs(bias, x)
 	if x.Rank() == 2 {
 		return ops.FusedMatMul(x, w, b, ops.NoActivation)
 	}
@@ -117,11 +124,23 @@ func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *
 
 // Step advances the cell one step.
 func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
-	needFeatures("GRUCell", x, -1, c.Kernel.Value().Dim(0), "input features", "")
-	h := castFloat(state[0], x.DType())
-	xs := ops.FusedMatMul(x, valueAs(c.Kernel, x), valueAs(c.Bias, x), ops.NoActivation) // the biases in the products
-	hs := ops.FusedMatMul(h, valueAs(c.Recurrent, x), valueAs(c.RecurrentBias, x), ops.NoActivation)
-	out := ops.GRUCell(xs, hs, h) // the gates' elementwise part, one op each way: (1-z)·n + z·h
+	return c.stepProjected(c.project(x), state)
+}
+
+// project is x's share of the gates, x·W + b (projectGates), for a step
+// or a whole sequence.
+func (c *GRUCell) project(x *tensor.Tensor) *tensor.Tensor {
+	return projectGates("GRUCell", c.Kernel, c.Bias, x)
+}
+
+// stepProjected advances the cell one step from the input's share of the
+// gates xs (project's).
+func (c *GRUCell) stepProjected(xs *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	h := castFloat(state[0], xs.DType())
+	// The recurrent bias in the product; the gates' elementwise part one
+	// op each way: (1-z)·n + z·h.
+	hs := ops.FusedMatMul(h, valueAs(c.Recurrent, xs), valueAs(c.RecurrentBias, xs), ops.NoActivation)
+	out := ops.GRUCell(xs, hs, h)
 	return out, []*tensor.Tensor{out}
 }
 

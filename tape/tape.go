@@ -599,9 +599,13 @@ func (b *backprop) step(n *node) {
 		return
 	}
 	if p, ok := b.deferredProduct(n, dys); ok {
-		only := []bool{true, false} // the other operand's gradient, the source's left as p
+		src := 1 // the source's operand, whose share is left as p
 		if p.Left {
-			only = []bool{false, true}
+			src = 0
+		}
+		only := make([]bool, len(n.call.Inputs)) // the other inputs' gradients
+		for i := range only {
+			only[i] = i != src
 		}
 		b.uses[p.DY]++ // the caller's now: not recycled by the rule's sums
 		b.apply(n, dys, only)
@@ -614,11 +618,19 @@ func (b *backprop) step(n *node) {
 	b.finish(dys, made)
 }
 
-// deferredProduct reports whether n is a plain matrix product (MatMul of
-// two matrices, neither transposed) of which exactly one operand is a
-// deferred source, and returns that source's share as a product.
+// deferredProduct reports whether n is a plain matrix product of two
+// matrices, its inputs 0 and 1 (MatMul, neither transposed; FusedMatMul
+// without an activation, whose bias takes its gradient as usual), of
+// which exactly one is a deferred source, and returns that source's share
+// as a product.
 func (b *backprop) deferredProduct(n *node, dys []*tensor.Tensor) (regions.Product, bool) {
-	if b.deferred == nil || n.custom != nil || n.call.Op != matMulOp || n.call.Attrs != any(opattr.MatMulAttrs{}) {
+	if b.deferred == nil || n.custom != nil {
+		return regions.Product{}, false
+	}
+	switch {
+	case n.call.Op == matMulOp && n.call.Attrs == any(opattr.MatMulAttrs{}):
+	case n.call.Op == fusedMatMulOp && n.call.Attrs == any(ops.FusedMatMulAttrs{Activation: ops.NoActivation}):
+	default:
 		return regions.Product{}, false
 	}
 	x, y := n.call.Inputs[0], n.call.Inputs[1]
@@ -636,8 +648,8 @@ func (b *backprop) deferredProduct(n *node, dys []*tensor.Tensor) (regions.Produ
 	return regions.Product{}, false
 }
 
-// matMulOp is the op deferredProduct recognises.
-var matMulOp = eager.Lookup("MatMul")
+// The ops deferredProduct recognises.
+var matMulOp, fusedMatMulOp = eager.Lookup("MatMul"), eager.Lookup("FusedMatMul")
 
 // passBack gives the input of n, a Cast, its output's gradient as it is
 // (HalfGradients).
