@@ -48,7 +48,14 @@ func NewLSTMCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) 
 
 // Step advances the cell one step.
 func (c *LSTMCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
-	return c.stepProjected(c.project(x), state)
+	px := c.project(x)
+	return c.stepProjected(px, state, c.recurrent(px.DType()))
+}
+
+// recurrent is the recurrent kernel in dtype dt (its kept cast under a
+// mixed policy).
+func (c *LSTMCell) recurrent(dt tensor.DType) []*tensor.Tensor {
+	return []*tensor.Tensor{castFloat(c.Recurrent.Value(), dt)}
 }
 
 // project is x's share of the gates, x·W + b (the bias in the GEMM):
@@ -72,12 +79,13 @@ func projectGates(cell string, kernel, bias *tape.Variable, x *tensor.Tensor) *t
 }
 
 // stepProjected advances the cell one step from the input's share of the
-// gates px (project's).
-func (c *LSTMCell) stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+// gates px (project's) and the recurrent kernel in px's dtype
+// (recurrent's).
+func (c *LSTMCell) stepProjected(px *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	h, cell := castFloat(state[0], px.DType()), castFloat(state[1], px.DType())
 	// The gates' elementwise part, one op each way, the two terms of
 	// their pre-activations added inside.
-	out, next := ops.LSTMCell(px, ops.MatMul(h, valueAs(c.Recurrent, px)), cell)
+	out, next := ops.LSTMCell(px, ops.MatMul(h, weights[0]), cell)
 	return out, []*tensor.Tensor{out, next}
 }
 
@@ -85,10 +93,14 @@ func (c *LSTMCell) stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*te
 // the step's input alone: RNN computes it for the whole sequence in one
 // product before the steps (and its gradient in one after them), as
 // cuDNN's recurrent layers do, where each step would run a GEMM of its
-// own each way.
+// own each way. Its recurrent weights in the steps' dtype are taken once
+// before the steps too, so that the loop captures them as they are and
+// its backward takes their products over all the steps at once
+// (control's Loop.Backward), under a mixed policy as in float32.
 type projector interface {
 	project(x *tensor.Tensor) *tensor.Tensor
-	stepProjected(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor)
+	recurrent(dt tensor.DType) []*tensor.Tensor
+	stepProjected(px *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor)
 }
 
 // InitialState returns zero h and c.
@@ -124,7 +136,13 @@ func NewGRUCell(name string, rng *tensor.RNG, in, hidden int, dt tensor.DType) *
 
 // Step advances the cell one step.
 func (c *GRUCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
-	return c.stepProjected(c.project(x), state)
+	xs := c.project(x)
+	return c.stepProjected(xs, state, c.recurrent(xs.DType()))
+}
+
+// recurrent is the recurrent kernel and bias in dtype dt.
+func (c *GRUCell) recurrent(dt tensor.DType) []*tensor.Tensor {
+	return []*tensor.Tensor{castFloat(c.Recurrent.Value(), dt), castFloat(c.RecurrentBias.Value(), dt)}
 }
 
 // project is x's share of the gates, x·W + b (projectGates), for a step
@@ -134,12 +152,13 @@ func (c *GRUCell) project(x *tensor.Tensor) *tensor.Tensor {
 }
 
 // stepProjected advances the cell one step from the input's share of the
-// gates xs (project's).
-func (c *GRUCell) stepProjected(xs *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+// gates xs (project's) and the recurrent kernel and bias in xs's dtype
+// (recurrent's).
+func (c *GRUCell) stepProjected(xs *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 	h := castFloat(state[0], xs.DType())
 	// The recurrent bias in the product; the gates' elementwise part one
 	// op each way: (1-z)·n + z·h.
-	hs := ops.FusedMatMul(h, valueAs(c.Recurrent, xs), valueAs(c.RecurrentBias, xs), ops.NoActivation)
+	hs := ops.FusedMatMul(h, weights[0], weights[1], ops.NoActivation)
 	out := ops.GRUCell(xs, hs, h)
 	return out, []*tensor.Tensor{out}
 }
@@ -226,7 +245,11 @@ func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*
 	}
 	step, in := r.Cell.Step, x
 	if p, ok := r.Cell.(projector); ok && x.Dim(0) > 0 && x.Dim(1) > 0 {
-		in, step = p.project(x), p.stepProjected // the input's share of every step in one product
+		in = p.project(x) // the input's share of every step in one product
+		weights := p.recurrent(in.DType())
+		step = func(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+			return p.stepProjected(px, state, weights)
+		}
 	}
 	steps := ops.Transpose(in, 1, 0, 2) // [T, N, in or the projection's]
 	final, ys := control.Scan(func(carry, in []*tensor.Tensor) ([]*tensor.Tensor, []*tensor.Tensor) {
