@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"github.com/eagerflow/eagerflow/tensor"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/cu"
 	"math"
@@ -652,6 +653,9 @@ func (cc *compiler) cvt(mods []string, args []string) (func(*run, *block, *threa
 		return nil, fmt.Errorf("cvt needs two types and two operands")
 	}
 	dt, stt := mods[len(mods)-2], mods[len(mods)-1]
+	if dt == "f16" || stt == "f16" {
+		return cc.cvtF16(mods, args)
+	}
 	if classOf(dt) == "" || classOf(stt) == "" || dt == "pred" || stt == "pred" {
 		return nil, fmt.Errorf("bad cvt types .%s.%s", dt, stt)
 	}
@@ -685,6 +689,60 @@ func (cc *compiler) cvt(mods []string, args []string) (func(*run, *block, *threa
 		return nil, err
 	}
 	return func(r *run, b *block, t *thread) { d(t, conv(s(t, b))) }, nil
+}
+
+// cvtF16 compiles cvt.f32.f16 d, a (exact) and cvt.rn.f16.f32 d, a (to
+// nearest, ties to even; subnormals kept, beyond 65504 an infinity), the
+// float16 operand a .b16 register. A NaN becomes the canonical one
+// (0x7fffffff, 0x7fff): the hardware's NaN is not the payload the host's
+// conversions keep, which kernels that care set themselves.
+func (cc *compiler) cvtF16(mods []string, args []string) (func(*run, *block, *thread), error) {
+	widen := len(mods) == 2 && mods[0] == "f32" && mods[1] == "f16"
+	narrow := len(mods) == 3 && mods[0] == "rn" && mods[1] == "f16" && mods[2] == "f32"
+	if !widen && !narrow || len(args) != 2 {
+		return nil, fmt.Errorf("only cvt.f32.f16 d, a and cvt.rn.f16.f32 d, a are supported for .f16")
+	}
+	half := args[1]
+	if narrow {
+		half = args[0]
+	}
+	if r, ok := cc.k.regs[half]; !ok || r.bits != 16 {
+		return nil, fmt.Errorf("the .f16 operand %s of cvt must be a .b16 register", half)
+	}
+	if widen {
+		d, err := cc.dst(args[0], "f32", false)
+		if err != nil {
+			return nil, err
+		}
+		s, err := cc.src(args[1], "b32", true)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *run, b *block, t *thread) {
+			h := tensor.F16(s(t, b))
+			if h&0x7fff > 0x7c00 {
+				d(t, 0x7fffffff)
+				return
+			}
+			d(t, uint64(math.Float32bits(h.Float32())))
+		}, nil
+	}
+	d, err := cc.dst(args[0], "b32", true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cc.src(args[1], "f32", false)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *run, b *block, t *thread) {
+		f := math.Float32frombits(uint32(s(t, b)))
+		if f != f {
+			d(t, 0x7fff)
+			return
+		}
+		d(t, uint64(tensor.ToF16(f)))
+	}, nil
 }
 
 // toFloat reads bits of type typ as a float64 (integers exactly when they

@@ -302,3 +302,42 @@ func TestAsyncCopiesCompleteAtTheWait(t *testing.T) {
 		t.Errorf("a kernel that never waits for its copies ran (%v)", err)
 	}
 }
+
+// The scalar float16 conversions: cvt.rn.f16.f32 rounds to nearest even
+// into a .b16 register, cvt.f32.f16 widens exactly; a NaN becomes the
+// canonical one (the hardware keeps no payload kernels may count on); an
+// .f16 operand in a 32-bit register is refused.
+func TestScalarHalfConversion(t *testing.T) {
+	src := header + `
+.visible .entry half(.param .u64 out)
+{
+	.reg .b16 %h<3>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	.reg .f32 %f<4>;
+	ld.param.u64 %rd1, [out];
+	mov.f32 %f1, 0fC0490FDB;
+	cvt.rn.f16.f32 %h1, %f1;
+	cvt.f32.f16 %f2, %h1;
+	mov.f32 %f3, 0f7FC00123;
+	cvt.rn.f16.f32 %h2, %f3;
+	cvt.u32.u16 %r1, %h1;
+	cvt.u32.u16 %r2, %h2;
+	st.global.b32 [%rd1], %r1;
+	st.global.f32 [%rd1+4], %f2;
+	st.global.b32 [%rd1+8], %r2;
+	ret;
+}
+`
+	e := newEnv(t)
+	got := e.words(src, "half", false, 1, 3)
+	h := tensor.ToF16(-math.Pi)
+	if got[0] != uint32(h) || math.Float32frombits(got[1]) != h.Float32() || got[2] != 0x7fff {
+		t.Errorf("conversions gave %#x, %g, %#x; want %#x, %g, 0x7fff", got[0], math.Float32frombits(got[1]), got[2], uint16(h), h.Float32())
+	}
+	err := e.ctx.Do(func() error {
+		_, err := e.ctx.ModuleLoad(strings.Replace(src, "cvt.f32.f16 %f2, %h1;", "cvt.f32.f16 %f2, %r1;", 1))
+		return err
+	})
+	expect(t, err, cu.ErrorInvalidPTX, "must be a .b16 register")
+}

@@ -162,6 +162,9 @@ var narrowFormats = map[DType]narrowFormat{
 // mantissa·2^(1-bias-mant).
 func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
 	bits, f := k.Reg(ptx.U32), k.Reg(ptx.F32)
+	if d == F16 {
+		return f16ToF32(k, x)
+	}
 	if d == BF16 {
 		k.Op("shl.b32 %s, %s, 16", bits, x)
 		k.Op("mov.b32 %s, %s", f, bits)
@@ -214,6 +217,9 @@ func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
 	abs, nan := k.Reg(ptx.U32), k.Reg(ptx.Pred)
 	k.Op("and.b32 %s, %s, 2147483647", abs, u)
 	k.Op("setp.gt.u32 %s, %s, 2139095040", nan, abs) // above 0x7f800000
+	if d == F16 {
+		return f32ToF16(k, f, u, nan)
+	}
 	if d == BF16 {
 		lsb, q := k.Reg(ptx.U32), k.Reg(ptx.U32)
 		k.Op("shr.b32 %s, %s, 16", lsb, u)
@@ -284,5 +290,48 @@ func f32ToHalf(k *ptx.Kernel, d DType, f ptx.Reg) ptx.Reg {
 	}
 	k.Op("selp.b32 %s, %s, %s, %s", r, nanBits, r, nan)
 	k.Op("or.b32 %s, %s, %s", r, r, sign)
+	return r
+}
+
+// f16ToF32 widens the float16 in the low bits of x by the hardware's
+// conversion (exact), a NaN given the bits the host's widening (F16C's)
+// gives it: its sign, quiet, its mantissa shifted up; the hardware's
+// conversion need not keep them.
+func f16ToF32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	h, f := k.Reg(ptx.B16), k.Reg(ptx.F32)
+	k.Op("cvt.u16.u32 %s, %s", h, x)
+	k.Op("cvt.f32.f16 %s, %s", f, h)
+	abs, nan, m, sign := k.Reg(ptx.U32), k.Reg(ptx.Pred), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("and.b32 %s, %s, 32767", abs, x)
+	k.Op("setp.gt.u32 %s, %s, 31744", nan, abs) // above 0x7c00
+	k.Op("and.b32 %s, %s, 1023", m, x)
+	k.Op("shl.b32 %s, %s, 13", m, m)
+	k.Op("and.b32 %s, %s, 32768", sign, x)
+	k.Op("shl.b32 %s, %s, 16", sign, sign)
+	k.Op("or.b32 %s, %s, %s", m, m, sign)
+	k.Op("or.b32 %s, %s, 2143289344", m, m) // 0x7fc00000: quiet
+	bits := k.Reg(ptx.U32)
+	k.Op("mov.b32 %s, %s", bits, f)
+	k.Op("selp.b32 %s, %s, %s, %s", bits, m, bits, nan)
+	k.Op("mov.b32 %s, %s", f, bits)
+	return f
+}
+
+// f32ToF16 rounds the float32 f (of bits u) to float16 by the hardware's
+// conversion (to nearest, ties to even, subnormals kept, beyond 65504 an
+// infinity), in the low bits of the result; where nan (u a NaN) it is the
+// NaN tensor.ToF16 makes: quiet, the top of the payload kept.
+func f32ToF16(k *ptx.Kernel, f, u, nan ptx.Reg) ptx.Reg {
+	h, r := k.Reg(ptx.B16), k.Reg(ptx.U32)
+	k.Op("cvt.rn.f16.f32 %s, %s", h, f)
+	k.Op("cvt.u32.u16 %s, %s", r, h)
+	q, sign := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("shr.b32 %s, %s, 13", q, u)
+	k.Op("and.b32 %s, %s, 1023", q, q)
+	k.Op("or.b32 %s, %s, 32256", q, q) // 0x7e00: quiet
+	k.Op("shr.b32 %s, %s, 16", sign, u)
+	k.Op("and.b32 %s, %s, 32768", sign, sign)
+	k.Op("or.b32 %s, %s, %s", q, q, sign)
+	k.Op("selp.b32 %s, %s, %s, %s", r, q, r, nan)
 	return r
 }

@@ -51,14 +51,17 @@ const (
 	Pred Type = "pred"
 	U8   Type = "u8"
 	U16  Type = "u16"
-	S32  Type = "s32"
-	U32  Type = "u32"
-	S64  Type = "s64"
-	U64  Type = "u64"
-	B32  Type = "b32"
-	B64  Type = "b64"
-	F32  Type = "f32"
-	F64  Type = "f64"
+	// B16 is a 16-bit register's type (.b16): the half types' scalar
+	// conversions (cvt.f32.f16, cvt.rn.f16.f32) take one.
+	B16 Type = "b16"
+	S32 Type = "s32"
+	U32 Type = "u32"
+	S64 Type = "s64"
+	U64 Type = "u64"
+	B32 Type = "b32"
+	B64 Type = "b64"
+	F32 Type = "f32"
+	F64 Type = "f64"
 )
 
 // Size is the type's size in bytes in memory.
@@ -66,7 +69,7 @@ func (t Type) Size() int {
 	switch t {
 	case U8:
 		return 1
-	case U16:
+	case U16, B16:
 		return 2
 	case S32, U32, B32, F32:
 		return 4
@@ -85,6 +88,8 @@ func (t Type) class() string {
 		return "fd"
 	case S64, U64, B64:
 		return "rd"
+	case B16:
+		return "h"
 	}
 	return "r" // u8 and u16 values are loaded into 32-bit registers
 }
@@ -208,7 +213,7 @@ func (k *Kernel) Place(label string) { fmt.Fprintf(&k.body, "%s:\n", label) }
 func (k *Kernel) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n.visible .entry %s(\n\t%s\n)\n{\n", k.name, strings.Join(k.params, ",\n\t"))
-	for _, c := range []struct{ class, typ string }{{"p", "pred"}, {"r", "b32"}, {"rd", "b64"}, {"f", "f32"}, {"fd", "f64"}} {
+	for _, c := range []struct{ class, typ string }{{"p", "pred"}, {"h", "b16"}, {"r", "b32"}, {"rd", "b64"}, {"f", "f32"}, {"fd", "f64"}} {
 		if n := k.count[c.class]; n > 0 {
 			fmt.Fprintf(&b, "\t.reg .%s %%%s<%d>;\n", c.typ, c.class, n+1)
 		}
