@@ -122,6 +122,33 @@ func init() {
 	})
 }
 
+// laidOut is mask as the kernels take it: itself where attnmask.Of takes
+// its form; a copy broadcast out to the batch's dimensions (keeping its
+// row of queries or single row) where it broadcasts to them as NumPy
+// would in another form (a mask per head shared by the sequences, [1, H,
+// Tq, Tk]; one of a lower rank, [H, Tq, Tk]); else itself, for the shape
+// check to refuse.
+func laidOut(q, k, mask *tensor.Tensor) *tensor.Tensor {
+	if mask == nil || q.Rank() < 2 || k.Rank() != q.Rank() || mask.Rank() < 2 {
+		return mask
+	}
+	batch := q.Shape()[:q.Rank()-2]
+	if _, ok := attnmask.Of(batch, q.Dim(-2), k.Dim(-2), mask.Shape()); ok || mask.DType() != tensor.Bool {
+		return mask
+	}
+	lead := mask.Shape()[:mask.Rank()-2]
+	if len(lead) > len(batch) {
+		return mask
+	}
+	off := len(batch) - len(lead)
+	for i, d := range lead {
+		if d != 1 && d != batch[off+i] {
+			return mask
+		}
+	}
+	return BroadcastTo(mask, append(batch.Clone(), mask.Dim(-2), mask.Dim(-1))...)
+}
+
 // maskOf is the mask among an attention call's inputs (the fourth), or nil.
 func maskOf(in []*tensor.Tensor) *tensor.Tensor {
 	if len(in) == 4 {
@@ -137,7 +164,10 @@ func maskOf(in []*tensor.Tensor) *tensor.Tensor {
 // and batch matrices as NumPy would, in these forms: [Tq, Tk] or [1, Tk]
 // for all, or with the batch's rank, each batch dimension its own or 1
 // from some dimension on ([N, H, Tq, Tk]: one each; [N, 1, 1, Tk]: a
-// sequence's key padding for its heads and queries); causal masks
+// sequence's key padding for its heads and queries), which the kernels
+// read in place; any other form that broadcasts so ([1, H, Tq, Tk], a
+// mask a head shared by the sequences; [H, Tq, Tk]) is broadcast out to
+// the batch's dimensions first, a copy; causal masks
 // the keys after each query's position (PyTorch's is_causal); scale 0
 // means 1/√D. A row whose every key is masked is NaN, as softmax of
 // nothing is. Differentiable in q, k and v. Panics with a *tensor.Error
@@ -148,6 +178,7 @@ func Attention(q, k, v, mask *tensor.Tensor, causal bool, scale float64) *tensor
 	if scale == 0 && q.Rank() >= 1 {
 		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
 	}
+	mask = laidOut(q, k, mask)
 	in := []*tensor.Tensor{q, k, v}
 	if mask != nil {
 		in = append(in, mask)
@@ -198,6 +229,7 @@ func AttentionWeights(q, k, mask *tensor.Tensor, causal bool, scale float64) *te
 	if q.Rank() < 2 || k.Rank() != q.Rank() || q.Dim(-1) != k.Dim(-1) || !q.Shape()[:q.Rank()-2].Equal(k.Shape()[:k.Rank()-2]) {
 		fail("AttentionWeights", tensor.ErrShape, []*tensor.Tensor{q, k}, "query %v and key %v need one batch shape and feature size", q.Shape(), k.Shape())
 	}
+	mask = laidOut(q, k, mask)
 	if mask != nil {
 		batch := q.Shape()[:q.Rank()-2]
 		if _, ok := attnmask.Of(batch, q.Dim(-2), k.Dim(-2), mask.Shape()); mask.DType() != tensor.Bool || !ok {

@@ -190,11 +190,12 @@ func TestAttentionHalf(t *testing.T) {
 	}
 }
 
-// A mask broadcasts over the queries and the trailing batch dimensions
-// (a sequence's key padding for its heads): the op equals itself with
-// the mask broadcast out (ops.BroadcastTo), in value and gradients, bit
-// for bit, causal or not; AttentionWeights too. The 1s must be a suffix
-// of the batch dimensions, and the ranks match.
+// A mask broadcasts over the queries and the batch dimensions as NumPy
+// would (a sequence's key padding for its heads, read in place; a mask a
+// head shared by the sequences or of a lower rank, broadcast out first):
+// the op equals itself with the mask broadcast out (ops.BroadcastTo), in
+// value and gradients, bit for bit, causal or not; AttentionWeights too.
+// A mask that does not broadcast is a shape error naming the forms.
 func TestAttentionMaskBroadcasts(t *testing.T) {
 	r := tensor.NewRNG(9)
 	const n, h, tq, tk, d = 2, 3, 4, 6, 5
@@ -213,7 +214,7 @@ func TestAttentionMaskBroadcasts(t *testing.T) {
 		w := ops.AttentionWeights(q, k, mask, causal, 0)
 		return append([]*tensor.Tensor{out, w}, tp.Gradient(ops.Sum(ops.Mul(out, out)), q, k, v)...)
 	}
-	for _, shape := range [][]int{{1, tk}, {n, 1, 1, tk}, {n, 1, tq, tk}, {n, h, 1, tk}, {1, 1, 1, tk}} {
+	for _, shape := range [][]int{{1, tk}, {n, 1, 1, tk}, {n, 1, tq, tk}, {n, h, 1, tk}, {1, 1, 1, tk}, {1, h, tq, tk}, {h, tq, tk}, {h, 1, tk}, {1, h, 1, tk}} {
 		for _, causal := range []bool{false, true} {
 			m := draw(shape...)
 			got, want := run(m, causal), run(ops.BroadcastTo(m, n, h, tq, tk), causal)
@@ -224,8 +225,8 @@ func TestAttentionMaskBroadcasts(t *testing.T) {
 			}
 		}
 	}
-	for _, shape := range [][]int{{1, h, tq, tk}, {h, tq, tk}, {n, h, 2, tk}, {n, h, tq, 1}} {
-		if err := tensor.Catch(func() { ops.Attention(q, k, v, draw(shape...), false, 0) }); !errors.Is(err, tensor.ErrShape) || !strings.Contains(err.Error(), "from some dimension on") {
+	for _, shape := range [][]int{{3, h, tq, tk}, {2, tq, tk}, {n, h, 2, tk}, {n, h, tq, 1}, {1, n, h, tq, tk}} {
+		if err := tensor.Catch(func() { ops.Attention(q, k, v, draw(shape...), false, 0) }); !errors.Is(err, tensor.ErrShape) || !strings.Contains(err.Error(), "broadcast to the batch's") {
 			t.Errorf("mask %v: %v, want a shape error naming the forms", shape, err)
 		}
 		if err := tensor.Catch(func() { ops.AttentionWeights(q, k, draw(shape...), false, 0) }); !errors.Is(err, tensor.ErrShape) {

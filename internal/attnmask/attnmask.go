@@ -52,4 +52,4 @@ func Of(batch []int, tq, tk int, m []int) (Layout, bool) {
 }
 
 // Forms describes the mask shapes Of takes, for errors.
-const Forms = "bool [Tq or 1, Tk], or [batch..., Tq or 1, Tk] with each batch dimension its own or 1 from some dimension on"
+const Forms = "bool [..., Tq or 1, Tk] whose leading dimensions broadcast to the batch's (each the batch's own or 1)"
