@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -95,5 +96,38 @@ func TestResidual(t *testing.T) {
 	}
 	if got := nn.Describe(res); got != "Residual: Dense d: 3 -> 3" {
 		t.Errorf("Describe: %q", got)
+	}
+}
+
+// twoTower is a model of one's own: two Dense layers on one input,
+// summed; a Container.
+type twoTower struct{ a, b *nn.Dense }
+
+func (m twoTower) Forward(x *tensor.Tensor) *tensor.Tensor {
+	return ops.Add(m.a.Forward(x), m.b.Forward(x))
+}
+func (m twoTower) Variables() []*tape.Variable {
+	return append(m.a.Variables(), m.b.Variables()...)
+}
+func (m twoTower) Modules() []nn.Module { return []nn.Module{m.a, m.b} }
+
+// Summarize lists the modules of a Container of one's own (and of a
+// Residual inside a Sequential) under its row, with their parameters.
+func TestSummarizeListsAContainersModules(t *testing.T) {
+	r := tensor.NewRNG(3)
+	m := nn.NewSequential(twoTower{nn.NewDense("a", r, 3, 4, nn.DenseOpts{}), nn.NewDense("b", r, 3, 4, nn.DenseOpts{})},
+		nn.Residual{Block: nn.NewDense("c", r, 4, 4, nn.DenseOpts{})})
+	s, err := nn.Summarize(m, tensor.Zeros(tensor.Float32, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range s.Layers {
+		got = append(got, fmt.Sprint(l.Depth, " ", l.Layer, " ", l.Output, " ", l.Params))
+	}
+	want := []string{"0 nn_test.twoTower [2 4] 32", "1 Dense a: 3 -> 4 [] 16", "1 Dense b: 3 -> 4 [] 16",
+		"0 Residual: Dense c: 4 -> 4 [2 4] 20", "1 Dense c: 4 -> 4 [] 20"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
 	}
 }

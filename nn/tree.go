@@ -98,13 +98,16 @@ type ModelSummary struct {
 type LayerSummary struct {
 	Depth  int          // 0 for m's own layers, 1 inside a nested Sequential...
 	Layer  string       // the layer as Describe shows it
-	Output tensor.Shape // nil on a nested Sequential's own row
+	Output tensor.Shape // nil on a nested Sequential's own row and a Container's modules
 	Params int          // trainable parameters (a Sequential's: all of its layers')
 }
 
 // Summarize runs x through m in inference mode (values are not kept) and
 // returns each layer (a Sequential's, recursively) with its output shape
-// and parameter count, and the totals; printed (its String method) it is a
+// and parameter count, under a Container of one's own (a model's struct
+// listing its Modules, a Residual) its modules with their parameter
+// counts (their data flow is the container's code: no output shapes),
+// and the totals; printed (its String method) it is a
 // table as Keras' summary prints. An error in a layer is returned naming
 // the layer.
 func Summarize(m Module, x *tensor.Tensor) (ModelSummary, error) {
@@ -153,11 +156,32 @@ func summarize(rows []LayerSummary, m Module, x *tensor.Tensor, depth int) ([]La
 			}
 			x = forwardNamed(l, i, x)
 			rows = append(rows, LayerSummary{Depth: depth, Layer: Describe(l), Output: x.Shape(), Params: parameters(l.Variables())})
+			rows = containerRows(rows, l, depth+1)
 		}
 		return rows, x
 	}
 	y := m.Forward(x)
-	return append(rows, LayerSummary{Depth: depth, Layer: Describe(m), Output: y.Shape(), Params: parameters(m.Variables())}), y
+	rows = append(rows, LayerSummary{Depth: depth, Layer: Describe(m), Output: y.Shape(), Params: parameters(m.Variables())})
+	return containerRows(rows, m, depth+1), y
+}
+
+// containerRows appends, for a module of one's own that lists its modules
+// (a Container, not a Sequential, whose data flow is its own code), a row
+// for each of them, recursively: its description and parameters, no
+// output shape.
+func containerRows(rows []LayerSummary, m Module, depth int) []LayerSummary {
+	c, ok := m.(Container)
+	if _, seq := m.(*Sequential); !ok || seq {
+		return rows
+	}
+	for _, inner := range c.Modules() {
+		if inner == nil {
+			continue
+		}
+		rows = append(rows, LayerSummary{Depth: depth, Layer: Describe(inner), Params: parameters(inner.Variables())})
+		rows = containerRows(rows, inner, depth+1)
+	}
+	return rows
 }
 
 // forwardNamed runs layer i of a Sequential, naming the layer in a
