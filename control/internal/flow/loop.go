@@ -290,11 +290,20 @@ func (l *Loop) Backward(dys []*tensor.Tensor) []*tensor.Tensor {
 		}
 	}
 	for k := range l.Caps {
-		if p := productSum(products, k); p != nil {
-			if capGrads[k] != nil {
-				p = ops.Add(capGrads[k], p) // a sum made here
+		part := productSum(products, k)
+		switch {
+		case part == nil:
+		case capGrads[k] == nil:
+			capGrads[k] = part
+		default:
+			sum := ops.Add(capGrads[k], part)
+			if !eager.Observing() { // the parts made here go back to the device's cache
+				part.Release()
+				if summed[k] {
+					capGrads[k].Release()
+				}
 			}
-			capGrads[k] = p
+			capGrads[k] = sum
 		}
 	}
 	return append(append(g, extraGrads...), capGrads...)
