@@ -13,6 +13,17 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
+// BenchmarkCharRNNStep is examples/charrnn's training step
+// (internal/benchmodels.CharLSTM: an LSTM of 96 over 32 characters,
+// batch 16, vocabulary 65, Adam), eager, beside PyTorch's torch.nn.LSTM
+// step (bench/peers/torch_bench.py).
+func BenchmarkCharRNNStep(b *testing.B) {
+	model, opt, x, y := benchmodels.CharLSTM(65)
+	step := nn.TrainStep(model, nn.SparseSoftmaxCrossEntropy, opt)
+	batch := data.Element{x, y}
+	steady(b, func() error { _, _, err := step(batch); return err })
+}
+
 // BenchmarkCNNTrainStep is examples/cnn's training step (the same model:
 // conv 3x3x8 SAME relu, max-pool 2, conv 3x3x16 SAME relu, max-pool 2,
 // dense to 3 classes; Adam) on a batch of 32 1x28x28 NCHW images.

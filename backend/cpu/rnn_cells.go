@@ -9,7 +9,8 @@ import (
 
 // LSTMCell, GRUCell and their backward ops (ops/rnn_cells.go): a pass
 // over the rows, each element's gates read, computed in float64 and
-// rounded once.
+// rounded once; the LSTM's float32 rows by the float32 vector loops
+// instead (lstmCell32).
 
 func init() {
 	kernels{f32: lstmCellKernel[float32], f64: lstmCellKernel[float64]}.register("LSTMCell")
@@ -29,6 +30,10 @@ func lstmGates64[T tensor.Float](xz, hz []T, r, j, h int) (i, f, g, o float64) {
 func lstmCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	xz, hz, cell, h, next := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](outs[0]), data[T](outs[1])
 	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	if x32, ok := any(xz).([]float32); ok {
+		lstmCell32(c, x32, any(hz).([]float32), any(cell).([]float32), any(h).([]float32), any(next).([]float32), n, w)
+		return
+	}
 	deviceOf(c).Parallel(n, float64(40*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			for j := range w {
@@ -44,6 +49,11 @@ func lstmCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 	xz, hz, cell, dh, dc := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3]), data[T](c.Inputs[4])
 	dz, dcell := data[T](outs[0]), data[T](outs[1])
 	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	if x32, ok := any(xz).([]float32); ok {
+		lstmCellBackprop32(c, x32, any(hz).([]float32), any(cell).([]float32), any(dh).([]float32), any(dc).([]float32),
+			any(dz).([]float32), any(dcell).([]float32), n, w)
+		return
+	}
 	deviceOf(c).Parallel(n, float64(60*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := dz[4*w*r : 4*w*(r+1)]
@@ -57,6 +67,66 @@ func lstmCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 				row[2*w+j] = T(dC * i * (1 - g*g))
 				row[3*w+j] = T(dhv * t * o * (1 - o))
 				dcell[r*w+j] = T(dC * f)
+			}
+		}
+	})
+}
+
+// lstmGates32 sets z, a row's 4w gate terms, to σ(i), σ(f), tanh(g),
+// σ(o) of xs + hs (float32, the vector loops: within 2 ulp).
+func lstmGates32(z, xs, hs []float32, w int) {
+	for q := range z {
+		z[q] = xs[q] + hs[q]
+	}
+	sigmoid32Loop(z[:2*w], z[:2*w])
+	tanh32Loop(z[2*w:3*w], z[2*w:3*w])
+	sigmoid32Loop(z[3*w:], z[3*w:])
+}
+
+// lstmCell32 is LSTMCell of float32 rows: the gates and the new cell's
+// tanh by the float32 vector loops (a row at a time), each product and
+// sum rounded in float32, where float64's scalar exp took most of a
+// small LSTM's step.
+func lstmCell32(c *eager.Call, xz, hz, cell, h, next []float32, n, w int) {
+	deviceOf(c).Parallel(n, float64(8*w), func(lo, hi int) {
+		z, t := make([]float32, 4*w), make([]float32, w)
+		for r := lo; r < hi; r++ {
+			lstmGates32(z, xz[4*w*r:4*w*(r+1)], hz[4*w*r:4*w*(r+1)], w)
+			cr, nr, hr := cell[r*w:(r+1)*w], next[r*w:(r+1)*w], h[r*w:(r+1)*w]
+			for j := range w {
+				cn := z[w+j]*cr[j] + z[j]*z[2*w+j]
+				nr[j], t[j] = cn, cn
+			}
+			tanh32Loop(t, t)
+			for j := range w {
+				hr[j] = z[3*w+j] * t[j]
+			}
+		}
+	})
+}
+
+// lstmCellBackprop32 is LSTMCellBackprop of float32 rows, the gates and
+// tanh(c') recomputed as lstmCell32 computes them.
+func lstmCellBackprop32(c *eager.Call, xz, hz, cell, dh, dc, dz, dcell []float32, n, w int) {
+	deviceOf(c).Parallel(n, float64(10*w), func(lo, hi int) {
+		z, t := make([]float32, 4*w), make([]float32, w)
+		for r := lo; r < hi; r++ {
+			lstmGates32(z, xz[4*w*r:4*w*(r+1)], hz[4*w*r:4*w*(r+1)], w)
+			cr := cell[r*w : (r+1)*w]
+			for j := range w {
+				t[j] = z[w+j]*cr[j] + z[j]*z[2*w+j]
+			}
+			tanh32Loop(t, t)
+			row := dz[4*w*r : 4*w*(r+1)]
+			for j := range w {
+				i, f, g, o := z[j], z[w+j], z[2*w+j], z[3*w+j]
+				dhv := dh[r*w+j]
+				dC := dc[r*w+j] + dhv*o*(1-t[j]*t[j])
+				row[j] = dC * g * i * (1 - i)
+				row[w+j] = dC * cr[j] * f * (1 - f)
+				row[2*w+j] = dC * i * (1 - g*g)
+				row[3*w+j] = dhv * t[j] * o * (1 - o)
+				dcell[r*w+j] = dC * f
 			}
 		}
 	})

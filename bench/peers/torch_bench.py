@@ -145,6 +145,23 @@ def torch_benches():
         torch.autograd.grad(rnn_forward().sum(), (wr,))
 
     report("BenchmarkTorchRNNLoopGrad", rnn_step)
+
+    # BenchmarkCharRNNStep: examples/charrnn's step (embedding 16, LSTM 96
+    # over 32 characters, batch 16, vocabulary 65, Adam at 0.01).
+    torch.manual_seed(7)
+    vocab, seq, nb = 65, 32, 16
+    emb, lstm, dense = torch.nn.Embedding(vocab, 16), torch.nn.LSTM(16, 96, batch_first=True), torch.nn.Linear(96, vocab)
+    copt = torch.optim.Adam(list(emb.parameters()) + list(lstm.parameters()) + list(dense.parameters()), lr=0.01)
+    ids = torch.tensor([(i * 7 + i // 5) % vocab for i in range(nb * (seq + 1))]).reshape(nb, seq + 1)
+    cx, cy = ids[:, :seq], ids[:, 1:].reshape(-1)
+
+    def char_step():
+        copt.zero_grad()
+        h, _ = lstm(emb(cx))
+        torch.nn.functional.cross_entropy(dense(h.reshape(-1, 96)), cy).backward()
+        copt.step()
+
+    report("BenchmarkTorchCharRNNStep", char_step)
     with torch.no_grad():
         report("BenchmarkTorchRNNLoopForward", rnn_forward)
 
