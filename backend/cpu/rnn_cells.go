@@ -9,8 +9,8 @@ import (
 
 // LSTMCell, GRUCell and their backward ops (ops/rnn_cells.go): a pass
 // over the rows, each element's gates read, computed in float64 and
-// rounded once; the LSTM's float32 rows by the float32 vector loops
-// instead (lstmCell32).
+// rounded once; float32 rows by the float32 vector loops instead
+// (lstmCell32, gruCell32).
 
 func init() {
 	kernels{f32: lstmCellKernel[float32], f64: lstmCellKernel[float64]}.register("LSTMCell")
@@ -145,6 +145,10 @@ func gruGates64[T tensor.Float](xp, hp []T, r, j, h int) (z, rg, n, hn float64) 
 func gruCellKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	xp, hp, h, out := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](outs[0])
 	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	if x32, ok := any(xp).([]float32); ok {
+		gruCell32(c, x32, any(hp).([]float32), any(h).([]float32), nil, any(out).([]float32), nil, nil, nil, n, w)
+		return
+	}
 	deviceOf(c).Parallel(n, float64(40*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			for j := range w {
@@ -159,6 +163,11 @@ func gruCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor)
 	xp, hp, h, dout := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3])
 	dxp, dhp, dh := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
 	n, w := c.Inputs[2].Dim(0), c.Inputs[2].Dim(1)
+	if x32, ok := any(xp).([]float32); ok {
+		gruCell32(c, x32, any(hp).([]float32), any(h).([]float32), any(dout).([]float32), nil,
+			any(dxp).([]float32), any(dhp).([]float32), any(dh).([]float32), n, w)
+		return
+	}
 	deviceOf(c).Parallel(n, float64(60*w), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, hr := dxp[3*w*r:3*w*(r+1)], dhp[3*w*r:3*w*(r+1)]
@@ -171,6 +180,47 @@ func gruCellBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor)
 				xr[j], xr[w+j], xr[2*w+j] = T(dz), T(dr), T(dn)
 				hr[j], hr[w+j], hr[2*w+j] = T(dz), T(dr), T(dn*rg)
 				dh[r*w+j] = T(g * z)
+			}
+		}
+	})
+}
+
+// gruCell32 is GRUCell of float32 rows (out, where dout is nil) or its
+// gradient (dxp, dhp, dh from dout): a row's gates z, r = σ(xp + hp) and
+// the candidate n = tanh(xp_n + r·hp_n) by the float32 vector loops
+// (within 2 ulp), the rest in float32, as lstmCell32 computes the LSTM's.
+func gruCell32(c *eager.Call, xp, hp, h, dout, out, dxp, dhp, dh []float32, n, w int) {
+	deviceOf(c).Parallel(n, float64(10*w), func(lo, hi int) {
+		g := make([]float32, 3*w) // z, r, n
+		for r := lo; r < hi; r++ {
+			xs, hs := xp[3*w*r:3*w*(r+1)], hp[3*w*r:3*w*(r+1)]
+			for q := range 2 * w {
+				g[q] = xs[q] + hs[q]
+			}
+			sigmoid32Loop(g[:2*w], g[:2*w])
+			for j := range w {
+				g[2*w+j] = xs[2*w+j] + g[w+j]*hs[2*w+j]
+			}
+			tanh32Loop(g[2*w:], g[2*w:])
+			hr := h[r*w : (r+1)*w]
+			if dout == nil {
+				or := out[r*w : (r+1)*w]
+				for j := range w {
+					z, nv := g[j], g[2*w+j]
+					or[j] = nv + z*(hr[j]-nv)
+				}
+				continue
+			}
+			xr, pr := dxp[3*w*r:3*w*(r+1)], dhp[3*w*r:3*w*(r+1)]
+			for j := range w {
+				z, rg, nv, hn := g[j], g[w+j], g[2*w+j], hs[2*w+j]
+				d := dout[r*w+j]
+				dn := d * (1 - z) * (1 - nv*nv)
+				dr := dn * hn * rg * (1 - rg)
+				dz := d * (hr[j] - nv) * z * (1 - z)
+				xr[j], xr[w+j], xr[2*w+j] = dz, dr, dn
+				pr[j], pr[w+j], pr[2*w+j] = dz, dr, dn*rg
+				dh[r*w+j] = d * z
 			}
 		}
 	})
