@@ -27,8 +27,10 @@ const MinShardCost = hostmem.MinShardCost
 // HostData returns the elements of a tensor on the CPU as a slice of T
 // sharing its memory, in layout order. Kernels write their fresh outputs
 // through it; anything else treats it as read-only, and only while t is
-// reachable. It panics with a *tensor.Error when T is not t's dtype or t
-// is not on the CPU.
+// reachable. A trace is not told of the access, as it is of HostBytes:
+// what a kernel reads is no decision of the traced function's (code that
+// hands the values to a user reads them with HostBytes first). It panics
+// with a *tensor.Error when T is not t's dtype or t is not on the CPU.
 func HostData[T tensor.Elem](t *tensor.Tensor) []T {
 	return tensor.HostData[T](t) //nolint:staticcheck // its implementation until tensor's goes (v0.3.0)
 }

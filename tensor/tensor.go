@@ -277,6 +277,12 @@ func (t *Tensor) Release() {
 // does (kernels' reads aside).
 func (t *Tensor) HostBytes() []byte {
 	t.readOnHost()
+	return t.hostBytes()
+}
+
+// hostBytes is HostBytes without telling a trace of the read: a kernel's
+// access (HostData), which decides nothing the traced function does.
+func (t *Tensor) hostBytes() []byte {
 	if t.ValuesDropped() {
 		panicf("tensor", "HostBytes", ErrDropped, []*Tensor{t}, "",
 			"this tensor stands for one whose values were let go because no gradient rule reads them; an op's eager.Op.GradReads declares too little")
@@ -301,7 +307,7 @@ func HostData[T Elem](t *Tensor) []T {
 	if DTypeOf[T]() != t.dtype {
 		panicf("tensor", "HostData", ErrDType, []*Tensor{t}, "", "asked for %v elements of %s tensor", DTypeOf[T](), plumb.WithArticle(t.dtype.String()))
 	}
-	b := t.HostBytes()
+	b := t.hostBytes() // a kernel's access: no trace is told (readOnHost)
 	n := t.NumElements()
 	if n == 0 {
 		return nil

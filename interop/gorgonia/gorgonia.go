@@ -60,11 +60,13 @@ func ToDense(t *tensor.Tensor) (*gt.Dense, error) {
 	return gt.New(gt.WithShape(t.Shape().Clone()...), gt.WithBacking(backing)), nil
 }
 
-// shared returns t's elements without copying (a fresh slice when empty).
+// shared returns t's elements without copying (a fresh slice when empty),
+// read as the user's (HostBytes: a trace learns of the read).
 func shared[T tensor.Elem](t *tensor.Tensor) []T {
 	if t.NumElements() == 0 {
 		return []T{}
 	}
+	t.HostBytes()
 	return backend.HostData[T](t)
 }
 
