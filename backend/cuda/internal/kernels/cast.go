@@ -161,10 +161,10 @@ var narrowFormats = map[DType]narrowFormat{
 // place, infinities and NaN keep their mantissa, subnormals are
 // mantissa·2^(1-bias-mant).
 func halfToF32(k *ptx.Kernel, d DType, x ptx.Reg) ptx.Reg {
-	bits, f := k.Reg(ptx.U32), k.Reg(ptx.F32)
 	if d == F16 {
 		return f16ToF32(k, x)
 	}
+	bits, f := k.Reg(ptx.U32), k.Reg(ptx.F32)
 	if d == BF16 {
 		k.Op("shl.b32 %s, %s, 16", bits, x)
 		k.Op("mov.b32 %s, %s", f, bits)

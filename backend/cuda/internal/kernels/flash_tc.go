@@ -120,11 +120,10 @@ var flashTCTiles = map[string]int{"flash_fwd": 5, "flash_bwd_q": 5, "flash_bwd_k
 // width dim is launched with: its tiles, where they are dynamic (rows
 // wider than 64); 0 where they are static.
 func FlashTCShared(kind string, dim int) int {
-	c := &tc{pitch: dim + 8}
 	if dim <= 64 {
 		return 0
 	}
-	return flashTCTiles[kind] * c.tileBytes()
+	return flashTCTiles[kind] * (&tc{pitch: dim + 8}).tileBytes()
 }
 
 // FlashTCDeclares are the family's module-level declarations: the
