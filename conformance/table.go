@@ -358,7 +358,13 @@ func samples() map[string][]sample {
 		one("float64, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float64)...) }, false, false),
 		one("float32, 27 tensors", func() { ops.SumOfSquares(many(tensor.Float32)...) }, false, false),
 		one("bfloat16", func() { ops.SumOfSquares(of(tensor.BFloat16, -2, 2, 3, 4), of(tensor.BFloat16, -2, 2, 5)) }, false, false),
-		one("float16", func() { ops.SumOfSquares(of(tensor.Float16, -2, 2, 3, 4), of(tensor.Float16, -2, 2, 5)) }, false, false))
+		one("float16", func() { ops.SumOfSquares(of(tensor.Float16, -2, 2, 3, 4), of(tensor.Float16, -2, 2, 5)) }, false, false),
+		// SumOfSquaresAs: the same op, its sum rounded to a wider dtype.
+		one("bfloat16 as float32, 27 tensors", func() { ops.SumOfSquaresAs(tensor.Float32, many(tensor.BFloat16)...) }, false, false),
+		one("float16 as float32", func() {
+			ops.SumOfSquaresAs(tensor.Float32, of(tensor.Float16, -2, 2, 3, 4), of(tensor.Float16, -2, 2, 5))
+		}, false, false),
+		one("float32 as float64", func() { ops.SumOfSquaresAs(tensor.Float64, of(tensor.Float32, -2, 2, 3, 4)) }, false, false))
 	add("ScaleEach", one("float64", func() { ops.ScaleEach(r(0.5, 2), r(-2, 2, 3, 4), r(-2, 2, 5)) }, true, true),
 		one("float64, 27 tensors", func() { ops.ScaleEach(r(0.5, 2), many(tensor.Float64)...) }, false, false),
 		one("float32, 27 tensors", func() { ops.ScaleEach(of(tensor.Float32, 0.5, 2), many(tensor.Float32)...) }, false, false),

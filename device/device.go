@@ -418,13 +418,18 @@ const (
 // Eps, Momentum). A rule reads its own, and every rule GradScale: each
 // gradient (a half one widened) is multiplied by it first, the product
 // rounded to the value's dtype (0 is 1; a loss scale's inverse, so that
-// a scaled gradient is unscaled in the step's own pass).
+// a scaled gradient is unscaled in the step's own pass), and then by the
+// scalar GradFactor holds where it is not nil (one element of the
+// values' dtype in a buffer of the device, read when the step runs: a
+// clip factor the device computed), the product rounded again. StepAt
+// takes no GradFactor.
 type StepSettings struct {
 	Rule                                       StepRule
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 	Momentum, Rho                              float64
 	Nesterov                                   bool
 	GradScale                                  float64
+	GradFactor                                 Buffer
 }
 
 // SpanCopier is a device that copies many contiguous spans at once (a

@@ -2,20 +2,31 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // ClippedOptimizer clips its gradients to a joint L2 norm of at most
-// MaxNorm before Inner's step (ClipByGlobalNormTensor: on the gradients'
-// device, without waiting for them), as Keras's global_clipnorm and a
-// PyTorch loop's clip_grad_norm_ do, so that TrainStep, the traced and
-// recorded steps, the data-parallel step (after the all-reduce) and Fit
-// clip without a step of one's own. It takes float32 gradients from a
-// mixed-precision model's tape (the clipping in the variables' dtype, as
-// PyTorch clips its master weights' gradients). Slots, steps and
-// checkpoints are Inner's.
+// MaxNorm before Inner's step (on the gradients' device, without waiting
+// for them), as Keras's global_clipnorm and a PyTorch loop's
+// clip_grad_norm_ do, so that TrainStep, the traced and recorded steps,
+// the data-parallel step (after the all-reduce) and Fit clip without a
+// step of one's own. Slots, steps and checkpoints are Inner's.
+//
+// Where Inner is nn's own (Adam, SGD, RMSProp) the clipping is part of
+// its step: the norm is computed from the gradients as given (a
+// mixed-precision model's half gradients summed in float32, no float32
+// copy of each: tape.Options.HalfGradients) and the clip factor, a
+// scalar on the device, is multiplied into each gradient in the step's
+// own pass (ops.AdamParams.GradFactor), in the variable's dtype: the
+// arithmetic of clipping float32 gradients, as PyTorch clips its master
+// weights' gradients, without the gradients' float32 copies or a pass
+// that writes the clipped ones. Another optimizer is given the clipped
+// gradients (ClipByGlobalNormTensor), in their variables' dtypes where it
+// is inside a LossScaleOptimizer.
 type ClippedOptimizer struct {
 	Inner   Optimizer
 	MaxNorm float64
@@ -42,23 +53,71 @@ func NewClippedOptimizer(inner Optimizer, maxNorm float64) *ClippedOptimizer {
 // error, or one for lists of different lengths, a gradient that does not
 // fit its variable, or gradients on more than one device.
 func (o *ClippedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.applyThrough(nil, vars, grads, unscaledGrads)
+}
+
+// applyThrough is Apply of gradients scaled by sc (scaledStep: a
+// LossScaleOptimizer's unscaling), clipping the gradients sc gives: the
+// norm of the given ones times sc.by, exactly where sc.by is a power of
+// two (a loss scale's inverse). A ClippedOptimizer's steps are not
+// recorded (rec is nil).
+func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
-	if len(byGroup(grads)) == 0 {
-		return o.Inner.Apply(vars, grads) // nothing to clip
+	inner, fused := o.Inner.(scaledStep)
+	groups := byGroup(grads)
+	switch {
+	case len(groups) == 0: // nothing to clip
+		if fused {
+			return inner.applyThrough(rec, vars, grads, sc)
+		}
+		return o.Inner.Apply(vars, grads)
+	case !fused || sc.factor != nil:
+		// The clipped gradients themselves (an optimizer of one's own, or
+		// a factor already given: a ClippedOptimizer inside another).
+		if sc.by != 1 || sc.factor != nil || slices.ContainsFunc(grads, func(g *tensor.Tensor) bool { return g != nil && g.DType().IsHalf() }) {
+			u := unscaled(vars, grads, sc)
+			defer releaseAll(u)
+			grads = u
+		}
+		var clipped []*tensor.Tensor
+		var norm *tensor.Tensor
+		if err := tensor.Catch(func() { clipped, norm = ClipByGlobalNormTensor(grads, o.MaxNorm) }); err != nil {
+			return fmt.Errorf("nn: ClippedOptimizer: %w", err)
+		}
+		defer releaseAll(clipped)
+		o.keep(norm)
+		return o.Inner.Apply(vars, clipped)
 	}
-	var clipped []*tensor.Tensor
-	var norm *tensor.Tensor
-	if err := tensor.Catch(func() { clipped, norm = ClipByGlobalNormTensor(grads, o.MaxNorm) }); err != nil {
+	var norm, factor *tensor.Tensor
+	if err := tensor.Catch(func() {
+		norm = globalNorm("ClippedOptimizer", groups)
+		if sc.by != 1 && sc.by != 0 {
+			norm = ops.Mul(norm, ops.ScalarLike(norm, sc.by))
+		}
+		factor = clipFactor(norm, o.MaxNorm)
+	}); err != nil {
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
-	defer releaseAll(clipped)
+	o.keep(norm)
+	return inner.applyThrough(rec, vars, grads, gradScale{by: sc.by, factor: factor})
+}
+
+// keep makes norm the last step's.
+func (o *ClippedOptimizer) keep(norm *tensor.Tensor) {
 	if o.norm != nil {
 		o.norm.Release()
 	}
 	o.norm = norm
-	return o.Inner.Apply(vars, clipped)
+}
+
+// takesHalfGradients: a mixed-precision model's half gradients go to
+// Inner's step as they are where Inner takes them so (its clipping is
+// Inner's step's).
+func (o *ClippedOptimizer) takesHalfGradients() bool {
+	_, fused := o.Inner.(scaledStep)
+	return fused && takesHalf(o.Inner)
 }
 
 // Norm is the joint norm of the last step's gradients before clipping

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -77,11 +78,11 @@ func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor
 		return nil
 	}
 	if s, ok := o.Inner.(scaledStep); ok {
-		if err := s.applyThrough(nil, vars, grads, 1/o.scale); err != nil {
+		if err := s.applyThrough(nil, vars, grads, gradScale{by: 1 / o.scale}); err != nil {
 			return err
 		}
 	} else {
-		u := unscaled(vars, grads, 1/o.scale)
+		u := unscaled(vars, grads, gradScale{by: 1 / o.scale})
 		defer releaseAll(u)
 		if err := o.Inner.Apply(vars, u); err != nil {
 			return err
@@ -120,19 +121,35 @@ func allFinite(grads []*tensor.Tensor) bool {
 	return finite
 }
 
-// unscaled is grads in their variables' dtypes (a half gradient of a float
-// variable widened, exactly) times inv, a pass a dtype and device
-// (ScaleEach), for an optimizer that is not nn's own.
-func unscaled(vars []*tape.Variable, grads []*tensor.Tensor, inv float64) []*tensor.Tensor {
-	wide := make([]*tensor.Tensor, len(grads))
+// unscaled is grads in their variables' dtypes (a half gradient of a
+// float variable widened, exactly) times sc's scale and then its factor,
+// a pass a dtype and device for each (ScaleEach; one by 1 where sc
+// scales by neither, so that every result is the caller's to release),
+// for an optimizer that is not nn's own.
+func unscaled(vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(grads))
 	for i, g := range grads {
-		if wide[i] = gradIn(vars[i], g, 1); wide[i] != g {
-			defer wide[i].Release()
+		if out[i] = gradIn(vars[i], g, unscaledGrads); out[i] != g {
+			defer out[i].Release()
 		}
 	}
-	out := make([]*tensor.Tensor, len(grads))
-	for _, g := range byGroup(wide) {
-		g.scale(out, ops.ScalarLike(g.ts[0], inv))
+	var factors []func(g *gradGroup) *tensor.Tensor
+	if sc.by != 1 && sc.by != 0 || sc.factor == nil {
+		by := cmp.Or(sc.by, 1)
+		factors = append(factors, func(g *gradGroup) *tensor.Tensor { return ops.ScalarLike(g.ts[0], by) })
+	}
+	if sc.factor != nil {
+		factors = append(factors, func(*gradGroup) *tensor.Tensor { return sc.factor })
+	}
+	for k, f := range factors {
+		in := out
+		out = make([]*tensor.Tensor, len(grads))
+		for _, g := range byGroup(in) {
+			g.scale(out, f(g))
+		}
+		if k > 0 {
+			defer releaseAll(in)
+		}
 	}
 	return out
 }

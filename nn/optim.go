@@ -74,7 +74,7 @@ func Warmup(s Schedule, warmup int) Schedule {
 func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, float64) {
 	total := 0.0
 	for _, g := range byGroup(grads) {
-		total += ops.SumOfSquares(g.sumOperands()...).Float()
+		total += ops.SumOfSquaresAs(tensor.Float64, g.ts...).Float()
 	}
 	norm := math.Sqrt(total)
 	if norm <= maxNorm || norm == 0 {
@@ -90,43 +90,66 @@ func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor
 // ClipByGlobalNormTensor is ClipByGlobalNorm computed on the gradients'
 // device with no read on the host, as PyTorch's clip_grad_norm_ and
 // TensorFlow's clip_by_global_norm do: the norm is a scalar tensor there
-// (float64 where the gradients mix float32 and float64, else their
-// dtype; float32 for the half types), and every gradient is multiplied by
-// maxNorm / max(norm, maxNorm), 1 when the norm is within bounds, so that
-// a GPU's step queues its update without waiting for its backward pass.
-// The clipped values equal ClipByGlobalNorm's to rounding (the scale is
-// computed in the gradients' dtype). The non-nil gradients must be on one
-// device; it panics with a *tensor.Error otherwise, or for none.
+// (float64 where a gradient is float64, else float32: the half types'
+// squares are summed in float32, as clip_grad_norm_ sums them), and
+// every gradient is multiplied by maxNorm / max(norm, maxNorm), 1 when
+// the norm is within bounds, so that a GPU's step queues its update
+// without waiting for its backward pass. The clipped values equal
+// ClipByGlobalNorm's to rounding (the scale is computed in the norm's
+// dtype and rounded to each gradient's). The non-nil gradients must be
+// on one device; it panics with a *tensor.Error otherwise, or for none.
 func ClipByGlobalNormTensor(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, *tensor.Tensor) {
 	groups := byGroup(grads)
+	norm := globalNorm("ClipByGlobalNormTensor", groups)
+	scale := clipFactor(norm, maxNorm)
+	out := make([]*tensor.Tensor, len(grads))
+	for _, g := range groups {
+		g.scale(out, scale)
+	}
+	return out, norm
+}
+
+// globalNorm is the joint L2 norm of groups' gradients (all on one
+// device; op names the caller in errors) as a scalar on their device:
+// float64 where a group is, else float32. One group's squares are summed
+// in float64 and rounded once (SumOfSquaresAs); several groups' sums are
+// added in float64 and rounded once.
+func globalNorm(op string, groups []*gradGroup) *tensor.Tensor {
 	if len(groups) == 0 {
-		panic(tensor.NewError("nn", "ClipByGlobalNormTensor", tensor.ErrArity, nil, "", "no gradient to clip"))
+		panic(tensor.NewError("nn", op, tensor.ErrArity, nil, "", "no gradient to clip"))
+	}
+	dt := tensor.Float32
+	for _, g := range groups {
+		if g.dev != groups[0].dev {
+			panic(tensor.NewError("nn", op, tensor.ErrDevice, g.ts[:1], "", "gradients on %s and %s", groups[0].dev.Name(), g.dev.Name()))
+		}
+		if g.dt == tensor.Float64 {
+			dt = tensor.Float64
+		}
+	}
+	if len(groups) == 1 {
+		return ops.Sqrt(ops.SumOfSquaresAs(dt, groups[0].ts...))
 	}
 	var total *tensor.Tensor
 	for _, g := range groups {
-		if g.dev != groups[0].dev {
-			panic(tensor.NewError("nn", "ClipByGlobalNormTensor", tensor.ErrDevice, g.ts[:1], "", "gradients on %s and %s", groups[0].dev.Name(), g.dev.Name()))
-		}
-		s := ops.SumOfSquares(g.sumOperands()...)
-		switch {
-		case total == nil:
+		s := ops.SumOfSquaresAs(tensor.Float64, g.ts...)
+		if total == nil {
 			total = s
-		default:
-			total = ops.Add(ops.Cast(total, tensor.Float64), ops.Cast(s, tensor.Float64))
+		} else {
+			total = ops.Add(total, s)
 		}
 	}
-	norm := ops.Sqrt(total)
+	if dt != tensor.Float64 {
+		total = ops.Cast(total, dt)
+	}
+	return ops.Sqrt(total)
+}
+
+// clipFactor is maxNorm / max(norm, maxNorm), in norm's dtype on its
+// device.
+func clipFactor(norm *tensor.Tensor, maxNorm float64) *tensor.Tensor {
 	bound := ops.ScalarLike(norm, maxNorm)
-	scale := ops.Div(bound, ops.Maximum(norm, bound))
-	out := make([]*tensor.Tensor, len(grads))
-	for _, g := range groups {
-		s := scale
-		if s.DType() != g.dt {
-			s = ops.Cast(scale, g.dt)
-		}
-		g.scale(out, s)
-	}
-	return out, norm
+	return ops.Div(bound, ops.Maximum(norm, bound))
 }
 
 // gradGroup is the gradients of one dtype on one device, and where they
@@ -154,20 +177,6 @@ func byGroup(grads []*tensor.Tensor) []*gradGroup {
 		groups[k].at = append(groups[k].at, i)
 	}
 	return groups
-}
-
-// sumOperands are g's gradients as SumOfSquares takes them: the half and
-// 8-bit floats cast to float32 (their squares summed in float32, as
-// PyTorch's clip_grad_norm_ does).
-func (g *gradGroup) sumOperands() []*tensor.Tensor {
-	if g.dt == tensor.Float32 || g.dt == tensor.Float64 {
-		return g.ts
-	}
-	out := make([]*tensor.Tensor, len(g.ts))
-	for i, t := range g.ts {
-		out[i] = ops.Cast(t, tensor.Float32)
-	}
-	return out
 }
 
 // scale puts g's gradients times s (a scalar of g's dtype, or float32 for
@@ -286,28 +295,56 @@ func checkGrads(vars []*tape.Variable, grads []*tensor.Tensor) error {
 
 func scalar(like *tensor.Tensor, v float64) *tensor.Tensor { return ops.ScalarLike(like, v) }
 
+// gradScale is what a step multiplies each gradient by before its rule
+// reads it, each product rounded to the variable's dtype: the constant by
+// (a loss scale's inverse; 1 for none) and then, where not nil, the
+// scalar factor on the gradients' device (a clip's), as
+// ops.AdamParams.GradScale and GradFactor.
+type gradScale struct {
+	by     float64
+	factor *tensor.Tensor
+}
+
+// unscaledGrads is the gradScale of gradients taken as they are.
+var unscaledGrads = gradScale{by: 1}
+
 // gradIn is g in v's dtype (a half gradient of a float variable cast,
-// exactly) times gs where gs is not 1, for the steps written in ops.
-func gradIn(v *tape.Variable, g *tensor.Tensor, gs float64) *tensor.Tensor {
+// exactly) times sc's scale and factor where they are not 1, for the
+// steps written in ops.
+func gradIn(v *tape.Variable, g *tensor.Tensor, sc gradScale) *tensor.Tensor {
 	if g == nil {
 		return nil
 	}
 	if g.DType() != v.Value().DType() {
 		g = ops.Cast(g, v.Value().DType())
 	}
-	if gs != 1 {
-		g = ops.Mul(g, scalar(g, gs))
+	if sc.by != 1 && sc.by != 0 {
+		g = ops.Mul(g, scalar(g, sc.by))
+	}
+	if f := sc.factor; f != nil {
+		if f.Device() != g.Device() {
+			moved, err := f.To(g.Device())
+			if err != nil {
+				panic(tensor.NewError("nn", "optimizer step", err, []*tensor.Tensor{f}, "", "copying the gradients' factor to %s: %v", g.Device().Name(), err))
+			}
+			f = moved
+		}
+		if f.DType() != g.DType() {
+			f = ops.Cast(f, g.DType())
+		}
+		g = ops.Mul(g, f)
 	}
 	return g
 }
 
 // scaledStep is an optimizer that takes its gradients scaled (nn's
-// own): applyThrough is Apply with each gradient multiplied by gs first
-// (rounded to its variable's dtype), in the step's own pass where the
-// step is fused (ops.AdamParams.GradScale), its device steps through rec
-// where not nil (tape.StepRecord). LossScaleOptimizer unscales so.
+// own): applyThrough is Apply with each gradient multiplied by sc first
+// (each product rounded to its variable's dtype), in the step's own pass
+// where the step is fused (ops.AdamParams.GradScale and GradFactor), its
+// device steps through rec where not nil (tape.StepRecord).
+// LossScaleOptimizer unscales so, and ClippedOptimizer clips so.
 type scaledStep interface {
-	applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error
+	applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error
 }
 
 // halfGradients says the optimizer takes half gradients of its float
@@ -355,15 +392,15 @@ func NewSGD(lr Schedule) *SGD { return &SGD{LR: lr} }
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *SGD) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads, 1)
+	return o.applyThrough(nil, vars, grads, unscaledGrads)
 }
 
 // recordable: SGD's step is a device's (momentum's) where Momentum is set.
 func (o *SGD) recordable() bool { return o.Momentum != 0 }
 
-// applyThrough is Apply with each gradient times gs (scaledStep), its
-// device steps through rec (tape.StepRecord).
-func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
+// applyThrough is Apply with each gradient scaled by sc (scaledStep),
+// its device steps through rec (tape.StepRecord).
+func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
@@ -379,14 +416,14 @@ func (o *SGD) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []
 		if err != nil {
 			return err
 		}
-		done = rec.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov, GradScale: gs})
+		done = rec.MomentumUpdateAll(vars, vels, grads, ops.MomentumParams{LR: lr, Momentum: o.Momentum, Nesterov: o.Nesterov, GradScale: sc.by, GradFactor: sc.factor})
 	}
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done != nil && done[i] {
 			continue
 		}
-		g = gradIn(v, g, gs)
+		g = gradIn(v, g, sc)
 		if o.Momentum == 0 {
 			v.AssignScaled(-lr, g)
 			continue
@@ -436,21 +473,21 @@ func NewAdamW(lr Schedule, weightDecay float64) *Adam {
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *Adam) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads, 1)
+	return o.applyThrough(nil, vars, grads, unscaledGrads)
 }
 
 // recordable: Adam's steps are always a device's.
 func (o *Adam) recordable() bool { return true }
 
-// applyThrough is Apply with each gradient times gs (scaledStep), its
-// device steps through rec (tape.StepRecord).
-func (o *Adam) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
+// applyThrough is Apply with each gradient scaled by sc (scaledStep),
+// its device steps through rec (tape.StepRecord).
+func (o *Adam) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
 	lr := o.LR(o.steps)
 	t := float64(o.steps + 1)
-	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay, GradScale: gs}
+	p := ops.AdamParams{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2, C1: 1 - math.Pow(o.Beta1, t), C2: 1 - math.Pow(o.Beta2, t), Eps: o.Eps, WeightDecay: o.WeightDecay, GradScale: sc.by, GradFactor: sc.factor}
 	if o.WeightDecay == 0 || o.Decays == nil {
 		if err := o.update(rec, vars, grads, p); err != nil {
 			return err
@@ -495,7 +532,7 @@ func (o *Adam) update(rec *tape.StepRecord, vars []*tape.Variable, grads []*tens
 		if g == nil || done[i] {
 			continue
 		}
-		g = gradIn(v, g, p.GradScale)
+		g = gradIn(v, g, gradScale{p.GradScale, p.GradFactor})
 		m, s := ms[i], ss[i]
 		average(m, g, p.Beta1)
 		average(s, ops.Square(g), p.Beta2)
@@ -526,15 +563,15 @@ func NewRMSProp(lr Schedule) *RMSProp { return &RMSProp{LR: lr, Rho: 0.9, Eps: 1
 // error, changing nothing, if the lists differ in length or a gradient's
 // shape or dtype does not match its variable.
 func (o *RMSProp) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
-	return o.applyThrough(nil, vars, grads, 1)
+	return o.applyThrough(nil, vars, grads, unscaledGrads)
 }
 
 // recordable: RMSProp's steps are always a device's.
 func (o *RMSProp) recordable() bool { return true }
 
-// applyThrough is Apply with each gradient times gs (scaledStep), its
-// device steps through rec (tape.StepRecord).
-func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, gs float64) error {
+// applyThrough is Apply with each gradient scaled by sc (scaledStep),
+// its device steps through rec (tape.StepRecord).
+func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return err
 	}
@@ -551,13 +588,13 @@ func (o *RMSProp) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grad
 			return err
 		}
 	}
-	done := rec.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum, GradScale: gs})
+	done := rec.RMSPropUpdateAll(vars, ss, moms, grads, ops.RMSPropParams{LR: lr, Rho: o.Rho, Eps: o.Eps, Momentum: o.Momentum, GradScale: sc.by, GradFactor: sc.factor})
 	for i, v := range vars {
 		g := grads[i]
 		if g == nil || done[i] {
 			continue
 		}
-		g = gradIn(v, g, gs)
+		g = gradIn(v, g, sc)
 		s := o.get("rms", v)
 		average(s, ops.Square(g), o.Rho)
 		update := ops.Div(g, ops.Add(ops.Sqrt(s.Value()), scalar(g, o.Eps)))

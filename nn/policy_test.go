@@ -315,28 +315,33 @@ func TestMixedStepTakesHalfGradients(t *testing.T) {
 		for _, p := range []nn.Policy{nn.MixedBFloat16, nn.MixedFloat16} {
 			for mode, stepMaker := range map[string]func(nn.Module, nn.Loss, nn.Optimizer) nn.Step{"eager": nn.TrainStep, "traced": nn.TracedTrainStep} {
 				for _, scaled := range []bool{false, true} {
-					var models [2]*nn.Sequential
-					for k := range models {
-						models[k] = mlp(p, &spy{})
-						o := opt()
-						if k == 1 {
-							o = plainOptimizer{o}
-						}
-						if scaled {
-							ls := nn.NewLossScaleOptimizer(o)
-							ls.GrowthInterval = 2 // the scale changes between steps
-							o = ls
-						}
-						step := stepMaker(models[k], nn.SparseSoftmaxCrossEntropy, o)
-						for range 4 {
-							if _, _, err := step(b); err != nil {
-								t.Fatalf("%s %s %v: %v", mode, name, p, err)
+					for _, clipped := range []bool{false, true} {
+						var models [2]*nn.Sequential
+						for k := range models {
+							models[k] = mlp(p, &spy{})
+							o := opt()
+							if k == 1 {
+								o = plainOptimizer{o}
+							}
+							if clipped { // a bound the gradients pass: the factor is not 1
+								o = nn.NewClippedOptimizer(o, 0.05)
+							}
+							if scaled {
+								ls := nn.NewLossScaleOptimizer(o)
+								ls.GrowthInterval = 2 // the scale changes between steps
+								o = ls
+							}
+							step := stepMaker(models[k], nn.SparseSoftmaxCrossEntropy, o)
+							for range 4 {
+								if _, _, err := step(b); err != nil {
+									t.Fatalf("%s %s %v: %v", mode, name, p, err)
+								}
 							}
 						}
-					}
-					for i, v := range models[0].Variables() {
-						if !bytes.Equal(v.Value().HostBytes(), models[1].Variables()[i].Value().HostBytes()) {
-							t.Errorf("%s %s %v (loss scaled %v): variable %s differs from the steps with float32 gradients", mode, name, p, scaled, v.Name())
+						for i, v := range models[0].Variables() {
+							if !bytes.Equal(v.Value().HostBytes(), models[1].Variables()[i].Value().HostBytes()) {
+								t.Errorf("%s %s %v (loss scaled %v, clipped %v): variable %s differs from the steps with float32 gradients", mode, name, p, scaled, clipped, v.Name())
+							}
 						}
 					}
 				}

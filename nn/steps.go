@@ -274,7 +274,7 @@ func recordedUpdate(vars []*tape.Variable, opt Optimizer, state *stateUpdates) *
 			}
 			rec := tape.NewStepRecord(consts)
 			through := func() (err error) {
-				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:1+len(vars)], 1) }); caught != nil {
+				if caught := tensor.Catch(func() { err = o.applyThrough(rec, vars, out[1:1+len(vars)], unscaledGrads) }); caught != nil {
 					return caught
 				}
 				return err

@@ -17,12 +17,25 @@ var sumOfSquaresOp, scaleEachOp *eager.Op
 func init() {
 	sumOfSquaresOp = eager.Register(&eager.Op{
 		Name: "SumOfSquares", Inputs: -1, DTypes: floatTypes, SameDTypes: true, AnyLayout: true,
-		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[0].DType(), tensor.Shape{}) },
+		Infer: func(c *eager.Call) []eager.Out {
+			dt := c.Inputs[0].DType()
+			if a, ok := c.Attrs.(sumAsAttrs); ok {
+				if !wideEnough(a.To, dt) {
+					c.Fail(tensor.ErrDType, "cannot sum %v squares as %v: the sum's dtype is theirs, float32 (for the half types) or float64", dt, a.To)
+				}
+				dt = a.To
+			}
+			return c.Out1(dt, tensor.Shape{})
+		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			out := make([]*tensor.Tensor, len(g.Inputs))
 			for i, x := range g.Inputs {
 				if g.Needs[i] {
-					out[i] = Mul(Mul(x, g.OutGrads[0]), ScalarLike(x, 2))
+					dy := g.OutGrads[0]
+					if dy.DType() != x.DType() {
+						dy = Cast(dy, x.DType())
+					}
+					out[i] = Mul(Mul(x, dy), ScalarLike(x, 2))
 				}
 			}
 			return out
@@ -80,6 +93,32 @@ func SumOfSquares(xs ...*tensor.Tensor) *tensor.Tensor {
 	}
 	needInputs("SumOfSquares", xs...)
 	return eager.Run1(sumOfSquaresOp, nil, xs...)
+}
+
+// SumOfSquaresAs is SumOfSquares with the sum rounded to dt: the
+// inputs' dtype, Float32 for half inputs (the sum as PyTorch's
+// clip_grad_norm_ takes it of half gradients, with no float32 copy of
+// each: on a GPU the kernel widens as it reads) or Float64 for any. The
+// gradient is SumOfSquares', dy rounded to each input's dtype first. It
+// panics as SumOfSquares does, and with a *tensor.Error naming the
+// dtypes for another dt.
+func SumOfSquaresAs(dt tensor.DType, xs ...*tensor.Tensor) *tensor.Tensor {
+	if len(xs) == 0 {
+		fail("SumOfSquaresAs", tensor.ErrArity, nil, "needs one or more tensors")
+	}
+	needInputs("SumOfSquaresAs", xs...)
+	return eager.Run1(sumOfSquaresOp, sumAsAttrs{To: dt}, xs...)
+}
+
+// sumAsAttrs are SumOfSquaresAs's attributes: the sum's dtype.
+type sumAsAttrs struct{ To tensor.DType }
+
+func (a sumAsAttrs) String() string { return "as=" + a.To.String() }
+
+// wideEnough reports whether a sum of squares of dtype from may be
+// rounded to dt: from itself, float32 for the half types, float64.
+func wideEnough(dt, from tensor.DType) bool {
+	return dt == from || dt == tensor.Float64 || dt == tensor.Float32 && from.IsHalf()
 }
 
 // ScaleEach returns scale·x for each x, scale a scalar of their float

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -74,4 +75,54 @@ func TestSumOfSquaresAndScaleEach(t *testing.T) {
 	if math.IsNaN(ops.SumOfSquares(tensor.FromSlice([]float64{math.Inf(1)})).Float()) {
 		t.Error("the square of an infinity summed to NaN")
 	}
+}
+
+// SumOfSquaresAs rounds the sum once to the dtype asked for: half inputs'
+// to float32 as the float32 sum of their widenings (no half rounding),
+// float32 inputs' to float64 unrounded; its gradient is SumOfSquares';
+// a narrower dtype is refused.
+func TestSumOfSquaresAs(t *testing.T) {
+	xs := []*tensor.Tensor{tensor.FromSlice([]float32{0.3, -1.7, 2.9, 1e-3}), tensor.FromSlice([]float32{5.5, 0.01}, 2, 1)}
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		h := []*tensor.Tensor{ops.Cast(xs[0], dt), ops.Cast(xs[1], dt)}
+		w := []*tensor.Tensor{ops.Cast(h[0], tensor.Float32), ops.Cast(h[1], tensor.Float32)}
+		got, want := ops.SumOfSquaresAs(tensor.Float32, h...), ops.SumOfSquares(w...)
+		if got.DType() != tensor.Float32 || got.Float() != want.Float() {
+			t.Errorf("%v as float32: %v, want %v", dt, got, want)
+		}
+		if got.Float() == ops.SumOfSquares(h...).Float() {
+			t.Errorf("%v as float32 equals the sum rounded to %v (%v): the test cannot tell them apart", dt, dt, got)
+		}
+		if got := ops.SumOfSquaresAs(tensor.Float64, h...); got.DType() != tensor.Float64 || got.Float() != ops.SumOfSquares(ops.Cast(w[0], tensor.Float64), ops.Cast(w[1], tensor.Float64)).Float() {
+			t.Errorf("%v as float64: %v", dt, got)
+		}
+		if got := ops.SumOfSquaresAs(dt, h...); got.DType() != dt || got.Float() != ops.SumOfSquares(h...).Float() {
+			t.Errorf("%v as itself: %v", dt, got)
+		}
+	}
+	f := tensor.FromSlice([]float32{1e8, 1, -1e8, 3})
+	if got := ops.SumOfSquaresAs(tensor.Float64, f); got.DType() != tensor.Float64 || got.Float() != 2e16+10 {
+		t.Errorf("float32 as float64: %v, want 2e16+10 unrounded", got)
+	}
+	a := tensor.FromSlice([]float64{1, -2, 3, 4, 0.5, -0.25}, 2, 3)
+	b := tensor.FromSlice([]float32{2, -0.5})
+	runGradients(t, []gradCase{
+		{"SumOfSquaresAs", func(x []T) T { return ops.SumOfSquaresAs(tensor.Float64, x[0], x[1]) }, []T{a, ops.Cast(b, tensor.Float64)}},
+	}, nil, nil)
+	// float32 inputs, a float64 sum: dy rounded to float32, 2·x·dy.
+	tp := tape.New(tape.Options{})
+	tp.Watch(b)
+	sum := ops.SumOfSquaresAs(tensor.Float64, b)
+	dx := tp.Gradient(sum, b)
+	tp.Stop()
+	if dx[0].DType() != tensor.Float32 || !slices.Equal(tensor.ToSlice[float32](dx[0]), []float32{4, -1}) {
+		t.Errorf("the float32 input's gradient: %v, want [4 -1] float32", dx[0])
+	}
+	runBadInput(t, []badInput{
+		{"SumOfSquaresAs of nothing", func() { ops.SumOfSquaresAs(tensor.Float32) }, tensor.ErrArity, "one or more"},
+		{"SumOfSquaresAs narrower", func() { ops.SumOfSquaresAs(tensor.Float32, a) }, tensor.ErrDType, "float64"},
+		{"SumOfSquaresAs a half type", func() { ops.SumOfSquaresAs(tensor.BFloat16, b) }, tensor.ErrDType, "bfloat16"},
+		{"SumOfSquaresAs as an integer", func() { ops.SumOfSquaresAs(tensor.Int32, b) }, tensor.ErrDType, "int32"},
+		{"SumOfSquaresAs of a nil tensor", func() { ops.SumOfSquaresAs(tensor.Float32, b, nil) }, tensor.ErrArity, "nil"},
+	})
 }

@@ -34,6 +34,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Collapse", Fn: ops.Collapse},
 		{Name: "Concatenate", Fn: ops.Concatenate},
 		{Name: "SumOfSquares", Fn: ops.SumOfSquares},
+		{Name: "SumOfSquaresAs", Fn: ops.SumOfSquaresAs},
 		{Name: "ScaleEach", Fn: ops.ScaleEach},
 		{Name: "Conv", Fn: ops.Conv},
 		{Name: "Conv2D", Fn: ops.Conv2D},

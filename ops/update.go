@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/eagerflow/eagerflow/tensor"
+
 // AdamParams are one Adam step's constants: the learning rate, the decay
 // rates, the bias corrections 1-β1^t and 1-β2^t, ε, the decoupled
 // weight decay (0 for plain Adam) and the gradient's scale (below).
@@ -8,10 +10,17 @@ package ops
 // In every step's parameters GradScale multiplies the gradient before
 // the rule reads it, the product rounded to the variable's dtype: the
 // inverse of a loss scale (nn.LossScaleOptimizer), so that unscaling
-// takes no pass of its own. 0 is 1.
+// takes no pass of its own. 0 is 1. GradFactor, where not nil, is a
+// scalar tensor that multiplies it next, the product rounded again: a
+// factor computed on the device, such as a global-norm clip's
+// (nn.ClippedOptimizer), which a GPU's step reads from device memory
+// when it runs, so that the host does not wait for it. It is cast to
+// each variable's dtype and moved to its device where it is not there;
+// a recorded step (tape.StepRecord) takes none.
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 	GradScale                                  float64
+	GradFactor                                 *tensor.Tensor
 }
 
 // MomentumParams are one step of SGD with momentum: the learning rate,
@@ -25,7 +34,8 @@ type AdamParams struct {
 type MomentumParams struct {
 	LR, Momentum float64
 	Nesterov     bool
-	GradScale    float64 // the gradient's factor, as AdamParams'
+	GradScale    float64        // the gradient's factor, as AdamParams'
+	GradFactor   *tensor.Tensor // the gradient's device factor, as AdamParams'
 }
 
 // RMSPropParams are one RMSProp step: the learning rate, the decay ρ of
@@ -39,5 +49,6 @@ type MomentumParams struct {
 // tape.RMSPropUpdateAll takes them.
 type RMSPropParams struct {
 	LR, Rho, Eps, Momentum float64
-	GradScale              float64 // the gradient's factor, as AdamParams'
+	GradScale              float64        // the gradient's factor, as AdamParams'
+	GradFactor             *tensor.Tensor // the gradient's device factor, as AdamParams'
 }

@@ -351,34 +351,39 @@ func TestAdamUpdateChecks(t *testing.T) {
 }
 
 // Every update's GradScale multiplies the gradient first, rounded to the
-// variable's dtype: the step equals the same step from the gradient
-// scaled by ops (Mul), bit for bit, for every rule and both float
-// dtypes, over sizes the host's vector kernels and their tails take,
-// from half gradients of float32 variables too; 0 and 1 leave the
-// gradient as it is.
+// variable's dtype, and its GradFactor (a scalar tensor, cast to the
+// variable's dtype) next, rounded again: the step equals the same step
+// from the gradient scaled by ops (Mul), bit for bit, for every rule and
+// both float dtypes, over sizes the host's vector kernels and their
+// tails take, from half gradients of float32 variables too; 0 and 1
+// leave the gradient as it is. A factor that is not a float scalar is
+// refused before anything changes.
 func TestUpdatesScaleTheirGradients(t *testing.T) {
 	r := tensor.NewRNG(9)
-	type update func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64)
+	type update func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64, f *tensor.Tensor)
 	for name, step := range map[string]update{
-		"Adam": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64) {
+		"Adam": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64, f *tensor.Tensor) {
 			tape.AdamUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tape.Variable{b}, []*tensor.Tensor{g},
-				ops.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, GradScale: gs})
+				ops.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 0.001, Eps: 1e-7, GradScale: gs, GradFactor: f})
 		},
-		"Nesterov": func(w, a, _ *tape.Variable, g *tensor.Tensor, gs float64) {
+		"Nesterov": func(w, a, _ *tape.Variable, g *tensor.Tensor, gs float64, f *tensor.Tensor) {
 			tape.MomentumUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tensor.Tensor{g},
-				ops.MomentumParams{LR: 0.01, Momentum: 0.9, Nesterov: true, GradScale: gs})
+				ops.MomentumParams{LR: 0.01, Momentum: 0.9, Nesterov: true, GradScale: gs, GradFactor: f})
 		},
-		"RMSProp with momentum": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64) {
+		"RMSProp with momentum": func(w, a, b *tape.Variable, g *tensor.Tensor, gs float64, f *tensor.Tensor) {
 			tape.RMSPropUpdateAll([]*tape.Variable{w}, []*tape.Variable{a}, []*tape.Variable{b}, []*tensor.Tensor{g},
-				ops.RMSPropParams{LR: 0.01, Rho: 0.9, Eps: 1e-7, Momentum: 0.5, GradScale: gs})
+				ops.RMSPropParams{LR: 0.01, Rho: 0.9, Eps: 1e-7, Momentum: 0.5, GradScale: gs, GradFactor: f})
 		},
 	} {
 		for _, c := range []struct {
 			w, g tensor.DType
 			gs   float64
+			f    float32 // 0: no factor
 		}{
-			{tensor.Float32, tensor.Float32, 0.37}, {tensor.Float64, tensor.Float64, 0.37},
-			{tensor.Float32, tensor.Float16, 0x1p-15}, {tensor.Float32, tensor.Float32, 0}, {tensor.Float32, tensor.Float32, 1},
+			{tensor.Float32, tensor.Float32, 0.37, 0}, {tensor.Float64, tensor.Float64, 0.37, 0},
+			{tensor.Float32, tensor.Float16, 0x1p-15, 0}, {tensor.Float32, tensor.Float32, 0, 0}, {tensor.Float32, tensor.Float32, 1, 0},
+			{tensor.Float32, tensor.Float32, 0.37, 0.731}, {tensor.Float64, tensor.Float64, 1, 0.731},
+			{tensor.Float32, tensor.BFloat16, 0x1p-15, 0.731}, {tensor.Float32, tensor.Float32, 1, 1},
 		} {
 			x := tensor.RandNormal(r, c.w, 37)
 			g := ops.Cast(tensor.RandNormal(r, tensor.Float32, 37), c.g)
@@ -386,21 +391,38 @@ func TestUpdatesScaleTheirGradients(t *testing.T) {
 			if c.gs != 0 {
 				want = ops.Mul(want, ops.ScalarLike(want, c.gs))
 			}
+			var f *tensor.Tensor
+			if c.f != 0 {
+				f = tensor.Scalar(c.f)
+				want = ops.Mul(want, ops.Cast(f, c.w))
+			}
 			var got [2][]byte
 			for k, args := range []struct {
 				g  *tensor.Tensor
 				gs float64
-			}{{g, c.gs}, {want, 1}} {
+				f  *tensor.Tensor
+			}{{g, c.gs, f}, {want, 1, nil}} {
 				w := tape.NewVariable("w", x)
 				a, b := tape.NewVariable("a", ops.Abs(x)), tape.NewVariable("b", ops.Abs(x))
 				for range 2 {
-					step(w, a, b, args.g, args.gs)
+					step(w, a, b, args.g, args.gs, args.f)
 				}
 				got[k] = slices.Concat(w.Value().HostBytes(), a.Value().HostBytes(), b.Value().HostBytes())
 			}
 			if !slices.Equal(got[0], got[1]) {
-				t.Errorf("%s, %v variable, %v gradient times %g: the step differs from the step of the gradient scaled by Mul", name, c.w, c.g, c.gs)
+				t.Errorf("%s, %v variable, %v gradient times %g and %v: the step differs from the step of the gradient scaled by Mul", name, c.w, c.g, c.gs, c.f)
 			}
+		}
+		w := tape.NewVariable("w", tensor.FromSlice([]float32{1, 2}))
+		a, b := tape.NewVariable("a", tensor.Zeros(tensor.Float32, 2)), tape.NewVariable("b", tensor.Zeros(tensor.Float32, 2))
+		for what, f := range map[string]*tensor.Tensor{"a vector": tensor.FromSlice([]float32{1, 1}), "an integer": tensor.Scalar(int32(1))} {
+			err := tensor.Catch(func() { step(w, a, b, tensor.FromSlice([]float32{1, -1}), 1, f) })
+			if !errors.Is(err, tensor.ErrDType) || !strings.Contains(err.Error(), "gradient factor") {
+				t.Errorf("%s, a factor of %s: %v", name, what, err)
+			}
+		}
+		if got := tensor.ToSlice[float32](w.Value()); got[0] != 1 || got[1] != 2 {
+			t.Errorf("%s: a refused factor changed the variable: %v", name, got)
 		}
 	}
 }

@@ -220,8 +220,10 @@ func AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamP
 // AdamUpdateAll is the package's AdamUpdateAll through r (StepRecord).
 func (r *StepRecord) AdamUpdateAll(vars, ms, ss []*Variable, grads []*tensor.Tensor, p ops.AdamParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepAdam, LR: p.LR, Beta1: p.Beta1, Beta2: p.Beta2, C1: p.C1, C2: p.C2, Eps: p.Eps, WeightDecay: p.WeightDecay, GradScale: p.GradScale}
-	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, func(i int, g *tensor.Tensor) bool {
-		return vars[i].AdamUpdate(ms[i], ss[i], g, p)
+	return updateAll(r, "AdamUpdateAll", vars, [][]*Variable{ms, ss}, grads, s, p.GradFactor, func(i int, g, f *tensor.Tensor) bool {
+		q := p
+		q.GradFactor = f
+		return vars[i].AdamUpdate(ms[i], ss[i], g, q)
 	})
 }
 
@@ -241,11 +243,13 @@ func MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.Mom
 // (StepRecord).
 func (r *StepRecord) MomentumUpdateAll(vars, vels []*Variable, grads []*tensor.Tensor, p ops.MomentumParams) (done []bool) {
 	s := device.StepSettings{Rule: device.StepMomentum, LR: p.LR, Momentum: p.Momentum, Nesterov: p.Nesterov, GradScale: p.GradScale}
-	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, func(i int, g *tensor.Tensor) bool {
+	return updateAll(r, "MomentumUpdateAll", vars, [][]*Variable{vels}, grads, s, p.GradFactor, func(i int, g, f *tensor.Tensor) bool {
+		q := p
+		q.GradFactor = f
 		return hostUpdate(vars[i], []*Variable{vels[i]}, g, func(w []float32, sl [][]float32, g []float32) {
-			cpu.MomentumInPlace(w, sl[0], g, p)
+			cpu.MomentumInPlace(w, sl[0], g, q)
 		}, func(w []float64, sl [][]float64, g []float64) {
-			cpu.MomentumInPlace(w, sl[0], g, p)
+			cpu.MomentumInPlace(w, sl[0], g, q)
 		})
 	})
 }
@@ -267,15 +271,17 @@ func (r *StepRecord) RMSPropUpdateAll(vars, ss, moms []*Variable, grads []*tenso
 	if p.Momentum > 0 {
 		slots = append(slots, moms)
 	}
-	return updateAll(r, "RMSPropUpdateAll", vars, slots, grads, s, func(i int, g *tensor.Tensor) bool {
+	return updateAll(r, "RMSPropUpdateAll", vars, slots, grads, s, p.GradFactor, func(i int, g, f *tensor.Tensor) bool {
 		var sl []*Variable
 		for _, list := range slots {
 			sl = append(sl, list[i])
 		}
+		q := p
+		q.GradFactor = f
 		return hostUpdate(vars[i], sl, g, func(w []float32, sl [][]float32, g []float32) {
-			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
+			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, q)
 		}, func(w []float64, sl [][]float64, g []float64) {
-			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, p)
+			cpu.RMSPropInPlace(w, sl[0], at(sl, 1), g, q)
 		})
 	})
 }
@@ -329,8 +335,10 @@ func hostSlots[T float32 | float64](slots []*Variable) [][]T {
 // must be a device's. A half gradient of a float variable
 // (Options.HalfGradients) goes to a Stepper as it is, which writes the
 // variable's half copy (internal/castcache) in the same pass; elsewhere
-// it is widened first.
-func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, host func(i int, g *tensor.Tensor) bool) (done []bool) {
+// it is widened first. factor, where not nil, is the ops parameters'
+// GradFactor: each step is given it on its variable's device in its dtype
+// (gradFactors), the host's too (host's f).
+func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variable, grads []*tensor.Tensor, s device.StepSettings, factor *tensor.Tensor, host func(i int, g, f *tensor.Tensor) bool) (done []bool) {
 	lengths := ""
 	for _, list := range slots {
 		if len(list) != len(vars) {
@@ -340,6 +348,11 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 	if len(grads) != len(vars) || lengths != "" {
 		panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "%d variables%s, %d gradients", len(vars), lengths, len(grads)))
 	}
+	if factor != nil && rec != nil {
+		panic(tensor.NewError("tape", name, device.ErrCapture, []*tensor.Tensor{factor}, "", "a recorded step takes no gradient factor"))
+	}
+	factors := newGradFactors(name, factor)
+	defer factors.release()
 	grads = slices.Clone(grads) // never write into the caller's slice
 	for i, v := range vars {
 		if grads[i] == nil {
@@ -402,7 +415,7 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 			if rec != nil {
 				panic(tensor.NewError("tape", name, device.ErrCapture, nil, "", "variable %q (%v on %s) cannot be stepped by a recording", v.name, dt, v.t.Device().Name()))
 			}
-			done[i] = host(i, g)
+			done[i] = host(i, g, factors.of(v))
 			continue
 		}
 		g = g.Contiguous()
@@ -427,7 +440,11 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 	}
 	for _, gr := range groups {
 		var err error
-		dev := vars[gr.idx[0]].t.Device()
+		v0 := vars[gr.idx[0]]
+		dev := v0.t.Device()
+		if f := factors.of(v0); f != nil {
+			s.GradFactor = f.Buffer()
+		}
 		if rec != nil {
 			err = rec.step(dev, gr.stepper, gr.elem, gr.ts, s)
 		} else {
@@ -444,6 +461,68 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 		}
 	}
 	return done
+}
+
+// gradFactors is a step's GradFactor as each variable's step reads it: a
+// scalar on the variable's device in its dtype, moved and cast once for
+// each device and dtype where the given one is not so.
+type gradFactors struct {
+	name  string
+	f     *tensor.Tensor
+	made  map[factorKey]*tensor.Tensor
+	temps []*tensor.Tensor
+}
+
+type factorKey struct {
+	dev device.Device
+	dt  tensor.DType
+}
+
+// newGradFactors checks f (nil for none): a scalar of a float dtype.
+func newGradFactors(name string, f *tensor.Tensor) *gradFactors {
+	if f != nil && (f.Rank() != 0 || !f.DType().IsFloat()) {
+		panic(tensor.NewError("tape", name, tensor.ErrDType, []*tensor.Tensor{f}, "", "the gradient factor must be a scalar of a float dtype, got %s", tensor.Describe(f)))
+	}
+	return &gradFactors{name: name, f: f}
+}
+
+// of is the factor for v's step: nil where there is none.
+func (fs *gradFactors) of(v *Variable) *tensor.Tensor {
+	if fs.f == nil {
+		return nil
+	}
+	k := factorKey{v.t.Device(), v.t.DType()}
+	if k.dev == fs.f.Device() && k.dt == fs.f.DType() {
+		return fs.f
+	}
+	if t, ok := fs.made[k]; ok {
+		return t
+	}
+	t := fs.f
+	if t.Device() != k.dev {
+		moved, err := t.To(k.dev)
+		if err != nil {
+			panic(tensor.NewError("tape", fs.name, err, []*tensor.Tensor{v.t, t}, "", "copying the gradient factor for variable %q to %s: %v", v.name, k.dev.Name(), err))
+		}
+		fs.temps = append(fs.temps, moved)
+		t = moved
+	}
+	if t.DType() != k.dt {
+		v.onDevice(func() { t = ops.Cast(t, k.dt) })
+		fs.temps = append(fs.temps, t)
+	}
+	if fs.made == nil {
+		fs.made = map[factorKey]*tensor.Tensor{}
+	}
+	fs.made[k] = t
+	return t
+}
+
+// release hands back the copies of made, once the steps are queued.
+func (fs *gradFactors) release() {
+	for _, t := range fs.temps {
+		t.Release()
+	}
 }
 
 // stepHalf is a gradient dtype's format for a Stepper.
@@ -479,6 +558,9 @@ func (v *Variable) AdamUpdate(m, s *Variable, g *tensor.Tensor, p ops.AdamParams
 		}
 	}
 	g = g.Contiguous()
+	factors := newGradFactors("AdamUpdate", p.GradFactor)
+	defer factors.release()
+	p.GradFactor = factors.of(v)
 	switch v.t.DType() {
 	case tensor.Float32:
 		cpu.AdamInPlace(backend.HostData[float32](v.t), backend.HostData[float32](m.t), backend.HostData[float32](s.t), backend.HostData[float32](g), p)

@@ -16,7 +16,12 @@ func sumOfSquaresKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tenso
 			sum += float64(v) * float64(v)
 		}
 	}
-	data[T](outs[0])[0] = T(sum)
+	switch out := outs[0]; out.DType() { // SumOfSquaresAs: float64 for float32
+	case tensor.Float64:
+		data[float64](out)[0] = sum
+	default:
+		data[T](out)[0] = T(sum)
+	}
 }
 
 func scaleEachKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {

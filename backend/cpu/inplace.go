@@ -34,11 +34,12 @@ func AxpyInPlace[T tensor.Float](dst []T, alpha T, x []T) {
 //	m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²
 //	w -= lr (m/c1 / (sqrt(v/c2) + ε) + wd w)
 //
-// split across the host's workers, g multiplied by p.GradScale first.
+// split across the host's workers, g multiplied by p.GradScale first and
+// by p.GradFactor (a scalar in host memory) next, each product rounded.
 // Like AxpyInPlace it is not a tensor op: it is the kernel under an
 // optimizer's update of the variables it owns.
 func AdamInPlace[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
-	m, v, g = m[:len(w)], v[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
+	m, v, g = m[:len(w)], v[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
 	device.Host().Parallel(len(w), 4, func(lo, hi int) { adamLoop(w[lo:hi], m[lo:hi], v[lo:hi], g[lo:hi], p) })
 }
 
@@ -70,7 +71,7 @@ func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 // place, split across the host's workers: ops.MomentumParams' formula,
 // each product and sum rounded on its own.
 func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
-	vel, g = vel[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
+	vel, g = vel[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
 	mu, lr := T(p.Momentum), T(p.LR)
 	device.Host().Parallel(len(w), 2, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -90,7 +91,7 @@ func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
 // one length), in one pass and in place, split across the host's workers:
 // ops.RMSPropParams' formula, each operation rounded on its own.
 func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
-	s, g = s[:len(w)], scaledGrad(g[:len(w)], p.GradScale)
+	s, g = s[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
 	if p.Momentum > 0 {
 		mom = mom[:len(w)]
 	}
@@ -110,17 +111,31 @@ func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
 	})
 }
 
-// scaledGrad is g with each element times gs, rounded to T, in a new
-// slice; g itself where gs is 0 or 1 (the steps' GradScale: a loss
-// scale's inverse).
-func scaledGrad[T tensor.Float](g []T, gs float64) []T {
-	if gs == 0 || gs == 1 {
+// scaledGrad is g with each element times gs, rounded to T, and then
+// times the scalar f (in host memory, rounded to T; nil is 1), rounded
+// again, in a new slice; g itself where gs is 0 or 1 and f is nil (the
+// steps' GradScale, a loss scale's inverse, and GradFactor, a clip's).
+func scaledGrad[T tensor.Float](g []T, gs float64, f *tensor.Tensor) []T {
+	if gs == 0 {
+		gs = 1
+	}
+	if gs == 1 && f == nil {
 		return g
+	}
+	fv := T(1)
+	switch {
+	case f == nil:
+	case f.DType() == tensor.Float32:
+		fv = T(data[float32](f)[0])
+	case f.DType() == tensor.Float64:
+		fv = T(data[float64](f)[0])
+	default:
+		fv = T(f.Float())
 	}
 	out, s := make([]T, len(g)), T(gs)
 	device.Host().Parallel(len(g), 0.25, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			out[i] = g[i] * s
+			out[i] = T(g[i]*s) * fv
 		}
 	})
 	return out

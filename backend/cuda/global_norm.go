@@ -16,7 +16,8 @@ import (
 // block a chunk; the sum's block partials (float64) folded by Reduce. The
 // half types' kernels widen as they read (no copies in float32), the sum
 // rounded to float32 and then to the half type, as the op's computing
-// through float32 rounds it.
+// through float32 rounds it (SumOfSquaresAs: to its float32 or float64
+// once).
 
 func init() {
 	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
@@ -59,14 +60,14 @@ func sumOfSquares(d kernels.DType) eager.Kernel {
 			args := newArgs().Bytes(tab, 8).Ptr(ptr(partial) + cu.Ptr(8*before))
 			return g.launchBlocks("optim", kernels.SumSquaresName(slots, d), blocks, blockSize, args)
 		}))
-		if d == kernels.F64 {
-			reduceInto(c, d, partial, []int{0}, ops.ReduceSum, out)
+		if out.DType() == tensor.Float64 { // the inputs', or SumOfSquaresAs's
+			reduceInto(c, kernels.F64, partial, []int{0}, ops.ReduceSum, out)
 			return
 		}
 		sum := temporary(c, tensor.Float64, tensor.Shape{}, "the sum of squares")
 		defer sum.Release()
 		reduceInto(c, kernels.F64, partial, []int{0}, ops.ReduceSum, sum)
-		if d.Half() {
+		if d.Half() && out.DType() != tensor.Float32 { // not SumOfSquaresAs's float32
 			sum32 := temporary(c, tensor.Float32, tensor.Shape{}, "the sum of squares in float32")
 			defer sum32.Release()
 			check(c, g.castInto(sum32, sum))

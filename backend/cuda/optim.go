@@ -127,6 +127,20 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 	if at != nil && halves > 0 {
 		return fmt.Errorf("cuda: %s step: a recorded step takes no half gradients", rule.Name)
 	}
+	var factor cu.Ptr // 0: none
+	if s.GradFactor != nil {
+		if at != nil {
+			return fmt.Errorf("cuda: %s step: a recorded step takes no gradient factor", rule.Name)
+		}
+		fb, err := bufOf(s.GradFactor, d, "gradient factor")
+		if err != nil {
+			return fmt.Errorf("cuda: %s step: %w", rule.Name, err)
+		}
+		if fb.size < elem {
+			return fmt.Errorf("cuda: %s step: the gradient factor in a %d-byte buffer, below a %d-byte element", rule.Name, fb.size, elem)
+		}
+		factor = fb.ptr
+	}
 	for h, tab := range tabs {
 		half := []kernels.DType{"", kernels.BF16, kernels.F16}[h]
 		if half == "" {
@@ -148,6 +162,9 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 				for _, v := range consts {
 					args.F64(v)
 				}
+			}
+			if at == nil {
+				args.Ptr(factor)
 			}
 			return d.launchBlocks("optim", name, blocks, blockSize, args)
 		})

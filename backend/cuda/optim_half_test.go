@@ -15,19 +15,28 @@ import (
 )
 
 // stepBy takes s's step on vars with their slots (slots[k][i]: variable
-// i's slot k, as many lists as the rule has) through package tape.
-func stepBy(s device.StepSettings, vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
+// i's slot k, as many lists as the rule has) through package tape, the
+// gradients multiplied by factor too where it is not nil (GradFactor).
+func stepBy(s device.StepSettings, factor *tensor.Tensor, vars []*tape.Variable, slots [][]*tape.Variable, grads []*tensor.Tensor) []bool {
 	switch s.Rule {
 	case device.StepAdam:
-		return tape.AdamUpdateAll(vars, slots[0], slots[1], grads, ops.AdamParams{LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C1: s.C1, C2: s.C2, Eps: s.Eps, WeightDecay: s.WeightDecay, GradScale: s.GradScale})
+		return tape.AdamUpdateAll(vars, slots[0], slots[1], grads, ops.AdamParams{LR: s.LR, Beta1: s.Beta1, Beta2: s.Beta2, C1: s.C1, C2: s.C2, Eps: s.Eps, WeightDecay: s.WeightDecay, GradScale: s.GradScale, GradFactor: factor})
 	case device.StepMomentum:
-		return tape.MomentumUpdateAll(vars, slots[0], grads, ops.MomentumParams{LR: s.LR, Momentum: s.Momentum, Nesterov: s.Nesterov, GradScale: s.GradScale})
+		return tape.MomentumUpdateAll(vars, slots[0], grads, ops.MomentumParams{LR: s.LR, Momentum: s.Momentum, Nesterov: s.Nesterov, GradScale: s.GradScale, GradFactor: factor})
 	}
 	var moms []*tape.Variable
 	if s.Momentum > 0 {
 		moms = slots[1]
 	}
-	return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, ops.RMSPropParams{LR: s.LR, Rho: s.Rho, Eps: s.Eps, Momentum: s.Momentum, GradScale: s.GradScale})
+	return tape.RMSPropUpdateAll(vars, slots[0], moms, grads, ops.RMSPropParams{LR: s.LR, Rho: s.Rho, Eps: s.Eps, Momentum: s.Momentum, GradScale: s.GradScale, GradFactor: factor})
+}
+
+// stepFactors are the gradient factors the step tests take each setting
+// with: none, and a float32 scalar that rounds (a clip's; cast for
+// float64 variables), on the CPU and on the GPU.
+func stepFactors(t *testing.T, d *Device) [][2]*tensor.Tensor {
+	f := tensor.Scalar(float32(0.7313))
+	return [][2]*tensor.Tensor{{nil, nil}, {f, onGPU(t, d, f)}}
 }
 
 // slotsOf is how many slots a variable has under s.
@@ -54,9 +63,11 @@ func TestHalfGradientStepsMatchTheCPU(t *testing.T) {
 	for len(sizes) < kernels.OptimSlots+3 {
 		sizes = append(sizes, 1+len(sizes)*29)
 	}
-	for _, s := range stepSettings {
+	factors := stepFactors(t, d)
+	for j, s := range stepSettings {
 		for _, h := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
-			what := fmt.Sprintf("rule %d (Nesterov %v, momentum %v) from %v", s.Rule, s.Nesterov, s.Momentum, h)
+			f := factors[j%2] // every other setting with a factor
+			what := fmt.Sprintf("rule %d (Nesterov %v, momentum %v, factor %v) from %v", s.Rule, s.Nesterov, s.Momentum, f[0] != nil, h)
 			slots := slotsOf(s)
 			var host, gpu [3][]*tape.Variable // the values, then the slots
 			var grads, ggrads []*tensor.Tensor
@@ -87,8 +98,8 @@ func TestHalfGradientStepsMatchTheCPU(t *testing.T) {
 					waitGPU(t, d)
 					before = ctx.Launches
 				}
-				done := stepBy(s, gpu[0], gpu[1:1+slots], ggrads)
-				want := stepBy(s, host[0], host[1:1+slots], grads)
+				done := stepBy(s, f[1], gpu[0], gpu[1:1+slots], ggrads)
+				want := stepBy(s, f[0], host[0], host[1:1+slots], grads)
 				if ctx != nil {
 					waitGPU(t, d)
 					if n := ctx.Launches - before; n != 2 {

@@ -60,7 +60,8 @@ func TestAdamStepMatchesTheCPU(t *testing.T) {
 }
 
 // Every rule's step (Adam, SGD with momentum and Nesterov's, RMSProp
-// with and without momentum; gradients scaled or not) over many variables
+// with and without momentum; gradients scaled or not, multiplied by a
+// device factor or not) over many variables
 // at once on the GPU is, bit for bit, the fused step the CPU takes one
 // variable at a time, in both float dtypes, over more variables than one
 // launch holds.
@@ -72,34 +73,36 @@ func TestOptimizerStepsMatchTheCPU(t *testing.T) {
 		sizes = append(sizes, 1+len(sizes)*29)
 	}
 	for _, s := range stepSettings {
-		what := fmt.Sprintf("rule %d (Nesterov %v, momentum %v, gradients times %g)", s.Rule, s.Nesterov, s.Momentum, s.GradScale)
 		slots := slotsOf(s)
-		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
-			var host, gpu [3][]*tape.Variable // the values, then the slots
-			var grads, ggrads []*tensor.Tensor
-			for i, n := range sizes {
-				for k := range 1 + slots {
-					x := tensor.RandNormal(r, dt, n)
-					if k > 0 {
-						x = ops.Abs(x)
-					}
-					host[k] = append(host[k], tape.NewVariable(fmt.Sprint(k, i), x))
-					gpu[k] = append(gpu[k], tape.NewVariable(fmt.Sprint(k, i), onGPU(t, d, x)))
-				}
-				g := tensor.RandNormal(r, dt, n)
-				grads, ggrads = append(grads, g), append(ggrads, onGPU(t, d, g))
-			}
-			for step := range 2 {
-				done := stepBy(s, gpu[0], gpu[1:1+slots], ggrads)
-				want := stepBy(s, host[0], host[1:1+slots], grads)
-				for i := range sizes {
-					if !done[i] || !want[i] {
-						t.Fatalf("%s %v: variable %d not updated in one pass (GPU %v, CPU %v)", what, dt, i, done[i], want[i])
-					}
+		for _, f := range stepFactors(t, d) {
+			what := fmt.Sprintf("rule %d (Nesterov %v, momentum %v, gradients times %g, factor %v)", s.Rule, s.Nesterov, s.Momentum, s.GradScale, f[0] != nil)
+			for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+				var host, gpu [3][]*tape.Variable // the values, then the slots
+				var grads, ggrads []*tensor.Tensor
+				for i, n := range sizes {
 					for k := range 1 + slots {
-						got, w := onHost(t, gpu[k][i].Value()).HostBytes(), host[k][i].Value().HostBytes()
-						if !bytes.Equal(got, w) {
-							t.Fatalf("%s %v, step %d: variable %d (%d elements), tensor %d differs from the CPU's", what, dt, step, i, sizes[i], k)
+						x := tensor.RandNormal(r, dt, n)
+						if k > 0 {
+							x = ops.Abs(x)
+						}
+						host[k] = append(host[k], tape.NewVariable(fmt.Sprint(k, i), x))
+						gpu[k] = append(gpu[k], tape.NewVariable(fmt.Sprint(k, i), onGPU(t, d, x)))
+					}
+					g := tensor.RandNormal(r, dt, n)
+					grads, ggrads = append(grads, g), append(ggrads, onGPU(t, d, g))
+				}
+				for step := range 2 {
+					done := stepBy(s, f[1], gpu[0], gpu[1:1+slots], ggrads)
+					want := stepBy(s, f[0], host[0], host[1:1+slots], grads)
+					for i := range sizes {
+						if !done[i] || !want[i] {
+							t.Fatalf("%s %v: variable %d not updated in one pass (GPU %v, CPU %v)", what, dt, i, done[i], want[i])
+						}
+						for k := range 1 + slots {
+							got, w := onHost(t, gpu[k][i].Value()).HostBytes(), host[k][i].Value().HostBytes()
+							if !bytes.Equal(got, w) {
+								t.Fatalf("%s %v, step %d: variable %d (%d elements), tensor %d differs from the CPU's", what, dt, step, i, sizes[i], k)
+							}
 						}
 					}
 				}

@@ -106,6 +106,13 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		// around them (104 calls with them); the weights' casts kept
 		// from the last step, which Adam's launch wrote.
 		{"GPT block, bfloat16", gptBlock(tensor.BFloat16), 92, nil},
+		// Clipped to a global norm (nn.ClippedOptimizer, examples/gpt's
+		// step): the half gradients' and the float32 ones' sums of
+		// squares in float64 (a launch and a fold each), their sum, its
+		// rounding and root, the factor (a maximum and a division), which
+		// Adam's launch multiplies in: 9 calls more, where the float32
+		// gradients' widening and clipping passes took 24.
+		{"GPT block, bfloat16, clipped", gptBlock(tensor.BFloat16), 101, func(o nn.Optimizer) nn.Optimizer { return nn.NewClippedOptimizer(o, 1) }},
 		// The charrnn LSTM (32 steps): the input's gate terms for the
 		// whole sequence in one GEMM; per step a slice, the recurrent
 		// GEMM and the fused cell (its two terms added inside) forward;
@@ -130,7 +137,9 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			wantWaits := 1
 			if c.opt != nil {
 				opt = c.opt(opt)
-				wantWaits = 2
+			}
+			if _, scaled := opt.(*nn.LossScaleOptimizer); scaled {
+				wantWaits = 2 // its finiteness check's read
 			}
 			step := nn.TrainStep(model, loss, opt)
 			batch := data.Element{onGPU(t, d, x), onGPU(t, d, y)}

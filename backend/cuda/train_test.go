@@ -366,14 +366,16 @@ type plainOptimizer struct{ nn.Optimizer }
 // which the next forward pass reads without a cast) moves the variables
 // to the bit as the same step given float32 gradients does, the
 // weights cast by a kernel each step: eager, traced, and recorded (whose
-// recording widens the gradients and casts the weights by kernels).
+// recording widens the gradients and casts the weights by kernels);
+// behind a loss scale, a global-norm clip (its factor, computed on the
+// device from the half gradients, multiplied in Adam's launch), or both.
 func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 	d := testGPU(t)
 	for _, mode := range []string{"eager", "traced", "recorded"} {
 		for _, c := range []struct {
-			p      nn.Policy
-			scaled bool
-		}{{nn.MixedBFloat16, false}, {nn.MixedFloat16, false}, {nn.MixedFloat16, true}} {
+			p               nn.Policy
+			scaled, clipped bool
+		}{{nn.MixedBFloat16, false, false}, {nn.MixedFloat16, false, false}, {nn.MixedFloat16, true, false}, {nn.MixedBFloat16, false, true}, {nn.MixedFloat16, true, true}} {
 			p := c.p
 			var vals [2][][]byte
 			for k := range vals {
@@ -383,6 +385,9 @@ func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 					var opt nn.Optimizer = nn.NewAdam(nn.Constant(0.01))
 					if k == 1 {
 						opt = plainOptimizer{opt}
+					}
+					if c.clipped { // a bound below the gradients' norm
+						opt = nn.NewClippedOptimizer(opt, 1e-3)
 					}
 					if c.scaled {
 						ls := nn.NewLossScaleOptimizer(opt)
@@ -403,7 +408,7 @@ func TestMixedStepWithHalfGradientsOnGPU(t *testing.T) {
 			}
 			for i := range vals[0] {
 				if !bytes.Equal(vals[0][i], vals[1][i]) {
-					t.Errorf("%s %v (loss scaled %v): variable %d differs from the steps with float32 gradients", mode, p, c.scaled, i)
+					t.Errorf("%s %v (loss scaled %v, clipped %v): variable %d differs from the steps with float32 gradients", mode, p, c.scaled, c.clipped, i)
 				}
 			}
 		}

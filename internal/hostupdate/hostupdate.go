@@ -5,10 +5,13 @@
 // its init; they are nil in a program that does not link it.
 package hostupdate
 
+import "github.com/eagerflow/eagerflow/tensor"
+
 // AdamParams are ops.AdamParams' fields (the two convert to each other).
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 	GradScale                                  float64
+	GradFactor                                 *tensor.Tensor
 }
 
 // The kernels, per dtype: dst += alpha*x, and one Adam step in place.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -47,6 +48,9 @@ type GPT struct {
 
 	compute    tensor.DType
 	generators sync.Map // sampling -> *trace.Function (generate.go)
+
+	step    nn.Step // TrainStep's, for stepOpt
+	stepOpt nn.Optimizer
 }
 
 // New makes a GPT of shape c, its variables drawn from rng.
@@ -140,24 +144,23 @@ func NewOptimizer(steps int) *nn.Adam {
 
 // TrainStep takes one step on ids x [N, T] and next bytes y [N, T]: the
 // loss and its gradients, clipped to a global norm of 1, and opt's
-// update. It returns the loss, or the error that stopped the step.
+// update (nn.TrainStep through an nn.ClippedOptimizer over opt: where opt
+// is nn's own, the clipping is part of its step, and in mixed precision
+// the half gradients go to it as they are). It returns the loss, or the
+// error that stopped the step.
 func (g *GPT) TrainStep(opt nn.Optimizer, x, y *tensor.Tensor) (float64, error) {
-	var l float64
-	var applied error
-	err := tensor.Catch(func() {
-		tp := tape.New(tape.Options{ReleaseIntermediates: true})
-		value := Loss(g.Forward(x), y)
-		vars := g.Variables()
-		// Clipped on the device (no wait for the backward pass to end), the
-		// gradients made fresh; both sets go back to the device's cache.
-		raw := tp.Gradient(value, nn.Values(vars)...)
-		grads, _ := nn.ClipByGlobalNormTensor(raw, 1)
-		release(raw)
-		applied = opt.Apply(vars, grads)
-		release(grads)
-		l = value.Float()
-	})
-	return l, errors.Join(err, applied)
+	if opt == nil {
+		return 0, errors.New("model: TrainStep: a nil optimizer")
+	}
+	if g.stepOpt != opt {
+		clipped, ok := opt.(*nn.ClippedOptimizer)
+		if !ok {
+			clipped = nn.NewClippedOptimizer(opt, 1)
+		}
+		g.step, g.stepOpt = nn.TrainStep(g, Loss, clipped), opt
+	}
+	l, _, err := g.step(data.Element{x, y})
+	return l, err
 }
 
 // release hands back ts' buffers (nil entries skipped).

@@ -4,7 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -63,6 +65,49 @@ func TestMixedBFloat16Learns(t *testing.T) {
 	for _, v := range m.Variables() {
 		if v.Value().DType() != tensor.Float32 {
 			t.Fatalf("%s is %v", v.Name(), v.Value().DType())
+		}
+	}
+}
+
+// TrainStep, its clipping inside Adam's step and its bfloat16 model's
+// gradients half, takes the steps of a loop that differentiates into
+// float32 gradients, clips them (nn.ClipByGlobalNormTensor) and applies
+// AdamW: the same arithmetic, to float32's rounding (the norm's sums
+// are grouped by the gradients' dtypes), with the clip engaged; for a
+// float32 model as well.
+func TestTrainStepIsTheClippingLoop(t *testing.T) {
+	v := make([]int32, 2*8)
+	for i := range v {
+		v[i] = int32(32 + (i*7+i/5)%90)
+	}
+	x, y := tensor.FromSlice(v, 2, 8), tensor.FromSlice(append(v[1:], 32), 2, 8)
+	for _, compute := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+		c := Config{Layers: 2, Heads: 2, Dim: 16, Context: 8, Compute: compute}
+		stepped, looped := New(tensor.NewRNG(3), c), New(tensor.NewRNG(3), c)
+		opts := [2]*nn.Adam{NewOptimizer(20), NewOptimizer(20)}
+		for range 4 {
+			if _, err := stepped.TrainStep(opts[0], x, y); err != nil {
+				t.Fatal(err)
+			}
+			tp := tape.New(tape.Options{})
+			vars := looped.Variables()
+			grads := tp.Gradient(Loss(looped.Forward(x), y), nn.Values(vars)...)
+			tp.Stop()
+			clipped, norm := nn.ClipByGlobalNormTensor(grads, 1)
+			if norm.Float() <= 1 {
+				t.Fatalf("%v: the gradients' norm %v is within the bound: nothing clips", compute, norm.Float())
+			}
+			if err := opts[1].Apply(vars, clipped); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, v := range stepped.Variables() {
+			got, want := tensor.ToSlice[float32](v.Value()), tensor.ToSlice[float32](looped.Variables()[i].Value())
+			for j := range want {
+				if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
+					t.Fatalf("%v: %s[%d] is %v stepped, %v looped", compute, v.Name(), j, got[j], want[j])
+				}
+			}
 		}
 	}
 }

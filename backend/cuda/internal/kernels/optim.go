@@ -20,8 +20,10 @@ import (
 // is rounded on its own (no contraction into fused multiply-adds), so
 // that a step is bit for bit the CPU's (backend/cpu's in-place kernels).
 // Every rule first multiplies the gradient by gs (1, or a loss scale's
-// inverse: device.StepSettings.GradScale), rounded, g below being that
-// product:
+// inverse: device.StepSettings.GradScale), rounded, and then by the
+// scalar at the address gf (a parameter after the constants, 0 for 1:
+// device.StepSettings.GradFactor, a clip factor the device computed),
+// rounded, g below being that product:
 //
 //   - adam_multi_<slots>_<f32|f64> (tab, b1, k1, b2, k2, ic1, ic2, eps,
 //     lr, wd, gs), the tensors (w, m, v, g): m = b1·m + k1·g;
@@ -40,7 +42,7 @@ import (
 // w rounded to it, as Cast rounds: the layer's half copy of its weight
 // (internal/castcache), written in the same pass.
 //
-// Each has a twin <rule>_<slots>_<d>_at (tab, consts) that reads the
+// Each has a twin <rule>_<slots>_<d>_at (tab, consts; no gf) that reads the
 // constants, in the same order, from device memory when it runs: the
 // i-th at consts + 8·i, in the dtype (a float32 in the low four bytes).
 // A recording of a step holds the twin, and optim_consts (dst, w0 ... w9)
@@ -169,9 +171,9 @@ type optimElem struct {
 
 func (e *optimElem) c(name string) ptx.Reg { return e.consts[name] }
 
-// load is tensor i's element; the gradient's times the constant gs
-// (rounded), that of a mixed-precision kernel widened from its half type
-// first.
+// load is tensor i's element; the gradient's times the constant gs and
+// then the factor gf where the kernel has one (each product rounded),
+// that of a mixed-precision kernel widened from its half type first.
 func (e *optimElem) load(i int) ptx.Reg {
 	if i != e.grad {
 		return load(e.k, e.d, e.addrs[i])
@@ -182,7 +184,24 @@ func (e *optimElem) load(i int) ptx.Reg {
 	} else {
 		g = load(e.k, e.d, e.addrs[i])
 	}
-	return e.mul(g, e.c("gs"))
+	g = e.mul(g, e.c("gs"))
+	if gf, ok := e.consts["gf"]; ok {
+		g = e.mul(g, gf)
+	}
+	return g
+}
+
+// gradFactor declares the parameter gf, the address of the gradients'
+// factor (device.StepSettings.GradFactor: a scalar of d, or 0 for 1),
+// and returns the factor, read once by each thread.
+func gradFactor(k *ptx.Kernel, d DType) ptx.Reg {
+	addr := k.Param("gf", ptx.U64)
+	f, has := k.Reg(d.reg()), k.Reg(ptx.Pred)
+	k.Op("mov.%s %s, %s", d.reg(), f, ptx.Imm(d.reg(), 1))
+	k.Op("setp.ne.u64 %s, %s, 0", has, addr)
+	k.Op("cvta.to.global.u64 %s, %s", addr, addr)
+	k.Op("@%s ld.global.%s %s, [%s]", has, d.mem(), f, addr)
+	return f
 }
 
 // store writes tensor i's element; w's, in a mixed-precision kernel, to
@@ -282,6 +301,9 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool, half DType) 
 		} else {
 			c[name] = k.Param(name, t)
 		}
+	}
+	if !at {
+		c["gf"] = gradFactor(k, d)
 	}
 	if half == "" {
 		tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots, 0)
