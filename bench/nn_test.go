@@ -127,10 +127,11 @@ func BenchmarkFashionConv(b *testing.B) {
 var gptShape = model.Config{Layers: 4, Heads: 4, Dim: 128, Context: 128}
 
 // BenchmarkGPTStep times one training step of the GPT (batch 16 of 128
-// bytes: forward, backward, AdamW), as BenchmarkTorchGPTStep: eager
-// (model.TrainStep, gradients clipped as the twin's), eager in mixed
-// bfloat16 (model.Config's Compute) and traced (nn.TracedTrainStep: one
-// graph, no clipping).
+// bytes: forward, backward, AdamW, the gradients clipped to a norm of 1
+// as the twin's), as BenchmarkTorchGPTStep: eager (model.TrainStep),
+// eager in mixed bfloat16 (model.Config's Compute) and traced
+// (nn.TracedTrainStep through an nn.ClippedOptimizer: one graph, the
+// clipping and AdamW after it).
 func BenchmarkGPTStep(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	ids := func() *tensor.Tensor {
@@ -155,7 +156,7 @@ func BenchmarkGPTStep(b *testing.B) {
 	})
 	b.Run("traced", func(b *testing.B) {
 		m := model.New(tensor.NewRNG(1), gptShape)
-		step := nn.TracedTrainStep(m, model.Loss, model.NewOptimizer(1000))
+		step := nn.TracedTrainStep(m, model.Loss, nn.NewClippedOptimizer(model.NewOptimizer(1000), 1))
 		batch := data.Element{x, y}
 		steady(b, func() error { _, _, err := step(batch); return err })
 	})

@@ -421,8 +421,9 @@ const (
 // a scaled gradient is unscaled in the step's own pass), and then by the
 // scalar GradFactor holds where it is not nil (one element of the
 // values' dtype in a buffer of the device, read when the step runs: a
-// clip factor the device computed), the product rounded again. StepAt
-// takes no GradFactor.
+// clip factor the device computed), the product rounded again. A
+// recorded step (StepRecorder.StepAt) reads it from that buffer at every
+// replay.
 type StepSettings struct {
 	Rule                                       StepRule
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64

@@ -31,6 +31,10 @@ type ClippedOptimizer struct {
 	Inner   Optimizer
 	MaxNorm float64
 	norm    *tensor.Tensor // the last step's norm, before clipping
+	// recorded: norm is a recording's (RecordedTrainStep), which each
+	// replay rewrites, and factor the clip factor its step reads.
+	recorded bool
+	factor   *tensor.Tensor
 }
 
 // NewClippedOptimizer wraps inner, clipping to maxNorm. It panics with a
@@ -56,16 +60,29 @@ func (o *ClippedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) 
 	return o.applyThrough(nil, vars, grads, unscaledGrads)
 }
 
+// recordable: the clipping and Inner's step are recorded together where
+// Inner's step is a device's (RecordedTrainStep over Adam: the norm, the
+// factor and the update all in the recording).
+func (o *ClippedOptimizer) recordable() bool {
+	inner, ok := o.Inner.(stepRecordable)
+	return ok && inner.recordable()
+}
+
 // applyThrough is Apply of gradients scaled by sc (scaledStep: a
 // LossScaleOptimizer's unscaling), clipping the gradients sc gives: the
 // norm of the given ones times sc.by, exactly where sc.by is a power of
-// two (a loss scale's inverse). A ClippedOptimizer's steps are not
-// recorded (rec is nil).
+// two (a loss scale's inverse). Through rec, while it captures, the
+// clipping's ops are recorded with Inner's step, the factor's buffer
+// the recording's; when it refreshes before a replay, Inner's step is
+// given that factor again and nothing is computed.
 func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Variable, grads []*tensor.Tensor, sc gradScale) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
 	inner, fused := o.Inner.(scaledStep)
+	if rec != nil && !rec.Capturing() && o.factor != nil { // a replay's refresh
+		return inner.applyThrough(rec, vars, grads, gradScale{by: sc.by, factor: o.factor})
+	}
 	groups := byGroup(grads)
 	switch {
 	case len(groups) == 0: // nothing to clip
@@ -87,7 +104,7 @@ func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Varia
 			return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 		}
 		defer releaseAll(clipped)
-		o.keep(norm)
+		o.keep(norm, false)
 		return o.Inner.Apply(vars, clipped)
 	}
 	var norm, factor *tensor.Tensor
@@ -100,16 +117,25 @@ func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Varia
 	}); err != nil {
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
-	o.keep(norm)
+	o.keep(norm, rec.Capturing())
+	if rec.Capturing() {
+		o.factor = factor // the recording's: kept for the refreshes
+	} else {
+		defer factor.Release() // once the step is queued
+	}
 	return inner.applyThrough(rec, vars, grads, gradScale{by: sc.by, factor: factor})
 }
 
-// keep makes norm the last step's.
-func (o *ClippedOptimizer) keep(norm *tensor.Tensor) {
-	if o.norm != nil {
+// keep makes norm the last step's, a recording's where recorded (never
+// released here: the recording holds it).
+func (o *ClippedOptimizer) keep(norm *tensor.Tensor, recorded bool) {
+	if o.norm != nil && !o.recorded {
 		o.norm.Release()
 	}
-	o.norm = norm
+	o.norm, o.recorded = norm, recorded
+	if !recorded {
+		o.factor = nil
+	}
 }
 
 // takesHalfGradients: a mixed-precision model's half gradients go to

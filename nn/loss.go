@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -54,23 +56,120 @@ func SoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
 	return ops.Mean(ops.SoftmaxCrossEntropy(logits, labels))
 }
 
-// SparseSoftmaxCrossEntropy is the mean cross-entropy of logits [N, C]
-// against integer class labels [N] ([N, 1] is taken as [N], as Keras's
-// sparse loss does). Float labels of the logits' shape (one-hot rows)
-// panic naming SoftmaxCrossEntropy, which takes those.
+// SparseSoftmaxCrossEntropy is the mean cross-entropy of logits [..., C]
+// against integer class labels [...] (a token model's [N, T, C] against
+// [N, T], say; [..., 1] is taken as [...], as Keras's sparse loss does).
+// Float labels of the logits' shape (one-hot rows) panic naming
+// SoftmaxCrossEntropy, which takes those.
 func SparseSoftmaxCrossEntropy(logits, labels *tensor.Tensor) *tensor.Tensor {
-	logits = widened(logits)
-	if logits != nil && labels != nil && logits.Rank() > 0 {
-		lead := logits.Shape()[:logits.Rank()-1]
-		switch {
-		case labels.DType().IsFloat() && labels.Shape().Equal(logits.Shape()):
-			panic(tensor.NewError("nn", "SparseSoftmaxCrossEntropy", tensor.ErrDType, []*tensor.Tensor{logits, labels}, "",
-				"labels %v of %v look like one-hot rows: SoftmaxCrossEntropy takes those; SparseSoftmaxCrossEntropy takes class indices %v", labels.Shape(), labels.DType(), lead))
-		case labels.Rank() == logits.Rank() && labels.Dim(-1) == 1 && labels.Shape()[:labels.Rank()-1].Equal(lead):
-			labels = ops.Reshape(labels, lead...)
-		}
-	}
+	logits, labels = sparseRows("SparseSoftmaxCrossEntropy", logits, labels)
 	return ops.Mean(ops.SparseSoftmaxCrossEntropy(logits, labels))
+}
+
+// sparseRows is logits [..., C] (widened from a half type) as rows [N, C]
+// and labels [...] (or [..., 1]) as [N], for the sparse losses (op names
+// the caller in errors); other shapes are left for the op to refuse.
+func sparseRows(op string, logits, labels *tensor.Tensor) (*tensor.Tensor, *tensor.Tensor) {
+	logits = widened(logits)
+	if logits == nil || labels == nil || logits.Rank() == 0 {
+		return logits, labels
+	}
+	lead := logits.Shape()[:logits.Rank()-1]
+	switch {
+	case labels.DType().IsFloat() && labels.Shape().Equal(logits.Shape()):
+		panic(tensor.NewError("nn", op, tensor.ErrDType, []*tensor.Tensor{logits, labels}, "",
+			"labels %v of %v look like one-hot rows: SoftmaxCrossEntropy takes those; %s takes class indices %v", labels.Shape(), labels.DType(), op, lead))
+	case labels.Rank() == logits.Rank() && labels.Dim(-1) == 1 && labels.Shape()[:labels.Rank()-1].Equal(lead):
+		labels = ops.Reshape(labels, lead...)
+	}
+	if logits.Rank() > 2 && labels.Shape().Equal(lead) {
+		logits, labels = ops.Reshape(logits, -1, logits.Dim(-1)), ops.Reshape(labels, -1)
+	}
+	return logits, labels
+}
+
+// CrossEntropyOpts are the options of the cross-entropies a Loss is made
+// of (SparseSoftmaxCrossEntropyWith, SoftmaxCrossEntropyWith), as PyTorch's
+// cross_entropy and Keras's losses take them.
+type CrossEntropyOpts struct {
+	// LabelSmoothing ε in [0, 1): each row's target is the label's
+	// distribution times 1-ε plus ε spread evenly over the C classes,
+	// the label's class included (PyTorch's label_smoothing, Keras's).
+	LabelSmoothing float64
+	// Ignore lists class labels whose rows count for nothing, neither in
+	// the sum nor in the mean's count (PyTorch's ignore_index, Keras's
+	// ignore_class: a padding token, or -100); a label outside [0, C)
+	// listed here is no error. Sparse labels only. A batch whose every row
+	// is ignored has a loss of 0 (PyTorch's mean is NaN there).
+	Ignore []int
+}
+
+// check panics with a *tensor.Error naming op for a smoothing outside
+// [0, 1), or for Ignore where there are no class labels (sparse false).
+func (o CrossEntropyOpts) check(op string, sparse bool) {
+	if !(o.LabelSmoothing >= 0 && o.LabelSmoothing < 1) {
+		panic(tensor.NewError("nn", op, tensor.ErrAttr, nil, "", "label smoothing %v is outside [0, 1)", o.LabelSmoothing))
+	}
+	if !sparse && len(o.Ignore) > 0 {
+		panic(tensor.NewError("nn", op, tensor.ErrAttr, nil, "", "Ignore %v names class labels, which only the sparse loss takes (SparseSoftmaxCrossEntropyWith)", o.Ignore))
+	}
+}
+
+// SparseSoftmaxCrossEntropyWith is SparseSoftmaxCrossEntropy with o's
+// label smoothing and ignored labels: the mean over the rows not ignored
+// of (1-ε)·(LSE(z) - z_label) + ε·(LSE(z) - mean(z)) for each row's logits
+// z. It panics with a *tensor.Error for a smoothing outside [0, 1); the
+// Loss panics as SparseSoftmaxCrossEntropy does, and names the first label
+// out of range that Ignore does not list.
+func SparseSoftmaxCrossEntropyWith(o CrossEntropyOpts) Loss {
+	const op = "SparseSoftmaxCrossEntropyWith"
+	o.check(op, true)
+	o.Ignore = slices.Clone(o.Ignore)
+	return func(logits, labels *tensor.Tensor) *tensor.Tensor {
+		logits, labels = sparseRows(op, logits, labels)
+		mustArgs(op, arg{"logits", logits}, arg{"labels", labels})
+		var keep *tensor.Tensor // bool [N]: the rows that count
+		for _, ig := range o.Ignore {
+			kept := ops.Ne(labels, ops.ScalarLike(labels, float64(ig)))
+			if keep == nil {
+				keep = kept
+			} else {
+				keep = ops.LogicalAnd(keep, kept)
+			}
+		}
+		if keep != nil { // ignored rows read class 0, then count for nothing
+			labels = ops.Where(keep, labels, ops.ZerosLike(labels))
+		}
+		rows := ops.SparseSoftmaxCrossEntropy(logits, labels)
+		if e := o.LabelSmoothing; e > 0 && logits.Rank() == 2 {
+			uniform := ops.Sub(ops.LogSumExp(logits, 1), ops.Mean(logits, 1))
+			rows = ops.Add(ops.Mul(rows, ops.ScalarLike(rows, 1-e)), ops.Mul(uniform, ops.ScalarLike(rows, e)))
+		}
+		if keep == nil {
+			return ops.Mean(rows)
+		}
+		w := ops.Cast(keep, rows.DType())
+		count := ops.Maximum(ops.Sum(w), ops.ScalarLike(rows, 1))
+		return ops.Div(ops.Sum(ops.Mul(rows, w)), count)
+	}
+}
+
+// SoftmaxCrossEntropyWith is SoftmaxCrossEntropy with o's label
+// smoothing: the labels' rows times 1-ε plus ε/C. It panics with a
+// *tensor.Error for a smoothing outside [0, 1) or an Ignore list (there
+// are no class labels to ignore); the Loss panics as SoftmaxCrossEntropy
+// does.
+func SoftmaxCrossEntropyWith(o CrossEntropyOpts) Loss {
+	const op = "SoftmaxCrossEntropyWith"
+	o.check(op, false)
+	return func(logits, labels *tensor.Tensor) *tensor.Tensor {
+		if e := o.LabelSmoothing; e > 0 && labels != nil && labels.Rank() > 0 && labels.DType().IsFloat() {
+			labels = widened(labels)
+			c := float64(labels.Dim(-1))
+			labels = ops.Add(ops.Mul(labels, ops.ScalarLike(labels, 1-e)), ops.ScalarLike(labels, e/c))
+		}
+		return SoftmaxCrossEntropy(logits, labels)
+	}
 }
 
 // BinaryCrossEntropyWithLogits is the mean of -z log σ(x) - (1-z) log(1-σ(x))

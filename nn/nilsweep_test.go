@@ -71,6 +71,12 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "MeanSquaredError", Fn: MeanSquaredError, Valid: []any{x, x}},
 		{Name: "SoftmaxCrossEntropy", Fn: SoftmaxCrossEntropy, Valid: []any{x, x}},
 		{Name: "SparseSoftmaxCrossEntropy", Fn: SparseSoftmaxCrossEntropy, Valid: []any{x, labels}},
+		{Name: "SparseSoftmaxCrossEntropyWith", Fn: func(logits, labels *tensor.Tensor) *tensor.Tensor {
+			return SparseSoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: 0.1, Ignore: []int{0}})(logits, labels)
+		}, Valid: []any{x, labels}},
+		{Name: "SoftmaxCrossEntropyWith", Fn: func(logits, labels *tensor.Tensor) *tensor.Tensor {
+			return SoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: 0.1})(logits, labels)
+		}, Valid: []any{x, x}},
 		{Name: "BinaryCrossEntropyWithLogits", Fn: BinaryCrossEntropyWithLogits, Valid: []any{x, x}},
 		{Name: "Accuracy", Fn: Accuracy, Valid: []any{x, labels}},
 		{Name: "SetTraining", Fn: SetTraining},

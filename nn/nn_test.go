@@ -469,3 +469,61 @@ func TestNewSGD(t *testing.T) {
 		t.Errorf("after a step: %v, want [0 3]", got)
 	}
 }
+
+// The cross-entropies' options: token logits [N, T, C] against labels
+// [N, T], ignored rows out of the sum and the count (a label outside the
+// classes listed is no error; one not listed is, named), a batch of
+// ignored rows only a loss of 0 and no gradient, label smoothing's
+// closed form; bad options are refused when the Loss is made.
+func TestCrossEntropyOptions(t *testing.T) {
+	logits := tensor.FromSlice([]float64{1, 2, 0, 5, 0, 1, -1, 3, 2, 0.5, 0.5, 0}, 2, 2, 3)
+	labels := tensor.FromSlice([]int32{1, -100, 2, 0}, 2, 2)
+	rows := f64(ops.SparseSoftmaxCrossEntropy(ops.Reshape(logits, 4, 3), tensor.FromSlice([]int32{1, 0, 2, 0})))
+	ignore := SparseSoftmaxCrossEntropyWith(CrossEntropyOpts{Ignore: []int{-100}})
+	if got, want := ignore(logits, labels).Float(), (rows[0]+rows[2]+rows[3])/3; !approx.Close(got, want, 1e-15) {
+		t.Errorf("ignoring -100: %v, want %v", got, want)
+	}
+	if got, want := SparseSoftmaxCrossEntropy(logits, tensor.FromSlice([]int32{1, 0, 2, 0}, 2, 2)).Float(), (rows[0]+rows[1]+rows[2]+rows[3])/4; !approx.Close(got, want, 1e-15) {
+		t.Errorf("token logits [2 2 3]: %v, want %v", got, want)
+	}
+	if err := tensor.Catch(func() { SparseSoftmaxCrossEntropy(logits, labels) }); err == nil || !strings.Contains(err.Error(), "-100") {
+		t.Errorf("a label of -100 not ignored: %v", err)
+	}
+	all := tensor.FromSlice([]int32{-100, -100, -100, -100}, 2, 2)
+	tp := tape.New()
+	tp.Watch(logits)
+	l := ignore(logits, all)
+	g := tp.Gradient(l, logits)[0]
+	if l.Float() != 0 || f64(ops.Sum(ops.Abs(g)))[0] != 0 {
+		t.Errorf("every row ignored: loss %v, gradient %v; want 0 and zeros", l.Float(), g)
+	}
+	// Smoothing ε: (1-ε)·CE + ε·(LSE - mean), row by row.
+	flat := ops.Reshape(logits, 4, 3)
+	lse, mean := f64(ops.LogSumExp(flat, 1)), f64(ops.Mean(flat, 1))
+	smooth := SparseSoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: 0.3})
+	want := 0.0
+	for i := range rows {
+		want += (0.7*rows[i] + 0.3*(lse[i]-mean[i])) / 4
+	}
+	if got := smooth(logits, tensor.FromSlice([]int32{1, 0, 2, 0}, 2, 2)).Float(); !approx.Close(got, want, 1e-14) {
+		t.Errorf("smoothing 0.3: %v, want %v", got, want)
+	}
+	// The dense loss's smoothing is its labels' mixing with 1/C.
+	probs := ops.Softmax(tensor.FromSlice([]float64{0.1, 2, -1, 0, 0, 3}, 2, 3), -1)
+	mixed := ops.Add(ops.Mul(probs, tensor.Scalar(0.8)), tensor.Scalar(0.2/3))
+	if got, want := SoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: 0.2})(ops.Reshape(flat, 2, 2, 3), ops.Reshape(ops.Concatenate(0, probs, probs), 2, 2, 3)).Float(),
+		SoftmaxCrossEntropy(ops.Reshape(flat, 2, 2, 3), ops.Reshape(ops.Concatenate(0, mixed, mixed), 2, 2, 3)).Float(); !approx.Close(got, want, 1e-15) {
+		t.Errorf("dense smoothing 0.2: %v, want %v", got, want)
+	}
+	for name, fn := range map[string]func(){
+		"smoothing 1":            func() { SparseSoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: 1}) },
+		"smoothing NaN":          func() { SoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: math.NaN()}) },
+		"ignoring dense labels":  func() { SoftmaxCrossEntropyWith(CrossEntropyOpts{Ignore: []int{0}}) },
+		"negative smoothing":     func() { SparseSoftmaxCrossEntropyWith(CrossEntropyOpts{LabelSmoothing: -0.1}) },
+		"the loss of nil logits": func() { ignore(nil, labels) },
+	} {
+		if err := tensor.Catch(fn); err == nil || !strings.HasPrefix(err.Error(), "nn: ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

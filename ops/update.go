@@ -16,7 +16,8 @@ import "github.com/eagerflow/eagerflow/tensor"
 // (nn.ClippedOptimizer), which a GPU's step reads from device memory
 // when it runs, so that the host does not wait for it. It is cast to
 // each variable's dtype and moved to its device where it is not there;
-// a recorded step (tape.StepRecord) takes none.
+// a recorded step (tape.StepRecord) reads it from its buffer at every
+// replay, so there it must be the recording's (computed inside it).
 type AdamParams struct {
 	LR, Beta1, Beta2, C1, C2, Eps, WeightDecay float64
 	GradScale                                  float64

@@ -16,7 +16,10 @@ import (
 // device memory (device.StepRecorder.StepAt), one of the record's
 // constants buffers a step; inside Refresh, called before every replay
 // with the same variables, gradients and rule, they only write the step's
-// constants there (SetStepConstants), in the same order. Every variable
+// constants there (SetStepConstants), in the same order; a step's
+// GradFactor is read at every replay from the buffer the capture was
+// given (a result of work the recording holds), Refresh checking only that
+// there is one where the capture had one. Every variable
 // with a gradient must be float32 or float64 on a device that records
 // steps; otherwise, or where Refresh's calls differ from Capture's, the
 // methods panic with a *tensor.Error, having changed nothing. The methods
@@ -73,6 +76,7 @@ type recordedStep struct {
 type stepShape struct {
 	rule              device.StepRule
 	nesterov, withMom bool
+	factor            bool // a GradFactor, read where the capture found it
 }
 
 // Capture runs fn (which calls r's methods) while the device records.
@@ -99,7 +103,7 @@ func (r *StepRecord) Refresh(fn func() error) error {
 func (r *StepRecord) Capturing() bool { return r != nil && r.capturing }
 
 func structure(s device.StepSettings) stepShape {
-	return stepShape{s.Rule, s.Nesterov, s.Momentum > 0}
+	return stepShape{s.Rule, s.Nesterov, s.Momentum > 0, s.GradFactor != nil}
 }
 
 // step queues (Capture) or refreshes (Refresh) one device's step of
@@ -125,7 +129,7 @@ func (r *StepRecord) step(dev device.Device, st device.Stepper, elem int, ts []d
 	}
 	rs := r.steps[r.next]
 	if rs.elem != elem || rs.shape != structure(s) || rs.consts.Device() != dev {
-		return fmt.Errorf("device step %d differs from the recorded one (rule, Nesterov, momentum, dtype or device changed)", r.next)
+		return fmt.Errorf("device step %d differs from the recorded one (rule, Nesterov, momentum, gradient factor, dtype or device changed)", r.next)
 	}
 	r.next++
 	return sr.SetStepConstants(elem, s, rs.consts.Buffer())

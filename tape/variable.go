@@ -348,9 +348,6 @@ func updateAll(rec *StepRecord, name string, vars []*Variable, slots [][]*Variab
 	if len(grads) != len(vars) || lengths != "" {
 		panic(tensor.NewError("tape", name, tensor.ErrArity, nil, "", "%d variables%s, %d gradients", len(vars), lengths, len(grads)))
 	}
-	if factor != nil && rec != nil {
-		panic(tensor.NewError("tape", name, device.ErrCapture, []*tensor.Tensor{factor}, "", "a recorded step takes no gradient factor"))
-	}
 	factors := newGradFactors(name, factor)
 	defer factors.release()
 	grads = slices.Clone(grads) // never write into the caller's slice

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/hostupdate"
@@ -39,8 +40,11 @@ func AxpyInPlace[T tensor.Float](dst []T, alpha T, x []T) {
 // Like AxpyInPlace it is not a tensor op: it is the kernel under an
 // optimizer's update of the variables it owns.
 func AdamInPlace[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
-	m, v, g = m[:len(w)], v[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
-	device.Host().Parallel(len(w), 4, func(lo, hi int) { adamLoop(w[lo:hi], m[lo:hi], v[lo:hi], g[lo:hi], p) })
+	m, v, g = m[:len(w)], v[:len(w)], g[:len(w)]
+	sc := gradScalerOf[T](p.GradScale, p.GradFactor)
+	device.Host().Parallel(len(w), 4, func(lo, hi int) {
+		sc.each(g, lo, hi, func(lo, hi int, g []T) { adamLoop(w[lo:hi], m[lo:hi], v[lo:hi], g, p) })
+	})
 }
 
 // adamLoop is AdamInPlace over one shard: float32 runs of 8 through the
@@ -71,18 +75,21 @@ func adamLoop[T tensor.Float](w, m, v, g []T, p ops.AdamParams) {
 // place, split across the host's workers: ops.MomentumParams' formula,
 // each product and sum rounded on its own.
 func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
-	vel, g = vel[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
+	vel, g = vel[:len(w)], g[:len(w)]
 	mu, lr := T(p.Momentum), T(p.LR)
+	sc := gradScalerOf[T](p.GradScale, p.GradFactor)
 	device.Host().Parallel(len(w), 2, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := g[i]
-			v := T(mu*vel[i]) + gi
-			vel[i] = v
-			if p.Nesterov {
-				v = gi + T(mu*v)
+		sc.each(g, lo, hi, func(lo, hi int, g []T) {
+			for i := lo; i < hi; i++ {
+				gi := g[i-lo]
+				v := T(mu*vel[i]) + gi
+				vel[i] = v
+				if p.Nesterov {
+					v = gi + T(mu*v)
+				}
+				w[i] -= T(lr * v)
 			}
-			w[i] -= T(lr * v)
-		}
+		})
 	})
 }
 
@@ -91,54 +98,92 @@ func MomentumInPlace[T tensor.Float](w, vel, g []T, p ops.MomentumParams) {
 // one length), in one pass and in place, split across the host's workers:
 // ops.RMSPropParams' formula, each operation rounded on its own.
 func RMSPropInPlace[T tensor.Float](w, s, mom, g []T, p ops.RMSPropParams) {
-	s, g = s[:len(w)], scaledGrad(g[:len(w)], p.GradScale, p.GradFactor)
+	s, g = s[:len(w)], g[:len(w)]
 	if p.Momentum > 0 {
 		mom = mom[:len(w)]
 	}
 	rho, k, eps, mu, lr := T(p.Rho), T(1-p.Rho), T(p.Eps), T(p.Momentum), T(p.LR)
+	sc := gradScalerOf[T](p.GradScale, p.GradFactor)
 	device.Host().Parallel(len(w), 4, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := g[i]
-			si := T(rho*s[i]) + T(T(gi*gi)*k)
-			s[i] = si
-			u := gi / (T(math.Sqrt(float64(si))) + eps)
-			if p.Momentum > 0 {
-				u = T(mu*mom[i]) + u
-				mom[i] = u
+		sc.each(g, lo, hi, func(lo, hi int, g []T) {
+			for i := lo; i < hi; i++ {
+				gi := g[i-lo]
+				si := T(rho*s[i]) + T(T(gi*gi)*k)
+				s[i] = si
+				u := gi / (T(math.Sqrt(float64(si))) + eps)
+				if p.Momentum > 0 {
+					u = T(mu*mom[i]) + u
+					mom[i] = u
+				}
+				w[i] -= T(lr * u)
 			}
-			w[i] -= T(lr * u)
-		}
+		})
 	})
 }
 
-// scaledGrad is g with each element times gs, rounded to T, and then
-// times the scalar f (in host memory, rounded to T; nil is 1), rounded
-// again, in a new slice; g itself where gs is 0 or 1 and f is nil (the
-// steps' GradScale, a loss scale's inverse, and GradFactor, a clip's).
-func scaledGrad[T tensor.Float](g []T, gs float64, f *tensor.Tensor) []T {
+// gradScaler multiplies a step's gradient by the constant s (the steps'
+// GradScale, a loss scale's inverse) and then f (GradFactor, a clip's),
+// each product rounded to T, a chunk at a time into a pooled buffer the
+// size of a core's first-level cache, so that the step reads the scaled
+// gradient while it is there and no scaled copy is made; on says whether
+// there is anything to multiply by.
+type gradScaler[T tensor.Float] struct {
+	s, f T
+	on   bool
+}
+
+// gradChunk is the elements gradScaler scales at a time.
+const gradChunk = 2048
+
+var gradChunks32, gradChunks64 = sync.Pool{New: func() any { return new([gradChunk]float32) }}, sync.Pool{New: func() any { return new([gradChunk]float64) }}
+
+// gradScalerOf is the scaler of gs (0 is 1) and the scalar f (in host
+// memory, rounded to T; nil is 1).
+func gradScalerOf[T tensor.Float](gs float64, f *tensor.Tensor) gradScaler[T] {
 	if gs == 0 {
 		gs = 1
 	}
-	if gs == 1 && f == nil {
-		return g
-	}
-	fv := T(1)
+	sc := gradScaler[T]{s: T(gs), f: 1, on: gs != 1 || f != nil}
 	switch {
 	case f == nil:
 	case f.DType() == tensor.Float32:
-		fv = T(data[float32](f)[0])
+		sc.f = T(data[float32](f)[0])
 	case f.DType() == tensor.Float64:
-		fv = T(data[float64](f)[0])
+		sc.f = T(data[float64](f)[0])
 	default:
-		fv = T(f.Float())
+		sc.f = T(f.Float())
 	}
-	out, s := make([]T, len(g)), T(gs)
-	device.Host().Parallel(len(g), 0.25, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			out[i] = T(g[i]*s) * fv
+	return sc
+}
+
+// each calls step over [lo, hi) of the gradient g with g's elements
+// there scaled: step(a, b, gs) is given gs[i-a] for element i of [a, b),
+// g[lo:hi] itself where there is nothing to multiply by, else pooled
+// chunks of it scaled.
+func (sc gradScaler[T]) each(g []T, lo, hi int, step func(a, b int, gs []T)) {
+	if !sc.on {
+		step(lo, hi, g[lo:hi])
+		return
+	}
+	var buf []T
+	switch p := any(&buf).(type) {
+	case *[]float32:
+		c := gradChunks32.Get().(*[gradChunk]float32)
+		defer gradChunks32.Put(c)
+		*p = c[:]
+	case *[]float64:
+		c := gradChunks64.Get().(*[gradChunk]float64)
+		defer gradChunks64.Put(c)
+		*p = c[:]
+	}
+	for a := lo; a < hi; a += gradChunk {
+		b := min(a+gradChunk, hi)
+		c := buf[:b-a]
+		for i, x := range g[a:b] {
+			c[i] = T(x*sc.s) * sc.f
 		}
-	})
-	return out
+		step(a, b, c)
+	}
 }
 
 func init() {

@@ -583,13 +583,14 @@ func gptBenchShape(d *Device) (model.Config, int) {
 }
 
 // BenchmarkGPTStepGPU is examples/gpt's model in nanoGPT's small shape, a
-// training step on the GPU: eager (model.TrainStep: gradients clipped, as
-// the twin's), traced (nn.TracedTrainStep) and recorded
-// (nn.RecordedTrainStep), and eager in mixed bfloat16 (model.Config's
-// Compute; the twin runs under torch.autocast); the loss read each
-// step. Attention there is
-// cuBLAS products around row kernels, the score matrix materialised
-// (backend/cuda/attention.go), not yet FlashAttention's tiling.
+// training step on the GPU, the gradients clipped to a norm of 1 as the
+// twin's (nn.ClippedOptimizer over AdamW): eager (model.TrainStep),
+// traced (nn.TracedTrainStep) and recorded (nn.RecordedTrainStep: the
+// clipping and the update in the recording), and eager in mixed bfloat16
+// (model.Config's Compute; the twin runs under torch.autocast); the loss
+// read each step. Float32 attention there is cuBLAS products around row
+// kernels, the score matrix materialised (backend/cuda/attention.go);
+// bfloat16's takes the tensor-core flash kernels.
 func BenchmarkGPTStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	shape, n := gptBenchShape(d)
@@ -615,7 +616,7 @@ func BenchmarkGPTStepGPU(b *testing.B) {
 				}
 			}
 			if mode != "eager" {
-				step := stepOf(mode)(m, model.Loss, opt)
+				step := stepOf(mode)(m, model.Loss, nn.NewClippedOptimizer(opt, 1))
 				batch := data.Element{x, y}
 				run = func() {
 					if _, _, err := step(batch); err != nil {

@@ -129,9 +129,6 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 	}
 	var factor cu.Ptr // 0: none
 	if s.GradFactor != nil {
-		if at != nil {
-			return fmt.Errorf("cuda: %s step: a recorded step takes no gradient factor", rule.Name)
-		}
 		fb, err := bufOf(s.GradFactor, d, "gradient factor")
 		if err != nil {
 			return fmt.Errorf("cuda: %s step: %w", rule.Name, err)
@@ -163,9 +160,7 @@ func (d *Device) step(elem int, ts []device.StepTensor, s device.StepSettings, a
 					args.F64(v)
 				}
 			}
-			if at == nil {
-				args.Ptr(factor)
-			}
+			args.Ptr(factor)
 			return d.launchBlocks("optim", name, blocks, blockSize, args)
 		})
 		if err != nil {

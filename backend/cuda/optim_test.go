@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -170,14 +171,20 @@ var stepSettings = []device.StepSettings{
 
 // StepAt, reading the constants SetStepConstants wrote, takes Step's
 // step to the bit for every rule and both float dtypes, twice over with
-// the constants rewritten between (a recording's replays); a buffer too
-// small for the constants, or of the host, is refused.
+// the constants rewritten between (a recording's replays), every other
+// setting with a gradient factor it reads when it runs (rewritten between
+// too); a buffer too small for the constants or the factor, or of the
+// host, is refused.
 func TestStepAtReadsItsConstants(t *testing.T) {
 	d := testGPU(t)
 	r := tensor.NewRNG(23)
 	settings := stepSettings
-	for _, s := range settings {
+	for i, s := range settings {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			var factor *tensor.Tensor // the device's, rewritten in place
+			if i%2 == 1 {
+				factor = tensor.FullOn(d, dt, 1)
+			}
 			n := kernels.OptimChunk + 9
 			var sets [2][4]*tensor.Tensor // w, two slots, g
 			for k := range 4 {
@@ -195,6 +202,13 @@ func TestStepAtReadsItsConstants(t *testing.T) {
 			}
 			for step := range 2 {
 				s.LR *= 2 // the constants change from step to step
+				if factor != nil {
+					f := ops.Cast(tensor.Scalar(0.61+0.1*float64(step)), dt)
+					if err := d.Fill(factor.Buffer(), 0, 1, f.HostBytes()); err != nil {
+						t.Fatal(err)
+					}
+					s.GradFactor = factor.Buffer()
+				}
 				if err := d.Step(dt.Size(), ts(0), s); err != nil {
 					t.Fatal(err)
 				}
@@ -206,7 +220,7 @@ func TestStepAtReadsItsConstants(t *testing.T) {
 				}
 				for k := range 3 {
 					if !bytes.Equal(onHost(t, sets[0][k]).HostBytes(), onHost(t, sets[1][k]).HostBytes()) {
-						t.Fatalf("rule %d (Nesterov %v, momentum %v) %v, step %d: tensor %d differs from Step's", s.Rule, s.Nesterov, s.Momentum, dt, step, k)
+						t.Fatalf("rule %d (Nesterov %v, momentum %v, factor %v) %v, step %d: tensor %d differs from Step's", s.Rule, s.Nesterov, s.Momentum, factor != nil, dt, step, k)
 					}
 				}
 			}
@@ -220,6 +234,18 @@ func TestStepAtReadsItsConstants(t *testing.T) {
 		}
 		if err := d.StepAt(4, nil, settings[0], b); err == nil {
 			t.Errorf("StepAt from %s: no error", what)
+		}
+	}
+	consts, _ := tensor.Empty(d, tensor.Uint8, tensor.Shape{device.StepConstBytes})
+	small, _ = tensor.Empty(d, tensor.Uint8, tensor.Shape{2})
+	for what, b := range map[string]device.Buffer{"a 2-byte factor": small.Buffer(), "a host factor": host.Buffer()} {
+		s := settings[0]
+		s.GradFactor = b
+		if err := d.StepAt(4, nil, s, consts.Buffer()); err == nil || !strings.Contains(err.Error(), "factor") {
+			t.Errorf("StepAt with %s: %v", what, err)
+		}
+		if err := d.Step(4, nil, s); err == nil || !strings.Contains(err.Error(), "factor") {
+			t.Errorf("Step with %s: %v", what, err)
 		}
 	}
 }

@@ -236,7 +236,8 @@ func TestRecordErrors(t *testing.T) {
 // both layouts with Adam on a schedule that changes the rate every step,
 // and on the MLP with AdamW's two groups, SGD with Nesterov's momentum,
 // RMSProp with momentum and plain SGD (whose update is not a device's and
-// runs after the replay), replaying one recording per step after its
+// runs after the replay), and behind a ClippedOptimizer (the clipping
+// recorded with the update), replaying one recording per step after its
 // first two. Where the optimizer's step is a device's, the recording
 // holds it: a step then queues its arguments' copies, the step's
 // constants, the replay and the loss's copy, whatever the model's size.
@@ -262,6 +263,11 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		return o
 	}
 	plain := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.05)} }
+	// Clipped below the gradients' norm: the norm, the factor and the
+	// update all in the recording, the refresh computing nothing.
+	clipped := func(o func() nn.Optimizer) func() nn.Optimizer {
+		return func() nn.Optimizer { return nn.NewClippedOptimizer(o(), 1e-3) }
+	}
 	recurrent := func(cell func(r *tensor.RNG) nn.Cell) func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 		return func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
 			r := tensor.NewRNG(6)
@@ -303,6 +309,9 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP, Nesterov", smallMLP, nesterov, 6},
 		{"MLP, RMSProp", smallMLP, rms, 6},
 		{"MLP, SGD", smallMLP, plain, 0},
+		{"MLP, Adam clipped", smallMLP, clipped(adam), 6},
+		{"MLP, AdamW clipped", smallMLP, clipped(adamW), 7},
+		{"NHWC CNN, RMSProp clipped", cnn(ops.NHWC), clipped(rms), 6},
 		// Dropout: the masks drawn by the recording from where the RNGs
 		// stand, an argument (two calls more: its copy to the GPU, then
 		// into the recording).

@@ -296,9 +296,11 @@ func boolf(b bool) float64 {
 
 // nn's losses equal PyTorch's (mean reduction) in value and in the
 // gradients of both arguments where PyTorch has them: MSELoss,
-// cross_entropy against class indices and against label distributions
-// (over the last dimension of rank-3 logits: PyTorch's class dimension
-// moved), and binary_cross_entropy_with_logits, logits far from 0 too.
+// cross_entropy against class indices (rows, and token logits [N, T, C])
+// and against label distributions (over the last dimension of rank-3
+// logits: PyTorch's class dimension moved), with label smoothing and
+// ignored labels (ignore_index: -100, a pad class), and
+// binary_cross_entropy_with_logits, logits far from 0 too.
 func TestLossesAgainstTorch(t *testing.T) {
 	needTorch(t)
 	rng := tensor.NewRNG(90)
@@ -306,13 +308,28 @@ func TestLossesAgainstTorch(t *testing.T) {
 		kind       string
 		pred, labs T
 		fn         func(pred, labels T) T
+		settings   []float64 // the smoothing, then the label sparse_ce ignores (if any)
+	}
+	// Token labels [2, 7] with padding (-100 and 0) among them.
+	tokens := tensor.FromSlice([]int64{3, -100, 0, 4, 1, 0, 2, -100, -100, 4, 0, 1, 3, 2}, 2, 7)
+	padded := ops.Maximum(tokens, ops.ZerosLike(tokens)) // the pads class 0
+	sparse := func(smoothing float64, ignore ...int) func(pred, labels T) T {
+		return nn.SparseSoftmaxCrossEntropyWith(nn.CrossEntropyOpts{LabelSmoothing: smoothing, Ignore: ignore})
 	}
 	probs := ops.Softmax(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), -1)
 	losses := []loss{
-		{"mse", tensor.RandNormal(rng, tensor.Float64, 4, 3), tensor.RandNormal(rng, tensor.Float64, 4, 3), nn.MeanSquaredError},
-		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 6, 4), tensor.Scalar(3.0)), tensor.FromSlice([]int32{0, 3, 1, 1, 2, 3}, 6), nn.SparseSoftmaxCrossEntropy},
-		{"softmax_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), tensor.Scalar(2.0)), probs, nn.SoftmaxCrossEntropy},
-		{"bce_logits", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 3, 4), tensor.Scalar(20.0)), tensor.RandUniform(rng, tensor.Float64, 0, 1, 3, 4), nn.BinaryCrossEntropyWithLogits},
+		{"mse", tensor.RandNormal(rng, tensor.Float64, 4, 3), tensor.RandNormal(rng, tensor.Float64, 4, 3), nn.MeanSquaredError, nil},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 6, 4), tensor.Scalar(3.0)), tensor.FromSlice([]int32{0, 3, 1, 1, 2, 3}, 6), nn.SparseSoftmaxCrossEntropy, nil},
+		{"softmax_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), tensor.Scalar(2.0)), probs, nn.SoftmaxCrossEntropy, nil},
+		{"bce_logits", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 3, 4), tensor.Scalar(20.0)), tensor.RandUniform(rng, tensor.Float64, 0, 1, 3, 4), nn.BinaryCrossEntropyWithLogits, nil},
+		// Token logits [N, T, C] (PyTorch's class dimension moved), label
+		// smoothing, ignored labels (a pad class and -100), both.
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 7, 5), tensor.Scalar(3.0)), padded, nn.SparseSoftmaxCrossEntropy, nil},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 6, 4), tensor.Scalar(3.0)), tensor.FromSlice([]int32{0, 3, 1, 1, 2, 3}, 6), sparse(0.1), []float64{0.1}},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 7, 5), tensor.Scalar(3.0)), tokens, sparse(0, -100), []float64{0, -100}},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 7, 5), tensor.Scalar(3.0)), padded, sparse(0.2, 0), []float64{0.2, 0}},
+		{"sparse_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 7, 5), tensor.Scalar(3.0)), tokens, sparse(0.25, -100), []float64{0.25, -100}},
+		{"softmax_ce", ops.Mul(tensor.RandNormal(rng, tensor.Float64, 2, 3, 5), tensor.Scalar(2.0)), probs, nn.SoftmaxCrossEntropyWith(nn.CrossEntropyOpts{LabelSmoothing: 0.15}), []float64{0.15}},
 	}
 	var cases []layerCase
 	var runs []layerRun
@@ -325,7 +342,7 @@ func TestLossesAgainstTorch(t *testing.T) {
 		tp.Watch(watched...)
 		out := l.fn(l.pred, l.labs)
 		runs = append(runs, layerRun{out, tp.Gradient(out, watched...)})
-		cases = append(cases, layerCase{ID: id, Kind: l.kind, X: encode(l.pred), W: encode(l.labs), Names: []string{"labels"}})
+		cases = append(cases, layerCase{ID: id, Kind: l.kind, Settings: l.settings, X: encode(l.pred), W: encode(l.labs), Names: []string{"labels"}})
 	}
 	checkLayers(t, runs, cases) // "x" the predictions or logits
 }

@@ -192,15 +192,18 @@ def loss(case):
     kind = case["kind"]
     x = dec(case["x"]).requires_grad_()
     w = dec(case["w"])
+    settings = case.get("settings") or []
+    smoothing = settings[0] if settings else 0.0
     if kind == "sparse_ce":
-        out = F.cross_entropy(x, w.long())
+        ignore = settings[1] if len(settings) > 1 else -100
+        out = F.cross_entropy(x.movedim(-1, 1), w.long(), ignore_index=int(ignore), label_smoothing=smoothing)
         out.backward()
         return {"id": case["id"], "out": enc(out), "grads": [enc(x.grad)]}
     w.requires_grad_()
     if kind == "mse":
         out = F.mse_loss(x, w)
     elif kind == "softmax_ce":  # classes last here, in dimension 1 there
-        out = F.cross_entropy(x.movedim(-1, 1), w.movedim(-1, 1))
+        out = F.cross_entropy(x.movedim(-1, 1), w.movedim(-1, 1), label_smoothing=smoothing)
     else:
         out = F.binary_cross_entropy_with_logits(x, w)
     out.backward()

@@ -42,7 +42,7 @@ import (
 // w rounded to it, as Cast rounds: the layer's half copy of its weight
 // (internal/castcache), written in the same pass.
 //
-// Each has a twin <rule>_<slots>_<d>_at (tab, consts; no gf) that reads the
+// Each has a twin <rule>_<slots>_<d>_at (tab, consts, gf) that reads the
 // constants, in the same order, from device memory when it runs: the
 // i-th at consts + 8·i, in the dtype (a float32 in the low four bytes).
 // A recording of a step holds the twin, and optim_consts (dst, w0 ... w9)
@@ -172,7 +172,7 @@ type optimElem struct {
 func (e *optimElem) c(name string) ptx.Reg { return e.consts[name] }
 
 // load is tensor i's element; the gradient's times the constant gs and
-// then the factor gf where the kernel has one (each product rounded),
+// then the factor gf (each product rounded),
 // that of a mixed-precision kernel widened from its half type first.
 func (e *optimElem) load(i int) ptx.Reg {
 	if i != e.grad {
@@ -184,11 +184,7 @@ func (e *optimElem) load(i int) ptx.Reg {
 	} else {
 		g = load(e.k, e.d, e.addrs[i])
 	}
-	g = e.mul(g, e.c("gs"))
-	if gf, ok := e.consts["gf"]; ok {
-		g = e.mul(g, gf)
-	}
-	return g
+	return e.mul(e.mul(g, e.c("gs")), e.c("gf"))
 }
 
 // gradFactor declares the parameter gf, the address of the gradients'
@@ -302,9 +298,7 @@ func multiTensorKernel(rule OptimRule, d DType, slots int, at bool, half DType) 
 			c[name] = k.Param(name, t)
 		}
 	}
-	if !at {
-		c["gf"] = gradFactor(k, d)
-	}
+	c["gf"] = gradFactor(k, d)
 	if half == "" {
 		tensors, from, end, step, _ := tableChunk(k, rule.Tensors, slots, 0)
 		k.Loop(from, end, step, func(i ptx.Reg) {
