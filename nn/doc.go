@@ -34,13 +34,16 @@
 // Initializers (GlorotUniform, GlorotNormal, HeNormal, HeUniform,
 // Orthogonal, Zeros) draw from a seeded tensor.RNG. Losses (MeanSquaredError,
 // SoftmaxCrossEntropy, SparseSoftmaxCrossEntropy, BinaryCrossEntropyWithLogits)
-// return the batch mean; Accuracy and Mean are metrics. Optimizers (SGD with
+// return the batch mean, the cross-entropies with label smoothing and
+// ignored labels (padding) through SparseSoftmaxCrossEntropyWith and
+// SoftmaxCrossEntropyWith; Accuracy and Mean are metrics. Optimizers (SGD with
 // momentum and Nesterov, Adam, AdamW with its decay limited to some
 // variables by Adam.Decays, RMSProp) update variables in place from
 // a Schedule (Constant, StepDecay, Cosine, Warmup, or Plateau's, which
 // lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
 // gradients, and ClippedOptimizer bounds an optimizer's, for the train
-// steps and Fit.
+// steps and Fit (inside nn's optimizers' own step: recorded with it,
+// half gradients taken as they are).
 //
 // Fit runs the loop: a Step per batch (TrainStep makes the usual one,
 // TracedTrainStep the same traced into a graph, RecordedTrainStep that graph

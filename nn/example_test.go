@@ -73,6 +73,23 @@ func ExampleSparseSoftmaxCrossEntropy() {
 	// 0.5
 }
 
+// A language model's logits [N, T, C] against its next tokens [N, T],
+// the padding (token 0) left out of the loss and the mean's count, the
+// targets smoothed by 0.1 as a transformer's training often does
+// (PyTorch's F.cross_entropy(ignore_index=0, label_smoothing=0.1) gives
+// 0.9235 too).
+func ExampleSparseSoftmaxCrossEntropyWith() {
+	logits := tensor.FromSlice([]float32{
+		2, 0, 0, 0, 3, 0, 1, 1, 1, // sequence 1: three positions of 3 classes
+		0, 0, 4, 5, 0, 0, 0, 0, 0, // sequence 2
+	}, 2, 3, 3)
+	next := tensor.FromSlice([]int32{1, 1, 0, 2, 0, 0}, 2, 3) // 0: padding
+	loss := nn.SparseSoftmaxCrossEntropyWith(nn.CrossEntropyOpts{Ignore: []int{0}, LabelSmoothing: 0.1})
+	fmt.Printf("%.4v\n", loss(logits, next))
+	// Output:
+	// 0.9235 float32[]
+}
+
 // A batch of sequences padded to one length (token 0 is padding) goes
 // through a TransformerBlock whose attention leaves the padding out: the
 // keep mask comes from the tokens, and a sequence's real positions come
