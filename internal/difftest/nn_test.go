@@ -207,7 +207,11 @@ func checkLayers(t *testing.T, runs []layerRun, cases []layerCase) map[int]*laye
 // variables and gradients, float64, five steps of a cosine schedule:
 // SGD (plain, heavy ball, Nesterov), Adam, AdamW with its decay on
 // matrices only (PyTorch's two parameter groups) and RMSProp with and
-// without momentum. Each step's variables are compared.
+// without momentum; and behind a ClippedOptimizer (the gradients
+// scaled by min(1, bound/norm) before the step, TensorFlow's
+// clip_by_global_norm: PyTorch's clip_grad_norm_ divides by the norm
+// plus 1e-6), itself behind a LossScaleOptimizer or not (GradScaler's
+// unscale_ before the clip). Each step's variables are compared.
 func TestOptimizersAgainstTorch(t *testing.T) {
 	needTorch(t)
 	const steps = 5
@@ -233,6 +237,26 @@ func TestOptimizersAgainstTorch(t *testing.T) {
 			o.Rho, o.Momentum, o.Eps = 0.8, 0.5, 1e-6
 			return o
 		}},
+		// Clipped before the step (the first settings the bound and a
+		// loss scale, the LossScaleOptimizer's first, whose GradScaler
+		// unscales first: the gradients given are scaled), the bound met
+		// and not.
+		{"adam+clip", []float64{1.5, 1, 0.8, 0.99, 1e-6, 0.1}, func() nn.Optimizer {
+			o := nn.NewAdamW(lr, 0.1)
+			o.Beta1, o.Beta2, o.Eps, o.Decays = 0.8, 0.99, 1e-6, nn.DecayMatrices
+			return nn.NewClippedOptimizer(o, 1.5)
+		}},
+		{"sgd+clip", []float64{10, 1, 0.9, 1}, func() nn.Optimizer {
+			return nn.NewClippedOptimizer(&nn.SGD{LR: lr, Momentum: 0.9, Nesterov: true}, 10)
+		}},
+		{"adam+clip", []float64{0.5, 1 << 15, 0.9, 0.999, 1e-7, 0}, func() nn.Optimizer {
+			return nn.NewLossScaleOptimizer(nn.NewClippedOptimizer(nn.NewAdam(lr), 0.5))
+		}},
+		{"rmsprop+clip", []float64{0.7, 1 << 15, 0.8, 0.5, 1e-6}, func() nn.Optimizer {
+			o := nn.NewRMSProp(lr)
+			o.Rho, o.Momentum, o.Eps = 0.8, 0.5, 1e-6
+			return nn.NewLossScaleOptimizer(nn.NewClippedOptimizer(o, 0.7))
+		}},
 	}
 	var cases []layerCase
 	var got [][][]T // by case, step, variable
@@ -248,8 +272,15 @@ func TestOptimizersAgainstTorch(t *testing.T) {
 		}
 		optimizer := o.make()
 		var after [][]T
+		scale := 1.0
+		if strings.HasSuffix(o.kind, "+clip") {
+			scale = o.settings[1]
+		}
 		for range steps {
 			grads := []T{tensor.RandNormal(rng, tensor.Float64, 3, 4), tensor.RandNormal(rng, tensor.Float64, 4)}
+			for i, g := range grads { // a loss-scaled backward's
+				grads[i] = ops.Mul(g, tensor.Scalar(scale))
+			}
 			c.Grads = append(c.Grads, []*Array{encode(grads[0]), encode(grads[1])})
 			if err := optimizer.Apply(vars, grads); err != nil {
 				t.Fatal(err)

@@ -136,6 +136,9 @@ def conv(case, x, p):
 
 def optimizer(case):
     kind, s, names = case["kind"], case["settings"], case["names"]
+    clip, scale = None, 1.0
+    if kind.endswith("+clip"):  # clip_grad_norm_ to s[0] after unscaling by s[1]
+        kind, clip, scale, s = kind[:-len("+clip")], s[0], s[1], s[2:]
     ps = [dec(a).requires_grad_() for a in case["weights"]]
     steps = case["grads"]
     rates = s[-len(steps):]
@@ -157,6 +160,12 @@ def optimizer(case):
             g["lr"] = rates[k]
         for q, g in zip(ps, gs):
             q.grad = dec(g)
+            if scale != 1.0:  # GradScaler's unscale_
+                q.grad.mul_(1.0 / scale)
+        if clip is not None:  # TensorFlow's clip_by_global_norm (clip_grad_norm_ adds 1e-6 to the norm)
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(q.grad) for q in ps]))
+            for q in ps:
+                q.grad.mul_(torch.clamp(clip / norm, max=1.0))
         opt.step()
         out.append([enc(q) for q in ps])
     return {"id": case["id"], "steps": out}
@@ -212,7 +221,7 @@ def loss(case):
 
 def main():
     for case in json.load(sys.stdin)["cases"]:
-        if case["kind"] in ("sgd", "adam", "rmsprop"):
+        if case["kind"].removesuffix("+clip") in ("sgd", "adam", "rmsprop"):
             print(json.dumps(optimizer(case)), flush=True)
             continue
         if case["kind"] in ("mixed_mlp", "mixed_cnn"):
