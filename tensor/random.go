@@ -132,7 +132,10 @@ func drawn(op string, dev device.Device, r *RNG, dt DType, s Shape, words int, d
 // drawnAt is drawn from block base of key's stream.
 func drawnAt(op string, dev device.Device, key [2]uint32, base uint64, dt DType, s Shape, draw device.RandomDraw, host func(base uint64) []byte) *Tensor {
 	f, ok := dev.(device.RandomFiller)
-	if !ok || dt.IsHalf() { // the half types are drawn in float32 and rounded, on the host
+	if !ok || dt.IsHalf() && draw.Dist != device.Bernoulli {
+		// The half types' uniforms and normals are drawn in float32 and
+		// rounded, on the host; their Bernoulli draws (0 and 1, exact)
+		// on the device.
 		return fromHostOn(op, dev, dt, s, host(base))
 	}
 	t, err := Empty(dev, dt, s)

@@ -1,18 +1,21 @@
 package cuda
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
 // The GPU draws the host's numbers from the same seed: uniforms and
-// Bernoulli draws bit for bit, normals within a few ulps; and a draw on
-// either device advances the generator alike, so draws after it agree too.
+// Bernoulli draws (of every dtype, the half types' drawn by the GPU too)
+// bit for bit, normals within a few ulps; and a draw on either device
+// advances the generator alike, so draws after it agree too.
 func TestRandomOnGPU(t *testing.T) {
 	d := testGPU(t)
 	draws := []struct {
@@ -33,7 +36,7 @@ func TestRandomOnGPU(t *testing.T) {
 			return tensor.RandNormalOn(dev, r, tensor.Float32, 33)
 		}},
 	}
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool, tensor.BFloat16, tensor.Float16} {
 		draws = append(draws, struct {
 			name string
 			ulps float64
@@ -61,6 +64,35 @@ func TestRandomOnGPU(t *testing.T) {
 					t.Fatalf("%s: element %d is %v, the host drew %v", what, i, g[i], w[i])
 				}
 			}
+		}
+	}
+}
+
+// A half-precision dropout on the GPU (a mixed-precision model's) draws
+// its mask there: a kernel, no copy from the host.
+func TestHalfDropoutDrawsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	ctx, ok := d.ctx.(*emu.Context)
+	if !ok {
+		t.Skip("counts the emulator's calls")
+	}
+	x := onGPU(t, d, ops.Cast(tensor.RandNormal(tensor.NewRNG(3), tensor.Float32, 64, 32), tensor.BFloat16))
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		x := ops.Cast(x, dt)
+		ops.Dropout(x, 0.25, tensor.NewRNG(5)) // the scale's shared constant filled
+		waitGPU(t, d)
+		queued, launches := ctx.Queued, ctx.Launches
+		y := ops.Dropout(x, 0.25, tensor.NewRNG(4))
+		waitGPU(t, d)
+		if n := (ctx.Queued - queued) - (ctx.Launches - launches); n != 0 {
+			t.Errorf("%v dropout queued %d copies or fills (a mask drawn on the host)", dt, n)
+		}
+		if n := ctx.Launches - launches; n == 0 {
+			t.Errorf("%v dropout launched no kernel", dt)
+		}
+		want := ops.Dropout(onHost(t, x), 0.25, tensor.NewRNG(4))
+		if !bytes.Equal(onHost(t, y).HostBytes(), want.HostBytes()) {
+			t.Errorf("%v dropout on the GPU differs from the host's", dt)
 		}
 	}
 }

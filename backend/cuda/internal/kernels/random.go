@@ -19,7 +19,8 @@ import (
 //     Box-Muller pair per block from its two uniforms u, v:
 //     √(−2·log(1−u))·(cos 2πv, sin 2πv).
 //   - rng_bernoulli_<dtype> (out, n, key0, key1, base, p, _): two values
-//     per block, 1 where the uniform is below p, else 0.
+//     per block, 1 where the uniform is below p, else 0, for every dtype,
+//     the half types too (a mixed-precision model's dropout masks).
 //   - rng_bernoulli_at_<dtype> (out, n, key0, key1, at, offset, p, _):
 //     rng_bernoulli's, from block at[0] + offset: a base read on the device
 //     when the kernel runs (ops.RngBernoulliAt: a recorded graph's draw
@@ -39,11 +40,8 @@ const (
 func randomKernels() []*ptx.Kernel {
 	out := []*ptx.Kernel{randomKernel("uniform", F32), randomKernel("uniform", F64),
 		randomKernel("normal", F32), randomKernel("normal", F64)}
-	for _, d := range All {
-		out = append(out, randomKernel("bernoulli", d))
-	}
 	for _, d := range append(slices.Clone(All), BF16, F16) {
-		out = append(out, randomKernelOf("bernoulli", d, true))
+		out = append(out, randomKernel("bernoulli", d), randomKernelOf("bernoulli", d, true))
 	}
 	return out
 }
