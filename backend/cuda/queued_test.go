@@ -90,7 +90,8 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 		{"NHWC CNN", cnn(ops.NHWC), 37, nil},
 		{"NCHW CNN", cnn(ops.NCHW), 42, nil},
 		// examples/gpt's model, one block: no fill either (the tape's
-		// zeros for the layer norms' statistics are shared constants).
+		// zeros for the layer norms' statistics are shared constants), no
+		// copy of the positions (kept on the GPU).
 		// A BatchNorm after the first convolution, in mixed bfloat16:
 		// the norm takes the half x with its float32 parameters (its
 		// sums and elementwise passes on bfloat16, its statistics
@@ -100,19 +101,19 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			model.(*nn.Sequential).Policy = nn.MixedBFloat16
 			return model, x, y
 		}, 74, nil},
-		{"GPT block", gptBlock(tensor.Invalid), 84, nil},
+		{"GPT block", gptBlock(tensor.Invalid), 83, nil},
 		// The same block in bfloat16 (the model's Compute): its three
 		// norms take the half x with their float32 parameters, no casts
 		// around them (104 calls with them); the weights' casts kept
 		// from the last step, which Adam's launch wrote.
-		{"GPT block, bfloat16", gptBlock(tensor.BFloat16), 92, nil},
+		{"GPT block, bfloat16", gptBlock(tensor.BFloat16), 91, nil},
 		// Clipped to a global norm (nn.ClippedOptimizer, examples/gpt's
 		// step): the half gradients' and the float32 ones' sums of
 		// squares in float64 (a launch and a fold each), their sum, its
 		// rounding and root, the factor (a maximum and a division), which
 		// Adam's launch multiplies in: 9 calls more, where the float32
 		// gradients' widening and clipping passes took 24.
-		{"GPT block, bfloat16, clipped", gptBlock(tensor.BFloat16), 101, func(o nn.Optimizer) nn.Optimizer { return nn.NewClippedOptimizer(o, 1) }},
+		{"GPT block, bfloat16, clipped", gptBlock(tensor.BFloat16), 100, func(o nn.Optimizer) nn.Optimizer { return nn.NewClippedOptimizer(o, 1) }},
 		// The charrnn LSTM (32 steps): the input's gate terms for the
 		// whole sequence in one GEMM; per step a slice, the recurrent
 		// GEMM and the fused cell (its two terms added inside) forward;
@@ -155,12 +156,17 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			// runs, so a step gets three tries at showing one wait.
 			waited := 0
 			for try := range 3 {
-				before, waits := ctx.Queued, ctx.Waits
+				before, waits, uploads := ctx.Queued, ctx.Waits, ctx.Uploads
 				if _, _, err := step(batch); err != nil {
 					t.Fatal(err)
 				}
 				if n := ctx.Queued - before; try == 0 && n != c.want {
 					t.Errorf("%s: a step queued %d calls, want %d", c.name, n, c.want)
+				}
+				// Nothing computed on the host and copied over: the batch
+				// is on the GPU already.
+				if n := ctx.Uploads - uploads; try == 0 && n != 0 {
+					t.Errorf("%s: a step copied %d times from host memory, want none", c.name, n)
 				}
 				if waited = ctx.Waits - waits; waited == wantWaits {
 					break

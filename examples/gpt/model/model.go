@@ -48,6 +48,7 @@ type GPT struct {
 
 	compute    tensor.DType
 	generators sync.Map // sampling -> *trace.Function (generate.go)
+	positions  sync.Map // device.Device -> int32 0 to Context-1 there
 
 	step    nn.Step // TrainStep's, for stepOpt
 	stepOpt nn.Optimizer
@@ -101,7 +102,7 @@ func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
 	if past+t > g.Context() {
 		panic(tensor.NewError("model", "Decode", tensor.ErrShape, []*tensor.Tensor{ids}, "", "positions %d to %d pass the context of %d", past, past+t, g.Context()))
 	}
-	x := g.Drop.Forward(ops.Add(g.Tok.Forward(ids), g.Pos.Forward(tensor.Arange(int32(past), int32(past+t), 1))))
+	x := g.Drop.Forward(ops.Add(g.Tok.Forward(ids), g.Pos.Forward(g.positionIDs(past, t))))
 	if g.compute != tensor.Invalid {
 		x = ops.Cast(x, g.compute)
 	}
@@ -113,6 +114,26 @@ func (g *GPT) Decode(ids *tensor.Tensor, caches []nn.KVCache) *tensor.Tensor {
 		x = b.ForwardCached(x, c)
 	}
 	return ops.Cast(g.Head.Forward(g.Norm.Forward(x)), tensor.Float32)
+}
+
+// positionIDs are the positions past to past+t (int32 [t]) on the
+// position table's device: a slice of 0 to Context-1 made there once, so
+// that a step copies nothing from the host for them.
+func (g *GPT) positionIDs(past, t int) *tensor.Tensor {
+	dev := g.device()
+	all, ok := g.positions.Load(dev)
+	if !ok {
+		var err error
+		if all, err = tensor.Arange(int32(0), int32(g.Context()), 1).To(dev); err != nil {
+			panic(tensor.NewError("model", "Decode", err, nil, "", "the positions on %s: %v", dev.Name(), err))
+		}
+		all, _ = g.positions.LoadOrStore(dev, all)
+	}
+	ids := all.(*tensor.Tensor)
+	if past == 0 && t == ids.Dim(0) {
+		return ids
+	}
+	return ops.Slice(ids, []int{past}, []int{past + t}, nil)
 }
 
 // NewCaches returns empty caches for Decode, one per block.

@@ -105,9 +105,10 @@ type Context struct {
 	graphs                                                 map[cu.GraphExec][]func() error // instantiated graphs (graph.go)
 	// GraphLaunches counts the graphs launched, Queued the calls that
 	// queued work on a stream outside a capture (kernel launches, copies,
-	// fills, graph launches: what the host submits), Waits the host's
-	// waits for a stream, for tests.
-	GraphLaunches, Queued, Waits int
+	// fills, graph launches: what the host submits), Uploads the copies
+	// from host memory among them, Waits the host's waits for a stream,
+	// for tests.
+	GraphLaunches, Queued, Uploads, Waits int
 	// conds are the graphs' conditions (graph.go), which kernels set
 	// through cudaGraphSetConditional; LoopPasses counts the passes of
 	// loop bodies run, BranchesTaken the IF bodies.
@@ -296,6 +297,9 @@ func (c *Context) enqueue(call string, s cu.Stream, check, op func() error) erro
 	}
 	st.queue = append(st.queue, op)
 	c.Queued++
+	if call == "cuMemcpyHtoDAsync" {
+		c.Uploads++
+	}
 	return nil
 }
 
