@@ -167,6 +167,14 @@ func (o *ClippedOptimizer) SetSteps(n int) { o.Inner.SetSteps(n) }
 // setSlot restores one of Inner's slots (RestoreCheckpoint).
 func (o *ClippedOptimizer) setSlot(key string, t *tensor.Tensor) { restoreSlot(o.Inner, key, t) }
 
+// checkpointMeta is Inner's checkpoint metadata.
+func (o *ClippedOptimizer) checkpointMeta() map[string]string { return innerMeta(o.Inner) }
+
+// restoreMeta restores Inner's state from a checkpoint's metadata.
+func (o *ClippedOptimizer) restoreMeta(meta map[string]string) (func(), error) {
+	return restoreInnerMeta(o.Inner, meta)
+}
+
 // restoreSlot restores slot key of opt where it keeps slots (a wrapper's
 // inner optimizer, for RestoreCheckpoint).
 func restoreSlot(opt Optimizer, key string, t *tensor.Tensor) {

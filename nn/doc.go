@@ -43,7 +43,8 @@
 // lowers the rate when a validation metric stalls); ClipByGlobalNorm bounds
 // gradients, and ClippedOptimizer bounds an optimizer's, for the train
 // steps and Fit (inside nn's optimizers' own step: recorded with it,
-// half gradients taken as they are).
+// half gradients taken as they are); AccumulatedOptimizer steps with the
+// mean gradient of several micro-batches (gradient accumulation).
 //
 // Fit runs the loop: a Step per batch (TrainStep makes the usual one,
 // TracedTrainStep the same traced into a graph, RecordedTrainStep that graph

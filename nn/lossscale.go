@@ -174,10 +174,10 @@ const (
 
 // checkpointMeta is the scaling state for a checkpoint's metadata.
 func (o *LossScaleOptimizer) checkpointMeta() map[string]string {
-	return map[string]string{
-		metaLossScale: strconv.FormatFloat(o.scale, 'g', -1, 64),
-		metaGoodSteps: strconv.Itoa(o.good),
-	}
+	meta := innerMeta(o.Inner) // an AccumulatedOptimizer's, say
+	meta[metaLossScale] = strconv.FormatFloat(o.scale, 'g', -1, 64)
+	meta[metaGoodSteps] = strconv.Itoa(o.good)
+	return meta
 }
 
 // restoreMeta reads the scaling state from a checkpoint's metadata and
@@ -185,6 +185,10 @@ func (o *LossScaleOptimizer) checkpointMeta() map[string]string {
 // is), or an error naming a value that is not one, having changed
 // nothing.
 func (o *LossScaleOptimizer) restoreMeta(meta map[string]string) (func(), error) {
+	inner, err := restoreInnerMeta(o.Inner, meta)
+	if err != nil {
+		return nil, err
+	}
 	scale, good := o.scale, o.good
 	if s, ok := meta[metaLossScale]; ok {
 		v, err := strconv.ParseFloat(s, 64)
@@ -200,5 +204,5 @@ func (o *LossScaleOptimizer) restoreMeta(meta map[string]string) (func(), error)
 		}
 		good = n
 	}
-	return func() { o.scale, o.good = scale, good }, nil
+	return func() { inner(); o.scale, o.good = scale, good }, nil
 }

@@ -100,6 +100,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewAdam", Fn: NewAdam},
 		{Name: "NewLossScaleOptimizer", Fn: NewLossScaleOptimizer},
 		{Name: "NewClippedOptimizer", Fn: NewClippedOptimizer, Valid: []any{NewAdam(Constant(0.1)), 1.0}},
+		{Name: "NewAccumulatedOptimizer", Fn: NewAccumulatedOptimizer, Valid: []any{NewAdam(Constant(0.1)), 2}},
 		{Name: "NewAdamW", Fn: NewAdamW},
 		{Name: "NewRMSProp", Fn: NewRMSProp},
 		{Name: "NewSGD", Fn: NewSGD},

@@ -197,7 +197,12 @@ func (v *Variable) assignScaled(op string, alpha float64, x *tensor.Tensor) {
 			return
 		}
 	}
-	v.onDevice(func() { writeInto(v.t, ops.Add(v.t, ops.Mul(x, ops.ScalarLike(x, alpha)))) })
+	v.onDevice(func() {
+		if alpha != 1 { // x·1 is x: one pass fewer
+			x = ops.Mul(x, ops.ScalarLike(x, alpha))
+		}
+		writeInto(v.t, ops.Add(v.t, x))
+	})
 }
 
 // AdamUpdateAll takes one Adam step on each vars[i] in place with its

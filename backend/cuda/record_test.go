@@ -312,6 +312,9 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP, Adam clipped", smallMLP, clipped(adam), 6},
 		{"MLP, AdamW clipped", smallMLP, clipped(adamW), 7},
 		{"NHWC CNN, RMSProp clipped", cnn(ops.NHWC), clipped(rms), 6},
+		// Accumulated over two steps: not recorded (its update every
+		// other call), the sums on the GPU.
+		{"MLP, Adam accumulated", smallMLP, func() nn.Optimizer { return nn.NewAccumulatedOptimizer(adam(), 2) }, 0},
 		// Dropout: the masks drawn by the recording from where the RNGs
 		// stand, an argument (two calls more: its copy to the GPU, then
 		// into the recording).
