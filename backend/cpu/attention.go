@@ -70,6 +70,16 @@ func maskRow[T tensor.Float](g attnGeom, row []T, mask []bool, causal bool, b, i
 	}
 }
 
+// causalKept is how many of the n keys from j0 on query i may see by
+// causality alone: all n, or up to key i; the rest of a causal row is 0
+// after the softmax's exp, which need not be computed.
+func causalKept(causal bool, i, j0, n int) int {
+	if !causal {
+		return n
+	}
+	return min(max(i+1-j0, 0), n)
+}
+
 // keyEnd is where the keys a block of queries ending (exclusive) at i1
 // may see end: all of them, or i1 where causal.
 func (g attnGeom) keyEnd(causal bool, i1 int) int {
@@ -153,19 +163,26 @@ func attentionKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 				gemmAcc(nil, bq, bk, g.d, qb, false, ks[(b*g.tk+j0)*g.d:(b*g.tk+j1)*g.d], true, sb, false)
 				for r := range bq {
 					row := sb[r*bk : (r+1)*bk]
-					scaleRow(row, T(a.Scale))
-					maskRow(g, row, mask, a.Causal, b, i0+r, j0)
-					mNew := max(m[r], float64(rowMax(row)))
+					// The keys causality hides weigh 0: their scores are
+					// neither scaled nor exponentiated.
+					live := row[:causalKept(a.Causal, i0+r, j0, bk)]
+					clear(row[len(live):])
+					if len(live) == 0 {
+						continue
+					}
+					scaleRow(live, T(a.Scale))
+					maskRow(g, live, mask, false, b, i0+r, j0)
+					mNew := max(m[r], float64(rowMax(live)))
 					if math.IsInf(mNew, -1) { // nothing kept yet: no weight
-						clear(row)
+						clear(live)
 						continue
 					}
 					if alpha := math.Exp(m[r] - mNew); alpha != 1 {
 						l[r] *= alpha
 						scaleRow(acc[r*g.dv:(r+1)*g.dv], T(alpha))
 					}
-					addScalar(row, row, T(-mNew))
-					expInPlace(row)
+					addScalar(live, live, T(-mNew))
+					expInPlace(live)
 					l[r] += float64(sumReducer[T]().row(0, row))
 					m[r] = mNew
 				}
@@ -249,14 +266,19 @@ func attentionBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tenso
 						clear(pr)
 						clear(dpr)
 					} else {
-						scaleRow(pr, T(a.Scale))
-						addScalar(pr, pr, T(-li))
-						maskRow(g, pr, mask, a.Causal, b, i0+r, 0)
-						expInPlace(pr) // masked keys: 0
+						// The keys causality hides: P and dS are 0.
+						n := causalKept(a.Causal, i0+r, 0, tk)
+						live, dlive := pr[:n], dpr[:n]
+						clear(pr[n:])
+						clear(dpr[n:])
+						scaleRow(live, T(a.Scale))
+						addScalar(live, live, T(-li))
+						maskRow(g, live, mask, false, b, i0+r, 0)
+						expInPlace(live) // masked keys: 0
 						// dS = P ⊙ (dP - delta)·scale, over dP's buffer.
-						addScalar(dpr, dpr, T(-delta))
-						mulRows(dpr, pr)
-						scaleRow(dpr, T(a.Scale))
+						addScalar(dlive, dlive, T(-delta))
+						mulRows(dlive, live)
+						scaleRow(dlive, T(a.Scale))
 					}
 					if math.IsInf(li, -1) && dobs == nil { // a row of nothing: its dO must not reach dV (0·NaN)
 						dobs = append([]T(nil), dob...)
