@@ -32,9 +32,10 @@ type ClippedOptimizer struct {
 	MaxNorm float64
 	norm    *tensor.Tensor // the last step's norm, before clipping
 	// recorded: norm is a recording's (RecordedTrainStep), which each
-	// replay rewrites, and factor the clip factor its step reads.
+	// replay rewrites; captured, each recording's norm and factor, which
+	// its replays' refreshes hand on.
 	recorded bool
-	factor   *tensor.Tensor
+	captured map[*tape.StepRecord][2]*tensor.Tensor
 }
 
 // NewClippedOptimizer wraps inner, clipping to maxNorm. It panics with a
@@ -80,8 +81,9 @@ func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Varia
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
 	inner, fused := o.Inner.(scaledStep)
-	if rec != nil && !rec.Capturing() && o.factor != nil { // a replay's refresh
-		return inner.applyThrough(rec, vars, grads, gradScale{by: sc.by, factor: o.factor})
+	if c, ok := o.captured[rec]; ok && !rec.Capturing() { // a replay's refresh
+		o.keep(c[0], true)
+		return inner.applyThrough(rec, vars, grads, gradScale{by: sc.by, factor: c[1]})
 	}
 	groups := byGroup(grads)
 	switch {
@@ -118,8 +120,11 @@ func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Varia
 		return fmt.Errorf("nn: ClippedOptimizer: %w", err)
 	}
 	o.keep(norm, rec.Capturing())
-	if rec.Capturing() {
-		o.factor = factor // the recording's: kept for the refreshes
+	if rec.Capturing() { // the recording's: kept for its refreshes
+		if o.captured == nil {
+			o.captured = map[*tape.StepRecord][2]*tensor.Tensor{}
+		}
+		o.captured[rec] = [2]*tensor.Tensor{norm, factor}
 	} else {
 		defer factor.Release() // once the step is queued
 	}
@@ -129,13 +134,10 @@ func (o *ClippedOptimizer) applyThrough(rec *tape.StepRecord, vars []*tape.Varia
 // keep makes norm the last step's, a recording's where recorded (never
 // released here: the recording holds it).
 func (o *ClippedOptimizer) keep(norm *tensor.Tensor, recorded bool) {
-	if o.norm != nil && !o.recorded {
+	if o.norm != nil && !o.recorded && o.norm != norm {
 		o.norm.Release()
 	}
 	o.norm, o.recorded = norm, recorded
-	if !recorded {
-		o.factor = nil
-	}
 }
 
 // takesHalfGradients: a mixed-precision model's half gradients go to

@@ -95,10 +95,11 @@ func ClipByGlobalNorm(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor
 // every gradient is multiplied by maxNorm / max(norm, maxNorm), 1 when
 // the norm is within bounds (TensorFlow's formula; PyTorch's divides by
 // the norm plus 1e-6, a relative difference of 1e-6/norm), so that a
-// GPU's step queues its update without waiting for its backward pass. The clipped values equal
-// ClipByGlobalNorm's to rounding (the scale is computed in the norm's
-// dtype and rounded to each gradient's). The non-nil gradients must be
-// on one device; it panics with a *tensor.Error otherwise, or for none.
+// GPU's step queues its update without waiting for its backward pass.
+// The clipped values equal ClipByGlobalNorm's to rounding (the scale is
+// computed in the norm's dtype and rounded to each gradient's). The
+// non-nil gradients must be on one device; it panics with a
+// *tensor.Error otherwise, or for none.
 func ClipByGlobalNormTensor(grads []*tensor.Tensor, maxNorm float64) ([]*tensor.Tensor, *tensor.Tensor) {
 	groups := byGroup(grads)
 	norm := globalNorm("ClipByGlobalNormTensor", groups)

@@ -332,7 +332,7 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"GRU, Adam", gru, adam, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var losses [2][]float64
+			var losses, norms [2][]float64
 			var state [2][][]byte
 			for i, record := range []bool{false, true} {
 				onDevice(d, func() {
@@ -356,6 +356,9 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 							t.Fatal(err)
 						}
 						losses[i] = append(losses[i], l)
+						if co, ok := opt.(*nn.ClippedOptimizer); ok && k < 3 { // the norm the replay computed (a read: not in the last step's count)
+							norms[i] = append(norms[i], co.Norm())
+						}
 					}
 					if emulated {
 						queued = ctx.Queued - queued
@@ -373,6 +376,9 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 						t.Errorf("a recorded step queued %d calls, want %d", queued, c.queued)
 					}
 				})
+			}
+			if !slices.Equal(norms[0], norms[1]) {
+				t.Errorf("the clipped norms: traced %v, recorded %v", norms[0], norms[1])
 			}
 			if c.name == "LSTM, Adam" || c.name == "GRU, Adam" {
 				closeTraining(t, losses, state)
