@@ -587,20 +587,26 @@ func gptBenchShape(d *Device) (model.Config, int) {
 // twin's (nn.ClippedOptimizer over AdamW): eager (model.TrainStep),
 // traced (nn.TracedTrainStep) and recorded (nn.RecordedTrainStep: the
 // clipping and the update in the recording), and eager in mixed bfloat16
-// (model.Config's Compute; the twin runs under torch.autocast); the loss
-// read each step. Float32 attention there is cuBLAS products around row
+// (model.Config's Compute; the twin runs under torch.autocast), and so
+// with dropout 0.2 (the attention's weights materialised to be dropped,
+// where the twin's SDPA drops inside its kernel); the loss read each
+// step. Float32 attention there is cuBLAS products around row
 // kernels, the score matrix materialised (backend/cuda/attention.go);
 // bfloat16's takes the tensor-core flash kernels.
 func BenchmarkGPTStepGPU(b *testing.B) {
 	d := benchGPU(b)
 	shape, n := gptBenchShape(d)
-	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16"} {
+	for _, mode := range []string{"eager", "traced", "recorded", "eager/mixed_bfloat16", "eager/mixed_bfloat16/dropout"} {
 		b.Run(mode, func(b *testing.B) {
 			restore := device.SetDefault(d)
 			defer restore()
 			c := shape
-			if mode == "eager/mixed_bfloat16" { // the blocks in bfloat16 (cuBLASLt's tensor cores), as torch.autocast
-				c.Compute, mode = tensor.BFloat16, "eager"
+			if strings.HasPrefix(mode, "eager/mixed_bfloat16") { // the blocks in bfloat16 (cuBLASLt's tensor cores), as torch.autocast
+				c.Compute = tensor.BFloat16
+				if strings.HasSuffix(mode, "/dropout") { // nanoGPT's character model's rate
+					c.Dropout = 0.2
+				}
+				mode = "eager"
 			}
 			m := model.New(tensor.NewRNG(1), c)
 			opt := model.NewOptimizer(1000)

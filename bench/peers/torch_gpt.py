@@ -10,6 +10,10 @@ the steps and a cosine decay from 3e-3 to 3e-4, gradients clipped to norm
 1. Initialisation is Glorot-uniform for the kernels and embeddings, zeros
 for the biases, as eagerflow's layers.
 
+Dropout (0 unless asked: of the embeddings, the attention weights and
+the residual branches, as eagerflow's model.Config.Dropout) is off in
+the benchmarks but the GPU's dropout figure.
+
 Attention is F.scaled_dot_product_attention where this PyTorch has it
 (2.0 and later), else written out with the causal mask (Debian's 1.13).
 Generation keeps each block's keys and values (a KV cache).
@@ -34,9 +38,10 @@ SDPA = getattr(F, "scaled_dot_product_attention", None)
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, dropout=0.0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.dropout = heads, dropout
+        self.drop = nn.Dropout(dropout)
         self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
@@ -54,27 +59,29 @@ class Block(nn.Module):
         if past > 0 and t > 1:
             mask = torch.ones(t, past + t, dtype=torch.bool, device=x.device).tril(past)
         causal = past == 0 and t > 1
+        p = self.dropout if self.training else 0.0
         if SDPA is not None:
-            y = SDPA(q, k, v, attn_mask=mask, is_causal=causal)
+            y = SDPA(q, k, v, attn_mask=mask, is_causal=causal, dropout_p=p)
         else:
             s = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]))
             if causal:
                 mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
             if mask is not None:
                 s = s.masked_fill(~mask, float("-inf"))
-            y = s.softmax(-1) @ v
+            y = F.dropout(s.softmax(-1), p) @ v
         return self.out(y.transpose(1, 2).reshape(n, t, c))
 
     def forward(self, x, cache=None):
-        x = x + self.attend(self.ln1(x), cache)
-        return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
+        x = x + self.drop(self.attend(self.ln1(x), cache))
+        return x + self.drop(self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh")))
 
 
 class GPT(nn.Module):
-    def __init__(self, layers=4, heads=4, dim=128, context=128):
+    def __init__(self, layers=4, heads=4, dim=128, context=128, dropout=0.0):
         super().__init__()
         self.tok, self.pos = nn.Embedding(VOCAB, dim), nn.Embedding(context, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(Block(dim, heads, dropout) for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, VOCAB, bias=False)
         for m in self.modules():
@@ -85,7 +92,7 @@ class GPT(nn.Module):
 
     def forward(self, ids, caches=None):
         past = caches[0][0].shape[2] if caches and caches[0] else 0
-        x = self.tok(ids) + self.pos(torch.arange(past, past + ids.shape[1], device=ids.device))
+        x = self.drop(self.tok(ids) + self.pos(torch.arange(past, past + ids.shape[1], device=ids.device)))
         for i, b in enumerate(self.blocks):
             x = b(x, None if caches is None else caches[i])
         return self.head(self.ln(x))

@@ -410,6 +410,24 @@ def autocast_step():
 reset_peak()
 ns = host_ns(autocast_step, 50)
 line("BenchmarkTorchGPTStepGPU/eager/mixed_bfloat16", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+
+# The same with nanoGPT's character model's dropout of 0.2 (the
+# embeddings, the attention weights through SDPA's dropout_p, the
+# residual branches), in mixed bfloat16.
+torch.manual_seed(1)
+dgpt = torch_gpt.GPT(dropout=0.2, **gshape).to(dev)
+dopt, _ = torch_gpt.optimizer(dgpt, 1000)
+
+
+def dropout_step():
+    with torch.autocast(device_type="cpu" if DRY else "cuda", dtype=torch.bfloat16):
+        return torch_gpt.train_step(dgpt, dopt, None, gx, gy)
+
+
+reset_peak()
+ns = host_ns(dropout_step, 50)
+line("BenchmarkTorchGPTStepGPU/eager/mixed_bfloat16/dropout", ns, "ns/op", f" {peak_mb():.1f} peak-MB")
+del dgpt, dopt
 ns = host_ns(lambda: torch_gpt.generate(gpt, ctx), 5, warm=2)
 # PyTorch's eager decoding loop stands beside both of eagerflow's modes
 # (its CUDA graphs cannot hold the loop over the positions).
