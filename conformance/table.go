@@ -461,6 +461,23 @@ func samples() map[string][]sample {
 			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
 		}, true, true))
 	}
+	// Attention with its weights dropped: the draws from an offset, and
+	// from a starts vector's slot; the gradients (through the backward
+	// op's gradient, the mask drawn again, for the second).
+	starts := tensor.FromSlice([]int64{4, 30})
+	for _, c := range []struct {
+		name   string
+		starts T
+		causal bool
+	}{{"plain", nil, false}, {"causal, from starts", starts, true}} {
+		drop := func(in []T) T {
+			return ops.AttentionDropout(in[0], in[1], in[2], c.causal, 0, 0.4, c.starts, 1, 9, [2]uint32{5, 6})
+		}
+		add("ScaledDotProductAttentionDropout", one(c.name, func() { drop([]T{r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3)}) }, true, true))
+		add("ScaledDotProductAttentionDropoutBackprop", one(c.name, func() {
+			underTape(drop, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
+		}, true, true))
+	}
 	// The half types with heads of 16: a GPU's tensor-core flash kernels
 	// (their probabilities rounded to the half type before the products).
 	for _, h := range []struct {
@@ -481,6 +498,14 @@ func samples() map[string][]sample {
 		fwd.tol, masked.tol, bwd.tol = h.tol, h.tol, h.tol
 		add("ScaledDotProductAttention", fwd, masked)
 		add("ScaledDotProductAttentionBackprop", bwd)
+		dropped := func(in []T) T {
+			return ops.AttentionDropout(in[0], in[1], in[2], true, 0, 0.3, nil, 0, 3, [2]uint32{1, 2})
+		}
+		dfwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); dropped([]T{q, k, v}) }, false, false)
+		dbwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); underTape(dropped, q, k, v) }, false, false)
+		dfwd.tol, dbwd.tol = h.tol, h.tol
+		add("ScaledDotProductAttentionDropout", dfwd)
+		add("ScaledDotProductAttentionDropoutBackprop", dbwd)
 	}
 	// LayerNorm and RMSNorm: the op and its backward (through its
 	// gradient).

@@ -104,14 +104,22 @@ func (d *traceDraws) advance(sig string) {
 // drop is ops.Dropout of x at rate, its mask drawn where rng's element of
 // the starts argument says, past what the call drew from rng before.
 func (d *traceDraws) drop(op string, x *tensor.Tensor, rate float64, rng *tensor.RNG) *tensor.Tensor {
-	slot := slices.Index(d.rngs, rng)
+	slot, off := d.place(op, x, x.NumElements(), rng)
+	return ops.DropoutAt(x, rate, d.starts, slot, off, rng.Key())
+}
+
+// place is where in the starts argument's slot of rng (slot, offset)
+// a Bernoulli draw of n values (x's, for errors) begins, past what the
+// call drew from rng before, and draws them.
+func (d *traceDraws) place(op string, x *tensor.Tensor, n int, rng *tensor.RNG) (slot int, off uint64) {
+	slot = slices.Index(d.rngs, rng)
 	if slot < 0 {
 		panic(tensor.NewError("nn", op, tensor.ErrValue, []*tensor.Tensor{x}, "",
 			"its RNG is not one the traced step found in the model when it was made"))
 	}
-	off := d.offset[slot]
-	d.offset[slot] += uint64(2*x.NumElements()+3) / 4 // a Bernoulli draw's blocks: two words a value
-	return ops.DropoutAt(x, rate, d.starts, slot, off, rng.Key())
+	off = d.offset[slot]
+	d.offset[slot] += uint64(2*n+3) / 4 // a Bernoulli draw's blocks: two words a value
+	return slot, off
 }
 
 // dropout is ops.Dropout for layer op: drawn through draws inside a
@@ -121,11 +129,31 @@ func dropout(op string, x *tensor.Tensor, rate float64, rng *tensor.RNG, draws *
 	if draws != nil && draws.starts != nil {
 		return draws.drop(op, x, rate, rng)
 	}
+	refuseFrozenDraw(op, x)
+	return ops.Dropout(x, rate, rng)
+}
+
+// refuseFrozenDraw panics where x is traced by a trace no traced step
+// made: a draw made in Go would be frozen into its graph.
+func refuseFrozenDraw(op string, x *tensor.Tensor) {
 	if trace.Recording(x) {
 		panic(tensor.NewError("nn", op, tensor.ErrValue, []*tensor.Tensor{x}, "",
 			"dropout in training mode inside a trace its step did not make: its mask, drawn in Go, would be frozen into the graph; train with TrainStep, TracedTrainStep or RecordedTrainStep, or SetTraining(false)"))
 	}
-	return ops.Dropout(x, rate, rng)
+}
+
+// attentionDropout is ops.AttentionDropout for layer op: the weights of
+// q against k dropped as dropout would drop them (the same draws, from rng
+// or through draws), in one op (a GPU's flash kernels draw the mask
+// themselves).
+func attentionDropout(op string, q, k, v *tensor.Tensor, causal bool, rate float64, rng *tensor.RNG, draws *traceDraws) *tensor.Tensor {
+	n := q.NumElements() / max(q.Dim(-1), 1) * k.Dim(-2) // the weights' elements
+	if draws != nil && draws.starts != nil {
+		slot, off := draws.place(op, q, n, rng)
+		return ops.AttentionDropout(q, k, v, causal, 0, rate, draws.starts, slot, off, rng.Key())
+	}
+	refuseFrozenDraw(op, q)
+	return ops.AttentionDropout(q, k, v, causal, 0, rate, nil, 0, rng.Reserve(2*n), rng.Key())
 }
 
 // batchSignature names a batch's dtypes and shapes.

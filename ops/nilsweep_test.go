@@ -68,6 +68,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "FusedMatMul", Fn: ops.FusedMatMul},
 		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
 		{Name: "Attention", Fn: ops.Attention},
+		{Name: "AttentionDropout", Fn: ops.AttentionDropout},
 		{Name: "AttentionWeights", Fn: ops.AttentionWeights},
 		{Name: "LayerNorm", Fn: ops.LayerNorm},
 		{Name: "BatchNorm", Fn: ops.BatchNorm},

@@ -240,6 +240,18 @@ func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) b
 // sizes, the scale and the causal flag follow them, and where mask is not
 // nil (the half types' kernels) the mask tensor and its step.
 func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, mask *tensor.Tensor, args *cu.Args) {
+	d.flashLaunchWith(c, kind, dt, g, rows, a, mask, args, nil)
+}
+
+// flashLaunchDropped is flashLaunch of a half type's kernel that drops
+// the weights (the _drop twin, no mask tensor), drop appending its
+// arguments.
+func (d *Device) flashLaunchDropped(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args, drop func(*cu.Args)) {
+	d.flashLaunchWith(c, kind, dt, g, rows, a, nil, args, drop)
+}
+
+// flashLaunchWith is flashLaunch, the _drop twin where drop is not nil.
+func (d *Device) flashLaunchWith(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, mask *tensor.Tensor, args *cu.Args, drop func(*cu.Args)) {
 	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
 	blocks := g.batch * per
 	args.U64(uint64(g.tq)).U64(uint64(g.tk))
@@ -253,9 +265,17 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 		family, threads, shared = "attention_tc", kernels.FlashTCThreads, kernels.FlashTCShared(kind, g.dd)
 	}
 	name := kernels.Name(kind, string(dt), fmt.Sprint(g.dd))
+	if dt.Half() {
+		name = kernels.FlashTCName(kind, dt, g.dd, mask != nil, drop != nil)
+	}
 	if mask != nil {
 		g.maskArgs(args, mask)
-		name = kernels.Name(kind, string(dt), fmt.Sprint(g.dd), "mask")
+		if !dt.Half() {
+			name = kernels.Name(kind, string(dt), fmt.Sprint(g.dd), "mask")
+		}
+	}
+	if drop != nil {
+		drop(args)
 	}
 	check(c, d.launchShared(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, shared, args))
 }

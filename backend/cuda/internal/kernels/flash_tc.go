@@ -68,8 +68,11 @@ func flashTCKernels() []*ptx.Kernel {
 	for _, dt := range flashTCDTypes {
 		for _, dim := range FlashTCDims {
 			for _, masked := range []bool{false, true} {
-				out = append(out, flashTCForward(dt, dim, masked), flashTCBackwardQ(dt, dim, masked), flashTCBackwardKV(dt, dim, masked))
+				out = append(out, flashTCForward(dt, dim, masked, false), flashTCBackwardQ(dt, dim, masked, false), flashTCBackwardKV(dt, dim, masked, false))
 			}
+			// The weights dropped in the kernels, without a mask tensor
+			// (a causal flag, or none).
+			out = append(out, flashTCForward(dt, dim, false, true), flashTCBackwardQ(dt, dim, false, true), flashTCBackwardKV(dt, dim, false, true))
 		}
 	}
 	return out
@@ -94,6 +97,13 @@ type tc struct {
 	mask0, mstep, mrow, maskAt ptx.Reg
 	mrep                       divisor
 	bits                       ptx.Reg // the tile's mask bits in shared memory (maskBits)
+	// dropped kernels drop the weights (the _drop twins): the stream's
+	// key, the block its draws begin at, the threshold a draw's 53 bits
+	// keep below and the kept weights' factor 1/(1−rate).
+	dropped                bool
+	dkey0, dkey1           ptx.Reg // u32
+	dbase, dthresh         ptx.Reg // u64
+	drscale                ptx.Reg // f32
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
@@ -102,13 +112,24 @@ type tc struct {
 type acc [][4]ptx.Reg
 
 // newTC starts kernel kind of dt and width dim; masked, the twin that
-// takes a mask tensor (name suffix _mask).
-func newTC(kind string, dt DType, dim int, masked bool) *tc {
-	name := Name(kind, string(dt), fmt.Sprint(dim))
+// takes a mask tensor (name suffix _mask); dropped, the twin that drops
+// the weights (suffix _drop).
+func newTC(kind string, dt DType, dim int, masked, dropped bool) *tc {
+	return &tc{flash: newFlash(FlashTCName(kind, dt, dim, masked, dropped), dim), dt: dt, pitch: dim + 8, masked: masked, dropped: dropped, dynamic: dim > 64}
+}
+
+// FlashTCName is the name of tensor-core flash kernel kind of dt and
+// width dim, the twin taking a mask tensor where masked, the one dropping
+// the weights where dropped.
+func FlashTCName(kind string, dt DType, dim int, masked, dropped bool) string {
+	parts := []string{kind, string(dt), fmt.Sprint(dim)}
 	if masked {
-		name = Name(kind, string(dt), fmt.Sprint(dim), "mask")
+		parts = append(parts, "mask")
 	}
-	return &tc{flash: newFlash(name, dim), dt: dt, pitch: dim + 8, masked: masked, dynamic: dim > 64}
+	if dropped {
+		parts = append(parts, "drop")
+	}
+	return Name(parts...)
 }
 
 // flashTCTiles is the shared tiles kernel kind takes: its own, and two
@@ -704,12 +725,110 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 		c.mask0, c.mrep = k.ParamPtr("mask"), paramDivisor(k, "mrep")
 		c.mstep, c.mrow = k.Param("mstep", ptx.U64), k.Param("mrow", ptx.U64)
 	}
+	if c.dropped {
+		c.dkey0, c.dkey1 = k.Param("dkey0", ptx.U32), k.Param("dkey1", ptx.U32)
+		at, offset := k.Param("dat", ptx.U64), k.Param("doffset", ptx.U64)
+		c.dthresh, c.drscale = k.Param("dthresh", ptx.U64), k.Param("drscale", ptx.F32)
+		// The first block: *dat + doffset, or doffset where dat is 0.
+		c.dbase = k.Reg(ptx.U64)
+		has := k.Reg(ptx.Pred)
+		k.Op("mov.u64 %s, 0", c.dbase)
+		k.Op("setp.ne.u64 %s, %s, 0", has, at)
+		k.Op("cvta.to.global.u64 %s, %s", at, at)
+		k.Op("@%s ld.global.u64 %s, [%s]", has, c.dbase, at)
+		k.Op("add.s64 %s, %s, %s", c.dbase, c.dbase, offset)
+	}
 	c.tq, c.tk = tq, tk
 	return
 }
 
-func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
-	c := newTC("flash_fwd", dt, dim, masked)
+// dropBits draws the keep bits of the thread's 32 elements of a [16
+// FlashBlock] tile of weights of batch matrix bm (u64), bit 4nt+i for
+// element i of column group nt (acc's order, each's): rows are the
+// thread's two (positions), columns c0 (u64) + 2t + 8nt + (i&1); where
+// rowsQuery the rows are queries, else keys. Weight (i, j) of the matrix
+// is element e = (bm·tq + i)·tk + j of the weights as ops.DropoutAt
+// draws them (tensor.RandBernoulliAt): kept where the top 53 bits of the
+// two words of its draw (block dbase + e/2, words 0-1 or 2-3 as e is even
+// or odd, the first high) are below dthresh. A loop of 32 draws.
+func (c *tc) dropBits(bm ptx.Reg, rows [2]ptx.Reg, c0 ptx.Reg, rowsQuery bool) ptx.Reg {
+	k := c.k
+	bits := k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, 0", bits)
+	from, n, one := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, 0", from)
+	k.Op("mov.u64 %s, %d", n, FlashBlock/2)
+	k.Op("mov.u64 %s, 1", one)
+	rowBase := k.Reg(ptx.U64) // bm·tq, the matrix's first query
+	k.Op("mul.lo.s64 %s, %s, %s", rowBase, bm, c.tq)
+	k.Loop(from, n, one, func(idx ptx.Reg) {
+		i32, q, col := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", i32, idx)
+		// The row: rows[(idx>>1)&1]; the column: c0 + 2t + 8(idx>>2) + (idx&1).
+		half, r := k.Reg(ptx.Pred), k.Reg(ptx.U32)
+		k.Op("and.b32 %s, %s, 2", q, i32)
+		k.Op("setp.ne.u32 %s, %s, 0", half, q)
+		k.Op("selp.b32 %s, %s, %s, %s", r, rows[1], rows[0], half)
+		k.Op("shr.u32 %s, %s, 2", col, i32)
+		k.Op("shl.b32 %s, %s, 3", col, col)
+		k.Op("and.b32 %s, %s, 1", q, i32)
+		k.Op("add.u32 %s, %s, %s", col, col, q)
+		k.Op("mad.lo.u32 %s, %s, 2, %s", col, c.t, col)
+		c0w := k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", c0w, c0)
+		k.Op("add.u32 %s, %s, %s", col, col, c0w)
+		qi, kj := r, col
+		if !rowsQuery {
+			qi, kj = col, r
+		}
+		e, t := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("cvt.u64.u32 %s, %s", t, qi)
+		k.Op("add.s64 %s, %s, %s", e, rowBase, t)
+		k.Op("mul.lo.s64 %s, %s, %s", e, e, c.tk)
+		k.Op("cvt.u64.u32 %s, %s", t, kj)
+		k.Op("add.s64 %s, %s, %s", e, e, t)
+		ctr := k.Reg(ptx.U64)
+		k.Op("shr.u64 %s, %s, 1", ctr, e)
+		k.Op("add.s64 %s, %s, %s", ctr, ctr, c.dbase)
+		w := philox(k, ctr, c.dkey0, c.dkey1)
+		odd := k.Reg(ptx.Pred)
+		k.Op("and.b64 %s, %s, 1", t, e)
+		k.Op("setp.ne.u64 %s, %s, 0", odd, t)
+		hi, lo := k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("selp.b32 %s, %s, %s, %s", hi, w[2], w[0], odd)
+		k.Op("selp.b32 %s, %s, %s, %s", lo, w[3], w[1], odd)
+		m, l := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		k.Op("cvt.u64.u32 %s, %s", m, hi)
+		k.Op("cvt.u64.u32 %s, %s", l, lo)
+		k.Op("shl.b64 %s, %s, 32", m, m)
+		k.Op("or.b64 %s, %s, %s", m, m, l)
+		k.Op("shr.u64 %s, %s, 11", m, m)
+		keep, bit := k.Reg(ptx.Pred), k.Reg(ptx.U32)
+		k.Op("setp.lt.u64 %s, %s, %s", keep, m, c.dthresh)
+		k.Op("selp.u32 %s, 1, 0, %s", bit, keep)
+		k.Op("shl.b32 %s, %s, %s", bit, bit, i32)
+		k.Op("or.b32 %s, %s, %s", bits, bits, bit)
+	})
+	return bits
+}
+
+// dropApply multiplies each element of x by 1/(1−rate) where its bit of
+// bits (dropBits) keeps it, and sets it to 0 where not.
+func (c *tc) dropApply(x acc, bits ptx.Reg) {
+	k := c.k
+	idx := 0
+	each(x, func(r ptx.Reg, _, _ int) {
+		t, keep := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+		k.Op("and.b32 %s, %s, %d", t, bits, uint32(1)<<idx)
+		k.Op("setp.ne.u32 %s, %s, 0", keep, t)
+		k.Op("mul.rn.f32 %s, %s, %s", r, r, c.drscale)
+		k.Op("@!%s mov.f32 %s, 0f00000000", keep, r)
+		idx++
+	})
+}
+
+func flashTCForward(dt DType, dim int, masked, dropped bool) *ptx.Kernel {
+	c := newTC("flash_fwd", dt, dim, masked, dropped)
 	k := c.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks, scale2, _, causal := c.params(false)
@@ -770,6 +889,9 @@ func flashTCForward(dt DType, dim int, masked bool) *ptx.Kernel {
 				}
 			}
 			each(out, func(r ptx.Reg, half, _ int) { k.Op("mul.rn.f32 %s, %s, %s", r, r, corr[half]) })
+			if c.dropped { // the sums keep every weight; the product the kept ones
+				c.dropApply(s, c.dropBits(bm, rows, j0, true))
+			}
 			c.product(out, c.asLeft(s), c.shifted(vSrc, off))
 		})
 		for h := range 2 {
@@ -820,8 +942,8 @@ func (c *tc) rowDot(x, y ptx.Reg) [2]ptx.Reg {
 	return out
 }
 
-func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
-	c := newTC("flash_bwd_q", dt, dim, masked)
+func flashTCBackwardQ(dt DType, dim int, masked, dropped bool) *ptx.Kernel {
+	c := newTC("flash_bwd_q", dt, dim, masked, dropped)
 	k := c.k
 	dq, delta := k.ParamPtr("dq"), k.ParamPtr("delta")
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
@@ -865,6 +987,9 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
 			c.product(s, qf, c.shifted(kSrc, off))
 			c.product(dp, dof, c.shifted(vSrc, off))
+			if c.dropped { // dP of the weights before their drop: (dO·Vᵀ)⊙Z
+				c.dropApply(dp, c.dropBits(bm, rows, j0, true))
+			}
 			c.scaledAcc(s, scale2)
 			each(s, func(r ptx.Reg, half, _ int) {
 				k.Op("sub.rn.f32 %s, %s, %s", r, r, l2[half])
@@ -888,8 +1013,8 @@ func flashTCBackwardQ(dt DType, dim int, masked bool) *ptx.Kernel {
 	return k
 }
 
-func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
-	c := newTC("flash_bwd_kv", dt, dim, masked)
+func flashTCBackwardKV(dt DType, dim int, masked, dropped bool) *ptx.Kernel {
+	c := newTC("flash_bwd_kv", dt, dim, masked, dropped)
 	k := c.k
 	dk, dv := k.ParamPtr("dk"), k.ParamPtr("dv")
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
@@ -933,6 +1058,11 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 			s, dp := c.zeroAcc(FlashBlock/8), c.zeroAcc(FlashBlock/8)
 			c.product(s, kf, c.shifted(qSrc, off)) // Sᵀ = K·Qᵀ
 			c.product(dp, vf, c.shifted(doSrc, off))
+			var bits ptx.Reg
+			if c.dropped { // dPᵀ of the weights before their drop: (V·dOᵀ)⊙Zᵀ
+				bits = c.dropBits(bm, rows, i0, false)
+				c.dropApply(dp, bits)
+			}
 			c.scaledAcc(s, scale2)
 			la, da := c.rowAddr(lseT, 1, col2), c.rowAddr(deltaT, 1, col2)
 			for nt := range s {
@@ -951,6 +1081,9 @@ func flashTCBackwardKV(dt DType, dim int, masked bool) *ptx.Kernel {
 				for i := range 4 {
 					k.Op("mul.rn.f32 %s, %s, %s", dp[nt][i], dp[nt][i], s[nt][i])
 				}
+			}
+			if c.dropped { // dV from the kept weights: (P⊙Z)ᵀ·dO
+				c.dropApply(s, bits)
 			}
 			c.product(gv, c.asLeft(s), c.shifted(doDeep, off))
 			c.product(gk, c.asLeft(dp), c.shifted(qDeep, off))

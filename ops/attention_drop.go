@@ -1,0 +1,184 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Attention with its weights dropped in training (Transformer's attention
+// dropout; PyTorch's scaled_dot_product_attention with dropout_p), one
+// op each way: a GPU's tensor-core flash kernels (the half types) draw
+// the keep mask themselves, tile by tile, again where the backward needs
+// it, with no weights or mask stored; the CPU's kernels draw the call's
+// mask once and materialise a batch matrix's weights at a time. Where a
+// device's kernels do not take the call (a GPU's float32, widths the
+// flash kernels are not written for) it is the ops it stands for
+// (AttentionWeights, DropoutAt, MatMul). The mask is the same every way:
+// the weights' elements in row-major order, drawn as RngBernoulliAt draws
+// them.
+
+// AttentionDropoutAttrs are AttentionDropout's attributes: the
+// attention's, the rate of weights dropped, and where the draws are in
+// the stream of Key: block starts[Slot] + Offset where the op has a
+// starts input, else block Offset.
+type AttentionDropoutAttrs struct {
+	AttentionAttrs
+	Rate   float64
+	Key    [2]uint32
+	Slot   int
+	Offset uint64
+}
+
+func (a AttentionDropoutAttrs) String() string {
+	return fmt.Sprintf("%v rate=%v key=%x slot=%d offset=%d", a.AttentionAttrs, a.Rate, a.Key, a.Slot, a.Offset)
+}
+
+// KeepThreshold is the integer a draw's top 53 bits must be below for its
+// weight to be kept: ⌈(1−Rate)·2⁵³⌉, where a uniform u = m·2⁻⁵³ is below
+// 1−Rate exactly when m is (tensor.RandBernoulli's comparison).
+func (a AttentionDropoutAttrs) KeepThreshold() uint64 {
+	return uint64(math.Ceil((1 - a.Rate) * (1 << 53)))
+}
+
+// attentionDropper is a device that says whether its attention-dropout
+// kernels take a call on q, k and v (backend/cuda's Device); a device
+// that does not say takes every call it has kernels for.
+type attentionDropper interface {
+	DropsInAttention(q, k, v *tensor.Tensor) bool
+}
+
+var attentionDropoutOp, attentionDropoutBackpropOp *eager.Op
+
+func init() {
+	// Inputs q, k, v[, starts]; outputs the attention and its rows'
+	// log-sum-exps (of the weights before their drop).
+	attentionDropoutOp = eager.Register(&eager.Op{
+		Name: "ScaledDotProductAttentionDropout", Inputs: -1, DTypes: floatTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) != 3 && len(c.Inputs) != 4 {
+				c.Fail(tensor.ErrArity, "takes query, key, value and an optional starts vector, got %d inputs", len(c.Inputs))
+			}
+			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+			attentionShapes(c, q, k, v, nil)
+			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), c.Inputs[3:])
+			out := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
+			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: statDType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.Outputs[1], g.OutGrads[0], g.OutGrads[1]}
+			d := eager.Run(attentionDropoutBackpropOp, g.Attrs, append(in, g.Inputs[3:]...)...)
+			grads := []*tensor.Tensor{d[0], d[1], d[2]}
+			if len(g.Inputs) == 4 {
+				grads = append(grads, nil) // the starts
+			}
+			return grads
+		},
+	})
+	// Inputs q, k, v, out, lse, dout, dlse[, starts]; outputs dq, dk, dv.
+	// Differentiable as its mathematics written out, the mask drawn again.
+	attentionDropoutBackpropOp = eager.Register(&eager.Op{
+		Name: "ScaledDotProductAttentionDropoutBackprop", Inputs: -1, DTypes: floatTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			if len(c.Inputs) != 7 && len(c.Inputs) != 8 {
+				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients and an optional starts vector, got %d inputs", len(c.Inputs))
+			}
+			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
+			attentionShapes(c, q, k, v, nil)
+			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), c.Inputs[7:])
+			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+				return composedAttentionDropoutBackprop(g.Attrs.(AttentionDropoutAttrs), in)
+			})
+			if len(grads) == 8 {
+				grads[7] = nil // the starts
+			}
+			return grads
+		},
+	})
+}
+
+// dropoutChecks fails c for a rate outside (0, 1) or a starts input
+// (starts, none or one) that is no Int64 vector holding Slot.
+func dropoutChecks(c *eager.Call, a AttentionDropoutAttrs, starts []*tensor.Tensor) {
+	if !(a.Rate > 0 && a.Rate < 1) {
+		c.Fail(tensor.ErrValue, "dropout rate %v is outside (0, 1)", a.Rate)
+	}
+	if len(starts) == 1 {
+		s := starts[0]
+		if s.DType() != tensor.Int64 || s.Rank() != 1 || a.Slot < 0 || a.Slot >= s.Dim(0) {
+			c.Fail(tensor.ErrShape, "starts must be an int64 vector holding slot %d, got %s", a.Slot, tensor.Describe(s))
+		}
+	}
+}
+
+// AttentionDropout returns Attention(q, k, v, nil, causal, scale) with its
+// weights dropped at rate in (0, 1) and the kept ones scaled by
+// 1/(1−rate) (rounded to q's dtype): the weights' elements [..., Tq, Tk]
+// kept as RngBernoulliAt(starts, slot, offset, key, ..., 1−rate) keeps
+// them (a nil starts: the draws from block offset), so that
+// DropoutAt(AttentionWeights(q, k, nil, causal, scale), rate, starts,
+// slot, offset, key)·v is the same mask's result (to rounding, where the
+// device's kernels compute it fused). Differentiable in q, k and v, to
+// any order. Panics with a *tensor.Error for shapes or dtypes that do
+// not fit, a rate outside (0, 1) or a starts that is no int64 vector
+// holding slot.
+func AttentionDropout(q, k, v *tensor.Tensor, causal bool, scale, rate float64, starts *tensor.Tensor, slot int, offset uint64, key [2]uint32) *tensor.Tensor {
+	needInputs("AttentionDropout", q, k, v)
+	defer asOp("AttentionDropout")
+	if scale == 0 && q.Rank() >= 1 {
+		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
+	}
+	a := AttentionDropoutAttrs{AttentionAttrs: AttentionAttrs{Scale: scale, Causal: causal}, Rate: rate, Key: key, Slot: slot, Offset: offset}
+	in := []*tensor.Tensor{q, k, v}
+	if starts != nil {
+		in = append(in, starts)
+	}
+	if fusedOn(attentionDropoutOp, q) {
+		dd, ok := q.Device().(attentionDropper)
+		if !ok || dd.DropsInAttention(q, k, v) {
+			return eager.Run(attentionDropoutOp, a, in...)[0]
+		}
+	}
+	if !(rate > 0 && rate < 1) {
+		fail("AttentionDropout", tensor.ErrValue, []*tensor.Tensor{q}, "dropout rate %v is outside (0, 1)", rate)
+	}
+	w := AttentionWeights(q, k, nil, causal, scale)
+	return MatMul(droppedWeights(w, a, starts), v)
+}
+
+// droppedWeights is w dropped as a's draws drop it (DropoutAt's, or from
+// block a.Offset where starts is nil).
+func droppedWeights(w *tensor.Tensor, a AttentionDropoutAttrs, starts *tensor.Tensor) *tensor.Tensor {
+	if starts != nil {
+		return DropoutAt(w, a.Rate, starts, a.Slot, a.Offset, a.Key)
+	}
+	return dropWith("AttentionDropout", w, a.Rate, func(p float64) *tensor.Tensor {
+		return tensor.RandBernoulliAt(w.Device(), a.Key, a.Offset, w.DType(), p, w.Shape()...)
+	})
+}
+
+// composedAttentionDropoutBackprop is the dropout backward op's kernel as
+// ops of its inputs (q, k, v, out, lse, dout, dlse[, starts]): with P =
+// e^(S − lse) the weights and Z the kept ones' factor (0 or 1/(1−rate)),
+// dV = (P⊙Z)ᵀ·dO, dS = P⊙((dO·Vᵀ)⊙Z − rowsum(dO⊙out) + dlse), dQ =
+// dS·K·scale and dK = dSᵀ·Q·scale.
+func composedAttentionDropoutBackprop(a AttentionDropoutAttrs, in []*tensor.Tensor) []*tensor.Tensor {
+	q, k, v, out, lse, dout, dlse := in[0], in[1], in[2], in[3], in[4], in[5], in[6]
+	var starts *tensor.Tensor
+	if len(in) == 8 {
+		starts = in[7]
+	}
+	dt := q.DType()
+	stat := func(s *tensor.Tensor) *tensor.Tensor { return ExpandDims(Cast(s, dt), -1) }
+	p := Exp(Sub(attentionScores(q, k, nil, a.AttentionAttrs), stat(lse)))
+	z := droppedWeights(OnesLike(p), a, starts)
+	delta := Reduce(Mul(dout, out), Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+	ds := Mul(p, Add(Sub(Mul(MatMulT(dout, v, false, true), z), delta), stat(dlse)))
+	scale := ScalarLike(q, a.Scale)
+	return []*tensor.Tensor{Mul(MatMul(ds, k), scale), Mul(MatMulT(ds, q, true, false), scale), MatMulT(Mul(p, z), dout, true, false)}
+}
