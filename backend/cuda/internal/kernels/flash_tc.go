@@ -100,10 +100,10 @@ type tc struct {
 	// dropped kernels drop the weights (the _drop twins): the stream's
 	// key, the block its draws begin at, the threshold a draw's 53 bits
 	// keep below and the kept weights' factor 1/(1−rate).
-	dropped                bool
-	dkey0, dkey1           ptx.Reg // u32
-	dbase, dthresh         ptx.Reg // u64
-	drscale                ptx.Reg // f32
+	dropped        bool
+	dkey0, dkey1   ptx.Reg // u32
+	dbase, dthresh ptx.Reg // u64
+	drscale        ptx.Reg // f32
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
