@@ -750,64 +750,121 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 // is element e = (bm·tq + i)·tk + j of the weights as ops.DropoutAt
 // draws them (tensor.RandBernoulliAt): kept where the top 53 bits of the
 // two words of its draw (block dbase + e/2, words 0-1 or 2-3 as e is even
-// or odd, the first high) are below dthresh. A loop of 32 draws.
+// or odd, the first high) are below dthresh. Where the rows are queries a
+// thread's two neighbouring columns are neighbouring elements, one block
+// for both where the first is even (every row of an even tk): a loop of
+// 16 pairs; else a loop of 32 draws.
 func (c *tc) dropBits(bm ptx.Reg, rows [2]ptx.Reg, c0 ptx.Reg, rowsQuery bool) ptx.Reg {
 	k := c.k
 	bits := k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, 0", bits)
 	from, n, one := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
 	k.Op("mov.u64 %s, 0", from)
-	k.Op("mov.u64 %s, %d", n, FlashBlock/2)
 	k.Op("mov.u64 %s, 1", one)
 	rowBase := k.Reg(ptx.U64) // bm·tq, the matrix's first query
 	k.Op("mul.lo.s64 %s, %s, %s", rowBase, bm, c.tq)
-	k.Loop(from, n, one, func(idx ptx.Reg) {
-		i32, q, col := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("cvt.u32.u64 %s, %s", i32, idx)
-		// The row: rows[(idx>>1)&1]; the column: c0 + 2t + 8(idx>>2) + (idx&1).
-		half, r := k.Reg(ptx.Pred), k.Reg(ptx.U32)
-		k.Op("and.b32 %s, %s, 2", q, i32)
-		k.Op("setp.ne.u32 %s, %s, 0", half, q)
-		k.Op("selp.b32 %s, %s, %s, %s", r, rows[1], rows[0], half)
-		k.Op("shr.u32 %s, %s, 2", col, i32)
-		k.Op("shl.b32 %s, %s, 3", col, col)
-		k.Op("and.b32 %s, %s, 1", q, i32)
-		k.Op("add.u32 %s, %s, %s", col, col, q)
-		k.Op("mad.lo.u32 %s, %s, 2, %s", col, c.t, col)
-		c0w := k.Reg(ptx.U32)
-		k.Op("cvt.u32.u64 %s, %s", c0w, c0)
+	c0w := k.Reg(ptx.U32)
+	k.Op("cvt.u32.u64 %s, %s", c0w, c0)
+	// element is e for the row rows[sel] and column c0 + 2t + off (u32).
+	element := func(sel ptx.Reg, off ptx.Reg) ptx.Reg {
+		r, col, t := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U64)
+		k.Op("selp.b32 %s, %s, %s, %s", r, rows[1], rows[0], sel)
+		k.Op("mad.lo.u32 %s, %s, 2, %s", col, c.t, off)
 		k.Op("add.u32 %s, %s, %s", col, col, c0w)
 		qi, kj := r, col
 		if !rowsQuery {
 			qi, kj = col, r
 		}
-		e, t := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		e := k.Reg(ptx.U64)
 		k.Op("cvt.u64.u32 %s, %s", t, qi)
 		k.Op("add.s64 %s, %s, %s", e, rowBase, t)
 		k.Op("mul.lo.s64 %s, %s, %s", e, e, c.tk)
 		k.Op("cvt.u64.u32 %s, %s", t, kj)
 		k.Op("add.s64 %s, %s, %s", e, e, t)
-		ctr := k.Reg(ptx.U64)
-		k.Op("shr.u64 %s, %s, 1", ctr, e)
-		k.Op("add.s64 %s, %s, %s", ctr, ctr, c.dbase)
-		w := philox(k, ctr, c.dkey0, c.dkey1)
-		odd := k.Reg(ptx.Pred)
-		k.Op("and.b64 %s, %s, 1", t, e)
-		k.Op("setp.ne.u64 %s, %s, 0", odd, t)
-		hi, lo := k.Reg(ptx.U32), k.Reg(ptx.U32)
-		k.Op("selp.b32 %s, %s, %s, %s", hi, w[2], w[0], odd)
-		k.Op("selp.b32 %s, %s, %s, %s", lo, w[3], w[1], odd)
-		m, l := k.Reg(ptx.U64), k.Reg(ptx.U64)
+		return e
+	}
+	// keeps is whether the draw of words hi, lo keeps its weight.
+	keeps := func(hi, lo ptx.Reg) ptx.Reg {
+		m, l, keep := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
 		k.Op("cvt.u64.u32 %s, %s", m, hi)
 		k.Op("cvt.u64.u32 %s, %s", l, lo)
 		k.Op("shl.b64 %s, %s, 32", m, m)
 		k.Op("or.b64 %s, %s, %s", m, m, l)
 		k.Op("shr.u64 %s, %s, 11", m, m)
-		keep, bit := k.Reg(ptx.Pred), k.Reg(ptx.U32)
 		k.Op("setp.lt.u64 %s, %s, %s", keep, m, c.dthresh)
+		return keep
+	}
+	// set ors bit pos (u32) into bits where keep.
+	set := func(keep, pos ptx.Reg) {
+		bit := k.Reg(ptx.U32)
 		k.Op("selp.u32 %s, 1, 0, %s", bit, keep)
-		k.Op("shl.b32 %s, %s, %s", bit, bit, i32)
+		k.Op("shl.b32 %s, %s, %s", bit, bit, pos)
 		k.Op("or.b32 %s, %s, %s", bits, bits, bit)
+	}
+	draw := func(e ptx.Reg) [4]ptx.Reg {
+		ctr := k.Reg(ptx.U64)
+		k.Op("shr.u64 %s, %s, 1", ctr, e)
+		k.Op("add.s64 %s, %s, %s", ctr, ctr, c.dbase)
+		return philox(k, ctr, c.dkey0, c.dkey1)
+	}
+	if !rowsQuery {
+		k.Op("mov.u64 %s, %d", n, FlashBlock/2)
+		k.Loop(from, n, one, func(idx ptx.Reg) {
+			i32, x, off, half := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.Pred)
+			k.Op("cvt.u32.u64 %s, %s", i32, idx)
+			// Element idx: row rows[(idx>>1)&1], column offset 8(idx>>2) + (idx&1).
+			k.Op("and.b32 %s, %s, 2", x, i32)
+			k.Op("setp.ne.u32 %s, %s, 0", half, x)
+			k.Op("shr.u32 %s, %s, 2", off, i32)
+			k.Op("shl.b32 %s, %s, 3", off, off)
+			k.Op("and.b32 %s, %s, 1", x, i32)
+			k.Op("add.u32 %s, %s, %s", off, off, x)
+			e := element(half, off)
+			w := draw(e)
+			odd, t := k.Reg(ptx.Pred), k.Reg(ptx.U64)
+			k.Op("and.b64 %s, %s, 1", t, e)
+			k.Op("setp.ne.u64 %s, %s, 0", odd, t)
+			hi, lo := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("selp.b32 %s, %s, %s, %s", hi, w[2], w[0], odd)
+			k.Op("selp.b32 %s, %s, %s, %s", lo, w[3], w[1], odd)
+			set(keeps(hi, lo), i32)
+		})
+		return bits
+	}
+	k.Op("mov.u64 %s, %d", n, FlashBlock/4)
+	k.Loop(from, n, one, func(pair ptx.Reg) {
+		p32, x, off, half := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.Pred)
+		k.Op("cvt.u32.u64 %s, %s", p32, pair)
+		// Pair p: elements 2p and 2p+1, row rows[p&1], columns 8(p>>1) and + 1.
+		k.Op("and.b32 %s, %s, 1", x, p32)
+		k.Op("setp.ne.u32 %s, %s, 0", half, x)
+		k.Op("shr.u32 %s, %s, 1", off, p32)
+		k.Op("shl.b32 %s, %s, 3", off, off)
+		e := element(half, off)
+		w := draw(e)
+		odd, t := k.Reg(ptx.Pred), k.Reg(ptx.U64)
+		k.Op("and.b64 %s, %s, 1", t, e)
+		k.Op("setp.ne.u64 %s, %s, 0", odd, t)
+		// Even: words 0-1 and 2-3 of one block; odd: 2-3, then the next
+		// block's 0-1.
+		hi0, lo0, hi1, lo1 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+		k.Op("selp.b32 %s, %s, %s, %s", hi0, w[2], w[0], odd)
+		k.Op("selp.b32 %s, %s, %s, %s", lo0, w[3], w[1], odd)
+		k.Op("mov.b32 %s, %s", hi1, w[2])
+		k.Op("mov.b32 %s, %s", lo1, w[3])
+		even := k.Label("drop_even")
+		k.Op("@!%s bra %s", odd, even)
+		next := k.Reg(ptx.U64)
+		k.Op("add.s64 %s, %s, 1", next, e)
+		w2 := draw(next)
+		k.Op("mov.b32 %s, %s", hi1, w2[0])
+		k.Op("mov.b32 %s, %s", lo1, w2[1])
+		k.Place(even)
+		pos := k.Reg(ptx.U32)
+		k.Op("shl.b32 %s, %s, 1", pos, p32)
+		set(keeps(hi0, lo0), pos)
+		k.Op("add.u32 %s, %s, 1", pos, pos)
+		set(keeps(hi1, lo1), pos)
 	})
 	return bits
 }
