@@ -271,6 +271,13 @@ var budgets = map[string]kernelBudget{
 	"flash_fwd_bf16_32_mask":    {instr: 45, serial: true},
 	"flash_bwd_q_bf16_32_mask":  {instr: 35, serial: true},
 	"flash_bwd_kv_bf16_32_mask": {instr: 40, serial: true},
+	// The dropped twins draw their tiles' keep bits (Philox4x32-10, about
+	// 180 instructions a block: a block a row's pair of neighbouring
+	// weights in the forward and dQ kernels, a block a weight in the dK/dV
+	// kernel, whose pairs are neighbouring queries): 101-217.
+	"flash_fwd_bf16_32_drop":    {instr: 180, serial: true},
+	"flash_bwd_q_bf16_32_drop":  {instr: 110, serial: true},
+	"flash_bwd_kv_bf16_32_drop": {instr: 225, serial: true},
 }
 
 // efficiencyCases run each kernel family on float32 shapes of a few
@@ -483,6 +490,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
 			mask := onGPU(t, d, ops.Gt(tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, 64, 64), tensor.Scalar(float32(0.2))))
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, mask, false, 0) }, q, k, v)
+			grad(func() *tensor.Tensor { return ops.AttentionDropout(q, k, v, true, 0, 0.2, nil, 0, 0, [2]uint32{1, 2}) }, q, k, v)
 			w := func() *tensor.Tensor { return ops.Cast(g(1, 2, 64, 128), tensor.BFloat16) } // heads of 128: one buffer
 			q, k, v = w(), w(), w()
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
