@@ -698,7 +698,10 @@ func BenchmarkAttentionGPU(b *testing.B) {
 			{"/bfloat16", flashAuto, tensor.BFloat16, 8, 64}, {"/bfloat16/products", flashNever, tensor.BFloat16, 8, 64},
 			// Heads of 128 (the same products: half the heads): the
 			// kernels whose tiles are in dynamic shared memory.
-			{"/bfloat16/heads128", flashAuto, tensor.BFloat16, 4, 128}} {
+			{"/bfloat16/heads128", flashAuto, tensor.BFloat16, 4, 128},
+			// The weights dropped at 0.1 (ops.AttentionDropout: the flash
+			// kernels' _drop twins draw the mask themselves).
+			{"/bfloat16/dropout", flashAuto, tensor.BFloat16, 8, 64}} {
 			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
 				d.flashMode.Store(path.mode)
 				restore := device.SetDefault(d)
@@ -710,7 +713,12 @@ func BenchmarkAttentionGPU(b *testing.B) {
 				timeSteps(b, d, func() {
 					tp := tape.New()
 					tp.Watch(q, k, v)
-					o := ops.Attention(q, k, v, nil, true, 0)
+					var o *tensor.Tensor
+					if strings.HasSuffix(path.name, "/dropout") {
+						o = ops.AttentionDropout(q, k, v, true, 0, 0.1, nil, 0, 0, [2]uint32{1, 2})
+					} else {
+						o = ops.Attention(q, k, v, nil, true, 0)
+					}
 					for _, g := range tp.Gradient(ops.Sum(o), q, k, v) {
 						g.Release()
 					}

@@ -444,6 +444,11 @@ if torch_gpt.SDPA is not None:
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16", host_ns(attend, 20), "ns/op")
         qkv = [torch.randn(4, 4, t, 128, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16/heads128", host_ns(attend, 20), "ns/op")
+        qkv = [torch.randn(4, 8, t, 64, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
+
+        def attend_dropped():  # the weights dropped at 0.1 inside the kernels
+            torch_gpt.SDPA(*qkv, is_causal=True, dropout_p=0.1).sum().backward()
+        line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16/dropout", host_ns(attend_dropped, 20), "ns/op")
 
 # Max pooling (3x3, stride 2), average pooling (3x3, stride 2, padding 1
 # counted out of the averages), a depthwise convolution (3x3, stride 2,
