@@ -144,6 +144,7 @@
 //	RMSNorm(x, gamma, eps)                   [..., c], [c] -> [..., c]; one op each way
 //	BatchNorm(x, gamma, beta, axis, eps)     x, [c] -> x, mean [c], variance [c]; one op each way
 //	Attention(q, k, v, mask, causal, scale)  [..., tq d], [..., tk d], [..., tk dv] -> [..., tq dv]
+//	AttentionDropout(q, k, v, causal, ...)   the same, its weights dropped (the mask drawn in the kernels)
 //	LSTMCell(xz, hz, c)                      [n 4h], [n 4h], [n h] -> h', c' [n h]; one op each way
 //	GRUCell(xp, hp, h)                       [n 3h], [n 3h], [n h] -> h' [n h]; one op each way
 //	BiasAdd(x, bias, format)                 NHWC or NCHW
