@@ -23,12 +23,7 @@ import (
 // and from an offset alone; the kernels ran.
 func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 	d := testGPU(t)
-	ctx, emulated := d.ctx.(*emu.Context)
-	ran := map[string]bool{}
-	if emulated {
-		ctx.SetProfiler(func(p emu.Profile) { ran[p.Kernel] = true })
-		defer ctx.SetProfiler(nil)
-	}
+	ran := watchKernels(t, d)
 	const n, tq, w = 3, 70, 16
 	key, rate := [2]uint32{7, 11}, 0.5
 	eye := make([]float32, w*w)
@@ -90,8 +85,22 @@ func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 			}
 		}
 	}
-	if emulated {
-		for _, k := range []string{"flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_f16_16_drop"} {
+	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_f16_16_drop")
+}
+
+// watchKernels records the kernels d runs (the emulator's profiler) and
+// returns what reports each of names that has not run; on a GPU of the
+// driver it reports nothing.
+func watchKernels(t *testing.T, d *Device) func(names ...string) {
+	ctx, emulated := d.ctx.(*emu.Context)
+	if !emulated {
+		return func(...string) {}
+	}
+	ran := map[string]bool{}
+	ctx.SetProfiler(func(p emu.Profile) { ran[p.Kernel] = true })
+	t.Cleanup(func() { ctx.SetProfiler(nil) })
+	return func(names ...string) {
+		for _, k := range names {
 			if !ran[k] {
 				t.Errorf("%s did not run", k)
 			}
@@ -160,12 +169,7 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 // and follow the CPU's steps, which draw the same masks.
 func TestGPTStepsWithDropoutOnGPU(t *testing.T) {
 	d := testGPU(t)
-	ctx, emulated := d.ctx.(*emu.Context)
-	ran := map[string]bool{}
-	if emulated {
-		ctx.SetProfiler(func(p emu.Profile) { ran[p.Kernel] = true })
-		defer ctx.SetProfiler(nil)
-	}
+	ran := watchKernels(t, d)
 	ids := make([]int32, 2*12)
 	for i := range ids {
 		ids[i] = int32(32 + (i*11)%60)
@@ -202,11 +206,5 @@ func TestGPTStepsWithDropoutOnGPU(t *testing.T) {
 	if modes[0][0] == modes[0][1] {
 		t.Errorf("the steps' losses repeat: %v", modes[0])
 	}
-	if emulated {
-		for _, k := range []string{"flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_bf16_16_drop"} {
-			if !ran[k] {
-				t.Errorf("%s did not run", k)
-			}
-		}
-	}
+	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_bf16_16_drop")
 }
