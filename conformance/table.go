@@ -469,9 +469,10 @@ func samples() map[string][]sample {
 		name   string
 		starts T
 		causal bool
-	}{{"plain", nil, false}, {"causal, from starts", starts, true}} {
+		mask   T
+	}{{"plain", nil, false, nil}, {"causal, from starts", starts, true, nil}, {"key padding, causal, from starts", starts, true, padding}} {
 		drop := func(in []T) T {
-			return ops.AttentionDropout(in[0], in[1], in[2], c.causal, 0, 0.4, c.starts, 1, 9, [2]uint32{5, 6})
+			return ops.AttentionDropout(in[0], in[1], in[2], c.mask, c.causal, 0, 0.4, c.starts, 1, 9, [2]uint32{5, 6})
 		}
 		add("ScaledDotProductAttentionDropout", one(c.name, func() { drop([]T{r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3)}) }, true, true))
 		add("ScaledDotProductAttentionDropoutBackprop", one(c.name, func() {
@@ -499,7 +500,7 @@ func samples() map[string][]sample {
 		add("ScaledDotProductAttention", fwd, masked)
 		add("ScaledDotProductAttentionBackprop", bwd)
 		dropped := func(in []T) T {
-			return ops.AttentionDropout(in[0], in[1], in[2], true, 0, 0.3, nil, 0, 3, [2]uint32{1, 2})
+			return ops.AttentionDropout(in[0], in[1], in[2], nil, true, 0, 0.3, nil, 0, 3, [2]uint32{1, 2})
 		}
 		dfwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); dropped([]T{q, k, v}) }, false, false)
 		dbwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); underTape(dropped, q, k, v) }, false, false)

@@ -163,12 +163,9 @@ func (m *MultiHeadAttention) heads(y *tensor.Tensor) *tensor.Tensor {
 // projects them: [N, Tq, C].
 func (m *MultiHeadAttention) combine(q, k, v, mask *tensor.Tensor, causal bool) *tensor.Tensor {
 	var y *tensor.Tensor
-	switch {
-	case m.drops() && mask == nil: // one op (a GPU's flash kernels drop inside)
-		y = attentionDropout("MultiHeadAttention", q, k, v, causal, m.Dropout, m.rng, m.draws)
-	case m.drops():
-		y = ops.MatMul(dropout("MultiHeadAttention", ops.AttentionWeights(q, k, mask, causal, 0), m.Dropout, m.rng, m.draws), v)
-	default:
+	if m.drops() { // one op (a GPU's flash kernels drop inside)
+		y = attentionDropout("MultiHeadAttention", q, k, v, mask, causal, m.Dropout, m.rng, m.draws)
+	} else {
 		y = ops.Attention(q, k, v, mask, causal, 0)
 	}
 	n, t := y.Dim(0), y.Dim(2)

@@ -146,14 +146,14 @@ func refuseFrozenDraw(op string, x *tensor.Tensor) {
 // q against k dropped as dropout would drop them (the same draws, from rng
 // or through draws), in one op (a GPU's flash kernels draw the mask
 // themselves).
-func attentionDropout(op string, q, k, v *tensor.Tensor, causal bool, rate float64, rng *tensor.RNG, draws *traceDraws) *tensor.Tensor {
+func attentionDropout(op string, q, k, v, mask *tensor.Tensor, causal bool, rate float64, rng *tensor.RNG, draws *traceDraws) *tensor.Tensor {
 	n := q.NumElements() / max(q.Dim(-1), 1) * k.Dim(-2) // the weights' elements
 	if draws != nil && draws.starts != nil {
 		slot, off := draws.place(op, q, n, rng)
-		return ops.AttentionDropout(q, k, v, causal, 0, rate, draws.starts, slot, off, rng.Key())
+		return ops.AttentionDropout(q, k, v, mask, causal, 0, rate, draws.starts, slot, off, rng.Key())
 	}
 	refuseFrozenDraw(op, q)
-	return ops.AttentionDropout(q, k, v, causal, 0, rate, nil, 0, rng.Reserve(2*n), rng.Key())
+	return ops.AttentionDropout(q, k, v, mask, causal, 0, rate, nil, 0, rng.Reserve(2*n), rng.Key())
 }
 
 // batchSignature names a batch's dtypes and shapes.

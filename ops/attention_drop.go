@@ -53,90 +53,111 @@ type attentionDropper interface {
 var attentionDropoutOp, attentionDropoutBackpropOp *eager.Op
 
 func init() {
-	// Inputs q, k, v[, starts]; outputs the attention and its rows'
-	// log-sum-exps (of the weights before their drop).
+	// Inputs q, k, v[, starts][, mask]; outputs the attention and its
+	// rows' log-sum-exps (of the weights before their drop).
 	attentionDropoutOp = eager.Register(&eager.Op{
 		Name: "ScaledDotProductAttentionDropout", Inputs: -1, DTypes: floatTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			if len(c.Inputs) != 3 && len(c.Inputs) != 4 {
-				c.Fail(tensor.ErrArity, "takes query, key, value and an optional starts vector, got %d inputs", len(c.Inputs))
+			if len(c.Inputs) < 3 || len(c.Inputs) > 5 {
+				c.Fail(tensor.ErrArity, "takes query, key, value, an optional starts vector and an optional mask, got %d inputs", len(c.Inputs))
 			}
 			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-			attentionShapes(c, q, k, v, nil)
-			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), c.Inputs[3:])
+			starts, mask := DropoutExtras(c.Inputs[3:])
+			attentionShapes(c, q, k, v, mask)
+			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), starts, len(c.Inputs[3:]))
 			out := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
 			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: statDType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			in := []*tensor.Tensor{g.Inputs[0], g.Inputs[1], g.Inputs[2], g.Outputs[0], g.Outputs[1], g.OutGrads[0], g.OutGrads[1]}
 			d := eager.Run(attentionDropoutBackpropOp, g.Attrs, append(in, g.Inputs[3:]...)...)
-			grads := []*tensor.Tensor{d[0], d[1], d[2]}
-			if len(g.Inputs) == 4 {
-				grads = append(grads, nil) // the starts
-			}
-			return grads
+			// None for the starts and the mask.
+			return append([]*tensor.Tensor{d[0], d[1], d[2]}, make([]*tensor.Tensor, len(g.Inputs)-3)...)
 		},
 	})
-	// Inputs q, k, v, out, lse, dout, dlse[, starts]; outputs dq, dk, dv.
-	// Differentiable as its mathematics written out, the mask drawn again.
+	// Inputs q, k, v, out, lse, dout, dlse[, starts][, mask]; outputs dq,
+	// dk, dv. Differentiable as its mathematics written out, the mask
+	// drawn again.
 	attentionDropoutBackpropOp = eager.Register(&eager.Op{
 		Name: "ScaledDotProductAttentionDropoutBackprop", Inputs: -1, DTypes: floatTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			if len(c.Inputs) != 7 && len(c.Inputs) != 8 {
-				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients and an optional starts vector, got %d inputs", len(c.Inputs))
+			if len(c.Inputs) < 7 || len(c.Inputs) > 9 {
+				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients, an optional starts vector and an optional mask, got %d inputs", len(c.Inputs))
 			}
 			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-			attentionShapes(c, q, k, v, nil)
-			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), c.Inputs[7:])
+			starts, mask := DropoutExtras(c.Inputs[7:])
+			attentionShapes(c, q, k, v, mask)
+			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), starts, len(c.Inputs[7:]))
 			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
 				return composedAttentionDropoutBackprop(g.Attrs.(AttentionDropoutAttrs), in)
 			})
-			if len(grads) == 8 {
-				grads[7] = nil // the starts
+			for i := 7; i < len(grads); i++ {
+				grads[i] = nil // the starts and the mask
 			}
 			return grads
 		},
 	})
 }
 
-// dropoutChecks fails c for a rate outside (0, 1) or a starts input
-// (starts, none or one) that is no Int64 vector holding Slot.
-func dropoutChecks(c *eager.Call, a AttentionDropoutAttrs, starts []*tensor.Tensor) {
+// DropoutExtras are the starts vector (int64) and the mask (bool) among
+// the dropout attention ops' inputs after their tensors (nil where
+// absent), for the kernels.
+func DropoutExtras(in []*tensor.Tensor) (starts, mask *tensor.Tensor) {
+	for _, x := range in {
+		if x != nil && x.DType() == tensor.Bool {
+			mask = x
+		} else {
+			starts = x
+		}
+	}
+	return starts, mask
+}
+
+// dropoutChecks fails c for a rate outside (0, 1), a starts input that
+// is no Int64 vector holding Slot, or extra inputs (n of them) that are
+// not one starts and one mask at most.
+func dropoutChecks(c *eager.Call, a AttentionDropoutAttrs, starts *tensor.Tensor, n int) {
 	if !(a.Rate > 0 && a.Rate < 1) {
 		c.Fail(tensor.ErrValue, "dropout rate %v is outside (0, 1)", a.Rate)
 	}
-	if len(starts) == 1 {
-		s := starts[0]
-		if s.DType() != tensor.Int64 || s.Rank() != 1 || a.Slot < 0 || a.Slot >= s.Dim(0) {
-			c.Fail(tensor.ErrShape, "starts must be an int64 vector holding slot %d, got %s", a.Slot, tensor.Describe(s))
-		}
+	if s := starts; s != nil && (s.DType() != tensor.Int64 || s.Rank() != 1 || a.Slot < 0 || a.Slot >= s.Dim(0)) {
+		c.Fail(tensor.ErrShape, "starts must be an int64 vector holding slot %d, got %s", a.Slot, tensor.Describe(s))
+	}
+	if n == 2 && (starts == nil || c.Inputs[len(c.Inputs)-1].DType() != tensor.Bool) {
+		c.Fail(tensor.ErrArity, "after the tensors, a starts vector and then a mask, got %s and %s", tensor.Describe(c.Inputs[len(c.Inputs)-2]), tensor.Describe(c.Inputs[len(c.Inputs)-1]))
 	}
 }
 
-// AttentionDropout returns Attention(q, k, v, nil, causal, scale) with its
-// weights dropped at rate in (0, 1) and the kept ones scaled by
+// AttentionDropout returns Attention(q, k, v, mask, causal, scale) with
+// its weights dropped at rate in (0, 1) and the kept ones scaled by
 // 1/(1−rate) (rounded to q's dtype): the weights' elements [..., Tq, Tk]
 // kept as RngBernoulliAt(starts, slot, offset, key, ..., 1−rate) keeps
 // them (a nil starts: the draws from block offset), so that
-// DropoutAt(AttentionWeights(q, k, nil, causal, scale), rate, starts,
+// DropoutAt(AttentionWeights(q, k, mask, causal, scale), rate, starts,
 // slot, offset, key)·v is the same mask's result (to rounding, where the
-// device's kernels compute it fused). Differentiable in q, k and v, to
-// any order. Panics with a *tensor.Error for shapes or dtypes that do
-// not fit, a rate outside (0, 1) or a starts that is no int64 vector
-// holding slot.
-func AttentionDropout(q, k, v *tensor.Tensor, causal bool, scale, rate float64, starts *tensor.Tensor, slot int, offset uint64, key [2]uint32) *tensor.Tensor {
+// device's kernels compute it fused); mask (nil for none) as Attention's.
+// Differentiable in q, k and v, to any order. Panics with a
+// *tensor.Error for shapes or dtypes that do not fit, a rate outside (0,
+// 1) or a starts that is no int64 vector holding slot.
+func AttentionDropout(q, k, v, mask *tensor.Tensor, causal bool, scale, rate float64, starts *tensor.Tensor, slot int, offset uint64, key [2]uint32) *tensor.Tensor {
 	needInputs("AttentionDropout", q, k, v)
 	defer asOp("AttentionDropout")
 	if scale == 0 && q.Rank() >= 1 {
 		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
 	}
 	a := AttentionDropoutAttrs{AttentionAttrs: AttentionAttrs{Scale: scale, Causal: causal}, Rate: rate, Key: key, Slot: slot, Offset: offset}
+	if mask != nil && mask.DType() != tensor.Bool { // else taken for a starts vector
+		fail("AttentionDropout", tensor.ErrShape, []*tensor.Tensor{q, k, mask}, "the mask must be bool (true: attend), got %s", tensor.Describe(mask))
+	}
+	mask = laidOut(q, k, mask)
 	in := []*tensor.Tensor{q, k, v}
-	if starts != nil {
-		in = append(in, starts)
+	for _, x := range []*tensor.Tensor{starts, mask} {
+		if x != nil {
+			in = append(in, x)
+		}
 	}
 	if fusedOn(attentionDropoutOp, q) {
 		dd, ok := q.Device().(attentionDropper)
@@ -147,7 +168,7 @@ func AttentionDropout(q, k, v *tensor.Tensor, causal bool, scale, rate float64, 
 	if !(rate > 0 && rate < 1) {
 		fail("AttentionDropout", tensor.ErrValue, []*tensor.Tensor{q}, "dropout rate %v is outside (0, 1)", rate)
 	}
-	w := AttentionWeights(q, k, nil, causal, scale)
+	w := AttentionWeights(q, k, mask, causal, scale)
 	return MatMul(droppedWeights(w, a, starts), v)
 }
 
@@ -163,19 +184,16 @@ func droppedWeights(w *tensor.Tensor, a AttentionDropoutAttrs, starts *tensor.Te
 }
 
 // composedAttentionDropoutBackprop is the dropout backward op's kernel as
-// ops of its inputs (q, k, v, out, lse, dout, dlse[, starts]): with P =
-// e^(S − lse) the weights and Z the kept ones' factor (0 or 1/(1−rate)),
-// dV = (P⊙Z)ᵀ·dO, dS = P⊙((dO·Vᵀ)⊙Z − rowsum(dO⊙out) + dlse), dQ =
-// dS·K·scale and dK = dSᵀ·Q·scale.
+// ops of its inputs (q, k, v, out, lse, dout, dlse[, starts][, mask]):
+// with P = e^(S − lse) the weights (0 where a key is hidden) and Z the
+// kept ones' factor (0 or 1/(1−rate)), dV = (P⊙Z)ᵀ·dO, dS = P⊙((dO·Vᵀ)⊙Z
+// − rowsum(dO⊙out) + dlse), dQ = dS·K·scale and dK = dSᵀ·Q·scale.
 func composedAttentionDropoutBackprop(a AttentionDropoutAttrs, in []*tensor.Tensor) []*tensor.Tensor {
 	q, k, v, out, lse, dout, dlse := in[0], in[1], in[2], in[3], in[4], in[5], in[6]
-	var starts *tensor.Tensor
-	if len(in) == 8 {
-		starts = in[7]
-	}
+	starts, mask := DropoutExtras(in[7:])
 	dt := q.DType()
 	stat := func(s *tensor.Tensor) *tensor.Tensor { return ExpandDims(Cast(s, dt), -1) }
-	p := Exp(Sub(attentionScores(q, k, nil, a.AttentionAttrs), stat(lse)))
+	p := Exp(Sub(attentionScores(q, k, mask, a.AttentionAttrs), stat(lse)))
 	z := droppedWeights(OnesLike(p), a, starts)
 	delta := Reduce(Mul(dout, out), Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
 	ds := Mul(p, Add(Sub(Mul(MatMulT(dout, v, false, true), z), delta), stat(dlse)))

@@ -10,7 +10,8 @@ import (
 
 // AttentionDropout is the composition it stands for, the same mask:
 // AttentionWeights, DropoutAt from the same draws (from a starts slot,
-// or from the offset alone: RandBernoulliAt's), MatMul, causal or not;
+// or from the offset alone: RandBernoulliAt's), MatMul, causal or not,
+// with a key-padding mask tensor or not;
 // its gradients are checked against finite differences (to second order
 // in the conformance table); bad rates and starts are refused.
 func TestAttentionDropout(t *testing.T) {
@@ -18,10 +19,15 @@ func TestAttentionDropout(t *testing.T) {
 	q, k, v := tensor.RandNormal(r, tensor.Float64, 2, 3, 5, 4), tensor.RandNormal(r, tensor.Float64, 2, 3, 7, 4), tensor.RandNormal(r, tensor.Float64, 2, 3, 7, 6)
 	starts := tensor.FromSlice([]int64{12, 3})
 	key := [2]uint32{9, 10}
+	padding := tensor.FromSlice([]bool{true, true, false, true, true, true, false, true, true, true, true, true, true, false}, 2, 1, 1, 7) // each sequence's keys
 	for _, causal := range []bool{false, true} {
 		for _, st := range []*tensor.Tensor{nil, starts} {
-			got := ops.AttentionDropout(q, k, v, causal, 0, 0.35, st, 1, 20, key)
-			w := ops.AttentionWeights(q, k, nil, causal, 0)
+			mask := padding
+			if st == nil {
+				mask = nil
+			}
+			got := ops.AttentionDropout(q, k, v, mask, causal, 0, 0.35, st, 1, 20, key)
+			w := ops.AttentionWeights(q, k, mask, causal, 0)
 			var dropped *tensor.Tensor
 			if st != nil {
 				dropped = ops.DropoutAt(w, 0.35, st, 1, 20, key)
@@ -48,15 +54,20 @@ func TestAttentionDropout(t *testing.T) {
 		}
 	}
 	runGradients(t, []gradCase{
-		{"AttentionDropout", func(x []T) T { return ops.AttentionDropout(x[0], x[1], x[2], true, 0, 0.4, nil, 0, 5, key) }, []T{q, k, v}},
-		{"AttentionDropout from starts", func(x []T) T { return ops.AttentionDropout(x[0], x[1], x[2], false, 0.3, 0.2, starts, 0, 0, key) }, []T{q, k, v}},
+		{"AttentionDropout", func(x []T) T { return ops.AttentionDropout(x[0], x[1], x[2], nil, true, 0, 0.4, nil, 0, 5, key) }, []T{q, k, v}},
+		{"AttentionDropout from starts", func(x []T) T { return ops.AttentionDropout(x[0], x[1], x[2], nil, false, 0.3, 0.2, starts, 0, 0, key) }, []T{q, k, v}},
+		{"AttentionDropout masked", func(x []T) T { return ops.AttentionDropout(x[0], x[1], x[2], padding, true, 0, 0.2, starts, 1, 3, key) }, []T{q, k, v}},
 	}, nil, nil)
 	runBadInput(t, []badInput{
-		{"a rate of 0", func() { ops.AttentionDropout(q, k, v, false, 0, 0, nil, 0, 0, key) }, tensor.ErrValue, "outside (0, 1)"},
-		{"a rate of 1", func() { ops.AttentionDropout(q, k, v, false, 0, 1, nil, 0, 0, key) }, tensor.ErrValue, "outside (0, 1)"},
-		{"float starts", func() { ops.AttentionDropout(q, k, v, false, 0, 0.5, tensor.FromSlice([]float64{1}), 0, 0, key) }, tensor.ErrShape, "int64 vector"},
-		{"a slot past starts", func() { ops.AttentionDropout(q, k, v, false, 0, 0.5, starts, 2, 0, key) }, tensor.ErrShape, "slot 2"},
-		{"keys of another width", func() { ops.AttentionDropout(q, v, v, false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrShape, ""},
-		{"a nil value", func() { ops.AttentionDropout(q, k, nil, false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrArity, "nil"},
+		{"a rate of 0", func() { ops.AttentionDropout(q, k, v, nil, false, 0, 0, nil, 0, 0, key) }, tensor.ErrValue, "outside (0, 1)"},
+		{"a rate of 1", func() { ops.AttentionDropout(q, k, v, nil, false, 0, 1, nil, 0, 0, key) }, tensor.ErrValue, "outside (0, 1)"},
+		{"float starts", func() { ops.AttentionDropout(q, k, v, nil, false, 0, 0.5, tensor.FromSlice([]float64{1}), 0, 0, key) }, tensor.ErrShape, "int64 vector"},
+		{"a slot past starts", func() { ops.AttentionDropout(q, k, v, nil, false, 0, 0.5, starts, 2, 0, key) }, tensor.ErrShape, "slot 2"},
+		{"keys of another width", func() { ops.AttentionDropout(q, v, v, nil, false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrShape, ""},
+		{"a nil value", func() { ops.AttentionDropout(q, k, nil, nil, false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrArity, "nil"},
+		{"a float mask", func() {
+			ops.AttentionDropout(q, k, v, tensor.Zeros(tensor.Float64, 5, 7), false, 0, 0.5, nil, 0, 0, key)
+		}, tensor.ErrShape, "mask"},
+		{"a mask of other keys", func() { ops.AttentionDropout(q, k, v, tensor.Zeros(tensor.Bool, 5, 6), false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrShape, "mask"},
 	})
 }

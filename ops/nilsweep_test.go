@@ -69,6 +69,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "ScaledMatMul", Fn: ops.ScaledMatMul},
 		{Name: "Attention", Fn: ops.Attention},
 		{Name: "AttentionDropout", Fn: ops.AttentionDropout},
+		{Name: "DropoutExtras", Fn: ops.DropoutExtras},
 		{Name: "AttentionWeights", Fn: ops.AttentionWeights},
 		{Name: "LayerNorm", Fn: ops.LayerNorm},
 		{Name: "BatchNorm", Fn: ops.BatchNorm},

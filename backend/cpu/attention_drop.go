@@ -19,11 +19,11 @@ import (
 
 // dropMask is the call's keep factors [batch·tq·tk] (0 or 1/(1−rate),
 // rounded to T as the composition's scalar is), from the draws a and the
-// starts input (if any) name, in a tensor the caller releases.
-func dropMask[T tensor.Float](a ops.AttentionDropoutAttrs, starts []*tensor.Tensor, g attnGeom) *tensor.Tensor {
+// starts input (nil for none) name, in a tensor the caller releases.
+func dropMask[T tensor.Float](a ops.AttentionDropoutAttrs, starts *tensor.Tensor, g attnGeom) *tensor.Tensor {
 	base := a.Offset
-	if len(starts) == 1 {
-		base += uint64(data[int64](starts[0])[a.Slot])
+	if starts != nil {
+		base += uint64(data[int64](starts)[a.Slot])
 	}
 	t := tensor.RandBernoulliAt(device.Host(), a.Key, base, dtypeOf[T](), 1-a.Rate, g.batch*g.tq*g.tk)
 	scaleRow(data[T](t), T(1/(1-a.Rate)))
@@ -38,20 +38,24 @@ func dtypeOf[T tensor.Float]() tensor.DType {
 	return tensor.Float64
 }
 
-// dropWeights sets row (query i's scores against keys 0 on of a batch
-// matrix, scaled) to its softmax's weights, the keys after i hidden where
-// causal; it returns the row's log-sum-exp (−Inf, the row NaN, where
-// every key is hidden).
-func dropWeights[T tensor.Float](row []T, causal bool, i int) float64 {
+// dropWeights sets row (query i's scores against keys 0 on of batch
+// matrix b, scaled) to its softmax's weights, the keys after i hidden
+// where causal, and those mask hides; it returns the row's log-sum-exp
+// (−Inf, the row NaN, where every key is hidden).
+func dropWeights[T tensor.Float](g attnGeom, row []T, mask []bool, causal bool, b, i int) float64 {
 	live := row[:causalKept(causal, i, 0, len(row))]
 	clear(row[len(live):])
-	if len(live) == 0 {
+	maskRow(g, live, mask, false, b, i, 0)
+	m := T(math.Inf(-1))
+	if len(live) > 0 {
+		m = rowMax(live)
+	}
+	if math.IsInf(float64(m), -1) {
 		for j := range row {
 			row[j] = T(math.NaN())
 		}
 		return math.Inf(-1)
 	}
-	m := rowMax(live)
 	addScalar(live, live, -m)
 	expInPlace(live)
 	l := float64(sumReducer[T]().row(0, row))
@@ -62,11 +66,16 @@ func dropWeights[T tensor.Float](row []T, causal bool, i int) float64 {
 func attentionDropoutKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 	a := c.Attrs.(ops.AttentionDropoutAttrs)
-	g := attnGeomOf(q, k, v, nil)
+	starts, maskT := ops.DropoutExtras(c.Inputs[3:])
+	g := attnGeomOf(q, k, v, maskT)
+	var mask []bool
+	if maskT != nil {
+		mask = data[bool](maskT)
+	}
 	qs, ks, vs, out := data[T](q), data[T](k), data[T](v), data[T](outs[0])
-	mask := dropMask[T](a, c.Inputs[3:], g)
-	defer mask.Release()
-	z := data[T](mask)
+	keep := dropMask[T](a, starts, g)
+	defer keep.Release()
+	z := data[T](keep)
 	deviceOf(c).Parallel(g.batch, float64(g.tq*g.tk*(g.d+g.dv)), func(lo, hi int) {
 		p := make([]T, g.tq*g.tk)
 		for b := lo; b < hi; b++ {
@@ -74,7 +83,7 @@ func attentionDropoutKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 			for i := range g.tq {
 				row := p[i*g.tk : (i+1)*g.tk]
 				scaleRow(row, T(a.Scale))
-				setLSE(outs[1], b*g.tq+i, dropWeights(row, a.Causal, i))
+				setLSE(outs[1], b*g.tq+i, dropWeights(g, row, mask, a.Causal, b, i))
 				mulRows(row, z[(b*g.tq+i)*g.tk:(b*g.tq+i+1)*g.tk])
 			}
 			gemmAcc(nil, g.tq, g.dv, g.tk, p, false, vs[b*g.tk*g.dv:(b+1)*g.tk*g.dv], false, out[b*g.tq*g.dv:(b+1)*g.tq*g.dv], false)
@@ -88,12 +97,17 @@ func attentionDropoutKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor
 func attentionDropoutBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
 	a := c.Attrs.(ops.AttentionDropoutAttrs)
-	g := attnGeomOf(q, k, v, nil)
+	starts, maskT := ops.DropoutExtras(c.Inputs[7:])
+	g := attnGeomOf(q, k, v, maskT)
+	var mask []bool
+	if maskT != nil {
+		mask = data[bool](maskT)
+	}
 	qs, ks, vs, os, dos := data[T](q), data[T](k), data[T](v), data[T](o), data[T](dout)
 	dq, dk, dv := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
-	mask := dropMask[T](a, c.Inputs[7:], g)
-	defer mask.Release()
-	z := data[T](mask)
+	keep := dropMask[T](a, starts, g)
+	defer keep.Release()
+	z := data[T](keep)
 	deviceOf(c).Parallel(g.batch, float64(g.tq*g.tk*(2*g.d+2*g.dv)), func(lo, hi int) {
 		p, dp := make([]T, g.tq*g.tk), make([]T, g.tq*g.tk)
 		for b := lo; b < hi; b++ {
@@ -117,7 +131,8 @@ func attentionDropoutBackpropKernel[T tensor.Float](c *eager.Call, outs []*tenso
 				clear(drow[live:])
 				scaleRow(row[:live], T(a.Scale))
 				addScalar(row[:live], row[:live], T(-li))
-				expInPlace(row[:live])
+				maskRow(g, row[:live], mask, false, b, i, 0)
+				expInPlace(row[:live]) // hidden keys: 0
 				mulRows(drow[:live], zrow[:live]) // (dO·Vᵀ)⊙Z
 				addScalar(drow[:live], drow[:live], T(-delta))
 				mulRows(drow[:live], row[:live]) // dS

@@ -243,14 +243,8 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 	d.flashLaunchWith(c, kind, dt, g, rows, a, mask, args, nil)
 }
 
-// flashLaunchDropped is flashLaunch of a half type's kernel that drops
-// the weights (the _drop twin, no mask tensor), drop appending its
-// arguments.
-func (d *Device) flashLaunchDropped(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, args *cu.Args, drop func(*cu.Args)) {
-	d.flashLaunchWith(c, kind, dt, g, rows, a, nil, args, drop)
-}
-
-// flashLaunchWith is flashLaunch, the _drop twin where drop is not nil.
+// flashLaunchWith is flashLaunch, the half types' _drop twin where drop
+// is not nil (drop appending its arguments after the mask's).
 func (d *Device) flashLaunchWith(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, mask *tensor.Tensor, args *cu.Args, drop func(*cu.Args)) {
 	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
 	blocks := g.batch * per

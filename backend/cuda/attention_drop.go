@@ -38,10 +38,10 @@ func (d *Device) DropsInAttention(q, k, v *tensor.Tensor) bool {
 // flashDrop is the dropped kernels' trailing arguments: the stream's key,
 // the starts vector's slot's address (0: none), the offset, the keep
 // threshold and the kept weights' factor.
-func flashDrop(c *eager.Call, a ops.AttentionDropoutAttrs, starts []*tensor.Tensor, dt tensor.DType) func(args *cu.Args) {
+func flashDrop(a ops.AttentionDropoutAttrs, starts *tensor.Tensor, dt tensor.DType) func(args *cu.Args) {
 	at := cu.Ptr(0)
-	if len(starts) == 1 {
-		at = ptr(starts[0]) + cu.Ptr(8*a.Slot)
+	if starts != nil {
+		at = ptr(starts) + cu.Ptr(8*a.Slot)
 	}
 	// The factor as the composed op's (ops.Dropout's scalar of the
 	// weights' dtype), widened.
@@ -55,7 +55,8 @@ func attentionDropout(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 		a := c.Attrs.(ops.AttentionDropoutAttrs)
-		g, dev := attnGeomOf(q, k, v, nil), gpu(c)
+		starts, mask := ops.DropoutExtras(c.Inputs[3:])
+		g, dev := attnGeomOf(q, k, v, mask), gpu(c)
 		out, lse := outs[0], outs[1]
 		if g.batch*g.tq == 0 {
 			return
@@ -65,20 +66,22 @@ func attentionDropout(d kernels.DType) eager.Kernel {
 			fillFloat(c, lse, math.Inf(-1))
 			return
 		}
-		if !dev.flashTakes(g, d, nil) {
+		if !dev.flashTakes(g, d, mask) {
 			c.Fail(tensor.ErrShape, "the flash kernels take no dropped attention of %v widths %d and %d here (ops.AttentionDropout composes it where DropsInAttention says so)", q.DType(), g.dd, g.dv)
 		}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(lse)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v))
-		dev.flashLaunchDropped(c, "flash_fwd", d, g, g.tq, a.AttentionAttrs, args, flashDrop(c, a, c.Inputs[3:], q.DType()))
+		dev.flashLaunchWith(c, "flash_fwd", d, g, g.tq, a.AttentionAttrs, mask, args, flashDrop(a, starts, q.DType()))
 	}
 }
 
-// Inputs q, k, v, out, lse, dout, dlse[, starts]; outputs dq, dk, dv.
+// Inputs q, k, v, out, lse, dout, dlse[, starts][, mask]; outputs dq, dk,
+// dv.
 func attentionDropoutBackprop(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
 		a := c.Attrs.(ops.AttentionDropoutAttrs)
-		g, dev := attnGeomOf(q, k, v, nil), gpu(c)
+		starts, mask := ops.DropoutExtras(c.Inputs[7:])
+		g, dev := attnGeomOf(q, k, v, mask), gpu(c)
 		dq, dk, dv := outs[0], outs[1], outs[2]
 		if g.batch*g.tq == 0 || g.tk == 0 {
 			for _, t := range outs {
@@ -86,7 +89,7 @@ func attentionDropoutBackprop(d kernels.DType) eager.Kernel {
 			}
 			return
 		}
-		if !dev.flashTakes(g, d, nil) {
+		if !dev.flashTakes(g, d, mask) {
 			c.Fail(tensor.ErrShape, "the flash kernels take no dropped attention of %v widths %d and %d here", q.DType(), g.dd, g.dv)
 		}
 		delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
@@ -94,10 +97,10 @@ func attentionDropoutBackprop(d kernels.DType) eager.Kernel {
 			c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
 		}
 		defer delta.Release()
-		drop := flashDrop(c, a, c.Inputs[7:], q.DType())
-		dev.flashLaunchDropped(c, "flash_bwd_q", d, g, g.tq, a.AttentionAttrs, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+		drop := flashDrop(a, starts, q.DType())
+		dev.flashLaunchWith(c, "flash_bwd_q", d, g, g.tq, a.AttentionAttrs, mask, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 			Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)), drop)
-		dev.flashLaunchDropped(c, "flash_bwd_kv", d, g, g.tk, a.AttentionAttrs, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+		dev.flashLaunchWith(c, "flash_bwd_kv", d, g, g.tk, a.AttentionAttrs, mask, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
 			Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)), drop)
 	}
 }

@@ -49,7 +49,7 @@ func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 			}
 			tp := tape.New()
 			tp.Watch(gq, gv)
-			out := ops.AttentionDropout(gq, gk, gv, false, 0, rate, gs, 1, offset, key)
+			out := ops.AttentionDropout(gq, gk, gv, nil, false, 0, rate, gs, 1, offset, key)
 			grads := tp.Gradient(ops.Sum(ops.Cast(out, tensor.Float32)), gq, gv)
 			tp.Stop()
 			z := tensor.ToSlice[float32](tensor.RandBernoulliAt(device.Host(), key, base, tensor.Float32, 1-rate, n, tq, w))
@@ -108,7 +108,8 @@ func watchKernels(t *testing.T, d *Device) func(names ...string) {
 	}
 }
 
-// On random inputs, causal or not, with an even and an odd count of keys,
+// On random inputs, causal or not, with a mask tensor or not, with an
+// even and an odd count of keys,
 // the dropped flash kernels' output and
 // gradients (dQ, dK, dV) follow the host's (its kernels, tested against
 // the composed ops: AttentionWeights, the same mask's DropoutAt, MatMul)
@@ -116,15 +117,22 @@ func watchKernels(t *testing.T, d *Device) func(names ...string) {
 // rounding.
 func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 	d := testGPU(t)
+	ran := watchKernels(t, d)
+	defer ran("flash_fwd_bf16_32_mask_drop", "flash_bwd_q_f16_32_mask_drop", "flash_bwd_kv_bf16_32_mask_drop", "flash_bwd_kv_f16_32_drop")
 	r := tensor.NewRNG(17)
 	const n, tq, w = 2, 70, 32
 	key := [2]uint32{3, 4}
 	for _, c := range []struct {
-		dt     tensor.DType
-		causal bool
-		tk     int // odd: a row's pair of neighbouring keys may straddle two draws' blocks
-	}{{tensor.BFloat16, false, 40}, {tensor.BFloat16, true, 39}, {tensor.Float16, true, 40}, {tensor.Float16, false, 39}} {
+		dt             tensor.DType
+		causal, masked bool
+		tk             int // odd: a row's pair of neighbouring keys may straddle two draws' blocks
+	}{{tensor.BFloat16, false, false, 40}, {tensor.BFloat16, true, false, 39}, {tensor.Float16, true, false, 40}, {tensor.Float16, false, false, 39},
+		{tensor.BFloat16, false, true, 39}, {tensor.Float16, true, true, 40}} {
 		dt, causal, tk := c.dt, c.causal, c.tk
+		var mask *tensor.Tensor // a mask per batch matrix (the _mask_drop twins)
+		if c.masked {
+			mask = ops.Gt(tensor.RandUniform(r, tensor.Float32, 0, 1, n, tq, tk), tensor.Scalar(float32(0.3)))
+		}
 		{
 			in := []*tensor.Tensor{
 				ops.Cast(tensor.RandNormal(r, tensor.Float32, n, tq, w), dt),
@@ -132,10 +140,10 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 				ops.Cast(tensor.RandNormal(r, tensor.Float32, n, tk, w), dt),
 			}
 			dout := tensor.RandNormal(r, tensor.Float64, n, tq, w)
-			run := func(xs []*tensor.Tensor, dy *tensor.Tensor) []*tensor.Tensor {
+			run := func(xs []*tensor.Tensor, dy, mask *tensor.Tensor) []*tensor.Tensor {
 				tp := tape.New()
 				tp.Watch(xs...)
-				out := ops.AttentionDropout(xs[0], xs[1], xs[2], causal, 0, 0.3, nil, 0, 12, key)
+				out := ops.AttentionDropout(xs[0], xs[1], xs[2], mask, causal, 0, 0.3, nil, 0, 12, key)
 				loss := ops.Sum(ops.Mul(ops.Cast(out, tensor.Float64), dy))
 				g := tp.Gradient(loss, xs...)
 				tp.Stop()
@@ -145,7 +153,11 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 			for _, x := range in {
 				gin, wide = append(gin, onGPU(t, d, x)), append(wide, ops.Cast(x, tensor.Float64))
 			}
-			got, want := run(gin, onGPU(t, d, dout)), run(wide, dout)
+			var gmask *tensor.Tensor
+			if mask != nil {
+				gmask = onGPU(t, d, mask)
+			}
+			got, want := run(gin, onGPU(t, d, dout), gmask), run(wide, dout, mask)
 			for i, name := range []string{"out", "dq", "dk", "dv"} {
 				g, wv := tensor.ToSlice[float64](ops.Cast(onHost(t, got[i]), tensor.Float64)), tensor.ToSlice[float64](want[i])
 				top := 0.0
@@ -154,7 +166,7 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 				}
 				for j := range wv {
 					if math.Abs(g[j]-wv[j]) > 2e-2*top {
-						t.Fatalf("%v causal %v, %d keys: %s[%d] = %v, the host gives %v (largest %v)", dt, causal, tk, name, j, g[j], wv[j], top)
+						t.Fatalf("%v causal %v masked %v, %d keys: %s[%d] = %v, the host gives %v (largest %v)", dt, causal, c.masked, tk, name, j, g[j], wv[j], top)
 					}
 				}
 			}

@@ -715,7 +715,7 @@ func BenchmarkAttentionGPU(b *testing.B) {
 					tp.Watch(q, k, v)
 					var o *tensor.Tensor
 					if strings.HasSuffix(path.name, "/dropout") {
-						o = ops.AttentionDropout(q, k, v, true, 0, 0.1, nil, 0, 0, [2]uint32{1, 2})
+						o = ops.AttentionDropout(q, k, v, nil, true, 0, 0.1, nil, 0, 0, [2]uint32{1, 2})
 					} else {
 						o = ops.Attention(q, k, v, nil, true, 0)
 					}

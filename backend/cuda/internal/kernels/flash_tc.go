@@ -68,11 +68,10 @@ func flashTCKernels() []*ptx.Kernel {
 	for _, dt := range flashTCDTypes {
 		for _, dim := range FlashTCDims {
 			for _, masked := range []bool{false, true} {
-				out = append(out, flashTCForward(dt, dim, masked, false), flashTCBackwardQ(dt, dim, masked, false), flashTCBackwardKV(dt, dim, masked, false))
+				for _, dropped := range []bool{false, true} {
+					out = append(out, flashTCForward(dt, dim, masked, dropped), flashTCBackwardQ(dt, dim, masked, dropped), flashTCBackwardKV(dt, dim, masked, dropped))
+				}
 			}
-			// The weights dropped in the kernels, without a mask tensor
-			// (a causal flag, or none).
-			out = append(out, flashTCForward(dt, dim, false, true), flashTCBackwardQ(dt, dim, false, true), flashTCBackwardKV(dt, dim, false, true))
 		}
 	}
 	return out
