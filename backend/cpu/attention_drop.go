@@ -132,7 +132,7 @@ func attentionDropoutBackpropKernel[T tensor.Float](c *eager.Call, outs []*tenso
 				scaleRow(row[:live], T(a.Scale))
 				addScalar(row[:live], row[:live], T(-li))
 				maskRow(g, row[:live], mask, false, b, i, 0)
-				expInPlace(row[:live]) // hidden keys: 0
+				expInPlace(row[:live])            // hidden keys: 0
 				mulRows(drow[:live], zrow[:live]) // (dO·Vᵀ)⊙Z
 				addScalar(drow[:live], drow[:live], T(-delta))
 				mulRows(drow[:live], row[:live]) // dS

@@ -490,7 +490,9 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
 			mask := onGPU(t, d, ops.Gt(tensor.RandUniform(tensor.NewRNG(4), tensor.Float32, 0, 1, 64, 64), tensor.Scalar(float32(0.2))))
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, mask, false, 0) }, q, k, v)
-			grad(func() *tensor.Tensor { return ops.AttentionDropout(q, k, v, nil, true, 0, 0.2, nil, 0, 0, [2]uint32{1, 2}) }, q, k, v)
+			grad(func() *tensor.Tensor {
+				return ops.AttentionDropout(q, k, v, nil, true, 0, 0.2, nil, 0, 0, [2]uint32{1, 2})
+			}, q, k, v)
 			w := func() *tensor.Tensor { return ops.Cast(g(1, 2, 64, 128), tensor.BFloat16) } // heads of 128: one buffer
 			q, k, v = w(), w(), w()
 			grad(func() *tensor.Tensor { return ops.Attention(q, k, v, nil, true, 0) }, q, k, v)
