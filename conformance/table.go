@@ -10,6 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -461,10 +462,22 @@ func samples() map[string][]sample {
 			underTape(func(in []T) T { return ops.Attention(in[0], in[1], in[2], c.mask, c.causal, 0) }, r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3))
 		}, true, true))
 	}
-	// Attention with its weights dropped: the draws from an offset, and
-	// from a starts vector's slot; the gradients (through the backward
-	// op's gradient, the mask drawn again, for the second).
+	// Attention with its weights dropped: the op itself (ops.AttentionDropout
+	// composes it on the CPU, so the samples call it), the draws from an
+	// offset, and from a starts vector's slot; the gradients (through the
+	// backward op's gradient, the mask drawn again, for the second).
 	starts := tensor.FromSlice([]int64{4, 30})
+	dropOp := eager.Lookup("ScaledDotProductAttentionDropout")
+	fusedDrop := func(q, k, v, mask T, causal bool, rate float64, starts T, slot int, offset uint64, key [2]uint32) T {
+		a := ops.AttentionDropoutAttrs{AttentionAttrs: ops.AttentionAttrs{Scale: 1 / math.Sqrt(float64(q.Dim(-1))), Causal: causal}, Rate: rate, Key: key, Slot: slot, Offset: offset}
+		in := []T{q, k, v}
+		for _, x := range []T{starts, mask} {
+			if x != nil {
+				in = append(in, x)
+			}
+		}
+		return eager.Run(dropOp, a, in...)[0]
+	}
 	for _, c := range []struct {
 		name   string
 		starts T
@@ -472,7 +485,7 @@ func samples() map[string][]sample {
 		mask   T
 	}{{"plain", nil, false, nil}, {"causal, from starts", starts, true, nil}, {"key padding, causal, from starts", starts, true, padding}} {
 		drop := func(in []T) T {
-			return ops.AttentionDropout(in[0], in[1], in[2], c.mask, c.causal, 0, 0.4, c.starts, 1, 9, [2]uint32{5, 6})
+			return fusedDrop(in[0], in[1], in[2], c.mask, c.causal, 0.4, c.starts, 1, 9, [2]uint32{5, 6})
 		}
 		add("ScaledDotProductAttentionDropout", one(c.name, func() { drop([]T{r(-1, 1, 2, 3, 5), r(-1, 1, 2, 4, 5), r(-1, 1, 2, 4, 3)}) }, true, true))
 		add("ScaledDotProductAttentionDropoutBackprop", one(c.name, func() {
@@ -500,7 +513,7 @@ func samples() map[string][]sample {
 		add("ScaledDotProductAttention", fwd, masked)
 		add("ScaledDotProductAttentionBackprop", bwd)
 		dropped := func(in []T) T {
-			return ops.AttentionDropout(in[0], in[1], in[2], nil, true, 0, 0.3, nil, 0, 3, [2]uint32{1, 2})
+			return fusedDrop(in[0], in[1], in[2], nil, true, 0.3, nil, 0, 3, [2]uint32{1, 2})
 		}
 		dfwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); dropped([]T{q, k, v}) }, false, false)
 		dbwd := one(fmt.Sprintf("%v causal, heads of 16, dropped", h.dt), func() { q, k, v := qkv(); underTape(dropped, q, k, v) }, false, false)

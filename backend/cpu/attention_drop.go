@@ -10,7 +10,10 @@ import (
 )
 
 // Kernels of ScaledDotProductAttentionDropout and its backprop
-// (ops/attention_drop.go): a batch matrix at a time, its weights
+// (ops/attention_drop.go), the reference a GPU's fused kernels are
+// checked against (ops.AttentionDropout composes the op on the CPU,
+// which stores the mask once instead of drawing it twice): a batch
+// matrix at a time, its weights
 // materialised (the scores by a GEMM, each row's softmax), the keep mask
 // of the whole call drawn once from the stream (tensor.RandBernoulliAt,
 // the draws ops.AttentionDropout's composition makes), the kept weights

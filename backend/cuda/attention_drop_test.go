@@ -109,12 +109,10 @@ func watchKernels(t *testing.T, d *Device) func(names ...string) {
 }
 
 // On random inputs, causal or not, with a mask tensor or not, with an
-// even and an odd count of keys,
-// the dropped flash kernels' output and
-// gradients (dQ, dK, dV) follow the host's (its kernels, tested against
-// the composed ops: AttentionWeights, the same mask's DropoutAt, MatMul)
-// computed in float64 from the same half values, within the half type's
-// rounding.
+// even and an odd count of keys, the dropped flash kernels' output and
+// gradients (dQ, dK, dV) follow the host's composed ops (AttentionWeights,
+// the same mask's DropoutAt, MatMul) computed in float64 from the same
+// half values, within the half type's rounding.
 func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 	d := testGPU(t)
 	ran := watchKernels(t, d)
