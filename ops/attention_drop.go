@@ -152,6 +152,9 @@ func AttentionDropout(q, k, v, mask *tensor.Tensor, causal bool, scale, rate flo
 		scale = 1 / math.Sqrt(float64(q.Dim(-1)))
 	}
 	a := AttentionDropoutAttrs{AttentionAttrs: AttentionAttrs{Scale: scale, Causal: causal}, Rate: rate, Key: key, Slot: slot, Offset: offset}
+	if s := starts; s != nil && (s.DType() != tensor.Int64 || s.Rank() != 1 || slot < 0 || slot >= s.Dim(0)) {
+		fail("AttentionDropout", tensor.ErrShape, []*tensor.Tensor{q, s}, "starts must be an int64 vector holding slot %d, got %s", slot, tensor.Describe(s))
+	}
 	if mask != nil && mask.DType() != tensor.Bool { // else taken for a starts vector
 		fail("AttentionDropout", tensor.ErrShape, []*tensor.Tensor{q, k, mask}, "the mask must be bool (true: attend), got %s", tensor.Describe(mask))
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/eagerflow/eagerflow/device"
 )
@@ -302,6 +303,9 @@ func bernoulli(op string, dev device.Device, key [2]uint32, at func(n int) uint6
 	if !(p >= 0 && p <= 1) {
 		panicf("tensor", op, ErrValue, nil, "", "probability %v is outside [0, 1]", p)
 	}
+	if cpu, ok := dev.(*device.CPUDevice); ok {
+		return bernoulliHost(op, cpu, key, at(n), dt, p, s, n)
+	}
 	return drawnAt(op, dev, key, at(n), dt, s, device.RandomDraw{Dist: device.Bernoulli, A: p}, func(base uint64) []byte {
 		u := uniform64Of(key, base, n)
 		ones := make([]float64, n)
@@ -312,6 +316,61 @@ func bernoulli(op string, dev device.Device, key [2]uint32, at func(n int) uint6
 		}
 		return float64Bytes(dt, ones)
 	})
+}
+
+// bernoulliHost is bernoulli's draw of n values on the host, written in
+// place by the host's workers: value e from the two words of block base +
+// e/2 (0-1 or 2-3 as e is even or odd), 1 where their top 53 bits m, a
+// uniform m·2⁻⁵³, are below p, that is where m < ⌈p·2⁵³⌉. The values
+// uniform64Of's comparison gives, without its copies.
+func bernoulliHost(op string, dev *device.CPUDevice, key [2]uint32, base uint64, dt DType, p float64, s Shape, n int) *Tensor {
+	t, err := Empty(dev, dt, s)
+	if err != nil {
+		panic(allocError(op, dt, s, err))
+	}
+	b, size := t.hostBytes(), dt.Size()
+	one := float64Bytes(dt, []float64{1})
+	f32, f64 := dt == Float32, dt == Float64
+	out32, out64 := asFloat32s(b, f32), asFloat64s(b, f64)
+	thresh := uint64(math.Ceil(p * (1 << 53)))
+	dev.Parallel(n, 16, func(lo, hi int) {
+		for e := lo; e < hi; {
+			w := philox(key, base+uint64(e/2))
+			for half := e & 1; half < 2 && e < hi; half, e = half+1, e+1 {
+				keep := (uint64(w[2*half])<<32|uint64(w[2*half+1]))>>11 < thresh
+				v := 0.0
+				if keep {
+					v = 1
+				}
+				switch {
+				case f32:
+					out32[e] = float32(v)
+				case f64:
+					out64[e] = v
+				case keep:
+					copy(b[e*size:(e+1)*size], one)
+				default:
+					clear(b[e*size : (e+1)*size])
+				}
+			}
+		}
+	})
+	return t
+}
+
+// asFloat32s and asFloat64s view b as values where ok (else nil).
+func asFloat32s(b []byte, ok bool) []float32 {
+	if !ok || len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func asFloat64s(b []byte, ok bool) []float64 {
+	if !ok || len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
 
 // float32Bytes is v (float32 values) converted to float dtype dt, as
