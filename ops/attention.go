@@ -103,23 +103,31 @@ func init() {
 				mask = c.Inputs[7]
 			}
 			attentionShapes(c, q, k, v, mask)
-			os := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
-			rows := q.Shape()[:q.Rank()-1]
-			if !out.Shape().Equal(os) || !dout.Shape().Equal(os) || !lse.Shape().Equal(rows) || !dlse.Shape().Equal(rows) {
-				c.Fail(tensor.ErrShape, "output %v, its gradient %v, log-sum-exp %v and its gradient %v do not fit %v", out.Shape(), dout.Shape(), lse.Shape(), dlse.Shape(), os)
-			}
-			for i, x := range c.Inputs[1:7] {
-				want := q.DType()
-				if i == 3 || i == 5 { // the log-sum-exp and its gradient
-					want = statDType(q.DType())
-				}
-				if x.DType() != want {
-					c.Fail(tensor.ErrDType, "input %d is %v, want %v", i+1, x.DType(), want)
-				}
-			}
-			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
+			return backpropOuts(c, q, k, v, out, lse, dout, dlse)
 		},
 	})
+}
+
+// backpropOuts checks an attention backward op's forward output, its
+// log-sum-exp and their gradients (inputs 3 to 6) against q, k and v,
+// failing c where they do not fit, and returns the op's outputs: dq, dk,
+// dv.
+func backpropOuts(c *eager.Call, q, k, v, out, lse, dout, dlse *tensor.Tensor) []eager.Out {
+	os := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
+	rows := q.Shape()[:q.Rank()-1]
+	if !out.Shape().Equal(os) || !dout.Shape().Equal(os) || !lse.Shape().Equal(rows) || !dlse.Shape().Equal(rows) {
+		c.Fail(tensor.ErrShape, "output %v, its gradient %v, log-sum-exp %v and its gradient %v do not fit %v", out.Shape(), dout.Shape(), lse.Shape(), dlse.Shape(), os)
+	}
+	for i, x := range []*tensor.Tensor{k, v, out, lse, dout, dlse} {
+		want := q.DType()
+		if i == 3 || i == 5 { // the log-sum-exp and its gradient
+			want = statDType(q.DType())
+		}
+		if x.DType() != want {
+			c.Fail(tensor.ErrDType, "input %d is %v, want %v", i+1, x.DType(), want)
+		}
+	}
+	return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
 }
 
 // laidOut is mask as the kernels take it: itself where attnmask.Of takes

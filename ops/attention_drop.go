@@ -61,13 +61,7 @@ func init() {
 	attentionDropoutOp = eager.Register(&eager.Op{
 		Name: "ScaledDotProductAttentionDropout", Inputs: -1, DTypes: floatTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			if len(c.Inputs) < 3 || len(c.Inputs) > 5 {
-				c.Fail(tensor.ErrArity, "takes query, key, value, an optional starts vector and an optional mask, got %d inputs", len(c.Inputs))
-			}
-			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-			starts, mask := DropoutExtras(c.Inputs[3:])
-			attentionShapes(c, q, k, v, mask)
-			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), starts, len(c.Inputs[3:]))
+			q, _, v := dropoutCall(c, 3, "query, key, value")
 			out := append(q.Shape()[:q.Rank()-1].Clone(), v.Dim(-1))
 			return []eager.Out{{DType: q.DType(), Shape: out}, {DType: statDType(q.DType()), Shape: q.Shape()[:q.Rank()-1].Clone()}}
 		},
@@ -84,14 +78,9 @@ func init() {
 	attentionDropoutBackpropOp = eager.Register(&eager.Op{
 		Name: "ScaledDotProductAttentionDropoutBackprop", Inputs: -1, DTypes: floatTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			if len(c.Inputs) < 7 || len(c.Inputs) > 9 {
-				c.Fail(tensor.ErrArity, "takes query, key, value, output, log-sum-exp, their gradients, an optional starts vector and an optional mask, got %d inputs", len(c.Inputs))
-			}
-			q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-			starts, mask := DropoutExtras(c.Inputs[7:])
-			attentionShapes(c, q, k, v, mask)
-			dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), starts, len(c.Inputs[7:]))
-			return []eager.Out{{DType: q.DType(), Shape: q.Shape()}, {DType: q.DType(), Shape: k.Shape()}, {DType: q.DType(), Shape: v.Shape()}}
+			q, k, v := dropoutCall(c, 7, "query, key, value, output, log-sum-exp, their gradients")
+			in := c.Inputs
+			return backpropOuts(c, q, k, v, in[3], in[4], in[5], in[6])
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			grads := backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
@@ -103,6 +92,21 @@ func init() {
 			return grads
 		},
 	})
+}
+
+// dropoutCall checks a dropout attention op's call of n tensors (named
+// by what, for errors) and at most a starts vector and a mask after them:
+// their count, q, k and v and the mask (attentionShapes), the rate and
+// the starts (dropoutChecks); it returns q, k and v.
+func dropoutCall(c *eager.Call, n int, what string) (q, k, v *tensor.Tensor) {
+	if len(c.Inputs) < n || len(c.Inputs) > n+2 {
+		c.Fail(tensor.ErrArity, "takes %s, an optional starts vector and an optional mask, got %d inputs", what, len(c.Inputs))
+	}
+	q, k, v = c.Inputs[0], c.Inputs[1], c.Inputs[2]
+	starts, mask := DropoutExtras(c.Inputs[n:])
+	attentionShapes(c, q, k, v, mask)
+	dropoutChecks(c, c.Attrs.(AttentionDropoutAttrs), starts, len(c.Inputs[n:]))
+	return q, k, v
 }
 
 // DropoutExtras are the starts vector (int64) and the mask (bool) among

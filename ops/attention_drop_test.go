@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -69,5 +70,10 @@ func TestAttentionDropout(t *testing.T) {
 			ops.AttentionDropout(q, k, v, tensor.Zeros(tensor.Float64, 5, 7), false, 0, 0.5, nil, 0, 0, key)
 		}, tensor.ErrShape, "mask"},
 		{"a mask of other keys", func() { ops.AttentionDropout(q, k, v, tensor.Zeros(tensor.Bool, 5, 6), false, 0, 0.5, nil, 0, 0, key) }, tensor.ErrShape, "mask"},
+		{"a backward of another log-sum-exp", func() {
+			a := ops.AttentionDropoutAttrs{AttentionAttrs: ops.AttentionAttrs{Scale: 0.5}, Rate: 0.5, Key: key}
+			out := tensor.Zeros(tensor.Float64, 2, 3, 5, 6)
+			eager.Run(eager.Lookup("ScaledDotProductAttentionDropoutBackprop"), a, q, k, v, out, tensor.Zeros(tensor.Float64, 2, 3, 4), out, tensor.Zeros(tensor.Float64, 2, 3, 5))
+		}, tensor.ErrShape, "log-sum-exp"},
 	})
 }
