@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
-	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/examples/gpt/model"
 	"github.com/eagerflow/eagerflow/ops"
@@ -185,24 +184,13 @@ func TestGPTStepsWithDropoutOnGPU(t *testing.T) {
 		ids[i] = int32(32 + (i*11)%60)
 	}
 	var modes [4][]float64
+	c := model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16, Dropout: 0.25}
 	for i, mode := range []string{"eager", "traced", "recorded", "cpu"} {
 		dev := device.Device(d)
 		if mode == "cpu" {
 			dev, mode = device.Host(), "eager"
 		}
-		onDevice(dev, func() {
-			m := model.New(tensor.NewRNG(5), model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16, Dropout: 0.25})
-			step := stepOf(mode)(m, model.Loss, model.NewOptimizer(10))
-			x, _ := tensor.FromSlice(ids, 2, 12).To(dev)
-			y, _ := tensor.FromSlice(append(ids[1:], 40), 2, 12).To(dev)
-			for range 4 {
-				l, _, err := step(data.Element{x, y})
-				if err != nil {
-					t.Fatal(err)
-				}
-				modes[i] = append(modes[i], l)
-			}
-		})
+		modes[i] = gptStepLosses(t, dev, mode, c, ids)
 	}
 	if !slices.Equal(modes[0], modes[1]) || !slices.Equal(modes[0], modes[2]) {
 		t.Errorf("losses eager %v, traced %v, recorded %v", modes[0], modes[1], modes[2])

@@ -98,19 +98,7 @@ func TestMixedGPTStepsTakeTheFlashKernels(t *testing.T) {
 	launches := graphLaunches(d)
 	for i, mode := range []string{"eager", "traced", "recorded"} {
 		before := launches()
-		onDevice(d, func() {
-			m := model.New(tensor.NewRNG(5), model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16})
-			step := stepOf(mode)(m, model.Loss, model.NewOptimizer(10))
-			x, _ := tensor.FromSlice(ids, 2, 12).To(d)
-			y, _ := tensor.FromSlice(append(ids[1:], 40), 2, 12).To(d)
-			for range 4 {
-				l, _, err := step(data.Element{x, y})
-				if err != nil {
-					t.Fatal(err)
-				}
-				modes[i] = append(modes[i], l)
-			}
-		})
+		modes[i] = gptStepLosses(t, d, mode, model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16}, ids)
 		if n := launches() - before; emulated && mode == "recorded" && n != 3 {
 			t.Errorf("the recorded steps launched %d graphs, want 3 (the first step traces)", n)
 		}
@@ -440,4 +428,25 @@ func TestCrossAttentionOnGPU(t *testing.T) {
 			t.Fatalf("element %d: %v on the GPU, %v on the CPU", i, outs[1][i], outs[0][i])
 		}
 	}
+}
+
+// gptStepLosses is the losses of four steps (stepOf(mode): eager, traced
+// or recorded, Adam's) of a GPT of shape c on dev, trained on ids (2
+// sequences of c.Context bytes) to predict their next bytes.
+func gptStepLosses(t *testing.T, dev device.Device, mode string, c model.Config, ids []int32) []float64 {
+	var losses []float64
+	onDevice(dev, func() {
+		m := model.New(tensor.NewRNG(5), c)
+		step := stepOf(mode)(m, model.Loss, model.NewOptimizer(10))
+		x, _ := tensor.FromSlice(ids, 2, c.Context).To(dev)
+		y, _ := tensor.FromSlice(append(ids[1:], 40), 2, c.Context).To(dev)
+		for range 4 {
+			l, _, err := step(data.Element{x, y})
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses = append(losses, l)
+		}
+	})
+	return losses
 }
