@@ -52,8 +52,9 @@ func NewAccumulatedOptimizer(inner Optimizer, every int) *AccumulatedOptimizer {
 // The slot of the sums.
 const accumulatedSlot = "accumulated"
 
-// Apply adds grads to the sums and, on every Every-th call, takes Inner's
-// step with their means and sets the sums to zero. It returns Inner's
+// Apply adds grads to the sums (the first gradient of a round takes its
+// variable's sum's place) and, on every Every-th call, takes Inner's step
+// with their means, ending the round. It returns Inner's
 // error, or one for lists of different lengths or a gradient that does
 // not fit its variable, having summed nothing.
 func (o *AccumulatedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
@@ -67,8 +68,7 @@ func (o *AccumulatedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tens
 	if err != nil {
 		return err
 	}
-	first := o.sums.steps == 0 // the sums start again: set, not added to
-	if first || o.summed == nil {
+	if o.sums.steps == 0 || o.summed == nil { // a round begins
 		o.summed = map[string]bool{}
 	}
 	if err := tensor.Catch(func() {

@@ -28,17 +28,9 @@ func dropMask[T tensor.Float](a ops.AttentionDropoutAttrs, starts *tensor.Tensor
 	if starts != nil {
 		base += uint64(data[int64](starts)[a.Slot])
 	}
-	t := tensor.RandBernoulliAt(device.Host(), a.Key, base, dtypeOf[T](), 1-a.Rate, g.batch*g.tq*g.tk)
+	t := tensor.RandBernoulliAt(device.Host(), a.Key, base, tensor.DTypeOf[T](), 1-a.Rate, g.batch*g.tq*g.tk)
 	scaleRow(data[T](t), T(1/(1-a.Rate)))
 	return t
-}
-
-// dtypeOf is T's dtype.
-func dtypeOf[T tensor.Float]() tensor.DType {
-	if _, ok := any(T(0)).(float32); ok {
-		return tensor.Float32
-	}
-	return tensor.Float64
 }
 
 // dropWeights sets row (query i's scores against keys 0 on of batch
