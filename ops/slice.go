@@ -183,6 +183,22 @@ func init() {
 			dy := g.OutGrads[0]
 			axis := g.Attrs.(opattr.AxisAttrs).Axis
 			grads := make([]*tensor.Tensor, len(g.Inputs))
+			// Where most inputs want theirs, one Split cuts them all: one
+			// pass (a call where the device copies spans at once), where
+			// a slice each would each lay out a dy not in row-major order
+			// (a sequence's transposed outputs) whole again.
+			if needed := countTrue(g.Needs); needed > 1 && 2*needed >= len(g.Inputs) {
+				sizes := make([]int, len(g.Inputs))
+				for i, x := range g.Inputs {
+					sizes[i] = x.Dim(axis)
+				}
+				for i, p := range Split(dy, axis, sizes) {
+					if g.Needs[i] {
+						grads[i] = p
+					}
+				}
+				return grads
+			}
 			start := make([]int, dy.Rank())
 			limit := slices.Clone([]int(dy.Shape()))
 			at := 0
@@ -207,4 +223,15 @@ func Concatenate(axis int, xs ...*tensor.Tensor) *tensor.Tensor {
 		r = rankOf(xs[0])
 	}
 	return eager.Run1(concatOp, opattr.AxisAttrs{Axis: axisOf(axis, r)}, xs...)
+}
+
+// countTrue is how many of bs are true.
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -14,7 +15,8 @@ import (
 // axis the first, or only ones before it) copies them all in one launch
 // for every kernels.OptimSlots of them, of the widest unit their sizes
 // allow, equal to the CPU's to the byte, for each element size; one
-// along a later axis copies an input at a time, equal too.
+// along a later axis copies an input at a time, equal too. A Split (an
+// Unstack of a sequence's steps) cuts so the other way, as many calls.
 func TestConcatenateCopiesSpans(t *testing.T) {
 	d := testGPU(t)
 	ctx, counting := d.ctx.(*emu.Context)
@@ -55,9 +57,36 @@ func TestConcatenateCopiesSpans(t *testing.T) {
 		if !bytes.Equal(onHost(t, got).HostBytes(), want.HostBytes()) {
 			t.Errorf("%v, %d inputs on axis %d: the GPU's concatenation differs from the CPU's", c.dt, c.n, c.axis)
 		}
+		sizes := make([]int, c.n)
+		for i, x := range xs {
+			sizes[i] = x.Dim(c.axis)
+		}
+		waitGPU(t, d)
+		if counting {
+			before = ctx.Queued
+		}
+		pieces := ops.Split(got, c.axis, sizes)
+		if counting {
+			if n := ctx.Queued - before; n != c.calls {
+				t.Errorf("%v, split into %d on axis %d: %d calls queued, want %d", c.dt, c.n, c.axis, n, c.calls)
+			}
+		}
+		for i, p := range pieces {
+			if !bytes.Equal(onHost(t, p).HostBytes(), xs[i].HostBytes()) {
+				t.Errorf("%v, split into %d on axis %d: piece %d differs from the input concatenated", c.dt, c.n, c.axis, i)
+			}
+		}
+	}
+	// Empty pieces are left out of the spans.
+	x := onGPU(t, d, tensor.FromSlice([]float32{1, 2, 3, 4, 5}, 5))
+	pieces := ops.Split(x, 0, []int{2, 0, 3, 0})
+	for i, want := range [][]float32{{1, 2}, {}, {3, 4, 5}, {}} {
+		if got := tensor.ToSlice[float32](onHost(t, pieces[i])); !slices.Equal(got, want) {
+			t.Errorf("Split [2 0 3 0] piece %d: %v, want %v", i, got, want)
+		}
 	}
 	// A span past its buffer, or of the host's, is refused.
-	x := onGPU(t, d, tensor.Zeros(tensor.Float32, 4))
+	x = onGPU(t, d, tensor.Zeros(tensor.Float32, 4))
 	if err := d.CopySpans(spansOf(x, x, 3, 2), 4); err == nil {
 		t.Error("a span beyond its buffer: no error")
 	}

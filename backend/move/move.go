@@ -11,6 +11,7 @@
 package move
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/backend/opattr"
@@ -44,6 +45,21 @@ func copyBox(c *eager.Call, dst *tensor.Tensor, dOff int, dSt []int, src *tensor
 	if err := c.Device.Copy(dst.Buffer(), dOff, dSt, src.Buffer(), sOff, sSt, shape, src.DType().Size()); err != nil {
 		c.Fail(tensor.ErrDeviceFailed, "%v", err)
 	}
+}
+
+// copySpans copies spans of elements of esize bytes in one call where
+// the device copies many at once (device.SpanCopier) and there are two
+// or more to copy, reporting whether it did; empty spans are left out.
+func copySpans(c *eager.Call, spans []device.Span, esize int) bool {
+	spans = slices.DeleteFunc(spans, func(s device.Span) bool { return s.N == 0 })
+	sc, ok := c.Device.(device.SpanCopier)
+	if !ok || len(spans) < 2 {
+		return false
+	}
+	if err := sc.CopySpans(spans, esize); err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%v", err)
+	}
+	return true
 }
 
 // rowMajor is shape's row-major strides.
@@ -120,6 +136,19 @@ func slice(c *eager.Call, outs []*tensor.Tensor) {
 // another.
 func split(c *eager.Call, outs []*tensor.Tensor) {
 	x, a := c.Inputs[0], c.Attrs.(opattr.SplitAttrs)
+	// Where nothing comes before the axis, each output is one stretch of
+	// the input (an Unstack of a sequence's steps): one call for all.
+	if tensor.Shape(x.Shape()[:a.Axis]).NumElements() == 1 {
+		spans := make([]device.Span, 0, len(outs))
+		at := 0
+		for _, out := range outs {
+			spans = append(spans, device.Span{Dst: out.Buffer(), Src: x.Buffer(), SOff: at, N: out.NumElements()})
+			at += out.NumElements()
+		}
+		if copySpans(c, spans, x.DType().Size()) {
+			return
+		}
+	}
 	xs := rowMajor(x.Shape())
 	at := 0
 	for i, out := range outs {
@@ -162,19 +191,16 @@ func concatenate(c *eager.Call, outs []*tensor.Tensor) {
 	// Where nothing comes before the axis, each input is one stretch of
 	// the output: a device that copies many stretches at once takes them
 	// all in one call.
-	if sc, ok := c.Device.(device.SpanCopier); ok && tensor.Shape(out.Shape()[:axis]).NumElements() == 1 && len(c.Inputs) > 1 {
+	if tensor.Shape(out.Shape()[:axis]).NumElements() == 1 {
 		spans := make([]device.Span, 0, len(c.Inputs))
 		at := 0
 		for _, x := range c.Inputs {
-			if n := x.NumElements(); n > 0 {
-				spans = append(spans, device.Span{Dst: out.Buffer(), DOff: at, Src: x.Buffer(), N: n})
-				at += n
-			}
+			spans = append(spans, device.Span{Dst: out.Buffer(), DOff: at, Src: x.Buffer(), N: x.NumElements()})
+			at += x.NumElements()
 		}
-		if err := sc.CopySpans(spans, out.DType().Size()); err != nil {
-			c.Fail(tensor.ErrDeviceFailed, "%v", err)
+		if copySpans(c, spans, out.DType().Size()) {
+			return
 		}
-		return
 	}
 	at := 0
 	for _, x := range c.Inputs {
