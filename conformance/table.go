@@ -558,6 +558,24 @@ func samples() map[string][]sample {
 	}
 	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 8), r(-2, 2, 3, 2)) }, true, true),
 		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
+	// LSTMSequence: the op and its backward (through its gradient),
+	// float64 with finite differences, five rows (a block of four and
+	// one), the other float dtypes, no steps.
+	seq := func(in []T) T {
+		ys, h, c := ops.LSTMSequence(in[0], in[1], in[2], in[3])
+		return ops.Add(ops.Sum(ops.Sin(ys)), ops.Sum(ops.Mul(h, c)))
+	}
+	add("LSTMSequence", one("float64", func() { ops.LSTMSequence(r(-2, 2, 5, 3, 12), r(-1, 1, 3, 12), r(-1, 1, 5, 3), r(-1, 1, 5, 3)) }, true, true),
+		one("no steps", func() { ops.LSTMSequence(r(-2, 2, 2, 0, 8), r(-1, 1, 2, 8), r(-1, 1, 2, 2), r(-1, 1, 2, 2)) }, false, false))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		add("LSTMSequence", one(fmt.Sprint(dt), func() {
+			ops.LSTMSequence(of(dt, -2, 2, 6, 4, 20), of(dt, -1, 1, 5, 20), of(dt, -1, 1, 6, 5), of(dt, -1, 1, 6, 5))
+		}, false, false))
+	}
+	add("LSTMSequenceBackprop", one("through its op", func() { underTape(seq, r(-2, 2, 3, 4, 8), r(-1, 1, 2, 8), r(-1, 1, 3, 2), r(-1, 1, 3, 2)) }, true, true),
+		one("float32 through its op", func() {
+			underTape(seq, f32(r(-2, 2, 5, 6, 12)), f32(r(-1, 1, 3, 12)), f32(r(-1, 1, 5, 3)), f32(r(-1, 1, 5, 3)))
+		}, false, false))
 	// GRUCell likewise.
 	gru := func(in []T) T { return ops.Sin(ops.GRUCell(in[0], in[1], in[2])) }
 	add("GRUCell", one("float64", func() { ops.GRUCell(r(-3, 3, 3, 6), r(-3, 3, 3, 6), r(-2, 2, 3, 2)) }, true, true),

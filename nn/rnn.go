@@ -103,6 +103,25 @@ type projector interface {
 	stepProjected(px *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor)
 }
 
+// sequencer is a projector that may run all its steps as one op: where
+// sequence reports ok, its outputs ys [N, T, h] and final state are the
+// steps' (a device's kernel for the whole sequence, one launch each way
+// where a loop launches a product and a cell a step).
+type sequencer interface {
+	sequence(px *tensor.Tensor, state, weights []*tensor.Tensor) (ys *tensor.Tensor, final []*tensor.Tensor, ok bool)
+}
+
+// sequence runs the steps as ops.LSTMSequence where px's device runs it
+// in one kernel each way (ops.LSTMSequenceFused: a GPU's).
+func (c *LSTMCell) sequence(px *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor, bool) {
+	if !ops.LSTMSequenceFused(px, weights[0]) {
+		return nil, nil, false
+	}
+	h, cell := castFloat(state[0], px.DType()), castFloat(state[1], px.DType())
+	ys, hT, cT := ops.LSTMSequence(px, weights[0], h, cell)
+	return ys, []*tensor.Tensor{hT, cT}, true
+}
+
 // InitialState returns zero h and c.
 func (c *LSTMCell) InitialState(n int) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.Zeros(c.dt, n, c.hidden), tensor.Zeros(c.dt, n, c.hidden)}
@@ -175,7 +194,10 @@ func (c *GRUCell) Variables() []*tape.Variable {
 
 // RNN runs a cell over a sequence with control.Scan (so it differentiates
 // through the loop as one region): x: [N, T, in] -> [N, T, hidden] with
-// ReturnSequences, else the last output [N, hidden].
+// ReturnSequences, else the last output [N, hidden]. An LSTMCell's steps
+// are one op each way where the device runs them so
+// (ops.LSTMSequenceFused: a GPU's, as cuDNN's recurrent layers), the
+// same values to the dtype's rounding (its sums in float64).
 type RNN struct {
 	Cell            Cell
 	ReturnSequences bool
@@ -247,6 +269,14 @@ func (r *RNN) Run(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*
 	if p, ok := r.Cell.(projector); ok && x.Dim(0) > 0 && x.Dim(1) > 0 {
 		in = p.project(x) // the input's share of every step in one product
 		weights := p.recurrent(in.DType())
+		if s, ok := r.Cell.(sequencer); ok {
+			if ys, final, ok := s.sequence(in, state, weights); ok {
+				if r.ReturnSequences {
+					return ys, final
+				}
+				return final[0], final
+			}
+		}
 		step = func(px *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
 			return p.stepProjected(px, state, weights)
 		}

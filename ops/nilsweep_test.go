@@ -92,6 +92,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},
+		{Name: "LSTMSequence", Fn: ops.LSTMSequence},
+		{Name: "LSTMSequenceFused", Fn: ops.LSTMSequenceFused},
 		{Name: "GRUCell", Fn: ops.GRUCell},
 		{Name: "LogicalAnd", Fn: ops.LogicalAnd},
 		{Name: "LogicalNot", Fn: ops.LogicalNot},

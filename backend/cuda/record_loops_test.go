@@ -403,7 +403,7 @@ func TestRecordedScanGradient(t *testing.T) {
 	awaitNoObservers(t)
 	onDevice(d, func() {
 		r := tensor.NewRNG(6)
-		rnn := &nn.RNN{Cell: nn.NewLSTMCell("l", r, 8, 16, tensor.Float32)}
+		rnn := &nn.RNN{Cell: nn.NewGRUCell("l", r, 8, 16, tensor.Float32)} // an LSTM's is one op (ops.LSTMSequence)
 		vars := nn.AllVariables(rnn)
 		x := tensor.RandNormal(r, tensor.Float32, 4, 7, 8)
 		fn := func(a []*tensor.Tensor) []*tensor.Tensor {

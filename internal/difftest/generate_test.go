@@ -1031,11 +1031,15 @@ func maskCount(keep, shape []int, s tensor.Shape) int {
 }
 
 // genLayers adds a layer's fused ops: FusedMatMul (bias, Relu or none),
-// BiasAdd in either layout, one piece of a Split, or the optimizers'
-// multi-tensor ops: SumOfSquares of one to three values, one piece of
-// ScaleEach.
+// BiasAdd in either layout, one piece of a Split, the recurrent cells and
+// one output of an LSTM's sequence, or the optimizers' multi-tensor ops:
+// SumOfSquares of one to three values, one piece of ScaleEach.
 func genLayers(g *gen) bool {
-	switch g.intn(7) {
+	switch g.intn(8) {
+	case 7:
+		n, t, h := g.size(3), g.size(3), g.size(3)
+		xz, u := g.operandOf([]int{n, t, 4 * h}), g.operandOf([]int{h, 4 * h})
+		g.add("lstm_seq", Attrs{K: g.intn(3)}, xz, u, g.operandOf([]int{n, h}), g.operandOf([]int{n, h}))
 	case 5:
 		n, h := g.size(4), g.size(3)
 		xz, hz := g.operandOf([]int{n, 4 * h}), g.operandOf([]int{n, 4 * h})

@@ -463,6 +463,15 @@ def step(op, args, a):
         i, f, g, o = (x + args[1]).chunk(4, dim=1)
         nxt = torch.sigmoid(f) * args[2] + torch.sigmoid(i) * torch.tanh(g)
         return torch.sigmoid(o) * torch.tanh(nxt) if a["k"] == 0 else nxt
+    if op == "lstm_seq":
+        u, h, c = args[1], args[2], args[3]
+        ys = []
+        for s in range(x.shape[1]):
+            i, f, g, o = (x[:, s] + h @ u).chunk(4, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            ys.append(h)
+        return [torch.stack(ys, dim=1), h, c][a["k"]]
     if op == "gru_cell":
         xz, xr, xn = x.chunk(3, dim=1)
         hz, hr, hn = args[1].chunk(3, dim=1)

@@ -107,3 +107,33 @@ func TestDynamicSharedMemory(t *testing.T) {
 	_, err = run(256, 1024, 4) // the last thread's word past the array (a fault: the context's last call)
 	expect(t, err, cu.ErrorIllegalAddress, "shared access out of bounds")
 }
+
+// A kernel's .maxntid directive (one to three dimensions) bounds its
+// blocks: a launch of a block of more threads is refused, as the driver
+// refuses it; a malformed directive fails the module's load.
+func TestMaxThreadsDirective(t *testing.T) {
+	e := newEnv(t)
+	capped := strings.Replace(reverse, "(.param .u64 out, .param .u64 off)", "(.param .u64 out, .param .u64 off)\n.maxntid 32, 2", 1)
+	f := e.kernel(capped, "reverse")
+	launch := func(threads int) error {
+		out := e.upload(make([]float32, threads))
+		return e.ctx.Do(func() error {
+			if err := e.ctx.Launch(f, cu.Dim3{X: 1, Y: 1, Z: 1}, cu.Dim3{X: threads, Y: 1, Z: 1}, 4*threads, e.s, new(cu.Args).Ptr(out).U64(0)); err != nil {
+				return err
+			}
+			return e.ctx.StreamSynchronize(e.s)
+		})
+	}
+	if err := launch(64); err != nil {
+		t.Fatalf("a block of 64 under .maxntid 32, 2: %v", err)
+	}
+	if err := launch(65); err == nil || !strings.Contains(err.Error(), "maxntid") {
+		t.Errorf("a block of 65 under .maxntid 32, 2: %v, want a refusal naming .maxntid", err)
+	}
+	for _, bad := range []string{".maxntid 0", ".maxntid 4, x", ".maxntid 1, 1, 1, 1"} {
+		src := strings.Replace(reverse, "(.param .u64 out, .param .u64 off)", "(.param .u64 out, .param .u64 off)\n"+bad, 1)
+		if _, err := parseModule(src); err == nil || !strings.Contains(err.Error(), "maxntid") {
+			t.Errorf("%s: %v, want an error naming .maxntid", bad, err)
+		}
+	}
+}

@@ -513,6 +513,9 @@ func (c *Context) Launch(f cu.Function, grid, block cu.Dim3, shared int, s cu.St
 		if b[0]*b[1]*b[2] > 1024 || b[2] > 64 || g[1] > 65535 || g[2] > 65535 {
 			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: block %v or grid %v beyond the device's limits", k.name, b, g)
 		}
+		if k.maxThreads > 0 && b[0]*b[1]*b[2] > k.maxThreads {
+			return cu.Errorf(call, cu.ErrorInvalidValue, "%s: a block of %v threads, beyond its .maxntid of %d", k.name, b, k.maxThreads)
+		}
 		switch {
 		case k.shSize > staticShared:
 			return cu.Errorf(call, cu.ErrorLaunchOutOfRes, "%s: %d bytes of static shared memory, beyond %d", k.name, k.shSize, staticShared)

@@ -53,6 +53,7 @@ type compiled struct {
 	// for none); maxDyn the most a launch may give it
 	// (SetMaxDynamicShared: 48 KB less the static bytes until raised).
 	dynBase, maxDyn int
+	maxThreads      int // kernel.maxThreads
 	prog            []instr
 }
 
@@ -64,7 +65,7 @@ type compiler struct {
 }
 
 func compile(k *kernel, sm int) (*compiled, error) {
-	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize, dynBase: k.dynBase, maxDyn: max(staticShared-k.shSize, 0)}
+	c := &compiled{name: k.name, params: k.params, nregs: k.nregs, shSize: k.shSize, dynBase: k.dynBase, maxDyn: max(staticShared-k.shSize, 0), maxThreads: k.maxThreads}
 	off := 0
 	for _, p := range k.params {
 		off = (off + p.align - 1) / p.align * p.align

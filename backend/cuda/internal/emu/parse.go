@@ -38,6 +38,9 @@ type kernel struct {
 	nregs  int
 	shared map[string]sharedVar
 	shSize int
+	// maxThreads is the .maxntid directive's threads a block, 0 where
+	// the kernel has none.
+	maxThreads int
 	// dynBase is where the module's dynamic shared array starts (after
 	// the static variables), -1 where the module declares none.
 	dynBase int
@@ -212,11 +215,36 @@ func lineDirective(s string) bool {
 	return false
 }
 
+// parseMaxntid reads a .maxntid directive's dimensions ("1024, 1, 1":
+// one to three positive integers) and returns their product.
+func parseMaxntid(dims string) (int, error) {
+	fields := strings.Split(dims, ",")
+	if len(fields) > 3 {
+		return 0, fmt.Errorf(".maxntid takes at most three dimensions, got %q", dims)
+	}
+	n := 1
+	for _, f := range fields {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return 0, fmt.Errorf(".maxntid: %q is not a positive dimension", f)
+		}
+		n *= v
+	}
+	return n, nil
+}
+
 // kernel parses an entry from its header statement through its closing
 // brace.
 func (p *parser) kernel(header string, line int) (*kernel, error) {
 	k := &kernel{regs: map[string]regInfo{}, shared: map[string]sharedVar{}, labels: map[string]int{},
 		locals: map[string]bool{}, externs: p.externs}
+	if at := strings.LastIndex(header, ".maxntid"); at > strings.LastIndex(header, ")") {
+		n, err := parseMaxntid(header[at+len(".maxntid"):])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		k.maxThreads, header = n, strings.TrimSpace(header[:at])
+	}
 	open := strings.Index(header, "(")
 	if open < 0 || !strings.HasSuffix(header, ")") {
 		return nil, fmt.Errorf("line %d: an entry needs its parameter list in parentheses", line)

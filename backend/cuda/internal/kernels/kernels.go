@@ -7,6 +7,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -132,7 +133,7 @@ func Families() []Family {
 		{Name: "norm", Kernels: normKernels()},
 		{Name: "attention", Kernels: attentionKernels()},
 		{Name: "attention_tc", Kernels: flashTCKernels(), Target: TCTarget, Declares: FlashTCDeclares},
-		{Name: "rnn", Kernels: rnnCellKernels()},
+		{Name: "rnn", Kernels: slices.Concat(rnnCellKernels(), rnnSequenceKernels())},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},

@@ -114,7 +114,18 @@ type Kernel struct {
 	labels int
 	shared []string
 	locals []string // a call's argument parameters
+	// maxThreads is the most threads a block of the kernel has (.maxntid:
+	// ptxas holds its registers to what a block of that many can have),
+	// 0 for the default.
+	maxThreads int
 }
+
+// MaxThreads declares that the kernel's blocks have at most n threads
+// (.maxntid n, 1, 1): ptxas then keeps each thread's registers within
+// what n threads of a multiprocessor can hold, spilling if it must,
+// where without it a block of more threads than the registers allow
+// fails to launch. The driver refuses a launch of larger blocks.
+func (k *Kernel) MaxThreads(n int) { k.maxThreads = n }
 
 // NewKernel starts a kernel.
 func NewKernel(name string) *Kernel { return &Kernel{name: name, count: map[string]int{}} }
@@ -212,7 +223,11 @@ func (k *Kernel) Place(label string) { fmt.Fprintf(&k.body, "%s:\n", label) }
 // String is the kernel's text.
 func (k *Kernel) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n.visible .entry %s(\n\t%s\n)\n{\n", k.name, strings.Join(k.params, ",\n\t"))
+	fmt.Fprintf(&b, "\n.visible .entry %s(\n\t%s\n)\n", k.name, strings.Join(k.params, ",\n\t"))
+	if k.maxThreads > 0 {
+		fmt.Fprintf(&b, ".maxntid %d, 1, 1\n", k.maxThreads)
+	}
+	b.WriteString("{\n")
 	for _, c := range []struct{ class, typ string }{{"p", "pred"}, {"h", "b16"}, {"r", "b32"}, {"rd", "b64"}, {"f", "f32"}, {"fd", "f64"}} {
 		if n := k.count[c.class]; n > 0 {
 			fmt.Fprintf(&b, "\t.reg .%s %%%s<%d>;\n", c.typ, c.class, n+1)

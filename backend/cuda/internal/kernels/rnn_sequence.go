@@ -1,0 +1,371 @@
+package kernels
+
+import (
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// LSTM sequence kernels (ops.LSTMSequence): a block runs every step of
+// SeqRows batch rows, the state in shared memory, where a loop of steps
+// launches a GEMM and a cell kernel each way a step. The block has 4·h
+// threads (h at most SeqMaxWidth): in the product each owns a gate
+// column j (z[b][j] = xz + Σ_k h[b][k]·u[k][j], in float64 by fused
+// multiply-adds in k's order, as the CPU's kernel adds), in the cell each
+// an element (b, j) of the rows' state, (tid / h, tid mod h). Steps are
+// separated by barriers; u is read from global memory each step (L2 holds
+// it). Float64 throughout, each step's z, h and c rounded to the dtype as
+// the CPU's kernel rounds them.
+//
+//   - lstm_seq_<d> (ys, hT, cT, zs, hp, cp, xz, u, h0, c0, n, t, w): the
+//     forward; zs, hp and cp are what the backward reads.
+//   - lstm_seq_grad_<d> (dz, dh0, dc0, ut, zs, cp, dys, dhT, dcT, dzs,
+//     dhp, dcp, n, t, w): from the last step back, the cell's gradient
+//     of an element a thread, then dH = dz·uᵀ + dhp by thread (g, k): the
+//     sum over gate g's rows of uᵀ's column k for each row, the four
+//     gates' sums added in order by thread (b, k).
+
+// SeqRows is the batch rows a block of the sequence kernels runs;
+// SeqMaxWidth the widest state they take (4·h threads a block, and three
+// float64 arrays of SeqRows·h, SeqRows·4h and SeqRows·h: 48 KiB).
+const (
+	SeqRows     = 4
+	SeqMaxWidth = 256
+)
+
+func rnnSequenceKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range Floats {
+		out = append(out, lstmSeqKernel(d), lstmSeqGradKernel(d))
+	}
+	return out
+}
+
+// seq is a sequence kernel being written and its geometry.
+type seq struct {
+	k       *ptx.Kernel
+	m       fm
+	d       DType
+	n, t, w ptx.Reg // batch rows, steps, state width (u64)
+	tid     ptx.Reg // the thread, in [0, 4w)
+	r0      ptx.Reg // the block's first row
+	eb, ej  ptx.Reg // the thread's element of the state: row r0+eb, column ej
+	ok      ptx.Reg // whether row r0+eb is in the batch
+}
+
+func newSeq(k *ptx.Kernel, d DType) *seq {
+	k.MaxThreads(4 * SeqMaxWidth) // registers for blocks of 1024
+	s := &seq{k: k, m: fm{k}, d: d}
+	s.n, s.t, s.w = k.Param("n", ptx.U64), k.Param("t", ptx.U64), k.Param("w", ptx.U64)
+	tid32, cta, w32 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, %%tid.x", tid32)
+	k.Op("mov.u32 %s, %%ctaid.x", cta)
+	k.Op("cvt.u32.u64 %s, %s", w32, s.w)
+	eb32, ej32 := k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("div.u32 %s, %s, %s", eb32, tid32, w32)
+	k.Op("rem.u32 %s, %s, %s", ej32, tid32, w32)
+	s.tid, s.r0, s.eb, s.ej = k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("cvt.u64.u32 %s, %s", s.tid, tid32)
+	k.Op("mul.wide.u32 %s, %s, %d", s.r0, cta, SeqRows)
+	k.Op("cvt.u64.u32 %s, %s", s.eb, eb32)
+	k.Op("cvt.u64.u32 %s, %s", s.ej, ej32)
+	row := s.add(s.r0, s.eb)
+	s.ok = k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", s.ok, row, s.n)
+	return s
+}
+
+// add is a + b (u64).
+func (s *seq) add(a, b ptx.Reg) ptx.Reg {
+	r := s.k.Reg(ptx.U64)
+	s.k.Op("add.s64 %s, %s, %s", r, a, b)
+	return r
+}
+
+// mad is a·b + c (u64; b a register or an immediate).
+func (s *seq) mad(a ptx.Reg, b any, c ptx.Reg) ptx.Reg {
+	r := s.k.Reg(ptx.U64)
+	s.k.Op("mad.lo.s64 %s, %s, %v, %s", r, a, b, c)
+	return r
+}
+
+// shared declares a float64 array of SeqRows rows of cols·SeqMaxWidth
+// columns, laid out [column][row] (a column's rows side by side).
+func (s *seq) shared(name string, cols int) ptx.Reg {
+	return s.k.Shared(name, cols*SeqMaxWidth*SeqRows*8, 16)
+}
+
+// sharedAt is the shared address of (column col, row b) of an array at
+// base (b a register or a constant row).
+func (s *seq) sharedAt(base, col ptx.Reg, b any) ptx.Reg {
+	i := s.k.Reg(ptx.U64)
+	if r, ok := b.(ptx.Reg); ok {
+		s.k.Op("mad.lo.s64 %s, %s, %d, %s", i, col, SeqRows, r)
+	} else {
+		s.k.Op("mul.lo.s64 %s, %s, %d", i, col, SeqRows)
+		s.k.Op("add.s64 %s, %s, %d", i, i, b)
+	}
+	return s.mad(i, 8, base)
+}
+
+// constant is a new u64 register holding v.
+func (s *seq) constant(v int) ptx.Reg {
+	r := s.k.Reg(ptx.U64)
+	s.k.Op("mov.u64 %s, %d", r, v)
+	return r
+}
+
+// elem is the global address of element i of the d array at base.
+func (s *seq) elem(base, i ptx.Reg) ptx.Reg { return s.k.Addr(base, i, s.d.Size()) }
+
+// round is the float64 v rounded to the dtype, as float64.
+func (s *seq) round(v ptx.Reg) ptx.Reg {
+	return widen(s.k, s.d.Compute(), narrow(s.k, s.d.Compute(), v))
+}
+
+// ldShared and stShared read and write a float64 of shared memory.
+func (s *seq) ldShared(addr ptx.Reg, off int) ptx.Reg {
+	r := s.k.Reg(ptx.F64)
+	s.k.Op("ld.shared.f64 %s, [%s+%d]", r, addr, off)
+	return r
+}
+
+// ldRows reads the SeqRows float64 rows of a shared column at addr
+// (16-byte aligned), two to a load.
+func (s *seq) ldRows(addr ptx.Reg) [SeqRows]ptx.Reg {
+	var v [SeqRows]ptx.Reg
+	for b := 0; b < SeqRows; b += 2 {
+		v[b], v[b+1] = s.k.Reg(ptx.F64), s.k.Reg(ptx.F64)
+		s.k.Op("ld.shared.v2.f64 {%s, %s}, [%s+%d]", v[b], v[b+1], addr, 8*b)
+	}
+	return v
+}
+
+func (s *seq) stShared(addr ptx.Reg, off int, v any) {
+	s.k.Op("st.shared.f64 [%s+%d], %s", addr, off, v)
+}
+
+// onlyIf runs body where p holds (a branch around it).
+func (s *seq) onlyIf(p ptx.Reg, body func()) {
+	skip := s.k.Label("skip")
+	s.k.Op("@!%s bra %s", p, skip)
+	body()
+	s.k.Place(skip)
+}
+
+// steps writes a loop over the steps, forward or back, body given the
+// step (u64).
+func (s *seq) steps(back bool, body func(step ptx.Reg)) {
+	k := s.k
+	i, p := k.Reg(ptx.U64), k.Reg(ptx.Pred)
+	k.Op("mov.u64 %s, 0", i)
+	top, done := k.Label("step"), k.Label("steps_done")
+	k.Place(top)
+	k.Op("setp.ge.u64 %s, %s, %s", p, i, s.t)
+	k.Op("@%s bra %s", p, done)
+	step := i
+	if back {
+		step = k.Reg(ptx.U64)
+		k.Op("sub.s64 %s, %s, %s", step, s.t, i)
+		k.Op("sub.s64 %s, %s, 1", step, step)
+	}
+	body(step)
+	k.Op("add.s64 %s, %s, 1", i, i)
+	k.Op("bra.uni %s", top)
+	k.Place(done)
+}
+
+// product adds to acc (a float64 a row) n terms in order: the d weight
+// at wAt, then stride elements on each term, times the rows' float64
+// column at rows, then the next column (SeqRows·8 bytes on), by fused
+// multiply-adds. The addresses advance by increments.
+func (s *seq) product(acc [SeqRows]ptx.Reg, wAt, stride, rows, n ptx.Reg) {
+	k := s.k
+	wp, rp, step := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("mov.u64 %s, %s", wp, wAt)
+	k.Op("mov.u64 %s, %s", rp, rows)
+	k.Op("mul.lo.s64 %s, %s, %d", step, stride, s.d.Size())
+	k.Loop(s.constant(0), n, s.constant(1), func(ptx.Reg) {
+		wv := loadWide(k, s.d, wp)
+		hv := s.ldRows(rp)
+		for b := range SeqRows {
+			k.Op("fma.rn.f64 %s, %s, %s, %s", acc[b], hv[b], wv, acc[b])
+		}
+		k.Op("add.s64 %s, %s, %s", wp, wp, step)
+		k.Op("add.s64 %s, %s, %d", rp, rp, SeqRows*8)
+	})
+}
+
+// cellAt is the thread's element's index in a [n t w] array at step
+// (row r0+eb, column ej), and the same row's start in a [n t 4w] array.
+func (s *seq) cellAt(step ptx.Reg) (e, gates ptx.Reg) {
+	row := s.mad(s.add(s.r0, s.eb), s.t, step) // (r·t + step)
+	e = s.mad(row, s.w, s.ej)
+	w4 := s.k.Reg(ptx.U64)
+	s.k.Op("shl.b64 %s, %s, 2", w4, s.w)
+	gates = s.k.Reg(ptx.U64)
+	s.k.Op("mul.lo.s64 %s, %s, %s", gates, row, w4)
+	return e, gates
+}
+
+// gates returns σ(i), σ(f), tanh(g), σ(o) of the pre-activations z.
+func (s *seq) gates(z [4]ptx.Reg) (i, f, g, o ptx.Reg) {
+	return s.m.sigmoid(z[0]), s.m.sigmoid(z[1]), s.m.tanh(z[2]), s.m.sigmoid(z[3])
+}
+
+func lstmSeqKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("lstm_seq", string(d)))
+	p := map[string]ptx.Reg{}
+	for _, name := range []string{"ys", "hT", "cT", "zs", "hp", "cp", "xz", "u", "h0", "c0"} {
+		p[name] = k.ParamPtr(name)
+	}
+	s := newSeq(k, d)
+	m := s.m
+	hsh, zsh, csh := s.shared("sh_h", 1), s.shared("sh_z", 4), s.shared("sh_c", 1)
+	// The thread's element: (column ej, row eb) of hs and cs.
+	hAt, cAt := s.sharedAt(hsh, s.ej, s.eb), s.sharedAt(csh, s.ej, s.eb)
+	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej) // [n w] index
+	h, c := zero64(m), zero64(m)
+	s.onlyIf(s.ok, func() {
+		k.Op("mov.f64 %s, %s", h, loadWide(k, d, s.elem(p["h0"], state)))
+		k.Op("mov.f64 %s, %s", c, loadWide(k, d, s.elem(p["c0"], state)))
+	})
+	s.stShared(hAt, 0, h)
+	s.stShared(cAt, 0, c)
+	k.Op("bar.sync 0")
+	w4 := k.Reg(ptx.U64)
+	k.Op("shl.b64 %s, %s, 2", w4, s.w)
+	zCol := s.sharedAt(zsh, s.tid, 0) // the thread's gate column's rows
+	s.steps(false, func(step ptx.Reg) {
+		// The product: column tid of z for each of the block's rows.
+		var acc [SeqRows]ptx.Reg
+		var zAt [SeqRows]ptx.Reg
+		var rowOK [SeqRows]ptx.Reg
+		for b := range SeqRows {
+			row := s.add(s.r0, s.constant(b))
+			rowOK[b] = k.Reg(ptx.Pred)
+			k.Op("setp.lt.u64 %s, %s, %s", rowOK[b], row, s.n)
+			zAt[b] = s.mad(s.mad(row, s.t, step), w4, s.tid)
+			acc[b] = zero64(m)
+			b := b
+			s.onlyIf(rowOK[b], func() { k.Op("mov.f64 %s, %s", acc[b], loadWide(k, d, s.elem(p["xz"], zAt[b]))) })
+		}
+		s.product(acc, s.elem(p["u"], s.tid), w4, hsh, s.w)
+		for b := range SeqRows {
+			z := s.round(acc[b])
+			s.stShared(zCol, 8*b, z)
+			b := b
+			s.onlyIf(rowOK[b], func() { storeNarrow(k, d, s.elem(p["zs"], zAt[b]), z) })
+		}
+		k.Op("bar.sync 0")
+		// The cell: the thread's element (eb, ej).
+		var z [4]ptx.Reg
+		for q := range 4 {
+			col := s.mad(s.constant(q), s.w, s.ej)
+			z[q] = s.ldShared(s.sharedAt(zsh, col, s.eb), 0)
+		}
+		hv, cv := s.ldShared(hAt, 0), s.ldShared(cAt, 0)
+		i, f, g, o := s.gates(z)
+		next := m.add(m.mul(f, cv), m.mul(i, g))
+		nextR, hn := s.round(next), s.round(m.mul(o, m.tanh(next)))
+		s.onlyIf(s.ok, func() {
+			e, _ := s.cellAt(step)
+			storeNarrow(k, d, s.elem(p["hp"], e), hv)
+			storeNarrow(k, d, s.elem(p["cp"], e), cv)
+			storeNarrow(k, d, s.elem(p["ys"], e), hn)
+		})
+		s.stShared(hAt, 0, hn)
+		s.stShared(cAt, 0, nextR)
+		k.Op("bar.sync 0")
+	})
+	s.onlyIf(s.ok, func() {
+		storeNarrow(k, d, s.elem(p["hT"], state), s.ldShared(hAt, 0))
+		storeNarrow(k, d, s.elem(p["cT"], state), s.ldShared(cAt, 0))
+	})
+	return k
+}
+
+func lstmSeqGradKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("lstm_seq_grad", string(d)))
+	p := map[string]ptx.Reg{}
+	for _, name := range []string{"dz", "dh0", "dc0", "ut", "zs", "cp", "dys", "dhT", "dcT", "dzs", "dhp", "dcp"} {
+		p[name] = k.ParamPtr(name)
+	}
+	s := newSeq(k, d)
+	m := s.m
+	dHsh, dzsh, dCsh := s.shared("sh_dh", 1), s.shared("sh_dz", 4), s.shared("sh_dc", 1)
+	hAt, cAt := s.sharedAt(dHsh, s.ej, s.eb), s.sharedAt(dCsh, s.ej, s.eb)
+	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
+	dH, dC := zero64(m), zero64(m)
+	s.onlyIf(s.ok, func() {
+		k.Op("mov.f64 %s, %s", dH, loadWide(k, d, s.elem(p["dhT"], state)))
+		k.Op("mov.f64 %s, %s", dC, loadWide(k, d, s.elem(p["dcT"], state)))
+	})
+	s.stShared(hAt, 0, dH)
+	s.stShared(cAt, 0, dC)
+	w4 := k.Reg(ptx.U64)
+	k.Op("shl.b64 %s, %s, 2", w4, s.w)
+	s.steps(true, func(step ptx.Reg) {
+		// The cell's gradient: the thread's element (eb, ej); rows past
+		// the batch leave zeros for the product.
+		var dz [4]ptx.Reg
+		for q := range 4 {
+			dz[q] = zero64(m)
+		}
+		e, gates := s.cellAt(step)
+		s.onlyIf(s.ok, func() {
+			var z [4]ptx.Reg
+			var at [4]ptx.Reg
+			for q := range 4 {
+				at[q] = s.add(gates, s.mad(s.constant(q), s.w, s.ej))
+				z[q] = loadWide(k, d, s.elem(p["zs"], at[q]))
+			}
+			cv := loadWide(k, d, s.elem(p["cp"], e))
+			i, f, g, o := s.gates(z)
+			tn := m.tanh(m.add(m.mul(f, cv), m.mul(i, g)))
+			dh := m.add(loadWide(k, d, s.elem(p["dys"], e)), s.ldShared(hAt, 0))
+			dNext := m.add(s.ldShared(cAt, 0), m.mul(m.mul(dh, o), m.sub(m.c(1), m.mul(tn, tn))))
+			one := m.c(1)
+			for q, v := range []ptx.Reg{
+				m.mul(m.mul(dNext, g), m.mul(i, m.sub(one, i))),
+				m.mul(m.mul(dNext, cv), m.mul(f, m.sub(one, f))),
+				m.mul(m.mul(dNext, i), m.sub(one, m.mul(g, g))),
+				m.mul(m.mul(dh, tn), m.mul(o, m.sub(one, o))),
+			} {
+				r := s.round(m.add(v, loadWide(k, d, s.elem(p["dzs"], at[q]))))
+				k.Op("mov.f64 %s, %s", dz[q], r)
+				storeNarrow(k, d, s.elem(p["dz"], at[q]), r)
+			}
+			s.stShared(cAt, 0, m.add(m.mul(dNext, f), loadWide(k, d, s.elem(p["dcp"], e))))
+		})
+		for q := range 4 {
+			s.stShared(s.sharedAt(dzsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0, dz[q])
+		}
+		k.Op("bar.sync 0")
+		// dz·uᵀ: thread (g, k) = (eb, ej) sums gate g's rows of column k
+		// of uᵀ against each row's dz (a warp's threads read a row of uᵀ
+		// side by side).
+		var part [SeqRows]ptx.Reg
+		for b := range part {
+			part[b] = zero64(m)
+		}
+		first := s.mad(s.eb, s.w, s.constant(0)) // gate g's first row of uᵀ
+		s.product(part, s.elem(p["ut"], s.mad(first, s.w, s.ej)), s.w, s.sharedAt(dzsh, first, 0), s.w)
+		k.Op("bar.sync 0")
+		mine := s.sharedAt(dzsh, s.tid, 0) // partial (g, k): column g·w + k
+		for b := range SeqRows {
+			s.stShared(mine, 8*b, part[b])
+		}
+		k.Op("bar.sync 0")
+		acc := zero64(m)
+		s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", acc, loadWide(k, d, s.elem(p["dhp"], e))) })
+		for q := range 4 {
+			k.Op("add.rn.f64 %s, %s, %s", acc, acc, s.ldShared(s.sharedAt(dzsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0))
+		}
+		s.stShared(hAt, 0, acc)
+		k.Op("bar.sync 0")
+	})
+	s.onlyIf(s.ok, func() {
+		storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0))
+		storeNarrow(k, d, s.elem(p["dc0"], state), s.ldShared(cAt, 0))
+	})
+	return k
+}
