@@ -576,6 +576,22 @@ func samples() map[string][]sample {
 		one("float32 through its op", func() {
 			underTape(seq, f32(r(-2, 2, 5, 6, 12)), f32(r(-1, 1, 3, 12)), f32(r(-1, 1, 5, 3)), f32(r(-1, 1, 5, 3)))
 		}, false, false))
+	// GRUSequence likewise.
+	gruSeq := func(in []T) T {
+		ys, h := ops.GRUSequence(in[0], in[1], in[2], in[3])
+		return ops.Add(ops.Sum(ops.Sin(ys)), ops.Sum(ops.Square(h)))
+	}
+	add("GRUSequence", one("float64", func() { ops.GRUSequence(r(-2, 2, 5, 3, 9), r(-1, 1, 3, 9), r(-1, 1, 9), r(-1, 1, 5, 3)) }, true, true),
+		one("no steps", func() { ops.GRUSequence(r(-2, 2, 2, 0, 6), r(-1, 1, 2, 6), r(-1, 1, 6), r(-1, 1, 2, 2)) }, false, false))
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16, tensor.Float16} {
+		add("GRUSequence", one(fmt.Sprint(dt), func() {
+			ops.GRUSequence(of(dt, -2, 2, 6, 4, 15), of(dt, -1, 1, 5, 15), of(dt, -1, 1, 15), of(dt, -1, 1, 6, 5))
+		}, false, false))
+	}
+	add("GRUSequenceBackprop", one("through its op", func() { underTape(gruSeq, r(-2, 2, 3, 4, 6), r(-1, 1, 2, 6), r(-1, 1, 6), r(-1, 1, 3, 2)) }, true, true),
+		one("float32 through its op", func() {
+			underTape(gruSeq, f32(r(-2, 2, 5, 6, 9)), f32(r(-1, 1, 3, 9)), f32(r(-1, 1, 9)), f32(r(-1, 1, 5, 3)))
+		}, false, false))
 	// GRUCell likewise.
 	gru := func(in []T) T { return ops.Sin(ops.GRUCell(in[0], in[1], in[2])) }
 	add("GRUCell", one("float64", func() { ops.GRUCell(r(-3, 3, 3, 6), r(-3, 3, 3, 6), r(-2, 2, 3, 2)) }, true, true),

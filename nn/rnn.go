@@ -182,6 +182,16 @@ func (c *GRUCell) stepProjected(xs *tensor.Tensor, state, weights []*tensor.Tens
 	return out, []*tensor.Tensor{out}
 }
 
+// sequence runs the steps as ops.GRUSequence where xs's device runs it
+// in one kernel each way (ops.GRUSequenceFused: a GPU's).
+func (c *GRUCell) sequence(xs *tensor.Tensor, state, weights []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor, bool) {
+	if !ops.GRUSequenceFused(xs, weights[0]) {
+		return nil, nil, false
+	}
+	ys, hT := ops.GRUSequence(xs, weights[0], weights[1], castFloat(state[0], xs.DType()))
+	return ys, []*tensor.Tensor{hT}, true
+}
+
 // InitialState returns zero h.
 func (c *GRUCell) InitialState(n int) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.Zeros(c.dt, n, c.hidden)}
@@ -194,10 +204,11 @@ func (c *GRUCell) Variables() []*tape.Variable {
 
 // RNN runs a cell over a sequence with control.Scan (so it differentiates
 // through the loop as one region): x: [N, T, in] -> [N, T, hidden] with
-// ReturnSequences, else the last output [N, hidden]. An LSTMCell's steps
-// are one op each way where the device runs them so
-// (ops.LSTMSequenceFused: a GPU's, as cuDNN's recurrent layers), the
-// same values to the dtype's rounding (its sums in float64).
+// ReturnSequences, else the last output [N, hidden]. An LSTMCell's or a
+// GRUCell's steps are one op each way where the device runs them so
+// (ops.LSTMSequenceFused, ops.GRUSequenceFused: a GPU's, as cuDNN's
+// recurrent layers), the same values to the dtype's rounding (their sums
+// in float64).
 type RNN struct {
 	Cell            Cell
 	ReturnSequences bool

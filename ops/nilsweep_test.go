@@ -95,6 +95,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "LSTMSequence", Fn: ops.LSTMSequence},
 		{Name: "LSTMSequenceFused", Fn: ops.LSTMSequenceFused},
 		{Name: "GRUCell", Fn: ops.GRUCell},
+		{Name: "GRUSequence", Fn: ops.GRUSequence},
+		{Name: "GRUSequenceFused", Fn: ops.GRUSequenceFused},
 		{Name: "LogicalAnd", Fn: ops.LogicalAnd},
 		{Name: "LogicalNot", Fn: ops.LogicalNot},
 		{Name: "LogicalOr", Fn: ops.LogicalOr},

@@ -110,3 +110,104 @@ func lstmSequenceBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Te
 		}
 	})
 }
+
+func init() {
+	kernels{f32: gruSequenceKernel[float32], f64: gruSequenceKernel[float64]}.register("GRUSequence")
+	kernels{f32: gruSequenceBackpropKernel[float32], f64: gruSequenceBackpropKernel[float64]}.register("GRUSequenceBackprop")
+}
+
+// gruStep is one element j of a row's GRU cell at a step, from the input
+// terms x and recurrent terms hp (3w each, as rounded) and the incoming
+// state h: the gates z, r, the candidate c and the new state, unrounded.
+func gruStep[T tensor.Float](x, hp []T, h T, j, w int) (z, r, c, next float64) {
+	z = sigmoid64(float64(x[j]) + float64(hp[j]))
+	r = sigmoid64(float64(x[w+j]) + float64(hp[w+j]))
+	c = math.Tanh(float64(x[2*w+j]) + r*float64(hp[2*w+j]))
+	return z, r, c, c + z*(float64(h)-c)
+}
+
+func gruSequenceKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	xp, u, b, h0 := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](c.Inputs[2]), data[T](c.Inputs[3])
+	ys, hT, hps, hp := data[T](outs[0]), data[T](outs[1]), data[T](outs[2]), data[T](outs[3])
+	n, t, w := c.Inputs[0].Dim(0), c.Inputs[0].Dim(1), c.Inputs[1].Dim(0)
+	deviceOf(c).Parallel(n, float64(t*(6*w*w+40*w)), func(lo, hi int) {
+		h := make([]T, w)
+		for r := lo; r < hi; r++ {
+			copy(h, h0[r*w:(r+1)*w])
+			for s := range t {
+				row := r*t + s
+				copy(hp[row*w:], h)
+				rec := hps[3*w*row : 3*w*(row+1)]
+				for j := range rec {
+					acc := float64(b[j])
+					for k, hk := range h {
+						acc = math.FMA(float64(hk), float64(u[3*w*k+j]), acc)
+					}
+					rec[j] = T(acc)
+				}
+				x, prev := xp[3*w*row:3*w*(row+1)], hp[row*w:(row+1)*w]
+				for j := range w {
+					_, _, _, next := gruStep(x, rec, prev[j], j, w)
+					h[j] = T(next)
+				}
+				copy(ys[row*w:], h)
+			}
+			copy(hT[r*w:], h)
+		}
+	})
+}
+
+func gruSequenceBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	in := make([][]T, len(c.Inputs))
+	for i, x := range c.Inputs {
+		in[i] = data[T](x)
+	}
+	xp, ut, hps, hp, dys, dhT, dhps, dhp := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+	dxp, drec, dh0 := data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
+	n, t, w := c.Inputs[3].Dim(0), c.Inputs[3].Dim(1), c.Inputs[3].Dim(2)
+	deviceOf(c).Parallel(n, float64(t*(6*w*w+60*w)), func(lo, hi int) {
+		dH, direct := make([]float64, w), make([]float64, w)
+		for r := lo; r < hi; r++ {
+			for j := range w {
+				dH[j] = float64(dhT[r*w+j])
+			}
+			for s := t - 1; s >= 0; s-- {
+				row := r*t + s
+				x, rec := xp[3*w*row:3*w*(row+1)], hps[3*w*row:3*w*(row+1)]
+				dx, dr := dxp[3*w*row:3*w*(row+1)], drec[3*w*row:3*w*(row+1)]
+				for j := range w {
+					prev := hp[row*w+j]
+					z, rg, cand, _ := gruStep(x, rec, prev, j, w)
+					dh := float64(dys[row*w+j]) + dH[j]
+					dc := dh * (1 - z) * (1 - cand*cand)
+					dR := dc * float64(rec[2*w+j]) * rg * (1 - rg)
+					dZ := dh * (float64(prev) - cand) * z * (1 - z)
+					for q, v := range [3]float64{dZ, dR, dc} {
+						dx[q*w+j] = T(v)
+					}
+					for q, v := range [3]float64{dZ, dR, dc * rg} {
+						dr[q*w+j] = T(v + float64(dhps[3*w*row+q*w+j]))
+					}
+					direct[j] = dh * z
+				}
+				// dH = dh·z + dhps·uᵀ + dhp: each gate's share of a column
+				// of uᵀ summed apart, added in the gates' order after the
+				// direct term (the GPU's threads' partial sums).
+				for k := range w {
+					acc := direct[k] + float64(dhp[row*w+k])
+					for q := range 3 {
+						part := 0.0
+						for j := q * w; j < (q+1)*w; j++ {
+							part = math.FMA(float64(dr[j]), float64(ut[j*w+k]), part)
+						}
+						acc += part
+					}
+					dH[k] = acc
+				}
+			}
+			for j := range w {
+				dh0[r*w+j] = T(dH[j])
+			}
+		}
+	})
+}

@@ -252,13 +252,15 @@ var budgets = map[string]kernelBudget{
 	"flash_bwd_q_f32_32":  {instr: 64, serial: true},
 	"flash_bwd_dk_f32_32": {instr: 64, serial: true},
 	"flash_bwd_dv_f32_32": {instr: 64, serial: true},
-	// The LSTM sequence kernels are bound by their products' float64
+	// The LSTM and GRU sequence kernels are bound by their products' float64
 	// FMAs, the recurrent kernel read from global memory (L2) each step:
 	// per element of it loaded (a weight's four rows' FMAs, two vector
 	// shared loads of the rows' states, two address increments and the
-	// loop), 17-18 with the cells' work.
+	// loop), 16-18 with the cells' work.
 	"lstm_seq_f32":      {instr: 20, serial: true},
 	"lstm_seq_grad_f32": {instr: 20, serial: true},
+	"gru_seq_f32":       {instr: 20, serial: true},
+	"gru_seq_grad_f32":  {instr: 20, serial: true},
 	// The half types' flash kernels take the products on the tensor
 	// cores (a warp's mma: 16x8x16 a step) and keep the scores in
 	// registers, the operands read by ldmatrix, the tiles copied by
@@ -323,6 +325,10 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		{"LSTM sequence [16 8] of 96", func() {
 			xz, u, h := g(16, 8, 4*96), g(96, 4*96), g(16, 96)
 			grad(func() *tensor.Tensor { ys, _, _ := ops.LSTMSequence(xz, u, h, h); return ys }, xz, u)
+		}},
+		{"GRU sequence [16 8] of 96", func() {
+			xp, u, b, h := g(16, 8, 3*96), g(96, 3*96), g(3*96), g(16, 96)
+			grad(func() *tensor.Tensor { ys, _ := ops.GRUSequence(xp, u, b, h); return ys }, xp, u)
 		}},
 		{"bfloat16 add, tanh and compare", func() {
 			xh, yh := ops.Cast(x, tensor.BFloat16), ops.Cast(y, tensor.BFloat16)

@@ -403,7 +403,9 @@ func TestRecordedScanGradient(t *testing.T) {
 	awaitNoObservers(t)
 	onDevice(d, func() {
 		r := tensor.NewRNG(6)
-		rnn := &nn.RNN{Cell: nn.NewGRUCell("l", r, 8, 16, tensor.Float32)} // an LSTM's is one op (ops.LSTMSequence)
+		// A cell of its own (an LSTM's or a GRU's steps are one op on
+		// the GPU: ops.LSTMSequence, ops.GRUSequence).
+		rnn := &nn.RNN{Cell: newTanhCell(r, 8, 16)}
 		vars := nn.AllVariables(rnn)
 		x := tensor.RandNormal(r, tensor.Float32, 4, 7, 8)
 		fn := func(a []*tensor.Tensor) []*tensor.Tensor {
@@ -587,3 +589,25 @@ func TestRecordedTrainStepWithALoop(t *testing.T) {
 		}
 	}
 }
+
+// tanhCell is a plain recurrent cell, h' = tanh(x·W + h·U): a Scan's
+// steps, whatever the device.
+type tanhCell struct{ w, u *tape.Variable }
+
+func newTanhCell(r *tensor.RNG, in, hidden int) *tanhCell {
+	return &tanhCell{
+		w: tape.NewVariable("w", tensor.RandNormal(r, tensor.Float32, in, hidden)),
+		u: tape.NewVariable("u", tensor.RandNormal(r, tensor.Float32, hidden, hidden)),
+	}
+}
+
+func (c *tanhCell) Step(x *tensor.Tensor, state []*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	h := ops.Tanh(ops.Add(ops.MatMul(x, c.w.Value()), ops.MatMul(state[0], c.u.Value())))
+	return h, []*tensor.Tensor{h}
+}
+
+func (c *tanhCell) InitialState(n int) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.Zeros(tensor.Float32, n, c.u.Value().Dim(0))}
+}
+
+func (c *tanhCell) Variables() []*tape.Variable { return []*tape.Variable{c.w, c.u} }

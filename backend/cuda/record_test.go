@@ -291,6 +291,7 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 	}
 	lstm := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewLSTMCell("l", r, 8, 16, tensor.Float32) })
 	gru := recurrent(func(r *tensor.RNG) nn.Cell { return nn.NewGRUCell("g", r, 8, 16, tensor.Float32) })
+	plainRNN := recurrent(func(r *tensor.RNG) nn.Cell { return newTanhCell(r, 8, 16) })
 	for _, c := range []struct {
 		name  string
 		build func() (nn.Module, *tensor.Tensor, *tensor.Tensor)
@@ -321,17 +322,19 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 		{"MLP with Dropout, Adam", dropped, adam, 8},
 		{"NHWC CNN with BatchNorm, Adam", normed(ops.NHWC), adam, 6},
 		{"NCHW CNN with BatchNorm, Adam", normed(ops.NCHW), adam, 6},
-		// A GRU layer's Scan, traced step by step where the step records
-		// (its five steps fixed by the batch's shape): one graph too,
-		// where TracedTrainStep's frame runs op by op. Its recurrent
-		// kernel's gradient, five products summed where the loop is
-		// unrolled, is one product there (the graph's
-		// mergeProductSums), which rounds differently: the two runs
-		// agree to float32's rounding, not to the bit. An LSTM layer is
-		// one op each way on the GPU (ops.LSTMSequence), traced or
+		// Recurrent layers: an LSTM's or a GRU's steps are one op each
+		// way on the GPU (ops.LSTMSequence, ops.GRUSequence), traced or
 		// recorded: to the bit.
 		{"LSTM, Adam", lstm, adam, 6},
 		{"GRU, Adam", gru, adam, 6},
+		// A cell of its own is a Scan, traced step by step where the step
+		// records (its five steps fixed by the batch's shape): one graph
+		// too, where TracedTrainStep's frame runs op by op. Its
+		// recurrent kernel's gradient, five products summed where the
+		// loop is unrolled, is one product there (the graph's
+		// mergeProductSums), which rounds differently: the two runs
+		// agree to float32's rounding, not to the bit.
+		{"tanh RNN, Adam", plainRNN, adam, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var losses, norms [2][]float64
@@ -382,7 +385,7 @@ func TestRecordedTrainStepFollowsTraced(t *testing.T) {
 			if !slices.Equal(norms[0], norms[1]) {
 				t.Errorf("the clipped norms: traced %v, recorded %v", norms[0], norms[1])
 			}
-			if c.name == "GRU, Adam" {
+			if c.name == "tanh RNN, Adam" {
 				closeTraining(t, losses, state)
 				return
 			}

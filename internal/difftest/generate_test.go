@@ -1032,10 +1032,15 @@ func maskCount(keep, shape []int, s tensor.Shape) int {
 
 // genLayers adds a layer's fused ops: FusedMatMul (bias, Relu or none),
 // BiasAdd in either layout, one piece of a Split, the recurrent cells and
-// one output of an LSTM's sequence, or the optimizers' multi-tensor ops:
+// one output of an LSTM's or a GRU's sequence, or the optimizers'
+// multi-tensor ops:
 // SumOfSquares of one to three values, one piece of ScaleEach.
 func genLayers(g *gen) bool {
-	switch g.intn(8) {
+	switch g.intn(9) {
+	case 8:
+		n, t, h := g.size(3), g.size(3), g.size(3)
+		xp, u := g.operandOf([]int{n, t, 3 * h}), g.operandOf([]int{h, 3 * h})
+		g.add("gru_seq", Attrs{K: g.intn(2)}, xp, u, g.operandOf([]int{3 * h}), g.operandOf([]int{n, h}))
 	case 7:
 		n, t, h := g.size(3), g.size(3), g.size(3)
 		xz, u := g.operandOf([]int{n, t, 4 * h}), g.operandOf([]int{h, 4 * h})

@@ -290,6 +290,9 @@ func apply(op string, x []T, a Attrs) T {
 		return []T{h, next}[a.K]
 	case "gru_cell":
 		return ops.GRUCell(x[0], x[1], x[2])
+	case "gru_seq": // K picks the output: the steps' or h's
+		ys, h := ops.GRUSequence(x[0], x[1], x[2], x[3])
+		return []T{ys, h}[a.K]
 	case "lstm_seq": // K picks the output: the steps', h's or the cell's
 		ys, h, c := ops.LSTMSequence(x[0], x[1], x[2], x[3])
 		return []T{ys, h, c}[a.K]

@@ -472,6 +472,17 @@ def step(op, args, a):
             h = torch.sigmoid(o) * torch.tanh(c)
             ys.append(h)
         return [torch.stack(ys, dim=1), h, c][a["k"]]
+    if op == "gru_seq":
+        u, b, h = args[1], args[2], args[3]
+        ys = []
+        for s in range(x.shape[1]):
+            xz, xr, xn = x[:, s].chunk(3, dim=1)
+            hz, hr, hn = (h @ u + b).chunk(3, dim=1)
+            z, r = torch.sigmoid(xz + hz), torch.sigmoid(xr + hr)
+            n = torch.tanh(xn + r * hn)
+            h = n + z * (h - n)
+            ys.append(h)
+        return [torch.stack(ys, dim=1), h][a["k"]]
     if op == "gru_cell":
         xz, xr, xn = x.chunk(3, dim=1)
         hz, hr, hn = args[1].chunk(3, dim=1)

@@ -4,9 +4,10 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
-// LSTM sequence kernels (ops.LSTMSequence): a block runs every step of
-// SeqRows batch rows, the state in shared memory, where a loop of steps
-// launches a GEMM and a cell kernel each way a step. The block has 4·h
+// Recurrent sequence kernels (ops.LSTMSequence, ops.GRUSequence): a block
+// runs every step of SeqRows batch rows, the state in shared memory,
+// where a loop of steps launches a GEMM and a cell kernel each way a
+// step. The block has 4·h
 // threads (h at most SeqMaxWidth): in the product each owns a gate
 // column j (z[b][j] = xz + Σ_k h[b][k]·u[k][j], in float64 by fused
 // multiply-adds in k's order, as the CPU's kernel adds), in the cell each
@@ -17,6 +18,8 @@ import (
 //
 //   - lstm_seq_<d> (ys, hT, cT, zs, hp, cp, xz, u, h0, c0, n, t, w): the
 //     forward; zs, hp and cp are what the backward reads.
+//   - gru_seq_<d>, gru_seq_grad_<d>: the GRU's likewise (gruSeqKernel),
+//     the product over 3·h columns by the threads below 3·h.
 //   - lstm_seq_grad_<d> (dz, dh0, dc0, ut, zs, cp, dys, dhT, dcT, dzs,
 //     dhp, dcp, n, t, w): from the last step back, the cell's gradient
 //     of an element a thread, then dH = dz·uᵀ + dhp by thread (g, k): the
@@ -34,7 +37,7 @@ const (
 func rnnSequenceKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range Floats {
-		out = append(out, lstmSeqKernel(d), lstmSeqGradKernel(d))
+		out = append(out, lstmSeqKernel(d), lstmSeqGradKernel(d), gruSeqKernel(d), gruSeqGradKernel(d))
 	}
 	return out
 }
@@ -367,5 +370,182 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 		storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0))
 		storeNarrow(k, d, s.elem(p["dc0"], state), s.ldShared(cAt, 0))
 	})
+	return k
+}
+
+// gruSeqKernel is gru_seq_<d> (ys, hT, hps, hp, xp, u, b, h0, n, t, w):
+// the GRU's forward, the block's threads below 3·h each a column of the
+// recurrent terms hp = h·u + b (its sum started from b's term), then
+// every thread an element of the rows' state.
+func gruSeqKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("gru_seq", string(d)))
+	p := map[string]ptx.Reg{}
+	for _, name := range []string{"ys", "hT", "hps", "hp", "xp", "u", "b", "h0"} {
+		p[name] = k.ParamPtr(name)
+	}
+	s := newSeq(k, d)
+	m := s.m
+	hsh, rsh := s.shared("sh_h", 1), s.shared("sh_r", 3)
+	hAt := s.sharedAt(hsh, s.ej, s.eb)
+	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
+	h := zero64(m)
+	s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", h, loadWide(k, d, s.elem(p["h0"], state))) })
+	s.stShared(hAt, 0, h)
+	k.Op("bar.sync 0")
+	w3 := s.mad(s.w, 3, s.constant(0))
+	column := k.Reg(ptx.Pred) // the thread owns a column of the recurrent terms
+	k.Op("setp.lt.u64 %s, %s, %s", column, s.tid, w3)
+	s.steps(false, func(step ptx.Reg) {
+		s.onlyIf(column, func() {
+			var acc [SeqRows]ptx.Reg
+			bias := loadWide(k, d, s.elem(p["b"], s.tid))
+			for b := range acc {
+				acc[b] = m.reg()
+				k.Op("mov.f64 %s, %s", acc[b], bias)
+			}
+			s.product(acc, s.elem(p["u"], s.tid), w3, hsh, s.w)
+			col := s.sharedAt(rsh, s.tid, 0)
+			for b := range SeqRows {
+				v := s.round(acc[b])
+				s.stShared(col, 8*b, v)
+				row := s.add(s.r0, s.constant(b))
+				ok := k.Reg(ptx.Pred)
+				k.Op("setp.lt.u64 %s, %s, %s", ok, row, s.n)
+				s.onlyIf(ok, func() { storeNarrow(k, d, s.elem(p["hps"], s.mad(s.mad(row, s.t, step), w3, s.tid)), v) })
+			}
+		})
+		k.Op("bar.sync 0")
+		prev := s.ldShared(hAt, 0)
+		next := zero64(m)
+		s.onlyIf(s.ok, func() {
+			e, _ := s.cellAt(step)
+			x, rec := s.gruTerms(p["xp"], rsh, step)
+			_, _, _, v := s.gruGates(x, rec, prev)
+			k.Op("mov.f64 %s, %s", next, s.round(v))
+			storeNarrow(k, d, s.elem(p["hp"], e), prev)
+			storeNarrow(k, d, s.elem(p["ys"], e), next)
+		})
+		s.stShared(hAt, 0, next)
+		k.Op("bar.sync 0")
+	})
+	s.onlyIf(s.ok, func() { storeNarrow(k, d, s.elem(p["hT"], state), s.ldShared(hAt, 0)) })
+	return k
+}
+
+// gruTerms loads the thread's element's three input terms from the [n t
+// 3w] array xp at step and its three recurrent terms from the shared
+// array rsh ([3w][rows]).
+func (s *seq) gruTerms(xp, rsh, step ptx.Reg) (x, rec [3]ptx.Reg) {
+	_, gates := s.cellAt3(step)
+	for q := range 3 {
+		col := s.mad(s.constant(q), s.w, s.ej)
+		x[q] = loadWide(s.k, s.d, s.elem(xp, s.add(gates, col)))
+		rec[q] = s.ldShared(s.sharedAt(rsh, col, s.eb), 0)
+	}
+	return x, rec
+}
+
+// gruGates returns z, r, the candidate c and the new state c + z·(h − c)
+// from the input terms x, the recurrent terms rec and the state h.
+func (s *seq) gruGates(x, rec [3]ptx.Reg, h ptx.Reg) (z, r, c, next ptx.Reg) {
+	m := s.m
+	z, r = m.sigmoid(m.add(x[0], rec[0])), m.sigmoid(m.add(x[1], rec[1]))
+	c = m.tanh(m.add(x[2], m.mul(r, rec[2])))
+	return z, r, c, m.add(c, m.mul(z, m.sub(h, c)))
+}
+
+// cellAt3 is cellAt for gates of 3w: the element's index in [n t w] and
+// its row's start in [n t 3w].
+func (s *seq) cellAt3(step ptx.Reg) (e, gates ptx.Reg) {
+	row := s.mad(s.add(s.r0, s.eb), s.t, step)
+	e = s.mad(row, s.w, s.ej)
+	return e, s.mad(row, s.mad(s.w, 3, s.constant(0)), s.constant(0))
+}
+
+// gruSeqGradKernel is gru_seq_grad_<d> (dxp, drec, dh0, xp, ut, hps, hp,
+// dys, dhT, dhps, dhp, n, t, w): from the last step back, the cell's
+// gradient of an element a thread (its direct term dh·z kept), then dH =
+// dh·z + dhp + drec·uᵀ, the sum over gate g's rows of uᵀ's column k by
+// thread (g, k) for g below 3, the gates' sums added in order by thread
+// (b, k).
+func gruSeqGradKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("gru_seq_grad", string(d)))
+	p := map[string]ptx.Reg{}
+	for _, name := range []string{"dxp", "drec", "dh0", "xp", "ut", "hps", "hp", "dys", "dhT", "dhps", "dhp"} {
+		p[name] = k.ParamPtr(name)
+	}
+	s := newSeq(k, d)
+	m := s.m
+	dHsh, drsh := s.shared("sh_dh", 1), s.shared("sh_dr", 3)
+	hAt := s.sharedAt(dHsh, s.ej, s.eb)
+	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
+	dH := zero64(m)
+	s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", dH, loadWide(k, d, s.elem(p["dhT"], state))) })
+	s.stShared(hAt, 0, dH)
+	w3 := s.mad(s.w, 3, s.constant(0))
+	column := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", column, s.tid, w3)
+	s.steps(true, func(step ptx.Reg) {
+		var dr [3]ptx.Reg
+		for q := range dr {
+			dr[q] = zero64(m)
+		}
+		direct := zero64(m)
+		e, gates := s.cellAt3(step)
+		s.onlyIf(s.ok, func() {
+			var x [3]ptx.Reg
+			var rec [3]ptx.Reg
+			var at [3]ptx.Reg
+			for q := range 3 {
+				at[q] = s.add(gates, s.mad(s.constant(q), s.w, s.ej))
+				x[q] = loadWide(k, d, s.elem(p["xp"], at[q]))
+				rec[q] = loadWide(k, d, s.elem(p["hps"], at[q]))
+			}
+			prev := loadWide(k, d, s.elem(p["hp"], e))
+			z, r, c, _ := s.gruGates(x, rec, prev)
+			dh := m.add(loadWide(k, d, s.elem(p["dys"], e)), s.ldShared(hAt, 0))
+			one := m.c(1)
+			dc := m.mul(m.mul(dh, m.sub(one, z)), m.sub(one, m.mul(c, c)))
+			dR := m.mul(m.mul(dc, rec[2]), m.mul(r, m.sub(one, r)))
+			dZ := m.mul(m.mul(dh, m.sub(prev, c)), m.mul(z, m.sub(one, z)))
+			for q, v := range []ptx.Reg{dZ, dR, dc} {
+				storeNarrow(k, d, s.elem(p["dxp"], at[q]), v)
+			}
+			for q, v := range []ptx.Reg{dZ, dR, m.mul(dc, r)} {
+				rv := s.round(m.add(v, loadWide(k, d, s.elem(p["dhps"], at[q]))))
+				k.Op("mov.f64 %s, %s", dr[q], rv)
+				storeNarrow(k, d, s.elem(p["drec"], at[q]), rv)
+			}
+			k.Op("mul.rn.f64 %s, %s, %s", direct, dh, z)
+		})
+		for q := range 3 {
+			s.stShared(s.sharedAt(drsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0, dr[q])
+		}
+		k.Op("bar.sync 0")
+		var part [SeqRows]ptx.Reg
+		for b := range part {
+			part[b] = zero64(m)
+		}
+		s.onlyIf(column, func() {
+			first := s.mad(s.eb, s.w, s.constant(0)) // gate g's first row of uᵀ
+			s.product(part, s.elem(p["ut"], s.mad(first, s.w, s.ej)), s.w, s.sharedAt(drsh, first, 0), s.w)
+		})
+		k.Op("bar.sync 0")
+		s.onlyIf(column, func() {
+			mine := s.sharedAt(drsh, s.tid, 0) // partial (g, k): column g·w + k
+			for b := range SeqRows {
+				s.stShared(mine, 8*b, part[b])
+			}
+		})
+		k.Op("bar.sync 0")
+		acc := direct
+		s.onlyIf(s.ok, func() { k.Op("add.rn.f64 %s, %s, %s", acc, acc, loadWide(k, d, s.elem(p["dhp"], e))) })
+		for q := range 3 {
+			k.Op("add.rn.f64 %s, %s, %s", acc, acc, s.ldShared(s.sharedAt(drsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0))
+		}
+		s.stShared(hAt, 0, acc)
+		k.Op("bar.sync 0")
+	})
+	s.onlyIf(s.ok, func() { storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0)) })
 	return k
 }
