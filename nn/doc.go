@@ -12,7 +12,9 @@
 // (training and inference, running statistics as State), LayerNorm,
 // Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
 // GRUCell with RNN running a cell over a sequence through control.Scan (so
-// it differentiates through the loop as one region) and Bidirectional
+// it differentiates through the loop as one region; on a GPU an LSTM's or
+// a GRU's steps are one launch each way, ops.LSTMSequence and
+// ops.GRUSequence) and Bidirectional
 // running two cells, from the sequence's start and from its end, and
 // Sequential.
 // Transformers: MultiHeadAttention (ops.Attention over heads of one joint

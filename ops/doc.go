@@ -147,6 +147,8 @@
 //	AttentionDropout(q, k, v, causal, ...)   the same, its weights dropped (the mask drawn in the kernels)
 //	LSTMCell(xz, hz, c)                      [n 4h], [n 4h], [n h] -> h', c' [n h]; one op each way
 //	GRUCell(xp, hp, h)                       [n 3h], [n 3h], [n h] -> h' [n h]; one op each way
+//	LSTMSequence(xz, u, h0, c0)              [n t 4h], [h 4h], [n h] -> ys [n t h], hT, cT; a GPU launch each way
+//	GRUSequence(xp, u, b, h0)                [n t 3h], [h 3h], [3h], [n h] -> ys [n t h], hT; likewise
 //	BiasAdd(x, bias, format)                 NHWC or NCHW
 //	L2Normalize(x, axis, eps)
 //	Dropout(x, rate, rng)                    seeded; scales kept values by 1/(1-rate)
