@@ -126,6 +126,21 @@ func TestTrainStepQueuedCalls(t *testing.T) {
 			model, _, x, y := benchmodels.CharLSTM(65)
 			return model, x, y
 		}, 35, nil},
+		// Its layers in mixed bfloat16: the sequence kernels read and
+		// write the half values (64 calls where they were cast around a
+		// float32 kernel); the embedding's output and the logits cast
+		// each way, the weights' casts kept from the last step.
+		{"charrnn LSTM, mixed_bfloat16", func() (nn.Module, *tensor.Tensor, *tensor.Tensor) {
+			r := tensor.NewRNG(6)
+			m := nn.NewSequential(nn.NewEmbedding("e", r, 65, 16, tensor.Float32),
+				&nn.RNN{Cell: nn.NewLSTMCell("l", r, 16, 96, tensor.Float32), ReturnSequences: true}, nn.NewDense("o", r, 96, 65, nn.DenseOpts{}))
+			m.Policy = nn.MixedBFloat16
+			ids := make([]int32, 16*32)
+			for i := range ids {
+				ids[i] = int32((i*7 + i/5) % 65)
+			}
+			return m, tensor.FromSlice(ids, 16, 32), tensor.FromSlice(ids, 16, 32)
+		}, 42, nil},
 	} {
 		onDevice(d, func() {
 			model, x, y := c.build()

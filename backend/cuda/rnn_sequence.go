@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/kernels"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -9,11 +11,12 @@ import (
 
 // LSTMSequence, GRUSequence and their backward ops (ops/rnn_sequence.go):
 // one launch each way for the whole sequence, a block for every
-// kernels.SeqRows batch rows (kernels/rnn_sequence.go); the half types
-// through float32 (the dispatch's casts).
+// kernels.SeqRows batch rows (kernels/rnn_sequence.go); the half types'
+// kernels compute as the float32 ones between the dispatch's casts would,
+// to the bit, reading and writing the half values themselves.
 
 func init() {
-	for _, d := range kernels.Floats {
+	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("LSTMSequence", device.GPU, tensorType(d), sequence(d, "lstm_seq", 0))
 		eager.RegisterKernel("LSTMSequenceBackprop", device.GPU, tensorType(d), sequence(d, "lstm_seq_grad", 2))
 		eager.RegisterKernel("GRUSequence", device.GPU, tensorType(d), sequence(d, "gru_seq", 0))

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
@@ -52,7 +53,8 @@ func uniform(r *tensor.RNG, dt tensor.DType, lo, hi float64, shape ...int) *tens
 func TestSequencesOnGPU(t *testing.T) {
 	d := testGPU(t)
 	ran := watchKernels(t, d)
-	defer ran("lstm_seq_f32", "lstm_seq_grad_f32", "lstm_seq_f64", "lstm_seq_grad_f64", "gru_seq_f32", "gru_seq_grad_f32", "gru_seq_f64", "gru_seq_grad_f64")
+	defer ran("lstm_seq_f32", "lstm_seq_grad_f32", "lstm_seq_f64", "lstm_seq_grad_f64", "lstm_seq_bf16", "lstm_seq_grad_bf16",
+		"gru_seq_f32", "gru_seq_grad_f32", "gru_seq_f64", "gru_seq_grad_f64", "gru_seq_bf16", "gru_seq_grad_bf16")
 	r := tensor.NewRNG(21)
 	for _, op := range sequenceOps {
 		for _, c := range []struct {
@@ -107,6 +109,20 @@ func TestSequencesOnGPU(t *testing.T) {
 				if diff := approx.Diff(g, w, tol); diff != "" {
 					t.Errorf("%s %v [%d %d %d] output %d: %s", op.name, c.dt, c.n, c.s, c.w, i, diff)
 				}
+			}
+		}
+		// The half types' kernels give what the float32 kernel gives on
+		// the inputs widened, each output rounded once: to the bit.
+		half := op.inputs(r, tensor.BFloat16, 5, 3, 7)
+		wide := make([]*tensor.Tensor, len(half))
+		for i, x := range half {
+			half[i] = onGPU(t, d, x)
+			wide[i] = ops.Cast(half[i], tensor.Float32)
+		}
+		narrowed := op.run(wide)
+		for i, o := range op.run(half) {
+			if !bytes.Equal(onHost(t, o).HostBytes(), onHost(t, ops.Cast(narrowed[i], tensor.BFloat16)).HostBytes()) {
+				t.Errorf("%s: bfloat16 output %d differs from the float32 kernel's rounded", op.name, i)
 			}
 		}
 		// One launch forward, whatever the batch.

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"slices"
+
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
@@ -14,7 +16,10 @@ import (
 // an element (b, j) of the rows' state, (tid / h, tid mod h). Steps are
 // separated by barriers; u is read from global memory each step (L2 holds
 // it). Float64 throughout, each step's z, h and c rounded to the dtype as
-// the CPU's kernel rounds them.
+// the CPU's kernel rounds them; the half types' kernels round them to
+// float32 and store their outputs as the half type, to the bit what the
+// float32 kernel between the dispatch's casts gives (ops' "through
+// float32"), without the casts.
 //
 //   - lstm_seq_<d> (ys, hT, cT, zs, hp, cp, xz, u, h0, c0, n, t, w): the
 //     forward; zs, hp and cp are what the backward reads.
@@ -36,7 +41,7 @@ const (
 
 func rnnSequenceKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
-	for _, d := range Floats {
+	for _, d := range slices.Concat(Floats, Halves) {
 		out = append(out, lstmSeqKernel(d), lstmSeqGradKernel(d), gruSeqKernel(d), gruSeqGradKernel(d))
 	}
 	return out
