@@ -119,11 +119,9 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 		panic(tensor.NewError("nn", "MultiHeadAttention", tensor.ErrRank, []*tensor.Tensor{x}, "", "needs a sequence batch [N, T, C], got %v", x.Shape()))
 	}
 	needFeatures("MultiHeadAttention", x, -1, m.In.Kernel.Value().Dim(0), "features", "")
-	n, t, c := x.Dim(0), x.Dim(1), x.Dim(2)
-	qkv := ops.Split(m.In.Forward(x), 2, []int{c, c, c})
-	// (Dispatch makes the transposed heads row-major for the attention
-	// kernel; Reshape copies the merged heads: both as taped ops.)
-	q, k, v := m.heads(qkv[0]), m.heads(qkv[1]), m.heads(qkv[2])
+	n, t := x.Dim(0), x.Dim(1)
+	qkv := m.heads(m.In.Forward(x), 3)
+	q, k, v := qkv[0], qkv[1], qkv[2]
 	past := cache.Len()
 	if past > 0 {
 		if cache.K.Dim(0) != n {
@@ -152,10 +150,26 @@ func (m *MultiHeadAttention) attend(x *tensor.Tensor, cache *KVCache, keep *tens
 	return m.combine(q, k, v, mask, causal)
 }
 
-// heads splits y [N, T, C] into the layer's heads, [N, H, T, C/H].
-func (m *MultiHeadAttention) heads(y *tensor.Tensor) *tensor.Tensor {
-	n, t, c := y.Dim(0), y.Dim(1), y.Dim(2)
-	return ops.Transpose(ops.Reshape(y, n, t, m.Heads, c/m.Heads), 0, 2, 1, 3)
+// heads splits a projection y [N, T, parts·C] (the joint projection's
+// queries, keys and values side by side) into parts tensors of the
+// layer's heads, each [N, H, T, C/H]. Several are row-major, as the
+// attention kernels read them: one transposed copy of y, [parts, N, H, T,
+// C/H], cut in stretches (one Split: a call on a GPU), where a Split
+// along the features and a transposed copy of each piece took six for
+// three; their gradients likewise the other way. One is a transposed
+// view (dispatch lays it out for the kernel). Reshape copies the merged
+// heads after the attention: a taped op.
+func (m *MultiHeadAttention) heads(y *tensor.Tensor, parts int) []*tensor.Tensor {
+	n, t, h := y.Dim(0), y.Dim(1), m.Heads
+	d := y.Dim(2) / parts / h
+	if parts == 1 {
+		return []*tensor.Tensor{ops.Transpose(ops.Reshape(y, n, t, h, d), 0, 2, 1, 3)}
+	}
+	out := ops.Split(ops.Transpose(ops.Reshape(y, n, t, parts, h, d), 2, 0, 3, 1, 4), 0, nil)
+	for i, p := range out {
+		out[i] = ops.Reshape(p, n, h, t, d)
+	}
+	return out
 }
 
 // combine attends the heads q to k and v (mask and causal as
@@ -226,12 +240,12 @@ func (m *MultiHeadAttention) ForwardCross(x, memory, keep *tensor.Tensor) *tenso
 		}
 		return ops.Reshape(p, y.Dim(0), y.Dim(1), to-from)
 	}
-	kv := ops.Split(project(memory, c, 3*c), 2, []int{c, c})
+	kv := m.heads(project(memory, c, 3*c), 2)
 	var mask *tensor.Tensor
 	if keep != nil {
 		mask = keysKept("MultiHeadAttention.ForwardCross", x, keep)
 	}
-	return m.combine(m.heads(project(x, 0, c)), m.heads(kv[0]), m.heads(kv[1]), mask, m.Causal)
+	return m.combine(m.heads(project(x, 0, c), 1)[0], kv[0], kv[1], mask, m.Causal)
 }
 
 // ForwardStep attends x [N, 1, C], the token at position pos (an Int32
