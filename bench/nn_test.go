@@ -129,7 +129,8 @@ var gptShape = model.Config{Layers: 4, Heads: 4, Dim: 128, Context: 128}
 // BenchmarkGPTStep times one training step of the GPT (batch 16 of 128
 // bytes: forward, backward, AdamW, the gradients clipped to a norm of 1
 // as the twin's), as BenchmarkTorchGPTStep: eager (model.TrainStep),
-// eager in mixed bfloat16 (model.Config's Compute) and traced
+// eager with dropout 0.1 (the twin's /dropout), eager in mixed bfloat16
+// (model.Config's Compute) and traced
 // (nn.TracedTrainStep through an nn.ClippedOptimizer: one graph, the
 // clipping and AdamW after it).
 func BenchmarkGPTStep(b *testing.B) {
@@ -144,6 +145,13 @@ func BenchmarkGPTStep(b *testing.B) {
 	x, y := ids(), ids()
 	b.Run("eager", func(b *testing.B) {
 		m := model.New(tensor.NewRNG(1), gptShape)
+		opt := model.NewOptimizer(1000)
+		steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
+	})
+	b.Run("eager/dropout", func(b *testing.B) { // 0.1 everywhere, as the twin's
+		c := gptShape
+		c.Dropout = 0.1
+		m := model.New(tensor.NewRNG(1), c)
 		opt := model.NewOptimizer(1000)
 		steady(b, func() error { _, err := m.TrainStep(opt, x, y); return err })
 	})

@@ -40,3 +40,11 @@ func TestBernoulliHostMatchesTheUniforms(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRandBernoulliHost draws a million float32 keep values (a
+// dropout mask) on the host.
+func BenchmarkRandBernoulliHost(b *testing.B) {
+	for b.Loop() {
+		RandBernoulliAt(device.Host(), [2]uint32{7, 9}, 0, Float32, 0.9, 1<<20).Release()
+	}
+}

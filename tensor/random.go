@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/philox"
 )
 
 // RNG is a counter-based random generator (Philox4x32-10, Salmon et al.,
@@ -23,47 +24,6 @@ type RNG struct {
 // NewRNG returns a generator for seed.
 func NewRNG(seed uint64) *RNG {
 	return &RNG{key: [2]uint32{uint32(seed), uint32(seed >> 32)}}
-}
-
-const (
-	philoxM0 = 0xD2511F53
-	philoxM1 = 0xCD9E8D57
-	philoxW0 = 0x9E3779B9
-	philoxW1 = 0xBB67AE85
-)
-
-// philox computes the four 32-bit words of block ctr under key.
-func philox(key [2]uint32, ctr uint64) [4]uint32 {
-	c := [4]uint32{uint32(ctr), uint32(ctr >> 32), 0, 0}
-	k0, k1 := key[0], key[1]
-	for range 10 {
-		hi0, lo0 := bits.Mul32(philoxM0, c[0])
-		hi1, lo1 := bits.Mul32(philoxM1, c[2])
-		c = [4]uint32{hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0}
-		k0 += philoxW0
-		k1 += philoxW1
-	}
-	return c
-}
-
-// philox2 is philox of blocks ctr and ctr+1, computed side by side (the
-// rounds of one independent of the other's: twice the work in flight).
-func philox2(key [2]uint32, ctr uint64) (w, x [4]uint32) {
-	a0, a1, a2, a3 := uint32(ctr), uint32(ctr>>32), uint32(0), uint32(0)
-	c1 := ctr + 1
-	b0, b1, b2, b3 := uint32(c1), uint32(c1>>32), uint32(0), uint32(0)
-	k0, k1 := key[0], key[1]
-	for range 10 {
-		ah0, al0 := bits.Mul32(philoxM0, a0)
-		ah1, al1 := bits.Mul32(philoxM1, a2)
-		bh0, bl0 := bits.Mul32(philoxM0, b0)
-		bh1, bl1 := bits.Mul32(philoxM1, b2)
-		a0, a1, a2, a3 = ah1^a1^k0, al1, ah0^a3^k1, al0
-		b0, b1, b2, b3 = bh1^b1^k0, bl1, bh0^b3^k1, bl0
-		k0 += philoxW0
-		k1 += philoxW1
-	}
-	return [4]uint32{a0, a1, a2, a3}, [4]uint32{b0, b1, b2, b3}
 }
 
 // reserve takes from the stream the blocks that words words need and
@@ -103,10 +63,7 @@ func (r *RNG) wordsAt(base uint64, n int) []uint32 {
 // wordsOf returns n words of key's stream from block base on.
 func wordsOf(key [2]uint32, base uint64, n int) []uint32 {
 	out := make([]uint32, n)
-	for b := uint64(0); b*4 < uint64(n); b++ {
-		w := philox(key, base+b)
-		copy(out[b*4:], w[:])
-	}
+	philox.Fill(key, base, out)
 	return out
 }
 
@@ -353,17 +310,10 @@ func bernoulliHost(op string, dev *device.CPUDevice, key [2]uint32, base uint64,
 	f32, f64 := dt == Float32, dt == Float64
 	out32, out64 := asFloat32s(b, f32), asFloat64s(b, f64)
 	thresh := uint64(math.Ceil(p * (1 << 53)))
-	put := func(e int, w [4]uint32, half int) {
-		keep := (uint64(w[2*half])<<32|uint64(w[2*half+1]))>>11 < thresh
-		v := 0.0
-		if keep {
-			v = 1
-		}
+	// put writes value e from its two words.
+	put := func(e int, hi, lo uint32) {
+		keep := (uint64(hi)<<32|uint64(lo))>>11 < thresh
 		switch {
-		case f32:
-			out32[e] = float32(v)
-		case f64:
-			out64[e] = v
 		case keep:
 			copy(b[e*size:(e+1)*size], one)
 		default:
@@ -371,23 +321,41 @@ func bernoulliHost(op string, dev *device.CPUDevice, key [2]uint32, base uint64,
 		}
 	}
 	dev.Parallel(n, 16, func(lo, hi int) {
-		e := lo
-		if e&1 == 1 { // the second half of a block
-			put(e, philox(key, base+uint64(e/2)), 1)
-			e++
-		}
-		for ; e+4 <= hi; e += 4 { // two blocks at a time
-			w, x := philox2(key, base+uint64(e/2))
-			put(e, w, 0)
-			put(e+1, w, 1)
-			put(e+2, x, 0)
-			put(e+3, x, 1)
-		}
-		for ; e < hi; e++ {
-			put(e, philox(key, base+uint64(e/2)), e&1)
+		// The blocks of up to 128 values at a time (philox.Fill: sixteen
+		// blocks to a vector), from the block of the first.
+		var words [256]uint32
+		for e := lo; e < hi; {
+			s := e &^ 1 // the first value of e's block
+			end := min(hi, s+len(words)/2)
+			philox.Fill(key, base+uint64(s/2), words[:4*((end-s+1)/2)])
+			switch w := words[:]; {
+			case f32:
+				for ; e < end; e++ {
+					j := 2 * (e - s)
+					out32[e] = float32(bit((uint64(w[j])<<32|uint64(w[j+1]))>>11 < thresh))
+				}
+			case f64:
+				for ; e < end; e++ {
+					j := 2 * (e - s)
+					out64[e] = float64(bit((uint64(w[j])<<32|uint64(w[j+1]))>>11 < thresh))
+				}
+			default:
+				for ; e < end; e++ {
+					j := 2 * (e - s)
+					put(e, w[j], w[j+1])
+				}
+			}
 		}
 	})
 	return t
+}
+
+// bit is 1 where b holds, else 0.
+func bit(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // asFloat32s and asFloat64s view b as values where ok (else nil).

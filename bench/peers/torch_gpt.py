@@ -142,6 +142,10 @@ def benches(report):
     opt, _ = optimizer(model, 1000)
     x, y = torch.randint(32, 122, (16, 128)), torch.randint(32, 122, (16, 128))
     report("BenchmarkTorchGPTStep", lambda: train_step(model, opt, None, x, y))
+    torch.manual_seed(1)
+    dropped = GPT(dropout=0.1)
+    dopt, _ = optimizer(dropped, 1000)
+    report("BenchmarkTorchGPTStep/dropout", lambda: train_step(dropped, dopt, None, x, y))
     report("BenchmarkTorchGPTGenerate", lambda: generate(model, 128))
 
 
