@@ -61,6 +61,25 @@ func lstmSequenceKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
+// carryBack sets dH[k], the state's gradient carried to the step
+// before, to from(k) plus row k of dg·uᵀ, dg a row's gate gradients
+// (gates·w) and ut uᵀ [gates·w w]: each gate's share summed apart by
+// fused multiply-adds, then added in the gates' order, as the GPU's
+// threads add their partial sums (kernels.seq.carryBack).
+func carryBack[T tensor.Float](dH []float64, from func(k int) float64, dg, ut []T, w int) {
+	for k := range w {
+		acc := from(k)
+		for q := range len(dg) / w {
+			part := 0.0
+			for j := q * w; j < (q+1)*w; j++ {
+				part = math.FMA(float64(dg[j]), float64(ut[j*w+k]), part)
+			}
+			acc += part
+		}
+		dH[k] = acc
+	}
+}
+
 func lstmSequenceBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 	in := make([][]T, len(c.Inputs))
 	for i, x := range c.Inputs {
@@ -89,20 +108,7 @@ func lstmSequenceBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Te
 					}
 					dC[j] = dNext*f + float64(dcp[row*w+j])
 				}
-				// dH = dz·uᵀ + dhp: each gate's share of a column of uᵀ
-				// summed apart, then added in the gates' order (the GPU's
-				// threads' partial sums).
-				for k := range w {
-					acc := float64(dhp[row*w+k])
-					for q := range 4 {
-						part := 0.0
-						for j := q * w; j < (q+1)*w; j++ {
-							part = math.FMA(float64(d[j]), float64(ut[j*w+k]), part)
-						}
-						acc += part
-					}
-					dH[k] = acc
-				}
+				carryBack(dH, func(k int) float64 { return float64(dhp[row*w+k]) }, d, ut, w)
 			}
 			for j := range w {
 				dh0[r*w+j], dc0[r*w+j] = T(dH[j]), T(dC[j])
@@ -190,20 +196,7 @@ func gruSequenceBackpropKernel[T tensor.Float](c *eager.Call, outs []*tensor.Ten
 					}
 					direct[j] = dh * z
 				}
-				// dH = dh·z + dhps·uᵀ + dhp: each gate's share of a column
-				// of uᵀ summed apart, added in the gates' order after the
-				// direct term (the GPU's threads' partial sums).
-				for k := range w {
-					acc := direct[k] + float64(dhp[row*w+k])
-					for q := range 3 {
-						part := 0.0
-						for j := q * w; j < (q+1)*w; j++ {
-							part = math.FMA(float64(dr[j]), float64(ut[j*w+k]), part)
-						}
-						acc += part
-					}
-					dH[k] = acc
-				}
+				carryBack(dH, func(k int) float64 { return direct[k] + float64(dhp[row*w+k]) }, dr, ut, w)
 			}
 			for j := range w {
 				dh0[r*w+j] = T(dH[j])

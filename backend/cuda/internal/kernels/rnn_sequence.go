@@ -59,6 +59,17 @@ type seq struct {
 	ok      ptx.Reg // whether row r0+eb is in the batch
 }
 
+// newSeqKernel starts kernel name_<d> of the pointer parameters ptrs
+// (by name in p) then (n, t, w), and its geometry.
+func newSeqKernel(name string, d DType, ptrs ...string) (*ptx.Kernel, map[string]ptx.Reg, *seq) {
+	k := ptx.NewKernel(Name(name, string(d)))
+	p := map[string]ptx.Reg{}
+	for _, n := range ptrs {
+		p[n] = k.ParamPtr(n)
+	}
+	return k, p, newSeq(k, d)
+}
+
 func newSeq(k *ptx.Kernel, d DType) *seq {
 	k.MaxThreads(4 * SeqMaxWidth) // registers for blocks of 1024
 	s := &seq{k: k, m: fm{k}, d: d}
@@ -202,6 +213,40 @@ func (s *seq) product(acc [SeqRows]ptx.Reg, wAt, stride, rows, n ptx.Reg) {
 	})
 }
 
+// carryBack sets the thread's element of the state's gradient, at hAt in
+// shared memory, to acc plus its share of dg·uᵀ, where dg ([gates·w]
+// [rows] at dsh) holds the step's gate gradients: thread (g, k) = (eb,
+// ej), g below gates, sums gate g's rows of column k of uᵀ (at ut, [gates·w
+// w]: a warp's threads read a row side by side) against each row's dg;
+// the partial sums, written over dg, are then added to acc in the gates'
+// order by thread (b, k) = (eb, ej). Barriers between, and after.
+func (s *seq) carryBack(gates int, ut, dsh, acc, hAt ptx.Reg) {
+	k := s.k
+	var part [SeqRows]ptx.Reg
+	for b := range part {
+		part[b] = zero64(s.m)
+	}
+	active := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", active, s.tid, s.mad(s.w, gates, s.constant(0)))
+	s.onlyIf(active, func() {
+		first := s.mad(s.eb, s.w, s.constant(0)) // gate g's first row of uᵀ
+		s.product(part, s.elem(ut, s.mad(first, s.w, s.ej)), s.w, s.sharedAt(dsh, first, 0), s.w)
+	})
+	k.Op("bar.sync 0")
+	s.onlyIf(active, func() {
+		mine := s.sharedAt(dsh, s.tid, 0) // partial (g, k): column g·w + k
+		for b := range SeqRows {
+			s.stShared(mine, 8*b, part[b])
+		}
+	})
+	k.Op("bar.sync 0")
+	for q := range gates {
+		k.Op("add.rn.f64 %s, %s, %s", acc, acc, s.ldShared(s.sharedAt(dsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0))
+	}
+	s.stShared(hAt, 0, acc)
+	k.Op("bar.sync 0")
+}
+
 // cellAt is the thread's element's index in a [n t w] array at step
 // (row r0+eb, column ej), and the same row's start in a [n t 4w] array.
 func (s *seq) cellAt(step ptx.Reg) (e, gates ptx.Reg) {
@@ -220,12 +265,7 @@ func (s *seq) gates(z [4]ptx.Reg) (i, f, g, o ptx.Reg) {
 }
 
 func lstmSeqKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("lstm_seq", string(d)))
-	p := map[string]ptx.Reg{}
-	for _, name := range []string{"ys", "hT", "cT", "zs", "hp", "cp", "xz", "u", "h0", "c0"} {
-		p[name] = k.ParamPtr(name)
-	}
-	s := newSeq(k, d)
+	k, p, s := newSeqKernel("lstm_seq", d, "ys", "hT", "cT", "zs", "hp", "cp", "xz", "u", "h0", "c0")
 	m := s.m
 	hsh, zsh, csh := s.shared("sh_h", 1), s.shared("sh_z", 4), s.shared("sh_c", 1)
 	// The thread's element: (column ej, row eb) of hs and cs.
@@ -292,12 +332,7 @@ func lstmSeqKernel(d DType) *ptx.Kernel {
 }
 
 func lstmSeqGradKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("lstm_seq_grad", string(d)))
-	p := map[string]ptx.Reg{}
-	for _, name := range []string{"dz", "dh0", "dc0", "ut", "zs", "cp", "dys", "dhT", "dcT", "dzs", "dhp", "dcp"} {
-		p[name] = k.ParamPtr(name)
-	}
-	s := newSeq(k, d)
+	k, p, s := newSeqKernel("lstm_seq_grad", d, "dz", "dh0", "dc0", "ut", "zs", "cp", "dys", "dhT", "dcT", "dzs", "dhp", "dcp")
 	m := s.m
 	dHsh, dzsh, dCsh := s.shared("sh_dh", 1), s.shared("sh_dz", 4), s.shared("sh_dc", 1)
 	hAt, cAt := s.sharedAt(dHsh, s.ej, s.eb), s.sharedAt(dCsh, s.ej, s.eb)
@@ -348,28 +383,9 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 			s.stShared(s.sharedAt(dzsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0, dz[q])
 		}
 		k.Op("bar.sync 0")
-		// dz·uᵀ: thread (g, k) = (eb, ej) sums gate g's rows of column k
-		// of uᵀ against each row's dz (a warp's threads read a row of uᵀ
-		// side by side).
-		var part [SeqRows]ptx.Reg
-		for b := range part {
-			part[b] = zero64(m)
-		}
-		first := s.mad(s.eb, s.w, s.constant(0)) // gate g's first row of uᵀ
-		s.product(part, s.elem(p["ut"], s.mad(first, s.w, s.ej)), s.w, s.sharedAt(dzsh, first, 0), s.w)
-		k.Op("bar.sync 0")
-		mine := s.sharedAt(dzsh, s.tid, 0) // partial (g, k): column g·w + k
-		for b := range SeqRows {
-			s.stShared(mine, 8*b, part[b])
-		}
-		k.Op("bar.sync 0")
 		acc := zero64(m)
 		s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", acc, loadWide(k, d, s.elem(p["dhp"], e))) })
-		for q := range 4 {
-			k.Op("add.rn.f64 %s, %s, %s", acc, acc, s.ldShared(s.sharedAt(dzsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0))
-		}
-		s.stShared(hAt, 0, acc)
-		k.Op("bar.sync 0")
+		s.carryBack(4, p["ut"], dzsh, acc, hAt)
 	})
 	s.onlyIf(s.ok, func() {
 		storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0))
@@ -383,12 +399,7 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 // recurrent terms hp = h·u + b (its sum started from b's term), then
 // every thread an element of the rows' state.
 func gruSeqKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("gru_seq", string(d)))
-	p := map[string]ptx.Reg{}
-	for _, name := range []string{"ys", "hT", "hps", "hp", "xp", "u", "b", "h0"} {
-		p[name] = k.ParamPtr(name)
-	}
-	s := newSeq(k, d)
+	k, p, s := newSeqKernel("gru_seq", d, "ys", "hT", "hps", "hp", "xp", "u", "b", "h0")
 	m := s.m
 	hsh, rsh := s.shared("sh_h", 1), s.shared("sh_r", 3)
 	hAt := s.sharedAt(hsh, s.ej, s.eb)
@@ -474,12 +485,7 @@ func (s *seq) cellAt3(step ptx.Reg) (e, gates ptx.Reg) {
 // thread (g, k) for g below 3, the gates' sums added in order by thread
 // (b, k).
 func gruSeqGradKernel(d DType) *ptx.Kernel {
-	k := ptx.NewKernel(Name("gru_seq_grad", string(d)))
-	p := map[string]ptx.Reg{}
-	for _, name := range []string{"dxp", "drec", "dh0", "xp", "ut", "hps", "hp", "dys", "dhT", "dhps", "dhp"} {
-		p[name] = k.ParamPtr(name)
-	}
-	s := newSeq(k, d)
+	k, p, s := newSeqKernel("gru_seq_grad", d, "dxp", "drec", "dh0", "xp", "ut", "hps", "hp", "dys", "dhT", "dhps", "dhp")
 	m := s.m
 	dHsh, drsh := s.shared("sh_dh", 1), s.shared("sh_dr", 3)
 	hAt := s.sharedAt(dHsh, s.ej, s.eb)
@@ -487,9 +493,6 @@ func gruSeqGradKernel(d DType) *ptx.Kernel {
 	dH := zero64(m)
 	s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", dH, loadWide(k, d, s.elem(p["dhT"], state))) })
 	s.stShared(hAt, 0, dH)
-	w3 := s.mad(s.w, 3, s.constant(0))
-	column := k.Reg(ptx.Pred)
-	k.Op("setp.lt.u64 %s, %s, %s", column, s.tid, w3)
 	s.steps(true, func(step ptx.Reg) {
 		var dr [3]ptx.Reg
 		for q := range dr {
@@ -527,29 +530,9 @@ func gruSeqGradKernel(d DType) *ptx.Kernel {
 			s.stShared(s.sharedAt(drsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0, dr[q])
 		}
 		k.Op("bar.sync 0")
-		var part [SeqRows]ptx.Reg
-		for b := range part {
-			part[b] = zero64(m)
-		}
-		s.onlyIf(column, func() {
-			first := s.mad(s.eb, s.w, s.constant(0)) // gate g's first row of uᵀ
-			s.product(part, s.elem(p["ut"], s.mad(first, s.w, s.ej)), s.w, s.sharedAt(drsh, first, 0), s.w)
-		})
-		k.Op("bar.sync 0")
-		s.onlyIf(column, func() {
-			mine := s.sharedAt(drsh, s.tid, 0) // partial (g, k): column g·w + k
-			for b := range SeqRows {
-				s.stShared(mine, 8*b, part[b])
-			}
-		})
-		k.Op("bar.sync 0")
 		acc := direct
 		s.onlyIf(s.ok, func() { k.Op("add.rn.f64 %s, %s, %s", acc, acc, loadWide(k, d, s.elem(p["dhp"], e))) })
-		for q := range 3 {
-			k.Op("add.rn.f64 %s, %s, %s", acc, acc, s.ldShared(s.sharedAt(drsh, s.mad(s.constant(q), s.w, s.ej), s.eb), 0))
-		}
-		s.stShared(hAt, 0, acc)
-		k.Op("bar.sync 0")
+		s.carryBack(3, p["ut"], drsh, acc, hAt)
 	})
 	s.onlyIf(s.ok, func() { storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0)) })
 	return k
