@@ -25,11 +25,12 @@ var layer = map[string]int{
 
 // sublayer places the packages under a top-level directory that sit
 // elsewhere than it: internal/plumb imports nothing of the module, so
-// package tensor may lend its setters through it; backend/cuda/nccl is a
+// package tensor may lend its setters through it (internal/philox, the
+// random stream's blocks, likewise for its draws); backend/cuda/nccl is a
 // collective.Comm, above collective, built on the CUDA backend's internals;
 // internal/benchmodels builds the benchmarks' models from nn;
 // internal/ranktest runs tests' ranks over collective's Loopback.
-var sublayer = map[string]int{"internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "backend/opattr": 2, "backend/cuda/nccl": 7,
+var sublayer = map[string]int{"internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "internal/philox": -1, "backend/opattr": 2, "backend/cuda/nccl": 7,
 	"internal/benchmodels": 8, "internal/ranktest": 7}
 
 // top returns the key of path's layer: a sublayer's directory, or the
