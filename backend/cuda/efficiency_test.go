@@ -255,12 +255,12 @@ var budgets = map[string]kernelBudget{
 	// The LSTM and GRU sequence kernels are bound by their products' float64
 	// FMAs, the recurrent kernel read from global memory (L2) each step:
 	// per element of it loaded (a weight's four rows' FMAs, two vector
-	// shared loads of the rows' states, two address increments and the
-	// loop), 16-18 with the cells' work.
-	"lstm_seq_f32":      {instr: 20, serial: true},
-	"lstm_seq_grad_f32": {instr: 20, serial: true},
-	"gru_seq_f32":       {instr: 20, serial: true},
-	"gru_seq_grad_f32":  {instr: 20, serial: true},
+	// shared loads of the rows' states, two address increments, half
+	// the loop's: two terms an iteration), 14.5-16 with the cells' work.
+	"lstm_seq_f32":      {instr: 17, serial: true},
+	"lstm_seq_grad_f32": {instr: 17, serial: true},
+	"gru_seq_f32":       {instr: 17, serial: true},
+	"gru_seq_grad_f32":  {instr: 17, serial: true},
 	// The half types' flash kernels take the products on the tensor
 	// cores (a warp's mma: 16x8x16 a step) and keep the scores in
 	// registers, the operands read by ldmatrix, the tiles copied by

@@ -202,7 +202,7 @@ func (s *seq) product(acc [SeqRows]ptx.Reg, wAt, stride, rows, n ptx.Reg) {
 	k.Op("mov.u64 %s, %s", wp, wAt)
 	k.Op("mov.u64 %s, %s", rp, rows)
 	k.Op("mul.lo.s64 %s, %s, %d", step, stride, s.d.Size())
-	k.Loop(s.constant(0), n, s.constant(1), func(ptx.Reg) {
+	term := func() { // the next term, and the addresses past it
 		wv := loadWide(k, s.d, wp)
 		hv := s.ldRows(rp)
 		for b := range SeqRows {
@@ -210,7 +210,18 @@ func (s *seq) product(acc [SeqRows]ptx.Reg, wAt, stride, rows, n ptx.Reg) {
 		}
 		k.Op("add.s64 %s, %s, %s", wp, wp, step)
 		k.Op("add.s64 %s, %s, %d", rp, rp, SeqRows*8)
+	}
+	// Two terms an iteration (the loop's own instructions halved), then
+	// the last where n is odd.
+	even := k.Reg(ptx.U64)
+	k.Op("and.b64 %s, %s, -2", even, n)
+	k.Loop(s.constant(0), even, s.constant(2), func(ptx.Reg) {
+		term()
+		term()
 	})
+	odd := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", odd, even, n)
+	s.onlyIf(odd, term)
 }
 
 // carryBack sets the thread's element of the state's gradient, at hAt in
