@@ -195,6 +195,8 @@ func init() {
 				for i, p := range Split(dy, axis, sizes) {
 					if g.Needs[i] {
 						grads[i] = p
+					} else {
+						releaseTemp(p) // cut with the others, wanted by none
 					}
 				}
 				return grads

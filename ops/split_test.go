@@ -49,3 +49,25 @@ func TestSplitAndUnstackGradients(t *testing.T) {
 	}
 	diff(t, "unstack of one", g, tensor.FromSlice([]float64{2, 4}, 1, 2), 0)
 }
+
+// Concatenate's gradient cuts dy by one Split where most inputs want a
+// gradient (a dy transposed, as a sequence's stacked outputs' is, laid
+// out once), by slices where few do; an input not watched gets none.
+func TestConcatenateGradientCuts(t *testing.T) {
+	a := tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 2)
+	b := tensor.FromSlice([]float64{5, 6}, 1, 2)
+	c := tensor.FromSlice([]float64{7, 8, 9, 10, 11, 12}, 3, 2)
+	w := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 2, 6)
+	for _, watched := range [][]*tensor.Tensor{{a, b, c}, {a, c}, {b}} {
+		tp := tape.New()
+		tp.Watch(watched...)
+		y := ops.Transpose(ops.Concatenate(0, a, b, c), 1, 0) // [2 6]: dy laid out transposed
+		g := tp.Gradient(ops.Sum(ops.Mul(y, w)), watched...)
+		for i, x := range watched {
+			// d/dx of Σ yᵀ⊙w is w's columns for x's rows, transposed.
+			at := map[*tensor.Tensor]int{a: 0, b: 2, c: 3}[x]
+			want := ops.Transpose(ops.Slice(w, []int{0, at}, []int{2, at + x.Dim(0)}, nil), 1, 0)
+			diff(t, "concatenate's gradient", g[i], want, 0)
+		}
+	}
+}
