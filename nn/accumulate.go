@@ -58,6 +58,15 @@ const accumulatedSlot = "accumulated"
 // error, or one for lists of different lengths or a gradient that does
 // not fit its variable, having summed nothing.
 func (o *AccumulatedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.apply(vars, grads, nil)
+}
+
+// apply is Apply where, at the end of a round, reduce (nil: none) maps
+// the sums (nil for a variable without one) to those the means are taken
+// of: DistributedTrainStep sums them over the ranks there, once a round,
+// where each micro-batch's gradients were summed over them (PyTorch DDP's
+// no_sync).
+func (o *AccumulatedOptimizer) apply(vars []*tape.Variable, grads []*tensor.Tensor, reduce func([]*tensor.Tensor) []*tensor.Tensor) error {
 	if err := checkGrads(vars, grads); err != nil {
 		return fmt.Errorf("nn: AccumulatedOptimizer: %w", err)
 	}
@@ -94,9 +103,18 @@ func (o *AccumulatedOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tens
 	o.sums.steps = 0
 	means := make([]*tensor.Tensor, len(vars))
 	if err := tensor.Catch(func() {
+		sums := make([]*tensor.Tensor, len(vars))
 		for i, v := range vars {
 			if o.summed[v.Name()] {
-				s := o.sums.vars[o.sums.key(accumulatedSlot, v)].Value()
+				sums[i] = o.sums.vars[o.sums.key(accumulatedSlot, v)].Value()
+			}
+		}
+		if reduce != nil {
+			sums = reduce(sums)
+			defer releaseAll(sums)
+		}
+		for i, s := range sums {
+			if s != nil {
 				means[i] = ops.Mul(s, ops.ScalarLike(s, 1/float64(o.Every)))
 			}
 		}

@@ -139,7 +139,11 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 // on another goroutine while the pass computes the earlier layers', as
 // PyTorch's DDP does; see DistributedOptions for when that pays. The loss
 // and example count it returns are this rank's; Fit with FitConfig.Comm
-// averages them.
+// averages them. With an AccumulatedOptimizer as opt (eager; the traced
+// step sums every micro-batch's), a micro-batch's gradients stay on its
+// rank, summed there, and the round's sums go over the ranks once, at its
+// last micro-batch (DDP's no_sync): one all-reduce of every gradient a
+// round where there were Every, the same step but for the sums' order.
 func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, opts ...DistributedOptions) Step {
 	mustArgs("DistributedTrainStep", arg{"the communicator", comm}, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	var o DistributedOptions
@@ -153,6 +157,9 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 		return tracedStep("TracedDistributedTrainStep", model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
 			return sumOfGradients(comm, grads, o.BucketBytes)
 		}, false)
+	}
+	if acc, ok := opt.(*AccumulatedOptimizer); ok {
+		return accumulatedStep(comm, model, loss, acc, o)
 	}
 	var r *gradientReduce // kept from step to step, with its buffers
 	return func(b data.Element) (l float64, n int, err error) {
@@ -187,6 +194,41 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 			err = opt.Apply(vars, mean)
 		}
 		r.release(mean)
+		if err != nil {
+			return 0, 0, err
+		}
+		return l, n, nil
+	}
+}
+
+// accumulatedStep is DistributedTrainStep's eager step for an
+// AccumulatedOptimizer: a micro-batch's gradients (each rank's divided by
+// the ranks' count) are summed on its rank alone, and the round's sums
+// over the ranks once, at its last micro-batch, where the inner step
+// takes their mean (PyTorch DDP's no_sync): one all-reduce a round where
+// there were Every, the same step but for the sums' order. Every rank
+// must give gradients for the same variables in a round.
+func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *AccumulatedOptimizer, o DistributedOptions) Step {
+	reduce := func(sums []*tensor.Tensor) []*tensor.Tensor { return sumOfGradients(comm, sums, o.BucketBytes) }
+	return func(b data.Element) (l float64, n int, err error) {
+		if len(b) < 2 {
+			return 0, 0, fmt.Errorf("nn: DistributedTrainStep: a batch of (inputs, labels), got %d components", len(b))
+		}
+		vars := model.Variables()
+		var grads []*tensor.Tensor
+		err = tensor.Catch(func() {
+			tp := tape.New(tape.Options{ReleaseIntermediates: true})
+			value := loss(model.Forward(b[0]), b[1])
+			n = b[0].Dim(0)
+			seed := ops.Mul(ops.OnesLike(value), tensor.Scalar(1/float64(comm.Size())))
+			grads = tp.GradientSeeded(value, seed, Values(vars)...)
+			seed.Release()
+			l = value.Float()
+		})
+		if err == nil {
+			err = acc.apply(vars, grads, reduce)
+		}
+		releaseAll(grads)
 		if err != nil {
 			return 0, 0, err
 		}

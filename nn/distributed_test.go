@@ -3,6 +3,7 @@ package nn_test
 import (
 	"context"
 	"fmt"
+	"github.com/eagerflow/eagerflow/collective"
 	"math"
 	"testing"
 
@@ -90,4 +91,42 @@ func TestRankDataParallel(t *testing.T) {
 			}
 		}
 	}
+
+	// Gradient accumulation over two micro-batches: each rank sums its
+	// own, the ranks' sums meet once a round (one all-reduce where there
+	// were two), and the variables end where one process's do.
+	accumulated := func(o nn.Optimizer) nn.Optimizer { return nn.NewAccumulatedOptimizer(o, 2) }
+	ref = dpModel(1)
+	fitAcc := func(model *nn.Sequential, ds *data.Dataset, step func(nn.Optimizer) nn.Step, cfg nn.FitConfig) {
+		opt := accumulated(&nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5})
+		cfg.Epochs = 2
+		if _, err := nn.Fit(context.Background(), ds, nn.AllVariables(model), opt, step(opt), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fitAcc(ref, all.Take(48).Batch(12, false), func(o nn.Optimizer) nn.Step { return nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, o) }, nn.FitConfig{})
+	model := dpModel(uint64(1 + 100*r))
+	counted := &countingComm{Comm: comm}
+	fitAcc(model, all.Take(48).Shard(n, r).Batch(12/n, false), func(o nn.Optimizer) nn.Step {
+		return nn.DistributedTrainStep(counted, model, nn.SparseSoftmaxCrossEntropy, o)
+	}, nn.FitConfig{Comm: comm})
+	for i, v := range model.Variables() {
+		if d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float(); d > 1e-5 {
+			t.Errorf("rank %d of %d, accumulated: %s differs from one process's by %g", r, n, v.Name(), d)
+		}
+	}
+	if got, want := counted.allReduces, 4; got != want { // 8 micro-batches, 4 rounds, one bucket
+		t.Errorf("rank %d of %d, accumulated: %d all-reduces in 8 micro-batches, want %d", r, n, got, want)
+	}
+}
+
+// countingComm counts its AllReduce calls.
+type countingComm struct {
+	collective.Comm
+	allReduces int
+}
+
+func (c *countingComm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
+	c.allReduces++
+	return c.Comm.AllReduce(t, op)
 }
