@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/internal/approx"
+	"github.com/eagerflow/eagerflow/nn"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -142,6 +144,72 @@ func TestSequencesOnGPU(t *testing.T) {
 			op.run(in)
 			if n := ctx.Queued - before; n != 1 {
 				t.Errorf("%s: a sequence of 4 steps for 9 rows queued %d calls, want 1", op.name, n)
+			}
+		}
+	}
+}
+
+// nn.RNN over an LSTM or a GRU cell runs its sequence op on the GPU and
+// gives what its loop of cell steps gives on the CPU: from a state of the
+// caller's, every step's outputs or the last, the final state, and the
+// gradients through them; in float32 and under mixed bfloat16 (the
+// input cast, the half kernels).
+func TestRecurrentLayersOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, c := range []struct {
+		name   string
+		cell   func(r *tensor.RNG) nn.Cell
+		states int
+	}{
+		{"lstm", func(r *tensor.RNG) nn.Cell { return nn.NewLSTMCell("l", r, 3, 5, tensor.Float32) }, 2},
+		{"gru", func(r *tensor.RNG) nn.Cell { return nn.NewGRUCell("g", r, 3, 5, tensor.Float32) }, 1},
+	} {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+			for _, seqs := range []bool{false, true} {
+				run := func(dev device.Device) []*tensor.Tensor {
+					var out []*tensor.Tensor
+					onDevice(dev, func() {
+						r := tensor.NewRNG(4)
+						layer := &nn.RNN{Cell: c.cell(r), ReturnSequences: seqs}
+						x := ops.Cast(tensor.RandNormal(r, tensor.Float32, 6, 7, 3), dt)
+						state := make([]*tensor.Tensor, c.states)
+						for i := range state {
+							state[i] = ops.Cast(tensor.RandNormal(r, tensor.Float32, 6, 5), dt)
+						}
+						if dev != device.Host() {
+							x = onGPU(t, d, x)
+							for i := range state {
+								state[i] = onGPU(t, d, state[i])
+							}
+						}
+						vars := nn.AllVariables(layer)
+						tp := tape.New()
+						tp.Watch(x)
+						tp.Watch(state...)
+						y, final := layer.Run(x, state)
+						loss := ops.Sum(ops.Cast(ops.Mul(y, y), tensor.Float32))
+						for _, f := range final {
+							loss = ops.Add(loss, ops.Sum(ops.Cast(ops.Sin(f), tensor.Float32)))
+						}
+						grads := tp.Gradient(loss, append(append([]*tensor.Tensor{x}, state...), nn.Values(vars)...)...)
+						out = append(append([]*tensor.Tensor{y}, final...), grads...)
+						for i, o := range out {
+							if o.Device() != device.Host() {
+								out[i] = onHost(t, o)
+							}
+						}
+					})
+					return out
+				}
+				want, got := run(device.Host()), run(d)
+				tol := map[tensor.DType]float64{tensor.Float32: 1e-5, tensor.BFloat16: 3e-2}[dt]
+				for i := range want {
+					g := tensor.ToSlice[float64](ops.Cast(got[i], tensor.Float64))
+					w := tensor.ToSlice[float64](ops.Cast(want[i], tensor.Float64))
+					if diff := approx.Diff(g, w, tol); diff != "" {
+						t.Errorf("%s %v (sequences %v) output %d: %s", c.name, dt, seqs, i, diff)
+					}
+				}
 			}
 		}
 	}
