@@ -155,7 +155,7 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 	}
 	if o.Traced {
 		return tracedStep("TracedDistributedTrainStep", model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
-			return sumOfGradients(comm, grads, o.BucketBytes)
+			return sumOfGradients("TracedDistributedTrainStep", comm, grads, o.BucketBytes)
 		}, false)
 	}
 	if acc, ok := opt.(*AccumulatedOptimizer); ok {
@@ -209,7 +209,9 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 // there were Every, the same step but for the sums' order. Every rank
 // must give gradients for the same variables in a round.
 func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *AccumulatedOptimizer, o DistributedOptions) Step {
-	reduce := func(sums []*tensor.Tensor) []*tensor.Tensor { return sumOfGradients(comm, sums, o.BucketBytes) }
+	reduce := func(sums []*tensor.Tensor) []*tensor.Tensor {
+		return sumOfGradients("DistributedTrainStep", comm, sums, o.BucketBytes)
+	}
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: DistributedTrainStep: a batch of (inputs, labels), got %d components", len(b))
@@ -262,12 +264,12 @@ type DistributedOptions struct {
 // for a traced step (whose pass is seeded with 1/Size, so that the sum is
 // the mean): each bucket of several gradients flattened into one vector,
 // all-reduced and split back.
-func sumOfGradients(comm collective.Comm, grads []*tensor.Tensor, bucketBytes int) []*tensor.Tensor {
+func sumOfGradients(op string, comm collective.Comm, grads []*tensor.Tensor, bucketBytes int) []*tensor.Tensor {
 	out := make([]*tensor.Tensor, len(grads))
 	sum := func(t *tensor.Tensor) *tensor.Tensor {
 		m, err := comm.AllReduce(t, collective.Sum)
 		if err != nil {
-			panic(tensor.NewError("nn", "TracedDistributedTrainStep", err, []*tensor.Tensor{t}, "", "averaging the gradients: %v", err))
+			panic(tensor.NewError("nn", op, err, []*tensor.Tensor{t}, "", "summing the gradients over the ranks: %v", err))
 		}
 		return m
 	}

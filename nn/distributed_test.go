@@ -3,10 +3,10 @@ package nn_test
 import (
 	"context"
 	"fmt"
-	"github.com/eagerflow/eagerflow/collective"
 	"math"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/collective/mpi"
 	"github.com/eagerflow/eagerflow/data"
 	"github.com/eagerflow/eagerflow/internal/mpitest"
