@@ -260,10 +260,11 @@ type DistributedOptions struct {
 	Traced bool
 }
 
-// sumOfGradients is the sum of grads over comm's ranks written with ops,
-// for a traced step (whose pass is seeded with 1/Size, so that the sum is
-// the mean): each bucket of several gradients flattened into one vector,
-// all-reduced and split back.
+// sumOfGradients is the sum of grads over comm's ranks written with ops
+// (nil for nil), for a traced step or an accumulated round (whose
+// passes are seeded with 1/Size, so that the sum is the mean): each
+// bucket of several gradients flattened into one vector, all-reduced and
+// split back; a failure panics with a *tensor.Error naming op.
 func sumOfGradients(op string, comm collective.Comm, grads []*tensor.Tensor, bucketBytes int) []*tensor.Tensor {
 	out := make([]*tensor.Tensor, len(grads))
 	sum := func(t *tensor.Tensor) *tensor.Tensor {
