@@ -558,6 +558,16 @@ func samples() map[string][]sample {
 	}
 	add("LSTMCellBackprop", one("through its op", func() { underTape(lstm, r(-3, 3, 3, 8), r(-2, 2, 3, 8), r(-2, 2, 3, 2)) }, true, true),
 		one("float32 through its op", func() { underTape(lstm, f32(r(-3, 3, 5, 12)), f32(r(-2, 2, 5, 12)), f32(r(-2, 2, 5, 3))) }, false, false))
+	// FusedMatMul's weight and bias gradients in one op (a GPU's one
+	// GEMM): through FusedMatMul's gradient, float64 with finite
+	// differences, float32, an empty batch, the half types.
+	dense := func(in []T) T { return ops.Sin(ops.FusedMatMul(in[0], in[1], in[2], ops.ReluActivation)) }
+	add("FusedMatMulWeightsGrad", one("through FusedMatMul's gradient", func() { underTape(dense, r(-1, 1, 5, 3), r(-1, 1, 3, 4), r(-1, 1, 4)) }, true, true),
+		one("float32", func() { underTape(dense, f32(r(-1, 1, 7, 6)), f32(r(-1, 1, 6, 5)), f32(r(-1, 1, 5))) }, false, false),
+		one("empty batch", func() { underTape(dense, r(-1, 1, 0, 3), r(-1, 1, 3, 4), r(-1, 1, 4)) }, false, false))
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		add("FusedMatMulWeightsGrad", one(fmt.Sprint(dt), func() { underTape(dense, of(dt, -1, 1, 6, 8), of(dt, -1, 1, 8, 4), of(dt, -1, 1, 4)) }, false, false))
+	}
 	// LSTMSequence: the op and its backward (through its gradient),
 	// float64 with finite differences, five rows (a block of four and
 	// one), the other float dtypes, no steps.

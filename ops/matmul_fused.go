@@ -49,15 +49,44 @@ func init() {
 			if g.Attrs.(FusedMatMulAttrs).Activation == ReluActivation {
 				dz = reluGrad(y, dy)
 			}
-			grads := []*tensor.Tensor{
-				when(g.Needs[0], func() *tensor.Tensor { return MatMulT(dz, w, false, true) }),
-				when(g.Needs[1], func() *tensor.Tensor { return MatMulT(x, dz, true, false) }),
-				when(g.Needs[2], func() *tensor.Tensor { return Sum(dz, 0) }),
+			grads := []*tensor.Tensor{when(g.Needs[0], func() *tensor.Tensor { return MatMulT(dz, w, false, true) }), nil, nil}
+			if g.Needs[1] && g.Needs[2] {
+				// One op (a GPU's one GEMM whose epilogue sums the bias's
+				// gradient: a launch fewer a layer).
+				d := eager.Run(weightsGradOp, nil, x, dz)
+				grads[1], grads[2] = d[0], d[1]
+			} else {
+				grads[1] = when(g.Needs[1], func() *tensor.Tensor { return MatMulT(x, dz, true, false) })
+				grads[2] = when(g.Needs[2], func() *tensor.Tensor { return Sum(dz, 0) })
 			}
 			if dz != dy {
 				releaseTemp(dz)
 			}
 			return grads
+		},
+	})
+}
+
+var weightsGradOp *eager.Op
+
+func init() {
+	// Inputs x [m k] and dz [m n]; outputs xᵀ·dz [k n] and the sums of
+	// dz's rows [n]: FusedMatMul's weight's and bias's gradients, one op
+	// (on a GPU one GEMM, cuBLASLt's BGRADA epilogue summing the bias's).
+	// Differentiable as the two written out (again.go).
+	weightsGradOp = eager.Register(&eager.Op{
+		Name: "FusedMatMulWeightsGrad", Inputs: 2, DTypes: floatTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, dz := c.Inputs[0], c.Inputs[1]
+			if x.Rank() != 2 || dz.Rank() != 2 || x.Dim(0) != dz.Dim(0) {
+				c.Fail(tensor.ErrShape, "needs an input [m k] and an output gradient [m n] of its rows, got %v and %v", x.Shape(), dz.Shape())
+			}
+			return []eager.Out{{DType: x.DType(), Shape: tensor.Shape{x.Dim(1), dz.Dim(1)}}, {DType: x.DType(), Shape: tensor.Shape{dz.Dim(1)}}}
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			return backpropGrad(g, func(in []*tensor.Tensor) []*tensor.Tensor {
+				return []*tensor.Tensor{MatMulT(in[0], in[1], true, false), Sum(in[1], 0)}
+			})
 		},
 	})
 }

@@ -171,3 +171,28 @@ func fusedMatMulKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
 func init() {
 	kernels{f32: fusedMatMulKernel[float32], f64: fusedMatMulKernel[float64]}.register("FusedMatMul")
 }
+
+func init() {
+	kernels{f32: weightsGradKernel[float32], f64: weightsGradKernel[float64]}.register("FusedMatMulWeightsGrad")
+}
+
+// weightsGradKernel is FusedMatMulWeightsGrad: xᵀ·dz by the GEMM, the
+// sums of dz's rows in float64, rounded once (the workers a share of the
+// columns each, every row's stretch of them in turn).
+func weightsGradKernel[T gemmElem](c *eager.Call, outs []*tensor.Tensor) {
+	x, dz := c.Inputs[0], c.Inputs[1]
+	m, k, n := x.Dim(0), x.Dim(1), dz.Dim(1)
+	dzv, db := data[T](dz), data[T](outs[1])
+	gemm(deviceOf(c), k, n, m, data[T](x), true, dzv, false, data[T](outs[0]))
+	deviceOf(c).Parallel(n, float64(m), func(lo, hi int) {
+		sums := make([]float64, hi-lo)
+		for r := range m {
+			for j, v := range dzv[r*n+lo : r*n+hi] {
+				sums[j] += float64(v)
+			}
+		}
+		for j, s := range sums {
+			db[lo+j] = T(s)
+		}
+	})
+}

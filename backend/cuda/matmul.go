@@ -22,6 +22,7 @@ func init() {
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16} {
 		eager.RegisterKernel("MatMul", device.GPU, dt, matmul)
 		eager.RegisterKernel("FusedMatMul", device.GPU, dt, fusedMatmul)
+		eager.RegisterKernel("FusedMatMulWeightsGrad", device.GPU, dt, weightsGrad)
 	}
 	for _, d := range []kernels.DType{kernels.S32, kernels.S64, kernels.U8} {
 		eager.RegisterKernel("MatMul", device.GPU, tensorType(d), intMatmul(d))
@@ -154,6 +155,32 @@ type product struct {
 	batch            int
 	bias             *tensor.Tensor
 	relu             bool
+	// biasGrad, where set, receives op(b)'s column sums (n elements of
+	// c's dtype) from the GEMM's epilogue (cu.Gemm.BiasGradA: cuBLAS
+	// multiplies b by a, so op(b)ᵀ is its A).
+	biasGrad *tensor.Tensor
+}
+
+// weightsGrad is FusedMatMulWeightsGrad: dw = xᵀ·dz by one GEMM whose
+// epilogue sums dz's rows into db (cuBLASLt's BGRADA), or, where the
+// context has no such epilogue (cu.ErrNoEpilogue: no cuBLASLt, no
+// algorithm for the shape or dtype), the GEMM and a column fold.
+func weightsGrad(c *eager.Call, outs []*tensor.Tensor) {
+	x, dz, dw, db := c.Inputs[0], c.Inputs[1], outs[0], outs[1]
+	d := gpu(c)
+	p := product{a: x, b: dz, c: dw, transA: true, m: x.Dim(1), k: x.Dim(0), n: dz.Dim(1), batch: 1, biasGrad: db}
+	if p.k == 0 || d.noEpilogue.Load() {
+		p.biasGrad = nil
+	}
+	err := d.product(p)
+	if errors.Is(err, cu.ErrNoEpilogue) && p.biasGrad != nil {
+		p.biasGrad = nil
+		err = d.product(p)
+	}
+	check(c, err)
+	if p.biasGrad == nil && db.NumElements() > 0 {
+		reduceInto(c, kernelType(dz.DType()), dz, []int{0}, ops.ReduceSum, db)
+	}
 }
 
 // product queues p: one strided batched GEMM (a fill where k is 0, which
@@ -169,9 +196,12 @@ func (d *Device) product(p product) error {
 	if p.k == 0 {
 		return fmt.Errorf("%w: an epilogue without a contraction", cu.ErrNoEpilogue)
 	}
-	var bias cu.Ptr
+	var bias, biasGrad cu.Ptr
 	if p.bias != nil {
 		bias = ptr(p.bias)
+	}
+	if p.biasGrad != nil {
+		biasGrad = ptr(p.biasGrad)
 	}
 	t, in := gemmTypes[p.c.DType()], cu.GemmType(0)
 	if a := gemmTypes[p.a.DType()]; a != t {
@@ -191,6 +221,6 @@ func (d *Device) product(p product) error {
 		Type: t, TransA: p.transB, TransB: p.transA, M: p.n, N: p.m, K: p.k, Alpha: 1,
 		A: ptr(p.b), LDA: ldb, StrideA: int64(p.strideB), B: ptr(p.a), LDB: lda, StrideB: int64(p.strideA),
 		C: ptr(p.c), LDC: p.n, StrideC: int64(p.m * p.n), Batch: p.batch,
-		TF32: t == cu.Float32 && in == 0 && d.tf32.Load(), Bias: bias, Relu: p.relu, In: in,
+		TF32: t == cu.Float32 && in == 0 && d.tf32.Load(), Bias: bias, Relu: p.relu, In: in, BiasGradA: biasGrad,
 	})
 }

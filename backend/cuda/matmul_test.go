@@ -3,10 +3,13 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
+	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -59,6 +62,69 @@ func TestFusedMatMulOnGPU(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// FusedMatMul's weight and bias gradients (FusedMatMulWeightsGrad) on
+// the GPU agree with the CPU's, in one GEMM whose epilogue sums the
+// bias's (no kernel beside it on the emulator) and through the column
+// fold where the context has no epilogue; every float dtype, empty
+// batches and contractions too.
+func TestWeightsGradOnGPU(t *testing.T) {
+	d := testGPU(t)
+	ctx, emulated := d.ctx.(*emu.Context)
+	defer d.noEpilogue.Store(d.noEpilogue.Load())
+	r := tensor.NewRNG(22)
+	for _, inGemm := range []bool{true, false} {
+		d.noEpilogue.Store(!inGemm)
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16} {
+			for _, s := range [][3]int{{1, 5, 3}, {33, 17, 9}, {0, 3, 2}, {6, 4, 0}, {128, 64, 96}} {
+				m, k, n := s[0], s[1], s[2]
+				x := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, m, k), dt)
+				w := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, k, n), dt)
+				b := ops.Cast(tensor.RandUniform(r, tensor.Float64, -1, 1, n), dt)
+				grads := func(x, w, b *tensor.Tensor) []*tensor.Tensor {
+					tp := tape.New()
+					tp.Watch(w, b)
+					return tp.Gradient(ops.Sum(ops.Sin(ops.Cast(ops.FusedMatMul(x, w, b, ops.ReluActivation), tensor.Float32))), w, b)
+				}
+				want := grads(x, w, b)
+				gx, gw, gb := onGPU(t, d, x), onGPU(t, d, w), onGPU(t, d, b)
+				if err := d.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				got := grads(gx, gw, gb)
+				what := fmt.Sprintf("in the GEMM %v, %v [%d %d]x[%d %d]", inGemm, dt, m, k, k, n)
+				for i, name := range []string{"dw", "db"} {
+					// The half types' sums of 128 products rounded from
+					// inputs a unit apart here and there: a few units.
+					agreeWithin(t, what+" "+name, got[i], want[i], 4*approx.Tolerance(dt))
+				}
+			}
+		}
+	}
+	// The epilogue's launch count: the step's kernels but the fold.
+	if emulated {
+		x, w, b := onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 64, 32)), onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 32, 16)), onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 16))
+		folds := map[bool]int{}
+		for _, inGemm := range []bool{true, false} {
+			d.noEpilogue.Store(!inGemm)
+			ctx.SetProfiler(func(p emu.Profile) {
+				if strings.HasPrefix(p.Kernel, "reduce_cols") {
+					folds[inGemm]++
+				}
+			})
+			tp := tape.New()
+			tp.Watch(w, b)
+			tp.Gradient(ops.Sum(ops.FusedMatMul(x, w, b, ops.NoActivation)), w, b)
+			if err := d.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			ctx.SetProfiler(nil)
+		}
+		if folds[true] != 0 || folds[false] == 0 {
+			t.Errorf("column folds: %d with the epilogue (want none), %d without (want some)", folds[true], folds[false])
 		}
 	}
 }

@@ -109,6 +109,10 @@ type Gemm struct {
 	// each column of C; Relu clamps C's elements at 0 after it.
 	Bias Ptr
 	Relu bool
+	// BiasGradA, where not 0, receives op(A)'s sums over K, M elements of
+	// Type (cuBLASLt's BGRADA epilogue: a bias's gradient beside the
+	// weights' in one GEMM); a single matrix, without Bias or Relu.
+	BiasGradA Ptr
 	// FP8A and FP8B, where set (both; 0 is unset), make A and B 8-bit
 	// floats of those types (Float8E4M3, Float8E5M2), multiplied on the
 	// FP8 tensor cores, summing in float32: C = alpha·sa·sb·op(A)·op(B)
@@ -130,7 +134,7 @@ type Gemm struct {
 }
 
 // Epilogue reports whether g has an epilogue.
-func (g Gemm) Epilogue() bool { return g.Bias != 0 || g.Relu }
+func (g Gemm) Epilogue() bool { return g.Bias != 0 || g.Relu || g.BiasGradA != 0 }
 
 // FP8 reports whether g multiplies 8-bit floats.
 func (g Gemm) FP8() bool { return g.FP8A != 0 }

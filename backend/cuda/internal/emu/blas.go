@@ -108,7 +108,8 @@ func writeElem(raw []byte, i int, t cu.GemmType, v float64) {
 // epilogue as cuBLASLt's: the bias (M elements) added to each column and
 // Relu, on the product in float32 (float64 for Float64 GEMMs); C is
 // rounded to its type once. With beta 0, C is not read (cuBLAS's rule:
-// NaN in C does not propagate). An FP8 GEMM reads its operands as their
+// NaN in C does not propagate). A bias gradient (BGRADA) is op(A)'s rows
+// summed over K in float64, rounded once. An FP8 GEMM reads its operands as their
 // 8-bit types and multiplies alpha by its two scales (in float32, as
 // cuBLASLt's scale type).
 func gemm(mem *memory, g cu.Gemm) error {
@@ -131,6 +132,9 @@ func gemm(mem *memory, g cu.Gemm) error {
 	rowsB, colsB := g.K, g.N
 	if g.TransB {
 		rowsB, colsB = g.N, g.K
+	}
+	if g.BiasGradA != 0 && (g.Batch != 1 || g.Bias != 0 || g.Relu) {
+		return fmt.Errorf("%w: a bias gradient takes a single matrix and no other epilogue", cu.ErrNoEpilogue)
 	}
 	var bias matrix
 	if g.Bias != 0 {
@@ -180,6 +184,23 @@ func gemm(mem *memory, g cu.Gemm) error {
 					v = epilogue(v, g.Type == cu.Float64, bias, i, g.Relu)
 				}
 				c.set(i, j, v)
+			}
+		}
+		if g.BiasGradA != 0 { // op(A)'s sums over K, rounded once
+			grad, err := view(mem, uint64(g.BiasGradA), g.M, 1, max(g.M, 1), g.Type)
+			if err != nil {
+				return fmt.Errorf("bias gradient: %v", err)
+			}
+			for i := 0; i < g.M; i++ {
+				s := 0.0
+				for p := 0; p < g.K; p++ {
+					if g.TransA {
+						s += a.at(p, i)
+					} else {
+						s += a.at(i, p)
+					}
+				}
+				grad.set(i, 0, s)
 			}
 		}
 	}

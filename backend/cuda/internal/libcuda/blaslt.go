@@ -47,10 +47,11 @@ const (
 	ltDescScaleA   = 17 // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, void* (float32 on the device)
 	ltDescScaleB   = 18 // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
 
-	ltEpilogueDefault  = 1 // CUBLASLT_EPILOGUE_DEFAULT
-	ltEpilogueRelu     = 2 // CUBLASLT_EPILOGUE_RELU
-	ltEpilogueBias     = 4 // CUBLASLT_EPILOGUE_BIAS
-	ltEpilogueReluBias = 6 // CUBLASLT_EPILOGUE_RELU_BIAS
+	ltEpilogueDefault  = 1   // CUBLASLT_EPILOGUE_DEFAULT
+	ltEpilogueRelu     = 2   // CUBLASLT_EPILOGUE_RELU
+	ltEpilogueBias     = 4   // CUBLASLT_EPILOGUE_BIAS
+	ltEpilogueReluBias = 6   // CUBLASLT_EPILOGUE_RELU_BIAS
+	ltEpilogueBGradA   = 256 // CUBLASLT_EPILOGUE_BGRADA: op(A)'s sums over K to the bias pointer
 
 	ltLayoutBatch  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32
 	ltLayoutStride = 6 // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64
@@ -113,6 +114,9 @@ func ltKey(g cu.Gemm) cu.Gemm {
 	if g.Bias != 0 {
 		g.Bias = 1
 	}
+	if g.BiasGradA != 0 {
+		g.BiasGradA = 1
+	}
 	g.A, g.B, g.C = 0, 0, 0
 	if g.FP8() {
 		g.ScaleA, g.ScaleB = 1, 1
@@ -148,7 +152,7 @@ func (c *Context) ltGemm(s cu.Stream, g cu.Gemm) (handled bool, err error) {
 	for _, ptr := range []struct {
 		attr int
 		p    cu.Ptr
-	}{{ltDescBias, g.Bias}, {ltDescScaleA, g.ScaleA}, {ltDescScaleB, g.ScaleB}} {
+	}{{ltDescBias, g.Bias | g.BiasGradA}, {ltDescScaleA, g.ScaleA}, {ltDescScaleB, g.ScaleB}} {
 		if ptr.p == 0 {
 			continue
 		}
@@ -217,6 +221,8 @@ func (c *Context) ltPlanOf(g cu.Gemm) (*ltPlan, error) {
 		epilogue = ltEpilogueBias
 	case g.Relu:
 		epilogue = ltEpilogueRelu
+	case g.BiasGradA != 0:
+		epilogue = ltEpilogueBGradA
 	}
 	for _, a := range []struct {
 		attr int
