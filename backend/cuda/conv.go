@@ -220,7 +220,7 @@ func convInputInto(c *eager.Call, a ops.Conv2DGemmAttrs, f, dy, out *tensor.Tens
 }
 
 func convFilter(c *eager.Call, outs []*tensor.Tensor) {
-	convFilterInto(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], outs[0])
+	convFilterInto(c, c.Attrs.(ops.Conv2DGemmAttrs), c.Inputs[0], c.Inputs[1], outs[0], nil)
 }
 
 // fusedConvBackprop is FusedConv2DBackprop (ops/conv_fused_grad.go): dz =
@@ -242,10 +242,14 @@ func fusedConvBackprop(c *eager.Call, outs []*tensor.Tensor) {
 		convInputInto(c, a.Conv, f, dz, outs[0])
 		outs = outs[1:]
 	}
-	convFilterInto(c, a.Conv, x, dz, outs[0])
-	// The bias gradient by the reductions' kernels: cuDNN's
-	// (cudnnConvolutionBackwardBias, calc_bias_diff_nhwc_packed) took 284
-	// µs a call on an H200 for what a column sum does in about 6.
+	// The bias gradient in the filter GEMM's epilogue where the filter
+	// gradient is a GEMM and the context runs one; else by the
+	// reductions' kernels: cuDNN's (cudnnConvolutionBackwardBias,
+	// calc_bias_diff_nhwc_packed) took 284 µs a call on an H200 for what
+	// a column sum does in about 6.
+	if convFilterInto(c, a.Conv, x, dz, outs[0], outs[1]) {
+		return
+	}
 	dims := []int{0, 1, 2} // NHWC: all but the channels
 	if a.Conv.Format == ops.NCHW {
 		dims = []int{0, 2, 3}

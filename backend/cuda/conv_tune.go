@@ -51,33 +51,31 @@ func (d *Device) filterWayOf(cv cu.Conv) filterWay {
 // convolution a of x, whose output's gradient is dy: through cuDNN or
 // a patch matrix and a GEMM, as the shape's first call decided
 // (timeFilterWays), the GEMM alone where cuDNN is off or refuses it.
-func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
+func convFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out, bias *tensor.Tensor) bool {
 	if out.NumElements() == 0 {
-		return
+		return false
 	}
 	d := gpu(c)
 	cv, ok := d.dnnConvOf(a, x.DType(), x.Dim(0), a.Channels(x), a.Channels(dy))
 	if _, on := d.dnn(); !ok || !on {
-		gemmFilterInto(c, a, x, dy, out)
-		return
+		return gemmFilterInto(c, a, x, dy, out, bias)
 	}
 	switch d.filterWayOf(cv) {
 	case filterByDNN:
 		if d.dnnBackwardFilter(c, a, x, dy, out) {
-			return
+			return false
 		}
 	case filterByGEMM:
-		gemmFilterInto(c, a, x, dy, out)
-		return
+		return gemmFilterInto(c, a, x, dy, out, bias)
 	default:
 		if d.timeFilterWays(c, cv, a, x, dy, out) {
-			return
+			return false
 		}
 		if d.dnnBackwardFilter(c, a, x, dy, out) {
-			return
+			return false
 		}
 	}
-	gemmFilterInto(c, a, x, dy, out)
+	return gemmFilterInto(c, a, x, dy, out, bias)
 }
 
 // timeFilterWays computes the filter gradient into out both ways, timed
@@ -107,7 +105,7 @@ func (d *Device) timeFilterWays(c *eager.Call, cv cu.Conv, a ops.Conv2DGemmAttrs
 	defer d.Forget(mid)
 	mine := temporary(c, out.DType(), out.Shape(), "the filter gradient timed by a GEMM")
 	defer mine.Release()
-	gemmFilterInto(c, a, x, dy, mine)
+	gemmFilterInto(c, a, x, dy, mine, nil)
 	end, err := d.Mark()
 	if err != nil {
 		return true
@@ -133,24 +131,27 @@ func (d *Device) decideFilter(cv cu.Conv, w filterWay) {
 }
 
 // gemmFilterInto is the filter gradient as a patch matrix of x times dy:
-// out[kh, kw, c, o] = Σ patches[n·rows, (kh, kw, c)]·dy[n·rows, o].
-func gemmFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out *tensor.Tensor) {
+// out[kh, kw, c, o] = Σ patches[n·rows, (kh, kw, c)]·dy[n·rows, o]; with
+// a bias (nil: none), dy's sums over the batch and positions into it by
+// the GEMM's epilogue where it runs one, reporting whether it did
+// (productSummingB).
+func gemmFilterInto(c *eager.Call, a ops.Conv2DGemmAttrs, x, dy, out, bias *tensor.Tensor) bool {
 	n, ch, o := x.Dim(0), a.Channels(x), a.Channels(dy)
 	rows, taps := convShapes(a, ch)
 	p := patchMatrix(c, x, a, rows, taps)
 	defer p.Release()
 	d := gpu(c)
 	if a.Format == ops.NHWC {
-		check(c, d.product(product{a: p, transA: true, b: dy, c: out, m: taps, k: n * rows, n: o, batch: 1}))
-		return
+		return productSummingB(c, product{a: p, transA: true, b: dy, c: out, m: taps, k: n * rows, n: o, batch: 1}, bias)
 	}
 	dyp := move.Permuted(c, dy, []int{0, 2, 3, 1}) // [N, OH, OW, O]
 	defer dyp.Release()
 	dfp := temporary(c, out.DType(), tensor.Shape{ch, a.KH, a.KW, o}, "the permuted filter gradient")
 	defer dfp.Release()
-	check(c, d.product(product{a: p, transA: true, b: dyp, c: dfp, m: taps, k: n * rows, n: o, batch: 1}))
+	summed := productSummingB(c, product{a: p, transA: true, b: dyp, c: dfp, m: taps, k: n * rows, n: o, batch: 1}, bias)
 	// out[kh, kw, c, o] = dfp[c, kh, kw, o]
 	st := tensor.Strides(dfp.Shape(), nil)
 	check(c, d.Copy(out.Buffer(), 0, tensor.Strides(out.Shape(), nil), dfp.Buffer(), 0,
 		[]int{st[1], st[2], st[0], st[3]}, out.Shape(), out.DType().Size()))
+	return summed
 }

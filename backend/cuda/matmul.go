@@ -167,20 +167,30 @@ type product struct {
 // algorithm for the shape or dtype), the GEMM and a column fold.
 func weightsGrad(c *eager.Call, outs []*tensor.Tensor) {
 	x, dz, dw, db := c.Inputs[0], c.Inputs[1], outs[0], outs[1]
-	d := gpu(c)
-	p := product{a: x, b: dz, c: dw, transA: true, m: x.Dim(1), k: x.Dim(0), n: dz.Dim(1), batch: 1, biasGrad: db}
-	if p.k == 0 || d.noEpilogue.Load() {
-		p.biasGrad = nil
-	}
-	err := d.product(p)
-	if errors.Is(err, cu.ErrNoEpilogue) && p.biasGrad != nil {
-		p.biasGrad = nil
-		err = d.product(p)
-	}
-	check(c, err)
-	if p.biasGrad == nil && db.NumElements() > 0 {
+	p := product{a: x, b: dz, c: dw, transA: true, m: x.Dim(1), k: x.Dim(0), n: dz.Dim(1), batch: 1}
+	if !productSummingB(c, p, db) && db.NumElements() > 0 {
 		reduceInto(c, kernelType(dz.DType()), dz, []int{0}, ops.ReduceSum, db)
 	}
+}
+
+// productSummingB queues p, with op(b)'s column sums into sums (nil:
+// none) by the GEMM's epilogue where the context runs it (p.biasGrad),
+// and reports whether it wrote them; else the GEMM alone (a context
+// without epilogues, a refusal of this one: the caller folds the
+// columns itself).
+func productSummingB(c *eager.Call, p product, sums *tensor.Tensor) bool {
+	d := gpu(c)
+	if sums != nil && p.k > 0 && p.batch == 1 && !d.noEpilogue.Load() {
+		p.biasGrad = sums
+		err := d.product(p)
+		if !errors.Is(err, cu.ErrNoEpilogue) {
+			check(c, err)
+			return true
+		}
+		p.biasGrad = nil
+	}
+	check(c, d.product(p))
+	return false
 }
 
 // product queues p: one strided batched GEMM (a fill where k is 0, which

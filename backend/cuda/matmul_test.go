@@ -104,6 +104,31 @@ func TestWeightsGradOnGPU(t *testing.T) {
 			}
 		}
 	}
+	// A convolution's bias gradient by its filter GEMM's epilogue (the
+	// patches' GEMM, cuDNN off), both layouts, and by the fold without.
+	d.SetCuDNN(false)
+	defer d.SetCuDNN(true)
+	for _, inGemm := range []bool{true, false} {
+		d.noEpilogue.Store(!inGemm)
+		for _, f := range []ops.DataFormat{ops.NHWC, ops.NCHW} {
+			shape, filt := []int{2, 7, 6, 3}, []int{3, 3, 3, 5}
+			if f == ops.NCHW {
+				shape = []int{2, 3, 7, 6}
+			}
+			x, w := tensor.RandUniform(r, tensor.Float32, -1, 1, shape...), tensor.RandUniform(r, tensor.Float32, -1, 1, filt...)
+			b := tensor.RandUniform(r, tensor.Float32, -1, 1, 5)
+			o := ops.Conv2DOpts{Strides: [2]int{2, 2}, Padding: ops.Same, Format: f}
+			grads := func(x, w, b *tensor.Tensor) []*tensor.Tensor {
+				tp := tape.New()
+				tp.Watch(w, b)
+				return tp.Gradient(ops.Sum(ops.Sin(ops.FusedConv2D(x, w, b, o, ops.ReluActivation))), w, b)
+			}
+			want, got := grads(x, w, b), grads(onGPU(t, d, x), onGPU(t, d, w), onGPU(t, d, b))
+			for i, name := range []string{"dw", "db"} {
+				agree(t, fmt.Sprintf("conv %v, in the GEMM %v: %s", f, inGemm, name), got[i], want[i])
+			}
+		}
+	}
 	// The epilogue's launch count: the step's kernels but the fold.
 	if emulated {
 		x, w, b := onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 64, 32)), onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 32, 16)), onGPU(t, d, tensor.RandUniform(r, tensor.Float32, -1, 1, 16))
