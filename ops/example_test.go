@@ -140,3 +140,31 @@ func Example_neuralNet() {
 	//  [0.7870 0.1065 0.1065]] float64[2 3]
 	// [1.0986 0.2395] float64[2]
 }
+
+// A recurrent layer's steps as one op: LSTMSequence runs an LSTM over
+// every step from the input's gate terms (x·W + b for the whole
+// sequence, one product), the recurrent kernel and the initial state. Its
+// last output is the final state's h, and a loop of LSTMCell steps gives
+// the same values.
+func ExampleLSTMSequence() {
+	r := tensor.NewRNG(1)
+	const n, t, h = 2, 3, 4
+	xz := tensor.RandUniform(r, tensor.Float64, -1, 1, n, t, 4*h) // the input's gate terms
+	u := tensor.RandUniform(r, tensor.Float64, -0.5, 0.5, h, 4*h) // the recurrent kernel
+	h0, c0 := tensor.Zeros(tensor.Float64, n, h), tensor.Zeros(tensor.Float64, n, h)
+	ys, hT, cT := ops.LSTMSequence(xz, u, h0, c0)
+	fmt.Println(ys.Shape(), hT.Shape(), cT.Shape())
+	last := ops.Reshape(ops.Slice(ys, []int{0, t - 1, 0}, []int{n, t, h}, nil), n, h)
+	fmt.Println(ops.Amax(ops.Abs(ops.Sub(last, hT))).Float())
+
+	hs, cs := h0, c0
+	for s := range t {
+		x := ops.Reshape(ops.Slice(xz, []int{0, s, 0}, []int{n, s + 1, 4 * h}, nil), n, 4*h)
+		hs, cs = ops.LSTMCell(x, ops.MatMul(hs, u), cs)
+	}
+	fmt.Println(ops.Amax(ops.Abs(ops.Sub(hs, hT))).Float() < 1e-12, ops.Amax(ops.Abs(ops.Sub(cs, cT))).Float() < 1e-12)
+	// Output:
+	// [2 3 4] [2 4] [2 4]
+	// 0
+	// true true
+}
