@@ -57,6 +57,7 @@ type seq struct {
 	r0      ptx.Reg // the block's first row
 	eb, ej  ptx.Reg // the thread's element of the state: row r0+eb, column ej
 	ok      ptx.Reg // whether row r0+eb is in the batch
+	state   ptx.Reg // the element's index in an [n w] array
 }
 
 // newSeqKernel starts kernel name_<d> of the pointer parameters ptrs
@@ -89,7 +90,22 @@ func newSeq(k *ptx.Kernel, d DType) *seq {
 	row := s.add(s.r0, s.eb)
 	s.ok = k.Reg(ptx.Pred)
 	k.Op("setp.lt.u64 %s, %s, %s", s.ok, row, s.n)
+	s.state = s.mad(row, s.w, s.ej)
 	return s
+}
+
+// loadState puts the thread's element of the [n w] array at from (0 for
+// a row past the batch) at the shared address at.
+func (s *seq) loadState(from, at ptx.Reg) {
+	v := zero64(s.m)
+	s.onlyIf(s.ok, func() { s.k.Op("mov.f64 %s, %s", v, loadWide(s.k, s.d, s.elem(from, s.state))) })
+	s.stShared(at, 0, v)
+}
+
+// storeState writes the float64 at the shared address at as the
+// thread's element of the [n w] array at to (rows in the batch only).
+func (s *seq) storeState(at, to ptx.Reg) {
+	s.onlyIf(s.ok, func() { storeNarrow(s.k, s.d, s.elem(to, s.state), s.ldShared(at, 0)) })
 }
 
 // add is a + b (u64).
@@ -259,14 +275,13 @@ func (s *seq) carryBack(gates int, ut, dsh, acc, hAt ptx.Reg) {
 }
 
 // cellAt is the thread's element's index in a [n t w] array at step
-// (row r0+eb, column ej), and the same row's start in a [n t 4w] array.
-func (s *seq) cellAt(step ptx.Reg) (e, gates ptx.Reg) {
+// (row r0+eb, column ej), and the same row's start in a [n t g·w] array
+// of g gates.
+func (s *seq) cellAt(step ptx.Reg, g int) (e, gates ptx.Reg) {
 	row := s.mad(s.add(s.r0, s.eb), s.t, step) // (r·t + step)
 	e = s.mad(row, s.w, s.ej)
-	w4 := s.k.Reg(ptx.U64)
-	s.k.Op("shl.b64 %s, %s, 2", w4, s.w)
 	gates = s.k.Reg(ptx.U64)
-	s.k.Op("mul.lo.s64 %s, %s, %s", gates, row, w4)
+	s.k.Op("mul.lo.s64 %s, %s, %s", gates, row, s.mad(s.w, g, s.constant(0)))
 	return e, gates
 }
 
@@ -281,14 +296,8 @@ func lstmSeqKernel(d DType) *ptx.Kernel {
 	hsh, zsh, csh := s.shared("sh_h", 1), s.shared("sh_z", 4), s.shared("sh_c", 1)
 	// The thread's element: (column ej, row eb) of hs and cs.
 	hAt, cAt := s.sharedAt(hsh, s.ej, s.eb), s.sharedAt(csh, s.ej, s.eb)
-	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej) // [n w] index
-	h, c := zero64(m), zero64(m)
-	s.onlyIf(s.ok, func() {
-		k.Op("mov.f64 %s, %s", h, loadWide(k, d, s.elem(p["h0"], state)))
-		k.Op("mov.f64 %s, %s", c, loadWide(k, d, s.elem(p["c0"], state)))
-	})
-	s.stShared(hAt, 0, h)
-	s.stShared(cAt, 0, c)
+	s.loadState(p["h0"], hAt)
+	s.loadState(p["c0"], cAt)
 	k.Op("bar.sync 0")
 	w4 := k.Reg(ptx.U64)
 	k.Op("shl.b64 %s, %s, 2", w4, s.w)
@@ -326,7 +335,7 @@ func lstmSeqKernel(d DType) *ptx.Kernel {
 		next := m.add(m.mul(f, cv), m.mul(i, g))
 		nextR, hn := s.round(next), s.round(m.mul(o, m.tanh(next)))
 		s.onlyIf(s.ok, func() {
-			e, _ := s.cellAt(step)
+			e, _ := s.cellAt(step, 1)
 			storeNarrow(k, d, s.elem(p["hp"], e), hv)
 			storeNarrow(k, d, s.elem(p["cp"], e), cv)
 			storeNarrow(k, d, s.elem(p["ys"], e), hn)
@@ -335,10 +344,8 @@ func lstmSeqKernel(d DType) *ptx.Kernel {
 		s.stShared(cAt, 0, nextR)
 		k.Op("bar.sync 0")
 	})
-	s.onlyIf(s.ok, func() {
-		storeNarrow(k, d, s.elem(p["hT"], state), s.ldShared(hAt, 0))
-		storeNarrow(k, d, s.elem(p["cT"], state), s.ldShared(cAt, 0))
-	})
+	s.storeState(hAt, p["hT"])
+	s.storeState(cAt, p["cT"])
 	return k
 }
 
@@ -347,14 +354,8 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 	m := s.m
 	dHsh, dzsh, dCsh := s.shared("sh_dh", 1), s.shared("sh_dz", 4), s.shared("sh_dc", 1)
 	hAt, cAt := s.sharedAt(dHsh, s.ej, s.eb), s.sharedAt(dCsh, s.ej, s.eb)
-	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
-	dH, dC := zero64(m), zero64(m)
-	s.onlyIf(s.ok, func() {
-		k.Op("mov.f64 %s, %s", dH, loadWide(k, d, s.elem(p["dhT"], state)))
-		k.Op("mov.f64 %s, %s", dC, loadWide(k, d, s.elem(p["dcT"], state)))
-	})
-	s.stShared(hAt, 0, dH)
-	s.stShared(cAt, 0, dC)
+	s.loadState(p["dhT"], hAt)
+	s.loadState(p["dcT"], cAt)
 	w4 := k.Reg(ptx.U64)
 	k.Op("shl.b64 %s, %s, 2", w4, s.w)
 	s.steps(true, func(step ptx.Reg) {
@@ -364,7 +365,7 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 		for q := range 4 {
 			dz[q] = zero64(m)
 		}
-		e, gates := s.cellAt(step)
+		e, gates := s.cellAt(step, 4)
 		s.onlyIf(s.ok, func() {
 			var z [4]ptx.Reg
 			var at [4]ptx.Reg
@@ -398,10 +399,8 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 		s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", acc, loadWide(k, d, s.elem(p["dhp"], e))) })
 		s.carryBack(4, p["ut"], dzsh, acc, hAt)
 	})
-	s.onlyIf(s.ok, func() {
-		storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0))
-		storeNarrow(k, d, s.elem(p["dc0"], state), s.ldShared(cAt, 0))
-	})
+	s.storeState(hAt, p["dh0"])
+	s.storeState(cAt, p["dc0"])
 	return k
 }
 
@@ -414,10 +413,7 @@ func gruSeqKernel(d DType) *ptx.Kernel {
 	m := s.m
 	hsh, rsh := s.shared("sh_h", 1), s.shared("sh_r", 3)
 	hAt := s.sharedAt(hsh, s.ej, s.eb)
-	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
-	h := zero64(m)
-	s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", h, loadWide(k, d, s.elem(p["h0"], state))) })
-	s.stShared(hAt, 0, h)
+	s.loadState(p["h0"], hAt)
 	k.Op("bar.sync 0")
 	w3 := s.mad(s.w, 3, s.constant(0))
 	column := k.Reg(ptx.Pred) // the thread owns a column of the recurrent terms
@@ -445,7 +441,7 @@ func gruSeqKernel(d DType) *ptx.Kernel {
 		prev := s.ldShared(hAt, 0)
 		next := zero64(m)
 		s.onlyIf(s.ok, func() {
-			e, _ := s.cellAt(step)
+			e, _ := s.cellAt(step, 1)
 			x, rec := s.gruTerms(p["xp"], rsh, step)
 			_, _, _, v := s.gruGates(x, rec, prev)
 			k.Op("mov.f64 %s, %s", next, s.round(v))
@@ -455,7 +451,7 @@ func gruSeqKernel(d DType) *ptx.Kernel {
 		s.stShared(hAt, 0, next)
 		k.Op("bar.sync 0")
 	})
-	s.onlyIf(s.ok, func() { storeNarrow(k, d, s.elem(p["hT"], state), s.ldShared(hAt, 0)) })
+	s.storeState(hAt, p["hT"])
 	return k
 }
 
@@ -463,7 +459,7 @@ func gruSeqKernel(d DType) *ptx.Kernel {
 // 3w] array xp at step and its three recurrent terms from the shared
 // array rsh ([3w][rows]).
 func (s *seq) gruTerms(xp, rsh, step ptx.Reg) (x, rec [3]ptx.Reg) {
-	_, gates := s.cellAt3(step)
+	_, gates := s.cellAt(step, 3)
 	for q := range 3 {
 		col := s.mad(s.constant(q), s.w, s.ej)
 		x[q] = loadWide(s.k, s.d, s.elem(xp, s.add(gates, col)))
@@ -481,14 +477,6 @@ func (s *seq) gruGates(x, rec [3]ptx.Reg, h ptx.Reg) (z, r, c, next ptx.Reg) {
 	return z, r, c, m.add(c, m.mul(z, m.sub(h, c)))
 }
 
-// cellAt3 is cellAt for gates of 3w: the element's index in [n t w] and
-// its row's start in [n t 3w].
-func (s *seq) cellAt3(step ptx.Reg) (e, gates ptx.Reg) {
-	row := s.mad(s.add(s.r0, s.eb), s.t, step)
-	e = s.mad(row, s.w, s.ej)
-	return e, s.mad(row, s.mad(s.w, 3, s.constant(0)), s.constant(0))
-}
-
 // gruSeqGradKernel is gru_seq_grad_<d> (dxp, drec, dh0, xp, ut, hps, hp,
 // dys, dhT, dhps, dhp, n, t, w): from the last step back, the cell's
 // gradient of an element a thread (its direct term dh·z kept), then dH =
@@ -500,17 +488,14 @@ func gruSeqGradKernel(d DType) *ptx.Kernel {
 	m := s.m
 	dHsh, drsh := s.shared("sh_dh", 1), s.shared("sh_dr", 3)
 	hAt := s.sharedAt(dHsh, s.ej, s.eb)
-	state := s.mad(s.add(s.r0, s.eb), s.w, s.ej)
-	dH := zero64(m)
-	s.onlyIf(s.ok, func() { k.Op("mov.f64 %s, %s", dH, loadWide(k, d, s.elem(p["dhT"], state))) })
-	s.stShared(hAt, 0, dH)
+	s.loadState(p["dhT"], hAt)
 	s.steps(true, func(step ptx.Reg) {
 		var dr [3]ptx.Reg
 		for q := range dr {
 			dr[q] = zero64(m)
 		}
 		direct := zero64(m)
-		e, gates := s.cellAt3(step)
+		e, gates := s.cellAt(step, 3)
 		s.onlyIf(s.ok, func() {
 			var x [3]ptx.Reg
 			var rec [3]ptx.Reg
@@ -545,6 +530,6 @@ func gruSeqGradKernel(d DType) *ptx.Kernel {
 		s.onlyIf(s.ok, func() { k.Op("add.rn.f64 %s, %s, %s", acc, acc, loadWide(k, d, s.elem(p["dhp"], e))) })
 		s.carryBack(3, p["ut"], drsh, acc, hAt)
 	})
-	s.onlyIf(s.ok, func() { storeNarrow(k, d, s.elem(p["dh0"], state), s.ldShared(hAt, 0)) })
+	s.storeState(hAt, p["dh0"])
 	return k
 }
