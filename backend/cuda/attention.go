@@ -126,7 +126,7 @@ func attention(d kernels.DType) eager.Kernel {
 		args := newArgs().Ptr(ptr(s)).Ptr(ptr(lse))
 		name := g.rowArgs("attn_probs", d, args, attentionMask(c.Inputs, 3), false)
 		args.F64(a.Scale).U64(boolU64(a.Causal))
-		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
+		launchFamilyRows(c, "attention", name, g.batch*g.tq, g.tk, args)
 		check(c, dev.product(product{a: s, b: v, c: out, m: g.tq, k: g.tk, n: g.dv, strideA: g.tq * g.tk, strideB: g.tk * g.dv, batch: g.batch}))
 	}
 }
@@ -181,7 +181,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 		args := newArgs().Ptr(ptr(s)).Ptr(ptr(dp)).Ptr(ptr(lse)).Ptr(ptr(dlse)).Ptr(ptr(o)).Ptr(ptr(dout))
 		name := g.rowArgs("attn_grad", d, args, attentionMask(c.Inputs, 7), true)
 		args.F64(a.Scale).U64(boolU64(a.Causal))
-		launchFamilyRows(c, "attention", name, g.batch*g.tq, args)
+		launchFamilyRows(c, "attention", name, g.batch*g.tq, g.tk, args)
 		// dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q.
 		check(c, dev.product(product{a: s, transA: true, b: dout, c: dv, m: g.tk, k: g.tq, n: g.dv, strideA: g.tq * g.tk, strideB: g.tq * g.dv, batch: g.batch}))
 		check(c, dev.product(product{a: dp, b: k, c: dq, m: g.tq, k: g.tk, n: g.dd, strideA: g.tq * g.tk, strideB: g.tk * g.dd, batch: g.batch}))

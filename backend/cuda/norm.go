@@ -40,7 +40,7 @@ func layerNorm(d kernels.DType) eager.Kernel {
 			args.Ptr(ptr(c.Inputs[2]))
 		}
 		args.U64(uint64(rows)).U64(uint64(x.Dim(-1))).F64(a.Epsilon)
-		launchFamilyRows(c, "norm", kernels.NormName(kind, d, kernelType(c.Inputs[1].DType())), rows, args)
+		launchFamilyRows(c, "norm", kernels.NormName(kind, d, kernelType(c.Inputs[1].DType())), rows, x.Dim(-1), args)
 	}
 }
 
@@ -65,7 +65,7 @@ func layerNormBackprop(d kernels.DType) eager.Kernel {
 		if a.RMS {
 			kind = "rms_norm_grad"
 		}
-		launchFamilyRows(c, "norm", kernels.NormName(kind, d, kernelType(gamma.DType())), rows, newArgs().Ptr(ptr(dx)).Ptr(ptr(prod)).Ptr(ptr(x)).Ptr(ptr(gamma)).
+		launchFamilyRows(c, "norm", kernels.NormName(kind, d, kernelType(gamma.DType())), rows, n, newArgs().Ptr(ptr(dx)).Ptr(ptr(prod)).Ptr(ptr(x)).Ptr(ptr(gamma)).
 			Ptr(ptr(mean)).Ptr(ptr(rstd)).Ptr(ptr(dy)).Ptr(ptr(dmean)).Ptr(ptr(drstd)).U64(uint64(rows)).U64(uint64(n)))
 		lead := make([]int, x.Rank()-1)
 		for i := range lead {

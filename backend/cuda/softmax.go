@@ -11,7 +11,7 @@ import (
 )
 
 // Softmax, LogSoftmax, SparseSoftmaxCrossEntropy and its gradient
-// (ops/softmax.go): a block per row of the last dimension; the half
+// (ops/softmax.go): a warp or a block per row of the last dimension; the half
 // types read and written as such, computed in float32 and float64.
 
 func init() {
@@ -23,16 +23,21 @@ func init() {
 	}
 }
 
-// launchRows queues a row kernel of the softmax family over rows rows.
-func launchRows(c *eager.Call, name string, rows int, args *cu.Args) {
-	launchFamilyRows(c, "softmax", name, rows, args)
+// launchRows queues a row kernel of the softmax family over rows rows of
+// n elements.
+func launchRows(c *eager.Call, name string, rows, n int, args *cu.Args) {
+	launchFamilyRows(c, "softmax", name, rows, n, args)
 }
 
-// launchFamilyRows queues a row kernel (a block per row, kernels'
-// blockRows) of family over rows rows.
-func launchFamilyRows(c *eager.Call, family, name string, rows int, args *cu.Args) {
+// launchFamilyRows queues a row kernel of family (kernels' newRowGroups)
+// over rows rows of n elements, args holding its own parameters: a warp
+// or a block a row, as kernels.RowGroupShift chooses.
+func launchFamilyRows(c *eager.Call, family, name string, rows, n int, args *cu.Args) {
 	g := gpu(c)
-	check(c, g.launchBlocks(family, name, min(rows, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args))
+	shift := kernels.RowGroupShift(rows, n)
+	perBlock := kernels.ReduceBlock >> shift
+	blocks := (rows + perBlock - 1) / perBlock
+	check(c, g.launchBlocks(family, name, min(blocks, max(g.info.SMs, 1)*32), kernels.ReduceBlock, args.U64(uint64(shift))))
 }
 
 func rowsKernel(kind string, d kernels.DType) eager.Kernel {
@@ -43,7 +48,7 @@ func rowsKernel(kind string, d kernels.DType) eager.Kernel {
 		}
 		n := x.Dim(-1)
 		rows := x.NumElements() / n
-		launchRows(c, kernels.Name(kind, string(d)), rows, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
+		launchRows(c, kernels.Name(kind, string(d)), rows, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
 	}
 }
 
@@ -58,7 +63,7 @@ func sparseXent(d kernels.DType) eager.Kernel {
 		}
 		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent", string(d), string(kernelType(labels.DType())))
-		launchRows(c, name, rows, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
+		launchRows(c, name, rows, classes, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }
 
@@ -73,6 +78,6 @@ func sparseXentGrad(d kernels.DType) eager.Kernel {
 		}
 		slot := gpu(c).checkSlot(c, labels, classes, "label %d at row %d is outside [0, %d)")
 		name := kernels.Name("sparse_xent_grad", string(d), string(kernelType(labels.DType())))
-		launchRows(c, name, rows, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(ptr(dy)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
+		launchRows(c, name, rows, classes, newArgs().Ptr(ptr(out)).Ptr(ptr(logits)).Ptr(ptr(labels)).Ptr(ptr(dy)).Ptr(slot).U64(uint64(rows)).U64(uint64(classes)))
 	}
 }

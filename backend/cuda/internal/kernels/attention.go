@@ -7,8 +7,9 @@ import (
 )
 
 // Attention's row kernels (ops/attention.go; backend/cuda/attention.go
-// runs the products around them on cuBLAS): a block per row of the score
-// matrix, one query's scores against every key, in float64:
+// runs the products around them on cuBLAS): a warp or a block per row of
+// the score matrix (newRowGroups: their last parameter is groupShift),
+// one query's scores against every key, in float64:
 //
 //   - attn_probs_<dtype>[_mask] (s, lse, [mask, maskRep (a divisor
 //     parameter), maskStep, maskRow], rows, tq (a divisor parameter:
@@ -67,7 +68,7 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	isCausal := k.Reg(ptx.Pred)
 	k.Op("setp.ne.u64 %s, %s, 0", isCausal, causal)
-	b := newBlockRows(k, 8)
+	b := newRowGroups(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", base, row, tk)

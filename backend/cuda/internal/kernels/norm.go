@@ -6,9 +6,10 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
-// Normalization kernels (ops/layernorm.go): a block per row of the last
-// dimension, as the softmax's, the statistics and sums in float64 (the
-// half types read and written as such, their statistics float32):
+// Normalization kernels (ops/layernorm.go): a warp or a block per row of
+// the last dimension (newRowGroups: their last parameter is groupShift),
+// as the softmax's, the statistics and sums in float64 (the half types
+// read and written as such, their statistics float32):
 //
 //   - layer_norm_<dtype>, layer_norm_scale_<dtype> (no offset) and
 //     rms_norm_<dtype> (out, mean, rstd, x, gamma[, beta], rows, n, eps):
@@ -57,7 +58,7 @@ func NormName(kind string, d, pd DType) string {
 func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg)) {
 	nf := fm{k}.reg()
 	k.Op("cvt.rn.f64.u64 %s, %s", nf, n)
-	b := newBlockRows(k, 8)
+	b := newRowGroups(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)

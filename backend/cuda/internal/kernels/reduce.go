@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	mbits "math/bits"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -199,6 +200,9 @@ type blockRows struct {
 	k              *ptx.Kernel
 	tid, ntid, sh  ptx.Reg // sh: ReduceBlock slots of slot bytes
 	row, rowStride ptx.Reg
+	// warps, where the kernel's rows may be a warp's (newRowGroups):
+	// true where they are, and tree then ends with the warp's butterfly.
+	warps *ptx.Reg
 }
 
 func newBlockRows(k *ptx.Kernel, slot int) *blockRows {
@@ -211,6 +215,53 @@ func newBlockRows(k *ptx.Kernel, slot int) *blockRows {
 		k.Op("cvt.u64.u32 %s, %s", regs[i], r32)
 	}
 	b.tid, b.ntid, b.row, b.rowStride = regs[0], regs[1], regs[2], regs[3]
+	return b
+}
+
+// The row kernels of newRowGroups give a warp to each row of at most
+// RowGroupMax elements where there are RowGroupRows rows or more (a
+// warp's 32 threads a row keep 32768 threads busy then); fewer or longer
+// rows take a block each, their elements spread over more threads.
+const (
+	RowGroupMax  = 1024
+	RowGroupRows = 1024
+)
+
+// RowGroupShift is the groupShift argument of a newRowGroups kernel over
+// rows rows of n elements: log2 of the threads a row (5, a warp:
+// ReduceBlock/32 rows a block; or log2 ReduceBlock, the block).
+func RowGroupShift(rows, n int) int {
+	if n <= RowGroupMax && rows >= RowGroupRows {
+		return 5
+	}
+	return mbits.TrailingZeros(ReduceBlock)
+}
+
+// newRowGroups is newBlockRows for kernels whose rows may be short (a
+// norm's features, a softmax's classes, a query's keys): a parameter after
+// the kernel's own, groupShift (RowGroupShift), gives each row 1 <<
+// groupShift threads: a warp, whose tree is its butterfly alone (no
+// shared memory, no barrier), or the block. A row of a few hundred
+// elements spread over a block left each thread one or two of them and
+// the block's two barriers a reduction. Every thread of a group takes the
+// same rows, so a warp's shuffles find all of its lanes.
+func newRowGroups(k *ptx.Kernel, slot int) *blockRows {
+	shift := k.Param("groupShift", ptx.U64)
+	b := newBlockRows(k, slot)
+	s32, group, in, per := k.Reg(ptx.U32), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("cvt.u32.u64 %s, %s", s32, shift)
+	k.Op("mov.u64 %s, 1", group)
+	k.Op("shl.b64 %s, %s, %s", group, group, s32)
+	k.Op("shr.u64 %s, %s, %s", in, b.tid, s32)   // the block's row of this thread
+	k.Op("shr.u64 %s, %s, %s", per, b.ntid, s32) // rows a block
+	lane, row, stride := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
+	k.Op("sub.s64 %s, %s, 1", lane, group)
+	k.Op("and.b64 %s, %s, %s", lane, b.tid, lane)
+	k.Op("mad.lo.s64 %s, %s, %s, %s", row, b.row, per, in)
+	k.Op("mul.lo.s64 %s, %s, %s", stride, b.rowStride, per)
+	warps := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", warps, group, b.ntid)
+	b.tid, b.ntid, b.row, b.rowStride, b.warps = lane, group, row, stride, &warps
 	return b
 }
 
@@ -233,6 +284,13 @@ func (b *blockRows) tree(t ptx.Type, v ptx.Reg, combine func(a, c ptx.Reg) ptx.R
 	const warps = ReduceBlock / 32
 	k, size := b.k, t.Size()
 	v = warpCombine(k, t, v, 32, combine)
+	var r ptx.Reg
+	var rowsOfWarps string
+	if b.warps != nil { // a warp's row is combined: every lane holds it
+		r, rowsOfWarps = k.Reg(t), k.Label("row_of_a_warp")
+		k.Op("mov.%s %s, %s", t, r, v)
+		k.Op("@%s bra %s", *b.warps, rowsOfWarps)
+	}
 	lane, warp, p := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
 	k.Op("and.b64 %s, %s, 31", lane, b.tid)
 	k.Op("shr.u64 %s, %s, 5", warp, b.tid)
@@ -265,9 +323,14 @@ func (b *blockRows) tree(t ptx.Type, v ptx.Reg, combine func(a, c ptx.Reg) ptx.R
 	k.Op("bar.sync 0")
 	k.Place(done)
 	k.Op("bar.sync 0")
-	r := k.Reg(t)
+	if b.warps == nil {
+		r = k.Reg(t)
+	}
 	k.Op("ld.shared.%s %s, [%s]", t, r, b.sh)
 	k.Op("bar.sync 0")
+	if b.warps != nil {
+		k.Place(rowsOfWarps)
+	}
 	return r
 }
 

@@ -7,8 +7,9 @@ import (
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
 
-// Softmax kernels work along the last dimension, a block per row (as the
-// row reductions), for the float dtypes and the half types (loaded into
+// Softmax kernels work along the last dimension, a warp or a block per
+// row (newRowGroups: their last parameter is groupShift), for the float
+// dtypes and the half types (loaded into
 // float32, stored rounded once): the row's maximum m (NaN propagates), then the float64
 // sum s of e^(x−m), then the outputs, as the CPU computes them:
 //
@@ -58,7 +59,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 	t := c.reg()
 	ld := func(addr ptx.Reg) ptx.Reg { return toCompute(k, d, load(k, d, addr)) }
 	st := func(addr, v ptx.Reg) { store(k, d, addr, fromCompute(k, d, v)) }
-	b := newBlockRows(k, 8)
+	b := newRowGroups(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
 		base := k.Reg(ptx.U64)
 		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)
