@@ -236,8 +236,8 @@ var budgets = map[string]kernelBudget{
 	"rms_norm_grad_f32":                {instr: 32},
 	"sparse_xent_f32_s32":              {instr: 154}, // log Σ as log k + log1p(r/k): a second reduction (k) a row
 	"sparse_xent_grad_f32_s32":         {instr: 60},
-	"gelutanh_f32":                     {instr: 90},
-	"gelutanhgrad_f32_vv":              {instr: 52},
+	"gelutanh_f32":                     {instr: 22}, // in float32: an ex2 and a rcp (gelu32.go)
+	"gelutanhgrad_f32_vv":              {instr: 17},
 	"attn_probs_f32":                   {instr: 295},
 	"attn_grad_f32":                    {instr: 52},
 	"attn_probs_f32_mask":              {instr: 295},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -130,4 +131,80 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 			t.Errorf("pow(%v, %v) = %v, want %v", bx[i], ey[i], got[i], want)
 		}
 	}
+}
+
+// GeluTanh and its gradient in float32 (and so the half types) compute in
+// float32 as x·σ(2u) (kernels' gelu32.go): within 4 + 2|2u| float32
+// roundings, relative, of the float64 values at every input, the far
+// negative tail (where 1 + tanh u cancels) and the specials included; the
+// gradient, which crosses 0 near x = −0.75, within twice that of its
+// terms' magnitude.
+func TestGeluTanhFloat32OnGPU(t *testing.T) {
+	d := testGPU(t)
+	const k, a = 0.7978845608028654, 0.044715
+	var xs, dys []float32
+	for _, v := range mathInputs() {
+		if f := float32(v); !math.IsInf(float64(f), 0) || math.IsInf(v, 0) {
+			xs, dys = append(xs, f), append(dys, 1-float32(len(xs)%7)/3)
+		}
+	}
+	for v := float32(-12); v < -5; v += 0.001 { // the tail, finely
+		xs, dys = append(xs, v), append(dys, 1)
+	}
+	x, dy := onGPU(t, d, tensor.FromSlice(xs, len(xs))), onGPU(t, d, tensor.FromSlice(dys, len(dys)))
+	got := tensor.ToSlice[float32](onHost(t, ops.GeluTanh(x)))
+	tp := tape.New()
+	tp.Watch(x)
+	grad := tensor.ToSlice[float32](onHost(t, tp.Gradient(ops.Sum(ops.Mul(ops.GeluTanh(x), dy)), x)[0])) // GeluTanhGrad(x, dy)
+	// tiny is the absolute error allowed besides: where e^(−2u)
+	// overflows (x below about −10.1) σ is 0 and the results ±0, where
+	// they are about 1e-37.
+	const ulp32, tiny = 1.0 / (1 << 23), 0x1p-100
+	worst, worstGrad := 0.0, 0.0
+	for i, f := range xs {
+		v := float64(f)
+		u := k * (v + a*v*v*v)
+		s := 1 / (1 + math.Exp(-2*u)) // σ(2u) = (1 + tanh u)/2, no cancelling
+		want := v * s
+		if math.IsInf(v, -1) {
+			want = math.NaN() // −∞·0, as the float64 kernel and the CPU
+		}
+		if math.IsNaN(want) != math.IsNaN(float64(got[i])) {
+			t.Errorf("GeluTanh(%v) = %v, want %v", f, got[i], want)
+			continue
+		}
+		// e^(−2u) carries u's rounding times |2u| (the exponent's
+		// absolute error): far out in the negative tail, tens of ulps,
+		// where 1 + tanh u in float32 (the CPU's loop, PyTorch's) loses
+		// every digit.
+		bound := 4 + 2*math.Abs(2*u)
+		if e := math.Abs(float64(got[i]) - want); !(e <= bound*ulp32*math.Abs(want)+tiny) && got[i] != float32(want) && !math.IsNaN(want) {
+			t.Errorf("GeluTanh(%v) = %v, want %v (%.1f ulps, bound %.1f)", f, got[i], want, e/(ulp32*math.Abs(want)), bound)
+		} else if math.Abs(want) > tiny && !math.IsInf(want, 0) {
+			worst = math.Max(worst, e/(ulp32*math.Abs(want))/bound)
+		}
+		if math.IsNaN(v) {
+			if !math.IsNaN(float64(grad[i])) {
+				t.Errorf("GeluTanhGrad(NaN, %v) = %v, want NaN", dys[i], grad[i])
+			}
+			continue
+		}
+		if math.IsInf(v, 0) { // the gradient's limits, 1 and 0
+			if want := dys[i]; v > 0 && grad[i] != want || v < 0 && grad[i] != 0 {
+				t.Errorf("GeluTanhGrad(%v, %v) = %v, want %v (0 for −∞)", v, dys[i], grad[i], want)
+			}
+			continue
+		}
+		slope := 2 * v * k * (1 + 3*a*v*v) * (1 - s)
+		wantGrad, scale := float64(dys[i])*s*(1+slope), math.Abs(float64(dys[i]))*s*(1+math.Abs(slope))
+		if s == 0 { // σ underflowed: so did the gradient
+			wantGrad, scale = 0, 0
+		}
+		if e := math.Abs(float64(grad[i]) - wantGrad); !(e <= 2*bound*ulp32*scale+tiny) { // NaN fails
+			t.Errorf("GeluTanhGrad(%v, %v) = %v, want %v", f, dys[i], grad[i], wantGrad)
+		} else if scale > tiny {
+			worstGrad = math.Max(worstGrad, e/(ulp32*scale)/(2*bound))
+		}
+	}
+	t.Logf("GeluTanh: worst error %.2f of its bound; its gradient's %.2f", worst, worstGrad)
 }

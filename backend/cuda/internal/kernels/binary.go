@@ -320,6 +320,9 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
 		case "gelutanhgrad":
+			if d == F32 { // and the half types, computing in it
+				return geluTanhGrad32(k, x, y)
+			}
 			return inF64x2(k, d, x, y, fm.gelutanhgrad)
 		case "tanhgrad", "sigmoidgrad":
 			// From the output x and the gradient y, rounded at each step as

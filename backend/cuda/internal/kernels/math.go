@@ -33,7 +33,8 @@ import (
 //	         absolute where it cancels), and −0 where Φ is 0 (the limit at
 //	         −∞), as the CPU.
 //	gelutanh x/2·(1 + tanh(√(2/π)(x + 0.044715x³))), and its backward
-//	         gelutanhgrad (a binary op of x and the gradient).
+//	         gelutanhgrad (a binary op of x and the gradient); float32's
+//	         and the half types' compute in float32 (gelu32.go).
 //	sin, cos k = round(x·2/π), r = x − k·π/2 with π/2 in three parts by
 //	         fma (accurate for |x| below about 2²⁹, as Go's Cody-Waite
 //	         reduction; beyond it the error grows with |x|), Taylor series

@@ -106,6 +106,11 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 			b := k.Reg(ptx.U32)
 			k.Op("selp.u32 %s, 1, 0, %s", b, p)
 			return b
+		case "gelutanh":
+			if d == F32 { // and the half types, computing in it
+				return geluTanh32(k, x)
+			}
+			return inF64(k, d, x, mathFuncs[op])
 		default:
 			return inF64(k, d, x, mathFuncs[op])
 		}
