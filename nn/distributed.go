@@ -139,10 +139,11 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 // on another goroutine while the pass computes the earlier layers', as
 // PyTorch's DDP does; see DistributedOptions for when that pays. The loss
 // and example count it returns are this rank's; Fit with FitConfig.Comm
-// averages them. With an AccumulatedOptimizer as opt (eager; the traced
-// step sums every micro-batch's), a micro-batch's gradients stay on its
-// rank, summed there, and the round's sums go over the ranks once, at its
-// last micro-batch (DDP's no_sync): one all-reduce of every gradient a
+// averages them. With an AccumulatedOptimizer as opt (eager or traced),
+// a micro-batch's gradients stay on its rank, summed there, and the
+// round's sums go over the ranks once, at its last micro-batch (DDP's
+// no_sync; traced, the graph computes the micro-batch's gradients and the
+// round's all-reduce runs after it): one all-reduce of every gradient a
 // round where there were Every, the same step but for the sums' order.
 func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, opts ...DistributedOptions) Step {
 	mustArgs("DistributedTrainStep", arg{"the communicator", comm}, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
@@ -153,12 +154,19 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 	if o.BucketBytes <= 0 {
 		o.BucketBytes = GradientBucketBytes
 	}
+	acc, accumulates := opt.(*AccumulatedOptimizer)
 	if o.Traced {
-		return tracedStep("TracedDistributedTrainStep", model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
-			return sumOfGradients("TracedDistributedTrainStep", comm, grads, o.BucketBytes)
-		}, false)
+		const name = "TracedDistributedTrainStep"
+		if accumulates { // the graph's gradients stay on the rank, the round's sums are all-reduced
+			return tracedStep(name, model, loss, opt, 1/float64(comm.Size()), nil, false, func(vars []*tape.Variable, grads []*tensor.Tensor) error {
+				return acc.apply(vars, grads, roundSums(name, comm, o))
+			})
+		}
+		return tracedStep(name, model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
+			return sumOfGradients(name, comm, grads, o.BucketBytes)
+		}, false, nil)
 	}
-	if acc, ok := opt.(*AccumulatedOptimizer); ok {
+	if accumulates {
 		return accumulatedStep(comm, model, loss, acc, o)
 	}
 	var r *gradientReduce // kept from step to step, with its buffers
@@ -209,9 +217,7 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 // there were Every, the same step but for the sums' order. Every rank
 // must give gradients for the same variables in a round.
 func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *AccumulatedOptimizer, o DistributedOptions) Step {
-	reduce := func(sums []*tensor.Tensor) []*tensor.Tensor {
-		return sumOfGradients("DistributedTrainStep", comm, sums, o.BucketBytes)
-	}
+	reduce := roundSums("DistributedTrainStep", comm, o)
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: DistributedTrainStep: a batch of (inputs, labels), got %d components", len(b))
@@ -238,6 +244,12 @@ func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *Accumul
 	}
 }
 
+// roundSums is an accumulated round's reduction: its sums summed over
+// comm's ranks, in o's buckets (errors naming op).
+func roundSums(op string, comm collective.Comm, o DistributedOptions) func(sums []*tensor.Tensor) []*tensor.Tensor {
+	return func(sums []*tensor.Tensor) []*tensor.Tensor { return sumOfGradients(op, comm, sums, o.BucketBytes) }
+}
+
 // DistributedOptions tune DistributedTrainStep; the zero value sends
 // buckets of GradientBucketBytes after the backward pass.
 type DistributedOptions struct {
@@ -255,8 +267,10 @@ type DistributedOptions struct {
 	// the gradients and their all-reduce are one graph (the buckets
 	// packed and unpacked by ops, and all-reduced by the communicator's
 	// AllReduce, which the graph calls on every step), the optimizer
-	// applied after it. Overlap does not apply. The model must be one
-	// TracedTrainStep takes.
+	// applied after it (with an AccumulatedOptimizer, the graph's
+	// gradients are the micro-batch's and the round's sums are
+	// all-reduced after it, once a round). Overlap does not apply. The
+	// model must be one TracedTrainStep takes.
 	Traced bool
 }
 

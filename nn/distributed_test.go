@@ -105,18 +105,20 @@ func TestRankDataParallel(t *testing.T) {
 		}
 	}
 	fitAcc(ref, all.Take(48).Batch(12, false), func(o nn.Optimizer) nn.Step { return nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, o) }, nn.FitConfig{})
-	model := dpModel(uint64(1 + 100*r))
-	counted := &countingComm{Comm: comm}
-	fitAcc(model, all.Take(48).Shard(n, r).Batch(12/n, false), func(o nn.Optimizer) nn.Step {
-		return nn.DistributedTrainStep(counted, model, nn.SparseSoftmaxCrossEntropy, o)
-	}, nn.FitConfig{Comm: comm})
-	for i, v := range model.Variables() {
-		if d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float(); d > 1e-5 {
-			t.Errorf("rank %d of %d, accumulated: %s differs from one process's by %g", r, n, v.Name(), d)
+	for _, opts := range []nn.DistributedOptions{{}, {Traced: true}} {
+		model := dpModel(uint64(1 + 100*r))
+		counted := &countingComm{Comm: comm}
+		fitAcc(model, all.Take(48).Shard(n, r).Batch(12/n, false), func(o nn.Optimizer) nn.Step {
+			return nn.DistributedTrainStep(counted, model, nn.SparseSoftmaxCrossEntropy, o, opts)
+		}, nn.FitConfig{Comm: comm})
+		for i, v := range model.Variables() {
+			if d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float(); d > 1e-5 {
+				t.Errorf("rank %d of %d, accumulated, %+v: %s differs from one process's by %g", r, n, opts, v.Name(), d)
+			}
 		}
-	}
-	if got, want := counted.allReduces, 4; got != want { // 8 micro-batches, 4 rounds, one bucket
-		t.Errorf("rank %d of %d, accumulated: %d all-reduces in 8 micro-batches, want %d", r, n, got, want)
+		if got, want := counted.allReduces, 4; got != want { // 8 micro-batches, 4 rounds, one bucket
+			t.Errorf("rank %d of %d, accumulated, %+v: %d all-reduces in 8 micro-batches, want %d", r, n, opts, got, want)
+		}
 	}
 }
 

@@ -108,7 +108,7 @@ func EvalStepOf(model Module, loss Loss, metrics map[string]Metric) EvalStep {
 // them. A dropout layer or BatchNorm the step cannot reach (inside a
 // module that is no Container) makes the step return an error.
 func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
-	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil, false)
+	return tracedStep("TracedTrainStep", model, loss, opt, 1, nil, false, nil)
 }
 
 // RecordedTrainStep is TracedTrainStep whose graph, where the batch's
@@ -139,14 +139,15 @@ func TracedTrainStep(model Module, loss Loss, opt Optimizer) Step {
 // pipeline moving batches) may queue work on that device meanwhile. On
 // the host it is TracedTrainStep.
 func RecordedTrainStep(model Module, loss Loss, opt Optimizer) Step {
-	return tracedStep("RecordedTrainStep", model, loss, opt, 1, nil, true)
+	return tracedStep("RecordedTrainStep", model, loss, opt, 1, nil, true, nil)
 }
 
 // tracedStep is TracedTrainStep (named name in errors) whose graph takes
 // the gradients of the loss times scale and passes them through reduce,
 // when not nil, before returning them; record sets the traced function's
-// Record.
-func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor, record bool) Step {
+// Record; apply, when not nil, takes opt.Apply's place after each call.
+func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float64, reduce func(grads []*tensor.Tensor) []*tensor.Tensor, record bool,
+	apply func(vars []*tape.Variable, grads []*tensor.Tensor) error) Step {
 	mustArgs(name, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	vars := model.Variables()
 	scaler, dynamic := opt.(lossScaler)
@@ -210,7 +211,10 @@ func tracedStep(name string, model Module, loss Loss, opt Optimizer, scale float
 			return 0, 0, err
 		}
 		if f.Tail == nil {
-			err = opt.Apply(vars, out[1:1+len(vars)])
+			if apply == nil {
+				apply = opt.Apply
+			}
+			err = apply(vars, out[1:1+len(vars)])
 			state.assign(out[1+len(vars):])
 		} // else the call applied it, or its recording did
 		l := out[0].Float() // read after the update is queued, as TrainStep reads it
