@@ -144,7 +144,11 @@ func reduceBucket(comm collective.Comm, grads, out []*tensor.Tensor, bytes int) 
 // round's sums go over the ranks once, at its last micro-batch (DDP's
 // no_sync; traced, the graph computes the micro-batch's gradients and the
 // round's all-reduce runs after it): one all-reduce of every gradient a
-// round where there were Every, the same step but for the sums' order.
+// round where there were Every, the same step but for the sums' order. A
+// LossScaleOptimizer around the AccumulatedOptimizer keeps it so, the
+// ranks agreeing on each micro-batch's finiteness by the all-reduce of one
+// flag (a micro-batch is skipped on every rank where any rank's gradients
+// are not finite, as one process with the whole batch skips it).
 func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, opts ...DistributedOptions) Step {
 	mustArgs("DistributedTrainStep", arg{"the communicator", comm}, arg{"the model", model}, arg{"the loss", loss}, arg{"the optimizer", opt})
 	var o DistributedOptions
@@ -154,20 +158,17 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 	if o.BucketBytes <= 0 {
 		o.BucketBytes = GradientBucketBytes
 	}
-	acc, accumulates := opt.(*AccumulatedOptimizer)
 	if o.Traced {
 		const name = "TracedDistributedTrainStep"
-		if accumulates { // the graph's gradients stay on the rank, the round's sums are all-reduced
-			return tracedStep(name, model, loss, opt, 1/float64(comm.Size()), nil, false, func(vars []*tape.Variable, grads []*tensor.Tensor) error {
-				return acc.apply(vars, grads, roundSums(name, comm, o))
-			})
+		if apply := noSync(name, comm, opt, o); apply != nil { // the graph's gradients stay on the rank
+			return tracedStep(name, model, loss, opt, 1/float64(comm.Size()), nil, false, apply)
 		}
 		return tracedStep(name, model, loss, opt, 1/float64(comm.Size()), func(grads []*tensor.Tensor) []*tensor.Tensor {
 			return sumOfGradients(name, comm, grads, o.BucketBytes)
 		}, false, nil)
 	}
-	if accumulates {
-		return accumulatedStep(comm, model, loss, acc, o)
+	if apply := noSync("DistributedTrainStep", comm, opt, o); apply != nil {
+		return accumulatedStep(comm, model, loss, opt, apply)
 	}
 	var r *gradientReduce // kept from step to step, with its buffers
 	return func(b data.Element) (l float64, n int, err error) {
@@ -216,8 +217,7 @@ func DistributedTrainStep(comm collective.Comm, model Module, loss Loss, opt Opt
 // takes their mean (PyTorch DDP's no_sync): one all-reduce a round where
 // there were Every, the same step but for the sums' order. Every rank
 // must give gradients for the same variables in a round.
-func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *AccumulatedOptimizer, o DistributedOptions) Step {
-	reduce := roundSums("DistributedTrainStep", comm, o)
+func accumulatedStep(comm collective.Comm, model Module, loss Loss, opt Optimizer, apply func(vars []*tape.Variable, grads []*tensor.Tensor) error) Step {
 	return func(b data.Element) (l float64, n int, err error) {
 		if len(b) < 2 {
 			return 0, 0, fmt.Errorf("nn: DistributedTrainStep: a batch of (inputs, labels), got %d components", len(b))
@@ -228,13 +228,17 @@ func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *Accumul
 			tp := tape.New(tape.Options{ReleaseIntermediates: true})
 			value := loss(model.Forward(b[0]), b[1])
 			n = b[0].Dim(0)
-			seed := ops.Mul(ops.OnesLike(value), tensor.Scalar(1/float64(comm.Size())))
+			scale := 1.0
+			if s, ok := opt.(lossScaler); ok {
+				scale = s.Scale()
+			}
+			seed := ops.Mul(ops.OnesLike(value), tensor.Scalar(scale/float64(comm.Size())))
 			grads = tp.GradientSeeded(value, seed, Values(vars)...)
 			seed.Release()
 			l = value.Float()
 		})
 		if err == nil {
-			err = acc.apply(vars, grads, reduce)
+			err = apply(vars, grads)
 		}
 		releaseAll(grads)
 		if err != nil {
@@ -244,10 +248,47 @@ func accumulatedStep(comm collective.Comm, model Module, loss Loss, acc *Accumul
 	}
 }
 
-// roundSums is an accumulated round's reduction: its sums summed over
-// comm's ranks, in o's buckets (errors naming op).
-func roundSums(op string, comm collective.Comm, o DistributedOptions) func(sums []*tensor.Tensor) []*tensor.Tensor {
-	return func(sums []*tensor.Tensor) []*tensor.Tensor { return sumOfGradients(op, comm, sums, o.BucketBytes) }
+// noSync is how DistributedTrainStep (named op in errors) applies a
+// micro-batch's gradients, this rank's alone, where opt accumulates them:
+// an AccumulatedOptimizer sums them on the rank and all-reduces the
+// round's sums once, at its last micro-batch; under a LossScaleOptimizer
+// every micro-batch's finiteness is agreed over the ranks first (one
+// all-reduce of a flag: the micro-batch is skipped on every rank where a
+// gradient of any rank is not finite, as one process with the whole batch
+// skips it). nil where opt is neither.
+func noSync(op string, comm collective.Comm, opt Optimizer, o DistributedOptions) func(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	reduce := func(sums []*tensor.Tensor) []*tensor.Tensor { return sumOfGradients(op, comm, sums, o.BucketBytes) }
+	switch t := opt.(type) {
+	case *AccumulatedOptimizer:
+		return func(vars []*tape.Variable, grads []*tensor.Tensor) error { return t.apply(vars, grads, reduce) }
+	case *LossScaleOptimizer:
+		acc, ok := t.Inner.(*AccumulatedOptimizer)
+		if !ok {
+			return nil
+		}
+		agree := func(finite bool) (bool, error) { return everyRankFinite(comm, finite) }
+		return func(vars []*tape.Variable, grads []*tensor.Tensor) error {
+			return t.apply(vars, grads, agree, func(vars []*tape.Variable, grads []*tensor.Tensor) error {
+				return acc.apply(vars, grads, reduce)
+			})
+		}
+	}
+	return nil
+}
+
+// everyRankFinite is whether every rank of comm found its gradients
+// finite (finite: this rank's finding), by one all-reduce of a flag.
+func everyRankFinite(comm collective.Comm, finite bool) (bool, error) {
+	flag := 0.0
+	if !finite {
+		flag = 1
+	}
+	worst, err := comm.AllReduce(tensor.FullOn(collective.DeviceOf(comm), tensor.Float32, flag), collective.Max)
+	if err != nil {
+		return false, fmt.Errorf("agreeing on the gradients' finiteness over the ranks: %w", err)
+	}
+	defer worst.Release()
+	return worst.Float() == 0, nil
 }
 
 // DistributedOptions tune DistributedTrainStep; the zero value sends

@@ -120,15 +120,68 @@ func TestRankDataParallel(t *testing.T) {
 			t.Errorf("rank %d of %d, accumulated, %+v: %d all-reduces in 8 micro-batches, want %d", r, n, opts, got, want)
 		}
 	}
+
+	// Under a LossScaleOptimizer, a micro-batch holding a NaN on one rank
+	// (a row of batch 1, in rank 1's shard) is skipped on every rank, as
+	// one process skips the whole batch: a flag's all-reduce each
+	// micro-batch, the round's sums' once a round.
+	xs := tensor.ToSlice[float32](x)
+	xs[13*4] = float32(math.NaN())
+	withNaN, err := data.FromSlices(tensor.FromSlice(xs, 48, 4), y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := func() *nn.LossScaleOptimizer {
+		return nn.NewLossScaleOptimizer(accumulated(&nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5}))
+	}
+	train := func(ds *data.Dataset, step nn.Step) {
+		for epoch := range 2 {
+			for b, err := range ds.Epoch(context.Background(), epoch) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := step(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	ref = dpModel(1)
+	refOpt := scaled()
+	train(withNaN.Batch(12, false), nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, refOpt))
+	if refOpt.Skipped() != 2 { // batch 1 of each epoch
+		t.Fatalf("one process skipped %d steps, want 2", refOpt.Skipped())
+	}
+	for _, opts := range []nn.DistributedOptions{{}, {Traced: true}} {
+		model := dpModel(1) // as Fit would broadcast rank 0's
+		counted := &countingComm{Comm: comm}
+		opt := scaled()
+		train(withNaN.Shard(n, r).Batch(12/n, false), nn.DistributedTrainStep(counted, model, nn.SparseSoftmaxCrossEntropy, opt, opts))
+		for i, v := range model.Variables() {
+			if d := ops.Amax(ops.Abs(ops.Sub(v.Value(), ref.Variables()[i].Value()))).Float(); d > 1e-5 {
+				t.Errorf("rank %d of %d, loss-scaled accumulation, %+v: %s differs from one process's by %g", r, n, opts, v.Name(), d)
+			}
+		}
+		if opt.Skipped() != 2 || opt.Scale() != refOpt.Scale() {
+			t.Errorf("rank %d of %d, loss-scaled accumulation, %+v: %d skipped at scale %v, one process %d at %v", r, n, opts, opt.Skipped(), opt.Scale(), refOpt.Skipped(), refOpt.Scale())
+		}
+		// 8 micro-batches: 8 flags; 6 finite ones, 3 rounds of sums.
+		if counted.allReduces != 11 || counted.flags != 8 {
+			t.Errorf("rank %d of %d, loss-scaled accumulation, %+v: %d all-reduces, %d of one element; want 11 and 8", r, n, opts, counted.allReduces, counted.flags)
+		}
+	}
 }
 
-// countingComm counts its AllReduce calls.
+// countingComm counts its AllReduce calls, and those of one element.
 type countingComm struct {
 	collective.Comm
-	allReduces int
+	allReduces, flags int
 }
 
 func (c *countingComm) AllReduce(t *tensor.Tensor, op collective.Op) (*tensor.Tensor, error) {
 	c.allReduces++
+	if t.NumElements() == 1 {
+		c.flags++
+	}
 	return c.Comm.AllReduce(t, op)
 }

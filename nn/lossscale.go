@@ -66,25 +66,44 @@ type lossScaler interface{ Scale() float64 }
 // gradients are multiplied by 1/Scale rounded to the variable's dtype,
 // the product rounded as Mul rounds it.
 func (o *LossScaleOptimizer) Apply(vars []*tape.Variable, grads []*tensor.Tensor) error {
+	return o.apply(vars, grads, nil, nil)
+}
+
+// apply is Apply where agree (nil: none) turns this process's finding
+// (whether grads are all finite) into every rank's, and inner (nil:
+// Inner's Apply) takes the unscaled gradients in Inner's place:
+// DistributedTrainStep's no_sync rounds of an AccumulatedOptimizer inside,
+// whose ranks must skip the same micro-batches.
+func (o *LossScaleOptimizer) apply(vars []*tape.Variable, grads []*tensor.Tensor, agree func(finite bool) (bool, error), inner func(vars []*tape.Variable, grads []*tensor.Tensor) error) error {
 	if len(vars) != len(grads) {
 		return fmt.Errorf("nn: LossScaleOptimizer: %d variables and %d gradients", len(vars), len(grads))
 	}
 	if err := checkGrads(vars, grads); err != nil {
 		return fmt.Errorf("nn: LossScaleOptimizer: %w", err)
 	}
-	if !allFinite(grads) {
+	finite := allFinite(grads)
+	if agree != nil {
+		var err error
+		if finite, err = agree(finite); err != nil {
+			return fmt.Errorf("nn: LossScaleOptimizer: %w", err)
+		}
+	}
+	if !finite {
 		o.scale, o.good = math.Max(o.scale/2, 1), 0
 		o.skipped++
 		return nil
 	}
-	if s, ok := o.Inner.(scaledStep); ok {
+	if s, ok := o.Inner.(scaledStep); ok && inner == nil {
 		if err := s.applyThrough(nil, vars, grads, gradScale{by: 1 / o.scale}); err != nil {
 			return err
 		}
 	} else {
+		if inner == nil {
+			inner = o.Inner.Apply
+		}
 		u := unscaled(vars, grads, gradScale{by: 1 / o.scale})
 		defer releaseAll(u)
-		if err := o.Inner.Apply(vars, u); err != nil {
+		if err := inner(vars, u); err != nil {
 			return err
 		}
 	}
