@@ -63,8 +63,9 @@ func dpModel(seed uint64) *nn.Sequential {
 // TestRankDataParallelOnGPU is one rank: a model on its GPU from a seed
 // of its own, rank 0's weights broadcast over NCCL, three steps on its
 // shard of each global batch of 12, both with one bucket after the pass
-// and with a bucket per gradient sent while the pass runs; the weights
-// must end where the CPU's single process ends (1e-5).
+// and with a bucket per gradient sent while the pass runs, and as one
+// loss-scaled accumulated round; the weights must end where the CPU's
+// single process ends (1e-5).
 func TestRankDataParallelOnGPU(t *testing.T) {
 	if !mpitest.Rank() {
 		t.Skip("runs as a rank under TestDataParallelOnGPUsUnderMPIRun's mpirun")
@@ -85,21 +86,29 @@ func TestRankDataParallelOnGPU(t *testing.T) {
 	x := tensor.RandNormal(rng, tensor.Float32, 36, 4)
 	y := ops.Cast(ops.Gt(ops.Sum(x, 1), tensor.Scalar(0)), tensor.Int32)
 
-	ref := dpModel(1)
-	refStep := nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, &nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5})
-	for b := range 3 {
-		if _, _, err := refStep(data.Element{ops.Slice(x, []int{12 * b, 0}, []int{12*b + 12, 4}, nil), ops.Slice(y, []int{12 * b}, []int{12*b + 12}, nil)}); err != nil {
-			t.Fatal(err)
+	sgd := func() nn.Optimizer { return &nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5} }
+	// Loss-scaled accumulation, three steps a round: every micro-batch's
+	// finiteness flag and the round's sums go over NCCL on the GPU.
+	scaledRounds := func() nn.Optimizer { return nn.NewLossScaleOptimizer(nn.NewAccumulatedOptimizer(sgd(), 3)) }
+	for _, c := range []struct {
+		opts nn.DistributedOptions
+		opt  func() nn.Optimizer
+	}{{nn.DistributedOptions{}, sgd}, {nn.DistributedOptions{BucketBytes: 64, Overlap: true}, sgd}, {nn.DistributedOptions{}, scaledRounds}} {
+		ref := dpModel(1)
+		refStep := nn.TrainStep(ref, nn.SparseSoftmaxCrossEntropy, c.opt())
+		for b := range 3 {
+			if _, _, err := refStep(data.Element{ops.Slice(x, []int{12 * b, 0}, []int{12*b + 12, 4}, nil), ops.Slice(y, []int{12 * b}, []int{12*b + 12}, nil)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, opts := range []nn.DistributedOptions{{}, {BucketBytes: 64, Overlap: true}} {
 		restore := device.SetDefault(gpu)
 		model := dpModel(uint64(1 + 100*r))
 		restore()
 		if err := nn.BroadcastVariables(comm, nn.AllVariables(model)); err != nil {
 			t.Fatal(err)
 		}
-		step := nn.DistributedTrainStep(onlyGPU{comm, t}, model, nn.SparseSoftmaxCrossEntropy, &nn.SGD{LR: nn.Constant(0.2), Momentum: 0.5}, opts)
+		opts := c.opts
+		step := nn.DistributedTrainStep(onlyGPU{comm, t}, model, nn.SparseSoftmaxCrossEntropy, c.opt(), opts)
 		per := 12 / n
 		for b := range 3 {
 			lo := 12*b + per*r
@@ -124,7 +133,7 @@ func TestRankDataParallelOnGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d := ops.Amax(ops.Abs(ops.Sub(got, ref.Variables()[i].Value()))).Float(); d > 1e-5 {
-				t.Errorf("rank %d of %d, buckets of %d bytes: %s differs from one CPU process's by %g", r, n, opts.BucketBytes, v.Name(), d)
+				t.Errorf("rank %d of %d, buckets of %d bytes, %T: %s differs from one CPU process's by %g", r, n, opts.BucketBytes, c.opt(), v.Name(), d)
 			}
 		}
 	}
