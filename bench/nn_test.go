@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -229,6 +230,35 @@ func BenchmarkBatchNorm(b *testing.B) {
 					tp := tape.New(tape.Options{ReleaseIntermediates: true})
 					tp.Watch(x, gamma, beta)
 					for _, g := range tp.Gradient(ops.Sum(c.fn()), x, gamma, beta) {
+						g.Release()
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDepthwiseTrainStep is a depthwise convolution's training step
+// (MobileNet's: 3x3 over 64 channels of 56x56, padding 1, one filter a
+// channel, batch 32, at strides 1 and 2), the output summed and
+// differentiated in the input and the filter, in both layouts, beside
+// PyTorch's grouped conv2d (bench/peers/torch_bench.py).
+func BenchmarkDepthwiseTrainStep(b *testing.B) {
+	rng := tensor.NewRNG(9)
+	for _, format := range []ops.DataFormat{ops.NCHW, ops.NHWC} {
+		shape := []int{32, 64, 56, 56}
+		if format == ops.NHWC {
+			shape = []int{32, 56, 56, 64}
+		}
+		x := tensor.RandNormal(rng, tensor.Float32, shape...)
+		f := tensor.RandNormal(rng, tensor.Float32, 3, 3, 64, 1)
+		for _, stride := range []int{1, 2} {
+			o := ops.Conv2DOpts{Padding: ops.Explicit, Explicit: [2][2]int{{1, 1}, {1, 1}}, Strides: [2]int{stride, stride}, Format: format}
+			b.Run(fmt.Sprintf("%v/stride%d", format, stride), func(b *testing.B) {
+				for b.Loop() {
+					tp := tape.New(tape.Options{ReleaseIntermediates: true})
+					tp.Watch(x, f)
+					for _, g := range tp.Gradient(ops.Sum(ops.DepthwiseConv2D(x, f, o)), x, f) {
 						g.Release()
 					}
 				}

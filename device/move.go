@@ -17,7 +17,26 @@ func (c *CPUDevice) Copy(dst Buffer, dOff int, dSt []int, src Buffer, sOff int, 
 	if !ok {
 		return fmt.Errorf("%w: %s cannot read a buffer of %s", ErrCopy, c.name, src.Device().Name())
 	}
-	hostmem.MoveElems(esize, d.bytes, dOff, dSt, s.bytes, sOff, sSt, shape)
+	// A large copy between two buffers is split along its outermost
+	// dimension of more than one element over the device's workers (each
+	// element's copy costing about a nanosecond); one buffer's own moves
+	// stay in order.
+	k := 0
+	for k < len(shape)-1 && shape[k] == 1 {
+		k++
+	}
+	if d == s || len(shape) == 0 || shape[k] < 2 {
+		hostmem.MoveElems(esize, d.bytes, dOff, dSt, s.bytes, sOff, sSt, shape)
+		return nil
+	}
+	per := 1 // elements a unit of dimension k
+	for _, v := range shape[k+1:] {
+		per *= v
+	}
+	c.Parallel(shape[k], float64(per), func(lo, hi int) {
+		part := append([]int{hi - lo}, shape[k+1:]...)
+		hostmem.MoveElems(esize, d.bytes, dOff+lo*dSt[k], dSt[k:], s.bytes, sOff+lo*sSt[k], sSt[k:], part)
+	})
 	return nil
 }
 

@@ -42,6 +42,10 @@ func depthwiseKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) 
 	g := dwGeomOf(c.Attrs.(ops.Conv2DGemmAttrs), x.Dim(0), f.Dim(2), f.Dim(3))
 	xv, fv, yv := data[T](x), data[T](f), data[T](outs[0])
 	a := g.a
+	if x32, ok := any(xv).([]float32); ok && dwVec(g) {
+		depthwiseVec(c, g, x32, any(fv).([]float32), any(yv).([]float32))
+		return
+	}
 	if a.Format == ops.NHWC {
 		depthwiseNHWC(c, g, xv, fv, yv)
 		return
@@ -128,6 +132,10 @@ func depthwiseInputKernel[T float32 | float64](c *eager.Call, outs []*tensor.Ten
 	g := dwGeomOf(c.Attrs.(ops.Conv2DGemmAttrs), dy.Dim(0), f.Dim(2), f.Dim(3))
 	fv, dyv, dxv := data[T](f), data[T](dy), data[T](outs[0])
 	a := g.a
+	if f32, ok := any(fv).([]float32); ok && dwVec(g) {
+		depthwiseInputVec(c, g, f32, any(dyv).([]float32), any(dxv).([]float32))
+		return
+	}
 	deviceOf(c).Parallel(g.n*a.H, float64(a.W*g.c*g.m*a.KH*a.KW), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			n, ih := r/a.H, r%a.H
@@ -164,6 +172,10 @@ func depthwiseFilterKernel[T float32 | float64](c *eager.Call, outs []*tensor.Te
 	ch := a.Channels(x)
 	g := dwGeomOf(a, x.Dim(0), ch, a.Channels(dy)/max(ch, 1))
 	xv, dyv, dfv := data[T](x), data[T](dy), data[T](outs[0])
+	if x32, ok := any(xv).([]float32); ok && dwVec(g) {
+		depthwiseFilterVec(c, g, x32, any(dyv).([]float32), any(dfv).([]float32))
+		return
+	}
 	if a.Format == ops.NHWC {
 		depthwiseFilterNHWC(c, g, xv, dyv, dfv)
 		return

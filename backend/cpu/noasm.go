@@ -125,3 +125,11 @@ func smaxcols(best *float32, first *int32, x *float32, taps *int, ntaps, n int) 
 func spickwin(at *int32, best *float32, first *int32, taps *int, ntaps, n int) int {
 	panic("cpu: no vector kernel in this build")
 }
+
+func sdwmac(dst *float32, dstStep int, src *float32, srcStep int, f *float32, c, count int) {
+	panic("cpu: no vector kernel in this build")
+}
+
+func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int) {
+	panic("cpu: no vector kernel in this build")
+}

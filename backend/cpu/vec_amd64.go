@@ -49,3 +49,9 @@ func sreluGrad(dst, x, dy *float32, n int)
 //
 //go:noescape
 func sadam8(w, m, v, grad *float32, n int, c *[9]float32)
+
+//go:noescape
+func sdwmac(dst *float32, dstStep int, src *float32, srcStep int, f *float32, c, count int)
+
+//go:noescape
+func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int)

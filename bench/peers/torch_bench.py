@@ -109,6 +109,20 @@ def torch_benches():
 
     report("BenchmarkTorchMaxPoolTrainStep", pool_step)
 
+    # BenchmarkDepthwiseTrainStep: a 3x3 depthwise convolution over 64
+    # channels of 56x56 (groups=64), padding 1, batch 32, both layouts.
+    for layout in ("NCHW", "NHWC"):
+        xd = torch.randn(32, 64, 56, 56)
+        if layout == "NHWC":
+            xd = xd.to(memory_format=torch.channels_last)
+        xd.requires_grad_()
+        wd = torch.randn(64, 1, 3, 3, requires_grad=True)
+        for stride in (1, 2):
+            def dw_step(xd=xd, wd=wd, stride=stride):
+                y = torch.nn.functional.conv2d(xd, wd, stride=stride, padding=1, groups=64)
+                torch.autograd.grad(y.sum(), (xd, wd))
+            report(f"BenchmarkTorchDepthwiseTrainStep/{layout}/stride{stride}", dw_step)
+
     # The pooling steps over [128 28 28 32] NHWC (channels_last here):
     # BenchmarkMaxPoolTrainStepNHWC, ...3x3s2 and BenchmarkAvgPoolTrainStep.
     # SAME's 3x3/2 windows pad the end by one; padding=1 pads both sides,

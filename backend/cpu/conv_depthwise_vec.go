@@ -1,0 +1,208 @@
+package cpu
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/ops"
+)
+
+// The float32 depthwise convolution with one filter a channel (multiplier
+// 1, MobileNet's) where the vector kernels are there, over an image's
+// NHWC rows, whose channels are contiguous: each tap of a row of outputs
+// is one call of a row kernel over the columns it reaches (sdwmac: a row
+// of channels times the tap's filter row added into the row it feeds, a
+// fused multiply-add each; sdwdot: the filter gradient's products summed
+// over a row's columns). NCHW images are transposed to NHWC and back
+// around the same rows, an image at a time. The forward and the input's
+// gradient sum their taps in the scalar kernels' order (kh, then kw),
+// each output's taps fused; the filter's gradient sums a row's columns in
+// float32 (at most the output's width of them), and the rows and images
+// in float64.
+
+// dwVec reports whether the vector path takes a float32 convolution of g.
+func dwVec(g dwGeom) bool { return haveVecKernels && g.m == 1 && g.c > 0 }
+
+// dwCols is the output columns [lo, hi) whose tap kw reads inside the
+// input's width, and the input column iw0 output column lo reads.
+func dwCols(a ops.Conv2DGemmAttrs, ow, kw int) (lo, hi, iw0 int) {
+	off := kw*a.DilationW - a.PadLeft // output column j reads j·StrideW + off
+	if off < 0 {
+		lo = (-off + a.StrideW - 1) / a.StrideW
+	}
+	if last := a.W - 1 - off; last >= 0 {
+		hi = min(ow, last/a.StrideW+1)
+	}
+	return lo, hi, lo*a.StrideW + off
+}
+
+// dwRowTaps calls fn for each tap (kh, kw) of row kh of the filter whose
+// columns (dwCols) are not empty.
+func dwRowTaps(g dwGeom, kh int, fn func(tap, lo, hi, iw0 int)) {
+	for kw := range g.a.KW {
+		if lo, hi, iw0 := dwCols(g.a, g.ow, kw); lo < hi {
+			fn(kh*g.a.KW+kw, lo, hi, iw0)
+		}
+	}
+}
+
+// dwForwardRow writes output row oh of an image: x [H W C] and y [OH OW
+// C], NHWC.
+func dwForwardRow(g dwGeom, x, f, y []float32, oh int) {
+	a, ch := g.a, g.c
+	y = y[oh*g.ow*ch:][:g.ow*ch]
+	clear(y)
+	for kh := range a.KH {
+		ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
+		if ih < 0 || ih >= a.H {
+			continue
+		}
+		row := x[ih*a.W*ch:][:a.W*ch]
+		dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
+			_ = row[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
+			sdwmac(&y[lo*ch], ch, &row[iw0*ch], a.StrideW*ch, &f[tap*ch], ch, hi-lo)
+		})
+	}
+}
+
+// dwInputRow writes input row ih of an image's gradient dx [H W C] from dy
+// [OH OW C]: each element gathers the taps that read it.
+func dwInputRow(g dwGeom, f, dy, dx []float32, ih int) {
+	a, ch := g.a, g.c
+	dx = dx[ih*a.W*ch:][:a.W*ch]
+	clear(dx)
+	for kh := range a.KH {
+		th := ih + a.PadTop - kh*a.DilationH // oh·StrideH
+		if th < 0 || th%a.StrideH != 0 || th/a.StrideH >= g.oh {
+			continue
+		}
+		row := dy[th/a.StrideH*g.ow*ch:][:g.ow*ch]
+		dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
+			_ = dx[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
+			sdwmac(&dx[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, &f[tap*ch], ch, hi-lo)
+		})
+	}
+}
+
+// dwFilterImage adds an image's filter gradient to sum [KH KW C] (float64):
+// each output row's products summed in part (float32 scratch of sum's
+// size) first.
+func dwFilterImage(g dwGeom, x, dy, part []float32, sum []float64) {
+	a, ch := g.a, g.c
+	for oh := range g.oh {
+		clear(part)
+		row := dy[oh*g.ow*ch:][:g.ow*ch]
+		for kh := range a.KH {
+			ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
+			if ih < 0 || ih >= a.H {
+				continue
+			}
+			xr := x[ih*a.W*ch:][:a.W*ch]
+			dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
+				_ = xr[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
+				sdwdot(&part[tap*ch], &xr[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, ch, hi-lo)
+			})
+		}
+		for i, v := range part {
+			sum[i] += float64(v)
+		}
+	}
+}
+
+// dwImages runs fn over the images of an NCHW batch in shards, each
+// image's in and out as NHWC scratch: fn reads the transposes of ins'
+// images (each [C, planes[i]] to [planes[i], C]) and writes the NHWC out
+// image (of outPlane positions), which is transposed into outNCHW's image;
+// outNCHW nil writes nothing back.
+func dwImages(c *eager.Call, g dwGeom, ins [][]float32, planes []int, outNCHW []float32, outPlane int, cost float64, fn func(n int, ins [][]float32, out []float32)) {
+	ch := g.c
+	deviceOf(c).Parallel(g.n, cost, func(lo, hi int) {
+		nhwc := make([][]float32, len(ins))
+		for i := range ins {
+			nhwc[i] = make([]float32, planes[i]*ch)
+		}
+		var out []float32
+		if outNCHW != nil {
+			out = make([]float32, outPlane*ch)
+		}
+		for n := lo; n < hi; n++ {
+			for i, in := range ins {
+				transposeInto(nhwc[i], in[n*ch*planes[i]:], ch, planes[i])
+			}
+			fn(n, nhwc, out)
+			if outNCHW != nil {
+				transposeInto(outNCHW[n*ch*outPlane:], out, outPlane, ch)
+			}
+		}
+	})
+}
+
+// depthwiseVec is the forward (y from x and f).
+func depthwiseVec(c *eager.Call, g dwGeom, xv, fv, yv []float32) {
+	a, ch := g.a, g.c
+	in, out := a.H*a.W, g.oh*g.ow
+	cost := float64(g.ow * ch * a.KH * a.KW)
+	if a.Format == ops.NHWC {
+		deviceOf(c).Parallel(g.n*g.oh, cost, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				n := r / g.oh
+				dwForwardRow(g, xv[n*in*ch:][:in*ch], fv, yv[n*out*ch:][:out*ch], r%g.oh)
+			}
+		})
+		return
+	}
+	dwImages(c, g, [][]float32{xv}, []int{in}, yv, out, cost*float64(g.oh), func(_ int, x [][]float32, y []float32) {
+		for oh := range g.oh {
+			dwForwardRow(g, x[0], fv, y, oh)
+		}
+	})
+}
+
+// depthwiseInputVec is the input's gradient (dx from f and dy).
+func depthwiseInputVec(c *eager.Call, g dwGeom, fv, dyv, dxv []float32) {
+	a, ch := g.a, g.c
+	in, out := a.H*a.W, g.oh*g.ow
+	cost := float64(a.W * ch * a.KH * a.KW)
+	if a.Format == ops.NHWC {
+		deviceOf(c).Parallel(g.n*a.H, cost, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				n := r / a.H
+				dwInputRow(g, fv, dyv[n*out*ch:][:out*ch], dxv[n*in*ch:][:in*ch], r%a.H)
+			}
+		})
+		return
+	}
+	dwImages(c, g, [][]float32{dyv}, []int{out}, dxv, in, cost*float64(a.H), func(_ int, dy [][]float32, dx []float32) {
+		for ih := range a.H {
+			dwInputRow(g, fv, dy[0], dx, ih)
+		}
+	})
+}
+
+// depthwiseFilterVec is the filter's gradient (df from x and dy): an
+// image a shard's unit, the images' float64 sums added in order.
+func depthwiseFilterVec(c *eager.Call, g dwGeom, xv, dyv, dfv []float32) {
+	a, ch := g.a, g.c
+	in, out := a.H*a.W, g.oh*g.ow
+	size := a.KH * a.KW * ch
+	sums := make([]float64, g.n*size)
+	cost := float64(out * a.KH * a.KW * ch)
+	if a.Format == ops.NHWC {
+		deviceOf(c).Parallel(g.n, cost, func(lo, hi int) {
+			part := make([]float32, size)
+			for n := lo; n < hi; n++ {
+				dwFilterImage(g, xv[n*in*ch:][:in*ch], dyv[n*out*ch:][:out*ch], part, sums[n*size:][:size])
+			}
+		})
+	} else {
+		dwImages(c, g, [][]float32{xv, dyv}, []int{in, out}, nil, 0, cost, func(n int, xdy [][]float32, _ []float32) {
+			part := make([]float32, size)
+			dwFilterImage(g, xdy[0], xdy[1], part, sums[n*size:][:size])
+		})
+	}
+	for i := range size {
+		acc := 0.0
+		for n := range g.n {
+			acc += sums[n*size+i]
+		}
+		dfv[i] = float32(acc)
+	}
+}
