@@ -44,42 +44,145 @@ func dwRowTaps(g dwGeom, kh int, fn func(tap, lo, hi, iw0 int)) {
 	}
 }
 
-// dwForwardRow writes output row oh of an image: x [H W C] and y [OH OW
-// C], NHWC.
-func dwForwardRow(g dwGeom, x, f, y []float32, oh int) {
-	a, ch := g.a, g.c
-	y = y[oh*g.ow*ch:][:g.ow*ch]
-	clear(y)
-	for kh := range a.KH {
-		ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
-		if ih < 0 || ih >= a.H {
-			continue
-		}
-		row := x[ih*a.W*ch:][:a.W*ch]
-		dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
-			_ = row[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
-			sdwmac(&y[lo*ch], ch, &row[iw0*ch], a.StrideW*ch, &f[tap*ch], ch, hi-lo)
-		})
+// dwScratch is a shard's scratch for a row's window: the byte offsets of
+// its taps inside the input and, where some rows of the filter fall
+// outside it, the filter rows of the others.
+type dwScratch struct {
+	offs []int
+	f    []float32
+}
+
+// window runs sdwwin over the columns [lo, hi) of a row of outputs y
+// (each ch channels) whose taps, offs (from the first column's window
+// at x) with the filter rows f, all fall inside the input, xStep apart;
+// none: zeros.
+func (s *dwScratch) window(y, x, f []float32, ch, lo, hi, xStep int) {
+	switch {
+	case lo >= hi:
+	case len(s.offs) == 0:
+		clear(y[lo*ch : hi*ch])
+	default:
+		_ = y[hi*ch-1]
+		sdwwin(&y[lo*ch], &x[0], ch, xStep, &s.offs[0], len(s.offs), &f[0], ch, hi-lo)
 	}
 }
 
-// dwInputRow writes input row ih of an image's gradient dx [H W C] from dy
-// [OH OW C]: each element gathers the taps that read it.
-func dwInputRow(g dwGeom, f, dy, dx []float32, ih int) {
+// edges calls fn with [e0, e1) for each of [0, lo) and [hi, n) that is
+// not empty.
+func edges(lo, hi, n int, fn func(e0, e1 int)) {
+	if lo > 0 {
+		fn(0, min(lo, n))
+	}
+	if hi = max(hi, lo); hi < n {
+		fn(hi, n)
+	}
+}
+
+// dwForwardRow writes output row oh of an image: x [H W C] and y [OH OW
+// C], NHWC. The columns whose every tap reads inside the input's width
+// take the window kernel; the others, each tap over the ones it reaches.
+func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 	a, ch := g.a, g.c
-	dx = dx[ih*a.W*ch:][:a.W*ch]
-	clear(dx)
+	y = y[oh*g.ow*ch:][:g.ow*ch]
+	// Interior columns: j·StrideW − PadLeft ≥ 0 and its last tap < W.
+	lo := min((a.PadLeft+a.StrideW-1)/a.StrideW, g.ow)
+	hi := 0
+	if last := a.W - 1 + a.PadLeft - (a.KW-1)*a.DilationW; last >= 0 {
+		hi = min(g.ow, last/a.StrideW+1)
+	}
+	s.offs, s.f = s.offs[:0], s.f[:0]
+	fs := f
 	for kh := range a.KH {
-		th := ih + a.PadTop - kh*a.DilationH // oh·StrideH
-		if th < 0 || th%a.StrideH != 0 || th/a.StrideH >= g.oh {
+		ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
+		if ih < 0 || ih >= a.H {
+			fs = nil
 			continue
 		}
-		row := dy[th/a.StrideH*g.ow*ch:][:g.ow*ch]
-		dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
-			_ = dx[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
-			sdwmac(&dx[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, &f[tap*ch], ch, hi-lo)
-		})
+		for kw := range a.KW {
+			s.offs = append(s.offs, 4*(ih*a.W+kw*a.DilationW)*ch)
+			s.f = append(s.f, f[(kh*a.KW+kw)*ch:][:ch]...)
+		}
 	}
+	if fs == nil { // some filter rows fall outside: the others'
+		fs = s.f
+	}
+	if lo < hi {
+		s.window(y, x[(lo*a.StrideW-a.PadLeft)*ch:], fs, ch, lo, hi, a.StrideW*ch)
+	}
+	edges(lo, hi, g.ow, func(e0, e1 int) {
+		clear(y[e0*ch : e1*ch])
+		for kh := range a.KH {
+			ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
+			if ih < 0 || ih >= a.H {
+				continue
+			}
+			row := x[ih*a.W*ch:][:a.W*ch]
+			dwRowTaps(g, kh, func(tap, clo, chi, iw0 int) {
+				if c0, c1 := max(clo, e0), min(chi, e1); c0 < c1 {
+					iw := iw0 + (c0-clo)*a.StrideW
+					_ = row[(iw+(c1-c0-1)*a.StrideW)*ch+ch-1]
+					sdwmac(&y[c0*ch], ch, &row[iw*ch], a.StrideW*ch, &f[tap*ch], ch, c1-c0)
+				}
+			})
+		}
+	})
+}
+
+// dwInputRow writes input row ih of an image's gradient dx [H W C] from dy
+// [OH OW C]: each element gathers the taps that read it. At strides of 1
+// the columns every tap reaches take the window kernel (over dy).
+func dwInputRow(g dwGeom, f, dy, dx []float32, ih int, s *dwScratch) {
+	a, ch := g.a, g.c
+	dx = dx[ih*a.W*ch:][:a.W*ch]
+	lo, hi := 0, 0
+	if a.StrideH == 1 && a.StrideW == 1 {
+		// Interior columns: iw + PadLeft − (KW−1)·DilationW ≥ 0 and
+		// iw + PadLeft < OW.
+		lo, hi = min(max((a.KW-1)*a.DilationW-a.PadLeft, 0), a.W), min(a.W, g.ow-a.PadLeft)
+		s.offs, s.f = s.offs[:0], s.f[:0]
+		fs := f
+		for kh := range a.KH {
+			oh := ih + a.PadTop - kh*a.DilationH
+			if oh < 0 || oh >= g.oh {
+				fs = nil
+				continue
+			}
+			for kw := range a.KW {
+				s.offs = append(s.offs, 4*(oh*g.ow+lo+a.PadLeft-kw*a.DilationW)*ch)
+				s.f = append(s.f, f[(kh*a.KW+kw)*ch:][:ch]...)
+			}
+		}
+		if fs == nil {
+			fs = s.f
+		}
+		if lo < hi {
+			s.window(dx, dy, fs, ch, lo, hi, ch)
+		}
+	}
+	edges(lo, hi, a.W, func(e0, e1 int) {
+		clear(dx[e0*ch : e1*ch])
+		for kh := range a.KH {
+			th := ih + a.PadTop - kh*a.DilationH // oh·StrideH
+			if th < 0 || th%a.StrideH != 0 || th/a.StrideH >= g.oh {
+				continue
+			}
+			row := dy[th/a.StrideH*g.ow*ch:][:g.ow*ch]
+			dwRowTaps(g, kh, func(tap, clo, chi, iw0 int) {
+				// Output columns [clo, chi) feed input columns iw0 +
+				// (j − clo)·StrideW: those in [e0, e1).
+				j0 := clo + max(0, (e0-iw0+a.StrideW-1)/a.StrideW)
+				j1 := min(chi, clo+(e1-1-iw0)/a.StrideW+1)
+				if e1-1 < iw0 {
+					j1 = clo
+				}
+				if j0 < j1 {
+					iw := iw0 + (j0-clo)*a.StrideW
+					_ = dx[(iw+(j1-j0-1)*a.StrideW)*ch+ch-1]
+					sdwmac(&dx[iw*ch], a.StrideW*ch, &row[j0*ch], ch, &f[tap*ch], ch, j1-j0)
+				}
+			})
+		}
+	})
 }
 
 // dwFilterImage adds an image's filter gradient to sum [KH KW C] (float64):
@@ -142,16 +245,18 @@ func depthwiseVec(c *eager.Call, g dwGeom, xv, fv, yv []float32) {
 	cost := float64(g.ow * ch * a.KH * a.KW)
 	if a.Format == ops.NHWC {
 		deviceOf(c).Parallel(g.n*g.oh, cost, func(lo, hi int) {
+			var s dwScratch
 			for r := lo; r < hi; r++ {
 				n := r / g.oh
-				dwForwardRow(g, xv[n*in*ch:][:in*ch], fv, yv[n*out*ch:][:out*ch], r%g.oh)
+				dwForwardRow(g, xv[n*in*ch:][:in*ch], fv, yv[n*out*ch:][:out*ch], r%g.oh, &s)
 			}
 		})
 		return
 	}
 	dwImages(c, g, [][]float32{xv}, []int{in}, yv, out, cost*float64(g.oh), func(_ int, x [][]float32, y []float32) {
+		var s dwScratch
 		for oh := range g.oh {
-			dwForwardRow(g, x[0], fv, y, oh)
+			dwForwardRow(g, x[0], fv, y, oh, &s)
 		}
 	})
 }
@@ -163,16 +268,18 @@ func depthwiseInputVec(c *eager.Call, g dwGeom, fv, dyv, dxv []float32) {
 	cost := float64(a.W * ch * a.KH * a.KW)
 	if a.Format == ops.NHWC {
 		deviceOf(c).Parallel(g.n*a.H, cost, func(lo, hi int) {
+			var s dwScratch
 			for r := lo; r < hi; r++ {
 				n := r / a.H
-				dwInputRow(g, fv, dyv[n*out*ch:][:out*ch], dxv[n*in*ch:][:in*ch], r%a.H)
+				dwInputRow(g, fv, dyv[n*out*ch:][:out*ch], dxv[n*in*ch:][:in*ch], r%a.H, &s)
 			}
 		})
 		return
 	}
 	dwImages(c, g, [][]float32{dyv}, []int{out}, dxv, in, cost*float64(a.H), func(_ int, dy [][]float32, dx []float32) {
+		var s dwScratch
 		for ih := range a.H {
-			dwInputRow(g, fv, dy[0], dx, ih)
+			dwInputRow(g, fv, dy[0], dx, ih, &s)
 		}
 	})
 }

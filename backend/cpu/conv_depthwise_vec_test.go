@@ -44,3 +44,36 @@ func TestDepthwiseRowKernels(t *testing.T) {
 		}
 	}
 }
+
+// The window kernel against a Go loop from its definition: taps in
+// order onto 0, outputs and inputs stepped apart by more than a row.
+func TestDepthwiseWindowKernel(t *testing.T) {
+	if !haveVecKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	r := tensor.NewRNG(7)
+	for _, ch := range []int{1, 7, 8, 9, 33, 64, 75} {
+		for _, count := range []int{0, 1, 4} {
+			offs := []int{0, 4 * (3*ch + 1), 4 * 5 * ch, 4 * (9*ch + 2)}
+			yStep, xStep := ch+2, 2*ch+3
+			x := tensor.ToSlice[float32](tensor.RandUniform(r, tensor.Float32, -1, 1, count*xStep+10*ch+3))
+			f := tensor.ToSlice[float32](tensor.RandUniform(r, tensor.Float32, -1, 1, len(offs)*ch))
+			y := tensor.ToSlice[float32](tensor.RandUniform(r, tensor.Float32, -1, 1, max(count, 1)*yStep))
+			want := append([]float32(nil), y...)
+			for i := range count {
+				for j := range ch {
+					var acc float32
+					for tap, off := range offs {
+						acc += x[i*xStep+j+off/4] * f[tap*ch+j]
+					}
+					want[i*yStep+j] = acc
+				}
+			}
+			sdwwin(&y[0], &x[0], yStep, xStep, &offs[0], len(offs), &f[0], ch, count)
+			if d := approx.Diff(y, want, 1e-5); d != "" {
+				t.Errorf("sdwwin, %d channels, %d outputs: %s", ch, count, d)
+			}
+		}
+	}
+}
+

@@ -195,3 +195,134 @@ dottailstore:
 dotdone:
 	VZEROUPPER
 	RET
+
+// func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int)
+// For i < count, j < c: y[i·yStep+j] = Σ_t x[i·xStep+j + offs[t]/4]·f[t·c+j],
+// the taps t in order from 0, fused multiply-adds onto 0: a row of
+// outputs of a depthwise window whose taps all fall inside the input
+// (offs in bytes, each tap's reach from the output's first).
+TEXT ·sdwwin(SB), NOSPLIT, $0-72
+	MOVQ yStep+16(FP), R12
+	MOVQ c+56(FP), R8
+	SUBQ R8, R12
+	SHLQ $2, R12
+	MOVQ R12, yStep+16(FP)   // the step from one output's end to the next's start, in bytes
+	MOVQ xStep+24(FP), R12
+	SHLQ $2, R12
+	MOVQ R12, xStep+24(FP)
+	MOVQ y+0(FP), DX
+	MOVQ x+8(FP), SI
+	MOVQ offs+32(FP), R10
+	MOVQ taps+40(FP), R11
+	SHLQ $3, R11
+	ADDQ R11, R10            // the taps' end
+	MOVQ f+48(FP), DI
+	MOVQ R8, R11
+	SHLQ $2, R11             // a tap's filter row, in bytes
+
+winout:
+	CMPQ count+64(FP), $0
+	JE   windone
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R8, CX
+
+win32:
+	CMPQ   CX, $32
+	JL     win8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   offs+32(FP), R9
+	MOVQ   BX, R13
+
+win32tap:
+	CMPQ        R9, R10
+	JE          win32store
+	MOVQ        (R9), R12
+	ADDQ        AX, R12
+	VMOVUPS     (R12), Y4
+	VMOVUPS     32(R12), Y5
+	VMOVUPS     64(R12), Y6
+	VMOVUPS     96(R12), Y7
+	VFMADD231PS (R13), Y4, Y0
+	VFMADD231PS 32(R13), Y5, Y1
+	VFMADD231PS 64(R13), Y6, Y2
+	VFMADD231PS 96(R13), Y7, Y3
+	ADDQ        $8, R9
+	ADDQ        R11, R13
+	JMP         win32tap
+
+win32store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ    $128, DX
+	ADDQ    $128, AX
+	ADDQ    $128, BX
+	SUBQ    $32, CX
+	JMP     win32
+
+win8:
+	CMPQ   CX, $8
+	JL     wintail
+	VXORPS Y0, Y0, Y0
+	MOVQ   offs+32(FP), R9
+	MOVQ   BX, R13
+
+win8tap:
+	CMPQ        R9, R10
+	JE          win8store
+	MOVQ        (R9), R12
+	ADDQ        AX, R12
+	VMOVUPS     (R12), Y4
+	VFMADD231PS (R13), Y4, Y0
+	ADDQ        $8, R9
+	ADDQ        R11, R13
+	JMP         win8tap
+
+win8store:
+	VMOVUPS Y0, (DX)
+	ADDQ    $32, DX
+	ADDQ    $32, AX
+	ADDQ    $32, BX
+	SUBQ    $8, CX
+	JMP     win8
+
+wintail:
+	TESTQ  CX, CX
+	JE     winnext
+	VXORPS X0, X0, X0
+	MOVQ   offs+32(FP), R9
+	MOVQ   BX, R13
+
+wintailtap:
+	CMPQ        R9, R10
+	JE          wintailstore
+	MOVQ        (R9), R12
+	ADDQ        AX, R12
+	VMOVSS      (R12), X4
+	VFMADD231SS (R13), X4, X0
+	ADDQ        $8, R9
+	ADDQ        R11, R13
+	JMP         wintailtap
+
+wintailstore:
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	ADDQ   $4, AX
+	ADDQ   $4, BX
+	DECQ   CX
+	JMP    wintail
+
+winnext:
+	ADDQ yStep+16(FP), DX
+	ADDQ xStep+24(FP), SI
+	DECQ count+64(FP)
+	JMP  winout
+
+windone:
+	VZEROUPPER
+	RET

@@ -55,3 +55,6 @@ func sdwmac(dst *float32, dstStep int, src *float32, srcStep int, f *float32, c,
 
 //go:noescape
 func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int)
+
+//go:noescape
+func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int)

@@ -37,9 +37,12 @@ func copyStrided[T uint8 | uint16 | uint32 | uint64](dst []T, dOff int, dSt []in
 	n, ds, ss := shape[r-1], dSt[r-1], sSt[r-1]
 	idx := make([]int, r-1)
 	for {
-		if ds == 1 && ss == 1 {
+		switch {
+		case ds == 1 && ss == 1:
 			copy(dst[dOff:dOff+n], src[sOff:sOff+n])
-		} else {
+		case ds == 1 && ss == 0: // a broadcast element
+			fill(dst[dOff:dOff+n], src[sOff])
+		default:
 			for i, di, si := 0, dOff, sOff; i < n; i, di, si = i+1, di+ds, si+ss {
 				dst[di] = src[si]
 			}
