@@ -45,25 +45,33 @@ func dwRowTaps(g dwGeom, kh int, fn func(tap, lo, hi, iw0 int)) {
 }
 
 // dwScratch is a shard's scratch for a row's window: the byte offsets of
-// its taps inside the input and, where some rows of the filter fall
-// outside it, the filter rows of the others.
+// its taps inside the input and, where some of the filter's taps are left
+// out, the filter rows of the others; the input gradient's taps.
 type dwScratch struct {
 	offs []int
 	f    []float32
+	taps []dwTap
 }
 
-// window runs sdwwin over the columns [lo, hi) of a row of outputs y
-// (each ch channels) whose taps, offs (from the first column's window
-// at x) with the filter rows f, all fall inside the input, xStep apart;
-// none: zeros.
-func (s *dwScratch) window(y, x, f []float32, ch, lo, hi, xStep int) {
+// dwTap is a tap feeding a residue class of an input gradient's row:
+// its index in the filter, the output row it reads and the output column
+// of the class's k-th input column, k + q.
+type dwTap struct{ tap, oh, q int }
+
+// window runs sdwwin over count outputs of ch channels from y[0], yStep
+// apart, whose taps, s.offs (from the first output's window at x[0]) with
+// the filter rows f, all fall inside the input, xStep apart; no taps:
+// zeros.
+func (s *dwScratch) window(y, x, f []float32, ch, count, yStep, xStep int) {
 	switch {
-	case lo >= hi:
+	case count <= 0:
 	case len(s.offs) == 0:
-		clear(y[lo*ch : hi*ch])
+		for i := range count {
+			clear(y[i*yStep:][:ch])
+		}
 	default:
-		_ = y[hi*ch-1]
-		sdwwin(&y[lo*ch], &x[0], ch, xStep, &s.offs[0], len(s.offs), &f[0], ch, hi-lo)
+		_ = y[(count-1)*yStep+ch-1]
+		sdwwin(&y[0], &x[0], yStep, xStep, &s.offs[0], len(s.offs), &f[0], ch, count)
 	}
 }
 
@@ -107,7 +115,7 @@ func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 		fs = s.f
 	}
 	if lo < hi {
-		s.window(y, x[(lo*a.StrideW-a.PadLeft)*ch:], fs, ch, lo, hi, a.StrideW*ch)
+		s.window(y[lo*ch:], x[(lo*a.StrideW-a.PadLeft)*ch:], fs, ch, hi-lo, ch, a.StrideW*ch)
 	}
 	edges(lo, hi, g.ow, func(e0, e1 int) {
 		clear(y[e0*ch : e1*ch])
@@ -129,60 +137,62 @@ func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 }
 
 // dwInputRow writes input row ih of an image's gradient dx [H W C] from dy
-// [OH OW C]: each element gathers the taps that read it. At strides of 1
-// the columns every tap reaches take the window kernel (over dy).
+// [OH OW C]: each element gathers the taps that read it, in the filter's
+// order. The row's columns fall in StrideW classes (iw = r + k·StrideW),
+// each read by its own taps; a class's columns that every one of its taps
+// reaches take the window kernel (over dy, a column of dy a column of the
+// class), the others each tap in turn.
 func dwInputRow(g dwGeom, f, dy, dx []float32, ih int, s *dwScratch) {
-	a, ch := g.a, g.c
+	a, ch, sw := g.a, g.c, g.a.StrideW
 	dx = dx[ih*a.W*ch:][:a.W*ch]
-	lo, hi := 0, 0
-	if a.StrideH == 1 && a.StrideW == 1 {
-		// Interior columns: iw + PadLeft − (KW−1)·DilationW ≥ 0 and
-		// iw + PadLeft < OW.
-		lo, hi = min(max((a.KW-1)*a.DilationW-a.PadLeft, 0), a.W), min(a.W, g.ow-a.PadLeft)
-		s.offs, s.f = s.offs[:0], s.f[:0]
-		fs := f
-		for kh := range a.KH {
-			oh := ih + a.PadTop - kh*a.DilationH
-			if oh < 0 || oh >= g.oh {
-				fs = nil
-				continue
-			}
-			for kw := range a.KW {
-				s.offs = append(s.offs, 4*(oh*g.ow+lo+a.PadLeft-kw*a.DilationW)*ch)
-				s.f = append(s.f, f[(kh*a.KW+kw)*ch:][:ch]...)
-			}
-		}
-		if fs == nil {
-			fs = s.f
-		}
-		if lo < hi {
-			s.window(dx, dy, fs, ch, lo, hi, ch)
-		}
-	}
-	edges(lo, hi, a.W, func(e0, e1 int) {
-		clear(dx[e0*ch : e1*ch])
+	for r := range min(sw, a.W) {
+		s.taps, s.offs, s.f = s.taps[:0], s.offs[:0], s.f[:0]
+		qmin, qmax := 0, 0
 		for kh := range a.KH {
 			th := ih + a.PadTop - kh*a.DilationH // oh·StrideH
 			if th < 0 || th%a.StrideH != 0 || th/a.StrideH >= g.oh {
 				continue
 			}
-			row := dy[th/a.StrideH*g.ow*ch:][:g.ow*ch]
-			dwRowTaps(g, kh, func(tap, clo, chi, iw0 int) {
-				// Output columns [clo, chi) feed input columns iw0 +
-				// (j − clo)·StrideW: those in [e0, e1).
-				j0 := clo + max(0, (e0-iw0+a.StrideW-1)/a.StrideW)
-				j1 := min(chi, clo+(e1-1-iw0)/a.StrideW+1)
-				if e1-1 < iw0 {
-					j1 = clo
+			for kw := range a.KW {
+				d := r + a.PadLeft - kw*a.DilationW // ow·StrideW − k·StrideW
+				if (d%sw+sw)%sw != 0 {
+					continue
 				}
-				if j0 < j1 {
-					iw := iw0 + (j0-clo)*a.StrideW
-					_ = dx[(iw+(j1-j0-1)*a.StrideW)*ch+ch-1]
-					sdwmac(&dx[iw*ch], a.StrideW*ch, &row[j0*ch], ch, &f[tap*ch], ch, j1-j0)
+				q := (d - (d%sw+sw)%sw) / sw
+				if len(s.taps) == 0 || q < qmin {
+					qmin = q
 				}
-			})
+				if len(s.taps) == 0 || q > qmax {
+					qmax = q
+				}
+				s.taps = append(s.taps, dwTap{kh*a.KW + kw, th / a.StrideH, q})
+			}
 		}
-	})
+		nk := (a.W - r + sw - 1) / sw // the class's columns
+		kLo, kHi := 0, nk
+		if len(s.taps) > 0 {
+			kLo, kHi = min(max(-qmin, 0), nk), min(nk, g.ow-qmax)
+		}
+		kHi = max(kHi, kLo)
+		for _, t := range s.taps {
+			s.offs = append(s.offs, 4*(t.oh*g.ow+kLo+t.q)*ch)
+			s.f = append(s.f, f[t.tap*ch:][:ch]...)
+		}
+		if kLo < kHi {
+			s.window(dx[(r+kLo*sw)*ch:], dy, s.f, ch, kHi-kLo, sw*ch, ch)
+		}
+		edges(kLo, kHi, nk, func(k0, k1 int) {
+			for k := k0; k < k1; k++ {
+				out := dx[(r+k*sw)*ch:][:ch]
+				clear(out)
+				for _, t := range s.taps {
+					if ow := k + t.q; ow >= 0 && ow < g.ow {
+						sdwmac(&out[0], ch, &dy[(t.oh*g.ow+ow)*ch], ch, &f[t.tap*ch], ch, 1)
+					}
+				}
+			}
+		})
+	}
 }
 
 // dwFilterImage adds an image's filter gradient to sum [KH KW C] (float64):
