@@ -76,4 +76,3 @@ func TestDepthwiseWindowKernel(t *testing.T) {
 		}
 	}
 }
-
