@@ -37,6 +37,16 @@ func lines(shape tensor.Shape, axis int, fn func(at func(k int) int)) {
 	}
 }
 
+// lineShards calls fn for shards [lo, hi) of the lines along axis (line
+// l: outer index l / inner, inner index l % inner), spread over the
+// device's workers at cost (about nanoseconds) a line; at(l, k) is the
+// offset of line l's element k.
+func lineShards(c *eager.Call, shape tensor.Shape, axis int, cost float64, fn func(lo, hi int, at func(l, k int) int)) {
+	outer, n, inner := move.Split(shape, axis)
+	at := func(l, k int) int { return (l/inner)*n*inner + l%inner + k*inner }
+	deviceOf(c).Parallel(outer*inner, cost, func(lo, hi int) { fn(lo, hi, at) })
+}
+
 // keyed is an element with its place along the line, so that an unstable
 // sort that breaks ties by place sorts stably.
 type keyed[T tensor.Num] struct {
@@ -113,8 +123,8 @@ func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 
 func init() {
 	kernels{
-		f32: packedArgSort(floatKey), f64: argSortKernel[float64], i32: packedArgSort(int32Key),
-		i64: argSortKernel[int64], u8: packedArgSort(uint8Key),
+		f32: packedArgSort[float32], f64: argSortKernel[float64], i32: packedArgSort[int32],
+		i64: argSortKernel[int64], u8: packedArgSort[uint8],
 	}.register("ArgSort")
 	kernels{
 		f32: argExtremeKernel[float32], f64: argExtremeKernel[float64], i32: argExtremeKernel[int32],
@@ -134,13 +144,15 @@ func takeAlongAxisKernel(c *eager.Call, outs []*tensor.Tensor) {
 	outer, n, inner := move.Split(x.Shape(), axis)
 	m := out.Dim(axis)
 	xb, ob := x.HostBytes(), out.HostBytes()
-	for o := 0; o < outer; o++ {
-		for k := 0; k < m; k++ {
-			for i := 0; i < inner; i++ {
-				at := (o*m+k)*inner + i
-				r := int(min(max(idx[at], 0), int64(n-1)))
-				mv(ob, at, xb, (o*n+r)*inner+i)
+	deviceOf(c).Parallel(outer, float64(m*inner)*2, func(lo, hi int) {
+		for o := lo; o < hi; o++ {
+			for k := 0; k < m; k++ {
+				for i := 0; i < inner; i++ {
+					at := (o*m+k)*inner + i
+					r := int(min(max(idx[at], 0), int64(n-1)))
+					mv(ob, at, xb, (o*n+r)*inner+i)
+				}
 			}
 		}
-	}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/device"
 	"github.com/eagerflow/eagerflow/eager"
@@ -244,13 +245,23 @@ func CheckLabels(c *eager.Call, i int, classes int) []int64 {
 }
 
 func checkRange(c *eager.Call, i, n int, msg string) []int64 {
-	idx := IndexValues(c.Inputs[i])
+	idx := indexView(c.Inputs[i])
 	for k, v := range idx {
 		if v < 0 || v >= int64(n) {
 			c.Fail(tensor.ErrIndex, msg, v, k, n)
 		}
 	}
 	return idx
+}
+
+// indexView is IndexValues, the tensor's own memory where it is an Int64
+// tensor in host memory (the kernels that check indices only read them):
+// no copy of a large index tensor (a sort's permutation).
+func indexView(t *tensor.Tensor) []int64 {
+	if _, host := t.Buffer().(*device.HostBuffer); host && t.DType() == tensor.Int64 {
+		return backend.HostData[int64](t)
+	}
+	return IndexValues(t)
 }
 
 // IndexValues returns an Int32 or Int64 tensor's values as int64s (read
