@@ -34,9 +34,11 @@ func Gelu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluOp, nil, x) }
 var geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
 	// d/dx xΦ(x) = Φ(x) + x φ(x), φ(x) = e^(-x²/2)/√(2π).
 	x := g.Inputs[0]
-	cdf := Mul(ScalarLike(x, 0.5), Add(OnesLike(x), Erf(Mul(x, ScalarLike(x, 1/math.Sqrt2)))))
-	pdf := Mul(ScalarLike(x, 1/math.Sqrt(2*math.Pi)), Exp(Mul(Square(x), ScalarLike(x, -0.5))))
-	return []*tensor.Tensor{Mul(g.OutGrads[0], Add(cdf, Mul(x, pdf)))}
+	var t temps
+	defer t.release()
+	cdf := t.keep(Mul(ScalarLike(x, 0.5), t.keep(Add(ScalarLike(x, 1), t.keep(Erf(t.keep(Mul(x, ScalarLike(x, 1/math.Sqrt2)))))))))
+	pdf := t.keep(Mul(ScalarLike(x, 1/math.Sqrt(2*math.Pi)), t.keep(Exp(t.keep(Mul(t.keep(Square(x)), ScalarLike(x, -0.5)))))))
+	return []*tensor.Tensor{Mul(g.OutGrads[0], t.keep(Add(cdf, t.keep(Mul(x, pdf)))))}
 })
 
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
@@ -99,7 +101,9 @@ func Softplus(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(softplusOp, n
 
 var softplusOp = func() *eager.Op {
 	op := floatOp("Softplus", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Sigmoid(g.Inputs[0]))}
+		s := Sigmoid(g.Inputs[0])
+		defer releaseTemp(s)
+		return []*tensor.Tensor{Mul(g.OutGrads[0], s)}
 	})
 	op.GradReads = eager.ReadsInputs
 	return op

@@ -46,39 +46,49 @@ func init() {
 		// b² underflows to 0 for a tiny b (0/0 where a is 0 too, as a
 		// product of tiny factors gives), as PyTorch's rule avoids too.
 		b, y, dy := g.Inputs[1], g.Outputs[0], g.OutGrads[0]
+		var t temps
+		defer t.release()
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor { return Div(dy, b) }),
-			when(g.Needs[1], func() *tensor.Tensor { return Neg(Mul(dy, Div(y, b))) }),
+			when(g.Needs[1], func() *tensor.Tensor { return Neg(t.keep(Mul(dy, t.keep(Div(y, b))))) }),
 		}
 	})
 
 	remOp = binaryOp("Rem", func(g *eager.Grad) []*tensor.Tensor {
 		// a = trunc(a/b)*b + rem, so d/da = 1 and d/db = -trunc(a/b).
 		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+		var t temps
+		defer t.release()
 		return []*tensor.Tensor{dy, when(g.Needs[1], func() *tensor.Tensor {
-			return Neg(Mul(dy, Div(Sub(a, g.Outputs[0]), b)))
+			return Neg(t.keep(Mul(dy, t.keep(Div(t.keep(Sub(a, g.Outputs[0])), b)))))
 		})}
 	})
 
 	maxOp = binaryOp("Max", func(g *eager.Grad) []*tensor.Tensor {
-		return minMaxGrad(g, Ge(g.Inputs[0], g.Inputs[1]))
+		pick := Ge(g.Inputs[0], g.Inputs[1])
+		defer releaseTemp(pick)
+		return minMaxGrad(g, pick)
 	})
 
 	minOp = binaryOp("Min", func(g *eager.Grad) []*tensor.Tensor {
-		return minMaxGrad(g, Le(g.Inputs[0], g.Inputs[1]))
+		pick := Le(g.Inputs[0], g.Inputs[1])
+		defer releaseTemp(pick)
+		return minMaxGrad(g, pick)
 	})
 
 	powOp = binaryOp("Pow", func(g *eager.Grad) []*tensor.Tensor {
 		a, b, y, dy := g.Inputs[0], g.Inputs[1], g.Outputs[0], g.OutGrads[0]
+		var t temps
+		defer t.release()
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor {
-				return Mul(dy, Mul(b, Pow(a, Sub(b, ScalarLike(b, 1)))))
+				return Mul(dy, t.keep(Mul(b, t.keep(Pow(a, t.keep(Sub(b, ScalarLike(b, 1))))))))
 			}),
 			when(g.Needs[1], func() *tensor.Tensor {
 				// d/db a^b = a^b log a, taken as 0 where a <= 0.
-				pos := Gt(a, ScalarLike(a, 0))
-				safe := Where(pos, a, OnesLike(a))
-				return Mul(dy, Mul(y, Where(pos, Log(safe), ZerosLike(safe))))
+				pos := t.keep(Gt(a, ScalarLike(a, 0)))
+				safe := t.keep(Where(pos, a, ScalarLike(a, 1)))
+				return Mul(dy, t.keep(Mul(y, t.keep(Where(pos, t.keep(Log(safe)), ScalarLike(safe, 0))))))
 			}),
 		}
 	})
@@ -88,7 +98,8 @@ func init() {
 // ties, as pick marks).
 func minMaxGrad(g *eager.Grad, pick *tensor.Tensor) []*tensor.Tensor {
 	dy := g.OutGrads[0]
-	z := ZerosLike(dy)
+	z := ScalarLike(dy, 0) // broadcast: no zeros the size of dy
+	defer releaseTemp(z)
 	return []*tensor.Tensor{
 		when(g.Needs[0], func() *tensor.Tensor { return Where(pick, dy, z) }),
 		when(g.Needs[1], func() *tensor.Tensor { return Where(pick, z, dy) }),

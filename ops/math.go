@@ -30,7 +30,9 @@ func init() {
 	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).
 		x := g.Inputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Mul(ScalarLike(x, 2/math.Sqrt(math.Pi)), Exp(Neg(Square(x)))))}
+		var t temps
+		defer t.release()
+		return []*tensor.Tensor{Mul(g.OutGrads[0], t.keep(Mul(ScalarLike(x, 2/math.Sqrt(math.Pi)), t.keep(Exp(t.keep(Neg(t.keep(Square(x)))))))))}
 	})
 	// Rounding is piecewise constant: like TensorFlow, it blocks gradients.
 	ceilOp = floatOp("Ceil", nil)

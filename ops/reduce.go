@@ -147,11 +147,15 @@ func reduceGradKept(x, dy, yk *tensor.Tensor, kind ReduceKind, dims []int, count
 		return dx
 	case ReduceMax, ReduceMin:
 		// Ties share the gradient equally, as TensorFlow does.
-		mask := Cast(Eq(x, yk), x.DType())
-		ties := Reduce(mask, Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true})
-		return Mul(mask, Div(dy, ties))
+		var t temps
+		defer t.release()
+		mask := t.keep(Cast(t.keep(Eq(x, yk)), x.DType()))
+		ties := t.keep(Reduce(mask, Reduction{Kind: ReduceSum, Dims: dims, KeepDims: true}))
+		return Mul(mask, t.keep(Div(dy, ties)))
 	default: // ReduceProd: dy times the product of the other elements.
-		return Mul(dy, productOfOthers(x, dims))
+		others := productOfOthers(x, dims)
+		defer releaseTemp(others)
+		return Mul(dy, others)
 	}
 }
 
@@ -180,10 +184,12 @@ func productOfOthers(x *tensor.Tensor, dims []int) *tensor.Tensor {
 			}
 		}
 	}
-	moved := Transpose(x, perm...)
-	rows := Reshape(moved, -1, n)
-	others := Mul(Cumprod(rows, 1, true, false), Cumprod(rows, 1, true, true))
-	return Transpose(Reshape(others, moved.Shape()...), inversePerm(perm)...)
+	var t temps
+	defer t.release()
+	moved := t.keep(Transpose(x, perm...))
+	rows := t.keep(Reshape(moved, -1, n))
+	others := t.keep(Mul(t.keep(Cumprod(rows, 1, true, false)), t.keep(Cumprod(rows, 1, true, true))))
+	return Transpose(t.keep(Reshape(others, moved.Shape()...)), inversePerm(perm)...)
 }
 
 // Reduce applies a built-in reduction. x: numeric (Mean: float). The

@@ -13,11 +13,38 @@ import (
 // memory (nn's TestTrainStepLeavesNothingToTheCollector holds steps to
 // it).
 
+// temps collects a gradient rule's intermediates, to release (releaseTemp)
+// once the rule has its results: keep(x) records x and returns it.
+type temps []*tensor.Tensor
+
+func (ts *temps) keep(x *tensor.Tensor) *tensor.Tensor {
+	*ts = append(*ts, x)
+	return x
+}
+
+// release releases what keep recorded (a pointer receiver: deferred at
+// the rule's start, it sees what the rule kept after).
+func (ts *temps) release() {
+	for _, t := range *ts {
+		releaseTemp(t)
+	}
+}
+
 // releaseTemp releases t, made by a gradient rule and read by nothing
 // any more, unless some tape or trace is observing ops (one may have
 // recorded t: a second-order gradient reads it).
 func releaseTemp(t *tensor.Tensor) {
 	if !eager.Observing() {
+		t.Release()
+	}
+}
+
+// releaseUntraced releases t, made by an op no tape differentiates (an
+// ArgSort's permutation) and handed to nobody, unless a trace records it:
+// a tape holds only what it recorded, and an op that read t holds its own
+// hold on t's buffer (a view of it that the caller keeps, too).
+func releaseUntraced(t *tensor.Tensor) {
+	if t.Traced() == nil {
 		t.Release()
 	}
 }

@@ -138,7 +138,9 @@ func unpad(dy *tensor.Tensor, shape tensor.Shape, cfg []PadDim) *tensor.Tensor {
 			limit[d] += (n-1)*strides[d] + 1
 		}
 	}
-	return Slice(Pad(dy, ScalarLike(dy, 0), undo...), start, limit, strides)
+	var t temps
+	defer t.release()
+	return Slice(t.keep(Pad(dy, t.keep(ScalarLike(dy, 0)), undo...)), start, limit, strides)
 }
 
 // Pad is XLA's Pad: it surrounds x with value (a scalar of x's dtype) by

@@ -25,7 +25,13 @@ func init() {
 			// d/dx: dy - softmax * sum(dy) along the last dimension.
 			y, dy := g.Outputs[0], g.OutGrads[0]
 			s := Reduce(dy, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
-			return []*tensor.Tensor{Sub(dy, Mul(Exp(y), s))}
+			p := Exp(y)
+			ps := Mul(p, s)
+			releaseTemp(p)
+			releaseTemp(s)
+			dx := Sub(dy, ps)
+			releaseTemp(ps)
+			return []*tensor.Tensor{dx}
 		},
 	})
 }

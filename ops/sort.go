@@ -42,7 +42,9 @@ func init() {
 		GradReads: eager.ReadsInputs, GradIgnores: []int{0}, // the indices, and x's shape
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, idx := g.Inputs[0], g.Inputs[1]
-			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, ZerosLike(x), idx, g.OutGrads[0]), nil}
+			z := ZerosLike(x)
+			defer releaseTemp(z)
+			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, z, idx, g.OutGrads[0]), nil}
 		},
 	})
 	putAlongOp = eager.Register(&eager.Op{
@@ -130,7 +132,13 @@ func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 // return to each element's original place.
 func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 	defer asOp("Sort")
-	return TakeAlongAxis(x, ArgSort(x, axis, descending), axis)
+	// The permutation: read again by TakeAlongAxis's gradient where a tape
+	// records it (which then releases it with its intermediates), else
+	// nobody's once the gather has run.
+	perm := ArgSort(x, axis, descending)
+	out := TakeAlongAxis(x, scratch(perm), axis)
+	releaseTemp(perm)
+	return out
 }
 
 // SortKeyVal sorts keys along axis and permutes values (same shape) the
@@ -158,6 +166,7 @@ func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 		fail("TopK", tensor.ErrValue, []*tensor.Tensor{x}, "k %d is outside [0, last dimension]", k)
 	}
 	perm := ArgSort(x, -1, true)
+	defer releaseUntraced(perm)
 	start := make([]int, x.Rank())
 	limit := slices.Clone([]int(x.Shape()))
 	limit[len(limit)-1] = k

@@ -10,13 +10,13 @@ import (
 // NHWC rows, whose channels are contiguous: each tap of a row of outputs
 // is one call of a row kernel over the columns it reaches (sdwmac: a row
 // of channels times the tap's filter row added into the row it feeds, a
-// fused multiply-add each; sdwdot: the filter gradient's products summed
-// over a row's columns). NCHW images are transposed to NHWC and back
+// fused multiply-add each; sdwdot64: the filter gradient's products summed
+// over a row's columns), and the columns every tap reaches sum their taps
+// in registers (sdwwin). NCHW images are transposed to NHWC and back
 // around the same rows, an image at a time. The forward and the input's
 // gradient sum their taps in the scalar kernels' order (kh, then kw),
-// each output's taps fused; the filter's gradient sums a row's columns in
-// float32 (at most the output's width of them), and the rows and images
-// in float64.
+// each output's taps fused; the filter's gradient sums its products in
+// float64, as the float64 kernels do.
 
 // dwVec reports whether the vector path takes a float32 convolution of g.
 func dwVec(g dwGeom) bool { return haveVecKernels && g.m == 1 && g.c > 0 }
@@ -195,13 +195,11 @@ func dwInputRow(g dwGeom, f, dy, dx []float32, ih int, s *dwScratch) {
 	}
 }
 
-// dwFilterImage adds an image's filter gradient to sum [KH KW C] (float64):
-// each output row's products summed in part (float32 scratch of sum's
-// size) first.
-func dwFilterImage(g dwGeom, x, dy, part []float32, sum []float64) {
+// dwFilterImage adds an image's filter gradient to sum [KH KW C]: each
+// tap's products over a row's columns, in float64.
+func dwFilterImage(g dwGeom, x, dy []float32, sum []float64) {
 	a, ch := g.a, g.c
 	for oh := range g.oh {
-		clear(part)
 		row := dy[oh*g.ow*ch:][:g.ow*ch]
 		for kh := range a.KH {
 			ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
@@ -211,11 +209,8 @@ func dwFilterImage(g dwGeom, x, dy, part []float32, sum []float64) {
 			xr := x[ih*a.W*ch:][:a.W*ch]
 			dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
 				_ = xr[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
-				sdwdot(&part[tap*ch], &xr[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, ch, hi-lo)
+				sdwdot64(&sum[tap*ch], &xr[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, ch, hi-lo)
 			})
-		}
-		for i, v := range part {
-			sum[i] += float64(v)
 		}
 	}
 }
@@ -304,15 +299,13 @@ func depthwiseFilterVec(c *eager.Call, g dwGeom, xv, dyv, dfv []float32) {
 	cost := float64(out * a.KH * a.KW * ch)
 	if a.Format == ops.NHWC {
 		deviceOf(c).Parallel(g.n, cost, func(lo, hi int) {
-			part := make([]float32, size)
 			for n := lo; n < hi; n++ {
-				dwFilterImage(g, xv[n*in*ch:][:in*ch], dyv[n*out*ch:][:out*ch], part, sums[n*size:][:size])
+				dwFilterImage(g, xv[n*in*ch:][:in*ch], dyv[n*out*ch:][:out*ch], sums[n*size:][:size])
 			}
 		})
 	} else {
 		dwImages(c, g, [][]float32{xv, dyv}, []int{in, out}, nil, 0, cost, func(n int, xdy [][]float32, _ []float32) {
-			part := make([]float32, size)
-			dwFilterImage(g, xdy[0], xdy[1], part, sums[n*size:][:size])
+			dwFilterImage(g, xdy[0], xdy[1], sums[n*size:][:size])
 		})
 	}
 	for i := range size {

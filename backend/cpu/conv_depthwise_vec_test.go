@@ -30,16 +30,16 @@ func TestDepthwiseRowKernels(t *testing.T) {
 			if d := approx.Diff(dst, want, 1e-6); d != "" {
 				t.Errorf("sdwmac, %d channels, %d rows: %s", ch, count, d)
 			}
-			acc := tensor.ToSlice[float32](tensor.RandUniform(r, tensor.Float32, -1, 1, ch))
-			wantAcc := append([]float32(nil), acc...)
+			acc := tensor.ToSlice[float64](tensor.RandUniform(r, tensor.Float64, -1, 1, ch))
+			wantAcc := append([]float64(nil), acc...)
 			for j := range ch {
 				for i := range count {
-					wantAcc[j] += src[i*srcStep+j] * dst[i*dstStep+j]
+					wantAcc[j] += float64(src[i*srcStep+j]) * float64(dst[i*dstStep+j])
 				}
 			}
-			sdwdot(&acc[0], &src[0], srcStep, &dst[0], dstStep, ch, count)
-			if d := approx.Diff(acc, wantAcc, 1e-5); d != "" {
-				t.Errorf("sdwdot, %d channels, %d rows: %s", ch, count, d)
+			sdwdot64(&acc[0], &src[0], srcStep, &dst[0], dstStep, ch, count)
+			if d := approx.Diff(acc, wantAcc, 1e-15); d != "" {
+				t.Errorf("sdwdot64, %d channels, %d rows: %s", ch, count, d)
 			}
 		}
 	}

@@ -88,114 +88,6 @@ macdone:
 	VZEROUPPER
 	RET
 
-// func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int)
-// For j < c: acc[j] += a[j]·b[j] + a[aStep+j]·b[bStep+j] + … over count
-// rows, in that order, each a fused multiply-add.
-TEXT ·sdwdot(SB), NOSPLIT, $0-56
-	MOVQ acc+0(FP), DX
-	MOVQ a+8(FP), SI
-	MOVQ aStep+16(FP), R10
-	SHLQ $2, R10
-	MOVQ b+24(FP), DI
-	MOVQ bStep+32(FP), R11
-	SHLQ $2, R11
-	MOVQ c+40(FP), R8
-	MOVQ count+48(FP), R9
-
-dot32:
-	CMPQ    R8, $32
-	JL      dot8
-	VMOVUPS (DX), Y0
-	VMOVUPS 32(DX), Y1
-	VMOVUPS 64(DX), Y2
-	VMOVUPS 96(DX), Y3
-	MOVQ    SI, AX
-	MOVQ    DI, BX
-	MOVQ    R9, CX
-
-dot32row:
-	TESTQ       CX, CX
-	JE          dot32store
-	VMOVUPS     (AX), Y4
-	VMOVUPS     32(AX), Y5
-	VMOVUPS     64(AX), Y6
-	VMOVUPS     96(AX), Y7
-	VFMADD231PS (BX), Y4, Y0
-	VFMADD231PS 32(BX), Y5, Y1
-	VFMADD231PS 64(BX), Y6, Y2
-	VFMADD231PS 96(BX), Y7, Y3
-	ADDQ        R10, AX
-	ADDQ        R11, BX
-	DECQ        CX
-	JMP         dot32row
-
-dot32store:
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	ADDQ    $128, DX
-	ADDQ    $128, SI
-	ADDQ    $128, DI
-	SUBQ    $32, R8
-	JMP     dot32
-
-dot8:
-	CMPQ    R8, $8
-	JL      dottail
-	VMOVUPS (DX), Y0
-	MOVQ    SI, AX
-	MOVQ    DI, BX
-	MOVQ    R9, CX
-
-dot8row:
-	TESTQ       CX, CX
-	JE          dot8store
-	VMOVUPS     (AX), Y4
-	VFMADD231PS (BX), Y4, Y0
-	ADDQ        R10, AX
-	ADDQ        R11, BX
-	DECQ        CX
-	JMP         dot8row
-
-dot8store:
-	VMOVUPS Y0, (DX)
-	ADDQ    $32, DX
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	SUBQ    $8, R8
-	JMP     dot8
-
-dottail:
-	TESTQ  R8, R8
-	JE     dotdone
-	VMOVSS (DX), X0
-	MOVQ   SI, AX
-	MOVQ   DI, BX
-	MOVQ   R9, CX
-
-dottailrow:
-	TESTQ       CX, CX
-	JE          dottailstore
-	VMOVSS      (AX), X4
-	VFMADD231SS (BX), X4, X0
-	ADDQ        R10, AX
-	ADDQ        R11, BX
-	DECQ        CX
-	JMP         dottailrow
-
-dottailstore:
-	VMOVSS X0, (DX)
-	ADDQ   $4, DX
-	ADDQ   $4, SI
-	ADDQ   $4, DI
-	DECQ   R8
-	JMP    dottail
-
-dotdone:
-	VZEROUPPER
-	RET
-
 // func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int)
 // For i < count, j < c: y[i·yStep+j] = Σ_t x[i·xStep+j + offs[t]/4]·f[t·c+j],
 // the taps t in order from 0, fused multiply-adds onto 0: a row of
@@ -324,5 +216,120 @@ winnext:
 	JMP  winout
 
 windone:
+	VZEROUPPER
+	RET
+
+// func sdwdot64(acc *float64, a *float32, aStep int, b *float32, bStep int, c, count int)
+// For j < c: acc[j] += a[j]·b[j] + a[aStep+j]·b[bStep+j] + … over count
+// rows, in that order, in float64 (each product exact, each sum rounded
+// once): the filter gradient's sums, as the float64 kernels take them.
+TEXT ·sdwdot64(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DX
+	MOVQ a+8(FP), SI
+	MOVQ aStep+16(FP), R10
+	SHLQ $2, R10
+	MOVQ b+24(FP), DI
+	MOVQ bStep+32(FP), R11
+	SHLQ $2, R11
+	MOVQ c+40(FP), R8
+	MOVQ count+48(FP), R9
+
+d64x16:
+	CMPQ    R8, $16
+	JL      d64x4
+	VMOVUPD (DX), Y0
+	VMOVUPD 32(DX), Y1
+	VMOVUPD 64(DX), Y2
+	VMOVUPD 96(DX), Y3
+	MOVQ    SI, AX
+	MOVQ    DI, BX
+	MOVQ    R9, CX
+
+d64x16row:
+	TESTQ       CX, CX
+	JE          d64x16store
+	VCVTPS2PD   (AX), Y4
+	VCVTPS2PD   16(AX), Y5
+	VCVTPS2PD   32(AX), Y6
+	VCVTPS2PD   48(AX), Y7
+	VCVTPS2PD   (BX), Y8
+	VCVTPS2PD   16(BX), Y9
+	VCVTPS2PD   32(BX), Y10
+	VCVTPS2PD   48(BX), Y11
+	VFMADD231PD Y8, Y4, Y0
+	VFMADD231PD Y9, Y5, Y1
+	VFMADD231PD Y10, Y6, Y2
+	VFMADD231PD Y11, Y7, Y3
+	ADDQ        R10, AX
+	ADDQ        R11, BX
+	DECQ        CX
+	JMP         d64x16row
+
+d64x16store:
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD Y3, 96(DX)
+	ADDQ    $128, DX
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	SUBQ    $16, R8
+	JMP     d64x16
+
+d64x4:
+	CMPQ    R8, $4
+	JL      d64tail
+	VMOVUPD (DX), Y0
+	MOVQ    SI, AX
+	MOVQ    DI, BX
+	MOVQ    R9, CX
+
+d64x4row:
+	TESTQ       CX, CX
+	JE          d64x4store
+	VCVTPS2PD   (AX), Y4
+	VCVTPS2PD   (BX), Y8
+	VFMADD231PD Y8, Y4, Y0
+	ADDQ        R10, AX
+	ADDQ        R11, BX
+	DECQ        CX
+	JMP         d64x4row
+
+d64x4store:
+	VMOVUPD Y0, (DX)
+	ADDQ    $32, DX
+	ADDQ    $16, SI
+	ADDQ    $16, DI
+	SUBQ    $4, R8
+	JMP     d64x4
+
+d64tail:
+	TESTQ  R8, R8
+	JE     d64done
+	VMOVSD (DX), X0
+	MOVQ   SI, AX
+	MOVQ   DI, BX
+	MOVQ   R9, CX
+
+d64tailrow:
+	TESTQ       CX, CX
+	JE          d64tailstore
+	VCVTSS2SD   (AX), X4, X4
+	VCVTSS2SD   (BX), X8, X8
+	VFMADD231SD X8, X4, X0
+	ADDQ        R10, AX
+	ADDQ        R11, BX
+	DECQ        CX
+	JMP         d64tailrow
+
+d64tailstore:
+	VMOVSD X0, (DX)
+	ADDQ   $8, DX
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	DECQ   R8
+	JMP    d64tail
+
+d64done:
 	VZEROUPPER
 	RET

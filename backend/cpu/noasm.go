@@ -130,10 +130,10 @@ func sdwmac(dst *float32, dstStep int, src *float32, srcStep int, f *float32, c,
 	panic("cpu: no vector kernel in this build")
 }
 
-func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int) {
+func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int) {
 	panic("cpu: no vector kernel in this build")
 }
 
-func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int) {
+func sdwdot64(acc *float64, a *float32, aStep int, b *float32, bStep int, c, count int) {
 	panic("cpu: no vector kernel in this build")
 }

@@ -54,7 +54,7 @@ func sadam8(w, m, v, grad *float32, n int, c *[9]float32)
 func sdwmac(dst *float32, dstStep int, src *float32, srcStep int, f *float32, c, count int)
 
 //go:noescape
-func sdwdot(acc, a *float32, aStep int, b *float32, bStep int, c, count int)
+func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int)
 
 //go:noescape
-func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c, count int)
+func sdwdot64(acc *float64, a *float32, aStep int, b *float32, bStep int, c, count int)
