@@ -2,12 +2,11 @@ package nn
 
 import (
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/leaktest"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -90,35 +89,6 @@ func TestTrainStepOfRNNsReleasesNoLoopValue(t *testing.T) {
 			}
 		})
 	}
-}
-
-// recycledBy runs fn and returns how many large host buffers (32 KiB or
-// more) went back to the buffer cache through the collector meanwhile:
-// tensors dropped where they should have been released.
-func recycledBy(fn func()) int64 {
-	st := device.Host().Stats()
-	// settle collects until six collections in a row recycle nothing
-	// (a tensor's own finalizer may drop the buffer a later one
-	// recycles).
-	settle := func() {
-		for quiet := 0; quiet < 6; {
-			last := st.Recycled.Load()
-			done := make(chan struct{})
-			sentinel := new([64]byte)
-			runtime.SetFinalizer(sentinel, func(*[64]byte) { close(done) })
-			sentinel = nil
-			runtime.GC()
-			<-done
-			if quiet++; st.Recycled.Load() != last {
-				quiet = 0
-			}
-		}
-	}
-	settle()
-	before := st.Recycled.Load()
-	fn()
-	settle()
-	return st.Recycled.Load() - before
 }
 
 // A training step, once warm, releases every large intermediate it makes
@@ -231,7 +201,7 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			// many steps ran): what grows with the steps is what they
 			// dropped, a buffer a step or more where a step leaks.
 			steps := func(k int) int64 {
-				return recycledBy(func() {
+				return leaktest.RecycledBy(func() {
 					for range k {
 						run()
 					}

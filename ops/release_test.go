@@ -1,10 +1,9 @@
 package ops_test
 
 import (
-	"runtime"
 	"testing"
 
-	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/leaktest"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -99,7 +98,7 @@ func TestGradientRulesReleaseTheirTemporaries(t *testing.T) {
 			// Collections recycle a few buffers the cache gave up now and
 			// then; a leak grows with the steps.
 			steps := func(k int) int64 {
-				return recycledBy(func() {
+				return leaktest.RecycledBy(func() {
 					for range k {
 						step()
 					}
@@ -110,30 +109,4 @@ func TestGradientRulesReleaseTheirTemporaries(t *testing.T) {
 			}
 		})
 	}
-}
-
-// recycledBy runs fn and returns how many large host buffers (32 KiB or
-// more) went back to the buffer cache through the collector meanwhile:
-// tensors dropped where they should have been released.
-func recycledBy(fn func()) int64 {
-	st := device.Host().Stats()
-	settle := func() { // until six collections in a row recycle nothing
-		for quiet := 0; quiet < 6; {
-			last := st.Recycled.Load()
-			done := make(chan struct{})
-			sentinel := new([64]byte)
-			runtime.SetFinalizer(sentinel, func(*[64]byte) { close(done) })
-			sentinel = nil
-			runtime.GC()
-			<-done
-			if quiet++; st.Recycled.Load() != last {
-				quiet = 0
-			}
-		}
-	}
-	settle()
-	before := st.Recycled.Load()
-	fn()
-	settle()
-	return st.Recycled.Load() - before
 }

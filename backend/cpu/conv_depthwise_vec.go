@@ -243,49 +243,44 @@ func dwImages(c *eager.Call, g dwGeom, ins [][]float32, planes []int, outNCHW []
 	})
 }
 
-// depthwiseVec is the forward (y from x and f).
-func depthwiseVec(c *eager.Call, g dwGeom, xv, fv, yv []float32) {
-	a, ch := g.a, g.c
-	in, out := a.H*a.W, g.oh*g.ow
-	cost := float64(g.ow * ch * a.KH * a.KW)
-	if a.Format == ops.NHWC {
-		deviceOf(c).Parallel(g.n*g.oh, cost, func(lo, hi int) {
+// dwRows writes dst (images of dstPlane positions) from src (of
+// srcPlane) a row of dst at a time, rows a dst image, by row (given an
+// image of each as NHWC): NHWC batches a row a shard's unit, NCHW ones an
+// image, transposed to NHWC and back (dwImages).
+func dwRows(c *eager.Call, g dwGeom, src []float32, srcPlane int, dst []float32, dstPlane, rows int, cost float64,
+	row func(src, dst []float32, r int, s *dwScratch)) {
+	ch := g.c
+	if g.a.Format == ops.NHWC {
+		deviceOf(c).Parallel(g.n*rows, cost, func(lo, hi int) {
 			var s dwScratch
 			for r := lo; r < hi; r++ {
-				n := r / g.oh
-				dwForwardRow(g, xv[n*in*ch:][:in*ch], fv, yv[n*out*ch:][:out*ch], r%g.oh, &s)
+				n := r / rows
+				row(src[n*srcPlane*ch:][:srcPlane*ch], dst[n*dstPlane*ch:][:dstPlane*ch], r%rows, &s)
 			}
 		})
 		return
 	}
-	dwImages(c, g, [][]float32{xv}, []int{in}, yv, out, cost*float64(g.oh), func(_ int, x [][]float32, y []float32) {
+	dwImages(c, g, [][]float32{src}, []int{srcPlane}, dst, dstPlane, cost*float64(rows), func(_ int, in [][]float32, out []float32) {
 		var s dwScratch
-		for oh := range g.oh {
-			dwForwardRow(g, x[0], fv, y, oh, &s)
+		for r := range rows {
+			row(in[0], out, r, &s)
 		}
+	})
+}
+
+// depthwiseVec is the forward (y from x and f).
+func depthwiseVec(c *eager.Call, g dwGeom, xv, fv, yv []float32) {
+	a := g.a
+	dwRows(c, g, xv, a.H*a.W, yv, g.oh*g.ow, g.oh, float64(g.ow*g.c*a.KH*a.KW), func(x, y []float32, oh int, s *dwScratch) {
+		dwForwardRow(g, x, fv, y, oh, s)
 	})
 }
 
 // depthwiseInputVec is the input's gradient (dx from f and dy).
 func depthwiseInputVec(c *eager.Call, g dwGeom, fv, dyv, dxv []float32) {
-	a, ch := g.a, g.c
-	in, out := a.H*a.W, g.oh*g.ow
-	cost := float64(a.W * ch * a.KH * a.KW)
-	if a.Format == ops.NHWC {
-		deviceOf(c).Parallel(g.n*a.H, cost, func(lo, hi int) {
-			var s dwScratch
-			for r := lo; r < hi; r++ {
-				n := r / a.H
-				dwInputRow(g, fv, dyv[n*out*ch:][:out*ch], dxv[n*in*ch:][:in*ch], r%a.H, &s)
-			}
-		})
-		return
-	}
-	dwImages(c, g, [][]float32{dyv}, []int{out}, dxv, in, cost*float64(a.H), func(_ int, dy [][]float32, dx []float32) {
-		var s dwScratch
-		for ih := range a.H {
-			dwInputRow(g, fv, dy[0], dx, ih, &s)
-		}
+	a := g.a
+	dwRows(c, g, dyv, g.oh*g.ow, dxv, a.H*a.W, a.H, float64(a.W*g.c*a.KH*a.KW), func(dy, dx []float32, ih int, s *dwScratch) {
+		dwInputRow(g, fv, dy, dx, ih, s)
 	})
 }
 
