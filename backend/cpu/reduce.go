@@ -139,9 +139,19 @@ func reduceKernel[T tensor.Num](mk func(ops.ReduceKind) reducer[T]) eager.Kernel
 				reduceAround(c, red, r.Kind, data[T](x), data[T](outs[0]), x.Shape(), kl, kh)
 				return
 			}
-			x = permuted(x, append(kept, dims...))
+			// The reduced dims move together, before the kept dims after
+			// the last of them, which stay where they are: the copy moves
+			// whole rows of those (an upsampling's gradient: [N H 2 W 2 C]
+			// over its 2s as [N H W 2 2 C]), and the fold is a column
+			// fold over them.
+			last := dims[len(dims)-1]
+			split := len(kept)
+			for split > 0 && kept[split-1] > last {
+				split--
+			}
+			x = permuted(x, slices.Concat(kept[:split], dims, kept[split:]))
 			defer x.Release() // the permuted copy is the kernel's own
-			lo, hi = len(kept), x.Rank()
+			lo, hi = split, split+len(dims)
 		}
 		shape := x.Shape()
 		outer := tensor.Shape(shape[:lo]).NumElements()
