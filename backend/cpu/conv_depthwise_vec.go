@@ -86,6 +86,20 @@ func edges(lo, hi, n int, fn func(e0, e1 int)) {
 	}
 }
 
+// dwReadRows calls fn for each row kh of the filter whose input row ih,
+// read by output row oh, lies inside the image x [H W C] (row: that row),
+// and returns how many did.
+func dwReadRows(g dwGeom, x []float32, oh int, fn func(kh, ih int, row []float32)) int {
+	a, n := g.a, 0
+	for kh := range a.KH {
+		if ih := oh*a.StrideH - a.PadTop + kh*a.DilationH; ih >= 0 && ih < a.H {
+			fn(kh, ih, x[ih*a.W*g.c:][:a.W*g.c])
+			n++
+		}
+	}
+	return n
+}
+
 // dwForwardRow writes output row oh of an image: x [H W C] and y [OH OW
 // C], NHWC. The columns whose every tap reads inside the input's width
 // take the window kernel; the others, each tap over the ones it reaches.
@@ -100,18 +114,12 @@ func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 	}
 	s.offs, s.f = s.offs[:0], s.f[:0]
 	fs := f
-	for kh := range a.KH {
-		ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
-		if ih < 0 || ih >= a.H {
-			fs = nil
-			continue
-		}
+	if dwReadRows(g, x, oh, func(kh, ih int, _ []float32) {
 		for kw := range a.KW {
 			s.offs = append(s.offs, 4*(ih*a.W+kw*a.DilationW)*ch)
 			s.f = append(s.f, f[(kh*a.KW+kw)*ch:][:ch]...)
 		}
-	}
-	if fs == nil { // some filter rows fall outside: the others'
+	}) < a.KH { // some filter rows fall outside: the others'
 		fs = s.f
 	}
 	if lo < hi {
@@ -119,12 +127,7 @@ func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 	}
 	edges(lo, hi, g.ow, func(e0, e1 int) {
 		clear(y[e0*ch : e1*ch])
-		for kh := range a.KH {
-			ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
-			if ih < 0 || ih >= a.H {
-				continue
-			}
-			row := x[ih*a.W*ch:][:a.W*ch]
+		dwReadRows(g, x, oh, func(kh, _ int, row []float32) {
 			dwRowTaps(g, kh, func(tap, clo, chi, iw0 int) {
 				if c0, c1 := max(clo, e0), min(chi, e1); c0 < c1 {
 					iw := iw0 + (c0-clo)*a.StrideW
@@ -132,7 +135,7 @@ func dwForwardRow(g dwGeom, x, f, y []float32, oh int, s *dwScratch) {
 					sdwmac(&y[c0*ch], ch, &row[iw*ch], a.StrideW*ch, &f[tap*ch], ch, c1-c0)
 				}
 			})
-		}
+		})
 	})
 }
 
@@ -201,17 +204,12 @@ func dwFilterImage(g dwGeom, x, dy []float32, sum []float64) {
 	a, ch := g.a, g.c
 	for oh := range g.oh {
 		row := dy[oh*g.ow*ch:][:g.ow*ch]
-		for kh := range a.KH {
-			ih := oh*a.StrideH - a.PadTop + kh*a.DilationH
-			if ih < 0 || ih >= a.H {
-				continue
-			}
-			xr := x[ih*a.W*ch:][:a.W*ch]
+		dwReadRows(g, x, oh, func(kh, _ int, xr []float32) {
 			dwRowTaps(g, kh, func(tap, lo, hi, iw0 int) {
 				_ = xr[(iw0+(hi-lo-1)*a.StrideW)*ch+ch-1]
 				sdwdot64(&sum[tap*ch], &xr[iw0*ch], a.StrideW*ch, &row[lo*ch], ch, ch, hi-lo)
 			})
-		}
+		})
 	}
 }
 
