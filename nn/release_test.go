@@ -196,18 +196,9 @@ func TestTrainStepLeavesNothingToTheCollector(t *testing.T) {
 			}
 			run()
 			run()
-			// The collections themselves recycle a few buffers that the
-			// cache gave up, now and then (up to 8 in a window, however
-			// many steps ran): what grows with the steps is what they
-			// dropped, a buffer a step or more where a step leaks.
-			steps := func(k int) int64 {
-				return leaktest.RecycledBy(func() {
-					for range k {
-						run()
-					}
-				})
-			}
-			if few, more := steps(2), steps(18); more-few >= 12 {
+			// Up to 8 recycled in a window however many steps ran; a
+			// leaking step adds a buffer a step or more.
+			if few, more := leaktest.StepsRecycled(run, 2, 18); more-few >= 12 {
 				t.Errorf("16 steps more left %d large buffers more to the collector (2 steps: %d, 18: %d)", more-few, few, more)
 			}
 		})

@@ -95,16 +95,7 @@ func TestGradientRulesReleaseTheirTemporaries(t *testing.T) {
 			}
 			step()
 			step()
-			// Collections recycle a few buffers the cache gave up now and
-			// then; a leak grows with the steps.
-			steps := func(k int) int64 {
-				return leaktest.RecycledBy(func() {
-					for range k {
-						step()
-					}
-				})
-			}
-			if few, more := steps(2), steps(12); more-few >= 8 {
+			if few, more := leaktest.StepsRecycled(step, 2, 12); more-few >= 8 {
 				t.Errorf("10 steps more left %d large buffers more to the collector (2 steps: %d, 12: %d)", more-few, few, more)
 			}
 		})

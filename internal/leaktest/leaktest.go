@@ -38,3 +38,19 @@ func RecycledBy(fn func()) int64 {
 	settle()
 	return st.Recycled.Load() - before
 }
+
+// StepsRecycled runs step few times and then more times, each run between
+// RecycledBy's collections, and returns the buffers each run left: the
+// collections recycle a few buffers the cache gave up now and then
+// (however many steps ran), so what a leaking step drops shows as more
+// growing with the extra steps.
+func StepsRecycled(step func(), few, more int) (fewLeft, moreLeft int64) {
+	steps := func(k int) int64 {
+		return RecycledBy(func() {
+			for range k {
+				step()
+			}
+		})
+	}
+	return steps(few), steps(more)
+}
