@@ -99,3 +99,12 @@ func producer(x *tensor.Tensor) *node {
 	}
 	return nil
 }
+
+// opName names the op n recorded, for errors: its op's name, or "a custom
+// gradient function".
+func (n *node) opName() string {
+	if n.call != nil {
+		return n.call.Op.Name
+	}
+	return "a custom gradient function"
+}

@@ -173,7 +173,9 @@ func (t *Tape) watches(x *tensor.Tensor) bool {
 // seeded with ones, which differentiates the sum of its elements. The ops
 // that compute the gradient are themselves recorded by any other tape that
 // is recording, which gives higher-order gradients. A one-shot tape stops
-// and may not be asked again: that panics with a *tensor.Error.
+// and may not be asked again: that panics with a *tensor.Error, as does a
+// target computed after Stop by an op another tape recorded (compute the
+// loss before Stop: ops run after it are not on this tape).
 func (t *Tape) Gradient(target *tensor.Tensor, sources ...*tensor.Tensor) []*tensor.Tensor {
 	return t.GradientSeeded(target, nil, sources...)
 }
@@ -229,6 +231,12 @@ func (t *Tape) claim(op string, target *tensor.Tensor, sources ...*tensor.Tensor
 		panic(tensor.NewError("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
 			"a one-shot tape answers once; use Options{Persistent: true} to ask again"))
 
+	}
+	if n := producer(target); n != nil && !slices.Contains(sources, target) {
+		if stop := t.stop.Load(); stop != 0 && n.seq > stop {
+			panic(tensor.NewError("tape", op, tensor.ErrValue, []*tensor.Tensor{target}, "",
+				"the target was computed (by %s) after this tape's Stop, so no op of it is on the tape: compute the target before Stop", n.opName()))
+		}
 	}
 	if !t.opts.Persistent {
 		t.Stop()

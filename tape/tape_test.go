@@ -107,6 +107,33 @@ func TestVariablesAreWatchedAndAssigned(t *testing.T) {
 	}
 }
 
+// TestTargetAfterStopIsAnError: a target computed after the tape's Stop
+// (recorded by an outer tape, so it has a node) has no op on this tape; a
+// clear error names it instead of every gradient coming back nil.
+func TestTargetAfterStopIsAnError(t *testing.T) {
+	x := tensor.FromSlice([]float64{0.5, -1.5})
+	outer := tape.New()
+	outer.Watch(x)
+	inner := tape.New()
+	inner.Watch(x)
+	y := ops.Mul(x, x)
+	inner.Stop()
+	late := ops.Sum(y)
+	err := tensor.Catch(func() { inner.Gradient(late, x) })
+	if !errors.Is(err, tensor.ErrValue) || !strings.Contains(err.Error(), "after this tape's Stop") || !strings.Contains(err.Error(), "by Reduce") {
+		t.Errorf("target after Stop: %v", err)
+	}
+	outer.Stop()
+	// The target itself as a source is its own gradient, wherever it was made.
+	g := outer.Gradient(late, late, x)
+	if d := approx.Diff(vals(g[0]), []float64{1}, 0); d != "" {
+		t.Error("target as source:", d)
+	}
+	if d := approx.Diff(vals(g[1]), []float64{1, -3}, 1e-12); d != "" {
+		t.Error("outer gradient:", d)
+	}
+}
+
 func TestSecondOrderWithNestedTapes(t *testing.T) {
 	x := tensor.FromSlice([]float64{0.5, -1.5})
 	outer := tape.New()

@@ -65,7 +65,8 @@ var Tensor struct {
 // NilHint says where a nil tensor most often comes from; the errors of
 // ops and tensor methods given one end with it.
 const NilHint = "a gradient is nil where the target does not depend on the source on that tape: " +
-	"not watched (Tape.Watch), not a variable, or not used; tape.Options{UnconnectedZeros: true} gives zeros instead"
+	"not watched (Tape.Watch), not a variable, not used, or the target computed after the tape's Stop; " +
+	"tape.Options{UnconnectedZeros: true} gives zeros instead"
 
 // WithArticle is a dtype's (or any word's) name after "a" or "an", as a
 // message reads it: "an int32", "a float32", "a uint8".
