@@ -691,6 +691,8 @@ func samples() map[string][]sample {
 	// Sorting.
 	for _, dt := range numbers {
 		add("ArgSort", one(fmt.Sprint(dt), func() { ops.ArgSort(of(dt, -5, 5, 3, 6), 1, dt == tensor.Int32) }, false, false))
+		add("ArgTopK", one(fmt.Sprint(dt), func() { ops.TopK(of(dt, -5, 5, 3, 40), 2) }, false, false),
+			one(fmt.Sprintf("%v all", dt), func() { ops.TopK(of(dt, -5, 5, 2, 6), 6) }, false, false))
 		add("ArgMaxMin", one(fmt.Sprint(dt), func() { ops.ArgMax(of(dt, -5, 5, 4, 3), 0) }, false, false),
 			one(fmt.Sprintf("%v min", dt), func() { ops.ArgMin(of(dt, -5, 5, 4, 3), -1) }, false, false))
 	}
@@ -705,6 +707,8 @@ func samples() map[string][]sample {
 		underTape(func(x []T) T { return ops.DropoutAt(x[0], 0.4, starts, 0, 0, [2]uint32{1, 2}) }, r(-1, 1, 4, 6))
 	}, false, false))
 	add("ArgSort", one("NaNs and ties", func() { ops.ArgSort(tensor.FromSlice([]float64{2, math.NaN(), 1, 2, -1}), 0, true) }, false, false))
+	add("ArgTopK", one("NaNs and ties", func() { ops.TopK(tensor.FromSlice([]float64{2, math.NaN(), 1, 2, -1}), 3) }, false, false),
+		one("bfloat16 through float32", func() { ops.TopK(ops.Cast(r(-1, 1, 2, 50), tensor.BFloat16), 4) }, false, false))
 	add("TakeAlongAxis", one("sort", func() { ops.Sort(r(-1, 1, 3, 5), 1, false) }, true, true))
 
 	// Windows and convolutions.

@@ -17,7 +17,7 @@ import (
 // Deprecated: a backend's (package backend/opattr); ops' own calls build it.
 type SortAttrs = opattr.SortAttrs
 
-var argSortOp, argExtremeOp, takeAlongOp, putAlongOp *eager.Op
+var argSortOp, argTopKOp, argExtremeOp, takeAlongOp, putAlongOp *eager.Op
 
 func init() {
 	argSortOp = eager.Register(&eager.Op{
@@ -25,6 +25,21 @@ func init() {
 		Infer: func(c *eager.Call) []eager.Out {
 			sortAxis(c)
 			return c.Out1(tensor.Int64, c.Inputs[0].Shape())
+		},
+	})
+	argTopKOp = eager.Register(&eager.Op{
+		Name: "ArgTopK", Inputs: 1, DTypes: numericTypes, NonDifferentiable: true,
+		Infer: func(c *eager.Call) []eager.Out {
+			x, k := c.Inputs[0], c.Attrs.(opattr.TopKAttrs).K
+			if x.Rank() == 0 {
+				c.Fail(tensor.ErrRank, "needs rank 1 or more")
+			}
+			if k < 0 || k > x.Dim(-1) {
+				c.Fail(tensor.ErrValue, "k %d is outside [0, last dimension %d]", k, x.Dim(-1))
+			}
+			shape := slices.Clone([]int(x.Shape()))
+			shape[len(shape)-1] = k
+			return c.Out1(tensor.Int64, shape)
 		},
 	})
 	argExtremeOp = eager.Register(&eager.Op{
@@ -156,8 +171,9 @@ func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedK
 
 // TopK returns the k largest elements along the last axis, largest first,
 // and their Int64 indices (ties keep their order): the first k of Sort
-// descending, so NaNs rank below every number and come only after them
-// (PyTorch's topk ranks NaN above). Panics with a *tensor.Error if k is
+// descending (found without sorting the rest where k is small beside the
+// last dimension), so NaNs rank below every number and come only after
+// them (PyTorch's topk ranks NaN above). Panics with a *tensor.Error if k is
 // outside [0, last dimension].
 func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 	needInputs("TopK", x)
@@ -165,12 +181,7 @@ func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 	if x.Rank() == 0 || k < 0 || k > x.Dim(-1) {
 		fail("TopK", tensor.ErrValue, []*tensor.Tensor{x}, "k %d is outside [0, last dimension]", k)
 	}
-	perm := ArgSort(x, -1, true)
-	defer releaseUntraced(perm)
-	start := make([]int, x.Rank())
-	limit := slices.Clone([]int(x.Shape()))
-	limit[len(limit)-1] = k
-	indices = Slice(perm, start, limit, nil)
+	indices = eager.Run1(argTopKOp, opattr.TopKAttrs{K: k}, x)
 	return TakeAlongAxis(x, indices, -1), indices
 }
 

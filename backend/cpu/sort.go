@@ -106,19 +106,23 @@ func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
-	ov := data[T](outs[0])
-	copy(ov, data[T](base))
+	ov, bv := data[T](outs[0]), data[T](base)
 	outer, n, inner := move.Split(base.Shape(), axis)
 	m := c.Inputs[1].Dim(axis)
-	for o := 0; o < outer; o++ {
-		for k := 0; k < m; k++ {
-			for i := 0; i < inner; i++ {
-				at := (o*m+k)*inner + i
-				r := int(min(max(idx[at], 0), int64(n-1)))
-				ov[(o*n+r)*inner+i] += upd[at]
+	// Each outer slab is copied and added into on its own (its indices
+	// reach only it): slabs spread over the workers.
+	deviceOf(c).Parallel(outer, float64(n*inner+2*m*inner), func(lo, hi int) {
+		copy(ov[lo*n*inner:hi*n*inner], bv[lo*n*inner:hi*n*inner])
+		for o := lo; o < hi; o++ {
+			for k := 0; k < m; k++ {
+				for i := 0; i < inner; i++ {
+					at := (o*m+k)*inner + i
+					r := int(min(max(idx[at], 0), int64(n-1)))
+					ov[(o*n+r)*inner+i] += upd[at]
+				}
 			}
 		}
-	}
+	})
 }
 
 func init() {

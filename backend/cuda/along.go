@@ -12,8 +12,8 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin and ArgSort (ops/sort.go; ArgSort's
-// kernel in argsort.go), Cumsum and Cumprod (ops/cumulative.go).
+// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin, ArgSort and ArgTopK (ops/sort.go;
+// ArgSort's and ArgTopK's kernels in argsort.go), Cumsum and Cumprod (ops/cumulative.go).
 
 func init() {
 	registerMoves("TakeAlongAxis", takeAlong)
@@ -23,6 +23,7 @@ func init() {
 		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumulative(d, "cumsum"))
 		eager.RegisterKernel("Cumprod", device.GPU, tensorType(d), cumulative(d, "cumprod"))
 		eager.RegisterKernel("ArgSort", device.GPU, tensorType(d), argsort(d))
+		eager.RegisterKernel("ArgTopK", device.GPU, tensorType(d), argTopK(d))
 	}
 }
 

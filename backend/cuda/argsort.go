@@ -27,6 +27,27 @@ func argsort(d kernels.DType) eager.Kernel {
 	}
 }
 
+// argTopK is ArgTopK's kernel (ops/sort.go's TopK): the lines sorted
+// whole (argsortInto) into a temporary, their first k places copied out.
+func argTopK(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, k, out := c.Inputs[0], c.Attrs.(opattr.TopKAttrs).K, outs[0]
+		if out.NumElements() == 0 {
+			return
+		}
+		n := x.Dim(-1)
+		rows := x.NumElements() / n
+		if k == n {
+			argsortInto(c, d, x, rows, n, 1, true, out)
+			return
+		}
+		perm := temporary(c, tensor.Int64, x.Shape(), "TopK's sorted places")
+		defer perm.Release()
+		argsortInto(c, d, x, rows, n, 1, true, perm)
+		check(c, gpu(c).Copy(out.Buffer(), 0, []int{k, 1}, perm.Buffer(), 0, []int{n, 1}, []int{rows, k}, 8))
+	}
+}
+
 // argsortInto writes into out (int64, as many elements as x) the stable
 // sorting permutation of x (dtype d) viewed as [outer, n, inner], along
 // n.

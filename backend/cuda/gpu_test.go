@@ -282,8 +282,8 @@ func TestGatherScatterOnGPU(t *testing.T) {
 	}
 }
 
-// TakeAlongAxis, its adjoint, ArgMax/ArgMin, ArgSort, Cumsum and Cumprod along
-// each axis agree with the CPU, ties taking the first and NaN counting as
+// TakeAlongAxis, its adjoint, ArgMax/ArgMin, ArgSort, TopK, Cumsum and Cumprod
+// along each axis agree with the CPU, ties taking the first and NaN counting as
 // the extreme (integer products wrap as the CPU's do).
 func TestAlongAxisOnGPU(t *testing.T) {
 	d := testGPU(t)
@@ -326,6 +326,16 @@ func TestAlongAxisOnGPU(t *testing.T) {
 	long = ops.Where(ops.Gt(long, ops.ScalarLike(long, 1)), ops.FullLike(long, math.NaN()), long)
 	for _, desc := range []bool{false, true} {
 		agree(t, "ArgSort with NaN", ops.ArgSort(onGPU(t, d, long), 1, desc), ops.ArgSort(long, 1, desc))
+	}
+	// TopK's places: the sort's first k (some, none, all), rank 1 and 3.
+	for _, x := range []*tensor.Tensor{long, ops.Cast(tensor.RandUniform(r, tensor.Float64, 0, 4, 2, 3, 40), tensor.Int32), tensor.RandNormal(r, tensor.Float32, 50)} {
+		for _, k := range []int{0, 1, 3, x.Dim(-1)} {
+			gv, gi := ops.TopK(onGPU(t, d, x), k)
+			cv, ci := ops.TopK(x, k)
+			what := fmt.Sprintf("TopK %v%v k %d", x.DType(), x.Shape(), k)
+			agree(t, what+" indices", gi, ci)
+			agree(t, what+" values", gv, cv)
+		}
 	}
 }
 

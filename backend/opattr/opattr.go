@@ -125,6 +125,12 @@ type SortAttrs struct {
 
 func (a SortAttrs) String() string { return fmt.Sprintf("axis=%d descending=%v", a.Axis, a.Descending) }
 
+// TopKAttrs configure ArgTopK: the K first places of the last axis's
+// stable descending order.
+type TopKAttrs struct{ K int }
+
+func (a TopKAttrs) String() string { return fmt.Sprintf("k=%d", a.K) }
+
 // RevAttrs lists the dimensions Rev reverses.
 type RevAttrs struct{ Dims []int }
 

@@ -123,6 +123,21 @@ def torch_benches():
                 torch.autograd.grad(y.sum(), (xd, wd))
             report(f"BenchmarkTorchDepthwiseTrainStep/{layout}/stride{stride}", dw_step)
 
+    # BenchmarkOpStep: one op's step (forward, the sum's gradient).
+    rows = torch.randn(4096, 1000, requires_grad=True)
+    table = torch.randn(30000, 256, requires_grad=True)
+    ids = torch.randint(0, 30000, (64, 256))
+    seq = torch.randn(32, 64, 256, requires_grad=True)
+    filt = torch.randn(64, 64, 5, requires_grad=True)
+    for name, fn, inputs in (
+            ("Sort", lambda: torch.sort(rows, -1).values, (rows,)),
+            ("TopK5", lambda: torch.topk(rows, 5).values, (rows,)),
+            ("Cumsum", lambda: torch.cumsum(rows, -1), (rows,)),
+            ("LogSoftmax", lambda: torch.log_softmax(rows, -1), (rows,)),
+            ("Embedding", lambda: torch.nn.functional.embedding(ids, table), (table,)),
+            ("Conv1D", lambda: torch.nn.functional.conv1d(seq, filt, padding=2), (seq, filt))):
+        report(f"BenchmarkTorchOpStep/{name}", lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs))
+
     # The pooling steps over [128 28 28 32] NHWC (channels_last here):
     # BenchmarkMaxPoolTrainStepNHWC, ...3x3s2 and BenchmarkAvgPoolTrainStep.
     # SAME's 3x3/2 windows pad the end by one; padding=1 pads both sides,
