@@ -345,6 +345,15 @@ func samples() map[string][]sample {
 	add("Gather", one("axis 1, indices [2 2]", func() { ops.Gather(r(-1, 1, 2, 4, 3), tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, true, true),
 		one("scalar index", func() { ops.Gather(r(-1, 1, 4, 2), tensor.Scalar(int64(2)), 0) }, true, true))
 	add("ScatterAdd", one("repeats", func() { ops.ScatterAdd(r(-1, 1, 4, 3), idx(1, 1, 3), r(-1, 1, 3, 3), 0) }, true, true))
+	add("ScatterAddZeros", one("Gather's gradient, repeats", func() {
+		underTape(func(x []T) T { return ops.Gather(x[0], idx(1, 1, 3), 0) }, r(-1, 1, 4, 3))
+	}, true, true), one("axis 1, indices [2 2]", func() {
+		underTape(func(x []T) T { return ops.Gather(x[0], tensor.FromSlice([]int32{0, 3, 3, 1}, 2, 2), 1) }, r(-1, 1, 2, 4, 3))
+	}, true, true), one("float32 embedding", func() {
+		underTape(func(x []T) T { return ops.Gather(x[0], idx(5, 0, 5, 2), 0) }, ops.Cast(r(-1, 1, 6, 4), tensor.Float32))
+	}, false, false), one("bfloat16 embedding", func() {
+		underTape(func(x []T) T { return ops.Gather(x[0], idx(5, 0, 5, 2), 0) }, ops.Cast(r(-1, 1, 6, 4), tensor.BFloat16))
+	}, false, false))
 	// The global norm's multi-tensor ops (nn.ClipByGlobalNorm): more
 	// tensors than a GPU launch's table holds, an empty one, a transposed
 	// one (SumOfSquares reads any layout), float32.

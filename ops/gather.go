@@ -39,7 +39,7 @@ func inferScatter(c *eager.Call) []eager.Out {
 	return c.Out1(base.DType(), base.Shape())
 }
 
-var gatherOp, scatterAddOp, scatterOp *eager.Op
+var gatherOp, scatterAddOp, scatterAddZerosOp, scatterOp *eager.Op
 
 func init() {
 	gatherOp = eager.Register(&eager.Op{
@@ -57,12 +57,29 @@ func init() {
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			p, idx := g.Inputs[0], g.Inputs[1]
-			zeros := ZerosLike(p)
-			dp := ScatterAdd(zeros, idx, g.OutGrads[0], g.Attrs.(opattr.AxisAttrs).Axis)
-			if dp != zeros {
-				releaseTemp(zeros)
+			axis := g.Attrs.(opattr.AxisAttrs).Axis
+			return []*tensor.Tensor{eager.Run1(scatterAddZerosOp, opattr.ScatterZerosAttrs{Axis: axis, Size: p.Dim(axis)}, g.OutGrads[0], idx), nil}
+		},
+	})
+
+	// ScatterAddZeros is ScatterAdd into zeros of the shape the updates
+	// came from (Gather's gradient, an embedding table's): the zeros
+	// written by the kernel, never made and copied. Inputs: updates [a...,
+	// i..., b...], indices [i...]; output [a..., Size, b...].
+	scatterAddZerosOp = eager.Register(&eager.Op{
+		Name: "ScatterAddZeros", Inputs: 2, DTypes: numericTypes,
+		GradReads: eager.ReadsInputs, GradIgnores: []int{0},
+		Infer: func(c *eager.Call) []eager.Out {
+			upd, idx, a := c.Inputs[0], c.Inputs[1], c.Attrs.(opattr.ScatterZerosAttrs)
+			checkIndexTensor(c, 1)
+			if a.Axis < 0 || a.Size < 0 || upd.Rank() < a.Axis+idx.Rank() || !upd.Shape()[a.Axis:a.Axis+idx.Rank()].Equal(idx.Shape()) {
+				c.Fail(tensor.ErrShape, "updates %v do not hold indices %v at axis %d", upd.Shape(), idx.Shape(), a.Axis)
 			}
-			return []*tensor.Tensor{dp, nil}
+			shape := slices.Concat(upd.Shape()[:a.Axis], tensor.Shape{a.Size}, upd.Shape()[a.Axis+idx.Rank():])
+			return c.Out1(upd.DType(), shape)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			return []*tensor.Tensor{Gather(g.OutGrads[0], g.Inputs[1], g.Attrs.(opattr.ScatterZerosAttrs).Axis), nil}
 		},
 	})
 

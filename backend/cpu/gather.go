@@ -12,19 +12,45 @@ import (
 func scatterAddKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	axis := c.Attrs.(opattr.AxisAttrs).Axis
 	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), c.Inputs[2]
-	outer, n, inner := move.Split(base.Shape(), axis)
-	ov, uv := data[T](outs[0]), data[T](upd)
-	copy(ov, data[T](base))
-	for o := 0; o < outer; o++ {
-		for j, r := range idx {
-			r = min(max(r, 0), int64(n-1))
-			dst := ov[(o*n+int(r))*inner : (o*n+int(r)+1)*inner]
-			src := uv[(o*len(idx)+j)*inner : (o*len(idx)+j+1)*inner]
-			for k := range dst {
-				dst[k] += src[k]
+	addRows(c, data[T](outs[0]), data[T](base), idx, data[T](upd), base.Shape(), axis)
+}
+
+// scatterAddZerosKernel is ScatterAddZeros': addRows onto zeros.
+func scatterAddZerosKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(opattr.ScatterZerosAttrs)
+	idx := move.CheckIndexRange(c, 1, a.Size)
+	addRows(c, data[T](outs[0]), nil, idx, data[T](c.Inputs[0]), outs[0].Shape(), a.Axis)
+}
+
+// addRows sets ov (shape, picked along axis by idx) to bv (zeros where
+// nil) with the updates uv added in, the destination rows split among
+// the workers: each worker reads every index and adds the updates of the
+// rows it owns, in the indices' order, so that repeated indices sum in
+// the same order whatever the split.
+func addRows[T tensor.Num](c *eager.Call, ov, bv []T, idx []int64, uv []T, shape tensor.Shape, axis int) {
+	outer, n, inner := move.Split(shape, axis)
+	rows := outer * n
+	cost := float64(inner) + float64(len(idx)*(inner+2))/float64(max(n, 1))
+	deviceOf(c).Parallel(rows, cost, func(lo, hi int) {
+		if bv == nil {
+			clear(ov[lo*inner : hi*inner])
+		} else {
+			copy(ov[lo*inner:hi*inner], bv[lo*inner:hi*inner])
+		}
+		for o := lo / n; o <= (hi-1)/n; o++ {
+			for j, r := range idx {
+				row := o*n + int(r)
+				if row < lo || row >= hi {
+					continue
+				}
+				dst := ov[row*inner : (row+1)*inner]
+				src := uv[(o*len(idx)+j)*inner : (o*len(idx)+j+1)*inner]
+				for k := range dst {
+					dst[k] += src[k]
+				}
 			}
 		}
-	}
+	})
 }
 
 func init() {
@@ -32,21 +58,27 @@ func init() {
 		f32: scatterAddKernel[float32], f64: scatterAddKernel[float64], i32: scatterAddKernel[int32],
 		i64: scatterAddKernel[int64], u8: scatterAddKernel[uint8],
 	}.register("ScatterAdd")
+	kernels{
+		f32: scatterAddZerosKernel[float32], f64: scatterAddZerosKernel[float64], i32: scatterAddZerosKernel[int32],
+		i64: scatterAddZerosKernel[int64], u8: scatterAddZerosKernel[uint8],
+	}.register("ScatterAddZeros")
 	anyDType("Gather", gatherKernel)
 	anyDType("Scatter", scatterKernel)
 }
 
+// gatherKernel copies the picked rows, the output's rows split among
+// the workers.
 func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 	p, idx := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(c.Attrs.(opattr.AxisAttrs).Axis))
 	outer, n, inner := move.Split(p.Shape(), c.Attrs.(opattr.AxisAttrs).Axis)
 	size := p.DType().Size() * inner
 	pb, ob := p.HostBytes(), outs[0].HostBytes()
-	for o := 0; o < outer; o++ {
-		for j, r := range idx {
-			r = min(max(r, 0), int64(n-1))
-			copy(ob[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size], pb[(o*n+int(r))*size:(o*n+int(r)+1)*size])
+	deviceOf(c).Parallel(outer*len(idx), float64(size)/8+4, func(lo, hi int) {
+		for at := lo; at < hi; at++ {
+			o, r := at/len(idx), int(idx[at%len(idx)])
+			copy(ob[at*size:(at+1)*size], pb[(o*n+r)*size:(o*n+r+1)*size])
 		}
-	}
+	})
 }
 
 func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
@@ -55,11 +87,20 @@ func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
 	outer, n, inner := move.Split(base.Shape(), axis)
 	size := base.DType().Size() * inner
 	ob, ub := outs[0].HostBytes(), upd.HostBytes()
-	copy(ob, base.HostBytes())
+	copyParallel(c, ob, base.HostBytes())
 	for o := 0; o < outer; o++ {
 		for j, r := range idx {
 			r = min(max(r, 0), int64(n-1))
 			copy(ob[(o*n+int(r))*size:(o*n+int(r)+1)*size], ub[(o*len(idx)+j)*size:(o*len(idx)+j+1)*size])
 		}
 	}
+}
+
+// copyParallel copies src into dst (of equal lengths), the bytes split
+// among the workers.
+func copyParallel(c *eager.Call, dst, src []byte) {
+	const chunk = 1 << 14
+	deviceOf(c).Parallel((len(src)+chunk-1)/chunk, chunk/8, func(lo, hi int) {
+		copy(dst[lo*chunk:min(hi*chunk, len(dst))], src[lo*chunk:min(hi*chunk, len(src))])
+	})
 }

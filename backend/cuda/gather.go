@@ -10,7 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Gather, Scatter and ScatterAdd (ops/gather.go). The indices are checked
+// Gather, Scatter, ScatterAdd and ScatterAddZeros (ops/gather.go). The indices are checked
 // on the host first, as the CPU does (a failed call names the first index
 // out of range and writes nothing; the read waits for the indices).
 
@@ -19,6 +19,7 @@ func init() {
 	registerMoves("Scatter", scatter("scatter"))
 	for _, d := range kernels.Numeric {
 		eager.RegisterKernel("ScatterAdd", device.GPU, tensorType(d), scatter("scatter_add"))
+		eager.RegisterKernel("ScatterAddZeros", device.GPU, tensorType(d), scatterAddZeros)
 	}
 }
 
@@ -53,29 +54,45 @@ func gather(c *eager.Call, outs []*tensor.Tensor) {
 func scatter(kind string) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
-		axis := c.Attrs.(opattr.AxisAttrs).Axis
-		outer, n, inner := move.Split(base.Shape(), axis)
 		if out.NumElements() == 0 {
 			return
 		}
 		check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, base.Buffer(), 0, []int{1}, []int{base.NumElements()}, base.DType().Size()))
-		if upd.NumElements() == 0 {
-			return
-		}
-		elem := width(base.DType())
-		if kind == "scatter_add" {
-			elem = string(kernelType(base.DType()))
-		}
-		id, j := kernelType(idx.DType()), idx.NumElements()
-		slot := gpu(c).checkSlot(c, idx, n, indexMessage)
-		if kind == "scatter_add" && fewLongColumns(outer*inner, j) {
-			scatterAddSorted(c, elem, id, out, idx, upd, slot, outer, n, inner)
-			return
-		}
-		args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
-			U64(uint64(outer)).U64(uint64(n)).U64(uint64(j)), inner, outer*inner)
-		check(c, gpu(c).launch("index", kernels.Name(kind, elem, string(id)), outer*inner, args))
+		scatterInto(c, kind, out, idx, upd, c.Attrs.(opattr.AxisAttrs).Axis)
 	}
+}
+
+// scatterAddZeros is ScatterAddZeros' kernel: the output zeroed, then
+// ScatterAdd's kernels.
+func scatterAddZeros(c *eager.Call, outs []*tensor.Tensor) {
+	upd, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
+	if out.NumElements() == 0 {
+		return
+	}
+	check(c, gpu(c).Fill(out.Buffer(), 0, out.NumElements()*out.DType().Size(), []byte{0}))
+	scatterInto(c, "scatter_add", out, idx, upd, c.Attrs.(opattr.ScatterZerosAttrs).Axis)
+}
+
+// scatterInto runs the kernel kind (scatter or scatter_add) that puts or
+// adds upd's slices into out's at idx along axis.
+func scatterInto(c *eager.Call, kind string, out, idx, upd *tensor.Tensor, axis int) {
+	if upd.NumElements() == 0 {
+		return
+	}
+	outer, n, inner := move.Split(out.Shape(), axis)
+	elem := width(out.DType())
+	if kind == "scatter_add" {
+		elem = string(kernelType(out.DType()))
+	}
+	id, j := kernelType(idx.DType()), idx.NumElements()
+	slot := gpu(c).checkSlot(c, idx, n, indexMessage)
+	if kind == "scatter_add" && fewLongColumns(outer*inner, j) {
+		scatterAddSorted(c, elem, id, out, idx, upd, slot, outer, n, inner)
+		return
+	}
+	args := divisorArg(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot).
+		U64(uint64(outer)).U64(uint64(n)).U64(uint64(j)), inner, outer*inner)
+	check(c, gpu(c).launch("index", kernels.Name(kind, elem, string(id)), outer*inner, args))
 }
 
 // scatterAddSorted is ScatterAdd where its columns are few and long (an

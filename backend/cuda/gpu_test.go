@@ -238,7 +238,7 @@ func TestSoftmaxOnGPU(t *testing.T) {
 	}
 }
 
-// Gather, Scatter and ScatterAdd on the GPU, along each axis, with
+// Gather, its gradient, Scatter and ScatterAdd on the GPU, along each axis, with
 // repeated indices of both index dtypes, agree with the CPU; an index out
 // of range is an error at the next synchronisation naming it.
 func TestGatherScatterOnGPU(t *testing.T) {
@@ -257,6 +257,14 @@ func TestGatherScatterOnGPU(t *testing.T) {
 				agree(t, "Scatter "+what, ops.Scatter(onGPU(t, d, base), onGPU(t, d, idx), onGPU(t, d, upd), axis), ops.Scatter(base, idx, upd, axis))
 				if dt != tensor.Bool {
 					agree(t, "ScatterAdd "+what, ops.ScatterAdd(onGPU(t, d, base), onGPU(t, d, idx), onGPU(t, d, upd), axis), ops.ScatterAdd(base, idx, upd, axis))
+				}
+				if dt.IsFloat() { // Gather's gradient: ScatterAddZeros
+					grad := func(base, idx, upd *tensor.Tensor) *tensor.Tensor {
+						tp := tape.New()
+						tp.Watch(base)
+						return tp.GradientSeeded(ops.Gather(base, idx, axis), upd, base)[0]
+					}
+					agree(t, "Gather's gradient "+what, grad(onGPU(t, d, base), onGPU(t, d, idx), onGPU(t, d, upd)), grad(base, idx, upd))
 				}
 			}
 		}

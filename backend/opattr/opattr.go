@@ -125,6 +125,12 @@ type SortAttrs struct {
 
 func (a SortAttrs) String() string { return fmt.Sprintf("axis=%d descending=%v", a.Axis, a.Descending) }
 
+// ScatterZerosAttrs configure ScatterAddZeros (Gather's gradient): the
+// axis of the output the indices pick along, and its size there.
+type ScatterZerosAttrs struct{ Axis, Size int }
+
+func (a ScatterZerosAttrs) String() string { return fmt.Sprintf("axis=%d size=%d", a.Axis, a.Size) }
+
 // TopKAttrs configure ArgTopK: the K first places of the last axis's
 // stable descending order.
 type TopKAttrs struct{ K int }
