@@ -686,6 +686,20 @@ func samples() map[string][]sample {
 			one(fmt.Sprintf("%v int32 labels", dt), func() { ops.SparseSoftmaxCrossEntropy(of(dt, -2, 2, 2, 5), tensor.FromSlice([]int32{4, 4})) }, false, false))
 	}
 	add("Softmax", one("empty rows", func() { ops.Softmax(r(-1, 1, 0, 3), -1) }, false, false))
+	for _, c := range []struct {
+		op string
+		fn func(*tensor.Tensor, int) *tensor.Tensor
+	}{{"SoftmaxGrad", ops.Softmax}, {"LogSoftmaxGrad", ops.LogSoftmax}} {
+		add(c.op, one("through its op", func() {
+			underTape(func(x []T) T { return ops.Mul(c.fn(x[0], -1), x[1]) }, r(-2, 2, 3, 5), r(-1, 1, 3, 5))
+		}, true, true), one("float32 long rows", func() {
+			underTape(func(x []T) T { return ops.Mul(c.fn(x[0], -1), x[1]) }, ops.Cast(r(-2, 2, 2, 700), tensor.Float32), ops.Cast(r(-1, 1, 2, 700), tensor.Float32))
+		}, false, false), one("bfloat16 along axis 0", func() {
+			underTape(func(x []T) T { return ops.Mul(c.fn(x[0], 0), x[1]) }, ops.Cast(r(-2, 2, 4, 3), tensor.BFloat16), ops.Cast(r(-1, 1, 4, 3), tensor.BFloat16))
+		}, false, false), one("empty rows", func() {
+			underTape(func(x []T) T { return c.fn(x[0], -1) }, r(-1, 1, 0, 3))
+		}, false, false))
+	}
 	add("SparseSoftmaxCrossEntropyGrad", one("through its op", func() {
 		underTape(func(x []T) T { return ops.Mul(ops.SparseSoftmaxCrossEntropy(x[0], idx(3, 2, 0)), x[1]) }, r(-2, 2, 3, 4), r(-1, 1, 3))
 	}, true, true), one("float32 [2 5]", func() {

@@ -22,19 +22,65 @@ func init() {
 		Name: "LogSoftmax", Inputs: 1, DTypes: floatTypes,
 		Infer: inferRows,
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			// d/dx: dy - softmax * sum(dy) along the last dimension.
-			y, dy := g.Outputs[0], g.OutGrads[0]
-			s := Reduce(dy, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
-			p := Exp(y)
-			ps := Mul(p, s)
-			releaseTemp(p)
-			releaseTemp(s)
-			dx := Sub(dy, ps)
-			releaseTemp(ps)
-			return []*tensor.Tensor{dx}
+			return []*tensor.Tensor{eager.Run1(logSoftmaxGradOp, nil, g.Outputs[0], g.OutGrads[0])}
 		},
 	})
 }
+
+// rowSum is x's sum along the last dimension, kept.
+func rowSum(x *tensor.Tensor) *tensor.Tensor {
+	return Reduce(x, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
+}
+
+// inferRowsGrad is the shape rule of the softmaxes' gradient ops (y, dy):
+// y's dtype and shape, which dy shares, rank 1 or more.
+func inferRowsGrad(c *eager.Call) []eager.Out {
+	if !c.Inputs[0].Shape().Equal(c.Inputs[1].Shape()) {
+		c.Fail(tensor.ErrShape, "y %v and dy %v differ", c.Inputs[0].Shape(), c.Inputs[1].Shape())
+	}
+	return inferRows(c)
+}
+
+// The softmaxes' gradients, one op and one pass over a row each (the
+// compositions below took four ops and as many passes); their own
+// gradients (second order) are those compositions' derivatives, in ops.
+var (
+	// LogSoftmaxGrad (y, dy): dy − e^y·Σdy along the last dimension.
+	logSoftmaxGradOp = eager.Register(&eager.Op{
+		Name: "LogSoftmaxGrad", Inputs: 2, DTypes: floatTypes, SameDTypes: true, Infer: inferRowsGrad,
+		GradReads: eager.ReadsInputs,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			// d(dy) = ddx − Σ(ddx·p); d(y) = −ddx·p·Σdy, p = e^y.
+			y, dy, ddx := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			t := temps{}
+			defer t.release()
+			dp := t.keep(Mul(ddx, t.keep(Exp(y))))
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor { return Mul(dp, t.keep(Neg(t.keep(rowSum(dy))))) }),
+				when(g.Needs[1], func() *tensor.Tensor { return Sub(ddx, t.keep(rowSum(dp))) }),
+			}
+		},
+	})
+	// SoftmaxGrad (y, dy): y·(dy − Σdy·y) along the last dimension.
+	softmaxGradOp = eager.Register(&eager.Op{
+		Name: "SoftmaxGrad", Inputs: 2, DTypes: floatTypes, SameDTypes: true, Infer: inferRowsGrad,
+		GradReads: eager.ReadsInputs,
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			// d(dy) = y·(ddx − Σddx·y); d(y) = ddx·(dy − Σdy·y) − dy·Σddx·y.
+			y, dy, ddx := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+			t := temps{}
+			defer t.release()
+			r := t.keep(rowSum(t.keep(Mul(ddx, y))))
+			return []*tensor.Tensor{
+				when(g.Needs[0], func() *tensor.Tensor {
+					s := t.keep(rowSum(t.keep(Mul(dy, y))))
+					return Sub(t.keep(Mul(ddx, t.keep(Sub(dy, s)))), t.keep(Mul(dy, r)))
+				}),
+				when(g.Needs[1], func() *tensor.Tensor { return Mul(y, t.keep(Sub(ddx, r))) }),
+			}
+		},
+	})
+)
 
 // LogSoftmax returns log(softmax(x)) along axis (negative counts from the
 // end), computed stably. x: Float32 or Float64, rank >= 1.
@@ -77,16 +123,7 @@ func alongLast(name string, op *eager.Op, x *tensor.Tensor, axis int) *tensor.Te
 var softmaxOp = eager.Register(&eager.Op{
 	Name: "Softmax", Inputs: 1, DTypes: floatTypes, Infer: inferRows,
 	Grad: func(g *eager.Grad) []*tensor.Tensor {
-		// d/dx: y·(dy - Σ dy·y) along the last dimension.
-		y, dy := g.Outputs[0], g.OutGrads[0]
-		prod := Mul(dy, y)
-		s := Reduce(prod, Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true})
-		releaseTemp(prod)
-		diff := Sub(dy, s)
-		dx := Mul(y, diff)
-		releaseTemp(diff)
-		releaseTemp(s)
-		return []*tensor.Tensor{dx}
+		return []*tensor.Tensor{eager.Run1(softmaxGradOp, nil, g.Outputs[0], g.OutGrads[0])}
 	},
 })
 

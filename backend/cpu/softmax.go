@@ -146,7 +146,56 @@ func sparseXentGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) 
 	})
 }
 
+// logSoftmaxGradKernel sets each row to dy − e^y·Σdy (LogSoftmaxGrad:
+// y the log-probabilities), in one op where the composition took four.
+func logSoftmaxGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	rowsGrad[T](c, outs, expCost32+2, func(out, y, dy []T) {
+		s := sumReducer[T]().row(0, dy)
+		expInto(out, y)
+		scaleRow(out, -s)
+		addInto(out, dy)
+	})
+}
+
+// softmaxGradKernel sets each row to y·(dy − Σdy·y) (SoftmaxGrad: y the
+// probabilities).
+func softmaxGradKernel[T tensor.Float](c *eager.Call, outs []*tensor.Tensor) {
+	rowsGrad[T](c, outs, 3, func(out, y, dy []T) {
+		addScalar(out, dy, -dot(dy, y))
+		mulRows(out, y)
+	})
+}
+
+// rowsGrad runs row(out, y, dy) over the rows of the last dimension of
+// the inputs (y, dy), spread over the workers at about cost an element.
+func rowsGrad[T tensor.Float](c *eager.Call, outs []*tensor.Tensor, cost float64, row func(out, y, dy []T)) {
+	y := c.Inputs[0]
+	n := y.Dim(-1)
+	yv, dv, ov := data[T](y), data[T](c.Inputs[1]), data[T](outs[0])
+	if n == 0 || len(ov) == 0 {
+		return
+	}
+	deviceOf(c).Parallel(len(ov)/n, cost*float64(n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row(ov[r*n:][:n], yv[r*n:][:n], dv[r*n:][:n])
+		}
+	})
+}
+
+// expInto sets o to exp(x) (float32 by the vector kernel).
+func expInto[T tensor.Float](o, x []T) {
+	if o32, ok := any(o).([]float32); ok {
+		exp32Loop(o32, any(x).([]float32))
+		return
+	}
+	for i, v := range x[:len(o)] {
+		o[i] = T(math.Exp(float64(v)))
+	}
+}
+
 func init() {
+	kernels{f32: logSoftmaxGradKernel[float32], f64: logSoftmaxGradKernel[float64]}.register("LogSoftmaxGrad")
+	kernels{f32: softmaxGradKernel[float32], f64: softmaxGradKernel[float64]}.register("SoftmaxGrad")
 	kernels{f32: logSoftmaxKernel[float32], f64: logSoftmaxKernel[float64]}.register("LogSoftmax")
 	kernels{f32: softmaxKernel[float32], f64: softmaxKernel[float64]}.register("Softmax")
 	kernels{f32: sparseXentKernel[float32], f64: sparseXentKernel[float64]}.register("SparseSoftmaxCrossEntropy")

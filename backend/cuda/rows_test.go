@@ -72,6 +72,12 @@ func TestRowKernelsTakeAWarpARow(t *testing.T) {
 		{"log softmax, rows of 1025 (a block's)", []*tensor.Tensor{f32(1024, 1025)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.LogSoftmax(in[0], 1)
 		}, 1024, 1025, 1e-5, []string{"log_softmax_f32"}, 0},
+		{"softmax and its gradient, rows of 300", []*tensor.Tensor{f32(1100, 300)}, func(in []*tensor.Tensor) *tensor.Tensor {
+			return ops.Softmax(in[0], 1)
+		}, 1100, 300, 1e-5, []string{"softmax_f32", "softmax_grad_f32"}, 45},
+		{"log softmax of bfloat16 and its gradient, rows of 200", []*tensor.Tensor{ops.Cast(f32(1030, 200), tensor.BFloat16)}, func(in []*tensor.Tensor) *tensor.Tensor {
+			return ops.LogSoftmax(in[0], 1)
+		}, 1030, 200, 3e-2, []string{"log_softmax_bf16", "log_softmax_grad_bf16"}, 100},
 		{"cross-entropy of 65 classes", []*tensor.Tensor{f32(1030, 65)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.SparseSoftmaxCrossEntropy(in[0], onGPUIfAny(in[0], labels(1030, 65)))
 		}, 1030, 65, 1e-5, []string{"sparse_xent_f32_s32", "sparse_xent_grad_f32_s32"}, 80},

@@ -10,7 +10,7 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Softmax, LogSoftmax, SparseSoftmaxCrossEntropy and its gradient
+// Softmax, LogSoftmax, their gradients, SparseSoftmaxCrossEntropy and its gradient
 // (ops/softmax.go): a warp or a block per row of the last dimension; the half
 // types read and written as such, computed in float32 and float64.
 
@@ -18,6 +18,8 @@ func init() {
 	for _, d := range slices.Concat(kernels.Floats, kernels.Halves) {
 		eager.RegisterKernel("Softmax", device.GPU, tensorType(d), rowsKernel("softmax", d))
 		eager.RegisterKernel("LogSoftmax", device.GPU, tensorType(d), rowsKernel("log_softmax", d))
+		eager.RegisterKernel("SoftmaxGrad", device.GPU, tensorType(d), rowsGradKernel("softmax_grad", d))
+		eager.RegisterKernel("LogSoftmaxGrad", device.GPU, tensorType(d), rowsGradKernel("log_softmax_grad", d))
 		eager.RegisterKernel("SparseSoftmaxCrossEntropy", device.GPU, tensorType(d), sparseXent(d))
 		eager.RegisterKernel("SparseSoftmaxCrossEntropyGrad", device.GPU, tensorType(d), sparseXentGrad(d))
 	}
@@ -49,6 +51,20 @@ func rowsKernel(kind string, d kernels.DType) eager.Kernel {
 		n := x.Dim(-1)
 		rows := x.NumElements() / n
 		launchRows(c, kernels.Name(kind, string(d)), rows, n, newArgs().Ptr(ptr(out)).Ptr(ptr(x)).U64(uint64(rows)).U64(uint64(n)))
+	}
+}
+
+// rowsGradKernel runs a softmax's gradient kernel (kind) over the rows of
+// its inputs (y, dy).
+func rowsGradKernel(kind string, d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		y, dy, out := c.Inputs[0], c.Inputs[1], outs[0]
+		if y.NumElements() == 0 {
+			return
+		}
+		n := y.Dim(-1)
+		rows := y.NumElements() / n
+		launchRows(c, kernels.Name(kind, string(d)), rows, n, newArgs().Ptr(ptr(out)).Ptr(ptr(y)).Ptr(ptr(dy)).U64(uint64(rows)).U64(uint64(n)))
 	}
 }
 

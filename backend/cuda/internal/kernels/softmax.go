@@ -24,11 +24,16 @@ import (
 //   - sparse_xent_grad_<dtype>_<label dtype> (out, x, labels, dy, err, rows,
 //     n): the cross-entropy's gradient, (e^(x−m)/s − onehot(label))·dy[row],
 //     in float64, rounded once; a bad label as sparse_xent's.
+//   - log_softmax_grad_<dtype> (out, y, dy, rows, n): LogSoftmax's
+//     gradient from its output y, dy − e^y·Σdy, the sum in float64.
+//   - softmax_grad_<dtype> (out, y, dy, rows, n): Softmax's, y·(dy −
+//     Σdy·y), likewise.
 
 func softmaxKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range slices.Concat(Floats, Halves) {
 		out = append(out, softmaxRows("softmax", d, ""), softmaxRows("log_softmax", d, ""))
+		out = append(out, softmaxGradRows("log_softmax_grad", d), softmaxGradRows("softmax_grad", d))
 		for _, l := range []DType{S32, S64} {
 			out = append(out, softmaxRows("sparse_xent", d, l), softmaxRows("sparse_xent_grad", d, l))
 		}
@@ -72,10 +77,15 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		mov(k, c, mx, reduceInit("max", c))
 		b.eachElem(n, func(j ptx.Reg) { mov(k, c, mx, reduceCombine(k, "max", c, mx, ld(elem(j)))) })
 		mx = b.tree(t, mx, func(a, v ptx.Reg) ptx.Reg { return reduceCombine(k, "max", c, a, v) })
-		// shifted is x − m in the dtype, and e^(x − m) in float64.
-		shifted := func(j ptx.Reg) (ptx.Reg, ptx.Reg) {
+		// diff is x − m in the dtype; shifted is it and e^(x − m) in
+		// float64.
+		diff := func(j ptx.Reg) ptx.Reg {
 			v := k.Reg(t)
 			k.Op("sub.rn.%s %s, %s, %s", t, v, ld(elem(j)), mx)
+			return v
+		}
+		shifted := func(j ptx.Reg) (ptx.Reg, ptx.Reg) {
+			v := diff(j)
 			return v, m.exp(widen(k, c, v))
 		}
 		sum := m.reg()
@@ -114,7 +124,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		case "log_softmax":
 			ls := narrow(k, c, logSum())
 			b.eachElem(n, func(j ptx.Reg) {
-				v, _ := shifted(j)
+				v := diff(j)
 				r := k.Reg(t)
 				k.Op("sub.rn.%s %s, %s, %s", t, r, v, ls)
 				st(k.Addr(o, addU64(k, base, j), d.Size()), r)
@@ -143,6 +153,60 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 				st(k.Addr(o, row, d.Size()), loss)
 			})
 		}
+	})
+	return k
+}
+
+// softmaxGradRows is log_softmax_grad or softmax_grad for dtype d: the
+// row's float64 sum (of dy, or of dy·y), then the outputs in the
+// compute dtype (float32 for float32 and the half types: e^y by one
+// ex2.approx, relative error about 2⁻²² and |y|·2⁻²⁴ from y·log₂e, dy −
+// e·s by one fma; the float64 path took about 60 instructions an
+// element for its exponential).
+func softmaxGradRows(kind string, d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name(kind, string(d)))
+	o, y, dy := k.ParamPtr("out"), k.ParamPtr("y"), k.ParamPtr("dy")
+	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
+	m := fm{k}
+	c := d.Compute()
+	t := c.reg()
+	b := newRowGroups(k, 8)
+	b.eachRow(rows, func(row ptx.Reg) {
+		base := k.Reg(ptx.U64)
+		k.Op("mul.lo.s64 %s, %s, %s", base, row, n)
+		// at loads element j of the row of p, in the compute dtype.
+		at := func(p, j ptx.Reg) ptx.Reg {
+			return toCompute(k, d, load(k, d, k.Addr(p, addU64(k, base, j), d.Size())))
+		}
+		sum := m.reg()
+		k.Op("mov.f64 %s, %s", sum, m.c(0))
+		b.eachElem(n, func(j ptx.Reg) {
+			v := widen(k, c, at(dy, j))
+			if kind == "softmax_grad" {
+				v = m.mul(v, widen(k, c, at(y, j)))
+			}
+			k.Op("add.rn.f64 %s, %s, %s", sum, sum, v)
+		})
+		sum = b.tree(ptx.F64, sum, func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) })
+		s := narrow(k, c, sum)
+		b.eachElem(n, func(j ptx.Reg) {
+			yv, g := at(y, j), at(dy, j)
+			r := k.Reg(t)
+			switch {
+			case kind == "softmax_grad":
+				k.Op("sub.rn.%s %s, %s, %s", t, r, g, s)
+				k.Op("mul.rn.%s %s, %s, %s", t, r, r, yv)
+			case c == F64:
+				r = m.sub(g, m.mul(m.exp(yv), s))
+			default:
+				e := k.Reg(ptx.F32)
+				k.Op("mul.rn.f32 %s, %s, %s", e, yv, ptx.Imm(ptx.F32, math.Log2E))
+				k.Op("ex2.approx.f32 %s, %s", e, e)
+				k.Op("neg.f32 %s, %s", e, e)
+				k.Op("fma.rn.f32 %s, %s, %s, %s", r, e, s, g)
+			}
+			store(k, d, k.Addr(o, addU64(k, base, j), d.Size()), fromCompute(k, d, r))
+		})
 	})
 	return k
 }
