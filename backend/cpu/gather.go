@@ -4,6 +4,7 @@ import (
 	"github.com/eagerflow/eagerflow/backend/move"
 	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/hostmem"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -36,6 +37,17 @@ func addRows[T tensor.Num](c *eager.Call, ov, bv []T, idx []int64, uv []T, shape
 			clear(ov[lo*inner : hi*inner])
 		} else {
 			copy(ov[lo*inner:hi*inner], bv[lo*inner:hi*inner])
+		}
+		if inner == 1 { // single elements (a mask's selection's gradient)
+			for o := lo / n; o <= (hi-1)/n; o++ {
+				us := uv[o*len(idx):][:len(idx)]
+				for j, r := range idx {
+					if row := o*n + int(r); row >= lo && row < hi {
+						ov[row] += us[j]
+					}
+				}
+			}
+			return
 		}
 		for o := lo / n; o <= (hi-1)/n; o++ {
 			for j, r := range idx {
@@ -74,11 +86,32 @@ func gatherKernel(c *eager.Call, outs []*tensor.Tensor) {
 	size := p.DType().Size() * inner
 	pb, ob := p.HostBytes(), outs[0].HostBytes()
 	deviceOf(c).Parallel(outer*len(idx), float64(size)/8+4, func(lo, hi int) {
-		for at := lo; at < hi; at++ {
-			o, r := at/len(idx), int(idx[at%len(idx)])
-			copy(ob[at*size:(at+1)*size], pb[(o*n+r)*size:(o*n+r+1)*size])
+		switch size { // single elements (a mask's selection) by word
+		case 4:
+			gatherWords(hostmem.View32(ob), hostmem.View32(pb), idx, n, lo, hi)
+		case 8:
+			gatherWords(hostmem.View64(ob), hostmem.View64(pb), idx, n, lo, hi)
+		default:
+			for at := lo; at < hi; at++ {
+				o, r := at/len(idx), int(idx[at%len(idx)])
+				copy(ob[at*size:(at+1)*size], pb[(o*n+r)*size:(o*n+r+1)*size])
+			}
 		}
 	})
+}
+
+// gatherWords is gatherKernel's copy of single words: out[at] for at in
+// [lo, hi) from p[o·n + idx[at mod len(idx)]], o = at / len(idx).
+func gatherWords[U uint32 | uint64](out, p []U, idx []int64, n, lo, hi int) {
+	for at := lo; at < hi; {
+		o, j := at/len(idx), at%len(idx)
+		end := min(hi, (o+1)*len(idx))
+		row := p[o*n:]
+		for _, r := range idx[j : j+end-at] {
+			out[at] = row[r]
+			at++
+		}
+	}
 }
 
 func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
