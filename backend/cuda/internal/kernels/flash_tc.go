@@ -99,10 +99,8 @@ type tc struct {
 	// dropped kernels drop the weights (the _drop twins): the stream's
 	// key, the block its draws begin at, the threshold a draw's 53 bits
 	// keep below and the kept weights' factor 1/(1−rate).
-	dropped        bool
-	dkey0, dkey1   ptx.Reg // u32
-	dbase, dthresh ptx.Reg // u64
-	drscale        ptx.Reg // f32
+	dropped bool
+	drop    *dropStream
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
@@ -725,17 +723,7 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 		c.mstep, c.mrow = k.Param("mstep", ptx.U64), k.Param("mrow", ptx.U64)
 	}
 	if c.dropped {
-		c.dkey0, c.dkey1 = k.Param("dkey0", ptx.U32), k.Param("dkey1", ptx.U32)
-		at, offset := k.Param("dat", ptx.U64), k.Param("doffset", ptx.U64)
-		c.dthresh, c.drscale = k.Param("dthresh", ptx.U64), k.Param("drscale", ptx.F32)
-		// The first block: *dat + doffset, or doffset where dat is 0.
-		c.dbase = k.Reg(ptx.U64)
-		has := k.Reg(ptx.Pred)
-		k.Op("mov.u64 %s, 0", c.dbase)
-		k.Op("setp.ne.u64 %s, %s, 0", has, at)
-		k.Op("cvta.to.global.u64 %s, %s", at, at)
-		k.Op("@%s ld.global.u64 %s, [%s]", has, c.dbase, at)
-		k.Op("add.s64 %s, %s, %s", c.dbase, c.dbase, offset)
+		c.drop = dropParams(k)
 	}
 	c.tq, c.tk = tq, tk
 	return
@@ -745,11 +733,8 @@ func (c *tc) params(withScale bool) (tq, tk ptx.Reg, nb divisor, blocks, scale2,
 // FlashBlock] tile of weights of batch matrix bm (u64), bit 4nt+i for
 // element i of column group nt (acc's order, each's): rows are the
 // thread's two (positions), columns c0 (u64) + 2t + 8nt + (i&1); where
-// rowsQuery the rows are queries, else keys. Weight (i, j) of the matrix
-// is element e = (bm·tq + i)·tk + j of the weights as ops.DropoutAt
-// draws them (tensor.RandBernoulliAt): kept where the top 53 bits of the
-// two words of its draw (block dbase + e/2, words 0-1 or 2-3 as e is even
-// or odd, the first high) are below dthresh. Where the rows are queries a
+// rowsQuery the rows are queries, else keys; each weight's bit as
+// dropStream says. Where the rows are queries a
 // thread's two neighbouring columns are neighbouring elements, one block
 // for both where the first is even (every row of an even tk): a loop of
 // 16 pairs; else a loop of 32 draws.
@@ -782,17 +767,7 @@ func (c *tc) dropBits(bm ptx.Reg, rows [2]ptx.Reg, c0 ptx.Reg, rowsQuery bool) p
 		k.Op("add.s64 %s, %s, %s", e, e, t)
 		return e
 	}
-	// keeps is whether the draw of words hi, lo keeps its weight.
-	keeps := func(hi, lo ptx.Reg) ptx.Reg {
-		m, l, keep := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.Pred)
-		k.Op("cvt.u64.u32 %s, %s", m, hi)
-		k.Op("cvt.u64.u32 %s, %s", l, lo)
-		k.Op("shl.b64 %s, %s, 32", m, m)
-		k.Op("or.b64 %s, %s, %s", m, m, l)
-		k.Op("shr.u64 %s, %s, 11", m, m)
-		k.Op("setp.lt.u64 %s, %s, %s", keep, m, c.dthresh)
-		return keep
-	}
+	keeps := func(hi, lo ptx.Reg) ptx.Reg { return c.drop.keeps(k, hi, lo) }
 	// set ors bit pos (u32) into bits where keep.
 	set := func(keep, pos ptx.Reg) {
 		bit := k.Reg(ptx.U32)
@@ -800,12 +775,7 @@ func (c *tc) dropBits(bm ptx.Reg, rows [2]ptx.Reg, c0 ptx.Reg, rowsQuery bool) p
 		k.Op("shl.b32 %s, %s, %s", bit, bit, pos)
 		k.Op("or.b32 %s, %s, %s", bits, bits, bit)
 	}
-	draw := func(e ptx.Reg) [4]ptx.Reg {
-		ctr := k.Reg(ptx.U64)
-		k.Op("shr.u64 %s, %s, 1", ctr, e)
-		k.Op("add.s64 %s, %s, %s", ctr, ctr, c.dbase)
-		return philox(k, ctr, c.dkey0, c.dkey1)
-	}
+	draw := func(e ptx.Reg) [4]ptx.Reg { return c.drop.draw(k, e) }
 	if !rowsQuery {
 		k.Op("mov.u64 %s, %d", n, FlashBlock/2)
 		k.Loop(from, n, one, func(idx ptx.Reg) {
@@ -877,7 +847,7 @@ func (c *tc) dropApply(x acc, bits ptx.Reg) {
 		t, keep := k.Reg(ptx.U32), k.Reg(ptx.Pred)
 		k.Op("and.b32 %s, %s, %d", t, bits, uint32(1)<<idx)
 		k.Op("setp.ne.u32 %s, %s, 0", keep, t)
-		k.Op("mul.rn.f32 %s, %s, %s", r, r, c.drscale)
+		k.Op("mul.rn.f32 %s, %s, %s", r, r, c.drop.rscale)
 		k.Op("@!%s mov.f32 %s, 0f00000000", keep, r)
 		idx++
 	})
