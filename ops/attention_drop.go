@@ -12,15 +12,17 @@ import (
 // Attention with its weights dropped in training (Transformer's attention
 // dropout; PyTorch's scaled_dot_product_attention with dropout_p), one
 // op each way on the CPU and where a device's kernels say they take the
-// call (its DropsInAttention): a GPU's tensor-core flash kernels (the
-// half types) draw the keep mask themselves, tile by tile, again where
-// the backward needs it, with no weights or mask stored; the CPU's draw
+// call (its DropsInAttention): a GPU's flash kernels (the half types'
+// on the tensor cores, float32's where its flash kernels take the call)
+// draw the keep mask themselves, tile by tile, again where the backward
+// needs it, with no weights or mask stored; the CPU's draw
 // the call's mask (sixteen Philox blocks at a time, internal/philox) and
 // materialise a batch matrix's weights at a time, forward and again
 // backward (examples/gpt's CPU step with dropout 0.1: 110-111 ms where
 // the composed ops took 145-148, and 345 against 285 before the draws
-// were vectorised). Elsewhere (a GPU's float32, widths its kernels are
-// not written for) it is the ops it stands for (AttentionWeights,
+// were vectorised). Elsewhere (a GPU's float64, float32 with a mask or
+// below the flash kernels' size, widths its kernels are not written for)
+// it is the ops it stands for (AttentionWeights,
 // DropoutAt, MatMul). The CPU's kernels are the reference the GPU's are
 // checked against (the conformance table). The mask is the same every
 // way: the weights' elements in row-major order, drawn as RngBernoulliAt

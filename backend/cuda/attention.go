@@ -145,25 +145,7 @@ func attentionBackprop(d kernels.DType) eager.Kernel {
 			return
 		}
 		if mask := attentionMask(c.Inputs, 7); dev.flashTakes(g, d, mask) {
-			delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
-			if err != nil {
-				c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
-			}
-			defer delta.Release()
-			dev.flashLaunch(c, "flash_bwd_q", d, g, g.tq, a, mask, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
-				Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)))
-			if d.Half() { // one kernel for both, on the tensor cores
-				dev.flashLaunch(c, "flash_bwd_kv", d, g, g.tk, a, mask, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
-					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
-				return
-			}
-			for _, w := range []struct {
-				name string
-				out  *tensor.Tensor
-			}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
-				dev.flashLaunch(c, w.name, d, g, g.tk, a, nil, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
-					Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)))
-			}
+			dev.flashBackward(c, outs, d, g, a, mask, nil)
 			return
 		}
 		if d.Half() {
@@ -234,6 +216,34 @@ func (d *Device) flashTakes(g attnGeom, dt kernels.DType, mask *tensor.Tensor) b
 	return dt == kernels.F32 && mask == nil && slices.Contains(kernels.FlashDims, g.dd) && (mode == flashAlways || 4*g.batch*g.tq*g.tk >= FlashAutoBytes)
 }
 
+// flashBackward queues the flash kernels of an attention's gradient: the
+// call's inputs q, k, v, out, lse, dout, dlse, its outputs (outs) dq, dk,
+// dv;
+// drop appends a _drop twin's arguments where not nil (flashLaunchWith).
+func (d *Device) flashBackward(c *eager.Call, outs []*tensor.Tensor, dt kernels.DType, g attnGeom, a ops.AttentionAttrs, mask *tensor.Tensor, drop func(*cu.Args)) {
+	q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
+	dq, dk, dv := outs[0], outs[1], outs[2]
+	delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
+	if err != nil {
+		c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
+	}
+	defer delta.Release()
+	d.flashLaunchWith(c, "flash_bwd_q", dt, g, g.tq, a, mask, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+		Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)), drop)
+	if dt.Half() { // one kernel for both, on the tensor cores
+		d.flashLaunchWith(c, "flash_bwd_kv", dt, g, g.tk, a, mask, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+			Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)), drop)
+		return
+	}
+	for _, w := range []struct {
+		name string
+		out  *tensor.Tensor
+	}{{"flash_bwd_dk", dk}, {"flash_bwd_dv", dv}} {
+		d.flashLaunchWith(c, w.name, dt, g, g.tk, a, nil, newArgs().Ptr(ptr(w.out)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
+			Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)), drop)
+	}
+}
+
 // flashLaunch queues flash kernel kind of dtype dt (float32, or a half
 // type's tensor-core kernels) over the blocks of rows (tq, or tk for the
 // keys' gradients) of every batch matrix, args holding its tensors; the
@@ -243,8 +253,8 @@ func (d *Device) flashLaunch(c *eager.Call, kind string, dt kernels.DType, g att
 	d.flashLaunchWith(c, kind, dt, g, rows, a, mask, args, nil)
 }
 
-// flashLaunchWith is flashLaunch, the half types' _drop twin where drop
-// is not nil (drop appending its arguments after the mask's).
+// flashLaunchWith is flashLaunch, the _drop twin where drop is not nil
+// (drop appending its arguments after the mask's).
 func (d *Device) flashLaunchWith(c *eager.Call, kind string, dt kernels.DType, g attnGeom, rows int, a ops.AttentionAttrs, mask *tensor.Tensor, args *cu.Args, drop func(*cu.Args)) {
 	per := (rows + kernels.FlashBlock - 1) / kernels.FlashBlock
 	blocks := g.batch * per
@@ -269,6 +279,9 @@ func (d *Device) flashLaunchWith(c *eager.Call, kind string, dt kernels.DType, g
 		}
 	}
 	if drop != nil {
+		if !dt.Half() {
+			name = kernels.Name(name, "drop")
+		}
 		drop(args)
 	}
 	check(c, d.launchShared(family, name, min(blocks, max(d.info.SMs, 1)*8), threads, shared, args))

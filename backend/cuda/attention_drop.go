@@ -11,25 +11,28 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Attention with its weights dropped (ops.AttentionDropout) on the
-// half types' tensor-core flash kernels, their _drop twins: each kernel
+// Attention with its weights dropped (ops.AttentionDropout) on the flash
+// kernels' _drop twins (float32's, the half types' on the tensor cores),
+// for the widths and sizes the flash kernels take: each kernel
 // draws the keep bits of its tiles of weights from the Philox stream
 // itself, the forward pass and both backward kernels alike, so no mask
 // and no weights are stored. The ops package sends a call here only
 // where DropsInAttention says the kernels take it.
 
 func init() {
-	for _, d := range kernels.Halves {
+	for _, d := range append([]kernels.DType{kernels.F32}, kernels.Halves...) {
 		eager.RegisterKernel("ScaledDotProductAttentionDropout", device.GPU, tensorType(d), attentionDropout(d))
 		eager.RegisterKernel("ScaledDotProductAttentionDropoutBackprop", device.GPU, tensorType(d), attentionDropoutBackprop(d))
 	}
 }
 
 // DropsInAttention reports whether d's flash kernels drop the weights of
-// an attention call on q, k and v themselves (ops.AttentionDropout): the
-// half types, where their tensor-core flash kernels take the call.
+// an attention call on q, k and v themselves (ops.AttentionDropout):
+// float32 and the half types, where their flash kernels take the call
+// (float32's: no mask, widths kernels.FlashDims, FlashAutoBytes of
+// weights or more unless SetFlashAttention says always).
 func (d *Device) DropsInAttention(q, k, v *tensor.Tensor) bool {
-	if q == nil || k == nil || v == nil || q.Rank() < 2 || k.Rank() != q.Rank() || v.Rank() != q.Rank() || !q.DType().IsHalf() {
+	if q == nil || k == nil || v == nil || q.Rank() < 2 || k.Rank() != q.Rank() || v.Rank() != q.Rank() || !(q.DType().IsHalf() || q.DType() == tensor.Float32) {
 		return false
 	}
 	return d.flashTakes(attnGeomOf(q, k, v, nil), kernelType(q.DType()), nil)
@@ -78,11 +81,10 @@ func attentionDropout(d kernels.DType) eager.Kernel {
 // dv.
 func attentionDropoutBackprop(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		q, k, v, o, lse, dout, dlse := c.Inputs[0], c.Inputs[1], c.Inputs[2], c.Inputs[3], c.Inputs[4], c.Inputs[5], c.Inputs[6]
+		q, k, v := c.Inputs[0], c.Inputs[1], c.Inputs[2]
 		a := c.Attrs.(ops.AttentionDropoutAttrs)
 		starts, mask := ops.DropoutExtras(c.Inputs[7:])
 		g, dev := attnGeomOf(q, k, v, mask), gpu(c)
-		dq, dk, dv := outs[0], outs[1], outs[2]
 		if g.batch*g.tq == 0 || g.tk == 0 {
 			for _, t := range outs {
 				fillFloat(c, t, 0)
@@ -92,15 +94,6 @@ func attentionDropoutBackprop(d kernels.DType) eager.Kernel {
 		if !dev.flashTakes(g, d, mask) {
 			c.Fail(tensor.ErrShape, "the flash kernels take no dropped attention of %v widths %d and %d here", q.DType(), g.dd, g.dv)
 		}
-		delta, err := tensor.Empty(c.Device, tensor.Float32, tensor.Shape{g.batch * g.tq})
-		if err != nil {
-			c.Fail(err, "the attention's row sums [%d]", g.batch*g.tq)
-		}
-		defer delta.Release()
-		drop := flashDrop(a, starts, q.DType())
-		dev.flashLaunchWith(c, "flash_bwd_q", d, g, g.tq, a.AttentionAttrs, mask, newArgs().Ptr(ptr(dq)).Ptr(ptr(delta)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
-			Ptr(ptr(o)).Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(dlse)), drop)
-		dev.flashLaunchWith(c, "flash_bwd_kv", d, g, g.tk, a.AttentionAttrs, mask, newArgs().Ptr(ptr(dk)).Ptr(ptr(dv)).Ptr(ptr(q)).Ptr(ptr(k)).Ptr(ptr(v)).
-			Ptr(ptr(dout)).Ptr(ptr(lse)).Ptr(ptr(delta)), drop)
+		dev.flashBackward(c, outs, d, g, a.AttentionAttrs, mask, flashDrop(a, starts, q.DType()))
 	}
 }

@@ -18,8 +18,9 @@ import (
 // weight is 1/16, so the output is the mask times 1/(16(1−rate)), dV each
 // key's kept count, and dQ = (Z − rowsum(Z)/16)/64 (Z the kept weights'
 // factor): each exact in bfloat16 and float16, compared bit for bit with
-// the host's draw, over two blocks of queries, from a starts vector's slot
-// and from an offset alone; the kernels ran.
+// the host's draw (float32's within its exponentials' roundings, its
+// flash kernels forced), over two blocks of queries, from a starts
+// vector's slot and from an offset alone; the kernels ran.
 func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 	d := testGPU(t)
 	ran := watchKernels(t, d)
@@ -29,7 +30,16 @@ func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 	for i := range w {
 		eye[i*w+i] = 1
 	}
-	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+	d.SetFlashAttention(true) // float32's flash kernels at this size
+	defer d.flashMode.Store(flashAuto)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16, tensor.Float32} {
+		// near is whether got is want: exactly in the half types.
+		near := func(got float32, want float64) bool {
+			if dt == tensor.Float32 {
+				return math.Abs(float64(got)-want) <= 1e-5*math.Abs(want)+1e-7
+			}
+			return float64(got) == want
+		}
 		for _, withStarts := range []bool{false, true} {
 			q := ops.Cast(tensor.Zeros(tensor.Float32, n, tq, w), dt)
 			kv := ops.Cast(ops.BroadcastTo(tensor.FromSlice(eye, 1, w, w), n, w, w), dt)
@@ -62,10 +72,10 @@ func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 					for j := range w {
 						e := (b*tq+i)*w + j
 						zf := 2 * float64(z[e]) // 1/(1−rate)
-						if want := zf / w; float64(got[e]) != want {
+						if want := zf / w; !near(got[e], want) {
 							t.Fatalf("%v (starts %v): out[%d %d %d] = %v, want %v", dt, withStarts, b, i, j, got[e], want)
 						}
-						if want := (zf - 2*kept/w) / 64; float64(dq[e]) != want {
+						if want := (zf - 2*kept/w) / 64; !near(dq[e], want) {
 							t.Fatalf("%v (starts %v): dq[%d %d %d] = %v, want %v", dt, withStarts, b, i, j, dq[e], want)
 						}
 					}
@@ -84,7 +94,8 @@ func TestAttentionDropoutKeepsTheHostsMask(t *testing.T) {
 			}
 		}
 	}
-	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_f16_16_drop")
+	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_f16_16_drop",
+		"flash_fwd_f32_16_drop", "flash_bwd_q_f32_16_drop", "flash_bwd_dk_f32_16_drop", "flash_bwd_dv_f32_16_drop")
 }
 
 // watchKernels records the kernels d runs (the emulator's profiler) and
@@ -111,11 +122,15 @@ func watchKernels(t *testing.T, d *Device) func(names ...string) {
 // even and an odd count of keys, the dropped flash kernels' output and
 // gradients (dQ, dK, dV) follow the host's composed ops (AttentionWeights,
 // the same mask's DropoutAt, MatMul) computed in float64 from the same
-// half values, within the half type's rounding.
+// half values, within the half type's rounding; float32's (its flash
+// kernels forced, no mask) within 1e-5 of the largest.
 func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 	d := testGPU(t)
 	ran := watchKernels(t, d)
-	defer ran("flash_fwd_bf16_32_mask_drop", "flash_bwd_q_f16_32_mask_drop", "flash_bwd_kv_bf16_32_mask_drop", "flash_bwd_kv_f16_32_drop")
+	defer ran("flash_fwd_bf16_32_mask_drop", "flash_bwd_q_f16_32_mask_drop", "flash_bwd_kv_bf16_32_mask_drop", "flash_bwd_kv_f16_32_drop",
+		"flash_fwd_f32_32_drop", "flash_bwd_q_f32_32_drop", "flash_bwd_dk_f32_32_drop", "flash_bwd_dv_f32_32_drop")
+	d.SetFlashAttention(true)
+	defer d.flashMode.Store(flashAuto)
 	r := tensor.NewRNG(17)
 	const n, tq, w = 2, 70, 32
 	key := [2]uint32{3, 4}
@@ -124,7 +139,7 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 		causal, masked bool
 		tk             int // odd: a row's pair of neighbouring keys may straddle two draws' blocks
 	}{{tensor.BFloat16, false, false, 40}, {tensor.BFloat16, true, false, 39}, {tensor.Float16, true, false, 40}, {tensor.Float16, false, false, 39},
-		{tensor.BFloat16, false, true, 39}, {tensor.Float16, true, true, 40}} {
+		{tensor.BFloat16, false, true, 39}, {tensor.Float16, true, true, 40}, {tensor.Float32, false, false, 39}, {tensor.Float32, true, false, 40}} {
 		dt, causal, tk := c.dt, c.causal, c.tk
 		var mask *tensor.Tensor // a mask per batch matrix (the _mask_drop twins)
 		if c.masked {
@@ -161,8 +176,12 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 				for _, v := range wv {
 					top = math.Max(top, math.Abs(v))
 				}
+				tol := 2e-2
+				if dt == tensor.Float32 {
+					tol = 1e-5
+				}
 				for j := range wv {
-					if math.Abs(g[j]-wv[j]) > 2e-2*top {
+					if math.Abs(g[j]-wv[j]) > tol*top {
 						t.Fatalf("%v causal %v masked %v, %d keys: %s[%d] = %v, the host gives %v (largest %v)", dt, causal, c.masked, tk, name, j, g[j], wv[j], top)
 					}
 				}

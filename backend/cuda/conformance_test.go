@@ -33,12 +33,12 @@ func testGPU(t testing.TB) *Device {
 
 // pending is what the GPU does not run yet (conformance.Pending): the
 // table expects ErrNoKernel there and fails if one of these runs. The
-// dropped attention's float kernels: ops.AttentionDropout composes it
-// on a GPU in float32 and float64 (the half types' flash kernels drop
+// dropped attention's float64 kernels: ops.AttentionDropout composes it
+// on a GPU in float64 (float32's and the half types' flash kernels drop
 // inside).
 var pending = map[string][]tensor.DType{
-	"ScaledDotProductAttentionDropout":         {tensor.Float32, tensor.Float64},
-	"ScaledDotProductAttentionDropoutBackprop": {tensor.Float32, tensor.Float64},
+	"ScaledDotProductAttentionDropout":         {tensor.Float64},
+	"ScaledDotProductAttentionDropoutBackprop": {tensor.Float64},
 }
 
 // The conformance table on gpu:0 (the emulator's unless a GPU is required): every op the GPU

@@ -57,7 +57,9 @@ var FlashDims = []int{16, 32, 64}
 func flashKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, dim := range FlashDims {
-		out = append(out, flashForward(dim), flashBackwardQ(dim), flashBackwardKV(dim, "dk"), flashBackwardKV(dim, "dv"))
+		for _, drop := range []bool{false, true} {
+			out = append(out, flashForward(dim, drop), flashBackwardQ(dim, drop), flashBackwardKV(dim, "dk", drop), flashBackwardKV(dim, "dv", drop))
+		}
 	}
 	return out
 }
@@ -65,20 +67,49 @@ func flashKernels() []*ptx.Kernel {
 // flash is one flash kernel being written: its row width, its thread's
 // index in the block, and the shared tiles.
 type flash struct {
-	k       *ptx.Kernel
-	dim     int
-	tid     ptx.Reg // u32, the thread's index in the block
-	row     ptx.Reg // u32, its row in the block's (tid / FlashSplit)
-	row64   ptx.Reg // the same, u64
-	sub     ptx.Reg // u32, its share of the row's keys (tid % FlashSplit)
-	own     ptx.Reg // the padded tile for the threads' own rows: FlashBlock x (dim+4)
-	a, b    ptx.Reg // two tiles of FlashBlock x dim (own lies over them)
-	scalars ptx.Reg // two rows of FlashBlock float32: a tile's lse and δ (the dk/dv kernels)
+	k        *ptx.Kernel
+	dim      int
+	dropTwin bool        // a float32 kernel's _drop twin
+	drop     *dropStream // a _drop twin's stream, once its parameters are declared
+	tid      ptx.Reg     // u32, the thread's index in the block
+	row      ptx.Reg     // u32, its row in the block's (tid / FlashSplit)
+	row64    ptx.Reg     // the same, u64
+	sub      ptx.Reg     // u32, its share of the row's keys (tid % FlashSplit)
+	own      ptx.Reg     // the padded tile for the threads' own rows: FlashBlock x (dim+4)
+	a, b     ptx.Reg     // two tiles of FlashBlock x dim (own lies over them)
+	scalars  ptx.Reg     // two rows of FlashBlock float32: a tile's lse and δ (the dk/dv kernels)
 }
 
 func newFlash(name string, dim int) *flash {
-	k := ptx.NewKernel(name)
-	return &flash{k: k, dim: dim}
+	return &flash{k: ptx.NewKernel(name), dim: dim}
+}
+
+// newFlashF32 starts float32 kernel kind (flash_fwd, ...) for rows of
+// dim, its _drop twin where drop.
+func newFlashF32(kind string, dim int, drop bool) *flash {
+	name := Name(kind, "f32", fmt.Sprint(dim))
+	if drop {
+		name = Name(name, "drop")
+	}
+	f := newFlash(name, dim)
+	f.dropTwin = drop
+	return f
+}
+
+// dropParams declares a float32 _drop twin's parameters, after the
+// others.
+func (f *flash) dropParams() {
+	if f.dropTwin {
+		f.drop = dropParams(f.k)
+	}
+}
+
+// dropWeight multiplies the weight p (f32) of query i and key j (u64) of
+// batch matrix bm by its dropout factor, in a float32 _drop twin.
+func (f *flash) dropWeight(p, bm, tq, tk, i, j ptx.Reg) {
+	if f.drop != nil {
+		f.k.Op("mul.rn.f32 %s, %s, %s", p, p, f.drop.factor(f.k, bm, tq, tk, i, j))
+	}
 }
 
 // start declares the shared tiles and reads the thread's index (after the
@@ -414,7 +445,7 @@ func (f *flash) causalStart(causal, j0 ptx.Reg) ptx.Reg {
 // attends to, in order: the tiles of keys (from the [tk, dim] matrices km
 // and vm) loaded in turn by the block, up to causalEnd; each of the
 // row's threads takes every FlashSplit-th key of a tile from its sub.
-func (f *flash) eachKey(km, vm, tk, causal, q0, i ptx.Reg, body func(j ptx.Reg)) {
+func (f *flash) eachKey(km, vm, tk, causal, q0, i ptx.Reg, body func(j, key ptx.Reg)) {
 	k := f.k
 	zero := k.Reg(ptx.U64)
 	k.Op("mov.u64 %s, 0", zero)
@@ -422,7 +453,15 @@ func (f *flash) eachKey(km, vm, tk, causal, q0, i ptx.Reg, body func(j ptx.Reg))
 		f.move(true, f.a, f.dim, km, j0, tk)
 		f.move(true, f.b, f.dim, vm, j0, tk)
 		f.sync()
-		f.upTo(f.sub, f.causalLimit(causal, i, j0, count), body)
+		f.upTo(f.sub, f.causalLimit(causal, i, j0, count), func(j ptx.Reg) {
+			var key ptx.Reg // the key's index in the matrix, where a _drop twin needs it
+			if f.dropTwin {
+				j64 := k.Reg(ptx.U64)
+				k.Op("cvt.u64.u32 %s, %s", j64, j)
+				key = addU64(k, j0, j64)
+			}
+			body(j, key)
+		})
 		f.sync()
 	})
 }
@@ -437,12 +476,13 @@ func (f *flash) ex2(x ptx.Reg) ptx.Reg {
 // scalarAt loads element i (u64) of a float32 vector at g.
 func (f *flash) scalarAt(g, i ptx.Reg) ptx.Reg { return f.k.Load(ptx.F32, f.k.Addr(g, i, 4)) }
 
-func flashForward(dim int) *ptx.Kernel {
-	f := newFlash(Name("flash_fwd", "f32", fmt.Sprint(dim)), dim)
+func flashForward(dim int, drop bool) *ptx.Kernel {
+	f := newFlashF32("flash_fwd", dim, drop)
 	k := f.k
 	o, lse, q, kk, v := k.ParamPtr("o"), k.ParamPtr("lse"), k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v")
 	tq, tk, nb, blocks := k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
 	scale2, causal := k.Param("scale2", ptx.F32), k.Param("causal", ptx.U64)
+	f.dropParams()
 	f.start()
 	f.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
 		qm, km, vm, om := f.matrix(q, bm, tq, dim), f.matrix(kk, bm, tk, dim), f.matrix(v, bm, tk, dim), f.matrix(o, bm, tq, dim)
@@ -452,7 +492,7 @@ func flashForward(dim int) *ptx.Kernel {
 		k.Op("mov.f32 %s, %s", m, ptx.Imm(ptx.F32, math.Inf(-1)))
 		k.Op("mov.f32 %s, 0f00000000", l)
 		acc := f.zeros()
-		f.eachKey(km, vm, tk, causal, q0, i, func(j ptx.Reg) {
+		f.eachKey(km, vm, tk, causal, q0, i, func(j, key ptx.Reg) {
 			s := f.dot(qr, f.a, j)
 			// A larger maximum: the sums so far rescaled to it.
 			grew, same := k.Reg(ptx.Pred), k.Label("max_kept")
@@ -468,7 +508,8 @@ func flashForward(dim int) *ptx.Kernel {
 			e := k.Reg(ptx.F32)
 			k.Op("sub.rn.f32 %s, %s, %s", e, s, m)
 			p := f.ex2(e)
-			k.Op("add.rn.f32 %s, %s, %s", l, l, p)
+			k.Op("add.rn.f32 %s, %s, %s", l, l, p) // the sum of the weights before their dropout
+			f.dropWeight(p, bm, tq, tk, i, key)
 			f.axpy(acc, p, f.b, j)
 		})
 		// The row's threads' sums, rescaled to their common maximum
@@ -502,14 +543,15 @@ func flashForward(dim int) *ptx.Kernel {
 	return f.k
 }
 
-func flashBackwardQ(dim int) *ptx.Kernel {
-	f := newFlash(Name("flash_bwd_q", "f32", fmt.Sprint(dim)), dim)
+func flashBackwardQ(dim int, drop bool) *ptx.Kernel {
+	f := newFlashF32("flash_bwd_q", dim, drop)
 	k := f.k
 	dq, delta := k.ParamPtr("dq"), k.ParamPtr("delta")
 	q, kk, v, o, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("o"), k.ParamPtr("do")
 	lse, dlse := k.ParamPtr("lse"), k.ParamPtr("dlse")
 	tq, tk, nb, blocks := k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
 	scale2, scale, causal := k.Param("scale2", ptx.F32), k.Param("scale", ptx.F32), k.Param("causal", ptx.U64)
+	f.dropParams()
 	f.start()
 	f.blocks(blocks, nb, func(bm, q0 ptx.Reg) {
 		km, vm := f.matrix(kk, bm, tk, dim), f.matrix(v, bm, tk, dim)
@@ -537,11 +579,12 @@ func flashBackwardQ(dim int) *ptx.Kernel {
 		}
 		qr := f.ownRow(f.matrix(q, bm, tq, dim), q0, tq, scale2)
 		acc := f.zeros()
-		f.eachKey(km, vm, tk, causal, q0, i, func(j ptx.Reg) {
+		f.eachKey(km, vm, tk, causal, q0, i, func(j, key ptx.Reg) {
 			s := f.dot(qr, f.a, j)
 			k.Op("sub.rn.f32 %s, %s, %s", s, s, l2)
 			p := f.ex2(s)
 			dp := f.dot(dor, f.b, j)
+			f.dropWeight(dp, bm, tq, tk, i, key) // the dropped weight's gradient
 			k.Op("sub.rn.f32 %s, %s, %s", dp, dp, del)
 			k.Op("mul.rn.f32 %s, %s, %s", dp, dp, p) // dS
 			f.axpy(acc, dp, f.a, j)
@@ -558,15 +601,17 @@ func flashBackwardQ(dim int) *ptx.Kernel {
 	return f.k
 }
 
-// flashBackwardKV writes flash_bwd_<which>_f32_<dim>, which "dk" or "dv".
-func flashBackwardKV(dim int, which string) *ptx.Kernel {
-	f := newFlash(Name("flash_bwd", which, "f32", fmt.Sprint(dim)), dim)
+// flashBackwardKV writes flash_bwd_<which>_f32_<dim>[_drop], which "dk"
+// or "dv".
+func flashBackwardKV(dim int, which string, drop bool) *ptx.Kernel {
+	f := newFlashF32(Name("flash_bwd", which), dim, drop)
 	k := f.k
 	out := k.ParamPtr("out")
 	q, kk, v, do := k.ParamPtr("q"), k.ParamPtr("k"), k.ParamPtr("v"), k.ParamPtr("do")
 	lse, delta := k.ParamPtr("lse"), k.ParamPtr("delta")
 	tq, tk, nb, blocks := k.Param("tq", ptx.U64), k.Param("tk", ptx.U64), paramDivisor(k, "nb"), k.Param("blocks", ptx.U64)
 	scale2, scale, causal := k.Param("scale2", ptx.F32), k.Param("scale", ptx.F32), k.Param("causal", ptx.U64)
+	f.dropParams()
 	f.start()
 	lseT, deltaT := f.scalars, k.Reg(ptx.U64)
 	k.Op("add.s64 %s, %s, %d", deltaT, lseT, 4*FlashBlock)
@@ -613,11 +658,19 @@ func flashBackwardKV(dim int, which string) *ptx.Kernel {
 				k.Op("ld.shared.f32 %s, [%s]", lr, f.rowAddr(lseT, 1, r))
 				k.Op("sub.rn.f32 %s, %s, %s", s, s, lr)
 				p := f.ex2(s)
+				var query ptx.Reg // the tile's query r, in the matrix
+				if f.dropTwin {
+					r64 := k.Reg(ptx.U64)
+					k.Op("cvt.u64.u32 %s, %s", r64, r)
+					query = addU64(k, i0, r64)
+				}
 				if which == "dv" {
+					f.dropWeight(p, bm, tq, tk, query, j)
 					f.axpy(acc, p, f.b, r)
 					return
 				}
 				dp, dr := f.dot(vr, f.b, r), k.Reg(ptx.F32)
+				f.dropWeight(dp, bm, tq, tk, query, j)
 				k.Op("ld.shared.f32 %s, [%s]", dr, f.rowAddr(deltaT, 1, r))
 				k.Op("sub.rn.f32 %s, %s, %s", dp, dp, dr)
 				k.Op("mul.rn.f32 %s, %s, %s", dp, dp, p) // dS

@@ -99,8 +99,7 @@ type tc struct {
 	// dropped kernels drop the weights (the _drop twins): the stream's
 	// key, the block its draws begin at, the threshold a draw's 53 bits
 	// keep below and the kept weights' factor 1/(1−rate).
-	dropped bool
-	drop    *dropStream
+	dropped bool // its stream: flash's drop
 }
 
 // acc is a warp's accumulator tile: per 8 columns, the four float32
