@@ -700,8 +700,8 @@ func BenchmarkAttentionGPU(b *testing.B) {
 			// kernels whose tiles are in dynamic shared memory.
 			{"/bfloat16/heads128", flashAuto, tensor.BFloat16, 4, 128},
 			// The weights dropped at 0.1 (ops.AttentionDropout: the flash
-			// kernels' _drop twins draw the mask themselves).
-			{"/bfloat16/dropout", flashAuto, tensor.BFloat16, 8, 64}} {
+			// kernels' _drop twins draw the mask themselves), float32's too.
+			{"/bfloat16/dropout", flashAuto, tensor.BFloat16, 8, 64}, {"/dropout", flashAuto, tensor.Float32, 8, 64}} {
 			b.Run(fmt.Sprint(t)+path.name, func(b *testing.B) {
 				d.flashMode.Store(path.mode)
 				restore := device.SetDefault(d)

@@ -449,6 +449,8 @@ if torch_gpt.SDPA is not None:
         def attend_dropped():  # the weights dropped at 0.1 inside the kernels
             torch_gpt.SDPA(*qkv, is_causal=True, dropout_p=0.1).sum().backward()
         line(f"BenchmarkTorchAttentionGPU/{t}/bfloat16/dropout", host_ns(attend_dropped, 20), "ns/op")
+        qkv = [torch.randn(4, 8, t, 64, device=dev, requires_grad=True) for _ in range(3)]
+        line(f"BenchmarkTorchAttentionGPU/{t}/dropout", host_ns(attend_dropped, 20), "ns/op")
 
 # Max pooling (3x3, stride 2), average pooling (3x3, stride 2, padding 1
 # counted out of the averages), a depthwise convolution (3x3, stride 2,
