@@ -23,15 +23,6 @@ func toBool[S tensor.Num](o []bool, x []S) {
 	}
 }
 
-// fromBool sets o to x's bools as 0 and 1, from their bytes (0 or 1):
-// no branch to mispredict on a random mask.
-func fromBool[D tensor.Num](o []D, x []byte) {
-	x = x[:len(o)]
-	for i, b := range x {
-		o[i] = D(b)
-	}
-}
-
 // narrow is the Go types of the half and 8-bit float dtypes.
 type narrow interface {
 	tensor.BF16 | tensor.F16 | tensor.F8E4M3 | tensor.F8E5M2
@@ -157,30 +148,11 @@ func roundF16(dst []tensor.F16, src []float32) {
 	}
 }
 
+// castBoolKernel casts bools through their bytes (0 or 1) as uint8s: no
+// branch to mispredict on a random mask; over the workers.
 func castBoolKernel(c *eager.Call, outs []*tensor.Tensor) {
 	in, out := c.Inputs[0], outs[0]
-	switch out.DType() {
-	case tensor.BFloat16, tensor.Float16, tensor.Float8E4M3, tensor.Float8E5M2:
-		f := make([]float32, in.NumElements())
-		fromBool(f, in.HostBytes())
-		castFrom(f, out)
-		return
-	}
-	deviceOf(c).Parallel(in.NumElements(), 1, func(lo, hi int) {
-		x := in.HostBytes()[lo:hi]
-		switch out.DType() {
-		case tensor.Float32:
-			fromBool(data[float32](out)[lo:hi], x)
-		case tensor.Float64:
-			fromBool(data[float64](out)[lo:hi], x)
-		case tensor.Int32:
-			fromBool(data[int32](out)[lo:hi], x)
-		case tensor.Int64:
-			fromBool(data[int64](out)[lo:hi], x)
-		case tensor.Uint8, tensor.Bool:
-			copy(out.HostBytes()[lo:hi], x)
-		}
-	})
+	deviceOf(c).Parallel(in.NumElements(), 1, func(lo, hi int) { castRange(in.HostBytes()[lo:hi], out, lo) })
 }
 
 func init() {

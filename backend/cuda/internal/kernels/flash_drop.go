@@ -52,19 +52,26 @@ func (d *dropStream) keeps(k *ptx.Kernel, hi, lo ptx.Reg) ptx.Reg {
 	return keep
 }
 
+// words are the two words of element e's (u64) draw, high and low: of
+// its block (draw), words 0-1 where e is even, 2-3 where odd.
+func (d *dropStream) words(k *ptx.Kernel, e ptx.Reg) (hi, lo ptx.Reg) {
+	w := d.draw(k, e)
+	odd, t := k.Reg(ptx.Pred), k.Reg(ptx.U64)
+	k.Op("and.b64 %s, %s, 1", t, e)
+	k.Op("setp.ne.u64 %s, %s, 0", odd, t)
+	hi, lo = k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("selp.b32 %s, %s, %s, %s", hi, w[2], w[0], odd)
+	k.Op("selp.b32 %s, %s, %s, %s", lo, w[3], w[1], odd)
+	return hi, lo
+}
+
 // factor is weight (i, j)'s multiplier (f32) in batch matrix bm (i, j,
 // bm, tq, tk u64): rscale where the stream keeps it, else 0.
 func (d *dropStream) factor(k *ptx.Kernel, bm, tq, tk, i, j ptx.Reg) ptx.Reg {
 	e := k.Reg(ptx.U64)
 	k.Op("mad.lo.s64 %s, %s, %s, %s", e, bm, tq, i)
 	k.Op("mad.lo.s64 %s, %s, %s, %s", e, e, tk, j)
-	w := d.draw(k, e)
-	odd, t := k.Reg(ptx.Pred), k.Reg(ptx.U64)
-	k.Op("and.b64 %s, %s, 1", t, e)
-	k.Op("setp.ne.u64 %s, %s, 0", odd, t)
-	hi, lo := k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("selp.b32 %s, %s, %s, %s", hi, w[2], w[0], odd)
-	k.Op("selp.b32 %s, %s, %s, %s", lo, w[3], w[1], odd)
+	hi, lo := d.words(k, e)
 	f := k.Reg(ptx.F32)
 	k.Op("selp.f32 %s, %s, 0f00000000, %s", f, d.rscale, d.keeps(k, hi, lo))
 	return f
