@@ -190,8 +190,9 @@ func TestAttentionDropoutFollowsTheComposedOps(t *testing.T) {
 	}
 }
 
-// The GPT's mixed bfloat16 steps with dropout on the GPU drop the
-// attention's weights inside the flash kernels (the _drop twins ran),
+// The GPT's mixed bfloat16 and float32 steps with dropout on the GPU
+// drop the attention's weights inside the flash kernels (the _drop twins
+// ran),
 // eager, traced and recorded (the masks drawn where the step's RNG
 // argument says: a recording's replays draw afresh) to the bit alike,
 // and follow the CPU's steps, which draw the same masks.
@@ -202,26 +203,36 @@ func TestGPTStepsWithDropoutOnGPU(t *testing.T) {
 	for i := range ids {
 		ids[i] = int32(32 + (i*11)%60)
 	}
-	var modes [4][]float64
-	c := model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: tensor.BFloat16, Dropout: 0.25}
-	for i, mode := range []string{"eager", "traced", "recorded", "cpu"} {
-		dev := device.Device(d)
-		if mode == "cpu" {
-			dev, mode = device.Host(), "eager"
+	// Float32's flash kernels forced (the model is below their size).
+	d.SetFlashAttention(true)
+	defer d.flashMode.Store(flashAuto)
+	for _, compute := range []tensor.DType{tensor.BFloat16, tensor.Float32} {
+		var modes [4][]float64
+		c := model.Config{Layers: 1, Heads: 2, Dim: 32, Context: 12, Compute: compute, Dropout: 0.25}
+		for i, mode := range []string{"eager", "traced", "recorded", "cpu"} {
+			dev := device.Device(d)
+			if mode == "cpu" {
+				dev, mode = device.Host(), "eager"
+			}
+			modes[i] = gptStepLosses(t, dev, mode, c, ids)
 		}
-		modes[i] = gptStepLosses(t, dev, mode, c, ids)
-	}
-	if !slices.Equal(modes[0], modes[1]) || !slices.Equal(modes[0], modes[2]) {
-		t.Errorf("losses eager %v, traced %v, recorded %v", modes[0], modes[1], modes[2])
-	}
-	for i := range modes[3] {
-		if math.Abs(modes[0][i]-modes[3][i]) > 2e-2*math.Abs(modes[3][i]) {
-			t.Errorf("losses on the GPU %v, on the CPU %v", modes[0], modes[3])
-			break
+		if !slices.Equal(modes[0], modes[1]) || !slices.Equal(modes[0], modes[2]) {
+			t.Errorf("%v: losses eager %v, traced %v, recorded %v", compute, modes[0], modes[1], modes[2])
+		}
+		tol := 2e-2
+		if compute == tensor.Float32 {
+			tol = 1e-4
+		}
+		for i := range modes[3] {
+			if math.Abs(modes[0][i]-modes[3][i]) > tol*math.Abs(modes[3][i]) {
+				t.Errorf("%v: losses on the GPU %v, on the CPU %v", compute, modes[0], modes[3])
+				break
+			}
+		}
+		if modes[0][0] == modes[0][1] {
+			t.Errorf("%v: the steps' losses repeat: %v", compute, modes[0])
 		}
 	}
-	if modes[0][0] == modes[0][1] {
-		t.Errorf("the steps' losses repeat: %v", modes[0])
-	}
-	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_bf16_16_drop")
+	ran("flash_fwd_bf16_16_drop", "flash_bwd_q_bf16_16_drop", "flash_bwd_kv_bf16_16_drop",
+		"flash_fwd_f32_16_drop", "flash_bwd_q_f32_16_drop", "flash_bwd_dk_f32_16_drop", "flash_bwd_dv_f32_16_drop")
 }
