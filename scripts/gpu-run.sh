@@ -100,7 +100,10 @@ figures() {
 		# The clocks and power a sustained GEMM left (tensor-core GEMMs
 		# draw the card to its power limit, which lowers the clocks).
 		nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv >>"$out/bench.log" 2>&1
-		timeout "$(within 90)" "$here/cuda.test" -test.run '^$' -test.bench 'GPU' -test.skip "$first" -test.benchtime 0.5s >>"$out/bench.log" 2>&1
+		timeout "$(within 90)" "$here/cuda.test" -test.run '^$' -test.bench 'GPU' -test.skip "$first|^BenchmarkOpStepGPU$" -test.benchtime 0.5s >>"$out/bench.log" 2>&1
+		# One op's training step, a sweep of seventeen (the CPU's sweep at
+		# a GPU's sizes): ten steps each, beside PyTorch's.
+		timeout "$(within 40)" "$here/cuda.test" -test.run '^$' -test.bench '^BenchmarkOpStepGPU$' -test.benchtime 10x >>"$out/bench.log" 2>&1
 	fi
 	if [ -x "$here/nccl.test" ] && [ -z "${EAGERFLOW_GPU_BENCH:-}" ]; then
 		timeout "$(within 20)" "$here/nccl.test" -test.run '^$' -test.bench GPU -test.benchtime 0.5s >>"$out/bench.log" 2>&1

@@ -815,3 +815,28 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 		}
 	}
 }
+
+// gpuOpSizes are BenchmarkOpStepGPU's sizes: the CPU's sweep scaled to a
+// GPU's memory and bandwidth ([16384 2048] float32 rows, 128 MB; GPT-2's
+// embedding table, [50304 768], looked up by [64 1024] ids; a Conv1D over
+// [64 1024 256]; 128 products [256 128]·[128 256]), and on the emulator
+// (EAGERFLOW_BENCH_EMULATOR=1) small enough to run.
+func gpuOpSizes(d *Device) benchmodels.OpSizes {
+	if strings.Contains(d.Driver(), "emulator") {
+		return benchmodels.OpSizes{Rows: 64, Cols: 100, Vocab: 300, Width: 16, IDs: 32, IDRows: 4, Batch: 2, Length: 16, Channels: 8, Mat: 16}
+	}
+	return benchmodels.OpSizes{Rows: 16384, Cols: 2048, Vocab: 50304, Width: 768, IDs: 1024, IDRows: 64, Batch: 64, Length: 1024, Channels: 256, Mat: 256}
+}
+
+// BenchmarkOpStepGPU is the CPU's op-step sweep (internal/benchmodels'
+// OpSteps: one op's forward, its sum's gradients) on the GPU at
+// gpuOpSizes, beside BenchmarkTorchOpStepGPU (bench/peers/torch_gpu.py),
+// to find the ops a GPU step loses on, as the CPU's sweep found its.
+func BenchmarkOpStepGPU(b *testing.B) {
+	d := benchGPU(b)
+	restore := device.SetDefault(d)
+	defer restore()
+	for _, s := range benchmodels.OpSteps(gpuOpSizes(d)) {
+		b.Run(s.Name, func(b *testing.B) { timeSteps(b, d, s.Run) })
+	}
+}
