@@ -109,7 +109,7 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 			// the CPU's), then divided by their sum.
 			sum := zero64(m)
 			b.eachElem(tk, func(j ptx.Reg) {
-				e := narrow(k, d, m.exp(m.sub(score(j), shift)))
+				e := narrow(k, d, m.expFor(d, m.sub(score(j), shift)))
 				store(k, d, at(s, j), e)
 				k.Op("add.rn.f64 %s, %s, %s", sum, sum, widen(k, d, e))
 			})
@@ -136,7 +136,7 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 		delta = widen(k, d, narrow(k, d, delta))
 		nothing := m.cmp("eq", li, inf)
 		b.eachElem(tk, func(j ptx.Reg) {
-			p := m.sel(nothing, m.c(0), m.exp(m.sub(score(j), li)))
+			p := m.sel(nothing, m.c(0), m.expFor(d, m.sub(score(j), li)))
 			ds := m.mul(m.mul(p, m.sub(widen(k, d, load(k, d, at(dp, j))), delta)), scale)
 			ds = m.sel(nothing, m.c(0), ds)
 			store(k, d, at(s, j), narrow(k, d, p))

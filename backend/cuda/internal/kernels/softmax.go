@@ -9,9 +9,10 @@ import (
 
 // Softmax kernels work along the last dimension, a warp or a block per
 // row (newRowGroups: their last parameter is groupShift), for the float
-// dtypes and the half types (loaded into
-// float32, stored rounded once): the row's maximum m (NaN propagates), then the float64
-// sum s of e^(x−m), then the outputs, as the CPU computes them:
+// dtypes and the half types (loaded into float32, stored rounded once):
+// the row's maximum m (NaN propagates), then the float64 sum s of
+// e^(x−m) (each exponential float32's ex2.approx but for float64 rows),
+// then the outputs, as the CPU computes them:
 //
 //   - softmax_<dtype> (out, x, rows, n): e^(x−m)/s.
 //   - log_softmax_<dtype> (out, x, rows, n): (x−m) − log s, log s rounded
@@ -77,8 +78,8 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		mov(k, c, mx, reduceInit("max", c))
 		b.eachElem(n, func(j ptx.Reg) { mov(k, c, mx, reduceCombine(k, "max", c, mx, ld(elem(j)))) })
 		mx = b.tree(t, mx, func(a, v ptx.Reg) ptx.Reg { return reduceCombine(k, "max", c, a, v) })
-		// diff is x − m in the dtype; shifted is it and e^(x − m) in
-		// float64.
+		// diff is x − m in the dtype; shifted is it and e^(x − m) as
+		// float64 (expFor: float32's ex2.approx but for float64 rows).
 		diff := func(j ptx.Reg) ptx.Reg {
 			v := k.Reg(t)
 			k.Op("sub.rn.%s %s, %s, %s", t, v, ld(elem(j)), mx)
@@ -86,7 +87,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		}
 		shifted := func(j ptx.Reg) (ptx.Reg, ptx.Reg) {
 			v := diff(j)
-			return v, m.exp(widen(k, c, v))
+			return v, m.expFor(c, widen(k, c, v))
 		}
 		sum := m.reg()
 		k.Op("mov.f64 %s, %s", sum, m.c(0))
