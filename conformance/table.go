@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/eagerflow/eagerflow/backend/opattr"
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/control"
 	"github.com/eagerflow/eagerflow/control/trace"
@@ -387,19 +388,23 @@ func samples() map[string][]sample {
 	for _, dt := range numbers {
 		add("ScatterAdd", one(fmt.Sprint(dt), func() { ops.ScatterAdd(of(dt, -2, 2, 3, 4), idx(3, 0), of(dt, -2, 2, 3, 2), 1) }, false, false))
 	}
-	add("PutAlongAxisAdd", one("through TakeAlongAxis", func() {
-		underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1) }, r(-1, 1, 2, 3))
-	}, true, true))
+	// TakeAlongAxis's gradient (Sort's and TopK's): the op on every
+	// numeric dtype, and through the gradients.
+	putZeros := eager.Lookup("PutAlongAxisAddZeros")
 	for _, dt := range numbers {
-		add("PutAlongAxisAdd", one(fmt.Sprint(dt), func() {
-			tp := tape.New(tape.Options{Persistent: true})
-			x := of(dt, -2, 2, 2, 3)
-			tp.Watch(x)
-			ops.TakeAlongAxis(x, tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1)
-			// The backward op itself, on this dtype.
-			underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1) }, ops.Cast(x, tensor.Float64))
+		add("PutAlongAxisAddZeros", one(fmt.Sprint(dt), func() {
+			eager.Run(putZeros, opattr.ScatterZerosAttrs{Axis: 1, Size: 3}, of(dt, -2, 2, 2, 2), tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2))
 		}, false, false))
 	}
+	add("PutAlongAxisAddZeros", one("through TakeAlongAxis", func() {
+		underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{0, 0, 2, 1}, 2, 2), 1) }, r(-1, 1, 2, 3))
+	}, true, true), one("Sort's gradient", func() {
+		underTape(func(x []T) T { return ops.Mul(ops.Sort(x[0], 1, false), x[1]) }, r(-1, 1, 3, 5), r(-1, 1, 3, 5))
+	}, true, true), one("TopK's gradient, float32", func() {
+		underTape(func(x []T) T { v, _ := ops.TopK(x[0], 2); return v }, ops.Cast(r(-1, 1, 4, 6), tensor.Float32))
+	}, false, false), one("TakeAlongAxis's along axis 0, repeats", func() {
+		underTape(func(x []T) T { return ops.TakeAlongAxis(x[0], tensor.FromSlice([]int64{2, 2, 0, 1, 0, 0}, 2, 3), 0) }, r(-1, 1, 3, 3))
+	}, true, true))
 
 	// Products.
 	for _, dt := range numbers {

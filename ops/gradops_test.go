@@ -11,8 +11,9 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// The internal ops public functions reach (TopK's ArgTopK, Gather's
-// gradient ScatterAddZeros, the softmaxes' gradients) refuse bad inputs
+// The internal ops public functions reach (TopK's ArgTopK, Gather's and
+// TakeAlongAxis's gradients ScatterAddZeros and PutAlongAxisAddZeros, the
+// softmaxes' gradients) refuse bad inputs
 // with typed errors naming what is wrong, as a direct call (a graph's,
 // a rewrite's) would meet them.
 func TestInternalOpsBadInput(t *testing.T) {
@@ -35,6 +36,10 @@ func TestInternalOpsBadInput(t *testing.T) {
 		{"ScatterAddZeros float indices", run("ScatterAddZeros", opattr.ScatterZerosAttrs{Axis: 0, Size: 5}, m, tensor.FromSlice([]float32{0, 1})), tensor.ErrDType, ""},
 		{"ScatterAddZeros index past the size", run("ScatterAddZeros", opattr.ScatterZerosAttrs{Axis: 0, Size: 2}, m, tensor.FromSlice([]int64{0, 2})),
 			tensor.ErrIndex, "index 2 at position 1 is outside [0, 2)"},
+		{"PutAlongAxisAddZeros shapes", run("PutAlongAxisAddZeros", opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, m, tensor.FromSlice([]int64{0, 1}, 1, 2)),
+			tensor.ErrShape, "indices [1 2] and updates [2 3] must match"},
+		{"PutAlongAxisAddZeros index past the size", run("PutAlongAxisAddZeros", opattr.ScatterZerosAttrs{Axis: 1, Size: 2}, m, tensor.FromSlice([]int64{0, 1, 2, 1, 1, 0}, 2, 3)),
+			tensor.ErrIndex, "index 2 at position 2 is outside [0, 2)"},
 		{"SoftmaxGrad shapes", run("SoftmaxGrad", nil, m, tensor.Zeros(tensor.Float32, 3, 2)), tensor.ErrShape, "y [2 3] and dy [3 2] differ"},
 		{"LogSoftmaxGrad dtypes", run("LogSoftmaxGrad", nil, m, tensor.Zeros(tensor.Float64, 2, 3)), tensor.ErrDType, ""},
 		{"LogSoftmaxGrad scalar", run("LogSoftmaxGrad", nil, tensor.Scalar(float32(1)), tensor.Scalar(float32(1))), tensor.ErrRank, "rank 1 or more"},

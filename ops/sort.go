@@ -17,7 +17,7 @@ import (
 // Deprecated: a backend's (package backend/opattr); ops' own calls build it.
 type SortAttrs = opattr.SortAttrs
 
-var argSortOp, argTopKOp, argExtremeOp, takeAlongOp, putAlongOp *eager.Op
+var argSortOp, argTopKOp, argExtremeOp, takeAlongOp, putAlongZerosOp *eager.Op
 
 func init() {
 	argSortOp = eager.Register(&eager.Op{
@@ -57,25 +57,29 @@ func init() {
 		GradReads: eager.ReadsInputs, GradIgnores: []int{0}, // the indices, and x's shape
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
 			x, idx := g.Inputs[0], g.Inputs[1]
-			z := ZerosLike(x)
-			defer releaseTemp(z)
-			return []*tensor.Tensor{eager.Run1(putAlongOp, g.Attrs, z, idx, g.OutGrads[0]), nil}
+			axis := g.Attrs.(opattr.AxisAttrs).Axis
+			return []*tensor.Tensor{eager.Run1(putAlongZerosOp, opattr.ScatterZerosAttrs{Axis: axis, Size: x.Dim(axis)}, g.OutGrads[0], idx), nil}
 		},
 	})
-	putAlongOp = eager.Register(&eager.Op{
-		Name: "PutAlongAxisAdd", Inputs: 3, DTypes: numericTypes,
+	// PutAlongAxisAddZeros is TakeAlongAxis's gradient (so Sort's and
+	// TopK's): the updates added at the indices along Axis into zeros the
+	// kernel writes. Inputs: updates and indices of one shape; output
+	// that shape with Size along Axis.
+	putAlongZerosOp = eager.Register(&eager.Op{
+		Name: "PutAlongAxisAddZeros", Inputs: 2, DTypes: numericTypes,
+		GradReads: eager.ReadsInputs, GradIgnores: []int{0},
 		Infer: func(c *eager.Call) []eager.Out {
-			base, idx, upd := c.Inputs[0], c.Inputs[1], c.Inputs[2]
-			if !idx.Shape().Equal(upd.Shape()) || base.DType() != upd.DType() {
-				c.Fail(tensor.ErrShape, "indices %v and updates %v must match", idx.Shape(), upd.Shape())
+			upd, idx, a := c.Inputs[0], c.Inputs[1], c.Attrs.(opattr.ScatterZerosAttrs)
+			checkIndexTensor(c, 1)
+			if !idx.Shape().Equal(upd.Shape()) || a.Axis < 0 || a.Axis >= upd.Rank() || a.Size < 0 {
+				c.Fail(tensor.ErrShape, "indices %v and updates %v must match, axis %d within them", idx.Shape(), upd.Shape(), a.Axis)
 			}
-			return c.Out1(base.DType(), base.Shape())
+			shape := slices.Clone([]int(upd.Shape()))
+			shape[a.Axis] = a.Size
+			return c.Out1(upd.DType(), shape)
 		},
 		Grad: func(g *eager.Grad) []*tensor.Tensor {
-			dy := g.OutGrads[0]
-			return []*tensor.Tensor{dy, nil, when(g.Needs[2], func() *tensor.Tensor {
-				return eager.Run1(takeAlongOp, g.Attrs, dy, g.Inputs[1])
-			})}
+			return []*tensor.Tensor{eager.Run1(takeAlongOp, opattr.AxisAttrs{Axis: g.Attrs.(opattr.ScatterZerosAttrs).Axis}, g.OutGrads[0], g.Inputs[1]), nil}
 		},
 	})
 }

@@ -103,22 +103,30 @@ func argExtremeKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
-func putAlongKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
-	axis := c.Attrs.(opattr.AxisAttrs).Axis
-	base, idx, upd := c.Inputs[0], move.CheckIndexRange(c, 1, c.Inputs[0].Dim(axis)), data[T](c.Inputs[2])
-	ov, bv := data[T](outs[0]), data[T](base)
-	outer, n, inner := move.Split(base.Shape(), axis)
-	m := c.Inputs[1].Dim(axis)
-	// Each outer slab is copied and added into on its own (its indices
-	// reach only it): slabs spread over the workers.
+// putAlongZerosKernel is PutAlongAxisAddZeros': putAlong onto zeros.
+func putAlongZerosKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Attrs.(opattr.ScatterZerosAttrs)
+	idx := move.CheckIndexRange(c, 1, a.Size)
+	putAlong(c, data[T](outs[0]), nil, idx, data[T](c.Inputs[0]), outs[0].Shape(), c.Inputs[1].Dim(a.Axis), a.Axis)
+}
+
+// putAlong sets ov (shape) to bv (zeros where nil) with upd added at idx
+// along axis (idx and upd m long there; bv nil for PutAlongAxisAddZeros). Each outer slab is set and
+// added into on its own (its indices reach only it): slabs spread over
+// the workers.
+func putAlong[T tensor.Num](c *eager.Call, ov, bv []T, idx []int64, upd []T, shape tensor.Shape, m, axis int) {
+	outer, n, inner := move.Split(shape, axis)
 	deviceOf(c).Parallel(outer, float64(n*inner+2*m*inner), func(lo, hi int) {
-		copy(ov[lo*n*inner:hi*n*inner], bv[lo*n*inner:hi*n*inner])
+		if bv == nil {
+			clear(ov[lo*n*inner : hi*n*inner])
+		} else {
+			copy(ov[lo*n*inner:hi*n*inner], bv[lo*n*inner:hi*n*inner])
+		}
 		for o := lo; o < hi; o++ {
 			for k := 0; k < m; k++ {
 				for i := 0; i < inner; i++ {
 					at := (o*m+k)*inner + i
-					r := int(min(max(idx[at], 0), int64(n-1)))
-					ov[(o*n+r)*inner+i] += upd[at]
+					ov[(o*n+int(idx[at]))*inner+i] += upd[at]
 				}
 			}
 		}
@@ -135,9 +143,9 @@ func init() {
 		i64: argExtremeKernel[int64], u8: argExtremeKernel[uint8],
 	}.register("ArgMaxMin")
 	kernels{
-		f32: putAlongKernel[float32], f64: putAlongKernel[float64], i32: putAlongKernel[int32],
-		i64: putAlongKernel[int64], u8: putAlongKernel[uint8],
-	}.register("PutAlongAxisAdd")
+		f32: putAlongZerosKernel[float32], f64: putAlongZerosKernel[float64], i32: putAlongZerosKernel[int32],
+		i64: putAlongZerosKernel[int64], u8: putAlongZerosKernel[uint8],
+	}.register("PutAlongAxisAddZeros")
 	anyDType("TakeAlongAxis", takeAlongAxisKernel)
 }
 

@@ -12,13 +12,13 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// TakeAlongAxis, PutAlongAxisAdd, ArgMaxMin, ArgSort and ArgTopK (ops/sort.go;
+// TakeAlongAxis, PutAlongAxisAddZeros, ArgMaxMin, ArgSort and ArgTopK (ops/sort.go;
 // ArgSort's and ArgTopK's kernels in argsort.go), Cumsum and Cumprod (ops/cumulative.go).
 
 func init() {
 	registerMoves("TakeAlongAxis", takeAlong)
 	for _, d := range kernels.Numeric {
-		eager.RegisterKernel("PutAlongAxisAdd", device.GPU, tensorType(d), putAlongAdd(d))
+		eager.RegisterKernel("PutAlongAxisAddZeros", device.GPU, tensorType(d), putAlongZeros(d))
 		eager.RegisterKernel("ArgMaxMin", device.GPU, tensorType(d), argExtreme(d))
 		eager.RegisterKernel("Cumsum", device.GPU, tensorType(d), cumulative(d, "cumsum"))
 		eager.RegisterKernel("Cumprod", device.GPU, tensorType(d), cumulative(d, "cumprod"))
@@ -55,22 +55,28 @@ func takeAlong(c *eager.Call, outs []*tensor.Tensor) {
 	check(c, gpu(c).launch("along", name, total, divisorArg(args, idx.Dim(axis)*inner, total)))
 }
 
-func putAlongAdd(d kernels.DType) eager.Kernel {
+// putAlongZeros is PutAlongAxisAddZeros' kernel: the output zeroed, then
+// put_along_add.
+func putAlongZeros(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
-		base, idx, upd, out := c.Inputs[0], c.Inputs[1], c.Inputs[2], outs[0]
-		axis := c.Attrs.(opattr.AxisAttrs).Axis
+		upd, idx, out := c.Inputs[0], c.Inputs[1], outs[0]
 		if out.NumElements() == 0 {
 			return
 		}
-		check(c, gpu(c).Copy(out.Buffer(), 0, []int{1}, base.Buffer(), 0, []int{1}, []int{base.NumElements()}, base.DType().Size()))
-		if upd.NumElements() == 0 {
-			return
-		}
-		outer, _, inner := move.Split(base.Shape(), axis)
-		name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
-		slot := gpu(c).checkSlot(c, idx, base.Dim(axis), indexMessage)
-		check(c, gpu(c).launch("along", name, outer*inner, alongArgs(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot), base, idx, axis, outer*inner)))
+		check(c, gpu(c).Fill(out.Buffer(), 0, out.NumElements()*out.DType().Size(), []byte{0}))
+		putAlongInto(c, d, out, idx, upd, c.Attrs.(opattr.ScatterZerosAttrs).Axis)
 	}
+}
+
+// putAlongInto adds upd into out at idx along axis (put_along_add).
+func putAlongInto(c *eager.Call, d kernels.DType, out, idx, upd *tensor.Tensor, axis int) {
+	if upd.NumElements() == 0 {
+		return
+	}
+	outer, _, inner := move.Split(out.Shape(), axis)
+	name := kernels.Name("put_along_add", string(d), string(kernelType(idx.DType())))
+	slot := gpu(c).checkSlot(c, idx, out.Dim(axis), indexMessage)
+	check(c, gpu(c).launch("along", name, outer*inner, alongArgs(newArgs().Ptr(ptr(out)).Ptr(ptr(idx)).Ptr(ptr(upd)).Ptr(slot), out, idx, axis, outer*inner)))
 }
 
 // argExtreme runs arg_max_<d> or arg_min_<d>: a thread per column, or

@@ -13,7 +13,7 @@ import (
 )
 
 // Index checks on the device. Ops whose indices must lie in a range
-// (Gather, Scatter, ScatterAdd, TakeAlongAxis, PutAlongAxisAdd, a
+// (Gather, Scatter, ScatterAdd, TakeAlongAxis, PutAlongAxisAddZeros, a
 // SparseSoftmaxCrossEntropy label) check them in their kernels instead of
 // reading them on the host, which would make the host wait for the
 // stream: a bad index gathers zero or updates nothing, and the kernel

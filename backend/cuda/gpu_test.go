@@ -323,7 +323,7 @@ func TestAlongAxisOnGPU(t *testing.T) {
 				return tp.GradientSeeded(ops.TakeAlongAxis(x, idx, axis), upd, x)[0]
 			}
 			if dt.IsFloat() {
-				agree(t, "PutAlongAxisAdd "+what, grad(onGPU(t, d, x), onGPU(t, d, idx), onGPU(t, d, upd)), grad(x, idx, upd))
+				agree(t, "PutAlongAxisAddZeros "+what, grad(onGPU(t, d, x), onGPU(t, d, idx), onGPU(t, d, upd)), grad(x, idx, upd))
 			}
 		}
 	}

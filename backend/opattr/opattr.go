@@ -125,8 +125,9 @@ type SortAttrs struct {
 
 func (a SortAttrs) String() string { return fmt.Sprintf("axis=%d descending=%v", a.Axis, a.Descending) }
 
-// ScatterZerosAttrs configure ScatterAddZeros (Gather's gradient): the
-// axis of the output the indices pick along, and its size there.
+// ScatterZerosAttrs configure ScatterAddZeros (Gather's gradient) and
+// PutAlongAxisAddZeros (TakeAlongAxis's): the axis of the output the
+// indices pick along, and its size there.
 type ScatterZerosAttrs struct{ Axis, Size int }
 
 func (a ScatterZerosAttrs) String() string { return fmt.Sprintf("axis=%d size=%d", a.Axis, a.Size) }

@@ -47,11 +47,13 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked := ops.Add(ops.Gather(ops.Add(r, c), indices, 1), ops.TakeAlongAxis(ops.Sub(r, c), along, 1))
 	picked = ops.Add(picked, ops.DynamicSlice(ops.Add(q, c), starts, 1, 4))
 	picked = ops.Add(picked, ops.Where(ops.Gt(r, c), ops.Add(r, r), ops.Sub(c, q)))
-	// The softmaxes' gradient ops read both their inputs, Gather's
-	// gradient (ScatterAddZeros) its indices alone.
+	// The softmaxes' gradient ops read both their inputs, Gather's and
+	// TakeAlongAxis's gradients (ScatterAddZeros, PutAlongAxisAddZeros)
+	// their indices alone.
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("SoftmaxGrad"), nil, ops.Sigmoid(ops.Add(r, c)), ops.Sub(r, c)))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("LogSoftmaxGrad"), nil, ops.Neg(ops.Add(q, c)), ops.Sub(q, c)))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("ScatterAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(r, c), indices))
+	picked = ops.Add(picked, eager.Run1(eager.Lookup("PutAlongAxisAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(q, c), along))
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -70,7 +72,7 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
-	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros"}
+	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()
