@@ -33,11 +33,7 @@ func addRows[T tensor.Num](c *eager.Call, ov, bv []T, idx []int64, uv []T, shape
 	rows := outer * n
 	cost := float64(inner) + float64(len(idx)*(inner+2))/float64(max(n, 1))
 	deviceOf(c).Parallel(rows, cost, func(lo, hi int) {
-		if bv == nil {
-			clear(ov[lo*inner : hi*inner])
-		} else {
-			copy(ov[lo*inner:hi*inner], bv[lo*inner:hi*inner])
-		}
+		setOrClear(ov[lo*inner:hi*inner], bv, lo*inner)
 		if inner == 1 { // single elements (a mask's selection's gradient)
 			for o := lo / n; o <= (hi-1)/n; o++ {
 				us := uv[o*len(idx):][:len(idx)]
@@ -120,7 +116,9 @@ func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
 	outer, n, inner := move.Split(base.Shape(), axis)
 	size := base.DType().Size() * inner
 	ob, ub := outs[0].HostBytes(), upd.HostBytes()
-	copyParallel(c, ob, base.HostBytes())
+	if err := deviceOf(c).Copy(outs[0].Buffer(), 0, []int{1}, base.Buffer(), 0, []int{1}, []int{base.NumElements()}, base.DType().Size()); err != nil {
+		c.Fail(tensor.ErrDeviceFailed, "%v", err)
+	}
 	for o := 0; o < outer; o++ {
 		for j, r := range idx {
 			r = min(max(r, 0), int64(n-1))
@@ -129,11 +127,13 @@ func scatterKernel(c *eager.Call, outs []*tensor.Tensor) {
 	}
 }
 
-// copyParallel copies src into dst (of equal lengths), the bytes split
-// among the workers.
-func copyParallel(c *eager.Call, dst, src []byte) {
-	const chunk = 1 << 14
-	deviceOf(c).Parallel((len(src)+chunk-1)/chunk, chunk/8, func(lo, hi int) {
-		copy(dst[lo*chunk:min(hi*chunk, len(dst))], src[lo*chunk:min(hi*chunk, len(src))])
-	})
+// setOrClear sets dst to base's elements from at on, or to zeros where
+// base is nil (the scatters into zeros: ScatterAddZeros,
+// PutAlongAxisAddZeros).
+func setOrClear[T tensor.Num](dst, base []T, at int) {
+	if base == nil {
+		clear(dst)
+		return
+	}
+	copy(dst, base[at:at+len(dst)])
 }

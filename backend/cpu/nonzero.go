@@ -54,7 +54,7 @@ func nonzeroPositions(c *eager.Call, out *tensor.Tensor, flags func(x *tensor.Te
 	}
 	rank, ov := x.Rank(), data[int64](out)
 	dev.Parallel(chunks, nonzeroChunk*2, func(lo, hi int) {
-		f, run := make([]uint8, nonzeroRun), make([]int64, nonzeroRun+1)
+		f, run := make([]uint8, nonzeroRun), make([]int64, nonzeroRun)
 		multi := make([]int, rank)
 		for ch := lo; ch < hi; ch++ {
 			at := counts[ch]

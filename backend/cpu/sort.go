@@ -117,11 +117,7 @@ func putAlongZerosKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 func putAlong[T tensor.Num](c *eager.Call, ov, bv []T, idx []int64, upd []T, shape tensor.Shape, m, axis int) {
 	outer, n, inner := move.Split(shape, axis)
 	deviceOf(c).Parallel(outer, float64(n*inner+2*m*inner), func(lo, hi int) {
-		if bv == nil {
-			clear(ov[lo*n*inner : hi*n*inner])
-		} else {
-			copy(ov[lo*n*inner:hi*n*inner], bv[lo*n*inner:hi*n*inner])
-		}
+		setOrClear(ov[lo*n*inner:hi*n*inner], bv, lo*n*inner)
 		for o := lo; o < hi; o++ {
 			for k := 0; k < m; k++ {
 				for i := 0; i < inner; i++ {

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 import torch_gpt
+import torch_opsteps
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ELEMS_4M = 4 << 20
@@ -123,33 +124,9 @@ def torch_benches():
                 torch.autograd.grad(y.sum(), (xd, wd))
             report(f"BenchmarkTorchDepthwiseTrainStep/{layout}/stride{stride}", dw_step)
 
-    # BenchmarkOpStep: one op's step (forward, the sum's gradient).
-    rows = torch.randn(4096, 1000, requires_grad=True)
-    table = torch.randn(30000, 256, requires_grad=True)
-    ids = torch.randint(0, 30000, (64, 256))
-    seq = torch.randn(32, 64, 256, requires_grad=True)
-    filt = torch.randn(64, 64, 5, requires_grad=True)
-    left, right = torch.randn(64, 128, 64, requires_grad=True), torch.randn(64, 64, 128, requires_grad=True)
-    half, half2 = torch.randn(4096, 500, requires_grad=True), torch.randn(4096, 500, requires_grad=True)
-    for name, fn, inputs in (
-            ("Sort", lambda: torch.sort(rows, -1).values, (rows,)),
-            ("TopK5", lambda: torch.topk(rows, 5).values, (rows,)),
-            ("Cumsum", lambda: torch.cumsum(rows, -1), (rows,)),
-            ("LogSoftmax", lambda: torch.log_softmax(rows, -1), (rows,)),
-            ("Embedding", lambda: torch.nn.functional.embedding(ids, table), (table,)),
-            ("Conv1D", lambda: torch.nn.functional.conv1d(seq, filt, padding=2), (seq, filt)),
-            ("GeluTanh", lambda: torch.nn.functional.gelu(rows, approximate="tanh"), (rows,)),
-            ("Dropout", lambda: torch.nn.functional.dropout(rows, 0.1, training=True), (rows,)),
-            ("SoftmaxAxis0", lambda: torch.softmax(rows, 0), (rows,)),
-            ("BatchMatMul", lambda: torch.bmm(left, right), (left, right)),
-            ("Einsum", lambda: torch.einsum("bij,bjk->bik", left, right), (left, right)),
-            ("Concat", lambda: torch.cat([half, half2], -1), (half, half2)),
-            ("Norm", lambda: torch.linalg.vector_norm(rows, 2, -1), (rows,)),
-            ("Var", lambda: rows.var(-1, unbiased=False), (rows,)),
-            ("Pow3", lambda: rows ** 3, (rows,)),
-            ("Where", lambda: torch.where(rows > 0, rows, 0.1 * rows), (rows,)),
-            ("MaskedSelect", lambda: torch.masked_select(rows, rows > 0), (rows,))):
-        report(f"BenchmarkTorchOpStep/{name}", lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs))
+    # BenchmarkOpStep: one op's step (forward, the sum's gradients).
+    for name, step in torch_opsteps.op_steps(torch_opsteps.CPU_SIZES, "cpu"):
+        report(f"BenchmarkTorchOpStep/{name}", step)
 
     # The pooling steps over [128 28 28 32] NHWC (channels_last here):
     # BenchmarkMaxPoolTrainStepNHWC, ...3x3s2 and BenchmarkAvgPoolTrainStep.

@@ -454,42 +454,10 @@ if torch_gpt.SDPA is not None:
 
 # One op's training step (BenchmarkOpStepGPU, internal/benchmodels'
 # OpSteps at the GPU's sizes): the op forward, its sum's gradients.
-if DRY:
-    osz = dict(rows=64, cols=100, vocab=300, width=16, ids=32, idrows=4, batch=2, length=16, channels=8, mat=16)
-else:
-    osz = dict(rows=16384, cols=2048, vocab=50304, width=768, ids=1024, idrows=64, batch=64, length=1024,
-               channels=256, mat=256)
+import torch_opsteps  # noqa: E402  (beside this file in the bundle)
 
-
-def op_steps(z):
-    g = lambda *shape: torch.randn(*shape, device=dev, requires_grad=True)  # noqa: E731
-    rows, table = g(z["rows"], z["cols"]), g(z["vocab"], z["width"])
-    ids = torch.randint(0, z["vocab"], (z["idrows"], z["ids"]), device=dev)
-    seq, filt = g(z["batch"], z["channels"], z["length"]), g(z["channels"], z["channels"], 5)
-    left, right = g(2 * z["batch"], z["mat"], z["mat"] // 2), g(2 * z["batch"], z["mat"] // 2, z["mat"])
-    half, half2 = g(z["rows"], z["cols"] // 2), g(z["rows"], z["cols"] - z["cols"] // 2)
-    F = torch.nn.functional
-    return (("Sort", lambda: torch.sort(rows, -1).values, (rows,)),
-            ("TopK5", lambda: torch.topk(rows, 5).values, (rows,)),
-            ("Cumsum", lambda: torch.cumsum(rows, -1), (rows,)),
-            ("LogSoftmax", lambda: torch.log_softmax(rows, -1), (rows,)),
-            ("Embedding", lambda: F.embedding(ids, table), (table,)),
-            ("Conv1D", lambda: F.conv1d(seq, filt, padding=2), (seq, filt)),
-            ("GeluTanh", lambda: F.gelu(rows, approximate="tanh"), (rows,)),
-            ("Dropout", lambda: F.dropout(rows, 0.1, training=True), (rows,)),
-            ("SoftmaxAxis0", lambda: torch.softmax(rows, 0), (rows,)),
-            ("BatchMatMul", lambda: torch.bmm(left, right), (left, right)),
-            ("Einsum", lambda: torch.einsum("bij,bjk->bik", left, right), (left, right)),
-            ("Concat", lambda: torch.cat([half, half2], -1), (half, half2)),
-            ("Norm", lambda: torch.linalg.vector_norm(rows, 2, -1), (rows,)),
-            ("Var", lambda: rows.var(-1, unbiased=False), (rows,)),
-            ("Pow3", lambda: rows ** 3, (rows,)),
-            ("Where", lambda: torch.where(rows > 0, rows, 0.1 * rows), (rows,)),
-            ("MaskedSelect", lambda: torch.masked_select(rows, rows > 0), (rows,)))
-
-
-for name, fn, inputs in op_steps(osz):
-    line(f"BenchmarkTorchOpStepGPU/{name}", host_ns(lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs), 20), "ns/op")
+for name, step in torch_opsteps.op_steps(torch_opsteps.DRY_SIZES if DRY else torch_opsteps.GPU_SIZES, dev):
+    line(f"BenchmarkTorchOpStepGPU/{name}", host_ns(step, 20), "ns/op")
 
 # Max pooling (3x3, stride 2), average pooling (3x3, stride 2, padding 1
 # counted out of the averages), a depthwise convolution (3x3, stride 2,

@@ -185,11 +185,18 @@ func (m fm) expFor(d DType, x ptx.Reg) ptx.Reg {
 		return m.exp(x)
 	}
 	k := m.k
+	x32 := k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.f64 %s, %s", x32, x)
+	return widen(k, F32, exp32(k, x32))
+}
+
+// exp32 is e^x of the float32 x, float32: one ex2.approx of x·log₂e
+// (expFor's accuracy).
+func exp32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	e := k.Reg(ptx.F32)
-	k.Op("cvt.rn.f32.f64 %s, %s", e, x)
-	k.Op("mul.rn.f32 %s, %s, %s", e, e, ptx.Imm(ptx.F32, math.Log2E))
+	k.Op("mul.rn.f32 %s, %s, %s", e, x, ptx.Imm(ptx.F32, math.Log2E))
 	k.Op("ex2.approx.f32 %s, %s", e, e)
-	return widen(k, F32, e)
+	return e
 }
 
 func (m fm) log(x ptx.Reg) ptx.Reg {

@@ -160,9 +160,8 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 
 // softmaxGradRows is log_softmax_grad or softmax_grad for dtype d: the
 // row's float64 sum (of dy, or of dy·y), then the outputs in the
-// compute dtype (float32 for float32 and the half types: e^y by one
-// ex2.approx, relative error about 2⁻²² and |y|·2⁻²⁴ from y·log₂e, dy −
-// e·s by one fma; the float64 path took about 60 instructions an
+// compute dtype (float32 for float32 and the half types: e^y by exp32,
+// dy − e·s by one fma; the float64 path took about 60 instructions an
 // element for its exponential).
 func softmaxGradRows(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name(kind, string(d)))
@@ -200,9 +199,7 @@ func softmaxGradRows(kind string, d DType) *ptx.Kernel {
 			case c == F64:
 				r = m.sub(g, m.mul(m.exp(yv), s))
 			default:
-				e := k.Reg(ptx.F32)
-				k.Op("mul.rn.f32 %s, %s, %s", e, yv, ptx.Imm(ptx.F32, math.Log2E))
-				k.Op("ex2.approx.f32 %s, %s", e, e)
+				e := exp32(k, yv)
 				k.Op("neg.f32 %s, %s", e, e)
 				k.Op("fma.rn.f32 %s, %s, %s, %s", r, e, s, g)
 			}
