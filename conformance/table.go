@@ -192,7 +192,7 @@ func samples() map[string][]sample {
 	for _, op := range []struct {
 		name string
 		fn   func(T) T
-	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}, {"GeluTanhGrad", ops.GeluTanh}} {
+	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}, {"GeluTanhGrad", ops.GeluTanh}, {"GeluGrad", ops.Gelu}} {
 		add(op.name, one("through "+op.name[:len(op.name)-4], func() {
 			underTape(func(x []T) T { return ops.Mul(op.fn(x[0]), x[1]) }, r(-2, 2, 6), r(-1, 1, 6))
 		}, true, true))

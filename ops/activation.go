@@ -27,24 +27,41 @@ func Elu(x *tensor.Tensor) *tensor.Tensor {
 // Gelu returns x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form, in one pass;
 // float32 with the vector Φ kernel, within the bound TestGeluFloat32
 // states over the whole range (Φ's lower tail computed as such, not as
-// 1 + erf, which cancels for negative x). Floats; a *tensor.Error for
-// other dtypes.
+// 1 + erf, which cancels for negative x). -0 at -∞ (the limit). Its
+// gradient, Φ(x) + x·φ(x) (1 and 0 at ±∞), is one op (GeluGrad) with Φ's
+// tail as accurate. Floats; a *tensor.Error for other dtypes.
 func Gelu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluOp, nil, x) }
 
-var geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
-	// d/dx xΦ(x) = Φ(x) + x φ(x), φ(x) = e^(-x²/2)/√(2π).
-	x := g.Inputs[0]
-	var t temps
-	defer t.release()
-	cdf := t.keep(Mul(ScalarLike(x, 0.5), t.keep(Add(ScalarLike(x, 1), t.keep(Erf(t.keep(Mul(x, ScalarLike(x, 1/math.Sqrt2)))))))))
-	pdf := t.keep(Mul(ScalarLike(x, 1/math.Sqrt(2*math.Pi)), t.keep(Exp(t.keep(Mul(t.keep(Square(x)), ScalarLike(x, -0.5)))))))
-	return []*tensor.Tensor{Mul(g.OutGrads[0], t.keep(Add(cdf, t.keep(Mul(x, pdf)))))}
-})
+var geluOp, geluGradOp *eager.Op
+
+func init() {
+	geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
+		return []*tensor.Tensor{geluGrad(g.Inputs[0], g.OutGrads[0])}
+	})
+	geluOp.GradReads = eager.ReadsInputs
+	// GeluGrad(x, dy) = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), one
+	// op (Φ's lower tail computed as such: Φ as (1 + erf)/2 cancels for
+	// negative x); its gradient for x is g·dy·g''(x), g'' = φ(x)·(2 - x²),
+	// written as ops (so differentiable again).
+	geluGradOp = outputGradOp("GeluGrad", "x", geluGrad, geluSecond)
+}
+
+func geluGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluGradOp, nil, x, dy) }
+
+func geluSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
+	s := func(v float64) *tensor.Tensor { return ScalarLike(x, v) }
+	x2 := Square(x)
+	pdf := Mul(s(1/math.Sqrt(2*math.Pi)), Exp(Mul(x2, s(-0.5))))
+	return Mul(Mul(g, dy), Mul(pdf, Sub(s(2), x2)))
+}
 
 // GeluTanh is the tanh approximation of Gelu used by BERT and GPT-2:
-// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))). Floats. One op, forward and
-// backward (GeluTanhGrad, from x), where the device has its kernels (the
-// CPU); the formula as ops elsewhere. Differentiable to any order.
+// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))), computed as x·σ(2u), u the
+// tanh's argument (1 + tanh u cancels in the negative tail: every digit
+// lost by x = -7 in float64), -0 at -∞ and its gradient's limits 1 and 0
+// at ±∞. Floats. One op, forward and backward (GeluTanhGrad, from x),
+// where the device has its kernels (the CPU, the GPU); the formula as ops
+// elsewhere. Differentiable to any order.
 func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
 	needInputs("GeluTanh", x)
 	defer asOp("GeluTanh")

@@ -24,8 +24,11 @@ func init() {
 		return []*tensor.Tensor{Div(g.OutGrads[0], Add(x, ScalarLike(x, 1)))}
 	})
 	expm1Op = floatOp("Expm1", func(g *eager.Grad) []*tensor.Tensor {
-		y := g.Outputs[0]
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Add(y, ScalarLike(y, 1)))}
+		// e^x from x, not y + 1: that cancels where x is very negative
+		// (e^-20 to 8 digits, e^-104 as 0), where ELU's gradient lives.
+		e := Exp(g.Inputs[0])
+		defer releaseTemp(e)
+		return []*tensor.Tensor{Mul(g.OutGrads[0], e)}
 	})
 	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).

@@ -12,8 +12,9 @@ import (
 )
 
 // TanhGrad and SigmoidGrad (the backward ops of Tanh and Sigmoid) against
-// their definitions from y, and GeluTanhGrad from x, in both float dtypes; their own gradients are
-// checked from the conformance table's samples.
+// their definitions from y, and GeluTanhGrad and GeluGrad from x, in
+// both float dtypes; their own gradients are checked from the
+// conformance table's samples.
 func TestOutputGradOps(t *testing.T) {
 	cases := []struct {
 		op   string
@@ -25,6 +26,9 @@ func TestOutputGradOps(t *testing.T) {
 			const k, a = 0.7978845608028654, 0.044715
 			t := math.Tanh(k * (x + a*x*x*x))
 			return dy * (0.5*(1+t) + 0.5*x*(1-t*t)*k*(1+3*a*x*x))
+		}},
+		{"GeluGrad", func(x, dy float64) float64 { // Φ(x) + x·φ(x)
+			return dy * (0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-x*x/2)/math.Sqrt(2*math.Pi))
 		}},
 	}
 	for _, c := range cases {
@@ -48,7 +52,7 @@ func TestOutputGradOps(t *testing.T) {
 }
 
 func TestOutputGradOpsBadInputs(t *testing.T) {
-	for _, op := range []string{"TanhGrad", "SigmoidGrad", "GeluTanhGrad"} {
+	for _, op := range []string{"TanhGrad", "SigmoidGrad", "GeluTanhGrad", "GeluGrad"} {
 		for _, c := range []struct {
 			name  string
 			y, dy *tensor.Tensor

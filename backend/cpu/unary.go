@@ -48,6 +48,22 @@ func absOf[T tensor.Num](v T) T {
 	return v
 }
 
+// absFloatLoop clears the sign bits: |-0| is +0 (absOf's v < 0 keeps
+// -0's sign) and |NaN| a NaN, without a branch.
+func absFloatLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	switch o := any(o).(type) {
+	case []float32:
+		for i, v := range any(x).([]float32) {
+			o[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+		}
+	case []float64:
+		for i, v := range any(x).([]float64) {
+			o[i] = math.Abs(v)
+		}
+	}
+}
+
 func signOf[T tensor.Num](v T) T {
 	switch {
 	case v > 0:
@@ -138,7 +154,7 @@ func init() {
 	kernels{f32: outputGradKernel(tanhGradOf[float32]), f64: outputGradKernel(tanhGradOf[float64])}.register("TanhGrad")
 	kernels{f32: outputGradKernel(sigmoidGradOf[float32]), f64: outputGradKernel(sigmoidGradOf[float64])}.register("SigmoidGrad")
 	numLoops("Neg", negLoop[float32], negLoop[float64], negLoop[int32], negLoop[int64], negLoop[uint8])
-	numLoops("Abs", mapLoop(absOf[float32]), mapLoop(absOf[float64]), mapLoop(absOf[int32]), mapLoop(absOf[int64]), mapLoop(absOf[uint8]))
+	numLoops("Abs", absFloatLoop[float32], absFloatLoop[float64], mapLoop(absOf[int32]), mapLoop(absOf[int64]), mapLoop(absOf[uint8]))
 	numLoops("Sign", mapLoop(signOf[float32]), mapLoop(signOf[float64]), mapLoop(signOf[int32]), mapLoop(signOf[int64]), mapLoop(signOf[uint8]))
 	numLoops("Square", squareLoop[float32], squareLoop[float64], squareLoop[int32], squareLoop[int64], squareLoop[uint8])
 	numLoops("Relu", reluLoop[float32], reluLoop[float64], reluLoop[int32], reluLoop[int64], reluLoop[uint8])

@@ -20,7 +20,8 @@ import (
 var (
 	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
 		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad",
-		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad"}
+		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad",
+		"GeluGrad": "gelugrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
 		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",

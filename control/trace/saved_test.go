@@ -54,6 +54,7 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("LogSoftmaxGrad"), nil, ops.Neg(ops.Add(q, c)), ops.Sub(q, c)))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("ScatterAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(r, c), indices))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("PutAlongAxisAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(q, c), along))
+	picked = ops.Add(picked, ops.Gelu(ops.Sub(q, r)))                                        // Gelu reads its input, read by nothing else
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -72,7 +73,7 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
-	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros"}
+	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -16,15 +16,15 @@ import (
 //     with g's strides 0 and 1 over the output's shape (0 broadcasts).
 // The ops: add, sub, mul, div, rem, max, min, pow, relugrad (b where a >
 // 0), and for floats tanhgrad and sigmoidgrad (Tanh's and Sigmoid's
-// backward from the output a and the gradient b), gelutanhgrad
-// (GeluTanh's from its input a) and addrelu (Relu(a + b), rounded as the
+// backward from the output a and the gradient b), gelutanhgrad and
+// gelugrad (GeluTanh's and Gelu's from the input a) and addrelu (Relu(a + b), rounded as the
 // two ops are: a fused convolution's bias and activation in one pass).
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "addrelu")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu")
 	}
 	return ops
 }
@@ -319,6 +319,8 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			fmod(k, d, x, y, r)
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
+		case "gelugrad":
+			return inF64x2(k, d, x, y, func(m fm, x, y ptx.Reg) ptx.Reg { return m.gelugrad(x, y, d == F64) })
 		case "gelutanhgrad":
 			if d == F32 { // and the half types, computing in it
 				return geluTanhGrad32(k, x, y)

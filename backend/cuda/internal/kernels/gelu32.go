@@ -7,7 +7,7 @@ import (
 )
 
 // GeluTanh and its gradient in float32, for float32 and the half types
-// (which compute in it); float64 keeps fm's. x/2·(1 + tanh u), u =
+// (which compute in it); float64 takes fm's, the same form in float64. x/2·(1 + tanh u), u =
 // √(2/π)(x + 0.044715x³), is x·σ, σ = 1/(1 + e), e = e^(−2u) =
 // 2^(−2u·log₂e): one ex2.approx (relative error about 2⁻²²) and one
 // rcp.approx (1 ulp), so the result is within a few float32 roundings of
@@ -45,8 +45,10 @@ func geluSigma32(k *ptx.Kernel, x ptx.Reg) (sigma, e, xc ptx.Reg) {
 // geluTanh32 is GeluTanh of the float32 x.
 func geluTanh32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	s, _, _ := geluSigma32(k, x)
-	r := k.Reg(ptx.F32) // x·σ: NaN for a NaN x, and for −∞ (−∞·0) as the float64 kernel
+	r, zero := k.Reg(ptx.F32), k.Reg(ptx.Pred) // x·σ: NaN for a NaN x; −0 where σ is 0 (at −∞ the limit, not −∞·0)
 	k.Op("mul.rn.f32 %s, %s, %s", r, x, s)
+	k.Op("setp.eq.f32 %s, %s, %s", zero, s, ptx.Imm(ptx.F32, 0))
+	k.Op("selp.f32 %s, %s, %s, %s", r, ptx.Imm(ptx.F32, math.Copysign(0, -1)), r, zero)
 	return r
 }
 

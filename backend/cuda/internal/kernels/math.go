@@ -300,11 +300,15 @@ func (m fm) expNegSquare(a ptx.Reg) ptx.Reg {
 // erfcTail is erfc(a) for a ≥ 2 by Laplace's continued fraction,
 // e^-a²/(√π·(a + ½/(a + 1/(a + 3/2/(a + ...))))), 60 terms from the back
 // (converged to an ulp from a = 2 on).
-func (m fm) erfcTail(a ptx.Reg) ptx.Reg {
+func (m fm) erfcTail(a ptx.Reg) ptx.Reg { return m.erfcFraction(a, 60) }
+
+// erfcFraction is erfc(a) by the continued fraction's last terms terms:
+// 60 converge to an ulp from a = 2 on, 200 from a = 1 on.
+func (m fm) erfcFraction(a ptx.Reg, terms int) ptx.Reg {
 	k := m.k
 	frac, nh := m.reg(), m.reg()
 	k.Op("mov.f64 %s, %s", frac, a)
-	k.Op("mov.f64 %s, %s", nh, m.c(30))
+	k.Op("mov.f64 %s, %s", nh, m.c(float64(terms)/2))
 	loop := k.Label("erfc")
 	k.Place(loop)
 	k.Op("div.rn.f64 %s, %s, %s", frac, nh, frac)
@@ -323,36 +327,73 @@ func (m fm) erf(x ptx.Reg) ptx.Reg {
 	return m.fixNaN(m.copysign(r, x), x)
 }
 
-// gelu is x·Φ(x) with Φ(x) = erfc(-x/√2)/2: from the continued fraction
-// where -x/√2 ≥ 2 (no cancellation in the lower tail), (1 + erf)/2 above.
-func (m fm) gelu(x ptx.Reg) ptx.Reg {
+// phi is Φ(x) = erfc(-x/√2)/2: from the continued fraction where z =
+// -x/√2 is past the switch (no cancellation in the lower tail), (1 +
+// erf)/2 above. For a float64 result (wide) the fraction takes over from
+// z = 1 (200 terms), so 1 + erf cancels at most three bits; narrower
+// results switch at 2 (60 terms), cancelling eight bits of float64's 53.
+func (m fm) phi(x ptx.Reg, wide bool) ptx.Reg {
+	from, terms := 2.0, 60
+	if wide {
+		from, terms = 1, 200
+	}
 	z := m.div(x, m.c(-math.Sqrt2)) // as the CPU rounds it
-	tail := m.mul(m.erfcTail(m.max(z, m.c(2))), m.c(0.5))
-	body := m.mul(m.add(m.erf(m.sub(m.c(0), m.min(z, m.c(2)))), m.c(1)), m.c(0.5))
-	phi := m.sel(m.cmp("ge", z, m.c(2)), tail, body)
+	tail := m.mul(m.erfcFraction(m.max(z, m.c(from)), terms), m.c(0.5))
+	body := m.mul(m.add(m.erf(m.sub(m.c(0), m.min(z, m.c(from)))), m.c(1)), m.c(0.5))
+	return m.sel(m.cmp("ge", z, m.c(from)), tail, body)
+}
+
+// gelu is x·Φ(x), -0 where Φ is 0 (at -∞ the limit, not -∞·0); wide as
+// phi's.
+func (m fm) gelu(x ptx.Reg, wide bool) ptx.Reg {
+	phi := m.phi(x, wide)
 	return m.sel(m.cmp("eq", phi, m.c(0)), m.c(math.Copysign(0, -1)), m.fixNaN(m.mul(x, phi), x))
+}
+
+// gelugrad is dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π) (from e^-(x/√2)²),
+// with its limits 1 and 0 at ±∞ (not ∞·0).
+func (m fm) gelugrad(x, dy ptx.Reg, wide bool) ptx.Reg {
+	pdf := m.mul(m.expNegSquare(m.abs(m.mul(x, m.c(1/math.Sqrt2)))), m.c(1/math.Sqrt(2*math.Pi)))
+	g := m.add(m.phi(x, wide), m.mul(x, pdf))
+	g = m.sel(m.cmp("eq", x, m.c(math.Inf(1))), m.c(1), g)
+	g = m.sel(m.cmp("eq", x, m.c(math.Inf(-1))), m.c(0), g)
+	return m.mul(dy, m.fixNaN(g, x))
 }
 
 // GeluTanh's constants: √(2/π) and the cubic's coefficient.
 const geluK, geluA = 0.7978845608028654, 0.044715
 
-// geluTanhT is tanh(√(2/π)(x + 0.044715x³)).
-func (m fm) geluTanhT(x ptx.Reg) ptx.Reg {
-	return m.tanh(m.mul(m.c(geluK), m.add(x, m.mul(m.c(geluA), m.mul(x, m.mul(x, x))))))
+// geluSaturates64 is where σ(2u) is 0 or 1 in float64 (2|u| past 745):
+// the float64 kernels compute from x clamped to it, so that x³ does not
+// overflow (its products with 0 NaN).
+const geluSaturates64 = 22
+
+// geluSigma is σ = σ(2u) = 1/(1 + e), e = e^(-2u), u = √(2/π)(x +
+// 0.044715x³), of x clamped to ±geluSaturates64 (xc).
+func (m fm) geluSigma(x ptx.Reg) (sigma, e, xc ptx.Reg) {
+	xc = m.min(m.max(x, m.c(-geluSaturates64)), m.c(geluSaturates64))
+	u2 := m.mul(m.c(2*geluK), m.mul(xc, m.fma(m.mul(xc, xc), m.c(geluA), m.c(1))))
+	e = m.exp(m.sub(m.c(0), u2))
+	return m.div(m.c(1), m.add(e, m.c(1))), e, xc
 }
 
-// gelutanh is x/2·(1 + t), t = geluTanhT(x).
+// gelutanh is x/2·(1 + tanh u) as x·σ(2u) (1 + tanh u cancels where
+// tanh u nears -1), -0 at -∞ (the limit, not -∞·0).
 func (m fm) gelutanh(x ptx.Reg) ptx.Reg {
-	return m.mul(m.mul(m.c(0.5), x), m.add(m.c(1), m.geluTanhT(x)))
+	s, _, _ := m.geluSigma(x)
+	r := m.sel(m.cmp("eq", x, m.c(math.Inf(-1))), m.c(math.Copysign(0, -1)), m.mul(x, s))
+	return m.fixNaN(r, x)
 }
 
-// gelutanhgrad is dy·g'(x): g' = (1 + t)/2 + x/2·(1 - t²)·√(2/π)(1 +
-// 3·0.044715x²).
+// gelutanhgrad is dy·g'(x), g' = σ·(1 + 2u'·x·(1 - σ)), 1 - σ = e·σ (1
+// where e overflows, σ being 0), u' = √(2/π)(1 + 3·0.044715x²): at ±∞ its
+// limits, 1 and 0.
 func (m fm) gelutanhgrad(x, dy ptx.Reg) ptx.Reg {
-	t := m.geluTanhT(x)
-	du := m.mul(m.c(geluK), m.add(m.c(1), m.mul(m.c(3*geluA), m.mul(x, x))))
-	slope := m.add(m.mul(m.c(0.5), m.add(m.c(1), t)), m.mul(m.mul(m.mul(m.c(0.5), x), m.sub(m.c(1), m.mul(t, t))), du))
-	return m.mul(dy, slope)
+	s, e, xc := m.geluSigma(x)
+	rest := m.sel(m.cmp("eq", e, m.c(math.Inf(1))), m.c(1), m.mul(e, s))
+	slope := m.mul(m.fma(m.mul(xc, xc), m.c(6*geluA*geluK), m.c(2*geluK)), xc)
+	g := m.fma(m.mul(slope, rest), s, s)
+	return m.mul(dy, m.fixNaN(g, x))
 }
 
 // π/2 in three parts (each the rounding of what the others leave).
@@ -416,7 +457,8 @@ func (m fm) pow(x, y ptx.Reg) ptx.Reg {
 // mathFuncs are the functions of the math library by op name.
 var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"exp": fm.exp, "log": fm.log, "expm1": fm.expm1, "log1p": fm.log1p, "tanh": fm.tanh,
-	"sigmoid": fm.sigmoid, "softplus": fm.softplus, "erf": fm.erf, "gelu": fm.gelu,
+	"sigmoid": fm.sigmoid, "softplus": fm.softplus, "erf": fm.erf,
+	"gelu":     func(m fm, x ptx.Reg) ptx.Reg { return m.gelu(x, false) },
 	"gelutanh": fm.gelutanh,
 	"sin":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, false) },
 	"cos":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, true) },

@@ -111,6 +111,8 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 				return geluTanh32(k, x)
 			}
 			return inF64(k, d, x, mathFuncs[op])
+		case "gelu":
+			return inF64(k, d, x, func(m fm, x ptx.Reg) ptx.Reg { return m.gelu(x, d == F64) })
 		default:
 			return inF64(k, d, x, mathFuncs[op])
 		}
