@@ -152,6 +152,9 @@ func geluTanh32Loop(o, x []float32) {
 				o[i] = v * s[i]
 			}
 		}
+		if !hasNaN(o) {
+			return
+		}
 		for i, v := range o {
 			if v != v && s[i] == 0 { // -∞·0: the limit
 				o[i] = float32(math.Copysign(0, -1))
@@ -179,12 +182,25 @@ func geluTanhGrad32(o, x, dy, s, w, p []float32) {
 	smul(&p[0], &p[0], &x[0], n)
 	smul(&p[0], &p[0], &w[0], n)
 	sadd(&p[0], &p[0], &s[0], n)
-	for i, v := range p {
-		if v != v && x[i] == x[i] { // x·u' overflowed against s·(1 - s) = 0
-			p[i] = float32(geluTanhSlope64(float64(x[i])))
+	if hasNaN(p) {
+		for i, v := range p {
+			if v != v && x[i] == x[i] { // x·u' overflowed against s·(1 - s) = 0
+				p[i] = float32(geluTanhSlope64(float64(x[i])))
+			}
 		}
 	}
 	smul(&o[0], &p[0], &dy[0], n)
+}
+
+// hasNaN reports whether a block holds a NaN, by its vector sum (a sum
+// of infinities of both signs says yes too: the caller's scan finds
+// none then).
+func hasNaN(b []float32) bool {
+	if !haveVecKernels {
+		return true
+	}
+	sum := ssum(&b[0], len(b))
+	return sum != sum
 }
 
 // geluTanh64 is x·σ(2u) (-0 at -∞).
