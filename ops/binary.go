@@ -82,13 +82,20 @@ func init() {
 		defer t.release()
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor {
-				return Mul(dy, t.keep(Mul(b, t.keep(Pow(a, t.keep(Sub(b, ScalarLike(b, 1))))))))
+				// d/da a^b = b·a^(b-1), 0 where b is 0 (a^0 is constant: b·a^(b-1)
+				// would be 0·∞ at a = 0): the power there is a^0, times b = 0.
+				zero := t.keep(Eq(b, ScalarLike(b, 0)))
+				e := t.keep(Where(zero, ScalarLike(b, 0), t.keep(Sub(b, ScalarLike(b, 1)))))
+				return Mul(dy, t.keep(Mul(b, t.keep(Pow(a, e)))))
 			}),
 			when(g.Needs[1], func() *tensor.Tensor {
-				// d/db a^b = a^b log a, taken as 0 where a <= 0.
-				pos := t.keep(Gt(a, ScalarLike(a, 0)))
-				safe := t.keep(Where(pos, a, ScalarLike(a, 1)))
-				return Mul(dy, t.keep(Mul(y, t.keep(Where(pos, t.keep(Log(safe)), ScalarLike(safe, 0))))))
+				// d/db a^b = a^b·ln a where a > 0, and where a is 0 with b < 0
+				// (∞·-∞: -∞, the limit from above); 0 elsewhere (a negative
+				// base's power is not differentiable in b, as TensorFlow takes it).
+				zeroBase := t.keep(LogicalAnd(t.keep(Eq(a, ScalarLike(a, 0))), t.keep(Lt(b, ScalarLike(b, 0)))))
+				keep := t.keep(LogicalOr(t.keep(Gt(a, ScalarLike(a, 0))), zeroBase))
+				safe := t.keep(Where(keep, a, ScalarLike(a, 1)))
+				return Mul(dy, t.keep(Mul(y, t.keep(Where(keep, t.keep(Log(safe)), ScalarLike(safe, 0))))))
 			}),
 		}
 	})
@@ -153,8 +160,12 @@ func Max(a, b *tensor.Tensor) *tensor.Tensor { return Maximum(a, b) }
 // in the next release.
 func Min(a, b *tensor.Tensor) *tensor.Tensor { return Minimum(a, b) }
 
-// Pow returns a raised to b elementwise. For integers a negative exponent
-// gives 0 unless |a| is 1.
+// Pow returns a raised to b elementwise, with math.Pow's (C99's) special
+// cases; float64 within 2 units in the last place (math.Pow errs by up to
+// hundreds where |b·ln a| is large, and by a factor for subnormal a). For
+// integers a negative exponent gives 0 unless |a| is 1. Its gradient in a
+// is b·a^(b-1), 0 where b is 0; in b, a^b·ln a where a > 0 (-∞ at a = 0
+// with b < 0) and 0 where a is negative, as TensorFlow takes it.
 func Pow(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(powOp, nil, a, b) }
 
 // BroadcastDims applies a binary op in XLA's explicit form Op(lhs, rhs,

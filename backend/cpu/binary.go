@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/eagerflow/eagerflow/internal/mathx"
 	"math"
 	"unsafe"
 
@@ -306,5 +307,5 @@ func init() {
 	numKernels(scalarLoops(minOf[float32]), scalarLoops(minOf[float64]), scalarLoops(minOf[int32]),
 		scalarLoops(minOf[int64]), scalarLoops(minOf[uint8])).register("Min")
 	numKernels(powLoops32(),
-		scalarLoops(math.Pow), scalarLoops(intPow[int32]), scalarLoops(intPow[int64]), scalarLoops(intPow[uint8])).register("Pow")
+		scalarLoops(mathx.Pow), scalarLoops(intPow[int32]), scalarLoops(intPow[int64]), scalarLoops(intPow[uint8])).register("Pow")
 }

@@ -25,3 +25,115 @@ func Log(x float64) float64 {
 	}
 	return math.Log(x)
 }
+
+// Pow is x**y with math.Pow's special cases (C99's: Pow(x, ±0) = 1,
+// Pow(1, y) = 1, NaN in, NaN out, zeros and infinities as the standard
+// says) and about one unit in the last place elsewhere: math.Pow takes
+// x**frac(y) as Exp(frac·Log(x)) and the integer part by squarings, so its
+// error grows with |y·log x| (190 ulps at 4.8e178**-0.447) and it is off
+// by a factor for subnormal x (its Log on amd64). Here log x is computed
+// to about 2⁻⁶³ as a double-double, times y exactly (FMA), and e^t·(1 +
+// the low part).
+func Pow(x, y float64) float64 {
+	switch {
+	case y == 0 || x == 1:
+		return 1
+	case y == 1:
+		return x
+	case math.IsNaN(x) || math.IsNaN(y):
+		return math.NaN()
+	case x == 0 || math.IsInf(x, 0) || math.IsInf(y, 0):
+		return math.Pow(x, y)
+	case y == 2:
+		return x * x
+	case y == 0.5 && x > 0:
+		return math.Sqrt(x)
+	case y == -1:
+		return 1 / x
+	}
+	neg := false
+	if x < 0 {
+		yi, yf := math.Modf(y)
+		if yf != 0 {
+			return math.NaN() // a negative base's non-integer power
+		}
+		neg = math.Abs(yi) < 1<<53 && math.Mod(yi, 2) != 0
+		x = -x
+	}
+	hi, lo := logDD(x)
+	th := y * hi
+	tl := math.FMA(y, hi, -th) + y*lo
+	var r float64
+	switch {
+	case th > overflow+1:
+		r = math.Inf(1)
+	case th < -746:
+		r = 0
+	default:
+		r = Exp(th)
+		if !math.IsInf(r, 1) { // ∞·tl + ∞ would be NaN for a negative tl
+			r = math.FMA(r, tl, r)
+		}
+	}
+	if neg {
+		return -r
+	}
+	return r
+}
+
+// ln2Hi is ln 2 to 32 bits (k·ln2Hi is exact for |k| < 2²¹); ln2Lo the
+// rest, rounded.
+const (
+	ln2Hi = 0x1.62e42fefp-1
+	ln2Lo = math.Ln2 - ln2Hi
+)
+
+// twoThirds is 2/3 as a double-double.
+var twoThirdsHi, twoThirdsLo = func() (float64, float64) {
+	hi := 2.0 / 3
+	return hi, math.FMA(-3, hi, 2) / 3
+}()
+
+// logDD is ln x for finite x > 0 as hi + lo, to about 2⁻⁶³ relative: x
+// = 2^k·m with m in [√½, √2), ln m = 2·atanh(s), s = (m-1)/(m+1) (|s| ≤
+// 0.172), 2s and the cubic term as double-doubles and the series' rest
+// (2s⁵/5 + ..., below 6e-5 of the whole) in float64.
+func logDD(x float64) (hi, lo float64) {
+	m, k := math.Frexp(x) // m in [½, 1)
+	if m < math.Sqrt2/2 {
+		m, k = 2*m, k-1
+	}
+	f := m - 1 // exact (Sterbenz)
+	// s = f/(2 + f): the sum's rounding kept, s's remainder by FMA.
+	d := 2 + f
+	dl := (2 - d) + f
+	s := f / d
+	sl := (math.FMA(-s, d, f) - s*dl) / d
+	z := s * s
+	// The series' rest, 2s³·(1/3 + s²/5 + ...) less its first term.
+	rest := z * (2.0/5 + z*(2.0/7+z*(2.0/9+z*(2.0/11+z*(2.0/13+z*(2.0/15+z*(2.0/17+z*(2.0/19+z*(2.0/21+z*(2.0/23))))))))))
+	c := twoThirdsHi + rest // (2/3 + rest) as c + cl
+	cl := (twoThirdsHi - c) + rest + twoThirdsLo
+	zl := math.FMA(s, s, -z)
+	cube := z * s // s³ as cube + cubel
+	cubel := math.FMA(z, s, -cube) + zl*s + 3*z*sl
+	t := cube * c // s³·(2/3 + rest) as t + tl
+	tl := math.FMA(cube, c, -t) + cube*cl + cubel*c
+	// ln m = 2s + 2sl + t + tl; then k·ln 2.
+	a, b := 2*s, t
+	h1 := a + b
+	e1 := b - (h1 - a) // |a| ≥ |b|
+	low := e1 + 2*sl + tl
+	kf := float64(k)
+	a2 := kf * ln2Hi
+	h2 := a2 + h1
+	var e2 float64
+	if math.Abs(a2) >= math.Abs(h1) {
+		e2 = h1 - (h2 - a2)
+	} else {
+		e2 = a2 - (h2 - h1)
+	}
+	low += e2 + kf*ln2Lo
+	hi = h2 + low
+	return hi, low - (hi - h2)
+}

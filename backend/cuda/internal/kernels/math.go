@@ -199,25 +199,30 @@ func exp32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	return e
 }
 
-func (m fm) log(x ptx.Reg) ptx.Reg {
+// logParts splits finite x > 0 (subnormal ones included) as 2^e·mant,
+// mant in [√½, √2), e a float64.
+func (m fm) logParts(x ptx.Reg) (mant, e ptx.Reg) {
 	k := m.k
 	small := m.cmp("lt", x, m.c(0x1p-1022))
 	xs := m.sel(small, m.mul(x, m.c(0x1p54)), x)
-	e := m.sel(small, m.c(-54), m.c(0))
+	e = m.sel(small, m.c(-54), m.c(0))
 	bits, ex, mb := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
 	k.Op("mov.b64 %s, %s", bits, xs)
 	k.Op("shr.u64 %s, %s, 52", ex, bits)
 	k.Op("and.b64 %s, %s, 2047", ex, ex)
 	k.Op("and.b64 %s, %s, 4503599627370495", mb, bits) // the 52 mantissa bits
 	k.Op("or.b64 %s, %s, 4607182418800017408", mb, mb) // with 1.0's exponent
-	mant := m.reg()
+	mant = m.reg()
 	k.Op("mov.b64 %s, %s", mant, mb)
 	ef := m.reg()
 	k.Op("cvt.rn.f64.u64 %s, %s", ef, ex)
 	e = m.add(e, m.sub(ef, m.c(1023)))
 	big := m.cmp("gt", mant, m.c(math.Sqrt2))
-	mant = m.sel(big, m.mul(mant, m.c(0.5)), mant)
-	e = m.sel(big, m.add(e, m.c(1)), e)
+	return m.sel(big, m.mul(mant, m.c(0.5)), mant), m.sel(big, m.add(e, m.c(1)), e)
+}
+
+func (m fm) log(x ptx.Reg) ptx.Reg {
+	mant, e := m.logParts(x)
 	f := m.div(m.sub(mant, m.c(1)), m.add(mant, m.c(1)))
 	s := m.mul(f, f)
 	coef := make([]float64, 11)
@@ -231,6 +236,43 @@ func (m fm) log(x ptx.Reg) ptx.Reg {
 	res = m.sel(m.cmp("eq", x, m.c(math.Inf(1))), x, res)
 	res = m.sel(m.cmp("eq", x, m.c(0)), m.c(math.Inf(-1)), res)
 	return m.sel(m.cmp("ltu", x, m.c(0)), m.c(math.NaN()), res)
+}
+
+// logDD is ln x for finite x > 0 as hi + lo, to about 2⁻⁶³ relative, as
+// the CPU's (internal/mathx's logDD): ln mant = 2·atanh(s), s = (mant -
+// 1)/(mant + 1), 2s and the cubic term as double-doubles, the series'
+// rest in float64; then e·ln 2 in two parts.
+func (m fm) logDD(x ptx.Reg) (hi, lo ptx.Reg) {
+	mant, e := m.logParts(x)
+	f := m.sub(mant, m.c(1)) // exact
+	d := m.add(f, m.c(2))
+	dl := m.add(m.sub(m.c(2), d), f)
+	s := m.div(f, d)
+	sl := m.div(m.sub(m.fma(m.sub(m.c(0), s), d, f), m.mul(s, dl)), d)
+	z := m.mul(s, s)
+	coef := make([]float64, 10)
+	for i := range coef {
+		coef[i] = 2 / float64(2*i+5)
+	}
+	rest := m.mul(z, m.poly(z, coef)) // 2s²/5 + 2s⁴/7 + ...
+	third := 2.0 / 3
+	thirdLo := math.FMA(-3, third, 2) / 3
+	c := m.add(m.c(third), rest)
+	cl := m.add(m.add(m.sub(m.c(third), c), rest), m.c(thirdLo))
+	zl := m.fma(s, s, m.sub(m.c(0), z))
+	cube := m.mul(z, s)
+	cubel := m.add(m.add(m.fma(z, s, m.sub(m.c(0), cube)), m.mul(zl, s)), m.mul(m.mul(m.c(3), z), sl))
+	t := m.mul(cube, c)
+	tl := m.add(m.add(m.fma(cube, c, m.sub(m.c(0), t)), m.mul(cube, cl)), m.mul(cubel, c))
+	a := m.mul(s, m.c(2))
+	h1 := m.add(a, t)
+	low := m.add(m.add(m.sub(t, m.sub(h1, a)), m.mul(sl, m.c(2))), tl)
+	a2 := m.mul(e, m.c(ln2Hi))
+	h2 := m.add(a2, h1)
+	e2 := m.sel(m.cmp("ge", m.abs(a2), m.abs(h1)), m.sub(h1, m.sub(h2, a2)), m.sub(a2, m.sub(h2, h1)))
+	low = m.add(low, m.fma(e, m.c(ln2Lo), e2))
+	hi = m.add(h2, low)
+	return hi, m.sub(low, m.sub(hi, h2))
 }
 
 func (m fm) expm1(x ptx.Reg) ptx.Reg {
@@ -433,9 +475,23 @@ func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
 	return res
 }
 
+// pow is x**y: e^(y·ln|x|) with ln|x| a double-double (logDD) times y
+// exactly (by FMA), e^hi·(1 + lo), within about 2 ulps where e^(y·log|x|)
+// in float64 erred by 180 at |y·ln x| near 700; signs and special cases
+// as Go's math.Pow.
 func (m fm) pow(x, y ptx.Reg) ptx.Reg {
 	ax := m.abs(x)
-	r := m.exp(m.mul(y, m.log(ax)))
+	lh, ll := m.logDD(m.max(m.min(ax, m.c(math.MaxFloat64)), m.c(math.SmallestNonzeroFloat64)))
+	th := m.mul(y, lh)
+	tl := m.add(m.fma(y, lh, m.sub(m.c(0), th)), m.mul(y, ll))
+	tl = m.sel(m.cmp("lt", m.abs(th), m.c(math.Inf(1))), tl, m.c(0)) // ∞ - ∞ where y is infinite
+	r := m.exp(th)
+	r = m.sel(m.cmp("lt", m.abs(r), m.c(math.Inf(1))), m.fma(r, tl, r), r) // ∞·tl + ∞ is NaN for tl < 0
+	// Zero and infinite bases (logDD took them clamped): e^(y·ln|x|) of
+	// ln|x| = ∓∞.
+	special := m.or(m.cmp("eq", ax, m.c(0)), m.cmp("eq", ax, m.c(math.Inf(1))))
+	r = m.sel(special, m.exp(m.mul(y, m.log(ax))), r)
+	r = m.sel(m.cmp("nan", x, y), m.c(math.NaN()), r) // the clamps took NaN for a number
 	yInt := m.cmp("eq", y, m.round("rzi", y))
 	h := m.mul(y, m.c(0.5))
 	odd := m.and(yInt, m.cmp("ne", h, m.round("rzi", h)))
