@@ -98,7 +98,7 @@
 //
 // # Sorting, indexing (sort.go, gather.go)
 //
-//	ArgSort, Sort, SortKeyVal                stable, NaNs last; Sort differentiates through the permutation
+//	ArgSort, Sort, SortKeyVal                stable, NaNs last (first descending); Sort differentiates through the permutation
 //	TopK(x, k), ArgMax, ArgMin               along an axis; indices are Int64
 //	TakeAlongAxis(x, idx, axis)              NumPy's take_along_axis
 //	Gather(params, idx, axis)                an embedding lookup when axis is 0

@@ -131,7 +131,11 @@ func TestSortGatherDot(t *testing.T) {
 	x := tensor.FromSlice(f32(3, 1, 2, float32(math.NaN()), 1, 5), 2, 3)
 	check(t, "argsort", ops.ArgSort(x, 1, false), tensor.Shape{2, 3}, []int64{1, 2, 0, 1, 2, 0})
 	check(t, "sort", ops.Sort(x, 1, false), tensor.Shape{2, 3}, f32(1, 2, 3, 1, 5, float32(math.NaN())))
-	check(t, "sort desc", ops.Sort(x, 1, true), tensor.Shape{2, 3}, f32(3, 2, 1, 5, 1, float32(math.NaN())))
+	check(t, "sort desc", ops.Sort(x, 1, true), tensor.Shape{2, 3}, f32(3, 2, 1, float32(math.NaN()), 5, 1)) // NaN first: ascending reversed
+	v, i := ops.TopK(x, 2)
+	check(t, "topk", v, tensor.Shape{2, 2}, f32(3, 2, float32(math.NaN()), 5)) // NaN the largest, as ArgMax
+	check(t, "topk indices", i, tensor.Shape{2, 2}, []int64{0, 2, 0, 2})
+	check(t, "argmax", ops.ArgMax(x, 1), tensor.Shape{2}, []int64{0, 0})
 	check(t, "sort axis 0", ops.Sort(tensor.FromSlice([]int32{3, 1, 1, 2}, 2, 2), 0, false), tensor.Shape{2, 2}, []int32{1, 1, 3, 2})
 	stable := ops.ArgSort(tensor.FromSlice([]int32{2, 1, 2, 1, 2}), 0, false)
 	check(t, "stable", stable, tensor.Shape{5}, []int64{1, 3, 0, 2, 4})

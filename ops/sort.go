@@ -142,13 +142,16 @@ func TakeAlongAxis(x, indices *tensor.Tensor, axis int) *tensor.Tensor {
 }
 
 // ArgSort returns the Int64 permutation that sorts x along axis, stably
-// (equal elements keep their order; NaNs go last either way).
+// (equal elements keep their order; -0 equals +0). NaNs go last, and
+// first when descending: the descending order is the ascending one
+// reversed but for ties, as NumPy's and PyTorch's.
 func ArgSort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 	return eager.Run1(argSortOp, opattr.SortAttrs{Axis: axisOf(axis, rankOf(x)), Descending: descending}, x)
 }
 
-// Sort sorts x along axis (stable, NaNs last). Differentiable: gradients
-// return to each element's original place.
+// Sort sorts x along axis (stable; NaNs last, first when descending, as
+// ArgSort). Differentiable: gradients return to each element's original
+// place.
 func Sort(x *tensor.Tensor, axis int, descending bool) *tensor.Tensor {
 	defer asOp("Sort")
 	// The permutation: read again by TakeAlongAxis's gradient where a tape
@@ -176,8 +179,8 @@ func SortKeyVal(keys, values *tensor.Tensor, axis int, descending bool) (sortedK
 // TopK returns the k largest elements along the last axis, largest first,
 // and their Int64 indices (ties keep their order): the first k of Sort
 // descending (found without sorting the rest where k is small beside the
-// last dimension), so NaNs rank below every number and come only after
-// them (PyTorch's topk ranks NaN above). Panics with a *tensor.Error if k is
+// last dimension), so NaNs rank above every number, as ArgMax takes them
+// (and PyTorch's topk). Panics with a *tensor.Error if k is
 // outside [0, last dimension].
 func TopK(x *tensor.Tensor, k int) (values, indices *tensor.Tensor) {
 	needInputs("TopK", x)

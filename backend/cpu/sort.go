@@ -66,7 +66,7 @@ func argSortKernel[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 		// places through a closure was O(n log² n) and read x scattered.
 		slices.SortFunc(line, func(p, q keyed[T]) int {
 			r := compareNaNLast(p.v, q.v)
-			if a.Descending && p.v == p.v && q.v == q.v { // NaN still last; otherwise reversed
+			if a.Descending { // the ascending order reversed: NaN first
 				r = -r
 			}
 			if r != 0 {

@@ -12,7 +12,7 @@ import (
 
 // ArgSort's packed keys (float32, int32, uint8) give the permutation the
 // comparison sort gives the same values as float64 or int64: stable among
-// ties (values drawn from a few), NaN last either way, -0 tied with +0,
+// ties (values drawn from a few), NaN last (first descending), -0 tied with +0,
 // the extremes of each type in place, ascending and descending, along
 // each axis.
 func TestPackedSortKeysSortAsTheComparisonSort(t *testing.T) {

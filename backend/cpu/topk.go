@@ -10,7 +10,8 @@ import (
 )
 
 // ArgTopK (ops/sort.go's TopK): the first k places of each last-axis
-// line's stable descending order (NaN last). Where k is small beside the
+// line's stable descending order (NaN first, the largest, as ArgMax
+// takes it). Where k is small beside the
 // line (selectBelow), a heap of the k best seen so far, which most
 // elements of a line pass by with one comparison against its worst, then
 // the k sorted; else the line's whole sort (sort_keys.go, sort.go).
@@ -46,9 +47,8 @@ func heapify[E any](h []E, less func(a, b E) bool) {
 // topWords returns the packed keys (packKeys', descending) of line's k
 // first places in its stable descending order, ascending, in heap
 // (capacity k or more). An element is packed only where it may enter:
-// above the heap's worst value, or anything while that is a NaN (the
-// heap's worst beats every later element it ties with, their places
-// being later).
+// above the heap's worst value, or a NaN (the largest; a later NaN loses
+// to the heap's by place, so a heap of NaNs takes nothing more).
 func topWords[T float32 | int32 | uint8](line []T, k int, heap []uint64) []uint64 {
 	heap = heap[:k]
 	packKeys(heap, line[:k], true)
@@ -56,35 +56,35 @@ func topWords[T float32 | int32 | uint8](line []T, k int, heap []uint64) []uint6
 		siftDownWords(heap, i)
 	}
 	worst := line[heap[0]&math.MaxUint32]
-	anything := worst != worst // a NaN's worst: any number enters
 	j := k
 	for ; j+4 <= len(line); j += 4 { // most fours have none to offer
 		q := line[j : j+4 : j+4]
-		if q[0] > worst || q[1] > worst || q[2] > worst || q[3] > worst || anything {
+		// A NaN among the four makes their sum NaN (so may a sum of
+		// infinities: then they are offered for nothing).
+		if s := q[0] + q[1] + q[2] + q[3]; q[0] > worst || q[1] > worst || q[2] > worst || q[3] > worst || s != s {
 			for i := j; i < j+4; i++ {
-				worst, anything = offerWord(heap, line, i, worst, anything)
+				worst = offerWord(heap, line, i, worst)
 			}
 		}
 	}
 	for ; j < len(line); j++ {
-		worst, anything = offerWord(heap, line, j, worst, anything)
+		worst = offerWord(heap, line, j, worst)
 	}
 	slices.Sort(heap)
 	return heap
 }
 
 // offerWord puts line[j] in topWords' heap if it beats the worst there,
-// returning the heap's worst value and whether it is a NaN.
-func offerWord[T float32 | int32 | uint8](heap []uint64, line []T, j int, worst T, anything bool) (T, bool) {
-	if v := line[j]; v > worst || anything {
+// returning the heap's worst value.
+func offerWord[T float32 | int32 | uint8](heap []uint64, line []T, j int, worst T) T {
+	if v := line[j]; v > worst || v != v {
 		if w := packKey(v, j); w < heap[0] {
 			heap[0] = w
 			siftDownWords(heap, 0)
 			worst = line[heap[0]&math.MaxUint32]
-			anything = worst != worst
 		}
 	}
-	return worst, anything
+	return worst
 }
 
 // packKey is packKeys' word for v at place j, descending.
@@ -93,9 +93,6 @@ func packKey[T float32 | int32 | uint8](v T, j int) uint64 {
 	switch v := any(v).(type) {
 	case float32:
 		key = ^floatKey(v)
-		if isNaNBits(v) {
-			key = math.MaxUint32
-		}
 	case int32:
 		key = ^int32Key(v)
 	case uint8:
@@ -165,12 +162,9 @@ func keyedArgTopK[T tensor.Num](c *eager.Call, outs []*tensor.Tensor) {
 	}
 	xv, ov := data[T](x), data[int64](outs[0])
 	// before reports whether p comes before q in the stable descending
-	// order, NaN last.
+	// order (the ascending reversed: NaN first).
 	before := func(p, q keyed[T]) bool {
-		r := compareNaNLast(p.v, q.v)
-		if p.v == p.v && q.v == q.v {
-			r = -r
-		}
+		r := -compareNaNLast(p.v, q.v)
 		if r != 0 {
 			return r < 0
 		}

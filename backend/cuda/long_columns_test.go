@@ -58,7 +58,7 @@ func TestLongColumnsRunInChunksOnGPU(t *testing.T) {
 
 // ArgSort along columns few and long enough for merge passes of their
 // own (fewLongColumns) gives the CPU's permutation: stable (values drawn
-// from a few, so ties abound), NaN last either way, ascending and
+// from a few, so ties abound), NaN last (first descending), ascending and
 // descending, passes odd and even in number (65 and 64 steps), and a
 // column ending in a short run. ArgMax and ArgMin, chosen in chunks
 // there, give the CPU's first extreme, a NaN counting as one.

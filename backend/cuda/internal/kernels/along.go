@@ -238,8 +238,8 @@ func cumulativeKernel(d DType, name, op string) *ptx.Kernel {
 }
 
 // argsort_<dtype> (out, tmp, x, outer, n, inner, desc): the stable
-// permutation sorting each column along n, NaN last either way (as the
-// CPU); a thread per (o, b) column runs a bottom-up merge sort between out
+// permutation sorting each column along n, NaN last (first when
+// descending: the ascending order reversed, as the CPU); a thread per (o, b) column runs a bottom-up merge sort between out
 // and tmp (int64, the output's shape), ending in out.
 func argsortKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("argsort", string(d)))
@@ -297,7 +297,8 @@ func argsortKernel(d DType) *ptx.Kernel {
 }
 
 // sortsBefore is the predicate "a sorts strictly before b": a is not NaN
-// and b is NaN or a < b (a > b when desc).
+// and b is NaN or a < b; when desc, b is not NaN and a is NaN or a > b
+// (the ascending order reversed: NaN first).
 func sortsBefore(k *ptx.Kernel, d DType, desc, a, b ptx.Reg) ptx.Reg {
 	lt, gt, r := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 	ct := cmpType(d)
@@ -312,9 +313,13 @@ func sortsBefore(k *ptx.Kernel, d DType, desc, a, b ptx.Reg) ptx.Reg {
 	k.Op("mov.pred %s, %s", r, lt)
 	k.Op("@%s mov.pred %s, %s", desc, r, gt)
 	if d.float() {
-		an := k.Reg(ptx.Pred)
-		k.Op("setp.num.%s %s, %s, %s", ct, an, a, a)
-		k.Op("and.pred %s, %s, %s", r, r, an)
+		// ltu/gtu hold where either is NaN: the one sorting first must be
+		// a number ascending (a), the one sorting last descending (b).
+		num, bn := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("setp.num.%s %s, %s, %s", ct, num, a, a)
+		k.Op("setp.num.%s %s, %s, %s", ct, bn, b, b)
+		k.Op("@%s mov.pred %s, %s", desc, num, bn)
+		k.Op("and.pred %s, %s, %s", r, r, num)
 	}
 	return r
 }

@@ -9,7 +9,8 @@ import "github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 // (per a power of two, at most 2·width, so a segment lies in one pair).
 // The thread finds where its segment starts in the two runs by a binary
 // search along its diagonal (the merge path), then merges per elements,
-// the left run first on ties: a stable sort, NaN last either way, as the
+// the left run first on ties: a stable sort, NaN last (first when
+// descending), as the
 // CPU's and argsort_<dtype>'s. src holds int64 indices along n, read as
 // the identity where first is 1; dst likewise. A column of n elements
 // takes ceil(log2 n) passes of n/per threads each, where argsort_<dtype>
