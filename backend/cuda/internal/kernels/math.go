@@ -36,9 +36,9 @@ import (
 //	         gelutanhgrad (a binary op of x and the gradient); float32's
 //	         and the half types' compute in float32 (gelu32.go).
 //	sin, cos k = round(x·2/π), r = x − k·π/2 with π/2 in three parts by
-//	         fma (accurate for |x| below about 2²⁹, as Go's Cody-Waite
-//	         reduction; beyond it the error grows with |x|), Taylor series
-//	         to r¹⁷/r¹⁸ on |r| ≤ π/4, chosen and signed by k mod 4.
+//	         fma below |x| = 2²⁸, Payne and Hanek's reduction by the bits
+//	         of 2/π above (twoopi.go), Taylor series to r¹⁷/r¹⁸ on |r| ≤
+//	         π/4, chosen and signed by k mod 4.
 //	pow      exp(y·log|x|), signed for negative x and odd integer y, with
 //	         Go's math.Pow special cases (x=1 or y=0 give 1, |x|=1 with
 //	         y=±Inf gives 1, negative x with non-integer y gives NaN).
@@ -441,7 +441,9 @@ func (m fm) gelutanhgrad(x, dy ptx.Reg) ptx.Reg {
 // π/2 in three parts (each the rounding of what the others leave).
 const pio2A, pio2B, pio2C = 1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33
 
-// sincos is sin x (cos false) or cos x.
+// sincos is sin x (cos false) or cos x: k·π/2 taken off in three parts
+// below |x| = largeArgument, by Payne and Hanek's reduction
+// (reduceLarge) above it, on the lanes that have one.
 func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
 	k := m.k
 	kf := m.round("rni", m.mul(x, m.c(2/math.Pi)))
@@ -449,6 +451,20 @@ func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
 	r := m.fma(nk, m.c(pio2A), x)
 	r = m.fma(nk, m.c(pio2B), r)
 	r = m.fma(nk, m.c(pio2C), r)
+	q := k.Reg(ptx.S64)
+	k.Op("cvt.rzi.s64.f64 %s, %s", q, m.sel(m.cmp("nan", kf, kf), m.c(0), kf))
+	ax := m.abs(x)
+	large := m.and(m.cmp("ge", ax, m.c(largeArgument)), m.cmp("lt", ax, m.c(math.Inf(1))))
+	skip := k.Label("trig_small")
+	k.Op("@!%s bra %s", large, skip)
+	{
+		rl, ql := m.reduceLarge(ax)
+		neg := m.cmp("lt", x, m.c(0)) // sin(-x) = -sin x: quadrant and remainder negated
+		k.Op("@%s neg.s64 %s, %s", neg, ql, ql)
+		k.Op("mov.s64 %s, %s", q, ql)
+		k.Op("selp.f64 %s, %s, %s, %s", r, m.sub(m.c(0), rl), rl, neg)
+	}
+	k.Place(skip)
 	r2 := m.mul(r, r)
 	sc := taylor(3, 2, 8, true) // 1/3!, -1/5!, ...: sin r = r - r³/3! + ...
 	for i := range sc {
@@ -456,8 +472,6 @@ func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
 	}
 	sinr := m.fma(m.mul(r, r2), m.poly(r2, sc), r)
 	cosr := m.poly(r2, taylor(0, 2, 10, true))
-	q := k.Reg(ptx.S64)
-	k.Op("cvt.rzi.s64.f64 %s, %s", q, m.sel(m.cmp("nan", kf, kf), m.c(0), kf))
 	if cos {
 		k.Op("add.s64 %s, %s, 1", q, q)
 	}

@@ -1,0 +1,570 @@
+package difftest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// specialCase is one op over every special value of one dtype (pairs of
+// them for two operands), as special_values.py reads it: elements are
+// strings, a float's being its float64 bits in hexadecimal ("0x..."), an
+// integer's or a bool's its decimal value, so int64's extremes and NaN
+// cross JSON intact.
+type specialCase struct {
+	ID    int      `json:"id"`
+	Op    string   `json:"op"`
+	DType string   `json:"dtype"`
+	To    string   `json:"to,omitempty"` // a cast's target
+	A     []string `json:"a"`
+	B     []string `json:"b,omitempty"`
+	Rows  int      `json:"rows,omitempty"` // a row op's: A is [Rows, len(A)/Rows]
+	Grad  bool     `json:"grad,omitempty"`
+}
+
+// specialResult is the reference's: the values, "skip" where the result
+// is unspecified (a NaN cast to an integer), and the operands' gradients
+// of the outputs' sum.
+type specialResult struct {
+	ID     int        `json:"id"`
+	Error  string     `json:"error,omitempty"`
+	Values []string   `json:"values"`
+	Grads  [][]string `json:"grads,omitempty"`
+}
+
+// specialFloats are the float values every float op meets: signed zeros,
+// halves (rounding's ties), subnormals of both widths, the edges of
+// exp's and float32's ranges, the extremes, infinities and NaN.
+var specialFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 1.5, -2.5, 2.5, 3, -7,
+	0.49999999999999994, 1e-310, 1e-40, -1e-40, 1e-8, 20, -20, 89, -104, 710, -746, 1e30, -1e30,
+	math.MaxFloat32, -math.MaxFloat32, math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
+
+// tameFloats make the rows of sums, products and softmaxes: every partial
+// sum and product exact, so the result is one whatever the order of
+// summation, and the infinities and NaN still there.
+var tameFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 2.5, -7, 3, math.Inf(1), math.Inf(-1), math.NaN()}
+
+// specialInts are each integer dtype's values: small ones of both signs
+// and the bounds (where sums, products, negations and quotients wrap).
+func specialInts(dt tensor.DType) []int64 {
+	switch dt {
+	case tensor.Uint8:
+		return []int64{0, 1, 2, 3, 7, 100, 127, 128, 200, 254, 255}
+	case tensor.Int32:
+		return []int64{0, 1, -1, 2, -2, 3, -3, 7, -7, 100, 46341, math.MaxInt32, math.MinInt32, math.MaxInt32 - 1, math.MinInt32 + 1}
+	case tensor.Bool:
+		return []int64{0, 1}
+	}
+	return []int64{0, 1, -1, 2, -2, 3, -3, 7, -7, 100, 1 << 31, -1<<31 - 1, math.MaxInt32, math.MinInt32,
+		3037000500, math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1}
+}
+
+// specialDTypes are the dtypes compared.
+var specialDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+
+// specialOp is an op of the comparison: kinds says which dtypes take it
+// (f floats, i signed integers, u Uint8, b Bool); ulps is the float
+// results' allowance in units in the last place of the dtype (0: bit for
+// bit, but any NaN matches any NaN); grad asks for the float64 gradients
+// too.
+type specialOp struct {
+	name  string
+	kinds string
+	two   bool
+	fn    func(a, b T) T
+	ulps  float64
+	grad  bool
+	// row: a row op (A is [Rows, n]): its values come from tameFloats
+	// where tame, else from specialFloats; signedZero false where the
+	// sign of a zero result is not compared (a sum's zero is +0 or -0 by
+	// its order).
+	row, tame  bool
+	signedZero bool
+	// nearOne: ulps count in units of 1's last place where the result is
+	// smaller (sin and cos near their roots, as Go's math library
+	// computes them; gradients computed from the output, 1 - y²).
+	nearOne, gradNearOne bool
+	// cond adds ulps for the operand x where the function's condition
+	// number is large: an argument rounded before an exponential's tail
+	// moves the result by |d ln f/d ln x| of its roundings (the
+	// gradient's as much, its tail the same exponential's).
+	cond func(x float64) float64
+}
+
+// geluTanhCond is GeluTanh's: σ(2u)'s tail moves |2u| times u's few
+// roundings.
+func geluTanhCond(x float64) float64 { return 4 * math.Abs(2*0.7978845608028654*(x+0.044715*x*x*x)) }
+
+// geluCond is Gelu's: erfc(z)'s tail moves 2z² times z = x/√2's
+// rounding.
+func geluCond(x float64) float64 { return 2 * x * x }
+
+func oneOperand(f func(T) T) func(a, _ T) T { return func(a, _ T) T { return f(a) } }
+
+var specialOps = []specialOp{
+	{name: "neg", kinds: "fiu", fn: oneOperand(ops.Neg), grad: true, signedZero: true},
+	{name: "abs", kinds: "fiu", fn: oneOperand(ops.Abs), grad: true, signedZero: true},
+	{name: "sign", kinds: "fiu", fn: oneOperand(ops.Sign), signedZero: true},
+	{name: "square", kinds: "fiu", fn: oneOperand(ops.Square), grad: true, signedZero: true},
+	{name: "floor", kinds: "f", fn: oneOperand(ops.Floor), grad: true, signedZero: true},
+	{name: "ceil", kinds: "f", fn: oneOperand(ops.Ceil), grad: true, signedZero: true},
+	{name: "round", kinds: "f", fn: oneOperand(ops.Round), signedZero: true},
+	{name: "sqrt", kinds: "f", fn: oneOperand(ops.Sqrt), grad: true, signedZero: true},
+	{name: "relu", kinds: "f", fn: oneOperand(ops.Relu), grad: true},
+	{name: "is_finite", kinds: "f", fn: oneOperand(ops.IsFinite)},
+	{name: "logical_not", kinds: "b", fn: oneOperand(ops.LogicalNot)},
+	{name: "rsqrt", kinds: "f", fn: oneOperand(ops.Rsqrt), ulps: 2, grad: true},
+	{name: "exp", kinds: "f", fn: oneOperand(ops.Exp), ulps: 2, grad: true},
+	{name: "expm1", kinds: "f", fn: oneOperand(ops.Expm1), ulps: 2, grad: true, signedZero: true},
+	{name: "log", kinds: "f", fn: oneOperand(ops.Log), ulps: 2, grad: true},
+	{name: "log1p", kinds: "f", fn: oneOperand(ops.Log1p), ulps: 2, grad: true, signedZero: true},
+	{name: "sin", kinds: "f", fn: oneOperand(ops.Sin), ulps: 2, grad: true, signedZero: true, nearOne: true, gradNearOne: true},
+	{name: "cos", kinds: "f", fn: oneOperand(ops.Cos), ulps: 2, grad: true, nearOne: true, gradNearOne: true},
+	{name: "tanh", kinds: "f", fn: oneOperand(ops.Tanh), ulps: 2, grad: true, signedZero: true, gradNearOne: true},
+	{name: "sigmoid", kinds: "f", fn: oneOperand(ops.Sigmoid), ulps: 2, grad: true, gradNearOne: true},
+	{name: "erf", kinds: "f", fn: oneOperand(ops.Erf), ulps: 2, grad: true, signedZero: true},
+	{name: "softplus", kinds: "f", fn: oneOperand(ops.Softplus), ulps: 2, grad: true},
+	{name: "elu", kinds: "f", fn: oneOperand(ops.Elu), ulps: 2, grad: true},
+	{name: "leaky_relu", kinds: "f", fn: oneOperand(func(x T) T { return ops.LeakyRelu(x, 0.2) }), ulps: 1, grad: true},
+	{name: "gelu", kinds: "f", fn: oneOperand(ops.Gelu), ulps: 2, grad: true, cond: geluCond},
+	{name: "gelu_tanh", kinds: "f", fn: oneOperand(ops.GeluTanh), ulps: 2, grad: true, cond: geluTanhCond},
+
+	{name: "add", kinds: "fiu", two: true, fn: ops.Add, grad: true, signedZero: true},
+	{name: "sub", kinds: "fiu", two: true, fn: ops.Sub, grad: true, signedZero: true},
+	{name: "mul", kinds: "fiu", two: true, fn: ops.Mul, grad: true, signedZero: true},
+	{name: "div", kinds: "fiu", two: true, fn: ops.Div, grad: true, signedZero: true},
+	{name: "rem", kinds: "fiu", two: true, fn: ops.Rem, grad: true, signedZero: true},
+	{name: "pow", kinds: "fiu", two: true, fn: ops.Pow, ulps: 2, grad: true},
+	{name: "maximum", kinds: "fiu", two: true, fn: ops.Maximum, grad: true},
+	{name: "minimum", kinds: "fiu", two: true, fn: ops.Minimum, grad: true},
+	{name: "eq", kinds: "fiub", two: true, fn: ops.Eq},
+	{name: "ne", kinds: "fiub", two: true, fn: ops.Ne},
+	{name: "lt", kinds: "fiu", two: true, fn: ops.Lt},
+	{name: "le", kinds: "fiu", two: true, fn: ops.Le},
+	{name: "gt", kinds: "fiu", two: true, fn: ops.Gt},
+	{name: "ge", kinds: "fiu", two: true, fn: ops.Ge},
+	{name: "logical_and", kinds: "b", two: true, fn: ops.LogicalAnd},
+	{name: "logical_or", kinds: "b", two: true, fn: ops.LogicalOr},
+
+	{name: "amax", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.Amax(x, 1) })},
+	{name: "amin", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.Amin(x, 1) })},
+	{name: "argmax", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.ArgMax(x, 1) })},
+	{name: "argmin", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.ArgMin(x, 1) })},
+	{name: "sort", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.Sort(x, 1, false) }), signedZero: true},
+	{name: "sort_descending", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.Sort(x, 1, true) }), signedZero: true},
+	{name: "argsort", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.ArgSort(x, 1, false) })},
+	{name: "topk", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { v, _ := ops.TopK(x, 2); return v })},
+	{name: "sum", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Sum(x, 1) })},
+	{name: "prod", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Prod(x, 1) })},
+	{name: "mean", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Mean(x, 1) })},
+	{name: "cumsum", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Cumsum(x, 1, false, false) })},
+	{name: "softmax", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Softmax(x, 1) }), ulps: 4},
+	{name: "log_softmax", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.LogSoftmax(x, 1) }), ulps: 4, nearOne: true},
+	{name: "logsumexp", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.LogSumExp(x, 1) }), ulps: 4, nearOne: true},
+}
+
+// kindOf is dt's letter in specialOp.kinds.
+func kindOf(dt tensor.DType) string {
+	switch {
+	case dt.IsFloat():
+		return "f"
+	case dt == tensor.Uint8:
+		return "u"
+	case dt == tensor.Bool:
+		return "b"
+	}
+	return "i"
+}
+
+// specialValues are dt's values (tame ones for a tame row op), as
+// float64 for the floats and int64 for the rest, deduplicated after
+// rounding to dt.
+func specialValues(dt tensor.DType, tame bool) (fs []float64, is []int64) {
+	if !dt.IsFloat() {
+		return nil, specialInts(dt)
+	}
+	src := specialFloats
+	if tame {
+		src = tameFloats
+	}
+	seen := map[uint64]bool{}
+	for _, v := range src {
+		if dt == tensor.Float32 {
+			v = float64(float32(v))
+		}
+		if !seen[math.Float64bits(v)] {
+			seen[math.Float64bits(v)] = true
+			fs = append(fs, v)
+		}
+	}
+	return fs, nil
+}
+
+// element encodes a value as specialCase's strings do.
+func element(f float64, i int64, float bool) string {
+	if float {
+		return fmt.Sprintf("0x%016x", math.Float64bits(f))
+	}
+	return strconv.FormatInt(i, 10)
+}
+
+// specialOperands builds op's operands in dt: every value (unary), every
+// pair (binary), or rows of five drawn from the values (row ops), with
+// one long row of 300 for the sorts (their radix path).
+func specialOperands(op specialOp, dt tensor.DType, r *rand.Rand) (a, b []string, rows int) {
+	fs, is := specialValues(dt, op.tame)
+	n := max(len(fs), len(is))
+	at := func(k int) string {
+		if dt.IsFloat() {
+			return element(fs[k], 0, true)
+		}
+		return element(0, is[k], false)
+	}
+	switch {
+	case op.row:
+		width := 5
+		rows = 40
+		if strings.HasPrefix(op.name, "sort") || op.name == "argsort" || op.name == "topk" {
+			width, rows = 300, 2
+		}
+		for range rows * width {
+			a = append(a, at(r.IntN(n)))
+		}
+	case op.two:
+		for i := range n {
+			for j := range n {
+				a, b = append(a, at(i)), append(b, at(j))
+			}
+		}
+	default:
+		for i := range n {
+			a = append(a, at(i))
+		}
+	}
+	return a, b, rows
+}
+
+// tensorOf makes the tensor of a case's elements on dev.
+func tensorOf(dev device.Device, dt tensor.DType, elems []string, shape ...int) (T, error) {
+	f := make([]float64, len(elems))
+	i := make([]int64, len(elems))
+	for k, s := range elems {
+		if strings.HasPrefix(s, "0x") {
+			bits, err := strconv.ParseUint(s[2:], 16, 64)
+			if err != nil {
+				return nil, err
+			}
+			f[k] = math.Float64frombits(bits)
+		} else {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			i[k] = v
+		}
+	}
+	var x T
+	switch dt {
+	case tensor.Float64:
+		x = tensor.FromSliceOn(dev, f, shape...)
+	case tensor.Float32:
+		f32 := make([]float32, len(f))
+		for k, v := range f {
+			f32[k] = float32(v)
+		}
+		x = tensor.FromSliceOn(dev, f32, shape...)
+	case tensor.Int64:
+		x = tensor.FromSliceOn(dev, i, shape...)
+	case tensor.Int32:
+		i32 := make([]int32, len(i))
+		for k, v := range i {
+			i32[k] = int32(v)
+		}
+		x = tensor.FromSliceOn(dev, i32, shape...)
+	case tensor.Uint8:
+		u := make([]uint8, len(i))
+		for k, v := range i {
+			u[k] = uint8(v)
+		}
+		x = tensor.FromSliceOn(dev, u, shape...)
+	case tensor.Bool:
+		bs := make([]bool, len(i))
+		for k, v := range i {
+			bs[k] = v != 0
+		}
+		x = tensor.FromSliceOn(dev, bs, shape...)
+	default:
+		return nil, fmt.Errorf("no special values of %s", dt)
+	}
+	return x, nil
+}
+
+// elementsOf encodes x's elements as specialCase's strings.
+func elementsOf(x T) []string {
+	x, _ = x.To(cpu)
+	out := make([]string, x.Shape().NumElements())
+	if x.DType().IsFloat() {
+		for k, v := range tensor.ToSlice[float64](ops.Cast(x, tensor.Float64)) {
+			out[k] = element(v, 0, true)
+		}
+		return out
+	}
+	for k, v := range tensor.ToSlice[int64](ops.Cast(x, tensor.Int64)) {
+		out[k] = element(0, v, false)
+	}
+	return out
+}
+
+// specialCases are every op's cases in every dtype it takes, and the
+// casts between every pair of dtypes.
+func specialCases() []specialCase {
+	r := rand.New(rand.NewPCG(29, 31))
+	var cases []specialCase
+	for _, op := range specialOps {
+		for _, dt := range specialDTypes {
+			if !strings.Contains(op.kinds, kindOf(dt)) {
+				continue
+			}
+			a, b, rows := specialOperands(op, dt, r)
+			cases = append(cases, specialCase{ID: len(cases), Op: op.name, DType: dt.String(), A: a, B: b, Rows: rows,
+				Grad: op.grad && dt == tensor.Float64})
+		}
+	}
+	for _, from := range specialDTypes {
+		a, _, _ := specialOperands(specialOp{}, from, r)
+		for _, to := range specialDTypes {
+			cases = append(cases, specialCase{ID: len(cases), Op: "cast", DType: from.String(), To: to.String(), A: a})
+		}
+	}
+	return cases
+}
+
+// runSpecial computes c on dev: the values and, where asked, the
+// gradients of their sum with respect to the operands.
+func runSpecial(c specialCase, dev device.Device) (vals T, grads []T, err error) {
+	dt := dtypeNamed(c.DType)
+	shape := []int{len(c.A)}
+	if c.Rows > 0 {
+		shape = []int{c.Rows, len(c.A) / c.Rows}
+	}
+	a, err := tensorOf(dev, dt, c.A, shape...)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := []T{a}
+	if c.B != nil {
+		b, err := tensorOf(dev, dt, c.B, shape...)
+		if err != nil {
+			return nil, nil, err
+		}
+		in = append(in, b)
+	}
+	err = tensor.Catch(func() {
+		if c.Op == "cast" {
+			vals = ops.Cast(a, dtypeNamed(c.To))
+			return
+		}
+		op := specialOpNamed(c.Op)
+		b := in[len(in)-1]
+		if !c.Grad {
+			vals = op.fn(a, b)
+			return
+		}
+		tp := tape.New()
+		tp.Watch(in...)
+		vals = op.fn(a, b)
+		grads = tp.Gradient(ops.Sum(vals), in...)
+	})
+	return vals, grads, err
+}
+
+// dtypeNamed is the dtype of specialDTypes that name says.
+func dtypeNamed(name string) tensor.DType {
+	return specialDTypes[slices.IndexFunc(specialDTypes, func(dt tensor.DType) bool { return dt.String() == name })]
+}
+
+func specialOpNamed(name string) specialOp {
+	i := slices.IndexFunc(specialOps, func(op specialOp) bool { return op.name == name })
+	return specialOps[i]
+}
+
+// sameSpecial says whether got matches the reference want (both encoded)
+// for op in dtype dt: "" where it does, else how it differs.
+func sameSpecial(got, want string, dt tensor.DType, ulps float64, signedZero, nearOne bool) string {
+	if want == "skip" {
+		return ""
+	}
+	if !strings.HasPrefix(want, "0x") || !strings.HasPrefix(got, "0x") {
+		if got != want {
+			return fmt.Sprintf("%s, want %s", got, want)
+		}
+		return ""
+	}
+	g, w := decodeFloat(got), decodeFloat(want)
+	switch {
+	case math.IsNaN(w) || math.IsNaN(g):
+		if math.IsNaN(w) != math.IsNaN(g) {
+			return fmt.Sprintf("%v, want %v", g, w)
+		}
+		return ""
+	case g == w:
+		if g == 0 && signedZero && math.Signbit(g) != math.Signbit(w) {
+			return fmt.Sprintf("%v (sign bit %v), want %v", g, math.Signbit(g), w)
+		}
+		return ""
+	case ulps == 0 || math.IsInf(w, 0) || math.IsInf(g, 0):
+		return fmt.Sprintf("%v, want %v", g, w)
+	}
+	scale := w
+	if nearOne && math.Abs(w) < 1 {
+		scale = 1
+	}
+	if d := math.Abs(g-w) / ulpOf(scale, dt); d > ulps {
+		return fmt.Sprintf("%v, want %v (%.3g ulps)", g, w, d)
+	}
+	return ""
+}
+
+func decodeFloat(s string) float64 {
+	bits, _ := strconv.ParseUint(s[2:], 16, 64)
+	return math.Float64frombits(bits)
+}
+
+// ulpOf is the unit in the last place of w in dt (float32's or
+// float64's), at least the smallest subnormal's.
+func ulpOf(w float64, dt tensor.DType) float64 {
+	if dt == tensor.Float32 {
+		f := float32(math.Abs(w))
+		return math.Max(float64(math.Nextafter32(f, float32(math.Inf(1)))-f), math.SmallestNonzeroFloat32)
+	}
+	f := math.Abs(w)
+	return math.Max(math.Nextafter(f, math.Inf(1))-f, math.SmallestNonzeroFloat64)
+}
+
+// checkSpecial compares every special case run on dev with PyTorch's
+// results.
+func checkSpecial(t *testing.T, dev device.Device) {
+	cases := specialCases()
+	want := runCases(t, "special_values.py", cases, func(r *specialResult) int { return r.ID })
+	for _, c := range cases {
+		w := want[c.ID]
+		name := c.Op + " " + c.DType
+		if c.To != "" {
+			name += " to " + c.To
+		}
+		if w == nil || w.Error != "" {
+			t.Errorf("%s: the reference failed: %v", name, w)
+			continue
+		}
+		vals, grads, err := runSpecial(c, dev)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		dt := vals.DType()
+		op := specialOp{signedZero: true}
+		if c.Op != "cast" {
+			op = specialOpNamed(c.Op)
+		}
+		report := func(what string, got, want []string, ulps float64, signedZero, nearOne bool) {
+			if len(got) != len(want) {
+				t.Errorf("%s %s: %d elements, the reference %d", name, what, len(got), len(want))
+				return
+			}
+			bad := 0
+			for k := range got {
+				if what != "" && c.hasNaN(k) {
+					continue // a gradient at NaN: a convention (NaN, 0 or 1)
+				}
+				allow := ulps
+				if op.cond != nil {
+					allow += op.cond(decodeFloat(c.A[k]))
+				}
+				if msg := sameSpecial(got[k], want[k], dt, allow, signedZero, nearOne); msg != "" {
+					if bad++; bad <= 6 {
+						t.Errorf("%s %s at %s: %s", name, what, c.operandsAt(k, len(got)), msg)
+					}
+				}
+			}
+			if bad > 6 {
+				t.Errorf("%s %s: %d elements differ in all", name, what, bad)
+			}
+		}
+		report("", elementsOf(vals), w.Values, op.ulps, op.signedZero, op.nearOne)
+		for i, g := range grads {
+			if g == nil { // no gradient: zeros
+				g = ops.ZerosLike(vals)
+			}
+			if i < len(w.Grads) && w.Grads[i] != nil {
+				report(fmt.Sprintf("gradient %d", i), elementsOf(g), w.Grads[i], gradUlps, false, op.gradNearOne)
+			}
+		}
+	}
+}
+
+// gradUlps is the gradients' allowance in float64 units in the last
+// place: a chain rule's few roundings (a zero's sign not compared).
+const gradUlps = 16
+
+// hasNaN says whether an operand of c's element k is NaN.
+func (c specialCase) hasNaN(k int) bool {
+	for _, e := range [][]string{c.A, c.B} {
+		if k < len(e) && strings.HasPrefix(e[k], "0x") && math.IsNaN(decodeFloat(e[k])) {
+			return true
+		}
+	}
+	return false
+}
+
+// operandsAt describes the operands of element k of c's n results, for
+// messages: a row op's row (its first elements), else the element's
+// operands.
+func (c specialCase) operandsAt(k, n int) string {
+	show := func(s string) string {
+		if strings.HasPrefix(s, "0x") {
+			return fmt.Sprint(decodeFloat(s))
+		}
+		return s
+	}
+	if c.Rows > 0 {
+		width, row := len(c.A)/c.Rows, k*c.Rows/n
+		var vs []string
+		for _, s := range c.A[row*width : row*width+min(width, 8)] {
+			vs = append(vs, show(s))
+		}
+		return fmt.Sprintf("row %d [%s ...]", row, strings.Join(vs, " "))
+	}
+	if c.B != nil {
+		return fmt.Sprintf("(%s, %s)", show(c.A[k]), show(c.B[k]))
+	}
+	return show(c.A[k])
+}
+
+// Elementwise ops, casts and the row ops that meet NaN (maxima, sorts,
+// sums, softmaxes) agree with PyTorch at special values in every dtype:
+// signed zeros, subnormals, the ranges' edges, infinities and NaN, the
+// integers' bounds (where they wrap). Bit for bit where the result is
+// exact (a NaN matches any NaN); transcendental ones within a few units in
+// the last place; float64's gradients of the outputs' sum too. Where the
+// library defines what PyTorch leaves undefined or raises on (an integer
+// divided by zero, XLA's Round, an integer's negative power),
+// special_values.py computes the documented result.
+func TestSpecialValuesMatchPyTorch(t *testing.T) {
+	needTorch(t)
+	checkSpecial(t, cpu)
+}
+
+// The same on the GPU (the emulator's where none is present).
+func TestSpecialValuesAgreeOnGPU(t *testing.T) {
+	needTorch(t)
+	checkSpecial(t, testGPU(t))
+}

@@ -1,0 +1,264 @@
+"""Evaluates ops at special values for special_test.go: reads {"cases":
+[{"id", "op", "dtype", "to", "a", "b", "rows", "grad"}]} on stdin, each
+element a string (a float's float64 bits as "0x..." hex, an integer's or
+a bool's decimal value), and writes each case's values (and, where
+"grad", the operands' float64 gradients of the values' sum) as one JSON
+line, encoded the same way; "skip" where the result is unspecified.
+
+Floats are PyTorch's: exact ops in the case's dtype, transcendental ones
+in float64 rounded once to it. Integers are Python's exact integers
+wrapped to the dtype's width, with eagerflow's documented results where
+PyTorch raises or leaves them undefined: an integer divided by zero is -1
+(all bits set), its remainder by zero the dividend (XLA's), a negative
+power 0 unless the base is ±1, Round takes halves away from zero, Sign
+keeps a zero's sign (XLA's) and gives NaN for NaN (NumPy's)."""
+import json
+import math
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32,
+          "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
+BITS = {"int32": 32, "int64": 64, "uint8": 8}
+
+
+def decode(elems, dtype):
+    if dtype.startswith("float"):
+        return [struct.unpack("<d", struct.pack("<Q", int(e, 16)))[0] for e in elems]
+    return [int(e) for e in elems]
+
+
+def encode_float(v):
+    return "0x%016x" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+
+
+def encode(t):
+    """A tensor's elements, encoded."""
+    if t.dtype.is_floating_point:
+        return [encode_float(v) for v in t.double().flatten().tolist()]
+    return [str(int(v)) for v in t.flatten().tolist()]
+
+
+def wrap(v, dtype):
+    """v wrapped to the integer dtype's width (two's complement)."""
+    if dtype == "bool":
+        return int(v != 0)
+    bits = BITS[dtype]
+    v &= (1 << bits) - 1
+    if dtype != "uint8" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def trunc_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def int_pow(a, b, dtype):
+    if b < 0:
+        return {1: 1, -1: -1 if b % 2 else 1}.get(a, 0)
+    return wrap(pow(a, b, 1 << BITS[dtype]), dtype)
+
+
+INT_BINARY = {
+    "add": lambda a, b, d: wrap(a + b, d),
+    "sub": lambda a, b, d: wrap(a - b, d),
+    "mul": lambda a, b, d: wrap(a * b, d),
+    "div": lambda a, b, d: wrap(trunc_div(a, b), d) if b else wrap(-1, d),
+    "rem": lambda a, b, d: wrap(a - b * trunc_div(a, b), d) if b else a,
+    "pow": int_pow,
+    "maximum": lambda a, b, d: max(a, b),
+    "minimum": lambda a, b, d: min(a, b),
+}
+INT_UNARY = {
+    "neg": lambda a, d: wrap(-a, d),
+    "abs": lambda a, d: wrap(abs(a), d),
+    "sign": lambda a, d: (a > 0) - (a < 0),
+    "square": lambda a, d: wrap(a * a, d),
+}
+
+# Exact float ops, computed in the case's dtype.
+EXACT = {
+    "neg": torch.neg, "abs": torch.abs, "square": lambda x: x * x, "floor": torch.floor,
+    "ceil": torch.ceil, "sqrt": torch.sqrt, "relu": torch.relu, "is_finite": torch.isfinite,
+    "logical_not": torch.logical_not,
+    "sign": lambda x: torch.where(x == 0, x, torch.from_numpy(np.sign(x.numpy()))),
+    "round": lambda x: torch.from_numpy(round_half_away(x.numpy())),
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "rem": lambda a, b: torch.from_numpy(np.fmod(a.detach().numpy(), b.detach().numpy())),
+    "maximum": torch.maximum, "minimum": torch.minimum,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "amax": lambda x: x.amax(1), "amin": lambda x: x.amin(1),
+    "argmax": lambda x: x.argmax(1), "argmin": lambda x: x.argmin(1),
+    "sort": lambda x: torch.sort(x, stable=True, dim=1).values,
+    "sort_descending": lambda x: torch.sort(x, stable=True, dim=1, descending=True).values,
+    "argsort": lambda x: torch.sort(x, stable=True, dim=1).indices,
+    "topk": lambda x: torch.topk(x, 2, 1).values,
+    "sum": lambda x: x.sum(1), "prod": lambda x: x.prod(1), "mean": lambda x: x.mean(1),
+    "cumsum": lambda x: x.cumsum(1),
+}
+
+
+def round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def softplus(x):
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+
+def gelu(x):
+    """x·Φ(x) with Φ's lower tail as erfc (1 + erf cancels for x < 0; PyTorch
+    1.13's gelu loses its digits there), -0 at -∞ (the limit)."""
+    return torch.where(x == -math.inf, -0.0, x * 0.5 * torch.erfc(-x * math.sqrt(0.5)))
+
+
+def gelu_tanh(x):
+    """x·σ(2u), u = √(2/π)(x + 0.044715x³): 0.5x(1 + tanh u) cancels for
+    x < 0; x³ may overflow to ±∞, where σ is 0 or 1."""
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
+    return torch.where(x == -math.inf, -0.0, x * torch.sigmoid(2 * u))
+
+
+# Transcendental float ops, computed in float64 and rounded once.
+ROUNDED = {
+    "rsqrt": torch.rsqrt, "exp": torch.exp, "expm1": torch.expm1, "log": torch.log,
+    # PyTorch's log1p overflows at the top of float64's range, its fmod
+    # divides (a subnormal divisor gives NaN): NumPy's are C's.
+    "log1p": lambda x: torch.from_numpy(np.log1p(x.detach().numpy())),
+    "sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "erf": torch.erf, "softplus": softplus,
+    "elu": lambda x: torch.where(x > 0, x, torch.expm1(x)),  # F.elu takes e^x - 1
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "gelu": gelu, "gelu_tanh": gelu_tanh,
+    # C's pow (NumPy's): PyTorch's float64 pow(1.8e308, 1) overflows.
+    "pow": lambda a, b: torch.from_numpy(np.power(a.detach().numpy(), b.detach().numpy())),
+    "softmax": lambda x: torch.softmax(x, 1), "log_softmax": lambda x: torch.log_softmax(x, 1),
+    "logsumexp": lambda x: torch.logsumexp(x, 1),
+}
+
+# The gradients eagerflow defines where PyTorch's formula is a matter of
+# convention: a tie of Maximum/Minimum goes to the first operand.
+TIE_TO_FIRST = {"maximum", "minimum"}
+
+# Unary functions whose gradient the reference writes out, where autograd
+# through the value's formula would differ at a kink or lose digits:
+# softplus' is σ(x), ELU's e^x below 0 (from x, as PyTorch's), GELU's
+# Φ(x) + xφ(x) with Φ's tail as erfc.
+def gelu_grad(x):
+    g = 0.5 * torch.erfc(-x * math.sqrt(0.5)) + x * torch.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return torch.where(x == -math.inf, 0.0, torch.where(x == math.inf, 1.0, g))
+
+
+# The differentiable forms of ops whose values NumPy computes.
+AUTOGRAD_FORM = {"log1p": torch.log1p, "pow": torch.pow}
+
+def gelu_tanh_grad(x):
+    """σ + 2x·u'·σ·σ(-2u), its limits 1 and 0 at ±∞ (and past ±22, where
+    x·u' overflows against σ·σ(-2u) = 0)."""
+    xc = x.clamp(-22, 22)
+    u2 = 2 * math.sqrt(2 / math.pi) * (xc + 0.044715 * xc ** 3)
+    du = math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * xc * xc)
+    g = torch.sigmoid(u2) + 2 * xc * du * torch.sigmoid(u2) * torch.sigmoid(-u2)
+    return torch.where(x > 22, 1.0, torch.where(x < -22, 0.0, g))
+
+
+GRAD_OF = {
+    "expm1": torch.exp,  # e^x, where PyTorch's y + 1 cancels for negative x
+    "gelu_tanh": gelu_tanh_grad,
+    "softplus": torch.sigmoid,
+    "elu": lambda x: torch.where(x > 0, 1.0, torch.exp(x)),
+    "gelu": gelu_grad,
+}
+
+
+def cast(vals, src, dst):
+    if dst == "bool":
+        return [str(int(v != 0)) for v in vals]  # NaN is nonzero
+    if dst.startswith("float"):
+        t = torch.tensor(vals, dtype=torch.float64 if src.startswith("float") else torch.int64)
+        if src == "int64" and dst == "float32":
+            # int64 to float32 rounds once (through float64 it could twice).
+            return [encode_float(np.float32(np.int64(v))) for v in vals]
+        return encode(t.to(DTYPES[dst]))
+    out = []
+    for v in vals:
+        if src.startswith("float"):
+            if not math.isfinite(v):
+                out.append("skip")
+                continue
+            v = math.trunc(v)
+            lo, hi = (0, 255) if dst == "uint8" else (-(1 << (BITS[dst] - 1)), (1 << (BITS[dst] - 1)) - 1)
+            if not lo <= v <= hi:
+                out.append("skip")
+                continue
+        out.append(str(wrap(v, dst)))
+    return out
+
+
+def evaluate(case):
+    op, dtype = case["op"], case["dtype"]
+    a = decode(case["a"], dtype)
+    b = decode(case["b"], dtype) if case.get("b") else None
+    if op == "cast":
+        return {"values": cast(a, dtype, case["to"])}
+    rows = case.get("rows") or 0
+    shape = (rows, len(a) // rows) if rows else (len(a),)
+    if not dtype.startswith("float") and dtype != "bool" and (op in INT_BINARY or op in INT_UNARY):
+        if b is not None:
+            vals = [INT_BINARY[op](x, y, dtype) for x, y in zip(a, b)]
+        else:
+            vals = [INT_UNARY[op](x, dtype) for x in a]
+        return {"values": [str(v) for v in vals]}
+    if dtype in ("int32", "int64", "uint8") and op in ("sum", "prod", "cumsum"):
+        t = torch.tensor(a, dtype=torch.int64).reshape(shape)
+        out = {"sum": lambda x: x.sum(1), "prod": lambda x: x.prod(1), "cumsum": lambda x: x.cumsum(1)}[op](t)
+        return {"values": [str(wrap(v, dtype)) for v in out.flatten().tolist()]}
+    dt = DTYPES[dtype]
+    ins = [torch.tensor(v, dtype=torch.float64).reshape(shape).to(dt) if dtype.startswith("float")
+           else torch.tensor(v, dtype=dt).reshape(shape) for v in ([a] if b is None else [a, b])]
+    if op in EXACT:
+        values = EXACT[op](*ins)
+    else:
+        values = ROUNDED[op](*[x.double() for x in ins]).to(dt)
+    result = {"values": encode(values)}
+    if case.get("grad"):
+        if op in GRAD_OF:
+            grads = [encode(GRAD_OF[op](ins[0].double()))]
+        elif op == "rem":
+            # fmod(a, b)'s gradient in b is -trunc(a/b) for the exact
+            # quotient, which (a - fmod(a, b))/b is (PyTorch's rounds a/b).
+            a64, b64 = ins[0].double().numpy(), ins[1].double().numpy()
+            q = (a64 - np.fmod(a64, b64)) / b64
+            grads = [encode(torch.ones_like(ins[0].double())), encode(torch.from_numpy(-q))]
+        else:
+            xs = [x.double().clone().requires_grad_() for x in ins]
+            (AUTOGRAD_FORM.get(op) or EXACT.get(op) or ROUNDED[op])(*xs).sum().backward()
+            if op == "pow":
+                # A negative base's power has no derivative in the exponent:
+                # 0 (times the power: NaN where that is), as TensorFlow and
+                # eagerflow take it (PyTorch's ln a is NaN).
+                neg = xs[0].detach() < 0
+                xs[1].grad[neg] = values.double()[neg] * 0
+            grads = [encode(x.grad) for x in xs]
+        if op in TIE_TO_FIRST:
+            ties = (ins[0] == ins[1]).flatten().tolist()
+            grads = [[("0x%016x" % struct.unpack("<Q", struct.pack("<d", 1.0 if i == 0 else 0.0))[0])
+                      if tie else g for g, tie in zip(gs, ties)] for i, gs in enumerate(grads)]
+        result["grads"] = grads
+    return result
+
+
+for case in json.load(sys.stdin)["cases"]:
+    try:
+        result = evaluate(case)
+    except Exception as e:  # reported to the test as the case's error
+        result = {"error": "%s: %s" % (type(e).__name__, e)}
+    result["id"] = case["id"]
+    print(json.dumps(result))
