@@ -109,7 +109,7 @@ func TestPowWithinTwoUlps(t *testing.T) {
 	}
 	for range 3000 {
 		x := math.Exp2(r.Float64()*2097 - 1074) // subnormal to huge
-		span := 709 / math.Abs(math.Log(x))      // |y·ln x| up to 709
+		span := 709 / math.Abs(math.Log(x))     // |y·ln x| up to 709
 		y := (r.Float64()*2 - 1) * math.Min(span, 1e6)
 		check(x, y)
 		check(x, math.Round(y)) // integer exponents

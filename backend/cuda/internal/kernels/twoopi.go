@@ -20,7 +20,7 @@ import (
 // so the reduction's window may start before it): computed here in fixed
 // point from Machin's formula, π = 16·atan(1/5) - 4·atan(1/239).
 var twoOverPiWords = func() [20]uint64 {
-	const frac = 64 * 19      // fraction bits of 2/π kept
+	const frac = 64 * 19     // fraction bits of 2/π kept
 	const scale = frac + 128 // π's fixed-point bits (guard bits beyond)
 	one := new(big.Int).Lsh(big.NewInt(1), scale)
 	atanInv := func(n int64) *big.Int { // atan(1/n)·2^scale
@@ -70,7 +70,7 @@ func (m fm) reduceLarge(ax ptx.Reg) (r, q ptx.Reg) {
 	k.Op("cvt.u32.u64 %s, %s", sh, pos)
 	k.Op("and.b32 %s, %s, 63", sh, sh)
 	k.Op("sub.u32 %s, 64, %s", rsh, sh) // 64 when sh is 0: PTX clamps, the shift gives 0
-	table := func(i int) ptx.Reg { // twoOverPiWords[idx + i], by a chain of selections
+	table := func(i int) ptx.Reg {      // twoOverPiWords[idx + i], by a chain of selections
 		at, w, p := u64(), u64(), k.Reg(ptx.Pred)
 		k.Op("add.u64 %s, %s, %d", at, idx, i)
 		k.Op("mov.u64 %s, 0", w)
