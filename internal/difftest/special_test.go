@@ -69,7 +69,7 @@ func specialInts(dt tensor.DType) []int64 {
 }
 
 // specialDTypes are the dtypes compared.
-var specialDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
+var specialDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.BFloat16, tensor.Float16, tensor.Int32, tensor.Int64, tensor.Uint8, tensor.Bool}
 
 // specialOp is an op of the comparison: kinds says which dtypes take it
 // (f floats, i signed integers, u Uint8, b Bool); ulps is the float
@@ -198,8 +198,11 @@ func specialValues(dt tensor.DType, tame bool) (fs []float64, is []int64) {
 	}
 	seen := map[uint64]bool{}
 	for _, v := range src {
-		if dt == tensor.Float32 {
+		switch {
+		case dt == tensor.Float32:
 			v = float64(float32(v))
+		case dt.IsHalf():
+			v = tensor.ToSlice[float64](ops.Cast(tensor.FromFloat32s(dt, []float32{float32(v)}), tensor.Float64))[0]
 		}
 		if !seen[math.Float64bits(v)] {
 			seen[math.Float64bits(v)] = true
@@ -276,12 +279,15 @@ func tensorOf(dev device.Device, dt tensor.DType, elems []string, shape ...int) 
 	switch dt {
 	case tensor.Float64:
 		x = tensor.FromSliceOn(dev, f, shape...)
-	case tensor.Float32:
+	case tensor.Float32, tensor.BFloat16, tensor.Float16:
 		f32 := make([]float32, len(f))
 		for k, v := range f {
 			f32[k] = float32(v)
 		}
-		x = tensor.FromSliceOn(dev, f32, shape...)
+		var err error
+		if x, err = tensor.FromFloat32s(dt, f32, shape...).To(dev); err != nil {
+			return nil, err
+		}
 	case tensor.Int64:
 		x = tensor.FromSliceOn(dev, i, shape...)
 	case tensor.Int32:
@@ -439,9 +445,17 @@ func decodeFloat(s string) float64 {
 	return math.Float64frombits(bits)
 }
 
-// ulpOf is the unit in the last place of w in dt (float32's or
-// float64's), at least the smallest subnormal's.
+// ulpOf is the unit in the last place of w in dt, at least the smallest
+// subnormal's.
 func ulpOf(w float64, dt tensor.DType) float64 {
+	if dt.IsHalf() {
+		mant, minExp := 8, -126 // bfloat16: 8 significant bits
+		if dt == tensor.Float16 {
+			mant, minExp = 11, -14
+		}
+		_, e := math.Frexp(math.Abs(w)) // |w| in [2^(e-1), 2^e)
+		return math.Ldexp(1, max(e-1, minExp)-(mant-1))
+	}
 	if dt == tensor.Float32 {
 		f := float32(math.Abs(w))
 		return math.Max(float64(math.Nextafter32(f, float32(math.Inf(1)))-f), math.SmallestNonzeroFloat32)
@@ -455,6 +469,11 @@ func ulpOf(w float64, dt tensor.DType) float64 {
 func checkSpecial(t *testing.T, dev device.Device) {
 	cases := specialCases()
 	want := runCases(t, "special_values.py", cases, func(r *specialResult) int { return r.ID })
+	elems := 0
+	for _, c := range cases {
+		elems += len(c.A)
+	}
+	t.Logf("%d cases, %d elements", len(cases), elems)
 	for _, c := range cases {
 		w := want[c.ID]
 		name := c.Op + " " + c.DType
@@ -550,7 +569,9 @@ func (c specialCase) operandsAt(k, n int) string {
 }
 
 // Elementwise ops, casts and the row ops that meet NaN (maxima, sorts,
-// sums, softmaxes) agree with PyTorch at special values in every dtype:
+// sums, softmaxes) agree with PyTorch at special values in every dtype
+// (the half types as PyTorch's bfloat16 computes: in float32, rounded
+// once):
 // signed zeros, subnormals, the ranges' edges, infinities and NaN, the
 // integers' bounds (where they wrap). Bit for bit where the result is
 // exact (a NaN matches any NaN); transcendental ones within a few units in

@@ -21,13 +21,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32,
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
+          "float16": torch.float16, "int32": torch.int32,
           "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool}
 BITS = {"int32": 32, "int64": 64, "uint8": 8}
+HALF = {"bfloat16", "float16"}
+
+
+def is_float(dtype):
+    return dtype.startswith("float") or dtype == "bfloat16"
 
 
 def decode(elems, dtype):
-    if dtype.startswith("float"):
+    if is_float(dtype):
         return [struct.unpack("<d", struct.pack("<Q", int(e, 16)))[0] for e in elems]
     return [int(e) for e in elems]
 
@@ -181,15 +187,15 @@ GRAD_OF = {
 def cast(vals, src, dst):
     if dst == "bool":
         return [str(int(v != 0)) for v in vals]  # NaN is nonzero
-    if dst.startswith("float"):
-        t = torch.tensor(vals, dtype=torch.float64 if src.startswith("float") else torch.int64)
+    if is_float(dst):
+        t = torch.tensor(vals, dtype=torch.float64 if is_float(src) else torch.int64)
         if src == "int64" and dst == "float32":
             # int64 to float32 rounds once (through float64 it could twice).
             return [encode_float(np.float32(np.int64(v))) for v in vals]
         return encode(t.to(DTYPES[dst]))
     out = []
     for v in vals:
-        if src.startswith("float"):
+        if is_float(src):
             if not math.isfinite(v):
                 out.append("skip")
                 continue
@@ -210,7 +216,7 @@ def evaluate(case):
         return {"values": cast(a, dtype, case["to"])}
     rows = case.get("rows") or 0
     shape = (rows, len(a) // rows) if rows else (len(a),)
-    if not dtype.startswith("float") and dtype != "bool" and (op in INT_BINARY or op in INT_UNARY):
+    if not is_float(dtype) and dtype != "bool" and (op in INT_BINARY or op in INT_UNARY):
         if b is not None:
             vals = [INT_BINARY[op](x, y, dtype) for x, y in zip(a, b)]
         else:
@@ -221,9 +227,15 @@ def evaluate(case):
         out = {"sum": lambda x: x.sum(1), "prod": lambda x: x.prod(1), "cumsum": lambda x: x.cumsum(1)}[op](t)
         return {"values": [str(wrap(v, dtype)) for v in out.flatten().tolist()]}
     dt = DTYPES[dtype]
-    ins = [torch.tensor(v, dtype=torch.float64).reshape(shape).to(dt) if dtype.startswith("float")
+    ins = [torch.tensor(v, dtype=torch.float64).reshape(shape).to(dt) if is_float(dtype)
            else torch.tensor(v, dtype=dt).reshape(shape) for v in ([a] if b is None else [a, b])]
-    if op in EXACT:
+    if op in EXACT and dtype in HALF:
+        # The half types compute in float32 and round once (so do PyTorch's
+        # bfloat16 ops; its CPU float16 ones are few).
+        values = EXACT[op](*[x.float() for x in ins])
+        if values.dtype.is_floating_point:
+            values = values.to(dt)
+    elif op in EXACT:
         values = EXACT[op](*ins)
     else:
         values = ROUNDED[op](*[x.double() for x in ins]).to(dt)
