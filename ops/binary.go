@@ -83,10 +83,14 @@ func init() {
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor {
 				// d/da a^b = b·a^(b-1), 0 where b is 0 (a^0 is constant: b·a^(b-1)
-				// would be 0·∞ at a = 0): the power there is a^0, times b = 0.
+				// would be 0·∞ at a = 0), as PyTorch and JAX select it: there
+				// the factor is b's 0 and the power a^0, both taken through
+				// Where so that no gradient reaches b through them either.
+				// The selections are b's size (a scalar's, for x³), not a's.
 				zero := t.keep(Eq(b, ScalarLike(b, 0)))
+				bz := t.keep(Where(zero, ScalarLike(b, 0), b))
 				e := t.keep(Where(zero, ScalarLike(b, 0), t.keep(Sub(b, ScalarLike(b, 1)))))
-				return Mul(dy, t.keep(Mul(b, t.keep(Pow(a, e)))))
+				return Mul(dy, t.keep(Mul(bz, t.keep(Pow(a, e)))))
 			}),
 			when(g.Needs[1], func() *tensor.Tensor {
 				// d/db a^b = a^b·ln a where a > 0, and where a is 0 with b < 0

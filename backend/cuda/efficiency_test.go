@@ -235,8 +235,8 @@ var budgets = map[string]kernelBudget{
 	"rms_norm_f32":                     {instr: 54},
 	"rms_norm_grad_f32":                {instr: 32},
 	"sparse_xent_f32_s32":              {instr: 140}, // log Σ as log k + log1p(r/k): a second reduction (k) a row
-	"sparse_xent_grad_f32_s32":         {instr: 48},
-	"gelutanh_f32":                     {instr: 23}, // in float32: an ex2 and a rcp (gelu32.go), -0 at -∞
+	"sparse_xent_grad_f32_s32":         {instr: 51},  // its exponential's argument rounding carried (ex2Carried)
+	"gelutanh_f32":                     {instr: 23},  // in float32: an ex2 and a rcp (gelu32.go), -0 at -∞
 	"gelutanhgrad_f32_vv":              {instr: 17},
 	"attn_probs_f32":                   {instr: 295},
 	"attn_grad_f32":                    {instr: 52},

@@ -55,7 +55,11 @@ func TestRowKernelsTakeAWarpARow(t *testing.T) {
 		// output rounded the other way moves its gradients by ulps.
 		tol     float64
 		kernels []string
-		budget  float64 // instructions per element, at most, a warp a row
+		// budget: instructions per element, at most, a warp a row (the
+		// float32 exponentials carry their argument's rounding: about
+		// five an element more than one ex2.approx alone, which erred by
+		// |x|·2⁻²⁴)
+		budget float64
 	}{
 		{"layer norm float32", []*tensor.Tensor{f32(1025, 96), f32(96), f32(96)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.LayerNorm(in[0], in[1], in[2], 1e-5)
@@ -68,19 +72,19 @@ func TestRowKernelsTakeAWarpARow(t *testing.T) {
 		}, 1024, 384, 3e-2, []string{"rms_norm_bf16_pf32", "rms_norm_grad_bf16_pf32"}, 30},
 		{"softmax, rows of 1024 (a warp's longest)", []*tensor.Tensor{f32(1024, 1024)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.Softmax(in[0], 1)
-		}, 1024, 1024, 1e-5, []string{"softmax_f32"}, 20},
+		}, 1024, 1024, 1e-5, []string{"softmax_f32"}, 23},
 		{"log softmax, rows of 1025 (a block's)", []*tensor.Tensor{f32(1024, 1025)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.LogSoftmax(in[0], 1)
 		}, 1024, 1025, 1e-5, []string{"log_softmax_f32"}, 0},
 		{"softmax and its gradient, rows of 300", []*tensor.Tensor{f32(1100, 300)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.Softmax(in[0], 1)
-		}, 1100, 300, 1e-5, []string{"softmax_f32", "softmax_grad_f32"}, 24},
+		}, 1100, 300, 1e-5, []string{"softmax_f32", "softmax_grad_f32"}, 27},
 		{"log softmax of bfloat16 and its gradient, rows of 200", []*tensor.Tensor{ops.Cast(f32(1030, 200), tensor.BFloat16)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.LogSoftmax(in[0], 1)
-		}, 1030, 200, 3e-2, []string{"log_softmax_bf16", "log_softmax_grad_bf16"}, 75},
+		}, 1030, 200, 3e-2, []string{"log_softmax_bf16", "log_softmax_grad_bf16"}, 78},
 		{"cross-entropy of 65 classes", []*tensor.Tensor{f32(1030, 65)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.SparseSoftmaxCrossEntropy(in[0], onGPUIfAny(in[0], labels(1030, 65)))
-		}, 1030, 65, 1e-5, []string{"sparse_xent_f32_s32", "sparse_xent_grad_f32_s32"}, 65},
+		}, 1030, 65, 1e-5, []string{"sparse_xent_f32_s32", "sparse_xent_grad_f32_s32"}, 68},
 		{"causal attention's rows, 256 keys", []*tensor.Tensor{f32(2, 2, 256, 16), f32(2, 2, 256, 16), f32(2, 2, 256, 16)}, func(in []*tensor.Tensor) *tensor.Tensor {
 			return ops.Attention(in[0], in[1], in[2], nil, true, 0)
 		}, 1024, 256, 1e-5, []string{"attn_probs_f32", "attn_grad_f32"}, 32},

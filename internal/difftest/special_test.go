@@ -53,6 +53,11 @@ var specialFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 1.5, -2
 // summation, and the infinities and NaN still there.
 var tameFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 2.5, -7, 3, math.Inf(1), math.Inf(-1), math.NaN()}
 
+// wideFloats make the rows of softmaxes far apart: logits whose
+// exponentials overflow or underflow unless the row's maximum is taken
+// off first, and gaps past float32's and float64's ranges.
+var wideFloats = []float64{0, 1, -1, 100, -100, 1000, -1000, 1e4, -1e4, 88, -88, 700, -700, 1e-300}
+
 // specialInts are each integer dtype's values: small ones of both signs
 // and the bounds (where sums, products, negations and quotients wrap).
 func specialInts(dt tensor.DType) []int64 {
@@ -83,11 +88,11 @@ type specialOp struct {
 	fn    func(a, b T) T
 	ulps  float64
 	grad  bool
-	// row: a row op (A is [Rows, n]): its values come from tameFloats
-	// where tame, else from specialFloats; signedZero false where the
-	// sign of a zero result is not compared (a sum's zero is +0 or -0 by
-	// its order).
-	row, tame  bool
+	// row: a row op (A is [Rows, n]); from: its values (specialFloats
+	// where nil); signedZero false where the sign of a zero result is not
+	// compared (a sum's zero is +0 or -0 by its order).
+	row        bool
+	from       []float64
 	signedZero bool
 	// nearOne: ulps count in units of 1's last place where the result is
 	// smaller (sin and cos near their roots, as Go's math library
@@ -163,13 +168,16 @@ var specialOps = []specialOp{
 	{name: "sort_descending", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.Sort(x, 1, true) }), signedZero: true},
 	{name: "argsort", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { return ops.ArgSort(x, 1, false) })},
 	{name: "topk", kinds: "fiu", row: true, fn: oneOperand(func(x T) T { v, _ := ops.TopK(x, 2); return v })},
-	{name: "sum", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Sum(x, 1) })},
-	{name: "prod", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Prod(x, 1) })},
-	{name: "mean", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Mean(x, 1) })},
-	{name: "cumsum", kinds: "fiu", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Cumsum(x, 1, false, false) })},
-	{name: "softmax", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.Softmax(x, 1) }), ulps: 4},
-	{name: "log_softmax", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.LogSoftmax(x, 1) }), ulps: 4, nearOne: true},
-	{name: "logsumexp", kinds: "f", row: true, tame: true, fn: oneOperand(func(x T) T { return ops.LogSumExp(x, 1) }), ulps: 4, nearOne: true},
+	{name: "sum", kinds: "fiu", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Sum(x, 1) })},
+	{name: "prod", kinds: "fiu", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Prod(x, 1) })},
+	{name: "mean", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Mean(x, 1) })},
+	{name: "cumsum", kinds: "fiu", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Cumsum(x, 1, false, false) })},
+	{name: "softmax", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Softmax(x, 1) }), ulps: 4},
+	{name: "log_softmax", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.LogSoftmax(x, 1) }), ulps: 4, nearOne: true},
+	{name: "logsumexp", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.LogSumExp(x, 1) }), ulps: 4, nearOne: true},
+	{name: "softmax_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.Softmax(x, 1) }), ulps: 4},
+	{name: "log_softmax_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.LogSoftmax(x, 1) }), ulps: 4, nearOne: true, grad: true},
+	{name: "logsumexp_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.LogSumExp(x, 1) }), ulps: 4, nearOne: true, grad: true},
 }
 
 // kindOf is dt's letter in specialOp.kinds.
@@ -185,16 +193,15 @@ func kindOf(dt tensor.DType) string {
 	return "i"
 }
 
-// specialValues are dt's values (tame ones for a tame row op), as
+// specialValues are dt's values (from src, specialFloats where nil), as
 // float64 for the floats and int64 for the rest, deduplicated after
 // rounding to dt.
-func specialValues(dt tensor.DType, tame bool) (fs []float64, is []int64) {
+func specialValues(dt tensor.DType, src []float64) (fs []float64, is []int64) {
 	if !dt.IsFloat() {
 		return nil, specialInts(dt)
 	}
-	src := specialFloats
-	if tame {
-		src = tameFloats
+	if src == nil {
+		src = specialFloats
 	}
 	seen := map[uint64]bool{}
 	for _, v := range src {
@@ -224,7 +231,7 @@ func element(f float64, i int64, float bool) string {
 // pair (binary), or rows of five drawn from the values (row ops), with
 // one long row of 300 for the sorts (their radix path).
 func specialOperands(op specialOp, dt tensor.DType, r *rand.Rand) (a, b []string, rows int) {
-	fs, is := specialValues(dt, op.tame)
+	fs, is := specialValues(dt, op.from)
 	n := max(len(fs), len(is))
 	at := func(k int) string {
 		if dt.IsFloat() {

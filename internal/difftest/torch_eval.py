@@ -411,12 +411,11 @@ UNARY = {
 
 def pow_positive(a, b):
     # The programs' bases are positive (generate_test.go's genDomain).
-    # torch.pow's gradient towards the base is masked to 0 where the
-    # exponent is 0 (right: b·a^(b-1) is 0 there), and so is that mask's
-    # derivative towards the exponent, which is a^-1, not 0: Hessian-vector
-    # products through it were wrong where an exponent is exactly 0 (finite
-    # differences agree with eagerflow's). exp(b·log a) has every order right.
-    return torch.exp(b * torch.log(a))
+    # torch.pow's gradient towards the base is selected to 0 where the
+    # exponent is 0 (b·a^(b-1) is 0 there, and would be 0·∞ at a = 0), so
+    # that gradient's own derivative towards the exponent is 0 there too
+    # (not a^-1): JAX selects the same way, and eagerflow does.
+    return torch.pow(a, b)
 
 
 BINARY = {

@@ -176,26 +176,54 @@ func (m fm) exp(x ptx.Reg) ptx.Reg {
 }
 
 // expFor is e^x (x float64) for rows of dtype d, as float64: float64's
-// series (exp) for float64, else float32's one ex2.approx of x·log₂e
-// (relative error about 2⁻²² and |x|·2⁻²⁴, as the CPU's float32
-// exponentials' few ulps), where the series takes about 40 instructions.
-// The softmaxes' and the attention's rows take it.
+// series (exp) for float64, else float32's one ex2.approx (relative error
+// about 2⁻²², a few float32 ulps, as the CPU's float32 exponentials),
+// where the series takes about 40 instructions. t = x·log₂e is taken in
+// float64 and its rounding to float32 carried as 1 + (t - t₃₂)·ln 2: 2^t₃₂
+// alone erred by |x|·2⁻²⁴ (87 ulps at x = -87). The softmaxes' and the
+// attention's rows take it.
 func (m fm) expFor(d DType, x ptx.Reg) ptx.Reg {
 	if d == F64 {
 		return m.exp(x)
 	}
 	k := m.k
-	x32 := k.Reg(ptx.F32)
-	k.Op("cvt.rn.f32.f64 %s, %s", x32, x)
-	return widen(k, F32, exp32(k, x32))
+	t := m.mul(x, m.c(math.Log2E))
+	t32, back, rem := k.Reg(ptx.F32), m.reg(), k.Reg(ptx.F32)
+	k.Op("cvt.rn.f32.f64 %s, %s", t32, t)
+	k.Op("cvt.f64.f32 %s, %s", back, t32)
+	k.Op("cvt.rn.f32.f64 %s, %s", rem, m.mul(m.sub(t, back), m.c(math.Ln2)))
+	return widen(k, F32, ex2Carried(k, t32, rem))
 }
 
-// exp32 is e^x of the float32 x, float32: one ex2.approx of x·log₂e
+// The float32 log₂e in two parts.
+var log2eHi = float64(float32(math.Log2E))
+var log2eLo = float64(float32(math.Log2E - log2eHi))
+
+// exp32 is e^x of the float32 x, float32: 2^t by one ex2.approx, t =
+// x·log₂e rounded, the product's rounding (and log₂e's past float32) by
+// FMA carried as 1 + r·ln 2: within about 2⁻²² relative at every x
 // (expFor's accuracy).
 func exp32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	f := func(v float64) string { return ptx.Imm(ptx.F32, v) }
+	t, nt, r := k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("mul.rn.f32 %s, %s, %s", t, x, f(log2eHi))
+	k.Op("neg.f32 %s, %s", nt, t)
+	k.Op("fma.rn.f32 %s, %s, %s, %s", r, x, f(log2eHi), nt) // exact: x·hi - t
+	k.Op("fma.rn.f32 %s, %s, %s, %s", r, x, f(log2eLo), r)
+	k.Op("mul.rn.f32 %s, %s, %s", r, r, f(math.Ln2))
+	return ex2Carried(k, t, r)
+}
+
+// ex2Carried is 2^t·(1 + r), t and r float32, r a correction below 2⁻¹⁰
+// (NaN where t is infinite: clamped to 2⁻¹⁰, which 2^t's 0 or ∞ absorbs;
+// PTX's min and max return the number).
+func ex2Carried(k *ptx.Kernel, t, r ptx.Reg) ptx.Reg {
+	f := func(v float64) string { return ptx.Imm(ptx.F32, v) }
 	e := k.Reg(ptx.F32)
-	k.Op("mul.rn.f32 %s, %s, %s", e, x, ptx.Imm(ptx.F32, math.Log2E))
-	k.Op("ex2.approx.f32 %s, %s", e, e)
+	k.Op("min.f32 %s, %s, %s", r, r, f(0x1p-10))
+	k.Op("max.f32 %s, %s, %s", r, r, f(-0x1p-10))
+	k.Op("ex2.approx.f32 %s, %s", e, t)
+	k.Op("fma.rn.f32 %s, %s, %s, %s", e, e, r, e)
 	return e
 }
 
