@@ -101,7 +101,9 @@ func erf32Loop(o, x []float32) {
 // kernel ssigmoid8 (within 2 ulp), the rest with sigmoid32.
 func sigmoid32Loop(o, x []float32) {
 	x = x[:len(o)]
-	for i := vecPrefix(o, x, haveVecKernels, 8, ssigmoid8); i < len(o); i++ {
+	start := vecPrefix(o, x, haveAVX512, 16, ssigmoid16)
+	start += vecPrefix(o[start:], x[start:], haveVecKernels, 8, ssigmoid8)
+	for i := start; i < len(o); i++ {
 		o[i] = sigmoid32(x[i])
 	}
 }

@@ -330,6 +330,29 @@ func TestTanhKernelsEach(t *testing.T) {
 	}
 }
 
+// The sigmoid kernels, sixteen lanes and eight, give the same bits (the
+// same steps) over a sweep past both ends of e^-|x|'s range, the
+// subnormal results, ±0, ±∞ and NaN.
+func TestSigmoidKernelsAgree(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512: ssigmoid16 never runs")
+	}
+	const n = 1 << 16
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = -120 + 240*float32(i)/n
+	}
+	copy(x, []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, -87.5, -103.9, -104})
+	a, b := make([]float32, n), make([]float32, n)
+	ssigmoid16(&a[0], &x[0], n)
+	ssigmoid8(&b[0], &x[0], n)
+	for i := range x {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("sigmoid(%v): sixteen lanes %v, eight %v", x[i], a[i], b[i])
+		}
+	}
+}
+
 // checkULPs fails the test where got[i], a float32 kernel's result for
 // x[i], is more than bound ulps from ref in float64 rounded to float32, and
 // logs the worst error of the sweep.

@@ -3,7 +3,7 @@
 package cpu
 
 // The float32 vector kernels of transcendental functions (AVX2 and FMA;
-// stanh16 AVX-512), in math_exp_amd64.s, math_tanh_amd64.s,
+// stanh16 and ssigmoid16 AVX-512), in math_exp_amd64.s, math_tanh_amd64.s,
 // math_log_amd64.s and math_erf_amd64.s. Each takes n a multiple of its
 // lanes; fastmath.go runs them over the whole blocks and the rest in Go.
 
@@ -12,6 +12,9 @@ func sexp8(dst, x *float32, n int)
 
 //go:noescape
 func ssigmoid8(dst, x *float32, n int)
+
+//go:noescape
+func ssigmoid16(dst, x *float32, n int)
 
 //go:noescape
 func stanh8(dst, x *float32, n int)

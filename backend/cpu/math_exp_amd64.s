@@ -57,3 +57,57 @@ sigloop:
 sigdone:
 	VZEROUPPER
 	RET
+
+// func ssigmoid16(dst, x *float32, n int)
+// ssigmoid8's method in sixteen AVX-512 lanes, for n a multiple of 16:
+// t = e^-|x| (EXP8's steps, its scale in two halves so that t may be
+// subnormal), 1/(1+t) for x >= 0 and t/(1+t) below; NaN stays NaN.
+TEXT ·ssigmoid16(SB), NOSPLIT, $0-24
+	UNARY_ARGS
+	VBROADCASTSS f32One<>(SB), Z14
+	VPXORD       Z15, Z15, Z15
+
+sig16loop:
+	CMPQ    CX, $16
+	JL      sig16done
+	VMOVUPS (SI), Z0
+	VPORD.BCST  f32Sign<>(SB), Z0, Z1          // -|x|
+	VCMPPS.BCST $0x11, expLo<>(SB), Z1, K2     // e^-|x| rounds to 0 there
+	VMAXPS.BCST expLo<>(SB), Z1, Z1
+	VMULPS.BCST expLog2e<>(SB), Z1, Z3
+	VRNDSCALEPS $0, Z3, Z3
+	VFNMADD231PS.BCST expLn2Hi<>(SB), Z3, Z1
+	VFNMADD231PS.BCST expLn2Lo<>(SB), Z3, Z1
+	VBROADCASTSS expE7<>(SB), Z4
+	VFMADD213PS.BCST expE6<>(SB), Z1, Z4
+	VFMADD213PS.BCST expE5<>(SB), Z1, Z4
+	VFMADD213PS.BCST expE4<>(SB), Z1, Z4
+	VFMADD213PS.BCST expE3<>(SB), Z1, Z4
+	VFMADD213PS.BCST expE2<>(SB), Z1, Z4
+	VFMADD213PS  Z14, Z1, Z4
+	VFMADD213PS  Z14, Z1, Z4
+	VCVTPS2DQ    Z3, Z3
+	VPSRAD       $1, Z3, Z5
+	VPSUBD       Z5, Z3, Z6
+	VPADDD.BCST  expBias<>(SB), Z5, Z5
+	VPSLLD       $23, Z5, Z5
+	VPADDD.BCST  expBias<>(SB), Z6, Z6
+	VPSLLD       $23, Z6, Z6
+	VMULPS       Z5, Z4, Z4
+	VMULPS       Z6, Z4, Z1                    // t
+	VMOVAPS      Z15, K2, Z1                   // 0 where it rounds to 0
+	VADDPS       Z14, Z1, Z2                   // 1 + t
+	VCMPPS       $0x1d, Z15, Z0, K3            // x >= 0
+	VBLENDMPS    Z14, Z1, K3, Z3               // numerator: 1 where x >= 0, else t
+	VDIVPS       Z2, Z3, Z3
+	VCMPPS       $3, Z0, Z0, K4                // NaN stays NaN
+	VMOVAPS      Z0, K4, Z3
+	VMOVUPS      Z3, (DX)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	SUBQ    $16, CX
+	JMP     sig16loop
+
+sig16done:
+	VZEROUPPER
+	RET

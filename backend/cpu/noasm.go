@@ -42,6 +42,8 @@ func sexp8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build"
 
 func ssigmoid8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
 
+func ssigmoid16(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
 func stanh16(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
 
 func slog8(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
