@@ -238,6 +238,8 @@ var budgets = map[string]kernelBudget{
 	"sparse_xent_grad_f32_s32":         {instr: 51},  // its exponential's argument rounding carried (ex2Carried)
 	"gelutanh_f32":                     {instr: 23},  // in float32: an ex2 and a rcp (gelu32.go), -0 at -∞
 	"gelutanhgrad_f32_vv":              {instr: 17},
+	"gelu_f32":                         {instr: 66}, // Φ in float32, the CPU's pieces (gelu32.go); float64's fraction and series took 915
+	"gelugrad_f32_vv":                  {instr: 34}, // (484 in float64)
 	"attn_probs_f32":                   {instr: 295},
 	"attn_grad_f32":                    {instr: 52},
 	"attn_probs_f32_mask":              {instr: 295},
@@ -491,6 +493,7 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 			}
 		}},
 		{"GeluTanh and its gradient", func() { grad(func() *tensor.Tensor { return ops.GeluTanh(x) }, x) }},
+		{"Gelu and its gradient", func() { grad(func() *tensor.Tensor { return ops.Gelu(x) }, x) }},
 		{"cross-entropy and its gradient", func() {
 			labels := onGPU(t, d, tensor.FromSlice(make([]int32, 64), 64))
 			grad(func() *tensor.Tensor { return ops.SparseSoftmaxCrossEntropy(x, labels) }, x)

@@ -215,3 +215,72 @@ func TestGeluTanhFloat32OnGPU(t *testing.T) {
 	}
 	t.Logf("GeluTanh: worst error %.2f of its bound; its gradient's %.2f", worst, worstGrad)
 }
+
+// Gelu and its gradient in float32 (and so the half types) compute in
+// float32 by the CPU's Φ (kernels' gelu32.go): within 8 float32 ulps of
+// the float64 values (16 below x = -12.5, where Φ nears float32's least
+// values; 1e-43 absolute besides, some seventy subnormal spacings, where
+// e^(-x²/2) nears float32's least value and flushes), over the
+// math inputs, Φ's joins (±0.75, ±14.2) and the negative tail finely;
+// the gradient, Φ + x·φ, which crosses 0 near x = -0.75, in ulps of its
+// terms' magnitude; -0 at -∞, the gradient's 1 and 0 at ±∞, NaN kept.
+func TestGeluFloat32OnGPU(t *testing.T) {
+	d := testGPU(t)
+	var xs []float32
+	for _, v := range mathInputs() {
+		if f := float32(v); !math.IsInf(float64(f), 0) || math.IsInf(v, 0) {
+			xs = append(xs, f)
+		}
+	}
+	for v := float32(-16); v < 4; v += 0.0037 {
+		xs = append(xs, v)
+	}
+	for _, j := range []float32{0.75, -0.75, 14.2, -14.2} {
+		for i, v := 0, j; i < 8; i, v = i+1, math.Nextafter32(v, 0) {
+			xs = append(xs, v, math.Nextafter32(j, -2*j))
+		}
+	}
+	x := onGPU(t, d, tensor.FromSlice(xs, len(xs)))
+	got := tensor.ToSlice[float32](onHost(t, ops.Gelu(x)))
+	tp := tape.New()
+	tp.Watch(x)
+	grad := tensor.ToSlice[float32](onHost(t, tp.Gradient(ops.Sum(ops.Gelu(x)), x)[0])) // GeluGrad(x, 1)
+	phi := func(v float64) float64 { return 0.5 * math.Erfc(-v/math.Sqrt2) }
+	worst, worstGrad := 0.0, 0.0
+	// check measures got against want in float32 ulps of scale (≥ |want|).
+	check := func(what string, v float64, got float32, want, scale float64) float64 {
+		bound := 8.0
+		if v < -12.5 {
+			bound = 16
+		}
+		w32, s32 := float32(want), float32(scale)
+		u := math.Abs(float64(got)-float64(w32)) / float64(math.Nextafter32(s32, float32(math.Inf(1)))-s32)
+		switch {
+		case math.IsNaN(want) || math.IsInf(want, 0):
+			u = map[bool]float64{true: 0, false: math.Inf(1)}[got == w32 || got != got && want != want]
+		case got == w32 || math.Abs(float64(got)-float64(w32)) <= 1e-43:
+			u = 0
+		}
+		if u > bound {
+			t.Errorf("%s(%v) = %v, want %v (%.1f ulps)", what, v, got, w32, u)
+		}
+		return u
+	}
+	for i, f := range xs {
+		v := float64(f)
+		want, slope := v*phi(v), phi(v)+v*math.Exp(-v*v/2)/math.Sqrt(2*math.Pi)
+		switch {
+		case math.IsInf(v, -1):
+			want, slope = math.Copysign(0, -1), 0
+		case math.IsInf(v, 1):
+			slope = 1
+		}
+		terms := math.Abs(phi(v)) + math.Abs(v*math.Exp(-v*v/2)/math.Sqrt(2*math.Pi))
+		if math.IsInf(v, 0) {
+			terms = 1
+		}
+		worst = max(worst, check("Gelu", v, got[i], want, math.Abs(want)))
+		worstGrad = max(worstGrad, check("GeluGrad", v, grad[i], slope, terms))
+	}
+	t.Logf("Gelu: worst %.1f ulps, its gradient %.1f, over %d inputs", worst, worstGrad, len(xs))
+}

@@ -320,7 +320,10 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
 		case "gelugrad":
-			return inF64x2(k, d, x, y, func(m fm, x, y ptx.Reg) ptx.Reg { return m.gelugrad(x, y, d == F64) })
+			if d == F32 { // and the half types, computing in it
+				return geluGrad32(k, x, y)
+			}
+			return inF64x2(k, d, x, y, func(m fm, x, y ptx.Reg) ptx.Reg { return m.gelugrad(x, y, true) })
 		case "gelutanhgrad":
 			if d == F32 { // and the half types, computing in it
 				return geluTanhGrad32(k, x, y)

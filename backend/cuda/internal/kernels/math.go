@@ -29,9 +29,9 @@ import (
 //	         all positive: no cancellation; a² split exactly by fma), else
 //	         1 − erfc(a) by Laplace's continued fraction; the sign of x.
 //	gelu     x·Φ(x), Φ(x) = erfc(−x/√2)/2 (the continued fraction in the
-//	         lower tail, x < −2.83; (1 + erf)/2 above, within 1e-15
-//	         absolute where it cancels), and −0 where Φ is 0 (the limit at
-//	         −∞), as the CPU.
+//	         lower tail, x < −1.41; (1 + erf)/2 above), and −0 where Φ is 0
+//	         (the limit at −∞), as the CPU; its gradient gelugrad. Float32's
+//	         and the half types' compute in float32 (gelu32.go).
 //	gelutanh x/2·(1 + tanh(√(2/π)(x + 0.044715x³))), and its backward
 //	         gelutanhgrad (a binary op of x and the gradient); float32's
 //	         and the half types' compute in float32 (gelu32.go).

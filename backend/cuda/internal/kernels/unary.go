@@ -112,7 +112,10 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 			}
 			return inF64(k, d, x, mathFuncs[op])
 		case "gelu":
-			return inF64(k, d, x, func(m fm, x ptx.Reg) ptx.Reg { return m.gelu(x, d == F64) })
+			if d == F32 { // and the half types, computing in it
+				return gelu32(k, x)
+			}
+			return inF64(k, d, x, func(m fm, x ptx.Reg) ptx.Reg { return m.gelu(x, true) })
 		default:
 			return inF64(k, d, x, mathFuncs[op])
 		}
