@@ -472,8 +472,9 @@ func ulpOf(w float64, dt tensor.DType) float64 {
 }
 
 // checkSpecial compares every special case run on dev with PyTorch's
-// results.
-func checkSpecial(t *testing.T, dev device.Device) {
+// results; extra32 is the ulps allowed besides for float32's inexact
+// results (the GPU's ex2.approx, 2⁻²²·⁵ relative on the hardware).
+func checkSpecial(t *testing.T, dev device.Device, extra32 float64) {
 	cases := specialCases()
 	want := runCases(t, "special_values.py", cases, func(r *specialResult) int { return r.ID })
 	elems := 0
@@ -512,6 +513,9 @@ func checkSpecial(t *testing.T, dev device.Device) {
 					continue // a gradient at NaN: a convention (NaN, 0 or 1)
 				}
 				allow := ulps
+				if ulps > 0 && dt == tensor.Float32 {
+					allow += extra32
+				}
 				if op.cond != nil {
 					allow += op.cond(decodeFloat(c.A[k]))
 				}
@@ -588,11 +592,11 @@ func (c specialCase) operandsAt(k, n int) string {
 // special_values.py computes the documented result.
 func TestSpecialValuesMatchPyTorch(t *testing.T) {
 	needTorch(t)
-	checkSpecial(t, cpu)
+	checkSpecial(t, cpu, 0)
 }
 
 // The same on the GPU (the emulator's where none is present).
 func TestSpecialValuesAgreeOnGPU(t *testing.T) {
 	needTorch(t)
-	checkSpecial(t, testGPU(t))
+	checkSpecial(t, testGPU(t), 3)
 }

@@ -3,6 +3,7 @@ package difftest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,8 +23,9 @@ var (
 	flagGPUSeeds = flag.String("difftest.gpuseeds", "1,2", "comma-separated seeds of the GPU programs")
 )
 
-// python is the interpreter with PyTorch: Debian's, as bench/ uses.
-const python = "/usr/bin/python3"
+// python is the interpreter with PyTorch: Debian's, as bench/ uses, or
+// EAGERFLOW_PYTHON's (the GPU machine's, with pip's PyTorch).
+var python = cmp.Or(os.Getenv("EAGERFLOW_PYTHON"), "/usr/bin/python3")
 
 // installHint says how to get the interpreter the suite needs.
 const installHint = "apt-get install python3-torch python3-numpy (scripts/install-test-deps does it)"

@@ -214,6 +214,18 @@ func exp32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	return ex2Carried(k, t, r)
 }
 
+// expAny32 is exp32 where e^x may overflow (the Exp op's): 2^t's ∞ kept
+// (∞·r + ∞ is NaN for a negative correction r). The rows' and the
+// activations' exponents are at most 0 or clamped, and take exp32.
+func expAny32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	e, nan, pos := exp32(k, x), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.nan.f32 %s, %s, %s", nan, e, e)
+	k.Op("setp.gt.f32 %s, %s, 0f00000000", pos, x)
+	k.Op("and.pred %s, %s, %s", nan, nan, pos) // NaN from a positive x: ∞
+	k.Op("selp.f32 %s, 0f7f800000, %s, %s", e, e, nan)
+	return e
+}
+
 // ex2Carried is 2^t·(1 + r), t and r float32, r a correction below 2⁻¹⁰
 // (NaN where t is infinite: clamped to 2⁻¹⁰, which 2^t's 0 or ∞ absorbs;
 // PTX's min and max return the number).

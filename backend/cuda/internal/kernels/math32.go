@@ -1,0 +1,78 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// tanh and the logistic sigmoid in float32, for float32 and the half
+// types (which compute in it), by the CPU's vector kernels' methods
+// (backend/cpu's stanh8 and ssigmoid8) on exp32, the carried float32
+// exponential; the float64 path (fm's tanh and sigmoid: float64's series
+// and a float64 division) took 78 and 56 instructions an element, and
+// their float64 divisions are a dozen instructions each on the hardware.
+//
+//	tanh     x + x³·P(x²) below |x| = 0.55 (the CPU's degree-4 fit,
+//	         TestTanh32ConstantsAreTheCPUs), else x's sign on
+//	         1 - 2/(e^(2a) + 1), a = min(|x|, 9.1) (tanh is 1 in float32
+//	         from 9.01); at least ½ there, so 1 - q loses no bits.
+//	sigmoid  t = e^-|x|: 1/(1 + t) for x ≥ 0, t/(1 + t) below, so neither
+//	         side cancels.
+
+// tanh32P is P's coefficients, lowest first, as float32 bits, and
+// tanh32Small, tanh32Clamp where the pieces change and where tanh is 1.
+var tanh32P = []uint32{0xbeaaaaa6, 0x3e0886a7, 0xbd5c970a, 0x3cacb335, 0xbbce0328}
+
+const tanh32Small, tanh32Clamp = 0.55, 9.1
+
+// f32Imm is v as a float32 immediate.
+func f32Imm(v float64) string { return ptx.Imm(ptx.F32, v) }
+
+// poly32 is Σ c[i]·z^i (c as float32 bits, lowest first) by Horner's FMAs.
+func poly32(k *ptx.Kernel, z ptx.Reg, c []uint32) ptx.Reg {
+	acc := k.Reg(ptx.F32)
+	k.Op("mov.f32 %s, %s", acc, f32Imm(float64(math.Float32frombits(c[len(c)-1]))))
+	for i := len(c) - 2; i >= 0; i-- {
+		k.Op("fma.rn.f32 %s, %s, %s, %s", acc, acc, z, f32Imm(float64(math.Float32frombits(c[i]))))
+	}
+	return acc
+}
+
+// tanh32 is tanh of the float32 x: -0 and NaN kept.
+func tanh32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	a, y, q, t := k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("abs.f32 %s, %s", a, x)
+	k.Op("min.f32 %s, %s, %s", y, a, f32Imm(tanh32Clamp))
+	k.Op("add.rn.f32 %s, %s, %s", y, y, y)
+	e := exp32(k, y)
+	k.Op("add.rn.f32 %s, %s, %s", q, e, f32Imm(1))
+	k.Op("div.rn.f32 %s, %s, %s", q, f32Imm(2), q)
+	k.Op("sub.rn.f32 %s, %s, %s", t, f32Imm(1), q)
+	z, x3 := k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("mul.rn.f32 %s, %s, %s", z, x, x)
+	p := poly32(k, z, tanh32P)
+	k.Op("mul.rn.f32 %s, %s, %s", x3, z, x)
+	k.Op("fma.rn.f32 %s, %s, %s, %s", p, x3, p, x)
+	small, nan := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.lt.f32 %s, %s, %s", small, a, f32Imm(tanh32Small))
+	k.Op("selp.f32 %s, %s, %s, %s", t, p, t, small)
+	k.Op("copysign.f32 %s, %s, %s", t, x, t) // x's sign on either piece (-0 stays -0)
+	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
+	k.Op("selp.f32 %s, %s, %s, %s", t, x, t, nan)
+	return t
+}
+
+// sigmoid32 is 1/(1 + e^-x) of the float32 x; NaN kept.
+func sigmoid32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	na, num, den := k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("abs.f32 %s, %s", na, x)
+	k.Op("neg.f32 %s, %s", na, na)
+	t := exp32(k, na)
+	pos := k.Reg(ptx.Pred)
+	k.Op("setp.ge.f32 %s, %s, 0f00000000", pos, x)
+	k.Op("selp.f32 %s, %s, %s, %s", num, f32Imm(1), t, pos)
+	k.Op("add.rn.f32 %s, %s, %s", den, t, f32Imm(1))
+	k.Op("div.rn.f32 %s, %s, %s", num, num, den)
+	return num
+}
