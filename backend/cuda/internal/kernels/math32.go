@@ -76,3 +76,22 @@ func sigmoid32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	k.Op("div.rn.f32 %s, %s, %s", num, num, den)
 	return num
 }
+
+// activation is σ (sigmoid) or tanh of the float64 v in a kernel of dtype
+// d, as float64: float32's (v rounded to float32 first, as the CPU's
+// float32 cells take their float32 pre-activations) for float32 and the
+// half types, float64's series for float64. The recurrent cells and
+// sequences take it.
+func activation(m fm, d DType, sigmoid bool, v ptx.Reg) ptx.Reg {
+	if d.Compute() == F64 {
+		if sigmoid {
+			return m.sigmoid(v)
+		}
+		return m.tanh(v)
+	}
+	f := tanh32
+	if sigmoid {
+		f = sigmoid32
+	}
+	return widen(m.k, F32, f(m.k, narrow(m.k, F32, v)))
+}

@@ -91,10 +91,10 @@ func gruCellKernel(d DType, grad bool) *ptx.Kernel {
 	}
 	return cellKernel(name, d, params, func(c cell) {
 		m, g := c.m, c.gates(3)
-		z := m.sigmoid(m.add(c.load("xp", g[0]), c.load("hp", g[0])))
-		r := m.sigmoid(m.add(c.load("xp", g[1]), c.load("hp", g[1])))
+		z := activation(m, c.d, true, m.add(c.load("xp", g[0]), c.load("hp", g[0])))
+		r := activation(m, c.d, true, m.add(c.load("xp", g[1]), c.load("hp", g[1])))
 		hn := c.load("hp", g[2])
-		n := m.tanh(m.add(c.load("xp", g[2]), m.mul(r, hn)))
+		n := activation(m, c.d, false, m.add(c.load("xp", g[2]), m.mul(r, hn)))
 		h := c.load("h", c.e)
 		if !grad {
 			c.put("out", c.e, m.add(n, m.mul(z, m.sub(h, n))))
@@ -122,10 +122,11 @@ func lstmCellKernel(d DType, grad bool) *ptx.Kernel {
 	return cellKernel(name, d, params, func(c cell) {
 		m, at := c.m, c.gates(4) // gate q of the row: z[r, q·w + j]
 		z := func(q int) ptx.Reg { return m.add(c.load("xz", at[q]), c.load("hz", at[q])) }
-		i, f, g, o := m.sigmoid(z(0)), m.sigmoid(z(1)), m.tanh(z(2)), m.sigmoid(z(3))
+		act := func(sigmoid bool, v ptx.Reg) ptx.Reg { return activation(m, c.d, sigmoid, v) }
+		i, f, g, o := act(true, z(0)), act(true, z(1)), act(false, z(2)), act(true, z(3))
 		cv := c.load("c", c.e)
 		next := m.add(m.mul(f, cv), m.mul(i, g))
-		t := m.tanh(next)
+		t := act(false, next)
 		if !grad {
 			c.put("h", c.e, m.mul(o, t))
 			c.put("next", c.e, next)

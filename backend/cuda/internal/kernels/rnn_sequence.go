@@ -287,8 +287,11 @@ func (s *seq) cellAt(step ptx.Reg, g int) (e, gates ptx.Reg) {
 
 // gates returns σ(i), σ(f), tanh(g), σ(o) of the pre-activations z.
 func (s *seq) gates(z [4]ptx.Reg) (i, f, g, o ptx.Reg) {
-	return s.m.sigmoid(z[0]), s.m.sigmoid(z[1]), s.m.tanh(z[2]), s.m.sigmoid(z[3])
+	return s.act(true, z[0]), s.act(true, z[1]), s.act(false, z[2]), s.act(true, z[3])
 }
+
+// act is σ (sigmoid) or tanh of v for the kernel's dtype (activation).
+func (s *seq) act(sigmoid bool, v ptx.Reg) ptx.Reg { return activation(s.m, s.d, sigmoid, v) }
 
 func lstmSeqKernel(d DType) *ptx.Kernel {
 	k, p, s := newSeqKernel("lstm_seq", d, "ys", "hT", "cT", "zs", "hp", "cp", "xz", "u", "h0", "c0")
@@ -333,7 +336,7 @@ func lstmSeqKernel(d DType) *ptx.Kernel {
 		hv, cv := s.ldShared(hAt, 0), s.ldShared(cAt, 0)
 		i, f, g, o := s.gates(z)
 		next := m.add(m.mul(f, cv), m.mul(i, g))
-		nextR, hn := s.round(next), s.round(m.mul(o, m.tanh(next)))
+		nextR, hn := s.round(next), s.round(m.mul(o, s.act(false, next)))
 		s.onlyIf(s.ok, func() {
 			e, _ := s.cellAt(step, 1)
 			storeNarrow(k, d, s.elem(p["hp"], e), hv)
@@ -375,7 +378,7 @@ func lstmSeqGradKernel(d DType) *ptx.Kernel {
 			}
 			cv := loadWide(k, d, s.elem(p["cp"], e))
 			i, f, g, o := s.gates(z)
-			tn := m.tanh(m.add(m.mul(f, cv), m.mul(i, g)))
+			tn := s.act(false, m.add(m.mul(f, cv), m.mul(i, g)))
 			dh := m.add(loadWide(k, d, s.elem(p["dys"], e)), s.ldShared(hAt, 0))
 			dNext := m.add(s.ldShared(cAt, 0), m.mul(m.mul(dh, o), m.sub(m.c(1), m.mul(tn, tn))))
 			one := m.c(1)
@@ -472,8 +475,8 @@ func (s *seq) gruTerms(xp, rsh, step ptx.Reg) (x, rec [3]ptx.Reg) {
 // from the input terms x, the recurrent terms rec and the state h.
 func (s *seq) gruGates(x, rec [3]ptx.Reg, h ptx.Reg) (z, r, c, next ptx.Reg) {
 	m := s.m
-	z, r = m.sigmoid(m.add(x[0], rec[0])), m.sigmoid(m.add(x[1], rec[1]))
-	c = m.tanh(m.add(x[2], m.mul(r, rec[2])))
+	z, r = s.act(true, m.add(x[0], rec[0])), s.act(true, m.add(x[1], rec[1]))
+	c = s.act(false, m.add(x[2], m.mul(r, rec[2])))
 	return z, r, c, m.add(c, m.mul(z, m.sub(h, c)))
 }
 
