@@ -32,21 +32,22 @@ func Elu(x *tensor.Tensor) *tensor.Tensor {
 // tail as accurate. Floats; a *tensor.Error for other dtypes.
 func Gelu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluOp, nil, x) }
 
-var geluOp, geluGradOp *eager.Op
+// GeluGrad(x, dy) = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), is one
+// op (Φ's lower tail computed as such: Φ as (1 + erf)/2 cancels for
+// negative x); its gradient for x is g·dy·g”(x), g” = φ(x)·(2 - x²).
+var geluOp, geluGradOp = inputGradOps("Gelu", geluSecond)
 
-func init() {
-	geluOp = floatOp("Gelu", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{geluGrad(g.Inputs[0], g.OutGrads[0])}
+// inputGradOps declares the float function name, whose gradient is one
+// op, nameGrad(x, dy) (from the input x), and that op, whose own gradient
+// for x is second(x, dy, g), written as ops (so differentiable again).
+func inputGradOps(name string, second func(x, dy, g *tensor.Tensor) *tensor.Tensor) (op, grad *eager.Op) {
+	run := func(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(grad, nil, x, dy) }
+	op = floatOp(name, func(g *eager.Grad) []*tensor.Tensor {
+		return []*tensor.Tensor{run(g.Inputs[0], g.OutGrads[0])}
 	})
-	geluOp.GradReads = eager.ReadsInputs
-	// GeluGrad(x, dy) = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), one
-	// op (Φ's lower tail computed as such: Φ as (1 + erf)/2 cancels for
-	// negative x); its gradient for x is g·dy·g''(x), g'' = φ(x)·(2 - x²),
-	// written as ops (so differentiable again).
-	geluGradOp = outputGradOp("GeluGrad", "x", geluGrad, geluSecond)
+	op.GradReads = eager.ReadsInputs
+	return op, outputGradOp(name+"Grad", "x", run, second)
 }
-
-func geluGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluGradOp, nil, x, dy) }
 
 func geluSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
 	s := func(v float64) *tensor.Tensor { return ScalarLike(x, v) }
@@ -75,19 +76,11 @@ func GeluTanh(x *tensor.Tensor) *tensor.Tensor {
 // The constants of GeluTanh: √(2/π) and the cubic's coefficient.
 const geluK, geluA = 0.7978845608028654, 0.044715
 
-var geluTanhOp, geluTanhGradOp *eager.Op
-
-func init() {
-	geluTanhOp = floatOp("GeluTanh", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{geluTanhGrad(g.Inputs[0], g.OutGrads[0])}
-	})
-	geluTanhOp.GradReads = eager.ReadsInputs
-	// GeluTanhGrad(x, dy) = dy·g'(x), g'(x) = (1 + t)/2 + x/2·(1 - t²)·u',
-	// with u = √(2/π)(x + 0.044715x³), t = tanh u and u' its derivative.
-	// Its gradient for x is g·dy·g''(x), written as ops (so differentiable
-	// again): g'' = (1 - t²)·(u' + x/2·(u'' - 2t·u'²)).
-	geluTanhGradOp = outputGradOp("GeluTanhGrad", "x", geluTanhGrad, geluTanhSecond)
-}
+// GeluTanhGrad(x, dy) = dy·g'(x), g'(x) = (1 + t)/2 + x/2·(1 - t²)·u',
+// with u = √(2/π)(x + 0.044715x³), t = tanh u and u' its derivative;
+// its gradient for x is g·dy·g”(x), g” = (1 - t²)·(u' + x/2·(u” -
+// 2t·u'²)).
+var geluTanhOp, geluTanhGradOp = inputGradOps("GeluTanh", geluTanhSecond)
 
 func geluTanhSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
 	s := func(v float64) *tensor.Tensor { return ScalarLike(x, v) }
@@ -99,8 +92,6 @@ func geluTanhSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
 	second := Mul(sech2, Add(du, Mul(Mul(s(0.5), x), Sub(d2u, Mul(Mul(s(2), t), Square(du))))))
 	return Mul(Mul(g, dy), second)
 }
-
-func geluTanhGrad(x, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(geluTanhGradOp, nil, x, dy) }
 
 // fusedOn reports whether op, one op standing for several (a fused
 // kernel), has a kernel for x's device and dtype, a half dtype's through

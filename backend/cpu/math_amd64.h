@@ -59,6 +59,32 @@ CONST8(expBias, 0x0000007f) // 127, the float32 exponent bias
 	VMULPS       T3, T2, T2; \
 	VMULPS       T4, T2, X
 
+// EXP16(X, T1, T2, T3, T4): EXP8's steps in sixteen AVX-512 lanes (Z14
+// holding 1.0 in every lane, the constants broadcast from memory): X =
+// e^X within [expLo, expHi], subnormal results included.
+#define EXP16(X, T1, T2, T3, T4) \
+	VMULPS.BCST       expLog2e<>(SB), X, T1; \
+	VRNDSCALEPS       $0, T1, T1; \
+	VFNMADD231PS.BCST expLn2Hi<>(SB), T1, X; \
+	VFNMADD231PS.BCST expLn2Lo<>(SB), T1, X; \
+	VBROADCASTSS      expE7<>(SB), T2; \
+	VFMADD213PS.BCST  expE6<>(SB), X, T2; \
+	VFMADD213PS.BCST  expE5<>(SB), X, T2; \
+	VFMADD213PS.BCST  expE4<>(SB), X, T2; \
+	VFMADD213PS.BCST  expE3<>(SB), X, T2; \
+	VFMADD213PS.BCST  expE2<>(SB), X, T2; \
+	VFMADD213PS       Z14, X, T2; \
+	VFMADD213PS       Z14, X, T2; \
+	VCVTPS2DQ         T1, T1; \
+	VPSRAD            $1, T1, T3; \
+	VPSUBD            T3, T1, T4; \
+	VPADDD.BCST       expBias<>(SB), T3, T3; \
+	VPSLLD            $23, T3, T3; \
+	VPADDD.BCST       expBias<>(SB), T4, T4; \
+	VPSLLD            $23, T4, T4; \
+	VMULPS            T3, T2, T2; \
+	VMULPS            T4, T2, X
+
 // The kernels below share one skeleton (func f(dst, x *float32, n int), n a
 // multiple of the lanes): UNARY_ARGS loads dst into DX, x into SI and n
 // into CX; in the eight-lane ones UNARY8_HEAD, under the loop's label,

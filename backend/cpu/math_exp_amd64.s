@@ -74,27 +74,7 @@ sig16loop:
 	VPORD.BCST  f32Sign<>(SB), Z0, Z1          // -|x|
 	VCMPPS.BCST $0x11, expLo<>(SB), Z1, K2     // e^-|x| rounds to 0 there
 	VMAXPS.BCST expLo<>(SB), Z1, Z1
-	VMULPS.BCST expLog2e<>(SB), Z1, Z3
-	VRNDSCALEPS $0, Z3, Z3
-	VFNMADD231PS.BCST expLn2Hi<>(SB), Z3, Z1
-	VFNMADD231PS.BCST expLn2Lo<>(SB), Z3, Z1
-	VBROADCASTSS expE7<>(SB), Z4
-	VFMADD213PS.BCST expE6<>(SB), Z1, Z4
-	VFMADD213PS.BCST expE5<>(SB), Z1, Z4
-	VFMADD213PS.BCST expE4<>(SB), Z1, Z4
-	VFMADD213PS.BCST expE3<>(SB), Z1, Z4
-	VFMADD213PS.BCST expE2<>(SB), Z1, Z4
-	VFMADD213PS  Z14, Z1, Z4
-	VFMADD213PS  Z14, Z1, Z4
-	VCVTPS2DQ    Z3, Z3
-	VPSRAD       $1, Z3, Z5
-	VPSUBD       Z5, Z3, Z6
-	VPADDD.BCST  expBias<>(SB), Z5, Z5
-	VPSLLD       $23, Z5, Z5
-	VPADDD.BCST  expBias<>(SB), Z6, Z6
-	VPSLLD       $23, Z6, Z6
-	VMULPS       Z5, Z4, Z4
-	VMULPS       Z6, Z4, Z1                    // t
+	EXP16(Z1, Z3, Z4, Z5, Z6)                  // t
 	VMOVAPS      Z15, K2, Z1                   // 0 where it rounds to 0
 	VADDPS       Z14, Z1, Z2                   // 1 + t
 	VCMPPS       $0x1d, Z15, Z0, K3            // x >= 0

@@ -22,22 +22,7 @@ import (
 var twoOverPiWords = func() [20]uint64 {
 	const frac = 64 * 19     // fraction bits of 2/π kept
 	const scale = frac + 128 // π's fixed-point bits (guard bits beyond)
-	one := new(big.Int).Lsh(big.NewInt(1), scale)
-	atanInv := func(n int64) *big.Int { // atan(1/n)·2^scale
-		sum, term := new(big.Int), new(big.Int).Quo(one, big.NewInt(n))
-		n2 := big.NewInt(n * n)
-		for k := int64(0); term.Sign() != 0; k++ {
-			t := new(big.Int).Quo(term, big.NewInt(2*k+1))
-			if k%2 == 0 {
-				sum.Add(sum, t)
-			} else {
-				sum.Sub(sum, t)
-			}
-			term.Quo(term, n2)
-		}
-		return sum
-	}
-	pi := new(big.Int).Sub(new(big.Int).Mul(big.NewInt(16), atanInv(5)), new(big.Int).Mul(big.NewInt(4), atanInv(239)))
+	pi := new(big.Int).Sub(new(big.Int).Mul(big.NewInt(16), atanInv(5, scale)), new(big.Int).Mul(big.NewInt(4), atanInv(239, scale)))
 	q := new(big.Int).Quo(new(big.Int).Lsh(big.NewInt(2), frac+scale), pi) // ⌊2/π·2^frac⌋
 	var w [20]uint64
 	mask := new(big.Int).SetUint64(^uint64(0))
@@ -46,6 +31,23 @@ var twoOverPiWords = func() [20]uint64 {
 	}
 	return w
 }()
+
+// atanInv is atan(1/n)·2^scale, truncated (its series' terms each
+// truncated: a few units of the last bit off).
+func atanInv(n int64, scale uint) *big.Int {
+	sum, term := new(big.Int), new(big.Int).Quo(new(big.Int).Lsh(big.NewInt(1), scale), big.NewInt(n))
+	n2 := big.NewInt(n * n)
+	for k := int64(0); term.Sign() != 0; k++ {
+		t := new(big.Int).Quo(term, big.NewInt(2*k+1))
+		if k%2 == 0 {
+			sum.Add(sum, t)
+		} else {
+			sum.Sub(sum, t)
+		}
+		term.Quo(term, n2)
+	}
+	return sum
+}
 
 // largeArgument is where sincos takes Payne and Hanek's reduction.
 const largeArgument = 0x1p28

@@ -14,21 +14,7 @@ func TestTwoOverPiWords(t *testing.T) {
 		t.Fatalf("words 0 and 1: %#x %#x, want 0 and 0xa2f9836e4e441529", w[0], w[1])
 	}
 	const frac, scale = 64 * 19, 64*19 + 128
-	one := new(big.Int).Lsh(big.NewInt(1), scale)
-	atanInv := func(n int64) *big.Int {
-		sum, term := new(big.Int), new(big.Int).Quo(one, big.NewInt(n))
-		for k := int64(0); term.Sign() != 0; k++ {
-			q := new(big.Int).Quo(term, big.NewInt(2*k+1))
-			if k%2 == 0 {
-				sum.Add(sum, q)
-			} else {
-				sum.Sub(sum, q)
-			}
-			term.Quo(term, big.NewInt(n*n))
-		}
-		return sum
-	}
-	pi := new(big.Int).Mul(big.NewInt(4), new(big.Int).Add(atanInv(2), atanInv(3)))
+	pi := new(big.Int).Mul(big.NewInt(4), new(big.Int).Add(atanInv(2, scale), atanInv(3, scale)))
 	v := new(big.Int)
 	for _, word := range w[1:] {
 		v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(word))
