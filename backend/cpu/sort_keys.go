@@ -40,9 +40,6 @@ func floatKey(v float32) uint32 {
 	return k
 }
 
-// isNaNBits reports whether v is a NaN, from its bits.
-func isNaNBits(v float32) bool { return math.Float32bits(v)&^(1<<31) > 0x7f800000 }
-
 func int32Key(v int32) uint32 { return uint32(v) ^ 1<<31 }
 
 func uint8Key(v uint8) uint32 { return uint32(v) }
