@@ -58,3 +58,10 @@ func TestTanh32ConstantsAreTheCPUs(t *testing.T) {
 	want := map[string]uint32{"tanhSmall": math.Float32bits(tanh32Small), "tanhClamp": math.Float32bits(tanh32Clamp)}
 	checkConsts(t, "math_tanh_amd64.s", named("tanhP", tanh32P, want))
 }
+
+// The GPU's float32 erf takes the CPU's vector erf's (serf8 in
+// backend/cpu/math_erf_amd64.s).
+func TestErf32ConstantsAreTheCPUs(t *testing.T) {
+	want := map[string]uint32{"erfClamp": math.Float32bits(erf32Clamp)}
+	checkConsts(t, "math_erf_amd64.s", named("erfB", erf32B, named("erfS", erf32S, want)))
+}

@@ -95,3 +95,43 @@ func activation(m fm, d DType, sigmoid bool, v ptx.Reg) ptx.Reg {
 	}
 	return widen(m.k, F32, f(m.k, narrow(m.k, F32, v)))
 }
+
+// erf32 is erf of the float32 x by the CPU's vector method (serf8): a·S(a²)
+// below a = |x| = 1, 1 - e^(-b²)·B(1/b) for b = min(a, 3.92) above (erf is
+// 1 in float32 from 3.92), x's sign; S and B the CPU's fits
+// (TestErf32ConstantsAreTheCPUs). The float64 path (a series and a
+// continued fraction, a division a step) took about 650 instructions an
+// element.
+func erf32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	a, z, b, t, nb2 := k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("abs.f32 %s, %s", a, x)
+	k.Op("mul.rn.f32 %s, %s, %s", z, a, a)
+	small := poly32(k, z, erf32S)
+	k.Op("mul.rn.f32 %s, %s, %s", small, small, a)
+	k.Op("min.f32 %s, %s, %s", b, a, f32Imm(erf32Clamp))
+	k.Op("rcp.approx.f32 %s, %s", t, b) // within an ulp: B moves by parts in 10⁸, times e^-b² ≤ 0.37
+	big := poly32(k, t, erf32B)
+	k.Op("mul.rn.f32 %s, %s, %s", nb2, b, b)
+	k.Op("neg.f32 %s, %s", nb2, nb2)
+	e := exp32(k, nb2)
+	k.Op("mul.rn.f32 %s, %s, %s", big, big, e)
+	k.Op("sub.rn.f32 %s, %s, %s", big, f32Imm(1), big)
+	lt1, far, nan := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.lt.f32 %s, %s, %s", lt1, a, f32Imm(1))
+	k.Op("selp.f32 %s, %s, %s, %s", big, small, big, lt1)
+	k.Op("setp.ge.f32 %s, %s, %s", far, a, f32Imm(erf32Clamp))
+	k.Op("selp.f32 %s, %s, %s, %s", big, f32Imm(1), big, far)
+	k.Op("copysign.f32 %s, %s, %s", big, x, big)
+	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
+	k.Op("selp.f32 %s, %s, %s, %s", big, x, big, nan)
+	return big
+}
+
+// erf32S and erf32B are S's and B's coefficients, lowest first, as
+// float32 bits; erf32Clamp where erf is 1.
+var (
+	erf32S = []uint32{0x3f906eba, 0xbec0933a, 0x3de704a2, 0xbcdad1b5, 0x3ba12383, 0xba13a020}
+	erf32B = []uint32{0x39b350ba, 0x3f0ecfa0, 0x3d4e0ef8, 0xbf00eeb9, 0x3f124c29, 0xbeb2e8e3, 0x3df1496e, 0xbc8c60e6}
+)
+
+const erf32Clamp = 3.92
