@@ -304,7 +304,7 @@ func ulps32(got, want float32) float64 {
 	return math.Abs(float64(got)-float64(want)) / float64(math.Nextafter32(w, float32(math.Inf(1)))-w)
 }
 
-// Exp, Tanh, Sigmoid and Erf in float32 (and so the half types) compute in
+// Exp, Tanh, Sigmoid, Erf and Log in float32 (and so the half types) compute in
 // float32 on the carried exponential (kernels' math32.go): within 6
 // float32 ulps of the float64 values rounded over the math inputs,
 // tanh's join (0.55) and a fine grid (the emulator's ex2.approx is exact,
@@ -333,7 +333,7 @@ func TestFloat32MathOnGPU(t *testing.T) {
 		name string
 		op   func(*tensor.Tensor) *tensor.Tensor
 		ref  func(float64) float64
-	}{{"exp", ops.Exp, math.Exp}, {"tanh", ops.Tanh, math.Tanh}, {"sigmoid", ops.Sigmoid, sigmoid}, {"erf", ops.Erf, math.Erf}} {
+	}{{"exp", ops.Exp, math.Exp}, {"tanh", ops.Tanh, math.Tanh}, {"sigmoid", ops.Sigmoid, sigmoid}, {"erf", ops.Erf, math.Erf}, {"log", ops.Log, mathx.Log}} {
 		got := tensor.ToSlice[float32](onHost(t, c.op(x)))
 		worst, at := 0.0, float32(0)
 		for i, v := range xs {

@@ -65,3 +65,9 @@ func TestErf32ConstantsAreTheCPUs(t *testing.T) {
 	want := map[string]uint32{"erfClamp": math.Float32bits(erf32Clamp)}
 	checkConsts(t, "math_erf_amd64.s", named("erfB", erf32B, named("erfS", erf32S, want)))
 }
+
+// The GPU's float32 log takes the CPU's two parts of ln 2
+// (backend/cpu/math_amd64.h).
+func TestLog32ConstantsAreTheCPUs(t *testing.T) {
+	checkConsts(t, "math_amd64.h", map[string]uint32{"expLn2Hi": log32Ln2Hi, "expLn2Lo": log32Ln2Lo})
+}

@@ -135,3 +135,53 @@ var (
 )
 
 const erf32Clamp = 3.92
+
+// log32 is ln x of the float32 x by the CPU's vector method (slog8): x =
+// 2^e·m with m in [√½, √2) (subnormals scaled by 2²³ first), ln m =
+// 2·atanh(s), s = (m - 1)/(m + 1), by its odd series to s⁹, e·ln 2 added
+// in two parts (the CPU's, TestLog32ConstantsAreTheCPUs); 0 gives -∞, +∞
+// +∞, negative numbers and NaN NaN.
+func log32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	r32 := func() ptx.Reg { return k.Reg(ptx.F32) }
+	sub, p := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	xs := r32()
+	k.Op("setp.lt.f32 %s, %s, 0f00800000", sub, x) // below the least normal
+	k.Op("mul.rn.f32 %s, %s, 0f4b000000", xs, x)   // ·2²³
+	k.Op("selp.f32 %s, %s, %s, %s", xs, xs, x, sub)
+	bits, e, mb := k.Reg(ptx.U32), k.Reg(ptx.S32), k.Reg(ptx.U32)
+	k.Op("mov.b32 %s, %s", bits, xs)
+	k.Op("shr.u32 %s, %s, 23", e, bits)
+	k.Op("sub.s32 %s, %s, 127", e, e)
+	k.Op("@%s sub.s32 %s, %s, 23", sub, e, e)
+	k.Op("and.b32 %s, %s, 8388607", mb, bits)
+	k.Op("or.b32 %s, %s, 1065353216", mb, mb) // m in [1, 2)
+	m, half := r32(), r32()
+	k.Op("mov.b32 %s, %s", m, mb)
+	k.Op("setp.gt.f32 %s, %s, %s", p, m, f32Imm(float64(float32(math.Sqrt2))))
+	k.Op("mul.rn.f32 %s, %s, 0f3f000000", half, m)
+	k.Op("selp.f32 %s, %s, %s, %s", m, half, m, p)
+	k.Op("@%s add.s32 %s, %s, 1", p, e, e)
+	ef, s, den, z := r32(), r32(), r32(), r32()
+	k.Op("cvt.rn.f32.s32 %s, %s", ef, e)
+	k.Op("sub.rn.f32 %s, %s, 0f3f800000", s, m)
+	k.Op("add.rn.f32 %s, %s, 0f3f800000", den, m)
+	k.Op("div.rn.f32 %s, %s, %s", s, s, den)
+	k.Op("mul.rn.f32 %s, %s, %s", z, s, s)
+	c := func(v float64) uint32 { return math.Float32bits(float32(v)) }
+	t := poly32(k, z, []uint32{c(1.0 / 3), c(1.0 / 5), c(1.0 / 7), c(1.0 / 9)})
+	k.Op("mul.rn.f32 %s, %s, %s", t, z, t)
+	k.Op("add.rn.f32 %s, %s, %s", s, s, s)        // 2s
+	k.Op("fma.rn.f32 %s, %s, %s, %s", t, s, t, s) // ln m = 2s + 2s·s²(1/3 + ...)
+	k.Op("fma.rn.f32 %s, %s, %s, %s", t, ef, f32Imm(float64(math.Float32frombits(log32Ln2Lo))), t)
+	k.Op("fma.rn.f32 %s, %s, %s, %s", t, ef, f32Imm(float64(math.Float32frombits(log32Ln2Hi))), t)
+	k.Op("setp.eq.f32 %s, %s, 0f00000000", p, x)
+	k.Op("selp.f32 %s, 0fff800000, %s, %s", t, t, p)
+	k.Op("setp.eq.f32 %s, %s, 0f7f800000", p, x)
+	k.Op("selp.f32 %s, 0f7f800000, %s, %s", t, t, p)
+	k.Op("setp.ltu.f32 %s, %s, 0f00000000", p, x) // negative or NaN
+	k.Op("selp.f32 %s, 0f7fffffff, %s, %s", t, t, p)
+	return t
+}
+
+// log32Ln2Hi and log32Ln2Lo are ln 2 in two float32 parts (the CPU's).
+const log32Ln2Hi, log32Ln2Lo = 0x3f318000, 0xb95e8083
