@@ -304,12 +304,12 @@ func ulps32(got, want float32) float64 {
 	return math.Abs(float64(got)-float64(want)) / float64(math.Nextafter32(w, float32(math.Inf(1)))-w)
 }
 
-// Exp, Tanh, Sigmoid, Erf and Log in float32 (and so the half types) compute in
-// float32 on the carried exponential (kernels' math32.go): within 6
-// float32 ulps of the float64 values rounded over the math inputs,
-// tanh's join (0.55) and a fine grid (the emulator's ex2.approx is exact,
-// 2 ulps worst here; the hardware's errs by up to 2⁻²²·⁵, three ulps
-// more); specials, -0 and NaN kept.
+// Exp, Tanh, Sigmoid, Erf, Log, Expm1, Log1p and Softplus in float32
+// (and so the half types) compute in float32 on the carried exponential
+// (kernels' math32.go): within 6 float32 ulps of the float64 values
+// rounded over the math inputs, tanh's join (0.55) and a fine grid (the
+// emulator's ex2.approx is exact, 3 ulps worst here; the hardware's errs
+// by up to 2⁻²²·⁵, three ulps more); specials, -0 and NaN kept.
 func TestFloat32MathOnGPU(t *testing.T) {
 	d := testGPU(t)
 	var xs []float32
@@ -333,7 +333,9 @@ func TestFloat32MathOnGPU(t *testing.T) {
 		name string
 		op   func(*tensor.Tensor) *tensor.Tensor
 		ref  func(float64) float64
-	}{{"exp", ops.Exp, math.Exp}, {"tanh", ops.Tanh, math.Tanh}, {"sigmoid", ops.Sigmoid, sigmoid}, {"erf", ops.Erf, math.Erf}, {"log", ops.Log, mathx.Log}} {
+	}{{"exp", ops.Exp, math.Exp}, {"tanh", ops.Tanh, math.Tanh}, {"sigmoid", ops.Sigmoid, sigmoid}, {"erf", ops.Erf, math.Erf}, {"log", ops.Log, mathx.Log},
+		{"expm1", ops.Expm1, math.Expm1}, {"log1p", ops.Log1p, math.Log1p},
+		{"softplus", ops.Softplus, func(v float64) float64 { return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))) }}} {
 		got := tensor.ToSlice[float32](onHost(t, c.op(x)))
 		worst, at := 0.0, float32(0)
 		for i, v := range xs {

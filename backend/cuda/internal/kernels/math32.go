@@ -185,3 +185,63 @@ func log32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 
 // log32Ln2Hi and log32Ln2Lo are ln 2 in two float32 parts (the CPU's).
 const log32Ln2Hi, log32Ln2Lo = 0x3f318000, 0xb95e8083
+
+// expm1_32 is e^x - 1 of the float32 x: x·P(x), P the Taylor series of
+// (e^x - 1)/x to x⁸/9!, below |x| = ½ (no cancelling; -0 kept), else
+// e^x - 1 (at least 0.39 in size there, so nothing cancels).
+func expm1_32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	c := make([]uint32, 9)
+	f := 1.0
+	for i := range c { // 1/(i+1)!
+		f *= float64(i + 1)
+		c[i] = math.Float32bits(float32(1 / f))
+	}
+	series := poly32(k, x, c)
+	k.Op("mul.rn.f32 %s, %s, %s", series, series, x)
+	big, small := expAny32(k, x), k.Reg(ptx.Pred)
+	k.Op("sub.rn.f32 %s, %s, 0f3f800000", big, big)
+	a := k.Reg(ptx.F32)
+	k.Op("abs.f32 %s, %s", a, x)
+	k.Op("setp.lt.f32 %s, %s, 0f3f000000", small, a)
+	k.Op("selp.f32 %s, %s, %s, %s", big, series, big, small)
+	return big
+}
+
+// log1p32 is ln(1 + x) of the float32 x: u = 1 + x rounded, then
+// ln u·x/(u - 1), which cancels u's rounding (x itself where u is 1, +∞
+// at +∞).
+func log1p32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	u, d := k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("add.rn.f32 %s, %s, 0f3f800000", u, x)
+	l := log32(k, u)
+	k.Op("sub.rn.f32 %s, %s, 0f3f800000", d, u)
+	k.Op("div.rn.f32 %s, %s, %s", d, x, d)
+	k.Op("mul.rn.f32 %s, %s, %s", l, l, d)
+	one, inf := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	k.Op("setp.eq.f32 %s, %s, 0f3f800000", one, u)
+	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, one)
+	k.Op("setp.eq.f32 %s, %s, 0f7f800000", inf, x)
+	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, inf)
+	return l
+}
+
+// softplus32 is ln(1 + e^x) of the float32 x as max(x, 0) + ln(1 +
+// e^-|x|), so that it neither overflows nor loses small values; NaN kept.
+func softplus32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+	na, m := k.Reg(ptx.F32), k.Reg(ptx.F32)
+	k.Op("abs.f32 %s, %s", na, x)
+	k.Op("neg.f32 %s, %s", na, na)
+	l := log1p32(k, exp32(k, na))
+	k.Op("max.f32 %s, %s, 0f00000000", m, x)
+	k.Op("add.rn.f32 %s, %s, %s", l, l, m)
+	nan := k.Reg(ptx.Pred)
+	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
+	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, nan)
+	return l
+}
+
+// math32Funcs are the float32 functions by the unary op's name.
+var math32Funcs = map[string]func(*ptx.Kernel, ptx.Reg) ptx.Reg{
+	"exp": expAny32, "tanh": tanh32, "sigmoid": sigmoid32, "erf": erf32, "log": log32,
+	"expm1": expm1_32, "log1p": log1p32, "softplus": softplus32,
+}

@@ -111,9 +111,9 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 				return geluTanh32(k, x)
 			}
 			return inF64(k, d, x, mathFuncs[op])
-		case "exp", "tanh", "sigmoid", "erf", "log":
+		case "exp", "tanh", "sigmoid", "erf", "log", "expm1", "log1p", "softplus":
 			if d == F32 { // and the half types, computing in it
-				return map[string]func(*ptx.Kernel, ptx.Reg) ptx.Reg{"exp": expAny32, "tanh": tanh32, "sigmoid": sigmoid32, "erf": erf32, "log": log32}[op](k, x)
+				return math32Funcs[op](k, x)
 			}
 			return inF64(k, d, x, mathFuncs[op])
 		case "gelu":
