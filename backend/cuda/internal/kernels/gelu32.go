@@ -100,28 +100,20 @@ const phi32Split, phi32Clamp = 0.75, 14.2
 // ±14.2 (for the gradient: φ is 0 past the clamp, where the gradient is
 // Φ's 0 or 1 alone, and the clamped x keeps ±∞·0 out).
 func phi32(k *ptx.Kernel, x ptx.Reg) (phi, pdf, xc ptx.Reg) {
-	f := func(v float64) string { return ptx.Imm(ptx.F32, v) }
+	f := f32Imm
 	bits := func(b uint32) string { return f(float64(math.Float32frombits(b))) }
 	r32 := func() ptx.Reg { return k.Reg(ptx.F32) }
-	poly := func(z ptx.Reg, c []uint32) ptx.Reg {
-		acc := r32()
-		k.Op("mov.f32 %s, %s", acc, bits(c[len(c)-1]))
-		for i := len(c) - 2; i >= 0; i-- {
-			k.Op("fma.rn.f32 %s, %s, %s, %s", acc, acc, z, bits(c[i]))
-		}
-		return acc
-	}
 	a, z := r32(), r32()
 	k.Op("abs.f32 %s, %s", a, x)
 	k.Op("mul.rn.f32 %s, %s, %s", z, a, a)
-	small := poly(z, phi32P)
+	small := poly32(k, z, phi32P)
 	k.Op("fma.rn.f32 %s, %s, %s, %s", small, small, x, f(0.5)) // 1/2 + x·P(x²)
 	y, u, v := r32(), r32(), r32()
 	k.Op("min.f32 %s, %s, %s", y, a, f(phi32Clamp))
 	k.Op("fma.rn.f32 %s, %s, %s, %s", u, y, f(0.5), f(1))
 	k.Op("rcp.approx.f32 %s, %s", u, u) // within an ulp: R moves by a few parts in 10⁸
 	k.Op("fma.rn.f32 %s, %s, %s, %s", v, u, bits(phi32Scale), bits(phi32Shift))
-	rv := poly(v, phi32R)
+	rv := poly32(k, v, phi32R)
 	h, l, nh := r32(), r32(), r32()
 	k.Op("mul.rn.f32 %s, %s, %s", h, y, y)
 	k.Op("neg.f32 %s, %s", nh, h)

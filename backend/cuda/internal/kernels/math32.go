@@ -39,6 +39,13 @@ func poly32(k *ptx.Kernel, z ptx.Reg, c []uint32) ptx.Reg {
 	return acc
 }
 
+// override32 sets the float32 r to v where a cmp b (a setp and a selp).
+func override32(k *ptx.Kernel, r ptx.Reg, cmp string, a, b, v any) {
+	p := k.Reg(ptx.Pred)
+	k.Op("setp.%s.f32 %s, %v, %v", cmp, p, a, b)
+	k.Op("selp.f32 %s, %v, %s, %s", r, v, r, p)
+}
+
 // tanh32 is tanh of the float32 x: -0 and NaN kept.
 func tanh32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	a, y, q, t := k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32), k.Reg(ptx.F32)
@@ -54,12 +61,9 @@ func tanh32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	p := poly32(k, z, tanh32P)
 	k.Op("mul.rn.f32 %s, %s, %s", x3, z, x)
 	k.Op("fma.rn.f32 %s, %s, %s, %s", p, x3, p, x)
-	small, nan := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	k.Op("setp.lt.f32 %s, %s, %s", small, a, f32Imm(tanh32Small))
-	k.Op("selp.f32 %s, %s, %s, %s", t, p, t, small)
+	override32(k, t, "lt", a, f32Imm(tanh32Small), p)
 	k.Op("copysign.f32 %s, %s, %s", t, x, t) // x's sign on either piece (-0 stays -0)
-	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
-	k.Op("selp.f32 %s, %s, %s, %s", t, x, t, nan)
+	override32(k, t, "nan", x, x, x)
 	return t
 }
 
@@ -116,14 +120,10 @@ func erf32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	e := exp32(k, nb2)
 	k.Op("mul.rn.f32 %s, %s, %s", big, big, e)
 	k.Op("sub.rn.f32 %s, %s, %s", big, f32Imm(1), big)
-	lt1, far, nan := k.Reg(ptx.Pred), k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	k.Op("setp.lt.f32 %s, %s, %s", lt1, a, f32Imm(1))
-	k.Op("selp.f32 %s, %s, %s, %s", big, small, big, lt1)
-	k.Op("setp.ge.f32 %s, %s, %s", far, a, f32Imm(erf32Clamp))
-	k.Op("selp.f32 %s, %s, %s, %s", big, f32Imm(1), big, far)
+	override32(k, big, "lt", a, f32Imm(1), small)
+	override32(k, big, "ge", a, f32Imm(erf32Clamp), f32Imm(1))
 	k.Op("copysign.f32 %s, %s, %s", big, x, big)
-	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
-	k.Op("selp.f32 %s, %s, %s, %s", big, x, big, nan)
+	override32(k, big, "nan", x, x, x)
 	return big
 }
 
@@ -174,12 +174,9 @@ func log32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	k.Op("fma.rn.f32 %s, %s, %s, %s", t, s, t, s) // ln m = 2s + 2s·s²(1/3 + ...)
 	k.Op("fma.rn.f32 %s, %s, %s, %s", t, ef, f32Imm(float64(math.Float32frombits(log32Ln2Lo))), t)
 	k.Op("fma.rn.f32 %s, %s, %s, %s", t, ef, f32Imm(float64(math.Float32frombits(log32Ln2Hi))), t)
-	k.Op("setp.eq.f32 %s, %s, 0f00000000", p, x)
-	k.Op("selp.f32 %s, 0fff800000, %s, %s", t, t, p)
-	k.Op("setp.eq.f32 %s, %s, 0f7f800000", p, x)
-	k.Op("selp.f32 %s, 0f7f800000, %s, %s", t, t, p)
-	k.Op("setp.ltu.f32 %s, %s, 0f00000000", p, x) // negative or NaN
-	k.Op("selp.f32 %s, 0f7fffffff, %s, %s", t, t, p)
+	override32(k, t, "eq", x, "0f00000000", "0fff800000")
+	override32(k, t, "eq", x, "0f7f800000", "0f7f800000")
+	override32(k, t, "ltu", x, "0f00000000", "0f7fffffff") // negative or NaN
 	return t
 }
 
@@ -198,12 +195,10 @@ func expm1_32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	}
 	series := poly32(k, x, c)
 	k.Op("mul.rn.f32 %s, %s, %s", series, series, x)
-	big, small := expAny32(k, x), k.Reg(ptx.Pred)
+	big, a := expAny32(k, x), k.Reg(ptx.F32)
 	k.Op("sub.rn.f32 %s, %s, 0f3f800000", big, big)
-	a := k.Reg(ptx.F32)
 	k.Op("abs.f32 %s, %s", a, x)
-	k.Op("setp.lt.f32 %s, %s, 0f3f000000", small, a)
-	k.Op("selp.f32 %s, %s, %s, %s", big, series, big, small)
+	override32(k, big, "lt", a, "0f3f000000", series)
 	return big
 }
 
@@ -217,11 +212,8 @@ func log1p32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	k.Op("sub.rn.f32 %s, %s, 0f3f800000", d, u)
 	k.Op("div.rn.f32 %s, %s, %s", d, x, d)
 	k.Op("mul.rn.f32 %s, %s, %s", l, l, d)
-	one, inf := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	k.Op("setp.eq.f32 %s, %s, 0f3f800000", one, u)
-	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, one)
-	k.Op("setp.eq.f32 %s, %s, 0f7f800000", inf, x)
-	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, inf)
+	override32(k, l, "eq", u, "0f3f800000", x)
+	override32(k, l, "eq", x, "0f7f800000", x)
 	return l
 }
 
@@ -234,9 +226,7 @@ func softplus32(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 	l := log1p32(k, exp32(k, na))
 	k.Op("max.f32 %s, %s, 0f00000000", m, x)
 	k.Op("add.rn.f32 %s, %s, %s", l, l, m)
-	nan := k.Reg(ptx.Pred)
-	k.Op("setp.nan.f32 %s, %s, %s", nan, x, x)
-	k.Op("selp.f32 %s, %s, %s, %s", l, x, l, nan)
+	override32(k, l, "nan", x, x, x)
 	return l
 }
 
