@@ -30,7 +30,7 @@ func copyStrided[T uint8 | uint16 | uint32 | uint64](dst []T, dOff int, dSt []in
 			return
 		}
 	}
-	if r >= 2 && dSt[r-1] == 1 && sSt[r-2] == 1 && sSt[r-1] != 1 && dSt[r-2] != 1 {
+	if transposes(dSt, sSt) {
 		transposeTiles(dst, dOff, dSt, src, sOff, sSt, shape)
 		return
 	}
@@ -63,6 +63,17 @@ func copyStrided[T uint8 | uint16 | uint32 | uint64](dst []T, dOff int, dSt []in
 			return
 		}
 	}
+}
+
+// transposes reports whether a box of r ≥ 2 dimensions with these
+// strides is a transpose of its last two: each side contiguous along a
+// different one. A source broadcast along the last (stride 0) is not:
+// its rows are runs of one value, which fill writes at memmove's speed
+// (a column's broadcast, a sum's gradient, took the tiles' element loop,
+// several times slower).
+func transposes(dSt, sSt []int) bool {
+	r := len(dSt)
+	return r >= 2 && dSt[r-1] == 1 && sSt[r-2] == 1 && sSt[r-1] != 1 && sSt[r-1] != 0 && dSt[r-2] != 1
 }
 
 // transposeTiles copies a box whose last two dimensions are swapped between

@@ -123,3 +123,23 @@ func TestSimplifyMergesAndDrops(t *testing.T) {
 		}
 	}
 }
+
+// A transpose of the last two dimensions takes the tiles; a source
+// broadcast along the last (a column's, [n 1] to [n m]) fills rows
+// instead, and a row-major copy neither.
+func TestTransposesNotBroadcasts(t *testing.T) {
+	for _, c := range []struct {
+		dSt, sSt []int
+		want     bool
+	}{
+		{[]int{1000, 1}, []int{1, 4096}, true}, // [4096 1000] from its transpose
+		{[]int{1000, 1}, []int{1, 0}, false},   // a column broadcast along rows
+		{[]int{1000, 1}, []int{1000, 1}, false},
+		{[]int{1000, 1}, []int{0, 1}, false}, // a row broadcast down columns
+		{[]int{1}, []int{0}, false},
+	} {
+		if got := transposes(c.dSt, c.sSt); got != c.want {
+			t.Errorf("transposes(%v, %v) = %v, want %v", c.dSt, c.sSt, got, c.want)
+		}
+	}
+}
