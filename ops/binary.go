@@ -46,21 +46,17 @@ func init() {
 		// b² underflows to 0 for a tiny b (0/0 where a is 0 too, as a
 		// product of tiny factors gives), as PyTorch's rule avoids too.
 		b, y, dy := g.Inputs[1], g.Outputs[0], g.OutGrads[0]
-		var t temps
-		defer t.release()
 		return []*tensor.Tensor{
 			when(g.Needs[0], func() *tensor.Tensor { return Div(dy, b) }),
-			when(g.Needs[1], func() *tensor.Tensor { return Neg(t.keep(Mul(dy, t.keep(Div(y, b))))) }),
+			when(g.Needs[1], func() *tensor.Tensor { return chain(step(divOp, y, b), step(mulOp, dy, nil), step(negOp, nil)) }),
 		}
 	})
 
 	remOp = binaryOp("Rem", func(g *eager.Grad) []*tensor.Tensor {
 		// a = trunc(a/b)*b + rem, so d/da = 1 and d/db = -trunc(a/b).
 		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
-		var t temps
-		defer t.release()
 		return []*tensor.Tensor{dy, when(g.Needs[1], func() *tensor.Tensor {
-			return Neg(t.keep(Mul(dy, t.keep(Div(t.keep(Sub(a, g.Outputs[0])), b)))))
+			return chain(step(subOp, a, g.Outputs[0]), step(divOp, nil, b), step(mulOp, dy, nil), step(negOp, nil))
 		})}
 	})
 
@@ -90,7 +86,7 @@ func init() {
 				zero := t.keep(Eq(b, ScalarLike(b, 0)))
 				bz := t.keep(Where(zero, ScalarLike(b, 0), b))
 				e := t.keep(Where(zero, ScalarLike(b, 0), t.keep(Sub(b, ScalarLike(b, 1)))))
-				return Mul(dy, t.keep(Mul(bz, t.keep(Pow(a, e)))))
+				return chain(step(powOp, a, e), step(mulOp, bz, nil), step(mulOp, dy, nil))
 			}),
 			when(g.Needs[1], func() *tensor.Tensor {
 				// d/db a^b = a^b·ln a where a > 0, and where a is 0 with b < 0

@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/eagerflow/eagerflow/tensor"
+
 // Internals that the external tests (package ops_test) check against.
 
 // GemmConvApplies reports whether Conv2D takes its GEMM ops for options o,
@@ -23,4 +25,15 @@ var (
 func GemmConvAttrs(o Conv2DOpts, h, w, kh, kw int) Conv2DGemmAttrs {
 	a, _ := gemmConv(o, h, w, kh, kw)
 	return a
+}
+
+// FusesMulChain reports whether chain runs dy·(k·x), two Muls, as one
+// kernel for these operands; MulChain computes it through chain.
+func FusesMulChain(k, x, dy *tensor.Tensor) bool {
+	c, _ := fused([]link{step(mulOp, k, x), step(mulOp, dy, nil)})
+	return c != nil
+}
+
+func MulChain(k, x, dy *tensor.Tensor) *tensor.Tensor {
+	return chain(step(mulOp, k, x), step(mulOp, dy, nil))
 }

@@ -14,28 +14,28 @@ var sinOp, cosOp, log1pOp, expm1Op, erfOp, ceilOp, floorOp, roundOp, isFiniteOp 
 
 func init() {
 	sinOp = floatOp("Sin", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Cos(g.Inputs[0]))}
+		return []*tensor.Tensor{chain(step(cosOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
 	cosOp = floatOp("Cos", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{Neg(Mul(g.OutGrads[0], Sin(g.Inputs[0])))}
+		return []*tensor.Tensor{chain(step(sinOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil), step(negOp, nil))}
 	})
 	log1pOp = floatOp("Log1p", func(g *eager.Grad) []*tensor.Tensor {
 		x := g.Inputs[0]
-		return []*tensor.Tensor{Div(g.OutGrads[0], Add(x, ScalarLike(x, 1)))}
+		one := ScalarLike(x, 1)
+		defer releaseTemp(one)
+		return []*tensor.Tensor{chain(step(addOp, x, one), step(divOp, g.OutGrads[0], nil))}
 	})
 	expm1Op = floatOp("Expm1", func(g *eager.Grad) []*tensor.Tensor {
 		// e^x from x, not y + 1: that cancels where x is very negative
 		// (e^-20 to 8 digits, e^-104 as 0), where ELU's gradient lives.
-		e := Exp(g.Inputs[0])
-		defer releaseTemp(e)
-		return []*tensor.Tensor{Mul(g.OutGrads[0], e)}
+		return []*tensor.Tensor{chain(step(expOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
 	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).
 		x := g.Inputs[0]
-		var t temps
-		defer t.release()
-		return []*tensor.Tensor{Mul(g.OutGrads[0], t.keep(Mul(ScalarLike(x, 2/math.Sqrt(math.Pi)), t.keep(Exp(t.keep(Neg(t.keep(Square(x)))))))))}
+		k := ScalarLike(x, 2/math.Sqrt(math.Pi))
+		defer releaseTemp(k)
+		return []*tensor.Tensor{chain(step(squareOp, x), step(negOp, nil), step(expOp, nil), step(mulOp, k, nil), step(mulOp, g.OutGrads[0], nil))}
 	})
 	// Rounding is piecewise constant: like TensorFlow, it blocks gradients.
 	ceilOp = floatOp("Ceil", nil)

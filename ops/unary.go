@@ -32,7 +32,7 @@ func init() {
 	negOp = numOp("Neg", func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{Neg(g.OutGrads[0])} })
 
 	absOp = numOp("Abs", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{Mul(g.OutGrads[0], Sign(g.Inputs[0]))}
+		return []*tensor.Tensor{chain(step(signOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
 
 	signOp = numOp("Sign", func(g *eager.Grad) []*tensor.Tensor {
@@ -41,10 +41,10 @@ func init() {
 	})
 
 	squareOp = numOp("Square", func(g *eager.Grad) []*tensor.Tensor {
-		twice := scaled(g.Inputs[0], 2)
-		dx := Mul(g.OutGrads[0], twice)
-		releaseTemp(twice)
-		return []*tensor.Tensor{dx}
+		x := g.Inputs[0]
+		two := ScalarLike(x, 2)
+		defer releaseTemp(two)
+		return []*tensor.Tensor{chain(step(mulOp, two, x), step(mulOp, g.OutGrads[0], nil))}
 	})
 
 	reluOp = numOp("Relu", func(g *eager.Grad) []*tensor.Tensor {
@@ -71,22 +71,17 @@ func init() {
 		return []*tensor.Tensor{Div(g.OutGrads[0], g.Inputs[0])}
 	})
 	sqrtOp = floatOp("Sqrt", func(g *eager.Grad) []*tensor.Tensor {
-		twice := scaled(g.Outputs[0], 2)
-		dx := Div(g.OutGrads[0], twice)
-		releaseTemp(twice)
-		return []*tensor.Tensor{dx}
+		y := g.Outputs[0]
+		two := ScalarLike(y, 2)
+		defer releaseTemp(two)
+		return []*tensor.Tensor{chain(step(mulOp, two, y), step(divOp, g.OutGrads[0], nil))}
 	})
 	rsqrtOp = floatOp("Rsqrt", func(g *eager.Grad) []*tensor.Tensor {
 		// d/dx x^-1/2 = -1/2 x^-3/2 = -y^3/2.
 		y := g.Outputs[0]
-		sq := Square(y)
-		cube := Mul(y, sq)
-		d := scaled(cube, -0.5)
-		dx := Mul(g.OutGrads[0], d)
-		for _, t := range []*tensor.Tensor{sq, cube, d} {
-			releaseTemp(t)
-		}
-		return []*tensor.Tensor{dx}
+		half := ScalarLike(y, -0.5)
+		defer releaseTemp(half)
+		return []*tensor.Tensor{chain(step(squareOp, y), step(mulOp, y, nil), step(mulOp, half, nil), step(mulOp, g.OutGrads[0], nil))}
 	})
 	tanhOp = floatOp("Tanh", func(g *eager.Grad) []*tensor.Tensor {
 		return []*tensor.Tensor{tanhGrad(g.Outputs[0], g.OutGrads[0])}

@@ -1,11 +1,16 @@
 package cuda
 
 import (
+	"math"
 	"slices"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/control/trace"
+	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/fusion"
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -52,6 +57,58 @@ func TestFusedChainsOnGPU(t *testing.T) {
 			}
 			if slices.Sort(names); !slices.Equal(names, slices.Sorted(slices.Values(want))) {
 				t.Fatalf("fused nodes %q, want %q", names, want)
+			}
+		}
+	}
+}
+
+// Gradient rules' elementwise chains (ops' chain: Pow's, Square's, Sqrt's,
+// Rsqrt's, Abs's, Erf's, Log1p's, Cos's, Div's) compile for the GPU and give bitwise the gradients the
+// ops give one by one (under a second tape, which observes), and the
+// CPU's within float32's roundings.
+func TestChainedGradientsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	steps := []fusion.Step{{Op: eager.Lookup("Pow"), Args: []fusion.Operand{{Input: 0}, {Input: 1, Single: true}}},
+		{Op: eager.Lookup("Mul"), Args: []fusion.Operand{{Input: 2, Single: true}, {Chain: true}}},
+		{Op: eager.Lookup("Mul"), Args: []fusion.Operand{{Input: 3}, {Chain: true}}}}
+	if fusion.Compile(device.GPU, steps, 4) == nil {
+		t.Fatal("Pow's gradient chain does not compile for the GPU")
+	}
+	r := tensor.NewRNG(6)
+	xh := tensor.RandUniform(r, tensor.Float32, 0.1, 3, 33, 70)
+	x := onGPU(t, d, xh)
+	for _, c := range []struct {
+		name string
+		f    func(x *tensor.Tensor) *tensor.Tensor
+	}{
+		{"Pow3", func(x *tensor.Tensor) *tensor.Tensor { return ops.Pow(x, ops.ScalarLike(x, 3)) }},
+		{"Square", ops.Square},
+		{"Sqrt", ops.Sqrt},
+		{"Rsqrt", ops.Rsqrt},
+		{"Abs", func(x *tensor.Tensor) *tensor.Tensor { return ops.Abs(ops.Sub(x, ops.ScalarLike(x, 1))) }},
+		{"Erf", ops.Erf},
+		{"Log1p", ops.Log1p},
+		{"Cos", ops.Cos},
+		{"Div", func(x *tensor.Tensor) *tensor.Tensor { return ops.Div(x, ops.Add(x, ops.ScalarLike(x, 1))) }},
+	} {
+		grad := func(x *tensor.Tensor, observed bool) []float32 {
+			if observed {
+				outer := tape.New()
+				outer.Watch(x)
+				defer outer.Stop()
+			}
+			tp := tape.New()
+			tp.Watch(x)
+			return tensor.ToSlice[float32](onHost(t, tp.Gradient(ops.Sum(c.f(x)), x)[0]))
+		}
+		fused, byOps, host := grad(x, false), grad(x, true), grad(xh, false)
+		if !slices.Equal(fused, byOps) {
+			t.Errorf("%s: the fused gradient differs from the ops' on the GPU", c.name)
+		}
+		for i := range host {
+			if diff := math.Abs(float64(fused[i] - host[i])); diff > 4e-7*math.Abs(float64(host[i]))+1e-30 {
+				t.Errorf("%s: element %d is %v on the GPU, %v on the CPU", c.name, i, fused[i], host[i])
+				break
 			}
 		}
 	}

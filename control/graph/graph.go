@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"github.com/eagerflow/eagerflow/internal/fusion"
 	"sync/atomic"
 
 	"github.com/eagerflow/eagerflow/device"
@@ -92,7 +93,7 @@ type Node struct {
 	// Device is where an op node ran when it was traced (nil: not
 	// known); Placement takes it as the node's device.
 	Device device.Device
-	fused  *fusedOp // its kernel's steps
+	fused  *fusion.Chain // its kernel's steps
 }
 
 // Out returns output i of n.

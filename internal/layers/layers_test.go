@@ -17,7 +17,7 @@ const module = "github.com/eagerflow/eagerflow/"
 // packages of a lower layer, or of its own directory tree.
 // (device is below tensor: tensors hold device buffers; backends are above
 // ops, whose attributes their kernels read, and ops never imports them.)
-var layer = map[string]int{
+var layer = map[string]float64{
 	"device": 0, "tensor": 1, "internal": 2, "interop": 5,
 	"eager": 2, "ops": 3, "profile": 3, "backend": 4, "tape": 5, "control": 6, "data": 6, "collective": 6,
 	"nn": 7, "conformance": 7, "plot": 8, "notebook": 9, "examples": 9, "bench": 9, "(root)": 10,
@@ -29,8 +29,10 @@ var layer = map[string]int{
 // random stream's blocks, likewise for its draws); backend/cuda/nccl is a
 // collective.Comm, above collective, built on the CUDA backend's internals;
 // internal/benchmodels builds the benchmarks' models from nn;
-// internal/ranktest runs tests' ranks over collective's Loopback.
-var sublayer = map[string]int{"internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "internal/philox": -1, "backend/opattr": 2, "backend/cuda/nccl": 7,
+// internal/ranktest runs tests' ranks over collective's Loopback;
+// internal/fusion, the elementwise chains' kernels, sits between eager,
+// whose ops it runs, and ops and control/graph, which fuse with it.
+var sublayer = map[string]float64{"internal/fusion": 2.5, "internal/plumb": -1, "internal/callsite": -1, "internal/hostmem": -1, "internal/philox": -1, "backend/opattr": 2, "backend/cuda/nccl": 7,
 	"internal/benchmodels": 8, "internal/ranktest": 7}
 
 // top returns the key of path's layer: a sublayer's directory, or the
@@ -44,7 +46,7 @@ func top(path string) string {
 	return strings.SplitN(path, "/", 2)[0]
 }
 
-func layerOf(key string) (int, bool) {
+func layerOf(key string) (float64, bool) {
 	if l, ok := sublayer[key]; ok {
 		return l, true
 	}
@@ -90,7 +92,7 @@ func TestImportsPointDown(t *testing.T) {
 				continue
 			}
 			if lt, ok := layerOf(to); !ok || lt >= lf {
-				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point down", rel, lf, p, lt)
+				t.Errorf("%s (layer %v) imports %s (layer %v): imports must point down", rel, lf, p, lt)
 			}
 		}
 		return nil
