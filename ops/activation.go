@@ -109,9 +109,7 @@ func Softplus(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(softplusOp, n
 
 var softplusOp = func() *eager.Op {
 	op := floatOp("Softplus", func(g *eager.Grad) []*tensor.Tensor {
-		s := Sigmoid(g.Inputs[0])
-		defer releaseTemp(s)
-		return []*tensor.Tensor{Mul(g.OutGrads[0], s)}
+		return []*tensor.Tensor{chain(step(sigmoidOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
 	op.GradReads = eager.ReadsInputs
 	return op

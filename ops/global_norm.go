@@ -35,7 +35,9 @@ func init() {
 					if dy.DType() != x.DType() {
 						dy = Cast(dy, x.DType())
 					}
-					out[i] = Mul(Mul(x, dy), ScalarLike(x, 2))
+					two := ScalarLike(x, 2)
+					out[i] = chain(step(mulOp, x, dy), step(mulOp, nil, two))
+					releaseTemp(two)
 				}
 			}
 			return out

@@ -231,7 +231,10 @@ func powLoops32() binLoops[float32, float32] {
 		switch b {
 		case 1:
 			copy(o, a)
-		case 2:
+		case 2: // the exact square rounded once: float32's own product
+			if vecVV(o, a, a, smul) {
+				return
+			}
 			for i, v := range a {
 				w := float64(v)
 				o[i] = float32(w * w)
