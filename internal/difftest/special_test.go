@@ -98,6 +98,9 @@ type specialOp struct {
 	// smaller (sin and cos near their roots, as Go's math library
 	// computes them; gradients computed from the output, 1 - y²).
 	nearOne, gradNearOne bool
+	// weighted: the gradients are of the outputs weighted by their
+	// columns' numbers (columnWeights), not of their plain sum.
+	weighted bool
 	// cond adds ulps for the operand x where the function's condition
 	// number is large: an argument rounded before an exponential's tail
 	// moves the result by |d ln f/d ln x| of its roundings (the
@@ -178,6 +181,46 @@ var specialOps = []specialOp{
 	{name: "softmax_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.Softmax(x, 1) }), ulps: 4},
 	{name: "log_softmax_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.LogSoftmax(x, 1) }), ulps: 4, nearOne: true, grad: true},
 	{name: "logsumexp_wide", kinds: "f", row: true, from: wideFloats, fn: oneOperand(func(x T) T { return ops.LogSumExp(x, 1) }), ulps: 4, nearOne: true, grad: true},
+
+	// The statistics and the norms over rows holding zeros, infinities and
+	// NaN: where they propagate, and their gradients at a zero norm or
+	// variance (0) and at a constant row.
+	{name: "var", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Var(x, 1) }), ulps: 4, grad: true},
+	{name: "std", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Std(x, 1) }), ulps: 4, grad: true},
+	{name: "norm1", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Norm(x, 1, 1) }), ulps: 4, grad: true},
+	{name: "norm2", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Norm(x, 2, 1) }), ulps: 4, grad: true},
+	{name: "norm3", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Norm(x, 3, 1) }), ulps: 4, grad: true},
+	{name: "norm_inf", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.Norm(x, math.Inf(1), 1) }), grad: true},
+	// The normalized rows are weighted by their columns' numbers (1, 2,
+	// ...) in the gradients' sums: a row's plain sum after LayerNorm is
+	// 0 whatever the row.
+	{name: "layer_norm", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T {
+		return ops.LayerNorm(x, normParam(x, 1), normParam(x, 0), 1e-5)
+	}), ulps: 4, grad: true, nearOne: true, gradNearOne: true, weighted: true},
+	{name: "rms_norm", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.RMSNorm(x, normParam(x, 1), 1e-6) }),
+		ulps: 4, grad: true, nearOne: true, gradNearOne: true, weighted: true},
+	{name: "l2_normalize", kinds: "f", row: true, from: tameFloats, fn: oneOperand(func(x T) T { return ops.L2Normalize(x, 1, 1e-12) }),
+		ulps: 4, grad: true, nearOne: true, gradNearOne: true, weighted: true},
+}
+
+// normParam is a norm's scale or offset for the rows of x: v in each of
+// x's columns, of x's dtype (float32 for a half x), on x's device.
+func normParam(x T, v float64) T {
+	dt := x.DType()
+	if dt.IsHalf() {
+		dt = tensor.Float32
+	}
+	return tensor.FullOn(x.Device(), dt, v, x.Dim(1))
+}
+
+// columnWeights are the weights of a weighted op's outputs [rows n] in
+// its gradients' sum: 1, 2, ..., n along each row, float64 on y's device.
+func columnWeights(y T) T {
+	w := make([]float64, y.Dim(1))
+	for i := range w {
+		w[i] = float64(i + 1)
+	}
+	return tensor.FromSliceOn(y.Device(), w, y.Dim(1))
 }
 
 // kindOf is dt's letter in specialOp.kinds.
@@ -395,7 +438,11 @@ func runSpecial(c specialCase, dev device.Device) (vals T, grads []T, err error)
 		tp := tape.New()
 		tp.Watch(in...)
 		vals = op.fn(a, b)
-		grads = tp.Gradient(ops.Sum(vals), in...)
+		loss := vals
+		if op.weighted {
+			loss = ops.Mul(vals, columnWeights(vals))
+		}
+		grads = tp.Gradient(ops.Sum(loss), in...)
 	})
 	return vals, grads, err
 }
@@ -509,8 +556,11 @@ func checkSpecial(t *testing.T, dev device.Device, extra32 float64) {
 			}
 			bad := 0
 			for k := range got {
-				if what != "" && c.hasNaN(k) {
-					continue // a gradient at NaN: a convention (NaN, 0 or 1)
+				if what != "" && (c.hasNaN(k) || c.Rows > 0 && !c.finiteAt(k, w.Values)) {
+					// A gradient at NaN, or through a row whose result is not
+					// finite (a statistic of a row holding ∞): a convention
+					// (NaN, 0 or ±∞).
+					continue
 				}
 				allow := ulps
 				if ulps > 0 && dt == tensor.Float32 {
@@ -555,6 +605,28 @@ func (c specialCase) hasNaN(k int) bool {
 	return false
 }
 
+// finiteAt says whether the results of the row of a row op's operand
+// that holds element k are finite.
+func (c specialCase) finiteAt(k int, values []string) bool {
+	row := k / (len(c.A) / c.Rows)
+	for _, v := range values[len(values)*row/c.Rows : len(values)*(row+1)/c.Rows] {
+		if !finite(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// finite says whether an encoded result is a finite number (any
+// integer's is).
+func finite(v string) bool {
+	if !strings.HasPrefix(v, "0x") {
+		return true
+	}
+	f := decodeFloat(v)
+	return !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
 // operandsAt describes the operands of element k of c's n results, for
 // messages: a row op's row (its first elements), else the element's
 // operands.
@@ -580,7 +652,7 @@ func (c specialCase) operandsAt(k, n int) string {
 }
 
 // Elementwise ops, casts and the row ops that meet NaN (maxima, sorts,
-// sums, softmaxes) agree with PyTorch at special values in every dtype
+// sums, softmaxes, the statistics, norms and normalizations) agree with PyTorch at special values in every dtype
 // (the half types as PyTorch's bfloat16 computes: in float32, rounded
 // once):
 // signed zeros, subnormals, the ranges' edges, infinities and NaN, the

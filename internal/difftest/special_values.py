@@ -147,7 +147,19 @@ ROUNDED = {
     "pow": lambda a, b: torch.from_numpy(np.power(a.detach().numpy(), b.detach().numpy())),
     "softmax": lambda x: torch.softmax(x, 1), "log_softmax": lambda x: torch.log_softmax(x, 1),
     "logsumexp": lambda x: torch.logsumexp(x, 1),
+    "var": lambda x: x.var(1, unbiased=False), "std": lambda x: x.std(1, unbiased=False),
+    "norm1": lambda x: torch.linalg.vector_norm(x, 1, 1), "norm2": lambda x: torch.linalg.vector_norm(x, 2, 1),
+    "norm3": lambda x: torch.linalg.vector_norm(x, 3, 1),
+    "norm_inf": lambda x: torch.linalg.vector_norm(x, math.inf, 1),
+    "layer_norm": lambda x: F.layer_norm(x, x.shape[1:], eps=1e-5),
+    "rms_norm": lambda x: x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-6),
+    # TensorFlow's l2_normalize (F.normalize clamps the norm, not its square).
+    "l2_normalize": lambda x: x * torch.rsqrt(torch.clamp((x * x).sum(1, keepdim=True), min=1e-12)),
 }
+
+# Row ops whose gradients are of their outputs weighted by the columns'
+# numbers (a row's sum after LayerNorm is 0 whatever the row).
+WEIGHTED = {"layer_norm", "rms_norm", "l2_normalize"}
 
 # The gradients eagerflow defines where PyTorch's formula is a matter of
 # convention: a tie of Maximum/Minimum goes to the first operand.
@@ -243,7 +255,13 @@ def evaluate(case):
     else:
         values = ROUNDED[op](*[x.double() for x in ins]).to(dt)
     result = {"values": encode(values)}
-    if case.get("grad"):
+    if case.get("grad") and op in WEIGHTED:
+        # The outputs weighted by their columns' numbers (1, 2, ...).
+        xs = [ins[0].double().clone().requires_grad_()]
+        y = ROUNDED[op](xs[0])
+        (y * torch.arange(1, y.shape[1] + 1, dtype=torch.float64)).sum().backward()
+        result["grads"] = [encode(xs[0].grad)]
+    elif case.get("grad"):
         if op in GRAD_OF:
             grads = [encode(GRAD_OF[op](ins[0].double()))]
         elif op == "rem":
