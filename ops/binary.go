@@ -10,8 +10,14 @@ import (
 // BroadcastDims gives XLA's explicit broadcast_dimensions form.
 
 func binaryOp(name string, grad eager.GradFunc) *eager.Op {
+	return binaryOpOf(name, numericTypes, grad)
+}
+
+// binaryOpOf declares a broadcasting function of two operands of one of
+// dtypes.
+func binaryOpOf(name string, dtypes []tensor.DType, grad eager.GradFunc) *eager.Op {
 	return eager.Register(&eager.Op{
-		Name: name, Inputs: 2, DTypes: numericTypes, SameDTypes: true,
+		Name: name, Inputs: 2, DTypes: dtypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			return c.Out1(c.Inputs[0].DType(), broadcastShapes(c, c.Inputs[0].Shape(), c.Inputs[1].Shape()))
 		},

@@ -50,7 +50,8 @@ func ulps(got, want float64) float64 {
 }
 
 // The float64 math library of the GPU kernels agrees with Go's math
-// package over specials and the whole range: within a few ulps, or an
+// package (internal/mathx's functions where math's err) over specials
+// and the whole range, Atan2 and Hypot over pairs of specials: within a few ulps, or an
 // absolute 1e-15 for gelu between -2.83 and 0, where Φ = (1 + erf)/2
 // cancels (its lower tail, by erfc's continued fraction, is within ulps).
 func TestMathFunctionsOnGPU(t *testing.T) {
@@ -99,6 +100,18 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 		{"gelutanh", ops.GeluTanh, geluTanhRef, 8, 1e-15, 0},
 		{"sin", ops.Sin, math.Sin, 2, 1e-16, 0}, // Payne and Hanek's reduction from 2²⁸, as Go's from 2²⁹
 		{"cos", ops.Cos, math.Cos, 2, 1e-16, 0},
+		{"tan", ops.Tan, mathx.Tan, 3, 0, 0},
+		{"asin", ops.Asin, mathx.Asin, 2, 0, 0},
+		{"acos", ops.Acos, mathx.Acos, 2, 0, 0},
+		{"atan", ops.Atan, math.Atan, 2, 0, 0},
+		{"sinh", ops.Sinh, mathx.Sinh, 3, 0, 0},
+		{"cosh", ops.Cosh, mathx.Cosh, 3, 0, 0},
+		{"asinh", ops.Asinh, math.Asinh, 3, 0, 0},
+		{"acosh", ops.Acosh, math.Acosh, 3, 0, 0},
+		{"atanh", ops.Atanh, math.Atanh, 3, 0, 0},
+		{"log2", ops.Log2, mathx.Log2, 0, 0, 0},
+		{"log10", ops.Log10, mathx.Log10, 0, 0, 0},
+		{"exp2", ops.Exp2, math.Exp2, 2, 0, 0},
 	} {
 		got := tensor.ToSlice[float64](onHost(t, c.op(onGPU(t, d, x))))
 		worst, at := 0.0, 0.0
@@ -119,6 +132,29 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 			}
 		}
 		t.Logf("%s: worst %.2f ulps (at %v)", c.name, worst, at)
+	}
+	// Atan2 and Hypot over every pair of a set of values (C's special
+	// cases: signed zeros, infinities, NaN).
+	pairs := []float64{0, math.Copysign(0, -1), 1, -1, 2.5, -3, 1e-300, -1e300, 5e-324, math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), 0.7}
+	var ys, xs2 []float64
+	for _, a := range pairs {
+		for _, b := range pairs {
+			ys, xs2 = append(ys, a), append(xs2, b)
+		}
+	}
+	yt, xt := onGPU(t, d, tensor.FromSlice(ys, len(ys))), onGPU(t, d, tensor.FromSlice(xs2, len(xs2)))
+	for _, c := range []struct {
+		name string
+		op   func(a, b *tensor.Tensor) *tensor.Tensor
+		ref  func(a, b float64) float64
+		ulps float64
+	}{{"atan2", ops.Atan2, math.Atan2, 2}, {"hypot", ops.Hypot, math.Hypot, 2}} {
+		got := tensor.ToSlice[float64](onHost(t, c.op(yt, xt)))
+		for i := range ys {
+			if want := c.ref(ys[i], xs2[i]); ulps(got[i], want) > c.ulps {
+				t.Errorf("%s(%v, %v) = %v, want %v", c.name, ys[i], xs2[i], got[i], want)
+			}
+		}
 	}
 	// Pow over every pair of a set of bases and exponents, specials
 	// included.

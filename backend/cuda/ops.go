@@ -21,11 +21,13 @@ var (
 	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
 		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad",
 		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad",
-		"GeluGrad": "gelugrad"}
+		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
 		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
-		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "GeluTanh": "gelutanh", "Sin": "sin", "Cos": "cos"}
+		"Sigmoid": "sigmoid", "Softplus": "softplus", "Erf": "erf", "Gelu": "gelu", "GeluTanh": "gelutanh", "Sin": "sin", "Cos": "cos",
+		"Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
+		"Acosh": "acosh", "Atanh": "atanh", "Log2": "log2", "Log10": "log10", "Exp2": "exp2"}
 )
 
 func init() {

@@ -296,12 +296,20 @@ func generateWith(g *gen) *Program {
 }
 
 var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
-	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu"}
+	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu",
+	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2"}
 
 // smoothUnary are the unary functions without kinks or jumps (ELU's
 // first derivative is continuous at 0).
 var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
-	"softplus", "gelu", "gelu_tanh", "elu", "identity"}
+	"softplus", "gelu", "gelu_tanh", "elu", "identity", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+	"atanh", "exp2"}
+
+// boundedFirst are the unary functions drawn on a bounded operand: the
+// exponentials' (kept moderate) and the poles' and domains' (tan's
+// argument in (-1, 1); asin's, acos's and atanh's in (-0.77, 0.77), their
+// derivatives bounded), through tanh once or twice.
+var boundedFirst = map[string]int{"exp": 1, "expm1": 1, "exp2": 1, "sinh": 1, "cosh": 1, "tan": 1, "asin": 2, "acos": 2, "atanh": 2}
 
 // selects says whether a step picks elements of its first operand by
 // comparing them (extrema, sorts, max pooling): a smooth program draws it
@@ -345,8 +353,8 @@ func genUnary(g *gen) bool {
 	if op == "leaky_relu" {
 		a.Alpha = 0.1 + 0.5*g.r.Float64()
 	}
-	if op == "exp" || op == "expm1" {
-		x = g.add("tanh", Attrs{}, x) // keeps the exponential moderate
+	for range boundedFirst[op] {
+		x = g.add("tanh", Attrs{}, x)
 	}
 	g.add(op, a, x)
 	return true
@@ -354,11 +362,16 @@ func genUnary(g *gen) bool {
 
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
-	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "rem"}
+	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot", "rem"}
 	if g.smooth {
-		domain = domain[:6]
+		domain = domain[:len(domain)-1]
 	}
 	switch op := domain[g.intn(len(domain))]; op {
+	case "atan2", "hypot":
+		// One operand bounded away from 0: the angle's gradient is 1/r,
+		// the length's second derivatives b²/r³ and a²/r³, large near the
+		// origin (and, for a tiny input, 1/r with the rest underflowed).
+		g.add(op, Attrs{}, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), g.positive(x, 0.5))
 	case "div", "rem":
 		// The divisor bounded away from 0 (1/0 is ±Inf, whose gradients
 		// are NaN by one formula and Inf by another).

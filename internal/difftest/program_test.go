@@ -147,12 +147,14 @@ var unary = map[string]func(T) T{
 	"sin": ops.Sin, "cos": ops.Cos, "log1p": ops.Log1p, "expm1": ops.Expm1, "erf": ops.Erf,
 	"softplus": ops.Softplus, "gelu": ops.Gelu, "gelu_tanh": ops.GeluTanh, "elu": ops.Elu,
 	"floor": ops.Floor, "ceil": ops.Ceil, "round": ops.Round, "sign": ops.Sign, "identity": ops.Identity,
+	"tan": ops.Tan, "asin": ops.Asin, "acos": ops.Acos, "atan": ops.Atan, "sinh": ops.Sinh, "cosh": ops.Cosh,
+	"asinh": ops.Asinh, "atanh": ops.Atanh, "log2": ops.Log2, "log10": ops.Log10, "exp2": ops.Exp2,
 }
 
 // binaryOps maps the broadcasting functions of two tensors.
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
-	"pow": ops.Pow, "rem": ops.Rem,
+	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot,
 }
 
 // conv2DOpts turns a step's attributes into Conv2DOpts.

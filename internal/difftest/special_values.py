@@ -143,6 +143,14 @@ ROUNDED = {
     "sigmoid": torch.sigmoid, "erf": torch.erf, "softplus": softplus,
     "elu": lambda x: torch.where(x > 0, x, torch.expm1(x)),  # F.elu takes e^x - 1
     "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "gelu": gelu, "gelu_tanh": gelu_tanh,
+    "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
+    # C's sinh and cosh (NumPy's): PyTorch's overflow from 709.78, where
+    # e^x does, though both are finite to 710.4758.
+    "sinh": lambda x: torch.from_numpy(np.sinh(x.detach().numpy())),
+    "cosh": lambda x: torch.from_numpy(np.cosh(x.detach().numpy())),
+    "asinh": torch.asinh, "acosh": torch.acosh,
+    "atanh": torch.atanh, "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
+    "atan2": torch.atan2, "hypot": torch.hypot,
     # C's pow (NumPy's): PyTorch's float64 pow(1.8e308, 1) overflows.
     "pow": lambda a, b: torch.from_numpy(np.power(a.detach().numpy(), b.detach().numpy())),
     "softmax": lambda x: torch.softmax(x, 1), "log_softmax": lambda x: torch.log_softmax(x, 1),
@@ -196,6 +204,8 @@ GRAD_OF = {
     "softplus": torch.sigmoid,
     "elu": lambda x: torch.where(x > 0, 1.0, torch.exp(x)),
     "gelu": gelu_grad,
+    "sinh": lambda x: torch.from_numpy(np.cosh(x.numpy())),
+    "cosh": lambda x: torch.from_numpy(np.sinh(x.numpy())),
 }
 
 

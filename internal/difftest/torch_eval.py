@@ -407,6 +407,9 @@ UNARY = {
     # positive side's 0 (both are one-sided derivatives at the kink).
     "elu": lambda x: torch.where(x > 0, x, torch.expm1(first_min(x, torch.zeros_like(x)))), "floor": torch.floor, "ceil": torch.ceil, "round": xla_round,
     "sign": torch.sign, "identity": lambda x: x,
+    "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
+    "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "atanh": torch.atanh,
+    "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
 }
 
 def pow_positive(a, b):
@@ -421,6 +424,7 @@ def pow_positive(a, b):
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "max": first_max, "min": first_min, "pow": pow_positive, "rem": torch.fmod,
+    "atan2": torch.atan2, "hypot": torch.hypot,
 }
 
 

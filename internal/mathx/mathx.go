@@ -1,8 +1,11 @@
-// Package mathx holds float64 functions that package math gets wrong on
-// some platforms, corrected: on amd64 (Go 1.26) math.Exp overflows to
-// +Inf from x ≈ 709.436 on although e^x is finite up to 709.7827, and
-// math.Log of a subnormal number is off by up to 35 (its assembly takes
-// the exponent field as is).
+// Package mathx holds float64 functions that package math gets wrong,
+// corrected: on amd64 (Go 1.26) math.Exp overflows to +Inf from x ≈
+// 709.436 on although e^x is finite up to 709.7827, and math.Log of a
+// subnormal number is off by up to 35 (its assembly takes the exponent
+// field as is); everywhere math.Pow errs by hundreds of ulps where
+// |y·ln x| is large, math.Tan by as many near its poles and for large
+// arguments, math.Log10 misses the powers of 10, math.Sinh and math.Cosh
+// overflow early, and math.Asin and math.Acos cancel near ±1.
 package mathx
 
 import "math"
@@ -137,3 +140,74 @@ func logDD(x float64) (hi, lo float64) {
 	hi = h2 + low
 	return hi, low - (hi - h2)
 }
+
+// Log2 and Log10 are the base-2 and base-10 logarithms, within about half
+// an ulp (ln x as a double-double times 1/ln b as one): exact where the
+// result is an integer (a power of the base), which math.Log10's ln x
+// times 1/ln 10 misses (math.Log10(1000) is 2.9999999999999996). Their
+// special cases are math.Log's: -Inf at ±0, NaN below 0 and for NaN,
+// +Inf at +Inf.
+func Log2(x float64) float64 { return logBase(x, InvLn2Hi, InvLn2Lo) }
+
+// Log10 is the base-10 logarithm (see Log2).
+func Log10(x float64) float64 { return logBase(x, InvLn10Hi, InvLn10Lo) }
+
+// 1/ln 2 and 1/ln 10 as double-doubles (hi + lo, lo the rest of the
+// 300-bit value past hi, rounded; TestInverseLogConstants checks them),
+// for the GPU's kernels too.
+const (
+	InvLn2Hi, InvLn2Lo   = 1.4426950408889634, 2.0355273740931033e-17
+	InvLn10Hi, InvLn10Lo = 0.4342944819032518, 1.098319650216765e-17
+)
+
+func logBase(x, invHi, invLo float64) float64 {
+	switch {
+	case math.IsNaN(x) || x < 0:
+		return math.NaN()
+	case x == 0:
+		return math.Inf(-1)
+	case math.IsInf(x, 1):
+		return x
+	}
+	hi, lo := logDD(x)
+	p := hi * invHi
+	return p + (math.FMA(hi, invHi, -p) + hi*invLo + lo*invHi)
+}
+
+// Sinh and Cosh are the hyperbolic sine and cosine, finite up to |x| ≈
+// 710.4758 as they should be (math.Sinh and math.Cosh take e^x/2, whose
+// e^x overflows from 709.78, and from 709.44 on amd64): past 709 as
+// (e^(x/2)·½)·e^(x/2).
+func Sinh(x float64) float64 {
+	a := math.Abs(x)
+	if a > 21 {
+		return math.Copysign(halfExp(a), x)
+	}
+	return math.Sinh(x)
+}
+
+// Cosh is the hyperbolic cosine (see Sinh).
+func Cosh(x float64) float64 {
+	a := math.Abs(x)
+	if a > 21 {
+		return halfExp(a)
+	}
+	return math.Cosh(x)
+}
+
+// halfExp is e^a/2 for a > 21 (where e^-a is below half an ulp of it).
+func halfExp(a float64) float64 {
+	if a > 709 {
+		e := Exp(a / 2)
+		return e * 0.5 * e
+	}
+	return Exp(a) * 0.5
+}
+
+// Asin and Acos are arcsine and arccosine as atan2(x, √((1-x)(1+x)))
+// and atan2(√((1-x)(1+x)), x): (1-x) is exact near ±1, where 1 - x²
+// (math.Asin's and math.Acos's) cancels.
+func Asin(x float64) float64 { return math.Atan2(x, math.Sqrt((1-x)*(1+x))) }
+
+// Acos is the arccosine (see Asin).
+func Acos(x float64) float64 { return math.Atan2(math.Sqrt((1-x)*(1+x)), x) }

@@ -24,7 +24,7 @@ import (
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot")
 	}
 	return ops
 }
@@ -319,6 +319,10 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			fmod(k, d, x, y, r)
 		case "pow":
 			return inF64x2(k, d, x, y, fm.pow)
+		case "atan2":
+			return inF64x2(k, d, x, y, fm.atan2)
+		case "hypot":
+			return inF64x2(k, d, x, y, fm.hypot)
 		case "gelugrad":
 			if d == F32 { // and the half types, computing in it
 				return geluGrad32(k, x, y)

@@ -485,13 +485,48 @@ const pio2A, pio2B, pio2C = 1.5707963267948966, 6.123233995736766e-17, -1.497384
 // below |x| = largeArgument, by Payne and Hanek's reduction
 // (reduceLarge) above it, on the lanes that have one.
 func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
+	sinr, cosr, q := m.reduceTrig(x)
+	k := m.k
+	if cos {
+		k.Op("add.s64 %s, %s, 1", q, q)
+	}
+	k.Op("and.b64 %s, %s, 3", q, q)
+	odd, neg := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+	bit := k.Reg(ptx.S64)
+	k.Op("and.b64 %s, %s, 1", bit, q)
+	k.Op("setp.ne.s64 %s, %s, 0", odd, bit)
+	k.Op("setp.ge.s64 %s, %s, 2", neg, q)
+	res := m.sel(odd, cosr, sinr)
+	res = m.sel(neg, m.sub(m.c(0), res), res)
+	if !cos {
+		res = m.sel(m.cmp("eq", x, m.c(0)), x, res) // sin(-0) = -0
+	}
+	return res
+}
+
+// tan is sin r/cos r of the reduced r, -cos r/sin r in the odd quadrants
+// (tan(x + π/2) = -1/tan x); tan(-0) is -0.
+func (m fm) tan(x ptx.Reg) ptx.Reg {
+	sinr, cosr, q := m.reduceTrig(x)
+	k := m.k
+	bit := k.Reg(ptx.S64)
+	odd := k.Reg(ptx.Pred)
+	k.Op("and.b64 %s, %s, 1", bit, q)
+	k.Op("setp.ne.s64 %s, %s, 0", odd, bit)
+	res := m.sel(odd, m.div(m.sub(m.c(0), cosr), sinr), m.div(sinr, cosr))
+	return m.sel(m.cmp("eq", x, m.c(0)), x, res)
+}
+
+// reduceTrig is x reduced by its nearest multiple q of π/2 (sincos'
+// reduction), as sin r, cos r and q.
+func (m fm) reduceTrig(x ptx.Reg) (sinr, cosr, q ptx.Reg) {
 	k := m.k
 	kf := m.round("rni", m.mul(x, m.c(2/math.Pi)))
 	nk := m.sub(m.c(0), kf)
 	r := m.fma(nk, m.c(pio2A), x)
 	r = m.fma(nk, m.c(pio2B), r)
 	r = m.fma(nk, m.c(pio2C), r)
-	q := k.Reg(ptx.S64)
+	q = k.Reg(ptx.S64)
 	k.Op("cvt.rzi.s64.f64 %s, %s", q, m.sel(m.cmp("nan", kf, kf), m.c(0), kf))
 	ax := m.abs(x)
 	large := m.and(m.cmp("ge", ax, m.c(largeArgument)), m.cmp("lt", ax, m.c(math.Inf(1))))
@@ -510,23 +545,7 @@ func (m fm) sincos(x ptx.Reg, cos bool) ptx.Reg {
 	for i := range sc {
 		sc[i] = -sc[i]
 	}
-	sinr := m.fma(m.mul(r, r2), m.poly(r2, sc), r)
-	cosr := m.poly(r2, taylor(0, 2, 10, true))
-	if cos {
-		k.Op("add.s64 %s, %s, 1", q, q)
-	}
-	k.Op("and.b64 %s, %s, 3", q, q)
-	odd, neg := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-	bit := k.Reg(ptx.S64)
-	k.Op("and.b64 %s, %s, 1", bit, q)
-	k.Op("setp.ne.s64 %s, %s, 0", odd, bit)
-	k.Op("setp.ge.s64 %s, %s, 2", neg, q)
-	res := m.sel(odd, cosr, sinr)
-	res = m.sel(neg, m.sub(m.c(0), res), res)
-	if !cos {
-		res = m.sel(m.cmp("eq", x, m.c(0)), x, res) // sin(-0) = -0
-	}
-	return res
+	return m.fma(m.mul(r, r2), m.poly(r2, sc), r), m.poly(r2, taylor(0, 2, 10, true)), q
 }
 
 // pow is x**y: e^(y·ln|x|) with ln|x| a double-double (logDD) times y
@@ -572,6 +591,9 @@ var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"gelutanh": fm.gelutanh,
 	"sin":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, false) },
 	"cos":      func(m fm, x ptx.Reg) ptx.Reg { return m.sincos(x, true) },
+	"tan":      fm.tan, "asin": fm.asin, "acos": fm.acos, "atan": fm.atan,
+	"sinh": fm.sinh, "cosh": fm.cosh, "asinh": fm.asinh, "acosh": fm.acosh, "atanh": fm.atanh,
+	"log2": fm.log2, "log10": fm.log10, "exp2": fm.exp2,
 }
 
 // MathOps lists the float ops of the math library, sorted.

@@ -1,9 +1,8 @@
 package kernels
 
 import (
-	"math/big"
-
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 )
 
 // Sine and cosine of large arguments (|x| ≥ 2²⁸, where k·π/2 in three
@@ -14,40 +13,6 @@ import (
 // bits 191-190 are the quadrant, the 128 below them the fraction f
 // (taken in [-½, ½), the quadrant one up where it is past ½), and r =
 // f·π/2.
-
-// twoOverPiWords are the bits of 2/π after the binary point, 64 to a
-// word, after one word of zeros (standing for the bits before the point,
-// so the reduction's window may start before it): computed here in fixed
-// point from Machin's formula, π = 16·atan(1/5) - 4·atan(1/239).
-var twoOverPiWords = func() [20]uint64 {
-	const frac = 64 * 19     // fraction bits of 2/π kept
-	const scale = frac + 128 // π's fixed-point bits (guard bits beyond)
-	pi := new(big.Int).Sub(new(big.Int).Mul(big.NewInt(16), atanInv(5, scale)), new(big.Int).Mul(big.NewInt(4), atanInv(239, scale)))
-	q := new(big.Int).Quo(new(big.Int).Lsh(big.NewInt(2), frac+scale), pi) // ⌊2/π·2^frac⌋
-	var w [20]uint64
-	mask := new(big.Int).SetUint64(^uint64(0))
-	for j := 1; j < 20; j++ {
-		w[j] = new(big.Int).And(new(big.Int).Rsh(q, uint(64*(19-j))), mask).Uint64()
-	}
-	return w
-}()
-
-// atanInv is atan(1/n)·2^scale, truncated (its series' terms each
-// truncated: a few units of the last bit off).
-func atanInv(n int64, scale uint) *big.Int {
-	sum, term := new(big.Int), new(big.Int).Quo(new(big.Int).Lsh(big.NewInt(1), scale), big.NewInt(n))
-	n2 := big.NewInt(n * n)
-	for k := int64(0); term.Sign() != 0; k++ {
-		t := new(big.Int).Quo(term, big.NewInt(2*k+1))
-		if k%2 == 0 {
-			sum.Add(sum, t)
-		} else {
-			sum.Sub(sum, t)
-		}
-		term.Quo(term, n2)
-	}
-	return sum
-}
 
 // largeArgument is where sincos takes Payne and Hanek's reduction.
 const largeArgument = 0x1p28
@@ -76,7 +41,7 @@ func (m fm) reduceLarge(ax ptx.Reg) (r, q ptx.Reg) {
 		at, w, p := u64(), u64(), k.Reg(ptx.Pred)
 		k.Op("add.u64 %s, %s, %d", at, idx, i)
 		k.Op("mov.u64 %s, 0", w)
-		for j, v := range twoOverPiWords {
+		for j, v := range mathx.TwoOverPiWords {
 			if v != 0 { // as a signed literal: PTX reads decimal integers as int64
 				k.Op("setp.eq.u64 %s, %s, %d", p, at, j)
 				k.Op("selp.b64 %s, %d, %s, %s", w, int64(v), w, p)

@@ -1,15 +1,15 @@
-package kernels
+package mathx
 
 import (
 	"math/big"
 	"testing"
 )
 
-// twoOverPiWords are 2/π's bits: its first word as published (2/π =
+// TwoOverPiWords are 2/π's bits: its first word as published (2/π =
 // 0x0.A2F9836E4E441529...), and the whole table times π from another
 // series, Euler's π = 4·(atan(1/2) + atan(1/3)), within its last bit of 2.
 func TestTwoOverPiWords(t *testing.T) {
-	w := twoOverPiWords
+	w := TwoOverPiWords
 	if w[0] != 0 || w[1] != 0xA2F9836E4E441529 {
 		t.Fatalf("words 0 and 1: %#x %#x, want 0 and 0xa2f9836e4e441529", w[0], w[1])
 	}
