@@ -264,6 +264,7 @@ func samples() map[string][]sample {
 	add("Atan2", binary(ops.Atan2, floats, -2, 2, 0.3, 2, true, true)...)
 	add("Atan2", binary(ops.Atan2, floats, -2, 2, -2, -0.3, true, true)...)
 	add("Hypot", binary(ops.Hypot, floats, 0.3, 2, -2, -0.3, true, true)...)
+	add("LogAddExp", binary(ops.LogAddExp, floats, -2, 2, -3, 3, true, true)...)
 	add("Pow", binary(ops.Pow, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, 0, 4, 0, 4, false, false)...)
 	for _, cmp := range []struct {
 		name string

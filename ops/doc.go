@@ -29,7 +29,7 @@
 //
 //	Add, Sub, Mul, Div, Rem, Pow             numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
 //	Maximum, Minimum                         numeric (XLA's Max and Min); Max and Min are deprecated aliases
-//	Atan2(y, x), Hypot(a, b)                 float (trigonometry.go); C's special cases
+//	Atan2(y, x), Hypot(a, b), LogAddExp      float (trigonometry.go); C's special cases
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //

@@ -103,6 +103,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Exp2", Fn: ops.Exp2},
 		{Name: "Atan2", Fn: ops.Atan2},
 		{Name: "Hypot", Fn: ops.Hypot},
+		{Name: "LogAddExp", Fn: ops.LogAddExp},
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},

@@ -8,15 +8,15 @@ import (
 )
 
 // The trigonometric functions besides Sin and Cos, their inverses, the
-// hyperbolic functions and theirs, Atan2 and Hypot, and the logarithms
-// and exponential of bases 2 and 10: elementwise functions of floats
+// hyperbolic functions and theirs, Atan2, Hypot and LogAddExp, and the
+// logarithms and exponential of bases 2 and 10: elementwise functions of floats
 // (NumPy's and C's names and special cases), each a tensor of x's dtype
 // and shape (the binary ones broadcast as Add). float64 within a few
 // units in the last place (the special-value comparison with PyTorch,
 // internal/difftest, holds them to it); float32 and the half types
 // computed in float64 and rounded once.
 
-var tanOp, asinOp, acosOp, atanOp, sinhOp, coshOp, asinhOp, acoshOp, atanhOp, log2Op, log10Op, exp2Op, atan2Op, hypotOp *eager.Op
+var tanOp, asinOp, acosOp, atanOp, sinhOp, coshOp, asinhOp, acoshOp, atanhOp, log2Op, log10Op, exp2Op, atan2Op, hypotOp, logAddExpOp *eager.Op
 
 func init() {
 	// Each rule as PyTorch's derivatives.yaml states it (the same
@@ -81,6 +81,16 @@ func init() {
 		}
 	})
 	atan2Op.GradReads = eager.ReadsInputs
+	logAddExpOp = binaryOpOf("LogAddExp", floatTypes, func(g *eager.Grad) []*tensor.Tensor {
+		// d/da = σ(a - b), d/db = σ(b - a): NaN where a = b = ±∞, as
+		// PyTorch's e^(a - result).
+		a, b, dy := g.Inputs[0], g.Inputs[1], g.OutGrads[0]
+		return []*tensor.Tensor{
+			when(g.Needs[0], func() *tensor.Tensor { return chain(step(subOp, a, b), step(sigmoidOp, nil), step(mulOp, dy, nil)) }),
+			when(g.Needs[1], func() *tensor.Tensor { return chain(step(subOp, b, a), step(sigmoidOp, nil), step(mulOp, dy, nil)) }),
+		}
+	})
+	logAddExpOp.GradReads = eager.ReadsInputs
 	hypotOp = binaryOpOf("Hypot", floatTypes, func(g *eager.Grad) []*tensor.Tensor {
 		// d/da = a/h, d/db = b/h: NaN at (0, 0), as PyTorch's.
 		a, b, h, dy := g.Inputs[0], g.Inputs[1], g.Outputs[0], g.OutGrads[0]
@@ -169,3 +179,8 @@ func Atan2(y, x *tensor.Tensor) *tensor.Tensor { return eager.Run1(atan2Op, nil,
 // (+Inf where either is infinite, even with a NaN). a and b broadcast as
 // Add. Floats.
 func Hypot(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(hypotOp, nil, a, b) }
+
+// LogAddExp returns log(e^a + e^b) without overflow or underflow in the
+// exponentials: max(a, b) + log1p(e^-|a-b|), a + ln 2 where a = b (±∞
+// included). a and b broadcast as Add. Floats.
+func LogAddExp(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(logAddExpOp, nil, a, b) }

@@ -63,6 +63,11 @@ func TestTrigonometryAndBases(t *testing.T) {
 	exact("atan2", ops.Atan2(y, xq), []float64{math.Pi / 4, 3 * math.Pi / 4, -math.Pi / 4, -3 * math.Pi / 4, z, nz, math.Pi, -math.Pi, 3 * math.Pi / 4, math.Pi / 2})
 	exact("hypot", ops.Hypot(tensor.FromSlice([]float64{3, 1e300, math.NaN(), 0}), tensor.FromSlice([]float64{4, 1e300, math.Inf(-1), nz})),
 		[]float64{5, math.Hypot(1e300, 1e300), math.Inf(1), 0})
+	inf := math.Inf(1)
+	exact("logaddexp", ops.LogAddExp(tensor.FromSlice([]float64{-inf, inf, 0, 1000, -1000, inf, math.NaN()}), tensor.FromSlice([]float64{-inf, inf, 0, 1000, 0, -inf, 1})),
+		[]float64{-inf, inf, math.Ln2, 1000 + math.Ln2, 0, inf, math.NaN()})
+	check(t, "logaddexp", ops.LogAddExp(tensor.FromSlice([]float64{1, -3}), tensor.FromSlice([]float64{2, 0.5})), tensor.Shape{2},
+		[]float64{math.Log(math.E + math.E*math.E), math.Log(math.Exp(-3) + math.Exp(0.5))})
 	check(t, "atan2 broadcast", ops.Atan2(tensor.FromSlice([]float64{1, 2}, 2, 1), tensor.Scalar(2.0)), tensor.Shape{2, 1}, []float64{math.Atan2(1, 2), math.Atan2(2, 2)})
 }
 

@@ -51,7 +51,7 @@ func ulps(got, want float64) float64 {
 
 // The float64 math library of the GPU kernels agrees with Go's math
 // package (internal/mathx's functions where math's err) over specials
-// and the whole range, Atan2 and Hypot over pairs of specials: within a few ulps, or an
+// and the whole range, Atan2, Hypot and LogAddExp over pairs of specials: within a few ulps, or an
 // absolute 1e-15 for gelu between -2.83 and 0, where Φ = (1 + erf)/2
 // cancels (its lower tail, by erfc's continued fraction, is within ulps).
 func TestMathFunctionsOnGPU(t *testing.T) {
@@ -148,7 +148,7 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 		op   func(a, b *tensor.Tensor) *tensor.Tensor
 		ref  func(a, b float64) float64
 		ulps float64
-	}{{"atan2", ops.Atan2, math.Atan2, 2}, {"hypot", ops.Hypot, math.Hypot, 2}} {
+	}{{"atan2", ops.Atan2, math.Atan2, 2}, {"hypot", ops.Hypot, math.Hypot, 2}, {"logaddexp", ops.LogAddExp, mathx.LogAddExp, 2}} {
 		got := tensor.ToSlice[float64](onHost(t, c.op(yt, xt)))
 		for i := range ys {
 			if want := c.ref(ys[i], xs2[i]); ulps(got[i], want) > c.ulps {

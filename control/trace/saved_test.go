@@ -57,6 +57,7 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Gelu(ops.Sub(q, r)))                                        // Gelu reads its input, read by nothing else
 	picked = ops.Add(picked, ops.Add(ops.Tan(ops.Sub(q, c)), ops.Exp2(ops.Sub(r, c))))       // Tan's and Exp2's outputs read only by their rules
 	picked = ops.Add(picked, ops.Atan2(ops.Mul(q, r), ops.Add(c, c)))                        // Atan2 reads both inputs, read by nothing else
+	picked = ops.Add(picked, ops.LogAddExp(ops.Sub(q, r), ops.Mul(c, c)))                    // so does LogAddExp
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -75,7 +76,7 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
-	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2"}
+	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -398,9 +398,9 @@ func genBinary(g *gen) bool {
 	} else {
 		y = g.operand(0, 4, func(s tensor.Shape) bool { return broadcasts(s, g.value(x).Shape()) })
 	}
-	names := []string{"add", "sub", "mul", "max", "min"}
+	names := []string{"add", "sub", "mul", "logaddexp", "max", "min"}
 	if g.smooth {
-		names = names[:3]
+		names = names[:4]
 	}
 	op := names[g.intn(len(names))]
 	if g.chance(0.5) {

@@ -154,7 +154,7 @@ var unary = map[string]func(T) T{
 // binaryOps maps the broadcasting functions of two tensors.
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
-	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot,
+	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
 }
 
 // conv2DOpts turns a step's attributes into Conv2DOpts.

@@ -168,6 +168,7 @@ var specialOps = []specialOp{
 	{name: "minimum", kinds: "fiu", two: true, fn: ops.Minimum, grad: true},
 	{name: "atan2", kinds: "f", two: true, fn: ops.Atan2, ulps: 2, grad: true, signedZero: true},
 	{name: "hypot", kinds: "f", two: true, fn: ops.Hypot, ulps: 2, grad: true},
+	{name: "logaddexp", kinds: "f", two: true, fn: ops.LogAddExp, ulps: 2, grad: true},
 	{name: "eq", kinds: "fiub", two: true, fn: ops.Eq},
 	{name: "ne", kinds: "fiub", two: true, fn: ops.Ne},
 	{name: "lt", kinds: "fiu", two: true, fn: ops.Lt},

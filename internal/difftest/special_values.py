@@ -116,6 +116,13 @@ def round_half_away(x):
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
+def sigmoid_tail(x):
+    """σ(x) with its lower tail e^x/(1 + e^x) (torch.sigmoid's 1/(1 + e^-x)
+    is 0 below -709, where e^x is still a subnormal)."""
+    e = torch.exp(-x.abs())
+    return torch.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
 def softplus(x):
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
@@ -151,6 +158,9 @@ ROUNDED = {
     "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
     "atan2": torch.atan2, "hypot": torch.hypot,
+    # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
+    # which loses the digits of a small e^-|a-b| (0 at (0, -104)).
+    "logaddexp": lambda a, b: torch.from_numpy(np.logaddexp(a.detach().numpy(), b.detach().numpy())),
     # C's pow (NumPy's): PyTorch's float64 pow(1.8e308, 1) overflows.
     "pow": lambda a, b: torch.from_numpy(np.power(a.detach().numpy(), b.detach().numpy())),
     "softmax": lambda x: torch.softmax(x, 1), "log_softmax": lambda x: torch.log_softmax(x, 1),
@@ -274,6 +284,11 @@ def evaluate(case):
     elif case.get("grad"):
         if op in GRAD_OF:
             grads = [encode(GRAD_OF[op](ins[0].double()))]
+        elif op == "logaddexp":
+            # σ(a - b) and σ(b - a), from the operands: PyTorch's e^(b -
+            # result) loses the subnormal ones (0 at (710, 0), not e^-710).
+            a64, b64 = ins[0].double(), ins[1].double()
+            grads = [encode(sigmoid_tail(a64 - b64)), encode(sigmoid_tail(b64 - a64))]
         elif op == "rem":
             # fmod(a, b)'s gradient in b is -trunc(a/b) for the exact
             # quotient, which (a - fmod(a, b))/b is (PyTorch's rounds a/b).

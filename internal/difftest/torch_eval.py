@@ -52,6 +52,23 @@ def first_min(a, b):
     return torch.where(a <= b, a, b)
 
 
+class LogAddExp(torch.autograd.Function):
+    """torch.logaddexp's values with eagerflow's gradients, σ(a - b) and
+    σ(b - a) (as differentiable ops, so twice differentiable): PyTorch's
+    e^(a - result) is NaN where a and the result are both infinite, whose
+    limit is 1."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return torch.logaddexp(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * torch.sigmoid(a - b)).sum_to_size(a.shape), (g * torch.sigmoid(b - a)).sum_to_size(b.shape)
+
+
 # ---- op programs: each op takes the argument tensors and the attrs ----
 
 def running_products(parts):
@@ -424,7 +441,7 @@ def pow_positive(a, b):
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "max": first_max, "min": first_min, "pow": pow_positive, "rem": torch.fmod,
-    "atan2": torch.atan2, "hypot": torch.hypot,
+    "atan2": torch.atan2, "hypot": torch.hypot, "logaddexp": LogAddExp.apply,
 }
 
 

@@ -211,3 +211,12 @@ func Asin(x float64) float64 { return math.Atan2(x, math.Sqrt((1-x)*(1+x))) }
 
 // Acos is the arccosine (see Asin).
 func Acos(x float64) float64 { return math.Atan2(math.Sqrt((1-x)*(1+x)), x) }
+
+// LogAddExp is log(e^a + e^b): max(a, b) + log1p(e^-|a-b|), a + ln 2
+// where a = b (so ±∞ with itself is ±∞, not NaN).
+func LogAddExp(a, b float64) float64 {
+	if a == b {
+		return a + math.Ln2
+	}
+	return math.Max(a, b) + math.Log1p(math.Exp(-math.Abs(a-b)))
+}

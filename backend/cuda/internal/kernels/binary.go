@@ -24,7 +24,7 @@ import (
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp")
 	}
 	return ops
 }
@@ -323,6 +323,8 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			return inF64x2(k, d, x, y, fm.atan2)
 		case "hypot":
 			return inF64x2(k, d, x, y, fm.hypot)
+		case "logaddexp":
+			return inF64x2(k, d, x, y, fm.logaddexp)
 		case "gelugrad":
 			if d == F32 { // and the half types, computing in it
 				return geluGrad32(k, x, y)

@@ -191,3 +191,11 @@ func (m fm) hypot(a, b ptx.Reg) ptx.Reg {
 	inf := m.or(m.cmp("eq", aa, m.c(math.Inf(1))), m.cmp("eq", ab, m.c(math.Inf(1))))
 	return m.sel(inf, m.c(math.Inf(1)), h)
 }
+
+// logaddexp is max(a, b) + log1p(e^-|a-b|), a + ln 2 where a = b.
+func (m fm) logaddexp(a, b ptx.Reg) ptx.Reg {
+	d := m.abs(m.sub(a, b))
+	r := m.add(m.max(a, b), m.log1p(m.exp(m.sub(m.c(0), d))))
+	r = m.sel(m.cmp("nan", a, b), m.c(math.NaN()), r) // PTX's max drops a NaN
+	return m.sel(m.cmp("eq", a, b), m.add(a, m.c(math.Ln2)), r)
+}
