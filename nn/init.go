@@ -57,6 +57,65 @@ func HeUniform(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
 	return tensor.RandUniform(rng, dt, -l, l, shape...)
 }
 
+// RandomNormal returns the Initializer drawing from N(mean, stddev²)
+// (Keras' RandomNormal; GPT-2's weights are RandomNormal(0, 0.02)). It
+// panics with a *tensor.Error for a negative, infinite or NaN stddev or a
+// mean that is not finite.
+func RandomNormal(mean, stddev float64) Initializer {
+	checkNormal("RandomNormal", mean, stddev)
+	return func(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+		return shifted(tensor.RandNormal(rng, tensor.Float64, shape...), mean, stddev, dt)
+	}
+}
+
+// TruncatedNormal returns the Initializer drawing from N(mean, stddev²)
+// with the draws more than two standard deviations from the mean drawn
+// again (Keras' TruncatedNormal and TensorFlow's truncated_normal; BERT's
+// weights are TruncatedNormal(0, 0.02)): the values' standard deviation
+// is about 0.88·stddev. The redraws come from rng too, so a seed gives
+// the same values. It panics as RandomNormal does.
+func TruncatedNormal(mean, stddev float64) Initializer {
+	checkNormal("TruncatedNormal", mean, stddev)
+	return func(rng *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {
+		z := tensor.RandNormal(rng, tensor.Float64, shape...)
+		v := tensor.ToSlice[float64](z)
+		var far []int
+		for i, x := range v {
+			if math.Abs(x) > 2 {
+				far = append(far, i)
+			}
+		}
+		for len(far) > 0 { // about 4.6% of the draws a round
+			redraw := tensor.ToSlice[float64](tensor.RandNormal(rng, tensor.Float64, len(far)))
+			next := far[:0]
+			for k, i := range far {
+				if v[i] = redraw[k]; math.Abs(v[i]) > 2 {
+					next = append(next, i)
+				}
+			}
+			far = next
+		}
+		return shifted(tensor.FromSlice(v, z.Shape()...), mean, stddev, dt)
+	}
+}
+
+// checkNormal panics with a *tensor.Error unless mean is finite and
+// stddev finite and not negative.
+func checkNormal(name string, mean, stddev float64) {
+	if !(stddev >= 0) || math.IsInf(stddev, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
+		panic(tensor.NewError("nn", name, tensor.ErrValue, nil, "", "needs a finite mean and a finite stddev ≥ 0, got mean %v, stddev %v", mean, stddev))
+	}
+}
+
+// shifted is mean + stddev·z (z float64) in dtype dt.
+func shifted(z *tensor.Tensor, mean, stddev float64, dt tensor.DType) *tensor.Tensor {
+	y := ops.Add(scaled(z, stddev), ops.ScalarLike(z, mean))
+	if dt == tensor.Float64 {
+		return y
+	}
+	return ops.Cast(y, dt)
+}
+
 // ZerosInit is the Initializer of zeros: it ignores the generator (a
 // tensor of zeros is tensor.Zeros(dt, shape...)).
 func ZerosInit(_ *tensor.RNG, dt tensor.DType, shape ...int) *tensor.Tensor {

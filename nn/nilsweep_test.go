@@ -65,6 +65,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "GlorotNormal", Fn: GlorotNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "HeNormal", Fn: HeNormal, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "HeUniform", Fn: HeUniform, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
+		{Name: "RandomNormal", Fn: func(rng *tensor.RNG) *tensor.Tensor { return RandomNormal(0, 1)(rng, tensor.Float32, 2, 3) }, Valid: []any{rng}},
+		{Name: "TruncatedNormal", Fn: func(rng *tensor.RNG) *tensor.Tensor { return TruncatedNormal(0, 1)(rng, tensor.Float32, 2, 3) }, Valid: []any{rng}},
 		{Name: "Zeros", Fn: Zeros, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "ZerosInit", Fn: ZerosInit, Valid: []any{rng, tensor.Float32, []int{2, 3}}},
 		{Name: "Orthogonal", Fn: Orthogonal, Valid: []any{rng, tensor.Float32, []int{3, 3}}},

@@ -124,6 +124,60 @@ func TestInitializers(t *testing.T) {
 	}
 }
 
+// RandomNormal and TruncatedNormal: their moments (a normal truncated at
+// ±2σ has standard deviation 0.8796σ), TruncatedNormal's bounds, the same
+// values from the same seed, every float dtype, empty shapes, and bad
+// parameters refused.
+func TestNormalInitializers(t *testing.T) {
+	const mean, sd, n = 0.5, 0.02, 200000
+	moments := func(v []float64) (m, s float64) {
+		for _, x := range v {
+			m += x
+		}
+		m /= float64(len(v))
+		for _, x := range v {
+			s += (x - m) * (x - m)
+		}
+		return m, math.Sqrt(s / float64(len(v)))
+	}
+	tr := f64(TruncatedNormal(mean, sd)(tensor.NewRNG(4), tensor.Float64, n))
+	for _, v := range tr {
+		if math.Abs(v-mean) > 2*sd+1e-15 {
+			t.Fatalf("truncated value %v beyond mean ± 2σ", v)
+		}
+	}
+	if m, s := moments(tr); math.Abs(m-mean) > 1e-4 || math.Abs(s/sd-0.8796) > 0.005 {
+		t.Errorf("truncated: mean %v, std %v·σ; want %v, 0.8796·σ", m, s/sd, mean)
+	}
+	if m, s := moments(f64(RandomNormal(mean, sd)(tensor.NewRNG(4), tensor.Float64, n))); math.Abs(m-mean) > 1e-4 || math.Abs(s/sd-1) > 0.005 {
+		t.Errorf("normal: mean %v, std %v·σ; want %v, σ", m, s/sd, mean)
+	}
+	a, b := TruncatedNormal(0, 1)(tensor.NewRNG(8), tensor.Float32, 50, 7), TruncatedNormal(0, 1)(tensor.NewRNG(8), tensor.Float32, 50, 7)
+	if approx.Diff(f64(ops.Cast(a, tensor.Float64)), f64(ops.Cast(b, tensor.Float64)), 0) != "" || a.DType() != tensor.Float32 || !a.Shape().Equal(tensor.Shape{50, 7}) {
+		t.Error("the same seed gave different weights, or the dtype or shape differs")
+	}
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		if w := TruncatedNormal(0, 1)(tensor.NewRNG(1), dt, 3, 4); w.DType() != dt {
+			t.Errorf("%v: got %v", dt, w.DType())
+		}
+	}
+	if w := TruncatedNormal(0, 1)(tensor.NewRNG(1), tensor.Float32, 0, 3); w.NumElements() != 0 {
+		t.Error("an empty shape gave elements")
+	}
+	if z := f64(TruncatedNormal(3, 0)(tensor.NewRNG(1), tensor.Float64, 4)); approx.Diff(z, []float64{3, 3, 3, 3}, 0) != "" {
+		t.Errorf("stddev 0: %v", z)
+	}
+	for _, bad := range [][2]float64{{0, -1}, {0, math.NaN()}, {0, math.Inf(1)}, {math.Inf(-1), 1}} {
+		var te *tensor.Error
+		if err := tensor.Catch(func() { TruncatedNormal(bad[0], bad[1]) }); !errors.As(err, &te) {
+			t.Errorf("TruncatedNormal(%v, %v): %v, want a *tensor.Error", bad[0], bad[1], err)
+		}
+		if err := tensor.Catch(func() { RandomNormal(bad[0], bad[1]) }); !errors.As(err, &te) {
+			t.Errorf("RandomNormal(%v, %v): %v, want a *tensor.Error", bad[0], bad[1], err)
+		}
+	}
+}
+
 // Each layer's gradient against finite differences, in float64.
 func TestLayerGradients(t *testing.T) {
 	rng := tensor.NewRNG(5)
