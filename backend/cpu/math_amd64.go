@@ -4,7 +4,7 @@ package cpu
 
 // The float32 vector kernels of transcendental functions (AVX2 and FMA;
 // stanh16 and ssigmoid16 AVX-512), in math_exp_amd64.s, math_tanh_amd64.s,
-// math_log_amd64.s and math_erf_amd64.s. Each takes n a multiple of its
+// math_log_amd64.s, math_erf_amd64.s and math_trig_amd64.s. Each takes n a multiple of its
 // lanes; fastmath.go runs them over the whole blocks and the rest in Go.
 
 //go:noescape
@@ -30,3 +30,9 @@ func serf8(dst, x *float32, n int)
 
 //go:noescape
 func sphi8(dst, x *float32, n int)
+
+// strig4 returns how many of n it did (it stops before a group of four
+// holding an argument past its reduction's range).
+//
+//go:noescape
+func strig4(dst, x *float32, n, mode int) int

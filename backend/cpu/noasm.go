@@ -139,3 +139,5 @@ func sdwwin(y, x *float32, yStep, xStep int, offs *int, taps int, f *float32, c,
 func sdwdot64(acc *float64, a *float32, aStep int, b *float32, bStep int, c, count int) {
 	panic("cpu: no vector kernel in this build")
 }
+
+func strig4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in this build") }

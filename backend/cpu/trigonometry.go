@@ -13,8 +13,9 @@ import (
 // Log10 at the powers of 10), float32 through it, rounded once.
 
 func init() {
+	floatLoops("Tan", trigLoop(trigTan, mathx.Tan), trigCost32, mathx.Tan)
 	for op, f := range map[string]func(float64) float64{
-		"Tan": mathx.Tan, "Asin": mathx.Asin, "Acos": mathx.Acos, "Atan": math.Atan,
+		"Asin": mathx.Asin, "Acos": mathx.Acos, "Atan": math.Atan,
 		"Sinh": mathx.Sinh, "Cosh": mathx.Cosh, "Asinh": math.Asinh, "Acosh": math.Acosh, "Atanh": math.Atanh,
 		"Log2": mathx.Log2, "Log10": mathx.Log10, "Exp2": math.Exp2,
 	} {
