@@ -29,7 +29,7 @@ func via64(f func(float64) float64) func(float32) float32 {
 func init() {
 	floatLoops("Sin", trigLoop(trigSin, math.Sin), trigCost32, math.Sin)
 	floatLoops("Cos", trigLoop(trigCos, math.Cos), trigCost32, math.Cos)
-	floatLoops("Log1p", mapLoop(math32.Log1p), 20, math.Log1p)
+	floatLoops("Log1p", lanesLoop(slog1p4, math.Log1p), trigCost32, math.Log1p)
 	floatLoops("Expm1", mapLoop(via64(math.Expm1)), 20, math.Expm1)
 	floatLoops("Erf", erf32Loop, expCost32, math.Erf)
 	floatLoops("Ceil", mapLoop(math32.Ceil), 20, math.Ceil)
@@ -38,8 +38,8 @@ func init() {
 	kernels{f32: unaryKernel(1, isFinite[float32]), f64: unaryKernel(1, isFinite[float64])}.register("IsFinite")
 }
 
-// trigCost32 is trigLoop's cost per element, for sharding: about 1 ns
-// with the AVX2 kernel, 20 through math.Sin.
+// trigCost32 is lanesLoop's cost per element, for sharding: about 1 ns
+// with the AVX2 kernels, 20 through math.Sin.
 var trigCost32 = map[bool]float64{true: 2, false: 20}[haveVecKernels]
 
 // The modes of strig4.
@@ -55,11 +55,19 @@ const (
 // a rounding boundary), and through f in float64 the groups it leaves
 // (an argument of 2²⁸ or more, an infinity, NaN) and the tail.
 func trigLoop(mode int, f func(float64) float64) func(o, x []float32) {
+	return lanesLoop(func(dst, x *float32, n int) int { return strig4(dst, x, n, mode) }, f)
+}
+
+// lanesLoop returns the float32 loop of f through kern, a float64-lane
+// kernel that does groups of four and stops before a group it leaves (it
+// returns how many it did): those groups and the tail through f in
+// float64, rounded once.
+func lanesLoop(kern func(dst, x *float32, n int) int, f func(float64) float64) func(o, x []float32) {
 	return func(o, x []float32) {
 		x = x[:len(o)]
 		i := 0
 		for haveVecKernels && len(o)-i >= 4 {
-			i += strig4(&o[i], &x[i], (len(o)-i)&^3, mode)
+			i += kern(&o[i], &x[i], (len(o)-i)&^3)
 			if len(o)-i < 4 {
 				break
 			}

@@ -1,17 +1,12 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "math_lanes64_amd64.h"
 
 // Sine, cosine and tangent of float32, four lanes at a time in float64
 // (AVX2 and FMA): the float64 results are within about 2⁻⁵⁰ of the true
 // values, so each rounds to the float32 that float32(math.Sin(x)) gives
 // but where the true value lies within that of a rounding boundary.
-
-// Constants, each four float64 (or int64) copies for one YMM operand.
-#define CONST4(name, bits) \
-	DATA name<>+0(SB)/8, $bits; DATA name<>+8(SB)/8, $bits; \
-	DATA name<>+16(SB)/8, $bits; DATA name<>+24(SB)/8, $bits; \
-	GLOBL name<>(SB), RODATA|NOPTR, $32
 
 CONST4(trigAbs, 0x7fffffffffffffff)
 CONST4(trigLimit, 0x41b0000000000000) // 2^28: from there the caller reduces (Payne and Hanek's)

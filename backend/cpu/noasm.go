@@ -141,3 +141,7 @@ func sdwdot64(acc *float64, a *float32, aStep int, b *float32, bStep int, c, cou
 }
 
 func strig4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in this build") }
+
+func satan4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
+
+func slog1p4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }

@@ -10,8 +10,9 @@ import (
 
 // trigInputs are float32 arguments of every magnitude (subnormal to the
 // largest), the float32s nearest the multiples of π/2 up to 2²⁵ (where
-// sin, cos or tan is smallest or largest), 2²⁸ and its neighbours (the
-// vector kernel's range ends there), ±0, infinities and NaN, in an order
+// sin, cos or tan is smallest or largest), log1p's domain near -1 and 0
+// and its edges, 2²⁸ and its neighbours (the trigonometric kernel's range
+// ends there), ±0, infinities and NaN, in an order
 // that puts the ones the kernel leaves in the middle of groups of four.
 func trigInputs() []float32 {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -23,15 +24,18 @@ func trigInputs() []float32 {
 		v := float32(math.Round(k) * math.Pi / 2)
 		xs = append(xs, v, math.Nextafter32(v, 0), math.Nextafter32(v, float32(math.Inf(1))), -v)
 	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), 1<<28, math.Nextafter32(1<<28, 0), -(1 << 28),
+	for range 4000 { // log1p's domain near -1 and 0
+		xs = append(xs, -1+float32(math.Ldexp(r.Float64(), -r.IntN(24))), float32(math.Ldexp(r.Float64()-0.5, -r.IntN(40))))
+	}
+	xs = append(xs, -1, -2, 0x1p-29, -0x1p-29, 0x1p-30, 0, float32(math.Copysign(0, -1)), 1<<28, math.Nextafter32(1<<28, 0), -(1 << 28),
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, 1e-45, 3)
 	r.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
 	return xs
 }
 
-// Sin, Cos and Tan of float32 (the AVX2 kernel strig4 in float64 lanes,
-// the rest through math.Sin, math.Cos and mathx.Tan): the float64
-// functions' values rounded once, bit for bit but for the rare argument
+// Sin, Cos, Tan, Atan and Log1p of float32 (the AVX2 kernels strig4,
+// satan4 and slog1p4 in float64 lanes, the rest through the float64
+// functions): the float64 functions' values rounded once, bit for bit but for the rare argument
 // whose true value lies within about 2⁻⁵⁰ of a rounding boundary (then
 // an ulp), ±0 kept, NaN where the function is.
 func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
@@ -44,14 +48,27 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		if n := strig4(&o[0], &x[0], len(x), trigSin); n != len(x) {
 			t.Fatalf("strig4 did %d of %d", n, len(x))
 		}
+		if n := satan4(&o[0], &x[0], len(x)); n != len(x) {
+			t.Fatalf("satan4 did %d of %d", n, len(x))
+		}
+		for i := range x {
+			x[i] = float32(i)/1024 - 0.999
+		}
+		if n := slog1p4(&o[0], &x[0], len(x)); n != len(x) {
+			t.Fatalf("slog1p4 did %d of %d", n, len(x))
+		}
 	}
 	for _, c := range []struct {
 		name string
-		mode int
+		loop func(o, x []float32)
 		f    func(float64) float64
-	}{{"sin", trigSin, math.Sin}, {"cos", trigCos, math.Cos}, {"tan", trigTan, mathx.Tan}} {
+	}{
+		{"sin", trigLoop(trigSin, math.Sin), math.Sin}, {"cos", trigLoop(trigCos, math.Cos), math.Cos},
+		{"tan", trigLoop(trigTan, mathx.Tan), mathx.Tan},
+		{"atan", lanesLoop(satan4, math.Atan), math.Atan}, {"log1p", lanesLoop(slog1p4, math.Log1p), math.Log1p},
+	} {
 		o := make([]float32, len(xs))
-		trigLoop(c.mode, c.f)(o, xs)
+		c.loop(o, xs)
 		off := 0
 		for i, v := range xs {
 			want := float32(c.f(float64(v)))
@@ -70,5 +87,27 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 			t.Errorf("%s: %d of %d values an ulp off", c.name, off, len(xs))
 		}
 		t.Logf("%s: %d of %d an ulp off", c.name, off, len(xs))
+	}
+}
+
+// The branchless float sign loops are signOf: ±1, ±0 kept, NaN kept, the
+// infinities and subnormals ±1.
+func TestSignLoops(t *testing.T) {
+	xs := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -3e300, 5e-324, -5e-324, math.Inf(1), math.Inf(-1), math.NaN(), 1e-45, -2}
+	o64 := make([]float64, len(xs))
+	signLoop64(o64, xs)
+	x32 := make([]float32, len(xs))
+	for i, v := range xs {
+		x32[i] = float32(v)
+	}
+	o32 := make([]float32, len(xs))
+	signLoop32(o32, x32)
+	for i, v := range xs {
+		if w := signOf(v); math.Float64bits(o64[i]) != math.Float64bits(w) && !(w != w && o64[i] != o64[i]) {
+			t.Errorf("signLoop64(%v) = %v, want %v", v, o64[i], w)
+		}
+		if w := signOf(x32[i]); math.Float32bits(o32[i]) != math.Float32bits(w) && !(w != w && o32[i] != o32[i]) {
+			t.Errorf("signLoop32(%v) = %v, want %v", x32[i], o32[i], w)
+		}
 	}
 }

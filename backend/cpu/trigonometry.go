@@ -14,8 +14,9 @@ import (
 
 func init() {
 	floatLoops("Tan", trigLoop(trigTan, mathx.Tan), trigCost32, mathx.Tan)
+	floatLoops("Atan", lanesLoop(satan4, math.Atan), trigCost32, math.Atan)
 	for op, f := range map[string]func(float64) float64{
-		"Asin": mathx.Asin, "Acos": mathx.Acos, "Atan": math.Atan,
+		"Asin": mathx.Asin, "Acos": mathx.Acos,
 		"Sinh": mathx.Sinh, "Cosh": mathx.Cosh, "Asinh": math.Asinh, "Acosh": math.Acosh, "Atanh": math.Atanh,
 		"Log2": mathx.Log2, "Log10": mathx.Log10, "Exp2": math.Exp2,
 	} {

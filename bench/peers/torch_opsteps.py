@@ -1,4 +1,4 @@
-"""The op-step sweep's twin (internal/benchmodels' OpSteps): seventeen
+"""The op-step sweep's twin (internal/benchmodels' OpSteps): twenty
 one-op training steps, each the op forward and its sum's gradients in
 its inputs, at the sizes the Go side names (CPU_SIZES for
 BenchmarkOpStep, GPU_SIZES and DRY_SIZES for BenchmarkOpStepGPU and the
@@ -40,5 +40,8 @@ def op_steps(z, dev):
         ("Var", lambda: rows.var(-1, unbiased=False), (rows,)),
         ("Pow3", lambda: rows ** 3, (rows,)),
         ("Where", lambda: torch.where(rows > 0, rows, 0.1 * rows), (rows,)),
-        ("MaskedSelect", lambda: torch.masked_select(rows, rows > 0), (rows,)))
+        ("MaskedSelect", lambda: torch.masked_select(rows, rows > 0), (rows,)),
+        ("Sin", lambda: torch.sin(rows), (rows,)),
+        ("Atan", lambda: torch.atan(rows), (rows,)),
+        ("Log1p", lambda: torch.log1p(rows.abs()), (rows,)))
     return [(name, lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs)) for name, fn, inputs in table_of]

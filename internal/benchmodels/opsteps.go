@@ -84,5 +84,8 @@ func OpSteps(z OpSizes) []OpStep {
 		{"Pow3", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Pow(x, three) })},
 		{"Where", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Where(ops.Gt(x, zero), x, ops.Mul(x, tenth)) })},
 		{"MaskedSelect", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.MaskedSelect(x, ops.Gt(x, zero)) })},
+		{"Sin", r, one(ops.Sin)},
+		{"Atan", r, one(ops.Atan)},
+		{"Log1p", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Log1p(ops.Abs(x)) })},
 	}
 }
