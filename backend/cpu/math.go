@@ -30,7 +30,7 @@ func init() {
 	floatLoops("Sin", trigLoop(trigSin, math.Sin), trigCost32, math.Sin)
 	floatLoops("Cos", trigLoop(trigCos, math.Cos), trigCost32, math.Cos)
 	floatLoops("Log1p", lanesLoop(slog1p4, math.Log1p), trigCost32, math.Log1p)
-	floatLoops("Expm1", mapLoop(via64(math.Expm1)), 20, math.Expm1)
+	floatLoops("Expm1", lanesLoop(sexpm1_4, math.Expm1), trigCost32, math.Expm1)
 	floatLoops("Erf", erf32Loop, expCost32, math.Erf)
 	floatLoops("Ceil", mapLoop(math32.Ceil), 20, math.Ceil)
 	floatLoops("Floor", mapLoop(math32.Floor), 20, math.Floor)

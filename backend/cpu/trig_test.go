@@ -27,14 +27,17 @@ func trigInputs() []float32 {
 	for range 4000 { // log1p's domain near -1 and 0
 		xs = append(xs, -1+float32(math.Ldexp(r.Float64(), -r.IntN(24))), float32(math.Ldexp(r.Float64()-0.5, -r.IntN(40))))
 	}
-	xs = append(xs, -1, -2, 0x1p-29, -0x1p-29, 0x1p-30, 0, float32(math.Copysign(0, -1)), 1<<28, math.Nextafter32(1<<28, 0), -(1 << 28),
+	for v := float32(-120); v < 100; v += 0.0371 { // expm1's range, its ends included
+		xs = append(xs, v)
+	}
+	xs = append(xs, 88.72, 88.73, -103.9, -0.5, 0.5, math.Nextafter32(0.5, 0), -1, -2, 0x1p-29, -0x1p-29, 0x1p-30, 0, float32(math.Copysign(0, -1)), 1<<28, math.Nextafter32(1<<28, 0), -(1 << 28),
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, 1e-45, 3)
 	r.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
 	return xs
 }
 
-// Sin, Cos, Tan, Atan and Log1p of float32 (the AVX2 kernels strig4,
-// satan4 and slog1p4 in float64 lanes, the rest through the float64
+// Sin, Cos, Tan, Atan, Log1p and Expm1 of float32 (the AVX2 kernels
+// strig4, satan4, slog1p4 and sexpm1_4 in float64 lanes, the rest through the float64
 // functions): the float64 functions' values rounded once, bit for bit but for the rare argument
 // whose true value lies within about 2⁻⁵⁰ of a rounding boundary (then
 // an ulp), ±0 kept, NaN where the function is.
@@ -57,6 +60,9 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		if n := slog1p4(&o[0], &x[0], len(x)); n != len(x) {
 			t.Fatalf("slog1p4 did %d of %d", n, len(x))
 		}
+		if n := sexpm1_4(&o[0], &x[0], len(x)); n != len(x) {
+			t.Fatalf("sexpm1_4 did %d of %d", n, len(x))
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -66,6 +72,7 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		{"sin", trigLoop(trigSin, math.Sin), math.Sin}, {"cos", trigLoop(trigCos, math.Cos), math.Cos},
 		{"tan", trigLoop(trigTan, mathx.Tan), mathx.Tan},
 		{"atan", lanesLoop(satan4, math.Atan), math.Atan}, {"log1p", lanesLoop(slog1p4, math.Log1p), math.Log1p},
+		{"expm1", lanesLoop(sexpm1_4, math.Expm1), math.Expm1},
 	} {
 		o := make([]float32, len(xs))
 		c.loop(o, xs)
