@@ -29,7 +29,7 @@ func via64(f func(float64) float64) func(float32) float32 {
 func init() {
 	floatLoops("Sin", trigLoop(trigSin, math.Sin), trigCost32, math.Sin)
 	floatLoops("Cos", trigLoop(trigCos, math.Cos), trigCost32, math.Cos)
-	floatLoops("Log1p", lanesLoop(slog1p4, math.Log1p), trigCost32, math.Log1p)
+	floatLoops("Log1p", logLoop(logOnePlus, math.Log1p), trigCost32, math.Log1p)
 	floatLoops("Expm1", lanesLoop(sexpm1_4, math.Expm1), trigCost32, math.Expm1)
 	floatLoops("Erf", erf32Loop, expCost32, math.Erf)
 	floatLoops("Ceil", mapLoop(math32.Ceil), 20, math.Ceil)
@@ -56,6 +56,19 @@ const (
 // (an argument of 2²⁸ or more, an infinity, NaN) and the tail.
 func trigLoop(mode int, f func(float64) float64) func(o, x []float32) {
 	return lanesLoop(func(dst, x *float32, n int) int { return strig4(dst, x, n, mode) }, f)
+}
+
+// The modes of slogs4.
+const (
+	logOnePlus = iota
+	logTwo
+	logTen
+)
+
+// logLoop returns the float32 loop of log1p, log₂ or log₁₀ (mode) through
+// slogs4, as trigLoop takes strig4.
+func logLoop(mode int, f func(float64) float64) func(o, x []float32) {
+	return lanesLoop(func(dst, x *float32, n int) int { return slogs4(dst, x, n, mode) }, f)
 }
 
 // lanesLoop returns the float32 loop of f through kern, a float64-lane

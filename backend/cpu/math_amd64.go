@@ -5,7 +5,7 @@ package cpu
 // The float32 vector kernels of transcendental functions (AVX2 and FMA;
 // stanh16 and ssigmoid16 AVX-512), in math_exp_amd64.s, math_tanh_amd64.s,
 // math_log_amd64.s, math_erf_amd64.s, math_trig_amd64.s, math_atan_amd64.s,
-// math_log1p_amd64.s and math_expm1_amd64.s. Each takes n a multiple of its
+// math_logs_amd64.s and math_expm1_amd64.s. Each takes n a multiple of its
 // lanes; fastmath.go runs them over the whole blocks and the rest in Go.
 
 //go:noescape
@@ -38,14 +38,14 @@ func sphi8(dst, x *float32, n int)
 //go:noescape
 func strig4(dst, x *float32, n, mode int) int
 
-// satan4, slog1p4 and sexpm1_4 (math_atan_amd64.s, math_log1p_amd64.s,
+// satan4, slogs4 and sexpm1_4 (math_atan_amd64.s, math_logs_amd64.s,
 // math_expm1_amd64.s) return how many of n they did, as strig4.
 //
 //go:noescape
 func satan4(dst, x *float32, n int) int
 
 //go:noescape
-func slog1p4(dst, x *float32, n int) int
+func slogs4(dst, x *float32, n, mode int) int
 
 //go:noescape
 func sexpm1_4(dst, x *float32, n int) int

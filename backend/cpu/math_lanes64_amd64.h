@@ -1,5 +1,5 @@
 // The shared part of the float32 kernels that compute in float64 lanes
-// (math_trig_amd64.s, math_atan_amd64.s, math_log1p_amd64.s): four float32
+// (math_trig_amd64.s, math_atan_amd64.s, math_logs_amd64.s): four float32
 // arguments widened to four float64 YMM lanes, each result rounded once.
 
 // Constants, each four float64 (or int64) copies for one YMM operand.

@@ -144,6 +144,6 @@ func strig4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in 
 
 func satan4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
 
-func slog1p4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
+func slogs4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in this build") }
 
 func sexpm1_4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }

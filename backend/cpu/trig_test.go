@@ -36,11 +36,12 @@ func trigInputs() []float32 {
 	return xs
 }
 
-// Sin, Cos, Tan, Atan, Log1p and Expm1 of float32 (the AVX2 kernels
-// strig4, satan4, slog1p4 and sexpm1_4 in float64 lanes, the rest through the float64
-// functions): the float64 functions' values rounded once, bit for bit but for the rare argument
-// whose true value lies within about 2⁻⁵⁰ of a rounding boundary (then
-// an ulp), ±0 kept, NaN where the function is.
+// Sin, Cos, Tan, Atan, Log1p, Log2, Log10 and Expm1 of float32 (the AVX2
+// kernels strig4, satan4, slogs4 and sexpm1_4 in float64 lanes, the rest
+// through the float64 functions): the float64 functions' values rounded
+// once, bit for bit but for the rare argument whose true value lies
+// within about 2⁻⁵⁰ of a rounding boundary (then an ulp), ±0 kept, NaN
+// where the function is; the logarithms exact at their bases' powers.
 func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 	xs := trigInputs()
 	if haveVecKernels { // the kernel takes ordinary arguments whole
@@ -57,12 +58,24 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		for i := range x {
 			x[i] = float32(i)/1024 - 0.999
 		}
-		if n := slog1p4(&o[0], &x[0], len(x)); n != len(x) {
-			t.Fatalf("slog1p4 did %d of %d", n, len(x))
+		if n := slogs4(&o[0], &x[0], len(x), logOnePlus); n != len(x) {
+			t.Fatalf("slogs4 (log1p) did %d of %d", n, len(x))
+		}
+		for i := range x {
+			x[i] = float32(i)/1024 + 1e-3
+		}
+		for _, mode := range []int{logTwo, logTen} {
+			if n := slogs4(&o[0], &x[0], len(x), mode); n != len(x) {
+				t.Fatalf("slogs4 mode %d did %d of %d", mode, n, len(x))
+			}
 		}
 		if n := sexpm1_4(&o[0], &x[0], len(x)); n != len(x) {
 			t.Fatalf("sexpm1_4 did %d of %d", n, len(x))
 		}
+	}
+	positive := make([]float32, len(xs)) // the logarithms' domain, 0 and the specials besides
+	for i, v := range xs {
+		positive[i] = float32(math.Abs(float64(v)))
 	}
 	for _, c := range []struct {
 		name string
@@ -71,13 +84,18 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 	}{
 		{"sin", trigLoop(trigSin, math.Sin), math.Sin}, {"cos", trigLoop(trigCos, math.Cos), math.Cos},
 		{"tan", trigLoop(trigTan, mathx.Tan), mathx.Tan},
-		{"atan", lanesLoop(satan4, math.Atan), math.Atan}, {"log1p", lanesLoop(slog1p4, math.Log1p), math.Log1p},
+		{"atan", lanesLoop(satan4, math.Atan), math.Atan}, {"log1p", logLoop(logOnePlus, math.Log1p), math.Log1p},
+		{"log2", logLoop(logTwo, mathx.Log2), mathx.Log2}, {"log10", logLoop(logTen, mathx.Log10), mathx.Log10},
 		{"expm1", lanesLoop(sexpm1_4, math.Expm1), math.Expm1},
 	} {
-		o := make([]float32, len(xs))
-		c.loop(o, xs)
+		in := xs
+		if c.name == "log2" || c.name == "log10" {
+			in = positive
+		}
+		o := make([]float32, len(in))
+		c.loop(o, in)
 		off := 0
-		for i, v := range xs {
+		for i, v := range in {
 			want := float32(c.f(float64(v)))
 			switch d := ulps(o[i], want); {
 			case want != want || o[i] != o[i]:

@@ -15,10 +15,12 @@ import (
 func init() {
 	floatLoops("Tan", trigLoop(trigTan, mathx.Tan), trigCost32, mathx.Tan)
 	floatLoops("Atan", lanesLoop(satan4, math.Atan), trigCost32, math.Atan)
+	floatLoops("Log2", logLoop(logTwo, mathx.Log2), trigCost32, mathx.Log2)
+	floatLoops("Log10", logLoop(logTen, mathx.Log10), trigCost32, mathx.Log10)
 	for op, f := range map[string]func(float64) float64{
 		"Asin": mathx.Asin, "Acos": mathx.Acos,
 		"Sinh": mathx.Sinh, "Cosh": mathx.Cosh, "Asinh": math.Asinh, "Acosh": math.Acosh, "Atanh": math.Atanh,
-		"Log2": mathx.Log2, "Log10": mathx.Log10, "Exp2": math.Exp2,
+		"Exp2": math.Exp2,
 	} {
 		floatLoops(op, mapLoop(via64(f)), 20, f)
 	}
