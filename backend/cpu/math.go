@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 
-	"github.com/chewxy/math32"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -32,9 +31,9 @@ func init() {
 	floatLoops("Log1p", logLoop(logOnePlus, math.Log1p), trigCost32, math.Log1p)
 	floatLoops("Expm1", lanesLoop(sexpm1_4, math.Expm1), trigCost32, math.Expm1)
 	floatLoops("Erf", erf32Loop, expCost32, math.Erf)
-	floatLoops("Ceil", mapLoop(math32.Ceil), 20, math.Ceil)
-	floatLoops("Floor", mapLoop(math32.Floor), 20, math.Floor)
-	floatLoops("Round", mapLoop(math32.Round), 20, math.Round)
+	floatLoopsOf("Ceil", ceilLoop[float32], 1, ceilLoop[float64], 1)
+	floatLoopsOf("Floor", floorLoop[float32], 1, floorLoop[float64], 1)
+	floatLoopsOf("Round", roundLoop[float32], 4, roundLoop[float64], 4)
 	kernels{f32: unaryKernel(1, isFinite[float32]), f64: unaryKernel(1, isFinite[float64])}.register("IsFinite")
 }
 
@@ -92,5 +91,31 @@ func lanesLoop(kern func(dst, x *float32, n int) int, f func(float64) float64) f
 		for ; i < len(o); i++ {
 			o[i] = float32(f(float64(x[i])))
 		}
+	}
+}
+
+// floorLoop and ceilLoop round down and up by math.Floor and math.Ceil
+// (ROUNDSD: a float32's floor is a float32), with no call an element.
+func floorLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = T(math.Floor(float64(v)))
+	}
+}
+
+func ceilLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = T(math.Ceil(float64(v)))
+	}
+}
+
+// roundLoop rounds halves away from zero (XLA's Round) by math.Round, a
+// float32 through float64 (the same value: a float32's rounding is a
+// float32), with no call an element.
+func roundLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = T(math.Round(float64(v)))
 	}
 }

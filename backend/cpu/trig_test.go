@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/chewxy/math32"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -133,6 +134,45 @@ func TestSignLoops(t *testing.T) {
 		}
 		if w := signOf(x32[i]); math.Float32bits(o32[i]) != math.Float32bits(w) && !(w != w && o32[i] != o32[i]) {
 			t.Errorf("signLoop32(%v) = %v, want %v", x32[i], o32[i], w)
+		}
+	}
+}
+
+// The rounding and root loops give math32's (the loops before them) and
+// math's values bit for bit: halves of both signs, the integers' edge at
+// 2²³, signed zeros, subnormals, infinities and NaN.
+func TestRoundingAndRootLoops(t *testing.T) {
+	xs := trigInputs()
+	for _, v := range []float32{0.5, -0.5, 1.5, -2.5, 0.49999997, -0.49999997, 8388607.5, 8388608, 16777215, 1e-45} {
+		xs = append(xs, v, -v)
+	}
+	x64 := make([]float64, len(xs))
+	for i, v := range xs {
+		x64[i] = float64(v)
+	}
+	for _, c := range []struct {
+		name   string
+		loop32 func(o, x []float32)
+		ref32  func(float32) float32
+		loop64 func(o, x []float64)
+		ref64  func(float64) float64
+	}{
+		{"floor", floorLoop[float32], math32.Floor, floorLoop[float64], math.Floor},
+		{"ceil", ceilLoop[float32], math32.Ceil, ceilLoop[float64], math.Ceil},
+		{"round", roundLoop[float32], math32.Round, roundLoop[float64], math.Round},
+		{"sqrt", sqrtLoop[float32], math32.Sqrt, sqrtLoop[float64], math.Sqrt},
+		{"rsqrt", rsqrtLoop[float32], func(v float32) float32 { return 1 / math32.Sqrt(v) }, rsqrtLoop[float64], func(v float64) float64 { return 1 / math.Sqrt(v) }},
+	} {
+		o32, o64 := make([]float32, len(xs)), make([]float64, len(xs))
+		c.loop32(o32, xs)
+		c.loop64(o64, x64)
+		for i, v := range xs {
+			if w := c.ref32(v); math.Float32bits(o32[i]) != math.Float32bits(w) && !(w != w && o32[i] != o32[i]) {
+				t.Fatalf("%s float32(%v) = %v, want %v", c.name, v, o32[i], w)
+			}
+			if w := c.ref64(x64[i]); math.Float64bits(o64[i]) != math.Float64bits(w) && !(w != w && o64[i] != o64[i]) {
+				t.Fatalf("%s float64(%v) = %v, want %v", c.name, x64[i], o64[i], w)
+			}
 		}
 	}
 }

@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 
-	"github.com/chewxy/math32"
 	"github.com/eagerflow/eagerflow/backend"
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/internal/mathx"
@@ -98,6 +97,23 @@ func signLoop64(o, x []float64) {
 	}
 }
 
+// sqrtLoop and rsqrtLoop are √x and 1/√x, the square root correctly
+// rounded (float32's through float64: the same bits, SQRTSD's), with no
+// call an element.
+func sqrtLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = T(math.Sqrt(float64(v)))
+	}
+}
+
+func rsqrtLoop[T tensor.Float](o, x []T) {
+	x = x[:len(o)]
+	for i, v := range x {
+		o[i] = 1 / T(math.Sqrt(float64(v)))
+	}
+}
+
 func squareLoop[T tensor.Num](o, x []T) {
 	x = x[:len(o)]
 	for i := range o {
@@ -189,9 +205,8 @@ func init() {
 
 	floatLoops("Exp", exp32Loop, expCost32, mathx.Exp)
 	floatLoops("Log", log32Loop, expCost32, mathx.Log)
-	floatLoops("Sqrt", mapLoop(math32.Sqrt), 20, math.Sqrt)
-	floatLoops("Rsqrt", mapLoop(func(x float32) float32 { return 1 / math32.Sqrt(x) }), 20,
-		func(x float64) float64 { return 1 / math.Sqrt(x) })
+	floatLoopsOf("Sqrt", sqrtLoop[float32], 1, sqrtLoop[float64], 1)
+	floatLoopsOf("Rsqrt", rsqrtLoop[float32], 1, rsqrtLoop[float64], 1)
 	floatLoops("Tanh", tanh32Loop, tanhCost32, math.Tanh)
 	floatLoops("Sigmoid", sigmoid32Loop, expCost32, sigmoid64)
 }
@@ -200,8 +215,15 @@ func init() {
 // costing cost32 per element (in device.Parallel's units; scalar
 // transcendental code is about 20), and its float64 scalar function.
 func floatLoops(op string, f32 func(o, x []float32), cost32 float64, f64 func(float64) float64) {
+	floatLoopsOf(op, f32, cost32, mapLoop(f64), 20)
+}
+
+// floatLoopsOf is floatLoops with the float64 loop given whole (a loop
+// of its own, where mapLoop's call an element would dominate), costing
+// cost64 per element.
+func floatLoopsOf(op string, f32 func(o, x []float32), cost32 float64, f64 func(o, x []float64), cost64 float64) {
 	kernels{
-		f32: unaryKernel(cost32, f32), f64: unaryKernel(20, mapLoop(f64)),
+		f32: unaryKernel(cost32, f32), f64: unaryKernel(cost64, f64),
 		elementwise: &eager.ElementwiseF32{Unary: f32},
 	}.register(op)
 }
