@@ -254,5 +254,5 @@ func init() {
 	floatLoops("GeluTanh", geluTanh32Loop, 2*expCost32, geluTanh64)
 	kernels{f32: geluTanhGradKernel[float32], f64: geluTanhGradKernel[float64]}.register("GeluTanhGrad")
 	kernels{f32: geluGradKernel[float32], f64: geluGradKernel[float64]}.register("GeluGrad")
-	floatLoops("Softplus", mapLoop(via64(softplus64)), 20, softplus64)
+	floatLoops("Softplus", lanesLoop(ssoftplus4, softplus64), trigCost32, softplus64)
 }

@@ -38,8 +38,9 @@ func sphi8(dst, x *float32, n int)
 //go:noescape
 func strig4(dst, x *float32, n, mode int) int
 
-// satan4, slogs4 and sexpm1_4 (math_atan_amd64.s, math_logs_amd64.s,
-// math_expm1_amd64.s) return how many of n they did, as strig4.
+// satan4, slogs4, sexpm1_4 and ssoftplus4 (math_atan_amd64.s,
+// math_logs_amd64.s, math_expm1_amd64.s, math_softplus_amd64.s) return
+// how many of n they did, as strig4.
 //
 //go:noescape
 func satan4(dst, x *float32, n int) int
@@ -49,3 +50,6 @@ func slogs4(dst, x *float32, n, mode int) int
 
 //go:noescape
 func sexpm1_4(dst, x *float32, n int) int
+
+//go:noescape
+func ssoftplus4(dst, x *float32, n int) int

@@ -147,3 +147,5 @@ func satan4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this b
 func slogs4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in this build") }
 
 func sexpm1_4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
+
+func ssoftplus4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }

@@ -37,8 +37,9 @@ func trigInputs() []float32 {
 	return xs
 }
 
-// Sin, Cos, Tan, Atan, Log1p, Log2, Log10 and Expm1 of float32 (the AVX2
-// kernels strig4, satan4, slogs4 and sexpm1_4 in float64 lanes, the rest
+// Sin, Cos, Tan, Atan, Log1p, Log2, Log10, Expm1 and Softplus of float32
+// (the AVX2 kernels strig4, satan4, slogs4, sexpm1_4 and ssoftplus4 in
+// float64 lanes, the rest
 // through the float64 functions): the float64 functions' values rounded
 // once, bit for bit but for the rare argument whose true value lies
 // within about 2⁻⁵⁰ of a rounding boundary (then an ulp), ±0 kept, NaN
@@ -73,6 +74,9 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		if n := sexpm1_4(&o[0], &x[0], len(x)); n != len(x) {
 			t.Fatalf("sexpm1_4 did %d of %d", n, len(x))
 		}
+		if n := ssoftplus4(&o[0], &x[0], len(x)); n != len(x) {
+			t.Fatalf("ssoftplus4 did %d of %d", n, len(x))
+		}
 	}
 	positive := make([]float32, len(xs)) // the logarithms' domain, 0 and the specials besides
 	for i, v := range xs {
@@ -87,7 +91,7 @@ func TestTrigLoopsRoundTheFloat64Functions(t *testing.T) {
 		{"tan", trigLoop(trigTan, mathx.Tan), mathx.Tan},
 		{"atan", lanesLoop(satan4, math.Atan), math.Atan}, {"log1p", logLoop(logOnePlus, math.Log1p), math.Log1p},
 		{"log2", logLoop(logTwo, mathx.Log2), mathx.Log2}, {"log10", logLoop(logTen, mathx.Log10), mathx.Log10},
-		{"expm1", lanesLoop(sexpm1_4, math.Expm1), math.Expm1},
+		{"expm1", lanesLoop(sexpm1_4, math.Expm1), math.Expm1}, {"softplus", lanesLoop(ssoftplus4, softplus64), softplus64},
 	} {
 		in := xs
 		if c.name == "log2" || c.name == "log10" {
