@@ -9,21 +9,6 @@ import (
 
 // Neural-net activations and helpers, composed from primitives.
 
-// LeakyRelu returns x where x > 0 and alpha*x elsewhere. Floats.
-func LeakyRelu(x *tensor.Tensor, alpha float64) *tensor.Tensor {
-	needInputs("LeakyRelu", x)
-	defer asOp("LeakyRelu")
-	return Where(Gt(x, ScalarLike(x, 0)), x, Mul(x, ScalarLike(x, alpha)))
-}
-
-// Elu returns x where x > 0 and e^x - 1 elsewhere. Floats.
-func Elu(x *tensor.Tensor) *tensor.Tensor {
-	needInputs("Elu", x)
-	defer asOp("Elu")
-	neg := Minimum(x, ScalarLike(x, 0)) // keeps Expm1 finite on the unused side
-	return Where(Gt(x, ScalarLike(x, 0)), x, Expm1(neg))
-}
-
 // Gelu returns x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form, in one pass;
 // float32 with the vector Φ kernel, within the bound TestGeluFloat32
 // states over the whole range (Φ's lower tail computed as such, not as

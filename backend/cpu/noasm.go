@@ -149,3 +149,23 @@ func slogs4(dst, x *float32, n, mode int) int { panic("cpu: no vector kernel in 
 func sexpm1_4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
 
 func ssoftplus4(dst, x *float32, n int) int { panic("cpu: no vector kernel in this build") }
+
+func sprelu(dst, x *float32, a float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func spreluslope(dst, x *float32, a float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func sselpos(dst, x, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func srelu6(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func shardsigmoid(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func shardswish(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func srelu6grad(dst, x, dy *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func shardsigmoidgrad(dst, x, dy *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func shardswishgrad(dst, x, dy *float32, n int) { panic("cpu: no vector kernel in this build") }
+
+func ssoftsign(dst, x *float32, n int) { panic("cpu: no vector kernel in this build") }

@@ -176,15 +176,7 @@ func reluGradLoop[T tensor.Num](o, x, dy []T) {
 // outputGradKernel computes a function's backward from its output y,
 // o[i] = f(y[i], dy[i]) (TanhGrad, SigmoidGrad): one pass, sharded.
 func outputGradKernel[T tensor.Float](f func(y, dy T) T) eager.Kernel {
-	return func(c *eager.Call, outs []*tensor.Tensor) {
-		y, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
-		deviceOf(c).Parallel(len(o), 2, func(lo, hi int) {
-			ys, ds, os := y[lo:hi], dy[lo:hi], o[lo:hi]
-			for i := range os {
-				os[i] = f(ys[i], ds[i])
-			}
-		})
-	}
+	return backwardKernel(2, f, nil)
 }
 
 func tanhGradOf[T tensor.Float](y, dy T) T    { return dy * (1 - y*y) }

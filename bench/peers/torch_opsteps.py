@@ -1,4 +1,4 @@
-"""The op-step sweep's twin (internal/benchmodels' OpSteps): twenty
+"""The op-step sweep's twin (internal/benchmodels' OpSteps): twenty-five
 one-op training steps, each the op forward and its sum's gradients in
 its inputs, at the sizes the Go side names (CPU_SIZES for
 BenchmarkOpStep, GPU_SIZES and DRY_SIZES for BenchmarkOpStepGPU and the
@@ -43,5 +43,10 @@ def op_steps(z, dev):
         ("MaskedSelect", lambda: torch.masked_select(rows, rows > 0), (rows,)),
         ("Sin", lambda: torch.sin(rows), (rows,)),
         ("Atan", lambda: torch.atan(rows), (rows,)),
-        ("Log1p", lambda: torch.log1p(rows.abs()), (rows,)))
+        ("Log1p", lambda: torch.log1p(rows.abs()), (rows,)),
+        ("LeakyRelu", lambda: F.leaky_relu(rows, 0.1), (rows,)),
+        ("Elu", lambda: F.elu(rows), (rows,)),
+        ("Silu", lambda: F.silu(rows), (rows,)),
+        ("Mish", lambda: F.mish(rows), (rows,)),
+        ("HardSwish", lambda: F.hardswish(rows), (rows,)))
     return [(name, lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs)) for name, fn, inputs in table_of]

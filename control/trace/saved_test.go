@@ -54,10 +54,16 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("LogSoftmaxGrad"), nil, ops.Neg(ops.Add(q, c)), ops.Sub(q, c)))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("ScatterAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(r, c), indices))
 	picked = ops.Add(picked, eager.Run1(eager.Lookup("PutAlongAxisAddZeros"), opattr.ScatterZerosAttrs{Axis: 1, Size: 4}, ops.Mul(q, c), along))
-	picked = ops.Add(picked, ops.Gelu(ops.Sub(q, r)))                                        // Gelu reads its input, read by nothing else
-	picked = ops.Add(picked, ops.Add(ops.Tan(ops.Sub(q, c)), ops.Exp2(ops.Sub(r, c))))       // Tan's and Exp2's outputs read only by their rules
-	picked = ops.Add(picked, ops.Atan2(ops.Mul(q, r), ops.Add(c, c)))                        // Atan2 reads both inputs, read by nothing else
-	picked = ops.Add(picked, ops.LogAddExp(ops.Sub(q, r), ops.Mul(c, c)))                    // so does LogAddExp
+	picked = ops.Add(picked, ops.Gelu(ops.Sub(q, r)))                                  // Gelu reads its input, read by nothing else
+	picked = ops.Add(picked, ops.Add(ops.Tan(ops.Sub(q, c)), ops.Exp2(ops.Sub(r, c)))) // Tan's and Exp2's outputs read only by their rules
+	picked = ops.Add(picked, ops.Atan2(ops.Mul(q, r), ops.Add(c, c)))                  // Atan2 reads both inputs, read by nothing else
+	picked = ops.Add(picked, ops.LogAddExp(ops.Sub(q, r), ops.Mul(c, c)))              // so does LogAddExp
+	picked = ops.Add(picked, ops.Prelu(ops.Sub(q, c), ops.Mul(r, c)))                  // so does Prelu
+	// The activations read their inputs, each read by nothing else.
+	picked = ops.Add(picked, ops.Add(ops.Relu6(ops.Sub(r, q)), ops.HardSigmoid(ops.Mul(q, q))))
+	picked = ops.Add(picked, ops.Add(ops.HardSwish(ops.Add(q, q)), ops.Elu(ops.Sub(c, r))))
+	picked = ops.Add(picked, ops.Add(ops.Selu(ops.Mul(r, r)), ops.Silu(ops.Add(c, q))))
+	picked = ops.Add(picked, ops.Add(ops.Mish(ops.Sub(c, q)), ops.Softsign(ops.Mul(q, r))))
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -76,7 +82,8 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 // declaredOps are the ops cellUsingEveryDeclaredOp covers.
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
-	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp"}
+	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
+	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

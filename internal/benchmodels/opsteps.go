@@ -87,5 +87,10 @@ func OpSteps(z OpSizes) []OpStep {
 		{"Sin", r, one(ops.Sin)},
 		{"Atan", r, one(ops.Atan)},
 		{"Log1p", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Log1p(ops.Abs(x)) })},
+		{"LeakyRelu", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.LeakyRelu(x, 0.1) })},
+		{"Elu", r, one(ops.Elu)},
+		{"Silu", r, one(ops.Silu)},
+		{"Mish", r, one(ops.Mish)},
+		{"HardSwish", r, one(ops.HardSwish)},
 	}
 }
