@@ -138,9 +138,13 @@
 //	Einsum(spec, xs...)                      np.einsum/torch.einsum ("bij,bjk->bik", "..." too), by
 //	                                         DotGeneral two operands at a time (einsum.go)
 //
-// # Neural-net functions (activation.go, softmax.go, layernorm.go, attention.go)
+// # Neural-net functions (activation.go, rectifiers.go, smooth_units.go, softmax.go, layernorm.go, attention.go)
 //
-//	LeakyRelu, Elu, Gelu, GeluTanh, Softplus float activations
+//	Gelu, GeluTanh, Softplus                 float activations, one op each way
+//	Prelu(x, alpha), LeakyRelu(x, alpha)     x or alpha·x (alpha broadcast: a learned slope per channel)
+//	Relu6, HardSigmoid, HardSwish            the clamps of MobileNet, PyTorch's kinks
+//	Elu, Selu, Celu(x, alpha)                exponential linear units
+//	Silu, Mish, Softsign                     x·σ(x), x·tanh(softplus(x)), x/(1 + |x|)
 //	LogSoftmax(x, axis), Softmax(x, axis)    float, stable
 //	SoftmaxCrossEntropy(logits, probs)       [..., c] -> [...]
 //	SparseSoftmaxCrossEntropy(logits, ids)   [n c], [n] int -> [n]

@@ -133,15 +133,18 @@ var (
 // Relu6, HardSigmoid and HardSwish clamp x (x + 3) to [0, 6] as
 // PyTorch's kernels do, NaN kept (Go's min and max propagate it, and
 // max(-0, 0) is +0); HardSwish is -0 all the way from -3 (at -∞ too,
-// where x·0 would be NaN). Their backward ops pass dy (scaled) inside
+// where x·0 would be NaN) and x from 3. Their backward ops pass dy (scaled) inside
 // the kinks, NaN's dy too where PyTorch's do.
 
 func relu6Of[T tensor.Float](x T) T       { return min(max(x, 0), 6) }
 func hardSigmoidOf[T tensor.Float](x T) T { return min(max(x+3, 0), 6) / 6 }
 
 func hardSwishOf[T tensor.Float](x T) T {
-	if x <= -3 {
+	switch {
+	case x <= -3:
 		return T(math.Copysign(0, -1))
+	case x >= 3:
+		return x // not x·6/6, which overflows past max/6
 	}
 	return x * min(max(x+3, 0), 6) / 6
 }
@@ -334,15 +337,18 @@ func blocks32(o, x, dy []float32, f func(o, x, dy, p, q []float32)) {
 	}
 }
 
-// limits32 sets o[i] = f(x[i]) in float64 where o holds a NaN that x
-// does not (a limit's ∞·0, an overflow's ∞/∞), after a block's vector
-// arithmetic.
-func limits32(o, x []float32, f func(float64) float64) {
-	if !hasNaN(o) {
+// fixups32 sets o[i] = f(x[i]) in float64 where the block's vector
+// arithmetic could not give float64's value rounded: where o holds a NaN
+// that x does not (a limit's ∞·0, an overflow's ∞/∞), and below -87,
+// where e^x and σ(x) are subnormal in float32 and keep few digits (the
+// block's least x found by the vector maximum of -x, in scratch).
+func fixups32(o, x, scratch []float32, f func(float64) float64) {
+	smuls(&scratch[0], &x[0], -1, len(x))
+	if !hasNaN(o) && smax(&scratch[0], len(x)) <= 87 {
 		return
 	}
 	for i, v := range o {
-		if v != v && x[i] == x[i] {
+		if v != v && x[i] == x[i] || x[i] < -87 {
 			o[i] = float32(f(float64(x[i])))
 		}
 	}
@@ -361,7 +367,7 @@ func silu32Loop(o, x []float32) {
 	blocks32(o, x, nil, func(o, x, _, s, _ []float32) {
 		sigmoid32Loop(s, x)
 		smul(&o[0], &x[0], &s[0], len(o))
-		limits32(o, x, siluOf)
+		fixups32(o, x, s, siluOf)
 	})
 }
 
@@ -379,7 +385,7 @@ func siluGrad32Loop(o, x, dy []float32) {
 		smul(&q[0], &x[0], &q[0], n)
 		sadds(&q[0], &q[0], 1, n)
 		smul(&q[0], &p[0], &q[0], n)
-		limits32(q, x, siluSlope)
+		fixups32(q, x, p, siluSlope)
 		smul(&o[0], &dy[0], &q[0], n)
 	})
 }
@@ -405,7 +411,7 @@ func mish32Loop(o, x []float32) {
 		exp32Loop(e, x)
 		mishTanh(e, e, m, d)
 		smul(&o[0], &x[0], &e[0], len(o))
-		limits32(o, x, mishOf)
+		fixups32(o, x, m, mishOf)
 	})
 }
 
@@ -430,7 +436,7 @@ func mishGrad32Loop(o, x, dy []float32) {
 		smul(&s[0], &x[0], &s[0], k)
 		smul(&s[0], &s[0], &m[0], k)
 		sadd(&s[0], &e[0], &s[0], k)
-		limits32(s, x, mishSlope)
+		fixups32(s, x, m, mishSlope)
 		smul(&o[0], &dy[0], &s[0], k)
 	})
 }

@@ -123,7 +123,8 @@ TEXT ·shardsigmoid(SB), NOSPLIT, $0-24
 #undef BODY
 
 // func shardswish(dst, x *float32, n int)
-// dst = -0 where x <= -3, else x·min(max(x + 3, 0), 6) / 6 (NaN: x·0).
+// dst = -0 where x <= -3, x where x >= 3, else x·min(max(x + 3, 0), 6) / 6
+// (NaN: x·0).
 TEXT ·shardswish(SB), NOSPLIT, $0-24
 	MOVQ   dst+0(FP), DX
 	MOVQ   x+8(FP), SI
@@ -133,7 +134,7 @@ TEXT ·shardswish(SB), NOSPLIT, $0-24
 	BCAST(0x40c00000, Y11) // 6
 	BCAST(0xc0400000, Y12) // -3
 	BCAST(0x80000000, Y13) // -0
-#define BODY VADDPS Y10, Y0, Y1; CLAMP6(Y1); VMULPS Y1, Y0, Y1; VDIVPS Y11, Y1, Y1; VCMPPS $0x12, Y12, Y0, Y2; VBLENDVPS Y2, Y13, Y1, Y1
+#define BODY VADDPS Y10, Y0, Y1; CLAMP6(Y1); VMULPS Y1, Y0, Y1; VDIVPS Y11, Y1, Y1; VCMPPS $0x1d, Y10, Y0, Y3; VBLENDVPS Y3, Y0, Y1, Y1; VCMPPS $0x12, Y12, Y0, Y2; VBLENDVPS Y2, Y13, Y1, Y1
 	LOOP8
 
 #undef BODY

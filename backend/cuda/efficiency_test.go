@@ -239,11 +239,36 @@ var budgets = map[string]kernelBudget{
 	"gelutanh_f32":                     {instr: 23},  // in float32: an ex2 and a rcp (gelu32.go), -0 at -∞
 	"gelutanhgrad_f32_vv":              {instr: 17},
 	"gelu_f32":                         {instr: 66}, // Φ in float32, the CPU's pieces (gelu32.go); float64's fraction and series took 915
-	"gelugrad_f32_vv":                  {instr: 34}, // (484 in float64)
-	"attn_probs_f32":                   {instr: 295},
-	"attn_grad_f32":                    {instr: 52},
-	"attn_probs_f32_mask":              {instr: 295},
-	"attn_grad_f32_mask":               {instr: 58},
+	// The activations (units.go) over [64 256], four elements a thread:
+	// the clamps and selects a few instructions over the load and store,
+	// the smooth ones float32's exp, expm1 or sigmoid (two for Silu's
+	// slope) and a division or two; Prelu's and its slope's alpha, one
+	// value or a channel, by the broadcast kernel's coordinates, and
+	// LeakyRelu's gradient (the slope times dy) one fused kernel.
+	"relu6_f32":              {instr: 2*vectorBudget + 2},
+	"hardsigmoid_f32":        {instr: 2*vectorBudget + 4},
+	"hardswish_f32":          {instr: 2*vectorBudget + 6},
+	"softsign_f32":           {instr: 2*vectorBudget + 4},
+	"relu6grad_f32_vv":       {instr: 2*vectorBudget + 2},
+	"hardsigmoidgrad_f32_vv": {instr: 2*vectorBudget + 3},
+	"hardswishgrad_f32_vv":   {instr: 2*vectorBudget + 6},
+	"elu_f32":                {instr: transcendental + 16},
+	"selu_f32":               {instr: transcendental + 18},
+	"elugrad_f32_vv":         {instr: transcendental + 6},
+	"selugrad_f32_vv":        {instr: transcendental + 6},
+	"silu_f32":               {instr: transcendental + 8},
+	"silugrad_f32_vv":        {instr: 2*transcendental + 2},
+	"mish_f32":               {instr: transcendental + 12},
+	"mishgrad_f32_vv":        {instr: 2 * transcendental},
+	"prelu_f32_bc":           {instr: broadcastBudget + 24},
+	"preluslope_f32_bc":      {instr: broadcastBudget + 24},
+	"mul_f32_vv":             {instr: 2*vectorBudget - 2},
+	"fused":                  {instr: 36},
+	"gelugrad_f32_vv":        {instr: 34}, // (484 in float64)
+	"attn_probs_f32":         {instr: 295},
+	"attn_grad_f32":          {instr: 52},
+	"attn_probs_f32_mask":    {instr: 295},
+	"attn_grad_f32_mask":     {instr: 58},
 	// The flash kernels are bound by arithmetic, not memory: four threads
 	// a row, each tile element loaded once for the block's 64 rows (four
 	// FMAs and a vector shared load per four, twice: the score, then the
@@ -494,6 +519,15 @@ func efficiencyCases(t *testing.T, d *Device) []struct {
 		}},
 		{"GeluTanh and its gradient", func() { grad(func() *tensor.Tensor { return ops.GeluTanh(x) }, x) }},
 		{"Gelu and its gradient", func() { grad(func() *tensor.Tensor { return ops.Gelu(x) }, x) }},
+		{"the activations and their gradients", func() {
+			for _, f := range []func(*tensor.Tensor) *tensor.Tensor{ops.Relu6, ops.HardSigmoid, ops.HardSwish, ops.Softsign,
+				ops.Elu, ops.Selu, ops.Silu, ops.Mish} {
+				grad(func() *tensor.Tensor { return f(x) }, x)
+			}
+			alpha := g(256)
+			grad(func() *tensor.Tensor { return ops.Prelu(x, alpha) }, x, alpha)
+			grad(func() *tensor.Tensor { return ops.LeakyRelu(x, 0.1) }, x)
+		}},
 		{"cross-entropy and its gradient", func() {
 			labels := onGPU(t, d, tensor.FromSlice(make([]int32, 64), 64))
 			grad(func() *tensor.Tensor { return ops.SparseSoftmaxCrossEntropy(x, labels) }, x)

@@ -297,13 +297,15 @@ func generateWith(g *gen) *Program {
 
 var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu",
-	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2"}
+	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2",
+	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish"}
 
-// smoothUnary are the unary functions without kinks or jumps (ELU's
-// first derivative is continuous at 0).
+// smoothUnary are the unary functions without kinks or jumps (ELU's,
+// CELU's and Softsign's first derivatives are continuous at 0; SELU's
+// jumps from λα to λ).
 var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "identity", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-	"atanh", "exp2"}
+	"atanh", "exp2", "celu", "silu", "mish", "softsign"}
 
 // boundedFirst are the unary functions drawn on a bounded operand: the
 // exponentials' (kept moderate) and the poles' and domains' (tan's
@@ -330,7 +332,7 @@ func selects(op string, a Attrs) bool {
 func jumps(op string, a Attrs) bool {
 	switch op {
 	case "abs", "relu", "floor", "ceil", "round", "sign", "leaky_relu", "rem", "max", "min", "max_pool2d",
-		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter":
+		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter", "selu", "relu6", "hardsigmoid", "hardswish", "prelu":
 		return true
 	case "reduce":
 		return a.Kind != "sum" && a.Kind != "mean" && a.Kind != "logsumexp" && a.Kind != "var"
@@ -350,8 +352,11 @@ func genUnary(g *gen) bool {
 	}
 	op := names[g.intn(len(names))]
 	a := Attrs{}
-	if op == "leaky_relu" {
+	switch op {
+	case "leaky_relu":
 		a.Alpha = 0.1 + 0.5*g.r.Float64()
+	case "celu":
+		a.Alpha = 0.5 + 1.5*g.r.Float64()
 	}
 	for range boundedFirst[op] {
 		x = g.add("tanh", Attrs{}, x)
@@ -398,7 +403,7 @@ func genBinary(g *gen) bool {
 	} else {
 		y = g.operand(0, 4, func(s tensor.Shape) bool { return broadcasts(s, g.value(x).Shape()) })
 	}
-	names := []string{"add", "sub", "mul", "logaddexp", "max", "min"}
+	names := []string{"add", "sub", "mul", "logaddexp", "max", "min", "prelu"}
 	if g.smooth {
 		names = names[:4]
 	}

@@ -149,12 +149,15 @@ var unary = map[string]func(T) T{
 	"floor": ops.Floor, "ceil": ops.Ceil, "round": ops.Round, "sign": ops.Sign, "identity": ops.Identity,
 	"tan": ops.Tan, "asin": ops.Asin, "acos": ops.Acos, "atan": ops.Atan, "sinh": ops.Sinh, "cosh": ops.Cosh,
 	"asinh": ops.Asinh, "atanh": ops.Atanh, "log2": ops.Log2, "log10": ops.Log10, "exp2": ops.Exp2,
+	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
+	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish,
 }
 
 // binaryOps maps the broadcasting functions of two tensors.
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
 	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
+	"prelu": ops.Prelu,
 }
 
 // conv2DOpts turns a step's attributes into Conv2DOpts.
@@ -252,6 +255,8 @@ func apply(op string, x []T, a Attrs) T {
 		return applyXLAWindow(op, x, a)
 	case "leaky_relu":
 		return ops.LeakyRelu(x[0], a.Alpha)
+	case "celu":
+		return ops.Celu(x[0], a.Alpha)
 	case "reduce":
 		if f, ok := statistics[a.Kind]; ok {
 			if a.Keep {

@@ -150,6 +150,18 @@ ROUNDED = {
     "sigmoid": torch.sigmoid, "erf": torch.erf, "softplus": softplus,
     "elu": lambda x: torch.where(x > 0, x, torch.expm1(x)),  # F.elu takes e^x - 1
     "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "gelu": gelu, "gelu_tanh": gelu_tanh,
+    # The other units by their definitions (F.selu and F.celu take e^x - 1
+    # too), their limits at -∞ where PyTorch's formulas give ∞·0 (SiLU's,
+    # Mish's), Softsign's ±1 at ±∞ (∞/∞), HardSwish's -0 from -3 down and
+# x from 3 up (PyTorch's x·6/6 overflows past max/6).
+    "selu": lambda x: SELU_SCALE * torch.where(x > 0, x, SELU_ALPHA * torch.expm1(x)),
+    "celu": lambda x: torch.where(x > 0, x, 2 * torch.expm1(x / 2)),
+    "silu": lambda x: torch.where(x == -math.inf, -0.0, x * torch.sigmoid(x)),
+    "mish": lambda x: torch.where(x == -math.inf, -0.0, x * torch.tanh(softplus(x))),
+    "softsign": lambda x: torch.where(x.abs() == math.inf, torch.sign(x), x / (1 + x.abs())),
+    "relu6": F.relu6, "hardsigmoid": F.hardsigmoid,
+    "hardswish": lambda x: torch.where(x <= -3, -0.0, torch.where(x >= 3, x, F.hardswish(x))),
+    "prelu": lambda a, b: torch.where(a > 0, a, a * b),
     "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
     # C's sinh and cosh (NumPy's): PyTorch's overflow from 709.78, where
     # e^x does, though both are finite to 710.4758.
@@ -205,6 +217,20 @@ def gelu_tanh_grad(x):
     return torch.where(x > 22, 1.0, torch.where(x < -22, 0.0, g))
 
 
+SELU_SCALE, SELU_ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
+
+
+def unit_slope(x, f):
+    """f(x) at finite x, the slope's limits 0 and 1 at -∞ and +∞."""
+    xc = torch.where(x.abs() == math.inf, torch.zeros_like(x), x)
+    return torch.where(x == -math.inf, 0.0, torch.where(x == math.inf, 1.0, f(xc)))
+
+
+def mish_slope(x):
+    t = torch.tanh(softplus(x))
+    return t + x * torch.sigmoid(x) / torch.cosh(softplus(x)) ** 2
+
+
 GRAD_OF = {
     # softmax(x), where PyTorch's e^(x - lse) carries lse's rounding at
     # lse's magnitude (248 ulps at logits of 1000).
@@ -213,6 +239,15 @@ GRAD_OF = {
     "gelu_tanh": gelu_tanh_grad,
     "softplus": torch.sigmoid,
     "elu": lambda x: torch.where(x > 0, 1.0, torch.exp(x)),
+    "selu": lambda x: torch.where(x > 0, SELU_SCALE, SELU_SCALE * SELU_ALPHA * torch.exp(x)),
+    "celu": lambda x: torch.where(x > 0, 1.0, torch.exp(x / 2)),
+    "silu": lambda x: unit_slope(x, lambda v: torch.sigmoid(v) * (1 + v * torch.sigmoid(-v))),
+    "mish": lambda x: unit_slope(x, mish_slope),
+    "softsign": lambda x: 1 / (1 + x.abs()) ** 2,
+    # g/6 in float64 (PyTorch 1.13 multiplies by a float 1/6), HardSwish's
+    # slope as (2x + 3)/6, which does not cancel near -3/2 as x/3 + 1/2.
+    "hardsigmoid": lambda x: torch.where((x > -3) & (x < 3), torch.full_like(x, 1 / 6), torch.zeros_like(x)),
+    "hardswish": lambda x: torch.where(x < -3, 0.0, torch.where(x <= 3, (2 * x + 3) / 6, 1.0)),
     "gelu": gelu_grad,
     "sinh": lambda x: torch.from_numpy(np.cosh(x.numpy())),
     "cosh": lambda x: torch.from_numpy(np.sinh(x.numpy())),
@@ -284,6 +319,11 @@ def evaluate(case):
     elif case.get("grad"):
         if op in GRAD_OF:
             grads = [encode(GRAD_OF[op](ins[0].double()))]
+        elif op == "prelu":
+            # 1 or alpha, and 0 or x: autograd through torch.where adds
+            # the unused side's 0·alpha, NaN at an infinite alpha.
+            a64, b64 = ins[0].double(), ins[1].double()
+            grads = [encode(torch.where(a64 > 0, torch.ones_like(a64), b64)), encode(torch.where(a64 > 0, torch.zeros_like(a64), a64))]
         elif op == "logaddexp":
             # σ(a - b) and σ(b - a), from the operands: PyTorch's e^(b -
             # result) loses the subnormal ones (0 at (710, 0), not e^-710).

@@ -69,6 +69,22 @@ class LogAddExp(torch.autograd.Function):
         return (g * torch.sigmoid(a - b)).sum_to_size(a.shape), (g * torch.sigmoid(b - a)).sum_to_size(b.shape)
 
 
+class HardSigmoid(torch.autograd.Function):
+    """F.hardsigmoid's values with its gradient g/6 between -3 and 3 in the
+    tensor's precision: PyTorch 1.13's kernel multiplies by a float 1/6
+    (1.0f / 6.0f) in float64 too, 3e-8 off."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.hardsigmoid(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return torch.where((x > -3) & (x < 3), g / 6, torch.zeros_like(g))
+
+
 # ---- op programs: each op takes the argument tensors and the attrs ----
 
 def running_products(parts):
@@ -409,6 +425,8 @@ def xla_round(x):
     return torch.sign(x) * torch.floor(torch.abs(x) + 0.5)
 
 
+SELU_SCALE, SELU_ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
+
 UNARY = {
     "neg": torch.neg, "abs": torch.abs, "square": torch.square, "relu": torch.relu,
     "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
@@ -427,6 +445,11 @@ UNARY = {
     "tan": torch.tan, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan,
     "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "atanh": torch.atanh,
     "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
+    # SELU composed as ELU above, for the same second derivative at 0.
+    "selu": lambda x: SELU_SCALE * torch.where(x > 0, x, SELU_ALPHA * torch.expm1(first_min(x, torch.zeros_like(x)))),
+    "silu": torch.nn.functional.silu, "mish": torch.nn.functional.mish,
+    "softsign": torch.nn.functional.softsign, "relu6": torch.nn.functional.relu6,
+    "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
 }
 
 def pow_positive(a, b):
@@ -442,6 +465,8 @@ BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "max": first_max, "min": first_min, "pow": pow_positive, "rem": torch.fmod,
     "atan2": torch.atan2, "hypot": torch.hypot, "logaddexp": LogAddExp.apply,
+    # PReLU with alpha broadcast either way (F.prelu wants a channel vector).
+    "prelu": lambda x, alpha: torch.where(x > 0, x, x * alpha),
 }
 
 
@@ -454,6 +479,9 @@ def step(op, args, a):
     x = args[0]
     if op == "leaky_relu":
         return torch.where(x > 0, x, x * a["alpha"])
+    if op == "celu":
+        # As ELU above: the negative side's second derivative at 0.
+        return torch.where(x > 0, x, a["alpha"] * torch.expm1(first_min(x, torch.zeros_like(x)) / a["alpha"]))
     if op == "reduce":
         # Both share a tied extremum's gradient equally (torch.amax's rule).
         return red(x, a)

@@ -63,7 +63,7 @@ func attnRows(kind string, d DType, masked bool) *ptx.Kernel {
 		dv = k.Param("dv", ptx.U64)
 	}
 	scale, causal := k.Param("scale", ptx.F64), k.Param("causal", ptx.U64)
-	m := fm{k}
+	m := fm{k: k}
 	inf := m.c(math.Inf(-1))
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	isCausal := k.Reg(ptx.Pred)

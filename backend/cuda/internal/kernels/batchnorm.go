@@ -126,7 +126,7 @@ func bnCentre(k *ptx.Kernel, mode string, d DType, x, coef, f, inner, total ptx.
 	if mode == "grad" {
 		return load(k, F64, k.Addr(coef, f, 8))
 	}
-	m := fm{k}
+	m := fm{k: k}
 	centre, empty, skip := zero64(m), k.Reg(ptx.Pred), k.Label("empty")
 	k.Op("setp.eq.u64 %s, %s, 0", empty, total)
 	k.Op("@%s bra %s", empty, skip)
@@ -141,7 +141,7 @@ func bnCentre(k *ptx.Kernel, mode string, d DType, x, coef, f, inner, total ptx.
 // where valid is not the zero Reg, a lane it is false for adds zeros (its
 // e an element of the plane all the same, read for nothing).
 func bnTerms(k *ptx.Kernel, mode string, d DType, x, dy, e, mu ptx.Reg, accs []ptx.Reg, valid ptx.Reg) {
-	m := fm{k}
+	m := fm{k: k}
 	var zero ptx.Reg
 	if valid != (ptx.Reg{}) {
 		zero = zero64(m)
@@ -230,7 +230,7 @@ func bnSumsCols(mode string, d DType) *ptx.Kernel {
 func eachFeatureBlock(k *ptx.Kernel, blocks ptx.Reg, n int, group func(vb ptx.Reg) ptx.Reg, nc ptx.Reg,
 	fold func(f ptx.Reg, accs []ptx.Reg, warp, step ptx.Reg), finish func(f ptx.Reg, sums []ptx.Reg)) {
 	const warps = ReduceBlock / 32
-	m := fm{k}
+	m := fm{k: k}
 	b := newBlockRows(k, 8*n) // [sum][warp][lane]
 	lane, warp, step := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
 	k.Op("and.b64 %s, %s, 31", lane, b.tid)
@@ -280,7 +280,7 @@ func bnSumsPlanes(mode string, d DType) *ptx.Kernel {
 	outer, nc, inner, wmax := k.Param("outer", ptx.U64), k.Param("C", ptx.U64), k.Param("inner", ptx.U64), k.Param("wmax", ptx.U64)
 	planes, groups, windows := k.Param("planes", ptx.U64), paramDivisor(k, "groups"), k.Param("windows", ptx.U64)
 	parts, blocks := paramDivisor(k, "parts"), k.Param("blocks", ptx.U64)
-	m := fm{k}
+	m := fm{k: k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	lane, first, stride, one := k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64), k.Reg(ptx.U64)
 	for _, r := range []struct {
@@ -399,7 +399,7 @@ func bnFinish(kind string, d DType) *ptx.Kernel {
 	if kind == "batch_norm_stats" {
 		eps, hasBeta = k.Param("eps", ptx.F64), k.Param("has_beta", ptx.U32)
 	}
-	m := fm{k}
+	m := fm{k: k}
 	k.GridStride(nc, func(f ptx.Reg) {
 		put := func(i int, v ptx.Reg) { store(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8), v) }
 		row := func(i int) ptx.Reg { return load(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8)) }
@@ -462,7 +462,7 @@ func bnElementwise(kind string, d DType) *ptx.Kernel {
 	coef := k.ParamPtr("coef")
 	outer, nc := k.Param("outer", ptx.U64), k.Param("C", ptx.U64)
 	inner := paramDivisor(k, "inner")
-	m := fm{k}
+	m := fm{k: k}
 	cells(k, outer, nc, inner, func(e, _, f, _ ptx.Reg) {
 		// coef row i, feature f
 		row := func(i int) ptx.Reg { return load(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8)) }
@@ -484,7 +484,7 @@ func bnCoef(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("batch_norm_coef", string(d)))
 	coef, mean, variance, gamma, beta := k.ParamPtr("coef"), k.ParamPtr("mean"), k.ParamPtr("var"), k.ParamPtr("gamma"), k.ParamPtr("beta")
 	nc, eps, hasBeta := k.Param("C", ptx.U64), k.Param("eps", ptx.F64), k.Param("has_beta", ptx.U32)
-	m := fm{k}
+	m := fm{k: k}
 	k.GridStride(nc, func(f ptx.Reg) {
 		put := func(i int, v ptx.Reg) { store(k, F64, k.Addr(coef, coefAt(k, nc, i, f), 8), v) }
 		put(0, loadWide(k, d, k.Addr(mean, f, d.Size())))

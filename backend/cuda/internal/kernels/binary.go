@@ -17,14 +17,16 @@ import (
 // The ops: add, sub, mul, div, rem, max, min, pow, relugrad (b where a >
 // 0), and for floats tanhgrad and sigmoidgrad (Tanh's and Sigmoid's
 // backward from the output a and the gradient b), gelutanhgrad and
-// gelugrad (GeluTanh's and Gelu's from the input a) and addrelu (Relu(a + b), rounded as the
-// two ops are: a fused convolution's bias and activation in one pass).
+// gelugrad (GeluTanh's and Gelu's from the input a), addrelu (Relu(a + b), rounded as the
+// two ops are: a fused convolution's bias and activation in one pass) and
+// the activations' UnitBinaryOps (units.go).
 
 // BinaryOps lists the ops per dtype.
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
 		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp")
+		ops = append(ops, UnitBinaryOps...)
 	}
 	return ops
 }
@@ -299,6 +301,9 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 		return r
 	}
 	if d.float() {
+		if slices.Contains(UnitBinaryOps, op) {
+			return unitBinaryOp(k, op, d, x, y)
+		}
 		switch op {
 		case "add", "sub", "mul", "div":
 			k.Op("%s.rn.%s %s, %s, %s", op, t, r, x, y)

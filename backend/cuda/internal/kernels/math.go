@@ -43,16 +43,29 @@ import (
 //	         Go's math.Pow special cases (x=1 or y=0 give 1, |x|=1 with
 //	         y=±Inf gives 1, negative x with non-integer y gives NaN).
 
-// fm writes float64 arithmetic into a kernel.
-type fm struct{ k *ptx.Kernel }
+// fm writes float arithmetic into a kernel: float64's (t unset) for the
+// math library below, or t's (F32) for the arithmetic the activations
+// share between the two widths (units.go).
+type fm struct {
+	k *ptx.Kernel
+	t ptx.Type
+}
 
-func (m fm) c(v float64) string { return ptx.Imm(ptx.F64, v) }
+// typ is m's float type.
+func (m fm) typ() ptx.Type {
+	if m.t == "" {
+		return ptx.F64
+	}
+	return m.t
+}
 
-func (m fm) reg() ptx.Reg { return m.k.Reg(ptx.F64) }
+func (m fm) c(v float64) string { return ptx.Imm(m.typ(), v) }
+
+func (m fm) reg() ptx.Reg { return m.k.Reg(m.typ()) }
 
 func (m fm) op2(op string, a, b any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("%s.f64 %s, %v, %v", op, r, a, b)
+	m.k.Op("%s.%s %s, %v, %v", op, m.typ(), r, a, b)
 	return r
 }
 
@@ -66,19 +79,19 @@ func (m fm) min(a, b any) ptx.Reg { return m.op2("min", a, b) }
 // copysign is |a| with the sign of s.
 func (m fm) copysign(a, s any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("copysign.f64 %s, %v, %v", r, s, a)
+	m.k.Op("copysign.%s %s, %v, %v", m.typ(), r, s, a)
 	return r
 }
 
 func (m fm) fma(a, b, c any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("fma.rn.f64 %s, %v, %v, %v", r, a, b, c)
+	m.k.Op("fma.rn.%s %s, %v, %v, %v", m.typ(), r, a, b, c)
 	return r
 }
 
 func (m fm) abs(a any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("abs.f64 %s, %v", r, a)
+	m.k.Op("abs.%s %s, %v", m.typ(), r, a)
 	return r
 }
 
@@ -86,7 +99,7 @@ func (m fm) abs(a any) ptx.Reg {
 // toward zero).
 func (m fm) round(rnd string, a any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("cvt.%s.f64.f64 %s, %v", rnd, r, a)
+	m.k.Op("cvt.%s.%s.%s %s, %v", rnd, m.typ(), m.typ(), r, a)
 	return r
 }
 
@@ -94,14 +107,14 @@ func (m fm) round(rnd string, a any) ptx.Reg {
 // ltu...).
 func (m fm) cmp(cmp string, a, b any) ptx.Reg {
 	p := m.k.Reg(ptx.Pred)
-	m.k.Op("setp.%s.f64 %s, %v, %v", cmp, p, a, b)
+	m.k.Op("setp.%s.%s %s, %v, %v", cmp, m.typ(), p, a, b)
 	return p
 }
 
 // sel is p ? a : b.
 func (m fm) sel(p ptx.Reg, a, b any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("selp.f64 %s, %v, %v, %s", r, a, b, p)
+	m.k.Op("selp.%s %s, %v, %v, %s", m.typ(), r, a, b, p)
 	return r
 }
 
@@ -122,7 +135,7 @@ func (m fm) not(p ptx.Reg) ptx.Reg {
 // poly is c[0] + x·(c[1] + x·(c[2] + ...)) by Horner's rule with fma.
 func (m fm) poly(x ptx.Reg, c []float64) ptx.Reg {
 	acc := m.reg()
-	m.k.Op("mov.f64 %s, %s", acc, m.c(c[len(c)-1]))
+	m.k.Op("mov.%s %s, %s", m.typ(), acc, m.c(c[len(c)-1]))
 	for i := len(c) - 2; i >= 0; i-- {
 		acc = m.fma(acc, x, m.c(c[i]))
 	}
@@ -609,10 +622,10 @@ var MathOps = func() []string {
 // inF64 runs f on x of dtype d (f32 or f64) in float64 and returns the
 // result in d, rounded once.
 func inF64(k *ptx.Kernel, d DType, x ptx.Reg, f func(m fm, x ptx.Reg) ptx.Reg) ptx.Reg {
-	return narrow(k, d, f(fm{k}, widen(k, d, x)))
+	return narrow(k, d, f(fm{k: k}, widen(k, d, x)))
 }
 
 // inF64x2 is inF64 for a function of two operands.
 func inF64x2(k *ptx.Kernel, d DType, x, y ptx.Reg, f func(m fm, x, y ptx.Reg) ptx.Reg) ptx.Reg {
-	return narrow(k, d, f(fm{k}, widen(k, d, x), widen(k, d, y)))
+	return narrow(k, d, f(fm{k: k}, widen(k, d, x), widen(k, d, y)))
 }

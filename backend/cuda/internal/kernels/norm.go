@@ -56,7 +56,7 @@ func NormName(kind string, d, pd DType) string {
 // for each of the block's rows with n as float64 and at, the address of
 // element j of the row in a tensor at p of elements of size bytes.
 func eachNormRow(k *ptx.Kernel, d DType, rows, n ptx.Reg, body func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg)) {
-	nf := fm{k}.reg()
+	nf := fm{k: k}.reg()
 	k.Op("cvt.rn.f64.u64 %s, %s", nf, n)
 	b := newRowGroups(k, 8)
 	b.eachRow(rows, func(row ptx.Reg) {
@@ -93,7 +93,7 @@ func normRows(kind string, d, pd DType) *ptx.Kernel {
 		beta = k.ParamPtr("beta")
 	}
 	rows, n, eps := k.Param("rows", ptx.U64), k.Param("n", ptx.U64), k.Param("eps", ptx.F64)
-	m := fm{k}
+	m := fm{k: k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg) {
 		xj := func(j ptx.Reg) ptx.Reg { return loadWide(k, d, at(x, j, d.Size())) }
@@ -132,7 +132,7 @@ func normGradRows(kind string, d, pd DType) *ptx.Kernel {
 	dx, prod, x, gamma := k.ParamPtr("dx"), k.ParamPtr("prod"), k.ParamPtr("x"), k.ParamPtr("gamma")
 	mean, rstd, dy, dmean, drstd := k.ParamPtr("mean"), k.ParamPtr("rstd"), k.ParamPtr("dy"), k.ParamPtr("dmean"), k.ParamPtr("drstd")
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
-	m := fm{k}
+	m := fm{k: k}
 	add := func(a, c ptx.Reg) ptx.Reg { return m.add(a, c) }
 	eachNormRow(k, d, rows, n, func(b *blockRows, nf, row ptx.Reg, at func(p, j ptx.Reg, size int) ptx.Reg) {
 		st := d.Compute() // the statistics' dtype: float32 for the half types

@@ -153,7 +153,7 @@ func randomKernelOf(dist string, d DType, at bool) *ptx.Kernel {
 		ctr := k.Reg(ptx.U64)
 		k.Op("add.s64 %s, %s, %s", ctr, base, blk)
 		w := philox(k, ctr, k0, k1)
-		m := fm{k}
+		m := fm{k: k}
 		var vals []ptx.Reg
 		switch {
 		case dist == "uniform" && d == F32:

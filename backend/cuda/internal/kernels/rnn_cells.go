@@ -79,7 +79,7 @@ func cellKernel(name string, d DType, params []string, body func(c cell)) *ptx.K
 	total, w := k.Param("total", ptx.U64), paramDivisor(k, "w")
 	k.GridStride(total, func(e ptx.Reg) {
 		r, j := divmod(k, e, w)
-		body(cell{k: k, m: fm{k}, d: d, p: p, e: e, r: r, j: j, w: w.v})
+		body(cell{k: k, m: fm{k: k}, d: d, p: p, e: e, r: r, j: j, w: w.v})
 	})
 	return k
 }

@@ -73,7 +73,7 @@ func newSeqKernel(name string, d DType, ptrs ...string) (*ptx.Kernel, map[string
 
 func newSeq(k *ptx.Kernel, d DType) *seq {
 	k.MaxThreads(4 * SeqMaxWidth) // registers for blocks of 1024
-	s := &seq{k: k, m: fm{k}, d: d}
+	s := &seq{k: k, m: fm{k: k}, d: d}
 	s.n, s.t, s.w = k.Param("n", ptx.U64), k.Param("t", ptx.U64), k.Param("w", ptx.U64)
 	tid32, cta, w32 := k.Reg(ptx.U32), k.Reg(ptx.U32), k.Reg(ptx.U32)
 	k.Op("mov.u32 %s, %%tid.x", tid32)

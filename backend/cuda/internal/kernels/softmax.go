@@ -58,7 +58,7 @@ func softmaxRows(kind string, d DType, label DType) *ptx.Kernel {
 		errSlot = k.ParamPtr("err")
 	}
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
-	m := fm{k}
+	m := fm{k: k}
 	// A half dtype's values are loaded into float32 (its compute dtype c)
 	// and stored rounded once from it.
 	c := d.Compute()
@@ -167,7 +167,7 @@ func softmaxGradRows(kind string, d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name(kind, string(d)))
 	o, y, dy := k.ParamPtr("out"), k.ParamPtr("y"), k.ParamPtr("dy")
 	rows, n := k.Param("rows", ptx.U64), k.Param("n", ptx.U64)
-	m := fm{k}
+	m := fm{k: k}
 	c := d.Compute()
 	t := c.reg()
 	b := newRowGroups(k, 8)

@@ -19,7 +19,7 @@ func UnaryOps(d DType) []string {
 	case d == Bool:
 		return []string{"not"}
 	case d.float():
-		return append([]string{"neg", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "ceil", "floor", "round", "isfinite"}, MathOps...)
+		return slices.Concat([]string{"neg", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "ceil", "floor", "round", "isfinite"}, MathOps, UnitOps)
 	}
 	return []string{"neg", "abs", "sign", "square", "relu"}
 }
@@ -60,6 +60,9 @@ func unaryOp(k *ptx.Kernel, op string, d DType, x ptx.Reg) ptx.Reg {
 		return r
 	}
 	if d.float() {
+		if slices.Contains(UnitOps, op) {
+			return unitOp(k, op, d, x)
+		}
 		zero, one := ptx.Imm(t, 0), ptx.Imm(t, 1)
 		switch op {
 		case "neg", "abs":
