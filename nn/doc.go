@@ -10,7 +10,8 @@
 // DepthwiseConv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D, GlobalMaxPool2D,
 // UpSampling2D, Residual (a skip connection around a block), BatchNorm
 // (training and inference, running statistics as State), LayerNorm,
-// Dropout, Embedding, Flatten, Activation, the recurrent cells LSTMCell and
+// Dropout, Embedding, Flatten, Activation (any elementwise function: ops.Relu,
+// ops.Silu, ...), PReLU (its slopes learned), the recurrent cells LSTMCell and
 // GRUCell with RNN running a cell over a sequence through control.Scan (so
 // it differentiates through the loop as one region; on a GPU an LSTM's or
 // a GRU's steps are one launch each way, ops.LSTMSequence and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eagerflow/eagerflow/collective"
 	"github.com/eagerflow/eagerflow/internal/nilsweep"
+	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -87,6 +88,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "NewSequential", Fn: NewSequential},
 		{Name: "NewBatchNorm", Fn: NewBatchNorm},
 		{Name: "NewLayerNorm", Fn: NewLayerNorm},
+		{Name: "NewPReLU", Fn: NewPReLU, Valid: []any{"p", 2, 0.25, ops.NHWC, tensor.Float32}},
 		{Name: "NewRMSNorm", Fn: NewRMSNorm},
 		{Name: "NewTransformerBlock", Fn: NewTransformerBlock, Valid: []any{"b", rng, 8, 2, MultiHeadAttentionOpts{}}},
 		{Name: "NewMultiHeadAttention", Fn: NewMultiHeadAttention, Valid: []any{"a", rng, 8, 2, MultiHeadAttentionOpts{}}},
