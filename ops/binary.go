@@ -33,7 +33,16 @@ func init() {
 	})
 
 	subOp = binaryOp("Sub", func(g *eager.Grad) []*tensor.Tensor {
-		return []*tensor.Tensor{g.OutGrads[0], when(g.Needs[1], func() *tensor.Tensor { return Neg(g.OutGrads[0]) })}
+		// -dy, summed to b's shape first where b was broadcast (a mean
+		// subtracted along rows): one negation of the sums, not of dy.
+		return []*tensor.Tensor{g.OutGrads[0], when(g.Needs[1], func() *tensor.Tensor {
+			sum := SumTo(g.OutGrads[0], g.Inputs[1].Shape())
+			neg := Neg(sum)
+			if sum != g.OutGrads[0] {
+				releaseTemp(sum)
+			}
+			return neg
+		})}
 	})
 
 	addOp.GradReads, subOp.GradReads = eager.ReadsNothing, eager.ReadsNothing

@@ -168,7 +168,9 @@ func composedNorm(a NormAttrs, x, gamma, beta *tensor.Tensor) *tensor.Tensor {
 
 // composedNormBackprop is LayerNormBackprop's kernel as ops of its inputs
 // (x, gamma, mean, rstd, dy, dmean, drstd; a half x in float32): with x̂ =
-// (x − mean)·rstd and G = dy·gamma, dx = rstd·G + shift + slope·x̂, shift
+// (x − mean)·rstd, less its row's mean for LayerNorm (the mean as given is
+// a pivot: rounded to the statistics' dtype, it is off by δ, which the
+// deviations' own mean undoes), and G = dy·gamma, dx = rstd·G + shift + slope·x̂, shift
 // = (dmean − rstd·ΣG)/n (none for RMSNorm) and slope = −(rstd·ΣG·x̂ +
 // rstd²·drstd)/n over each row of n; dgamma = Σ dy·x̂ and dbeta = Σ dy
 // over the rows.
@@ -179,7 +181,14 @@ func composedNormBackprop(a NormAttrs, in []*tensor.Tensor) []*tensor.Tensor {
 	mean, rstd, dmean, drstd := stat(in[2]), stat(in[3]), stat(in[5]), stat(in[6])
 	keep := Reduction{Kind: ReduceSum, Dims: []int{-1}, KeepDims: true}
 	n := ScalarLike(x, float64(x.Dim(-1)))
-	xhat := Mul(Sub(x, mean), rstd)
+	dev := Sub(x, mean)
+	if !a.RMS {
+		// The mean as stored is rounded to its dtype: the kernels take
+		// the deviations less their own mean (the forward's, from the
+		// exact mean), so the op is of those.
+		dev = Sub(dev, KeepDims(Mean, dev, -1))
+	}
+	xhat := Mul(dev, rstd)
 	g := Mul(dy, gamma)
 	slope := Neg(Div(Add(Mul(rstd, Reduce(Mul(g, xhat), keep)), Mul(Mul(rstd, rstd), drstd)), n))
 	dx := Add(Mul(rstd, g), Mul(slope, xhat))

@@ -45,9 +45,18 @@ func Var(x *tensor.Tensor, dims ...int) *tensor.Tensor {
 	return narrowedLike(variance(widened(x), dims), x)
 }
 
-// variance is Var of w, a float32 or float64 tensor.
+// variance is Var of w, a float32 or float64 tensor, by two passes with
+// the mean refined: the deviations d from the mean as rounded, m̂ = m + δ,
+// are d_i = x_i - m - δ, and their mean is -δ (to the sums' rounding);
+// subtracting it leaves deviations from m itself, each rounded once, so
+// that their squares' mean is not off by δ² (with rows of 1e6 ± 1 in
+// float32, δ is up to 1/32 and the plain two-pass variance was 64000
+// ulps off; 1e4 ± 1, 70). The refinement's derivatives are 0 (mean(d) is
+// mean(x) - m̂), so it is subtracted past StopGradient: the gradient is
+// the plain two-pass variance's, at no cost.
 func variance(w *tensor.Tensor, dims []int) *tensor.Tensor {
-	return Mean(Square(Sub(w, KeepDims(Mean, w, dims...))), dims...)
+	d := Sub(w, KeepDims(Mean, w, dims...))
+	return Mean(Square(Sub(d, StopGradient(KeepDims(Mean, d, dims...)))), dims...)
 }
 
 // Std is the standard deviation of x over dims, the square root of Var

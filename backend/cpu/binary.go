@@ -121,12 +121,20 @@ func subLoops[T tensor.Num]() binLoops[T, T] {
 			}
 		},
 		vs: func(o, a []T, b T) {
+			if vecScalar(o, a, -b, sadds) { // a + (-b) is a - b, bit for bit
+				return
+			}
 			a = a[:len(o)]
 			for i := range o {
 				o[i] = a[i] - b
 			}
 		},
 		sv: func(o []T, a T, b []T) {
+			if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 { // -b + a, bit for bit a - b
+				smuls(&o32[0], &any(b).([]float32)[0], -1, len(o))
+				sadds(&o32[0], &o32[0], any(a).(float32), len(o))
+				return
+			}
 			b = b[:len(o)]
 			for i := range o {
 				o[i] = a - b[i]

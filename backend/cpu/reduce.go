@@ -23,8 +23,11 @@ type reducer[T tensor.Num] struct {
 func sumReducer[T tensor.Num]() reducer[T] {
 	return reducer[T]{init: 0,
 		row: func(acc T, x []T) T {
-			if x32, ok := any(x).([]float32); ok && haveVecKernels && len(x) > 0 {
-				return acc + any(ssum(&x32[0], len(x32))).(T)
+			if x32, ok := any(x).([]float32); ok && len(x) > 0 {
+				if haveVecKernels {
+					return acc + any(ssum(&x32[0], len(x32))).(T)
+				}
+				return acc + any(float32(sum64(x32))).(T)
 			}
 			var s [4]T
 			i := 0
@@ -40,6 +43,24 @@ func sumReducer[T tensor.Num]() reducer[T] {
 			return acc + (s[0] + s[1]) + (s[2] + s[3])
 		},
 		vec: addInto[T]}
+}
+
+// sum64 is the sum of float32 values in four float64 sums (where there
+// are no vector kernels: as accurate as the vector kernel's 32 float32
+// partial sums, or more).
+func sum64(x []float32) float64 {
+	var s [4]float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s[0] += float64(x[i])
+		s[1] += float64(x[i+1])
+		s[2] += float64(x[i+2])
+		s[3] += float64(x[i+3])
+	}
+	for ; i < len(x); i++ {
+		s[0] += float64(x[i])
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
 }
 
 func prodReducer[T tensor.Num]() reducer[T] {

@@ -116,6 +116,11 @@ func rsqrtLoop[T tensor.Float](o, x []T) {
 
 func squareLoop[T tensor.Num](o, x []T) {
 	x = x[:len(o)]
+	if o32, ok := any(o).([]float32); ok && haveVecKernels && len(o) > 0 {
+		x32 := any(x).([]float32)
+		smul(&o32[0], &x32[0], &x32[0], len(o))
+		return
+	}
 	for i := range o {
 		o[i] = x[i] * x[i]
 	}

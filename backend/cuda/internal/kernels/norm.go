@@ -16,7 +16,9 @@ import (
 //     the row's mean m (0 for RMSNorm) and rstd = 1/√(Σ(x−m)²/n + eps),
 //     out = (x−m)·rstd·gamma (+ beta); mean and rstd [rows] in the dtype.
 //   - layer_norm_grad_<dtype> and rms_norm_grad_<dtype> (dx, prod, x,
-//     gamma, mean, rstd, dy, dmean, drstd, rows, n): with x̂ = (x−m)·rstd,
+//     gamma, mean, rstd, dy, dmean, drstd, rows, n): with x̂ = (x−m)·rstd
+//     (less its row's mean: m as stored is rounded to the dtype, the
+//     forward's deviations are from the float64 mean),
 //     dx = rstd·dy·gamma + shift + slope·x̂, shift = (dmean − rstd·Σdy·gamma)/n
 //     (0 for RMSNorm), slope = −(rstd·Σdy·gamma·x̂ + rstd²·drstd)/n; and
 //     prod = dy·x̂ (float32 for the half types), whose column sums, a
@@ -144,13 +146,24 @@ func normGradRows(kind string, d, pd DType) *ptx.Kernel {
 			g = loadWide(k, d, at(dy, j, d.Size()))
 			return xhat, g, m.mul(g, loadWide(k, pd, k.Addr(gamma, j, pd.Size())))
 		}
-		sumG, sumGX := zero64(m), zero64(m)
+		sumG, sumGX, sumX := zero64(m), zero64(m), zero64(m)
 		b.eachElem(n, func(j ptx.Reg) {
 			xhat, _, gg := elem(j)
 			k.Op("add.rn.f64 %s, %s, %s", sumG, sumG, gg)
 			k.Op("fma.rn.f64 %s, %s, %s, %s", sumGX, gg, xhat, sumGX)
+			if kind == "layer_norm_grad" {
+				k.Op("add.rn.f64 %s, %s, %s", sumX, sumX, xhat)
+			}
 		})
 		sumG, sumGX = b.tree(ptx.F64, sumG, add), b.tree(ptx.F64, sumGX, add)
+		// The mean as stored is rounded to the dtype, off by δ: every x̂
+		// is off by δ·rstd, their mean (cx) by as much, which x̂ - cx
+		// undoes (the forward's deviations are from the float64 mean).
+		cx := zero64(m)
+		if kind == "layer_norm_grad" {
+			cx = m.div(b.tree(ptx.F64, sumX, add), nf)
+			sumGX = m.sub(sumGX, m.mul(cx, sumG))
+		}
 		shift := zero64(m)
 		if kind == "layer_norm_grad" {
 			k.Op("div.rn.f64 %s, %s, %s", shift, m.sub(stat(dmean), m.mul(rs, sumG)), nf)
@@ -158,6 +171,9 @@ func normGradRows(kind string, d, pd DType) *ptx.Kernel {
 		slope := m.div(m.sub(m.c(0), m.add(m.mul(rs, sumGX), m.mul(m.mul(rs, rs), stat(drstd)))), nf)
 		b.eachElem(n, func(j ptx.Reg) {
 			xhat, g, gg := elem(j)
+			if kind == "layer_norm_grad" {
+				xhat = m.sub(xhat, cx)
+			}
 			v := m.add(m.add(m.mul(rs, gg), shift), m.mul(slope, xhat))
 			storeNarrow(k, d, at(dx, j, d.Size()), v)
 			storeNarrow(k, st, at(prod, j, st.Size()), m.mul(g, xhat)) // summed before rounding to a half type
