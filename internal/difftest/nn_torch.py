@@ -3,7 +3,8 @@
 training (F.batch_norm), the convolution layers of conv_layers_test.go
 (F.conv1d, F.conv_transpose2d, F.conv2d with groups), its losses and
 torch.optim's optimizers; and a
-classifier trained under torch.autocast (bfloat16, mixed_test.go).
+classifier as torch.autocast (bfloat16) trains it, its float32 sums
+written out (mixed_test.go).
 
 Each case on standard input (JSON, see runScript) names its kind, its
 settings, the input x and loss weights w (the loss is sum(out * w)), and
@@ -171,25 +172,70 @@ def optimizer(case):
     return {"id": case["id"], "steps": out}
 
 
+class Bf16Layer(torch.autograd.Function):
+    """A layer as torch.autocast(bfloat16) runs it where oneDNN has
+    bfloat16 kernels: the operands rounded to bfloat16, the products
+    summed in float32, the result (bias included) rounded once; the
+    gradients likewise, each rounded to bfloat16 (the master weights'
+    widened back). PyTorch 1.13 on a CPU without AVX-512 (AMD Zen 3)
+    accumulates its bfloat16 products in bfloat16 instead (93 roundings
+    off over 48 terms), so the reference writes the float32 sums out.
+    fn(x, w) is the layer's float32 product (a linear map or a
+    convolution) and grads(x, w, gy) its two gradients in float32."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, fn, grads):
+        xb, wb = x.bfloat16().float(), w.bfloat16().float()
+        ctx.save_for_backward(xb, wb)
+        ctx.grads = grads
+        return fn(xb, wb, b.bfloat16().float()).bfloat16()
+
+    @staticmethod
+    def backward(ctx, gy):
+        xb, wb = ctx.saved_tensors
+        g = gy.float()
+        gx, gw, gb = ctx.grads(xb, wb, g)
+        return gx.bfloat16(), gw.bfloat16().float(), gb.bfloat16().float(), None, None
+
+
+def bf16_linear(x, w, b):
+    """x·w + b with w [in, out] (eagerflow's layout), as Bf16Layer."""
+    return Bf16Layer.apply(x, w, b, lambda x, w, b: x @ w + b,
+                           lambda x, w, g: (g @ w.t(), x.t() @ g, g.sum(0)))
+
+
+def bf16_conv_nhwc(x, f, b):
+    """A 3x3 'same' convolution of NHWC x by the HWIO filter f, as
+    Bf16Layer; NCHW out (as F.conv2d gives it)."""
+    def fwd(x, f, b):
+        return F.conv2d(x.permute(0, 3, 1, 2), f.permute(3, 2, 0, 1), b, padding=1)
+
+    def grads(x, f, g):
+        xn, fn = x.permute(0, 3, 1, 2), f.permute(3, 2, 0, 1)
+        gx = torch.nn.grad.conv2d_input(xn.shape, fn, g, padding=1).permute(0, 2, 3, 1)
+        gf = torch.nn.grad.conv2d_weight(xn, fn.shape, g, padding=1).permute(2, 3, 1, 0)
+        return gx, gf, g.sum((0, 2, 3))
+    return Bf16Layer.apply(x, f, b, fwd, grads)
+
+
 def mixed_mlp(case):
     """A two-layer classifier (Linear, ReLU, Linear; or, mixed_cnn, a 3x3
-    convolution, ReLU, 2x2 max pooling and Linear) under torch.autocast
-    in bfloat16 on the CPU: float32 parameters (the master weights), the
-    layers in bfloat16, the logits widened to float32 for the
-    cross-entropy, as nn.MixedBFloat16. x the inputs, w the class
+    convolution, ReLU, 2x2 max pooling and Linear) as torch.autocast in
+    bfloat16 runs it (Bf16Layer): float32 parameters (the master
+    weights), the layers in bfloat16, the logits widened to float32 for
+    the cross-entropy, as nn.MixedBFloat16. x the inputs, w the class
     indices; the weights the kernels ([in, out], eagerflow's layout) and
     biases. The loss and the parameters' (float32) gradients."""
     ps = [dec(a).float().requires_grad_() for a in case["weights"]]
     x, y = dec(case["x"]).float(), dec(case["w"]).long()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        if case["kind"] == "mixed_cnn":  # NHWC images, an HWIO filter
-            f, fb, k2, b2 = ps
-            h = F.conv2d(x.permute(0, 3, 1, 2), f.permute(3, 2, 0, 1), fb, padding=1)
-            h = F.max_pool2d(F.relu(h), 2).permute(0, 2, 3, 1).reshape(x.shape[0], -1)
-        else:
-            k1, b1, k2, b2 = ps
-            h = F.relu(F.linear(x, k1.t(), b1))
-        logits = F.linear(h, k2.t(), b2)
+    if case["kind"] == "mixed_cnn":  # NHWC images, an HWIO filter
+        f, fb, k2, b2 = ps
+        h = bf16_conv_nhwc(x, f, fb)
+        h = F.max_pool2d(F.relu(h), 2).permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+    else:
+        k1, b1, k2, b2 = ps
+        h = F.relu(bf16_linear(x, k1, b1))
+    logits = bf16_linear(h, k2, b2)
     out = F.cross_entropy(logits.float(), y)
     out.backward()
     return {"id": case["id"], "out": enc(out.double()), "grads": [enc(q.grad.double()) for q in ps]}
