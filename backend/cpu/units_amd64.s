@@ -33,14 +33,33 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// The kernels' arguments: SLOPE_ARGS (dst, x, a float32, n: a in Y8),
+// UNARY_ARGS (dst, x, n) and GRAD_ARGS (dst, x, dy, n); each sets Y9 to
+// zero.
+#define SLOPE_ARGS \
+	MOVQ         dst+0(FP), DX; \
+	MOVQ         x+8(FP), SI; \
+	VBROADCASTSS a+16(FP), Y8; \
+	MOVQ         n+24(FP), CX; \
+	VXORPS       Y9, Y9, Y9
+
+#define UNARY_ARGS \
+	MOVQ   dst+0(FP), DX; \
+	MOVQ   x+8(FP), SI; \
+	MOVQ   n+16(FP), CX; \
+	VXORPS Y9, Y9, Y9
+
+#define GRAD_ARGS \
+	MOVQ   dst+0(FP), DX; \
+	MOVQ   x+8(FP), SI; \
+	MOVQ   dy+16(FP), DI; \
+	MOVQ   n+24(FP), CX; \
+	VXORPS Y9, Y9, Y9
+
 // func sprelu(dst, x *float32, a float32, n int)
 // dst = x where x > 0, else a·x.
 TEXT ·sprelu(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DX
-	MOVQ         x+8(FP), SI
-	VBROADCASTSS a+16(FP), Y8
-	MOVQ         n+24(FP), CX
-	VXORPS       Y9, Y9, Y9
+	SLOPE_ARGS
 #define BODY VMULPS Y8, Y0, Y1; VCMPPS $0x1e, Y9, Y0, Y2; VBLENDVPS Y2, Y0, Y1, Y1
 	LOOP8
 
@@ -49,11 +68,7 @@ TEXT ·sprelu(SB), NOSPLIT, $0-32
 // func spreluslope(dst, x *float32, a float32, n int)
 // dst = 1 where x > 0, else a.
 TEXT ·spreluslope(SB), NOSPLIT, $0-32
-	MOVQ         dst+0(FP), DX
-	MOVQ         x+8(FP), SI
-	VBROADCASTSS a+16(FP), Y8
-	MOVQ         n+24(FP), CX
-	VXORPS       Y9, Y9, Y9
+	SLOPE_ARGS
 	BCAST(0x3f800000, Y10) // 1
 #define BODY VCMPPS $0x1e, Y9, Y0, Y2; VBLENDVPS Y2, Y10, Y8, Y1
 	LOOP8
@@ -98,10 +113,7 @@ seldone:
 // func srelu6(dst, x *float32, n int)
 // dst = min(max(x, 0), 6), NaN kept.
 TEXT ·srelu6(SB), NOSPLIT, $0-24
-	MOVQ   dst+0(FP), DX
-	MOVQ   x+8(FP), SI
-	MOVQ   n+16(FP), CX
-	VXORPS Y9, Y9, Y9
+	UNARY_ARGS
 	BCAST(0x40c00000, Y11) // 6
 #define BODY VMOVAPS Y0, Y1; CLAMP6(Y1); VCMPPS $0x03, Y0, Y0, Y2; VBLENDVPS Y2, Y0, Y1, Y1
 	LOOP8
@@ -111,10 +123,7 @@ TEXT ·srelu6(SB), NOSPLIT, $0-24
 // func shardsigmoid(dst, x *float32, n int)
 // dst = min(max(x + 3, 0), 6) / 6, NaN kept.
 TEXT ·shardsigmoid(SB), NOSPLIT, $0-24
-	MOVQ   dst+0(FP), DX
-	MOVQ   x+8(FP), SI
-	MOVQ   n+16(FP), CX
-	VXORPS Y9, Y9, Y9
+	UNARY_ARGS
 	BCAST(0x40400000, Y10) // 3
 	BCAST(0x40c00000, Y11) // 6
 #define BODY VADDPS Y10, Y0, Y1; CLAMP6(Y1); VDIVPS Y11, Y1, Y1; VCMPPS $0x03, Y0, Y0, Y2; VBLENDVPS Y2, Y0, Y1, Y1
@@ -126,10 +135,7 @@ TEXT ·shardsigmoid(SB), NOSPLIT, $0-24
 // dst = -0 where x <= -3, x where x >= 3, else x·min(max(x + 3, 0), 6) / 6
 // (NaN: x·0).
 TEXT ·shardswish(SB), NOSPLIT, $0-24
-	MOVQ   dst+0(FP), DX
-	MOVQ   x+8(FP), SI
-	MOVQ   n+16(FP), CX
-	VXORPS Y9, Y9, Y9
+	UNARY_ARGS
 	BCAST(0x40400000, Y10) // 3
 	BCAST(0x40c00000, Y11) // 6
 	BCAST(0xc0400000, Y12) // -3
@@ -142,11 +148,7 @@ TEXT ·shardswish(SB), NOSPLIT, $0-24
 // func srelu6grad(dst, x, dy *float32, n int)
 // dst = 0 where x <= 0 or x >= 6, else dy (NaN's dy passes).
 TEXT ·srelu6grad(SB), NOSPLIT, $0-32
-	MOVQ   dst+0(FP), DX
-	MOVQ   x+8(FP), SI
-	MOVQ   dy+16(FP), DI
-	MOVQ   n+24(FP), CX
-	VXORPS Y9, Y9, Y9
+	GRAD_ARGS
 	BCAST(0x40c00000, Y11) // 6
 #define BODY VCMPPS $0x12, Y9, Y0, Y2; VCMPPS $0x1d, Y11, Y0, Y3; VORPS Y3, Y2, Y2; VANDNPS (DI), Y2, Y1
 	LOOP8
@@ -156,10 +158,7 @@ TEXT ·srelu6grad(SB), NOSPLIT, $0-32
 // func shardsigmoidgrad(dst, x, dy *float32, n int)
 // dst = dy·(1/6) where -3 < x < 3, else 0.
 TEXT ·shardsigmoidgrad(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DX
-	MOVQ x+8(FP), SI
-	MOVQ dy+16(FP), DI
-	MOVQ n+24(FP), CX
+	GRAD_ARGS
 	BCAST(0x40400000, Y10) // 3
 	BCAST(0xc0400000, Y12) // -3
 	BCAST(0x3e2aaaab, Y13) // 1/6
@@ -172,10 +171,7 @@ TEXT ·shardsigmoidgrad(SB), NOSPLIT, $0-32
 // dst = 0 where x < -3, dy·((2x + 3)/6) where x <= 3, else dy (NaN's dy
 // passes).
 TEXT ·shardswishgrad(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DX
-	MOVQ x+8(FP), SI
-	MOVQ dy+16(FP), DI
-	MOVQ n+24(FP), CX
+	GRAD_ARGS
 	BCAST(0x40400000, Y10) // 3
 	BCAST(0x40c00000, Y11) // 6
 	BCAST(0xc0400000, Y12) // -3
@@ -187,9 +183,7 @@ TEXT ·shardswishgrad(SB), NOSPLIT, $0-32
 // func ssoftsign(dst, x *float32, n int)
 // dst = x / (1 + |x|), ±1 at ±∞.
 TEXT ·ssoftsign(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DX
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
+	UNARY_ARGS
 	BCAST(0x3f800000, Y10) // 1
 	BCAST(0x7fffffff, Y11) // |·|
 	BCAST(0x7f800000, Y12) // ∞

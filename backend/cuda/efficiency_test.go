@@ -261,6 +261,9 @@ var budgets = map[string]kernelBudget{
 	"mish_f32":               {instr: transcendental + 12},
 	"mishgrad_f32_vv":        {instr: 2 * transcendental},
 	"prelu_f32_bc":           {instr: broadcastBudget + 24},
+	"prelu_f32_vs":           {instr: 2 * vectorBudget}, // LeakyRelu's one slope: the single-value kernel
+	"div_f32_vs":             {instr: 2*vectorBudget + 2},
+	"div_bf16_vs":            {instr: 2 * elementwiseBudget},
 	"preluslope_f32_bc":      {instr: broadcastBudget + 24},
 	"mul_f32_vv":             {instr: 2*vectorBudget - 2},
 	"fused":                  {instr: 36},

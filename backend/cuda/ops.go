@@ -157,6 +157,19 @@ func full(out tensor.Shape, ins ...*tensor.Tensor) bool {
 	return true
 }
 
+// single reports whether one of a and b is a single value and the other
+// of out's shape, and the single-value kernels' variant for it (vs: b
+// single; sv: a).
+func single(out tensor.Shape, a, b *tensor.Tensor) (string, bool) {
+	switch {
+	case b.NumElements() == 1 && a.Shape().Equal(out) && out.NumElements() > 1:
+		return "vs", true
+	case a.NumElements() == 1 && b.Shape().Equal(out) && out.NumElements() > 1:
+		return "sv", true
+	}
+	return "", false
+}
+
 // binary is the kernel of an elementwise op of two inputs.
 func binary(family, op string, d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
@@ -172,6 +185,10 @@ func binaryInto(c *eager.Call, family, op string, d kernels.DType, a, b, out *te
 		return
 	}
 	args := newArgs().Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n))
+	if v, ok := single(out.Shape(), a, b); ok && family == "binary" && slices.Contains(kernels.SingleTypes, d) && slices.Contains(kernels.SingleOps, op) {
+		check(c, gpu(c).launchVector("single", kname(op, string(d), v), n, kernels.Lanes(d), args))
+		return
+	}
 	if full(out.Shape(), a, b) && (family == "binary" || family == "compare") {
 		check(c, gpu(c).launchVector(family, kname(op, string(d), "vv"), n, kernels.Lanes(d), args))
 		return

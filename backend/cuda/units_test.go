@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/emu"
 	"github.com/eagerflow/eagerflow/internal/approx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
@@ -91,6 +93,48 @@ func TestActivationUnitsOnGPU(t *testing.T) {
 					if !ok && bad < 3 {
 						bad++
 						t.Errorf("%s %v %s at %v: GPU %v, CPU %v", c.name, dt, part.what, xs[i], got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The binary ops with one operand a single value (the "single" family:
+// a scaled tensor, LeakyRelu's slope) against the CPU, either operand
+// single, float32 and bfloat16, lengths around the vector width.
+func TestSingleValueOperandsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	ops2 := map[string]func(a, b *tensor.Tensor) *tensor.Tensor{"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div,
+		"max": ops.Max, "min": ops.Min, "pow": ops.Pow, "prelu": ops.Prelu}
+	for name, f := range ops2 {
+		for _, dt := range []tensor.DType{tensor.Float32, tensor.BFloat16} {
+			for _, n := range []int{2, 7, 8, 33} {
+				v := ops.Cast(tensor.RandUniform(tensor.NewRNG(uint64(n)), tensor.Float64, 0.5, 2, n), dt)
+				s := ops.Cast(tensor.Scalar(1.25), dt)
+				for _, pair := range [][2]*tensor.Tensor{{v, s}, {s, v}} {
+					want := tensor.ToSlice[float64](ops.Cast(f(pair[0], pair[1]), tensor.Float64))
+					a, b := onGPU(t, d, pair[0]), onGPU(t, d, pair[1])
+					var ran []string
+					if ctx, ok := d.ctx.(*emu.Context); ok {
+						ctx.SetProfiler(func(p emu.Profile) { ran = append(ran, p.Kernel) })
+					}
+					y := f(a, b)
+					if err := d.Synchronize(); err != nil {
+						t.Fatal(err)
+					}
+					if ctx, ok := d.ctx.(*emu.Context); ok {
+						ctx.SetProfiler(nil)
+						variant := map[bool]string{true: "_sv", false: "_vs"}[pair[0] == s]
+						if len(ran) != 1 || !strings.HasSuffix(ran[0], variant) {
+							t.Fatalf("%s %v of %d: ran %v, want one %s kernel", name, dt, n, ran, variant)
+						}
+					}
+					got := tensor.ToSlice[float64](ops.Cast(onHost(t, y), tensor.Float64))
+					for i := range want {
+						if !approx.Close(got[i], want[i], approx.Tolerance(dt)) {
+							t.Fatalf("%s %v of %d, single %v: element %d %v, want %v", name, dt, n, pair[1] == s, i, got[i], want[i])
+						}
 					}
 				}
 			}

@@ -31,6 +31,63 @@ func BinaryOps(d DType) []string {
 	return ops
 }
 
+// SingleTypes are the dtypes whose binary ops have kernels with one
+// operand a single value (family "single"): <op>_<dtype>_vs (out, a, b,
+// n), b one value, and <op>_<dtype>_sv, a one value; the full operand
+// read 16 bytes a thread as vv's are, the single value once a thread,
+// where a broadcast kernel finds each element's coordinates (about 28
+// instructions an element against 8). A scaled tensor, LeakyRelu's
+// slope, a dropout mask's scale: the arithmetic and the slopes (SingleOps)
+// of float32 and the half types.
+var (
+	SingleTypes = slices.Concat([]DType{F32}, Halves)
+	SingleOps   = []string{"add", "sub", "mul", "div", "max", "min", "pow", "prelu", "preluslope"}
+)
+
+func singleKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range SingleTypes {
+		cd := d.Compute()
+		for _, op := range SingleOps {
+			for _, first := range []bool{false, true} {
+				out = append(out, elementwiseSingle(Name(op, string(d), singleVariant(first)), d, first, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
+					return fromCompute(k, d, binaryOp(k, op, cd, toCompute(k, d, x), toCompute(k, d, y)))
+				}))
+			}
+		}
+	}
+	return out
+}
+
+// singleVariant is the name of the variant whose first operand (or
+// second) is the single value.
+func singleVariant(first bool) string {
+	if first {
+		return "sv"
+	}
+	return "vs"
+}
+
+// elementwiseSingle writes a two-input elementwise kernel of dtype d whose
+// first operand (or second) is one value, loaded once.
+func elementwiseSingle(name string, d DType, first bool, f func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg) *ptx.Kernel {
+	k := ptx.NewKernel(name)
+	o, a, b := k.ParamPtr("out"), k.ParamPtr("a"), k.ParamPtr("b")
+	n := k.Param("n", ptx.U64)
+	full, single := a, b
+	if first {
+		full, single = b, a
+	}
+	v := load(k, d, single)
+	vectorized(k, n, d, d, []ptx.Reg{full}, o, func(xs []ptx.Reg) ptx.Reg {
+		if first {
+			return f(k, v, xs[0])
+		}
+		return f(k, xs[0], v)
+	})
+	return k
+}
+
 func binaryKernels() []*ptx.Kernel {
 	return pairKernels(slices.Concat(Numeric, Halves), BinaryOps, func(d DType) DType { return d }, binaryOp)
 }

@@ -125,6 +125,7 @@ func Families() []Family {
 	fams := []Family{
 		{Name: "copy", Kernels: copyKernels()},
 		{Name: "binary", Kernels: binaryKernels()},
+		{Name: "single", Kernels: singleKernels()},
 		{Name: "compare", Kernels: compareKernels()},
 		{Name: "unary", Kernels: unaryKernels()},
 		{Name: "cast", Kernels: castKernels()},
