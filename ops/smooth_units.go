@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -23,9 +24,6 @@ func Elu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(eluOp, nil, x) }
 // α = 1.6732632423543772 (Klambauer et al. 2017; as Keras' and
 // PyTorch's). Its gradient is λ or λα·e^x (λα at 0). Floats.
 func Selu(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(seluOp, nil, x) }
-
-// The constants of Selu: λ and α.
-const seluScale, seluAlpha = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
 
 // Celu returns x where x > 0 and α(e^(x/α) - 1) elsewhere (Barron 2017;
 // PyTorch's celu), α·Elu(x/α): Elu itself for α = 1. Floats; alpha must
@@ -65,7 +63,7 @@ var eluOp, eluGradOp, seluOp, seluGradOp, siluOp, siluGradOp, mishOp, mishGradOp
 
 func init() {
 	eluOp, eluGradOp = expUnitOps("Elu", 1)
-	seluOp, seluGradOp = expUnitOps("Selu", seluScale)
+	seluOp, seluGradOp = expUnitOps("Selu", mathx.SeluScale)
 	siluOp, siluGradOp = inputGradOps("Silu", siluSecond)
 	mishOp, mishGradOp = inputGradOps("Mish", mishSecond)
 	softsignOp = floatOp("Softsign", func(g *eager.Grad) []*tensor.Tensor { // dy/(1 + |x|)²

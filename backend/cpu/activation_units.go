@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -187,7 +188,7 @@ func softsignOf[T tensor.Float](x T) T {
 // scale·alpha·(e^x - 1) elsewhere (Elu: 1, 1; Selu: λ, α).
 type expUnit struct{ scale, alpha float64 }
 
-var eluUnit, seluUnit = expUnit{1, 1}, expUnit{1.0507009873554804934193349852946, 1.6732632423543772848170429916717}
+var eluUnit, seluUnit = expUnit{1, 1}, expUnit{mathx.SeluScale, mathx.SeluAlpha}
 
 func (u expUnit) of64(x float64) float64 {
 	if x > 0 {

@@ -13,6 +13,10 @@ import "math"
 // overflow is the largest x whose e^x is finite.
 const overflow = 7.09782712893383973096e+02
 
+// SeluScale and SeluAlpha are SELU's λ and α, the self-normalizing
+// constants (Klambauer et al. 2017), as Keras and PyTorch take them.
+const SeluScale, SeluAlpha = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
+
 // Exp is e^x, finite up to x = 709.7827 as it should be.
 func Exp(x float64) float64 {
 	if x > 709 && x <= overflow {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 )
 
 // The activations of ops/rectifiers.go and ops/smooth_units.go, with the
@@ -28,9 +29,6 @@ var (
 	UnitBinaryOps = []string{"prelu", "preluslope", "relu6grad", "hardsigmoidgrad", "hardswishgrad", "elugrad", "selugrad",
 		"silugrad", "mishgrad"}
 )
-
-// The constants of Selu: λ and α.
-const seluScale, seluAlpha = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
 
 // unitMath is the exponentials and the sigmoid of m's float type.
 type unitMath struct{ fm }
@@ -89,7 +87,7 @@ func (u unitMath) tail32(r, x ptx.Reg, f64 func(x64 ptx.Reg) ptx.Reg) ptx.Reg {
 // expUnit is Elu's (scale 1) or Selu's scale and scale·alpha.
 func expUnit(op string) (scale, scaleAlpha float64) {
 	if op == "selu" || op == "selugrad" {
-		return seluScale, seluScale * seluAlpha
+		return mathx.SeluScale, mathx.SeluScale * mathx.SeluAlpha
 	}
 	return 1, 1
 }
