@@ -178,6 +178,33 @@ func reluGradLoop[T tensor.Num](o, x, dy []T) {
 	}
 }
 
+// backwardKernel computes a backward op from the function's input or
+// output x, o[i] = f(x[i], dy[i]) in one pass, sharded (cost an
+// element); loop32 (where not nil) is its float32 loop, f then unused.
+func backwardKernel[T tensor.Float](cost float64, f func(x, dy T) T, loop32 func(o, x, dy []float32)) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		x, dy, o := data[T](c.Inputs[0]), data[T](c.Inputs[1]), data[T](outs[0])
+		deviceOf(c).Parallel(len(o), cost, func(lo, hi int) {
+			xs, ds, os := x[lo:hi], dy[lo:hi], o[lo:hi]
+			if loop32 != nil {
+				if o32, ok := any(os).([]float32); ok {
+					loop32(o32, any(xs).([]float32), any(ds).([]float32))
+					return
+				}
+			}
+			for i := range os {
+				os[i] = f(xs[i], ds[i])
+			}
+		})
+	}
+}
+
+// gradKernels registers a backward op's float kernels: f64 float64's
+// rule, loop32 float32's loop, cost an element.
+func gradKernels(op string, cost float64, f64 func(x, dy float64) float64, loop32 func(o, x, dy []float32)) {
+	kernels{f32: backwardKernel[float32](cost, nil, loop32), f64: backwardKernel(cost, f64, nil)}.register(op)
+}
+
 // outputGradKernel computes a function's backward from its output y,
 // o[i] = f(y[i], dy[i]) (TanhGrad, SigmoidGrad): one pass, sharded.
 func outputGradKernel[T tensor.Float](f func(y, dy T) T) eager.Kernel {
