@@ -209,6 +209,7 @@ func samples() map[string][]sample {
 	add("Log1p", unary(ops.Log1p, floats, -0.5, 2, true, true)...)
 	add("Expm1", unary(ops.Expm1, floats, -2, 2, true, true)...)
 	add("Erf", unary(ops.Erf, floats, -2, 2, true, true)...)
+	add("Erfinv", unary(ops.Erfinv, floats, -0.9, 0.9, true, true)...)
 	add("Tan", unary(ops.Tan, floats, -1.3, 1.3, true, true)...)
 	add("Asin", unary(ops.Asin, floats, -0.9, 0.9, true, true)...)
 	add("Acos", unary(ops.Acos, floats, -0.9, 0.9, true, true)...)

@@ -37,7 +37,7 @@
 //
 //	Neg, Abs, Sign, Square, Relu             numeric
 //	Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid     float
-//	Sin, Cos, Log1p, Expm1, Erf              float
+//	Sin, Cos, Log1p, Expm1, Erf, Erfinv      float
 //	Tan, Asin, Acos, Atan                    float
 //	Sinh, Cosh, Asinh, Acosh, Atanh          float
 //	Log2, Log10, Exp2                        float; exact at the powers of their bases

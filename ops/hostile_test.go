@@ -152,6 +152,7 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"Silu", func() { ops.Silu(tensor.Zeros(tensor.Int32, 2)) }},
 		{"Mish", func() { ops.Mish(tensor.Zeros(tensor.Int32, 2)) }},
 		{"Softsign", func() { ops.Softsign(tensor.Zeros(tensor.Int32, 2)) }},
+		{"Erfinv", func() { ops.Erfinv(tensor.Zeros(tensor.Int64, 2)) }},
 		{"GeluTanh", func() { ops.GeluTanh(tensor.Zeros(tensor.Int32, 2)) }},
 		{"AvgPool2D", func() { ops.AvgPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},
 		{"MaxPool2D", func() { ops.MaxPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},

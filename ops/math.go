@@ -10,7 +10,7 @@ import (
 // More elementwise functions of floats: trigonometric, log1p/expm1, erf,
 // rounding, and IsFinite.
 
-var sinOp, cosOp, log1pOp, expm1Op, erfOp, ceilOp, floorOp, roundOp, isFiniteOp *eager.Op
+var sinOp, cosOp, log1pOp, expm1Op, erfOp, erfinvOp, ceilOp, floorOp, roundOp, isFiniteOp *eager.Op
 
 func init() {
 	sinOp = floatOp("Sin", func(g *eager.Grad) []*tensor.Tensor {
@@ -37,6 +37,14 @@ func init() {
 		defer releaseTemp(k)
 		return []*tensor.Tensor{chain(step(squareOp, x), step(negOp, nil), step(expOp, nil), step(mulOp, k, nil), step(mulOp, g.OutGrads[0], nil))}
 	})
+	erfinvOp = floatOp("Erfinv", func(g *eager.Grad) []*tensor.Tensor {
+		// d/dx erfinv(x) = √π/2·e^(y²), y = erfinv(x): ∞ at ±1.
+		y := g.Outputs[0]
+		k := ScalarLike(y, math.Sqrt(math.Pi)/2)
+		defer releaseTemp(k)
+		return []*tensor.Tensor{chain(step(squareOp, y), step(expOp, nil), step(mulOp, k, nil), step(mulOp, g.OutGrads[0], nil))}
+	})
+	erfinvOp.GradReads = eager.ReadsOutputs
 	// Rounding is piecewise constant: like TensorFlow, it blocks gradients.
 	ceilOp = floatOp("Ceil", nil)
 	floorOp = floatOp("Floor", nil)
@@ -61,6 +69,12 @@ func Expm1(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(expm1Op, nil, x)
 
 // Erf returns the error function. Floats.
 func Erf(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(erfOp, nil, x) }
+
+// Erfinv returns the inverse error function: y with erf(y) = x, ±∞ at
+// ±1, NaN outside [-1, 1] (Wichura's rational approximations, AS241, as
+// Go's math.Erfinv; float32 through float64, rounded once). Its gradient
+// is √π/2·e^(y²). Floats.
+func Erfinv(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(erfinvOp, nil, x) }
 
 // Ceil rounds up. Floats; no gradient.
 func Ceil(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(ceilOp, nil, x) }

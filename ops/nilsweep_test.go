@@ -98,6 +98,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Softsign", Fn: ops.Softsign},
 		{Name: "Log", Fn: ops.Log},
 		{Name: "Log1p", Fn: ops.Log1p},
+		{Name: "Erfinv", Fn: ops.Erfinv},
 		{Name: "Tan", Fn: ops.Tan},
 		{Name: "Asin", Fn: ops.Asin},
 		{Name: "Acos", Fn: ops.Acos},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -79,4 +80,48 @@ func equalBits32(got, want []float32) bool {
 		}
 	}
 	return true
+}
+
+// Erfinv inverts Erf (erf(erfinv(x)) within 1e-15 of x, erfinv(erf(y))
+// within a few roundings of x times the condition number, √π/2·e^(y²)), is ±∞ at ±1 and NaN beyond, keeps -0, and rounds float64's
+// value once in float32; its gradient is √π/2·e^(y²).
+func TestErfinv(t *testing.T) {
+	var xs []float64
+	for v := -0.999; v < 1; v += 0.0037 {
+		xs = append(xs, v)
+	}
+	xs = append(xs, 1e-300, -1e-20, 0.85, math.Nextafter(0.85, 1), 1-1e-12, -(1 - 1e-15))
+	y := tensor.ToSlice[float64](ops.Erfinv(tensor.FromSlice(xs)))
+	for i, x := range xs {
+		if back := math.Erf(y[i]); math.Abs(back-x) > 1e-15*math.Max(math.Abs(x), 1e-300) {
+			t.Errorf("erf(erfinv(%v)) = %v", x, back)
+		}
+	}
+	for _, v := range []float64{-3, -0.5, 1e-3, 2.5} {
+		x := math.Erf(v)
+		cond := math.Sqrt(math.Pi) / 2 * math.Exp(v*v) * math.Abs(x)
+		if got := tensor.ToSlice[float64](ops.Erfinv(tensor.FromSlice([]float64{x})))[0]; math.Abs(got-v) > 4*0x1p-52*cond+1e-15*math.Abs(v) {
+			t.Errorf("erfinv(erf(%v)) = %v", v, got)
+		}
+	}
+	special := ops.Erfinv(tensor.FromSlice([]float64{1, -1, 1.5, -2, math.NaN(), math.Copysign(0, -1)}))
+	got := tensor.ToSlice[float64](special)
+	if !math.IsInf(got[0], 1) || !math.IsInf(got[1], -1) || !math.IsNaN(got[2]) || !math.IsNaN(got[3]) || !math.IsNaN(got[4]) || !math.Signbit(got[5]) || got[5] != 0 {
+		t.Errorf("erfinv at 1, -1, 1.5, -2, NaN, -0 = %v", got)
+	}
+	x32 := ops.Cast(tensor.FromSlice(xs), tensor.Float32)
+	want := tensor.ToSlice[float32](ops.Cast(ops.Erfinv(ops.Cast(x32, tensor.Float64)), tensor.Float32))
+	if g := tensor.ToSlice[float32](ops.Erfinv(x32)); !equalBits32(g, want) {
+		t.Errorf("float32 erfinv is not float64's rounded once")
+	}
+	x := tensor.FromSlice([]float64{-0.6, 0.2, 0.95})
+	tp := tape.New()
+	tp.Watch(x)
+	g := tensor.ToSlice[float64](tp.Gradient(ops.Sum(ops.Erfinv(x)), x)[0])
+	for i, v := range tensor.ToSlice[float64](x) {
+		e := math.Erfinv(v)
+		if want := math.Sqrt(math.Pi) / 2 * math.Exp(e*e); math.Abs(g[i]-want) > 1e-14*want {
+			t.Errorf("erfinv'(%v) = %v, want %v", v, g[i], want)
+		}
+	}
 }

@@ -31,6 +31,7 @@ func init() {
 	floatLoops("Log1p", logLoop(logOnePlus, math.Log1p), trigCost32, math.Log1p)
 	floatLoops("Expm1", lanesLoop(sexpm1_4, math.Expm1), trigCost32, math.Expm1)
 	floatLoops("Erf", erf32Loop, expCost32, math.Erf)
+	floatLoops("Erfinv", mapLoop(via64(math.Erfinv)), 20, math.Erfinv)
 	floatLoopsOf("Ceil", ceilLoop[float32], 1, ceilLoop[float64], 1)
 	floatLoopsOf("Floor", floorLoop[float32], 1, floorLoop[float64], 1)
 	floatLoopsOf("Round", roundLoop[float32], 4, roundLoop[float64], 4)

@@ -112,6 +112,7 @@ func TestMathFunctionsOnGPU(t *testing.T) {
 		{"log2", ops.Log2, mathx.Log2, 0, 0, 0},
 		{"log10", ops.Log10, mathx.Log10, 0, 0, 0},
 		{"exp2", ops.Exp2, math.Exp2, 2, 0, 0},
+		{"erfinv", ops.Erfinv, math.Erfinv, 4, 0, 0},
 	} {
 		got := tensor.ToSlice[float64](onHost(t, c.op(onGPU(t, d, x))))
 		worst, at := 0.0, 0.0

@@ -31,7 +31,7 @@ var (
 		"Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
 		"Acosh": "acosh", "Atanh": "atanh", "Log2": "log2", "Log10": "log10", "Exp2": "exp2",
 		"Relu6": "relu6", "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Softsign": "softsign", "Elu": "elu",
-		"Selu": "selu", "Silu": "silu", "Mish": "mish"}
+		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv"}
 )
 
 func init() {

@@ -64,6 +64,7 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.HardSwish(ops.Add(q, q)), ops.Elu(ops.Sub(c, r))))
 	picked = ops.Add(picked, ops.Add(ops.Selu(ops.Mul(r, r)), ops.Silu(ops.Add(c, q))))
 	picked = ops.Add(picked, ops.Add(ops.Mish(ops.Sub(c, q)), ops.Softsign(ops.Mul(q, r))))
+	picked = ops.Add(picked, ops.Erfinv(ops.Tanh(ops.Sub(q, c))))                            // Erfinv's output read only by its rule
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -83,7 +84,7 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
-	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign"}
+	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

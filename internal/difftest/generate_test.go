@@ -298,20 +298,21 @@ func generateWith(g *gen) *Program {
 var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu",
 	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2",
-	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish"}
+	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish", "erfinv"}
 
 // smoothUnary are the unary functions without kinks or jumps (ELU's,
 // CELU's and Softsign's first derivatives are continuous at 0; SELU's
 // jumps from λα to λ).
 var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "identity", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-	"atanh", "exp2", "celu", "silu", "mish", "softsign"}
+	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv"}
 
 // boundedFirst are the unary functions drawn on a bounded operand: the
 // exponentials' (kept moderate) and the poles' and domains' (tan's
-// argument in (-1, 1); asin's, acos's and atanh's in (-0.77, 0.77), their
+// argument in (-1, 1); asin's, acos's, atanh's and erfinv's in (-0.77,
+// 0.77), their
 // derivatives bounded), through tanh once or twice.
-var boundedFirst = map[string]int{"exp": 1, "expm1": 1, "exp2": 1, "sinh": 1, "cosh": 1, "tan": 1, "asin": 2, "acos": 2, "atanh": 2}
+var boundedFirst = map[string]int{"exp": 1, "expm1": 1, "exp2": 1, "sinh": 1, "cosh": 1, "tan": 1, "asin": 2, "acos": 2, "atanh": 2, "erfinv": 2}
 
 // selects says whether a step picks elements of its first operand by
 // comparing them (extrema, sorts, max pooling): a smooth program draws it

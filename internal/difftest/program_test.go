@@ -150,7 +150,7 @@ var unary = map[string]func(T) T{
 	"tan": ops.Tan, "asin": ops.Asin, "acos": ops.Acos, "atan": ops.Atan, "sinh": ops.Sinh, "cosh": ops.Cosh,
 	"asinh": ops.Asinh, "atanh": ops.Atanh, "log2": ops.Log2, "log10": ops.Log10, "exp2": ops.Exp2,
 	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
-	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish,
+	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish, "erfinv": ops.Erfinv,
 }
 
 // binaryOps maps the broadcasting functions of two tensors.

@@ -165,6 +165,7 @@ var specialOps = []specialOp{
 	{name: "log2", kinds: "f", fn: oneOperand(ops.Log2), ulps: 1, grad: true},
 	{name: "log10", kinds: "f", fn: oneOperand(ops.Log10), ulps: 1, grad: true},
 	{name: "exp2", kinds: "f", fn: oneOperand(ops.Exp2), ulps: 1, grad: true},
+	{name: "erfinv", kinds: "f", fn: oneOperand(ops.Erfinv), ulps: 4, grad: true, signedZero: true},
 
 	{name: "add", kinds: "fiu", two: true, fn: ops.Add, grad: true, signedZero: true},
 	{name: "sub", kinds: "fiu", two: true, fn: ops.Sub, grad: true, signedZero: true},

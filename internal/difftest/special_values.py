@@ -169,6 +169,7 @@ ROUNDED = {
     "cosh": lambda x: torch.from_numpy(np.cosh(x.detach().numpy())),
     "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
+    "erfinv": torch.erfinv,
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).

@@ -450,6 +450,7 @@ UNARY = {
     "silu": torch.nn.functional.silu, "mish": torch.nn.functional.mish,
     "softsign": torch.nn.functional.softsign, "relu6": torch.nn.functional.relu6,
     "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
+    "erfinv": torch.erfinv,
 }
 
 def pow_positive(a, b):

@@ -28,7 +28,7 @@ const tanPiOver8 = 0.41421356237309503
 // sqrt is the correctly rounded square root.
 func (m fm) sqrt(a any) ptx.Reg {
 	r := m.reg()
-	m.k.Op("sqrt.rn.f64 %s, %s", r, a)
+	m.k.Op("sqrt.rn.%s %s, %s", m.typ(), r, a)
 	return r
 }
 
