@@ -197,36 +197,56 @@ func fixups32(o, x, scratch []float32, f func(float64) float64) {
 // order the float64 rules above write it), the limits and overflows
 // through those rules; without the vector kernels, those rules rounded.
 
-func silu32Loop(o, x []float32) {
-	if !haveVecKernels {
-		mapLoop(via64(siluOf))(o, x)
-		return
+// smoothLoop is a smooth unit's float32 loop: value sets a block's
+// values o from x (p, q scratch) with the vector kernels, f's float64
+// rule fixing what they cannot give (fixups32); without them, f rounded.
+func smoothLoop(f func(float64) float64, value func(o, x, p, q []float32)) func(o, x []float32) {
+	return func(o, x []float32) {
+		if !haveVecKernels {
+			mapLoop(via64(f))(o, x)
+			return
+		}
+		blocks32(o, x, nil, func(o, x, _, p, q []float32) {
+			value(o, x, p, q)
+			fixups32(o, x, p, f)
+		})
 	}
-	blocks32(o, x, nil, func(o, x, _, s, _ []float32) {
-		sigmoid32Loop(s, x)
-		smul(&o[0], &x[0], &s[0], len(o))
-		fixups32(o, x, s, siluOf)
-	})
 }
 
-// siluGrad32Loop: σ(x)·(1 + x·σ(-x)), both sigmoids by the vector kernel.
-func siluGrad32Loop(o, x, dy []float32) {
-	if !haveVecKernels {
-		slopeLoop(siluSlope)(o, x, dy)
-		return
+// smoothGradLoop is a smooth unit's float32 backward loop, o = dy·s:
+// slope sets a block's slopes s from x (p scratch) with the vector
+// kernels, the float64 rule f fixing them as smoothLoop's; without them,
+// slopeLoop(f).
+func smoothGradLoop(f func(float64) float64, slope func(s, x, p []float32)) func(o, x, dy []float32) {
+	return func(o, x, dy []float32) {
+		if !haveVecKernels {
+			slopeLoop(f)(o, x, dy)
+			return
+		}
+		blocks32(o, x, dy, func(o, x, dy, s, p []float32) {
+			slope(s, x, p)
+			fixups32(s, x, p, f)
+			smul(&o[0], &dy[0], &s[0], len(o))
+		})
 	}
-	blocks32(o, x, dy, func(o, x, dy, p, q []float32) {
-		n := len(o)
-		sigmoid32Loop(p, x)
-		smuls(&q[0], &x[0], -1, n)
-		sigmoid32Loop(q, q)
-		smul(&q[0], &x[0], &q[0], n)
-		sadds(&q[0], &q[0], 1, n)
-		smul(&q[0], &p[0], &q[0], n)
-		fixups32(q, x, p, siluSlope)
-		smul(&o[0], &dy[0], &q[0], n)
-	})
 }
+
+// silu32Loop: x·σ(x).
+var silu32Loop = smoothLoop(siluOf, func(o, x, s, _ []float32) {
+	sigmoid32Loop(s, x)
+	smul(&o[0], &x[0], &s[0], len(o))
+})
+
+// siluGrad32Loop: σ(x)·(1 + x·σ(-x)), both sigmoids by the vector kernel.
+var siluGrad32Loop = smoothGradLoop(siluSlope, func(q, x, p []float32) {
+	n := len(q)
+	sigmoid32Loop(p, x)
+	smuls(&q[0], &x[0], -1, n)
+	sigmoid32Loop(q, q)
+	smul(&q[0], &x[0], &q[0], n)
+	sadds(&q[0], &q[0], 1, n)
+	smul(&q[0], &p[0], &q[0], n)
+})
 
 // mishTanh sets t = n/(n + 2) = tanh(softplus(x)) from e = e^x, n =
 // e(e + 2) in m and n + 2 in d.
@@ -238,46 +258,31 @@ func mishTanh(t, e, m, d []float32) {
 	sdiv(&t[0], &m[0], &d[0], k)
 }
 
-func mish32Loop(o, x []float32) {
-	if !haveVecKernels {
-		mapLoop(via64(mishOf))(o, x)
-		return
-	}
-	blocks32(o, x, nil, func(o, x, _, e, m []float32) {
-		var db [256]float32
-		d := db[:len(o)]
-		exp32Loop(e, x)
-		mishTanh(e, e, m, d)
-		smul(&o[0], &x[0], &e[0], len(o))
-		fixups32(o, x, m, mishOf)
-	})
-}
+// mish32Loop: x·t, e^x by the vector exp.
+var mish32Loop = smoothLoop(mishOf, func(o, x, e, m []float32) {
+	var db [256]float32
+	exp32Loop(e, x)
+	mishTanh(e, e, m, db[:len(o)])
+	smul(&o[0], &x[0], &e[0], len(o))
+})
 
 // mishGrad32Loop: t + x·σ(x)·4(n + 1)/(n + 2)², σ(x) = e/(1 + e).
-func mishGrad32Loop(o, x, dy []float32) {
-	if !haveVecKernels {
-		slopeLoop(mishSlope)(o, x, dy)
-		return
-	}
-	blocks32(o, x, dy, func(o, x, dy, e, m []float32) {
-		var db, sb [256]float32
-		k := len(o)
-		d, s := db[:k], sb[:k]
-		exp32Loop(e, x)
-		sadds(&s[0], &e[0], 1, k)
-		sdiv(&s[0], &e[0], &s[0], k) // σ(x)
-		mishTanh(e, e, m, d)         // e = t
-		sadds(&m[0], &m[0], 1, k)
-		smuls(&m[0], &m[0], 4, k)
-		smul(&d[0], &d[0], &d[0], k)
-		sdiv(&m[0], &m[0], &d[0], k) // 1 - t²
-		smul(&s[0], &x[0], &s[0], k)
-		smul(&s[0], &s[0], &m[0], k)
-		sadd(&s[0], &e[0], &s[0], k)
-		fixups32(s, x, m, mishSlope)
-		smul(&o[0], &dy[0], &s[0], k)
-	})
-}
+var mishGrad32Loop = smoothGradLoop(mishSlope, func(s, x, e []float32) {
+	var mb, db [256]float32
+	k := len(s)
+	m, d := mb[:k], db[:k]
+	exp32Loop(e, x)
+	sadds(&s[0], &e[0], 1, k)
+	sdiv(&s[0], &e[0], &s[0], k) // σ(x)
+	mishTanh(e, e, m, d)         // e = t
+	sadds(&m[0], &m[0], 1, k)
+	smuls(&m[0], &m[0], 4, k)
+	smul(&d[0], &d[0], &d[0], k)
+	sdiv(&m[0], &m[0], &d[0], k) // 1 - t²
+	smul(&s[0], &x[0], &s[0], k)
+	smul(&s[0], &s[0], &m[0], k)
+	sadd(&s[0], &e[0], &s[0], k)
+})
 
 // slopeLoop is the float32 loop o = dy·slope(x), slope in float64,
 // rounded once.
