@@ -334,7 +334,7 @@ func checkable(dt tensor.DType) bool { return dt.IsFloat() && !dt.IsHalf() }
 func floatInputs(c *call) []int {
 	var out []int
 	for i, x := range c.inputs {
-		if x.DType() == tensor.Float64 {
+		if x.DType() == tensor.Float64 && !slices.Contains(c.op.NoGrad, i) {
 			out = append(out, i)
 		}
 	}

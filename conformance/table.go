@@ -267,6 +267,13 @@ func samples() map[string][]sample {
 	add("Atan2", binary(ops.Atan2, floats, -2, 2, -2, -0.3, true, true)...)
 	add("Hypot", binary(ops.Hypot, floats, 0.3, 2, -2, -0.3, true, true)...)
 	add("LogAddExp", binary(ops.LogAddExp, floats, -2, 2, -3, 3, true, true)...)
+	add("Lgamma", unary(ops.Lgamma, floats, 0.2, 4, true, true)...)
+	add("Lgamma", unary(ops.Lgamma, floats, -2.9, -2.1, true, true)...)
+	add("Digamma", unary(ops.Digamma, floats, 0.3, 4, true, true)...)
+	add("Digamma", unary(ops.Digamma, floats, -0.9, -0.1, true, true)...)
+	add("Polygamma", unary(func(x T) T { return ops.Polygamma(1, x) }, floats, 0.3, 4, true, true)...)
+	add("Polygamma", unary(func(x T) T { return ops.Polygamma(3, x) }, floats, -1.9, -1.1, true, true)...)
+	add("Zeta", binary(ops.Zeta, floats, 1.5, 4, 0.3, 3, true, true)...)
 	add("Pow", binary(ops.Pow, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, 0, 4, 0, 4, false, false)...)
 	for _, cmp := range []struct {
 		name string

@@ -100,6 +100,11 @@ type Op struct {
 	// tape neither keeps their values for the rule nor refuses a variable
 	// among them that was assigned after the op ran.
 	GradIgnores []int
+	// NoGrad lists the float inputs that never get a gradient: an order
+	// or exponent the op is not differentiated in (Polygamma's n, Zeta's
+	// s, as TensorFlow's); the rule returns nil for them, and the
+	// gradient checks leave them out.
+	NoGrad []int
 
 	kernels *kernelTable // shared with the backends' registrations by name
 }

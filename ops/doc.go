@@ -30,10 +30,11 @@
 //	Add, Sub, Mul, Div, Rem, Pow             numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
 //	Maximum, Minimum                         numeric (XLA's Max and Min); Max and Min are deprecated aliases
 //	Atan2(y, x), Hypot(a, b), LogAddExp      float (trigonometry.go); C's special cases
+//	Zeta(s, q)                               float (gamma.go); Hurwitz's, no gradient in s
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //
-// # Elementwise unary (unary.go, math.go, trigonometry.go, logical.go)
+// # Elementwise unary (unary.go, math.go, trigonometry.go, gamma.go, logical.go)
 //
 //	Neg, Abs, Sign, Square, Relu             numeric
 //	Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid     float
@@ -41,6 +42,7 @@
 //	Tan, Asin, Acos, Atan                    float
 //	Sinh, Cosh, Asinh, Acosh, Atanh          float
 //	Log2, Log10, Exp2                        float; exact at the powers of their bases
+//	Lgamma, Digamma, Polygamma(n, x)         float (gamma.go); each one's derivative the next
 //	Ceil, Floor, Round                       float, no gradient; Round halves away from zero (XLA)
 //	IsFinite                                 float -> bool
 //	LogicalNot                               bool

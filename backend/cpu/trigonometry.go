@@ -24,7 +24,13 @@ func init() {
 	} {
 		floatLoops(op, mapLoop(via64(f)), 20, f)
 	}
-	for op, f := range map[string]func(a, b float64) float64{"Atan2": math.Atan2, "Hypot": math.Hypot, "LogAddExp": mathx.LogAddExp} {
+	binaryFloatFuncs(map[string]func(a, b float64) float64{"Atan2": math.Atan2, "Hypot": math.Hypot, "LogAddExp": mathx.LogAddExp})
+}
+
+// binaryFloatFuncs registers broadcasting functions of two floats by
+// their float64 functions, float32 through them, rounded once.
+func binaryFloatFuncs(fs map[string]func(a, b float64) float64) {
+	for op, f := range fs {
 		f32 := scalarLoops(func(a, b float32) float32 { return float32(f(float64(a), float64(b))) })
 		kernels{f32: binaryKernel(f32), f64: binaryKernel(scalarLoops(f)),
 			elementwise: &eager.ElementwiseF32{VV: f32.vv, VS: f32.vs, SV: f32.sv}}.register(op)

@@ -21,7 +21,7 @@ var (
 	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
 		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad",
 		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad",
-		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp",
+		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp", "Zeta": "zeta", "Polygamma": "polygamma",
 		"Prelu": "prelu", "PreluSlope": "preluslope", "Relu6Grad": "relu6grad", "HardSigmoidGrad": "hardsigmoidgrad",
 		"HardSwishGrad": "hardswishgrad", "EluGrad": "elugrad", "SeluGrad": "selugrad", "SiluGrad": "silugrad", "MishGrad": "mishgrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
@@ -31,7 +31,7 @@ var (
 		"Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
 		"Acosh": "acosh", "Atanh": "atanh", "Log2": "log2", "Log10": "log10", "Exp2": "exp2",
 		"Relu6": "relu6", "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Softsign": "softsign", "Elu": "elu",
-		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv"}
+		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv", "Lgamma": "lgamma", "Digamma": "digamma"}
 )
 
 func init() {

@@ -64,7 +64,11 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.HardSwish(ops.Add(q, q)), ops.Elu(ops.Sub(c, r))))
 	picked = ops.Add(picked, ops.Add(ops.Selu(ops.Mul(r, r)), ops.Silu(ops.Add(c, q))))
 	picked = ops.Add(picked, ops.Add(ops.Mish(ops.Sub(c, q)), ops.Softsign(ops.Mul(q, r))))
-	picked = ops.Add(picked, ops.Erfinv(ops.Tanh(ops.Sub(q, c))))                            // Erfinv's output read only by its rule
+	picked = ops.Add(picked, ops.Erfinv(ops.Tanh(ops.Sub(q, c)))) // Erfinv's output read only by its rule
+	// The gamma family reads its inputs (Polygamma's order a constant).
+	picked = ops.Add(picked, ops.Add(ops.Lgamma(ops.Exp(ops.Sub(r, q))), ops.Digamma(ops.Exp(ops.Mul(c, r)))))
+	zeta := ops.Zeta(ops.Add(ops.Exp(ops.Mul(q, q)), ops.Exp(ops.Mul(c, c))), ops.Exp(ops.Sub(c, q)))
+	picked = ops.Add(picked, ops.Add(ops.Polygamma(1, ops.Exp(ops.Add(q, r))), zeta))
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -84,7 +88,8 @@ var unpoolAttrs = ops.PatchesAttrs{Operand: tensor.Shape{1, 2, 2, 1}, Window: op
 var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Relu", "Identity", "Reshape", "Transpose", "BroadcastTo", "Tanh", "Softplus", "ToDevice", "GeluTanh", "Split",
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
-	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv"}
+	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
+	"Lgamma", "Digamma", "Polygamma", "Zeta"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -368,7 +368,8 @@ func genUnary(g *gen) bool {
 
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
-	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot", "rem"}
+	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot",
+		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "rem"}
 	if g.smooth {
 		domain = domain[:len(domain)-1]
 	}
@@ -387,6 +388,13 @@ func genDomain(g *gen) bool {
 		} else {
 			g.add(op, Attrs{}, x, b)
 		}
+	case "lgamma", "digamma", "polygamma1", "polygamma2":
+		// Away from the poles at 0 and below (ψ⁽ⁿ⁾ grows as 1/xⁿ⁺¹).
+		g.add(op, Attrs{}, g.positive(x, 0.5))
+	case "zeta":
+		// s > 1 (ζ is NaN below), q away from the pole at 0.
+		s := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 1.5)
+		g.add(op, Attrs{}, s, g.positive(x, 0.5))
 	case "pow":
 		base := g.positive(x, 0.3)
 		g.add(op, Attrs{}, base, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2))

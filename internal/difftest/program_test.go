@@ -151,13 +151,15 @@ var unary = map[string]func(T) T{
 	"asinh": ops.Asinh, "atanh": ops.Atanh, "log2": ops.Log2, "log10": ops.Log10, "exp2": ops.Exp2,
 	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
 	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish, "erfinv": ops.Erfinv,
+	"lgamma": ops.Lgamma, "digamma": ops.Digamma,
+	"polygamma1": func(x T) T { return ops.Polygamma(1, x) }, "polygamma2": func(x T) T { return ops.Polygamma(2, x) },
 }
 
 // binaryOps maps the broadcasting functions of two tensors.
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
 	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
-	"prelu": ops.Prelu,
+	"prelu": ops.Prelu, "zeta": ops.Zeta,
 }
 
 // conv2DOpts turns a step's attributes into Conv2DOpts.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/device"
+	"github.com/eagerflow/eagerflow/internal/mathx"
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -116,6 +117,40 @@ func geluTanhCond(x float64) float64 { return 4 * math.Abs(2*0.7978845608028654*
 // rounding.
 func geluCond(x float64) float64 { return 2 * x * x }
 
+// lgammaCond is ln|Γ|'s condition number |x·ψ(x)/ln|Γ(x)||, large near
+// its zeros (1, 2 and one between each pair of negative integers): the
+// reflection's terms cancel near the negative ones.
+func lgammaCond(x float64) float64 {
+	c := math.Abs(x * mathx.Digamma(x) / mathx.Lgamma(x))
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return 0
+	}
+	return c
+}
+
+// polygammaCond is the larger of ψ⁽ⁿ⁾'s and ψ⁽ⁿ⁺¹⁾'s condition numbers
+// |x·ψ⁽ᵏ⁺¹⁾(x)/ψ⁽ᵏ⁾(x)| (the value's and the gradient's), large near
+// their zeros between the negative poles, where the sums' terms of both
+// signs cancel.
+func polygammaCond(n float64) func(x float64) float64 {
+	return func(x float64) float64 {
+		c := 0.0
+		for k := n; k <= n+1; k++ {
+			if v := math.Abs(x * mathx.Polygamma(k+1, x) / mathx.Polygamma(k, x)); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				c = max(c, v)
+			}
+		}
+		return c
+	}
+}
+
+// zetaFloats are Zeta's operands: specialFloats but the negative
+// non-integers, where an odd s's terms of both signs cancel (its
+// accuracy there is a few ulps of the largest term: internal/mathx's
+// tests).
+var zetaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, -7, 1e-310, 1e-8, 20, 89, 1e30,
+	math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
+
 func oneOperand(f func(T) T) func(a, _ T) T { return func(a, _ T) T { return f(a) } }
 
 var specialOps = []specialOp{
@@ -166,6 +201,10 @@ var specialOps = []specialOp{
 	{name: "log10", kinds: "f", fn: oneOperand(ops.Log10), ulps: 1, grad: true},
 	{name: "exp2", kinds: "f", fn: oneOperand(ops.Exp2), ulps: 1, grad: true},
 	{name: "erfinv", kinds: "f", fn: oneOperand(ops.Erfinv), ulps: 4, grad: true, signedZero: true},
+	{name: "lgamma", kinds: "f", fn: oneOperand(ops.Lgamma), ulps: 2, grad: true, cond: lgammaCond},
+	{name: "digamma", kinds: "f", fn: oneOperand(ops.Digamma), ulps: 2, grad: true, signedZero: true, cond: polygammaCond(0)},
+	{name: "polygamma1", kinds: "f", fn: oneOperand(func(x T) T { return ops.Polygamma(1, x) }), ulps: 4, grad: true, cond: polygammaCond(1)},
+	{name: "polygamma3", kinds: "f", fn: oneOperand(func(x T) T { return ops.Polygamma(3, x) }), ulps: 4, grad: true, cond: polygammaCond(3)},
 
 	{name: "add", kinds: "fiu", two: true, fn: ops.Add, grad: true, signedZero: true},
 	{name: "sub", kinds: "fiu", two: true, fn: ops.Sub, grad: true, signedZero: true},
@@ -179,6 +218,7 @@ var specialOps = []specialOp{
 	{name: "hypot", kinds: "f", two: true, fn: ops.Hypot, ulps: 2, grad: true},
 	{name: "logaddexp", kinds: "f", two: true, fn: ops.LogAddExp, ulps: 2, grad: true},
 	{name: "prelu", kinds: "f", two: true, fn: ops.Prelu, ulps: 1, grad: true},
+	{name: "zeta", kinds: "f", two: true, fn: ops.Zeta, ulps: 4, grad: true, from: zetaFloats},
 	{name: "eq", kinds: "fiub", two: true, fn: ops.Eq},
 	{name: "ne", kinds: "fiub", two: true, fn: ops.Ne},
 	{name: "lt", kinds: "fiu", two: true, fn: ops.Lt},

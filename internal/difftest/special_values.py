@@ -17,6 +17,7 @@ import math
 import struct
 import sys
 
+import mpmath
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -140,6 +141,96 @@ def gelu_tanh(x):
     return torch.where(x == -math.inf, -0.0, x * torch.sigmoid(2 * u))
 
 
+def mp_elementwise(f):
+    """f's values (of one or two operands of one shape) elementwise, each
+    computed by mpmath at 40 digits (or by the documented convention at a
+    pole or an infinity) and rounded once to float64."""
+    def apply(*xs):
+        flat = [x.detach().double().flatten().tolist() for x in xs]
+        return torch.tensor([f(*v) for v in zip(*flat)], dtype=torch.float64).reshape(xs[0].shape)
+    return apply
+
+
+mpmath.mp.dps = 40
+INF, NAN = math.inf, math.nan
+
+
+def pole(x):
+    return x <= 0 and x == math.floor(x)
+
+
+def lgamma_mp(x):
+    if math.isnan(x):
+        return NAN
+    if math.isinf(x) or pole(x):
+        return INF
+    return float(mpmath.loggamma(x).real)
+
+
+def digamma_mp(x):
+    if math.isnan(x) or x == -INF:
+        return NAN
+    if x == INF:
+        return INF
+    if x == 0:
+        return math.copysign(INF, -x)
+    if pole(x):
+        return NAN
+    return float(mpmath.digamma(x))
+
+
+def polygamma_mp(n):
+    """ψ⁽ⁿ⁾ with PyTorch's (-1)ⁿ⁺¹·∞ at the poles, ±0 at +∞."""
+    sign = 1.0 if n % 2 else -1.0
+    def f(x):
+        if n == 0:
+            return digamma_mp(x)
+        if math.isnan(x) or x == -INF:
+            return NAN
+        if x == INF:
+            return sign * 0.0
+        if pole(x):
+            return sign * INF
+        return float(sign * mpmath.factorial(n) * hurwitz(n + 1, x))
+    return f
+
+
+def hurwitz(s, q):
+    """ζ(s, q) for s > 1 to 60 digits: the terms to a = q + N ≥ s + 30
+    summed, then Euler and Maclaurin's tail to B₈₀ (mpmath 1.2.1's own
+    zeta(20, 89) is wrong in its tenth digit). For s past 2000 the terms
+    after the first three are below float64's range relative to the
+    sum."""
+    with mpmath.workdps(60):
+        s, q = mpmath.mpf(s), mpmath.mpf(q)
+        if s > 2000:
+            return q ** -s + (q + 1) ** -s + (q + 2) ** -s
+        n = max(0, int(mpmath.ceil(s + 30 - q)))
+        total = mpmath.fsum((q + k) ** -s for k in range(n))
+        a = q + n
+        tail = a ** (1 - s) / (s - 1) + a ** -s / 2
+        rising = s * a ** (-s - 1)  # s(s+1)···(s+2j-2)·a^(-s-2j+1)
+        for j in range(1, 41):
+            tail += mpmath.bernoulli(2 * j) / mpmath.factorial(2 * j) * rising
+            rising *= (s + 2 * j - 1) * (s + 2 * j) / (a * a)
+        return total + tail
+
+
+def zeta_mp(s, q):
+    """Hurwitz's ζ(s, q) with SciPy's and TensorFlow's special cases."""
+    if math.isnan(s) or math.isnan(q) or s < 1 or q == -INF:
+        return NAN
+    if s == 1 or pole(q):
+        return INF
+    if q < 0 and (s == INF or s != math.trunc(s)):
+        return NAN
+    if q == INF:
+        return 0.0
+    if s == INF:
+        return 0.0 if q > 1 else 1.0 if q == 1 else INF
+    return float(hurwitz(s, q))
+
+
 # Transcendental float ops, computed in float64 and rounded once.
 ROUNDED = {
     "rsqrt": torch.rsqrt, "exp": torch.exp, "expm1": torch.expm1, "log": torch.log,
@@ -170,6 +261,13 @@ ROUNDED = {
     "asinh": torch.asinh, "acosh": torch.acosh,
     "atanh": torch.atanh, "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2,
     "erfinv": torch.erfinv,
+    # The gamma family to 40 digits (mpmath's loggamma and digamma, the
+    # Hurwitz zeta summed here): PyTorch 1.13's trigamma keeps about 9
+    # digits (three terms of its asymptotic series from 6), its zeta 9
+    # (3e-9 off at (3, -1.5)), its digamma none about its zero 1.4616.
+    "lgamma": mp_elementwise(lgamma_mp), "digamma": mp_elementwise(digamma_mp),
+    "polygamma1": mp_elementwise(polygamma_mp(1)), "polygamma3": mp_elementwise(polygamma_mp(3)),
+    "zeta": mp_elementwise(zeta_mp),
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).
@@ -252,6 +350,10 @@ GRAD_OF = {
     "gelu": gelu_grad,
     "sinh": lambda x: torch.from_numpy(np.cosh(x.numpy())),
     "cosh": lambda x: torch.from_numpy(np.sinh(x.numpy())),
+    "lgamma": mp_elementwise(digamma_mp),
+    "digamma": mp_elementwise(polygamma_mp(1)),
+    "polygamma1": mp_elementwise(polygamma_mp(2)),
+    "polygamma3": mp_elementwise(polygamma_mp(4)),
 }
 
 
@@ -330,6 +432,10 @@ def evaluate(case):
             # result) loses the subnormal ones (0 at (710, 0), not e^-710).
             a64, b64 = ins[0].double(), ins[1].double()
             grads = [encode(sigmoid_tail(a64 - b64)), encode(sigmoid_tail(b64 - a64))]
+        elif op == "zeta":
+            # -s·ζ(s+1, q) in q, as eagerflow's rule computes it; none in s.
+            s64, q64 = ins[0].double(), ins[1].double()
+            grads = [None, encode(-(mp_elementwise(zeta_mp)(s64 + 1, q64) * s64))]
         elif op == "rem":
             # fmod(a, b)'s gradient in b is -trunc(a/b) for the exact
             # quotient, which (a - fmod(a, b))/b is (PyTorch's rounds a/b).

@@ -15,6 +15,7 @@ import json
 import math
 import sys
 
+import mpmath
 import numpy as np
 import torch
 
@@ -83,6 +84,52 @@ class HardSigmoid(torch.autograd.Function):
     def backward(ctx, g):
         x, = ctx.saved_tensors
         return torch.where((x > -3) & (x < 3), g / 6, torch.zeros_like(g))
+
+
+def mp_map(f, *xs):
+    """f of the tensors xs (one shape) elementwise by mpmath, rounded to
+    float64 and then to xs[0]'s dtype."""
+    flat = [x.detach().double().flatten().tolist() for x in xs]
+    out = torch.tensor([f(*v) for v in zip(*flat)], dtype=torch.float64)
+    return out.reshape(xs[0].shape).to(xs[0].dtype)
+
+
+mpmath.mp.dps = 30
+
+
+class Polygamma(torch.autograd.Function):
+    """ψ⁽ⁿ⁾ by mpmath to 30 digits (n = -1: ln Γ, 0: ψ), each derivative
+    the next order's Function, to any order: PyTorch 1.13's trigamma
+    keeps about 9 digits."""
+
+    @staticmethod
+    def forward(ctx, x, n):
+        ctx.save_for_backward(x)
+        ctx.n = n
+        if n == -1:
+            return mp_map(lambda v: float(mpmath.loggamma(v).real), x)
+        return mp_map(lambda v: float(mpmath.polygamma(n, v)), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * Polygamma.apply(x, ctx.n + 1), None
+
+
+class Zeta(torch.autograd.Function):
+    """Hurwitz's ζ(s, q) by mpmath, of operands of one shape; its
+    gradient in q is -s·ζ(s+1, q), none in s (TensorFlow's and
+    eagerflow's; PyTorch 1.13 has none at all)."""
+
+    @staticmethod
+    def forward(ctx, s, q):
+        ctx.save_for_backward(s, q)
+        return mp_map(lambda a, b: float(mpmath.zeta(a, b)), s, q)
+
+    @staticmethod
+    def backward(ctx, g):
+        s, q = ctx.saved_tensors
+        return None, -g * s * Zeta.apply(s + 1, q)
 
 
 # ---- op programs: each op takes the argument tensors and the attrs ----
@@ -451,6 +498,8 @@ UNARY = {
     "softsign": torch.nn.functional.softsign, "relu6": torch.nn.functional.relu6,
     "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
     "erfinv": torch.erfinv,
+    "lgamma": lambda x: Polygamma.apply(x, -1), "digamma": lambda x: Polygamma.apply(x, 0),
+    "polygamma1": lambda x: Polygamma.apply(x, 1), "polygamma2": lambda x: Polygamma.apply(x, 2),
 }
 
 def pow_positive(a, b):
@@ -468,6 +517,7 @@ BINARY = {
     "atan2": torch.atan2, "hypot": torch.hypot, "logaddexp": LogAddExp.apply,
     # PReLU with alpha broadcast either way (F.prelu wants a channel vector).
     "prelu": lambda x, alpha: torch.where(x > 0, x, x * alpha),
+    "zeta": lambda s, q: Zeta.apply(*torch.broadcast_tensors(s, q)),
 }
 
 

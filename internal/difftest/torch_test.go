@@ -49,7 +49,7 @@ func parseSeeds(t *testing.T, list string) []uint64 {
 // needTorch skips t unless python can import torch.
 func needTorch(t *testing.T) {
 	t.Helper()
-	needModules(t, "torch, numpy")
+	needModules(t, "torch, numpy, mpmath")
 }
 
 // needNumPy is needTorch for the suites that compare with NumPy alone.

@@ -25,7 +25,7 @@ import (
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp", "zeta", "polygamma")
 		ops = append(ops, UnitBinaryOps...)
 	}
 	return ops
@@ -103,7 +103,7 @@ func pairKernels(dts []DType, opsOf func(DType) []string, res func(DType) DType,
 		cd := d.Compute()
 		for _, op := range opsOf(cd) {
 			for _, bc := range []bool{false, true} {
-				out = append(out, elementwise2(Name(op, string(d), variant(bc)), d, res(d), bc, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
+				out = append(out, elementwise2(Name(op, string(d), variant(bc)), d, res(d), bc, slices.Contains(LongOps, op), func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
 					return fromCompute(k, res(d), f(k, op, cd, toCompute(k, d, x), toCompute(k, d, y)))
 				}))
 			}
@@ -120,8 +120,9 @@ func variant(bc bool) string {
 }
 
 // elementwise2 writes a two-input elementwise kernel reading dtype in and
-// writing dtype res, computing f on each pair.
-func elementwise2(name string, in, res DType, bc bool, f func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg) *ptx.Kernel {
+// writing dtype res, computing f on each pair (one pair a thread where
+// long).
+func elementwise2(name string, in, res DType, bc, long bool, f func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg) *ptx.Kernel {
 	k := ptx.NewKernel(name)
 	o, a, b := k.ParamPtr("out"), k.ParamPtr("a"), k.ParamPtr("b")
 	n := k.Param("n", ptx.U64)
@@ -130,7 +131,7 @@ func elementwise2(name string, in, res DType, bc bool, f func(k *ptx.Kernel, x, 
 		g = k.ParamBytes("g", GeometrySize)
 	}
 	if !bc {
-		vectorized(k, n, in, res, []ptx.Reg{a, b}, o, func(xs []ptx.Reg) ptx.Reg { return f(k, xs[0], xs[1]) })
+		elementwise(k, n, in, res, long, []ptx.Reg{a, b}, o, func(xs []ptx.Reg) ptx.Reg { return f(k, xs[0], xs[1]) })
 		return k
 	}
 	k.GridStride(n, func(i ptx.Reg) {
@@ -140,6 +141,29 @@ func elementwise2(name string, in, res DType, bc bool, f func(k *ptx.Kernel, x, 
 		store(k, res, k.Addr(o, i, res.Size()), f(k, x, y))
 	})
 	return k
+}
+
+// LongOps are the elementwise ops whose bodies are long (the gamma
+// family's series, recurrences and sums, several hundred instructions):
+// their kernels take one element a thread, where vectorized's groups
+// would copy the body four to ten times into the module for a kernel
+// that is bound by its arithmetic, not by memory.
+var LongOps = []string{"lgamma", "digamma", "zeta", "polygamma"}
+
+// elementwise is vectorized, or where long a grid-stride loop of one
+// element a thread.
+func elementwise(k *ptx.Kernel, n ptx.Reg, in, res DType, long bool, ins []ptx.Reg, o ptx.Reg, f func(xs []ptx.Reg) ptx.Reg) {
+	if !long {
+		vectorized(k, n, in, res, ins, o, f)
+		return
+	}
+	k.GridStride(n, func(i ptx.Reg) {
+		xs := make([]ptx.Reg, len(ins))
+		for j, p := range ins {
+			xs[j] = load(k, in, k.Addr(p, i, in.Size()))
+		}
+		store(k, res, k.Addr(o, i, res.Size()), f(xs))
+	})
 }
 
 // vectorized writes out[i] = f(ins[0][i], ...) over n elements of full
@@ -387,6 +411,10 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			return inF64x2(k, d, x, y, fm.hypot)
 		case "logaddexp":
 			return inF64x2(k, d, x, y, fm.logaddexp)
+		case "zeta":
+			return inF64x2(k, d, x, y, fm.zeta)
+		case "polygamma":
+			return inF64x2(k, d, x, y, fm.polygamma)
 		case "gelugrad":
 			if d == F32 { // and the half types, computing in it
 				return geluGrad32(k, x, y)

@@ -22,7 +22,7 @@ func castKernels() []*ptx.Kernel {
 			if from == to {
 				continue
 			}
-			out = append(out, elementwise1(Name("cast", string(from), string(to)), from, to, func(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+			out = append(out, elementwise1(Name("cast", string(from), string(to)), from, to, false, func(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 				return castOp(k, from, to, x)
 			}))
 		}

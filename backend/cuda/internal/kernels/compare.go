@@ -25,7 +25,7 @@ func compareKernels() []*ptx.Kernel {
 	out := pairKernels(slices.Concat(All, Halves), Compares, func(DType) DType { return Bool }, compareOp)
 	for _, op := range []string{"and", "or"} {
 		for _, bc := range []bool{false, true} {
-			out = append(out, elementwise2(Name(op, "b", variant(bc)), Bool, Bool, bc, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
+			out = append(out, elementwise2(Name(op, "b", variant(bc)), Bool, Bool, bc, false, func(k *ptx.Kernel, x, y ptx.Reg) ptx.Reg {
 				r := k.Reg(ptx.U32)
 				k.Op("%s.b32 %s, %s, %s", op, r, x, y)
 				return r

@@ -607,6 +607,7 @@ var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"tan":      fm.tan, "asin": fm.asin, "acos": fm.acos, "atan": fm.atan,
 	"sinh": fm.sinh, "cosh": fm.cosh, "asinh": fm.asinh, "acosh": fm.acosh, "atanh": fm.atanh,
 	"log2": fm.log2, "log10": fm.log10, "exp2": fm.exp2, "erfinv": fm.erfinv,
+	"lgamma": fm.lgamma, "digamma": fm.digamma,
 }
 
 // MathOps lists the float ops of the math library, sorted.

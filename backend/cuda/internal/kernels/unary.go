@@ -33,7 +33,7 @@ func unaryKernels() []*ptx.Kernel {
 			if op == "isfinite" {
 				res = Bool
 			}
-			out = append(out, elementwise1(Name(op, string(d)), d, res, func(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
+			out = append(out, elementwise1(Name(op, string(d)), d, res, slices.Contains(LongOps, op), func(k *ptx.Kernel, x ptx.Reg) ptx.Reg {
 				return fromCompute(k, res, unaryOp(k, op, cd, toCompute(k, d, x)))
 			}))
 		}
@@ -41,12 +41,13 @@ func unaryKernels() []*ptx.Kernel {
 	return out
 }
 
-// elementwise1 writes a one-input elementwise kernel.
-func elementwise1(name string, in, res DType, f func(k *ptx.Kernel, x ptx.Reg) ptx.Reg) *ptx.Kernel {
+// elementwise1 writes a one-input elementwise kernel (one element a
+// thread where long).
+func elementwise1(name string, in, res DType, long bool, f func(k *ptx.Kernel, x ptx.Reg) ptx.Reg) *ptx.Kernel {
 	k := ptx.NewKernel(name)
 	o, a := k.ParamPtr("out"), k.ParamPtr("x")
 	n := k.Param("n", ptx.U64)
-	vectorized(k, n, in, res, []ptx.Reg{a}, o, func(xs []ptx.Reg) ptx.Reg { return f(k, xs[0]) })
+	elementwise(k, n, in, res, long, []ptx.Reg{a}, o, func(xs []ptx.Reg) ptx.Reg { return f(k, xs[0]) })
 	return k
 }
 
