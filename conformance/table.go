@@ -204,6 +204,7 @@ func samples() map[string][]sample {
 	add("Gelu", unary(ops.Gelu, floats, -3, 3, true, true)...)
 	add("GeluTanh", unary(ops.GeluTanh, floats, -3, 3, true, true)...)
 	activationSamples(add)
+	linalgSamples(add)
 	add("Sin", unary(ops.Sin, floats, -3, 3, true, true)...)
 	add("Cos", unary(ops.Cos, floats, -3, 3, true, true)...)
 	add("Log1p", unary(ops.Log1p, floats, -0.5, 2, true, true)...)

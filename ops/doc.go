@@ -132,13 +132,16 @@
 //	MaxPool2DWithArgmax, MaxUnpool2D         max pooling with each window's tap number (a byte), and
 //	                                         PyTorch's MaxUnpool2d of those taps (pool_argmax.go)
 //
-// # Linear algebra (matmul.go, dot.go, einsum.go)
+// # Linear algebra (matmul.go, dot.go, einsum.go, linalg.go)
 //
 //	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; packed GEMM,
 //	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
 //	Dot(lhs, rhs), DotGeneral(lhs, rhs, d)   XLA's Dot and DotGeneral (batch and contracting dims)
 //	Einsum(spec, xs...)                      np.einsum/torch.einsum ("bij,bjk->bik", "..." too), by
 //	                                         DotGeneral two operands at a time (einsum.go)
+//	Cholesky(a)                              [..., n n] SPD -> lower L; NaN where not positive definite (JAX's)
+//	TriangularSolve(a, b, opts)              a·x = b or aᵀ·x = b, a's lower or upper triangle; batches broadcast
+//	CholeskySolve(l, b)                      (l·lᵀ)·x = b by two triangular solves
 //
 // # Neural-net functions (activation.go, rectifiers.go, smooth_units.go, softmax.go, layernorm.go, attention.go)
 //

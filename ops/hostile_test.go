@@ -157,6 +157,11 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"Digamma", func() { ops.Digamma(tensor.Zeros(tensor.Uint8, 2)) }},
 		{"Polygamma", func() { ops.Polygamma(2, tensor.Zeros(tensor.Int64, 2)) }},
 		{"Zeta", func() { ops.Zeta(tensor.Zeros(tensor.Float32, 2), tensor.Zeros(tensor.Float64, 2)) }},
+		{"Cholesky", func() { ops.Cholesky(tensor.Zeros(tensor.Int32, 2, 2)) }},
+		{"TriangularSolve", func() {
+			ops.TriangularSolve(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Float64, 3, 1), ops.TriangularSolveOpts{})
+		}},
+		{"CholeskySolve", func() { ops.CholeskySolve(tensor.Zeros(tensor.Float64, 2, 3), tensor.Zeros(tensor.Float64, 2, 1)) }},
 		{"GeluTanh", func() { ops.GeluTanh(tensor.Zeros(tensor.Int32, 2)) }},
 		{"AvgPool2D", func() { ops.AvgPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},
 		{"MaxPool2D", func() { ops.MaxPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},

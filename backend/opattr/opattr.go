@@ -142,3 +142,15 @@ func (a TopKAttrs) String() string { return fmt.Sprintf("k=%d", a.K) }
 type RevAttrs struct{ Dims []int }
 
 func (a RevAttrs) String() string { return fmt.Sprintf("dims=%v", a.Dims) }
+
+// TriangularSolveAttrs configure TriangularSolve, which solves a·x = b
+// (aᵀ·x = b where Transpose) for a triangular: its upper triangle read
+// where Upper, else its lower; its diagonal taken as ones, and not read,
+// where UnitDiagonal.
+type TriangularSolveAttrs struct {
+	Upper, Transpose, UnitDiagonal bool
+}
+
+func (a TriangularSolveAttrs) String() string {
+	return fmt.Sprintf("upper=%v transpose=%v unit_diagonal=%v", a.Upper, a.Transpose, a.UnitDiagonal)
+}

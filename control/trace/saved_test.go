@@ -69,6 +69,12 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.Lgamma(ops.Exp(ops.Sub(r, q))), ops.Digamma(ops.Exp(ops.Mul(c, r)))))
 	zeta := ops.Zeta(ops.Add(ops.Exp(ops.Mul(q, q)), ops.Exp(ops.Mul(c, c))), ops.Exp(ops.Sub(c, q)))
 	picked = ops.Add(picked, ops.Add(ops.Polygamma(1, ops.Exp(ops.Add(q, r))), zeta))
+	// Cholesky's input is read by nothing (Add reads no values), its
+	// factor only by its rule; TriangularSolve reads both operands.
+	v := ops.Reshape(ops.Add(q, c), 2, 2)
+	factor := ops.Cholesky(ops.Add(ops.MatMulT(v, v, false, true), tensor.FromSlice([]float64{2, 0, 0, 2}, 2, 2)))
+	solved := ops.TriangularSolve(ops.Add(ops.Reshape(r, 2, 2), tensor.FromSlice([]float64{3, 0, 0, 3}, 2, 2)), ops.Reshape(ops.Mul(q, c), 2, 2), ops.TriangularSolveOpts{})
+	picked = ops.Add(picked, ops.Reshape(ops.Add(factor, solved), 1, 4))
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -89,7 +95,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Lgamma", "Digamma", "Polygamma", "Zeta"}
+	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

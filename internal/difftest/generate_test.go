@@ -226,6 +226,7 @@ var families = []struct {
 	{"reduce", 6, genReduce},
 	{"structure", 10, genStructure},
 	{"matmul", 4, genMatMul},
+	{"linalg", 2, genLinalg},
 	{"softmax", 4, genSoftmax},
 	{"conv", 4, genConv},
 	{"pool", 3, genPool},
@@ -635,6 +636,27 @@ func genMatMul(g *gen) bool {
 	a := g.operandOf(as)
 	b := g.input(bs, -1, 1)
 	g.add("matmul", Attrs{TA: ta, TB: tb}, a, b)
+	return true
+}
+
+// genLinalg factors m·mᵀ + n·I (its gradient reaching m through the
+// product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
+// the lower triangle agree there) or solves with a triangle of a + 3·I,
+// in any of its forms.
+func genLinalg(g *gen) bool {
+	n := g.between(1, 5)
+	var batch []int
+	if g.chance(0.5) {
+		batch = []int{g.between(1, 3)}
+	}
+	square := append(slices.Clone(batch), n, n)
+	if g.chance(0.4) {
+		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
+		return true
+	}
+	a := g.inputOf(square, -1, 1, false)
+	b := g.operandOf(append(slices.Clone(batch), n, g.between(1, 3)))
+	g.add("trisolve", Attrs{Upper: g.chance(0.5), TA: g.chance(0.5), Unit: g.chance(0.3)}, a, b)
 	return true
 }
 

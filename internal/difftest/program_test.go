@@ -83,6 +83,8 @@ type Attrs struct {
 	LhsContract []int      `json:"lhs_contract"`
 	RhsContract []int      `json:"rhs_contract"`
 	Spec        string     `json:"spec"`
+	Upper       bool       `json:"upper"`
+	Unit        bool       `json:"unit"`
 	Window      *XLAWindow `json:"window,omitempty"`
 	Conv        *XLAConv   `json:"conv,omitempty"`
 }
@@ -160,6 +162,16 @@ var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
 	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
 	"prelu": ops.Prelu, "zeta": ops.Zeta,
+}
+
+// scaledEye is c·I of like's last dimension, dtype and device.
+func scaledEye(like T, c float64) T {
+	n := like.Dim(-1)
+	e := make([]float64, n*n)
+	for i := range n {
+		e[i*n+i] = c
+	}
+	return ops.Cast(tensor.FromSliceOn(like.Device(), e, n, n), like.DType())
 }
 
 // conv2DOpts turns a step's attributes into Conv2DOpts.
@@ -305,6 +317,12 @@ func apply(op string, x []T, a Attrs) T {
 	case "lstm_seq": // K picks the output: the steps', h's or the cell's
 		ys, h, c := ops.LSTMSequence(x[0], x[1], x[2], x[3])
 		return []T{ys, h, c}[a.K]
+	case "cholesky_spd": // of x·xᵀ + n·I
+		n := x[0].Dim(-1)
+		return ops.Cholesky(ops.Add(ops.MatMulT(x[0], x[0], false, true), scaledEye(x[0], float64(n))))
+	case "trisolve": // a + 3·I: its diagonal kept from 0
+		opts := ops.TriangularSolveOpts{Upper: a.Upper, Transpose: a.TA, UnitDiagonal: a.Unit}
+		return ops.TriangularSolve(ops.Add(x[0], scaledEye(x[0], 3)), x[1], opts)
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

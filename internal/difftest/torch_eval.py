@@ -588,6 +588,17 @@ def step(op, args, a):
         z, r = torch.sigmoid(xz + hz), torch.sigmoid(xr + hr)
         n = torch.tanh(xn + r * hn)
         return n + z * (args[2] - n)
+    if op == "cholesky_spd":
+        n = x.shape[-1]
+        return torch.linalg.cholesky(x @ x.mT + n * torch.eye(n, dtype=x.dtype))
+    if op == "trisolve":
+        # The triangle named of a + 3I, transposed where asked (its other
+        # triangle read then, by torch, of the transpose).
+        m = args[0] + 3 * torch.eye(x.shape[-1], dtype=x.dtype)
+        upper = a["upper"]
+        if a["ta"]:
+            m, upper = m.mT, not upper
+        return torch.linalg.solve_triangular(m, args[1], upper=upper, unitriangular=a["unit"])
     if op == "tril":
         return torch.tril(x, diagonal=a["axis"])
     if op == "triu":

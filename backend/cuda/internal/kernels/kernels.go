@@ -137,6 +137,7 @@ func Families() []Family {
 		{Name: "rnn", Kernels: slices.Concat(rnnCellKernels(), rnnSequenceKernels())},
 		{Name: "index", Kernels: indexKernels()},
 		{Name: "along", Kernels: alongKernels()},
+		{Name: "linalg", Kernels: linalgKernels()},
 		{Name: "matmul", Kernels: matmulKernels()},
 		{Name: "window", Kernels: windowKernels()},
 		{Name: "depthwise", Kernels: depthwiseKernels()},

@@ -1,0 +1,52 @@
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The GPU's Cholesky and triangular solves equal the CPU's bit for bit
+// (the same sums in the same order): matrices wider than a block's
+// threads (rows taken in turns), a batch holding an indefinite matrix
+// (NaN), every solve form, float32 and float64.
+func TestLinalgIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, n := range []int{1, 5, 130} {
+			m := tensor.RandUniform(tensor.NewRNG(uint64(n)), tensor.Float64, -1, 1, 3, n, n)
+			a := ops.Add(ops.MatMulT(m, m, false, true), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(float64(n))))
+			if n > 1 { // the last matrix indefinite: a negative pivot at the end
+				dip := make([]float64, 3*n*n)
+				dip[3*n*n-1] = 1e6
+				a = ops.Sub(a, tensor.FromSlice(dip, 3, n, n))
+			}
+			a = ops.Cast(a, dt)
+			want := ops.Cholesky(a)
+			got := onHost(t, ops.Cholesky(onGPU(t, d, a)))
+			sameBits(t, "cholesky", dt, n, got, want)
+			b := ops.Cast(tensor.RandUniform(tensor.NewRNG(7), tensor.Float64, -1, 1, 3, n, 4), dt)
+			l := ops.Add(ops.Tril(want, 0), ops.Triu(a, 1)) // junk above, NaN in the last
+			for _, form := range []ops.TriangularSolveOpts{{}, {Upper: true}, {Transpose: true}, {Upper: true, Transpose: true}, {UnitDiagonal: true}, {Upper: true, UnitDiagonal: true, Transpose: true}} {
+				want := ops.TriangularSolve(ops.Add(l, ops.Transpose(l, 0, 2, 1)), b, form)
+				got := onHost(t, ops.TriangularSolve(onGPU(t, d, ops.Add(l, ops.Transpose(l, 0, 2, 1))), onGPU(t, d, b), form))
+				sameBits(t, "trisolve", dt, n, got, want)
+			}
+		}
+	}
+}
+
+// sameBits fails t unless got and want hold the same float64 bits (any
+// NaN matching any NaN).
+func sameBits(t *testing.T, what string, dt tensor.DType, n int, got, want *tensor.Tensor) {
+	t.Helper()
+	g := tensor.ToSlice[float64](ops.Cast(got, tensor.Float64))
+	w := tensor.ToSlice[float64](ops.Cast(want, tensor.Float64))
+	for i := range w {
+		if math.Float64bits(g[i]) != math.Float64bits(w[i]) && !(math.IsNaN(g[i]) && math.IsNaN(w[i])) {
+			t.Fatalf("%s %v n=%d: element %d is %v, the CPU's %v", what, dt, n, i, g[i], w[i])
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package conformance
+
+import (
+	"fmt"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// linalgSamples are the samples of ops/linalg.go's ops: Cholesky of
+// symmetric positive-definite batches (m·mᵀ + n·I), TriangularSolve in
+// each form over well-conditioned triangles (the diagonal away from 0),
+// batches broadcast, and empty matrices.
+func linalgSamples(add func(name string, s ...sample)) {
+	square := [][]int{{1, 1}, {3, 3}, {2, 4, 4}, {0, 2, 2}, {2, 0, 0}, {5, 5}}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, shape := range square {
+			n := shape[len(shape)-1]
+			add("Cholesky", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Cholesky(spdOf(dt, shape)) },
+				dt == tensor.Float64 && n > 0 && shape[0] > 0, true))
+		}
+		for _, form := range []ops.TriangularSolveOpts{{}, {Upper: true}, {Transpose: true}, {Upper: true, Transpose: true, UnitDiagonal: true}, {UnitDiagonal: true}} {
+			for _, s := range [][2][]int{{{3, 3}, {3, 2}}, {{2, 4, 4}, {2, 4, 1}}, {{4, 4}, {3, 4, 2}}, {{0, 0}, {0, 3}}, {{2, 2}, {2, 0}}} {
+				add("TriangularSolve", one(fmt.Sprintf("%v%+v%v%v", dt, form, s[0], s[1]), func() {
+					ops.TriangularSolve(triangularOf(dt, s[0]...), of(dt, -1, 1, s[1]...), form)
+				}, dt == tensor.Float64 && s[0][0] > 0 && s[1][len(s[1])-1] > 0, true))
+			}
+		}
+	}
+	add("TriangularSolve", one("CholeskySolve", func() { ops.CholeskySolve(ops.Cholesky(spdOf(tensor.Float64, []int{3, 3})), r(-1, 1, 3, 2)) }, true, true))
+}
+
+// spdOf is a batch of symmetric positive-definite matrices m·mᵀ + n·I of
+// shape [..., n, n] in dt.
+func spdOf(dt tensor.DType, shape []int) T {
+	n := shape[len(shape)-1]
+	m := r(-1, 1, shape...)
+	return ops.Cast(ops.Add(ops.MatMulT(m, m, false, true), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(float64(n)))), dt)
+}
+
+// triangularOf is a batch of [..., n, n] matrices in dt whose diagonal is
+// in [2, 3) and the rest in [-1, 1).
+func triangularOf(dt tensor.DType, shape ...int) T {
+	n := shape[len(shape)-1]
+	return ops.Cast(ops.Add(r(-1, 1, shape...), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(2.5))), dt)
+}

@@ -1,0 +1,117 @@
+package ops_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// spd returns a batch of symmetric positive-definite matrices m·mᵀ + n·I.
+func spd(dt tensor.DType, seed uint64, batch ...int) *tensor.Tensor {
+	n := batch[len(batch)-1]
+	m := tensor.RandUniform(tensor.NewRNG(seed), tensor.Float64, -1, 1, batch...)
+	a := ops.Add(ops.MatMulT(m, m, false, true), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(float64(n))))
+	return ops.Cast(a, dt)
+}
+
+// maxAbsDiff is max |x - y| over float64 copies.
+func maxAbsDiff(x, y *tensor.Tensor) float64 {
+	d := tensor.ToSlice[float64](ops.Cast(ops.Abs(ops.Sub(ops.Cast(x, tensor.Float64), ops.Cast(y, tensor.Float64))), tensor.Float64))
+	worst := 0.0
+	for _, v := range d {
+		if !(v <= worst) {
+			worst = v
+		}
+	}
+	return worst
+}
+
+// Cholesky's factor is lower-triangular and reproduces a (float64 to
+// 1e-14, float32 to 1e-5 relative), reads only a's lower triangle, and is
+// NaN for the matrices of a batch that are not positive definite.
+func TestCholesky(t *testing.T) {
+	for _, c := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.Float64, 1e-13}, {tensor.Float32, 2e-5}} {
+		a := spd(c.dt, 1, 3, 7, 7)
+		l := ops.Cholesky(a)
+		if d := maxAbsDiff(ops.MatMulT(l, l, false, true), a); d > c.tol*7 {
+			t.Errorf("%v: |L·Lᵀ - a| = %g", c.dt, d)
+		}
+		if d := maxAbsDiff(ops.Triu(l, 1), ops.ZerosLike(l)); d != 0 {
+			t.Errorf("%v: L has %g above its diagonal", c.dt, d)
+		}
+		// The upper triangle is not read.
+		junk := ops.Add(a, ops.Triu(ops.Cast(tensor.RandUniform(tensor.NewRNG(5), tensor.Float64, -9, 9, 3, 7, 7), c.dt), 1))
+		if d := maxAbsDiff(ops.Cholesky(junk), l); d != 0 {
+			t.Errorf("%v: the upper triangle changed L by %g", c.dt, d)
+		}
+	}
+	// A batch of a positive-definite matrix, an indefinite one and one
+	// holding NaN: the last two NaN, the first factored.
+	good := tensor.FromSlice([]float64{4, 0, 2, 5}, 2, 2)
+	bad := tensor.FromSlice([]float64{1, 0, 2, 1}, 2, 2) // [[1 2] [2 1]]: eigenvalues 3 and -1
+	nan := tensor.FromSlice([]float64{1, 0, math.NaN(), 1}, 2, 2)
+	got := tensor.ToSlice[float64](ops.Cholesky(ops.Stack(0, good, bad, nan)))
+	want := []float64{2, 0, 1, 2}
+	for i, v := range got {
+		if i < 4 && v != want[i] || i >= 4 && !math.IsNaN(v) {
+			t.Fatalf("Cholesky of [good bad nan] = %v", got)
+		}
+	}
+	for _, bad := range []*tensor.Tensor{tensor.Zeros(tensor.Float64, 2, 3), tensor.Zeros(tensor.Float64, 3), tensor.Zeros(tensor.Int32, 2, 2)} {
+		if _, err := catch(func() *tensor.Tensor { return ops.Cholesky(bad) }); !errors.As(err, new(*tensor.Error)) {
+			t.Errorf("Cholesky(%v): error %v, want a *tensor.Error", bad, err)
+		}
+	}
+}
+
+// TriangularSolve in each of its eight forms solves the system it names
+// (the other triangle holding junk that must not be read), batches
+// broadcast; CholeskySolve solves with the factor.
+func TestTriangularSolve(t *testing.T) {
+	const n, k = 6, 3
+	raw := tensor.RandUniform(tensor.NewRNG(2), tensor.Float64, -1, 1, n, n)
+	a := ops.Add(raw, ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(4.0))) // diagonal away from 0
+	b := tensor.RandUniform(tensor.NewRNG(3), tensor.Float64, -1, 1, 2, n, k)
+	for _, upper := range []bool{false, true} {
+		for _, trans := range []bool{false, true} {
+			for _, unit := range []bool{false, true} {
+				opts := ops.TriangularSolveOpts{Upper: upper, Transpose: trans, UnitDiagonal: unit}
+				x := ops.TriangularSolve(a, b, opts)
+				m := ops.Tril(a, 0)
+				if upper {
+					m = ops.Triu(a, 0)
+				}
+				if unit {
+					m = ops.Add(ops.Sub(m, ops.Mul(m, tensor.Eye(tensor.Float64, n))), tensor.Eye(tensor.Float64, n))
+				}
+				if trans {
+					m = ops.Transpose(m, 1, 0)
+				}
+				if d := maxAbsDiff(ops.MatMul(m, x), b); d > 1e-14 {
+					t.Errorf("%+v: |M·x - b| = %g", opts, d)
+				}
+			}
+		}
+	}
+	a32 := spd(tensor.Float32, 4, 2, n, n)
+	x := ops.CholeskySolve(ops.Cholesky(a32), ops.Cast(b, tensor.Float32))
+	if d := maxAbsDiff(ops.MatMul(a32, x), ops.Cast(b, tensor.Float32)); d > 1e-5 {
+		t.Errorf("CholeskySolve: |a·x - b| = %g", d)
+	}
+	for _, c := range []struct{ a, b *tensor.Tensor }{
+		{tensor.Zeros(tensor.Float64, 3, 3), tensor.Zeros(tensor.Float64, 4, 1)},
+		{tensor.Zeros(tensor.Float64, 2, 3, 3), tensor.Zeros(tensor.Float64, 3, 3, 1)},
+		{tensor.Zeros(tensor.Float64, 3, 3), tensor.Zeros(tensor.Float32, 3, 1)},
+		{tensor.Zeros(tensor.Float64, 3, 3), tensor.Zeros(tensor.Float64, 3)},
+	} {
+		if _, err := catch(func() *tensor.Tensor { return ops.TriangularSolve(c.a, c.b, ops.TriangularSolveOpts{}) }); !errors.As(err, new(*tensor.Error)) {
+			t.Errorf("TriangularSolve(%v, %v): error %v, want a *tensor.Error", c.a, c.b, err)
+		}
+	}
+}
