@@ -7,10 +7,11 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// linalgSamples are the samples of ops/linalg.go's ops: Cholesky of
-// symmetric positive-definite batches (m·mᵀ + n·I), TriangularSolve in
-// each form over well-conditioned triangles (the diagonal away from 0),
-// batches broadcast, and empty matrices.
+// linalgSamples are the samples of ops/linalg.go's and linalg_lu.go's
+// ops: Cholesky of symmetric positive-definite batches (m·mᵀ + n·I),
+// TriangularSolve in each form, Solve, Det and Slogdet over
+// well-conditioned matrices (the diagonal dominant), batches broadcast,
+// empty matrices, and singular ones.
 func linalgSamples(add func(name string, s ...sample)) {
 	square := [][]int{{1, 1}, {3, 3}, {2, 4, 4}, {0, 2, 2}, {2, 0, 0}, {5, 5}}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
@@ -27,6 +28,21 @@ func linalgSamples(add func(name string, s ...sample)) {
 			}
 		}
 	}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		grad := dt == tensor.Float64
+		for _, shape := range square {
+			g := grad && shape[len(shape)-1] > 0 && shape[0] > 0
+			add("Det", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Det(triangularOf(dt, shape...)) }, g, true))
+			add("Slogdet", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Slogdet(triangularOf(dt, shape...)) }, g, true))
+		}
+		for _, s := range [][2][]int{{{3, 3}, {3, 2}}, {{2, 4, 4}, {2, 4, 1}}, {{4, 4}, {3, 4, 2}}, {{0, 0}, {0, 3}}, {{2, 2}, {2, 0}}} {
+			add("Solve", one(fmt.Sprintf("%v%v%v", dt, s[0], s[1]), func() { ops.Solve(triangularOf(dt, s[0]...), of(dt, -1, 1, s[1]...)) },
+				grad && s[0][0] > 0 && s[1][len(s[1])-1] > 0, true))
+		}
+	}
+	add("Solve", one("Inverse", func() { ops.Inverse(triangularOf(tensor.Float64, 2, 3, 3)) }, true, true))
+	add("Det", one("a singular matrix", func() { ops.Det(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
+	add("Slogdet", one("a singular matrix", func() { ops.Slogdet(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
 	add("TriangularSolve", one("CholeskySolve", func() { ops.CholeskySolve(ops.Cholesky(spdOf(tensor.Float64, []int{3, 3})), r(-1, 1, 3, 2)) }, true, true))
 }
 
@@ -39,7 +55,8 @@ func spdOf(dt tensor.DType, shape []int) T {
 }
 
 // triangularOf is a batch of [..., n, n] matrices in dt whose diagonal is
-// in [2, 3) and the rest in [-1, 1).
+// in [1.5, 3.5) and the rest in [-1, 1): its triangles and itself well
+// conditioned.
 func triangularOf(dt tensor.DType, shape ...int) T {
 	n := shape[len(shape)-1]
 	return ops.Cast(ops.Add(r(-1, 1, shape...), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(2.5))), dt)

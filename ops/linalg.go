@@ -29,15 +29,8 @@ func init() {
 	})
 	triangularSolveOp = eager.Register(&eager.Op{
 		Name: "TriangularSolve", Inputs: 2, DTypes: linalgTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out {
-			a, b := c.Inputs[0], c.Inputs[1]
-			needSquare(c, a, "a")
-			if b.Rank() != a.Rank() || !b.Shape()[:b.Rank()-2].Equal(a.Shape()[:a.Rank()-2]) || b.Dim(-2) != a.Dim(-1) {
-				c.Fail(tensor.ErrShape, "b %v is not [batch..., %d, k] for a %v", b.Shape(), a.Dim(-1), a.Shape())
-			}
-			return c.Out1(b.DType(), b.Shape())
-		},
-		Grad: triangularSolveGrad,
+		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[1].DType(), systemShape(c)) },
+		Grad:  triangularSolveGrad,
 	})
 }
 

@@ -115,3 +115,57 @@ func TestTriangularSolve(t *testing.T) {
 		}
 	}
 }
+
+// Solve and Inverse leave residuals at rounding's level (float32 too),
+// batches broadcast; Det and Slogdet agree with each other, with
+// products of known factors and exchanges, at a singular matrix (0, and
+// sign 0 with -∞) and past float64's range (Slogdet's logarithm).
+func TestLUFunctions(t *testing.T) {
+	const n = 5
+	a := ops.Add(tensor.RandUniform(tensor.NewRNG(8), tensor.Float64, -1, 1, 3, n, n), ops.Mul(tensor.Eye(tensor.Float64, n), tensor.Scalar(0.5)))
+	b := tensor.RandUniform(tensor.NewRNG(9), tensor.Float64, -1, 1, n, 2) // broadcast over a's batch
+	x := ops.Solve(a, b)
+	if d := maxAbsDiff(ops.MatMul(a, x), ops.BroadcastTo(b, 3, n, 2)); d > 1e-13 {
+		t.Errorf("|a·Solve(a, b) - b| = %g", d)
+	}
+	if d := maxAbsDiff(ops.MatMul(ops.Inverse(a), a), ops.BroadcastTo(tensor.Eye(tensor.Float64, n), 3, n, n)); d > 1e-13 {
+		t.Errorf("|Inverse(a)·a - I| = %g", d)
+	}
+	a32 := ops.Cast(a, tensor.Float32)
+	if d := maxAbsDiff(ops.MatMul(a32, ops.Solve(a32, ops.Cast(b, tensor.Float32))), ops.BroadcastTo(ops.Cast(b, tensor.Float32), 3, n, 2)); d > 1e-5 {
+		t.Errorf("float32: |a·Solve(a, b) - b| = %g", d)
+	}
+	// det(P·L·U) = ±Π diag(U): an exchange of rows 0 and 1 of an upper
+	// triangle.
+	u := tensor.FromSlice([]float64{2, 7, 1, 0, -3, 4, 0, 0, 0.5}, 3, 3)
+	swapped := tensor.FromSlice([]float64{0, -3, 4, 2, 7, 1, 0, 0, 0.5}, 3, 3)
+	singular := tensor.FromSlice([]float64{1, 2, 3, 2, 4, 6, 0, 1, 1}, 3, 3)
+	dets := tensor.ToSlice[float64](ops.Det(ops.Stack(0, u, swapped, singular)))
+	if dets[0] != -3 || dets[1] != 3 || dets[2] != 0 {
+		t.Errorf("Det = %v, want [-3 3 0]", dets)
+	}
+	sign, logAbs := ops.Slogdet(ops.Stack(0, u, swapped, singular))
+	s, l := tensor.ToSlice[float64](sign), tensor.ToSlice[float64](logAbs)
+	if s[0] != -1 || s[1] != 1 || s[2] != 0 || math.Abs(l[0]-math.Log(3)) > 1e-15 || !math.IsInf(l[2], -1) {
+		t.Errorf("Slogdet = %v, %v", s, l)
+	}
+	big := ops.Mul(tensor.Eye(tensor.Float64, 40), tensor.Scalar(1e10)) // det 1e400
+	if _, l := ops.Slogdet(big); math.Abs(tensor.ToSlice[float64](l)[0]-400*math.Log(10)) > 1e-12 {
+		t.Errorf("Slogdet(1e10·I₄₀) = %v, want 400 ln 10", tensor.ToSlice[float64](l))
+	}
+	if d := tensor.ToSlice[float64](ops.Det(tensor.Zeros(tensor.Float64, 2, 0, 0))); d[0] != 1 || d[1] != 1 {
+		t.Errorf("Det of empty matrices = %v, want 1s", d)
+	}
+	for _, bad := range []func() *tensor.Tensor{
+		func() *tensor.Tensor { return ops.Det(tensor.Zeros(tensor.Float64, 2, 3)) },
+		func() *tensor.Tensor { return ops.Inverse(tensor.Zeros(tensor.Float64, 3)) },
+		func() *tensor.Tensor {
+			return ops.Solve(tensor.Zeros(tensor.Float64, 3, 3), tensor.Zeros(tensor.Float64, 2, 1))
+		},
+		func() *tensor.Tensor { return ops.Det(tensor.Zeros(tensor.BFloat16, 2, 2)) },
+	} {
+		if _, err := catch(bad); !errors.As(err, new(*tensor.Error)) {
+			t.Errorf("error %v, want a *tensor.Error", err)
+		}
+	}
+}

@@ -8,8 +8,9 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Cholesky and TriangularSolve (ops/linalg.go), by the linalg family's
-// kernels: the CPU's algorithms, bit for bit.
+// Cholesky and TriangularSolve (ops/linalg.go), Solve, Det and Slogdet
+// (ops/linalg_lu.go), by the linalg family's kernels: the CPU's
+// algorithms, bit for bit (Slogdet's logarithms within an ulp).
 
 // choleskyBlock is the threads of a Cholesky block (one matrix).
 const choleskyBlock = 128
@@ -18,6 +19,9 @@ func init() {
 	for _, d := range kernels.LinalgTypes {
 		eager.RegisterKernel("Cholesky", device.GPU, tensorType(d), cholesky(d))
 		eager.RegisterKernel("TriangularSolve", device.GPU, tensorType(d), triangularSolve(d))
+		eager.RegisterKernel("Solve", device.GPU, tensorType(d), solve(d))
+		eager.RegisterKernel("Det", device.GPU, tensorType(d), determinant(d, false))
+		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
 	}
 }
 
@@ -45,5 +49,69 @@ func triangularSolve(d kernels.DType) eager.Kernel {
 		v := kernels.SolveVariant{Upper: at.Upper, Transpose: at.Transpose, Unit: at.UnitDiagonal}
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(a)).Ptr(ptr(b)).U64(uint64(n)).U64(uint64(m)).U64(uint64(jobs))
 		check(c, gpu(c).launch("linalg", kernels.Name("trisolve", string(d), v.Suffix()), jobs, args))
+	}
+}
+
+// luBlock is the threads of an LU block (one matrix).
+const luBlock = 128
+
+// factor queues the LU factorization of each matrix of a [..., n, n]:
+// its float64 factors and u32 exchanges, which the caller releases.
+func factor(c *eager.Call, d kernels.DType, a *tensor.Tensor) (work, piv *tensor.Tensor) {
+	n := a.Dim(-1)
+	batch := a.Shape()[:a.Rank()-2].NumElements()
+	var err error
+	if work, err = tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, n, n}); err != nil {
+		c.Fail(err, "the LU factors of %v", a.Shape())
+	}
+	if piv, err = tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n}); err != nil {
+		work.Release()
+		c.Fail(err, "the LU exchanges of %v", a.Shape())
+	}
+	if n > 0 && batch > 0 {
+		args := newArgs().Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(a)).U64(uint64(n))
+		check(c, gpu(c).launchBlocks("linalg", kernels.Name("lu", string(d)), batch, luBlock, args))
+	}
+	return work, piv
+}
+
+func solve(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a, b, out := c.Inputs[0], c.Inputs[1], outs[0]
+		n, m := b.Dim(-2), b.Dim(-1)
+		if out.NumElements() == 0 {
+			return
+		}
+		work, piv := factor(c, d, a)
+		defer work.Release()
+		defer piv.Release()
+		jobs := out.NumElements() / n
+		y, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{jobs, n})
+		if err != nil {
+			c.Fail(err, "the solve's scratch for %v", b.Shape())
+		}
+		defer y.Release()
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(b)).Ptr(ptr(y)).U64(uint64(n)).U64(uint64(m)).U64(uint64(jobs))
+		check(c, gpu(c).launch("linalg", kernels.Name("lusolve", string(d)), jobs, args))
+	}
+}
+
+// determinant is Det's kernel, or where logs Slogdet's.
+func determinant(d kernels.DType, logs bool) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Inputs[0]
+		batch := outs[0].NumElements()
+		if batch == 0 {
+			return
+		}
+		work, piv := factor(c, d, a)
+		defer work.Release()
+		defer piv.Release()
+		args, name := newArgs().Ptr(ptr(outs[0])), "det"
+		if logs {
+			args, name = args.Ptr(ptr(outs[1])), "slogdet"
+		}
+		args = args.Ptr(ptr(work)).Ptr(ptr(piv)).U64(uint64(a.Dim(-1))).U64(uint64(batch))
+		check(c, gpu(c).launch("linalg", kernels.Name(name, string(d)), batch, args))
 	}
 }

@@ -50,3 +50,44 @@ func sameBits(t *testing.T, what string, dt tensor.DType, n int, got, want *tens
 		}
 	}
 }
+
+// Solve and Det equal the CPU's bit for bit, Slogdet's sign too and its
+// logarithm within 2 ulps: matrices wider than a block's threads, with
+// exchanges, a singular one (Det 0, Slogdet 0 and -∞, Solve ±∞ and NaN)
+// and empty ones.
+func TestLUIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, n := range []int{0, 1, 6, 131} {
+			a := tensor.RandUniform(tensor.NewRNG(uint64(n+1)), tensor.Float64, -1, 1, 3, n, n)
+			if n > 1 { // the last matrix singular: two equal rows
+				rows := tensor.ToSlice[float64](a)
+				copy(rows[2*n*n+n:][:n], rows[2*n*n:][:n])
+				a = tensor.FromSlice(rows, 3, n, n)
+			}
+			a = ops.Cast(a, dt)
+			b := ops.Cast(tensor.RandUniform(tensor.NewRNG(3), tensor.Float64, -1, 1, 3, n, 2), dt)
+			ga, gb := onGPU(t, d, a), onGPU(t, d, b)
+			sameBits(t, "solve", dt, n, onHost(t, ops.Solve(ga, gb)), ops.Solve(a, b))
+			sameBits(t, "det", dt, n, onHost(t, ops.Det(ga)), ops.Det(a))
+			sign, logAbs := ops.Slogdet(a)
+			gs, gl := ops.Slogdet(ga)
+			sameBits(t, "slogdet's sign", dt, n, onHost(t, gs), sign)
+			got, want := tensor.ToSlice[float64](ops.Cast(onHost(t, gl), tensor.Float64)), tensor.ToSlice[float64](ops.Cast(logAbs, tensor.Float64))
+			for i := range want {
+				if got[i] != want[i] && math.Abs(got[i]-want[i]) > 2*ulpOf(want[i], dt) {
+					t.Errorf("slogdet %v n=%d: log|det| %v, the CPU's %v", dt, n, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// ulpOf is the unit in the last place of v in dt (float32 or float64).
+func ulpOf(v float64, dt tensor.DType) float64 {
+	if dt == tensor.Float32 {
+		f := float32(math.Abs(v))
+		return float64(math.Nextafter32(f, float32(math.Inf(1))) - f)
+	}
+	return math.Nextafter(math.Abs(v), math.Inf(1)) - math.Abs(v)
+}

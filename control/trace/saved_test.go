@@ -75,6 +75,8 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	factor := ops.Cholesky(ops.Add(ops.MatMulT(v, v, false, true), tensor.FromSlice([]float64{2, 0, 0, 2}, 2, 2)))
 	solved := ops.TriangularSolve(ops.Add(ops.Reshape(r, 2, 2), tensor.FromSlice([]float64{3, 0, 0, 3}, 2, 2)), ops.Reshape(ops.Mul(q, c), 2, 2), ops.TriangularSolveOpts{})
 	picked = ops.Add(picked, ops.Reshape(ops.Add(factor, solved), 1, 4))
+	_, logAbs := ops.Slogdet(ops.Add(ops.Reshape(ops.Mul(r, c), 2, 2), tensor.FromSlice([]float64{3, 0, 0, 3}, 2, 2))) // Slogdet reads its input
+	picked = ops.Add(picked, logAbs)
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -95,7 +97,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky"}
+	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -641,8 +641,9 @@ func genMatMul(g *gen) bool {
 
 // genLinalg factors m·mᵀ + n·I (its gradient reaching m through the
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
-// the lower triangle agree there) or solves with a triangle of a + 3·I,
-// in any of its forms.
+// the lower triangle agree there), solves with a triangle of a + 3·I in
+// any of its forms, or takes a + 3·I's determinant, log|det|, inverse or
+// solve.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -650,8 +651,22 @@ func genLinalg(g *gen) bool {
 		batch = []int{g.between(1, 3)}
 	}
 	square := append(slices.Clone(batch), n, n)
-	if g.chance(0.4) {
+	switch g.intn(5) {
+	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
+		return true
+	case 1: // a well-conditioned a: its determinant and solves away from singular
+		a := g.inputOf(square, -1, 1, false)
+		switch g.intn(4) {
+		case 0:
+			g.add("det_shifted", Attrs{}, a)
+		case 1:
+			g.add("logabsdet_shifted", Attrs{}, a)
+		case 2:
+			g.add("inverse_shifted", Attrs{}, a)
+		default:
+			g.add("solve_shifted", Attrs{}, a, g.operandOf(append(slices.Clone(batch), n, g.between(1, 3))))
+		}
 		return true
 	}
 	a := g.inputOf(square, -1, 1, false)

@@ -323,6 +323,15 @@ func apply(op string, x []T, a Attrs) T {
 	case "trisolve": // a + 3·I: its diagonal kept from 0
 		opts := ops.TriangularSolveOpts{Upper: a.Upper, Transpose: a.TA, UnitDiagonal: a.Unit}
 		return ops.TriangularSolve(ops.Add(x[0], scaledEye(x[0], 3)), x[1], opts)
+	case "det_shifted":
+		return ops.Det(ops.Add(x[0], scaledEye(x[0], 3)))
+	case "logabsdet_shifted":
+		_, l := ops.Slogdet(ops.Add(x[0], scaledEye(x[0], 3)))
+		return l
+	case "inverse_shifted":
+		return ops.Inverse(ops.Add(x[0], scaledEye(x[0], 3)))
+	case "solve_shifted":
+		return ops.Solve(ops.Add(x[0], scaledEye(x[0], 3)), x[1])
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

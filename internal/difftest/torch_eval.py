@@ -599,6 +599,15 @@ def step(op, args, a):
         if a["ta"]:
             m, upper = m.mT, not upper
         return torch.linalg.solve_triangular(m, args[1], upper=upper, unitriangular=a["unit"])
+    if op in ("det_shifted", "logabsdet_shifted", "inverse_shifted", "solve_shifted"):
+        m = x + 3 * torch.eye(x.shape[-1], dtype=x.dtype)
+        if op == "det_shifted":
+            return torch.linalg.det(m)
+        if op == "logabsdet_shifted":
+            return torch.linalg.slogdet(m)[1]
+        if op == "inverse_shifted":
+            return torch.linalg.inv(m)
+        return torch.linalg.solve(m, args[1])
     if op == "tril":
         return torch.tril(x, diagonal=a["axis"])
     if op == "triu":

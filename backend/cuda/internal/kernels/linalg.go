@@ -51,7 +51,7 @@ func linalgKernels() []*ptx.Kernel {
 			}
 		}
 	}
-	return out
+	return append(out, luKernels()...)
 }
 
 // la holds a linalg kernel's 64-bit index arithmetic.

@@ -1,0 +1,144 @@
+package ops
+
+import (
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// The functions of general square matrices, by LU factorization with
+// partial pivoting (LAPACK's getrf: the largest magnitude of each column
+// below the diagonal as its pivot, the first on ties), each computed in
+// float64: Solve, Inverse, Det and Slogdet. A singular matrix is not an
+// error: its solve holds ±∞ and NaN (as JAX's), its determinant is 0.
+
+var solveOp, detOp, slogdetOp *eager.Op
+
+func init() {
+	solveOp = eager.Register(&eager.Op{
+		Name: "Solve", Inputs: 2, DTypes: linalgTypes, SameDTypes: true,
+		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[1].DType(), systemShape(c)) },
+		Grad:  solveGrad,
+	})
+	detOp = eager.Register(&eager.Op{
+		Name: "Det", Inputs: 1, DTypes: linalgTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			a := c.Inputs[0]
+			needSquare(c, a, "a")
+			return c.Out1(a.DType(), a.Shape()[:a.Rank()-2].Clone())
+		},
+		Grad: detGrad,
+	})
+	slogdetOp = eager.Register(&eager.Op{
+		Name: "Slogdet", Inputs: 1, DTypes: linalgTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			a := c.Inputs[0]
+			needSquare(c, a, "a")
+			batch := a.Shape()[:a.Rank()-2]
+			return []eager.Out{{DType: a.DType(), Shape: batch.Clone()}, {DType: a.DType(), Shape: batch.Clone()}}
+		},
+		Grad:      slogdetGrad,
+		GradReads: eager.ReadsInputs,
+	})
+}
+
+// systemShape checks the system a·x = b of c's inputs, a [..., n, n] and
+// b [..., n, k] of one batch shape, and returns x's shape (b's).
+func systemShape(c *eager.Call) tensor.Shape {
+	a, b := c.Inputs[0], c.Inputs[1]
+	needSquare(c, a, "a")
+	if b.Rank() != a.Rank() || !b.Shape()[:b.Rank()-2].Equal(a.Shape()[:a.Rank()-2]) || b.Dim(-2) != a.Dim(-1) {
+		c.Fail(tensor.ErrShape, "b %v is not [batch..., %d, k] for a %v", b.Shape(), a.Dim(-1), a.Shape())
+	}
+	return b.Shape()
+}
+
+// solveGrad: with x = a⁻¹·b, ∂b = a⁻ᵀ·Ḡ and ∂a = -∂b·xᵀ.
+func solveGrad(g *eager.Grad) []*tensor.Tensor {
+	a, x, dx := g.Inputs[0], g.Outputs[0], g.OutGrads[0]
+	at := matrixT(a)
+	defer releaseTemp(at)
+	db := Solve(at, dx) // a's gradient needs it too
+	var da *tensor.Tensor
+	if g.Needs[0] {
+		p := MatMulT(db, x, false, true)
+		da = Neg(p)
+		releaseTemp(p)
+	}
+	return []*tensor.Tensor{da, db}
+}
+
+// inverseT is a⁻ᵀ, the gradient of ln|det a| (NaN and ±∞ where a is
+// singular).
+func inverseT(a *tensor.Tensor) *tensor.Tensor {
+	at := matrixT(a)
+	defer releaseTemp(at)
+	return Inverse(at)
+}
+
+// detGrad: ∂a = Ḡ·det(a)·a⁻ᵀ (NaN at a singular a, where the adjugate
+// would be the answer).
+func detGrad(g *eager.Grad) []*tensor.Tensor {
+	var t temps
+	defer t.release()
+	a := g.Inputs[0]
+	scale := t.keep(Mul(g.OutGrads[0], g.Outputs[0]))
+	return []*tensor.Tensor{Mul(t.keep(inverseT(a)), t.keep(ExpandDims(t.keep(ExpandDims(scale, -1)), -1)))}
+}
+
+// slogdetGrad: ln|det a|'s gradient Ḡ·a⁻ᵀ; the sign has none.
+func slogdetGrad(g *eager.Grad) []*tensor.Tensor {
+	var t temps
+	defer t.release()
+	scale := t.keep(ExpandDims(t.keep(ExpandDims(g.OutGrads[1], -1)), -1))
+	return []*tensor.Tensor{Mul(t.keep(inverseT(g.Inputs[0])), scale)}
+}
+
+// Solve returns x with a·x = b for a square a [..., n, n] and b [..., n,
+// k], their batch dimensions broadcast (torch.linalg.solve's and
+// TensorFlow's matrix_solve with a matrix b; a vector b is b[..., n, 1]):
+// LU factorization with partial pivoting, in float64. A singular a gives
+// ±∞ and NaN, with no error. float32 or float64, one dtype.
+func Solve(a, b *tensor.Tensor) *tensor.Tensor {
+	needInputs("Solve", a, b)
+	defer asOp("Solve")
+	a, b = broadcastBatches("Solve", a, b)
+	return eager.Run1(solveOp, nil, a, b)
+}
+
+// Inverse returns a⁻¹ for a square a [..., n, n]: Solve(a, I). A
+// singular a gives ±∞ and NaN.
+func Inverse(a *tensor.Tensor) *tensor.Tensor {
+	needInputs("Inverse", a)
+	defer asOp("Inverse")
+	if a.Rank() < 2 || a.Dim(-1) != a.Dim(-2) {
+		fail("Inverse", tensor.ErrShape, []*tensor.Tensor{a}, "a %v is not a square matrix or a batch of them ([..., n, n])", a.Shape())
+	}
+	eye := Cast(tensor.FromSliceOn(a.Device(), identity(a.Dim(-1)), a.Dim(-1), a.Dim(-1)), a.DType())
+	defer releaseTemp(eye)
+	return Solve(a, eye)
+}
+
+// identity is the n×n identity matrix's elements, row-major.
+func identity(n int) []float64 {
+	e := make([]float64, n*n)
+	for i := range n {
+		e[i*n+i] = 1
+	}
+	return e
+}
+
+// Det returns the determinant of each matrix of a [..., n, n] (a tensor
+// of the batch shape): the product of its LU factor's pivots, signed by
+// the row exchanges; 0 where a is singular; 1 for n = 0. Its gradient is
+// Ḡ·det·a⁻ᵀ (NaN at a singular a). float32 or float64.
+func Det(a *tensor.Tensor) *tensor.Tensor { return eager.Run1(detOp, nil, a) }
+
+// Slogdet returns the sign of each matrix's determinant (-1, 0 or 1) and
+// the logarithm of its magnitude (-∞ where it is 0), each of the batch
+// shape (torch.linalg.slogdet, TensorFlow's log_matrix_determinant): a
+// determinant past float64's range keeps its logarithm. The logarithm's
+// gradient is Ḡ·a⁻ᵀ; the sign has none. float32 or float64.
+func Slogdet(a *tensor.Tensor) (sign, logAbsDet *tensor.Tensor) {
+	out := eager.Run(slogdetOp, nil, a)
+	return out[0], out[1]
+}
