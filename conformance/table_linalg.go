@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -9,7 +10,7 @@ import (
 
 // linalgSamples are the samples of ops/linalg.go's and linalg_lu.go's
 // ops: Cholesky of symmetric positive-definite batches (m·mᵀ + n·I),
-// TriangularSolve in each form, Solve, Det and Slogdet over
+// TriangularSolve in each form, Solve, Det, Slogdet and Eigh over
 // well-conditioned matrices (the diagonal dominant), batches broadcast,
 // empty matrices, and singular ones.
 func linalgSamples(add func(name string, s ...sample)) {
@@ -40,6 +41,13 @@ func linalgSamples(add func(name string, s ...sample)) {
 				grad && s[0][0] > 0 && s[1][len(s[1])-1] > 0, true))
 		}
 	}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, shape := range square {
+			add("Eigh", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Eigh(of(dt, -1, 1, shape...)) },
+				dt == tensor.Float64 && shape[len(shape)-1] > 0 && shape[0] > 0, true))
+		}
+	}
+	add("Eigh", one("a matrix holding NaN", func() { ops.Eigh(tensor.FromSlice([]float64{1, 0, math.NaN(), 1}, 2, 2)) }, false, false))
 	add("Solve", one("Inverse", func() { ops.Inverse(triangularOf(tensor.Float64, 2, 3, 3)) }, true, true))
 	add("Det", one("a singular matrix", func() { ops.Det(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
 	add("Slogdet", one("a singular matrix", func() { ops.Slogdet(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))

@@ -169,3 +169,70 @@ func TestLUFunctions(t *testing.T) {
 		}
 	}
 }
+
+// Eigh's eigenvalues ascend and its eigenvectors are orthonormal and
+// reproduce a (from its lower triangle alone), each signed so that its
+// largest component is positive; known spectra come out to rounding's
+// level; a matrix holding NaN gives NaN.
+func TestEigh(t *testing.T) {
+	for _, c := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.Float64, 1e-13}, {tensor.Float32, 1e-5}} {
+		m := tensor.RandUniform(tensor.NewRNG(11), tensor.Float64, -1, 1, 2, 7, 7)
+		a := ops.Cast(ops.Add(m, ops.Transpose(m, 0, 2, 1)), c.dt)
+		junk := ops.Add(a, ops.Triu(ops.Cast(tensor.RandUniform(tensor.NewRNG(12), tensor.Float64, -5, 5, 2, 7, 7), c.dt), 1))
+		vals, vecs := ops.Eigh(junk)
+		rebuilt := ops.MatMulT(ops.Mul(vecs, ops.ExpandDims(vals, -2)), vecs, false, true)
+		if d := maxAbsDiff(rebuilt, a); d > c.tol*10 {
+			t.Errorf("%v: |V·diag(λ)·Vᵀ - a| = %g", c.dt, d)
+		}
+		if d := maxAbsDiff(ops.MatMulT(vecs, vecs, true, false), ops.BroadcastTo(tensor.Eye(c.dt, 7), 2, 7, 7)); d > c.tol*10 {
+			t.Errorf("%v: |VᵀV - I| = %g", c.dt, d)
+		}
+		lv := tensor.ToSlice[float64](ops.Cast(vals, tensor.Float64))
+		for i := 1; i < len(lv); i++ {
+			if i%7 != 0 && lv[i] < lv[i-1] {
+				t.Errorf("%v: eigenvalues %v do not ascend", c.dt, lv)
+			}
+		}
+		vv := tensor.ToSlice[float64](ops.Cast(vecs, tensor.Float64))
+		for b := range 2 {
+			for col := range 7 {
+				best, at := -1.0, 0
+				for i := range 7 {
+					if v := math.Abs(vv[b*49+i*7+col]); v > best {
+						best, at = v, i
+					}
+				}
+				if vv[b*49+at*7+col] < 0 {
+					t.Errorf("%v: eigenvector %d's largest component is negative", c.dt, col)
+				}
+			}
+		}
+	}
+	// [[2 1] [1 2]]: 1 and 3, (1, -1)/√2 and (1, 1)/√2.
+	vals, vecs := ops.Eigh(tensor.FromSlice([]float64{2, 1, 1, 2}, 2, 2))
+	if v := tensor.ToSlice[float64](vals); v[0] != 1 || math.Abs(v[1]-3) > 4e-16 {
+		t.Errorf("eigenvalues of [[2 1] [1 2]] = %v", v)
+	}
+	r := 1 / math.Sqrt2
+	for i, want := range []float64{r, r, -r, r} {
+		if got := tensor.ToSlice[float64](vecs)[i]; math.Abs(math.Abs(got)-math.Abs(want)) > 1e-15 || math.Signbit(got) != math.Signbit(want) && i != 0 && i != 2 {
+			t.Errorf("eigenvectors of [[2 1] [1 2]] = %v", tensor.ToSlice[float64](vecs))
+			break
+		}
+	}
+	// A small eigenvalue beside a large one, to the rounding of the
+	// matrix's elements (2e-16): diag(1e-12, 1) turned by a rotation.
+	cs, sn := math.Cos(0.3), math.Sin(0.3)
+	q := tensor.FromSlice([]float64{cs, -sn, sn, cs}, 2, 2)
+	a := ops.MatMulT(ops.Mul(q, tensor.FromSlice([]float64{1e-12, 1}, 1, 2)), q, false, true)
+	if v, _ := ops.Eigh(a); math.Abs(tensor.ToSlice[float64](v)[0]-1e-12) > 2e-16 {
+		t.Errorf("the small eigenvalue = %v, want 1e-12", tensor.ToSlice[float64](v)[0])
+	}
+	nanVals, _ := ops.Eigh(tensor.FromSlice([]float64{1, 0, math.NaN(), 1}, 2, 2))
+	if v := tensor.ToSlice[float64](nanVals); !math.IsNaN(v[0]) || !math.IsNaN(v[1]) {
+		t.Errorf("Eigh of a matrix holding NaN = %v", v)
+	}
+}

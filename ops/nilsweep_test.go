@@ -125,6 +125,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Inverse", Fn: ops.Inverse},
 		{Name: "Det", Fn: ops.Det},
 		{Name: "Slogdet", Fn: ops.Slogdet},
+		{Name: "Eigh", Fn: ops.Eigh},
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},

@@ -9,8 +9,9 @@ import (
 )
 
 // Cholesky and TriangularSolve (ops/linalg.go), Solve, Det and Slogdet
-// (ops/linalg_lu.go), by the linalg family's kernels: the CPU's
-// algorithms, bit for bit (Slogdet's logarithms within an ulp).
+// (ops/linalg_lu.go), Eigh (ops/linalg_eigh.go), by the linalg family's
+// kernels: the CPU's algorithms, bit for bit (Slogdet's logarithms
+// within 2 ulps).
 
 // choleskyBlock is the threads of a Cholesky block (one matrix).
 const choleskyBlock = 128
@@ -22,6 +23,7 @@ func init() {
 		eager.RegisterKernel("Solve", device.GPU, tensorType(d), solve(d))
 		eager.RegisterKernel("Det", device.GPU, tensorType(d), determinant(d, false))
 		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
+		eager.RegisterKernel("Eigh", device.GPU, tensorType(d), eigh(d))
 	}
 }
 
@@ -113,5 +115,31 @@ func determinant(d kernels.DType, logs bool) eager.Kernel {
 		}
 		args = args.Ptr(ptr(work)).Ptr(ptr(piv)).U64(uint64(a.Dim(-1))).U64(uint64(batch))
 		check(c, gpu(c).launch("linalg", kernels.Name(name, string(d)), batch, args))
+	}
+}
+
+// eighBlock is the threads of an Eigh block (one matrix).
+const eighBlock = 128
+
+func eigh(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Inputs[0]
+		n := a.Dim(-1)
+		if outs[1].NumElements() == 0 {
+			return
+		}
+		batch := outs[1].NumElements() / (n * n)
+		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, 2, n, n})
+		if err != nil {
+			c.Fail(err, "Eigh's rotations of %v", a.Shape())
+		}
+		defer work.Release()
+		order, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n})
+		if err != nil {
+			c.Fail(err, "Eigh's order of %v", a.Shape())
+		}
+		defer order.Release()
+		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(order)).Ptr(ptr(a)).U64(uint64(n))
+		check(c, gpu(c).launchBlocks("linalg", kernels.Name("eigh", string(d)), batch, eighBlock, args))
 	}
 }

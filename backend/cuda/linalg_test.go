@@ -91,3 +91,21 @@ func ulpOf(v float64, dt tensor.DType) float64 {
 	}
 	return math.Nextafter(math.Abs(v), math.Inf(1)) - math.Abs(v)
 }
+
+// Eigh equals the CPU's bit for bit: matrices wider than a block's
+// threads, a batch holding NaN, float32 and float64.
+func TestEighIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, n := range []int{1, 2, 7, 33} {
+			a := tensor.RandUniform(tensor.NewRNG(uint64(n+5)), tensor.Float64, -1, 1, 3, n, n)
+			rows := tensor.ToSlice[float64](a)
+			rows[2*n*n] = math.NaN() // the last matrix's first element
+			a = ops.Cast(tensor.FromSlice(rows, 3, n, n), dt)
+			vals, vecs := ops.Eigh(a)
+			gv, gw := ops.Eigh(onGPU(t, d, a))
+			sameBits(t, "eigenvalues", dt, n, onHost(t, gv), vals)
+			sameBits(t, "eigenvectors", dt, n, onHost(t, gw), vecs)
+		}
+	}
+}

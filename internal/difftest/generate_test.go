@@ -642,8 +642,8 @@ func genMatMul(g *gen) bool {
 // genLinalg factors m·mᵀ + n·I (its gradient reaching m through the
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
 // the lower triangle agree there), solves with a triangle of a + 3·I in
-// any of its forms, or takes a + 3·I's determinant, log|det|, inverse or
-// solve.
+// any of its forms, takes a + 3·I's determinant, log|det|, inverse or
+// solve, or decomposes x + xᵀ.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -651,9 +651,16 @@ func genLinalg(g *gen) bool {
 		batch = []int{g.between(1, 3)}
 	}
 	square := append(slices.Clone(batch), n, n)
-	switch g.intn(5) {
+	switch g.intn(6) {
 	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
+		return true
+	case 5: // of x + xᵀ: the eigenvalues, or V·diag(σ(λ))·Vᵀ (the eigenvectors' signs cancel)
+		name := "eigvalsh_sym"
+		if g.chance(0.5) {
+			name = "eigh_sigmoid_sym"
+		}
+		g.add(name, Attrs{}, g.inputOf(square, -1, 1, false))
 		return true
 	case 1: // a well-conditioned a: its determinant and solves away from singular
 		a := g.inputOf(square, -1, 1, false)

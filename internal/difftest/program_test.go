@@ -164,6 +164,16 @@ var binaryOps = map[string]func(T, T) T{
 	"prelu": ops.Prelu, "zeta": ops.Zeta,
 }
 
+// lastTwo is the permutation of rank dimensions that swaps the last two.
+func lastTwo(rank int) []int {
+	perm := make([]int, rank)
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[rank-2], perm[rank-1] = rank-1, rank-2
+	return perm
+}
+
 // scaledEye is c·I of like's last dimension, dtype and device.
 func scaledEye(like T, c float64) T {
 	n := like.Dim(-1)
@@ -323,6 +333,12 @@ func apply(op string, x []T, a Attrs) T {
 	case "trisolve": // a + 3·I: its diagonal kept from 0
 		opts := ops.TriangularSolveOpts{Upper: a.Upper, Transpose: a.TA, UnitDiagonal: a.Unit}
 		return ops.TriangularSolve(ops.Add(x[0], scaledEye(x[0], 3)), x[1], opts)
+	case "eigvalsh_sym", "eigh_sigmoid_sym":
+		vals, vecs := ops.Eigh(ops.Add(x[0], ops.Transpose(x[0], lastTwo(x[0].Rank())...)))
+		if op == "eigvalsh_sym" {
+			return vals
+		}
+		return ops.MatMulT(ops.Mul(vecs, ops.ExpandDims(ops.Sigmoid(vals), -2)), vecs, false, true)
 	case "det_shifted":
 		return ops.Det(ops.Add(x[0], scaledEye(x[0], 3)))
 	case "logabsdet_shifted":

@@ -599,6 +599,11 @@ def step(op, args, a):
         if a["ta"]:
             m, upper = m.mT, not upper
         return torch.linalg.solve_triangular(m, args[1], upper=upper, unitriangular=a["unit"])
+    if op in ("eigvalsh_sym", "eigh_sigmoid_sym"):
+        vals, vecs = torch.linalg.eigh(x + x.mT)
+        if op == "eigvalsh_sym":
+            return vals
+        return (vecs * torch.sigmoid(vals).unsqueeze(-2)) @ vecs.mT
     if op in ("det_shifted", "logabsdet_shifted", "inverse_shifted", "solve_shifted"):
         m = x + 3 * torch.eye(x.shape[-1], dtype=x.dtype)
         if op == "det_shifted":

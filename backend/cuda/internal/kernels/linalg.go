@@ -51,7 +51,7 @@ func linalgKernels() []*ptx.Kernel {
 			}
 		}
 	}
-	return append(out, luKernels()...)
+	return append(append(out, luKernels()...), eighKernels()...)
 }
 
 // la holds a linalg kernel's 64-bit index arithmetic.

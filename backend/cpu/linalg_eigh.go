@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// Eigh's kernel (ops/linalg_eigh.go): cyclic Jacobi rotations in float64,
+// the GPU's linalg kernel taking the same steps.
+
+func init() {
+	kernels{f32: eighKernel[float32], f64: eighKernel[float64]}.register("Eigh")
+}
+
+// JacobiSweeps bounds the sweeps: a symmetric matrix converges in about
+// ten (quadratically, once the off-diagonal elements are small).
+const jacobiSweeps = 60
+
+func eighKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Inputs[0]
+	n := a.Dim(-1)
+	if outs[1].NumElements() == 0 {
+		return
+	}
+	av, lv, vv := data[T](a), data[T](outs[0]), data[T](outs[1])
+	deviceOf(c).Parallel(len(av)/(n*n), float64(n*n*n)*20+1, func(lo, hi int) {
+		w, v := make([]float64, n*n), make([]float64, n*n)
+		for b := lo; b < hi; b++ {
+			finite := true
+			for i := range n {
+				for j := range i + 1 { // the lower triangle, mirrored
+					w[i*n+j] = float64(av[b*n*n+i*n+j])
+					w[j*n+i] = w[i*n+j]
+					finite = finite && !math.IsInf(w[i*n+j], 0) && !math.IsNaN(w[i*n+j])
+				}
+			}
+			if !finite {
+				for i := range n {
+					lv[b*n+i] = T(math.NaN())
+				}
+				for i := range n * n {
+					vv[b*n*n+i] = T(math.NaN())
+				}
+				continue
+			}
+			jacobiEigen(w, v, n)
+			order := eigenOrder(w, n)
+			for k, col := range order {
+				lv[b*n+k] = T(w[col*n+col])
+				sign := eigenSign(v, n, col)
+				for i := range n {
+					vv[b*n*n+i*n+k] = T(sign * v[i*n+col])
+				}
+			}
+		}
+	})
+}
+
+// jacobiEigen diagonalizes the symmetric n×n w in place, v (n×n) taking
+// the rotations from I: sweeps over the pairs p < q in row order, each
+// rotation zeroing w[p][q] (t the smaller root of t² + 2θt - 1 = 0, θ =
+// (w[q][q] - w[p][p])/(2w[p][q]); c = 1/√(t² + 1), s = t·c), until a
+// sweep rotates nothing: w[p][q] is then negligible against both its
+// diagonal elements (adding it 2⁻⁵³·100 times changes neither), or
+// already 0. w is finite.
+func jacobiEigen(w, v []float64, n int) {
+	clear(v)
+	for i := range n {
+		v[i*n+i] = 1
+	}
+	for range jacobiSweeps {
+		rotated := false
+		for p := range n {
+			for q := p + 1; q < n; q++ {
+				apq := w[p*n+q]
+				app, aqq := w[p*n+p], w[q*n+q]
+				if g := 100 * math.Abs(apq); math.Abs(app)+g == math.Abs(app) && math.Abs(aqq)+g == math.Abs(aqq) {
+					w[p*n+q], w[q*n+p] = 0, 0
+					continue
+				}
+				rotated = true
+				theta := (aqq - app) / (2 * apq)
+				t := 1 / (math.Abs(theta) + math.Sqrt(theta*theta+1))
+				if math.Abs(theta) > 1e150 { // θ² overflows: t = 1/(2θ)
+					t = 0.5 / math.Abs(theta)
+				}
+				if theta < 0 {
+					t = -t
+				}
+				c := 1 / math.Sqrt(t*t+1)
+				s := t * c
+				for k := range n {
+					if k == p || k == q {
+						continue
+					}
+					akp, akq := w[k*n+p], w[k*n+q]
+					w[k*n+p] = c*akp - s*akq
+					w[k*n+q] = s*akp + c*akq
+					w[p*n+k], w[q*n+k] = w[k*n+p], w[k*n+q]
+				}
+				w[p*n+p] = app - t*apq
+				w[q*n+q] = aqq + t*apq
+				w[p*n+q], w[q*n+p] = 0, 0
+				for k := range n {
+					vkp, vkq := v[k*n+p], v[k*n+q]
+					v[k*n+p] = c*vkp - s*vkq
+					v[k*n+q] = s*vkp + c*vkq
+				}
+			}
+		}
+		if !rotated {
+			return
+		}
+	}
+}
+
+// eigenOrder is the diagonal of w's places in ascending order of value
+// (insertion: the first of equals first).
+func eigenOrder(w []float64, n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		for j := i; j > 0 && w[order[j]*n+order[j]] < w[order[j-1]*n+order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	return order
+}
+
+// eigenSign is ±1: the sign that makes column col of v's component of
+// largest magnitude (the first of equals) positive.
+func eigenSign(v []float64, n, col int) float64 {
+	best, at := -1.0, 0
+	for i := range n {
+		if m := math.Abs(v[i*n+col]); m > best {
+			best, at = m, i
+		}
+	}
+	if v[at*n+col] < 0 {
+		return -1
+	}
+	return 1
+}

@@ -1,0 +1,203 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
+)
+
+// eigh_<f32|f64> (values, vectors, work, order, a, n): Eigh's cyclic
+// Jacobi rotations (backend/cpu/linalg_eigh.go's steps, bit for bit), a
+// block per matrix: every thread decides each rotation alike from the
+// same three elements, then the block updates the rows and columns it
+// turns, a barrier after the reads and one after the writes. work is
+// float64 [batch, 2, n, n] (the matrix, the rotations), order u32
+// [batch, n] (the eigenvalues' ascending order, thread 0's).
+
+// JacobiSweeps bounds Eigh's sweeps (the CPU's jacobiSweeps).
+const JacobiSweeps = 60
+
+func eighKernels() []*ptx.Kernel {
+	var out []*ptx.Kernel
+	for _, d := range LinalgTypes {
+		out = append(out, eighKernel(d))
+	}
+	return out
+}
+
+func eighKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("eigh", string(d)))
+	l, m := la{k}, fm{k: k}
+	vals, vecs, work, ord, a := k.ParamPtr("values"), k.ParamPtr("vectors"), k.ParamPtr("work"), k.ParamPtr("order"), k.ParamPtr("a")
+	n := k.Param("n", ptx.U64)
+	tid, ntid, blk := l.special("tid.x"), l.special("ntid.x"), l.special("ctaid.x")
+	zero, one := l.imm(0), l.imm(1)
+	nn := l.mul(n, n)
+	w := k.Addr(work, l.mul(blk, l.add(nn, nn)), 8)
+	v := k.Addr(w, nn, 8)
+	ab, ob := k.Addr(a, l.mul(blk, nn), d.Size()), k.Addr(ord, l.mul(blk, n), 4)
+	first := k.Reg(ptx.Pred)
+	k.Op("setp.eq.u64 %s, %s, %s", first, tid, zero)
+	// The lower triangle mirrored, v = I; a block flag for a non-finite
+	// element.
+	flag, no, yes := k.Shared("nonfinite", 4, 4), k.Reg(ptx.U32), k.Reg(ptx.U32)
+	k.Op("mov.u32 %s, 0", no)
+	k.Op("mov.u32 %s, 1", yes)
+	k.Op("@%s st.shared.u32 [%s], %s", first, flag, no)
+	k.Op("bar.sync 0")
+	k.Loop(tid, nn, ntid, func(e ptx.Reg) {
+		i, j := l.op("div", e, n), l.op("rem", e, n)
+		upper, diag := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, %s", diag, i, j)
+		l.setF64(v, e, m.sel(diag, m.c(1), m.c(0)))
+		k.Op("setp.gt.u64 %s, %s, %s", upper, j, i)
+		skip := k.Label("eigh_upper")
+		k.Op("@%s bra %s", upper, skip)
+		x := l.at(d, ab, e)
+		l.setF64(w, e, x)
+		l.setF64(w, l.add(l.mul(j, n), i), x)
+		bad := m.not(m.cmp("lt", m.abs(x), m.c(math.Inf(1)))) // ±∞ or NaN
+		k.Op("@%s st.shared.u32 [%s], %s", bad, flag, yes)
+		k.Place(skip)
+	})
+	k.Op("bar.sync 0")
+	nonfinite, nf := k.Reg(ptx.U32), k.Reg(ptx.Pred)
+	k.Op("ld.shared.u32 %s, [%s]", nonfinite, flag)
+	k.Op("setp.ne.u32 %s, %s, 0", nf, nonfinite)
+	fillNaN := k.Label("eigh_nan")
+	k.Op("@%s bra %s", nf, fillNaN)
+
+	zeroF := l.f64Imm(0)
+	sweeps, sweep := l.imm(JacobiSweeps), l.u64()
+	k.Op("mov.u64 %s, 0", sweep)
+	top, converged := k.Label("eigh_sweep"), k.Label("eigh_converged")
+	k.Place(top)
+	rotated := k.Reg(ptx.Pred)
+	k.Op("setp.ne.u64 %s, %s, %s", rotated, zero, zero)
+	k.Loop(zero, n, one, func(p ptx.Reg) {
+		k.Loop(l.add(p, one), n, one, func(q ptx.Reg) {
+			pq, qp, pp, qq := l.add(l.mul(p, n), q), l.add(l.mul(q, n), p), l.add(l.mul(p, n), p), l.add(l.mul(q, n), q)
+			apq, app, aqq := l.f64(w, pq), l.f64(w, pp), l.f64(w, qq)
+			k.Op("bar.sync 0") // every thread has read them
+			g := m.mul(m.c(100), m.abs(apq))
+			small := m.and(m.cmp("eq", m.add(m.abs(app), g), m.abs(app)), m.cmp("eq", m.add(m.abs(aqq), g), m.abs(aqq)))
+			turn := k.Label("eigh_turn")
+			done := k.Label("eigh_pair_done")
+			k.Op("@!%s bra %s", small, turn)
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
+			k.Op("bra %s", done)
+			k.Place(turn)
+			k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
+			theta := m.div(m.sub(aqq, app), m.mul(m.c(2), apq))
+			at := m.abs(theta)
+			t := m.div(m.c(1), m.add(at, m.sqrt(m.add(m.mul(theta, theta), m.c(1)))))
+			t = m.sel(m.cmp("gt", at, m.c(1e150)), m.div(m.c(0.5), at), t)
+			t = m.sel(m.cmp("lt", theta, m.c(0)), m.neg(t), t)
+			c := m.div(m.c(1), m.sqrt(m.add(m.mul(t, t), m.c(1))))
+			s := m.mul(t, c)
+			k.Loop(tid, n, ntid, func(r ptx.Reg) {
+				rp, rq := l.add(l.mul(r, n), p), l.add(l.mul(r, n), q)
+				vkp, vkq := l.f64(v, rp), l.f64(v, rq)
+				l.setF64(v, rp, m.sub(m.mul(c, vkp), m.mul(s, vkq)))
+				l.setF64(v, rq, m.add(m.mul(s, vkp), m.mul(c, vkq)))
+				isP, isQ := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+				k.Op("setp.eq.u64 %s, %s, %s", isP, r, p)
+				k.Op("setp.eq.u64 %s, %s, %s", isQ, r, q)
+				edge := m.or(isP, isQ)
+				next := k.Label("eigh_row_done")
+				k.Op("@%s bra %s", edge, next)
+				akp, akq := l.f64(w, rp), l.f64(w, rq)
+				np, nq := m.sub(m.mul(c, akp), m.mul(s, akq)), m.add(m.mul(s, akp), m.mul(c, akq))
+				l.setF64(w, rp, np)
+				l.setF64(w, rq, nq)
+				l.setF64(w, l.add(l.mul(p, n), r), np)
+				l.setF64(w, l.add(l.mul(q, n), r), nq)
+				k.Place(next)
+			})
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pp, 8), m.sub(app, m.mul(t, apq)))
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qq, 8), m.add(aqq, m.mul(t, apq)))
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
+			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
+			k.Place(done)
+			k.Op("bar.sync 0") // the rotation written
+		})
+	})
+	k.Op("@!%s bra %s", rotated, converged)
+	k.Op("add.u64 %s, %s, 1", sweep, sweep)
+	more := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", more, sweep, sweeps)
+	k.Op("@%s bra %s", more, top)
+	k.Place(converged)
+
+	// Thread 0: the eigenvalues' ascending order (insertion, the first
+	// of equals first).
+	sorted := k.Label("eigh_sorted")
+	k.Op("@!%s bra %s", first, sorted)
+	k.Loop(zero, n, one, func(i ptx.Reg) {
+		i32 := k.Reg(ptx.U32)
+		k.Op("cvt.u32.u64 %s, %s", i32, i)
+		k.Op("st.global.u32 [%s], %s", k.Addr(ob, i, 4), i32)
+		j := l.u64()
+		k.Op("mov.u64 %s, %s", j, i)
+		back, stop := k.Label("eigh_insert"), k.Label("eigh_inserted")
+		k.Place(back)
+		atStart := k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, 0", atStart, j)
+		k.Op("@%s bra %s", atStart, stop)
+		jm := l.op("sub", j, one)
+		oj, om := l.u32At(ob, j), l.u32At(ob, jm)
+		lower := m.cmp("lt", l.f64(w, l.add(l.mul(oj, n), oj)), l.f64(w, l.add(l.mul(om, n), om)))
+		k.Op("@!%s bra %s", lower, stop)
+		l.setU32(ob, j, om)
+		l.setU32(ob, jm, oj)
+		k.Op("mov.u64 %s, %s", j, jm)
+		k.Op("bra %s", back)
+		k.Place(stop)
+	})
+	k.Place(sorted)
+	k.Op("bar.sync 0")
+	// A thread per eigenvector: its value, and its column signed.
+	k.Loop(tid, n, ntid, func(col ptx.Reg) {
+		src := l.u32At(ob, col)
+		store(k, d, k.Addr(vals, l.add(l.mul(blk, n), col), d.Size()), narrow(k, d, l.f64(w, l.add(l.mul(src, n), src))))
+		best, at := l.f64Imm(-1), l.u64()
+		k.Op("mov.u64 %s, 0", at)
+		k.Loop(zero, n, one, func(i ptx.Reg) {
+			mag := m.abs(l.f64(v, l.add(l.mul(i, n), src)))
+			gt := m.cmp("gt", mag, best)
+			k.Op("@%s mov.f64 %s, %s", gt, best, mag)
+			k.Op("@%s mov.u64 %s, %s", gt, at, i)
+		})
+		sign := m.sel(m.cmp("lt", l.f64(v, l.add(l.mul(at, n), src)), m.c(0)), m.c(-1), m.c(1))
+		vb := k.Addr(vecs, l.mul(blk, nn), d.Size())
+		k.Loop(zero, n, one, func(i ptx.Reg) {
+			x := m.mul(sign, l.f64(v, l.add(l.mul(i, n), src)))
+			store(k, d, k.Addr(vb, l.add(l.mul(i, n), col), d.Size()), narrow(k, d, x))
+		})
+	})
+	end := k.Label("eigh_end")
+	k.Op("bra %s", end)
+	k.Place(fillNaN)
+	nan := k.Reg(d.reg())
+	k.Op("mov.%s %s, %s", d.reg(), nan, ptx.Imm(d.reg(), math.NaN()))
+	k.Loop(tid, n, ntid, func(i ptx.Reg) { store(k, d, k.Addr(vals, l.add(l.mul(blk, n), i), d.Size()), nan) })
+	k.Loop(tid, nn, ntid, func(e ptx.Reg) { store(k, d, k.Addr(vecs, l.add(l.mul(blk, nn), e), d.Size()), nan) })
+	k.Place(end)
+	return k
+}
+
+// u32At is the u32 element i of p, as u64.
+func (l la) u32At(p, i ptx.Reg) ptx.Reg {
+	r32, r := l.k.Reg(ptx.U32), l.u64()
+	l.k.Op("ld.global.u32 %s, [%s]", r32, l.k.Addr(p, i, 4))
+	l.k.Op("cvt.u64.u32 %s, %s", r, r32)
+	return r
+}
+
+// setU32 stores the u64 v as the u32 element i of p.
+func (l la) setU32(p, i, v ptx.Reg) {
+	r32 := l.k.Reg(ptx.U32)
+	l.k.Op("cvt.u32.u64 %s, %s", r32, v)
+	l.k.Op("st.global.u32 [%s], %s", l.k.Addr(p, i, 4), r32)
+}
