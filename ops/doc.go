@@ -132,7 +132,7 @@
 //	MaxPool2DWithArgmax, MaxUnpool2D         max pooling with each window's tap number (a byte), and
 //	                                         PyTorch's MaxUnpool2d of those taps (pool_argmax.go)
 //
-// # Linear algebra (matmul.go, dot.go, einsum.go, linalg.go, linalg_lu.go, linalg_eigh.go)
+// # Linear algebra (matmul.go, dot.go, einsum.go, linalg*.go)
 //
 //	MatMul(a, b), MatMulT(a, b, ta, tb)      [..., m k]·[..., k n]; batched, or b shared; packed GEMM,
 //	                                         AVX-512 or AVX2+FMA micro-kernels chosen at start-up
@@ -145,6 +145,7 @@
 //	Solve(a, b), Inverse(a)                  LU with partial pivoting in float64 (linalg_lu.go); ±∞/NaN if singular
 //	Det(a), Slogdet(a)                       the determinant; its sign and log|det| (no overflow)
 //	Eigh(a)                                  symmetric: ascending eigenvalues, eigenvectors (Jacobi; linalg_eigh.go)
+//	QR(a)                                    reduced q·r of [..., m n], r's diagonal ≥ 0 (Householder; linalg_qr.go)
 //
 // # Neural-net functions (activation.go, rectifiers.go, smooth_units.go, softmax.go, layernorm.go, attention.go)
 //

@@ -236,3 +236,41 @@ func TestEigh(t *testing.T) {
 		t.Errorf("Eigh of a matrix holding NaN = %v", v)
 	}
 }
+
+// QR of tall, square and wide matrices: q's columns orthonormal, r upper
+// triangular with a non-negative diagonal, q·r = a; a zero column too.
+func TestQR(t *testing.T) {
+	for _, c := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.Float64, 1e-14}, {tensor.Float32, 2e-6}} {
+		for _, shape := range [][]int{{6, 4}, {2, 5, 5}, {3, 7}, {1, 1}} {
+			a := ops.Cast(tensor.RandUniform(tensor.NewRNG(13), tensor.Float64, -1, 1, shape...), c.dt)
+			q, r := ops.QR(a)
+			k := min(shape[len(shape)-2], shape[len(shape)-1])
+			if d := maxAbsDiff(ops.MatMul(q, r), a); d > c.tol*10 {
+				t.Errorf("%v %v: |q·r - a| = %g", c.dt, shape, d)
+			}
+			eye := ops.BroadcastTo(tensor.Eye(c.dt, k), append(q.Shape()[:q.Rank()-2].Clone(), k, k)...)
+			if d := maxAbsDiff(ops.MatMulT(q, q, true, false), eye); d > c.tol*10 {
+				t.Errorf("%v %v: |qᵀq - I| = %g", c.dt, shape, d)
+			}
+			if d := maxAbsDiff(ops.Tril(r, -1), ops.ZerosLike(r)); d != 0 {
+				t.Errorf("%v %v: r has %g below its diagonal", c.dt, shape, d)
+			}
+			diag := tensor.ToSlice[float64](ops.Cast(ops.Tril(ops.Triu(r, 0), 0), tensor.Float64)) // the diagonal, zeros elsewhere
+			for _, v := range diag {
+				if v < 0 {
+					t.Fatalf("%v %v: r's diagonal has %v", c.dt, shape, v)
+				}
+			}
+		}
+	}
+	q, r := ops.QR(tensor.FromSlice([]float64{0, 1, 0, 2, 0, 3}, 3, 2))
+	if d := maxAbsDiff(ops.MatMul(q, r), tensor.FromSlice([]float64{0, 1, 0, 2, 0, 3}, 3, 2)); d > 1e-14 {
+		t.Errorf("QR of a matrix with a zero column: |q·r - a| = %g", d)
+	}
+	if _, err := catch(func() *tensor.Tensor { q, _ := ops.QR(tensor.Zeros(tensor.Float64, 3)); return q }); !errors.As(err, new(*tensor.Error)) {
+		t.Errorf("QR of a vector: error %v, want a *tensor.Error", err)
+	}
+}

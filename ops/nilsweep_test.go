@@ -126,6 +126,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Det", Fn: ops.Det},
 		{Name: "Slogdet", Fn: ops.Slogdet},
 		{Name: "Eigh", Fn: ops.Eigh},
+		{Name: "QR", Fn: ops.QR},
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},

@@ -9,7 +9,7 @@ import (
 )
 
 // Cholesky and TriangularSolve (ops/linalg.go), Solve, Det and Slogdet
-// (ops/linalg_lu.go), Eigh (ops/linalg_eigh.go), by the linalg family's
+// (ops/linalg_lu.go), Eigh and QR (ops/linalg_eigh.go, linalg_qr.go), by the linalg family's
 // kernels: the CPU's algorithms, bit for bit (Slogdet's logarithms
 // within 2 ulps).
 
@@ -24,6 +24,7 @@ func init() {
 		eager.RegisterKernel("Det", device.GPU, tensorType(d), determinant(d, false))
 		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
 		eager.RegisterKernel("Eigh", device.GPU, tensorType(d), eigh(d))
+		eager.RegisterKernel("QR", device.GPU, tensorType(d), qr(d))
 	}
 }
 
@@ -141,5 +142,27 @@ func eigh(d kernels.DType) eager.Kernel {
 		defer order.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(order)).Ptr(ptr(a)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("eigh", string(d)), batch, eighBlock, args))
+	}
+}
+
+// qrBlock is the threads of a QR block (one matrix).
+const qrBlock = 128
+
+func qr(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Inputs[0]
+		m, n := a.Dim(-2), a.Dim(-1)
+		k := min(m, n)
+		batch := a.Shape()[:a.Rank()-2].NumElements()
+		if k == 0 || batch == 0 {
+			return
+		}
+		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, m*n + 2*m*k})
+		if err != nil {
+			c.Fail(err, "QR's work of %v", a.Shape())
+		}
+		defer work.Release()
+		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(a)).U64(uint64(m)).U64(uint64(n))
+		check(c, gpu(c).launchBlocks("linalg", kernels.Name("qr", string(d)), batch, qrBlock, args))
 	}
 }

@@ -109,3 +109,23 @@ func TestEighIsTheCPUsOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// QR equals the CPU's bit for bit: tall, square and wide matrices, more
+// columns than a block's threads, a zero column, float32 and float64.
+func TestQRIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, shape := range [][2]int{{1, 1}, {7, 4}, {5, 5}, {3, 8}, {3, 140}, {140, 2}} {
+			a := tensor.RandUniform(tensor.NewRNG(uint64(shape[0]*shape[1])), tensor.Float64, -1, 1, 2, shape[0], shape[1])
+			rows := tensor.ToSlice[float64](a)
+			for i := range shape[0] { // the second matrix's first column 0
+				rows[shape[0]*shape[1]+i*shape[1]] = 0
+			}
+			a = ops.Cast(tensor.FromSlice(rows, 2, shape[0], shape[1]), dt)
+			q, r := ops.QR(a)
+			gq, gr := ops.QR(onGPU(t, d, a))
+			sameBits(t, "q", dt, shape[0], onHost(t, gq), q)
+			sameBits(t, "r", dt, shape[1], onHost(t, gr), r)
+		}
+	}
+}

@@ -643,7 +643,7 @@ func genMatMul(g *gen) bool {
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
 // the lower triangle agree there), solves with a triangle of a + 3·I in
 // any of its forms, takes a + 3·I's determinant, log|det|, inverse or
-// solve, or decomposes x + xᵀ.
+// solve, decomposes x + xᵀ, or factors QR.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -651,6 +651,11 @@ func genLinalg(g *gen) bool {
 		batch = []int{g.between(1, 3)}
 	}
 	square := append(slices.Clone(batch), n, n)
+	if g.chance(0.15) { // QR of a tall, square or wide matrix: q, or r
+		rows := g.between(1, 5)
+		g.add("qr", Attrs{K: g.intn(2)}, g.inputOf(append(slices.Clone(batch), rows, n), -1, 1, false))
+		return true
+	}
 	switch g.intn(6) {
 	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))

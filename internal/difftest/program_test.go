@@ -339,6 +339,9 @@ func apply(op string, x []T, a Attrs) T {
 			return vals
 		}
 		return ops.MatMulT(ops.Mul(vecs, ops.ExpandDims(ops.Sigmoid(vals), -2)), vecs, false, true)
+	case "qr": // K picks q or r
+		q, r := ops.QR(x[0])
+		return []T{q, r}[a.K]
 	case "det_shifted":
 		return ops.Det(ops.Add(x[0], scaledEye(x[0], 3)))
 	case "logabsdet_shifted":

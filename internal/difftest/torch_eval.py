@@ -599,6 +599,12 @@ def step(op, args, a):
         if a["ta"]:
             m, upper = m.mT, not upper
         return torch.linalg.solve_triangular(m, args[1], upper=upper, unitriangular=a["unit"])
+    if op == "qr":
+        # r's rows (and q's columns) signed so that r's diagonal is not
+        # negative, as eagerflow's (LAPACK leaves the signs as they fall).
+        q, r = torch.linalg.qr(x)
+        s = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(x.dtype)
+        return [q * s.unsqueeze(-2), r * s.unsqueeze(-1)][a["k"]]
     if op in ("eigvalsh_sym", "eigh_sigmoid_sym"):
         vals, vecs = torch.linalg.eigh(x + x.mT)
         if op == "eigvalsh_sym":

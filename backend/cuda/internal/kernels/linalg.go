@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -51,7 +52,7 @@ func linalgKernels() []*ptx.Kernel {
 			}
 		}
 	}
-	return append(append(out, luKernels()...), eighKernels()...)
+	return slices.Concat(out, luKernels(), eighKernels(), qrKernels())
 }
 
 // la holds a linalg kernel's 64-bit index arithmetic.
