@@ -11,8 +11,8 @@ import (
 // linalgSamples are the samples of the linear algebra ops (ops/linalg*.go):
 // Cholesky of symmetric positive-definite batches (m·mᵀ + n·I),
 // TriangularSolve in each form, Solve, Det and Slogdet over
-// well-conditioned matrices (the diagonal dominant), Eigh, and QR of
-// tall, square and wide matrices; batches broadcast, empty matrices, and
+// well-conditioned matrices (the diagonal dominant), Eigh, and QR and
+// SVD of tall, square and wide matrices; batches broadcast, empty matrices, and
 // singular ones.
 func linalgSamples(add func(name string, s ...sample)) {
 	square := [][]int{{1, 1}, {3, 3}, {2, 4, 4}, {0, 2, 2}, {2, 0, 0}, {5, 5}}
@@ -52,9 +52,12 @@ func linalgSamples(add func(name string, s ...sample)) {
 		for _, shape := range [][]int{{1, 1}, {4, 3}, {3, 3}, {2, 5, 3}, {3, 5}, {2, 2, 4}, {0, 3}, {3, 0}, {0, 2, 2}} {
 			full := shape[len(shape)-1] > 0 && shape[len(shape)-2] > 0 && shape[0] > 0
 			add("QR", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.QR(of(dt, -1, 1, shape...)) }, dt == tensor.Float64 && full, true))
+			add("SVD", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.SVD(of(dt, -1, 1, shape...)) }, dt == tensor.Float64 && full, true))
 		}
 	}
 	add("Eigh", one("a matrix holding NaN", func() { ops.Eigh(tensor.FromSlice([]float64{1, 0, math.NaN(), 1}, 2, 2)) }, false, false))
+	add("SVD", one("rank 1", func() { ops.SVD(tensor.FromSlice([]float64{1, 1, 2, 2, 3, 3}, 3, 2)) }, false, false),
+		one("holding ∞", func() { ops.SVD(tensor.FromSlice([]float64{1, math.Inf(1), 2, 2}, 2, 2)) }, false, false))
 	add("Solve", one("Inverse", func() { ops.Inverse(triangularOf(tensor.Float64, 2, 3, 3)) }, true, true))
 	add("Det", one("a singular matrix", func() { ops.Det(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
 	add("Slogdet", one("a singular matrix", func() { ops.Slogdet(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))

@@ -146,6 +146,7 @@
 //	Det(a), Slogdet(a)                       the determinant; its sign and log|det| (no overflow)
 //	Eigh(a)                                  symmetric: ascending eigenvalues, eigenvectors (Jacobi; linalg_eigh.go)
 //	QR(a)                                    reduced q·r of [..., m n], r's diagonal ≥ 0 (Householder; linalg_qr.go)
+//	SVD(a)                                   reduced u·diag(s)·vt, s descending (one-sided Jacobi; linalg_svd.go)
 //
 // # Neural-net functions (activation.go, rectifiers.go, smooth_units.go, softmax.go, layernorm.go, attention.go)
 //

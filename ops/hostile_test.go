@@ -168,6 +168,7 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"Slogdet", func() { ops.Slogdet(tensor.Zeros(tensor.Float64, 3)) }},
 		{"Eigh", func() { ops.Eigh(tensor.Zeros(tensor.Float64, 2, 3)) }},
 		{"QR", func() { ops.QR(tensor.Zeros(tensor.Int32, 2, 3)) }},
+		{"SVD", func() { ops.SVD(tensor.Zeros(tensor.Float64, 4)) }},
 		{"GeluTanh", func() { ops.GeluTanh(tensor.Zeros(tensor.Int32, 2)) }},
 		{"AvgPool2D", func() { ops.AvgPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},
 		{"MaxPool2D", func() { ops.MaxPool2D(tensor.Zeros(tensor.Bool, 1, 2, 2, 1), ops.PoolOpts{Size: [2]int{2, 2}}) }},

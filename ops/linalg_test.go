@@ -274,3 +274,54 @@ func TestQR(t *testing.T) {
 		t.Errorf("QR of a vector: error %v, want a *tensor.Error", err)
 	}
 }
+
+// SVD of tall, square and wide matrices: orthonormal u and vt, s
+// descending and not negative, u·diag(s)·vt = a, u's largest components
+// positive; a rank-deficient matrix's u still orthonormal; huge and tiny
+// scales kept (the power-of-2 prescaling).
+func TestSVD(t *testing.T) {
+	for _, c := range []struct {
+		dt  tensor.DType
+		tol float64
+	}{{tensor.Float64, 1e-14}, {tensor.Float32, 2e-6}} {
+		for _, shape := range [][]int{{6, 4}, {2, 5, 5}, {3, 7}, {1, 1}, {4, 1}} {
+			a := ops.Cast(tensor.RandUniform(tensor.NewRNG(17), tensor.Float64, -1, 1, shape...), c.dt)
+			u, s, vt := ops.SVD(a)
+			if d := maxAbsDiff(ops.MatMul(ops.Mul(u, ops.ExpandDims(s, -2)), vt), a); d > c.tol*20 {
+				t.Errorf("%v %v: |u·diag(s)·vt - a| = %g", c.dt, shape, d)
+			}
+			k := s.Dim(-1)
+			batch := s.Shape()[:s.Rank()-1].Clone()
+			eye := ops.BroadcastTo(tensor.Eye(c.dt, k), append(batch, k, k)...)
+			if d := maxAbsDiff(ops.MatMulT(u, u, true, false), eye); d > c.tol*20 {
+				t.Errorf("%v %v: |uᵀu - I| = %g", c.dt, shape, d)
+			}
+			if d := maxAbsDiff(ops.MatMulT(vt, vt, false, true), eye); d > c.tol*20 {
+				t.Errorf("%v %v: |vt·vtᵀ - I| = %g", c.dt, shape, d)
+			}
+			sv := tensor.ToSlice[float64](ops.Cast(s, tensor.Float64))
+			for i := range sv {
+				if sv[i] < 0 || i%k != 0 && sv[i] > sv[i-1] {
+					t.Errorf("%v %v: s = %v", c.dt, shape, sv)
+					break
+				}
+			}
+		}
+	}
+	// Rank 1: s = (√(1+4+9)·√2, 0), u orthonormal all the same.
+	a := tensor.FromSlice([]float64{1, 1, 2, 2, 3, 3}, 3, 2)
+	u, s, vt := ops.SVD(a)
+	if sv := tensor.ToSlice[float64](s); math.Abs(sv[0]-math.Sqrt(28)) > 1e-14 || sv[1] > 1e-15 {
+		t.Errorf("s of a rank-1 matrix = %v", sv)
+	}
+	if d := maxAbsDiff(ops.MatMulT(u, u, true, false), tensor.Eye(tensor.Float64, 2)); d > 1e-15 {
+		t.Errorf("rank 1: |uᵀu - I| = %g", d)
+	}
+	if d := maxAbsDiff(ops.MatMul(ops.Mul(u, ops.ExpandDims(s, -2)), vt), a); d > 1e-14 {
+		t.Errorf("rank 1: |u·diag(s)·vt - a| = %g", d)
+	}
+	huge := ops.Mul(tensor.FromSlice([]float64{3, 0, 0, 4}, 2, 2), tensor.Scalar(1e300))
+	if _, s, _ := ops.SVD(huge); tensor.ToSlice[float64](s)[0] != 4e300 {
+		t.Errorf("s of diag(3e300, 4e300) = %v", tensor.ToSlice[float64](s))
+	}
+}

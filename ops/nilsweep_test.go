@@ -127,6 +127,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Slogdet", Fn: ops.Slogdet},
 		{Name: "Eigh", Fn: ops.Eigh},
 		{Name: "QR", Fn: ops.QR},
+		{Name: "SVD", Fn: ops.SVD},
 		{Name: "LogSoftmax", Fn: ops.LogSoftmax},
 		{Name: "LogSumExp", Fn: ops.LogSumExp},
 		{Name: "LSTMCell", Fn: ops.LSTMCell},

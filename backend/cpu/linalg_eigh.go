@@ -129,16 +129,19 @@ func eigenOrder(w []float64, n int) []int {
 	return order
 }
 
-// eigenSign is ±1: the sign that makes column col of v's component of
-// largest magnitude (the first of equals) positive.
-func eigenSign(v []float64, n, col int) float64 {
+// eigenSign is ±1: the sign that makes column col of v (n×n) have its
+// component of largest magnitude (the first of equals) positive.
+func eigenSign(v []float64, n, col int) float64 { return columnSign(v, n, n, col) }
+
+// columnSign is eigenSign of column col of x (rows×stride, row-major).
+func columnSign(x []float64, rows, stride, col int) float64 {
 	best, at := -1.0, 0
-	for i := range n {
-		if m := math.Abs(v[i*n+col]); m > best {
+	for i := range rows {
+		if m := math.Abs(x[i*stride+col]); m > best {
 			best, at = m, i
 		}
 	}
-	if v[at*n+col] < 0 {
+	if x[at*stride+col] < 0 {
 		return -1
 	}
 	return 1

@@ -9,7 +9,8 @@ import (
 )
 
 // Cholesky and TriangularSolve (ops/linalg.go), Solve, Det and Slogdet
-// (ops/linalg_lu.go), Eigh and QR (ops/linalg_eigh.go, linalg_qr.go), by the linalg family's
+// (ops/linalg_lu.go), Eigh, QR and SVD (ops/linalg_eigh.go, linalg_qr.go,
+// linalg_svd.go), by the linalg family's
 // kernels: the CPU's algorithms, bit for bit (Slogdet's logarithms
 // within 2 ulps).
 
@@ -25,6 +26,7 @@ func init() {
 		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
 		eager.RegisterKernel("Eigh", device.GPU, tensorType(d), eigh(d))
 		eager.RegisterKernel("QR", device.GPU, tensorType(d), qr(d))
+		eager.RegisterKernel("SVD", device.GPU, tensorType(d), svd(d))
 	}
 }
 
@@ -164,5 +166,32 @@ func qr(d kernels.DType) eager.Kernel {
 		defer work.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(a)).U64(uint64(m)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("qr", string(d)), batch, qrBlock, args))
+	}
+}
+
+// svdBlock is the threads of an SVD block (one matrix).
+const svdBlock = 128
+
+func svd(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Inputs[0]
+		m, n := a.Dim(-2), a.Dim(-1)
+		r, k := max(m, n), min(m, n)
+		batch := a.Shape()[:a.Rank()-2].NumElements()
+		if k == 0 || batch == 0 {
+			return
+		}
+		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, 2*r*k + 2*k*k + k})
+		if err != nil {
+			c.Fail(err, "SVD's work of %v", a.Shape())
+		}
+		defer work.Release()
+		order, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, k})
+		if err != nil {
+			c.Fail(err, "SVD's order of %v", a.Shape())
+		}
+		defer order.Release()
+		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(outs[2])).Ptr(ptr(work)).Ptr(ptr(order)).Ptr(ptr(a)).U64(uint64(m)).U64(uint64(n))
+		check(c, gpu(c).launchBlocks("linalg", kernels.Name("svd", string(d)), batch, svdBlock, args))
 	}
 }

@@ -129,3 +129,27 @@ func TestQRIsTheCPUsOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// SVD equals the CPU's bit for bit: tall, square and wide matrices, a
+// rank-deficient one (u's basis completed), one holding ∞, float32 and
+// float64.
+func TestSVDIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, shape := range [][2]int{{1, 1}, {7, 4}, {5, 5}, {3, 8}, {6, 3}} {
+			a := tensor.RandUniform(tensor.NewRNG(uint64(shape[0]*shape[1]+3)), tensor.Float64, -1, 1, 3, shape[0], shape[1])
+			rows := tensor.ToSlice[float64](a)
+			mn := shape[0] * shape[1]
+			for i := range mn { // the second matrix of rank 1 (rows alike), the third holding ∞
+				rows[mn+i] = rows[mn+i%shape[1]]
+			}
+			rows[2*mn] = math.Inf(1)
+			a = ops.Cast(tensor.FromSlice(rows, 3, shape[0], shape[1]), dt)
+			u, s, vt := ops.SVD(a)
+			gu, gs, gvt := ops.SVD(onGPU(t, d, a))
+			sameBits(t, "u", dt, shape[0], onHost(t, gu), u)
+			sameBits(t, "s", dt, shape[0], onHost(t, gs), s)
+			sameBits(t, "vt", dt, shape[1], onHost(t, gvt), vt)
+		}
+	}
+}

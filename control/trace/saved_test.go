@@ -81,6 +81,8 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.Reshape(vectors, 1, 4), ops.Reshape(ops.Concatenate(0, values, values), 1, 4)))
 	qf, rf := ops.QR(ops.Reshape(ops.Sub(q, r), 2, 2)) // QR's outputs read only by its rule
 	picked = ops.Add(picked, ops.Reshape(ops.Add(qf, rf), 1, 4))
+	su, ss, svt := ops.SVD(ops.Reshape(ops.Add(q, c), 2, 2)) // SVD's outputs read only by its rule
+	picked = ops.Add(picked, ops.Add(ops.Reshape(ops.Add(su, svt), 1, 4), ops.Reshape(ops.Concatenate(0, ss, ss), 1, 4)))
 	return ops.Mul(ops.Add(ops.Add(ops.Add(ops.Add(ops.Tanh(r), b), q), spread), picked), c) // Tanh's output read only by its rule
 }
 
@@ -101,7 +103,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet", "Eigh", "QR"}
+	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet", "Eigh", "QR", "SVD"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -643,7 +643,7 @@ func genMatMul(g *gen) bool {
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
 // the lower triangle agree there), solves with a triangle of a + 3·I in
 // any of its forms, takes a + 3·I's determinant, log|det|, inverse or
-// solve, decomposes x + xᵀ, or factors QR.
+// solve, decomposes x + xᵀ, or factors QR or SVD.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -651,9 +651,13 @@ func genLinalg(g *gen) bool {
 		batch = []int{g.between(1, 3)}
 	}
 	square := append(slices.Clone(batch), n, n)
-	if g.chance(0.15) { // QR of a tall, square or wide matrix: q, or r
+	if g.chance(0.25) { // QR (q or r) or SVD (s, or u·diag(σ(s))·vt) of a tall, square or wide matrix
 		rows := g.between(1, 5)
-		g.add("qr", Attrs{K: g.intn(2)}, g.inputOf(append(slices.Clone(batch), rows, n), -1, 1, false))
+		op := "qr"
+		if g.chance(0.5) {
+			op = "svd"
+		}
+		g.add(op, Attrs{K: g.intn(2)}, g.inputOf(append(slices.Clone(batch), rows, n), -1, 1, false))
 		return true
 	}
 	switch g.intn(6) {

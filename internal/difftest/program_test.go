@@ -342,6 +342,12 @@ func apply(op string, x []T, a Attrs) T {
 	case "qr": // K picks q or r
 		q, r := ops.QR(x[0])
 		return []T{q, r}[a.K]
+	case "svd": // K picks s, or u·diag(σ(s))·vt (the vectors' signs cancel)
+		u, s, vt := ops.SVD(x[0])
+		if a.K == 0 {
+			return s
+		}
+		return ops.MatMul(ops.Mul(u, ops.ExpandDims(ops.Sigmoid(s), -2)), vt)
 	case "det_shifted":
 		return ops.Det(ops.Add(x[0], scaledEye(x[0], 3)))
 	case "logabsdet_shifted":

@@ -605,6 +605,11 @@ def step(op, args, a):
         q, r = torch.linalg.qr(x)
         s = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(x.dtype)
         return [q * s.unsqueeze(-2), r * s.unsqueeze(-1)][a["k"]]
+    if op == "svd":
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        if a["k"] == 0:
+            return s
+        return (u * torch.sigmoid(s).unsqueeze(-2)) @ vh
     if op in ("eigvalsh_sym", "eigh_sigmoid_sym"):
         vals, vecs = torch.linalg.eigh(x + x.mT)
         if op == "eigvalsh_sym":

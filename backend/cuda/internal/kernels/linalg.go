@@ -52,7 +52,7 @@ func linalgKernels() []*ptx.Kernel {
 			}
 		}
 	}
-	return slices.Concat(out, luKernels(), eighKernels(), qrKernels())
+	return slices.Concat(out, luKernels(), eighKernels(), qrKernels(), svdKernels())
 }
 
 // la holds a linalg kernel's 64-bit index arithmetic.

@@ -1,0 +1,214 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/eagerflow/eagerflow/eager"
+	"github.com/eagerflow/eagerflow/tensor"
+)
+
+// SVD's kernel (ops/linalg_svd.go): one-sided Jacobi rotations in
+// float64 of the tall one of a and aᵀ, the GPU's linalg kernel taking
+// the same steps.
+
+func init() {
+	kernels{f32: svdKernel[float32], f64: svdKernel[float64]}.register("SVD")
+}
+
+func svdKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
+	a := c.Inputs[0]
+	m, n := a.Dim(-2), a.Dim(-1)
+	k := min(m, n)
+	if k == 0 {
+		return
+	}
+	av, uv, sv, vtv := data[T](a), data[T](outs[0]), data[T](outs[1]), data[T](outs[2])
+	rows := max(m, n)
+	batch := len(av) / (m * n)
+	deviceOf(c).Parallel(batch, float64(rows*k*k)*30+1, func(lo, hi int) {
+		b, v := make([]float64, rows*k), make([]float64, k*k)
+		s, u := make([]float64, k), make([]float64, rows*k)
+		for bi := lo; bi < hi; bi++ {
+			x := av[bi*m*n:][:m*n]
+			finite := true
+			for i := range m { // b: a, or aᵀ where wide (rows×k, tall)
+				for j := range n {
+					e := float64(x[i*n+j])
+					finite = finite && !math.IsInf(e, 0) && !math.IsNaN(e)
+					if m >= n {
+						b[i*k+j] = e
+					} else {
+						b[j*k+i] = e
+					}
+				}
+			}
+			uo, so, vto := uv[bi*m*k:][:m*k], sv[bi*k:][:k], vtv[bi*k*n:][:k*n]
+			if !finite {
+				for _, o := range [][]T{uo, so, vto} {
+					for i := range o {
+						o[i] = T(math.NaN())
+					}
+				}
+				continue
+			}
+			tallSVD(b, v, s, u, rows, k)
+			// a = U·S·Vᵀ (tall), or aᵀ's: a = V·S·Uᵀ. Signs by u's columns.
+			for j := range k {
+				so[j] = T(s[j])
+				sign := columnSign(v, k, k, j) // u is aᵀ's v where wide
+				if m >= n {
+					sign = columnSign(u, m, k, j)
+				}
+				for i := range m {
+					if m >= n {
+						uo[i*k+j] = T(sign * u[i*k+j])
+					} else {
+						uo[i*k+j] = T(sign * v[i*k+j])
+					}
+				}
+				for i := range n {
+					if m >= n {
+						vto[j*n+i] = T(sign * v[i*k+j])
+					} else {
+						vto[j*n+i] = T(sign * u[i*k+j])
+					}
+				}
+			}
+		}
+	})
+}
+
+// tallSVD decomposes b (r×k, r ≥ k, row-major, finite) into u (r×k), s
+// (descending) and v (k×k) with b = u·diag(s)·vᵀ: b scaled by a power of
+// 2 so that its largest magnitude is in [½, 1) (within 2^±1000); sweeps over
+// the column pairs p < q in row order, each rotation (from I into v)
+// making columns p and q orthogonal (α, β, γ their squared norms and dot
+// product, rows ascending; t the smaller root for ζ = (β - α)/(2γ)) and
+// skipped where |γ| ≤ 2⁻⁵³·√α·√β, until a sweep rotates nothing; then
+// s the columns' norms sorted (the first of equals first), u the columns
+// over them, and for each s of 0 the first unit vector eᵢ made
+// orthogonal to u's earlier columns (twice, by Gram and Schmidt) whose
+// remainder is at least ½ long, normalized. b and v are overwritten.
+func tallSVD(b, v, s, u []float64, r, k int) {
+	big := 0.0
+	for _, x := range b[:r*k] {
+		big = max(big, math.Abs(x))
+	}
+	// big's binary exponent from its bits (the GPU's way), held to ±1000
+	// so that 2^±e is a normal number and each scaling exact.
+	e := min(max(int(math.Float64bits(big)>>52&0x7ff)-1022, -1000), 1000)
+	down := math.Ldexp(1, -e)
+	for i := range b[:r*k] {
+		b[i] *= down
+	}
+	clear(v)
+	for i := range k {
+		v[i*k+i] = 1
+	}
+	for range jacobiSweeps {
+		rotated := false
+		for p := range k {
+			for q := p + 1; q < k; q++ {
+				alpha, beta, gamma := 0.0, 0.0, 0.0
+				for i := range r {
+					bp, bq := b[i*k+p], b[i*k+q]
+					alpha += bp * bp
+					beta += bq * bq
+					gamma += bp * bq
+				}
+				if math.Abs(gamma) <= 0x1p-53*math.Sqrt(alpha)*math.Sqrt(beta) {
+					continue
+				}
+				rotated = true
+				zeta := (beta - alpha) / (2 * gamma)
+				t := 1 / (math.Abs(zeta) + math.Sqrt(zeta*zeta+1))
+				if math.Abs(zeta) > 1e150 {
+					t = 0.5 / math.Abs(zeta)
+				}
+				if zeta < 0 {
+					t = -t
+				}
+				c := 1 / math.Sqrt(t*t+1)
+				sn := t * c
+				for i := range r {
+					bp, bq := b[i*k+p], b[i*k+q]
+					b[i*k+p] = c*bp - sn*bq
+					b[i*k+q] = sn*bp + c*bq
+				}
+				for i := range k {
+					vp, vq := v[i*k+p], v[i*k+q]
+					v[i*k+p] = c*vp - sn*vq
+					v[i*k+q] = sn*vp + c*vq
+				}
+			}
+		}
+		if !rotated {
+			break
+		}
+	}
+	norms := make([]float64, k)
+	for j := range k {
+		sum := 0.0
+		for i := range r {
+			sum += b[i*k+j] * b[i*k+j]
+		}
+		norms[j] = math.Sqrt(sum)
+	}
+	order := make([]int, k)
+	for i := range order {
+		order[i] = i
+		for j := i; j > 0 && norms[order[j]] > norms[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	vs := make([]float64, k*k)
+	copy(vs, v)
+	for j, col := range order {
+		s[j] = norms[col] * math.Ldexp(1, e)
+		for i := range k {
+			v[i*k+j] = vs[i*k+col]
+		}
+		for i := range r {
+			u[i*k+j] = 0
+			if norms[col] > 0 {
+				u[i*k+j] = b[i*k+col] / norms[col]
+			}
+		}
+		if norms[col] == 0 {
+			completeBasis(u, r, k, j)
+		}
+	}
+}
+
+// completeBasis sets column j of u (r×k) to a unit vector orthogonal to
+// its columns before j: the first eᵢ whose remainder after two passes of
+// Gram and Schmidt is at least ½ long.
+func completeBasis(u []float64, r, k, j int) {
+	for e := range r {
+		for i := range r {
+			u[i*k+j] = 0
+		}
+		u[e*k+j] = 1
+		for range 2 {
+			for p := range j {
+				dot := 0.0
+				for i := range r {
+					dot += u[i*k+p] * u[i*k+j]
+				}
+				for i := range r {
+					u[i*k+j] -= dot * u[i*k+p]
+				}
+			}
+		}
+		sum := 0.0
+		for i := range r {
+			sum += u[i*k+j] * u[i*k+j]
+		}
+		if norm := math.Sqrt(sum); norm >= 0.5 {
+			for i := range r {
+				u[i*k+j] /= norm
+			}
+			return
+		}
+	}
+}
