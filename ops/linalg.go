@@ -34,6 +34,18 @@ func init() {
 	})
 }
 
+// matrixDims fails c unless its input is a matrix or a batch of them
+// ([..., m, n]), and returns its dtype, batch shape, m, n and k = min(m,
+// n): the reduced factorizations' dimensions.
+func matrixDims(c *eager.Call) (dt tensor.DType, batch tensor.Shape, m, n, k int) {
+	a := c.Inputs[0]
+	if a.Rank() < 2 {
+		c.Fail(tensor.ErrRank, "a %v is not a matrix or a batch of them ([..., m, n])", a.Shape())
+	}
+	m, n = a.Dim(-2), a.Dim(-1)
+	return a.DType(), a.Shape()[:a.Rank()-2], m, n, min(m, n)
+}
+
 // needSquare fails c unless x is a square matrix or a batch of them.
 func needSquare(c *eager.Call, x *tensor.Tensor, name string) {
 	if x.Rank() < 2 || x.Dim(-1) != x.Dim(-2) {

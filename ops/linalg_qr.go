@@ -13,16 +13,8 @@ func init() {
 	qrOp = eager.Register(&eager.Op{
 		Name: "QR", Inputs: 1, DTypes: linalgTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			a := c.Inputs[0]
-			if a.Rank() < 2 {
-				c.Fail(tensor.ErrRank, "a %v is not a matrix or a batch of them ([..., m, n])", a.Shape())
-			}
-			m, n := a.Dim(-2), a.Dim(-1)
-			k := min(m, n)
-			batch := a.Shape()[:a.Rank()-2]
-			q := append(batch.Clone(), m, k)
-			r := append(batch.Clone(), k, n)
-			return []eager.Out{{DType: a.DType(), Shape: q}, {DType: a.DType(), Shape: r}}
+			dt, batch, m, n, k := matrixDims(c)
+			return []eager.Out{{DType: dt, Shape: append(batch.Clone(), m, k)}, {DType: dt, Shape: append(batch.Clone(), k, n)}}
 		},
 		Grad:      qrGrad,
 		GradReads: eager.ReadsOutputs,

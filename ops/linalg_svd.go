@@ -15,17 +15,11 @@ func init() {
 	svdOp = eager.Register(&eager.Op{
 		Name: "SVD", Inputs: 1, DTypes: linalgTypes,
 		Infer: func(c *eager.Call) []eager.Out {
-			a := c.Inputs[0]
-			if a.Rank() < 2 {
-				c.Fail(tensor.ErrRank, "a %v is not a matrix or a batch of them ([..., m, n])", a.Shape())
-			}
-			m, n := a.Dim(-2), a.Dim(-1)
-			k := min(m, n)
-			batch := a.Shape()[:a.Rank()-2]
+			dt, batch, m, n, k := matrixDims(c)
 			return []eager.Out{
-				{DType: a.DType(), Shape: append(batch.Clone(), m, k)},
-				{DType: a.DType(), Shape: append(batch.Clone(), k)},
-				{DType: a.DType(), Shape: append(batch.Clone(), k, n)},
+				{DType: dt, Shape: append(batch.Clone(), m, k)},
+				{DType: dt, Shape: append(batch.Clone(), k)},
+				{DType: dt, Shape: append(batch.Clone(), k, n)},
 			}
 		},
 		Grad:      svdGrad,

@@ -46,7 +46,7 @@ func eighKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 				continue
 			}
 			jacobiEigen(w, v, n)
-			order := eigenOrder(w, n)
+			order := insertionOrder(n, func(i, j int) bool { return w[i*n+i] < w[j*n+j] }) // ascending
 			for k, col := range order {
 				lv[b*n+k] = T(w[col*n+col])
 				sign := eigenSign(v, n, col)
@@ -81,16 +81,7 @@ func jacobiEigen(w, v []float64, n int) {
 					continue
 				}
 				rotated = true
-				theta := (aqq - app) / (2 * apq)
-				t := 1 / (math.Abs(theta) + math.Sqrt(theta*theta+1))
-				if math.Abs(theta) > 1e150 { // θ² overflows: t = 1/(2θ)
-					t = 0.5 / math.Abs(theta)
-				}
-				if theta < 0 {
-					t = -t
-				}
-				c := 1 / math.Sqrt(t*t+1)
-				s := t * c
+				c, s, t := jacobiRotation((aqq - app) / (2 * apq))
 				for k := range n {
 					if k == p || k == q {
 						continue
@@ -103,11 +94,7 @@ func jacobiEigen(w, v []float64, n int) {
 				w[p*n+p] = app - t*apq
 				w[q*n+q] = aqq + t*apq
 				w[p*n+q], w[q*n+p] = 0, 0
-				for k := range n {
-					vkp, vkq := v[k*n+p], v[k*n+q]
-					v[k*n+p] = c*vkp - s*vkq
-					v[k*n+q] = s*vkp + c*vkq
-				}
+				turnColumns(v, n, n, p, q, c, s)
 			}
 		}
 		if !rotated {
@@ -116,13 +103,38 @@ func jacobiEigen(w, v []float64, n int) {
 	}
 }
 
-// eigenOrder is the diagonal of w's places in ascending order of value
-// (insertion: the first of equals first).
-func eigenOrder(w []float64, n int) []int {
+// jacobiRotation is the rotation (c, s) and its tangent t for θ (the
+// smaller root of t² + 2θt - 1 = 0; 1/(2θ) where θ² overflows), c =
+// 1/√(t² + 1), s = t·c.
+func jacobiRotation(theta float64) (c, s, t float64) {
+	t = 1 / (math.Abs(theta) + math.Sqrt(theta*theta+1))
+	if math.Abs(theta) > 1e150 {
+		t = 0.5 / math.Abs(theta)
+	}
+	if theta < 0 {
+		t = -t
+	}
+	c = 1 / math.Sqrt(t*t+1)
+	return c, t * c, t
+}
+
+// turnColumns rotates columns p and q of x (rows×stride, row-major) by
+// (c, s): x[i][p], x[i][q] = c·xp - s·xq, s·xp + c·xq.
+func turnColumns(x []float64, rows, stride, p, q int, c, s float64) {
+	for i := range rows {
+		xp, xq := x[i*stride+p], x[i*stride+q]
+		x[i*stride+p] = c*xp - s*xq
+		x[i*stride+q] = s*xp + c*xq
+	}
+}
+
+// insertionOrder is 0..n-1 ordered by before (an insertion sort: equals
+// keep their order).
+func insertionOrder(n int, before func(i, j int) bool) []int {
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
-		for j := i; j > 0 && w[order[j]*n+order[j]] < w[order[j-1]*n+order[j-1]]; j-- {
+		for j := i; j > 0 && before(order[j], order[j-1]); j-- {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}

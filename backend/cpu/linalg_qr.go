@@ -86,15 +86,8 @@ func householderQR(w, h, q []float64, m, n int) {
 		for i := j; i < m; i++ {
 			h[i*k+j] /= vn
 		}
-		for c := j; c < n; c++ { // w[j:, c] -= 2·v·(vᵀ·w[j:, c])
-			dot := 0.0
-			for i := j; i < m; i++ {
-				dot += h[i*k+j] * w[i*n+c]
-			}
-			dot *= 2
-			for i := j; i < m; i++ {
-				w[i*n+c] -= h[i*k+j] * dot
-			}
+		for c := j; c < n; c++ {
+			reflect(h, w, m, k, n, j, c)
 		}
 		for i := j + 1; i < m; i++ { // exactly 0 below the diagonal
 			w[i*n+j] = 0
@@ -106,14 +99,7 @@ func householderQR(w, h, q []float64, m, n int) {
 	}
 	for j := k - 1; j >= 0; j-- {
 		for c := j; c < k; c++ {
-			dot := 0.0
-			for i := j; i < m; i++ {
-				dot += h[i*k+j] * q[i*k+c]
-			}
-			dot *= 2
-			for i := j; i < m; i++ {
-				q[i*k+c] -= h[i*k+j] * dot
-			}
+			reflect(h, q, m, k, k, j, c)
 		}
 	}
 	for j := range k {
@@ -125,5 +111,19 @@ func householderQR(w, h, q []float64, m, n int) {
 				q[i*k+j] = -q[i*k+j]
 			}
 		}
+	}
+}
+
+// reflect applies reflection j (column j of h, m×k, rows from j) to
+// column c of x (m×stride): x -= v·(2·vᵀ·x), the sum over rows
+// ascending.
+func reflect(h, x []float64, m, k, stride, j, c int) {
+	dot := 0.0
+	for i := j; i < m; i++ {
+		dot += h[i*k+j] * x[i*stride+c]
+	}
+	dot *= 2
+	for i := j; i < m; i++ {
+		x[i*stride+c] -= h[i*k+j] * dot
 	}
 }

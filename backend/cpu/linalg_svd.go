@@ -120,26 +120,9 @@ func tallSVD(b, v, s, u []float64, r, k int) {
 					continue
 				}
 				rotated = true
-				zeta := (beta - alpha) / (2 * gamma)
-				t := 1 / (math.Abs(zeta) + math.Sqrt(zeta*zeta+1))
-				if math.Abs(zeta) > 1e150 {
-					t = 0.5 / math.Abs(zeta)
-				}
-				if zeta < 0 {
-					t = -t
-				}
-				c := 1 / math.Sqrt(t*t+1)
-				sn := t * c
-				for i := range r {
-					bp, bq := b[i*k+p], b[i*k+q]
-					b[i*k+p] = c*bp - sn*bq
-					b[i*k+q] = sn*bp + c*bq
-				}
-				for i := range k {
-					vp, vq := v[i*k+p], v[i*k+q]
-					v[i*k+p] = c*vp - sn*vq
-					v[i*k+q] = sn*vp + c*vq
-				}
+				c, sn, _ := jacobiRotation((beta - alpha) / (2 * gamma))
+				turnColumns(b, r, k, p, q, c, sn)
+				turnColumns(v, k, k, p, q, c, sn)
 			}
 		}
 		if !rotated {
@@ -154,13 +137,7 @@ func tallSVD(b, v, s, u []float64, r, k int) {
 		}
 		norms[j] = math.Sqrt(sum)
 	}
-	order := make([]int, k)
-	for i := range order {
-		order[i] = i
-		for j := i; j > 0 && norms[order[j]] > norms[order[j-1]]; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
+	order := insertionOrder(k, func(i, j int) bool { return norms[i] > norms[j] }) // descending
 	vs := make([]float64, k*k)
 	copy(vs, v)
 	for j, col := range order {

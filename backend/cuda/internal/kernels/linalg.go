@@ -191,3 +191,107 @@ func triangularSolveKernel(d DType, v SolveVariant) *ptx.Kernel {
 	})
 	return k
 }
+
+// u32At is the u32 element i of p, as u64.
+func (l la) u32At(p, i ptx.Reg) ptx.Reg {
+	r32, r := l.k.Reg(ptx.U32), l.u64()
+	l.k.Op("ld.global.u32 %s, [%s]", r32, l.k.Addr(p, i, 4))
+	l.k.Op("cvt.u64.u32 %s, %s", r, r32)
+	return r
+}
+
+// setU32 stores the u64 v as the u32 element i of p.
+func (l la) setU32(p, i, v ptx.Reg) {
+	r32 := l.k.Reg(ptx.U32)
+	l.k.Op("cvt.u32.u64 %s, %s", r32, v)
+	l.k.Op("st.global.u32 [%s], %s", l.k.Addr(p, i, 4), r32)
+}
+
+// jacobiRotation is the rotation (c, s) and its tangent t for θ (the CPU's
+// jacobiRotation): the smaller root of t² + 2θt - 1 = 0, 1/(2θ) where θ²
+// overflows.
+func (m fm) jacobiRotation(theta ptx.Reg) (c, s, t ptx.Reg) {
+	at := m.abs(theta)
+	t = m.div(m.c(1), m.add(at, m.sqrt(m.add(m.mul(theta, theta), m.c(1)))))
+	t = m.sel(m.cmp("gt", at, m.c(1e150)), m.div(m.c(0.5), at), t)
+	t = m.sel(m.cmp("lt", theta, m.c(0)), m.neg(t), t)
+	c = m.div(m.c(1), m.sqrt(m.add(m.mul(t, t), m.c(1))))
+	return c, m.mul(t, c), t
+}
+
+// turn rotates the float64 elements p and q of x by (c, s): c·xp - s·xq,
+// s·xp + c·xq.
+func (l la) turn(m fm, x, p, q, c, s ptx.Reg) {
+	xp, xq := l.f64(x, p), l.f64(x, q)
+	l.setF64(x, p, m.sub(m.mul(c, xp), m.mul(s, xq)))
+	l.setF64(x, q, m.add(m.mul(s, xp), m.mul(c, xq)))
+}
+
+// insertionOrder has the thread where first write 0..n-1 into the u32
+// array order, sorted by before (a predicate of two places; an insertion
+// sort, equals keeping their order); the block waits for it.
+func (l la) insertionOrder(m fm, order, n, first ptx.Reg, before func(i, j ptx.Reg) ptx.Reg) {
+	k := l.k
+	zero, one := l.imm(0), l.imm(1)
+	sorted := k.Label("sorted")
+	k.Op("@!%s bra %s", first, sorted)
+	k.Loop(zero, n, one, func(i ptx.Reg) {
+		l.setU32(order, i, i)
+		j := l.u64()
+		k.Op("mov.u64 %s, %s", j, i)
+		back, stop := k.Label("insert"), k.Label("inserted")
+		k.Place(back)
+		atStart := k.Reg(ptx.Pred)
+		k.Op("setp.eq.u64 %s, %s, 0", atStart, j)
+		k.Op("@%s bra %s", atStart, stop)
+		jm := l.op("sub", j, one)
+		oj, om := l.u32At(order, j), l.u32At(order, jm)
+		k.Op("@!%s bra %s", before(oj, om), stop)
+		l.setU32(order, j, om)
+		l.setU32(order, jm, oj)
+		k.Op("mov.u64 %s, %s", j, jm)
+		k.Op("bra %s", back)
+		k.Place(stop)
+	})
+	k.Place(sorted)
+	k.Op("bar.sync 0")
+}
+
+// flag is a block's shared flag, lowered by the thread where first.
+type flag struct {
+	l       la
+	at      ptx.Reg
+	no, yes ptx.Reg
+}
+
+// blockFlag declares the block's flag and lowers it; a barrier follows.
+func (l la) blockFlag(first ptx.Reg) flag {
+	f := flag{l: l, at: l.k.Shared("flag", 4, 4), no: l.k.Reg(ptx.U32), yes: l.k.Reg(ptx.U32)}
+	l.k.Op("mov.u32 %s, 0", f.no)
+	l.k.Op("mov.u32 %s, 1", f.yes)
+	l.k.Op("@%s st.shared.u32 [%s], %s", first, f.at, f.no)
+	l.k.Op("bar.sync 0")
+	return f
+}
+
+// raise raises the flag where p holds.
+func (f flag) raise(p ptx.Reg) { f.l.k.Op("@%s st.shared.u32 [%s], %s", p, f.at, f.yes) }
+
+// read is whether the flag is up (after a barrier).
+func (f flag) read() ptx.Reg {
+	v, p := f.l.k.Reg(ptx.U32), f.l.k.Reg(ptx.Pred)
+	f.l.k.Op("ld.shared.u32 %s, [%s]", v, f.at)
+	f.l.k.Op("setp.ne.u32 %s, %s, 0", p, v)
+	return p
+}
+
+// fillNaN has the block write NaN over its matrix's outputs: pairs of an
+// output pointer and its elements per matrix.
+func (l la) fillNaN(d DType, blk, tid, ntid ptx.Reg, outs ...ptx.Reg) {
+	nan := l.k.Reg(d.reg())
+	l.k.Op("mov.%s %s, %s", d.reg(), nan, ptx.Imm(d.reg(), math.NaN()))
+	for i := 0; i < len(outs); i += 2 {
+		base, count := l.k.Addr(outs[i], l.mul(blk, outs[i+1]), d.Size()), outs[i+1]
+		l.k.Loop(tid, count, ntid, func(e ptx.Reg) { store(l.k, d, l.k.Addr(base, e, d.Size()), nan) })
+	}
+}

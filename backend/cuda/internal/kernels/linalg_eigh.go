@@ -40,11 +40,7 @@ func eighKernel(d DType) *ptx.Kernel {
 	k.Op("setp.eq.u64 %s, %s, %s", first, tid, zero)
 	// The lower triangle mirrored, v = I; a block flag for a non-finite
 	// element.
-	flag, no, yes := k.Shared("nonfinite", 4, 4), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("mov.u32 %s, 0", no)
-	k.Op("mov.u32 %s, 1", yes)
-	k.Op("@%s st.shared.u32 [%s], %s", first, flag, no)
-	k.Op("bar.sync 0")
+	flag := l.blockFlag(first)
 	k.Loop(tid, nn, ntid, func(e ptx.Reg) {
 		i, j := l.op("div", e, n), l.op("rem", e, n)
 		upper, diag := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
@@ -56,16 +52,12 @@ func eighKernel(d DType) *ptx.Kernel {
 		x := l.at(d, ab, e)
 		l.setF64(w, e, x)
 		l.setF64(w, l.add(l.mul(j, n), i), x)
-		bad := m.not(m.cmp("lt", m.abs(x), m.c(math.Inf(1)))) // ±∞ or NaN
-		k.Op("@%s st.shared.u32 [%s], %s", bad, flag, yes)
+		flag.raise(m.not(m.cmp("lt", m.abs(x), m.c(math.Inf(1))))) // ±∞ or NaN
 		k.Place(skip)
 	})
 	k.Op("bar.sync 0")
-	nonfinite, nf := k.Reg(ptx.U32), k.Reg(ptx.Pred)
-	k.Op("ld.shared.u32 %s, [%s]", nonfinite, flag)
-	k.Op("setp.ne.u32 %s, %s, 0", nf, nonfinite)
 	fillNaN := k.Label("eigh_nan")
-	k.Op("@%s bra %s", nf, fillNaN)
+	k.Op("@%s bra %s", flag.read(), fillNaN)
 
 	zeroF := l.f64Imm(0)
 	sweeps, sweep := l.imm(JacobiSweeps), l.u64()
@@ -89,18 +81,10 @@ func eighKernel(d DType) *ptx.Kernel {
 			k.Op("bra %s", done)
 			k.Place(turn)
 			k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
-			theta := m.div(m.sub(aqq, app), m.mul(m.c(2), apq))
-			at := m.abs(theta)
-			t := m.div(m.c(1), m.add(at, m.sqrt(m.add(m.mul(theta, theta), m.c(1)))))
-			t = m.sel(m.cmp("gt", at, m.c(1e150)), m.div(m.c(0.5), at), t)
-			t = m.sel(m.cmp("lt", theta, m.c(0)), m.neg(t), t)
-			c := m.div(m.c(1), m.sqrt(m.add(m.mul(t, t), m.c(1))))
-			s := m.mul(t, c)
+			c, s, t := m.jacobiRotation(m.div(m.sub(aqq, app), m.mul(m.c(2), apq)))
 			k.Loop(tid, n, ntid, func(r ptx.Reg) {
 				rp, rq := l.add(l.mul(r, n), p), l.add(l.mul(r, n), q)
-				vkp, vkq := l.f64(v, rp), l.f64(v, rq)
-				l.setF64(v, rp, m.sub(m.mul(c, vkp), m.mul(s, vkq)))
-				l.setF64(v, rq, m.add(m.mul(s, vkp), m.mul(c, vkq)))
+				l.turn(m, v, rp, rq, c, s)
 				isP, isQ := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
 				k.Op("setp.eq.u64 %s, %s, %s", isP, r, p)
 				k.Op("setp.eq.u64 %s, %s, %s", isQ, r, q)
@@ -132,31 +116,8 @@ func eighKernel(d DType) *ptx.Kernel {
 
 	// Thread 0: the eigenvalues' ascending order (insertion, the first
 	// of equals first).
-	sorted := k.Label("eigh_sorted")
-	k.Op("@!%s bra %s", first, sorted)
-	k.Loop(zero, n, one, func(i ptx.Reg) {
-		i32 := k.Reg(ptx.U32)
-		k.Op("cvt.u32.u64 %s, %s", i32, i)
-		k.Op("st.global.u32 [%s], %s", k.Addr(ob, i, 4), i32)
-		j := l.u64()
-		k.Op("mov.u64 %s, %s", j, i)
-		back, stop := k.Label("eigh_insert"), k.Label("eigh_inserted")
-		k.Place(back)
-		atStart := k.Reg(ptx.Pred)
-		k.Op("setp.eq.u64 %s, %s, 0", atStart, j)
-		k.Op("@%s bra %s", atStart, stop)
-		jm := l.op("sub", j, one)
-		oj, om := l.u32At(ob, j), l.u32At(ob, jm)
-		lower := m.cmp("lt", l.f64(w, l.add(l.mul(oj, n), oj)), l.f64(w, l.add(l.mul(om, n), om)))
-		k.Op("@!%s bra %s", lower, stop)
-		l.setU32(ob, j, om)
-		l.setU32(ob, jm, oj)
-		k.Op("mov.u64 %s, %s", j, jm)
-		k.Op("bra %s", back)
-		k.Place(stop)
-	})
-	k.Place(sorted)
-	k.Op("bar.sync 0")
+	diagonal := func(i ptx.Reg) ptx.Reg { return l.f64(w, l.add(l.mul(i, n), i)) }
+	l.insertionOrder(m, ob, n, first, func(i, j ptx.Reg) ptx.Reg { return m.cmp("lt", diagonal(i), diagonal(j)) })
 	// A thread per eigenvector: its value, and its column signed.
 	k.Loop(tid, n, ntid, func(col ptx.Reg) {
 		src := l.u32At(ob, col)
@@ -179,25 +140,7 @@ func eighKernel(d DType) *ptx.Kernel {
 	end := k.Label("eigh_end")
 	k.Op("bra %s", end)
 	k.Place(fillNaN)
-	nan := k.Reg(d.reg())
-	k.Op("mov.%s %s, %s", d.reg(), nan, ptx.Imm(d.reg(), math.NaN()))
-	k.Loop(tid, n, ntid, func(i ptx.Reg) { store(k, d, k.Addr(vals, l.add(l.mul(blk, n), i), d.Size()), nan) })
-	k.Loop(tid, nn, ntid, func(e ptx.Reg) { store(k, d, k.Addr(vecs, l.add(l.mul(blk, nn), e), d.Size()), nan) })
+	l.fillNaN(d, blk, tid, ntid, vals, n, vecs, nn)
 	k.Place(end)
 	return k
-}
-
-// u32At is the u32 element i of p, as u64.
-func (l la) u32At(p, i ptx.Reg) ptx.Reg {
-	r32, r := l.k.Reg(ptx.U32), l.u64()
-	l.k.Op("ld.global.u32 %s, [%s]", r32, l.k.Addr(p, i, 4))
-	l.k.Op("cvt.u64.u32 %s, %s", r, r32)
-	return r
-}
-
-// setU32 stores the u64 v as the u32 element i of p.
-func (l la) setU32(p, i, v ptx.Reg) {
-	r32 := l.k.Reg(ptx.U32)
-	l.k.Op("cvt.u32.u64 %s, %s", r32, v)
-	l.k.Op("st.global.u32 [%s], %s", l.k.Addr(p, i, 4), r32)
 }

@@ -48,19 +48,14 @@ func svdKernel(d DType) *ptx.Kernel {
 	zeroF := l.f64Imm(0)
 
 	// b: a, or aᵀ where wide; v = I; a block flag for a non-finite element.
-	flag, no, yes := k.Shared("nonfinite", 4, 4), k.Reg(ptx.U32), k.Reg(ptx.U32)
-	k.Op("mov.u32 %s, 0", no)
-	k.Op("mov.u32 %s, 1", yes)
-	k.Op("@%s st.shared.u32 [%s], %s", first, flag, no)
-	k.Op("bar.sync 0")
+	flag := l.blockFlag(first)
 	k.Loop(tid, mn, ntid, func(e ptx.Reg) {
 		i, j := l.op("div", e, n), l.op("rem", e, n)
 		x := l.at(d, ab, e)
 		dst := l.u64()
 		k.Op("selp.u64 %s, %s, %s, %s", dst, at(i, j), at(j, i), tall)
 		l.setF64(b, dst, x)
-		bad := f.not(f.cmp("lt", f.abs(x), f.c(math.Inf(1))))
-		k.Op("@%s st.shared.u32 [%s], %s", bad, flag, yes)
+		flag.raise(f.not(f.cmp("lt", f.abs(x), f.c(math.Inf(1)))))
 	})
 	k.Loop(tid, k2, ntid, func(e ptx.Reg) {
 		diag := k.Reg(ptx.Pred)
@@ -68,11 +63,8 @@ func svdKernel(d DType) *ptx.Kernel {
 		l.setF64(v, e, f.sel(diag, f.c(1), f.c(0)))
 	})
 	k.Op("bar.sync 0")
-	nonfinite, nf := k.Reg(ptx.U32), k.Reg(ptx.Pred)
-	k.Op("ld.shared.u32 %s, [%s]", nonfinite, flag)
-	k.Op("setp.ne.u32 %s, %s, 0", nf, nonfinite)
 	fillNaN := k.Label("svd_nan")
-	k.Op("@%s bra %s", nf, fillNaN)
+	k.Op("@%s bra %s", flag.read(), fillNaN)
 
 	// The scale: big's exponent, held to ±1000; b scaled down by it.
 	big := l.f64Imm(0)
@@ -119,19 +111,9 @@ func svdKernel(d DType) *ptx.Kernel {
 			small := f.cmp("le", f.abs(gamma), f.mul(f.mul(f.c(0x1p-53), f.sqrt(alpha)), f.sqrt(beta)))
 			k.Op("@%s bra %s", small, done)
 			k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
-			zeta := f.div(f.sub(beta, alpha), f.mul(f.c(2), gamma))
-			az := f.abs(zeta)
-			t := f.div(f.c(1), f.add(az, f.sqrt(f.add(f.mul(zeta, zeta), f.c(1)))))
-			t = f.sel(f.cmp("gt", az, f.c(1e150)), f.div(f.c(0.5), az), t)
-			t = f.sel(f.cmp("lt", zeta, f.c(0)), f.neg(t), t)
-			c := f.div(f.c(1), f.sqrt(f.add(f.mul(t, t), f.c(1))))
-			sn := f.mul(t, c)
+			c, sn, _ := f.jacobiRotation(f.div(f.sub(beta, alpha), f.mul(f.c(2), gamma)))
 			turn := func(x, rows ptx.Reg) {
-				k.Loop(tid, rows, ntid, func(i ptx.Reg) {
-					xp, xq := l.f64(x, at(i, p)), l.f64(x, at(i, q))
-					l.setF64(x, at(i, p), f.sub(f.mul(c, xp), f.mul(sn, xq)))
-					l.setF64(x, at(i, q), f.add(f.mul(sn, xp), f.mul(c, xq)))
-				})
+				k.Loop(tid, rows, ntid, func(i ptx.Reg) { l.turn(f, x, at(i, p), at(i, q), c, sn) })
 			}
 			turn(b, r)
 			turn(v, kk)
@@ -157,29 +139,7 @@ func svdKernel(d DType) *ptx.Kernel {
 		l.setF64(norms, j, f.sqrt(sum))
 	})
 	k.Op("bar.sync 0")
-	sorted := k.Label("svd_sorted")
-	k.Op("@!%s bra %s", first, sorted)
-	k.Loop(zero, kk, one, func(i ptx.Reg) {
-		l.setU32(ob, i, i)
-		j := l.u64()
-		k.Op("mov.u64 %s, %s", j, i)
-		back, stop := k.Label("svd_insert"), k.Label("svd_inserted")
-		k.Place(back)
-		atStart := k.Reg(ptx.Pred)
-		k.Op("setp.eq.u64 %s, %s, 0", atStart, j)
-		k.Op("@%s bra %s", atStart, stop)
-		jm := l.op("sub", j, one)
-		oj, om := l.u32At(ob, j), l.u32At(ob, jm)
-		larger := f.cmp("gt", l.f64(norms, oj), l.f64(norms, om))
-		k.Op("@!%s bra %s", larger, stop)
-		l.setU32(ob, j, om)
-		l.setU32(ob, jm, oj)
-		k.Op("mov.u64 %s, %s", j, jm)
-		k.Op("bra %s", back)
-		k.Place(stop)
-	})
-	k.Place(sorted)
-	k.Op("bar.sync 0")
+	l.insertionOrder(f, ob, kk, first, func(i, j ptx.Reg) ptx.Reg { return f.cmp("gt", l.f64(norms, i), l.f64(norms, j)) })
 	// Column j of u and v2 from column order[j] of b and v.
 	k.Loop(tid, kk, ntid, func(j ptx.Reg) {
 		col := l.u32At(ob, j)
@@ -231,12 +191,7 @@ func svdKernel(d DType) *ptx.Kernel {
 	end := k.Label("svd_end")
 	k.Op("bra %s", end)
 	k.Place(fillNaN)
-	nan := k.Reg(d.reg())
-	k.Op("mov.%s %s, %s", d.reg(), nan, ptx.Imm(d.reg(), math.NaN()))
-	for _, o := range []struct{ p, count ptx.Reg }{{uo, l.mul(m, kk)}, {so, kk}, {vto, l.mul(kk, n)}} {
-		base := k.Addr(o.p, l.mul(blk, o.count), d.Size())
-		k.Loop(tid, o.count, ntid, func(e ptx.Reg) { store(k, d, k.Addr(base, e, d.Size()), nan) })
-	}
+	l.fillNaN(d, blk, tid, ntid, uo, l.mul(m, kk), so, kk, vto, l.mul(kk, n))
 	k.Place(end)
 	return k
 }
