@@ -72,20 +72,22 @@ func triangularSolveKernel[T float32 | float64](c *eager.Call, outs []*tensor.Te
 		return
 	}
 	av, bv, xv := data[T](a), data[T](b), data[T](outs[0])
-	deviceOf(c).Parallel(len(bv)/n, float64(n*n)/2+1, func(lo, hi int) {
-		for job := lo; job < hi; job++ {
-			batch, col := job/m, job%m
-			solveColumn(av[batch*n*n:][:n*n], bv[batch*n*m:][:n*m], xv[batch*n*m:][:n*m], n, m, col, at)
+	deviceOf(c).Parallel(len(bv)/(n*m), float64(n*n*m)/2+1, func(lo, hi int) {
+		acc := make([]float64, m)
+		for batch := lo; batch < hi; batch++ {
+			solveRows(av[batch*n*n:][:n*n], bv[batch*n*m:][:n*m], xv[batch*n*m:][:n*m], acc, n, m, at)
 		}
 	})
 }
 
-// solveColumn solves column col of x (n×m) from b's: with M = a (aᵀ
-// where transposed), lower-triangular where a's lower triangle is read
-// and untransposed or its upper transposed (rows taken in order), else
-// upper (rows from the last), x[i] = (b[i] - Σₖ M[i][k]·x[k])/M[i][i]
-// over the rows k solved before, k ascending.
-func solveColumn[T float32 | float64](a, b, x []T, n, m, col int, at opattr.TriangularSolveAttrs) {
+// solveRows solves x (n×m) from b's, all columns a row at a time: with M
+// = a (aᵀ where transposed), lower-triangular where a's lower triangle is
+// read and untransposed or its upper transposed (rows taken in order),
+// else upper (rows from the last), x[i] = (b[i] - Σₖ M[i][k]·x[k])/M[i][i]
+// over the rows k solved before, k ascending: each element's operations
+// in the GPU's order (a thread per column there), acc holding row i in
+// float64.
+func solveRows[T float32 | float64](a, b, x []T, acc []float64, n, m int, at opattr.TriangularSolveAttrs) {
 	forward := at.Upper == at.Transpose
 	for step := range n {
 		i, from, to := step, 0, step
@@ -93,17 +95,26 @@ func solveColumn[T float32 | float64](a, b, x []T, n, m, col int, at opattr.Tria
 			i = n - 1 - step
 			from, to = i+1, n
 		}
-		s := float64(b[i*m+col])
+		for col, v := range b[i*m:][:m] {
+			acc[col] = float64(v)
+		}
 		for k := from; k < to; k++ {
-			mik := a[i*n+k]
+			mik := float64(a[i*n+k])
 			if at.Transpose {
-				mik = a[k*n+i]
+				mik = float64(a[k*n+i])
 			}
-			s -= float64(mik) * float64(x[k*m+col])
+			for col, v := range x[k*m:][:m] {
+				acc[col] -= mik * float64(v)
+			}
 		}
 		if !at.UnitDiagonal {
-			s /= float64(a[i*n+i])
+			d := float64(a[i*n+i])
+			for col := range acc {
+				acc[col] /= d
+			}
 		}
-		x[i*m+col] = T(s)
+		for col, v := range acc {
+			x[i*m+col] = T(v)
+		}
 	}
 }

@@ -823,9 +823,10 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 // (EAGERFLOW_BENCH_EMULATOR=1) small enough to run.
 func gpuOpSizes(d *Device) benchmodels.OpSizes {
 	if strings.Contains(d.Driver(), "emulator") {
-		return benchmodels.OpSizes{Rows: 64, Cols: 100, Vocab: 300, Width: 16, IDs: 32, IDRows: 4, Batch: 2, Length: 16, Channels: 8, Mat: 16}
+		return benchmodels.OpSizes{Rows: 64, Cols: 100, Vocab: 300, Width: 16, IDs: 32, IDRows: 4, Batch: 2, Length: 16, Channels: 8, Mat: 16, Mats: 4, Order: 8}
 	}
-	return benchmodels.OpSizes{Rows: 16384, Cols: 2048, Vocab: 50304, Width: 768, IDs: 1024, IDRows: 64, Batch: 64, Length: 1024, Channels: 256, Mat: 256}
+	return benchmodels.OpSizes{Rows: 16384, Cols: 2048, Vocab: 50304, Width: 768, IDs: 1024, IDRows: 64, Batch: 64, Length: 1024, Channels: 256, Mat: 256,
+		Mats: 1024, Order: 32}
 }
 
 // BenchmarkOpStepGPU is the CPU's op-step sweep (internal/benchmodels'

@@ -30,18 +30,22 @@ func (s OpStep) Run() {
 // elementwise, row and sort ops (two of Rows x Cols/2 concatenated); an
 // embedding table of Vocab x Width looked up by [IDRows IDs] ids; a
 // Conv1D over [Batch, Length, Channels] (kernel 5, as many filters, same
-// padding); a batch of 2·Batch matrix products [Mat, Mat/2]·[Mat/2, Mat].
+// padding); a batch of 2·Batch matrix products [Mat, Mat/2]·[Mat/2, Mat];
+// the factorizations of Mats matrices of Order (Cholesky of m·mᵀ + n·I,
+// Solve of a + n·I with four right-hand columns, Eigh of m + mᵀ, QR and
+// SVD of [Order, Order/2]).
 type OpSizes struct {
 	Rows, Cols                int
 	Vocab, Width, IDs, IDRows int
 	Batch, Length, Channels   int
 	Mat                       int
+	Mats, Order               int
 }
 
 // CPUOpSizes are the CPU's sweep's (bench/README "One op's training
 // step").
 var CPUOpSizes = OpSizes{Rows: 4096, Cols: 1000, Vocab: 30000, Width: 256, IDs: 256, IDRows: 64,
-	Batch: 32, Length: 256, Channels: 64, Mat: 128}
+	Batch: 32, Length: 256, Channels: 64, Mat: 128, Mats: 256, Order: 32}
 
 // OpSteps is the sweep at sizes z, its tensors drawn from seed 13 on the
 // default device.
@@ -63,6 +67,8 @@ func OpSteps(z OpSizes) []OpStep {
 		return func(in []*tensor.Tensor) *tensor.Tensor { return f(in[0], in[1]) }
 	}
 	r := []*tensor.Tensor{rows}
+	square, rhs, tall := f32(z.Mats, z.Order, z.Order), f32(z.Mats, z.Order, 4), f32(z.Mats, z.Order, z.Order/2)
+	shift := ops.Mul(tensor.Eye(tensor.Float32, z.Order), tensor.Scalar(float32(z.Order)))
 	return []OpStep{
 		{"Sort", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Sort(x, -1, false) })},
 		{"TopK5", r, one(func(x *tensor.Tensor) *tensor.Tensor { v, _ := ops.TopK(x, 5); return v })},
@@ -92,5 +98,16 @@ func OpSteps(z OpSizes) []OpStep {
 		{"Silu", r, one(ops.Silu)},
 		{"Mish", r, one(ops.Mish)},
 		{"HardSwish", r, one(ops.HardSwish)},
+		{"Lgamma", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Lgamma(ops.Add(ops.Abs(x), tenth)) })},
+		{"Cholesky", []*tensor.Tensor{square}, one(func(x *tensor.Tensor) *tensor.Tensor {
+			return ops.Cholesky(ops.Add(ops.MatMulT(x, x, false, true), shift))
+		})},
+		{"Solve", []*tensor.Tensor{square, rhs}, two(func(a, b *tensor.Tensor) *tensor.Tensor { return ops.Solve(ops.Add(a, shift), b) })},
+		{"Eigh", []*tensor.Tensor{square}, one(func(x *tensor.Tensor) *tensor.Tensor {
+			v, _ := ops.Eigh(ops.Add(x, ops.Transpose(x, 0, 2, 1)))
+			return v
+		})},
+		{"QR", []*tensor.Tensor{tall}, one(func(x *tensor.Tensor) *tensor.Tensor { _, r := ops.QR(x); return r })},
+		{"SVD", []*tensor.Tensor{tall}, one(func(x *tensor.Tensor) *tensor.Tensor { _, s, _ := ops.SVD(x); return s })},
 	}
 }
