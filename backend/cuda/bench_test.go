@@ -819,7 +819,8 @@ func BenchmarkWindowOpsGPU(b *testing.B) {
 // gpuOpSizes are BenchmarkOpStepGPU's sizes: the CPU's sweep scaled to a
 // GPU's memory and bandwidth ([16384 2048] float32 rows, 128 MB; GPT-2's
 // embedding table, [50304 768], looked up by [64 1024] ids; a Conv1D over
-// [64 1024 256]; 128 products [256 128]·[128 256]), and on the emulator
+// [64 1024 256]; 128 products [256 128]·[128 256]; the factorizations of
+// 1024 matrices of order 32), and on the emulator
 // (EAGERFLOW_BENCH_EMULATOR=1) small enough to run.
 func gpuOpSizes(d *Device) benchmodels.OpSizes {
 	if strings.Contains(d.Driver(), "emulator") {
