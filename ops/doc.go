@@ -147,6 +147,8 @@
 //	Eigh(a)                                  symmetric: ascending eigenvalues, eigenvectors (Jacobi; linalg_eigh.go)
 //	QR(a)                                    reduced q·r of [..., m n], r's diagonal ≥ 0 (Householder; linalg_qr.go)
 //	SVD(a)                                   reduced u·diag(s)·vt, s descending (one-sided Jacobi; linalg_svd.go)
+//	Lstsq(a, b), Pinv(a)                     least squares by QR, the pseudo-inverse by SVD (linalg_functions.go)
+//	MatrixNorm(a, ord), Trace, Diagonal      fro, nuc, ±2, ±1, ±inf; of square matrices' diagonals
 //
 // # Neural-net functions (activation.go, rectifiers.go, smooth_units.go, softmax.go, layernorm.go, attention.go)
 //

@@ -325,3 +325,69 @@ func TestSVD(t *testing.T) {
 		t.Errorf("s of diag(3e300, 4e300) = %v", tensor.ToSlice[float64](s))
 	}
 }
+
+// The composed functions against their definitions: Diagonal and Trace;
+// Lstsq's residual orthogonal to a's columns (tall) and its solution of
+// least norm (wide: in aᵀ's span, a·x = b); Pinv's four Penrose
+// conditions, a rank-deficient matrix included; MatrixNorm's ords.
+func TestMatrixFunctions(t *testing.T) {
+	a := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9}, 3, 3)
+	if d := tensor.ToSlice[float64](ops.Diagonal(a)); d[0] != 1 || d[1] != 5 || d[2] != 9 {
+		t.Errorf("Diagonal = %v", d)
+	}
+	if tr := tensor.ToSlice[float64](ops.Trace(a))[0]; tr != 15 {
+		t.Errorf("Trace = %v", tr)
+	}
+	tall := tensor.RandUniform(tensor.NewRNG(21), tensor.Float64, -1, 1, 2, 6, 3)
+	b := tensor.RandUniform(tensor.NewRNG(22), tensor.Float64, -1, 1, 2, 6, 2)
+	x := ops.Lstsq(tall, b)
+	residual := ops.Sub(ops.MatMul(tall, x), b)
+	if d := maxAbsDiff(ops.MatMulT(tall, residual, true, false), tensor.Zeros(tensor.Float64, 2, 3, 2)); d > 1e-14 {
+		t.Errorf("tall Lstsq: |aᵀ·(a·x - b)| = %g", d)
+	}
+	wide := ops.Transpose(tall, 0, 2, 1) // [2 3 6]
+	bw := tensor.RandUniform(tensor.NewRNG(23), tensor.Float64, -1, 1, 2, 3, 2)
+	xw := ops.Lstsq(wide, bw)
+	if d := maxAbsDiff(ops.MatMul(wide, xw), bw); d > 1e-14 {
+		t.Errorf("wide Lstsq: |a·x - b| = %g", d)
+	}
+	// Least norm: x = aᵀ·y for y = (a·aᵀ)⁻¹·b.
+	y := ops.Solve(ops.MatMulT(wide, wide, false, true), bw)
+	if d := maxAbsDiff(xw, ops.MatMulT(wide, y, true, false)); d > 1e-13 {
+		t.Errorf("wide Lstsq is not the least-norm solution: %g", d)
+	}
+	rank2 := ops.MatMul(tensor.RandUniform(tensor.NewRNG(24), tensor.Float64, -1, 1, 5, 2), tensor.RandUniform(tensor.NewRNG(25), tensor.Float64, -1, 1, 2, 4))
+	for _, m := range []*tensor.Tensor{tall, rank2} {
+		p := ops.Pinv(m)
+		mpm := ops.MatMul(ops.MatMul(m, p), m)
+		pmp := ops.MatMul(ops.MatMul(p, m), p)
+		mp, pm := ops.MatMul(m, p), ops.MatMul(p, m)
+		for name, d := range map[string]float64{
+			"a·p·a - a": maxAbsDiff(mpm, m), "p·a·p - p": maxAbsDiff(pmp, p),
+			"(a·p)ᵀ - a·p": maxAbsDiff(ops.Transpose(mp, lastTwo(mp)...), mp), "(p·a)ᵀ - p·a": maxAbsDiff(ops.Transpose(pm, lastTwo(pm)...), pm),
+		} {
+			if d > 1e-13 {
+				t.Errorf("Pinv of %v: |%s| = %g", m.Shape(), name, d)
+			}
+		}
+	}
+	m := tensor.FromSlice([]float64{3, 0, 0, -4}, 2, 2)
+	for ord, want := range map[string]float64{"fro": 5, "nuc": 7, "2": 4, "-2": 3, "1": 4, "-1": 3, "inf": 4, "-inf": 3} {
+		if got := tensor.ToSlice[float64](ops.MatrixNorm(m, ord))[0]; math.Abs(got-want) > 1e-15 {
+			t.Errorf("MatrixNorm(%s) = %v, want %v", ord, got, want)
+		}
+	}
+	if _, err := catch(func() *tensor.Tensor { return ops.MatrixNorm(m, "3") }); !errors.As(err, new(*tensor.Error)) {
+		t.Errorf("MatrixNorm(3): error %v, want a *tensor.Error", err)
+	}
+}
+
+// lastTwo is the permutation of x's dimensions that swaps the last two.
+func lastTwo(x *tensor.Tensor) []int {
+	perm := make([]int, x.Rank())
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[len(perm)-2], perm[len(perm)-1] = len(perm)-1, len(perm)-2
+	return perm
+}

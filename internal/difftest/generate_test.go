@@ -643,7 +643,9 @@ func genMatMul(g *gen) bool {
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
 // the lower triangle agree there), solves with a triangle of a + 3·I in
 // any of its forms, takes a + 3·I's determinant, log|det|, inverse or
-// solve, decomposes x + xᵀ, or factors QR or SVD.
+// solve, decomposes x + xᵀ, takes a trace or a diagonal, or factors QR
+// or SVD, or takes a pseudo-inverse, a matrix norm or a least-squares
+// solution.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -651,18 +653,29 @@ func genLinalg(g *gen) bool {
 		batch = []int{g.between(1, 3)}
 	}
 	square := append(slices.Clone(batch), n, n)
-	if g.chance(0.25) { // QR (q or r) or SVD (s, or u·diag(σ(s))·vt) of a tall, square or wide matrix
+	if g.chance(0.35) { // of a tall, square or wide matrix: QR (q or r), SVD (s, or u·diag(σ(s))·vt), Pinv, a MatrixNorm, Lstsq
 		rows := g.between(1, 5)
-		op := "qr"
-		if g.chance(0.5) {
-			op = "svd"
+		a := g.inputOf(append(slices.Clone(batch), rows, n), -1, 1, false)
+		switch op := []string{"qr", "svd", "pinv", "matrix_norm", "lstsq"}[g.intn(5)]; op {
+		case "matrix_norm":
+			g.add(op, Attrs{Kind: []string{"fro", "nuc", "2", "-2", "1", "-1", "inf", "-inf"}[g.intn(8)]}, a)
+		case "lstsq":
+			g.add(op, Attrs{}, a, g.operandOf(append(slices.Clone(batch), rows, g.between(1, 3))))
+		default:
+			g.add(op, Attrs{K: g.intn(2)}, a)
 		}
-		g.add(op, Attrs{K: g.intn(2)}, g.inputOf(append(slices.Clone(batch), rows, n), -1, 1, false))
 		return true
 	}
-	switch g.intn(6) {
+	switch g.intn(7) {
 	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
+		return true
+	case 4: // the trace or the diagonal
+		name := "trace"
+		if g.chance(0.5) {
+			name = "diagonal"
+		}
+		g.add(name, Attrs{}, g.operandOf(square))
 		return true
 	case 5: // of x + xᵀ: the eigenvalues, or V·diag(σ(λ))·Vᵀ (the eigenvectors' signs cancel)
 		name := "eigvalsh_sym"

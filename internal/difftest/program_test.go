@@ -348,6 +348,16 @@ func apply(op string, x []T, a Attrs) T {
 			return s
 		}
 		return ops.MatMul(ops.Mul(u, ops.ExpandDims(ops.Sigmoid(s), -2)), vt)
+	case "pinv":
+		return ops.Pinv(x[0])
+	case "matrix_norm":
+		return ops.MatrixNorm(x[0], a.Kind)
+	case "lstsq":
+		return ops.Lstsq(x[0], x[1])
+	case "trace":
+		return ops.Trace(x[0])
+	case "diagonal":
+		return ops.Diagonal(x[0])
 	case "det_shifted":
 		return ops.Det(ops.Add(x[0], scaledEye(x[0], 3)))
 	case "logabsdet_shifted":

@@ -605,6 +605,19 @@ def step(op, args, a):
         q, r = torch.linalg.qr(x)
         s = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(x.dtype)
         return [q * s.unsqueeze(-2), r * s.unsqueeze(-1)][a["k"]]
+    if op == "pinv":
+        return torch.linalg.pinv(x)
+    if op == "matrix_norm":
+        ord = {"fro": "fro", "nuc": "nuc", "2": 2, "-2": -2, "1": 1, "-1": -1, "inf": math.inf, "-inf": -math.inf}[a["kind"]]
+        return torch.linalg.matrix_norm(x, ord)
+    if op == "lstsq":
+        # The least-squares (tall) or least-norm (wide) solution of a full-rank
+        # x, as the pseudo-inverse gives it (differentiable, unlike 1.13's gels).
+        return torch.linalg.pinv(x) @ args[1]
+    if op == "trace":
+        return torch.diagonal(x, dim1=-2, dim2=-1).sum(-1)
+    if op == "diagonal":
+        return torch.diagonal(x, dim1=-2, dim2=-1)
     if op == "svd":
         u, s, vh = torch.linalg.svd(x, full_matrices=False)
         if a["k"] == 0:
