@@ -113,6 +113,51 @@ func Example_linearAlgebra() {
 	// 11.0 float64[]
 }
 
+// Factorizations and what they solve: a symmetric positive-definite
+// system through its Cholesky factor, a general one by LU, a
+// least-squares fit by QR, and a symmetric matrix's eigenvalues. Each
+// batches over leading dimensions and differentiates.
+func Example_factorizations() {
+	a := tensor.FromSlice([]float64{4, 2, 2, 3}, 2, 2)
+	b := tensor.FromSlice([]float64{2, 1}, 2, 1)
+	l := ops.Cholesky(a)
+	fmt.Println(l)
+	fmt.Println(ops.CholeskySolve(l, b)) // a·x = b
+	fmt.Println(ops.Solve(a, b))         // the same by LU
+	fmt.Println(ops.Det(a))
+	// The line through (0, 1), (1, 3), (2, 5) (c0 + c1·t), exactly.
+	design := tensor.FromSlice([]float64{1, 0, 1, 1, 1, 2}, 3, 2)
+	fmt.Println(ops.Lstsq(design, tensor.FromSlice([]float64{1, 3, 5}, 3, 1)))
+	values, _ := ops.Eigh(tensor.FromSlice([]float64{2, 1, 1, 2}, 2, 2))
+	fmt.Println(values)
+	// Output:
+	// [[2.         0.        ]
+	//  [1.         1.41421356]] float64[2 2]
+	// [[0.5]
+	//  [0. ]] float64[2 1]
+	// [[0.5]
+	//  [0. ]] float64[2 1]
+	// 8.0 float64[]
+	// [[1.]
+	//  [2.]] float64[2 1]
+	// [1. 3.] float64[2]
+}
+
+// The gamma family: ln Γ (a log-likelihood's normalizer), ψ (its
+// derivative, as the tape finds it too), ψ's derivatives, ζ.
+func Example_gammaFunctions() {
+	x := tensor.FromSlice([]float64{0.5, 1, 5})
+	fmt.Println(ops.Lgamma(x)) // ln √π, 0, ln 24
+	fmt.Println(ops.Digamma(x))
+	fmt.Println(ops.Polygamma(1, tensor.FromSlice([]float64{1}))) // π²/6
+	fmt.Println(ops.Zeta(tensor.FromSlice([]float64{2, 4}), tensor.FromSlice([]float64{1})))
+	// Output:
+	// [0.57236494 0.         3.17805383] float64[3]
+	// [-1.96351003 -0.57721566  1.50611767] float64[3]
+	// [1.64493407] float64[1]
+	// [1.64493407 1.08232323] float64[2]
+}
+
 // A 2-D convolution (NHWC images, HWIO filters) and max pooling.
 func Example_convolution() {
 	img := ops.Reshape(tensor.Arange[float32](0, 16, 1), 1, 4, 4, 1) // one 4x4 image, one channel
