@@ -113,7 +113,7 @@ func Inverse(a *tensor.Tensor) *tensor.Tensor {
 	if a.Rank() < 2 || a.Dim(-1) != a.Dim(-2) {
 		fail("Inverse", tensor.ErrShape, []*tensor.Tensor{a}, "a %v is not a square matrix or a batch of them ([..., n, n])", a.Shape())
 	}
-	eye := Cast(tensor.FromSliceOn(a.Device(), identity(a.Dim(-1)), a.Dim(-1), a.Dim(-1)), a.DType())
+	eye := eyeLike(a)
 	defer releaseTemp(eye)
 	return Solve(a, eye)
 }

@@ -66,10 +66,7 @@ func eighKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 // diagonal elements (adding it 2⁻⁵³·100 times changes neither), or
 // already 0. w is finite.
 func jacobiEigen(w, v []float64, n int) {
-	clear(v)
-	for i := range n {
-		v[i*n+i] = 1
-	}
+	setIdentity(v, n, n)
 	for range jacobiSweeps {
 		rotated := false
 		for p := range n {
@@ -116,6 +113,15 @@ func jacobiRotation(theta float64) (c, s, t float64) {
 	}
 	c = 1 / math.Sqrt(t*t+1)
 	return c, t * c, t
+}
+
+// setIdentity sets x (rows×cols, row-major) to I's first rows and
+// columns: ones on the diagonal, zeros elsewhere.
+func setIdentity(x []float64, rows, cols int) {
+	clear(x[:rows*cols])
+	for i := range min(rows, cols) {
+		x[i*cols+i] = 1
+	}
 }
 
 // turnColumns rotates columns p and q of x (rows×stride, row-major) by

@@ -93,10 +93,7 @@ func householderQR(w, h, q []float64, m, n int) {
 			w[i*n+j] = 0
 		}
 	}
-	clear(q)
-	for i := range k {
-		q[i*k+i] = 1
-	}
+	setIdentity(q, m, k)
 	for j := k - 1; j >= 0; j-- {
 		for c := j; c < k; c++ {
 			reflect(h, q, m, k, k, j, c)

@@ -101,10 +101,7 @@ func tallSVD(b, v, s, u []float64, r, k int) {
 	for i := range b[:r*k] {
 		b[i] *= down
 	}
-	clear(v)
-	for i := range k {
-		v[i*k+i] = 1
-	}
+	setIdentity(v, k, k)
 	for range jacobiSweeps {
 		rotated := false
 		for p := range k {

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"slices"
 
 	"github.com/eagerflow/eagerflow/backend/cuda/internal/ptx"
 )
@@ -43,7 +42,8 @@ func (v SolveVariant) Suffix() string {
 func linalgKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range LinalgTypes {
-		out = append(out, choleskyKernel(d))
+		out = append(out, choleskyKernel(d), luKernel(d), luSolveKernel(d), detKernel(d, false), detKernel(d, true),
+			eighKernel(d), qrKernel(d), svdKernel(d))
 		for _, upper := range []bool{false, true} {
 			for _, trans := range []bool{false, true} {
 				for _, unit := range []bool{false, true} {
@@ -52,7 +52,7 @@ func linalgKernels() []*ptx.Kernel {
 			}
 		}
 	}
-	return slices.Concat(out, luKernels(), eighKernels(), qrKernels(), svdKernels())
+	return out
 }
 
 // la holds a linalg kernel's 64-bit index arithmetic.

@@ -17,14 +17,6 @@ import (
 // JacobiSweeps bounds Eigh's sweeps (the CPU's jacobiSweeps).
 const JacobiSweeps = 60
 
-func eighKernels() []*ptx.Kernel {
-	var out []*ptx.Kernel
-	for _, d := range LinalgTypes {
-		out = append(out, eighKernel(d))
-	}
-	return out
-}
-
 func eighKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("eigh", string(d)))
 	l, m := la{k}, fm{k: k}

@@ -17,14 +17,6 @@ import (
 //   - det_<f32|f64> (out, work, piv, n, batch) and slogdet_<f32|f64>
 //     (sign, logabs, work, piv, n, batch): a thread per matrix.
 
-func luKernels() []*ptx.Kernel {
-	var out []*ptx.Kernel
-	for _, d := range LinalgTypes {
-		out = append(out, luKernel(d), luSolveKernel(d), detKernel(d, false), detKernel(d, true))
-	}
-	return out
-}
-
 // f64 is the float64 element i of p.
 func (l la) f64(p, i ptx.Reg) ptx.Reg { return l.at(F64, p, i) }
 

@@ -13,14 +13,6 @@ import (
 // column each; q's columns are then each one thread's. work is float64
 // [batch, m·n + 2·m·k] (the matrix, the vectors, q), k = min(m, n).
 
-func qrKernels() []*ptx.Kernel {
-	var out []*ptx.Kernel
-	for _, d := range LinalgTypes {
-		out = append(out, qrKernel(d))
-	}
-	return out
-}
-
 func qrKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("qr", string(d)))
 	l, f := la{k}, fm{k: k}

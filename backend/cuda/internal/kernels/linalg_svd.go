@@ -14,14 +14,6 @@ import (
 // where a singular value is 0. work is float64 [batch, 2·r·k + 2·k² + k]
 // (b, u, v, v reordered, the norms), order u32 [batch, k].
 
-func svdKernels() []*ptx.Kernel {
-	var out []*ptx.Kernel
-	for _, d := range LinalgTypes {
-		out = append(out, svdKernel(d))
-	}
-	return out
-}
-
 func svdKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("svd", string(d)))
 	l, f := la{k}, fm{k: k}
