@@ -346,3 +346,32 @@ func TestGammaSeriesAtTheirEnds(t *testing.T) {
 		}
 	}
 }
+
+// gammaBenchInputs are |N(0, 1)| + 0.1, the op-step benchmark's Lgamma
+// inputs.
+var gammaBenchInputs = func() []float64 {
+	r := rand.New(rand.NewPCG(29, 31))
+	xs := make([]float64, 4096)
+	for i := range xs {
+		xs[i] = math.Abs(r.NormFloat64()) + 0.1
+	}
+	return xs
+}()
+
+var gammaBenchSink float64
+
+func BenchmarkLgamma(b *testing.B) {
+	for b.Loop() {
+		for _, x := range gammaBenchInputs {
+			gammaBenchSink += Lgamma(x)
+		}
+	}
+}
+
+func BenchmarkDigamma(b *testing.B) {
+	for b.Loop() {
+		for _, x := range gammaBenchInputs {
+			gammaBenchSink += Digamma(x)
+		}
+	}
+}

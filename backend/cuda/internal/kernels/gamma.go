@@ -11,11 +11,33 @@ import (
 // polygamma, as internal/mathx computes them, step for step. The recurrences run a fixed number of selected steps;
 // the regions are each computed and one selected.
 
-// series is s at x: Horner's rule in d = x - Hi, Lo's share in the last
-// step (mathx.Series.At).
+// series is s at x: in d = x - Hi, Lo's share in the last step
+// (mathx.Series.At).
 func (m fm) series(x ptx.Reg, s mathx.Series) ptx.Reg {
 	d := m.sub(x, m.c(s.Hi))
-	return m.fma(d, m.poly(d, s.Coef[1:]), m.c(s.Coef[0]-s.Lo*s.Coef[1]))
+	return m.fma(d, m.polyEvenOdd(d, s.Coef[1:]), m.c(s.Coef[0]-s.Lo*s.Coef[1]))
+}
+
+// polyEvenOdd is Σ c[k]·zᵏ as mathx's: c[0] and c[1] by Horner's rule,
+// the rest as E(z²) + z·O(z²), two chains.
+func (m fm) polyEvenOdd(z ptx.Reg, c []float64) ptx.Reg {
+	if len(c) < 4 {
+		return m.poly(z, c)
+	}
+	t := c[2:]
+	w := m.mul(z, z)
+	top := (len(t) - 1) &^ 1
+	e, o, oTop := m.reg(), m.reg(), 0.0
+	if top+1 < len(t) {
+		oTop = t[top+1]
+	}
+	m.k.Op("mov.%s %s, %s", m.typ(), e, m.c(t[top]))
+	m.k.Op("mov.%s %s, %s", m.typ(), o, m.c(oTop))
+	for i := top - 2; i >= 0; i -= 2 {
+		e = m.fma(e, w, m.c(t[i]))
+		o = m.fma(o, w, m.c(t[i+1]))
+	}
+	return m.fma(m.fma(m.fma(z, o, e), z, m.c(c[1])), z, m.c(c[0]))
 }
 
 // neg is -a (its sign flipped, zeros too).
