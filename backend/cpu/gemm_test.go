@@ -211,6 +211,30 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 	}
 }
 
+// dsubmul equals Go's unfused a·x then difference bit for bit (the LU
+// kernels' CPU–GPU agreement rests on it), and writes nothing past n.
+func TestDsubmulMatchesGoBitForBit(t *testing.T) {
+	if !haveVecKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	for _, n := range []int{1, 3, 4, 5, 7, 8, 9, 12, 13, 31, 33} {
+		rng := tensor.NewRNG(uint64(n) + 100)
+		x := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, n))
+		y := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, n))
+		a := 0.1 + 1/3.0
+		dst := append(slices.Clone(y), 7, 7)
+		dsubmul(&dst[0], &x[0], a, n)
+		for i := range x {
+			if want := y[i] - a*x[i]; dst[i] != want {
+				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], want)
+			}
+		}
+		if dst[n] != 7 || dst[n+1] != 7 {
+			t.Fatalf("n=%d wrote past the end", n)
+		}
+	}
+}
+
 // AxpyInPlace over lengths that run inline and split across workers, for
 // both float dtypes.
 func TestAxpyInPlace(t *testing.T) {

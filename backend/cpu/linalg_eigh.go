@@ -49,9 +49,10 @@ func eighKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 			order := insertionOrder(n, func(i, j int) bool { return w[i*n+i] < w[j*n+j] }) // ascending
 			for k, col := range order {
 				lv[b*n+k] = T(w[col*n+col])
-				sign := eigenSign(v, n, col)
-				for i := range n {
-					vv[b*n*n+i*n+k] = T(sign * v[i*n+col])
+				vec := v[col*n:][:n] // v holds the eigenvectors as rows
+				sign := columnSign(vec, n, 1, 0)
+				for i, e := range vec {
+					vv[b*n*n+i*n+k] = T(sign * e)
 				}
 			}
 		}
@@ -59,12 +60,14 @@ func eighKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 }
 
 // jacobiEigen diagonalizes the symmetric n×n w in place, v (n×n) taking
-// the rotations from I: sweeps over the pairs p < q in row order, each
-// rotation zeroing w[p][q] (t the smaller root of t² + 2θt - 1 = 0, θ =
-// (w[q][q] - w[p][p])/(2w[p][q]); c = 1/√(t² + 1), s = t·c), until a
-// sweep rotates nothing: w[p][q] is then negligible against both its
-// diagonal elements (adding it 2⁻⁵³·100 times changes neither), or
-// already 0. w is finite.
+// the rotations from I, transposed (its rows the eigenvectors): sweeps
+// over the pairs p < q in row order, each rotation zeroing w[p][q] (t the
+// smaller root of t² + 2θt - 1 = 0, θ = (w[q][q] - w[p][p])/(2w[p][q]); c
+// = 1/√(t² + 1), s = t·c), until a sweep rotates nothing: w[p][q] is
+// then negligible against both its diagonal elements (adding it
+// 2⁻⁵³·100 times changes neither), or already 0. w is finite. A rotation
+// turns rows p and q (contiguous), then copies them into columns p and
+// q, which w's symmetry makes the same operations as turning the columns.
 func jacobiEigen(w, v []float64, n int) {
 	setIdentity(v, n, n)
 	for range jacobiSweeps {
@@ -79,19 +82,14 @@ func jacobiEigen(w, v []float64, n int) {
 				}
 				rotated = true
 				c, s, t := jacobiRotation((aqq - app) / (2 * apq))
+				rp, rq := w[p*n:][:n], w[q*n:][:n]
+				turnRows(rp, rq, c, s)
+				rp[p], rq[q] = app-t*apq, aqq+t*apq
+				rp[q], rq[p] = 0, 0
 				for k := range n {
-					if k == p || k == q {
-						continue
-					}
-					akp, akq := w[k*n+p], w[k*n+q]
-					w[k*n+p] = c*akp - s*akq
-					w[k*n+q] = s*akp + c*akq
-					w[p*n+k], w[q*n+k] = w[k*n+p], w[k*n+q]
+					w[k*n+p], w[k*n+q] = rp[k], rq[k]
 				}
-				w[p*n+p] = app - t*apq
-				w[q*n+q] = aqq + t*apq
-				w[p*n+q], w[q*n+p] = 0, 0
-				turnColumns(v, n, n, p, q, c, s)
+				turnRows(v[p*n:][:n], v[q*n:][:n], c, s)
 			}
 		}
 		if !rotated {
@@ -134,6 +132,22 @@ func turnColumns(x []float64, rows, stride, p, q int, c, s float64) {
 	}
 }
 
+// turnRows rotates the rows x and y (of one length) by (c, s) as
+// turnColumns does columns, each product rounded before its sum: AVX2's
+// four lanes from four elements on.
+func turnRows(x, y []float64, c, s float64) {
+	y = y[:len(x)]
+	if haveVecKernels && len(x) >= 4 {
+		drot(&x[0], &y[0], c, s, len(x))
+		return
+	}
+	for i, xi := range x {
+		yi := y[i]
+		x[i] = c*xi - s*yi
+		y[i] = s*xi + c*yi
+	}
+}
+
 // insertionOrder is 0..n-1 ordered by before (an insertion sort: equals
 // keep their order).
 func insertionOrder(n int, before func(i, j int) bool) []int {
@@ -147,11 +161,9 @@ func insertionOrder(n int, before func(i, j int) bool) []int {
 	return order
 }
 
-// eigenSign is ±1: the sign that makes column col of v (n×n) have its
-// component of largest magnitude (the first of equals) positive.
-func eigenSign(v []float64, n, col int) float64 { return columnSign(v, n, n, col) }
-
-// columnSign is eigenSign of column col of x (rows×stride, row-major).
+// columnSign is ±1: the sign that makes column col of x (rows×stride,
+// row-major) have its component of largest magnitude (the first of
+// equals) positive.
 func columnSign(x []float64, rows, stride, col int) float64 {
 	best, at := -1.0, 0
 	for i := range rows {

@@ -37,45 +37,70 @@ func luFactor[T float32 | float64](a []T, w []float64, piv []int32, n int) float
 			}
 		}
 		piv[j] = int32(p)
+		rowJ := w[j*n:][:n]
 		if p != j {
-			for k := range n {
-				w[j*n+k], w[p*n+k] = w[p*n+k], w[j*n+k]
+			rowP := w[p*n:][:n]
+			for k := range rowJ {
+				rowJ[k], rowP[k] = rowP[k], rowJ[k]
 			}
 			sign = -sign
 		}
-		u := w[j*n+j]
+		u := rowJ[j]
 		if u == 0 {
 			continue
 		}
+		right := rowJ[j+1:]
 		for i := j + 1; i < n; i++ {
-			l := w[i*n+j] / u
-			w[i*n+j] = l
-			for k := j + 1; k < n; k++ {
-				w[i*n+k] -= l * w[j*n+k]
-			}
+			rowI := w[i*n:][:n]
+			l := rowI[j] / u
+			rowI[j] = l
+			subScaled(rowI[j+1:], right, l)
 		}
 	}
 	return sign
 }
 
-// luSolve overwrites y (a right-hand column, float64) with the solution:
-// the exchanges of piv in order, then L's forward and U's backward
-// substitution, each sum over the columns solved before in ascending
-// order.
-func luSolve(w []float64, piv []int32, y []float64, n int) {
+// luSolve overwrites y (n×m right-hand columns, row-major float64) with
+// the solution: the exchanges of piv in order, then L's forward and U's
+// backward substitution a row of all columns at a time, each element's
+// sum over the rows solved before in ascending order of k.
+func luSolve(w []float64, piv []int32, y []float64, n, m int) {
 	for j, p := range piv {
-		y[j], y[p] = y[p], y[j]
+		if p := int(p); p != j {
+			rj, rp := y[j*m:][:m], y[p*m:][:m]
+			for c := range rj {
+				rj[c], rp[c] = rp[c], rj[c]
+			}
+		}
 	}
 	for i := range n {
-		for k := range i {
-			y[i] -= w[i*n+k] * y[k]
+		yi := y[i*m:][:m]
+		for k, l := range w[i*n:][:i] {
+			subScaled(yi, y[k*m:], l)
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
+		yi, wi := y[i*m:][:m], w[i*n:][:n]
 		for k := i + 1; k < n; k++ {
-			y[i] -= w[i*n+k] * y[k]
+			subScaled(yi, y[k*m:], wi[k])
 		}
-		y[i] /= w[i*n+i]
+		for c := range yi {
+			yi[c] /= wi[i]
+		}
+	}
+}
+
+// subScaled is dst[i] -= a·x[i] for i < len(dst), each product rounded
+// before its difference (as the GPU's kernels take them): AVX2's four
+// lanes from four elements on.
+func subScaled(dst, x []float64, a float64) {
+	x = x[:len(dst)]
+	if haveVecKernels && len(dst) >= 4 {
+		dsubmul(&dst[0], &x[0], a, len(dst))
+		return
+	}
+	for i, v := range x {
+		dst[i] -= a * v
 	}
 }
 
@@ -104,15 +129,13 @@ func solveKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 	}
 	bv, xv := data[T](b), data[T](outs[0])
 	luEach[T](c, a, float64(n*n*m), func(bi int, w []float64, piv []int32, _ float64) {
-		y := make([]float64, n)
-		for col := range m {
-			for i := range n {
-				y[i] = float64(bv[(bi*n+i)*m+col])
-			}
-			luSolve(w, piv, y, n)
-			for i := range n {
-				xv[(bi*n+i)*m+col] = T(y[i])
-			}
+		y := make([]float64, n*m)
+		for i, v := range bv[bi*n*m:][:n*m] {
+			y[i] = float64(v)
+		}
+		luSolve(w, piv, y, n, m)
+		for i, v := range y {
+			xv[bi*n*m+i] = T(v)
 		}
 	})
 }

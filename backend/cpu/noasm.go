@@ -28,6 +28,10 @@ func sadds(dst, a *float32, s float32, n int) { panic("cpu: no vector kernel in 
 
 func saxpy(dst, x *float32, a float32, n int) { panic("cpu: no vector kernel in this build") }
 
+func dsubmul(dst, x *float64, a float64, n int) { panic("cpu: no vector kernel in this build") }
+
+func drot(x, y *float64, c, s float64, n int) { panic("cpu: no vector kernel in this build") }
+
 func saddnt(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
 
 func ssum(x *float32, n int) float32 { panic("cpu: no vector kernel in this build") }

@@ -2,8 +2,9 @@
 
 package cpu
 
-// The float32 vector kernels of vec_amd64.s (AVX2): arithmetic, sums and
-// Relu. Their callers check haveVecKernels and pass n > 0.
+// The vector kernels of vec_amd64.s (AVX2): float32 arithmetic, sums and
+// Relu, float64's dsubmul and drot. Their callers check haveVecKernels and pass n
+// > 0.
 
 //go:noescape
 func sdot(x, y *float32, n int) float32
@@ -28,6 +29,12 @@ func sadds(dst, a *float32, s float32, n int)
 
 //go:noescape
 func saxpy(dst, x *float32, a float32, n int)
+
+//go:noescape
+func dsubmul(dst, x *float64, a float64, n int)
+
+//go:noescape
+func drot(x, y *float64, c, s float64, n int)
 
 //go:noescape
 func saddnt(dst, a, b *float32, n int)

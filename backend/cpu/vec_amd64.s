@@ -521,3 +521,105 @@ maxdone:
 	VZEROUPPER
 	MOVSS X0, ret+16(FP)
 	RET
+
+// func dsubmul(dst, x *float64, a float64, n int)
+// dst[i] -= a * x[i], the product rounded before the difference (no
+// fusion: Go's scalar loop and the GPU's kernels round alike).
+TEXT ·dsubmul(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSD a+16(FP), Y4
+	MOVQ         n+24(FP), CX
+
+submul8:
+	CMPQ    CX, $8
+	JL      submul4
+	VMULPD  (SI), Y4, Y0
+	VMULPD  32(SI), Y4, Y1
+	VMOVUPD (DX), Y2
+	VMOVUPD 32(DX), Y3
+	VSUBPD  Y0, Y2, Y2
+	VSUBPD  Y1, Y3, Y3
+	VMOVUPD Y2, (DX)
+	VMOVUPD Y3, 32(DX)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	SUBQ    $8, CX
+	JMP     submul8
+
+submul4:
+	CMPQ    CX, $4
+	JL      submultail
+	VMULPD  (SI), Y4, Y0
+	VMOVUPD (DX), Y2
+	VSUBPD  Y0, Y2, Y2
+	VMOVUPD Y2, (DX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	SUBQ    $4, CX
+
+submultail:
+	TESTQ  CX, CX
+	JE     submuldone
+	VMULSD (SI), X4, X0
+	VMOVSD (DX), X2
+	VSUBSD X0, X2, X2
+	VMOVSD X2, (DX)
+	ADDQ   $8, SI
+	ADDQ   $8, DX
+	DECQ   CX
+	JMP    submultail
+
+submuldone:
+	VZEROUPPER
+	RET
+
+// func drot(x, y *float64, c, s float64, n int)
+// x[i], y[i] = c·x[i] - s·y[i], s·x[i] + c·y[i], each product rounded
+// before its sum (no fusion, as Go's scalar loop and the GPU's kernels).
+TEXT ·drot(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), DX
+	MOVQ         y+8(FP), SI
+	VBROADCASTSD c+16(FP), Y6
+	VBROADCASTSD s+24(FP), Y7
+	MOVQ         n+32(FP), CX
+
+rot4:
+	CMPQ    CX, $4
+	JL      rottail
+	VMOVUPD (DX), Y0
+	VMOVUPD (SI), Y1
+	VMULPD  Y0, Y6, Y2
+	VMULPD  Y1, Y7, Y3
+	VSUBPD  Y3, Y2, Y2
+	VMULPD  Y0, Y7, Y4
+	VMULPD  Y1, Y6, Y5
+	VADDPD  Y5, Y4, Y4
+	VMOVUPD Y2, (DX)
+	VMOVUPD Y4, (SI)
+	ADDQ    $32, DX
+	ADDQ    $32, SI
+	SUBQ    $4, CX
+	JMP     rot4
+
+rottail:
+	TESTQ  CX, CX
+	JE     rotdone
+	VMOVSD (DX), X0
+	VMOVSD (SI), X1
+	VMULSD X0, X6, X2
+	VMULSD X1, X7, X3
+	VSUBSD X3, X2, X2
+	VMULSD X0, X7, X4
+	VMULSD X1, X6, X5
+	VADDSD X5, X4, X4
+	VMOVSD X2, (DX)
+	VMOVSD X4, (SI)
+	ADDQ   $8, DX
+	ADDQ   $8, SI
+	DECQ   CX
+	JMP    rottail
+
+rotdone:
+	VZEROUPPER
+	RET
