@@ -122,19 +122,9 @@ func setIdentity(x []float64, rows, cols int) {
 	}
 }
 
-// turnColumns rotates columns p and q of x (rows×stride, row-major) by
-// (c, s): x[i][p], x[i][q] = c·xp - s·xq, s·xp + c·xq.
-func turnColumns(x []float64, rows, stride, p, q int, c, s float64) {
-	for i := range rows {
-		xp, xq := x[i*stride+p], x[i*stride+q]
-		x[i*stride+p] = c*xp - s*xq
-		x[i*stride+q] = s*xp + c*xq
-	}
-}
-
-// turnRows rotates the rows x and y (of one length) by (c, s) as
-// turnColumns does columns, each product rounded before its sum: AVX2's
-// four lanes from four elements on.
+// turnRows rotates the rows x and y (of one length) by (c, s): x[i], y[i]
+// = c·xᵢ - s·yᵢ, s·xᵢ + c·yᵢ, each product rounded before its sum (as the
+// GPU's kernels turn columns): AVX2's four lanes from four elements on.
 func turnRows(x, y []float64, c, s float64) {
 	y = y[:len(x)]
 	if haveVecKernels && len(x) >= 4 {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -31,14 +32,14 @@ func svdKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 		for bi := lo; bi < hi; bi++ {
 			x := av[bi*m*n:][:m*n]
 			finite := true
-			for i := range m { // b: a, or aᵀ where wide (rows×k, tall)
+			for i := range m { // b is a, or aᵀ where wide (rows×k, tall), held transposed
 				for j := range n {
 					e := float64(x[i*n+j])
 					finite = finite && !math.IsInf(e, 0) && !math.IsNaN(e)
 					if m >= n {
-						b[i*k+j] = e
+						b[j*rows+i] = e
 					} else {
-						b[j*k+i] = e
+						b[i*n+j] = e
 					}
 				}
 			}
@@ -78,48 +79,52 @@ func svdKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 	})
 }
 
-// tallSVD decomposes b (r×k, r ≥ k, row-major, finite) into u (r×k), s
-// (descending) and v (k×k) with b = u·diag(s)·vᵀ: b scaled by a power of
-// 2 so that its largest magnitude is in [½, 1) (within 2^±1000); sweeps over
-// the column pairs p < q in row order, each rotation (from I into v)
-// making columns p and q orthogonal (α, β, γ their squared norms and dot
-// product, rows ascending; t the smaller root for ζ = (β - α)/(2γ)) and
-// skipped where |γ| ≤ 2⁻⁵³·√α·√β, until a sweep rotates nothing; then
-// s the columns' norms sorted (the first of equals first), u the columns
-// over them, and for each s of 0 the first unit vector eᵢ made
-// orthogonal to u's earlier columns (twice, by Gram and Schmidt) whose
-// remainder is at least ½ long, normalized. b and v are overwritten.
-func tallSVD(b, v, s, u []float64, r, k int) {
+// tallSVD decomposes b (r×k, r ≥ k, finite), given transposed (bt, its
+// rows b's columns), into u (r×k), s (descending) and v (k×k), each
+// row-major, with b = u·diag(s)·vᵀ: b scaled by a power of 2 so that its
+// largest magnitude is in [½, 1) (within 2^±1000); sweeps over the column
+// pairs p < q in row order, each rotation (from I into v) making columns
+// p and q orthogonal (α, β, γ their squared norms and dot product, rows
+// ascending; t the smaller root for ζ = (β - α)/(2γ)) and skipped where
+// |γ| ≤ 2⁻⁵³·√α·√β, until a sweep rotates nothing; then s the columns'
+// norms sorted (the first of equals first), u the columns over them, and
+// for each s of 0 the first unit vector eᵢ made orthogonal to u's earlier
+// columns (twice, by Gram and Schmidt) whose remainder is at least ½
+// long, normalized. bt and v are overwritten (v holds vᵀ during the
+// sweeps, so that every rotation turns contiguous rows).
+func tallSVD(bt, v, s, u []float64, r, k int) {
 	big := 0.0
-	for _, x := range b[:r*k] {
+	for _, x := range bt[:r*k] {
 		big = max(big, math.Abs(x))
 	}
 	// big's binary exponent from its bits (the GPU's way), held to ±1000
 	// so that 2^±e is a normal number and each scaling exact.
 	e := min(max(int(math.Float64bits(big)>>52&0x7ff)-1022, -1000), 1000)
 	down := math.Ldexp(1, -e)
-	for i := range b[:r*k] {
-		b[i] *= down
+	for i := range bt[:r*k] {
+		bt[i] *= down
 	}
 	setIdentity(v, k, k)
 	for range jacobiSweeps {
 		rotated := false
 		for p := range k {
+			bp := bt[p*r:][:r]
 			for q := p + 1; q < k; q++ {
+				bq := bt[q*r:][:r]
 				alpha, beta, gamma := 0.0, 0.0, 0.0
-				for i := range r {
-					bp, bq := b[i*k+p], b[i*k+q]
-					alpha += bp * bp
-					beta += bq * bq
-					gamma += bp * bq
+				for i, x := range bp {
+					y := bq[i]
+					alpha += x * x
+					beta += y * y
+					gamma += x * y
 				}
 				if math.Abs(gamma) <= 0x1p-53*math.Sqrt(alpha)*math.Sqrt(beta) {
 					continue
 				}
 				rotated = true
 				c, sn, _ := jacobiRotation((beta - alpha) / (2 * gamma))
-				turnColumns(b, r, k, p, q, c, sn)
-				turnColumns(v, k, k, p, q, c, sn)
+				turnRows(bp, bq, c, sn)
+				turnRows(v[p*k:][:k], v[q*k:][:k], c, sn)
 			}
 		}
 		if !rotated {
@@ -129,23 +134,22 @@ func tallSVD(b, v, s, u []float64, r, k int) {
 	norms := make([]float64, k)
 	for j := range k {
 		sum := 0.0
-		for i := range r {
-			sum += b[i*k+j] * b[i*k+j]
+		for _, x := range bt[j*r:][:r] {
+			sum += x * x
 		}
 		norms[j] = math.Sqrt(sum)
 	}
 	order := insertionOrder(k, func(i, j int) bool { return norms[i] > norms[j] }) // descending
-	vs := make([]float64, k*k)
-	copy(vs, v)
+	vt := slices.Clone(v[:k*k])
 	for j, col := range order {
 		s[j] = norms[col] * math.Ldexp(1, e)
 		for i := range k {
-			v[i*k+j] = vs[i*k+col]
+			v[i*k+j] = vt[col*k+i]
 		}
-		for i := range r {
+		for i, x := range bt[col*r:][:r] {
 			u[i*k+j] = 0
 			if norms[col] > 0 {
-				u[i*k+j] = b[i*k+col] / norms[col]
+				u[i*k+j] = x / norms[col]
 			}
 		}
 		if norms[col] == 0 {
