@@ -211,8 +211,9 @@ func TestVectorKernelsMatchPureGo(t *testing.T) {
 	}
 }
 
-// dsubmul equals Go's unfused a·x then difference bit for bit (the LU
-// kernels' CPU–GPU agreement rests on it), and writes nothing past n.
+// dsubmul and dsubmulf32 equal Go's unfused a·x then difference bit for
+// bit (the factorizations' CPU–GPU agreement rests on it), and write
+// nothing past n.
 func TestDsubmulMatchesGoBitForBit(t *testing.T) {
 	if !haveVecKernels {
 		t.Skip("no vector kernels in this build or on this CPU")
@@ -231,6 +232,17 @@ func TestDsubmulMatchesGoBitForBit(t *testing.T) {
 		}
 		if dst[n] != 7 || dst[n+1] != 7 {
 			t.Fatalf("n=%d wrote past the end", n)
+		}
+		x32 := tensor.ToSlice[float32](tensor.RandUniform(rng, tensor.Float32, -1, 1, n))
+		dst = append(slices.Clone(y), 7, 7)
+		dsubmulf32(&dst[0], &x32[0], a, n)
+		for i, v := range x32 {
+			if want := y[i] - a*float64(v); dst[i] != want {
+				t.Fatalf("dsubmulf32 n=%d: element %d = %v, want %v", n, i, dst[i], want)
+			}
+		}
+		if dst[n] != 7 || dst[n+1] != 7 {
+			t.Fatalf("dsubmulf32 n=%d wrote past the end", n)
 		}
 	}
 }

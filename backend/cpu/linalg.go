@@ -103,9 +103,7 @@ func solveRows[T float32 | float64](a, b, x []T, acc []float64, n, m int, at opa
 			if at.Transpose {
 				mik = float64(a[k*n+i])
 			}
-			for col, v := range x[k*m:][:m] {
-				acc[col] -= mik * float64(v)
-			}
+			subScaled(acc, x[k*m:], mik)
 		}
 		if !at.UnitDiagonal {
 			d := float64(a[i*n+i])

@@ -90,17 +90,22 @@ func luSolve(w []float64, piv []int32, y []float64, n, m int) {
 	}
 }
 
-// subScaled is dst[i] -= a·x[i] for i < len(dst), each product rounded
-// before its difference (as the GPU's kernels take them): AVX2's four
-// lanes from four elements on.
-func subScaled(dst, x []float64, a float64) {
+// subScaled is dst[i] -= a·x[i] for i < len(dst), x float64 or float32
+// (widened exactly), each product rounded before its difference (as the
+// GPU's kernels take them): AVX2's four lanes from four elements on.
+func subScaled[T float32 | float64](dst []float64, x []T, a float64) {
 	x = x[:len(dst)]
 	if haveVecKernels && len(dst) >= 4 {
-		dsubmul(&dst[0], &x[0], a, len(dst))
+		switch x := any(x).(type) {
+		case []float64:
+			dsubmul(&dst[0], &x[0], a, len(dst))
+		case []float32:
+			dsubmulf32(&dst[0], &x[0], a, len(dst))
+		}
 		return
 	}
 	for i, v := range x {
-		dst[i] -= a * v
+		dst[i] -= a * float64(v)
 	}
 }
 

@@ -32,6 +32,10 @@ func dsubmul(dst, x *float64, a float64, n int) { panic("cpu: no vector kernel i
 
 func drot(x, y *float64, c, s float64, n int) { panic("cpu: no vector kernel in this build") }
 
+func dsubmulf32(dst *float64, x *float32, a float64, n int) {
+	panic("cpu: no vector kernel in this build")
+}
+
 func saddnt(dst, a, b *float32, n int) { panic("cpu: no vector kernel in this build") }
 
 func ssum(x *float32, n int) float32 { panic("cpu: no vector kernel in this build") }

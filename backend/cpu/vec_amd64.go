@@ -3,8 +3,8 @@
 package cpu
 
 // The vector kernels of vec_amd64.s (AVX2): float32 arithmetic, sums and
-// Relu, float64's dsubmul and drot. Their callers check haveVecKernels and pass n
-// > 0.
+// Relu; the float64 updates of the factorizations, dsubmul, dsubmulf32
+// and drot. Their callers check haveVecKernels and pass n > 0.
 
 //go:noescape
 func sdot(x, y *float32, n int) float32
@@ -35,6 +35,9 @@ func dsubmul(dst, x *float64, a float64, n int)
 
 //go:noescape
 func drot(x, y *float64, c, s float64, n int)
+
+//go:noescape
+func dsubmulf32(dst *float64, x *float32, a float64, n int)
 
 //go:noescape
 func saddnt(dst, a, b *float32, n int)

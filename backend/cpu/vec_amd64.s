@@ -623,3 +623,41 @@ rottail:
 rotdone:
 	VZEROUPPER
 	RET
+
+// func dsubmulf32(dst *float64, x *float32, a float64, n int)
+// dst[i] -= a * float64(x[i]), as dsubmul (x widened exactly).
+TEXT ·dsubmulf32(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSD a+16(FP), Y4
+	MOVQ         n+24(FP), CX
+
+submulf4:
+	CMPQ      CX, $4
+	JL        submulftail
+	VCVTPS2PD (SI), Y0
+	VMULPD    Y0, Y4, Y0
+	VMOVUPD   (DX), Y2
+	VSUBPD    Y0, Y2, Y2
+	VMOVUPD   Y2, (DX)
+	ADDQ      $16, SI
+	ADDQ      $32, DX
+	SUBQ      $4, CX
+	JMP       submulf4
+
+submulftail:
+	TESTQ     CX, CX
+	JE        submulfdone
+	VCVTSS2SD (SI), X0, X0
+	VMULSD    X0, X4, X0
+	VMOVSD    (DX), X2
+	VSUBSD    X0, X2, X2
+	VMOVSD    X2, (DX)
+	ADDQ      $4, SI
+	ADDQ      $8, DX
+	DECQ      CX
+	JMP       submulftail
+
+submulfdone:
+	VZEROUPPER
+	RET
