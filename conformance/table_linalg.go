@@ -10,7 +10,7 @@ import (
 
 // linalgSamples are the samples of the linear algebra ops (ops/linalg*.go):
 // Cholesky of symmetric positive-definite batches (m·mᵀ + n·I),
-// TriangularSolve in each form, Solve, Det and Slogdet over
+// TriangularSolve in each form, LU, Solve, Det and Slogdet over
 // well-conditioned matrices (the diagonal dominant), Eigh, and QR and
 // SVD of tall, square and wide matrices; batches broadcast, empty matrices, and
 // singular ones.
@@ -34,6 +34,7 @@ func linalgSamples(add func(name string, s ...sample)) {
 		grad := dt == tensor.Float64
 		for _, shape := range square {
 			g := grad && shape[len(shape)-1] > 0 && shape[0] > 0
+			add("LU", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.LU(triangularOf(dt, shape...)) }, g, true))
 			add("Det", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Det(triangularOf(dt, shape...)) }, g, true))
 			add("Slogdet", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Slogdet(triangularOf(dt, shape...)) }, g, true))
 		}
@@ -60,6 +61,8 @@ func linalgSamples(add func(name string, s ...sample)) {
 		one("holding ∞", func() { ops.SVD(tensor.FromSlice([]float64{1, math.Inf(1), 2, 2}, 2, 2)) }, false, false))
 	add("Solve", one("Inverse", func() { ops.Inverse(triangularOf(tensor.Float64, 2, 3, 3)) }, true, true))
 	add("Det", one("a singular matrix", func() { ops.Det(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
+	add("LU", one("rows exchanged", func() { ops.LU(tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6, 7, 8, 10}, 3, 3)) }, true, true),
+		one("a singular matrix", func() { ops.LU(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
 	add("Slogdet", one("a singular matrix", func() { ops.Slogdet(tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)) }, false, false))
 	add("TriangularSolve", one("CholeskySolve", func() { ops.CholeskySolve(ops.Cholesky(spdOf(tensor.Float64, []int{3, 3})), r(-1, 1, 3, 2)) }, true, true))
 }

@@ -31,7 +31,16 @@ type Grad struct {
 	Outputs  []*tensor.Tensor // the op's outputs
 	OutGrads []*tensor.Tensor // one per output, never nil
 	Needs    []bool           // one per input: whether its gradient is wanted
+	// Filled, where set, marks the OutGrads that are zeros the tape
+	// stood in for outputs no gradient reached (Solve's factors, a
+	// norm's statistics): a rule may leave out their terms. Nil where
+	// every output's gradient came from its users.
+	Filled []bool
 }
+
+// Reached reports whether output i's gradient came from its users (not
+// a stand-in of zeros: Filled).
+func (g *Grad) Reached(i int) bool { return g.Filled == nil || !g.Filled[i] }
 
 // Out is the dtype and shape of one output, as Infer returns it.
 type Out struct {

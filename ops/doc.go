@@ -144,6 +144,8 @@
 //	CholeskySolve(l, b)                      (l·lᵀ)·x = b by two triangular solves
 //	Solve(a, b), Inverse(a)                  LU with partial pivoting in float64 (linalg_lu.go); ±∞/NaN if singular
 //	Det(a), Slogdet(a)                       the determinant; its sign and log|det| (no overflow)
+//	LU(a), LUSolve(lu, perm, b, opts)        the factors, exchanges and permutation; solves reusing them (linalg_lufactor.go)
+//	LUUnpack(lu, perm)                       p, l and u with a = p·l·u
 //	Eigh(a)                                  symmetric: ascending eigenvalues, eigenvectors (Jacobi; linalg_eigh.go)
 //	QR(a)                                    reduced q·r of [..., m n], r's diagonal ≥ 0 (Householder; linalg_qr.go)
 //	SVD(a)                                   reduced u·diag(s)·vt, s descending (one-sided Jacobi; linalg_svd.go)

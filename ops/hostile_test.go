@@ -166,6 +166,11 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"Inverse", func() { ops.Inverse(tensor.Zeros(tensor.Float32, 2, 3)) }},
 		{"Det", func() { ops.Det(tensor.Zeros(tensor.Float16, 2, 2)) }},
 		{"Slogdet", func() { ops.Slogdet(tensor.Zeros(tensor.Float64, 3)) }},
+		{"LU", func() { ops.LU(tensor.Zeros(tensor.Uint8, 2, 2)) }},
+		{"LUSolve", func() {
+			ops.LUSolve(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Int32, 3), tensor.Zeros(tensor.Float64, 2, 1), ops.LUSolveOpts{})
+		}},
+		{"LUUnpack", func() { ops.LUUnpack(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Float64, 2)) }},
 		{"Eigh", func() { ops.Eigh(tensor.Zeros(tensor.Float64, 2, 3)) }},
 		{"QR", func() { ops.QR(tensor.Zeros(tensor.Int32, 2, 3)) }},
 		{"SVD", func() { ops.SVD(tensor.Zeros(tensor.Float64, 4)) }},

@@ -8,16 +8,39 @@ import (
 // The functions of general square matrices, by LU factorization with
 // partial pivoting (LAPACK's getrf: the largest magnitude of each column
 // below the diagonal as its pivot, the first on ties), each computed in
-// float64: Solve, Inverse, Det and Slogdet. A singular matrix is not an
-// error: its solve holds ±∞ and NaN (as JAX's), its determinant is 0.
+// float64: LU itself, Solve, Inverse, Det and Slogdet. A singular matrix
+// is not an error: its solve holds ±∞ and NaN (as JAX's), its
+// determinant is 0.
 
-var solveOp, detOp, slogdetOp *eager.Op
+var luOp, solveOp, detOp, slogdetOp *eager.Op
 
 func init() {
+	// Outputs lu (a's dtype and shape), pivots and perm (Int32 [..., n]).
+	luOp = eager.Register(&eager.Op{
+		Name: "LU", Inputs: 1, DTypes: linalgTypes,
+		Infer: func(c *eager.Call) []eager.Out {
+			a := c.Inputs[0]
+			needSquare(c, a, "a")
+			return luOuts(a)
+		},
+		Grad: func(g *eager.Grad) []*tensor.Tensor {
+			if !g.Reached(0) {
+				return []*tensor.Tensor{nil}
+			}
+			return []*tensor.Tensor{luBackward(g.Outputs[0], g.Outputs[2], g.OutGrads[0])}
+		},
+		GradReads: eager.ReadsOutputs,
+	})
+	// Outputs x, then a's factorization as LU's (which x's gradient
+	// reuses: a's gradient solves with it instead of factoring aᵀ).
 	solveOp = eager.Register(&eager.Op{
 		Name: "Solve", Inputs: 2, DTypes: linalgTypes, SameDTypes: true,
-		Infer: func(c *eager.Call) []eager.Out { return c.Out1(c.Inputs[1].DType(), systemShape(c)) },
-		Grad:  solveGrad,
+		Infer: func(c *eager.Call) []eager.Out {
+			x := eager.Out{DType: c.Inputs[1].DType(), Shape: systemShape(c)}
+			return append([]eager.Out{x}, luOuts(c.Inputs[0])...)
+		},
+		Grad:      solveGrad,
+		GradReads: eager.ReadsOutputs,
 	})
 	detOp = eager.Register(&eager.Op{
 		Name: "Det", Inputs: 1, DTypes: linalgTypes,
@@ -52,17 +75,40 @@ func systemShape(c *eager.Call) tensor.Shape {
 	return b.Shape()
 }
 
-// solveGrad: with x = a⁻¹·b, ∂b = a⁻ᵀ·Ḡ and ∂a = -∂b·xᵀ.
+// luOuts are LU's outputs for a [..., n, n]: the factors packed in a's
+// dtype and shape, the exchanges and the permutation Int32 [..., n].
+func luOuts(a *tensor.Tensor) []eager.Out {
+	rows := a.Shape()[:a.Rank()-1].Clone()
+	return []eager.Out{{DType: a.DType(), Shape: a.Shape()}, {DType: tensor.Int32, Shape: rows}, {DType: tensor.Int32, Shape: rows.Clone()}}
+}
+
+// solveGrad: with x = a⁻¹·b, ∂b = a⁻ᵀ·Ḡ (by the forward's factors) and
+// ∂a = -∂b·xᵀ, plus what the factors' own gradient gives (luBackward).
 func solveGrad(g *eager.Grad) []*tensor.Tensor {
-	a, x, dx := g.Inputs[0], g.Outputs[0], g.OutGrads[0]
-	at := matrixT(a)
-	defer releaseTemp(at)
-	db := Solve(at, dx) // a's gradient needs it too
-	var da *tensor.Tensor
-	if g.Needs[0] {
-		p := MatMulT(db, x, false, true)
-		da = Neg(p)
-		releaseTemp(p)
+	x, lu, perm := g.Outputs[0], g.Outputs[1], g.Outputs[3]
+	var da, db *tensor.Tensor
+	if dx := g.OutGrads[0]; g.Reached(0) {
+		db = LUSolve(lu, perm, dx, LUSolveOpts{Transpose: true}) // a's gradient needs it too
+		if g.Needs[0] {
+			p := MatMulT(db, x, false, true)
+			da = Neg(p)
+			releaseTemp(p)
+		}
+	}
+	if dlu := g.OutGrads[1]; g.Reached(1) && g.Needs[0] {
+		d := luBackward(lu, perm, dlu)
+		if da == nil {
+			da = d
+		} else {
+			sum := Add(da, d)
+			releaseTemp(da)
+			releaseTemp(d)
+			da = sum
+		}
+	}
+	if !g.Needs[1] && db != nil {
+		releaseTemp(db)
+		db = nil
 	}
 	return []*tensor.Tensor{da, db}
 }
@@ -97,12 +143,18 @@ func slogdetGrad(g *eager.Grad) []*tensor.Tensor {
 // k], their batch dimensions broadcast (torch.linalg.solve's and
 // TensorFlow's matrix_solve with a matrix b; a vector b is b[..., n, 1]):
 // LU factorization with partial pivoting, in float64. A singular a gives
-// ±∞ and NaN, with no error. float32 or float64, one dtype.
+// ±∞ and NaN, with no error. float32 or float64, one dtype. Its gradient
+// solves with the forward's factors (in a's dtype) rather than factoring
+// aᵀ again, as PyTorch's does.
 func Solve(a, b *tensor.Tensor) *tensor.Tensor {
 	needInputs("Solve", a, b)
 	defer asOp("Solve")
 	a, b = broadcastBatches("Solve", a, b)
-	return eager.Run1(solveOp, nil, a, b)
+	out := eager.Run(solveOp, nil, a, b)
+	for _, t := range out[1:] { // a tape that recorded the op holds them
+		releaseTemp(t)
+	}
+	return out[0]
 }
 
 // Inverse returns a⁻¹ for a square a [..., n, n]: Solve(a, I). A

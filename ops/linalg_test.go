@@ -170,6 +170,93 @@ func TestLUFunctions(t *testing.T) {
 	}
 }
 
+// LU reproduces a as p·l·u (LUUnpack), its pivots and permutation are
+// getrf's (0-based), LUSolve solves both systems with the factors and
+// agrees with Solve, a singular matrix factors without error, and the
+// composed functions' gradients match finite differences.
+func TestLUFactorization(t *testing.T) {
+	a := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6, 7, 8, 10}, 3, 3)
+	lu, piv, perm := ops.LU(a)
+	if got := tensor.ToSlice[int32](piv); got[0] != 2 || got[1] != 2 || got[2] != 2 {
+		t.Errorf("pivots = %v, want [2 2 2]", got)
+	}
+	if got := tensor.ToSlice[int32](perm); got[0] != 2 || got[1] != 0 || got[2] != 1 {
+		t.Errorf("perm = %v, want [2 0 1]", got)
+	}
+	want := []float64{7, 8, 10, 1.0 / 7, 6.0 / 7, 11.0 / 7, 4.0 / 7, 0.5, -0.5}
+	for i, v := range tensor.ToSlice[float64](lu) {
+		if math.Abs(v-want[i]) > 1e-15 {
+			t.Errorf("lu[%d] = %v, want %v", i, v, want[i])
+		}
+	}
+	batch := ops.Add(tensor.RandUniform(tensor.NewRNG(31), tensor.Float64, -1, 1, 2, 3, 5, 5), ops.Mul(tensor.Eye(tensor.Float64, 5), tensor.Scalar(0.3)))
+	blu, _, bperm := ops.LU(batch)
+	p, l, u := ops.LUUnpack(blu, bperm)
+	if d := maxAbsDiff(ops.MatMul(p, ops.MatMul(l, u)), batch); d > 1e-15 {
+		t.Errorf("|p·l·u - a| = %g", d)
+	}
+	if d := maxAbsDiff(l, ops.Add(ops.Tril(l, -1), tensor.Eye(tensor.Float64, 5))); d != 0 {
+		t.Errorf("l is not unit lower triangular: %g", d)
+	}
+	b := tensor.RandUniform(tensor.NewRNG(32), tensor.Float64, -1, 1, 5, 2) // broadcast over the batch
+	x := ops.LUSolve(blu, bperm, b, ops.LUSolveOpts{})
+	if d := maxAbsDiff(x, ops.Solve(batch, b)); d > 1e-15 {
+		t.Errorf("LUSolve and Solve differ by %g", d)
+	}
+	xt := ops.LUSolve(blu, bperm, b, ops.LUSolveOpts{Transpose: true})
+	if d := maxAbsDiff(ops.MatMulT(batch, xt, true, false), ops.BroadcastTo(b, 2, 3, 5, 2)); d > 1e-14 {
+		t.Errorf("|aᵀ·LUSolve(transposed) - b| = %g", d)
+	}
+	s32 := ops.Cast(batch, tensor.Float32)
+	lu32, _, perm32 := ops.LU(s32)
+	lu64, _, _ := ops.LU(ops.Cast(s32, tensor.Float64))
+	if d := maxAbsDiff(lu32, ops.Cast(lu64, tensor.Float32)); d != 0 {
+		t.Errorf("float32 LU is not float64's rounded once: %g", d)
+	}
+	if d := maxAbsDiff(ops.LUSolve(lu32, perm32, ops.Cast(b, tensor.Float32), ops.LUSolveOpts{}), x); d > 1e-4 {
+		t.Errorf("float32 LUSolve is %g off", d)
+	}
+	singular := tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)
+	if slu, _, _ := ops.LU(singular); tensor.ToSlice[float64](slu)[3] != 0 {
+		t.Errorf("LU of a singular matrix: %v, want a 0 on U's diagonal", slu)
+	}
+	well := func(x T) T { return ops.Add(x, ops.Mul(tensor.Eye(tensor.Float64, 4), tensor.Scalar(2.5))) }
+	runGradients(t, []gradCase{
+		{"LUSolve", func(x []T) T {
+			lu, _, perm := ops.LU(well(x[0]))
+			return ops.LUSolve(lu, perm, x[1], ops.LUSolveOpts{})
+		}, []T{rnd(33, -1, 1, 2, 4, 4), rnd(34, -1, 1, 2, 4, 3)}},
+		{"LUSolve transposed", func(x []T) T {
+			lu, _, perm := ops.LU(well(x[0]))
+			return ops.LUSolve(lu, perm, x[1], ops.LUSolveOpts{Transpose: true})
+		}, []T{rnd(35, -1, 1, 4, 4), rnd(36, -1, 1, 4, 2)}},
+		{"LUUnpack", func(x []T) T {
+			lu, _, perm := ops.LU(well(x[0]))
+			p, l, u := ops.LUUnpack(lu, perm)
+			return ops.Add(ops.Mul(p, l), ops.Mul(l, u))
+		}, []T{rnd(37, -1, 1, 4, 4)}},
+		{"Solve through its factors", func(x []T) T { return ops.Inverse(well(x[0])) }, []T{rnd(38, -1, 1, 4, 4)}},
+	}, nil, nil)
+	m3 := tensor.Zeros(tensor.Float64, 3, 3)
+	runBadInput(t, []badInput{
+		{"LU of a non-square matrix", func() { ops.LU(tensor.Zeros(tensor.Float64, 2, 3)) }, tensor.ErrShape, "not a square matrix"},
+		{"LU of int32", func() { ops.LU(tensor.Zeros(tensor.Int32, 2, 2)) }, tensor.ErrDType, "int32"},
+		{"LUSolve's perm int64", func() {
+			ops.LUSolve(m3, tensor.Zeros(tensor.Int64, 3), tensor.Zeros(tensor.Float64, 3, 1), ops.LUSolveOpts{})
+		},
+			tensor.ErrShape, "perm must be Int32 [3]"},
+		{"LUSolve's b of other rows", func() {
+			ops.LUSolve(m3, tensor.Zeros(tensor.Int32, 3), tensor.Zeros(tensor.Float64, 2, 1), ops.LUSolveOpts{})
+		},
+			tensor.ErrShape, "b [2 1] is not [batch..., 3, k]"},
+		{"LUSolve's lu not square", func() {
+			ops.LUSolve(tensor.Zeros(tensor.Float64, 3, 2), tensor.Zeros(tensor.Int32, 3), tensor.Zeros(tensor.Float64, 3, 1), ops.LUSolveOpts{})
+		},
+			tensor.ErrShape, "lu [3 2] is not a square matrix"},
+		{"LUUnpack's perm of another batch", func() { ops.LUUnpack(m3, tensor.Zeros(tensor.Int32, 2, 3)) }, tensor.ErrShape, "perm Int32 [..., n]"},
+	})
+}
+
 // Eigh's eigenvalues ascend and its eigenvectors are orthonormal and
 // reproduce a (from its lower triangle alone), each signed so that its
 // largest component is positive; known spectra come out to rounding's

@@ -510,6 +510,10 @@ type backprop struct {
 	// (regions.WindowVJPProducts).
 	deferred map[gradKey]int
 	products []regions.Product
+	// filled are the zeros outGrads stood in for outputs no gradient
+	// reached, until finish (a rule is told which they are: eager.Grad's
+	// Filled).
+	filled map[*tensor.Tensor]bool
 }
 
 // gradKey names the tensor a gradient belongs to: the recorded op and
@@ -687,6 +691,10 @@ func (b *backprop) outGrads(n *node) (dys, made []*tensor.Tensor) {
 				// take none every step, which were fills launched).
 				dys[i] = consts.Full(o.Device(), o.DType(), 0, o.Shape())
 				made = append(made, dys[i])
+				if b.filled == nil {
+					b.filled = map[*tensor.Tensor]bool{}
+				}
+				b.filled[dys[i]] = true
 			}
 		}
 	}
@@ -717,7 +725,16 @@ func (b *backprop) rule(n *node, dys []*tensor.Tensor, needs []bool) []*tensor.T
 		return n.custom(dys)
 	}
 	n.checkVersions()
-	return n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs})
+	var filled []bool
+	for i, d := range dys {
+		if b.filled[d] {
+			if filled == nil {
+				filled = make([]bool, len(dys))
+			}
+			filled[i] = true
+		}
+	}
+	return n.call.Op.Grad(&eager.Grad{Call: n.call, Outputs: n.outs, OutGrads: dys, Needs: needs, Filled: filled})
 }
 
 // accumulate adds the gradients dxs that n's rule gave its inputs, for
@@ -795,6 +812,7 @@ func (b *backprop) finish(dys, made []*tensor.Tensor) {
 		b.recycle(d)
 	}
 	for _, z := range made {
+		delete(b.filled, z)
 		if b.uses[z] <= 0 && !eager.Observing() {
 			z.Release()
 		}

@@ -13,6 +13,7 @@ import (
 // multiplied; the GPU's linalg kernels take the same steps.
 
 func init() {
+	kernels{f32: luKernel[float32], f64: luKernel[float64]}.register("LU")
 	kernels{f32: solveKernel[float32], f64: solveKernel[float64]}.register("Solve")
 	kernels{f32: detKernel[float32], f64: detKernel[float64]}.register("Det")
 	kernels{f32: slogdetKernel[float32], f64: slogdetKernel[float64]}.register("Slogdet")
@@ -92,10 +93,11 @@ func luSolve(w []float64, piv []int32, y []float64, n, m int) {
 
 // subScaled is dst[i] -= a·x[i] for i < len(dst), x float64 or float32
 // (widened exactly), each product rounded before its difference (as the
-// GPU's kernels take them): AVX2's four lanes from four elements on.
+// GPU's kernels take them): AVX2's four lanes from eight elements on
+// (below, the call costs what the lanes save).
 func subScaled[T float32 | float64](dst []float64, x []T, a float64) {
 	x = x[:len(dst)]
-	if haveVecKernels && len(dst) >= 4 {
+	if haveVecKernels && len(dst) >= 8 {
 		switch x := any(x).(type) {
 		case []float64:
 			dsubmul(&dst[0], &x[0], a, len(dst))
@@ -126,14 +128,44 @@ func luEach[T float32 | float64](c *eager.Call, a *tensor.Tensor, cost float64, 
 	})
 }
 
+// luKernel writes LU's outputs: the factors rounded once, the exchanges
+// and their permutation (luOutputs).
+func luKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
+	n := c.Inputs[0].Dim(-1)
+	luEach[T](c, c.Inputs[0], 0, func(b int, w []float64, piv []int32, _ float64) {
+		luOutputs[T](outs, b, n, w, piv)
+	})
+}
+
+// luOutputs writes matrix b's factorization into outs, LU's outputs (or
+// Solve's from its second on): lu in T, the exchanges piv, and perm,
+// the identity's rows exchanged by piv in order.
+func luOutputs[T float32 | float64](outs []*tensor.Tensor, b, n int, w []float64, piv []int32) {
+	lu, pv, perm := data[T](outs[0])[b*n*n:][:n*n], data[int32](outs[1])[b*n:][:n], data[int32](outs[2])[b*n:][:n]
+	for i, v := range w {
+		lu[i] = T(v)
+	}
+	copy(pv, piv)
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	for j, p := range piv {
+		perm[j], perm[p] = perm[p], perm[j]
+	}
+}
+
 func solveKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 	a, b := c.Inputs[0], c.Inputs[1]
 	n, m := b.Dim(-2), b.Dim(-1)
-	if n == 0 || m == 0 {
+	if n == 0 {
 		return
 	}
 	bv, xv := data[T](b), data[T](outs[0])
 	luEach[T](c, a, float64(n*n*m), func(bi int, w []float64, piv []int32, _ float64) {
+		luOutputs[T](outs[1:], bi, n, w, piv)
+		if m == 0 {
+			return
+		}
 		y := make([]float64, n*m)
 		for i, v := range bv[bi*n*m:][:n*m] {
 			y[i] = float64(v)

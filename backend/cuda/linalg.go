@@ -8,8 +8,8 @@ import (
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
-// Cholesky and TriangularSolve (ops/linalg.go), Solve, Det and Slogdet
-// (ops/linalg_lu.go), Eigh, QR and SVD (ops/linalg_eigh.go, linalg_qr.go,
+// Cholesky and TriangularSolve (ops/linalg.go), LU, Solve, Det and
+// Slogdet (ops/linalg_lu.go), Eigh, QR and SVD (ops/linalg_eigh.go, linalg_qr.go,
 // linalg_svd.go), by the linalg family's
 // kernels: the CPU's algorithms, bit for bit (Slogdet's logarithms
 // within 2 ulps).
@@ -21,6 +21,7 @@ func init() {
 	for _, d := range kernels.LinalgTypes {
 		eager.RegisterKernel("Cholesky", device.GPU, tensorType(d), cholesky(d))
 		eager.RegisterKernel("TriangularSolve", device.GPU, tensorType(d), triangularSolve(d))
+		eager.RegisterKernel("LU", device.GPU, tensorType(d), luFactor(d))
 		eager.RegisterKernel("Solve", device.GPU, tensorType(d), solve(d))
 		eager.RegisterKernel("Det", device.GPU, tensorType(d), determinant(d, false))
 		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
@@ -61,42 +62,67 @@ func triangularSolve(d kernels.DType) eager.Kernel {
 const luBlock = 128
 
 // factor queues the LU factorization of each matrix of a [..., n, n]:
-// its float64 factors and u32 exchanges, which the caller releases.
-func factor(c *eager.Call, d kernels.DType, a *tensor.Tensor) (work, piv *tensor.Tensor) {
+// its float64 factors and u32 exchanges, into piv where it is given
+// (Int32 [..., n]) or into a tensor of its own; the caller releases work
+// and what factor made.
+func factor(c *eager.Call, d kernels.DType, a, piv *tensor.Tensor) (work, madePiv *tensor.Tensor) {
 	n := a.Dim(-1)
 	batch := a.Shape()[:a.Rank()-2].NumElements()
 	var err error
 	if work, err = tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, n, n}); err != nil {
 		c.Fail(err, "the LU factors of %v", a.Shape())
 	}
-	if piv, err = tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n}); err != nil {
-		work.Release()
-		c.Fail(err, "the LU exchanges of %v", a.Shape())
+	if piv == nil {
+		if piv, err = tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n}); err != nil {
+			work.Release()
+			c.Fail(err, "the LU exchanges of %v", a.Shape())
+		}
+		madePiv = piv
 	}
 	if n > 0 && batch > 0 {
 		args := newArgs().Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(a)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("lu", string(d)), batch, luBlock, args))
 	}
-	return work, piv
+	return work, madePiv
+}
+
+// factorInto factors a into LU's outputs outs (lu, pivots, perm),
+// returning the float64 factors for the caller to use and release.
+func factorInto(c *eager.Call, d kernels.DType, a *tensor.Tensor, outs []*tensor.Tensor) *tensor.Tensor {
+	work, _ := factor(c, d, a, outs[1])
+	n := a.Dim(-1)
+	if batch := outs[2].NumElements() / max(n, 1); n > 0 && batch > 0 {
+		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[2])).Ptr(ptr(work)).Ptr(ptr(outs[1])).U64(uint64(n)).U64(uint64(batch))
+		check(c, gpu(c).launch("linalg", kernels.Name("luout", string(d)), batch*n*n, args))
+	}
+	return work
+}
+
+func luFactor(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		factorInto(c, d, c.Inputs[0], outs).Release()
+	}
 }
 
 func solve(d kernels.DType) eager.Kernel {
 	return func(c *eager.Call, outs []*tensor.Tensor) {
 		a, b, out := c.Inputs[0], c.Inputs[1], outs[0]
 		n, m := b.Dim(-2), b.Dim(-1)
+		if n == 0 {
+			return
+		}
+		work := factorInto(c, d, a, outs[1:])
+		defer work.Release()
 		if out.NumElements() == 0 {
 			return
 		}
-		work, piv := factor(c, d, a)
-		defer work.Release()
-		defer piv.Release()
 		jobs := out.NumElements() / n
 		y, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{jobs, n})
 		if err != nil {
 			c.Fail(err, "the solve's scratch for %v", b.Shape())
 		}
 		defer y.Release()
-		args := newArgs().Ptr(ptr(out)).Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(b)).Ptr(ptr(y)).U64(uint64(n)).U64(uint64(m)).U64(uint64(jobs))
+		args := newArgs().Ptr(ptr(out)).Ptr(ptr(work)).Ptr(ptr(outs[2])).Ptr(ptr(b)).Ptr(ptr(y)).U64(uint64(n)).U64(uint64(m)).U64(uint64(jobs))
 		check(c, gpu(c).launch("linalg", kernels.Name("lusolve", string(d)), jobs, args))
 	}
 }
@@ -109,7 +135,7 @@ func determinant(d kernels.DType, logs bool) eager.Kernel {
 		if batch == 0 {
 			return
 		}
-		work, piv := factor(c, d, a)
+		work, piv := factor(c, d, a, nil)
 		defer work.Release()
 		defer piv.Release()
 		args, name := newArgs().Ptr(ptr(outs[0])), "det"

@@ -51,7 +51,7 @@ func sameBits(t *testing.T, what string, dt tensor.DType, n int, got, want *tens
 	}
 }
 
-// Solve and Det equal the CPU's bit for bit, Slogdet's sign too and its
+// LU, Solve and Det equal the CPU's bit for bit, Slogdet's sign too and its
 // logarithm within 2 ulps: matrices wider than a block's threads, with
 // exchanges, a singular one (Det 0, Slogdet 0 and -∞, Solve ±∞ and NaN)
 // and empty ones.
@@ -69,6 +69,11 @@ func TestLUIsTheCPUsOnGPU(t *testing.T) {
 			b := ops.Cast(tensor.RandUniform(tensor.NewRNG(3), tensor.Float64, -1, 1, 3, n, 2), dt)
 			ga, gb := onGPU(t, d, a), onGPU(t, d, b)
 			sameBits(t, "solve", dt, n, onHost(t, ops.Solve(ga, gb)), ops.Solve(a, b))
+			lu, piv, perm := ops.LU(a)
+			glu, gpiv, gperm := ops.LU(ga)
+			sameBits(t, "lu", dt, n, onHost(t, glu), lu)
+			sameBits(t, "lu's pivots", dt, n, onHost(t, gpiv), piv)
+			sameBits(t, "lu's permutation", dt, n, onHost(t, gperm), perm)
 			sameBits(t, "det", dt, n, onHost(t, ops.Det(ga)), ops.Det(a))
 			sign, logAbs := ops.Slogdet(a)
 			gs, gl := ops.Slogdet(ga)

@@ -643,9 +643,10 @@ func genMatMul(g *gen) bool {
 // product: TensorFlow's and PyTorch's symmetric rule and eagerflow's of
 // the lower triangle agree there), solves with a triangle of a + 3·I in
 // any of its forms, takes a + 3·I's determinant, log|det|, inverse or
-// solve, decomposes x + xᵀ, takes a trace or a diagonal, or factors QR
-// or SVD, or takes a pseudo-inverse, a matrix norm or a least-squares
-// solution.
+// solve, factors a + 3·J by LU (its packed factors, a solve with them,
+// or them unpacked), decomposes x + xᵀ, takes a trace or a diagonal, or
+// factors QR or SVD, or takes a pseudo-inverse, a matrix norm or a
+// least-squares solution.
 func genLinalg(g *gen) bool {
 	n := g.between(1, 5)
 	var batch []int
@@ -666,7 +667,7 @@ func genLinalg(g *gen) bool {
 		}
 		return true
 	}
-	switch g.intn(7) {
+	switch g.intn(8) {
 	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
 		return true
@@ -683,6 +684,17 @@ func genLinalg(g *gen) bool {
 			name = "eigh_sigmoid_sym"
 		}
 		g.add(name, Attrs{}, g.inputOf(square, -1, 1, false))
+		return true
+	case 6: // LU of a + 3·J (its rows exchanged): the packed factors, solves with them, or p + l + u
+		a := g.inputOf(square, -1, 1, false)
+		switch g.intn(3) {
+		case 0:
+			g.add("lu_anti", Attrs{}, a)
+		case 1:
+			g.add("lu_solve_anti", Attrs{TA: g.chance(0.5)}, a, g.operandOf(append(slices.Clone(batch), n, g.between(1, 3))))
+		default:
+			g.add("lu_unpack_anti", Attrs{}, a)
+		}
 		return true
 	case 1: // a well-conditioned a: its determinant and solves away from singular
 		a := g.inputOf(square, -1, 1, false)

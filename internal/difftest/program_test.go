@@ -175,11 +175,19 @@ func lastTwo(rank int) []int {
 }
 
 // scaledEye is c·I of like's last dimension, dtype and device.
-func scaledEye(like T, c float64) T {
+func scaledEye(like T, c float64) T { return scaledDiagonal(like, c, false) }
+
+// scaledDiagonal is c·I of like's last dimension, dtype and device, or
+// c·J (the anti-diagonal's ones) where anti.
+func scaledDiagonal(like T, c float64, anti bool) T {
 	n := like.Dim(-1)
 	e := make([]float64, n*n)
 	for i := range n {
-		e[i*n+i] = c
+		j := i
+		if anti {
+			j = n - 1 - i
+		}
+		e[i*n+j] = c
 	}
 	return ops.Cast(tensor.FromSliceOn(like.Device(), e, n, n), like.DType())
 }
@@ -367,6 +375,16 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Inverse(ops.Add(x[0], scaledEye(x[0], 3)))
 	case "solve_shifted":
 		return ops.Solve(ops.Add(x[0], scaledEye(x[0], 3)), x[1])
+	case "lu_anti", "lu_solve_anti", "lu_unpack_anti": // rows exchanged: 3·J dominates
+		lu, _, perm := ops.LU(ops.Add(x[0], scaledDiagonal(x[0], 3, true)))
+		switch op {
+		case "lu_solve_anti":
+			return ops.LUSolve(lu, perm, x[1], ops.LUSolveOpts{Transpose: a.TA})
+		case "lu_unpack_anti":
+			p, l, u := ops.LUUnpack(lu, perm)
+			return ops.Add(ops.Add(p, l), u)
+		}
+		return lu
 	case "tril":
 		return ops.Tril(x[0], a.Axis)
 	case "triu":

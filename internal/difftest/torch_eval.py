@@ -628,6 +628,15 @@ def step(op, args, a):
         if op == "eigvalsh_sym":
             return vals
         return (vecs * torch.sigmoid(vals).unsqueeze(-2)) @ vecs.mT
+    if op in ("lu_anti", "lu_solve_anti", "lu_unpack_anti"):
+        m = x + 3 * torch.eye(x.shape[-1], dtype=x.dtype).flip(-1)
+        lu, piv = torch.linalg.lu_factor(m)
+        if op == "lu_solve_anti":
+            return torch.linalg.lu_solve(lu, piv, args[1], adjoint=a["ta"])
+        if op == "lu_unpack_anti":
+            p, l, u = torch.lu_unpack(lu, piv)
+            return p + l + u
+        return lu
     if op in ("det_shifted", "logabsdet_shifted", "inverse_shifted", "solve_shifted"):
         m = x + 3 * torch.eye(x.shape[-1], dtype=x.dtype)
         if op == "det_shifted":

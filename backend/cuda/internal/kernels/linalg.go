@@ -42,7 +42,7 @@ func (v SolveVariant) Suffix() string {
 func linalgKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range LinalgTypes {
-		out = append(out, choleskyKernel(d), luKernel(d), luSolveKernel(d), detKernel(d, false), detKernel(d, true),
+		out = append(out, choleskyKernel(d), luKernel(d), luOutKernel(d), luSolveKernel(d), detKernel(d, false), detKernel(d, true),
 			eighKernel(d), qrKernel(d), svdKernel(d))
 		for _, upper := range []bool{false, true} {
 			for _, trans := range []bool{false, true} {

@@ -16,6 +16,9 @@ import (
 //     right-hand column, y its float64 scratch [jobs, n].
 //   - det_<f32|f64> (out, work, piv, n, batch) and slogdet_<f32|f64>
 //     (sign, logabs, work, piv, n, batch): a thread per matrix.
+//   - luout_<f32|f64> (lu, perm, work, piv, n, batch): the factors
+//     rounded once (a thread per element), and the permutation the
+//     exchanges make of the identity's rows (a thread per matrix).
 
 // f64 is the float64 element i of p.
 func (l la) f64(p, i ptx.Reg) ptx.Reg { return l.at(F64, p, i) }
@@ -90,6 +93,36 @@ func luKernel(d DType) *ptx.Kernel {
 			})
 		})
 		k.Place(next)
+	})
+	return k
+}
+
+func luOutKernel(d DType) *ptx.Kernel {
+	k := ptx.NewKernel(Name("luout", string(d)))
+	l := la{k}
+	lu, perm, w, pv := k.ParamPtr("lu"), k.ParamPtr("perm"), k.ParamPtr("work"), k.ParamPtr("piv")
+	n, batch := k.Param("n", ptx.U64), k.Param("batch", ptx.U64)
+	zero, one := l.imm(0), l.imm(1)
+	k.GridStride(l.mul(batch, l.mul(n, n)), func(e ptx.Reg) {
+		store(k, d, k.Addr(lu, e, d.Size()), narrow(k, d, l.f64(w, e)))
+	})
+	k.GridStride(batch, func(b ptx.Reg) {
+		pb, qb := k.Addr(pv, l.mul(b, n), 4), k.Addr(perm, l.mul(b, n), 4)
+		k.Loop(zero, n, one, func(i ptx.Reg) {
+			i32 := k.Reg(ptx.U32)
+			k.Op("cvt.u32.u64 %s, %s", i32, i)
+			k.Op("st.global.u32 [%s], %s", k.Addr(qb, i, 4), i32)
+		})
+		k.Loop(zero, n, one, func(j ptx.Reg) { // the exchanges in order
+			p32, p := k.Reg(ptx.U32), l.u64()
+			k.Op("ld.global.u32 %s, [%s]", p32, k.Addr(pb, j, 4))
+			k.Op("cvt.u64.u32 %s, %s", p, p32)
+			x, y := k.Reg(ptx.U32), k.Reg(ptx.U32)
+			k.Op("ld.global.u32 %s, [%s]", x, k.Addr(qb, j, 4))
+			k.Op("ld.global.u32 %s, [%s]", y, k.Addr(qb, p, 4))
+			k.Op("st.global.u32 [%s], %s", k.Addr(qb, j, 4), y)
+			k.Op("st.global.u32 [%s], %s", k.Addr(qb, p, 4), x)
+		})
 	})
 	return k
 }
