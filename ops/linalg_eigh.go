@@ -25,7 +25,9 @@ func init() {
 
 // eighGrad: with a = V·diag(λ)·Vᵀ, the symmetric gradient is V·(diag(λ̄)
 // + F∘(Vᵀ·V̄))·Vᵀ, F[i][j] = 1/(λⱼ - λᵢ) off the diagonal and 0 on it
-// (±∞ and NaN where eigenvalues repeat and V̄ is not 0, as PyTorch's);
+// (±∞ and NaN where eigenvalues repeat and V̄ is not 0, as PyTorch's;
+// where no gradient reached V, as when only the eigenvalues are used, the
+// term is left out, so that repeated eigenvalues give a finite gradient);
 // the lower triangle Eigh reads gets Φ(G + Gᵀ), as Cholesky's.
 func eighGrad(g *eager.Grad) []*tensor.Tensor {
 	lam, v := g.Outputs[0], g.Outputs[1]
@@ -36,12 +38,15 @@ func eighGrad(g *eager.Grad) []*tensor.Tensor {
 	constant := func(e []float64) *tensor.Tensor {
 		return t.keep(Cast(tensor.FromSliceOn(lam.Device(), e, n, n), lam.DType()))
 	}
-	off, eye := constant(offDiagonal(n)), constant(identity(n))
-	// λⱼ - λᵢ at [i][j], 1 on the diagonal, where off's 0 makes F 0 (no
-	// 0/0 for a derivative of the rule to meet).
-	gap := t.keep(Add(t.keep(Sub(t.keep(ExpandDims(lam, -2)), t.keep(ExpandDims(lam, -1)))), eye))
-	inner := t.keep(Mul(t.keep(Div(off, gap)), t.keep(MatMulT(v, dv, true, false))))
-	inner = t.keep(Add(inner, t.keep(Mul(t.keep(ExpandDims(dlam, -1)), eye))))
+	eye := constant(identity(n))
+	inner := t.keep(Mul(t.keep(ExpandDims(dlam, -1)), eye))
+	if g.Reached(1) {
+		// λⱼ - λᵢ at [i][j], 1 on the diagonal, where off's 0 makes F 0
+		// (no 0/0 for a derivative of the rule to meet).
+		off := constant(offDiagonal(n))
+		gap := t.keep(Add(t.keep(Sub(t.keep(ExpandDims(lam, -2)), t.keep(ExpandDims(lam, -1)))), eye))
+		inner = t.keep(Add(inner, t.keep(Mul(t.keep(Div(off, gap)), t.keep(MatMulT(v, dv, true, false))))))
+	}
 	full := t.keep(MatMulT(t.keep(MatMul(v, inner)), v, false, true))
 	return []*tensor.Tensor{lowerHalved(t.keep(Add(full, t.keep(matrixT(full)))))}
 }

@@ -29,6 +29,12 @@ func init() {
 func qrGrad(g *eager.Grad) []*tensor.Tensor {
 	q, r := g.Outputs[0], g.Outputs[1]
 	dq, dr := g.OutGrads[0], g.OutGrads[1]
+	if !g.Reached(0) { // their terms left out (nil): no zero products
+		dq = nil
+	}
+	if !g.Reached(1) {
+		dr = nil
+	}
 	m, n := q.Dim(-2), r.Dim(-1)
 	if m >= n {
 		return []*tensor.Tensor{qrTallGrad(q, r, dq, dr)}
@@ -37,21 +43,44 @@ func qrGrad(g *eager.Grad) []*tensor.Tensor {
 	defer t.release()
 	// R = [U V]: U the square part, V = Qᵀ·Y.
 	u, v := t.keep(lastSlice(r, 0, m)), t.keep(lastSlice(r, m, n))
-	du, dv := t.keep(lastSlice(dr, 0, m)), t.keep(lastSlice(dr, m, n))
-	y := t.keep(MatMul(q, v))
-	dx := t.keep(qrTallGrad(q, u, t.keep(Add(dq, t.keep(MatMulT(y, dv, false, true)))), du))
-	dy := t.keep(MatMul(q, dv))
+	var du, dx, dy *tensor.Tensor
+	if dr == nil {
+		dx = t.keep(qrTallGrad(q, u, dq, nil))
+		dy = t.keep(ZerosLike(v))
+	} else {
+		dv := t.keep(lastSlice(dr, m, n))
+		du = t.keep(lastSlice(dr, 0, m))
+		y := t.keep(MatMul(q, v))
+		dqy := t.keep(MatMulT(y, dv, false, true))
+		if dq != nil {
+			dqy = t.keep(Add(dq, dqy))
+		}
+		dx = t.keep(qrTallGrad(q, u, dqy, du))
+		dy = t.keep(MatMul(q, dv))
+	}
 	return []*tensor.Tensor{Concatenate(-1, dx, dy)}
 }
 
-// qrTallGrad is the rule of a tall (or square) factorization.
+// qrTallGrad is the rule of a tall (or square) factorization; a nil dq or
+// dr is a gradient that is zero, its terms left out.
 func qrTallGrad(q, r, dq, dr *tensor.Tensor) *tensor.Tensor {
 	var t temps
 	defer t.release()
-	mm := t.keep(Sub(t.keep(MatMulT(r, dr, false, true)), t.keep(MatMulT(dq, q, true, false))))
+	var mm *tensor.Tensor
+	switch {
+	case dq == nil:
+		mm = t.keep(MatMulT(r, dr, false, true))
+	case dr == nil:
+		mm = t.keep(Neg(t.keep(MatMulT(dq, q, true, false))))
+	default:
+		mm = t.keep(Sub(t.keep(MatMulT(r, dr, false, true)), t.keep(MatMulT(dq, q, true, false))))
+	}
 	lower := t.keep(Tril(mm, -1))
 	sym := t.keep(Add(t.keep(Tril(mm, 0)), t.keep(matrixT(lower)))) // copyltu(M)
-	b := t.keep(Add(dq, t.keep(MatMul(q, sym))))
+	b := t.keep(MatMul(q, sym))
+	if dq != nil {
+		b = t.keep(Add(dq, b))
+	}
 	// B·R⁻ᵀ = (R⁻¹·Bᵀ)ᵀ: a solve with R's upper triangle.
 	return matrixT(t.keep(TriangularSolve(r, t.keep(matrixT(b)), TriangularSolveOpts{Upper: true})))
 }

@@ -34,7 +34,9 @@ func init() {
 //
 // with J = F∘(Uᵀ·Ū - Ūᵀ·U), K = F∘(Vᵀ·V̄ - V̄ᵀ·V), F[i][j] = 1/(sⱼ² - sᵢ²)
 // off the diagonal: ±∞ and NaN where singular values repeat or are 0
-// and the vectors' gradients are not, as PyTorch's.
+// and the vectors' gradients are not, as PyTorch's. The terms of a
+// vector output no gradient reached are left out (the singular values
+// alone have a finite gradient where they repeat).
 func svdGrad(g *eager.Grad) []*tensor.Tensor {
 	u, s, vt := g.Outputs[0], g.Outputs[1], g.Outputs[2]
 	du, ds, dvt := g.OutGrads[0], g.OutGrads[1], g.OutGrads[2]
@@ -44,19 +46,27 @@ func svdGrad(g *eager.Grad) []*tensor.Tensor {
 	constant := func(e []float64) *tensor.Tensor {
 		return t.keep(Cast(tensor.FromSliceOn(s.Device(), e, k, k), s.DType()))
 	}
-	off, eye := constant(offDiagonal(k)), constant(identity(k))
-	s2 := t.keep(Square(s))
-	gap := t.keep(Add(t.keep(Sub(t.keep(ExpandDims(s2, -2)), t.keep(ExpandDims(s2, -1)))), eye)) // sⱼ² - sᵢ², 1 on the diagonal
-	f := t.keep(Div(off, gap))
-	v, dv := t.keep(matrixT(vt)), t.keep(matrixT(dvt))
+	eye := constant(identity(k))
+	row, col := t.keep(ExpandDims(s, -2)), t.keep(ExpandDims(s, -1)) // S on the right, on the left
+	inner := t.keep(Mul(t.keep(ExpandDims(ds, -1)), eye))
+	var f, v, dv *tensor.Tensor
+	if g.Reached(0) || g.Reached(2) {
+		off := constant(offDiagonal(k))
+		s2 := t.keep(Square(s))
+		gap := t.keep(Add(t.keep(Sub(t.keep(ExpandDims(s2, -2)), t.keep(ExpandDims(s2, -1)))), eye)) // sⱼ² - sᵢ², 1 on the diagonal
+		f = t.keep(Div(off, gap))
+		v, dv = t.keep(matrixT(vt)), t.keep(matrixT(dvt))
+	}
 	antisym := func(x, dx *tensor.Tensor) *tensor.Tensor { // xᵀ·dx - dxᵀ·x
 		p := t.keep(MatMulT(x, dx, true, false))
 		return t.keep(Sub(p, t.keep(matrixT(p))))
 	}
-	j := t.keep(Mul(f, antisym(u, du)))
-	kk := t.keep(Mul(f, antisym(v, dv)))
-	row, col := t.keep(ExpandDims(s, -2)), t.keep(ExpandDims(s, -1)) // S on the right, on the left
-	inner := t.keep(Add(t.keep(Add(t.keep(Mul(j, row)), t.keep(Mul(t.keep(ExpandDims(ds, -1)), eye)))), t.keep(Mul(col, kk))))
+	if g.Reached(0) {
+		inner = t.keep(Add(inner, t.keep(Mul(t.keep(Mul(f, antisym(u, du))), row))))
+	}
+	if g.Reached(2) {
+		inner = t.keep(Add(inner, t.keep(Mul(col, t.keep(Mul(f, antisym(v, dv)))))))
+	}
 	grad := MatMul(t.keep(MatMul(u, inner)), vt)
 	add := func(x *tensor.Tensor) {
 		sum := Add(grad, x)
@@ -65,12 +75,12 @@ func svdGrad(g *eager.Grad) []*tensor.Tensor {
 	}
 	// The parts outside the spans of U and V, where m > k or n > k.
 	m, n := u.Dim(-2), vt.Dim(-1)
-	if m > k {
+	if m > k && g.Reached(0) {
 		duS := t.keep(Div(du, row)) // Ū·S⁻¹
 		proj := t.keep(Sub(duS, t.keep(MatMul(u, t.keep(MatMulT(u, duS, true, false))))))
 		add(t.keep(MatMul(proj, vt)))
 	}
-	if n > k {
+	if n > k && g.Reached(2) {
 		dvS := t.keep(Div(dvt, col)) // S⁻¹·V̄ᵀ
 		proj := t.keep(Sub(dvS, t.keep(MatMulT(t.keep(MatMul(dvS, v)), v, false, true))))
 		add(t.keep(MatMul(u, proj)))

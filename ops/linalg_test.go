@@ -2,10 +2,12 @@ package ops_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -466,6 +468,43 @@ func TestMatrixFunctions(t *testing.T) {
 	}
 	if _, err := catch(func() *tensor.Tensor { return ops.MatrixNorm(m, "3") }); !errors.As(err, new(*tensor.Error)) {
 		t.Errorf("MatrixNorm(3): error %v, want a *tensor.Error", err)
+	}
+}
+
+// A factorization some of whose outputs no gradient reaches leaves their
+// terms out: each output alone matches finite differences, and the
+// eigenvalues and singular values alone have finite gradients where
+// they repeat (their vectors' terms divide by the gaps: NaN before).
+func TestFactorizationGradientsOfSomeOutputs(t *testing.T) {
+	first := func(i int, f func(x T) []T) func(x []T) T { return func(x []T) T { return f(x[0])[i] } }
+	qr := func(x T) []T { q, r := ops.QR(x); return []T{q, r} }
+	svd := func(x T) []T { u, s, vt := ops.SVD(x); return []T{u, s, vt} }
+	eigh := func(x T) []T { l, v := ops.Eigh(x); return []T{l, v} }
+	var cases []gradCase
+	for _, shape := range [][]int{{4, 3}, {3, 3}, {2, 5}} {
+		for i := range 2 {
+			cases = append(cases, gradCase{fmt.Sprintf("QR%v output %d", shape, i), first(i, qr), []T{rnd(40, -1, 1, shape...)}})
+		}
+		for i := range 3 {
+			cases = append(cases, gradCase{fmt.Sprintf("SVD%v output %d", shape, i), first(i, svd), []T{rnd(41, -1, 1, shape...)}})
+		}
+	}
+	for i := range 2 {
+		cases = append(cases, gradCase{fmt.Sprintf("Eigh output %d", i), first(i, eigh), []T{rnd(42, -1, 1, 4, 4)}})
+	}
+	runGradients(t, cases, nil, nil)
+	a := tensor.FromSlice([]float64{2, 0, 0, 0, 2, 0, 0, 0, 5}, 3, 3) // 2 repeated
+	tp := tape.New()
+	tp.Watch(a)
+	values, _ := ops.Eigh(a)
+	if d := maxAbsDiff(tp.Gradient(ops.Sum(ops.Square(values)), a)[0], tensor.FromSlice([]float64{4, 0, 0, 0, 4, 0, 0, 0, 10}, 3, 3)); !(d < 1e-14) {
+		t.Errorf("the gradient of Σλ² at repeated eigenvalues is %g off 2a", d)
+	}
+	tp = tape.New()
+	tp.Watch(a)
+	_, s, _ := ops.SVD(a)
+	if d := maxAbsDiff(tp.Gradient(ops.Sum(s), a)[0], tensor.Eye(tensor.Float64, 3)); !(d < 1e-14) {
+		t.Errorf("the gradient of Σs at repeated singular values is %g off u·vᵀ", d)
 	}
 }
 
