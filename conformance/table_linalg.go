@@ -45,6 +45,16 @@ func linalgSamples(add func(name string, s ...sample)) {
 	}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 		for _, shape := range square {
+			// Each degree's range of ‖a‖₁ (3: to 0.015, 9: to 2.1), and
+			// past 5.37 squarings.
+			for _, scale := range []float64{0.002, 0.3, 4} {
+				add("MatrixExp", one(fmt.Sprintf("%v%v±%v", dt, shape, scale), func() { ops.MatrixExp(of(dt, -scale, scale, shape...)) },
+					dt == tensor.Float64 && shape[len(shape)-1] > 0 && shape[0] > 0, scale < 4))
+			}
+		}
+	}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, shape := range square {
 			add("Eigh", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.Eigh(of(dt, -1, 1, shape...)) },
 				dt == tensor.Float64 && shape[len(shape)-1] > 0 && shape[0] > 0, true))
 		}
@@ -56,6 +66,7 @@ func linalgSamples(add func(name string, s ...sample)) {
 			add("SVD", one(fmt.Sprintf("%v%v", dt, shape), func() { ops.SVD(of(dt, -1, 1, shape...)) }, dt == tensor.Float64 && full, true))
 		}
 	}
+	add("MatrixExp", one("a matrix holding ∞", func() { ops.MatrixExp(tensor.FromSlice([]float64{1, math.Inf(1), 0, 1}, 2, 2)) }, false, false))
 	add("Eigh", one("a matrix holding NaN", func() { ops.Eigh(tensor.FromSlice([]float64{1, 0, math.NaN(), 1}, 2, 2)) }, false, false))
 	add("SVD", one("rank 1", func() { ops.SVD(tensor.FromSlice([]float64{1, 1, 2, 2, 3, 3}, 3, 2)) }, false, false),
 		one("holding ∞", func() { ops.SVD(tensor.FromSlice([]float64{1, math.Inf(1), 2, 2}, 2, 2)) }, false, false))

@@ -146,6 +146,7 @@
 //	Det(a), Slogdet(a)                       the determinant; its sign and log|det| (no overflow)
 //	LU(a), LUSolve(lu, perm, b, opts)        the factors, exchanges and permutation; solves reusing them (linalg_lufactor.go)
 //	LUUnpack(lu, perm)                       p, l and u with a = p·l·u
+//	MatrixExp(a)                             exp of square matrices: Padé scaling and squaring (linalg_expm.go)
 //	Eigh(a)                                  symmetric: ascending eigenvalues, eigenvectors (Jacobi; linalg_eigh.go)
 //	QR(a)                                    reduced q·r of [..., m n], r's diagonal ≥ 0 (Householder; linalg_qr.go)
 //	SVD(a)                                   reduced u·diag(s)·vt, s descending (one-sided Jacobi; linalg_svd.go)

@@ -170,6 +170,7 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"LUSolve", func() {
 			ops.LUSolve(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Int32, 3), tensor.Zeros(tensor.Float64, 2, 1), ops.LUSolveOpts{})
 		}},
+		{"MatrixExp", func() { ops.MatrixExp(tensor.Zeros(tensor.Float64, 3, 2)) }},
 		{"LUUnpack", func() { ops.LUUnpack(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Float64, 2)) }},
 		{"Eigh", func() { ops.Eigh(tensor.Zeros(tensor.Float64, 2, 3)) }},
 		{"QR", func() { ops.QR(tensor.Zeros(tensor.Int32, 2, 3)) }},

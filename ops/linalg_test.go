@@ -471,6 +471,64 @@ func TestMatrixFunctions(t *testing.T) {
 	}
 }
 
+// MatrixExp: exp(x) of 1×1 matrices across every degree's range and the
+// squarings to rounding's level, rotations from exp of skew matrices,
+// diagonals, a nilpotent matrix's finite series, exp(a)·exp(-a) = I, the
+// trace's gradient exp(a)ᵀ, float32 as float64's rounded once, NaN for a
+// matrix holding ∞, and its bad inputs.
+func TestMatrixExp(t *testing.T) {
+	for _, x := range []float64{0, 1e-3, -0.2, 0.9, 2, -5, 12, -100, 300, 700} {
+		got := tensor.ToSlice[float64](ops.MatrixExp(tensor.FromSlice([]float64{x}, 1, 1)))[0]
+		if want := math.Exp(x); math.Abs(got-want) > (8+4*math.Abs(x))*0x1p-52*want { // about ‖a‖₁·u
+			t.Errorf("exp of [[%v]] = %v, want %v", x, got, want)
+		}
+	}
+	for _, th := range []float64{1e-3, 0.1, 1.5, 3, 20} {
+		r := tensor.ToSlice[float64](ops.MatrixExp(tensor.FromSlice([]float64{0, th, -th, 0}, 2, 2)))
+		c, s := math.Cos(th), math.Sin(th)
+		for i, want := range []float64{c, s, -s, c} {
+			if math.Abs(r[i]-want) > 8*max(th, 1)*0x1p-52 {
+				t.Errorf("exp of a rotation by %v: %v, want [%v %v %v %v]", th, r, c, s, -s, c)
+				break
+			}
+		}
+	}
+	diag := ops.MatrixExp(tensor.FromSlice([]float64{-1, 0, 0, 0, 2, 0, 0, 0, 7}, 3, 3))
+	if d := maxAbsDiff(diag, tensor.FromSlice([]float64{math.Exp(-1), 0, 0, 0, math.Exp(2), 0, 0, 0, math.Exp(7)}, 3, 3)); d > (8+4*7)*0x1p-52*math.Exp(7) {
+		t.Errorf("exp of a diagonal matrix is %g off", d)
+	}
+	nil3 := tensor.FromSlice([]float64{0, 2, 3, 0, 0, 5, 0, 0, 0}, 3, 3) // N³ = 0: exp = I + N + N²/2
+	want := tensor.FromSlice([]float64{1, 2, 3 + 5, 0, 1, 5, 0, 0, 1}, 3, 3)
+	if d := maxAbsDiff(ops.MatrixExp(nil3), want); d > 1e-14 {
+		t.Errorf("exp of a nilpotent matrix is %g off I + N + N²/2", d)
+	}
+	a := tensor.RandUniform(tensor.NewRNG(51), tensor.Float64, -1, 1, 4, 6, 6)
+	for _, scale := range []float64{0.01, 0.5, 3} {
+		x := ops.Mul(a, tensor.Scalar(scale))
+		if d := maxAbsDiff(ops.MatMul(ops.MatrixExp(x), ops.MatrixExp(ops.Neg(x))), ops.BroadcastTo(tensor.Eye(tensor.Float64, 6), 4, 6, 6)); d > 1e-13*(1+scale*scale) {
+			t.Errorf("‖exp(a)·exp(-a) - I‖ = %g for a of scale %v", d, scale)
+		}
+	}
+	x := ops.Mul(a, tensor.Scalar(0.7))
+	tp := tape.New()
+	tp.Watch(x)
+	grad := tp.Gradient(ops.Trace(ops.MatrixExp(x)), x)[0] // d tr exp(a) = exp(a)ᵀ
+	if d := maxAbsDiff(grad, ops.Transpose(ops.MatrixExp(x), 0, 2, 1)); d > 1e-13 {
+		t.Errorf("the trace's gradient is %g off exp(a)ᵀ", d)
+	}
+	x32 := ops.Cast(x, tensor.Float32)
+	if d := maxAbsDiff(ops.MatrixExp(x32), ops.Cast(ops.MatrixExp(ops.Cast(x32, tensor.Float64)), tensor.Float32)); d != 0 {
+		t.Errorf("float32 is not float64's rounded once: %g", d)
+	}
+	if got := tensor.ToSlice[float64](ops.MatrixExp(tensor.FromSlice([]float64{1, math.Inf(1), 0, 1}, 2, 2))); !math.IsNaN(got[0]) || !math.IsNaN(got[3]) {
+		t.Errorf("exp of a matrix holding ∞ = %v, want NaN", got)
+	}
+	runBadInput(t, []badInput{
+		{"not square", func() { ops.MatrixExp(tensor.Zeros(tensor.Float64, 2, 3)) }, tensor.ErrShape, "not a square matrix"},
+		{"int64", func() { ops.MatrixExp(tensor.Zeros(tensor.Int64, 2, 2)) }, tensor.ErrDType, "int64"},
+	})
+}
+
 // A factorization some of whose outputs no gradient reaches leaves their
 // terms out: each output alone matches finite differences, and the
 // eigenvalues and singular values alone have finite gradients where

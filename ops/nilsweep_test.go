@@ -128,6 +128,7 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "LU", Fn: ops.LU},
 		{Name: "LUSolve", Fn: ops.LUSolve},
 		{Name: "LUUnpack", Fn: ops.LUUnpack},
+		{Name: "MatrixExp", Fn: ops.MatrixExp},
 		{Name: "Eigh", Fn: ops.Eigh},
 		{Name: "QR", Fn: ops.QR},
 		{Name: "SVD", Fn: ops.SVD},

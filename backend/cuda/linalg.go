@@ -9,7 +9,7 @@ import (
 )
 
 // Cholesky and TriangularSolve (ops/linalg.go), LU, Solve, Det and
-// Slogdet (ops/linalg_lu.go), Eigh, QR and SVD (ops/linalg_eigh.go, linalg_qr.go,
+// Slogdet (ops/linalg_lu.go), MatrixExp (ops/linalg_expm.go), Eigh, QR and SVD (ops/linalg_eigh.go, linalg_qr.go,
 // linalg_svd.go), by the linalg family's
 // kernels: the CPU's algorithms, bit for bit (Slogdet's logarithms
 // within 2 ulps).
@@ -25,6 +25,7 @@ func init() {
 		eager.RegisterKernel("Solve", device.GPU, tensorType(d), solve(d))
 		eager.RegisterKernel("Det", device.GPU, tensorType(d), determinant(d, false))
 		eager.RegisterKernel("Slogdet", device.GPU, tensorType(d), determinant(d, true))
+		eager.RegisterKernel("MatrixExp", device.GPU, tensorType(d), matrixExp(d))
 		eager.RegisterKernel("Eigh", device.GPU, tensorType(d), eigh(d))
 		eager.RegisterKernel("QR", device.GPU, tensorType(d), qr(d))
 		eager.RegisterKernel("SVD", device.GPU, tensorType(d), svd(d))
@@ -144,6 +145,32 @@ func determinant(d kernels.DType, logs bool) eager.Kernel {
 		}
 		args = args.Ptr(ptr(work)).Ptr(ptr(piv)).U64(uint64(a.Dim(-1))).U64(uint64(batch))
 		check(c, gpu(c).launch("linalg", kernels.Name(name, string(d)), batch, args))
+	}
+}
+
+// expmBlock is the threads of a MatrixExp block (one matrix).
+const expmBlock = 128
+
+func matrixExp(d kernels.DType) eager.Kernel {
+	return func(c *eager.Call, outs []*tensor.Tensor) {
+		a := c.Inputs[0]
+		n := a.Dim(-1)
+		if outs[0].NumElements() == 0 {
+			return
+		}
+		batch := outs[0].NumElements() / (n * n)
+		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, kernels.ExpmSlots, n, n})
+		if err != nil {
+			c.Fail(err, "MatrixExp's work for %v", a.Shape())
+		}
+		defer work.Release()
+		piv, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n})
+		if err != nil {
+			c.Fail(err, "MatrixExp's exchanges for %v", a.Shape())
+		}
+		defer piv.Release()
+		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(a)).U64(uint64(n))
+		check(c, gpu(c).launchBlocks("linalg", kernels.Name("expm", string(d)), batch, expmBlock, args))
 	}
 }
 

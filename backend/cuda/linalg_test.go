@@ -158,3 +158,29 @@ func TestSVDIsTheCPUsOnGPU(t *testing.T) {
 		}
 	}
 }
+
+// MatrixExp equals the CPU's bit for bit: each Padé degree's range of
+// norms and squarings in one batch, matrices wider than a block's
+// threads, one holding ∞ (NaN), float32 and float64.
+func TestMatrixExpIsTheCPUsOnGPU(t *testing.T) {
+	d := testGPU(t)
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		for _, n := range []int{1, 4, 9, 131} {
+			batch := 6
+			if n > 100 {
+				batch = 1
+			}
+			a := tensor.ToSlice[float64](tensor.RandUniform(tensor.NewRNG(uint64(n+40)), tensor.Float64, -1, 1, batch, n, n))
+			for b, scale := range []float64{0.001 / float64(n), 0.2 / float64(n), 0.8 / float64(n), 2 / float64(n), 5 / float64(n), 300}[:batch] {
+				for i := range n * n {
+					a[b*n*n+i] *= scale
+				}
+			}
+			if batch > 1 {
+				a[n*n+n*n-1] = math.Inf(1) // the second matrix: NaN out
+			}
+			x := ops.Cast(tensor.FromSlice(a, batch, n, n), dt)
+			sameBits(t, "expm", dt, n, onHost(t, ops.MatrixExp(onGPU(t, d, x))), ops.MatrixExp(x))
+		}
+	}
+}

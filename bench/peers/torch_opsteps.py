@@ -58,5 +58,6 @@ def op_steps(z, dev):
         ("Solve", lambda: torch.linalg.solve(square + shift, rhs), (square, rhs)),
         ("Eigh", lambda: torch.linalg.eigvalsh(square + square.mT), (square,)),
         ("QR", lambda: torch.linalg.qr(tall)[1], (tall,)),
-        ("SVD", lambda: torch.linalg.svdvals(tall), (tall,)))
+        ("SVD", lambda: torch.linalg.svdvals(tall), (tall,)),
+        ("MatrixExp", lambda: torch.linalg.matrix_exp(square / n), (square,)))
     return [(name, lambda fn=fn, inputs=inputs: torch.autograd.grad(fn().sum(), inputs)) for name, fn, inputs in table_of]

@@ -81,7 +81,8 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	packed, _, _ := ops.LU(ops.Add(ops.Reshape(ops.Sub(r, c), 2, 2), tensor.FromSlice([]float64{0, 3, 3, 0}, 2, 2)))
 	system := ops.Solve(ops.Add(ops.Reshape(ops.Mul(q, q), 2, 2), tensor.FromSlice([]float64{3, 0, 0, 3}, 2, 2)), ops.Reshape(ops.Add(r, q), 2, 2))
 	picked = ops.Add(picked, ops.Reshape(ops.Add(packed, system), 1, 4))
-	values, vectors := ops.Eigh(ops.Reshape(ops.Mul(q, r), 2, 2)) // Eigh's outputs read only by its rule
+	picked = ops.Add(picked, ops.Reshape(ops.MatrixExp(ops.Reshape(ops.Sub(q, r), 2, 2)), 1, 4)) // MatrixExp reads its input
+	values, vectors := ops.Eigh(ops.Reshape(ops.Mul(q, r), 2, 2))                                // Eigh's outputs read only by its rule
 	picked = ops.Add(picked, ops.Add(ops.Reshape(vectors, 1, 4), ops.Reshape(ops.Concatenate(0, values, values), 1, 4)))
 	qf, rf := ops.QR(ops.Reshape(ops.Sub(q, r), 2, 2)) // QR's outputs read only by its rule
 	picked = ops.Add(picked, ops.Reshape(ops.Add(qf, rf), 1, 4))
@@ -107,7 +108,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet", "LU", "Solve", "Eigh", "QR", "SVD"}
+	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet", "LU", "Solve", "MatrixExp", "Eigh", "QR", "SVD"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

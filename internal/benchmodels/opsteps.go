@@ -33,7 +33,7 @@ func (s OpStep) Run() {
 // padding); a batch of 2·Batch matrix products [Mat, Mat/2]·[Mat/2, Mat];
 // the factorizations of Mats matrices of Order (Cholesky of m·mᵀ + n·I,
 // Solve of a + n·I with four right-hand columns, Eigh of m + mᵀ, QR and
-// SVD of [Order, Order/2]).
+// SVD of [Order, Order/2], MatrixExp of m/n).
 type OpSizes struct {
 	Rows, Cols                int
 	Vocab, Width, IDs, IDRows int
@@ -69,6 +69,7 @@ func OpSteps(z OpSizes) []OpStep {
 	r := []*tensor.Tensor{rows}
 	square, rhs, tall := f32(z.Mats, z.Order, z.Order), f32(z.Mats, z.Order, 4), f32(z.Mats, z.Order, z.Order/2)
 	shift := ops.Mul(tensor.Eye(tensor.Float32, z.Order), tensor.Scalar(float32(z.Order)))
+	inverseOrder := tensor.Scalar(float32(1) / float32(z.Order))
 	return []OpStep{
 		{"Sort", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Sort(x, -1, false) })},
 		{"TopK5", r, one(func(x *tensor.Tensor) *tensor.Tensor { v, _ := ops.TopK(x, 5); return v })},
@@ -109,5 +110,6 @@ func OpSteps(z OpSizes) []OpStep {
 		})},
 		{"QR", []*tensor.Tensor{tall}, one(func(x *tensor.Tensor) *tensor.Tensor { _, r := ops.QR(x); return r })},
 		{"SVD", []*tensor.Tensor{tall}, one(func(x *tensor.Tensor) *tensor.Tensor { _, s, _ := ops.SVD(x); return s })},
+		{"MatrixExp", []*tensor.Tensor{square}, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.MatrixExp(ops.Mul(x, inverseOrder)) })},
 	}
 }

@@ -644,7 +644,7 @@ func genMatMul(g *gen) bool {
 // the lower triangle agree there), solves with a triangle of a + 3·I in
 // any of its forms, takes a + 3·I's determinant, log|det|, inverse or
 // solve, factors a + 3·J by LU (its packed factors, a solve with them,
-// or them unpacked), decomposes x + xᵀ, takes a trace or a diagonal, or
+// or them unpacked), takes a matrix exponential, decomposes x + xᵀ, takes a trace or a diagonal, or
 // factors QR or SVD, or takes a pseudo-inverse, a matrix norm or a
 // least-squares solution.
 func genLinalg(g *gen) bool {
@@ -667,7 +667,10 @@ func genLinalg(g *gen) bool {
 		}
 		return true
 	}
-	switch g.intn(8) {
+	switch g.intn(9) {
+	case 7: // the exponential, ‖a‖₁ up to 2n (squarings past 5.37)
+		g.add("matrix_exp", Attrs{}, g.inputOf(square, -2, 2, false))
+		return true
 	case 0:
 		g.add("cholesky_spd", Attrs{}, g.inputOf(square, -1, 1, false))
 		return true

@@ -364,6 +364,8 @@ func apply(op string, x []T, a Attrs) T {
 		return ops.Lstsq(x[0], x[1])
 	case "trace":
 		return ops.Trace(x[0])
+	case "matrix_exp":
+		return ops.MatrixExp(x[0])
 	case "diagonal":
 		return ops.Diagonal(x[0])
 	case "det_shifted":

@@ -628,6 +628,8 @@ def step(op, args, a):
         if op == "eigvalsh_sym":
             return vals
         return (vecs * torch.sigmoid(vals).unsqueeze(-2)) @ vecs.mT
+    if op == "matrix_exp":
+        return torch.linalg.matrix_exp(x)
     if op in ("lu_anti", "lu_solve_anti", "lu_unpack_anti"):
         m = x + 3 * torch.eye(x.shape[-1], dtype=x.dtype).flip(-1)
         lu, piv = torch.linalg.lu_factor(m)

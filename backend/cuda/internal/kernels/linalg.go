@@ -43,7 +43,7 @@ func linalgKernels() []*ptx.Kernel {
 	var out []*ptx.Kernel
 	for _, d := range LinalgTypes {
 		out = append(out, choleskyKernel(d), luKernel(d), luOutKernel(d), luSolveKernel(d), detKernel(d, false), detKernel(d, true),
-			eighKernel(d), qrKernel(d), svdKernel(d))
+			expmKernel(d), eighKernel(d), qrKernel(d), svdKernel(d))
 		for _, upper := range []bool{false, true} {
 			for _, trans := range []bool{false, true} {
 				for _, unit := range []bool{false, true} {

@@ -42,8 +42,20 @@ func luKernel(d DType) *ptx.Kernel {
 	nn := l.mul(n, n)
 	wb, ab := k.Addr(w, l.mul(blk, nn), 8), k.Addr(a, l.mul(blk, nn), d.Size())
 	pb := k.Addr(pv, l.mul(blk, n), 4)
-	zero, one := l.imm(0), l.imm(1)
 	k.Loop(tid, nn, ntid, func(e ptx.Reg) { l.setF64(wb, e, l.at(d, ab, e)) })
+	l.blockLU(wb, pb, n, tid, ntid)
+	return k
+}
+
+// blockLU factors the float64 n×n matrix at wb in place, the exchanges
+// into the u32 pb, the block's threads together (the CPU's luFactor):
+// thread 0 finds each column's pivot and exchanges the rows, the
+// threads then eliminate the rows below it (skipped where the pivot is
+// 0), a barrier before each column and after the exchange. The caller
+// has the matrix written and waits at a barrier before reading it.
+func (l la) blockLU(wb, pb, n, tid, ntid ptx.Reg) {
+	k := l.k
+	zero, one := l.imm(0), l.imm(1)
 	first := k.Reg(ptx.Pred)
 	k.Op("setp.eq.u64 %s, %s, %s", first, tid, zero)
 	k.Loop(zero, n, one, func(j ptx.Reg) {
@@ -94,7 +106,7 @@ func luKernel(d DType) *ptx.Kernel {
 		})
 		k.Place(next)
 	})
-	return k
+	k.Op("bar.sync 0")
 }
 
 func luOutKernel(d DType) *ptx.Kernel {
