@@ -247,6 +247,41 @@ func TestDsubmulMatchesGoBitForBit(t *testing.T) {
 	}
 }
 
+// dmulblock's 4×8 block equals sums over k ascending of unfused
+// products, bit for bit, for several k, leading dimensions wider than
+// the block, and writes nothing around the block.
+func TestDmulblockMatchesGoBitForBit(t *testing.T) {
+	if !haveVecKernels {
+		t.Skip("no vector kernels in this build or on this CPU")
+	}
+	for _, k := range []int{1, 3, 17} {
+		const ld = 11
+		ldx := k + 3
+		rng := tensor.NewRNG(uint64(k) + 200)
+		x := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, 4*ldx))
+		y := tensor.ToSlice[float64](tensor.RandUniform(rng, tensor.Float64, -1, 1, k*ld))
+		dst := make([]float64, 5*ld)
+		for i := range dst {
+			dst[i] = 7
+		}
+		dmulblock(&dst[0], &x[0], &y[0], k, ldx, ld, ld)
+		for i := range 5 {
+			for j := range ld {
+				want := 7.0
+				if i < 4 && j < 8 {
+					want = 0
+					for c := range k {
+						want += x[i*ldx+c] * y[c*ld+j]
+					}
+				}
+				if dst[i*ld+j] != want {
+					t.Fatalf("k=%d: [%d][%d] = %v, want %v", k, i, j, dst[i*ld+j], want)
+				}
+			}
+		}
+	}
+}
+
 // AxpyInPlace over lengths that run inline and split across workers, for
 // both float dtypes.
 func TestAxpyInPlace(t *testing.T) {

@@ -3,8 +3,8 @@
 package cpu
 
 // The vector kernels of vec_amd64.s (AVX2): float32 arithmetic, sums and
-// Relu; the float64 updates of the factorizations, dsubmul, dsubmulf32
-// and drot. Their callers check haveVecKernels and pass n > 0.
+// Relu; the float64 updates of the factorizations, dsubmul, dsubmulf32,
+// drot and dmulblock. Their callers check haveVecKernels and pass n > 0.
 
 //go:noescape
 func sdot(x, y *float32, n int) float32
@@ -38,6 +38,9 @@ func drot(x, y *float64, c, s float64, n int)
 
 //go:noescape
 func dsubmulf32(dst *float64, x *float32, a float64, n int)
+
+//go:noescape
+func dmulblock(dst, x, y *float64, n, ldx, ldy, ldd int)
 
 //go:noescape
 func saddnt(dst, a, b *float32, n int)

@@ -661,3 +661,79 @@ submulftail:
 submulfdone:
 	VZEROUPPER
 	RET
+
+// func dmulblock(dst, x, y *float64, n, ldx, ldy, ldd int)
+// dst[r][c] = Σ_{k<n} x[r][k]·y[k][c] for r < 4 and c < 8 (rows ldx, ldy
+// and ldd elements apart), each sum from k = 0 up, every product rounded
+// before it is added (no fusion: matMul's rows and the GPU's sums round
+// alike), in sixteen registers held over k.
+TEXT ·dmulblock(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ ldx+32(FP), R8
+	SHLQ $3, R8
+	MOVQ ldy+40(FP), R9
+	SHLQ $3, R9
+	MOVQ ldd+48(FP), R10
+	SHLQ $3, R10
+	LEAQ (SI)(R8*1), R11  // x's row 1
+	LEAQ (R11)(R8*1), R12 // row 2
+	LEAQ (R12)(R8*1), R13 // row 3
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+blockk:
+	TESTQ        CX, CX
+	JE           blockstore
+	VMOVUPD      (DX), Y8
+	VMOVUPD      32(DX), Y9
+	VBROADCASTSD (SI), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y0, Y0
+	VMULPD       Y9, Y10, Y11
+	VADDPD       Y11, Y1, Y1
+	VBROADCASTSD (R11), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y2, Y2
+	VMULPD       Y9, Y10, Y11
+	VADDPD       Y11, Y3, Y3
+	VBROADCASTSD (R12), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y4, Y4
+	VMULPD       Y9, Y10, Y11
+	VADDPD       Y11, Y5, Y5
+	VBROADCASTSD (R13), Y10
+	VMULPD       Y8, Y10, Y11
+	VADDPD       Y11, Y6, Y6
+	VMULPD       Y9, Y10, Y11
+	VADDPD       Y11, Y7, Y7
+	ADDQ         $8, SI
+	ADDQ         $8, R11
+	ADDQ         $8, R12
+	ADDQ         $8, R13
+	ADDQ         R9, DX
+	DECQ         CX
+	JMP          blockk
+
+blockstore:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ    R10, DI
+	VMOVUPD Y2, (DI)
+	VMOVUPD Y3, 32(DI)
+	ADDQ    R10, DI
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	ADDQ    R10, DI
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VZEROUPPER
+	RET
