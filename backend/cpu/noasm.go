@@ -32,7 +32,9 @@ func dsubmul(dst, x *float64, a float64, n int) { panic("cpu: no vector kernel i
 
 func drot(x, y *float64, c, s float64, n int) { panic("cpu: no vector kernel in this build") }
 
-func dmulblock(dst, x, y *float64, n, ldx, ldy, ldd int) { panic("cpu: no vector kernel in this build") }
+func dmulblock(dst, x, y *float64, n, ldx, ldy, ldd int) {
+	panic("cpu: no vector kernel in this build")
+}
 
 func dsubmulf32(dst *float64, x *float32, a float64, n int) {
 	panic("cpu: no vector kernel in this build")
