@@ -118,10 +118,7 @@ func solve(d kernels.DType) eager.Kernel {
 			return
 		}
 		jobs := out.NumElements() / n
-		y, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{jobs, n})
-		if err != nil {
-			c.Fail(err, "the solve's scratch for %v", b.Shape())
-		}
+		y := temporary(c, tensor.Float64, tensor.Shape{jobs, n}, "the solve's scratch")
 		defer y.Release()
 		args := newArgs().Ptr(ptr(out)).Ptr(ptr(work)).Ptr(ptr(outs[2])).Ptr(ptr(b)).Ptr(ptr(y)).U64(uint64(n)).U64(uint64(m)).U64(uint64(jobs))
 		check(c, gpu(c).launch("linalg", kernels.Name("lusolve", string(d)), jobs, args))
@@ -159,15 +156,9 @@ func matrixExp(d kernels.DType) eager.Kernel {
 			return
 		}
 		batch := outs[0].NumElements() / (n * n)
-		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, kernels.ExpmSlots, n, n})
-		if err != nil {
-			c.Fail(err, "MatrixExp's work for %v", a.Shape())
-		}
+		work := temporary(c, tensor.Float64, tensor.Shape{batch, kernels.ExpmSlots, n, n}, "MatrixExp's work")
 		defer work.Release()
-		piv, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n})
-		if err != nil {
-			c.Fail(err, "MatrixExp's exchanges for %v", a.Shape())
-		}
+		piv := temporary(c, tensor.Int32, tensor.Shape{batch, n}, "MatrixExp's exchanges")
 		defer piv.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(work)).Ptr(ptr(piv)).Ptr(ptr(a)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("expm", string(d)), batch, expmBlock, args))
@@ -185,15 +176,9 @@ func eigh(d kernels.DType) eager.Kernel {
 			return
 		}
 		batch := outs[1].NumElements() / (n * n)
-		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, 2, n, n})
-		if err != nil {
-			c.Fail(err, "Eigh's rotations of %v", a.Shape())
-		}
+		work := temporary(c, tensor.Float64, tensor.Shape{batch, 2, n, n}, "Eigh's rotations")
 		defer work.Release()
-		order, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, n})
-		if err != nil {
-			c.Fail(err, "Eigh's order of %v", a.Shape())
-		}
+		order := temporary(c, tensor.Int32, tensor.Shape{batch, n}, "Eigh's order")
 		defer order.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(order)).Ptr(ptr(a)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("eigh", string(d)), batch, eighBlock, args))
@@ -212,10 +197,7 @@ func qr(d kernels.DType) eager.Kernel {
 		if k == 0 || batch == 0 {
 			return
 		}
-		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, m*n + 2*m*k})
-		if err != nil {
-			c.Fail(err, "QR's work of %v", a.Shape())
-		}
+		work := temporary(c, tensor.Float64, tensor.Shape{batch, m*n + 2*m*k}, "QR's work")
 		defer work.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(work)).Ptr(ptr(a)).U64(uint64(m)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("qr", string(d)), batch, qrBlock, args))
@@ -234,15 +216,9 @@ func svd(d kernels.DType) eager.Kernel {
 		if k == 0 || batch == 0 {
 			return
 		}
-		work, err := tensor.Empty(c.Device, tensor.Float64, tensor.Shape{batch, 2*r*k + 2*k*k + k})
-		if err != nil {
-			c.Fail(err, "SVD's work of %v", a.Shape())
-		}
+		work := temporary(c, tensor.Float64, tensor.Shape{batch, 2*r*k + 2*k*k + k}, "SVD's work")
 		defer work.Release()
-		order, err := tensor.Empty(c.Device, tensor.Int32, tensor.Shape{batch, k})
-		if err != nil {
-			c.Fail(err, "SVD's order of %v", a.Shape())
-		}
+		order := temporary(c, tensor.Int32, tensor.Shape{batch, k}, "SVD's order")
 		defer order.Release()
 		args := newArgs().Ptr(ptr(outs[0])).Ptr(ptr(outs[1])).Ptr(ptr(outs[2])).Ptr(ptr(work)).Ptr(ptr(order)).Ptr(ptr(a)).U64(uint64(m)).U64(uint64(n))
 		check(c, gpu(c).launchBlocks("linalg", kernels.Name("svd", string(d)), batch, svdBlock, args))
