@@ -275,6 +275,9 @@ func samples() map[string][]sample {
 	add("Polygamma", unary(func(x T) T { return ops.Polygamma(1, x) }, floats, 0.3, 4, true, true)...)
 	add("Polygamma", unary(func(x T) T { return ops.Polygamma(3, x) }, floats, -1.9, -1.1, true, true)...)
 	add("Zeta", binary(ops.Zeta, floats, 1.5, 4, 0.3, 3, true, true)...)
+	// The series' side (x ≤ a), the fraction's (x > a) and a < 1.
+	add("Igamma", binary(ops.Igamma, floats, 0.3, 6, 0.2, 8, true, true)...)
+	add("Igammac", binary(ops.Igammac, floats, 0.3, 6, 0.2, 8, true, true)...)
 	add("Pow", binary(ops.Pow, []tensor.DType{tensor.Int32, tensor.Int64, tensor.Uint8}, 0, 4, 0, 4, false, false)...)
 	for _, cmp := range []struct {
 		name string

@@ -31,6 +31,7 @@
 //	Maximum, Minimum                         numeric (XLA's Max and Min); Max and Min are deprecated aliases
 //	Atan2(y, x), Hypot(a, b), LogAddExp      float (trigonometry.go); C's special cases
 //	Zeta(s, q)                               float (gamma.go); Hurwitz's, no gradient in s
+//	Igamma(a, x), Igammac(a, x)              float (igamma.go); regularized P and Q, no gradient in a
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //

@@ -151,11 +151,15 @@ func Example_gammaFunctions() {
 	fmt.Println(ops.Digamma(x))
 	fmt.Println(ops.Polygamma(1, tensor.FromSlice([]float64{1}))) // π²/6
 	fmt.Println(ops.Zeta(tensor.FromSlice([]float64{2, 4}), tensor.FromSlice([]float64{1})))
+	// A chi-square statistic of 7.81 on 3 degrees of freedom: its p-value
+	// Q(3/2, 7.81/2); and a Poisson(2) count below 3: Q(3, 2).
+	fmt.Println(ops.Igammac(tensor.FromSlice([]float64{1.5, 3}), tensor.FromSlice([]float64{7.81 / 2, 2})))
 	// Output:
 	// [0.57236494 0.         3.17805383] float64[3]
 	// [-1.96351003 -0.57721566  1.50611767] float64[3]
 	// [1.64493407] float64[1]
 	// [1.64493407 1.08232323] float64[2]
+	// [0.05010606 0.67667642] float64[2]
 }
 
 // A 2-D convolution (NHWC images, HWIO filters) and max pooling.

@@ -110,3 +110,54 @@ func TestPolygammaOrderErrors(t *testing.T) {
 		}
 	}
 }
+
+// Igamma and Igammac: closed forms (P(1, x) = 1 - e⁻ˣ, Q(½, x) = erfc √x,
+// Q(3, x) a Poisson's CDF), P + Q = 1 broadcast over a batch of a, float32
+// as float64's rounded once, the x-gradient the Gamma density, and bad
+// inputs.
+func TestIncompleteGamma(t *testing.T) {
+	x := tensor.FromSlice([]float64{0.01, 0.5, 2, 9}, 4)
+	p1 := tensor.ToSlice[float64](ops.Igamma(tensor.Scalar(1.0), x))
+	qh := tensor.ToSlice[float64](ops.Igammac(tensor.Scalar(0.5), x))
+	q3 := tensor.ToSlice[float64](ops.Igammac(tensor.Scalar(3.0), x))
+	for i, v := range tensor.ToSlice[float64](x) {
+		if want := -math.Expm1(-v); math.Abs(p1[i]-want) > 4e-16*want {
+			t.Errorf("P(1, %v) = %v, want %v", v, p1[i], want)
+		}
+		if want := math.Erfc(math.Sqrt(v)); math.Abs(qh[i]-want) > 1e-14*want {
+			t.Errorf("Q(½, %v) = %v, want %v", v, qh[i], want)
+		}
+		if want := math.Exp(-v) * (1 + v + v*v/2); math.Abs(q3[i]-want) > 1e-14*want {
+			t.Errorf("Q(3, %v) = %v, want %v", v, q3[i], want)
+		}
+	}
+	a := tensor.FromSlice([]float64{0.1, 1, 4, 30}, 4, 1)
+	sum := ops.Add(ops.Igamma(a, x), ops.Igammac(a, x)) // [4 4]
+	if d := maxAbsDiff(sum, tensor.Ones(tensor.Float64, 4, 4)); d > 4e-16 {
+		t.Errorf("P + Q is %g off 1", d)
+	}
+	a32, x32 := ops.Cast(a, tensor.Float32), ops.Cast(x, tensor.Float32)
+	want32 := ops.Cast(ops.Igamma(ops.Cast(a32, tensor.Float64), ops.Cast(x32, tensor.Float64)), tensor.Float32)
+	if d := maxAbsDiff(ops.Igamma(a32, x32), want32); d != 0 {
+		t.Errorf("float32 is not float64's rounded once: %g", d)
+	}
+	tp := tape.New()
+	tp.Watch(x)
+	g := tp.Gradient(ops.Sum(ops.Igammac(tensor.Scalar(2.5), x)), x)[0] // -x^1.5·e⁻ˣ/Γ(2.5)
+	for i, v := range tensor.ToSlice[float64](x) {
+		want := -math.Pow(v, 1.5) * math.Exp(-v) / math.Gamma(2.5)
+		if got := tensor.ToSlice[float64](g)[i]; math.Abs(got-want) > 1e-14*math.Abs(want) {
+			t.Errorf("dQ(2.5, x)/dx at %v = %v, want %v", v, got, want)
+		}
+	}
+	tp = tape.New()
+	tp.Watch(x)
+	if g := tensor.ToSlice[float64](tp.Gradient(ops.Sum(ops.Igamma(tensor.Scalar(1.0), ops.Sub(x, x))), x)[0]); g[0] != 0 {
+		t.Errorf("the density at a = 1, x = 0 gave %v through x - x, want 0 (1 - 1)", g)
+	}
+	runBadInput(t, []badInput{
+		{"int32", func() { ops.Igamma(tensor.Zeros(tensor.Int32, 2), tensor.Zeros(tensor.Int32, 2)) }, tensor.ErrDType, "int32"},
+		{"dtypes differ", func() { ops.Igammac(tensor.Zeros(tensor.Float32, 2), tensor.Zeros(tensor.Float64, 2)) }, tensor.ErrDType, ""},
+		{"shapes", func() { ops.Igamma(tensor.Zeros(tensor.Float64, 2), tensor.Zeros(tensor.Float64, 3)) }, tensor.ErrShape, ""},
+	})
+}

@@ -157,6 +157,8 @@ func TestCompositeErrorsNameTheCalledOp(t *testing.T) {
 		{"Digamma", func() { ops.Digamma(tensor.Zeros(tensor.Uint8, 2)) }},
 		{"Polygamma", func() { ops.Polygamma(2, tensor.Zeros(tensor.Int64, 2)) }},
 		{"Zeta", func() { ops.Zeta(tensor.Zeros(tensor.Float32, 2), tensor.Zeros(tensor.Float64, 2)) }},
+		{"Igamma", func() { ops.Igamma(tensor.Zeros(tensor.Int64, 2), tensor.Zeros(tensor.Int64, 2)) }},
+		{"Igammac", func() { ops.Igammac(tensor.Zeros(tensor.Float64, 2), tensor.Zeros(tensor.Float64, 3)) }},
 		{"Cholesky", func() { ops.Cholesky(tensor.Zeros(tensor.Int32, 2, 2)) }},
 		{"TriangularSolve", func() {
 			ops.TriangularSolve(tensor.Zeros(tensor.Float64, 2, 2), tensor.Zeros(tensor.Float64, 3, 1), ops.TriangularSolveOpts{})

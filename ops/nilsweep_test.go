@@ -118,6 +118,8 @@ func TestNilArgumentsAreReported(t *testing.T) {
 		{Name: "Digamma", Fn: ops.Digamma},
 		{Name: "Polygamma", Fn: ops.Polygamma},
 		{Name: "Zeta", Fn: ops.Zeta},
+		{Name: "Igamma", Fn: ops.Igamma},
+		{Name: "Igammac", Fn: ops.Igammac},
 		{Name: "Cholesky", Fn: ops.Cholesky},
 		{Name: "TriangularSolve", Fn: ops.TriangularSolve},
 		{Name: "CholeskySolve", Fn: ops.CholeskySolve},

@@ -21,7 +21,7 @@ var (
 	binaryOps = map[string]string{"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Rem": "rem",
 		"Max": "max", "Min": "min", "Pow": "pow", "ReluGrad": "relugrad",
 		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad",
-		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp", "Zeta": "zeta", "Polygamma": "polygamma",
+		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp", "Zeta": "zeta", "Polygamma": "polygamma", "Igamma": "igamma", "Igammac": "igammac",
 		"Prelu": "prelu", "PreluSlope": "preluslope", "Relu6Grad": "relu6grad", "HardSigmoidGrad": "hardsigmoidgrad",
 		"HardSwishGrad": "hardswishgrad", "EluGrad": "elugrad", "SeluGrad": "selugrad", "SiluGrad": "silugrad", "MishGrad": "mishgrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",

@@ -69,6 +69,7 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.Lgamma(ops.Exp(ops.Sub(r, q))), ops.Digamma(ops.Exp(ops.Mul(c, r)))))
 	zeta := ops.Zeta(ops.Add(ops.Exp(ops.Mul(q, q)), ops.Exp(ops.Mul(c, c))), ops.Exp(ops.Sub(c, q)))
 	picked = ops.Add(picked, ops.Add(ops.Polygamma(1, ops.Exp(ops.Add(q, r))), zeta))
+	picked = ops.Add(picked, ops.Add(ops.Igamma(ops.Exp(ops.Mul(c, q)), ops.Exp(ops.Sub(r, c))), ops.Igammac(ops.Exp(ops.Sub(q, q)), ops.Exp(ops.Mul(r, q)))))
 	// Cholesky's input is read by nothing (Add reads no values), its
 	// factor only by its rule; TriangularSolve reads both operands.
 	v := ops.Reshape(ops.Add(q, c), 2, 2)
@@ -108,7 +109,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Lgamma", "Digamma", "Polygamma", "Zeta", "Cholesky", "Slogdet", "LU", "Solve", "MatrixExp", "Eigh", "QR", "SVD"}
+	"Lgamma", "Digamma", "Polygamma", "Zeta", "Igamma", "Igammac", "Cholesky", "Slogdet", "LU", "Solve", "MatrixExp", "Eigh", "QR", "SVD"}
 
 // single is the communicator of the cell's collectives.
 var single = collective.Single()

@@ -370,7 +370,7 @@ func genUnary(g *gen) bool {
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
 	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot",
-		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "rem"}
+		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "igamma", "igammac", "rem"}
 	if g.smooth {
 		domain = domain[:len(domain)-1]
 	}
@@ -396,6 +396,11 @@ func genDomain(g *gen) bool {
 		// s > 1 (ζ is NaN below), q away from the pole at 0.
 		s := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 1.5)
 		g.add(op, Attrs{}, s, g.positive(x, 0.5))
+	case "igamma", "igammac":
+		// a from 0.2 (a < 1 takes its own sum), x away from 0 (the
+		// density x^(a-1) has no finite gradient there below a = 1).
+		a := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.2)
+		g.add(op, Attrs{}, a, g.positive(x, 0.1))
 	case "pow":
 		base := g.positive(x, 0.3)
 		g.add(op, Attrs{}, base, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2))

@@ -161,7 +161,7 @@ var unary = map[string]func(T) T{
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
 	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
-	"prelu": ops.Prelu, "zeta": ops.Zeta,
+	"prelu": ops.Prelu, "zeta": ops.Zeta, "igamma": ops.Igamma, "igammac": ops.Igammac,
 }
 
 // lastTwo is the permutation of rank dimensions that swaps the last two.

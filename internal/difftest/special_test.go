@@ -107,6 +107,8 @@ type specialOp struct {
 	// moves the result by |d ln f/d ln x| of its roundings (the
 	// gradient's as much, its tail the same exponential's).
 	cond func(x float64) float64
+	// cond2 is cond of both operands (a two-operand op's).
+	cond2 func(a, b float64) float64
 }
 
 // geluTanhCond is GeluTanh's: σ(2u)'s tail moves |2u| times u's few
@@ -150,6 +152,21 @@ func polygammaCond(n float64) func(x float64) float64 {
 // tests).
 var zetaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, -7, 1e-310, 1e-8, 20, 89, 1e30,
 	math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
+
+// igammaFloats are Igamma's and Igammac's operands: specialFloats up to
+// 100 (mpmath's references past it take minutes).
+var igammaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, 7, 20, 89, 1e-310, 1e-8, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
+
+// igammaCond is the incomplete gamma functions' sensitivity where their
+// value is an exponential's tail: xᵃ·e⁻ˣ/Γ(a+1) moves |a·ln x| + x + |a·ψ(a+1)|
+// of its roundings for one of a's and x's (finite operands only).
+func igammaCond(a, x float64) float64 {
+	c := math.Abs(a*mathx.Log(x)) + x + math.Abs(a*mathx.Digamma(a+1))
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return 0
+	}
+	return c
+}
 
 func oneOperand(f func(T) T) func(a, _ T) T { return func(a, _ T) T { return f(a) } }
 
@@ -219,6 +236,8 @@ var specialOps = []specialOp{
 	{name: "logaddexp", kinds: "f", two: true, fn: ops.LogAddExp, ulps: 2, grad: true},
 	{name: "prelu", kinds: "f", two: true, fn: ops.Prelu, ulps: 1, grad: true},
 	{name: "zeta", kinds: "f", two: true, fn: ops.Zeta, ulps: 4, grad: true, from: zetaFloats},
+	{name: "igamma", kinds: "f", two: true, fn: ops.Igamma, ulps: 64, from: igammaFloats, cond2: igammaCond},
+	{name: "igammac", kinds: "f", two: true, fn: ops.Igammac, ulps: 64, from: igammaFloats, cond2: igammaCond},
 	{name: "eq", kinds: "fiub", two: true, fn: ops.Eq},
 	{name: "ne", kinds: "fiub", two: true, fn: ops.Ne},
 	{name: "lt", kinds: "fiu", two: true, fn: ops.Lt},
@@ -633,6 +652,9 @@ func checkSpecial(t *testing.T, dev device.Device, extra32 float64) {
 				}
 				if op.cond != nil {
 					allow += op.cond(decodeFloat(c.A[k]))
+				}
+				if op.cond2 != nil && c.B != nil {
+					allow += op.cond2(decodeFloat(c.A[k]), decodeFloat(c.B[k]))
 				}
 				if msg := sameSpecial(got[k], want[k], dt, allow, signedZero, nearOne); msg != "" {
 					if bad++; bad <= 6 {

@@ -231,6 +231,25 @@ def zeta_mp(s, q):
     return float(hurwitz(s, q))
 
 
+def igamma_mp(upper):
+    """P(a, x), or where upper Q(a, x), with SciPy's and PyTorch's special
+    cases: NaN for NaN, a < 0, x < 0, at (0, 0) and (∞, ∞); P = 1 at a = 0
+    and x = ∞, 0 at x = 0 and a = ∞."""
+    def f(a, x):
+        if math.isnan(a) or math.isnan(x) or a < 0 or x < 0 or (a == 0 and x == 0) or (a == INF and x == INF):
+            return NAN
+        if a == 0 or x == INF:
+            p = 1.0
+        elif x == 0 or a == INF:
+            p = 0.0
+        elif upper:
+            return float(mpmath.gammainc(a, x, mpmath.inf, regularized=True))
+        else:
+            return float(mpmath.gammainc(a, 0, x, regularized=True))
+        return 1.0 - p if upper else p
+    return f
+
+
 # Transcendental float ops, computed in float64 and rounded once.
 ROUNDED = {
     "rsqrt": torch.rsqrt, "exp": torch.exp, "expm1": torch.expm1, "log": torch.log,
@@ -268,6 +287,7 @@ ROUNDED = {
     "lgamma": mp_elementwise(lgamma_mp), "digamma": mp_elementwise(digamma_mp),
     "polygamma1": mp_elementwise(polygamma_mp(1)), "polygamma3": mp_elementwise(polygamma_mp(3)),
     "zeta": mp_elementwise(zeta_mp),
+    "igamma": mp_elementwise(igamma_mp(False)), "igammac": mp_elementwise(igamma_mp(True)),
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).

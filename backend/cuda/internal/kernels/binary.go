@@ -25,7 +25,7 @@ import (
 func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
-		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp", "zeta", "polygamma")
+		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp", "zeta", "polygamma", "igamma", "igammac")
 		ops = append(ops, UnitBinaryOps...)
 	}
 	return ops
@@ -148,7 +148,7 @@ func elementwise2(name string, in, res DType, bc, long bool, f func(k *ptx.Kerne
 // their kernels take one element a thread, where vectorized's groups
 // would copy the body four to ten times into the module for a kernel
 // that is bound by its arithmetic, not by memory.
-var LongOps = []string{"lgamma", "digamma", "zeta", "polygamma"}
+var LongOps = []string{"lgamma", "digamma", "zeta", "polygamma", "igamma", "igammac"}
 
 // elementwise is vectorized, or where long a grid-stride loop of one
 // element a thread.
@@ -415,6 +415,8 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			return inF64x2(k, d, x, y, fm.zeta)
 		case "polygamma":
 			return inF64x2(k, d, x, y, fm.polygamma)
+		case "igamma", "igammac":
+			return inF64x2(k, d, x, y, func(m fm, a, x ptx.Reg) ptx.Reg { return m.igamma(a, x, op == "igammac") })
 		case "gelugrad":
 			if d == F32 { // and the half types, computing in it
 				return geluGrad32(k, x, y)
