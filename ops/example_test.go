@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/eagerflow/eagerflow/ops"
 	"github.com/eagerflow/eagerflow/tensor"
@@ -141,6 +142,28 @@ func Example_factorizations() {
 	// [[1.]
 	//  [2.]] float64[2 1]
 	// [1. 3.] float64[2]
+}
+
+// LU once, solves many: the factors, then systems with them (aᵀ's too);
+// and the exponential of a rotation generator.
+func Example_luAndMatrixExp() {
+	a := tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 2)
+	lu, pivots, perm := ops.LU(a)
+	fmt.Println(lu, pivots, perm)
+	b := tensor.FromSlice([]float64{5, 6}, 2, 1)
+	fmt.Println(ops.LUSolve(lu, perm, b, ops.LUSolveOpts{}))                // a·x = b
+	fmt.Println(ops.LUSolve(lu, perm, b, ops.LUSolveOpts{Transpose: true})) // aᵀ·x = b
+	// exp([[0, θ], [-θ, 0]]) turns the plane by θ: cos θ on the diagonal.
+	fmt.Println(ops.MatrixExp(tensor.FromSlice([]float64{0, math.Pi / 3, -math.Pi / 3, 0}, 2, 2)))
+	// Output:
+	// [[3.         4.        ]
+	//  [0.33333333 0.66666667]] float64[2 2] [1 1] int32[2] [1 0] int32[2]
+	// [[-4. ]
+	//  [ 4.5]] float64[2 1]
+	// [[-1.]
+	//  [ 2.]] float64[2 1]
+	// [[ 0.5        0.8660254]
+	//  [-0.8660254  0.5      ]] float64[2 2]
 }
 
 // The gamma family: ln Γ (a log-likelihood's normalizer), ψ (its
