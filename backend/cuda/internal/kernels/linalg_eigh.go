@@ -17,6 +17,26 @@ import (
 // JacobiSweeps bounds Eigh's sweeps (the CPU's jacobiSweeps).
 const JacobiSweeps = 60
 
+// jacobiSweeps writes the sweeps of a Jacobi method: sweep (each the
+// block's rotations, which set rotated where they turn a pair) until one
+// turns nothing, at most JacobiSweeps; name prefixes the labels.
+func (l la) jacobiSweeps(name string, sweep func(rotated ptx.Reg)) {
+	k := l.k
+	sweeps, n := l.imm(JacobiSweeps), l.u64()
+	k.Op("mov.u64 %s, 0", n)
+	top, converged := k.Label(name+"_sweep"), k.Label(name+"_converged")
+	k.Place(top)
+	rotated, z := k.Reg(ptx.Pred), l.imm(0)
+	k.Op("setp.ne.u64 %s, %s, %s", rotated, z, z) // false
+	sweep(rotated)
+	k.Op("@!%s bra %s", rotated, converged)
+	k.Op("add.u64 %s, %s, 1", n, n)
+	more := k.Reg(ptx.Pred)
+	k.Op("setp.lt.u64 %s, %s, %s", more, n, sweeps)
+	k.Op("@%s bra %s", more, top)
+	k.Place(converged)
+}
+
 func eighKernel(d DType) *ptx.Kernel {
 	k := ptx.NewKernel(Name("eigh", string(d)))
 	l, m := la{k}, fm{k: k}
@@ -52,59 +72,49 @@ func eighKernel(d DType) *ptx.Kernel {
 	k.Op("@%s bra %s", flag.read(), fillNaN)
 
 	zeroF := l.f64Imm(0)
-	sweeps, sweep := l.imm(JacobiSweeps), l.u64()
-	k.Op("mov.u64 %s, 0", sweep)
-	top, converged := k.Label("eigh_sweep"), k.Label("eigh_converged")
-	k.Place(top)
-	rotated := k.Reg(ptx.Pred)
-	k.Op("setp.ne.u64 %s, %s, %s", rotated, zero, zero)
-	k.Loop(zero, n, one, func(p ptx.Reg) {
-		k.Loop(l.add(p, one), n, one, func(q ptx.Reg) {
-			pq, qp, pp, qq := l.add(l.mul(p, n), q), l.add(l.mul(q, n), p), l.add(l.mul(p, n), p), l.add(l.mul(q, n), q)
-			apq, app, aqq := l.f64(w, pq), l.f64(w, pp), l.f64(w, qq)
-			k.Op("bar.sync 0") // every thread has read them
-			g := m.mul(m.c(100), m.abs(apq))
-			small := m.and(m.cmp("eq", m.add(m.abs(app), g), m.abs(app)), m.cmp("eq", m.add(m.abs(aqq), g), m.abs(aqq)))
-			turn := k.Label("eigh_turn")
-			done := k.Label("eigh_pair_done")
-			k.Op("@!%s bra %s", small, turn)
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
-			k.Op("bra %s", done)
-			k.Place(turn)
-			k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
-			c, s, t := m.jacobiRotation(m.div(m.sub(aqq, app), m.mul(m.c(2), apq)))
-			k.Loop(tid, n, ntid, func(r ptx.Reg) {
-				rp, rq := l.add(l.mul(r, n), p), l.add(l.mul(r, n), q)
-				l.turn(m, v, rp, rq, c, s)
-				isP, isQ := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
-				k.Op("setp.eq.u64 %s, %s, %s", isP, r, p)
-				k.Op("setp.eq.u64 %s, %s, %s", isQ, r, q)
-				edge := m.or(isP, isQ)
-				next := k.Label("eigh_row_done")
-				k.Op("@%s bra %s", edge, next)
-				akp, akq := l.f64(w, rp), l.f64(w, rq)
-				np, nq := m.sub(m.mul(c, akp), m.mul(s, akq)), m.add(m.mul(s, akp), m.mul(c, akq))
-				l.setF64(w, rp, np)
-				l.setF64(w, rq, nq)
-				l.setF64(w, l.add(l.mul(p, n), r), np)
-				l.setF64(w, l.add(l.mul(q, n), r), nq)
-				k.Place(next)
+	l.jacobiSweeps("eigh", func(rotated ptx.Reg) {
+		k.Loop(zero, n, one, func(p ptx.Reg) {
+			k.Loop(l.add(p, one), n, one, func(q ptx.Reg) {
+				pq, qp, pp, qq := l.add(l.mul(p, n), q), l.add(l.mul(q, n), p), l.add(l.mul(p, n), p), l.add(l.mul(q, n), q)
+				apq, app, aqq := l.f64(w, pq), l.f64(w, pp), l.f64(w, qq)
+				k.Op("bar.sync 0") // every thread has read them
+				g := m.mul(m.c(100), m.abs(apq))
+				small := m.and(m.cmp("eq", m.add(m.abs(app), g), m.abs(app)), m.cmp("eq", m.add(m.abs(aqq), g), m.abs(aqq)))
+				turn := k.Label("eigh_turn")
+				done := k.Label("eigh_pair_done")
+				k.Op("@!%s bra %s", small, turn)
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
+				k.Op("bra %s", done)
+				k.Place(turn)
+				k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
+				c, s, t := m.jacobiRotation(m.div(m.sub(aqq, app), m.mul(m.c(2), apq)))
+				k.Loop(tid, n, ntid, func(r ptx.Reg) {
+					rp, rq := l.add(l.mul(r, n), p), l.add(l.mul(r, n), q)
+					l.turn(m, v, rp, rq, c, s)
+					isP, isQ := k.Reg(ptx.Pred), k.Reg(ptx.Pred)
+					k.Op("setp.eq.u64 %s, %s, %s", isP, r, p)
+					k.Op("setp.eq.u64 %s, %s, %s", isQ, r, q)
+					edge := m.or(isP, isQ)
+					next := k.Label("eigh_row_done")
+					k.Op("@%s bra %s", edge, next)
+					akp, akq := l.f64(w, rp), l.f64(w, rq)
+					np, nq := m.sub(m.mul(c, akp), m.mul(s, akq)), m.add(m.mul(s, akp), m.mul(c, akq))
+					l.setF64(w, rp, np)
+					l.setF64(w, rq, nq)
+					l.setF64(w, l.add(l.mul(p, n), r), np)
+					l.setF64(w, l.add(l.mul(q, n), r), nq)
+					k.Place(next)
+				})
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pp, 8), m.sub(app, m.mul(t, apq)))
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qq, 8), m.add(aqq, m.mul(t, apq)))
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
+				k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
+				k.Place(done)
+				k.Op("bar.sync 0") // the rotation written
 			})
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pp, 8), m.sub(app, m.mul(t, apq)))
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qq, 8), m.add(aqq, m.mul(t, apq)))
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, pq, 8), zeroF)
-			k.Op("@%s st.global.f64 [%s], %s", first, k.Addr(w, qp, 8), zeroF)
-			k.Place(done)
-			k.Op("bar.sync 0") // the rotation written
 		})
 	})
-	k.Op("@!%s bra %s", rotated, converged)
-	k.Op("add.u64 %s, %s, 1", sweep, sweep)
-	more := k.Reg(ptx.Pred)
-	k.Op("setp.lt.u64 %s, %s, %s", more, sweep, sweeps)
-	k.Op("@%s bra %s", more, top)
-	k.Place(converged)
 
 	// Thread 0: the eigenvalues' ascending order (insertion, the first
 	// of equals first).

@@ -83,42 +83,32 @@ func svdKernel(d DType) *ptx.Kernel {
 	k.Loop(tid, rk, ntid, func(e ptx.Reg) { l.setF64(b, e, f.mul(l.f64(b, e), down)) })
 	k.Op("bar.sync 0")
 
-	sweeps, sweep := l.imm(JacobiSweeps), l.u64()
-	k.Op("mov.u64 %s, 0", sweep)
-	top, converged := k.Label("svd_sweep"), k.Label("svd_converged")
-	k.Place(top)
-	rotated := k.Reg(ptx.Pred)
-	k.Op("setp.ne.u64 %s, %s, %s", rotated, zero, zero)
-	k.Loop(zero, kk, one, func(p ptx.Reg) {
-		k.Loop(l.add(p, one), kk, one, func(q ptx.Reg) {
-			alpha, beta, gamma := l.f64Imm(0), l.f64Imm(0), l.f64Imm(0)
-			k.Loop(zero, r, one, func(i ptx.Reg) {
-				bp, bq := l.f64(b, at(i, p)), l.f64(b, at(i, q))
-				k.Op("add.rn.f64 %s, %s, %s", alpha, alpha, f.mul(bp, bp))
-				k.Op("add.rn.f64 %s, %s, %s", beta, beta, f.mul(bq, bq))
-				k.Op("add.rn.f64 %s, %s, %s", gamma, gamma, f.mul(bp, bq))
+	l.jacobiSweeps("svd", func(rotated ptx.Reg) {
+		k.Loop(zero, kk, one, func(p ptx.Reg) {
+			k.Loop(l.add(p, one), kk, one, func(q ptx.Reg) {
+				alpha, beta, gamma := l.f64Imm(0), l.f64Imm(0), l.f64Imm(0)
+				k.Loop(zero, r, one, func(i ptx.Reg) {
+					bp, bq := l.f64(b, at(i, p)), l.f64(b, at(i, q))
+					k.Op("add.rn.f64 %s, %s, %s", alpha, alpha, f.mul(bp, bp))
+					k.Op("add.rn.f64 %s, %s, %s", beta, beta, f.mul(bq, bq))
+					k.Op("add.rn.f64 %s, %s, %s", gamma, gamma, f.mul(bp, bq))
+				})
+				k.Op("bar.sync 0") // every thread has read the pair
+				done := k.Label("svd_pair_done")
+				small := f.cmp("le", f.abs(gamma), f.mul(f.mul(f.c(0x1p-53), f.sqrt(alpha)), f.sqrt(beta)))
+				k.Op("@%s bra %s", small, done)
+				k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
+				c, sn, _ := f.jacobiRotation(f.div(f.sub(beta, alpha), f.mul(f.c(2), gamma)))
+				turn := func(x, rows ptx.Reg) {
+					k.Loop(tid, rows, ntid, func(i ptx.Reg) { l.turn(f, x, at(i, p), at(i, q), c, sn) })
+				}
+				turn(b, r)
+				turn(v, kk)
+				k.Place(done)
+				k.Op("bar.sync 0") // the pair turned
 			})
-			k.Op("bar.sync 0") // every thread has read the pair
-			done := k.Label("svd_pair_done")
-			small := f.cmp("le", f.abs(gamma), f.mul(f.mul(f.c(0x1p-53), f.sqrt(alpha)), f.sqrt(beta)))
-			k.Op("@%s bra %s", small, done)
-			k.Op("setp.eq.u64 %s, %s, %s", rotated, zero, zero) // true
-			c, sn, _ := f.jacobiRotation(f.div(f.sub(beta, alpha), f.mul(f.c(2), gamma)))
-			turn := func(x, rows ptx.Reg) {
-				k.Loop(tid, rows, ntid, func(i ptx.Reg) { l.turn(f, x, at(i, p), at(i, q), c, sn) })
-			}
-			turn(b, r)
-			turn(v, kk)
-			k.Place(done)
-			k.Op("bar.sync 0") // the pair turned
 		})
 	})
-	k.Op("@!%s bra %s", rotated, converged)
-	k.Op("add.u64 %s, %s, 1", sweep, sweep)
-	more := k.Reg(ptx.Pred)
-	k.Op("setp.lt.u64 %s, %s, %s", more, sweep, sweeps)
-	k.Op("@%s bra %s", more, top)
-	k.Place(converged)
 
 	// The columns' norms; thread 0 orders them (descending, the first of
 	// equals first).
