@@ -143,16 +143,12 @@ func reversed(xs [][]float64) [][]float64 {
 // terms added in order, then id on the diagonal (where id is not 0).
 func combine(dst []float64, set bool, coef []float64, mats [][]float64, id float64, n int) {
 	for e := range dst {
-		acc := 0.0
-		for i, m := range mats {
-			if p := coef[i] * m[e]; i == 0 && set {
-				acc = p
-			} else {
-				if i == 0 {
-					acc = dst[e]
-				}
-				acc += p
-			}
+		acc := coef[0] * mats[0][e] // set: the first term as it is (-0 kept)
+		if !set {
+			acc += dst[e]
+		}
+		for i, m := range mats[1:] {
+			acc += coef[i+1] * m[e]
 		}
 		if id != 0 && e/n == e%n {
 			acc += id

@@ -35,18 +35,22 @@ const IgammaSteps = 200000
 // Igamma is P(a, x): NaN for NaN, a < 0 or x < 0, at a = x = 0 and a =
 // x = +∞; 1 at a = 0 (x > 0) and at x = +∞; 0 at x = 0 and at a = +∞.
 func Igamma(a, x float64) float64 {
-	p, _ := IncompleteGamma(a, x)
+	p, _ := incompleteGamma(a, x, false)
 	return p
 }
 
 // Igammac is Q(a, x) = 1 - P(a, x), with Igamma's special cases.
 func Igammac(a, x float64) float64 {
-	_, q := IncompleteGamma(a, x)
+	_, q := incompleteGamma(a, x, true)
 	return q
 }
 
 // IncompleteGamma returns P(a, x) and Q(a, x).
-func IncompleteGamma(a, x float64) (p, q float64) {
+func IncompleteGamma(a, x float64) (p, q float64) { return incompleteGamma(a, x, true) }
+
+// incompleteGamma is IncompleteGamma; without wantQ, Q is left as 1 - P
+// where the small-a sum would compute it (Igamma reads only P).
+func incompleteGamma(a, x float64, wantQ bool) (p, q float64) {
 	switch {
 	case math.IsNaN(a) || math.IsNaN(x) || a < 0 || x < 0 || (a == 0 && x == 0) || (math.IsInf(a, 1) && math.IsInf(x, 1)):
 		return math.NaN(), math.NaN()
@@ -61,7 +65,7 @@ func IncompleteGamma(a, x float64) (p, q float64) {
 		return 1 - q, q
 	}
 	p = d * gammaSeries(a, x)
-	if a < 1 {
+	if a < 1 && wantQ {
 		return p, smallAQ(a, x)
 	}
 	return p, 1 - p
