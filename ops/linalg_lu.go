@@ -121,14 +121,40 @@ func inverseT(a *tensor.Tensor) *tensor.Tensor {
 	return Inverse(at)
 }
 
-// detGrad: ∂a = Ḡ·det(a)·a⁻ᵀ (NaN at a singular a, where the adjugate
-// would be the answer).
+// detGrad: ∂a = Ḡ·C with C the cofactor matrix, det(a)·a⁻ᵀ where every
+// determinant of the batch is nonzero. Where one is 0, a⁻ᵀ does not
+// exist but C does (a rank n-1 matrix has a nonzero one), and the batch's
+// C comes from the SVD instead (cofactorsBySVD, PyTorch 2's way). Which
+// way is read on the host; a trace guards it.
 func detGrad(g *eager.Grad) []*tensor.Tensor {
 	var t temps
 	defer t.release()
-	a := g.Inputs[0]
-	scale := t.keep(Mul(g.OutGrads[0], g.Outputs[0]))
-	return []*tensor.Tensor{Mul(t.keep(inverseT(a)), t.keep(ExpandDims(t.keep(ExpandDims(scale, -1)), -1)))}
+	a, det := g.Inputs[0], g.Outputs[0]
+	scale := t.keep(ExpandDims(t.keep(ExpandDims(g.OutGrads[0], -1)), -1))
+	zeros := t.keep(Eq(det, t.keep(ScalarLike(det, 0))))
+	if countNonzero("Det's gradient", zeros) > 0 {
+		return []*tensor.Tensor{Mul(t.keep(cofactorsBySVD(a)), scale)}
+	}
+	d := t.keep(ExpandDims(t.keep(ExpandDims(det, -1)), -1))
+	return []*tensor.Tensor{Mul(t.keep(inverseT(a)), t.keep(Mul(scale, d)))}
+}
+
+// cofactorsBySVD is the cofactor matrix of each a [..., n, n], singular or
+// not: with a = u·diag(s)·vᵀ, C = det(u)·det(v)·u·diag(p)·vᵀ where pᵢ is
+// the product of the singular values but sᵢ (the adjugate of a product
+// being the product of the adjugates, in turn; Σ's adjugate is diag(p)).
+// pᵢ multiplies the sⱼ before i by those after, so no sⱼ is divided by.
+func cofactorsBySVD(a *tensor.Tensor) *tensor.Tensor {
+	var t temps
+	defer t.release()
+	u, s, vt := SVD(a)
+	t.keep(u)
+	t.keep(s)
+	t.keep(vt)
+	p := t.keep(Mul(t.keep(Cumprod(s, -1, true, false)), t.keep(Cumprod(s, -1, true, true))))
+	sign := t.keep(Mul(t.keep(Det(u)), t.keep(Det(vt))))
+	p = t.keep(Mul(p, t.keep(ExpandDims(sign, -1))))
+	return MatMul(t.keep(Mul(u, t.keep(ExpandDims(p, -2)))), vt)
 }
 
 // slogdetGrad: ln|det a|'s gradient Ḡ·a⁻ᵀ; the sign has none.
@@ -182,7 +208,9 @@ func identity(n int) []float64 {
 // Det returns the determinant of each matrix of a [..., n, n] (a tensor
 // of the batch shape): the product of its LU factor's pivots, signed by
 // the row exchanges; 0 where a is singular; 1 for n = 0. Its gradient is
-// Ḡ·det·a⁻ᵀ (NaN at a singular a). float32 or float64.
+// Ḡ times the cofactor matrix, det·a⁻ᵀ, or by the SVD where a batch holds
+// a determinant of 0 (a singular matrix's cofactors, as PyTorch 2's).
+// float32 or float64.
 func Det(a *tensor.Tensor) *tensor.Tensor { return eager.Run1(detOp, nil, a) }
 
 // Slogdet returns the sign of each matrix's determinant (-1, 0 or 1) and

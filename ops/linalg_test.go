@@ -575,3 +575,65 @@ func lastTwo(x *tensor.Tensor) []int {
 	perm[len(perm)-2], perm[len(perm)-1] = len(perm)-1, len(perm)-2
 	return perm
 }
+
+// Det's gradient is the cofactor matrix where a is singular too (NaN
+// before: det·a⁻ᵀ is 0·∞ there): a batch holding singular matrices of
+// rank n-1 (a zero pivot last, in the middle, first; a zero column), of
+// rank n-2 (cofactors 0) and a regular one, against cofactors expanded
+// by minors; and the second derivative of a 2×2 determinant, which is
+// constant.
+func TestDetGradientAtSingularMatrices(t *testing.T) {
+	mats := [][]float64{
+		{1, 2, 3, 4, 5, 6, 7, 8, 10},   // regular
+		{1, 2, 3, 4, 5, 6, 5, 7, 9},    // third row the sum of the others
+		{0, 1, 2, 0, 3, 4, 0, 5, 6},    // a zero column
+		{2, 4, 1, 1, 2, 5, 3, 6, 2},    // the second column twice the first
+		{1, 2, 3, 2, 4, 6, -1, -2, -3}, // rank 1: cofactors 0
+		{0, 1, 0, 0, 0, 1, 0, 0, 0},    // nilpotent, rank 2
+	}
+	var flat, want []float64
+	for _, m := range mats {
+		flat = append(flat, m...)
+		want = append(want, cofactors3(m)...)
+	}
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		a := ops.Cast(tensor.FromSlice(flat, len(mats), 3, 3), dt)
+		tp := tape.New()
+		tp.Watch(a)
+		got := ops.Cast(tp.Gradient(ops.Sum(ops.Det(a)), a)[0], tensor.Float64)
+		tol := 1e-12
+		if dt == tensor.Float32 {
+			tol = 1e-4
+		}
+		if d := maxAbsDiff(got, tensor.FromSlice(want, len(mats), 3, 3)); !(d < tol) {
+			t.Errorf("%v: Det's gradient is %g off the cofactors: %v", dt, d, tensor.ToSlice[float64](got))
+		}
+	}
+	a := tensor.FromSlice([]float64{1, 2, 2, 4}, 2, 2)
+	w := tensor.FromSlice([]float64{0.5, -1, 2, 3}, 2, 2)
+	outer, inner := tape.New(), tape.New()
+	outer.Watch(a)
+	inner.Watch(a)
+	g := inner.Gradient(ops.Det(a), a)[0]
+	if d := maxAbsDiff(g, tensor.FromSlice([]float64{4, -2, -2, 1}, 2, 2)); !(d < 1e-14) {
+		t.Errorf("the gradient of det [[1 2] [2 4]] is %v, want [[4 -2] [-2 1]]", tensor.ToSlice[float64](g))
+	}
+	h := outer.Gradient(ops.Sum(ops.Mul(g, w)), a)[0] // ∂(w00·a11 - w01·a10 - w10·a01 + w11·a00)
+	if d := maxAbsDiff(h, tensor.FromSlice([]float64{3, -2, 1, 0.5}, 2, 2)); !(d < 1e-12) {
+		t.Errorf("the second derivative at a singular matrix is %v, want [[3 -2] [1 0.5]]", tensor.ToSlice[float64](h))
+	}
+}
+
+// cofactors3 is the cofactor matrix of a 3×3 matrix m (row-major), by
+// its 2×2 minors.
+func cofactors3(m []float64) []float64 {
+	c := make([]float64, 9)
+	for i := range 3 {
+		for j := range 3 {
+			r0, r1 := (i+1)%3, (i+2)%3 // cyclic order carries the sign
+			c0, c1 := (j+1)%3, (j+2)%3
+			c[i*3+j] = m[r0*3+c0]*m[r1*3+c1] - m[r0*3+c1]*m[r1*3+c0]
+		}
+	}
+	return c
+}

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -516,5 +517,33 @@ func TestGraphListingSaysWhatNodesDo(t *testing.T) {
 	}
 	if strings.Contains(g, ":0") {
 		t.Errorf("output indices on single-output nodes:\n%s", g)
+	}
+}
+
+// Det's gradient picks its way by the determinants' values (det·a⁻ᵀ, or
+// the SVD where one is 0), read on the host: a traced gradient guards
+// the choice, so a call whose matrix is singular after one that was not
+// gets the cofactors, not the NaN of a⁻ᵀ.
+func TestTracedDetGradientFollowsSingularity(t *testing.T) {
+	fn := func(a []T) []T {
+		tp := tape.New()
+		tp.Watch(a[0])
+		return tp.Gradient(ops.Det(a[0]), a[0])
+	}
+	f := trace.NewFunction(fn)
+	for i, v := range [][]float64{{1, 2, 3, 5}, {1, 2, 2, 4}, {2, 1, 1, 1}, {0, 0, 0, 0}} {
+		x := tensor.FromSlice(v, 2, 2)
+		got, err := f.Call(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float64{v[3], -v[2], -v[1], v[0]}
+		g := tensor.ToSlice[float64](got[0])
+		for k := range want {
+			if !(math.Abs(g[k]-want[k]) < 1e-12) {
+				t.Errorf("call %d %v: %v, want %v", i, v, g, want)
+				break
+			}
+		}
 	}
 }
