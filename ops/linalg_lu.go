@@ -113,12 +113,20 @@ func solveGrad(g *eager.Grad) []*tensor.Tensor {
 	return []*tensor.Tensor{da, db}
 }
 
-// inverseT is a⁻ᵀ, the gradient of ln|det a| (NaN and ±∞ where a is
-// singular).
+// inverseT is a⁻ᵀ, the gradient of ln|det a|, solved with a's own LU
+// factors, those Det and Slogdet multiply the pivots of: where their
+// determinant is not 0, no pivot is, and a⁻ᵀ is finite (factoring aᵀ
+// instead, a matrix singular but for rounding can meet a zero pivot that
+// a's factors do not have: ±∞ times a determinant of 1e-15). NaN and ±∞
+// where a is singular.
 func inverseT(a *tensor.Tensor) *tensor.Tensor {
-	at := matrixT(a)
-	defer releaseTemp(at)
-	return Inverse(at)
+	var t temps
+	defer t.release()
+	lu, pivots, perm := LU(a)
+	t.keep(lu)
+	t.keep(pivots)
+	t.keep(perm)
+	return LUSolve(lu, perm, t.keep(eyeLike(a)), LUSolveOpts{Transpose: true})
 }
 
 // detGrad: ∂a = Ḡ·C with C the cofactor matrix, det(a)·a⁻ᵀ where every

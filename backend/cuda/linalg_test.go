@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -181,6 +182,25 @@ func TestMatrixExpIsTheCPUsOnGPU(t *testing.T) {
 			}
 			x := ops.Cast(tensor.FromSlice(a, batch, n, n), dt)
 			sameBits(t, "expm", dt, n, onHost(t, ops.MatrixExp(onGPU(t, d, x))), ops.MatrixExp(x))
+		}
+	}
+}
+
+// Det's gradient on the GPU where the batch holds a singular matrix (the
+// cofactors by the SVD, ops' composite) is the CPU's.
+func TestDetGradientAtSingularOnGPU(t *testing.T) {
+	d := testGPU(t)
+	a := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6, 5, 7, 9, 1, 2, 3, 4, 5, 6, 7, 8, 10}, 2, 3, 3)
+	grad := func(x *tensor.Tensor) *tensor.Tensor {
+		tp := tape.New()
+		tp.Watch(x)
+		return tp.Gradient(ops.Sum(ops.Det(x)), x)[0]
+	}
+	want := tensor.ToSlice[float64](grad(a))
+	got := tensor.ToSlice[float64](onHost(t, grad(onGPU(t, d, a))))
+	for i := range want {
+		if !(math.Abs(got[i]-want[i]) < 1e-12) {
+			t.Fatalf("GPU %v, CPU %v", got, want)
 		}
 	}
 }
