@@ -192,7 +192,8 @@ func samples() map[string][]sample {
 	for _, op := range []struct {
 		name string
 		fn   func(T) T
-	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}, {"GeluTanhGrad", ops.GeluTanh}, {"GeluGrad", ops.Gelu}} {
+	}{{"TanhGrad", ops.Tanh}, {"SigmoidGrad", ops.Sigmoid}, {"GeluTanhGrad", ops.GeluTanh}, {"GeluGrad", ops.Gelu},
+		{"ErfcGrad", ops.Erfc}, {"ErfcxGrad", ops.Erfcx}, {"NdtrGrad", ops.Ndtr}, {"LogNdtrGrad", ops.LogNdtr}} {
 		add(op.name, one("through "+op.name[:len(op.name)-4], func() {
 			underTape(func(x []T) T { return ops.Mul(op.fn(x[0]), x[1]) }, r(-2, 2, 6), r(-1, 1, 6))
 		}, true, true))
@@ -211,6 +212,11 @@ func samples() map[string][]sample {
 	add("Expm1", unary(ops.Expm1, floats, -2, 2, true, true)...)
 	add("Erf", unary(ops.Erf, floats, -2, 2, true, true)...)
 	add("Erfinv", unary(ops.Erfinv, floats, -0.9, 0.9, true, true)...)
+	add("Erfc", unary(ops.Erfc, floats, -2, 3, true, true)...)
+	add("Erfcx", unary(ops.Erfcx, floats, -1, 4, true, true)...)
+	add("Ndtr", unary(ops.Ndtr, floats, -4, 3, true, true)...)
+	add("LogNdtr", unary(ops.LogNdtr, floats, -6, 3, true, true)...)
+	add("Ndtri", unary(ops.Ndtri, floats, 0.02, 0.98, true, true)...)
 	add("Tan", unary(ops.Tan, floats, -1.3, 1.3, true, true)...)
 	add("Asin", unary(ops.Asin, floats, -0.9, 0.9, true, true)...)
 	add("Acos", unary(ops.Acos, floats, -0.9, 0.9, true, true)...)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/eagerflow/eagerflow/ops"
+	"github.com/eagerflow/eagerflow/tape"
 	"github.com/eagerflow/eagerflow/tensor"
 )
 
@@ -183,6 +184,26 @@ func Example_gammaFunctions() {
 	// [1.64493407] float64[1]
 	// [1.64493407 1.08232323] float64[2]
 	// [0.05010606 0.67667642] float64[2]
+}
+
+// The normal distribution: a z-score's two-sided p-value 2Φ(-|z|), the
+// 97.5% quantile, and the log-likelihood of a probit model's far tail,
+// where Φ itself underflows; a probit's gradient at that tail stays
+// finite (about -x).
+func Example_normalDistribution() {
+	z := tensor.FromSlice([]float64{1.96, 3.5})
+	fmt.Println(ops.Mul(ops.Ndtr(ops.Neg(z)), tensor.Scalar(2.0)))
+	fmt.Printf("%.6v\n", ops.Ndtri(tensor.FromSlice([]float64{0.975})))
+	x := tensor.FromSlice([]float64{-40})
+	fmt.Println(ops.Ndtr(x), ops.LogNdtr(x))
+	tp := tape.New()
+	tp.Watch(x)
+	fmt.Printf("%.6v\n", tp.Gradient(ops.LogNdtr(x), x)[0])
+	// Output:
+	// [0.04999579 0.00046526] float64[2]
+	// [1.959964] float64[1]
+	// [0.] float64[1] [-804.60844201] float64[1]
+	// [40.024969] float64[1]
 }
 
 // A 2-D convolution (NHWC images, HWIO filters) and max pooling.

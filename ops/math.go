@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"math"
-
 	"github.com/eagerflow/eagerflow/eager"
 	"github.com/eagerflow/eagerflow/tensor"
 )
@@ -30,19 +28,12 @@ func init() {
 		// (e^-20 to 8 digits, e^-104 as 0), where ELU's gradient lives.
 		return []*tensor.Tensor{chain(step(expOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
-	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor {
-		// d/dx erf(x) = 2/sqrt(pi) e^(-x^2).
-		x := g.Inputs[0]
-		k := ScalarLike(x, 2/math.Sqrt(math.Pi))
-		defer releaseTemp(k)
-		return []*tensor.Tensor{chain(step(squareOp, x), step(negOp, nil), step(expOp, nil), step(mulOp, k, nil), step(mulOp, g.OutGrads[0], nil))}
+	erfOp = floatOp("Erf", func(g *eager.Grad) []*tensor.Tensor { // (2/√π)·e^(-x²)
+		return []*tensor.Tensor{gaussianGrad(g.Inputs[0], g.OutGrads[0], false)}
 	})
 	erfinvOp = floatOp("Erfinv", func(g *eager.Grad) []*tensor.Tensor {
-		// d/dx erfinv(x) = √π/2·e^(y²), y = erfinv(x): ∞ at ±1.
-		y := g.Outputs[0]
-		k := ScalarLike(y, math.Sqrt(math.Pi)/2)
-		defer releaseTemp(k)
-		return []*tensor.Tensor{chain(step(squareOp, y), step(expOp, nil), step(mulOp, k, nil), step(mulOp, g.OutGrads[0], nil))}
+		// √π/2·e^(y²), y = erfinv(x): ∞ at ±1.
+		return []*tensor.Tensor{gaussianGrad(g.Outputs[0], g.OutGrads[0], true)}
 	})
 	erfinvOp.GradReads = eager.ReadsOutputs
 	// Rounding is piecewise constant: like TensorFlow, it blocks gradients.

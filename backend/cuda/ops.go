@@ -23,7 +23,8 @@ var (
 		"TanhGrad": "tanhgrad", "SigmoidGrad": "sigmoidgrad", "GeluTanhGrad": "gelutanhgrad",
 		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp", "Zeta": "zeta", "Polygamma": "polygamma", "Igamma": "igamma", "Igammac": "igammac",
 		"Prelu": "prelu", "PreluSlope": "preluslope", "Relu6Grad": "relu6grad", "HardSigmoidGrad": "hardsigmoidgrad",
-		"HardSwishGrad": "hardswishgrad", "EluGrad": "elugrad", "SeluGrad": "selugrad", "SiluGrad": "silugrad", "MishGrad": "mishgrad"}
+		"HardSwishGrad": "hardswishgrad", "EluGrad": "elugrad", "SeluGrad": "selugrad", "SiluGrad": "silugrad", "MishGrad": "mishgrad",
+		"ErfcGrad": "erfcgrad", "ErfcxGrad": "erfcxgrad", "NdtrGrad": "ndtrgrad", "LogNdtrGrad": "logndtrgrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
 		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",
@@ -31,7 +32,8 @@ var (
 		"Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
 		"Acosh": "acosh", "Atanh": "atanh", "Log2": "log2", "Log10": "log10", "Exp2": "exp2",
 		"Relu6": "relu6", "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Softsign": "softsign", "Elu": "elu",
-		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv", "Lgamma": "lgamma", "Digamma": "digamma"}
+		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv", "Lgamma": "lgamma", "Digamma": "digamma",
+		"Erfc": "erfc", "Erfcx": "erfcx", "Ndtr": "ndtr", "LogNdtr": "logndtr", "Ndtri": "ndtri"}
 )
 
 func init() {

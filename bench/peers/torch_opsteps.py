@@ -54,6 +54,7 @@ def op_steps(z, dev):
         ("Mish", lambda: F.mish(rows), (rows,)),
         ("HardSwish", lambda: F.hardswish(rows), (rows,)),
         ("Lgamma", lambda: torch.lgamma(rows.abs() + 0.1), (rows,)),
+        ("LogNdtr", lambda: torch.special.log_ndtr(rows), (rows,)),
         ("Cholesky", lambda: torch.linalg.cholesky(square @ square.mT + shift), (square,)),
         ("Solve", lambda: torch.linalg.solve(square + shift, rhs), (square, rhs)),
         ("Eigh", lambda: torch.linalg.eigvalsh(square + square.mT), (square,)),

@@ -100,6 +100,7 @@ func OpSteps(z OpSizes) []OpStep {
 		{"Mish", r, one(ops.Mish)},
 		{"HardSwish", r, one(ops.HardSwish)},
 		{"Lgamma", r, one(func(x *tensor.Tensor) *tensor.Tensor { return ops.Lgamma(ops.Add(ops.Abs(x), tenth)) })},
+		{"LogNdtr", r, one(ops.LogNdtr)},
 		{"Cholesky", []*tensor.Tensor{square}, one(func(x *tensor.Tensor) *tensor.Tensor {
 			return ops.Cholesky(ops.Add(ops.MatMulT(x, x, false, true), shift))
 		})},

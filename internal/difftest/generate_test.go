@@ -299,14 +299,15 @@ func generateWith(g *gen) *Program {
 var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu",
 	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2",
-	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish", "erfinv"}
+	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish", "erfinv",
+	"erfc", "erfcx", "ndtr", "log_ndtr"}
 
 // smoothUnary are the unary functions without kinks or jumps (ELU's,
 // CELU's and Softsign's first derivatives are continuous at 0; SELU's
 // jumps from λα to λ).
 var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "identity", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv"}
+	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv", "erfc", "erfcx", "ndtr", "log_ndtr"}
 
 // boundedFirst are the unary functions drawn on a bounded operand: the
 // exponentials' (kept moderate) and the poles' and domains' (tan's
@@ -370,7 +371,7 @@ func genUnary(g *gen) bool {
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
 	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot",
-		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "igamma", "igammac", "rem"}
+		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "igamma", "igammac", "ndtri", "rem"}
 	if g.smooth {
 		domain = domain[:len(domain)-1]
 	}
@@ -401,6 +402,9 @@ func genDomain(g *gen) bool {
 		// density x^(a-1) has no finite gradient there below a = 1).
 		a := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.2)
 		g.add(op, Attrs{}, a, g.positive(x, 0.1))
+	case "ndtri":
+		// A probability in (0, 1), through sigmoid.
+		g.add(op, Attrs{}, g.add("sigmoid", Attrs{}, x))
 	case "pow":
 		base := g.positive(x, 0.3)
 		g.add(op, Attrs{}, base, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2))

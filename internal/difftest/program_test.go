@@ -153,6 +153,7 @@ var unary = map[string]func(T) T{
 	"asinh": ops.Asinh, "atanh": ops.Atanh, "log2": ops.Log2, "log10": ops.Log10, "exp2": ops.Exp2,
 	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
 	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish, "erfinv": ops.Erfinv,
+	"erfc": ops.Erfc, "erfcx": ops.Erfcx, "ndtr": ops.Ndtr, "log_ndtr": ops.LogNdtr, "ndtri": ops.Ndtri,
 	"lgamma": ops.Lgamma, "digamma": ops.Digamma,
 	"polygamma1": func(x T) T { return ops.Polygamma(1, x) }, "polygamma2": func(x T) T { return ops.Polygamma(2, x) },
 }

@@ -153,6 +153,21 @@ func polygammaCond(n float64) func(x float64) float64 {
 var zetaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, -7, 1e-310, 1e-8, 20, 89, 1e30,
 	math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
 
+// normalFloats are the normal family's operands: specialFloats and the
+// tails, where 1 - erf and erfc(-x/√2) in one part lose their digits.
+var normalFloats = append([]float64{-38.4, -30, -8.5, -1, -0.84375, 0.84375, 1.25, 2.857142857142857, 6, 9, 26.7, 27.5, 1e8, -1e8, 1e200}, specialFloats...)
+
+// ndtriFloats are Ndtri's: probabilities from 1e-300 to 1 - 2⁻⁵³, and
+// some outside [0, 1].
+var ndtriFloats = []float64{0, 1, 0.5, 1e-300, 5e-324, 1e-20, 1e-5, 0.025, 0.075, 0.0749, 0.3, 0.925, 0.975, 1 - 1e-10, 1 - 0x1p-53, -0.5, 1.5, math.Inf(1), math.NaN()}
+
+// gaussianCond is e^(-a·x²)'s condition number 2a·x²: x² rounded before
+// the exponential moves a gradient of that form (and a value by its tail)
+// by that many of its roundings.
+func gaussianCond(a float64) func(x float64) float64 {
+	return func(x float64) float64 { return 2 * a * x * x }
+}
+
 // igammaFloats are Igamma's and Igammac's operands: specialFloats up to
 // 100 (mpmath's references past it take minutes).
 var igammaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, 7, 20, 89, 1e-310, 1e-8, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
@@ -222,12 +237,19 @@ var specialOps = []specialOp{
 	{name: "digamma", kinds: "f", fn: oneOperand(ops.Digamma), ulps: 2, grad: true, signedZero: true, cond: polygammaCond(0)},
 	{name: "polygamma1", kinds: "f", fn: oneOperand(func(x T) T { return ops.Polygamma(1, x) }), ulps: 4, grad: true, cond: polygammaCond(1)},
 	{name: "polygamma3", kinds: "f", fn: oneOperand(func(x T) T { return ops.Polygamma(3, x) }), ulps: 4, grad: true, cond: polygammaCond(3)},
+	{name: "erfc", kinds: "f", fn: oneOperand(ops.Erfc), ulps: 2, grad: true, from: normalFloats},
+	{name: "erfcx", kinds: "f", fn: oneOperand(ops.Erfcx), ulps: 2, grad: true, from: normalFloats},
+	{name: "ndtr", kinds: "f", fn: oneOperand(ops.Ndtr), ulps: 3, grad: true, from: normalFloats},
+	{name: "logndtr", kinds: "f", fn: oneOperand(ops.LogNdtr), ulps: 3, grad: true, from: normalFloats},
+	{name: "ndtri", kinds: "f", fn: oneOperand(ops.Ndtri), ulps: 5, grad: true, from: ndtriFloats, cond: func(p float64) float64 { return gaussianCond(1)(mathx.Ndtri(p)) }},
 
 	{name: "add", kinds: "fiu", two: true, fn: ops.Add, grad: true, signedZero: true},
 	{name: "sub", kinds: "fiu", two: true, fn: ops.Sub, grad: true, signedZero: true},
 	{name: "mul", kinds: "fiu", two: true, fn: ops.Mul, grad: true, signedZero: true},
 	{name: "div", kinds: "fiu", two: true, fn: ops.Div, grad: true, signedZero: true},
 	{name: "rem", kinds: "fiu", two: true, fn: ops.Rem, grad: true, signedZero: true},
+	{name: "floordiv", kinds: "fiu", two: true, fn: ops.FloorDiv, signedZero: true},
+	{name: "mod", kinds: "fiu", two: true, fn: ops.Mod, grad: true, signedZero: true},
 	{name: "pow", kinds: "fiu", two: true, fn: ops.Pow, ulps: 2, grad: true},
 	{name: "maximum", kinds: "fiu", two: true, fn: ops.Maximum, grad: true},
 	{name: "minimum", kinds: "fiu", two: true, fn: ops.Minimum, grad: true},

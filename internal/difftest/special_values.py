@@ -78,6 +78,9 @@ INT_BINARY = {
     "mul": lambda a, b, d: wrap(a * b, d),
     "div": lambda a, b, d: wrap(trunc_div(a, b), d) if b else wrap(-1, d),
     "rem": lambda a, b, d: wrap(a - b * trunc_div(a, b), d) if b else a,
+    # Python's floor division and modulo; by 0 Div's -1 and Rem's a.
+    "floordiv": lambda a, b, d: wrap(a // b, d) if b else wrap(-1, d),
+    "mod": lambda a, b, d: wrap(a % b, d) if b else a,
     "pow": int_pow,
     "maximum": lambda a, b, d: max(a, b),
     "minimum": lambda a, b, d: min(a, b),
@@ -98,6 +101,9 @@ EXACT = {
     "round": lambda x: torch.from_numpy(round_half_away(x.numpy())),
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
     "rem": lambda a, b: torch.from_numpy(np.fmod(a.detach().numpy(), b.detach().numpy())),
+    # NumPy's floor_divide and mod: Python's divmod, signed zeros and all.
+    "floordiv": lambda a, b: torch.from_numpy(np.floor_divide(a.detach().numpy(), b.detach().numpy())),
+    "mod": lambda a, b: torch.from_numpy(np.mod(a.detach().numpy(), b.detach().numpy())),
     "maximum": torch.maximum, "minimum": torch.minimum,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
     "logical_and": torch.logical_and, "logical_or": torch.logical_or,
@@ -250,6 +256,114 @@ def igamma_mp(upper):
     return f
 
 
+def erfc_mp(x):
+    if math.isnan(x):
+        return NAN
+    if abs(x) > 1e8:  # past mpmath's own range; erfc is 0 or 2 long before
+        return 0.0 if x > 0 else 2.0
+    return float(mpmath.erfc(x))
+
+
+def erfcx_mp(x):
+    """e^(x²)·erfc(x); past 1e8 its asymptotic series to the second term
+    (the third is below 1e-32 of it)."""
+    if math.isnan(x):
+        return NAN
+    if x == INF:
+        return 0.0
+    if x < -27:
+        return INF
+    x = mpmath.mpf(x)
+    if x > 1e8:
+        return float(1 / (x * mpmath.sqrt(mpmath.pi)) * (1 - 1 / (2 * x * x)))
+    return float(mpmath.exp(x * x) * mpmath.erfc(x))
+
+
+def ndtr_mp(x):
+    if math.isnan(x):
+        return NAN
+    if abs(x) > 1e8:
+        return 1.0 if x > 0 else 0.0
+    return float(mpmath.ncdf(x))
+
+
+def logndtr_mp(x):
+    """ln Φ(x): through log1p(-Φ(-x)) where Φ nears 1 (40 digits of Φ
+    would keep none of ln Φ there), the asymptotic form past -1e8."""
+    if math.isnan(x):
+        return NAN
+    if x > 1e8:
+        return -0.0
+    if x < -1e8:
+        x = mpmath.mpf(x)
+        return float(-x * x / 2 - mpmath.log(-x) - mpmath.log(mpmath.sqrt(2 * mpmath.pi)))
+    if x > 0:
+        return float(mpmath.log1p(-mpmath.ncdf(-x)))
+    return float(mpmath.log(mpmath.ncdf(x)))
+
+
+def ndtri_mp(p):
+    """Φ⁻¹(p) by solving ln Φ(y) = ln p (in the tail the values of Φ are
+    too small for an absolute tolerance), the upper half by symmetry from
+    1 - p (exact in mpmath)."""
+    if math.isnan(p) or p < 0 or p > 1:
+        return NAN
+    if p == 0 or p == 1:
+        return -INF if p == 0 else INF
+    t = mpmath.mpf(p) if p < 0.5 else 1 - mpmath.mpf(p)
+    y0 = -mpmath.sqrt(-2 * mpmath.log(t)) if t < 0.01 else mpmath.sqrt(2) * mpmath.erfinv(2 * t - 1)
+    y = mpmath.findroot(lambda y: mpmath.log(mpmath.ncdf(y)) - mpmath.log(t), y0)
+    return float(y if p < 0.5 else -y)
+
+
+def normal_pdf_mp(scale):
+    """scale·e^(-x²·a) derivatives: Erfc's (-2/√π, a = 1) and Ndtr's
+    (1/√(2π), a = ½)."""
+    k, a = scale
+    def f(x):
+        if math.isnan(x):
+            return NAN
+        if math.isinf(x):
+            return 0.0 if k > 0 else -0.0
+        return float(k * mpmath.exp(-a * mpmath.mpf(x) ** 2))
+    return f
+
+
+def erfcx_grad_mp(x):
+    if math.isnan(x):
+        return NAN
+    if x == INF:
+        return -0.0
+    if x < -27:
+        return -INF
+    x = mpmath.mpf(x)
+    if x > 1e8:
+        return float(-1 / (mpmath.sqrt(mpmath.pi) * x * x) * (1 - 3 / (2 * x * x)))
+    with mpmath.workdps(80):  # 2x·erfcx(x) - 2/√π cancels 2x² times
+        return float(2 * x * mpmath.exp(x * x) * mpmath.erfc(x) - 2 / mpmath.sqrt(mpmath.pi))
+
+
+def logndtr_grad_mp(x):
+    """φ(x)/Φ(x): 0 at +∞; about -x toward -∞."""
+    if math.isnan(x):
+        return NAN
+    if x == INF:
+        return 0.0
+    if x < -1e8:
+        return float(-mpmath.mpf(x) - 1 / mpmath.mpf(x))
+    x = mpmath.mpf(x)
+    return float(mpmath.npdf(x) / mpmath.ncdf(x))
+
+
+def ndtri_grad_mp(p):
+    y = ndtri_mp(p)
+    if math.isnan(y):
+        return NAN
+    if math.isinf(y):
+        return INF
+    return float(1 / mpmath.npdf(y))
+
+
 # Transcendental float ops, computed in float64 and rounded once.
 ROUNDED = {
     "rsqrt": torch.rsqrt, "exp": torch.exp, "expm1": torch.expm1, "log": torch.log,
@@ -288,6 +402,10 @@ ROUNDED = {
     "polygamma1": mp_elementwise(polygamma_mp(1)), "polygamma3": mp_elementwise(polygamma_mp(3)),
     "zeta": mp_elementwise(zeta_mp),
     "igamma": mp_elementwise(igamma_mp(False)), "igammac": mp_elementwise(igamma_mp(True)),
+    # The normal family by mpmath: PyTorch 1.13's ndtr is 0 where Φ is
+    # 3e-235 (x = -32.7), its log_ndtr 1200 ulps off, its erfcx 237.
+    "erfc": mp_elementwise(erfc_mp), "erfcx": mp_elementwise(erfcx_mp), "ndtr": mp_elementwise(ndtr_mp),
+    "logndtr": mp_elementwise(logndtr_mp), "ndtri": mp_elementwise(ndtri_mp),
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).
@@ -374,6 +492,10 @@ GRAD_OF = {
     "digamma": mp_elementwise(polygamma_mp(1)),
     "polygamma1": mp_elementwise(polygamma_mp(2)),
     "polygamma3": mp_elementwise(polygamma_mp(4)),
+    "erfc": mp_elementwise(normal_pdf_mp((-2 / math.sqrt(math.pi), 1))),
+    "ndtr": mp_elementwise(normal_pdf_mp((1 / math.sqrt(2 * math.pi), 0.5))),
+    "erfcx": mp_elementwise(erfcx_grad_mp), "logndtr": mp_elementwise(logndtr_grad_mp),
+    "ndtri": mp_elementwise(ndtri_grad_mp),
 }
 
 
@@ -456,6 +578,13 @@ def evaluate(case):
             # -s·ζ(s+1, q) in q, as eagerflow's rule computes it; none in s.
             s64, q64 = ins[0].double(), ins[1].double()
             grads = [None, encode(-(mp_elementwise(zeta_mp)(s64 + 1, q64) * s64))]
+        elif op == "mod":
+            # 1 in a, -⌊a/b⌋ in b (the floor division Mod's remainder
+            # goes with: at b = ±∞ the limit, not (a - mod)/b's NaN; NaN
+            # at b = 0, where the value is).
+            a64, b64 = ins[0].double().numpy(), ins[1].double().numpy()
+            q = np.where(b64 == 0, np.nan, np.floor_divide(a64, b64))
+            grads = [encode(torch.ones_like(ins[0].double())), encode(torch.from_numpy(-q))]
         elif op == "rem":
             # fmod(a, b)'s gradient in b is -trunc(a/b) for the exact
             # quotient, which (a - fmod(a, b))/b is (PyTorch's rounds a/b).

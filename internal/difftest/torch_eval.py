@@ -518,7 +518,8 @@ UNARY = {
     "silu": torch.nn.functional.silu, "mish": torch.nn.functional.mish,
     "softsign": torch.nn.functional.softsign, "relu6": torch.nn.functional.relu6,
     "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
-    "erfinv": torch.erfinv,
+    "erfinv": torch.erfinv, "erfc": torch.erfc, "erfcx": torch.special.erfcx,
+    "ndtr": torch.special.ndtr, "log_ndtr": torch.special.log_ndtr, "ndtri": torch.special.ndtri,
     "lgamma": lambda x: Polygamma.apply(x, -1), "digamma": lambda x: Polygamma.apply(x, 0),
     "polygamma1": lambda x: Polygamma.apply(x, 1), "polygamma2": lambda x: Polygamma.apply(x, 2),
 }

@@ -385,10 +385,17 @@ func (m fm) erfSeries(a ptx.Reg) ptx.Reg {
 // expNegSquare is e^(-a²), with a² split exactly by fma (a² = h + l):
 // e^-h·(1 - l), l below an ulp of h. Beyond a = 40 it is 0 (a² would
 // overflow and l be NaN).
-func (m fm) expNegSquare(a ptx.Reg) ptx.Reg {
+func (m fm) expNegSquare(a ptx.Reg) ptx.Reg { return m.expNegScaledSquare(a, 1) }
+
+// expNegScaledSquare is e^(-s·a²) for a ≥ 0 and s = 1 or ½ (s·h exact),
+// as mathx's: e^(-s·h)·(1 - s·l).
+func (m fm) expNegScaledSquare(a ptx.Reg, s float64) ptx.Reg {
 	a = m.min(a, m.c(40))
 	h := m.mul(a, a)
 	l := m.fma(a, a, m.sub(m.c(0), h))
+	if s != 1 {
+		h, l = m.mul(h, m.c(s)), m.mul(l, m.c(s))
+	}
 	return m.mul(m.exp(m.sub(m.c(0), h)), m.sub(m.c(1), l))
 }
 
@@ -400,17 +407,27 @@ func (m fm) erfcTail(a ptx.Reg) ptx.Reg { return m.erfcFraction(a, 60) }
 // erfcFraction is erfc(a) by the continued fraction's last terms terms:
 // 60 converge to an ulp from a = 2 on, 200 from a = 1 on.
 func (m fm) erfcFraction(a ptx.Reg, terms int) ptx.Reg {
+	nh := m.reg()
+	m.k.Op("mov.f64 %s, %s", nh, m.c(float64(terms)/2))
+	frac := m.add(m.div(m.c(0.5), m.laplaceRest(a, nh)), a)
+	return m.div(m.expNegSquare(a), m.mul(frac, m.c(math.Sqrt(math.Pi))))
+}
+
+// laplaceRest is Laplace's continued fraction for erfc at a without its
+// first step, a + 1/(a + (3/2)/(a + ...)), evaluated from its term nh
+// (half the term's number, a register it counts down) back: the whole
+// is a + ½/laplaceRest, and e^(-a²)/(√π·whole) is erfc(a).
+func (m fm) laplaceRest(a, nh ptx.Reg) ptx.Reg {
 	k := m.k
-	frac, nh := m.reg(), m.reg()
+	frac := m.reg()
 	k.Op("mov.f64 %s, %s", frac, a)
-	k.Op("mov.f64 %s, %s", nh, m.c(float64(terms)/2))
 	loop := k.Label("erfc")
 	k.Place(loop)
 	k.Op("div.rn.f64 %s, %s, %s", frac, nh, frac)
 	k.Op("add.rn.f64 %s, %s, %s", frac, frac, a)
 	k.Op("sub.rn.f64 %s, %s, %s", nh, nh, m.c(0.5))
-	k.Op("@%s bra %s", m.cmp("gt", nh, m.c(0)), loop)
-	return m.div(m.expNegSquare(a), m.mul(frac, m.c(math.Sqrt(math.Pi))))
+	k.Op("@%s bra %s", m.cmp("gt", nh, m.c(0.5)), loop)
+	return frac
 }
 
 // erf is the series below |x| = 2, 1 - erfc beyond, signed as x.
@@ -608,6 +625,7 @@ var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"sinh": fm.sinh, "cosh": fm.cosh, "asinh": fm.asinh, "acosh": fm.acosh, "atanh": fm.atanh,
 	"log2": fm.log2, "log10": fm.log10, "exp2": fm.exp2, "erfinv": fm.erfinv,
 	"lgamma": fm.lgamma, "digamma": fm.digamma,
+	"erfc": fm.erfc, "erfcx": fm.erfcx, "ndtr": fm.ndtr, "logndtr": fm.logndtr, "ndtri": fm.ndtri,
 }
 
 // MathOps lists the float ops of the math library, sorted.
