@@ -25,11 +25,12 @@
 // Rounding, comparisons, logical ops, ArgSort/ArgMax/ArgMin and StopGradient
 // block gradients, as in TensorFlow.
 //
-// # Elementwise binary (binary.go, floordiv.go, logical.go), NumPy broadcasting
+// # Elementwise binary (binary.go, floordiv.go, logarithms.go, logical.go), NumPy broadcasting
 //
 //	Add, Sub, Mul, Div, Rem, Pow             numeric; integer x/0 = -1 and x%0 = x (XLA); Rem has the dividend's sign
 //	FloorDiv, Mod                            numeric (floordiv.go); Python's // and %: the quotient rounded
 //	                                         toward -∞, the remainder with the divisor's sign
+//	Xlogy, Xlog1py                           float (logarithms.go); x·log y and x·log1p y, 0 where x is 0
 //	Maximum, Minimum                         numeric (XLA's Max and Min); Max and Min are deprecated aliases
 //	Atan2(y, x), Hypot(a, b), LogAddExp      float (trigonometry.go); C's special cases
 //	Zeta(s, q)                               float (gamma.go); Hurwitz's, no gradient in s
@@ -37,7 +38,7 @@
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //
-// # Elementwise unary (unary.go, math.go, trigonometry.go, gamma.go, normal.go, logical.go)
+// # Elementwise unary (unary.go, math.go, trigonometry.go, gamma.go, normal.go, logarithms.go, logical.go)
 //
 //	Neg, Abs, Sign, Square, Relu             numeric
 //	Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid     float
@@ -47,6 +48,7 @@
 //	Log2, Log10, Exp2                        float; exact at the powers of their bases
 //	Lgamma, Digamma, Polygamma(n, x)         float (gamma.go); each one's derivative the next
 //	Erfc, Erfcx                              float (normal.go); 1 - erf without cancelling, e^(x²)·erfc
+//	Logit, LogitEps                          float (logarithms.go); the log-odds, Sigmoid's inverse
 //	Ndtr, LogNdtr, Ndtri                     float (normal.go); Φ, ln Φ and Φ⁻¹ of the standard normal, tails
 //	                                         to their last digits
 //	Ceil, Floor, Round                       float, no gradient; Round halves away from zero (XLA)

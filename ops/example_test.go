@@ -206,6 +206,23 @@ func Example_normalDistribution() {
 	// [40.024969] float64[1]
 }
 
+// An entropy and a KL divergence of distributions with zeros (0·log 0 =
+// 0 by Xlogy), Python's floor division and modulo, and log-odds.
+func Example_logarithmsAndModulo() {
+	p := tensor.FromSlice([]float64{0.5, 0.5, 0})
+	q := tensor.FromSlice([]float64{0.25, 0.25, 0.5})
+	fmt.Printf("%.4v\n", ops.Neg(ops.Sum(ops.Xlogy(p, p))))    // ln 2
+	fmt.Printf("%.4v\n", ops.Sum(ops.Xlogy(p, ops.Div(p, q)))) // KL(p‖q) = ln 2
+	i := tensor.FromSlice([]int32{-7, -1, 0, 6})
+	fmt.Println(ops.FloorDiv(i, tensor.Scalar(3)), ops.Mod(i, tensor.Scalar(3)))
+	fmt.Println(ops.Logit(tensor.FromSlice([]float64{0.5, 0.75})))
+	// Output:
+	// 0.6931 float64[]
+	// 0.6931 float64[]
+	// [-3 -1  0  2] int32[4] [2 2 0 0] int32[4]
+	// [0.         1.09861229] float64[2]
+}
+
 // A 2-D convolution (NHWC images, HWIO filters) and max pooling.
 func Example_convolution() {
 	img := ops.Reshape(tensor.Arange[float32](0, 16, 1), 1, 4, 4, 1) // one 4x4 image, one channel

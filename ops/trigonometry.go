@@ -53,11 +53,10 @@ func init() {
 	acoshOp = floatOp("Acosh", func(g *eager.Grad) []*tensor.Tensor { // dy/√(x² - 1)
 		return []*tensor.Tensor{squarePlusGrad(g, -1)}
 	})
-	atanhOp = floatOp("Atanh", func(g *eager.Grad) []*tensor.Tensor { // dy/(1 - x²)
-		x := g.Inputs[0]
-		one := ScalarLike(x, 1)
-		defer releaseTemp(one)
-		return []*tensor.Tensor{chain(step(squareOp, x), step(subOp, one, nil), step(divOp, g.OutGrads[0], nil))}
+	atanhOp = floatOp("Atanh", func(g *eager.Grad) []*tensor.Tensor { // dy/((1 - x)(1 + x))
+		var t temps
+		defer t.release()
+		return []*tensor.Tensor{chain(append(oneMinusSquare(&t, g.Inputs[0]), step(divOp, g.OutGrads[0], nil))...)}
 	})
 	log2Op = floatOp("Log2", func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{logBaseGrad(g, math.Ln2)} })
 	log10Op = floatOp("Log10", func(g *eager.Grad) []*tensor.Tensor { return []*tensor.Tensor{logBaseGrad(g, math.Ln10)} })
@@ -104,21 +103,37 @@ func init() {
 // unitCircleGrad is Asin's gradient dy/√(1 - x²), negated for Acos's;
 // NaN outside [-1, 1], ±∞ at its ends.
 func unitCircleGrad(g *eager.Grad, negate bool) *tensor.Tensor {
-	x := g.Inputs[0]
-	one := ScalarLike(x, 1)
-	defer releaseTemp(one)
-	links := []link{step(squareOp, x), step(subOp, one, nil), step(rsqrtOp, nil), step(mulOp, g.OutGrads[0], nil)}
+	var t temps
+	defer t.release()
+	links := append(oneMinusSquare(&t, g.Inputs[0]), step(rsqrtOp, nil), step(mulOp, g.OutGrads[0], nil))
 	if negate {
 		links = append(links, step(negOp, nil))
 	}
 	return chain(links...)
 }
 
-// squarePlusGrad is dy/√(x² + c): Asinh's (c 1) and Acosh's (c -1).
+// oneMinusSquare are the links of 1 - x² as (1 - x)·(1 + x): near |x| =
+// 1 the factor that vanishes is exact (Sterbenz), where 1 - x² would
+// keep only the digits x² lost (1e-7 relative at x = 1 - 1e-10). The
+// second factor's tensor goes to t.
+func oneMinusSquare(t *temps, x *tensor.Tensor) []link {
+	one := t.keep(ScalarLike(x, 1))
+	return []link{step(subOp, one, x), step(mulOp, nil, t.keep(Add(one, x)))}
+}
+
+// squarePlusGrad is dy/√(x² + c): Asinh's (c 1) and Acosh's (c -1, as
+// 1/√(x - 1)·1/√(x + 1), which neither cancels near 1, as x² - 1 does,
+// nor overflows past 1.3e154; oneMinusSquare).
 func squarePlusGrad(g *eager.Grad, c float64) *tensor.Tensor {
+	var t temps
+	defer t.release()
 	x := g.Inputs[0]
-	k := ScalarLike(x, c)
-	defer releaseTemp(k)
+	if c < 0 {
+		one := t.keep(ScalarLike(x, 1))
+		up := t.keep(Rsqrt(t.keep(Add(x, one))))
+		return chain(step(subOp, x, one), step(rsqrtOp, nil), step(mulOp, nil, up), step(mulOp, g.OutGrads[0], nil))
+	}
+	k := t.keep(ScalarLike(x, c))
 	return chain(step(squareOp, x), step(addOp, nil, k), step(rsqrtOp, nil), step(mulOp, g.OutGrads[0], nil))
 }
 

@@ -371,7 +371,7 @@ func genUnary(g *gen) bool {
 func genDomain(g *gen) bool {
 	x := g.operand(0, 4, nil)
 	domain := []string{"log", "sqrt", "rsqrt", "log1p", "div", "pow", "log2", "log10", "atan2", "hypot",
-		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "igamma", "igammac", "ndtri", "rem"}
+		"lgamma", "digamma", "polygamma1", "polygamma2", "zeta", "igamma", "igammac", "ndtri", "logit", "xlogy", "xlog1py", "rem"}
 	if g.smooth {
 		domain = domain[:len(domain)-1]
 	}
@@ -402,9 +402,12 @@ func genDomain(g *gen) bool {
 		// density x^(a-1) has no finite gradient there below a = 1).
 		a := g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.2)
 		g.add(op, Attrs{}, a, g.positive(x, 0.1))
-	case "ndtri":
+	case "ndtri", "logit":
 		// A probability in (0, 1), through sigmoid.
 		g.add(op, Attrs{}, g.add("sigmoid", Attrs{}, x))
+	case "xlogy", "xlog1py":
+		// y away from log's pole at 0 (log1p's at -1 the farther).
+		g.add(op, Attrs{}, x, g.positive(g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2), 0.2))
 	case "pow":
 		base := g.positive(x, 0.3)
 		g.add(op, Attrs{}, base, g.input(g.broadcastPartner(g.value(x).Shape()), -2, 2))

@@ -154,6 +154,7 @@ var unary = map[string]func(T) T{
 	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
 	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish, "erfinv": ops.Erfinv,
 	"erfc": ops.Erfc, "erfcx": ops.Erfcx, "ndtr": ops.Ndtr, "log_ndtr": ops.LogNdtr, "ndtri": ops.Ndtri,
+	"logit": ops.Logit,
 	"lgamma": ops.Lgamma, "digamma": ops.Digamma,
 	"polygamma1": func(x T) T { return ops.Polygamma(1, x) }, "polygamma2": func(x T) T { return ops.Polygamma(2, x) },
 }
@@ -162,7 +163,7 @@ var unary = map[string]func(T) T{
 var binaryOps = map[string]func(T, T) T{
 	"add": ops.Add, "sub": ops.Sub, "mul": ops.Mul, "div": ops.Div, "max": ops.Max, "min": ops.Min,
 	"pow": ops.Pow, "rem": ops.Rem, "atan2": ops.Atan2, "hypot": ops.Hypot, "logaddexp": ops.LogAddExp,
-	"prelu": ops.Prelu, "zeta": ops.Zeta, "igamma": ops.Igamma, "igammac": ops.Igammac,
+	"prelu": ops.Prelu, "xlogy": ops.Xlogy, "xlog1py": ops.Xlog1py, "zeta": ops.Zeta, "igamma": ops.Igamma, "igammac": ops.Igammac,
 }
 
 // lastTwo is the permutation of rank dimensions that swaps the last two.

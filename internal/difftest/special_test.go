@@ -153,6 +153,10 @@ func polygammaCond(n float64) func(x float64) float64 {
 var zetaFloats = []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 2.5, 3, -7, 1e-310, 1e-8, 20, 89, 1e30,
 	math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.Pi}
 
+// unitFloats are the inverse trigonometric and hyperbolic functions':
+// specialFloats and values near ±1, where 1 - x² cancels.
+var unitFloats = append([]float64{1 - 1e-10, -1 + 1e-10, 0.99999999, 1 + 1e-10, 1 + 1e-6, 0.9375}, specialFloats...)
+
 // normalFloats are the normal family's operands: specialFloats and the
 // tails, where 1 - erf and erfc(-x/√2) in one part lose their digits.
 var normalFloats = append([]float64{-38.4, -30, -8.5, -1, -0.84375, 0.84375, 1.25, 2.857142857142857, 6, 9, 26.7, 27.5, 1e8, -1e8, 1e200}, specialFloats...)
@@ -221,14 +225,14 @@ var specialOps = []specialOp{
 	{name: "gelu", kinds: "f", fn: oneOperand(ops.Gelu), ulps: 2, grad: true, cond: geluCond},
 	{name: "gelu_tanh", kinds: "f", fn: oneOperand(ops.GeluTanh), ulps: 2, grad: true, cond: geluTanhCond},
 	{name: "tan", kinds: "f", fn: oneOperand(ops.Tan), ulps: 2, grad: true, signedZero: true},
-	{name: "asin", kinds: "f", fn: oneOperand(ops.Asin), ulps: 2, grad: true, signedZero: true},
-	{name: "acos", kinds: "f", fn: oneOperand(ops.Acos), ulps: 2, grad: true},
+	{name: "asin", kinds: "f", fn: oneOperand(ops.Asin), ulps: 2, grad: true, signedZero: true, from: unitFloats},
+	{name: "acos", kinds: "f", fn: oneOperand(ops.Acos), ulps: 2, grad: true, from: unitFloats},
 	{name: "atan", kinds: "f", fn: oneOperand(ops.Atan), ulps: 2, grad: true, signedZero: true},
 	{name: "sinh", kinds: "f", fn: oneOperand(ops.Sinh), ulps: 2, grad: true, signedZero: true},
 	{name: "cosh", kinds: "f", fn: oneOperand(ops.Cosh), ulps: 2, grad: true},
 	{name: "asinh", kinds: "f", fn: oneOperand(ops.Asinh), ulps: 2, grad: true, signedZero: true},
-	{name: "acosh", kinds: "f", fn: oneOperand(ops.Acosh), ulps: 2, grad: true},
-	{name: "atanh", kinds: "f", fn: oneOperand(ops.Atanh), ulps: 2, grad: true, signedZero: true},
+	{name: "acosh", kinds: "f", fn: oneOperand(ops.Acosh), ulps: 2, grad: true, from: unitFloats},
+	{name: "atanh", kinds: "f", fn: oneOperand(ops.Atanh), ulps: 2, grad: true, signedZero: true, from: unitFloats},
 	{name: "log2", kinds: "f", fn: oneOperand(ops.Log2), ulps: 1, grad: true},
 	{name: "log10", kinds: "f", fn: oneOperand(ops.Log10), ulps: 1, grad: true},
 	{name: "exp2", kinds: "f", fn: oneOperand(ops.Exp2), ulps: 1, grad: true},
@@ -241,6 +245,7 @@ var specialOps = []specialOp{
 	{name: "erfcx", kinds: "f", fn: oneOperand(ops.Erfcx), ulps: 2, grad: true, from: normalFloats},
 	{name: "ndtr", kinds: "f", fn: oneOperand(ops.Ndtr), ulps: 3, grad: true, from: normalFloats},
 	{name: "logndtr", kinds: "f", fn: oneOperand(ops.LogNdtr), ulps: 3, grad: true, from: normalFloats},
+	{name: "logit", kinds: "f", fn: oneOperand(ops.Logit), ulps: 2, grad: true, from: ndtriFloats},
 	{name: "ndtri", kinds: "f", fn: oneOperand(ops.Ndtri), ulps: 5, grad: true, from: ndtriFloats, cond: func(p float64) float64 { return gaussianCond(1)(mathx.Ndtri(p)) }},
 
 	{name: "add", kinds: "fiu", two: true, fn: ops.Add, grad: true, signedZero: true},
@@ -258,6 +263,8 @@ var specialOps = []specialOp{
 	{name: "logaddexp", kinds: "f", two: true, fn: ops.LogAddExp, ulps: 2, grad: true},
 	{name: "prelu", kinds: "f", two: true, fn: ops.Prelu, ulps: 1, grad: true},
 	{name: "zeta", kinds: "f", two: true, fn: ops.Zeta, ulps: 4, grad: true, from: zetaFloats},
+	{name: "xlogy", kinds: "f", two: true, fn: ops.Xlogy, ulps: 2, grad: true},
+	{name: "xlog1py", kinds: "f", two: true, fn: ops.Xlog1py, ulps: 2, grad: true},
 	{name: "igamma", kinds: "f", two: true, fn: ops.Igamma, ulps: 64, from: igammaFloats, cond2: igammaCond},
 	{name: "igammac", kinds: "f", two: true, fn: ops.Igammac, ulps: 64, from: igammaFloats, cond2: igammaCond},
 	{name: "eq", kinds: "fiub", two: true, fn: ops.Eq},

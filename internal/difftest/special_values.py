@@ -316,6 +316,42 @@ def ndtri_mp(p):
     return float(y if p < 0.5 else -y)
 
 
+def logit_mp(x):
+    if math.isnan(x) or x < 0 or x > 1:
+        return NAN
+    if x == 0 or x == 1:
+        return -INF if x == 0 else INF
+    x = mpmath.mpf(x)
+    return float(mpmath.log(x / (1 - x)))
+
+
+def logit_grad_mp(x):
+    """1/(x(1 - x)), where the value is NaN too (its formula's)."""
+    if math.isnan(x):
+        return NAN
+    if x == 0 or x == 1:
+        return INF
+    if math.isinf(x):
+        return -0.0
+    x = mpmath.mpf(x)
+    return float(1 / (x * (1 - x)))
+
+
+def unit_grad_mp(f):
+    """An inverse trigonometric or hyperbolic function's derivative by
+    mpmath (autograd's 1 - x² cancels near ±1: 1e-7 relative at 1 -
+    1e-10), NaN where it is not real, ±∞ at the ends."""
+    def g(x):
+        if math.isnan(x):
+            return NAN
+        with mpmath.workdps(40):
+            v = f(mpmath.mpf(x))
+        if isinstance(v, mpmath.mpc):
+            return NAN
+        return float(v)
+    return g
+
+
 def normal_pdf_mp(scale):
     """scale·e^(-x²·a) derivatives: Erfc's (-2/√π, a = 1) and Ndtr's
     (1/√(2π), a = ½)."""
@@ -406,6 +442,8 @@ ROUNDED = {
     # 3e-235 (x = -32.7), its log_ndtr 1200 ulps off, its erfcx 237.
     "erfc": mp_elementwise(erfc_mp), "erfcx": mp_elementwise(erfcx_mp), "ndtr": mp_elementwise(ndtr_mp),
     "logndtr": mp_elementwise(logndtr_mp), "ndtri": mp_elementwise(ndtri_mp),
+    # PyTorch's logit is log(x/(1 - x)), which cancels near ½.
+    "xlogy": torch.xlogy, "xlog1py": torch.special.xlog1py, "logit": mp_elementwise(logit_mp),
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).
@@ -496,6 +534,12 @@ GRAD_OF = {
     "ndtr": mp_elementwise(normal_pdf_mp((1 / math.sqrt(2 * math.pi), 0.5))),
     "erfcx": mp_elementwise(erfcx_grad_mp), "logndtr": mp_elementwise(logndtr_grad_mp),
     "ndtri": mp_elementwise(ndtri_grad_mp),
+    "logit": mp_elementwise(logit_grad_mp),
+    "asin": mp_elementwise(unit_grad_mp(lambda x: INF if abs(x) == 1 else 1 / mpmath.sqrt(1 - x * x) if abs(x) < 1 else mpmath.mpc(0, 1))),
+    "acos": mp_elementwise(unit_grad_mp(lambda x: -INF if abs(x) == 1 else -1 / mpmath.sqrt(1 - x * x) if abs(x) < 1 else mpmath.mpc(0, 1))),
+    "atanh": mp_elementwise(unit_grad_mp(lambda x: INF if abs(x) == 1 else (0 if mpmath.isinf(x) else 1 / (1 - x * x)))),
+    # NaN below 1, where Acosh is (PyTorch's formula is finite below -1).
+    "acosh": mp_elementwise(unit_grad_mp(lambda x: INF if x == 1 else (0 if mpmath.isinf(x) else 1 / mpmath.sqrt(x * x - 1)) if x > 1 else mpmath.mpc(0, 1))),
 }
 
 
@@ -578,6 +622,14 @@ def evaluate(case):
             # -s·ζ(s+1, q) in q, as eagerflow's rule computes it; none in s.
             s64, q64 = ins[0].double(), ins[1].double()
             grads = [None, encode(-(mp_elementwise(zeta_mp)(s64 + 1, q64) * s64))]
+        elif op in ("xlogy", "xlog1py"):
+            # log y (log1p y) and x/y (x/(1 + y)), both 0 where x is 0 and
+            # y is at or past the pole (PyTorch's x/y is NaN at (0, 0)).
+            a64, b64 = ins[0].double(), ins[1].double()
+            f = torch.log if op == "xlogy" else lambda v: torch.from_numpy(np.log1p(v.numpy()))
+            d = b64 if op == "xlogy" else 1 + b64
+            z = (a64 == 0) & ~((d > 0) & torch.isfinite(d))
+            grads = [encode(torch.where(z, 0.0, f(b64))), encode(torch.where(z, 0.0, a64 / d))]
         elif op == "mod":
             # 1 in a, -⌊a/b⌋ in b (the floor division Mod's remainder
             # goes with: at b = ±∞ the limit, not (a - mod)/b's NaN; NaN

@@ -520,6 +520,7 @@ UNARY = {
     "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
     "erfinv": torch.erfinv, "erfc": torch.erfc, "erfcx": torch.special.erfcx,
     "ndtr": torch.special.ndtr, "log_ndtr": torch.special.log_ndtr, "ndtri": torch.special.ndtri,
+    "logit": torch.logit,
     "lgamma": lambda x: Polygamma.apply(x, -1), "digamma": lambda x: Polygamma.apply(x, 0),
     "polygamma1": lambda x: Polygamma.apply(x, 1), "polygamma2": lambda x: Polygamma.apply(x, 2),
 }
@@ -540,6 +541,7 @@ BINARY = {
     # PReLU with alpha broadcast either way (F.prelu wants a channel vector).
     "prelu": lambda x, alpha: torch.where(x > 0, x, x * alpha),
     "zeta": lambda s, q: Zeta.apply(*torch.broadcast_tensors(s, q)),
+    "xlogy": torch.xlogy, "xlog1py": torch.special.xlog1py,
     "igamma": lambda a, x: IncompleteGamma.apply(*torch.broadcast_tensors(a, x), False),
     "igammac": lambda a, x: IncompleteGamma.apply(*torch.broadcast_tensors(a, x), True),
 }
