@@ -213,6 +213,10 @@ func samples() map[string][]sample {
 	add("Erf", unary(ops.Erf, floats, -2, 2, true, true)...)
 	add("Erfinv", unary(ops.Erfinv, floats, -0.9, 0.9, true, true)...)
 	add("Erfc", unary(ops.Erfc, floats, -2, 3, true, true)...)
+	add("BesselI0", unary(ops.BesselI0, floats, -3, 3, true, true)...)
+	add("BesselI1", unary(ops.BesselI1, floats, -3, 3, true, true)...)
+	add("BesselI0e", unary(ops.BesselI0e, floats, 0.2, 30, true, true)...)
+	add("BesselI1e", unary(ops.BesselI1e, floats, -30, -0.2, true, true)...)
 	add("Erfcx", unary(ops.Erfcx, floats, -1, 4, true, true)...)
 	add("Ndtr", unary(ops.Ndtr, floats, -4, 3, true, true)...)
 	add("LogNdtr", unary(ops.LogNdtr, floats, -6, 3, true, true)...)
@@ -392,7 +396,8 @@ func samples() map[string][]sample {
 	}, false, false))
 	// The global norm's multi-tensor ops (nn.ClipByGlobalNorm): more
 	// tensors than a GPU launch's table holds, an empty one, a transposed
-	// one (SumOfSquares reads any layout), float32.
+	// one (summed in its row-major order, as its trace sums its copy),
+	// float32.
 	many := func(dt tensor.DType) []T {
 		xs := []T{of(dt, -2, 2, 0, 3), tr(of(dt, -2, 2, 3, 5)), of(dt, -2, 2, 1100)}
 		for len(xs) < 27 {

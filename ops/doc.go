@@ -38,7 +38,7 @@
 //	LogicalAnd, LogicalOr                    bool
 //	BroadcastDims(op, lhs, rhs, dims...)     XLA's explicit broadcast_dimensions form of any binary op
 //
-// # Elementwise unary (unary.go, math.go, trigonometry.go, gamma.go, normal.go, logarithms.go, logical.go)
+// # Elementwise unary (unary.go, math.go, trigonometry.go, gamma.go, normal.go, logarithms.go, bessel.go, logical.go)
 //
 //	Neg, Abs, Sign, Square, Relu             numeric
 //	Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid     float
@@ -49,6 +49,7 @@
 //	Lgamma, Digamma, Polygamma(n, x)         float (gamma.go); each one's derivative the next
 //	Erfc, Erfcx                              float (normal.go); 1 - erf without cancelling, e^(x²)·erfc
 //	Logit, LogitEps                          float (logarithms.go); the log-odds, Sigmoid's inverse
+//	BesselI0, BesselI1, BesselI0e, BesselI1e float (bessel.go); modified Bessel functions, and scaled by e^-|x|
 //	Ndtr, LogNdtr, Ndtri                     float (normal.go); Φ, ln Φ and Φ⁻¹ of the standard normal, tails
 //	                                         to their last digits
 //	Ceil, Floor, Round                       float, no gradient; Round halves away from zero (XLA)

@@ -206,6 +206,19 @@ func Example_normalDistribution() {
 	// [40.024969] float64[1]
 }
 
+// A von Mises distribution's log-normalizer ln(2π·I₀(κ)), for a large
+// concentration κ through the scaled function (I₀ itself overflows
+// past 714): ln 2π + κ + ln I₀e(κ).
+func Example_besselFunctions() {
+	kappa := tensor.FromSlice([]float64{0.5, 10, 1000})
+	twoPi := tensor.Scalar(2 * math.Pi)
+	fmt.Println(ops.BesselI0(kappa))
+	fmt.Println(ops.Add(ops.Add(ops.Log(twoPi), kappa), ops.Log(ops.BesselI0e(kappa))))
+	// Output:
+	// [1.06348337e+00 2.81571663e+03            inf] float64[3]
+	// [  1.89942679   9.78084915 997.46518596] float64[3]
+}
+
 // An entropy and a KL divergence of distributions with zeros (0·log 0 =
 // 0 by Xlogy), Python's floor division and modulo, and log-odds.
 func Example_logarithmsAndModulo() {

@@ -16,7 +16,10 @@ var sumOfSquaresOp, scaleEachOp *eager.Op
 
 func init() {
 	sumOfSquaresOp = eager.Register(&eager.Op{
-		Name: "SumOfSquares", Inputs: -1, DTypes: floatTypes, SameDTypes: true, AnyLayout: true,
+		// Row-major inputs (a view copied first): a sum in the buffers'
+		// order depended on the layout, so that a transposed view and its
+		// copy (an eager call and its trace) differed in the last bit.
+		Name: "SumOfSquares", Inputs: -1, DTypes: floatTypes, SameDTypes: true,
 		Infer: func(c *eager.Call) []eager.Out {
 			dt := c.Inputs[0].DType()
 			if a, ok := c.Attrs.(sumAsAttrs); ok {

@@ -126,3 +126,19 @@ func TestSumOfSquaresAs(t *testing.T) {
 		{"SumOfSquaresAs of a nil tensor", func() { ops.SumOfSquaresAs(tensor.Float32, b, nil) }, tensor.ErrArity, "nil"},
 	})
 }
+
+// SumOfSquares of a transposed view is its row-major copy's, bit for bit
+// (summed in the buffer's order, the two differed in the last bit: an
+// eager call and its trace, which copies the view, disagreed).
+func TestSumOfSquaresIgnoresLayout(t *testing.T) {
+	for seed := range uint64(8) {
+		x := tensor.RandUniform(tensor.NewRNG(seed), tensor.Float64, -2, 2, 37, 53)
+		view := ops.Transpose(x, 1, 0)
+		copied := ops.Add(view, ops.ZerosLike(view)) // row-major
+		a := tensor.ToSlice[float64](ops.SumOfSquares(view, x))[0]
+		b := tensor.ToSlice[float64](ops.SumOfSquares(copied, x))[0]
+		if a != b {
+			t.Fatalf("seed %d: the view's sum %v, its copy's %v", seed, a, b)
+		}
+	}
+}

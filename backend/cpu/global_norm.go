@@ -6,8 +6,7 @@ import (
 )
 
 // Kernels of SumOfSquares and ScaleEach (ops/global_norm.go): a pass over
-// each tensor's elements (in its buffer's order: every element once,
-// whatever the layout), sums in float64.
+// each tensor's elements in row-major order, sums in float64.
 
 func sumOfSquaresKernel[T float32 | float64](c *eager.Call, outs []*tensor.Tensor) {
 	sum := 0.0

@@ -29,35 +29,14 @@ func TestNormalFamilyOnGPU(t *testing.T) {
 		ps = append(ps, math.Pow(10, e), 1-math.Pow(10, e/20))
 	}
 	ps = append(ps, 0, 1, -0.1, 1.1, math.NaN(), 0.5, 0.075, 0.925, 0.0749, 0.9251)
-	for _, c := range []struct {
-		name string
-		op   func(*tensor.Tensor) *tensor.Tensor
-		ref  func(float64) float64
-		in   []float64
-	}{
+	for _, c := range []mathCase{
 		{"erfc", ops.Erfc, mathx.Erfc, xs},
 		{"erfcx", ops.Erfcx, mathx.Erfcx, xs},
 		{"ndtr", ops.Ndtr, mathx.Ndtr, xs},
 		{"logndtr", ops.LogNdtr, mathx.LogNdtr, xs},
 		{"ndtri", ops.Ndtri, mathx.Ndtri, ps},
 	} {
-		x := tensor.FromSlice(c.in, len(c.in))
-		got := tensor.ToSlice[float64](onHost(t, c.op(onGPU(t, d, x))))
-		got32 := tensor.ToSlice[float32](onHost(t, c.op(onGPU(t, d, ops.Cast(x, tensor.Float32)))))
-		worst, at := 0.0, 0.0
-		for i, v := range c.in {
-			want := c.ref(v)
-			if u := ulps(got[i], want); u > worst {
-				worst, at = u, v
-			}
-			if u := ulps(got[i], want); u > 4 && !(want != 0 && math.Abs(want) < 0x1p-1022 && math.Abs(got[i]-want) <= 8*0x1p-1074) {
-				t.Errorf("%s(%v) = %v, want %v (%.1f ulps)", c.name, v, got[i], want, u)
-			}
-			if w32 := c.ref(float64(float32(v))); ulps32(got32[i], float32(w32)) > 1 && float32(w32) != 0 {
-				t.Errorf("float32 %s(%v) = %v, want %v", c.name, float32(v), got32[i], float32(w32))
-			}
-		}
-		t.Logf("%s: worst %.2f ulps (at %v)", c.name, worst, at)
+		c.agreeOnGPU(t, d, 4)
 	}
 	// The gradient ops: dy times mathx's derivatives, dy = 3 (erfcx's
 	// below 1 is a difference that magnifies erfcx's ulps up to four
@@ -84,4 +63,38 @@ func TestNormalFamilyOnGPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mathCase is an elementwise function's op and its float64 reference
+// (internal/mathx's) over inputs.
+type mathCase struct {
+	name string
+	op   func(*tensor.Tensor) *tensor.Tensor
+	ref  func(float64) float64
+	in   []float64
+}
+
+// agreeOnGPU fails t where the op on d is more than ulps off the
+// reference in float64 (subnormal results within 8 of the smallest), or
+// a float32 result is more than 1 ulp off the reference rounded.
+func (c mathCase) agreeOnGPU(t *testing.T, d *Device, ulpsAllowed float64) {
+	t.Helper()
+	x := tensor.FromSlice(c.in, len(c.in))
+	got := tensor.ToSlice[float64](onHost(t, c.op(onGPU(t, d, x))))
+	got32 := tensor.ToSlice[float32](onHost(t, c.op(onGPU(t, d, ops.Cast(x, tensor.Float32)))))
+	worst, at := 0.0, 0.0
+	for i, v := range c.in {
+		want := c.ref(v)
+		u := ulps(got[i], want)
+		if u > worst {
+			worst, at = u, v
+		}
+		if u > ulpsAllowed && !(want != 0 && math.Abs(want) < 0x1p-1022 && math.Abs(got[i]-want) <= 8*0x1p-1074) {
+			t.Errorf("%s(%v) = %v, want %v (%.1f ulps)", c.name, v, got[i], want, u)
+		}
+		if w32 := c.ref(float64(float32(v))); ulps32(got32[i], float32(w32)) > 1 && float32(w32) != 0 {
+			t.Errorf("float32 %s(%v) = %v, want %v", c.name, float32(v), got32[i], float32(w32))
+		}
+	}
+	t.Logf("%s: worst %.2f ulps (at %v)", c.name, worst, at)
 }

@@ -33,7 +33,8 @@ var (
 		"Acosh": "acosh", "Atanh": "atanh", "Log2": "log2", "Log10": "log10", "Exp2": "exp2",
 		"Relu6": "relu6", "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Softsign": "softsign", "Elu": "elu",
 		"Selu": "selu", "Silu": "silu", "Mish": "mish", "Erfinv": "erfinv", "Lgamma": "lgamma", "Digamma": "digamma",
-		"Erfc": "erfc", "Erfcx": "erfcx", "Ndtr": "ndtr", "LogNdtr": "logndtr", "Ndtri": "ndtri"}
+		"Erfc": "erfc", "Erfcx": "erfcx", "Ndtr": "ndtr", "LogNdtr": "logndtr", "Ndtri": "ndtri",
+		"BesselI0": "besseli0", "BesselI0e": "besseli0e", "BesselI1": "besseli1", "BesselI1e": "besseli1e"}
 )
 
 func init() {

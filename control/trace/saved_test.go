@@ -70,6 +70,8 @@ func cellUsingEveryDeclaredOp(h, w, c T) T {
 	picked = ops.Add(picked, ops.Add(ops.Erfc(ops.Mul(r, q)), ops.Erfcx(ops.Sub(c, q))))
 	picked = ops.Add(picked, ops.Add(ops.Ndtr(ops.Add(r, c)), ops.LogNdtr(ops.Mul(c, q))))
 	picked = ops.Add(picked, ops.Ndtri(ops.Sigmoid(ops.Sub(r, c))))
+	picked = ops.Add(picked, ops.Add(ops.BesselI0(ops.Mul(q, c)), ops.BesselI1(ops.Sub(r, q))))   // the inputs
+	picked = ops.Add(picked, ops.Add(ops.BesselI0e(ops.Add(q, r)), ops.BesselI1e(ops.Mul(r, r)))) // and the outputs
 	// The gamma family reads its inputs (Polygamma's order a constant).
 	picked = ops.Add(picked, ops.Add(ops.Lgamma(ops.Exp(ops.Sub(r, q))), ops.Digamma(ops.Exp(ops.Mul(c, r)))))
 	zeta := ops.Zeta(ops.Add(ops.Exp(ops.Mul(q, q)), ops.Exp(ops.Mul(c, c))), ops.Exp(ops.Sub(c, q)))
@@ -114,7 +116,7 @@ var declaredOps = []string{"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Exp", "Rel
 	"Broadcast", "AllGather", "MaxPool2DWithArgmax", "MaxUnpool2D", "MaxUnpool2DGather", "Gather", "TakeAlongAxis", "DynamicSlice", "Select",
 	"SoftmaxGrad", "LogSoftmaxGrad", "ScatterAddZeros", "PutAlongAxisAddZeros", "Gelu", "Tan", "Exp2", "Atan2", "LogAddExp",
 	"Prelu", "Relu6", "HardSigmoid", "HardSwish", "Elu", "Selu", "Silu", "Mish", "Softsign", "Erfinv",
-	"Erfc", "Erfcx", "Ndtr", "LogNdtr", "Ndtri",
+	"Erfc", "Erfcx", "Ndtr", "LogNdtr", "Ndtri", "BesselI0", "BesselI1", "BesselI0e", "BesselI1e",
 	"Lgamma", "Digamma", "Polygamma", "Zeta", "Igamma", "Igammac", "Cholesky", "Slogdet", "LU", "Solve", "MatrixExp", "Eigh", "QR", "SVD"}
 
 // single is the communicator of the cell's collectives.

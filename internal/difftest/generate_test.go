@@ -300,14 +300,20 @@ var unaryNames = []string{"neg", "abs", "square", "relu", "exp", "tanh", "sigmoi
 	"softplus", "gelu", "gelu_tanh", "elu", "floor", "ceil", "round", "sign", "identity", "leaky_relu",
 	"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh", "exp2",
 	"selu", "celu", "silu", "mish", "softsign", "relu6", "hardsigmoid", "hardswish", "erfinv",
-	"erfc", "erfcx", "ndtr", "log_ndtr"}
+	"erfc", "erfcx", "ndtr", "log_ndtr", "i0", "i0e"}
+
+// I₁ and I₁e are left out: PyTorch 1.13's second derivatives of them are
+// 0 at tiny x (1e-40), where I₁'' is 3x/8 and I₁e'' is ∓1 (its formula
+// I₁e/x differentiated underflows); the special-value comparison holds
+// their values and gradients to mpmath, conformance their second
+// derivatives to finite differences.
 
 // smoothUnary are the unary functions without kinks or jumps (ELU's,
 // CELU's and Softsign's first derivatives are continuous at 0; SELU's
 // jumps from λα to λ).
 var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "cos", "expm1", "erf",
 	"softplus", "gelu", "gelu_tanh", "elu", "identity", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv", "erfc", "erfcx", "ndtr", "log_ndtr"}
+	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv", "erfc", "erfcx", "ndtr", "log_ndtr", "i0"}
 
 // boundedFirst are the unary functions drawn on a bounded operand: the
 // exponentials' (kept moderate) and the poles' and domains' (tan's
@@ -335,7 +341,8 @@ func selects(op string, a Attrs) bool {
 func jumps(op string, a Attrs) bool {
 	switch op {
 	case "abs", "relu", "floor", "ceil", "round", "sign", "leaky_relu", "rem", "max", "min", "max_pool2d",
-		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter", "selu", "relu6", "hardsigmoid", "hardswish", "prelu":
+		"max_unpool2d", "sort", "topk", "clip", "select_and_scatter", "selu", "relu6", "hardsigmoid", "hardswish", "prelu",
+		"i0e": // e^-|x|: its gradient jumps at 0
 		return true
 	case "reduce":
 		return a.Kind != "sum" && a.Kind != "mean" && a.Kind != "logsumexp" && a.Kind != "var"

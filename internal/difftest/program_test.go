@@ -154,7 +154,7 @@ var unary = map[string]func(T) T{
 	"selu": ops.Selu, "silu": ops.Silu, "mish": ops.Mish, "softsign": ops.Softsign, "relu6": ops.Relu6,
 	"hardsigmoid": ops.HardSigmoid, "hardswish": ops.HardSwish, "erfinv": ops.Erfinv,
 	"erfc": ops.Erfc, "erfcx": ops.Erfcx, "ndtr": ops.Ndtr, "log_ndtr": ops.LogNdtr, "ndtri": ops.Ndtri,
-	"logit": ops.Logit,
+	"logit": ops.Logit, "i0": ops.BesselI0, "i1": ops.BesselI1, "i0e": ops.BesselI0e, "i1e": ops.BesselI1e,
 	"lgamma": ops.Lgamma, "digamma": ops.Digamma,
 	"polygamma1": func(x T) T { return ops.Polygamma(1, x) }, "polygamma2": func(x T) T { return ops.Polygamma(2, x) },
 }

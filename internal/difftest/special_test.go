@@ -165,6 +165,27 @@ var normalFloats = append([]float64{-38.4, -30, -8.5, -1, -0.84375, 0.84375, 1.2
 // some outside [0, 1].
 var ndtriFloats = []float64{0, 1, 0.5, 1e-300, 5e-324, 1e-20, 1e-5, 0.025, 0.075, 0.0749, 0.3, 0.925, 0.975, 1 - 1e-10, 1 - 0x1p-53, -0.5, 1.5, math.Inf(1), math.NaN()}
 
+// scaledBesselCond is the scaled Bessel functions' gradients'
+// cancellation: the terms' magnitude over the difference's (about 2|x|
+// for large |x|, I₁e - sign(x)·I₀e being about -I₀e/(2|x|); large near
+// the derivative's zero, I₁e's near 1.5), times the terms' 8 ulps; at
+// least 16|x| (where float64 cannot tell the terms apart).
+func scaledBesselCond(nu int) func(x float64) float64 {
+	return func(x float64) float64 {
+		a := math.Abs(x)
+		i0, i1 := mathx.BesselI0e(a), mathx.BesselI1e(a)
+		terms, d := i0+i1, i1-i0
+		if nu == 1 && a > 0 {
+			terms, d = i0+i1*(1+1/a), i0-i1*(1+1/a)
+		}
+		r := 8 * terms / math.Abs(d)
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			r = 0
+		}
+		return max(r, 16*a)
+	}
+}
+
 // gaussianCond is e^(-a·x²)'s condition number 2a·x²: x² rounded before
 // the exponential moves a gradient of that form (and a value by its tail)
 // by that many of its roundings.
@@ -245,6 +266,10 @@ var specialOps = []specialOp{
 	{name: "erfcx", kinds: "f", fn: oneOperand(ops.Erfcx), ulps: 2, grad: true, from: normalFloats},
 	{name: "ndtr", kinds: "f", fn: oneOperand(ops.Ndtr), ulps: 3, grad: true, from: normalFloats},
 	{name: "logndtr", kinds: "f", fn: oneOperand(ops.LogNdtr), ulps: 3, grad: true, from: normalFloats},
+	{name: "besseli0", kinds: "f", fn: oneOperand(ops.BesselI0), ulps: 8, grad: true},
+	{name: "besseli1", kinds: "f", fn: oneOperand(ops.BesselI1), ulps: 8, grad: true, signedZero: true},
+	{name: "besseli0e", kinds: "f", fn: oneOperand(ops.BesselI0e), ulps: 8, grad: true, cond: scaledBesselCond(0)},
+	{name: "besseli1e", kinds: "f", fn: oneOperand(ops.BesselI1e), ulps: 8, grad: true, signedZero: true, cond: scaledBesselCond(1)},
 	{name: "logit", kinds: "f", fn: oneOperand(ops.Logit), ulps: 2, grad: true, from: ndtriFloats},
 	{name: "ndtri", kinds: "f", fn: oneOperand(ops.Ndtri), ulps: 5, grad: true, from: ndtriFloats, cond: func(p float64) float64 { return gaussianCond(1)(mathx.Ndtri(p)) }},
 

@@ -352,6 +352,51 @@ def unit_grad_mp(f):
     return g
 
 
+def bessel_mp(nu, scaled):
+    """I_ν(x), or e^-|x|·I_ν(x), by mpmath; past |x| = 1e5 its asymptotic
+    expansion's first four terms (the fifth is below 1e-20 of the sum)."""
+    def f(x):
+        if math.isnan(x):
+            return NAN
+        if math.isinf(x):
+            if scaled:
+                return math.copysign(0.0, x) if nu else 0.0
+            return math.copysign(INF, x) if nu else INF
+        X = mpmath.mpf(abs(x))
+        if X > 1e5:
+            mu = 4 * nu * nu
+            s, term = mpmath.mpf(1), mpmath.mpf(1)
+            for k in range(1, 5):
+                term *= -(mu - (2 * k - 1) ** 2) / (8 * k * X)
+                s += term
+            v = s / mpmath.sqrt(2 * mpmath.pi * X)
+            if not scaled:
+                v *= mpmath.exp(X)
+        else:
+            v = mpmath.besseli(nu, X) * (mpmath.exp(-X) if scaled else 1)
+        return math.copysign(float(v), x) if nu else float(v)
+    return f
+
+
+def bessel_grad_mp(nu, scaled):
+    """The derivatives: I₀' = I₁, I₁' = I₀ - I₁/x (½ at 0), and with the
+    scaling's -sign(x) times the function."""
+    i0, i1 = bessel_mp(0, scaled), bessel_mp(1, scaled)
+    def f(x):
+        if math.isnan(x):
+            return NAN
+        if math.isinf(x):
+            return 0.0 if scaled else math.copysign(INF, x) if nu == 0 else INF
+        if nu == 0:
+            v = mpmath.mpf(i1(x))
+        else:
+            v = mpmath.mpf(i0(x)) - (mpmath.mpf(0.5) if x == 0 else mpmath.mpf(i1(x)) / x)
+        if scaled:
+            v -= (1 if x > 0 else -1 if x < 0 else 0) * mpmath.mpf((i1 if nu else i0)(x))
+        return float(v)
+    return f
+
+
 def normal_pdf_mp(scale):
     """scale·e^(-x²·a) derivatives: Erfc's (-2/√π, a = 1) and Ndtr's
     (1/√(2π), a = ½)."""
@@ -444,6 +489,8 @@ ROUNDED = {
     "logndtr": mp_elementwise(logndtr_mp), "ndtri": mp_elementwise(ndtri_mp),
     # PyTorch's logit is log(x/(1 - x)), which cancels near ½.
     "xlogy": torch.xlogy, "xlog1py": torch.special.xlog1py, "logit": mp_elementwise(logit_mp),
+    "besseli0": mp_elementwise(bessel_mp(0, False)), "besseli1": mp_elementwise(bessel_mp(1, False)),
+    "besseli0e": mp_elementwise(bessel_mp(0, True)), "besseli1e": mp_elementwise(bessel_mp(1, True)),
     "atan2": torch.atan2, "hypot": torch.hypot,
     # NumPy's log1p(e^-|a-b|): PyTorch 1.13's takes log(1 + e^-|a-b|),
     # which loses the digits of a small e^-|a-b| (0 at (0, -104)).
@@ -535,6 +582,8 @@ GRAD_OF = {
     "erfcx": mp_elementwise(erfcx_grad_mp), "logndtr": mp_elementwise(logndtr_grad_mp),
     "ndtri": mp_elementwise(ndtri_grad_mp),
     "logit": mp_elementwise(logit_grad_mp),
+    "besseli0": mp_elementwise(bessel_grad_mp(0, False)), "besseli1": mp_elementwise(bessel_grad_mp(1, False)),
+    "besseli0e": mp_elementwise(bessel_grad_mp(0, True)), "besseli1e": mp_elementwise(bessel_grad_mp(1, True)),
     "asin": mp_elementwise(unit_grad_mp(lambda x: INF if abs(x) == 1 else 1 / mpmath.sqrt(1 - x * x) if abs(x) < 1 else mpmath.mpc(0, 1))),
     "acos": mp_elementwise(unit_grad_mp(lambda x: -INF if abs(x) == 1 else -1 / mpmath.sqrt(1 - x * x) if abs(x) < 1 else mpmath.mpc(0, 1))),
     "atanh": mp_elementwise(unit_grad_mp(lambda x: INF if abs(x) == 1 else (0 if mpmath.isinf(x) else 1 / (1 - x * x)))),

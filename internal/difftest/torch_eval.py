@@ -520,7 +520,8 @@ UNARY = {
     "hardsigmoid": HardSigmoid.apply, "hardswish": torch.nn.functional.hardswish,
     "erfinv": torch.erfinv, "erfc": torch.erfc, "erfcx": torch.special.erfcx,
     "ndtr": torch.special.ndtr, "log_ndtr": torch.special.log_ndtr, "ndtri": torch.special.ndtri,
-    "logit": torch.logit,
+    "logit": torch.logit, "i0": torch.special.i0, "i1": torch.special.i1, "i0e": torch.special.i0e,
+    "i1e": torch.special.i1e,
     "lgamma": lambda x: Polygamma.apply(x, -1), "digamma": lambda x: Polygamma.apply(x, 0),
     "polygamma1": lambda x: Polygamma.apply(x, 1), "polygamma2": lambda x: Polygamma.apply(x, 2),
 }

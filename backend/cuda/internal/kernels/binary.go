@@ -151,7 +151,7 @@ func elementwise2(name string, in, res DType, bc, long bool, f func(k *ptx.Kerne
 // would copy the body four to ten times into the module for a kernel
 // that is bound by its arithmetic, not by memory.
 var LongOps = []string{"lgamma", "digamma", "zeta", "polygamma", "igamma", "igammac", "erfc", "erfcx", "ndtr", "logndtr", "ndtri",
-	"erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad"}
+	"erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad", "besseli0", "besseli0e", "besseli1", "besseli1e"}
 
 // elementwise is vectorized, or where long a grid-stride loop of one
 // element a thread.

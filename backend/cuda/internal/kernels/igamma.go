@@ -16,10 +16,10 @@ import (
 // set writes v into the loop-carried register r.
 func (m fm) set(r ptx.Reg, v any) { m.k.Op("mov.%s %s, %s", m.typ(), r, v) }
 
-// counted runs body until it returns a true predicate or n exceeds
-// mathx.IgammaSteps (n counting from 1, a float64 register); it returns
-// whether body stopped it (converged).
-func (m fm) counted(name string, body func(n ptx.Reg) ptx.Reg) ptx.Reg {
+// counted runs body until it returns a true predicate or n exceeds limit
+// (n counting from 1, a float64 register); it returns whether body
+// stopped it (converged).
+func (m fm) counted(name string, limit float64, body func(n ptx.Reg) ptx.Reg) ptx.Reg {
 	k := m.k
 	n, ok, z := m.reg(), k.Reg(ptx.Pred), k.Reg(ptx.U32)
 	m.set(n, m.c(1))
@@ -27,7 +27,7 @@ func (m fm) counted(name string, body func(n ptx.Reg) ptx.Reg) ptx.Reg {
 	k.Op("setp.ne.u32 %s, %s, %s", ok, z, z) // false
 	top, done := k.Label(name), k.Label(name+"_done")
 	k.Place(top)
-	k.Op("@%s bra %s", m.cmp("gt", n, m.c(mathx.IgammaSteps)), done)
+	k.Op("@%s bra %s", m.cmp("gt", n, m.c(limit)), done)
 	stop := body(n)
 	k.Op("add.rn.f64 %s, %s, %s", n, n, m.c(1))
 	k.Op("@!%s bra %s", stop, top)
@@ -96,7 +96,7 @@ func (m fm) igamma(a, x ptx.Reg, upper bool) ptx.Reg {
 		m.set(c, m.c(1/tiny))
 		m.set(dd, m.div(m.c(1), b))
 		m.set(h, dd)
-		ok := m.counted("igamma_fraction", func(n ptx.Reg) ptx.Reg {
+		ok := m.counted("igamma_fraction", mathx.IgammaSteps, func(n ptx.Reg) ptx.Reg {
 			an := m.mul(m.neg(n), m.sub(n, a))
 			m.set(b, m.add(b, m.c(2)))
 			m.set(dd, m.add(m.mul(an, dd), b))
@@ -118,7 +118,7 @@ func (m fm) igamma(a, x ptx.Reg, upper bool) ptx.Reg {
 		sum, term := m.reg(), m.reg()
 		m.set(sum, m.c(1))
 		m.set(term, m.c(1))
-		ok := m.counted("igamma_terms", func(n ptx.Reg) ptx.Reg {
+		ok := m.counted("igamma_terms", mathx.IgammaSteps, func(n ptx.Reg) ptx.Reg {
 			m.set(term, m.mul(term, m.div(x, m.add(a, n))))
 			m.set(sum, m.add(sum, term))
 			return m.cmp("le", term, m.mul(sum, m.c(0x1p-54)))
@@ -133,7 +133,7 @@ func (m fm) igamma(a, x ptx.Reg, upper bool) ptx.Reg {
 			m.set(alt, m.c(0))
 			m.set(pow, m.c(1))
 			m.set(most, m.c(0))
-			m.counted("igamma_small", func(n ptx.Reg) ptx.Reg {
+			m.counted("igamma_small", mathx.IgammaSteps, func(n ptx.Reg) ptx.Reg {
 				m.set(pow, m.mul(pow, m.div(m.neg(x), n)))
 				term := m.div(pow, m.add(a, n))
 				m.set(alt, m.add(alt, term))

@@ -626,6 +626,7 @@ var mathFuncs = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"log2": fm.log2, "log10": fm.log10, "exp2": fm.exp2, "erfinv": fm.erfinv,
 	"lgamma": fm.lgamma, "digamma": fm.digamma,
 	"erfc": fm.erfc, "erfcx": fm.erfcx, "ndtr": fm.ndtr, "logndtr": fm.logndtr, "ndtri": fm.ndtri,
+	"besseli0": fm.besselI0, "besseli0e": fm.besselI0e, "besseli1": fm.besselI1, "besseli1e": fm.besselI1e,
 }
 
 // MathOps lists the float ops of the math library, sorted.
