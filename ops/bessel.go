@@ -21,11 +21,15 @@ func init() {
 	besselI0Op = floatOp("BesselI0", func(g *eager.Grad) []*tensor.Tensor { // I₀' = I₁
 		return []*tensor.Tensor{chain(step(besselI1Op, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
-	besselI1Op = floatOp("BesselI1", func(g *eager.Grad) []*tensor.Tensor { // I₁' = I₀ - I₁/x
+	besselI1Op = floatOp("BesselI1", func(g *eager.Grad) []*tensor.Tensor {
+		// I₁' = I₀ - I₁/x, as I₀·(1 - (I₁e/x)/I₀e): where I₀ and I₁
+		// overflow the difference ∞ - ∞ would be NaN, not +∞.
 		var t temps
 		defer t.release()
 		x := g.Inputs[0]
-		d := t.keep(Sub(t.keep(BesselI0(x)), t.keep(overX(&t, x, false))))
+		ratio := t.keep(Div(t.keep(overX(&t, x, true)), t.keep(BesselI0e(x))))
+		ratio = t.keep(Where(t.keep(IsFinite(x)), ratio, t.keep(ScalarLike(x, 0)))) // 0/0 at ±∞: its limit 0
+		d := t.keep(Mul(t.keep(BesselI0(x)), t.keep(Sub(t.keep(ScalarLike(x, 1)), ratio))))
 		return []*tensor.Tensor{Mul(g.OutGrads[0], d)}
 	})
 	besselI0eOp = floatOp("BesselI0e", func(g *eager.Grad) []*tensor.Tensor { // I₁e - sign(x)·I₀e
@@ -46,7 +50,8 @@ func init() {
 	besselI0Op.GradReads, besselI1Op.GradReads = eager.ReadsInputs, eager.ReadsInputs
 }
 
-// overX is I₁(x)/x, or scaled e^-|x|·I₁(x)/x: below |x| = 1 its series
+// overX is I₁(x)/x, or scaled e^-|x|·I₁(x)/x (the only form the rules
+// take now; unscaled it overflows with I₁): below |x| = 1 its series
 // ½·Σ (x²/4)ᵏ/(k!·(k+1)!) (to k = 9, below 2⁻⁵⁶ of it there), so that
 // neither 0/0 at 0 nor a quotient of cancelling differences in its
 // derivative near 0 arises; above, the quotient (1 in place of x below 1,

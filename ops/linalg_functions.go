@@ -78,9 +78,7 @@ func Pinv(a *tensor.Tensor) *tensor.Tensor {
 	var t temps
 	defer t.release()
 	u, s, vt := SVD(a)
-	t.keep(u)
-	t.keep(s)
-	t.keep(vt)
+	t.keepAll(u, s, vt)
 	eps := 0x1p-52
 	if a.DType() == tensor.Float32 {
 		eps = 0x1p-23

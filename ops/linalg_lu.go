@@ -123,9 +123,7 @@ func inverseT(a *tensor.Tensor) *tensor.Tensor {
 	var t temps
 	defer t.release()
 	lu, pivots, perm := LU(a)
-	t.keep(lu)
-	t.keep(pivots)
-	t.keep(perm)
+	t.keepAll(lu, pivots, perm)
 	return LUSolve(lu, perm, t.keep(eyeLike(a)), LUSolveOpts{Transpose: true})
 }
 
@@ -156,9 +154,7 @@ func cofactorsBySVD(a *tensor.Tensor) *tensor.Tensor {
 	var t temps
 	defer t.release()
 	u, s, vt := SVD(a)
-	t.keep(u)
-	t.keep(s)
-	t.keep(vt)
+	t.keepAll(u, s, vt)
 	p := t.keep(Mul(t.keep(Cumprod(s, -1, true, false)), t.keep(Cumprod(s, -1, true, true))))
 	sign := t.keep(Mul(t.keep(Det(u)), t.keep(Det(vt))))
 	p = t.keep(Mul(p, t.keep(ExpandDims(sign, -1))))

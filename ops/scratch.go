@@ -22,6 +22,9 @@ func (ts *temps) keep(x *tensor.Tensor) *tensor.Tensor {
 	return x
 }
 
+// keepAll keeps each of xs (an op's several outputs).
+func (ts *temps) keepAll(xs ...*tensor.Tensor) { *ts = append(*ts, xs...) }
+
 // release releases what keep recorded (a pointer receiver: deferred at
 // the rule's start, it sees what the rule kept after).
 func (ts *temps) release() {

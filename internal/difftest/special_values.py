@@ -379,21 +379,28 @@ def bessel_mp(nu, scaled):
 
 
 def bessel_grad_mp(nu, scaled):
-    """The derivatives: I₀' = I₁, I₁' = I₀ - I₁/x (½ at 0), and with the
-    scaling's -sign(x) times the function."""
+    """The derivatives at 40 digits: I₀' = I₁, I₁' = (I₀ + I₂)/2, and
+    with the scaling's -sign(x) times the function; past |x| = 1e5 from
+    the rounded values (whose ratio is what matters there)."""
     i0, i1 = bessel_mp(0, scaled), bessel_mp(1, scaled)
     def f(x):
         if math.isnan(x):
             return NAN
         if math.isinf(x):
             return 0.0 if scaled else math.copysign(INF, x) if nu == 0 else INF
-        if nu == 0:
-            v = mpmath.mpf(i1(x))
-        else:
-            v = mpmath.mpf(i0(x)) - (mpmath.mpf(0.5) if x == 0 else mpmath.mpf(i1(x)) / x)
+        if abs(x) > 1e5:
+            if not scaled:
+                return math.copysign(INF, x) if nu == 0 else INF
+            v = mpmath.mpf(i1(x)) if nu == 0 else mpmath.mpf(i0(x)) - mpmath.mpf(i1(x)) / x
+            if scaled:
+                v -= (1 if x > 0 else -1) * mpmath.mpf((i1 if nu else i0)(x))
+            return float(v)
+        X = mpmath.mpf(x)
+        d = mpmath.besseli(1, X) if nu == 0 else (mpmath.besseli(0, X) + mpmath.besseli(2, X)) / 2
         if scaled:
-            v -= (1 if x > 0 else -1 if x < 0 else 0) * mpmath.mpf((i1 if nu else i0)(x))
-        return float(v)
+            sgn = 1 if x > 0 else -1 if x < 0 else 0
+            d = mpmath.exp(-abs(X)) * (d - sgn * mpmath.besseli(nu, X))
+        return float(d)
     return f
 
 
