@@ -36,9 +36,10 @@ func Xlog1py(x, y *tensor.Tensor) *tensor.Tensor {
 }
 
 // xTimes is x·f(y), f's pole at y = pole: where x is 0 and f(y) is not
-// finite (y at or below the pole, +∞), 0 (NaN for a NaN y), with y replaced by 1
-// inside f (finite, its slope too), so that f's infinity meets no zero
-// in the value or the gradients; elsewhere the product, +0 for a zero x.
+// finite (y at or below the pole, or +∞), 0 (NaN for a NaN y), with y
+// replaced by 1 inside f (finite, its slope too), so that f's infinity
+// meets no zero in the value or the gradients; elsewhere the product, +0
+// for a zero x.
 func xTimes(x, y *tensor.Tensor, f func(*tensor.Tensor) *tensor.Tensor, pole float64) *tensor.Tensor {
 	var t temps
 	defer t.release()
