@@ -221,6 +221,9 @@ func samples() map[string][]sample {
 	add("Ndtr", unary(ops.Ndtr, floats, -4, 3, true, true)...)
 	add("LogNdtr", unary(ops.LogNdtr, floats, -6, 3, true, true)...)
 	add("Ndtri", unary(ops.Ndtri, floats, 0.02, 0.98, true, true)...)
+	add("NdtriGrad", one("through Ndtri", func() {
+		underTape(func(x []T) T { return ops.Mul(ops.Ndtri(x[0]), x[1]) }, r(0.05, 0.95, 6), r(-1, 1, 6))
+	}, true, true))
 	add("Tan", unary(ops.Tan, floats, -1.3, 1.3, true, true)...)
 	add("Asin", unary(ops.Asin, floats, -0.9, 0.9, true, true)...)
 	add("Acos", unary(ops.Acos, floats, -0.9, 0.9, true, true)...)

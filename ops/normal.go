@@ -13,20 +13,24 @@ import (
 // and the half types computed in float64 and rounded once. Each gradient
 // is made of ops, so they go to any order.
 
-var erfcOp, erfcGradOp, erfcxOp, erfcxGradOp, ndtrOp, ndtrGradOp, logNdtrOp, logNdtrGradOp, ndtriOp *eager.Op
+var erfcOp, erfcGradOp, erfcxOp, erfcxGradOp, ndtrOp, ndtrGradOp, logNdtrOp, logNdtrGradOp, ndtriOp, ndtriGradOp *eager.Op
 
 func init() {
 	erfcOp, erfcGradOp = inputGradOps("Erfc", erfcSecond)
 	erfcxOp, erfcxGradOp = inputGradOps("Erfcx", erfcxSecond)
 	ndtrOp, ndtrGradOp = inputGradOps("Ndtr", ndtrSecond)
 	logNdtrOp, logNdtrGradOp = inputGradOps("LogNdtr", logNdtrSecond)
-	ndtriOp = floatOp("Ndtri", func(g *eager.Grad) []*tensor.Tensor { // dy/φ(y)
-		y := g.Outputs[0]
-		one := OnesLike(y)
-		defer releaseTemp(one)
-		return []*tensor.Tensor{chain(step(ndtrGradOp, y, one), step(divOp, g.OutGrads[0], nil))}
+	ndtriOp = floatOp("Ndtri", func(g *eager.Grad) []*tensor.Tensor { // dy·√(2π)·e^(y²/2)
+		return []*tensor.Tensor{ndtriGrad(g.Outputs[0], g.OutGrads[0])}
 	})
 	ndtriOp.GradReads = eager.ReadsOutputs
+	// NdtriGrad(y, dy) = dy·√(2π)·e^(y²/2) from Ndtri's output y
+	// (mathx.NdtriDeriv); its gradient in y is NdtriGrad(y, y·dy·g).
+	ndtriGradOp = outputGradOp("NdtriGrad", "y", ndtriGrad, func(y, dy, g *tensor.Tensor) *tensor.Tensor {
+		var t temps
+		defer t.release()
+		return ndtriGrad(y, t.keep(Mul(y, t.keep(Mul(dy, g)))))
+	})
 }
 
 // The gradient ops ErfcGrad(x, dy), ErfcxGrad, NdtrGrad and LogNdtrGrad
@@ -68,6 +72,8 @@ func logNdtrSecond(x, dy, g *tensor.Tensor) *tensor.Tensor {
 	return Mul(t.keep(Mul(dy, g)), t.keep(Neg(t.keep(Mul(h, t.keep(Add(x, h)))))))
 }
 
+func ndtriGrad(y, dy *tensor.Tensor) *tensor.Tensor { return eager.Run1(ndtriGradOp, nil, y, dy) }
+
 // gaussianGrad is dy·k·e^(-a·v²) for a = 1, v = x: Erf's derivative
 // (-ErfcGrad), and for a = -1, v = y: Erfinv's (1/ErfcGrad's), each x²
 // in two parts (ErfcGrad's kernel).
@@ -91,7 +97,9 @@ func Erfc(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(erfcOp, nil, x) }
 // Erfcx returns the scaled complementary error function e^(x²)·erfc(x),
 // which neither underflows nor overflows for x ≥ 0 (about 1/(x√π) for
 // large x, where erfc is 0); +∞ below x ≈ -26.6, 0 at +∞. Its gradient
-// is 2x·erfcx(x) - 2/√π. Floats.
+// 2x·erfcx(x) - 2/√π is one op (ErfcxGrad), from 1 on by the continued
+// fraction that formula cancels against (-5.64e-17 at 1e8, where the
+// formula gives 0). Floats.
 func Erfcx(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(erfcxOp, nil, x) }
 
 // Ndtr returns Φ(x), the standard normal distribution function (the
@@ -102,8 +110,9 @@ func Ndtr(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(ndtrOp, nil, x) }
 
 // LogNdtr returns ln Φ(x), finite wherever x is: where Φ underflows too
 // (ln Φ(-40) = -804.608), and to its digits where Φ nears 1 (ln Φ(10) =
-// -7.62e-24); -∞ at -∞. Its gradient φ(x)/Φ(x) is computed as
-// √(2/π)/Erfcx(-x/√2), finite everywhere. Floats.
+// -7.62e-24); -∞ at -∞. Its gradient φ(x)/Φ(x) is one op (LogNdtrGrad):
+// the quotient above 0, √(2/π)/erfcx(-x/√2) below, finite everywhere
+// (about -x toward -∞). Floats.
 func LogNdtr(x *tensor.Tensor) *tensor.Tensor { return eager.Run1(logNdtrOp, nil, x) }
 
 // Ndtri returns Φ⁻¹(p), the standard normal distribution's quantile

@@ -12,7 +12,7 @@ func init() {
 		floatLoops(op, mapLoop(via64(f)), 30, f)
 	}
 	for op, f := range map[string]func(float64) float64{"ErfcGrad": mathx.ErfcDeriv, "ErfcxGrad": mathx.ErfcxDeriv,
-		"NdtrGrad": mathx.NdtrDeriv, "LogNdtrGrad": mathx.LogNdtrDeriv} {
+		"NdtrGrad": mathx.NdtrDeriv, "LogNdtrGrad": mathx.LogNdtrDeriv, "NdtriGrad": mathx.NdtriDeriv} {
 		kernels{
 			f32: backwardKernel(30, func(x, dy float32) float32 { return float32(float64(dy) * f(float64(x))) }, nil),
 			f64: backwardKernel(30, func(x, dy float64) float64 { return dy * f(x) }, nil),

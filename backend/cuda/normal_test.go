@@ -51,12 +51,17 @@ func TestNormalFamilyOnGPU(t *testing.T) {
 		{"erfcx'", ops.Erfcx, mathx.ErfcxDeriv, 10},
 		{"ndtr'", ops.Ndtr, mathx.NdtrDeriv, 4},
 		{"logndtr'", ops.LogNdtr, mathx.LogNdtrDeriv, 4},
+		{"ndtri'", ops.Ndtri, func(p float64) float64 { return mathx.NdtriDeriv(mathx.Ndtri(p)) }, 8},
 	} {
-		x := onGPU(t, d, tensor.FromSlice(xs, len(xs)))
+		in := xs
+		if c.name == "ndtri'" {
+			in = ps
+		}
+		x := onGPU(t, d, tensor.FromSlice(in, len(in)))
 		tp := tape.New()
 		tp.Watch(x)
 		got := tensor.ToSlice[float64](onHost(t, tp.Gradient(ops.Sum(ops.Mul(c.op(x), ops.ScalarLike(x, 3))), x)[0]))
-		for i, v := range xs {
+		for i, v := range in {
 			want := 3 * c.ref(v)
 			if u := ulps(got[i], want); u > c.ulps && !(math.Abs(want) < 0x1p-1020 && math.Abs(got[i]-want) <= 16*0x1p-1074) {
 				t.Errorf("%s(%v)·3 = %v, want %v (%.1f ulps)", c.name, v, got[i], want, u)

@@ -24,7 +24,7 @@ var (
 		"GeluGrad": "gelugrad", "Atan2": "atan2", "Hypot": "hypot", "LogAddExp": "logaddexp", "Zeta": "zeta", "Polygamma": "polygamma", "Igamma": "igamma", "Igammac": "igammac",
 		"Prelu": "prelu", "PreluSlope": "preluslope", "Relu6Grad": "relu6grad", "HardSigmoidGrad": "hardsigmoidgrad",
 		"HardSwishGrad": "hardswishgrad", "EluGrad": "elugrad", "SeluGrad": "selugrad", "SiluGrad": "silugrad", "MishGrad": "mishgrad",
-		"ErfcGrad": "erfcgrad", "ErfcxGrad": "erfcxgrad", "NdtrGrad": "ndtrgrad", "LogNdtrGrad": "logndtrgrad"}
+		"ErfcGrad": "erfcgrad", "ErfcxGrad": "erfcxgrad", "NdtrGrad": "ndtrgrad", "LogNdtrGrad": "logndtrgrad", "NdtriGrad": "ndtrigrad"}
 	unaryOps = map[string]string{"Neg": "neg", "Abs": "abs", "Sign": "sign", "Square": "square", "Relu": "relu",
 		"Sqrt": "sqrt", "Rsqrt": "rsqrt", "Ceil": "ceil", "Floor": "floor", "Round": "round", "IsFinite": "isfinite",
 		"LogicalNot": "not", "Exp": "exp", "Log": "log", "Expm1": "expm1", "Log1p": "log1p", "Tanh": "tanh",

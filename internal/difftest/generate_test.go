@@ -316,11 +316,12 @@ var smoothUnary = []string{"neg", "square", "exp", "tanh", "sigmoid", "sin", "co
 	"atanh", "exp2", "celu", "silu", "mish", "softsign", "erfinv", "erfc", "erfcx", "ndtr", "log_ndtr", "i0"}
 
 // boundedFirst are the unary functions drawn on a bounded operand: the
-// exponentials' (kept moderate) and the poles' and domains' (tan's
-// argument in (-1, 1); asin's, acos's, atanh's and erfinv's in (-0.77,
-// 0.77), their
-// derivatives bounded), through tanh once or twice.
-var boundedFirst = map[string]int{"exp": 1, "expm1": 1, "exp2": 1, "sinh": 1, "cosh": 1, "tan": 1, "asin": 2, "acos": 2, "atanh": 2, "erfinv": 2}
+// exponentials' (kept moderate; erfcx's overflows below -26.6, where its
+// derivatives are ∞ here and NaN in PyTorch) and the poles' and domains'
+// (tan's argument in (-1, 1); asin's, acos's, atanh's and erfinv's in
+// (-0.77, 0.77), their derivatives bounded), through tanh once or twice.
+var boundedFirst = map[string]int{"exp": 1, "expm1": 1, "exp2": 1, "sinh": 1, "cosh": 1, "tan": 1, "asin": 2, "acos": 2, "atanh": 2, "erfinv": 2,
+	"erfcx": 1}
 
 // selects says whether a step picks elements of its first operand by
 // comparing them (extrema, sorts, max pooling): a smooth program draws it

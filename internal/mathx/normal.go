@@ -307,6 +307,17 @@ func ErfcxTerms(x float64) int {
 	return 60
 }
 
+// NdtriDeriv is (Φ⁻¹)'(p) as a function of y = Φ⁻¹(p): 1/φ(y) =
+// √(2π)·e^(y²/2), y² in two parts (e^(h/2)·(1 + l/2)); +∞ past |y| ≈
+// 37.5. Its own derivative in y is y·NdtriDeriv(y), so that a second
+// derivative multiplies, never divides by φ² (which underflows at y =
+// -30: 1/φ² is ∞ where the product it belongs to is finite).
+func NdtriDeriv(y float64) float64 {
+	a := math.Min(math.Abs(y), 40)
+	h := a * a
+	return Exp(h/2) * (1 + math.FMA(a, a, -h)/2) * math.Sqrt(2*math.Pi)
+}
+
 // LogNdtrDeriv is (ln Φ)'(x) = φ(x)/Φ(x): above 0 the quotient (Φ near 1,
 // φ from x² in two parts); below, √(2/π)/Erfcx(-x/√2), where neither
 // underflows (the quotient's terms do past x ≈ -38, and -x/√2 rounded

@@ -26,7 +26,7 @@ func BinaryOps(d DType) []string {
 	ops := []string{"add", "sub", "mul", "div", "rem", "max", "min", "pow", "relugrad"}
 	if d.float() {
 		ops = append(ops, "tanhgrad", "sigmoidgrad", "gelutanhgrad", "gelugrad", "addrelu", "atan2", "hypot", "logaddexp", "zeta", "polygamma", "igamma", "igammac")
-		ops = append(ops, "erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad")
+		ops = append(ops, "erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad", "ndtrigrad")
 		ops = append(ops, UnitBinaryOps...)
 	}
 	return ops
@@ -151,7 +151,7 @@ func elementwise2(name string, in, res DType, bc, long bool, f func(k *ptx.Kerne
 // would copy the body four to ten times into the module for a kernel
 // that is bound by its arithmetic, not by memory.
 var LongOps = []string{"lgamma", "digamma", "zeta", "polygamma", "igamma", "igammac", "erfc", "erfcx", "ndtr", "logndtr", "ndtri",
-	"erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad", "besseli0", "besseli0e", "besseli1", "besseli1e"}
+	"erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad", "ndtrigrad", "besseli0", "besseli0e", "besseli1", "besseli1e"}
 
 // elementwise is vectorized, or where long a grid-stride loop of one
 // element a thread.
@@ -420,7 +420,7 @@ func binaryOp(k *ptx.Kernel, op string, d DType, x, y ptx.Reg) ptx.Reg {
 			return inF64x2(k, d, x, y, fm.polygamma)
 		case "igamma", "igammac":
 			return inF64x2(k, d, x, y, func(m fm, a, x ptx.Reg) ptx.Reg { return m.igamma(a, x, op == "igammac") })
-		case "erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad":
+		case "erfcgrad", "erfcxgrad", "ndtrgrad", "logndtrgrad", "ndtrigrad":
 			return inF64x2(k, d, x, y, func(m fm, x, dy ptx.Reg) ptx.Reg { return m.mul(dy, normalGrads[op](m, x)) })
 		case "gelugrad":
 			if d == F32 { // and the half types, computing in it

@@ -138,7 +138,16 @@ func (m fm) logndtrDeriv(x ptx.Reg) ptx.Reg {
 	return m.fixNaN(m.sel(m.cmp("gt", x, m.c(0)), upper, lower), x)
 }
 
+// ndtriDeriv is mathx.NdtriDeriv: √(2π)·e^(y²/2), y² = h + l.
+func (m fm) ndtriDeriv(y ptx.Reg) ptx.Reg {
+	a := m.min(m.abs(y), m.c(40))
+	h := m.mul(a, a)
+	half := m.add(m.c(1), m.div(m.fma(a, a, m.sub(m.c(0), h)), m.c(2)))
+	return m.fixNaN(m.mul(m.mul(m.exp(m.div(h, m.c(2))), half), m.c(math.Sqrt(2*math.Pi))), y)
+}
+
 // normalGrads are the gradient ops' derivatives by op name.
 var normalGrads = map[string]func(m fm, x ptx.Reg) ptx.Reg{
 	"erfcgrad": fm.erfcDeriv, "erfcxgrad": fm.erfcxDeriv, "ndtrgrad": fm.ndtrDeriv, "logndtrgrad": fm.logndtrDeriv,
+	"ndtrigrad": fm.ndtriDeriv,
 }
