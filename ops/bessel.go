@@ -27,7 +27,7 @@ func init() {
 		var t temps
 		defer t.release()
 		x := g.Inputs[0]
-		ratio := t.keep(Div(t.keep(overX(&t, x, true)), t.keep(BesselI0e(x))))
+		ratio := t.keep(Div(t.keep(overX(&t, x)), t.keep(BesselI0e(x))))
 		ratio = t.keep(Where(t.keep(IsFinite(x)), ratio, t.keep(ScalarLike(x, 0)))) // 0/0 at ±∞: its limit 0
 		d := t.keep(Mul(t.keep(BesselI0(x)), t.keep(Sub(t.keep(ScalarLike(x, 1)), ratio))))
 		return []*tensor.Tensor{Mul(g.OutGrads[0], d)}
@@ -44,38 +44,31 @@ func init() {
 		defer t.release()
 		x := g.Inputs[0]
 		d := t.keep(Sub(t.keep(BesselI0e(x)), t.keep(Mul(t.keep(Sign(x)), g.Outputs[0]))))
-		d = t.keep(Sub(d, t.keep(overX(&t, x, true))))
+		d = t.keep(Sub(d, t.keep(overX(&t, x))))
 		return []*tensor.Tensor{Mul(g.OutGrads[0], d)}
 	})
 	besselI0Op.GradReads, besselI1Op.GradReads = eager.ReadsInputs, eager.ReadsInputs
 }
 
-// overX is I₁(x)/x, or scaled e^-|x|·I₁(x)/x (the only form the rules
-// take now; unscaled it overflows with I₁): below |x| = 1 its series
-// ½·Σ (x²/4)ᵏ/(k!·(k+1)!) (to k = 9, below 2⁻⁵⁶ of it there), so that
-// neither 0/0 at 0 nor a quotient of cancelling differences in its
-// derivative near 0 arises; above, the quotient (1 in place of x below 1,
-// 0 at ±∞: I₁e's limit, and beside I₀(±∞) = ∞ any finite value gives
-// I₁' = ∞).
-func overX(t *temps, x *tensor.Tensor, scaled bool) *tensor.Tensor {
+// overX is e^-|x|·I₁(x)/x = I₁e(x)/x: below |x| = 1 by I₁(x)/x's series
+// ½·Σ (x²/4)ᵏ/(k!·(k+1)!) (to k = 9, below 2⁻⁵⁶ of it there) times e^-|x|,
+// so that neither 0/0 at 0 nor a quotient of cancelling differences in
+// its derivative near 0 arises; above, the quotient (1 in place of x
+// below 1), 0 at ±∞ (its limit).
+func overX(t *temps, x *tensor.Tensor) *tensor.Tensor {
 	one := t.keep(ScalarLike(x, 1))
 	ax := t.keep(Abs(x))
 	near := t.keep(Lt(ax, one))
 	inf := t.keep(Eq(ax, t.keep(ScalarLike(x, math.Inf(1)))))
-	odd := t.keep(LogicalOr(near, inf))
 	xs := t.keep(Where(near, x, t.keep(ScalarLike(x, 0.5))))
 	w := t.keep(Mul(xs, xs))
 	series := t.keep(ScalarLike(x, besselOverXCoef[len(besselOverXCoef)-1]))
 	for i := len(besselOverXCoef) - 2; i >= 0; i-- {
 		series = t.keep(Add(t.keep(Mul(series, w)), t.keep(ScalarLike(x, besselOverXCoef[i]))))
 	}
-	safe := t.keep(Where(odd, one, x))
-	f := BesselI1
-	if scaled {
-		series = t.keep(Mul(series, t.keep(Exp(t.keep(Neg(t.keep(Abs(xs))))))))
-		f = BesselI1e
-	}
-	far := t.keep(Where(inf, t.keep(ScalarLike(x, 0)), t.keep(Div(t.keep(f(safe)), safe))))
+	series = t.keep(Mul(series, t.keep(Exp(t.keep(Neg(t.keep(Abs(xs))))))))
+	safe := t.keep(Where(t.keep(LogicalOr(near, inf)), one, x))
+	far := t.keep(Where(inf, t.keep(ScalarLike(x, 0)), t.keep(Div(t.keep(BesselI1e(safe)), safe))))
 	return Where(near, series, far)
 }
 
