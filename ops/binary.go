@@ -147,12 +147,14 @@ func Sub(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(subOp, nil, a, 
 func Mul(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(mulOp, nil, a, b) }
 
 // Div returns a / b elementwise, with broadcasting as Add. Integer division
-// truncates; an integer divided by zero gives -1 (all bits set), as XLA
-// defines it. Float division by zero gives ±Inf or NaN.
+// truncates (FloorDiv rounds toward -∞, as Python's //); an integer
+// divided by zero gives -1 (all bits set), as XLA defines it. Float
+// division by zero gives ±Inf or NaN.
 func Div(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(divOp, nil, a, b) }
 
 // Rem returns the remainder of a / b with the sign of the dividend a, as
-// XLA's Rem (C's fmod); an integer remainder by zero gives a.
+// XLA's Rem (C's fmod); an integer remainder by zero gives a. Mod is the
+// remainder with the divisor's sign (Python's %, torch.remainder).
 func Rem(a, b *tensor.Tensor) *tensor.Tensor { return eager.Run1(remOp, nil, a, b) }
 
 // Maximum returns the elementwise maximum (NumPy's maximum, XLA's Max);
