@@ -48,10 +48,13 @@ func init() {
 		return []*tensor.Tensor{chain(step(sinhOp, g.Inputs[0]), step(mulOp, g.OutGrads[0], nil))}
 	})
 	asinhOp = floatOp("Asinh", func(g *eager.Grad) []*tensor.Tensor { // dy/√(x² + 1)
-		return []*tensor.Tensor{squarePlusGrad(g, 1)}
+		x := g.Inputs[0]
+		one := ScalarLike(x, 1)
+		defer releaseTemp(one)
+		return []*tensor.Tensor{chain(step(squareOp, x), step(addOp, nil, one), step(rsqrtOp, nil), step(mulOp, g.OutGrads[0], nil))}
 	})
 	acoshOp = floatOp("Acosh", func(g *eager.Grad) []*tensor.Tensor { // dy/√(x² - 1)
-		return []*tensor.Tensor{squarePlusGrad(g, -1)}
+		return []*tensor.Tensor{acoshGrad(g)}
 	})
 	atanhOp = floatOp("Atanh", func(g *eager.Grad) []*tensor.Tensor { // dy/((1 - x)(1 + x))
 		var t temps
@@ -121,20 +124,16 @@ func oneMinusSquare(t *temps, x *tensor.Tensor) []link {
 	return []link{step(subOp, one, x), step(mulOp, nil, t.keep(Add(one, x)))}
 }
 
-// squarePlusGrad is dy/√(x² + c): Asinh's (c 1) and Acosh's (c -1, as
-// 1/√(x - 1)·1/√(x + 1), which neither cancels near 1, as x² - 1 does,
-// nor overflows past 1.3e154; oneMinusSquare).
-func squarePlusGrad(g *eager.Grad, c float64) *tensor.Tensor {
+// acoshGrad is Acosh's gradient dy/√(x² - 1) as dy/√(x - 1)·1/√(x + 1),
+// which neither cancels near 1, as x² - 1 does, nor overflows past
+// 1.3e154; NaN below 1, where Acosh is.
+func acoshGrad(g *eager.Grad) *tensor.Tensor {
 	var t temps
 	defer t.release()
 	x := g.Inputs[0]
-	if c < 0 {
-		one := t.keep(ScalarLike(x, 1))
-		up := t.keep(Rsqrt(t.keep(Add(x, one))))
-		return chain(step(subOp, x, one), step(rsqrtOp, nil), step(mulOp, nil, up), step(mulOp, g.OutGrads[0], nil))
-	}
-	k := t.keep(ScalarLike(x, c))
-	return chain(step(squareOp, x), step(addOp, nil, k), step(rsqrtOp, nil), step(mulOp, g.OutGrads[0], nil))
+	one := t.keep(ScalarLike(x, 1))
+	up := t.keep(Rsqrt(t.keep(Add(x, one))))
+	return chain(step(subOp, x, one), step(rsqrtOp, nil), step(mulOp, nil, up), step(mulOp, g.OutGrads[0], nil))
 }
 
 // logBaseGrad is the gradient of the logarithm of base b, dy/(x·ln b).
